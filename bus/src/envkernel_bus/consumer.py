@@ -1,0 +1,167 @@
+"""The consume loop: batch pull -> handle concurrently -> async publish -> ack on PubAck.
+
+Knows nothing of envkernel's events: a handler turns one message into outputs, and an optional
+``finalize`` turns a batch of finished messages into bookkeeping outputs (published before the
+acks). Many messages stay in flight at once, which is what throughput depends on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeoutError
+
+from .bus import Bus
+
+log = structlog.get_logger("envkernel.bus")
+
+
+@dataclass(slots=True)
+class Output:
+    """One message to publish into the stream."""
+
+    subject: str
+    data: bytes
+    msg_id: str
+
+
+@dataclass(slots=True)
+class Done:
+    """A message whose outputs are published, waiting for its ack."""
+
+    msg: Msg
+    outputs: list[Output] = field(default_factory=list)
+    token: Any = None
+
+
+Handler = Callable[[Msg], Awaitable[tuple[list[Output], Any]]]
+"""Turn a message into (outputs, token); the token reaches ``finalize``."""
+Finalize = Callable[[list[Done]], list[Output]]
+"""Turn a batch of finished messages into bookkeeping outputs."""
+
+
+class Consumer:
+    """Serve one durable pull consumer until :meth:`stop`."""
+
+    def __init__(
+        self,
+        bus: Bus,
+        durable: str,
+        filter_subject: str,
+        handler: Handler,
+        finalize: Finalize | None = None,
+        *,
+        batch: int = 256,
+        max_inflight: int = 1024,
+        fetch_timeout: float = 0.5,
+    ) -> None:
+        self.bus = bus
+        self.durable = durable
+        self.filter_subject = filter_subject
+        self.handler = handler
+        self.finalize = finalize
+        self.batch = batch
+        self.max_inflight = max_inflight
+        self.fetch_timeout = fetch_timeout
+        self._inflight = 0
+        self._room = asyncio.Event()
+        self._done: list[Done] = []
+        self._done_ready = asyncio.Event()
+        self._stopping = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._psub: Any = None
+
+    async def bind(self) -> None:
+        """Create or bind the durable consumer (before :meth:`run`, so events are not missed)."""
+        self._psub = await self.bus.pull(self.durable, self.filter_subject)
+
+    async def run(self) -> None:
+        """Pull and handle until stopped."""
+        if self._psub is None:
+            await self.bind()
+        psub = self._psub
+        assert psub is not None
+        flusher = asyncio.create_task(self._flush_loop())
+        try:
+            while not self._stopping:
+                room = self.max_inflight - self._inflight
+                if room <= 0:
+                    self._room.clear()
+                    await self._room.wait()
+                    continue
+                try:
+                    msgs = await psub.fetch(min(self.batch, room), timeout=self.fetch_timeout)
+                except (NatsTimeoutError, asyncio.TimeoutError):
+                    continue
+                except Exception as exc:  # connection trouble: say so, retry
+                    if self._stopping or self.bus.nc.is_closed:
+                        break
+                    log.warning("fetch failed; retrying", consumer=self.durable, error=str(exc))
+                    await asyncio.sleep(0.2)
+                    continue
+                for m in msgs:
+                    self._inflight += 1
+                    t = asyncio.create_task(self._handle(m))
+                    self._tasks.add(t)
+                    t.add_done_callback(self._tasks.discard)
+        finally:
+            flusher.cancel()
+            try:
+                await psub.unsubscribe()
+            except Exception:  # noqa: BLE001 - best effort on shutdown
+                pass
+
+    async def _handle(self, m: Msg) -> None:
+        try:
+            outputs, token = await self.handler(m)
+            if outputs:
+                futs = [await self.bus.publish(o.subject, o.data, o.msg_id) for o in outputs]
+                await asyncio.gather(*futs)
+        except Exception as exc:
+            # The handler owns failure boundaries; reaching here means the bus failed.
+            log.error("publishing outputs failed; the event will be redelivered", consumer=self.durable, error=str(exc))
+            self._inflight -= 1
+            self._room.set()
+            try:
+                await m.nak(delay=1.0)
+            except Exception:  # noqa: BLE001
+                pass
+            return
+        self._done.append(Done(m, outputs, token))
+        self._done_ready.set()
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await self._done_ready.wait()
+            self._done_ready.clear()
+            done, self._done = self._done, []
+            if not done:
+                continue
+            try:
+                extra = self.finalize(done) if self.finalize else []
+                if extra:
+                    futs = [await self.bus.publish(o.subject, o.data, o.msg_id) for o in extra]
+                    await asyncio.gather(*futs)
+                for d in done:
+                    await d.msg.ack()
+            except Exception as exc:
+                log.error("acking failed; events will be redelivered", consumer=self.durable, error=str(exc))
+            self._inflight -= len(done)
+            self._room.set()
+
+    async def stop(self) -> None:
+        """Stop pulling, and let in-flight messages finish."""
+        self._stopping = True
+        self._room.set()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        # give the flusher a moment to ack what finished
+        for _ in range(100):
+            if not self._done:
+                break
+            await asyncio.sleep(0.01)

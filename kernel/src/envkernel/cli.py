@@ -1,0 +1,220 @@
+"""The ``envkernel`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import msgspec
+
+from . import logs
+from .errors import EXIT_USAGE, EnvkernelError, UsageError
+
+EXIT_CODES_HELP = """Exit codes: 0 finished; 1 finished but plugins failed (see summary.json);
+2 usage or config error; 3 interrupted or lost its bus (what was produced is written)."""
+
+
+class Group(click.Group):
+    """The top-level group: built-in commands, plus plugin commands loaded only when asked for."""
+
+    _plugins_loaded = False
+
+    def _load_plugin_commands(self) -> None:
+        if self._plugins_loaded:
+            return
+        self._plugins_loaded = True
+        from .plugins import installed, plugin_manager
+
+        pm = plugin_manager()
+        for name, ep in installed().items():
+            try:
+                pm.register(ep.load(), name=name)
+            except Exception as exc:  # a broken plugin must not break the CLI
+                click.echo(f"warning: plugin {name!r} failed to load: {type(exc).__name__}: {exc}", err=True)
+        pm.hook.register_commands(cli=self)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is None:
+            self._load_plugin_commands()
+            cmd = super().get_command(ctx, cmd_name)
+        return cmd
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_plugin_commands()
+        return super().list_commands(ctx)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except EnvkernelError as exc:
+            if isinstance(exc, UsageError):
+                click.echo(f"error: {exc}", err=True)
+                sys.exit(EXIT_USAGE)
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(3)
+
+
+@click.group(cls=Group)
+@click.version_option(package_name="envkernel")
+@click.option("--log-level", default=None, help="debug, info, warning or error (default info; or ENVKERNEL_LOG_LEVEL).")
+@click.option("--json-logs/--console-logs", default=None, help="Log format (default: console on a terminal, JSON otherwise).")
+def cli(log_level: str | None, json_logs: bool | None) -> None:
+    """envkernel: synthesize executable tool environments, sample tasks, roll out agents, score, export."""
+    logs.configure(log_level, json_logs)
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.option("--plugins", envvar="ENVKERNEL_PLUGINS", default=None, help="Full list a,b,c or changes +x,-y to the default preset.")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None, help="TOML config file.")
+@click.option("--seed", type=int, envvar="ENVKERNEL_SEED", default=None, help="Seed; the same seed gives the same run.")
+@click.option("--policy", envvar="ENVKERNEL_POLICY", default=None, help="Policy that rolls out the emitted tasks (default: reference).")
+@click.option("--source", "sources", multiple=True, help="Source: KIND or KIND:VALUE (repeatable; default: sample).")
+@click.option("--envs", type=int, default=None, help="Environment requests per source.")
+@click.option("--rollouts-per-task", "-G", type=int, default=None, help="Group size: rollouts per emitted task.")
+@click.option("--iterations", type=int, default=None, help="Training iterations.")
+@click.option("--runner", default=None, help="Sandbox runner component.")
+@click.option("--set", "sets", multiple=True, metavar="COMPONENT.KEY=VALUE", help="Set one component setting (repeatable).")
+@click.option("--out", "out_root", type=click.Path(file_okay=False), default="envkernel-out", show_default=True, help="Folder that receives <run-id>/.")
+@click.option("--run-id", default=None, help="Run id (default: time + random).")
+@click.option("--nats-url", envvar="ENVKERNEL_NATS_URL", default=None, help="Use this NATS server instead of the embedded one.")
+@click.option("--listen", default="127.0.0.1", show_default=True, help="Address the embedded server listens on (0.0.0.0 opens it to workers on other hosts).")
+@click.option("--timeout", type=float, default=None, help="Give up after this many seconds (exit 3).")
+@click.option("--progress/--no-progress", default=True, help="Show progress.")
+def run(plugins: str | None, config_file: str | None, seed: int | None, policy: str | None, sources: tuple[str, ...], envs: int | None,
+        rollouts_per_task: int | None, iterations: int | None, runner: str | None, sets: tuple[str, ...], out_root: str, run_id: str | None,
+        nats_url: str | None, listen: str, timeout: float | None, progress: bool) -> None:
+    """Run the whole pipeline: synthesize, verify, sample, gate, roll out, score, export."""
+    from .run import execute, prepare
+
+    flags: dict[str, Any] = {"plugins": plugins, "seed": seed, "policy": policy, "sources": list(sources) or None, "envs": envs,
+                             "rollouts_per_task": rollouts_per_task, "iterations": iterations, "runner": runner, "run_id": run_id}
+    prep = prepare(config_file, flags, out_root)
+    _apply_sets(prep, sets)
+    for w in prep.warnings:
+        click.echo(f"warning: {w}", err=True)
+    result = asyncio.run(execute(prep, nats_url=nats_url, listen=listen, show_progress=progress, timeout=timeout))
+    s = result.summary
+    click.echo(f"{s['tasks']} tasks, {s['rollouts']} rollouts, mean reward {s['mean_reward']}, {s['failures']} failures "
+               f"in {s['seconds']} s -> {result.out_dir}", err=True)
+    sys.exit(result.exit_code)
+
+
+def _apply_sets(prep: Any, sets: tuple[str, ...]) -> None:
+    from . import config as cfgmod
+    from .errors import ConfigError
+
+    if not sets:
+        return
+    settings = {k: dict(v) for k, v in prep.config.settings.items()}
+    for item in sets:
+        key, eq, value = item.partition("=")
+        comp, dot, field = key.partition(".")
+        if not (eq and dot and comp and field):
+            raise ConfigError(f"--set {item!r}: expected COMPONENT.KEY=VALUE")
+        try:
+            parsed: Any = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value
+        settings.setdefault(comp, {})[field] = parsed
+    for comp, raw in settings.items():
+        c = prep.registry.components.get(comp)
+        if c is None:
+            raise ConfigError(f"--set: no active component {comp!r}; components: {', '.join(sorted(prep.registry.components))}")
+        cfgmod.settings_for(comp, c.settings_type, raw)
+    prep.config = msgspec.structs.replace(prep.config, settings=settings)
+
+
+@cli.command()
+@click.option("--plugins", envvar="ENVKERNEL_PLUGINS", required=True, help="Plugins whose stages this worker serves (a,b,c or +x,-y).")
+@click.option("--nats-url", envvar="ENVKERNEL_NATS_URL", required=True, help="The NATS server (cluster) the runs use.")
+def worker(plugins: str, nats_url: str) -> None:
+    """Serve some plugins' stages for every run in progress on a NATS server."""
+    from .plugins import resolve_selection
+    from .run import serve
+
+    asyncio.run(serve(resolve_selection(plugins), nats_url))
+
+
+@cli.command()
+@click.argument("subject", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of summaries.")
+@click.option("--from-start", is_flag=True, help="Replay from the beginning of the stream, then follow.")
+@click.option("--run", "run_dir", type=click.Path(file_okay=False, exists=True), default=None, help="Replay a finished run from its folder, then exit.")
+@click.option("--nats-url", envvar="ENVKERNEL_NATS_URL", default=None, help="Server to tap (default: the newest run in progress here).")
+@click.option("--all", "show_all", is_flag=True, help="Also show the kernel's bookkeeping events.")
+@click.option("--limit", type=int, default=None, help="Stop after this many events.")
+def tap(subject: str | None, as_json: bool, from_start: bool, run_dir: str | None, nats_url: str | None, show_all: bool, limit: int | None) -> None:
+    """Show the live event stream. SUBJECT filters it (e.g. 'rollout.>' or envk.ev.RUN.>)."""
+    from envkernel_bus import Bus
+
+    from . import tap as tapmod
+
+    subj = subject or tapmod.DEFAULT_SUBJECT
+    if not subj.startswith("envk."):
+        subj = f"envk.ev.*.{subj}"
+
+    async def go(url: str, until_caught_up: bool) -> None:
+        bus = await Bus.connect(url, name="envkernel-tap", setup=False)
+        try:
+            await tapmod.tap(bus, subj, from_start=from_start, as_json=as_json, show_all=show_all, until_caught_up=until_caught_up, limit=limit)
+        finally:
+            await bus.close()
+
+    try:
+        if run_dir:
+            with tapmod.Replay(Path(run_dir)) as url:
+                asyncio.run(go(url, True))
+        else:
+            asyncio.run(go(nats_url or tapmod.find_live_url(), False))
+    except KeyboardInterrupt:
+        pass
+
+
+@cli.command("plugins")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+def plugins_cmd(as_json: bool) -> None:
+    """List the installed plugins."""
+    from .plugins import describe_installed
+
+    infos = describe_installed()
+    if as_json:
+        rows = [{"name": i.name, "distribution": i.distribution, "version": i.version, "roles": i.roles, "default": i.default,
+                 "components": i.components, **({"error": i.error} if i.error else {})} for i in infos]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("name", "distribution", "version", "roles", "components", "default")
+    for i in infos:
+        table.add_row(i.name, i.distribution, i.version, ", ".join(i.roles) or f"[red]broken: {i.error}[/red]", ", ".join(i.components), "yes" if i.default else "")
+    Console().print(table)
+
+
+@cli.command()
+@click.option("--json-schema", is_flag=True, help="Print the JSON Schema of every type.")
+def schemas(json_schema: bool) -> None:
+    """Print every event and record type."""
+    import envkernel_schemas as s
+
+    if json_schema:
+        click.echo(json.dumps(s.json_schemas(), indent=2))
+        return
+    for t in s.EVENT_TYPES:
+        fields = ", ".join(t.__struct_fields__)
+        click.echo(f"event  {t.kind:<18} {t.__name__:<16} {fields}")
+    from envkernel_schemas import records
+
+    for name in sorted(n for n, v in vars(records).items() if isinstance(v, type) and issubclass(v, records.Record) and v is not records.Record):
+        t = getattr(records, name)
+        click.echo(f"record {name:<35} {', '.join(t.__struct_fields__)}")
+
+
+def main() -> None:
+    """Entry point of the ``envkernel`` script."""
+    cli()

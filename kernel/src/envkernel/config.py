@@ -1,0 +1,164 @@
+"""Run configuration: one TOML file, environment variables and flags, in that rising precedence.
+
+The file has top-level run settings and one table per component::
+
+    plugins = "+my-sampler,-chains"
+    seed = 7
+    policy = "reference"
+    [traceoutcome]
+    tau = 0.7
+
+Each component's table is decoded into its ``Settings`` Struct, so a wrong key is a clear error.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from .errors import ConfigError
+
+SECRET = re.compile(r"(key|secret|token|password)", re.I)
+"""Setting names whose values never leave the process (config.json, KV, events, logs)."""
+
+
+class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """The resolved configuration of one run (what ``config.json`` and the runs bucket hold)."""
+
+    run_id: str = ""
+    """Run id (a NATS token); generated when empty."""
+    plugins: str = ""
+    """Plugin selection: a full list ``a,b,c`` or changes ``+x,-y`` to the default preset."""
+    selected: list[str] = msgspec.field(default_factory=list)
+    """Resolved entry-point names (filled in by the kernel)."""
+    components: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    """Role -> active component names (filled in by the kernel)."""
+    seed: int = 0
+    """Seed of everything random in the run."""
+    policy: str = "reference"
+    """Policy that rolls out the emitted tasks."""
+    gate_reference: str = "reference"
+    """Policy whose rollout must score 1 for a task to pass the gate."""
+    gate_nothing: str = "nothing"
+    """Policy whose rollout must score 0 for a task to pass the gate."""
+    runner: str = ""
+    """Sandbox runner component (default: the first active one)."""
+    verifier: str = ""
+    """Verifier component (default: the first active one)."""
+    reward: str = ""
+    """Reward-model component (default: the first active one)."""
+    sources: list[str] = msgspec.field(default_factory=lambda: ["sample"])
+    """Sources: a source kind (``sample``) or ``KIND:VALUE`` (``openapi:specs/shop.yaml``)."""
+    envs: int = 1
+    """Environment requests per source."""
+    rollouts_per_task: int = 1
+    """Group size G: rollouts of the chosen policy per emitted task."""
+    iterations: int = 1
+    """Training iterations."""
+    out: str = ""
+    """Run folder (resolved)."""
+    settings: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    """Component -> its settings table (secrets removed when stored)."""
+
+
+TOP_LEVEL = set(RunConfig.__struct_fields__) - {"settings", "selected", "components"}
+"""Keys allowed at the top of the TOML file."""
+
+ENV_VARS = {
+    "ENVKERNEL_PLUGINS": "plugins",
+    "ENVKERNEL_SEED": "seed",
+    "ENVKERNEL_POLICY": "policy",
+    "ENVKERNEL_RUNNER": "runner",
+    "ENVKERNEL_ROLLOUTS_PER_TASK": "rollouts_per_task",
+}
+"""Environment variables for top-level settings (below flags, above the file)."""
+
+
+def read_file(path: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """Read a TOML config file; a missing or malformed file is a :class:`ConfigError`."""
+    if path is None:
+        return {}
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {p} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {p} is not valid TOML: {exc}") from None
+    return data
+
+
+def split_file(data: dict[str, Any], path: str = "config") -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Split file data into top-level settings and component tables; unknown keys are errors."""
+    top: dict[str, Any] = {}
+    sections: dict[str, dict[str, Any]] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            sections[key] = value
+        elif key in TOP_LEVEL:
+            top[key] = value
+        else:
+            raise ConfigError(
+                f"{path}: unknown setting {key!r}; valid top-level settings are {', '.join(sorted(TOP_LEVEL))}, "
+                "and each component has its own [table]"
+            )
+    return top, sections
+
+
+def from_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """Top-level settings from ``ENVKERNEL_*`` variables."""
+    environ = dict(os.environ if environ is None else environ)
+    out: dict[str, Any] = {}
+    for var, key in ENV_VARS.items():
+        if environ.get(var):
+            out[key] = environ[var]
+    return out
+
+
+def build(file_top: dict[str, Any], env: dict[str, Any], flags: dict[str, Any], sections: dict[str, dict[str, Any]]) -> RunConfig:
+    """Merge file < env < flags into a :class:`RunConfig` (types checked and converted)."""
+    merged: dict[str, Any] = {**file_top, **env, **{k: v for k, v in flags.items() if v is not None}}
+    merged["settings"] = sections
+    try:
+        return msgspec.convert(merged, RunConfig, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"bad setting: {exc}") from None
+
+
+def settings_for(component: str, settings_type: type | None, raw: dict[str, Any] | None, environ: dict[str, str] | None = None) -> Any:
+    """Decode a component's settings table into its Struct (env overrides via ``__env__``)."""
+    if settings_type is None:
+        if raw:
+            raise ConfigError(f"[{component}] has settings, but component {component!r} takes none")
+        return None
+    data = dict(raw or {})
+    environ = os.environ if environ is None else environ
+    for field, var in getattr(settings_type, "__env__", {}).items():
+        if environ.get(var):
+            data[field] = environ[var]
+    try:
+        return msgspec.convert(data, settings_type, strict=False)
+    except msgspec.ValidationError as exc:
+        fields = ", ".join(getattr(settings_type, "__struct_fields__", ()))
+        raise ConfigError(f"[{component}]: {exc} (valid settings: {fields or 'none'})") from None
+
+
+def redact(value: Any) -> Any:
+    """Copy of a settings tree with secret values removed."""
+    if isinstance(value, dict):
+        return {k: ("<redacted>" if SECRET.search(k) and v else redact(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def public(config: RunConfig) -> dict[str, Any]:
+    """The config as plain data with secrets removed (for ``config.json``, the KV bucket, events)."""
+    data = msgspec.to_builtins(config)
+    data["settings"] = {k: redact(v) for k, v in data.get("settings", {}).items()}
+    return data

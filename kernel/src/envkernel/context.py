@@ -1,0 +1,115 @@
+"""What a role method gets: its run, its settings, a logger, randomness and sandboxes."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import structlog
+
+from envkernel_bus import Bus
+from envkernel_schemas import CallRecord, EnvSpec, ToolCall, ToolError, ToolResult, ToolSpec
+
+from .config import RunConfig
+from .errors import SandboxError
+from .sandbox import Sandbox, open_sandbox
+
+T = TypeVar("T")
+
+_env_enc = msgspec.msgpack.Encoder()
+_env_dec = msgspec.msgpack.Decoder(EnvSpec)
+
+
+def env_key(run: str, env_id: str) -> str:
+    """Object-store key of a run's verified environment."""
+    return f"env/{run}/{env_id}"
+
+
+class Context:
+    """Per-run, per-component context handed to every role method."""
+
+    def __init__(self, bus: Bus, config: RunConfig, component: str, role: str, settings: Any, loop: asyncio.AbstractEventLoop) -> None:
+        self.bus = bus
+        self.config = config
+        self.run_id = config.run_id
+        self.component = component
+        self.role = role
+        self.settings = settings
+        self.seed = config.seed
+        self.iteration = 0
+        self.out_dir = Path(config.out) if config.out else Path.cwd()
+        self.log = structlog.get_logger(f"envkernel.{role}").bind(run=self.run_id, component=component)
+        self._loop = loop
+        self._envs: dict[str, EnvSpec] = {}
+
+    def rng(self, *keys: object) -> random.Random:
+        """A random generator determined by the run seed, this component and ``keys``."""
+        return random.Random(f"{self.seed}/{self.component}/" + "/".join(map(str, keys)))
+
+    @property
+    def runner(self) -> str:
+        """The sandbox runner this run uses."""
+        runners = self.config.components.get("sandbox_runner", [])
+        name = self.config.runner or (runners[0] if runners else "")
+        if not name:
+            raise SandboxError("this run has no sandbox runner: add one to --plugins (e.g. +process)")
+        return name
+
+    @asynccontextmanager
+    async def sandbox(self, env: EnvSpec, *, call_timeout: float = 60.0) -> AsyncIterator[Sandbox]:
+        """Open a sandbox holding ``env`` (seed state loaded); it is closed on exit."""
+        sb = await open_sandbox(self.bus, self.runner, env, seed=self.seed, run=self.run_id, call_timeout=call_timeout)
+        try:
+            yield sb
+        finally:
+            await sb.close()
+
+    async def env(self, env_id: str) -> EnvSpec:
+        """A verified environment of this run, by id (from the object store)."""
+        if env_id not in self._envs:
+            try:
+                res = await self.bus.objects.get(env_key(self.run_id, env_id))
+            except Exception as exc:
+                raise SandboxError(f"environment {env_id!r} of run {self.run_id} is not in the object store: {exc}") from None
+            self._envs[env_id] = _env_dec.decode(res.data or b"")
+        return self._envs[env_id]
+
+    def wait(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """From a sync role method (running in a worker thread): run ``coro`` on the kernel's loop."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+
+async def store_env(bus: Bus, run: str, env: EnvSpec) -> None:
+    """Put a verified environment into the object store for :meth:`Context.env`."""
+    await bus.objects.put(env_key(run, env.id), _env_enc.encode(env))
+
+
+class RecordingToolEnv:
+    """The ToolEnv a policy sees: forwards calls to the sandbox and records each one."""
+
+    def __init__(self, sandbox: Sandbox, tools: list[ToolSpec]) -> None:
+        self.sandbox = sandbox
+        self.tools = tools
+        self._names = {t.name for t in tools}
+        self.records: list[CallRecord] = []
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Call a tool the task offers; anything else is an error observation."""
+        t0 = time.perf_counter()
+        if name not in self._names:
+            result = ToolResult(ok=False, error=ToolError(code="unknown_tool", message=f"no tool named {name!r}; available: {', '.join(sorted(self._names))}"))
+        elif not isinstance(arguments, dict):
+            result = ToolResult(ok=False, error=ToolError(code="invalid_arguments", message="arguments must be a JSON object"))
+        else:
+            try:
+                result = await self.sandbox.call(name, arguments)
+            except SandboxError as exc:
+                result = ToolResult(ok=False, error=ToolError(code="sandbox_error", message=str(exc)))
+        self.records.append(CallRecord(call=ToolCall(name=name, arguments=arguments if isinstance(arguments, dict) else {}), result=result, seconds=time.perf_counter() - t0))
+        return result

@@ -1,0 +1,37 @@
+"""The error tree. Every message says what failed, where, and what the user can do."""
+
+from __future__ import annotations
+
+
+class EnvkernelError(Exception):
+    """Root of every envkernel error."""
+
+
+class UsageError(EnvkernelError):
+    """Bad flags, config or plugin selection (exit code 2)."""
+
+
+class PluginError(UsageError):
+    """A plugin could not be found, loaded or configured."""
+
+
+class ConfigError(UsageError):
+    """The config file or a setting is wrong."""
+
+
+class SandboxError(EnvkernelError):
+    """A sandbox could not be opened or answered with an error."""
+
+
+class RunError(EnvkernelError):
+    """The run could not go on (bus lost, server died)."""
+
+
+EXIT_OK = 0
+"""Finished; no plugin failed."""
+EXIT_FAILURES = 1
+"""Finished, but plugins failed (see ``failures`` in summary.json); outputs are written."""
+EXIT_USAGE = 2
+"""Usage or config error; nothing ran."""
+EXIT_ABORTED = 3
+"""The run was interrupted or lost its bus; what was produced so far is written."""

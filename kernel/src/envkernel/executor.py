@@ -1,0 +1,860 @@
+#!/usr/bin/env python3
+"""envkernel's sandbox executor: runs one environment inside one sandbox.
+
+Standard library only, one file, run as ``python3 executor.py [--socket PATH]``. It never
+imports envkernel: the same file runs in a local subprocess and inside a container.
+
+Protocol: JSON lines. One request object per line, one response object per line, in order.
+By default requests come on stdin and responses go to stdout; with ``--socket PATH`` it listens
+on a unix socket and serves one connection at a time (the state outlives a connection).
+
+Requests::
+
+    {"op": "load", "env": <EnvSpec as JSON>, "seed": 0, "timeout": 30, "clock": "2026-01-15T09:00:00Z"}
+    {"op": "call", "tool": "get_order", "arguments": {...}, "timeout": 10}
+    {"op": "snapshot"}                      -> value: handle ("s1", "s2", ...)
+    {"op": "restore", "snapshot": "s1"}
+    {"op": "dump"}                          -> value: {table: [row, ...]}
+    {"op": "close"}                         -> responds, then exits 0
+
+Responses: ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": {"code": ..., "message": ...}}``.
+Error codes: ``bad_request``, ``not_loaded``, ``unsupported``, ``load_failed``, ``unknown_tool``,
+``invalid_arguments``, ``timeout``, ``tool_crashed``, ``bad_return``, ``too_large``,
+``unknown_snapshot``, ``internal``, or whatever code the environment's ``ToolError`` carries.
+
+Environment code (``env.py``): one plain function per tool, ``def tool(env, **arguments)``.
+``ToolError(code, message)`` is injected into its namespace. ``env`` has ``db`` (sqlite3, rows as
+dicts), ``new_id(prefix)``, ``now()``, ``rng``, ``seed`` and ``error(code, message)``.
+
+Every call runs inside a SQLite savepoint. A call that fails in any way has no effect at all: the
+database, the id counters, the clock and the random generators are put back as they were.
+``time.time``, ``datetime.now``, ``uuid.uuid4`` and ``random`` are deterministic, so replaying
+the same calls on the same seed gives the same state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import inspect
+import json
+import linecache
+import math
+import os
+import random
+import signal
+import socket
+import sqlite3
+import sys
+import time
+import types
+import uuid
+
+PROTOCOL = 1
+DEFAULT_CLOCK = "2026-01-15T09:00:00Z"
+DEFAULT_CALL_TIMEOUT = 10.0
+DEFAULT_LOAD_TIMEOUT = 30.0
+DEFAULT_MAX_RESPONSE = 32 * 1024 * 1024
+ENV_FILENAME = "env.py"
+_SAVEPOINT = "envk_call"
+_PROGRESS_STEPS = 10_000
+
+_real_time = time.time
+_real_monotonic = time.monotonic
+_real_gmtime = time.gmtime
+_real_localtime = time.localtime
+_real_strftime = time.strftime
+_RealDateTime = _dt.datetime
+_RealDate = _dt.date
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class ToolError(Exception):
+    """An error the environment reports to the agent: a short code and a message."""
+
+    def __init__(self, code: str, message: str = "") -> None:
+        super().__init__(code, message)
+        self.code = str(code)
+        self.message = str(message)
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+class _Deadline(BaseException):
+    """Raised by SIGALRM when a call runs past its timeout (BaseException: `except Exception` in
+    environment code does not swallow it)."""
+
+
+class _Failure(Exception):
+    """A request that fails with a protocol error code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _ok(value=None) -> dict:
+    return {"ok": True, "value": value}
+
+
+def _err(code: str, message: str) -> dict:
+    return {"ok": False, "error": {"code": code, "message": message}}
+
+
+# --------------------------------------------------------------------------- determinism
+
+
+class Clock:
+    """The frozen clock. ``now()`` advances exactly one second per call; ``time.time()`` and
+    ``datetime.now()`` read ``base + seconds + 1 µs per read``, so they move forward too."""
+
+    def __init__(self, start: str = DEFAULT_CLOCK) -> None:
+        self.base = _parse_clock(start)
+        self.seconds = 0
+        self.micros = 0
+
+    def now_iso(self) -> str:
+        t = self.base + self.seconds
+        self.seconds += 1
+        return _real_strftime("%Y-%m-%dT%H:%M:%SZ", _real_gmtime(t))
+
+    def time(self) -> float:
+        self.micros += 1
+        return self.base + self.seconds + self.micros * 1e-6
+
+    def get(self) -> tuple[int, int]:
+        return (self.seconds, self.micros)
+
+    def set(self, state: tuple[int, int]) -> None:
+        self.seconds, self.micros = state
+
+
+def _parse_clock(text: str) -> int:
+    try:
+        d = _RealDateTime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError:
+        raise _Failure("bad_request", f"clock {text!r} is not an ISO-8601 time like {DEFAULT_CLOCK!r}") from None
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=_dt.UTC)
+    return int(d.timestamp())
+
+
+class _Patches:
+    """Process-wide deterministic stand-ins for clocks and uuids; they read the loaded env's state."""
+
+    clock = Clock()
+    uuids = random.Random(0)
+
+
+class _FrozenMeta(type):
+    """``isinstance(x, datetime.datetime)`` stays true for real datetimes after the patch."""
+
+    def __instancecheck__(cls, obj):
+        real = cls.__dict__.get("_real")
+        return isinstance(obj, real) if real else type.__instancecheck__(cls, obj)
+
+    def __subclasscheck__(cls, sub):
+        real = cls.__dict__.get("_real")
+        return issubclass(sub, real) if real else type.__subclasscheck__(cls, sub)
+
+
+class _FrozenDateTime(_RealDateTime, metaclass=_FrozenMeta):
+    _real = _RealDateTime
+
+    @classmethod
+    def now(cls, tz=None):
+        return _RealDateTime.fromtimestamp(_Patches.clock.time(), tz)
+
+    @classmethod
+    def utcnow(cls):
+        return _RealDateTime.fromtimestamp(_Patches.clock.time(), _dt.UTC).replace(tzinfo=None)
+
+    @classmethod
+    def today(cls):
+        return _RealDateTime.fromtimestamp(_Patches.clock.time())
+
+
+class _FrozenDate(_RealDate, metaclass=_FrozenMeta):
+    _real = _RealDate
+
+    @classmethod
+    def today(cls):
+        return _RealDate.fromtimestamp(_Patches.clock.time())
+
+
+def _install_patches() -> None:
+    os.environ["TZ"] = "UTC"
+    if hasattr(time, "tzset"):
+        time.tzset()
+    clock = lambda: _Patches.clock.time()
+    time.time = clock
+    time.time_ns = lambda: int(clock() * 1_000_000_000)
+    time.gmtime = lambda secs=None: _real_gmtime(clock() if secs is None else secs)
+    time.localtime = lambda secs=None: _real_localtime(clock() if secs is None else secs)
+    time.ctime = lambda secs=None: time.asctime(_real_localtime(clock() if secs is None else secs))
+    time.strftime = lambda fmt, t=None: _real_strftime(fmt, _real_localtime(clock()) if t is None else t)
+    _dt.datetime = _FrozenDateTime
+    _dt.date = _FrozenDate
+    sqlite3.register_adapter(_FrozenDateTime, lambda v: v.isoformat(" "))
+    sqlite3.register_adapter(_FrozenDate, lambda v: v.isoformat())
+    uuid.uuid4 = lambda: uuid.UUID(int=_Patches.uuids.getrandbits(128), version=4)
+    uuid.uuid1 = lambda node=None, clock_seq=None: uuid.UUID(int=_Patches.uuids.getrandbits(128), version=1)
+
+
+# --------------------------------------------------------------------------- the database
+
+
+def _dict_row(cursor, row):
+    return {d[0]: v for d, v in zip(cursor.description, row)}
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a script into complete statements (string literals and triggers stay whole)."""
+    out, buf = [], ""
+    for part in script.split(";"):
+        buf += part + ";"
+        if sqlite3.complete_statement(buf):
+            out.append(buf)
+            buf = ""
+    if buf[:-1].strip():
+        out.append(buf)
+    return out
+
+
+class _Connection(sqlite3.Connection):
+    """The connection environment code sees. Transactions belong to the executor: ``commit`` is a
+    no-op, ``rollback`` undoes the current call, ``executescript`` runs statement by statement
+    (the stdlib version would COMMIT first) and ``close`` is ignored."""
+
+    def commit(self) -> None:
+        pass
+
+    def rollback(self) -> None:
+        if self.in_transaction:
+            executor = _CURRENT
+            with executor.internal():
+                sqlite3.Connection.execute(self, f"ROLLBACK TO {_SAVEPOINT}")
+
+    def executescript(self, script: str):
+        cur = self.cursor()
+        for statement in _split_sql(script):
+            cur.execute(statement)
+        return cur
+
+    def close(self) -> None:
+        pass
+
+
+# --------------------------------------------------------------------------- the env object
+
+
+class Env:
+    """What each tool function receives as ``env``."""
+
+    def __init__(self, db: sqlite3.Connection, seed: int, rng: random.Random, clock: Clock, ids: dict) -> None:
+        self.db = db
+        self.seed = seed
+        self.rng = rng
+        self._clock = clock
+        self._ids = ids
+
+    def new_id(self, prefix: str) -> str:
+        """Next id for ``prefix``: ``prefix_0001``, ``prefix_0002``, ..."""
+        n = self._ids.get(prefix, 0) + 1
+        self._ids[prefix] = n
+        return f"{prefix}_{n:04d}"
+
+    def now(self) -> str:
+        """The frozen clock as ISO-8601 UTC; each call advances it by one second."""
+        return self._clock.now_iso()
+
+    def error(self, code: str, message: str) -> ToolError:
+        """A ToolError to raise."""
+        return ToolError(code, message)
+
+
+# --------------------------------------------------------------------------- the executor
+
+
+class Executor:
+    """Holds one loaded environment and answers requests."""
+
+    def __init__(self, max_response: int = DEFAULT_MAX_RESPONSE) -> None:
+        self.max_response = max_response
+        self.conn: _Connection | None = None
+        self.env: Env | None = None
+        self.module: types.ModuleType | None = None
+        self.functions: dict = {}
+        self.signatures: dict = {}
+        self.declared: list[str] = []
+        self.rng = random.Random(0)
+        self.clock = Clock()
+        self.ids: dict[str, int] = {}
+        self.snapshots: dict[str, tuple] = {}
+        self.snapshot_count = 0
+        self.closing = False
+        self._phase = "idle"  # idle | seed | call | internal
+        self._deadline_at: float | None = None
+        self._armed = False
+        signal.signal(signal.SIGALRM, self._on_alarm)
+
+    # ----------------------------------------------------------------- plumbing
+
+    def handle_line(self, line: bytes | str) -> bytes:
+        """Answer one request line with one response line (never raises)."""
+        try:
+            try:
+                req = json.loads(line)
+            except (ValueError, UnicodeDecodeError) as exc:
+                return self._encode(_err("bad_request", f"request is not valid JSON: {exc}"))
+            if not isinstance(req, dict):
+                return self._encode(_err("bad_request", "request must be a JSON object with an 'op'"))
+            try:
+                return self.handle(req)
+            except _Failure as f:
+                return self._encode(_err(f.code, f.message))
+        except BaseException as exc:  # noqa: BLE001 - the executor must answer every line
+            self._disarm()
+            return self._encode(_err("internal", f"executor error: {type(exc).__name__}: {exc}"))
+
+    def handle(self, req: dict) -> bytes:
+        op = req.get("op")
+        if op == "call":
+            return self.op_call(req)
+        if op == "load":
+            return self._encode(self.op_load(req))
+        if op == "snapshot":
+            return self._encode(self.op_snapshot())
+        if op == "restore":
+            return self._encode(self.op_restore(req))
+        if op == "dump":
+            return self._encode(_ok(self.dump()), sanitize=True)
+        if op == "close":
+            self.closing = True
+            return self._encode(_ok())
+        if op == "ping":
+            return self._encode(_ok({"protocol": PROTOCOL, "loaded": self.module is not None}))
+        return self._encode(_err("bad_request", f"unknown op {op!r}; expected load, call, snapshot, restore, dump or close"))
+
+    def _encode(self, resp: dict, sanitize: bool = False) -> bytes:
+        if sanitize:
+            resp = _jsonable(resp)
+        data = json.dumps(resp, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode() + b"\n"
+        if len(data) > self.max_response:
+            data = self._encode(_err("too_large", f"response of {len(data)} bytes exceeds the {self.max_response}-byte limit"))
+        return data
+
+    def _on_alarm(self, signum, frame):
+        if self._armed:
+            self._armed = False
+            raise _Deadline()
+
+    def _arm(self, timeout: float) -> None:
+        self._deadline_at = _real_monotonic() + timeout
+        self._armed = True
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+
+    def _disarm(self) -> None:
+        self._armed = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        self._deadline_at = None
+
+    def _progress(self) -> int:
+        # Lets a long SQLite statement be interrupted at the deadline (SIGALRM only runs between
+        # Python bytecodes, not inside one C call).
+        d = self._deadline_at
+        return 1 if d is not None and _real_monotonic() > d else 0
+
+    def _authorize(self, action, arg1, arg2, dbname, source):
+        if self._phase == "internal":  # the executor's own statements (restore uses ATTACH)
+            return sqlite3.SQLITE_OK
+        if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+            return sqlite3.SQLITE_DENY
+        if self._phase == "call" and action in (sqlite3.SQLITE_TRANSACTION, sqlite3.SQLITE_SAVEPOINT):
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    def internal(self):
+        return _Phase(self, "internal")
+
+    def _sql(self, statement: str) -> None:
+        with self.internal():
+            sqlite3.Connection.execute(self.conn, statement)
+
+    def _require_loaded(self) -> None:
+        if self.module is None or self.conn is None:
+            raise _Failure("not_loaded", "no environment is loaded; send a 'load' request first")
+
+    def _counters(self) -> tuple:
+        return (dict(self.ids), self.clock.get(), self.rng.getstate(), random.getstate(), _Patches.uuids.getstate())
+
+    def _set_counters(self, state: tuple) -> None:
+        ids, clock, rng, glob, uuids = state
+        self.ids.clear()
+        self.ids.update(ids)
+        self.clock.set(clock)
+        self.rng.setstate(rng)
+        random.setstate(glob)
+        _Patches.uuids.setstate(uuids)
+
+    # ----------------------------------------------------------------- load
+
+    def op_load(self, req: dict) -> dict:
+        env = req.get("env")
+        if not isinstance(env, dict):
+            raise _Failure("bad_request", "'load' needs 'env': an EnvSpec object")
+        try:
+            seed = int(req.get("seed", 0) or 0)
+        except (TypeError, ValueError):
+            raise _Failure("bad_request", "'seed' must be an integer") from None
+        behaviour = env.get("behaviour")
+        kind = behaviour.get("kind") if isinstance(behaviour, dict) else None
+        if kind == "model":
+            raise _Failure(
+                "unsupported",
+                "model behaviour (a resource model run by the engine) is not supported by this executor yet; only code behaviour is",
+            )
+        if kind != "code" or not isinstance(behaviour.get("source"), str):
+            raise _Failure("bad_request", "env.behaviour must be {'kind': 'code', 'source': '...'} or {'kind': 'model', ...}")
+        timeout = _timeout(req.get("timeout"), DEFAULT_LOAD_TIMEOUT)
+        tools = env.get("tools") or []
+        declared = [t.get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+
+        self.module = None
+        self.conn = conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False, factory=_Connection)
+        conn.row_factory = _dict_row
+        conn.set_authorizer(self._authorize)
+        conn.set_progress_handler(self._progress, _PROGRESS_STEPS)
+        self.rng = random.Random(seed)
+        random.seed(seed)
+        _Patches.uuids.seed(f"uuid:{seed}")
+        self.clock = _Patches.clock = Clock(req.get("clock") or env.get("clock") or DEFAULT_CLOCK)
+        self.ids = {}
+        self.snapshots.clear()
+        self.env = Env(conn, seed, self.rng, self.clock, self.ids)
+
+        source = behaviour["source"]
+        module = types.ModuleType("env")
+        module.__file__ = ENV_FILENAME
+        module.ToolError = ToolError
+        linecache.cache[ENV_FILENAME] = (len(source), None, source.splitlines(True), ENV_FILENAME)
+        self._phase = "seed"
+        try:
+            self._arm(timeout)
+            try:
+                seed_sql = env.get("seed_sql") or ""
+                try:
+                    sqlite3.Connection.executescript(conn, seed_sql)
+                except _Deadline:
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - reported as load_failed
+                    raise _Failure("load_failed", f"seed_sql failed: {type(exc).__name__}: {exc}") from None
+                try:
+                    code = compile(source, ENV_FILENAME, "exec")
+                    sys.modules["env"] = module
+                    exec(code, module.__dict__)  # noqa: S102 - this process is the sandbox
+                except _Deadline:
+                    raise
+                except BaseException as exc:  # noqa: BLE001 - reported as load_failed
+                    raise _Failure("load_failed", f"env.py failed to load: {_describe(exc)}") from None
+            finally:
+                self._disarm()
+        except _Deadline:
+            raise _Failure("load_failed", f"loading took longer than {timeout:g} s") from None
+        finally:
+            self._phase = "idle"
+        if conn.in_transaction:  # a seed script that left a transaction open
+            self._sql("COMMIT")
+
+        public = {
+            name: fn
+            for name, fn in vars(module).items()
+            if inspect.isfunction(fn) and not name.startswith("_") and getattr(fn, "__module__", None) == "env"
+        }
+        names = declared if declared else sorted(public)
+        self.functions = {n: public[n] for n in names if n in public}
+        self.signatures = {}
+        for n, fn in self.functions.items():
+            try:
+                self.signatures[n] = inspect.signature(fn)
+            except (TypeError, ValueError):
+                pass
+        self.declared = names
+        self.module = module
+        self.snapshot_count = 0
+        missing = [n for n in names if n not in self.functions]
+        return _ok({"protocol": PROTOCOL, "tools": sorted(self.functions), "missing": missing})
+
+    # ----------------------------------------------------------------- call
+
+    def op_call(self, req: dict) -> bytes:
+        self._require_loaded()
+        tool = req.get("tool")
+        args = req.get("arguments")
+        if args is None:
+            args = {}
+        if not isinstance(tool, str):
+            raise _Failure("bad_request", "'call' needs 'tool': the tool name")
+        fn = self.functions.get(tool)
+        if fn is None:
+            if tool in self.declared:
+                raise _Failure("unknown_tool", f"tool {tool!r} is declared but env.py does not define a function for it")
+            known = ", ".join(sorted(self.functions)) or "none"
+            raise _Failure("unknown_tool", f"unknown tool {tool!r}; the tools are: {known}")
+        if not isinstance(args, dict):
+            raise _Failure("invalid_arguments", f"arguments of {tool!r} must be a JSON object, got {type(args).__name__}")
+        sig = self.signatures.get(tool)
+        if sig is not None:
+            problem = _argument_problem(sig, args)
+            if problem:
+                raise _Failure("invalid_arguments", f"{tool}: {problem}")
+        timeout = _timeout(req.get("timeout"), DEFAULT_CALL_TIMEOUT)
+
+        saved = self._counters()
+        self._sql(f"SAVEPOINT {_SAVEPOINT}")
+        failure: dict | None = None
+        data = b""
+        try:
+            self._phase = "call"
+            self._arm(timeout)
+            try:
+                value = fn(self.env, **args)
+            finally:
+                self._disarm()
+                self._phase = "idle"
+            try:
+                data = (
+                    json.dumps({"ok": True, "value": value}, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+                    + b"\n"
+                )
+            except (TypeError, ValueError, RecursionError) as exc:
+                failure = _err("bad_return", f"{tool} returned a value that is not JSON ({type(exc).__name__}: {exc})")
+            else:
+                if len(data) > self.max_response:
+                    failure = _err(
+                        "too_large", f"{tool} returned {len(data)} bytes, more than the {self.max_response}-byte limit"
+                    )
+        except BaseException as exc:  # noqa: BLE001 - every failure of env code is data
+            self._disarm()
+            self._phase = "idle"
+            failure = self._failure(tool, exc, timeout)
+        if failure is None:
+            try:
+                self._sql(f"RELEASE {_SAVEPOINT}")
+            except sqlite3.Error as exc:
+                failure = _err("tool_crashed", f"{tool} left the database in a bad state: {exc}")
+            else:
+                return data
+        self._rollback()
+        self._set_counters(saved)
+        return self._encode(failure)
+
+    def _rollback(self) -> None:
+        if self.conn is not None and self.conn.in_transaction:
+            try:
+                self._sql(f"ROLLBACK TO {_SAVEPOINT}")
+                self._sql(f"RELEASE {_SAVEPOINT}")
+            except sqlite3.Error:
+                self._sql("ROLLBACK")
+
+    def _failure(self, tool: str, exc: BaseException, timeout: float) -> dict:
+        if isinstance(exc, ToolError):
+            return _err(exc.code or "error", exc.message)
+        if isinstance(exc, _Deadline) or (isinstance(exc, sqlite3.OperationalError) and "interrupt" in str(exc)):
+            return _err("timeout", f"{tool} did not finish within {timeout:g} s; the call was stopped and had no effect")
+        if isinstance(exc, SystemExit):
+            return _err("tool_crashed", f"{tool} tried to exit the executor (SystemExit: {exc.code})")
+        return _err("tool_crashed", f"{tool} raised {_describe(exc)}")
+
+    # ----------------------------------------------------------------- snapshot / restore / dump
+
+    def op_snapshot(self) -> dict:
+        self._require_loaded()
+        self.snapshot_count += 1
+        handle = f"s{self.snapshot_count}"
+        self.snapshots[handle] = (self._serialize(), self._counters())
+        return _ok(handle)
+
+    def op_restore(self, req: dict) -> dict:
+        self._require_loaded()
+        handle = req.get("snapshot")
+        snap = self.snapshots.get(handle) if isinstance(handle, str) else None
+        if snap is None:
+            raise _Failure("unknown_snapshot", f"no snapshot {handle!r} in this sandbox")
+        data, counters = snap
+        self._deserialize(data)
+        self._set_counters(counters)
+        return _ok()
+
+    def _serialize(self):
+        if hasattr(self.conn, "serialize"):
+            return self.conn.serialize()
+        copy = sqlite3.connect(":memory:", check_same_thread=False)
+        with self.internal():
+            self.conn.backup(copy)
+        return copy
+
+    def _deserialize(self, data) -> None:
+        with self.internal():
+            if isinstance(data, bytes):
+                self.conn.deserialize(data)
+            else:
+                data.backup(self.conn)
+
+    def dump(self) -> dict:
+        self._require_loaded()
+        conn = self.conn
+        with self.internal():
+            try:
+                rows = sqlite3.Connection.execute(conn, "PRAGMA main.table_list").fetchall()
+                names = sorted(r["name"] for r in rows if r["type"] == "table" and not r["name"].startswith("sqlite_"))
+                without_rowid = {r["name"] for r in rows if r.get("wr")}
+            except sqlite3.Error:
+                rows = sqlite3.Connection.execute(
+                    conn, "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+                ).fetchall()
+                names = [r["name"] for r in rows]
+                without_rowid = {r["name"] for r in rows if "WITHOUT ROWID" in (r["sql"] or "").upper()}
+            out = {}
+            for name in names:
+                q = _quote(name)
+                cols = sqlite3.Connection.execute(conn, f"PRAGMA main.table_info({q})").fetchall()
+                pk = [c["name"] for c in sorted((c for c in cols if c["pk"]), key=lambda c: c["pk"])]
+                order = ", ".join(_quote(c) for c in pk) if pk else ("rowid" if name not in without_rowid else "1")
+                out[name] = sqlite3.Connection.execute(conn, f"SELECT * FROM {q} ORDER BY {order}").fetchall()
+        return out
+
+
+class _Phase:
+    def __init__(self, executor: Executor, phase: str) -> None:
+        self.executor = executor
+        self.phase = phase
+
+    def __enter__(self):
+        self.previous = self.executor._phase
+        self.executor._phase = self.phase
+
+    def __exit__(self, *exc):
+        self.executor._phase = self.previous
+
+
+_CURRENT: Executor  # set in main()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _timeout(value, default: float) -> float:
+    try:
+        t = float(value) if value is not None else default
+    except (TypeError, ValueError):
+        raise _Failure("bad_request", f"timeout must be a number of seconds, got {value!r}") from None
+    if not t > 0:
+        raise _Failure("bad_request", f"timeout must be positive, got {value!r}")
+    return min(t, 86400.0)
+
+
+def _argument_problem(sig: inspect.Signature, args: dict) -> str:
+    """Why ``args`` do not fit ``def tool(env, ...)``: unexpected and missing names, or ""."""
+    params = list(sig.parameters.values())[1:]
+    kinds = inspect.Parameter
+    named = [p for p in params if p.kind in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY)]
+    problems = []
+    if not any(p.kind == kinds.VAR_KEYWORD for p in params):
+        known = {p.name for p in named}
+        unexpected = [k for k in args if k not in known]
+        if unexpected:
+            problems.append("unexpected argument(s) " + ", ".join(map(repr, unexpected)))
+    missing = [p.name for p in named if p.default is p.empty and p.name not in args]
+    if missing:
+        problems.append("missing required argument(s) " + ", ".join(map(repr, missing)))
+    if not problems:
+        try:
+            sig.bind(None, **args)
+        except TypeError as exc:
+            problems.append(str(exc))
+    if problems:
+        accepted = ", ".join(p.name if p.default is p.empty else f"{p.name}?" for p in named) or "none"
+        return "; ".join(problems) + f" (arguments: {accepted})"
+    return ""
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message (env.py line N in func: code)`` — the last frame inside env.py."""
+    text = f"{type(exc).__name__}: {exc}"
+    where = None
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == ENV_FILENAME:
+            line = linecache.getline(ENV_FILENAME, tb.tb_lineno).strip()
+            where = f"env.py line {tb.tb_lineno} in {code.co_name}" + (f": {line}" if line else "")
+        tb = tb.tb_next
+    if where is None and isinstance(exc, SyntaxError) and exc.lineno:
+        where = f"env.py line {exc.lineno}"
+    return f"{text} ({where})" if where else text
+
+
+def _jsonable(value):
+    """Make a dump JSON-safe: bytes become hex text, non-finite floats become strings."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return str(value)
+    return value
+
+
+def _apply_limits(args) -> None:
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return
+    for name, value in (("RLIMIT_AS", args.rlimit_as), ("RLIMIT_CPU", args.rlimit_cpu), ("RLIMIT_FSIZE", args.rlimit_fsize)):
+        if not value:
+            continue
+        limit = getattr(resource, name, None)
+        if limit is None:
+            continue
+        _soft, hard = resource.getrlimit(limit)
+        v = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        try:
+            resource.setrlimit(limit, (v, v))
+        except (ValueError, OSError):
+            pass
+
+
+# --------------------------------------------------------------------------- serving
+
+
+def _serve_stdio(executor: Executor) -> int:
+    # The protocol keeps private copies of fds 0 and 1; fd 1 then points at stderr and fd 0 at
+    # /dev/null, so nothing environment code prints or reads can touch the protocol.
+    proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
+    proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdout = sys.stderr
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the process
+    reader = _Lines(proto_in.read)
+    while True:
+        line = reader.readline()
+        if line is None:
+            return 0
+        if not line.strip():
+            continue
+        proto_out.write(executor.handle_line(line))
+        if executor.closing:
+            return 0
+
+
+class _Lines:
+    """Unbuffered-source line reader (no 8 KiB readline limit, no partial reads lost)."""
+
+    def __init__(self, read) -> None:
+        self.read = read
+        self.buf = bytearray()
+
+    def readline(self) -> bytes | None:
+        while True:
+            i = self.buf.find(b"\n")
+            if i >= 0:
+                line = bytes(self.buf[: i + 1])
+                del self.buf[: i + 1]
+                return line
+            chunk = self.read(1 << 20)
+            if not chunk:
+                if self.buf:
+                    line, self.buf = bytes(self.buf), bytearray()
+                    return line
+                return None
+            self.buf += chunk
+
+
+def _serve_socket(executor: Executor, path: str) -> int:
+    sys.stdout = sys.stderr
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    os.chmod(path, 0o666)
+    server.listen(1)
+    _CLEANUP.append(lambda: os.path.exists(path) and os.unlink(path))
+    while True:
+        conn, _ = server.accept()
+        with conn:
+            reader = _Lines(conn.recv)
+            while True:
+                try:
+                    line = reader.readline()
+                except OSError:
+                    break
+                if line is None:
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    conn.sendall(executor.handle_line(line))
+                except OSError:
+                    break
+                if executor.closing:
+                    _cleanup()
+                    return 0
+
+
+_CLEANUP: list = []
+
+
+def _cleanup() -> None:
+    for fn in _CLEANUP:
+        try:
+            fn()
+        except Exception:  # noqa: BLE001, S110 - best effort at exit
+            pass
+
+
+def _on_term(signum, frame) -> None:
+    _cleanup()
+    os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    global _CURRENT
+    parser = argparse.ArgumentParser(description="envkernel sandbox executor (JSON lines)")
+    parser.add_argument("--socket", help="listen on this unix socket instead of stdin/stdout")
+    parser.add_argument("--rlimit-as", type=int, default=0, help="address-space limit in bytes")
+    parser.add_argument("--rlimit-cpu", type=int, default=0, help="CPU-time limit in seconds")
+    parser.add_argument("--rlimit-fsize", type=int, default=0, help="file-size limit in bytes")
+    parser.add_argument("--max-response", type=int, default=DEFAULT_MAX_RESPONSE, help="largest response line in bytes")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGINT, _on_term)
+    if hasattr(signal, "SIGXFSZ"):  # a too-large write fails with EFBIG instead of killing us
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL if not args.socket else signal.SIG_IGN)
+    _apply_limits(args)
+    _install_patches()
+    _CURRENT = Executor(max_response=args.max_response)
+    if args.socket:
+        return _serve_socket(_CURRENT, args.socket)
+    return _serve_stdio(_CURRENT)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

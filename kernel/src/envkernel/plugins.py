@@ -1,0 +1,198 @@
+"""Finding, selecting and loading plugins (entry points of the group ``envkernel``) with pluggy."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+import pluggy
+import structlog
+
+from . import hookspecs
+from .errors import PluginError
+from .hookspecs import PROJECT, ROLE_HOOKS
+
+log = structlog.get_logger("envkernel.plugins")
+
+PRESET_GROUP = "envkernel.presets"
+"""Entry-point group where the top-level distribution declares the default preset."""
+
+
+def plugin_manager() -> pluggy.PluginManager:
+    """A fresh plugin manager with envkernel's hook specs (no plugins loaded)."""
+    pm = pluggy.PluginManager(PROJECT)
+    pm.add_hookspecs(hookspecs)
+    if os.environ.get("ENVKERNEL_TRACE_PLUGINS"):
+        pm.trace.root.setwriter(lambda s: print(s, end="", file=sys.stderr))
+        pm.enable_tracing()
+    return pm
+
+
+@dataclass
+class Component:
+    """A registered component: one role played under one name by one plugin."""
+
+    name: str
+    role: str
+    factory: Callable[..., Any]
+    plugin: str
+
+    @property
+    def settings_type(self) -> type | None:
+        """The component's settings Struct, if it takes settings."""
+        return getattr(self.factory, "Settings", None)
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """Source kinds a synthesizer handles (default: its name)."""
+        return tuple(getattr(self.factory, "sources", None) or (self.name,))
+
+
+@dataclass
+class PluginInfo:
+    """An installed plugin, for ``envkernel plugins``."""
+
+    name: str
+    distribution: str
+    version: str
+    roles: list[str] = field(default_factory=list)
+    components: list[str] = field(default_factory=list)
+    default: bool = False
+    error: str = ""
+
+
+def installed() -> dict[str, EntryPoint]:
+    """Every installed plugin entry point, by name."""
+    return {ep.name: ep for ep in entry_points(group=PROJECT)}
+
+
+def default_preset() -> list[str]:
+    """The default preset's plugin names (declared by the top-level distribution)."""
+    names: list[str] = []
+    for ep in entry_points(group=PRESET_GROUP, name="default"):
+        names.extend(n.strip() for n in ep.value.split(",") if n.strip())
+    return names
+
+
+def resolve_selection(spec: str | None, available: dict[str, EntryPoint] | None = None, preset: list[str] | None = None) -> list[str]:
+    """Turn ``a,b,c`` (a full list) or ``+x,-y`` (changes to the preset) into plugin names."""
+    available = installed() if available is None else available
+    preset = default_preset() if preset is None else preset
+    items = [s.strip() for s in (spec or "").split(",") if s.strip()]
+    relative = all(s[0] in "+-" for s in items)
+    if items and not relative and any(s[0] in "+-" for s in items):
+        raise PluginError(f"--plugins {spec!r} mixes a full list with +/- changes; use one or the other")
+    chosen = list(preset) if relative else []
+    for item in items:
+        op, name = (item[0], item[1:]) if item[0] in "+-" else ("+", item)
+        if name not in available:
+            raise PluginError(
+                f"unknown plugin {name!r}; installed plugins: {', '.join(sorted(available)) or 'none'}"
+            )
+        if op == "+" and name not in chosen:
+            chosen.append(name)
+        elif op == "-" and name in chosen:
+            chosen.remove(name)
+    missing = [n for n in chosen if n not in available]
+    if missing:
+        raise PluginError(f"the default preset names plugins that are not installed: {', '.join(missing)}")
+    return chosen
+
+
+class Registry:
+    """The components of the loaded plugins, by name and by role."""
+
+    def __init__(self) -> None:
+        self.components: dict[str, Component] = {}
+        self.broken: dict[str, str] = {}
+        self.pm = plugin_manager()
+
+    def by_role(self, role: str) -> list[Component]:
+        """Components of ``role``, in load order."""
+        return [c for c in self.components.values() if c.role == role]
+
+    def get(self, name: str) -> Component:
+        """The component called ``name``."""
+        try:
+            return self.components[name]
+        except KeyError:
+            raise PluginError(f"no component named {name!r}; loaded: {', '.join(sorted(self.components))}") from None
+
+
+def load(names: list[str], *, strict: bool = False) -> Registry:
+    """Load only the named plugins and collect their components.
+
+    A plugin that fails to import or register is recorded in ``Registry.broken`` with the reason
+    (and raised when ``strict``), so the run can go on with the others.
+    """
+    reg = Registry()
+    available = installed()
+    for name in names:
+        ep = available.get(name)
+        if ep is None:
+            raise PluginError(f"unknown plugin {name!r}; installed plugins: {', '.join(sorted(available)) or 'none'}")
+        try:
+            module = ep.load()
+            reg.pm.register(module, name=name)
+        except Exception as exc:  # a broken plugin must not take the kernel down
+            reason = f"{type(exc).__name__}: {exc}"
+            if strict:
+                raise PluginError(f"plugin {name!r} ({ep.value}) failed to load: {reason}") from None
+            reg.broken[name] = reason
+            log.error("plugin failed to load; skipping it", plugin=name, error=reason)
+    try:
+        reg.pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"a plugin implements a hook envkernel does not have: {exc}") from None
+    for role, hook_name in ROLE_HOOKS.items():
+        hook = getattr(reg.pm.hook, hook_name)
+        for impl in reversed(hook.get_hookimpls()):  # registration order
+            plugin = impl.plugin_name
+
+            def register(cname: str, factory: Callable[..., Any], *, _role: str = role, _plugin: str = plugin) -> None:
+                from envkernel_schemas import is_token
+
+                if not is_token(cname):
+                    raise PluginError(f"plugin {_plugin!r} registered a component with a bad name {cname!r} (letters, digits, - and _)")
+                if cname in reg.components:
+                    other = reg.components[cname].plugin
+                    raise PluginError(f"component name {cname!r} is registered by both {other!r} and {_plugin!r}")
+                reg.components[cname] = Component(cname, _role, factory, _plugin)
+
+            try:
+                impl.function(register=register)
+            except PluginError:
+                raise
+            except Exception as exc:
+                reason = f"{hook_name} raised {type(exc).__name__}: {exc}"
+                if strict:
+                    raise PluginError(f"plugin {plugin!r}: {reason}") from None
+                reg.broken[plugin] = reason
+                log.error("plugin failed to register; skipping it", plugin=plugin, error=reason)
+    return reg
+
+
+def describe_installed() -> list[PluginInfo]:
+    """Every installed plugin with its distribution, version, roles and preset membership."""
+    preset = set(default_preset())
+    infos = []
+    for name, ep in sorted(installed().items()):
+        dist = ep.dist
+        info = PluginInfo(
+            name=name,
+            distribution=dist.metadata["Name"] if dist else "",
+            version=dist.version if dist else "",
+            default=name in preset,
+        )
+        try:
+            reg = load([name], strict=True)
+            info.roles = sorted({c.role for c in reg.components.values()}, key=list(ROLE_HOOKS).index)
+            info.components = sorted(reg.components)
+        except PluginError as exc:
+            info.error = str(exc)
+        infos.append(info)
+    return infos

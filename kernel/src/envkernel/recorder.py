@@ -1,0 +1,136 @@
+"""Records a run into its folder: environments, tasks, rollouts, failures, and the summary."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+
+from envkernel_schemas import (
+    CodeBehaviour,
+    EnvRejected,
+    EnvSpec,
+    EnvSynthesized,
+    EnvVerified,
+    Event,
+    GroupScored,
+    PluginFailed,
+    RolloutScored,
+    TaskGated,
+    TaskProposed,
+    TaskRejected,
+    to_json,
+)
+
+
+class Recorder:
+    """Writes what a run produces as it happens (append + flush), and counts it."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.out = out_dir
+        self.out.mkdir(parents=True, exist_ok=True)
+        (self.out / "envs").mkdir(exist_ok=True)
+        self._files: dict[str, IO[bytes]] = {}
+        self.counts: Counter[str] = Counter()
+        self.rejected: Counter[str] = Counter()
+        self.failures_by_plugin: Counter[str] = Counter()
+        self.reward_sum = 0.0
+        self.gate_seconds = 0.0
+        self.started = time.time()
+
+    def _append(self, name: str, data: bytes) -> None:
+        f = self._files.get(name)
+        if f is None:
+            f = self._files[name] = open(self.out / name, "ab")
+        f.write(data + b"\n")
+        f.flush()
+
+    def write_env(self, env: EnvSpec) -> Path:
+        """Write ``envs/<id>/``: env.json (spec and report), env.py or model.json, seed.sql."""
+        d = self.out / "envs" / env.id
+        d.mkdir(parents=True, exist_ok=True)
+        meta = msgspec.to_builtins(env)
+        behaviour = meta.pop("behaviour")
+        seed_sql = meta.pop("seed_sql")
+        meta["behaviour"] = {"kind": behaviour["kind"], "file": "env.py" if isinstance(env.behaviour, CodeBehaviour) else "model.json"}
+        (d / "env.json").write_text(json.dumps(meta, indent=2))
+        if isinstance(env.behaviour, CodeBehaviour):
+            (d / "env.py").write_text(env.behaviour.source)
+        else:
+            (d / "model.json").write_text(json.dumps(env.behaviour.model, indent=2))
+        (d / "seed.sql").write_text(seed_sql)
+        return d
+
+    def record(self, ev: Event) -> None:
+        """Account for one event (each id once; the caller drops duplicates)."""
+        c = self.counts
+        if isinstance(ev, EnvSynthesized):
+            c["envs_synthesized"] += 1
+        elif isinstance(ev, EnvVerified):
+            c["envs_verified"] += 1
+            self.write_env(ev.env)
+        elif isinstance(ev, EnvRejected):
+            c["envs_rejected"] += 1
+            self.rejected[f"env:{ev.reason}"] += 1
+            d = self.out / "envs" / ev.env_id
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "rejected.json").write_bytes(to_json({"reason": ev.reason, "report": ev.report}))
+        elif isinstance(ev, TaskProposed):
+            c["tasks_proposed"] += 1
+        elif isinstance(ev, TaskGated):
+            c["tasks"] += 1
+            self._append("tasks.jsonl", to_json(ev.task))
+        elif isinstance(ev, TaskRejected):
+            c["tasks_rejected"] += 1
+            self.rejected[f"task:{ev.reason}"] += 1
+            self._append("rejected.jsonl", to_json({"task_id": ev.task.id, "reason": ev.reason, "detail": ev.detail, "signature": ev.task.signature}))
+        elif isinstance(ev, RolloutScored):
+            if ev.purpose == "train":
+                c["rollouts"] += 1
+                self.reward_sum += ev.reward.score
+                row = {"task_id": ev.task.id, "env_id": ev.task.env_id, "iteration": ev.iteration, "purpose": ev.purpose,
+                       "trajectory": ev.trajectory, "reward": ev.reward}
+                self._append("rollouts.jsonl", to_json(row))
+            else:
+                c["gate_rollouts"] += 1
+        elif isinstance(ev, GroupScored):
+            c["groups"] += 1
+        elif isinstance(ev, PluginFailed):
+            c["failures"] += 1
+            self.failures_by_plugin[ev.plugin] += 1
+            self._append("failures.jsonl", to_json({"plugin": ev.plugin, "role": ev.role, "event_kind": ev.event_kind, "event_id": ev.event_id,
+                                                    "error_type": ev.error_type, "message": ev.message, "traceback": ev.traceback}))
+
+    def summary(self, run_id: str, plugins: dict[str, list[str]], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The run summary (what ``summary.json`` holds)."""
+        c = self.counts
+        s: dict[str, Any] = {
+            "run_id": run_id,
+            "plugins": plugins,
+            "envs_synthesized": c["envs_synthesized"],
+            "envs_verified": c["envs_verified"],
+            "envs_rejected": c["envs_rejected"],
+            "tasks_proposed": c["tasks_proposed"],
+            "tasks": c["tasks"],
+            "tasks_rejected": c["tasks_rejected"],
+            "rollouts": c["rollouts"],
+            "gate_rollouts": c["gate_rollouts"],
+            "groups": c["groups"],
+            "mean_reward": round(self.reward_sum / c["rollouts"], 6) if c["rollouts"] else None,
+            "rejected": dict(sorted(self.rejected.items())),
+            "failures": c["failures"],
+            "failures_by_plugin": dict(self.failures_by_plugin),
+            "seconds": round(time.time() - self.started, 3),
+        }
+        s.update(extra or {})
+        return s
+
+    def close(self) -> None:
+        """Close the files."""
+        for f in self._files.values():
+            f.close()
+        self._files.clear()

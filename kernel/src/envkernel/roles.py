@@ -1,0 +1,158 @@
+"""The typed roles a plugin component can play.
+
+A plugin hands the kernel a *factory* per component through a registration hook (see
+:mod:`envkernel.hookspecs`). The kernel calls ``factory(settings)`` when the factory has a
+``Settings`` attribute (a msgspec Struct, filled from the run's config), else ``factory()``, once
+per run. Role methods may be sync (run in a worker thread) or async (awaited). A method that
+raises becomes a ``plugin.failed`` event; the run goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from envkernel_schemas import (
+    EnvRequested,
+    EnvSpec,
+    GroupScored,
+    Reward,
+    RolloutRequested,
+    State,
+    Task,
+    ToolResult,
+    ToolSpec,
+    Trajectory,
+    VerifyReport,
+)
+
+if TYPE_CHECKING:
+    from .context import Context
+
+ROLES = ("synthesizer", "sandbox_runner", "verifier", "sampler", "policy", "reward_model", "trainer")
+"""Every role, in pipeline order."""
+
+
+@runtime_checkable
+class Synthesizer(Protocol):
+    """Makes environments. ``sources`` lists the source kinds it handles (default: its name)."""
+
+    sources: tuple[str, ...]
+
+    def synthesize(self, request: EnvRequested, ctx: Context) -> EnvSpec | Iterable[EnvSpec]:
+        """Return the environment(s) for one request."""
+        ...
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    """Executes an environment in a sandbox (``ctx.sandbox(env)``) and reports what works."""
+
+    def verify(self, env: EnvSpec, ctx: Context) -> VerifyReport:
+        """Return the report; tools in ``tools_dropped`` are removed before sampling."""
+        ...
+
+
+@runtime_checkable
+class Sampler(Protocol):
+    """Proposes grounded tasks over a verified environment."""
+
+    def sample(self, env: EnvSpec, ctx: Context) -> Iterable[Task] | AsyncIterator[Task]:
+        """Yield tasks; each goes through the kernel's gate."""
+        ...
+
+
+class ToolEnv(Protocol):
+    """What a policy sees of the environment: the tools, and a way to call them.
+
+    The kernel records every call it forwards; those records, not the policy's word, become the
+    trajectory's ``calls``.
+    """
+
+    tools: list[ToolSpec]
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Call one tool in the rollout's sandbox."""
+        ...
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Rolls an agent out on a task against a live environment."""
+
+    def rollout(self, request: RolloutRequested, env: ToolEnv, ctx: Context) -> Trajectory:
+        """Return the trajectory (the kernel fills in ``calls`` and ``final_state``)."""
+        ...
+
+
+@runtime_checkable
+class RewardModel(Protocol):
+    """Scores a rollout."""
+
+    def score(self, task: Task, trajectory: Trajectory, ctx: Context) -> Reward:
+        """Return the reward with its parts and reasons."""
+        ...
+
+
+@runtime_checkable
+class Trainer(Protocol):
+    """Consumes scored groups (broadcast: every trainer sees every group)."""
+
+    def consume(self, group: GroupScored, ctx: Context) -> None:
+        """Take one scored group (write it, learn from it)."""
+        ...
+
+    def finish(self, ctx: Context) -> None:
+        """The run is ending: flush files, write final artifacts."""
+        ...
+
+
+class SandboxSession(Protocol):
+    """One live sandbox holding one loaded environment."""
+
+    id: str
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        """Call a tool. Tool errors come back as a result with ``ok=False``."""
+        ...
+
+    async def snapshot(self) -> str:
+        """Save the state; return a handle for :meth:`restore`."""
+        ...
+
+    async def restore(self, snapshot: str) -> None:
+        """Return to a saved state."""
+        ...
+
+    async def state(self) -> State:
+        """Dump the state."""
+        ...
+
+    async def close(self) -> None:
+        """Stop the sandbox; nothing may be left running."""
+        ...
+
+
+@runtime_checkable
+class SandboxRunner(Protocol):
+    """Opens sandboxes. The kernel serves them on the bus as ``envk.svc.sandbox.…``."""
+
+    async def open(self, env: EnvSpec, seed: int) -> SandboxSession:
+        """Start a sandbox, load ``env`` and its seed state, and return it ready to call."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close every sandbox this runner opened."""
+        ...
+
+
+ROLE_PROTOCOLS: dict[str, type] = {
+    "synthesizer": Synthesizer,
+    "sandbox_runner": SandboxRunner,
+    "verifier": Verifier,
+    "sampler": Sampler,
+    "policy": Policy,
+    "reward_model": RewardModel,
+    "trainer": Trainer,
+}
+"""Role name -> Protocol."""

@@ -1,0 +1,320 @@
+"""The worker: serves components' role methods on the bus, for every run that uses them.
+
+For each served component it binds the durable consumer of its input kind (shared with every
+other process serving it), decodes events, calls the role method inside a failure boundary,
+publishes what it returns as child events with deterministic ids, reports what it handled (for
+causal completion), and acks only after all of that is in the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import time
+import traceback
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+import msgspec
+import structlog
+from nats.aio.msg import Msg
+
+from envkernel_bus import Bus, Consumer, Done, Output
+from envkernel_bus.subjects import durable_name, kind_filter
+from envkernel_schemas import (
+    DecodeError,
+    EnvRejected,
+    EnvRequested,
+    EnvSpec,
+    EnvSynthesized,
+    EnvVerified,
+    Event,
+    GroupScored,
+    Handled,
+    PluginFailed,
+    Reward,
+    RolloutFinished,
+    RolloutRequested,
+    RolloutScored,
+    RunEnding,
+    Task,
+    TaskProposed,
+    Trajectory,
+    VerifyReport,
+    decode,
+    encode,
+    event_id,
+)
+
+from . import config as cfgmod
+from .config import RunConfig
+from .context import Context, RecordingToolEnv, store_env
+from .errors import EnvkernelError
+from .plugins import Component, Registry
+from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, subject_of
+from .sandbox import SandboxService
+
+log = structlog.get_logger("envkernel.worker")
+
+
+class PluginContractError(EnvkernelError):
+    """A role method returned something its role does not allow."""
+
+
+async def call_role(fn: Any, *args: Any) -> Any:
+    """Call a role method: await it if async, else run it in a worker thread.
+
+    Async iterators and generators are drained into a list.
+    """
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        result = fn(*args)
+    else:
+        result = await asyncio.to_thread(fn, *args)
+    if inspect.isawaitable(result):
+        result = await result
+    if isinstance(result, AsyncIterator):
+        return [x async for x in result]
+    return result
+
+
+def _as_list(value: Any, kind: type, what: str) -> list[Any]:
+    if isinstance(value, kind):
+        return [value]
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes, dict)):
+        items = list(value)
+        bad = [type(x).__name__ for x in items if not isinstance(x, kind)]
+        if not bad:
+            return items
+        raise PluginContractError(f"{what} yielded {', '.join(sorted(set(bad)))}, expected {kind.__name__}")
+    raise PluginContractError(f"{what} returned {type(value).__name__}, expected {kind.__name__} or a list of them")
+
+
+class Worker:
+    """Serves the given components of a registry, for every run whose config selects them."""
+
+    def __init__(self, bus: Bus, registry: Registry, served: list[str], *, known: dict[str, RunConfig] | None = None) -> None:
+        self.bus = bus
+        self.registry = registry
+        self.served = [registry.get(n) for n in served]
+        self._configs: dict[str, RunConfig] = dict(known or {})
+        self._instances: dict[tuple[str, str], tuple[Any, Context]] = {}
+        self._consumers: list[Consumer] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._services: list[SandboxService] = []
+        self._lock = asyncio.Lock()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Bind consumers and start sandbox services."""
+        for comp in self.served:
+            if comp.role == "sandbox_runner":
+                runner = self._build(comp, None)
+                svc = SandboxService(self.bus, comp.name, runner)
+                await svc.start()
+                self._services.append(svc)
+                continue
+            kinds: list[tuple[str, str | None]] = []
+            if comp.role in WORK_INPUTS:
+                kinds.append((WORK_INPUTS[comp.role], comp.name))
+            for kind in BROADCAST_INPUTS.get(comp.role, ()):
+                kinds.append((kind, None))
+            for kind, target in kinds:
+                concurrency = int(getattr(comp.factory, "concurrency", 256))
+                consumer = Consumer(
+                    self.bus,
+                    durable_name(kind, comp.name),
+                    kind_filter(kind, target),
+                    self._handler(comp, kind),
+                    self._finalize(comp),
+                    max_inflight=concurrency,
+                    batch=min(256, concurrency),
+                )
+                await consumer.bind()
+                self._consumers.append(consumer)
+                self._tasks.append(asyncio.create_task(consumer.run()))
+
+    async def stop(self) -> None:
+        """Stop consuming, finish in-flight work, close sandboxes and component resources."""
+        for c in self._consumers:
+            await c.stop()
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for svc in self._services:
+            await svc.stop()
+        for inst, _ctx in self._instances.values():
+            closer = getattr(inst, "aclose", None) or getattr(inst, "close", None)
+            if closer is not None:
+                try:
+                    res = closer()
+                    if inspect.isawaitable(res):
+                        await res
+                except Exception as exc:  # noqa: BLE001
+                    log.warning("component close failed", error=str(exc))
+
+    # -- runs and instances ----------------------------------------------------------------------
+    async def config_for(self, run: str) -> RunConfig | None:
+        """The run's config (from the runs bucket, cached)."""
+        cfg = self._configs.get(run)
+        if cfg is None:
+            try:
+                entry = await self.bus.runs.get(run)
+                cfg = msgspec.json.decode(entry.value or b"", type=RunConfig)
+            except Exception as exc:
+                log.warning("no config for run; dropping its event", run=run, error=str(exc))
+                return None
+            self._configs[run] = cfg
+        return cfg
+
+    def _build(self, comp: Component, cfg: RunConfig | None) -> Any:
+        raw = cfg.settings.get(comp.name) if cfg else None
+        settings = cfgmod.settings_for(comp.name, comp.settings_type, raw)
+        return comp.factory(settings) if comp.settings_type is not None else comp.factory()
+
+    async def instance(self, cfg: RunConfig, comp: Component) -> tuple[Any, Context]:
+        """The component's instance and context for a run (built once per run)."""
+        key = (cfg.run_id, comp.name)
+        got = self._instances.get(key)
+        if got is None:
+            async with self._lock:
+                got = self._instances.get(key)
+                if got is None:
+                    inst = self._build(comp, cfg)
+                    raw = cfg.settings.get(comp.name)
+                    settings = cfgmod.settings_for(comp.name, comp.settings_type, raw)
+                    ctx = Context(self.bus, cfg, comp.name, comp.role, settings, asyncio.get_running_loop())
+                    got = (inst, ctx)
+                    self._instances[key] = got
+        return got
+
+    # -- handling --------------------------------------------------------------------------------
+    def _handler(self, comp: Component, kind: str) -> Any:
+        broadcast = comp.role in BROADCAST_INPUTS
+
+        async def handle(msg: Msg) -> tuple[list[Output], Any]:
+            try:
+                ev = decode(msg.data)
+            except DecodeError as exc:
+                log.error("dropping bytes that are not an envkernel event", subject=msg.subject, component=comp.name, error=str(exc))
+                return [], None
+            cfg = await self.config_for(ev.run)
+            if cfg is None:
+                return [], None
+            if broadcast and comp.name not in cfg.components.get(comp.role, []):
+                return [], None  # a broadcast event of a run that does not use this component
+            children = await self._invoke(comp, cfg, ev, msg.data)
+            outputs = [Output(subject, encode(child), child.id) for child, subject in children]
+            return outputs, (ev.run, ev.id, len(children))
+
+        return handle
+
+    def _finalize(self, comp: Component) -> Any:
+        def finalize(done: list[Done]) -> list[Output]:
+            by_run: dict[str, list[tuple[str, int]]] = {}
+            for d in done:
+                if d.token is None:
+                    continue
+                run, eid, n = d.token
+                by_run.setdefault(run, []).append((eid, n))
+            outs = []
+            for run, items in by_run.items():
+                ids = [i for i, _ in items]
+                h = Handled(run=run, id=event_id(ids[0], comp.name, f"handled/{len(ids)}/{ids[-1]}"), parent=ids[0], time=time.time(),
+                            handler=comp.name, events=ids, children=[n for _, n in items])
+                outs.append(Output(subject_of(RunConfig(run_id=run), h), encode(h), h.id))
+            return outs
+
+        return finalize
+
+    async def _invoke(self, comp: Component, cfg: RunConfig, ev: Event, raw: bytes) -> list[tuple[Event, str]]:
+        inst, base_ctx = await self.instance(cfg, comp)
+        ctx = copy.copy(base_ctx)
+        ctx.iteration = ev.iteration
+        t0 = time.perf_counter()
+        try:
+            children = await self._dispatch(comp, inst, ctx, cfg, ev)
+        except Exception as exc:
+            fail = PluginFailed(
+                run=ev.run, id=event_id(ev.id, comp.name, "failed"), parent=ev.id, iteration=ev.iteration, time=time.time(),
+                plugin=comp.name, role=comp.role, event_kind=ev.kind, event_id=ev.id, error_type=type(exc).__name__,
+                message=str(exc), traceback=traceback.format_exc(limit=8), event=raw,
+            )
+            log.error("plugin failed; the run goes on", plugin=comp.name, role=comp.role, event=ev.kind, error=f"{type(exc).__name__}: {exc}")
+            return [(fail, subject_of(cfg, fail))]
+        log.debug("handled", component=comp.name, kind=ev.kind, children=len(children), ms=round((time.perf_counter() - t0) * 1000, 2))
+        return children
+
+    async def _dispatch(self, comp: Component, inst: Any, ctx: Context, cfg: RunConfig, ev: Event) -> list[tuple[Event, str]]:
+        now = time.time()
+
+        def child(cls: type[Event], index: int | str, **fields: Any) -> Event:
+            return cls(run=ev.run, id=event_id(ev.id, comp.name, index), parent=ev.id, iteration=ev.iteration, time=now, **fields)
+
+        if isinstance(ev, EnvRequested):
+            envs = _as_list(await call_role(inst.synthesize, ev, ctx), EnvSpec, f"{comp.name}.synthesize")
+            verifier = first(cfg, "verifier", cfg.verifier)
+            return [(c, subject_of(cfg, c, verifier)) for i, e in enumerate(envs) for c in [child(EnvSynthesized, i, env=e)]]
+
+        if isinstance(ev, EnvSynthesized):
+            report = await call_role(inst.verify, ev.env, ctx)
+            if not isinstance(report, VerifyReport):
+                raise PluginContractError(f"{comp.name}.verify returned {type(report).__name__}, expected VerifyReport")
+            if not report.kept:
+                rej = child(EnvRejected, 0, env_id=ev.env.id, reason="verification_failed", report=report)
+                return [(rej, subject_of(cfg, rej))]
+            dropped = set(report.tools_dropped)
+            env = msgspec.structs.replace(ev.env, tools=[t for t in ev.env.tools if t.name not in dropped], report=report)
+            await store_env(self.bus, ev.run, env)
+            out = []
+            for sampler in cfg.components.get("sampler", []):
+                c = child(EnvVerified, sampler, env=env)
+                out.append((c, subject_of(cfg, c, sampler)))
+            return out
+
+        if isinstance(ev, EnvVerified):
+            tasks = _as_list(await call_role(inst.sample, ev.env, ctx), Task, f"{comp.name}.sample")
+            return [(c, subject_of(cfg, c)) for i, t in enumerate(tasks) for c in [child(TaskProposed, i, task=t)]]
+
+        if isinstance(ev, RolloutRequested):
+            traj = await self._rollout(inst, ctx, ev)
+            reward = first(cfg, "reward_model", cfg.reward)
+            c = child(RolloutFinished, 0, task=ev.task, trajectory=traj, group_size=ev.group_size, purpose=ev.purpose)
+            return [(c, subject_of(cfg, c, reward))]
+
+        if isinstance(ev, RolloutFinished):
+            reward = await call_role(inst.score, ev.task, ev.trajectory, ctx)
+            if not isinstance(reward, Reward):
+                raise PluginContractError(f"{comp.name}.score returned {type(reward).__name__}, expected Reward")
+            if not reward.model:
+                reward = msgspec.structs.replace(reward, model=comp.name)
+            c = child(RolloutScored, 0, task=ev.task, trajectory=ev.trajectory, reward=reward, group_size=ev.group_size, purpose=ev.purpose)
+            return [(c, subject_of(cfg, c))]
+
+        if isinstance(ev, GroupScored):
+            await call_role(inst.consume, ev, ctx)
+            return []
+
+        if isinstance(ev, RunEnding):
+            finish = getattr(inst, "finish", None)
+            if finish is not None:
+                await call_role(finish, ctx)
+            return []
+
+        raise PluginContractError(f"{comp.name} ({comp.role}) cannot handle {ev.kind}")
+
+    async def _rollout(self, inst: Any, ctx: Context, ev: RolloutRequested) -> Trajectory:
+        env = await ctx.env(ev.task.env_id)
+        offered = set(ev.task.tools)
+        tools = [t for t in env.tools if not offered or t.name in offered]
+        t0 = time.perf_counter()
+        async with ctx.sandbox(env) as sb:
+            tool_env = RecordingToolEnv(sb, tools)
+            traj = await call_role(inst.rollout, ev, tool_env, ctx)
+            if not isinstance(traj, Trajectory):
+                raise PluginContractError(f"{ev.policy}.rollout returned {type(traj).__name__}, expected Trajectory")
+            state = await sb.state()
+        return msgspec.structs.replace(
+            traj, task_id=ev.task.id, policy=ev.policy, index=ev.index, calls=tool_env.records, final_state=state,
+            seconds=traj.seconds or time.perf_counter() - t0,
+        )

@@ -1,0 +1,198 @@
+"""Run lifecycle: resolve the config, start the bus, serve the plugins, coordinate, write the summary."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import structlog
+
+from envkernel_bus import Bus, EmbeddedServer, discovery
+from envkernel_schemas import Event, RunFinished, event_id, is_token, encode
+
+from . import config as cfgmod
+from .config import RunConfig
+from .coordinator import Coordinator
+from .errors import EXIT_ABORTED, EXIT_FAILURES, EXIT_OK, ConfigError, PluginError
+from .plugins import Registry, load, resolve_selection
+from .progress import Progress
+from .recorder import Recorder
+from .roles import ROLES
+from .router import Worker
+from .routing import synthesizer_for
+from .stages import KERNEL
+
+log = structlog.get_logger("envkernel.run")
+
+REQUIRED_ROLES = ("synthesizer", "sandbox_runner", "verifier", "sampler", "policy", "reward_model")
+"""Roles a full run cannot do without (trainers are optional)."""
+
+
+def new_run_id() -> str:
+    """A fresh run id: time plus randomness, a valid NATS token."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+@dataclass
+class Prepared:
+    """A resolved run: its config and the loaded plugins."""
+
+    config: RunConfig
+    registry: Registry
+    out_dir: Path
+    warnings: list[str] = field(default_factory=list)
+
+
+def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None) -> Prepared:
+    """Resolve the config (flags > env > file), load the selected plugins and check the roles."""
+    top, sections = cfgmod.split_file(cfgmod.read_file(file), str(file or "config"))
+    config = cfgmod.build(top, cfgmod.from_env(), flags, sections)
+    run_id = config.run_id or new_run_id()
+    if not is_token(run_id):
+        raise ConfigError(f"run id {run_id!r} is not valid: use letters, digits, - and _ (at most 64)")
+    selected = resolve_selection(config.plugins)
+    registry = load(selected)
+    components = {role: [c.name for c in registry.by_role(role)] for role in ROLES}
+    for role in REQUIRED_ROLES:
+        if not components[role]:
+            raise PluginError(f"no plugin for role {role!r} is selected (plugins: {', '.join(selected) or 'none'}); add one with --plugins +NAME")
+    policies = set(components["policy"])
+    for what, name in (("--policy", config.policy), ("gate_reference", config.gate_reference), ("gate_nothing", config.gate_nothing)):
+        if name not in policies:
+            raise PluginError(f"{what} names policy {name!r}, which no selected plugin provides; policies: {', '.join(sorted(policies))}")
+    for what, role, name in (("runner", "sandbox_runner", config.runner), ("verifier", "verifier", config.verifier), ("reward", "reward_model", config.reward)):
+        if name and name not in components[role]:
+            raise PluginError(f"{what} = {name!r} is not an active {role}; active: {', '.join(components[role])}")
+    sources = {c.name: c.sources for c in registry.by_role("synthesizer")}
+    for source in config.sources:
+        kind = source.partition(":")[0]
+        if not synthesizer_for(RunConfig(components=components), sources, kind):
+            raise PluginError(f"no selected synthesizer handles source kind {kind!r}; handled: {sorted({k for v in sources.values() for k in v})}")
+    unknown = set(config.settings) - set(registry.components)
+    if unknown:
+        raise ConfigError(f"config has settings for {', '.join(sorted(unknown))}, which no selected plugin provides; components: {', '.join(sorted(registry.components))}")
+    for comp in registry.components.values():  # a wrong key fails now, not mid-run
+        cfgmod.settings_for(comp.name, comp.settings_type, config.settings.get(comp.name))
+    out_dir = Path(config.out) if config.out else Path(out_root or "envkernel-out") / run_id
+    out_dir = out_dir.resolve()
+    config = msgspec.structs.replace(config, run_id=run_id, selected=selected, components=components, out=str(out_dir))
+    warnings = [f"plugin {n!r} is broken and was skipped: {why}" for n, why in registry.broken.items()]
+    return Prepared(config, registry, out_dir, warnings)
+
+
+@dataclass
+class RunResult:
+    """What a finished run returns."""
+
+    exit_code: int
+    summary: dict[str, Any]
+    out_dir: Path
+
+
+async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = "127.0.0.1", show_progress: bool = True, timeout: float | None = None) -> RunResult:
+    """Run the pipeline to completion and write the run folder."""
+    config, out = prep.config, prep.out_dir
+    out.mkdir(parents=True, exist_ok=True)
+    public = cfgmod.public(config)
+    (out / "config.json").write_text(json.dumps(public, indent=2))
+    server = None
+    announced = None
+    if not nats_url:
+        server = EmbeddedServer(out / "nats", host=listen)
+        nats_url = await asyncio.to_thread(server.start)
+        announced = discovery.announce(config.run_id, nats_url, out)
+    log.info("run starting", run=config.run_id, out=str(out), nats=nats_url, plugins=",".join(config.selected))
+    bus = await Bus.connect(nats_url, name=f"envkernel-run-{config.run_id}")
+    # workers on other hosts read the run's config from here (secrets stay in this process)
+    await bus.runs.put(config.run_id, msgspec.json.encode(public))
+    recorder = Recorder(out)
+    progress = Progress(enabled=show_progress)
+    registry = prep.registry
+    sources = {c.name: c.sources for c in registry.by_role("synthesizer")}
+    worker = Worker(bus, registry, list(registry.components), known={config.run_id: config})
+    coord = Coordinator(bus, config, recorder, lambda kind: synthesizer_for(config, sources, kind), on_event=progress.update)
+    exit_code = EXIT_OK
+    aborted = ""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    try:
+        await worker.start()
+        await coord.start()
+        with progress:
+            waiters = [asyncio.create_task(coord.done.wait()), asyncio.create_task(stop.wait())]
+            finished, pending = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            for t in pending:
+                t.cancel()
+            if coord.fatal:
+                aborted = coord.fatal
+            elif not coord.done.is_set():
+                aborted = "interrupted" if stop.is_set() else f"timed out after {timeout} s"
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError):
+                pass
+        await worker.stop()
+        extra: dict[str, Any] = {"broken_plugins": prep.registry.broken, "undecodable_events": coord.undecodable}
+        if aborted:
+            extra["aborted"] = aborted
+        summary = recorder.summary(config.run_id, config.components, extra)
+        if aborted:
+            exit_code = EXIT_ABORTED
+        elif summary["failures"]:
+            exit_code = EXIT_FAILURES
+        summary["exit_code"] = exit_code
+        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+        fin = RunFinished(run=config.run_id, id=event_id(config.run_id, KERNEL, "finished"), time=time.time(), summary=summary)
+        try:
+            await coord._publish(fin, None)
+            await coord.stop()
+        except Exception as exc:  # noqa: BLE001 - the summary is written already
+            log.warning("could not publish run.finished", error=str(exc))
+        recorder.close()
+        await bus.close()
+        if server is not None:
+            await asyncio.to_thread(server.stop)
+        if announced is not None:
+            announced.unlink(missing_ok=True)
+    log.info("run finished", run=config.run_id, exit_code=exit_code, tasks=summary["tasks"], rollouts=summary["rollouts"],
+             mean_reward=summary["mean_reward"], failures=summary["failures"], seconds=summary["seconds"], out=str(out))
+    return RunResult(exit_code, summary, out)
+
+
+async def serve(names: list[str], nats_url: str, *, stop: asyncio.Event | None = None) -> None:
+    """``envkernel worker``: serve these plugins' stages for every run in progress until stopped."""
+    registry = load(names)
+    if not registry.components:
+        raise PluginError(f"plugins {', '.join(names)} provide no components to serve")
+    bus = await Bus.connect(nats_url, name=f"envkernel-worker-{os.getpid()}")
+    worker = Worker(bus, registry, list(registry.components))
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    await worker.start()
+    log.info("worker serving", components=",".join(registry.components), nats=nats_url)
+    try:
+        await stop.wait()
+    finally:
+        await worker.stop()
+        await bus.close()
+        log.info("worker stopped")

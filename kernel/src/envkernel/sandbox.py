@@ -1,0 +1,260 @@
+"""Sandboxes as a service on the bus.
+
+A process serving a sandbox-runner component answers ``envk.svc.sandbox.<runner>.open`` in a queue
+group, then ``envk.svc.sandbox.<id>.<op>`` (call, snapshot, restore, state, close) for each sandbox
+it opened. Any stage on any host gets a :class:`Sandbox` client from its context. Every sandbox has
+a hard lifetime, so a client that dies cannot leave one behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+import msgspec
+import structlog
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+
+from envkernel_bus import Bus
+from envkernel_bus.subjects import sandbox_op_subject, sandbox_open_subject
+from envkernel_schemas import EnvSpec, State, ToolError, ToolResult
+
+from .errors import SandboxError
+
+log = structlog.get_logger("envkernel.sandbox")
+
+
+class OpenRequest(msgspec.Struct, kw_only=True):
+    """Ask a runner for a sandbox holding ``env``."""
+
+    env: EnvSpec
+    seed: int = 0
+    run: str = ""
+    lifetime: float = 3600.0
+
+
+class OpRequest(msgspec.Struct, kw_only=True):
+    """One operation on an open sandbox."""
+
+    tool: str = ""
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    snapshot: str = ""
+
+
+class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A service reply: a value, or an error saying what went wrong."""
+
+    ok: bool = True
+    value: Any = None
+    error: str = ""
+
+
+_enc = msgspec.msgpack.Encoder()
+_open_dec = msgspec.msgpack.Decoder(OpenRequest)
+_op_dec = msgspec.msgpack.Decoder(OpRequest)
+_reply_dec = msgspec.msgpack.Decoder(Reply)
+
+
+class Sandbox:
+    """Client of one open sandbox, usable from any host."""
+
+    def __init__(self, bus: Bus, sandbox_id: str, runner: str, timeout: float) -> None:
+        self.bus = bus
+        self.id = sandbox_id
+        self.runner = runner
+        self.timeout = timeout
+        self.closed = False
+
+    async def _request(self, op: str, req: OpRequest, timeout: float | None = None) -> Any:
+        if self.closed:
+            raise SandboxError(f"sandbox {self.id} is closed")
+        try:
+            msg = await self.bus.nc.request(sandbox_op_subject(self.id, op), _enc.encode(req), timeout=timeout or self.timeout)
+        except Exception as exc:  # timeout or no responders
+            raise SandboxError(
+                f"sandbox {self.id} ({self.runner}) did not answer {op!r} within {timeout or self.timeout:g} s: "
+                f"{type(exc).__name__}. Its runner may have stopped or the sandbox outlived its lifetime."
+            ) from None
+        reply = _reply_dec.decode(msg.data)
+        if not reply.ok:
+            raise SandboxError(f"sandbox {self.id} ({self.runner}) {op} failed: {reply.error}")
+        return reply.value
+
+    async def call(self, tool: str, arguments: dict[str, Any] | None = None) -> ToolResult:
+        """Call a tool. A tool's own error is a result with ``ok=False``, not an exception."""
+        value = await self._request("call", OpRequest(tool=tool, arguments=arguments or {}))
+        return msgspec.convert(value, ToolResult)
+
+    async def snapshot(self) -> str:
+        """Save the state; return a handle for :meth:`restore`."""
+        return str(await self._request("snapshot", OpRequest()))
+
+    async def restore(self, snapshot: str) -> None:
+        """Return to a saved state."""
+        await self._request("restore", OpRequest(snapshot=snapshot))
+
+    async def state(self) -> State:
+        """Dump the state (table -> rows)."""
+        return await self._request("state", OpRequest())  # type: ignore[no-any-return]
+
+    async def close(self) -> None:
+        """Close the sandbox (idempotent)."""
+        if self.closed:
+            return
+        try:
+            await self._request("close", OpRequest(), timeout=10.0)
+        except SandboxError as exc:
+            log.debug("sandbox close failed", sandbox=self.id, error=str(exc))
+        self.closed = True
+
+
+async def open_sandbox(bus: Bus, runner: str, env: EnvSpec, *, seed: int = 0, run: str = "", timeout: float = 30.0, call_timeout: float = 60.0, lifetime: float = 3600.0) -> Sandbox:
+    """Open a sandbox holding ``env`` on whichever process serves ``runner``."""
+    req = OpenRequest(env=env, seed=seed, run=run, lifetime=lifetime)
+    try:
+        msg = await bus.nc.request(sandbox_open_subject(runner), _enc.encode(req), timeout=timeout)
+    except Exception as exc:
+        raise SandboxError(
+            f"no sandbox from runner {runner!r} within {timeout:g} s ({type(exc).__name__}): is a process serving it? "
+            f"(`envkernel run` serves its runner itself; a worker needs --plugins including it)"
+        ) from None
+    reply = _reply_dec.decode(msg.data)
+    if not reply.ok:
+        raise SandboxError(f"runner {runner!r} could not open a sandbox for env {env.id!r}: {reply.error}")
+    return Sandbox(bus, str(reply.value), runner, call_timeout)
+
+
+class _Live:
+    __slots__ = ("session", "sub", "deadline", "lock")
+
+    def __init__(self, session: Any, sub: Subscription, deadline: float) -> None:
+        self.session = session
+        self.sub = sub
+        self.deadline = deadline
+        self.lock = asyncio.Lock()
+
+
+class SandboxService:
+    """Serves one sandbox-runner component on the bus."""
+
+    def __init__(self, bus: Bus, name: str, runner: Any) -> None:
+        self.bus = bus
+        self.name = name
+        self.runner = runner
+        self._live: dict[str, _Live] = {}
+        self._sub: Subscription | None = None
+        self._reaper: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    async def start(self) -> None:
+        """Start answering open requests."""
+        self._sub = await self.bus.nc.subscribe(sandbox_open_subject(self.name), queue=f"sandbox-{self.name}", cb=self._on_open)
+        self._reaper = asyncio.create_task(self._reap())
+
+    def _spawn(self, coro: Any) -> None:
+        t = asyncio.create_task(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+
+    async def _on_open(self, msg: Msg) -> None:
+        self._spawn(self._open(msg))
+
+    async def _open(self, msg: Msg) -> None:
+        try:
+            req = _open_dec.decode(msg.data)
+        except msgspec.DecodeError as exc:
+            await msg.respond(_enc.encode(Reply(ok=False, error=f"bad open request: {exc}")))
+            return
+        try:
+            session = await self.runner.open(req.env, req.seed)
+        except Exception as exc:
+            log.warning("sandbox open failed", runner=self.name, env=req.env.id, error=str(exc))
+            await msg.respond(_enc.encode(Reply(ok=False, error=f"{type(exc).__name__}: {exc}")))
+            return
+        sid = f"{self.name}-{uuid.uuid4().hex[:16]}"
+        sub = await self.bus.nc.subscribe(sandbox_op_subject(sid, "*"), cb=self._on_op)
+        self._live[sid] = _Live(session, sub, time.monotonic() + req.lifetime)
+        await msg.respond(_enc.encode(Reply(value=sid)))
+
+    async def _on_op(self, msg: Msg) -> None:
+        # sandbox ops are handled in order per sandbox (one subscription each)
+        parts = msg.subject.rsplit(".", 2)
+        sid, op = parts[-2], parts[-1]
+        live = self._live.get(sid)
+        if live is None:
+            await msg.respond(_enc.encode(Reply(ok=False, error=f"no sandbox {sid} (closed or expired)")))
+            return
+        if op == "close":
+            # reply first: closing unsubscribes, which would cancel this very callback
+            await msg.respond(_enc.encode(Reply(value=None)))
+            self._spawn(self._close(sid))
+            return
+        try:
+            req = _op_dec.decode(msg.data)
+            async with live.lock:
+                value = await self._do(sid, live, op, req)
+            reply = Reply(value=value)
+        except Exception as exc:
+            reply = Reply(ok=False, error=f"{type(exc).__name__}: {exc}")
+        await msg.respond(_enc.encode(reply))
+
+    async def _do(self, sid: str, live: _Live, op: str, req: OpRequest) -> Any:
+        s = live.session
+        if op == "call":
+            try:
+                result = await s.call(req.tool, req.arguments)
+            except Exception as exc:  # a runner bug must still be an observation, not a hang
+                result = ToolResult(ok=False, error=ToolError(code="sandbox_error", message=f"{type(exc).__name__}: {exc}"))
+            return msgspec.to_builtins(result)
+        if op == "snapshot":
+            return await s.snapshot()
+        if op == "restore":
+            await s.restore(req.snapshot)
+            return None
+        if op == "state":
+            return await s.state()
+        raise SandboxError(f"unknown sandbox operation {op!r}")
+
+    async def _close(self, sid: str) -> None:
+        live = self._live.pop(sid, None)
+        if live is None:
+            return
+        try:
+            await live.sub.unsubscribe()
+        except Exception:  # noqa: BLE001 - connection may be closing
+            pass
+        try:
+            await live.session.close()
+        except Exception as exc:
+            log.warning("sandbox close failed", sandbox=sid, error=str(exc))
+
+    async def _reap(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            now = time.monotonic()
+            for sid in [s for s, live in self._live.items() if live.deadline < now]:
+                log.warning("sandbox reached its hard lifetime; closing it", sandbox=sid)
+                await self._close(sid)
+
+    @property
+    def open_count(self) -> int:
+        """Sandboxes currently open."""
+        return len(self._live)
+
+    async def stop(self) -> None:
+        """Stop serving and close every sandbox."""
+        if self._sub is not None:
+            try:
+                await self._sub.unsubscribe()
+            except Exception:  # noqa: BLE001
+                pass
+        if self._reaper:
+            self._reaper.cancel()
+        for sid in list(self._live):
+            await self._close(sid)
+        aclose = getattr(self.runner, "aclose", None)
+        if aclose is not None:
+            await aclose()

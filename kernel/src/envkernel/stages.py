@@ -1,0 +1,158 @@
+"""Kernel stages: the task gate and group closing. Pure logic: events in, child events out.
+
+The gate sends every proposed task to a reference rollout and a do-nothing rollout; the task is
+emitted only when the reference scores 1 and do-nothing scores 0. An emitted task then gets
+``rollouts_per_task`` rollouts of the chosen policy, and its group closes when every member is
+scored or failed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from envkernel_schemas import (
+    DecodeError,
+    Event,
+    GroupScored,
+    PluginFailed,
+    RolloutFinished,
+    RolloutRequested,
+    RolloutScored,
+    ScoredRollout,
+    Task,
+    TaskGated,
+    TaskProposed,
+    TaskRejected,
+    decode,
+    event_id,
+)
+
+from .config import RunConfig
+
+KERNEL = "kernel"
+"""Handler name of the kernel stages (in ids and handled reports)."""
+EPS = 1e-9
+
+
+@dataclass
+class _Gate:
+    task: Task
+    scores: dict[str, float] = field(default_factory=dict)
+    reasons: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class _Group:
+    task: Task
+    size: int
+    scored: dict[int, ScoredRollout] = field(default_factory=dict)
+    failed: set[int] = field(default_factory=set)
+
+
+def task_key(task: Task) -> str:
+    """De-duplication key: environment, chain signature and grounded arguments."""
+    return json.dumps([task.env_id, task.signature, [[c.name, c.arguments] for c in task.calls]], sort_keys=True, default=str)
+
+
+class Stages:
+    """The gate and the groups of one run. :meth:`handle` returns (event, target plugin) pairs."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.gates: dict[str, _Gate] = {}
+        self.groups: dict[str, _Group] = {}
+        self.seen_tasks: set[str] = set()
+
+    def _child(self, parent: Event, cls: type[Event], key: int | str, /, **fields: Any) -> Event:
+        return cls(run=parent.run, id=event_id(parent.id, KERNEL, key), parent=parent.id, iteration=parent.iteration, time=time.time(), **fields)
+
+    def handle(self, ev: Event) -> list[tuple[Event, str | None]]:
+        """Children of a kernel-handled event, each with its work target (None: no plugin token)."""
+        if isinstance(ev, TaskProposed):
+            return self._proposed(ev)
+        if isinstance(ev, RolloutScored):
+            return self._scored(ev)
+        if isinstance(ev, TaskGated):
+            return self._gated(ev)
+        if isinstance(ev, PluginFailed):
+            return self._failed(ev)
+        return []
+
+    def _proposed(self, ev: TaskProposed) -> list[tuple[Event, str | None]]:
+        key = task_key(ev.task)
+        if key in self.seen_tasks or ev.task.id in self.gates:
+            return [(self._child(ev, TaskRejected, "dup", task=ev.task, reason="duplicate", detail="same chain and arguments as an earlier task"), None)]
+        self.seen_tasks.add(key)
+        self.gates[ev.task.id] = _Gate(ev.task)
+        out: list[tuple[Event, str | None]] = []
+        for i, policy in enumerate((self.config.gate_reference, self.config.gate_nothing)):
+            req = self._child(ev, RolloutRequested, f"gate/{policy}", task=ev.task, policy=policy, index=i, group_size=2, purpose="gate")
+            out.append((req, policy))
+        return out
+
+    def _decide(self, parent: Event, gate: _Gate) -> list[tuple[Event, str | None]]:
+        ref = gate.scores.get(self.config.gate_reference, 0.0)
+        nothing = gate.scores.get(self.config.gate_nothing, 1.0)
+        del self.gates[gate.task.id]
+        if ref < 1.0 - EPS:
+            why = "; ".join(gate.reasons.get(self.config.gate_reference, [])) or f"scored {ref:.3f}"
+            return [(self._child(parent, TaskRejected, "gate", task=gate.task, reason="reference_below_1", detail=why), None)]
+        if nothing > EPS:
+            return [(self._child(parent, TaskRejected, "gate", task=gate.task, reason="nothing_above_0", detail=f"do-nothing scored {nothing:.3f}"), None)]
+        return [(self._child(parent, TaskGated, "gate", task=gate.task, reference=ref, nothing=nothing), None)]
+
+    def _scored(self, ev: RolloutScored) -> list[tuple[Event, str | None]]:
+        if ev.purpose == "gate":
+            gate = self.gates.get(ev.task.id)
+            if gate is None:
+                return []
+            gate.scores[ev.trajectory.policy] = ev.reward.score
+            gate.reasons[ev.trajectory.policy] = ev.reward.reasons + ([ev.reward.error] if ev.reward.error else [])
+            if len(gate.scores) == 2:
+                return self._decide(ev, gate)
+            return []
+        group = self.groups.get(ev.task.id)
+        if group is None:
+            return []
+        group.scored[ev.trajectory.index] = ScoredRollout(trajectory=ev.trajectory, reward=ev.reward)
+        return self._maybe_close(ev, group)
+
+    def _gated(self, ev: TaskGated) -> list[tuple[Event, str | None]]:
+        g = max(1, self.config.rollouts_per_task)
+        self.groups[ev.task.id] = _Group(ev.task, g)
+        out: list[tuple[Event, str | None]] = []
+        for i in range(g):
+            req = self._child(ev, RolloutRequested, f"train/{i}", task=ev.task, policy=self.config.policy, index=i, group_size=g, purpose="train")
+            out.append((req, self.config.policy))
+        return out
+
+    def _maybe_close(self, parent: Event, group: _Group) -> list[tuple[Event, str | None]]:
+        if len(group.scored) + len(group.failed) < group.size:
+            return []
+        del self.groups[group.task.id]
+        rollouts = [group.scored[i] for i in sorted(group.scored)]
+        return [(self._child(parent, GroupScored, "group", task=group.task, rollouts=rollouts, failed=len(group.failed)), None)]
+
+    def _failed(self, ev: PluginFailed) -> list[tuple[Event, str | None]]:
+        try:
+            original = decode(ev.event) if ev.event else None
+        except DecodeError:
+            return []
+        if not isinstance(original, (RolloutRequested, RolloutFinished)):
+            return []
+        task = original.task
+        if original.purpose == "gate":
+            gate = self.gates.pop(task.id, None)
+            if gate is None:
+                return []
+            detail = f"{ev.plugin} ({ev.role}) failed: {ev.error_type}: {ev.message}"
+            return [(self._child(ev, TaskRejected, "gate", task=task, reason="gate_failed", detail=detail), None)]
+        group = self.groups.get(task.id)
+        if group is None:
+            return []
+        index = original.index if isinstance(original, RolloutRequested) else original.trajectory.index
+        group.failed.add(index)
+        return self._maybe_close(ev, group)

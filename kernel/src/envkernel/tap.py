@@ -1,0 +1,153 @@
+"""``envkernel tap``: print a run's events as one-line summaries or JSON lines."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+from nats.js.api import DeliverPolicy
+
+from envkernel_bus import Bus, EmbeddedServer, discovery
+from envkernel_bus.subjects import EVENTS_PREFIX, STREAM
+from envkernel_schemas import (
+    DecodeError,
+    EnvRejected,
+    EnvRequested,
+    EnvSynthesized,
+    EnvVerified,
+    Event,
+    GroupScored,
+    Handled,
+    PluginFailed,
+    PolicyUpdated,
+    RolloutFinished,
+    RolloutRequested,
+    RolloutScored,
+    RolloutStep,
+    RunFinished,
+    TaskGated,
+    TaskProposed,
+    TaskRejected,
+    decode,
+    to_json,
+)
+
+from .errors import UsageError
+
+
+def _short(text: str, n: int = 70) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def describe(ev: Event) -> str:
+    """What an event says, in a few words."""
+    match ev:
+        case EnvRequested():
+            return f"{ev.source_kind}:{ev.source} #{ev.index} seed={ev.seed}"
+        case EnvSynthesized() | EnvVerified():
+            extra = f" kept={len(ev.env.report.tools_kept)} dropped={len(ev.env.report.tools_dropped)}" if ev.env.report else ""
+            return f"{ev.env.id} ({len(ev.env.tools)} tools){extra}"
+        case EnvRejected():
+            return f"{ev.env_id}: {ev.reason}"
+        case TaskProposed() | TaskGated():
+            return f"{ev.task.id[:10]} {ev.task.signature} “{_short(ev.task.request, 60)}”"
+        case TaskRejected():
+            return f"{ev.task.id[:10]} {ev.reason}: {_short(ev.detail, 60)}"
+        case RolloutRequested():
+            return f"{ev.task.id[:10]} policy={ev.policy} #{ev.index}/{ev.group_size} {ev.purpose}"
+        case RolloutStep():
+            role = ev.message.get("role", "?")
+            body = ev.message.get("content") or str(ev.message.get("tool_calls", ""))
+            return f"{ev.task_id[:10]} {ev.policy} #{ev.index} turn {ev.turn} {role}: {_short(str(body), 60)}"
+        case RolloutFinished():
+            t = ev.trajectory
+            return f"{ev.task.id[:10]} {t.policy} #{t.index} calls={len(t.calls)} end={t.termination}"
+        case RolloutScored():
+            r = ev.reward
+            return f"{ev.task.id[:10]} {ev.trajectory.policy} #{ev.trajectory.index} score={r.score:.3f} trace={r.trace:.2f} outcome={r.outcome:.2f} {ev.purpose}"
+        case GroupScored():
+            scores = ",".join(f"{s.reward.score:.2f}" for s in ev.rollouts)
+            return f"{ev.task.id[:10]} [{scores}] failed={ev.failed}"
+        case PolicyUpdated():
+            return f"{ev.trainer} -> {ev.policy} {ev.metrics}"
+        case PluginFailed():
+            return f"{ev.plugin} ({ev.role}) on {ev.event_kind}: {ev.error_type}: {_short(ev.message, 80)}"
+        case Handled():
+            return f"{ev.handler} handled {len(ev.events)} (children {sum(ev.children)})"
+        case RunFinished():
+            s = ev.summary
+            return f"tasks={s.get('tasks')} rollouts={s.get('rollouts')} mean_reward={s.get('mean_reward')} failures={s.get('failures')}"
+    return ""
+
+
+def line(ev: Event) -> str:
+    """One readable line for an event."""
+    t = time.strftime("%H:%M:%S", time.localtime(ev.time)) + f".{int((ev.time % 1) * 1000):03d}" if ev.time else "--:--:--.---"
+    return f"{t} {ev.run} {ev.kind:<18} {describe(ev)}"
+
+
+async def tap(bus: Bus, subject: str, *, from_start: bool, as_json: bool, show_all: bool, until_caught_up: bool,
+              out: IO[str] = sys.stdout, limit: int | None = None) -> int:
+    """Print events on ``subject`` until interrupted (or caught up); return how many were printed."""
+    done = asyncio.Event()
+    printed = 0
+    last_seq = 0
+    if until_caught_up:
+        info = await bus.js.stream_info(STREAM)
+        last_seq = info.state.last_seq
+        if info.state.messages == 0:
+            return 0
+
+    async def on_msg(msg) -> None:  # type: ignore[no-untyped-def]
+        nonlocal printed
+        try:
+            ev = decode(msg.data)
+        except DecodeError as exc:
+            print(f"!! {msg.subject}: {exc}", file=sys.stderr)
+        else:
+            if show_all or not isinstance(ev, Handled):
+                out.write((to_json(ev).decode() if as_json else line(ev)) + "\n")
+                out.flush()
+                printed += 1
+        if (limit and printed >= limit) or (until_caught_up and msg.metadata.sequence.stream >= last_seq):
+            done.set()
+
+    policy = DeliverPolicy.ALL if from_start or until_caught_up else DeliverPolicy.NEW
+    sub = await bus.js.subscribe(subject, cb=on_msg, ordered_consumer=True, deliver_policy=policy)
+    try:
+        await done.wait()
+    finally:
+        await sub.unsubscribe()
+    return printed
+
+
+def find_live_url() -> str:
+    """URL of the newest run in progress on this machine."""
+    runs = discovery.running()
+    if not runs:
+        raise UsageError("no envkernel run is in progress on this machine: start one, pass --nats-url, or replay a finished run with --run DIR")
+    return str(runs[0]["url"])
+
+
+class Replay:
+    """Serve a finished run's stored events from its folder with a temporary embedded server."""
+
+    def __init__(self, run_dir: Path) -> None:
+        store = Path(run_dir) / "nats"
+        if not (store / "jetstream").exists():
+            raise UsageError(f"{run_dir} holds no stored events (expected {store}/jetstream): is it a run folder made by `envkernel run`?")
+        self.server = EmbeddedServer(store)
+
+    def __enter__(self) -> str:
+        return self.server.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.stop()
+
+
+DEFAULT_SUBJECT = f"{EVENTS_PREFIX}.>"
+"""Every event of every run."""

@@ -1,0 +1,137 @@
+"""envkernel-baselines: the two policies the task gate runs.
+
+- ``reference`` replays the task's reference chain call by call, then answers with the last
+  call's output as compact JSON (so every answer fact appears). It scores 1 on a sound task.
+- ``nothing`` makes no call and declines. It scores 0 on a sound task.
+
+Both write the conversation in OpenAI chat format, so their trajectories double as SFT data.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+from envkernel.hookspecs import hookimpl
+from envkernel_schemas import RolloutRequested, ToolResult, Trajectory
+
+__all__ = [
+    "BaselineSettings",
+    "NOTHING_ANSWER",
+    "SYSTEM_PROMPT",
+    "Nothing",
+    "Reference",
+    "Settings",
+    "compact",
+    "register_policies",
+    "result_content",
+]
+
+SYSTEM_PROMPT = (
+    "You are a helpful assistant with access to tools. Use them to fulfil the user's request: "
+    "look up what you need, make the changes asked for, and finish with a short answer."
+)
+"""Default system prompt of the baseline conversations."""
+
+NOTHING_ANSWER = "I can't help with that."
+"""The do-nothing policy's answer."""
+
+
+class BaselineSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Settings of the baseline policies."""
+
+    system_prompt: str = SYSTEM_PROMPT
+    """System message that opens the conversation."""
+
+
+Settings = BaselineSettings
+"""Alias: the settings of this plugin's component(s)."""
+
+
+def compact(value: Any) -> str:
+    """Compact JSON (no spaces, non-ASCII kept), as answers and tool messages carry it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def result_content(result: ToolResult) -> str:
+    """The content of a ``tool`` message: the value, or ``{"error": {code, message}}``."""
+    if result.ok:
+        return compact(result.value)
+    err = result.error
+    return compact({"error": {"code": err.code if err else "error", "message": err.message if err else ""}})
+
+
+def _opening(system_prompt: str, request: RolloutRequested) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": system_prompt}, {"role": "user", "content": request.task.request}]
+
+
+class Reference:
+    """The ``reference`` policy: replays the task's reference chain."""
+
+    Settings = BaselineSettings
+
+    def __init__(self, settings: BaselineSettings | None = None) -> None:
+        self.settings = settings or BaselineSettings()
+
+    async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
+        """Call each reference tool in order, then answer with the last output."""
+        messages = _opening(self.settings.system_prompt, request)
+        last: ToolResult | None = None
+        for i, call in enumerate(request.task.calls):
+            call_id = f"call_{i}"
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": compact(call.arguments)}}
+                    ],
+                }
+            )
+            last = await env.call(call.name, dict(call.arguments))
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": result_content(last)})
+        if last is None:
+            answer = "There was nothing to do."
+        elif last.ok:
+            answer = f"Done. Here is the result: {compact(last.value)}"
+        else:
+            answer = f"The last step failed: {result_content(last)}"
+        messages.append({"role": "assistant", "content": answer})
+        return Trajectory(
+            task_id=request.task.id,
+            policy=request.policy or "reference",
+            index=request.index,
+            messages=messages,
+            final_answer=answer,
+            termination="answer",
+        )
+
+
+class Nothing:
+    """The ``nothing`` policy: makes no call and declines."""
+
+    Settings = BaselineSettings
+
+    def __init__(self, settings: BaselineSettings | None = None) -> None:
+        self.settings = settings or BaselineSettings()
+
+    async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
+        """Decline without touching the environment."""
+        messages = _opening(self.settings.system_prompt, request)
+        messages.append({"role": "assistant", "content": NOTHING_ANSWER})
+        return Trajectory(
+            task_id=request.task.id,
+            policy=request.policy or "nothing",
+            index=request.index,
+            messages=messages,
+            final_answer=NOTHING_ANSWER,
+            termination="answer",
+        )
+
+
+@hookimpl
+def register_policies(register: Any) -> None:
+    """Register the ``reference`` and ``nothing`` policies."""
+    register("reference", Reference)
+    register("nothing", Nothing)

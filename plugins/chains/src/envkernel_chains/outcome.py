@@ -1,0 +1,60 @@
+"""State diffs: which tables a chain changed, with the columns the server generates removed."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from envkernel_schemas import Outcome
+
+State = dict[str, list[dict[str, Any]]]
+
+
+def strip(rows: list[dict[str, Any]], generated: list[str] | tuple[str, ...]) -> list[dict[str, Any]]:
+    """Rows without the generated columns."""
+    drop = set(generated)
+    return [{k: v for k, v in r.items() if k not in drop} for r in rows]
+
+
+def _canon(v: Any) -> Any:
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, dict):
+        return {k: _canon(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_canon(x) for x in v]
+    return v
+
+
+def row_key(row: dict[str, Any]) -> str:
+    """A canonical string for a row (key order and ``2`` vs ``2.0`` do not matter)."""
+    return json.dumps(_canon(row), sort_keys=True, ensure_ascii=False, default=str)
+
+
+def same_rows(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+    """True when two row lists are equal as multisets."""
+    return Counter(map(row_key, a)) == Counter(map(row_key, b))
+
+
+def changed_tables(before: State, after: State, generated: dict[str, list[str]]) -> list[str]:
+    """Tables whose rows differ once generated columns are removed, in ``after``'s order."""
+    names = list(after) + [t for t in before if t not in after]
+    out = []
+    for t in names:
+        g = generated.get(t, [])
+        if not same_rows(strip(before.get(t, []), g), strip(after.get(t, []), g)):
+            out.append(t)
+    return out
+
+
+def state_outcome(before: State, after: State, generated: dict[str, list[str]]) -> Outcome | None:
+    """The Outcome of a chain that changed state, or None when nothing (observable) changed."""
+    tables = changed_tables(before, after, generated)
+    if not tables:
+        return None
+    return Outcome(
+        mutates=True,
+        expected_state={t: strip(after.get(t, []), generated.get(t, [])) for t in tables},
+        initial_state={t: strip(before.get(t, []), generated.get(t, [])) for t in tables},
+    )

@@ -1,0 +1,163 @@
+"""Building export rows from scored groups (pure, no I/O), and the RL parquet schema."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+from envkernel_schemas import EnvSpec, GroupScored, ScoredRollout, Task, ToolSpec
+
+SYSTEM_PROMPT = (
+    "You are a helpful assistant with access to tools. Use them to fulfil the user's request: "
+    "look up what you need, make the changes asked for, and finish with a short answer."
+)
+"""Default system message of RL prompts (the same as the baseline policies')."""
+
+
+def dumps(value: Any) -> str:
+    """Stable compact JSON (sorted keys) for values stored as strings."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str)
+
+
+def tool_defs(tools: list[ToolSpec], only: list[str] | None = None) -> list[dict[str, Any]]:
+    """OpenAI function-tool definitions (restricted to ``only`` when it is non-empty)."""
+    keep = set(only or [])
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in tools
+        if not keep or t.name in keep
+    ]
+
+
+def fallback_tool_defs(task: Task) -> list[dict[str, Any]]:
+    """Tool definitions when the environment is unavailable: the reference's tools, untyped."""
+    names = list(dict.fromkeys(c.name for c in task.calls))
+    return [
+        {"type": "function", "function": {"name": n, "description": "", "parameters": {"type": "object", "properties": {}}}} for n in names
+    ]
+
+
+def purpose_of(group: GroupScored) -> str:
+    """The group's purpose (``train`` unless the event says otherwise)."""
+    return str(getattr(group, "purpose", "train") or "train")
+
+
+def sft_row(group: GroupScored, rollout: ScoredRollout, tools: list[dict[str, Any]], *, metadata: bool = True) -> dict[str, Any]:
+    """One SFT line: OpenAI chat ``messages`` with ``tools`` (and ``metadata`` for tracing)."""
+    traj = rollout.trajectory
+    row: dict[str, Any] = {"messages": traj.messages, "tools": tools}
+    if metadata:
+        row["metadata"] = {
+            "id": f"{group.id}/{traj.index}",
+            "task_id": group.task.id,
+            "env_id": group.task.env_id,
+            "policy": traj.policy,
+            "index": traj.index,
+            "score": rollout.reward.score,
+            "split": group.task.split,
+            "signature": group.task.signature,
+            "iteration": group.iteration,
+        }
+    return row
+
+
+def sft_key(row: dict[str, Any]) -> str | None:
+    """Deduplication key of an SFT line (None without metadata: the line hash is used)."""
+    meta = row.get("metadata")
+    return str(meta["id"]) if isinstance(meta, dict) and "id" in meta else None
+
+
+def rl_row(
+    task: Task,
+    tools: list[dict[str, Any]],
+    *,
+    system_prompt: str = SYSTEM_PROMPT,
+    agent_name: str = "tool_agent",
+    ability: str = "tool-use",
+) -> dict[str, Any]:
+    """One verl-style RL row for a task. Values whose shape varies (arguments, states, tools)
+    are JSON strings so that every row has the same parquet schema."""
+    return {
+        "data_source": f"envkernel/{task.env_id}",
+        "prompt": [{"role": "system", "content": system_prompt}, {"role": "user", "content": task.request}],
+        "agent_name": agent_name,
+        "ability": ability,
+        "reward_model": {
+            "style": "rule",
+            "ground_truth": {
+                "calls": [{"name": c.name, "arguments": dumps(c.arguments)} for c in task.calls],
+                "mutates": task.outcome.mutates,
+                "answer_facts": list(task.outcome.answer_facts),
+            },
+        },
+        "extra_info": {
+            "task_id": task.id,
+            "env_id": task.env_id,
+            "split": task.split,
+            "difficulty": float(task.difficulty),
+            "signature": task.signature,
+            "initial_state": dumps(task.outcome.initial_state),
+            "expected_state": dumps(task.outcome.expected_state),
+            "tools": dumps(tools),
+        },
+    }
+
+
+def rl_key(row: dict[str, Any]) -> str | None:
+    """Deduplication key of an RL row: its task id."""
+    info = row.get("extra_info")
+    return f"task:{info['task_id']}" if isinstance(info, dict) and "task_id" in info else None
+
+
+_MSG = pa.struct([("role", pa.string()), ("content", pa.string())])
+_CALL = pa.struct([("name", pa.string()), ("arguments", pa.string())])
+
+RL_SCHEMA = pa.schema(
+    [
+        ("data_source", pa.string()),
+        ("prompt", pa.list_(_MSG)),
+        ("agent_name", pa.string()),
+        ("ability", pa.string()),
+        (
+            "reward_model",
+            pa.struct(
+                [
+                    ("style", pa.string()),
+                    (
+                        "ground_truth",
+                        pa.struct([("calls", pa.list_(_CALL)), ("mutates", pa.bool_()), ("answer_facts", pa.list_(pa.string()))]),
+                    ),
+                ]
+            ),
+        ),
+        (
+            "extra_info",
+            pa.struct(
+                [
+                    ("task_id", pa.string()),
+                    ("env_id", pa.string()),
+                    ("split", pa.string()),
+                    ("difficulty", pa.float64()),
+                    ("signature", pa.string()),
+                    ("initial_state", pa.string()),
+                    ("expected_state", pa.string()),
+                    ("tools", pa.string()),
+                ]
+            ),
+        ),
+    ]
+)
+"""The fixed schema of ``rl.parquet``."""
+
+
+def rl_table(rows: list[dict[str, Any]]) -> pa.Table:
+    """RL rows as a pyarrow table with :data:`RL_SCHEMA`."""
+    return pa.Table.from_pylist(rows, schema=RL_SCHEMA)
+
+
+def env_tools(env: EnvSpec | None, task: Task) -> list[dict[str, Any]]:
+    """The tools offered for a task: the environment's (or the task's subset), else a fallback."""
+    if env is None:
+        return fallback_tool_defs(task)
+    return tool_defs(env.tools, task.tools)

@@ -1,0 +1,334 @@
+"""Valid-looking tool arguments, built from an environment's state and a tool's JSON Schema.
+
+Values come, best first, from:
+
+1. the schema itself (``enum``, ``const``);
+2. ids of the table a parameter names (``order_id`` -> ``orders.id``; plain ``id`` -> the tool's
+   own table);
+3. values of a column with the parameter's name (the tool's table first, then any table);
+4. for free-text search parameters (``query``, ``q``...), name-like columns of the tool's table;
+5. defaults from the type and ``format`` (respecting ``minimum``/``maximum``).
+
+Every value is coerced to the schema's type and checked against its constraints.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from envkernel_schemas import ToolSpec
+
+from .naming import (
+    CREATE_VERBS,
+    NAME_LIKE,
+    State,
+    column_values,
+    id_column,
+    id_entity,
+    is_id_name,
+    match_table,
+    singular,
+    tool_parts,
+    words,
+)
+
+SEARCH_NAMES = frozenset({"query", "q", "search", "term", "keyword", "keywords", "text", "filter", "pattern", "name_contains"})
+"""Parameter names that take free text to search with."""
+FRESH_NAMES = frozenset({"email", "username", "login", "sku", "code", "slug", "handle", "name", "title", "phone"})
+"""String parameters that a create-tool likely wants unique: fresh values are tried first."""
+
+_FIRST = ("Alex", "Sam", "Jordan", "Robin", "Casey", "Morgan", "Taylor", "Jamie")
+_LAST = ("Rivera", "Chen", "Novak", "Okafor", "Lindqvist", "Haddad", "Moreau", "Sato")
+
+_MISSING = object()
+
+
+def schema_type(schema: dict[str, Any]) -> str:
+    """The main JSON type of a schema ("" when untyped); ``["string", "null"]`` -> ``string``."""
+    t = schema.get("type")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), "")
+    if not t:
+        if "properties" in schema:
+            return "object"
+        if "items" in schema:
+            return "array"
+        if "enum" in schema and schema["enum"]:
+            e = schema["enum"][0]
+            return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(type(e), "")
+    return t or ""
+
+
+def coerce(value: Any, schema: dict[str, Any]) -> Any:
+    """``value`` converted to the schema's type and checked against its constraints, or ``_MISSING``."""
+    t = schema_type(schema)
+    v: Any = value
+    if t == "integer":
+        if isinstance(v, bool):
+            return _MISSING
+        if isinstance(v, float):
+            if not v.is_integer():
+                return _MISSING
+            v = int(v)
+        elif isinstance(v, str):
+            try:
+                v = int(v.strip())
+            except ValueError:
+                return _MISSING
+        elif not isinstance(v, int):
+            return _MISSING
+    elif t == "number":
+        if isinstance(v, bool):
+            return _MISSING
+        if isinstance(v, str):
+            try:
+                v = float(v.strip())
+            except ValueError:
+                return _MISSING
+        elif not isinstance(v, (int, float)):
+            return _MISSING
+    elif t == "string":
+        if isinstance(v, bool) or isinstance(v, (dict, list)) or v is None:
+            return _MISSING
+        v = v if isinstance(v, str) else str(v)
+    elif t == "boolean":
+        if not isinstance(v, bool):
+            return _MISSING
+    elif t == "array":
+        if not isinstance(v, list):
+            return _MISSING
+    elif t == "object":
+        if not isinstance(v, dict):
+            return _MISSING
+    if "enum" in schema and schema["enum"] and v not in schema["enum"]:
+        return _MISSING
+    if "const" in schema and v != schema["const"]:
+        return _MISSING
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if "minimum" in schema and v < schema["minimum"]:
+            return _MISSING
+        if "maximum" in schema and v > schema["maximum"]:
+            return _MISSING
+        if "exclusiveMinimum" in schema and isinstance(schema["exclusiveMinimum"], (int, float)) and v <= schema["exclusiveMinimum"]:
+            return _MISSING
+        if "exclusiveMaximum" in schema and isinstance(schema["exclusiveMaximum"], (int, float)) and v >= schema["exclusiveMaximum"]:
+            return _MISSING
+    if isinstance(v, str):
+        if "minLength" in schema and len(v) < schema["minLength"]:
+            return _MISSING
+        if "maxLength" in schema and len(v) > schema["maxLength"]:
+            return _MISSING
+    return v
+
+
+def default_values(name: str, schema: dict[str, Any]) -> list[Any]:
+    """Type- and format-based fallback values for a parameter (never empty for a typed schema)."""
+    t = schema_type(schema)
+    ws = set(words(name))
+    if t in ("integer", "number"):
+        lo = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        lo = lo + 1 if "minimum" not in schema and "exclusiveMinimum" in schema else lo
+        base = [1, 2, 3, 5, 10]
+        vals = [max(b, lo) if isinstance(lo, (int, float)) else b for b in base]
+        if "maximum" in schema:
+            vals = [min(v, schema["maximum"]) for v in vals]
+        if t == "number":
+            vals = [float(v) for v in vals]
+        else:
+            vals = [int(v) for v in vals]
+        return list(dict.fromkeys(vals))
+    if t == "boolean":
+        return [True, False]
+    if t == "string":
+        fmt = schema.get("format", "")
+        if fmt == "email" or "email" in ws:
+            return ["alex.rivera@example.com"]
+        if fmt == "date" or "date" in ws:
+            return ["2024-01-15"]
+        if fmt == "date-time" or ws & {"time", "timestamp", "at"}:
+            return ["2024-01-15T10:00:00Z"]
+        if fmt in ("uri", "url") or ws & {"url", "uri", "link"}:
+            return ["https://example.com"]
+        if "phone" in ws:
+            return ["+1-555-0100"]
+        if "name" in ws:
+            return ["Alex Rivera"]
+        return ["example"]
+    if t == "array":
+        return [[]]
+    if t == "object":
+        return [{}]
+    return ["example"]
+
+
+def fresh_values(name: str, schema: dict[str, Any], rng: random.Random, n: int = 3) -> list[Any]:
+    """New, unlikely-to-clash values for a string parameter of a create-tool."""
+    ws = set(words(name))
+    out: list[Any] = []
+    for _ in range(n):
+        first, last = rng.choice(_FIRST), rng.choice(_LAST)
+        k = rng.randint(10, 999)
+        if schema.get("format") == "email" or "email" in ws:
+            out.append(f"{first.lower()}.{last.lower()}{k}@example.com")
+        elif "phone" in ws:
+            out.append(f"+1-555-{k:04d}")
+        elif ws & {"name", "username", "login", "handle"}:
+            out.append(f"{first} {last}" if "name" in ws else f"{first.lower()}{k}")
+        else:
+            out.append(f"{'-'.join(words(name)).upper()}-{k}")
+    return out
+
+
+class ArgumentBuilder:
+    """Builds argument sets for tools from a state dump (see the module docstring)."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
+
+    # -- value sources -------------------------------------------------------------------
+
+    def ids(self, table: str | None) -> list[Any]:
+        """The ids of a table, in row order."""
+        if table is None or table not in self.state:
+            return []
+        rows = self.state[table]
+        col = id_column(table, rows)
+        return column_values(rows, col) if col else []
+
+    def columns(self, column: str, prefer: str | None = None) -> list[Any]:
+        """Values of every column named ``column``; the ``prefer`` table first."""
+        out: list[Any] = []
+        tables = ([prefer] if prefer in self.state else []) + [t for t in self.state if t != prefer]
+        for t in tables:
+            rows = self.state[t]
+            if rows and column in rows[0]:
+                out.extend(column_values(rows, column))
+        return out
+
+    def sources(self, tool: ToolSpec | None, name: str, schema: dict[str, Any], rng: random.Random | None = None) -> list[Any]:
+        """Candidate values for one parameter, best first, coerced to its schema (never empty)."""
+        rng = rng or random.Random(0)
+        tables = list(self.state)
+        verb, _noun, own = tool_parts(tool.name, tables) if tool else ("", "", None)
+        raw: list[Any] = []
+        if "const" in schema:
+            raw.append(schema["const"])
+        if schema.get("enum"):
+            raw.extend(schema["enum"])
+        t = schema_type(schema)
+        if t == "object" and "properties" in schema:
+            raw.append(self._object(tool, schema, rng))
+        elif t == "array":
+            item = schema.get("items") or {}
+            sub = self.sources(tool, singular(name), item, rng) if item else []
+            if sub:
+                raw.append([sub[0]])
+                if len(sub) > 1:
+                    raw.append([rng.choice(sub)])
+        ws = words(name)
+        lname = "_".join(ws)
+        if is_id_name(name):
+            ent = id_entity(name)
+            table = match_table(ent, tables) if ent else own
+            raw.extend(self.ids(table))
+            if ent:
+                raw.extend(self.columns(lname, prefer=own))
+        else:
+            if verb in CREATE_VERBS and t == "string" and set(ws) & FRESH_NAMES:
+                raw.extend(fresh_values(name, schema, rng))
+            raw.extend(self.columns(lname, prefer=own))
+            if len(ws) > 1:  # customer_email -> customers.email
+                table = match_table("_".join(ws[:-1]), tables)
+                if table is not None:
+                    raw.extend(self.columns(ws[-1], prefer=table)[: len(self.state[table])])
+            if lname in SEARCH_NAMES and own is not None and self.state.get(own):
+                for col in NAME_LIKE:
+                    if col in self.state[own][0]:
+                        raw.extend(column_values(self.state[own], col))
+        if not (is_id_name(name) and raw):  # an id parameter with known ids needs no made-up ones
+            raw.extend(default_values(name, schema))
+        out: list[Any] = []
+        seen: set[str] = set()
+        for v in raw:
+            c = coerce(v, schema)
+            if c is _MISSING:
+                continue
+            key = json.dumps(c, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                out.append(c)
+        return out
+
+    def _object(self, tool: ToolSpec | None, schema: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+        props: dict[str, Any] = schema.get("properties") or {}
+        required = set(schema.get("required") or [])
+        obj: dict[str, Any] = {}
+        for p, ps in props.items():
+            if p in required:
+                src = self.sources(tool, p, ps or {}, rng)
+                if src:
+                    obj[p] = src[0]
+        return obj
+
+    # -- argument sets --------------------------------------------------------------------
+
+    def candidates(
+        self,
+        tool: ToolSpec,
+        rng: random.Random,
+        n: int = 6,
+        *,
+        fixed: dict[str, Any] | None = None,
+        optional: float = 0.5,
+    ) -> list[dict[str, Any]]:
+        """Up to ``n`` distinct argument sets for ``tool``.
+
+        The first uses every required parameter's best value; later ones walk through the ids
+        in row order and draw other values at random, and every other set adds some optional
+        parameters (each with probability ``optional``). ``fixed`` arguments are kept as given.
+        """
+        params = tool.parameters or {}
+        props: dict[str, Any] = params.get("properties") or {}
+        required = list(params.get("required") or [])
+        srcs: dict[str, list[Any]] = {}
+        for p in list(props) + [r for r in required if r not in props]:
+            if fixed and p in fixed:
+                continue
+            ps = props.get(p) or {}
+            src = self.sources(tool, p, ps, rng)
+            if p not in required and "default" in ps:  # an explicit default is the same call as none
+                src = [v for v in src if v != ps["default"]]
+            srcs[p] = src
+        out: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for k in range(max(1, n) * 4):
+            if len(out) >= n:
+                break
+            args: dict[str, Any] = dict(fixed or {})
+            add_optional = k % 2 == 1 and optional > 0
+            ok = True
+            for p, src in srcs.items():
+                is_req = p in required
+                if not is_req and not (add_optional and rng.random() < optional):
+                    continue
+                if not src:
+                    if is_req:
+                        ok = False
+                        break
+                    continue
+                if k == 0:
+                    v = src[0]
+                elif is_id_name(p):
+                    v = src[k % len(src)]
+                else:
+                    v = rng.choice(src)
+                args[p] = v
+            if not ok:
+                break
+            key = json.dumps(args, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                out.append(args)
+        return out

@@ -1,0 +1,82 @@
+"""envkernel-traceoutcome: the EnvFactory-style reward model (trace + outcome).
+
+The maths lives in :mod:`envkernel_traceoutcome.scoring`, importable without the kernel; this
+module wires it to the ``reward_model`` role with its settings and the τ schedule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from envkernel.hookspecs import hookimpl
+from envkernel_schemas import Reward, Task, Trajectory
+
+from .scoring import REL_TOL, score, tau_at
+
+__all__ = ["TraceOutcomeSettings", "Settings", "TraceOutcome", "register_reward_models", "score", "tau_at"]
+
+
+class TraceOutcomeSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Settings of the ``traceoutcome`` reward model."""
+
+    tau: float = 0.5
+    """Weight of the trace part (at iteration 0)."""
+    tau_final: float | None = None
+    """When set, τ moves linearly from ``tau`` to this over ``tau_iterations`` (EnvFactory: 0.9 -> 0.1)."""
+    tau_iterations: int = 1
+    """Iterations the schedule spans (``tau_final`` is reached at iteration ``tau_iterations − 1``)."""
+    length_step: float = 0.05
+    """Penalty per call beyond the reference length."""
+    format_step: float = 0.05
+    """Penalty per format error."""
+    cap: float = 0.5
+    """Cap of each penalty."""
+    rel_tol: float = REL_TOL
+    """Relative tolerance when comparing numbers in arguments."""
+
+    def __post_init__(self) -> None:
+        for name in ("tau", "tau_final"):
+            v = getattr(self, name)
+            if v is not None and not 0.0 <= v <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {v}")
+        if min(self.length_step, self.format_step, self.cap, self.rel_tol) < 0:
+            raise ValueError("length_step, format_step, cap and rel_tol must not be negative")
+
+
+Settings = TraceOutcomeSettings
+"""Alias: the settings of this plugin's component(s)."""
+
+
+class TraceOutcome:
+    """The ``traceoutcome`` reward model."""
+
+    Settings = TraceOutcomeSettings
+
+    def __init__(self, settings: TraceOutcomeSettings | None = None) -> None:
+        self.settings = settings or TraceOutcomeSettings()
+
+    def tau(self, iteration: int) -> float:
+        """τ at a training iteration."""
+        s = self.settings
+        return tau_at(s.tau, s.tau_final, s.tau_iterations, iteration)
+
+    def score(self, task: Task, trajectory: Trajectory, ctx: Any) -> Reward:
+        """Score a rollout: ``max(0, τ·trace + (1−τ)·outcome − length_penalty − format_penalty)``."""
+        s = self.settings
+        return score(
+            task,
+            trajectory,
+            tau=self.tau(getattr(ctx, "iteration", 0)),
+            length_step=s.length_step,
+            format_step=s.format_step,
+            cap=s.cap,
+            rel_tol=s.rel_tol,
+            model=getattr(ctx, "component", "traceoutcome"),
+        )
+
+
+@hookimpl
+def register_reward_models(register: Any) -> None:
+    """Register the ``traceoutcome`` reward model."""
+    register("traceoutcome", TraceOutcome)

@@ -1,0 +1,277 @@
+"""Records: the data that events carry (environments, tasks, trajectories, rewards).
+
+Every record is a frozen msgspec Struct. New fields get defaults and a field's type never
+changes, so old events keep decoding (see msgspec's schema-evolution guide).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+JSON = Any
+"""Any JSON-compatible value."""
+
+State = dict[str, list[dict[str, Any]]]
+"""A dump of an environment's state: table name -> rows (each row a column -> value mapping)."""
+
+
+class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=False):
+    """Base of every record: frozen, keyword-only."""
+
+
+class ToolSpec(Record, kw_only=True):
+    """One tool of an environment, in OpenAI function form plus envkernel metadata."""
+
+    name: str
+    """Tool name, a valid identifier (OpenAI function name)."""
+    description: str = ""
+    """What the tool does, shown to the agent."""
+    parameters: dict[str, Any] = msgspec.field(default_factory=lambda: {"type": "object", "properties": {}})
+    """JSON Schema of the arguments object."""
+    returns: dict[str, Any] = msgspec.field(default_factory=dict)
+    """JSON Schema of a successful result (may be empty when unknown)."""
+    mutates: bool = False
+    """True when a successful call may change the state."""
+
+
+class CodeBehaviour(Record, kw_only=True, tag="code", tag_field="kind"):
+    """Behaviour as Python source (`env.py`): one plain function per tool over the state.
+
+    Only ever executed by the sandboxed executor, never in the kernel's process.
+    """
+
+    source: str
+    """Module source; defines ``def <tool>(env, **arguments)`` for each tool."""
+
+
+class ModelBehaviour(Record, kw_only=True, tag="model", tag_field="kind"):
+    """Behaviour as data: a resource model run by the engine that ships with the executor."""
+
+    model: dict[str, Any]
+    """The resource model (resources, operations); interpreted, never templated into code."""
+
+
+Behaviour = CodeBehaviour | ModelBehaviour
+"""How an environment behaves: code or data."""
+
+
+class Provenance(Record, kw_only=True):
+    """Where an environment came from."""
+
+    source_kind: str
+    """The kind of source (``sample``, ``openapi``, ``brief``...)."""
+    source: str = ""
+    """The source itself: a path, a URL or a brief."""
+    plugin: str = ""
+    """The synthesizer component that made it."""
+    plugin_version: str = ""
+    """That plugin's distribution version."""
+    seed: int = 0
+    """The seed it was made with."""
+
+
+class VerifyReport(Record, kw_only=True):
+    """What a verifier found when it executed an environment."""
+
+    verifier: str
+    """The verifier component."""
+    kept: bool
+    """Whether the environment is kept."""
+    tools_kept: list[str] = msgspec.field(default_factory=list)
+    """Tools that passed."""
+    tools_dropped: dict[str, str] = msgspec.field(default_factory=dict)
+    """Tools that failed, with the reason for each."""
+    checks: int = 0
+    """Number of checks run."""
+    failures: list[str] = msgspec.field(default_factory=list)
+    """Human-readable failures."""
+    seconds: float = 0.0
+    """Time spent verifying."""
+
+
+class EnvSpec(Record, kw_only=True):
+    """An executable, stateful tool environment (stored on disk as ``envs/<id>/``)."""
+
+    id: str
+    """Stable id, like ``shop-v1``."""
+    name: str
+    """Human name."""
+    tools: list[ToolSpec]
+    """The tools the agent may call."""
+    behaviour: Behaviour
+    """How the tools behave."""
+    seed_sql: str = ""
+    """SQL script that creates the deterministic initial state."""
+    domain: str = ""
+    """Domain, e.g. ``e-commerce``."""
+    description: str = ""
+    """What the environment models."""
+    generated: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    """Per table, columns the server generates (ids, timestamps), ignored by outcome checks."""
+    provenance: Provenance | None = None
+    """Where it came from."""
+    report: VerifyReport | None = None
+    """The verification report, once verified."""
+
+    def tool(self, name: str) -> ToolSpec | None:
+        """Return the tool called ``name``, or None."""
+        for t in self.tools:
+            if t.name == name:
+                return t
+        return None
+
+
+class ToolError(Record, kw_only=True):
+    """A tool's error, as the agent sees it."""
+
+    code: str
+    """Short machine code: ``not_found``, ``conflict``, ``invalid``, ``timeout``, ``crashed``..."""
+    message: str
+    """What went wrong and, where possible, what to do."""
+
+
+class ToolResult(Record, kw_only=True):
+    """The result of one tool call."""
+
+    ok: bool
+    """True when the call succeeded."""
+    value: Any = None
+    """The returned value when ok."""
+    error: ToolError | None = None
+    """The error when not ok."""
+
+
+class ToolCall(Record, kw_only=True):
+    """A tool call: a name and its arguments."""
+
+    name: str
+    """The tool."""
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    """The arguments object."""
+    id: str = ""
+    """Call id (OpenAI ``tool_call_id``), when the caller had one."""
+
+
+class CallRecord(Record, kw_only=True):
+    """A call made during a rollout, with its result."""
+
+    call: ToolCall
+    """What was called."""
+    result: ToolResult
+    """What came back."""
+    seconds: float = 0.0
+    """Wall time of the call."""
+
+
+class Outcome(Record, kw_only=True):
+    """What a correct rollout must achieve."""
+
+    mutates: bool
+    """True when the reference chain changes state."""
+    expected_state: State = msgspec.field(default_factory=dict)
+    """For a chain that changes state: final rows of every table it changed (generated columns removed)."""
+    initial_state: State = msgspec.field(default_factory=dict)
+    """The same tables at the start, for reference and diffs."""
+    answer_facts: list[str] = msgspec.field(default_factory=list)
+    """For a read-only chain: strings the final answer must contain."""
+
+
+class Task(Record, kw_only=True):
+    """A multi-step task over one environment, grounded by executing its reference chain."""
+
+    id: str
+    """Deterministic id."""
+    env_id: str
+    """The environment."""
+    request: str
+    """The user's words, with implicit intent (no tool names, no intermediate ids)."""
+    calls: list[ToolCall]
+    """The reference chain, executed for real."""
+    outputs: list[Any] = msgspec.field(default_factory=list)
+    """The reference chain's results, one per call."""
+    outcome: Outcome
+    """What a correct rollout achieves."""
+    tools: list[str] = msgspec.field(default_factory=list)
+    """Tools offered to the agent (empty: all of the environment's kept tools)."""
+    difficulty: float = 0.0
+    """Difficulty in [0, 1], from chain length and branching."""
+    split: Literal["train", "heldout"] = "train"
+    """Train or held-out, by chain signature."""
+    signature: str = ""
+    """Chain signature: the tool names in order."""
+    sampler: str = ""
+    """The sampler component that proposed it."""
+
+
+class Usage(Record, kw_only=True):
+    """Token usage of a rollout."""
+
+    prompt_tokens: int = 0
+    """Prompt tokens, summed over turns."""
+    completion_tokens: int = 0
+    """Completion tokens, summed over turns."""
+
+
+class Trajectory(Record, kw_only=True):
+    """What an agent did on a task."""
+
+    task_id: str
+    """The task."""
+    policy: str
+    """The policy component."""
+    index: int = 0
+    """Index in the group."""
+    messages: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    """The conversation in OpenAI chat format (system, user, assistant with tool_calls, tool)."""
+    calls: list[CallRecord] = msgspec.field(default_factory=list)
+    """Tool calls in order, with results."""
+    final_answer: str = ""
+    """The agent's final reply."""
+    final_state: State = msgspec.field(default_factory=dict)
+    """State of the environment after the rollout (filled in by the kernel)."""
+    termination: str = "answer"
+    """Why it ended: ``answer``, ``max_turns``, ``deadline``, ``length``, ``error``, ``no_choices``."""
+    format_errors: int = 0
+    """Unparsable or invalid tool calls."""
+    usage: Usage = msgspec.field(default_factory=Usage)
+    """Token usage."""
+    latencies: list[float] = msgspec.field(default_factory=list)
+    """Model call latencies in seconds."""
+    seconds: float = 0.0
+    """Wall time of the rollout."""
+    error: str = ""
+    """A recorded condition (not a crash) that ended the rollout early."""
+
+
+class Reward(Record, kw_only=True):
+    """A scored rollout: the score and its parts."""
+
+    score: float
+    """Final score in [0, 1]."""
+    model: str = ""
+    """The reward-model component."""
+    trace: float = 0.0
+    """Trace match in [0, 1]."""
+    outcome: float = 0.0
+    """Outcome match in [0, 1]."""
+    length_penalty: float = 0.0
+    """Penalty for calls beyond the reference length."""
+    format_penalty: float = 0.0
+    """Penalty for unparsable calls."""
+    tau: float = 0.5
+    """Weight of the trace part."""
+    reasons: list[str] = msgspec.field(default_factory=list)
+    """Why points were lost."""
+    error: str = ""
+    """Set when scoring itself failed (never a silent 0)."""
+
+
+class ScoredRollout(Record, kw_only=True):
+    """A trajectory and its reward."""
+
+    trajectory: Trajectory
+    """What the agent did."""
+    reward: Reward
+    """How it scored."""

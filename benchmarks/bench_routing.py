@@ -58,7 +58,8 @@ def payloads(run: str, n: int) -> list[tuple[str, bytes, str]]:
 
 
 async def preload(bus: Bus, msgs: list[tuple[str, bytes, str]]) -> None:
-    """Publish the input events (async, then wait for every PubAck)."""
+    """Empty the stream (each phase starts alike), then publish the input events."""
+    await bus.js.purge_stream(STREAM)
     futs = [await bus.publish(s, d, i) for s, d, i in msgs]
     await asyncio.gather(*futs)
 
@@ -139,6 +140,9 @@ async def main(n: int) -> dict[str, float]:
 
 
 if __name__ == "__main__":
+    from envkernel import logs
+
+    logs.configure("warning")
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--events", type=int, default=20000)
     args = ap.parse_args()

@@ -59,6 +59,7 @@ class Consumer:
         batch: int = 256,
         max_inflight: int = 1024,
         fetch_timeout: float = 0.5,
+        linger: float = 0.002,
     ) -> None:
         self.bus = bus
         self.durable = durable
@@ -68,6 +69,7 @@ class Consumer:
         self.batch = batch
         self.max_inflight = max_inflight
         self.fetch_timeout = fetch_timeout
+        self.linger = linger
         self._inflight = 0
         self._room = asyncio.Event()
         self._done: list[Done] = []
@@ -138,6 +140,8 @@ class Consumer:
     async def _flush_loop(self) -> None:
         while True:
             await self._done_ready.wait()
+            if len(self._done) < self._inflight:
+                await asyncio.sleep(self.linger)  # let more finish: one report and one flush for many
             self._done_ready.clear()
             done, self._done = self._done, []
             if not done:

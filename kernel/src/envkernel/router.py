@@ -120,7 +120,7 @@ class Worker:
             for kind in BROADCAST_INPUTS.get(comp.role, ()):
                 kinds.append((kind, None))
             for kind, target in kinds:
-                concurrency = int(getattr(comp.factory, "concurrency", 256))
+                concurrency = int(getattr(comp.factory, "concurrency", 1024))
                 consumer = Consumer(
                     self.bus,
                     durable_name(kind, comp.name),

@@ -14,7 +14,8 @@ import msgspec
 import structlog
 
 from envkernel_bus import Bus
-from envkernel_schemas import CallRecord, EnvSpec, ToolCall, ToolError, ToolResult, ToolSpec
+from envkernel_bus.subjects import event_subject
+from envkernel_schemas import CallRecord, EnvSpec, RolloutRequested, RolloutStep, ToolCall, ToolError, ToolResult, ToolSpec, encode, event_id
 
 from .config import RunConfig
 from .errors import SandboxError
@@ -79,6 +80,13 @@ class Context:
                 raise SandboxError(f"environment {env_id!r} of run {self.run_id} is not in the object store: {exc}") from None
             self._envs[env_id] = _env_dec.decode(res.data or b"")
         return self._envs[env_id]
+
+    async def step(self, request: RolloutRequested, turn: int, message: dict[str, Any]) -> None:
+        """Publish one step of a rollout (``rollout.step``) so ``envkernel tap`` shows the agent live."""
+        ev = RolloutStep(run=self.run_id, id=event_id(request.id, self.component, f"step/{turn}/{message.get('role', '')}/{message.get('tool_call_id', '')}"),
+                         parent=request.id, iteration=request.iteration, time=time.time(), task_id=request.task.id, policy=request.policy,
+                         index=request.index, turn=turn, message=message)
+        await self.bus.publish(event_subject(self.run_id, ev.kind), encode(ev), ev.id)
 
     def wait(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """From a sync role method (running in a worker thread): run ``coro`` on the kernel's loop."""

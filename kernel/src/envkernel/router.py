@@ -109,7 +109,8 @@ class Worker:
         """Bind consumers and start sandbox services."""
         for comp in self.served:
             if comp.role == "sandbox_runner":
-                runner = self._build(comp, None)
+                # a runner serves every run: it takes the settings of the run it was started for, if any
+                runner, _ = self._build(comp, next(iter(self._configs.values()), None))
                 svc = SandboxService(self.bus, comp.name, runner)
                 await svc.start()
                 self._services.append(svc)
@@ -167,10 +168,10 @@ class Worker:
             self._configs[run] = cfg
         return cfg
 
-    def _build(self, comp: Component, cfg: RunConfig | None) -> Any:
+    def _build(self, comp: Component, cfg: RunConfig | None) -> tuple[Any, Any]:
         raw = cfg.settings.get(comp.name) if cfg else None
         settings = cfgmod.settings_for(comp.name, comp.settings_type, raw)
-        return comp.factory(settings) if comp.settings_type is not None else comp.factory()
+        return (comp.factory(settings) if comp.settings_type is not None else comp.factory()), settings
 
     async def instance(self, cfg: RunConfig, comp: Component) -> tuple[Any, Context]:
         """The component's instance and context for a run (built once per run)."""
@@ -180,9 +181,7 @@ class Worker:
             async with self._lock:
                 got = self._instances.get(key)
                 if got is None:
-                    inst = self._build(comp, cfg)
-                    raw = cfg.settings.get(comp.name)
-                    settings = cfgmod.settings_for(comp.name, comp.settings_type, raw)
+                    inst, settings = self._build(comp, cfg)
                     ctx = Context(self.bus, cfg, comp.name, comp.role, settings, asyncio.get_running_loop())
                     got = (inst, ctx)
                     self._instances[key] = got

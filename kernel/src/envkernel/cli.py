@@ -49,8 +49,13 @@ class Group(click.Group):
         return super().list_commands(ctx)
 
     def invoke(self, ctx: click.Context) -> Any:
+        from envkernel_bus import BusError, ServerError
+
         try:
             return super().invoke(ctx)
+        except (BusError, ServerError) as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(3)
         except EnvkernelError as exc:
             if isinstance(exc, UsageError):
                 click.echo(f"error: {exc}", err=True)
@@ -110,7 +115,7 @@ def _apply_sets(prep: Any, sets: tuple[str, ...]) -> None:
 
     if not sets:
         return
-    settings = {k: dict(v) for k, v in prep.config.settings.items()}
+    overrides: dict[str, dict[str, Any]] = {}
     for item in sets:
         key, eq, value = item.partition("=")
         comp, dot, field = key.partition(".")
@@ -120,13 +125,13 @@ def _apply_sets(prep: Any, sets: tuple[str, ...]) -> None:
             parsed: Any = json.loads(value)
         except json.JSONDecodeError:
             parsed = value
-        settings.setdefault(comp, {})[field] = parsed
-    for comp, raw in settings.items():
+        overrides.setdefault(comp, {})[field] = parsed
+    for comp, flags in overrides.items():
         c = prep.registry.components.get(comp)
         if c is None:
             raise ConfigError(f"--set: no active component {comp!r}; components: {', '.join(sorted(prep.registry.components))}")
-        cfgmod.settings_for(comp, c.settings_type, raw)
-    prep.config = msgspec.structs.replace(prep.config, settings=settings)
+        cfgmod.settings_for(comp, c.settings_type, prep.config.settings.get(comp), flags=flags)
+    prep.config = msgspec.structs.replace(prep.config, overrides=overrides)
 
 
 @cli.command()

@@ -23,7 +23,7 @@ import msgspec
 
 from .errors import ConfigError
 
-SECRET = re.compile(r"(key|secret|token|password)", re.I)
+SECRET = re.compile(r"(^|_)(api_?key|key|secret|token|password|passwd|credentials?)$", re.I)
 """Setting names whose values never leave the process (config.json, KV, events, logs)."""
 
 
@@ -63,10 +63,15 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     out: str = ""
     """Run folder (resolved)."""
     settings: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
-    """Component -> its settings table (secrets removed when stored)."""
+    """Component -> its settings table from the file (secrets removed when stored)."""
+    overrides: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    """Component -> settings given as flags (``--set``); they win over environment and file."""
 
 
-TOP_LEVEL = set(RunConfig.__struct_fields__) - {"settings", "selected", "components"}
+REDACTED = "<redacted>"
+"""What a secret's value becomes in stored configs; a component never receives it."""
+
+TOP_LEVEL = set(RunConfig.__struct_fields__) - {"settings", "overrides", "selected", "components"}
 """Keys allowed at the top of the TOML file."""
 
 ENV_VARS = {
@@ -130,17 +135,19 @@ def build(file_top: dict[str, Any], env: dict[str, Any], flags: dict[str, Any], 
         raise ConfigError(f"bad setting: {exc}") from None
 
 
-def settings_for(component: str, settings_type: type | None, raw: dict[str, Any] | None, environ: dict[str, str] | None = None) -> Any:
-    """Decode a component's settings table into its Struct (env overrides via ``__env__``)."""
+def settings_for(component: str, settings_type: type | None, raw: dict[str, Any] | None, environ: dict[str, str] | None = None,
+                 flags: dict[str, Any] | None = None) -> Any:
+    """Decode a component's settings into its Struct: file table < environment (``__env__``) < flags."""
     if settings_type is None:
-        if raw:
+        if raw or flags:
             raise ConfigError(f"[{component}] has settings, but component {component!r} takes none")
         return None
-    data = dict(raw or {})
+    data = {k: v for k, v in (raw or {}).items() if v != REDACTED}
     environ = os.environ if environ is None else environ
     for field, var in getattr(settings_type, "__env__", {}).items():
         if environ.get(var):
             data[field] = environ[var]
+    data.update({k: v for k, v in (flags or {}).items() if v != REDACTED})
     try:
         return msgspec.convert(data, settings_type, strict=False)
     except msgspec.ValidationError as exc:
@@ -151,7 +158,7 @@ def settings_for(component: str, settings_type: type | None, raw: dict[str, Any]
 def redact(value: Any) -> Any:
     """Copy of a settings tree with secret values removed."""
     if isinstance(value, dict):
-        return {k: ("<redacted>" if SECRET.search(k) and v else redact(v)) for k, v in value.items()}
+        return {k: (REDACTED if SECRET.search(k) and v else redact(v)) for k, v in value.items()}
     if isinstance(value, list):
         return [redact(v) for v in value]
     return value
@@ -161,4 +168,5 @@ def public(config: RunConfig) -> dict[str, Any]:
     """The config as plain data with secrets removed (for ``config.json``, the KV bucket, events)."""
     data = msgspec.to_builtins(config)
     data["settings"] = {k: redact(v) for k, v in data.get("settings", {}).items()}
+    data["overrides"] = {k: redact(v) for k, v in data.get("overrides", {}).items()}
     return data

@@ -86,7 +86,7 @@ class Context:
         ev = RolloutStep(run=self.run_id, id=event_id(request.id, self.component, f"step/{turn}/{message.get('role', '')}/{message.get('tool_call_id', '')}"),
                          parent=request.id, iteration=request.iteration, time=time.time(), task_id=request.task.id, policy=request.policy,
                          index=request.index, turn=turn, message=message)
-        await self.bus.publish(event_subject(self.run_id, ev.kind), encode(ev), ev.id)
+        await self.bus.publish_wait(event_subject(self.run_id, ev.kind), encode(ev), ev.id)
 
     def wait(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """From a sync role method (running in a worker thread): run ``coro`` on the kernel's loop."""

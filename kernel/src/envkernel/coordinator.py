@@ -32,7 +32,7 @@ from envkernel_schemas import (
     event_id,
 )
 
-from .config import RunConfig
+from .config import RunConfig, public
 from .recorder import Recorder
 from .routing import KERNEL_INPUTS, expected_handlers, subject_of
 from .stages import KERNEL, Stages
@@ -69,7 +69,7 @@ class Coordinator:
             deliver_policy=DeliverPolicy.ALL, pending_msgs_limit=1_000_000, pending_bytes_limit=1024 * 1024 * 1024,
         )
         run = self.config.run_id
-        started = RunStarted(run=run, id=event_id(run, KERNEL, "started"), time=time.time(), config={})
+        started = RunStarted(run=run, id=event_id(run, KERNEL, "started"), time=time.time(), config=public(self.config))
         first: list[tuple[Event, str | None]] = [(started, None)]
         index = 0
         for source in self.config.sources:

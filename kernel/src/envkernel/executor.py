@@ -42,6 +42,7 @@ import linecache
 import math
 import os
 import random
+import shutil
 import signal
 import socket
 import sqlite3
@@ -255,10 +256,12 @@ class _Connection(sqlite3.Connection):
 class Env:
     """What each tool function receives as ``env``."""
 
-    def __init__(self, db: sqlite3.Connection, seed: int, rng: random.Random, clock: Clock, ids: dict) -> None:
+    def __init__(self, db: sqlite3.Connection, seed: int, rng: random.Random, clock: Clock, ids: dict, workspace: str = "") -> None:
         self.db = db
         self.seed = seed
         self.rng = rng
+        self.workspace = workspace or os.getcwd()
+        """The sandbox's working folder (also the current directory): the only place it may write."""
         self._clock = clock
         self._ids = ids
 
@@ -278,6 +281,24 @@ class Env:
 
 
 # --------------------------------------------------------------------------- the executor
+
+
+def _load_engine():
+    """engine.py beside this file (stdlib only), loaded at import: before main() confines the
+    sandbox, while this folder is still readable. A string says why it could not be loaded."""
+    import importlib.util  # noqa: PLC0415
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "engine.py")
+    try:
+        spec = importlib.util.spec_from_file_location("envkernel_sandbox_engine", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    except Exception as exc:  # noqa: BLE001 - code environments still work without it
+        return f"{path}: {type(exc).__name__}: {exc}"
+
+
+_ENGINE = _load_engine()
 
 
 class Executor:
@@ -337,7 +358,7 @@ class Executor:
             self.closing = True
             return self._encode(_ok())
         if op == "ping":
-            return self._encode(_ok({"protocol": PROTOCOL, "loaded": self.module is not None}))
+            return self._encode(_ok({"protocol": PROTOCOL, "loaded": self.module is not None, "confinement": CONFINEMENT}))
         return self._encode(_err("bad_request", f"unknown op {op!r}; expected load, call, snapshot, restore, dump or close"))
 
     def _encode(self, resp: dict, sanitize: bool = False) -> bytes:
@@ -413,11 +434,12 @@ class Executor:
             raise _Failure("bad_request", "'seed' must be an integer") from None
         behaviour = env.get("behaviour")
         kind = behaviour.get("kind") if isinstance(behaviour, dict) else None
-        if kind == "model":
-            raise _Failure(
-                "unsupported",
-                "model behaviour (a resource model run by the engine) is not supported by this executor yet; only code behaviour is",
-            )
+        model = None
+        if kind == "model":  # a resource model, run by engine.py (loaded beside this file at import)
+            if isinstance(_ENGINE, str):
+                raise _Failure("unsupported", f"model behaviour needs the resource-model engine, which did not load: {_ENGINE}")
+            model = behaviour.get("model")
+            behaviour, kind = {"kind": "code", "source": ""}, "code"
         if kind != "code" or not isinstance(behaviour.get("source"), str):
             raise _Failure("bad_request", "env.behaviour must be {'kind': 'code', 'source': '...'} or {'kind': 'model', ...}")
         timeout = _timeout(req.get("timeout"), DEFAULT_LOAD_TIMEOUT)
@@ -435,7 +457,7 @@ class Executor:
         self.clock = _Patches.clock = Clock(req.get("clock") or env.get("clock") or DEFAULT_CLOCK)
         self.ids = {}
         self.snapshots.clear()
-        self.env = Env(conn, seed, self.rng, self.clock, self.ids)
+        self.env = Env(conn, seed, self.rng, self.clock, self.ids, _WORKSPACE[0])
 
         source = behaviour["source"]
         module = types.ModuleType("env")
@@ -461,6 +483,13 @@ class Executor:
                     raise
                 except BaseException as exc:  # noqa: BLE001 - reported as load_failed
                     raise _Failure("load_failed", f"env.py failed to load: {_describe(exc)}") from None
+                if model is not None:  # tables, seed rows (parameterized) and one closure per tool
+                    try:
+                        _ENGINE.install(module, model, self.env, ToolError)
+                    except _Deadline:
+                        raise
+                    except BaseException as exc:  # noqa: BLE001 - reported as load_failed
+                        raise _Failure("load_failed", f"the resource model failed to load: {type(exc).__name__}: {exc}") from None
             finally:
                 self._disarm()
         except _Deadline:
@@ -487,7 +516,7 @@ class Executor:
         self.module = module
         self.snapshot_count = 0
         missing = [n for n in names if n not in self.functions]
-        return _ok({"protocol": PROTOCOL, "tools": sorted(self.functions), "missing": missing})
+        return _ok({"protocol": PROTOCOL, "tools": sorted(self.functions), "missing": missing, "confinement": CONFINEMENT})
 
     # ----------------------------------------------------------------- call
 
@@ -515,15 +544,18 @@ class Executor:
         timeout = _timeout(req.get("timeout"), DEFAULT_CALL_TIMEOUT)
 
         saved = self._counters()
+        files = _workspace_capture(_WORKSPACE[0], _CALL_WORKSPACE_BYTES, _CALL_WORKSPACE_ENTRIES, quiet=True)
         self._sql(f"SAVEPOINT {_SAVEPOINT}")
         failure: dict | None = None
         data = b""
+        _Forks.started = False
         try:
             self._phase = "call"
             self._arm(timeout)
             try:
                 value = fn(self.env, **args)
             finally:
+                _Forks.guard()
                 self._disarm()
                 self._phase = "idle"
             try:
@@ -539,9 +571,11 @@ class Executor:
                         "too_large", f"{tool} returned {len(data)} bytes, more than the {self.max_response}-byte limit"
                     )
         except BaseException as exc:  # noqa: BLE001 - every failure of env code is data
+            _Forks.guard()
             self._disarm()
             self._phase = "idle"
             failure = self._failure(tool, exc, timeout)
+        _Forks.reap()
         if failure is None:
             try:
                 self._sql(f"RELEASE {_SAVEPOINT}")
@@ -551,6 +585,11 @@ class Executor:
                 return data
         self._rollback()
         self._set_counters(saved)
+        if files is not None:
+            try:
+                _workspace_restore(_WORKSPACE[0], files)
+            except OSError as exc:
+                failure["error"]["message"] += f" (and its changes to the working folder could not be undone: {exc})"
         return self._encode(failure)
 
     def _rollback(self) -> None:
@@ -574,9 +613,17 @@ class Executor:
 
     def op_snapshot(self) -> dict:
         self._require_loaded()
+        try:
+            files = _workspace_capture(_WORKSPACE[0], _SNAPSHOT_WORKSPACE_BYTES, None)
+        except OSError as exc:
+            raise _Failure("snapshot_failed", f"cannot read the working folder: {exc}") from None
+        if files is None:
+            raise _Failure(
+                "too_large", f"the working folder holds more than {_SNAPSHOT_WORKSPACE_BYTES} bytes; it cannot be snapshotted"
+            )
         self.snapshot_count += 1
         handle = f"s{self.snapshot_count}"
-        self.snapshots[handle] = (self._serialize(), self._counters())
+        self.snapshots[handle] = (self._serialize(), self._counters(), files)
         return _ok(handle)
 
     def op_restore(self, req: dict) -> dict:
@@ -585,7 +632,11 @@ class Executor:
         snap = self.snapshots.get(handle) if isinstance(handle, str) else None
         if snap is None:
             raise _Failure("unknown_snapshot", f"no snapshot {handle!r} in this sandbox")
-        data, counters = snap
+        data, counters, files = snap
+        try:
+            _workspace_restore(_WORKSPACE[0], files)
+        except OSError as exc:
+            raise _Failure("restore_failed", f"cannot put the working folder back: {exc}") from None
         self._deserialize(data)
         self._set_counters(counters)
         return _ok()
@@ -643,6 +694,186 @@ class _Phase:
 
 
 _CURRENT: Executor  # set in main()
+
+
+# --------------------------------------------------------------------------- the working folder
+
+_WORKSPACE = [""]  # set in main(): the sandbox's working folder
+_CALL_WORKSPACE_BYTES = 1 << 20
+_CALL_WORKSPACE_ENTRIES = 64
+_SNAPSHOT_WORKSPACE_BYTES = 64 << 20
+
+
+def _workspace_scan(root: str) -> dict:
+    """``{relative path: (kind, mode, size, mtime_ns, link target)}`` of everything under ``root``
+    (symlinks are not followed; fifos and sockets are ignored)."""
+    out: dict = {}
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        with os.scandir(os.path.join(root, rel) if rel else root) as it:
+            for e in it:
+                r = os.path.join(rel, e.name) if rel else e.name
+                st = e.stat(follow_symlinks=False)
+                if e.is_symlink():
+                    out[r] = ("l", 0, 0, 0, os.readlink(e.path))
+                elif e.is_dir(follow_symlinks=False):
+                    out[r] = ("d", st.st_mode & 0o7777, 0, 0, None)
+                    stack.append(r)
+                elif e.is_file(follow_symlinks=False):
+                    out[r] = ("f", st.st_mode & 0o7777, st.st_size, st.st_mtime_ns, None)
+    return out
+
+
+def _workspace_capture(root: str, max_bytes: int, max_entries: int | None, quiet: bool = False) -> dict | None:
+    """The working folder's content, or None when it holds more than ``max_bytes`` (or entries)."""
+    if not root:
+        return {}
+    try:
+        meta = _workspace_scan(root)
+        if max_entries is not None and len(meta) > max_entries:
+            return None
+        if sum(m[2] for m in meta.values()) > max_bytes:
+            return None
+        files = {}
+        for r, m in meta.items():
+            data = None
+            if m[0] == "f":
+                with open(os.path.join(root, r), "rb") as f:
+                    data = f.read(max_bytes + 1)
+            files[r] = (m, data)
+        return files
+    except OSError:
+        if quiet:
+            return None
+        raise
+
+
+def _workspace_restore(root: str, files: dict) -> None:
+    """Make the working folder hold exactly ``files`` again (unchanged files are left alone)."""
+    if not root:
+        return
+    current = _workspace_scan(root)
+    if not current and not files:
+        return
+    depth = lambda r: r.count(os.sep)  # noqa: E731
+    kept = set()
+    for r in sorted(current, key=depth, reverse=True):  # deepest first
+        cur, want = current[r], files.get(r)
+        same = want is not None and want[0][0] == cur[0] and (cur[0] == "d" or want[0][1:] == cur[1:])
+        if same:
+            kept.add(r)
+            continue
+        path = os.path.join(root, r)
+        if cur[0] == "d":
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+    for r in sorted(files, key=depth):  # shallowest first
+        (kind, mode, _size, mtime, target), data = files[r]
+        path = os.path.join(root, r)
+        if kind == "d":
+            if r not in kept:
+                os.mkdir(path, 0o700)
+            os.chmod(path, mode)
+        elif r in kept:
+            continue
+        elif kind == "l":
+            os.symlink(target, path)
+        else:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(path, mode)
+            os.utime(path, ns=(mtime, mtime))
+
+
+# --------------------------------------------------------------------------- processes started by env code
+
+
+class _Forks:
+    """Processes that environment code forks. A forked child never runs executor code (it exits
+    when control comes back to the executor, and the protocol descriptors are closed in it), and
+    every process a call started is killed when the call returns."""
+
+    main_pid = os.getpid()
+    forking = 0
+    started = False
+    children: set = set()
+    protocol_fds: list = []
+    own_uid = False  # True when this sandbox has a uid of its own: kill(-1) then reaches only it
+
+    @staticmethod
+    def guard() -> None:
+        if os.getpid() != _Forks.main_pid:
+            os._exit(0)
+
+    @staticmethod
+    def reap() -> None:
+        """Kill every process the call started and reap them. With a uid of its own, one
+        ``kill(-1)`` reaches them all (a process forking meanwhile cannot escape it) and, as their
+        subreaper, the executor reaps them all; otherwise only its direct children are killed."""
+        if not _Forks.started:
+            return
+        _Forks.started = False
+        if _Forks.own_uid:
+            try:
+                os.kill(-1, signal.SIGKILL)  # every process of this uid but this one
+            except OSError:
+                pass
+        for pid in _Forks.children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        _Forks.children.clear()
+        deadline = _real_monotonic() + 2.0
+        while True:
+            try:
+                pid, _status = os.waitpid(-1, os.WNOHANG)
+            except OSError:  # ChildProcessError: none left
+                return
+            if pid == 0:
+                if _real_monotonic() > deadline:
+                    return
+                time.sleep(0.0005)
+
+
+_real_fork = os.fork
+
+
+def _fork() -> int:
+    pid = _real_fork()
+    if pid > 0:
+        _Forks.children.add(pid)
+    return pid
+
+
+def _after_fork_in_child() -> None:
+    for fd in _Forks.protocol_fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _Forks.protocol_fds = []
+    _Forks.children = set()
+    try:
+        _set_parent_death_signal(_Forks.forking)  # dies with whoever forked it
+    except Exception:  # noqa: BLE001, S110 - best effort
+        pass
+
+
+def _before_fork() -> None:
+    _Forks.forking = os.getpid()
+
+
+def _after_fork_in_parent() -> None:
+    _Forks.started = True
+
+
+def _install_fork_guards() -> None:
+    os.fork = _fork
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child, after_in_parent=_after_fork_in_parent)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -716,13 +947,79 @@ def _jsonable(value):
     return value
 
 
-def _apply_limits(args) -> None:
+# --------------------------------------------------------------------------- confinement
+#
+# Applied by main() before any environment code runs, in this order: join the sandbox's cgroups,
+# set resource limits, mount a private tmpfs on the working folder (root, in a private mount
+# namespace), drop to the sandbox's own uid, set the parent-death signal, then Landlock (no new
+# privileges; files: the working folder read-write, the Python runtime read-only, nothing else;
+# no TCP; no signals or abstract unix sockets outside the sandbox). What was applied is reported
+# in the answers to ``ping`` and ``load`` (``confinement``).
+
+CONFINEMENT: dict = {}
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_SET_CHILD_SUBREAPER = 36
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
+_SYS_LANDLOCK = (444, 445, 446)  # create_ruleset, add_rule, restrict_self (same on x86_64 and arm64)
+_LL_EXECUTE, _LL_WRITE_FILE, _LL_READ_FILE, _LL_READ_DIR = 1, 2, 4, 8
+_LL_MAKE_CHAR, _LL_MAKE_BLOCK, _LL_TRUNCATE, _LL_IOCTL_DEV = 1 << 6, 1 << 11, 1 << 14, 1 << 15
+_LL_RUNTIME_DIRS = ("/usr/lib", "/usr/lib64", "/usr/local/lib", "/lib", "/lib64", "/usr/share/zoneinfo")
+_LL_RUNTIME_FILES = ("/etc/ld.so.cache", "/etc/localtime")
+_LL_DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
+
+
+_LIBC: list = []
+
+
+def _libc():
+    if _LIBC:
+        return _LIBC[0]
+    import ctypes  # noqa: PLC0415 - only when confining
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    ul = ctypes.c_ulong
+    libc.prctl.argtypes = [ctypes.c_int, ul, ul, ul, ul]
+    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ul, ctypes.c_char_p]
+    _LIBC.append((ctypes, libc))
+    return ctypes, libc
+
+
+def _set_parent_death_signal(parent: int) -> None:
+    """SIGKILL this process when ``parent`` dies (so nothing outlives the runner)."""
+    if not parent or not _LIBC:
+        return
+    ctypes, libc = _LIBC[0]
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(70)
+
+
+def _join_cgroups(files: list) -> list:
+    for path in files:
+        with open(path, "w") as f:
+            f.write(str(os.getpid()))
+    return [os.path.dirname(path) for path in files]
+
+
+def _apply_limits(args) -> dict:
     try:
         import resource
     except ImportError:  # not on this platform
-        return
-    for name, value in (("RLIMIT_AS", args.rlimit_as), ("RLIMIT_CPU", args.rlimit_cpu), ("RLIMIT_FSIZE", args.rlimit_fsize)):
-        if not value:
+        return {}
+    applied = {}
+    limits = (
+        ("RLIMIT_AS", args.rlimit_as),
+        ("RLIMIT_CPU", args.rlimit_cpu),
+        ("RLIMIT_FSIZE", args.rlimit_fsize),
+        ("RLIMIT_NPROC", args.rlimit_nproc),
+        ("RLIMIT_NOFILE", args.rlimit_nofile),
+        ("RLIMIT_CORE", 0 if args.uid is not None else None),
+    )
+    for name, value in limits:
+        if value is None or (not value and name != "RLIMIT_CORE"):
             continue
         limit = getattr(resource, name, None)
         if limit is None:
@@ -731,8 +1028,207 @@ def _apply_limits(args) -> None:
         v = value if hard == resource.RLIM_INFINITY else min(value, hard)
         try:
             resource.setrlimit(limit, (v, v))
+            applied[name] = v
         except (ValueError, OSError):
             pass
+    return applied
+
+
+def _mount_tmpfs(path: str, size: int, uid: int | None, gid: int | None) -> None:
+    ctypes, libc = _libc()
+    opts = f"size={size},mode=0700" + (f",uid={uid},gid={gid}" if uid is not None else "")
+    if libc.mount(b"envk", path.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, opts.encode()) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount tmpfs on {path}: {os.strerror(err)}")
+    os.chdir(path)
+
+
+def _world_reachable(path: str) -> bool:
+    """Can a uid that owns nothing on the host read ``path`` (every folder above it searchable)?"""
+    import stat as _stat  # noqa: PLC0415
+
+    try:
+        st = os.stat(path)
+        if not st.st_mode & _stat.S_IROTH:
+            return False
+        d = path if _stat.S_ISDIR(st.st_mode) else os.path.dirname(path)
+        while True:
+            if not os.stat(d).st_mode & _stat.S_IXOTH:
+                return False
+            parent = os.path.dirname(d)
+            if parent == d:
+                return True
+            d = parent
+    except OSError:
+        return False
+
+
+def _keep_runtime_reachable() -> list:
+    """Before dropping root: keep the stdlib importable when it lives under a folder the sandbox's
+    uid cannot enter (e.g. ``/root/.pyenv``). Each such ``sys.path`` folder is opened now and
+    reached through ``/proc/self/fd/N`` afterwards (read-only; Landlock still applies). Packages
+    imported already (``encodings``...) get the same treatment for their ``__path__``."""
+    moved = {}
+    for i, entry in enumerate(list(sys.path)):
+        if not entry or not os.path.isdir(entry) or _world_reachable(entry):
+            continue
+        fd = os.open(entry, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+        sys.path[i] = moved[entry] = f"/proc/self/fd/{fd}"
+    if moved:
+        for module in list(sys.modules.values()):
+            path = getattr(module, "__path__", None)
+            if not isinstance(path, list):
+                continue
+            for j, p in enumerate(path):
+                for old, new in moved.items():
+                    if isinstance(p, str) and (p == old or p.startswith(old + os.sep)):
+                        path[j] = new + p[len(old) :]
+                        break
+        sys.path_importer_cache.clear()
+    return list(moved)
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version, 0 when Landlock is not available."""
+    try:
+        ctypes, libc = _libc()
+        v = libc.syscall(ctypes.c_long(_SYS_LANDLOCK[0]), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    except Exception:  # noqa: BLE001
+        return 0
+    return int(v) if v > 0 else 0
+
+
+def _landlock_ruleset(workdir: str, runtime: list, abi: int) -> int:
+    """Build the sandbox's Landlock ruleset (before dropping root: the rules open their paths);
+    returns its descriptor for :func:`_landlock_restrict`."""
+    ctypes, libc = _libc()
+
+    class _RulesetAttr(ctypes.Structure):
+        _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+    class _PathBeneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed", ctypes.c_uint64), ("fd", ctypes.c_int32)]
+
+    fs = (1 << 13) - 1
+    if abi >= 2:
+        fs |= 1 << 13  # REFER
+    if abi >= 3:
+        fs |= _LL_TRUNCATE
+    if abi >= 5:
+        fs |= _LL_IOCTL_DEV
+    file_rights = _LL_EXECUTE | _LL_WRITE_FILE | _LL_READ_FILE | _LL_TRUNCATE | _LL_IOCTL_DEV
+    attr = _RulesetAttr(fs=fs, net=3 if abi >= 4 else 0, scoped=3 if abi >= 6 else 0)  # net: bind+connect TCP
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    ruleset = _ll_check(ctypes, libc.syscall(ctypes.c_long(_SYS_LANDLOCK[0]), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)), "create")
+
+    def allow(path: str, rights: int) -> None:
+        try:
+            fd = os.open(path, getattr(os, "O_PATH", os.O_RDONLY) | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            if not os.path.isdir(path):
+                rights &= file_rights
+            rule = _PathBeneath(allowed=rights & fs, fd=fd)
+            _ll_check(ctypes, libc.syscall(ctypes.c_long(_SYS_LANDLOCK[1]), ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)), f"rule for {path}")
+        finally:
+            os.close(fd)
+
+    try:
+        for path in runtime:
+            allow(path, _LL_READ_FILE | _LL_READ_DIR)
+        for path in _LL_DEVICES:
+            allow(path, _LL_READ_FILE | _LL_WRITE_FILE | _LL_TRUNCATE)
+        allow(workdir, fs & ~(_LL_EXECUTE | _LL_MAKE_CHAR | _LL_MAKE_BLOCK | _LL_IOCTL_DEV))
+    except BaseException:
+        os.close(ruleset)
+        raise
+    return ruleset
+
+
+def _landlock_restrict(ruleset: int) -> None:
+    """No new privileges, then enforce the ruleset on this (single-threaded) process."""
+    ctypes, libc = _libc()
+    try:
+        _ll_check(ctypes, libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        _ll_check(ctypes, libc.syscall(ctypes.c_long(_SYS_LANDLOCK[2]), ctypes.c_int(ruleset), ctypes.c_uint32(0)), "restrict_self")
+    finally:
+        os.close(ruleset)
+
+
+def _ll_check(ctypes, v: int, what: str) -> int:
+    if v < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"landlock {what}: {os.strerror(err)}")
+    return v
+
+
+def _runtime_paths() -> list:
+    """Read-only paths the Python runtime needs: ``sys.path``, the folders of loaded shared
+    libraries, the system library folders and time-zone data."""
+    paths = [p for p in sys.path if p and os.path.exists(p)]
+    paths.append(os.path.join(sys.base_prefix, "lib"))
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                part = line.split(None, 5)
+                if len(part) == 6 and part[5].startswith("/") and ".so" in part[5]:
+                    paths.append(os.path.dirname(part[5].strip()))
+    except OSError:
+        pass
+    paths.extend(_LL_RUNTIME_DIRS)
+    paths.extend(_LL_RUNTIME_FILES)
+    seen, out = set(), []
+    for p in paths:
+        if p not in seen and os.path.exists(p):
+            seen.add(p)
+            out.append(p)
+    return out
+
+
+def _confine(args) -> dict:
+    """Apply the confinement the runner asked for; returns what was applied. Raises on failure:
+    a sandbox never runs with less confinement than its runner believes it has."""
+    report: dict = {}
+    workdir = os.path.abspath(args.workdir or os.getcwd())
+    if args.cgroup:
+        report["cgroups"] = _join_cgroups(args.cgroup)
+    report["rlimits"] = _apply_limits(args)
+    if args.tmpfs_size:
+        _mount_tmpfs(workdir, args.tmpfs_size, args.uid, args.gid if args.gid is not None else args.uid)
+        report["workspace_tmpfs"] = args.tmpfs_size
+    _WORKSPACE[0] = workdir
+    ruleset = None
+    if args.landlock:
+        abi = landlock_abi()
+        if not abi:
+            raise OSError("Landlock was asked for but this kernel does not offer it")
+        ruleset = _landlock_ruleset(workdir, _runtime_paths(), abi)
+        report["landlock"] = abi
+    if args.parent_pid:
+        _libc()  # import ctypes while the whole stdlib is still reachable
+    if args.uid is not None:
+        reachable = _keep_runtime_reachable()
+        if reachable:
+            report["runtime_via_fd"] = reachable
+        gid = args.gid if args.gid is not None else args.uid
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(args.uid, args.uid, args.uid)
+        if os.getuid() != args.uid or os.geteuid() != args.uid:
+            raise OSError(f"could not drop to uid {args.uid}")
+        _Forks.own_uid = True
+        report["uid"] = args.uid
+    if args.parent_pid:
+        _set_parent_death_signal(args.parent_pid)
+        report["parent_death_signal"] = True
+        # orphans of processes env code forks come back to the executor, which reaps them
+        if _Forks.own_uid and _LIBC[0][1].prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
+            report["subreaper"] = True
+    if ruleset is not None:
+        _landlock_restrict(ruleset)
+    return report
 
 
 # --------------------------------------------------------------------------- serving
@@ -743,6 +1239,7 @@ def _serve_stdio(executor: Executor) -> int:
     # /dev/null, so nothing environment code prints or reads can touch the protocol.
     proto_in = os.fdopen(os.dup(0), "rb", buffering=0)
     proto_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    _Forks.protocol_fds = [proto_in.fileno(), proto_out.fileno()]
     os.dup2(2, 1)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -797,6 +1294,7 @@ def _serve_socket(executor: Executor, path: str) -> int:
     _CLEANUP.append(lambda: os.path.exists(path) and os.unlink(path))
     while True:
         conn, _ = server.accept()
+        _Forks.protocol_fds = [server.fileno(), conn.fileno()]
         with conn:
             reader = _Lines(conn.recv)
             while True:
@@ -840,7 +1338,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rlimit-as", type=int, default=0, help="address-space limit in bytes")
     parser.add_argument("--rlimit-cpu", type=int, default=0, help="CPU-time limit in seconds")
     parser.add_argument("--rlimit-fsize", type=int, default=0, help="file-size limit in bytes")
+    parser.add_argument("--rlimit-nproc", type=int, default=0, help="process limit of the sandbox's uid (with --uid)")
+    parser.add_argument("--rlimit-nofile", type=int, default=0, help="open-file limit")
     parser.add_argument("--max-response", type=int, default=DEFAULT_MAX_RESPONSE, help="largest response line in bytes")
+    parser.add_argument("--workdir", default="", help="the sandbox's working folder (default: the current folder)")
+    parser.add_argument("--cgroup", action="append", default=[], help="a cgroup.procs file to join first (repeatable)")
+    parser.add_argument("--tmpfs-size", type=int, default=0, help="mount a tmpfs of this many bytes on the working folder (root, private mount namespace)")
+    parser.add_argument("--uid", type=int, default=None, help="drop to this uid (root only)")
+    parser.add_argument("--gid", type=int, default=None, help="drop to this gid (default: the uid)")
+    parser.add_argument("--parent-pid", type=int, default=0, help="die with this parent (the runner)")
+    parser.add_argument("--landlock", action="store_true", help="confine files, TCP and signals with Landlock")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, _on_term)
@@ -848,7 +1355,14 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL if not args.socket else signal.SIG_IGN)
-    _apply_limits(args)
+    _Forks.main_pid = os.getpid()
+    try:
+        CONFINEMENT.update(_confine(args))
+    except BaseException as exc:  # noqa: BLE001 - never run env code less confined than asked
+        sys.stderr.write(f"envkernel executor: cannot confine the sandbox: {type(exc).__name__}: {exc}\n")
+        sys.stderr.flush()
+        return 78
+    _install_fork_guards()
     _install_patches()
     _CURRENT = Executor(max_response=args.max_response)
     if args.socket:

@@ -150,7 +150,7 @@ def load(names: list[str], *, strict: bool = False) -> Registry:
         raise PluginError(f"a plugin implements a hook envkernel does not have: {exc}") from None
     for role, hook_name in ROLE_HOOKS.items():
         hook = getattr(reg.pm.hook, hook_name)
-        for impl in reversed(hook.get_hookimpls()):  # registration order
+        for impl in hook.get_hookimpls():  # registration order (pluggy calls them in reverse)
             plugin = impl.plugin_name
 
             def register(cname: str, factory: Callable[..., Any], *, _role: str = role, _plugin: str = plugin) -> None:

@@ -170,7 +170,8 @@ class Worker:
 
     def _build(self, comp: Component, cfg: RunConfig | None) -> tuple[Any, Any]:
         raw = cfg.settings.get(comp.name) if cfg else None
-        settings = cfgmod.settings_for(comp.name, comp.settings_type, raw)
+        flags = cfg.overrides.get(comp.name) if cfg else None
+        settings = cfgmod.settings_for(comp.name, comp.settings_type, raw, flags=flags)
         return (comp.factory(settings) if comp.settings_type is not None else comp.factory()), settings
 
     async def instance(self, cfg: RunConfig, comp: Component) -> tuple[Any, Context]:
@@ -202,7 +203,12 @@ class Worker:
                 return [], None
             if broadcast and comp.name not in cfg.components.get(comp.role, []):
                 return [], None  # a broadcast event of a run that does not use this component
-            children = await self._invoke(comp, cfg, ev, msg.data)
+            try:
+                children = await self._invoke(comp, cfg, ev, msg.data)
+            except Exception as exc:  # a kernel bug must still end as data, never as a lost event
+                log.exception("kernel failed while handling an event", component=comp.name, kind=ev.kind)
+                fail = self._failure(comp, cfg, ev, msg.data, exc)
+                children = [(fail, subject_of(cfg, fail))]
             outputs = [Output(subject, encode(child), child.id) for child, subject in children]
             return outputs, (ev.run, ev.id, len(children))
 
@@ -234,15 +240,20 @@ class Worker:
         try:
             children = await self._dispatch(comp, inst, ctx, cfg, ev)
         except Exception as exc:
-            fail = PluginFailed(
-                run=ev.run, id=event_id(ev.id, comp.name, "failed"), parent=ev.id, iteration=ev.iteration, time=time.time(),
-                plugin=comp.name, role=comp.role, event_kind=ev.kind, event_id=ev.id, error_type=type(exc).__name__,
-                message=str(exc), traceback=traceback.format_exc(limit=8), event=raw,
-            )
-            log.error("plugin failed; the run goes on", plugin=comp.name, role=comp.role, event=ev.kind, error=f"{type(exc).__name__}: {exc}")
+            fail = self._failure(comp, cfg, ev, raw, exc)
+            log.error("plugin failed; the run goes on", plugin=comp.name, role=comp.role, kind=ev.kind, error=f"{type(exc).__name__}: {exc}")
             return [(fail, subject_of(cfg, fail))]
         log.debug("handled", component=comp.name, kind=ev.kind, children=len(children), ms=round((time.perf_counter() - t0) * 1000, 2))
         return children
+
+    @staticmethod
+    def _failure(comp: Component, cfg: RunConfig, ev: Event, raw: bytes, exc: BaseException) -> PluginFailed:
+        """A failure as data: the ``plugin.failed`` event for ``exc`` raised while handling ``ev``."""
+        return PluginFailed(
+            run=ev.run, id=event_id(ev.id, comp.name, "failed"), parent=ev.id, iteration=ev.iteration, time=time.time(),
+            plugin=comp.name, role=comp.role, event_kind=ev.kind, event_id=ev.id, error_type=type(exc).__name__,
+            message=str(exc), traceback="".join(traceback.format_exception(exc, limit=8)), event=raw,
+        )
 
     async def _dispatch(self, comp: Component, inst: Any, ctx: Context, cfg: RunConfig, ev: Event) -> list[tuple[Event, str]]:
         now = time.time()

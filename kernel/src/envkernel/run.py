@@ -88,6 +88,19 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     return Prepared(config, registry, out_dir, warnings)
 
 
+def _on_signals(callback: Any) -> None:
+    """Call ``callback`` on SIGINT/SIGTERM (None: restore the defaults)."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            if callback is None:
+                loop.remove_signal_handler(sig)
+            else:
+                loop.add_signal_handler(sig, callback)
+        except (NotImplementedError, RuntimeError):
+            pass
+
+
 @dataclass
 class RunResult:
     """What a finished run returns."""
@@ -122,12 +135,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
     exit_code = EXIT_OK
     aborted = ""
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):
-            pass
+    _on_signals(stop.set)
     try:
         await worker.start()
         await coord.start()
@@ -141,11 +149,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
             elif not coord.done.is_set():
                 aborted = "interrupted" if stop.is_set() else f"timed out after {timeout} s"
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.remove_signal_handler(sig)
-            except (NotImplementedError, RuntimeError):
-                pass
+        _on_signals(None)
         await worker.stop()
         extra: dict[str, Any] = {"broken_plugins": prep.registry.broken, "undecodable_events": coord.undecodable}
         if aborted:
@@ -182,12 +186,7 @@ async def serve(names: list[str], nats_url: str, *, stop: asyncio.Event | None =
     bus = await Bus.connect(nats_url, name=f"envkernel-worker-{os.getpid()}")
     worker = Worker(bus, registry, list(registry.components))
     stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, stop.set)
-        except (NotImplementedError, RuntimeError):
-            pass
+    _on_signals(stop.set)
     await worker.start()
     log.info("worker serving", components=",".join(registry.components), nats=nats_url)
     try:

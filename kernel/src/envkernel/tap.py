@@ -104,14 +104,20 @@ async def tap(bus: Bus, subject: str, *, from_start: bool, as_json: bool, show_a
 
     async def on_msg(msg) -> None:  # type: ignore[no-untyped-def]
         nonlocal printed
+        if done.is_set():
+            return  # already buffered past the limit or a closed pipe
         try:
             ev = decode(msg.data)
         except DecodeError as exc:
             print(f"!! {msg.subject}: {exc}", file=sys.stderr)
         else:
             if show_all or not isinstance(ev, Handled):
-                out.write((to_json(ev).decode() if as_json else line(ev)) + "\n")
-                out.flush()
+                try:
+                    out.write((to_json(ev).decode() if as_json else line(ev)) + "\n")
+                    out.flush()
+                except (BrokenPipeError, ValueError):  # the reader went away (e.g. `| head`)
+                    done.set()
+                    return
                 printed += 1
         if (limit and printed >= limit) or (until_caught_up and msg.metadata.sequence.stream >= last_seq):
             done.set()

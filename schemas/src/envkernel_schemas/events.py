@@ -2,7 +2,7 @@
 
 Every event is a frozen Struct tagged ``<kind>.v<version>`` (e.g. ``env.synthesized.v1``) under
 the ``type`` field. The envelope (run, id, parent, iteration, time) is common to all. One
-decoder (:data:`EVENT_DECODER`) decodes the whole union.
+decoder (:func:`envkernel_schemas.decode`) decodes the whole union.
 """
 
 from __future__ import annotations

@@ -1,0 +1,792 @@
+"""envkernel's resource-model engine: runs a ``{"kind": "model"}`` environment inside the sandbox.
+
+Standard library only, and never imports envkernel: the executor loads this file from its own
+folder (it may run inside a container that holds only those files). An environment made from an
+API description is *data* — a resource model — and this fixed engine interprets it. Nothing from
+the model is ever templated into Python; identifiers that reach SQL are checked against a strict
+pattern and quoted, and every value is a bound parameter.
+
+The model (what the ``openapi`` synthesizer writes; all keys but ``resources`` and ``operations``
+are optional)::
+
+    {
+      "engine": 1,
+      "resources": {
+        "orders": {                                # table name
+          "key": "id",                             # key column
+          "id_prefix": "ord",                      # new ids: ord_0001, ord_0002, ... (string keys)
+          "fields": {                              # column -> field, in column order
+            "id": {"type": "string", "generated": "id"},
+            "customer_id": {"type": "string", "ref": "customers"},
+            "status": {"type": "string", "enum": ["pending", "shipped"], "default": "pending"},
+            "items": {"type": "array"},            # objects and arrays are stored as JSON text
+            "created_at": {"type": "string", "format": "date-time", "generated": "created"},
+            "shop_id": {"type": "string", "ref": "shops", "hidden": true}   # stored, not shown
+          },
+          "unique": ["email"]                      # a create/update that repeats one: conflict
+        }
+      },
+      "operations": {
+        "cancel_order": {
+          "kind": "action",                        # create get list update patch delete action
+          "resource": "orders",
+          "parameters": {...JSON Schema of the arguments...},
+          "key": "order_id",                       # argument holding the key (get/update/...)
+          "parents": [{"arg": "customer_id", "resource": "customers", "field": "customer_id"}],
+          "body": {"reason": "cancel_reason"},     # argument -> column written
+          "filters": {"status": {"field": "status", "op": "eq"}},       # list: eq in contains
+          "search": {"arg": "q", "fields": ["name"]},                   # list: gte lte gt lt
+          "page": {"limit": "limit", "offset": "offset", "page": "page", "cursor": "cursor",
+                   "default_limit": 20},
+          "sort": {"arg": "sort", "order_arg": "order", "fields": ["created_at", "total"]},
+          "output": {"shape": "row"},              # row | list | envelope | deleted
+          "transition": {"field": "status", "to": "cancelled", "from": ["pending"],
+                         "stamp": ["cancelled_at"]},
+          "errors": [404, 409, 422]
+        }
+      },
+      "seed": {"orders": [{"id": "ord_0001", ...}]},
+      "crud": {"orders": {"create": "create_order", "get": "get_order", ...}},
+      "test_fault": null
+    }
+
+Errors come back as tool errors: ``not_found`` (HTTP 404), ``conflict`` (409) and ``invalid``
+(400/422, including arguments that do not fit the tool's JSON Schema).
+
+``test_fault`` (``{"tool": NAME, "kind": KIND}``) makes one tool misbehave on purpose. Only tests
+set it (the verifier's recall suite); no synthesizer ever writes it. See :data:`FAULTS`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+ENGINE_VERSION = 1
+IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+"""What a table, column or tool name must look like."""
+KINDS = ("create", "get", "list", "update", "patch", "delete", "action")
+TYPES = ("string", "integer", "number", "boolean", "object", "array")
+_SQL_TYPES = {"string": "TEXT", "integer": "INTEGER", "number": "REAL", "boolean": "INTEGER", "object": "TEXT", "array": "TEXT"}
+FILTER_OPS = ("eq", "in", "contains", "gte", "lte", "gt", "lt")
+_CMP = {"gte": ">=", "lte": "<=", "gt": ">", "lt": "<"}
+FAULTS = (
+    "create_no_persist",  # create answers as if it wrote, but writes nothing
+    "create_wrong_value",  # create stores a different value than it was given
+    "create_reuses_id",  # create overwrites an existing row instead of adding one
+    "get_wrong_404",  # get says not found for rows created after the seed
+    "get_no_404",  # get of an unknown key returns some other row
+    "get_wrong_row",  # get returns the row after the one asked for
+    "list_omits",  # list leaves out the last row
+    "list_pagination",  # the second page repeats the first
+    "list_filter_ignored",  # list ignores its filters
+    "list_sort_ignored",  # list ignores the sort order
+    "list_total_wrong",  # the envelope's total is off by one
+    "update_noop",  # update answers with the new values but writes nothing
+    "update_wrong_row",  # update writes another row
+    "update_partial",  # update writes only the first of the fields it was given
+    "patch_clears",  # patch/update clears the fields it was not given
+    "delete_noop",  # delete answers as if it deleted, but deletes nothing
+    "delete_wrong_row",  # delete removes another row
+    "transition_noop",  # an action answers with the new status but writes nothing
+    "schema_violation",  # get returns a field with the wrong type
+)
+"""Faults ``test_fault`` can inject (for testing verifiers only)."""
+
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$")
+
+
+class ModelError(ValueError):
+    """The model is malformed (reported as ``load_failed`` by the executor)."""
+
+
+def _q(name: str) -> str:
+    if not isinstance(name, str) or not IDENT.match(name):
+        raise ModelError(f"{name!r} is not a valid identifier (letters, digits and _, not starting with a digit)")
+    return '"' + name + '"'
+
+
+def _human(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _singular(word: str) -> str:
+    w = word
+    if len(w) > 3 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 3 and w.endswith(("sses", "xes", "ches", "shes")):
+        return w[:-2]
+    if len(w) > 2 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        return w[:-1]
+    return w
+
+
+def _show(v) -> str:
+    text = json.dumps(v, ensure_ascii=False, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# --------------------------------------------------------------------------- argument checks
+
+
+def _type_ok(t: str, v) -> bool:
+    if t == "null":
+        return v is None
+    if t == "boolean":
+        return isinstance(v, bool)
+    if t == "integer":
+        return isinstance(v, int) and not isinstance(v, bool) or (isinstance(v, float) and v.is_integer())
+    if t == "number":
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if t == "string":
+        return isinstance(v, str)
+    if t == "array":
+        return isinstance(v, list)
+    if t == "object":
+        return isinstance(v, dict)
+    return True
+
+
+_ARTICLE = {"integer": "an integer", "object": "an object", "array": "an array"}
+
+
+def check(schema, value, where: str) -> str:
+    """Why ``value`` does not fit ``schema`` (a JSON Schema subset), or ""."""
+    if not isinstance(schema, dict) or not schema:
+        return ""
+    t = schema.get("type")
+    types = t if isinstance(t, list) else [t] if t else []
+    if types and not any(_type_ok(x, value) for x in types):
+        want = " or ".join(_ARTICLE.get(x, f"a {x}") for x in types)
+        return f"{where} must be {want}, got {_show(value)}"
+    if value is None:
+        return ""
+    if "enum" in schema and isinstance(schema["enum"], list) and value not in schema["enum"]:
+        return f"{where} must be one of {', '.join(map(str, schema['enum']))}; got {_show(value)}"
+    if "const" in schema and value != schema["const"]:
+        return f"{where} must be {_show(schema['const'])}, got {_show(value)}"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        for key, ok, word in (
+            ("minimum", lambda a, b: a >= b, "at least"),
+            ("maximum", lambda a, b: a <= b, "at most"),
+            ("exclusiveMinimum", lambda a, b: a > b, "more than"),
+            ("exclusiveMaximum", lambda a, b: a < b, "less than"),
+        ):
+            bound = schema.get(key)
+            if isinstance(bound, (int, float)) and not isinstance(bound, bool) and not ok(value, bound):
+                return f"{where} must be {word} {bound:g}, got {value:g}"
+    if isinstance(value, str):
+        if isinstance(schema.get("minLength"), int) and len(value) < schema["minLength"]:
+            return f"{where} must have at least {schema['minLength']} characters"
+        if isinstance(schema.get("maxLength"), int) and len(value) > schema["maxLength"]:
+            return f"{where} must have at most {schema['maxLength']} characters"
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str):
+            try:
+                if re.search(pattern, value) is None:
+                    return f"{where} must match the pattern {pattern}, got {_show(value)}"
+            except re.error:
+                pass
+        fmt = schema.get("format")
+        if fmt == "email" and not _EMAIL.match(value):
+            return f"{where} must be an email address, got {_show(value)}"
+        if fmt == "date" and not _DATE.match(value):
+            return f"{where} must be a date like 2026-01-15, got {_show(value)}"
+        if fmt == "date-time" and not _DATETIME.match(value):
+            return f"{where} must be a date and time like 2026-01-15T09:00:00Z, got {_show(value)}"
+    if isinstance(value, list):
+        if isinstance(schema.get("minItems"), int) and len(value) < schema["minItems"]:
+            return f"{where} must have at least {schema['minItems']} items"
+        if isinstance(schema.get("maxItems"), int) and len(value) > schema["maxItems"]:
+            return f"{where} must have at most {schema['maxItems']} items"
+        items = schema.get("items")
+        for i, item in enumerate(value):
+            problem = check(items, item, f"{where}[{i}]")
+            if problem:
+                return problem
+    if isinstance(value, dict):
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        for r in schema.get("required") or []:
+            if r not in value:
+                return f"{where} needs {r!r}"
+        if schema.get("additionalProperties") is False:
+            extra = [k for k in value if k not in props]
+            if extra:
+                return f"{where} has unexpected field(s) {', '.join(map(repr, extra))}"
+        for k, v in value.items():
+            if k in props:
+                problem = check(props[k], v, f"{where}.{k}")
+                if problem:
+                    return problem
+    return ""
+
+
+def check_arguments(schema: dict, args: dict) -> str:
+    """Why ``args`` do not fit a tool's parameter schema, or "" (names the arguments it takes)."""
+    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = [r for r in schema.get("required") or [] if isinstance(r, str)]
+
+    def accepted() -> str:
+        names = [p if p in required else p + "?" for p in props]
+        return f" (arguments: {', '.join(names) or 'none'})"
+
+    extra = [k for k in args if k not in props]
+    if extra:
+        return f"unexpected argument(s) {', '.join(map(repr, extra))}" + accepted()
+    missing = [r for r in required if r not in args]
+    if missing:
+        return f"missing required argument(s) {', '.join(map(repr, missing))}" + accepted()
+    for k, v in args.items():
+        problem = check(props.get(k), v, k)
+        if problem:
+            return problem
+    return ""
+
+
+# --------------------------------------------------------------------------- the model
+
+
+class _Resource:
+    def __init__(self, name: str, spec: dict) -> None:
+        _q(name)
+        if not isinstance(spec, dict):
+            raise ModelError(f"resource {name!r} must be an object")
+        self.name = name
+        self.noun = _human(_singular(name))
+        fields = spec.get("fields")
+        if not isinstance(fields, dict) or not fields:
+            raise ModelError(f"resource {name!r} has no fields")
+        self.fields: dict[str, dict] = {}
+        for col, f in fields.items():
+            _q(col)
+            if not isinstance(f, dict) or f.get("type") not in TYPES:
+                raise ModelError(f"field {name}.{col} needs a type, one of {', '.join(TYPES)}")
+            self.fields[col] = f
+        self.key = spec.get("key", "id")
+        if self.key not in self.fields:
+            raise ModelError(f"resource {name!r}: key {self.key!r} is not one of its fields")
+        self.key_type = self.fields[self.key]["type"]
+        self.prefix = str(spec.get("id_prefix") or _singular(name)[:3])
+        if not IDENT.match(self.prefix):
+            raise ModelError(f"resource {name!r}: id_prefix {self.prefix!r} is not valid")
+        self.unique = [c for c in spec.get("unique") or [] if c in self.fields]
+        self.shown = [c for c, f in self.fields.items() if not f.get("hidden")]
+
+    # values between JSON and SQLite
+    def to_db(self, col: str, v):
+        if v is None:
+            return None
+        t = self.fields[col]["type"]
+        if t == "boolean":
+            return 1 if v else 0
+        if t in ("object", "array"):
+            return json.dumps(v, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        if t == "integer" and isinstance(v, float) and v.is_integer():
+            return int(v)
+        if t == "number" and isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v) if isinstance(v, int) else v
+        return v
+
+    def from_db(self, col: str, v):
+        if v is None:
+            return None
+        t = self.fields[col]["type"]
+        if t == "boolean":
+            return bool(v)
+        if t in ("object", "array") and isinstance(v, str):
+            try:
+                return json.loads(v)
+            except ValueError:
+                return v
+        return v
+
+    def out(self, row: dict) -> dict:
+        """A stored row as the API shows it (null optional values left out unless nullable)."""
+        result = {}
+        for col in self.shown:
+            v = self.from_db(col, row.get(col))
+            if v is None and not self.fields[col].get("nullable"):
+                continue
+            result[col] = v
+        return result
+
+
+class Engine:
+    """A validated model: creates the state and makes one function per operation."""
+
+    def __init__(self, model: dict, tool_error) -> None:
+        if not isinstance(model, dict):
+            raise ModelError("the model must be an object")
+        version = model.get("engine", ENGINE_VERSION)
+        if version != ENGINE_VERSION:
+            raise ModelError(f"the model is for engine version {version!r}; this engine runs version {ENGINE_VERSION}")
+        self.ToolError = tool_error
+        resources = model.get("resources")
+        if not isinstance(resources, dict) or not resources:
+            raise ModelError("the model has no resources")
+        self.resources = {n: _Resource(n, r) for n, r in resources.items()}
+        for r in self.resources.values():
+            for col, f in r.fields.items():
+                ref = f.get("ref")
+                if ref is not None and ref not in self.resources:
+                    raise ModelError(f"field {r.name}.{col} refers to unknown resource {ref!r}")
+        ops = model.get("operations")
+        if not isinstance(ops, dict) or not ops:
+            raise ModelError("the model has no operations")
+        self.ops: dict[str, dict] = {}
+        for name, op in ops.items():
+            if not isinstance(name, str) or not IDENT.match(name) or name.startswith("_"):
+                raise ModelError(f"operation name {name!r} is not a valid tool name")
+            if not isinstance(op, dict) or op.get("kind") not in KINDS:
+                raise ModelError(f"operation {name!r} needs a kind, one of {', '.join(KINDS)}")
+            if op.get("resource") not in self.resources:
+                raise ModelError(f"operation {name!r} is about unknown resource {op.get('resource')!r}")
+            res = self.resources[op["resource"]]
+            for arg, col in (op.get("body") or {}).items():
+                if col not in res.fields:
+                    raise ModelError(f"operation {name!r}: argument {arg!r} writes unknown field {col!r}")
+            for p in op.get("parents") or []:
+                if p.get("resource") not in self.resources or p.get("field") not in res.fields:
+                    raise ModelError(f"operation {name!r}: bad parent {p!r}")
+            for arg, flt in (op.get("filters") or {}).items():
+                if not isinstance(flt, dict) or flt.get("field") not in res.fields or flt.get("op", "eq") not in FILTER_OPS:
+                    raise ModelError(f"operation {name!r}: bad filter {arg!r}")
+            search = op.get("search")
+            if search and any(c not in res.fields for c in search.get("fields") or []):
+                raise ModelError(f"operation {name!r}: search over unknown fields")
+            sort = op.get("sort")
+            if sort and any(c not in res.fields for c in sort.get("fields") or []):
+                raise ModelError(f"operation {name!r}: sort by unknown fields")
+            tr = op.get("transition")
+            if tr and (tr.get("field") not in res.fields or any(c not in res.fields for c in tr.get("stamp") or [])):
+                raise ModelError(f"operation {name!r}: bad transition {tr!r}")
+            self.ops[name] = op
+        seed = model.get("seed") or {}
+        if not isinstance(seed, dict) or any(t not in self.resources for t in seed):
+            raise ModelError("the seed names a resource the model does not have")
+        self.seed = seed
+        fault = model.get("test_fault")
+        self.fault = fault if isinstance(fault, dict) and fault.get("kind") in FAULTS else None
+        self.seed_counts: dict[str, int] = {}
+
+    # ----------------------------------------------------------------- state
+
+    def setup(self, db) -> None:
+        """Create the tables and insert the seed rows (parameterized statements only)."""
+        db.execute("BEGIN")
+        for r in self.resources.values():
+            cols = []
+            for col, f in r.fields.items():
+                cols.append(f"{_q(col)} {_SQL_TYPES[f['type']]}" + (" PRIMARY KEY" if col == r.key else ""))
+            db.execute(f"CREATE TABLE {_q(r.name)} ({', '.join(cols)})")
+        for table, rows in self.seed.items():
+            r = self.resources[table]
+            if not isinstance(rows, list):
+                raise ModelError(f"seed of {table!r} must be a list of rows")
+            for i, row in enumerate(rows):
+                if not isinstance(row, dict):
+                    raise ModelError(f"seed row {table}[{i}] must be an object")
+                unknown = [c for c in row if c not in r.fields]
+                if unknown:
+                    raise ModelError(f"seed row {table}[{i}] has unknown field(s) {unknown}")
+                cols = list(row)
+                sql = f"INSERT INTO {_q(table)} ({', '.join(map(_q, cols))}) VALUES ({', '.join('?' * len(cols))})"
+                db.execute(sql, [r.to_db(c, row[c]) for c in cols])
+            self.seed_counts[table] = len(rows)
+        db.execute("COMMIT")
+
+    def functions(self) -> dict:
+        """One function per operation: ``fn(env, /, **arguments)``, named after it."""
+        out = {}
+        for name, op in self.ops.items():
+            out[name] = self._function(name, op)
+        return out
+
+    def _function(self, name: str, op: dict):
+        engine = self
+        handler = getattr(self, "_" + op["kind"])
+        schema = op.get("parameters") if isinstance(op.get("parameters"), dict) else {"type": "object", "properties": {}}
+        res = self.resources[op["resource"]]
+
+        def tool(env, /, **args):
+            problem = check_arguments(schema, args)
+            if problem:
+                raise engine.ToolError("invalid", f"{name}: {problem}")
+            return handler(env, name, op, res, args)
+
+        tool.__name__ = tool.__qualname__ = name
+        tool.__module__ = "env"
+        tool.__doc__ = str(op.get("summary") or "")
+        return tool
+
+    # ----------------------------------------------------------------- helpers
+
+    def _faulty(self, name: str, *kinds: str) -> str:
+        f = self.fault
+        if f and f.get("kind") in kinds and f.get("tool") in (None, name):
+            return f["kind"]
+        return ""
+
+    def _err(self, code: str, message: str):
+        return self.ToolError(code, message)
+
+    def _row(self, db, res: _Resource, key):
+        return db.execute(f"SELECT rowid AS __rowid, * FROM {_q(res.name)} WHERE {_q(res.key)} = ?", (res.to_db(res.key, key),)).fetchone()
+
+    def _clean(self, row: dict | None) -> dict | None:
+        if row is None:
+            return None
+        return {k: v for k, v in row.items() if k != "__rowid"}
+
+    def _fetch(self, env, op: dict, res: _Resource, args: dict, what: str = "") -> dict:
+        """The row the key argument names (inside its parents), or a not_found error."""
+        key = args.get(op.get("key"))
+        self._check_parents(env, op, args)
+        row = self._row(env.db, res, key)
+        if row is not None:
+            for p in op.get("parents") or []:
+                if res.to_db(p["field"], args.get(p["arg"])) != row.get(p["field"]):
+                    row = None
+                    break
+        if row is None:
+            raise self._err("not_found", f"no {res.noun} with {_human(res.key)} {_show(key)}" + self._under(op, args))
+        return row
+
+    def _under(self, op: dict, args: dict) -> str:
+        parents = op.get("parents") or []
+        if not parents:
+            return ""
+        p = parents[-1]
+        return f" under {self.resources[p['resource']].noun} {_show(args.get(p['arg']))}"
+
+    def _check_parents(self, env, op: dict, args: dict) -> None:
+        for p in op.get("parents") or []:
+            parent = self.resources[p["resource"]]
+            if self._row(env.db, parent, args.get(p["arg"])) is None:
+                raise self._err("not_found", f"no {parent.noun} with {_human(parent.key)} {_show(args.get(p['arg']))}")
+
+    def _check_refs(self, env, res: _Resource, values: dict) -> None:
+        for col, v in values.items():
+            ref = res.fields[col].get("ref")
+            if ref is None or v is None:
+                continue
+            target = self.resources[ref]
+            if self._row(env.db, target, v) is None:
+                raise self._err("not_found", f"no {target.noun} with {_human(target.key)} {_show(v)} (given as {col})")
+
+    def _check_unique(self, env, res: _Resource, values: dict, own_key=None) -> None:
+        for col in res.unique:
+            if values.get(col) is None:
+                continue
+            rows = env.db.execute(f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} WHERE {_q(col)} = ?", (res.to_db(col, values[col]),)).fetchall()
+            if any(r["k"] != own_key for r in rows):
+                raise self._err("conflict", f"a {res.noun} with {_human(col)} {_show(values[col])} already exists")
+
+    def _new_key(self, env, res: _Resource):
+        if res.key_type == "integer":
+            row = env.db.execute(f"SELECT MAX({_q(res.key)}) AS m FROM {_q(res.name)}").fetchone()
+            return int(row["m"] or 0) + 1
+        while True:  # ids continue after the seed's own
+            k = env.new_id(res.prefix)
+            if self._row(env.db, res, k) is None:
+                return k
+
+    def _body(self, op: dict, res: _Resource, args: dict) -> dict:
+        return {col: res.to_db(col, args[arg]) for arg, col in (op.get("body") or {}).items() if arg in args}
+
+    def _shape(self, env, op: dict, res: _Resource, row: dict, violate: bool = False):
+        out = res.out(row)
+        if violate:
+            for col, v in out.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    out[col] = str(v)
+                    break
+                if isinstance(v, str) and col != res.key:
+                    out[col] = len(v)
+                    break
+        return out
+
+    # ----------------------------------------------------------------- operations
+
+    def _create(self, env, name: str, op: dict, res: _Resource, args: dict):
+        self._check_parents(env, op, args)
+        values = self._body(op, res, args)
+        for p in op.get("parents") or []:
+            values[p["field"]] = res.to_db(p["field"], args[p["arg"]])
+        self._check_refs(env, res, {c: res.from_db(c, v) for c, v in values.items()})
+        stamp = None
+        for col, f in res.fields.items():
+            gen = f.get("generated")
+            if gen in ("created", "updated"):
+                stamp = stamp or env.now()
+                values[col] = stamp
+            elif col not in values and "default" in f:
+                values[col] = res.to_db(col, f["default"])
+        if values.get(res.key) is None:
+            values[res.key] = self._new_key(env, res)
+        elif self._row(env.db, res, values[res.key]) is not None:
+            raise self._err("conflict", f"a {res.noun} with {_human(res.key)} {_show(values[res.key])} already exists")
+        self._check_unique(env, res, values)
+        fault = self._faulty(name, "create_no_persist", "create_wrong_value", "create_reuses_id")
+        if fault == "create_wrong_value":
+            for col, v in values.items():
+                if isinstance(v, str) and col != res.key and not res.fields[col].get("ref") and not res.fields[col].get("generated") and not res.fields[col].get("enum"):
+                    values[col] = v[: max(1, len(v) // 2)]
+                    break
+        if fault == "create_reuses_id":
+            first = env.db.execute(f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} ORDER BY rowid LIMIT 1").fetchone()
+            if first is not None:
+                env.db.execute(f"DELETE FROM {_q(res.name)} WHERE {_q(res.key)} = ?", (first["k"],))
+                values[res.key] = first["k"]
+        cols = list(values)
+        if fault != "create_no_persist":
+            env.db.execute(
+                f"INSERT INTO {_q(res.name)} ({', '.join(map(_q, cols))}) VALUES ({', '.join('?' * len(cols))})",
+                [values[c] for c in cols],
+            )
+            row = self._clean(self._row(env.db, res, values[res.key]))
+        else:
+            row = {c: values.get(c) for c in res.fields}
+        if fault == "create_wrong_value":  # answer with what was asked, store something else
+            row = dict(row)
+            row.update(self._body(op, res, args))
+        return self._shape(env, op, res, row)
+
+    def _get(self, env, name: str, op: dict, res: _Resource, args: dict):
+        fault = self._faulty(name, "get_wrong_404", "get_no_404", "get_wrong_row", "schema_violation")
+        key = args.get(op.get("key"))
+        if fault == "get_no_404" and self._row(env.db, res, key) is None:
+            row = env.db.execute(f"SELECT * FROM {_q(res.name)} ORDER BY rowid LIMIT 1").fetchone()
+            if row is not None:
+                return res.out(row)
+        row = self._fetch(env, op, res, args)
+        if fault == "get_wrong_404" and row["__rowid"] > self.seed_counts.get(res.name, 0):
+            raise self._err("not_found", f"no {res.noun} with {_human(res.key)} {_show(key)}")
+        if fault == "get_wrong_row":
+            nxt = env.db.execute(f"SELECT * FROM {_q(res.name)} WHERE rowid > ? ORDER BY rowid LIMIT 1", (row["__rowid"],)).fetchone()
+            row = nxt or row
+        return self._shape(env, op, res, self._clean(row), violate=fault == "schema_violation")
+
+    def _list(self, env, name: str, op: dict, res: _Resource, args: dict):
+        fault = self._faulty(name, "list_omits", "list_pagination", "list_filter_ignored", "list_sort_ignored", "list_total_wrong")
+        self._check_parents(env, op, args)
+        where, params = [], []
+        for p in op.get("parents") or []:
+            where.append(f"{_q(p['field'])} = ?")
+            params.append(res.to_db(p["field"], args[p["arg"]]))
+        if fault != "list_filter_ignored":
+            for arg, flt in (op.get("filters") or {}).items():
+                if arg not in args or args[arg] is None:
+                    continue
+                col, kind, v = flt["field"], flt.get("op", "eq"), args[arg]
+                f = res.fields[col]
+                if kind == "eq":
+                    if f["type"] == "string" and not f.get("enum") and not f.get("ref") and col != res.key:
+                        where.append(f"{_q(col)} = ? COLLATE NOCASE")
+                    else:
+                        where.append(f"{_q(col)} = ?")
+                    params.append(res.to_db(col, v))
+                elif kind == "in":
+                    vals = v if isinstance(v, list) else [x.strip() for x in str(v).split(",") if x.strip()]
+                    if not vals:
+                        continue
+                    where.append(f"{_q(col)} IN ({', '.join('?' * len(vals))})")
+                    params.extend(res.to_db(col, x) for x in vals)
+                elif kind == "contains":
+                    where.append(f"instr(lower({_q(col)}), lower(?)) > 0")
+                    params.append(str(v))
+                else:
+                    where.append(f"{_q(col)} {_CMP[kind]} ?")
+                    params.append(res.to_db(col, v) if f["type"] != "array" else v)
+            search = op.get("search")
+            if search and args.get(search.get("arg")) not in (None, ""):
+                text = str(args[search["arg"]])
+                ors = [f"instr(lower(COALESCE({_q(c)}, '')), lower(?)) > 0" for c in search.get("fields") or []]
+                if ors:
+                    where.append("(" + " OR ".join(ors) + ")")
+                    params.extend([text] * len(ors))
+        order = "rowid"
+        sort = op.get("sort")
+        if sort and fault != "list_sort_ignored":
+            raw = args.get(sort.get("arg")) if sort.get("arg") else None
+            desc = False
+            if raw is not None:
+                raw = str(raw)
+                if raw.startswith("-"):
+                    desc, raw = True, raw[1:]
+                elif raw.startswith("+"):
+                    raw = raw[1:]
+                if raw not in (sort.get("fields") or []):
+                    raise self._err("invalid", f"{name}: cannot sort by {raw!r}; sort by one of {', '.join(sort.get('fields') or [])}")
+            direction = args.get(sort.get("order_arg")) if sort.get("order_arg") else None
+            if direction is not None:
+                if str(direction).lower() not in ("asc", "desc"):
+                    raise self._err("invalid", f"{name}: {sort['order_arg']} must be asc or desc")
+                desc = str(direction).lower() == "desc"
+            col = raw or sort.get("default")
+            if col:
+                order = f"{_q(col)} {'DESC' if desc else 'ASC'}, rowid"
+        sql = f"SELECT * FROM {_q(res.name)}" + (f" WHERE {' AND '.join(where)}" if where else "") + f" ORDER BY {order}"
+        rows = env.db.execute(sql, params).fetchall()
+        if fault == "list_omits" and rows:
+            rows = rows[:-1]
+        total = len(rows)
+        page = op.get("page") or {}
+        offset, limit = 0, None
+        if page:
+            limit = page.get("default_limit")
+            if page.get("limit") and args.get(page["limit"]) is not None:
+                limit = int(args[page["limit"]])
+            if page.get("offset") and args.get(page["offset"]) is not None:
+                offset = int(args[page["offset"]])
+            if page.get("page") and args.get(page["page"]) is not None:
+                n = int(args[page["page"]])
+                if n < 1:
+                    raise self._err("invalid", f"{name}: {page['page']} starts at 1")
+                offset = (n - 1) * (limit or 0)
+            if page.get("cursor") and args.get(page["cursor"]) not in (None, ""):
+                c = str(args[page["cursor"]])
+                if not re.fullmatch(r"c\d{1,9}", c):
+                    raise self._err("invalid", f"{name}: {page['cursor']} {c!r} is not a cursor this API returned")
+                offset = int(c[1:])
+            if limit is not None and limit < 0 or offset < 0:
+                raise self._err("invalid", f"{name}: limit and offset cannot be negative")
+            if fault == "list_pagination" and offset > 0:
+                offset = max(0, offset - (limit or 1))
+        shown = rows[offset:] if limit is None else rows[offset : offset + limit]
+        items = [res.out(r) for r in shown]
+        output = op.get("output") or {"shape": "list"}
+        if output.get("shape") != "envelope":
+            return items
+        end = offset + len(shown)
+        env_out = {}
+        keys = output.get("keys") or {}
+        env_out[keys.get("items", "items")] = items
+        values = {
+            "total": total + (1 if fault == "list_total_wrong" else 0),
+            "count": len(items),
+            "limit": limit if limit is not None else len(items),
+            "offset": offset,
+            "page": (offset // limit + 1) if limit else 1,
+            "has_more": end < total,
+            "next_cursor": f"c{end}" if end < total else None,
+            "next_offset": end if end < total else None,
+            "next_page": ((offset // limit + 2) if limit else None) if end < total else None,
+        }
+        for meaning, prop in keys.items():
+            if meaning == "items":
+                continue
+            v = values.get(meaning)
+            if v is None and meaning not in output.get("nullable", []):
+                continue
+            env_out[prop] = v
+        return env_out
+
+    def _write(self, env, name: str, op: dict, res: _Resource, args: dict, patch: bool):
+        row = self._fetch(env, op, res, args)
+        key = row[res.key]
+        values = self._body(op, res, args)
+        values.pop(res.key, None)
+        self._check_refs(env, res, {c: res.from_db(c, v) for c, v in values.items()})
+        self._check_unique(env, res, values, own_key=key)
+        fault = self._faulty(name, "update_noop", "update_wrong_row", "update_partial", "patch_clears")
+        if fault == "update_partial" and len(values) > 1:
+            values = dict([next(iter(values.items()))])
+        if fault == "patch_clears":
+            for arg, col in (op.get("body") or {}).items():
+                if col not in values and col != res.key and not res.fields[col].get("generated"):
+                    values[col] = None
+        stamp = None
+        for col, f in res.fields.items():
+            if f.get("generated") in ("updated", "edited"):
+                stamp = stamp or env.now()
+                values[col] = stamp
+        target = key
+        if fault == "update_wrong_row":
+            other = env.db.execute(f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} WHERE {_q(res.key)} != ? ORDER BY rowid LIMIT 1", (key,)).fetchone()
+            target = other["k"] if other else key
+        if values and fault != "update_noop":
+            sets = ", ".join(f"{_q(c)} = ?" for c in values)
+            env.db.execute(f"UPDATE {_q(res.name)} SET {sets} WHERE {_q(res.key)} = ?", [*values.values(), target])
+        if fault in ("update_noop", "update_wrong_row"):
+            out = self._clean(row)
+            out.update(self._body(op, res, args))
+            return self._shape(env, op, res, out)
+        return self._shape(env, op, res, self._clean(self._row(env.db, res, key)))
+
+    def _update(self, env, name, op, res, args):
+        return self._write(env, name, op, res, args, patch=False)
+
+    def _patch(self, env, name, op, res, args):
+        return self._write(env, name, op, res, args, patch=True)
+
+    def _delete(self, env, name: str, op: dict, res: _Resource, args: dict):
+        row = self._fetch(env, op, res, args)
+        key = row[res.key]
+        if 409 in (op.get("errors") or []):
+            for other in self.resources.values():
+                for col, f in other.fields.items():
+                    if f.get("ref") == res.name:
+                        n = env.db.execute(f"SELECT COUNT(*) AS n FROM {_q(other.name)} WHERE {_q(col)} = ?", (key,)).fetchone()["n"]
+                        if n:
+                            raise self._err("conflict", f"{res.noun} {_show(key)} cannot be deleted: {n} {_human(other.name)} refer to it")
+        fault = self._faulty(name, "delete_noop", "delete_wrong_row")
+        target = key
+        if fault == "delete_wrong_row":
+            other = env.db.execute(f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} WHERE {_q(res.key)} != ? ORDER BY rowid LIMIT 1", (key,)).fetchone()
+            target = other["k"] if other else key
+        if fault != "delete_noop":
+            env.db.execute(f"DELETE FROM {_q(res.name)} WHERE {_q(res.key)} = ?", (target,))
+        shape = (op.get("output") or {}).get("shape", "deleted")
+        if shape == "row":
+            return res.out(self._clean(row))
+        return {"deleted": True, res.key: res.from_db(res.key, key)}
+
+    def _action(self, env, name: str, op: dict, res: _Resource, args: dict):
+        row = self._fetch(env, op, res, args)
+        key = row[res.key]
+        tr = op.get("transition") or {}
+        values = self._body(op, res, args)
+        values.pop(res.key, None)
+        self._check_refs(env, res, {c: res.from_db(c, v) for c, v in values.items()})
+        col = tr.get("field")
+        if col:
+            to = tr.get("to")
+            current = res.from_db(col, row.get(col))
+            label = f"{res.noun} {_show(key)}"
+            if current == to:
+                raise self._err("conflict", f"{label} is already {_human(str(to)) if isinstance(to, str) else to}")
+            allowed = tr.get("from")
+            if allowed and current not in allowed:
+                says = " or ".join(str(a) for a in allowed)
+                raise self._err("conflict", f"{label} is {current}; only a {res.noun} that is {says} can be changed this way")
+            values[col] = res.to_db(col, to)
+        stamp = None
+        for c in tr.get("stamp") or []:
+            stamp = stamp or env.now()
+            values[c] = stamp
+        for c, f in res.fields.items():
+            if f.get("generated") == "updated":
+                stamp = stamp or env.now()
+                values[c] = stamp
+        if values and not self._faulty(name, "transition_noop"):
+            sets = ", ".join(f"{_q(c)} = ?" for c in values)
+            env.db.execute(f"UPDATE {_q(res.name)} SET {sets} WHERE {_q(res.key)} = ?", [*values.values(), key])
+            return self._shape(env, op, res, self._clean(self._row(env.db, res, key)))
+        out = self._clean(row)
+        out.update(values)
+        return self._shape(env, op, res, out)
+
+
+def install(module, model: dict, env, tool_error) -> list:
+    """Load ``model`` into a sandbox: create the tables in ``env.db``, insert the seed rows, and set
+    one function per operation on ``module`` (``__module__ == "env"``). Returns the tool names."""
+    engine = Engine(model, tool_error)
+    engine.setup(env.db)
+    fns = engine.functions()
+    for name, fn in fns.items():
+        setattr(module, name, fn)
+    module.__envkernel_engine__ = ENGINE_VERSION
+    return list(fns)

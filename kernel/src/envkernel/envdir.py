@@ -1,0 +1,72 @@
+"""Read an environment folder (``envs/<id>/`` of a run, as the recorder writes it) back into an EnvSpec.
+
+The folder holds ``env.json`` (the spec without its behaviour and seed, plus
+``"behaviour": {"kind": "code", "file": "env.py"}`` or ``{"kind": "model", "file": "model.json"}``),
+the behaviour file and ``seed.sql``. Nothing in it is executed here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from envkernel_schemas import EnvSpec
+
+from .errors import UsageError
+
+_BEHAVIOUR_FILES = {"code": "env.py", "model": "model.json"}
+
+
+class EnvDirError(UsageError):
+    """An environment folder is missing a file or holds something that is not an environment."""
+
+
+def load_env_dir(path: str | Path) -> EnvSpec:
+    """The EnvSpec stored in ``path`` (a folder with env.json, env.py or model.json, seed.sql)."""
+    d = Path(path)
+    if not d.is_dir():
+        raise EnvDirError(f"{d} is not a folder; give a run's envs/<id>/ folder (with env.json, env.py, seed.sql)")
+    meta_file = d / "env.json"
+    if not meta_file.is_file():
+        rejected = " (the environment was rejected: see rejected.json there)" if (d / "rejected.json").is_file() else ""
+        raise EnvDirError(f"{d} has no env.json{rejected}; give a run's envs/<id>/ folder")
+    try:
+        meta: Any = json.loads(meta_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise EnvDirError(f"{meta_file} is not valid JSON: {exc}") from None
+    if not isinstance(meta, dict):
+        raise EnvDirError(f"{meta_file} must hold a JSON object")
+    behaviour = meta.get("behaviour")
+    kind = behaviour.get("kind") if isinstance(behaviour, dict) else None
+    if kind not in _BEHAVIOUR_FILES:
+        raise EnvDirError(f"{meta_file}: 'behaviour' must be {{\"kind\": \"code\" or \"model\", \"file\": ...}}, got {behaviour!r}")
+    name = behaviour.get("file") or _BEHAVIOUR_FILES[kind]
+    if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
+        raise EnvDirError(f"{meta_file}: behaviour file {name!r} must be a plain file name inside {d}")
+    text = _read(d / name)
+    if kind == "code":
+        meta["behaviour"] = {"kind": "code", "source": text}
+    else:
+        try:
+            model = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise EnvDirError(f"{d / name} is not valid JSON: {exc}") from None
+        meta["behaviour"] = {"kind": "model", "model": model}
+    seed = d / "seed.sql"
+    meta["seed_sql"] = _read(seed) if seed.exists() else meta.get("seed_sql", "")
+    try:
+        return msgspec.convert(meta, EnvSpec)
+    except msgspec.ValidationError as exc:
+        raise EnvDirError(f"{meta_file} does not describe an environment: {exc}") from None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise EnvDirError(f"{path} is missing") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EnvDirError(f"cannot read {path}: {exc}") from None

@@ -52,8 +52,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Verifier component (default: the first active one)."""
     reward: str = ""
     """Reward-model component (default: the first active one)."""
-    sources: list[str] = msgspec.field(default_factory=lambda: ["sample"])
-    """Sources: a source kind (``sample``) or ``KIND:VALUE`` (``openapi:specs/shop.yaml``)."""
+    sources: list[str] = msgspec.field(default_factory=lambda: ["openapi"])
+    """Sources: a source kind (``openapi`` = the shipped corpus, ``sample``) or ``KIND:VALUE`` (``openapi:specs/shop.yaml``)."""
     envs: int = 1
     """Environment requests per source."""
     rollouts_per_task: int = 1

@@ -19,7 +19,7 @@ from envkernel_schemas import CallRecord, EnvSpec, RolloutRequested, RolloutStep
 
 from .config import RunConfig
 from .errors import SandboxError
-from .sandbox import Sandbox, open_sandbox
+from .sandbox import Sandbox, SandboxPool, open_sandbox
 
 T = TypeVar("T")
 
@@ -35,7 +35,8 @@ def env_key(run: str, env_id: str) -> str:
 class Context:
     """Per-run, per-component context handed to every role method."""
 
-    def __init__(self, bus: Bus, config: RunConfig, component: str, role: str, settings: Any, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, bus: Bus, config: RunConfig, component: str, role: str, settings: Any, loop: asyncio.AbstractEventLoop,
+                 pool: SandboxPool | None = None) -> None:
         self.bus = bus
         self.config = config
         self.run_id = config.run_id
@@ -48,6 +49,7 @@ class Context:
         self.log = structlog.get_logger(f"envkernel.{role}").bind(run=self.run_id, component=component)
         self._loop = loop
         self._envs: dict[str, EnvSpec] = {}
+        self._pool = pool
 
     def rng(self, *keys: object) -> random.Random:
         """A random generator determined by the run seed, this component and ``keys``."""
@@ -63,8 +65,16 @@ class Context:
         return name
 
     @asynccontextmanager
-    async def sandbox(self, env: EnvSpec, *, call_timeout: float = 60.0) -> AsyncIterator[Sandbox]:
-        """Open a sandbox holding ``env`` (seed state loaded); it is closed on exit."""
+    async def sandbox(self, env: EnvSpec, *, call_timeout: float = 60.0, fresh: bool = False) -> AsyncIterator[Sandbox]:
+        """A sandbox holding ``env`` in its seed state, for the ``async with`` block.
+
+        By default it comes from the worker's warm pool (reset by snapshot/restore, and given back
+        after a clean use); ``fresh=True`` opens a new one and closes it on exit.
+        """
+        if self._pool is not None and not fresh:
+            async with self._pool.lease(self.runner, env, seed=self.seed, run=self.run_id, call_timeout=call_timeout) as pooled:
+                yield pooled
+            return
         sb = await open_sandbox(self.bus, self.runner, env, seed=self.seed, run=self.run_id, call_timeout=call_timeout)
         try:
             yield sb

@@ -73,16 +73,17 @@ def _runner(name: str, config_file: str | None, sets: tuple[str, ...]) -> tuple[
         broken = f"; broken plugins: {', '.join(sorted(registry.broken))}" if registry.broken else ""
         raise UsageError(f"no sandbox runner named {name!r}; installed runners: {', '.join(runners) or 'none'}{broken}")
     _top, sections = cfgmod.split_file(cfgmod.read_file(config_file), str(config_file or "config"))
-    raw = dict(sections.get(name, {}))
+    flags: dict[str, Any] = {}
     for item in sets:
         key, eq, value = item.partition("=")
         if not (eq and key):
             raise UsageError(f"--set {item!r}: expected KEY=VALUE (a setting of runner {name!r})")
         try:
-            raw[key] = json.loads(value)
+            flags[key] = json.loads(value)
         except json.JSONDecodeError:
-            raw[key] = value
-    return comp, cfgmod.settings_for(name, comp.settings_type, raw)
+            flags[key] = value
+    # the file's [RUNNER] table < ENVKERNEL_* variables < --set, as for `envkernel run`
+    return comp, cfgmod.settings_for(name, comp.settings_type, sections.get(name), flags=flags)
 
 
 async def _call(component: Any, settings: Any, spec: Any, tool: str, arguments: dict[str, Any], seed: int, verbose: bool) -> tuple[dict[str, Any], int]:

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """envkernel's sandbox executor: runs one environment inside one sandbox.
 
-Standard library only, one file, run as ``python3 executor.py [--socket PATH]``. It never
-imports envkernel: the same file runs in a local subprocess and inside a container.
+Standard library only, one file, run as ``python3 executor.py [--socket PATH] [limits and
+confinement]``. It never imports envkernel: the same file runs in a local subprocess and inside a
+container.
 
 Protocol: JSON lines. One request object per line, one response object per line, in order.
 By default requests come on stdin and responses go to stdout; with ``--socket PATH`` it listens
@@ -15,21 +16,30 @@ Requests::
     {"op": "snapshot"}                      -> value: handle ("s1", "s2", ...)
     {"op": "restore", "snapshot": "s1"}
     {"op": "dump"}                          -> value: {table: [row, ...]}
+    {"op": "ping"}                          -> value: {"protocol", "loaded", "confinement"}
     {"op": "close"}                         -> responds, then exits 0
 
 Responses: ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": {"code": ..., "message": ...}}``.
 Error codes: ``bad_request``, ``not_loaded``, ``unsupported``, ``load_failed``, ``unknown_tool``,
 ``invalid_arguments``, ``timeout``, ``tool_crashed``, ``bad_return``, ``too_large``,
-``unknown_snapshot``, ``internal``, or whatever code the environment's ``ToolError`` carries.
+``unknown_snapshot``, ``snapshot_failed``, ``restore_failed``, ``internal``, or whatever code the
+environment's ``ToolError`` carries.
 
 Environment code (``env.py``): one plain function per tool, ``def tool(env, **arguments)``.
 ``ToolError(code, message)`` is injected into its namespace. ``env`` has ``db`` (sqlite3, rows as
-dicts), ``new_id(prefix)``, ``now()``, ``rng``, ``seed`` and ``error(code, message)``.
+dicts), ``new_id(prefix)``, ``now()``, ``rng``, ``seed``, ``workspace`` (the working folder) and
+``error(code, message)``.
 
 Every call runs inside a SQLite savepoint. A call that fails in any way has no effect at all: the
-database, the id counters, the clock and the random generators are put back as they were.
-``time.time``, ``datetime.now``, ``uuid.uuid4`` and ``random`` are deterministic, so replaying
-the same calls on the same seed gives the same state.
+database, the id counters, the clock, the random generators and (when it is small) the working
+folder are put back as they were. ``time.time``, ``datetime.now``, ``uuid.uuid4`` and ``random``
+are deterministic, so replaying the same calls on the same seed gives the same state. Snapshots
+hold the database, the counters and the working folder. A process the environment forks never
+speaks the protocol, and every process a call started is killed when the call returns.
+
+Before any environment code runs, the executor confines itself as asked (see ``_confine``): cgroups,
+rlimits, a tmpfs working folder, its own uid, a parent-death signal, Landlock. It exits with code
+78 rather than run less confined than asked; ``load`` and ``ping`` report what was applied.
 """
 
 from __future__ import annotations
@@ -614,12 +624,14 @@ class Executor:
     def op_snapshot(self) -> dict:
         self._require_loaded()
         try:
-            files = _workspace_capture(_WORKSPACE[0], _SNAPSHOT_WORKSPACE_BYTES, None)
+            files = _workspace_capture(_WORKSPACE[0], _SNAPSHOT_WORKSPACE_BYTES, _SNAPSHOT_WORKSPACE_ENTRIES)
         except OSError as exc:
             raise _Failure("snapshot_failed", f"cannot read the working folder: {exc}") from None
         if files is None:
             raise _Failure(
-                "too_large", f"the working folder holds more than {_SNAPSHOT_WORKSPACE_BYTES} bytes; it cannot be snapshotted"
+                "too_large",
+                f"the working folder holds more than {_SNAPSHOT_WORKSPACE_BYTES} bytes or {_SNAPSHOT_WORKSPACE_ENTRIES} "
+                "entries; it cannot be snapshotted",
             )
         self.snapshot_count += 1
         handle = f"s{self.snapshot_count}"
@@ -702,12 +714,15 @@ _WORKSPACE = [""]  # set in main(): the sandbox's working folder
 _CALL_WORKSPACE_BYTES = 1 << 20
 _CALL_WORKSPACE_ENTRIES = 64
 _SNAPSHOT_WORKSPACE_BYTES = 64 << 20
+_SNAPSHOT_WORKSPACE_ENTRIES = 100_000
 
 
-def _workspace_scan(root: str) -> dict:
+def _workspace_scan(root: str, max_entries: int | None = None, max_bytes: int | None = None) -> dict | None:
     """``{relative path: (kind, mode, size, mtime_ns, link target)}`` of everything under ``root``
-    (symlinks are not followed; fifos and sockets are ignored)."""
+    (symlinks are not followed; fifos and sockets are ignored), or None as soon as it holds more
+    than ``max_entries`` entries or ``max_bytes`` bytes of files."""
     out: dict = {}
+    total = 0
     stack = [""]
     while stack:
         rel = stack.pop()
@@ -722,18 +737,22 @@ def _workspace_scan(root: str) -> dict:
                     stack.append(r)
                 elif e.is_file(follow_symlinks=False):
                     out[r] = ("f", st.st_mode & 0o7777, st.st_size, st.st_mtime_ns, None)
+                    total += st.st_size
+                else:
+                    continue
+                if (max_entries is not None and len(out) > max_entries) or (max_bytes is not None and total > max_bytes):
+                    return None
     return out
 
 
-def _workspace_capture(root: str, max_bytes: int, max_entries: int | None, quiet: bool = False) -> dict | None:
-    """The working folder's content, or None when it holds more than ``max_bytes`` (or entries)."""
+def _workspace_capture(root: str, max_bytes: int, max_entries: int, quiet: bool = False) -> dict | None:
+    """The working folder's content, or None when it holds more than ``max_bytes`` (or entries).
+    Without a working folder (no ``--workdir``) there is nothing to capture."""
     if not root:
         return {}
     try:
-        meta = _workspace_scan(root)
-        if max_entries is not None and len(meta) > max_entries:
-            return None
-        if sum(m[2] for m in meta.values()) > max_bytes:
+        meta = _workspace_scan(root, max_entries, max_bytes)
+        if meta is None:
             return None
         files = {}
         for r, m in meta.items():
@@ -753,7 +772,7 @@ def _workspace_restore(root: str, files: dict) -> None:
     """Make the working folder hold exactly ``files`` again (unchanged files are left alone)."""
     if not root:
         return
-    current = _workspace_scan(root)
+    current = _workspace_scan(root) or {}
     if not current and not files:
         return
     depth = lambda r: r.count(os.sep)  # noqa: E731
@@ -1191,14 +1210,18 @@ def _confine(args) -> dict:
     """Apply the confinement the runner asked for; returns what was applied. Raises on failure:
     a sandbox never runs with less confinement than its runner believes it has."""
     report: dict = {}
-    workdir = os.path.abspath(args.workdir or os.getcwd())
+    workdir = os.path.abspath(args.workdir) if args.workdir else ""
     if args.cgroup:
         report["cgroups"] = _join_cgroups(args.cgroup)
     report["rlimits"] = _apply_limits(args)
+    if (args.tmpfs_size or args.landlock) and not workdir:
+        raise OSError("--tmpfs-size and --landlock need --workdir")
+    if workdir:
+        os.chdir(workdir)
     if args.tmpfs_size:
         _mount_tmpfs(workdir, args.tmpfs_size, args.uid, args.gid if args.gid is not None else args.uid)
         report["workspace_tmpfs"] = args.tmpfs_size
-    _WORKSPACE[0] = workdir
+    _WORKSPACE[0] = workdir  # "" without --workdir: the working folder is not part of the state
     ruleset = None
     if args.landlock:
         abi = landlock_abi()
@@ -1341,7 +1364,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rlimit-nproc", type=int, default=0, help="process limit of the sandbox's uid (with --uid)")
     parser.add_argument("--rlimit-nofile", type=int, default=0, help="open-file limit")
     parser.add_argument("--max-response", type=int, default=DEFAULT_MAX_RESPONSE, help="largest response line in bytes")
-    parser.add_argument("--workdir", default="", help="the sandbox's working folder (default: the current folder)")
+    parser.add_argument("--workdir", default="", help="the sandbox's working folder: its current folder, part of its state (snapshots, failed calls)")
     parser.add_argument("--cgroup", action="append", default=[], help="a cgroup.procs file to join first (repeatable)")
     parser.add_argument("--tmpfs-size", type=int, default=0, help="mount a tmpfs of this many bytes on the working folder (root, private mount namespace)")
     parser.add_argument("--uid", type=int, default=None, help="drop to this uid (root only)")

@@ -23,6 +23,7 @@ from envkernel_schemas import (
     TaskGated,
     TaskProposed,
     TaskRejected,
+    VerifyReport,
     to_json,
 )
 
@@ -39,7 +40,7 @@ class Recorder:
         self.rejected: Counter[str] = Counter()
         self.failures_by_plugin: Counter[str] = Counter()
         self.reward_sum = 0.0
-        self.gate_seconds = 0.0
+        self.verification: dict[str, dict[str, Any]] = {}
         self.started = time.time()
 
     def _append(self, name: str, data: bytes) -> None:
@@ -73,9 +74,11 @@ class Recorder:
         elif isinstance(ev, EnvVerified):
             c["envs_verified"] += 1
             self.write_env(ev.env)
+            self._verified(ev.env.id, ev.env.report)
         elif isinstance(ev, EnvRejected):
             c["envs_rejected"] += 1
             self.rejected[f"env:{ev.reason}"] += 1
+            self._verified(ev.env_id, ev.report)
             d = self.out / "envs" / ev.env_id
             d.mkdir(parents=True, exist_ok=True)
             (d / "rejected.json").write_bytes(to_json({"reason": ev.reason, "report": ev.report}))
@@ -105,6 +108,11 @@ class Recorder:
             self._append("failures.jsonl", to_json({"plugin": ev.plugin, "role": ev.role, "event_kind": ev.event_kind, "event_id": ev.event_id,
                                                     "error_type": ev.error_type, "message": ev.message, "traceback": ev.traceback}))
 
+    def _verified(self, env_id: str, report: VerifyReport | None) -> None:
+        if report is not None:
+            self.verification[env_id] = {"kept": report.kept, "tools_kept": len(report.tools_kept),
+                                         "tools_dropped": dict(report.tools_dropped), "checks": report.checks}
+
     def summary(self, run_id: str, plugins: dict[str, list[str]], extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """The run summary (what ``summary.json`` holds)."""
         c = self.counts
@@ -124,6 +132,7 @@ class Recorder:
             "rejected": dict(sorted(self.rejected.items())),
             "failures": c["failures"],
             "failures_by_plugin": dict(self.failures_by_plugin),
+            "verification": self.verification,
             "seconds": round(time.time() - self.started, 3),
         }
         s.update(extra or {})

@@ -53,7 +53,7 @@ from .context import Context, RecordingToolEnv, store_env
 from .errors import EnvkernelError
 from .plugins import Component, Registry
 from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, subject_of
-from .sandbox import SandboxService
+from .sandbox import SandboxPool, SandboxService
 
 log = structlog.get_logger("envkernel.worker")
 
@@ -103,6 +103,7 @@ class Worker:
         self._tasks: list[asyncio.Task[None]] = []
         self._services: list[SandboxService] = []
         self._lock = asyncio.Lock()
+        self.pool = SandboxPool(bus)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -142,6 +143,9 @@ class Worker:
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.pool.opened:
+            log.info("sandbox pool", opened=self.pool.opened, reused=self.pool.reused)
+        await self.pool.close()
         for svc in self._services:
             await svc.stop()
         for inst, _ctx in self._instances.values():
@@ -183,7 +187,7 @@ class Worker:
                 got = self._instances.get(key)
                 if got is None:
                     inst, settings = self._build(comp, cfg)
-                    ctx = Context(self.bus, cfg, comp.name, comp.role, settings, asyncio.get_running_loop())
+                    ctx = Context(self.bus, cfg, comp.name, comp.role, settings, asyncio.get_running_loop(), self.pool)
                     got = (inst, ctx)
                     self._instances[key] = got
         return got
@@ -256,10 +260,8 @@ class Worker:
         )
 
     async def _dispatch(self, comp: Component, inst: Any, ctx: Context, cfg: RunConfig, ev: Event) -> list[tuple[Event, str]]:
-        now = time.time()
-
         def child(cls: type[Event], index: int | str, **fields: Any) -> Event:
-            return cls(run=ev.run, id=event_id(ev.id, comp.name, index), parent=ev.id, iteration=ev.iteration, time=now, **fields)
+            return cls(run=ev.run, id=event_id(ev.id, comp.name, index), parent=ev.id, iteration=ev.iteration, time=time.time(), **fields)
 
         if isinstance(ev, EnvRequested):
             envs = _as_list(await call_role(inst.synthesize, ev, ctx), EnvSpec, f"{comp.name}.synthesize")

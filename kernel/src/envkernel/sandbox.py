@@ -9,8 +9,11 @@ a hard lifetime, so a client that dies cannot leave one behind.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import msgspec
@@ -125,6 +128,75 @@ async def open_sandbox(bus: Bus, runner: str, env: EnvSpec, *, seed: int = 0, ru
     if not reply.ok:
         raise SandboxError(f"runner {runner!r} could not open a sandbox for env {env.id!r}: {reply.error}")
     return Sandbox(bus, str(reply.value), runner, call_timeout)
+
+
+class SandboxPool:
+    """Warm sandboxes kept per (runner, environment, seed) and reset between uses.
+
+    A sandbox handed back after a clean use is restored to the snapshot taken right after it
+    was opened (the seed state, ids and clock included) and lent again, so a rollout costs a
+    restore (well under a millisecond) instead of a new sandbox. At most ``per_env`` sandboxes
+    of one environment are out at once; further leases wait for one to come back.
+    """
+
+    def __init__(self, bus: Bus, per_env: int = 8) -> None:
+        self.bus = bus
+        self.per_env = per_env
+        self._slots: dict[tuple[str, int, str], asyncio.Semaphore] = {}
+        self._idle: dict[tuple[str, int, str], list[tuple[Sandbox, str]]] = {}
+        self.opened = 0
+        self.reused = 0
+
+    @staticmethod
+    def _key(runner: str, env: EnvSpec, seed: int) -> tuple[str, int, str]:
+        digest = hashlib.blake2b(_enc.encode(env), digest_size=16).hexdigest()
+        return (runner, seed, digest)
+
+    @asynccontextmanager
+    async def lease(self, runner: str, env: EnvSpec, *, seed: int = 0, run: str = "", call_timeout: float = 60.0) -> AsyncIterator[Sandbox]:
+        """Lend a sandbox holding ``env`` in its seed state; it goes back to the pool after a clean use."""
+        key = self._key(runner, env, seed)
+        idle = self._idle.setdefault(key, [])
+        slots = self._slots.setdefault(key, asyncio.Semaphore(self.per_env))
+        async with slots:
+            async with self._lend(runner, env, idle, seed=seed, run=run, call_timeout=call_timeout) as sb:
+                yield sb
+
+    @asynccontextmanager
+    async def _lend(self, runner: str, env: EnvSpec, idle: list[tuple[Sandbox, str]], *, seed: int, run: str, call_timeout: float) -> AsyncIterator[Sandbox]:
+        item: tuple[Sandbox, str] | None = None
+        while idle and item is None:
+            sb, snap = idle.pop()
+            try:
+                await sb.restore(snap)
+                item = (sb, snap)
+                self.reused += 1
+            except SandboxError:
+                await sb.close()  # expired or broken: open a fresh one
+        if item is None:
+            sb = await open_sandbox(self.bus, runner, env, seed=seed, run=run, call_timeout=call_timeout)
+            try:
+                item = (sb, await sb.snapshot())
+            except BaseException:
+                await sb.close()
+                raise
+            self.opened += 1
+        sb = item[0]
+        clean = False
+        try:
+            yield sb
+            clean = True
+        finally:
+            if clean and not sb.closed:
+                idle.append(item)
+            else:
+                await sb.close()
+
+    async def close(self) -> None:
+        """Close every idle sandbox."""
+        idle = [sb for items in self._idle.values() for sb, _ in items]
+        self._idle.clear()
+        await asyncio.gather(*(sb.close() for sb in idle))
 
 
 class _Live:
@@ -253,8 +325,7 @@ class SandboxService:
                 pass
         if self._reaper:
             self._reaper.cancel()
-        for sid in list(self._live):
-            await self._close(sid)
+        await asyncio.gather(*(self._close(sid) for sid in list(self._live)))
         aclose = getattr(self.runner, "aclose", None)
         if aclose is not None:
             await aclose()

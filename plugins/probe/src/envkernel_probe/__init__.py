@@ -1,10 +1,20 @@
-"""envkernel-probe: a verifier that executes every tool of an environment in a sandbox.
+"""envkernel-probe: the verifier. It executes an environment in a sandbox before any task is made.
 
-For each tool it builds a few argument sets from the seed state and the tool's JSON Schema (see
-:mod:`envkernel_probe.argsgen`), calls the tool with them one at a time (restoring the seed
-snapshot after each call, so mutations do not interfere), and keeps the tool as soon as one call
-succeeds. A tool none of whose calls succeed is dropped, with the last error as the reason. The
-environment is kept when the share of kept tools reaches ``min_tool_share``.
+1. **Every tool is callable.** For each tool it builds argument sets from the seed state and the
+   tool's JSON Schema (:mod:`envkernel_probe.argsgen`) and calls them one at a time, restoring the
+   seed snapshot after each call, until one succeeds. A tool none of whose calls succeed is
+   dropped, with the last error as the reason.
+2. **Outputs conform** to the tool's declared ``returns`` schema (types, required fields, enums,
+   formats); a tool whose successful answer does not is dropped.
+3. **State invariants hold** (:mod:`envkernel_probe.invariants`): create-then-get returns what was
+   created, list includes it, update-then-get reflects the update and touches no other row,
+   delete-then-get is not found, lists page, filter and sort as declared, and a failed call leaves
+   the state unchanged. The state dump is the judge; each failure is blamed on one tool, which is
+   dropped with the reason.
+
+The environment is kept while at least ``min_tool_share`` of its tools pass (default 0.8, i.e.
+80 %); the tools that fail are dropped before sampling. The report (VerifyReport) lands in the
+environment's ``env.json``.
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ from envkernel.hookspecs import hookimpl
 from envkernel_schemas import EnvSpec, ToolResult, ToolSpec, VerifyReport
 
 from .argsgen import ArgumentBuilder, schema_type
+from .invariants import run_invariants
 from .naming import State
 
 __all__ = ["ProbeSettings", "Probe", "Settings", "ToolProbe", "probe_tool", "register_verifiers"]
@@ -27,7 +38,11 @@ class ProbeSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Settings of the ``probe`` verifier."""
 
     min_tool_share: float = 0.8
-    """Keep the environment when at least this share of its tools pass."""
+    """Keep the environment when at least this share of its tools pass (default 0.8 = 80 %)."""
+    invariants: bool = True
+    """Check state invariants (create/get/list/update/delete/actions/failed calls) against the state."""
+    check_schema: bool = True
+    """Drop tools whose successful answers do not match their declared ``returns`` schema."""
     candidates: int = 6
     """Argument sets tried per tool before it is dropped."""
     check_readonly: bool = True
@@ -66,6 +81,16 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+def _returns_problem(tool: ToolSpec, value: Any) -> str:
+    """Why a successful answer does not fit the tool's ``returns`` schema, or ""."""
+    from envkernel.engine import check  # noqa: PLC0415 - the engine's JSON Schema subset
+
+    if not tool.returns:
+        return ""
+    problem = check(tool.returns, value, "the answer")
+    return f"its answer does not match its declared schema: {problem}" if problem else ""
+
+
 def _returns_note(tool: ToolSpec, value: Any) -> str:
     t = schema_type(tool.returns or {})
     if not t or t not in _JSON_TYPES:
@@ -92,6 +117,7 @@ async def probe_tool(
     seed_handle: str,
     seed_state: State,
     check_readonly: bool = True,
+    check_schema: bool = False,
 ) -> ToolProbe:
     """Call ``tool`` with up to ``n`` generated argument sets until one succeeds.
 
@@ -114,6 +140,12 @@ async def probe_tool(
         if result.ok:
             res.kept = True
             res.arguments = args
+            problem = _returns_problem(tool, result.value) if check_schema else ""
+            if problem:
+                await sb.restore(seed_handle)
+                res.kept = False
+                res.reason = f"{problem} (arguments {args})"
+                return res
             note = _returns_note(tool, result.value)
             if note:
                 res.notes.append(note)
@@ -158,8 +190,23 @@ class Probe:
                         seed_handle=seed_handle,
                         seed_state=seed_state,
                         check_readonly=s.check_readonly,
+                        check_schema=s.check_schema,
                     )
                 )
+            if s.invariants:
+                blame = await run_invariants(sb, env, seed_handle, seed_state, ctx.rng("probe", env.id, "invariants"))
+                by_name = {p.tool: p for p in probes}
+                for tool, reasons in blame.by_tool.items():
+                    p = by_name.get(tool)
+                    if p is None:
+                        continue
+                    p.checks += 0
+                    if p.kept:
+                        p.kept = False
+                        p.reason = reasons[0] + (f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else "")
+                    p.notes.extend(f"{tool}: {r}" for r in reasons[1:])
+                if probes:
+                    probes[0].checks += blame.checks
         return build_report(ctx.component, probes, s.min_tool_share, time.perf_counter() - t0)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 from envkernel_schemas import ToolSpec
@@ -116,6 +117,15 @@ def coerce(value: Any, schema: dict[str, Any]) -> Any:
         if "exclusiveMaximum" in schema and isinstance(schema["exclusiveMaximum"], (int, float)) and v >= schema["exclusiveMaximum"]:
             return _MISSING
     if isinstance(v, str):
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str):
+            try:
+                if re.search(pattern, v) is None:
+                    return _MISSING
+            except re.error:
+                pass
+        if schema.get("format") == "email" and "@" not in v:
+            return _MISSING
         if "minLength" in schema and len(v) < schema["minLength"]:
             return _MISSING
         if "maxLength" in schema and len(v) > schema["maxLength"]:
@@ -272,6 +282,38 @@ class ArgumentBuilder:
                     obj[p] = src[0]
         return obj
 
+    def _coherent(self, tool: ToolSpec, props: dict[str, Any], required: list[str], fixed: dict[str, Any] | None,
+                  verb: str, srcs: dict[str, list[Any]], n: int) -> list[dict[str, Any]]:
+        """For a nested item tool (``event_id`` + ``attendee_id``): argument sets taken from one row
+        of the tool's own table, so the parent and the key belong together."""
+        ids = [p for p in required if is_id_name(p) and not (fixed and p in fixed)]
+        if len(ids) < 2:
+            return []
+        _verb, _noun, own = tool_parts(tool.name, list(self.state))
+        rows = self.state.get(own or "") or []
+        if not rows:
+            return []
+        col = id_column(own, rows) if own else None
+        keyp = next((p for p in ids if id_entity(p) and match_table(id_entity(p), [own]) == own), None) or ("id" if "id" in ids else None)
+        others = [p for p in ids if p != keyp]
+        if col is None or keyp is None or not all(p in rows[0] for p in others):
+            return []
+        order = list(reversed(rows)) if verb in ("delete", "remove", "destroy") else rows
+        out = []
+        for row in order[:n]:
+            args: dict[str, Any] = dict(fixed or {})
+            args[keyp] = coerce(row[col], props.get(keyp) or {})
+            for p in others:
+                args[p] = coerce(row[p], props.get(p) or {})
+            if any(v is _MISSING for v in args.values()):
+                continue
+            for p in required:
+                if p not in args and srcs.get(p):
+                    args[p] = srcs[p][0]
+            if all(p in args for p in required):
+                out.append(args)
+        return out
+
     # -- argument sets --------------------------------------------------------------------
 
     def candidates(
@@ -301,8 +343,18 @@ class ArgumentBuilder:
             if p not in required and "default" in ps:  # an explicit default is the same call as none
                 src = [v for v in src if v != ps["default"]]
             srcs[p] = src
+        verb = words(tool.name)[0] if words(tool.name) else ""
+        if verb in ("delete", "remove", "destroy"):  # the newest rows are the likeliest to be deletable
+            for p in srcs:
+                if is_id_name(p) and p not in required[:-1]:
+                    srcs[p] = list(reversed(srcs[p]))
         out: list[dict[str, Any]] = []
         seen: set[str] = set()
+        for args in self._coherent(tool, props, required, fixed, verb, srcs, n):
+            key = json.dumps(args, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                out.append(args)
         for k in range(max(1, n) * 4):
             if len(out) >= n:
                 break

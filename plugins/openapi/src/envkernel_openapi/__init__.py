@@ -1,0 +1,160 @@
+"""envkernel-openapi: the synthesizer ``openapi`` — executable environments from OpenAPI documents.
+
+``envkernel run --source openapi:PATH`` (a spec file, or a folder of them: one environment per
+file) reads OpenAPI 3.0, 3.1 and 3.2 documents in JSON or YAML. ``--source openapi`` with no path
+means the corpus shipped in this package (7 domains: :func:`corpus_files`).
+
+Each environment's behaviour is **data**: a resource model (``ModelBehaviour``) run by the fixed
+engine that ships with the sandbox executor (``envkernel/engine.py``), over SQLite. Spec strings
+never become Python code or SQL text. See :mod:`envkernel_openapi.infer` for how resources,
+tools and semantics are inferred, and :mod:`envkernel_openapi.seeddata` for the seed rows.
+
+Problems are reported, never raised as tracebacks: an operation that cannot be supported is
+skipped with a warning naming it (logged, and kept in ``model.json`` under ``warnings``); a
+malformed document is refused with a :class:`SpecError` naming the file and the JSON path, which
+the kernel records as ``plugin.failed`` while the run goes on.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import metadata, resources
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from envkernel.hookspecs import hookimpl
+from envkernel_schemas import EnvRequested, EnvSpec, ModelBehaviour, Provenance, ToolSpec
+
+from .infer import Builder
+from .spec import SpecError, load, spec_files
+
+__all__ = ["OpenAPISettings", "OpenAPISynthesizer", "Settings", "SpecError", "corpus_dir", "corpus_files", "synthesize_file", "register_synthesizers"]
+
+
+class OpenAPISettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Settings of the ``openapi`` synthesizer."""
+
+    seed_rows: int = 8
+    """Seed rows per top-level resource (resources that refer to others get half again as many)."""
+    max_tools: int = 64
+    """Refuse a document that would make more tools than this."""
+
+
+Settings = OpenAPISettings
+"""Alias: the settings of this plugin's component(s)."""
+
+
+def corpus_dir() -> Path:
+    """The folder of the shipped corpus."""
+    return Path(str(resources.files(__package__).joinpath("corpus")))
+
+
+def corpus_files() -> list[Path]:
+    """The shipped corpus's spec files, sorted."""
+    return spec_files(corpus_dir())
+
+
+def _version() -> str:
+    try:
+        return metadata.version("envkernel-openapi")
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+def _slug(text: str) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return s[:48] or "api"
+
+
+def synthesize_file(path: str | Path, *, seed: int = 0, source: str = "", display: str | None = None,
+                    settings: OpenAPISettings | None = None, env_id: str | None = None) -> tuple[EnvSpec, list[str]]:
+    """One environment from one document: (EnvSpec, warnings). Raises :class:`SpecError`."""
+    s = settings or OpenAPISettings()
+    p = Path(path)
+    name = display or p.name
+    doc, warnings = load(p, name)
+    builder = Builder(doc, name, seed=seed, seed_rows=s.seed_rows)
+    built = builder.build()
+    model, tools = built["model"], built["tools"]
+    if len(tools) > s.max_tools:
+        raise SpecError(f"{name}: at $.paths: {len(tools)} tools is more than max_tools = {s.max_tools}")
+    warnings = warnings + builder.warnings
+    model["warnings"] = warnings
+    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    title = str(info.get("title") or p.stem)
+    domain = str(info.get("x-domain") or "")
+    eid = env_id or _slug(p.stem)
+    return (
+        EnvSpec(
+            id=eid,
+            name=title,
+            domain=domain,
+            description=str(info.get("description") or title).strip(),
+            tools=[ToolSpec(**t) for t in tools],
+            behaviour=ModelBehaviour(model=model),
+            seed_sql="",
+            generated=builder.generated(model),
+            provenance=Provenance(source_kind="openapi", source=source or str(p), plugin="openapi", plugin_version=_version(), seed=seed),
+        ),
+        warnings,
+    )
+
+
+class OpenAPISynthesizer:
+    """Synthesizer ``openapi``: one environment per OpenAPI document (see the module docstring)."""
+
+    Settings = OpenAPISettings
+    sources = ("openapi",)
+
+    def __init__(self, settings: OpenAPISettings | None = None) -> None:
+        self.settings = settings or OpenAPISettings()
+
+    def synthesize(self, request: EnvRequested, ctx: Any = None) -> list[EnvSpec]:
+        """Environments for ``openapi:PATH`` (a file or a folder) or ``openapi`` (the corpus)."""
+        value = (request.source or "").strip()
+        log = getattr(ctx, "log", None)
+        base_seed = getattr(ctx, "seed", request.seed)
+        suffix = f"-s{request.seed}" if request.seed != base_seed else ""
+        if not value:
+            files, label = corpus_files(), "corpus"
+        else:
+            target = Path(value).expanduser()
+            if target.is_dir():
+                files, label = spec_files(target), str(target)
+                if not files:
+                    raise SpecError(f"{value}: the folder holds no .json, .yaml or .yml file")
+            elif target.exists():
+                files, label = [target], ""
+            else:
+                raise SpecError(f"{value}: no such file or folder")
+        envs: list[EnvSpec] = []
+        errors: list[str] = []
+        for f in files:
+            source = f"corpus:{f.name}" if label == "corpus" else str(f)
+            try:
+                env, warnings = synthesize_file(f, seed=request.seed, source=source, display=f.name if label else value,
+                                                settings=self.settings, env_id=_slug(f.stem) + suffix)
+            except SpecError as exc:
+                if len(files) == 1:
+                    raise
+                errors.append(str(exc))
+                if log is not None:
+                    log.error("spec refused", error=str(exc))
+                continue
+            for w in warnings:
+                if log is not None:
+                    log.warning("spec warning", warning=w)
+            envs.append(env)
+        if not envs:
+            raise SpecError("; ".join(errors) or f"{value or 'corpus'}: no environment could be made")
+        ids = [e.id for e in envs]
+        if len(set(ids)) != len(ids):
+            raise SpecError(f"{value}: two spec files give the same environment id ({', '.join(sorted(i for i in ids if ids.count(i) > 1))}); rename one")
+        return envs
+
+
+@hookimpl
+def register_synthesizers(register: Any) -> None:
+    """Register the ``openapi`` synthesizer."""
+    register("openapi", OpenAPISynthesizer)

@@ -1,0 +1,1110 @@
+"""From a resolved OpenAPI document to a resource model, its tools and its seed rows.
+
+Resources come from paths (``/orders``, ``/orders/{orderId}``, ``/customers/{customerId}/orders``)
+and their schemas from the operations' responses and request bodies (or a component schema of
+the same name). Field names become snake_case columns; ids and foreign keys come from path
+parameters and ``*Id`` / ``*_id`` fields. Each operation becomes one tool whose kind (create,
+get, list, update, patch, delete, action) the engine knows how to run. An operation that does
+not fit is skipped with a warning naming it.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .seeddata import RowMaker, words
+from .spec import METHODS, REF_NAME, SpecError
+
+IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+JSON_MEDIA = re.compile(r"^application/([\w.+-]*\+)?json|^\*/\*$|^application/\*$")
+SKIP_KEYS = {REF_NAME, "readOnly", "writeOnly", "xml", "externalDocs", "example", "examples", "discriminator", "deprecated", "nullable", "$schema", "$id", "$comment", "contentMediaType", "contentEncoding"}
+UNIQUE_NAMES = {"email", "username", "sku", "slug", "handle", "login", "iban", "account_number", "flight_number", "code"}
+LIMIT_NAMES = {"limit", "per_page", "page_size", "pagesize", "size", "max_results", "maxresults", "top", "first"}
+OFFSET_NAMES = {"offset", "skip", "start_index"}
+PAGE_NAMES = {"page", "page_number", "pagenumber", "page_no"}
+CURSOR_NAMES = {"cursor", "page_token", "pagetoken", "next_token", "starting_after", "continuation_token", "after_cursor", "next_cursor"}
+SORT_NAMES = {"sort", "sort_by", "sortby", "order_by", "orderby", "sort_field"}
+ORDER_NAMES = {"order", "sort_order", "sortorder", "direction", "dir", "sort_dir", "sort_direction"}
+SEARCH_NAMES = {"q", "query", "search", "keyword", "keywords", "term", "text", "search_term"}
+GTE_SUFFIX = ("_min", "_from", "_after", "_since", "_gte", "_start")
+LTE_SUFFIX = ("_max", "_to", "_before", "_until", "_lte", "_end")
+GTE_BARE = {"from", "after", "since", "time_min", "start_after", "min_date", "date_from", "start_date_from"}
+LTE_BARE = {"to", "before", "until", "time_max", "end_before", "max_date", "date_to"}
+ENVELOPE = {
+    "total": {"total", "total_count", "totalcount", "total_items", "count", "total_results"},
+    "next_cursor": {"next_cursor", "nextcursor", "next", "cursor", "next_page_token", "nextpagetoken", "next_token"},
+    "has_more": {"has_more", "hasmore", "more"},
+    "limit": {"limit", "page_size", "per_page", "pagesize"},
+    "offset": {"offset"},
+    "page": {"page", "page_number"},
+    "next_page": {"next_page"},
+    "next_offset": {"next_offset"},
+}
+ITEM_KEYS = ("items", "data", "results", "records", "entries", "values", "rows", "list", "content", "objects")
+ACTION_TARGETS = {
+    "cancel": ["cancelled", "canceled"], "pay": ["paid"], "send": ["sent"], "ship": ["shipped"], "start": ["started", "in_progress", "active"],
+    "stop": ["stopped"], "pause": ["paused"], "resume": ["active", "in_progress", "resumed"], "reopen": ["open", "reopened"],
+    "open": ["open"], "close": ["closed"], "confirm": ["confirmed"], "approve": ["approved"], "reject": ["rejected"],
+    "decline": ["declined", "rejected"], "accept": ["accepted"], "complete": ["completed", "done"], "finish": ["finished", "completed", "done"],
+    "archive": ["archived"], "unarchive": ["active"], "activate": ["active", "activated"], "deactivate": ["inactive", "deactivated"],
+    "freeze": ["frozen"], "unfreeze": ["active"], "block": ["blocked"], "unblock": ["active"], "suspend": ["suspended"],
+    "refund": ["refunded"], "deliver": ["delivered"], "submit": ["submitted"], "publish": ["published"], "unpublish": ["draft", "unpublished"],
+    "check_in": ["checked_in"], "checkin": ["checked_in"], "check_out": ["checked_out"], "checkout": ["checked_out"],
+    "lock": ["locked"], "unlock": ["unlocked", "active"], "restore": ["active", "restored"], "trash": ["trashed", "deleted"],
+    "fulfill": ["fulfilled"], "dispatch": ["dispatched"], "no_show": ["no_show"], "expire": ["expired"], "void": ["voided", "void"],
+    "settle": ["settled"], "reverse": ["reversed"], "schedule": ["scheduled"], "reschedule": ["rescheduled", "scheduled"],
+    "read": ["read"], "mark_read": ["read"], "mark_as_read": ["read"], "verify": ["verified"], "resolve": ["resolved"], "assign": ["assigned"],
+}
+FLAG_ACTIONS = {"read": "read", "mark_read": "read", "mark_as_read": "read", "star": "starred", "pin": "pinned", "flag": "flagged",
+                "lock": "locked", "mute": "muted", "archive": "archived", "verify": "verified", "favorite": "favorite", "favourite": "favourite",
+                "block": "blocked", "hide": "hidden", "trash": "trashed"}
+UNFLAG_ACTIONS = {"unread": "read", "mark_unread": "read", "mark_as_unread": "read", "unstar": "starred", "unpin": "pinned", "unflag": "flagged",
+                  "unlock": "locked", "unmute": "muted", "unarchive": "archived", "unfavorite": "favorite", "unblock": "blocked", "unhide": "hidden",
+                  "restore": "trashed", "untrash": "trashed"}
+TERMINAL = {"cancelled", "canceled", "completed", "refunded", "rejected", "closed", "archived", "deleted", "expired", "failed", "delivered",
+            "declined", "void", "voided", "no_show", "checked_out", "done", "resolved"}
+ROLE_NOUNS = {"owner", "sender", "author", "creator", "recipient", "assignee", "organizer", "host", "requester", "reporter", "uploader", "poster"}
+PEOPLE = ("users", "members", "people", "persons", "employees", "customers", "contacts", "accounts")
+CREATED_WORDS = {"created", "creation", "inserted", "registered", "opened", "joined", "sent", "posted", "uploaded", "submitted", "booked", "placed"}
+REVERSALS = {"reopen", "restore", "resume", "reactivate", "undo", "unarchive", "unfreeze", "unblock", "unlock", "unpublish"}
+NEGATION = re.compile(r"\b(not|cannot|can't|never|except|no longer)\b", re.I)
+
+
+def snake(name: str) -> str:
+    """``createdAt`` / ``created-at`` / ``Created At`` -> ``created_at`` (a valid identifier)."""
+    s = "_".join(words(str(name)))
+    if not s:
+        return "x"
+    if s[0].isdigit():
+        s = "n_" + s
+    return s[:62]
+
+
+def singular(word: str) -> str:
+    w = word.lower()
+    if len(w) > 3 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 3 and w.endswith(("sses", "xes", "ches", "shes")):
+        return w[:-2]
+    if len(w) > 2 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        return w[:-1]
+    return w
+
+
+def plural(word: str) -> str:
+    if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word + "es"
+    return word + "s"
+
+
+def merge_all_of(schema: Any) -> dict[str, Any]:
+    """An object schema with ``allOf`` parts merged in (properties and required)."""
+    if not isinstance(schema, dict):
+        return {}
+    if "allOf" not in schema:
+        return schema
+    out = {k: v for k, v in schema.items() if k != "allOf"}
+    props = dict(out.get("properties") or {})
+    req = list(out.get("required") or [])
+    for part in schema.get("allOf") or []:
+        part = merge_all_of(part)
+        props.update(part.get("properties") or {})
+        req += [r for r in part.get("required") or [] if r not in req]
+        for k in ("type", "description", REF_NAME):
+            if k in part and k not in out:
+                out[k] = part[k]
+    out["properties"] = props
+    out["required"] = req
+    out.setdefault("type", "object")
+    return out
+
+
+def schema_type(schema: Any) -> tuple[str, bool]:
+    """(main JSON type, nullable) of an OpenAPI 3.0/3.1 schema ("" when untyped)."""
+    if not isinstance(schema, dict):
+        return "", False
+    nullable = bool(schema.get("nullable"))
+    t = schema.get("type")
+    if isinstance(t, list):
+        nullable = nullable or "null" in t
+        t = next((x for x in t if x != "null"), "")
+    if not t:
+        for key in ("oneOf", "anyOf"):
+            subs = schema.get(key) or []
+            types = [schema_type(s) for s in subs if isinstance(s, dict)]
+            real = [x for x, _ in types if x and x != "null"]
+            if real:
+                return real[0], nullable or any(x == "null" or n for x, n in types)
+        if "allOf" in schema or "properties" in schema:
+            return "object", nullable
+        if "items" in schema:
+            return "array", nullable
+        if schema.get("enum"):
+            e = schema["enum"][0]
+            return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(type(e), ""), nullable
+    return (t if isinstance(t, str) else ""), nullable
+
+
+def json_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
+    """OpenAPI schema -> plain JSON Schema (``nullable`` folded into ``type``, OpenAPI-only keys dropped)."""
+    if not isinstance(schema, dict) or depth > 8:
+        return {}
+    schema = merge_all_of(schema)
+    out: dict[str, Any] = {}
+    for k, v in schema.items():
+        if k in SKIP_KEYS or k.startswith("x-"):
+            continue
+        if k == "properties" and isinstance(v, dict):
+            out[k] = {p: json_schema(s, depth + 1) for p, s in v.items()}
+        elif k == "items":
+            out[k] = json_schema(v, depth + 1)
+        elif k in ("oneOf", "anyOf") and isinstance(v, list):
+            out[k] = [json_schema(s, depth + 1) for s in v]
+        elif k == "additionalProperties" and isinstance(v, dict):
+            out[k] = json_schema(v, depth + 1)
+        elif k in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(v, bool):
+            bound = schema.get("minimum" if k == "exclusiveMinimum" else "maximum")
+            if v and isinstance(bound, (int, float)):
+                out[k] = bound
+        else:
+            out[k] = v
+    if schema.get("exclusiveMinimum") is True:
+        out.pop("minimum", None)
+    if schema.get("exclusiveMaximum") is True:
+        out.pop("maximum", None)
+    t, nullable = schema_type(schema)
+    if nullable and t:
+        out["type"] = [t, "null"]
+        if isinstance(out.get("enum"), list) and None not in out["enum"]:
+            out["enum"] = [*out["enum"], None]
+    elif t and "type" not in out and "oneOf" not in out and "anyOf" not in out:
+        out["type"] = t
+    return out
+
+
+def json_content(holder: Any) -> tuple[bool, Any]:
+    """(has JSON content, its schema) of a response or request body."""
+    if not isinstance(holder, dict):
+        return False, None
+    content = holder.get("content")
+    if not isinstance(content, dict) or not content:
+        return False, None
+    for media, body in content.items():
+        if JSON_MEDIA.match(str(media)) and isinstance(body, dict):
+            return True, body.get("schema")
+    return False, "non-json"
+
+
+def success(op: dict[str, Any]) -> tuple[int | None, Any]:
+    """(status, schema) of an operation's success response (schema None when it has no body)."""
+    responses = op.get("responses") or {}
+    for code in ("200", "201", "202", "203", "204", "2XX", "2xx", "default"):
+        if code in responses:
+            _has, schema = json_content(responses[code])
+            status = int(code) if code.isdigit() else 200
+            return status, schema
+    for code, resp in responses.items():
+        if str(code).startswith("2"):
+            return 200, json_content(resp)[1]
+    return None, None
+
+
+def declared_errors(op: dict[str, Any]) -> list[int]:
+    return sorted(int(c) for c in (op.get("responses") or {}) if str(c).isdigit() and int(c) >= 400)
+
+
+@dataclass
+class Op:
+    """One operation of the document, classified."""
+
+    method: str
+    path: str
+    raw: dict[str, Any]
+    params: list[dict[str, Any]]
+    kind: str = ""
+    resource: str = ""
+    parents: list[tuple[str, str]] = field(default_factory=list)
+    """(parent resource, path parameter) pairs, outermost first."""
+    key_param: str | None = None
+    word: str = ""
+    """The action's word (``cancel``)."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.method.upper()} {self.path}" + (f" ({self.raw['operationId']})" if self.raw.get("operationId") else "")
+
+
+@dataclass
+class Resource:
+    name: str
+    schema: dict[str, Any] | None = None
+    ref: str = ""
+    fields: dict[str, dict[str, Any]] = field(default_factory=dict)
+    required: list[str] = field(default_factory=list)
+    key: str = "id"
+    prefix: str = ""
+    unique: list[str] = field(default_factory=list)
+    spec_names: dict[str, str] = field(default_factory=dict)
+
+
+class Builder:
+    """Builds one environment's model from one resolved document."""
+
+    def __init__(self, doc: dict[str, Any], name: str, seed: int = 0, seed_rows: int = 8) -> None:
+        self.doc = doc
+        self.name = name
+        self.seed = seed
+        self.rows_per_resource = max(1, seed_rows)
+        self.warnings: list[str] = []
+        self.ops: list[Op] = []
+        self.resources: dict[str, Resource] = {}
+        self.components = ((doc.get("components") or {}).get("schemas") or {}) if isinstance(doc.get("components"), dict) else {}
+
+    def warn(self, text: str) -> None:
+        self.warnings.append(f"{self.name}: {text}")
+
+    # ----------------------------------------------------------------- classify
+
+    def classify(self) -> None:
+        paths = self.doc.get("paths") or {}
+        split = [[s for s in str(p).strip("/").split("/") if s] for p in paths]
+        self.prefixes: set[str] = set()
+        if len(split) > 1:
+            for i, seg in enumerate(split[0]):
+                if seg.startswith("{") or any(len(x) <= i + 1 or x[i] != seg for x in split):
+                    break
+                self.prefixes.add(snake(seg))
+        for path, item in paths.items():
+            common = [p for p in item.get("parameters") or [] if isinstance(p, dict)]
+            for method in METHODS:
+                if method not in item:
+                    continue
+                raw = item[method]
+                params = {(p.get("name"), p.get("in")): p for p in common}
+                for p in raw.get("parameters") or []:
+                    params[(p.get("name"), p.get("in"))] = p
+                op = Op(method=method, path=path, raw=raw, params=list(params.values()))
+                why = self._classify(op)
+                if why:
+                    self.warn(f"skipped {op.label}: {why}")
+                    continue
+                self.ops.append(op)
+
+    def _classify(self, op: Op) -> str:
+        if op.method not in ("get", "post", "put", "patch", "delete"):
+            return f"{op.method.upper()} operations are not supported"
+        if op.raw.get("deprecated"):
+            return "it is deprecated"
+        segs = [s for s in str(op.path).strip("/").split("/") if s]
+        pairs: list[tuple[str, str | None]] = []
+        i = 0
+        while i < len(segs):
+            s = segs[i]
+            if s.startswith("{"):
+                return "a path parameter that does not follow a collection name"
+            if not re.fullmatch(r"[A-Za-z0-9_.\-]+", s):
+                return f"path segment {s!r} is not supported"
+            nxt = segs[i + 1] if i + 1 < len(segs) else None
+            if nxt is not None and nxt.startswith("{") and nxt.endswith("}"):
+                pairs.append((snake(s), nxt[1:-1]))
+                i += 2
+            else:
+                pairs.append((snake(s), None))
+                i += 1
+        # leading literals shared by every path, or like /api and /v1, are prefixes
+        while len(pairs) > 1 and pairs[0][1] is None and (pairs[0][0] in self.prefixes or re.fullmatch(r"api|rest|v\d+(_\d+)*", pairs[0][0])):
+            pairs.pop(0)
+        if not pairs:
+            return "the root path is not a resource"
+        last, param = pairs[-1]
+        if param is not None:
+            op.kind = {"get": "get", "put": "update", "patch": "patch", "delete": "delete"}.get(op.method, "")
+            if not op.kind:
+                return f"{op.method.upper()} on a single item is not supported (use an action path like /{last}/{{id}}/cancel)"
+            op.resource, op.key_param = last, param
+            op.parents = [(r, p) for r, p in pairs[:-1] if p is not None]
+            return ""
+        if len(pairs) >= 2 and pairs[-2][1] is not None and self._is_action(op, last, pairs[-2][0]):
+            if op.method not in ("post", "put", "patch"):
+                return f"{op.method.upper()} on /{last} under an item is not supported (only actions like POST .../{last})"
+            op.kind, op.word = "action", last
+            op.resource, op.key_param = pairs[-2]
+            op.parents = [(r, p) for r, p in pairs[:-2] if p is not None]
+            return ""
+        if any(p is None for _r, p in pairs[:-1]):
+            return "a path with two collection names in a row is not supported"
+        op.kind = {"get": "list", "post": "create"}.get(op.method, "")
+        if not op.kind:
+            return f"{op.method.upper()} on a whole collection is not supported"
+        op.resource = last
+        op.parents = [(r, p) for r, p in pairs[:-1] if p is not None]
+        return ""
+
+    def _is_action(self, op: Op, word: str, parent: str) -> bool:
+        if word in ACTION_TARGETS or word in FLAG_ACTIONS or word in UNFLAG_ACTIONS:
+            return True
+        if word.startswith(("mark_", "un")):
+            return True
+        _status, schema = success(op.raw)
+        s = merge_all_of(schema) if isinstance(schema, dict) else {}
+        ref = s.get(REF_NAME)
+        return bool(ref) and snake(str(ref)) in (singular(parent), parent) and op.method == "post"
+
+    # ----------------------------------------------------------------- resources
+
+    def resource_schemas(self) -> None:
+        for op in self.ops:
+            self.resources.setdefault(op.resource, Resource(op.resource))
+            for parent, _p in op.parents:
+                self.resources.setdefault(parent, Resource(parent))
+        for res in self.resources.values():
+            cands: list[dict[str, Any]] = []
+            for op in self.ops:
+                if op.resource != res.name:
+                    continue
+                _status, schema = success(op.raw)
+                s = merge_all_of(schema) if isinstance(schema, dict) else None
+                if not s:
+                    continue
+                if op.kind in ("get", "create", "update", "patch", "action") and schema_type(s)[0] == "object" and s.get("properties"):
+                    cands.append(s)
+                elif op.kind == "list":
+                    items = self._list_items(s)
+                    if items is not None:
+                        cands.append(items)
+            named = [c for c in cands if c.get(REF_NAME)]
+            pick = named[0] if named else (cands[0] if cands else None)
+            if pick is None:
+                comp = self._component_for(res.name)
+                if comp is not None:
+                    pick = comp
+            if pick is None:
+                body = next((self._body_schema(op) for op in self.ops if op.resource == res.name and op.kind == "create"), None)
+                pick = body if isinstance(body, dict) and body.get("properties") else None
+            if pick is None:
+                pick = {"type": "object", "properties": {"id": {"type": "string", "readOnly": True}, "name": {"type": "string"}}, "required": ["id", "name"]}
+                if any(o.resource == res.name for o in self.ops):
+                    self.warn(f"resource {res.name!r} has no schema in any response; it gets only an id and a name")
+            res.schema = merge_all_of(pick)
+            res.ref = str(res.schema.get(REF_NAME) or "")
+
+    def _component_for(self, name: str) -> dict[str, Any] | None:
+        targets = {singular(name), name}
+        for cname, schema in self.components.items():
+            if snake(cname) in targets and isinstance(schema, dict):
+                return merge_all_of(dict(schema, **{REF_NAME: cname}))
+        return None
+
+    def _list_items(self, s: dict[str, Any]) -> dict[str, Any] | None:
+        t = schema_type(s)[0]
+        if t == "array":
+            items = merge_all_of(s.get("items"))
+            return items if items.get("properties") else None
+        if t == "object":
+            prop = self._items_prop(s)
+            if prop:
+                items = merge_all_of((s.get("properties") or {})[prop].get("items"))
+                return items if items.get("properties") else None
+        return None
+
+    @staticmethod
+    def _items_prop(s: dict[str, Any]) -> str | None:
+        props = s.get("properties") or {}
+        arrays = [p for p, ps in props.items() if isinstance(ps, dict) and schema_type(ps)[0] == "array"]
+        for k in ITEM_KEYS:
+            for p in arrays:
+                if snake(p) == k:
+                    return p
+        return arrays[0] if len(arrays) == 1 else None
+
+    def fields(self) -> None:
+        """Columns of every resource, its key, its foreign keys and its unique fields."""
+        names = set(self.resources)
+        for res in self.resources.values():
+            schema = res.schema or {}
+            props = schema.get("properties") or {}
+            req = set(schema.get("required") or [])
+            for pname, ps in props.items():
+                col = snake(pname)
+                if col in res.fields:
+                    self.warn(f"resource {res.name!r}: fields {res.spec_names[col]!r} and {pname!r} both become {col!r}; {pname!r} is dropped")
+                    continue
+                ps = merge_all_of(ps) if isinstance(ps, dict) else {}
+                t, nullable = schema_type(ps)
+                info: dict[str, Any] = {"type": t if t in ("string", "integer", "number", "boolean", "object", "array") else "object"}
+                if nullable:
+                    info["nullable"] = True
+                for k in ("format", "enum", "default", "minimum", "maximum", "minLength", "maxLength", "pattern", "example", "examples", "items"):
+                    if k in ps:
+                        info[k] = ps[k]
+                if isinstance(info.get("enum"), list):
+                    info["enum"] = [e for e in info["enum"] if e is not None]
+                    if not info["enum"]:
+                        del info["enum"]
+                if ps.get("readOnly"):
+                    info["read_only"] = True
+                if ps.get("description"):
+                    info["description"] = str(ps["description"])
+                res.fields[col] = info
+                res.spec_names[col] = pname
+                if pname in req:
+                    res.required.append(col)
+            # foreign keys
+            for col, info in res.fields.items():
+                ws = col.split("_")
+                if len(ws) >= 2 and ws[-1] == "id" and info["type"] in ("string", "integer"):
+                    ent = "_".join(ws[:-1])
+                    target = self._match(ent, names)
+                    if target is None and ent.split("_")[-1] in ROLE_NOUNS:
+                        target = next((n for n in PEOPLE if n in names), None)
+                    if target and target != res.name:
+                        info["ref"] = target
+        for res in self.resources.values():
+            self._key(res)
+        # parents of nested paths
+        for op in self.ops:
+            res = self.resources[op.resource]
+            for parent, param in op.parents:
+                col = self._parent_col(res, parent, param)
+                info = res.fields.get(col)
+                if info is None:
+                    pres = self.resources[parent]
+                    res.fields[col] = {"type": pres.fields[pres.key]["type"], "ref": parent, "hidden": True, "parent": True}
+                else:
+                    info["ref"] = parent
+                    info["parent"] = True
+        prefixes: set[str] = set()
+        for res in self.resources.values():
+            base = re.sub(r"[^a-z]", "", singular(res.name)) or "row"
+            cons = base[0] + re.sub(r"[aeiou]", "", base[1:])
+            for cand in (base[:3], cons[:3], base[:4], cons[:4], base):
+                if len(cand) >= 2 and cand not in prefixes:
+                    res.prefix = cand
+                    break
+            else:
+                res.prefix = f"{base[:3]}{len(prefixes)}"
+            prefixes.add(res.prefix)
+
+    def _match(self, ent: str, names: set[str]) -> str | None:
+        parts = ent.split("_")
+        for k in range(len(parts)):  # from_account -> accounts
+            tail = "_".join(parts[k:])
+            for cand in (tail, plural(tail), singular(tail)):
+                if cand in names:
+                    return cand
+        for n in names:
+            if n.endswith("_" + plural(ent)) or n.endswith("_" + ent):
+                return n
+        return None
+
+    def _parent_col(self, res: Resource, parent: str, param: str) -> str:
+        p = snake(param)
+        own = singular(parent) + "_id"
+        if p != "id" and p in res.fields and p != res.key:
+            return p
+        return own
+
+    def _key(self, res: Resource) -> None:
+        params = [snake(op.key_param) for op in self.ops if op.resource == res.name and op.key_param]
+        key = None
+        for p in params:
+            if p in res.fields and p not in ("id",) and not res.fields[p].get("ref"):
+                key = p
+                break
+            if p == "id" or p == singular(res.name) + "_id" or p.endswith("_id"):
+                key = "id" if "id" in res.fields else None
+                if key:
+                    break
+        if key is None:
+            key = "id" if "id" in res.fields else next((c for c in res.fields if c == singular(res.name) + "_id"), None)
+        if key is None:
+            res.fields = {"id": {"type": "string", "read_only": True}, **res.fields}
+            res.required.insert(0, "id")
+            key = "id"
+        res.key = key
+        info = res.fields[key]
+        info.pop("ref", None)
+        if info["type"] not in ("string", "integer"):
+            info["type"] = "string"
+        if key not in res.required:
+            res.required.append(key)
+
+    # ----------------------------------------------------------------- operations
+
+    def _body_schema(self, op: Op) -> Any:
+        body = op.raw.get("requestBody")
+        if body is None:
+            return None
+        has, schema = json_content(body)
+        if not has:
+            return "non-json"
+        return merge_all_of(schema) if isinstance(schema, dict) else schema
+
+    def build_ops(self) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+        ops: dict[str, dict[str, Any]] = {}
+        tools: list[dict[str, Any]] = []
+        used: set[str] = set()
+        put_paths = {o.path for o in self.ops if o.method == "put"}
+        for op in self.ops:
+            res = self.resources[op.resource]
+            try:
+                spec_op, tool = self._op(op, res, put_paths)
+            except _Skip as exc:
+                self.warn(f"skipped {op.label}: {exc}")
+                continue
+            name = tool["name"]
+            n = 2
+            while name in used:
+                name = f"{tool['name']}_{n}"
+                n += 1
+            used.add(name)
+            tool["name"] = name
+            ops[name] = spec_op
+            tools.append(tool)
+        return ops, tools
+
+    def _tool_name(self, op: Op, res: Resource, put_paths: set[str]) -> str:
+        oid = op.raw.get("operationId")
+        if isinstance(oid, str) and oid.strip():
+            n = snake(oid)
+            if IDENT.match(n):
+                return n[:64]
+        sing = singular(res.name)
+        parent = singular(op.parents[-1][0]) + "_" if op.parents else ""
+        if op.kind == "list":
+            return f"list_{parent}{res.name}"
+        if op.kind == "create":
+            return f"create_{parent}{sing}"
+        if op.kind == "patch":
+            return f"{'patch' if op.path in put_paths else 'update'}_{sing}"
+        if op.kind == "action":
+            return f"{op.word}_{sing}"
+        return f"{op.kind}_{sing}"
+
+    def _op(self, op: Op, res: Resource, put_paths: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+        props: dict[str, Any] = {}
+        required: list[str] = []
+        spec: dict[str, Any] = {"kind": op.kind, "resource": res.name, "method": op.method.upper(), "path": op.path, "errors": declared_errors(op.raw)}
+        # path parameters: parents and key
+        parents = []
+        for parent, param in op.parents:
+            pres = self.resources[parent]
+            arg = snake(param)
+            col = self._parent_col(res, parent, param)
+            parents.append({"arg": arg, "resource": parent, "field": col})
+            props[arg] = self._param_schema(op, param, "path", pres.fields[pres.key], f"The {singular(parent).replace('_', ' ')}'s {pres.key.replace('_', ' ')}.")
+            required.append(arg)
+        if parents:
+            spec["parents"] = parents
+        if op.key_param:
+            arg = snake(op.key_param)
+            if arg in props:
+                raise _Skip(f"path parameter {op.key_param!r} appears twice")
+            spec["key"] = arg
+            props[arg] = self._param_schema(op, op.key_param, "path", res.fields[res.key], f"The {singular(res.name).replace('_', ' ')}'s {res.key.replace('_', ' ')}.")
+            required.append(arg)
+        for p in op.params:
+            if p.get("in") == "path" and p.get("name") not in {pp for _r, pp in op.parents} | {op.key_param}:
+                raise _Skip(f"path parameter {p.get('name')!r} is not part of the path")
+            if p.get("in") == "cookie":
+                continue
+            if p.get("in") == "header":
+                if p.get("required"):
+                    self.warn(f"{op.label}: required header {p.get('name')!r} is ignored")
+                continue
+        # query parameters
+        queries = [p for p in op.params if p.get("in") == "query"]
+        if op.kind == "list":
+            self._list_params(op, res, spec, props, required, queries)
+        else:
+            for p in queries:
+                self.warn(f"{op.label}: query parameter {p.get('name')!r} is not understood on a {op.kind} operation and is left out")
+        # body
+        if op.kind in ("create", "update", "patch", "action"):
+            self._body(op, res, spec, props, required)
+        elif op.raw.get("requestBody") is not None:
+            self.warn(f"{op.label}: its request body is ignored")
+        if op.kind == "action":
+            spec["transition"] = self._transition(op, res)
+        if op.kind == "create" and not any(c == res.key for c in (spec.get("body") or {}).values()) and res.fields[res.key].get("type") not in ("string", "integer"):
+            raise _Skip("its resource has no key the engine can generate")
+        # output
+        status, schema = success(op.raw)
+        if status is None:
+            raise _Skip("it declares no success response")
+        if op.kind == "list":
+            spec["output"], returns = self._list_output(op, res, schema)
+        elif op.kind == "delete":
+            if isinstance(schema, dict) and self._is_resource(schema, res):
+                spec["output"] = {"shape": "row"}
+                returns = self.row_schema(res)
+            else:
+                spec["output"] = {"shape": "deleted"}
+                returns = {"type": "object", "properties": {"deleted": {"type": "boolean"}, res.key: json_schema(self._field_schema(res.fields[res.key]))}, "required": ["deleted", res.key]}
+        else:
+            if schema == "non-json":
+                raise _Skip("its success response is not JSON")
+            if isinstance(schema, dict) and schema and not self._is_resource(schema, res):
+                raise _Skip(f"its response is not a {singular(res.name)} (the engine answers with the {singular(res.name)} it touched)")
+            spec["output"] = {"shape": "row"}
+            returns = self.row_schema(res)
+        params = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+        spec["parameters"] = params
+        summary = str(op.raw.get("summary") or "").strip()
+        desc = str(op.raw.get("description") or "").strip()
+        text = summary
+        if desc and desc not in summary:
+            text = f"{summary.rstrip('.')}. {desc}" if summary else desc
+        if not text:
+            text = f"{op.method.upper()} {op.path}"
+        spec["summary"] = text
+        tool = {
+            "name": self._tool_name(op, res, put_paths),
+            "description": text,
+            "parameters": params,
+            "returns": returns,
+            "mutates": op.kind not in ("get", "list"),
+        }
+        return spec, tool
+
+    def _param_schema(self, op: Op, name: str, where: str, fallback: dict[str, Any], desc: str) -> dict[str, Any]:
+        p = next((p for p in op.params if p.get("name") == name and p.get("in") == where), None)
+        s = json_schema(p.get("schema")) if p and isinstance(p.get("schema"), dict) else {}
+        if not s:
+            s = {"type": fallback.get("type", "string")}
+        if isinstance(s.get("type"), list):
+            s["type"] = next((t for t in s["type"] if t != "null"), "string")
+        s.pop("format", None) if s.get("format") == "uuid" else None
+        d = (p or {}).get("description") or s.get("description") or desc
+        s["description"] = str(d)
+        return s
+
+    def _field_schema(self, info: dict[str, Any]) -> dict[str, Any]:
+        s: dict[str, Any] = {"type": info["type"]}
+        for k in ("format", "enum", "minimum", "maximum", "minLength", "maxLength", "pattern", "items", "description"):
+            if k in info:
+                s[k] = info[k]
+        if s.get("format") == "uuid":
+            del s["format"]
+        if info.get("nullable"):
+            s["type"] = [info["type"], "null"]
+            if "enum" in s:
+                s["enum"] = [*s["enum"], None]
+        if info["type"] == "object" and "items" in s:
+            del s["items"]
+        if "items" in s:
+            s["items"] = json_schema(s["items"])
+        return s
+
+    def row_schema(self, res: Resource) -> dict[str, Any]:
+        """The JSON Schema of a row as the engine shows it."""
+        props = {c: json_schema(self._field_schema(f)) for c, f in res.fields.items() if not f.get("hidden")}
+        req = [c for c in res.required if c in props]
+        return {"type": "object", "properties": props, "required": req}
+
+    def _is_resource(self, schema: Any, res: Resource) -> bool:
+        s = merge_all_of(schema) if isinstance(schema, dict) else {}
+        if res.ref and s.get(REF_NAME) == res.ref:
+            return True
+        props = {snake(p) for p in s.get("properties") or {}}
+        if not props:
+            return False
+        return len(props & set(res.fields)) >= max(1, int(0.6 * len(props)))
+
+    def _list_params(self, op: Op, res: Resource, spec: dict[str, Any], props: dict[str, Any], required: list[str], queries: list[dict[str, Any]]) -> None:
+        filters: dict[str, Any] = {}
+        page: dict[str, Any] = {}
+        sort: dict[str, Any] = {}
+        text_fields = [c for c, f in res.fields.items() if f["type"] == "string" and not f.get("enum") and not f.get("ref") and c != res.key
+                       and not f.get("format") in ("date", "date-time") and not f.get("hidden")]
+        time_fields = [c for c, f in res.fields.items() if f.get("format") in ("date", "date-time") and not f.get("hidden")]
+        for p in queries:
+            pname = str(p.get("name"))
+            arg = snake(pname)
+            schema = json_schema(p.get("schema")) if isinstance(p.get("schema"), dict) else {"type": "string"}
+            if isinstance(schema.get("type"), list):
+                schema["type"] = next((t for t in schema["type"] if t != "null"), "string")
+            ptype = schema.get("type", "string")
+            if p.get("description"):
+                schema["description"] = str(p["description"])
+            role = ""
+            if arg in LIMIT_NAMES and ptype in ("integer", "number"):
+                page["limit"] = arg
+                page["default_limit"] = int(schema["default"]) if isinstance(schema.get("default"), (int, float)) else 20
+                schema.setdefault("minimum", 1)
+                role = "page"
+            elif arg in OFFSET_NAMES and ptype in ("integer", "number"):
+                page["offset"] = arg
+                schema.setdefault("minimum", 0)
+                role = "page"
+            elif arg in PAGE_NAMES and ptype in ("integer", "number"):
+                page["page"] = arg
+                schema.setdefault("minimum", 1)
+                role = "page"
+            elif arg in CURSOR_NAMES and ptype == "string":
+                page["cursor"] = arg
+                schema.setdefault("description", "The next_cursor from the previous page.")
+                role = "page"
+            elif arg in ORDER_NAMES and set(map(str, schema.get("enum") or ["asc", "desc"])) <= {"asc", "desc", "ASC", "DESC"}:
+                sort["order_arg"] = arg
+                role = "sort"
+            elif arg in SORT_NAMES or arg == "order":
+                allowed = []
+                for v in schema.get("enum") or []:
+                    c = snake(str(v).lstrip("+-"))
+                    if c in res.fields and c not in allowed:
+                        allowed.append(c)
+                if not allowed and not schema.get("enum"):
+                    allowed = [c for c, f in res.fields.items() if f["type"] in ("string", "integer", "number") and not f.get("hidden")]
+                if not allowed:
+                    self.warn(f"{op.label}: sort parameter {pname!r} names no field of {res.name!r}; it is left out")
+                    continue
+                sort["arg"] = arg
+                sort["fields"] = allowed
+                if schema.get("enum"):
+                    schema["enum"] = [v for v in schema["enum"] if snake(str(v).lstrip("+-")) in allowed]
+                    schema["enum"] = [("-" if str(v).startswith("-") else "") + snake(str(v).lstrip("+-")) for v in schema["enum"]]
+                role = "sort"
+            elif arg in SEARCH_NAMES and ptype == "string":
+                if not text_fields:
+                    self.warn(f"{op.label}: search parameter {pname!r} has no text field to search; it is left out")
+                    continue
+                spec["search"] = {"arg": arg, "fields": text_fields}
+                role = "search"
+            elif arg in res.fields and not res.fields[arg].get("hidden") and res.fields[arg]["type"] not in ("object",):
+                f = res.fields[arg]
+                if f["type"] == "array":
+                    self.warn(f"{op.label}: filter {pname!r} on a list field is not supported; it is left out")
+                    continue
+                filters[arg] = {"field": arg, "op": "in" if ptype == "array" else "eq"}
+                if ptype != "array" and f.get("enum") and not schema.get("enum"):
+                    schema["enum"] = list(f["enum"])
+                role = "filter"
+            else:
+                target = self._range_target(arg, res, time_fields)
+                if target:
+                    filters[arg] = {"field": target[0], "op": target[1]}
+                    role = "filter"
+                elif arg.endswith(("_contains", "_like")) and arg.rsplit("_", 1)[0] in res.fields:
+                    filters[arg] = {"field": arg.rsplit("_", 1)[0], "op": "contains"}
+                    role = "filter"
+                elif arg + "_id" in res.fields:
+                    filters[arg] = {"field": arg + "_id", "op": "eq"}
+                    role = "filter"
+            if not role:
+                self.warn(f"{op.label}: query parameter {pname!r} is not understood and is left out")
+                continue
+            props[arg] = schema
+            if p.get("required"):
+                required.append(arg)
+        if filters:
+            spec["filters"] = filters
+        if page:
+            if "page" in page and "limit" not in page:
+                page["default_limit"] = page.get("default_limit", 20)
+            spec["page"] = page
+        if sort:
+            sort.setdefault("fields", [])
+            spec["sort"] = sort
+
+    def _range_target(self, arg: str, res: Resource, time_fields: list[str]) -> tuple[str, str] | None:
+        for suffixes, opname in ((GTE_SUFFIX, "gte"), (LTE_SUFFIX, "lte")):
+            for suf in suffixes:
+                if arg.endswith(suf):
+                    base = arg[: -len(suf)]
+                    for cand in (base, base + "_at", base + "_date", base + "_time"):
+                        if cand in res.fields and res.fields[cand]["type"] in ("string", "integer", "number"):
+                            return cand, opname
+        for prefix, opname in (("min_", "gte"), ("max_", "lte")):
+            if arg.startswith(prefix) and arg[len(prefix):] in res.fields:
+                return arg[len(prefix):], opname
+        if arg in GTE_BARE or arg in LTE_BARE:
+            start = [c for c in time_fields if set(c.split("_")) & {"start", "starts", "departure", "date", "scheduled", "check", "begin", "when"}]
+            pick = start[0] if start else (time_fields[0] if time_fields else None)
+            if pick:
+                return pick, "gte" if arg in GTE_BARE else "lte"
+        return None
+
+    def _list_output(self, op: Op, res: Resource, schema: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        row = self.row_schema(res)
+        s = merge_all_of(schema) if isinstance(schema, dict) else {}
+        t = schema_type(s)[0]
+        if t == "array" or not s:
+            return {"shape": "list"}, {"type": "array", "items": row}
+        if t != "object":
+            raise _Skip("its list response is neither an array nor an object holding one")
+        items = self._items_prop(s)
+        if not items:
+            raise _Skip("its list response has no array of items")
+        keys: dict[str, str] = {"items": snake(items)}
+        props: dict[str, Any] = {snake(items): {"type": "array", "items": row}}
+        required = [snake(items)]
+        nullable = []
+        req = set(s.get("required") or [])
+        for p, ps in (s.get("properties") or {}).items():
+            if p == items:
+                continue
+            col = snake(p)
+            meaning = next((m for m, names in ENVELOPE.items() if col in names), None)
+            pt, pnull = schema_type(ps)
+            if meaning is None or (meaning == "next_cursor" and pt not in ("string", "")):
+                if p in req:
+                    raise _Skip(f"its list response requires {p!r}, which the engine cannot fill")
+                continue
+            keys[meaning] = col
+            want = {"has_more": "boolean", "next_cursor": "string"}.get(meaning, "integer")
+            js: dict[str, Any] = {"type": [want, "null"] if pnull else want}
+            props[col] = js
+            if pnull:
+                nullable.append(meaning)
+            if p in req and meaning not in ("next_cursor", "next_page", "next_offset") or (p in req and pnull):
+                required.append(col)
+            elif p in req:
+                raise _Skip(f"its list response requires {p!r} on every page, even the last")
+        out: dict[str, Any] = {"shape": "envelope", "keys": keys}
+        if nullable:
+            out["nullable"] = nullable
+        return out, {"type": "object", "properties": props, "required": required}
+
+    def _body(self, op: Op, res: Resource, spec: dict[str, Any], props: dict[str, Any], required: list[str]) -> None:
+        schema = self._body_schema(op)
+        if schema is None:
+            if op.kind in ("create", "update", "patch"):
+                raise _Skip("it has no request body")
+            return
+        if schema == "non-json":
+            raise _Skip("its request body is not JSON (file uploads and forms are not supported)")
+        if not isinstance(schema, dict) or schema_type(schema)[0] not in ("object", ""):
+            raise _Skip("its request body is not a JSON object")
+        body: dict[str, str] = {}
+        req = set(schema.get("required") or [])
+        for pname, ps in (schema.get("properties") or {}).items():
+            arg = snake(pname)
+            ps = ps if isinstance(ps, dict) else {}
+            if ps.get("readOnly"):
+                continue
+            if arg in props:
+                self.warn(f"{op.label}: body field {pname!r} has the name of a path or query parameter; the parameter wins")
+                continue
+            col = arg if arg in res.fields else self._action_col(op, res, arg)
+            if col is None:
+                self.warn(f"{op.label}: body field {pname!r} is not a field of {res.name!r}; it is left out")
+                continue
+            info = res.fields[col]
+            if (info.get("read_only") and op.kind != "action") or info.get("hidden"):
+                continue
+            if col == res.key and op.kind != "create":
+                continue
+            js = json_schema(ps)
+            if "type" not in js and "oneOf" not in js and "anyOf" not in js:
+                js["type"] = info["type"]
+            props[arg] = js
+            body[arg] = col
+            if pname in req and op.kind in ("create", "update", "action"):
+                required.append(arg)
+        spec["body"] = body
+        if op.kind in ("create", "update", "patch") and not body:
+            raise _Skip(f"its request body writes no field of {res.name!r}")
+
+    def _action_col(self, op: Op, res: Resource, arg: str) -> str | None:
+        if op.kind != "action":
+            return None
+        for cand in (f"{op.word}_{arg}", f"{op.word}ation_{arg}", f"{op.word}lation_{arg}", f"cancellation_{arg}"):
+            if cand in res.fields:
+                return cand
+        return None
+
+    def _transition(self, op: Op, res: Resource) -> dict[str, Any]:
+        word = op.word
+        text = f"{op.raw.get('summary') or ''}. {op.raw.get('description') or ''}"
+        status = [c for c, f in res.fields.items() if f.get("enum") and (c in ("status", "state") or c.endswith(("_status", "_state")))]
+        targets = ACTION_TARGETS.get(word, [])
+        base = word.removeprefix("mark_as_").removeprefix("mark_")
+        targets = [*targets, base + "ed", base + "d", base[:-1] + "ied" if base.endswith("y") else base + "ed", base]
+        for col in status:
+            enum = [str(e) for e in res.fields[col]["enum"]]
+            norm = {snake(e): e for e in enum}
+            target = next((norm[t] for t in targets if t in norm), None)
+            if target is None:
+                continue
+            allowed = self._from_states(text, enum, target, word)
+            tr: dict[str, Any] = {"field": col, "to": target}
+            if allowed is not None:
+                tr["from"] = allowed
+            stamps = [c for c in (f"{snake(target)}_at", f"{base}ed_at", f"{base}d_at", f"{base}_at", f"{snake(target)}_on") if c in res.fields and res.fields[c]["type"] == "string"]
+            if stamps:
+                tr["stamp"] = stamps[:1]
+            return tr
+        flag, value = None, True
+        if word in FLAG_ACTIONS:
+            flag = FLAG_ACTIONS[word]
+        elif word in UNFLAG_ACTIONS:
+            flag, value = UNFLAG_ACTIONS[word], False
+        if flag:
+            for col in (flag, f"is_{flag}"):
+                if col in res.fields and res.fields[col]["type"] == "boolean":
+                    tr = {"field": col, "to": value}
+                    stamp = f"{flag}_at"
+                    if value and stamp in res.fields:
+                        tr["stamp"] = [stamp]
+                    return tr
+        raise _Skip(f"the action {word!r} matches no status value or flag of {res.name!r}")
+
+    @staticmethod
+    def _from_states(text: str, enum: list[str], target: str, word: str) -> list[str] | None:
+        included: list[str] = []
+        excluded: set[str] = set()
+        for sentence in re.split(r"(?<=[.;!?])\s+", text):
+            found = [e for e in enum if e != target and re.search(r"\b" + r"[ _-]".join(map(re.escape, re.split(r"[ _-]", e))) + r"\b", sentence, re.I)]
+            if not found:
+                continue
+            if NEGATION.search(sentence) and not re.search(r"\bonly\b", sentence, re.I):
+                excluded.update(found)
+            else:
+                included += [e for e in found if e not in included]
+        if included:
+            return [e for e in included if e not in excluded]
+        rest = [e for e in enum if e != target and e not in excluded]
+        if excluded:
+            return rest
+        if word in REVERSALS or word.startswith("un"):
+            return None
+        live = [e for e in rest if snake(e) not in TERMINAL]
+        return live if live and len(live) < len(rest) else None
+
+    # ----------------------------------------------------------------- seed
+
+    def finish_fields(self, ops: dict[str, dict[str, Any]]) -> None:
+        """Generated columns, unique fields and fill values, once the operations are known."""
+        conflicts = {o["resource"] for o in ops.values() if 409 in o.get("errors", []) and o["kind"] in ("create", "update", "patch")}
+        created_by_client = {o["resource"] for o in ops.values() if o["kind"] == "create" and any(c == self.resources[o["resource"]].key for c in (o.get("body") or {}).values())}
+        for res in self.resources.values():
+            key = res.fields[res.key]
+            if res.name not in created_by_client:
+                key["generated"] = "id"
+            for col, f in res.fields.items():
+                ws = col.split("_")
+                if f["type"] == "string" and col != res.key and (f.get("read_only") or not self._written(ops, res, col)):
+                    if ws[0] in CREATED_WORDS and (ws[-1] in ("at", "on", "date", "time") or col == "created"):
+                        f["generated"] = "created"
+                    elif ws[0] == "edited" and ws[-1] in ("at", "on"):
+                        f["generated"] = "edited"
+                    elif ws[0] in ("updated", "modified", "last") and (ws[-1] in ("at", "on", "date", "time") or col in ("updated", "modified")):
+                        f["generated"] = "updated"
+                if col in res.required and "default" not in f and not f.get("generated") and col != res.key and not f.get("ref"):
+                    if not self._written_required(ops, res, col):
+                        f["default"] = f["enum"][0] if f.get("enum") else {"string": "", "integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}[f["type"]]
+            if res.name in conflicts:
+                res.unique = [c for c in res.fields if c in UNIQUE_NAMES and c != res.key and res.fields[c]["type"] == "string"]
+
+    @staticmethod
+    def _written(ops: dict[str, dict[str, Any]], res: Resource, col: str) -> bool:
+        return any(o["resource"] == res.name and col in (o.get("body") or {}).values() for o in ops.values())
+
+    @staticmethod
+    def _written_required(ops: dict[str, dict[str, Any]], res: Resource, col: str) -> bool:
+        for o in ops.values():
+            if o["resource"] == res.name and o["kind"] == "create":
+                args = [a for a, c in (o.get("body") or {}).items() if c == col]
+                if args and all(a in o["parameters"].get("required", []) for a in args):
+                    return True
+        return False
+
+    def seed_rows(self) -> dict[str, list[dict[str, Any]]]:
+        order = self._topo()
+        refs: dict[str, list[Any]] = {}
+        out: dict[str, list[dict[str, Any]]] = {}
+        for name in order:
+            res = self.resources[name]
+            rng = random.Random(f"{self.seed}/{self.name}/{name}")
+            is_child = any(f.get("ref") for f in res.fields.values())
+            n = self.rows_per_resource + (self.rows_per_resource // 2 if is_child else 0)
+            maker = RowMaker(rng, singular(name), res.fields, res.key, res.prefix)
+            rows = [maker.row(i, n, refs) for i in range(n)]
+            out[name] = rows
+            refs[name] = [r[res.key] for r in rows if res.key in r]
+        return {n: out[n] for n in self.resources if n in out}
+
+    def _topo(self) -> list[str]:
+        done: list[str] = []
+        visiting: set[str] = set()
+
+        def visit(n: str) -> None:
+            if n in done or n in visiting:
+                return
+            visiting.add(n)
+            for f in self.resources[n].fields.values():
+                if f.get("ref") and f["ref"] != n:
+                    visit(f["ref"])
+            visiting.discard(n)
+            done.append(n)
+
+        for n in self.resources:
+            visit(n)
+        return done
+
+    # ----------------------------------------------------------------- all together
+
+    def build(self) -> dict[str, Any]:
+        self.classify()
+        if not self.ops:
+            raise SpecError(f"{self.name}: at $.paths: no operation can be made into a tool" + (f" ({'; '.join(self.warnings)})" if self.warnings else ""))
+        self.resource_schemas()
+        self.fields()
+        ops, tools = self.build_ops()
+        if not ops:
+            raise SpecError(f"{self.name}: at $.paths: no operation can be made into a tool ({'; '.join(self.warnings)})")
+        self.finish_fields(ops)
+        seed = self.seed_rows()
+        for t in tools:
+            op = ops[t["name"]]
+            for arg_holder in ([op.get("key")] if op.get("key") else []) + [p["arg"] for p in op.get("parents") or []]:
+                res_name = op["resource"] if arg_holder == op.get("key") else next(p["resource"] for p in op["parents"] if p["arg"] == arg_holder)
+                rows = seed.get(res_name) or []
+                key = self.resources[res_name].key
+                if rows and key in rows[0] and isinstance(rows[0][key], str):
+                    schema = t["parameters"]["properties"][arg_holder]
+                    d = schema.get("description", "").rstrip(".")
+                    if "like" not in d:
+                        schema["description"] = f"{d}, like {rows[0][key]}." if d else f"Like {rows[0][key]}."
+        crud: dict[str, dict[str, Any]] = {}
+        for name, op in ops.items():
+            c = crud.setdefault(op["resource"], {})
+            if op["kind"] == "action":
+                c.setdefault("actions", []).append(name)
+            elif op["kind"] == "list" and op.get("parents") and "list" in c:
+                c.setdefault("lists", []).append(name)
+            elif op["kind"] not in c or (op["kind"] == "list" and not op.get("parents") and ops[c["list"]].get("parents")):
+                if op["kind"] == "list" and "list" in c:
+                    c.setdefault("lists", []).append(c["list"])
+                c[op["kind"]] = name
+            else:
+                c.setdefault("more", []).append(name)
+        resources = {}
+        for res in self.resources.values():
+            fields = {}
+            for col, f in res.fields.items():
+                fields[col] = {k: v for k, v in f.items() if k in ("type", "nullable", "format", "enum", "default", "ref", "generated", "hidden", "parent", "read_only")}
+            resources[res.name] = {"key": res.key, "id_prefix": res.prefix, "fields": fields, "unique": res.unique, "required": [c for c in res.required if c in res.fields]}
+        model = {"engine": 1, "resources": resources, "operations": ops, "seed": seed, "crud": crud, "warnings": list(self.warnings)}
+        return {"model": model, "tools": tools}
+
+    def generated(self, model: dict[str, Any]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for name, r in model["resources"].items():
+            cols = [c for c, f in r["fields"].items() if f.get("generated")]
+            for op in model["operations"].values():
+                if op["resource"] == name:
+                    cols += [c for c in (op.get("transition") or {}).get("stamp") or [] if c not in cols]
+            if cols:
+                out[name] = cols
+        return out
+
+
+class _Skip(Exception):
+    """An operation that cannot be supported (the message says why)."""

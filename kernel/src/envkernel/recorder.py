@@ -41,6 +41,10 @@ class Recorder:
         self.failures_by_plugin: Counter[str] = Counter()
         self.reward_sum = 0.0
         self.verification: dict[str, dict[str, Any]] = {}
+        self.env_tools: dict[str, set[str]] = {}
+        self.used_tools: dict[str, set[str]] = {}
+        self.lengths: Counter[int] = Counter()
+        self.shapes: set[str] = set()
         self.started = time.time()
 
     def _append(self, name: str, data: bytes) -> None:
@@ -75,6 +79,7 @@ class Recorder:
             c["envs_verified"] += 1
             self.write_env(ev.env)
             self._verified(ev.env.id, ev.env.report)
+            self.env_tools[ev.env.id] = {t.name for t in ev.env.tools}
         elif isinstance(ev, EnvRejected):
             c["envs_rejected"] += 1
             self.rejected[f"env:{ev.reason}"] += 1
@@ -87,6 +92,9 @@ class Recorder:
         elif isinstance(ev, TaskGated):
             c["tasks"] += 1
             self._append("tasks.jsonl", to_json(ev.task))
+            self.used_tools.setdefault(ev.task.env_id, set()).update(call.name for call in ev.task.calls)
+            self.lengths[len(ev.task.calls)] += 1
+            self.shapes.add(ev.task.signature or ">".join(call.name for call in ev.task.calls))
         elif isinstance(ev, TaskRejected):
             c["tasks_rejected"] += 1
             self.rejected[f"task:{ev.reason}"] += 1
@@ -113,6 +121,14 @@ class Recorder:
             self.verification[env_id] = {"kept": report.kept, "tools_kept": len(report.tools_kept),
                                          "tools_dropped": dict(report.tools_dropped), "checks": report.checks}
 
+    def _coverage(self) -> float | None:
+        """Share of the verified environments' tools used by at least one emitted task."""
+        total = sum(len(t) for t in self.env_tools.values())
+        if not total:
+            return None
+        used = sum(len(self.used_tools.get(env, set()) & tools) for env, tools in self.env_tools.items())
+        return round(used / total, 4)
+
     def summary(self, run_id: str, plugins: dict[str, list[str]], extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """The run summary (what ``summary.json`` holds)."""
         c = self.counts
@@ -133,6 +149,9 @@ class Recorder:
             "failures": c["failures"],
             "failures_by_plugin": dict(self.failures_by_plugin),
             "verification": self.verification,
+            "tool_coverage": self._coverage(),
+            "chain_lengths": {str(k): v for k, v in sorted(self.lengths.items())},
+            "unique_chain_shapes": len(self.shapes),
             "seconds": round(time.time() - self.started, 3),
         }
         s.update(extra or {})

@@ -1,0 +1,1 @@
+../plugins/podman/src/envkernel_podman/assets/build-image.sh

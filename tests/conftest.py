@@ -1,9 +1,17 @@
-"""Shared fixtures: a real nats-server with JetStream on a free loopback port, per test."""
+"""Shared fixtures: a real nats-server with JetStream on a free loopback port, per test; the real
+``envkernel`` command as a subprocess; third-party plugin distributions built for real."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,3 +37,121 @@ async def bus(nats_server: str) -> AsyncIterator[Bus]:
         yield b
     finally:
         await b.close()
+
+
+# --- The `envkernel` command as a subprocess, and third-party plugin distributions -----------------
+# (used by the end-to-end suites: test_run_e2e, test_plugins_cli, test_config, test_third_party_plugin,
+# test_failures, test_tap, test_worker)
+
+ENVKERNEL_SCRIPT = Path(sys.executable).with_name("envkernel")
+"""The ``envkernel`` console script of this venv."""
+THIRDPARTY_SOURCES = Path(__file__).parent / "thirdparty"
+"""Source trees of the throwaway third-party plugin distributions."""
+
+
+@dataclass
+class RunFolder:
+    """What one ``envkernel run`` left behind."""
+
+    proc: subprocess.CompletedProcess[str]
+    dir: Path
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        return json.loads((self.dir / "summary.json").read_text())
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return json.loads((self.dir / "config.json").read_text())
+
+    def jsonl(self, name: str) -> list[dict[str, Any]]:
+        """Parsed lines of a JSON-lines file of the run folder ([] when it does not exist)."""
+        path = self.dir / name
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class EnvkernelCli:
+    """Runs the real ``envkernel`` script in a scratch folder, with a clean environment.
+
+    ``ENVKERNEL_*`` and ``OPENAI_*`` variables of the outer shell are dropped, and
+    ``XDG_RUNTIME_DIR`` is private, so runs of other sessions are not discovered by ``tap``.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.cwd = root / "cwd"
+        self.cwd.mkdir(parents=True, exist_ok=True)
+        xdg = root / "xdg"
+        xdg.mkdir(exist_ok=True)
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_"))}
+        self.env["XDG_RUNTIME_DIR"] = str(xdg)
+        self.env.pop("PYTHONPATH", None)
+
+    def _env(self, extra: dict[str, str] | None) -> dict[str, str]:
+        return {**self.env, **(extra or {})}
+
+    def __call__(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """Run ``envkernel ARGS`` to completion; stdout and stderr are captured as text."""
+        return subprocess.run([str(ENVKERNEL_SCRIPT), *args], cwd=self.cwd, env=self._env(env), capture_output=True, text=True, timeout=timeout)
+
+    def popen(self, *args: str, env: dict[str, str] | None = None, **kw: Any) -> subprocess.Popen[str]:
+        """Start ``envkernel ARGS`` in the background (stdout and stderr piped unless given)."""
+        kw.setdefault("stdout", subprocess.PIPE)
+        kw.setdefault("stderr", subprocess.PIPE)
+        return subprocess.Popen([str(ENVKERNEL_SCRIPT), *args], cwd=self.cwd, env=self._env(env), text=True, **kw)
+
+    def run(self, *args: str, run_id: str, out: str = "out", source: str | None = "sample", env: dict[str, str] | None = None,
+            timeout: float = 150) -> RunFolder:
+        """``envkernel run --out OUT --run-id RUN_ID --no-progress [--source SOURCE] ARGS``.
+
+        ``source`` defaults to ``sample`` (the one hand-written ``shop-v1`` environment: a quick run);
+        None leaves the run's own default sources.
+        """
+        if source:
+            args = ("--source", source, *args)
+        try:
+            proc = self("run", "--out", out, "--run-id", run_id, "--no-progress", *args, env=env, timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+            (self.cwd / f"{run_id}.stderr").write_text(err)
+            pytest.fail(f"envkernel run {' '.join(args)} did not finish in {timeout} s; its stderr ends with:\n{err[-4000:]}")
+        (self.cwd / f"{run_id}.stderr").write_text(proc.stderr)
+        return RunFolder(proc, self.cwd / out / run_id)
+
+
+@pytest.fixture
+def envk(tmp_path: Path) -> EnvkernelCli:
+    """The real ``envkernel`` CLI, run as a subprocess in a scratch folder."""
+    return EnvkernelCli(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def envk_factory(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Make an :class:`EnvkernelCli` in a fresh folder (for module-scoped runs shared by several tests)."""
+    return lambda name="envk": EnvkernelCli(tmp_path_factory.mktemp(name))
+
+
+@pytest.fixture(scope="session")
+def thirdparty_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder (for ``PYTHONPATH``) where the throwaway plugin distributions of tests/thirdparty are
+    installed for real (built by hatchling through ``uv pip install --target``; nothing is installed
+    into the venv).
+    """
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not on PATH: cannot build the third-party plugin distributions")
+    root = tmp_path_factory.mktemp("thirdparty")
+    srcs = []
+    for src in sorted(THIRDPARTY_SOURCES.iterdir()):
+        if (src / "pyproject.toml").exists():
+            dst = root / "src" / src.name
+            shutil.copytree(src, dst)
+            srcs.append(str(dst))
+    site = root / "site"
+    base = [uv, "pip", "install", "--python", sys.executable, "--target", str(site), "--no-deps", *srcs]
+    proc = subprocess.run([*base, "--offline"], capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:  # hatchling not in uv's cache yet: let uv fetch it
+        proc = subprocess.run(base, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"building the third-party plugins failed:\n{proc.stdout}\n{proc.stderr}"
+    return site

@@ -220,6 +220,11 @@ def schemas(json_schema: bool) -> None:
         click.echo(f"record {name:<35} {', '.join(t.__struct_fields__)}")
 
 
+from .envcmd import env  # noqa: E402 - `envkernel env call`
+
+cli.add_command(env)
+
+
 def main() -> None:
     """Entry point of the ``envkernel`` script."""
     cli()

@@ -970,16 +970,20 @@ def _jsonable(value):
 #
 # Applied by main() before any environment code runs, in this order: join the sandbox's cgroups,
 # set resource limits, mount a private tmpfs on the working folder (root, in a private mount
-# namespace), drop to the sandbox's own uid, set the parent-death signal, then Landlock (no new
-# privileges; files: the working folder read-write, the Python runtime read-only, nothing else;
-# no TCP; no signals or abstract unix sockets outside the sandbox). What was applied is reported
-# in the answers to ``ping`` and ``load`` (``confinement``).
+# namespace), drop to the sandbox's own uid, set the parent-death signal, a seccomp filter (no
+# unix-domain sockets, no io_uring), then Landlock (no new privileges; files: the working folder
+# read-write, the Python runtime read-only, nothing else; no TCP; no signals or abstract unix
+# sockets outside the sandbox). What was applied is reported in the answers to ``ping`` and
+# ``load`` (``confinement``).
 
 CONFINEMENT: dict = {}
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+_SECCOMP_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}  # audit arch, socket()
+_NR_IO_URING_SETUP = 425
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
 _SYS_LANDLOCK = (444, 445, 446)  # create_ruleset, add_rule, restrict_self (same on x86_64 and arm64)
 _LL_EXECUTE, _LL_WRITE_FILE, _LL_READ_FILE, _LL_READ_DIR = 1, 2, 4, 8
@@ -1176,6 +1180,45 @@ def _landlock_restrict(ruleset: int) -> None:
         os.close(ruleset)
 
 
+def _deny_unix_sockets() -> None:
+    """Seccomp: ``socket(AF_UNIX, ...)`` fails with EACCES, and so do io_uring (which could open
+    sockets past seccomp) and system calls of a foreign ABI. Landlock (before ABI 8) does not cover
+    connecting to a unix socket by path, and a runner's own sockets may be world-connectable."""
+    machine = os.uname().machine
+    if machine not in _SECCOMP_ARCH:
+        raise OSError(f"no seccomp filter for {machine}")
+    arch, nr_socket = _SECCOMP_ARCH[machine]
+    ctypes, libc = _libc()
+
+    class _Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+    class _Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Filter))]
+
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
+    deny, allow = 0x00050000 | 13, 0x7FFF0000  # SECCOMP_RET_ERRNO | EACCES, SECCOMP_RET_ALLOW
+    code = [
+        (ld, 0, 0, 4),                 # 0  A = arch
+        (jeq, 1, 0, arch),             # 1  native -> 3
+        (ret, 0, 0, deny),             # 2  a foreign ABI (e.g. int 0x80): refused
+        (ld, 0, 0, 0),                 # 3  A = syscall number
+        (jge, 4, 0, 0x40000000),       # 4  x32 -> 9
+        (jeq, 3, 0, _NR_IO_URING_SETUP),  # 5  io_uring_setup -> 9
+        (jeq, 0, 3, nr_socket),        # 6  socket -> 7, else -> 10
+        (ld, 0, 0, 16),                # 7  A = first argument (the address family)
+        (jeq, 0, 1, 1),                # 8  AF_UNIX -> 9, else -> 10
+        (ret, 0, 0, deny),             # 9
+        (ret, 0, 0, allow),            # 10
+    ]  # fmt: skip
+    filters = (_Filter * len(code))(*[_Filter(*c) for c in code])
+    prog = _Prog(len(code), ctypes.cast(filters, ctypes.POINTER(_Filter)))
+    _ll_check(ctypes, libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"seccomp filter: {os.strerror(err)}")
+
+
 def _ll_check(ctypes, v: int, what: str) -> int:
     if v < 0:
         err = ctypes.get_errno()
@@ -1229,7 +1272,7 @@ def _confine(args) -> dict:
             raise OSError("Landlock was asked for but this kernel does not offer it")
         ruleset = _landlock_ruleset(workdir, _runtime_paths(), abi)
         report["landlock"] = abi
-    if args.parent_pid:
+    if args.parent_pid or args.deny_unix_sockets:
         _libc()  # import ctypes while the whole stdlib is still reachable
     if args.uid is not None:
         reachable = _keep_runtime_reachable()
@@ -1249,6 +1292,9 @@ def _confine(args) -> dict:
         # orphans of processes env code forks come back to the executor, which reaps them
         if _Forks.own_uid and _LIBC[0][1].prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
             report["subreaper"] = True
+    if args.deny_unix_sockets:
+        _deny_unix_sockets()
+        report["seccomp"] = "no unix sockets"
     if ruleset is not None:
         _landlock_restrict(ruleset)
     return report
@@ -1371,6 +1417,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gid", type=int, default=None, help="drop to this gid (default: the uid)")
     parser.add_argument("--parent-pid", type=int, default=0, help="die with this parent (the runner)")
     parser.add_argument("--landlock", action="store_true", help="confine files, TCP and signals with Landlock")
+    parser.add_argument("--deny-unix-sockets", action="store_true", help="seccomp: no unix-domain sockets, no io_uring")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, _on_term)

@@ -143,7 +143,7 @@ def test_executor_protocol_errors_never_crash():
     )
     codes = [r["error"]["code"] if not r["ok"] else "ok" for r in out]
     assert codes == [
-        "not_loaded", "bad_request", "bad_request", "bad_request", "unsupported", "ok", "unknown_tool",
+        "not_loaded", "bad_request", "bad_request", "bad_request", "load_failed", "ok", "unknown_tool",
         "invalid_arguments", "invalid_arguments", "invalid_arguments", "ok", "unknown_snapshot", "ok",
     ]  # fmt: skip
     assert "extra" in out[7]["error"]["message"] and "key" in out[8]["error"]["message"]
@@ -329,7 +329,8 @@ async def test_memory_limit():
 async def test_network_is_cut(runner):
     s = await runner.open(make_env(), seed=0)
     r = await s.call("connect", {})
-    assert not r.ok and "unreachable" in r.error.message.lower()
+    # Landlock denies TCP first (EACCES); without it, the empty namespace has no route
+    assert not r.ok and ("unreachable" in r.error.message.lower() or "permission denied" in r.error.message.lower())
 
 
 @pytest.mark.asyncio
@@ -349,10 +350,10 @@ async def test_close_leaves_nothing_behind():
 
 @pytest.mark.asyncio
 async def test_lifetime_stops_the_sandbox():
-    r = ProcessRunner(Settings(lifetime=0.3))
+    r = ProcessRunner(Settings(lifetime=2.0))
     s = await r.open(make_env(), seed=0)
     pid = s.pid
-    await asyncio.sleep(0.6)
+    await asyncio.sleep(2.5)
     assert not alive(pid) and s.closed and r.sessions == []
     with pytest.raises(SandboxError, match="lifetime"):
         await s.state()

@@ -763,6 +763,7 @@ class PodmanRunner:
             "--rlimit-cpu", str(s.cpu_seconds),
             "--rlimit-fsize", str(s.file_size_mb * 1024 * 1024),
             "--max-response", str(_MAX_RESPONSE),
+            "--workdir", "/work",  # the working folder is part of snapshots and failed-call rollback
         ]  # fmt: skip
         labels = {
             LABEL: "podman",

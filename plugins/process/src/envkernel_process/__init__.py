@@ -1,13 +1,19 @@
 """envkernel-process: the sandbox runner ``process`` — one local subprocess per sandbox.
 
 Each sandbox is ``python -S -P executor.py`` (envkernel's stdlib-only executor) in its own
-session and process group, in its own temporary folder, with a minimal environment, resource
-limits (address space, CPU time, file size) and, when running as root, an empty network
-namespace (``unshare -n``). Requests and responses are JSON lines over its stdin/stdout.
+session and process group, with its own working folder, a minimal environment and resource limits
+(address space, CPU time, file size, open files). When the runner is root (as on CI) each sandbox
+also gets a uid of its own (RLIMIT_NPROC then binds), an empty network namespace and a private
+mount namespace whose working folder is a size-capped tmpfs, and, where the host lets us, a cgroup
+with memory, pids and cpu limits. Where the kernel offers Landlock, the sandbox can open only its
+working folder and the read-only Python runtime, cannot use TCP and cannot signal anything outside
+itself. :func:`protections` is the resulting table of what is blocked and what is only detected.
 
-A sandbox that dies or hangs is replaced transparently: the next request starts a fresh executor,
-loads the environment and seed again and replays the calls that succeeded since the last load or
-restore, so the state is the one the caller expects (the executor is deterministic).
+Requests and responses are JSON lines over the executor's stdin/stdout. A sandbox whose executor
+dies or hangs is replaced transparently: the next request starts a fresh executor, loads the
+environment and seed again and replays the calls that succeeded since the last load or restore,
+so the state is the one the caller expects (the executor is deterministic); the failed call itself
+gets an error naming the cause.
 """
 
 from __future__ import annotations
@@ -18,19 +24,43 @@ import os
 import secrets
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import weakref
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 from envkernel.errors import SandboxError as _KernelSandboxError
 from envkernel.hookspecs import hookimpl
 from envkernel_schemas import EnvSpec, State, ToolError, ToolResult
 
-__all__ = ["ProcessRunner", "ProcessSession", "SandboxError", "Settings", "executor_path"]
+from .confine import (
+    OWNER_FILE,
+    THREATS,
+    Cgroup,
+    HostSupport,
+    Protection,
+    host_support,
+    kill_uids,
+    owner_stamp,
+    protections,
+    sweep_folders,
+    uid_pool,
+)
+
+__all__ = [
+    "THREATS",
+    "HostSupport",
+    "ProcessRunner",
+    "ProcessSession",
+    "Protection",
+    "SandboxError",
+    "Settings",
+    "executor_path",
+    "host_support",
+    "protections",
+]
 
 STREAM_LIMIT = 64 * 1024 * 1024
 """Longest response line the host reads (the executor itself refuses responses over half that)."""
@@ -40,22 +70,44 @@ _STDERR_TAIL = 2048
 
 
 class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Settings of the ``process`` sandbox runner (section ``[process]`` of the run config)."""
+    """Settings of the ``process`` sandbox runner (section ``[process]`` of the run config; each
+    can also come from an ``ENVKERNEL_PROCESS_<NAME>`` environment variable)."""
 
     call_timeout: float = 10.0
     """Seconds a tool call may run (enforced in the executor; the host kills it 2 s later)."""
     memory_mb: int = 512
-    """Address-space limit of the executor, in MiB (RLIMIT_AS)."""
+    """Memory limit in MiB: address space of each process (RLIMIT_AS) and, with a memory cgroup,
+    of all the sandbox's processes together."""
     cpu_seconds: int = 60
     """CPU-time limit of one executor process, in seconds (RLIMIT_CPU)."""
+    cpus: float = 1.0
+    """CPU share of a sandbox with a cpu cgroup (1.0 = one core); 0 for no cpu limit."""
     file_size_mb: int = 64
-    """Largest file the executor may write, in MiB (RLIMIT_FSIZE)."""
+    """Largest file the executor may write, in MiB (RLIMIT_FSIZE); also caps its log."""
+    workspace_mb: int = 256
+    """Size of the working folder when it is a private tmpfs (root), in MiB."""
+    max_processes: int = 32
+    """Processes a sandbox may have (RLIMIT_NPROC of its own uid, and the pids cgroup)."""
+    open_files: int = 256
+    """Open-file limit of each process (RLIMIT_NOFILE)."""
     lifetime: float = 3600.0
     """Hard lifetime of a sandbox in seconds; it is stopped after it."""
     isolate: bool = True
-    """When running as root, cut the network with ``unshare -n`` (if that works here)."""
+    """Use what the host offers beyond rlimits: own uid, namespaces, cgroups, Landlock."""
+    uid_base: int = 200_000
+    """First uid handed to sandboxes when the runner is root (64,000 uids from here are used)."""
     startup_timeout: float = 30.0
     """Seconds to start an executor and load the environment; also bounds snapshot/restore/state."""
+
+    __env__: ClassVar[dict[str, str]] = {
+        "call_timeout": "ENVKERNEL_PROCESS_CALL_TIMEOUT",
+        "memory_mb": "ENVKERNEL_PROCESS_MEMORY_MB",
+        "cpu_seconds": "ENVKERNEL_PROCESS_CPU_SECONDS",
+        "file_size_mb": "ENVKERNEL_PROCESS_FILE_SIZE_MB",
+        "workspace_mb": "ENVKERNEL_PROCESS_WORKSPACE_MB",
+        "max_processes": "ENVKERNEL_PROCESS_MAX_PROCESSES",
+        "lifetime": "ENVKERNEL_PROCESS_LIFETIME",
+    }
 
 
 class SandboxError(_KernelSandboxError, RuntimeError):
@@ -77,24 +129,9 @@ def executor_path() -> str:
     return spec.origin
 
 
-_UNSET: Any = object()
-_unshare: list[str] | None = _UNSET
-
-
 def _network_cut() -> list[str]:
-    """The ``unshare -n --`` prefix when it works here (root, binary present), else []; checked once."""
-    global _unshare
-    if _unshare is _UNSET:
-        _unshare = []
-        path = shutil.which("unshare")
-        if path and hasattr(os, "geteuid") and os.geteuid() == 0:
-            try:
-                ok = subprocess.run([path, "-n", "--", "true"], check=False, capture_output=True, timeout=10).returncode == 0
-            except (OSError, subprocess.SubprocessError):
-                ok = False
-            if ok:
-                _unshare = [path, "-n", "--"]
-    return list(_unshare)
+    """The ``unshare`` prefix sandboxes run under here ([] when not root or unavailable)."""
+    return list(host_support().unshare)
 
 
 class _HostTimeout(Exception):
@@ -111,10 +148,13 @@ class _TooLong(Exception):
 
 @dataclass
 class _Resources:
-    """What must not outlive a session: process groups and the folder. Holds no reference to the
-    session, so a ``weakref.finalize`` (which also runs at exit) can clean up."""
+    """What must not outlive a session: its processes, cgroup, uid and folder. Holds no reference
+    to the session, so a ``weakref.finalize`` (which also runs at exit) can clean up."""
 
     folder: str
+    uid: int | None = None
+    uid_base: int = 0
+    cgroup: Cgroup | None = None
     pids: set[int] = field(default_factory=set)
 
     def kill(self, pid: int) -> None:
@@ -126,11 +166,35 @@ class _Resources:
             except (ProcessLookupError, PermissionError):
                 pass
 
+    def kill_strays(self) -> bool:
+        """Kill every process of the sandbox (its cgroup, else its uid); True when none is left."""
+        if self.cgroup is not None and "pids" in self.cgroup.dirs:
+            return self.cgroup.kill_all()
+        if self.uid is not None:
+            kill_uids(range(self.uid, self.uid + 1))
+        return True
+
+    def new_uid(self, work: str) -> None:
+        """Move the sandbox to a fresh uid (after its executor died: zombies may hold the old one)."""
+        if self.uid is None:
+            return
+        pool = uid_pool(self.uid_base)
+        pool.release(self.uid)
+        self.uid = pool.acquire()
+        os.chown(work, self.uid, self.uid)
+
     def cleanup(self) -> None:
         for pid in list(self.pids):
             self.kill(pid)
         self.pids.clear()
+        gone = self.kill_strays()
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
         shutil.rmtree(self.folder, ignore_errors=True)
+        if self.uid is not None and gone:
+            uid_pool(self.uid_base).release(self.uid)
+        self.uid = None
 
 
 @dataclass(frozen=True)
@@ -156,9 +220,27 @@ class ProcessSession:
         self.events: list[str] = []
         self.diverged = False
         self._runner = runner
+        self.confinement: dict[str, Any] = {}
+        """What the executor reported it applied (uid, cgroups, rlimits, landlock, tmpfs)."""
+        s = self.settings
+        support = runner.support
         self._folder = tempfile.mkdtemp(prefix=f"envk-{self.id}-")
+        self._work = os.path.join(self._folder, "work")
         self._res = _Resources(self._folder)
         self._finalizer = weakref.finalize(self, self._res.cleanup)
+        with open(os.path.join(self._folder, OWNER_FILE), "w") as f:  # for the sweep after a crash
+            f.write(owner_stamp())
+        os.mkdir(self._work, 0o700)
+        self._tmpfs = bool(s.isolate and support.unshare)
+        if s.isolate and support.root:
+            # The executor drops to this uid; the folder above `work` stays the runner's (the
+            # executor log lives there, out of the sandbox's reach) but can be passed through.
+            self._res.uid_base = s.uid_base
+            self._res.uid = uid_pool(s.uid_base).acquire()
+            os.chown(self._work, self._res.uid, self._res.uid)
+            os.chmod(self._folder, 0o711)
+        if s.isolate and support.cgroups:
+            self._res.cgroup = Cgroup(f"envk-{self.id}", support, s.memory_mb * 1024 * 1024, s.max_processes, s.cpus)
         self._lock = asyncio.Lock()
         self._proc: asyncio.subprocess.Process | None = None
         self._generation = 0
@@ -287,23 +369,50 @@ class ProcessSession:
             return
         if self._generation > 0:
             self.replacements += 1
+            self._res.kill_strays()  # what the dead executor forked
+            if not self._tmpfs:  # a private tmpfs died with the old executor; this folder did not
+                _empty_folder(self._work)
+            self._res.new_uid(self._work)
         await self._spawn()
 
-    async def _spawn(self) -> None:
+    def _argv(self) -> list[str]:
         s = self.settings
+        support = self._runner.support
         argv = [
             sys.executable, "-S", "-P", executor_path(),
             "--rlimit-as", str(s.memory_mb * 1024 * 1024),
             "--rlimit-cpu", str(s.cpu_seconds),
             "--rlimit-fsize", str(s.file_size_mb * 1024 * 1024),
+            "--rlimit-nofile", str(s.open_files),
             "--max-response", str(_MAX_RESPONSE),
+            "--workdir", self._work,
+            "--parent-pid", str(os.getpid()),
         ]  # fmt: skip
-        if s.isolate:
-            argv = _network_cut() + argv
+        if not s.isolate:
+            return argv
+        if self._res.uid is not None:
+            argv += ["--uid", str(self._res.uid), "--gid", str(self._res.uid), "--rlimit-nproc", str(s.max_processes)]
+        if self._res.cgroup is not None:
+            for f in self._res.cgroup.procs_files:
+                argv += ["--cgroup", f]
+        if support.landlock:
+            argv.append("--landlock")
+        if support.seccomp:
+            argv.append("--deny-unix-sockets")
+        if support.unshare:
+            argv = [*support.unshare, *argv, "--tmpfs-size", str(s.workspace_mb * 1024 * 1024)]
+        return argv
+
+    async def _spawn(self) -> None:
+        if self._res.cgroup is not None:
+            try:
+                self._res.cgroup.ensure()
+            except OSError as exc:
+                raise SandboxError(f"cannot set up the sandbox's cgroup {self._res.cgroup.name}: {exc}") from None
         env = {
             "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": self._folder,
-            "TMPDIR": self._folder,
+            "HOME": self._work,
+            "TMPDIR": self._work,
             "LANG": "C.UTF-8",
             "LC_ALL": "C.UTF-8",
             "TZ": "UTC",
@@ -312,16 +421,18 @@ class ProcessSession:
             "PYTHONUTF8": "1",
         }
         self._generation += 1
-        log = open(os.path.join(self._folder, "executor.log"), "ab")  # noqa: ASYNC230, SIM115 - closed below
+        fd = os.open(os.path.join(self._folder, "executor.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        log = open(fd, "wb")  # noqa: ASYNC230, SIM115 - closed below
         try:
-            # Limits are applied by the executor itself (first thing it does) and the new session
-            # comes from start_new_session: no preexec_fn, which is unsafe in a threaded host.
+            # Limits and confinement are applied by the executor itself (first thing it does) and
+            # the new session comes from start_new_session: no preexec_fn, which is unsafe in a
+            # threaded host.
             self._proc = await asyncio.create_subprocess_exec(
-                *argv,
+                *self._argv(),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=log,
-                cwd=self._folder,
+                cwd=self._work,
                 env=env,
                 start_new_session=True,
                 limit=STREAM_LIMIT,
@@ -332,7 +443,9 @@ class ProcessSession:
             log.close()
         self._res.pids.add(self._proc.pid)
         try:
-            await self._op_raw(self._load, "load")
+            loaded = await self._op_raw(self._load, "load")
+            if isinstance(loaded, dict):
+                self.confinement = loaded.get("confinement") or {}
             await self._replay(tuple(self._log))
         except BaseException:
             await self._kill(None)
@@ -410,9 +523,33 @@ class ProcessSession:
                 await self._kill(None)
                 code = proc.returncode
             self._res.pids.discard(proc.pid)
-        self.events.append(f"died (exit code {code})")
+        cause = self._cause(code)
+        self.events.append(f"died (exit code {code}{': ' + cause if cause else ''})")
         tail = self._stderr_tail()
-        return f"sandbox executor died (exit code {code})" + (f": {tail}" if tail else "") + "; it will be replaced"
+        return (
+            f"sandbox executor died (exit code {code}{': ' + cause if cause else ''})"
+            + (f": {tail}" if tail else "")
+            + "; it will be replaced"
+        )
+
+    def _cause(self, code: int | None) -> str:
+        """What an exit code means here: the signal, and which limit was probably hit."""
+        s = self.settings
+        parts = []
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            parts.append(f"killed by {name}")
+            if name == "SIGXCPU":
+                parts.append(f"it used up its CPU time limit of {s.cpu_seconds} s")
+        elif code == 78:
+            parts.append("the sandbox could not be confined")
+        cg = self._res.cgroup
+        if cg is not None and cg.oom_kills() > 0:
+            parts.append(f"the sandbox ran out of memory (limit {s.memory_mb} MiB)")
+        return "; ".join(parts)
 
     def _stderr_tail(self) -> str:
         try:
@@ -422,7 +559,7 @@ class ProcessSession:
                 text = f.read().decode("utf-8", "replace")
         except OSError:
             return ""
-        lines = [line for line in text.splitlines() if line.strip()]
+        lines = [line if len(line) <= 300 else line[:300] + "..." for line in text.splitlines() if line.strip()]
         return " | ".join(lines[-5:])
 
     async def _kill(self, reason: str | None) -> None:
@@ -430,6 +567,7 @@ class ProcessSession:
         if proc is None:
             return
         self._res.kill(proc.pid)
+        self._res.kill_strays()
         try:
             await asyncio.wait_for(proc.wait(), 5)
         except TimeoutError:
@@ -439,8 +577,27 @@ class ProcessSession:
             self.events.append(f"killed ({reason})")
 
 
+def _empty_folder(folder: str) -> None:
+    """Remove everything inside ``folder`` (symlinks are removed, never followed)."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for e in entries:
+        try:
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path, ignore_errors=True)
+            else:
+                os.unlink(e.path)
+        except OSError:
+            pass
+
+
 def _error(code: str, message: str) -> ToolResult:
     return ToolResult(ok=False, error=ToolError(code=code, message=message))
+
+
+_swept: set[str] = set()
 
 
 class ProcessRunner:
@@ -450,7 +607,16 @@ class ProcessRunner:
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings if settings is not None else Settings()
+        self.support: HostSupport = host_support() if self.settings.isolate else HostSupport(root=False)
         self._sessions: set[ProcessSession] = set()
+        folder = tempfile.gettempdir()
+        if folder not in _swept:  # once per process and temp folder: what crashed runners left
+            _swept.add(folder)
+            sweep_folders(folder, host_support())
+
+    def protections(self) -> dict[str, Protection]:
+        """What this runner blocks and what it only detects, on this host (see ``docs/sandboxes.md``)."""
+        return protections(host_support(), isolate=self.settings.isolate)
 
     @property
     def sessions(self) -> list[ProcessSession]:

@@ -1,0 +1,628 @@
+"""What the ``process`` runner can confine a sandbox with on this host, and the means to do it.
+
+Checked once per process (:func:`host_support`):
+
+- **root**: each sandbox gets a uid of its own (from ``uid_base``, no passwd entry), so
+  ``RLIMIT_NPROC`` binds and the sandbox cannot signal or read anything of the host's users;
+- **namespaces**: ``unshare -n -m`` gives an empty network namespace and a private mount namespace
+  (the working folder becomes a size-capped tmpfs);
+- **cgroups** (v1 or v2, wherever the host lets us create a child of our own cgroup): memory,
+  pids and cpu limits for all the sandbox's processes together, and a reliable kill of all of them;
+- **Landlock**: files (working folder read-write, Python runtime read-only, nothing else), TCP,
+  and signals / abstract unix sockets leaving the sandbox;
+- **seccomp**: no unix-domain sockets (Landlock before ABI 8 does not cover connecting to one by
+  path, and the host's may be world-connectable), no io_uring.
+
+:func:`protections` turns that into the table in ``docs/sandboxes.md``: what is blocked and what
+is only detected or reported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CONTROLLERS = ("memory", "pids", "cpu")
+_LIMIT_FILES = {
+    1: {"memory": "memory.limit_in_bytes", "pids": "pids.max", "cpu": "cpu.cfs_quota_us"},
+    2: {"memory": "memory.max", "pids": "pids.max", "cpu": "cpu.max"},
+}
+UID_BLOCK = 1000
+"""Uids a runner process reserves at a time (one lock file per block)."""
+UID_BLOCKS = 64
+UID_QUARANTINE = 30.0
+"""Seconds a uid rests after its sandbox (or executor) ended before it is handed out again: killed
+processes may linger as zombies until the host's init reaps them, and they count against the
+uid's RLIMIT_NPROC."""
+
+
+# ----------------------------------------------------------------------------- what the host offers
+
+
+@dataclass(frozen=True)
+class HostSupport:
+    """Confinement available to sandboxes started by this process."""
+
+    root: bool
+    unshare: tuple[str, ...] = ()
+    """``unshare -n -m --`` (empty network namespace, private mounts), or () when unavailable."""
+    cgroups: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """Controller -> (cgroup version, folder under which a sandbox's cgroup is created)."""
+    landlock: int = 0
+    """Landlock ABI version, 0 when unavailable."""
+    seccomp: bool = False
+    """Seccomp filters work (the executor then refuses unix-domain sockets)."""
+    notes: dict[str, str] = field(default_factory=dict)
+    """Why something is unavailable."""
+
+    def as_dict(self) -> dict[str, object]:
+        """A JSON-friendly description (for ``env call --verbose`` and the benchmark)."""
+        return {
+            "root": self.root,
+            "separate_uid": self.root,
+            "network_namespace": bool(self.unshare),
+            "mount_namespace": bool(self.unshare),
+            "cgroups": {c: f"v{v}" for c, (v, _base) in self.cgroups.items()},
+            "landlock": self.landlock,
+            "seccomp": self.seccomp,
+            "not_available": dict(self.notes),
+        }
+
+
+_support: HostSupport | None = None
+_support_lock = threading.Lock()
+
+
+def host_support() -> HostSupport:
+    """What this host offers (checked once per process)."""
+    global _support
+    with _support_lock:
+        if _support is None:
+            _support = _detect()
+    return _support
+
+
+def _detect() -> HostSupport:
+    notes: dict[str, str] = {}
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if not root:
+        notes["separate_uid"] = "the runner is not root"
+    unshare: tuple[str, ...] = ()
+    path = shutil.which("unshare")
+    if not root:
+        notes["namespaces"] = "the runner is not root"
+    elif not path:
+        notes["namespaces"] = "no `unshare` binary"
+    else:
+        try:
+            r = subprocess.run([path, "-n", "-m", "--", "true"], check=False, capture_output=True, timeout=10)
+            if r.returncode == 0:
+                unshare = (path, "-n", "-m", "--")
+            else:
+                notes["namespaces"] = f"`unshare -n -m` failed: {r.stderr.decode(errors='replace').strip()}"
+        except (OSError, subprocess.SubprocessError) as exc:
+            notes["namespaces"] = f"`unshare -n -m` failed: {exc}"
+    cgroups = _detect_cgroups(notes)
+    ll = landlock_abi()
+    if not ll:
+        notes["landlock"] = "the kernel does not offer Landlock"
+    seccomp = _seccomp_available()
+    if not seccomp:
+        notes["seccomp"] = "no seccomp filters here (or no filter for this CPU)"
+    return HostSupport(root=root, unshare=unshare, cgroups=cgroups, landlock=ll, seccomp=seccomp, notes=notes)
+
+
+def _seccomp_available() -> bool:
+    if os.uname().machine not in ("x86_64", "aarch64"):
+        return False
+    try:
+        return any(line.startswith("Seccomp:") for line in Path("/proc/self/status").read_text().splitlines())
+    except OSError:
+        return False
+
+
+def landlock_abi() -> int:
+    """The kernel's Landlock ABI version (0: not available)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        v = libc.syscall(ctypes.c_long(444), None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # create_ruleset(VERSION)
+    except Exception:  # noqa: BLE001 - no ctypes, no libc: no Landlock
+        return 0
+    return int(v) if v > 0 else 0
+
+
+def _mounts() -> list[tuple[str, str, str, set[str]]]:
+    """(root, mount point, fs type, super options) of every cgroup mount."""
+    out = []
+    try:
+        text = Path("/proc/self/mountinfo").read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        left, _, right = line.partition(" - ")
+        a, b = left.split(), right.split()
+        if len(a) >= 5 and len(b) >= 3 and b[0] in ("cgroup", "cgroup2"):
+            out.append((a[3], a[4].replace("\\040", " "), b[0], set(b[2].split(","))))
+    return out
+
+
+def _detect_cgroups(notes: dict[str, str]) -> dict[str, tuple[int, str]]:
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        notes["cgroups"] = "no /proc/self/cgroup"
+        return {}
+    mounts = _mounts()
+    found: dict[str, tuple[int, str]] = {}
+    v2_path = None
+    for line in lines:
+        _hid, ctrls, path = line.split(":", 2)
+        if ctrls == "":
+            v2_path = path
+            continue
+        for c in ctrls.split(","):
+            if c not in CONTROLLERS:
+                continue
+            for mroot, point, fstype, opts in mounts:
+                if fstype == "cgroup" and c in opts and (path == mroot or path.startswith(mroot.rstrip("/") + "/")):
+                    base = os.path.join(point, os.path.relpath(path, mroot)) if path != mroot else point
+                    if _usable(base, 1, c):
+                        found[c] = (1, os.path.normpath(base))
+                    break
+    if v2_path is not None and any(c not in found for c in CONTROLLERS):
+        for mroot, point, fstype, _opts in mounts:
+            if fstype != "cgroup2" or not (v2_path == mroot or v2_path.startswith(mroot.rstrip("/") + "/")):
+                continue
+            base = os.path.normpath(os.path.join(point, os.path.relpath(v2_path, mroot)))
+            try:
+                enabled = set(Path(base, "cgroup.subtree_control").read_text().split())
+            except OSError:
+                enabled = set()
+            for c in CONTROLLERS:
+                if c not in found and c in enabled and _usable(base, 2, c):
+                    found[c] = (2, base)
+            break
+    for c in CONTROLLERS:
+        if c not in found:
+            notes[f"cgroup_{c}"] = "no writable cgroup with this controller"
+    for _c, (_v, base) in found.items():
+        _sweep(base)
+    return found
+
+
+def _usable(base: str, version: int, controller: str) -> bool:
+    probe = os.path.join(base, f"envk-probe-{os.getpid()}")
+    try:
+        os.mkdir(probe)
+    except OSError:
+        return False
+    try:
+        return os.path.exists(os.path.join(probe, _LIMIT_FILES[version][controller]))
+    finally:
+        with contextlib.suppress(OSError):
+            os.rmdir(probe)
+
+
+SWEEP_AGE = 4 * 3600.0
+"""An empty sandbox cgroup older than this was left by a runner that crashed."""
+
+
+def _sweep(base: str) -> None:
+    """Remove old empty sandbox cgroups a crashed runner left behind. Young ones may belong to a
+    live runner that is about to start an executor in them; a busy one cannot be removed."""
+    try:
+        names = [n for n in os.listdir(base) if n.startswith("envk-")]
+    except OSError:
+        return
+    now = time.time()
+    for n in names:
+        path = os.path.join(base, n)
+        with contextlib.suppress(OSError):
+            if now - os.stat(path).st_mtime > SWEEP_AGE:
+                os.rmdir(path)
+
+
+# ----------------------------------------------------------------------------- folders of crashed runners
+
+OWNER_FILE = "owner"
+"""In each sandbox folder: ``<pid> <start time>`` of the runner process that made it."""
+
+
+def process_start(pid: int) -> str:
+    """A live process's start time (clock ticks since boot), "" when it is gone or a zombie."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return ""
+    return fields[19] if len(fields) > 19 and fields[0] not in ("Z", "X") else ""
+
+
+def owner_stamp() -> str:
+    """What :data:`OWNER_FILE` holds for this process."""
+    return f"{os.getpid()} {process_start(os.getpid())}"
+
+
+def sweep_folders(folder: str, support: HostSupport) -> int:
+    """Remove the sandbox folders (and cgroups) that runners which died without cleaning up left
+    in ``folder``; their processes died with them (parent-death signal). Returns how many."""
+    removed = 0
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith("envk-p") and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return 0
+    for e in entries:
+        try:
+            if e.stat(follow_symlinks=False).st_uid != os.geteuid():
+                continue
+            pid, start = Path(e.path, OWNER_FILE).read_text().split()
+        except (OSError, ValueError):
+            continue
+        if process_start(int(pid)) == start:
+            continue  # its runner is alive
+        sid = e.name.split("-")[1]
+        for _c, (_v, base) in support.cgroups.items():
+            d = os.path.join(base, f"envk-{sid}")
+            if os.path.isdir(d):
+                Cgroup.remove_folder(d)
+        shutil.rmtree(e.path, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+# ----------------------------------------------------------------------------- a sandbox's cgroup
+
+
+class Cgroup:
+    """The cgroup(s) of one sandbox: one folder per v1 controller, or one v2 folder."""
+
+    def __init__(self, name: str, support: HostSupport, memory: int, pids: int, cpus: float) -> None:
+        self.name = name
+        self.memory = memory
+        self.pids = pids
+        self.cpus = cpus
+        self.dirs: dict[str, tuple[int, str]] = {
+            c: (v, os.path.join(base, name)) for c, (v, base) in support.cgroups.items() if c != "cpu" or cpus > 0
+        }
+        self._oom_base = 0
+
+    @property
+    def controllers(self) -> list[str]:
+        """The controllers this sandbox is limited by."""
+        return sorted(self.dirs)
+
+    @property
+    def procs_files(self) -> list[str]:
+        """The ``cgroup.procs`` files the executor joins (one per distinct folder)."""
+        return sorted({os.path.join(d, "cgroup.procs") for _v, d in self.dirs.values()})
+
+    def ensure(self) -> None:
+        """Create the folders and write the limits (idempotent)."""
+        for c, (v, d) in self.dirs.items():
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(d)
+            if c == "memory":
+                if v == 1:
+                    _write(d, "memory.limit_in_bytes", self.memory)
+                    with contextlib.suppress(OSError):
+                        _write(d, "memory.memsw.limit_in_bytes", self.memory)  # no swap either
+                else:
+                    _write(d, "memory.max", self.memory)
+                    with contextlib.suppress(OSError):
+                        _write(d, "memory.swap.max", 0)
+            elif c == "pids":
+                _write(d, "pids.max", self.pids)
+            elif c == "cpu":
+                quota = max(1000, int(self.cpus * 100_000))
+                if v == 1:
+                    _write(d, "cpu.cfs_period_us", 100_000)
+                    _write(d, "cpu.cfs_quota_us", quota)
+                else:
+                    _write(d, "cpu.max", f"{quota} 100000")
+        self._oom_base = self._oom_raw()
+
+    def pids_inside(self) -> set[int]:
+        """Processes in the sandbox's cgroup(s)."""
+        out: set[int] = set()
+        for f in self.procs_files:
+            try:
+                out.update(int(x) for x in Path(f).read_text().split())
+            except (OSError, ValueError):
+                pass
+        return out
+
+    def kill_all(self, timeout: float = 3.0) -> bool:
+        """SIGKILL every process inside until none is left; True when empty."""
+        for _v, d in self.dirs.values():
+            kill = os.path.join(d, "cgroup.kill")
+            if os.path.exists(kill):
+                with contextlib.suppress(OSError):
+                    _write(d, "cgroup.kill", 1)
+        deadline = time.monotonic() + timeout
+        while True:
+            pids = self.pids_inside()
+            if not pids:
+                return True
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.002)
+
+    def oom_kills(self) -> int:
+        """Processes the kernel killed for running out of the sandbox's memory, since the last
+        :meth:`ensure` (that is, in the current executor's time)."""
+        return self._oom_raw() - self._oom_base
+
+    def _oom_raw(self) -> int:
+        m = self.dirs.get("memory")
+        if m is None:
+            return 0
+        v, d = m
+        try:
+            text = Path(d, "memory.oom_control" if v == 1 else "memory.events").read_text()
+        except OSError:
+            return 0
+        for line in text.splitlines():
+            k, _, n = line.partition(" ")
+            if k == "oom_kill":
+                return int(n)
+        return 0
+
+    def remove(self) -> None:
+        """Kill what is inside and remove the folders."""
+        self.kill_all()
+        for _v, d in self.dirs.values():
+            self.remove_folder(d)
+
+    @staticmethod
+    def remove_folder(d: str) -> None:
+        """Kill the processes in one cgroup folder and remove it."""
+        procs = os.path.join(d, "cgroup.procs")
+        for _ in range(500):
+            try:
+                pids = [int(x) for x in Path(procs).read_text().split()]
+            except (OSError, ValueError):
+                pids = []
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            try:
+                os.rmdir(d)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.002)
+
+
+def _write(folder: str, name: str, value: object) -> None:
+    with open(os.path.join(folder, name), "w") as f:
+        f.write(str(value))
+
+
+# ----------------------------------------------------------------------------- uids
+
+
+class UidPool:
+    """Hands out uids no other sandbox on this host is using.
+
+    A runner process reserves blocks of :data:`UID_BLOCK` uids with an exclusive ``flock`` on a
+    lock file in a root-only folder; the kernel releases it if the process dies. When a block is
+    taken over, processes a crashed runner left running under its uids are killed first. A uid
+    given back rests for :data:`UID_QUARANTINE` seconds before it is used again.
+    """
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+        self._free: list[int] = []
+        self._resting: list[tuple[float, int]] = []
+        self._locks: list[int] = []
+        self._lock = threading.Lock()
+        self._folder: str | None = None
+
+    def acquire(self) -> int:
+        """A uid for a new sandbox."""
+        with self._lock:
+            now = time.monotonic()
+            while self._resting and self._resting[0][0] <= now:
+                self._free.append(self._resting.pop(0)[1])
+            if not self._free:
+                self._reserve()
+            return self._free.pop()
+
+    def release(self, uid: int) -> None:
+        """Give a uid back (its processes must be dead); it rests before it is used again."""
+        with self._lock:
+            self._resting.append((time.monotonic() + UID_QUARANTINE, uid))
+
+    def _lock_folder(self) -> str:
+        if self._folder is None:
+            for candidate in ("/run/envkernel-process", os.path.join(tempfile.gettempdir(), f"envkernel-process-{os.geteuid()}")):
+                with contextlib.suppress(FileExistsError, OSError):
+                    os.mkdir(candidate, 0o700)
+                try:
+                    st = os.lstat(candidate)
+                except OSError:
+                    continue
+                if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077:
+                    self._folder = candidate
+                    break
+            else:
+                raise OSError("no private folder for the sandbox uid locks (/run or the temp folder)")
+        return self._folder
+
+    def _reserve(self) -> None:
+        folder = self._lock_folder()
+        for block in range(UID_BLOCKS):
+            lo = self.base + block * UID_BLOCK
+            fd = os.open(os.path.join(folder, f"uids-{lo}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            self._locks.append(fd)
+            kill_uids(range(lo, lo + UID_BLOCK))  # leftovers of a runner that crashed
+            self._free.extend(reversed(range(lo, lo + UID_BLOCK)))
+            return
+        raise OSError(f"all {UID_BLOCKS * UID_BLOCK} sandbox uids from {self.base} are in use on this host")
+
+
+_pools: dict[int, UidPool] = {}
+
+
+def uid_pool(base: int) -> UidPool:
+    """The process-wide pool for ``base``."""
+    pool = _pools.get(base)
+    if pool is None:
+        pool = _pools[base] = UidPool(base)
+    return pool
+
+
+def kill_uids(uids: range, timeout: float = 3.0) -> int:
+    """SIGKILL every live process whose real uid is in ``uids`` (scans /proc) until none is left;
+    returns how many were killed. Zombies are dead already and are left to their parent."""
+    killed: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while True:
+        found = 0
+        try:
+            entries = os.listdir("/proc")
+        except OSError:
+            return len(killed)
+        for name in entries:
+            if not name.isdigit():
+                continue
+            uid, state = -1, ""
+            try:
+                with open(f"/proc/{name}/status", "rb") as f:
+                    for line in f:
+                        if line.startswith(b"State:"):
+                            state = line.split()[1].decode()
+                        elif line.startswith(b"Uid:"):
+                            uid = int(line.split()[1])
+                            break
+            except (OSError, ValueError, IndexError):
+                continue
+            if uid in uids and state not in ("Z", "X"):
+                found += 1
+                killed.add(int(name))
+                with contextlib.suppress(OSError):
+                    os.kill(int(name), signal.SIGKILL)
+        if not found or time.monotonic() > deadline:
+            return len(killed)
+        time.sleep(0.005)
+
+
+# ----------------------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class Protection:
+    """One row of the table: what happens when an environment tries ``threat``."""
+
+    threat: str
+    outcome: str
+    """``blocked`` (it cannot happen), ``detected`` (it happens, the call fails with a clear error
+    and the sandbox is replaced) or ``not blocked``."""
+    how: str
+
+
+THREATS: dict[str, str] = {
+    "infinite_loop": "an infinite loop",
+    "fork_bomb": "a fork bomb",
+    "memory_bomb": "a memory bomb",
+    "network": "opening a network connection",
+    "host_files": "reading host files outside the sandbox",
+    "huge_output": "writing a huge output",
+    "kill_executor": "killing its own executor",
+    "other_processes": "signalling the runner or another sandbox",
+    "leftovers": "leaving processes behind",
+}
+"""The threats of the hostile suite, in table order."""
+
+
+def protections(support: HostSupport | None = None, *, isolate: bool = True) -> dict[str, Protection]:
+    """What the ``process`` runner blocks and what it only detects, on this host."""
+    s = support or host_support()
+    uid = isolate and s.root
+    ll = s.landlock if isolate else 0
+    netns = isolate and bool(s.unshare)
+    cg = set(s.cgroups) if isolate else set()
+    rows: dict[str, tuple[str, str]] = {}
+
+    loop = "per-call timeout in the executor (SIGALRM): the call fails with `timeout` and has no effect; code that swallows it is killed by the runner 2 s later and the executor replaced; RLIMIT_CPU"
+    rows["infinite_loop"] = ("blocked", loop + ("; cpu cgroup quota" if "cpu" in cg else ""))
+
+    if uid:
+        how = "own uid with RLIMIT_NPROC" + (" and a pids cgroup" if "pids" in cg else "")
+        rows["fork_bomb"] = ("blocked", how + ": fork fails with EAGAIN; every process a call started is killed when it returns")
+    else:
+        rows["fork_bomb"] = ("not blocked", "RLIMIT_NPROC cannot bind without a uid of its own (runner not root); children are killed when the call returns, best effort")
+
+    if "memory" in cg:
+        rows["memory_bomb"] = ("blocked", "RLIMIT_AS per process (MemoryError) and a memory cgroup for all its processes (the kernel kills inside the sandbox only)")
+    elif uid:
+        rows["memory_bomb"] = ("blocked", "RLIMIT_AS per process (MemoryError); no memory cgroup: several processes may together use max_processes x memory_mb")
+    else:
+        rows["memory_bomb"] = ("blocked", "RLIMIT_AS per process (MemoryError)")
+
+    sc = isolate and s.seccomp
+    if netns and sc:
+        rows["network"] = ("blocked", "empty network namespace (`unshare -n`)" + (", Landlock: no TCP connect or bind" if ll >= 4 else "")
+                           + ", and seccomp: no unix-domain sockets")
+    elif netns:
+        rows["network"] = ("not blocked", "empty network namespace (`unshare -n`); unix-domain sockets of the host that its uid may connect to are reachable (no seccomp)")
+    elif ll >= 4:
+        rows["network"] = ("not blocked", "Landlock blocks TCP connect and bind; UDP is not blocked without a network namespace (runner not root)")
+    else:
+        rows["network"] = ("not blocked", "no network namespace (runner not root) and no Landlock network rules")
+
+    if ll:
+        rows["host_files"] = ("blocked", "Landlock: only the working folder (read-write) and the Python runtime (stdlib, shared libraries, time zones: read-only) can be opened" + ("; own uid" if uid else ""))
+    elif uid:
+        rows["host_files"] = ("not blocked", "own uid: files not readable by others are blocked, world-readable host files are not (no Landlock)")
+    else:
+        rows["host_files"] = ("not blocked", "no Landlock and no uid of its own")
+
+    huge = "a result over the response limit fails with `too_large`; a file over file_size_mb fails with EFBIG (RLIMIT_FSIZE); prints go to a log capped the same way"
+    if netns:
+        huge += "; the working folder is a tmpfs of workspace_mb (ENOSPC)"
+        rows["huge_output"] = ("blocked", huge + (", nothing else is writable (Landlock)" if ll else ""))
+    elif ll:
+        rows["huge_output"] = ("not blocked", huge + "; only the working folder is writable (Landlock), but its total size is not capped")
+    else:
+        rows["huge_output"] = ("not blocked", huge + "; many files, or files elsewhere, are not capped")
+
+    rows["kill_executor"] = ("detected", "the call fails with `crashed`, naming the signal or exit code (and an out-of-memory kill); the executor is replaced and the earlier calls replayed")
+
+    if uid or ll >= 6:
+        how = " and ".join(x for x in ("own uid" if uid else "", "Landlock signal scope" if ll >= 6 else "") if x)
+        rows["other_processes"] = ("blocked", how + ": EPERM")
+    else:
+        rows["other_processes"] = ("not blocked", "same uid as the runner and no Landlock signal scope")
+
+    means = ["own process group", "parent-death signal", "hard lifetime"]
+    if "pids" in cg:
+        means.insert(0, "everything in the sandbox's cgroup is killed on close and on replacement")
+    elif uid:
+        means.insert(0, "every process of the sandbox's uid is killed on close and on replacement")
+    if uid:
+        rows["leftovers"] = ("blocked", "; ".join(means))
+    else:
+        rows["leftovers"] = ("not blocked", "; ".join(means) + " (a process that calls setsid and clears its parent-death signal escapes)")
+    return {k: Protection(k, *rows[k]) for k in THREATS}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import nats
@@ -35,6 +36,11 @@ class Bus:
         self.url = url
         self._kv: KeyValue | None = None
         self._objects: ObjectStore | None = None
+        self._closed_callbacks: list[Callable[[], None]] = []
+
+    def on_closed(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` when the connection is closed for good (server gone, reconnects spent)."""
+        self._closed_callbacks.append(callback)
 
     @classmethod
     async def connect(cls, url: str, *, name: str = "envkernel", setup: bool = True, timeout: float = 5.0) -> Bus:
@@ -43,15 +49,22 @@ class Bus:
         async def _err(exc: Exception) -> None:
             log.warning("nats error", error=f"{type(exc).__name__}: {exc}")
 
+        closed_callbacks: list[Callable[[], None]] = []
+
+        async def _closed() -> None:
+            for cb in closed_callbacks:
+                cb()
+
         try:
             nc = await nats.connect(
                 url, name=name, connect_timeout=timeout, max_reconnect_attempts=3, error_cb=_err,
-                allow_reconnect=True, pending_size=64 * 1024 * 1024,
+                allow_reconnect=True, pending_size=64 * 1024 * 1024, closed_cb=_closed,
             )
         except Exception as exc:  # nats raises several unrelated types here
             raise BusError(f"cannot connect to NATS at {url}: {exc}. Is the server running?") from None
         js = nc.jetstream(publish_async_max_pending=4000)
         bus = cls(nc, js, url)
+        bus._closed_callbacks = closed_callbacks
         if setup:
             await bus.setup()
         return bus

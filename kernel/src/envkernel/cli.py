@@ -170,6 +170,12 @@ def tap(subject: str | None, as_json: bool, from_start: bool, run_dir: str | Non
         finally:
             await bus.close()
 
+    import signal
+
+    def _term(*_: object) -> None:
+        raise KeyboardInterrupt  # unwind, so a replay's server is stopped
+
+    signal.signal(signal.SIGTERM, _term)
     try:
         if run_dir:
             with tapmod.Replay(Path(run_dir)) as url:
@@ -228,3 +234,7 @@ cli.add_command(env)
 def main() -> None:
     """Entry point of the ``envkernel`` script."""
     cli()
+
+
+if __name__ == "__main__":
+    main()

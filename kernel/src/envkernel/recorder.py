@@ -76,6 +76,8 @@ class Recorder:
         if isinstance(ev, EnvSynthesized):
             c["envs_synthesized"] += 1
         elif isinstance(ev, EnvVerified):
+            if ev.env.id in self.env_tools:
+                return  # the same environment, sent to another sampler
             c["envs_verified"] += 1
             self.write_env(ev.env)
             self._verified(ev.env.id, ev.env.report)

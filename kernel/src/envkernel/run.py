@@ -83,6 +83,8 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
         cfgmod.settings_for(comp.name, comp.settings_type, config.settings.get(comp.name))
     out_dir = Path(config.out) if config.out else Path(out_root or "envkernel-out") / run_id
     out_dir = out_dir.resolve()
+    if (out_dir / "config.json").exists():
+        raise ConfigError(f"{out_dir} already holds a run (config.json): choose another --run-id or --out, or remove it")
     config = msgspec.structs.replace(config, run_id=run_id, selected=selected, components=components, out=str(out_dir))
     warnings = [f"plugin {n!r} is broken and was skipped: {why}" for n, why in registry.broken.items()]
     return Prepared(config, registry, out_dir, warnings)
@@ -124,6 +126,16 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         announced = discovery.announce(config.run_id, nats_url, out)
     log.info("run starting", run=config.run_id, out=str(out), nats=nats_url, plugins=",".join(config.selected))
     bus = await Bus.connect(nats_url, name=f"envkernel-run-{config.run_id}")
+    try:
+        await bus.runs.get(config.run_id)
+        taken = True
+    except Exception:  # noqa: BLE001 - KeyNotFoundError: the id is free
+        taken = False
+    if taken:
+        await bus.close()
+        if server is not None:
+            await asyncio.to_thread(server.stop)
+        raise ConfigError(f"run id {config.run_id!r} is already used on {nats_url}: choose another --run-id")
     # workers on other hosts read the run's config from here (secrets stay in this process)
     await bus.runs.put(config.run_id, msgspec.json.encode(public))
     recorder = Recorder(out)

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import IO
 
+from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import DeliverPolicy
 
 from envkernel_bus import Bus, EmbeddedServer, discovery
@@ -92,42 +93,63 @@ def line(ev: Event) -> str:
 
 async def tap(bus: Bus, subject: str, *, from_start: bool, as_json: bool, show_all: bool, until_caught_up: bool,
               out: IO[str] = sys.stdout, limit: int | None = None) -> int:
-    """Print events on ``subject`` until interrupted (or caught up); return how many were printed."""
+    """Print events on ``subject``; return how many were printed.
+
+    Live (the default) it follows new events until interrupted, the limit is reached, or the
+    server goes away. With ``until_caught_up`` (a replay) it reads what is stored and stops.
+    """
     done = asyncio.Event()
     printed = 0
-    last_seq = 0
-    if until_caught_up:
-        info = await bus.js.stream_info(STREAM)
-        last_seq = info.state.last_seq
-        if info.state.messages == 0:
-            return 0
 
-    async def on_msg(msg) -> None:  # type: ignore[no-untyped-def]
+    def show(data: bytes, subj: str) -> None:
         nonlocal printed
         if done.is_set():
-            return  # already buffered past the limit or a closed pipe
+            return  # already past the limit, or the reader went away
         try:
-            ev = decode(msg.data)
+            ev = decode(data)
         except DecodeError as exc:
-            print(f"!! {msg.subject}: {exc}", file=sys.stderr)
-        else:
-            if show_all or not isinstance(ev, Handled):
-                try:
-                    out.write((to_json(ev).decode() if as_json else line(ev)) + "\n")
-                    out.flush()
-                except (BrokenPipeError, ValueError):  # the reader went away (e.g. `| head`)
-                    done.set()
-                    return
-                printed += 1
-        if (limit and printed >= limit) or (until_caught_up and msg.metadata.sequence.stream >= last_seq):
-            done.set()
+            print(f"!! {subj}: {exc}", file=sys.stderr)
+            return
+        if show_all or not isinstance(ev, Handled):
+            try:
+                out.write((to_json(ev).decode() if as_json else line(ev)) + "\n")
+                out.flush()
+            except (BrokenPipeError, ValueError):  # e.g. `| head` closed the pipe
+                done.set()
+                return
+            printed += 1
+            if limit and printed >= limit:
+                done.set()
 
-    policy = DeliverPolicy.ALL if from_start or until_caught_up else DeliverPolicy.NEW
+    if until_caught_up:
+        # a replay: an ephemeral pull consumer, read until nothing is pending
+        psub = await bus.js.pull_subscribe(subject, stream=STREAM)
+        try:
+            while not done.is_set():
+                try:
+                    msgs = await psub.fetch(256, timeout=1.0)
+                except (NatsTimeoutError, asyncio.TimeoutError):
+                    break  # nothing (more) matches
+                for m in msgs:
+                    show(m.data, m.subject)
+                    await m.ack()
+                if msgs and msgs[-1].metadata.num_pending == 0:
+                    break
+        finally:
+            await psub.unsubscribe()
+        return printed
+
+    async def on_msg(msg) -> None:  # type: ignore[no-untyped-def]
+        show(msg.data, msg.subject)
+
+    bus.on_closed(done.set)  # the server went away: nothing more will come
+    policy = DeliverPolicy.ALL if from_start else DeliverPolicy.NEW
     sub = await bus.js.subscribe(subject, cb=on_msg, ordered_consumer=True, deliver_policy=policy)
     try:
         await done.wait()
     finally:
-        await sub.unsubscribe()
+        if not bus.nc.is_closed:
+            await sub.unsubscribe()
     return printed
 
 

@@ -1,0 +1,5 @@
+"""``python -m envkernel``: the command line."""
+
+from .cli import main
+
+main()

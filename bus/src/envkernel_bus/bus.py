@@ -57,7 +57,7 @@ class Bus:
 
         try:
             nc = await nats.connect(
-                url, name=name, connect_timeout=timeout, max_reconnect_attempts=3, error_cb=_err,
+                url, name=name, connect_timeout=timeout, max_reconnect_attempts=3, reconnect_time_wait=0.5, error_cb=_err,
                 allow_reconnect=True, pending_size=64 * 1024 * 1024, closed_cb=_closed,
             )
         except Exception as exc:  # nats raises several unrelated types here

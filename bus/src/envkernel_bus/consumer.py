@@ -158,10 +158,13 @@ class Consumer:
             self._inflight -= len(done)
             self._room.set()
 
-    async def stop(self) -> None:
-        """Stop pulling, and let in-flight messages finish."""
+    async def stop(self, cancel: bool = False) -> None:
+        """Stop pulling, and let in-flight messages finish (``cancel``: abandon them to redelivery)."""
         self._stopping = True
         self._room.set()
+        if cancel:
+            for t in self._tasks:
+                t.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         # give the flusher a moment to ack what finished

@@ -136,10 +136,10 @@ class Worker:
                 self._consumers.append(consumer)
                 self._tasks.append(asyncio.create_task(consumer.run()))
 
-    async def stop(self) -> None:
-        """Stop consuming, finish in-flight work, close sandboxes and component resources."""
+    async def stop(self, cancel: bool = False) -> None:
+        """Stop consuming, finish (or with ``cancel`` abandon) in-flight work, close sandboxes and components."""
         for c in self._consumers:
-            await c.stop()
+            await c.stop(cancel)
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 import structlog
+from nats.js.errors import KeyNotFoundError
 
 from envkernel_bus import Bus, EmbeddedServer, discovery
 from envkernel_schemas import Event, RunFinished, event_id, is_token, encode
@@ -115,27 +116,35 @@ class RunResult:
 async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = "127.0.0.1", show_progress: bool = True, timeout: float | None = None) -> RunResult:
     """Run the pipeline to completion and write the run folder."""
     config, out = prep.config, prep.out_dir
-    out.mkdir(parents=True, exist_ok=True)
     public = cfgmod.public(config)
-    (out / "config.json").write_text(json.dumps(public, indent=2))
     server = None
     announced = None
-    if not nats_url:
-        server = EmbeddedServer(out / "nats", host=listen)
-        nats_url = await asyncio.to_thread(server.start)
-        announced = discovery.announce(config.run_id, nats_url, out)
-    log.info("run starting", run=config.run_id, out=str(out), nats=nats_url, plugins=",".join(config.selected))
-    bus = await Bus.connect(nats_url, name=f"envkernel-run-{config.run_id}")
+    bus: Bus | None = None
     try:
-        await bus.runs.get(config.run_id)
-        taken = True
-    except Exception:  # noqa: BLE001 - KeyNotFoundError: the id is free
-        taken = False
-    if taken:
-        await bus.close()
+        if not nats_url:
+            out.mkdir(parents=True, exist_ok=True)
+            server = EmbeddedServer(out / "nats", host=listen)
+            nats_url = await asyncio.to_thread(server.start)
+            announced = discovery.announce(config.run_id, nats_url, out)
+        bus = await Bus.connect(nats_url, name=f"envkernel-run-{config.run_id}")
+        try:
+            await bus.runs.get(config.run_id)
+            taken = True
+        except KeyNotFoundError:
+            taken = False
+        if taken:
+            raise ConfigError(f"run id {config.run_id!r} is already used on {nats_url}: choose another --run-id")
+    except BaseException:
+        if bus is not None:
+            await bus.close()
         if server is not None:
             await asyncio.to_thread(server.stop)
-        raise ConfigError(f"run id {config.run_id!r} is already used on {nats_url}: choose another --run-id")
+        if announced is not None:
+            announced.unlink(missing_ok=True)
+        raise
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(public, indent=2))
+    log.info("run starting", run=config.run_id, out=str(out), nats=nats_url, plugins=",".join(config.selected))
     # workers on other hosts read the run's config from here (secrets stay in this process)
     await bus.runs.put(config.run_id, msgspec.json.encode(public))
     recorder = Recorder(out)
@@ -162,7 +171,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
                 aborted = "interrupted" if stop.is_set() else f"timed out after {timeout} s"
     finally:
         _on_signals(None)
-        await worker.stop()
+        await worker.stop(cancel=bool(aborted))
         extra: dict[str, Any] = {"broken_plugins": prep.registry.broken, "undecodable_events": coord.undecodable}
         if aborted:
             extra["aborted"] = aborted

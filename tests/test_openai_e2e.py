@@ -1,0 +1,132 @@
+"""End to end: ``envkernel run --plugins +openai --policy openai`` against a scripted model server.
+
+The server (:class:`envkernel_openai.testing.ScriptedServer`) runs in this process on loopback;
+``envkernel run`` runs as a subprocess with ``OPENAI_BASE_URL`` pointing at it and
+``OPENAI_API_KEY=sk-test-secret``. The key must reach the server and appear in no file of the
+run folder (config, outputs, logs, the NATS store).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from envkernel_openai.testing import ByTurn, Oracle, ScriptedServer, completion, no_choices, tool_call
+
+pytest.importorskip("envkernel_sample")
+pytest.importorskip("envkernel_process")
+
+SECRET = "sk-test-secret"
+ENVKERNEL = str(Path(sys.executable).with_name("envkernel"))
+
+
+def run(out: Path, run_id: str, *args: str, env: dict[str, str] | None = None, config: str | None = None) -> tuple[subprocess.CompletedProcess[str], Path]:
+    cmd = [ENVKERNEL, "--json-logs", "run", "--out", str(out), "--run-id", run_id, "--seed", "3", "--no-progress", "--timeout", "240", *args]
+    if config is not None:
+        path = out / f"{run_id}.toml"
+        out.mkdir(parents=True, exist_ok=True)
+        path.write_text(config)
+        cmd += ["--config", str(path)]
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ENVKERNEL_"))}
+    full_env.update(env or {})
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=300, check=False)
+    return proc, out / run_id
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def files_containing(root: Path, needle: bytes) -> list[str]:
+    hits = []
+    for p in root.rglob("*"):
+        if p.is_file() and needle in p.read_bytes():
+            hits.append(str(p.relative_to(root)))
+    return hits
+
+
+@pytest.fixture(scope="module")
+def reference_tasks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """The tasks of seed 3 (a plain reference run; the same seed gives the same tasks)."""
+    out = tmp_path_factory.mktemp("ref")
+    proc, folder = run(out, "ref")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    tasks = lines(folder / "tasks.jsonl")
+    assert tasks
+    return tasks
+
+
+def model_env(srv: ScriptedServer) -> dict[str, str]:
+    return {"OPENAI_BASE_URL": srv.base_url, "OPENAI_API_KEY": SECRET, "OPENAI_MODEL": "scripted"}
+
+
+def test_openai_policy_solves_every_task_and_leaks_no_secret(tmp_path: Path, reference_tasks: list[dict[str, Any]]) -> None:
+    with ScriptedServer(Oracle(reference_tasks), record=True) as srv:
+        proc, folder = run(tmp_path, "oai", "--plugins", "+openai", "--policy", "openai", "-G", "2", env=model_env(srv))
+        auths = set(srv.authorizations)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((folder / "summary.json").read_text())
+    n = len(reference_tasks)
+    assert summary["tasks"] == n and summary["rollouts"] == 2 * n and summary["failures"] == 0
+    assert summary["mean_reward"] == 1.0
+    rollouts = lines(folder / "rollouts.jsonl")
+    assert len(rollouts) == 2 * n
+    for r in rollouts:
+        t = r["trajectory"]
+        assert t["policy"] == "openai" and t["termination"] == "answer" and t["format_errors"] == 0
+        assert t["usage"]["prompt_tokens"] > 0 and len(t["latencies"]) >= 2
+    assert {r["trajectory"]["index"] for r in rollouts} == {0, 1}
+    assert sorted(t["id"] for t in lines(folder / "tasks.jsonl")) == sorted(t["id"] for t in reference_tasks)
+    # the key was really used, and it is nowhere in the run folder (config, outputs, NATS store)
+    assert auths == {f"Bearer {SECRET}"}
+    assert (folder / "nats").is_dir()
+    assert files_containing(folder, SECRET.encode()) == []
+    assert SECRET not in proc.stdout and SECRET not in proc.stderr
+    # every step was published to the stream (so `envkernel tap` shows the agent live)
+    assert files_containing(folder / "nats", b"rollout.step.v1")
+
+
+def test_a_misbehaving_model_still_finishes_and_is_counted(tmp_path: Path, reference_tasks: list[dict[str, Any]]) -> None:
+    """Malformed tool-call JSON, then a reply with no choices, on every rollout; scored by the checklist."""
+    script = ByTurn([completion("", [tool_call("get_product", '{"product_id": ')]), no_choices()])
+    config = 'reward = "checklist"\n[openai]\ntemperature = 0.3\nmax_turns = 4\n'
+    with ScriptedServer(script) as srv:
+        proc, folder = run(tmp_path, "bad", "--plugins", "+openai,+checklist", "--policy", "openai", env=model_env(srv), config=config)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["tasks"] == len(reference_tasks) and summary["rollouts"] == len(reference_tasks) and summary["failures"] == 0
+    assert summary["mean_reward"] == 0.0
+    for r in lines(folder / "rollouts.jsonl"):
+        t = r["trajectory"]
+        assert t["termination"] == "no_choices" and t["format_errors"] == 1 and t["calls"] == []
+        assert r["reward"]["model"] == "checklist" and r["reward"]["error"] == ""
+    assert files_containing(folder, SECRET.encode()) == []
+
+
+def test_llm_judge_as_the_reward_model(tmp_path: Path, reference_tasks: list[dict[str, Any]]) -> None:
+    """The judge scores the gate and the emitted rollouts; the same server plays policy and judge."""
+    oracle = Oracle(reference_tasks)
+
+    def script(request: dict[str, Any], n: int) -> Any:
+        system = request["messages"][0]["content"]
+        if "You grade an AI agent" in system:
+            user = request["messages"][1]["content"]
+            did = "[assistant calls]" in user
+            return completion(json.dumps({"score": 1.0 if did else 0.0, "verdict": "complete" if did else "incomplete", "reason": "scripted"}))
+        return oracle(request, n)
+
+    with ScriptedServer(script) as srv:
+        proc, folder = run(tmp_path, "judge", "--plugins", "+openai,+judge", "--policy", "openai", env=model_env(srv), config='reward = "judge"\n')
+        judged = sum(1 for r in srv.requests if "You grade" in r["messages"][0]["content"])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((folder / "summary.json").read_text())
+    n = len(reference_tasks)
+    assert summary["tasks"] == n and summary["rollouts"] == n and summary["mean_reward"] == 1.0 and summary["failures"] == 0
+    assert judged == 3 * n  # reference + do-nothing at the gate, then the openai rollout
+    assert all(r["reward"]["model"] == "judge" for r in lines(folder / "rollouts.jsonl"))
+    assert files_containing(folder, SECRET.encode()) == []

@@ -1,0 +1,115 @@
+"""``envkernel worker``: a separate process serving some plugins' stages for the runs on a shared
+NATS server (the ``nats_server`` fixture), next to an ``envkernel run --nats-url``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nats.js.api import DeliverPolicy
+
+from envkernel_bus import Bus
+from envkernel_schemas import decode
+
+pytestmark = pytest.mark.timeout(300)
+
+
+async def _read_run(url: str, run: str) -> list[Any]:
+    """Every event of ``run`` in the stream, decoded, in stream order."""
+    bus = await Bus.connect(url, setup=False)
+    events: list[Any] = []
+    try:
+        subject = f"envk.ev.{run}.>"
+        info = await bus.js.stream_info("ENVK", subjects_filter=subject)
+        total = sum((info.state.subjects or {}).values()) if info.state.subjects else None
+        done = asyncio.Event()
+
+        async def on_msg(msg: Any) -> None:
+            events.append(decode(msg.data))
+            if msg.metadata.num_pending == 0:
+                done.set()
+
+        sub = await bus.js.subscribe(subject, cb=on_msg, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL)
+        await asyncio.wait_for(done.wait(), 60)
+        await sub.unsubscribe()
+        if total is not None:
+            assert len(events) == total
+    finally:
+        await bus.close()
+    return events
+
+
+def _wait_for(path: Path, text: str, proc: Any, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in (path.read_text() if path.exists() else ""):
+        assert proc.poll() is None, f"exited early:\n{path.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"{text!r} not logged in {timeout} s"
+        time.sleep(0.05)
+
+
+def test_worker_serves_the_reward_model_for_runs_on_a_shared_server(envk, nats_server: str, tmp_path: Path) -> None:
+    log = tmp_path / "worker.log"
+    with log.open("w") as logf:
+        worker = envk.popen("--log-level", "debug", "--json-logs", "worker", "--plugins", "traceoutcome", "--nats-url", nats_server,
+                            stdout=logf, stderr=logf)
+    try:
+        _wait_for(log, "worker serving", worker)
+        first = envk.run("--nats-url", nats_server, "-G", "4", run_id="w1")
+        second = envk.run("--nats-url", nats_server, "--seed", "5", "--set", "chains.tasks_per_env=5", run_id="w2")
+        assert worker.poll() is None, "the worker died during the runs"
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=60) == 0
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    for run in (first, second):
+        assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+        assert run.summary["tasks"] > 0 and run.summary["mean_reward"] == 1.0 and run.summary["failures"] == 0
+        assert not (run.dir / "nats").exists()  # no embedded server: the shared one was used
+    assert first.summary["rollouts"] == 4 * first.summary["tasks"]
+
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    assert any(e["event"] == "worker stopped" for e in lines)
+    handled = [e for e in lines if e["event"] == "handled" and e.get("component") == "traceoutcome"]
+    assert handled, "the worker handled no event (the run's own process took them all)"
+    assert {e["kind"] for e in handled} == {"rollout.finished"}
+
+    # in the stream: every rollout.finished of each run was scored exactly once (by either process)
+    for run_id in ("w1", "w2"):
+        events = asyncio.run(_read_run(nats_server, run_id))
+        finished = {e.id for e in events if e.kind == "rollout.finished"}
+        scored_parents = [e.parent for e in events if e.kind == "rollout.scored"]
+        assert finished and sorted(scored_parents) == sorted(finished)
+        reports = [eid for e in events if e.kind == "kernel.handled" and e.handler == "traceoutcome" for eid in e.events]
+        assert set(reports) == finished
+        assert events[-1].kind == "run.finished"
+
+
+def test_worker_cli_errors(envk) -> None:
+    unknown = envk("worker", "--plugins", "nosuch", "--nats-url", "nats://127.0.0.1:1", timeout=60)
+    assert unknown.returncode == 2 and "unknown plugin 'nosuch'" in unknown.stderr
+    missing = envk("worker", "--plugins", "traceoutcome", timeout=60)
+    assert missing.returncode == 2 and "--nats-url" in missing.stderr
+
+
+def test_run_against_an_unreachable_server_exits_3(envk) -> None:
+    # (the worker shares this path: cli.Group.invoke turns BusError into exit code 3)
+    proc = envk("run", "--nats-url", "nats://127.0.0.1:1", "--no-progress", "--out", "out", "--run-id", "nobus", timeout=60)
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert "cannot connect" in proc.stderr and "127.0.0.1:1" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_run_id_already_used_on_a_shared_server_is_refused(envk, nats_server: str) -> None:
+    first = envk.run("--nats-url", nats_server, "--set", "chains.tasks_per_env=2", run_id="taken", out="a")
+    assert first.proc.returncode == 0, first.proc.stderr[-3000:]
+    second = envk.run("--nats-url", nats_server, "--set", "chains.tasks_per_env=2", run_id="taken", out="b")
+    assert second.proc.returncode == 2, second.proc.stderr[-3000:]
+    assert "'taken'" in second.proc.stderr
+    # the first run's record is untouched
+    assert first.summary["tasks"] == len(first.jsonl("tasks.jsonl")) > 0

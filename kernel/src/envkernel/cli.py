@@ -83,6 +83,7 @@ def cli(log_level: str | None, json_logs: bool | None) -> None:
 @click.option("--rollouts-per-task", "-G", type=int, default=None, help="Group size: rollouts per emitted task.")
 @click.option("--iterations", type=int, default=None, help="Training iterations.")
 @click.option("--runner", default=None, help="Sandbox runner component.")
+@click.option("--reward", default=None, help="Reward-model component (default: the first active one).")
 @click.option("--set", "sets", multiple=True, metavar="COMPONENT.KEY=VALUE", help="Set one component setting (repeatable).")
 @click.option("--out", "out_root", type=click.Path(file_okay=False), default="envkernel-out", show_default=True, help="Folder that receives <run-id>/.")
 @click.option("--run-id", default=None, help="Run id (default: time + random).")
@@ -91,13 +92,13 @@ def cli(log_level: str | None, json_logs: bool | None) -> None:
 @click.option("--timeout", type=float, default=None, help="Give up after this many seconds (exit 3).")
 @click.option("--progress/--no-progress", default=True, help="Show progress.")
 def run(plugins: str | None, config_file: str | None, seed: int | None, policy: str | None, sources: tuple[str, ...], envs: int | None,
-        rollouts_per_task: int | None, iterations: int | None, runner: str | None, sets: tuple[str, ...], out_root: str, run_id: str | None,
+        rollouts_per_task: int | None, iterations: int | None, runner: str | None, reward: str | None, sets: tuple[str, ...], out_root: str, run_id: str | None,
         nats_url: str | None, listen: str, timeout: float | None, progress: bool) -> None:
     """Run the whole pipeline: synthesize, verify, sample, gate, roll out, score, export."""
     from .run import execute, prepare
 
     flags: dict[str, Any] = {"plugins": plugins, "seed": seed, "policy": policy, "sources": list(sources) or None, "envs": envs,
-                             "rollouts_per_task": rollouts_per_task, "iterations": iterations, "runner": runner, "run_id": run_id}
+                             "rollouts_per_task": rollouts_per_task, "iterations": iterations, "runner": runner, "reward": reward, "run_id": run_id}
     prep = prepare(config_file, flags, out_root)
     _apply_sets(prep, sets)
     for w in prep.warnings:

@@ -1,0 +1,244 @@
+"""Checks derived from a task's Outcome, as pure functions (no kernel, no I/O).
+
+A task's checklist has two kinds of checks:
+
+- **credit checks** — what the task asks for. Each one that passes earns credit:
+
+  - a task that changes state: one check per expected *row change*, per table. The expected
+    change of a table is the multiset difference between ``initial_state`` and
+    ``expected_state`` (generated columns are already absent from both, and the final rows are
+    projected on the expected columns, so ids and timestamps the server makes never count).
+    Rows that disappear are paired with rows that appear into *changed* rows (same key column,
+    else the most equal columns); what is left is *inserted* or *deleted* rows:
+
+    - ``changed``: the new version is there and the old one is gone (each exactly as many
+      times as expected);
+    - ``inserted``: the new row is there exactly as many times as expected;
+    - ``deleted``: the old row is there only as many times as expected (usually none);
+
+  - a read-only task: one check per answer fact, found case-insensitively in the final answer.
+
+- **guard checks** — that nothing else happened: per changed table, every row the task does not
+  touch is unchanged and no unexpected row appeared. Guards never earn credit; a failing guard
+  only adds to the denominator. Without this, an agent that did nothing would earn the guards'
+  share (τ²-bench's "do-nothing scores above 0"); with it, doing nothing scores exactly 0 and the
+  reference scores exactly 1, so the checklist can drive the kernel's task gate.
+
+``score = passed credit checks / (credit checks + failed guard checks)``: partial credit, as in
+EnvScaler, in [0, 1].
+
+Optional (``strict_calls``): one more guard, "every tool call succeeded and no call was
+malformed". It is off by default because looking something up that turns out not to exist, then
+recovering, is legitimate exploration; process quality is what the trace part and the format
+penalty of ``traceoutcome`` measure.
+
+Tables the reference chain does not change are not in the Outcome, so changes to them cannot be
+seen here (the same holds for ``traceoutcome``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from envkernel_schemas import State, Task, Trajectory
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check and its result."""
+
+    kind: str
+    """``changed``, ``inserted``, ``deleted``, ``fact``, ``unchanged`` (guard) or ``calls`` (guard)."""
+    table: str
+    """The table (empty for facts and calls)."""
+    description: str
+    """What is checked, for reasons."""
+    passed: bool
+    """Whether it passed."""
+    detail: str = ""
+    """What was found when it failed."""
+
+    @property
+    def guard(self) -> bool:
+        """Guards only ever cost credit."""
+        return self.kind in ("unchanged", "calls")
+
+
+def canon(v: Any) -> Any:
+    """Canonical form for comparing values: numbers to 10 significant digits, 2.0 == 2."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)):
+        f = float(v)
+        if math.isfinite(f):
+            r = float(f"{f:.10g}")
+            return int(r) if r.is_integer() else r
+        return repr(f)
+    if isinstance(v, dict):
+        return {k: canon(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [canon(x) for x in v]
+    return str(v)
+
+
+def row_key(row: dict[str, Any], cols: list[str]) -> str:
+    """A hashable key of ``row`` projected on ``cols``."""
+    return json.dumps(canon({k: row.get(k) for k in cols}), sort_keys=True, ensure_ascii=False)
+
+
+def columns(*tables: list[dict[str, Any]]) -> list[str]:
+    """Columns of the first non-empty list of rows (in order of appearance)."""
+    for rows in tables:
+        if rows:
+            cols: list[str] = []
+            for r in rows:
+                for k in r:
+                    if k not in cols:
+                        cols.append(k)
+            return cols
+    return []
+
+
+def _show(row: dict[str, Any], limit: int = 160) -> str:
+    s = json.dumps(row, ensure_ascii=False, sort_keys=True, default=str)
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _key_column(cols: list[str], old: list[dict[str, Any]], new: list[dict[str, Any]]) -> str:
+    """A column that identifies rows in both lists (``id`` first), or ""."""
+    for c in sorted(cols, key=lambda c: (c != "id", not c.endswith("id"), cols.index(c))):
+        for rows in (old, new):
+            vals = [json.dumps(canon(r.get(c)), sort_keys=True) for r in rows]
+            if any(r.get(c) is None for r in rows) or len(set(vals)) != len(vals):
+                break
+        else:
+            return c
+    return ""
+
+
+def pair_changes(cols: list[str], removed: list[dict[str, Any]], added: list[dict[str, Any]]) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Pair removed with added rows into changes; return (changes, deleted, inserted).
+
+    By a key column when one identifies rows on both sides, else greedily by the number of equal
+    columns (at least half of them), ties broken by order, so the result is deterministic.
+    """
+    key = _key_column(cols, removed, added)
+    changes: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    left = list(range(len(added)))
+    deleted: list[dict[str, Any]] = []
+    if key:
+        by_key = {json.dumps(canon(a.get(key)), sort_keys=True): j for j, a in enumerate(added)}
+        for r in removed:
+            j = by_key.pop(json.dumps(canon(r.get(key)), sort_keys=True), None)
+            if j is None:
+                deleted.append(r)
+            else:
+                changes.append((r, added[j]))
+                left.remove(j)
+        return changes, deleted, [added[j] for j in left]
+    for r in removed:
+        best, best_eq = None, 0
+        for j in left:
+            eq = sum(canon(r.get(c)) == canon(added[j].get(c)) for c in cols)
+            if eq > best_eq:
+                best, best_eq = j, eq
+        if best is not None and best_eq * 2 >= len(cols) and best_eq < len(cols):
+            changes.append((r, added[best]))
+            left.remove(best)
+        else:
+            deleted.append(r)
+    return changes, deleted, [added[j] for j in left]
+
+
+def table_checks(table: str, initial: list[dict[str, Any]], expected: list[dict[str, Any]], final: list[dict[str, Any]] | None) -> list[Check]:
+    """The credit checks and the guard of one changed table."""
+    cols = columns(expected, initial)
+    present = final is not None
+    final = final or []
+    init_c = Counter(row_key(r, cols) for r in initial)
+    exp_c = Counter(row_key(r, cols) for r in expected)
+    fin_c = Counter(row_key(r, cols) for r in final)
+    rows = {row_key(r, cols): {k: r.get(k) for k in cols} for r in [*initial, *expected]}
+    removed_c, added_c = init_c - exp_c, exp_c - init_c
+    removed = [rows[k] for k, n in removed_c.items() for _ in range(n)]
+    added = [rows[k] for k, n in added_c.items() for _ in range(n)]
+    changes, deleted, inserted = pair_changes(cols, removed, added)
+    missing = "" if present else f"table {table!r} is missing from the final state"
+
+    def count(row: dict[str, Any]) -> int:
+        return fin_c[row_key(row, cols)]
+
+    def want(row: dict[str, Any]) -> int:
+        return exp_c[row_key(row, cols)]
+
+    checks: list[Check] = []
+    for old, new in changes:
+        diff = {c: new.get(c) for c in cols if canon(old.get(c)) != canon(new.get(c))}
+        ok = present and count(new) == want(new) and count(old) == want(old)
+        why = missing or f"new version found {count(new)}x (want {want(new)}), old version found {count(old)}x (want {want(old)})"
+        checks.append(Check("changed", table, f"{table}: row {_show(old)} changes to {_show(diff)}", ok, "" if ok else why))
+    for new in inserted:
+        ok = present and count(new) == want(new)
+        checks.append(Check("inserted", table, f"{table}: row {_show(new)} exists", ok, "" if ok else missing or f"found {count(new)}x, want {want(new)}"))
+    for old in deleted:
+        ok = present and count(old) == want(old)
+        checks.append(Check("deleted", table, f"{table}: row {_show(old)} is gone", ok, "" if ok else missing or f"found {count(old)}x, want {want(old)}"))
+    touched = {row_key(r, cols) for r in removed + added}
+    keep_exp = Counter({k: n for k, n in exp_c.items() if k not in touched})
+    keep_fin = Counter({k: n for k, n in fin_c.items() if k not in touched})
+    ok = present and keep_exp == keep_fin
+    if ok:
+        detail = ""
+    elif not present:
+        detail = missing
+    else:
+        lost, extra = sum((keep_exp - keep_fin).values()), sum((keep_fin - keep_exp).values())
+        detail = f"{lost} untouched row(s) changed or gone, {extra} unexpected row(s)"
+    checks.append(Check("unchanged", table, f"{table}: no other row changed", ok, detail))
+    return checks
+
+
+def state_checks(initial: State, expected: State, final: State) -> list[Check]:
+    """Checks of a state-changing task: row changes per table, then one guard per table."""
+    out: list[Check] = []
+    for table, rows in expected.items():
+        out.extend(table_checks(table, initial.get(table, []), rows, final.get(table)))
+    return out
+
+
+def fact_checks(facts: list[str], answer: str) -> list[Check]:
+    """Checks of a read-only task: one per answer fact (case-insensitive containment)."""
+    low = (answer or "").lower()
+    return [Check("fact", "", f"the answer mentions {f!r}", f.lower() in low, "" if f.lower() in low else "not in the final answer") for f in facts]
+
+
+def call_check(trajectory: Trajectory) -> Check:
+    """Guard: every tool call succeeded and no call was malformed."""
+    failed = [c.call.name for c in trajectory.calls if not c.result.ok]
+    ok = not failed and trajectory.format_errors == 0
+    detail = "" if ok else f"{len(failed)} failed call(s) {failed[:5]}, {trajectory.format_errors} malformed call(s)"
+    return Check("calls", "", "every tool call succeeded and none was malformed", ok, detail)
+
+
+def checklist(task: Task, trajectory: Trajectory, *, strict_calls: bool = False) -> list[Check]:
+    """Every check of ``task`` evaluated on ``trajectory``."""
+    o = task.outcome
+    if o.mutates:
+        checks = state_checks(o.initial_state, o.expected_state, trajectory.final_state)
+    else:
+        checks = fact_checks(o.answer_facts, trajectory.final_answer)
+    if strict_calls:
+        checks.append(call_check(trajectory))
+    return checks
+
+
+def fraction(checks: list[Check]) -> tuple[float, int, int]:
+    """(score, passed credit checks, denominator) — see the module docstring."""
+    credit = [c for c in checks if not c.guard]
+    passed = sum(c.passed for c in credit)
+    denom = len(credit) + sum(1 for c in checks if c.guard and not c.passed)
+    return (passed / denom if denom else 0.0), passed, denom

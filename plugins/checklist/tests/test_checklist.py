@@ -1,0 +1,155 @@
+"""The checklist reward model: checks derived from the Outcome, partial credit, guards."""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgspec
+import pytest
+from envkernel_checklist import Checklist, Settings, checklist, fraction, pair_changes, register_reward_models, score
+from envkernel_schemas import CallRecord, Outcome, Task, ToolCall, ToolError, ToolResult, Trajectory
+
+ORDERS = [
+    {"customer_id": 1, "product_id": 1, "quantity": 2, "status": "pending"},
+    {"customer_id": 1, "product_id": 2, "quantity": 1, "status": "shipped"},
+    {"customer_id": 2, "product_id": 2, "quantity": 1, "status": "pending"},
+]
+
+
+def with_ids(rows: list[dict]) -> list[dict]:
+    """What the environment dumps: generated columns present, rows in another order."""
+    return [{"id": 100 + i, **r, "created_at": f"t{i}"} for i, r in reversed(list(enumerate(rows)))]
+
+
+def task(expected: list[dict], initial: list[dict] = ORDERS, **kw) -> Task:  # type: ignore[no-untyped-def]
+    return Task(id="t", env_id="e", request="r", calls=[ToolCall(name="x")],
+                outcome=Outcome(mutates=True, initial_state={"orders": initial}, expected_state={"orders": expected}), **kw)
+
+
+def traj(final_orders: list[dict] | None, **kw) -> Trajectory:  # type: ignore[no-untyped-def]
+    state = {} if final_orders is None else {"orders": with_ids(final_orders), "customers": [{"id": 1}]}
+    return Trajectory(task_id="t", policy="p", final_state=state, **kw)
+
+
+CANCEL_3 = [ORDERS[0], ORDERS[1], {**ORDERS[2], "status": "cancelled"}]
+TWO_CHANGES = [{**ORDERS[0], "quantity": 5}, ORDERS[1], {**ORDERS[2], "status": "cancelled"}]
+
+
+def test_reference_scores_one_and_nothing_scores_zero() -> None:
+    t = task(CANCEL_3)
+    assert score(t, traj(CANCEL_3)).score == 1.0
+    r = score(t, traj(ORDERS))
+    assert r.score == 0.0 and r.error == ""
+    assert any("changes to" in x for x in r.reasons)
+
+
+def test_partial_credit_per_row_change() -> None:
+    t = task(TWO_CHANGES)
+    half = [TWO_CHANGES[0], ORDERS[1], ORDERS[2]]
+    r = score(t, traj(half))
+    assert r.score == pytest.approx(0.5) and r.outcome == pytest.approx(0.5) and r.tau == 0.0
+    assert r.reasons[0] == "checklist: 1/2 checks passed"
+
+
+def test_collateral_damage_costs_credit_but_never_earns_it() -> None:
+    t = task(CANCEL_3)
+    # right change, but also cancelled an order nobody asked about
+    collateral = [{**ORDERS[0], "status": "cancelled"}, ORDERS[1], {**ORDERS[2], "status": "cancelled"}]
+    r = score(t, traj(collateral))
+    assert r.score == pytest.approx(0.5)  # 1 passed / (1 credit + 1 failed guard)
+    assert any("no other row changed" in x for x in r.reasons)
+    # wrong row changed: nothing earned
+    wrong = [{**ORDERS[0], "status": "cancelled"}, ORDERS[1], ORDERS[2]]
+    assert score(t, traj(wrong)).score == 0.0
+    # an extra row appeared
+    extra = [*CANCEL_3, {"customer_id": 9, "product_id": 9, "quantity": 9, "status": "pending"}]
+    assert score(t, traj(extra)).score == pytest.approx(0.5)
+
+
+def test_inserted_rows_ignore_generated_columns() -> None:
+    new = {"customer_id": 2, "product_id": 1, "quantity": 3, "status": "pending"}
+    t = task([*ORDERS, new])
+    checks = checklist(t, traj([*ORDERS, new]))
+    assert [c.kind for c in checks] == ["inserted", "unchanged"]
+    assert score(t, traj([*ORDERS, new])).score == 1.0  # ids and created_at differ and do not matter
+    assert score(t, traj([*ORDERS, new, new])).score == 0.0  # inserted twice: the row check wants it once
+    assert score(t, traj(ORDERS)).score == 0.0
+
+
+def test_deleted_rows() -> None:
+    t = task([ORDERS[0], ORDERS[1]])
+    assert [c.kind for c in checklist(t, traj([ORDERS[0], ORDERS[1]]))] == ["deleted", "unchanged"]
+    assert score(t, traj([ORDERS[0], ORDERS[1]])).score == 1.0
+    assert score(t, traj(ORDERS)).score == 0.0
+    assert score(t, traj([ORDERS[0]])).score == pytest.approx(0.5)  # deleted it, and another one
+
+
+def test_missing_table_fails_every_check() -> None:
+    r = score(task(CANCEL_3), traj(None))
+    assert r.score == 0.0 and any("missing from the final state" in x for x in r.reasons)
+
+
+def test_read_only_tasks_check_answer_facts() -> None:
+    t = Task(id="t", env_id="e", request="r", calls=[ToolCall(name="x")], outcome=Outcome(mutates=False, answer_facts=["Desk Lamp", "29.5"]))
+    assert score(t, Trajectory(task_id="t", policy="p", final_answer="The desk lamp costs 29.5")).score == 1.0
+    assert score(t, Trajectory(task_id="t", policy="p", final_answer="A DESK LAMP")).score == 0.5
+    assert score(t, Trajectory(task_id="t", policy="p", final_answer="I can't help with that.")).score == 0.0
+
+
+def test_a_task_without_checks_is_an_error_not_a_silent_zero() -> None:
+    t = task(ORDERS)  # expected == initial: no change to check
+    r = score(t, traj(ORDERS))
+    assert r.score == 0.0 and "no checks" in r.error and r.reasons
+
+
+def test_strict_calls_guard() -> None:
+    t = task(CANCEL_3)
+    failed = CallRecord(call=ToolCall(name="get_order", arguments={"order_id": 99}), result=ToolResult(ok=False, error=ToolError(code="not_found", message="no")))
+    explorer = msgspec.structs.replace(traj(CANCEL_3), calls=[failed])
+    assert Checklist().score(t, explorer, None).score == 1.0
+    assert Checklist(Settings(strict_calls=True)).score(t, explorer, None).score == pytest.approx(0.5)
+    sloppy = msgspec.structs.replace(traj(CANCEL_3), format_errors=1)
+    assert Checklist(Settings(strict_calls=True)).score(t, sloppy, None).score == pytest.approx(0.5)
+
+
+def test_pairing_by_key_column_and_by_similarity() -> None:
+    cols = ["id", "name", "stock"]
+    removed = [{"id": "p1", "name": "lamp", "stock": 3}, {"id": "p2", "name": "desk", "stock": 1}]
+    added = [{"id": "p2", "name": "desk", "stock": 0}, {"id": "p3", "name": "mat", "stock": 4}]
+    changes, deleted, inserted = pair_changes(cols, removed, added)
+    assert changes == [(removed[1], added[0])] and deleted == [removed[0]] and inserted == [added[1]]
+    cols = ["customer_id", "status", "quantity"]
+    changes, deleted, inserted = pair_changes(cols, [{"customer_id": 1, "status": "pending", "quantity": 2}],
+                                              [{"customer_id": 1, "status": "cancelled", "quantity": 2}])
+    assert len(changes) == 1 and not deleted and not inserted
+
+
+def test_fraction_and_registration() -> None:
+    checks = checklist(task(TWO_CHANGES), traj(ORDERS))
+    assert fraction(checks) == (0.0, 0, 2)
+    got = {}
+    register_reward_models(lambda name, factory: got.setdefault(name, factory))
+    assert got == {"checklist": Checklist}
+
+
+def test_gate_invariant_on_sampled_tasks() -> None:
+    """Reference = 1 and do-nothing = 0 on chains-sampled tasks, so the checklist can drive the gate."""
+    testing = pytest.importorskip("envkernel_probe.testing")
+    chains = pytest.importorskip("envkernel_chains")
+    baselines = pytest.importorskip("envkernel_baselines")
+    run_policy = pytest.importorskip("envkernel_openai.testing").run_policy
+    env, factory = testing.toy_shop()
+    ctx = testing.FakeContext(component="chains", sandboxes={env.id: factory})
+
+    async def go() -> list[tuple[float, float]]:
+        tasks = [t async for t in chains.Chains(chains.Settings(tasks_per_env=30, attempts=400)).sample(env, ctx)]
+        assert len(tasks) == 30
+        out = []
+        for t in tasks:
+            ref = await run_policy(baselines.Reference(), t, factory(), env.tools, policy_name="reference")
+            nothing = await run_policy(baselines.Nothing(), t, factory(), env.tools, policy_name="nothing")
+            out.append((score(t, ref).score, score(t, nothing).score))
+        return out
+
+    for ref, nothing in asyncio.run(go()):
+        assert (ref, nothing) == (1.0, 0.0)

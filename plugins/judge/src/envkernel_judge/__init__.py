@@ -1,0 +1,290 @@
+"""envkernel-judge: the ``judge`` reward model — an LLM judge with a rubric and a parsed verdict.
+
+The judge model gets the rubric, the user's request, what a correct rollout achieves (the
+reference chain and the answer facts, unless ``show_reference`` is off), the agent's transcript
+(tool calls and results, cut to ``max_transcript_chars``) and its final answer, and must reply
+with one JSON object::
+
+    {"score": 0.0-1.0, "verdict": "complete" | "incomplete" | "agent_error", "reason": "..."}
+
+(the verdicts of Agent World Model's judge, less ``server_error``, which envkernel records on
+the trajectory instead). The reply is parsed leniently (code fences and prose around the object
+are ignored) and validated strictly (a number in [0, 1], a known verdict). An unparsable reply is
+asked again up to ``parse_attempts`` times in all.
+
+**A judge failure is never a silent 0.** When the judge cannot be reached or its reply cannot be
+parsed, the Reward has ``error`` set, ``score`` 0, and a reason that says the judge failed and
+why. HTTP calls go through :class:`envkernel_openai.ChatClient`: one retry layer, explicit
+timeouts, the API key kept out of every message.
+
+Settings come from ``[judge]`` or ``ENVKERNEL_JUDGE_BASE_URL`` / ``ENVKERNEL_JUDGE_API_KEY`` /
+``ENVKERNEL_JUDGE_MODEL``; any of the three left empty falls back to ``OPENAI_BASE_URL`` /
+``OPENAI_API_KEY`` / ``OPENAI_MODEL``, so one local server can play policy and judge.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+from typing import Any, ClassVar
+
+import msgspec
+from envkernel.errors import ConfigError
+from envkernel.hookspecs import hookimpl
+from envkernel_openai.client import ChatClient
+from envkernel_schemas import Reward, Task, Trajectory
+
+__all__ = ["DEFAULT_RUBRIC", "VERDICTS", "Judge", "JudgeSettings", "Settings", "Verdict", "parse_verdict", "register_reward_models", "transcript"]
+
+VERDICTS = ("complete", "incomplete", "agent_error")
+"""The verdicts a judge may give."""
+
+DEFAULT_RUBRIC = """You grade an AI agent that used tools to carry out a user's request in a simulated environment.
+Judge the outcome, not the style:
+- complete (score 1.0): everything the user asked for was done (the right changes were made, or the
+  answer states the facts asked for), and nothing the user did not ask for was changed.
+- incomplete (score between 0.0 and 0.9): some of it was done; give partial credit in proportion to
+  how much of the request is fulfilled. Doing nothing, refusing, or only asking questions scores 0.
+- agent_error (score 0.0): the agent did something harmful or wrong: changed the wrong records, made
+  changes the user did not ask for, or claimed success for work it did not do.
+The reference solution shows one correct way; other ways that reach the same outcome are equally good.
+Only trust what the tool results show, not what the agent claims."""
+"""The default rubric (the system message's first part)."""
+
+FORMAT = """Reply with one JSON object and nothing else:
+{"score": <number from 0.0 to 1.0>, "verdict": "complete" | "incomplete" | "agent_error", "reason": "<one or two sentences>"}"""
+
+REDACTED = "<redacted>"
+
+
+class JudgeSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Settings of the ``judge`` reward model (section ``[judge]``)."""
+
+    __env__: ClassVar[dict[str, str]] = {"base_url": "ENVKERNEL_JUDGE_BASE_URL", "api_key": "ENVKERNEL_JUDGE_API_KEY", "model": "ENVKERNEL_JUDGE_MODEL"}
+
+    base_url: str = ""
+    """Base URL of the OpenAI-compatible API (empty: ``OPENAI_BASE_URL``)."""
+    api_key: str = ""
+    """API key (empty: ``OPENAI_API_KEY``)."""
+    model: str = ""
+    """Judge model (empty: ``OPENAI_MODEL``)."""
+    rubric: str = DEFAULT_RUBRIC
+    """How to grade (the reply format is always appended)."""
+    temperature: float = 0.0
+    """Sampling temperature of the judge."""
+    max_tokens: int | None = 512
+    """Completion tokens of a verdict at most; not sent when unset."""
+    json_mode: bool = True
+    """Send ``response_format: {"type": "json_object"}`` (turn off for servers that reject it)."""
+    show_reference: bool = True
+    """Show the judge the reference chain and the answer facts."""
+    max_transcript_chars: int = 24000
+    """Longest transcript shown; the middle of a longer one is cut."""
+    parse_attempts: int = 2
+    """Times to ask for a verdict when the reply cannot be parsed (1: never ask again)."""
+    request_timeout: float = 60.0
+    """Seconds one HTTP attempt may take."""
+    connect_timeout: float = 10.0
+    """Seconds to connect."""
+    timeout: float = 180.0
+    """Deadline of one whole scoring, retries included."""
+    max_retries: int = 3
+    """Retries of one call on 408/409/429/5xx, timeouts and connection errors."""
+    backoff: float = 0.5
+    """First backoff in seconds (doubles per retry, full jitter; ``Retry-After`` wins)."""
+    backoff_max: float = 8.0
+    """Longest backoff in seconds."""
+    concurrency: int = 16
+    """Judge calls in flight per process at most."""
+    extra_body: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Extra JSON members of every request."""
+
+    def __post_init__(self) -> None:
+        if self.parse_attempts < 1:
+            raise ValueError("parse_attempts must be at least 1")
+        if min(self.request_timeout, self.connect_timeout, self.timeout) <= 0:
+            raise ValueError("request_timeout, connect_timeout and timeout must be positive")
+        if self.concurrency < 1 or self.max_retries < 0:
+            raise ValueError("concurrency must be at least 1 and max_retries not negative")
+
+
+Settings = JudgeSettings
+"""Alias: the settings of this plugin's component."""
+
+
+class Verdict(msgspec.Struct, frozen=True, kw_only=True):
+    """A parsed verdict."""
+
+    score: float
+    verdict: str
+    reason: str = ""
+
+
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+
+
+def parse_verdict(text: str) -> Verdict:
+    """Parse a judge's reply; raise ``ValueError`` saying what is wrong with it."""
+    s = _FENCE.sub("", (text or "").strip())
+    try:
+        data = json.loads(s)
+    except ValueError:
+        start, end = s.find("{"), s.rfind("}")
+        if start < 0 or end <= start:
+            raise ValueError(f"no JSON object in the reply: {text[:200]!r}") from None
+        try:
+            data = json.loads(s[start : end + 1])
+        except ValueError as exc:
+            raise ValueError(f"the JSON object in the reply does not parse ({exc}): {text[:200]!r}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"the reply is JSON but not an object: {text[:200]!r}")  # noqa: TRY004 - one error type for every bad reply
+    raw_score = data.get("score")
+    if isinstance(raw_score, str):
+        try:
+            raw_score = float(raw_score)
+        except ValueError:
+            pass
+    if isinstance(raw_score, bool) or not isinstance(raw_score, (int, float)) or not math.isfinite(raw_score):
+        raise ValueError(f"'score' must be a number from 0 to 1, got {data.get('score')!r}")
+    if not 0.0 <= raw_score <= 1.0:
+        raise ValueError(f"'score' must be from 0 to 1, got {raw_score}")
+    verdict = str(data.get("verdict", "")).strip().lower().replace(" ", "_").replace("-", "_")
+    if verdict not in VERDICTS:
+        raise ValueError(f"'verdict' must be one of {', '.join(VERDICTS)}, got {data.get('verdict')!r}")
+    reason = data.get("reason", "")
+    return Verdict(score=float(raw_score), verdict=verdict, reason=reason if isinstance(reason, str) else json.dumps(reason))
+
+
+def _cut(text: str, limit: int) -> str:
+    if limit <= 0 or len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n… [{len(text) - 2 * half} characters cut] …\n{text[-half:]}"
+
+
+def transcript(trajectory: Trajectory, limit: int = 24000, per_message: int = 2000) -> str:
+    """The rollout as text: each assistant tool call and each tool result on its own line."""
+    lines = []
+    for m in trajectory.messages:
+        role = m.get("role")
+        if role == "system":
+            continue
+        content = m.get("content") if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
+        if role == "assistant":
+            if content:
+                lines.append(f"[assistant] {_cut(content, per_message)}")
+            for tc in m.get("tool_calls") or []:
+                fn = tc.get("function") or {}
+                lines.append(f"[assistant calls] {fn.get('name')}({_cut(str(fn.get('arguments', '')), per_message)})  id={tc.get('id')}")
+        elif role == "tool":
+            lines.append(f"[tool result id={m.get('tool_call_id')}] {_cut(content or '', per_message)}")
+        else:
+            lines.append(f"[{role}] {_cut(content or '', per_message)}")
+    if trajectory.termination != "answer":
+        lines.append(f"[rollout ended: {trajectory.termination}{': ' + trajectory.error if trajectory.error else ''}]")
+    return _cut("\n".join(lines), limit)
+
+
+class Judge:
+    """The ``judge`` reward model (see the module docstring)."""
+
+    Settings = JudgeSettings
+
+    concurrency: ClassVar[int] = 256
+    """Scorings in flight per process (read by the kernel's router)."""
+
+    def __init__(self, settings: JudgeSettings | None = None) -> None:
+        self.settings = settings or JudgeSettings()
+        self._client: ChatClient | None = None
+
+    def _model(self) -> str:
+        return self.settings.model or os.environ.get("OPENAI_MODEL", "")
+
+    @property
+    def client(self) -> ChatClient:
+        """The chat client (made on first use)."""
+        if self._client is None:
+            s = self.settings
+            key = s.api_key if s.api_key and s.api_key != REDACTED else os.environ.get("OPENAI_API_KEY", "")
+            base_url = s.base_url or os.environ.get("OPENAI_BASE_URL", "")
+            if not base_url:
+                raise ConfigError("the judge has no base URL: set ENVKERNEL_JUDGE_BASE_URL or OPENAI_BASE_URL, or [judge] base_url")
+            self._client = ChatClient(base_url=base_url, api_key=key, request_timeout=s.request_timeout, connect_timeout=s.connect_timeout,
+                                      max_retries=s.max_retries, backoff=s.backoff, backoff_max=s.backoff_max, concurrency=s.concurrency)
+        return self._client
+
+    def messages(self, task: Task, trajectory: Trajectory) -> list[dict[str, Any]]:
+        """The judge's conversation for one rollout."""
+        s = self.settings
+        parts = [f"## User request\n{task.request}"]
+        if s.show_reference:
+            ref = "\n".join(f"{i + 1}. {c.name}({json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)})" for i, c in enumerate(task.calls))
+            parts.append(f"## Reference solution (tool calls)\n{ref or '(none)'}")
+            if task.outcome.answer_facts:
+                parts.append("## Facts a correct answer states\n" + "\n".join(f"- {f}" for f in task.outcome.answer_facts))
+            parts.append("## Kind of task\n" + ("it changes the environment's state" if task.outcome.mutates else "read-only: it asks for information"))
+        parts.append(f"## Agent transcript\n{transcript(trajectory, s.max_transcript_chars)}")
+        parts.append(f"## Agent's final answer\n{trajectory.final_answer or '(none)'}")
+        return [{"role": "system", "content": f"{s.rubric.strip()}\n\n{FORMAT}"}, {"role": "user", "content": "\n\n".join(parts)}]
+
+    def _failed(self, why: str, model: str) -> Reward:
+        msg = f"judge failed: {why}"
+        return Reward(score=0.0, model=model, tau=0.0, reasons=[f"{msg} (score 0 is not a verdict)"], error=msg)
+
+    async def score(self, task: Task, trajectory: Trajectory, ctx: Any) -> Reward:
+        """Ask the judge; a failure is recorded on the Reward, never a silent 0."""
+        s = self.settings
+        name = getattr(ctx, "component", "judge")
+        model = self._model()
+        if not model:
+            raise ConfigError("the judge has no model: set ENVKERNEL_JUDGE_MODEL or OPENAI_MODEL, or [judge] model")
+        client = self.client
+        deadline = time.monotonic() + s.timeout
+        messages = self.messages(task, trajectory)
+        last = ""
+        for attempt in range(s.parse_attempts):
+            body: dict[str, Any] = {"model": model, "messages": messages, "temperature": s.temperature}
+            if s.max_tokens is not None:
+                body["max_tokens"] = s.max_tokens
+            if s.json_mode:
+                body["response_format"] = {"type": "json_object"}
+            if s.extra_body:
+                body["extra_body"] = dict(s.extra_body)
+            res = await client.complete(body, deadline=deadline)
+            if not res.ok:
+                return self._failed(f"{res.condition}: {res.error}", name)
+            choices = (res.body or {}).get("choices")
+            choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+            if choice is None:
+                last = "the judge's reply has no choices"
+                continue
+            msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+            content = msg.get("content") if isinstance(msg.get("content"), str) else ""
+            try:
+                v = parse_verdict(content)
+            except ValueError as exc:
+                last = client.scrub(str(exc))
+                if choice.get("finish_reason") == "length":
+                    last += " (the reply was cut at max_tokens)"
+                messages = [*messages, {"role": "assistant", "content": content},
+                            {"role": "user", "content": f"That reply could not be used: {last}\n{FORMAT}"}]
+                continue
+            reasons = [f"judge: {v.verdict} ({v.score:.3g}): {v.reason}".rstrip(": ")]
+            if attempt:
+                reasons.append(f"judge: needed {attempt + 1} attempts to give a valid verdict")
+            return Reward(score=v.score, model=name, outcome=v.score, tau=0.0, reasons=reasons)
+        return self._failed(f"no valid verdict after {s.parse_attempts} attempt(s): {last}", name)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        if self._client is not None:
+            await self._client.aclose()
+
+
+@hookimpl
+def register_reward_models(register: Any) -> None:
+    """Register the ``judge`` reward model."""
+    register("judge", Judge)

@@ -1,0 +1,40 @@
+"""envkernel-openai: the ``openai`` policy — agent rollouts against any OpenAI-compatible model.
+
+- :mod:`envkernel_openai.policy`: the multi-turn tool-calling loop and its settings;
+- :mod:`envkernel_openai.client`: one Chat Completions call with one retry layer and explicit
+  timeouts (also used by the ``judge`` reward model);
+- :mod:`envkernel_openai.testing`: a scripted OpenAI-compatible server on loopback for tests and
+  benchmarks (stdlib only; ``python -m envkernel_openai.testing --help``).
+
+Use it with ``envkernel run --plugins +openai --policy openai`` and ``OPENAI_BASE_URL``,
+``OPENAI_API_KEY``, ``OPENAI_MODEL`` (or an ``[openai]`` section in the config file).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envkernel.hookspecs import hookimpl
+
+from .client import ChatClient, ChatResult, scrub
+from .policy import SYSTEM_PROMPT, OpenAIPolicy, OpenAISettings, Settings, check_arguments, parse_tool_calls, tool_schema
+
+__all__ = [
+    "SYSTEM_PROMPT",
+    "ChatClient",
+    "ChatResult",
+    "OpenAIPolicy",
+    "OpenAISettings",
+    "Settings",
+    "check_arguments",
+    "parse_tool_calls",
+    "register_policies",
+    "scrub",
+    "tool_schema",
+]
+
+
+@hookimpl
+def register_policies(register: Any) -> None:
+    """Register the ``openai`` policy."""
+    register("openai", OpenAIPolicy)

@@ -1,0 +1,254 @@
+"""One Chat Completions call with one retry layer, explicit timeouts and no crash on bad replies.
+
+The ``openai`` client is built with ``max_retries=0`` so its own retries never stack with ours,
+and with an explicit :class:`openai.Timeout` (never the client's 10-minute default). This module
+then owns retrying: 408, 409, 429 and 5xx answers, connection errors and timed-out attempts are
+retried with exponential backoff and full jitter (``Retry-After`` honoured, capped), up to
+``max_retries`` times and never past the caller's deadline. Every other outcome is returned as
+data in a :class:`ChatResult`: a parsed JSON body, or a *condition* (``deadline``, ``timeout``,
+``http``, ``connection``, ``bad_response``) with a message that never contains the API key.
+
+The request goes through the client's documented low-level ``post("/chat/completions", body=…,
+cast_to=str)``: the same base URL, auth, connection pool and error types as
+``chat.completions.create``, without its per-call parameter transformation (≈1 ms per turn on a
+4 KB body). The body is parsed here, leniently, so OpenAI-compatible servers that omit fields the
+official types require (vLLM, llama.cpp, proxies) still work, and a body that is not JSON is a
+recorded condition rather than an exception. ``extra_body`` members are merged into the body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+import structlog
+
+log = structlog.get_logger("envkernel.openai")
+
+RETRY_STATUS = frozenset({408, 409, 429})
+"""Statuses retried besides every 5xx (the ones the openai client itself would retry)."""
+
+NO_KEY = "EMPTY"
+"""API key sent when none is configured (local servers such as vLLM accept anything)."""
+
+
+def scrub(text: str, secret: str | None, limit: int = 500) -> str:
+    """``text`` without ``secret`` (replaced by ``<redacted>``), cut to ``limit`` characters."""
+    text = str(text)
+    if secret and secret != NO_KEY:
+        text = text.replace(secret, "<redacted>")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class ChatResult:
+    """What one logical call (with its retries) came to."""
+
+    body: dict[str, Any] | None = None
+    """The parsed JSON object the server answered, or None on a condition."""
+    condition: str = ""
+    """Empty on success; else ``deadline``, ``timeout``, ``http``, ``connection`` or ``bad_response``."""
+    error: str = ""
+    """What went wrong (secret-free), when ``condition`` is set."""
+    latency: float = 0.0
+    """Seconds of the attempt that produced the answer (or of the last attempt)."""
+    attempts: int = 0
+    """HTTP attempts made."""
+    waited: float = 0.0
+    """Seconds spent in backoff sleeps and waiting for a concurrency slot."""
+    statuses: list[int] = field(default_factory=list)
+    """HTTP status of each attempt that got one."""
+
+    @property
+    def ok(self) -> bool:
+        """True when ``body`` holds the server's JSON object."""
+        return self.body is not None
+
+
+def _retry_after(headers: Any) -> float | None:
+    if headers is None:
+        return None
+    for name, div in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) / div)
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+class ChatClient:
+    """An ``AsyncOpenAI`` client per event loop, a concurrency semaphore and the retry loop."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str = "",
+        request_timeout: float = 60.0,
+        connect_timeout: float = 10.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        backoff_max: float = 8.0,
+        concurrency: int = 64,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        if not base_url:
+            raise ValueError("no base URL: set base_url in the config, --set COMPONENT.base_url=..., or OPENAI_BASE_URL")
+        if request_timeout <= 0 or connect_timeout <= 0:
+            raise ValueError("request_timeout and connect_timeout must be positive")
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.base_url = base_url
+        self._api_key = api_key or NO_KEY
+        self.request_timeout = request_timeout
+        self.connect_timeout = connect_timeout
+        self.max_retries = max(0, max_retries)
+        self.backoff = max(0.0, backoff)
+        self.backoff_max = max(0.0, backoff_max)
+        self.concurrency = concurrency
+        self._headers = dict(headers or {})
+        self._per_loop: dict[int, tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI, asyncio.Semaphore]] = {}
+
+    def __repr__(self) -> str:  # never show the key
+        return f"ChatClient(base_url={self.base_url!r}, timeout={self.request_timeout}, retries={self.max_retries})"
+
+    def scrub(self, text: str, limit: int = 500) -> str:
+        """``text`` without the API key."""
+        return scrub(text, self._api_key, limit)
+
+    def _for_loop(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        got = self._per_loop.get(id(loop))
+        if got is None or got[0] is not loop:
+            for key, (other, _c, _s) in list(self._per_loop.items()):
+                if other.is_closed():
+                    del self._per_loop[key]
+            client = openai.AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=self._api_key,
+                max_retries=0,
+                timeout=openai.Timeout(self.request_timeout, connect=self.connect_timeout),
+                default_headers=self._headers or None,
+            )
+            got = (loop, client, asyncio.Semaphore(self.concurrency))
+            self._per_loop[id(loop)] = got
+        return got[1], got[2]
+
+    def _delay(self, attempt: int, headers: Any) -> float:
+        hinted = _retry_after(headers)
+        if hinted is not None:
+            return min(hinted, self.backoff_max)
+        cap = min(self.backoff_max, self.backoff * (2**attempt))
+        return random.uniform(cap / 2, cap) if cap > 0 else 0.0
+
+    async def complete(self, payload: dict[str, Any], *, deadline: float | None = None) -> ChatResult:
+        """POST ``payload`` to ``/chat/completions``; retries as the module says; never raises
+        for anything the server or the network does. ``deadline`` is a ``time.monotonic()`` value."""
+        client, sem = self._for_loop()
+        res = ChatResult()
+        payload = dict(payload)
+        payload.update(payload.pop("extra_body", None) or {})
+        t_wait = time.monotonic()
+        try:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise TimeoutError
+            await asyncio.wait_for(sem.acquire(), remaining)
+        except TimeoutError:
+            res.condition, res.error = "deadline", "the rollout deadline passed while waiting for a free model slot"
+            res.waited = time.monotonic() - t_wait
+            return res
+        res.waited += time.monotonic() - t_wait
+        try:
+            attempt = 0
+            while True:
+                timeout = self.request_timeout
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        res.condition = "deadline"
+                        res.error = f"the rollout deadline passed after {res.attempts} attempt(s)" + (f"; last: {res.error}" if res.error else "")
+                        return res
+                    timeout = min(timeout, left)
+                res.attempts += 1
+                headers = None
+                retry = False
+                t0 = time.perf_counter()
+                try:
+                    text = await client.post(
+                        "/chat/completions", body=payload, cast_to=str,
+                        options={"timeout": openai.Timeout(timeout, connect=min(self.connect_timeout, timeout))},
+                    )
+                    res.latency = time.perf_counter() - t0
+                    res.statuses.append(200)
+                    try:
+                        body = json.loads(text)
+                    except (TypeError, ValueError):
+                        body = None
+                    if not isinstance(body, dict):
+                        res.condition = "bad_response"
+                        res.error = self.scrub(f"the server's body is not a JSON object: {str(text)[:200]!r}")
+                        return res
+                    res.body = body
+                    res.condition = res.error = ""
+                    return res
+                except openai.APIStatusError as exc:
+                    res.latency = time.perf_counter() - t0
+                    status = exc.status_code
+                    res.statuses.append(status)
+                    headers = exc.response.headers if exc.response is not None else None
+                    detail = exc.message or ""
+                    res.condition, res.error = "http", self.scrub(f"HTTP {status}: {detail}")
+                    retry = status in RETRY_STATUS or status >= 500
+                except openai.APITimeoutError:
+                    res.latency = time.perf_counter() - t0
+                    res.condition, res.error = "timeout", f"no answer within {timeout:.3g} s"
+                    retry = True
+                    if deadline is not None and timeout < self.request_timeout and time.monotonic() >= deadline - 1e-3:
+                        res.condition, res.error = "deadline", f"the rollout deadline passed during a model call (attempt {res.attempts})"
+                        return res
+                except openai.APIConnectionError as exc:
+                    res.latency = time.perf_counter() - t0
+                    cause = exc.__cause__ or exc
+                    res.condition, res.error = "connection", self.scrub(f"{type(cause).__name__}: {cause}")
+                    retry = True
+                except openai.OpenAIError as exc:  # anything else the client raises about the reply
+                    res.latency = time.perf_counter() - t0
+                    res.condition, res.error = "bad_response", self.scrub(f"{type(exc).__name__}: {exc}")
+                    return res
+                if not retry or attempt >= self.max_retries:
+                    if retry:
+                        res.error += f" (gave up after {res.attempts} attempts)"
+                    return res
+                delay = self._delay(attempt, headers)
+                if deadline is not None and time.monotonic() + delay >= deadline:
+                    res.error += " (no time left for another attempt before the deadline)"
+                    if res.condition == "timeout":
+                        res.condition = "deadline"
+                    return res
+                log.warning("model call failed; retrying", base_url=self.base_url, attempt=res.attempts, condition=res.condition,
+                            error=res.error, delay=round(delay, 3))
+                await asyncio.sleep(delay)
+                res.waited += delay
+                attempt += 1
+        finally:
+            sem.release()
+
+    async def aclose(self) -> None:
+        """Close every HTTP client this object made."""
+        items, self._per_loop = list(self._per_loop.values()), {}
+        current = asyncio.get_running_loop()
+        for loop, client, _sem in items:
+            if loop is current:
+                try:
+                    await client.close()
+                except Exception as exc:  # noqa: BLE001
+                    log.warning("closing the model client failed", error=str(exc))

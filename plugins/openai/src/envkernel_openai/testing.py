@@ -1,0 +1,442 @@
+"""A scripted OpenAI-compatible Chat Completions server on loopback, for tests and benchmarks.
+
+The server is stdlib only (``http.server.ThreadingHTTPServer`` in a thread, HTTP/1.1
+keep-alive, Nagle off). It answers
+``POST …/chat/completions`` from a *script*:
+
+- :class:`Sequence`: replies by global call order (a retry consumes the next reply);
+- :class:`ByTurn`: replies by the number of assistant messages already in the request, so many
+  concurrent conversations each follow the same script;
+- :class:`Oracle`: solves envkernel tasks: it finds the task by the user message and replays its
+  reference chain one call per turn (or all at once, as parallel tool calls), then answers with
+  the last tool result, as the ``reference`` policy does;
+- any callable ``(request_body, call_index) -> reply``.
+
+A reply is a dict (a JSON body sent with status 200) or a :class:`Reply` (any status, raw body,
+headers, a stall before answering). Helpers build the usual ones: :func:`completion`,
+:func:`tool_call`, :func:`error`, :func:`stall`, :func:`not_json`, :func:`no_choices`.
+
+:func:`run_policy` rolls a policy out without the kernel, as the kernel does it (a recording
+ToolEnv, then ``calls`` and ``final_state`` filled in), with :class:`StepContext` recording the
+steps it publishes.
+
+From a shell (used by the benchmark)::
+
+    python -m envkernel_openai.testing --oracle tasks.jsonl   # prints the base URL; serves until
+                                                              # killed or its parent exits
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import msgspec
+import structlog
+from envkernel_schemas import CallRecord, RolloutRequested, ToolCall, ToolError, ToolResult
+
+__all__ = [
+    "ByTurn",
+    "Oracle",
+    "RecordingEnv",
+    "Reply",
+    "ScriptedServer",
+    "Sequence",
+    "StepContext",
+    "completion",
+    "error",
+    "no_choices",
+    "not_json",
+    "run_policy",
+    "stall",
+    "tool_call",
+]
+
+_ids = itertools.count()
+
+
+@dataclass
+class Reply:
+    """One scripted HTTP answer."""
+
+    status: int = 200
+    """HTTP status."""
+    body: Any = None
+    """A dict/list (sent as JSON), ``str`` or ``bytes`` (sent as is)."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Extra response headers."""
+    delay: float = 0.0
+    """Seconds to stall before answering (the stall ends early when the server stops)."""
+    content_type: str = "application/json"
+    """Content-Type of the body."""
+
+
+def tool_call(name: str, arguments: Any = None, id: str | None = None) -> dict[str, Any]:
+    """One tool call; ``arguments`` as a dict (sent as a JSON string) or a raw string (sent verbatim)."""
+    args = arguments if isinstance(arguments, str) else json.dumps(arguments or {}, separators=(",", ":"))
+    return {"id": id or f"call_{next(_ids)}", "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def completion(
+    content: str | None = "",
+    tool_calls: list[dict[str, Any]] | None = None,
+    *,
+    finish_reason: str | None = None,
+    usage: dict[str, int] | None = None,
+    model: str = "scripted",
+) -> dict[str, Any]:
+    """A Chat Completions body with one choice (``usage`` filled in by the server when None)."""
+    msg: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        msg["tool_calls"] = tool_calls
+    body: dict[str, Any] = {
+        "id": f"chatcmpl-{next(_ids)}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": msg, "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop")}],
+    }
+    if usage is not None:
+        body["usage"] = usage
+    return body
+
+
+def error(status: int, message: str = "scripted error", headers: dict[str, str] | None = None) -> Reply:
+    """An API error in OpenAI's error format (e.g. 429 with ``Retry-After``, or 500)."""
+    return Reply(status=status, body={"error": {"message": message, "type": "scripted", "code": status}}, headers=dict(headers or {}))
+
+
+def stall(seconds: float, then: Any = None) -> Reply:
+    """Answer only after ``seconds`` (a client with a shorter timeout gives up first)."""
+    return Reply(body=then if then is not None else completion("too late"), delay=seconds)
+
+
+def not_json(text: str = "<html><body>502 Bad Gateway</body></html>", status: int = 200) -> Reply:
+    """A body that is not JSON (an HTML page from a proxy)."""
+    return Reply(status=status, body=text, content_type="text/html")
+
+
+def no_choices() -> dict[str, Any]:
+    """A well-formed body with an empty ``choices`` list."""
+    return {"id": f"chatcmpl-{next(_ids)}", "object": "chat.completion", "created": 0, "model": "scripted", "choices": []}
+
+
+def exhausted(n: int) -> Reply:
+    """What a script answers past its end (a 400, which nobody retries)."""
+    return error(400, f"scripted server: the script has no reply for call {n}")
+
+
+class Sequence:
+    """Replies by global call order."""
+
+    def __init__(self, replies: Iterable[Any]) -> None:
+        self.replies = list(replies)
+
+    def __call__(self, request: dict[str, Any], n: int) -> Any:
+        return self.replies[n] if n < len(self.replies) else exhausted(n)
+
+
+class ByTurn:
+    """Replies by the number of assistant messages already in the conversation."""
+
+    def __init__(self, replies: Iterable[Any]) -> None:
+        self.replies = list(replies)
+
+    def __call__(self, request: dict[str, Any], n: int) -> Any:
+        turn = sum(1 for m in request.get("messages", []) if m.get("role") == "assistant")
+        reply = self.replies[turn] if turn < len(self.replies) else exhausted(n)
+        return reply(request, n) if callable(reply) else reply
+
+
+def _user_text(request: dict[str, Any]) -> str:
+    for m in request.get("messages", []):
+        if m.get("role") == "user":
+            c = m.get("content")
+            return c if isinstance(c, str) else json.dumps(c)
+    return ""
+
+
+class Oracle:
+    """Solves tasks by replaying their reference chains (found by the user's request).
+
+    ``tasks``: objects or dicts with ``request`` and ``calls`` (each with ``name`` and
+    ``arguments``), e.g. :class:`envkernel_schemas.Task` or lines of ``tasks.jsonl``. An unknown
+    request gets ``unknown`` (default: a polite refusal, no tool calls).
+    """
+
+    def __init__(self, tasks: Iterable[Any], *, parallel: bool = False, unknown: str = "I don't know how to help with that.") -> None:
+        self.chains: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        for t in tasks:
+            get = t.get if isinstance(t, dict) else lambda k, _t=t: getattr(_t, k)
+            calls = []
+            for c in get("calls"):
+                cget = c.get if isinstance(c, dict) else lambda k, _c=c: getattr(_c, k)
+                calls.append((cget("name"), dict(cget("arguments") or {})))
+            self.chains.setdefault(get("request"), calls)
+        self.parallel = parallel
+        self.unknown = unknown
+
+    def __call__(self, request: dict[str, Any], n: int) -> Any:
+        chain = self.chains.get(_user_text(request))
+        if chain is None:
+            return completion(self.unknown)
+        msgs = request.get("messages", [])
+        done = sum(1 for m in msgs if m.get("role") == "tool")
+        if done < len(chain):
+            todo = chain[done:] if self.parallel else chain[done : done + 1]
+            return completion("", [tool_call(name, args, id=f"call_{done + i}") for i, (name, args) in enumerate(todo)])
+        last = next((m.get("content", "") for m in reversed(msgs) if m.get("role") == "tool"), "")
+        return completion(f"Done. Here is the result: {last}" if chain else "There was nothing to do.")
+
+
+def _estimate_usage(request: dict[str, Any], body: dict[str, Any]) -> dict[str, int]:
+    prompt = sum(len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls") or "")) for m in request.get("messages", []))
+    prompt += len(json.dumps(request.get("tools") or ""))
+    out = 0
+    for ch in body.get("choices") or []:
+        msg = (ch or {}).get("message") or {}
+        out += len(str(msg.get("content") or "")) + len(json.dumps(msg.get("tool_calls") or ""))
+    p, c = prompt // 4 + 1, out // 4 + 1
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+
+
+Script = Callable[[dict[str, Any], int], Any]
+
+
+def _hello(request: dict[str, Any], n: int) -> Any:
+    return completion("Hello.")
+
+
+class ScriptedServer:
+    """The server. Use as a context manager, or :meth:`start` / :meth:`stop`.
+
+    ``requests`` holds every request body received (in arrival order) and ``authorizations``
+    the ``Authorization`` header of each, so tests can check what the client sent;
+    ``max_inflight`` is the most chat requests it was ever answering at once.
+    """
+
+    def __init__(self, script: Script | Iterable[Any] | None = None, *, host: str = "127.0.0.1", port: int = 0, record: bool = True) -> None:
+        if script is None:
+            script = _hello
+        elif not callable(script):
+            script = Sequence(script)
+        self.script: Script = script
+        self.host, self.port = host, port
+        self.record = record
+        self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str] = []
+        self.calls = 0
+        self.inflight = 0
+        self.max_inflight = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The base URL to give an OpenAI client (``http://127.0.0.1:PORT/v1``)."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    def _next(self, body: dict[str, Any], auth: str) -> int:
+        with self._lock:
+            n = self.calls
+            self.calls += 1
+            self.inflight += 1
+            self.max_inflight = max(self.max_inflight, self.inflight)
+            if self.record:
+                self.requests.append(body)
+                self.authorizations.append(auth)
+        return n
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _send(self, reply: Reply) -> None:
+                body = reply.body
+                if isinstance(body, (dict, list)):
+                    data = json.dumps(body).encode()
+                elif isinstance(body, str):
+                    data = body.encode()
+                elif body is None:
+                    data = b""
+                else:
+                    data = bytes(body)
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", reply.content_type)
+                    self.send_header("Content-Length", str(len(data)))
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                    self.wfile.flush()
+                except (TimeoutError, BrokenPipeError, ConnectionResetError, OSError):
+                    self.close_connection = True
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(error(404, f"scripted server: no route {self.path}"))
+                    return
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    self._send(error(400, "scripted server: the request body is not JSON"))
+                    return
+                n = server._next(body, self.headers.get("Authorization", ""))
+                try:
+                    self._answer(body, n)
+                finally:
+                    with server._lock:
+                        server.inflight -= 1
+
+            def _answer(self, body: dict[str, Any], n: int) -> None:
+                try:
+                    reply = server.script(body, n)
+                except Exception as exc:  # noqa: BLE001 - a broken script is a 500 the test will see
+                    reply = error(500, f"scripted server: the script raised {type(exc).__name__}: {exc}")
+                if not isinstance(reply, Reply):
+                    reply = Reply(body=reply)
+                if isinstance(reply.body, dict) and "choices" in reply.body and "usage" not in reply.body and reply.status == 200:
+                    reply.body = {**reply.body, "usage": _estimate_usage(body, reply.body)}
+                if reply.delay > 0 and server._stop.wait(reply.delay):
+                    self.close_connection = True
+                    return
+                self._send(reply)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(Reply(body={"object": "list", "data": [{"id": "scripted", "object": "model"}]}))
+                else:
+                    self._send(error(404, f"scripted server: no route {self.path}"))
+
+        return Handler
+
+    def start(self) -> ScriptedServer:
+        """Bind (loopback, a free port unless given) and serve in a daemon thread."""
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 1024
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                exc = sys.exc_info()[1]
+                if not isinstance(exc, (ConnectionError, TimeoutError, OSError)):
+                    super().handle_error(request, client_address)
+
+        self._stop.clear()
+        self._httpd = Server((self.host, self.port), self._handler())
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; stalled replies end at once."""
+        self._stop.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(5)
+            self._thread = None
+
+    def __enter__(self) -> ScriptedServer:  # noqa: PYI034
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# -- running a policy without the kernel ------------------------------------------------------
+
+
+class RecordingEnv:
+    """A ToolEnv like the kernel's ``RecordingToolEnv``: forwards to a sandbox, records each call."""
+
+    def __init__(self, sandbox: Any, tools: list[Any]) -> None:
+        self.sandbox = sandbox
+        self.tools = list(tools)
+        self.records: list[Any] = []
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> Any:
+        """Call a tool the env offers (anything else is an ``unknown_tool`` error)."""
+        t0 = time.perf_counter()
+        if name not in {t.name for t in self.tools}:
+            result = ToolResult(ok=False, error=ToolError(code="unknown_tool", message=f"no tool named {name!r}"))
+        else:
+            result = await self.sandbox.call(name, arguments)
+        self.records.append(CallRecord(call=ToolCall(name=name, arguments=arguments), result=result, seconds=time.perf_counter() - t0))
+        return result
+
+
+class StepContext:
+    """Enough of the kernel's Context for a policy: a logger, and ``step`` recording what it publishes."""
+
+    def __init__(self, component: str = "openai") -> None:
+        self.component = component
+        self.run_id = "test-run"
+        self.iteration = 0
+        self.seed = 0
+        self.log = structlog.get_logger("test").bind(component=component)
+        self.steps: list[tuple[int, dict[str, Any]]] = []
+
+    async def step(self, request: Any, turn: int, message: dict[str, Any]) -> None:
+        """Record one published step."""
+        self.steps.append((turn, message))
+
+
+async def run_policy(policy: Any, task: Any, sandbox: Any, tools: list[Any], *, ctx: Any = None, index: int = 0, policy_name: str = "openai") -> Any:
+    """Roll ``policy`` out on ``task`` as the kernel does: a recording ToolEnv, then ``calls`` and
+    ``final_state`` filled in from the records and the sandbox."""
+    env = RecordingEnv(sandbox, tools)
+    req = RolloutRequested(run="test-run", id=f"req-{task.id}-{index}", task=task, policy=policy_name, index=index)
+    traj = await policy.rollout(req, env, ctx if ctx is not None else StepContext(policy_name))
+    state = await sandbox.state() if hasattr(sandbox, "state") else {}
+    return msgspec.structs.replace(traj, calls=env.records, final_state=state)
+
+
+def _main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m envkernel_openai.testing", description="Serve a scripted OpenAI-compatible API on loopback.")
+    ap.add_argument("--port", type=int, default=0, help="Port (default: a free one).")
+    ap.add_argument("--oracle", metavar="TASKS_JSONL", help="Solve the tasks of this tasks.jsonl (else: answer 'Hello.' without tools).")
+    ap.add_argument("--parallel", action="store_true", help="Oracle: send the whole chain as parallel tool calls in one turn.")
+    args = ap.parse_args(argv)
+    script: Script | None = None
+    if args.oracle:
+        with open(args.oracle) as f:
+            script = Oracle([json.loads(line) for line in f if line.strip()], parallel=args.parallel)
+    server = ScriptedServer(script, port=args.port, record=False).start()
+    print(server.base_url, flush=True)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGINT, lambda *_: done.set())
+    parent = os.getppid()
+    while not done.wait(0.5):  # also stop when the process that started us is gone
+        if os.getppid() != parent:
+            break
+    server.stop()
+
+
+if __name__ == "__main__":
+    _main()

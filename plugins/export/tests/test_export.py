@@ -130,7 +130,7 @@ def test_rl_row_shape() -> None:
     gt = row["reward_model"]["ground_truth"]
     assert row["reward_model"]["style"] == "rule"
     assert gt["calls"][1] == {"name": "cancel_order", "arguments": '{"order_id":1}'}
-    assert gt["mutates"] is True and gt["answer_facts"] == []
+    assert gt["mutates"] is True and gt["answer_facts"] == [] and gt["masked_arguments"] == []
     info = row["extra_info"]
     assert info["task_id"] == "t1" and info["split"] == "train" and info["signature"] == "find_customer>cancel_order"
     assert json.loads(info["expected_state"]) == {"orders": [{"status": "cancelled", "total": 59.0}]}
@@ -191,7 +191,9 @@ def test_sft_exporter(tmp_path: Path) -> None:
     asyncio.run(go())
     lines = _lines(tmp_path / "sft.jsonl")
     assert [x["metadata"]["id"] for x in lines] == ["g1/0", "g1/2"]
-    assert lines[0]["tools"][0]["function"]["name"] == "find_customer" and len(lines[0]["tools"]) == 3
+    tools = lines[0]["tools"]  # parameters as JSON strings by default (tools_format="parameters_json")
+    assert tools[0]["function"]["name"] == "find_customer" and len(tools) == 3
+    assert json.loads(tools[0]["function"]["parameters"]) == TOOLS[0].parameters
     assert ctx.env_calls == 1  # cached
 
     # a new process after a crash: the redelivered group is not written again
@@ -212,6 +214,30 @@ def test_sft_policy_filter_and_fallback_tools(tmp_path: Path) -> None:
     lines = _lines(tmp_path / "sft.jsonl")
     assert len(lines) == 1 and lines[0]["metadata"]["policy"] == "reference"
     assert [t["function"]["name"] for t in lines[0]["tools"]] == ["find_customer", "cancel_order"]
+
+
+def test_sft_tools_format_openai_writes_the_list(tmp_path: Path) -> None:
+    ctx = Ctx(tmp_path)
+    asyncio.run(Sft(SftSettings(tools_format="openai")).consume(_group("g1"), ctx))
+    assert _lines(tmp_path / "sft.jsonl")[0]["tools"] == tool_defs(TOOLS)
+    asyncio.run(Sft(SftSettings(tools_format="json", filename="j.jsonl")).consume(_group("g1"), ctx))
+    assert json.loads(_lines(tmp_path / "j.jsonl")[0]["tools"]) == tool_defs(TOOLS)
+
+
+def test_sft_messages_are_normalised() -> None:
+    msgs = [
+        {"role": "user", "content": "u", "extra": 1},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": {"a": [1, "x"]}}}]},
+        {"role": "tool", "tool_call_id": "c", "name": "f", "content": {"ok": True}},
+    ]
+    g = GroupScored(
+        run="r", id="g", task=_task(),
+        rollouts=[ScoredRollout(trajectory=Trajectory(task_id="t1", policy="p", messages=msgs), reward=Reward(score=1.0))],
+    )
+    out = sft_row(g, g.rollouts[0], [])["messages"]
+    assert out[0] == {"role": "user", "content": "u"}
+    assert out[1]["content"] == "" and out[1]["tool_calls"][0] == {"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"a":[1,"x"]}'}}
+    assert out[2] == {"role": "tool", "content": '{"ok":true}', "tool_call_id": "c", "name": "f"}
 
 
 def test_rl_exporter_and_parquet(tmp_path: Path) -> None:

@@ -1,11 +1,18 @@
 """envkernel-export: exporters of scored rollouts (trainer role, broadcast).
 
 - ``sft`` appends to ``sft.jsonl`` one line per rollout scoring at least ``min_reward``:
-  OpenAI chat ``messages`` plus the environment's ``tools`` (and a ``metadata`` object).
+  OpenAI chat ``messages`` (normalised: string ``content``, tool-call ``arguments`` as JSON
+  strings) plus the environment's ``tools`` (each tool's ``parameters`` a JSON string by default,
+  see ``tools_format``) and
+  a ``metadata`` object.
 - ``rl`` appends to ``rl.jsonl`` one verl-style row per task (prompt, ground truth, initial and
   expected state) and writes ``rl.parquet`` from those rows when the run ends.
 
-Both flush every line as written and drop what they wrote before (by event id and index, or
+The same distribution has a second plugin, ``export-extra`` (not in the default preset; add it
+with ``--plugins +export-extra``), with the ``pairs`` (preference pairs) and ``card`` (dataset
+card) components: see :mod:`envkernel_export.extra`.
+
+Every exporter flushes every line as written and drop what they wrote before (by event id and index, or
 by task id), so a redelivered group is written once, even after a restart.
 """
 
@@ -13,14 +20,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import pyarrow.parquet as pq
 from envkernel.hookspecs import hookimpl
 from envkernel_schemas import EnvSpec, GroupScored, Task
 
-from .rows import SYSTEM_PROMPT, env_tools, purpose_of, rl_key, rl_row, rl_table, sft_key, sft_row
+from .rows import SYSTEM_PROMPT, env_tools, purpose_of, rl_key, rl_row, rl_table, sft_key, sft_row, shown_tools
 from .sink import JsonlSink
 
 __all__ = ["Rl", "RlSettings", "Sft", "SftSettings", "register_trainers"]
@@ -37,6 +44,13 @@ class SftSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Keep only tasks of these splits."""
     metadata: bool = True
     """Add a ``metadata`` object (ids, score, split) to each line."""
+    tools_format: Literal["parameters_json", "json", "openai"] = "parameters_json"
+    """How ``tools`` is written. Tool parameter schemas differ in shape across environments, so
+    as plain objects they have no one schema that ``datasets`` / ``pyarrow`` can infer.
+    ``parameters_json`` (default): the OpenAI tool list with each ``function.parameters`` as a
+    JSON string (every line has the same schema; ``json.loads`` it to get the object).
+    ``json``: the whole tool list as one JSON string. ``openai``: plain objects, byte-for-byte
+    the OpenAI fine-tuning upload format (loads with pyarrow only while the schemas agree)."""
     filename: str = "sft.jsonl"
     """File name in the run folder."""
     fsync: bool = False
@@ -117,7 +131,8 @@ class Sft:
         if keep:
             sink = self.sink(ctx.out_dir)
             tools = await self._tools.tools(group.task, ctx)
-            written = sum(sink.write(sft_row(group, r, tools, metadata=self.settings.metadata)) for r in keep)
+            shown = shown_tools(tools, self.settings.tools_format)
+            written = sum(sink.write(sft_row(group, r, shown, metadata=self.settings.metadata)) for r in keep)
             ctx.log.debug("sft rows", task=group.task.id, written=written, kept=len(keep))
         self._done.add(group.id)
 

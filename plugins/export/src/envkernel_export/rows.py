@@ -30,6 +30,18 @@ def tool_defs(tools: list[ToolSpec], only: list[str] | None = None) -> list[dict
     ]
 
 
+def shown_tools(tools: list[dict[str, Any]], tools_format: str = "parameters_json") -> Any:
+    """Tool definitions as written to a file: see ``SftSettings.tools_format``."""
+    if tools_format == "json":
+        return dumps(tools)
+    if tools_format == "parameters_json":
+        return [
+            {**t, "function": {**t.get("function", {}), "parameters": dumps(t.get("function", {}).get("parameters", {}))}}
+            for t in tools
+        ]
+    return tools
+
+
 def fallback_tool_defs(task: Task) -> list[dict[str, Any]]:
     """Tool definitions when the environment is unavailable: the reference's tools, untyped."""
     names = list(dict.fromkeys(c.name for c in task.calls))
@@ -43,10 +55,43 @@ def purpose_of(group: GroupScored) -> str:
     return str(getattr(group, "purpose", "train") or "train")
 
 
+_MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+
+def _call(tc: dict[str, Any]) -> dict[str, Any]:
+    fn = tc.get("function") or {}
+    args = fn.get("arguments", "")
+    return {
+        "id": str(tc.get("id", "")),
+        "type": "function",
+        "function": {"name": str(fn.get("name", "")), "arguments": args if isinstance(args, str) else dumps(args)},
+    }
+
+
+def chat_message(m: dict[str, Any]) -> dict[str, Any]:
+    """One OpenAI chat message with a stable shape: ``content`` is a string (non-string content
+    becomes JSON), tool-call ``arguments`` are JSON strings, and only the chat keys are kept."""
+    out: dict[str, Any] = {"role": str(m.get("role", ""))}
+    content = m.get("content")
+    out["content"] = "" if content is None else content if isinstance(content, str) else dumps(content)
+    if m.get("tool_calls"):
+        out["tool_calls"] = [_call(tc) for tc in m["tool_calls"] if isinstance(tc, dict)]
+    if m.get("tool_call_id"):
+        out["tool_call_id"] = str(m["tool_call_id"])
+    if m.get("name") and out["role"] in ("tool", "function"):
+        out["name"] = str(m["name"])
+    return out
+
+
+def chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`chat_message` over a conversation."""
+    return [chat_message(m) for m in messages if isinstance(m, dict)]
+
+
 def sft_row(group: GroupScored, rollout: ScoredRollout, tools: list[dict[str, Any]], *, metadata: bool = True) -> dict[str, Any]:
     """One SFT line: OpenAI chat ``messages`` with ``tools`` (and ``metadata`` for tracing)."""
     traj = rollout.trajectory
-    row: dict[str, Any] = {"messages": traj.messages, "tools": tools}
+    row: dict[str, Any] = {"messages": chat_messages(traj.messages), "tools": tools}
     if metadata:
         row["metadata"] = {
             "id": f"{group.id}/{traj.index}",
@@ -89,6 +134,7 @@ def rl_row(
                 "calls": [{"name": c.name, "arguments": dumps(c.arguments)} for c in task.calls],
                 "mutates": task.outcome.mutates,
                 "answer_facts": list(task.outcome.answer_facts),
+                "masked_arguments": masked_arguments(task),
             },
         },
         "extra_info": {
@@ -102,6 +148,13 @@ def rl_row(
             "tools": dumps(tools),
         },
     }
+
+
+def masked_arguments(task: Task) -> list[str]:
+    """Arguments of the reference calls that may vary, as ``"<call index>.<argument>"``: the
+    trace reward treats ``null`` arguments as absent, so those may be omitted or left null.
+    Every other argument must match (numbers to a relative tolerance of 1e-6, strings stripped)."""
+    return [f"{i}.{k}" for i, c in enumerate(task.calls) for k, v in c.arguments.items() if v is None]
 
 
 def rl_key(row: dict[str, Any]) -> str | None:
@@ -126,7 +179,14 @@ RL_SCHEMA = pa.schema(
                     ("style", pa.string()),
                     (
                         "ground_truth",
-                        pa.struct([("calls", pa.list_(_CALL)), ("mutates", pa.bool_()), ("answer_facts", pa.list_(pa.string()))]),
+                        pa.struct(
+                            [
+                                ("calls", pa.list_(_CALL)),
+                                ("mutates", pa.bool_()),
+                                ("answer_facts", pa.list_(pa.string())),
+                                ("masked_arguments", pa.list_(pa.string())),
+                            ]
+                        ),
                     ),
                 ]
             ),

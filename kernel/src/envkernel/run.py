@@ -42,6 +42,18 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
+def _path_source(source: str, registry: Registry) -> str:
+    """A bare path (``--source specs/``) goes to the first synthesizer that reads files (``accepts_paths``)."""
+    kind = source.partition(":")[0]
+    known = {k for c in registry.by_role("synthesizer") for k in c.sources}
+    if kind in known or not Path(source).exists():
+        return source
+    for comp in registry.by_role("synthesizer"):
+        if getattr(comp.factory, "accepts_paths", False):
+            return f"{comp.sources[0]}:{source}"
+    raise PluginError(f"--source {source!r} is a path, but no selected synthesizer reads files (add one, e.g. --plugins +openapi)")
+
+
 @dataclass
 class Prepared:
     """A resolved run: its config and the loaded plugins."""
@@ -73,6 +85,7 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
         if name and name not in components[role]:
             raise PluginError(f"{what} = {name!r} is not an active {role}; active: {', '.join(components[role])}")
     sources = {c.name: c.sources for c in registry.by_role("synthesizer")}
+    config = msgspec.structs.replace(config, sources=[_path_source(s, registry) for s in config.sources])
     for source in config.sources:
         kind = source.partition(":")[0]
         if not synthesizer_for(RunConfig(components=components), sources, kind):

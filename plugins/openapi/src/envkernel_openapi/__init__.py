@@ -106,6 +106,7 @@ class OpenAPISynthesizer:
 
     Settings = OpenAPISettings
     sources = ("openapi",)
+    accepts_paths = True  # a bare `--source PATH` (a spec file or a folder of them) comes here
 
     def __init__(self, settings: OpenAPISettings | None = None) -> None:
         self.settings = settings or OpenAPISettings()

@@ -224,6 +224,7 @@ class SandboxService:
     async def start(self) -> None:
         """Start answering open requests."""
         self._sub = await self.bus.nc.subscribe(sandbox_open_subject(self.name), queue=f"sandbox-{self.name}", cb=self._on_open)
+        await self.bus.nc.flush()  # the server knows the subscription before anyone asks
         self._reaper = asyncio.create_task(self._reap())
 
     def _spawn(self, coro: Any) -> None:
@@ -248,6 +249,7 @@ class SandboxService:
             return
         sid = f"{self.name}-{uuid.uuid4().hex[:16]}"
         sub = await self.bus.nc.subscribe(sandbox_op_subject(sid, "*"), cb=self._on_op)
+        await self.bus.nc.flush()
         self._live[sid] = _Live(session, sub, time.monotonic() + req.lifetime)
         await msg.respond(_enc.encode(Reply(value=sid)))
 

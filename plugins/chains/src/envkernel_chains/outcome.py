@@ -27,9 +27,13 @@ def _canon(v: Any) -> Any:
     return v
 
 
-def row_key(row: dict[str, Any]) -> str:
-    """A canonical string for a row (key order and ``2`` vs ``2.0`` do not matter)."""
-    return json.dumps(_canon(row), sort_keys=True, ensure_ascii=False, default=str)
+def row_key(row: dict[str, Any]) -> Any:
+    """A canonical, hashable form of a row (key order and ``2`` vs ``2.0`` do not matter)."""
+    try:
+        return tuple(sorted((k, v) for k, v in row.items() if not isinstance(v, (dict, list))))+ tuple(
+            (k, json.dumps(_canon(v), sort_keys=True, default=str)) for k, v in sorted(row.items()) if isinstance(v, (dict, list)))
+    except TypeError:
+        return json.dumps(_canon(row), sort_keys=True, ensure_ascii=False, default=str)
 
 
 def same_rows(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:

@@ -1,14 +1,18 @@
-"""Turning an executed chain into a person's request, with implicit intent.
+"""Turning a grounded chain into a person's request, with implicit intent (no LLM).
 
-The request never names a tool and never gives an id that only an intermediate call revealed.
-Entities are referred to the way a person would: by what the first call was given ("the
-customer with email ann@example.com"), by what singles a row out among its siblings ("the
-pending order with total 59.0"), or in the first person when the chain starts by looking up the
-person making the request ("Hi, my email is ...; cancel my pending order").
-
-Every literal argument of every call appears in the request, so an agent can reproduce the
-reference calls exactly. For a read-only chain, the question asks for 1–2 fields of the last
-call's output; their values become the answer facts, which never appear in the request.
+- The request **names no tool** and **gives no id the agent can look up**: entities are named the
+  way a person would (``my pending order``, ``Kenji Fischer's held booking``, ``the event "Team
+  standup" in the calendar "Work"``, ``the customer of that order``) — see
+  :mod:`envkernel_chains.refs`, which checks that each such phrase picks exactly one row of the
+  initial state. Intermediate lookups are left to the agent.
+- Every **literal argument** of every call (a filter, a search text, a value to write) is in the
+  words, so an agent can reproduce the reference calls exactly.
+- A chain that changes state becomes imperatives (``cancel ..., then ...``); a read-only chain
+  becomes a question about 1–2 fields of the last result, whose values are the answer facts
+  (never in the request).
+- The wording varies: greetings, the persona (``Hi, I'm Kenji Fischer.``), sentence frames, verb
+  synonyms, and several forms of each reference. :func:`skeleton` masks the literal values, so
+  that the number of distinct phrasings per kind of operation can be counted.
 """
 
 from __future__ import annotations
@@ -16,13 +20,13 @@ from __future__ import annotations
 import json
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from envkernel_probe.naming import CREATE_VERBS, PERSON_NOUNS, UPDATE_VERBS, human, is_id_name, plural, singular, words
-from envkernel_schemas import ToolSpec
+from envkernel_probe.naming import human, is_id_name, plural, singular, words
 
-from .links import STATUS_LIKE, Element, Link, distinguishing, ranked_keys
+from .ground import Step
+from .refs import CONTAINER_NOUNS, PERSONA_NOUNS, TITLE_FIELDS, Ref, attr_rank, is_person, norm
 
 NOTHING_ANSWER = "I can't help with that."
 """The do-nothing policy's answer; no answer fact may be contained in it."""
@@ -30,54 +34,40 @@ NOTHING_ANSWER = "I can't help with that."
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 _BAD_CHARS = re.compile(r'["\\\x00-\x1f]')
 
-
-@dataclass(eq=False)
-class Step:
-    """One executed call of a chain, with how its arguments were obtained."""
-
-    tool: ToolSpec
-    """The tool."""
-    verb: str
-    """The tool's verb (``get``, ``cancel``...; "" when unknown)."""
-    noun: str
-    """The entity the tool is about."""
-    args: dict[str, Any]
-    """The arguments it was called with."""
-    links: dict[str, Link] = field(default_factory=dict)
-    """Arguments taken from earlier outputs."""
-    output: Any = None
-    """What it returned."""
-    elements: list[Element] = field(default_factory=list)
-    """Elements of its output."""
-
-    @property
-    def mutating(self) -> bool:
-        """True when the tool is declared to change state."""
-        return self.tool.mutates
-
-
-@dataclass
-class Ref:
-    """A way to refer to an entity in a request."""
-
-    text: str
-    """A noun phrase: ``the customer with email ann@example.com``."""
-    noun: str
-    """The entity noun."""
-    persona: bool = False
-    """True when the entity is the person speaking."""
-
-    def obj(self) -> str:
-        """As the object of a verb: ``my account`` for the speaker."""
-        return f"my {human(self.noun)}" if self.persona else self.text
-
-    def for_(self) -> str:
-        """After "for": ``me`` for the speaker."""
-        return "me" if self.persona else self.text
-
-    def possess(self, head: str) -> str:
-        """``the <head> of <this>``, or ``my <head>`` for the speaker."""
-        return f"my {head}" if self.persona else f"the {head} of {self.text}"
+FIELD_WORDS = {
+    "starts_at": "start time", "ends_at": "end time", "execute_on": "execution date", "date_of_birth": "date of birth",
+    "size_bytes": "size in bytes", "duration_minutes": "duration in minutes", "expires_on": "expiry date",
+    "departure_at": "departure time", "arrival_at": "arrival time", "mime_type": "file type", "iban": "IBAN",
+}
+GREETINGS = ("", "", "", "", "Hi! ", "Hello! ", "Hey there. ", "Hi there. ", "Good morning! ", "Hello. ")
+FRAMES = ("Please {g}.", "Could you {g}?", "Can you {g} for me?", "I'd like you to {g}.", "I need you to {g}.", "{G}, please.",
+          "Would you {g}?", "Go ahead and {g}.", "Kindly {g}.", "I want you to {g}.")
+THEN = (", then ", ", and then ", " and after that ", ". After that, ", ", and once that's done, ")
+VERB_SYNONYMS = {
+    "cancel": ("cancel", "call off"),
+    "delete": ("delete", "remove", "get rid of"),
+    "remove": ("remove", "delete"),
+    "create": ("create", "add", "set up"),
+    "add": ("add", "create"),
+    "ship": ("ship", "send out"),
+    "archive": ("archive",),
+    "confirm": ("confirm",),
+    "freeze": ("freeze", "put a freeze on"),
+    "unfreeze": ("unfreeze", "lift the freeze on"),
+    "pin": ("pin",),
+    "star": ("star",),
+    "complete": ("complete", "mark {x} as completed"),
+    "check in": ("check in",),
+    "confirm": ("confirm", "go ahead and confirm"),
+}
+SHOW = ("show me {x}", "let me see {x}", "pull up {x}", "show {x} to me")
+LIST_Q = ("Show me {c}, with the {f} of each.", "Can you list {c}? I need the {f} of each one.",
+          "Please go through {c} and tell me the {f} of each.", "What are the {fs} of {c}?", "I'd like to see {c} and their {fs}.",
+          "List {c} for me, including the {f} of each.")
+ONE_Q = ("What is {w}?", "Can you tell me {w}?", "I need to know {w}.", "Could you look up {w} for me?", "Please find out {w}.",
+         "What's {w}?")
+TWO_Q = ("What are {w}?", "Can you tell me {w}?", "I need {w}.", "Could you look up {w} for me?", "Please find {w}.")
+OBJ_Q = ("Look up {x} and tell me its {f}.", "Find {x} and tell me its {f}.", "Could you check {x} and give me its {f}?")
 
 
 def render(v: Any) -> str:
@@ -88,6 +78,8 @@ def render(v: Any) -> str:
         return "yes" if v else "no"
     if isinstance(v, float):
         return json.dumps(v)
+    if isinstance(v, list):
+        return ", ".join(render(x) for x in v)
     return str(v)
 
 
@@ -113,405 +105,489 @@ def fact_ok(v: Any) -> bool:
     return False
 
 
-SEARCH_PARAMS = frozenset({"query", "q", "search", "term", "keyword", "keywords", "text", "pattern", "name_contains"})
-"""Parameters that take free text to search with (phrased ``matching "..."``)."""
-OWN_TITLES = ("name", "full_name", "display_name", "title", "label")
-"""Columns holding a row's own name (``the product "desk lamp"``); ``<other>_name`` reads ``for "..."``."""
-
-
 def field_words(key: str) -> str:
-    """A field name in words: ``unit_price`` -> ``unit price``, ``total_cents`` -> ``total in cents``."""
+    """A field name in words: ``unit_price`` -> ``unit price``, ``starts_at`` -> ``start time``."""
+    if key in FIELD_WORDS:
+        return FIELD_WORDS[key]
     ws = words(key)
     if len(ws) > 1 and ws[-1] == "cents":
         return " ".join(ws[:-1]) + " in cents"
+    if len(ws) > 1 and ws[0] in ("is", "has"):
+        return " ".join(ws[1:])
+    if len(ws) > 1 and ws[-1] == "at":
+        return " ".join(ws[:-1]) + " time"
     return " ".join(ws)
 
 
 def attr(key: str, v: Any) -> str:
-    """A field and its value: ``quantity 2``, ``total 18900 cents``."""
-    ws = words(key)
-    if len(ws) > 1 and ws[-1] == "cents":
-        return f"{' '.join(ws[:-1])} {render(v)} cents"
-    return f"{human(key)} {render(v)}"
-
-
-def qualifier(key: str, v: Any) -> tuple[str, str]:
-    """A literal argument as a qualifier: ("with", "category lighting"), ("bare", 'matching "lamp"')."""
+    """A field and its value: ``quantity 2``, ``title "Team standup"``."""
     if isinstance(v, bool):
-        return "bare", f"({human(key)})" if v else f"(not {human(key)})"
-    if "_".join(words(key)) in SEARCH_PARAMS:
-        return "bare", f"matching {render(v)}"
-    return "with", attr(key, v)
+        return f"{field_words(key)} set to {'yes' if v else 'no'}"
+    return f"{field_words(key)} {render(v)}"
 
 
-def quals_text(quals: list[tuple[str, str]]) -> str:
-    """Qualifiers joined: ``matching "lamp" with category x and colour y``."""
-    bare = [t for k, t in quals if k != "with"]
-    withs = [t for k, t in quals if k == "with"]
-    return " ".join(bare + (["with " + _join(withs)] if withs else []))
-
-
-def head_phrase(noun: str, attrs: list[tuple[str, Any]]) -> str:
-    """``pending order with total 59.0`` / ``product "Desk Lamp"`` / ``order for "desk lamp"`` (no article)."""
-    pre = [str(v) for k, v in attrs if k in STATUS_LIKE and isinstance(v, str)]
-    title = [v for k, v in attrs if k in OWN_TITLES and isinstance(v, str)]
-    fors = [v for k, v in attrs if k.endswith("_name") and k not in OWN_TITLES and isinstance(v, str)]
-    post = [attr(k, v) for k, v in attrs if not (isinstance(v, str) and (k in STATUS_LIKE or k in OWN_TITLES or k.endswith("_name")))]
-    s = " ".join(pre + [human(noun)])
-    if title:
-        s += f' "{title[0]}"'
-    if fors:
-        s += f' for "{fors[0]}"'
-    if post:
-        s += " with " + " and ".join(post)
-    return s
-
-
-def _join(items: list[str]) -> str:
+def join(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    items = [i for i in items if i]
     if len(items) <= 1:
         return "".join(items)
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _key(noun: str, value: Any) -> tuple[str, str]:
-    return singular(noun), json.dumps(value, sort_keys=True, default=str)
+_NUM = re.compile(r"\d+(\.\d+)?")
+_TOKEN = re.compile(r"[A-Za-z0-9_.@+-]+")
 
 
-def _is_own_id(param: str, noun: str) -> bool:
-    ws = words(param)
-    return ws == ["id"] or (is_id_name(param) and singular("_".join(ws[:-1])) == singular(noun))
+def skeleton(text: str, values: list[str]) -> str:
+    """The request with its literal values masked: what counts as one phrasing."""
+    vals = sorted({v.lower() for v in values if v}, key=len, reverse=True)
+    out = text
+    for v in vals:
+        low = out.lower()
+        i = low.find(v)
+        while i >= 0:
+            out = out[:i] + "\u2026" + out[i + len(v):]
+            low = out.lower()
+            i = low.find(v, i + 1)
+    return _NUM.sub("#", out)
+
+
+@dataclass
+class Phrased:
+    """A phrased request."""
+
+    text: str
+    facts: list[str]
+    kind: str
+    """The kind of operation it asks for (create, update, delete, action, get, list)."""
+    skeleton: str
+
+
+def _all_refs(ref: Ref | None, out: list[Ref]) -> None:
+    if ref is None:
+        return
+    out.append(ref)
+    _all_refs(ref.owner, out)
+    _all_refs(ref.base, out)
+    for o in ref.more_owners:
+        _all_refs(o, out)
 
 
 class Phraser:
-    """Phrases one chain; ``persona`` speaks as the entity the first call looked up."""
+    """Phrases one grounded chain (see the module docstring)."""
 
-    def __init__(self, steps: list[Step], rng: random.Random, *, persona: bool = False) -> None:
+    def __init__(self, steps: list[Step], rng: random.Random, *, persona_share: float = 0.5) -> None:
         self.steps = steps
         self.rng = rng
-        self.persona_el: Element | None = None
-        if persona and self.persona_possible(steps):
-            self.persona_el = steps[0].elements[0]
         self.mentioned: set[tuple[str, str]] = set()
+        self.values: list[str] = []
+        self.persona: Ref | None = None
+        if rng.random() < persona_share:
+            self.persona = self.persona_candidate()
 
-    def _memo(self, key: tuple[str, str] | None, make: Any) -> Ref:
-        """``make()`` on first mention of an entity, ``that <noun>`` afterwards."""
-        if key is not None and key in self.mentioned:
-            return Ref(text=f"that {human(key[0])}", noun=key[0])
-        ref = make()
-        if key is not None and not ref.persona:
-            self.mentioned.add(key)
-        return ref
+    # -- the persona -----------------------------------------------------------------------------
 
-    @staticmethod
-    def persona_possible(steps: list[Step]) -> bool:
-        """True when the chain starts by looking up one person (a customer, a user...)."""
-        if len(steps) < 2:
-            return False
-        s0 = steps[0]
-        return (
-            not s0.mutating
-            and bool(s0.elements)
-            and (s0.elements[0].group is None or len(s0.elements[0].group) == 1)
-            and s0.elements[0].parent is None
-            and singular(s0.elements[0].noun) in PERSON_NOUNS
-            and bool(s0.args)
-            and not s0.links
-        )
-
-    # -- references --------------------------------------------------------------------
-
-    def _is_persona(self, noun: str, value: Any) -> bool:
-        p = self.persona_el
-        return p is not None and value is not None and singular(noun) == singular(p.noun) and p.row.get("id") == value
-
-    def persona_ref(self) -> Ref:
-        """The speaker."""
-        assert self.persona_el is not None
-        return Ref(text="me", noun=self.persona_el.noun, persona=True)
-
-    def element_ref(self, e: Element) -> Ref:
-        """How to refer to an element (``that <noun>`` once it has been mentioned)."""
-        if self.persona_el is not None and (e is self.persona_el or self._is_persona(e.noun, e.row.get("id"))):
-            return self.persona_ref()
-        key = _key(e.noun, e.row["id"]) if e.row.get("id") is not None else None
-        return self._memo(key, lambda: self._element_ref(e))
-
-    def _element_ref(self, e: Element) -> Ref:
-        attrs = distinguishing(e) or []
-        if e.parent is not None:
-            parent = self.element_ref(e.parent)
-            return Ref(text=parent.possess(head_phrase(e.noun, attrs)), noun=e.noun)
-        step = self.steps[e.call]
-        if e.group is None:
-            if step.mutating and step.verb in CREATE_VERBS:
-                return Ref(text=f"the new {human(e.noun)}", noun=e.noun)
-            return self.subject(step, e.noun)
-        owner, quals = self.owner(step)
-        head = head_phrase(e.noun, attrs)
-        text = owner.possess(head) if owner is not None else f"the {head}"
-        if quals:
-            text += " " + quals_text(quals)
-        return Ref(text=text, noun=e.noun)
-
-    def link_ref(self, link: Link) -> Ref:
-        """How to refer to what a linked argument identifies."""
-        if link.kind in ("self", "key"):
-            return self.element_ref(link.element)
-        if self._is_persona(link.entity, link.value):
-            return self.persona_ref()
-        src = self._fk_source(link.element, link.entity, link.value)
-        if src is not None:
-            return src
-        return self._memo(
-            _key(link.entity, link.value), lambda: Ref(text=self.element_ref(link.element).possess(human(link.entity)), noun=link.entity)
-        )
-
-    def _fk_source(self, e: Element, entity: str, value: Any, depth: int = 0) -> Ref | None:
-        """When a foreign key's value is what the call that returned ``e`` was given, refer to that."""
-        if depth > len(self.steps):
-            return None
-        step = self.steps[e.call]
-        for p, v in step.args.items():
-            if is_id_name(p) and words(p) != ["id"] and singular("_".join(words(p)[:-1])) == singular(entity) and v == value:
-                return self.link_ref(step.links[p]) if p in step.links else self.literal_ref(p, v, "")
-        for link in step.links.values():
-            if link.kind in ("self", "key") and singular(link.entity) == singular(e.noun):
-                return self._fk_source(link.element, entity, value, depth + 1)
+    def persona_candidate(self) -> Ref | None:
+        """The first person of a kind that can speak, named by literals only (no owner, filter or search qualifiers)."""
+        refs: list[Ref] = []
+        for s in self.steps:
+            for r in s.refs.values():
+                _all_refs(r, refs)
+        for r in refs:
+            if (r.kind == "desc" and singular(r.noun) in PERSONA_NOUNS and r.owner is None and not r.adjectives
+                    and len(r.quals) == len(r.idents) and not r.more_owners and (r.title or r.withs or r.idents)):
+                return r
         return None
 
-    def literal_ref(self, param: str, value: Any, noun: str) -> Ref:
-        """A literal id argument as a reference: ``order #7``."""
-        ent = noun if words(param) == ["id"] else "_".join(words(param)[:-1])
-        if self._is_persona(ent, value):
-            return self.persona_ref()
-        shown = f"#{value}" if isinstance(value, int) or (isinstance(value, str) and value.isdigit()) else render(value)
-        return self._memo(_key(ent, value), lambda: Ref(text=f"{human(singular(ent))} {shown}", noun=singular(ent)))
-
-    def subject(self, step: Step, noun: str) -> Ref:
-        """What a call's arguments identify (for a call that returns one object)."""
-        if step is self.steps[0] and self.persona_el is not None:
-            return self.persona_ref()
-        for link in step.links.values():
-            if singular(link.entity) == singular(noun):
-                return self.link_ref(link)
-        for p, v in step.args.items():
-            if p not in step.links and _is_own_id(p, noun):
-                return self.literal_ref(p, v, noun)
-        owners = [self.link_ref(link) for link in step.links.values()]
-        owners += [self.literal_ref(p, v, noun) for p, v in step.args.items() if p not in step.links and is_id_name(p)]
-        quals = [qualifier(p, v) for p, v in step.args.items() if p not in step.links and not is_id_name(p)]
-        base = human(noun)
-        text = owners[0].possess(base) if owners else f"the {base}"
-        if len(owners) > 1:
-            text += " for " + _join([o.for_() for o in owners[1:]])
-        if quals:
-            text += " " + quals_text(quals)
-        return Ref(text=text, noun=noun)
-
-    def owner(self, step: Step) -> tuple[Ref | None, list[tuple[str, str]]]:
-        """Whose list a list call returns (its id-like argument), and its other arguments as qualifiers."""
-        owner: Ref | None = None
-        quals: list[tuple[str, str]] = []
-        for p, v in step.args.items():
-            if p in step.links:
-                if owner is None:
-                    owner = self.link_ref(step.links[p])
-                    continue
-                quals.append(("bare", f"for {self.link_ref(step.links[p]).for_()}"))
-            elif is_id_name(p) and owner is None:
-                owner = self.literal_ref(p, v, step.noun)
-            elif is_id_name(p):
-                quals.append(("bare", f"for {self.literal_ref(p, v, '').for_()}"))
-            else:
-                quals.append(qualifier(p, v))
-        return owner, quals
-
-    def collection(self, step: Step) -> str:
-        """The list a list call returns: ``my pending orders``, ``all the products in category lighting``."""
-        owner: Ref | None = None
-        pre: list[str] = []
-        quals: list[tuple[str, str]] = []
-        for p, v in step.args.items():
-            if p in step.links:
-                r = self.link_ref(step.links[p])
-                if owner is None:
-                    owner = r
-                else:
-                    quals.append(("bare", f"for {r.for_()}"))
-            elif is_id_name(p) and owner is None:
-                owner = self.literal_ref(p, v, step.noun)
-            elif p in STATUS_LIKE and isinstance(v, str) and " " not in v:
-                pre.append(v)
-            else:
-                quals.append(qualifier(p, v))
-        head = " ".join(pre + [plural(human(step.noun))])
-        text = owner.possess(head) if owner is not None else f"all the {head}"
-        if quals:
-            text += " " + quals_text(quals)
-        return text
-
-    # -- goals and questions -------------------------------------------------------------
-
-    def _target(self, step: Step) -> tuple[Ref | None, str | None]:
-        for p, link in step.links.items():
-            if singular(link.entity) == singular(step.noun):
-                return self.link_ref(link), p
-        for p, v in step.args.items():
-            if p not in step.links and _is_own_id(p, step.noun):
-                return self.literal_ref(p, v, step.noun), p
-        for p, link in step.links.items():
-            return self.link_ref(link), p
-        for p, v in step.args.items():
-            if is_id_name(p):
-                return self.literal_ref(p, v, step.noun), p
-        return None, None
-
-    def goal(self, step: Step) -> str:
-        """What a mutating call achieves, as an imperative (``cancel my pending order``)."""
-        verb = step.verb or words(step.tool.name)[0]
-        noun = human(step.noun)
-        if verb in CREATE_VERBS:
-            people: list[str] = []
-            others: list[str] = []
-            order = sorted(step.args, key=lambda p: 0 if singular("_".join(words(p)[:-1])) in PERSON_NOUNS else 1)
-            for p in order:
-                v = step.args[p]
-                if p in step.links:
-                    r = self.link_ref(step.links[p])
-                    (people if singular(r.noun) in PERSON_NOUNS else others).append(
-                        r.for_() if singular(r.noun) in PERSON_NOUNS else r.text
-                    )
-                elif is_id_name(p):
-                    r = self.literal_ref(p, v, "")
-                    (people if singular(r.noun) in PERSON_NOUNS else others).append(r.for_())
-                else:
-                    others.append(attr(p, v))
-            verb_word = {"new": "create", "post": "post", "insert": "add"}.get(verb, verb)
-            s = f"{verb_word} a new {noun}"
-            if people:
-                s += " for " + _join(people)
-            if others:
-                s += " with " + _join(others)
-            return s
-        target, used = self._target(step)
-        rest_lit = [(p, v) for p, v in step.args.items() if p != used and p not in step.links]
-        rest_links = [self.link_ref(link) for p, link in step.links.items() if p != used]
-        tail = ""
-        if rest_links:
-            tail += " for " + _join([r.for_() for r in rest_links])
-        if verb in UPDATE_VERBS and rest_lit and target is not None:
-            changes = [(p, v) for p, v in rest_lit if not is_id_name(p)]
-            ids = [self.literal_ref(p, v, "").text for p, v in rest_lit if is_id_name(p)]
-            if len(changes) == 1:
-                p, v = changes[0]
-                s = f"change {target.possess(field_words(p))} to {render(v)}"
-            else:
-                s = f"update {target.obj()}, setting " + _join([f"{field_words(p)} to {render(v)}" for p, v in changes])
-            if ids:
-                s += " for " + _join(ids)
-            return s + tail
-        extra = [attr(p, v) if not is_id_name(p) else self.literal_ref(p, v, "").text for p, v in rest_lit]
-        rest_words = [w for w in words(step.tool.name)[1:] if w not in words(step.noun) and singular(w) != singular(step.noun)]
-        obj = target.obj() if target is not None else f"the {noun}"
-        s = f"{verb} {obj}"
-        if rest_words and not extra:
-            s = f"{verb} {' '.join(rest_words)} for {target.for_() if target else 'the ' + noun}"
-        if extra:
-            s += " with " + _join(extra)
-        return s + tail
-
-    def question(self, step: Step) -> tuple[str, list[str]] | None:
-        """A question whose answer is 1–2 fields of the call's output, and those values as facts."""
-        rng = self.rng
-        out = step.output
-        tops = [e for e in step.elements if e.parent is None]
-        if tops and (tops[0].group is None or len(tops[0].group) == 1):
-            e = tops[0]
-            subj = self.subject(step, e.noun)
-            keys = [k for k in ranked_keys(e.row) if fact_ok(e.row[k]) and fact_text(e.row[k]).lower() not in subj.text.lower()]
-            if not keys:
-                return None
-            k = min(len(keys), rng.choice((1, 2, 2)))
-            chosen = sorted(rng.sample(keys[:4], min(k, len(keys[:4]))), key=keys.index)
-            fields = _join([field_words(c) for c in chosen])
-            what = subj.possess(fields)
-            be = "are" if len(chosen) > 1 else "is"
-            text = rng.choice(
-                (
-                    f"What {be} {what}?",
-                    f"Can you tell me {what}?",
-                    f"I need to know {what}.",
-                    f"Could you look up {what} for me?",
-                )
-            )
-            return text, list(dict.fromkeys(fact_text(e.row[c]) for c in chosen))
-        if tops:
-            rows = tops[0].group or []
-            common = [k for k in ranked_keys(rows[0]) if all(fact_ok(r.get(k)) for r in rows[:3])]
-            if not common:
-                return None
-            f = rng.choice(common[:3])
-            facts = list(dict.fromkeys(fact_text(r[f]) for r in rows[:3]))
-            coll = self.collection(step)
-            text = rng.choice(
-                (
-                    f"Show me {coll}, with the {field_words(f)} of each.",
-                    f"Can you list {coll}? I need the {field_words(f)} of each one.",
-                    f"Please go through {coll} and tell me the {field_words(f)} of each.",
-                )
-            )
-            return text, facts
-        if fact_ok(out):
-            what_words = [w for w in words(step.tool.name) if w != step.verb]
-            subj_text = self.subject(step, step.noun).text if step.args else ""
-            text = f"What is the {' '.join(what_words)}" + (f" for {subj_text}" if subj_text else "") + "?"
-            return text, [fact_text(out)]
-        return None
+    def is_persona(self, ref: Ref) -> bool:
+        return self.persona is not None and ref.key == self.persona.key
 
     def intro(self) -> str:
         """The opening: a greeting, or who the speaker is."""
         rng = self.rng
-        if self.persona_el is None:
-            return rng.choice(("", "", "Hi! ", "Hello! ", "Hey there. "))
-        s0 = self.steps[0]
-        noun = human(self.persona_el.noun)
-        lits = [(p, v) for p, v in s0.args.items()]
-        if len(lits) == 1 and is_id_name(lits[0][0]):
-            return f"Hi, I'm {self.literal_ref(lits[0][0], lits[0][1], noun).text}. "
-        parts = _join([f"my {field_words(p)} is {render(v)}" for p, v in lits])
-        return rng.choice((f"Hi, {parts}. ", f"Hello! As a {noun}: {parts}. ", f"Hi there, {parts}. "))
+        p = self.persona
+        if p is None:
+            return rng.choice(GREETINGS)
+        self.values.extend(p.values)
+        def said(k: str, v: Any) -> str:  # a person says their own name without quotes
+            return v if isinstance(v, str) and (k in TITLE_FIELDS or k.endswith("_name")) else render(v)
 
-    def request(self) -> tuple[str, list[str]] | None:
-        """The request text and, for a read-only chain, its answer facts; None when it cannot be phrased."""
+        facts = [f"my {field_words(k)} is {said(k, v)}" for k, v in list(p.idents) + list(p.withs)]
+        if p.title:
+            name = p.title
+            if facts:
+                return rng.choice((f"Hi, I'm {name} and {join(facts)}. ", f"Hello, this is {name}; {join(facts)}. "))
+            return rng.choice((f"Hi, I'm {name}. ", f"Hello, this is {name}. ", f"{name} here. ", f"Hi! My name is {name}. "))
+        return rng.choice((f"Hi, {join(facts)}. ", f"Hello! {join(facts).capitalize()}. "))
+
+    # -- references ---------------------------------------------------------------------------------
+
+    def obj(self, ref: Ref) -> str:
+        """A reference as the object of a verb (``that order`` once it has been mentioned)."""
+        if self.is_persona(ref):
+            return "me"
+        if ref.key in self.mentioned:
+            return f"that {human(ref.noun)}" if ref.kind != "new" else self.rng.choice((f"the new {human(ref.noun)}", f"that new {human(ref.noun)}"))
+        text = self._first(ref)
+        self.mentioned.add(ref.key)
+        return text
+
+    def _first_text(self, ref: Ref) -> str:
+        """What the first mention of ``ref`` would say (without mentioning it)."""
+        saved, vals = set(self.mentioned), list(self.values)
+        state = self.rng.getstate()
+        text = self._first(ref)
+        self.mentioned, self.values = saved, vals
+        self.rng.setstate(state)
+        return text
+
+    def poss(self, ref: Ref, head: str) -> str:
+        """``my <head>``, ``Kenji Fischer's <head>`` or ``the <head> of <ref>``."""
+        if self.is_persona(ref):
+            return f"my {head}"
+        if ref.kind == "desc" and ref.person and ref.title and ref.owner is None and not ref.withs and not ref.quals and not ref.adjectives \
+                and ref.key not in self.mentioned:
+            self.mentioned.add(ref.key)
+            self.values.append(ref.title)
+            return f"{ref.title}'s {head}"
+        return f"the {head} of {self.obj(ref)}"
+
+    def _first(self, ref: Ref) -> str:
         rng = self.rng
-        last = self.steps[-1]
-        goals = [self.goal(s) for s in self.steps if s.mutating]
+        noun = human(ref.noun)
+        if ref.kind == "new":
+            return f"the new {noun}"
+        if ref.kind == "literal":
+            self.values.extend(ref.values)
+            return f"{noun} {render(ref.value)}"
+        if ref.kind == "of":
+            assert ref.base is not None
+            role = human(ref.role)
+            if self.is_persona(ref.base):
+                return f"my {role}"
+            return f"the {role} of {self.obj(ref.base)}"
+        self.values.extend(ref.values)
+        adjs = [human(a) for a in dict.fromkeys(ref.adjectives)]
+        head = " ".join(adjs + [noun])
+        if ref.title and ref.person:
+            core = rng.choice((ref.title, f"{head} {ref.title}")) if not adjs and ref.owner is None else f"{head} {ref.title}"
+            bare = core == ref.title
+        elif ref.title:
+            core = f'{head} "{ref.title}"'
+            bare = False
+        else:
+            core, bare = head, False
+        if ref.owner is not None:
+            o = ref.owner
+            if ref.owner_rel == "poss":
+                text = self.poss(o, core)
+            elif ref.owner_rel == "in":
+                text = f"the {core} in {self.obj(o)}"
+            else:
+                text = f"the {core} for {self.obj(o)}"
+        else:
+            text = core if bare else f"the {core}"
+        if ref.withs:
+            text += " with " + join([attr(k, v) for k, v in ref.withs])
+        if ref.quals:
+            text += " " + " and ".join(ref.quals)
+        for o in ref.more_owners:
+            text += f" for {self.obj(o)}"
+        return text
+
+    def collection(self, step: Step) -> str:
+        """The rows a list call returns: ``my pending orders``, ``all the products in category audio``."""
+        sc = step.scope or {}
+        noun = human(step.info.noun)
+        adjs = [human(a) for a in dict.fromkeys(sc.get("adjectives", []))]
+        head = " ".join(adjs + [plural(noun)])
+        owners: list[tuple[str, Ref]] = sc.get("owners", [])
+        self.values.extend(sc.get("values", []))
+        if owners:
+            o = owners[0][1]
+            if o.person or self.is_persona(o):
+                text = self.poss(o, head)
+            elif singular(o.noun) in CONTAINER_NOUNS:
+                text = f"the {head} in {self.obj(o)}"
+            else:
+                text = f"the {head} for {self.obj(o)}"
+        else:
+            text = self.rng.choice((f"all the {head}", f"all {head}", f"every {' '.join(adjs + [noun])}" if not sc.get("quals") else f"all the {head}"))
+        quals = sc.get("quals", [])
+        if quals:
+            text += " " + " and ".join(quals)
+        for _c, o in owners[1:]:
+            text += f" for {self.obj(o)}"
+        return text
+
+    # -- imperatives ------------------------------------------------------------------------------
+
+    def _verb(self, verb: str) -> str:
+        return self.rng.choice(VERB_SYNONYMS.get(verb, (verb,)))
+
+    def _prep(self, param: str, ref: Ref, verb: str = "", kind: str = "") -> str:
+        ws = set(words(param))
+        if kind in ("delete", "action", "update"):
+            return "in" if singular(ref.noun) in CONTAINER_NOUNS else ("from" if kind == "delete" else "of")
+        if verb in ("invite", "add", "post", "attach") and not (is_person(ref.noun) or self.is_persona(ref)):
+            return "in" if singular(ref.noun) in CONTAINER_NOUNS else "to"
+        if ws & {"from", "sender", "source", "author"}:
+            return "from"
+        if ws & {"to", "recipient", "payee", "target", "destination"}:
+            return "to"
+        if singular(ref.noun) in CONTAINER_NOUNS:
+            return "in"
+        if ws & {"doctor", "host", "instructor", "teacher", "agent"}:
+            return "with"
+        if is_person(ref.noun) or self.is_persona(ref):
+            return "for"
+        return "with"
+
+    def _skip(self, step: Step, name: str, ref: Ref) -> bool:
+        """True for a linked argument the agent derives from the target (an attendee's event)."""
+        t = step.target
+        p = step.info.params.get(name)
+        if t is not None and p is not None and p.parent and step.info.kind != "create" and (t.kind == "new" or t.owner is not None):
+            return True
+        if t is None or name not in step.links:
+            return False
+        if ref.kind == "of" and ref.base is not None and ref.base.key == t.key:
+            return True
+        return t.owner is not None and t.owner.key == ref.key
+
+    def _ref_parts(self, step: Step, skip: set[str]) -> list[str]:
+        parts = []
+        for name, ref in step.refs.items():
+            if name in skip or self._skip(step, name, ref):
+                continue
+            p = step.info.params.get(name)
+            kind = step.info.kind if p is not None and p.parent else ""
+            parts.append(f"{self._prep(name, ref, kind=kind)} {self.obj(ref)}")
+        return parts
+
+    def _literals(self, step: Step, skip: set[str] = frozenset()) -> list[tuple[str, Any]]:  # type: ignore[assignment]
+        out = []
+        for k, v in step.literal.items():
+            if k in step.refs or k in skip:
+                continue
+            out.append((k, v))
+            self.values.append(str(v))
+            if isinstance(v, str):
+                self.values.append(render(v))
+        return out
+
+    def goal(self, step: Step) -> str:
+        """What a mutating call achieves, as an imperative."""
+        info = step.info
+        kind = info.kind
+        noun = human(info.noun)
+        verb = info.verb or (words(info.name)[0] if words(info.name) else "do")
+        key_name = next((p.name for p in info.params.values() if p.role == "key"), None)
+        if kind == "create":
+            v = self._verb("create" if verb in ("new", "insert") else verb)
+            lits = [attr(k, x) for k, x in self._literals(step)]
+            preps = [(self._prep(name, ref, verb), ref) for name, ref in step.refs.items()]
+            if singular(verb) == singular(info.noun) and preps:  # share_file: share <the file> with ...
+                s = f"{v} {self.obj(preps[0][1])}"
+                rest = [f"{pp} {self.obj(r)}" for pp, r in preps[1:]]
+                if rest:
+                    s += " " + " ".join(rest)
+                if lits:
+                    s += " with " + join(lits)
+                return s
+            article = "an" if noun[:1] in "aeiou" else "a"
+            s = f"{v} {self.rng.choice(('a new', article))} {noun}"
+            others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
+            withs = [self.obj(r) for pp, r in preps if pp == "with"] + lits
+            if others:
+                s += " " + " ".join(others)
+            if withs:
+                s += (", with " if others and len(withs) > 1 else " with ") + join(withs)
+            return s
+        skip = {key_name} if key_name else set()
+        tref = step.target
+
+        def target() -> str:
+            return self.obj(tref) if tref is not None else f"the {noun}"
+
+        if kind == "update":
+            lits = self._literals(step, skip)
+            changes: list[tuple[str, Any]] = [(field_words(k), render(x)) for k, x in lits]
+            for name, ref in step.refs.items():
+                if name in skip or self._skip(step, name, ref):
+                    continue
+                p = info.params.get(name)
+                fw = field_words(p.field or name) if p else field_words(name)
+                fw = " ".join(w for w in fw.split() if w != "id") or human(ref.noun)
+                changes.append((fw, ref))
+            if not changes:
+                return f"update {target()}"
+            if len(changes) == 1:
+                f, x = changes[0]
+                if tref is not None and self.rng.random() < 0.8:
+                    w = self.poss(tref, f)
+                    xs = self.obj(x) if isinstance(x, Ref) else x
+                    return self.rng.choice(("change {w} to {x}", "set {w} to {x}", "update {w} to {x}")).format(w=w, x=xs)
+                t = target()
+                xs = self.obj(x) if isinstance(x, Ref) else x
+                return f"update {t} so its {f} is {xs}"
+            t = target()
+            rendered = [(f, self.obj(x) if isinstance(x, Ref) else x) for f, x in changes]
+            sets = join([f"{f} to {x}" for f, x in rendered])
+            its = join([f"its {f} is {x}" for f, x in rendered])
+            return self.rng.choice((f"update {t}, setting {sets}", f"change {t} so that {its}", f"update {t}: set {sets}"))
+        t = target()
+        parts = self._ref_parts(step, skip)
+        lits = self._literals(step, skip)
+        tail = ""
+        if parts:
+            tail += " " + " ".join(parts)
+        if lits:
+            tail += self.rng.choice((" with ", ", with ")) + join([attr(k, x) for k, x in lits])
+        v = self._verb(verb if verb in ("delete", "remove", "revoke") else "delete") if kind == "delete" else self._verb(verb)
+        if "{x}" in v:
+            return v.format(x=t) + tail
+        return f"{v} {t}{tail}"
+
+    def show(self, step: Step) -> str:
+        """A read at the end of a chain that changes state: ``show me ...``."""
+        tops = [e for e in step.elements if e.parent is None]
+        if step.info.kind == "list" or (tops and tops[0].group is not None and len(tops) > 1):
+            x = self.collection(step)
+        elif step.target is not None:
+            x = self.obj(step.target)
+        else:
+            x = self.collection(step)
+        self._literals(step, set(step.refs))
+        return self.rng.choice(SHOW).format(x=x)
+
+    # -- questions ------------------------------------------------------------------------------------
+
+    def question(self, step: Step) -> tuple[str, list[str]] | None:
+        """A question about the last call's result, and the answer facts."""
+        rng = self.rng
+        tops = [e for e in step.elements if e.parent is None]
+        single = step.info.kind != "list" and tops and (tops[0].group is None or len(tops) == 1) and step.target is not None
+        if single:
+            row = tops[0].row
+            ref = step.target
+            assert ref is not None
+            probe = self._first_text(ref)
+            self._literals(step, set(step.refs))
+            keys = [k for k, v in row.items() if fact_ok(v) and not is_id_name(k) and fact_text(v).lower() not in probe.lower()]
+            keys.sort(key=attr_rank)
+            keys = keys[:5]
+            if not keys:
+                return None
+            k = min(len(keys), rng.choice((1, 1, 2)))
+            chosen = sorted(rng.sample(keys, k), key=keys.index)
+            f = join([field_words(c) for c in chosen])
+            if not self.is_persona(ref) and rng.random() < 0.25:
+                text = rng.choice(OBJ_Q).format(x=self.obj(ref), f=f)
+            else:
+                text = rng.choice(ONE_Q if k == 1 else TWO_Q).format(w=self.poss(ref, f))
+            return text, list(dict.fromkeys(fact_text(row[c]) for c in chosen))
+        if not tops:
+            out = step.output
+            if fact_ok(out):
+                what = " ".join(w for w in words(step.info.name)[1:])
+                x = self.obj(step.target) if step.target is not None else ""
+                return f"What is the {what}" + (f" for {x}" if x else "") + "?", [fact_text(out)]
+            return None
+        rows = [e.row for e in tops]
+        common = [k for k in rows[0] if not is_id_name(k) and all(fact_ok(r.get(k)) for r in rows[:3])]
+        common.sort(key=attr_rank)
+        if not common:
+            return None
+        f = rng.choice(common[:3])
+        facts = list(dict.fromkeys(fact_text(r[f]) for r in rows[:3]))
+        c = self.collection(step)
+        self._literals(step, set(step.refs))
+        fw = field_words(f)
+        text = rng.choice(LIST_Q).format(c=c, f=fw, fs=plural(fw) if " " not in fw else fw)
+        return text, facts
+
+    # -- the whole request -------------------------------------------------------------------------------
+
+    def request(self) -> Phrased | None:
+        """The request, its answer facts (read-only chains) and its kind; None when it cannot be phrased."""
+        rng = self.rng
         intro = self.intro()
+        muts = [s for s in self.steps if s.mutating]
+        last = self.steps[-1]
         facts: list[str] = []
-        if goals:
+        if muts:
+            goals = [self.goal(s) for s in muts]
             if not last.mutating:
-                tops = [e for e in last.elements if e.parent is None]
-                if tops and tops[0].group is None:
-                    goals.append(f"show me {self.subject(last, tops[0].noun).obj()}")
-                else:
-                    goals.append(f"show me {self.collection(last)}")
-            g = goals[0]
-            if len(goals) > 1:
-                g += rng.choice((", and then ", ", then ", " and after that ")) + goals[1]
-            for more in goals[2:-1]:
-                g += ", then " + more
-            if len(goals) > 2:
-                g += ", and finally " + goals[-1]
-            body = rng.choice((f"Please {g}.", f"Could you {g}?", f"I'd like you to {g}.", f"Can you {g}?"))
+                goals.append(self.show(last))
+            if len(goals) == 1:
+                g = goals[0]
+            elif len(goals) == 2:
+                g = goals[0] + rng.choice(THEN) + goals[1]
+            else:
+                g = goals[0] + "".join(", then " + x for x in goals[1:-1]) + ", and finally " + goals[-1]
+            frames = [f for f in FRAMES if not ((g.endswith(" me") or " me " in g) and "for me" in f)]
+            frame = rng.choice(frames)
+            body = frame.format(g=g, G=g[:1].upper() + g[1:])
+            if ". After that, " in body and frame.endswith("?"):
+                body = body.replace(". After that, ", ", and after that ")
+            kind = muts[-1].info.kind
         else:
             q = self.question(last)
             if q is None:
                 return None
             body, facts = q
+            kind = "list" if last.info.kind == "list" else "get"
         text = intro + body[0].upper() + body[1:]
+        low = text.lower()
         if facts:
-            low = text.lower()
             facts = [f for f in facts if f.lower() not in low and f.lower() not in NOTHING_ANSWER.lower()]
             if not facts:
                 return None
-        return text, facts
+        return Phrased(text=text, facts=facts, kind=kind, skeleton=skeleton(text, self.values))
+
+
+def tool_pattern(tool_names: list[str]) -> re.Pattern[str] | None:
+    """One regex that finds any of the (snake_case) tool names as a word."""
+    names = sorted((n.lower() for n in tool_names if "_" in n), key=len, reverse=True)
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b") if names else None
+
+
+def check_request(text: str, steps: list[Step], tool_names: list[str] | re.Pattern[str] | None) -> str | None:
+    """Why a request is not acceptable (None when it is): it names a tool, shows a lookupable id,
+    or leaves out a literal argument."""
+    low = text.lower()
+    pat = tool_pattern(tool_names) if isinstance(tool_names, list) else tool_names
+    if pat is not None and pat.search(low):
+        return "names_tool"
+    tokens: set[str] | None = None
+    for s in steps:
+        for name, v in s.args.items():
+            p = s.info.params.get(name)
+            ref = s.refs.get(name)
+            if p is not None and p.is_id and (ref is None or ref.kind != "literal"):
+                if isinstance(v, (str, int)) and not isinstance(v, bool) and len(str(v)) >= 3:
+                    if tokens is None:
+                        tokens = {t.strip(".") for t in _TOKEN.findall(low)}
+                    if str(v).lower() in tokens:
+                        return "raw_id"
+                continue
+            if name in s.links:
+                continue
+            if isinstance(v, bool) or v is None:
+                continue
+            if isinstance(v, str):
+                if v.lower() not in low and v.lower().replace("_", " ") not in low:
+                    return "unphrased_argument"
+            elif isinstance(v, (int, float)):
+                if render(v) not in text and fact_text(v) not in text:
+                    return "unphrased_argument"
+            elif isinstance(v, list):
+                if any(isinstance(x, str) and x.lower() not in low for x in v):
+                    return "unphrased_argument"
+    return None
+
+
+def norm_text(v: Any) -> str:
+    """A value as compared in checks."""
+    return str(norm(v))

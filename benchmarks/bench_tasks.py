@@ -1,0 +1,274 @@
+"""Task benchmark: 20,000 gated tasks from the shipped OpenAPI corpus, through the real path.
+
+1. **run** — ``envkernel run`` as a subprocess over the 7-environment corpus with
+   ``--set chains.tasks_per_env=N`` (N = target / 7, rounded up, plus ``--headroom``), until its
+   ``tasks.jsonl`` holds ``--tasks`` gated tasks. Reported: the time until the target was reached
+   (``tasks.jsonl`` is polled) and the whole run's wall time, tasks/s, the peak memory (the sum of
+   RSS over the process tree, polled from /proc, and ``ru_maxrss`` of the children), the
+   summary's tool coverage, chain-length histogram, unique chain shapes and rejections, and where
+   the time went: when sampling ended (per environment, from ``envs/<id>/sampling.json``) versus
+   when the gate had emitted every task.
+2. **sampler alone** — the ``chains`` sampler (``--sampler``) over the same corpus, the way the
+   kernel runs it (a sandbox runner served on an embedded NATS server, one sandbox per
+   environment, environments in parallel), but no gate, rollouts or exporters: tasks/s of
+   sampling + grounding, per environment and in total.
+
+    python benchmarks/bench_tasks.py [--tasks 20000] [--skip-run] [--skip-sampler] [--sampler walk]
+
+Prints figures; the last line is JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+ENVKERNEL = Path(sys.executable).with_name("envkernel")
+N_ENVS = 7
+
+
+# -- 1. the whole pipeline ----------------------------------------------------------------------
+
+
+def _tree_rss_kb(root: int) -> int:
+    """Sum of VmRSS over ``root`` and its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{d}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        rss[int(d)] = int(line.split()[1])
+                        break
+            children.setdefault(ppid, []).append(int(d))
+        except (OSError, ValueError, IndexError):
+            continue
+    total, stack = 0, [root]
+    while stack:
+        p = stack.pop()
+        total += rss.get(p, 0)
+        stack.extend(children.get(p, []))
+    return total
+
+
+def _lines(path: Path) -> int:
+    try:
+        with open(path, "rb") as f:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    except OSError:
+        return 0
+
+
+def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, keep: bool) -> dict[str, Any]:
+    per_env = math.ceil(target / N_ENVS * (1 + headroom))
+    root = Path(tempfile.mkdtemp(prefix="bench-tasks-"))
+    plugins = [] if sampler == "chains" else ["--plugins", f"+{sampler},-chains"]
+    cmd = [str(ENVKERNEL), "run", "--out", str(root), "--run-id", "bench", "--no-progress", "--source", "openapi",
+           *plugins, "--set", f"{sampler}.tasks_per_env={per_env}", "--timeout", str(timeout)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_"))}
+    folder = root / "bench"
+    tasks_file = folder / "tasks.jsonl"
+    print(f"run: {' '.join(cmd[1:])}", flush=True)
+    t0 = time.perf_counter()
+    log = open(root / "run.log", "wb")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    peak_tree_kb = 0
+    reached: float | None = None
+    last_print = 0.0
+    series: list[tuple[float, int]] = []
+    while proc.poll() is None:
+        time.sleep(0.5)
+        peak_tree_kb = max(peak_tree_kb, _tree_rss_kb(proc.pid))
+        n = _lines(tasks_file) if reached is None else target
+        now = time.perf_counter() - t0
+        if not series or now - series[-1][0] >= 5:
+            series.append((round(now, 1), n))
+        if reached is None and n >= target:
+            reached = now
+        if now - last_print >= 30:
+            last_print = now
+            print(f"  {now:6.0f} s  {n} tasks gated  tree RSS {peak_tree_kb // 1024} MB (peak)", flush=True)
+    wall = time.perf_counter() - t0
+    log.close()
+    children_maxrss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    summary = json.loads((folder / "summary.json").read_text()) if (folder / "summary.json").exists() else {}
+    n_tasks = _lines(tasks_file)
+    sampling: dict[str, Any] = {}
+    for p in sorted((folder / "envs").glob("*/sampling.json")):
+        st = json.loads(p.read_text()).get(sampler, {})
+        sampling[p.parent.name] = {k: st.get(k) for k in ("tasks", "attempts", "seconds", "tasks_per_s", "tool_coverage", "phrasings")}
+    sampling_end = max((v["seconds"] or 0.0) for v in sampling.values()) if sampling else None
+    out = {
+        "cmd": " ".join(cmd[1:]),
+        "exit_code": proc.returncode,
+        "tasks_per_env": per_env,
+        "tasks": n_tasks,
+        "target": target,
+        "seconds_to_target": round(reached, 2) if reached is not None else None,
+        "wall_seconds": round(wall, 2),
+        "tasks_per_s": round(n_tasks / wall, 2) if wall else None,
+        "tasks_per_s_to_target": round(target / reached, 2) if reached else None,
+        "peak_tree_rss_mb": round(peak_tree_kb / 1024, 1),
+        "children_maxrss_mb": round(children_maxrss_kb / 1024, 1),
+        "tasks_proposed": summary.get("tasks_proposed"),
+        "tasks_rejected": summary.get("tasks_rejected"),
+        "rejected": summary.get("rejected"),
+        "tool_coverage": summary.get("tool_coverage"),
+        "chain_lengths": summary.get("chain_lengths"),
+        "unique_chain_shapes": summary.get("unique_chain_shapes"),
+        "failures": summary.get("failures"),
+        "sampling_seconds_longest_env": round(sampling_end, 2) if sampling_end else None,
+        "sampling": sampling,
+        "folder": str(folder) if keep else None,
+    }
+    out["gated_series"] = series
+    if sampling_end:
+        # the sampler's clock starts when its env.verified arrives, a few seconds into the run
+        out["after_sampling_seconds"] = round(wall - sampling_end, 2)
+        start = next((t for t, n in series if n > 0), 0.0)
+        at_end = [n for t, n in series if t <= sampling_end + start] or [0]
+        done_t = reached or wall
+        if done_t > sampling_end + start:
+            # the kernel alone (gate, rollouts, recording) once every sampler has finished
+            out["gated_when_sampling_ended"] = at_end[-1]
+            out["kernel_only_tasks_per_s"] = round((min(n_tasks, target) - at_end[-1]) / (done_t - sampling_end - start), 2)
+    if not keep:
+        subprocess.run(["rm", "-rf", str(root)], check=False)
+    return out
+
+
+# -- 2. the sampler alone -----------------------------------------------------------------------------
+
+
+class _Ctx:
+    """The parts of the kernel's Context a sampler uses, with sandboxes over NATS."""
+
+    def __init__(self, bus: Any, out: Path, component: str, seed: int = 0) -> None:
+        import structlog
+
+        self.bus, self.out_dir, self.component, self.seed = bus, out, component, seed
+        self.log = structlog.get_logger("bench").bind(component=component)
+
+    def rng(self, *keys: object) -> random.Random:
+        return random.Random(f"{self.seed}/{self.component}/" + "/".join(map(str, keys)))
+
+    @asynccontextmanager
+    async def sandbox(self, env: Any):  # type: ignore[no-untyped-def]
+        from envkernel.sandbox import open_sandbox
+
+        sb = await open_sandbox(self.bus, "process", env, timeout=120)
+        try:
+            yield sb
+        finally:
+            await sb.close()
+
+
+async def run_sampler(per_env: int, sampler: str) -> dict[str, Any]:
+    import structlog
+    from envkernel.plugins import load
+    from envkernel.sandbox import SandboxService
+    from envkernel_bus import Bus, EmbeddedServer
+    from envkernel_openapi import corpus_files, synthesize_file
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+    registry = load(["process", sampler], strict=True)
+    rc = registry.get("process")
+    runner = rc.factory(rc.settings_type()) if rc.settings_type else rc.factory()
+    sc = registry.get(sampler)
+    envs = [synthesize_file(f)[0] for f in corpus_files()]
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedServer(Path(tmp) / "nats") as server:
+        sbus = await Bus.connect(server.url, name="bench-runner")
+        cbus = await Bus.connect(server.url, name="bench-sampler")
+        service = SandboxService(sbus, "process", runner)
+        await service.start()
+        await sbus.nc.flush()
+        ctx = _Ctx(cbus, Path(tmp) / "out", sampler)
+        inst = sc.factory(msgspec_convert(sc.settings_type, {"tasks_per_env": per_env}))
+
+        async def one(env: Any) -> tuple[str, int, float]:
+            t = time.perf_counter()
+            n = 0
+            async for _task in inst.sample(env, ctx):
+                n += 1  # streamed: nothing is kept
+            return env.id, n, time.perf_counter() - t
+
+        t0 = time.perf_counter()
+        rows = await asyncio.gather(*(one(e) for e in envs))
+        wall = time.perf_counter() - t0
+        stats = {}
+        for env_id, n, secs in rows:
+            p = Path(tmp) / "out" / "envs" / env_id / "sampling.json"
+            st = json.loads(p.read_text()).get(sampler, {}) if p.exists() else {}
+            stats[env_id] = {"tasks": n, "seconds": round(secs, 2), "tasks_per_s": round(n / secs, 2) if secs else None,
+                             "attempts": st.get("attempts"), "tool_calls": st.get("tool_calls"), "tool_coverage": st.get("tool_coverage"),
+                             "phrasings": st.get("phrasings")}
+        await cbus.close()
+        await sbus.close()
+        if hasattr(runner, "aclose"):
+            await runner.aclose()
+    total = sum(r[1] for r in rows)
+    return {"per_env": per_env, "tasks": total, "wall_seconds": round(wall, 2), "tasks_per_s": round(total / wall, 2),
+            "maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), "envs": stats}
+
+
+def msgspec_convert(t: Any, data: dict[str, Any]) -> Any:
+    import msgspec
+
+    return msgspec.convert(data, t)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tasks", type=int, default=20000, help="gated tasks to reach (default 20000)")
+    ap.add_argument("--headroom", type=float, default=0.0, help="extra share of tasks per env to ask for (default 0)")
+    ap.add_argument("--sampler", default="chains", help="sampler component (chains or walk)")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="give the run up after this many seconds")
+    ap.add_argument("--sampler-tasks", type=int, default=0, help="tasks per env for the sampler-alone part (default: as the run)")
+    ap.add_argument("--skip-run", action="store_true", help="only measure the sampler alone")
+    ap.add_argument("--skip-sampler", action="store_true", help="only run the pipeline")
+    ap.add_argument("--keep", action="store_true", help="keep the run folder")
+    args = ap.parse_args()
+    result: dict[str, Any] = {"benchmark": "tasks", "cpus": os.cpu_count(), "sampler": args.sampler}
+    if not args.skip_run:
+        r = run_pipeline(args.tasks, args.headroom, args.sampler, args.timeout, args.keep)
+        result["run"] = r
+        print(f"pipeline: {r['tasks']} tasks in {r['wall_seconds']} s ({r['tasks_per_s']} tasks/s); "
+              f"{args.tasks} reached after {r['seconds_to_target']} s; peak RSS {r['peak_tree_rss_mb']} MB (process tree), "
+              f"ru_maxrss {r['children_maxrss_mb']} MB (largest child)")
+        print(f"  proposed {r['tasks_proposed']}, rejected {r['tasks_rejected']} {r['rejected']}; tool coverage {r['tool_coverage']}; "
+              f"lengths {r['chain_lengths']}; unique chain shapes {r['unique_chain_shapes']}")
+        print(f"  sampling ended after {r['sampling_seconds_longest_env']} s (longest env); the run went on "
+              f"{r.get('after_sampling_seconds')} s more (gate, rollouts, exporters); {r.get('gated_when_sampling_ended')} tasks "
+              f"were gated when sampling ended; the kernel alone then gated {r.get('kernel_only_tasks_per_s')} tasks/s")
+    if not args.skip_sampler:
+        per_env = args.sampler_tasks or math.ceil(args.tasks / N_ENVS * (1 + args.headroom))
+        s = asyncio.run(run_sampler(per_env, args.sampler))
+        result["sampler_alone"] = s
+        print(f"sampler alone ({args.sampler}): {s['tasks']} tasks in {s['wall_seconds']} s = {s['tasks_per_s']} tasks/s "
+              f"(7 envs in parallel, one sandbox each, over NATS); per env:")
+        for env_id, st in sorted(s["envs"].items()):
+            print(f"  {env_id:10s} {st['tasks']:6d} tasks {st['seconds']:8.2f} s {st['tasks_per_s']:8.2f} tasks/s "
+                  f"attempts {st['attempts']} sandbox calls {st['tool_calls']}")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

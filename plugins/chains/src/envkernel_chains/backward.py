@@ -1,0 +1,241 @@
+"""Topology-aware sampling by backward chaining (what EnvFactory's sampler does).
+
+1. **Pick a target tool**, weighted toward the tools the emitted tasks have used least.
+2. **For each input a person would not know** (an id parameter), pick a tool that produces it
+   (a predecessor in the graph whose output feeds that parameter) and recurse, down to
+   ``depth`` levels; an optional owner of a list (``list_orders.customer_id``) is added now and
+   then. A producer already in the tree that can feed the input (an attendee row holds its
+   ``event_id``) is reused rather than looked up again. Producers are mostly lookups; a
+   state-changing one (``create_customer`` feeding ``create_order``) is chosen with weight
+   ``mutation_share``.
+3. A few trees are grown per target and the one whose size (calls) is the least represented so
+   far is kept, which spreads chain lengths over 1 to ``max_len``.
+4. The tree runs in post-order: every producer before its consumer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from .core import GraphSampler
+from .graph import producers, usable_producer
+from .ground import PlanNode
+
+
+@dataclass(eq=False)
+class TNode:
+    """A node of a planned tree."""
+
+    tool: str
+    needs: dict[str, TNode] = field(default_factory=dict)
+    children: list[TNode] = field(default_factory=list)
+    filters: bool = False
+    ways: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def nodes(self) -> list[TNode]:
+        """This node and every node below it (each once)."""
+        out: list[TNode] = []
+        seen: set[int] = set()
+
+        def walk(n: TNode) -> None:
+            if id(n) in seen:
+                return
+            seen.add(id(n))
+            for c in n.children:
+                walk(c)
+            out.append(n)
+
+        walk(self)
+        return out
+
+
+def linearize(root: TNode) -> list[PlanNode]:
+    """The tree in execution order (producers first)."""
+    order = root.nodes()
+    index = {id(n): i for i, n in enumerate(order)}
+    return [PlanNode(tool=n.tool, needs={p: [index[id(c)]] for p, c in n.needs.items()}, filters=n.filters, ways=dict(n.ways))
+            for n in order]
+
+
+class ChainSampler(GraphSampler):
+    """The ``chains`` sampler: backward chaining from a target tool (see the module docstring)."""
+
+    name = "chains"
+    grow_tries = 6
+
+    def targets(self) -> list[str]:
+        """Tools that can end a chain (every live tool whose inputs can be found)."""
+        return [n for n in self.graph.nodes if self.graph.nodes[n].get("depth", -1) >= 0]
+
+    def plan(self) -> list[PlanNode] | None:
+        targets = self.targets()
+        if not targets:
+            return None
+        rng = self.rng
+        if not hasattr(self, "_sizes"):
+            self._sizes: dict[str, Counter[int]] = {t: Counter() for t in self.graph.nodes}
+            self._misses: Counter[int] = Counter()
+        lengths = [n for n in range(1, max(1, self.s.max_len) + 1) if self._misses[n] < 400 and self.len_fails[n] < 40]
+        want = min(lengths, key=lambda n: (self.len_counts[n], n)) if lengths else None
+
+        def fit(t: str) -> float:
+            seen = self._sizes[t]
+            if want is None or want in seen:
+                return 1.0
+            return 0.3 if sum(seen.values()) < 24 else 0.02
+
+        target = rng.choices(targets, weights=[self.coverage_weight(t, 1.0) * fit(t) for t in targets], k=1)[0]
+        self.target = target
+        trees: list[TNode] = []
+        for _ in range(self.grow_tries):
+            t = self.grow(target, self.s.depth, {target})
+            if t is not None and len(t.nodes()) <= self.s.max_len:
+                trees.append(t)
+                self._sizes[target][len(t.nodes())] += 1
+                if len(t.nodes()) == want:
+                    break
+        if not trees:
+            return None
+        exact = [t for t in trees if len(t.nodes()) == want]
+        if want is not None:
+            self._misses[want] = 0 if exact else self._misses[want] + 1
+        if exact:
+            return linearize(exact[0])
+        low = min(self.len_counts[len(t.nodes())] for t in trees)
+        best = [t for t in trees if self.len_counts[len(t.nodes())] == low]
+        return linearize(rng.choice(best))
+
+    @staticmethod
+    def chainable(first, then) -> bool:  # type: ignore[no-untyped-def]
+        """True when action ``then`` can follow action ``first`` on the same row (the status
+        ``first`` leaves is one ``then`` accepts)."""
+        a, b = first.transition or {}, then.transition or {}
+        if a.get("field") != b.get("field") or "to" not in a:
+            return True
+        if "to" in b and a["to"] == b["to"]:
+            return False
+        return not b.get("from") or a["to"] in b["from"]
+
+    def born_ok(self, create, action) -> bool:  # type: ignore[no-untyped-def]
+        """True when a row fresh from ``create`` is in a status ``action`` accepts."""
+        tr = action.transition or {}
+        col = tr.get("field")
+        if not col:
+            return True
+        default = self.schema.defaults.get(create.resource or "", {}).get(col, None)
+        if default is None or any(p.field == col for p in create.params.values()):
+            return True
+        if "to" in tr and default == tr["to"]:
+            return False
+        return not tr.get("from") or default in tr["from"]
+
+    def _needs_of(self, tool: str) -> tuple[list[Any], list[Any]]:
+        """(required id parameters, key first; optional ones) of ``tool`` that a producer must fill."""
+        cache = self.__dict__.setdefault("_needs_cache", {})
+        got = cache.get(tool)
+        if got is None:
+            literal = set(self.graph.graph.get("literal_needs", []))
+            info = self.infos[tool]
+            req = sorted((p for p in info.needs() if f"{tool}.{p.name}" not in literal), key=lambda p: 0 if p.role == "key" else 1)
+            opt = [p for p in info.needs(required_only=False) if not p.required and f"{tool}.{p.name}" not in literal]
+            got = cache[tool] = (req, opt)
+        return got
+
+    def producers_of(self, tool: str, param: str) -> list[tuple[str, list[dict[str, Any]], int]]:
+        """Tools that can produce ``param`` of ``tool`` (static checks done once): (producer, ways, depth)."""
+        cache = self.__dict__.setdefault("_producers", {})
+        key = (tool, param)
+        got = cache.get(key)
+        if got is not None:
+            return got
+        g = self.graph
+        info = self.infos[tool]
+        p = info.params[param]
+        by: dict[str, list[dict[str, Any]]] = {}
+        for a, way in producers(g, tool, param):
+            if a == tool or not usable_producer(g, self.infos, a, way, p.resource):
+                continue
+            ia = self.infos[a]
+            if ia.mutates and (way["link"] != "self" or not (info.mutates or info.kind == "get")):
+                continue  # a new or changed row feeds a write or a lookup of itself, not a list or a foreign key
+            if ia.kind == "action" and info.kind == "action" and not self.chainable(ia, info):
+                continue
+            if ia.kind == "create" and info.kind == "action" and not self.born_ok(ia, info):
+                continue
+            d = g.nodes[a].get("depth", -1)
+            if d < 0:
+                continue
+            by.setdefault(a, []).append(way)
+        got = [(a, ways, g.nodes[a]["depth"]) for a, ways in sorted(by.items())]
+        cache[key] = got
+        return got
+
+    def echo(self, node: TNode) -> bool:
+        """True for a lookup by key whose key came straight from a row already seen (it adds nothing)."""
+        info = self.infos[node.tool]
+        if info.kind != "get":
+            return False
+        for p in info.params.values():
+            if p.role == "key" and p.name in node.needs:
+                return any(w["link"] == "self" for w in node.ways.get(p.name, []))
+        return False
+
+    def grow(self, tool: str, depth_left: int, ancestors: set[str], listed: frozenset[str] = frozenset()) -> TNode | None:
+        """A tree that produces every id ``tool`` needs, or None. ``listed``: tables a call above
+        this one reads as a list (a producer reading the same table again would be redundant)."""
+        rng = self.rng
+        g = self.graph
+        info = self.infos[tool]
+        if info.kind == "list" and info.resource:
+            listed = listed | {info.resource}
+        node = TNode(tool=tool)
+        needs, optional = self._needs_of(tool)
+        needs = list(needs)
+        for p in optional:
+            if rng.random() < self.s.optional_share:
+                needs.append(p)
+        key_child: TNode | None = None
+        for p in needs:
+            reuse = [c for c in node.nodes() if c is not node and g.has_edge(c.tool, tool) and p.name in g.edges[c.tool, tool].get("feeds", {})] \
+                if node.children else []
+            if reuse and rng.random() < 0.9:
+                reuse.sort(key=lambda c: 0 if c is key_child else 1)
+                node.needs[p.name] = reuse[0]
+                node.ways[p.name] = g.edges[reuse[0].tool, tool]["feeds"][p.name]
+                continue
+            cands: dict[str, list[dict[str, Any]]] = {}
+            for a, ways, d in self.producers_of(tool, p.name):
+                if a in ancestors or d > depth_left - 1:
+                    continue
+                ia = self.infos[a]
+                if ia.kind in ("list", "get") and ia.resource in listed:
+                    continue
+                cands[a] = ways
+            if not cands:
+                if p.required:
+                    return None
+                continue
+            names = sorted(cands)
+            weights = [self.coverage_weight(a, 1.0) * (self.s.mutation_share if self.infos[a].mutates else 1.0) for a in names]
+            child = None
+            for _ in range(2):
+                a = rng.choices(names, weights=weights, k=1)[0]
+                child = self.grow(a, depth_left - 1, ancestors | {a}, listed)
+                if child is not None and self.echo(child):
+                    child = None
+                if child is not None:
+                    break
+            if child is None:
+                if p.required:
+                    return None
+                continue
+            if self.infos[child.tool].kind == "list" and rng.random() < self.s.optional_share:
+                child.filters = True
+            node.needs[p.name] = child
+            node.ways[p.name] = cands[child.tool]
+            node.children.append(child)
+            if p.role == "key":
+                key_child = child
+        return node

@@ -1,0 +1,400 @@
+"""What every graph sampler shares: settings, the graph, grounding, phrasing, the task, the stats.
+
+A sampler subclass only decides *which chain to try next* (:meth:`GraphSampler.plan`); the rest
+is here. :func:`sample_env` is the loop a sampler plugin runs for one environment: one sandbox,
+the seed snapshot taken once and restored before every chain, tasks yielded one at a time (no
+list of tasks is ever held), and ``envs/<env_id>/graph.json``, ``graph.svg`` and
+``sampling.json`` written into the run folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import networkx as nx
+from envkernel_probe.argsgen import ArgumentBuilder
+from envkernel_schemas import EnvSpec, Outcome, Task, ToolCall
+
+from .graph import build_graph, write_graph
+from .ground import Grounder, PlanNode, Rejected, Step
+from .links import extract_elements
+from .outcome import changed_tables, state_outcome
+from .phrasing import Phraser, check_request, tool_pattern
+from .toolinfo import Schema, schema_of, tool_infos
+
+State = dict[str, list[dict[str, Any]]]
+
+
+class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Settings shared by the graph samplers (``chains``, ``walk``)."""
+
+    tasks_per_env: int = 20
+    """Stop after this many tasks per environment."""
+    max_len: int = 6
+    """Longest chain (calls)."""
+    depth: int = 4
+    """Deepest lookup: levels of calls that produce an input of the next (backward chaining)."""
+    attempts: int = 0
+    """Chains tried per environment before giving up (0: 20 per task wanted, plus 200)."""
+    patience: int = 3000
+    """Give up after this many chains in a row that gave no new task (the environment is exhausted)."""
+    heldout_share: float = 0.2
+    """Share of chain signatures held out (by hash of the signature)."""
+    persona_share: float = 0.5
+    """Chance of phrasing a chain that looks a person up as that person speaking."""
+    optional_share: float = 0.35
+    """Chance of each optional input: a filter, an owner to narrow a list, an optional field to write."""
+    mutation_share: float = 0.35
+    """Weight of a state-changing producer (create, then use the new row) against a lookup."""
+    explore: int = 3
+    """Argument sets tried per tool when mapping the tool graph."""
+    tries: int = 4
+    """Rows tried per call before the chain is dropped."""
+    write_graph: bool = True
+    """Write ``envs/<id>/graph.json`` and ``graph.svg`` into the run folder."""
+    time_limit: float = 0.0
+    """Seconds of sampling per environment (0: no limit)."""
+
+
+def _k(v: Any) -> Any:
+    return v.lower() if isinstance(v, str) else v
+
+
+def task_id(env_id: str, signature: str, calls: list[ToolCall]) -> str:
+    """Deterministic task id: hash of the environment, the signature and the arguments."""
+    key = json.dumps([[c.name, c.arguments] for c in calls], sort_keys=True, default=str)
+    return "t" + hashlib.blake2b(f"{env_id}\x1f{signature}\x1f{key}".encode(), digest_size=10).hexdigest()
+
+
+def split_of(signature: str, heldout_share: float) -> str:
+    """``heldout`` for about ``heldout_share`` of signatures (by hash), else ``train``."""
+    h = int.from_bytes(hashlib.blake2b(signature.encode(), digest_size=8).digest(), "big")
+    return "heldout" if h / 2**64 < heldout_share else "train"
+
+
+def difficulty_of(steps: list[Step]) -> float:
+    """Difficulty in [0, 1] from the chain's length, its branching and its writes.
+
+    ``0.6·(L−1)/5 + 0.25·min(B, 2)/2 + 0.15·min(W, 2)/2`` with L calls, B branchings (calls that
+    take inputs from two or more earlier calls, counted once per extra source) and W calls that
+    change state.
+    """
+    n = len(steps)
+    branching = sum(max(0, len({lk.source for lk in s.links.values()}) - 1) for s in steps)
+    writes = sum(1 for s in steps if s.mutating)
+    d = 0.6 * (n - 1) / 5 + 0.25 * min(branching, 2) / 2 + 0.15 * min(writes, 2) / 2
+    return round(min(1.0, max(0.0, d)), 4)
+
+
+class GraphSampler:
+    """Samples grounded tasks over one environment; subclasses choose the chains (:meth:`plan`)."""
+
+    name = "graph"
+
+    def __init__(self, env: EnvSpec, settings: SamplerSettings, rng: random.Random, seed_state: State, component: str = "") -> None:
+        self.env = env
+        self.s = settings
+        self.rng = rng
+        self.seed_state = seed_state
+        self.component = component or self.name
+        self.schema: Schema = schema_of(env, seed_state)
+        self.infos = tool_infos(env, self.schema)
+        self.graph: nx.DiGraph = nx.DiGraph()
+        self.observed: dict[str, set[str]] = {}
+        self.dead: set[str] = set()
+        self.unexplored: set[str] = set()
+        self.used: Counter[str] = Counter()
+        self.fails: Counter[str] = Counter()
+        """Chains in a row that ended at this tool and gave no task."""
+        self.yields: dict[str, tuple[float, float]] = {}
+        """Per tool a chain ended at: (chains tried, tasks emitted), decayed so that recent chains count most."""
+        self.len_fails: Counter[int] = Counter()
+        """Chains in a row of this length that gave no task (a length whose tasks are used up is skipped for a while)."""
+        self.target: str | None = None
+        """The tool the current plan ends at (set by :meth:`plan`)."""
+        self.len_counts: Counter[int] = Counter()
+        self.sig_counts: Counter[str] = Counter()
+        self.rejected: Counter[str] = Counter()
+        self.phrasings: dict[str, set[str]] = {}
+        self.requests: Counter[str] = Counter()
+        self.splits: Counter[str] = Counter()
+        self._seen: set[bytes] = set()
+        self.attempts = 0
+        self.emitted = 0
+        self.grounder: Grounder | None = None
+        self.tool_names = [t.name for t in env.tools]
+        self._tool_pattern = tool_pattern(self.tool_names)
+
+    # -- the graph -----------------------------------------------------------------------------------
+
+    async def explore(self, sb: Any, seed: str) -> nx.DiGraph:
+        """Call each tool a few times from the seed state, then build the tool graph."""
+        builder = ArgumentBuilder(self.seed_state)
+        for spec in self.env.tools:
+            info = self.infos[spec.name]
+            ok = False
+            for args in builder.candidates(spec, self.rng, max(1, self.s.explore)):
+                res = await sb.call(spec.name, args)
+                if res.ok:
+                    ok = True
+                    for e in extract_elements(res.value, spec.name, self.schema.tables, 0):
+                        if e.parent is None:
+                            self.observed.setdefault(spec.name, set()).update(e.row)
+                    if not info.from_model:
+                        if isinstance(res.value, list) and not spec.mutates and info.kind == "get":
+                            info.kind = "list"
+                        if spec.mutates:
+                            after = await sb.state()
+                            info.writes |= set(changed_tables(self.seed_state, after, self.env.generated))
+                if spec.mutates or not ok:
+                    await sb.restore(seed)
+            if not ok:  # the verifier kept it: keep it (the exploration's guesses may just have clashed)
+                self.unexplored.add(spec.name)
+        return self.build()
+
+    def build(self) -> nx.DiGraph:
+        """(Re)build the graph from what is known."""
+        self.graph = build_graph(self.infos, self.schema, self.observed, self.dead)
+        lookupable = set(self.graph.graph.get("lookupable", []))
+        self.grounder = Grounder(self.env, self.infos, self.schema, self.seed_state, lookupable, self.rng,
+                                 tries=self.s.tries, optional_share=self.s.optional_share)
+        return self.graph
+
+    # -- one chain ---------------------------------------------------------------------------------------
+
+    def plan(self) -> list[PlanNode] | None:
+        """The next chain to try (subclasses)."""
+        raise NotImplementedError
+
+    def coverage_weight(self, tool: str, power: float = 2.0) -> float:
+        """Weight of a tool when choosing: the fewer emitted tasks use it, the higher; a tool whose
+        recent chains all failed fades (so one hard tool cannot starve the others)."""
+        tried, won = self.yields.get(tool, (0.0, 0.0))
+        return 1.0 / (1.0 + self.used[tool]) ** power * (won + 1.0) / (tried + 2.0)
+
+    def _outcome(self, tool: str | None, won: bool) -> None:
+        if not tool:
+            return
+        tried, wins = self.yields.get(tool, (0.0, 0.0))
+        self.yields[tool] = (tried * 0.97 + 1.0, wins * 0.97 + (1.0 if won else 0.0))
+        if won:
+            self.fails[tool] = 0
+        else:
+            self.fails[tool] += 1
+
+    async def attempt(self, sb: Any, seed: str) -> Task | None:
+        """Plan, ground, phrase and check one chain; None (with the reason counted) when it fails."""
+        self.attempts += 1
+        if self.attempts % 1000 == 0:
+            self.len_fails.clear()  # try exhausted lengths again now and then
+        self.target = None
+        plan = self.plan()
+        if not plan:
+            self.rejected["no_plan"] += 1
+            self._outcome(self.target, False)
+            return None
+        assert self.grounder is not None
+        last = plan[-1].tool
+        n = len(plan)
+        try:
+            steps, final = await self.grounder.run(sb, seed, plan, self.is_duplicate)
+        except Rejected as r:
+            self.rejected[r.reason] += 1
+            self._outcome(self.target or last, False)
+            self.len_fails[n] += 1
+            return None
+        task = self.make_task(steps, final)
+        self._outcome(self.target or last, task is not None)
+        if task is None:
+            self.len_fails[n] += 1
+        else:
+            self.len_fails[n] = 0
+        return task
+
+    def digest(self, steps: list[Step]) -> bytes:
+        """The de-duplication key of a chain: its signature and grounded arguments."""
+        signature = ">".join(s.info.name for s in steps)
+        return hashlib.blake2b(json.dumps([signature, [s.args for s in steps]], sort_keys=True, default=str).encode(),
+                               digest_size=12).digest()
+
+    def is_duplicate(self, steps: list[Step]) -> bool:
+        """True when an emitted task already has these calls (checked before the final state dump)."""
+        return self.digest(steps) in self._seen
+
+    def redundant(self, steps: list[Step]) -> str | None:
+        """Why a chain has a useless call (None when every call counts): the same call twice, a
+        read nothing uses, or a read whose every used value was already known before it."""
+        seen = set()
+        used: dict[int, list[Any]] = {}
+        for s in steps:
+            for lk in s.links.values():
+                used.setdefault(lk.source, []).append(lk.value)
+        known: set[Any] = set()
+        for s in steps:
+            key = json.dumps([s.info.name, s.args], sort_keys=True, default=str)
+            if key in seen:
+                return "repeated_call"
+            seen.add(key)
+            if not s.mutating and s is not steps[-1]:
+                vals = used.get(s.index)
+                if not vals:
+                    return "dangling_read"
+                if all(_k(v) in known for v in vals):
+                    return "redundant_step"
+            known.update(_k(v) for v in s.args.values())
+            for e in s.elements:
+                if e.parent is None:
+                    known.update(_k(v) for v in e.row.values() if not isinstance(v, (dict, list)) and v is not None)
+        return None
+
+    def make_task(self, steps: list[Step], final_state: State | None) -> Task | None:
+        """Ground and phrase an executed chain; None (with the reason counted) when it is not a good task."""
+        calls = [ToolCall(name=s.info.name, arguments=s.args) for s in steps]
+        signature = ">".join(c.name for c in calls)
+        digest = self.digest(steps)
+        if digest in self._seen:
+            self.rejected["duplicate"] += 1
+            return None
+        why = self.redundant(steps)
+        if why:
+            self.rejected[why] += 1
+            return None
+        outcome = None
+        if final_state is not None:
+            outcome = state_outcome(self.seed_state, final_state, self.env.generated)
+            if outcome is None:
+                self.rejected["no_op"] += 1
+                return None
+        phrased = Phraser(steps, self.rng, persona_share=self.s.persona_share).request()
+        if phrased is None:
+            self.rejected["unphrasable"] += 1
+            return None
+        bad = check_request(phrased.text, steps, self._tool_pattern)
+        if bad:
+            self.rejected[bad] += 1
+            return None
+        if outcome is None:
+            if not phrased.facts:
+                self.rejected["no_facts"] += 1
+                return None
+            outcome = Outcome(mutates=False, answer_facts=phrased.facts)
+        self._seen.add(digest)
+        self.emitted += 1
+        self.sig_counts[signature] += 1
+        self.len_counts[len(calls)] += 1
+        for name in {c.name for c in calls}:
+            self.used[name] += 1
+        self.phrasings.setdefault(phrased.kind, set()).add(phrased.skeleton)
+        self.requests[phrased.kind] += 1
+        split = split_of(signature, self.s.heldout_share)
+        self.splits[split] += 1
+        return Task(
+            id=task_id(self.env.id, signature, calls),
+            env_id=self.env.id,
+            request=phrased.text,
+            calls=calls,
+            outputs=[s.output for s in steps],
+            outcome=outcome,
+            difficulty=difficulty_of(steps),
+            split=split,  # type: ignore[arg-type]
+            signature=signature,
+            sampler=self.component,
+        )
+
+    # -- stats ---------------------------------------------------------------------------------------------
+
+    def stats(self, seconds: float) -> dict[str, Any]:
+        """What ``sampling.json`` holds for this sampler and environment."""
+        tools = [n for n in self.tool_names]
+        covered = [n for n in tools if self.used[n]]
+        calls = self.grounder.calls if self.grounder else 0
+        return {
+            "sampler": self.component,
+            "env": self.env.id,
+            "tasks": self.emitted,
+            "attempts": self.attempts,
+            "yield": round(self.emitted / self.attempts, 4) if self.attempts else None,
+            "seconds": round(seconds, 3),
+            "tasks_per_s": round(self.emitted / seconds, 2) if seconds > 0 else None,
+            "tool_calls": calls,
+            "graph": {"tools": self.graph.number_of_nodes(), "edges": self.graph.number_of_edges(),
+                      "data_edges": sum(1 for *_e, d in self.graph.edges(data=True) if d.get("feeds")),
+                      "dead_tools": sorted(self.dead)},
+            "tool_coverage": round(len(covered) / len(tools), 4) if tools else None,
+            "uncovered_tools": sorted(set(tools) - set(covered)),
+            "tool_uses": dict(sorted(self.used.items())),
+            "chain_lengths": {str(k): v for k, v in sorted(self.len_counts.items())},
+            "unique_chain_shapes": len(self.sig_counts),
+            "splits": dict(self.splits),
+            "phrasings": {k: len(v) for k, v in sorted(self.phrasings.items())},
+            "requests": dict(sorted(self.requests.items())),
+            "rejected": dict(self.rejected.most_common()),
+        }
+
+
+def _write_json_merged(path: Path, key: str, value: Any) -> None:
+    """Set ``key`` in the JSON object at ``path`` (other samplers' entries are kept)."""
+    data: dict[str, Any] = {}
+    if path.exists():
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            data = {}
+    data[key] = value
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    tmp.replace(path)
+
+
+async def sample_env(cls: type[GraphSampler], settings: SamplerSettings, env: EnvSpec, ctx: Any) -> AsyncIterator[Task]:
+    """The sampling loop of one environment (see the module docstring)."""
+    s = settings
+    component = getattr(ctx, "component", cls.name)
+    rng = ctx.rng(component, env.id)
+    out_dir = getattr(ctx, "out_dir", None)
+    # the kernel's context always has an absolute run folder; a bare test context has none (or ".")
+    folder = Path(out_dir) / "envs" / env.id if out_dir is not None and Path(out_dir).is_absolute() else None
+    t0 = time.perf_counter()
+    budget = s.attempts or 20 * s.tasks_per_env + 200
+    async with ctx.sandbox(env) as sb:
+        seed = await sb.snapshot()
+        seed_state = await sb.state()
+        gs = cls(env, s, rng, seed_state, component)
+        graph = await gs.explore(sb, seed)
+        ctx.log.info("tool graph", env=env.id, tools=graph.number_of_nodes(), edges=graph.number_of_edges(),
+                     data_edges=sum(1 for *_e, d in graph.edges(data=True) if d.get("feeds")), dead=sorted(gs.dead))
+        if s.write_graph and folder is not None:
+            try:
+                write_graph(graph, folder, title=f"{env.id}: tool dependency graph")
+            except OSError as exc:
+                ctx.log.warning("could not write the tool graph", env=env.id, error=str(exc))
+        since_new = 0
+        while gs.emitted < s.tasks_per_env and gs.attempts < budget and since_new < s.patience:
+            if s.time_limit and time.perf_counter() - t0 > s.time_limit:
+                break
+            task = await gs.attempt(sb, seed)
+            if task is None:
+                since_new += 1
+                continue
+            since_new = 0
+            yield task
+    seconds = time.perf_counter() - t0
+    st = gs.stats(seconds)
+    ctx.log.info(f"{component} sampled", env=env.id, tasks=gs.emitted, attempts=gs.attempts, seconds=round(seconds, 2),
+                 tasks_per_s=st["tasks_per_s"], lengths=st["chain_lengths"], coverage=st["tool_coverage"],
+                 rejected=dict(gs.rejected.most_common(6)))
+    ctx.log.info("phrasings", env=env.id, sampler=component, distinct=st["phrasings"], requests=st["requests"])
+    if folder is not None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            _write_json_merged(folder / "sampling.json", component, st)
+        except OSError as exc:
+            ctx.log.warning("could not write sampling stats", env=env.id, error=str(exc))

@@ -1,0 +1,55 @@
+"""End to end: ``envkernel run`` over the OpenAPI corpus with the ``chains`` sampler (and the
+``walk`` baseline), every proposed task through the kernel's gate."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytest.importorskip("envkernel_process")
+pytest.importorskip("envkernel_walk")
+
+
+@pytest.fixture(scope="module")
+def corpus_run(envk_factory):  # type: ignore[no-untyped-def]
+    envk = envk_factory("tasks-e2e")
+    return envk.run("--set", "chains.tasks_per_env=25", run_id="corpus", source="openapi", timeout=280)
+
+
+def test_every_proposed_task_passes_the_gate(corpus_run) -> None:  # type: ignore[no-untyped-def]
+    run = corpus_run
+    s = run.summary
+    assert s["exit_code"] == 0 and s["failures"] == 0, run.proc.stderr[-3000:]
+    assert s["envs_verified"] == 7
+    assert s["tasks_proposed"] == s["tasks"] == 7 * 25 and s["tasks_rejected"] == 0
+    assert s["mean_reward"] == 1.0
+    assert s["tool_coverage"] >= 0.9
+    assert len(s["chain_lengths"]) >= 5 and s["unique_chain_shapes"] >= 100
+
+
+def test_tasks_have_difficulty_split_and_implicit_requests(corpus_run) -> None:  # type: ignore[no-untyped-def]
+    run = corpus_run
+    tasks = run.jsonl("tasks.jsonl")
+    envs = {p.parent.name: json.loads(p.read_text()) for p in run.dir.glob("envs/*/env.json")}
+    assert {t["split"] for t in tasks} == {"train", "heldout"}
+    assert all(0.0 <= t["difficulty"] <= 1.0 for t in tasks) and len({t["difficulty"] for t in tasks}) > 10
+    for t in tasks:
+        assert t["sampler"] == "chains"
+        names = [tool["name"] for tool in envs[t["env_id"]]["tools"]]
+        assert not any(re.search(rf"\b{n}\b", t["request"]) for n in names)
+        assert not re.search(r"\b[a-z]{3}_\d{4}\b", t["request"]), t["request"]  # no ids the agent can look up
+    for env_id in envs:
+        folder = run.dir / "envs" / env_id
+        assert (folder / "graph.json").exists() and (folder / "graph.svg").exists()
+        stats = json.loads((folder / "sampling.json").read_text())["chains"]
+        assert stats["tasks"] == 25 and stats["phrasings"]
+
+
+def test_the_walk_baseline_runs_through_the_gate(envk) -> None:  # type: ignore[no-untyped-def]
+    run = envk.run("--plugins", "+walk,-chains", "--set", "walk.tasks_per_env=6", run_id="walk", source="openapi", timeout=280)
+    s = run.summary
+    assert s["exit_code"] == 0 and s["plugins"]["sampler"] == ["walk"], run.proc.stderr[-3000:]
+    assert s["tasks"] >= 30 and s["tasks_rejected"] == 0
+    assert all(t["sampler"] == "walk" for t in run.jsonl("tasks.jsonl"))

@@ -481,7 +481,7 @@ MARKERS = {
     "spin": r"timeout",
     "deaf_spin": r"timeout",
     "fork_bomb": r"Resource temporarily unavailable",
-    "memory_bomb": r"MemoryError",
+    "memory_bomb": r"MemoryError|timeout|stopped and had no effect",  # RLIMIT_AS, or the call limit first on a loaded machine
     "tcp": r"Permission denied|Network is unreachable",
     "udp": r"Network is unreachable|Permission denied",
     "unix": r"Permission denied",

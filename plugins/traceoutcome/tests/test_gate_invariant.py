@@ -91,7 +91,8 @@ def test_reference_one_nothing_zero_on_the_real_shop() -> None:
     async def go() -> list[tuple[float, float]]:
         try:
             tasks = [t async for t in chains.Chains(chains.Settings(tasks_per_env=24, attempts=300)).sample(env, Ctx())]
-            assert len(tasks) == 24 and {len(t.calls) for t in tasks} == {1, 2, 3}
+            lengths = {len(t.calls) for t in tasks}
+            assert len(tasks) == 24 and lengths <= set(range(1, 7)) and len(lengths) >= 3
             rm = TraceOutcome()
             out = []
             for t in tasks:

@@ -51,9 +51,21 @@ class TNode:
         return out
 
 
-def linearize(root: TNode) -> list[PlanNode]:
-    """The tree in execution order (producers first)."""
+def linearize(root: TNode, plain: set[str] | None = None) -> list[PlanNode]:
+    """The tree in execution order (producers first). Leaves that are the same plain read (a tool
+    in ``plain``: no inputs, nothing random) are one call."""
     order = root.nodes()
+    if plain:
+        first: dict[str, TNode] = {}
+        alias: dict[int, TNode] = {}
+        for n in order:
+            if n.tool in plain and not n.needs and not n.filters:
+                alias[id(n)] = first.setdefault(n.tool, n)
+        for n in order:
+            for p, c in list(n.needs.items()):
+                if id(c) in alias:
+                    n.needs[p] = alias[id(c)]
+        order = [n for n in order if alias.get(id(n), n) is n]
     index = {id(n): i for i, n in enumerate(order)}
     return [PlanNode(tool=n.tool, needs={p: [index[id(c)]] for p, c in n.needs.items()}, filters=n.filters, ways=dict(n.ways))
             for n in order]
@@ -101,11 +113,19 @@ class ChainSampler(GraphSampler):
         exact = [t for t in trees if len(t.nodes()) == want]
         if want is not None:
             self._misses[want] = 0 if exact else self._misses[want] + 1
+        plain = self.plain_reads()
         if exact:
-            return linearize(exact[0])
+            return linearize(exact[0], plain)
         low = min(self.len_counts[len(t.nodes())] for t in trees)
         best = [t for t in trees if self.len_counts[len(t.nodes())] == low]
-        return linearize(rng.choice(best))
+        return linearize(rng.choice(best), plain)
+
+    def plain_reads(self) -> set[str]:
+        """Reads with no required input: two of them in one tree are the same call."""
+        got = self.__dict__.get("_plain")
+        if got is None:
+            got = self.__dict__["_plain"] = {n for n, i in self.infos.items() if not i.mutates and not any(p.required for p in i.params.values())}
+        return got
 
     @staticmethod
     def chainable(first, then) -> bool:  # type: ignore[no-untyped-def]
@@ -199,7 +219,7 @@ class ChainSampler(GraphSampler):
         key_child: TNode | None = None
         for p in needs:
             reuse = [c for c in node.nodes() if c is not node and g.has_edge(c.tool, tool) and p.name in g.edges[c.tool, tool].get("feeds", {})] \
-                if node.children else []
+                if node.children and p.required else []  # an optional filter gets its own lookup, never a by-product
             if reuse and rng.random() < 0.9:
                 reuse.sort(key=lambda c: 0 if c is key_child else 1)
                 node.needs[p.name] = reuse[0]
@@ -220,10 +240,14 @@ class ChainSampler(GraphSampler):
             names = sorted(cands)
             weights = [self.coverage_weight(a, 1.0) * (self.s.mutation_share if self.infos[a].mutates else 1.0) for a in names]
             child = None
-            for _ in range(2):
-                a = rng.choices(names, weights=weights, k=1)[0]
+            for _ in range(3):
+                if not names:
+                    break
+                k = rng.choices(range(len(names)), weights=weights, k=1)[0]
+                a = names.pop(k)
+                weights.pop(k)
                 child = self.grow(a, depth_left - 1, ancestors | {a}, listed)
-                if child is not None and self.echo(child):
+                if child is not None and (self.echo(child) or len(child.nodes()) >= self.s.max_len):
                     child = None
                 if child is not None:
                     break
@@ -231,6 +255,7 @@ class ChainSampler(GraphSampler):
                 if p.required:
                     return None
                 continue
+            a = child.tool
             if self.infos[child.tool].kind == "list" and rng.random() < self.s.optional_share:
                 child.filters = True
             node.needs[p.name] = child

@@ -64,6 +64,10 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Seconds of sampling per environment (0: no limit)."""
 
 
+_NEW = object()
+"""Marks a value taken from a call that was not known before it."""
+
+
 def _k(v: Any) -> Any:
     return v.lower() if isinstance(v, str) else v
 
@@ -114,8 +118,6 @@ class GraphSampler:
         self.used: Counter[str] = Counter()
         self.fails: Counter[str] = Counter()
         """Chains in a row that ended at this tool and gave no task."""
-        self.yields: dict[str, tuple[float, float]] = {}
-        """Per tool a chain ended at: (chains tried, tasks emitted), decayed so that recent chains count most."""
         self.len_fails: Counter[int] = Counter()
         """Chains in a row of this length that gave no task (a length whose tasks are used up is skipped for a while)."""
         self.target: str | None = None
@@ -177,16 +179,13 @@ class GraphSampler:
     def coverage_weight(self, tool: str, power: float = 2.0) -> float:
         """Weight of a tool when choosing: the fewer emitted tasks use it, the higher; a tool whose
         recent chains all failed fades (so one hard tool cannot starve the others)."""
-        tried, won = self.yields.get(tool, (0.0, 0.0))
-        return 1.0 / (1.0 + self.used[tool]) ** power * (won + 1.0) / (tried + 2.0)
+        return 1.0 / (1.0 + self.used[tool]) ** power / (1.0 + self.fails[tool] / 4.0) ** 2
 
     def _outcome(self, tool: str | None, won: bool) -> None:
         if not tool:
             return
-        tried, wins = self.yields.get(tool, (0.0, 0.0))
-        self.yields[tool] = (tried * 0.97 + 1.0, wins * 0.97 + (1.0 if won else 0.0))
         if won:
-            self.fails[tool] = 0
+            self.fails[tool] //= 2  # halved, not reset: a tool that rarely works stays faded
         else:
             self.fails[tool] += 1
 
@@ -236,7 +235,10 @@ class GraphSampler:
         used: dict[int, list[Any]] = {}
         for s in steps:
             for lk in s.links.values():
-                used.setdefault(lk.source, []).append(lk.value)
+                # a foreign key is a relationship only this call shows (unless it echoes the call's own
+                # argument); a row's own id may have been seen before
+                echo = any(_k(lk.value) == _k(a) for a in steps[lk.source].args.values())
+                used.setdefault(lk.source, []).append(lk.value if lk.kind == "self" or echo else _NEW)
         known: set[Any] = set()
         for s in steps:
             key = json.dumps([s.info.name, s.args], sort_keys=True, default=str)

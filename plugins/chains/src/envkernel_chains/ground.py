@@ -741,7 +741,7 @@ class Grounder:
                 step.target = refs[key_param]
             if not info.mutates:
                 step.scope = self.scope_of(info, args, refs)
-                if not [e for e in step.elements if e.parent is None] and res.value in (None, [], {}, ""):
+                if not [e for e in step.elements if e.parent is None] and (res.value in (None, [], {}, "") or _empty_page(res.value)):
                     errors["empty"] += 1
                     continue
             return step
@@ -788,6 +788,12 @@ class Grounder:
                     e.table = info.resource
                     e.noun = info.noun
         return els
+
+
+def _empty_page(value: Any) -> bool:
+    """True for an envelope whose lists are all empty (``{"messages": [], "has_more": false}``)."""
+    return isinstance(value, dict) and any(isinstance(v, list) for v in value.values()) and not any(
+        isinstance(v, list) and v for v in value.values())
 
 
 def _qual(col: str, op: str, v: Any) -> str:

@@ -58,6 +58,10 @@ from .sandbox import SandboxPool, SandboxService
 log = structlog.get_logger("envkernel.worker")
 
 
+class _Published:
+    """Stands for a child a stage already published itself (counted, not published again)."""
+
+
 class PluginContractError(EnvkernelError):
     """A role method returned something its role does not allow."""
 
@@ -213,7 +217,7 @@ class Worker:
                 log.exception("kernel failed while handling an event", component=comp.name, kind=ev.kind)
                 fail = self._failure(comp, cfg, ev, msg.data, exc)
                 children = [(fail, subject_of(cfg, fail))]
-            outputs = [Output(subject, encode(child), child.id) for child, subject in children]
+            outputs = [Output(subject, encode(child), child.id) for child, subject in children if not isinstance(child, _Published)]
             return outputs, (ev.run, ev.id, len(children))
 
         return handle
@@ -285,6 +289,8 @@ class Worker:
             return out
 
         if isinstance(ev, EnvVerified):
+            if inspect.isasyncgenfunction(inst.sample):
+                return await self._stream_tasks(comp, inst, ctx, cfg, ev, child)
             tasks = _as_list(await call_role(inst.sample, ev.env, ctx), Task, f"{comp.name}.sample")
             return [(c, subject_of(cfg, c)) for i, t in enumerate(tasks) for c in [child(TaskProposed, i, task=t)]]
 
@@ -314,6 +320,26 @@ class Worker:
             return []
 
         raise PluginContractError(f"{comp.name} ({comp.role}) cannot handle {ev.kind}")
+
+    async def _stream_tasks(self, comp: Component, inst: Any, ctx: Context, cfg: RunConfig, ev: EnvVerified, child: Any) -> list[tuple[Event, str]]:
+        """Publish a streaming sampler's tasks as it yields them (memory stays bounded).
+
+        They are in the stream (PubAck awaited) before this returns, hence before the handled
+        report; so they count as published children and are not published again.
+        """
+        pending: list[asyncio.Future[Any]] = []
+        n = 0
+        async for task in inst.sample(ev.env, ctx):
+            if not isinstance(task, Task):
+                raise PluginContractError(f"{comp.name}.sample yielded {type(task).__name__}, expected Task")
+            c = child(TaskProposed, n, task=task)
+            pending.append(await self.bus.publish(subject_of(cfg, c), encode(c), c.id))
+            n += 1
+            if len(pending) >= 256:
+                await asyncio.gather(*pending)
+                pending.clear()
+        await asyncio.gather(*pending)
+        return [(_Published(), "")] * n
 
     async def _rollout(self, inst: Any, ctx: Context, ev: RolloutRequested) -> Trajectory:
         env = await ctx.env(ev.task.env_id)

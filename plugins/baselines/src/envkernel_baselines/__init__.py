@@ -49,17 +49,7 @@ Settings = BaselineSettings
 """Alias: the settings of this plugin's component(s)."""
 
 
-def compact(value: Any) -> str:
-    """Compact JSON (no spaces, non-ASCII kept), as answers and tool messages carry it."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def result_content(result: ToolResult) -> str:
-    """The content of a ``tool`` message: the value, or ``{"error": {code, message}}``."""
-    if result.ok:
-        return compact(result.value)
-    err = result.error
-    return compact({"error": {"code": err.code if err else "error", "message": err.message if err else ""}})
+from envkernel.messages import compact, result_content  # noqa: E402 - shared with every policy
 
 
 def _opening(system_prompt: str, request: RolloutRequested) -> list[dict[str, Any]]:

@@ -130,17 +130,7 @@ Settings = OpenAISettings
 # -- messages ------------------------------------------------------------------------------------
 
 
-def compact(value: Any) -> str:
-    """Compact JSON (no spaces, non-ASCII kept), as the baselines write tool messages."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def result_content(result: ToolResult) -> str:
-    """The content of a ``tool`` message: the value, or ``{"error": {code, message}}`` (as the baselines)."""
-    if result.ok:
-        return compact(result.value)
-    err = result.error
-    return compact({"error": {"code": err.code if err else "error", "message": err.message if err else ""}})
+from envkernel.messages import compact, result_content  # noqa: E402 - shared with every policy
 
 
 def error_content(code: str, message: str) -> str:

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,20 @@ def nats_server(tmp_path: Path) -> Iterator[str]:
         yield url
     finally:
         server.stop()
+
+
+def _wait_for_log(path: Path, text: str, proc: Any, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while text not in (path.read_text() if path.exists() else ""):
+        assert proc.poll() is None, f"exited early:\n{path.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"{text!r} not logged in {timeout} s"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def wait_for_log() -> Any:
+    """``wait_for_log(path, text, proc, timeout=60)``: wait until a process's log file contains ``text``."""
+    return _wait_for_log
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -44,21 +43,13 @@ async def _read_run(url: str, run: str) -> list[Any]:
     return events
 
 
-def _wait_for(path: Path, text: str, proc: Any, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while text not in (path.read_text() if path.exists() else ""):
-        assert proc.poll() is None, f"exited early:\n{path.read_text()[-3000:]}"
-        assert time.monotonic() < deadline, f"{text!r} not logged in {timeout} s"
-        time.sleep(0.05)
-
-
-def test_worker_serves_the_reward_model_for_runs_on_a_shared_server(envk, nats_server: str, tmp_path: Path) -> None:
+def test_worker_serves_the_reward_model_for_runs_on_a_shared_server(envk, nats_server: str, tmp_path: Path, wait_for_log) -> None:
     log = tmp_path / "worker.log"
     with log.open("w") as logf:
         worker = envk.popen("--log-level", "debug", "--json-logs", "worker", "--plugins", "traceoutcome", "--nats-url", nats_server,
                             stdout=logf, stderr=logf)
     try:
-        _wait_for(log, "worker serving", worker)
+        wait_for_log(log, "worker serving", worker)
         first = envk.run("--nats-url", nats_server, "-G", "4", run_id="w1")
         second = envk.run("--nats-url", nats_server, "--seed", "5", "--set", "chains.tasks_per_env=5", run_id="w2")
         assert worker.poll() is None, "the worker died during the runs"

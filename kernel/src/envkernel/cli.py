@@ -82,6 +82,8 @@ def cli(log_level: str | None, json_logs: bool | None) -> None:
 @click.option("--envs", type=int, default=None, help="Environment requests per source.")
 @click.option("--rollouts-per-task", "-G", type=int, default=None, help="Group size: rollouts per emitted task.")
 @click.option("--iterations", type=int, default=None, help="Training iterations.")
+@click.option("--remote", "remote", multiple=True, metavar="ROLE:COMPONENT",
+              help="A component this run uses but leaves to `envkernel worker` processes elsewhere, e.g. trainer:mytrainer (repeatable).")
 @click.option("--runner", default=None, help="Sandbox runner component.")
 @click.option("--reward", default=None, help="Reward-model component (default: the first active one).")
 @click.option("--set", "sets", multiple=True, metavar="COMPONENT.KEY=VALUE", help="Set one component setting (repeatable).")
@@ -92,19 +94,26 @@ def cli(log_level: str | None, json_logs: bool | None) -> None:
 @click.option("--timeout", type=float, default=None, help="Give up after this many seconds (exit 3).")
 @click.option("--progress/--no-progress", default=True, help="Show progress.")
 def run(plugins: str | None, config_file: str | None, seed: int | None, policy: str | None, sources: tuple[str, ...], envs: int | None,
-        rollouts_per_task: int | None, iterations: int | None, runner: str | None, reward: str | None, sets: tuple[str, ...], out_root: str, run_id: str | None,
+        rollouts_per_task: int | None, iterations: int | None, remote: tuple[str, ...], runner: str | None, reward: str | None, sets: tuple[str, ...], out_root: str, run_id: str | None,
         nats_url: str | None, listen: str, timeout: float | None, progress: bool) -> None:
     """Run the whole pipeline: synthesize, verify, sample, gate, roll out, score, export."""
     from .run import execute, prepare
 
     flags: dict[str, Any] = {"plugins": plugins, "seed": seed, "policy": policy, "sources": list(sources) or None, "envs": envs,
-                             "rollouts_per_task": rollouts_per_task, "iterations": iterations, "runner": runner, "reward": reward, "run_id": run_id}
+                             "rollouts_per_task": rollouts_per_task, "iterations": iterations, "remote": list(remote) or None, "runner": runner, "reward": reward, "run_id": run_id}
     prep = prepare(config_file, flags, out_root)
     _apply_sets(prep, sets)
     for w in prep.warnings:
         click.echo(f"warning: {w}", err=True)
     result = asyncio.run(execute(prep, nats_url=nats_url, listen=listen, show_progress=progress, timeout=timeout))
     s = result.summary
+    curve = s.get("reward_curve") or []
+    if len(curve) > 1:
+        held = s.get("reward_curve_heldout") or []
+        fmt = lambda xs: " → ".join("-" if x is None else f"{x:.3f}" for x in xs)  # noqa: E731
+        click.echo(f"reward per iteration: {fmt(curve)}", err=True)
+        if any(x is not None for x in held):
+            click.echo(f"  held-out tasks:     {fmt(held)}", err=True)
     click.echo(f"{s['tasks']} tasks, {s['rollouts']} rollouts, mean reward {s['mean_reward']}, {s['failures']} failures "
                f"in {s['seconds']} s -> {result.out_dir}", err=True)
     sys.exit(result.exit_code)
@@ -129,6 +138,8 @@ def _apply_sets(prep: Any, sets: tuple[str, ...]) -> None:
         overrides.setdefault(comp, {})[field] = parsed
     for comp, flags in overrides.items():
         c = prep.registry.components.get(comp)
+        if c is None and comp in {n for names in prep.config.components.values() for n in names}:
+            continue  # a remote component: its worker checks the settings
         if c is None:
             raise ConfigError(f"--set: no active component {comp!r}; components: {', '.join(sorted(prep.registry.components))}")
         cfgmod.settings_for(comp, c.settings_type, prep.config.settings.get(comp), flags=flags)

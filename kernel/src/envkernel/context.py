@@ -15,21 +15,44 @@ import structlog
 
 from envkernel_bus import Bus
 from envkernel_bus.subjects import event_subject
-from envkernel_schemas import CallRecord, EnvSpec, RolloutRequested, RolloutStep, ToolCall, ToolError, ToolResult, ToolSpec, encode, event_id
+from envkernel_schemas import CallRecord, EnvSpec, PolicyUpdate, RolloutRequested, RolloutStep, ToolCall, ToolError, ToolResult, ToolSpec, encode, event_id
 
 from .config import RunConfig
-from .errors import SandboxError
+from .errors import SandboxError, UpdateError
 from .sandbox import Sandbox, SandboxPool, open_sandbox
 
 T = TypeVar("T")
 
 _env_enc = msgspec.msgpack.Encoder()
 _env_dec = msgspec.msgpack.Decoder(EnvSpec)
+_update_dec = msgspec.msgpack.Decoder(PolicyUpdate)
 
 
 def env_key(run: str, env_id: str) -> str:
     """Object-store key of a run's verified environment."""
     return f"env/{run}/{env_id}"
+
+
+def update_key(run: str, policy: str, iteration: int, trainer: str) -> str:
+    """Object-store key of the policy update ``trainer`` made for ``policy`` after ``iteration``."""
+    return f"update/{run}/{policy}/{iteration}/{trainer}"
+
+
+async def store_update(bus: Bus, key: str, update: PolicyUpdate) -> None:
+    """Put a policy update into the object store (a trainer's answer to ``iteration.ended``)."""
+    await bus.objects.put(key, _env_enc.encode(update))
+
+
+async def load_update(bus: Bus, key: str) -> PolicyUpdate:
+    """A policy update from the object store, by the reference ``policy.updated`` carries."""
+    try:
+        res = await bus.objects.get(key)
+    except Exception as exc:
+        raise UpdateError(f"policy update {key!r} is not in the object store: {exc}") from None
+    try:
+        return _update_dec.decode(res.data or b"")
+    except msgspec.DecodeError as exc:
+        raise UpdateError(f"policy update {key!r} does not decode as a PolicyUpdate: {exc}") from None
 
 
 class Context:

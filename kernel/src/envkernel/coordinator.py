@@ -5,6 +5,11 @@ Every event is expected to get a known number of handled reports (1 for a work o
 one per trainer for a broadcast). A handler publishes its children before its report, so in the
 stream every child precedes its parent's report. The run is finished when every event seen has
 all its reports: nothing sleeps, and nothing polls for quiet.
+
+When an iteration is quiet, the coordinator broadcasts ``iteration.ended`` to the trainers. Their
+``policy.updated`` answers come before their handled reports, so once that broadcast is fully
+handled the coordinator knows every update: it starts the next iteration's rollouts (naming the
+update), or, after the last iteration, publishes ``run.ending``.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from envkernel_schemas import (
     EnvRequested,
     Event,
     Handled,
+    IterationEnded,
+    PolicyUpdated,
     RunEnding,
     RunStarted,
     decode,
@@ -53,7 +60,12 @@ class Coordinator:
         self.outstanding = 0
         self.seen: set[str] = set()
         self.handled: set[tuple[str, str]] = set()
-        self._initial: set[str] = set()
+        self._awaiting: set[str] = set()
+        self.iteration = 0
+        self._ended_published = -1
+        self._ended: dict[int, IterationEnded] = {}
+        self.updates: dict[int, dict[str, PolicyUpdated]] = {}
+        self._background: set[asyncio.Task[None]] = set()
         self._ending_id = ""
         self._ending_seen = False
         self.done = asyncio.Event()
@@ -80,9 +92,26 @@ class Coordinator:
                                   index=index, seed=self.config.seed + index)
                 first.append((ev, synth))
                 index += 1
-        self._initial = {e.id for e, _ in first}
+        self._awaiting = {e.id for e, _ in first}
         for ev, target in first:
             await self._publish(ev, target)
+
+    def _publish_later(self, events: list[tuple[Event, str | None]]) -> None:
+        """Publish events in order from a background task; done waits until each is seen."""
+        self._awaiting.update(e.id for e, _ in events)
+
+        async def go() -> None:
+            try:
+                for ev, target in events:
+                    await self._publish(ev, target)
+            except Exception as exc:  # the bus went away: stop the run loudly, keep what was produced
+                log.error("the coordinator could not publish; stopping the run", error=f"{type(exc).__name__}: {exc}")
+                self.fatal = f"coordinator could not publish: {type(exc).__name__}: {exc}"
+                self.done.set()
+
+        task = asyncio.get_running_loop().create_task(go())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _publish(self, ev: Event, target: str | None) -> None:
         self._pubacks.append(await self.bus.publish(subject_of(self.config, ev, target), encode(ev), ev.id))
@@ -122,12 +151,17 @@ class Coordinator:
         if ev.id in self.seen:
             return  # a duplicate publish: each output exactly once
         self.seen.add(ev.id)
+        self._awaiting.discard(ev.id)
         self.outstanding += expected_handlers(self.config, ev.kind)
         self.recorder.record(ev)
         if self.on_event:
             self.on_event(ev)
         if isinstance(ev, RunEnding):
             self._ending_seen = True
+        elif isinstance(ev, IterationEnded):
+            self._ended[ev.iteration] = ev
+        elif isinstance(ev, PolicyUpdated):
+            self.updates.setdefault(ev.iteration, {})[ev.trainer] = ev
         if ev.kind in KERNEL_INPUTS:
             children = self.stages.handle(ev)
             for child, target in children:
@@ -138,18 +172,48 @@ class Coordinator:
         self._check_done()
 
     def _check_done(self) -> None:
-        if self.outstanding > 0 or not self._initial <= self.seen:
+        if self.outstanding > 0 or self._awaiting:
+            return
+        run, k = self.config.run_id, self.iteration
+        more = k + 1 < max(1, self.config.iterations) and bool(self.stages.gated)
+        if self._ended_published < k:
+            self._ended_published = k
+            groups, mean = self.recorder.iteration_reward(k)
+            ended = IterationEnded(run=run, id=event_id(run, KERNEL, f"iteration/{k}/ended"), iteration=k, time=time.time(),
+                                   groups=groups, mean_reward=mean, last=not more)
+            log.info("iteration ended", iteration=k, groups=groups, mean_reward=None if mean is None else round(mean, 4))
+            self._publish_later([(ended, None)])
+            return
+        if more:
+            self.iteration = k + 1
+            update = self._update_for(k)
+            self._publish_later(self.stages.next_iteration(self._ended[k], update))
+            log.info("iteration started", iteration=k + 1, tasks=len(self.stages.gated), update=update or None)
             return
         if not self._ending_id:
-            run = self.config.run_id
-            ending = RunEnding(run=run, id=event_id(run, KERNEL, "ending"), time=time.time())
+            ending = RunEnding(run=run, id=event_id(run, KERNEL, "ending"), iteration=k, time=time.time())
             self._ending_id = ending.id
-            asyncio.get_running_loop().create_task(self._publish(ending, None))
+            self._publish_later([(ending, None)])
         elif self._ending_seen:
             self.done.set()
 
+    def _update_for(self, iteration: int) -> str:
+        """The object-store reference of the update to the run's policy made after ``iteration``."""
+        policy = self.config.policy
+        made = self.updates.get(iteration, {})
+        for trainer, ev in sorted(made.items()):
+            if ev.policy != policy:
+                log.warning("a trainer updated a policy this run does not roll out; ignoring it", trainer=trainer, policy=ev.policy, run_policy=policy)
+        usable = sorted((t, ev) for t, ev in made.items() if ev.policy == policy)
+        if len(usable) > 1:
+            log.warning("several trainers updated the policy; using the first by name", policy=policy, trainers=[t for t, _ in usable], used=usable[0][0])
+        return usable[0][1].ref if usable else ""
+
     async def stop(self) -> None:
         """Unsubscribe and wait for the kernel's own publishes."""
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
         await self._drain_pubacks()
         if self._sub is not None:
             try:

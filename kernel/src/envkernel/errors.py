@@ -23,6 +23,10 @@ class SandboxError(EnvkernelError):
     """A sandbox could not be opened or answered with an error."""
 
 
+class UpdateError(EnvkernelError):
+    """A policy update could not be stored, found, decoded or applied."""
+
+
 class RunError(EnvkernelError):
     """The run could not go on (bus lost, server died)."""
 

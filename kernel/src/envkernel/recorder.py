@@ -19,6 +19,7 @@ from envkernel_schemas import (
     Event,
     GroupScored,
     PluginFailed,
+    PolicyUpdated,
     RolloutScored,
     TaskGated,
     TaskProposed,
@@ -26,6 +27,30 @@ from envkernel_schemas import (
     VerifyReport,
     to_json,
 )
+
+
+class _IterationStats:
+    """Rewards of one training iteration: totals (index 0) and per split."""
+
+    def __init__(self) -> None:
+        self.groups = 0
+        self.rollouts: Counter[Any] = Counter()
+        self.reward: dict[Any, float] = {0: 0.0}
+        self.updates: dict[str, dict[str, Any]] = {}
+
+    def add(self, split: str, score: float) -> None:
+        for key in (0, split):
+            self.rollouts[key] += 1
+            self.reward[key] = self.reward.get(key, 0.0) + score
+
+    def mean(self, split: Any = 0) -> float | None:
+        n = self.rollouts[split]
+        return round(self.reward[split] / n, 6) if n else None
+
+    def summary(self, iteration: int) -> dict[str, Any]:
+        return {"iteration": iteration, "groups": self.groups, "rollouts": self.rollouts[0], "mean_reward": self.mean(),
+                "mean_reward_train": self.mean("train"), "mean_reward_heldout": self.mean("heldout"),
+                "rollouts_heldout": self.rollouts["heldout"], "updates": self.updates}
 
 
 class Recorder:
@@ -45,7 +70,21 @@ class Recorder:
         self.used_tools: dict[str, set[str]] = {}
         self.lengths: Counter[int] = Counter()
         self.shapes: set[str] = set()
+        self.per_iteration: dict[int, _IterationStats] = {}
         self.started = time.time()
+
+    def _it(self, iteration: int) -> _IterationStats:
+        stats = self.per_iteration.get(iteration)
+        if stats is None:
+            stats = self.per_iteration[iteration] = _IterationStats()
+        return stats
+
+    def iteration_reward(self, iteration: int) -> tuple[int, float | None]:
+        """Groups scored in an iteration, and the mean reward of its training rollouts."""
+        stats = self.per_iteration.get(iteration)
+        if stats is None:
+            return 0, None
+        return stats.groups, (stats.reward[0] / stats.rollouts[0] if stats.rollouts[0] else None)
 
     def _append(self, name: str, data: bytes) -> None:
         f = self._files.get(name)
@@ -105,6 +144,7 @@ class Recorder:
             if ev.purpose == "train":
                 c["rollouts"] += 1
                 self.reward_sum += ev.reward.score
+                self._it(ev.iteration).add(ev.task.split, ev.reward.score)
                 row = {"task_id": ev.task.id, "env_id": ev.task.env_id, "iteration": ev.iteration, "purpose": ev.purpose,
                        "trajectory": ev.trajectory, "reward": ev.reward}
                 self._append("rollouts.jsonl", to_json(row))
@@ -112,6 +152,10 @@ class Recorder:
                 c["gate_rollouts"] += 1
         elif isinstance(ev, GroupScored):
             c["groups"] += 1
+            self._it(ev.iteration).groups += 1
+        elif isinstance(ev, PolicyUpdated):
+            c["policy_updates"] += 1
+            self._it(ev.iteration).updates[ev.trainer] = {"policy": ev.policy, "ref": ev.ref, "metrics": dict(ev.metrics)}
         elif isinstance(ev, PluginFailed):
             c["failures"] += 1
             self.failures_by_plugin[ev.plugin] += 1
@@ -154,6 +198,9 @@ class Recorder:
             "tool_coverage": self._coverage(),
             "chain_lengths": {str(k): v for k, v in sorted(self.lengths.items())},
             "unique_chain_shapes": len(self.shapes),
+            "iterations": [self.per_iteration[k].summary(k) for k in sorted(self.per_iteration)],
+            "reward_curve": [self.per_iteration[k].mean() for k in sorted(self.per_iteration)],
+            "reward_curve_heldout": [self.per_iteration[k].mean("heldout") for k in sorted(self.per_iteration)],
             "seconds": round(time.time() - self.started, 3),
         }
         s.update(extra or {})

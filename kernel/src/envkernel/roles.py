@@ -78,7 +78,13 @@ class ToolEnv(Protocol):
 
 @runtime_checkable
 class Policy(Protocol):
-    """Rolls an agent out on a task against a live environment."""
+    """Rolls an agent out on a task against a live environment.
+
+    Optional: ``apply_update(update: PolicyUpdate, ctx) -> None``. With ``--iterations N``, a
+    rollout of iteration k+1 names the update a trainer made after iteration k; the worker
+    fetches it from the object store and calls ``apply_update`` once per process, before the
+    first rollout that names it. A policy without it rolls out unchanged (with a warning).
+    """
 
     def rollout(self, request: RolloutRequested, env: ToolEnv, ctx: Context) -> Trajectory:
         """Return the trajectory (the kernel fills in ``calls`` and ``final_state``)."""
@@ -96,7 +102,13 @@ class RewardModel(Protocol):
 
 @runtime_checkable
 class Trainer(Protocol):
-    """Consumes scored groups (broadcast: every trainer sees every group)."""
+    """Consumes scored groups (broadcast: every trainer sees every group).
+
+    Optional: ``update(ended: IterationEnded, ctx) -> PolicyUpdate | None``. When every group of
+    an iteration is scored and consumed, every trainer gets ``iteration.ended``; an update it
+    returns is stored in the object store, announced as ``policy.updated``, and used by the next
+    iteration's rollouts.
+    """
 
     def consume(self, group: GroupScored, ctx: Context) -> None:
         """Take one scored group (write it, learn from it)."""

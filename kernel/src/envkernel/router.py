@@ -32,7 +32,10 @@ from envkernel_schemas import (
     Event,
     GroupScored,
     Handled,
+    IterationEnded,
     PluginFailed,
+    PolicyUpdate,
+    PolicyUpdated,
     Reward,
     RolloutFinished,
     RolloutRequested,
@@ -49,8 +52,8 @@ from envkernel_schemas import (
 
 from . import config as cfgmod
 from .config import RunConfig
-from .context import Context, RecordingToolEnv, store_env
-from .errors import EnvkernelError
+from .context import Context, RecordingToolEnv, load_update, store_env, store_update, update_key
+from .errors import EnvkernelError, UpdateError
 from .plugins import Component, Registry
 from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, subject_of
 from .sandbox import SandboxPool, SandboxService
@@ -107,6 +110,9 @@ class Worker:
         self._tasks: list[asyncio.Task[None]] = []
         self._services: list[SandboxService] = []
         self._lock = asyncio.Lock()
+        self._applied: dict[tuple[str, str], str] = {}
+        self._apply_failed: dict[tuple[str, str, str], str] = {}
+        self._apply_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self.pool = SandboxPool(bus)
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -295,6 +301,8 @@ class Worker:
             return [(c, subject_of(cfg, c)) for i, t in enumerate(tasks) for c in [child(TaskProposed, i, task=t)]]
 
         if isinstance(ev, RolloutRequested):
+            if ev.update:
+                await self._apply_update(comp, inst, ctx, ev)
             traj = await self._rollout(inst, ctx, ev)
             reward = first(cfg, "reward_model", cfg.reward)
             c = child(RolloutFinished, 0, task=ev.task, trajectory=traj, group_size=ev.group_size, purpose=ev.purpose)
@@ -312,6 +320,21 @@ class Worker:
         if isinstance(ev, GroupScored):
             await call_role(inst.consume, ev, ctx)
             return []
+
+        if isinstance(ev, IterationEnded):
+            update_fn = getattr(inst, "update", None)
+            if update_fn is None:
+                return []
+            upd = await call_role(update_fn, ev, ctx)
+            if upd is None:
+                return []
+            if not isinstance(upd, PolicyUpdate):
+                raise PluginContractError(f"{comp.name}.update returned {type(upd).__name__}, expected PolicyUpdate or None")
+            policy = upd.policy or cfg.policy
+            ref = update_key(ev.run, policy, ev.iteration, comp.name)
+            await store_update(self.bus, ref, msgspec.structs.replace(upd, policy=policy))
+            c = child(PolicyUpdated, 0, trainer=comp.name, policy=policy, ref=ref, metrics=dict(upd.metrics))
+            return [(c, subject_of(cfg, c))]
 
         if isinstance(ev, RunEnding):
             finish = getattr(inst, "finish", None)
@@ -340,6 +363,37 @@ class Worker:
                 pending.clear()
         await asyncio.gather(*pending)
         return [(_Published(), "")] * n
+
+    async def _apply_update(self, comp: Component, inst: Any, ctx: Context, ev: RolloutRequested) -> None:
+        """Hand the policy the update this rollout names, once per process (before any rollout using it).
+
+        A policy without ``apply_update`` is warned about once and rolls out unchanged. A failed
+        update fails every rollout naming it, each with the same clear error (fetched once).
+        """
+        key = (ev.run, comp.name)
+        if self._applied.get(key) == ev.update:
+            return
+        lock = self._apply_locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            if self._applied.get(key) == ev.update:
+                return
+            failed = self._apply_failed.get((ev.run, comp.name, ev.update))
+            if failed:
+                raise UpdateError(failed)
+            apply = getattr(inst, "apply_update", None)
+            if apply is None:
+                log.warning("this policy takes no updates (no apply_update); it rolls out unchanged", policy=comp.name, update=ev.update)
+                self._applied[key] = ev.update
+                return
+            try:
+                update = await load_update(self.bus, ev.update)
+                await call_role(apply, update, ctx)
+            except Exception as exc:
+                msg = f"{comp.name} could not apply policy update {ev.update}: {type(exc).__name__}: {exc}"
+                self._apply_failed[(ev.run, comp.name, ev.update)] = msg
+                raise UpdateError(msg) from exc
+            self._applied[key] = ev.update
+            log.info("policy update applied", policy=comp.name, update=ev.update, iteration=ev.iteration)
 
     async def _rollout(self, inst: Any, ctx: Context, ev: RolloutRequested) -> Trajectory:
         env = await ctx.env(ev.task.env_id)

@@ -21,7 +21,7 @@ WORK_INPUTS: dict[str, str] = {
 }
 """Work role -> the event kind it consumes."""
 
-BROADCAST_INPUTS: dict[str, tuple[str, ...]] = {"trainer": ("group.scored", "run.ending")}
+BROADCAST_INPUTS: dict[str, tuple[str, ...]] = {"trainer": ("group.scored", "iteration.ended", "run.ending")}
 """Broadcast role -> the event kinds every one of its components sees."""
 
 KERNEL_INPUTS: frozenset[str] = frozenset({"task.proposed", "rollout.scored", "task.gated", "plugin.failed"})

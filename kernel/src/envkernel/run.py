@@ -64,6 +64,17 @@ class Prepared:
     warnings: list[str] = field(default_factory=list)
 
 
+def remote_components(entries: list[str]) -> list[tuple[str, str]]:
+    """Parse ``--remote ROLE:COMPONENT`` entries (components served by workers elsewhere)."""
+    out = []
+    for entry in entries:
+        role, colon, name = entry.partition(":")
+        if not colon or role not in ROLES or not is_token(name):
+            raise ConfigError(f"--remote {entry!r}: expected ROLE:COMPONENT with ROLE one of {', '.join(ROLES)}, e.g. trainer:mytrainer")
+        out.append((role, name))
+    return out
+
+
 def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None) -> Prepared:
     """Resolve the config (flags > env > file), load the selected plugins and check the roles."""
     top, sections = cfgmod.split_file(cfgmod.read_file(file), str(file or "config"))
@@ -74,6 +85,9 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     selected = resolve_selection(config.plugins)
     registry = load(selected)
     components = {role: [c.name for c in registry.by_role(role)] for role in ROLES}
+    for role, name in remote_components(config.remote):
+        if name not in components[role]:
+            components[role].append(name)
     for role in REQUIRED_ROLES:
         if not components[role]:
             raise PluginError(f"no plugin for role {role!r} is selected (plugins: {', '.join(selected) or 'none'}); add one with --plugins +NAME")
@@ -90,7 +104,7 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
         kind = source.partition(":")[0]
         if not synthesizer_for(RunConfig(components=components), sources, kind):
             raise PluginError(f"no selected synthesizer handles source kind {kind!r}; handled: {sorted({k for v in sources.values() for k in v})}")
-    unknown = set(config.settings) - set(registry.components)
+    unknown = set(config.settings) - set(registry.components) - {n for _, n in remote_components(config.remote)}
     if unknown:
         raise ConfigError(f"config has settings for {', '.join(sorted(unknown))}, which no selected plugin provides; components: {', '.join(sorted(registry.components))}")
     for comp in registry.components.values():  # a wrong key fails now, not mid-run
@@ -164,7 +178,11 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
     progress = Progress(enabled=show_progress)
     registry = prep.registry
     sources = {c.name: c.sources for c in registry.by_role("synthesizer")}
-    worker = Worker(bus, registry, list(registry.components), known={config.run_id: config})
+    remote = {n for _, n in remote_components(config.remote)}
+    worker = Worker(bus, registry, [n for n in registry.components if n not in remote], known={config.run_id: config})
+    if remote:
+        log.info("this run uses remote components: serve them with `envkernel worker --plugins PLUGIN --nats-url URL`",
+                 remote=sorted(remote), nats=nats_url)
     coord = Coordinator(bus, config, recorder, lambda kind: synthesizer_for(config, sources, kind), on_event=progress.update)
     exit_code = EXIT_OK
     aborted = ""

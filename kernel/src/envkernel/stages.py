@@ -3,7 +3,8 @@
 The gate sends every proposed task to a reference rollout and a do-nothing rollout; the task is
 emitted only when the reference scores 1 and do-nothing scores 0. An emitted task then gets
 ``rollouts_per_task`` rollouts of the chosen policy, and its group closes when every member is
-scored or failed.
+scored or failed. Each later training iteration rolls every emitted task out again, with the
+policy update the trainers made at the end of the previous one.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from envkernel_schemas import (
     DecodeError,
     Event,
     GroupScored,
+    IterationEnded,
     PluginFailed,
     RolloutFinished,
     RolloutRequested,
@@ -65,6 +67,8 @@ class Stages:
         self.gates: dict[str, _Gate] = {}
         self.groups: dict[str, _Group] = {}
         self.seen_tasks: set[str] = set()
+        self.gated: list[Task] = []
+        """Every emitted task, in order: each iteration rolls them all out."""
 
     def _child(self, parent: Event, cls: type[Event], key: int | str, /, **fields: Any) -> Event:
         return cls(run=parent.run, id=event_id(parent.id, KERNEL, key), parent=parent.id, iteration=parent.iteration, time=time.time(), **fields)
@@ -121,12 +125,28 @@ class Stages:
         return self._maybe_close(ev, group)
 
     def _gated(self, ev: TaskGated) -> list[tuple[Event, str | None]]:
+        self.gated.append(ev.task)
+        return self._group(ev, ev.task, "train")
+
+    def _group(self, parent: Event, task: Task, key: str, update: str = "", iteration: int | None = None) -> list[tuple[Event, str | None]]:
         g = max(1, self.config.rollouts_per_task)
-        self.groups[ev.task.id] = _Group(ev.task, g)
+        self.groups[task.id] = _Group(task, g)
+        it = parent.iteration if iteration is None else iteration
         out: list[tuple[Event, str | None]] = []
         for i in range(g):
-            req = self._child(ev, RolloutRequested, f"train/{i}", task=ev.task, policy=self.config.policy, index=i, group_size=g, purpose="train")
+            req = RolloutRequested(run=parent.run, id=event_id(parent.id, KERNEL, f"{key}/{i}"), parent=parent.id, iteration=it, time=time.time(),
+                                   task=task, policy=self.config.policy, index=i, group_size=g, purpose="train", update=update)
             out.append((req, self.config.policy))
+        return out
+
+    def next_iteration(self, ended: IterationEnded, update: str) -> list[tuple[Event, str | None]]:
+        """The training rollouts of the iteration after ``ended``: G per emitted task, naming ``update``.
+
+        Their parent is the ``iteration.ended`` event, so their ids are deterministic.
+        """
+        out: list[tuple[Event, str | None]] = []
+        for task in self.gated:
+            out.extend(self._group(ended, task, f"train/{task.id}", update, ended.iteration + 1))
         return out
 
     def _maybe_close(self, parent: Event, group: _Group) -> list[tuple[Event, str | None]]:

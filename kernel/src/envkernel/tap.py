@@ -22,6 +22,7 @@ from envkernel_schemas import (
     Event,
     GroupScored,
     Handled,
+    IterationEnded,
     PluginFailed,
     PolicyUpdated,
     RolloutFinished,
@@ -59,7 +60,8 @@ def describe(ev: Event) -> str:
         case TaskRejected():
             return f"{ev.task.id[:10]} {ev.reason}: {_short(ev.detail, 60)}"
         case RolloutRequested():
-            return f"{ev.task.id[:10]} policy={ev.policy} #{ev.index}/{ev.group_size} {ev.purpose}"
+            upd = f" update={ev.update.rsplit('/', 2)[-2]}" if ev.update else ""
+            return f"{ev.task.id[:10]} policy={ev.policy} #{ev.index}/{ev.group_size} {ev.purpose} it={ev.iteration}{upd}"
         case RolloutStep():
             role = ev.message.get("role", "?")
             body = ev.message.get("content") or str(ev.message.get("tool_calls", ""))
@@ -73,8 +75,12 @@ def describe(ev: Event) -> str:
         case GroupScored():
             scores = ",".join(f"{s.reward.score:.2f}" for s in ev.rollouts)
             return f"{ev.task.id[:10]} [{scores}] failed={ev.failed}"
+        case IterationEnded():
+            mean = "-" if ev.mean_reward is None else f"{ev.mean_reward:.3f}"
+            return f"iteration {ev.iteration}: {ev.groups} groups, mean reward {mean}{' (last)' if ev.last else ''}"
         case PolicyUpdated():
-            return f"{ev.trainer} -> {ev.policy} {ev.metrics}"
+            shown = {k: round(v, 4) for k, v in list(ev.metrics.items())[:6]}
+            return f"iteration {ev.iteration}: {ev.trainer} -> {ev.policy} {ev.ref} {shown}"
         case PluginFailed():
             return f"{ev.plugin} ({ev.role}) on {ev.event_kind}: {ev.error_type}: {_short(ev.message, 80)}"
         case Handled():

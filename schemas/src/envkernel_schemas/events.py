@@ -122,6 +122,8 @@ class RolloutRequested(Event, kw_only=True, tag="rollout.requested.v1"):
     """Size of the group."""
     purpose: Purpose = "train"
     """Gate rollout or training rollout."""
+    update: str = ""
+    """Object-store reference of the policy update to roll out with ("" = the initial policy)."""
 
 
 class RolloutStep(Event, kw_only=True, tag="rollout.step.v1"):
@@ -180,8 +182,24 @@ class GroupScored(Event, kw_only=True, tag="group.scored.v1"):
     """Unused by default; reserved for trainers that want it."""
 
 
+class IterationEnded(Event, kw_only=True, tag="iteration.ended.v1"):
+    """Every group of an iteration is scored and consumed. Broadcast to every trainer, whose
+    ``update`` may answer with a policy update for the next iteration."""
+
+    groups: int = 0
+    """Groups scored in this iteration."""
+    mean_reward: float | None = None
+    """Mean reward of the iteration's training rollouts."""
+    last: bool = False
+    """True when no iteration follows (an update is still stored, as the final policy)."""
+
+
 class PolicyUpdated(Event, kw_only=True, tag="policy.updated.v1"):
-    """A trainer produced a policy update for the next iteration."""
+    """A trainer produced a policy update at the end of an iteration (``iteration``).
+
+    The update itself is in the object store under ``ref``; the rollouts of the next iteration
+    name it in ``RolloutRequested.update``.
+    """
 
     trainer: str
     """The trainer component."""
@@ -253,6 +271,7 @@ AnyEvent = (
     | RolloutFinished
     | RolloutScored
     | GroupScored
+    | IterationEnded
     | PolicyUpdated
     | RunEnding
     | RunFinished

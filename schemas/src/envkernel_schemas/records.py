@@ -275,3 +275,21 @@ class ScoredRollout(Record, kw_only=True):
     """What the agent did."""
     reward: Reward
     """How it scored."""
+
+
+class PolicyUpdate(Record, kw_only=True):
+    """What a trainer returns at the end of an iteration: an update for one policy.
+
+    The kernel stores it in the object store and announces it with ``policy.updated``; every
+    rollout of the next iteration names it, and the worker serving the policy hands it to the
+    policy's ``apply_update`` once, before the first of those rollouts.
+    """
+
+    policy: str = ""
+    """The policy it is for ("" = the run's policy)."""
+    data: bytes = b""
+    """The update itself (weights, an adapter, a pointer to a checkpoint: the plugins' business)."""
+    format: str = ""
+    """What ``data`` holds, e.g. ``reinforce-weights/1`` or ``lora-path/1``; the policy checks it."""
+    metrics: dict[str, float] = msgspec.field(default_factory=dict)
+    """Training metrics of the step that made it (logged, and in the run summary)."""

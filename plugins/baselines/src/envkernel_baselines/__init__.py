@@ -49,7 +49,7 @@ Settings = BaselineSettings
 """Alias: the settings of this plugin's component(s)."""
 
 
-from envkernel.messages import compact, result_content  # noqa: E402 - shared with every policy
+from envkernel.messages import answer_from, call_and_record, compact, result_content  # noqa: E402 - shared with every policy
 
 
 def _opening(system_prompt: str, request: RolloutRequested) -> list[dict[str, Any]]:
@@ -69,24 +69,8 @@ class Reference:
         messages = _opening(self.settings.system_prompt, request)
         last: ToolResult | None = None
         for i, call in enumerate(request.task.calls):
-            call_id = f"call_{i}"
-            messages.append(
-                {
-                    "role": "assistant",
-                    "content": "",
-                    "tool_calls": [
-                        {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": compact(call.arguments)}}
-                    ],
-                }
-            )
-            last = await env.call(call.name, dict(call.arguments))
-            messages.append({"role": "tool", "tool_call_id": call_id, "content": result_content(last)})
-        if last is None:
-            answer = "There was nothing to do."
-        elif last.ok:
-            answer = f"Done. Here is the result: {compact(last.value)}"
-        else:
-            answer = f"The last step failed: {result_content(last)}"
+            last = await call_and_record(env, messages, f"call_{i}", call.name, call.arguments)
+        answer = answer_from(last)
         messages.append({"role": "assistant", "content": answer})
         return Trajectory(
             task_id=request.task.id,

@@ -1,6 +1,8 @@
 """envkernel-openai: the ``openai`` policy — agent rollouts against any OpenAI-compatible model.
 
-- :mod:`envkernel_openai.policy`: the multi-turn tool-calling loop and its settings;
+- :mod:`envkernel_openai.policy`: the multi-turn tool-calling loop and its settings, and
+  ``apply_update``: follow a trainer's ``openai-model/1`` policy updates (switch the model, load a
+  LoRA adapter into vLLM at runtime) with ``envkernel run --iterations N``;
 - :mod:`envkernel_openai.client`: one Chat Completions call with one retry layer and explicit
   timeouts (also used by the ``judge`` reward model);
 - :mod:`envkernel_openai.testing`: a scripted OpenAI-compatible server on loopback for tests and
@@ -17,17 +19,33 @@ from typing import Any
 from envkernel.hookspecs import hookimpl
 
 from .client import ChatClient, ChatResult, scrub
-from .policy import SYSTEM_PROMPT, OpenAIPolicy, OpenAISettings, Settings, check_arguments, parse_tool_calls, tool_schema
+from .policy import (
+    SYSTEM_PROMPT,
+    UPDATE_FORMAT,
+    ModelUpdate,
+    OpenAIPolicy,
+    OpenAISettings,
+    PolicyUpdateError,
+    Settings,
+    check_arguments,
+    parse_tool_calls,
+    parse_update,
+    tool_schema,
+)
 
 __all__ = [
     "SYSTEM_PROMPT",
+    "UPDATE_FORMAT",
     "ChatClient",
     "ChatResult",
+    "ModelUpdate",
     "OpenAIPolicy",
     "OpenAISettings",
+    "PolicyUpdateError",
     "Settings",
     "check_arguments",
     "parse_tool_calls",
+    "parse_update",
     "register_policies",
     "scrub",
     "tool_schema",

@@ -14,6 +14,9 @@ cast_to=str)``: the same base URL, auth, connection pool and error types as
 4 KB body). The body is parsed here, leniently, so OpenAI-compatible servers that omit fields the
 official types require (vLLM, llama.cpp, proxies) still work, and a body that is not JSON is a
 recorded condition rather than an exception. ``extra_body`` members are merged into the body.
+
+:meth:`ChatClient.post` is the same call for any other route of the server (the ``openai``
+policy loads LoRA adapters with it: vLLM's ``POST /v1/load_lora_adapter`` answers plain text).
 """
 
 from __future__ import annotations
@@ -50,7 +53,10 @@ class ChatResult:
     """What one logical call (with its retries) came to."""
 
     body: dict[str, Any] | None = None
-    """The parsed JSON object the server answered, or None on a condition."""
+    """The parsed JSON object the server answered, or None on a condition (with
+    ``expect_json=False``: the object if the answer is one, else ``{}``)."""
+    text: str = ""
+    """The raw body of a successful answer."""
     condition: str = ""
     """Empty on success; else ``deadline``, ``timeout``, ``http``, ``connection`` or ``bad_response``."""
     error: str = ""
@@ -152,10 +158,26 @@ class ChatClient:
     async def complete(self, payload: dict[str, Any], *, deadline: float | None = None) -> ChatResult:
         """POST ``payload`` to ``/chat/completions``; retries as the module says; never raises
         for anything the server or the network does. ``deadline`` is a ``time.monotonic()`` value."""
-        client, sem = self._for_loop()
-        res = ChatResult()
         payload = dict(payload)
         payload.update(payload.pop("extra_body", None) or {})
+        return await self.post("/chat/completions", payload, deadline=deadline)
+
+    async def post(
+        self,
+        path: str,
+        payload: dict[str, Any],
+        *,
+        deadline: float | None = None,
+        timeout: float | None = None,
+        expect_json: bool = True,
+    ) -> ChatResult:
+        """POST ``payload`` (JSON) to ``path`` under the base URL, with the retries, timeouts,
+        concurrency slot and secret scrubbing of :meth:`complete`; never raises for anything the
+        server or the network does. ``timeout`` replaces ``request_timeout`` for each attempt.
+        With ``expect_json=False`` a body that is not a JSON object is fine (kept in ``text``)."""
+        client, sem = self._for_loop()
+        res = ChatResult()
+        per_attempt = self.request_timeout if timeout is None else timeout
         t_wait = time.monotonic()
         try:
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -170,7 +192,7 @@ class ChatClient:
         try:
             attempt = 0
             while True:
-                timeout = self.request_timeout
+                timeout = per_attempt
                 if deadline is not None:
                     left = deadline - time.monotonic()
                     if left <= 0:
@@ -184,7 +206,7 @@ class ChatClient:
                 t0 = time.perf_counter()
                 try:
                     text = await client.post(
-                        "/chat/completions", body=payload, cast_to=str,
+                        path, body=payload, cast_to=str,
                         options={"timeout": openai.Timeout(timeout, connect=min(self.connect_timeout, timeout))},
                     )
                     res.latency = time.perf_counter() - t0
@@ -194,10 +216,13 @@ class ChatClient:
                     except (TypeError, ValueError):
                         body = None
                     if not isinstance(body, dict):
-                        res.condition = "bad_response"
-                        res.error = self.scrub(f"the server's body is not a JSON object: {str(text)[:200]!r}")
-                        return res
+                        if expect_json:
+                            res.condition = "bad_response"
+                            res.error = self.scrub(f"the server's body is not a JSON object: {str(text)[:200]!r}")
+                            return res
+                        body = {}
                     res.body = body
+                    res.text = "" if text is None else str(text)
                     res.condition = res.error = ""
                     return res
                 except openai.APIStatusError as exc:
@@ -212,7 +237,7 @@ class ChatClient:
                     res.latency = time.perf_counter() - t0
                     res.condition, res.error = "timeout", f"no answer within {timeout:.3g} s"
                     retry = True
-                    if deadline is not None and timeout < self.request_timeout and time.monotonic() >= deadline - 1e-3:
+                    if deadline is not None and timeout < per_attempt and time.monotonic() >= deadline - 1e-3:
                         res.condition, res.error = "deadline", f"the rollout deadline passed during a model call (attempt {res.attempts})"
                         return res
                 except openai.APIConnectionError as exc:
@@ -234,8 +259,8 @@ class ChatClient:
                     if res.condition == "timeout":
                         res.condition = "deadline"
                     return res
-                log.warning("model call failed; retrying", base_url=self.base_url, attempt=res.attempts, condition=res.condition,
-                            error=res.error, delay=round(delay, 3))
+                log.warning("model call failed; retrying", base_url=self.base_url, path=path, attempt=res.attempts,
+                            condition=res.condition, error=res.error, delay=round(delay, 3))
                 await asyncio.sleep(delay)
                 res.waited += delay
                 attempt += 1

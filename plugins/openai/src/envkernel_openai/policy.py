@@ -30,19 +30,30 @@ observation the model can act on (``{"error": {"code": "invalid_json" | "unknown
 trajectory's messages keep what the model sent, verbatim (with its ``reasoning_content``, when a
 reasoning server sends one); the copy sent back to the server has unparsable argument strings
 replaced by ``"{}"``, and no reasoning, so servers that re-parse history do not refuse it.
+
+**Policy updates.** With ``envkernel run --iterations N``, a trainer may answer the end of an
+iteration with a :class:`~envkernel_schemas.PolicyUpdate` of format ``openai-model/1``: JSON
+``{"model", "lora_name", "lora_path", "base_url"}`` (``model`` or ``lora_name`` required). The
+kernel hands it to :meth:`OpenAIPolicy.apply_update` once per process, before the first rollout of
+the next iteration. With ``lora_path`` (and ``load_lora``), the adapter is loaded into the server
+through vLLM's runtime endpoint ``POST {base_url}/load_lora_adapter`` (the server needs
+``--enable-lora`` and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``); then rollouts name
+``lora_name or model``, on ``base_url`` when it is given. A rollout keeps the model and endpoint it
+started with, so rollouts in flight are not switched halfway.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from typing import Any, ClassVar
 
 import msgspec
 import structlog
-from envkernel.errors import ConfigError
-from envkernel_schemas import RolloutRequested, ToolResult, ToolSpec, Trajectory, Usage
+from envkernel.errors import ConfigError, EnvkernelError
+from envkernel_schemas import PolicyUpdate, RolloutRequested, ToolResult, ToolSpec, Trajectory, Usage
 
 from .client import ChatClient, ChatResult
 
@@ -109,14 +120,19 @@ class OpenAISettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Longest ``tool`` message content sent to the model; longer results are cut, with a note."""
     validate_arguments: bool = True
     """Check arguments against the tool's JSON Schema before forwarding (a failure is a format error)."""
+    load_lora: bool = True
+    """On a policy update with ``lora_path``, load the adapter into the server first (vLLM's
+    ``POST /load_lora_adapter``). Off: the adapter must already be served under ``lora_name``."""
+    load_timeout: float = 300.0
+    """Seconds one attempt to load a LoRA adapter may take (retried like a model call)."""
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
             raise ValueError("max_turns must be at least 1")
         if self.concurrency < 1:
             raise ValueError("concurrency must be at least 1")
-        if min(self.request_timeout, self.connect_timeout, self.rollout_timeout) <= 0:
-            raise ValueError("request_timeout, connect_timeout and rollout_timeout must be positive")
+        if min(self.request_timeout, self.connect_timeout, self.rollout_timeout, self.load_timeout) <= 0:
+            raise ValueError("request_timeout, connect_timeout, rollout_timeout and load_timeout must be positive")
         if self.max_retries < 0 or self.backoff < 0 or self.backoff_max < 0:
             raise ValueError("max_retries, backoff and backoff_max must not be negative")
         if self.max_tokens is not None and self.max_tokens < 1:
@@ -125,6 +141,73 @@ class OpenAISettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 Settings = OpenAISettings
 """Alias: the settings of this plugin's component."""
+
+
+# -- policy updates ------------------------------------------------------------------------------
+
+UPDATE_FORMAT = "openai-model/1"
+"""The :class:`~envkernel_schemas.PolicyUpdate` format this policy follows."""
+
+
+class PolicyUpdateError(EnvkernelError):
+    """A policy update could not be applied (wrong format, bad data, or the adapter did not load)."""
+
+
+class ModelUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """The JSON ``data`` of an ``openai-model/1`` update."""
+
+    model: str = ""
+    """Model name to use from now on (ignored when ``lora_name`` is given)."""
+    lora_name: str = ""
+    """Name the LoRA adapter is served under; rollouts name it as their model."""
+    lora_path: str = ""
+    """Path of the adapter as the serving engine sees it; given: it is loaded first (``load_lora``)."""
+    base_url: str = ""
+    """Switch to this endpoint (empty: keep the current one)."""
+
+
+def parse_update(update: PolicyUpdate) -> ModelUpdate:
+    """The :class:`ModelUpdate` in ``update``, or a :class:`PolicyUpdateError` saying what is wrong."""
+    fields = "{\"model\": ..., \"lora_name\": ..., \"lora_path\": ..., \"base_url\": ...} (model or lora_name required)"
+    if update.format != UPDATE_FORMAT:
+        raise PolicyUpdateError(
+            f"the openai policy follows updates of format {UPDATE_FORMAT!r}, got {update.format!r}: make the trainer return "
+            f"PolicyUpdate(format={UPDATE_FORMAT!r}, data=JSON {fields}), or roll out with a policy that reads {update.format!r}"
+        )
+    if not update.data.strip():
+        raise PolicyUpdateError(f"the {UPDATE_FORMAT} update has no data: the trainer must send JSON {fields}")
+    try:
+        raw = json.loads(update.data)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise PolicyUpdateError(f"the {UPDATE_FORMAT} update's data is not valid JSON ({exc}): the trainer must send {fields}") from None
+    if not isinstance(raw, dict):
+        raise PolicyUpdateError(f"the {UPDATE_FORMAT} update's data must be a JSON object {fields}, got {type(raw).__name__}")
+    try:
+        spec = msgspec.convert(raw, ModelUpdate)
+    except msgspec.ValidationError as exc:
+        raise PolicyUpdateError(f"the {UPDATE_FORMAT} update's data is not valid: {exc}; expected {fields}") from None
+    if not (spec.model or spec.lora_name):
+        raise PolicyUpdateError(f"the {UPDATE_FORMAT} update names no model: give model or lora_name in {fields}")
+    if spec.lora_path and not spec.lora_name:
+        raise PolicyUpdateError(f"the {UPDATE_FORMAT} update has lora_path {spec.lora_path!r} but no lora_name to serve it under")
+    if spec.base_url and not spec.base_url.startswith(("http://", "https://")):
+        raise PolicyUpdateError(f"the {UPDATE_FORMAT} update's base_url must be an http(s) URL such as http://host:8000/v1, got {spec.base_url!r}")
+    return spec
+
+
+def _load_failure(res: ChatResult, spec: ModelUpdate, base_url: str) -> str:
+    """Why loading the adapter failed, and what to do (no secret: ``res.error`` is scrubbed)."""
+    status = res.statuses[-1] if res.statuses else None
+    head = f"loading LoRA adapter {spec.lora_name!r} from {spec.lora_path!r} into {base_url} failed ({res.condition}: {res.error})"
+    if status in (404, 405):
+        hint = ("the server has no /load_lora_adapter route: start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora, "
+                "or serve the adapter yourself and set openai.load_lora=false")
+    elif res.condition in ("connection", "timeout"):
+        hint = "the server could not be reached in time: check that it is up at that URL (or raise openai.load_timeout)"
+    else:
+        hint = ("check that lora_path exists on the serving host and holds a PEFT adapter for the served base model, and that the "
+                "server runs with --enable-lora and a --max-lora-rank at least the adapter's rank")
+    return f"{head}; {hint}"
 
 
 # -- messages ------------------------------------------------------------------------------------
@@ -278,33 +361,105 @@ class OpenAIPolicy:
 
     def __init__(self, settings: OpenAISettings | None = None) -> None:
         self.settings = settings or OpenAISettings()
-        self._client: ChatClient | None = None
+        self._lock = threading.Lock()
+        self._clients: dict[str, ChatClient] = {}  # by base URL; every one is closed by aclose()
+        self._target: tuple[str, ChatClient] | None = None  # (model, client) new rollouts use; swapped whole
+        self._update_seq = 0  # updates begun
+        self._applied_seq = 0  # the newest update applied (an older one finishing later is not applied)
 
     def __repr__(self) -> str:
-        s = self.settings
-        return f"OpenAIPolicy(base_url={s.base_url!r}, model={s.model!r})"
+        t = self._target
+        if t is None:
+            return f"OpenAIPolicy(base_url={self.settings.base_url!r}, model={self.settings.model!r})"
+        return f"OpenAIPolicy(base_url={t[1].base_url!r}, model={t[0]!r})"
 
-    @property
-    def client(self) -> ChatClient:
-        """The chat client (made on first use; a configuration gap is a clear error)."""
-        if self._client is None:
+    def _client_for(self, base_url: str) -> ChatClient:
+        """The client of ``base_url`` (one per URL, made on first use; call with ``_lock`` held)."""
+        client = self._clients.get(base_url)
+        if client is None:
             s = self.settings
             key = s.api_key if s.api_key and s.api_key != REDACTED else os.environ.get("OPENAI_API_KEY", "")
-            base_url = s.base_url or os.environ.get("OPENAI_BASE_URL", "")
-            if not base_url:
-                raise ConfigError("the openai policy has no base URL: set OPENAI_BASE_URL, [openai] base_url, or --set openai.base_url=...")
-            if not (s.model or os.environ.get("OPENAI_MODEL")):
-                raise ConfigError("the openai policy has no model: set OPENAI_MODEL, [openai] model, or --set openai.model=...")
-            self._client = ChatClient(
+            client = ChatClient(
                 base_url=base_url, api_key=key, request_timeout=s.request_timeout, connect_timeout=s.connect_timeout,
                 max_retries=s.max_retries, backoff=s.backoff, backoff_max=s.backoff_max, concurrency=s.concurrency,
             )
-        return self._client
+            self._clients[base_url] = client
+        return client
 
-    def payload(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        """The request body for one turn."""
+    def target(self) -> tuple[str, ChatClient]:
+        """(model name, chat client) that a rollout starting now uses: the configured ones until a
+        policy update switches them (made on first use; a configuration gap is a clear error)."""
+        t = self._target
+        if t is not None:
+            return t
+        with self._lock:
+            if self._target is None:
+                s = self.settings
+                base_url = s.base_url or os.environ.get("OPENAI_BASE_URL", "")
+                if not base_url:
+                    raise ConfigError("the openai policy has no base URL: set OPENAI_BASE_URL, [openai] base_url, or --set openai.base_url=...")
+                model = s.model or os.environ.get("OPENAI_MODEL", "")
+                if not model:
+                    raise ConfigError("the openai policy has no model: set OPENAI_MODEL, [openai] model, or --set openai.model=...")
+                self._target = (model, self._client_for(base_url))
+            return self._target
+
+    @property
+    def client(self) -> ChatClient:
+        """The chat client new rollouts use."""
+        return self.target()[1]
+
+    @property
+    def model(self) -> str:
+        """The model name new rollouts send."""
+        return self.target()[0]
+
+    async def apply_update(self, update: PolicyUpdate, ctx: Any) -> None:
+        """Follow a trainer's ``openai-model/1`` update (see the module docstring): load the LoRA
+        adapter it names into the server when it gives ``lora_path`` (and ``load_lora`` is on),
+        then make new rollouts use ``lora_name or model`` (on ``base_url``, when given).
+
+        Raises :class:`PolicyUpdateError` on a wrong format, bad data or a failed load; the
+        policy then keeps rolling out with what it used before.
+        """
+        spec = parse_update(update)
+        logger = getattr(ctx, "log", log)
+        with self._lock:
+            self._update_seq += 1
+            seq = self._update_seq
+        if spec.base_url:
+            with self._lock:
+                client = self._client_for(spec.base_url)
+        else:
+            client = self.target()[1]
+        loaded = ""
+        if spec.lora_path and self.settings.load_lora:
+            res = await client.post(
+                "/load_lora_adapter", {"lora_name": spec.lora_name, "lora_path": spec.lora_path},
+                timeout=self.settings.load_timeout, expect_json=False,
+            )
+            if res.ok:
+                loaded = "loaded"
+            elif res.condition == "http" and res.statuses and res.statuses[-1] == 400 and "already been loaded" in res.error:
+                loaded = "already_loaded"  # another process (or an earlier attempt) loaded it into the same server
+                logger.warning("the LoRA adapter is already loaded under that name; using it", lora_name=spec.lora_name,
+                               lora_path=spec.lora_path, base_url=client.base_url)
+            else:
+                raise PolicyUpdateError(_load_failure(res, spec, client.base_url))
+        model = spec.lora_name or spec.model
+        with self._lock:
+            if seq < self._applied_seq:
+                logger.warning("a newer policy update was applied first; this one is skipped", model=model, update_format=update.format)
+                return
+            self._applied_seq = seq
+            self._target = (model, client)
+        logger.info("model switched", model=model, base_url=client.base_url, lora_path=spec.lora_path or None,
+                    lora=loaded or None, metrics=dict(update.metrics) or None)
+
+    def payload(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], model: str | None = None) -> dict[str, Any]:
+        """The request body for one turn (``model``: the target's when not given)."""
         s = self.settings
-        body: dict[str, Any] = {"model": s.model or os.environ.get("OPENAI_MODEL", ""), "messages": messages, "temperature": s.temperature}
+        body: dict[str, Any] = {"model": self.model if model is None else model, "messages": messages, "temperature": s.temperature}
         if tools:
             body["tools"] = tools
             if s.tool_choice:
@@ -322,7 +477,7 @@ class OpenAIPolicy:
     async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
         """Run the loop; return the trajectory (the kernel fills in ``calls`` and ``final_state``)."""
         s = self.settings
-        client = self.client
+        model, client = self.target()  # kept for the whole rollout, even if an update lands meanwhile
         started = time.monotonic()
         deadline = started + s.rollout_timeout
         tools: list[ToolSpec] = list(getattr(env, "tools", []) or [])
@@ -352,7 +507,7 @@ class OpenAIPolicy:
             if time.monotonic() >= deadline:
                 termination, error = "deadline", f"the rollout deadline ({s.rollout_timeout:g} s) passed before turn {turn}"
                 break
-            res: ChatResult = await client.complete(self.payload(wire, schema), deadline=deadline)
+            res: ChatResult = await client.complete(self.payload(wire, schema, model), deadline=deadline)
             if not res.ok:
                 termination = "deadline" if res.condition == "deadline" else "error"
                 error = f"{res.condition}: {res.error}"
@@ -436,6 +591,8 @@ class OpenAIPolicy:
         )
 
     async def aclose(self) -> None:
-        """Close the HTTP client(s)."""
-        if self._client is not None:
-            await self._client.aclose()
+        """Close the HTTP client(s) of every endpoint used."""
+        with self._lock:
+            clients = list(self._clients.values())
+        for client in clients:
+            await client.aclose()

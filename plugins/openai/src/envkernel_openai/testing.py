@@ -16,6 +16,13 @@ A reply is a dict (a JSON body sent with status 200) or a :class:`Reply` (any st
 headers, a stall before answering). Helpers build the usual ones: :func:`completion`,
 :func:`tool_call`, :func:`error`, :func:`stall`, :func:`not_json`, :func:`no_choices`.
 
+It also answers ``POST …/load_lora_adapter`` as vLLM does with ``VLLM_ALLOW_RUNTIME_LORA_UPDATING``
+(200 ``Success: LoRA adapter 'NAME' added successfully.``; 400 when a name or path is missing or
+the name is already loaded), or from a ``lora`` script; it records every such request
+(``lora_requests``) and the adapters loaded (``adapters``). With ``served`` set, a chat request
+naming a model that is neither served nor a loaded adapter gets vLLM's 404, so a test sees an
+adapter used before it was loaded. ``models`` is the model each chat request named.
+
 :func:`run_policy` rolls a policy out without the kernel, as the kernel does it (a recording
 ToolEnv, then ``calls`` and ``final_state`` filled in), with :class:`StepContext` recording the
 steps it publishes.
@@ -55,6 +62,7 @@ __all__ = [
     "StepContext",
     "completion",
     "error",
+    "lora_loaded",
     "no_choices",
     "not_json",
     "run_policy",
@@ -129,6 +137,11 @@ def not_json(text: str = "<html><body>502 Bad Gateway</body></html>", status: in
 def no_choices() -> dict[str, Any]:
     """A well-formed body with an empty ``choices`` list."""
     return {"id": f"chatcmpl-{next(_ids)}", "object": "chat.completion", "created": 0, "model": "scripted", "choices": []}
+
+
+def lora_loaded(name: str) -> Reply:
+    """vLLM's answer to a successful ``load_lora_adapter`` (200, plain text)."""
+    return Reply(body=f"Success: LoRA adapter '{name}' added successfully.", content_type="text/plain; charset=utf-8")
 
 
 def exhausted(n: int) -> Reply:
@@ -217,24 +230,58 @@ def _hello(request: dict[str, Any], n: int) -> Any:
     return completion("Hello.")
 
 
+class _Replies:
+    """A ``lora`` script given as a list: replies by call order; past its end, the default (None)."""
+
+    def __init__(self, replies: Iterable[Any]) -> None:
+        self.replies = list(replies)
+
+    def __call__(self, request: dict[str, Any], n: int) -> Any:
+        return self.replies[n] if n < len(self.replies) else None
+
+
 class ScriptedServer:
     """The server. Use as a context manager, or :meth:`start` / :meth:`stop`.
 
-    ``requests`` holds every request body received (in arrival order) and ``authorizations``
-    the ``Authorization`` header of each, so tests can check what the client sent;
-    ``max_inflight`` is the most chat requests it was ever answering at once.
+    ``requests`` holds every chat request body received (in arrival order) and ``authorizations``
+    the ``Authorization`` header of each, so tests can check what the client sent (``models``:
+    the ``model`` each named); ``max_inflight`` is the most chat requests it was ever answering at
+    once. ``lora_requests`` and ``lora_authorizations`` hold the same for ``load_lora_adapter``,
+    and ``adapters`` maps each loaded adapter's name to its path.
+
+    ``lora``: how ``load_lora_adapter`` answers: ``None`` (as vLLM does), a list of replies by
+    call order, or a callable ``(request_body, call_index) -> reply``; a reply of ``None`` (or a
+    call past the list's end) gets vLLM's answer, and a 200 reply loads the adapter.
+    ``served``: when given, the only model names (besides loaded adapters) chat requests may name.
     """
 
-    def __init__(self, script: Script | Iterable[Any] | None = None, *, host: str = "127.0.0.1", port: int = 0, record: bool = True) -> None:
+    def __init__(
+        self,
+        script: Script | Iterable[Any] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        record: bool = True,
+        lora: Script | Iterable[Any] | None = None,
+        served: Iterable[str] | None = None,
+    ) -> None:
         if script is None:
             script = _hello
         elif not callable(script):
             script = Sequence(script)
         self.script: Script = script
+        if lora is not None and not callable(lora):
+            lora = _Replies(lora)
+        self.lora: Script | None = lora
+        self.served: list[str] | None = None if served is None else list(served)
         self.host, self.port = host, port
         self.record = record
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str] = []
+        self.lora_requests: list[dict[str, Any]] = []
+        self.lora_authorizations: list[str] = []
+        self.adapters: dict[str, str] = {}
+        self.lora_calls = 0
         self.calls = 0
         self.inflight = 0
         self.max_inflight = 0
@@ -247,6 +294,51 @@ class ScriptedServer:
     def base_url(self) -> str:
         """The base URL to give an OpenAI client (``http://127.0.0.1:PORT/v1``)."""
         return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def models(self) -> list[str | None]:
+        """The ``model`` each recorded chat request named, in arrival order."""
+        with self._lock:
+            return [r.get("model") if isinstance(r, dict) else None for r in self.requests]
+
+    def _unknown_model(self, body: dict[str, Any]) -> Reply | None:
+        """vLLM's 404 for a model that is neither served nor a loaded adapter (only with ``served``)."""
+        if self.served is None:
+            return None
+        model = body.get("model")
+        with self._lock:
+            known = model in self.served or model in self.adapters
+        if known:
+            return None
+        return Reply(status=404, body={"error": {"message": f"The model `{model}` does not exist.", "type": "NotFoundError", "param": "model", "code": 404}})
+
+    def _load_lora(self, body: dict[str, Any], auth: str) -> Reply:
+        """Answer one ``load_lora_adapter`` request (scripted, else as vLLM does)."""
+        with self._lock:
+            n = self.lora_calls
+            self.lora_calls += 1
+            self.lora_requests.append(body)
+            self.lora_authorizations.append(auth)
+        name, path = body.get("lora_name"), body.get("lora_path")
+        reply: Any = None
+        if self.lora is not None:
+            try:
+                reply = self.lora(body, n)
+            except Exception as exc:  # noqa: BLE001 - a broken script is a 500 the test will see
+                reply = error(500, f"scripted server: the lora script raised {type(exc).__name__}: {exc}")
+        if reply is None:
+            if not name or not path:
+                return error(400, "Both 'lora_name' and 'lora_path' must be provided.")
+            with self._lock:
+                if name in self.adapters and not body.get("load_inplace"):
+                    return error(400, f"The lora adapter '{name}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.")
+            reply = lora_loaded(str(name))
+        if not isinstance(reply, Reply):
+            reply = Reply(body=reply)
+        if reply.status == 200 and isinstance(name, str) and name:
+            with self._lock:
+                self.adapters[name] = str(path or "")
+        return reply
 
     def _next(self, body: dict[str, Any], auth: str) -> int:
         with self._lock:
@@ -294,13 +386,24 @@ class ScriptedServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                route = self.path.rstrip("/")
+                if not route.endswith(("/chat/completions", "/load_lora_adapter")):
                     self._send(error(404, f"scripted server: no route {self.path}"))
                     return
                 try:
                     body = json.loads(raw or b"{}")
                 except ValueError:
                     self._send(error(400, "scripted server: the request body is not JSON"))
+                    return
+                if not isinstance(body, dict):
+                    self._send(error(400, "scripted server: the request body is not a JSON object"))
+                    return
+                if route.endswith("/load_lora_adapter"):
+                    reply = server._load_lora(body, self.headers.get("Authorization", ""))
+                    if reply.delay > 0 and server._stop.wait(reply.delay):
+                        self.close_connection = True
+                        return
+                    self._send(reply)
                     return
                 n = server._next(body, self.headers.get("Authorization", ""))
                 try:
@@ -310,10 +413,12 @@ class ScriptedServer:
                         server.inflight -= 1
 
             def _answer(self, body: dict[str, Any], n: int) -> None:
-                try:
-                    reply = server.script(body, n)
-                except Exception as exc:  # noqa: BLE001 - a broken script is a 500 the test will see
-                    reply = error(500, f"scripted server: the script raised {type(exc).__name__}: {exc}")
+                reply: Any = server._unknown_model(body)
+                if reply is None:
+                    try:
+                        reply = server.script(body, n)
+                    except Exception as exc:  # noqa: BLE001 - a broken script is a 500 the test will see
+                        reply = error(500, f"scripted server: the script raised {type(exc).__name__}: {exc}")
                 if not isinstance(reply, Reply):
                     reply = Reply(body=reply)
                 if isinstance(reply.body, dict) and "choices" in reply.body and "usage" not in reply.body and reply.status == 200:
@@ -325,7 +430,9 @@ class ScriptedServer:
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/").endswith("/models"):
-                    self._send(Reply(body={"object": "list", "data": [{"id": "scripted", "object": "model"}]}))
+                    with server._lock:
+                        ids = [*(server.served or ["scripted"]), *server.adapters]
+                    self._send(Reply(body={"object": "list", "data": [{"id": i, "object": "model"} for i in ids]}))
                 else:
                     self._send(error(404, f"scripted server: no route {self.path}"))
 

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -42,6 +44,32 @@ def _wait_for_log(path: Path, text: str, proc: Any, timeout: float = 60) -> None
 def wait_for_log() -> Any:
     """``wait_for_log(path, text, proc, timeout=60)``: wait until a process's log file contains ``text``."""
     return _wait_for_log
+
+
+@pytest.fixture
+def worker_process(envk: Any, nats_server: str, tmp_path: Path) -> Any:
+    """``with worker_process("plugins") as log:`` — a real ``envkernel worker --plugins ...`` on the
+    test's NATS server, serving once the block starts, and stopped cleanly (SIGTERM, exit 0) when it
+    ends. ``log`` is its JSON log file."""
+
+    @contextlib.contextmanager
+    def serve(plugins: str) -> Iterator[Path]:
+        log = tmp_path / "worker.log"
+        with log.open("w") as logf:
+            worker = envk.popen("--log-level", "debug", "--json-logs", "worker", "--plugins", plugins, "--nats-url", nats_server,
+                                stdout=logf, stderr=logf)
+        try:
+            _wait_for_log(log, "worker serving", worker)
+            yield log
+            assert worker.poll() is None, "the worker died during the block"
+            worker.send_signal(signal.SIGTERM)
+            assert worker.wait(timeout=60) == 0
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+
+    return serve
 
 
 @pytest.fixture

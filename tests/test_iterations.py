@@ -10,7 +10,6 @@ misbehaves at iteration ends (tests/thirdparty/envkernel-badtrainer).
 from __future__ import annotations
 
 import json
-import signal
 import struct
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -112,20 +111,10 @@ def test_the_learner_beats_the_random_policy_on_held_out_tasks(envk_factory) -> 
         assert (d / "reward_curve.png").stat().st_size > 1000
 
 
-def test_a_trainer_in_another_process_closes_the_loop(envk, nats_server: str, tmp_path: Path, wait_for_log) -> None:
-    log = tmp_path / "worker.log"
-    with log.open("w") as logf:
-        worker = envk.popen("--json-logs", "worker", "--plugins", "reinforce", "--nats-url", nats_server, stdout=logf, stderr=logf)
-    try:
-        wait_for_log(log, "worker serving", worker)
+def test_a_trainer_in_another_process_closes_the_loop(envk, nats_server: str, worker_process) -> None:
+    with worker_process("reinforce") as log:
         run = envk.run("--nats-url", nats_server, "--plugins", "+reinforce", "--remote", "trainer:reinforce-learner", "--policy", "reinforce",
                        "--iterations", "3", "-G", "2", run_id="remote")
-        worker.send_signal(signal.SIGTERM)
-        assert worker.wait(timeout=60) == 0
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait()
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     assert run.config["remote"] == ["trainer:reinforce-learner"]
     assert "reinforce-learner" in run.config["components"]["trainer"]
@@ -139,9 +128,20 @@ def test_a_trainer_in_another_process_closes_the_loop(envk, nats_server: str, tm
     assert (run.dir / "reward_curve.png").exists()
 
 
-def test_remote_needs_role_and_component(envk) -> None:
+def test_bad_iteration_and_remote_flags_are_usage_errors(envk) -> None:
     proc = envk("run", "--remote", "gpu-trainer", "--no-progress", timeout=60)
     assert proc.returncode == 2 and "--remote 'gpu-trainer'" in proc.stderr and "ROLE:COMPONENT" in proc.stderr
+    proc = envk("run", "--plugins", "+reinforce", "--remote", "trainer:reinforce", "--no-progress", timeout=60)
+    assert proc.returncode == 2 and "'reinforce' is a policy, not a trainer" in proc.stderr
+    proc = envk("run", "--iterations", "0", "--no-progress", timeout=60)
+    assert proc.returncode == 2 and "iterations and rollouts_per_task must be at least 1" in proc.stderr
+
+
+def test_a_remote_component_nobody_serves_is_named_and_the_wait_is_bounded(envk) -> None:
+    run = envk.run("--remote", "trainer:ghost", "--set", "chains.tasks_per_env=2", "--set", "ghost.anything=1", "--timeout", "15", run_id="ghost")
+    assert run.proc.returncode == 3, run.proc.stderr[-3000:]
+    assert "no worker has served this remote component" in run.proc.stderr and "ghost" in run.proc.stderr
+    assert run.summary["tasks"] > 0  # what was produced is kept
 
 
 def test_misbehaving_trainer_updates_fail_clearly_and_the_loop_goes_on(envk, thirdparty_site: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -43,22 +42,10 @@ async def _read_run(url: str, run: str) -> list[Any]:
     return events
 
 
-def test_worker_serves_the_reward_model_for_runs_on_a_shared_server(envk, nats_server: str, tmp_path: Path, wait_for_log) -> None:
-    log = tmp_path / "worker.log"
-    with log.open("w") as logf:
-        worker = envk.popen("--log-level", "debug", "--json-logs", "worker", "--plugins", "traceoutcome", "--nats-url", nats_server,
-                            stdout=logf, stderr=logf)
-    try:
-        wait_for_log(log, "worker serving", worker)
+def test_worker_serves_the_reward_model_for_runs_on_a_shared_server(envk, nats_server: str, worker_process) -> None:
+    with worker_process("traceoutcome") as log:
         first = envk.run("--nats-url", nats_server, "-G", "4", run_id="w1")
         second = envk.run("--nats-url", nats_server, "--seed", "5", "--set", "chains.tasks_per_env=5", run_id="w2")
-        assert worker.poll() is None, "the worker died during the runs"
-        worker.send_signal(signal.SIGTERM)
-        assert worker.wait(timeout=60) == 0
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait()
     for run in (first, second):
         assert run.proc.returncode == 0, run.proc.stderr[-3000:]
         assert run.summary["tasks"] > 0 and run.summary["mean_reward"] == 1.0 and run.summary["failures"] == 0
@@ -80,6 +67,30 @@ def test_worker_serves_the_reward_model_for_runs_on_a_shared_server(envk, nats_s
         reports = [eid for e in events if e.kind == "kernel.handled" and e.handler == "traceoutcome" for eid in e.events]
         assert set(reports) == finished
         assert events[-1].kind == "run.finished"
+
+
+def test_a_worker_never_takes_a_trainer_the_run_serves_itself(envk, nats_server: str, worker_process) -> None:
+    """Trainers are stateful: a run's own trainers get consumers of their own, and a worker serves
+    a trainer only for runs that name it in --remote, so a run's groups are never split."""
+    with worker_process("export") as log:
+        run = envk.run("--nats-url", nats_server, "-G", "2", run_id="own")
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    s = run.summary
+    assert len(run.jsonl("sft.jsonl")) + len(run.jsonl("rl.jsonl")) > 0
+    assert len(run.jsonl("rl.jsonl")) == s["tasks"]  # every group reached the run's own rl exporter
+    lines = [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{")]
+    assert not [e for e in lines if e["event"] == "handled" and e.get("component") in ("sft", "rl")]
+    # the run's own consumers are gone with it
+    infos = asyncio.run(_consumer_names(nats_server))
+    assert not [n for n in infos if n.endswith("__own")], infos
+
+
+async def _consumer_names(url: str) -> list[str]:
+    bus = await Bus.connect(url, setup=False)
+    try:
+        return [c.name for c in await bus.js.consumers_info("ENVK")]
+    finally:
+        await bus.close()
 
 
 def test_worker_cli_errors(envk) -> None:

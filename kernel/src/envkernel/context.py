@@ -33,9 +33,9 @@ def env_key(run: str, env_id: str) -> str:
     return f"env/{run}/{env_id}"
 
 
-def update_key(run: str, policy: str, iteration: int, trainer: str) -> str:
-    """Object-store key of the policy update ``trainer`` made for ``policy`` after ``iteration``."""
-    return f"update/{run}/{policy}/{iteration}/{trainer}"
+def update_key(run: str, iteration: int, trainer: str) -> str:
+    """Object-store key of the policy update ``trainer`` made after ``iteration``."""
+    return f"update/{run}/{iteration}/{trainer}"
 
 
 async def store_update(bus: Bus, key: str, update: PolicyUpdate) -> None:
@@ -44,11 +44,12 @@ async def store_update(bus: Bus, key: str, update: PolicyUpdate) -> None:
 
 
 async def load_update(bus: Bus, key: str) -> PolicyUpdate:
-    """A policy update from the object store, by the reference ``policy.updated`` carries."""
-    try:
-        res = await bus.objects.get(key)
-    except Exception as exc:
-        raise UpdateError(f"policy update {key!r} is not in the object store: {exc}") from None
+    """A policy update from the object store, by the reference ``policy.updated`` carries.
+
+    Raises :class:`UpdateError` when it does not decode; a missing object raises the object
+    store's own error (``ObjectNotFoundError``), which may be temporary.
+    """
+    res = await bus.objects.get(key)
     try:
         return _update_dec.decode(res.data or b"")
     except msgspec.DecodeError as exc:

@@ -104,6 +104,7 @@ class Coordinator:
             try:
                 for ev, target in events:
                     await self._publish(ev, target)
+                await self._drain_pubacks()
             except Exception as exc:  # the bus went away: stop the run loudly, keep what was produced
                 log.error("the coordinator could not publish; stopping the run", error=f"{type(exc).__name__}: {exc}")
                 self.fatal = f"coordinator could not publish: {type(exc).__name__}: {exc}"
@@ -121,8 +122,10 @@ class Coordinator:
     async def _drain_pubacks(self) -> None:
         acks, self._pubacks = self._pubacks, []
         for r in await asyncio.gather(*acks, return_exceptions=True):
-            if isinstance(r, Exception):
-                log.error("a kernel publish was not acknowledged", error=str(r))
+            if isinstance(r, Exception):  # the event may not be in the stream: waiting for it could hang the run
+                log.error("a kernel publish was not acknowledged; stopping the run", error=str(r))
+                self.fatal = self.fatal or f"a kernel publish was not acknowledged: {type(r).__name__}: {r}"
+                self.done.set()
 
     async def _on_msg(self, msg: Msg) -> None:
         try:
@@ -191,6 +194,8 @@ class Coordinator:
             log.info("iteration started", iteration=k + 1, tasks=len(self.stages.gated), update=update or None)
             return
         if not self._ending_id:
+            if k + 1 < max(1, self.config.iterations):
+                log.warning("no task passed the gate: the remaining iterations have nothing to roll out", iterations=self.config.iterations)
             ending = RunEnding(run=run, id=event_id(run, KERNEL, "ending"), iteration=k, time=time.time())
             self._ending_id = ending.id
             self._publish_later([(ending, None)])
@@ -198,16 +203,23 @@ class Coordinator:
             self.done.set()
 
     def _update_for(self, iteration: int) -> str:
-        """The object-store reference of the update to the run's policy made after ``iteration``."""
+        """The object-store reference of the newest update to the run's policy made after
+        ``iteration`` or before it (an iteration without one keeps the last good update)."""
         policy = self.config.policy
-        made = self.updates.get(iteration, {})
-        for trainer, ev in sorted(made.items()):
-            if ev.policy != policy:
-                log.warning("a trainer updated a policy this run does not roll out; ignoring it", trainer=trainer, policy=ev.policy, run_policy=policy)
-        usable = sorted((t, ev) for t, ev in made.items() if ev.policy == policy)
-        if len(usable) > 1:
-            log.warning("several trainers updated the policy; using the first by name", policy=policy, trainers=[t for t, _ in usable], used=usable[0][0])
-        return usable[0][1].ref if usable else ""
+        for k in range(iteration, -1, -1):
+            made = self.updates.get(k, {})
+            if k == iteration:
+                for trainer, ev in sorted(made.items()):
+                    if ev.policy != policy:
+                        log.warning("a trainer updated a policy this run does not roll out; ignoring it", trainer=trainer, policy=ev.policy, run_policy=policy)
+            usable = sorted((t, ev) for t, ev in made.items() if ev.policy == policy)
+            if len(usable) > 1 and k == iteration:
+                log.warning("several trainers updated the policy; using the first by name", policy=policy, trainers=[t for t, _ in usable], used=usable[0][0])
+            if usable:
+                if k != iteration:
+                    log.warning("no update to the policy after this iteration; the next one keeps the last update", iteration=iteration, update=usable[0][1].ref)
+                return usable[0][1].ref
+        return ""
 
     async def stop(self) -> None:
         """Unsubscribe and wait for the kernel's own publishes."""

@@ -19,9 +19,10 @@ from typing import Any
 import msgspec
 import structlog
 from nats.aio.msg import Msg
+from nats.js.errors import ObjectNotFoundError
 
 from envkernel_bus import Bus, Consumer, Done, Output
-from envkernel_bus.subjects import durable_name, kind_filter
+from envkernel_bus.subjects import STREAM, durable_name, kind_filter
 from envkernel_schemas import (
     DecodeError,
     EnvRejected,
@@ -100,8 +101,14 @@ def _as_list(value: Any, kind: type, what: str) -> list[Any]:
 class Worker:
     """Serves the given components of a registry, for every run whose config selects them."""
 
-    def __init__(self, bus: Bus, registry: Registry, served: list[str], *, known: dict[str, RunConfig] | None = None) -> None:
+    def __init__(self, bus: Bus, registry: Registry, served: list[str], *, known: dict[str, RunConfig] | None = None,
+                 run_scoped: str | None = None) -> None:
+        """``run_scoped``: the run whose own process this is. Its broadcast components (trainers)
+        then get consumers of their own for that run, never shared with other processes; without
+        it (``envkernel worker``), a broadcast component serves only the runs that name it in
+        ``--remote``, so no trainer's groups are ever split between processes."""
         self.bus = bus
+        self.run_scoped = run_scoped
         self.registry = registry
         self.served = [registry.get(n) for n in served]
         self._configs: dict[str, RunConfig] = dict(known or {})
@@ -110,7 +117,7 @@ class Worker:
         self._tasks: list[asyncio.Task[None]] = []
         self._services: list[SandboxService] = []
         self._lock = asyncio.Lock()
-        self._applied: dict[tuple[str, str], str] = {}
+        self._applied: dict[tuple[str, str], tuple[str, int]] = {}
         self._apply_failed: dict[tuple[str, str, str], str] = {}
         self._apply_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self.pool = SandboxPool(bus)
@@ -133,10 +140,13 @@ class Worker:
                 kinds.append((kind, None))
             for kind, target in kinds:
                 concurrency = int(getattr(comp.factory, "concurrency", 1024))
+                durable, run = durable_name(kind, comp.name), "*"
+                if target is None and self.run_scoped:
+                    durable, run = f"{durable}__{self.run_scoped}", self.run_scoped
                 consumer = Consumer(
                     self.bus,
-                    durable_name(kind, comp.name),
-                    kind_filter(kind, target),
+                    durable,
+                    kind_filter(kind, target, run),
                     self._handler(comp, kind),
                     self._finalize(comp),
                     max_inflight=concurrency,
@@ -153,6 +163,12 @@ class Worker:
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        for c in self._consumers:  # a run's own consumers go with it
+            if self.run_scoped and c.durable.endswith(f"__{self.run_scoped}"):
+                try:
+                    await self.bus.js.delete_consumer(STREAM, c.durable)
+                except Exception as exc:  # noqa: BLE001 - the server may be gone already
+                    log.debug("could not delete a run's consumer", consumer=c.durable, error=str(exc))
         if self.pool.opened:
             log.info("sandbox pool", opened=self.pool.opened, reused=self.pool.reused)
         await self.pool.close()
@@ -217,6 +233,8 @@ class Worker:
                 return [], None
             if broadcast and comp.name not in cfg.components.get(comp.role, []):
                 return [], None  # a broadcast event of a run that does not use this component
+            if broadcast and self.run_scoped is None and f"{comp.role}:{comp.name}" not in cfg.remote:
+                return [], None  # the run's own process serves it (on a consumer of its own)
             try:
                 children = await self._invoke(comp, cfg, ev, msg.data)
             except Exception as exc:  # a kernel bug must still end as data, never as a lost event
@@ -325,15 +343,22 @@ class Worker:
             update_fn = getattr(inst, "update", None)
             if update_fn is None:
                 return []
-            upd = await call_role(update_fn, ev, ctx)
+            ref = update_key(ev.run, ev.iteration, comp.name)
+            upd: Any = None
+            try:  # a redelivered iteration.ended: announce the stored update again, do not train twice
+                upd = await load_update(self.bus, ref)
+                log.warning("iteration.ended delivered again; re-announcing the stored update", trainer=comp.name, iteration=ev.iteration)
+            except ObjectNotFoundError:  # not stored yet: the usual case
+                pass
             if upd is None:
-                return []
-            if not isinstance(upd, PolicyUpdate):
-                raise PluginContractError(f"{comp.name}.update returned {type(upd).__name__}, expected PolicyUpdate or None")
-            policy = upd.policy or cfg.policy
-            ref = update_key(ev.run, policy, ev.iteration, comp.name)
-            await store_update(self.bus, ref, msgspec.structs.replace(upd, policy=policy))
-            c = child(PolicyUpdated, 0, trainer=comp.name, policy=policy, ref=ref, metrics=dict(upd.metrics))
+                upd = await call_role(update_fn, ev, ctx)
+                if upd is None:
+                    return []
+                if not isinstance(upd, PolicyUpdate):
+                    raise PluginContractError(f"{comp.name}.update returned {type(upd).__name__}, expected PolicyUpdate or None")
+                upd = msgspec.structs.replace(upd, policy=upd.policy or cfg.policy)
+                await store_update(self.bus, ref, upd)
+            c = child(PolicyUpdated, 0, trainer=comp.name, policy=upd.policy, ref=ref, metrics=dict(upd.metrics))
             return [(c, subject_of(cfg, c))]
 
         if isinstance(ev, RunEnding):
@@ -367,15 +392,18 @@ class Worker:
     async def _apply_update(self, comp: Component, inst: Any, ctx: Context, ev: RolloutRequested) -> None:
         """Hand the policy the update this rollout names, once per process (before any rollout using it).
 
-        A policy without ``apply_update`` is warned about once and rolls out unchanged. A failed
-        update fails every rollout naming it, each with the same clear error (fetched once).
+        A policy without ``apply_update`` is warned about once and rolls out unchanged. An update
+        the policy refuses (or that does not decode) fails every rollout naming it, each with the
+        same clear error; a fetch that fails is retried by the next rollout. A redelivered request
+        of an earlier iteration never takes the policy back to an older update.
         """
         key = (ev.run, comp.name)
-        if self._applied.get(key) == ev.update:
+        if self._applied.get(key, ("", -1))[0] == ev.update:
             return
         lock = self._apply_locks.setdefault(key, asyncio.Lock())
         async with lock:
-            if self._applied.get(key) == ev.update:
+            ref, iteration = self._applied.get(key, ("", -1))
+            if ref == ev.update or ev.iteration < iteration:
                 return
             failed = self._apply_failed.get((ev.run, comp.name, ev.update))
             if failed:
@@ -383,16 +411,22 @@ class Worker:
             apply = getattr(inst, "apply_update", None)
             if apply is None:
                 log.warning("this policy takes no updates (no apply_update); it rolls out unchanged", policy=comp.name, update=ev.update)
-                self._applied[key] = ev.update
+                self._applied[key] = (ev.update, ev.iteration)
                 return
             try:
                 update = await load_update(self.bus, ev.update)
+            except UpdateError as exc:
+                self._apply_failed[(ev.run, comp.name, ev.update)] = f"{comp.name} could not apply policy update {ev.update}: {exc}"
+                raise
+            except Exception as exc:
+                raise UpdateError(f"{comp.name} could not fetch policy update {ev.update}: {type(exc).__name__}: {exc}") from exc
+            try:
                 await call_role(apply, update, ctx)
             except Exception as exc:
                 msg = f"{comp.name} could not apply policy update {ev.update}: {type(exc).__name__}: {exc}"
                 self._apply_failed[(ev.run, comp.name, ev.update)] = msg
                 raise UpdateError(msg) from exc
-            self._applied[key] = ev.update
+            self._applied[key] = (ev.update, ev.iteration)
             log.info("policy update applied", policy=comp.name, update=ev.update, iteration=ev.iteration)
 
     async def _rollout(self, inst: Any, ctx: Context, ev: RolloutRequested) -> Trajectory:

@@ -14,9 +14,10 @@ from typing import Any
 
 import msgspec
 import structlog
-from nats.js.errors import KeyNotFoundError
+from nats.js.errors import KeyNotFoundError, NotFoundError
 
 from envkernel_bus import Bus, EmbeddedServer, discovery
+from envkernel_bus.subjects import STREAM, durable_name
 from envkernel_schemas import Event, RunFinished, event_id, is_token, encode
 
 from . import config as cfgmod
@@ -28,7 +29,7 @@ from .progress import Progress
 from .recorder import Recorder
 from .roles import ROLES
 from .router import Worker
-from .routing import synthesizer_for
+from .routing import BROADCAST_INPUTS, WORK_INPUTS, synthesizer_for
 from .stages import KERNEL
 
 log = structlog.get_logger("envkernel.run")
@@ -75,6 +76,20 @@ def remote_components(entries: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+async def _check_remote(bus: Bus, config: RunConfig, nats_url: str) -> None:
+    """Warn about each remote component no worker has ever served on this server (the run would wait for it)."""
+    for role, name in remote_components(config.remote):
+        kind = WORK_INPUTS.get(role) or BROADCAST_INPUTS.get(role, ("",))[0]
+        if not kind:
+            continue
+        try:
+            await bus.js.consumer_info(STREAM, durable_name(kind, name))
+        except NotFoundError:
+            log.warning("no worker has served this remote component on this server yet; the run waits for one "
+                        "(start `envkernel worker --plugins PLUGIN --nats-url URL`, and bound the wait with --timeout)",
+                        component=name, role=role, nats=nats_url)
+
+
 def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None) -> Prepared:
     """Resolve the config (flags > env > file), load the selected plugins and check the roles."""
     top, sections = cfgmod.split_file(cfgmod.read_file(file), str(file or "config"))
@@ -82,10 +97,15 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     run_id = config.run_id or new_run_id()
     if not is_token(run_id):
         raise ConfigError(f"run id {run_id!r} is not valid: use letters, digits, - and _ (at most 64)")
+    if config.iterations < 1 or config.rollouts_per_task < 1:
+        raise ConfigError(f"iterations and rollouts_per_task must be at least 1 (got {config.iterations} and {config.rollouts_per_task})")
     selected = resolve_selection(config.plugins)
     registry = load(selected)
     components = {role: [c.name for c in registry.by_role(role)] for role in ROLES}
     for role, name in remote_components(config.remote):
+        local = registry.components.get(name)
+        if local is not None and local.role != role:
+            raise ConfigError(f"--remote {role}:{name}: the selected component {name!r} is a {local.role}, not a {role}")
         if name not in components[role]:
             components[role].append(name)
     for role in REQUIRED_ROLES:
@@ -179,7 +199,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
     registry = prep.registry
     sources = {c.name: c.sources for c in registry.by_role("synthesizer")}
     remote = {n for _, n in remote_components(config.remote)}
-    worker = Worker(bus, registry, [n for n in registry.components if n not in remote], known={config.run_id: config})
+    worker = Worker(bus, registry, [n for n in registry.components if n not in remote], known={config.run_id: config}, run_scoped=config.run_id)
     if remote:
         log.info("this run uses remote components: serve them with `envkernel worker --plugins PLUGIN --nats-url URL`",
                  remote=sorted(remote), nats=nats_url)
@@ -190,6 +210,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
     _on_signals(stop.set)
     try:
         await worker.start()
+        await _check_remote(bus, config, nats_url)
         await coord.start()
         with progress:
             waiters = [asyncio.create_task(coord.done.wait()), asyncio.create_task(stop.wait())]

@@ -189,7 +189,7 @@ class IterationEnded(Event, kw_only=True, tag="iteration.ended.v1"):
     groups: int = 0
     """Groups scored in this iteration."""
     mean_reward: float | None = None
-    """Mean reward of the iteration's training rollouts."""
+    """Mean reward of the iteration's rollouts of the emitted tasks (every split; not the gate's)."""
     last: bool = False
     """True when no iteration follows (an update is still stored, as the final policy)."""
 

@@ -225,9 +225,10 @@ class ReinforceLearner:
     def finish(self, ctx: Any) -> None:
         """Write the curve (JSON and PNG) and the final weights into the run folder."""
         s = self.settings
-        out = Path(ctx.out_dir)
+        out = Path(ctx.out_dir)  # the run host's folder: a trainer on another host writes the same path there
         if not self.curve:
             return
+        out.mkdir(parents=True, exist_ok=True)
         (out / s.curve_json).write_text(json.dumps(self.curve, indent=2))
         if s.weights_json:
             (out / s.weights_json).write_text(json.dumps(self.weights))

@@ -35,7 +35,7 @@ import msgspec
 from envkernel.hookspecs import hookimpl
 from envkernel.messages import answer_from, call_and_record
 from envkernel_grpo import advantages
-from envkernel_schemas import GroupScored, IterationEnded, PolicyUpdate, RolloutRequested, Task, ToolResult, Trajectory
+from envkernel_schemas import GroupScored, IterationEnded, PolicyUpdate, RolloutRequested, Task, ToolResult, ToolSpec, Trajectory
 
 from . import model
 from .model import STOP, Weights
@@ -96,10 +96,10 @@ def chosen_actions(trajectory: Trajectory) -> list[str]:
     return [*acts, STOP] if trajectory.termination == "answer" else acts
 
 
-def offered_tools(env_tools: list[str], task: Task) -> list[str]:
+def offered_tools(env_tools: list[ToolSpec], task: Task) -> list[ToolSpec]:
     """The tools a rollout of ``task`` is offered, in the environment's order (as the kernel does)."""
     offered = set(task.tools)
-    return [t for t in env_tools if not offered or t in offered]
+    return [t for t in env_tools if not offered or t.name in offered]
 
 
 class ReinforcePolicy:
@@ -125,7 +125,7 @@ class ReinforcePolicy:
         """Pick tools one at a time until stop (or ``max_calls``); answer with the last output."""
         task = request.task
         weights = self.weights
-        state = model.State(task.request, [t.name for t in env.tools])
+        state = model.State(task.request, list(env.tools))
         rng = random.Random(f"{ctx.seed}/{request.iteration}/{task.id}/{request.index}")
         messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task.request}]
         used = Counter[str]()
@@ -173,9 +173,9 @@ class ReinforceLearner:
         self._lock = threading.Lock()
         self._warned: set[str] = set()
 
-    def _tools(self, task: Task, ctx: Any) -> list[str]:
+    def _tools(self, task: Task, ctx: Any) -> list[ToolSpec]:
         env = ctx.wait(ctx.env(task.env_id))
-        return offered_tools([t.name for t in env.tools], task)
+        return offered_tools(list(env.tools), task)
 
     def consume(self, group: GroupScored, ctx: Any) -> None:
         """Record the group's rewards; on a train task, accumulate its policy gradient."""

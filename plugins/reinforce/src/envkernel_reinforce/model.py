@@ -7,10 +7,12 @@ number and the set of tools already called. Two kinds of features, both strings:
 - *state* features (words, previous tool, step, tools called), each with a weight per action;
 - *shared* features of a (state, action) pair, with one weight for every action
   (``weights["*"]``): how many of the tool name's words the request uses (and whether it uses
-  the verb), the tool's verb
+  the verb), how many of the tool description's words it uses, read/write after read/write, the
+  tool's verb
   (``list``, ``create``...) after the previous tool's verb, a request word with the tool's verb,
   whether the tool works on the previous tool's resource, whether it was called already; for
-  *stop*, how many verbs the request names that no call has used yet. These
+  *stop*, how many verbs the request names that no call has used yet, how many writes were
+  made, and whether the last call read or wrote. These
   carry over to chains, tools and environments never trained on.
 
 With every weight 0 the policy is exactly the uniform random policy over the same actions, which
@@ -26,6 +28,7 @@ import math
 import random
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 STOP = "<stop>"
 """The action that ends the rollout."""
@@ -76,18 +79,40 @@ def tool_parts(name: str) -> tuple[str, frozenset[str]]:
     return (parts[0] if parts else ""), frozenset(_stem(p) for p in parts[1:])
 
 
+_STOPWORDS = frozenset("the and for with from into that this these those its all any each one are was has have not you your".split())
+
+
+class ToolInfo:
+    """What the policy knows of a tool besides its name: reads or writes, and its description's words."""
+
+    def __init__(self, tool: Any) -> None:
+        self.name: str = getattr(tool, "name", tool)
+        mutates = getattr(tool, "mutates", None)
+        self.kind = "?" if mutates is None else "write" if mutates else "read"
+        desc = getattr(tool, "description", "") or ""
+        self.stems = frozenset(_stem(w) for w in words(desc) if len(w) > 2 and w not in _STOPWORDS)
+
+
 def pair_features(stems: frozenset[str], request_words: Sequence[str], prev: str, called: Sequence[str], action: str,
-                  unmet: int = 0) -> list[Feature]:
+                  unmet: int = 0, info: dict[str, ToolInfo] | None = None) -> list[Feature]:
     """Shared features of taking ``action`` in a state (see the module docstring). ``unmet`` is
-    how many verbs the request names (among the offered tools' verbs) no call has used yet."""
+    how many verbs the request names (among the offered tools' verbs) no call has used yet;
+    ``info`` gives each tool's kind (read/write) and description words."""
+    info = info or {}
     verb, res = tool_parts(action)
+    pinfo = info.get(prev)
+    pkind = "^" if prev == "^" else pinfo.kind if pinfo else "?"
     if action == STOP:
+        writes = sum(1 for t in called if (ti := info.get(t)) is not None and ti.kind == "write")
         return [("verb:stop", 1.0), (f"verb:{tool_parts(prev)[0] if prev != '^' else '^'}>stop", 1.0), (f"stop-unmet:{min(unmet, 2)}", 1.0),
-                (f"stop-calls:{min(len(called), 8)}", 1.0)]
+                (f"stop-calls:{min(len(called), 8)}", 1.0), (f"stop-after:{pkind}", 1.0), (f"stop-writes:{min(writes, 2)}", 1.0)]
     pverb, pres = tool_parts(prev) if prev != "^" else ("^", frozenset())
     named = _stem(verb) in stems
+    me = info.get(action)
+    kind = me.kind if me else "?"
+    desc = min(len(me.stems & stems), 4) if me else 0
     feats = [(f"verb:{verb}", 1.0), (f"verb:{pverb}>{verb}", 1.0), (f"overlap:{min(len(res & stems), 3)}", 1.0),
-             (f"named:{named}:{min(len(res & stems), 2)}", 1.0)]
+             (f"named:{named}:{min(len(res & stems), 2)}", 1.0), (f"kind:{pkind}>{kind}", 1.0), (f"desc:{desc}", 1.0)]
     if res and res & pres:
         feats.append((f"same-resource:{verb}", 1.0))
     if action in called:
@@ -135,11 +160,14 @@ def choose(probs: Sequence[float], rng: random.Random) -> int:
 class State:
     """The policy's view while a rollout unfolds: request words, previous tool, tools called."""
 
-    def __init__(self, request: str, tools: Sequence[str]) -> None:
+    def __init__(self, request: str, tools: Sequence[Any]) -> None:
+        """``tools``: the offered tools, as ToolSpecs (name, mutates, description) or bare names."""
         self.words = words(request)
         self.stems = frozenset(_stem(w) for w in self.words)
-        self.actions = [*tools, STOP]
-        self.named_verbs = {v for v in (tool_parts(t)[0] for t in tools) if _stem(v) in self.stems}
+        infos = [ToolInfo(t) for t in tools]
+        self.info = {i.name: i for i in infos}
+        self.actions = [*(i.name for i in infos), STOP]
+        self.named_verbs = {v for v in (tool_parts(i.name)[0] for i in infos) if _stem(v) in self.stems}
         self.prev = "^"
         self.called: list[str] = []
 
@@ -147,7 +175,7 @@ class State:
         """State features, and each action's shared features."""
         feats = features(self.words, self.prev, len(self.called), self.called)
         unmet = len(self.named_verbs - {tool_parts(t)[0] for t in self.called})
-        pairs = [pair_features(self.stems, self.words, self.prev, self.called, a, unmet) for a in self.actions]
+        pairs = [pair_features(self.stems, self.words, self.prev, self.called, a, unmet, self.info) for a in self.actions]
         return feats, pairs
 
     def probabilities(self, weights: Weights) -> list[float]:
@@ -161,7 +189,7 @@ class State:
         self.prev = action
 
 
-def steps(request: str, tools: Sequence[str], chosen: Sequence[str]) -> Iterable[tuple[list[Feature], list[list[Feature]], list[str], str]]:
+def steps(request: str, tools: Sequence[Any], chosen: Sequence[str]) -> Iterable[tuple[list[Feature], list[list[Feature]], list[str], str]]:
     """Replay a rollout's decisions: (state features, shared features, actions, action taken) per step.
 
     ``chosen`` is the sequence of actions taken (tool names, ending in :data:`STOP` when the
@@ -176,7 +204,7 @@ def steps(request: str, tools: Sequence[str], chosen: Sequence[str]) -> Iterable
         state.take(a)
 
 
-def accumulate(grad: Weights, weights: Weights, request: str, tools: Sequence[str], chosen: Sequence[str], advantage: float) -> int:
+def accumulate(grad: Weights, weights: Weights, request: str, tools: Sequence[Any], chosen: Sequence[str], advantage: float) -> int:
     """Add ``advantage · ∇ log π(chosen)`` under ``weights`` into ``grad``; return the steps seen."""
     n = 0
     for feats, pairs, actions, a in steps(request, tools, chosen):

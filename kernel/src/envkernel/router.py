@@ -118,6 +118,7 @@ class Worker:
         self._services: list[SandboxService] = []
         self._lock = asyncio.Lock()
         self._applied: dict[tuple[str, str], tuple[str, int]] = {}
+        self._finished: set[tuple[str, str]] = set()
         self._apply_failed: dict[tuple[str, str, str], str] = {}
         self._apply_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self.pool = SandboxPool(bus)
@@ -156,13 +157,19 @@ class Worker:
                 self._consumers.append(consumer)
                 self._tasks.append(asyncio.create_task(consumer.run()))
 
-    async def stop(self, cancel: bool = False) -> None:
-        """Stop consuming, finish (or with ``cancel`` abandon) in-flight work, close sandboxes and components."""
+    async def stop(self, cancel: bool = False, finish_run: str | None = None) -> None:
+        """Stop consuming, finish (or with ``cancel`` abandon) in-flight work, close sandboxes and components.
+
+        ``finish_run``: a run that is being aborted; its trainers that have not finished get
+        ``finish`` now, so what they consumed is written (``rl.parquet``, curves, cards).
+        """
         for c in self._consumers:
             await c.stop(cancel)
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if finish_run:
+            await self._finish_trainers(finish_run)
         for c in self._consumers:  # a run's own consumers go with it
             if self.run_scoped and c.durable.endswith(f"__{self.run_scoped}"):
                 try:
@@ -183,6 +190,18 @@ class Worker:
                         await res
                 except Exception as exc:  # noqa: BLE001
                     log.warning("component close failed", error=str(exc))
+
+    async def _finish_trainers(self, run: str, timeout: float = 120.0) -> None:
+        for (rid, name), (inst, ctx) in list(self._instances.items()):
+            finish = getattr(inst, "finish", None)
+            if rid != run or ctx.role != "trainer" or finish is None or (rid, name) in self._finished:
+                continue
+            self._finished.add((rid, name))
+            try:
+                await asyncio.wait_for(call_role(finish, ctx), timeout)
+                log.info("the run was aborted; trainer finished what it had", trainer=name)
+            except Exception as exc:  # noqa: BLE001 - an abort goes on
+                log.error("the run was aborted and a trainer's finish failed", trainer=name, error=f"{type(exc).__name__}: {exc}")
 
     # -- runs and instances ----------------------------------------------------------------------
     async def config_for(self, run: str) -> RunConfig | None:
@@ -364,6 +383,7 @@ class Worker:
         if isinstance(ev, RunEnding):
             finish = getattr(inst, "finish", None)
             if finish is not None:
+                self._finished.add((ev.run, comp.name))
                 await call_role(finish, ctx)
             return []
 

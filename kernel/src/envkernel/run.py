@@ -223,7 +223,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
                 aborted = "interrupted" if stop.is_set() else f"timed out after {timeout} s"
     finally:
         _on_signals(None)
-        await worker.stop(cancel=bool(aborted))
+        await worker.stop(cancel=bool(aborted), finish_run=config.run_id if aborted else None)
         extra: dict[str, Any] = {"broken_plugins": prep.registry.broken, "undecodable_events": coord.undecodable}
         if aborted:
             extra["aborted"] = aborted

@@ -46,6 +46,27 @@ def wait_for_log() -> Any:
     return _wait_for_log
 
 
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (d / "stat").read_text().split(") ", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if text in cmd and state != "Z":
+            found.append(int(d.name))
+    return found
+
+
+@pytest.fixture
+def processes_mentioning() -> Any:
+    """``processes_mentioning(text)``: pids of live (non-zombie) processes whose command line contains ``text``."""
+    return _processes_mentioning
+
+
 @pytest.fixture
 def worker_process(envk: Any, nats_server: str, tmp_path: Path) -> Any:
     """``with worker_process("plugins") as log:`` — a real ``envkernel worker --plugins ...`` on the

@@ -27,22 +27,6 @@ def _pp(site: Path) -> dict[str, str]:
     return {"PYTHONPATH": str(site)}
 
 
-def _processes_mentioning(text: str) -> list[int]:
-    """Pids of live processes whose command line contains ``text``."""
-    found = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (d / "stat").read_text().split(") ", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if text in cmd and state != "Z":
-            found.append(int(d.name))
-    return found
-
-
 def test_plugin_that_fails_to_import_is_listed_with_its_error(envk, thirdparty_site: Path) -> None:
     proc = envk("plugins", "--json", env=_pp(thirdparty_site))
     assert proc.returncode == 0, proc.stderr
@@ -107,7 +91,7 @@ def test_a_raising_gate_policy_rejects_the_tasks_with_a_reason(envk, thirdparty_
     assert len(rejected) == s["tasks_proposed"] and all(r["reason"] == "gate_failed" and "crashy" in r["detail"] for r in rejected)
 
 
-def test_sigterm_stops_the_run_with_exit_3_and_leaves_nothing_running(envk) -> None:
+def test_sigterm_stops_the_run_with_exit_3_and_leaves_nothing_running(envk, processes_mentioning) -> None:
     log = (envk.cwd / "term.log").open("w+")
     proc = envk.popen("run", "--source", "sample", "--out", "out", "--run-id", "term", "--no-progress", "-G", "16", stdout=log, stderr=log)
     run_dir = envk.cwd / "out" / "term"
@@ -137,8 +121,8 @@ def test_sigterm_stops_the_run_with_exit_3_and_leaves_nothing_running(envk) -> N
     assert pq.read_table(run_dir / "rl.parquet").num_rows == rl_rows
     assert "trainer finished what it had" in err
     time.sleep(0.5)
-    assert _processes_mentioning(str(run_dir / "nats")) == [], "the embedded nats-server outlived its run"
-    assert _processes_mentioning(f"--parent-pid {proc.pid} ") == [], "sandboxes outlived their run"
+    assert processes_mentioning(str(run_dir / "nats")) == [], "the embedded nats-server outlived its run"
+    assert processes_mentioning(f"--parent-pid {proc.pid} ") == [], "sandboxes outlived their run"
 
 
 def test_timeout_exits_3_and_writes_the_summary(envk) -> None:

@@ -33,21 +33,6 @@ class Tapped:
     unlimited_out: str
 
 
-def _processes_mentioning(text: str) -> list[int]:
-    found = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (d / "stat").read_text().split(") ", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if text in cmd and state != "Z":
-            found.append(int(d.name))
-    return found
-
-
 @pytest.fixture(scope="module")
 def tapped(envk_factory) -> Tapped:  # type: ignore[no-untyped-def]
     """A run lasting a few seconds, tapped live twice: with ``--limit 5``, and without a limit."""
@@ -184,22 +169,22 @@ def test_a_subject_filter_selects_events(tapped: Tapped) -> None:
     assert types == ["rollout.scored.v1"] * 6
 
 
-def test_sigterm_to_a_replay_stops_its_server(tapped: Tapped) -> None:
+def test_sigterm_to_a_replay_stops_its_server(tapped: Tapped, processes_mentioning) -> None:
     store = str(tapped.run_dir / "nats")
     tap = tapped.envk.popen("tap", "--run", str(tapped.run_dir), "--json", "--all")  # stdout is never read: tap blocks
     leftover: list[int] = []
     try:
         deadline = time.monotonic() + 30
-        while not _processes_mentioning(store):
+        while not processes_mentioning(store):
             assert tap.poll() is None and time.monotonic() < deadline, "the replay server never started"
             time.sleep(0.05)
         time.sleep(1.0)
         tap.send_signal(signal.SIGTERM)
         tap.wait(timeout=30)
         deadline = time.monotonic() + 5
-        while _processes_mentioning(store) and time.monotonic() < deadline:
+        while processes_mentioning(store) and time.monotonic() < deadline:
             time.sleep(0.1)
-        leftover = _processes_mentioning(store)
+        leftover = processes_mentioning(store)
     finally:
         if tap.poll() is None:
             tap.kill()

@@ -39,12 +39,12 @@ seen here (the same holds for ``traceoutcome``).
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from envkernel_schemas import State, Task, Trajectory
+from envkernel_schemas.rows import canon, columns, row_key
 
 
 @dataclass(frozen=True)
@@ -66,41 +66,6 @@ class Check:
     def guard(self) -> bool:
         """Guards only ever cost credit."""
         return self.kind in ("unchanged", "calls")
-
-
-def canon(v: Any) -> Any:
-    """Canonical form for comparing values: numbers to 10 significant digits, 2.0 == 2."""
-    if isinstance(v, bool) or v is None or isinstance(v, str):
-        return v
-    if isinstance(v, (int, float)):
-        f = float(v)
-        if math.isfinite(f):
-            r = float(f"{f:.10g}")
-            return int(r) if r.is_integer() else r
-        return repr(f)
-    if isinstance(v, dict):
-        return {k: canon(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [canon(x) for x in v]
-    return str(v)
-
-
-def row_key(row: dict[str, Any], cols: list[str]) -> str:
-    """A hashable key of ``row`` projected on ``cols``."""
-    return json.dumps(canon({k: row.get(k) for k in cols}), sort_keys=True, ensure_ascii=False)
-
-
-def columns(*tables: list[dict[str, Any]]) -> list[str]:
-    """Columns of the first non-empty list of rows (in order of appearance)."""
-    for rows in tables:
-        if rows:
-            cols: list[str] = []
-            for r in rows:
-                for k in r:
-                    if k not in cols:
-                        cols.append(k)
-            return cols
-    return []
 
 
 def _show(row: dict[str, Any], limit: int = 160) -> str:

@@ -24,6 +24,7 @@ from collections import Counter
 from typing import Any
 
 from envkernel_schemas import CallRecord, Reward, State, Task, ToolCall, Trajectory
+from envkernel_schemas.rows import columns, row_key
 
 REL_TOL = 1e-6
 """Default relative tolerance for numbers in arguments."""
@@ -80,35 +81,11 @@ def match_calls(reference: list[ToolCall], calls: list[CallRecord], rel_tol: flo
     return out
 
 
-def _canon(v: Any) -> Any:
-    if isinstance(v, bool) or v is None or isinstance(v, str):
-        return v
-    if isinstance(v, (int, float)):
-        f = float(v)
-        if math.isfinite(f):
-            r = float(f"{f:.10g}")
-            return int(r) if r.is_integer() else r
-        return repr(f)
-    if isinstance(v, dict):
-        return {k: _canon(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_canon(x) for x in v]
-    return str(v)
-
-
-def _row_key(row: dict[str, Any]) -> str:
-    return json.dumps(_canon(row), sort_keys=True, ensure_ascii=False)
-
-
 def table_matches(expected: list[dict[str, Any]], initial: list[dict[str, Any]], final: list[dict[str, Any]]) -> tuple[bool, str]:
     """Compare one table's final rows with the expected ones (multisets, projected on the expected columns)."""
-    cols: list[str] = []
-    for r in expected or initial:
-        for k in r:
-            if k not in cols:
-                cols.append(k)
-    got = Counter(_row_key({k: r.get(k) for k in cols}) for r in final)
-    want = Counter(_row_key({k: r.get(k) for k in cols}) for r in expected)
+    cols = columns(expected, initial)
+    got = Counter(row_key(r, cols) for r in final)
+    want = Counter(row_key(r, cols) for r in expected)
     if got == want:
         return True, ""
     missing = sum((want - got).values())

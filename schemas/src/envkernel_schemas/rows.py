@@ -1,0 +1,47 @@
+"""Comparing table rows (``State`` values) the same way everywhere: reward models, checks, tests.
+
+Pure functions, no I/O: values in canonical form (numbers to 10 significant digits, ``2.0 == 2``),
+rows projected on chosen columns and turned into hashable keys, so multisets of rows compare
+with ``collections.Counter``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+
+def canon(v: Any) -> Any:
+    """Canonical form for comparing values: numbers to 10 significant digits, 2.0 == 2."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)):
+        f = float(v)
+        if math.isfinite(f):
+            r = float(f"{f:.10g}")
+            return int(r) if r.is_integer() else r
+        return repr(f)
+    if isinstance(v, dict):
+        return {k: canon(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [canon(x) for x in v]
+    return str(v)
+
+
+def row_key(row: dict[str, Any], cols: list[str]) -> str:
+    """A hashable key of ``row`` projected on ``cols`` (a missing column counts as ``None``)."""
+    return json.dumps(canon({k: row.get(k) for k in cols}), sort_keys=True, ensure_ascii=False)
+
+
+def columns(*tables: list[dict[str, Any]]) -> list[str]:
+    """Columns of the first non-empty list of rows (in order of appearance)."""
+    for rows in tables:
+        if rows:
+            cols: list[str] = []
+            for r in rows:
+                for k in r:
+                    if k not in cols:
+                        cols.append(k)
+            return cols
+    return []

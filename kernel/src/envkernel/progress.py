@@ -29,15 +29,23 @@ class Progress:
         self._live: Any = None
         self._last = 0.0
         self._t0 = time.monotonic()
+        self.iteration = 0
+        self.last_mean: float | None = None
 
     def line(self) -> str:
-        """The current counts as one line."""
+        """The current counts as one line (with the iteration, once a run has more than one)."""
         parts = [f"{LABELS[k]} {self.counts[k]}" for k in SHOWN if self.counts[k] or k in ("task.gated", "rollout.scored")]
+        if self.iteration or self.counts["iteration.ended"]:
+            mean = "" if self.last_mean is None else f" (last mean reward {self.last_mean:.3f})"
+            parts.insert(0, f"iteration {self.iteration}{mean}")
         return f"[{time.monotonic() - self._t0:6.1f}s] " + "  ".join(parts)
 
     def update(self, ev: Event) -> None:
         """Count one event; refresh the display at most every so often."""
         self.counts[ev.kind] += 1
+        if ev.kind == "iteration.ended":
+            self.last_mean = getattr(ev, "mean_reward", None)
+        self.iteration = max(self.iteration, ev.iteration)
         if not self.enabled:
             return
         now = time.monotonic()
@@ -47,7 +55,7 @@ class Progress:
                 self._live.update(self.line())
         elif now - self._last > self.interval:
             self._last = now
-            log.info("progress", **{LABELS[k]: self.counts[k] for k in SHOWN})
+            log.info("progress", iteration=self.iteration, **{LABELS[k]: self.counts[k] for k in SHOWN})
 
     def __enter__(self) -> Progress:
         if self._tty:

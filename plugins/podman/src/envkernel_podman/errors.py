@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from envkernel.errors import SandboxError as _KernelSandboxError
+from envkernel.session import SessionError
 
 
-class SandboxError(_KernelSandboxError, RuntimeError):
+class SandboxError(SessionError, RuntimeError):
     """A sandbox operation other than a tool call failed (image, service, start, load, snapshot...).
 
     ``code`` is the executor's error code when it gave one (``load_failed``, ``unknown_snapshot``,
     ``timeout``, ``crashed``, ``closed``...), ``no_image`` when the sandbox image is missing."""
-
-    def __init__(self, message: str, code: str = "sandbox") -> None:
-        super().__init__(message)
-        self.code = code

@@ -40,13 +40,15 @@ import shutil
 import time
 import weakref
 from collections import deque
+from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 import structlog
-from envkernel_schemas import EnvSpec, State, ToolError, ToolResult
+from envkernel.session import STREAM_LIMIT, ExecutorSession
+from envkernel_schemas import EnvSpec
 
 from .errors import SandboxError
 from .image import DEFAULT_IMAGE, missing_image_error
@@ -61,10 +63,7 @@ def _log(level: str, event: str, **fields: Any) -> None:
         getattr(_logger, level)(event, **fields)
 
 
-STREAM_LIMIT = 64 * 1024 * 1024
-"""Longest response line the host reads (the executor itself refuses responses over half that)."""
 _MAX_RESPONSE = STREAM_LIMIT // 2
-_HOST_GRACE = 2.0
 _LOG_MAX = 1024 * 1024
 _HARD_MARGIN = 60.0
 
@@ -165,31 +164,8 @@ class _Box:
                 w.close()
 
 
-class _HostTimeout(Exception):
-    pass
-
-
 class _Discard(Exception):
     pass
-
-
-class _Died(Exception):
-    pass
-
-
-class _TooLong(Exception):
-    pass
-
-
-@dataclass(frozen=True)
-class _Snapshot:
-    generation: int
-    handle: str
-    log: tuple[tuple[bytes, bytes], ...]
-
-
-def _error(code: str, message: str) -> ToolResult:
-    return ToolResult(ok=False, error=ToolError(code=code, message=message))
 
 
 def _connection_error(exc: BaseException) -> bool:
@@ -207,32 +183,26 @@ def _connection_error(exc: BaseException) -> bool:
     return type(exc).__name__ == "APIError" and getattr(exc, "response", None) is None
 
 
-class PodmanSession:
+class PodmanSession(ExecutorSession):
     """One live sandbox: a container whose executor holds one loaded environment.
 
-    ``replacements`` counts containers replaced after a crash or a hang; ``events`` says why, in
-    order; ``diverged`` is True if a replay after a replacement did not reproduce the same results.
-    """
+    The protocol, the call log and replacement after a crash or a hang (``replacements`` counts
+    replaced containers, ``events``, ``diverged``) come from
+    :class:`~envkernel.session.ExecutorSession`; this class takes containers from the runner's pool,
+    returns or destroys them, and explains their death."""
+
+    error_type = SandboxError
+    retry_crashed = True
+    hang_note = "the container was destroyed"
+    op_hang_note = "the container was destroyed"
+    stream_errors = (BrokenPipeError, ConnectionResetError, OSError)
+    settings: Settings
 
     def __init__(self, runner: PodmanRunner, env: EnvSpec, seed: int) -> None:
-        self.id = "c" + secrets.token_hex(8)
-        self.env = env
-        self.seed = seed
-        self.settings = runner.settings
-        self.replacements = 0
-        self.events: list[str] = []
-        self.diverged = False
+        super().__init__("c" + secrets.token_hex(8), env, seed, runner.settings)
         self.from_pool = False
         self._runner = runner
-        self._lock = asyncio.Lock()
         self._box: _Box | None = None
-        self._generation = 0
-        self._log: list[tuple[bytes, bytes]] = []
-        self._snapshots: dict[str, _Snapshot] = {}
-        self._snapshot_count = 0
-        self._closed: str | None = None
-        self._load = msgspec.json.encode({"op": "load", "env": env, "seed": seed, "timeout": self.settings.startup_timeout})
-        self._expiry = asyncio.get_running_loop().call_later(self.settings.lifetime, self._expire)
 
     @property
     def container(self) -> str | None:
@@ -240,131 +210,31 @@ class PodmanSession:
         box = self._box
         return box.name if box is not None else None
 
-    @property
-    def closed(self) -> bool:
-        return self._closed is not None
-
-    # ------------------------------------------------------------------ role methods
-
-    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
-        """Call a tool. Every failure, including a crash or a hang of the container, is a result."""
-        try:
-            request = msgspec.json.encode(
-                {"op": "call", "tool": tool, "arguments": arguments, "timeout": self.settings.call_timeout}
-            )
-        except (TypeError, msgspec.EncodeError) as exc:
-            return _error("invalid_arguments", f"arguments of {tool!r} are not JSON: {exc}")
-        async with self._lock:
-            self._check_open()
-            try:
-                await self._ensure_running()
-            except SandboxError as exc:
-                return _error("crashed", f"the sandbox could not be restarted: {exc}")
-            try:
-                line = await self._roundtrip(request, self.settings.call_timeout + _HOST_GRACE)
-            except _HostTimeout:
-                await self._kill("timeout")
-                return _error(
-                    "timeout",
-                    f"tool {tool!r} did not finish within {self.settings.call_timeout:g} s and the sandbox did not "
-                    f"stop it; the container was destroyed and will be replaced (the state is rebuilt from the earlier calls)",
-                )
-            except _Died as exc:
-                if self._closed:
-                    return _error("crashed", f"the sandbox was closed during the call ({self._closed})")
-                return _error("crashed", str(exc))
-            except _TooLong:
-                await self._kill("response too long")
-                return _error(
-                    "too_large", f"tool {tool!r} answered with more than {STREAM_LIMIT} bytes; the sandbox will be replaced"
-                )
-            try:
-                result = msgspec.json.decode(line, type=ToolResult)
-            except msgspec.DecodeError as exc:
-                await self._kill("bad response")
-                return _error("crashed", f"the executor answered with something that is not a result: {exc}")
-            if result.ok:
-                self._log.append((request, line))
-            return result
-
-    async def snapshot(self) -> str:
-        """Save the state; return a handle for :meth:`restore`."""
-        async with self._lock:
-            self._check_open()
-            handle = await self._op_alive({"op": "snapshot"})
-            self._snapshot_count += 1
-            name = f"s{self._snapshot_count}"
-            self._snapshots[name] = _Snapshot(self._generation, handle, tuple(self._log))
-            return name
-
-    async def restore(self, snapshot: str) -> None:
-        """Return to a saved state (also after the container was replaced)."""
-        async with self._lock:
-            self._check_open()
-            snap = self._snapshots.get(snapshot)
-            if snap is None:
-                raise SandboxError(f"sandbox {self.id} has no snapshot {snapshot!r}", code="unknown_snapshot")
-            for attempt in (1, 2):
-                await self._ensure_running()
-                try:
-                    await self._restore(snapshot, self._snapshots[snapshot])
-                    return
-                except SandboxError as exc:  # the container died: once more in a replacement
-                    if exc.code != "crashed" or attempt == 2:
-                        raise
-
-    async def _restore(self, name: str, snap: _Snapshot) -> None:
-        if snap.generation == self._generation:
-            await self._op({"op": "restore", "snapshot": snap.handle})
-            self._log = list(snap.log)
-            return
-        # The container that held it was replaced: rebuild the state, then re-take the snapshot.
-        await self._op_raw(self._load, "load")
-        self._log = []
-        await self._replay(snap.log)
-        handle = await self._op({"op": "snapshot"})
-        self._snapshots[name] = _Snapshot(self._generation, handle, snap.log)
-
-    async def state(self) -> State:
-        """Dump every table of the state."""
-        async with self._lock:
-            self._check_open()
-            return await self._op_alive({"op": "dump"})
-
     async def close(self) -> None:
-        """Destroy the container (it ran environment code: never reused). Idempotent."""
-        if self._closed is None:
-            self._closed = "closed"
-        self._expiry.cancel()
+        """Close the sandbox: recycle its container if it is known clean, else destroy it. Idempotent."""
         t0 = time.perf_counter()
+        await super().close()
+        _log("debug", "sandbox closed", session=self.id, ms=round((time.perf_counter() - t0) * 1000, 2))
+
+    # ------------------------------------------------------------------ hooks
+
+    def _running(self) -> bool:
+        box = self._box
+        return box is not None and box.usable()
+
+    async def _discard_dead(self) -> None:
+        if self._box is not None:  # its connection is gone: the container died
+            await self._kill("died")
+
+    def _background(self, coro: Coroutine[Any, Any, None]) -> None:
+        self._runner._spawn(coro)
+
+    async def _shutdown(self) -> None:
         box, self._box = self._box, None
         if box is not None:
             # a request in flight (or a dead connection) means the container is not known clean
             await self._runner._release(box, reusable=box.usable() and not self._lock.locked())
         self._runner._sessions.discard(self)
-        _log("debug", "sandbox closed", session=self.id, ms=round((time.perf_counter() - t0) * 1000, 2))
-
-    # ------------------------------------------------------------------ internals
-
-    def _check_open(self) -> None:
-        if self._closed is not None:
-            raise SandboxError(f"sandbox {self.id} is {self._closed}", code="closed")
-
-    def _expire(self) -> None:
-        if self._closed is None:
-            self._closed = f"stopped: it reached its lifetime of {self.settings.lifetime:g} s"
-            self.events.append("expired")
-            self._runner._spawn(self.close())
-
-    async def _ensure_running(self) -> None:
-        box = self._box
-        if box is not None and box.usable():
-            return
-        if box is not None:  # its connection is gone: the container died
-            await self._kill("died")
-        if self._generation > 0:
-            self.replacements += 1
-        await self._start()
 
     async def _start(self) -> None:
         box, warm = await self._runner._take()
@@ -372,8 +242,7 @@ class PodmanSession:
         self._box = box
         self._generation += 1
         try:
-            await self._op_raw(self._load, "load")
-            await self._replay(tuple(self._log))
+            await self._load_and_replay()
         except BaseException as exc:
             # an environment that fails to load leaves a healthy container: recycle it
             failed_load = isinstance(exc, SandboxError) and exc.code == "load_failed"
@@ -384,79 +253,11 @@ class PodmanSession:
         finally:
             self._runner._kick()
 
-    async def _replay(self, log: tuple[tuple[bytes, bytes], ...]) -> None:
-        replayed: list[tuple[bytes, bytes]] = []
-        for request, expected in log:
-            try:
-                line = await self._roundtrip(request, self.settings.call_timeout + _HOST_GRACE)
-            except (_HostTimeout, _Died, _TooLong) as exc:
-                raise SandboxError(f"replaying earlier calls failed: {type(exc).__name__} {exc}") from None
-            if line != expected:
-                self.diverged = True
-                self.events.append("diverged")
-            if msgspec.json.decode(line, type=ToolResult).ok:
-                replayed.append((request, line))
-        self._log = replayed
-
-    async def _op_alive(self, request: dict[str, Any]) -> Any:
-        """An operation that leaves the state as it is (snapshot, dump): if the container turns
-        out to be dead, it is replaced (state rebuilt) and the operation done once more."""
-        for attempt in (1, 2):
-            await self._ensure_running()
-            try:
-                return await self._op(request)
-            except SandboxError as exc:
-                if exc.code != "crashed" or attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
-
-    async def _op(self, request: dict[str, Any]) -> Any:
-        return await self._op_raw(msgspec.json.encode(request), request["op"])
-
-    async def _op_raw(self, request: bytes, op: str) -> Any:
-        try:
-            line = await self._roundtrip(request, self.settings.startup_timeout + _HOST_GRACE)
-        except _HostTimeout:
-            await self._kill(f"{op} timeout")
-            raise SandboxError(
-                f"sandbox {self.id}: {op} did not answer within {self.settings.startup_timeout:g} s; the container was destroyed",
-                code="timeout",
-            ) from None
-        except _Died as exc:
-            raise SandboxError(f"sandbox {self.id}: {op} failed: {exc}", code="crashed") from None
-        except _TooLong:
-            await self._kill(f"{op} response too long")
-            raise SandboxError(
-                f"sandbox {self.id}: {op} answered with more than {STREAM_LIMIT} bytes", code="too_large"
-            ) from None
-        try:
-            resp = msgspec.json.decode(line)
-        except msgspec.DecodeError as exc:
-            await self._kill("bad response")
-            raise SandboxError(f"sandbox {self.id}: {op} got a response that is not JSON: {exc}") from None
-        if not resp.get("ok"):
-            err = resp.get("error") or {}
-            code = err.get("code", "error")
-            raise SandboxError(f"sandbox {self.id}: {op} failed: {code}: {err.get('message', '')}", code=code)
-        return resp.get("value")
-
-    async def _roundtrip(self, request: bytes, timeout: float) -> bytes:
+    def _streams(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         box = self._box
         if box is None or box.writer is None or box.reader is None:
-            raise _Died(await self._death_note())
-        try:
-            box.writer.write(request + b"\n")
-            await box.writer.drain()
-            line = await asyncio.wait_for(box.reader.readline(), timeout)
-        except TimeoutError:
-            raise _HostTimeout() from None
-        except (ValueError, asyncio.LimitOverrunError):
-            raise _TooLong() from None
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            line = b""
-        if not line.endswith(b"\n"):
-            raise _Died(await self._death_note())
-        return line
+            return None
+        return box.reader, box.writer
 
     async def _death_note(self) -> str:
         box = self._box
@@ -467,13 +268,12 @@ class PodmanSession:
         await self._kill(None)
         return f"the sandbox died ({note}); it will be replaced"
 
-    async def _kill(self, reason: str | None) -> None:
+    async def _stop(self) -> bool:
         box, self._box = self._box, None
         if box is None:
-            return
+            return False
         await self._runner._destroy(box)
-        if reason is not None:
-            self.events.append(f"killed ({reason})")
+        return True
 
 
 class PodmanRunner:
@@ -563,12 +363,7 @@ class PodmanRunner:
         t0 = time.perf_counter()
         session = PodmanSession(self, env, seed)
         self._sessions.add(session)
-        try:
-            async with session._lock:
-                await session._ensure_running()
-        except BaseException:
-            await session.close()
-            raise
+        await session.start()
         _log(
             "debug", "sandbox opened", container=session.container, env=env.id, warm=session.from_pool,
             ms=round((time.perf_counter() - t0) * 1000, 2), open=len(self._sessions), pool=len(self._pool),

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import msgspec
-from envkernel.errors import SandboxError as _KernelSandboxError
 from envkernel.hookspecs import hookimpl
-from envkernel_schemas import EnvSpec, State, ToolError, ToolResult
+from envkernel.session import STREAM_LIMIT, ExecutorSession, SessionError
+from envkernel_schemas import EnvSpec
 
 from .confine import (
     OWNER_FILE,
@@ -62,10 +62,7 @@ __all__ = [
     "protections",
 ]
 
-STREAM_LIMIT = 64 * 1024 * 1024
-"""Longest response line the host reads (the executor itself refuses responses over half that)."""
 _MAX_RESPONSE = STREAM_LIMIT // 2
-_HOST_GRACE = 2.0
 _STDERR_TAIL = 2048
 
 
@@ -110,15 +107,11 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     }
 
 
-class SandboxError(_KernelSandboxError, RuntimeError):
+class SandboxError(SessionError, RuntimeError):
     """A sandbox operation other than a tool call failed (start, load, snapshot, restore, state).
 
     ``code`` is the executor's error code when it gave one (``load_failed``, ``unknown_snapshot``,
     ``timeout``, ``crashed``, ``closed``...)."""
-
-    def __init__(self, message: str, code: str = "sandbox") -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def executor_path() -> str:
@@ -132,18 +125,6 @@ def executor_path() -> str:
 def _network_cut() -> list[str]:
     """The ``unshare`` prefix sandboxes run under here ([] when not root or unavailable)."""
     return list(host_support().unshare)
-
-
-class _HostTimeout(Exception):
-    pass
-
-
-class _Died(Exception):
-    pass
-
-
-class _TooLong(Exception):
-    pass
 
 
 @dataclass
@@ -197,34 +178,26 @@ class _Resources:
         self.uid = None
 
 
-@dataclass(frozen=True)
-class _Snapshot:
-    generation: int
-    handle: str
-    log: tuple[tuple[bytes, bytes], ...]
-
-
-class ProcessSession:
+class ProcessSession(ExecutorSession):
     """One live sandbox: an executor subprocess holding one loaded environment.
 
-    ``replacements`` counts executors replaced after a crash or a hang; ``events`` says why, in
-    order; ``diverged`` is True if a replay after a replacement did not reproduce the same results.
-    """
+    The protocol, the call log and replacement after a crash or a hang (``replacements``,
+    ``events``, ``diverged``) come from :class:`~envkernel.session.ExecutorSession`; this class
+    starts, confines and kills the subprocess and explains its death."""
+
+    error_type = SandboxError
+    hang_note = "the sandbox was killed"
+    op_hang_note = "the executor was killed"
+    settings: Settings
 
     def __init__(self, runner: ProcessRunner, env: EnvSpec, seed: int) -> None:
-        self.id = "p" + secrets.token_hex(8)
-        self.env = env
-        self.seed = seed
-        self.settings = runner.settings
-        self.replacements = 0
-        self.events: list[str] = []
-        self.diverged = False
+        session_id = "p" + secrets.token_hex(8)
         self._runner = runner
         self.confinement: dict[str, Any] = {}
         """What the executor reported it applied (uid, cgroups, rlimits, landlock, tmpfs)."""
-        s = self.settings
+        s = runner.settings
         support = runner.support
-        self._folder = tempfile.mkdtemp(prefix=f"envk-{self.id}-")
+        self._folder = tempfile.mkdtemp(prefix=f"envk-{session_id}-")
         self._work = os.path.join(self._folder, "work")
         self._res = _Resources(self._folder)
         self._finalizer = weakref.finalize(self, self._res.cleanup)
@@ -240,16 +213,9 @@ class ProcessSession:
             os.chown(self._work, self._res.uid, self._res.uid)
             os.chmod(self._folder, 0o711)
         if s.isolate and support.cgroups:
-            self._res.cgroup = Cgroup(f"envk-{self.id}", support, s.memory_mb * 1024 * 1024, s.max_processes, s.cpus)
-        self._lock = asyncio.Lock()
+            self._res.cgroup = Cgroup(f"envk-{session_id}", support, s.memory_mb * 1024 * 1024, s.max_processes, s.cpus)
         self._proc: asyncio.subprocess.Process | None = None
-        self._generation = 0
-        self._log: list[tuple[bytes, bytes]] = []  # (request, response) of calls that succeeded since load/restore
-        self._snapshots: dict[str, _Snapshot] = {}
-        self._snapshot_count = 0
-        self._closed: str | None = None
-        self._load = msgspec.json.encode({"op": "load", "env": env, "seed": seed, "timeout": self.settings.startup_timeout})
-        self._expiry = asyncio.get_running_loop().call_later(self.settings.lifetime, self._expire)
+        super().__init__(session_id, env, seed, s)
 
     @property
     def pid(self) -> int | None:
@@ -257,123 +223,17 @@ class ProcessSession:
         p = self._proc
         return p.pid if p is not None and p.returncode is None else None
 
-    @property
-    def closed(self) -> bool:
-        return self._closed is not None
+    # ------------------------------------------------------------------ hooks
 
-    # ------------------------------------------------------------------ role methods
+    def _running(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
-        """Call a tool. Every failure, including a crash or a hang of the executor, is a result."""
-        try:
-            request = msgspec.json.encode(
-                {"op": "call", "tool": tool, "arguments": arguments, "timeout": self.settings.call_timeout}
-            )
-        except (TypeError, msgspec.EncodeError) as exc:
-            return _error("invalid_arguments", f"arguments of {tool!r} are not JSON: {exc}")
-        async with self._lock:
-            self._check_open()
-            try:
-                await self._ensure_running()
-            except SandboxError as exc:
-                return _error("crashed", f"the sandbox could not be restarted: {exc}")
-            timeout = self.settings.call_timeout + _HOST_GRACE
-            try:
-                line = await self._roundtrip(request, timeout)
-            except _HostTimeout:
-                await self._kill("timeout")
-                return _error(
-                    "timeout",
-                    f"tool {tool!r} did not finish within {self.settings.call_timeout:g} s and the sandbox did not "
-                    f"stop it; the sandbox was killed and will be replaced (the state is rebuilt from the earlier calls)",
-                )
-            except _Died as exc:
-                if self._closed:
-                    return _error("crashed", f"the sandbox was closed during the call ({self._closed})")
-                return _error("crashed", str(exc))
-            except _TooLong:
-                await self._kill("response too long")
-                return _error(
-                    "too_large", f"tool {tool!r} answered with more than {STREAM_LIMIT} bytes; the sandbox will be replaced"
-                )
-            try:
-                result = msgspec.json.decode(line, type=ToolResult)
-            except msgspec.DecodeError as exc:
-                await self._kill("bad response")
-                return _error("crashed", f"the executor answered with something that is not a result: {exc}")
-            if result.ok:
-                self._log.append((request, line))
-            return result
-
-    async def snapshot(self) -> str:
-        """Save the state; return a handle for :meth:`restore`."""
-        async with self._lock:
-            self._check_open()
-            await self._ensure_running()
-            handle = await self._op({"op": "snapshot"})
-            self._snapshot_count += 1
-            name = f"s{self._snapshot_count}"
-            self._snapshots[name] = _Snapshot(self._generation, handle, tuple(self._log))
-            return name
-
-    async def restore(self, snapshot: str) -> None:
-        """Return to a saved state (also after the executor was replaced)."""
-        async with self._lock:
-            self._check_open()
-            snap = self._snapshots.get(snapshot)
-            if snap is None:
-                raise SandboxError(f"sandbox {self.id} has no snapshot {snapshot!r}", code="unknown_snapshot")
-            await self._ensure_running()
-            if snap.generation == self._generation:
-                await self._op({"op": "restore", "snapshot": snap.handle})
-                self._log = list(snap.log)
-                return
-            # The executor that held it was replaced: rebuild the state, then re-take the snapshot.
-            await self._op_raw(self._load, "load")
-            self._log = []
-            await self._replay(snap.log)
-            handle = await self._op({"op": "snapshot"})
-            self._snapshots[snapshot] = _Snapshot(self._generation, handle, snap.log)
-
-    async def state(self) -> State:
-        """Dump every table of the state."""
-        async with self._lock:
-            self._check_open()
-            await self._ensure_running()
-            return await self._op({"op": "dump"})
-
-    async def close(self) -> None:
-        """Stop the sandbox: kill its process group and remove its folder. Idempotent."""
-        if self._closed is None:
-            self._closed = "closed"
-        self._expiry.cancel()
+    async def _shutdown(self) -> None:
+        """Kill the sandbox's process group and remove its folder, cgroup and uid."""
         await self._kill(None)
         self._res.cleanup()
         self._finalizer.detach()
         self._runner._sessions.discard(self)
-
-    # ------------------------------------------------------------------ internals
-
-    def _check_open(self) -> None:
-        if self._closed is not None:
-            raise SandboxError(f"sandbox {self.id} is {self._closed}", code="closed")
-
-    def _expire(self) -> None:
-        if self._closed is None:
-            self._closed = f"stopped: it reached its lifetime of {self.settings.lifetime:g} s"
-            self.events.append("expired")
-            asyncio.ensure_future(self.close())
-
-    async def _ensure_running(self) -> None:
-        if self._proc is not None and self._proc.returncode is None:
-            return
-        if self._generation > 0:
-            self.replacements += 1
-            self._res.kill_strays()  # what the dead executor forked
-            if not self._tmpfs:  # a private tmpfs died with the old executor; this folder did not
-                _empty_folder(self._work)
-            self._res.new_uid(self._work)
-        await self._spawn()
 
     def _argv(self) -> list[str]:
         s = self.settings
@@ -403,7 +263,12 @@ class ProcessSession:
             argv = [*support.unshare, *argv, "--tmpfs-size", str(s.workspace_mb * 1024 * 1024)]
         return argv
 
-    async def _spawn(self) -> None:
+    async def _start(self) -> None:
+        if self._generation > 0:
+            self._res.kill_strays()  # what the dead executor forked
+            if not self._tmpfs:  # a private tmpfs died with the old executor; this folder did not
+                _empty_folder(self._work)
+            self._res.new_uid(self._work)
         if self._res.cgroup is not None:
             try:
                 self._res.cgroup.ensure()
@@ -443,75 +308,18 @@ class ProcessSession:
             log.close()
         self._res.pids.add(self._proc.pid)
         try:
-            loaded = await self._op_raw(self._load, "load")
+            loaded = await self._load_and_replay()
             if isinstance(loaded, dict):
                 self.confinement = loaded.get("confinement") or {}
-            await self._replay(tuple(self._log))
         except BaseException:
             await self._kill(None)
             raise
 
-    async def _replay(self, log: tuple[tuple[bytes, bytes], ...]) -> None:
-        replayed: list[tuple[bytes, bytes]] = []
-        for request, expected in log:
-            try:
-                line = await self._roundtrip(request, self.settings.call_timeout + _HOST_GRACE)
-            except (_HostTimeout, _Died, _TooLong) as exc:
-                raise SandboxError(f"replaying earlier calls failed: {type(exc).__name__} {exc}") from None
-            if line != expected:
-                self.diverged = True
-                self.events.append("diverged")
-            if msgspec.json.decode(line, type=ToolResult).ok:
-                replayed.append((request, line))
-        self._log = replayed
-
-    async def _op(self, request: dict[str, Any]) -> Any:
-        return await self._op_raw(msgspec.json.encode(request), request["op"])
-
-    async def _op_raw(self, request: bytes, op: str) -> Any:
-        try:
-            line = await self._roundtrip(request, self.settings.startup_timeout + _HOST_GRACE)
-        except _HostTimeout:
-            await self._kill(f"{op} timeout")
-            raise SandboxError(
-                f"sandbox {self.id}: {op} did not answer within {self.settings.startup_timeout:g} s; the executor was killed",
-                code="timeout",
-            ) from None
-        except _Died as exc:
-            raise SandboxError(f"sandbox {self.id}: {op} failed: {exc}", code="crashed") from None
-        except _TooLong:
-            await self._kill(f"{op} response too long")
-            raise SandboxError(
-                f"sandbox {self.id}: {op} answered with more than {STREAM_LIMIT} bytes", code="too_large"
-            ) from None
-        try:
-            resp = msgspec.json.decode(line)
-        except msgspec.DecodeError as exc:
-            await self._kill("bad response")
-            raise SandboxError(f"sandbox {self.id}: {op} got a response that is not JSON: {exc}") from None
-        if not resp.get("ok"):
-            err = resp.get("error") or {}
-            code = err.get("code", "error")
-            raise SandboxError(f"sandbox {self.id}: {op} failed: {code}: {err.get('message', '')}", code=code)
-        return resp.get("value")
-
-    async def _roundtrip(self, request: bytes, timeout: float) -> bytes:
+    def _streams(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         proc = self._proc
         if proc is None or proc.returncode is not None or proc.stdin is None or proc.stdout is None:
-            raise _Died(await self._death_note())
-        try:
-            proc.stdin.write(request + b"\n")
-            await proc.stdin.drain()
-            line = await asyncio.wait_for(proc.stdout.readline(), timeout)
-        except TimeoutError:
-            raise _HostTimeout() from None
-        except (ValueError, asyncio.LimitOverrunError):
-            raise _TooLong() from None
-        except (BrokenPipeError, ConnectionResetError):
-            line = b""
-        if not line.endswith(b"\n"):
-            raise _Died(await self._death_note())
-        return line
+            return None
+        return proc.stdout, proc.stdin
 
     async def _death_note(self) -> str:
         proc = self._proc
@@ -562,10 +370,10 @@ class ProcessSession:
         lines = [line if len(line) <= 300 else line[:300] + "..." for line in text.splitlines() if line.strip()]
         return " | ".join(lines[-5:])
 
-    async def _kill(self, reason: str | None) -> None:
+    async def _stop(self) -> bool:
         proc = self._proc
         if proc is None:
-            return
+            return False
         self._res.kill(proc.pid)
         self._res.kill_strays()
         try:
@@ -573,8 +381,7 @@ class ProcessSession:
         except TimeoutError:
             pass
         self._res.pids.discard(proc.pid)
-        if reason is not None:
-            self.events.append(f"killed ({reason})")
+        return True
 
 
 def _empty_folder(folder: str) -> None:
@@ -591,10 +398,6 @@ def _empty_folder(folder: str) -> None:
                 os.unlink(e.path)
         except OSError:
             pass
-
-
-def _error(code: str, message: str) -> ToolResult:
-    return ToolResult(ok=False, error=ToolError(code=code, message=message))
 
 
 _swept: set[str] = set()
@@ -627,12 +430,7 @@ class ProcessRunner:
         """Start a sandbox, load ``env`` with ``seed`` and return it ready to call."""
         session = ProcessSession(self, env, seed)
         self._sessions.add(session)
-        try:
-            async with session._lock:
-                await session._ensure_running()
-        except BaseException:
-            await session.close()
-            raise
+        await session.start()
         return session
 
     async def aclose(self) -> None:

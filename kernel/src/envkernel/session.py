@@ -1,0 +1,379 @@
+"""The host's side of the executor protocol, shared by the sandbox runners.
+
+A sandbox runner (a plugin such as ``process`` or ``podman``) starts envkernel's executor
+(:mod:`envkernel.executor`) somewhere and talks to it in JSON lines over a stream. What a runner
+does differently is how it starts, replaces and stops that executor and how it explains its death;
+the protocol client is the same for all of them and lives here, in :class:`ExecutorSession`:
+
+- tool calls, snapshots, restores and state dumps, one at a time (a lock);
+- every failure of a tool call is a :class:`~envkernel_schemas.ToolResult` (``crashed``,
+  ``timeout``, ``too_large``, ``invalid_arguments``); every failure of another operation is a
+  :class:`SessionError` with a ``code``;
+- the call log: the calls that succeeded since the last ``load`` or ``restore``, with their exact
+  answers. After the executor died or hung, the next request starts a replacement, loads the
+  environment and seed again and replays that log, so the state is the one the caller expects
+  (the executor is deterministic). A replay that answers differently marks the session
+  ``diverged``;
+- snapshots that survive a replacement (restoring one rebuilds it from its own call log);
+- a hard lifetime, after which the session closes itself.
+
+The kernel never imports a runner: runners subclass :class:`ExecutorSession` and fill in its hooks
+(see "hooks" below).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, TypeVar
+
+import msgspec
+from envkernel_schemas import EnvSpec, State, ToolError, ToolResult
+
+from .errors import SandboxError
+
+__all__ = ["HOST_GRACE", "STREAM_LIMIT", "ExecutorSession", "SessionError", "SessionSettings"]
+
+STREAM_LIMIT = 64 * 1024 * 1024
+"""Longest response line the host reads (the executor itself refuses responses over half that)."""
+HOST_GRACE = 2.0
+"""Seconds the host waits past a timeout the executor enforces itself before it kills the executor."""
+
+_T = TypeVar("_T")
+
+
+class SessionError(SandboxError):
+    """A sandbox operation other than a tool call failed (start, load, snapshot, restore, state).
+
+    ``code`` is the executor's error code when it gave one (``load_failed``, ``unknown_snapshot``,
+    ...), else what the host saw (``timeout``, ``crashed``, ``too_large``, ``closed``), else
+    ``sandbox``. Runners raise their own subclass (:attr:`ExecutorSession.error_type`)."""
+
+    def __init__(self, message: str, code: str = "sandbox") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class SessionSettings(Protocol):
+    """The settings a session reads: every runner's ``Settings`` has these fields."""
+
+    call_timeout: float
+    """Seconds a tool call may run (the executor enforces it; the host kills it ``HOST_GRACE`` later)."""
+    startup_timeout: float
+    """Seconds to start and load; also bounds snapshot, restore and state."""
+    lifetime: float
+    """Hard lifetime of a sandbox in seconds."""
+
+
+class _HostTimeout(Exception):
+    pass
+
+
+class _Died(Exception):
+    pass
+
+
+class _TooLong(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    generation: int
+    handle: str
+    log: tuple[tuple[bytes, bytes], ...]
+
+
+def _error(code: str, message: str) -> ToolResult:
+    return ToolResult(ok=False, error=ToolError(code=code, message=message))
+
+
+class ExecutorSession(ABC):
+    """One live sandbox: an executor, reached over a stream, holding one loaded environment.
+
+    ``replacements`` counts executors replaced after a crash or a hang; ``events`` says why, in
+    order; ``diverged`` is True if a replay after a replacement did not reproduce the same results.
+
+    Hooks a runner fills in: :meth:`_running`, :meth:`_start` (which calls
+    :meth:`_load_and_replay`), :meth:`_streams`, :meth:`_stop`, :meth:`_death_note` and
+    :meth:`_shutdown`; optionally :meth:`_discard_dead` and :meth:`_background`, and the class
+    attributes below.
+    """
+
+    error_type: ClassVar[type[SessionError]] = SessionError
+    """The error this runner raises (its own :class:`SessionError` subclass)."""
+    retry_crashed: ClassVar[bool] = False
+    """Do snapshot, restore and state once more in a replacement when the executor turns out to be
+    dead (``crashed``) during them."""
+    hang_note: ClassVar[str] = "the sandbox was killed"
+    """What the host did to a sandbox whose tool call hung past its timeout (in the error)."""
+    op_hang_note: ClassVar[str] = "the executor was killed"
+    """What the host did to a sandbox whose other operation hung past its timeout (in the error)."""
+    stream_errors: ClassVar[tuple[type[BaseException], ...]] = (BrokenPipeError, ConnectionResetError)
+    """Errors of the stream that mean the executor is gone (then its death is explained)."""
+
+    settings: SessionSettings
+
+    def __init__(self, session_id: str, env: EnvSpec, seed: int, settings: SessionSettings) -> None:
+        self.id = session_id
+        self.env = env
+        self.seed = seed
+        self.settings = settings
+        self.replacements = 0
+        self.events: list[str] = []
+        self.diverged = False
+        self._lock = asyncio.Lock()
+        self._generation = 0
+        self._log: list[tuple[bytes, bytes]] = []  # (request, response) of calls that succeeded since load/restore
+        self._snapshots: dict[str, _Snapshot] = {}
+        self._snapshot_count = 0
+        self._closed: str | None = None
+        self._load = msgspec.json.encode({"op": "load", "env": env, "seed": seed, "timeout": settings.startup_timeout})
+        self._expiry = asyncio.get_running_loop().call_later(settings.lifetime, self._expire)
+
+    @property
+    def closed(self) -> bool:
+        """True once the session is closed (or expired)."""
+        return self._closed is not None
+
+    # ------------------------------------------------------------------ role methods
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        """Call a tool. Every failure, including a crash or a hang of the executor, is a result."""
+        try:
+            request = msgspec.json.encode(
+                {"op": "call", "tool": tool, "arguments": arguments, "timeout": self.settings.call_timeout}
+            )
+        except (TypeError, msgspec.EncodeError) as exc:
+            return _error("invalid_arguments", f"arguments of {tool!r} are not JSON: {exc}")
+        async with self._lock:
+            self._check_open()
+            try:
+                await self._ensure_running()
+            except self.error_type as exc:
+                return _error("crashed", f"the sandbox could not be restarted: {exc}")
+            try:
+                line = await self._roundtrip(request, self.settings.call_timeout + HOST_GRACE)
+            except _HostTimeout:
+                await self._kill("timeout")
+                return _error(
+                    "timeout",
+                    f"tool {tool!r} did not finish within {self.settings.call_timeout:g} s and the sandbox did not "
+                    f"stop it; {self.hang_note} and will be replaced (the state is rebuilt from the earlier calls)",
+                )
+            except _Died as exc:
+                if self._closed:
+                    return _error("crashed", f"the sandbox was closed during the call ({self._closed})")
+                return _error("crashed", str(exc))
+            except _TooLong:
+                await self._kill("response too long")
+                return _error(
+                    "too_large", f"tool {tool!r} answered with more than {STREAM_LIMIT} bytes; the sandbox will be replaced"
+                )
+            try:
+                result = msgspec.json.decode(line, type=ToolResult)
+            except msgspec.DecodeError as exc:
+                await self._kill("bad response")
+                return _error("crashed", f"the executor answered with something that is not a result: {exc}")
+            if result.ok:
+                self._log.append((request, line))
+            return result
+
+    async def snapshot(self) -> str:
+        """Save the state; return a handle for :meth:`restore`."""
+        async with self._lock:
+            self._check_open()
+            handle = await self._with_executor(lambda: self._op({"op": "snapshot"}))
+            self._snapshot_count += 1
+            name = f"s{self._snapshot_count}"
+            self._snapshots[name] = _Snapshot(self._generation, handle, tuple(self._log))
+            return name
+
+    async def restore(self, snapshot: str) -> None:
+        """Return to a saved state (also after the executor was replaced)."""
+        async with self._lock:
+            self._check_open()
+            if self._snapshots.get(snapshot) is None:
+                raise self.error_type(f"sandbox {self.id} has no snapshot {snapshot!r}", code="unknown_snapshot")
+            await self._with_executor(lambda: self._restore(snapshot))
+
+    async def state(self) -> State:
+        """Dump every table of the state."""
+        async with self._lock:
+            self._check_open()
+            state: State = await self._with_executor(lambda: self._op({"op": "dump"}))
+            return state
+
+    async def start(self) -> None:
+        """Start the first executor and load the environment; close the session if that fails."""
+        try:
+            async with self._lock:
+                await self._ensure_running()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        """Close the sandbox and release all it holds (see :meth:`_shutdown`). Idempotent."""
+        if self._closed is None:
+            self._closed = "closed"
+        self._expiry.cancel()
+        await self._shutdown()
+
+    # ------------------------------------------------------------------ hooks
+
+    @abstractmethod
+    def _running(self) -> bool:
+        """Is there a live executor to talk to?"""
+
+    @abstractmethod
+    async def _start(self) -> None:
+        """Start an executor (a replacement when ``self._generation > 0``), add one to
+        ``self._generation``, and call :meth:`_load_and_replay`; on failure, leave nothing running."""
+
+    @abstractmethod
+    def _streams(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+        """The live executor's response reader and request writer (None when there is none)."""
+
+    @abstractmethod
+    async def _stop(self) -> bool:
+        """Stop the current executor for good; False when there was none."""
+
+    @abstractmethod
+    async def _death_note(self) -> str:
+        """The executor is gone: record a ``died (...)`` event and return an error message that
+        says why, as far as the host can tell."""
+
+    @abstractmethod
+    async def _shutdown(self) -> None:
+        """Release everything the sandbox holds; called by :meth:`close` (maybe more than once)."""
+
+    async def _discard_dead(self) -> None:
+        """Drop what is left of a dead executor before a replacement starts (default: nothing)."""
+
+    def _background(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro`` (the close at expiry) in the background."""
+        asyncio.ensure_future(coro)
+
+    # ------------------------------------------------------------------ internals
+
+    def _check_open(self) -> None:
+        if self._closed is not None:
+            raise self.error_type(f"sandbox {self.id} is {self._closed}", code="closed")
+
+    def _expire(self) -> None:
+        if self._closed is None:
+            self._closed = f"stopped: it reached its lifetime of {self.settings.lifetime:g} s"
+            self.events.append("expired")
+            self._background(self.close())
+
+    async def _ensure_running(self) -> None:
+        if self._running():
+            return
+        await self._discard_dead()
+        if self._generation > 0:
+            self.replacements += 1
+        await self._start()
+
+    async def _load_and_replay(self) -> Any:
+        """Load the environment and seed into a fresh executor, replay the call log; return what
+        ``load`` answered."""
+        loaded = await self._op_raw(self._load, "load")
+        await self._replay(tuple(self._log))
+        return loaded
+
+    async def _with_executor(self, op: Callable[[], Awaitable[_T]]) -> _T:
+        """Run ``op`` on a running executor; with :attr:`retry_crashed`, once more in a replacement
+        if the executor turns out to be dead."""
+        attempts = 2 if self.retry_crashed else 1
+        for attempt in range(1, attempts + 1):
+            await self._ensure_running()
+            try:
+                return await op()
+            except self.error_type as exc:
+                if exc.code != "crashed" or attempt == attempts:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _restore(self, name: str) -> None:
+        snap = self._snapshots[name]
+        if snap.generation == self._generation:
+            await self._op({"op": "restore", "snapshot": snap.handle})
+            self._log = list(snap.log)
+            return
+        # The executor that held it was replaced: rebuild the state, then re-take the snapshot.
+        await self._op_raw(self._load, "load")
+        self._log = []
+        await self._replay(snap.log)
+        handle = await self._op({"op": "snapshot"})
+        self._snapshots[name] = _Snapshot(self._generation, handle, snap.log)
+
+    async def _replay(self, log: tuple[tuple[bytes, bytes], ...]) -> None:
+        replayed: list[tuple[bytes, bytes]] = []
+        for request, expected in log:
+            try:
+                line = await self._roundtrip(request, self.settings.call_timeout + HOST_GRACE)
+            except (_HostTimeout, _Died, _TooLong) as exc:
+                raise self.error_type(f"replaying earlier calls failed: {type(exc).__name__} {exc}") from None
+            if line != expected:
+                self.diverged = True
+                self.events.append("diverged")
+            if msgspec.json.decode(line, type=ToolResult).ok:
+                replayed.append((request, line))
+        self._log = replayed
+
+    async def _op(self, request: dict[str, Any]) -> Any:
+        return await self._op_raw(msgspec.json.encode(request), request["op"])
+
+    async def _op_raw(self, request: bytes, op: str) -> Any:
+        try:
+            line = await self._roundtrip(request, self.settings.startup_timeout + HOST_GRACE)
+        except _HostTimeout:
+            await self._kill(f"{op} timeout")
+            raise self.error_type(
+                f"sandbox {self.id}: {op} did not answer within {self.settings.startup_timeout:g} s; {self.op_hang_note}",
+                code="timeout",
+            ) from None
+        except _Died as exc:
+            raise self.error_type(f"sandbox {self.id}: {op} failed: {exc}", code="crashed") from None
+        except _TooLong:
+            await self._kill(f"{op} response too long")
+            raise self.error_type(
+                f"sandbox {self.id}: {op} answered with more than {STREAM_LIMIT} bytes", code="too_large"
+            ) from None
+        try:
+            resp = msgspec.json.decode(line)
+        except msgspec.DecodeError as exc:
+            await self._kill("bad response")
+            raise self.error_type(f"sandbox {self.id}: {op} got a response that is not JSON: {exc}") from None
+        if not resp.get("ok"):
+            err = resp.get("error") or {}
+            code = err.get("code", "error")
+            raise self.error_type(f"sandbox {self.id}: {op} failed: {code}: {err.get('message', '')}", code=code)
+        return resp.get("value")
+
+    async def _roundtrip(self, request: bytes, timeout: float) -> bytes:
+        streams = self._streams()
+        if streams is None:
+            raise _Died(await self._death_note())
+        reader, writer = streams
+        try:
+            writer.write(request + b"\n")
+            await writer.drain()
+            line = await asyncio.wait_for(reader.readline(), timeout)
+        except TimeoutError:
+            raise _HostTimeout() from None
+        except (ValueError, asyncio.LimitOverrunError):
+            raise _TooLong() from None
+        except self.stream_errors:
+            line = b""
+        if not line.endswith(b"\n"):
+            raise _Died(await self._death_note())
+        return line
+
+    async def _kill(self, reason: str | None) -> None:
+        """Stop the current executor (it will be replaced); record ``killed (reason)`` if given."""
+        if await self._stop() and reason is not None:
+            self.events.append(f"killed ({reason})")

@@ -217,6 +217,7 @@ class Service:
                 stderr=log,
                 env=podman_env(self.conf),
                 start_new_session=True,
+                cwd=self.folder,  # conmon writes an `oom` marker into its working folder: keep it out of the caller's
             )
         finally:
             log.close()

@@ -138,9 +138,13 @@ def test_bad_iteration_and_remote_flags_are_usage_errors(envk) -> None:
 
 
 def test_a_remote_component_nobody_serves_is_named_and_the_wait_is_bounded(envk) -> None:
-    run = envk.run("--remote", "trainer:ghost", "--set", "chains.tasks_per_env=2", "--set", "ghost.anything=1", "--timeout", "15", run_id="ghost")
+    run = envk.run("--remote", "trainer:ghost", "--set", "chains.tasks_per_env=2", "--set", "ghost.anything=1", "--timeout", "15", run_id="ghost",
+                   env={"ENVKERNEL_STALL_SECONDS": "3"})
     assert run.proc.returncode == 3, run.proc.stderr[-3000:]
     assert "no worker has served this remote component" in run.proc.stderr and "ghost" in run.proc.stderr
+    # the stall watchdog says what the run waits for
+    assert "the run has made no progress" in run.proc.stderr
+    assert "group.scored (no report yet from trainer ghost)" in run.proc.stderr
     assert run.summary["tasks"] > 0  # what was produced is kept
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -41,7 +42,7 @@ from envkernel_schemas import (
 
 from .config import RunConfig, public
 from .recorder import Recorder
-from .routing import KERNEL_INPUTS, expected_handlers, subject_of
+from .routing import BROADCAST_INPUTS, KERNEL_INPUTS, WORK_KINDS, expected_handlers, subject_of
 from .stages import KERNEL, Stages
 
 log = structlog.get_logger("envkernel.run")
@@ -58,6 +59,9 @@ class Coordinator:
         self.stages = Stages(config)
         self.on_event = on_event
         self.outstanding = 0
+        self._open: dict[str, tuple[str, set[str]]] = {}
+        """Events still waiting for handled reports: id -> (kind, handlers that reported)."""
+        self._last_progress = time.monotonic()
         self.seen: set[str] = set()
         self.handled: set[tuple[str, str]] = set()
         self._awaiting: set[str] = set()
@@ -144,18 +148,28 @@ class Coordinator:
     async def handle(self, ev: Event) -> None:
         """Account for one event of the run, in stream order."""
         if isinstance(ev, Handled):
+            self._last_progress = time.monotonic()
             for eid in ev.events:
                 key = (eid, ev.handler)
                 if key not in self.handled:
                     self.handled.add(key)
                     self.outstanding -= 1
+                    entry = self._open.get(eid)
+                    if entry is not None:
+                        entry[1].add(ev.handler)
+                        if len(entry[1]) >= expected_handlers(self.config, entry[0]):
+                            del self._open[eid]
             self._check_done()
             return
         if ev.id in self.seen:
             return  # a duplicate publish: each output exactly once
         self.seen.add(ev.id)
         self._awaiting.discard(ev.id)
-        self.outstanding += expected_handlers(self.config, ev.kind)
+        self._last_progress = time.monotonic()
+        expected = expected_handlers(self.config, ev.kind)
+        self.outstanding += expected
+        if expected:
+            self._open[ev.id] = (ev.kind, set())
         self.recorder.record(ev)
         if self.on_event:
             self.on_event(ev)
@@ -201,6 +215,33 @@ class Coordinator:
             self._publish_later([(ending, None)])
         elif self._ending_seen:
             self.done.set()
+
+    def waiting_for(self) -> str:
+        """What the run is waiting for, e.g. ``3 group.scored (no report yet from trainer mytrainer)``."""
+        kinds: Counter[str] = Counter(kind for kind, _ in self._open.values())
+        parts = []
+        trainers = set(self.config.components.get("trainer", []))
+        for kind, n in kinds.most_common(6):
+            missing = set()
+            if kind in BROADCAST_INPUTS["trainer"]:
+                for k, reported in self._open.values():
+                    if k == kind:
+                        missing |= trainers - reported
+            role = WORK_KINDS.get(kind, "kernel" if kind in KERNEL_INPUTS else "")
+            who = f"no report yet from trainer {', '.join(sorted(missing))}" if missing else f"handled by the {role}" if role else ""
+            parts.append(f"{n} {kind}" + (f" ({who})" if who else ""))
+        return "; ".join(parts) or "nothing"
+
+    async def watch(self, stall: float) -> None:
+        """Log what the run waits for whenever it has made no progress for ``stall`` seconds."""
+        while not self.done.is_set():
+            await asyncio.sleep(max(0.5, stall / 4))
+            idle = time.monotonic() - self._last_progress
+            if idle >= stall and (self.outstanding > 0 or self._awaiting) and not self.done.is_set():
+                log.warning("the run has made no progress; it is waiting for handled reports (a component that is not served? "
+                            "see `envkernel tap`, start the missing worker, or bound the run with --timeout)",
+                            seconds=round(idle), outstanding=self.outstanding, waiting_for=self.waiting_for())
+                self._last_progress = time.monotonic()
 
     def _update_for(self, iteration: int) -> str:
         """The object-store reference of the newest update to the run's policy made after

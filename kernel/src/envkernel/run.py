@@ -212,11 +212,13 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         await worker.start()
         await _check_remote(bus, config, nats_url)
         await coord.start()
+        watchdog = asyncio.create_task(coord.watch(float(os.environ.get("ENVKERNEL_STALL_SECONDS", "60"))))
         with progress:
             waiters = [asyncio.create_task(coord.done.wait()), asyncio.create_task(stop.wait())]
             finished, pending = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             for t in pending:
                 t.cancel()
+            watchdog.cancel()
             if coord.fatal:
                 aborted = coord.fatal
             elif not coord.done.is_set():

@@ -125,6 +125,7 @@ def test_a_trainer_in_another_process_closes_the_loop(envk, nats_server: str, wo
     # only the worker learned (the run's own process does not serve the remote trainer)
     assert [e["iteration"] for e in lines if e["event"] == "reinforce update"] == [0, 1, 2]
     assert "reinforce update" not in run.proc.stderr
+    assert any(e["event"] == "run finished; its state in this worker was dropped" and e["run"] == "remote" for e in lines)
     assert (run.dir / "reward_curve.png").exists()
 
 

@@ -9,6 +9,7 @@ causal completion), and acks only after all of that is in the stream.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import inspect
 import time
@@ -22,7 +23,7 @@ from nats.aio.msg import Msg
 from nats.js.errors import ObjectNotFoundError
 
 from envkernel_bus import Bus, Consumer, Done, Output
-from envkernel_bus.subjects import STREAM, durable_name, kind_filter
+from envkernel_bus.subjects import EVENTS_PREFIX, STREAM, durable_name, kind_filter
 from envkernel_schemas import (
     DecodeError,
     EnvRejected,
@@ -60,6 +61,19 @@ from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, subject_of
 from .sandbox import SandboxPool, SandboxService
 
 log = structlog.get_logger("envkernel.worker")
+
+
+async def _close_instance(inst: Any) -> None:
+    """Close a component instance (``aclose`` or ``close``, if it has one); failures are logged."""
+    closer = getattr(inst, "aclose", None) or getattr(inst, "close", None)
+    if closer is None:
+        return
+    try:
+        res = closer()
+        if inspect.isawaitable(res):
+            await res
+    except Exception as exc:  # noqa: BLE001
+        log.warning("component close failed", error=str(exc))
 
 
 class _Published:
@@ -119,13 +133,16 @@ class Worker:
         self._lock = asyncio.Lock()
         self._applied: dict[tuple[str, str], tuple[str, int]] = {}
         self._finished: set[tuple[str, str]] = set()
+        self._finished_sub: Any = None
         self._apply_failed: dict[tuple[str, str, str], str] = {}
         self._apply_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self.pool = SandboxPool(bus)
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Bind consumers and start sandbox services."""
+        """Bind consumers and start sandbox services (and, in a worker, forget each run when it finishes)."""
+        if self.run_scoped is None:
+            self._finished_sub = await self.bus.nc.subscribe(f"{EVENTS_PREFIX}.*.run.finished", cb=self._on_run_finished)
         for comp in self.served:
             if comp.role == "sandbox_runner":
                 # a runner serves every run: it takes the settings of the run it was started for, if any
@@ -181,15 +198,30 @@ class Worker:
         await self.pool.close()
         for svc in self._services:
             await svc.stop()
+        if self._finished_sub is not None:
+            with contextlib.suppress(Exception):
+                await self._finished_sub.unsubscribe()
         for inst, _ctx in self._instances.values():
-            closer = getattr(inst, "aclose", None) or getattr(inst, "close", None)
-            if closer is not None:
-                try:
-                    res = closer()
-                    if inspect.isawaitable(res):
-                        await res
-                except Exception as exc:  # noqa: BLE001
-                    log.warning("component close failed", error=str(exc))
+            await _close_instance(inst)
+
+    async def _on_run_finished(self, msg: Msg) -> None:
+        """A run ended: drop what this worker kept for it (instances, config, applied updates)."""
+        try:
+            ev = decode(msg.data)
+        except DecodeError:
+            return
+        run = ev.run
+        for key in [k for k in self._instances if k[0] == run]:
+            inst, _ctx = self._instances.pop(key)
+            await _close_instance(inst)
+        self._configs.pop(run, None)
+        for table in (self._applied, self._apply_locks):
+            for key in [k for k in table if k[0] == run]:
+                del table[key]
+        for key in [k for k in self._apply_failed if k[0] == run]:
+            del self._apply_failed[key]
+        self._finished = {k for k in self._finished if k[0] != run}
+        log.info("run finished; its state in this worker was dropped", run=run)
 
     async def _finish_trainers(self, run: str, timeout: float = 120.0) -> None:
         for (rid, name), (inst, ctx) in list(self._instances.items()):

@@ -198,3 +198,24 @@ def test_iteration_events_decode() -> None:
     assert PolicyUpdated.kind == "policy.updated" and IterationEnded.kind == "iteration.ended"
     assert "update" in RolloutRequested.__struct_fields__
     assert PolicyUpdate(data=b"\x00\x01").data == b"\x00\x01"
+
+
+def test_the_update_carried_forward_is_the_last_one_the_policy_did_not_refuse(tmp_path: Path) -> None:
+    from envkernel.config import RunConfig
+    from envkernel.coordinator import Coordinator
+    from envkernel.recorder import Recorder
+    from envkernel_schemas import PolicyUpdated
+
+    coord = Coordinator(None, RunConfig(run_id="r", policy="p"), Recorder(tmp_path), lambda kind: "")  # type: ignore[arg-type]
+
+    def upd(iteration: int, trainer: str, policy: str = "p") -> PolicyUpdated:
+        return PolicyUpdated(run="r", id=f"{iteration}{trainer}", iteration=iteration, trainer=trainer, policy=policy, ref=f"update/r/{iteration}/{trainer}")
+
+    coord.updates = {0: {"t": upd(0, "t")}, 1: {"t": upd(1, "t")}, 2: {}, 3: {"other": upd(3, "other", policy="q")}}
+    assert coord._update_for(0) == "update/r/0/t"
+    assert coord._update_for(2) == "update/r/1/t"  # no update after iteration 2: keep the last good one
+    coord.refused.add("update/r/1/t")
+    assert coord._update_for(2) == "update/r/0/t"  # a refused update is never carried forward
+    assert coord._update_for(3) == "update/r/0/t"  # an update for another policy is not used
+    coord.updates[4] = {"b": upd(4, "b"), "a": upd(4, "a")}
+    assert coord._update_for(4) == "update/r/4/a"  # several trainers: the first by name

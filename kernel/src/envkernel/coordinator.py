@@ -32,7 +32,9 @@ from envkernel_schemas import (
     Event,
     Handled,
     IterationEnded,
+    PluginFailed,
     PolicyUpdated,
+    RolloutRequested,
     RunEnding,
     RunStarted,
     decode,
@@ -69,11 +71,13 @@ class Coordinator:
         self._ended_published = -1
         self._ended: dict[int, IterationEnded] = {}
         self.updates: dict[int, dict[str, PolicyUpdated]] = {}
+        self.refused: set[str] = set()
+        """Update references a policy refused (never carried forward)."""
         self._background: set[asyncio.Task[None]] = set()
         self._ending_id = ""
         self._ending_seen = False
         self.done = asyncio.Event()
-        self._pubacks: list[asyncio.Future[Any]] = []
+        self._pubacks: list[tuple[asyncio.Future[Any], str, bytes, str]] = []
         self._sub: Any = None
         self.undecodable = 0
         self.fatal = ""
@@ -119,16 +123,32 @@ class Coordinator:
         task.add_done_callback(self._background.discard)
 
     async def _publish(self, ev: Event, target: str | None) -> None:
-        self._pubacks.append(await self.bus.publish(subject_of(self.config, ev, target), encode(ev), ev.id))
+        subject, data = subject_of(self.config, ev, target), encode(ev)
+        self._pubacks.append((await self.bus.publish(subject, data, ev.id), subject, data, ev.id))
         if len(self._pubacks) > 2000:
             await self._drain_pubacks()
 
-    async def _drain_pubacks(self) -> None:
-        acks, self._pubacks = self._pubacks, []
-        for r in await asyncio.gather(*acks, return_exceptions=True):
-            if isinstance(r, Exception):  # the event may not be in the stream: waiting for it could hang the run
-                log.error("a kernel publish was not acknowledged; stopping the run", error=str(r))
-                self.fatal = self.fatal or f"a kernel publish was not acknowledged: {type(r).__name__}: {r}"
+    async def _drain_pubacks(self, ack_timeout: float = 30.0, retries: int = 3) -> None:
+        """Wait for the kernel's PubAcks. A publish that was not acknowledged is sent again with the
+        same ``Nats-Msg-Id`` (so it is in the stream once); one that still fails stops the run, since
+        waiting for an event that is not in the stream would hang it."""
+        pending, self._pubacks = self._pubacks, []
+        results = await asyncio.gather(*(asyncio.wait_for(fut, ack_timeout) for fut, *_ in pending), return_exceptions=True)
+        for (_, subject, data, msg_id), r in zip(pending, results, strict=True):
+            if not isinstance(r, BaseException):
+                continue
+            error: BaseException = r
+            for attempt in range(retries):
+                await asyncio.sleep(0.2 * (attempt + 1))
+                try:
+                    await asyncio.wait_for(self.bus.publish_wait(subject, data, msg_id), ack_timeout)
+                    log.warning("a kernel publish was acknowledged only when sent again", subject=subject, attempts=attempt + 2)
+                    break
+                except Exception as exc:  # noqa: BLE001 - tried again below
+                    error = exc
+            else:
+                log.error("a kernel publish was not acknowledged; stopping the run", subject=subject, error=f"{type(error).__name__}: {error}")
+                self.fatal = self.fatal or f"a kernel publish was not acknowledged: {type(error).__name__}: {error}"
                 self.done.set()
 
     async def _on_msg(self, msg: Msg) -> None:
@@ -179,6 +199,13 @@ class Coordinator:
             self._ended[ev.iteration] = ev
         elif isinstance(ev, PolicyUpdated):
             self.updates.setdefault(ev.iteration, {})[ev.trainer] = ev
+        elif isinstance(ev, PluginFailed) and ev.error_type == "UpdateError" and ev.event:
+            try:
+                failed = decode(ev.event)
+            except DecodeError:
+                failed = None
+            if isinstance(failed, RolloutRequested) and failed.update:
+                self.refused.add(failed.update)
         if ev.kind in KERNEL_INPUTS:
             children = self.stages.handle(ev)
             for child, target in children:
@@ -230,6 +257,8 @@ class Coordinator:
             role = WORK_KINDS.get(kind, "kernel" if kind in KERNEL_INPUTS else "")
             who = f"no report yet from trainer {', '.join(sorted(missing))}" if missing else f"handled by the {role}" if role else ""
             parts.append(f"{n} {kind}" + (f" ({who})" if who else ""))
+        if self._awaiting:
+            parts.append(f"{len(self._awaiting)} kernel events not yet seen in the stream")
         return "; ".join(parts) or "nothing"
 
     async def watch(self, stall: float) -> None:
@@ -253,7 +282,7 @@ class Coordinator:
                 for trainer, ev in sorted(made.items()):
                     if ev.policy != policy:
                         log.warning("a trainer updated a policy this run does not roll out; ignoring it", trainer=trainer, policy=ev.policy, run_policy=policy)
-            usable = sorted((t, ev) for t, ev in made.items() if ev.policy == policy)
+            usable = sorted((t, ev) for t, ev in made.items() if ev.policy == policy and ev.ref not in self.refused)
             if len(usable) > 1 and k == iteration:
                 log.warning("several trainers updated the policy; using the first by name", policy=policy, trainers=[t for t, _ in usable], used=usable[0][0])
             if usable:

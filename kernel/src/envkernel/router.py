@@ -1,7 +1,8 @@
 """The worker: serves components' role methods on the bus, for every run that uses them.
 
 For each served component it binds the durable consumer of its input kind (shared with every
-other process serving it), decodes events, calls the role method inside a failure boundary,
+other process serving it; a run's own trainers get consumers of their own, see ``run_scoped``),
+decodes events, calls the role method inside a failure boundary,
 publishes what it returns as child events with deterministic ids, reports what it handled (for
 causal completion), and acks only after all of that is in the stream.
 """
@@ -43,6 +44,7 @@ from envkernel_schemas import (
     RolloutRequested,
     RolloutScored,
     RunEnding,
+    RunFinished,
     Task,
     TaskProposed,
     Trajectory,
@@ -134,6 +136,7 @@ class Worker:
         self._applied: dict[tuple[str, str], tuple[str, int]] = {}
         self._finished: set[tuple[str, str]] = set()
         self._finished_sub: Any = None
+        self._done_runs: set[str] = set()
         self._apply_failed: dict[tuple[str, str, str], str] = {}
         self._apply_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self.pool = SandboxPool(bus)
@@ -211,6 +214,9 @@ class Worker:
         except DecodeError:
             return
         run = ev.run
+        self._done_runs.add(run)
+        if isinstance(ev, RunFinished) and ev.summary.get("aborted"):
+            await self._finish_trainers(run)  # remote trainers of an aborted run write what they have
         for key in [k for k in self._instances if k[0] == run]:
             inst, _ctx = self._instances.pop(key)
             await _close_instance(inst)
@@ -228,9 +234,9 @@ class Worker:
             finish = getattr(inst, "finish", None)
             if rid != run or ctx.role != "trainer" or finish is None or (rid, name) in self._finished:
                 continue
-            self._finished.add((rid, name))
             try:
                 await asyncio.wait_for(call_role(finish, ctx), timeout)
+                self._finished.add((rid, name))
                 log.info("the run was aborted; trainer finished what it had", trainer=name)
             except Exception as exc:  # noqa: BLE001 - an abort goes on
                 log.error("the run was aborted and a trainer's finish failed", trainer=name, error=f"{type(exc).__name__}: {exc}")
@@ -278,6 +284,9 @@ class Worker:
                 ev = decode(msg.data)
             except DecodeError as exc:
                 log.error("dropping bytes that are not an envkernel event", subject=msg.subject, component=comp.name, error=str(exc))
+                return [], None
+            if ev.run in self._done_runs:
+                log.debug("dropping a late event of a finished run", run=ev.run, kind=ev.kind, component=comp.name)
                 return [], None
             cfg = await self.config_for(ev.run)
             if cfg is None:
@@ -415,8 +424,8 @@ class Worker:
         if isinstance(ev, RunEnding):
             finish = getattr(inst, "finish", None)
             if finish is not None:
-                self._finished.add((ev.run, comp.name))
                 await call_role(finish, ctx)
+                self._finished.add((ev.run, comp.name))
             return []
 
         raise PluginContractError(f"{comp.name} ({comp.role}) cannot handle {ev.kind}")

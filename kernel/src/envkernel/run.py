@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 import structlog
-from nats.js.errors import KeyNotFoundError, NotFoundError
+from nats.js.errors import KeyNotFoundError
 
 from envkernel_bus import Bus, EmbeddedServer, discovery
 from envkernel_bus.subjects import STREAM, durable_name
@@ -76,6 +76,15 @@ def remote_components(entries: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+def stall_seconds() -> float:
+    """``ENVKERNEL_STALL_SECONDS``: how long a run may make no progress before it says what it waits for (≥ 1; default 60)."""
+    raw = os.environ.get("ENVKERNEL_STALL_SECONDS", "60")
+    try:
+        return max(1.0, float(raw))
+    except ValueError:
+        raise ConfigError(f"ENVKERNEL_STALL_SECONDS={raw!r} is not a number of seconds") from None
+
+
 async def _check_remote(bus: Bus, config: RunConfig, nats_url: str) -> None:
     """Warn about each remote component no worker has ever served on this server (the run would wait for it)."""
     for role, name in remote_components(config.remote):
@@ -84,10 +93,10 @@ async def _check_remote(bus: Bus, config: RunConfig, nats_url: str) -> None:
             continue
         try:
             await bus.js.consumer_info(STREAM, durable_name(kind, name))
-        except NotFoundError:
+        except Exception as exc:  # noqa: BLE001 - not found, or the server could not say: warn either way
             log.warning("no worker has served this remote component on this server yet; the run waits for one "
                         "(start `envkernel worker --plugins PLUGIN --nats-url URL`, and bound the wait with --timeout)",
-                        component=name, role=role, nats=nats_url)
+                        component=name, role=role, nats=nats_url, detail=f"{type(exc).__name__}: {exc}")
 
 
 def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None) -> Prepared:
@@ -97,6 +106,7 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     run_id = config.run_id or new_run_id()
     if not is_token(run_id):
         raise ConfigError(f"run id {run_id!r} is not valid: use letters, digits, - and _ (at most 64)")
+    stall_seconds()
     if config.iterations < 1 or config.rollouts_per_task < 1:
         raise ConfigError(f"iterations and rollouts_per_task must be at least 1 (got {config.iterations} and {config.rollouts_per_task})")
     selected = resolve_selection(config.plugins)
@@ -208,23 +218,28 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
     aborted = ""
     stop = asyncio.Event()
     _on_signals(stop.set)
+    watchdog: asyncio.Task[None] | None = None
     try:
         await worker.start()
         await _check_remote(bus, config, nats_url)
         await coord.start()
-        watchdog = asyncio.create_task(coord.watch(float(os.environ.get("ENVKERNEL_STALL_SECONDS", "60"))))
+        watchdog = asyncio.create_task(coord.watch(stall_seconds()))
         with progress:
             waiters = [asyncio.create_task(coord.done.wait()), asyncio.create_task(stop.wait())]
             finished, pending = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             for t in pending:
                 t.cancel()
-            watchdog.cancel()
             if coord.fatal:
                 aborted = coord.fatal
             elif not coord.done.is_set():
                 aborted = "interrupted" if stop.is_set() else f"timed out after {timeout} s"
+    except BaseException as exc:  # the kernel itself failed: the summary must say the run did not finish
+        aborted = aborted or f"{type(exc).__name__}: {exc}"
+        raise
     finally:
         _on_signals(None)
+        if watchdog is not None:
+            watchdog.cancel()
         await worker.stop(cancel=bool(aborted), finish_run=config.run_id if aborted else None)
         extra: dict[str, Any] = {"broken_plugins": prep.registry.broken, "undecodable_events": coord.undecodable}
         if aborted:

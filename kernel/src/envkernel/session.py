@@ -7,7 +7,8 @@ the protocol client is the same for all of them and lives here, in :class:`Execu
 
 - tool calls, snapshots, restores and state dumps, one at a time (a lock);
 - every failure of a tool call is a :class:`~envkernel_schemas.ToolResult` (``crashed``,
-  ``timeout``, ``too_large``, ``invalid_arguments``); every failure of another operation is a
+  ``timeout``, ``too_large``, ``invalid_arguments``), except a call on a closed or expired
+  session, which raises (``code="closed"``); every failure of another operation is a
   :class:`SessionError` with a ``code``;
 - the call log: the calls that succeeded since the last ``load`` or ``restore``, with their exact
   answers. After the executor died or hung, the next request starts a replacement, loads the

@@ -27,31 +27,17 @@ import asyncio
 import json
 import statistics
 import time
-from contextlib import asynccontextmanager
 from typing import Any
 
 from envkernel_openapi import corpus_files, synthesize_file
 from envkernel_probe import Probe
 from envkernel_probe.broken import CODE_FAULTS, caught, model_faults, notes_env
-from envkernel_probe.testing import FakeContext
+from envkernel_probe.testing import RunnerContext
 from envkernel_process import ProcessRunner, SandboxError
 
 
-class _Ctx(FakeContext):
-    runner: ProcessRunner
-
-    @asynccontextmanager
-    async def sandbox(self, env):  # type: ignore[no-untyped-def,override]
-        sb = await self.runner.open(env, 0)
-        try:
-            yield sb
-        finally:
-            await sb.close()
-
-
 async def _verify(runner: ProcessRunner, env: Any) -> Any:
-    ctx = _Ctx(component="probe")
-    ctx.runner = runner
+    ctx = RunnerContext(runner, component="probe")
     for attempt in range(3):  # a sandbox that cannot start is the runner's, not the env's
         try:
             return await Probe().verify(env, ctx)

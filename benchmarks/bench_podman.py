@@ -31,7 +31,7 @@ import msgspec
 from envkernel.sandbox import SandboxService, open_sandbox
 from envkernel_bus import Bus, EmbeddedServer
 from envkernel_podman import PodmanRunner, Settings
-from envkernel_podman.service import asset_path
+from envkernel_podman.service import containers_conf, podman_env
 from envkernel_sample import shop_env
 
 CALL = ("get_order", {"order_id": "ord_0003"})
@@ -43,14 +43,10 @@ def pct(xs: list[float], p: float) -> float:
     return round(s[min(len(s) - 1, max(0, int(round(p / 100 * len(s))) - 1))] * 1000, 3)
 
 
-def podman_env() -> dict[str, str]:
-    return {**os.environ, "CONTAINERS_CONF": os.environ.get("CONTAINERS_CONF") or asset_path("containers.conf")}
-
-
 def left_containers() -> int:
     out = subprocess.run(
         ["podman", "ps", "-a", "--filter", f"label=envkernel.owner.pid={os.getpid()}", "--format", "json"],
-        env=podman_env(), check=True, capture_output=True, text=True,
+        env=podman_env(containers_conf()), check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
     return len(json.loads(out or "[]"))
 
@@ -99,7 +95,7 @@ async def podman_exec(runner: PodmanRunner, n: int) -> dict[str, float]:
         + msgspec.json.encode({"op": "call", "tool": CALL[0], "arguments": CALL[1], "timeout": 10}) + b"\n"
     )  # fmt: skip
     argv = ["podman", "exec", "-i", session.container, "python3", "-S", "-P", "/opt/envk/executor.py"]
-    penv = podman_env()
+    penv = podman_env(containers_conf())
     times = []
     for _ in range(n):
         t0 = time.perf_counter()

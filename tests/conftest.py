@@ -46,24 +46,29 @@ def wait_for_log() -> Any:
     return _wait_for_log
 
 
-def _processes_mentioning(text: str) -> list[int]:
-    found = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (d / "stat").read_text().split(") ", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if text in cmd and state != "Z":
-            found.append(int(d.name))
-    return found
+def _processes_mentioning(text: str, wait: float = 0.0) -> list[int]:
+    deadline = time.monotonic() + wait
+    while True:
+        found = []
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit():
+                continue
+            try:
+                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if text in cmd and state != "Z":
+                found.append(int(d.name))
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.05)
 
 
 @pytest.fixture
 def processes_mentioning() -> Any:
-    """``processes_mentioning(text)``: pids of live (non-zombie) processes whose command line contains ``text``."""
+    """``processes_mentioning(text, wait=0.0)``: pids of live (non-zombie) processes whose command line
+    contains ``text``; with ``wait``, polls up to that many seconds for them to be gone first."""
     return _processes_mentioning
 
 

@@ -69,33 +69,14 @@ def toy_env(source: str = TOY) -> EnvSpec:
 
 
 @pytest.fixture
-def root():
+def root(processes_mentioning):
     """A private temp root for the sandboxes of one test; nothing of them may be left."""
     d = tempfile.mkdtemp(prefix="envk-envcall-")
     os.chmod(d, 0o755)
     yield d
-    left = _leftovers(d, 5.0)
+    left = processes_mentioning(d, 5.0)
     shutil.rmtree(d, ignore_errors=True)
     assert not left, f"processes left running: {left}"
-
-
-def _leftovers(root: str, wait: float = 0.0) -> list[str]:
-    deadline = time.monotonic() + wait
-    while True:
-        out = []
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):
-                continue
-            if root in cmd and state != "Z":
-                out.append(f"{pid} {cmd[:160]}")
-        if not out or time.monotonic() > deadline:
-            return out
-        time.sleep(0.05)
 
 
 def env_call(root: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -228,7 +209,7 @@ def test_settings_come_from_the_config_file_and_set_beats_it(root: str, tmp_path
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
-def test_a_killed_env_call_leaves_no_process(root: str, tmp_path: Path, sig: signal.Signals):
+def test_a_killed_env_call_leaves_no_process(root: str, tmp_path: Path, sig: signal.Signals, processes_mentioning):
     d = folder(tmp_path)
     proc = subprocess.Popen(
         [sys.executable, "-c", WIRE, "env", "call", str(d), "spin", "--set", "call_timeout=60"],
@@ -236,7 +217,7 @@ def test_a_killed_env_call_leaves_no_process(root: str, tmp_path: Path, sig: sig
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 20
-        while not _leftovers(root):  # the sandbox is up
+        while not processes_mentioning(root):  # the sandbox is up
             assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             time.sleep(0.05)
         time.sleep(0.3)  # and spinning
@@ -245,7 +226,7 @@ def test_a_killed_env_call_leaves_no_process(root: str, tmp_path: Path, sig: sig
     finally:
         proc.kill()
         proc.wait()
-    assert not _leftovers(root, 5.0)
+    assert not processes_mentioning(root, 5.0)
     if sig == signal.SIGTERM:  # a clean stop also removes the sandbox's folder
         assert not list(Path(root).glob("envk-p*"))
     else:  # the next runner in this temp folder removes what the killed one left

@@ -168,33 +168,8 @@ def hostile_env(name: str, **values: Any) -> EnvSpec:
     )
 
 
-def leftovers(root: str) -> list[str]:
-    """Live processes whose command line names ``root`` (zombies do not count)."""
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if root in cmd and state != "Z":
-            out.append(f"{pid} {cmd[:200]}")
-    return out
-
-
-def wait_no_leftovers(root: str, timeout: float = 5.0) -> list[str]:
-    deadline = time.monotonic() + timeout
-    while True:
-        left = leftovers(root)
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.05)
-
-
 @pytest.fixture
-def root(tmp_path: Path):
+def root(processes_mentioning):
     """A private temp root for this test's sandboxes (and nothing left in it afterwards)."""
     d = tempfile.mkdtemp(prefix="envk-hostile-")
     os.chmod(d, 0o755)
@@ -204,7 +179,7 @@ def root(tmp_path: Path):
         yield d
     finally:
         tempfile.tempdir = old
-        left = wait_no_leftovers(d)
+        left = processes_mentioning(d, 5.0)
         shutil.rmtree(d, ignore_errors=True)
         assert not left, f"processes left running: {left}"
 
@@ -344,7 +319,7 @@ async def env_call(env_dir: Path, root: str) -> tuple[dict[str, Any], int, float
     return json.loads(out.decode().strip().splitlines()[-1]), proc.returncode or 0, float(info.get("seconds", 1e9)), stderr
 
 
-async def test_hostile_envs_through_env_call(root: str, listeners: Listeners, secret: str, tmp_path: Path):
+async def test_hostile_envs_through_env_call(root: str, listeners: Listeners, secret: str, tmp_path: Path, processes_mentioning):
     recorder = Recorder(tmp_path / "run")
     values = {**listeners.values(), "secret": secret}
     names = [n for n in ATTACKS if not (ATTACKS[n][0] in DANGEROUS and ROWS[ATTACKS[n][0]].outcome == "not blocked")]
@@ -355,14 +330,15 @@ async def test_hostile_envs_through_env_call(root: str, listeners: Listeners, se
 
     runner = ProcessRunner(Settings(call_timeout=5))
     try:
-        await _attack_all(runner, await runner.open(shop_env(), seed=0), root, names, dirs, listeners)
+        await _attack_all(await runner.open(shop_env(), seed=0), root, names, dirs, listeners, processes_mentioning)
     finally:
         await runner.aclose()
-    assert not wait_no_leftovers(root), "processes left running after the attacks"
+    assert not processes_mentioning(root, 5.0), "processes left running after the attacks"
     assert not [p for p in Path(root).rglob("envk-p*")], "sandbox folders left behind"
 
 
-async def _attack_all(runner: ProcessRunner, benign: Any, root: str, names: list[str], dirs: dict[str, Path], listeners: Listeners) -> None:
+async def _attack_all(benign: Any, root: str, names: list[str], dirs: dict[str, Path], listeners: Listeners,
+                      processes_mentioning: Any) -> None:
     stop = asyncio.Event()
     slowest = [0.0]
     answered = [0]
@@ -388,7 +364,7 @@ async def _attack_all(runner: ProcessRunner, benign: Any, root: str, names: list
         async with gate:
             # kill_runner's parent is this `env call` process: it must survive and print the result
             result, code, seconds, stderr = await env_call(dirs[name], own)
-            left = await asyncio.to_thread(wait_no_leftovers, own, 3.0)
+            left = await asyncio.to_thread(processes_mentioning, own, 3.0)
             extra = {"reached": listeners.reached(), "runner_alive": bool(result), "left": left}
             observed[name] = classify(name, result, seconds, extra)
             details[name] = (str(result)[:600], code, round(seconds, 2), left)
@@ -527,7 +503,7 @@ def install_plugin(tmp_path: Path, sources: dict[str, str]) -> Path:
     return site
 
 
-def test_hostile_envs_through_a_run(root: str, listeners: Listeners, secret: str, tmp_path: Path):
+def test_hostile_envs_through_a_run(root: str, listeners: Listeners, secret: str, tmp_path: Path, processes_mentioning):
     values = {**listeners.values(), "secret": secret}
     names = [n for n in ATTACKS if not (ATTACKS[n][0] in DANGEROUS and ROWS[ATTACKS[n][0]].outcome == "not blocked")]
     site = install_plugin(tmp_path, {n: source(n, **values) for n in names})
@@ -557,7 +533,7 @@ def test_hostile_envs_through_a_run(root: str, listeners: Listeners, secret: str
         text = rejected.read_text()
         assert re.search(MARKERS[name], text), (name, text[:1500])
     assert listeners.reached() == []
-    assert not wait_no_leftovers(root), "processes left running after the run"
+    assert not processes_mentioning(root, 5.0), "processes left running after the run"
     assert not [p for p in Path(root).iterdir() if p.name.startswith("envk-p")], "sandbox folders left behind"
     assert seconds < 45, seconds
 

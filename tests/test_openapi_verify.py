@@ -3,36 +3,25 @@
 from __future__ import annotations
 
 import asyncio
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 from envkernel_openapi import corpus_files, synthesize_file
 from envkernel_probe import Probe, ProbeSettings
 from envkernel_probe.broken import CODE_FAULTS, caught, model_faults, notes_env
-from envkernel_probe.testing import FakeContext
+from envkernel_probe.testing import RunnerContext
 
 process = pytest.importorskip("envkernel_process")
 
 
 async def verify_all(envs: list[Any], settings: ProbeSettings | None = None) -> list[Any]:
     runner = process.ProcessRunner()
-
-    class Ctx(FakeContext):
-        @asynccontextmanager
-        async def sandbox(self, env):  # type: ignore[no-untyped-def,override]
-            sb = await runner.open(env, 0)
-            try:
-                yield sb
-            finally:
-                await sb.close()
-
     out = []
     try:
         for env in envs:
             for attempt in range(3):  # a sandbox that cannot start is the runner's problem, not the env's
                 try:
-                    out.append(await Probe(settings).verify(env, Ctx(component="probe")))
+                    out.append(await Probe(settings).verify(env, RunnerContext(runner, component="probe")))
                     break
                 except process.SandboxError:
                     if attempt == 2:

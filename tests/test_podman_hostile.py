@@ -24,12 +24,8 @@ import time
 import pytest
 import pytest_asyncio
 from envkernel_podman import DEFAULT_IMAGE, LABEL, LABEL_RUNNER, PodmanRunner, Settings
-from envkernel_podman.service import asset_path
+from envkernel_podman.service import containers_conf, podman_env
 from envkernel_schemas import CodeBehaviour, EnvSpec, ToolSpec
-
-
-def _podman_env() -> dict[str, str]:
-    return {**os.environ, "CONTAINERS_CONF": os.environ.get("CONTAINERS_CONF") or asset_path("containers.conf")}
 
 
 def _not_ready() -> str | None:
@@ -37,7 +33,7 @@ def _not_ready() -> str | None:
         return "the podman hostile tests need root"
     if shutil.which("podman") is None:
         return "podman is not installed (scripts/install-podman.sh)"
-    if subprocess.run(["podman", "image", "exists", DEFAULT_IMAGE], env=_podman_env(), check=False).returncode:
+    if subprocess.run(["podman", "image", "exists", DEFAULT_IMAGE], env=podman_env(containers_conf()), check=False).returncode:
         return f"image {DEFAULT_IMAGE} is missing (envkernel sandbox build-image)"
     return None
 
@@ -230,7 +226,7 @@ def hostile_env() -> EnvSpec:
 
 
 def podman(*args: str) -> str:
-    return subprocess.run(["podman", *args], env=_podman_env(), check=True, capture_output=True, text=True).stdout
+    return subprocess.run(["podman", *args], env=podman_env(containers_conf()), check=True, capture_output=True, text=True).stdout
 
 
 def containers(label: str) -> dict[str, str]:

@@ -19,12 +19,8 @@ import time
 
 import pytest
 from envkernel_podman import DEFAULT_IMAGE, LABEL, LABEL_RUNNER, PodmanRunner, SandboxError, Settings
-from envkernel_podman.service import asset_path, process_start
+from envkernel_podman.service import asset_path, containers_conf, podman_env, process_start
 from envkernel_sample import shop_env
-
-
-def _podman_env() -> dict[str, str]:
-    return {**os.environ, "CONTAINERS_CONF": os.environ.get("CONTAINERS_CONF") or asset_path("containers.conf")}
 
 
 def _not_ready() -> str | None:
@@ -32,7 +28,7 @@ def _not_ready() -> str | None:
         return "the podman runner tests need root"
     if shutil.which("podman") is None:
         return "podman is not installed (scripts/install-podman.sh)"
-    exists = subprocess.run(["podman", "image", "exists", DEFAULT_IMAGE], env=_podman_env(), check=False)
+    exists = subprocess.run(["podman", "image", "exists", DEFAULT_IMAGE], env=podman_env(containers_conf()), check=False)
     if exists.returncode != 0:
         return f"image {DEFAULT_IMAGE} is missing (envkernel sandbox build-image)"
     return None
@@ -43,7 +39,7 @@ pytestmark = pytest.mark.skipif(_REASON is not None and not os.environ.get("ENVK
 
 
 def podman(*args: str) -> str:
-    return subprocess.run(["podman", *args], env=_podman_env(), check=True, capture_output=True, text=True).stdout
+    return subprocess.run(["podman", *args], env=podman_env(containers_conf()), check=True, capture_output=True, text=True).stdout
 
 
 def containers(label: str = LABEL) -> dict[str, str]:

@@ -13,7 +13,6 @@ import asyncio
 import json
 import re
 from collections import Counter
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from envkernel.context import RecordingToolEnv
 from envkernel_baselines import Nothing, Reference
 from envkernel_chains import Chains, ChainsSettings
 from envkernel_openapi import corpus_files, synthesize_file
-from envkernel_probe.testing import FakeContext
+from envkernel_probe.testing import RunnerContext
 from envkernel_schemas import RolloutRequested, Task
 from envkernel_traceoutcome import TraceOutcome
 
@@ -34,23 +33,6 @@ ID_PATTERN = re.compile(r"\b[a-z]{3}_\d{4}\b")
 """What the corpus's ids look like (``cus_0004``)."""
 
 
-class Ctx(FakeContext):
-    """A stand-in context whose sandboxes are real process sandboxes."""
-
-    def __init__(self, runner: Any, **kw: Any) -> None:
-        super().__init__(**kw)
-        self.runner = runner
-
-    @asynccontextmanager
-    async def sandbox(self, env):  # type: ignore[no-untyped-def,override]
-        sb = await self.runner.open(env, 0)
-        self.opened.append(sb)
-        try:
-            yield sb
-        finally:
-            await sb.close()
-
-
 async def _sample_all(sampler: Any, out: Path, component: str) -> tuple[dict[str, Any], list[Task], int]:
     runner = process.ProcessRunner()
     envs = {f.stem: synthesize_file(f)[0] for f in corpus_files()}
@@ -58,7 +40,7 @@ async def _sample_all(sampler: Any, out: Path, component: str) -> tuple[dict[str
     opened = 0
     try:
         for env in envs.values():
-            ctx = Ctx(runner, component=component, out_dir=out)
+            ctx = RunnerContext(runner, component=component, out_dir=out)
             tasks += [t async for t in sampler.sample(env, ctx)]
             opened += len(ctx.opened)
     finally:

@@ -121,9 +121,7 @@ class Consumer:
     async def _handle(self, m: Msg) -> None:
         try:
             outputs, token = await self.handler(m)
-            if outputs:
-                futs = [await self.bus.publish(o.subject, o.data, o.msg_id) for o in outputs]
-                await asyncio.gather(*futs)
+            await self._publish(outputs)
         except Exception as exc:
             # The handler owns failure boundaries; reaching here means the bus failed.
             log.error("publishing outputs failed; the event will be redelivered", consumer=self.durable, error=str(exc))
@@ -137,6 +135,12 @@ class Consumer:
         self._done.append(Done(m, outputs, token))
         self._done_ready.set()
 
+    async def _publish(self, outputs: list[Output]) -> None:
+        """Publish ``outputs`` and wait until every one is in the stream (its PubAck)."""
+        if outputs:
+            futs = [await self.bus.publish(o.subject, o.data, o.msg_id) for o in outputs]
+            await asyncio.gather(*futs)
+
     async def _flush_loop(self) -> None:
         while True:
             await self._done_ready.wait()
@@ -147,10 +151,7 @@ class Consumer:
             if not done:
                 continue
             try:
-                extra = self.finalize(done) if self.finalize else []
-                if extra:
-                    futs = [await self.bus.publish(o.subject, o.data, o.msg_id) for o in extra]
-                    await asyncio.gather(*futs)
+                await self._publish(self.finalize(done) if self.finalize else [])
                 for d in done:
                     await d.msg.ack()
             except Exception as exc:

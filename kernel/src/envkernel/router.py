@@ -221,11 +221,9 @@ class Worker:
             inst, _ctx = self._instances.pop(key)
             await _close_instance(inst)
         self._configs.pop(run, None)
-        for table in (self._applied, self._apply_locks):
+        for table in (self._applied, self._apply_locks, self._apply_failed):
             for key in [k for k in table if k[0] == run]:
                 del table[key]
-        for key in [k for k in self._apply_failed if k[0] == run]:
-            del self._apply_failed[key]
         self._finished = {k for k in self._finished if k[0] != run}
         log.info("run finished; its state in this worker was dropped", run=run)
 
@@ -299,7 +297,7 @@ class Worker:
                 children = await self._invoke(comp, cfg, ev, msg.data)
             except Exception as exc:  # a kernel bug must still end as data, never as a lost event
                 log.exception("kernel failed while handling an event", component=comp.name, kind=ev.kind)
-                fail = self._failure(comp, cfg, ev, msg.data, exc)
+                fail = self._failure(comp, ev, msg.data, exc)
                 children = [(fail, subject_of(cfg, fail))]
             outputs = [Output(subject, encode(child), child.id) for child, subject in children if not isinstance(child, _Published)]
             return outputs, (ev.run, ev.id, len(children))
@@ -332,14 +330,14 @@ class Worker:
         try:
             children = await self._dispatch(comp, inst, ctx, cfg, ev)
         except Exception as exc:
-            fail = self._failure(comp, cfg, ev, raw, exc)
+            fail = self._failure(comp, ev, raw, exc)
             log.error("plugin failed; the run goes on", plugin=comp.name, role=comp.role, kind=ev.kind, error=f"{type(exc).__name__}: {exc}")
             return [(fail, subject_of(cfg, fail))]
         log.debug("handled", component=comp.name, kind=ev.kind, children=len(children), ms=round((time.perf_counter() - t0) * 1000, 2))
         return children
 
     @staticmethod
-    def _failure(comp: Component, cfg: RunConfig, ev: Event, raw: bytes, exc: BaseException) -> PluginFailed:
+    def _failure(comp: Component, ev: Event, raw: bytes, exc: BaseException) -> PluginFailed:
         """A failure as data: the ``plugin.failed`` event for ``exc`` raised while handling ``ev``."""
         return PluginFailed(
             run=ev.run, id=event_id(ev.id, comp.name, "failed"), parent=ev.id, iteration=ev.iteration, time=time.time(),

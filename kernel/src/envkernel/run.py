@@ -18,7 +18,7 @@ from nats.js.errors import KeyNotFoundError
 
 from envkernel_bus import Bus, EmbeddedServer, discovery
 from envkernel_bus.subjects import STREAM, durable_name
-from envkernel_schemas import Event, RunFinished, event_id, is_token, encode
+from envkernel_schemas import RunFinished, event_id, is_token
 
 from . import config as cfgmod
 from .config import RunConfig
@@ -112,7 +112,8 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     selected = resolve_selection(config.plugins)
     registry = load(selected)
     components = {role: [c.name for c in registry.by_role(role)] for role in ROLES}
-    for role, name in remote_components(config.remote):
+    remote = remote_components(config.remote)
+    for role, name in remote:
         local = registry.components.get(name)
         if local is not None and local.role != role:
             raise ConfigError(f"--remote {role}:{name}: the selected component {name!r} is a {local.role}, not a {role}")
@@ -134,7 +135,7 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
         kind = source.partition(":")[0]
         if not synthesizer_for(RunConfig(components=components), sources, kind):
             raise PluginError(f"no selected synthesizer handles source kind {kind!r}; handled: {sorted({k for v in sources.values() for k in v})}")
-    unknown = set(config.settings) - set(registry.components) - {n for _, n in remote_components(config.remote)}
+    unknown = set(config.settings) - set(registry.components) - {n for _, n in remote}
     if unknown:
         raise ConfigError(f"config has settings for {', '.join(sorted(unknown))}, which no selected plugin provides; components: {', '.join(sorted(registry.components))}")
     for comp in registry.components.values():  # a wrong key fails now, not mid-run

@@ -70,8 +70,9 @@ class Stages:
         self.gated: list[Task] = []
         """Every emitted task, in order: each iteration rolls them all out."""
 
-    def _child(self, parent: Event, cls: type[Event], key: int | str, /, **fields: Any) -> Event:
-        return cls(run=parent.run, id=event_id(parent.id, KERNEL, key), parent=parent.id, iteration=parent.iteration, time=time.time(), **fields)
+    def _child(self, parent: Event, cls: type[Event], key: int | str, /, iteration: int | None = None, **fields: Any) -> Event:
+        it = parent.iteration if iteration is None else iteration
+        return cls(run=parent.run, id=event_id(parent.id, KERNEL, key), parent=parent.id, iteration=it, time=time.time(), **fields)
 
     def handle(self, ev: Event) -> list[tuple[Event, str | None]]:
         """Children of a kernel-handled event, each with its work target (None: no plugin token)."""
@@ -131,11 +132,10 @@ class Stages:
     def _group(self, parent: Event, task: Task, key: str, update: str = "", iteration: int | None = None) -> list[tuple[Event, str | None]]:
         g = max(1, self.config.rollouts_per_task)
         self.groups[task.id] = _Group(task, g)
-        it = parent.iteration if iteration is None else iteration
         out: list[tuple[Event, str | None]] = []
         for i in range(g):
-            req = RolloutRequested(run=parent.run, id=event_id(parent.id, KERNEL, f"{key}/{i}"), parent=parent.id, iteration=it, time=time.time(),
-                                   task=task, policy=self.config.policy, index=i, group_size=g, purpose="train", update=update)
+            req = self._child(parent, RolloutRequested, f"{key}/{i}", iteration=iteration, task=task, policy=self.config.policy, index=i,
+                              group_size=g, purpose="train", update=update)
             out.append((req, self.config.policy))
         return out
 

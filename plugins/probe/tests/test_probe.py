@@ -10,7 +10,7 @@ import pytest
 from envkernel_probe import Probe, Settings, build_report, register_verifiers
 from envkernel_probe.argsgen import ArgumentBuilder, coerce, default_values, schema_type
 from envkernel_probe.naming import id_entity, is_id_name, match_table, plural, singular, tool_parts, words
-from envkernel_probe.testing import SHOP_STATE, SHOP_TOOLS, FakeContext, toy_shop
+from envkernel_probe.testing import SHOP_STATE, SHOP_TOOLS, FakeContext, RunnerContext, toy_shop
 from envkernel_schemas import ToolSpec
 
 
@@ -167,23 +167,13 @@ def test_probe_real_shop() -> None:
     """Every tool of the ``sample`` shop passes in a ``process`` sandbox (skipped without them)."""
     sample = pytest.importorskip("envkernel_sample")
     process = pytest.importorskip("envkernel_process")
-    from contextlib import asynccontextmanager
 
     runner = process.ProcessRunner()
     env = sample.shop_env()
 
-    class Ctx(FakeContext):
-        @asynccontextmanager
-        async def sandbox(self, env):  # type: ignore[no-untyped-def,override]
-            sb = await runner.open(env, 0)
-            try:
-                yield sb
-            finally:
-                await sb.close()
-
     async def go():  # type: ignore[no-untyped-def]
         try:
-            return await Probe().verify(env, Ctx(component="probe"))
+            return await Probe().verify(env, RunnerContext(runner, component="probe"))
         finally:
             await runner.aclose()
 

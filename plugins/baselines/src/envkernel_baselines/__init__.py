@@ -9,11 +9,11 @@ Both write the conversation in OpenAI chat format, so their trajectories double 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import msgspec
 from envkernel.hookspecs import hookimpl
+from envkernel.messages import answer_from, call_and_record, compact, result_content  # compact, result_content: re-exported
 from envkernel_schemas import RolloutRequested, ToolResult, Trajectory
 
 __all__ = [
@@ -47,9 +47,6 @@ class BaselineSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True)
 
 Settings = BaselineSettings
 """Alias: the settings of this plugin's component(s)."""
-
-
-from envkernel.messages import answer_from, call_and_record, compact, result_content  # noqa: E402 - shared with every policy
 
 
 def _opening(system_prompt: str, request: RolloutRequested) -> list[dict[str, Any]]:

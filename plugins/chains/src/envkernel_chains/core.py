@@ -72,6 +72,11 @@ def _k(v: Any) -> Any:
     return v.lower() if isinstance(v, str) else v
 
 
+def data_edges(graph: nx.DiGraph) -> int:
+    """Edges of the tool graph along which an output feeds a parameter."""
+    return sum(1 for *_e, d in graph.edges(data=True) if d.get("feeds"))
+
+
 def task_id(env_id: str, signature: str, calls: list[ToolCall]) -> str:
     """Deterministic task id: hash of the environment, the signature and the arguments."""
     key = json.dumps([[c.name, c.arguments] for c in calls], sort_keys=True, default=str)
@@ -315,7 +320,7 @@ class GraphSampler:
 
     def stats(self, seconds: float) -> dict[str, Any]:
         """What ``sampling.json`` holds for this sampler and environment."""
-        tools = [n for n in self.tool_names]
+        tools = self.tool_names
         covered = [n for n in tools if self.used[n]]
         calls = self.grounder.calls if self.grounder else 0
         return {
@@ -328,7 +333,7 @@ class GraphSampler:
             "tasks_per_s": round(self.emitted / seconds, 2) if seconds > 0 else None,
             "tool_calls": calls,
             "graph": {"tools": self.graph.number_of_nodes(), "edges": self.graph.number_of_edges(),
-                      "data_edges": sum(1 for *_e, d in self.graph.edges(data=True) if d.get("feeds")),
+                      "data_edges": data_edges(self.graph),
                       "dead_tools": sorted(self.dead)},
             "tool_coverage": round(len(covered) / len(tools), 4) if tools else None,
             "uncovered_tools": sorted(set(tools) - set(covered)),
@@ -372,7 +377,7 @@ async def sample_env(cls: type[GraphSampler], settings: SamplerSettings, env: En
         gs = cls(env, s, rng, seed_state, component)
         graph = await gs.explore(sb, seed)
         ctx.log.info("tool graph", env=env.id, tools=graph.number_of_nodes(), edges=graph.number_of_edges(),
-                     data_edges=sum(1 for *_e, d in graph.edges(data=True) if d.get("feeds")), dead=sorted(gs.dead))
+                     data_edges=data_edges(graph), dead=sorted(gs.dead))
         if s.write_graph and folder is not None:
             try:
                 write_graph(graph, folder, title=f"{env.id}: tool dependency graph")

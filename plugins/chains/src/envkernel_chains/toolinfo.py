@@ -244,10 +244,16 @@ def _model_info(spec: ToolSpec, op: dict[str, Any], s: Schema) -> ToolInfo:
         else:
             p = _guess_param(name, schema, req, info, s)
         info.params[name] = p
-    if res:
-        info.reads.add(res)
-        if spec.mutates:
-            info.writes.add(res)
+    return _with_access(info)
+
+
+def _with_access(info: ToolInfo) -> ToolInfo:
+    """``info`` with the tables it reads (its own, and those its ``ref`` parameters point to) and writes."""
+    table = info.resource
+    if table:
+        info.reads.add(table)
+        if info.spec.mutates:
+            info.writes.add(table)
     for p in info.params.values():
         if p.role == "ref" and p.resource:
             info.reads.add(p.resource)
@@ -299,14 +305,7 @@ def _guess_info(spec: ToolSpec, s: Schema) -> ToolInfo:
     required = set((spec.parameters or {}).get("required") or [])
     for name, schema in props.items():
         info.params[name] = _guess_param(name, schema if isinstance(schema, dict) else {}, name in required, info, s)
-    if table:
-        info.reads.add(table)
-        if spec.mutates:
-            info.writes.add(table)
-    for p in info.params.values():
-        if p.role == "ref" and p.resource:
-            info.reads.add(p.resource)
-    return info
+    return _with_access(info)
 
 
 def tool_infos(env: EnvSpec, schema: Schema) -> dict[str, ToolInfo]:

@@ -21,9 +21,9 @@ from typing import Any
 
 import msgspec
 from envkernel.hookspecs import hookimpl
-from envkernel_schemas import GroupScored
+from envkernel_schemas import GroupScored, ScoredRollout
 
-from . import RlSettings, SftSettings, _EnvTools
+from . import RlSettings, Sft, SftSettings, _EnvTools
 from .pairs import choose_pair, pair_key, pair_row
 from .rows import purpose_of
 from .sink import JsonlSink
@@ -61,12 +61,16 @@ class Pairs:
             self._sink = JsonlSink(Path(out_dir) / self.settings.filename, pair_key, fsync=self.settings.fsync)
         return self._sink
 
-    def row(self, group: GroupScored, tools: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
-        """The group's pair row, or None (wrong split or purpose, fewer than 2, equal rewards)."""
+    def pair(self, group: GroupScored) -> tuple[ScoredRollout, ScoredRollout] | None:
+        """The group's (chosen, rejected), or None (wrong split or purpose, fewer than 2, equal rewards)."""
         s = self.settings
         if purpose_of(group) != "train" or (s.splits and group.task.split not in s.splits):
             return None
-        pair = choose_pair(group, min_margin=s.min_margin)
+        return choose_pair(group, min_margin=s.min_margin)
+
+    def row(self, group: GroupScored, tools: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+        """The group's pair row, or None when it gives no pair (see :meth:`pair`)."""
+        pair = self.pair(group)
         return None if pair is None else pair_row(group, pair[0], pair[1], tools)
 
     async def consume(self, group: GroupScored, ctx: Any) -> None:
@@ -74,13 +78,12 @@ class Pairs:
         sink = self.sink(ctx.out_dir)
         if f"pair:{group.id}" in sink:
             return
-        if self.row(group) is None:
+        pair = self.pair(group)
+        if pair is None:
             self.skipped += 1
             return
         tools = await self._tools.tools(group.task, ctx)
-        row = self.row(group, tools)
-        if row is not None:
-            sink.write(row)
+        sink.write(pair_row(group, pair[0], pair[1], tools))
 
     async def finish(self, ctx: Any) -> None:
         """Close the file (created empty when no group gave a pair)."""
@@ -176,8 +179,8 @@ class Card:
         self._total = _Tally()
         self._split: dict[str, _Tally] = defaultdict(_Tally)
         self._env: dict[str, _Tally] = defaultdict(_Tally)
-        self._sft: SftSettings | None = None
-        self._pairs: PairsSettings | None = None
+        self._sft: Sft | None = None
+        self._pairs: Pairs | None = None
         self._rl_splits: list[str] = []
         self._rl_tasks: set[str] = set()
         self._grpo: Any = None
@@ -191,8 +194,7 @@ class Card:
             cfg = getattr(ctx, "config", None)
             return msgspec.to_builtins(cfg) if cfg is not None else {}
 
-    def _settings_of(self, ctx: Any, name: str, kind: type) -> Any:
-        cfg = self._config(ctx)
+    def _settings_of(self, cfg: dict[str, Any], name: str, kind: type) -> Any:
         merged = {**cfg.get("settings", {}).get(name, {}), **cfg.get("overrides", {}).get(name, {})}
         try:
             return msgspec.convert(merged, kind)
@@ -205,25 +207,25 @@ class Card:
             return
         self._seen.add(group.id)
         if self._sft is None:
-            self._sft = self._settings_of(ctx, "sft", SftSettings)
-            self._pairs = self._settings_of(ctx, "pairs", PairsSettings)
-            self._rl_splits = self._settings_of(ctx, "rl", RlSettings).splits
+            cfg = self._config(ctx)  # read once: the run's settings do not change
+            self._sft = Sft(self._settings_of(cfg, "sft", SftSettings))
+            self._pairs = Pairs(self._settings_of(cfg, "pairs", PairsSettings))
+            self._rl_splits = self._settings_of(cfg, "rl", RlSettings).splits
             try:
                 from envkernel_grpo import Grpo, GrpoSettings
 
-                self._grpo = Grpo(self._settings_of(ctx, "grpo", GrpoSettings))
+                self._grpo = Grpo(self._settings_of(cfg, "grpo", GrpoSettings))
                 self._grpo_rows = 0
             except ImportError:
                 self._grpo = None
-        from . import Sft
 
         if not self._rl_splits or group.task.split in self._rl_splits:
             self._rl_tasks.add(group.task.id)
         if self._grpo is not None and (not self._grpo.settings.splits or group.task.split in self._grpo.settings.splits):
             self._grpo_rows = (self._grpo_rows or 0) + len(self._grpo.add(group)[1])
 
-        sft_rows = len(Sft(self._sft).keep(group))
-        pair = Pairs(self._pairs).row(group) is not None
+        sft_rows = len(self._sft.keep(group))
+        pair = self._pairs.pair(group) is not None
         for tally in (self._total, self._split[group.task.split], self._env[group.task.env_id]):
             tally.add(group, sft_rows, pair)
 
@@ -263,8 +265,8 @@ class Card:
             },
             "reward": {"model": reward, "settings": _resolved_settings(cfg, reward, settings.get(reward, {})) if reward else {}},
             "export_settings": {
-                "sft": msgspec.to_builtins(self._sft or self._settings_of(ctx, "sft", SftSettings)),
-                "pairs": msgspec.to_builtins(self._pairs or self._settings_of(ctx, "pairs", PairsSettings)),
+                "sft": msgspec.to_builtins(self._sft.settings if self._sft else self._settings_of(cfg, "sft", SftSettings)),
+                "pairs": msgspec.to_builtins(self._pairs.settings if self._pairs else self._settings_of(cfg, "pairs", PairsSettings)),
             },
             "files": files,
             "versions": envkernel_versions(),

@@ -57,11 +57,10 @@ class GrpoSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 def advantages(rewards: list[float], eps: float = 1e-6) -> list[float]:
     """Group-normalised advantages ``(r − mean) / (std + eps)`` (population std)."""
-    n = len(rewards)
-    if n == 0:
+    if not rewards:
         return []
-    mean = sum(rewards) / n
-    std = math.sqrt(sum((r - mean) ** 2 for r in rewards) / n)
+    mean = sum(rewards) / len(rewards)
+    std = math.sqrt(variance(rewards))
     return [(r - mean) / (std + eps) for r in rewards]
 
 

@@ -53,6 +53,7 @@ from typing import Any, ClassVar
 import msgspec
 import structlog
 from envkernel.errors import ConfigError, EnvkernelError
+from envkernel.messages import compact, result_content
 from envkernel_schemas import PolicyUpdate, RolloutRequested, ToolResult, ToolSpec, Trajectory, Usage
 
 from .client import ChatClient, ChatResult
@@ -213,9 +214,6 @@ def _load_failure(res: ChatResult, spec: ModelUpdate, base_url: str) -> str:
 # -- messages ------------------------------------------------------------------------------------
 
 
-from envkernel.messages import compact, result_content  # noqa: E402 - shared with every policy
-
-
 def error_content(code: str, message: str) -> str:
     """A ``tool`` message content for a call that was refused before reaching the sandbox."""
     return compact({"error": {"code": code, "message": message}})
@@ -326,8 +324,7 @@ def parse_tool_calls(raw: Any, turn: int, seen: set[str]) -> list[_Call]:
         name = fn.get("name")
         name = name if isinstance(name, str) else ""
         raw_args = fn.get("arguments")
-        if isinstance(raw_args, dict):  # some servers send an object, not a string
-            raw_args = compact(raw_args)
+        # some servers send an object, not a string
         raw_args = "" if raw_args is None else raw_args if isinstance(raw_args, str) else compact(raw_args)
         if not name:
             calls.append(_Call(cid, name, raw_args, None, "invalid_tool_call", "the tool call has no function name"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from dataclasses import dataclass
@@ -59,7 +58,3 @@ def build_image(
         raise SandboxError(f"building the sandbox image {image!r} failed (exit code {proc.returncode}); see the output above")
     return BuildResult(image, True, time.monotonic() - t0)
 
-
-def image_root_needed() -> None:
-    if os.geteuid() != 0:
-        raise SandboxError("building the image needs root (debootstrap); run it with sudo")

@@ -1,4 +1,4 @@
-"""Test helpers: an in-memory sandbox, a stand-in context and a toy shop environment.
+"""Test helpers: an in-memory sandbox, stand-in contexts and a toy shop environment.
 
 They let verifier, sampler and policy code be unit-tested without a bus or a sandbox runner.
 The toy shop follows the shape of the sample environment (customers, products, orders) but is
@@ -127,6 +127,25 @@ class FakeContext:
     async def env(self, env_id: str) -> EnvSpec:
         """An environment by id."""
         return self._envs[env_id]
+
+
+class RunnerContext(FakeContext):
+    """A :class:`FakeContext` whose sandboxes are real ones, opened by a sandbox runner
+    (anything with ``async open(env, index)``, e.g. ``envkernel_process.ProcessRunner``)."""
+
+    def __init__(self, runner: Any, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.runner = runner
+
+    @asynccontextmanager
+    async def sandbox(self, env: EnvSpec) -> AsyncIterator[Any]:
+        """Open a sandbox for ``env`` through the runner."""
+        sb = await self.runner.open(env, 0)
+        self.opened.append(sb)
+        try:
+            yield sb
+        finally:
+            await sb.close()
 
 
 # -- a toy shop -------------------------------------------------------------------------------

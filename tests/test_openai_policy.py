@@ -1,7 +1,7 @@
 """The ``openai`` policy against a real HTTP server on loopback speaking Chat Completions.
 
 Every test runs the real ``openai`` client (AsyncOpenAI) over a socket against
-:class:`envkernel_openai.testing.ScriptedServer`, on the toy shop's in-memory sandboxes, and
+:class:`envkernel_kit.scripted.ScriptedServer`, on the toy shop's in-memory sandboxes, and
 scores with the real reward models. Every run must finish, score what it can and count what
 failed.
 """
@@ -15,14 +15,14 @@ import time
 import msgspec
 import pytest
 
-testing_probe = pytest.importorskip("envkernel_probe.testing")
+testing_probe = pytest.importorskip("envkernel_kit.testing")
 chains = pytest.importorskip("envkernel_chains")
 
 from envkernel.config import public, settings_for
 from envkernel.errors import ConfigError
 from envkernel_checklist import Checklist
 from envkernel_openai import OpenAIPolicy, OpenAISettings
-from envkernel_openai.testing import (
+from envkernel_kit.scripted import (
     ByTurn,
     Oracle,
     ScriptedServer,

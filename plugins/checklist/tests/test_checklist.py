@@ -134,10 +134,10 @@ def test_fraction_and_registration() -> None:
 
 def test_gate_invariant_on_sampled_tasks() -> None:
     """Reference = 1 and do-nothing = 0 on chains-sampled tasks, so the checklist can drive the gate."""
-    testing = pytest.importorskip("envkernel_probe.testing")
+    testing = pytest.importorskip("envkernel_kit.testing")
     chains = pytest.importorskip("envkernel_chains")
     baselines = pytest.importorskip("envkernel_baselines")
-    run_policy = pytest.importorskip("envkernel_openai.testing").run_policy
+    run_policy = pytest.importorskip("envkernel_kit.scripted").run_policy
     env, factory = testing.toy_shop()
     ctx = testing.FakeContext(component="chains", sandboxes={env.id: factory})
 

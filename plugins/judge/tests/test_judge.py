@@ -10,7 +10,7 @@ import pytest
 from envkernel.config import settings_for
 from envkernel.errors import ConfigError
 from envkernel_judge import Judge, JudgeSettings, parse_verdict, register_reward_models, transcript
-from envkernel_openai.testing import ByTurn, ScriptedServer, Sequence, completion, error, no_choices, not_json, stall
+from envkernel_kit.scripted import ByTurn, ScriptedServer, Sequence, completion, error, no_choices, not_json, stall
 from envkernel_schemas import CallRecord, Outcome, Reward, Task, ToolCall, ToolResult, Trajectory
 
 SECRET = "sk-judge-secret"

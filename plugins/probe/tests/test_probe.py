@@ -8,9 +8,9 @@ import random
 import msgspec
 import pytest
 from envkernel_probe import Probe, Settings, build_report, register_verifiers
-from envkernel_probe.argsgen import ArgumentBuilder, coerce, default_values, schema_type
-from envkernel_probe.naming import id_entity, is_id_name, match_table, plural, singular, tool_parts, words
-from envkernel_probe.testing import SHOP_STATE, SHOP_TOOLS, FakeContext, RunnerContext, toy_shop
+from envkernel_kit.argsgen import ArgumentBuilder, coerce, default_values, schema_type
+from envkernel_kit.naming import id_entity, is_id_name, match_table, plural, singular, tool_parts, words
+from envkernel_kit.testing import SHOP_STATE, SHOP_TOOLS, FakeContext, RunnerContext, toy_shop
 from envkernel_schemas import ToolSpec
 
 
@@ -50,13 +50,13 @@ def test_match_table_and_tool_parts() -> None:
 def test_coerce_respects_schema() -> None:
     assert coerce("12", {"type": "integer"}) == 12
     assert coerce(3.0, {"type": "integer"}) == 3
-    from envkernel_probe.argsgen import _MISSING
+    from envkernel_kit.argsgen import NO_VALUE
 
-    assert coerce(3.5, {"type": "integer"}) is _MISSING
-    assert coerce(True, {"type": "integer"}) is _MISSING
-    assert coerce(0, {"type": "integer", "minimum": 1}) is _MISSING
+    assert coerce(3.5, {"type": "integer"}) is NO_VALUE
+    assert coerce(True, {"type": "integer"}) is NO_VALUE
+    assert coerce(0, {"type": "integer", "minimum": 1}) is NO_VALUE
     assert coerce(5, {"type": "string"}) == "5"
-    assert coerce("x", {"type": "string", "enum": ["a"]}) is _MISSING
+    assert coerce("x", {"type": "string", "enum": ["a"]}) is NO_VALUE
     assert schema_type({"type": ["string", "null"]}) == "string"
     assert default_values("quantity", {"type": "integer", "minimum": 2})[0] == 2
     assert default_values("contact_email", {"type": "string"}) == ["alex.rivera@example.com"]

@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-testing = pytest.importorskip("envkernel_probe.testing")
+testing = pytest.importorskip("envkernel_kit.testing")
 chains = pytest.importorskip("envkernel_chains")
 baselines = pytest.importorskip("envkernel_baselines")
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 import networkx as nx
-from envkernel_probe.argsgen import ArgumentBuilder
+from envkernel_kit.argsgen import ArgumentBuilder
 from envkernel_schemas import EnvSpec, Outcome, Task, ToolCall
 
 from .graph import build_graph, write_graph

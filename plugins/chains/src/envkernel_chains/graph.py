@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
-from envkernel_probe.naming import KEY_LIKE, is_id_name
+from envkernel_kit.naming import KEY_LIKE, is_id_name
 
 from .toolinfo import Schema, ToolInfo, output_fields
 

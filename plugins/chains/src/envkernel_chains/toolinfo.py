@@ -5,7 +5,7 @@ outright: an operation's kind (create/get/list/update/patch/delete/action), its 
 argument is the key, which are parents, filters, search, paging and sorting, which body column
 each argument writes (and whether that column refers to another resource), and an action's
 status transition. A code environment (``env.py``) has none of that, so the same facts are
-guessed from names (:mod:`envkernel_probe.naming`): ``cancel_order(order_id)`` acts on
+guessed from names (:mod:`envkernel_kit.naming`): ``cancel_order(order_id)`` acts on
 ``orders`` keyed by ``order_id``; ``list_orders(customer_id, status)`` lists orders under a
 customer, filtered by status.
 
@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from envkernel_probe.argsgen import SEARCH_NAMES, schema_type
-from envkernel_probe.naming import (
+from envkernel_kit.argsgen import SEARCH_NAMES, schema_type
+from envkernel_kit.naming import (
     CREATE_VERBS,
     KEY_LIKE,
     READ_VERBS,

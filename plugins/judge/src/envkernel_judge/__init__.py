@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import msgspec
 from envkernel.errors import ConfigError
 from envkernel.hookspecs import hookimpl
-from envkernel_openai.client import ChatClient
+from envkernel_kit.chat import ChatClient
 from envkernel_schemas import Reward, Task, Trajectory
 
 __all__ = ["DEFAULT_RUBRIC", "VERDICTS", "Judge", "JudgeSettings", "Settings", "Verdict", "parse_verdict", "register_reward_models", "transcript"]

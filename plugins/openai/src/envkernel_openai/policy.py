@@ -53,10 +53,10 @@ from typing import Any, ClassVar
 import msgspec
 import structlog
 from envkernel.errors import ConfigError, EnvkernelError
-from envkernel.messages import compact, result_content
+from envkernel_kit.messages import compact, result_content
 from envkernel_schemas import PolicyUpdate, RolloutRequested, ToolResult, ToolSpec, Trajectory, Usage
 
-from .client import ChatClient, ChatResult
+from envkernel_kit.chat import ChatClient, ChatResult
 
 log = structlog.get_logger("envkernel.openai")
 

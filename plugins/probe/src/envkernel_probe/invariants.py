@@ -29,8 +29,8 @@ from typing import Any
 
 from envkernel_schemas import EnvSpec, ModelBehaviour, ToolSpec
 
-from .argsgen import _MISSING, FRESH_NAMES, ArgumentBuilder, coerce, fresh_values, schema_type
-from .naming import CREATE_VERBS, UPDATE_VERBS, State, id_column, singular, tool_parts, words
+from envkernel_kit.argsgen import FRESH_NAMES, NO_VALUE, ArgumentBuilder, coerce, fresh_values, schema_type
+from envkernel_kit.naming import CREATE_VERBS, UPDATE_VERBS, State, id_column, singular, tool_parts, words
 
 LIMIT_ARGS = ("limit", "page_size", "per_page", "size", "max_results")
 OFFSET_ARGS = ("offset", "skip")
@@ -584,7 +584,7 @@ class Checker:
         schema = ((tool.parameters or {}).get("properties") or {}).get(arg) or {}
         cands = list(self.builder.sources(tool, arg, schema, self.rng))
         if set(words(arg)) & FRESH_NAMES and schema_type(schema) == "string":  # unique-looking: a fresh value
-            cands = [v for v in (coerce(x, schema) for x in fresh_values(arg, schema, self.rng)) if v is not _MISSING] + cands
+            cands = [v for v in (coerce(x, schema) for x in fresh_values(arg, schema, self.rng)) if v is not NO_VALUE] + cands
         for v in cands:
             if not same(v, current) and v is not None:
                 if isinstance(v, str) and isinstance(current, str) and v.lower() == current.lower():

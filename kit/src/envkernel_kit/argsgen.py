@@ -40,10 +40,13 @@ SEARCH_NAMES = frozenset({"query", "q", "search", "term", "keyword", "keywords",
 FRESH_NAMES = frozenset({"email", "username", "login", "sku", "code", "slug", "handle", "name", "title", "phone"})
 """String parameters that a create-tool likely wants unique: fresh values are tried first."""
 
-_FIRST = ("Alex", "Sam", "Jordan", "Robin", "Casey", "Morgan", "Taylor", "Jamie")
-_LAST = ("Rivera", "Chen", "Novak", "Okafor", "Lindqvist", "Haddad", "Moreau", "Sato")
+FIRST_NAMES = ("Alex", "Sam", "Jordan", "Robin", "Casey", "Morgan", "Taylor", "Jamie")
+"""Given names used for generated person names."""
+LAST_NAMES = ("Rivera", "Chen", "Novak", "Okafor", "Lindqvist", "Haddad", "Moreau", "Sato")
+"""Family names used for generated person names."""
 
-_MISSING = object()
+NO_VALUE = object()
+"""What :func:`coerce` returns when a value cannot be made to fit its schema."""
 
 
 def schema_type(schema: dict[str, Any]) -> str:
@@ -63,73 +66,73 @@ def schema_type(schema: dict[str, Any]) -> str:
 
 
 def coerce(value: Any, schema: dict[str, Any]) -> Any:
-    """``value`` converted to the schema's type and checked against its constraints, or ``_MISSING``."""
+    """``value`` converted to the schema's type and checked against its constraints, or ``NO_VALUE``."""
     t = schema_type(schema)
     v: Any = value
     if t == "integer":
         if isinstance(v, bool):
-            return _MISSING
+            return NO_VALUE
         if isinstance(v, float):
             if not v.is_integer():
-                return _MISSING
+                return NO_VALUE
             v = int(v)
         elif isinstance(v, str):
             try:
                 v = int(v.strip())
             except ValueError:
-                return _MISSING
+                return NO_VALUE
         elif not isinstance(v, int):
-            return _MISSING
+            return NO_VALUE
     elif t == "number":
         if isinstance(v, bool):
-            return _MISSING
+            return NO_VALUE
         if isinstance(v, str):
             try:
                 v = float(v.strip())
             except ValueError:
-                return _MISSING
+                return NO_VALUE
         elif not isinstance(v, (int, float)):
-            return _MISSING
+            return NO_VALUE
     elif t == "string":
         if isinstance(v, bool) or isinstance(v, (dict, list)) or v is None:
-            return _MISSING
+            return NO_VALUE
         v = v if isinstance(v, str) else str(v)
     elif t == "boolean":
         if not isinstance(v, bool):
-            return _MISSING
+            return NO_VALUE
     elif t == "array":
         if not isinstance(v, list):
-            return _MISSING
+            return NO_VALUE
     elif t == "object":
         if not isinstance(v, dict):
-            return _MISSING
+            return NO_VALUE
     if "enum" in schema and schema["enum"] and v not in schema["enum"]:
-        return _MISSING
+        return NO_VALUE
     if "const" in schema and v != schema["const"]:
-        return _MISSING
+        return NO_VALUE
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         if "minimum" in schema and v < schema["minimum"]:
-            return _MISSING
+            return NO_VALUE
         if "maximum" in schema and v > schema["maximum"]:
-            return _MISSING
+            return NO_VALUE
         if "exclusiveMinimum" in schema and isinstance(schema["exclusiveMinimum"], (int, float)) and v <= schema["exclusiveMinimum"]:
-            return _MISSING
+            return NO_VALUE
         if "exclusiveMaximum" in schema and isinstance(schema["exclusiveMaximum"], (int, float)) and v >= schema["exclusiveMaximum"]:
-            return _MISSING
+            return NO_VALUE
     if isinstance(v, str):
         pattern = schema.get("pattern")
         if isinstance(pattern, str):
             try:
                 if re.search(pattern, v) is None:
-                    return _MISSING
+                    return NO_VALUE
             except re.error:
                 pass
         if schema.get("format") == "email" and "@" not in v:
-            return _MISSING
+            return NO_VALUE
         if "minLength" in schema and len(v) < schema["minLength"]:
-            return _MISSING
+            return NO_VALUE
         if "maxLength" in schema and len(v) > schema["maxLength"]:
-            return _MISSING
+            return NO_VALUE
     return v
 
 
@@ -178,7 +181,7 @@ def fresh_values(name: str, schema: dict[str, Any], rng: random.Random, n: int =
     ws = set(words(name))
     out: list[Any] = []
     for _ in range(n):
-        first, last = rng.choice(_FIRST), rng.choice(_LAST)
+        first, last = rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)
         k = rng.randint(10, 999)
         if schema.get("format") == "email" or "email" in ws:
             out.append(f"{first.lower()}.{last.lower()}{k}@example.com")
@@ -263,7 +266,7 @@ class ArgumentBuilder:
         seen: set[str] = set()
         for v in raw:
             c = coerce(v, schema)
-            if c is _MISSING:
+            if c is NO_VALUE:
                 continue
             key = json.dumps(c, sort_keys=True, default=str)
             if key not in seen:
@@ -305,7 +308,7 @@ class ArgumentBuilder:
             args[keyp] = coerce(row[col], props.get(keyp) or {})
             for p in others:
                 args[p] = coerce(row[p], props.get(p) or {})
-            if any(v is _MISSING for v in args.values()):
+            if any(v is NO_VALUE for v in args.values()):
                 continue
             for p in required:
                 if p not in args and srcs.get(p):

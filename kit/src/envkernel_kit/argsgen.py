@@ -49,20 +49,41 @@ NO_VALUE = object()
 """What :func:`coerce` returns when a value cannot be made to fit its schema."""
 
 
-def schema_type(schema: dict[str, Any]) -> str:
-    """The main JSON type of a schema ("" when untyped); ``["string", "null"]`` -> ``string``."""
+def schema_type(schema: Any) -> str:
+    """The main JSON type of a JSON Schema or OpenAPI 3.0/3.1 schema ("" when untyped):
+    ``["string", "null"]`` -> ``string``; the first typed ``oneOf``/``anyOf`` member; ``object`` for
+    ``properties``/``allOf``, ``array`` for ``items``, the type of the first ``enum`` value."""
+    return _type_and_null(schema)[0]
+
+
+def schema_nullable(schema: Any) -> bool:
+    """True when the schema admits null (``nullable: true``, a ``"null"`` type or member)."""
+    return _type_and_null(schema)[1]
+
+
+def _type_and_null(schema: Any) -> tuple[str, bool]:
+    if not isinstance(schema, dict):
+        return "", False
+    nullable = bool(schema.get("nullable"))
     t = schema.get("type")
     if isinstance(t, list):
+        nullable = nullable or "null" in t
         t = next((x for x in t if x != "null"), "")
     if not t:
-        if "properties" in schema:
-            return "object"
+        for key in ("oneOf", "anyOf"):
+            subs = schema.get(key) or []
+            types = [_type_and_null(s) for s in subs if isinstance(s, dict)]
+            real = [x for x, _ in types if x and x != "null"]
+            if real:
+                return real[0], nullable or any(x == "null" or n for x, n in types)
+        if "allOf" in schema or "properties" in schema:
+            return "object", nullable
         if "items" in schema:
-            return "array"
-        if "enum" in schema and schema["enum"]:
+            return "array", nullable
+        if schema.get("enum"):
             e = schema["enum"][0]
-            return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(type(e), "")
-    return t or ""
+            return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(type(e), ""), nullable
+    return (t if isinstance(t, str) else ""), nullable
 
 
 def coerce(value: Any, schema: dict[str, Any]) -> Any:

@@ -52,7 +52,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import msgspec
-import structlog
 from envkernel_schemas import CallRecord, RolloutRequested, ToolCall, ToolError, ToolResult
 
 from .testing import FakeContext

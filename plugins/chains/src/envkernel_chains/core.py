@@ -28,7 +28,7 @@ from .ground import Grounder, PlanNode, Rejected, Step
 from .links import extract_elements
 from .outcome import changed_tables, state_outcome
 from .phrasing import Phraser, check_request, tool_pattern
-from .toolinfo import Schema, schema_of, tool_infos
+from envkernel_kit.tools import Schema, schema_of, tool_infos
 
 State = dict[str, list[dict[str, Any]]]
 

@@ -29,7 +29,7 @@ from typing import Any
 import networkx as nx
 from envkernel_kit.naming import KEY_LIKE, is_id_name
 
-from .toolinfo import Schema, ToolInfo, output_fields
+from envkernel_kit.tools import Schema, ToolInfo, output_fields
 
 INF = 10**6
 LINK_FORMATS = frozenset({"email", "uri", "url", "hostname", "ipv4", "iban"})

@@ -35,7 +35,7 @@ from .links import Element, extract_elements
 from .outcome import changed_tables
 from .refs import STATUS_FIELDS, TITLE_FIELDS, Ref, Resolver, adjective, norm
 from .refs import is_person as _person
-from .toolinfo import ParamInfo, Schema, ToolInfo
+from envkernel_kit.tools import ParamInfo, Schema, ToolInfo
 
 State = dict[str, list[dict[str, Any]]]
 

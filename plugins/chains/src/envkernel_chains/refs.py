@@ -25,7 +25,7 @@ from typing import Any
 
 from envkernel_kit.naming import human, is_id_name, singular, words
 
-from .toolinfo import Schema
+from envkernel_kit.tools import Schema
 
 State = dict[str, list[dict[str, Any]]]
 

@@ -80,7 +80,7 @@ def synthesize_file(path: str | Path, *, seed: int = 0, source: str = "", displa
     if len(tools) > s.max_tools:
         raise SpecError(f"{name}: at $.paths: {len(tools)} tools is more than max_tools = {s.max_tools}")
     warnings = warnings + builder.warnings
-    model["warnings"] = warnings
+    model.warnings = warnings
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
     title = str(info.get("title") or p.stem)
     domain = str(info.get("x-domain") or "")
@@ -92,7 +92,7 @@ def synthesize_file(path: str | Path, *, seed: int = 0, source: str = "", displa
             domain=domain,
             description=str(info.get("description") or title).strip(),
             tools=[ToolSpec(**t) for t in tools],
-            behaviour=ModelBehaviour(model=model),
+            behaviour=ModelBehaviour(model=model.to_json()),
             seed_sql="",
             generated=builder.generated(model),
             provenance=Provenance(source_kind="openapi", source=source or str(p), plugin="openapi", plugin_version=_version(), seed=seed),

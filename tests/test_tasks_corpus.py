@@ -71,7 +71,7 @@ async def _gate(envs: dict[str, Any], tasks: list[Task]) -> list[tuple[Task, flo
                         import msgspec
 
                         traj = msgspec.structs.replace(traj, calls=tool_env.records, final_state=await sb.state())
-                        r = reward.score(t, traj, None)
+                        r = reward.score(t, traj, FakeContext(component="traceoutcome"))
                         scores.append(r.score)
                         reasons += r.reasons
                     out.append((t, scores[0], scores[1], reasons))

@@ -6,6 +6,7 @@ import asyncio
 
 import msgspec
 import pytest
+from envkernel_kit.testing import FakeContext
 from envkernel_checklist import Checklist, Settings, checklist, fraction, pair_changes, register_reward_models, score
 from envkernel_schemas import CallRecord, Outcome, Task, ToolCall, ToolError, ToolResult, Trajectory
 
@@ -106,10 +107,10 @@ def test_strict_calls_guard() -> None:
     t = task(CANCEL_3)
     failed = CallRecord(call=ToolCall(name="get_order", arguments={"order_id": 99}), result=ToolResult(ok=False, error=ToolError(code="not_found", message="no")))
     explorer = msgspec.structs.replace(traj(CANCEL_3), calls=[failed])
-    assert Checklist().score(t, explorer, None).score == 1.0
-    assert Checklist(Settings(strict_calls=True)).score(t, explorer, None).score == pytest.approx(0.5)
+    assert Checklist().score(t, explorer, FakeContext(component="checklist")).score == 1.0
+    assert Checklist(Settings(strict_calls=True)).score(t, explorer, FakeContext(component="checklist")).score == pytest.approx(0.5)
     sloppy = msgspec.structs.replace(traj(CANCEL_3), format_errors=1)
-    assert Checklist(Settings(strict_calls=True)).score(t, sloppy, None).score == pytest.approx(0.5)
+    assert Checklist(Settings(strict_calls=True)).score(t, sloppy, FakeContext(component="checklist")).score == pytest.approx(0.5)
 
 
 def test_pairing_by_key_column_and_by_similarity() -> None:

@@ -237,7 +237,7 @@ class Judge:
     async def score(self, task: Task, trajectory: Trajectory, ctx: Any) -> Reward:
         """Ask the judge; a failure is recorded on the Reward, never a silent 0."""
         s = self.settings
-        name = getattr(ctx, "component", "judge")
+        name = ctx.component
         model = self._model()
         if not model:
             raise ConfigError("the judge has no model: set ENVKERNEL_JUDGE_MODEL or OPENAI_MODEL, or [judge] model")

@@ -111,11 +111,11 @@ class OpenAPISynthesizer:
     def __init__(self, settings: OpenAPISettings | None = None) -> None:
         self.settings = settings or OpenAPISettings()
 
-    def synthesize(self, request: EnvRequested, ctx: Any = None) -> list[EnvSpec]:
+    def synthesize(self, request: EnvRequested, ctx: Any) -> list[EnvSpec]:
         """Environments for ``openapi:PATH`` (a file or a folder) or ``openapi`` (the corpus)."""
         value = (request.source or "").strip()
-        log = getattr(ctx, "log", None)
-        base_seed = getattr(ctx, "seed", request.seed)
+        log = ctx.log
+        base_seed = ctx.seed
         suffix = f"-s{request.seed}" if request.seed != base_seed else ""
         if not value:
             files, label = corpus_files(), "corpus"
@@ -140,12 +140,10 @@ class OpenAPISynthesizer:
                 if len(files) == 1:
                     raise
                 errors.append(str(exc))
-                if log is not None:
-                    log.error("spec refused", error=str(exc))
+                log.error("spec refused", error=str(exc))
                 continue
             for w in warnings:
-                if log is not None:
-                    log.warning("spec warning", warning=w)
+                log.warning("spec warning", warning=w)
             envs.append(env)
         if not envs:
             raise SpecError("; ".join(errors) or f"{value or 'corpus'}: no environment could be made")

@@ -119,7 +119,7 @@ class ReinforcePolicy:
                              "pair it with the reinforce-learner trainer")
         weights = msgspec.json.decode(update.data, type=dict[str, dict[str, float]])
         self.weights = weights
-        self.version = f"iteration {getattr(ctx, 'iteration', '?')}"
+        self.version = f"iteration {ctx.iteration}"
 
     async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
         """Pick tools one at a time until stop (or ``max_calls``); answer with the last output."""

@@ -5,7 +5,7 @@ file) reads OpenAPI 3.0, 3.1 and 3.2 documents in JSON or YAML. ``--source opena
 means the corpus shipped in this package (7 domains: :func:`corpus_files`).
 
 Each environment's behaviour is **data**: a resource model (``ModelBehaviour``) run by the fixed
-engine that ships with the sandbox executor (``envkernel/engine.py``), over SQLite. Spec strings
+engine that ships with the sandbox executor (``envkernel_runtime/engine.py``), over SQLite. Spec strings
 never become Python code or SQL text. See :mod:`envkernel_openapi.infer` for how resources,
 tools and semantics are inferred, and :mod:`envkernel_openapi.seeddata` for the seed rows.
 

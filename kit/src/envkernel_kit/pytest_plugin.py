@@ -23,10 +23,10 @@ import pytest
 
 @pytest.fixture
 def envkernel_nats(tmp_path: Path) -> Iterator[str]:
-    """URL of a fresh nats-server (JetStream on, its store under ``tmp_path``)."""
+    """URL of a fresh nats-server (JetStream on, its store in ``tmp_path / "nats"``)."""
     from envkernel_bus import EmbeddedServer  # noqa: PLC0415 - imported when used
 
-    server = EmbeddedServer(tmp_path / "envkernel-nats")
+    server = EmbeddedServer(tmp_path / "nats")
     url = server.start()
     try:
         yield url

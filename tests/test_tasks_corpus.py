@@ -21,7 +21,7 @@ from envkernel.context import RecordingToolEnv
 from envkernel_baselines import Nothing, Reference
 from envkernel_chains import Chains, ChainsSettings
 from envkernel_openapi import corpus_files, synthesize_file
-from envkernel_kit.testing import RunnerContext
+from envkernel_kit.testing import FakeContext, RunnerContext
 from envkernel_schemas import RolloutRequested, Task
 from envkernel_traceoutcome import TraceOutcome
 

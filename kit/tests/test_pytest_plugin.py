@@ -18,6 +18,12 @@ def test_loading_the_plugin_is_cheap() -> None:
     assert out == "[]"
 
 
+def test_the_chat_client_imports_openai_only_when_used() -> None:
+    code = "import sys, envkernel_kit.chat, envkernel_kit.checks; print([m for m in ('openai', 'httpx') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+
+
 def test_the_plugin_is_registered_under_pytest11(pytestconfig: pytest.Config) -> None:
     assert pytestconfig.pluginmanager.has_plugin("envkernel")
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import inspect
 import math
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any, TypeVar
 
 import msgspec
 from envkernel.context import RecordingToolEnv
+from envkernel.router import call_role
 from envkernel_runtime.model import model_of
 from envkernel_schemas import (
     EnvRequested,
@@ -83,19 +83,6 @@ def _method(component: Any, role: str, name: str) -> Callable[..., Any]:
     method = getattr(component, name, None)
     _expect(callable(method), role, component, f"has no method {name}() (the {role} role requires it)")
     return method  # type: ignore[return-value]
-
-
-async def _call(method: Callable[..., Any], *args: Any) -> Any:
-    """Call a role method as the kernel's router does, and drain what it returns."""
-    if inspect.iscoroutinefunction(method) or inspect.isasyncgenfunction(method):
-        result = method(*args)
-    else:
-        result = await asyncio.to_thread(method, *args)
-    if inspect.isawaitable(result):
-        result = await result
-    if hasattr(result, "__aiter__"):
-        result = [x async for x in result]
-    return result
 
 
 def _items(result: Any) -> list[Any]:
@@ -183,7 +170,7 @@ def check_synthesizer(synthesizer: Any, request: EnvRequested | None = None, *, 
     request = request or EnvRequested(run="check", id="check-env", source_kind=kinds[0] if kinds else "", seed=0)
 
     async def go() -> list[EnvSpec]:
-        envs = _items(await _call(method, request, FakeContext(component="check", role=role)))
+        envs = _items(await call_role(method, request, FakeContext(component="check", role=role)))
         _expect(bool(envs), role, synthesizer, f"returned no environment for {request.source_kind!r}")
         for env in envs:
             _valid_env(env, role, synthesizer)
@@ -243,7 +230,7 @@ def check_verifier(verifier: Any, env: EnvSpec | None = None, *, runner: Any = N
     async def go() -> VerifyReport:
         box = runner or process_runner()
         try:
-            report = await _call(method, env, RunnerContext(box, component="check", role=role))
+            report = await call_role(method, env, RunnerContext(box, component="check", role=role))
         finally:
             if runner is None:
                 await box.aclose()
@@ -267,7 +254,7 @@ def check_sampler(sampler: Any, env: EnvSpec | None = None, *, runner: Any = Non
         box = runner or process_runner()
         try:
             ctx = RunnerContext(box, component="check", role=role, out_dir=out_dir)
-            tasks = _items(await _call(method, env, ctx))
+            tasks = _items(await call_role(method, env, ctx))
         finally:
             if runner is None:
                 await box.aclose()
@@ -301,7 +288,7 @@ def check_policy(policy: Any, task: Task | None = None, env: EnvSpec | None = No
             try:
                 tool_env = RecordingToolEnv(session, [t for t in env.tools if t.name in task.tools] or env.tools)
                 request = RolloutRequested(run="check", id="check-rollout", task=task, policy=name)
-                traj = await _call(method, request, tool_env, FakeContext(component=name, role=role))
+                traj = await call_role(method, request, tool_env, FakeContext(component=name, role=role))
                 _expect(isinstance(traj, Trajectory), role, policy, f"rollout() returned {type(traj).__name__}, not a Trajectory")
                 # as the kernel does: the recorded calls, not the policy's word, and the final state
                 traj = msgspec.structs.replace(traj, calls=tool_env.records, final_state=await session.state())
@@ -356,7 +343,7 @@ def check_reward_model(reward_model: Any, task: Task | None = None, env: EnvSpec
         nothing = msgspec.structs.replace(_trajectory(task, "nothing", [], "", 1), final_state=ref.final_state)
         out = []
         for traj in (ref, nothing):
-            reward = await _call(method, task, traj, FakeContext(component=name, role=role))
+            reward = await call_role(method, task, traj, FakeContext(component=name, role=role))
             _expect(isinstance(reward, Reward), role, reward_model, f"score() returned {type(reward).__name__}, not a Reward")
             _expect(isinstance(reward.score, (int, float)) and math.isfinite(reward.score) and 0.0 <= reward.score <= 1.0,
                     role, reward_model, f"score() gave {reward.score!r} for the {traj.policy} rollout; a score is a number in [0, 1]")
@@ -382,13 +369,13 @@ def check_trainer(trainer: Any, out_dir: Path, task: Task | None = None, *, name
     ctx = FakeContext(component=name, role=role, out_dir=Path(out_dir))
 
     async def go() -> PolicyUpdate | None:
-        await _call(consume, _group(task, [1.0, 0.0]), ctx)
+        await call_role(consume, _group(task, [1.0, 0.0]), ctx)
         update: PolicyUpdate | None = None
         if (method := getattr(trainer, "update", None)) is not None:
-            update = await _call(method, IterationEnded(run="check", id="check-ended", groups=1, mean_reward=0.5), ctx)
+            update = await call_role(method, IterationEnded(run="check", id="check-ended", groups=1, mean_reward=0.5), ctx)
             _expect(update is None or isinstance(update, PolicyUpdate), role, trainer,
                     f"update() returned {type(update).__name__}, not a PolicyUpdate or None")
-        await _call(finish, ctx)
+        await call_role(finish, ctx)
         return update
 
     return _run(go)

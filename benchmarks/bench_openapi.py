@@ -32,7 +32,7 @@ from typing import Any
 from envkernel_openapi import corpus_files, synthesize_file
 from envkernel_probe import Probe
 from envkernel_probe.broken import CODE_FAULTS, caught, model_faults, notes_env
-from envkernel_probe.testing import RunnerContext
+from envkernel_kit.testing import RunnerContext
 from envkernel_process import ProcessRunner, SandboxError
 
 

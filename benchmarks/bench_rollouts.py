@@ -9,7 +9,7 @@ runner and the ``reference`` and ``openai`` policies, ``rollout.requested`` even
 one process sandbox per rollout (opened over NATS, tool calls over NATS, state dumped, closed),
 ``rollout.step`` events published per message, ``rollout.finished`` out. The tasks and environments
 are those of a real ``envkernel run`` (seed 1, so the same tasks every time). The scripted server runs in its
-own process (``python -m envkernel_openai.testing --oracle tasks.jsonl``) so it does not share the
+own process (``python -m envkernel_kit.scripted --oracle tasks.jsonl``) so it does not share the
 kernel's interpreter; it solves every task by replaying the reference chain, one call per turn.
 
 Figures:
@@ -85,7 +85,7 @@ def make_tasks(tmp: Path) -> Path:
 
 def start_server(tasks_path: Path) -> tuple[subprocess.Popen[str], str]:
     """The scripted server in its own process; returns it and its base URL."""
-    proc = subprocess.Popen([sys.executable, "-m", "envkernel_openai.testing", "--oracle", str(tasks_path)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "envkernel_kit.scripted", "--oracle", str(tasks_path)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
     if not url.startswith("http"):

@@ -18,18 +18,13 @@ from typing import Any
 
 import pytest
 
-from envkernel_bus import Bus, EmbeddedServer
+from envkernel_bus import Bus
 
 
 @pytest.fixture
-def nats_server(tmp_path: Path) -> Iterator[str]:
-    """URL of a fresh nats-server (JetStream on, store in tmp_path)."""
-    server = EmbeddedServer(tmp_path / "nats")
-    url = server.start()
-    try:
-        yield url
-    finally:
-        server.stop()
+def nats_server(envkernel_nats: str) -> str:
+    """URL of a fresh nats-server (JetStream on, store in tmp_path / "nats"): the kit's fixture."""
+    return envkernel_nats
 
 
 def _wait_for_log(path: Path, text: str, proc: Any, timeout: float = 60) -> None:

@@ -18,9 +18,9 @@ import msgspec
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 import pytest
-import structlog
 from envkernel_export.extra import Card, Pairs
 from envkernel_grpo import Grpo
+from envkernel_kit.testing import FakeContext
 from envkernel_schemas import GroupScored, Reward, ScoredRollout, Task, Trajectory
 
 pytestmark = pytest.mark.timeout(300)
@@ -42,12 +42,9 @@ def nlines(path: Path) -> int:
     return sum(1 for line in path.read_text().splitlines() if line.strip())
 
 
-class Ctx:
-    """Enough of the kernel's Context for a trainer called in-process (no environment service)."""
-
-    def __init__(self, out_dir: Path) -> None:
-        self.out_dir = out_dir
-        self.log = structlog.get_logger("test")
+def Ctx(out_dir: Path) -> FakeContext:  # noqa: N802 - reads like the class it makes
+    """The kit's run-like context for a trainer called in-process (no environment service)."""
+    return FakeContext(component="card", role="trainer", out_dir=out_dir)
 
 
 @pytest.fixture(scope="module")

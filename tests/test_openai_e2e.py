@@ -1,6 +1,6 @@
 """End to end: ``envkernel run --plugins +openai --policy openai`` against a scripted model server.
 
-The server (:class:`envkernel_openai.testing.ScriptedServer`) runs in this process on loopback;
+The server (:class:`envkernel_kit.scripted.ScriptedServer`) runs in this process on loopback;
 ``envkernel run`` runs as a subprocess with ``OPENAI_BASE_URL`` pointing at it and
 ``OPENAI_API_KEY=sk-test-secret``. The key must reach the server and appear in no file of the
 run folder (config, outputs, logs, the NATS store).
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from envkernel_openai.testing import ByTurn, Oracle, ScriptedServer, completion, no_choices, tool_call
+from envkernel_kit.scripted import ByTurn, Oracle, ScriptedServer, completion, no_choices, tool_call
 
 pytest.importorskip("envkernel_sample")
 pytest.importorskip("envkernel_process")

@@ -1,7 +1,7 @@
 """The ``openai`` policy against a real HTTP server on loopback speaking Chat Completions.
 
 Every test runs the real ``openai`` client (AsyncOpenAI) over a socket against
-:class:`envkernel_openai.testing.ScriptedServer`, on the toy shop's in-memory sandboxes, and
+:class:`envkernel_kit.scripted.ScriptedServer`, on the toy shop's in-memory sandboxes, and
 scores with the real reward models. Every run must finish, score what it can and count what
 failed.
 """
@@ -15,14 +15,15 @@ import time
 import msgspec
 import pytest
 
-testing_probe = pytest.importorskip("envkernel_probe.testing")
+testing_probe = pytest.importorskip("envkernel_kit.testing")
 chains = pytest.importorskip("envkernel_chains")
 
+from envkernel_kit.testing import FakeContext
 from envkernel.config import public, settings_for
 from envkernel.errors import ConfigError
 from envkernel_checklist import Checklist
 from envkernel_openai import OpenAIPolicy, OpenAISettings
-from envkernel_openai.testing import (
+from envkernel_kit.scripted import (
     ByTurn,
     Oracle,
     ScriptedServer,
@@ -97,8 +98,8 @@ def test_scripted_model_solves_sampled_tasks() -> None:
                     assert traj.termination == "answer", traj.error
                     assert traj.format_errors == 0
                     assert len(traj.calls) == len(t.calls)
-                    assert TraceOutcome().score(t, traj, None).score == 1.0
-                    assert Checklist().score(t, traj, None).score == 1.0
+                    assert TraceOutcome().score(t, traj, FakeContext(component="traceoutcome")).score == 1.0
+                    assert Checklist().score(t, traj, FakeContext(component="checklist")).score == 1.0
                     assert traj.usage.prompt_tokens > 0 and traj.usage.completion_tokens > 0
                     turns = 2 if parallel else len(t.calls) + 1
                     assert len(traj.latencies) == turns
@@ -127,8 +128,8 @@ def test_scripted_model_solves_hand_made_tasks() -> None:
             for t in (LOOKUP, CANCEL):
                 traj = await run_policy(p, t, SANDBOX(), ENV.tools)
                 assert traj.termination == "answer" and len(traj.calls) == len(t.calls)
-                assert TraceOutcome().score(t, traj, None).score == 1.0
-                assert Checklist().score(t, traj, None).score == 1.0
+                assert TraceOutcome().score(t, traj, FakeContext(component="traceoutcome")).score == 1.0
+                assert Checklist().score(t, traj, FakeContext(component="checklist")).score == 1.0
             await p.aclose()
 
     asyncio.run(go())
@@ -139,8 +140,8 @@ def test_answer_without_tools() -> None:
         traj = asyncio.run(roll(policy(srv), CANCEL))
     assert traj.termination == "answer" and traj.final_answer == "Sure, it's cancelled!"
     assert traj.calls == [] and traj.format_errors == 0
-    assert TraceOutcome().score(CANCEL, traj, None).score == 0.0
-    assert Checklist().score(CANCEL, traj, None).score == 0.0
+    assert TraceOutcome().score(CANCEL, traj, FakeContext(component="traceoutcome")).score == 0.0
+    assert Checklist().score(CANCEL, traj, FakeContext(component="checklist")).score == 0.0
 
 
 def test_malformed_tool_call_json_is_an_observation_and_a_format_error() -> None:
@@ -159,9 +160,9 @@ def test_malformed_tool_call_json_is_an_observation_and_a_format_error() -> None
     # the trajectory keeps what the model sent; the server got a copy it can re-parse
     assert traj.messages[2]["tool_calls"][0]["function"]["arguments"] == '{"product_id": 2'
     assert second[2]["tool_calls"][0]["function"]["arguments"] == "{}"
-    r = TraceOutcome().score(LOOKUP, traj, None)
+    r = TraceOutcome().score(LOOKUP, traj, FakeContext(component="traceoutcome"))
     assert r.format_penalty == pytest.approx(0.05) and r.score == pytest.approx(0.95)
-    assert Checklist().score(LOOKUP, traj, None).score == 1.0
+    assert Checklist().score(LOOKUP, traj, FakeContext(component="checklist")).score == 1.0
 
 
 def test_unknown_tool_and_invalid_arguments() -> None:
@@ -182,7 +183,7 @@ def test_unknown_tool_and_invalid_arguments() -> None:
     codes = [json.loads(m["content"]).get("error", {}).get("code") for m in traj.messages if m["role"] == "tool"]
     assert codes == ["unknown_tool", "invalid_arguments", "invalid_arguments", "invalid_arguments", "invalid_tool_call", None]
     assert len(traj.calls) == 1 and traj.calls[0].result.ok
-    assert TraceOutcome().score(LOOKUP, traj, None).format_penalty == pytest.approx(0.25)
+    assert TraceOutcome().score(LOOKUP, traj, FakeContext(component="traceoutcome")).format_penalty == pytest.approx(0.25)
 
 
 @pytest.mark.parametrize("failure", [error(429, "slow down", {"Retry-After": "0"}), error(500, "boom"), error(503, "busy")])
@@ -192,7 +193,7 @@ def test_retry_on_429_and_5xx_then_success(failure) -> None:  # type: ignore[no-
         traj = asyncio.run(roll(policy(srv, max_retries=3), LOOKUP))
         assert srv.calls == 4  # no stacking: exactly our retries, the client made none of its own
     assert traj.termination == "answer" and traj.error == ""
-    assert TraceOutcome().score(LOOKUP, traj, None).score == 1.0
+    assert TraceOutcome().score(LOOKUP, traj, FakeContext(component="traceoutcome")).score == 1.0
 
 
 def test_retries_are_bounded_and_recorded() -> None:
@@ -217,7 +218,7 @@ def test_empty_choices_after_progress_keeps_what_was_done() -> None:
         traj = asyncio.run(roll(policy(srv), CANCEL))
     assert traj.termination == "no_choices" and "no choices" in traj.error
     assert len(traj.calls) == 1
-    r = TraceOutcome().score(CANCEL, traj, None)
+    r = TraceOutcome().score(CANCEL, traj, FakeContext(component="traceoutcome"))
     assert r.trace == 0.5 and r.score == pytest.approx(0.25)  # scored what it could
 
 
@@ -225,7 +226,7 @@ def test_body_that_is_not_json() -> None:
     with ScriptedServer(Sequence([not_json()])) as srv:
         traj = asyncio.run(roll(policy(srv), LOOKUP))
     assert traj.termination == "error" and traj.error.startswith("bad_response:") and "502 Bad Gateway" in traj.error
-    assert TraceOutcome().score(LOOKUP, traj, None).score == 0.0
+    assert TraceOutcome().score(LOOKUP, traj, FakeContext(component="traceoutcome")).score == 0.0
 
 
 def test_finish_reason_length() -> None:
@@ -259,7 +260,7 @@ def test_max_turns() -> None:
         traj = asyncio.run(roll(policy(srv, max_turns=3), LOOKUP))
         assert srv.calls == 3
     assert traj.termination == "max_turns" and len(traj.calls) == 3 and traj.final_answer == ""
-    assert TraceOutcome().score(LOOKUP, traj, None).score == 0.0
+    assert TraceOutcome().score(LOOKUP, traj, FakeContext(component="traceoutcome")).score == 0.0
 
 
 def test_missing_and_duplicate_tool_call_ids_are_made_unique() -> None:

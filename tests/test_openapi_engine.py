@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from envkernel import executor
+from envkernel_runtime import executor
 from envkernel_openapi import corpus_files, synthesize_file
 from envkernel_schemas import to_builtins
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from envkernel_kit.testing import FakeContext
 from envkernel_openapi import OpenAPISynthesizer, SpecError, corpus_files, synthesize_file
 from envkernel_openapi.spec import load_text
 from envkernel_schemas import EnvRequested, ModelBehaviour
@@ -145,19 +146,19 @@ def test_seed_is_deterministic_realistic_and_consistent() -> None:
 
 def test_synthesizer_sources(tmp_path: Path) -> None:
     synth = OpenAPISynthesizer()
-    envs = synth.synthesize(EnvRequested(run="r", id="e", time=0.0, source_kind="openapi", source="", index=0, seed=0))
+    envs = synth.synthesize(EnvRequested(run="r", id="e", time=0.0, source_kind="openapi", source="", index=0, seed=0), FakeContext(component="openapi"))
     assert len(envs) == len(corpus_files())
     folder = tmp_path / "specs"
     folder.mkdir()
     write(folder, "one.yaml", MINI)
     write(folder, "two.json", MINI)
     write(folder, "broken.yaml", "openapi: 3.0.0\npaths: {/a: 3}\n")
-    envs = synth.synthesize(EnvRequested(run="r", id="e", time=0.0, source_kind="openapi", source=str(folder), index=0, seed=0))
+    envs = synth.synthesize(EnvRequested(run="r", id="e", time=0.0, source_kind="openapi", source=str(folder), index=0, seed=0), FakeContext(component="openapi"))
     assert sorted(e.id for e in envs) == ["one", "two"]  # the broken file is refused, the others kept
     with pytest.raises(SpecError, match="broken.yaml: at"):
-        synth.synthesize(EnvRequested(run="r", id="e", time=0.0, source_kind="openapi", source=str(folder / "broken.yaml"), index=0, seed=0))
+        synth.synthesize(EnvRequested(run="r", id="e", time=0.0, source_kind="openapi", source=str(folder / "broken.yaml"), index=0, seed=0), FakeContext(component="openapi"))
     with pytest.raises(SpecError, match="no such file"):
-        synth.synthesize(EnvRequested(run="r", id="e", time=0.0, source_kind="openapi", source=str(tmp_path / "nope.yaml"), index=0, seed=0))
+        synth.synthesize(EnvRequested(run="r", id="e", time=0.0, source_kind="openapi", source=str(tmp_path / "nope.yaml"), index=0, seed=0), FakeContext(component="openapi"))
 
 
 def test_spec_strings_never_become_code(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 from envkernel_openapi import corpus_files, synthesize_file
 from envkernel_probe import Probe, ProbeSettings
 from envkernel_probe.broken import CODE_FAULTS, caught, model_faults, notes_env
-from envkernel_probe.testing import RunnerContext
+from envkernel_kit.testing import RunnerContext
 
 process = pytest.importorskip("envkernel_process")
 

@@ -21,12 +21,12 @@ from envkernel.context import RecordingToolEnv
 from envkernel_baselines import Nothing, Reference
 from envkernel_chains import Chains, ChainsSettings
 from envkernel_openapi import corpus_files, synthesize_file
-from envkernel_probe.testing import RunnerContext
+from envkernel_kit.testing import FakeContext, RunnerContext
 from envkernel_schemas import RolloutRequested, Task
 from envkernel_traceoutcome import TraceOutcome
 
 process = pytest.importorskip("envkernel_process")
-walk = pytest.importorskip("envkernel_walk")
+walk = pytest.importorskip("envkernel_chains.walk")
 
 PER_ENV = 40
 ID_PATTERN = re.compile(r"\b[a-z]{3}_\d{4}\b")
@@ -71,7 +71,7 @@ async def _gate(envs: dict[str, Any], tasks: list[Task]) -> list[tuple[Task, flo
                         import msgspec
 
                         traj = msgspec.structs.replace(traj, calls=tool_env.records, final_state=await sb.state())
-                        r = reward.score(t, traj, None)
+                        r = reward.score(t, traj, FakeContext(component="traceoutcome"))
                         scores.append(r.score)
                         reasons += r.reasons
                     out.append((t, scores[0], scores[1], reasons))

@@ -9,7 +9,7 @@ import re
 import pytest
 
 pytest.importorskip("envkernel_process")
-pytest.importorskip("envkernel_walk")
+pytest.importorskip("envkernel_chains.walk")
 
 
 @pytest.fixture(scope="module")

@@ -69,12 +69,14 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Component -> its settings table from the file (secrets removed when stored)."""
     overrides: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     """Component -> settings given as flags (``--set``); they win over environment and file."""
+    resolved: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    """Component -> its settings with every default filled in (filled in by the kernel; secrets redacted)."""
 
 
 REDACTED = "<redacted>"
 """What a secret's value becomes in stored configs; a component never receives it."""
 
-TOP_LEVEL = set(RunConfig.__struct_fields__) - {"settings", "overrides", "selected", "components"}
+TOP_LEVEL = set(RunConfig.__struct_fields__) - {"settings", "overrides", "selected", "components", "resolved"}
 """Keys allowed at the top of the TOML file."""
 
 ENV_VARS = {
@@ -172,4 +174,5 @@ def public(config: RunConfig) -> dict[str, Any]:
     data = msgspec.to_builtins(config)
     data["settings"] = {k: redact(v) for k, v in data.get("settings", {}).items()}
     data["overrides"] = {k: redact(v) for k, v in data.get("overrides", {}).items()}
+    data["resolved"] = {k: redact(v) for k, v in data.get("resolved", {}).items()}
     return data

@@ -138,13 +138,16 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     unknown = set(config.settings) - set(registry.components) - {n for _, n in remote}
     if unknown:
         raise ConfigError(f"config has settings for {', '.join(sorted(unknown))}, which no selected plugin provides; components: {', '.join(sorted(registry.components))}")
+    resolved = {}
     for comp in registry.components.values():  # a wrong key fails now, not mid-run
-        cfgmod.settings_for(comp.name, comp.settings_type, config.settings.get(comp.name))
+        decoded = cfgmod.settings_for(comp.name, comp.settings_type, config.settings.get(comp.name))
+        if decoded is not None:
+            resolved[comp.name] = msgspec.to_builtins(decoded)
     out_dir = Path(config.out) if config.out else Path(out_root or "envkernel-out") / run_id
     out_dir = out_dir.resolve()
     if (out_dir / "config.json").exists():
         raise ConfigError(f"{out_dir} already holds a run (config.json): choose another --run-id or --out, or remove it")
-    config = msgspec.structs.replace(config, run_id=run_id, selected=selected, components=components, out=str(out_dir))
+    config = msgspec.structs.replace(config, run_id=run_id, selected=selected, components=components, out=str(out_dir), resolved=resolved)
     warnings = [f"plugin {n!r} is broken and was skipped: {why}" for n, why in registry.broken.items()]
     return Prepared(config, registry, out_dir, warnings)
 

@@ -19,8 +19,8 @@ from envkernel_chains.links import distinguishing, extract_elements, link_param
 from envkernel_chains.outcome import changed_tables, same_rows, state_outcome, strip
 from envkernel_chains.phrasing import NOTHING_ANSWER, check_request, fact_ok, fact_text, field_words, render, skeleton
 from envkernel_chains.refs import Resolver, satisfies
-from envkernel_chains.toolinfo import schema_of, tool_infos
-from envkernel_probe.testing import SHOP_STATE, SHOP_TOOLS, FakeContext, toy_shop
+from envkernel_kit.tools import schema_of, tool_infos
+from envkernel_kit.testing import SHOP_STATE, SHOP_TOOLS, FakeContext, toy_shop
 from envkernel_schemas import Task, ToolCall
 
 TABLES = list(SHOP_STATE)

@@ -6,6 +6,7 @@ import asyncio
 
 import msgspec
 import pytest
+from envkernel_kit.testing import FakeContext
 from envkernel_checklist import Checklist, Settings, checklist, fraction, pair_changes, register_reward_models, score
 from envkernel_schemas import CallRecord, Outcome, Task, ToolCall, ToolError, ToolResult, Trajectory
 
@@ -106,10 +107,10 @@ def test_strict_calls_guard() -> None:
     t = task(CANCEL_3)
     failed = CallRecord(call=ToolCall(name="get_order", arguments={"order_id": 99}), result=ToolResult(ok=False, error=ToolError(code="not_found", message="no")))
     explorer = msgspec.structs.replace(traj(CANCEL_3), calls=[failed])
-    assert Checklist().score(t, explorer, None).score == 1.0
-    assert Checklist(Settings(strict_calls=True)).score(t, explorer, None).score == pytest.approx(0.5)
+    assert Checklist().score(t, explorer, FakeContext(component="checklist")).score == 1.0
+    assert Checklist(Settings(strict_calls=True)).score(t, explorer, FakeContext(component="checklist")).score == pytest.approx(0.5)
     sloppy = msgspec.structs.replace(traj(CANCEL_3), format_errors=1)
-    assert Checklist(Settings(strict_calls=True)).score(t, sloppy, None).score == pytest.approx(0.5)
+    assert Checklist(Settings(strict_calls=True)).score(t, sloppy, FakeContext(component="checklist")).score == pytest.approx(0.5)
 
 
 def test_pairing_by_key_column_and_by_similarity() -> None:
@@ -134,10 +135,10 @@ def test_fraction_and_registration() -> None:
 
 def test_gate_invariant_on_sampled_tasks() -> None:
     """Reference = 1 and do-nothing = 0 on chains-sampled tasks, so the checklist can drive the gate."""
-    testing = pytest.importorskip("envkernel_probe.testing")
+    testing = pytest.importorskip("envkernel_kit.testing")
     chains = pytest.importorskip("envkernel_chains")
     baselines = pytest.importorskip("envkernel_baselines")
-    run_policy = pytest.importorskip("envkernel_openai.testing").run_policy
+    run_policy = pytest.importorskip("envkernel_kit.scripted").run_policy
     env, factory = testing.toy_shop()
     ctx = testing.FakeContext(component="chains", sandboxes={env.id: factory})
 

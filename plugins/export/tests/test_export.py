@@ -10,10 +10,10 @@ from typing import Any
 import msgspec
 import pyarrow.parquet as pq
 import pytest
-import structlog
 from envkernel_export import Rl, RlSettings, Sft, SftSettings, register_trainers
 from envkernel_export.rows import RL_SCHEMA, fallback_tool_defs, rl_row, rl_table, sft_row, tool_defs
-from envkernel_export.sink import JsonlSink
+from envkernel_kit.sink import JsonlSink
+from envkernel_kit.testing import FakeContext
 from envkernel_schemas import (
     CodeBehaviour,
     EnvSpec,
@@ -77,22 +77,18 @@ def _group(gid: str = "g1", task: Task | None = None, scores: tuple[float, ...] 
     return GroupScored(run="r", id=gid, task=task or _task(), rollouts=[_rollout("model", i, s) for i, s in enumerate(scores)])
 
 
-class Ctx:
-    """Enough of the kernel's Context."""
+class Ctx(FakeContext):
+    """The kit's run-like context; ``env=False``: no environment can be fetched."""
 
     def __init__(self, out_dir: Path, env: bool = True) -> None:
-        self.out_dir = out_dir
-        self.component = "export"
-        self.iteration = 0
-        self.log = structlog.get_logger("test")
+        super().__init__(component="export", out_dir=out_dir, envs={"shop": ENV} if env else {})
         self.env_calls = 0
-        if env:
-            self.env = self._env
 
-    async def _env(self, env_id: str) -> EnvSpec:
+    async def env(self, env_id: str) -> EnvSpec:
+        """Count the fetch, then fetch."""
         self.env_calls += 1
         assert env_id == "shop"
-        return ENV
+        return await super().env(env_id)
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:

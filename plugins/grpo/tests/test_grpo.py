@@ -9,8 +9,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
-import structlog
 from envkernel_grpo import Grpo, GrpoSettings, advantages, bucket_of, grpo_rows, register_trainers
+from envkernel_kit.testing import FakeContext
 from envkernel_schemas import GroupScored, Outcome, Reward, ScoredRollout, Task, ToolCall, Trajectory
 
 
@@ -29,10 +29,9 @@ def _g(gid: str, *scores: float, task: Task | None = None, errors: tuple[int, ..
     return GroupScored(run="r", id=gid, task=task or _task(), rollouts=rollouts)
 
 
-class Ctx:
-    def __init__(self, out_dir: Path) -> None:
-        self.out_dir = out_dir
-        self.log = structlog.get_logger("test")
+def Ctx(out_dir: Path) -> FakeContext:  # noqa: N802 - reads like the class it makes
+    """The kit's run-like context writing to ``out_dir``."""
+    return FakeContext(component="grpo", out_dir=out_dir)
 
 
 def test_advantages_are_group_normalised() -> None:

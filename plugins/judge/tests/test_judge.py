@@ -7,10 +7,11 @@ import json
 
 import msgspec
 import pytest
+from envkernel_kit.testing import FakeContext
 from envkernel.config import settings_for
 from envkernel.errors import ConfigError
 from envkernel_judge import Judge, JudgeSettings, parse_verdict, register_reward_models, transcript
-from envkernel_openai.testing import ByTurn, ScriptedServer, Sequence, completion, error, no_choices, not_json, stall
+from envkernel_kit.scripted import ByTurn, ScriptedServer, Sequence, completion, error, no_choices, not_json, stall
 from envkernel_schemas import CallRecord, Outcome, Reward, Task, ToolCall, ToolResult, Trajectory
 
 SECRET = "sk-judge-secret"
@@ -42,7 +43,7 @@ def judge(srv: ScriptedServer, **kw: object) -> Judge:
 def score(j: Judge, trajectory: Trajectory = TRAJ) -> Reward:
     async def go() -> Reward:
         try:
-            return await j.score(TASK, trajectory, None)
+            return await j.score(TASK, trajectory, FakeContext(component="judge"))
         finally:
             await j.aclose()
 
@@ -139,7 +140,7 @@ def test_settings_and_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
     s = settings_for("judge", JudgeSettings, {}, environ={"ENVKERNEL_JUDGE_MODEL": "jm", "OPENAI_MODEL": "pm"})
     assert s.model == "jm"
     with pytest.raises(ConfigError, match="model"):
-        asyncio.run(Judge(JudgeSettings(base_url="http://127.0.0.1:9/v1")).score(TASK, TRAJ, None))
+        asyncio.run(Judge(JudgeSettings(base_url="http://127.0.0.1:9/v1")).score(TASK, TRAJ, FakeContext(component="judge")))
     monkeypatch.setenv("OPENAI_MODEL", "policy-model")
     with ScriptedServer(ByTurn([verdict(1.0)])) as srv:
         monkeypatch.setenv("OPENAI_BASE_URL", srv.base_url)

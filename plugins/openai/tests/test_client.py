@@ -10,7 +10,7 @@ import urllib.request
 import pytest
 from envkernel_openai import ChatClient, check_arguments, parse_tool_calls, register_policies, scrub, tool_schema
 from envkernel_openai.policy import OpenAIPolicy
-from envkernel_openai.testing import ScriptedServer, completion, error, stall
+from envkernel_kit.scripted import ScriptedServer, completion, error, stall
 from envkernel_schemas import ToolSpec
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

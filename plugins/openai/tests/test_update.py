@@ -1,6 +1,6 @@
 """``OpenAIPolicy.apply_update``: following ``openai-model/1`` policy updates, over real loopback HTTP.
 
-The policy talks to :class:`envkernel_openai.testing.ScriptedServer`, which answers
+The policy talks to :class:`envkernel_kit.scripted.ScriptedServer`, which answers
 ``load_lora_adapter`` as vLLM does and, with ``served``, refuses a model it does not serve (so a
 LoRA adapter used before it is loaded is a 404 the test sees).
 """
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import structlog
 from envkernel_openai import OpenAIPolicy, OpenAISettings, PolicyUpdateError, parse_update
-from envkernel_openai.testing import ByTurn, Reply, ScriptedServer, StepContext, completion, error, lora_loaded, run_policy, stall, tool_call
+from envkernel_kit.scripted import ByTurn, Reply, ScriptedServer, StepContext, completion, error, lora_loaded, run_policy, stall, tool_call
 from envkernel_schemas import Outcome, PolicyUpdate, Task, ToolCall, ToolResult, ToolSpec
 
 SECRET = "sk-update-secret"

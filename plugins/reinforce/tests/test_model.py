@@ -9,6 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from envkernel_kit.testing import FakeContext
 from envkernel_reinforce import FORMAT, ReinforcePolicy, ReinforceSettings, chosen_actions, oracle_arguments
 from envkernel_reinforce import model
 from envkernel_reinforce.model import STOP, State
@@ -113,10 +114,10 @@ def test_chosen_actions_end_with_stop_only_when_the_policy_stopped() -> None:
 def test_the_policy_refuses_an_update_it_cannot_read() -> None:
     policy = ReinforcePolicy(ReinforceSettings())
     with pytest.raises(ValueError, match="reinforce-weights/1"):
-        policy.apply_update(PolicyUpdate(data=b"{}", format="lora-path/1"), None)
+        policy.apply_update(PolicyUpdate(data=b"{}", format="lora-path/1"), FakeContext(component="reinforce", role="policy"))
     with pytest.raises(msgspec.DecodeError):
-        policy.apply_update(PolicyUpdate(data=b"not json", format=FORMAT), None)
-    policy.apply_update(PolicyUpdate(data=b'{"bias": {"<stop>": -1.5}}', format=FORMAT), None)
+        policy.apply_update(PolicyUpdate(data=b"not json", format=FORMAT), FakeContext(component="reinforce", role="policy"))
+    policy.apply_update(PolicyUpdate(data=b'{"bias": {"<stop>": -1.5}}', format=FORMAT), FakeContext(component="reinforce", role="policy"))
     assert policy.weights == {"bias": {"<stop>": -1.5}}
 
 

@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-testing = pytest.importorskip("envkernel_probe.testing")
+testing = pytest.importorskip("envkernel_kit.testing")
 chains = pytest.importorskip("envkernel_chains")
 baselines = pytest.importorskip("envkernel_baselines")
 
@@ -65,28 +65,12 @@ def test_reference_one_nothing_zero_on_the_real_shop() -> None:
     """The same invariant over the ``sample`` shop in ``process`` sandboxes (skipped without them)."""
     sample = pytest.importorskip("envkernel_sample")
     process = pytest.importorskip("envkernel_process")
-    import random
-    from contextlib import asynccontextmanager
-
-    import structlog
 
     env = sample.shop_env()
     runner = process.ProcessRunner()
 
-    class Ctx:
-        component, seed, iteration = "chains", 0, 0
-        log = structlog.get_logger("test")
-
-        def rng(self, *keys):  # type: ignore[no-untyped-def]
-            return random.Random(f"{self.seed}/{self.component}/" + "/".join(map(str, keys)))
-
-        @asynccontextmanager
-        async def sandbox(self, env):  # type: ignore[no-untyped-def]
-            sb = await runner.open(env, 0)
-            try:
-                yield sb
-            finally:
-                await sb.close()
+    def Ctx() -> testing.RunnerContext:  # noqa: N802 - the kit's context over real sandboxes
+        return testing.RunnerContext(runner, component="chains")
 
     async def go() -> list[tuple[float, float]]:
         try:

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 from envkernel.hookspecs import hookimpl
-from envkernel.messages import answer_from, call_and_record, compact, result_content  # compact, result_content: re-exported
+from envkernel_kit.messages import answer_from, call_and_record, compact, result_content  # compact, result_content: re-exported
 from envkernel_schemas import RolloutRequested, ToolResult, Trajectory
 
 __all__ = [

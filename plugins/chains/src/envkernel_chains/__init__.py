@@ -5,7 +5,7 @@ For each verified environment, in one sandbox:
 1. **the tool dependency graph** (:mod:`envkernel_chains.graph`): an edge A -> B when an output
    of A can feed a parameter of B (by the resource an id belongs to, by name, or by format) or A
    writes state B reads. Tool kinds, resources and parameters come from the environment's resource
-   model when it has one (:mod:`envkernel_chains.toolinfo`), else from names and a few exploratory
+   model when it has one (:mod:`envkernel_kit.tools`), else from names and a few exploratory
    calls. Written to ``envs/<id>/graph.json`` (node-link) and ``graph.svg`` in the run folder;
 2. **backward chaining** (:mod:`envkernel_chains.backward`): a target tool, weighted toward the
    least covered, and for each input a person would not know, a tool that produces it,

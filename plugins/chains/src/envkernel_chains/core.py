@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 import networkx as nx
-from envkernel_probe.argsgen import ArgumentBuilder
+from envkernel_kit.argsgen import ArgumentBuilder
 from envkernel_schemas import EnvSpec, Outcome, Task, ToolCall
 
 from .graph import build_graph, write_graph
@@ -28,7 +28,7 @@ from .ground import Grounder, PlanNode, Rejected, Step
 from .links import extract_elements
 from .outcome import changed_tables, state_outcome
 from .phrasing import Phraser, check_request, tool_pattern
-from .toolinfo import Schema, schema_of, tool_infos
+from envkernel_kit.tools import Schema, schema_of, tool_infos
 
 State = dict[str, list[dict[str, Any]]]
 
@@ -364,11 +364,11 @@ def _write_json_merged(path: Path, key: str, value: Any) -> None:
 async def sample_env(cls: type[GraphSampler], settings: SamplerSettings, env: EnvSpec, ctx: Any) -> AsyncIterator[Task]:
     """The sampling loop of one environment (see the module docstring)."""
     s = settings
-    component = getattr(ctx, "component", cls.name)
+    component = ctx.component
     rng = ctx.rng(component, env.id)
-    out_dir = getattr(ctx, "out_dir", None)
-    # the kernel's context always has an absolute run folder; a bare test context has none (or ".")
-    folder = Path(out_dir) / "envs" / env.id if out_dir is not None and Path(out_dir).is_absolute() else None
+    out_dir = ctx.out_dir
+    # the kernel's context always has an absolute run folder; a test context may have "."
+    folder = Path(out_dir) / "envs" / env.id if Path(out_dir).is_absolute() else None
     t0 = time.perf_counter()
     budget = s.attempts or 20 * s.tasks_per_env + 200
     async with ctx.sandbox(env) as sb:

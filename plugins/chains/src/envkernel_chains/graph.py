@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
-from envkernel_probe.naming import KEY_LIKE, is_id_name
+from envkernel_kit.naming import KEY_LIKE, is_id_name
 
-from .toolinfo import Schema, ToolInfo, output_fields
+from envkernel_kit.tools import Schema, ToolInfo, output_fields
 
 INF = 10**6
 LINK_FORMATS = frozenset({"email", "uri", "url", "hostname", "ipv4", "iban"})

@@ -27,15 +27,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from envkernel_probe.argsgen import _FIRST, _LAST, _MISSING, coerce, default_values, fresh_values, schema_type
-from envkernel_probe.naming import singular, words
+from envkernel_kit.argsgen import FIRST_NAMES, LAST_NAMES, NO_VALUE, coerce, default_values, fresh_values, schema_type
+from envkernel_kit.naming import singular, words
 from envkernel_schemas import EnvSpec
 
 from .links import Element, extract_elements
 from .outcome import changed_tables
 from .refs import STATUS_FIELDS, TITLE_FIELDS, Ref, Resolver, adjective, norm
 from .refs import is_person as _person
-from .toolinfo import ParamInfo, Schema, ToolInfo
+from envkernel_kit.tools import ParamInfo, Schema, ToolInfo
 
 State = dict[str, list[dict[str, Any]]]
 
@@ -174,7 +174,7 @@ class Grounder:
         out, seen = [], set()
         for v in raw:
             c = coerce(v, sch)
-            if c is _MISSING:
+            if c is NO_VALUE:
                 continue
             k = _fact_key(c)
             if k not in seen:
@@ -183,7 +183,7 @@ class Grounder:
         if not out:
             for v in default_values(p.name, sch):
                 c = coerce(v, sch)
-                if c is not _MISSING:
+                if c is not NO_VALUE:
                     out.append(c)
         self._pools[key] = out
         return out
@@ -219,13 +219,13 @@ class Grounder:
         cands += fresh_values(p.name, sch, self.rng, 3)
         for v in cands:
             c = coerce(v, sch)
-            if c is not _MISSING and norm(c) not in taken:
+            if c is not NO_VALUE and norm(c) not in taken:
                 return c
-        return _MISSING
+        return NO_VALUE
 
     def identity(self) -> tuple[str, str, int]:
         """A new person: first name, last name and a number (for a coherent name and email)."""
-        return self.rng.choice(_FIRST), self.rng.choice(_LAST), self.rng.randint(10, 99)
+        return self.rng.choice(FIRST_NAMES), self.rng.choice(LAST_NAMES), self.rng.randint(10, 99)
 
     # -- literal arguments -----------------------------------------------------------------------
 
@@ -261,7 +261,7 @@ class Grounder:
                     v = self.fresh(info, p, ident)
                 else:
                     v = self._value(info, p, tpl, None)
-                if v is _MISSING:
+                if v is NO_VALUE:
                     if p.required:
                         return None
                     continue
@@ -278,7 +278,7 @@ class Grounder:
             changed = False
             for p in chosen:
                 v = self._value(info, p, tpl, current)
-                if v is _MISSING:
+                if v is NO_VALUE:
                     if p.required:
                         return None
                     continue
@@ -294,7 +294,7 @@ class Grounder:
                     continue
                 if p.required or rng.random() < self.optional_share:
                     v = self._value(info, p, self.template_row(info.resource), None)
-                    if v is _MISSING:
+                    if v is NO_VALUE:
                         if p.required:
                             return None
                         continue
@@ -304,14 +304,14 @@ class Grounder:
                 if p.is_id or not p.required:
                     continue
                 v = self._read_value(info, p, reach)
-                if v is _MISSING:
+                if v is NO_VALUE:
                     return None
                 args[p.name] = v
             optional = [p for p in params if not p.is_id and not p.required and p.role in ("filter", "search", "value")]
             if optional and (node.filters or (final and rng.random() < self.optional_share)):
                 p = rng.choice(optional)
                 v = self._read_value(info, p, reach)
-                if v is not _MISSING:
+                if v is not NO_VALUE:
                     args[p.name] = v
         return args
 
@@ -321,11 +321,11 @@ class Grounder:
             return self.fresh(info, p)
         if col in tpl and tpl[col] is not None and (current is None or norm(current.get(col)) != norm(tpl[col])):
             c = coerce(tpl[col], p.schema or {})
-            if c is not _MISSING:
+            if c is not NO_VALUE:
                 return c
         pool = [v for v in self.pool(info, p) if current is None or norm(current.get(col)) != norm(v)]
         if not pool:
-            return _MISSING
+            return NO_VALUE
         return self.rng.choice(pool)
 
     def _read_value(self, info: ToolInfo, p: ParamInfo, reach: list[dict[str, Any]] | None) -> Any:
@@ -339,14 +339,14 @@ class Grounder:
             vals = [r.get(col) for r in rows if r.get(col) is not None and not isinstance(r.get(col), (dict, list))]
         else:
             vals = []
-        vals = [c for c in (coerce(v, p.schema or {}) for v in vals) if c is not _MISSING]
+        vals = [c for c in (coerce(v, p.schema or {}) for v in vals) if c is not NO_VALUE]
         if vals:
             return self.rng.choice(vals)
         if p.op != "eq" and p.role == "filter" and rows:
             v = rows[self.rng.randrange(len(rows))].get(col)
-            c = coerce(v, p.schema or {}) if v is not None else _MISSING
+            c = coerce(v, p.schema or {}) if v is not None else NO_VALUE
             return c
-        return _MISSING
+        return NO_VALUE
 
     # -- references --------------------------------------------------------------------------------
 
@@ -483,7 +483,7 @@ class Grounder:
                     if v is None or isinstance(v, (dict, list)):
                         continue
                     c = coerce(v, p.schema or {})
-                    if c is _MISSING:
+                    if c is NO_VALUE:
                         continue
                     if not src.mutating and kind == "self" and any(norm(c) == norm(a) for a in src.args.values()):
                         continue  # it only hands back what that call was given

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Literal
 
-from envkernel_probe.naming import (
+from envkernel_kit.naming import (
     KEY_LIKE,
     NAME_LIKE,
     id_entity,

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from envkernel_probe.naming import human, is_id_name, plural, singular, words
+from envkernel_kit.naming import human, is_id_name, plural, singular, words
 
 from .ground import Step
 from .refs import CONTAINER_NOUNS, PERSONA_NOUNS, TITLE_FIELDS, Ref, attr_rank, is_person, norm

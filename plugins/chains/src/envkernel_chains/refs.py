@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
-from envkernel_probe.naming import human, is_id_name, singular, words
+from envkernel_kit.naming import human, is_id_name, singular, words
 
-from .toolinfo import Schema
+from envkernel_kit.tools import Schema
 
 State = dict[str, list[dict[str, Any]]]
 

@@ -79,7 +79,7 @@ class Checklist:
     def score(self, task: Task, trajectory: Trajectory, ctx: Any) -> Reward:
         """Score a rollout (see the module docstring)."""
         s = self.settings
-        return score(task, trajectory, strict_calls=s.strict_calls, max_reasons=s.max_reasons, model=getattr(ctx, "component", "checklist"))
+        return score(task, trajectory, strict_calls=s.strict_calls, max_reasons=s.max_reasons, model=ctx.component)
 
 
 @hookimpl

@@ -25,10 +25,11 @@ from typing import Any, Literal
 import msgspec
 import pyarrow.parquet as pq
 from envkernel.hookspecs import hookimpl
+from envkernel_kit.groups import purpose_of
+from envkernel_kit.sink import JsonlSink
 from envkernel_schemas import EnvSpec, GroupScored, Task
 
-from .rows import SYSTEM_PROMPT, env_tools, purpose_of, rl_key, rl_row, rl_table, sft_key, sft_row, shown_tools
-from .sink import JsonlSink
+from .rows import SYSTEM_PROMPT, env_tools, rl_key, rl_row, rl_table, sft_key, sft_row, shown_tools
 
 __all__ = ["Rl", "RlSettings", "Sft", "SftSettings", "register_trainers"]
 
@@ -85,13 +86,11 @@ class _EnvTools:
     async def tools(self, task: Task, ctx: Any) -> list[dict[str, Any]]:
         env = self._envs.get(task.env_id)
         if env is None:
-            getter = getattr(ctx, "env", None)
-            if getter is not None:
-                try:
-                    env = await getter(task.env_id)
-                    self._envs[task.env_id] = env
-                except Exception as exc:  # keep the data; say what is missing
-                    ctx.log.warning("environment unavailable; tools derived from the reference calls", env=task.env_id, error=str(exc))
+            try:
+                env = await ctx.env(task.env_id)
+                self._envs[task.env_id] = env
+            except Exception as exc:  # keep the data; say what is missing
+                ctx.log.warning("environment unavailable; tools derived from the reference calls", env=task.env_id, error=str(exc))
         return env_tools(env, task)
 
 

@@ -21,12 +21,12 @@ from typing import Any
 
 import msgspec
 from envkernel.hookspecs import hookimpl
+from envkernel_kit.groups import DEFAULT_VAR_TOL, purpose_of, signal
+from envkernel_kit.sink import JsonlSink
 from envkernel_schemas import GroupScored, ScoredRollout
 
 from . import RlSettings, Sft, SftSettings, _EnvTools
 from .pairs import choose_pair, pair_key, pair_row
-from .rows import purpose_of
-from .sink import JsonlSink
 
 __all__ = ["Card", "CardSettings", "Pairs", "PairsSettings", "register_trainers"]
 
@@ -123,14 +123,9 @@ def envkernel_versions() -> dict[str, str]:
 
 
 def _resolved_settings(cfg: dict[str, Any], component: str, given: dict[str, Any]) -> dict[str, Any]:
-    """A component's settings with its defaults filled in (``given`` when it cannot be loaded)."""
-    try:
-        from envkernel.plugins import load
-
-        kind = load(list(cfg.get("selected", []))).get(component).settings_type
-        return msgspec.to_builtins(msgspec.convert(given, kind)) if kind is not None else given
-    except Exception:  # noqa: BLE001 - the card is informative; fall back to what was given
-        return given
+    """A component's settings with its defaults filled in: the kernel's ``resolved`` record of the
+    run's config, under what was given (``given`` alone for a component the run did not resolve)."""
+    return {**(cfg.get("resolved") or {}).get(component, {}), **given}
 
 
 class _Tally:
@@ -183,16 +178,16 @@ class Card:
         self._pairs: Pairs | None = None
         self._rl_splits: list[str] = []
         self._rl_tasks: set[str] = set()
-        self._grpo: Any = None
-        self._grpo_rows: int | None = None
+        self._grpo_splits: list[str] = []
+        self._grpo_var_tol = DEFAULT_VAR_TOL
+        self._grpo_rows = 0
 
     def _config(self, ctx: Any) -> dict[str, Any]:
         path = Path(ctx.out_dir) / "config.json"
         try:
             return json.loads(path.read_text())
         except (OSError, ValueError):
-            cfg = getattr(ctx, "config", None)
-            return msgspec.to_builtins(cfg) if cfg is not None else {}
+            return msgspec.to_builtins(ctx.config) if ctx.config is not None else {}
 
     def _settings_of(self, cfg: dict[str, Any], name: str, kind: type) -> Any:
         merged = {**cfg.get("settings", {}).get(name, {}), **cfg.get("overrides", {}).get(name, {})}
@@ -211,18 +206,15 @@ class Card:
             self._sft = Sft(self._settings_of(cfg, "sft", SftSettings))
             self._pairs = Pairs(self._settings_of(cfg, "pairs", PairsSettings))
             self._rl_splits = self._settings_of(cfg, "rl", RlSettings).splits
-            try:
-                from envkernel_grpo import Grpo, GrpoSettings
-
-                self._grpo = Grpo(self._settings_of(cfg, "grpo", GrpoSettings))
-                self._grpo_rows = 0
-            except ImportError:
-                self._grpo = None
+            grpo = _resolved_settings(cfg, "grpo", {**cfg.get("settings", {}).get("grpo", {}), **cfg.get("overrides", {}).get("grpo", {})})
+            self._grpo_splits = list(grpo.get("splits", ["train"]))
+            self._grpo_var_tol = float(grpo.get("var_tol", DEFAULT_VAR_TOL))
 
         if not self._rl_splits or group.task.split in self._rl_splits:
             self._rl_tasks.add(group.task.id)
-        if self._grpo is not None and (not self._grpo.settings.splits or group.task.split in self._grpo.settings.splits):
-            self._grpo_rows = (self._grpo_rows or 0) + len(self._grpo.add(group)[1])
+        if not self._grpo_splits or group.task.split in self._grpo_splits:  # the rows grpo writes for the group
+            verdict, usable = signal(group, self._grpo_var_tol)
+            self._grpo_rows += len(usable) if verdict == "kept" else 0
 
         sft_rows = len(self._sft.keep(group))
         pair = self._pairs.pair(group) is not None
@@ -236,9 +228,8 @@ class Card:
         components = cfg.get("components", {})
         reward = cfg.get("reward") or (components.get("reward_model") or [""])[0]
         trainers = set(components.get("trainer", [])) or {"sft", "rl", "pairs", "grpo"}
-        made = {"sft": ("sft.jsonl", self._total.sft_rows), "rl": ("rl.parquet", len(self._rl_tasks)), "pairs": ("pairs.jsonl", self._total.pairs)}
-        if self._grpo_rows is not None:
-            made["grpo"] = ("grpo.jsonl", self._grpo_rows)
+        made = {"sft": ("sft.jsonl", self._total.sft_rows), "rl": ("rl.parquet", len(self._rl_tasks)), "pairs": ("pairs.jsonl", self._total.pairs),
+                "grpo": ("grpo.jsonl", self._grpo_rows)}
         # counted from the events (trainers finish in any order, so the files may not be complete yet)
         files = {fname: n for comp, (fname, n) in made.items() if comp in trainers}
         if "rl" in trainers:
@@ -250,7 +241,7 @@ class Card:
         for k, v in cfg.get("overrides", {}).items():
             settings[k] = {**settings.get(k, {}), **v}
         return {
-            "run_id": cfg.get("run_id", getattr(ctx, "run_id", "")),
+            "run_id": cfg.get("run_id", ctx.run_id),
             "counts": self._total.as_dict(),
             "per_split": {k: v.as_dict() for k, v in sorted(self._split.items())},
             "per_env": {k: v.as_dict() for k, v in sorted(self._env.items())},

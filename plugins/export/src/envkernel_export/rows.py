@@ -50,11 +50,6 @@ def fallback_tool_defs(task: Task) -> list[dict[str, Any]]:
     ]
 
 
-def purpose_of(group: GroupScored) -> str:
-    """The group's purpose (``train`` unless the event says otherwise)."""
-    return str(getattr(group, "purpose", "train") or "train")
-
-
 _MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 
 

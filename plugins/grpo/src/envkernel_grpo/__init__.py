@@ -20,7 +20,6 @@ When the run ends, ``grpo_stats.json`` gives, overall, per environment and per d
 from __future__ import annotations
 
 import json
-import math
 import os
 from bisect import bisect_right
 from collections import defaultdict
@@ -29,8 +28,8 @@ from typing import Any
 
 import msgspec
 from envkernel.hookspecs import hookimpl
-from envkernel_export.rows import purpose_of
-from envkernel_export.sink import JsonlSink
+from envkernel_kit.groups import DEFAULT_EPS, DEFAULT_VAR_TOL, advantages, purpose_of, signal
+from envkernel_kit.sink import JsonlSink
 from envkernel_schemas import GroupScored
 
 __all__ = ["Grpo", "GrpoSettings", "advantages", "bucket_of", "grpo_rows", "register_trainers"]
@@ -39,9 +38,9 @@ __all__ = ["Grpo", "GrpoSettings", "advantages", "bucket_of", "grpo_rows", "regi
 class GrpoSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Settings of the ``grpo`` component."""
 
-    eps: float = 1e-6
+    eps: float = DEFAULT_EPS
     """Added to the group's std in the denominator."""
-    var_tol: float = 1e-12
+    var_tol: float = DEFAULT_VAR_TOL
     """A group whose reward variance is at most this is dropped (zero variance)."""
     splits: list[str] = msgspec.field(default_factory=lambda: ["train"])
     """Use only tasks of these splits."""
@@ -55,23 +54,6 @@ class GrpoSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """fsync after every line."""
 
 
-def advantages(rewards: list[float], eps: float = 1e-6) -> list[float]:
-    """Group-normalised advantages ``(r − mean) / (std + eps)`` (population std)."""
-    if not rewards:
-        return []
-    mean = sum(rewards) / len(rewards)
-    std = math.sqrt(variance(rewards))
-    return [(r - mean) / (std + eps) for r in rewards]
-
-
-def variance(rewards: list[float]) -> float:
-    """Population variance."""
-    if not rewards:
-        return 0.0
-    mean = sum(rewards) / len(rewards)
-    return sum((r - mean) ** 2 for r in rewards) / len(rewards)
-
-
 def bucket_of(difficulty: float, edges: list[float]) -> str:
     """The difficulty bucket's label, e.g. ``0.33-0.67``."""
     bounds = [0.0, *edges, 1.0]
@@ -82,12 +64,10 @@ def bucket_of(difficulty: float, edges: list[float]) -> str:
 def grpo_rows(group: GroupScored, settings: GrpoSettings | None = None) -> tuple[str, list[dict[str, Any]]]:
     """(``"kept"`` | ``"zero_variance"`` | ``"too_small"``, the group's rows; empty unless kept)."""
     s = settings or GrpoSettings()
-    usable = [r for r in group.rollouts if not r.reward.error]
-    if len(usable) < 2:
-        return "too_small", []
+    verdict, usable = signal(group, s.var_tol)
+    if verdict != "kept":
+        return verdict, []
     rewards = [float(r.reward.score) for r in usable]
-    if variance(rewards) <= s.var_tol:
-        return "zero_variance", []
     task = group.task
     rows = [
         {

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import msgspec
 from envkernel.errors import ConfigError
 from envkernel.hookspecs import hookimpl
-from envkernel_openai.client import ChatClient
+from envkernel_kit.chat import ChatClient
 from envkernel_schemas import Reward, Task, Trajectory
 
 __all__ = ["DEFAULT_RUBRIC", "VERDICTS", "Judge", "JudgeSettings", "Settings", "Verdict", "parse_verdict", "register_reward_models", "transcript"]
@@ -237,7 +237,7 @@ class Judge:
     async def score(self, task: Task, trajectory: Trajectory, ctx: Any) -> Reward:
         """Ask the judge; a failure is recorded on the Reward, never a silent 0."""
         s = self.settings
-        name = getattr(ctx, "component", "judge")
+        name = ctx.component
         model = self._model()
         if not model:
             raise ConfigError("the judge has no model: set ENVKERNEL_JUDGE_MODEL or OPENAI_MODEL, or [judge] model")

@@ -3,10 +3,10 @@
 - :mod:`envkernel_openai.policy`: the multi-turn tool-calling loop and its settings, and
   ``apply_update``: follow a trainer's ``openai-model/1`` policy updates (switch the model, load a
   LoRA adapter into vLLM at runtime) with ``envkernel run --iterations N``;
-- :mod:`envkernel_openai.client`: one Chat Completions call with one retry layer and explicit
+- :mod:`envkernel_kit.chat`: one Chat Completions call with one retry layer and explicit
   timeouts (also used by the ``judge`` reward model);
-- :mod:`envkernel_openai.testing`: a scripted OpenAI-compatible server on loopback for tests and
-  benchmarks (stdlib only; ``python -m envkernel_openai.testing --help``).
+- :mod:`envkernel_kit.scripted`: a scripted OpenAI-compatible server on loopback for tests and
+  benchmarks (``python -m envkernel_kit.scripted --help``).
 
 Use it with ``envkernel run --plugins +openai --policy openai`` and ``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY``, ``OPENAI_MODEL`` (or an ``[openai]`` section in the config file).
@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from envkernel.hookspecs import hookimpl
+from envkernel_kit.chat import ChatClient, ChatResult, scrub
 
-from .client import ChatClient, ChatResult, scrub
 from .policy import (
     SYSTEM_PROMPT,
     UPDATE_FORMAT,

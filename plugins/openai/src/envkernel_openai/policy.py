@@ -51,14 +51,10 @@ import time
 from typing import Any, ClassVar
 
 import msgspec
-import structlog
 from envkernel.errors import ConfigError, EnvkernelError
-from envkernel.messages import compact, result_content
+from envkernel_kit.chat import ChatClient, ChatResult
+from envkernel_kit.messages import compact, result_content
 from envkernel_schemas import PolicyUpdate, RolloutRequested, ToolResult, ToolSpec, Trajectory, Usage
-
-from .client import ChatClient, ChatResult
-
-log = structlog.get_logger("envkernel.openai")
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant with access to tools. Use them to fulfil the user's request: "
@@ -420,7 +416,7 @@ class OpenAIPolicy:
         policy then keeps rolling out with what it used before.
         """
         spec = parse_update(update)
-        logger = getattr(ctx, "log", log)
+        logger = ctx.log
         with self._lock:
             self._update_seq += 1
             seq = self._update_seq
@@ -489,14 +485,11 @@ class OpenAIPolicy:
         final_answer = ""
         termination = "max_turns"
         error = ""
-        logger = getattr(ctx, "log", log)
+        logger = ctx.log
 
         async def publish(turn: int, message: dict[str, Any]) -> None:
-            step = getattr(ctx, "step", None)
-            if step is None:
-                return
             try:
-                await step(request, turn, message)
+                await ctx.step(request, turn, message)
             except Exception as exc:  # noqa: BLE001 - watching must never break a rollout
                 logger.warning("could not publish a rollout step", error=f"{type(exc).__name__}: {exc}")
 

@@ -5,7 +5,7 @@ file) reads OpenAPI 3.0, 3.1 and 3.2 documents in JSON or YAML. ``--source opena
 means the corpus shipped in this package (7 domains: :func:`corpus_files`).
 
 Each environment's behaviour is **data**: a resource model (``ModelBehaviour``) run by the fixed
-engine that ships with the sandbox executor (``envkernel/engine.py``), over SQLite. Spec strings
+engine that ships with the sandbox executor (``envkernel_runtime/engine.py``), over SQLite. Spec strings
 never become Python code or SQL text. See :mod:`envkernel_openapi.infer` for how resources,
 tools and semantics are inferred, and :mod:`envkernel_openapi.seeddata` for the seed rows.
 
@@ -80,7 +80,7 @@ def synthesize_file(path: str | Path, *, seed: int = 0, source: str = "", displa
     if len(tools) > s.max_tools:
         raise SpecError(f"{name}: at $.paths: {len(tools)} tools is more than max_tools = {s.max_tools}")
     warnings = warnings + builder.warnings
-    model["warnings"] = warnings
+    model.warnings = warnings
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
     title = str(info.get("title") or p.stem)
     domain = str(info.get("x-domain") or "")
@@ -92,7 +92,7 @@ def synthesize_file(path: str | Path, *, seed: int = 0, source: str = "", displa
             domain=domain,
             description=str(info.get("description") or title).strip(),
             tools=[ToolSpec(**t) for t in tools],
-            behaviour=ModelBehaviour(model=model),
+            behaviour=ModelBehaviour(model=model.to_json()),
             seed_sql="",
             generated=builder.generated(model),
             provenance=Provenance(source_kind="openapi", source=source or str(p), plugin="openapi", plugin_version=_version(), seed=seed),
@@ -111,11 +111,11 @@ class OpenAPISynthesizer:
     def __init__(self, settings: OpenAPISettings | None = None) -> None:
         self.settings = settings or OpenAPISettings()
 
-    def synthesize(self, request: EnvRequested, ctx: Any = None) -> list[EnvSpec]:
+    def synthesize(self, request: EnvRequested, ctx: Any) -> list[EnvSpec]:
         """Environments for ``openapi:PATH`` (a file or a folder) or ``openapi`` (the corpus)."""
         value = (request.source or "").strip()
-        log = getattr(ctx, "log", None)
-        base_seed = getattr(ctx, "seed", request.seed)
+        log = ctx.log
+        base_seed = ctx.seed
         suffix = f"-s{request.seed}" if request.seed != base_seed else ""
         if not value:
             files, label = corpus_files(), "corpus"
@@ -140,12 +140,10 @@ class OpenAPISynthesizer:
                 if len(files) == 1:
                     raise
                 errors.append(str(exc))
-                if log is not None:
-                    log.error("spec refused", error=str(exc))
+                log.error("spec refused", error=str(exc))
                 continue
             for w in warnings:
-                if log is not None:
-                    log.warning("spec warning", warning=w)
+                log.warning("spec warning", warning=w)
             envs.append(env)
         if not envs:
             raise SpecError("; ".join(errors) or f"{value or 'corpus'}: no environment could be made")

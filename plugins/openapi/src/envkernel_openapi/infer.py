@@ -15,7 +15,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .seeddata import RowMaker, words
+from envkernel_kit.argsgen import schema_nullable, schema_type
+from envkernel_kit.naming import plural, singular, words
+from envkernel_runtime.model import ResourceModel
+
+from .seeddata import RowMaker
 from .spec import METHODS, REF_NAME, SpecError
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -83,25 +87,6 @@ def snake(name: str) -> str:
     return s[:62]
 
 
-def singular(word: str) -> str:
-    w = word.lower()
-    if len(w) > 3 and w.endswith("ies"):
-        return w[:-3] + "y"
-    if len(w) > 3 and w.endswith(("sses", "xes", "ches", "shes")):
-        return w[:-2]
-    if len(w) > 2 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        return w[:-1]
-    return w
-
-
-def plural(word: str) -> str:
-    if word.endswith("y") and len(word) > 1 and word[-2] not in "aeiou":
-        return word[:-1] + "ies"
-    if word.endswith(("s", "x", "ch", "sh")):
-        return word + "es"
-    return word + "s"
-
-
 def merge_all_of(schema: Any) -> dict[str, Any]:
     """An object schema with ``allOf`` parts merged in (properties and required)."""
     if not isinstance(schema, dict):
@@ -122,32 +107,6 @@ def merge_all_of(schema: Any) -> dict[str, Any]:
     out["required"] = req
     out.setdefault("type", "object")
     return out
-
-
-def schema_type(schema: Any) -> tuple[str, bool]:
-    """(main JSON type, nullable) of an OpenAPI 3.0/3.1 schema ("" when untyped)."""
-    if not isinstance(schema, dict):
-        return "", False
-    nullable = bool(schema.get("nullable"))
-    t = schema.get("type")
-    if isinstance(t, list):
-        nullable = nullable or "null" in t
-        t = next((x for x in t if x != "null"), "")
-    if not t:
-        for key in ("oneOf", "anyOf"):
-            subs = schema.get(key) or []
-            types = [schema_type(s) for s in subs if isinstance(s, dict)]
-            real = [x for x, _ in types if x and x != "null"]
-            if real:
-                return real[0], nullable or any(x == "null" or n for x, n in types)
-        if "allOf" in schema or "properties" in schema:
-            return "object", nullable
-        if "items" in schema:
-            return "array", nullable
-        if schema.get("enum"):
-            e = schema["enum"][0]
-            return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(type(e), ""), nullable
-    return (t if isinstance(t, str) else ""), nullable
 
 
 def json_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
@@ -177,7 +136,7 @@ def json_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
         out.pop("minimum", None)
     if schema.get("exclusiveMaximum") is True:
         out.pop("maximum", None)
-    t, nullable = schema_type(schema)
+    t, nullable = schema_type(schema), schema_nullable(schema)
     if nullable and t:
         out["type"] = [t, "null"]
         if isinstance(out.get("enum"), list) and None not in out["enum"]:
@@ -371,7 +330,7 @@ class Builder:
                 s = merge_all_of(schema) if isinstance(schema, dict) else None
                 if not s:
                     continue
-                if op.kind in ("get", "create", "update", "patch", "action") and schema_type(s)[0] == "object" and s.get("properties"):
+                if op.kind in ("get", "create", "update", "patch", "action") and schema_type(s) == "object" and s.get("properties"):
                     cands.append(s)
                 elif op.kind == "list":
                     items = self._list_items(s)
@@ -401,7 +360,7 @@ class Builder:
         return None
 
     def _list_items(self, s: dict[str, Any]) -> dict[str, Any] | None:
-        t = schema_type(s)[0]
+        t = schema_type(s)
         if t == "array":
             items = merge_all_of(s.get("items"))
             return items if items.get("properties") else None
@@ -415,7 +374,7 @@ class Builder:
     @staticmethod
     def _items_prop(s: dict[str, Any]) -> str | None:
         props = s.get("properties") or {}
-        arrays = [p for p, ps in props.items() if isinstance(ps, dict) and schema_type(ps)[0] == "array"]
+        arrays = [p for p, ps in props.items() if isinstance(ps, dict) and schema_type(ps) == "array"]
         for k in ITEM_KEYS:
             for p in arrays:
                 if snake(p) == k:
@@ -435,7 +394,7 @@ class Builder:
                     self.warn(f"resource {res.name!r}: fields {res.spec_names[col]!r} and {pname!r} both become {col!r}; {pname!r} is dropped")
                     continue
                 ps = merge_all_of(ps) if isinstance(ps, dict) else {}
-                t, nullable = schema_type(ps)
+                t, nullable = schema_type(ps), schema_nullable(ps)
                 info: dict[str, Any] = {"type": t if t in ("string", "integer", "number", "boolean", "object", "array") else "object"}
                 if nullable:
                     info["nullable"] = True
@@ -833,7 +792,7 @@ class Builder:
     def _list_output(self, op: Op, res: Resource, schema: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         row = self.row_schema(res)
         s = merge_all_of(schema) if isinstance(schema, dict) else {}
-        t = schema_type(s)[0]
+        t = schema_type(s)
         if t == "array" or not s:
             return {"shape": "list"}, {"type": "array", "items": row}
         if t != "object":
@@ -851,7 +810,7 @@ class Builder:
                 continue
             col = snake(p)
             meaning = next((m for m, names in ENVELOPE.items() if col in names), None)
-            pt, pnull = schema_type(ps)
+            pt, pnull = schema_type(ps), schema_nullable(ps)
             if meaning is None or (meaning == "next_cursor" and pt not in ("string", "")):
                 if p in req:
                     raise _Skip(f"its list response requires {p!r}, which the engine cannot fill")
@@ -879,7 +838,7 @@ class Builder:
             return
         if schema == "non-json":
             raise _Skip("its request body is not JSON (file uploads and forms are not supported)")
-        if not isinstance(schema, dict) or schema_type(schema)[0] not in ("object", ""):
+        if not isinstance(schema, dict) or schema_type(schema) not in ("object", ""):
             raise _Skip("its request body is not a JSON object")
         body: dict[str, str] = {}
         req = set(schema.get("required") or [])
@@ -1051,6 +1010,7 @@ class Builder:
     # ----------------------------------------------------------------- all together
 
     def build(self) -> dict[str, Any]:
+        """``{"model": ResourceModel, "tools": [tool dicts]}`` for the whole document (raises SpecError)."""
         self.classify()
         if not self.ops:
             raise SpecError(f"{self.name}: at $.paths: no operation can be made into a tool" + (f" ({'; '.join(self.warnings)})" if self.warnings else ""))
@@ -1090,17 +1050,21 @@ class Builder:
             fields = {}
             for col, f in res.fields.items():
                 fields[col] = {k: v for k, v in f.items() if k in ("type", "nullable", "format", "enum", "default", "ref", "generated", "hidden", "parent", "read_only")}
-            resources[res.name] = {"key": res.key, "id_prefix": res.prefix, "fields": fields, "unique": res.unique, "required": [c for c in res.required if c in res.fields]}
+            one = singular(res.name)
+            resources[res.name] = {"key": res.key, "id_prefix": res.prefix, "fields": fields, "unique": res.unique,
+                                   "required": [c for c in res.required if c in res.fields],
+                                   "nouns": {"singular": one, "plural": plural(one), "label": " ".join(words(one))}}
         model = {"engine": 1, "resources": resources, "operations": ops, "seed": seed, "crud": crud, "warnings": list(self.warnings)}
-        return {"model": model, "tools": tools}
+        return {"model": ResourceModel.from_json(model), "tools": tools}
 
-    def generated(self, model: dict[str, Any]) -> dict[str, list[str]]:
+    def generated(self, model: ResourceModel) -> dict[str, list[str]]:
+        """Table -> the columns the engine fills in itself (generated ids and stamps, transition stamps)."""
         out: dict[str, list[str]] = {}
-        for name, r in model["resources"].items():
-            cols = [c for c, f in r["fields"].items() if f.get("generated")]
-            for op in model["operations"].values():
-                if op["resource"] == name:
-                    cols += [c for c in (op.get("transition") or {}).get("stamp") or [] if c not in cols]
+        for name, r in model.resources.items():
+            cols = [c for c, f in r.fields.items() if f.generated]
+            for op in model.operations.values():
+                if op.resource == name and op.transition is not None:
+                    cols += [c for c in op.transition.stamp if c not in cols]
             if cols:
                 out[name] = cols
         return out

@@ -15,6 +15,8 @@ import random
 import re
 from typing import Any
 
+from envkernel_kit.naming import words
+
 CLOCK = dt.datetime(2026, 1, 15, 9, 0, 0, tzinfo=dt.UTC)
 """The executor's default frozen clock: seed times are placed around it."""
 
@@ -68,12 +70,6 @@ WORDS = ["alpha", "bravo", "coral", "delta", "ember", "falcon", "garnet", "harbo
 PERSON_NOUNS = {"customer", "user", "patient", "guest", "passenger", "traveler", "traveller", "contact", "member", "employee",
                 "owner", "person", "doctor", "physician", "author", "attendee", "participant", "recipient", "sender", "client",
                 "account_holder", "holder", "student", "teacher", "agent", "practitioner", "provider", "staff", "payee", "beneficiary", "traveller"}
-
-
-def words(name: str) -> list[str]:
-    """``createdAt`` / ``created_at`` -> ``['created', 'at']``."""
-    s = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name)
-    return [w for w in re.split(r"[^A-Za-z0-9]+", s.lower()) if w]
 
 
 def _iso(t: dt.datetime) -> str:

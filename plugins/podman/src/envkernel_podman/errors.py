@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from envkernel.session import SessionError
+from envkernel.errors import SandboxError as KernelSandboxError
+from envkernel_runtime.session import SessionError
 
 
-class SandboxError(SessionError, RuntimeError):
+class SandboxError(SessionError, KernelSandboxError, RuntimeError):
     """A sandbox operation other than a tool call failed (image, service, start, load, snapshot...).
 
     ``code`` is the executor's error code when it gave one (``load_failed``, ``unknown_snapshot``,

@@ -47,7 +47,8 @@ from typing import Any
 
 import msgspec
 import structlog
-from envkernel.session import STREAM_LIMIT, ExecutorSession
+from envkernel_runtime import engine_path, executor_path
+from envkernel_runtime.session import STREAM_LIMIT, ExecutorSession
 from envkernel_schemas import EnvSpec
 
 from .errors import SandboxError
@@ -188,7 +189,7 @@ class PodmanSession(ExecutorSession):
 
     The protocol, the call log and replacement after a crash or a hang (``replacements`` counts
     replaced containers, ``events``, ``diverged``) come from
-    :class:`~envkernel.session.ExecutorSession`; this class takes containers from the runner's pool,
+    :class:`~envkernel_runtime.session.ExecutorSession`; this class takes containers from the runner's pool,
     returns or destroys them, and explains their death."""
 
     error_type = SandboxError
@@ -600,9 +601,9 @@ class PodmanRunner:
                     {"type": "tmpfs", "source": "tmpfs", "target": "/work", "size": f"{s.tmpfs_mb}m", "chown": True},
                     {"type": "tmpfs", "source": "tmpfs", "target": "/tmp", "size": f"{max(1, s.tmpfs_mb // 4)}m", "mode": "1777"},
                     {"type": "bind", "source": box.folder, "target": "/envk"},
-                    {"type": "bind", "source": _executor_path(), "target": EXECUTOR_IN, "read_only": True},
+                    {"type": "bind", "source": executor_path(), "target": EXECUTOR_IN, "read_only": True},
                     # the engine that runs model (OpenAPI) environments sits beside the executor
-                    {"type": "bind", "source": os.path.join(os.path.dirname(_executor_path()), "engine.py"),
+                    {"type": "bind", "source": engine_path(),
                      "target": os.path.join(os.path.dirname(EXECUTOR_IN), "engine.py"), "read_only": True},
                     {"type": "bind", "source": asset_path("supervisor.py"), "target": SUPERVISOR_IN, "read_only": True},
                 ],
@@ -750,21 +751,6 @@ def _ids(user: str) -> tuple[int, int]:
         return int(uid), int(gid or uid)
     except ValueError:
         raise SandboxError(f"podman.user must be numeric uid:gid like 1000:1000, got {user!r}") from None
-
-
-_EXECUTOR: str | None = None
-
-
-def _executor_path() -> str:
-    global _EXECUTOR
-    if _EXECUTOR is None:
-        import importlib.util
-
-        spec = importlib.util.find_spec("envkernel.executor")
-        if spec is None or not spec.origin:
-            raise SandboxError("cannot find envkernel.executor; is the envkernel distribution installed?")
-        _EXECUTOR = os.path.realpath(spec.origin)
-    return _EXECUTOR
 
 
 def _remove(client: Any, name: str) -> None:

@@ -1,7 +1,7 @@
 """envkernel-probe: the verifier. It executes an environment in a sandbox before any task is made.
 
 1. **Every tool is callable.** For each tool it builds argument sets from the seed state and the
-   tool's JSON Schema (:mod:`envkernel_probe.argsgen`) and calls them one at a time, restoring the
+   tool's JSON Schema (:mod:`envkernel_kit.argsgen`) and calls them one at a time, restoring the
    seed snapshot after each call, until one succeeds. A tool none of whose calls succeed is
    dropped, with the last error as the reason.
 2. **Outputs conform** to the tool's declared ``returns`` schema (types, required fields, enums,
@@ -27,9 +27,9 @@ import msgspec
 from envkernel.hookspecs import hookimpl
 from envkernel_schemas import EnvSpec, ToolResult, ToolSpec, VerifyReport
 
-from .argsgen import ArgumentBuilder, schema_type
+from envkernel_kit.argsgen import ArgumentBuilder, schema_type
 from .invariants import run_invariants
-from .naming import State
+from envkernel_kit.naming import State
 
 __all__ = ["ProbeSettings", "Probe", "Settings", "ToolProbe", "probe_tool", "register_verifiers"]
 
@@ -83,7 +83,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 
 def _returns_problem(tool: ToolSpec, value: Any) -> str:
     """Why a successful answer does not fit the tool's ``returns`` schema, or ""."""
-    from envkernel.engine import check  # noqa: PLC0415 - the engine's JSON Schema subset
+    from envkernel_runtime.engine import check  # noqa: PLC0415 - the engine's JSON Schema subset
 
     if not tool.returns:
         return ""

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from envkernel_runtime.model import Operation, ResourceModel, TestFault, model_of
 from envkernel_schemas import CodeBehaviour, EnvSpec, ModelBehaviour, ToolSpec, VerifyReport
 
 CODE_FAULTS: dict[str, tuple[str, str]] = {
@@ -259,46 +260,44 @@ _FAULT_KIND: dict[str, tuple[str, ...]] = {
 }
 
 
-def _applies(fault: str, op: dict[str, Any], model: dict[str, Any]) -> bool:
-    if op.get("kind") not in _FAULT_KIND[fault]:
+def _applies(fault: str, op: Operation, model: ResourceModel) -> bool:
+    if op.kind not in _FAULT_KIND[fault]:
         return False
-    res = (model.get("resources") or {}).get(op.get("resource")) or {}
-    fields = res.get("fields") or {}
+    res = model.resources.get(op.resource)
+    fields = res.fields if res is not None else {}
     if fault == "list_pagination":
-        page = op.get("page") or {}
-        return bool(page.get("limit") and (page.get("offset") or page.get("page") or page.get("cursor")))
+        page = op.page
+        return bool(page is not None and page.limit and (page.offset or page.page or page.cursor))
     if fault == "list_filter_ignored":
-        return any(f.get("op", "eq") == "eq" for f in (op.get("filters") or {}).values())
+        return any(f.op == "eq" for f in op.filters.values())
     if fault == "list_sort_ignored":
-        return bool((op.get("sort") or {}).get("arg"))
+        return bool(op.sort is not None and op.sort.arg)
     if fault == "list_total_wrong":
-        return "total" in ((op.get("output") or {}).get("keys") or {})
+        return op.output is not None and "total" in op.output.keys
     if fault == "get_wrong_404":  # only rows created after the seed are affected
-        return any(o.get("kind") == "create" and o.get("resource") == op.get("resource") for o in (model.get("operations") or {}).values())
+        return any(o.kind == "create" and o.resource == op.resource for o in model.operations.values())
     if fault in ("update_partial", "patch_clears"):
-        return len(op.get("body") or {}) >= 2
+        return len(op.body) >= 2
     if fault == "transition_noop":
-        return bool((op.get("transition") or {}).get("field"))
+        return bool(op.transition is not None and op.transition.field)
     if fault == "create_wrong_value":
-        body = op.get("body") or {}
-        return any(fields.get(c, {}).get("type") == "string" and not fields.get(c, {}).get("enum") and not fields.get(c, {}).get("ref") for c in body.values())
+        return any((f := fields.get(c)) is not None and f.type == "string" and not f.enum and not f.ref for c in op.body.values())
     return True
 
 
 def model_faults(env: EnvSpec) -> list[tuple[str, str, EnvSpec]]:
     """Every (fault, tool, broken env) the engine's ``test_fault`` knob can plant in a model env
     (one tool per fault: the first it applies to)."""
-    if not isinstance(env.behaviour, ModelBehaviour):
+    model = model_of(env)
+    if model is None:
         return []
-    model = env.behaviour.model
     out = []
     for fault in _FAULT_KIND:
-        tool = next((n for n, op in (model.get("operations") or {}).items() if _applies(fault, op, model)), None)
+        tool = next((n for n, op in model.operations.items() if _applies(fault, op, model)), None)
         if tool is None:
             continue
-        broken = msgspec.structs.replace(
-            env, id=f"{env.id}--{fault.replace('_', '-')}", behaviour=ModelBehaviour(model={**model, "test_fault": {"tool": tool, "kind": fault}})
-        )
+        planted = msgspec.structs.replace(model, test_fault=TestFault(tool=tool, kind=fault))
+        broken = msgspec.structs.replace(env, id=f"{env.id}--{fault.replace('_', '-')}", behaviour=ModelBehaviour(model=planted.to_json()))
         out.append((fault, tool, broken))
     return out
 

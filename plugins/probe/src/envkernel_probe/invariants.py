@@ -27,10 +27,12 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from envkernel_schemas import EnvSpec, ModelBehaviour, ToolSpec
-
-from .argsgen import _MISSING, FRESH_NAMES, ArgumentBuilder, coerce, fresh_values, schema_type
-from .naming import CREATE_VERBS, UPDATE_VERBS, State, id_column, singular, tool_parts, words
+import msgspec
+from envkernel_kit.argsgen import FRESH_NAMES, NO_VALUE, ArgumentBuilder, coerce, fresh_values, schema_type
+from envkernel_kit.naming import State, id_column, words
+from envkernel_kit.tools import classify_tools
+from envkernel_runtime.model import Output, Page, ResourceModel, Sort, model_of
+from envkernel_schemas import EnvSpec, ToolSpec
 
 LIMIT_ARGS = ("limit", "page_size", "per_page", "size", "max_results")
 OFFSET_ARGS = ("offset", "skip")
@@ -38,6 +40,8 @@ PAGE_ARGS = ("page", "page_number")
 CURSOR_ARGS = ("cursor", "page_token", "next_token", "starting_after")
 NEXT_KEYS = ("next_cursor", "nextCursor", "next", "next_page_token", "nextPageToken", "cursor")
 TOTAL_KEYS = ("total", "total_count", "totalCount", "count", "total_items")
+GET_VERBS = frozenset({"get", "fetch", "read", "show"})
+"""Verbs of code-environment tools the probe checks as a get (one row by key)."""
 DELETE_ONLY = frozenset({"delete", "remove", "destroy"})
 ACTION_VERBS = frozenset({"cancel", "close", "archive", "void", "revoke", "deactivate", "ship", "refund", "approve", "reject", "pay",
                           "confirm", "complete", "reopen", "activate", "freeze", "unfreeze", "check", "mark", "pin", "star", "publish"})
@@ -93,52 +97,52 @@ class Crud:
 
 def plan(env: EnvSpec, state: State) -> list[Crud]:
     """The CRUD plan of every table: from the model for model envs, else from names."""
-    if isinstance(env.behaviour, ModelBehaviour) and isinstance(env.behaviour.model.get("operations"), dict):
-        return _model_plan(env, env.behaviour.model)
+    model = model_of(env)
+    if model is not None:
+        return _model_plan(env, model)
     return _name_plan(env, state)
 
 
-def _model_plan(env: EnvSpec, model: dict[str, Any]) -> list[Crud]:
+def _model_plan(env: EnvSpec, model: ResourceModel) -> list[Crud]:
     tools = {t.name for t in env.tools}
     out: dict[str, Crud] = {}
-    resources = model.get("resources") or {}
-    for name, op in (model.get("operations") or {}).items():
+    for name, op in model.operations.items():
         if name not in tools:
             continue
-        table = op.get("resource")
-        res = resources.get(table) or {}
+        table = op.resource
+        res = model.resources.get(table)
         c = out.get(table)
         if c is None:
-            gen = {col for col, f in (res.get("fields") or {}).items() if f.get("generated")}
+            gen = {col for col, f in (res.fields if res else {}).items() if f.generated}
             gen |= set(env.generated.get(table, []))
-            c = out[table] = Crud(table=table, key=res.get("key", "id"), generated=gen, model=True)
-        kind = op.get("kind")
-        if op.get("key"):
-            c.key_arg[name] = op["key"]
-        c.parents[name] = [(p["arg"], p["field"]) for p in op.get("parents") or []]
-        c.body[name] = dict(op.get("body") or {})
+            c = out[table] = Crud(table=table, key=res.key if res else "id", generated=gen, model=True)
+        kind = op.kind
+        if op.key:
+            c.key_arg[name] = op.key
+        c.parents[name] = [(p.arg, p.field) for p in op.parents]
+        c.body[name] = dict(op.body)
         if kind == "create" and c.create is None:
             c.create = name
         elif kind == "get" and c.get is None:
             c.get = name
         elif kind == "list":
-            page = op.get("page") or {}
-            out_meta = op.get("output") or {}
-            keys = out_meta.get("keys") or {}
-            sort = op.get("sort") or {}
-            params = (op.get("parameters") or {}).get("properties") or {}
-            lim = params.get(page.get("limit") or "", {})
+            page = op.page or Page()
+            out_meta = op.output or Output(shape="list")
+            keys = out_meta.keys
+            sort = op.sort or Sort()
+            params = op.parameters.get("properties") or {}
+            lim = params.get(page.limit or "", {})
             lm = ListMeta(
                 tool=name,
-                scope={p["arg"]: p["field"] for p in op.get("parents") or []},
-                filters={a: (f["field"], f.get("op", "eq")) for a, f in (op.get("filters") or {}).items()},
-                limit=page.get("limit"), offset=page.get("offset"), page=page.get("page"), cursor=page.get("cursor"),
+                scope={p.arg: p.field for p in op.parents},
+                filters={a: (f.field, f.op) for a, f in op.filters.items()},
+                limit=page.limit, offset=page.offset, page=page.page, cursor=page.cursor,
                 max_limit=int(lim.get("maximum", 100)) if isinstance(lim.get("maximum"), (int, float)) else 100,
-                items=keys.get("items") if out_meta.get("shape") == "envelope" else None,
+                items=keys.get("items") if out_meta.shape == "envelope" else None,
                 total=keys.get("total"), next_cursor=keys.get("next_cursor"),
-                sort=sort.get("arg"), sort_fields=list(sort.get("fields") or []), order_arg=sort.get("order_arg"),
+                sort=sort.arg, sort_fields=list(sort.fields), order_arg=sort.order_arg,
             )
-            for a in (op.get("parameters") or {}).get("required") or []:
+            for a in op.parameters.get("required") or []:
                 if a not in lm.scope and a in lm.filters and lm.filters[a][1] == "eq":
                     lm.scope[a] = lm.filters.pop(a)[0]
             c.lists.append(lm)
@@ -148,15 +152,19 @@ def _model_plan(env: EnvSpec, model: dict[str, Any]) -> list[Crud]:
             c.delete = name
         elif kind == "action":
             c.actions.append(name)
-            c.transitions[name] = dict(op.get("transition") or {})
+            c.transitions[name] = msgspec.to_builtins(op.transition) if op.transition is not None else {}
     return list(out.values())
 
 
 def _name_plan(env: EnvSpec, state: State) -> list[Crud]:
-    tables = list(state)
+    """The plan of a code environment: tool kinds from the kit's :func:`classify_tools` (the same
+    classification the samplers use), kept only where the probe can check them unambiguously."""
+    infos = classify_tools(env, state)
     out: dict[str, Crud] = {}
     for tool in env.tools:
-        verb, noun, table = tool_parts(tool.name, tables)
+        info = infos[tool.name]
+        table, kind = info.resource, info.kind
+        verb = info.verb.split(" ")[0] if info.verb else ""
         if table is None or not state.get(table):
             continue
         key = id_column(table, state[table])
@@ -166,16 +174,16 @@ def _name_plan(env: EnvSpec, state: State) -> list[Crud]:
         props: dict[str, Any] = (tool.parameters or {}).get("properties") or {}
         required = list((tool.parameters or {}).get("required") or [])
         cols = set(state[table][0])
-        key_arg = next((a for a in (f"{singular(table)}_id", "id") if a in props), None)
+        key_arg = info.key_param
         body = {a: a for a in props if a in cols and a != key and a != key_arg}
-        rest = words(tool.name)[2:] if verb else []
-        if verb in CREATE_VERBS and tool.mutates and key_arg is None:
+        rest = words(tool.name)[2:]
+        if kind == "create" and key_arg is None:
             c.create = c.create or tool.name
             c.body[tool.name] = body
-        elif verb in ("get", "fetch", "read", "show") and key_arg and not tool.mutates and not rest:
+        elif kind == "get" and verb in GET_VERBS and key_arg and not rest:
             c.get = c.get or tool.name
             c.key_arg[tool.name] = key_arg
-        elif verb == "list" and not tool.mutates and key_arg is None:
+        elif kind == "list" and verb == "list" and key_arg is None:
             lm = ListMeta(tool=tool.name)
             for a, s in props.items():
                 if a in LIMIT_ARGS:
@@ -198,14 +206,14 @@ def _name_plan(env: EnvSpec, state: State) -> list[Crud]:
                     break
             if lm is not None:
                 c.lists.append(lm)
-        elif verb in UPDATE_VERBS and tool.mutates and key_arg:
+        elif kind == "update" and key_arg:
             c.updates.append(tool.name)
             c.key_arg[tool.name] = key_arg
             c.body[tool.name] = body
-        elif verb in DELETE_ONLY and tool.mutates and key_arg and not body:
+        elif kind == "delete" and verb in DELETE_ONLY and key_arg and not body:
             c.delete = c.delete or tool.name
             c.key_arg[tool.name] = key_arg
-        elif verb in ACTION_VERBS and tool.mutates and key_arg:
+        elif kind == "action" and verb in ACTION_VERBS and key_arg:
             c.actions.append(tool.name)
             c.key_arg[tool.name] = key_arg
             c.body[tool.name] = body
@@ -584,7 +592,7 @@ class Checker:
         schema = ((tool.parameters or {}).get("properties") or {}).get(arg) or {}
         cands = list(self.builder.sources(tool, arg, schema, self.rng))
         if set(words(arg)) & FRESH_NAMES and schema_type(schema) == "string":  # unique-looking: a fresh value
-            cands = [v for v in (coerce(x, schema) for x in fresh_values(arg, schema, self.rng)) if v is not _MISSING] + cands
+            cands = [v for v in (coerce(x, schema) for x in fresh_values(arg, schema, self.rng)) if v is not NO_VALUE] + cands
         for v in cands:
             if not same(v, current) and v is not None:
                 if isinstance(v, str) and isinstance(current, str) and v.lower() == current.lower():

@@ -19,7 +19,6 @@ gets an error naming the cause.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 import secrets
 import shutil
@@ -32,7 +31,9 @@ from typing import Any, ClassVar
 
 import msgspec
 from envkernel.hookspecs import hookimpl
-from envkernel.session import STREAM_LIMIT, ExecutorSession, SessionError
+from envkernel.errors import SandboxError as KernelSandboxError
+from envkernel_runtime import executor_path
+from envkernel_runtime.session import STREAM_LIMIT, ExecutorSession, SessionError
 from envkernel_schemas import EnvSpec
 
 from .confine import (
@@ -107,19 +108,11 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     }
 
 
-class SandboxError(SessionError, RuntimeError):
+class SandboxError(SessionError, KernelSandboxError, RuntimeError):
     """A sandbox operation other than a tool call failed (start, load, snapshot, restore, state).
 
     ``code`` is the executor's error code when it gave one (``load_failed``, ``unknown_snapshot``,
     ``timeout``, ``crashed``, ``closed``...)."""
-
-
-def executor_path() -> str:
-    """Path of envkernel's executor script (found, never imported)."""
-    spec = importlib.util.find_spec("envkernel.executor")
-    if spec is None or not spec.origin:
-        raise SandboxError("cannot find envkernel.executor; is the envkernel distribution installed?")
-    return spec.origin
 
 
 def _network_cut() -> list[str]:
@@ -182,7 +175,7 @@ class ProcessSession(ExecutorSession):
     """One live sandbox: an executor subprocess holding one loaded environment.
 
     The protocol, the call log and replacement after a crash or a hang (``replacements``,
-    ``events``, ``diverged``) come from :class:`~envkernel.session.ExecutorSession`; this class
+    ``events``, ``diverged``) come from :class:`~envkernel_runtime.session.ExecutorSession`; this class
     starts, confines and kills the subprocess and explains its death."""
 
     error_type = SandboxError

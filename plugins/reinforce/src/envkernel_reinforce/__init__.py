@@ -11,7 +11,7 @@ Two components (not in the default preset; add them with ``--plugins +reinforce`
   what is learned. With every weight 0 (iteration 0) it is the uniform random policy.
 - ``reinforce-learner`` (trainer): REINFORCE with a group baseline. For each scored group of the
   ``reinforce`` policy on a ``train`` task it takes the group-normalised advantages
-  (:func:`envkernel_grpo.advantages`; zero-variance groups carry no signal and are skipped) and
+  (:func:`envkernel_kit.groups.advantages`; zero-variance groups carry no signal and are skipped) and
   accumulates ``A · ∇ log π / G``. At ``iteration.ended`` it takes one AdaGrad step and returns
   the weights as a :class:`~envkernel_schemas.PolicyUpdate`; the kernel carries it to the policy
   for the next iteration. Held-out tasks are never learned from: their rewards make the curve.
@@ -33,8 +33,8 @@ from typing import Any
 
 import msgspec
 from envkernel.hookspecs import hookimpl
-from envkernel.messages import answer_from, call_and_record
-from envkernel_grpo import advantages
+from envkernel_kit.messages import answer_from, call_and_record
+from envkernel_kit.groups import advantages
 from envkernel_schemas import GroupScored, IterationEnded, PolicyUpdate, RolloutRequested, Task, ToolResult, ToolSpec, Trajectory
 
 from . import model
@@ -119,7 +119,7 @@ class ReinforcePolicy:
                              "pair it with the reinforce-learner trainer")
         weights = msgspec.json.decode(update.data, type=dict[str, dict[str, float]])
         self.weights = weights
-        self.version = f"iteration {getattr(ctx, 'iteration', '?')}"
+        self.version = f"iteration {ctx.iteration}"
 
     async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
         """Pick tools one at a time until stop (or ``max_calls``); answer with the last output."""

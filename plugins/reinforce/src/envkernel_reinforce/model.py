@@ -30,6 +30,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from envkernel_kit.naming import singular
+
 STOP = "<stop>"
 """The action that ends the rollout."""
 
@@ -67,16 +69,12 @@ SHARED = "*"
 """Key of the row of shared (state, action) feature weights."""
 
 
-def _stem(word: str) -> str:
-    return word[:-3] + "y" if word.endswith("ies") else word[:-1] if word.endswith("s") and not word.endswith("ss") else word
-
-
 def tool_parts(name: str) -> tuple[str, frozenset[str]]:
     """A tool name's verb (its first word) and the stems of its other words."""
     if name == STOP:
         return "stop", frozenset()
     parts = [p for p in re.split(r"[^a-z]+", name.lower()) if p]
-    return (parts[0] if parts else ""), frozenset(_stem(p) for p in parts[1:])
+    return (parts[0] if parts else ""), frozenset(singular(p) for p in parts[1:])
 
 
 _STOPWORDS = frozenset("the and for with from into that this these those its all any each one are was has have not you your".split())
@@ -90,7 +88,7 @@ class ToolInfo:
         mutates = getattr(tool, "mutates", None)
         self.kind = "?" if mutates is None else "write" if mutates else "read"
         desc = getattr(tool, "description", "") or ""
-        self.stems = frozenset(_stem(w) for w in words(desc) if len(w) > 2 and w not in _STOPWORDS)
+        self.stems = frozenset(singular(w) for w in words(desc) if len(w) > 2 and w not in _STOPWORDS)
 
 
 def pair_features(stems: frozenset[str], request_words: Sequence[str], prev: str, called: Sequence[str], action: str,
@@ -107,7 +105,7 @@ def pair_features(stems: frozenset[str], request_words: Sequence[str], prev: str
         return [("verb:stop", 1.0), (f"verb:{tool_parts(prev)[0] if prev != '^' else '^'}>stop", 1.0), (f"stop-unmet:{min(unmet, 2)}", 1.0),
                 (f"stop-calls:{min(len(called), 8)}", 1.0), (f"stop-after:{pkind}", 1.0), (f"stop-writes:{min(writes, 2)}", 1.0)]
     pverb, pres = tool_parts(prev) if prev != "^" else ("^", frozenset())
-    named = _stem(verb) in stems
+    named = singular(verb) in stems
     me = info.get(action)
     kind = me.kind if me else "?"
     desc = min(len(me.stems & stems), 4) if me else 0
@@ -163,11 +161,11 @@ class State:
     def __init__(self, request: str, tools: Sequence[Any]) -> None:
         """``tools``: the offered tools, as ToolSpecs (name, mutates, description) or bare names."""
         self.words = words(request)
-        self.stems = frozenset(_stem(w) for w in self.words)
+        self.stems = frozenset(singular(w) for w in self.words)
         infos = [ToolInfo(t) for t in tools]
         self.info = {i.name: i for i in infos}
         self.actions = [*(i.name for i in infos), STOP]
-        self.named_verbs = {v for v in (tool_parts(i.name)[0] for i in infos) if _stem(v) in self.stems}
+        self.named_verbs = {v for v in (tool_parts(i.name)[0] for i in infos) if singular(v) in self.stems}
         self.prev = "^"
         self.called: list[str] = []
 

@@ -67,12 +67,12 @@ class TraceOutcome:
         return score(
             task,
             trajectory,
-            tau=self.tau(getattr(ctx, "iteration", 0)),
+            tau=self.tau(ctx.iteration),
             length_step=s.length_step,
             format_step=s.format_step,
             cap=s.cap,
             rel_tol=s.rel_tol,
-            model=getattr(ctx, "component", "traceoutcome"),
+            model=ctx.component,
         )
 
 

@@ -1,7 +1,7 @@
 """The host's side of the executor protocol, shared by the sandbox runners.
 
 A sandbox runner (a plugin such as ``process`` or ``podman``) starts envkernel's executor
-(:mod:`envkernel.executor`) somewhere and talks to it in JSON lines over a stream. What a runner
+(:mod:`envkernel_runtime.executor`) somewhere and talks to it in JSON lines over a stream. What a runner
 does differently is how it starts, replaces and stops that executor and how it explains its death;
 the protocol client is the same for all of them and lives here, in :class:`ExecutorSession`:
 
@@ -33,7 +33,6 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import msgspec
 from envkernel_schemas import EnvSpec, State, ToolError, ToolResult
 
-from .errors import SandboxError
 
 __all__ = ["HOST_GRACE", "STREAM_LIMIT", "ExecutorSession", "SessionError", "SessionSettings"]
 
@@ -45,12 +44,13 @@ HOST_GRACE = 2.0
 _T = TypeVar("_T")
 
 
-class SessionError(SandboxError):
+class SessionError(Exception):
     """A sandbox operation other than a tool call failed (start, load, snapshot, restore, state).
 
     ``code`` is the executor's error code when it gave one (``load_failed``, ``unknown_snapshot``,
     ...), else what the host saw (``timeout``, ``crashed``, ``too_large``, ``closed``), else
-    ``sandbox``. Runners raise their own subclass (:attr:`ExecutorSession.error_type`)."""
+    ``sandbox``. Runners raise their own subclass (:attr:`ExecutorSession.error_type`), which also
+    derives from the kernel's ``envkernel.errors.SandboxError`` (the runtime never imports the kernel)."""
 
     def __init__(self, message: str, code: str = "sandbox") -> None:
         super().__init__(message)

@@ -40,96 +40,120 @@ SEARCH_NAMES = frozenset({"query", "q", "search", "term", "keyword", "keywords",
 FRESH_NAMES = frozenset({"email", "username", "login", "sku", "code", "slug", "handle", "name", "title", "phone"})
 """String parameters that a create-tool likely wants unique: fresh values are tried first."""
 
-_FIRST = ("Alex", "Sam", "Jordan", "Robin", "Casey", "Morgan", "Taylor", "Jamie")
-_LAST = ("Rivera", "Chen", "Novak", "Okafor", "Lindqvist", "Haddad", "Moreau", "Sato")
+FIRST_NAMES = ("Alex", "Sam", "Jordan", "Robin", "Casey", "Morgan", "Taylor", "Jamie")
+"""Given names used for generated person names."""
+LAST_NAMES = ("Rivera", "Chen", "Novak", "Okafor", "Lindqvist", "Haddad", "Moreau", "Sato")
+"""Family names used for generated person names."""
 
-_MISSING = object()
+NO_VALUE = object()
+"""What :func:`coerce` returns when a value cannot be made to fit its schema."""
 
 
-def schema_type(schema: dict[str, Any]) -> str:
-    """The main JSON type of a schema ("" when untyped); ``["string", "null"]`` -> ``string``."""
+def schema_type(schema: Any) -> str:
+    """The main JSON type of a JSON Schema or OpenAPI 3.0/3.1 schema ("" when untyped):
+    ``["string", "null"]`` -> ``string``; the first typed ``oneOf``/``anyOf`` member; ``object`` for
+    ``properties``/``allOf``, ``array`` for ``items``, the type of the first ``enum`` value."""
+    return _type_and_null(schema)[0]
+
+
+def schema_nullable(schema: Any) -> bool:
+    """True when the schema admits null (``nullable: true``, a ``"null"`` type or member)."""
+    return _type_and_null(schema)[1]
+
+
+def _type_and_null(schema: Any) -> tuple[str, bool]:
+    if not isinstance(schema, dict):
+        return "", False
+    nullable = bool(schema.get("nullable"))
     t = schema.get("type")
     if isinstance(t, list):
+        nullable = nullable or "null" in t
         t = next((x for x in t if x != "null"), "")
     if not t:
-        if "properties" in schema:
-            return "object"
+        for key in ("oneOf", "anyOf"):
+            subs = schema.get(key) or []
+            types = [_type_and_null(s) for s in subs if isinstance(s, dict)]
+            real = [x for x, _ in types if x and x != "null"]
+            if real:
+                return real[0], nullable or any(x == "null" or n for x, n in types)
+        if "allOf" in schema or "properties" in schema:
+            return "object", nullable
         if "items" in schema:
-            return "array"
-        if "enum" in schema and schema["enum"]:
+            return "array", nullable
+        if schema.get("enum"):
             e = schema["enum"][0]
-            return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(type(e), "")
-    return t or ""
+            return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(type(e), ""), nullable
+    return (t if isinstance(t, str) else ""), nullable
 
 
 def coerce(value: Any, schema: dict[str, Any]) -> Any:
-    """``value`` converted to the schema's type and checked against its constraints, or ``_MISSING``."""
+    """``value`` converted to the schema's type and checked against its constraints, or ``NO_VALUE``."""
     t = schema_type(schema)
     v: Any = value
     if t == "integer":
         if isinstance(v, bool):
-            return _MISSING
+            return NO_VALUE
         if isinstance(v, float):
             if not v.is_integer():
-                return _MISSING
+                return NO_VALUE
             v = int(v)
         elif isinstance(v, str):
             try:
                 v = int(v.strip())
             except ValueError:
-                return _MISSING
+                return NO_VALUE
         elif not isinstance(v, int):
-            return _MISSING
+            return NO_VALUE
     elif t == "number":
         if isinstance(v, bool):
-            return _MISSING
+            return NO_VALUE
         if isinstance(v, str):
             try:
                 v = float(v.strip())
             except ValueError:
-                return _MISSING
+                return NO_VALUE
         elif not isinstance(v, (int, float)):
-            return _MISSING
+            return NO_VALUE
     elif t == "string":
         if isinstance(v, bool) or isinstance(v, (dict, list)) or v is None:
-            return _MISSING
+            return NO_VALUE
         v = v if isinstance(v, str) else str(v)
     elif t == "boolean":
         if not isinstance(v, bool):
-            return _MISSING
+            return NO_VALUE
     elif t == "array":
         if not isinstance(v, list):
-            return _MISSING
+            return NO_VALUE
     elif t == "object":
         if not isinstance(v, dict):
-            return _MISSING
+            return NO_VALUE
     if "enum" in schema and schema["enum"] and v not in schema["enum"]:
-        return _MISSING
+        return NO_VALUE
     if "const" in schema and v != schema["const"]:
-        return _MISSING
+        return NO_VALUE
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         if "minimum" in schema and v < schema["minimum"]:
-            return _MISSING
+            return NO_VALUE
         if "maximum" in schema and v > schema["maximum"]:
-            return _MISSING
+            return NO_VALUE
         if "exclusiveMinimum" in schema and isinstance(schema["exclusiveMinimum"], (int, float)) and v <= schema["exclusiveMinimum"]:
-            return _MISSING
+            return NO_VALUE
         if "exclusiveMaximum" in schema and isinstance(schema["exclusiveMaximum"], (int, float)) and v >= schema["exclusiveMaximum"]:
-            return _MISSING
+            return NO_VALUE
     if isinstance(v, str):
         pattern = schema.get("pattern")
         if isinstance(pattern, str):
             try:
                 if re.search(pattern, v) is None:
-                    return _MISSING
+                    return NO_VALUE
             except re.error:
                 pass
         if schema.get("format") == "email" and "@" not in v:
-            return _MISSING
+            return NO_VALUE
         if "minLength" in schema and len(v) < schema["minLength"]:
-            return _MISSING
+            return NO_VALUE
         if "maxLength" in schema and len(v) > schema["maxLength"]:
-            return _MISSING
+            return NO_VALUE
     return v
 
 
@@ -178,7 +202,7 @@ def fresh_values(name: str, schema: dict[str, Any], rng: random.Random, n: int =
     ws = set(words(name))
     out: list[Any] = []
     for _ in range(n):
-        first, last = rng.choice(_FIRST), rng.choice(_LAST)
+        first, last = rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)
         k = rng.randint(10, 999)
         if schema.get("format") == "email" or "email" in ws:
             out.append(f"{first.lower()}.{last.lower()}{k}@example.com")
@@ -263,7 +287,7 @@ class ArgumentBuilder:
         seen: set[str] = set()
         for v in raw:
             c = coerce(v, schema)
-            if c is _MISSING:
+            if c is NO_VALUE:
                 continue
             key = json.dumps(c, sort_keys=True, default=str)
             if key not in seen:
@@ -305,7 +329,7 @@ class ArgumentBuilder:
             args[keyp] = coerce(row[col], props.get(keyp) or {})
             for p in others:
                 args[p] = coerce(row[p], props.get(p) or {})
-            if any(v is _MISSING for v in args.values()):
+            if any(v is NO_VALUE for v in args.values()):
                 continue
             for p in required:
                 if p not in args and srcs.get(p):

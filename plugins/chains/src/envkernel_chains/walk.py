@@ -1,6 +1,8 @@
-"""envkernel-walk: the ``walk`` sampler, a random-walk baseline over the tool dependency graph.
+"""The ``walk`` sampler, a random-walk baseline over the tool dependency graph.
 
-It shares everything with ``chains`` (:mod:`envkernel_chains`): the tool graph, grounding in one
+It ships in the ``envkernel-chains`` distribution under its own plugin entry point, ``walk``, so
+``--plugins +walk,-chains`` selects it as before (the ``envkernel-walk`` distribution is gone). It
+shares everything with ``chains`` (:mod:`envkernel_chains`): the tool graph, grounding in one
 sandbox from the seed state, phrasing with implicit intent, the checks, difficulty and split.
 Only the choice of chain differs:
 
@@ -21,10 +23,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from envkernel.hookspecs import hookimpl
-from envkernel_chains import GraphSampler, SamplerSettings, sample_env
-from envkernel_chains.graph import usable_producer
-from envkernel_chains.ground import PlanNode
 from envkernel_schemas import EnvSpec, Task
+
+from .core import GraphSampler, SamplerSettings, sample_env
+from .graph import usable_producer
+from .ground import PlanNode
 
 __all__ = ["RandomWalkSampler", "Settings", "Walk", "WalkSettings", "register_samplers"]
 

@@ -23,7 +23,8 @@ are optional)::
             "created_at": {"type": "string", "format": "date-time", "generated": "created"},
             "shop_id": {"type": "string", "ref": "shops", "hidden": true}   # stored, not shown
           },
-          "unique": ["email"]                      # a create/update that repeats one: conflict
+          "unique": ["email"],                     # a create/update that repeats one: conflict
+          "nouns": {"singular": "order", "plural": "orders", "label": "order"}  # messages say "no order ..."
         }
       },
       "operations": {
@@ -110,17 +111,6 @@ def _q(name: str) -> str:
 
 def _human(name: str) -> str:
     return name.replace("_", " ")
-
-
-def _singular(word: str) -> str:
-    w = word
-    if len(w) > 3 and w.endswith("ies"):
-        return w[:-3] + "y"
-    if len(w) > 3 and w.endswith(("sses", "xes", "ches", "shes")):
-        return w[:-2]
-    if len(w) > 2 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        return w[:-1]
-    return w
 
 
 def _show(v) -> str:
@@ -254,7 +244,9 @@ class _Resource:
         if not isinstance(spec, dict):
             raise ModelError(f"resource {name!r} must be an object")
         self.name = name
-        self.noun = _human(_singular(name))
+        nouns = spec.get("nouns")
+        label = nouns.get("label") if isinstance(nouns, dict) else None
+        self.noun = label if isinstance(label, str) and label else _human(name)  # the synthesizer names it
         fields = spec.get("fields")
         if not isinstance(fields, dict) or not fields:
             raise ModelError(f"resource {name!r} has no fields")
@@ -268,7 +260,7 @@ class _Resource:
         if self.key not in self.fields:
             raise ModelError(f"resource {name!r}: key {self.key!r} is not one of its fields")
         self.key_type = self.fields[self.key]["type"]
-        self.prefix = str(spec.get("id_prefix") or _singular(name)[:3])
+        self.prefix = str(spec.get("id_prefix") or name[:3])
         if not IDENT.match(self.prefix):
             raise ModelError(f"resource {name!r}: id_prefix {self.prefix!r} is not valid")
         self.unique = [c for c in spec.get("unique") or [] if c in self.fields]

@@ -1,11 +1,14 @@
 """What each tool does to the state, read from the environment's resource model or guessed from names.
 
-A model environment (``env.behaviour.model``, what the ``openapi`` synthesizer makes) says it
+:func:`classify_tools` is the one classification the verifier and the samplers share.
+
+A model environment (its typed :class:`~envkernel_runtime.model.ResourceModel`, what the
+``openapi`` synthesizer makes) says it
 outright: an operation's kind (create/get/list/update/patch/delete/action), its resource, which
 argument is the key, which are parents, filters, search, paging and sorting, which body column
 each argument writes (and whether that column refers to another resource), and an action's
 status transition. A code environment (``env.py``) has none of that, so the same facts are
-guessed from names (:mod:`envkernel_probe.naming`): ``cancel_order(order_id)`` acts on
+guessed from names (:mod:`envkernel_kit.naming`): ``cancel_order(order_id)`` acts on
 ``orders`` keyed by ``order_id``; ``list_orders(customer_id, status)`` lists orders under a
 customer, filtered by status.
 
@@ -23,8 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from envkernel_probe.argsgen import SEARCH_NAMES, schema_type
-from envkernel_probe.naming import (
+import msgspec
+
+from envkernel_runtime.model import Operation, ResourceModel, model_of
+from envkernel_schemas import EnvSpec, ToolSpec
+
+from .argsgen import SEARCH_NAMES, schema_type
+from .naming import (
     CREATE_VERBS,
     KEY_LIKE,
     READ_VERBS,
@@ -37,7 +45,6 @@ from envkernel_probe.naming import (
     tool_parts,
     words,
 )
-from envkernel_schemas import EnvSpec, ModelBehaviour, ToolSpec
 
 State = dict[str, list[dict[str, Any]]]
 
@@ -56,10 +63,13 @@ class ParamInfo:
     """One parameter of a tool and what it stands for."""
 
     name: str
+    """The parameter's name."""
     role: str
     """``key``, ``ref``, ``filter``, ``search``, ``page``, ``sort`` or ``value``."""
     required: bool = False
+    """The tool's schema requires it."""
     schema: dict[str, Any] = field(default_factory=dict)
+    """Its JSON Schema."""
     resource: str | None = None
     """For ``key``/``ref``: the table whose id it holds. For others: the table of ``field``."""
     field: str | None = None
@@ -82,19 +92,32 @@ class ToolInfo:
     """One tool: its kind, resource, parameters, and the tables it reads and writes."""
 
     name: str
+    """The tool's name."""
     spec: ToolSpec
+    """The tool."""
     kind: str
     """``get``, ``list``, ``create``, ``update``, ``delete``, ``action`` or ``other``."""
     resource: str | None
+    """The table it acts on (None when unknown)."""
     noun: str
-    """The entity noun (``order``), from the resource or the tool name."""
+    """The entity noun (``order``): the resource's nouns in a model, else from the tool name."""
     verb: str
     """The verb phrase a person would use (``cancel``, ``check in``)."""
     params: dict[str, ParamInfo] = field(default_factory=dict)
+    """Parameter name -> what it stands for."""
     transition: dict[str, Any] | None = None
+    """An action's state change (``field``, ``to``, ``from``, ``stamp``), from the model."""
     reads: set[str] = field(default_factory=set)
+    """Tables it reads."""
     writes: set[str] = field(default_factory=set)
+    """Tables it may write."""
     from_model: bool = False
+    """True when the facts come from the resource model (not guessed from names)."""
+
+    @property
+    def key_param(self) -> str | None:
+        """The parameter holding the key of the row the tool acts on, or None."""
+        return next((p.name for p in self.params.values() if p.role == "key"), None)
 
     @property
     def mutates(self) -> bool:
@@ -118,6 +141,7 @@ class Schema:
     """What is known about the tables: key columns, references, unique and searchable columns."""
 
     tables: list[str]
+    """Every table name."""
     keys: dict[str, str] = field(default_factory=dict)
     """Table -> its key column."""
     refs: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -132,6 +156,8 @@ class Schema:
     """Table -> columns the server fills in (never written by a call)."""
     defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Table -> column -> value a new row gets when none is given."""
+    model: ResourceModel | None = None
+    """The environment's typed resource model (None for a code environment)."""
 
     def key(self, table: str | None) -> str:
         """A table's key column (``id`` when unknown)."""
@@ -155,17 +181,18 @@ def schema_of(env: EnvSpec, seed: State) -> Schema:
     """The table facts of ``env``: from its resource model, else from the seed state and names."""
     tables = list(seed)
     s = Schema(tables=tables)
-    model = env.behaviour.model if isinstance(env.behaviour, ModelBehaviour) else None
-    if model and isinstance(model.get("resources"), dict):
-        for t, res in model["resources"].items():
-            s.keys[t] = str(res.get("key") or "id")
-            fields = res.get("fields") or {}
-            s.refs[t] = {c: f["ref"] for c, f in fields.items() if isinstance(f, dict) and f.get("ref")}
-            s.unique[t] = set(res.get("unique") or [])
-            s.enums[t] = {c: list(f["enum"]) for c, f in fields.items() if isinstance(f, dict) and f.get("enum")}
-            s.formats[t] = {c: f["format"] for c, f in fields.items() if isinstance(f, dict) and f.get("format")}
-            s.generated[t] = {c for c, f in fields.items() if isinstance(f, dict) and (f.get("generated") or f.get("read_only"))}
-            s.defaults[t] = {c: f["default"] for c, f in fields.items() if isinstance(f, dict) and "default" in f}
+    model = model_of(env)
+    if model is not None:
+        s.model = model
+        for t, res in model.resources.items():
+            s.keys[t] = res.key or "id"
+            fields = res.fields
+            s.refs[t] = {c: f.ref for c, f in fields.items() if f.ref}
+            s.unique[t] = set(res.unique)
+            s.enums[t] = {c: list(f.enum) for c, f in fields.items() if f.enum}
+            s.formats[t] = {c: f.format for c, f in fields.items() if f.format}
+            s.generated[t] = {c for c, f in fields.items() if f.generated or f.read_only}
+            s.defaults[t] = {c: f.default for c, f in fields.items() if f.default is not None}
             if t not in s.tables:
                 s.tables.append(t)
     for t, rows in seed.items():
@@ -200,43 +227,44 @@ def _verb_phrase(tool_name: str, tables: list[str]) -> str:
     return " ".join(out)
 
 
-def _model_info(spec: ToolSpec, op: dict[str, Any], s: Schema) -> ToolInfo:
-    kind = {"patch": "update"}.get(op.get("kind", ""), op.get("kind", "other"))
-    res = op.get("resource")
+def _model_info(spec: ToolSpec, op: Operation, model: ResourceModel, s: Schema) -> ToolInfo:
+    kind = {"patch": "update"}.get(op.kind, op.kind or "other")
+    res = op.resource
     params = (spec.parameters or {}).get("properties") or {}
     required = set((spec.parameters or {}).get("required") or [])
-    info = ToolInfo(name=spec.name, spec=spec, kind=kind, resource=res, noun=singular("_".join(words(res or spec.name))),
-                    verb=_verb_phrase(spec.name, s.tables), transition=op.get("transition"), from_model=True)
-    body = op.get("body") or {}
-    filters = op.get("filters") or {}
-    search = op.get("search") or {}
-    page = op.get("page") or {}
-    sort = op.get("sort") or {}
-    parents = {p["arg"]: p for p in op.get("parents") or [] if isinstance(p, dict) and "arg" in p}
-    page_args = {v for k, v in page.items() if k != "default_limit" and isinstance(v, str)}
-    sort_args = {sort.get("arg"), sort.get("order_arg")} - {None}
+    transition = msgspec.to_builtins(op.transition) if op.transition is not None else None
+    info = ToolInfo(name=spec.name, spec=spec, kind=kind, resource=res, noun=model.nouns(res).singular,
+                    verb=_verb_phrase(spec.name, s.tables), transition=transition, from_model=True)
+    body = op.body
+    filters = op.filters
+    search = op.search
+    page = op.page
+    sort = op.sort
+    parents = {p.arg: p for p in op.parents}
+    page_args = {a for a in (page.limit, page.offset, page.page, page.cursor) if a} if page is not None else set()
+    sort_args = {sort.arg, sort.order_arg} - {None} if sort is not None else set()
     for name, schema in params.items():
         req = name in required
         schema = schema if isinstance(schema, dict) else {}
-        if name == op.get("key"):
+        if name == op.key:
             p = ParamInfo(name, "key", req, schema, resource=res, field=s.key(res))
         elif name in parents:
             par = parents[name]
-            p = ParamInfo(name, "ref", req, schema, resource=par.get("resource"), field=par.get("field"), parent=True)
+            p = ParamInfo(name, "ref", req, schema, resource=par.resource, field=par.field, parent=True)
         elif name in body:
             col = body[name]
             ref = s.refs.get(res or "", {}).get(col)
             p = ParamInfo(name, "ref" if ref else "value", req, schema, resource=ref or res, field=col)
         elif name in filters:
             flt = filters[name]
-            col = flt.get("field")
+            col = flt.field
             ref = s.refs.get(res or "", {}).get(col) if col else None
-            if ref and flt.get("op", "eq") == "eq":
+            if ref and flt.op == "eq":
                 p = ParamInfo(name, "ref", req, schema, resource=ref, field=col)
             else:
-                p = ParamInfo(name, "filter", req, schema, resource=res, field=col, op=flt.get("op", "eq"))
-        elif name == search.get("arg"):
-            p = ParamInfo(name, "search", req, schema, resource=res, search_fields=tuple(search.get("fields") or ()))
+                p = ParamInfo(name, "filter", req, schema, resource=res, field=col, op=flt.op)
+        elif search is not None and name == search.arg:
+            p = ParamInfo(name, "search", req, schema, resource=res, search_fields=tuple(search.fields))
         elif name in page_args:
             p = ParamInfo(name, "page", req, schema)
         elif name in sort_args:
@@ -310,13 +338,19 @@ def _guess_info(spec: ToolSpec, s: Schema) -> ToolInfo:
 
 def tool_infos(env: EnvSpec, schema: Schema) -> dict[str, ToolInfo]:
     """A :class:`ToolInfo` for every tool of ``env`` (from its model when it has one)."""
-    model = env.behaviour.model if isinstance(env.behaviour, ModelBehaviour) else None
-    ops = (model or {}).get("operations") or {}
+    model = schema.model if schema.model is not None else model_of(env)
     out: dict[str, ToolInfo] = {}
     for spec in env.tools:
-        op = ops.get(spec.name)
-        out[spec.name] = _model_info(spec, op, schema) if isinstance(op, dict) and op.get("resource") else _guess_info(spec, schema)
+        op = model.operations.get(spec.name) if model is not None else None
+        out[spec.name] = _model_info(spec, op, model, schema) if op is not None and model is not None else _guess_info(spec, schema)
     return out
+
+
+def classify_tools(env: EnvSpec, seed: State) -> dict[str, ToolInfo]:
+    """What every tool of ``env`` does (kind, resource, each parameter's role, tables read and
+    written): from its typed resource model when it has one, else from the naming vocabulary and
+    the seed state ``seed`` (table -> rows) for a code environment."""
+    return tool_infos(env, schema_of(env, seed))
 
 
 def output_fields(spec: ToolSpec) -> dict[str, dict[str, Any]]:

@@ -67,21 +67,21 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def words(name: str) -> list[str]:
-    """Split an identifier (snake, kebab or camel case) into lowercase words."""
-    parts = re.split(r"[_\-\s.]+", _CAMEL.sub("_", name))
-    return [p.lower() for p in parts if p]
+    """Split an identifier (snake, kebab, dotted or camel case: ``createdAt``, ``created_at``) into
+    lowercase words; any character but an ASCII letter or digit separates words (so words joined
+    by ``_`` always make a valid identifier)."""
+    return [p for p in re.split(r"[^a-z0-9]+", _CAMEL.sub("_", name).lower()) if p]
 
 
 def singular(word: str) -> str:
-    """A naive English singular (``orders`` -> ``order``, ``categories`` -> ``category``)."""
+    """A naive English singular, lowercase (``orders`` -> ``order``, ``categories`` -> ``category``,
+    ``sizes`` -> ``size``, ``addresses`` -> ``address``)."""
     w = word.lower()
     if len(w) > 3 and w.endswith("ies"):
         return w[:-3] + "y"
-    if len(w) > 3 and w.endswith(("sses", "xes", "ches", "shes", "zes")):
+    if len(w) > 3 and w.endswith(("sses", "xes", "ches", "shes")):
         return w[:-2]
-    if len(w) > 3 and w.endswith("ss"):
-        return w
-    if len(w) > 2 and w.endswith("s") and not w.endswith(("us", "is")):
+    if len(w) > 2 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
         return w[:-1]
     return w
 

@@ -1,20 +1,25 @@
-"""Test helpers: an in-memory sandbox, stand-in contexts and a toy shop environment.
+"""Test helpers: an in-memory sandbox, run-like contexts and a toy shop environment.
 
-They let verifier, sampler and policy code be unit-tested without a bus or a sandbox runner.
-The toy shop follows the shape of the sample environment (customers, products, orders) but is
-not it; integration tests run the real one.
+They let verifier, sampler, policy and trainer code be unit-tested without a bus. They are test
+doubles and say so: :class:`FakeSandbox` stands in for a sandbox (a dict of tables and Python tool
+functions, no executor), :class:`FakeContext` for the kernel's ``Context`` (every attribute and
+method a role method may use, without a bus), and :class:`RunnerContext` opens *real* sandboxes
+through a sandbox runner. The toy shop follows the shape of the sample environment (customers,
+products, orders) but is not it; integration tests and the conformance checks run the real one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
+from envkernel.config import RunConfig
 from envkernel_schemas import CodeBehaviour, EnvSpec, ToolError, ToolResult, ToolSpec
 
 from .naming import State
@@ -85,30 +90,45 @@ class FakeSandbox:
         self.closed = True
 
 
+_T = TypeVar("_T")
+
+
 class FakeContext:
-    """Enough of the kernel's Context for unit tests."""
+    """The kernel's ``Context`` without a bus: the same attributes (``run_id``, ``component``,
+    ``role``, ``settings``, ``seed``, ``iteration``, ``out_dir``, ``log``, ``config``) and methods
+    (``rng``, ``sandbox``, ``env``, ``step``, ``wait``), so role methods read them directly."""
 
     def __init__(
         self,
         *,
         component: str = "test",
+        role: str = "",
         seed: int = 0,
         iteration: int = 0,
         settings: Any = None,
         out_dir: Path | None = None,
         sandboxes: dict[str, Callable[[], FakeSandbox]] | None = None,
         envs: dict[str, EnvSpec] | None = None,
+        config: RunConfig | None = None,
     ) -> None:
         self.run_id = "test-run"
         self.component = component
+        self.role = role
         self.seed = seed
         self.iteration = iteration
         self.settings = settings
         self.out_dir = out_dir or Path(".")
+        self.config = config or RunConfig(run_id=self.run_id, seed=seed, out=str(self.out_dir))
         self.log = structlog.get_logger("test").bind(component=component)
         self._sandboxes = sandboxes or {}
         self._envs = envs or {}
-        self.opened: list[FakeSandbox] = []
+        self.opened: list[Any] = []
+        self.steps: list[tuple[int, dict[str, Any]]] = []
+        """Every ``(turn, message)`` a policy published through :meth:`step`."""
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
 
     def rng(self, *keys: object) -> random.Random:
         """Deterministic randomness, like the kernel's."""
@@ -127,6 +147,17 @@ class FakeContext:
     async def env(self, env_id: str) -> EnvSpec:
         """An environment by id."""
         return self._envs[env_id]
+
+    async def step(self, request: Any, turn: int, message: dict[str, Any]) -> None:
+        """Record one step of a rollout (the kernel publishes it as ``rollout.step``)."""
+        self.steps.append((turn, message))
+
+    def wait(self, coro: Coroutine[Any, Any, _T], timeout: float | None = None) -> _T:
+        """From a sync role method in a worker thread: run ``coro`` on the loop this context was
+        made on (or on a new loop when it was made outside one)."""
+        if self._loop is None:
+            return asyncio.run(asyncio.wait_for(coro, timeout))
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
 
 class RunnerContext(FakeContext):

@@ -1,5 +1,8 @@
 """A scripted OpenAI-compatible Chat Completions server on loopback, for tests and benchmarks.
 
+It is a test double: it stands in for a model (no model runs on this machine). Everything between
+a policy and it is real (the ``openai`` SDK, HTTP, retries, timeouts); only the answers are scripted.
+
 The server is stdlib only (``http.server.ThreadingHTTPServer`` in a thread, HTTP/1.1
 keep-alive, Nagle off). It answers
 ``POST …/chat/completions`` from a *script*:
@@ -29,7 +32,7 @@ steps it publishes.
 
 From a shell (used by the benchmark)::
 
-    python -m envkernel_openai.testing --oracle tasks.jsonl   # prints the base URL; serves until
+    python -m envkernel_kit.scripted --oracle tasks.jsonl   # prints the base URL; serves until
                                                               # killed or its parent exits
 """
 
@@ -49,8 +52,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import msgspec
-import structlog
 from envkernel_schemas import CallRecord, RolloutRequested, ToolCall, ToolError, ToolResult
+
+from .testing import FakeContext
 
 __all__ = [
     "ByTurn",
@@ -497,20 +501,11 @@ class RecordingEnv:
         return result
 
 
-class StepContext:
-    """Enough of the kernel's Context for a policy: a logger, and ``step`` recording what it publishes."""
+class StepContext(FakeContext):
+    """A :class:`~envkernel_kit.testing.FakeContext` for a policy (``steps`` records what it publishes)."""
 
-    def __init__(self, component: str = "openai") -> None:
-        self.component = component
-        self.run_id = "test-run"
-        self.iteration = 0
-        self.seed = 0
-        self.log = structlog.get_logger("test").bind(component=component)
-        self.steps: list[tuple[int, dict[str, Any]]] = []
-
-    async def step(self, request: Any, turn: int, message: dict[str, Any]) -> None:
-        """Record one published step."""
-        self.steps.append((turn, message))
+    def __init__(self, component: str = "openai", **kw: Any) -> None:
+        super().__init__(component=component, role="policy", **kw)
 
 
 async def run_policy(policy: Any, task: Any, sandbox: Any, tools: list[Any], *, ctx: Any = None, index: int = 0, policy_name: str = "openai") -> Any:
@@ -524,7 +519,7 @@ async def run_policy(policy: Any, task: Any, sandbox: Any, tools: list[Any], *, 
 
 
 def _main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m envkernel_openai.testing", description="Serve a scripted OpenAI-compatible API on loopback.")
+    ap = argparse.ArgumentParser(prog="python -m envkernel_kit.scripted", description="Serve a scripted OpenAI-compatible API on loopback.")
     ap.add_argument("--port", type=int, default=0, help="Port (default: a free one).")
     ap.add_argument("--oracle", metavar="TASKS_JSONL", help="Solve the tasks of this tasks.jsonl (else: answer 'Hello.' without tools).")
     ap.add_argument("--parallel", action="store_true", help="Oracle: send the whole chain as parallel tool calls in one turn.")

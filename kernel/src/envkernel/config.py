@@ -60,6 +60,9 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Group size G: rollouts of the chosen policy per emitted task."""
     iterations: int = 1
     """Training iterations."""
+    infra_retries: int = 2
+    """Times a rollout that met an infrastructure fault (a sandbox died, the bus did not answer) is
+    tried again before it fails as ``infra``."""
     remote: list[str] = msgspec.field(default_factory=list)
     """``ROLE:COMPONENT`` entries this run uses but does not serve: ``envkernel worker`` processes
     elsewhere (a GPU box for a trainer) serve them over NATS. They need not be installed here."""

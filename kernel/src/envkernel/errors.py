@@ -19,12 +19,22 @@ class ConfigError(UsageError):
     """The config file or a setting is wrong."""
 
 
-class SandboxError(EnvkernelError):
+class InfraError(EnvkernelError):
+    """The infrastructure failed, not the plugin (a sandbox died, the bus did not answer): a rollout
+    that meets one is retried (``infra_retries``), then fails as ``infra``, never as the policy's work."""
+
+
+class SandboxError(InfraError):
     """A sandbox could not be opened or answered with an error."""
 
 
 class UpdateError(EnvkernelError):
     """A policy update could not be stored, found, decoded or applied."""
+
+
+class UpdateRefused(UpdateError):
+    """A policy refused an update (or it does not decode): every rollout naming it fails, and the run
+    never carries it into a later iteration."""
 
 
 class RunError(EnvkernelError):

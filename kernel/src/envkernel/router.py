@@ -21,9 +21,10 @@ from typing import Any
 import msgspec
 import structlog
 from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
 from nats.js.errors import ObjectNotFoundError
 
-from envkernel_bus import Bus, Consumer, Done, Output
+from envkernel_bus import Bus, BusError, Consumer, Done, Output
 from envkernel_bus.subjects import EVENTS_PREFIX, STREAM, durable_name, kind_filter
 from envkernel_schemas import (
     DecodeError,
@@ -57,7 +58,7 @@ from envkernel_schemas import (
 from . import config as cfgmod
 from .config import RunConfig
 from .context import Context, RecordingToolEnv, load_update, store_env, store_update, update_key
-from .errors import EnvkernelError, UpdateError
+from .errors import EnvkernelError, InfraError, UpdateError, UpdateRefused
 from .plugins import Component, Registry
 from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, subject_of
 from .sandbox import SandboxPool, SandboxService
@@ -84,6 +85,13 @@ class _Published:
 
 class PluginContractError(EnvkernelError):
     """A role method returned something its role does not allow."""
+
+
+def classify(exc: BaseException) -> str:
+    """Whose fault an error is, by its type: ``infra`` (a sandbox or the bus), ``update_refused``, else ``plugin``."""
+    if isinstance(exc, (InfraError, NatsError, BusError)):
+        return "infra"
+    return "update_refused" if isinstance(exc, UpdateRefused) else "plugin"
 
 
 async def call_role(fn: Any, *args: Any) -> Any:
@@ -327,12 +335,19 @@ class Worker:
         ctx = copy.copy(base_ctx)
         ctx.iteration = ev.iteration
         t0 = time.perf_counter()
-        try:
-            children = await self._dispatch(comp, inst, ctx, cfg, ev)
-        except Exception as exc:
-            fail = self._failure(comp, ev, raw, exc)
-            log.error("plugin failed; the run goes on", plugin=comp.name, role=comp.role, kind=ev.kind, error=f"{type(exc).__name__}: {exc}")
-            return [(fail, subject_of(cfg, fail))]
+        retries = max(0, cfg.infra_retries) if isinstance(ev, RolloutRequested) else 0
+        for attempt in range(retries + 1):
+            try:
+                children = await self._dispatch(comp, inst, ctx, cfg, ev)
+                break
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                if classify(exc) == "infra" and attempt < retries:  # the sandbox that failed is closed: the next attempt gets another
+                    log.warning("rollout met an infrastructure fault; retrying it", plugin=comp.name, event_id=ev.id, attempt=attempt + 1, retries=retries, error=error)
+                    continue
+                fail = self._failure(comp, ev, raw, exc)
+                log.error("plugin failed; the run goes on", plugin=comp.name, role=comp.role, kind=ev.kind, classification=fail.classification, error=error)
+                return [(fail, subject_of(cfg, fail))]
         log.debug("handled", component=comp.name, kind=ev.kind, children=len(children), ms=round((time.perf_counter() - t0) * 1000, 2))
         return children
 
@@ -342,7 +357,7 @@ class Worker:
         return PluginFailed(
             run=ev.run, id=event_id(ev.id, comp.name, "failed"), parent=ev.id, iteration=ev.iteration, time=time.time(),
             plugin=comp.name, role=comp.role, event_kind=ev.kind, event_id=ev.id, error_type=type(exc).__name__,
-            message=str(exc), traceback="".join(traceback.format_exception(exc, limit=8)), event=raw,
+            message=str(exc), traceback="".join(traceback.format_exception(exc, limit=8)), event=raw, classification=classify(exc),
         )
 
     async def _dispatch(self, comp: Component, inst: Any, ctx: Context, cfg: RunConfig, ev: Event) -> list[tuple[Event, str]]:
@@ -466,7 +481,7 @@ class Worker:
                 return
             failed = self._apply_failed.get((ev.run, comp.name, ev.update))
             if failed:
-                raise UpdateError(failed)
+                raise UpdateRefused(failed)
             apply = getattr(inst, "apply_update", None)
             if apply is None:
                 log.warning("this policy takes no updates (no apply_update); it rolls out unchanged", policy=comp.name, update=ev.update)
@@ -475,16 +490,15 @@ class Worker:
             try:
                 update = await load_update(self.bus, ev.update)
             except UpdateError as exc:
-                self._apply_failed[(ev.run, comp.name, ev.update)] = f"{comp.name} could not apply policy update {ev.update}: {exc}"
-                raise
-            except Exception as exc:
-                raise UpdateError(f"{comp.name} could not fetch policy update {ev.update}: {type(exc).__name__}: {exc}") from exc
+                msg = self._apply_failed[(ev.run, comp.name, ev.update)] = f"{comp.name} could not apply policy update {ev.update}: {exc}"
+                raise UpdateRefused(msg) from None
+            except Exception as exc:  # the object store did not answer: infrastructure, retried
+                raise InfraError(f"{comp.name} could not fetch policy update {ev.update}: {type(exc).__name__}: {exc}") from exc
             try:
                 await call_role(apply, update, ctx)
             except Exception as exc:
-                msg = f"{comp.name} could not apply policy update {ev.update}: {type(exc).__name__}: {exc}"
-                self._apply_failed[(ev.run, comp.name, ev.update)] = msg
-                raise UpdateError(msg) from exc
+                msg = self._apply_failed[(ev.run, comp.name, ev.update)] = f"{comp.name} could not apply policy update {ev.update}: {type(exc).__name__}: {exc}"
+                raise UpdateRefused(msg) from exc
             self._applied[key] = (ev.update, ev.iteration)
             log.info("policy update applied", policy=comp.name, update=ev.update, iteration=ev.iteration)
 
@@ -495,7 +509,13 @@ class Worker:
         t0 = time.perf_counter()
         async with ctx.sandbox(env) as sb:
             tool_env = RecordingToolEnv(sb, tools)
-            traj = await call_role(inst.rollout, ev, tool_env, ctx)
+            try:
+                traj = await call_role(inst.rollout, ev, tool_env, ctx)
+            except Exception:
+                if tool_env.fault is None:
+                    raise
+            if tool_env.fault is not None:  # the sandbox failed under the policy (even if it caught that): not its work
+                raise tool_env.fault
             if not isinstance(traj, Trajectory):
                 raise PluginContractError(f"{ev.policy}.rollout returned {type(traj).__name__}, expected Trajectory")
             state = await sb.state()

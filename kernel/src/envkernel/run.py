@@ -107,8 +107,9 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     if not is_token(run_id):
         raise ConfigError(f"run id {run_id!r} is not valid: use letters, digits, - and _ (at most 64)")
     stall_seconds()
-    if config.iterations < 1 or config.rollouts_per_task < 1:
-        raise ConfigError(f"iterations and rollouts_per_task must be at least 1 (got {config.iterations} and {config.rollouts_per_task})")
+    if config.iterations < 1 or config.rollouts_per_task < 1 or config.infra_retries < 0:
+        raise ConfigError(f"iterations and rollouts_per_task must be at least 1, infra_retries at least 0 (got {config.iterations}, "
+                          f"{config.rollouts_per_task} and {config.infra_retries})")
     selected = resolve_selection(config.plugins)
     registry = load(selected)
     components = {role: [c.name for c in registry.by_role(role)] for role in ROLES}
@@ -248,7 +249,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         summary = recorder.summary(config.run_id, config.components, extra)
         if aborted:
             exit_code = EXIT_ABORTED
-        elif summary["failures"]:
+        elif summary["failures"] or summary["infra_failures"]:
             exit_code = EXIT_FAILURES
         summary["exit_code"] = exit_code
         (out / "summary.json").write_text(json.dumps(summary, indent=2))

@@ -51,7 +51,10 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     verifier: str = ""
     """Verifier component (default: the first active one)."""
     reward: str = ""
-    """Reward-model component (default: the first active one)."""
+    """Reward-model component that scores the training rollouts (default: the first active one)."""
+    gate_reward: str = "traceoutcome"
+    """Reward-model component that scores the gate's rollouts (default: the built-in trace + outcome
+    check), so the training reward never decides which tasks exist."""
     sources: list[str] = msgspec.field(default_factory=lambda: ["openapi"])
     """Sources: a source kind (``openapi`` = the shipped corpus, ``sample``) or ``KIND:VALUE`` (``openapi:specs/shop.yaml``)."""
     envs: int = 1

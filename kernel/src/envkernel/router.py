@@ -395,7 +395,7 @@ class Worker:
             if ev.update:
                 await self._apply_update(comp, inst, ctx, ev)
             traj = await self._rollout(inst, ctx, ev)
-            reward = first(cfg, "reward_model", cfg.reward)
+            reward = cfg.gate_reward if ev.purpose == "gate" else first(cfg, "reward_model", cfg.reward)
             c = child(RolloutFinished, 0, task=ev.task, trajectory=traj, group_size=ev.group_size, purpose=ev.purpose)
             return [(c, subject_of(cfg, c, reward))]
 

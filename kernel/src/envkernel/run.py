@@ -29,7 +29,7 @@ from .progress import Progress
 from .recorder import Recorder
 from .roles import ROLES
 from .router import Worker
-from .routing import BROADCAST_INPUTS, WORK_INPUTS, synthesizer_for
+from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, synthesizer_for
 from .stages import KERNEL
 
 log = structlog.get_logger("envkernel.run")
@@ -130,6 +130,9 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     for what, role, name in (("runner", "sandbox_runner", config.runner), ("verifier", "verifier", config.verifier), ("reward", "reward_model", config.reward)):
         if name and name not in components[role]:
             raise PluginError(f"{what} = {name!r} is not an active {role}; active: {', '.join(components[role])}")
+    if config.gate_reward not in components["reward_model"]:
+        raise PluginError(f"gate_reward = {config.gate_reward!r} (the gate's judge) is not an active reward_model; active: "
+                          f"{', '.join(components['reward_model'])}. Select its plugin, or set gate_reward (--gate-reward NAME)")
     sources = {c.name: c.sources for c in registry.by_role("synthesizer")}
     config = msgspec.structs.replace(config, sources=[_path_source(s, registry) for s in config.sources])
     for source in config.sources:
@@ -243,7 +246,8 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         if watchdog is not None:
             watchdog.cancel()
         await worker.stop(cancel=bool(aborted), finish_run=config.run_id if aborted else None)
-        extra: dict[str, Any] = {"broken_plugins": prep.registry.broken, "undecodable_events": coord.undecodable}
+        extra: dict[str, Any] = {"reward": first(config, "reward_model", config.reward), "gate_reward": config.gate_reward,
+                                 "broken_plugins": prep.registry.broken, "undecodable_events": coord.undecodable}
         if aborted:
             extra["aborted"] = aborted
         summary = recorder.summary(config.run_id, config.components, extra)

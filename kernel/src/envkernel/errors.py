@@ -15,6 +15,10 @@ class PluginError(UsageError):
     """A plugin could not be found, loaded or configured."""
 
 
+class RoleError(PluginError):
+    """A component lacks a method its role requires; its plugin is refused (counted as broken)."""
+
+
 class ConfigError(UsageError):
     """The config file or a setting is wrong."""
 

@@ -60,6 +60,7 @@ from .config import RunConfig
 from .context import Context, RecordingToolEnv, load_update, store_env, store_update, update_key
 from .errors import EnvkernelError, InfraError, UpdateError, UpdateRefused
 from .plugins import Component, Registry
+from .roles import AppliesUpdates, Finishes, Updates, missing_methods
 from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, subject_of
 from .sandbox import SandboxPool, SandboxService
 
@@ -237,11 +238,10 @@ class Worker:
 
     async def _finish_trainers(self, run: str, timeout: float = 120.0) -> None:
         for (rid, name), (inst, ctx) in list(self._instances.items()):
-            finish = getattr(inst, "finish", None)
-            if rid != run or ctx.role != "trainer" or finish is None or (rid, name) in self._finished:
+            if rid != run or ctx.role != "trainer" or not isinstance(inst, Finishes) or (rid, name) in self._finished:
                 continue
             try:
-                await asyncio.wait_for(call_role(finish, ctx), timeout)
+                await asyncio.wait_for(call_role(inst.finish, ctx), timeout)
                 self._finished.add((rid, name))
                 log.info("the run was aborted; trainer finished what it had", trainer=name)
             except Exception as exc:  # noqa: BLE001 - an abort goes on
@@ -265,7 +265,11 @@ class Worker:
         raw = cfg.settings.get(comp.name) if cfg else None
         flags = cfg.overrides.get(comp.name) if cfg else None
         settings = cfgmod.settings_for(comp.name, comp.settings_type, raw, flags=flags)
-        return (comp.factory(settings) if comp.settings_type is not None else comp.factory()), settings
+        inst = comp.factory(settings) if comp.settings_type is not None else comp.factory()
+        missing = missing_methods(comp.role, inst)  # a class was checked when it registered; another factory's product now
+        if missing:
+            raise PluginContractError(f"component {comp.name!r} ({comp.role}) has no method {', '.join(missing)}, which its role requires")
+        return inst, settings
 
     async def instance(self, cfg: RunConfig, comp: Component) -> tuple[Any, Context]:
         """The component's instance and context for a run (built once per run)."""
@@ -413,8 +417,7 @@ class Worker:
             return []
 
         if isinstance(ev, IterationEnded):
-            update_fn = getattr(inst, "update", None)
-            if update_fn is None:
+            if not isinstance(inst, Updates):
                 return []
             ref = update_key(ev.run, ev.iteration, comp.name)
             upd: Any = None
@@ -424,7 +427,7 @@ class Worker:
             except ObjectNotFoundError:  # not stored yet: the usual case
                 pass
             if upd is None:
-                upd = await call_role(update_fn, ev, ctx)
+                upd = await call_role(inst.update, ev, ctx)
                 if upd is None:
                     return []
                 if not isinstance(upd, PolicyUpdate):
@@ -435,9 +438,8 @@ class Worker:
             return [(c, subject_of(cfg, c))]
 
         if isinstance(ev, RunEnding):
-            finish = getattr(inst, "finish", None)
-            if finish is not None:
-                await call_role(finish, ctx)
+            if isinstance(inst, Finishes):
+                await call_role(inst.finish, ctx)
                 self._finished.add((ev.run, comp.name))
             return []
 
@@ -482,8 +484,7 @@ class Worker:
             failed = self._apply_failed.get((ev.run, comp.name, ev.update))
             if failed:
                 raise UpdateRefused(failed)
-            apply = getattr(inst, "apply_update", None)
-            if apply is None:
+            if not isinstance(inst, AppliesUpdates):
                 log.warning("this policy takes no updates (no apply_update); it rolls out unchanged", policy=comp.name, update=ev.update)
                 self._applied[key] = (ev.update, ev.iteration)
                 return
@@ -495,7 +496,7 @@ class Worker:
             except Exception as exc:  # the object store did not answer: infrastructure, retried
                 raise InfraError(f"{comp.name} could not fetch policy update {ev.update}: {type(exc).__name__}: {exc}") from exc
             try:
-                await call_role(apply, update, ctx)
+                await call_role(inst.apply_update, update, ctx)
             except Exception as exc:
                 msg = self._apply_failed[(ev.run, comp.name, ev.update)] = f"{comp.name} could not apply policy update {ev.update}: {type(exc).__name__}: {exc}"
                 raise UpdateRefused(msg) from exc

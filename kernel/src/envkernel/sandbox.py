@@ -26,6 +26,7 @@ from envkernel_bus.subjects import sandbox_op_subject, sandbox_open_subject
 from envkernel_schemas import EnvSpec, State, ToolResult
 
 from .errors import SandboxError
+from .roles import Closes
 
 log = structlog.get_logger("envkernel.sandbox")
 
@@ -324,6 +325,5 @@ class SandboxService:
         if self._reaper:
             self._reaper.cancel()
         await asyncio.gather(*(self._close(sid) for sid in list(self._live)))
-        aclose = getattr(self.runner, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        if isinstance(self.runner, Closes):
+            await self.runner.aclose()

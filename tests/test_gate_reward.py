@@ -64,6 +64,7 @@ def test_the_gate_can_be_judged_by_the_training_reward_when_asked(envk, it_site:
     s = run.summary
     assert s["gate_reward"] == "it" and s["tasks"] == 0 and s["tasks_proposed"] > 0
     assert s["rejected"] == {"task:reference_below_1": s["tasks_proposed"]}
+    assert run.proc.returncode == 4 and s["exit_code"] == 4  # finished, nothing failed, no task emitted
 
 
 def test_an_unknown_gate_judge_is_a_usage_error_naming_it(envk, it_site: Path, tmp_path: Path) -> None:

@@ -81,6 +81,7 @@ def test_a_run_skips_the_refused_plugin(envk, lazy_site: Path) -> None:
     s = run.summary
     assert s["broken_plugins"] == {"lazy": REASON}
     assert "lazy" not in s["plugins"]["policy"] and s["tasks"] > 0 and s["failures"] == 0
+    assert run.proc.returncode == 1 and s["exit_code"] == 1  # a selected plugin is missing from the run
 
 
 def test_a_run_that_needs_the_refused_component_does_not_start(envk, lazy_site: Path) -> None:

@@ -14,8 +14,10 @@ import msgspec
 from . import logs
 from .errors import EXIT_USAGE, EnvkernelError, UsageError
 
-EXIT_CODES_HELP = """Exit codes: 0 finished; 1 finished but plugins failed (see summary.json);
-2 usage or config error; 3 interrupted or lost its bus (what was produced is written)."""
+EXIT_CODES_HELP = """Exit codes: 0 finished, tasks emitted, nothing failed; 1 finished, but plugins failed,
+rollouts failed as infra or a selected plugin is broken (see summary.json); 2 usage or config
+error; 3 interrupted or lost its bus (what was produced is written); 4 finished, nothing failed,
+but no task was emitted."""
 
 
 class Group(click.Group):

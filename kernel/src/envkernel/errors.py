@@ -48,8 +48,11 @@ class RunError(EnvkernelError):
 EXIT_OK = 0
 """Finished; no plugin failed."""
 EXIT_FAILURES = 1
-"""Finished, but plugins failed (see ``failures`` in summary.json); outputs are written."""
+"""Finished, but plugins failed (``failures``), rollouts failed as ``infra`` (``infra_failures``), or a
+selected plugin failed to import or register (``broken_plugins``); outputs are written."""
 EXIT_USAGE = 2
 """Usage or config error; nothing ran."""
 EXIT_ABORTED = 3
 """The run was interrupted or lost its bus; what was produced so far is written."""
+EXIT_EMPTY = 4
+"""The run finished and nothing failed, but it emitted no task (every task was rejected, or none was proposed)."""

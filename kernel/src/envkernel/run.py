@@ -23,7 +23,7 @@ from envkernel_schemas import RunFinished, event_id, is_token
 from . import config as cfgmod
 from .config import RunConfig
 from .coordinator import Coordinator
-from .errors import EXIT_ABORTED, EXIT_FAILURES, EXIT_OK, ConfigError, PluginError
+from .errors import EXIT_ABORTED, EXIT_EMPTY, EXIT_FAILURES, EXIT_OK, ConfigError, PluginError
 from .plugins import Registry, load, resolve_selection
 from .progress import Progress
 from .recorder import Recorder
@@ -44,14 +44,22 @@ def new_run_id() -> str:
 
 
 def _path_source(source: str, registry: Registry) -> str:
-    """A bare path (``--source specs/``) goes to the first synthesizer that reads files (``accepts_paths``)."""
-    kind = source.partition(":")[0]
-    known = {k for c in registry.by_role("synthesizer") for k in c.sources}
-    if kind in known or not Path(source).exists():
+    """A bare path (``--source specs/``) goes to the first synthesizer that reads files (``accepts_paths``).
+
+    A path that does not exist (bare, or ``KIND:PATH`` for a synthesizer that reads files) is a :class:`ConfigError`.
+    """
+    kind, _, value = source.partition(":")
+    readers = [c for c in registry.by_role("synthesizer") if getattr(c.factory, "accepts_paths", False)]
+    if kind in {k for c in registry.by_role("synthesizer") for k in c.sources}:
+        path = value if any(kind in c.sources for c in readers) else ""
+    else:
+        path = source if "/" in source or source.startswith((".", "~")) or Path(source).suffix or Path(source).exists() else ""
+    if path and not Path(path).expanduser().exists():
+        raise ConfigError(f"--source {source!r}: no such file or folder: {path}")
+    if not path or path == value:
         return source
-    for comp in registry.by_role("synthesizer"):
-        if getattr(comp.factory, "accepts_paths", False):
-            return f"{comp.sources[0]}:{source}"
+    if readers:
+        return f"{readers[0].sources[0]}:{source}"
     raise PluginError(f"--source {source!r} is a path, but no selected synthesizer reads files (add one, e.g. --plugins +openapi)")
 
 
@@ -123,6 +131,8 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     for role in REQUIRED_ROLES:
         if not components[role]:
             raise PluginError(f"no plugin for role {role!r} is selected (plugins: {', '.join(selected) or 'none'}); add one with --plugins +NAME")
+    if config.gate_reference == config.gate_nothing:  # the gate's two rollouts must be two policies
+        raise ConfigError(f"gate_reference and gate_nothing are both {config.gate_reference!r}: the gate compares two policies")
     policies = set(components["policy"])
     for what, name in (("--policy", config.policy), ("gate_reference", config.gate_reference), ("gate_nothing", config.gate_nothing)):
         if name not in policies:
@@ -253,8 +263,10 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         summary = recorder.summary(config.run_id, config.components, extra)
         if aborted:
             exit_code = EXIT_ABORTED
-        elif summary["failures"] or summary["infra_failures"]:
+        elif summary["failures"] or summary["infra_failures"] or summary["broken_plugins"]:
             exit_code = EXIT_FAILURES
+        elif not summary["tasks"]:
+            exit_code = EXIT_EMPTY
         summary["exit_code"] = exit_code
         (out / "summary.json").write_text(json.dumps(summary, indent=2))
         fin = RunFinished(run=config.run_id, id=event_id(config.run_id, KERNEL, "finished"), time=time.time(), summary=summary)

@@ -219,3 +219,34 @@ def thirdparty_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         proc = subprocess.run(base, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"building the third-party plugins failed:\n{proc.stdout}\n{proc.stderr}"
     return site
+
+
+def install_plugin_dist(root: Path, dist: str, module: str, source: str, entry_points: dict[str, str]) -> Path:
+    """Write a one-module plugin distribution ``dist`` (module ``module``, ``envkernel`` entry points
+    ``name -> module[:attr]``) under ``root``, build and install it for real (hatchling, through
+    ``uv pip install --target``) into ``root/site``, outside the repo, and return that folder (for
+    ``PYTHONPATH``)."""
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not on PATH: cannot build a plugin distribution")
+    src = root / dist
+    (src / module).mkdir(parents=True)
+    (src / module / "__init__.py").write_text(source)
+    eps = "\n".join(f'{name} = "{target}"' for name, target in entry_points.items())
+    (src / "pyproject.toml").write_text(
+        f'[project]\nname = "{dist}"\nversion = "0.0.1"\nrequires-python = ">=3.11"\n\n[project.entry-points.envkernel]\n{eps}\n\n'
+        f'[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n[tool.hatch.build.targets.wheel]\npackages = ["{module}"]\n'
+    )
+    site = root / "site"
+    base = [uv, "pip", "install", "--python", sys.executable, "--target", str(site), "--no-deps", str(src)]
+    proc = subprocess.run([*base, "--offline"], capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:  # hatchling not in uv's cache yet: let uv fetch it
+        proc = subprocess.run(base, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"building {dist} failed:\n{proc.stdout}\n{proc.stderr}"
+    return site
+
+
+@pytest.fixture(scope="session")
+def plugin_dist() -> Any:
+    """:func:`install_plugin_dist`, for tests that write a plugin distribution of their own."""
+    return install_plugin_dist

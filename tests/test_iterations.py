@@ -166,7 +166,7 @@ def test_misbehaving_trainer_updates_fail_clearly_and_the_loop_goes_on(envk, thi
     # rollout of iteration 2 fails with the same clear error, and its groups close as failed
     refused = [f for f in fails if f["plugin"] == "reinforce" and f["event_kind"] == "rollout.requested"]
     assert len(refused) == 2 * s["tasks"]
-    assert all(f["error_type"] == "UpdateError" and "could not apply policy update" in f["message"] and "reinforce-weights/1" in f["message"]
+    assert all(f["error_type"] == "UpdateRefused" and f["classification"] == "update_refused" and "could not apply policy update" in f["message"] and "reinforce-weights/1" in f["message"]
                for f in refused)
     its = {it["iteration"]: it for it in s["iterations"]}
     assert its[2]["rollouts"] == 0 and its[2]["groups"] == s["tasks"]

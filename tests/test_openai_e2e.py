@@ -109,7 +109,7 @@ def test_a_misbehaving_model_still_finishes_and_is_counted(tmp_path: Path, refer
 
 
 def test_llm_judge_as_the_reward_model(tmp_path: Path, reference_tasks: list[dict[str, Any]]) -> None:
-    """The judge scores the gate and the emitted rollouts; the same server plays policy and judge."""
+    """The judge scores the gate (``gate_reward``) and the emitted rollouts; the same server plays policy and judge."""
     oracle = Oracle(reference_tasks)
 
     def script(request: dict[str, Any], n: int) -> Any:
@@ -121,7 +121,7 @@ def test_llm_judge_as_the_reward_model(tmp_path: Path, reference_tasks: list[dic
         return oracle(request, n)
 
     with ScriptedServer(script) as srv:
-        proc, folder = run(tmp_path, "judge", "--plugins", "+openai,+judge", "--policy", "openai", env=model_env(srv), config='reward = "judge"\n')
+        proc, folder = run(tmp_path, "judge", "--plugins", "+openai,+judge", "--policy", "openai", env=model_env(srv), config='reward = "judge"\ngate_reward = "judge"\n')
         judged = sum(1 for r in srv.requests if "You grade" in r["messages"][0]["content"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((folder / "summary.json").read_text())

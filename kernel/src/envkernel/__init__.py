@@ -4,18 +4,8 @@ training data that goes with them. Plugins plug in through :data:`hookimpl` and 
 
 from .errors import EnvkernelError
 from .hookspecs import hookimpl
-from .roles import Policy, RewardModel, Sampler, SandboxRunner, SandboxSession, Synthesizer, ToolEnv, Trainer, Verifier
+from .roles import (AppliesUpdates, Closes, Finishes, Policy, RewardModel, Sampler, SandboxRunner, SandboxSession, Synthesizer,
+                    ToolEnv, Trainer, Updates, Verifier)
 
-__all__ = [
-    "EnvkernelError",
-    "hookimpl",
-    "Policy",
-    "RewardModel",
-    "Sampler",
-    "SandboxRunner",
-    "SandboxSession",
-    "Synthesizer",
-    "ToolEnv",
-    "Trainer",
-    "Verifier",
-]
+__all__ = ["EnvkernelError", "hookimpl", "AppliesUpdates", "Closes", "Finishes", "Policy", "RewardModel", "Sampler", "SandboxRunner",
+           "SandboxSession", "Synthesizer", "ToolEnv", "Trainer", "Updates", "Verifier"]

@@ -14,8 +14,10 @@ import msgspec
 from . import logs
 from .errors import EXIT_USAGE, EnvkernelError, UsageError
 
-EXIT_CODES_HELP = """Exit codes: 0 finished; 1 finished but plugins failed (see summary.json);
-2 usage or config error; 3 interrupted or lost its bus (what was produced is written)."""
+EXIT_CODES_HELP = """Exit codes: 0 finished, tasks emitted, nothing failed; 1 finished, but plugins failed,
+rollouts failed as infra or a selected plugin is broken (see summary.json); 2 usage or config
+error; 3 interrupted or lost its bus (what was produced is written); 4 finished, nothing failed,
+but no task was emitted."""
 
 
 class Group(click.Group):
@@ -85,7 +87,8 @@ def cli(log_level: str | None, json_logs: bool | None) -> None:
 @click.option("--remote", "remote", multiple=True, metavar="ROLE:COMPONENT",
               help="A component this run uses but leaves to `envkernel worker` processes elsewhere, e.g. trainer:mytrainer (repeatable).")
 @click.option("--runner", default=None, help="Sandbox runner component.")
-@click.option("--reward", default=None, help="Reward-model component (default: the first active one).")
+@click.option("--reward", default=None, help="Reward model of the training rollouts (default: the first active one).")
+@click.option("--gate-reward", default=None, help="Reward model of the gate's rollouts (default: traceoutcome).")
 @click.option("--set", "sets", multiple=True, metavar="COMPONENT.KEY=VALUE", help="Set one component setting (repeatable).")
 @click.option("--out", "out_root", type=click.Path(file_okay=False), default="envkernel-out", show_default=True, help="Folder that receives <run-id>/.")
 @click.option("--run-id", default=None, help="Run id (default: time + random).")
@@ -94,13 +97,14 @@ def cli(log_level: str | None, json_logs: bool | None) -> None:
 @click.option("--timeout", type=float, default=None, help="Give up after this many seconds (exit 3).")
 @click.option("--progress/--no-progress", default=True, help="Show progress.")
 def run(plugins: str | None, config_file: str | None, seed: int | None, policy: str | None, sources: tuple[str, ...], envs: int | None,
-        rollouts_per_task: int | None, iterations: int | None, remote: tuple[str, ...], runner: str | None, reward: str | None, sets: tuple[str, ...], out_root: str, run_id: str | None,
+        rollouts_per_task: int | None, iterations: int | None, remote: tuple[str, ...], runner: str | None, reward: str | None, gate_reward: str | None, sets: tuple[str, ...], out_root: str, run_id: str | None,
         nats_url: str | None, listen: str, timeout: float | None, progress: bool) -> None:
     """Run the whole pipeline: synthesize, verify, sample, gate, roll out, score, export."""
     from .run import execute, prepare
 
     flags: dict[str, Any] = {"plugins": plugins, "seed": seed, "policy": policy, "sources": list(sources) or None, "envs": envs,
-                             "rollouts_per_task": rollouts_per_task, "iterations": iterations, "remote": list(remote) or None, "runner": runner, "reward": reward, "run_id": run_id}
+                             "rollouts_per_task": rollouts_per_task, "iterations": iterations, "remote": list(remote) or None, "runner": runner, "reward": reward,
+                             "gate_reward": gate_reward, "run_id": run_id}
     prep = prepare(config_file, flags, out_root)
     _apply_sets(prep, sets)
     for w in prep.warnings:

@@ -51,7 +51,10 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     verifier: str = ""
     """Verifier component (default: the first active one)."""
     reward: str = ""
-    """Reward-model component (default: the first active one)."""
+    """Reward-model component that scores the training rollouts (default: the first active one)."""
+    gate_reward: str = "traceoutcome"
+    """Reward-model component that scores the gate's rollouts (default: the built-in trace + outcome
+    check), so the training reward never decides which tasks exist."""
     sources: list[str] = msgspec.field(default_factory=lambda: ["openapi"])
     """Sources: a source kind (``openapi`` = the shipped corpus, ``sample``) or ``KIND:VALUE`` (``openapi:specs/shop.yaml``)."""
     envs: int = 1
@@ -60,6 +63,9 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Group size G: rollouts of the chosen policy per emitted task."""
     iterations: int = 1
     """Training iterations."""
+    infra_retries: int = 2
+    """Times a rollout that met an infrastructure fault (a sandbox died, the bus did not answer) is
+    tried again before it fails as ``infra``."""
     remote: list[str] = msgspec.field(default_factory=list)
     """``ROLE:COMPONENT`` entries this run uses but does not serve: ``envkernel worker`` processes
     elsewhere (a GPU box for a trainer) serve them over NATS. They need not be installed here."""

@@ -140,9 +140,11 @@ class RecordingToolEnv:
         self.tools = tools
         self._names = {t.name for t in tools}
         self.records: list[CallRecord] = []
+        self.fault: SandboxError | None = None
+        """The sandbox failure the rollout met, if any: it fails the rollout as ``infra`` whatever the policy does."""
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """Call a tool the task offers; anything else is an error observation."""
+        """Call a tool the task offers; anything else is an error observation. A sandbox failure raises."""
         t0 = time.perf_counter()
         if name not in self._names:
             result = ToolResult(ok=False, error=ToolError(code="unknown_tool", message=f"no tool named {name!r}; available: {', '.join(sorted(self._names))}"))
@@ -152,6 +154,7 @@ class RecordingToolEnv:
             try:
                 result = await self.sandbox.call(name, arguments)
             except SandboxError as exc:
-                result = ToolResult(ok=False, error=ToolError(code="sandbox_error", message=str(exc)))
+                self.fault = exc
+                raise
         self.records.append(CallRecord(call=ToolCall(name=name, arguments=arguments if isinstance(arguments, dict) else {}), result=result, seconds=time.perf_counter() - t0))
         return result

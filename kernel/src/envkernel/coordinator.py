@@ -199,7 +199,7 @@ class Coordinator:
             self._ended[ev.iteration] = ev
         elif isinstance(ev, PolicyUpdated):
             self.updates.setdefault(ev.iteration, {})[ev.trainer] = ev
-        elif isinstance(ev, PluginFailed) and ev.error_type == "UpdateError" and ev.event:
+        elif isinstance(ev, PluginFailed) and ev.classification == "update_refused" and ev.event:
             try:
                 failed = decode(ev.event)
             except DecodeError:

@@ -13,8 +13,9 @@ import pluggy
 import structlog
 
 from . import hookspecs
-from .errors import PluginError
+from .errors import PluginError, RoleError
 from .hookspecs import PROJECT, ROLE_HOOKS
+from .roles import missing_methods
 
 log = structlog.get_logger("envkernel.plugins")
 
@@ -152,6 +153,8 @@ def load(names: list[str], *, strict: bool = False) -> Registry:
         hook = getattr(reg.pm.hook, hook_name)
         for impl in hook.get_hookimpls():  # registration order (pluggy calls them in reverse)
             plugin = impl.plugin_name
+            if plugin in reg.broken:
+                continue
 
             def register(cname: str, factory: Callable[..., Any], *, _role: str = role, _plugin: str = plugin) -> None:
                 from envkernel_schemas import is_token
@@ -161,18 +164,27 @@ def load(names: list[str], *, strict: bool = False) -> Registry:
                 if cname in reg.components:
                     other = reg.components[cname].plugin
                     raise PluginError(f"component name {cname!r} is registered by both {other!r} and {_plugin!r}")
+                missing = missing_methods(_role, factory) if isinstance(factory, type) else []  # other factories: checked when built
+                if missing:
+                    raise RoleError(f"component {cname!r} ({_role}) has no method {', '.join(missing)}, which its role requires")
                 reg.components[cname] = Component(cname, _role, factory, _plugin)
 
             try:
                 impl.function(register=register)
-            except PluginError:
-                raise
+            except PluginError as exc:
+                if not isinstance(exc, RoleError):
+                    raise
+                reason = str(exc)
             except Exception as exc:
                 reason = f"{hook_name} raised {type(exc).__name__}: {exc}"
-                if strict:
-                    raise PluginError(f"plugin {plugin!r}: {reason}") from None
-                reg.broken[plugin] = reason
-                log.error("plugin failed to register; skipping it", plugin=plugin, error=reason)
+            else:
+                continue
+            if strict:
+                raise PluginError(f"plugin {plugin!r}: {reason}") from None
+            reg.broken[plugin] = reason
+            for cname in [n for n, c in reg.components.items() if c.plugin == plugin]:  # none of a broken plugin's components run
+                del reg.components[cname]
+            log.error("plugin failed to register; skipping it", plugin=plugin, error=reason)
     return reg
 
 

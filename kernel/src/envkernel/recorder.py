@@ -157,10 +157,14 @@ class Recorder:
             c["policy_updates"] += 1
             self._it(ev.iteration).updates[ev.trainer] = {"policy": ev.policy, "ref": ev.ref, "metrics": dict(ev.metrics)}
         elif isinstance(ev, PluginFailed):
-            c["failures"] += 1
-            self.failures_by_plugin[ev.plugin] += 1
+            if ev.classification == "infra":  # not the plugin's work: counted apart
+                c["infra_failures"] += 1
+            else:
+                c["failures"] += 1
+                self.failures_by_plugin[ev.plugin] += 1
             self._append("failures.jsonl", to_json({"plugin": ev.plugin, "role": ev.role, "event_kind": ev.event_kind, "event_id": ev.event_id,
-                                                    "error_type": ev.error_type, "message": ev.message, "traceback": ev.traceback}))
+                                                    "classification": ev.classification, "error_type": ev.error_type, "message": ev.message,
+                                                    "traceback": ev.traceback}))
 
     def _verified(self, env_id: str, report: VerifyReport | None) -> None:
         if report is not None:
@@ -194,6 +198,7 @@ class Recorder:
             "rejected": dict(sorted(self.rejected.items())),
             "failures": c["failures"],
             "failures_by_plugin": dict(self.failures_by_plugin),
+            "infra_failures": c["infra_failures"],
             "verification": self.verification,
             "tool_coverage": self._coverage(),
             "chain_lengths": {str(k): v for k, v in sorted(self.lengths.items())},

@@ -5,6 +5,11 @@ A plugin hands the kernel a *factory* per component through a registration hook 
 ``Settings`` attribute (a msgspec Struct, filled from the run's config), else ``factory()``, once
 per run. Role methods may be sync (run in a worker thread) or async (awaited). A method that
 raises becomes a ``plugin.failed`` event; the run goes on.
+
+A component is checked when it registers: one that lacks a method its role requires
+(:func:`missing_methods`) is refused, and its plugin counts as broken. Optional methods are roles
+of their own (:class:`Finishes`, :class:`Updates`, :class:`AppliesUpdates`, :class:`Closes`): the
+kernel calls them on the components that have them.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from envkernel_schemas import (
     EnvRequested,
     EnvSpec,
     GroupScored,
+    IterationEnded,
+    PolicyUpdate,
     Reward,
     RolloutRequested,
     State,
@@ -78,13 +85,7 @@ class ToolEnv(Protocol):
 
 @runtime_checkable
 class Policy(Protocol):
-    """Rolls an agent out on a task against a live environment.
-
-    Optional: ``apply_update(update: PolicyUpdate, ctx) -> None``. With ``--iterations N``, a
-    rollout of iteration k+1 names the update a trainer made after iteration k; the worker
-    fetches it from the object store and calls ``apply_update`` once per process, before the
-    first rollout that names it. A policy without it rolls out unchanged (with a warning).
-    """
+    """Rolls an agent out on a task against a live environment (optional: :class:`AppliesUpdates`)."""
 
     def rollout(self, request: RolloutRequested, env: ToolEnv, ctx: Context) -> Trajectory:
         """Return the trajectory (the kernel fills in ``calls`` and ``final_state``)."""
@@ -101,18 +102,45 @@ class RewardModel(Protocol):
 
 
 @runtime_checkable
-class Trainer(Protocol):
-    """Consumes scored groups (broadcast: every trainer sees every group).
+class AppliesUpdates(Protocol):
+    """Optional for a policy: takes the updates trainers make between iterations.
 
-    Optional: ``update(ended: IterationEnded, ctx) -> PolicyUpdate | None``. When every group of
-    an iteration is scored and consumed, every trainer gets ``iteration.ended``; an update it
-    returns is stored in the object store, announced as ``policy.updated``, and used by the next
-    iteration's rollouts.
+    With ``--iterations N``, a rollout of iteration k+1 names the update a trainer made after
+    iteration k; the worker fetches it from the object store and calls ``apply_update`` once per
+    process, before the first rollout that names it. A policy without it rolls out unchanged (with
+    a warning). Raising refuses the update (``UpdateRefused``).
     """
+
+    def apply_update(self, update: PolicyUpdate, ctx: Context) -> None:
+        """Load the update (weights, an adapter, a served model's name)."""
+        ...
+
+
+@runtime_checkable
+class Trainer(Protocol):
+    """Consumes scored groups (broadcast: every trainer sees every group; optional: :class:`Updates`, :class:`Finishes`)."""
 
     def consume(self, group: GroupScored, ctx: Context) -> None:
         """Take one scored group (write it, learn from it)."""
         ...
+
+
+@runtime_checkable
+class Updates(Protocol):
+    """Optional for a trainer: answers ``iteration.ended`` with a policy update.
+
+    An update it returns is stored in the object store, announced as ``policy.updated``, and used
+    by the next iteration's rollouts.
+    """
+
+    def update(self, ended: IterationEnded, ctx: Context) -> PolicyUpdate | None:
+        """The update made from this iteration's groups, or None."""
+        ...
+
+
+@runtime_checkable
+class Finishes(Protocol):
+    """Optional for a trainer: told when the run ends (also when it is aborted)."""
 
     def finish(self, ctx: Context) -> None:
         """The run is ending: flush files, write final artifacts."""
@@ -147,11 +175,16 @@ class SandboxSession(Protocol):
 
 @runtime_checkable
 class SandboxRunner(Protocol):
-    """Opens sandboxes. The kernel serves them on the bus as ``envk.svc.sandbox.…``."""
+    """Opens sandboxes. The kernel serves them on the bus as ``envk.svc.sandbox.…`` (optional: :class:`Closes`)."""
 
     async def open(self, env: EnvSpec, seed: int) -> SandboxSession:
         """Start a sandbox, load ``env`` and its seed state, and return it ready to call."""
         ...
+
+
+@runtime_checkable
+class Closes(Protocol):
+    """Optional for a sandbox runner: called when its service stops."""
 
     async def aclose(self) -> None:
         """Close every sandbox this runner opened."""
@@ -168,3 +201,9 @@ ROLE_PROTOCOLS: dict[str, type] = {
     "trainer": Trainer,
 }
 """Role name -> Protocol."""
+
+
+def missing_methods(role: str, obj: object) -> list[str]:
+    """The methods ``role`` requires that ``obj`` (a component's class or instance) lacks."""
+    proto = ROLE_PROTOCOLS[role]
+    return [name for name, v in vars(proto).items() if callable(v) and not name.startswith("_") and not callable(getattr(obj, name, None))]

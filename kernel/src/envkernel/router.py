@@ -21,9 +21,10 @@ from typing import Any
 import msgspec
 import structlog
 from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
 from nats.js.errors import ObjectNotFoundError
 
-from envkernel_bus import Bus, Consumer, Done, Output
+from envkernel_bus import Bus, BusError, Consumer, Done, Output
 from envkernel_bus.subjects import EVENTS_PREFIX, STREAM, durable_name, kind_filter
 from envkernel_schemas import (
     DecodeError,
@@ -57,8 +58,9 @@ from envkernel_schemas import (
 from . import config as cfgmod
 from .config import RunConfig
 from .context import Context, RecordingToolEnv, load_update, store_env, store_update, update_key
-from .errors import EnvkernelError, UpdateError
+from .errors import EnvkernelError, InfraError, UpdateError, UpdateRefused
 from .plugins import Component, Registry
+from .roles import AppliesUpdates, Finishes, Updates, missing_methods
 from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, subject_of
 from .sandbox import SandboxPool, SandboxService
 
@@ -84,6 +86,13 @@ class _Published:
 
 class PluginContractError(EnvkernelError):
     """A role method returned something its role does not allow."""
+
+
+def classify(exc: BaseException) -> str:
+    """Whose fault an error is, by its type: ``infra`` (a sandbox or the bus), ``update_refused``, else ``plugin``."""
+    if isinstance(exc, (InfraError, NatsError, BusError)):
+        return "infra"
+    return "update_refused" if isinstance(exc, UpdateRefused) else "plugin"
 
 
 async def call_role(fn: Any, *args: Any) -> Any:
@@ -229,11 +238,10 @@ class Worker:
 
     async def _finish_trainers(self, run: str, timeout: float = 120.0) -> None:
         for (rid, name), (inst, ctx) in list(self._instances.items()):
-            finish = getattr(inst, "finish", None)
-            if rid != run or ctx.role != "trainer" or finish is None or (rid, name) in self._finished:
+            if rid != run or ctx.role != "trainer" or not isinstance(inst, Finishes) or (rid, name) in self._finished:
                 continue
             try:
-                await asyncio.wait_for(call_role(finish, ctx), timeout)
+                await asyncio.wait_for(call_role(inst.finish, ctx), timeout)
                 self._finished.add((rid, name))
                 log.info("the run was aborted; trainer finished what it had", trainer=name)
             except Exception as exc:  # noqa: BLE001 - an abort goes on
@@ -257,7 +265,11 @@ class Worker:
         raw = cfg.settings.get(comp.name) if cfg else None
         flags = cfg.overrides.get(comp.name) if cfg else None
         settings = cfgmod.settings_for(comp.name, comp.settings_type, raw, flags=flags)
-        return (comp.factory(settings) if comp.settings_type is not None else comp.factory()), settings
+        inst = comp.factory(settings) if comp.settings_type is not None else comp.factory()
+        missing = missing_methods(comp.role, inst)  # a class was checked when it registered; another factory's product now
+        if missing:
+            raise PluginContractError(f"component {comp.name!r} ({comp.role}) has no method {', '.join(missing)}, which its role requires")
+        return inst, settings
 
     async def instance(self, cfg: RunConfig, comp: Component) -> tuple[Any, Context]:
         """The component's instance and context for a run (built once per run)."""
@@ -327,12 +339,19 @@ class Worker:
         ctx = copy.copy(base_ctx)
         ctx.iteration = ev.iteration
         t0 = time.perf_counter()
-        try:
-            children = await self._dispatch(comp, inst, ctx, cfg, ev)
-        except Exception as exc:
-            fail = self._failure(comp, ev, raw, exc)
-            log.error("plugin failed; the run goes on", plugin=comp.name, role=comp.role, kind=ev.kind, error=f"{type(exc).__name__}: {exc}")
-            return [(fail, subject_of(cfg, fail))]
+        retries = max(0, cfg.infra_retries) if isinstance(ev, RolloutRequested) else 0
+        for attempt in range(retries + 1):
+            try:
+                children = await self._dispatch(comp, inst, ctx, cfg, ev)
+                break
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                if classify(exc) == "infra" and attempt < retries:  # the sandbox that failed is closed: the next attempt gets another
+                    log.warning("rollout met an infrastructure fault; retrying it", plugin=comp.name, event_id=ev.id, attempt=attempt + 1, retries=retries, error=error)
+                    continue
+                fail = self._failure(comp, ev, raw, exc)
+                log.error("plugin failed; the run goes on", plugin=comp.name, role=comp.role, kind=ev.kind, classification=fail.classification, error=error)
+                return [(fail, subject_of(cfg, fail))]
         log.debug("handled", component=comp.name, kind=ev.kind, children=len(children), ms=round((time.perf_counter() - t0) * 1000, 2))
         return children
 
@@ -342,7 +361,7 @@ class Worker:
         return PluginFailed(
             run=ev.run, id=event_id(ev.id, comp.name, "failed"), parent=ev.id, iteration=ev.iteration, time=time.time(),
             plugin=comp.name, role=comp.role, event_kind=ev.kind, event_id=ev.id, error_type=type(exc).__name__,
-            message=str(exc), traceback="".join(traceback.format_exception(exc, limit=8)), event=raw,
+            message=str(exc), traceback="".join(traceback.format_exception(exc, limit=8)), event=raw, classification=classify(exc),
         )
 
     async def _dispatch(self, comp: Component, inst: Any, ctx: Context, cfg: RunConfig, ev: Event) -> list[tuple[Event, str]]:
@@ -380,7 +399,7 @@ class Worker:
             if ev.update:
                 await self._apply_update(comp, inst, ctx, ev)
             traj = await self._rollout(inst, ctx, ev)
-            reward = first(cfg, "reward_model", cfg.reward)
+            reward = cfg.gate_reward if ev.purpose == "gate" else first(cfg, "reward_model", cfg.reward)
             c = child(RolloutFinished, 0, task=ev.task, trajectory=traj, group_size=ev.group_size, purpose=ev.purpose)
             return [(c, subject_of(cfg, c, reward))]
 
@@ -398,8 +417,7 @@ class Worker:
             return []
 
         if isinstance(ev, IterationEnded):
-            update_fn = getattr(inst, "update", None)
-            if update_fn is None:
+            if not isinstance(inst, Updates):
                 return []
             ref = update_key(ev.run, ev.iteration, comp.name)
             upd: Any = None
@@ -409,7 +427,7 @@ class Worker:
             except ObjectNotFoundError:  # not stored yet: the usual case
                 pass
             if upd is None:
-                upd = await call_role(update_fn, ev, ctx)
+                upd = await call_role(inst.update, ev, ctx)
                 if upd is None:
                     return []
                 if not isinstance(upd, PolicyUpdate):
@@ -420,9 +438,8 @@ class Worker:
             return [(c, subject_of(cfg, c))]
 
         if isinstance(ev, RunEnding):
-            finish = getattr(inst, "finish", None)
-            if finish is not None:
-                await call_role(finish, ctx)
+            if isinstance(inst, Finishes):
+                await call_role(inst.finish, ctx)
                 self._finished.add((ev.run, comp.name))
             return []
 
@@ -466,25 +483,23 @@ class Worker:
                 return
             failed = self._apply_failed.get((ev.run, comp.name, ev.update))
             if failed:
-                raise UpdateError(failed)
-            apply = getattr(inst, "apply_update", None)
-            if apply is None:
+                raise UpdateRefused(failed)
+            if not isinstance(inst, AppliesUpdates):
                 log.warning("this policy takes no updates (no apply_update); it rolls out unchanged", policy=comp.name, update=ev.update)
                 self._applied[key] = (ev.update, ev.iteration)
                 return
             try:
                 update = await load_update(self.bus, ev.update)
             except UpdateError as exc:
-                self._apply_failed[(ev.run, comp.name, ev.update)] = f"{comp.name} could not apply policy update {ev.update}: {exc}"
-                raise
-            except Exception as exc:
-                raise UpdateError(f"{comp.name} could not fetch policy update {ev.update}: {type(exc).__name__}: {exc}") from exc
+                msg = self._apply_failed[(ev.run, comp.name, ev.update)] = f"{comp.name} could not apply policy update {ev.update}: {exc}"
+                raise UpdateRefused(msg) from None
+            except Exception as exc:  # the object store did not answer: infrastructure, retried
+                raise InfraError(f"{comp.name} could not fetch policy update {ev.update}: {type(exc).__name__}: {exc}") from exc
             try:
-                await call_role(apply, update, ctx)
+                await call_role(inst.apply_update, update, ctx)
             except Exception as exc:
-                msg = f"{comp.name} could not apply policy update {ev.update}: {type(exc).__name__}: {exc}"
-                self._apply_failed[(ev.run, comp.name, ev.update)] = msg
-                raise UpdateError(msg) from exc
+                msg = self._apply_failed[(ev.run, comp.name, ev.update)] = f"{comp.name} could not apply policy update {ev.update}: {type(exc).__name__}: {exc}"
+                raise UpdateRefused(msg) from exc
             self._applied[key] = (ev.update, ev.iteration)
             log.info("policy update applied", policy=comp.name, update=ev.update, iteration=ev.iteration)
 
@@ -495,7 +510,13 @@ class Worker:
         t0 = time.perf_counter()
         async with ctx.sandbox(env) as sb:
             tool_env = RecordingToolEnv(sb, tools)
-            traj = await call_role(inst.rollout, ev, tool_env, ctx)
+            try:
+                traj = await call_role(inst.rollout, ev, tool_env, ctx)
+            except Exception:
+                if tool_env.fault is None:
+                    raise
+            if tool_env.fault is not None:  # the sandbox failed under the policy (even if it caught that): not its work
+                raise tool_env.fault
             if not isinstance(traj, Trajectory):
                 raise PluginContractError(f"{ev.policy}.rollout returned {type(traj).__name__}, expected Trajectory")
             state = await sb.state()

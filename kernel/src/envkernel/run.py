@@ -23,13 +23,13 @@ from envkernel_schemas import RunFinished, event_id, is_token
 from . import config as cfgmod
 from .config import RunConfig
 from .coordinator import Coordinator
-from .errors import EXIT_ABORTED, EXIT_FAILURES, EXIT_OK, ConfigError, PluginError
+from .errors import EXIT_ABORTED, EXIT_EMPTY, EXIT_FAILURES, EXIT_OK, ConfigError, PluginError
 from .plugins import Registry, load, resolve_selection
 from .progress import Progress
 from .recorder import Recorder
 from .roles import ROLES
 from .router import Worker
-from .routing import BROADCAST_INPUTS, WORK_INPUTS, synthesizer_for
+from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, synthesizer_for
 from .stages import KERNEL
 
 log = structlog.get_logger("envkernel.run")
@@ -44,14 +44,22 @@ def new_run_id() -> str:
 
 
 def _path_source(source: str, registry: Registry) -> str:
-    """A bare path (``--source specs/``) goes to the first synthesizer that reads files (``accepts_paths``)."""
-    kind = source.partition(":")[0]
-    known = {k for c in registry.by_role("synthesizer") for k in c.sources}
-    if kind in known or not Path(source).exists():
+    """A bare path (``--source specs/``) goes to the first synthesizer that reads files (``accepts_paths``).
+
+    A path that does not exist (bare, or ``KIND:PATH`` for a synthesizer that reads files) is a :class:`ConfigError`.
+    """
+    kind, _, value = source.partition(":")
+    readers = [c for c in registry.by_role("synthesizer") if getattr(c.factory, "accepts_paths", False)]
+    if kind in {k for c in registry.by_role("synthesizer") for k in c.sources}:
+        path = value if any(kind in c.sources for c in readers) else ""
+    else:
+        path = source if "/" in source or source.startswith((".", "~")) or Path(source).suffix or Path(source).exists() else ""
+    if path and not Path(path).expanduser().exists():
+        raise ConfigError(f"--source {source!r}: no such file or folder: {path}")
+    if not path or path == value:
         return source
-    for comp in registry.by_role("synthesizer"):
-        if getattr(comp.factory, "accepts_paths", False):
-            return f"{comp.sources[0]}:{source}"
+    if readers:
+        return f"{readers[0].sources[0]}:{source}"
     raise PluginError(f"--source {source!r} is a path, but no selected synthesizer reads files (add one, e.g. --plugins +openapi)")
 
 
@@ -107,8 +115,9 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     if not is_token(run_id):
         raise ConfigError(f"run id {run_id!r} is not valid: use letters, digits, - and _ (at most 64)")
     stall_seconds()
-    if config.iterations < 1 or config.rollouts_per_task < 1:
-        raise ConfigError(f"iterations and rollouts_per_task must be at least 1 (got {config.iterations} and {config.rollouts_per_task})")
+    if config.iterations < 1 or config.rollouts_per_task < 1 or config.infra_retries < 0:
+        raise ConfigError(f"iterations and rollouts_per_task must be at least 1, infra_retries at least 0 (got {config.iterations}, "
+                          f"{config.rollouts_per_task} and {config.infra_retries})")
     selected = resolve_selection(config.plugins)
     registry = load(selected)
     components = {role: [c.name for c in registry.by_role(role)] for role in ROLES}
@@ -122,6 +131,8 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     for role in REQUIRED_ROLES:
         if not components[role]:
             raise PluginError(f"no plugin for role {role!r} is selected (plugins: {', '.join(selected) or 'none'}); add one with --plugins +NAME")
+    if config.gate_reference == config.gate_nothing:  # the gate's two rollouts must be two policies
+        raise ConfigError(f"gate_reference and gate_nothing are both {config.gate_reference!r}: the gate compares two policies")
     policies = set(components["policy"])
     for what, name in (("--policy", config.policy), ("gate_reference", config.gate_reference), ("gate_nothing", config.gate_nothing)):
         if name not in policies:
@@ -129,6 +140,9 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     for what, role, name in (("runner", "sandbox_runner", config.runner), ("verifier", "verifier", config.verifier), ("reward", "reward_model", config.reward)):
         if name and name not in components[role]:
             raise PluginError(f"{what} = {name!r} is not an active {role}; active: {', '.join(components[role])}")
+    if config.gate_reward not in components["reward_model"]:
+        raise PluginError(f"gate_reward = {config.gate_reward!r} (the gate's judge) is not an active reward_model; active: "
+                          f"{', '.join(components['reward_model'])}. Select its plugin, or set gate_reward (--gate-reward NAME)")
     sources = {c.name: c.sources for c in registry.by_role("synthesizer")}
     config = msgspec.structs.replace(config, sources=[_path_source(s, registry) for s in config.sources])
     for source in config.sources:
@@ -245,14 +259,17 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         if watchdog is not None:
             watchdog.cancel()
         await worker.stop(cancel=bool(aborted), finish_run=config.run_id if aborted else None)
-        extra: dict[str, Any] = {"broken_plugins": prep.registry.broken, "undecodable_events": coord.undecodable}
+        extra: dict[str, Any] = {"reward": first(config, "reward_model", config.reward), "gate_reward": config.gate_reward,
+                                 "broken_plugins": prep.registry.broken, "undecodable_events": coord.undecodable}
         if aborted:
             extra["aborted"] = aborted
         summary = recorder.summary(config.run_id, config.components, extra)
         if aborted:
             exit_code = EXIT_ABORTED
-        elif summary["failures"]:
+        elif summary["failures"] or summary["infra_failures"] or summary["broken_plugins"]:
             exit_code = EXIT_FAILURES
+        elif not summary["tasks"]:
+            exit_code = EXIT_EMPTY
         summary["exit_code"] = exit_code
         (out / "summary.json").write_text(json.dumps(summary, indent=2))
         fin = RunFinished(run=config.run_id, id=event_id(config.run_id, KERNEL, "finished"), time=time.time(), summary=summary)

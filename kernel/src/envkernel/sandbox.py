@@ -23,9 +23,10 @@ from nats.aio.subscription import Subscription
 
 from envkernel_bus import Bus
 from envkernel_bus.subjects import sandbox_op_subject, sandbox_open_subject
-from envkernel_schemas import EnvSpec, State, ToolError, ToolResult
+from envkernel_schemas import EnvSpec, State, ToolResult
 
 from .errors import SandboxError
+from .roles import Closes
 
 log = structlog.get_logger("envkernel.sandbox")
 
@@ -277,12 +278,8 @@ class SandboxService:
 
     async def _do(self, sid: str, live: _Live, op: str, req: OpRequest) -> Any:
         s = live.session
-        if op == "call":
-            try:
-                result = await s.call(req.tool, req.arguments)
-            except Exception as exc:  # a runner bug must still be an observation, not a hang
-                result = ToolResult(ok=False, error=ToolError(code="sandbox_error", message=f"{type(exc).__name__}: {exc}"))
-            return msgspec.to_builtins(result)
+        if op == "call":  # a runner that raises answers with an error: the client's SandboxError (infra)
+            return msgspec.to_builtins(await s.call(req.tool, req.arguments))
         if op == "snapshot":
             return await s.snapshot()
         if op == "restore":
@@ -328,6 +325,5 @@ class SandboxService:
         if self._reaper:
             self._reaper.cancel()
         await asyncio.gather(*(self._close(sid) for sid in list(self._live)))
-        aclose = getattr(self.runner, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        if isinstance(self.runner, Closes):
+            await self.runner.aclose()

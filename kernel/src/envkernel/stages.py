@@ -169,7 +169,8 @@ class Stages:
             if gate is None:
                 return []
             detail = f"{ev.plugin} ({ev.role}) failed: {ev.error_type}: {ev.message}"
-            return [(self._child(ev, TaskRejected, "gate", task=task, reason="gate_failed", detail=detail), None)]
+            reason = "gate_infra" if ev.classification == "infra" else "gate_failed"  # an infrastructure fault says nothing of the task
+            return [(self._child(ev, TaskRejected, "gate", task=task, reason=reason, detail=detail), None)]
         group = self.groups.get(task.id)
         if group is None:
             return []

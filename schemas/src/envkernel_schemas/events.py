@@ -244,6 +244,9 @@ class PluginFailed(Event, kw_only=True, tag="plugin.failed.v1"):
     """Formatted traceback."""
     event: bytes = b""
     """The event it was handling (MessagePack), so stages can correlate."""
+    classification: str = "plugin"
+    """Whose fault: ``plugin`` (the component's), ``infra`` (a sandbox or the bus failed, after the
+    retries) or ``update_refused`` (the policy refused the update the rollout names)."""
 
 
 class Handled(Event, kw_only=True, tag="kernel.handled.v1"):

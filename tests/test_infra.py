@@ -1,0 +1,145 @@
+"""Errors are classified at the failure boundary: a sandbox that dies under a rollout is an
+infrastructure fault. The rollout is retried; if the fault persists it fails as ``infra``, is
+counted apart from the plugins' failures, and a gate rollout that failed so rejects its task as
+``gate_infra``, never ``reference_below_1``.
+
+The fault is real: a plugin distribution built into a temp folder registers the runner ``dying``,
+the ``process`` runner whose rollout sandboxes (opened for a verified environment) are killed at
+their first call or state dump, their executor SIGKILLed and the session closed, as when the host
+loses them. Its sampler ``fixed`` proposes tasks without any sandbox, so only rollouts meet the
+fault.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(300)
+
+PLUGIN = '''
+"""Test-only plugins: the runner ``dying`` and the sampler ``fixed``."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+
+import msgspec
+from envkernel.hookspecs import hookimpl
+from envkernel_process import ProcessRunner
+from envkernel_schemas import Outcome, Task, ToolCall
+
+
+class DyingSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Settings of ``dying``."""
+
+    deaths: int = 1_000_000
+    """How many rollout sandboxes die (the first ones opened)."""
+
+
+class Dying(ProcessRunner):
+    """The ``process`` runner, except that its first ``deaths`` rollout sandboxes die when first used."""
+
+    Settings = DyingSettings
+
+    def __init__(self, settings: DyingSettings) -> None:
+        super().__init__(None)
+        self.deaths = settings.deaths
+
+    async def open(self, env, seed):
+        session = await super().open(env, seed)
+        if env.report is not None and self.deaths > 0:  # a verified environment: a rollout's sandbox
+            self.deaths -= 1
+            call, state = session.call, session.state
+
+            async def die(op):
+                if session.pid:
+                    os.killpg(session.pid, signal.SIGKILL)
+                await session.close()
+                return await op()
+
+            session.call = lambda tool, arguments: die(lambda: call(tool, arguments))
+            session.state = lambda: die(state)
+        return session
+
+
+class Fixed:
+    """Sampler ``fixed``: "what is product X called?" for every product in the seed, with no sandbox."""
+
+    def sample(self, env, ctx):
+        for pid, name in re.findall(r"\\('(prd_\\d+)', '([^']+)'", env.seed_sql):
+            yield Task(id=f"fixed-{pid}", env_id=env.id, request=f"What is the product {pid} called?",
+                       calls=[ToolCall(name="get_product", arguments={"product_id": pid})],
+                       outcome=Outcome(mutates=False, answer_facts=[name]), signature="get_product", sampler=ctx.component)
+
+
+@hookimpl
+def register_sandbox_runners(register):
+    """Register ``dying``."""
+    register("dying", Dying)
+
+
+@hookimpl
+def register_samplers(register):
+    """Register ``fixed``."""
+    register("fixed", Fixed)
+'''
+
+
+@pytest.fixture(scope="module")
+def dying_site(tmp_path_factory: pytest.TempPathFactory, plugin_dist) -> Path:  # type: ignore[no-untyped-def]
+    """The test-only distribution, installed into a folder outside the repo."""
+    return plugin_dist(tmp_path_factory.mktemp("dying"), "envkernel-dying-test", "envkernel_dying_test", PLUGIN, {"dying": "envkernel_dying_test"})
+
+
+def _run(envk, site: Path, run_id: str, *extra: str):  # type: ignore[no-untyped-def]
+    """A ``--source sample`` run whose runner is ``dying`` and whose sampler is ``fixed``."""
+    return envk.run("--plugins", "+dying,-process,-chains", "--runner", "dying", *extra, run_id=run_id, env={"PYTHONPATH": str(site)})
+
+
+def test_a_sandbox_that_keeps_dying_fails_the_gate_as_infra(envk, dying_site: Path) -> None:
+    run = _run(envk, dying_site, "dying")
+    s = run.summary
+    assert s["tasks_proposed"] > 0 and s["tasks"] == 0
+    # every gate rollout (reference and do-nothing) died three times: 1 try + the 2 default retries
+    assert s["infra_failures"] == 2 * s["tasks_proposed"]
+    assert s["rejected"] == {"task:gate_infra": s["tasks_proposed"]}, s["rejected"]
+    assert s["failures"] == 0 and s["failures_by_plugin"] == {}  # not the policies' fault
+    assert s["gate_rollouts"] == 0 and s["rollouts"] == 0 and s["mean_reward"] is None
+    assert run.proc.returncode == 1 and s["exit_code"] == 1, run.proc.stderr[-3000:]
+    rejected = run.jsonl("rejected.jsonl")
+    assert all(r["reason"] == "gate_infra" and "SandboxError" in r["detail"] for r in rejected)
+    fails = run.jsonl("failures.jsonl")
+    assert len(fails) == s["infra_failures"]
+    assert {(f["role"], f["event_kind"], f["classification"], f["error_type"]) for f in fails} == {("policy", "rollout.requested", "infra", "SandboxError")}
+    assert {f["plugin"] for f in fails} == {"reference", "nothing"}
+
+
+def test_a_sandbox_that_dies_once_is_retried_and_the_task_is_kept(envk, dying_site: Path) -> None:
+    run = _run(envk, dying_site, "once", "--set", "dying.deaths=1")
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    s = run.summary
+    assert s["tasks"] == s["tasks_proposed"] > 0 and s["rejected"] == {}
+    assert s["infra_failures"] == 0 and s["failures"] == 0 and s["mean_reward"] == 1.0
+    assert "rollout met an infrastructure fault; retrying it" in run.proc.stderr
+
+
+def test_with_no_retries_the_first_death_fails_the_rollout(envk, dying_site: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "noretry.toml"
+    cfg.write_text("infra_retries = 0\n[dying]\ndeaths = 1\n")
+    run = _run(envk, dying_site, "noretry", "--config", str(cfg))
+    s = run.summary
+    assert s["infra_failures"] == 1 and s["rejected"] == {"task:gate_infra": 1}, s
+    assert s["tasks"] == s["tasks_proposed"] - 1 and s["failures"] == 0
+    assert "retrying" not in run.proc.stderr
+    assert run.proc.returncode == 1
+
+
+def test_infra_retries_must_not_be_negative(envk) -> None:
+    cfg = envk.cwd / "neg.toml"
+    cfg.write_text("infra_retries = -1\n")
+    proc = envk("run", "--no-progress", "--source", "sample", "--config", str(cfg))
+    assert proc.returncode == 2 and "infra_retries at least 0" in proc.stderr

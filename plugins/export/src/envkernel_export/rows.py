@@ -1,11 +1,10 @@
-"""Building export rows from scored groups (pure, no I/O), and the RL parquet schema."""
+"""Building export rows from scored groups (pure, no I/O; the RL parquet schema is in :mod:`envkernel_export.parquet`)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-import pyarrow as pa
 from envkernel_schemas import EnvSpec, GroupScored, ScoredRollout, Task, ToolSpec
 
 SYSTEM_PROMPT = (
@@ -161,59 +160,6 @@ def rl_key(row: dict[str, Any]) -> str | None:
     """Deduplication key of an RL row: its task id."""
     info = row.get("extra_info")
     return f"task:{info['task_id']}" if isinstance(info, dict) and "task_id" in info else None
-
-
-_MSG = pa.struct([("role", pa.string()), ("content", pa.string())])
-_CALL = pa.struct([("name", pa.string()), ("arguments", pa.string())])
-
-RL_SCHEMA = pa.schema(
-    [
-        ("data_source", pa.string()),
-        ("prompt", pa.list_(_MSG)),
-        ("agent_name", pa.string()),
-        ("ability", pa.string()),
-        (
-            "reward_model",
-            pa.struct(
-                [
-                    ("style", pa.string()),
-                    (
-                        "ground_truth",
-                        pa.struct(
-                            [
-                                ("calls", pa.list_(_CALL)),
-                                ("mutates", pa.bool_()),
-                                ("answer_facts", pa.list_(pa.string())),
-                                ("masked_arguments", pa.list_(pa.string())),
-                            ]
-                        ),
-                    ),
-                ]
-            ),
-        ),
-        (
-            "extra_info",
-            pa.struct(
-                [
-                    ("task_id", pa.string()),
-                    ("env_id", pa.string()),
-                    ("split", pa.string()),
-                    ("difficulty", pa.float64()),
-                    ("signature", pa.string()),
-                    ("initial_state", pa.string()),
-                    ("expected_state", pa.string()),
-                    ("tools", pa.string()),
-                ]
-            ),
-        ),
-    ]
-)
-"""The fixed schema of ``rl.parquet``."""
-
-
-def rl_table(rows: list[dict[str, Any]]) -> pa.Table:
-    """RL rows as a pyarrow table with :data:`RL_SCHEMA`."""
-    return pa.Table.from_pylist(rows, schema=RL_SCHEMA)
 
 
 def env_tools(env: EnvSpec | None, task: Task) -> list[dict[str, Any]]:

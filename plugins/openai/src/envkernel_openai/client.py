@@ -26,10 +26,12 @@ import json
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 import structlog
+
+if TYPE_CHECKING:  # the SDK (about 0.6 s to import) is imported by the first call, not by loading the plugin
+    import openai
 
 log = structlog.get_logger("envkernel.openai")
 
@@ -131,6 +133,8 @@ class ChatClient:
         return scrub(text, self._api_key, limit)
 
     def _for_loop(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
+        import openai
+
         loop = asyncio.get_running_loop()
         got = self._per_loop.get(id(loop))
         if got is None or got[0] is not loop:
@@ -175,6 +179,8 @@ class ChatClient:
         concurrency slot and secret scrubbing of :meth:`complete`; never raises for anything the
         server or the network does. ``timeout`` replaces ``request_timeout`` for each attempt.
         With ``expect_json=False`` a body that is not a JSON object is fine (kept in ``text``)."""
+        import openai
+
         client, sem = self._for_loop()
         res = ChatResult()
         per_attempt = self.request_timeout if timeout is None else timeout

@@ -67,7 +67,7 @@ RL_SCHEMA = pa.schema(
 def rl_table(rows: list[dict[str, Any]]) -> pa.Table:
     """RL rows as a pyarrow table with :data:`RL_SCHEMA` (keys the schema lacks are ignored, missing ones null)."""
     if not rows:
-        return RL_SCHEMA.empty_table()
+        return pa.Table.from_batches([], schema=RL_SCHEMA)  # (schema.empty_table() imports pandas)
     data = "\n".join(json.dumps(row, ensure_ascii=False) for row in rows).encode()
     return pj.read_json(
         io.BytesIO(data),

@@ -82,20 +82,36 @@ class WheelVenv:
 
 
 @pytest.fixture(scope="session")
-def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> WheelVenv:
-    """Build a wheel of every workspace member, then ``pip install --find-links WHEELS envkernel-suite``
-    into a new ``python -m venv`` (no uv, no ``-e``)."""
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with a freshly built wheel of every workspace member."""
     uv = shutil.which("uv")
     if uv is None:
         pytest.skip("uv is not on PATH: cannot build the workspace's wheels")
-    root = tmp_path_factory.mktemp("wheel-venv")
-    wheels = root / "wheels"
+    out = tmp_path_factory.mktemp("wheels")
     for member in workspace_members():
-        sh(uv, "build", "--wheel", "--quiet", "--out-dir", wheels, member, cwd=ROOT)
+        sh(uv, "build", "--wheel", "--quiet", "--out-dir", out, member, cwd=ROOT)
+    return out
+
+
+@pytest.fixture(scope="session")
+def wheel_venv(wheels: Path, tmp_path_factory: pytest.TempPathFactory) -> WheelVenv:
+    """``pip install --find-links WHEELS envkernel-suite`` into a new ``python -m venv`` (no uv, no ``-e``)."""
+    root = tmp_path_factory.mktemp("pip-venv")
     venv = root / "venv"
     sh(sys.executable, "-m", "venv", venv)
-    suite = project_of(ROOT)["name"]
-    sh(venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--find-links", wheels, suite, env=clean_env(venv), timeout=600)
+    sh(venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--find-links", wheels, project_of(ROOT)["name"], env=clean_env(venv), timeout=600)
+    return WheelVenv(root, wheels, venv)
+
+
+@pytest.fixture(scope="session")
+def uv_venv(wheels: Path, tmp_path_factory: pytest.TempPathFactory) -> WheelVenv:
+    """The same suite in a venv made by ``uv venv`` (which has no pip), installed with ``uv pip``."""
+    uv = shutil.which("uv")
+    assert uv is not None  # the wheels fixture skips without it
+    root = tmp_path_factory.mktemp("uv-venv")
+    venv = root / "venv"
+    sh(uv, "venv", "--quiet", "--python", sys.executable, venv)
+    sh(uv, "pip", "install", "--quiet", "--python", venv / "bin" / "python", "--find-links", wheels, project_of(ROOT)["name"], env=clean_env(venv), timeout=600)
     return WheelVenv(root, wheels, venv)
 
 
@@ -155,3 +171,28 @@ def test_envkernel_install_adds_a_plugin_to_its_own_venv(wheel_venv: WheelVenv, 
     assert "envkernel-mysampler" not in wheel_venv.distributions()
     listed = json.loads(sh(wheel_venv.bin("envkernel"), "plugins", "--json", cwd=tmp_path).stdout)
     assert "mysampler" not in {r["name"] for r in listed}
+
+
+def test_envkernel_install_in_a_venv_without_pip_uses_uv(uv_venv: WheelVenv, tmp_path: Path) -> None:
+    """In a venv made by uv (no pip), ``envkernel install`` goes through ``uv pip --python`` and warns
+    that ``uv sync`` would remove what it installed."""
+    assert not (uv_venv.venv / "bin" / "pip").exists()
+    src = tmp_path / "envkernel-mysampler"
+    shutil.copytree(MYSAMPLER, src)
+    proc = uv_venv.envkernel("install", str(src), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "+ mysampler (envkernel-mysampler 0.3.1)" in proc.stdout
+    assert "uv sync --inexact" in proc.stderr
+    listed = json.loads(sh(uv_venv.bin("envkernel"), "plugins", "--json", cwd=tmp_path).stdout)
+    assert "mysampler" in {r["name"] for r in listed}
+    proc = uv_venv.envkernel("uninstall", "envkernel-mysampler", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "- mysampler (envkernel-mysampler 0.3.1)" in proc.stdout
+
+
+def test_envkernel_install_errors(wheel_venv: WheelVenv, tmp_path: Path) -> None:
+    """Nothing named is a usage error (exit 2); a package pip cannot find fails with pip's exit code."""
+    proc = wheel_venv.envkernel("install", cwd=tmp_path)
+    assert proc.returncode == 2 and "nothing to install" in proc.stderr
+    proc = wheel_venv.envkernel("install", str(tmp_path / "no-such-plugin"), cwd=tmp_path)
+    assert proc.returncode != 0 and "exited" in proc.stderr

@@ -179,10 +179,12 @@ def test_envkernel_install_in_a_venv_without_pip_uses_uv(uv_venv: WheelVenv, tmp
     assert not (uv_venv.venv / "bin" / "pip").exists()
     src = tmp_path / "envkernel-mysampler"
     shutil.copytree(MYSAMPLER, src)
-    proc = uv_venv.envkernel("install", str(src), cwd=tmp_path)
+    proc = uv_venv.envkernel("install", "--upgrade", str(src), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "+ mysampler (envkernel-mysampler 0.3.1)" in proc.stdout
     assert "uv sync --inexact" in proc.stderr
+    # uv's --upgrade upgrades every dependency too: the kernel stays ours, not PyPI's envkernel 1.x
+    assert uv_venv.distributions()["envkernel"] == project_of(ROOT / "kernel")["version"]
     listed = json.loads(sh(uv_venv.bin("envkernel"), "plugins", "--json", cwd=tmp_path).stdout)
     assert "mysampler" in {r["name"] for r in listed}
     proc = uv_venv.envkernel("uninstall", "envkernel-mysampler", cwd=tmp_path)

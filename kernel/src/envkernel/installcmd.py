@@ -3,7 +3,8 @@ environment envkernel itself runs from (as ``llm install`` does).
 
 The environment's own pip does the work (``python -m pip``). A venv made by uv has no pip; then
 ``uv pip --python <this python>`` does it when uv is on PATH, and otherwise the command says what
-to do. Both commands print the plugins that appeared, changed or went away.
+to do. Both commands print the plugins that appeared, changed or went away. ``install`` never changes the
+kernel's own version (see :func:`kernel_pin`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import importlib.util
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from importlib.metadata import entry_points, version
 from pathlib import Path
 
 import click
@@ -96,14 +98,28 @@ def made_by_uv() -> bool:
     return cfg.is_file() and any(line.split("=")[0].strip() == "uv" for line in cfg.read_text().splitlines())
 
 
+def kernel_pin(folder: Path) -> Path:
+    """A pip constraints file in ``folder`` that keeps the running kernel at its version.
+
+    PyPI's ``envkernel`` is another project (NordicHPC's Jupyter kernel tool, 1.x): without the pin,
+    ``--upgrade`` under uv, or ``--force-reinstall``, would replace this kernel with it.
+    """
+    path = folder / "constraints.txt"
+    path.write_text(f"envkernel=={version('envkernel')}\n")
+    return path
+
+
 def run_installer(verb: str, packages: tuple[str, ...], flags: InstallFlags = InstallFlags()) -> None:
     """Run pip (or uv pip) with ``verb`` on this environment, then report the plugin changes; exits with
     the tool's exit code when it fails."""
     cmd, kind = installer()
     before = plugin_versions()
-    full = [*cmd, *pip_args(verb, kind, flags), *packages]
-    log.debug("running the installer", command=full)
-    code = subprocess.call(full)
+    with tempfile.TemporaryDirectory(prefix="envkernel-install-") as tmp:
+        full = [*cmd, *pip_args(verb, kind, flags), *packages]
+        if verb == "install":
+            full += ["--constraint", str(kernel_pin(Path(tmp)))]
+        log.debug("running the installer", command=full)
+        code = subprocess.call(full)
     if code != 0:
         click.echo(f"error: `{' '.join(full)}` exited {code}", err=True)
         sys.exit(code)

@@ -198,3 +198,13 @@ def test_envkernel_install_errors(wheel_venv: WheelVenv, tmp_path: Path) -> None
     assert proc.returncode == 2 and "nothing to install" in proc.stderr
     proc = wheel_venv.envkernel("install", str(tmp_path / "no-such-plugin"), cwd=tmp_path)
     assert proc.returncode != 0 and "exited" in proc.stderr
+
+
+def test_envkernel_install_without_pip_or_uv_says_what_to_do(uv_venv: WheelVenv, tmp_path: Path) -> None:
+    """A venv with no pip, run where uv is not on PATH: exit 2 and a message naming both ways out."""
+    env = {**clean_env(), "PATH": "/usr/bin:/bin"}
+    if any((Path(d) / "uv").exists() for d in env["PATH"].split(os.pathsep)):
+        pytest.skip("uv is installed in /usr/bin or /bin")
+    proc = subprocess.run([str(uv_venv.bin("envkernel")), "install", "envkernel-foo"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "no pip and uv is not on PATH" in proc.stderr and "ensurepip" in proc.stderr

@@ -12,8 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import structlog
 from envkernel_export import Rl, RlSettings, Sft, SftSettings, register_trainers
-from envkernel_export.parquet import RL_SCHEMA, rl_table
-from envkernel_export.rows import fallback_tool_defs, rl_row, sft_row, tool_defs
+from envkernel_export.rows import RL_SCHEMA, fallback_tool_defs, rl_row, rl_table, sft_row, tool_defs
 from envkernel_export.sink import JsonlSink
 from envkernel_schemas import (
     CodeBehaviour,

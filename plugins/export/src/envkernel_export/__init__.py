@@ -26,7 +26,7 @@ import msgspec
 from envkernel.hookspecs import hookimpl
 from envkernel_schemas import EnvSpec, GroupScored, Task
 
-from .rows import SYSTEM_PROMPT, env_tools, purpose_of, rl_key, rl_row, sft_key, sft_row, shown_tools
+from .rows import SYSTEM_PROMPT, env_tools, purpose_of, rl_key, rl_row, rl_table, sft_key, sft_row, shown_tools
 from .sink import JsonlSink
 
 __all__ = ["Rl", "RlSettings", "Sft", "SftSettings", "register_trainers"]
@@ -179,9 +179,9 @@ class Rl:
         path = Path(ctx.out_dir) / self.settings.parquet
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        from .parquet import write_rl_parquet  # pyarrow only when a file is written
+        import pyarrow.parquet as pq  # only when a file is written
 
-        write_rl_parquet(rows, tmp)
+        pq.write_table(rl_table(rows), tmp)
         os.replace(tmp, path)
         ctx.log.info("rl parquet written", path=str(path), rows=len(rows))
 

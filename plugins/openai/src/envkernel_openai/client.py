@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-if TYPE_CHECKING:  # the SDK (about 0.6 s to import) is imported by the first call, not by loading the plugin
+if TYPE_CHECKING:
     import openai
 
 log = structlog.get_logger("envkernel.openai")
@@ -133,7 +133,7 @@ class ChatClient:
         return scrub(text, self._api_key, limit)
 
     def _for_loop(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
-        import openai
+        import openai  # noqa: PLC0415 - the optional extra envkernel-kit[openai], imported on first use
 
         loop = asyncio.get_running_loop()
         got = self._per_loop.get(id(loop))
@@ -179,7 +179,7 @@ class ChatClient:
         concurrency slot and secret scrubbing of :meth:`complete`; never raises for anything the
         server or the network does. ``timeout`` replaces ``request_timeout`` for each attempt.
         With ``expect_json=False`` a body that is not a JSON object is fine (kept in ``text``)."""
-        import openai
+        import openai  # noqa: PLC0415 - the optional extra envkernel-kit[openai]
 
         client, sem = self._for_loop()
         res = ChatResult()

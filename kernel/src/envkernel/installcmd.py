@@ -77,7 +77,7 @@ def pip_args(verb: str, kind: str, flags: InstallFlags = InstallFlags()) -> list
 def plugin_versions() -> dict[str, str]:
     """Every installed plugin entry point, as ``name -> "distribution version"`` (read from metadata, nothing imported)."""
     importlib.invalidate_caches()
-    found = {}
+    found: dict[str, str] = {}
     for ep in entry_points(group=PROJECT):
         dist = ep.dist
         found[ep.name] = f"{dist.name} {dist.version}" if dist is not None else "?"
@@ -125,11 +125,15 @@ def run_installer(verb: str, packages: tuple[str, ...], flags: InstallFlags = In
         sys.exit(code)
     report_changes(before, plugin_versions())
     if verb == "install" and made_by_uv():
-        click.echo(f"note: {sys.prefix} was made by uv, and `uv sync` removes what uv.lock does not list: keep these packages with "
-                   "`uv sync --inexact`, or add them to the project with `uv add`", err=True)
+        click.echo(f"note: {sys.prefix} was made by uv. If `uv sync` manages it, the next sync removes what uv.lock does not list: "
+                   "keep these packages with `uv sync --inexact`, or add them to the project with `uv add`", err=True)
 
 
-@click.command("install")
+INSTALL_EPILOG = """Exit codes: 0 installed; 2 nothing named, or neither pip nor uv to install with;
+otherwise pip's (or uv's) own exit code."""
+
+
+@click.command("install", epilog=INSTALL_EPILOG)
 @click.argument("packages", nargs=-1)
 @click.option("-U", "--upgrade", is_flag=True, help="Upgrade the packages to their newest versions.")
 @click.option("-e", "--editable", multiple=True, metavar="PATH", help="Install a local project in editable mode (repeatable).")
@@ -137,7 +141,10 @@ def run_installer(verb: str, packages: tuple[str, ...], flags: InstallFlags = In
 @click.option("--pre", is_flag=True, help="Allow pre-release versions.")
 @click.option("-f", "--find-links", multiple=True, metavar="DIR|URL", help="Also look for packages here (repeatable).")
 def install(packages: tuple[str, ...], upgrade: bool, editable: tuple[str, ...], force_reinstall: bool, pre: bool, find_links: tuple[str, ...]) -> None:
-    """Install plugins (PACKAGES: names, paths or URLs, as pip takes them) into envkernel's own environment."""
+    """Install plugins into envkernel's own environment.
+
+    PACKAGES are what pip takes: names, paths, wheels or URLs. The kernel keeps its version.
+    """
     if not packages and not editable:
         raise UsageError("nothing to install: name a package (or a path), or give -e PATH")
     run_installer("install", packages, InstallFlags(upgrade, editable, force_reinstall, pre, find_links))
@@ -146,5 +153,8 @@ def install(packages: tuple[str, ...], upgrade: bool, editable: tuple[str, ...],
 @click.command("uninstall")
 @click.argument("packages", nargs=-1, required=True)
 def uninstall(packages: tuple[str, ...]) -> None:
-    """Uninstall distributions (by name) from envkernel's own environment, without asking."""
+    """Uninstall plugins from envkernel's own environment.
+
+    PACKAGES are distribution names; they are removed without asking.
+    """
     run_installer("uninstall", packages)

@@ -43,15 +43,17 @@ RUNS: dict[str, list[str]] = {
 """The runs, in the first ``--run-rounds`` rounds."""
 
 
-def clean_env() -> dict[str, str]:
-    """The environment without envkernel settings (so a run is bare)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_")) and k != "PYTHONPATH"}
+def clean_env(xdg: Path) -> dict[str, str]:
+    """The environment without envkernel settings (so a run is bare), with a private ``XDG_RUNTIME_DIR``
+    (so ``envkernel tap`` elsewhere does not find the benchmark's runs)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_")) and k != "PYTHONPATH"}
+    return {**env, "XDG_RUNTIME_DIR": str(xdg)}
 
 
 def timed(cmd: list[str], cwd: Path) -> tuple[float, float | None]:
     """Run ``cmd`` in ``cwd``; its wall time, and the ``seconds`` of the summary.json it wrote (if any)."""
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, cwd=cwd, env=clean_env(cwd.parent / "xdg"), capture_output=True, text=True, timeout=600)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
@@ -64,6 +66,7 @@ def main(rounds: int, run_rounds: int) -> dict[str, Any]:
     walls: dict[str, list[float]] = {name: [] for name in [*QUICK, *RUNS]}
     inside: dict[str, list[float]] = {name: [] for name in RUNS}
     with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "xdg").mkdir(mode=0o700)
         for r in range(rounds):
             todo = {**QUICK, **(RUNS if r < run_rounds else {})}
             for name, cmd in todo.items():

@@ -77,8 +77,12 @@ class WheelVenv:
         return json.loads(sh(self.bin("python"), "-c", code, env=clean_env(self.venv)).stdout)
 
     def envkernel(self, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-        """Run the venv's ``envkernel ARGS`` (the venv is not activated: nothing of it is on PATH)."""
-        return subprocess.run([str(self.bin("envkernel")), *args], cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=timeout)
+        """Run the venv's ``envkernel ARGS`` (the venv is not activated: nothing of it is on PATH; a
+        private ``XDG_RUNTIME_DIR``, so a run is not discovered by other sessions' ``tap``)."""
+        xdg = self.root / "xdg"
+        xdg.mkdir(exist_ok=True)
+        return subprocess.run([str(self.bin("envkernel")), *args], cwd=cwd, env={**clean_env(), "XDG_RUNTIME_DIR": str(xdg)},
+                              capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="session")
@@ -162,14 +166,14 @@ def test_envkernel_install_adds_a_plugin_to_its_own_venv(wheel_venv: WheelVenv, 
     assert proc.returncode == 0, proc.stderr
     assert "mysampler" in proc.stdout
     assert wheel_venv.distributions().get("envkernel-mysampler") == project_of(MYSAMPLER)["version"]
-    listed = json.loads(sh(wheel_venv.bin("envkernel"), "plugins", "--json", cwd=tmp_path).stdout)
+    listed = json.loads(wheel_venv.envkernel("plugins", "--json", cwd=tmp_path).stdout)
     row = next(r for r in listed if r["name"] == "mysampler")
     assert row["distribution"] == "envkernel-mysampler" and "sampler" in row["roles"] and not row.get("error")
 
     proc = wheel_venv.envkernel("uninstall", "envkernel-mysampler", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "envkernel-mysampler" not in wheel_venv.distributions()
-    listed = json.loads(sh(wheel_venv.bin("envkernel"), "plugins", "--json", cwd=tmp_path).stdout)
+    listed = json.loads(wheel_venv.envkernel("plugins", "--json", cwd=tmp_path).stdout)
     assert "mysampler" not in {r["name"] for r in listed}
 
 
@@ -185,7 +189,7 @@ def test_envkernel_install_in_a_venv_without_pip_uses_uv(uv_venv: WheelVenv, tmp
     assert "uv sync --inexact" in proc.stderr
     # uv's --upgrade upgrades every dependency too: the kernel stays ours, not PyPI's envkernel 1.x
     assert uv_venv.distributions()["envkernel"] == project_of(ROOT / "kernel")["version"]
-    listed = json.loads(sh(uv_venv.bin("envkernel"), "plugins", "--json", cwd=tmp_path).stdout)
+    listed = json.loads(uv_venv.envkernel("plugins", "--json", cwd=tmp_path).stdout)
     assert "mysampler" in {r["name"] for r in listed}
     proc = uv_venv.envkernel("uninstall", "envkernel-mysampler", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

@@ -164,7 +164,10 @@ def test_envkernel_install_adds_a_plugin_to_its_own_venv(wheel_venv: WheelVenv, 
     shutil.copytree(MYSAMPLER, src)
     proc = wheel_venv.envkernel("install", str(src), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "mysampler" in proc.stdout
+    assert "+ mysampler (envkernel-mysampler 0.3.1)" in proc.stdout
+    proc = wheel_venv.envkernel("install", "-U", str(src), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "no envkernel plugin was added, changed or removed" in proc.stdout
     assert wheel_venv.distributions().get("envkernel-mysampler") == project_of(MYSAMPLER)["version"]
     listed = json.loads(wheel_venv.envkernel("plugins", "--json", cwd=tmp_path).stdout)
     row = next(r for r in listed if r["name"] == "mysampler")
@@ -183,12 +186,13 @@ def test_envkernel_install_in_a_venv_without_pip_uses_uv(uv_venv: WheelVenv, tmp
     assert not (uv_venv.venv / "bin" / "pip").exists()
     src = tmp_path / "envkernel-mysampler"
     shutil.copytree(MYSAMPLER, src)
-    proc = uv_venv.envkernel("install", "--upgrade", str(src), cwd=tmp_path)
+    found = tmp_path / "found"
+    sh("uv", "build", "--wheel", "--quiet", "--out-dir", found, src)
+    proc = uv_venv.envkernel("install", "--upgrade", "--find-links", str(found), "envkernel-mysampler", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "+ mysampler (envkernel-mysampler 0.3.1)" in proc.stdout
     assert "uv sync --inexact" in proc.stderr
-    # uv's --upgrade upgrades every dependency too: the kernel stays ours, not PyPI's envkernel 1.x
-    assert uv_venv.distributions()["envkernel"] == project_of(ROOT / "kernel")["version"]
+    assert uv_venv.distributions()["envkernel"] == project_of(ROOT / "kernel")["version"]  # not PyPI's envkernel 1.x
     listed = json.loads(uv_venv.envkernel("plugins", "--json", cwd=tmp_path).stdout)
     assert "mysampler" in {r["name"] for r in listed}
     proc = uv_venv.envkernel("uninstall", "envkernel-mysampler", cwd=tmp_path)

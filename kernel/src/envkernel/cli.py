@@ -243,8 +243,11 @@ def schemas(json_schema: bool) -> None:
 
 
 from .envcmd import env  # noqa: E402 - `envkernel env call`
+from .installcmd import install, uninstall  # noqa: E402 - `envkernel install` / `uninstall`
 
 cli.add_command(env)
+cli.add_command(install)
+cli.add_command(uninstall)
 
 
 def main() -> None:

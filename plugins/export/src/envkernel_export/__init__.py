@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
-import pyarrow.parquet as pq
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.groups import purpose_of
 from envkernel_kit.sink import JsonlSink
@@ -179,6 +178,8 @@ class Rl:
         path = Path(ctx.out_dir) / self.settings.parquet
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
+        import pyarrow.parquet as pq  # only when a file is written
+
         pq.write_table(rl_table(rows), tmp)
         os.replace(tmp, path)
         ctx.log.info("rl parquet written", path=str(path), rows=len(rows))

@@ -63,7 +63,7 @@ ENVKERNEL = str(Path(sys.executable).with_name("envkernel"))
 def load_envs(run_dir: Path) -> dict[str, EnvSpec]:
     """The verified environments of the task run (its ``envs/<id>/`` folders)."""
     try:
-        from envkernel.envdir import load_env_dir
+        from envkernel_runtime.envdir import load_env_dir
     except ImportError:  # an older kernel: the sample shop only
         env = shop_env()
         return {env.id: env}

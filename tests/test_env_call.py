@@ -1,5 +1,5 @@
 """``envkernel env call ENV_DIR TOOL``: load an environment folder, call one tool in a sandbox,
-print the result as JSON. And the folder loader (:func:`envkernel.envdir.load_env_dir`)."""
+print the result as JSON. And the folder loader (:func:`envkernel_runtime.envdir.load_env_dir`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from envkernel.envdir import EnvDirError, load_env_dir
+from envkernel_runtime.envdir import EnvDirError, load_env_dir
 from envkernel.errors import UsageError
 from envkernel.recorder import Recorder
 from envkernel_sample import shop_env
@@ -109,7 +109,8 @@ def test_bad_folders_are_clear_usage_errors(tmp_path: Path):
     d = folder(tmp_path)
     with pytest.raises(EnvDirError, match="not a folder"):
         load_env_dir(tmp_path / "nope")
-    assert issubclass(EnvDirError, UsageError)
+    # the runtime knows no kernel: `envkernel env call` turns this into a usage error (exit 2), checked below
+    assert issubclass(EnvDirError, ValueError) and not issubclass(EnvDirError, UsageError)
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(EnvDirError, match="no env.json"):

@@ -172,8 +172,7 @@ def worker(plugins: str, nats_url: str) -> None:
 def tap(subject: str | None, as_json: bool, from_start: bool, run_dir: str | None, nats_url: str | None, show_all: bool, limit: int | None) -> None:
     """Show the live event stream. SUBJECT filters it (e.g. 'rollout.>' or envk.ev.RUN.>)."""
     from envkernel_bus import Bus
-
-    from . import tap as tapmod
+    from envkernel_bus import tap as tapmod
 
     subj = subject or tapmod.DEFAULT_SUBJECT
     if not subj.startswith("envk."):
@@ -200,6 +199,8 @@ def tap(subject: str | None, as_json: bool, from_start: bool, run_dir: str | Non
             asyncio.run(go(nats_url or tapmod.find_live_url(), False))
     except KeyboardInterrupt:
         pass
+    except tapmod.TapError as exc:
+        raise UsageError(str(exc)) from None
 
 
 @cli.command("plugins")

@@ -45,9 +45,12 @@ def env() -> None:
 @click.option("--verbose", is_flag=True, help="Also print, on stderr, how long the call took and what the sandbox was confined with.")
 def call(env_dir: str, tool: str, args_json: str, runner: str, seed: int, config_file: str | None, sets: tuple[str, ...], verbose: bool) -> None:
     """Call TOOL of the environment in ENV_DIR once, in a fresh sandbox, and print the result as JSON."""
-    from .envdir import load_env_dir
+    from envkernel_runtime.envdir import EnvDirError, load_env_dir
 
-    spec = load_env_dir(env_dir)
+    try:
+        spec = load_env_dir(env_dir)
+    except EnvDirError as exc:
+        raise UsageError(str(exc)) from None
     try:
         arguments = json.loads(args_json)
     except json.JSONDecodeError as exc:

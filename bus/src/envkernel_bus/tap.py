@@ -1,4 +1,8 @@
-"""``envkernel tap``: print a run's events as one-line summaries or JSON lines."""
+"""``envkernel tap``: print a run's events as one-line summaries or JSON lines.
+
+It needs only the bus and the schemas, so it lives here, and a machine with just
+``envkernel-bus`` and ``envkernel-schemas`` can read a run's stream.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +15,6 @@ from typing import IO
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import DeliverPolicy
 
-from envkernel_bus import Bus, EmbeddedServer, discovery
-from envkernel_bus.subjects import EVENTS_PREFIX, STREAM
 from envkernel_schemas import (
     DecodeError,
     EnvRejected,
@@ -37,7 +39,14 @@ from envkernel_schemas import (
     to_json,
 )
 
-from .errors import UsageError
+from . import discovery
+from .bus import Bus
+from .server import EmbeddedServer
+from .subjects import EVENTS_PREFIX, STREAM
+
+
+class TapError(Exception):
+    """Nothing to tap: no run in progress, or a folder that holds no stored events."""
 
 
 def _short(text: str, n: int = 70) -> str:
@@ -163,7 +172,7 @@ def find_live_url() -> str:
     """URL of the newest run in progress on this machine."""
     runs = discovery.running()
     if not runs:
-        raise UsageError("no envkernel run is in progress on this machine: start one, pass --nats-url, or replay a finished run with --run DIR")
+        raise TapError("no envkernel run is in progress on this machine: start one, pass --nats-url, or replay a finished run with --run DIR")
     return str(runs[0]["url"])
 
 
@@ -173,7 +182,7 @@ class Replay:
     def __init__(self, run_dir: Path) -> None:
         store = Path(run_dir) / "nats"
         if not (store / "jetstream").exists():
-            raise UsageError(f"{run_dir} holds no stored events (expected {store}/jetstream): is it a run folder made by `envkernel run`?")
+            raise TapError(f"{run_dir} holds no stored events (expected {store}/jetstream): is it a run folder made by `envkernel run`?")
         self.server = EmbeddedServer(store)
 
     def __enter__(self) -> str:

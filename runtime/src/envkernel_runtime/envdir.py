@@ -15,13 +15,13 @@ import msgspec
 
 from envkernel_schemas import EnvSpec
 
-from .errors import UsageError
-
 _BEHAVIOUR_FILES = {"code": "env.py", "model": "model.json"}
 
 
-class EnvDirError(UsageError):
-    """An environment folder is missing a file or holds something that is not an environment."""
+class EnvDirError(ValueError):
+    """An environment folder is missing a file or holds something that is not an environment.
+
+    The kernel's commands report it as a usage error (exit 2)."""
 
 
 def load_env_dir(path: str | Path) -> EnvSpec:

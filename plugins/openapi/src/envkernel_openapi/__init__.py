@@ -94,6 +94,8 @@ def synthesize_file(path: str | Path, *, seed: int = 0, source: str = "", displa
             tools=[ToolSpec(**t) for t in tools],
             behaviour=ModelBehaviour(model=model.to_json()),
             seed_sql="",
+            operations=builder.operations,
+            skipped=dict(builder.skipped.most_common()),
             generated=builder.generated(model),
             provenance=Provenance(source_kind="openapi", source=source or str(p), plugin="openapi", plugin_version=_version(), seed=seed),
         ),

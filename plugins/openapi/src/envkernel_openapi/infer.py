@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +89,17 @@ ENVELOPE_SINGLE = {"data", "result", "item", "object"}
 """Keys a single-object response may wrap its object in (``{"data": {...}}``)."""
 ENVELOPE_EXTRA = {"meta", "links", "ok", "included", "pagination", "policies", "request_id", "warnings", "status", "success"}
 NEGATION = re.compile(r"\b(not|cannot|can't|never|except|no longer)\b", re.I)
+
+
+def skip_reason(why: str) -> str:
+    """A skip message without its particulars (names, paths, numbers), to count skips by."""
+    r = re.sub(r"'[^']*'|\"[^\"]*\"", "X", why)
+    r = re.sub(r"\(.*\)", "", r)
+    r = re.sub(r"/\S*", "/...", r)
+    r = re.sub(r"\b[A-Z]{3,7}\b(?= on)", "METHOD", r)
+    r = re.sub(r"\d+", "N", r)
+    r = re.sub(r"(is not an?|for its) [a-z_]+", r"\1 X", r)
+    return re.sub(r"\s+", " ", r).strip()[:100]
 
 
 def snake(name: str) -> str:
@@ -253,6 +265,8 @@ class Builder:
         self.max_tools = max_tools
         self.operations = 0
         """Operations in the document (path + method pairs)."""
+        self.skipped: Counter[str] = Counter()
+        """Operations made into no tool, counted by reason (the reason without its particulars)."""
         self.name = name
         self.seed = seed
         self.rows_per_resource = max(1, seed_rows)
@@ -263,6 +277,11 @@ class Builder:
 
     def warn(self, text: str) -> None:
         self.warnings.append(f"{self.name}: {text}")
+
+    def skip(self, label: str, why: str) -> None:
+        """An operation made into no tool: a warning naming it, and a count under its reason."""
+        self.warn(f"skipped {label}: {why}")
+        self.skipped[skip_reason(why)] += 1
 
     # ----------------------------------------------------------------- classify
 
@@ -288,7 +307,7 @@ class Builder:
                 self.operations += 1
                 why = self._classify(op)
                 if why:
-                    self.warn(f"skipped {op.label}: {why}")
+                    self.skip(op.label, why)
                     continue
                 self.ops.append(op)
 
@@ -561,9 +580,14 @@ class Builder:
     def _key(self, res: Resource) -> None:
         params = [snake(op.key_param) for op in self.ops if op.resource == res.name and op.key_param]
         key = None
+        one = singular(res.name)
         for p in params:
             if p in res.fields and p not in ("id",) and not res.fields[p].get("ref"):
                 key = p
+                break
+            short = p.removeprefix(one + "_")  # allocation_gid -> gid, account_sid -> sid
+            if short != p and short in res.fields and short != "id" and not res.fields[short].get("ref"):
+                key = short
                 break
             if p == "id" or p == singular(res.name) + "_id" or p.endswith("_id"):
                 key = "id" if "id" in res.fields else None
@@ -604,12 +628,12 @@ class Builder:
             try:
                 spec_op, tool = self._op(op, res, put_paths)
             except _Skip as exc:
-                self.warn(f"skipped {op.label}: {exc}")
+                self.skip(op.label, str(exc))
                 continue
             name = tool["name"]
             n = 2
             while name in used:
-                name = f"{tool['name']}_{n}"
+                name = f"{tool['name'][:58]}_{n}"
                 n += 1
             used.add(name)
             tool["name"] = name
@@ -622,7 +646,7 @@ class Builder:
         if isinstance(oid, str) and oid.strip():
             n = snake(oid)
             if IDENT.match(n):
-                return n[:64]
+                return n[:63].rstrip("_")
         sing = singular(res.name)
         parent = singular(op.parents[-1][0]) + "_" if op.parents else ""
         if op.kind == "list":
@@ -1083,6 +1107,7 @@ class Builder:
             n = self.rows_per_resource + (self.rows_per_resource // 2 if is_child else 0)
             maker = RowMaker(rng, singular(name), res.fields, res.key, res.prefix)
             rows = [maker.row(i, n, refs) for i in range(n)]
+            _unique_keys(rows, res.key)
             out[name] = rows
             refs[name] = [r[res.key] for r in rows if res.key in r]
         return {n: out[n] for n in self.resources if n in out}
@@ -1176,7 +1201,7 @@ class Builder:
         for name in ops:
             if name not in keep:
                 o = ops[name]
-                self.warn(f"skipped {o['method']} {o['path']}: more tools than max_tools = {self.max_tools} (its resource {o['resource']!r} was left out)")
+                self.skip(f"{o['method']} {o['path']}", f"more tools than max_tools = {self.max_tools} (its resource {o['resource']!r} was left out)")
         return {n: o for n, o in ops.items() if n in keep}, [t for t in tools if t["name"] in keep]
 
     def generated(self, model: ResourceModel) -> dict[str, list[str]]:
@@ -1190,6 +1215,25 @@ class Builder:
             if cols:
                 out[name] = cols
         return out
+
+
+def _unique_keys(rows: list[dict[str, Any]], key: str) -> None:
+    """Make the key column unique (a key the client writes, like ``company_id``, may repeat a name)."""
+    seen: set[Any] = set()
+    for i, row in enumerate(rows):
+        v = row.get(key)
+        if v is None or v not in seen:
+            seen.add(v)
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, str)):
+            continue
+        new: Any = v
+        n = i + 1
+        while new in seen:
+            new = max(x for x in seen if isinstance(x, int) and not isinstance(x, bool)) + 1 if isinstance(v, int) else f"{v}-{n}"
+            n += 1
+        row[key] = new
+        seen.add(new)
 
 
 class _Skip(Exception):

@@ -616,7 +616,7 @@ class Builder:
         has, schema = json_content(body, forms=True)
         if not has:
             return "non-json"
-        return merge_all_of(schema) if isinstance(schema, dict) else schema
+        return merge_all_of(unwrap(schema)) if isinstance(schema, dict) else schema  # Asana's {"data": {...}} bodies
 
     def build_ops(self) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
         ops: dict[str, dict[str, Any]] = {}

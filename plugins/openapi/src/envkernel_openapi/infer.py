@@ -344,6 +344,8 @@ class Builder:
         last, param = pairs[-1]
         if param is not None:
             op.kind = {"get": "get", "put": "update", "patch": "patch", "delete": "delete"}.get(op.method, "")
+            if op.method == "post" and op.raw.get("requestBody") is not None:
+                op.kind = "patch"  # Stripe's and Xero's POST /customers/{id}: a partial update
             if not op.kind:
                 return f"{op.method.upper()} on a single item is not supported (use an action path like /{last}/{{id}}/cancel)"
             op.resource, op.key_param = last, param
@@ -668,6 +670,8 @@ class Builder:
         for parent, param in op.parents:
             pres = self.resources[parent]
             arg = snake(param)
+            if arg in ("id", "gid", "uid", "key"):  # /lists/{id}/tags: the argument names whose id it is
+                arg = f"{singular(parent)}_{arg}"
             col = self._parent_col(res, parent, param)
             parents.append({"arg": arg, "resource": parent, "field": col})
             props[arg] = self._param_schema(op, param, "path", pres.fields[pres.key], f"The {singular(parent).replace('_', ' ')}'s {pres.key.replace('_', ' ')}.")
@@ -1144,6 +1148,10 @@ class Builder:
             ops, tools = self.trim(ops, tools)
         if not ops:
             raise SpecError(f"{self.name}: at $.paths: no operation can be made into a tool ({'; '.join(self.warnings)})")
+        if not any(o["kind"] == "list" for o in ops.values()):
+            raise SpecError(f"{self.name}: at $.paths: no list operation could be made, so the ids of its "
+                            f"{', '.join(sorted({o['resource'] for o in ops.values()}))} could not be discovered and the "
+                            f"environment would not be useful ({len(ops)} other tools: {', '.join(list(ops)[:5])})")
         self.finish_fields(ops)
         seed = self.seed_rows()
         for t in tools:

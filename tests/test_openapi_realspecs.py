@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from envkernel_kit.testing import RunnerContext
 from envkernel_openapi import OpenAPISettings, SpecError, synthesize_file
-from envkernel_openapi.spec import load
+from envkernel_openapi.spec import load, load_text
 from envkernel_probe import Probe
 
 process = pytest.importorskip("envkernel_process")
@@ -52,6 +52,9 @@ def test_quirks_of_real_specs_are_read() -> None:
     assert any("validator" in w for w in warnings) and doc["paths"]
     doc, _ = load(CORPUS / "asana-api.yaml", validate=False)
     assert all(isinstance(c, str) for item in doc["paths"].values() for op in item.values() if isinstance(op, dict) for c in op.get("responses", {}))
+    # Mollie's impossible date in an example (2024-04-31) stays a string instead of breaking YAML
+    doc, _ = load_text("openapi: 3.0.0\ninfo: {title: x}\npaths:\n  /a: {get: {responses: {200: {description: ok, x-when: 2024-04-31T12:50:14+00:00}}}}\n", "m.yaml")
+    assert doc["paths"]["/a"]["get"]["responses"]["200"]["x-when"] == "2024-04-31T12:50:14+00:00"
     # Swagger 2.0 is refused with the conversion hint
     with pytest.raises(SpecError, match="convert it to OpenAPI 3"):
         load(CORPUS / "slack-web-api.json")

@@ -199,8 +199,20 @@ def unwrap(schema: Any) -> Any:
         return schema
     body = merge_all_of(props[inner[0]])
     if isinstance(body, dict) and schema_type(body) == "object" and body.get("properties"):
-        return body
+        return flatten_attributes(body)
     return schema
+
+
+def flatten_attributes(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON:API resource object (``{type, id, attributes: {...}}``) with its attributes lifted to the top."""
+    props = schema.get("properties") or {}
+    attrs = merge_all_of(props.get("attributes")) if isinstance(props.get("attributes"), dict) else {}
+    if not attrs.get("properties") or "type" not in props:
+        return schema
+    top = {k: v for k, v in props.items() if k not in ("attributes", "relationships", "links", "meta")}
+    lifted = {k: v for k, v in attrs["properties"].items() if k not in top}
+    required = [r for r in schema.get("required") or [] if r in top] + [r for r in attrs.get("required") or [] if r in lifted]
+    return {**schema, "properties": {**top, **lifted}, "required": required}
 
 
 def success(op: dict[str, Any]) -> tuple[int | None, Any]:
@@ -474,12 +486,12 @@ class Builder:
         t = schema_type(s)
         if t == "array":
             items = merge_all_of(s.get("items"))
-            return items if items.get("properties") else None
+            return flatten_attributes(items) if items.get("properties") else None
         if t == "object":
             prop = self._items_prop(s)
             if prop:
                 items = merge_all_of((s.get("properties") or {})[prop].get("items"))
-                return items if items.get("properties") else None
+                return flatten_attributes(items) if items.get("properties") else None
         return None
 
     @staticmethod

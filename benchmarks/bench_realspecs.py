@@ -169,7 +169,7 @@ def main() -> dict[str, Any]:
         "envs_kept": sum(r["kept"] for r in rows),
         "specs_kept_with_10_tasks": len(good),
         "share_kept_with_10_tasks": round(len(good) / len(rows), 4),
-        "operations": sum(r.get("operations", 0) for r in rows),
+        "operations_of_specs_synthesized": sum(r.get("operations", 0) for r in rows),
         "tools_built": sum(r["tools_built"] for r in rows),
         "tools_kept": sum(r.get("tools_kept", 0) for r in rows),
         "tasks_emitted": sum(r.get("tasks", 0) for r in rows),

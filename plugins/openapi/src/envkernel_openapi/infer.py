@@ -341,6 +341,7 @@ class Builder:
                 head, _dot, verb = s.rpartition(".")
                 if snake(verb) in RPC_VERBS or self._rpc_word(snake(verb)):
                     segs[i:] = [head, verb]  # /documents.list -> /documents/list
+                    s = head
             nxt = segs[i + 1] if i + 1 < len(segs) else None
             if nxt is not None and nxt.startswith("{") and nxt.endswith("}"):
                 pairs.append((snake(s), nxt[1:-1]))

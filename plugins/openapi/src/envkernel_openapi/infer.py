@@ -549,6 +549,11 @@ class Builder:
                         info["ref"] = target
         for res in self.resources.values():
             self._key(res)
+        for res in self.resources.values():  # a reference must have the type of the key it refers to
+            for info in res.fields.values():
+                target = self.resources.get(info.get("ref") or "")
+                if target is not None and info["type"] != target.fields[target.key]["type"]:
+                    del info["ref"]
         # parents of nested paths
         for op in self.ops:
             res = self.resources[op.resource]
@@ -776,6 +781,8 @@ class Builder:
             s = {"type": fallback.get("type", "string")}
         if isinstance(s.get("type"), list):
             s["type"] = next((t for t in s["type"] if t != "null"), "string")
+        if s.get("type") != fallback.get("type", s.get("type")):  # Intercom's integer {article_id} of a string id: the key's type wins
+            s = {"type": fallback["type"]}
         s.pop("format", None) if s.get("format") == "uuid" else None
         d = (p or {}).get("description") or s.get("description") or desc
         s["description"] = str(d)

@@ -42,5 +42,11 @@ def test_run_on_user_specs_with_a_broken_one(tmp_path: Path) -> None:
         assert meta["report"]["kept"] and meta["report"]["tools_dropped"] == {}
         assert meta["behaviour"] == {"kind": "model", "file": "model.json"}
         assert (folder / "envs" / eid / "model.json").exists()
+        assert meta["operations"] == len(meta["tools"]) + sum(meta["skipped"].values()) > 0  # every operation is accounted for
     tasks = [json.loads(x) for x in (folder / "tasks.jsonl").read_text().splitlines()]
     assert {t["env_id"] for t in tasks} == {"shop", "bank"}
+    for eid in ("shop", "bank"):  # summary.json and the printed line report operations, tools and tasks per environment
+        v = summary["verification"][eid]
+        assert v["operations"] >= v["tools_built"] >= v["tools_kept"] > 0 and v["dropped"] == {}
+        assert v["tasks"] == sum(t["env_id"] == eid for t in tasks) > 0
+        assert f"env {eid}: kept, {v['tools_kept']} tools kept of {v['operations']} operations, {v['tasks']} tasks" in proc.stderr

@@ -66,6 +66,10 @@ class Recorder:
         self.failures_by_plugin: Counter[str] = Counter()
         self.reward_sum = 0.0
         self.verification: dict[str, dict[str, Any]] = {}
+        self.sources: dict[str, dict[str, Any]] = {}
+        """Env id -> what its synthesizer built of its source: operations, tools built, skipped by reason."""
+        self.env_tasks: Counter[str] = Counter()
+        """Env id -> tasks the gate passed."""
         self.env_tools: dict[str, set[str]] = {}
         self.used_tools: dict[str, set[str]] = {}
         self.lengths: Counter[int] = Counter()
@@ -114,6 +118,7 @@ class Recorder:
         c = self.counts
         if isinstance(ev, EnvSynthesized):
             c["envs_synthesized"] += 1
+            self.sources[ev.env.id] = {"operations": ev.env.operations, "tools_built": len(ev.env.tools), "skipped": dict(ev.env.skipped)}
         elif isinstance(ev, EnvVerified):
             if ev.env.id in self.env_tools:
                 return  # the same environment, sent to another sampler
@@ -132,6 +137,7 @@ class Recorder:
             c["tasks_proposed"] += 1
         elif isinstance(ev, TaskGated):
             c["tasks"] += 1
+            self.env_tasks[ev.task.env_id] += 1
             self._append("tasks.jsonl", to_json(ev.task))
             self.used_tools.setdefault(ev.task.env_id, set()).update(call.name for call in ev.task.calls)
             self.lengths[len(ev.task.calls)] += 1
@@ -168,8 +174,9 @@ class Recorder:
 
     def _verified(self, env_id: str, report: VerifyReport | None) -> None:
         if report is not None:
-            self.verification[env_id] = {"kept": report.kept, "tools_kept": len(report.tools_kept),
-                                         "tools_dropped": dict(report.tools_dropped), "checks": report.checks}
+            dropped = Counter(str(why).split(":")[0].split(" (")[0][:80] for why in report.tools_dropped.values())
+            self.verification[env_id] = {"kept": report.kept, **self.sources.get(env_id, {}), "tools_kept": len(report.tools_kept),
+                                         "tools_dropped": dict(report.tools_dropped), "dropped": dict(dropped.most_common()), "checks": report.checks}
 
     def _coverage(self) -> float | None:
         """Share of the verified environments' tools used by at least one emitted task."""
@@ -199,7 +206,7 @@ class Recorder:
             "failures": c["failures"],
             "failures_by_plugin": dict(self.failures_by_plugin),
             "infra_failures": c["infra_failures"],
-            "verification": self.verification,
+            "verification": {k: {**v, "tasks": self.env_tasks.get(k, 0)} for k, v in self.verification.items()},
             "tool_coverage": self._coverage(),
             "chain_lengths": {str(k): v for k, v in sorted(self.lengths.items())},
             "unique_chain_shapes": len(self.shapes),

@@ -110,6 +110,10 @@ class EnvSpec(Record, kw_only=True):
     """What the environment models."""
     generated: dict[str, list[str]] = msgspec.field(default_factory=dict)
     """Per table, columns the server generates (ids, timestamps), ignored by outcome checks."""
+    operations: int = 0
+    """Operations in the source (an OpenAPI spec's path + method pairs); 0 when the synthesizer does not count them."""
+    skipped: dict[str, int] = msgspec.field(default_factory=dict)
+    """Source operations the synthesizer made no tool of, counted by reason."""
     provenance: Provenance | None = None
     """Where it came from."""
     report: VerifyReport | None = None

@@ -69,6 +69,8 @@ _NEW = object()
 
 
 def _k(v: Any) -> Any:
+    if isinstance(v, (dict, list)):  # object and array arguments: compared (and hashed) as JSON text
+        return json.dumps(v, sort_keys=True, default=str)
     return v.lower() if isinstance(v, str) else v
 
 

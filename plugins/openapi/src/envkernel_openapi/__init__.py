@@ -38,7 +38,9 @@ class OpenAPISettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     seed_rows: int = 8
     """Seed rows per top-level resource (resources that refer to others get half again as many)."""
     max_tools: int = 64
-    """Refuse a document that would make more tools than this."""
+    """Keep at most this many tools per document: whole resources, those that can be listed first."""
+    validate: bool = True
+    """Check each document with openapi-spec-validator (its findings become warnings)."""
 
 
 Settings = OpenAPISettings
@@ -73,12 +75,10 @@ def synthesize_file(path: str | Path, *, seed: int = 0, source: str = "", displa
     s = settings or OpenAPISettings()
     p = Path(path)
     name = display or p.name
-    doc, warnings = load(p, name)
-    builder = Builder(doc, name, seed=seed, seed_rows=s.seed_rows)
+    doc, warnings = load(p, name, validate=s.validate)
+    builder = Builder(doc, name, seed=seed, seed_rows=s.seed_rows, max_tools=s.max_tools)
     built = builder.build()
     model, tools = built["model"], built["tools"]
-    if len(tools) > s.max_tools:
-        raise SpecError(f"{name}: at $.paths: {len(tools)} tools is more than max_tools = {s.max_tools}")
     warnings = warnings + builder.warnings
     model.warnings = warnings
     info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
@@ -94,6 +94,8 @@ def synthesize_file(path: str | Path, *, seed: int = 0, source: str = "", displa
             tools=[ToolSpec(**t) for t in tools],
             behaviour=ModelBehaviour(model=model.to_json()),
             seed_sql="",
+            operations=builder.operations,
+            skipped=dict(builder.skipped.most_common()),
             generated=builder.generated(model),
             provenance=Provenance(source_kind="openapi", source=source or str(p), plugin="openapi", plugin_version=_version(), seed=seed),
         ),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,7 +75,31 @@ ROLE_NOUNS = {"owner", "sender", "author", "creator", "recipient", "assignee", "
 PEOPLE = ("users", "members", "people", "persons", "employees", "customers", "contacts", "accounts")
 CREATED_WORDS = {"created", "creation", "inserted", "registered", "opened", "joined", "sent", "posted", "uploaded", "submitted", "booked", "placed"}
 REVERSALS = {"reopen", "restore", "resume", "reactivate", "undo", "unarchive", "unfreeze", "unblock", "unlock", "unpublish"}
+RPC_VERBS = {
+    "list": "list", "search": "list", "query": "list", "all": "list", "find": "list",
+    "get": "get", "info": "get", "retrieve": "get", "read": "get", "fetch": "get", "show": "get", "details": "get",
+    "create": "create", "add": "create", "new": "create", "insert": "create",
+    "update": "patch", "edit": "patch", "modify": "patch", "set": "patch", "change": "patch",
+    "delete": "delete", "remove": "delete", "destroy": "delete",
+}
+"""Last path words of RPC-style APIs (``POST /documents.list``, ``POST /accounts/get``) and the kind each means."""
+FORM_MEDIA = re.compile(r"^application/x-www-form-urlencoded|^multipart/form-data")
+"""Request-body media types read like JSON objects (a tool's arguments are one object either way)."""
+ENVELOPE_SINGLE = {"data", "result", "item", "object"}
+"""Keys a single-object response may wrap its object in (``{"data": {...}}``)."""
+ENVELOPE_EXTRA = {"meta", "links", "ok", "included", "pagination", "policies", "request_id", "warnings", "status", "success"}
 NEGATION = re.compile(r"\b(not|cannot|can't|never|except|no longer)\b", re.I)
+
+
+def skip_reason(why: str) -> str:
+    """A skip message without its particulars (names, paths, numbers), to count skips by."""
+    r = re.sub(r"'[^']*'|\"[^\"]*\"", "X", why)
+    r = re.sub(r"\(.*\)", "", r)
+    r = re.sub(r"/\S*", "/...", r)
+    r = re.sub(r"\b[A-Z]{3,7}\b(?= on)", "METHOD", r)
+    r = re.sub(r"\d+", "N", r)
+    r = re.sub(r"(is not an?|for its) [a-z_]+", r"\1 X", r)
+    return re.sub(r"\s+", " ", r).strip()[:100]
 
 
 def snake(name: str) -> str:
@@ -146,8 +171,8 @@ def json_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
     return out
 
 
-def json_content(holder: Any) -> tuple[bool, Any]:
-    """(has JSON content, its schema) of a response or request body."""
+def json_content(holder: Any, forms: bool = False) -> tuple[bool, Any]:
+    """(has JSON content, its schema) of a response or request body (``forms``: form bodies count)."""
     if not isinstance(holder, dict):
         return False, None
     content = holder.get("content")
@@ -156,7 +181,38 @@ def json_content(holder: Any) -> tuple[bool, Any]:
     for media, body in content.items():
         if JSON_MEDIA.match(str(media)) and isinstance(body, dict):
             return True, body.get("schema")
+    if forms:
+        for media, body in content.items():
+            if FORM_MEDIA.match(str(media)) and isinstance(body, dict) and isinstance(body.get("schema"), dict):
+                return True, body.get("schema")
     return False, "non-json"
+
+
+def unwrap(schema: Any) -> Any:
+    """The object inside a single-object envelope (``{"data": {...}, "meta": ...}``), else the schema."""
+    s = merge_all_of(schema) if isinstance(schema, dict) else None
+    if not s or schema_type(s) != "object":
+        return schema
+    props = s.get("properties") or {}
+    inner = [k for k in props if k in ENVELOPE_SINGLE]
+    if len(inner) != 1 or not set(props) - set(inner) <= ENVELOPE_EXTRA:
+        return schema
+    body = merge_all_of(props[inner[0]])
+    if isinstance(body, dict) and schema_type(body) == "object" and body.get("properties"):
+        return flatten_attributes(body)
+    return schema
+
+
+def flatten_attributes(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON:API resource object (``{type, id, attributes: {...}}``) with its attributes lifted to the top."""
+    props = schema.get("properties") or {}
+    attrs = merge_all_of(props.get("attributes")) if isinstance(props.get("attributes"), dict) else {}
+    if not attrs.get("properties") or "type" not in props:
+        return schema
+    top = {k: v for k, v in props.items() if k not in ("attributes", "relationships", "links", "meta")}
+    lifted = {k: v for k, v in attrs["properties"].items() if k not in top}
+    required = [r for r in schema.get("required") or [] if r in top] + [r for r in attrs.get("required") or [] if r in lifted]
+    return {**schema, "properties": {**top, **lifted}, "required": required}
 
 
 def success(op: dict[str, Any]) -> tuple[int | None, Any]:
@@ -166,10 +222,10 @@ def success(op: dict[str, Any]) -> tuple[int | None, Any]:
         if code in responses:
             _has, schema = json_content(responses[code])
             status = int(code) if code.isdigit() else 200
-            return status, schema
+            return status, unwrap(schema)
     for code, resp in responses.items():
         if str(code).startswith("2"):
-            return 200, json_content(resp)[1]
+            return 200, unwrap(json_content(resp)[1])
     return None, None
 
 
@@ -192,6 +248,8 @@ class Op:
     key_param: str | None = None
     word: str = ""
     """The action's word (``cancel``)."""
+    rpc: bool = False
+    """RPC style: the kind comes from the path's last word, the key (if any) from the body or query."""
 
     @property
     def label(self) -> str:
@@ -214,8 +272,13 @@ class Resource:
 class Builder:
     """Builds one environment's model from one resolved document."""
 
-    def __init__(self, doc: dict[str, Any], name: str, seed: int = 0, seed_rows: int = 8) -> None:
+    def __init__(self, doc: dict[str, Any], name: str, seed: int = 0, seed_rows: int = 8, max_tools: int = 0) -> None:
         self.doc = doc
+        self.max_tools = max_tools
+        self.operations = 0
+        """Operations in the document (path + method pairs)."""
+        self.skipped: Counter[str] = Counter()
+        """Operations made into no tool, counted by reason (the reason without its particulars)."""
         self.name = name
         self.seed = seed
         self.rows_per_resource = max(1, seed_rows)
@@ -226,6 +289,11 @@ class Builder:
 
     def warn(self, text: str) -> None:
         self.warnings.append(f"{self.name}: {text}")
+
+    def skip(self, label: str, why: str) -> None:
+        """An operation made into no tool: a warning naming it, and a count under its reason."""
+        self.warn(f"skipped {label}: {why}")
+        self.skipped[skip_reason(why)] += 1
 
     # ----------------------------------------------------------------- classify
 
@@ -248,9 +316,10 @@ class Builder:
                 for p in raw.get("parameters") or []:
                     params[(p.get("name"), p.get("in"))] = p
                 op = Op(method=method, path=path, raw=raw, params=list(params.values()))
+                self.operations += 1
                 why = self._classify(op)
                 if why:
-                    self.warn(f"skipped {op.label}: {why}")
+                    self.skip(op.label, why)
                     continue
                 self.ops.append(op)
 
@@ -259,7 +328,7 @@ class Builder:
             return f"{op.method.upper()} operations are not supported"
         if op.raw.get("deprecated"):
             return "it is deprecated"
-        segs = [s for s in str(op.path).strip("/").split("/") if s]
+        segs = [s.removesuffix(".json") for s in str(op.path).strip("/").split("/") if s]  # Twilio's /Calls.json
         pairs: list[tuple[str, str | None]] = []
         i = 0
         while i < len(segs):
@@ -268,6 +337,11 @@ class Builder:
                 return "a path parameter that does not follow a collection name"
             if not re.fullmatch(r"[A-Za-z0-9_.\-]+", s):
                 return f"path segment {s!r} is not supported"
+            if i == len(segs) - 1 and "." in s.strip(".") and not s.endswith(".json"):
+                head, _dot, verb = s.rpartition(".")
+                if snake(verb) in RPC_VERBS or self._rpc_word(snake(verb)):
+                    segs[i:] = [head, verb]  # /documents.list -> /documents/list
+                    s = head
             nxt = segs[i + 1] if i + 1 < len(segs) else None
             if nxt is not None and nxt.startswith("{") and nxt.endswith("}"):
                 pairs.append((snake(s), nxt[1:-1]))
@@ -283,6 +357,8 @@ class Builder:
         last, param = pairs[-1]
         if param is not None:
             op.kind = {"get": "get", "put": "update", "patch": "patch", "delete": "delete"}.get(op.method, "")
+            if op.method == "post" and op.raw.get("requestBody") is not None:
+                op.kind = "patch"  # Stripe's and Xero's POST /customers/{id}: a partial update
             if not op.kind:
                 return f"{op.method.upper()} on a single item is not supported (use an action path like /{last}/{{id}}/cancel)"
             op.resource, op.key_param = last, param
@@ -295,14 +371,62 @@ class Builder:
             op.resource, op.key_param = pairs[-2]
             op.parents = [(r, p) for r, p in pairs[:-2] if p is not None]
             return ""
-        if any(p is None for _r, p in pairs[:-1]):
-            return "a path with two collection names in a row is not supported"
+        rpc = self._rpc(op, pairs)
+        if rpc is not None:
+            return rpc
+        # literals before the resource name are namespaces or owners (/me/albums, /admin/identities,
+        # /v1/a2p/brands, /users/{id}/repos keeps its parent): the resource is the last collection
+        pairs = [pr for k, pr in enumerate(pairs) if pr[1] is not None or k == len(pairs) - 1]
         op.kind = {"get": "list", "post": "create"}.get(op.method, "")
         if not op.kind:
             return f"{op.method.upper()} on a whole collection is not supported"
         op.resource = last
         op.parents = [(r, p) for r, p in pairs[:-1] if p is not None]
         return ""
+
+    @staticmethod
+    def _rpc_word(word: str) -> bool:
+        return word in ACTION_TARGETS or word in FLAG_ACTIONS or word in UNFLAG_ACTIONS
+
+    def _rpc(self, op: Op, pairs: list[tuple[str, str | None]]) -> str | None:
+        """Classify an RPC-style operation (``POST /documents.info``); None when it is not one."""
+        last, param = pairs[-1]
+        if param is not None or len(pairs) < 2 or pairs[-2][1] is not None:
+            return None
+        kind = RPC_VERBS.get(last)
+        if kind is None and not (self._rpc_word(last) and op.method == "post"):
+            return None
+        op.rpc = True
+        op.resource = pairs[-2][0]
+        op.parents = [(r, p) for r, p in pairs[:-2] if p is not None]
+        if kind is None:
+            op.kind, op.word = "action", last
+        else:
+            op.kind = kind
+        if op.kind in ("get", "patch", "delete", "action"):
+            key = self._rpc_key(op)
+            if key is None:
+                if op.kind == "patch" and op.method == "post":
+                    op.kind = "create"  # /x.set with no id: it writes a new one
+                    return ""
+                return f"RPC {last!r} names no id argument for its {op.resource}"
+            op.key_param = key
+        return ""
+
+    def _rpc_key(self, op: Op) -> str | None:
+        """The body or query argument naming the item of an RPC call (``id``, ``documentId``)."""
+        cands: list[tuple[str, bool]] = [(str(p.get("name")), bool(p.get("required"))) for p in op.params if p.get("in") == "query"]
+        body = self._body_schema(op)
+        if isinstance(body, dict):
+            req = set(body.get("required") or [])
+            cands += [(str(k), k in req) for k in body.get("properties") or {}]
+        one = singular(op.resource)
+        for want in ("id", f"{one}_id", f"{one}_gid", "gid", "uid", "sid", "key", "name"):
+            for name, _req in cands:
+                if snake(name) == want:
+                    return name
+        ids = [n for n, r in cands if r and snake(n).endswith("_id")]
+        return ids[0] if len(ids) == 1 else None
 
     def _is_action(self, op: Op, word: str, parent: str) -> bool:
         if word in ACTION_TARGETS or word in FLAG_ACTIONS or word in UNFLAG_ACTIONS:
@@ -363,12 +487,12 @@ class Builder:
         t = schema_type(s)
         if t == "array":
             items = merge_all_of(s.get("items"))
-            return items if items.get("properties") else None
+            return flatten_attributes(items) if items.get("properties") else None
         if t == "object":
             prop = self._items_prop(s)
             if prop:
                 items = merge_all_of((s.get("properties") or {})[prop].get("items"))
-                return items if items.get("properties") else None
+                return flatten_attributes(items) if items.get("properties") else None
         return None
 
     @staticmethod
@@ -425,6 +549,11 @@ class Builder:
                         info["ref"] = target
         for res in self.resources.values():
             self._key(res)
+        for res in self.resources.values():  # a reference must have the type of the key it refers to
+            for info in res.fields.values():
+                target = self.resources.get(info.get("ref") or "")
+                if target is not None and info["type"] != target.fields[target.key]["type"]:
+                    del info["ref"]
         # parents of nested paths
         for op in self.ops:
             res = self.resources[op.resource]
@@ -471,9 +600,14 @@ class Builder:
     def _key(self, res: Resource) -> None:
         params = [snake(op.key_param) for op in self.ops if op.resource == res.name and op.key_param]
         key = None
+        one = singular(res.name)
         for p in params:
             if p in res.fields and p not in ("id",) and not res.fields[p].get("ref"):
                 key = p
+                break
+            short = p.removeprefix(one + "_")  # allocation_gid -> gid, account_sid -> sid
+            if short != p and short in res.fields and short != "id" and not res.fields[short].get("ref"):
+                key = short
                 break
             if p == "id" or p == singular(res.name) + "_id" or p.endswith("_id"):
                 key = "id" if "id" in res.fields else None
@@ -499,10 +633,10 @@ class Builder:
         body = op.raw.get("requestBody")
         if body is None:
             return None
-        has, schema = json_content(body)
+        has, schema = json_content(body, forms=True)
         if not has:
             return "non-json"
-        return merge_all_of(schema) if isinstance(schema, dict) else schema
+        return merge_all_of(unwrap(schema)) if isinstance(schema, dict) else schema  # Asana's {"data": {...}} bodies
 
     def build_ops(self) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
         ops: dict[str, dict[str, Any]] = {}
@@ -514,12 +648,12 @@ class Builder:
             try:
                 spec_op, tool = self._op(op, res, put_paths)
             except _Skip as exc:
-                self.warn(f"skipped {op.label}: {exc}")
+                self.skip(op.label, str(exc))
                 continue
             name = tool["name"]
             n = 2
             while name in used:
-                name = f"{tool['name']}_{n}"
+                name = f"{tool['name'][:58]}_{n}"
                 n += 1
             used.add(name)
             tool["name"] = name
@@ -532,7 +666,7 @@ class Builder:
         if isinstance(oid, str) and oid.strip():
             n = snake(oid)
             if IDENT.match(n):
-                return n[:64]
+                return n[:63].rstrip("_")
         sing = singular(res.name)
         parent = singular(op.parents[-1][0]) + "_" if op.parents else ""
         if op.kind == "list":
@@ -554,6 +688,8 @@ class Builder:
         for parent, param in op.parents:
             pres = self.resources[parent]
             arg = snake(param)
+            if arg in ("id", "gid", "uid", "key"):  # /lists/{id}/tags: the argument names whose id it is
+                arg = f"{singular(parent)}_{arg}"
             col = self._parent_col(res, parent, param)
             parents.append({"arg": arg, "resource": parent, "field": col})
             props[arg] = self._param_schema(op, param, "path", pres.fields[pres.key], f"The {singular(parent).replace('_', ' ')}'s {pres.key.replace('_', ' ')}.")
@@ -565,7 +701,8 @@ class Builder:
             if arg in props:
                 raise _Skip(f"path parameter {op.key_param!r} appears twice")
             spec["key"] = arg
-            props[arg] = self._param_schema(op, op.key_param, "path", res.fields[res.key], f"The {singular(res.name).replace('_', ' ')}'s {res.key.replace('_', ' ')}.")
+            where = "path" if not op.rpc else ("query" if any(p.get("name") == op.key_param and p.get("in") == "query" for p in op.params) else "body")
+            props[arg] = self._param_schema(op, op.key_param, where, res.fields[res.key], f"The {singular(res.name).replace('_', ' ')}'s {res.key.replace('_', ' ')}.")
             required.append(arg)
         for p in op.params:
             if p.get("in") == "path" and p.get("name") not in {pp for _r, pp in op.parents} | {op.key_param}:
@@ -577,7 +714,13 @@ class Builder:
                     self.warn(f"{op.label}: required header {p.get('name')!r} is ignored")
                 continue
         # query parameters
-        queries = [p for p in op.params if p.get("in") == "query"]
+        queries = [p for p in op.params if p.get("in") == "query" and not (op.rpc and p.get("name") == op.key_param)]
+        if op.rpc and op.kind == "list":  # the body of POST /x.list holds what a query string would
+            body = self._body_schema(op)
+            if isinstance(body, dict):
+                req = set(body.get("required") or [])
+                queries += [{"name": k, "in": "query", "schema": v, "required": k in req, "description": (v or {}).get("description")}
+                            for k, v in (body.get("properties") or {}).items() if isinstance(v, dict)]
         if op.kind == "list":
             self._list_params(op, res, spec, props, required, queries)
         else:
@@ -586,7 +729,7 @@ class Builder:
         # body
         if op.kind in ("create", "update", "patch", "action"):
             self._body(op, res, spec, props, required)
-        elif op.raw.get("requestBody") is not None:
+        elif op.raw.get("requestBody") is not None and not op.rpc:
             self.warn(f"{op.label}: its request body is ignored")
         if op.kind == "action":
             spec["transition"] = self._transition(op, res)
@@ -638,6 +781,8 @@ class Builder:
             s = {"type": fallback.get("type", "string")}
         if isinstance(s.get("type"), list):
             s["type"] = next((t for t in s["type"] if t != "null"), "string")
+        if s.get("type") != fallback.get("type", s.get("type")):  # Intercom's integer {article_id} of a string id: the key's type wins
+            s = {"type": fallback["type"]}
         s.pop("format", None) if s.get("format") == "uuid" else None
         d = (p or {}).get("description") or s.get("description") or desc
         s["description"] = str(d)
@@ -848,7 +993,8 @@ class Builder:
             if ps.get("readOnly"):
                 continue
             if arg in props:
-                self.warn(f"{op.label}: body field {pname!r} has the name of a path or query parameter; the parameter wins")
+                if not (op.rpc and pname == op.key_param):
+                    self.warn(f"{op.label}: body field {pname!r} has the name of a path or query parameter; the parameter wins")
                 continue
             col = arg if arg in res.fields else self._action_col(op, res, arg)
             if col is None:
@@ -985,6 +1131,7 @@ class Builder:
             n = self.rows_per_resource + (self.rows_per_resource // 2 if is_child else 0)
             maker = RowMaker(rng, singular(name), res.fields, res.key, res.prefix)
             rows = [maker.row(i, n, refs) for i in range(n)]
+            _unique_keys(rows, res.key)
             out[name] = rows
             refs[name] = [r[res.key] for r in rows if res.key in r]
         return {n: out[n] for n in self.resources if n in out}
@@ -1017,8 +1164,14 @@ class Builder:
         self.resource_schemas()
         self.fields()
         ops, tools = self.build_ops()
+        if self.max_tools and len(tools) > self.max_tools:
+            ops, tools = self.trim(ops, tools)
         if not ops:
             raise SpecError(f"{self.name}: at $.paths: no operation can be made into a tool ({'; '.join(self.warnings)})")
+        if not any(o["kind"] == "list" for o in ops.values()):
+            raise SpecError(f"{self.name}: at $.paths: no list operation could be made, so the ids of its "
+                            f"{', '.join(sorted({o['resource'] for o in ops.values()}))} could not be discovered and the "
+                            f"environment would not be useful ({len(ops)} other tools: {', '.join(list(ops)[:5])})")
         self.finish_fields(ops)
         seed = self.seed_rows()
         for t in tools:
@@ -1057,6 +1210,28 @@ class Builder:
         model = {"engine": 1, "resources": resources, "operations": ops, "seed": seed, "crud": crud, "warnings": list(self.warnings)}
         return {"model": ResourceModel.from_json(model), "tools": tools}
 
+    def trim(self, ops: dict[str, dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+        """At most ``max_tools`` tools, whole resources at a time: first those that can be listed
+        (their ids can be discovered) and do the most; the others are skipped with a warning."""
+        by_res: dict[str, list[str]] = {}
+        for name, o in ops.items():
+            by_res.setdefault(o["resource"], []).append(name)
+
+        def score(res: str) -> tuple[int, int, int]:
+            kinds = {ops[n]["kind"] for n in by_res[res]}
+            return ("list" in kinds, len(kinds & {"get", "create", "update", "patch", "delete", "action"}), len(by_res[res]))
+
+        keep: set[str] = set()
+        for res in sorted(by_res, key=score, reverse=True):
+            names = by_res[res]
+            if len(keep) + len(names) <= self.max_tools and (score(res)[0] or len(keep) + len(names) <= self.max_tools // 2):
+                keep.update(names)
+        for name in ops:
+            if name not in keep:
+                o = ops[name]
+                self.skip(f"{o['method']} {o['path']}", f"more tools than max_tools = {self.max_tools} (its resource {o['resource']!r} was left out)")
+        return {n: o for n, o in ops.items() if n in keep}, [t for t in tools if t["name"] in keep]
+
     def generated(self, model: ResourceModel) -> dict[str, list[str]]:
         """Table -> the columns the engine fills in itself (generated ids and stamps, transition stamps)."""
         out: dict[str, list[str]] = {}
@@ -1068,6 +1243,25 @@ class Builder:
             if cols:
                 out[name] = cols
         return out
+
+
+def _unique_keys(rows: list[dict[str, Any]], key: str) -> None:
+    """Make the key column unique (a key the client writes, like ``company_id``, may repeat a name)."""
+    seen: set[Any] = set()
+    for i, row in enumerate(rows):
+        v = row.get(key)
+        if v is None or v not in seen:
+            seen.add(v)
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, str)):
+            continue
+        new: Any = v
+        n = i + 1
+        while new in seen:
+            new = max(x for x in seen if isinstance(x, int) and not isinstance(x, bool)) + 1 if isinstance(v, int) else f"{v}-{n}"
+            n += 1
+        row[key] = new
+        seen.add(new)
 
 
 class _Skip(Exception):

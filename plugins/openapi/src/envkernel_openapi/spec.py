@@ -1,4 +1,4 @@
-"""Reading OpenAPI documents: JSON or YAML, versions 3.0, 3.1 and 3.2, local ``$ref`` resolution.
+"""Reading OpenAPI documents: JSON or YAML, versions 3.0, 3.1 and 3.2; ``$ref``s resolved with ``referencing``.
 
 Every problem is a :class:`SpecError` that names the file and the JSON path (``$.paths./orders
 .get.responses``), never a traceback. An unknown 3.x minor version is a warning, not a refusal.
@@ -9,9 +9,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from urllib.parse import unquote, urldefrag, urljoin, urlparse
 from typing import Any
 
 import yaml
+from openapi_spec_validator import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator, OpenAPIV32SpecValidator
+from referencing import Registry, Resource, Specification
+from referencing.exceptions import PointerToNowhere, Unresolvable
 
 SUPPORTED = ("3.0", "3.1", "3.2")
 """OpenAPI versions read without a warning."""
@@ -21,6 +25,8 @@ REF_NAME = "x-envkernel-ref"
 """Key added to a resolved schema: the name of the component it came from."""
 SUFFIXES = (".json", ".yaml", ".yml")
 """Files a folder source reads."""
+RESOLVED = ("paths", "components", "webhooks")
+"""Top-level parts whose ``$ref``s are resolved (the rest, such as tags' descriptions, stays as written)."""
 
 
 class SpecError(ValueError):
@@ -35,8 +41,8 @@ def jpath(parts: list[Any] | tuple[Any, ...]) -> str:
     return out
 
 
-class _Loader(yaml.SafeLoader):
-    """Safe YAML without timestamp magic (dates stay strings, as JSON would have them)."""
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Safe YAML (libyaml's parser where present) without timestamp magic: dates stay strings, as in JSON."""
 
 
 for _first, _resolvers in list(_Loader.yaml_implicit_resolvers.items()):
@@ -53,6 +59,14 @@ def _stringify_keys(value: Any) -> Any:
 
 def parse_text(text: str, name: str) -> dict[str, Any]:
     """Parse a document's text (JSON, else YAML) into a dict; errors name the file and line."""
+    data = parse_any(text, name)
+    if not isinstance(data, dict):
+        raise SpecError(f"{name}: at $: an OpenAPI document must be an object, got {type(data).__name__}")
+    return data
+
+
+def parse_any(text: str, name: str) -> Any:
+    """Parse JSON or YAML text (dates stay strings, keys become strings); errors name the file and line."""
     stripped = text.lstrip()
     if not stripped:
         raise SpecError(f"{name}: the file is empty")
@@ -70,8 +84,6 @@ def parse_text(text: str, name: str) -> dict[str, Any]:
             where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             raise SpecError(f"{name}: not valid YAML{where}: {problem}") from None
-    if not isinstance(data, dict):
-        raise SpecError(f"{name}: at $: an OpenAPI document must be an object, got {type(data).__name__}")
     return _stringify_keys(data)
 
 
@@ -141,57 +153,96 @@ def check_structure(doc: dict[str, Any], name: str) -> None:
 
 
 class Resolver:
-    """Resolves local ``$ref``s (``#/components/schemas/Order``) into one self-contained tree.
+    """Inlines every ``$ref`` of a document into one self-contained tree, with ``referencing``.
 
-    A resolved schema keeps the name of its component under :data:`REF_NAME`. A reference cycle
-    is cut (the inner occurrence becomes ``{"type": "object"}`` with the name kept).
+    The ``referencing`` library (the reference engine of ``jsonschema``) resolves each reference:
+    local pointers (``#/components/schemas/Order``), relative files (``./paths/orders.yaml``,
+    ``schemas.json#/Order``) and pointers inside those files, each relative to the file that holds
+    it. Keys starting with ``x-`` (vendor extensions such as ``x-codeSamples``, which often point
+    at Markdown or code files) are copied as they are and never resolved, and so are ``example``
+    and ``examples`` (often references to sample files; nothing here reads them). A resolved schema keeps
+    the name of its component under :data:`REF_NAME`; a reference cycle is cut (the inner
+    occurrence becomes ``{"type": "object"}`` with the name kept). Each reference is expanded
+    once and the expansion shared (the tree is a DAG: treat it as read-only), so a spec whose
+    schemas all reach each other (Stripe's) resolves in linear time.
     """
 
-    def __init__(self, doc: dict[str, Any], name: str) -> None:
+    def __init__(self, doc: dict[str, Any], name: str, base: Path | None = None) -> None:
         self.doc = doc
         self.name = name
-        self._cache: dict[str, Any] = {}
+        self.base_uri = (base if base is not None else Path.cwd() / name).resolve().as_uri()
+        root = Resource(contents=doc, specification=Specification.OPAQUE)
+        self.registry: Registry[Any] = Registry(retrieve=self._retrieve).with_resource(self.base_uri, root)  # type: ignore[call-arg]
+        self.files: list[str] = []
+        """Names of the other files read."""
+        self.cuts = 0
+        """Reference cycles cut so far."""
+        self._done: dict[str, Any] = {}
 
-    def lookup(self, ref: str, parts: list[Any]) -> Any:
-        if not isinstance(ref, str) or not ref.startswith("#"):
-            raise SpecError(f"{self.name}: at {jpath(parts)}: only local references (#/...) are supported, got {ref!r}")
-        node: Any = self.doc
-        for raw in ref[1:].split("/")[1:] if ref.startswith("#/") else []:
-            key = raw.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and key in node:
-                node = node[key]
-            elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
-                node = node[int(key)]
-            else:
-                raise SpecError(f"{self.name}: at {jpath(parts)}: $ref {ref!r} points to nothing")
-        return node
+    def _retrieve(self, uri: str) -> Resource[Any]:
+        """Read a referenced file (JSON or YAML) next to the document."""
+        url = urlparse(uri)
+        if url.scheme != "file":
+            raise SpecError(f"only local files can be referenced, not {uri!r}")
+        path = Path(unquote(url.path))
+        text = path.read_text(encoding="utf-8")
+        data = parse_any(text, path.name)
+        self.files.append(path.name)
+        return Resource(contents=data, specification=Specification.OPAQUE)
 
-    def resolve(self, node: Any, parts: list[Any], stack: tuple[str, ...] = ()) -> Any:
-        """A copy of ``node`` with every local $ref replaced by what it points to."""
+    def _lookup(self, ref: str, base: str, parts: list[Any]) -> tuple[Any, str]:
+        try:
+            resolved = self.registry.resolver(base_uri=base).lookup(ref)
+        except Unresolvable as exc:
+            cause = exc.__cause__ or exc.__context__
+            why = "it points to nothing" if isinstance(exc, PointerToNowhere) else (str(cause) if cause else type(exc).__name__)
+            raise SpecError(f"{self.name}: at {jpath(parts)}: $ref {ref!r} cannot be resolved: {why} (points to nothing)") from None
+        target = urldefrag(urljoin(base, ref)).url or base
+        return resolved.contents, target
+
+    def resolve(self, node: Any, parts: list[Any], stack: tuple[str, ...] = (), base: str = "") -> Any:
+        """A copy of ``node`` with every ``$ref`` (outside ``x-`` keys) replaced by what it points to."""
+        base = base or self.base_uri
         if isinstance(node, list):
-            return [self.resolve(v, [*parts, i], stack) for i, v in enumerate(node)]
+            return [self.resolve(v, [*parts, i], stack, base) for i, v in enumerate(node)]
         if not isinstance(node, dict):
             return node
-        if "$ref" in node:
-            ref = node["$ref"]
-            comp = ref.rsplit("/", 1)[-1] if isinstance(ref, str) else ""
-            if ref in stack:
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            absolute = urljoin(base, ref)
+            comp = ref.rsplit("/", 1)[-1] if "#" in ref else Path(urldefrag(ref).url).stem
+            if absolute in stack:
+                self.cuts += 1
                 return {"type": "object", REF_NAME: comp}
-            target = self.lookup(ref, [*parts, "$ref"])
-            out = self.resolve(target, [*parts, "$ref"], (*stack, ref))
+            if absolute in self._done and len(node) == 1:
+                return self._done[absolute]
+            target, new_base = self._lookup(ref, base, [*parts, "$ref"])
+            out = self.resolve(target, [*parts, "$ref"], (*stack, absolute), new_base)
             if isinstance(out, dict):
                 out = dict(out)
-                if "/components/schemas/" in str(ref):
+                if "/components/schemas/" in absolute or "/definitions/" in absolute:
                     out.setdefault(REF_NAME, comp)
+                if len(node) == 1:
+                    self._done[absolute] = out
                 for k, v in node.items():  # 3.1 allows siblings of $ref (description, ...)
                     if k != "$ref":
-                        out[k] = self.resolve(v, [*parts, k], stack)
+                        out[k] = v if _literal(k) else self.resolve(v, [*parts, k], stack, base)
             return out
-        return {k: self.resolve(v, [*parts, k], stack) for k, v in node.items()}
+        return {k: (v if _literal(k) else self.resolve(v, [*parts, k], stack, base)) for k, v in node.items()}
 
 
-def load(path: str | Path, display: str | None = None) -> tuple[dict[str, Any], list[str]]:
-    """Read, check and resolve one document: (resolved document, warnings)."""
+def _literal(key: str) -> bool:
+    """Keys whose values are kept as written: vendor extensions, and examples (never read here)."""
+    return key.startswith("x-") or key in ("example", "examples")
+
+
+def load(path: str | Path, display: str | None = None, *, validate: bool = True) -> tuple[dict[str, Any], list[str]]:
+    """Read, check and resolve one document: (resolved document, warnings).
+
+    Relative-file ``$ref``s resolve against the document's folder. With ``validate``, the
+    document is also checked by ``openapi-spec-validator``; what it finds is reported as warnings
+    (real specs are often slightly invalid), never a refusal.
+    """
     p = Path(path)
     name = display or p.name
     try:
@@ -200,16 +251,48 @@ def load(path: str | Path, display: str | None = None) -> tuple[dict[str, Any], 
         raise SpecError(f"{name}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(f"{name}: cannot read it: {exc}") from None
-    return load_text(text, name)
+    return load_text(text, name, base=p, validate=validate)
 
 
-def load_text(text: str, name: str) -> tuple[dict[str, Any], list[str]]:
-    """Like :func:`load`, from text."""
+def load_text(text: str, name: str, *, base: Path | None = None, validate: bool = False) -> tuple[dict[str, Any], list[str]]:
+    """Like :func:`load`, from text (``base``: the file that relative ``$ref``s are relative to)."""
     doc = parse_text(text, name)
-    _version, warnings = check_version(doc, name)
-    check_structure(doc, name)
-    resolved = Resolver(doc, name).resolve(doc, [])
+    version, warnings = check_version(doc, name)
+    _expect(doc.get("info", {}), dict, name, ["info"], "info")
+    # the whole `paths` (or a component map) may be one $ref to another file, so the structure
+    # is checked on the resolved document
+    try:
+        resolver = Resolver(doc, name, base)
+        resolved = {k: (resolver.resolve(v, [k]) if k in RESOLVED else v) for k, v in doc.items()}
+    except RecursionError:
+        raise SpecError(f"{name}: at $: the references nest too deeply to resolve") from None
+    check_structure(resolved, name)
+    if validate:
+        warnings += validation_warnings(doc, name, version, base)
     return resolved, warnings
+
+
+MAX_VALIDATION_WARNINGS = 5
+"""Validator findings reported per document (the rest are counted)."""
+
+
+def validation_warnings(doc: dict[str, Any], name: str, version: str, base: Path | None) -> list[str]:
+    """What ``openapi-spec-validator`` finds wrong in a document, as warnings (never raises)."""
+    cls = {"3.0": OpenAPIV30SpecValidator, "3.1": OpenAPIV31SpecValidator}.get(version, OpenAPIV32SpecValidator)
+    found: list[str] = []
+    more = 0
+    try:
+        for err in cls(doc, base_uri=base.resolve().as_uri() if base is not None else "").iter_errors():
+            if len(found) < MAX_VALIDATION_WARNINGS:
+                where = jpath(list(getattr(err, "absolute_path", []) or []))
+                found.append(f"{name}: the validator reports at {where}: {str(getattr(err, 'message', err))[:200]}")
+            else:
+                more += 1
+    except Exception as exc:  # noqa: BLE001 - the validator is outside code: its crash is a finding, not ours
+        found.append(f"{name}: the validator could not finish: {type(exc).__name__}: {str(exc)[:200]}")
+    if more:
+        found.append(f"{name}: the validator reports {more} more problems")
+    return found
 
 
 def spec_files(folder: str | Path) -> list[Path]:

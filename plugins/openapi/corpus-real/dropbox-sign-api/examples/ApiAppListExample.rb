@@ -1,0 +1,20 @@
+require "json"
+require "dropbox-sign"
+
+Dropbox::Sign.configure do |config|
+    config.username = "YOUR_API_KEY"
+    # config.access_token = "YOUR_ACCESS_TOKEN"
+end
+
+begin
+    response = Dropbox::Sign::ApiAppApi.new.api_app_list(
+        {
+            page: 1,
+            page_size: 20,
+        },
+    )
+
+    p response
+rescue Dropbox::Sign::ApiError => e
+    puts "Exception when calling ApiAppApi#api_app_list: #{e}"
+end

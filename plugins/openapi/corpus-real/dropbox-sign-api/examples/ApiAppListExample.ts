@@ -1,0 +1,17 @@
+import * as fs from 'fs';
+import api from "@dropbox/sign"
+import models from "@dropbox/sign"
+
+const apiCaller = new api.ApiAppApi();
+apiCaller.username = "YOUR_API_KEY";
+// apiCaller.accessToken = "YOUR_ACCESS_TOKEN";
+
+apiCaller.apiAppList(
+  1, // page
+  20, // pageSize
+).then(response => {
+  console.log(response.body);
+}).catch(error => {
+  console.log("Exception when calling ApiAppApi#apiAppList:");
+  console.log(error.body);
+});

@@ -1,0 +1,50 @@
+package com.dropbox.sign_sandbox;
+
+import com.dropbox.sign.ApiException;
+import com.dropbox.sign.Configuration;
+import com.dropbox.sign.api.*;
+import com.dropbox.sign.auth.*;
+import com.dropbox.sign.JSON;
+import com.dropbox.sign.model.*;
+
+import java.io.File;
+import java.math.BigDecimal;
+import java.time.LocalDate;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+public class EmbeddedEditUrlExample
+{
+    public static void main(String[] args)
+    {
+        var config = Configuration.getDefaultApiClient();
+        ((HttpBasicAuth) config.getAuthentication("api_key")).setUsername("YOUR_API_KEY");
+        // ((HttpBearerAuth) config.getAuthentication("oauth2")).setBearerToken("YOUR_ACCESS_TOKEN");
+
+        var mergeFields = new ArrayList<SubMergeField>(List.of ());
+
+        var embeddedEditUrlRequest = new EmbeddedEditUrlRequest();
+        embeddedEditUrlRequest.ccRoles(List.of (
+            ""
+        ));
+        embeddedEditUrlRequest.mergeFields(mergeFields);
+
+        try
+        {
+            var response = new EmbeddedApi(config).embeddedEditUrl(
+                "f57db65d3f933b5316d398057a36176831451a35", // templateId
+                embeddedEditUrlRequest
+            );
+
+            System.out.println(response);
+        } catch (ApiException e) {
+            System.err.println("Exception when calling EmbeddedApi#embeddedEditUrl");
+            System.err.println("Status code: " + e.getCode());
+            System.err.println("Reason: " + e.getResponseBody());
+            System.err.println("Response headers: " + e.getResponseHeaders());
+            e.printStackTrace();
+        }
+    }
+}

@@ -1,0 +1,22 @@
+<?php
+
+namespace Dropbox\SignSandbox;
+
+require_once __DIR__ . '/../vendor/autoload.php';
+
+use SplFileObject;
+use Dropbox;
+
+$config = Dropbox\Sign\Configuration::getDefaultConfiguration();
+$config->setUsername("YOUR_API_KEY");
+
+try {
+    $response = (new Dropbox\Sign\Api\FaxApi(config: $config))->faxList(
+        page: 1,
+        page_size: 20,
+    );
+
+    print_r($response);
+} catch (Dropbox\Sign\ApiException $e) {
+    echo "Exception when calling FaxApi#faxList: {$e->getMessage()}";
+}

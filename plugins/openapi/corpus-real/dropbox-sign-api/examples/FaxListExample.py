@@ -1,0 +1,20 @@
+import json
+from datetime import date, datetime
+from pprint import pprint
+
+from dropbox_sign import ApiClient, ApiException, Configuration, api, models
+
+configuration = Configuration(
+    username="YOUR_API_KEY",
+)
+
+with ApiClient(configuration) as api_client:
+    try:
+        response = api.FaxApi(api_client).fax_list(
+            page=1,
+            page_size=20,
+        )
+
+        pprint(response)
+    except ApiException as e:
+        print("Exception when calling FaxApi#fax_list: %s\n" % e)

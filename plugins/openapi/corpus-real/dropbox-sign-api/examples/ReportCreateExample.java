@@ -1,0 +1,48 @@
+package com.dropbox.sign_sandbox;
+
+import com.dropbox.sign.ApiException;
+import com.dropbox.sign.Configuration;
+import com.dropbox.sign.api.*;
+import com.dropbox.sign.auth.*;
+import com.dropbox.sign.JSON;
+import com.dropbox.sign.model.*;
+
+import java.io.File;
+import java.math.BigDecimal;
+import java.time.LocalDate;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+public class ReportCreateExample
+{
+    public static void main(String[] args)
+    {
+        var config = Configuration.getDefaultApiClient();
+        ((HttpBasicAuth) config.getAuthentication("api_key")).setUsername("YOUR_API_KEY");
+
+        var reportCreateRequest = new ReportCreateRequest();
+        reportCreateRequest.startDate("09/01/2020");
+        reportCreateRequest.endDate("09/01/2020");
+        reportCreateRequest.reportType(List.of (
+            ReportCreateRequest.ReportTypeEnum.USER_ACTIVITY,
+            ReportCreateRequest.ReportTypeEnum.DOCUMENT_STATUS
+        ));
+
+        try
+        {
+            var response = new ReportApi(config).reportCreate(
+                reportCreateRequest
+            );
+
+            System.out.println(response);
+        } catch (ApiException e) {
+            System.err.println("Exception when calling ReportApi#reportCreate");
+            System.err.println("Status code: " + e.getCode());
+            System.err.println("Reason: " + e.getResponseBody());
+            System.err.println("Response headers: " + e.getResponseHeaders());
+            e.printStackTrace();
+        }
+    }
+}

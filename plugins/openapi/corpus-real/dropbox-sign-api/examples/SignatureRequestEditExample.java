@@ -1,0 +1,93 @@
+package com.dropbox.sign_sandbox;
+
+import com.dropbox.sign.ApiException;
+import com.dropbox.sign.Configuration;
+import com.dropbox.sign.api.*;
+import com.dropbox.sign.auth.*;
+import com.dropbox.sign.JSON;
+import com.dropbox.sign.model.*;
+
+import java.io.File;
+import java.math.BigDecimal;
+import java.time.LocalDate;
+import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+public class SignatureRequestEditExample
+{
+    public static void main(String[] args)
+    {
+        var config = Configuration.getDefaultApiClient();
+        ((HttpBasicAuth) config.getAuthentication("api_key")).setUsername("YOUR_API_KEY");
+        // ((HttpBearerAuth) config.getAuthentication("oauth2")).setBearerToken("YOUR_ACCESS_TOKEN");
+
+        var fieldOptions = new SubFieldOptions();
+        fieldOptions.dateFormat(SubFieldOptions.DateFormatEnum.DD_MM_YYYY);
+
+        var signingOptions = new SubSigningOptions();
+        signingOptions.defaultType(SubSigningOptions.DefaultTypeEnum.DRAW);
+        signingOptions.draw(true);
+        signingOptions.phone(false);
+        signingOptions.type(true);
+        signingOptions.upload(true);
+
+        var signerExperience = new SubSignerExperience();
+        signerExperience.formView(SubSignerExperience.FormViewEnum.DISABLED);
+
+        var signers1 = new SubSignatureRequestSigner();
+        signers1.name("Jack");
+        signers1.emailAddress("jack@example.com");
+        signers1.order(0);
+
+        var signers2 = new SubSignatureRequestSigner();
+        signers2.name("Jill");
+        signers2.emailAddress("jill@example.com");
+        signers2.order(1);
+
+        var signers = new ArrayList<SubSignatureRequestSigner>(List.of (
+            signers1,
+            signers2
+        ));
+
+        var signatureRequestEditRequest = new SignatureRequestEditRequest();
+        signatureRequestEditRequest.message("Please sign this NDA and then we can discuss more. Let me know if you\nhave any questions.");
+        signatureRequestEditRequest.subject("The NDA we talked about");
+        signatureRequestEditRequest.testMode(true);
+        signatureRequestEditRequest.title("NDA with Acme Co.");
+        signatureRequestEditRequest.ccEmailAddresses(List.of (
+            "lawyer1@dropboxsign.com",
+            "lawyer2@dropboxsign.com"
+        ));
+        signatureRequestEditRequest.files(List.of (
+            new File("./example_signature_request.pdf")
+        ));
+        signatureRequestEditRequest.metadata(JSON.deserialize("""
+            {
+                "custom_id": 1234,
+                "custom_text": "NDA #9"
+            }
+        """, Map.class));
+        signatureRequestEditRequest.fieldOptions(fieldOptions);
+        signatureRequestEditRequest.signingOptions(signingOptions);
+        signatureRequestEditRequest.signerExperience(signerExperience);
+        signatureRequestEditRequest.signers(signers);
+
+        try
+        {
+            var response = new SignatureRequestApi(config).signatureRequestEdit(
+                "fa5c8a0b0f492d768749333ad6fcc214c111e967", // signatureRequestId
+                signatureRequestEditRequest
+            );
+
+            System.out.println(response);
+        } catch (ApiException e) {
+            System.err.println("Exception when calling SignatureRequestApi#signatureRequestEdit");
+            System.err.println("Status code: " + e.getCode());
+            System.err.println("Reason: " + e.getResponseBody());
+            System.err.println("Response headers: " + e.getResponseHeaders());
+            e.printStackTrace();
+        }
+    }
+}

@@ -1,0 +1,2 @@
+curl -X GET 'https://api.hellosign.com/v3/signature_request/list?page=1&page_size=20' \
+  -u 'YOUR_API_KEY:'

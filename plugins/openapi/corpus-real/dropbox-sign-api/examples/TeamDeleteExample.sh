@@ -1,0 +1,2 @@
+curl -X DELETE 'https://api.hellosign.com/v3/team/destroy' \
+  -u 'YOUR_API_KEY:'

@@ -1,0 +1,24 @@
+<?php
+
+namespace Dropbox\SignSandbox;
+
+require_once __DIR__ . '/../vendor/autoload.php';
+
+use SplFileObject;
+use Dropbox;
+
+$config = Dropbox\Sign\Configuration::getDefaultConfiguration();
+$config->setUsername("YOUR_API_KEY");
+// $config->setAccessToken("YOUR_ACCESS_TOKEN");
+
+try {
+    $response = (new Dropbox\Sign\Api\TeamApi(config: $config))->teamSubTeams(
+        team_id: "4fea99bfcf2b26bfccf6cea3e127fb8bb74d8d9c",
+        page: 1,
+        page_size: 20,
+    );
+
+    print_r($response);
+} catch (Dropbox\Sign\ApiException $e) {
+    echo "Exception when calling TeamApi#teamSubTeams: {$e->getMessage()}";
+}

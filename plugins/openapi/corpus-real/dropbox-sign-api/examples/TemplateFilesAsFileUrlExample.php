@@ -1,0 +1,23 @@
+<?php
+
+namespace Dropbox\SignSandbox;
+
+require_once __DIR__ . '/../vendor/autoload.php';
+
+use SplFileObject;
+use Dropbox;
+
+$config = Dropbox\Sign\Configuration::getDefaultConfiguration();
+$config->setUsername("YOUR_API_KEY");
+// $config->setAccessToken("YOUR_ACCESS_TOKEN");
+
+try {
+    $response = (new Dropbox\Sign\Api\TemplateApi(config: $config))->templateFilesAsFileUrl(
+        template_id: "f57db65d3f933b5316d398057a36176831451a35",
+        force_download: 1,
+    );
+
+    print_r($response);
+} catch (Dropbox\Sign\ApiException $e) {
+    echo "Exception when calling TemplateApi#templateFilesAsFileUrl: {$e->getMessage()}";
+}

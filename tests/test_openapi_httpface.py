@@ -9,7 +9,6 @@ Sessions keep separate state; the command line serves a run's env folder.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
@@ -24,26 +23,16 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from envkernel_kit.testing import RunnerContext
 from envkernel_openapi import corpus_dir, corpus_files, synthesize_file
 from envkernel_openapi.httpface import SESSION_HEADER, HttpFace, load_spec, serve, spec_path, stop
-from envkernel_probe import Probe
 
 process = pytest.importorskip("envkernel_process")
 SCHEMATHESIS = shutil.which("schemathesis") or str(Path(sys.executable).with_name("schemathesis"))
 
 
-def _kept(env):  # type: ignore[no-untyped-def]
+def _kept(env, probe_verify):  # type: ignore[no-untyped-def]
     """``env`` with the tools the verifier dropped removed (what a run's env folder holds)."""
-
-    async def go():  # type: ignore[no-untyped-def]
-        runner = process.ProcessRunner()
-        try:
-            return await Probe().verify(env, RunnerContext(runner, component="probe"))
-        finally:
-            await runner.aclose()
-
-    report = asyncio.run(go())
+    report = probe_verify(env)
     assert report.kept, report.failures
     return msgspec.structs.replace(env, tools=[t for t in env.tools if t.name in report.tools_kept])
 
@@ -63,10 +52,10 @@ def _request(port: int, method: str, path: str, body: object = None, session: st
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("spec_file", corpus_files(), ids=lambda p: p.stem)
-def test_schemathesis_finds_no_conformance_failure(spec_file: Path, tmp_path: Path) -> None:
+def test_schemathesis_finds_no_conformance_failure(spec_file: Path, tmp_path: Path, probe_verify) -> None:  # type: ignore[no-untyped-def]
     if not Path(SCHEMATHESIS).exists():
         pytest.skip("schemathesis is not installed")
-    env = _kept(synthesize_file(spec_file, source=f"corpus:{spec_file.name}")[0])
+    env = _kept(synthesize_file(spec_file, source=f"corpus:{spec_file.name}")[0], probe_verify)
     face = HttpFace(env, process.ProcessRunner(), spec=load_spec(spec_path(env)))
     assert len(face.routes) == len(env.tools)
     server, loop, thread = serve(face, "127.0.0.1", 0)

@@ -4,36 +4,19 @@ tool of a resource whose seed rows break it (issue 13, point 3)."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 
 import msgspec
-import pytest
-from envkernel_kit.testing import RunnerContext
 from envkernel_openapi import corpus_dir, synthesize_file
-from envkernel_probe import Probe
 from envkernel_probe.conformance import ResultSchemas, seed_problems
 from envkernel_schemas import ModelBehaviour
 
-process = pytest.importorskip("envkernel_process")
 
-
-def _verify(env):  # type: ignore[no-untyped-def]
-    async def go():  # type: ignore[no-untyped-def]
-        runner = process.ProcessRunner()
-        try:
-            return await Probe().verify(env, RunnerContext(runner, component="probe"))
-        finally:
-            await runner.aclose()
-
-    return asyncio.run(go())
-
-
-def test_answer_breaking_its_schema_drops_the_tool() -> None:
+def test_answer_breaking_its_schema_drops_the_tool(probe_verify) -> None:  # type: ignore[no-untyped-def]
     env, _ = synthesize_file(corpus_dir() / "shop.yaml")
     # a constraint the engine's own subset check does not know, so only jsonschema sees the breach
     tools = [msgspec.structs.replace(t, returns={**t.returns, "minProperties": 40}) if t.name == "get_product" else t for t in env.tools]
-    report = _verify(msgspec.structs.replace(env, tools=tools))
+    report = probe_verify(msgspec.structs.replace(env, tools=tools))
     assert "get_product" in report.tools_dropped and "does not match its declared schema" in report.tools_dropped["get_product"]
     assert "does not have enough properties" in report.tools_dropped["get_product"]
     assert report.kept  # one tool of many

@@ -104,6 +104,7 @@ PERSON_NOUNS = {"customer", "user", "patient", "guest", "passenger", "traveler",
                 "account_holder", "holder", "student", "teacher", "agent", "practitioner", "provider", "staff", "payee",
                 "beneficiary", "identity", "admin", "subscriber", "profile", "invitee", "speaker", "host", "candidate"}
 DOCTORS = {"doctor", "physician", "practitioner", "provider", "dentist"}
+TRAVEL_NOUNS = {"flight", "route", "trip", "itinerary", "leg", "segment", "fare", "journey", "ride"}
 PRODUCT_NOUNS = ("product", "item", "article", "good", "sku", "variant", "listing")
 HOTEL_NOUNS = ("hotel", "property", "lodging", "accommodation")
 NEGATIVE = {"cancelled", "canceled", "rejected", "failed", "archived", "deleted", "declined", "refunded", "expired", "no_show",
@@ -238,6 +239,8 @@ class RowMaker:
                 return i + 1
             plain = f"{self.prefix}_{i + 1:04d}"
             return plain if not (f.get("pattern") or f.get("minLength") or f.get("format")) else self.unique(col, lambda a: conform(None, schema_of(f), rng))
+        if col == self.key and t == "string" and not (f.get("pattern") or f.get("format") or f.get("enum")):
+            return self.unique(col, lambda a: f"{self.prefix}_{i + 1 + a * 1000:04d}")
         if f.get("ref"):
             pool = refs.get(f["ref"]) or []
             if not pool:
@@ -400,6 +403,10 @@ class RowMaker:
             return self.unique(col, lambda a: f"{base}-{rng.randint(100, 999)}")
         if "flight" in w and ("number" in w or "no" in w):
             return self.unique(col, lambda a: f"{ctx['airline'][1]}{rng.randint(100, 999)}")
+        if ws in (["from"], ["to"], ["sender"], ["reply", "to"]) and self.noun not in TRAVEL_NOUNS:
+            return self.unique(col, lambda a: self._email(ctx, a)) if ws != ["to"] else self._email({**ctx, "first": fake.first_name(), "last": fake.last_name()}, 0)
+        if ws[-1:] == ["id"] and not f.get("enum"):
+            return self.unique(col, lambda a: f"{(ws[0] if len(ws) > 1 else self.prefix)[:4]}_{rng.getrandbits(48):012x}")
         if w & {"origin", "destination"} or ws in (["from"], ["to"]) or "airport" in w:
             taken = {row[c] for c in row if set(words(c)) & {"origin", "from", "departure"} and isinstance(row[c], str)}
             return rng.choice([a for a in AIRPORTS if a not in taken])

@@ -28,6 +28,7 @@ CLOCK = dt.datetime(2026, 1, 15, 9, 0, 0, tzinfo=dt.UTC)
 _FIELD_KEYS = ("type", "format", "enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
                "pattern", "items", "minItems", "maxItems", "uniqueItems", "properties", "required")
 _FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
+_KNOWN_FORMATS = {"date-time", "date", "time", "email", "uri", "url", "uuid", "ipv4", "ipv6", "hostname", "byte"}
 _WORDS = ["north", "river", "maple", "cedar", "summit", "harbor", "meadow", "willow", "granite", "aurora", "atlas", "beacon"]
 
 
@@ -130,8 +131,9 @@ def _bounds(schema: dict[str, Any]) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def from_schema(schema: dict[str, Any], rng: random.Random, depth: int = 0) -> Any:
-    """A value ``schema`` accepts, built from its constraints alone (no name-based guess)."""
+def from_schema(schema: dict[str, Any], rng: random.Random, depth: int = 0, name: str = "") -> Any:
+    """A value ``schema`` accepts, built from its constraints (and, for a nested property, a
+    little from its ``name``: ids, emails, URLs, times)."""
     if isinstance(schema.get("enum"), list) and [e for e in schema["enum"] if e is not None]:
         return rng.choice([e for e in schema["enum"] if e is not None])
     if "const" in schema:
@@ -141,7 +143,7 @@ def from_schema(schema: dict[str, Any], rng: random.Random, depth: int = 0) -> A
             return from_schema(schema[key][0], rng, depth + 1)
     t = _type(schema)
     if t == "string":
-        return _string(schema, rng)
+        return _string(schema, rng, name)
     if t in ("integer", "number"):
         lo, hi = _bounds(schema)
         lo, hi = max(lo, 1.0 if lo < 1 <= hi else lo), min(hi, max(lo, 1.0) + 99)
@@ -168,14 +170,26 @@ def from_schema(schema: dict[str, Any], rng: random.Random, depth: int = 0) -> A
         if depth > 3:
             return {}
         required = set(schema.get("required") or [])
-        return {k: from_schema(s if isinstance(s, dict) else {}, rng, depth + 1) for k, s in props.items() if k in required or rng.random() < 0.7}
+        return {k: from_schema(s if isinstance(s, dict) else {}, rng, depth + 1, name=k) for k, s in props.items() if k in required or rng.random() < 0.7}
     if t == "null":
         return None
     return from_schema({"type": "string"}, rng, depth + 1)
 
 
-def _string(schema: dict[str, Any], rng: random.Random) -> str:
+def _string(schema: dict[str, Any], rng: random.Random, name: str = "") -> str:
     fmt = schema.get("format")
+    low = name.lower()
+    if isinstance(fmt, str) and fmt.startswith("uuid"):
+        fmt = "uuid"
+    if fmt not in _KNOWN_FORMATS and not schema.get("pattern"):
+        if low == "id" or low.endswith(("_id", "id")) and len(low) > 2:
+            fmt = "x-id"
+        elif "email" in low:
+            fmt = "email"
+        elif low.endswith(("url", "uri", "link")):
+            fmt = "uri"
+        elif low.endswith(("_at", "time", "date")):
+            fmt = "date-time"
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
         try:
@@ -199,6 +213,7 @@ def _string(schema: dict[str, Any], rng: random.Random) -> str:
         "ipv6": lambda: f"2001:db8::{rng.randint(1, 65535):x}",
         "hostname": lambda: f"{rng.choice(_WORDS)}.example.com",
         "byte": lambda: "ZXhhbXBsZQ==",
+        "x-id": lambda: f"{rng.getrandbits(64):016x}",
     }
     s = by_format[fmt]() if fmt in by_format else " ".join(rng.choice(_WORDS) for _ in range(2))
     lo, hi = schema.get("minLength", 0), schema.get("maxLength")

@@ -11,14 +11,12 @@ validator the verifier uses.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 import re
 import uuid
 from functools import lru_cache
 from typing import Any
-
-import jsonschema
-import rstr
 
 __all__ = ["CLOCK", "conform", "from_schema", "iso", "problem", "schema_of"]
 
@@ -27,7 +25,6 @@ CLOCK = dt.datetime(2026, 1, 15, 9, 0, 0, tzinfo=dt.UTC)
 
 _FIELD_KEYS = ("type", "format", "enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
                "pattern", "items", "minItems", "maxItems", "uniqueItems", "properties", "required")
-_FORMATS = jsonschema.Draft202012Validator.FORMAT_CHECKER
 _KNOWN_FORMATS = {"date-time", "date", "time", "email", "uri", "url", "uuid", "ipv4", "ipv6", "hostname", "byte"}
 _WORDS = ["north", "river", "maple", "cedar", "summit", "harbor", "meadow", "willow", "granite", "aurora", "atlas", "beacon"]
 
@@ -51,17 +48,17 @@ def schema_of(field: dict[str, Any]) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=4096)
-def _validator(key: str) -> jsonschema.protocols.Validator:
-    import json
+def _validator(key: str) -> Any:
+    import jsonschema  # noqa: PLC0415 - imported when seed rows are made, not when the plugin loads
 
     schema = json.loads(key)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema, format_checker=_FORMATS)
+    return cls(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
 
 
 def problem(schema: dict[str, Any], value: Any) -> str:
     """Why ``value`` breaks ``schema`` (jsonschema, formats checked), or ""."""
-    import json
+    import jsonschema  # noqa: PLC0415
 
     try:
         key = json.dumps(schema, sort_keys=True, default=str)
@@ -192,6 +189,8 @@ def _string(schema: dict[str, Any], rng: random.Random, name: str = "") -> str:
             fmt = "date-time"
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
+        import rstr  # noqa: PLC0415
+
         try:
             gen = rstr.Rstr(rng)
             for _ in range(6):

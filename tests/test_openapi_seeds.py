@@ -4,13 +4,15 @@ On the shipped 7-domain corpus: every seed row validates (jsonschema) against th
 row its get tool declares; identifying text is unique without " 2" suffixes or placeholder words;
 prices are above 0; origins differ from destinations; status stamps only on rows in that status;
 created <= updated; a product's category fits its name. On fields built by hand: patterns
-(``^MG[0-9a-f]{32}$``, ``HH:mm``), length and range bounds, arrays of dates.
+(``^MG[0-9a-f]{32}$``, ``HH:mm``), length and range bounds, arrays of dates; and on a real spec
+(Twilio Messaging, copied under tests/data/realspecs with its source and licence).
 """
 
 from __future__ import annotations
 
 import random
 import re
+from pathlib import Path
 
 import pytest
 from envkernel_openapi import corpus_files, synthesize_file
@@ -121,3 +123,25 @@ def test_patterns_bounds_formats_and_arrays() -> None:
             assert problem(schema_of(f), row[col]) == "", (col, row[col])
         assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", d) for d in row["holidays"])
     assert len({r["sid"] for r in rows}) == len(rows)
+
+
+REAL = Path(__file__).parent / "data" / "realspecs"
+
+
+def test_real_spec_seed_rows_match_its_patterns() -> None:
+    """Twilio Messaging (tests/data/realspecs/SOURCES.md): its ids carry patterns such as
+    ``^MG[0-9a-fA-F]{32}$``; every seed row fits the get schema, and the pattern-bound keys match."""
+    env, _ = synthesize_file(REAL / "twilio-messaging-v1.json")
+    model = env.behaviour.model
+    checked = 0
+    for tool in env.tools:
+        op = model["operations"][tool.name]
+        if op["kind"] != "get":
+            continue
+        for row in model["seed"][op["resource"]]:
+            checked += 1
+            assert problem(tool.returns, _visible(model, op["resource"], row)) == "", (tool.name, row)
+    assert checked >= 50
+    services = model["seed"]["services"]
+    assert services and all(re.fullmatch(r"MG[0-9a-fA-F]{32}", s["sid"]) for s in services)
+    assert len({s["sid"] for s in services}) == len(services)

@@ -250,3 +250,26 @@ def install_plugin_dist(root: Path, dist: str, module: str, source: str, entry_p
 def plugin_dist() -> Any:
     """:func:`install_plugin_dist`, for tests that write a plugin distribution of their own."""
     return install_plugin_dist
+
+
+@pytest.fixture
+def probe_verify() -> Any:
+    """``probe_verify(env)``: the ``probe`` verifier's report on ``env``, run in a fresh ``process`` sandbox."""
+    import asyncio
+
+    from envkernel_kit.testing import RunnerContext
+    from envkernel_probe import Probe
+
+    process = pytest.importorskip("envkernel_process")
+
+    def run(env: Any) -> Any:
+        async def go() -> Any:
+            runner = process.ProcessRunner()
+            try:
+                return await Probe().verify(env, RunnerContext(runner, component="probe"))
+            finally:
+                await runner.aclose()
+
+        return asyncio.run(go())
+
+    return run

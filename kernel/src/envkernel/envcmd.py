@@ -29,7 +29,20 @@ Exit codes: 0 the tool succeeded; 1 the tool returned an error; 2 usage error (b
 arguments or runner); 3 the sandbox could not be opened."""
 
 
-@click.group("env")
+class EnvGroup(click.Group):
+    """``envkernel env``: built-in subcommands, plus those plugins add (``env serve``) on first use."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and hasattr(ctx.find_root().command, "_load_plugin_commands"):
+            ctx.find_root().command._load_plugin_commands()
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self.get_command(ctx, "")
+        return super().list_commands(ctx)
+
+
+@click.group("env", cls=EnvGroup)
 def env() -> None:
     """Try an environment by hand (in a sandbox)."""
 

@@ -98,7 +98,8 @@ class Recorder:
         f.flush()
 
     def write_env(self, env: EnvSpec) -> Path:
-        """Write ``envs/<id>/``: env.json (spec and report), env.py or model.json, seed.sql."""
+        """Write ``envs/<id>/``: env.json (spec and report), env.py or model.json, and seed.sql when there is one
+        (a model environment's seed rows are in model.json)."""
         d = self.out / "envs" / env.id
         d.mkdir(parents=True, exist_ok=True)
         meta = msgspec.to_builtins(env)
@@ -110,7 +111,8 @@ class Recorder:
             (d / "env.py").write_text(env.behaviour.source)
         else:
             (d / "model.json").write_text(json.dumps(env.behaviour.model, indent=2))
-        (d / "seed.sql").write_text(seed_sql)
+        if seed_sql:
+            (d / "seed.sql").write_text(seed_sql)
         return d
 
     def record(self, ev: Event) -> None:

@@ -29,7 +29,8 @@ from envkernel_schemas import EnvRequested, EnvSpec, ModelBehaviour, Provenance,
 from .infer import Builder
 from .spec import SpecError, load, spec_files
 
-__all__ = ["OpenAPISettings", "OpenAPISynthesizer", "Settings", "SpecError", "corpus_dir", "corpus_files", "synthesize_file", "register_synthesizers"]
+__all__ = ["OpenAPISettings", "OpenAPISynthesizer", "Settings", "SpecError", "corpus_dir", "corpus_files", "synthesize_file",
+           "register_commands", "register_synthesizers"]
 
 
 class OpenAPISettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -153,6 +154,16 @@ class OpenAPISynthesizer:
         if len(set(ids)) != len(ids):
             raise SpecError(f"{value}: two spec files give the same environment id ({', '.join(sorted(i for i in ids if ids.count(i) > 1))}); rename one")
         return envs
+
+
+@hookimpl
+def register_commands(cli: Any) -> None:
+    """Add ``envkernel env serve`` (the HTTP face of an environment: :mod:`envkernel_openapi.httpface`)."""
+    env_group = cli.commands.get("env")
+    if env_group is not None and "serve" not in env_group.commands:
+        from .httpface import serve_command
+
+        env_group.add_command(serve_command())
 
 
 @hookimpl

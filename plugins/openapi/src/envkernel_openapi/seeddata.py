@@ -1,45 +1,70 @@
-"""Deterministic, realistic seed rows generated from a resource's fields.
+"""Deterministic seed rows a person would believe, and the spec accepts.
 
-Values come, best first, from the schema (``enum``, ``examples``/``example``, ``default``), then
-from pools chosen by the field's name and the resource's noun (people's names, emails derived
-from them, cities, product names, meeting titles, file names...), then from the type and format.
-Identifying text (names, titles, emails, codes) is unique within a table, every enum value
-appears when there are enough rows, foreign keys point at existing rows, and an ``end`` time
-comes after its ``start``. The same seed always gives the same rows.
+For each row the maker first draws a *context*: a person from a Faker locale (name, email,
+phone, address and country agree with each other), a product with the category it belongs to
+and a price in its range, a place, a company. Each column then takes, best first: its generated
+key or foreign key, an ``enum`` value (every value appears when there are enough rows), the
+schema's ``examples``, a timestamp placed in order (``created_at`` <= ``updated_at`` <= now,
+an end after its start, a status stamp such as ``confirmed_at`` only on rows whose status has
+reached it), a value chosen by the column's name and the resource's noun, and last a value built
+from the schema. Every value then goes through :func:`.seedschema.conform`, which keeps it when
+the field's schema (pattern, length and range bounds, format, items) accepts it and builds a
+value that it accepts otherwise.
+
+Identifying text (names, titles, emails, codes) is unique within a table by construction (a
+fresh combination is drawn, never a " 2" suffix). Prices are above 0, an origin differs from
+its destination. The same seed always gives the same rows.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import random
-import re
+import unicodedata
 from typing import Any
 
 from envkernel_kit.naming import words
 
-CLOCK = dt.datetime(2026, 1, 15, 9, 0, 0, tzinfo=dt.UTC)
-"""The executor's default frozen clock: seed times are placed around it."""
+from .seedschema import CLOCK, conform, from_schema, iso, schema_of
 
-FIRST = ["Alice", "Bruno", "Chen", "Dana", "Emil", "Farah", "Goran", "Hana", "Ivan", "Julia", "Kenji", "Lena", "Marco", "Nadia",
-         "Omar", "Priya", "Quentin", "Rosa", "Samir", "Tara", "Umar", "Vera", "Wen", "Yusuf", "Zoe"]
-LAST = ["Martin", "Silva", "Wei", "Okafor", "Novak", "Haddad", "Petrov", "Sato", "Lindqvist", "Moreau", "Kowalski", "Rossi",
-        "Nguyen", "Fischer", "Costa", "Mensah", "Ibrahim", "Larsen", "Dubois", "Kim", "Garcia", "Tanaka", "Schmidt", "Ali"]
-CITIES = [("Lyon", "France", "FR"), ("Porto", "Portugal", "PT"), ("Singapore", "Singapore", "SG"), ("Lagos", "Nigeria", "NG"),
-          ("Prague", "Czechia", "CZ"), ("Osaka", "Japan", "JP"), ("Toronto", "Canada", "CA"), ("Austin", "United States", "US"),
-          ("Melbourne", "Australia", "AU"), ("Bergen", "Norway", "NO"), ("Seville", "Spain", "ES"), ("Munich", "Germany", "DE")]
-STREETS = ["Oak Street", "Harbour Road", "Maple Avenue", "Rue de la Paix", "King's Lane", "Station Road", "Elm Court", "Riverside Drive"]
-PRODUCTS = ["desk lamp", "ergonomic office chair", "wireless mouse", "mechanical keyboard", "27-inch monitor", "laptop stand",
-            "noise-cancelling headphones", "USB-C hub", "standing desk", "webcam", "ceramic coffee mug", "leather notebook",
-            "bluetooth speaker", "phone charger", "backpack", "water bottle", "reading glasses", "yoga mat", "desk organizer",
-            "portable SSD"]
-CATEGORIES = ["home office", "computer accessories", "audio", "displays", "kitchen", "travel", "fitness", "stationery"]
-HOTELS = ["Harbour View Hotel", "Grand Central Inn", "Maple Lodge", "The Riverside", "Old Town Suites", "Sunset Resort",
-          "Alpine Chalet", "City Loft Hotel", "Garden Court", "Seaside Retreat"]
+__all__ = ["CLOCK", "LOCALES", "RowMaker"]
+
+LOCALES = {
+    "en_US": ("United States", "US", "USD", "1", ["New York", "Austin", "Chicago", "Seattle", "Denver", "Boston", "San Diego"]),
+    "en_GB": ("United Kingdom", "GB", "GBP", "44", ["London", "Manchester", "Bristol", "Leeds", "Edinburgh", "Glasgow"]),
+    "fr_FR": ("France", "FR", "EUR", "33", ["Paris", "Lyon", "Marseille", "Toulouse", "Nantes", "Bordeaux"]),
+    "de_DE": ("Germany", "DE", "EUR", "49", ["Berlin", "Munich", "Hamburg", "Cologne", "Leipzig", "Frankfurt"]),
+    "es_ES": ("Spain", "ES", "EUR", "34", ["Madrid", "Barcelona", "Seville", "Valencia", "Bilbao", "Malaga"]),
+    "it_IT": ("Italy", "IT", "EUR", "39", ["Rome", "Milan", "Turin", "Florence", "Bologna", "Naples"]),
+    "nl_NL": ("Netherlands", "NL", "EUR", "31", ["Amsterdam", "Rotterdam", "Utrecht", "The Hague", "Eindhoven"]),
+    "pt_PT": ("Portugal", "PT", "EUR", "351", ["Lisbon", "Porto", "Braga", "Coimbra", "Faro"]),
+    "en_CA": ("Canada", "CA", "CAD", "1", ["Toronto", "Vancouver", "Montreal", "Calgary", "Ottawa"]),
+    "en_AU": ("Australia", "AU", "AUD", "61", ["Sydney", "Melbourne", "Brisbane", "Perth", "Adelaide"]),
+}
+"""Faker locales the people and places come from: locale -> (country, ISO code, currency, calling code, real cities)."""
+
+CATALOG: dict[str, list[tuple[str, float, float]]] = {
+    "home office": [("standing desk", 299, 699), ("ergonomic office chair", 149, 499), ("desk lamp", 19, 89),
+                    ("laptop stand", 25, 79), ("desk organizer", 12, 39), ("filing cabinet", 89, 249)],
+    "computer accessories": [("wireless mouse", 15, 79), ("mechanical keyboard", 59, 199), ("USB-C hub", 19, 69),
+                             ("webcam", 39, 149), ("portable SSD", 59, 249), ("laptop sleeve", 15, 45)],
+    "audio": [("noise-cancelling headphones", 99, 399), ("bluetooth speaker", 29, 199), ("wireless earbuds", 49, 249),
+              ("USB microphone", 49, 169), ("soundbar", 129, 449)],
+    "displays": [("27-inch monitor", 179, 549), ("portable monitor", 129, 299), ("ultrawide monitor", 349, 999),
+                 ("monitor arm", 39, 129), ("4K monitor", 299, 699)],
+    "kitchen": [("ceramic coffee mug", 8, 24), ("french press", 19, 49), ("chef's knife", 39, 149), ("electric kettle", 25, 89)],
+    "travel": [("carry-on suitcase", 89, 329), ("travel backpack", 49, 179), ("packing cubes", 15, 39), ("neck pillow", 12, 35)],
+    "fitness": [("yoga mat", 19, 79), ("adjustable dumbbells", 99, 349), ("resistance bands", 12, 35), ("water bottle", 12, 39)],
+    "stationery": [("leather notebook", 14, 45), ("fountain pen", 25, 120), ("desk planner", 12, 30), ("sticky notes", 4, 12)],
+}
+"""Category -> products in it, each with a believable price range."""
+BRANDS = ["Halden", "Lumio", "Northwind", "Keystone", "Brightline", "Orbit", "Vanta", "Novu", "Fjord", "Corvid", "Sable", "Tessel"]
+HOTEL_KINDS = ["Hotel", "Inn", "Suites", "Lodge", "Grand Hotel", "Boutique Hotel"]
 AIRLINES = [("Northwind Air", "NW"), ("Bluesky Airways", "BS"), ("Coastal Jet", "CJ"), ("Aurora Airlines", "AU"), ("Meridian Air", "MA")]
 AIRPORTS = ["LHR", "CDG", "JFK", "SFO", "SIN", "HND", "FRA", "AMS", "LIS", "PRG", "YYZ", "SYD", "MAD", "MUC", "OSL"]
-MEETINGS = ["Quarterly planning", "Design review", "Team standup", "Budget sync", "Customer call with Acme", "Sprint retrospective",
-            "Hiring panel", "Product demo", "1:1 with manager", "Marketing brainstorm", "Board prep", "Onboarding session",
-            "Dentist appointment", "Yoga class", "Lunch with Sam", "Release go/no-go"]
+MEETINGS = ["Quarterly planning", "Design review", "Team standup", "Budget sync", "Customer call", "Sprint retrospective",
+            "Hiring panel", "Product demo", "1:1", "Marketing brainstorm", "Board prep", "Onboarding session",
+            "Dentist appointment", "Yoga class", "Lunch", "Release go/no-go", "Roadmap review", "All-hands"]
 SUBJECTS = ["Invoice for January", "Lunch on Friday?", "Project kickoff notes", "Your order has shipped", "Re: contract draft",
             "Team offsite agenda", "Password reset", "Weekly report", "Welcome aboard!", "Question about the budget",
             "Flight itinerary", "Meeting moved to 3pm", "Holiday schedule", "Feedback on the design"]
@@ -47,72 +72,103 @@ MESSAGES = ["Can we move the meeting to Thursday?", "The files are in the shared
             "I have attached the latest draft.", "Running ten minutes late, sorry.", "Please review the budget before Friday.",
             "Great job on the launch!", "Who is taking notes today?", "The client approved the proposal.", "Let's sync after lunch."]
 TASKS = ["Update the onboarding guide", "Fix the login bug", "Prepare the quarterly report", "Book the team offsite",
-         "Review pull request", "Renew the SSL certificate", "Call the supplier", "Plan the product launch", "Clean up the backlog",
-         "Write release notes"]
-FILES = ["q4-report.pdf", "budget-2026.xlsx", "team-photo.jpg", "contract-draft.docx", "meeting-notes.md", "logo.png",
-         "roadmap.pptx", "invoice-0042.pdf", "holiday-schedule.csv", "product-specs.pdf", "onboarding-guide.docx", "backup.zip"]
-FOLDERS = ["Projects", "Invoices", "Photos", "Contracts", "Archive", "Marketing", "Personal", "Shared with team"]
+         "Review the pull request", "Renew the SSL certificate", "Call the supplier", "Plan the product launch",
+         "Clean up the backlog", "Write the release notes"]
+FILES = [("q4-report", "pdf"), ("budget-2026", "xlsx"), ("team-photo", "jpg"), ("contract-draft", "docx"), ("meeting-notes", "md"),
+         ("logo", "png"), ("roadmap", "pptx"), ("invoice-0042", "pdf"), ("holiday-schedule", "csv"), ("product-specs", "pdf"),
+         ("onboarding-guide", "docx"), ("backup", "zip")]
+FILE_TOPICS = ["marketing", "sales", "hr", "design", "finance", "legal", "ops", "q1", "q2", "q3", "client", "draft"]
 MIME = {"pdf": "application/pdf", "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "jpg": "image/jpeg",
         "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document", "md": "text/markdown", "png": "image/png",
         "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation", "csv": "text/csv", "zip": "application/zip"}
-CHANNELS = ["general", "random", "engineering", "design", "marketing", "support", "announcements", "sales"]
-CALENDARS = ["Work", "Personal", "Family", "Team Offsite", "Holidays", "Fitness"]
+FOLDERS = ["Projects", "Invoices", "Photos", "Contracts", "Archive", "Marketing", "Personal", "Shared with team", "Receipts",
+           "Design assets", "Travel", "Taxes 2025"]
+CHANNELS = ["general", "random", "engineering", "design", "marketing", "support", "announcements", "sales", "product",
+            "hiring", "ops", "data", "frontend", "backend", "customer-success", "finance"]
+TOPICS = ["Company-wide announcements", "Off-topic chatter", "Ship it!", "Weekly metrics and dashboards", "Questions from customers",
+          "Launch planning", "Design critiques", "Incidents and on-call"]
+CALENDARS = ["Work", "Personal", "Family", "Team Offsite", "Holidays", "Fitness", "Birthdays", "On-call", "Travel", "Side project"]
 SPECIALTIES = ["cardiology", "dermatology", "pediatrics", "general practice", "orthopedics", "neurology", "ophthalmology"]
 REASONS = ["annual check-up", "persistent cough", "knee pain", "skin rash", "follow-up visit", "blood test results",
            "vaccination", "back pain", "migraine", "allergy consultation"]
-ACCOUNTS = ["Everyday Checking", "Holiday Savings", "Emergency Fund", "Joint Account", "Business Account", "Travel Fund"]
+ACCOUNTS = ["Everyday Checking", "Holiday Savings", "Emergency Fund", "Joint Account", "Business Account", "Travel Fund",
+            "House Deposit", "Car Savings", "Rainy Day Fund", "Bills"]
 MERCHANTS = ["Corner Grocery", "City Transit", "Blue Bottle Coffee", "Online Books", "Power & Light Co.", "Fitness Club",
              "Pharmacy Plus", "Airline Tickets", "Hardware Store", "Streaming Service"]
-COMPANIES = ["Acme Corp", "Globex", "Initech", "Umbrella Health", "Stark Supplies", "Wayne Travel", "Hooli", "Vandelay Imports"]
 TAGS = ["urgent", "work", "personal", "finance", "travel", "family", "follow-up", "ideas"]
 COLORS = ["black", "white", "silver", "blue", "red", "green"]
-WORDS = ["alpha", "bravo", "coral", "delta", "ember", "falcon", "garnet", "harbor", "indigo", "juniper", "kestrel", "lumen"]
+NOTES = ["Please handle with care.", "Follow up next week.", "Requested by the client.", "Priority item for Q1.",
+         "Shared with the whole team.", "Needs a second review."]
 PERSON_NOUNS = {"customer", "user", "patient", "guest", "passenger", "traveler", "traveller", "contact", "member", "employee",
                 "owner", "person", "doctor", "physician", "author", "attendee", "participant", "recipient", "sender", "client",
-                "account_holder", "holder", "student", "teacher", "agent", "practitioner", "provider", "staff", "payee", "beneficiary", "traveller"}
+                "account_holder", "holder", "student", "teacher", "agent", "practitioner", "provider", "staff", "payee",
+                "beneficiary", "identity", "admin", "subscriber", "profile", "invitee", "speaker", "host", "candidate"}
+DOCTORS = {"doctor", "physician", "practitioner", "provider", "dentist"}
+TRAVEL_NOUNS = {"flight", "route", "trip", "itinerary", "leg", "segment", "fare", "journey", "ride"}
+PRODUCT_NOUNS = ("product", "item", "article", "good", "sku", "variant", "listing")
+HOTEL_NOUNS = ("hotel", "property", "lodging", "accommodation")
+NEGATIVE = {"cancelled", "canceled", "rejected", "failed", "archived", "deleted", "declined", "refunded", "expired", "no_show",
+            "voided", "void", "closed", "suspended", "frozen", "inactive", "blocked", "revoked"}
+"""Statuses a row falls into rather than moves through: their stamps are set only on rows in them."""
+PAST_WORDS = {"created", "joined", "opened", "registered", "uploaded", "sent", "posted", "paid", "booked", "modified", "updated",
+              "last", "received", "issued", "submitted", "signed", "published", "edited", "completed", "delivered", "shipped",
+              "confirmed", "started", "accepted", "archived", "cancelled", "canceled", "checked", "verified", "processed"}
+START_WORDS = {"start", "starts", "departure", "departs", "checkin", "begin", "begins", "from", "since", "pickup"}
+END_WORDS = {"end", "ends", "arrival", "arrives", "checkout", "until", "due", "return", "dropoff", "expires", "expiry", "to"}
+TIME_WORDS = {"at", "time", "datetime", "timestamp", "on", "date"}
+MONEY = {"price", "amount", "total", "balance", "cost", "fee", "subtotal", "salary", "budget", "fare", "rate", "charge", "tax",
+         "deposit", "payment", "value", "spend", "revenue", "credit", "debit"}
 
 
-def _iso(t: dt.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+def _ascii(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if c.isascii() and (c.isalnum() or c in ".-"))
+
+
+def _faker(locale: str, seed: int) -> Any:
+    from faker import Faker  # noqa: PLC0415 - a heavy import, only when seed rows are made
+
+    fake = Faker(locale)
+    fake.seed_instance(seed)
+    return fake
 
 
 class RowMaker:
-    """Makes the seed rows of one resource."""
+    """Makes the seed rows of one resource (``noun`` is its singular; ``fields`` its columns)."""
 
-    def __init__(self, rng: random.Random, noun: str, fields: dict[str, dict[str, Any]], key: str, prefix: str) -> None:
+    def __init__(self, rng: random.Random, noun: str, fields: dict[str, dict[str, Any]], key: str, prefix: str,
+                 locales: list[str] | None = None) -> None:
         self.rng = rng
         self.noun = noun
         self.fields = fields
         self.key = key
         self.prefix = prefix
         self.used: dict[str, set[str]] = {}
-        self.person = noun in PERSON_NOUNS or noun.endswith(("er", "or")) and noun in PERSON_NOUNS
+        self.person = noun in PERSON_NOUNS or noun.split("_")[-1] in PERSON_NOUNS
+        self.locales = [loc for loc in (locales or list(LOCALES)) if loc in LOCALES] or ["en_US"]
+        self.fakers = {loc: _faker(loc, rng.getrandbits(32)) for loc in self.locales}
+        self.status_col = next((c for c, f in fields.items() if set(words(c)) & {"status", "state"} and f.get("enum")), None)
+        self.products = self._product_pool()
 
     # -- uniqueness ---------------------------------------------------------------------
 
-    def unique(self, col: str, make) -> Any:
+    def unique(self, col: str, make: Any) -> Any:
+        """A value from ``make(attempt)`` no other row of this table has in ``col`` (``attempt`` widens the choice)."""
         seen = self.used.setdefault(col, set())
-        v = None
-        for attempt in range(40):
-            v = make(attempt)
+        v = make(0)
+        for attempt in range(1, 60):
             if str(v) not in seen:
                 break
+            v = make(attempt)
         else:
-            v = f"{v} {len(seen) + 1}"
+            v = f"{v} {self.rng.randint(100, 999)}" if isinstance(v, str) else v
         seen.add(str(v))
         return v
 
     # -- one row ------------------------------------------------------------------------
 
     def row(self, i: int, n: int, refs: dict[str, list[Any]]) -> dict[str, Any]:
-        rng = self.rng
-        person = (rng.choice(FIRST), rng.choice(LAST))
-        for _ in range(30):
-            if " ".join(person) not in self.used.setdefault("__person", set()):
-                break
-            person = (rng.choice(FIRST), rng.choice(LAST))
-        self.used["__person"].add(" ".join(person))
-        ctx: dict[str, Any] = {"person": person, "city": rng.choice(CITIES), "i": i, "n": n}
+        """Row ``i`` of ``n``; ``refs`` holds the keys of the tables already made."""
+        ctx = self._context(i, n)
         out: dict[str, Any] = {}
         order = sorted(self.fields, key=lambda c: (self._later(c), list(self.fields).index(c)))
         for col in order:
@@ -120,25 +176,71 @@ class RowMaker:
             if f.get("hidden") and not f.get("ref"):
                 continue
             v = self.value(col, f, ctx, out, refs)
+            if v is None and not f.get("ref") and not f.get("nullable") and col != self.key and not f.get("generated"):
+                v = conform(None, schema_of(f), self.rng)  # a non-nullable column always gets a value the schema accepts
+            elif v is not None and not f.get("ref"):
+                v = conform(v, schema_of(f), self.rng)
             if v is not None or f.get("nullable"):
                 out[col] = v
         return {c: out[c] for c in self.fields if c in out}
 
+    def _context(self, i: int, n: int) -> dict[str, Any]:
+        """The row's person, place, product and company, drawn together so they agree."""
+        rng = self.rng
+        loc = self.locales[i % len(self.locales)] if i < len(self.locales) else rng.choice(self.locales)
+        fake = self.fakers[loc]
+        first, last = fake.first_name(), fake.last_name()
+        for _ in range(30):
+            if f"{first} {last}" not in self.used.setdefault("__person", set()):
+                break
+            first, last = fake.first_name(), fake.last_name()
+        self.used["__person"].add(f"{first} {last}")
+        country, code, currency, calling, cities = LOCALES[loc]
+        ctx: dict[str, Any] = {"i": i, "n": n, "fake": fake, "locale": loc, "first": first, "last": last, "country": country,
+                               "code": code, "currency": currency, "calling": calling, "city": rng.choice(cities),
+                               "company": fake.company(), "airline": rng.choice(AIRLINES)}
+        if self.products:
+            ctx["product"] = self.products[i % len(self.products)]
+        return ctx
+
+    def _product_pool(self) -> list[tuple[str, str, float, float]]:
+        """(name, category, low, high) for a product-like resource: brand x product, unique by construction."""
+        if not any(self.noun == p or self.noun.endswith(p) for p in PRODUCT_NOUNS):
+            return []
+        cat_field = next((f for c, f in self.fields.items() if "category" in words(c)), None)
+        allowed = [c for c in (cat_field or {}).get("enum") or [] if c in CATALOG] or list(CATALOG)
+        pool = [(f"{b} {p}", cat, lo, hi) for cat in allowed for p, lo, hi in CATALOG[cat] for b in BRANDS]
+        self.rng.shuffle(pool)
+        by_product: dict[str, list[tuple[str, str, float, float]]] = {}
+        for item in pool:  # spread the rows over many products before repeating one with another brand
+            by_product.setdefault(item[0].split(" ", 1)[1], []).append(item)
+        spread = [items[k] for k in range(len(BRANDS)) for items in by_product.values() if k < len(items)]
+        return spread
+
     @staticmethod
     def _later(col: str) -> int:
-        ws = words(col)
-        if "email" in ws or ws[-1:] in (["end"], ["until"]) or "end" in ws or "checkout" in ws or "arrival" in ws or "total" in ws:
-            return 1
-        if ws[:2] == ["check", "out"]:
+        """Columns that depend on others come after them (an email after the name, an end after its start)."""
+        ws = set(words(col))
+        if ws & {"total", "destination", "sku", "slug", "username", "handle", "login", "mime"} or ("email" in ws and "name" not in ws):
+            return 2
+        if ws & END_WORDS or ws & PAST_WORDS and ws & TIME_WORDS or "checkout" in ws or words(col)[:2] == ["check", "out"]:
+            return 1 if not ws & {"created"} else 0
+        if "category" in ws or ws & {"reason", "note", "notes"} or ("content" in ws and "type" in ws):
             return 1
         return 0
 
     def value(self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: dict[str, Any], refs: dict[str, list[Any]]) -> Any:
+        """One column's value (before :func:`conform`)."""
         rng = self.rng
         t = f.get("type")
-        i, n = ctx["i"], ctx["n"]
+        i = ctx["i"]
         if col == self.key and f.get("generated") == "id":
-            return (i + 1) if t == "integer" else f"{self.prefix}_{i + 1:04d}"
+            if t == "integer":
+                return i + 1
+            plain = f"{self.prefix}_{i + 1:04d}"
+            return plain if not (f.get("pattern") or f.get("minLength") or f.get("format")) else self.unique(col, lambda a: conform(None, schema_of(f), rng))
+        if col == self.key and t == "string" and not (f.get("pattern") or f.get("format") or f.get("enum")):
+            return self.unique(col, lambda a: f"{self.prefix}_{i + 1 + a * 1000:04d}")
         if f.get("ref"):
             pool = refs.get(f["ref"]) or []
             if not pool:
@@ -147,248 +249,259 @@ class RowMaker:
                 some = pool[: max(1, (3 * len(pool)) // 4)]
                 return some[i % len(some)] if i < len(some) else rng.choice(some)
             return rng.choice(pool)
+        stamp = self._status_gate(col, row)
+        if stamp is False:
+            return None
         if f.get("enum"):
             values = list(f["enum"])
+            if col != self.status_col and "category" in words(col) and ctx.get("product") and ctx["product"][1] in values:
+                return ctx["product"][1]
             return values[i % len(values)] if i < len(values) * 2 else rng.choice(values)
         ex = f.get("examples")
-        if isinstance(ex, list) and len(ex) >= 2 and t in ("string", "integer", "number"):
-            pick = ex[i % len(ex)]
-            if self._fits(pick, f):
-                return self.unique(col, lambda a: pick if a == 0 else f"{pick} {a + 1}") if t == "string" and self._identifying(col) else pick
+        if isinstance(ex, list) and len(ex) >= 2 and t in ("string", "integer", "number") and not self._identifying(col):
+            return ex[i % len(ex)]
         gen = f.get("generated")
-        if gen in ("created", "updated"):
-            return _iso(CLOCK - dt.timedelta(days=rng.randint(3, 60), minutes=rng.randint(0, 600)))
+        if gen in ("created", "updated", "edited") or (t == "string" and self._is_time(col, f)):
+            return self._when(col, f, row, gen)
         v = self.by_name(col, f, ctx, row)
-        if v is None and "example" in f and self._fits(f["example"], f):
-            v = f["example"] if i == 0 or not self._identifying(col) else None
-        if v is None and "default" in f:
+        if v is None and "example" in f and (i == 0 or not self._identifying(col)):
+            v = f["example"]
+        if v is None and "default" in f and f["default"] not in ("", None):
             v = f["default"]
         if v is None:
-            v = self.by_type(col, f, ctx)
-        return self._clip(v, f)
+            v = self.unique(col, lambda a: from_schema(schema_of(f), rng)) if self._identifying(col) else from_schema(schema_of(f), rng)
+        return v
 
-    def _fits(self, v: Any, f: dict[str, Any]) -> bool:
-        t = f.get("type")
-        ok = {"string": isinstance(v, str), "integer": isinstance(v, int) and not isinstance(v, bool),
-              "number": isinstance(v, (int, float)) and not isinstance(v, bool), "boolean": isinstance(v, bool),
-              "array": isinstance(v, list), "object": isinstance(v, dict)}.get(t, True)
-        return bool(ok)
+    # -- status and time ----------------------------------------------------------------
+
+    def _status_gate(self, col: str, row: dict[str, Any]) -> bool | None:
+        """False when ``col`` belongs to a status the row has not reached (``confirmed_at`` on a held
+        booking, ``archived_at`` on an active channel, ``cancel_reason`` on a scheduled visit); True
+        when it belongs to one it has; None when it belongs to no status."""
+        if self.status_col is None or col == self.status_col or self.status_col not in row:
+            return None
+        ws = words(col)
+        if len(ws) < 2 or ws[-1] not in ("at", "on", "date", "time", "reason", "by", "note", "notes"):
+            return None
+        stem = "_".join(ws[:-1])
+        values = [str(v) for v in self.fields[self.status_col]["enum"]]
+        match = next((v for v in values if v == stem), None) or next((v for v in values if len(stem) >= 4 and v[:5] == stem[:5]), None)
+        if match is None:
+            return None
+        status = str(row[self.status_col])
+        if match in NEGATIVE or status in NEGATIVE:
+            return status == match
+        return values.index(status) >= values.index(match)
+
+    def _is_time(self, col: str, f: dict[str, Any]) -> bool:
+        ws = words(col)
+        fmt = f.get("format", "")
+        if fmt in ("date-time", "date"):
+            return True
+        if fmt or f.get("pattern"):
+            return False
+        w = set(ws)
+        return (ws[-1] in ("at", "datetime", "timestamp", "date", "dob", "birthday") or ws[-1] == "on" and len(ws) > 1
+                or "birth" in w or w & {"checkin", "checkout"} or ws[:2] in (["check", "in"], ["check", "out"]))
+
+    def _when(self, col: str, f: dict[str, Any], row: dict[str, Any], gen: str | None) -> str:
+        """A timestamp in order with the row's others: created <= updated <= now, an end after its start."""
+        rng = self.rng
+        ws = words(col)
+        w = set(ws)
+        date_only = f.get("format") == "date" or (not f.get("format") and ws[-1] in ("date", "on", "dob", "birthday"))
+        created = self._time_of(row, lambda c: set(words(c)) & {"created", "registered", "joined", "opened"} or self.fields[c].get("generated") == "created")
+        start = self._time_of(row, lambda c: bool(set(words(c)) & START_WORDS) or words(c)[:2] == ["check", "in"])
+        floor = created or CLOCK - dt.timedelta(days=120)
+        if gen == "created" or w & {"created", "registered", "joined", "opened"}:
+            t = CLOCK - dt.timedelta(days=rng.randint(20, 150), minutes=rng.randint(0, 900))
+        elif "birth" in w or "dob" in w or "birthday" in w:
+            t = dt.datetime(rng.randint(1950, 2004), rng.randint(1, 12), rng.randint(1, 28), tzinfo=dt.UTC)
+        elif (w & END_WORDS or ws[:2] == ["check", "out"]) and start is not None:
+            long = date_only or w & {"checkout", "return", "expires", "expiry", "due"} or ws[:2] == ["check", "out"]
+            t = start + (dt.timedelta(days=rng.randint(1, 6)) if long else dt.timedelta(minutes=rng.choice([30, 60, 90, 120, 180])))
+        elif gen in ("updated", "edited") or w & PAST_WORDS:
+            if gen == "edited" and rng.random() < 0.6 and f.get("nullable"):
+                return None  # type: ignore[return-value]  # most messages were never edited
+            sent = self._time_of(row, lambda c: bool(set(words(c)) & {"sent", "posted", "uploaded", "submitted"}))
+            lo = max(floor, sent or floor)
+            t = lo + (CLOCK - lo) * rng.uniform(0.05, 0.95)
+        elif w & {"execute", "scheduled", "expires", "expiry", "due", "deadline", "renews", "next"}:
+            t = CLOCK + dt.timedelta(days=rng.randint(3, 60))
+        else:
+            t = (CLOCK + dt.timedelta(days=rng.randint(1, 45))).replace(hour=rng.choice([8, 9, 10, 11, 13, 14, 15, 16]), minute=rng.choice([0, 30]))
+        return t.strftime("%Y-%m-%d") if date_only else iso(t.replace(second=0, microsecond=0))
+
+    def _time_of(self, row: dict[str, Any], which: Any) -> dt.datetime | None:
+        for c, v in row.items():
+            if isinstance(v, str) and which(c):
+                try:
+                    t = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
+                except ValueError:
+                    continue
+                return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
+        return None
+
+    # -- pools by name ------------------------------------------------------------------
 
     @staticmethod
     def _identifying(col: str) -> bool:
         ws = set(words(col))
-        return bool(ws & {"name", "title", "email", "sku", "code", "slug", "username", "subject", "number", "handle", "login", "iban"})
-
-    def _clip(self, v: Any, f: dict[str, Any]) -> Any:
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            lo, hi = f.get("minimum"), f.get("maximum")
-            if isinstance(lo, (int, float)) and v < lo:
-                v = lo
-            if isinstance(hi, (int, float)) and v > hi:
-                v = hi
-            if f.get("type") == "integer":
-                v = int(v)
-        if isinstance(v, str):
-            if isinstance(f.get("maxLength"), int) and len(v) > f["maxLength"]:
-                v = v[: f["maxLength"]]
-            if isinstance(f.get("minLength"), int) and len(v) < f["minLength"]:
-                v = v + "x" * (f["minLength"] - len(v))
-            pattern = f.get("pattern")
-            if isinstance(pattern, str):
-                try:
-                    if not re.search(pattern, v):
-                        for cand in (v.lower(), re.sub(r"[^a-z0-9]+", "-", v.lower()).strip("-"), re.sub(r"[^A-Za-z0-9]", "", v).upper()):
-                            if re.search(pattern, cand):
-                                v = cand
-                                break
-                        else:
-                            v = _from_pattern(pattern, self.rng) or v
-                except re.error:
-                    pass
-        return v
-
-    # -- pools by name ------------------------------------------------------------------
+        return bool(ws & {"name", "title", "email", "sku", "code", "slug", "username", "subject", "number", "handle", "login", "iban", "phone"})
 
     def by_name(self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: dict[str, Any]) -> Any:  # noqa: C901, PLR0911, PLR0912
+        """A value chosen by the column's name and the resource's noun, or None."""
         rng = self.rng
+        fake = ctx["fake"]
         t = f.get("type")
         ws = words(col)
         w = set(ws)
-        last = ws[-1] if ws else ""
         noun = self.noun
-        first, surname = ctx["person"]
-        city, country, ccode = ctx["city"]
-        fmt = f.get("format", "")
+        first, last = ctx["first"], ctx["last"]
         if t == "boolean":
-            if w & {"active", "enabled", "verified", "available", "confirmed"}:
+            if w & {"active", "enabled", "verified", "available", "confirmed", "accepting"}:
                 return rng.random() < 0.75
             return rng.random() < 0.3
-        if t == "string":
-            if fmt == "email" or "email" in w:
-                base = f"{first}.{surname}".lower()
-                if not self.person:
-                    base = f"{rng.choice(FIRST).lower()}.{rng.choice(LAST).lower()}"
-                return self.unique(col, lambda a: f"{base}{'' if a == 0 else a + 1}@example.com")
-            if fmt in ("date-time",) or last in ("at", "time", "datetime", "timestamp") or w & {"start", "end", "departure", "arrival", "starts", "ends"} and fmt != "date":
-                return self._when(col, ws, row, fmt or "date-time")
-            if fmt == "date" or last in ("date", "on", "dob", "birthday") or "birth" in w or w & {"checkin", "checkout"} or ws[:2] in (["check", "in"], ["check", "out"]):
-                return self._when(col, ws, row, "date")
-            if fmt == "time":
-                return f"{rng.choice([8, 9, 10, 11, 13, 14, 15, 16])}:{rng.choice(['00', '15', '30', '45'])}"
-            if fmt in ("uri", "url") or w & {"url", "uri", "website", "homepage", "link"}:
-                return self.unique(col, lambda a: f"https://example.com/{noun}s/{ctx['i'] + 1 + a * 100}")
-            if fmt == "uuid":
-                return "%08x-%04x-4%03x-a%03x-%012x" % (rng.getrandbits(32), rng.getrandbits(16), rng.getrandbits(12), rng.getrandbits(12), rng.getrandbits(48))
-            if "phone" in w or "mobile" in w:
-                return self.unique(col, lambda a: f"+1-555-01{rng.randint(0, 99):02d}")
-            if w & {"first"} and "name" in w or col in ("given_name",):
-                return first
-            if w & {"last", "family", "surname"} and ("name" in w or "surname" in w):
-                return surname
-            if "username" in w or "handle" in w or "login" in w:
-                return self.unique(col, lambda a: f"{first.lower()}{surname[0].lower()}{'' if a == 0 else a}")
-            if w & {"city", "town"}:
-                return city
-            if "country" in w:
-                return ccode if "code" in w or f.get("maxLength") == 2 else country
-            if w & {"street", "address", "line1"}:
-                return f"{rng.randint(1, 220)} {rng.choice(STREETS)}"
-            if w & {"zip", "postal", "postcode"}:
-                return f"{rng.randint(10000, 99999)}"
-            if "currency" in w:
-                return rng.choice(["USD", "EUR", "GBP"])
-            if w & {"iban"}:
-                return self.unique(col, lambda a: f"DE{rng.randint(10, 99)} 3704 0044 {rng.randint(1000, 9999)} {rng.randint(1000, 9999)} {rng.randint(10, 99)}")
-            if "account" in w and "number" in w:
-                return self.unique(col, lambda a: f"{rng.randint(10000000, 99999999)}")
-            if "sku" in w:
-                base = str(row.get("name") or rng.choice(PRODUCTS)).upper().replace(" ", "-")[:8].strip("-")
-                return self.unique(col, lambda a: f"{base}-{a + 1:03d}")
-            if "flight" in w and ("number" in w or "no" in w):
-                return self.unique(col, lambda a: f"{rng.choice(AIRLINES)[1]}{rng.randint(100, 999)}")
-            if w & {"origin", "destination"} or ws in (["from"], ["to"]) or "airport" in w:
-                return rng.choice(AIRPORTS)
-            if "airline" in w:
-                return rng.choice(AIRLINES)[0]
-            if "seat" in w:
-                return f"{rng.randint(1, 40)}{rng.choice('ABCDEF')}"
-            if "room" in w and ("number" in w or "no" in w):
-                return self.unique(col, lambda a: str(rng.choice([1, 2, 3, 4, 5]) * 100 + rng.randint(1, 30)))
-            if "specialty" in w or "speciality" in w or "department" in w:
-                return rng.choice(SPECIALTIES)
-            if w & {"reason", "diagnosis", "complaint", "symptoms"}:
-                return rng.choice(REASONS)
-            if w & {"mime", "content"} and "type" in w:
-                fn = str(row.get("name") or row.get("file_name") or row.get("filename") or "x.pdf")
-                return MIME.get(fn.rsplit(".", 1)[-1], "application/octet-stream")
-            if w & {"timezone", "tz"}:
-                return rng.choice(["Europe/Paris", "America/New_York", "Asia/Singapore", "UTC"])
-            if w & {"language", "locale", "lang"}:
-                return rng.choice(["en", "fr", "de", "es", "ja"])
-            if "color" in w or "colour" in w:
-                return rng.choice(COLORS)
-            if "merchant" in w or "payee" in w or "counterparty" in w:
-                return rng.choice(MERCHANTS)
-            if "company" in w or "organization" in w or "employer" in w:
-                return rng.choice(COMPANIES)
-            if "category" in w:
-                return rng.choice(CATEGORIES)
-            if "location" in w or "venue" in w or "place" in w:
-                return rng.choice([f"Room {rng.choice('ABC')}{rng.randint(1, 9)}", f"{city} office", "Video call", "Main hall"])
-            if "code" in w or "slug" in w or "reference" in w or "ref" in w or "confirmation" in w:
-                return self.unique(col, lambda a: "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ23456789") for _ in range(6)))
-            if w & {"path"}:
-                return f"/{rng.choice(FOLDERS).lower().replace(' ', '-')}/{ctx['i'] + 1}"
-            if w & {"filename"} or ("file" in w and "name" in w) or (noun in ("file", "document", "attachment") and w & {"name", "title"}):
-                return self.unique(col, lambda a: _variant(rng.choice(FILES), a))
-            if w & {"name", "title", "label", "subject", "nickname"}:
-                return self.unique(col, lambda a: _variant(self._title(col, w, ctx), a))
-            if w & {"description", "notes", "note", "body", "content", "text", "message", "comment", "bio", "summary", "memo"}:
-                return self._text(w)
-            if "status" in w or "state" in w:
-                return "active"
-            if "type" in w or "kind" in w:
-                return rng.choice(["standard", "premium", "basic"])
-            return None
         if t in ("integer", "number"):
-            money = w & {"price", "amount", "total", "balance", "cost", "fee", "subtotal", "limit", "salary", "budget", "fare"}
-            if money:
-                cents = "cents" in w
-                if "balance" in w:
-                    v = rng.randint(50, 9000) + rng.choice([0, 0.5, 0.25, 0.99])
-                elif "total" in w and "quantity" in "".join(self.fields) and row.get("quantity") and row.get("unit_price"):
-                    v = row["quantity"] * row["unit_price"]
-                else:
-                    v = rng.choice([9.99, 14.5, 24.99, 34.99, 49.0, 89.0, 120.0, 189.0, 229.0, 399.99, 12.75, 65.4])
-                if cents or t == "integer":
-                    return int(round(v * (100 if cents else 1)))
-                return round(float(v), 2)
-            if w & {"quantity", "qty", "count", "guests", "seats", "nights", "adults", "passengers", "attendees"}:
-                return rng.randint(1, 4)
-            if w & {"stock", "inventory"}:
-                return rng.choice([0, 3, 7, 12, 20, 35])
-            if w & {"rating", "stars"}:
-                return rng.randint(1, 5) if t == "integer" else round(rng.uniform(3.0, 5.0), 1)
-            if w & {"duration", "minutes"}:
-                return rng.choice([15, 30, 45, 60, 90])
-            if w & {"size", "bytes"}:
-                return rng.randint(12_000, 9_000_000)
-            if w & {"age"}:
-                return rng.randint(18, 85)
-            if w & {"year"}:
-                return rng.randint(1995, 2025)
-            if "latitude" in w or w == {"lat"}:
-                return round(rng.uniform(-60, 60), 4)
-            if "longitude" in w or w & {"lng", "lon"}:
-                return round(rng.uniform(-150, 150), 4)
-            if w & {"floor", "level"}:
-                return rng.randint(1, 9)
-            if w & {"priority"}:
-                return rng.randint(1, 5)
-            return None
+            return self._number(w, f, ctx, row)
         if t == "array":
-            items = f.get("items") or {}
-            if "tag" in w or "tags" in w or "labels" in w:
-                return sorted(rng.sample(TAGS, rng.randint(1, 2)))
-            if items.get("type") == "string":
-                if "email" in "".join(ws) or items.get("format") == "email" or w & {"attendees", "recipients", "participants", "cc"}:
-                    return [f"{rng.choice(FIRST).lower()}.{rng.choice(LAST).lower()}@example.com" for _ in range(rng.randint(1, 3))]
-                return [rng.choice(WORDS) for _ in range(rng.randint(1, 2))]
-            return []
+            return self._array(col, w, f, ctx)
+        if t != "string":
+            return None
+        if f.get("format") == "email" or "email" in w:
+            return self.unique(col, lambda a: self._email(ctx, a))
+        if f.get("format") in ("uri", "url") or w & {"url", "uri", "website", "homepage", "link"}:
+            slug = _ascii(ctx["company"].split()[0]).lower() or "example"
+            return self.unique(col, lambda a: f"https://www.{slug}{'' if a == 0 else a}.example.com/{noun}s/{ctx['i'] + 1}")
+        if f.get("format") == "uuid" or "uuid" in w:
+            return None  # from the schema: a random UUID
+        if "phone" in w or "mobile" in w:
+            return self.unique(col, lambda a: f"+{ctx['calling']} {rng.randint(200, 899)} {rng.randint(100, 999)} {rng.randint(1000, 9999)}")
+        if "first" in w and "name" in w or col == "given_name":
+            return first
+        if w & {"last", "family", "surname"} and ("name" in w or "surname" in w):
+            return last
+        if "username" in w or "handle" in w or "login" in w:
+            base = _ascii(f"{first[0]}{last}").lower()
+            return self.unique(col, lambda a: base if a == 0 else f"{_ascii(first).lower()}{_ascii(last[:3]).lower()}{a}")
+        if w & {"city", "town"}:
+            return ctx["city"]
+        if "country" in w:
+            return ctx["code"] if "code" in w or f.get("maxLength") == 2 else ctx["country"]
+        if w & {"street", "address", "line1"}:
+            return fake.street_address().replace("\n", ", ")
+        if w & {"zip", "postal", "postcode"}:
+            return fake.postcode()
+        if "currency" in w:
+            return ctx["currency"]
+        if "iban" in w:
+            return self.unique(col, lambda a: fake.iban())
+        if "account" in w and "number" in w:
+            return self.unique(col, lambda a: fake.bban())
+        if "sku" in w:
+            base = "".join(p[:3] for p in str(row.get("name") or "item").upper().split()[:3])
+            return self.unique(col, lambda a: f"{base}-{rng.randint(100, 999)}")
+        if "flight" in w and ("number" in w or "no" in w):
+            return self.unique(col, lambda a: f"{ctx['airline'][1]}{rng.randint(100, 999)}")
+        if ws in (["from"], ["to"], ["sender"], ["reply", "to"]) and self.noun not in TRAVEL_NOUNS:
+            return self.unique(col, lambda a: self._email(ctx, a)) if ws != ["to"] else self._email({**ctx, "first": fake.first_name(), "last": fake.last_name()}, 0)
+        if ws[-1:] == ["id"] and not f.get("enum"):
+            return self.unique(col, lambda a: f"{(ws[0] if len(ws) > 1 else self.prefix)[:4]}_{rng.getrandbits(48):012x}")
+        if w & {"origin", "destination"} or ws in (["from"], ["to"]) or "airport" in w:
+            taken = {row[c] for c in row if set(words(c)) & {"origin", "from", "departure"} and isinstance(row[c], str)}
+            return rng.choice([a for a in AIRPORTS if a not in taken])
+        if "airline" in w or "carrier" in w:
+            return ctx["airline"][0]
+        if "seat" in w:
+            return f"{rng.randint(1, 40)}{rng.choice('ABCDEF')}"
+        if "room" in w:
+            return self.unique(col, lambda a: f"{'Room ' if noun in DOCTORS else ''}{rng.randint(1, 5) * 100 + rng.randint(1, 30)}")
+        if "specialty" in w or "speciality" in w or "department" in w:
+            return rng.choice(SPECIALTIES)
+        if w & {"reason", "diagnosis", "complaint", "symptoms"}:
+            return rng.choice(REASONS)
+        if w & {"mime", "content"} and "type" in w:
+            fn = str(row.get("name") or row.get("file_name") or row.get("filename") or "x.pdf")
+            return MIME.get(fn.rsplit(".", 1)[-1], "application/octet-stream")
+        if w & {"timezone", "tz"}:
+            return rng.choice(["Europe/Paris", "America/New_York", "Asia/Singapore", "Europe/London", "Australia/Sydney", "UTC"])
+        if w & {"language", "locale", "lang"}:
+            return ctx["locale"].split("_")[0]
+        if "color" in w or "colour" in w:
+            return rng.choice(COLORS)
+        if "merchant" in w or "payee" in w or "counterparty" in w:
+            return rng.choice(MERCHANTS)
+        if w & {"company", "organization", "organisation", "employer", "insurer", "insurance", "vendor", "supplier", "brand"}:
+            return ctx["company"]
+        if "category" in w:
+            return ctx["product"][1] if ctx.get("product") else rng.choice(list(CATALOG))
+        if "location" in w or "venue" in w or "place" in w:
+            return rng.choice([f"Room {rng.choice('ABC')}{rng.randint(1, 9)}", f"{ctx['city']} office", "Video call", "Main hall"])
+        if "code" in w or "slug" in w or "reference" in w or "ref" in w or "confirmation" in w:
+            return self.unique(col, lambda a: "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ23456789") for _ in range(6 + a // 20)))
+        if w & {"path"}:
+            return f"/{rng.choice(FOLDERS).lower().replace(' ', '-')}/{ctx['i'] + 1}"
+        if "filename" in w or ("file" in w and "name" in w) or (noun in ("file", "document", "attachment") and w & {"name", "title"}):
+            return self.unique(col, lambda a: self._file(a))
+        if w & {"topic", "purpose", "about", "tagline"}:
+            return rng.choice(TOPICS)
+        if "nickname" in w and self.person:
+            return first
+        if w & {"name", "title", "label", "subject", "nickname"} or ws == ["holder"]:
+            return self.unique(col, lambda a: self._title(w, ctx, a))
+        if w & {"description", "notes", "note", "body", "content", "text", "message", "comment", "bio", "summary", "memo"}:
+            return self._text(ctx)
+        if "type" in w or "kind" in w or "tier" in w:
+            return rng.choice(["standard", "premium", "basic"])
         return None
 
-    def _title(self, col: str, w: set[str], ctx: dict[str, Any]) -> str:
+    def _email(self, ctx: dict[str, Any], attempt: int) -> str:
+        fake = ctx["fake"]
+        first, last = _ascii(ctx["first"]).lower(), _ascii(ctx["last"]).lower()
+        if not self.person:
+            first, last = _ascii(fake.first_name()).lower(), _ascii(fake.last_name()).lower()
+        local = [f"{first}.{last}", f"{first[:1]}{last}", f"{first}{last[:1]}", f"{first}.{last}{self.rng.randint(10, 99)}"][min(attempt, 3)]
+        return f"{local}@{fake.free_email_domain()}"
+
+    def _file(self, attempt: int) -> str:
+        stem, ext = self.rng.choice(FILES)
+        if attempt:
+            stem = f"{self.rng.choice(FILE_TOPICS)}-{stem}"
+        return f"{stem}.{ext}"
+
+    def _title(self, w: set[str], ctx: dict[str, Any], attempt: int) -> str:
+        """A name or title that fits the resource (a person's name, a product, a hotel, a channel...)."""
         rng = self.rng
         noun = self.noun
-        first, surname = ctx["person"]
-        if self.person or noun in ("account_holder",):
-            if noun in ("doctor", "physician", "practitioner", "provider"):
-                return f"Dr. {first} {surname}"
-            return f"{first} {surname}"
-        table = {
-            ("product", "item", "article", "good"): PRODUCTS,
-            ("hotel", "property", "lodging"): HOTELS,
-            ("airline", "carrier"): [a[0] for a in AIRLINES],
-            ("event", "meeting", "appointment_type"): MEETINGS,
-            ("message", "email", "mail", "thread", "conversation"): SUBJECTS,
-            ("task", "todo", "ticket", "issue"): TASKS,
-            ("file", "document", "attachment"): FILES,
-            ("folder", "directory", "album", "drive"): FOLDERS,
-            ("channel", "room", "group"): CHANNELS,
-            ("calendar",): CALENDARS,
-            ("account", "wallet", "pot"): ACCOUNTS,
-            ("category",): CATEGORIES,
-            ("clinic", "department", "specialty"): [s.title() for s in SPECIALTIES],
-            ("company", "organization", "merchant", "vendor", "supplier"): COMPANIES,
+        fake = ctx["fake"]
+        first, last = (ctx["first"], ctx["last"]) if attempt == 0 else (fake.first_name(), fake.last_name())
+        if self.person or "holder" in w:
+            return f"Dr. {first} {last}" if noun in DOCTORS else f"{first} {last}"
+        if ctx.get("product"):
+            return ctx["product"][0] if attempt == 0 else rng.choice(self.products)[0]
+        if any(noun == h or noun.endswith(h) for h in HOTEL_NOUNS):
+            return rng.choice([f"{ctx['city']} {rng.choice(HOTEL_KINDS)}", f"Hotel {fake.last_name()}", f"The {fake.last_name()} {rng.choice(HOTEL_KINDS)}"])
+        table: dict[tuple[str, ...], Any] = {
+            ("airline",): lambda: rng.choice(AIRLINES)[0],
+            ("event", "meeting", "appointment_type"): lambda: rng.choice(MEETINGS) + ("" if attempt == 0 else f" with {fake.first_name()}"),
+            ("message", "email", "mail", "thread", "conversation"): lambda: rng.choice(SUBJECTS),
+            ("task", "todo", "ticket", "issue"): lambda: rng.choice(TASKS),
+            ("folder", "directory", "album", "drive"): lambda: rng.choice(FOLDERS) + ("" if attempt < 8 else f" {rng.randint(2019, 2025)}"),
+            ("channel", "room", "group"): lambda: rng.choice(CHANNELS) + ("" if attempt < 10 else f"-{rng.choice(['eu', 'us', 'apac', 'team'])}"),
+            ("calendar",): lambda: rng.choice(CALENDARS),
+            ("account", "wallet", "pot"): lambda: rng.choice(ACCOUNTS),
+            ("clinic", "specialty"): lambda: f"{ctx['city']} {rng.choice(SPECIALTIES).title()} Clinic",
+            ("company", "organization", "merchant", "vendor", "supplier", "team", "workspace"): lambda: fake.company(),
+            ("project", "campaign"): lambda: fake.catch_phrase(),
         }
-        for nouns, pool in table.items():
+        for nouns, make in table.items():
             if noun in nouns or any(noun.endswith(x) for x in nouns):
-                return rng.choice(pool)
+                return make()
         if "subject" in w:
             return rng.choice(SUBJECTS)
-        return f"{noun.replace('_', ' ').capitalize()} {rng.choice(WORDS)}"
+        return fake.catch_phrase()
 
-    def _text(self, w: set[str]) -> str:
+    def _text(self, ctx: dict[str, Any]) -> str:
         rng = self.rng
         if self.noun in ("message", "comment", "reply", "post", "chat_message"):
             return rng.choice(MESSAGES)
@@ -396,91 +509,63 @@ class RowMaker:
             return rng.choice(REASONS).capitalize() + "."
         if self.noun in ("transaction", "payment", "transfer"):
             return rng.choice(MERCHANTS)
-        return rng.choice(["Please handle with care.", "Follow up next week.", "Requested by the client.", "Priority item for Q1.",
-                           "Shared with the whole team.", "Needs a second review."])
+        return rng.choice(NOTES)
 
-    def _when(self, col: str, ws: list[str], row: dict[str, Any], fmt: str) -> str:
-        rng = self.rng
-        w = set(ws)
-        start_cols = [c for c in row if set(words(c)) & {"start", "starts", "departure", "checkin", "begin", "from"} or words(c)[:2] == ["check", "in"]]
-        past = w & {"birth", "dob", "birthday", "created", "joined", "opened", "registered", "uploaded", "sent", "posted", "paid", "booked", "modified", "updated", "last"}
-        is_end = bool(w & {"end", "ends", "arrival", "checkout", "until", "due"} or ws[:2] == ["check", "out"])
-        if is_end and start_cols:
-            base_txt = str(row[start_cols[0]])
-            try:
-                base = dt.datetime.fromisoformat(base_txt.replace("Z", "+00:00"))
-                if base.tzinfo is None:
-                    base = base.replace(tzinfo=dt.UTC)
-            except ValueError:
-                base = CLOCK
-            delta = dt.timedelta(days=rng.randint(1, 6)) if fmt == "date" or w & {"checkout"} else dt.timedelta(minutes=rng.choice([30, 60, 90, 120, 180]))
-            t = base + delta
-        elif "birth" in w or "dob" in w or "birthday" in w:
-            t = dt.datetime(rng.randint(1950, 2004), rng.randint(1, 12), rng.randint(1, 28), tzinfo=dt.UTC)
-        elif past:
-            t = CLOCK - dt.timedelta(days=rng.randint(1, 90), hours=rng.randint(0, 10))
-        else:
-            t = (CLOCK + dt.timedelta(days=rng.randint(1, 45))).replace(hour=rng.choice([8, 9, 10, 11, 13, 14, 15, 16]), minute=rng.choice([0, 30]))
-        return t.strftime("%Y-%m-%d") if fmt == "date" else _iso(t)
-
-    # -- by type ------------------------------------------------------------------------
-
-    def by_type(self, col: str, f: dict[str, Any], ctx: dict[str, Any]) -> Any:
+    def _number(self, w: set[str], f: dict[str, Any], ctx: dict[str, Any], row: dict[str, Any]) -> Any:
+        """Money above 0 in a believable range, counts, ratings, sizes."""
         rng = self.rng
         t = f.get("type")
-        if t == "string":
-            return self.unique(col, lambda a: f"{col.replace('_', ' ')} {rng.choice(WORDS)}{'' if a == 0 else ' ' + str(a + 1)}")
-        if t == "integer":
-            lo = f.get("minimum", 1)
-            return rng.randint(int(lo) if isinstance(lo, (int, float)) else 1, max(int(lo) if isinstance(lo, (int, float)) else 1, 10) + 10)
-        if t == "number":
-            return round(rng.uniform(1, 100), 2)
-        if t == "boolean":
-            return rng.random() < 0.5
-        if t == "array":
-            return []
-        if t == "object":
-            return {}
+        if w & MONEY and not w & {"count", "limit"}:
+            cents = "cents" in w or "minor" in w
+            if "balance" in w:
+                v = rng.randint(50, 9000) + rng.choice([0, 0.5, 0.25, 0.99])
+            elif "total" in w and isinstance(row.get("quantity"), (int, float)) and isinstance(row.get("unit_price"), (int, float)):
+                v = row["quantity"] * row["unit_price"]
+            elif ctx.get("product"):
+                _, _, lo, hi = ctx["product"]
+                v = round(rng.uniform(lo, hi)) - 0.01
+            elif any(self.noun.endswith(h) for h in HOTEL_NOUNS) or w & {"nightly", "night"}:
+                v = rng.randrange(79, 460, 10) + rng.choice([0, 0.5, 0.99])
+            elif self.noun in ("flight", "fare", "ticket"):
+                v = rng.randrange(59, 1400, 10) + 0.99
+            else:
+                v = rng.choice([9.99, 14.5, 24.99, 34.99, 49.0, 89.0, 120.0, 189.0, 229.0, 399.99, 12.75, 65.4])
+            if cents or t == "integer":
+                return max(1, int(round(v * (100 if cents else 1))))
+            return round(float(v), 2)
+        if w & {"quantity", "qty", "guests", "nights", "adults", "passengers", "attendees"}:
+            return rng.randint(1, 4)
+        if w & {"seats", "stock", "inventory", "available", "remaining", "left"}:
+            return rng.choice([0, 3, 7, 12, 20, 35, 48])
+        if w & {"rating", "stars"}:
+            return rng.randint(1, 5) if t == "integer" else round(rng.uniform(3.0, 5.0), 1)
+        if w & {"duration", "minutes"}:
+            return rng.choice([15, 30, 45, 60, 90])
+        if w & {"size", "bytes"}:
+            return rng.randint(12_000, 9_000_000)
+        if w & {"age"}:
+            return rng.randint(18, 85)
+        if w & {"year"}:
+            return rng.randint(1995, 2025)
+        if "latitude" in w or w == {"lat"}:
+            return float(ctx["fake"].latitude())
+        if "longitude" in w or w & {"lng", "lon"}:
+            return float(ctx["fake"].longitude())
+        if w & {"floor", "level", "priority"}:
+            return rng.randint(1, 5)
+        if w & {"count", "total"}:
+            return rng.randint(0, 40)
         return None
 
-
-def _variant(base: str, attempt: int) -> str:
-    if attempt == 0:
-        return base
-    if "." in base and " " not in base:
-        stem, ext = base.rsplit(".", 1)
-        return f"{stem}-{attempt + 1}.{ext}"
-    return f"{base} {attempt + 1}"
-
-
-_CLASS = {r"\d": "0123456789", "[0-9]": "0123456789", "[A-Z]": "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "[a-z]": "abcdefghijklmnopqrstuvwxyz",
-          "[A-Za-z]": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", "[A-Z0-9]": "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"}
-
-
-def _from_pattern(pattern: str, rng: random.Random) -> str | None:
-    """A string for a simple pattern: anchors, literals and character classes with ``{n}`` / ``{n,m}``."""
-    p = pattern.removeprefix("^").removesuffix("$")
-    out = []
-    i = 0
-    while i < len(p):
-        chars = None
-        for cls, pool in _CLASS.items():
-            if p.startswith(cls, i):
-                chars, i = pool, i + len(cls)
-                break
-        if chars is None:
-            c = p[i]
-            if c in "()[]|*+?\\.":
-                return None
-            chars, i = c, i + 1
-        n = 1
-        m = re.match(r"\{(\d+)(?:,(\d+))?\}", p[i:])
-        if m:
-            n = int(m.group(1)) if not m.group(2) else rng.randint(int(m.group(1)), int(m.group(2)))
-            i += m.end()
-        out.append("".join(rng.choice(chars) for _ in range(n)))
-    s = "".join(out)
-    try:
-        return s if re.search(pattern, s) else None
-    except re.error:
-        return None
+    def _array(self, col: str, w: set[str], f: dict[str, Any], ctx: dict[str, Any]) -> Any:
+        """Items of the declared type: tags, emails, or values built from the item schema."""
+        rng = self.rng
+        items = f.get("items") if isinstance(f.get("items"), dict) else {}
+        if items.get("type") == "string" and not items.get("format") and not items.get("pattern") and not items.get("enum"):
+            if w & {"tag", "tags", "labels", "keywords"}:
+                return sorted(rng.sample(TAGS, rng.randint(1, 2)))
+            if "email" in col or w & {"attendees", "recipients", "participants", "cc", "bcc", "emails"}:
+                return sorted({self._email({**ctx, "first": ctx["fake"].first_name(), "last": ctx["fake"].last_name()}, 0) for _ in range(rng.randint(1, 3))})
+        if items.get("type") == "string" and items.get("format") == "email":
+            return [self._email({**ctx, "first": ctx["fake"].first_name(), "last": ctx["fake"].last_name()}, 0) for _ in range(rng.randint(1, 3))]
+        return None  # from the schema: items of the declared type

@@ -5,7 +5,11 @@
    seed snapshot after each call, until one succeeds. A tool none of whose calls succeed is
    dropped, with the last error as the reason.
 2. **Outputs conform** to the tool's declared ``returns`` schema (types, required fields, enums,
-   formats); a tool whose successful answer does not is dropped.
+   formats), checked with ``jsonschema`` (:mod:`envkernel_probe.conformance`) on every successful
+   answer the verifier sees, in the probe and in the invariant checks; a tool whose answer does
+   not is dropped with the reason. A model environment's seed rows are checked against the
+   answer schema of their resource's get tool too: a get tool that would show a row its spec
+   refuses is dropped.
 3. **State invariants hold** (:mod:`envkernel_probe.invariants`): create-then-get returns what was
    created, list includes it, update-then-get reflects the update and touches no other row,
    delete-then-get is not found, lists page, filter and sort as declared, and a failed call leaves
@@ -28,8 +32,10 @@ from envkernel.hookspecs import hookimpl
 from envkernel_schemas import EnvSpec, ToolResult, ToolSpec, VerifyReport
 
 from envkernel_kit.argsgen import ArgumentBuilder, schema_type
-from .invariants import run_invariants
 from envkernel_kit.naming import State
+
+from .conformance import ResultSchemas, seed_problems
+from .invariants import run_invariants
 
 __all__ = ["ProbeSettings", "Probe", "Settings", "ToolProbe", "probe_tool", "register_verifiers"]
 
@@ -81,14 +87,17 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def _returns_problem(tool: ToolSpec, value: Any) -> str:
-    """Why a successful answer does not fit the tool's ``returns`` schema, or ""."""
+def _returns_problem(tool: ToolSpec, value: Any, schemas: ResultSchemas | None = None) -> str:
+    """Why a successful answer does not fit the tool's ``returns`` schema, or "" (the engine's
+    readable subset check first, then full JSON Schema with ``jsonschema``)."""
     from envkernel_runtime.engine import check  # noqa: PLC0415 - the engine's JSON Schema subset
 
     if not tool.returns:
         return ""
     problem = check(tool.returns, value, "the answer")
-    return f"its answer does not match its declared schema: {problem}" if problem else ""
+    if problem:
+        return f"its answer does not match its declared schema: {problem}"
+    return (schemas or ResultSchemas([tool])).problem(tool.name, value)
 
 
 def _returns_note(tool: ToolSpec, value: Any) -> str:
@@ -118,6 +127,7 @@ async def probe_tool(
     seed_state: State,
     check_readonly: bool = True,
     check_schema: bool = False,
+    schemas: ResultSchemas | None = None,
 ) -> ToolProbe:
     """Call ``tool`` with up to ``n`` generated argument sets until one succeeds.
 
@@ -140,7 +150,7 @@ async def probe_tool(
         if result.ok:
             res.kept = True
             res.arguments = args
-            problem = _returns_problem(tool, result.value) if check_schema else ""
+            problem = _returns_problem(tool, result.value, schemas) if check_schema else ""
             if problem:
                 await sb.restore(seed_handle)
                 res.kept = False
@@ -178,6 +188,7 @@ class Probe:
             seed_handle = await sb.snapshot()
             seed_state = await sb.state()
             builder = ArgumentBuilder(seed_state)
+            schemas = ResultSchemas(env.tools) if s.check_schema else None
             for tool in env.tools:
                 rng = ctx.rng("probe", env.id, tool.name)
                 probes.append(
@@ -191,10 +202,11 @@ class Probe:
                         seed_state=seed_state,
                         check_readonly=s.check_readonly,
                         check_schema=s.check_schema,
+                        schemas=schemas,
                     )
                 )
             if s.invariants:
-                blame = await run_invariants(sb, env, seed_handle, seed_state, ctx.rng("probe", env.id, "invariants"))
+                blame = await run_invariants(sb, env, seed_handle, seed_state, ctx.rng("probe", env.id, "invariants"), schemas=schemas)
                 by_name = {p.tool: p for p in probes}
                 for tool, reasons in blame.by_tool.items():
                     p = by_name.get(tool)
@@ -207,6 +219,12 @@ class Probe:
                     p.notes.extend(f"{tool}: {r}" for r in reasons[1:])
                 if probes:
                     probes[0].checks += blame.checks
+            if schemas is not None:
+                by_name = {p.tool: p for p in probes}
+                for tool, reason in seed_problems(env, schemas).items():
+                    p = by_name.get(tool)
+                    if p is not None and p.kept:
+                        p.kept, p.reason = False, reason
         return build_report(ctx.component, probes, s.min_tool_share, time.perf_counter() - t0)
 
 

@@ -279,8 +279,10 @@ class Blame:
 class Checker:
     """Runs the invariants of one environment in one sandbox."""
 
-    def __init__(self, sb: Any, env: EnvSpec, seed_handle: str, seed_state: State, rng: random.Random, blame: Blame) -> None:
+    def __init__(self, sb: Any, env: EnvSpec, seed_handle: str, seed_state: State, rng: random.Random, blame: Blame,
+                 schemas: Any = None) -> None:
         self.sb = sb
+        self.schemas = schemas
         self.env = env
         self.seed = seed_handle
         self.seed_state = seed_state
@@ -291,7 +293,12 @@ class Checker:
 
     async def call(self, tool: str, args: dict[str, Any]) -> Any:
         self.blame.checks += 1
-        return await self.sb.call(tool, args)
+        result = await self.sb.call(tool, args)
+        if self.schemas is not None and getattr(result, "ok", False):
+            problem = self.schemas.problem(tool, result.value)
+            if problem:
+                self.blame.add(tool, f"{problem} (arguments {args})")
+        return result
 
     async def reset(self) -> None:
         await self.sb.restore(self.seed)
@@ -790,10 +797,13 @@ class Checker:
                 self.blame.add(name, "a failed call changed the state")
 
 
-async def run_invariants(sb: Any, env: EnvSpec, seed_handle: str, seed_state: State, rng: random.Random) -> Blame:
-    """Every invariant of every table of ``env``; the sandbox ends at the seed state."""
+async def run_invariants(sb: Any, env: EnvSpec, seed_handle: str, seed_state: State, rng: random.Random,
+                         schemas: Any = None) -> Blame:
+    """Every invariant of every table of ``env``; the sandbox ends at the seed state. With
+    ``schemas`` (a :class:`~envkernel_probe.conformance.ResultSchemas`), every successful answer
+    is also checked against its tool's declared schema, and a breach is blamed on the tool."""
     blame = Blame()
-    checker = Checker(sb, env, seed_handle, seed_state, rng, blame)
+    checker = Checker(sb, env, seed_handle, seed_state, rng, blame, schemas)
     for c in plan(env, seed_state):
         for step in (checker.check_get, checker.check_lists, checker.check_create, checker.check_updates,
                      checker.check_delete, checker.check_actions, checker.check_failures):

@@ -1,0 +1,221 @@
+"""Values that a field's JSON Schema accepts, and the check that they do.
+
+:func:`conform` takes a candidate value (from the realistic pools of :mod:`.seeddata`) and the
+field's schema and returns a value the schema accepts: the candidate when it already fits,
+otherwise one built from the schema itself (``pattern`` through rstr's regex-reversing ``xeger``,
+``minLength``/``maxLength``, ``minimum``/``maximum``, ``enum``, ``format``, array ``items``,
+object ``properties``). :func:`problem` validates with ``jsonschema`` (formats checked), the same
+validator the verifier uses.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import re
+import uuid
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["CLOCK", "conform", "from_schema", "iso", "problem", "schema_of"]
+
+CLOCK = dt.datetime(2026, 1, 15, 9, 0, 0, tzinfo=dt.UTC)
+"""The executor's default frozen clock: seed times are placed around it."""
+
+_FIELD_KEYS = ("type", "format", "enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
+               "pattern", "items", "minItems", "maxItems", "uniqueItems", "properties", "required")
+_KNOWN_FORMATS = {"date-time", "date", "time", "email", "uri", "url", "uuid", "ipv4", "ipv6", "hostname", "byte"}
+_WORDS = ["north", "river", "maple", "cedar", "summit", "harbor", "meadow", "willow", "granite", "aurora", "atlas", "beacon"]
+
+
+def iso(t: dt.datetime) -> str:
+    """``t`` as ``2026-01-15T09:00:00Z``."""
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def schema_of(field: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of one model field (its type, nullability and constraints)."""
+    s = {k: field[k] for k in _FIELD_KEYS if k in field}
+    if field.get("nullable"):
+        t = s.get("type")
+        s["type"] = [*([t] if isinstance(t, str) else t or []), "null"]
+        if isinstance(s.get("enum"), list):
+            s["enum"] = [*s["enum"], None]
+    if s.get("type") == "object":
+        s.pop("items", None)
+    return s
+
+
+@lru_cache(maxsize=4096)
+def _validator(key: str) -> Any:
+    import jsonschema  # noqa: PLC0415 - imported when seed rows are made, not when the plugin loads
+
+    schema = json.loads(key)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+def problem(schema: dict[str, Any], value: Any) -> str:
+    """Why ``value`` breaks ``schema`` (jsonschema, formats checked), or ""."""
+    import jsonschema  # noqa: PLC0415
+
+    try:
+        key = json.dumps(schema, sort_keys=True, default=str)
+        err = jsonschema.exceptions.best_match(_validator(key).iter_errors(value))
+    except (jsonschema.exceptions.SchemaError, TypeError, ValueError, re.error) as exc:
+        return f"the schema cannot be checked: {type(exc).__name__}: {exc}"
+    if err is None:
+        return ""
+    where = "".join(f"[{p!r}]" for p in err.absolute_path)
+    return f"{where or 'the value'}: {err.message}"
+
+
+def conform(value: Any, schema: dict[str, Any], rng: random.Random) -> Any:
+    """``value`` when ``schema`` accepts it, else a value built from ``schema`` (see the module docstring)."""
+    if value is not None and not problem(schema, value):
+        return value
+    fixed = _repair(value, schema, rng)
+    if fixed is not None and not problem(schema, fixed):
+        return fixed
+    for _ in range(8):
+        v = from_schema(schema, rng)
+        if not problem(schema, v):
+            return v
+    return value
+
+
+def _repair(value: Any, schema: dict[str, Any], rng: random.Random) -> Any:
+    """Small edits that keep a realistic value: clip a number into range, trim or pad a string."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        lo, hi = _bounds(schema)
+        v = min(max(value, lo), hi) if lo <= hi else value
+        return int(round(v)) if _type(schema) == "integer" else v
+    if isinstance(value, str) and "pattern" not in schema and "enum" not in schema and not schema.get("format"):
+        lo, hi = schema.get("minLength", 0), schema.get("maxLength")
+        v = value[:hi].rstrip() if isinstance(hi, int) else value
+        while isinstance(lo, int) and len(v) < lo:
+            v = f"{v} {rng.choice(_WORDS)}".strip()
+        return v[:hi] if isinstance(hi, int) else v
+    if isinstance(value, str) and isinstance(schema.get("pattern"), str):
+        for cand in (value.lower(), value.upper(), re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-"), re.sub(r"[^A-Za-z0-9]", "", value)):
+            if not problem(schema, cand):
+                return cand
+    return None
+
+
+def _type(schema: dict[str, Any]) -> str:
+    t = schema.get("type")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), None)
+    if t is None:
+        if "properties" in schema:
+            return "object"
+        if "items" in schema:
+            return "array"
+        if "enum" in schema:
+            return "enum"
+    return t or "string"
+
+
+def _bounds(schema: dict[str, Any]) -> tuple[float, float]:
+    lo = schema.get("minimum", -1e9)
+    hi = schema.get("maximum", 1e9)
+    if isinstance(schema.get("exclusiveMinimum"), (int, float)):
+        lo = max(lo, schema["exclusiveMinimum"] + 1e-6)
+    if isinstance(schema.get("exclusiveMaximum"), (int, float)):
+        hi = min(hi, schema["exclusiveMaximum"] - 1e-6)
+    return float(lo), float(hi)
+
+
+def from_schema(schema: dict[str, Any], rng: random.Random, depth: int = 0, name: str = "") -> Any:
+    """A value ``schema`` accepts, built from its constraints (and, for a nested property, a
+    little from its ``name``: ids, emails, URLs, times)."""
+    if isinstance(schema.get("enum"), list) and [e for e in schema["enum"] if e is not None]:
+        return rng.choice([e for e in schema["enum"] if e is not None])
+    if "const" in schema:
+        return schema["const"]
+    for key in ("oneOf", "anyOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            return from_schema(schema[key][0], rng, depth + 1)
+    t = _type(schema)
+    if t == "string":
+        return _string(schema, rng, name)
+    if t in ("integer", "number"):
+        lo, hi = _bounds(schema)
+        lo, hi = max(lo, 1.0 if lo < 1 <= hi else lo), min(hi, max(lo, 1.0) + 99)
+        if t == "integer":
+            return rng.randint(int(-(-lo // 1)), max(int(-(-lo // 1)), int(hi // 1)))
+        return round(rng.uniform(lo, hi), 2)
+    if t == "boolean":
+        return rng.random() < 0.5
+    if t == "array":
+        items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+        lo = schema.get("minItems", 1 if depth < 2 else 0)
+        hi = schema.get("maxItems", max(lo, 3))
+        n = rng.randint(lo, max(lo, min(hi, lo + 2)))
+        out: list[Any] = []
+        for _ in range(n * 4):
+            if len(out) >= n:
+                break
+            v = from_schema(items, rng, depth + 1)
+            if not (schema.get("uniqueItems") and v in out):
+                out.append(v)
+        return out
+    if t == "object":
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        if depth > 3:
+            return {}
+        required = set(schema.get("required") or [])
+        return {k: from_schema(s if isinstance(s, dict) else {}, rng, depth + 1, name=k) for k, s in props.items() if k in required or rng.random() < 0.7}
+    if t == "null":
+        return None
+    return from_schema({"type": "string"}, rng, depth + 1)
+
+
+def _string(schema: dict[str, Any], rng: random.Random, name: str = "") -> str:
+    fmt = schema.get("format")
+    low = name.lower()
+    if isinstance(fmt, str) and fmt.startswith("uuid"):
+        fmt = "uuid"
+    if fmt not in _KNOWN_FORMATS and not schema.get("pattern"):
+        if low == "id" or low.endswith(("_id", "id")) and len(low) > 2:
+            fmt = "x-id"
+        elif "email" in low:
+            fmt = "email"
+        elif low.endswith(("url", "uri", "link")):
+            fmt = "uri"
+        elif low.endswith(("_at", "time", "date")):
+            fmt = "date-time"
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        import rstr  # noqa: PLC0415
+
+        try:
+            gen = rstr.Rstr(rng)
+            for _ in range(6):
+                s = gen.xeger(pattern)
+                if not problem(schema, s):
+                    return s
+        except (re.error, ValueError, TypeError, IndexError):
+            pass
+    when = CLOCK - dt.timedelta(days=rng.randint(1, 60), minutes=rng.randint(0, 600))
+    by_format = {
+        "date-time": lambda: iso(when),
+        "date": lambda: when.strftime("%Y-%m-%d"),
+        "time": lambda: when.strftime("%H:%M:%S"),
+        "email": lambda: f"{rng.choice(_WORDS)}.{rng.choice(_WORDS)}@example.com",
+        "uri": lambda: f"https://example.com/{rng.choice(_WORDS)}/{rng.randint(1, 999)}",
+        "url": lambda: f"https://example.com/{rng.choice(_WORDS)}/{rng.randint(1, 999)}",
+        "uuid": lambda: str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+        "ipv4": lambda: f"192.0.2.{rng.randint(1, 254)}",
+        "ipv6": lambda: f"2001:db8::{rng.randint(1, 65535):x}",
+        "hostname": lambda: f"{rng.choice(_WORDS)}.example.com",
+        "byte": lambda: "ZXhhbXBsZQ==",
+        "x-id": lambda: f"{rng.getrandbits(64):016x}",
+    }
+    s = by_format[fmt]() if fmt in by_format else " ".join(rng.choice(_WORDS) for _ in range(2))
+    lo, hi = schema.get("minLength", 0), schema.get("maxLength")
+    while isinstance(lo, int) and len(s) < lo:
+        s += rng.choice("abcdefghijklmnopqrstuvwxyz0123456789")
+    return s[:hi] if isinstance(hi, int) else s

@@ -1,7 +1,8 @@
 """envkernel-baselines: the two policies the task gate runs.
 
-- ``reference`` replays the task's reference chain call by call, then answers with the last
-  call's output as compact JSON (so every answer fact appears). It scores 1 on a sound task.
+- ``reference`` replays the task's reference chain call by call, then answers in words: the
+  task's reference answer (``outcome.answer``, which carries every fact and nothing else), or,
+  for a task that has none, the last call's output. It scores 1 on a sound task.
 - ``nothing`` makes no call and declines. It scores 0 on a sound task.
 
 Both write the conversation in OpenAI chat format, so their trajectories double as SFT data.
@@ -62,12 +63,12 @@ class Reference:
         self.settings = settings or BaselineSettings()
 
     async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
-        """Call each reference tool in order, then answer with the last output."""
+        """Call each reference tool in order, then give the task's reference answer."""
         messages = _opening(self.settings.system_prompt, request)
         last: ToolResult | None = None
         for i, call in enumerate(request.task.calls):
             last = await call_and_record(env, messages, f"call_{i}", call.name, call.arguments)
-        answer = answer_from(last)
+        answer = request.task.outcome.answer if (last is None or last.ok) and request.task.outcome.answer else answer_from(last)
         messages.append({"role": "assistant", "content": answer})
         return Trajectory(
             task_id=request.task.id,

@@ -64,6 +64,9 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Seconds of sampling per environment (0: no limit)."""
 
 
+UNDO_VERBS = frozenset({"cancel", "delete", "remove", "revoke", "archive", "close", "reject", "decline", "void", "refund"})
+"""Verbs of an action that undoes a row (a chain must not apply one to a row it created)."""
+
 _NEW = object()
 """Marks a value taken from a call that was not known before it."""
 
@@ -262,6 +265,27 @@ class GraphSampler:
                     known.update(_k(v) for v in e.row.values() if not isinstance(v, (dict, list)) and v is not None)
         return None
 
+    @staticmethod
+    def undoes(steps: list[Step]) -> str | None:
+        """Why a chain is not one goal (None when it is): it cancels, deletes or edits a row it
+        created itself (create-then-cancel reads as a script, and a person would create it right),
+        or cancels or deletes a row it has just changed."""
+        touched: set[tuple[str, str]] = set()
+        for s in steps:
+            t = s.target
+            if not s.mutating or t is None:
+                continue
+            undo = s.info.kind == "delete" or (s.info.verb or "") in UNDO_VERBS
+            if t.kind == "new" and s.info.kind != "create":
+                if undo:
+                    return "undoes_new"
+                if s.info.kind == "update":
+                    return "edits_new"
+            if undo and t.key in touched:
+                return "undoes_change"  # changing a row and then cancelling it is not one goal
+            touched.add(t.key)
+        return None
+
     def make_task(self, steps: list[Step], final_state: State | None) -> Task | None:
         """Ground and phrase an executed chain; None (with the reason counted) when it is not a good task."""
         calls = [ToolCall(name=s.info.name, arguments=s.args) for s in steps]
@@ -270,7 +294,7 @@ class GraphSampler:
         if digest in self._seen:
             self.rejected["duplicate"] += 1
             return None
-        why = self.redundant(steps)
+        why = self.redundant(steps) or self.undoes(steps)
         if why:
             self.rejected[why] += 1
             return None
@@ -292,7 +316,10 @@ class GraphSampler:
             if not phrased.facts:
                 self.rejected["no_facts"] += 1
                 return None
-            outcome = Outcome(mutates=False, answer_facts=phrased.facts)
+            outcome = Outcome(mutates=False, answer_facts=phrased.facts, answer_rows=phrased.rows,
+                              answer_absent=phrased.absent, answer_ordered=phrased.ordered, answer=phrased.answer)
+        else:
+            outcome = msgspec.structs.replace(outcome, answer=phrased.answer)
         self._seen.add(digest)
         self.emitted += 1
         self.sig_counts[signature] += 1

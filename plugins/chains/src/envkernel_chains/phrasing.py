@@ -20,8 +20,11 @@ from __future__ import annotations
 import json
 import random
 import re
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any
+
+from envkernel_kit.answers import is_number, mentions
 
 from envkernel_kit.naming import human, is_id_name, plural, singular, words
 
@@ -39,10 +42,11 @@ FIELD_WORDS = {
     "size_bytes": "size in bytes", "duration_minutes": "duration in minutes", "expires_on": "expiry date",
     "departure_at": "departure time", "arrival_at": "arrival time", "mime_type": "file type", "iban": "IBAN",
 }
-GREETINGS = ("", "", "", "", "Hi! ", "Hello! ", "Hey there. ", "Hi there. ", "Good morning! ", "Hello. ")
+GREETINGS = ("",) * 12 + ("Hi! ", "Hello! ", "Hey there. ", "Hi there. ", "Good morning! ", "Hello. ")
 FRAMES = ("Please {g}.", "Could you {g}?", "Can you {g} for me?", "I'd like you to {g}.", "I need you to {g}.", "{G}, please.",
           "Would you {g}?", "Go ahead and {g}.", "Kindly {g}.", "I want you to {g}.")
-THEN = (", then ", ", and then ", " and after that ", ". After that, ", ", and once that's done, ")
+MOTIVES = ("I'm sorting a few things out today, so ", "Before the end of the week, ", "For my records, ",
+           "I'm getting things ready, so ", "Quick one: ", "To get this off my list, ")
 VERB_SYNONYMS = {
     "cancel": ("cancel", "call off"),
     "delete": ("delete", "remove", "get rid of"),
@@ -67,6 +71,12 @@ LIST_Q = ("Show me {c}, with the {f} of each.", "Can you list {c}? I need the {f
 ONE_Q = ("What is {w}?", "Can you tell me {w}?", "I need to know {w}.", "Could you look up {w} for me?", "Please find out {w}.",
          "What's {w}?")
 TWO_Q = ("What are {w}?", "Can you tell me {w}?", "I need {w}.", "Could you look up {w} for me?", "Please find {w}.")
+COUNT_Q = ("How many {ns} are there among {c}?", "Can you count {c} for me?", "How many of {c} are there?",
+           "I need a count of {c}.")
+SUP_Q = ("Which of {c} has the {w} {f}?", "Among {c}, which {n} has the {w} {f}?", "Find the {n} with the {w} {f} among {c}.")
+TOTAL_Q = ("What is the total {f} of {c}?", "Add up the {f} of {c} for me.", "What do {c} come to in {f}, all together?")
+COND_Q = ("Which of {c} have a {f} {op} {t}?", "List {c} with a {f} {op} {t}.", "I only care about {c} whose {f} is {op} {t}. Which are they?")
+SORT_Q = ("Rank {c} by {f}, {d}, and give me each one's {f}.", "List {c} {d} {f}, with the {f} of each.")
 OBJ_Q = ("Look up {x} and tell me its {f}.", "Find {x} and tell me its {f}.", "Could you check {x} and give me its {f}?")
 
 
@@ -152,6 +162,48 @@ def skeleton(text: str, values: list[str]) -> str:
     return _NUM.sub("#", out)
 
 
+def _distinct(vals: list[str]) -> bool:
+    """True when no value equals or contains another (case-insensitively): labels an answer can be split by."""
+    low = [v.lower() for v in vals]
+    return len(set(low)) == len(low) and not any(a != b and a in b for a in low for b in low)
+
+
+def _num(v: Any) -> bool:
+    """True for a number worth comparing (not a boolean)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _fmt(x: float) -> str:
+    """A number as said in a request or answer (``12.0`` -> ``12``, ``3.14159`` -> ``3.14``)."""
+    x = round(x, 2)
+    return str(int(x)) if float(x).is_integer() else f"{x:.2f}".rstrip("0")
+
+
+def _between(a: float, b: float) -> float | None:
+    """A round threshold strictly between ``a`` < ``b`` (None when there is none at two decimals)."""
+    for step in (100, 50, 10, 5, 1, 0.5, 0.1, 0.01):
+        t = math.floor(b / step) * step
+        if t == b:
+            t -= step
+        if a < t < b:
+            return round(t, 2)
+    return None
+
+
+@dataclass
+class Question:
+    """A question about a read-only chain's result, with what checks its answer."""
+
+    text: str
+    facts: list[str]
+    answer: str
+    """The reference answer, in words."""
+    rows: list[list[str]] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)
+    ordered: bool = False
+    kind: str = "get"
+
+
 @dataclass
 class Phrased:
     """A phrased request."""
@@ -161,6 +213,13 @@ class Phrased:
     kind: str
     """The kind of operation it asks for (create, update, delete, action, get, list)."""
     skeleton: str
+    rows: list[list[str]] = field(default_factory=list)
+    """Expected answer rows (see ``Outcome.answer_rows``)."""
+    absent: list[str] = field(default_factory=list)
+    """Values a precise answer leaves out (see ``Outcome.answer_absent``)."""
+    ordered: bool = False
+    answer: str = ""
+    """The reference answer in words."""
 
 
 def _all_refs(ref: Ref | None, out: list[Ref]) -> None:
@@ -463,8 +522,8 @@ class Phraser:
 
     # -- questions ------------------------------------------------------------------------------------
 
-    def question(self, step: Step) -> tuple[str, list[str]] | None:
-        """A question about the last call's result, and the answer facts."""
+    def question(self, step: Step) -> Question | None:
+        """A question about the last call's result, with its answer facts and reference answer."""
         rng = self.rng
         tops = [e for e in step.elements if e.parent is None]
         single = step.info.kind != "list" and tops and (tops[0].group is None or len(tops) == 1) and step.target is not None
@@ -486,26 +545,142 @@ class Phraser:
                 text = rng.choice(OBJ_Q).format(x=self.obj(ref), f=f)
             else:
                 text = rng.choice(ONE_Q if k == 1 else TWO_Q).format(w=self.poss(ref, f))
-            return text, list(dict.fromkeys(fact_text(row[c]) for c in chosen))
+            facts = list(dict.fromkeys(fact_text(row[c]) for c in chosen))
+            answer = join([f"the {field_words(c)} is {fact_text(row[c])}" for c in chosen])
+            return Question(text, facts, answer[:1].upper() + answer[1:] + ".",
+                            absent=self._absent(step, chosen, {x.lower() for x in facts}))
         if not tops:
             out = step.output
             if fact_ok(out):
                 what = " ".join(w for w in words(step.info.name)[1:])
                 x = self.obj(step.target) if step.target is not None else ""
-                return f"What is the {what}" + (f" for {x}" if x else "") + "?", [fact_text(out)]
+                return Question(f"What is the {what}" + (f" for {x}" if x else "") + "?", [fact_text(out)],
+                                f"The {what} is {fact_text(out)}.")
             return None
-        rows = [e.row for e in tops]
-        common = [k for k in rows[0] if not is_id_name(k) and all(fact_ok(r.get(k)) for r in rows[:3])]
-        common.sort(key=attr_rank)
-        if not common:
+        return self.about_rows(step, [e.row for e in tops])
+
+    def _absent(self, step: Step, keys: list[str], expected: set[str]) -> list[str]:
+        """Values of ``keys`` in rows that earlier lookups of the same table returned, other than
+        the expected ones: what a precise answer leaves out (a stuffed answer says them)."""
+        table = next((e.table for e in step.elements if e.parent is None), None)
+        low_expected = [x.lower() for x in expected]
+        out: dict[str, None] = {}
+        for s in self.steps:
+            for e in s.elements:
+                if e.parent is not None or e.table != table or table is None:
+                    continue
+                for k in keys:
+                    v = e.row.get(k)
+                    if not fact_ok(v):
+                        continue
+                    t = fact_text(v)
+                    if t.lower() in expected or any(t.lower() in x or x in t.lower() for x in low_expected):
+                        continue
+                    if is_number(t):
+                        continue  # a number elsewhere in an answer is too easily said by chance
+                    out[t] = None
+        return list(out)
+
+    def about_rows(self, step: Step, rows: list[dict[str, Any]]) -> Question | None:
+        """A question about the rows a list call returned: each row's value, how many, the
+        highest or lowest, a total, the rows over a threshold, or the rows in order. Every answer
+        is derived from the real rows and checked whole (each row with its value)."""
+        rng = self.rng
+        if not rows:
             return None
-        f = rng.choice(common[:3])
-        facts = list(dict.fromkeys(fact_text(r[f]) for r in rows[:3]))
+        ranked = sorted(rows[0], key=attr_rank)
+        label = next((k for k in ranked if attr_rank(k)[0] == 0 and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows)
+                      and _distinct([fact_text(r[k]) for r in rows])), None)
         c = self.collection(step)
         self._literals(step, set(step.refs))
+        noun = human(step.info.noun)
+        nouns = plural(noun)
+        shapes = ["count"] if 2 <= len(rows) <= 40 else []
+        nums: list[str] = []
+        if label is not None and 2 <= len(rows) <= 12:
+            shapes += ["each", "each"]
+            nums = [k for k in ranked if k != label and not is_id_name(k) and all(_num(r.get(k)) for r in rows)]
+            if nums:
+                shapes += ["superlative", "superlative", "condition", "condition", "sorted", "total"]
+        if label is not None and len(rows) == 1:
+            shapes += ["each"]
+        rng.shuffle(shapes)
+        for shape in shapes:
+            q = self._shape(shape, step, rows, label, nums, c, noun, nouns)
+            if q is not None:
+                return q
+        return None
+
+    def _shape(self, shape: str, step: Step, rows: list[dict[str, Any]], label: str | None, nums: list[str],
+               c: str, noun: str, nouns: str) -> Question | None:
+        rng = self.rng
+        if shape == "count":
+            n = len(rows)
+            text = rng.choice(COUNT_Q).format(c=c, ns=nouns)
+            if mentions(str(n), text) >= 0:
+                return None
+            return Question(text, [str(n)], rng.choice(("There are {n}.", "I count {n} of them.", "{n} in all.")).format(n=n), kind="count")
+        assert label is not None
+        labels = [fact_text(r[label]) for r in rows]
+        if shape == "each":
+            vals = [k for k in sorted(rows[0], key=attr_rank) if k != label and not is_id_name(k)
+                    and all(fact_ok(r.get(k)) for r in rows)]
+            if not vals:
+                return None
+            f = rng.choice(vals[:3])
+            fw = field_words(f)
+            table = [[lab, fact_text(r[f])] for lab, r in zip(labels, rows, strict=True)]
+            text = rng.choice(LIST_Q).format(c=c, f=fw, fs=plural(fw) if " " not in fw else fw)
+            answer = "; ".join(f"{lab}: {v}" for lab, v in table) + "."
+            return Question(text, [x for r in table for x in r], answer, rows=table,
+                            absent=self._absent(step, [label], set(x.lower() for x in labels)), kind="list")
+        f = rng.choice(nums[:3])
         fw = field_words(f)
-        text = rng.choice(LIST_Q).format(c=c, f=fw, fs=plural(fw) if " " not in fw else fw)
-        return text, facts
+        vals = [float(r[f]) for r in rows]
+        if shape in ("superlative", "sorted") and len(set(vals)) < len(vals) and shape == "sorted":
+            return None
+        if shape == "superlative":
+            high = rng.random() < 0.5
+            best = max(vals) if high else min(vals)
+            if vals.count(best) != 1:
+                return None
+            i = vals.index(best)
+            word = rng.choice(("highest", "largest")) if high else rng.choice(("lowest", "smallest"))
+            text = rng.choice(SUP_Q).format(c=c, w=word, f=fw, n=noun)
+            others = [x for j, x in enumerate(labels) if j != i]
+            return Question(text, [labels[i]], f"{labels[i]}, with a {fw} of {_fmt(best)}.", rows=[[labels[i]]],
+                            absent=others + self._absent(step, [label], {labels[i].lower()}), kind="superlative")
+        if shape == "total":
+            total = round(sum(vals), 2)
+            text = rng.choice(TOTAL_Q).format(c=c, f=fw)
+            if mentions(_fmt(total), text) >= 0:
+                return None
+            return Question(text, [_fmt(total)], f"The total {fw} is {_fmt(total)}.", kind="total")
+        if shape == "condition":
+            distinct = sorted(set(vals))
+            if len(distinct) < 2:
+                return None
+            j = rng.randrange(len(distinct) - 1)
+            t = _between(distinct[j], distinct[j + 1])
+            if t is None:
+                return None
+            over = rng.random() < 0.5
+            hit = [lab for lab, v in zip(labels, vals, strict=True) if (v > t if over else v < t)]
+            miss = [lab for lab, v in zip(labels, vals, strict=True) if not (v > t if over else v < t)]
+            if not hit or not miss:
+                return None
+            text = rng.choice(COND_Q).format(c=c, f=fw, op=rng.choice(("over", "above", "more than")) if over else rng.choice(("under", "below", "less than")), t=_fmt(t))
+            return Question(text, hit, join(hit) + ".", rows=[[h] for h in hit], absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
+                            kind="condition")
+        if shape == "sorted":
+            high = rng.random() < 0.5
+            order = sorted(range(len(rows)), key=lambda j: -vals[j] if high else vals[j])
+            table = [[labels[j], _fmt(vals[j])] for j in order]
+            text = rng.choice(SORT_Q).format(c=c, f=fw, d="from the highest to the lowest" if high else "from the lowest to the highest")
+            answer = ", ".join(f"{lab} ({v})" for lab, v in table) + "."
+            return Question(text, [x for r in table for x in r], answer, rows=table, ordered=True,
+                            absent=self._absent(step, [label], {x.lower() for x in labels}), kind="sorted")
+        return None
 
     # -- the whole request -------------------------------------------------------------------------------
 
@@ -516,35 +691,67 @@ class Phraser:
         muts = [s for s in self.steps if s.mutating]
         last = self.steps[-1]
         facts: list[str] = []
+        q: Question | None = None
         if muts:
             goals = [self.goal(s) for s in muts]
             if not last.mutating:
                 goals.append(self.show(last))
-            if len(goals) == 1:
-                g = goals[0]
-            elif len(goals) == 2:
-                g = goals[0] + rng.choice(THEN) + goals[1]
-            else:
-                g = goals[0] + "".join(", then " + x for x in goals[1:-1]) + ", and finally " + goals[-1]
+            g = join(goals)  # one goal with its parts, never a narrated script ("..., then ..., and finally ...")
             frames = [f for f in FRAMES if not ((g.endswith(" me") or " me " in g) and "for me" in f)]
             frame = rng.choice(frames)
             body = frame.format(g=g, G=g[:1].upper() + g[1:])
-            if ". After that, " in body and frame.endswith("?"):
-                body = body.replace(". After that, ", ", and after that ")
+            if len(goals) > 1 and rng.random() < 0.5:
+                body = rng.choice(MOTIVES) + (body if body.startswith("I ") or body.startswith("I'") else body[0].lower() + body[1:])
             kind = muts[-1].info.kind
+            answer = "Done: I " + join([past(x) for x in goals[:len(muts)]]) + "."
+            if not last.mutating:
+                answer += " Here it is now."
         else:
             q = self.question(last)
             if q is None:
                 return None
-            body, facts = q
-            kind = "list" if last.info.kind == "list" else "get"
+            body, facts, answer = q.text, q.facts, q.answer
+            kind = q.kind if q.kind != "get" or last.info.kind != "list" else "list"
         text = intro + body[0].upper() + body[1:]
         low = text.lower()
-        if facts:
-            facts = [f for f in facts if f.lower() not in low and f.lower() not in NOTHING_ANSWER.lower()]
+        rows: list[list[str]] = []
+        absent: list[str] = []
+        if q is not None:
+            given = [f for f in facts if f.lower() in low or f.lower() in NOTHING_ANSWER.lower()]
+            if given and q.rows:
+                return None  # a row the request already names cannot be checked
+            facts = [f for f in facts if f not in given]
             if not facts:
                 return None
-        return Phrased(text=text, facts=facts, kind=kind, skeleton=skeleton(text, self.values))
+            rows = q.rows
+            absent = [a for a in q.absent if a.lower() not in low and mentions(a, answer) < 0 and a.lower() not in NOTHING_ANSWER.lower()]
+        return Phrased(text=text, facts=facts, kind=kind, skeleton=skeleton(text, self.values), rows=rows, absent=absent,
+                       ordered=bool(q and q.ordered), answer=answer)
+
+
+PAST = {"set": "set", "put": "put", "send": "sent", "get": "got", "pay": "paid", "make": "made", "lift": "lifted", "go": "went",
+        "let": "showed", "show": "showed", "pull": "pulled", "call": "called", "ship": "shipped", "star": "starred", "pin": "pinned",
+        "plan": "planned", "drop": "dropped", "stop": "stopped", "freeze": "froze", "unfreeze": "unfroze", "cancel": "cancelled",
+        "mark": "marked", "book": "booked", "open": "opened", "check": "checked"}
+
+
+def past(goal: str) -> str:
+    """An imperative goal in the past tense (``cancel the order`` -> ``cancelled the order``)."""
+    head, _, rest = goal.partition(" ")
+    w = head.lower()
+    if w in PAST:
+        p = PAST[w]
+    elif w.endswith("e"):
+        p = w + "d"
+    elif w.endswith("y") and w[-2:-1] not in "aeiou":
+        p = w[:-1] + "ied"
+    else:
+        p = w + "ed"
+    if w in ("let", "show") and rest.startswith("me "):
+        return "showed you " + rest[3:]
+    if w == "pull":
+        return "pulled up " + rest.removeprefix("up ")
+    return (p + " " + rest).replace(" me", " you") if rest.startswith("to me") else p + (" " + rest if rest else "")
 
 
 def tool_pattern(tool_names: list[str]) -> re.Pattern[str] | None:

@@ -215,6 +215,17 @@ class Resolver:
                 out.append(nr.get(key))
         return frozenset(out)
 
+    def read_elsewhere(self, table: str, field: str, v: Any) -> bool:
+        """True when the text ``v`` (a value of ``field``) is the value of *another* field in some
+        row of ``table``: read as that field, the phrase would name a different row (the same
+        field is the uniqueness check's job)."""
+        if not isinstance(v, str):
+            return False
+        key = self.schema.key(table)
+        nv = norm(v)
+        return any(x == nv and k not in (field, key) and isinstance(raw.get(k), str)
+                   for raw, nr in self._normed(table) for k, x in nr.items())
+
     # -- kinds of references -------------------------------------------------------------
 
     def new(self, table: str | None, noun: str, value: Any) -> Ref:
@@ -268,6 +279,9 @@ class Resolver:
                  if k != key and k not in refs_cols and describable(k, v, gen) and norm(row_now.get(k)) == norm(v)]
         cands.sort(key=attr_rank)
         others = [r for r in siblings if norm(r.get(key)) != norm(value)]
+        # a phrase must resolve to one row in every field it could be read as: "Business Account" is
+        # not a holder name to use when another account's nickname is "Business Account"
+        cands = [k for k in cands if not self.read_elsewhere(table, k, seed_row[k])]
         chosen: list[str] | None = None
         if len(base) == 1 and not others:
             chosen = []

@@ -579,6 +579,16 @@ class Phraser:
                     if is_number(t):
                         continue  # a number elsewhere in an answer is too easily said by chance
                     out[t] = None
+        # and the names of the rows earlier lookups returned that the chain did not go through
+        path = {str(v).lower() for s in self.steps for v in s.args.values() if isinstance(v, (str, int))}
+        for s in self.steps[:-1]:
+            for e in s.elements:
+                if e.parent is not None or str(e.row.get("id", "")).lower() in path:
+                    continue
+                for k, v in e.row.items():
+                    t = fact_text(v) if attr_rank(k)[0] == 0 and isinstance(v, str) and fact_ok(v) else ""
+                    if t and not any(t.lower() in x or x in t.lower() for x in low_expected):
+                        out[t] = None
         return list(out)
 
     def about_rows(self, step: Step, rows: list[dict[str, Any]]) -> Question | None:

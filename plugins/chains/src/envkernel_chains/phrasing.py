@@ -629,7 +629,8 @@ class Phraser:
             text = rng.choice(COUNT_Q).format(c=c, ns=nouns)
             if mentions(str(n), text) >= 0:
                 return None
-            return Question(text, [str(n)], rng.choice(("There are {n}.", "I count {n} of them.", "{n} in all.")).format(n=n), kind="count")
+            return Question(text, [str(n)], rng.choice(("There are {n}.", "I count {n} of them.", "{n} in all.")).format(n=n),
+                            absent=self._absent(step, [], set()), kind="count")
         assert label is not None
         labels = [fact_text(r[label]) for r in rows]
         if shape == "each":
@@ -665,7 +666,7 @@ class Phraser:
             text = rng.choice(TOTAL_Q).format(c=c, f=fw)
             if mentions(_fmt(total), text) >= 0:
                 return None
-            return Question(text, [_fmt(total)], f"The total {fw} is {_fmt(total)}.", kind="total")
+            return Question(text, [_fmt(total)], f"The total {fw} is {_fmt(total)}.", absent=self._absent(step, [], set()), kind="total")
         if shape == "condition":
             distinct = sorted(set(vals))
             if len(distinct) < 2:

@@ -52,6 +52,8 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Chance of phrasing a chain that looks a person up as that person speaking."""
     optional_share: float = 0.35
     """Chance of each optional input: a filter, an owner to narrow a list, an optional field to write."""
+    superlative_share: float = 0.35
+    """Chance of naming a row by a superlative the data decides (``my order with the highest total``) when one picks it out."""
     mutation_share: float = 0.35
     """Weight of a state-changing producer (create, then use the new row) against a lookup."""
     explore: int = 3
@@ -176,6 +178,8 @@ class GraphSampler:
         lookupable = set(self.graph.graph.get("lookupable", []))
         self.grounder = Grounder(self.env, self.infos, self.schema, self.seed_state, lookupable, self.rng,
                                  tries=self.s.tries, optional_share=self.s.optional_share)
+        self.grounder.resolver.rng = self.rng
+        self.grounder.resolver.superlative_share = self.s.superlative_share
         return self.graph
 
     # -- one chain ---------------------------------------------------------------------------------------

@@ -39,14 +39,20 @@ _BAD_CHARS = re.compile(r'["\\\x00-\x1f]')
 
 FIELD_WORDS = {
     "starts_at": "start time", "ends_at": "end time", "execute_on": "execution date", "date_of_birth": "date of birth",
-    "size_bytes": "size in bytes", "duration_minutes": "duration in minutes", "expires_on": "expiry date",
+    "expires_on": "expiry date",
     "departure_at": "departure time", "arrival_at": "arrival time", "mime_type": "file type", "iban": "IBAN",
 }
 GREETINGS = ("",) * 12 + ("Hi! ", "Hello! ", "Hey there. ", "Hi there. ", "Good morning! ", "Hello. ")
+TONES = {
+    "brief": ("{G}.", "{G}, please.", "Need you to {g}."),
+    "polite": ("Could you please {g}?", "Would you mind if I asked you to {g}?", "I'd be grateful if you could {g}.", "Kindly {g}."),
+    "busy": ("I'm short on time, so please {g}.", "Quick one: {g}.", "In a hurry here: {g}, thanks."),
+}
+"""Frames of a speaker's tone (a persona speaks in one of them, or in the neutral FRAMES)."""
 FRAMES = ("Please {g}.", "Could you {g}?", "Can you {g} for me?", "I'd like you to {g}.", "I need you to {g}.", "{G}, please.",
           "Would you {g}?", "Go ahead and {g}.", "Kindly {g}.", "I want you to {g}.")
 MOTIVES = ("I'm sorting a few things out today, so ", "Before the end of the week, ", "For my records, ",
-           "I'm getting things ready, so ", "Quick one: ", "To get this off my list, ")
+           "I'm getting things ready, so ", "To get this off my list, ")
 VERB_SYNONYMS = {
     "cancel": ("cancel", "call off"),
     "delete": ("delete", "remove", "get rid of"),
@@ -119,6 +125,9 @@ def field_words(key: str) -> str:
     """A field name in words: ``unit_price`` -> ``unit price``, ``starts_at`` -> ``start time``."""
     if key in FIELD_WORDS:
         return FIELD_WORDS[key]
+    u = unit_of(key)
+    if u and u[1] != "cents":
+        return f"{u[0]} in {u[1]}"
     ws = words(key)
     if len(ws) > 1 and ws[-1] == "cents":
         return " ".join(ws[:-1]) + " in cents"
@@ -129,10 +138,32 @@ def field_words(key: str) -> str:
     return " ".join(ws)
 
 
+UNITS = {"minutes": "minutes", "bytes": "bytes", "cents": "cents", "seconds": "seconds", "days": "days", "hours": "hours"}
+"""Trailing words of a field name that are the unit of its value (``duration_minutes``)."""
+
+
+def unit_of(key: str) -> tuple[str, str] | None:
+    """(the field without its unit, the unit) for ``duration_minutes`` -> (``duration``, ``minutes``), else None."""
+    ws = words(key)
+    if len(ws) > 1 and ws[-1] in UNITS:
+        return " ".join(ws[:-1]), UNITS[ws[-1]]
+    return None
+
+
+def said_value(key: str, v: Any) -> str:
+    """A value with its unit, as a person says it: ``45 minutes``, ``3819460 bytes``."""
+    u = unit_of(key)
+    return f"{render(v)} {u[1]}" if u and isinstance(v, (int, float)) and not isinstance(v, bool) else render(v)
+
+
 def attr(key: str, v: Any) -> str:
-    """A field and its value: ``quantity 2``, ``title "Team standup"``."""
+    """A field and its value as a person says them: ``quantity 2``, ``title "Team standup"``,
+    ``a duration of 45 minutes``, ``marked private`` / ``not marked optional`` (never ``set to yes``)."""
     if isinstance(v, bool):
-        return f"{field_words(key)} set to {'yes' if v else 'no'}"
+        return f"{'marked' if v else 'not marked'} {field_words(key)}"
+    u = unit_of(key)
+    if u and isinstance(v, (int, float)):
+        return f"a {u[0]} of {said_value(key, v)}"
     return f"{field_words(key)} {render(v)}"
 
 
@@ -243,6 +274,8 @@ class Phraser:
         self.persona: Ref | None = None
         if rng.random() < persona_share:
             self.persona = self.persona_candidate()
+        self.tone = rng.choice(("", "", "brief", "polite", "busy"))
+        """The speaker's tone ("" neutral)."""
 
     # -- the persona -----------------------------------------------------------------------------
 
@@ -275,9 +308,9 @@ class Phraser:
         if p.title:
             name = p.title
             if facts:
-                return rng.choice((f"Hi, I'm {name} and {join(facts)}. ", f"Hello, this is {name}; {join(facts)}. "))
-            return rng.choice((f"Hi, I'm {name}. ", f"Hello, this is {name}. ", f"{name} here. ", f"Hi! My name is {name}. "))
-        return rng.choice((f"Hi, {join(facts)}. ", f"Hello! {join(facts).capitalize()}. "))
+                return rng.choice((f"I'm {name} and {join(facts)}. ", f"This is {name}; {join(facts)}. "))
+            return rng.choice((f"Hi, I'm {name}. ", f"This is {name}. ", f"{name} here. ", f"My name is {name}. ", f"I'm {name}. "))
+        return rng.choice((f"Hi, {join(facts)}. ", f"{join(facts).capitalize()}. ", f"For reference, {join(facts)}. "))
 
     # -- references ---------------------------------------------------------------------------------
 
@@ -471,7 +504,7 @@ class Phraser:
 
         if kind == "update":
             lits = self._literals(step, skip)
-            changes: list[tuple[str, Any]] = [(field_words(k), render(x)) for k, x in lits]
+            changes: list[tuple[str, Any]] = [((unit_of(k) or (field_words(k), ""))[0], said_value(k, x)) for k, x in lits]
             for name, ref in step.refs.items():
                 if name in skip or self._skip(step, name, ref):
                     continue
@@ -708,10 +741,11 @@ class Phraser:
             if not last.mutating:
                 goals.append(self.show(last))
             g = join(goals)  # one goal with its parts, never a narrated script ("..., then ..., and finally ...")
-            frames = [f for f in FRAMES if not ((g.endswith(" me") or " me " in g) and "for me" in f)]
+            pool = TONES[self.tone] if self.tone else FRAMES
+            frames = [f for f in pool if not ((g.endswith(" me") or " me " in g) and "for me" in f)] or ["{G}."]
             frame = rng.choice(frames)
             body = frame.format(g=g, G=g[:1].upper() + g[1:])
-            if len(goals) > 1 and rng.random() < 0.5:
+            if len(goals) > 1 and self.tone != "busy" and rng.random() < 0.5:
                 body = rng.choice(MOTIVES) + (body if body.startswith("I ") or body.startswith("I'") else body[0].lower() + body[1:])
             kind = muts[-1].info.kind
             answer = "Done: I " + join([past(x) for x in goals[:len(muts)]]) + "."

@@ -16,7 +16,8 @@
 3. **quality** — read from the run's ``tasks.jsonl`` and ``summary.json`` (:func:`quality`): the
    share of requests that narrate two or more steps (a sequencing word: then, after that,
    finally, once that's done; target ≤ 10 %), the share with an aggregate, a superlative or a
-   condition (how many, the highest, a total, over / under a number, ranked, on or after;
+   condition (how many, the highest, a total, over / under a number, ranked, on or after, which
+   of them are in a status;
    target ≥ 30 %), the share that opens with a stock greeting, echoes a schema field (``in
    minutes 45``, ``set to yes``) or creates a row and cancels or deletes it in one request, the
    read-only share, the distinct request shapes (quoted text, numbers and names masked), and the
@@ -174,7 +175,7 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
 
 NARRATES = re.compile(r"\b(then|after that|and finally|finally|once that's done|afterwards)\b", re.I)
 AGGREGATE = re.compile(r"\b(how many|count|highest|lowest|largest|smallest|most|least|cheapest|total|add up|all together|"
-                       r"over|above|more than|under|below|less than|rank|on or after|on or before|at least|at most)\b", re.I)
+                       r"over|above|more than|under|below|less than|rank|on or after|on or before|at least|at most|which of|which ones)\b", re.I)
 GREETING = re.compile(r"^(hi|hello|hey there|hi there|good morning)[!.,]", re.I)
 ECHO = re.compile(r"\b(in (minutes|bytes|seconds) \d|set to (yes|no))\b", re.I)
 MAKES = ("create", "add", "open", "book", "register", "post", "new", "set_up", "upload", "send", "invite", "share")

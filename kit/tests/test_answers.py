@@ -47,3 +47,10 @@ def test_a_label_inside_a_longer_label_is_not_its_row() -> None:
                    answer_rows=[["sales", "active"], ["sales 2", "archived"]])
     assert answer_check(rows, "sales 2: archived; sales: active")[0] == 1.0
     assert answer_check(rows, "sales 2: active; sales: archived")[0] == 0.0
+
+
+def test_a_value_inside_an_expected_one_is_not_said() -> None:
+    o = Outcome(mutates=False, answer_facts=["sales 2"], answer_rows=[["sales 2"]], answer_absent=["sales", "general"])
+    assert answer_check(o, "It is sales 2.")[0] == 1.0
+    assert answer_check(o, "It is sales 2, not sales.")[0] == 0.0
+    assert answer_check(o, "sales 2 and general")[0] == 0.0

@@ -65,6 +65,25 @@ def mentions(fact: str, text: str) -> int:
     return text.lower().find(fact.lower())
 
 
+def _said_apart(value: str, answer: str, expected: list[str]) -> bool:
+    """True when ``value`` is in ``answer`` other than inside an expected value that contains it
+    (``sales`` is not said by an answer that says ``sales 2``)."""
+    if is_number(value):
+        return find_number(float(value), answer) >= 0
+    low, v = answer.lower(), value.lower()
+    covers = [(j, j + len(e)) for e in expected if v in e.lower() and e.lower() != v
+              for j in _all(low, e.lower())]
+    return any(not any(a <= i and i + len(v) <= b for a, b in covers) for i in _all(low, v))
+
+
+def _all(text: str, sub: str) -> list[int]:
+    out, i = [], text.find(sub)
+    while i >= 0 and sub:
+        out.append(i)
+        i = text.find(sub, i + 1)
+    return out
+
+
 def _label_positions(labels: list[str], low: str) -> list[int]:
     """First position of each label, skipping hits inside a longer label's hit."""
     spans: list[tuple[int, int, int]] = []  # (start, end, label index), longer labels first
@@ -129,7 +148,8 @@ def answer_units(outcome: Any, answer: str) -> list[Unit]:
     units += _row_units(rows, answer, bool(getattr(outcome, "answer_ordered", False)))
     absent = list(getattr(outcome, "answer_absent", []))
     if absent:
-        said = [v for v in absent if mentions(v, answer) >= 0]
+        expected = [v for v in facts + [x for r in rows for x in r] if not is_number(v)]
+        said = [v for v in absent if _said_apart(v, answer, expected)]
         units.append(Unit("precision", "the answer says nothing of rows not asked for", not said,
                           f"also says {said[:5]}" if said else ""))
     return units

@@ -193,10 +193,15 @@ def skeleton(text: str, values: list[str]) -> str:
     return _NUM.sub("#", out)
 
 
+SUMMABLE = frozenset({"amount", "total", "price", "balance", "quantity", "cost", "nights", "stock", "seats", "count", "fee", "subtotal"})
+"""Number fields whose total over rows means something (and any field with a unit, like ``size_bytes``)."""
+
+
 def _distinct(vals: list[str]) -> bool:
-    """True when no value equals or contains another (case-insensitively): labels an answer can be split by."""
+    """True when no two values are equal (case-insensitively): labels an answer can be split by (one
+    inside another, ``sales`` and ``sales 2``, is told apart by :mod:`envkernel_kit.answers`)."""
     low = [v.lower() for v in vals]
-    return len(set(low)) == len(low) and not any(a != b and a in b for a in low for b in low)
+    return len(set(low)) == len(low)
 
 
 def _num(v: Any) -> bool:
@@ -632,19 +637,24 @@ class Phraser:
         if not rows:
             return None
         ranked = sorted(rows[0], key=attr_rank)
-        label = next((k for k in ranked if attr_rank(k)[0] == 0 and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows)
-                      and _distinct([fact_text(r[k]) for r in rows])), None)
+        # a name labels each row (else another text field unique to each row, a reference or an email; never a status)
+        labels_ok = [k for k in ranked if attr_rank(k)[0] != 1 and not is_id_name(k) and not _TIMESTAMP.match(str(rows[0].get(k)))
+                     and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows) and _distinct([fact_text(r[k]) for r in rows])]
+        label = next(iter(labels_ok), None)
         c = self.collection(step)
         self._literals(step, set(step.refs))
         noun = human(step.info.noun)
         nouns = plural(noun)
         shapes = ["count"] if 2 <= len(rows) <= 40 else []
-        nums: list[str] = []
+        nums = [k for k in ranked if k != label and not is_id_name(k) and all(_num(r.get(k)) for r in rows)] if len(rows) >= 2 else []
+        if any(k in SUMMABLE or unit_of(k) for k in nums) and len(rows) <= 40:
+            shapes += ["total"]
         if label is not None and 2 <= len(rows) <= 12:
-            shapes += ["each", "each"]
-            nums = [k for k in ranked if k != label and not is_id_name(k) and all(_num(r.get(k)) for r in rows)]
-            if nums:
-                shapes += ["superlative", "superlative", "condition", "condition", "sorted", "total"]
+            shapes += ["each"] + (["sorted"] if nums else [])
+        if label is not None and nums and 2 <= len(rows) <= 40:  # the answer is one row, or the rows over a threshold
+            shapes += ["superlative"] * 3 + ["condition"] * 3
+        if label is not None and 2 <= len(rows) <= 40:
+            shapes += ["which"] * 2
         if label is not None and len(rows) == 1:
             shapes += ["each"]
         rng.shuffle(shapes)
@@ -664,11 +674,25 @@ class Phraser:
                 return None
             return Question(text, [str(n)], rng.choice(("There are {n}.", "I count {n} of them.", "{n} in all.")).format(n=n),
                             absent=self._absent(step, [], set()), kind="count")
-        assert label is not None
+        if shape == "total":
+            f = rng.choice([k for k in nums if k in SUMMABLE or unit_of(k)])
+            fw = field_words(f)
+            total = round(sum(float(r[f]) for r in rows), 2)
+            text = rng.choice(TOTAL_Q).format(c=c, f=fw)
+            if mentions(_fmt(total), text) >= 0:
+                return None
+            return Question(text, [_fmt(total)], f"The total {fw} is {_fmt(total)}.", absent=self._absent(step, [], set()), kind="total")
+        if label is None:
+            return None
         labels = [fact_text(r[label]) for r in rows]
+        low_labels = [x.lower() for x in labels]
+
+        def apart(k: str) -> bool:  # no value of k is, or holds, a label (it would split the answer at the wrong row)
+            return not any(a in fact_text(r[k]).lower() or fact_text(r[k]).lower() in a for r in rows for a in low_labels)
+
         if shape == "each":
             vals = [k for k in sorted(rows[0], key=attr_rank) if k != label and not is_id_name(k)
-                    and all(fact_ok(r.get(k)) for r in rows)]
+                    and all(fact_ok(r.get(k)) for r in rows) and apart(k)]
             if not vals:
                 return None
             f = rng.choice(vals[:3])
@@ -678,6 +702,23 @@ class Phraser:
             answer = "; ".join(f"{lab}: {v}" for lab, v in table) + "."
             return Question(text, [x for r in table for x in r], answer, rows=table,
                             absent=self._absent(step, [label], set(x.lower() for x in labels)), kind="list")
+        if shape == "which":  # a condition on a status: "which of my channels are archived?"
+            cats = [k for k in rows[0] if attr_rank(k)[0] == 1 and k != label and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows)]
+            if not cats:
+                return None
+            k = rng.choice(cats)
+            v = rng.choice([r[k] for r in rows])
+            hit = [lab for lab, r in zip(labels, rows, strict=True) if r[k] == v]
+            miss = [lab for lab, r in zip(labels, rows, strict=True) if r[k] != v]
+            if not miss or len(hit) > 12:
+                return None
+            fw = field_words(k)
+            text = rng.choice(("Which of {c} are {v}?", "Which of {c} have the {f} {v}?", "Of {c}, which ones are {v}?")).format(c=c, v=v, f=fw)
+            return Question(text, hit, join(hit) + ".", rows=[[h] for h in hit], absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
+                            kind="condition")
+        nums = [k for k in nums if apart(k)]
+        if not nums:
+            return None
         f = rng.choice(nums[:3])
         fw = field_words(f)
         vals = [float(r[f]) for r in rows]
@@ -694,12 +735,6 @@ class Phraser:
             others = [x for j, x in enumerate(labels) if j != i]
             return Question(text, [labels[i]], f"{labels[i]}, with a {fw} of {_fmt(best)}.", rows=[[labels[i]]],
                             absent=others + self._absent(step, [label], {labels[i].lower()}), kind="superlative")
-        if shape == "total":
-            total = round(sum(vals), 2)
-            text = rng.choice(TOTAL_Q).format(c=c, f=fw)
-            if mentions(_fmt(total), text) >= 0:
-                return None
-            return Question(text, [_fmt(total)], f"The total {fw} is {_fmt(total)}.", absent=self._absent(step, [], set()), kind="total")
         if shape == "condition":
             distinct = sorted(set(vals))
             if len(distinct) < 2:
@@ -711,7 +746,7 @@ class Phraser:
             over = rng.random() < 0.5
             hit = [lab for lab, v in zip(labels, vals, strict=True) if (v > t if over else v < t)]
             miss = [lab for lab, v in zip(labels, vals, strict=True) if not (v > t if over else v < t)]
-            if not hit or not miss:
+            if not hit or not miss or len(hit) > 12:
                 return None
             text = rng.choice(COND_Q).format(c=c, f=fw, op=rng.choice(("over", "above", "more than")) if over else rng.choice(("under", "below", "less than")), t=_fmt(t))
             return Question(text, hit, join(hit) + ".", rows=[[h] for h in hit], absent=miss + self._absent(step, [label], {h.lower() for h in hit}),

@@ -242,6 +242,10 @@ def test_sample_toy_shop(tmp_path: Path) -> None:
     assert any(t.outcome.mutates for t in tasks) and any(not t.outcome.mutates for t in tasks)
     assert {c.name for t in tasks for c in t.calls} == {t.name for t in SHOP_TOOLS}  # every tool covered
     tool_names = [t.name for t in SHOP_TOOLS]
+    for t in tasks:  # one goal: never create an order and then cancel or edit it in the same request
+        made = {out["id"] for c, out in zip(t.calls, t.outputs, strict=True) if c.name == "create_order"}
+        assert not any(c.name in ("cancel_order", "update_order_quantity") and c.arguments.get("order_id") in made for c in t.calls)
+        assert not re.search(r"\b(then|after that|finally)\b", t.request), t.request
     gen = {"orders": ["id", "created_at"]}
     for t in tasks:
         assert t.env_id == "toyshop" and t.sampler == "chains" and t.signature == ">".join(c.name for c in t.calls)

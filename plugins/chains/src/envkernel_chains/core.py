@@ -218,6 +218,12 @@ class GraphSampler:
         assert self.grounder is not None
         last = plan[-1].tool
         n = len(plan)
+        why = self.plan_undoes(plan)
+        if why:  # known before any call: the chain would act on a row it creates (see :meth:`undoes`)
+            self.rejected[why] += 1
+            self._outcome(self.target or last, False)
+            self.len_fails[n] += 1
+            return None
         try:
             steps, final = await self.grounder.run(sb, seed, plan, self.is_duplicate)
         except Rejected as r:
@@ -270,6 +276,23 @@ class GraphSampler:
             for e in s.elements:
                 if e.parent is None:
                     known.update(_k(v) for v in e.row.values() if not isinstance(v, (dict, list)) and v is not None)
+        return None
+
+    def plan_undoes(self, plan: list[PlanNode]) -> str | None:
+        """:meth:`undoes` decided from the plan alone: a call that cancels, deletes or edits the
+        row whose key only a create call of the same plan can give."""
+        for node in plan:
+            info = self.infos.get(node.tool)
+            if info is None or not info.mutates or info.kind == "create":
+                continue
+            key = next((p.name for p in info.params.values() if p.role == "key"), None)
+            sources = node.needs.get(key or "", [])
+            if not sources or not all(self.infos[plan[j].tool].kind == "create" for j in sources if j < len(plan)):
+                continue
+            if info.kind == "delete" or (info.verb or "") in UNDO_VERBS:
+                return "undoes_new"
+            if info.kind == "update":
+                return "edits_new"
         return None
 
     @staticmethod

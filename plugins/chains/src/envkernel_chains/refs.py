@@ -188,6 +188,7 @@ class Resolver:
         self.schema = schema
         self._by_id: dict[str, dict[Any, dict[str, Any]]] = {}
         self._norm_rows: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+        self._text_fields: dict[str, dict[Any, set[str]]] = {}
         self.rng: random.Random | None = None
         """Chooses superlative references (none without it)."""
         self.superlative_share = 0.0
@@ -251,10 +252,15 @@ class Resolver:
         field is the uniqueness check's job)."""
         if not isinstance(v, str):
             return False
-        key = self.schema.key(table)
-        nv = norm(v)
-        return any(x == nv and k not in (field, key) and isinstance(raw.get(k), str)
-                   for raw, nr in self._normed(table) for k, x in nr.items())
+        idx = self._text_fields.get(table)
+        if idx is None:  # text value -> the fields that hold it somewhere in the table (built once)
+            key = self.schema.key(table)
+            idx = self._text_fields[table] = {}
+            for raw, nr in self._normed(table):
+                for k, x in nr.items():
+                    if k != key and isinstance(raw.get(k), str):
+                        idx.setdefault(x, set()).add(k)
+        return bool(idx.get(norm(v), set()) - {field})
 
     # -- kinds of references -------------------------------------------------------------
 

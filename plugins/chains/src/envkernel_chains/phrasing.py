@@ -7,20 +7,27 @@
   initial state. Intermediate lookups are left to the agent.
 - Every **literal argument** of every call (a filter, a search text, a value to write) is in the
   words, so an agent can reproduce the reference calls exactly.
-- A chain that changes state becomes imperatives (``cancel ..., then ...``); a read-only chain
-  becomes a question about 1–2 fields of the last result, whose values are the answer facts
-  (never in the request).
-- The wording varies: greetings, the persona (``Hi, I'm Kenji Fischer.``), sentence frames, verb
-  synonyms, and several forms of each reference. :func:`skeleton` masks the literal values, so
-  that the number of distinct phrasings per kind of operation can be counted.
+- A chain that changes state reads as **one goal** whose parts are joined (``unfreeze my account
+  and set up a transfer from it to ...``), sometimes with a motive, never a narrated script
+  (``..., then ..., and finally ...``); a row may be named by a superlative the data decides
+  (``my order with the highest total``). A read-only chain becomes a question about the last
+  result: 1–2 fields of one row, or, over the rows of a list, each row's value, how many, the
+  highest or lowest, a total, the rows over a threshold or in a status, the rows in order. The
+  answer is derived from the real rows and checked whole (:mod:`envkernel_kit.answers`: every
+  row with its value, precision against rows not asked for), and the reference answer says it
+  in words.
+- The wording varies: a few greetings, the persona (``I'm Kenji Fischer.``) and a tone (brief,
+  polite, busy), sentence frames, verb synonyms, values with their units (``a duration of 45
+  minutes``), and several forms of each reference. :func:`skeleton` masks the literal values,
+  so that the number of distinct phrasings per kind of operation can be counted.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
-import math
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -349,3 +349,19 @@ def test_settings_and_registration() -> None:
     got: dict[str, object] = {}
     register_samplers(lambda n, f: got.__setitem__(n, f))
     assert got == {"chains": Chains}
+
+
+def test_a_phrase_never_names_a_row_that_another_row_holds_in_another_field() -> None:
+    """The "Business Account" case: one account's holder name is another account's nickname, so
+    "the account "Business Account"" could be read as either; the reference must use another attribute."""
+    env, _ = toy_shop()
+    customers = [{"id": 1, "name": "Business Account", "email": "a@example.com", "tier": "gold"},
+                 {"id": 2, "name": "Travel Fund", "email": "b@example.com", "tier": "silver", "nickname": "Business Account"}]
+    state = {**SHOP_STATE, "customers": customers}
+    r = Resolver(state, schema_of(env, state))
+    ref = r.describe("customers", "customer", 1, [], [], customers, customers[0], [], [], [])
+    assert ref is not None and ref.ok
+    assert ref.title != "Business Account" and "Business Account" not in ref.values
+    # the other row's own name is read only as a name: it stays usable
+    other = r.describe("customers", "customer", 2, [], [], customers, customers[1], [], [], [])
+    assert other is not None and other.title == "Travel Fund"

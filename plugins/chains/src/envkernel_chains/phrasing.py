@@ -649,6 +649,9 @@ class Phraser:
                      and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows) and _distinct([fact_text(r[k]) for r in rows])]
         label = next(iter(labels_ok), None)
         c = self.collection(step)
+        if c.startswith("every "):  # "which of every folder" -> "which of all the folders"
+            head, _, last = c[6:].rpartition(" ")
+            c = "all the " + (head + " " if head else "") + plural(last)
         self._literals(step, set(step.refs))
         noun = human(step.info.noun)
         nouns = plural(noun)
@@ -676,7 +679,8 @@ class Phraser:
         rng = self.rng
         if shape == "count":
             n = len(rows)
-            text = rng.choice(COUNT_Q).format(c=c, ns=nouns)
+            frames = COUNT_Q if not c.startswith("all ") else ("How many {ns} are there?", "How many {ns} are there in all?", "Can you count {c} for me?")
+            text = rng.choice(frames).format(c=c, ns=c[4:].removeprefix("the ") if c.startswith("all ") else nouns)
             if mentions(str(n), text) >= 0:
                 return None
             return Question(text, [str(n)], rng.choice(("There are {n}.", "I count {n} of them.", "{n} in all.")).format(n=n),
@@ -811,7 +815,7 @@ class Phraser:
             if not facts:
                 return None
             rows = q.rows
-            absent = [a for a in q.absent if a.lower() not in low and mentions(a, answer) < 0 and a.lower() not in NOTHING_ANSWER.lower()]
+            absent = [a for a in dict.fromkeys(q.absent) if a.lower() not in low and mentions(a, answer) < 0 and a.lower() not in NOTHING_ANSWER.lower()]
         return Phrased(text=text, facts=facts, kind=kind, skeleton=skeleton(text, self.values), rows=rows, absent=absent,
                        ordered=bool(q and q.ordered), answer=answer)
 

@@ -220,6 +220,7 @@ class GraphSampler:
         n = len(plan)
         why = self.plan_undoes(plan)
         if why:  # known before any call: the chain would act on a row it creates (see :meth:`undoes`)
+            self.attempts -= 1  # not a chain tried against the sandbox (``patience`` still bounds these)
             self.rejected[why] += 1
             self._outcome(self.target or last, False)
             self.len_fails[n] += 1

@@ -178,8 +178,8 @@ class Outcome(Record, kw_only=True):
     """For a read-only chain: strings the final answer must contain."""
     answer_rows: list[list[str]] = msgspec.field(default_factory=list)
     """For a read-only chain: the expected rows, each ``[label, value, ...]``; every value must be
-    said next to its row's label (between the label and the next row's), so ``active, archived``
-    does not answer "the status of each channel"."""
+    said after its row's label and before the next row's, so ``active, archived`` does not answer
+    "the status of each channel"."""
     answer_absent: list[str] = msgspec.field(default_factory=list)
     """For a read-only chain: values a precise answer does not contain (rows it was not asked for)."""
     answer_ordered: bool = False

@@ -828,6 +828,7 @@ PAST = {"set": "set", "put": "put", "send": "sent", "get": "got", "pay": "paid",
 
 def past(goal: str) -> str:
     """An imperative goal in the past tense (``cancel the order`` -> ``cancelled the order``)."""
+    goal = goal.removeprefix("go ahead and ")  # "go ahead and confirm" -> "confirmed"
     head, _, rest = goal.partition(" ")
     w = head.lower()
     if w in PAST:

@@ -120,6 +120,10 @@ def describable(key: str, value: Any, generated: set[str] | frozenset[str] = fro
     return isinstance(value, (int, float))
 
 
+COUNTED_FIELDS = frozenset({"nights", "quantity", "stock", "seats", "guests", "attendees", "items", "stars"})
+"""Number fields that count things: a superlative over them says ``most`` / ``fewest``."""
+
+
 def attr_rank(key: str) -> tuple[int, int]:
     """Which attributes a person uses first: names, then statuses, then numbers, then the rest."""
     for group, names in enumerate((TITLE_FIELDS, STATUS_FIELDS, NUMBER_FIELDS)):
@@ -240,10 +244,11 @@ class Resolver:
             vals = [r.get(k) for r in rows if r.get(key) != norm(value)] + [norm(o.get(k)) for o in others]
             if not vals or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals):
                 continue
+            counted = k in COUNTED_FIELDS  # "the most nights", not "the highest nights"
             if all(x < mine for x in vals):
-                return f"with the highest {field_words(k)}"
+                return f"with the {'most' if counted else 'highest'} {field_words(k)}"
             if all(x > mine for x in vals):
-                return f"with the lowest {field_words(k)}"
+                return f"with the {'fewest' if counted else 'lowest'} {field_words(k)}"
         return None
 
     def read_elsewhere(self, table: str, field: str, v: Any) -> bool:

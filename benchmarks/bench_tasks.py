@@ -13,7 +13,19 @@
    environment, environments in parallel), but no gate, rollouts or exporters: tasks/s of
    sampling + grounding, per environment and in total.
 
-    python benchmarks/bench_tasks.py [--tasks 20000] [--skip-run] [--skip-sampler] [--sampler walk]
+3. **quality** — read from the run's ``tasks.jsonl`` and ``summary.json`` (:func:`quality`): the
+   share of requests that narrate two or more steps (a sequencing word: then, after that,
+   finally, once that's done; target ≤ 10 %), the share with an aggregate, a superlative or a
+   condition (how many, the highest, a total, over / under a number, ranked, on or after, which
+   of them are in a status;
+   target ≥ 30 %), the share that opens with a stock greeting, echoes a schema field (``in
+   minutes 45``, ``set to yes``) or creates a row and cancels or deletes it in one request, the
+   read-only share, the distinct request shapes (quoted text, numbers and names masked), and the
+   gate's mutant kill rate per kind and per environment (``summary.json``'s ``mutants``) with the
+   share of proposed tasks that killed every applicable mutant. ``--quality DIR`` reports it for an
+   existing run folder.
+
+    python benchmarks/bench_tasks.py [--tasks 20000] [--skip-run] [--skip-sampler] [--sampler walk] [--quality DIR]
 
 Prints figures; the last line is JSON.
 """
@@ -26,11 +38,13 @@ import json
 import math
 import os
 import random
+import re
 import resource
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -150,9 +164,81 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
             # the kernel alone (gate, rollouts, recording) once every sampler has finished
             out["gated_when_sampling_ended"] = at_end[-1]
             out["kernel_only_tasks_per_s"] = round((min(n_tasks, target) - at_end[-1]) / (done_t - sampling_end - start), 2)
+    if tasks_file.exists():
+        out["quality"] = quality(folder)
     if not keep:
         subprocess.run(["rm", "-rf", str(root)], check=False)
     return out
+
+
+# -- 3. the quality of the tasks ------------------------------------------------------------------
+
+NARRATES = re.compile(r"\b(then|after that|and finally|finally|once that's done|afterwards)\b", re.I)
+AGGREGATE = re.compile(r"\b(how many|count|highest|lowest|largest|smallest|most|least|fewest|cheapest|total|add up|all together|"
+                       r"over|above|more than|under|below|less than|rank|on or after|on or before|at least|at most|which of|which ones)\b", re.I)
+GREETING = re.compile(r"^(hi|hello|hey there|hi there|good morning)[!.,]", re.I)
+ECHO = re.compile(r"\b(in (minutes|bytes|seconds) \d|set to (yes|no))\b", re.I)
+MAKES = ("create", "add", "open", "book", "register", "post", "new", "set_up", "upload", "send", "invite", "share")
+UNDOES = ("cancel", "delete", "remove", "archive", "revoke", "close")
+
+
+def _shape(request: str) -> str:
+    t = re.sub(r'"[^"]*"', "Q", request)
+    t = re.sub(r"\S+@\S+", "E", t)
+    t = re.sub(r"\d[\d:.\-TZ+]*", "#", t)
+    return re.sub(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)*\b", "N", t)
+
+
+def _create_then_undo(calls: list[dict[str, Any]]) -> bool:
+    names = [c["name"] for c in calls]
+    made = [i for i, n in enumerate(names) if n.startswith(MAKES)]
+    return any(n.startswith(UNDOES) for i, n in enumerate(names) if made and i > made[0])
+
+
+def quality(folder: Path) -> dict[str, Any]:
+    """The quality figures of a run folder's tasks (see the module docstring)."""
+    tasks = [json.loads(line) for line in (folder / "tasks.jsonl").read_text().splitlines() if line.strip()]
+    summary = json.loads((folder / "summary.json").read_text()) if (folder / "summary.json").exists() else {}
+    n = len(tasks) or 1
+    reqs = [t["request"] for t in tasks]
+
+    def share(pred: Any) -> float:
+        return round(sum(1 for t in tasks if pred(t)) / n, 4)
+
+    kinds: dict[str, Counter[str]] = {}
+    envs: dict[str, Counter[str]] = {}
+    for env, per_kind in (summary.get("mutants") or {}).items():
+        for kind, c in per_kind.items():
+            for agg, key in ((kinds, kind), (envs, env)):
+                agg.setdefault(key, Counter()).update({k: int(v) for k, v in c.items()})
+
+    def rate(c: Counter[str], what: str = "killed") -> float | None:
+        return round(c[what] / c["applied"], 4) if c["applied"] else None
+
+    total: Counter[str] = sum(kinds.values(), Counter())
+    survived = (summary.get("rejected") or {}).get("task:mutant_survived", 0)
+    gated_or_survived = len(tasks) + survived
+    return {
+        "tasks": len(tasks),
+        "narrates_2_steps": share(lambda t: len(NARRATES.findall(t["request"])) >= 1 and len(t["calls"]) >= 2),
+        "aggregate_superlative_condition": share(lambda t: AGGREGATE.search(t["request"]) is not None),
+        "stock_greeting": share(lambda t: GREETING.search(t["request"]) is not None),
+        "schema_echo": share(lambda t: ECHO.search(t["request"]) is not None),
+        "create_then_undo": share(lambda t: _create_then_undo(t["calls"])),
+        "read_only": share(lambda t: not t["outcome"]["mutates"]),
+        "read_only_checked_rows": share(lambda t: bool(t["outcome"].get("answer_rows"))),
+        "read_only_with_precision": share(lambda t: bool(t["outcome"].get("answer_absent"))),
+        "answers_in_words": share(lambda t: bool(t["outcome"].get("answer"))),
+        "distinct_request_shapes": len({_shape(r) for r in reqs}),
+        "mutants_applied": total["applied"],
+        "mutant_kill_rate": rate(total),
+        "mutant_kill_rate_outcome_only": rate(total, "outcome_killed"),
+        "mutant_kill_rate_by_kind": {k: rate(c) for k, c in sorted(kinds.items())},
+        "mutant_outcome_kill_rate_by_kind": {k: rate(c, "outcome_killed") for k, c in sorted(kinds.items())},
+        "mutant_kill_rate_by_env": {k: rate(c) for k, c in sorted(envs.items())},
+        "emitted_killing_every_mutant": 1.0 if total["applied"] else None,
+        "proposed_killing_every_mutant": round(len(tasks) / gated_or_survived, 4) if gated_or_survived and total["applied"] else None,
+    }
 
 
 # -- 2. the sampler alone -----------------------------------------------------------------------------
@@ -245,8 +331,13 @@ def main() -> None:
     ap.add_argument("--skip-run", action="store_true", help="only measure the sampler alone")
     ap.add_argument("--skip-sampler", action="store_true", help="only run the pipeline")
     ap.add_argument("--keep", action="store_true", help="keep the run folder")
+    ap.add_argument("--quality", type=Path, default=None, help="only report the quality of the tasks of this run folder")
     args = ap.parse_args()
     result: dict[str, Any] = {"benchmark": "tasks", "cpus": os.cpu_count(), "sampler": args.sampler}
+    if args.quality is not None:
+        result["quality"] = quality(args.quality)
+        print(json.dumps(result))
+        return
     if not args.skip_run:
         r = run_pipeline(args.tasks, args.headroom, args.sampler, args.timeout, args.keep)
         result["run"] = r
@@ -258,6 +349,11 @@ def main() -> None:
         print(f"  sampling ended after {r['sampling_seconds_longest_env']} s (longest env); the run went on "
               f"{r.get('after_sampling_seconds')} s more (gate, rollouts, exporters); {r.get('gated_when_sampling_ended')} tasks "
               f"were gated when sampling ended; the kernel alone then gated {r.get('kernel_only_tasks_per_s')} tasks/s")
+        if "quality" in r:
+            q = r["quality"]
+            print(f"  quality: narrate 2+ steps {q['narrates_2_steps']:.1%}, aggregate/superlative/condition "
+                  f"{q['aggregate_superlative_condition']:.1%}, read-only {q['read_only']:.1%}, {q['distinct_request_shapes']} request shapes, "
+                  f"mutant kill rate {q['mutant_kill_rate']} (outcome alone {q['mutant_kill_rate_outcome_only']})")
     if not args.skip_sampler:
         per_env = args.sampler_tasks or math.ceil(args.tasks / N_ENVS * (1 + args.headroom))
         s = asyncio.run(run_sampler(per_env, args.sampler))

@@ -23,7 +23,11 @@ def test_every_proposed_task_passes_the_gate(corpus_run) -> None:  # type: ignor
     s = run.summary
     assert s["exit_code"] == 0 and s["failures"] == 0, run.proc.stderr[-3000:]
     assert s["envs_verified"] == 7
-    assert s["tasks_proposed"] == s["tasks"] == 7 * 25 and s["tasks_rejected"] == 0
+    # the reference always scores 1 and do-nothing 0; the gate's mutants may reject a few tasks whose check
+    # cannot tell a near miss from the reference (it rejected none before it ran mutants, and told nothing)
+    assert s["tasks_proposed"] == 7 * 25 and s["tasks"] == s["tasks_proposed"] - s["tasks_rejected"]
+    assert set(s["rejected"]) <= {"task:mutant_survived"} and s["tasks_rejected"] <= 0.05 * s["tasks_proposed"]
+    assert set(s["mutants"]) == {"bank", "calendar", "clinic", "files", "messaging", "shop", "travel"}
     assert s["mean_reward"] == 1.0
     assert s["tool_coverage"] >= 0.9
     assert len(s["chain_lengths"]) >= 5 and s["unique_chain_shapes"] >= 100
@@ -51,5 +55,5 @@ def test_the_walk_baseline_runs_through_the_gate(envk) -> None:  # type: ignore[
     run = envk.run("--plugins", "+walk,-chains", "--set", "walk.tasks_per_env=6", run_id="walk", source="openapi", timeout=280)
     s = run.summary
     assert s["exit_code"] == 0 and s["plugins"]["sampler"] == ["walk"], run.proc.stderr[-3000:]
-    assert s["tasks"] >= 30 and s["tasks_rejected"] == 0
+    assert s["tasks"] >= 30 and set(s["rejected"]) <= {"task:mutant_survived"}  # (a near miss the check cannot tell)
     assert all(t["sampler"] == "walk" for t in run.jsonl("tasks.jsonl"))

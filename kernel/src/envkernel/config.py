@@ -46,6 +46,11 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Policy whose rollout must score 1 for a task to pass the gate."""
     gate_nothing: str = "nothing"
     """Policy whose rollout must score 0 for a task to pass the gate."""
+    gate_mutant: str = "mutant"
+    """Policy of the gate's near-miss mutants of the reference, each of which must score below 1
+    (off when no selected plugin provides it, or ``""``)."""
+    gate_mutants: int = 5
+    """Mutant rollouts per task at the gate (indexes 2, 3, ...: the mutant policy picks its kind by index)."""
     runner: str = ""
     """Sandbox runner component (default: the first active one)."""
     verifier: str = ""

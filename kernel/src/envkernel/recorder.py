@@ -63,6 +63,7 @@ class Recorder:
         self._files: dict[str, IO[bytes]] = {}
         self.counts: Counter[str] = Counter()
         self.rejected: Counter[str] = Counter()
+        self.mutants: dict[str, dict[str, Counter[str]]] = {}
         self.failures_by_plugin: Counter[str] = Counter()
         self.reward_sum = 0.0
         self.verification: dict[str, dict[str, Any]] = {}
@@ -158,6 +159,10 @@ class Recorder:
                 self._append("rollouts.jsonl", to_json(row))
             else:
                 c["gate_rollouts"] += 1
+                kind, _, name = ev.trajectory.termination.partition(":")
+                if kind == "mutant":  # per environment and kind: applied, killed (score < 1), killed by the outcome alone
+                    m = self.mutants.setdefault(ev.task.env_id, {}).setdefault(name, Counter())
+                    m.update(applied=1, killed=int(ev.reward.score < 1 - 1e-9), outcome_killed=int(ev.reward.outcome < 1 - 1e-9))
         elif isinstance(ev, GroupScored):
             c["groups"] += 1
             self._it(ev.iteration).groups += 1
@@ -205,6 +210,7 @@ class Recorder:
             "groups": c["groups"],
             "mean_reward": round(self.reward_sum / c["rollouts"], 6) if c["rollouts"] else None,
             "rejected": dict(sorted(self.rejected.items())),
+            "mutants": {e: {k: dict(v) for k, v in sorted(m.items())} for e, m in sorted(self.mutants.items())},
             "failures": c["failures"],
             "failures_by_plugin": dict(self.failures_by_plugin),
             "infra_failures": c["infra_failures"],

@@ -137,6 +137,8 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     for what, name in (("--policy", config.policy), ("gate_reference", config.gate_reference), ("gate_nothing", config.gate_nothing)):
         if name not in policies:
             raise PluginError(f"{what} names policy {name!r}, which no selected plugin provides; policies: {', '.join(sorted(policies))}")
+    if config.gate_mutant and config.gate_mutant not in policies:  # no mutant policy selected: the gate runs none
+        config = msgspec.structs.replace(config, gate_mutant="")
     for what, role, name in (("runner", "sandbox_runner", config.runner), ("verifier", "verifier", config.verifier), ("reward", "reward_model", config.reward)):
         if name and name not in components[role]:
             raise PluginError(f"{what} = {name!r} is not an active {role}; active: {', '.join(components[role])}")

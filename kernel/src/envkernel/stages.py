@@ -1,7 +1,9 @@
 """Kernel stages: the task gate and group closing. Pure logic: events in, child events out.
 
-The gate sends every proposed task to a reference rollout and a do-nothing rollout; the task is
-emitted only when the reference scores 1 and do-nothing scores 0. An emitted task then gets
+The gate sends every proposed task to a reference rollout, a do-nothing rollout and
+``gate_mutants`` near-miss mutants of the reference; the task is emitted only when the reference
+scores 1, do-nothing scores 0 and every applicable mutant scores below 1 (a mutant that does not
+apply to the task ends with termination ``not_applicable:<kind>``). An emitted task then gets
 ``rollouts_per_task`` rollouts of the chosen policy, and its group closes when every member is
 scored or failed. Each later training iteration rolls every emitted task out again, with the
 policy update the trainers made at the end of the previous one.
@@ -44,6 +46,8 @@ class _Gate:
     task: Task
     scores: dict[str, float] = field(default_factory=dict)
     reasons: dict[str, list[str]] = field(default_factory=dict)
+    mutants: dict[int, tuple[float, str]] = field(default_factory=dict)
+    """Index -> (score, termination) of each mutant rollout."""
 
 
 @dataclass
@@ -93,10 +97,17 @@ class Stages:
         self.seen_tasks.add(key)
         self.gates[ev.task.id] = _Gate(ev.task)
         out: list[tuple[Event, str | None]] = []
+        size = 2 + self._n_mutants()
         for i, policy in enumerate((self.config.gate_reference, self.config.gate_nothing)):
-            req = self._child(ev, RolloutRequested, f"gate/{policy}", task=ev.task, policy=policy, index=i, group_size=2, purpose="gate")
+            req = self._child(ev, RolloutRequested, f"gate/{policy}", task=ev.task, policy=policy, index=i, group_size=size, purpose="gate")
             out.append((req, policy))
+        mutant = self.config.gate_mutant
+        for i in range(2, size):
+            out.append((self._child(ev, RolloutRequested, f"gate/{mutant}/{i}", task=ev.task, policy=mutant, index=i, group_size=size, purpose="gate"), mutant))
         return out
+
+    def _n_mutants(self) -> int:
+        return self.config.gate_mutants if self.config.gate_mutant else 0
 
     def _decide(self, parent: Event, gate: _Gate) -> list[tuple[Event, str | None]]:
         ref = gate.scores.get(self.config.gate_reference, 0.0)
@@ -107,6 +118,9 @@ class Stages:
             return [(self._child(parent, TaskRejected, "gate", task=gate.task, reason="reference_below_1", detail=why), None)]
         if nothing > EPS:
             return [(self._child(parent, TaskRejected, "gate", task=gate.task, reason="nothing_above_0", detail=f"do-nothing scored {nothing:.3f}"), None)]
+        survived = [t.partition(":")[2] or t for sc, t in gate.mutants.values() if not t.startswith("not_applicable") and sc >= 1.0 - EPS]
+        if survived:
+            return [(self._child(parent, TaskRejected, "gate", task=gate.task, reason="mutant_survived", detail=f"mutants scoring 1: {', '.join(sorted(survived))}"), None)]
         return [(self._child(parent, TaskGated, "gate", task=gate.task, reference=ref, nothing=nothing), None)]
 
     def _scored(self, ev: RolloutScored) -> list[tuple[Event, str | None]]:
@@ -114,9 +128,12 @@ class Stages:
             gate = self.gates.get(ev.task.id)
             if gate is None:
                 return []
-            gate.scores[ev.trajectory.policy] = ev.reward.score
-            gate.reasons[ev.trajectory.policy] = ev.reward.reasons + ([ev.reward.error] if ev.reward.error else [])
-            if len(gate.scores) == 2:
+            if ev.trajectory.index >= 2:
+                gate.mutants[ev.trajectory.index] = (ev.reward.score, ev.trajectory.termination)
+            else:
+                gate.scores[ev.trajectory.policy] = ev.reward.score
+                gate.reasons[ev.trajectory.policy] = ev.reward.reasons + ([ev.reward.error] if ev.reward.error else [])
+            if len(gate.scores) == 2 and len(gate.mutants) == self._n_mutants():
                 return self._decide(ev, gate)
             return []
         group = self.groups.get(ev.task.id)

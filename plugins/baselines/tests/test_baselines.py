@@ -6,7 +6,7 @@ import asyncio
 import json
 from typing import Any
 
-from envkernel_baselines import NOTHING_ANSWER, Nothing, Reference, Settings, compact, register_policies, result_content
+from envkernel_baselines import NOTHING_ANSWER, Mutant, Nothing, Reference, Settings, compact, register_policies, result_content
 from envkernel_schemas import Outcome, RolloutRequested, Task, ToolCall, ToolError, ToolResult, ToolSpec
 
 
@@ -87,4 +87,4 @@ def test_system_prompt_setting_and_helpers() -> None:
 def test_registration() -> None:
     got: dict[str, object] = {}
     register_policies(lambda n, f: got.__setitem__(n, f))
-    assert got == {"reference": Reference, "nothing": Nothing}
+    assert got == {"reference": Reference, "nothing": Nothing, "mutant": Mutant}

@@ -19,6 +19,7 @@ from envkernel_chains.links import distinguishing, extract_elements, link_param
 from envkernel_chains.outcome import changed_tables, same_rows, state_outcome, strip
 from envkernel_chains.phrasing import NOTHING_ANSWER, check_request, fact_ok, fact_text, field_words, render, skeleton
 from envkernel_chains.refs import Resolver, satisfies
+from envkernel_kit.answers import answer_check, is_number
 from envkernel_kit.tools import schema_of, tool_infos
 from envkernel_kit.testing import SHOP_STATE, SHOP_TOOLS, FakeContext, toy_shop
 from envkernel_schemas import Task, ToolCall
@@ -229,17 +230,22 @@ def _replay(task: Task) -> tuple[list[object], dict]:
 
 
 def test_sample_toy_shop(tmp_path: Path) -> None:
-    tasks, ctx = _sample(Settings(tasks_per_env=30), out_dir=tmp_path)
-    assert len(tasks) == 30
+    # 45, not 30: without create-then-cancel chains the toy shop's one pending order takes longer to cover
+    tasks, ctx = _sample(Settings(tasks_per_env=45), out_dir=tmp_path)
+    assert len(tasks) == 45
     assert len(ctx.opened) == 1 and ctx.opened[0].closed  # one sandbox for the whole environment
-    assert len({t.id for t in tasks}) == 30
-    assert len({(t.signature, json.dumps([c.arguments for c in t.calls], sort_keys=True)) for t in tasks}) == 30
+    assert len({t.id for t in tasks}) == 45
+    assert len({(t.signature, json.dumps([c.arguments for c in t.calls], sort_keys=True)) for t in tasks}) == 45
     lengths = {len(t.calls) for t in tasks}
     assert len(lengths) >= 4 and max(lengths) <= 6
     assert len({t.signature for t in tasks}) >= 12
     assert any(t.outcome.mutates for t in tasks) and any(not t.outcome.mutates for t in tasks)
     assert {c.name for t in tasks for c in t.calls} == {t.name for t in SHOP_TOOLS}  # every tool covered
     tool_names = [t.name for t in SHOP_TOOLS]
+    for t in tasks:  # one goal: never create an order and then cancel or edit it in the same request
+        made = {out["id"] for c, out in zip(t.calls, t.outputs, strict=True) if c.name == "create_order"}
+        assert not any(c.name in ("cancel_order", "update_order_quantity") and c.arguments.get("order_id") in made for c in t.calls)
+        assert not re.search(r"\b(then|after that|finally)\b", t.request), t.request
     gen = {"orders": ["id", "created_at"]}
     for t in tasks:
         assert t.env_id == "toyshop" and t.sampler == "chains" and t.signature == ">".join(c.name for c in t.calls)
@@ -253,10 +259,16 @@ def test_sample_toy_shop(tmp_path: Path) -> None:
                 assert same_rows(strip(final[table], gen.get(table, [])), rows)
                 assert not same_rows(t.outcome.initial_state[table], rows)
         else:
-            assert 1 <= len(t.outcome.answer_facts) <= 3
+            assert t.outcome.answer_facts
             last = json.dumps(t.outputs[-1], ensure_ascii=False, separators=(",", ":"))
-            for f in t.outcome.answer_facts:
-                assert f.lower() not in t.request.lower() and f in last and f.lower() not in NOTHING_ANSWER.lower()
+            for f in t.outcome.answer_facts:  # a fact is in the result, or a number derived from it (a count, a total)
+                assert f.lower() not in t.request.lower() and (f in last or is_number(f)) and f.lower() not in NOTHING_ANSWER.lower()
+            if t.outcome.answer_rows and len(t.outcome.answer_rows[0]) > 1:  # "each X": every row, not the first three
+                assert len(t.outcome.answer_rows) == len(t.outputs[-1])
+            # the reference answer (in words) scores 1; without its last row, or stuffed with absent values, it does not
+            assert answer_check(t.outcome, t.outcome.answer)[0] == 1.0
+            for v in t.outcome.answer_absent:
+                assert answer_check(t.outcome, t.outcome.answer + " " + v)[0] == 0.0
     # difficulty grows with the chain
     by_len: dict[int, list[float]] = {}
     for t in tasks:
@@ -268,8 +280,8 @@ def test_sample_toy_shop(tmp_path: Path) -> None:
     assert json.loads((folder / "graph.json").read_text())["nodes"]
     ET.fromstring((folder / "graph.svg").read_text())
     stats = json.loads((folder / "sampling.json").read_text())["chains"]
-    assert stats["tasks"] == 30 and stats["tool_coverage"] == 1.0 and sum(stats["chain_lengths"].values()) == 30
-    assert sum(stats["requests"].values()) == 30 and all(v >= 1 for v in stats["phrasings"].values())
+    assert stats["tasks"] == 45 and stats["tool_coverage"] == 1.0 and sum(stats["chain_lengths"].values()) == 45
+    assert sum(stats["requests"].values()) == 45 and all(v >= 1 for v in stats["phrasings"].values())
 
 
 def test_requests_use_people_and_names_not_ids() -> None:
@@ -337,3 +349,19 @@ def test_settings_and_registration() -> None:
     got: dict[str, object] = {}
     register_samplers(lambda n, f: got.__setitem__(n, f))
     assert got == {"chains": Chains}
+
+
+def test_a_phrase_never_names_a_row_that_another_row_holds_in_another_field() -> None:
+    """The "Business Account" case: one account's holder name is another account's nickname, so
+    "the account "Business Account"" could be read as either; the reference must use another attribute."""
+    env, _ = toy_shop()
+    customers = [{"id": 1, "name": "Business Account", "email": "a@example.com", "tier": "gold"},
+                 {"id": 2, "name": "Travel Fund", "email": "b@example.com", "tier": "silver", "nickname": "Business Account"}]
+    state = {**SHOP_STATE, "customers": customers}
+    r = Resolver(state, schema_of(env, state))
+    ref = r.describe("customers", "customer", 1, [], [], customers, customers[0], [], [], [])
+    assert ref is not None and ref.ok
+    assert ref.title != "Business Account" and "Business Account" not in ref.values
+    # the other row's own name is read only as a name: it stays usable
+    other = r.describe("customers", "customer", 2, [], [], customers, customers[1], [], [], [])
+    assert other is not None and other.title == "Travel Fund"

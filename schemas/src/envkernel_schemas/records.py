@@ -180,6 +180,16 @@ class Outcome(Record, kw_only=True):
     """The same tables at the start, for reference and diffs."""
     answer_facts: list[str] = msgspec.field(default_factory=list)
     """For a read-only chain: strings the final answer must contain."""
+    answer_rows: list[list[str]] = msgspec.field(default_factory=list)
+    """For a read-only chain: the expected rows, each ``[label, value, ...]``; every value must be
+    said after its row's label and before the next row's, so ``active, archived`` does not answer
+    "the status of each channel"."""
+    answer_absent: list[str] = msgspec.field(default_factory=list)
+    """For a read-only chain: values a precise answer does not contain (rows it was not asked for)."""
+    answer_ordered: bool = False
+    """For a read-only chain: the rows of ``answer_rows`` must be said in their order."""
+    answer: str = ""
+    """The reference answer in words (what the ``reference`` policy says at the end)."""
 
 
 class Task(Record, kw_only=True):

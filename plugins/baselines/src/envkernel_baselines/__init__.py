@@ -1,8 +1,13 @@
 """envkernel-baselines: the two policies the task gate runs.
 
-- ``reference`` replays the task's reference chain call by call, then answers with the last
-  call's output as compact JSON (so every answer fact appears). It scores 1 on a sound task.
+- ``reference`` replays the task's reference chain call by call, then answers in words: the
+  task's reference answer (``outcome.answer``, which carries every fact and nothing else), or,
+  for a task that has none, the last call's output. It scores 1 on a sound task.
 - ``nothing`` makes no call and declines. It scores 0 on a sound task.
+- ``mutant`` is a near miss of the reference (:mod:`envkernel_baselines.mutants`): the gate's
+  rollout at index ``2 + k`` plays mutant kind ``k`` (the last call dropped, one argument changed,
+  an answer with one item missing, an answer stuffed with every row of an earlier lookup, the
+  distractor chosen instead of the target). A sound task's check scores every one below 1.
 
 Both write the conversation in OpenAI chat format, so their trajectories double as SFT data.
 """
@@ -16,8 +21,12 @@ from envkernel.hookspecs import hookimpl
 from envkernel_kit.messages import answer_from, call_and_record, compact, result_content  # compact, result_content: re-exported
 from envkernel_schemas import RolloutRequested, ToolResult, Trajectory
 
+from .mutants import MUTANT_KINDS, mutate
+
 __all__ = [
     "BaselineSettings",
+    "MUTANT_KINDS",
+    "Mutant",
     "NOTHING_ANSWER",
     "SYSTEM_PROMPT",
     "Nothing",
@@ -62,12 +71,12 @@ class Reference:
         self.settings = settings or BaselineSettings()
 
     async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
-        """Call each reference tool in order, then answer with the last output."""
+        """Call each reference tool in order, then give the task's reference answer."""
         messages = _opening(self.settings.system_prompt, request)
         last: ToolResult | None = None
         for i, call in enumerate(request.task.calls):
             last = await call_and_record(env, messages, f"call_{i}", call.name, call.arguments)
-        answer = answer_from(last)
+        answer = request.task.outcome.answer if (last is None or last.ok) and request.task.outcome.answer else answer_from(last)
         messages.append({"role": "assistant", "content": answer})
         return Trajectory(
             task_id=request.task.id,
@@ -101,8 +110,34 @@ class Nothing:
         )
 
 
+class Mutant:
+    """The ``mutant`` policy: a near miss of the reference, its kind chosen by the rollout's index."""
+
+    Settings = BaselineSettings
+
+    def __init__(self, settings: BaselineSettings | None = None) -> None:
+        self.settings = settings or BaselineSettings()
+
+    async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
+        """Play mutant ``MUTANT_KINDS[(index - 2) % 5]``: replay its calls, give its answer; or, when
+        it does not apply to the task, make no call and end with ``not_applicable:<kind>``."""
+        task = request.task
+        kind = MUTANT_KINDS[max(0, request.index - 2) % len(MUTANT_KINDS)]
+        messages = _opening(self.settings.system_prompt, request)
+        m = mutate(task, kind)
+        if m is None:
+            return Trajectory(task_id=task.id, policy=request.policy or "mutant", index=request.index, messages=messages,
+                              termination=f"not_applicable:{kind}")
+        for i, call in enumerate(m.calls):
+            await call_and_record(env, messages, f"call_{i}", call.name, call.arguments)
+        messages.append({"role": "assistant", "content": m.answer})
+        return Trajectory(task_id=task.id, policy=request.policy or "mutant", index=request.index, messages=messages,
+                          final_answer=m.answer, termination=f"mutant:{kind}")
+
+
 @hookimpl
 def register_policies(register: Any) -> None:
-    """Register the ``reference`` and ``nothing`` policies."""
+    """Register the ``reference``, ``nothing`` and ``mutant`` policies."""
     register("reference", Reference)
     register("nothing", Nothing)
+    register("mutant", Mutant)

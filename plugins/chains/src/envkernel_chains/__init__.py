@@ -14,8 +14,11 @@ For each verified environment, in one sandbox:
    (the seed is snapshotted once and restored before each chain); every argument comes from the
    seed data or from a real earlier output. The task records the calls and outputs, and the
    expected final state (state-changing chains) or the answer facts (read-only chains);
-4. **phrasing with implicit intent** (:mod:`envkernel_chains.phrasing`): no tool names, no ids
-   the agent can look up, every entity phrase resolving to exactly one seed row, varied wording;
+4. **phrasing with implicit intent** (:mod:`envkernel_chains.phrasing`): one goal, not a script
+   (a chain that cancels, deletes or edits a row it creates is dropped), no tool names, no ids the
+   agent can look up, every entity phrase resolving to exactly one seed row in every field it
+   could be read as, questions about rows (counts, superlatives, totals, thresholds) checked
+   whole, the reference answer in words, varied wording;
 5. **difficulty** (length, branching, writes) and **split** (by chain signature) on every task.
 
 Tasks are yielded one at a time and de-duplicated by (signature, arguments); the kernel's gate

@@ -98,7 +98,10 @@ class ChainSampler(GraphSampler):
                 return 1.0
             return 0.3 if sum(seen.values()) < 24 else 0.02
 
-        target = rng.choices(targets, weights=[self.coverage_weight(t, 1.0) * fit(t) for t in targets], k=1)[0]
+        def kind(t: str) -> float:  # a list at the end asks about rows: how many, the highest, a total, those over a threshold
+            return self.s.list_target_weight if self.infos[t].kind == "list" else 1.0
+
+        target = rng.choices(targets, weights=[self.coverage_weight(t, 1.0) * fit(t) * kind(t) for t in targets], k=1)[0]
         self.target = target
         trees: list[TNode] = []
         for _ in range(self.grow_tries):

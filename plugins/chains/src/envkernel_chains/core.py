@@ -52,6 +52,11 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Chance of phrasing a chain that looks a person up as that person speaking."""
     optional_share: float = 0.35
     """Chance of each optional input: a filter, an owner to narrow a list, an optional field to write."""
+    list_target_weight: float = 3.0
+    """Weight of a list tool as the chain's target (against 1 for the others): questions about rows
+    (how many, the highest, a total, the rows over a threshold) end with one."""
+    superlative_share: float = 0.6
+    """Chance of naming a row by a superlative the data decides (``my order with the highest total``) when one picks it out."""
     mutation_share: float = 0.35
     """Weight of a state-changing producer (create, then use the new row) against a lookup."""
     explore: int = 3
@@ -63,6 +68,9 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     time_limit: float = 0.0
     """Seconds of sampling per environment (0: no limit)."""
 
+
+UNDO_VERBS = frozenset({"cancel", "delete", "remove", "revoke", "archive", "close", "reject", "decline", "void", "refund"})
+"""Verbs of an action that undoes a row (a chain must not apply one to a row it created)."""
 
 _NEW = object()
 """Marks a value taken from a call that was not known before it."""
@@ -175,6 +183,8 @@ class GraphSampler:
         lookupable = set(self.graph.graph.get("lookupable", []))
         self.grounder = Grounder(self.env, self.infos, self.schema, self.seed_state, lookupable, self.rng,
                                  tries=self.s.tries, optional_share=self.s.optional_share)
+        self.grounder.resolver.rng = self.rng
+        self.grounder.resolver.superlative_share = self.s.superlative_share
         return self.graph
 
     # -- one chain ---------------------------------------------------------------------------------------
@@ -210,6 +220,13 @@ class GraphSampler:
         assert self.grounder is not None
         last = plan[-1].tool
         n = len(plan)
+        why = self.plan_undoes(plan)
+        if why:  # known before any call: the chain would act on a row it creates (see :meth:`undoes`)
+            self.attempts -= 1  # not a chain tried against the sandbox (``patience`` still bounds these)
+            self.rejected[why] += 1
+            self._outcome(self.target or last, False)
+            self.len_fails[n] += 1
+            return None
         try:
             steps, final = await self.grounder.run(sb, seed, plan, self.is_duplicate)
         except Rejected as r:
@@ -264,6 +281,44 @@ class GraphSampler:
                     known.update(_k(v) for v in e.row.values() if not isinstance(v, (dict, list)) and v is not None)
         return None
 
+    def plan_undoes(self, plan: list[PlanNode]) -> str | None:
+        """:meth:`undoes` decided from the plan alone: a call that cancels, deletes or edits the
+        row whose key only a create call of the same plan can give."""
+        for node in plan:
+            info = self.infos.get(node.tool)
+            if info is None or not info.mutates or info.kind == "create":
+                continue
+            key = next((p.name for p in info.params.values() if p.role == "key"), None)
+            sources = node.needs.get(key or "", [])
+            if not sources or not all(self.infos[plan[j].tool].kind == "create" for j in sources if j < len(plan)):
+                continue
+            if info.kind == "delete" or (info.verb or "") in UNDO_VERBS:
+                return "undoes_new"
+            if info.kind == "update":
+                return "edits_new"
+        return None
+
+    @staticmethod
+    def undoes(steps: list[Step]) -> str | None:
+        """Why a chain is not one goal (None when it is): it cancels, deletes or edits a row it
+        created itself (create-then-cancel reads as a script, and a person would create it right),
+        or cancels or deletes a row it has just changed."""
+        touched: set[tuple[str, str]] = set()
+        for s in steps:
+            t = s.target
+            if not s.mutating or t is None:
+                continue
+            undo = s.info.kind == "delete" or (s.info.verb or "") in UNDO_VERBS
+            if t.kind == "new" and s.info.kind != "create":
+                if undo:
+                    return "undoes_new"
+                if s.info.kind == "update":
+                    return "edits_new"
+            if undo and t.key in touched:
+                return "undoes_change"  # changing a row and then cancelling it is not one goal
+            touched.add(t.key)
+        return None
+
     def make_task(self, steps: list[Step], final_state: State | None) -> Task | None:
         """Ground and phrase an executed chain; None (with the reason counted) when it is not a good task."""
         calls = [ToolCall(name=s.info.name, arguments=s.args) for s in steps]
@@ -272,7 +327,7 @@ class GraphSampler:
         if digest in self._seen:
             self.rejected["duplicate"] += 1
             return None
-        why = self.redundant(steps)
+        why = self.redundant(steps) or self.undoes(steps)
         if why:
             self.rejected[why] += 1
             return None
@@ -294,7 +349,10 @@ class GraphSampler:
             if not phrased.facts:
                 self.rejected["no_facts"] += 1
                 return None
-            outcome = Outcome(mutates=False, answer_facts=phrased.facts)
+            outcome = Outcome(mutates=False, answer_facts=phrased.facts, answer_rows=phrased.rows,
+                              answer_absent=phrased.absent, answer_ordered=phrased.ordered, answer=phrased.answer)
+        else:
+            outcome = msgspec.structs.replace(outcome, answer=phrased.answer)
         self._seen.add(digest)
         self.emitted += 1
         self.sig_counts[signature] += 1

@@ -7,21 +7,31 @@
   initial state. Intermediate lookups are left to the agent.
 - Every **literal argument** of every call (a filter, a search text, a value to write) is in the
   words, so an agent can reproduce the reference calls exactly.
-- A chain that changes state becomes imperatives (``cancel ..., then ...``); a read-only chain
-  becomes a question about 1–2 fields of the last result, whose values are the answer facts
-  (never in the request).
-- The wording varies: greetings, the persona (``Hi, I'm Kenji Fischer.``), sentence frames, verb
-  synonyms, and several forms of each reference. :func:`skeleton` masks the literal values, so
-  that the number of distinct phrasings per kind of operation can be counted.
+- A chain that changes state reads as **one goal** whose parts are joined (``unfreeze my account
+  and set up a transfer from it to ...``), sometimes with a motive, never a narrated script
+  (``..., then ..., and finally ...``); a row may be named by a superlative the data decides
+  (``my order with the highest total``). A read-only chain becomes a question about the last
+  result: 1–2 fields of one row, or, over the rows of a list, each row's value, how many, the
+  highest or lowest, a total, the rows over a threshold or in a status, the rows in order. The
+  answer is derived from the real rows and checked whole (:mod:`envkernel_kit.answers`: every
+  row with its value, precision against rows not asked for), and the reference answer says it
+  in words.
+- The wording varies: a few greetings, the persona (``I'm Kenji Fischer.``) and a tone (brief,
+  polite, busy), sentence frames, verb synonyms, values with their units (``a duration of 45
+  minutes``), and several forms of each reference. :func:`skeleton` masks the literal values,
+  so that the number of distinct phrasings per kind of operation can be counted.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from envkernel_kit.answers import is_number, mentions
 
 from envkernel_kit.naming import human, is_id_name, plural, singular, words
 
@@ -36,13 +46,20 @@ _BAD_CHARS = re.compile(r'["\\\x00-\x1f]')
 
 FIELD_WORDS = {
     "starts_at": "start time", "ends_at": "end time", "execute_on": "execution date", "date_of_birth": "date of birth",
-    "size_bytes": "size in bytes", "duration_minutes": "duration in minutes", "expires_on": "expiry date",
+    "expires_on": "expiry date",
     "departure_at": "departure time", "arrival_at": "arrival time", "mime_type": "file type", "iban": "IBAN",
 }
-GREETINGS = ("", "", "", "", "Hi! ", "Hello! ", "Hey there. ", "Hi there. ", "Good morning! ", "Hello. ")
+GREETINGS = ("",) * 12 + ("Hi! ", "Hello! ", "Hey there. ", "Hi there. ", "Good morning! ", "Hello. ")
+TONES = {
+    "brief": ("{G}.", "{G}, please.", "Need you to {g}."),
+    "polite": ("Could you please {g}?", "Would you mind if I asked you to {g}?", "I'd be grateful if you could {g}.", "Kindly {g}."),
+    "busy": ("I'm short on time, so please {g}.", "Quick one: {g}.", "In a hurry here: {g}, thanks."),
+}
+"""Frames of a speaker's tone (a persona speaks in one of them, or in the neutral FRAMES)."""
 FRAMES = ("Please {g}.", "Could you {g}?", "Can you {g} for me?", "I'd like you to {g}.", "I need you to {g}.", "{G}, please.",
           "Would you {g}?", "Go ahead and {g}.", "Kindly {g}.", "I want you to {g}.")
-THEN = (", then ", ", and then ", " and after that ", ". After that, ", ", and once that's done, ")
+MOTIVES = ("I'm sorting a few things out today, so ", "Before the end of the week, ", "For my records, ",
+           "I'm getting things ready, so ", "To get this off my list, ")
 VERB_SYNONYMS = {
     "cancel": ("cancel", "call off"),
     "delete": ("delete", "remove", "get rid of"),
@@ -67,6 +84,12 @@ LIST_Q = ("Show me {c}, with the {f} of each.", "Can you list {c}? I need the {f
 ONE_Q = ("What is {w}?", "Can you tell me {w}?", "I need to know {w}.", "Could you look up {w} for me?", "Please find out {w}.",
          "What's {w}?")
 TWO_Q = ("What are {w}?", "Can you tell me {w}?", "I need {w}.", "Could you look up {w} for me?", "Please find {w}.")
+COUNT_Q = ("How many {ns} are there among {c}?", "Can you count {c} for me?", "How many of {c} are there?",
+           "I need a count of {c}.")
+SUP_Q = ("Which of {c} has the {w} {f}?", "Among {c}, which {n} has the {w} {f}?", "Find the {n} with the {w} {f} among {c}.")
+TOTAL_Q = ("What is the total {f} of {c}?", "Add up the {f} of {c} for me.", "What do {c} come to in {f}, all together?")
+COND_Q = ("Which of {c} have a {f} {op} {t}?", "List {c} with a {f} {op} {t}.", "I only care about {c} whose {f} is {op} {t}. Which are they?")
+SORT_Q = ("Rank {c} by {f}, {d}, and give me each one's {f}.", "List {c} {d} {f}, with the {f} of each.")
 OBJ_Q = ("Look up {x} and tell me its {f}.", "Find {x} and tell me its {f}.", "Could you check {x} and give me its {f}?")
 
 
@@ -109,6 +132,9 @@ def field_words(key: str) -> str:
     """A field name in words: ``unit_price`` -> ``unit price``, ``starts_at`` -> ``start time``."""
     if key in FIELD_WORDS:
         return FIELD_WORDS[key]
+    u = unit_of(key)
+    if u and u[1] != "cents":
+        return f"{u[0]} in {u[1]}"
     ws = words(key)
     if len(ws) > 1 and ws[-1] == "cents":
         return " ".join(ws[:-1]) + " in cents"
@@ -119,10 +145,32 @@ def field_words(key: str) -> str:
     return " ".join(ws)
 
 
+UNITS = {"minutes": "minutes", "bytes": "bytes", "cents": "cents", "seconds": "seconds", "days": "days", "hours": "hours"}
+"""Trailing words of a field name that are the unit of its value (``duration_minutes``)."""
+
+
+def unit_of(key: str) -> tuple[str, str] | None:
+    """(the field without its unit, the unit) for ``duration_minutes`` -> (``duration``, ``minutes``), else None."""
+    ws = words(key)
+    if len(ws) > 1 and ws[-1] in UNITS:
+        return " ".join(ws[:-1]), UNITS[ws[-1]]
+    return None
+
+
+def said_value(key: str, v: Any) -> str:
+    """A value with its unit, as a person says it: ``45 minutes``, ``3819460 bytes``."""
+    u = unit_of(key)
+    return f"{render(v)} {u[1]}" if u and isinstance(v, (int, float)) and not isinstance(v, bool) else render(v)
+
+
 def attr(key: str, v: Any) -> str:
-    """A field and its value: ``quantity 2``, ``title "Team standup"``."""
+    """A field and its value as a person says them: ``quantity 2``, ``title "Team standup"``,
+    ``a duration of 45 minutes``, ``marked private`` / ``not marked optional`` (never ``set to yes``)."""
     if isinstance(v, bool):
-        return f"{field_words(key)} set to {'yes' if v else 'no'}"
+        return f"{'marked' if v else 'not marked'} {field_words(key)}"
+    u = unit_of(key)
+    if u and isinstance(v, (int, float)):
+        return f"a {u[0]} of {said_value(key, v)}"
     return f"{field_words(key)} {render(v)}"
 
 
@@ -152,6 +200,53 @@ def skeleton(text: str, values: list[str]) -> str:
     return _NUM.sub("#", out)
 
 
+SUMMABLE = frozenset({"amount", "total", "price", "balance", "quantity", "cost", "nights", "stock", "seats", "count", "fee", "subtotal"})
+"""Number fields whose total over rows means something (and any field with a unit, like ``size_bytes``)."""
+
+
+def _distinct(vals: list[str]) -> bool:
+    """True when no two values are equal (case-insensitively): labels an answer can be split by (one
+    inside another, ``sales`` and ``sales 2``, is told apart by :mod:`envkernel_kit.answers`)."""
+    low = [v.lower() for v in vals]
+    return len(set(low)) == len(low)
+
+
+def _num(v: Any) -> bool:
+    """True for a number worth comparing (not a boolean)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _fmt(x: float) -> str:
+    """A number as said in a request or answer (``12.0`` -> ``12``, ``3.14159`` -> ``3.14``)."""
+    x = round(x, 2)
+    return str(int(x)) if float(x).is_integer() else f"{x:.2f}".rstrip("0")
+
+
+def _between(a: float, b: float) -> float | None:
+    """A round threshold strictly between ``a`` < ``b`` (None when there is none at two decimals)."""
+    for step in (100, 50, 10, 5, 1, 0.5, 0.1, 0.01):
+        t = math.floor(b / step) * step
+        if t == b:
+            t -= step
+        if a < t < b:
+            return round(t, 2)
+    return None
+
+
+@dataclass
+class Question:
+    """A question about a read-only chain's result, with what checks its answer."""
+
+    text: str
+    facts: list[str]
+    answer: str
+    """The reference answer, in words."""
+    rows: list[list[str]] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)
+    ordered: bool = False
+    kind: str = "get"
+
+
 @dataclass
 class Phrased:
     """A phrased request."""
@@ -161,6 +256,13 @@ class Phrased:
     kind: str
     """The kind of operation it asks for (create, update, delete, action, get, list)."""
     skeleton: str
+    rows: list[list[str]] = field(default_factory=list)
+    """Expected answer rows (see ``Outcome.answer_rows``)."""
+    absent: list[str] = field(default_factory=list)
+    """Values a precise answer leaves out (see ``Outcome.answer_absent``)."""
+    ordered: bool = False
+    answer: str = ""
+    """The reference answer in words."""
 
 
 def _all_refs(ref: Ref | None, out: list[Ref]) -> None:
@@ -184,6 +286,8 @@ class Phraser:
         self.persona: Ref | None = None
         if rng.random() < persona_share:
             self.persona = self.persona_candidate()
+        self.tone = rng.choice(("", "", "brief", "polite", "busy"))
+        """The speaker's tone ("" neutral)."""
 
     # -- the persona -----------------------------------------------------------------------------
 
@@ -216,9 +320,9 @@ class Phraser:
         if p.title:
             name = p.title
             if facts:
-                return rng.choice((f"Hi, I'm {name} and {join(facts)}. ", f"Hello, this is {name}; {join(facts)}. "))
-            return rng.choice((f"Hi, I'm {name}. ", f"Hello, this is {name}. ", f"{name} here. ", f"Hi! My name is {name}. "))
-        return rng.choice((f"Hi, {join(facts)}. ", f"Hello! {join(facts).capitalize()}. "))
+                return rng.choice((f"I'm {name} and {join(facts)}. ", f"This is {name}; {join(facts)}. "))
+            return rng.choice((f"Hi, I'm {name}. ", f"This is {name}. ", f"{name} here. ", f"My name is {name}. ", f"I'm {name}. "))
+        return rng.choice((f"Hi, {join(facts)}. ", f"{join(facts).capitalize()}. ", f"For reference, {join(facts)}. "))
 
     # -- references ---------------------------------------------------------------------------------
 
@@ -412,7 +516,7 @@ class Phraser:
 
         if kind == "update":
             lits = self._literals(step, skip)
-            changes: list[tuple[str, Any]] = [(field_words(k), render(x)) for k, x in lits]
+            changes: list[tuple[str, Any]] = [((unit_of(k) or (field_words(k), ""))[0], said_value(k, x)) for k, x in lits]
             for name, ref in step.refs.items():
                 if name in skip or self._skip(step, name, ref):
                     continue
@@ -463,8 +567,8 @@ class Phraser:
 
     # -- questions ------------------------------------------------------------------------------------
 
-    def question(self, step: Step) -> tuple[str, list[str]] | None:
-        """A question about the last call's result, and the answer facts."""
+    def question(self, step: Step) -> Question | None:
+        """A question about the last call's result, with its answer facts and reference answer."""
         rng = self.rng
         tops = [e for e in step.elements if e.parent is None]
         single = step.info.kind != "list" and tops and (tops[0].group is None or len(tops) == 1) and step.target is not None
@@ -486,26 +590,187 @@ class Phraser:
                 text = rng.choice(OBJ_Q).format(x=self.obj(ref), f=f)
             else:
                 text = rng.choice(ONE_Q if k == 1 else TWO_Q).format(w=self.poss(ref, f))
-            return text, list(dict.fromkeys(fact_text(row[c]) for c in chosen))
+            facts = list(dict.fromkeys(fact_text(row[c]) for c in chosen))
+            answer = join([f"the {field_words(c)} is {fact_text(row[c])}" for c in chosen])
+            return Question(text, facts, answer[:1].upper() + answer[1:] + ".",
+                            absent=self._absent(step, chosen, {x.lower() for x in facts}))
         if not tops:
             out = step.output
             if fact_ok(out):
                 what = " ".join(w for w in words(step.info.name)[1:])
                 x = self.obj(step.target) if step.target is not None else ""
-                return f"What is the {what}" + (f" for {x}" if x else "") + "?", [fact_text(out)]
+                return Question(f"What is the {what}" + (f" for {x}" if x else "") + "?", [fact_text(out)],
+                                f"The {what} is {fact_text(out)}.")
             return None
-        rows = [e.row for e in tops]
-        common = [k for k in rows[0] if not is_id_name(k) and all(fact_ok(r.get(k)) for r in rows[:3])]
-        common.sort(key=attr_rank)
-        if not common:
+        return self.about_rows(step, [e.row for e in tops])
+
+    def _absent(self, step: Step, keys: list[str], expected: set[str]) -> list[str]:
+        """Values of ``keys`` in rows that earlier lookups of the same table returned, other than
+        the expected ones: what a precise answer leaves out (a stuffed answer says them)."""
+        table = next((e.table for e in step.elements if e.parent is None), None)
+        low_expected = [x.lower() for x in expected]
+        out: dict[str, None] = {}
+        for s in self.steps:
+            for e in s.elements:
+                if e.parent is not None or e.table != table or table is None:
+                    continue
+                for k in keys:
+                    v = e.row.get(k)
+                    if not fact_ok(v):
+                        continue
+                    t = fact_text(v)
+                    if t.lower() in expected or any(t.lower() in x or x in t.lower() for x in low_expected):
+                        continue
+                    if is_number(t):
+                        continue  # a number elsewhere in an answer is too easily said by chance
+                    out[t] = None
+        # and the names of the rows earlier lookups returned that the chain did not go through
+        path = {str(v).lower() for s in self.steps for v in s.args.values() if isinstance(v, (str, int))}
+        for s in self.steps[:-1]:
+            for e in s.elements:
+                if e.parent is not None or str(e.row.get("id", "")).lower() in path:
+                    continue
+                for k, v in e.row.items():
+                    t = fact_text(v) if attr_rank(k)[0] == 0 and isinstance(v, str) and fact_ok(v) else ""
+                    if t and not any(t.lower() in x or x in t.lower() for x in low_expected):
+                        out[t] = None
+        return list(out)
+
+    def about_rows(self, step: Step, rows: list[dict[str, Any]]) -> Question | None:
+        """A question about the rows a list call returned: each row's value, how many, the
+        highest or lowest, a total, the rows over a threshold, or the rows in order. Every answer
+        is derived from the real rows and checked whole (each row with its value)."""
+        rng = self.rng
+        if not rows:
             return None
-        f = rng.choice(common[:3])
-        facts = list(dict.fromkeys(fact_text(r[f]) for r in rows[:3]))
+        ranked = sorted(rows[0], key=attr_rank)
+        # a name labels each row (else another text field unique to each row, a reference or an email; never a status)
+        labels_ok = [k for k in ranked if attr_rank(k)[0] != 1 and not is_id_name(k) and not _TIMESTAMP.match(str(rows[0].get(k)))
+                     and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows) and _distinct([fact_text(r[k]) for r in rows])]
+        label = next(iter(labels_ok), None)
         c = self.collection(step)
+        if c.startswith("every "):  # "which of every folder" -> "which of all the folders"
+            head, _, last = c[6:].rpartition(" ")
+            c = "all the " + (head + " " if head else "") + plural(last)
         self._literals(step, set(step.refs))
+        noun = human(step.info.noun)
+        nouns = plural(noun)
+        shapes = ["count"] if 2 <= len(rows) <= 40 else []
+        nums = [k for k in ranked if k != label and not is_id_name(k) and all(_num(r.get(k)) for r in rows)] if len(rows) >= 2 else []
+        if any(k in SUMMABLE or unit_of(k) for k in nums) and len(rows) <= 40:
+            shapes += ["total"]
+        if label is not None and 2 <= len(rows) <= 12:
+            shapes += ["each"] + (["sorted"] if nums else [])
+        if label is not None and nums and 2 <= len(rows) <= 40:  # the answer is one row, or the rows over a threshold
+            shapes += ["superlative"] * 3 + ["condition"] * 3
+        if label is not None and 2 <= len(rows) <= 40:
+            shapes += ["which"] * 2
+        if label is not None and len(rows) == 1:
+            shapes += ["each"]
+        rng.shuffle(shapes)
+        for shape in shapes:
+            q = self._shape(shape, step, rows, label, nums, c, noun, nouns)
+            if q is not None:
+                return q
+        return None
+
+    def _shape(self, shape: str, step: Step, rows: list[dict[str, Any]], label: str | None, nums: list[str],
+               c: str, noun: str, nouns: str) -> Question | None:
+        rng = self.rng
+        if shape == "count":
+            n = len(rows)
+            frames = COUNT_Q if not c.startswith("all ") else ("How many {ns} are there?", "How many {ns} are there in all?", "Can you count {c} for me?")
+            text = rng.choice(frames).format(c=c, ns=c[4:].removeprefix("the ") if c.startswith("all ") else nouns)
+            if mentions(str(n), text) >= 0:
+                return None
+            return Question(text, [str(n)], rng.choice(("There are {n}.", "I count {n} of them.", "{n} in all.")).format(n=n),
+                            absent=self._absent(step, [], set()), kind="count")
+        if shape == "total":
+            f = rng.choice([k for k in nums if k in SUMMABLE or unit_of(k)])
+            fw = field_words(f)
+            total = round(sum(float(r[f]) for r in rows), 2)
+            text = rng.choice(TOTAL_Q).format(c=c, f=fw)
+            if mentions(_fmt(total), text) >= 0:
+                return None
+            return Question(text, [_fmt(total)], f"The total {fw} is {_fmt(total)}.", absent=self._absent(step, [], set()), kind="total")
+        if label is None:
+            return None
+        labels = [fact_text(r[label]) for r in rows]
+        low_labels = [x.lower() for x in labels]
+
+        def apart(k: str) -> bool:  # no value of k is, or holds, a label (it would split the answer at the wrong row)
+            return not any(a in fact_text(r[k]).lower() or fact_text(r[k]).lower() in a for r in rows for a in low_labels)
+
+        if shape == "each":
+            vals = [k for k in sorted(rows[0], key=attr_rank) if k != label and not is_id_name(k)
+                    and all(fact_ok(r.get(k)) for r in rows) and apart(k)]
+            if not vals:
+                return None
+            f = rng.choice(vals[:3])
+            fw = field_words(f)
+            table = [[lab, fact_text(r[f])] for lab, r in zip(labels, rows, strict=True)]
+            text = rng.choice(LIST_Q).format(c=c, f=fw, fs=plural(fw) if " " not in fw else fw)
+            answer = "; ".join(f"{lab}: {v}" for lab, v in table) + "."
+            return Question(text, [x for r in table for x in r], answer, rows=table,
+                            absent=self._absent(step, [label], set(x.lower() for x in labels)), kind="list")
+        if shape == "which":  # a condition on a status: "which of my channels are archived?"
+            cats = [k for k in rows[0] if attr_rank(k)[0] == 1 and k != label and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows)]
+            if not cats:
+                return None
+            k = rng.choice(cats)
+            v = rng.choice([r[k] for r in rows])
+            hit = [lab for lab, r in zip(labels, rows, strict=True) if r[k] == v]
+            miss = [lab for lab, r in zip(labels, rows, strict=True) if r[k] != v]
+            if not miss or len(hit) > 12:
+                return None
+            fw = field_words(k)
+            text = rng.choice(("Which of {c} are {v}?", "Which of {c} have the {f} {v}?", "Of {c}, which ones are {v}?")).format(c=c, v=v, f=fw)
+            return Question(text, hit, join(hit) + ".", rows=[[h] for h in hit], absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
+                            kind="condition")
+        nums = [k for k in nums if apart(k)]
+        if not nums:
+            return None
+        f = rng.choice(nums[:3])
         fw = field_words(f)
-        text = rng.choice(LIST_Q).format(c=c, f=fw, fs=plural(fw) if " " not in fw else fw)
-        return text, facts
+        vals = [float(r[f]) for r in rows]
+        if shape in ("superlative", "sorted") and len(set(vals)) < len(vals) and shape == "sorted":
+            return None
+        if shape == "superlative":
+            high = rng.random() < 0.5
+            best = max(vals) if high else min(vals)
+            if vals.count(best) != 1:
+                return None
+            i = vals.index(best)
+            word = rng.choice(("highest", "largest")) if high else rng.choice(("lowest", "smallest"))
+            text = rng.choice(SUP_Q).format(c=c, w=word, f=fw, n=noun)
+            others = [x for j, x in enumerate(labels) if j != i]
+            return Question(text, [labels[i]], f"{labels[i]}, with a {fw} of {_fmt(best)}.", rows=[[labels[i]]],
+                            absent=others + self._absent(step, [label], {labels[i].lower()}), kind="superlative")
+        if shape == "condition":
+            distinct = sorted(set(vals))
+            if len(distinct) < 2:
+                return None
+            j = rng.randrange(len(distinct) - 1)
+            t = _between(distinct[j], distinct[j + 1])
+            if t is None:
+                return None
+            over = rng.random() < 0.5
+            hit = [lab for lab, v in zip(labels, vals, strict=True) if (v > t if over else v < t)]
+            miss = [lab for lab, v in zip(labels, vals, strict=True) if not (v > t if over else v < t)]
+            if not hit or not miss or len(hit) > 12:
+                return None
+            text = rng.choice(COND_Q).format(c=c, f=fw, op=rng.choice(("over", "above", "more than")) if over else rng.choice(("under", "below", "less than")), t=_fmt(t))
+            return Question(text, hit, join(hit) + ".", rows=[[h] for h in hit], absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
+                            kind="condition")
+        if shape == "sorted":
+            high = rng.random() < 0.5
+            order = sorted(range(len(rows)), key=lambda j: -vals[j] if high else vals[j])
+            table = [[labels[j], _fmt(vals[j])] for j in order]
+            text = rng.choice(SORT_Q).format(c=c, f=fw, d="from the highest to the lowest" if high else "from the lowest to the highest")
+            answer = ", ".join(f"{lab} ({v})" for lab, v in table) + "."
+            return Question(text, [x for r in table for x in r], answer, rows=table, ordered=True,
+                            absent=self._absent(step, [label], {x.lower() for x in labels}), kind="sorted")
+        return None
 
     # -- the whole request -------------------------------------------------------------------------------
 
@@ -516,35 +781,69 @@ class Phraser:
         muts = [s for s in self.steps if s.mutating]
         last = self.steps[-1]
         facts: list[str] = []
+        q: Question | None = None
         if muts:
             goals = [self.goal(s) for s in muts]
             if not last.mutating:
                 goals.append(self.show(last))
-            if len(goals) == 1:
-                g = goals[0]
-            elif len(goals) == 2:
-                g = goals[0] + rng.choice(THEN) + goals[1]
-            else:
-                g = goals[0] + "".join(", then " + x for x in goals[1:-1]) + ", and finally " + goals[-1]
-            frames = [f for f in FRAMES if not ((g.endswith(" me") or " me " in g) and "for me" in f)]
+            g = join(goals)  # one goal with its parts, never a narrated script ("..., then ..., and finally ...")
+            pool = TONES[self.tone] if self.tone else FRAMES
+            frames = [f for f in pool if not ((g.endswith(" me") or " me " in g) and "for me" in f)] or ["{G}."]
             frame = rng.choice(frames)
             body = frame.format(g=g, G=g[:1].upper() + g[1:])
-            if ". After that, " in body and frame.endswith("?"):
-                body = body.replace(". After that, ", ", and after that ")
+            if len(goals) > 1 and self.tone != "busy" and rng.random() < 0.5:
+                body = rng.choice(MOTIVES) + (body if body.startswith("I ") or body.startswith("I'") else body[0].lower() + body[1:])
             kind = muts[-1].info.kind
+            answer = "Done: I " + join([past(x) for x in goals[:len(muts)]]) + "."
+            if not last.mutating:
+                answer += " Here it is now."
         else:
             q = self.question(last)
             if q is None:
                 return None
-            body, facts = q
-            kind = "list" if last.info.kind == "list" else "get"
+            body, facts, answer = q.text, q.facts, q.answer
+            kind = q.kind if q.kind != "get" or last.info.kind != "list" else "list"
         text = intro + body[0].upper() + body[1:]
         low = text.lower()
-        if facts:
-            facts = [f for f in facts if f.lower() not in low and f.lower() not in NOTHING_ANSWER.lower()]
+        rows: list[list[str]] = []
+        absent: list[str] = []
+        if q is not None:
+            given = [f for f in facts if f.lower() in low or f.lower() in NOTHING_ANSWER.lower()]
+            if given and q.rows:
+                return None  # a row the request already names cannot be checked
+            facts = [f for f in facts if f not in given]
             if not facts:
                 return None
-        return Phrased(text=text, facts=facts, kind=kind, skeleton=skeleton(text, self.values))
+            rows = q.rows
+            absent = [a for a in dict.fromkeys(q.absent) if a.lower() not in low and mentions(a, answer) < 0 and a.lower() not in NOTHING_ANSWER.lower()]
+        return Phrased(text=text, facts=facts, kind=kind, skeleton=skeleton(text, self.values), rows=rows, absent=absent,
+                       ordered=bool(q and q.ordered), answer=answer)
+
+
+PAST = {"set": "set", "put": "put", "send": "sent", "get": "got", "pay": "paid", "make": "made", "lift": "lifted", "go": "went",
+        "let": "showed", "show": "showed", "pull": "pulled", "call": "called", "ship": "shipped", "star": "starred", "pin": "pinned",
+        "plan": "planned", "drop": "dropped", "stop": "stopped", "freeze": "froze", "unfreeze": "unfroze", "cancel": "cancelled",
+        "mark": "marked", "book": "booked", "open": "opened", "check": "checked"}
+
+
+def past(goal: str) -> str:
+    """An imperative goal in the past tense (``cancel the order`` -> ``cancelled the order``)."""
+    goal = goal.removeprefix("go ahead and ")  # "go ahead and confirm" -> "confirmed"
+    head, _, rest = goal.partition(" ")
+    w = head.lower()
+    if w in PAST:
+        p = PAST[w]
+    elif w.endswith("e"):
+        p = w + "d"
+    elif w.endswith("y") and w[-2:-1] not in "aeiou":
+        p = w[:-1] + "ied"
+    else:
+        p = w + "ed"
+    if w in ("let", "show") and rest.startswith("me "):
+        return "showed you " + rest[3:]
+    if w == "pull":
+        return "pulled up " + rest.removeprefix("up ")
+    return (p + " " + rest).replace(" me", " you") if rest.startswith("to me") else p + (" " + rest if rest else "")
 
 
 def tool_pattern(tool_names: list[str]) -> re.Pattern[str] | None:

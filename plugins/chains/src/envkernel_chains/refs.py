@@ -18,6 +18,8 @@ The attributes must also single the row out among the rows the call actually ret
 
 from __future__ import annotations
 
+import random
+
 import re
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -118,6 +120,10 @@ def describable(key: str, value: Any, generated: set[str] | frozenset[str] = fro
     return isinstance(value, (int, float))
 
 
+COUNTED_FIELDS = frozenset({"nights", "quantity", "stock", "seats", "guests", "attendees", "items", "stars"})
+"""Number fields that count things: a superlative over them says ``most`` / ``fewest``."""
+
+
 def attr_rank(key: str) -> tuple[int, int]:
     """Which attributes a person uses first: names, then statuses, then numbers, then the rest."""
     for group, names in enumerate((TITLE_FIELDS, STATUS_FIELDS, NUMBER_FIELDS)):
@@ -186,6 +192,11 @@ class Resolver:
         self.schema = schema
         self._by_id: dict[str, dict[Any, dict[str, Any]]] = {}
         self._norm_rows: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+        self._text_fields: dict[str, dict[Any, set[str]]] = {}
+        self.rng: random.Random | None = None
+        """Chooses superlative references (none without it)."""
+        self.superlative_share = 0.0
+        """Share of the references that can be a superlative that are one."""
 
     def row(self, table: str | None, value: Any) -> dict[str, Any] | None:
         """The seed row of ``table`` with id ``value`` (None when it is not a seed row)."""
@@ -214,6 +225,47 @@ class Resolver:
             if all(nr.get(f) == v for f, v in eq) and all(nr.get(f) in vs for f, vs in sets) and all(satisfies(raw, c) for c in rest):
                 out.append(nr.get(key))
         return frozenset(out)
+
+    def superlative(self, table: str, value: Any, base: frozenset[Any], others: list[dict[str, Any]], seed_row: dict[str, Any],
+                    row_now: dict[str, Any], skip: set[str]) -> str | None:
+        """``with the highest total`` when the row ``value`` holds the one highest (or lowest) value
+        of a number field among the rows the lookup can return (``base``, and the ``others`` it
+        did return): a superlative the data decides. Chosen for about ``superlative_share`` of
+        the references that can have one; None otherwise."""
+        if self.rng is None or self.rng.random() >= self.superlative_share:
+            return None
+        key = self.schema.key(table)
+        rows = [nr for _raw, nr in self._normed(table) if nr.get(key) in base]
+        fields = [k for k, v in seed_row.items() if k not in skip and not is_id_name(k) and isinstance(v, (int, float))
+                  and not isinstance(v, bool) and norm(row_now.get(k)) == norm(v)]
+        self.rng.shuffle(fields)
+        for k in fields:
+            mine = norm(seed_row[k])
+            vals = [r.get(k) for r in rows if r.get(key) != norm(value)] + [norm(o.get(k)) for o in others]
+            if not vals or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals):
+                continue
+            counted = k in COUNTED_FIELDS  # "the most nights", not "the highest nights"
+            if all(x < mine for x in vals):
+                return f"with the {'most' if counted else 'highest'} {field_words(k)}"
+            if all(x > mine for x in vals):
+                return f"with the {'fewest' if counted else 'lowest'} {field_words(k)}"
+        return None
+
+    def read_elsewhere(self, table: str, field: str, v: Any) -> bool:
+        """True when the text ``v`` (a value of ``field``) is the value of *another* field in some
+        row of ``table``: read as that field, the phrase would name a different row (the same
+        field is the uniqueness check's job)."""
+        if not isinstance(v, str):
+            return False
+        idx = self._text_fields.get(table)
+        if idx is None:  # text value -> the fields that hold it somewhere in the table (built once)
+            key = self.schema.key(table)
+            idx = self._text_fields[table] = {}
+            for raw, nr in self._normed(table):
+                for k, x in nr.items():
+                    if k != key and isinstance(raw.get(k), str):
+                        idx.setdefault(x, set()).add(k)
+        return bool(idx.get(norm(v), set()) - {field})
 
     # -- kinds of references -------------------------------------------------------------
 
@@ -268,9 +320,16 @@ class Resolver:
                  if k != key and k not in refs_cols and describable(k, v, gen) and norm(row_now.get(k)) == norm(v)]
         cands.sort(key=attr_rank)
         others = [r for r in siblings if norm(r.get(key)) != norm(value)]
+        # a phrase must resolve to one row in every field it could be read as: "Business Account" is
+        # not a holder name to use when another account's nickname is "Business Account"
+        cands = [k for k in cands if not self.read_elsewhere(table, k, seed_row[k])]
         chosen: list[str] | None = None
+        superlative = self.superlative(table, value, base, others, seed_row, row_now, gen | refs_cols | {key}) if len(base) >= 2 else None
         if len(base) == 1 and not others:
             chosen = []
+        elif superlative is not None:
+            chosen = []
+            quals = list(quals) + [superlative]
         else:
             for k in cands:
                 if len(self.ids(table, constraints + [(k, "eq", seed_row[k])])) == 1 and all(norm(o.get(k)) != norm(seed_row[k]) for o in others):
@@ -284,7 +343,7 @@ class Resolver:
                         break
         if chosen is None:
             return None
-        ids = self.ids(table, constraints + [(k, "eq", seed_row[k]) for k in chosen])
+        ids = self.ids(table, constraints + [(k, "eq", seed_row[k]) for k in chosen]) if superlative is None else frozenset([norm(value)])
         ref = Ref(kind="desc", noun=noun, table=table, value=value, ids=ids, person=is_person(noun),
                   adjectives=list(adjectives), quals=list(quals), values=list(scope_values), idents=list(idents or []))
         for k in chosen:
@@ -315,6 +374,8 @@ def field_words(key: str) -> str:
     ws = words(key)
     if len(ws) > 1 and ws[-1] == "cents":
         return " ".join(ws[:-1]) + " in cents"
+    if len(ws) > 1 and ws[-1] in ("bytes", "minutes", "seconds"):  # "the largest size", not "the highest size bytes"
+        return " ".join(ws[:-1])
     if len(ws) > 1 and ws[0] == "is":
         return " ".join(ws[1:])
     return " ".join(ws)

@@ -16,13 +16,16 @@ A task's checklist has two kinds of checks:
     - ``inserted``: the new row is there exactly as many times as expected;
     - ``deleted``: the old row is there only as many times as expected (usually none);
 
-  - a read-only task: one check per answer fact, found case-insensitively in the final answer.
+  - a read-only task: one check per answer fact (numbers within a tolerance), one per expected
+    row (its values said with its label), one for the order when the request asks for one
+    (:mod:`envkernel_kit.answers`);
 
 - **guard checks** — that nothing else happened: per changed table, every row the task does not
   touch is unchanged and no unexpected row appeared. Guards never earn credit; a failing guard
   only adds to the denominator. Without this, an agent that did nothing would earn the guards'
   share (τ²-bench's "do-nothing scores above 0"); with it, doing nothing scores exactly 0 and the
-  reference scores exactly 1, so the checklist can drive the kernel's task gate.
+  reference scores exactly 1, so the checklist can drive the kernel's task gate. A read-only
+  task's guard is precision: the answer says no value of the rows it was not asked for.
 
 ``score = passed credit checks / (credit checks + failed guard checks)``: partial credit, as in
 EnvScaler, in [0, 1].
@@ -43,7 +46,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from envkernel_schemas import State, Task, Trajectory
+from envkernel_kit.answers import answer_units
+from envkernel_schemas import Outcome, State, Task, Trajectory
 from envkernel_schemas.rows import canon, columns, row_key
 
 
@@ -52,7 +56,8 @@ class Check:
     """One check and its result."""
 
     kind: str
-    """``changed``, ``inserted``, ``deleted``, ``fact``, ``unchanged`` (guard) or ``calls`` (guard)."""
+    """``changed``, ``inserted``, ``deleted``, ``fact``, ``row``, ``order``, ``unchanged`` (guard),
+    ``precision`` (guard) or ``calls`` (guard)."""
     table: str
     """The table (empty for facts and calls)."""
     description: str
@@ -65,7 +70,7 @@ class Check:
     @property
     def guard(self) -> bool:
         """Guards only ever cost credit."""
-        return self.kind in ("unchanged", "calls")
+        return self.kind in ("unchanged", "calls", "precision")
 
 
 def _show(row: dict[str, Any], limit: int = 160) -> str:
@@ -176,9 +181,14 @@ def state_checks(initial: State, expected: State, final: State) -> list[Check]:
 
 
 def fact_checks(facts: list[str], answer: str) -> list[Check]:
-    """Checks of a read-only task: one per answer fact (case-insensitive containment)."""
-    low = (answer or "").lower()
-    return [Check("fact", "", f"the answer mentions {f!r}", f.lower() in low, "" if f.lower() in low else "not in the final answer") for f in facts]
+    """Checks of a read-only task's answer facts (see :func:`answer_checks`)."""
+    return answer_checks(Outcome(mutates=False, answer_facts=facts), answer)
+
+
+def answer_checks(outcome: Outcome, answer: str) -> list[Check]:
+    """Checks of a read-only task: one per fact, per expected row and for the order asked for, and
+    the precision guard (the answer says nothing of rows not asked for), from :mod:`envkernel_kit.answers`."""
+    return [Check(u.kind, "", u.description, u.passed, u.detail) for u in answer_units(outcome, answer or "")]
 
 
 def call_check(trajectory: Trajectory) -> Check:
@@ -195,7 +205,7 @@ def checklist(task: Task, trajectory: Trajectory, *, strict_calls: bool = False)
     if o.mutates:
         checks = state_checks(o.initial_state, o.expected_state, trajectory.final_state)
     else:
-        checks = fact_checks(o.answer_facts, trajectory.final_answer)
+        checks = answer_checks(o, trajectory.final_answer)
     if strict_calls:
         checks.append(call_check(trajectory))
     return checks

@@ -11,7 +11,9 @@
 - **outcome**: for a chain that changes state, 1 when the final state, restricted to the tables of
   ``expected_state`` and projected on their columns (so generated columns, already removed from
   the expectation, are ignored), equals ``expected_state`` as multisets of rows; else 0. For a
-  read-only chain, the fraction of answer facts found (case-insensitively) in the final answer.
+  read-only chain, the share of the expected answer in the final answer: facts (numbers within a
+  tolerance), every row with its values, the order when asked for; 0 when it also says rows not
+  asked for (:mod:`envkernel_kit.answers`).
 - **length penalty**: ``length_step`` per call beyond the reference's length, capped at ``cap``.
 - **format penalty**: ``format_step`` per format error, capped at ``cap``.
 """
@@ -23,7 +25,8 @@ import math
 from collections import Counter
 from typing import Any
 
-from envkernel_schemas import CallRecord, Reward, State, Task, ToolCall, Trajectory
+from envkernel_kit.answers import answer_check
+from envkernel_schemas import CallRecord, Outcome, Reward, State, Task, ToolCall, Trajectory
 from envkernel_schemas.rows import columns, row_key
 
 REL_TOL = 1e-6
@@ -109,13 +112,8 @@ def state_outcome(expected: State, initial: State, final: State) -> tuple[float,
 
 
 def facts_outcome(facts: list[str], answer: str) -> tuple[float, list[str]]:
-    """The share of answer facts contained (case-insensitively) in the answer; with reasons."""
-    if not facts:
-        return 0.0, ["outcome: the read-only task has no answer facts to check"]
-    low = (answer or "").lower()
-    missing = [f for f in facts if f.lower() not in low]
-    frac = (len(facts) - len(missing)) / len(facts)
-    return frac, ([f"outcome: answer lacks {len(missing)}/{len(facts)} facts: {missing}"] if missing else [])
+    """The share of answer facts contained in the answer (see :mod:`envkernel_kit.answers`); with reasons."""
+    return answer_check(Outcome(mutates=False, answer_facts=facts), answer)
 
 
 def tau_at(tau: float, tau_final: float | None, tau_iterations: int, iteration: int) -> float:
@@ -158,7 +156,7 @@ def score(
     if task.outcome.mutates:
         outcome, why = state_outcome(task.outcome.expected_state, task.outcome.initial_state, trajectory.final_state)
     else:
-        outcome, why = facts_outcome(task.outcome.answer_facts, trajectory.final_answer)
+        outcome, why = answer_check(task.outcome, trajectory.final_answer)
     reasons.extend(why)
     extra = max(0, len(trajectory.calls) - len(ref))
     length_penalty = min(cap, length_step * extra)

@@ -1,0 +1,168 @@
+"""Checking a read-only task's final answer against its Outcome: complete, precise and right.
+
+Shared by the reward models (``traceoutcome``, ``checklist``) and the samplers that build the
+Outcome, so an answer is judged the same way everywhere.
+
+- **Facts** (``answer_facts``): each must be in the answer. A text fact is found
+  case-insensitively; a number fact (``149``, ``12.75``) matches a number written in the answer
+  within a tolerance (``12.750``, ``1,234.5``), never a digit inside another number.
+- **Rows** (``answer_rows``, each ``[label, value, ...]``): each value must be said after its
+  label and before the next row's label, so a per-row pair is checked, not just the set of
+  distinct values. With ``answer_ordered`` the
+  labels must come in order.
+- **Precision** (``answer_absent``): an answer that says one of these values (rows the request did
+  not ask for: the whole user list, to answer "what is my email?") scores 0.
+
+:func:`answer_units` lists the units (facts outside rows, rows, the order when asked for, and the
+precision guard); :func:`answer_check` returns the share of credit units that hold, zeroed by a
+failed precision guard, with the reasons.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, NamedTuple
+
+__all__ = ["NUMBER", "Unit", "answer_check", "answer_units", "find_number", "is_number", "mentions"]
+
+NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
+"""A number as written in an answer (thousands separators allowed), not part of a word or id."""
+ABS_TOL = 0.005
+"""Absolute tolerance for numbers (half a cent)."""
+REL_TOL = 1e-6
+"""Relative tolerance for numbers."""
+
+
+def is_number(fact: str) -> bool:
+    """True for a fact that is a plain number (``12``, ``-3.5``)."""
+    return re.fullmatch(r"-?\d+(?:\.\d+)?", fact.strip()) is not None
+
+
+def _numbers(text: str) -> list[tuple[int, float]]:
+    out = []
+    for m in NUMBER.finditer(text):
+        raw = m.group(0).replace(",", "")
+        try:
+            out.append((m.start(), float(raw)))
+        except ValueError:
+            continue
+    return out
+
+
+def find_number(value: float, text: str) -> int:
+    """Position of the first number in ``text`` equal to ``value`` within the tolerance, or -1."""
+    for pos, x in _numbers(text):
+        if math.isclose(x, value, rel_tol=REL_TOL, abs_tol=ABS_TOL):
+            return pos
+    return -1
+
+
+def mentions(fact: str, text: str) -> int:
+    """Position of ``fact`` in ``text`` (see the module docstring), or -1."""
+    if is_number(fact):
+        return find_number(float(fact), text)
+    return text.lower().find(fact.lower())
+
+
+def _said_apart(value: str, answer: str, expected: list[str]) -> bool:
+    """True when ``value`` is in ``answer`` other than inside an expected value that contains it
+    (``sales`` is not said by an answer that says ``sales 2``)."""
+    if is_number(value):
+        return find_number(float(value), answer) >= 0
+    low, v = answer.lower(), value.lower()
+    covers = [(j, j + len(e)) for e in expected if v in e.lower() and e.lower() != v
+              for j in _all(low, e.lower())]
+    return any(not any(a <= i and i + len(v) <= b for a, b in covers) for i in _all(low, v))
+
+
+def _all(text: str, sub: str) -> list[int]:
+    out, i = [], text.find(sub)
+    while i >= 0 and sub:
+        out.append(i)
+        i = text.find(sub, i + 1)
+    return out
+
+
+def _label_positions(labels: list[str], low: str) -> list[int]:
+    """First position of each label, skipping hits inside a longer label's hit."""
+    spans: list[tuple[int, int, int]] = []  # (start, end, label index), longer labels first
+    for i in sorted(range(len(labels)), key=lambda i: -len(labels[i])):
+        lab = labels[i].lower()
+        start = 0
+        while True:
+            j = low.find(lab, start)
+            if j < 0:
+                break
+            if not any(s <= j < e for s, e, _ in spans):
+                spans.append((j, j + len(lab), i))
+            start = j + 1
+    pos = [-1] * len(labels)
+    for s, _e, i in sorted(spans):
+        if pos[i] < 0:
+            pos[i] = s
+    return pos
+
+
+class Unit(NamedTuple):
+    """One checked part of an answer."""
+
+    kind: str
+    """``fact``, ``row``, ``order`` or ``precision`` (a guard: it only ever costs credit)."""
+    description: str
+    """What is checked."""
+    passed: bool
+    """Whether it holds."""
+    detail: str = ""
+    """What was wrong when it does not."""
+
+
+def _row_units(rows: list[list[str]], answer: str, ordered: bool) -> list[Unit]:
+    low = answer.lower()
+    pos = _label_positions([r[0] for r in rows], low)
+    cuts = sorted(p for p in pos if p >= 0)
+    out = []
+    for r, p in zip(rows, pos, strict=True):
+        what = f"the answer gives {r[0]!r} with {r[1:]}" if len(r) > 1 else f"the answer names {r[0]!r}"
+        if p < 0:
+            out.append(Unit("row", what, False, f"{r[0]!r} is not in the answer"))
+            continue
+        after = min((c for c in cuts if c > p), default=len(answer))
+        near = answer[p + len(r[0]):after]
+        bad = [v for v in r[1:] if mentions(v, near) < 0]
+        out.append(Unit("row", what, not bad, f"{bad} not said with {r[0]!r}" if bad else ""))
+    if ordered and len(rows) > 1:
+        ok = all(p >= 0 for p in pos) and pos == sorted(pos)
+        out.append(Unit("order", "the rows come in the order asked for", ok, "" if ok else "out of order"))
+    return out
+
+
+def answer_units(outcome: Any, answer: str) -> list[Unit]:
+    """Every unit of the expected answer (facts outside rows, rows, order) and the precision guard."""
+    facts: list[str] = list(outcome.answer_facts)
+    rows: list[list[str]] = [list(r) for r in getattr(outcome, "answer_rows", []) if r]
+    answer = answer or ""
+    in_rows = {v.lower() for r in rows for v in r}
+    units = [Unit("fact", f"the answer mentions {f!r}", mentions(f, answer) >= 0,
+                  "" if mentions(f, answer) >= 0 else "not in the final answer") for f in facts if f.lower() not in in_rows]
+    units += _row_units(rows, answer, bool(getattr(outcome, "answer_ordered", False)))
+    absent = list(getattr(outcome, "answer_absent", []))
+    if absent:
+        expected = [v for v in facts + [x for r in rows for x in r] if not is_number(v)]
+        said = [v for v in absent if _said_apart(v, answer, expected)]
+        units.append(Unit("precision", "the answer says nothing of rows not asked for", not said,
+                          f"also says {said[:5]}" if said else ""))
+    return units
+
+
+def answer_check(outcome: Any, answer: str) -> tuple[float, list[str]]:
+    """The share of the expected answer present in ``answer``, 0 when it says an absent value; with reasons."""
+    units = answer_units(outcome, answer)
+    credit = [u for u in units if u.kind != "precision"]
+    if not credit:
+        return 0.0, ["outcome: the read-only task has no answer facts to check"]
+    frac = sum(u.passed for u in credit) / len(credit)
+    reasons = [f"outcome: {u.description}: {u.detail}" for u in units if not u.passed]
+    if any(u.kind == "precision" and not u.passed for u in units):
+        frac = 0.0
+    return frac, reasons

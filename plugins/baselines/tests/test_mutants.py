@@ -1,0 +1,70 @@
+"""The near-miss mutants: each applies where it makes sense, and none is a perfect rollout (the reference's calls
+and the whole answer, nothing else), so the trace + outcome check scores each below 1."""
+
+from __future__ import annotations
+
+import asyncio
+
+from envkernel_baselines import MUTANT_KINDS, Mutant, Reference
+from envkernel_baselines.mutants import mutate
+from envkernel_kit.answers import answer_check
+from envkernel_kit.testing import toy_shop
+from envkernel_schemas import Outcome, RolloutRequested, Task, ToolCall, Trajectory
+
+CUSTOMERS = [{"id": 1, "name": "Ann Lee", "tier": "gold"}, {"id": 2, "name": "Bo Diaz", "tier": "silver"},
+             {"id": 3, "name": "Cy Young", "tier": "silver"}]
+READ = Task(
+    id="t1", env_id="shop", request="What is Bo Diaz's tier?",
+    calls=[ToolCall(name="list_customers", arguments={"limit": 10}), ToolCall(name="get_customer", arguments={"customer_id": 2})],
+    outputs=[CUSTOMERS, CUSTOMERS[1]],
+    outcome=Outcome(mutates=False, answer_facts=["silver"], answer_absent=["gold", "Ann Lee", "Cy Young"], answer="The tier is silver."),
+)
+
+
+def _perfect(task: Task, calls: list[ToolCall], answer: str) -> bool:
+    """What a score of 1 needs here: the reference calls exactly, and the whole answer and nothing else."""
+    return calls == task.calls and answer_check(task.outcome, answer)[0] == 1.0
+
+
+def test_every_mutant_of_a_read_only_task_scores_below_1() -> None:
+    assert _perfect(READ, READ.calls, READ.outcome.answer)
+    for kind in MUTANT_KINDS:
+        m = mutate(READ, kind)
+        assert m is not None, kind
+        assert m.calls != READ.calls or m.answer != READ.outcome.answer, kind
+        assert not _perfect(READ, m.calls, m.answer), kind
+    assert mutate(READ, "distractor").calls[1].arguments == {"customer_id": 3}  # the most similar other row (same tier)
+    assert "silver" not in mutate(READ, "answer_missing").answer
+    assert "Ann Lee" in mutate(READ, "answer_stuffed").answer
+    assert mutate(READ, "change_arg").calls[0].arguments == {"limit": 11}
+
+
+def test_answer_mutants_do_not_apply_to_a_task_that_changes_state() -> None:
+    task = Task(id="t2", env_id="shop", request="Cancel my order.", calls=[ToolCall(name="cancel_order", arguments={"order_id": 1})],
+                outputs=[{"id": 1, "status": "cancelled"}], outcome=Outcome(mutates=True, expected_state={"orders": []}))
+    assert mutate(task, "answer_missing") is None and mutate(task, "answer_stuffed") is None
+    assert mutate(task, "change_arg") is None  # its only argument is an id
+    assert mutate(task, "drop_last").calls == []
+
+
+def test_the_mutant_policy_plays_its_kind_by_index_in_a_real_sandbox() -> None:
+    env, make_sandbox = toy_shop()
+    task = Task(id="t3", env_id=env.id, request="What's the price of the Office Chair?",
+                calls=[ToolCall(name="list_products", arguments={}), ToolCall(name="get_product", arguments={"product_id": 2})],
+                outcome=Outcome(mutates=False, answer_facts=["149"], answer="It costs 149."))
+
+    async def go(index: int, policy: object) -> Trajectory:
+        sb = make_sandbox()
+        task.outputs[:] = [(await sb.call(c.name, c.arguments)).value for c in task.calls]
+        req = RolloutRequested(run="r", id=f"e{index}", task=task, policy="mutant", index=index, purpose="gate")
+        return await policy.rollout(req, make_sandbox(), None)  # type: ignore[attr-defined]
+
+    ref = asyncio.run(go(0, Reference()))
+    assert ref.final_answer == "It costs 149."
+    kinds = [asyncio.run(go(i, Mutant())).termination for i in range(2, 7)]
+    # list_products takes no literal argument and get_product only an id: change_arg does not apply
+    assert kinds == ["mutant:drop_last", "not_applicable:change_arg", "mutant:answer_missing", "mutant:answer_stuffed", "mutant:distractor"]
+    dropped, missing, distractor = asyncio.run(go(2, Mutant())), asyncio.run(go(4, Mutant())), asyncio.run(go(6, Mutant()))
+    assert dropped.final_answer == "It costs 149." and len(dropped.messages) == 2 + 2 + 1  # system, user, one call and its result, the answer
+    assert "149" not in missing.final_answer
+    assert '"product_id":2' not in distractor.messages[-3]["tool_calls"][0]["function"]["arguments"]

@@ -1,7 +1,7 @@
 """envkernel-bus: the embedded nats-server, the JetStream stream, the consume loop, the tap."""
 
-from .bus import MSG_ID, Bus, BusError
-from .consumer import Consumer, Done, Output
+from .bus import MSG_ID, Bus, BusError, StoreFullError, credentials, env_seconds, without_secrets
+from .consumer import Consumer, Done, Output, Redeliver, last_delivery
 from .server import EmbeddedServer, ServerError, find_server_binary
 from . import discovery, subjects
 
@@ -9,6 +9,12 @@ __all__ = [
     "MSG_ID",
     "Bus",
     "BusError",
+    "StoreFullError",
+    "credentials",
+    "env_seconds",
+    "without_secrets",
+    "Redeliver",
+    "last_delivery",
     "Consumer",
     "Done",
     "Output",

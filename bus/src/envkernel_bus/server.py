@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -22,6 +23,36 @@ MAX_PAYLOAD = 8 * 1024 * 1024
 
 class ServerError(RuntimeError):
     """The embedded server could not be found or started."""
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _dies_with_parent() -> object:
+    """A ``preexec_fn`` that has the child killed (SIGKILL) when the thread that started it dies (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc, parent = ctypes.CDLL(None, use_errno=True), os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
+def auth_config() -> str:
+    """The server's ``authorization`` block when ``ENVKERNEL_NATS_TOKEN`` or ``ENVKERNEL_NATS_USER`` /
+    ``ENVKERNEL_NATS_PASSWORD`` are set. It names the variables, never their values: the server reads
+    them from its environment, so no secret is written to its config file."""
+    if os.environ.get("ENVKERNEL_NATS_TOKEN"):
+        return "authorization {\n  token: $ENVKERNEL_NATS_TOKEN\n}\n"
+    if os.environ.get("ENVKERNEL_NATS_USER"):
+        if not os.environ.get("ENVKERNEL_NATS_PASSWORD"):
+            raise ServerError("ENVKERNEL_NATS_USER is set but ENVKERNEL_NATS_PASSWORD is not: set both, or ENVKERNEL_NATS_TOKEN")
+        return "authorization {\n  user: $ENVKERNEL_NATS_USER\n  password: $ENVKERNEL_NATS_PASSWORD\n}\n"
+    return ""
 
 
 def find_server_binary() -> str:
@@ -46,7 +77,10 @@ class EmbeddedServer:
     """A nats-server child process with JetStream, its store in ``store_dir``.
 
     Listens on ``host`` (loopback by default) on a port the server picks itself (``-p -1``),
-    read back from its ports file, so there is no race for a free port.
+    read back from its ports file, so there is no race for a free port. It requires the
+    credentials of :func:`auth_config` when they are set, and it is killed when the thread that
+    started it dies (so a ``kill -9`` of its parent leaves no orphan): start it from a thread that
+    lives as long as the server should.
     """
 
     def __init__(self, store_dir: Path, host: str = "127.0.0.1", port: int = -1) -> None:
@@ -64,14 +98,14 @@ class EmbeddedServer:
         ports_dir.mkdir(exist_ok=True)
         for stale in ports_dir.glob("*.ports"):
             stale.unlink(missing_ok=True)
-        logf = open(self.store_dir / "nats-server.log", "ab")
         conf = self.store_dir / "nats-server.conf"
-        conf.write_text(f"max_payload: {MAX_PAYLOAD}\n")
+        conf.write_text(f"max_payload: {MAX_PAYLOAD}\n{auth_config()}")
+        logf = open(self.store_dir / "nats-server.log", "ab")
         args = [
             binary, "-c", str(conf), "-js", "-a", self.host, "-p", str(self.port),
             "-sd", str(self.store_dir / "jetstream"), "--ports_file_dir", str(ports_dir),
         ]
-        self._proc = subprocess.Popen(args, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL)
+        self._proc = subprocess.Popen(args, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL, preexec_fn=_dies_with_parent())  # type: ignore[arg-type]
         logf.close()
         deadline = time.monotonic() + timeout
         ports_file = ports_dir / f"nats-server_{self._proc.pid}.ports"

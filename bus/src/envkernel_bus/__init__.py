@@ -1,6 +1,6 @@
 """envkernel-bus: the embedded nats-server, the JetStream stream, the consume loop, the tap."""
 
-from .bus import MSG_ID, Bus, BusError, StoreFullError, credentials, env_seconds, without_secrets
+from .bus import MSG_ID, Bus, BusError, ResponderGone, StoreFullError, credentials, env_seconds, without_secrets
 from .consumer import Consumer, Done, Output, Redeliver, last_delivery
 from .server import EmbeddedServer, ServerError, find_server_binary
 from . import discovery, subjects
@@ -10,6 +10,7 @@ __all__ = [
     "Bus",
     "BusError",
     "StoreFullError",
+    "ResponderGone",
     "credentials",
     "env_seconds",
     "without_secrets",

@@ -11,6 +11,7 @@ from typing import Any
 import nats
 import structlog
 from nats.aio.client import Client
+from nats.errors import NoRespondersError
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy, RetentionPolicy, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
@@ -29,6 +30,10 @@ MAX_DELIVER = 5
 
 class BusError(RuntimeError):
     """The bus could not be reached or set up."""
+
+
+class ResponderGone(BusError):
+    """The process that took a request is gone: nothing answers its liveness subject any more."""
 
 
 class StoreFullError(BusError):
@@ -59,6 +64,12 @@ def without_secrets(url: str) -> str:
     return f"{scheme}{sep}{rest.rpartition('@')[2]}" if "@" in rest else url
 
 
+def store_full_message(exc: BaseException) -> str:
+    """What to tell the user when JetStream's store is full."""
+    return (f"JetStream refused a publish: its store is full ({type(exc).__name__}: {exc}). Free disk space where the server keeps "
+            "its store (the run folder's nats/ for the embedded server), or raise its limits (max_file_store), then run again")
+
+
 def store_full(exc: BaseException) -> bool:
     """Whether a publish error is JetStream's ``insufficient resources`` (a full store or disk)."""
     err_code = getattr(exc, "err_code", None)
@@ -83,6 +94,7 @@ class Bus:
         self._lost_after = 60.0
         self._closing = False
         self._watch: asyncio.Task[None] | None = None
+        self._closer: asyncio.Task[None] | None = None
 
     def on_closed(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` once when the bus is gone for good: the connection closed, it was down
@@ -95,11 +107,14 @@ class Bus:
             return
         self.lost = reason
         log.error("the bus is lost", reason=reason, nats=without_secrets(self.url))
+        self._closing = True  # close the connection: every later request fails at once instead of waiting for a server
+        if not self.nc.is_closed:
+            self._closer = asyncio.get_running_loop().create_task(self.nc.close())
         for cb in self._closed_callbacks:
             cb()
 
     def _disconnected(self) -> None:
-        if self._down_since is None:
+        if self._down_since is None and not self._closing:
             self._down_since = time.monotonic()
             log.warning("lost the connection to NATS; reconnecting", nats=without_secrets(self.url), gives_up_after=self._lost_after)
 
@@ -125,6 +140,9 @@ class Bus:
         holder: list[Bus] = []
 
         async def _err(exc: Exception) -> None:
+            if store_full(exc) and holder:  # nats-py raises a PubAck's 503 here instead of failing its future
+                holder[0].give_up(store_full_message(exc))
+                return
             log.warning("nats error", error=f"{type(exc).__name__}: {exc}")
 
         async def _closed() -> None:
@@ -206,6 +224,8 @@ class Bus:
         (and the bus is given up); a lost bus raises :class:`BusError`."""
         deadline = time.monotonic() + self._lost_after + self.ack_timeout
         while pending:
+            if self.lost:
+                raise BusError(f"{len(pending)} publishes not acknowledged: {self.lost}")
             results = await asyncio.gather(*(asyncio.wait_for(f, self.ack_timeout) for f, *_ in pending), return_exceptions=True)
             failed = []
             for (_, subject, data, msg_id), r in zip(pending, results, strict=True):
@@ -216,10 +236,8 @@ class Bus:
             pending = []
             for subject, data, msg_id, r in failed:
                 if store_full(r):
-                    why = (f"JetStream refused a publish: its store is full ({type(r).__name__}: {r}). Free disk space where the "
-                           "server keeps its store (the run folder's nats/ for the embedded server), or raise its limits, then run again")
-                    self.give_up(why)
-                    raise StoreFullError(why)
+                    self.give_up(store_full_message(r))
+                    raise StoreFullError(store_full_message(r))
                 if self.lost or time.monotonic() > deadline:
                     raise BusError(f"publish to {subject} not acknowledged ({type(r).__name__}: {r}){': ' + self.lost if self.lost else ''}")
                 log.warning("a publish was not acknowledged; sending it again", subject=subject, error=f"{type(r).__name__}: {r}")
@@ -230,6 +248,32 @@ class Bus:
                     fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
                     fut.set_exception(exc)
                     pending.append((fut, subject, data, msg_id))
+
+    async def serve_alive(self, subject: str) -> Any:
+        """Answer pings on ``subject`` for as long as this connection lives (see :meth:`request_while_alive`)."""
+        async def pong(msg: Any) -> None:
+            await msg.respond(b"")
+
+        return await self.nc.subscribe(subject, cb=pong)
+
+    async def request_while_alive(self, subject: str, data: bytes, timeout: float, alive: str, every: float = 2.0) -> Any:
+        """A core request that waits up to ``timeout`` while its responder lives: every ``every``
+        seconds it pings ``alive`` (which the responder's process answers, :meth:`serve_alive`),
+        and raises :class:`ResponderGone` at once when nothing answers there, as after a kill -9."""
+        reply = asyncio.ensure_future(self.nc.request(subject, data, timeout=timeout))
+        try:
+            while True:
+                done, _ = await asyncio.wait({reply}, timeout=every)
+                if done:
+                    return reply.result()
+                try:
+                    await self.nc.request(alive, b"", timeout=every)
+                except NoRespondersError:
+                    raise ResponderGone(f"the process serving {subject} is gone (nothing answers {alive})") from None
+                except Exception:  # noqa: BLE001 - busy or slow, not gone: keep waiting
+                    pass
+        finally:
+            reply.cancel()
 
     async def pull(self, durable: str, filter_subject: str, *, ack_wait: float = 600.0, max_ack_pending: int = 20000) -> JetStreamContext.PullSubscription:
         """Bind (creating if needed) a durable pull consumer on the stream."""

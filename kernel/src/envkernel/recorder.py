@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from collections import Counter
 from pathlib import Path
 from typing import IO, Any
 
-import msgspec
-
+from envkernel_runtime.envdir import write_atomic, write_env_dir
 from envkernel_schemas import (
-    CodeBehaviour,
     EnvRejected,
     EnvSpec,
     EnvSynthesized,
@@ -29,16 +26,6 @@ from envkernel_schemas import (
     VerifyReport,
     to_json,
 )
-
-
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write ``path`` whole or not at all (a temporary file, then rename); a failure leaves no partial file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 class _IterationStats:
@@ -112,20 +99,8 @@ class Recorder:
             raise
 
     def write_env(self, env: EnvSpec) -> Path:
-        """Write ``envs/<id>/``: env.json (spec and report), env.py or model.json, seed.sql."""
-        d = self.out / "envs" / env.id
-        d.mkdir(parents=True, exist_ok=True)
-        meta = msgspec.to_builtins(env)
-        behaviour = meta.pop("behaviour")
-        seed_sql = meta.pop("seed_sql")
-        meta["behaviour"] = {"kind": behaviour["kind"], "file": "env.py" if isinstance(env.behaviour, CodeBehaviour) else "model.json"}
-        write_atomic(d / "env.json", json.dumps(meta, indent=2))
-        if isinstance(env.behaviour, CodeBehaviour):
-            write_atomic(d / "env.py", env.behaviour.source)
-        else:
-            write_atomic(d / "model.json", json.dumps(env.behaviour.model, indent=2))
-        write_atomic(d / "seed.sql", seed_sql)
-        return d
+        """Write ``envs/<id>/`` (see ``envkernel_runtime.envdir.write_env_dir``)."""
+        return write_env_dir(env, self.out / "envs" / env.id)
 
     def record(self, ev: Event) -> None:
         """Account for one event (each id once; the caller drops duplicates)."""

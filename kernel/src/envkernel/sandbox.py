@@ -21,7 +21,7 @@ import structlog
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
-from envkernel_bus import Bus
+from envkernel_bus import Bus, ResponderGone
 from envkernel_bus.subjects import sandbox_op_subject, sandbox_open_subject
 from envkernel_schemas import EnvSpec, State, ToolResult
 
@@ -76,7 +76,10 @@ class Sandbox:
         if self.closed:
             raise SandboxError(f"sandbox {self.id} is closed")
         try:
-            msg = await self.bus.nc.request(sandbox_op_subject(self.id, op), _enc.encode(req), timeout=timeout or self.timeout)
+            alive = sandbox_op_subject(self.id.rpartition("~")[0] or self.id, "alive")  # the serving process (ids: <runner>-<process>~<n>)
+            msg = await self.bus.request_while_alive(sandbox_op_subject(self.id, op), _enc.encode(req), timeout or self.timeout, alive)
+        except ResponderGone as exc:
+            raise SandboxError(f"sandbox {self.id} ({self.runner}) is gone with the process that served it: {exc}") from None
         except Exception as exc:  # timeout or no responders
             raise SandboxError(
                 f"sandbox {self.id} ({self.runner}) did not answer {op!r} within {timeout or self.timeout:g} s: "
@@ -115,7 +118,7 @@ class Sandbox:
         self.closed = True
 
 
-async def open_sandbox(bus: Bus, runner: str, env: EnvSpec, *, seed: int = 0, run: str = "", timeout: float = 30.0, call_timeout: float = 60.0, lifetime: float = 3600.0) -> Sandbox:
+async def open_sandbox(bus: Bus, runner: str, env: EnvSpec, *, seed: int = 0, run: str = "", timeout: float = 15.0, call_timeout: float = 60.0, lifetime: float = 3600.0) -> Sandbox:
     """Open a sandbox holding ``env`` on whichever process serves ``runner``."""
     req = OpenRequest(env=env, seed=seed, run=run, lifetime=lifetime)
     try:
@@ -218,12 +221,16 @@ class SandboxService:
         self.name = name
         self.runner = runner
         self._live: dict[str, _Live] = {}
+        self.uid = uuid.uuid4().hex[:8]
+        """This process's part of its sandbox ids; it answers ``envk.svc.sandbox.<runner>-<uid>.alive`` while it lives."""
         self._sub: Subscription | None = None
+        self._alive: Subscription | None = None
         self._reaper: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> None:
         """Start answering open requests."""
+        self._alive = await self.bus.serve_alive(sandbox_op_subject(f"{self.name}-{self.uid}", "alive"))
         self._sub = await self.bus.nc.subscribe(sandbox_open_subject(self.name), queue=f"sandbox-{self.name}", cb=self._on_open)
         await self.bus.nc.flush()  # the server knows the subscription before anyone asks
         self._reaper = asyncio.create_task(self._reap())
@@ -248,7 +255,7 @@ class SandboxService:
             log.warning("sandbox open failed", runner=self.name, env=req.env.id, error=str(exc))
             await msg.respond(_enc.encode(Reply(ok=False, error=f"{type(exc).__name__}: {exc}")))
             return
-        sid = f"{self.name}-{uuid.uuid4().hex[:16]}"
+        sid = f"{self.name}-{self.uid}~{uuid.uuid4().hex[:12]}"
         sub = await self.bus.nc.subscribe(sandbox_op_subject(sid, "*"), cb=self._on_op)
         await self.bus.nc.flush()
         self._live[sid] = _Live(session, sub, time.monotonic() + req.lifetime)
@@ -317,10 +324,10 @@ class SandboxService:
 
     async def stop(self) -> None:
         """Stop serving and close every sandbox."""
-        if self._sub is not None:
+        for sub in (self._sub, self._alive):
             try:
-                await self._sub.unsubscribe()
-            except Exception:  # noqa: BLE001
+                await sub.unsubscribe()  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001 - not subscribed, or the connection is closing
                 pass
         if self._reaper:
             self._reaper.cancel()

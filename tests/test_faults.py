@@ -304,3 +304,11 @@ def test_forged_events_neither_end_nor_hang_a_run(envk, nats_server: str) -> Non
     import pyarrow.parquet as pq
 
     assert pq.read_table(run_dir / "rl.parquet").num_rows == len((run_dir / "rl.jsonl").read_text().splitlines()) == s["tasks"]
+
+
+def test_a_worker_releases_a_finished_runs_sandboxes(envk, nats_server: str, worker_process, processes_mentioning) -> None:
+    with worker_process("process,baselines,traceoutcome"):
+        (pid,) = processes_mentioning("worker --plugins process,baselines,traceoutcome")
+        run = envk.run("--nats-url", nats_server, "-G", "8", run_id="release")
+        assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+        assert processes_mentioning(f"--parent-pid {pid} ", wait=10) == [], "the idle worker kept the finished run's sandboxes"

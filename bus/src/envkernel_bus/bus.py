@@ -131,11 +131,11 @@ class Bus:
                              "(ENVKERNEL_BUS_LOST_SECONDS)")
 
     @classmethod
-    async def connect(cls, url: str, *, name: str = "envkernel", setup: bool = True, timeout: float = 5.0) -> Bus:
+    async def connect(cls, url: str, *, name: str = "envkernel", setup: bool = True, timeout: float = 5.0, lost_after: float | None = None) -> Bus:
         """Connect to ``url``; with ``setup`` create the stream, bucket and store if missing.
 
         The client reconnects for as long as it takes; past ``ENVKERNEL_BUS_LOST_SECONDS`` of being
-        unreachable the bus counts as lost (see :meth:`on_closed`). Credentials come from
+        unreachable (or ``lost_after``) the bus counts as lost (see :meth:`on_closed`). Credentials come from
         :func:`credentials` (or the URL)."""
         holder: list[Bus] = []
 
@@ -157,7 +157,7 @@ class Bus:
             if holder:
                 holder[0]._reconnected()
 
-        limit = env_seconds("ENVKERNEL_BUS_LOST_SECONDS", 60)  # how long the bus may be unreachable before it counts as lost
+        limit = lost_after or env_seconds("ENVKERNEL_BUS_LOST_SECONDS", 60)  # how long the bus may be unreachable before it is lost
         try:
             nc = await nats.connect(
                 url, name=name, connect_timeout=timeout, max_reconnect_attempts=3, reconnect_time_wait=0.5, error_cb=_err,

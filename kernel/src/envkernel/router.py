@@ -230,6 +230,7 @@ class Worker:
             inst, _ctx = self._instances.pop(key)
             await _close_instance(inst)
         self._configs.pop(run, None)
+        await self.pool.release(run)  # its warm sandboxes: idle workers keep none of a finished run
         for table in (self._applied, self._apply_locks, self._apply_failed):
             for key in [k for k in table if k[0] == run]:
                 del table[key]
@@ -295,7 +296,7 @@ class Worker:
             except DecodeError as exc:
                 log.error("dropping bytes that are not an envkernel event", subject=msg.subject, component=comp.name, error=str(exc))
                 return [], None
-            if ev.kind != kind:
+            if ev.kind != kind or msg.subject.split(".")[2] != ev.run:
                 log.error("dropping an event on a subject its kind does not belong to", subject=msg.subject, kind=ev.kind, component=comp.name)
                 return [], None
             if ev.run in self._done_runs:

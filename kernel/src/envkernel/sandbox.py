@@ -71,6 +71,8 @@ class Sandbox:
         self.runner = runner
         self.timeout = timeout
         self.closed = False
+        self.run = ""
+        """The run it was opened for (a worker's pool releases it when that run finishes)."""
 
     async def _request(self, op: str, req: OpRequest, timeout: float | None = None) -> Any:
         if self.closed:
@@ -131,7 +133,9 @@ async def open_sandbox(bus: Bus, runner: str, env: EnvSpec, *, seed: int = 0, ru
     reply = _reply_dec.decode(msg.data)
     if not reply.ok:
         raise SandboxError(f"runner {runner!r} could not open a sandbox for env {env.id!r}: {reply.error}")
-    return Sandbox(bus, str(reply.value), runner, call_timeout)
+    sb = Sandbox(bus, str(reply.value), runner, call_timeout)
+    sb.run = run
+    return sb
 
 
 class SandboxPool:
@@ -195,6 +199,13 @@ class SandboxPool:
                 idle.append(item)
             else:
                 await sb.close()
+
+    async def release(self, run: str) -> None:
+        """Close the idle sandboxes opened for ``run`` (it finished: nothing of it will lease them again)."""
+        mine = [(items, item) for items in self._idle.values() for item in items if item[0].run == run]
+        for items, item in mine:
+            items.remove(item)
+        await asyncio.gather(*(item[0].close() for _, item in mine))
 
     async def close(self) -> None:
         """Close every idle sandbox."""

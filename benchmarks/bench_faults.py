@@ -7,7 +7,10 @@ loopback port, its store in a temp folder), so the server can be killed and rest
 - ``worker_kill``: an ``envkernel worker`` serving the run's stages (``process`` included, so the run
   leases sandboxes that live in it) is killed with SIGKILL mid-run;
 - ``server_restart``: the nats-server is killed with SIGKILL mid-run and started again on the same
-  port and store after ``--down`` seconds.
+  port and store after ``--down`` seconds;
+- ``cluster_node_kill``: a 3-node nats-server cluster on loopback (stream, KV and object store
+  replicated, ``ENVKERNEL_STREAM_REPLICAS=3``); the node the run connected to first is killed with
+  SIGKILL mid-run and stays down.
 
 For each it prints the outputs lost and duplicated against the clean run (tasks, rollouts, SFT and
 RL rows, by key), the exit code, and the wall time against the clean run; then one JSON line.
@@ -32,7 +35,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from envkernel_bus import EmbeddedServer
+from envkernel_bus import EmbeddedServer, LocalCluster
 
 ENVKERNEL = str(Path(sys.executable).with_name("envkernel"))
 WORKER_PLUGINS = "process,baselines,traceoutcome,probe,chains,sample,openapi"
@@ -73,9 +76,16 @@ def scenario(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     """Run one scenario; return its run folder, exit code and wall time."""
     port = free_port()
     store = tmp / name / "nats"
-    server = EmbeddedServer(store, port=port)
-    url = server.start()
     env = {**os.environ, "ENVKERNEL_ACK_WAIT": str(args.ack_wait), "ENVKERNEL_BUS_LOST_SECONDS": "120"}
+    server: Any
+    if name == "cluster_node_kill":
+        server = LocalCluster(tmp / name / "cluster")
+        server.wait_ready()
+        url = server.url
+        env["ENVKERNEL_STREAM_REPLICAS"] = "3"
+    else:
+        server = EmbeddedServer(store, port=port)
+        url = server.start()
     worker = None
     logs = tmp / name / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -95,6 +105,8 @@ def scenario(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         if name == "worker_kill" and worker is not None:
             worker.send_signal(signal.SIGKILL)
             worker.wait()
+        elif name == "cluster_node_kill":
+            server.kill(0)
         elif name == "server_restart":
             assert server._proc is not None
             server._proc.send_signal(signal.SIGKILL)
@@ -120,7 +132,7 @@ def scenario(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 def main() -> None:
     """Run the scenarios and print the comparison."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scenarios", default="worker_kill,server_restart", help="comma-separated, run after the clean one")
+    ap.add_argument("--scenarios", default="worker_kill,server_restart,cluster_node_kill", help="comma-separated, run after the clean one")
     ap.add_argument("--source", default="", help="--source of the runs (default: the run's default corpus)")
     ap.add_argument("--tasks-per-env", type=int, default=0)
     ap.add_argument("-G", "--group", type=int, default=4)

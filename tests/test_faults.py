@@ -312,3 +312,31 @@ def test_a_worker_releases_a_finished_runs_sandboxes(envk, nats_server: str, wor
         run = envk.run("--nats-url", nats_server, "-G", "8", run_id="release")
         assert run.proc.returncode == 0, run.proc.stderr[-3000:]
         assert processes_mentioning(f"--parent-pid {pid} ", wait=10) == [], "the idle worker kept the finished run's sandboxes"
+
+
+def test_a_cluster_node_killed_mid_run_loses_nothing(envk, tmp_path: Path) -> None:
+    """A 3-node cluster on loopback, the stream replicated (R3): the node the run connected to first
+    is killed with SIGKILL mid-run and stays down; the run ends with a clean run's outputs."""
+    from envkernel_bus import LocalCluster
+
+    cluster = LocalCluster(tmp_path / "cluster")
+    try:
+        cluster.wait_ready()
+        proc = envk.popen("run", "--source", "sample", "--nats-url", cluster.url, "--out", "out", "--run-id", "node", "--no-progress", "--seed", "4",
+                          env={"ENVKERNEL_STREAM_REPLICAS": "3", "ENVKERNEL_ACK_WAIT": "5"}, stdout=subprocess.DEVNULL,
+                          stderr=(envk.cwd / "node.log").open("w"))
+        run_dir = envk.cwd / "out" / "node"
+        try:
+            _wait_lines(run_dir / "rollouts.jsonl", proc, 4)
+            cluster.kill(0)
+            assert proc.wait(timeout=90) == 0, (envk.cwd / "node.log").read_text()[-3000:]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    finally:
+        cluster.stop()
+    clean = envk.run("--seed", "4", run_id="clean4")
+    s, c = _agree(run_dir), clean.summary
+    assert (s["tasks"], s["rollouts"], s["groups"], s["failures"], s["infra_failures"]) == (c["tasks"], c["rollouts"], c["groups"], 0, 0)
+    ids = lambda d: sorted(json.loads(x)["id"] for x in (d / "tasks.jsonl").read_text().splitlines())  # noqa: E731
+    assert ids(run_dir) == ids(clean.dir)

@@ -2,7 +2,7 @@
 
 from .bus import MSG_ID, Bus, BusError, ResponderGone, StoreFullError, credentials, env_seconds, without_secrets
 from .consumer import Consumer, Done, Output, Redeliver, last_delivery
-from .server import EmbeddedServer, ServerError, find_server_binary
+from .server import EmbeddedServer, LocalCluster, ServerError, find_server_binary
 from . import discovery, subjects
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "Done",
     "Output",
     "EmbeddedServer",
+    "LocalCluster",
     "ServerError",
     "find_server_binary",
     "discovery",

@@ -136,7 +136,7 @@ class Bus:
 
         The client reconnects for as long as it takes; past ``ENVKERNEL_BUS_LOST_SECONDS`` of being
         unreachable (or ``lost_after``) the bus counts as lost (see :meth:`on_closed`). Credentials come from
-        :func:`credentials` (or the URL)."""
+        :func:`credentials` (or the URL). ``url`` may list a cluster's servers, comma-separated."""
         holder: list[Bus] = []
 
         async def _err(exc: Exception) -> None:
@@ -160,7 +160,7 @@ class Bus:
         limit = lost_after or env_seconds("ENVKERNEL_BUS_LOST_SECONDS", 60)  # how long the bus may be unreachable before it is lost
         try:
             nc = await nats.connect(
-                url, name=name, connect_timeout=timeout, max_reconnect_attempts=3, reconnect_time_wait=0.5, error_cb=_err,
+                url.split(",") if "," in url else url, name=name, connect_timeout=timeout, max_reconnect_attempts=3, reconnect_time_wait=0.5, error_cb=_err,
                 allow_reconnect=True, pending_size=64 * 1024 * 1024, closed_cb=_closed, disconnected_cb=_disconnected,
                 reconnected_cb=_reconnected, **credentials(),  # type: ignore[arg-type]
             )
@@ -179,8 +179,10 @@ class Bus:
 
     async def setup(self) -> None:
         """Create (or reuse) the events stream, the run-config bucket and the object store."""
+        replicas = int(os.environ.get("ENVKERNEL_STREAM_REPLICAS", "1"))  # 3 on a 3-node cluster: the stream outlives a node
         cfg = StreamConfig(
             name=STREAM,
+            num_replicas=replicas,
             subjects=[f"{EVENTS_PREFIX}.>"],
             storage=StorageType.FILE,
             retention=RetentionPolicy.LIMITS,
@@ -194,8 +196,8 @@ class Bus:
                 await self.js.add_stream(cfg)
             except Exception as exc:
                 raise BusError(f"cannot create the JetStream stream {STREAM} at {self.url}: {exc}. Is JetStream enabled (-js)?") from None
-        self._kv = await self.js.create_key_value(bucket=RUNS_BUCKET, history=1, storage=StorageType.FILE)
-        self._objects = await self.js.create_object_store(OBJECTS_BUCKET, storage=StorageType.FILE)
+        self._kv = await self.js.create_key_value(bucket=RUNS_BUCKET, history=1, storage=StorageType.FILE, replicas=replicas)
+        self._objects = await self.js.create_object_store(OBJECTS_BUCKET, storage=StorageType.FILE, replicas=replicas)
 
     @property
     def runs(self) -> KeyValue:

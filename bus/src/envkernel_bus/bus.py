@@ -261,7 +261,10 @@ class Bus:
     async def request_while_alive(self, subject: str, data: bytes, timeout: float, alive: str, every: float = 2.0) -> Any:
         """A core request that waits up to ``timeout`` while its responder lives: every ``every``
         seconds it pings ``alive`` (which the responder's process answers, :meth:`serve_alive`),
-        and raises :class:`ResponderGone` at once when nothing answers there, as after a kill -9."""
+        and raises :class:`ResponderGone` at once when nothing answers there, as after a kill -9.
+        Without ``alive`` it is a plain request."""
+        if not alive:
+            return await self.nc.request(subject, data, timeout=timeout)
         reply = asyncio.ensure_future(self.nc.request(subject, data, timeout=timeout))
         try:
             while True:

@@ -78,7 +78,7 @@ class Sandbox:
         if self.closed:
             raise SandboxError(f"sandbox {self.id} is closed")
         try:
-            alive = sandbox_op_subject(self.id.rpartition("~")[0] or self.id, "alive")  # the serving process (ids: <runner>-<process>~<n>)
+            alive = sandbox_op_subject(self.id.rpartition("~")[0], "alive") if "~" in self.id else ""  # ids: <runner>-<process>~<n>
             msg = await self.bus.request_while_alive(sandbox_op_subject(self.id, op), _enc.encode(req), timeout or self.timeout, alive)
         except ResponderGone as exc:
             raise SandboxError(f"sandbox {self.id} ({self.runner}) is gone with the process that served it: {exc}") from None

@@ -83,7 +83,8 @@ def test_a_server_restart_mid_run_loses_and_duplicates_nothing(envk, own_server)
     assert clean.proc.returncode == 0, clean.proc.stderr[-3000:]
     server, url = own_server()
     proc = envk.popen("run", "--source", "sample", "--nats-url", url, "--out", "out", "--run-id", "restart", "--no-progress", "--seed", "3",
-                      "--set", "chains.tasks_per_env=12", stdout=subprocess.DEVNULL, stderr=(envk.cwd / "restart.log").open("w"))
+                      "--set", "chains.tasks_per_env=12", env={"ENVKERNEL_ACK_WAIT": "5"}, stdout=subprocess.DEVNULL,
+                      stderr=(envk.cwd / "restart.log").open("w"))
     run_dir = envk.cwd / "out" / "restart"
     try:
         _wait_lines(run_dir / "rollouts.jsonl", proc, 4)

@@ -95,6 +95,8 @@ class Bus:
         self._closing = False
         self._watch: asyncio.Task[None] | None = None
         self._closer: asyncio.Task[None] | None = None
+        self.reconnects = 0
+        """How often the connection came back (a request in flight across one may be lost)."""
 
     def on_closed(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` once when the bus is gone for good: the connection closed, it was down
@@ -119,6 +121,7 @@ class Bus:
             log.warning("lost the connection to NATS; reconnecting", nats=without_secrets(self.url), gives_up_after=self._lost_after)
 
     def _reconnected(self) -> None:
+        self.reconnects += 1
         if self._down_since is not None:
             log.warning("reconnected to NATS", nats=without_secrets(self.url), seconds=round(time.monotonic() - self._down_since, 2))
         self._down_since = None
@@ -261,16 +264,19 @@ class Bus:
     async def request_while_alive(self, subject: str, data: bytes, timeout: float, alive: str, every: float = 2.0) -> Any:
         """A core request that waits up to ``timeout`` while its responder lives: every ``every``
         seconds it pings ``alive`` (which the responder's process answers, :meth:`serve_alive`),
-        and raises :class:`ResponderGone` at once when nothing answers there, as after a kill -9.
+        and raises :class:`ResponderGone` at once when nothing answers there (as after a kill -9), or
+        when the connection dropped meanwhile (the request or its reply may be lost with the server).
         Without ``alive`` it is a plain request."""
         if not alive:
             return await self.nc.request(subject, data, timeout=timeout)
-        reply = asyncio.ensure_future(self.nc.request(subject, data, timeout=timeout))
+        reply, reconnects = asyncio.ensure_future(self.nc.request(subject, data, timeout=timeout)), self.reconnects
         try:
             while True:
                 done, _ = await asyncio.wait({reply}, timeout=every)
                 if done:
                     return reply.result()
+                if self.reconnects != reconnects or self._down_since is not None:
+                    raise ResponderGone(f"the connection to NATS dropped while {subject} was pending: the request may be lost")
                 try:
                     await self.nc.request(alive, b"", timeout=every)
                 except NoRespondersError:

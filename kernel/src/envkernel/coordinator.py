@@ -172,17 +172,17 @@ class Coordinator:
         if isinstance(ev, Handled):
             self._last_progress = time.monotonic()
             for eid in ev.events:
-                key = (eid, ev.handler)
-                if eid not in self._open or ev.handler not in self._handlers:  # only reports on events this run is waiting for
+                key, entry = (eid, ev.handler), self._open.get(eid)
+                if key in self.handled:
+                    continue  # a duplicate report (a redelivered event): changes nothing
+                if entry is None or ev.handler not in self._handlers:  # only reports on events this run is waiting for
                     log.warning("ignoring a handled report for an event this run is not waiting for", event_id=eid, handler=ev.handler)
-                elif key not in self.handled:
-                    self.handled.add(key)
-                    self.outstanding -= 1
-                    entry = self._open.get(eid)
-                    if entry is not None:
-                        entry[1].add(ev.handler)
-                        if len(entry[1]) >= expected_handlers(self.config, entry[0]):
-                            del self._open[eid]
+                    continue
+                self.handled.add(key)
+                self.outstanding -= 1
+                entry[1].add(ev.handler)
+                if len(entry[1]) >= expected_handlers(self.config, entry[0]):
+                    del self._open[eid]
             self._check_done()
             return
         if ev.id in self.seen:

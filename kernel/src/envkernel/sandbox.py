@@ -81,7 +81,7 @@ class Sandbox:
             alive = sandbox_op_subject(self.id.rpartition("~")[0], "alive") if "~" in self.id else ""  # ids: <runner>-<process>~<n>
             msg = await self.bus.request_while_alive(sandbox_op_subject(self.id, op), _enc.encode(req), timeout or self.timeout, alive)
         except ResponderGone as exc:
-            raise SandboxError(f"sandbox {self.id} ({self.runner}) is gone with the process that served it: {exc}") from None
+            raise SandboxError(f"sandbox {self.id} ({self.runner}) cannot answer {op!r}: {exc}") from None
         except Exception as exc:  # timeout or no responders
             raise SandboxError(
                 f"sandbox {self.id} ({self.runner}) did not answer {op!r} within {timeout or self.timeout:g} s: "

@@ -1,18 +1,26 @@
 """envkernel-bus: the embedded nats-server, the JetStream stream, the consume loop, the tap."""
 
-from .bus import MSG_ID, Bus, BusError
-from .consumer import Consumer, Done, Output
-from .server import EmbeddedServer, ServerError, find_server_binary
+from .bus import MSG_ID, Bus, BusError, ResponderGone, StoreFullError, credentials, env_seconds, without_secrets
+from .consumer import Consumer, Done, Output, Redeliver, last_delivery
+from .server import EmbeddedServer, LocalCluster, ServerError, find_server_binary
 from . import discovery, subjects
 
 __all__ = [
     "MSG_ID",
     "Bus",
     "BusError",
+    "StoreFullError",
+    "ResponderGone",
+    "credentials",
+    "env_seconds",
+    "without_secrets",
+    "Redeliver",
+    "last_delivery",
     "Consumer",
     "Done",
     "Output",
     "EmbeddedServer",
+    "LocalCluster",
     "ServerError",
     "find_server_binary",
     "discovery",

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from collections.abc import Callable
 from typing import Any
 
 import nats
 import structlog
 from nats.aio.client import Client
+from nats.errors import NoRespondersError
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy, RetentionPolicy, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
@@ -21,10 +24,56 @@ log = structlog.get_logger("envkernel.bus")
 
 MSG_ID = "Nats-Msg-Id"
 """JetStream de-duplication header."""
+MAX_DELIVER = 5
+"""Deliveries JetStream makes of one event to the bus's durable consumers."""
 
 
 class BusError(RuntimeError):
     """The bus could not be reached or set up."""
+
+
+class ResponderGone(BusError):
+    """The process that took a request is gone: nothing answers its liveness subject any more."""
+
+
+class StoreFullError(BusError):
+    """JetStream refused a publish for lack of resources (its store or disk is full): the run cannot go on."""
+
+
+def env_seconds(var: str, default: float) -> float:
+    """A number of seconds (at least 1) from the environment variable ``var``; ValueError if it is not one."""
+    raw = os.environ.get(var, str(default))
+    try:
+        return max(1.0, float(raw))
+    except ValueError:
+        raise ValueError(f"{var}={raw!r} is not a number of seconds") from None
+
+
+def credentials() -> dict[str, str]:
+    """NATS credentials from ``ENVKERNEL_NATS_TOKEN`` or ``ENVKERNEL_NATS_USER`` / ``ENVKERNEL_NATS_PASSWORD``
+    (read from the environment only, so they are never in a file, an event or a log line)."""
+    token, user, password = (os.environ.get(f"ENVKERNEL_NATS_{k}", "") for k in ("TOKEN", "USER", "PASSWORD"))
+    if token:
+        return {"token": token}
+    return {"user": user, "password": password} if user else {}
+
+
+def without_secrets(url: str) -> str:
+    """``url`` with any ``user:password@`` part removed (for logs and files)."""
+    scheme, sep, rest = url.rpartition("://")
+    return f"{scheme}{sep}{rest.rpartition('@')[2]}" if "@" in rest else url
+
+
+def store_full_message(exc: BaseException) -> str:
+    """What to tell the user when JetStream's store is full."""
+    return (f"JetStream refused a publish: its store is full ({type(exc).__name__}: {exc}). Free disk space where the server keeps "
+            "its store (the run folder's nats/ for the embedded server), or raise its limits (max_file_store), then run again")
+
+
+def store_full(exc: BaseException) -> bool:
+    """Whether a publish error is JetStream's ``insufficient resources`` (a full store or disk)."""
+    err_code = getattr(exc, "err_code", None)
+    return err_code in (10047, 10023) or "insufficient resources" in str(exc).lower() or "insufficient storage" in str(exc).lower()
 
 
 class Bus:
@@ -37,42 +86,106 @@ class Bus:
         self._kv: KeyValue | None = None
         self._objects: ObjectStore | None = None
         self._closed_callbacks: list[Callable[[], None]] = []
+        self.lost = ""
+        """Why the bus is gone for good (empty while it is usable)."""
+        self.ack_timeout = 10.0
+        """How long one PubAck may take before the message is sent again (same ``Nats-Msg-Id``)."""
+        self._down_since: float | None = None
+        self._lost_after = 60.0
+        self._closing = False
+        self._watch: asyncio.Task[None] | None = None
+        self._closer: asyncio.Task[None] | None = None
+        self.reconnects = 0
+        """How often the connection came back (a request in flight across one may be lost)."""
 
     def on_closed(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` when the connection is closed for good (server gone, reconnects spent)."""
+        """Call ``callback`` once when the bus is gone for good: the connection closed, it was down
+        past ``ENVKERNEL_BUS_LOST_SECONDS``, or JetStream's store is full. :attr:`lost` says why."""
         self._closed_callbacks.append(callback)
 
+    def give_up(self, reason: str) -> None:
+        """Declare the bus lost (once): set :attr:`lost` and call the ``on_closed`` callbacks."""
+        if self.lost:
+            return
+        self.lost = reason
+        log.error("the bus is lost", reason=reason, nats=without_secrets(self.url))
+        self._closing = True  # close the connection: every later request fails at once instead of waiting for a server
+        if not self.nc.is_closed:
+            self._closer = asyncio.get_running_loop().create_task(self.nc.close())
+        for cb in self._closed_callbacks:
+            cb()
+
+    def _disconnected(self) -> None:
+        if self._down_since is None and not self._closing:
+            self._down_since = time.monotonic()
+            log.warning("lost the connection to NATS; reconnecting", nats=without_secrets(self.url), gives_up_after=self._lost_after)
+
+    def _reconnected(self) -> None:
+        self.reconnects += 1
+        if self._down_since is not None:
+            log.warning("reconnected to NATS", nats=without_secrets(self.url), seconds=round(time.monotonic() - self._down_since, 2))
+        self._down_since = None
+
+    async def _watch_down(self) -> None:
+        while not self.lost:
+            await asyncio.sleep(0.25)
+            if self._down_since is not None and time.monotonic() - self._down_since > self._lost_after:
+                self.give_up(f"the NATS server at {without_secrets(self.url)} was unreachable for more than {self._lost_after:g} s "
+                             "(ENVKERNEL_BUS_LOST_SECONDS)")
+
     @classmethod
-    async def connect(cls, url: str, *, name: str = "envkernel", setup: bool = True, timeout: float = 5.0) -> Bus:
-        """Connect to ``url``; with ``setup`` create the stream, bucket and store if missing."""
+    async def connect(cls, url: str, *, name: str = "envkernel", setup: bool = True, timeout: float = 5.0, lost_after: float | None = None) -> Bus:
+        """Connect to ``url``; with ``setup`` create the stream, bucket and store if missing.
+
+        The client reconnects for as long as it takes; past ``ENVKERNEL_BUS_LOST_SECONDS`` of being
+        unreachable (or ``lost_after``) the bus counts as lost (see :meth:`on_closed`). Credentials come from
+        :func:`credentials` (or the URL). ``url`` may list a cluster's servers, comma-separated."""
+        holder: list[Bus] = []
 
         async def _err(exc: Exception) -> None:
+            if store_full(exc) and holder:  # nats-py raises a PubAck's 503 here instead of failing its future
+                holder[0].give_up(store_full_message(exc))
+                return
             log.warning("nats error", error=f"{type(exc).__name__}: {exc}")
 
-        closed_callbacks: list[Callable[[], None]] = []
-
         async def _closed() -> None:
-            for cb in closed_callbacks:
-                cb()
+            if holder and not holder[0]._closing:
+                holder[0].give_up(f"the connection to NATS at {without_secrets(url)} was closed")
 
+        async def _disconnected() -> None:
+            if holder:
+                holder[0]._disconnected()
+
+        async def _reconnected() -> None:
+            if holder:
+                holder[0]._reconnected()
+
+        limit = lost_after or env_seconds("ENVKERNEL_BUS_LOST_SECONDS", 60)  # how long the bus may be unreachable before it is lost
         try:
             nc = await nats.connect(
-                url, name=name, connect_timeout=timeout, max_reconnect_attempts=3, reconnect_time_wait=0.5, error_cb=_err,
-                allow_reconnect=True, pending_size=64 * 1024 * 1024, closed_cb=_closed,
+                url.split(",") if "," in url else url, name=name, connect_timeout=timeout, max_reconnect_attempts=3, reconnect_time_wait=0.5, error_cb=_err,
+                allow_reconnect=True, pending_size=64 * 1024 * 1024, closed_cb=_closed, disconnected_cb=_disconnected,
+                reconnected_cb=_reconnected, **credentials(),  # type: ignore[arg-type]
             )
         except Exception as exc:  # nats raises several unrelated types here
-            raise BusError(f"cannot connect to NATS at {url}: {exc}. Is the server running?") from None
+            raise BusError(f"cannot connect to NATS at {without_secrets(url)}: {type(exc).__name__}: {exc}. "
+                           "Is the server running, and are ENVKERNEL_NATS_TOKEN or ENVKERNEL_NATS_USER/PASSWORD right?") from None
+        nc.options["max_reconnect_attempts"] = -1  # the first connect fails fast; once connected, reconnect for as long as it takes
         js = nc.jetstream(publish_async_max_pending=4000)
         bus = cls(nc, js, url)
-        bus._closed_callbacks = closed_callbacks
+        bus._lost_after = limit
+        holder.append(bus)
+        bus._watch = asyncio.get_running_loop().create_task(bus._watch_down())
         if setup:
             await bus.setup()
         return bus
 
     async def setup(self) -> None:
         """Create (or reuse) the events stream, the run-config bucket and the object store."""
+        replicas = int(os.environ.get("ENVKERNEL_STREAM_REPLICAS", "1"))  # 3 on a 3-node cluster: the stream outlives a node
         cfg = StreamConfig(
             name=STREAM,
+            num_replicas=replicas,
             subjects=[f"{EVENTS_PREFIX}.>"],
             storage=StorageType.FILE,
             retention=RetentionPolicy.LIMITS,
@@ -86,8 +199,8 @@ class Bus:
                 await self.js.add_stream(cfg)
             except Exception as exc:
                 raise BusError(f"cannot create the JetStream stream {STREAM} at {self.url}: {exc}. Is JetStream enabled (-js)?") from None
-        self._kv = await self.js.create_key_value(bucket=RUNS_BUCKET, history=1, storage=StorageType.FILE)
-        self._objects = await self.js.create_object_store(OBJECTS_BUCKET, storage=StorageType.FILE)
+        self._kv = await self.js.create_key_value(bucket=RUNS_BUCKET, history=1, storage=StorageType.FILE, replicas=replicas)
+        self._objects = await self.js.create_object_store(OBJECTS_BUCKET, storage=StorageType.FILE, replicas=replicas)
 
     @property
     def runs(self) -> KeyValue:
@@ -106,9 +219,72 @@ class Bus:
         return await self.js.publish_async(subject, data, headers={MSG_ID: msg_id})
 
     async def publish_wait(self, subject: str, data: bytes, msg_id: str) -> None:
-        """Publish into the stream and wait for the PubAck."""
-        fut = await self.publish(subject, data, msg_id)
-        await fut
+        """Publish into the stream and wait for the PubAck (see :meth:`confirm`)."""
+        await self.confirm([(await self.publish(subject, data, msg_id), subject, data, msg_id)])
+
+    async def confirm(self, pending: list[tuple[asyncio.Future[Any], str, bytes, str]]) -> None:
+        """Wait for the PubAcks of ``(future, subject, data, msg_id)`` publishes. One that is not
+        acknowledged within :attr:`ack_timeout` is sent again with the same ``Nats-Msg-Id`` (so it
+        is in the stream once), while the bus is not lost. A full store raises :class:`StoreFullError`
+        (and the bus is given up); a lost bus raises :class:`BusError`."""
+        deadline = time.monotonic() + self._lost_after + self.ack_timeout
+        while pending:
+            if self.lost:
+                raise BusError(f"{len(pending)} publishes not acknowledged: {self.lost}")
+            results = await asyncio.gather(*(asyncio.wait_for(f, self.ack_timeout) for f, *_ in pending), return_exceptions=True)
+            failed = []
+            for (_, subject, data, msg_id), r in zip(pending, results, strict=True):
+                if isinstance(r, asyncio.CancelledError):
+                    raise r
+                if isinstance(r, BaseException):
+                    failed.append((subject, data, msg_id, r))
+            pending = []
+            for subject, data, msg_id, r in failed:
+                if store_full(r):
+                    self.give_up(store_full_message(r))
+                    raise StoreFullError(store_full_message(r))
+                if self.lost or time.monotonic() > deadline:
+                    raise BusError(f"publish to {subject} not acknowledged ({type(r).__name__}: {r}){': ' + self.lost if self.lost else ''}")
+                log.warning("a publish was not acknowledged; sending it again", subject=subject, error=f"{type(r).__name__}: {r}")
+                await asyncio.sleep(0.2)
+                try:
+                    pending.append((await self.publish(subject, data, msg_id), subject, data, msg_id))
+                except Exception as exc:  # noqa: BLE001 - not connected right now: a failed future, tried again
+                    fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+                    fut.set_exception(exc)
+                    pending.append((fut, subject, data, msg_id))
+
+    async def serve_alive(self, subject: str) -> Any:
+        """Answer pings on ``subject`` for as long as this connection lives (see :meth:`request_while_alive`)."""
+        async def pong(msg: Any) -> None:
+            await msg.respond(b"")
+
+        return await self.nc.subscribe(subject, cb=pong)
+
+    async def request_while_alive(self, subject: str, data: bytes, timeout: float, alive: str, every: float = 2.0) -> Any:
+        """A core request that waits up to ``timeout`` while its responder lives: every ``every``
+        seconds it pings ``alive`` (which the responder's process answers, :meth:`serve_alive`),
+        and raises :class:`ResponderGone` at once when nothing answers there (as after a kill -9), or
+        when the connection dropped meanwhile (the request or its reply may be lost with the server).
+        Without ``alive`` it is a plain request."""
+        if not alive:
+            return await self.nc.request(subject, data, timeout=timeout)
+        reply, reconnects = asyncio.ensure_future(self.nc.request(subject, data, timeout=timeout)), self.reconnects
+        try:
+            while True:
+                done, _ = await asyncio.wait({reply}, timeout=every)
+                if done:
+                    return reply.result()
+                if self.reconnects != reconnects or self._down_since is not None:
+                    raise ResponderGone(f"the connection to NATS dropped while {subject} was pending: the request may be lost")
+                try:
+                    await self.nc.request(alive, b"", timeout=every)
+                except NoRespondersError:
+                    raise ResponderGone(f"the process serving {subject} is gone (nothing answers {alive})") from None
+                except Exception:  # noqa: BLE001 - busy or slow, not gone: keep waiting
+                    pass
+        finally:
+            reply.cancel()
 
     async def pull(self, durable: str, filter_subject: str, *, ack_wait: float = 600.0, max_ack_pending: int = 20000) -> JetStreamContext.PullSubscription:
         """Bind (creating if needed) a durable pull consumer on the stream."""
@@ -117,14 +293,20 @@ class Bus:
             filter_subject=filter_subject,
             ack_wait=ack_wait,
             max_ack_pending=max_ack_pending,
-            max_deliver=5,
+            max_deliver=MAX_DELIVER,
             deliver_policy=DeliverPolicy.ALL,
         )
         return await self.js.pull_subscribe(filter_subject, durable=durable, stream=STREAM, config=config)
 
     async def close(self) -> None:
         """Flush and close the connection."""
+        self._closing = True
+        if self._watch is not None:
+            self._watch.cancel()
         if self.nc.is_closed:
+            return
+        if self.lost or not self.nc.is_connected:
+            await self.nc.close()
             return
         try:
             await self.nc.drain()

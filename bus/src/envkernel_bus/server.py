@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import sysconfig
@@ -22,6 +24,36 @@ MAX_PAYLOAD = 8 * 1024 * 1024
 
 class ServerError(RuntimeError):
     """The embedded server could not be found or started."""
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _dies_with_parent() -> object:
+    """A ``preexec_fn`` that has the child killed (SIGKILL) when the thread that started it dies (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc, parent = ctypes.CDLL(None, use_errno=True), os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
+def auth_config() -> str:
+    """The server's ``authorization`` block when ``ENVKERNEL_NATS_TOKEN`` or ``ENVKERNEL_NATS_USER`` /
+    ``ENVKERNEL_NATS_PASSWORD`` are set. It names the variables, never their values: the server reads
+    them from its environment, so no secret is written to its config file."""
+    if os.environ.get("ENVKERNEL_NATS_TOKEN"):
+        return "authorization {\n  token: $ENVKERNEL_NATS_TOKEN\n}\n"
+    if os.environ.get("ENVKERNEL_NATS_USER"):
+        if not os.environ.get("ENVKERNEL_NATS_PASSWORD"):
+            raise ServerError("ENVKERNEL_NATS_USER is set but ENVKERNEL_NATS_PASSWORD is not: set both, or ENVKERNEL_NATS_TOKEN")
+        return "authorization {\n  user: $ENVKERNEL_NATS_USER\n  password: $ENVKERNEL_NATS_PASSWORD\n}\n"
+    return ""
 
 
 def find_server_binary() -> str:
@@ -46,7 +78,10 @@ class EmbeddedServer:
     """A nats-server child process with JetStream, its store in ``store_dir``.
 
     Listens on ``host`` (loopback by default) on a port the server picks itself (``-p -1``),
-    read back from its ports file, so there is no race for a free port.
+    read back from its ports file, so there is no race for a free port. It requires the
+    credentials of :func:`auth_config` when they are set, and it is killed when the thread that
+    started it dies (so a ``kill -9`` of its parent leaves no orphan): start it from a thread that
+    lives as long as the server should.
     """
 
     def __init__(self, store_dir: Path, host: str = "127.0.0.1", port: int = -1) -> None:
@@ -64,14 +99,14 @@ class EmbeddedServer:
         ports_dir.mkdir(exist_ok=True)
         for stale in ports_dir.glob("*.ports"):
             stale.unlink(missing_ok=True)
-        logf = open(self.store_dir / "nats-server.log", "ab")
         conf = self.store_dir / "nats-server.conf"
-        conf.write_text(f"max_payload: {MAX_PAYLOAD}\n")
+        conf.write_text(f"max_payload: {MAX_PAYLOAD}\n{auth_config()}")
+        logf = open(self.store_dir / "nats-server.log", "ab")
         args = [
             binary, "-c", str(conf), "-js", "-a", self.host, "-p", str(self.port),
             "-sd", str(self.store_dir / "jetstream"), "--ports_file_dir", str(ports_dir),
         ]
-        self._proc = subprocess.Popen(args, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL)
+        self._proc = subprocess.Popen(args, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL, preexec_fn=_dies_with_parent())  # type: ignore[arg-type]
         logf.close()
         deadline = time.monotonic() + timeout
         ports_file = ports_dir / f"nats-server_{self._proc.pid}.ports"
@@ -118,3 +153,70 @@ class EmbeddedServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class LocalCluster:
+    """Three nats-servers with JetStream on this machine, clustered over loopback routes (for tests and
+    benchmarks of a node failure; run with ``ENVKERNEL_STREAM_REPLICAS=3`` so the stream outlives a node).
+    :attr:`url` lists the three client URLs, comma-separated, as ``--nats-url`` takes them."""
+
+    def __init__(self, root: Path, size: int = 3) -> None:
+        free = []
+        for _ in range(2 * size):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                free.append(int(s.getsockname()[1]))
+        self.ports, routes = free[:size], free[size:]
+        self.procs: list[subprocess.Popen[bytes]] = []
+        for i in range(size):
+            (root / f"n{i}").mkdir(parents=True, exist_ok=True)
+            others = ", ".join(f"nats-route://127.0.0.1:{r}" for j, r in enumerate(routes) if j != i)
+            conf = root / f"n{i}.conf"
+            conf.write_text(f'server_name: n{i}\nlisten: 127.0.0.1:{self.ports[i]}\nmax_payload: {MAX_PAYLOAD}\n'
+                            f'jetstream {{ store_dir: "{root / f"n{i}"}" }}\n'
+                            f"cluster {{ name: envk, listen: 127.0.0.1:{routes[i]}, routes: [{others}] }}\n{auth_config()}")
+            with open(root / f"n{i}.log", "ab") as logf:
+                self.procs.append(subprocess.Popen([find_server_binary(), "-c", str(conf)], stdout=logf, stderr=logf,
+                                                   stdin=subprocess.DEVNULL, preexec_fn=_dies_with_parent()))  # type: ignore[arg-type]
+        self.url = ",".join(f"nats://127.0.0.1:{p}" for p in self.ports)
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Wait until the cluster answers JetStream requests (it has elected a meta leader)."""
+        import asyncio
+
+        import nats
+
+        async def noop(_exc: Exception) -> None:
+            pass
+
+        async def ready() -> None:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    nc = await nats.connect(self.url.split(","), connect_timeout=2, allow_reconnect=False, error_cb=noop)
+                    try:
+                        await nc.jetstream().account_info()
+                        return
+                    finally:
+                        await nc.close()
+                except Exception as exc:  # noqa: BLE001 - not formed yet
+                    if time.monotonic() > deadline:
+                        raise ServerError(f"the cluster at {self.url} is not ready after {timeout} s: {exc}") from None
+                    await asyncio.sleep(0.3)
+
+        asyncio.run(ready())
+
+    def kill(self, i: int) -> None:
+        """SIGKILL node ``i`` (it stays down)."""
+        self.procs[i].send_signal(signal.SIGKILL)
+        self.procs[i].wait()
+
+    def stop(self) -> None:
+        """Stop every node still running."""
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()

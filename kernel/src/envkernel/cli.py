@@ -182,7 +182,7 @@ def tap(subject: str | None, as_json: bool, from_start: bool, run_dir: str | Non
         subj = f"envk.ev.*.{subj}"
 
     async def go(url: str, until_caught_up: bool) -> None:
-        bus = await Bus.connect(url, name="envkernel-tap", setup=False)
+        bus = await Bus.connect(url, name="envkernel-tap", setup=False, lost_after=5.0)  # a run's server gone: its tap ends
         try:
             await tapmod.tap(bus, subj, from_start=from_start, as_json=as_json, show_all=show_all, until_caught_up=until_caught_up, limit=limit)
         finally:

@@ -15,6 +15,7 @@ update), or, after the last iteration, publishes ``run.ending``.
 from __future__ import annotations
 
 import asyncio
+import errno
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -78,9 +79,11 @@ class Coordinator:
         self._ending_seen = False
         self.done = asyncio.Event()
         self._pubacks: list[tuple[asyncio.Future[Any], str, bytes, str]] = []
+        self._drainer: asyncio.Task[None] | None = None
         self._sub: Any = None
         self.undecodable = 0
         self.fatal = ""
+        self._handlers = {KERNEL, *(n for names in config.components.values() for n in names)}
 
     async def start(self) -> None:
         """Subscribe to the run's events (from the start), then publish its first events."""
@@ -114,9 +117,7 @@ class Coordinator:
                     await self._publish(ev, target)
                 await self._drain_pubacks()
             except Exception as exc:  # the bus went away: stop the run loudly, keep what was produced
-                log.error("the coordinator could not publish; stopping the run", error=f"{type(exc).__name__}: {exc}")
-                self.fatal = f"coordinator could not publish: {type(exc).__name__}: {exc}"
-                self.done.set()
+                self.stop_run(f"coordinator could not publish: {type(exc).__name__}: {exc}")
 
         task = asyncio.get_running_loop().create_task(go())
         self._background.add(task)
@@ -127,58 +128,61 @@ class Coordinator:
         self._pubacks.append((await self.bus.publish(subject, data, ev.id), subject, data, ev.id))
         if len(self._pubacks) > 2000:
             await self._drain_pubacks()
+        elif self._drainer is None or self._drainer.done():  # confirm soon: a publish lost with the server is sent again
+            self._drainer = asyncio.get_running_loop().create_task(self._drain_pubacks())
 
-    async def _drain_pubacks(self, ack_timeout: float = 30.0, retries: int = 3) -> None:
-        """Wait for the kernel's PubAcks. A publish that was not acknowledged is sent again with the
-        same ``Nats-Msg-Id`` (so it is in the stream once); one that still fails stops the run, since
-        waiting for an event that is not in the stream would hang it."""
-        pending, self._pubacks = self._pubacks, []
-        results = await asyncio.gather(*(asyncio.wait_for(fut, ack_timeout) for fut, *_ in pending), return_exceptions=True)
-        for (_, subject, data, msg_id), r in zip(pending, results, strict=True):
-            if not isinstance(r, BaseException):
-                continue
-            error: BaseException = r
-            for attempt in range(retries):
-                await asyncio.sleep(0.2 * (attempt + 1))
-                try:
-                    await asyncio.wait_for(self.bus.publish_wait(subject, data, msg_id), ack_timeout)
-                    log.warning("a kernel publish was acknowledged only when sent again", subject=subject, attempts=attempt + 2)
-                    break
-                except Exception as exc:  # noqa: BLE001 - tried again below
-                    error = exc
-            else:
-                log.error("a kernel publish was not acknowledged; stopping the run", subject=subject, error=f"{type(error).__name__}: {error}")
-                self.fatal = self.fatal or f"a kernel publish was not acknowledged: {type(error).__name__}: {error}"
-                self.done.set()
+    async def _drain_pubacks(self) -> None:
+        """Wait for the kernel's PubAcks (each re-sent with its ``Nats-Msg-Id`` until acknowledged, see
+        ``Bus.confirm``); one the bus never acknowledges stops the run, since waiting for it would hang."""
+        while self._pubacks:
+            pending, self._pubacks = self._pubacks, []
+            try:
+                await self.bus.confirm(pending)
+            except Exception as exc:
+                self.stop_run(f"a kernel publish was not acknowledged: {type(exc).__name__}: {exc}")
+
+    def stop_run(self, why: str) -> None:
+        """End the run now (exit 3): the bus is lost or the kernel cannot go on; what was produced is kept."""
+        log.error("stopping the run", reason=why)
+        self.fatal = self.fatal or why
+        self.done.set()
 
     async def _on_msg(self, msg: Msg) -> None:
+        if self.done.is_set():
+            return  # the run is over (or stopping): what is recorded must match the summary
         try:
             ev = decode(msg.data)
         except DecodeError as exc:
             self.undecodable += 1
             log.error("dropping bytes that are not an envkernel event", subject=msg.subject, error=str(exc))
             return
+        if ev.run != self.config.run_id or msg.subject.split(".")[3:5] != ev.kind.split(".") or msg.subject.count(".") != 4 + (ev.kind in WORK_KINDS):
+            self.undecodable += 1  # a forged or misrouted event: an event only counts on its own kind's subject
+            log.error("dropping an event on a subject its kind does not belong to", subject=msg.subject, kind=ev.kind)
+            return
         try:
             await self.handle(ev)
-        except Exception as exc:  # a kernel bug: stop the run loudly, keep what was produced
-            log.exception("the coordinator failed; stopping the run", kind=ev.kind, event=ev.id)
-            self.fatal = f"coordinator failed on {ev.kind} {ev.id}: {type(exc).__name__}: {exc}"
-            self.done.set()
+        except Exception as exc:  # a kernel bug or a full disk: stop the run loudly, keep what was produced
+            log.exception("the coordinator failed; stopping the run", kind=ev.kind, event_id=ev.id)
+            hint = ". The disk holding the run folder is full: free space there and run again" if getattr(exc, "errno", 0) == errno.ENOSPC else ""
+            self.stop_run(f"coordinator failed on {ev.kind} {ev.id}: {type(exc).__name__}: {exc}{hint}")
 
     async def handle(self, ev: Event) -> None:
         """Account for one event of the run, in stream order."""
         if isinstance(ev, Handled):
             self._last_progress = time.monotonic()
             for eid in ev.events:
-                key = (eid, ev.handler)
-                if key not in self.handled:
-                    self.handled.add(key)
-                    self.outstanding -= 1
-                    entry = self._open.get(eid)
-                    if entry is not None:
-                        entry[1].add(ev.handler)
-                        if len(entry[1]) >= expected_handlers(self.config, entry[0]):
-                            del self._open[eid]
+                key, entry = (eid, ev.handler), self._open.get(eid)
+                if key in self.handled:
+                    continue  # a duplicate report (a redelivered event): changes nothing
+                if entry is None or ev.handler not in self._handlers:  # only reports on events this run is waiting for
+                    log.warning("ignoring a handled report for an event this run is not waiting for", event_id=eid, handler=ev.handler)
+                    continue
+                self.handled.add(key)
+                self.outstanding -= 1
+                entry[1].add(ev.handler)
+                if len(entry[1]) >= expected_handlers(self.config, entry[0]):
+                    del self._open[eid]
             self._check_done()
             return
         if ev.id in self.seen:
@@ -295,7 +299,7 @@ class Coordinator:
         """Unsubscribe and wait for the kernel's own publishes."""
         for task in list(self._background):
             task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await asyncio.gather(*self._background, *([self._drainer] if self._drainer else []), return_exceptions=True)
         await self._drain_pubacks()
         if self._sub is not None:
             try:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import json
+import contextlib
+import os
 import time
 from collections import Counter
 from pathlib import Path
 from typing import IO, Any
 
-import msgspec
-
+from envkernel_runtime.envdir import write_atomic, write_env_dir
 from envkernel_schemas import (
-    CodeBehaviour,
     EnvRejected,
     EnvSpec,
     EnvSynthesized,
@@ -94,27 +93,19 @@ class Recorder:
     def _append(self, name: str, data: bytes) -> None:
         f = self._files.get(name)
         if f is None:
-            f = self._files[name] = open(self.out / name, "ab")
-        f.write(data + b"\n")
-        f.flush()
+            f = self._files[name] = open(self.out / name, "ab", buffering=0)
+        end = f.seek(0, os.SEEK_END)
+        try:  # whole lines only: a write cut short (a full disk) is taken back
+            if f.write(data + b"\n") != len(data) + 1:
+                raise OSError(28, f"No space left on device: a short write to {name}")
+        except OSError:
+            with contextlib.suppress(OSError):
+                f.truncate(end)
+            raise
 
     def write_env(self, env: EnvSpec) -> Path:
-        """Write ``envs/<id>/``: env.json (spec and report), env.py or model.json, and seed.sql when there is one
-        (a model environment's seed rows are in model.json)."""
-        d = self.out / "envs" / env.id
-        d.mkdir(parents=True, exist_ok=True)
-        meta = msgspec.to_builtins(env)
-        behaviour = meta.pop("behaviour")
-        seed_sql = meta.pop("seed_sql")
-        meta["behaviour"] = {"kind": behaviour["kind"], "file": "env.py" if isinstance(env.behaviour, CodeBehaviour) else "model.json"}
-        (d / "env.json").write_text(json.dumps(meta, indent=2))
-        if isinstance(env.behaviour, CodeBehaviour):
-            (d / "env.py").write_text(env.behaviour.source)
-        else:
-            (d / "model.json").write_text(json.dumps(env.behaviour.model, indent=2))
-        if seed_sql:
-            (d / "seed.sql").write_text(seed_sql)
-        return d
+        """Write ``envs/<id>/`` (see ``envkernel_runtime.envdir.write_env_dir``)."""
+        return write_env_dir(env, self.out / "envs" / env.id)
 
     def record(self, ev: Event) -> None:
         """Account for one event (each id once; the caller drops duplicates)."""
@@ -135,28 +126,28 @@ class Recorder:
             self._verified(ev.env_id, ev.report)
             d = self.out / "envs" / ev.env_id
             d.mkdir(parents=True, exist_ok=True)
-            (d / "rejected.json").write_bytes(to_json({"reason": ev.reason, "report": ev.report}))
+            write_atomic(d / "rejected.json", to_json({"reason": ev.reason, "report": ev.report}))
         elif isinstance(ev, TaskProposed):
             c["tasks_proposed"] += 1
-        elif isinstance(ev, TaskGated):
+        elif isinstance(ev, TaskGated):  # each line before its count: a write that fails counts nothing
+            self._append("tasks.jsonl", to_json(ev.task))
             c["tasks"] += 1
             self.env_tasks[ev.task.env_id] += 1
-            self._append("tasks.jsonl", to_json(ev.task))
             self.used_tools.setdefault(ev.task.env_id, set()).update(call.name for call in ev.task.calls)
             self.lengths[len(ev.task.calls)] += 1
             self.shapes.add(ev.task.signature or ">".join(call.name for call in ev.task.calls))
         elif isinstance(ev, TaskRejected):
+            self._append("rejected.jsonl", to_json({"task_id": ev.task.id, "reason": ev.reason, "detail": ev.detail, "signature": ev.task.signature}))
             c["tasks_rejected"] += 1
             self.rejected[f"task:{ev.reason}"] += 1
-            self._append("rejected.jsonl", to_json({"task_id": ev.task.id, "reason": ev.reason, "detail": ev.detail, "signature": ev.task.signature}))
         elif isinstance(ev, RolloutScored):
             if ev.purpose == "train":
-                c["rollouts"] += 1
-                self.reward_sum += ev.reward.score
-                self._it(ev.iteration).add(ev.task.split, ev.reward.score)
                 row = {"task_id": ev.task.id, "env_id": ev.task.env_id, "iteration": ev.iteration, "purpose": ev.purpose,
                        "trajectory": ev.trajectory, "reward": ev.reward}
                 self._append("rollouts.jsonl", to_json(row))
+                c["rollouts"] += 1
+                self.reward_sum += ev.reward.score
+                self._it(ev.iteration).add(ev.task.split, ev.reward.score)
             else:
                 c["gate_rollouts"] += 1
                 kind, _, name = ev.trajectory.termination.partition(":")
@@ -170,14 +161,14 @@ class Recorder:
             c["policy_updates"] += 1
             self._it(ev.iteration).updates[ev.trainer] = {"policy": ev.policy, "ref": ev.ref, "metrics": dict(ev.metrics)}
         elif isinstance(ev, PluginFailed):
+            self._append("failures.jsonl", to_json({"plugin": ev.plugin, "role": ev.role, "event_kind": ev.event_kind, "event_id": ev.event_id,
+                                                    "classification": ev.classification, "error_type": ev.error_type, "message": ev.message,
+                                                    "traceback": ev.traceback}))
             if ev.classification == "infra":  # not the plugin's work: counted apart
                 c["infra_failures"] += 1
             else:
                 c["failures"] += 1
                 self.failures_by_plugin[ev.plugin] += 1
-            self._append("failures.jsonl", to_json({"plugin": ev.plugin, "role": ev.role, "event_kind": ev.event_kind, "event_id": ev.event_id,
-                                                    "classification": ev.classification, "error_type": ev.error_type, "message": ev.message,
-                                                    "traceback": ev.traceback}))
 
     def _verified(self, env_id: str, report: VerifyReport | None) -> None:
         if report is not None:

@@ -24,7 +24,7 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js.errors import ObjectNotFoundError
 
-from envkernel_bus import Bus, BusError, Consumer, Done, Output
+from envkernel_bus import Bus, BusError, Consumer, Done, Output, Redeliver, last_delivery
 from envkernel_bus.subjects import EVENTS_PREFIX, STREAM, durable_name, kind_filter
 from envkernel_schemas import (
     DecodeError,
@@ -230,6 +230,7 @@ class Worker:
             inst, _ctx = self._instances.pop(key)
             await _close_instance(inst)
         self._configs.pop(run, None)
+        await self.pool.release(run)  # its warm sandboxes: idle workers keep none of a finished run
         for table in (self._applied, self._apply_locks, self._apply_failed):
             for key in [k for k in table if k[0] == run]:
                 del table[key]
@@ -295,6 +296,9 @@ class Worker:
             except DecodeError as exc:
                 log.error("dropping bytes that are not an envkernel event", subject=msg.subject, component=comp.name, error=str(exc))
                 return [], None
+            if ev.kind != kind or msg.subject.split(".")[2] != ev.run:
+                log.error("dropping an event on a subject its kind does not belong to", subject=msg.subject, kind=ev.kind, component=comp.name)
+                return [], None
             if ev.run in self._done_runs:
                 log.debug("dropping a late event of a finished run", run=ev.run, kind=ev.kind, component=comp.name)
                 return [], None
@@ -306,7 +310,9 @@ class Worker:
             if broadcast and self.run_scoped is None and f"{comp.role}:{comp.name}" not in cfg.remote:
                 return [], None  # the run's own process serves it (on a consumer of its own)
             try:
-                children = await self._invoke(comp, cfg, ev, msg.data)
+                children = await self._invoke(comp, cfg, ev, msg.data, last_try=last_delivery(msg))
+            except Redeliver:
+                raise
             except Exception as exc:  # a kernel bug must still end as data, never as a lost event
                 log.exception("kernel failed while handling an event", component=comp.name, kind=ev.kind)
                 fail = self._failure(comp, ev, msg.data, exc)
@@ -334,12 +340,12 @@ class Worker:
 
         return finalize
 
-    async def _invoke(self, comp: Component, cfg: RunConfig, ev: Event, raw: bytes) -> list[tuple[Event, str]]:
+    async def _invoke(self, comp: Component, cfg: RunConfig, ev: Event, raw: bytes, last_try: bool = True) -> list[tuple[Event, str]]:
         inst, base_ctx = await self.instance(cfg, comp)
         ctx = copy.copy(base_ctx)
         ctx.iteration = ev.iteration
         t0 = time.perf_counter()
-        retries = max(0, cfg.infra_retries) if isinstance(ev, RolloutRequested) else 0
+        retries = max(0, cfg.infra_retries) if comp.role in WORK_INPUTS else 0
         for attempt in range(retries + 1):
             try:
                 children = await self._dispatch(comp, inst, ctx, cfg, ev)
@@ -349,6 +355,8 @@ class Worker:
                 if classify(exc) == "infra" and attempt < retries:  # the sandbox that failed is closed: the next attempt gets another
                     log.warning("rollout met an infrastructure fault; retrying it", plugin=comp.name, event_id=ev.id, attempt=attempt + 1, retries=retries, error=error)
                     continue
+                if classify(exc) == "infra" and not last_try:  # another process (or a later try) may have what this one lacks
+                    raise Redeliver(f"{comp.name} met an infrastructure fault on {ev.kind} {ev.id}: {error}", delay=2.0) from exc
                 fail = self._failure(comp, ev, raw, exc)
                 log.error("plugin failed; the run goes on", plugin=comp.name, role=comp.role, kind=ev.kind, classification=fail.classification, error=error)
                 return [(fail, subject_of(cfg, fail))]

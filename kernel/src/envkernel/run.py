@@ -16,17 +16,17 @@ import msgspec
 import structlog
 from nats.js.errors import KeyNotFoundError
 
-from envkernel_bus import Bus, EmbeddedServer, discovery
+from envkernel_bus import Bus, EmbeddedServer, discovery, env_seconds, without_secrets
 from envkernel_bus.subjects import STREAM, durable_name
 from envkernel_schemas import RunFinished, event_id, is_token
 
 from . import config as cfgmod
 from .config import RunConfig
 from .coordinator import Coordinator
-from .errors import EXIT_ABORTED, EXIT_EMPTY, EXIT_FAILURES, EXIT_OK, ConfigError, PluginError
+from .errors import EXIT_ABORTED, EXIT_EMPTY, EXIT_FAILURES, EXIT_OK, ConfigError, PluginError, RunError
 from .plugins import Registry, load, resolve_selection
 from .progress import Progress
-from .recorder import Recorder
+from .recorder import Recorder, write_atomic
 from .roles import ROLES
 from .router import Worker
 from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, synthesizer_for
@@ -86,11 +86,10 @@ def remote_components(entries: list[str]) -> list[tuple[str, str]]:
 
 def stall_seconds() -> float:
     """``ENVKERNEL_STALL_SECONDS``: how long a run may make no progress before it says what it waits for (≥ 1; default 60)."""
-    raw = os.environ.get("ENVKERNEL_STALL_SECONDS", "60")
     try:
-        return max(1.0, float(raw))
-    except ValueError:
-        raise ConfigError(f"ENVKERNEL_STALL_SECONDS={raw!r} is not a number of seconds") from None
+        return env_seconds("ENVKERNEL_STALL_SECONDS", 60)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 async def _check_remote(bus: Bus, config: RunConfig, nats_url: str) -> None:
@@ -169,14 +168,23 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
 
 
 def _on_signals(callback: Any) -> None:
-    """Call ``callback`` on SIGINT/SIGTERM (None: restore the defaults)."""
+    """Call ``callback`` on SIGINT/SIGTERM (None: restore the defaults); a second signal exits at once (code 3)."""
     loop = asyncio.get_running_loop()
+    calls: list[int] = []
+
+    def once() -> None:
+        if calls:
+            log.error("a second signal: exiting now, without a clean shutdown")
+            os._exit(EXIT_ABORTED)
+        calls.append(1)
+        callback()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
             if callback is None:
                 loop.remove_signal_handler(sig)
             else:
-                loop.add_signal_handler(sig, callback)
+                loop.add_signal_handler(sig, once)
         except (NotImplementedError, RuntimeError):
             pass
 
@@ -201,7 +209,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         if not nats_url:
             out.mkdir(parents=True, exist_ok=True)
             server = EmbeddedServer(out / "nats", host=listen)
-            nats_url = await asyncio.to_thread(server.start)
+            nats_url = server.start()  # in this thread: the server dies with it (PR_SET_PDEATHSIG)
             announced = discovery.announce(config.run_id, nats_url, out)
         bus = await Bus.connect(nats_url, name=f"envkernel-run-{config.run_id}")
         try:
@@ -220,8 +228,8 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
             announced.unlink(missing_ok=True)
         raise
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(public, indent=2))
-    log.info("run starting", run=config.run_id, out=str(out), nats=nats_url, plugins=",".join(config.selected))
+    write_atomic(out / "config.json", json.dumps(public, indent=2))
+    log.info("run starting", run=config.run_id, out=str(out), nats=without_secrets(nats_url), plugins=",".join(config.selected))
     # workers on other hosts read the run's config from here (secrets stay in this process)
     await bus.runs.put(config.run_id, msgspec.json.encode(public))
     recorder = Recorder(out)
@@ -234,6 +242,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         log.info("this run uses remote components: serve them with `envkernel worker --plugins PLUGIN --nats-url URL`",
                  remote=sorted(remote), nats=nats_url)
     coord = Coordinator(bus, config, recorder, lambda kind: synthesizer_for(config, sources, kind), on_event=progress.update)
+    bus.on_closed(lambda: coord.stop_run(f"lost the bus: {bus.lost}"))
     exit_code = EXIT_OK
     aborted = ""
     stop = asyncio.Event()
@@ -257,6 +266,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         aborted = aborted or f"{type(exc).__name__}: {exc}"
         raise
     finally:
+        coord.done.set()  # record nothing more: the summary and the files must agree
         _on_signals(None)
         if watchdog is not None:
             watchdog.cancel()
@@ -273,7 +283,12 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         elif not summary["tasks"]:
             exit_code = EXIT_EMPTY
         summary["exit_code"] = exit_code
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+        try:
+            write_atomic(out / "summary.json", json.dumps(summary, indent=2))
+        except OSError as exc:  # a full disk: say so, exit 3
+            summary["aborted"], summary["exit_code"] = summary.get("aborted") or f"cannot write summary.json: {exc} (free space in {out})", EXIT_ABORTED
+            exit_code = EXIT_ABORTED
+            log.error("could not write summary.json; free space where the run folder is", out=str(out), error=str(exc))
         fin = RunFinished(run=config.run_id, id=event_id(config.run_id, KERNEL, "finished"), time=time.time(), summary=summary)
         try:
             await coord._publish(fin, None)
@@ -300,11 +315,14 @@ async def serve(names: list[str], nats_url: str, *, stop: asyncio.Event | None =
     worker = Worker(bus, registry, list(registry.components))
     stop = stop or asyncio.Event()
     _on_signals(stop.set)
+    bus.on_closed(stop.set)
     await worker.start()
-    log.info("worker serving", components=",".join(registry.components), nats=nats_url)
+    log.info("worker serving", components=",".join(registry.components), nats=without_secrets(nats_url))
     try:
         await stop.wait()
     finally:
-        await worker.stop()
+        await worker.stop(cancel=bool(bus.lost))
         await bus.close()
-        log.info("worker stopped")
+        log.info("worker stopped", reason=bus.lost or "asked to")
+    if bus.lost:
+        raise RunError(f"the worker lost its bus: {bus.lost}")

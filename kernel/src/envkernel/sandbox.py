@@ -21,7 +21,7 @@ import structlog
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
-from envkernel_bus import Bus
+from envkernel_bus import Bus, ResponderGone
 from envkernel_bus.subjects import sandbox_op_subject, sandbox_open_subject
 from envkernel_schemas import EnvSpec, State, ToolResult
 
@@ -71,12 +71,17 @@ class Sandbox:
         self.runner = runner
         self.timeout = timeout
         self.closed = False
+        self.run = ""
+        """The run it was opened for (a worker's pool releases it when that run finishes)."""
 
     async def _request(self, op: str, req: OpRequest, timeout: float | None = None) -> Any:
         if self.closed:
             raise SandboxError(f"sandbox {self.id} is closed")
         try:
-            msg = await self.bus.nc.request(sandbox_op_subject(self.id, op), _enc.encode(req), timeout=timeout or self.timeout)
+            alive = sandbox_op_subject(self.id.rpartition("~")[0], "alive") if "~" in self.id else ""  # ids: <runner>-<process>~<n>
+            msg = await self.bus.request_while_alive(sandbox_op_subject(self.id, op), _enc.encode(req), timeout or self.timeout, alive)
+        except ResponderGone as exc:
+            raise SandboxError(f"sandbox {self.id} ({self.runner}) cannot answer {op!r}: {exc}") from None
         except Exception as exc:  # timeout or no responders
             raise SandboxError(
                 f"sandbox {self.id} ({self.runner}) did not answer {op!r} within {timeout or self.timeout:g} s: "
@@ -115,7 +120,7 @@ class Sandbox:
         self.closed = True
 
 
-async def open_sandbox(bus: Bus, runner: str, env: EnvSpec, *, seed: int = 0, run: str = "", timeout: float = 30.0, call_timeout: float = 60.0, lifetime: float = 3600.0) -> Sandbox:
+async def open_sandbox(bus: Bus, runner: str, env: EnvSpec, *, seed: int = 0, run: str = "", timeout: float = 15.0, call_timeout: float = 60.0, lifetime: float = 3600.0) -> Sandbox:
     """Open a sandbox holding ``env`` on whichever process serves ``runner``."""
     req = OpenRequest(env=env, seed=seed, run=run, lifetime=lifetime)
     try:
@@ -128,7 +133,9 @@ async def open_sandbox(bus: Bus, runner: str, env: EnvSpec, *, seed: int = 0, ru
     reply = _reply_dec.decode(msg.data)
     if not reply.ok:
         raise SandboxError(f"runner {runner!r} could not open a sandbox for env {env.id!r}: {reply.error}")
-    return Sandbox(bus, str(reply.value), runner, call_timeout)
+    sb = Sandbox(bus, str(reply.value), runner, call_timeout)
+    sb.run = run
+    return sb
 
 
 class SandboxPool:
@@ -193,6 +200,13 @@ class SandboxPool:
             else:
                 await sb.close()
 
+    async def release(self, run: str) -> None:
+        """Close the idle sandboxes opened for ``run`` (it finished: nothing of it will lease them again)."""
+        mine = [(items, item) for items in self._idle.values() for item in items if item[0].run == run]
+        for items, item in mine:
+            items.remove(item)
+        await asyncio.gather(*(item[0].close() for _, item in mine))
+
     async def close(self) -> None:
         """Close every idle sandbox."""
         idle = [sb for items in self._idle.values() for sb, _ in items]
@@ -218,12 +232,16 @@ class SandboxService:
         self.name = name
         self.runner = runner
         self._live: dict[str, _Live] = {}
+        self.uid = uuid.uuid4().hex[:8]
+        """This process's part of its sandbox ids; it answers ``envk.svc.sandbox.<runner>-<uid>.alive`` while it lives."""
         self._sub: Subscription | None = None
+        self._alive: Subscription | None = None
         self._reaper: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> None:
         """Start answering open requests."""
+        self._alive = await self.bus.serve_alive(sandbox_op_subject(f"{self.name}-{self.uid}", "alive"))
         self._sub = await self.bus.nc.subscribe(sandbox_open_subject(self.name), queue=f"sandbox-{self.name}", cb=self._on_open)
         await self.bus.nc.flush()  # the server knows the subscription before anyone asks
         self._reaper = asyncio.create_task(self._reap())
@@ -248,7 +266,7 @@ class SandboxService:
             log.warning("sandbox open failed", runner=self.name, env=req.env.id, error=str(exc))
             await msg.respond(_enc.encode(Reply(ok=False, error=f"{type(exc).__name__}: {exc}")))
             return
-        sid = f"{self.name}-{uuid.uuid4().hex[:16]}"
+        sid = f"{self.name}-{self.uid}~{uuid.uuid4().hex[:12]}"
         sub = await self.bus.nc.subscribe(sandbox_op_subject(sid, "*"), cb=self._on_op)
         await self.bus.nc.flush()
         self._live[sid] = _Live(session, sub, time.monotonic() + req.lifetime)
@@ -317,10 +335,10 @@ class SandboxService:
 
     async def stop(self) -> None:
         """Stop serving and close every sandbox."""
-        if self._sub is not None:
+        for sub in (self._sub, self._alive):
             try:
-                await self._sub.unsubscribe()
-            except Exception:  # noqa: BLE001
+                await sub.unsubscribe()  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001 - not subscribed, or the connection is closing
                 pass
         if self._reaper:
             self._reaper.cancel()

@@ -1,4 +1,5 @@
-"""Read an environment folder (``envs/<id>/`` of a run, as the recorder writes it) back into an EnvSpec.
+"""Write an environment folder (``envs/<id>/`` of a run, what the recorder keeps of an environment),
+and read one back into an EnvSpec.
 
 The folder holds ``env.json`` (the spec without its behaviour and seed, plus
 ``"behaviour": {"kind": "code", "file": "env.py"}`` or ``{"kind": "model", "file": "model.json"}``),
@@ -8,12 +9,13 @@ the behaviour file and ``seed.sql``. Nothing in it is executed here.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from envkernel_schemas import EnvSpec
+from envkernel_schemas import CodeBehaviour, EnvSpec
 
 _BEHAVIOUR_FILES = {"code": "env.py", "model": "model.json"}
 
@@ -22,6 +24,34 @@ class EnvDirError(ValueError):
     """An environment folder is missing a file or holds something that is not an environment.
 
     The kernel's commands report it as a usage error (exit 2)."""
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write ``path`` whole or not at all (a temporary file, then rename): a failure (a full disk) leaves no partial file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_env_dir(env: EnvSpec, d: Path) -> Path:
+    """Write ``env`` into the folder ``d``: env.json (spec and report), env.py or model.json, and seed.sql when there
+    is one (a model environment's seed rows are in model.json); each file atomically."""
+    d.mkdir(parents=True, exist_ok=True)
+    meta = msgspec.to_builtins(env)
+    behaviour = meta.pop("behaviour")
+    seed_sql = meta.pop("seed_sql")
+    meta["behaviour"] = {"kind": behaviour["kind"], "file": "env.py" if isinstance(env.behaviour, CodeBehaviour) else "model.json"}
+    write_atomic(d / "env.json", json.dumps(meta, indent=2))
+    if isinstance(env.behaviour, CodeBehaviour):
+        write_atomic(d / "env.py", env.behaviour.source)
+    else:
+        write_atomic(d / "model.json", json.dumps(env.behaviour.model, indent=2))
+    if seed_sql:
+        write_atomic(d / "seed.sql", seed_sql)
+    return d
 
 
 def load_env_dir(path: str | Path) -> EnvSpec:

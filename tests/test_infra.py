@@ -104,8 +104,9 @@ def test_a_sandbox_that_keeps_dying_fails_the_gate_as_infra(envk, dying_site: Pa
     run = _run(envk, dying_site, "dying")
     s = run.summary
     assert s["tasks_proposed"] > 0 and s["tasks"] == 0
-    # every gate rollout (reference and do-nothing) died three times: 1 try + the 2 default retries
-    assert s["infra_failures"] == 2 * s["tasks_proposed"]
+    # every gate rollout (reference, do-nothing and each near-miss mutant) died three times: 1 try + the 2 default retries
+    per_task = 2 + (run.config["gate_mutants"] if run.config["gate_mutant"] else 0)
+    assert s["infra_failures"] == per_task * s["tasks_proposed"]
     assert s["rejected"] == {"task:gate_infra": s["tasks_proposed"]}, s["rejected"]
     assert s["failures"] == 0 and s["failures_by_plugin"] == {}  # not the policies' fault
     assert s["gate_rollouts"] == 0 and s["rollouts"] == 0 and s["mean_reward"] is None
@@ -115,7 +116,7 @@ def test_a_sandbox_that_keeps_dying_fails_the_gate_as_infra(envk, dying_site: Pa
     fails = run.jsonl("failures.jsonl")
     assert len(fails) == s["infra_failures"]
     assert {(f["role"], f["event_kind"], f["classification"], f["error_type"]) for f in fails} == {("policy", "rollout.requested", "infra", "SandboxError")}
-    assert {f["plugin"] for f in fails} == {"reference", "nothing"}
+    assert {f["plugin"] for f in fails} == {"reference", "nothing"} | ({run.config["gate_mutant"]} if per_task > 2 else set())
 
 
 def test_a_sandbox_that_dies_once_is_retried_and_the_task_is_kept(envk, dying_site: Path) -> None:

@@ -10,19 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import sys
-import time
 from typing import Any
 
 import click
-import msgspec
+
+from envkernel_runtime.oneshot import call_once
 
 from .errors import SandboxError, UsageError
-
-EXIT_TOOL_OK = 0
-EXIT_TOOL_ERROR = 1
-EXIT_SANDBOX = 3
 
 ENV_CALL_EPILOG = """Prints {"ok": true, "value": ...} or {"ok": false, "error": {"code": ..., "message": ...}}.
 Exit codes: 0 the tool succeeded; 1 the tool returned an error; 2 usage error (bad folder,
@@ -70,13 +65,14 @@ def call(env_dir: str, tool: str, args_json: str, runner: str, seed: int, config
         raise UsageError(f"--args is not valid JSON: {exc}") from None
     if not isinstance(arguments, dict):
         raise UsageError(f"--args must be a JSON object, got {type(arguments).__name__}")
-    component, settings = _runner(runner, config_file, sets)
-    out, code = asyncio.run(_call(component, settings, spec, tool, arguments, seed, verbose))
+    component, settings = runner_component(runner, config_file, sets)
+    built = component.factory(settings) if component.settings_type is not None else component.factory()
+    out, code = asyncio.run(call_once(built, component.name, spec, tool, arguments, seed, known=(SandboxError,), verbose=verbose))
     click.echo(json.dumps(out, ensure_ascii=False))
     sys.exit(code)
 
 
-def _runner(name: str, config_file: str | None, sets: tuple[str, ...]) -> tuple[Any, Any]:
+def runner_component(name: str, config_file: str | None, sets: tuple[str, ...]) -> tuple[Any, Any]:
     """The sandbox-runner component ``name`` (through the plugin registry) and its settings."""
     from . import config as cfgmod
     from .plugins import installed, load
@@ -100,46 +96,3 @@ def _runner(name: str, config_file: str | None, sets: tuple[str, ...]) -> tuple[
             flags[key] = value
     # the file's [RUNNER] table < ENVKERNEL_* variables < --set, as for `envkernel run`
     return comp, cfgmod.settings_for(name, comp.settings_type, sections.get(name), flags=flags)
-
-
-async def _call(component: Any, settings: Any, spec: Any, tool: str, arguments: dict[str, Any], seed: int, verbose: bool) -> tuple[dict[str, Any], int]:
-    task = asyncio.current_task()
-    loop = asyncio.get_running_loop()
-    if task is not None:
-        try:  # a terminated `env call` still closes its sandbox
-            loop.add_signal_handler(signal.SIGTERM, task.cancel)
-        except (NotImplementedError, RuntimeError):
-            pass
-    runner = component.factory(settings) if component.settings_type is not None else component.factory()
-    try:
-        try:
-            session = await runner.open(spec, seed)
-        except Exception as exc:  # noqa: BLE001 - any runner failure is reported as JSON
-            message = str(exc) if isinstance(exc, SandboxError) else f"{type(exc).__name__}: {exc}"
-            return {"ok": False, "error": {"code": "sandbox_error", "message": f"could not open a {component.name!r} sandbox for {spec.id!r}: {message}"}}, EXIT_SANDBOX
-        try:
-            t0 = time.perf_counter()
-            try:
-                result = await session.call(tool, arguments)
-            except Exception as exc:  # noqa: BLE001 - a runner bug is still an answer
-                result = {"ok": False, "error": {"code": "sandbox_error", "message": f"{type(exc).__name__}: {exc}"}}
-            if verbose:
-                info = {"seconds": round(time.perf_counter() - t0, 6), "confinement": getattr(session, "confinement", None),
-                        "events": getattr(session, "events", None)}
-                click.echo(f"sandbox: {json.dumps(info, default=str)}", err=True)
-        finally:
-            await session.close()
-    finally:
-        aclose = getattr(runner, "aclose", None)
-        if aclose is not None:
-            await aclose()
-        try:
-            loop.remove_signal_handler(signal.SIGTERM)
-        except (NotImplementedError, RuntimeError):
-            pass
-    out = msgspec.to_builtins(result)
-    if not isinstance(out, dict) or "ok" not in out:
-        out = {"ok": False, "error": {"code": "sandbox_error", "message": f"the runner answered {out!r}, not a tool result"}}
-    if out.get("ok"):
-        return {"ok": True, "value": out.get("value")}, EXIT_TOOL_OK
-    return {"ok": False, "error": out.get("error")}, EXIT_TOOL_ERROR

@@ -254,8 +254,9 @@ class HttpFace:
                 other = True
         return None, {}, other
 
-    def arguments(self, route: Route, path_values: dict[str, str], query: dict[str, list[str]], body: Any) -> dict[str, Any]:
-        """The tool's arguments from the path, the query and the body (by the synthesizer's names)."""
+    def arguments(self, route: Route, path_values: dict[str, str], query: dict[str, list[str]], body: Any, form: bool = False) -> dict[str, Any]:
+        """The tool's arguments from the path, the query and the body (by the synthesizer's names); a form body's
+        strings (``form``: each key's values) are coerced to the declared types, as query values are."""
         props = (self.params.get(route.tool) or {}).get("properties") or {}
         args: dict[str, Any] = {}
         for arg, v in path_values.items():
@@ -271,9 +272,9 @@ class HttpFace:
                 args[arg] = v
         if isinstance(body, dict):
             for k, v in body.items():
-                arg = snake(k)
+                arg = snake(k.removesuffix("[]") if form else k)
                 if arg in props and arg not in args:
-                    args[arg] = v
+                    args[arg] = (_coerce(v, props[arg]) if props[arg].get("type") == "array" else _coerce(v[-1], props[arg])) if form else v
         return args
 
     def to_spec(self, value: Any, schema: dict[str, Any] | None, depth: int = 0) -> Any:
@@ -318,21 +319,23 @@ class HttpFace:
                 status = 405 if known else 404
                 return status, out_headers, _json({"error": {"code": "method_not_allowed" if known else "not_found", "message": f"no route {method} {url.path}"}})
             parsed: Any = None
+            form = False
             if body:
                 ctype = headers.get("content-type", "")
                 try:
-                    parsed = dict(urllib.parse.parse_qsl(body.decode())) if "form" in ctype else json.loads(body)
+                    form = "form" in ctype
+                    parsed = urllib.parse.parse_qs(body.decode(), keep_blank_values=True) if form else json.loads(body)
                 except (ValueError, UnicodeDecodeError):
                     return route.error_status("invalid"), out_headers, _json(route.error_body(route.error_status("invalid"), "invalid", "the body is not valid JSON", self.rng))
             query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
-            args = self.arguments(route, values, query, parsed)
+            args = self.arguments(route, values, query, parsed, form)
             sb = await self.session(sid)
             result = await sb.call(route.tool, args)
             err = getattr(result, "error", None)
             if not result.ok and err is not None and err.code in ("invalid", "invalid_arguments") and query and not route.documents_invalid():
                 # the operation documents no answer to bad input: query values the tool refuses (a cursor it never
                 # issued) are ignored, as the unusable ones already were
-                result = await sb.call(route.tool, self.arguments(route, values, {}, parsed))
+                result = await sb.call(route.tool, self.arguments(route, values, {}, parsed, form))
         if getattr(result, "ok", False):
             if route.success == 204:
                 return 204, out_headers, b""
@@ -433,7 +436,7 @@ def serve_command() -> Any:
     import signal
 
     import click
-    from envkernel.envcmd import _runner
+    from envkernel.envcmd import runner_component
     from envkernel.errors import UsageError
     from envkernel_runtime.envdir import EnvDirError, load_env_dir
 
@@ -459,7 +462,7 @@ def serve_command() -> Any:
         path = Path(spec_file) if spec_file else spec_path(env)
         if path is None:
             raise UsageError(f"{env_dir}: env.json names no spec file that exists ({env.provenance.source if env.provenance else ''!r}); give --spec")
-        component, settings = _runner(runner, config_file, sets)
+        component, settings = runner_component(runner, config_file, sets)
         sandbox_runner = component.factory(settings) if component.settings_type is not None else component.factory()
         try:
             face = HttpFace(env, sandbox_runner, seed=seed, spec=load_spec(path), max_sessions=max_sessions)

@@ -108,8 +108,14 @@ def test_a_misbehaving_model_still_finishes_and_is_counted(tmp_path: Path, refer
     assert files_containing(folder, SECRET.encode()) == []
 
 
-def test_llm_judge_as_the_reward_model(tmp_path: Path, reference_tasks: list[dict[str, Any]]) -> None:
-    """The judge scores the gate (``gate_reward``) and the emitted rollouts; the same server plays policy and judge."""
+def test_llm_judge_as_the_reward_model(tmp_path: Path) -> None:
+    """The judge scores the gate (``gate_reward``) and the emitted rollouts; the same server plays policy and judge.
+
+    The scripted judge passes any rollout that made calls, so the gate's near-miss mutants are off here
+    (``gate_mutants = 0``): with them on, such a judge lets every mutant through and rightly rejects every task."""
+    proc, folder = run(tmp_path, "ref0", config="gate_mutants = 0\n")  # the tasks of seed 3 with no mutants at the gate
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reference_tasks = lines(folder / "tasks.jsonl")
     oracle = Oracle(reference_tasks)
 
     def script(request: dict[str, Any], n: int) -> Any:
@@ -121,7 +127,7 @@ def test_llm_judge_as_the_reward_model(tmp_path: Path, reference_tasks: list[dic
         return oracle(request, n)
 
     with ScriptedServer(script) as srv:
-        proc, folder = run(tmp_path, "judge", "--plugins", "+openai,+judge", "--policy", "openai", env=model_env(srv), config='reward = "judge"\ngate_reward = "judge"\n')
+        proc, folder = run(tmp_path, "judge", "--plugins", "+openai,+judge", "--policy", "openai", env=model_env(srv), config='reward = "judge"\ngate_reward = "judge"\ngate_mutants = 0\n')
         judged = sum(1 for r in srv.requests if "You grade" in r["messages"][0]["content"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((folder / "summary.json").read_text())

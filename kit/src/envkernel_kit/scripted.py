@@ -187,14 +187,21 @@ class Oracle:
     """Solves tasks by replaying their reference chains (found by the user's request).
 
     ``tasks``: objects or dicts with ``request`` and ``calls`` (each with ``name`` and
-    ``arguments``), e.g. :class:`envkernel_schemas.Task` or lines of ``tasks.jsonl``. An unknown
-    request gets ``unknown`` (default: a polite refusal, no tool calls).
+    ``arguments``), e.g. :class:`envkernel_schemas.Task` or lines of ``tasks.jsonl``. After the
+    last call it says the task's reference answer in words (``outcome.answer``), as a good model
+    would; a task without one gets the last tool result back. An unknown request gets ``unknown``
+    (default: a polite refusal, no tool calls).
     """
 
     def __init__(self, tasks: Iterable[Any], *, parallel: bool = False, unknown: str = "I don't know how to help with that.") -> None:
         self.chains: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        self.answers: dict[str, str] = {}
         for t in tasks:
             get = t.get if isinstance(t, dict) else lambda k, _t=t: getattr(_t, k)
+            outcome = get("outcome")
+            answer = (outcome.get("answer") if isinstance(outcome, dict) else getattr(outcome, "answer", "")) if outcome else ""
+            if answer:
+                self.answers.setdefault(get("request"), answer)
             calls = []
             for c in get("calls"):
                 cget = c.get if isinstance(c, dict) else lambda k, _c=c: getattr(_c, k)
@@ -204,7 +211,8 @@ class Oracle:
         self.unknown = unknown
 
     def __call__(self, request: dict[str, Any], n: int) -> Any:
-        chain = self.chains.get(_user_text(request))
+        text = _user_text(request)
+        chain = self.chains.get(text)
         if chain is None:
             return completion(self.unknown)
         msgs = request.get("messages", [])
@@ -213,6 +221,8 @@ class Oracle:
             todo = chain[done:] if self.parallel else chain[done : done + 1]
             return completion("", [tool_call(name, args, id=f"call_{done + i}") for i, (name, args) in enumerate(todo)])
         last = next((m.get("content", "") for m in reversed(msgs) if m.get("role") == "tool"), "")
+        if text in self.answers:
+            return completion(self.answers[text])
         return completion(f"Done. Here is the result: {last}" if chain else "There was nothing to do.")
 
 

@@ -18,6 +18,7 @@ from nats.js.errors import KeyNotFoundError
 
 from envkernel_bus import Bus, EmbeddedServer, discovery, env_seconds, without_secrets
 from envkernel_bus.subjects import STREAM, durable_name
+from envkernel_runtime.envdir import write_atomic
 from envkernel_schemas import RunFinished, event_id, is_token
 
 from . import config as cfgmod
@@ -26,7 +27,7 @@ from .coordinator import Coordinator
 from .errors import EXIT_ABORTED, EXIT_EMPTY, EXIT_FAILURES, EXIT_OK, ConfigError, PluginError, RunError
 from .plugins import Registry, load, resolve_selection
 from .progress import Progress
-from .recorder import Recorder, write_atomic
+from .recorder import Recorder
 from .roles import ROLES
 from .router import Worker
 from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, synthesizer_for

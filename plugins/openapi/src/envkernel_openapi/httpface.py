@@ -37,6 +37,7 @@ from typing import Any
 
 import structlog
 import yaml
+from envkernel_kit.argsgen import schema_type
 from envkernel_runtime.engine import check
 from envkernel_runtime.model import Operation, model_of
 from envkernel_schemas import EnvSpec
@@ -170,9 +171,7 @@ class Route:
 
 def _coerce(value: str | list[str], schema: dict[str, Any]) -> Any:
     """A query or path string as the argument's declared type (left as it is when it does not parse)."""
-    t = schema.get("type")
-    if isinstance(t, list):
-        t = next((x for x in t if x != "null"), "string")
+    t = schema_type(schema)
     if t == "array":
         items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
         parts = value if isinstance(value, list) else [p for p in value.split(",") if p]
@@ -266,7 +265,7 @@ class HttpFace:
         for k, vs in query.items():
             arg = snake(k.removesuffix("[]"))
             if arg in props and arg not in args:
-                v = _coerce(vs, props[arg]) if (props[arg].get("type") == "array") else _coerce(vs[-1], props[arg])
+                v = _coerce(vs, props[arg])
                 if not strict and check(props[arg], v, arg):
                     continue  # the spec allows it and documents no 400: an unusable filter is ignored, not refused
                 args[arg] = v
@@ -274,7 +273,7 @@ class HttpFace:
             for k, v in body.items():
                 arg = snake(k.removesuffix("[]") if form else k)
                 if arg in props and arg not in args:
-                    args[arg] = (_coerce(v, props[arg]) if props[arg].get("type") == "array" else _coerce(v[-1], props[arg])) if form else v
+                    args[arg] = _coerce(v, props[arg]) if form else v
         return args
 
     def to_spec(self, value: Any, schema: dict[str, Any] | None, depth: int = 0) -> Any:

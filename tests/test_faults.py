@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,9 +79,26 @@ def _agree(run_dir: Path) -> dict[str, Any]:
 
 # --- a bus that can come and go ---------------------------------------------------------------------
 
-def test_a_server_restart_mid_run_loses_and_duplicates_nothing(envk, own_server) -> None:
-    clean = envk.run("--seed", "3", "--set", "chains.tasks_per_env=12", run_id="clean")
+@pytest.fixture(scope="module")
+def clean3(envk_factory: Any) -> Any:
+    """A clean run of seed 3 (12 tasks), the reference of the restart and resume tests."""
+    clean = envk_factory("clean3").run("--seed", "3", "--set", "chains.tasks_per_env=12", run_id="clean")
     assert clean.proc.returncode == 0, clean.proc.stderr[-3000:]
+    return clean
+
+
+def _same_outputs(run_dir: Path, clean: Any) -> dict[str, Any]:
+    """``run_dir`` holds what the clean run holds: the same counts, tasks, rollouts and export rows, each once."""
+    s, c = _agree(run_dir), clean.summary
+    assert (s["tasks"], s["rollouts"], s["groups"], s["failures"], s["infra_failures"]) == (c["tasks"], c["rollouts"], c["groups"], 0, 0)
+    rows = lambda d, name, key: sorted(key(json.loads(x)) for x in (d / name).read_text().splitlines())  # noqa: E731
+    for name, key in (("tasks.jsonl", lambda r: r["id"]), ("rollouts.jsonl", lambda r: (r["task_id"], r["trajectory"]["index"])),
+                      ("sft.jsonl", lambda r: (r["metadata"]["task_id"], r["metadata"]["index"])), ("rl.jsonl", lambda r: json.dumps(r, sort_keys=True))):
+        assert rows(run_dir, name, key) == rows(clean.dir, name, key), name
+    return s
+
+
+def test_a_server_restart_mid_run_loses_and_duplicates_nothing(envk, own_server, clean3) -> None:
     server, url = own_server()
     proc = envk.popen("run", "--source", "sample", "--nats-url", url, "--out", "out", "--run-id", "restart", "--no-progress", "--seed", "3",
                       "--set", "chains.tasks_per_env=12", env={"ENVKERNEL_ACK_WAIT": "5"}, stdout=subprocess.DEVNULL,
@@ -95,11 +113,7 @@ def test_a_server_restart_mid_run_loses_and_duplicates_nothing(envk, own_server)
     finally:
         if proc.poll() is None:
             proc.kill()
-    s = _agree(run_dir)
-    c = clean.summary
-    assert (s["tasks"], s["rollouts"], s["groups"], s["failures"], s["infra_failures"]) == (c["tasks"], c["rollouts"], c["groups"], 0, 0)
-    ids = lambda d: sorted(json.loads(x)["id"] for x in (d / "tasks.jsonl").read_text().splitlines())  # noqa: E731
-    assert ids(run_dir) == ids(clean.dir)
+    _same_outputs(run_dir, clean3)
     assert "reconnected to NATS" in (envk.cwd / "restart.log").read_text()
 
 
@@ -164,6 +178,54 @@ def test_a_worker_stops_on_sigterm_while_its_server_is_down(envk, own_server, wa
     finally:
         if worker.poll() is None:
             worker.kill()
+
+
+def test_a_killed_run_leaves_no_sandbox_and_resumes_to_a_clean_runs_result(envk, clean3, processes_mentioning) -> None:
+    """kill -9 of ``envkernel run``: within seconds its sandboxes' processes, folders and cgroups are gone
+    (the process runner's reaper); ``envkernel run --resume`` then ends with the clean run's outputs, each once."""
+    from envkernel_process.confine import OWNER_FILE, host_support
+
+    env = {"ENVKERNEL_ACK_WAIT": "3"}
+    proc = envk.popen("run", "--source", "sample", "--out", "out", "--run-id", "killed", "--no-progress", "--seed", "3",
+                      "--set", "chains.tasks_per_env=12", env=env, stdout=subprocess.DEVNULL, stderr=(envk.cwd / "killed.log").open("w"))
+    run_dir = envk.cwd / "out" / "killed"
+
+    def sandboxes() -> list[Path]:
+        found = []
+        for d in Path(tempfile.gettempdir()).glob("envk-p*"):
+            try:
+                if (d / OWNER_FILE).read_text().startswith(f"{proc.pid} "):
+                    found.append(d)
+            except OSError:
+                pass
+        return found
+
+    try:
+        _wait_lines(run_dir / "rollouts.jsonl", proc, 4)
+        folders = sandboxes()
+        cgroups = [Path(base, "envk-" + d.name.split("-")[1]) for d in folders for _v, base in host_support().cgroups.values()]
+        assert folders and (all(c.is_dir() for c in cgroups) or not host_support().cgroups), (folders, cgroups)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 5
+    while (sandboxes() or any(c.exists() for c in cgroups)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sandboxes() == [] and [c for c in cgroups if c.exists()] == [], "the killed run's sandbox folders or cgroups remain"
+    assert processes_mentioning(f"--parent-pid {proc.pid} ") == [], "the killed run's sandbox processes remain"
+    assert not (run_dir / "summary.json").exists()
+    resumed = envk("run", "--resume", str(run_dir), "--no-progress", env=env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "its stream is replayed" in resumed.stderr
+    s = _same_outputs(run_dir, clean3)
+    assert s["resumed"] is True
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(run_dir / "rl.parquet").num_rows == s["tasks"]
+    again = envk("run", "--resume", str(run_dir), env=env)
+    assert again.returncode == 2 and "the run finished" in again.stderr, again.stderr[-2000:]
 
 
 # --- resources run out loudly ---------------------------------------------------------------------

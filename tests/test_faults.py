@@ -19,7 +19,7 @@ from typing import Any
 import nats
 import pytest
 
-from envkernel_bus import Bus, EmbeddedServer, find_server_binary
+from envkernel_bus import Bus, BusError, EmbeddedServer, ServerError, find_server_binary
 from envkernel_schemas import Handled, RunEnding, encode
 
 pytestmark = pytest.mark.timeout(120)
@@ -318,14 +318,115 @@ def test_a_client_without_credentials_can_neither_read_nor_publish(tmp_path: Pat
             assert secret.encode() not in path.read_bytes(), f"the secret was written to {path}"
 
 
-def test_a_run_with_a_token_keeps_it_out_of_files_and_logs(envk) -> None:
-    token = "tok-c0ffee-5e1f"
-    run = envk.run(run_id="authed", env={"ENVKERNEL_NATS_TOKEN": token})
-    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
-    assert token not in run.proc.stderr + run.proc.stdout
-    for path in run.dir.rglob("*"):
+def _tls_and_nkeys(d: Path) -> dict[str, str]:
+    """A CA, a server certificate it signed (for 127.0.0.1 and localhost) and an nkey user seed, made now
+    (``cryptography``, ``nkeys``); returns the environment that has the server and its clients use them."""
+    import datetime
+    import ipaddress
+    import os
+
+    import nkeys
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    d.mkdir(parents=True, exist_ok=True)
+    now = datetime.datetime.now(datetime.timezone.utc)
+
+    def cert(name: str, key: Any, issuer: Any, signer: Any, ca: bool) -> x509.Certificate:
+        b = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+             .issuer_name(issuer).public_key(key.public_key()).serial_number(x509.random_serial_number())
+             .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            b = b.add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        return b.sign(signer, hashes.SHA256())
+
+    ca_key, srv_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = cert("envk test CA", ca_key, x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "envk test CA")]), ca_key, True)
+    srv = cert("127.0.0.1", srv_key, ca.subject, ca_key, False)
+    pem = lambda c: c.public_bytes(serialization.Encoding.PEM)  # noqa: E731
+    (d / "ca.pem").write_bytes(pem(ca))
+    (d / "server.pem").write_bytes(pem(srv))
+    (d / "server.key").write_bytes(srv_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    (d / "user.nk").write_bytes(nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER))
+    (d / "other.nk").write_bytes(nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER))
+    return {"ENVKERNEL_NATS_NKEY_SEED": str(d / "user.nk"), "ENVKERNEL_NATS_TLS_CERT": str(d / "server.pem"),
+            "ENVKERNEL_NATS_TLS_KEY": str(d / "server.key"), "ENVKERNEL_NATS_TLS_CA": str(d / "ca.pem")}
+
+
+def test_nkeys_and_tls_let_in_only_the_right_key_and_say_what_is_wrong(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = _tls_and_nkeys(tmp_path / "creds")
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with EmbeddedServer(tmp_path / "nats") as server:
+        host, port = server.url.rsplit("/", 1)[1].split(":")
+
+        async def refused(match: str, **change: str | None) -> None:
+            with monkeypatch.context() as m:
+                for k, v in change.items():
+                    m.delenv(k) if v is None else m.setenv(k, v)
+                with pytest.raises(BusError, match=match):
+                    await Bus.connect(server.url, timeout=3)
+
+        async def scenario() -> None:
+            bus = await Bus.connect(server.url)  # the right seed, over TLS verified by the CA
+            await bus.publish_wait("envk.ev.tls.run.started", b"x", "tls-1")
+            await bus.close()
+            await refused("refused the credentials", ENVKERNEL_NATS_NKEY_SEED=env["ENVKERNEL_NATS_NKEY_SEED"].replace("user", "other"))
+            await refused("refused the credentials", ENVKERNEL_NATS_NKEY_SEED=None)
+            await refused("could not be verified: set ENVKERNEL_NATS_TLS_CA", ENVKERNEL_NATS_TLS_CA=None)
+            await refused("is not an nkey seed", ENVKERNEL_NATS_NKEY_SEED=env["ENVKERNEL_NATS_TLS_CA"])
+            await refused("ENVKERNEL_NATS_NKEY_SEED=.*no such readable file", ENVKERNEL_NATS_NKEY_SEED=str(tmp_path / "missing.nk"))
+            r, w = await asyncio.open_connection(host, int(port))  # plain TCP: the server talks TLS only
+            await r.readline()
+            w.write(b'CONNECT {"verbose":false}\r\nPUB envk.ev.x.run.started 5\r\nhello\r\nPING\r\n')
+            await w.drain()
+            answer = await asyncio.wait_for(r.read(4096), 5)
+            assert b"PONG" not in answer, answer
+            w.close()
+
+        asyncio.run(scenario())
+    seed = Path(env["ENVKERNEL_NATS_NKEY_SEED"]).read_bytes()
+    for path in (tmp_path / "nats").rglob("*"):
         if path.is_file():
-            assert token.encode() not in path.read_bytes(), f"the token was written to {path}"
+            assert seed not in path.read_bytes(), f"the seed was written to {path}"
+    assert "nkey: U" in (tmp_path / "nats" / "nats-server.conf").read_text()
+    with monkeypatch.context() as m:
+        m.setenv("ENVKERNEL_NATS_TLS_KEY", "")
+        with pytest.raises(ServerError, match="set both ENVKERNEL_NATS_TLS_CERT and ENVKERNEL_NATS_TLS_KEY"):
+            EmbeddedServer(tmp_path / "nats2").start()
+
+
+def test_a_worker_a_run_and_a_tap_over_tls_with_an_nkey(envk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wait_for_log) -> None:
+    """The seed (a secret) stays out of the run's files, its logs and the worker's; a tap without it is refused, saying why."""
+    env = _tls_and_nkeys(tmp_path / "creds")
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with EmbeddedServer(tmp_path / "nats") as server:
+        log = envk.cwd / "worker.log"
+        worker = envk.popen("--json-logs", "--log-level", "debug", "worker", "--plugins", "baselines,traceoutcome", "--nats-url", server.url, env=env,
+                            stdout=subprocess.DEVNULL, stderr=log.open("w"))
+        try:
+            wait_for_log(log, "worker serving", worker)
+            run = envk.run("--nats-url", server.url, "--set", "chains.tasks_per_env=4", run_id="tls", env=env)
+            assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+            tapped = envk("tap", "envk.ev.tls.task.gated", "--from-start", "--nats-url", server.url, "--json", "--limit", "2", env=env, timeout=60)
+            assert tapped.returncode == 0 and len(tapped.stdout.splitlines()) == 2, tapped.stderr[-2000:]
+            plain = envk("tap", "--from-start", "--nats-url", server.url, "--limit", "1", env={**env, "ENVKERNEL_NATS_NKEY_SEED": ""}, timeout=60)
+            assert plain.returncode == 3 and "refused the credentials" in plain.stderr, plain.stderr[-2000:]
+            worker.send_signal(signal.SIGTERM)
+            assert worker.wait(timeout=30) == 0, log.read_text()[-3000:]
+            assert '"event": "handled"' in log.read_text(), "the worker served nothing"
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+    seed = Path(env["ENVKERNEL_NATS_NKEY_SEED"]).read_bytes()
+    assert seed.decode() not in run.proc.stderr + run.proc.stdout
+    for path in [*run.dir.rglob("*"), log]:
+        if path.is_file():
+            assert seed not in path.read_bytes(), f"the seed was written to {path}"
 
 
 def test_forged_events_neither_end_nor_hang_a_run(envk, nats_server: str) -> None:

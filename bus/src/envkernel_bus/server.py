@@ -44,16 +44,40 @@ def _dies_with_parent() -> object:
 
 
 def auth_config() -> str:
-    """The server's ``authorization`` block when ``ENVKERNEL_NATS_TOKEN`` or ``ENVKERNEL_NATS_USER`` /
-    ``ENVKERNEL_NATS_PASSWORD`` are set. It names the variables, never their values: the server reads
-    them from its environment, so no secret is written to its config file."""
-    if os.environ.get("ENVKERNEL_NATS_TOKEN"):
-        return "authorization {\n  token: $ENVKERNEL_NATS_TOKEN\n}\n"
-    if os.environ.get("ENVKERNEL_NATS_USER"):
+    """The server's ``authorization`` and ``tls`` blocks, from the environment:
+
+    - ``ENVKERNEL_NATS_NKEY_SEED`` (a seed file): the server accepts that nkey (its public key is written,
+      never the seed), and the public keys in ``ENVKERNEL_NATS_NKEY_USERS`` (comma-separated: workers' own);
+    - else ``ENVKERNEL_NATS_TOKEN``, or ``ENVKERNEL_NATS_USER`` / ``ENVKERNEL_NATS_PASSWORD``: the block names the
+      variables, never their values (the server reads them from its environment);
+    - ``ENVKERNEL_NATS_TLS_CERT`` and ``ENVKERNEL_NATS_TLS_KEY``: the server speaks TLS only, with that certificate.
+
+    No secret is written to the server's config file."""
+    from .bus import BusError, env_file, nkey_public
+
+    out = ""
+    try:
+        public = nkey_public()
+        cert, key = env_file("ENVKERNEL_NATS_TLS_CERT"), env_file("ENVKERNEL_NATS_TLS_KEY")
+    except BusError as exc:
+        raise ServerError(str(exc)) from None
+    if public:
+        others = [k.strip() for k in os.environ.get("ENVKERNEL_NATS_NKEY_USERS", "").split(",") if k.strip()]
+        bad = [k for k in others if not (k.startswith("U") and len(k) == 56 and k.isalnum())]
+        if bad:
+            raise ServerError(f"ENVKERNEL_NATS_NKEY_USERS: {', '.join(bad)} is not an nkey user's public key (U followed by 55 letters and digits)")
+        out = "authorization {\n  users: [\n" + "".join(f"    {{ nkey: {k} }}\n" for k in dict.fromkeys([public, *others])) + "  ]\n}\n"
+    elif os.environ.get("ENVKERNEL_NATS_TOKEN"):
+        out = "authorization {\n  token: $ENVKERNEL_NATS_TOKEN\n}\n"
+    elif os.environ.get("ENVKERNEL_NATS_USER"):
         if not os.environ.get("ENVKERNEL_NATS_PASSWORD"):
             raise ServerError("ENVKERNEL_NATS_USER is set but ENVKERNEL_NATS_PASSWORD is not: set both, or ENVKERNEL_NATS_TOKEN")
-        return "authorization {\n  user: $ENVKERNEL_NATS_USER\n  password: $ENVKERNEL_NATS_PASSWORD\n}\n"
-    return ""
+        out = "authorization {\n  user: $ENVKERNEL_NATS_USER\n  password: $ENVKERNEL_NATS_PASSWORD\n}\n"
+    if bool(cert) != bool(key):
+        raise ServerError("set both ENVKERNEL_NATS_TLS_CERT and ENVKERNEL_NATS_TLS_KEY (the server's certificate and its key), or neither")
+    if cert:
+        out += f"tls {{\n  cert_file: {json.dumps(os.path.abspath(cert))}\n  key_file: {json.dumps(os.path.abspath(key))}\n}}\n"
+    return out
 
 
 def find_server_binary() -> str:

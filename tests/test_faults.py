@@ -1,11 +1,16 @@
 """Faults (issue 18), made for real: a nats-server this test owns is killed, restarted or filled; a
-worker is killed with SIGKILL; a run's own process is killed; the run folder's disk is full; forged
-events arrive; a client without credentials knocks. Every server listens on loopback only."""
+worker is killed with SIGKILL; a run's own process is killed and resumed; the run folder's disk is full;
+forged events arrive; a client without credentials (or the wrong nkey, or no CA) knocks; a host of a
+3-node cluster is cut off. Every server listens on loopback, or on addresses inside network namespaces
+these tests create."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -180,9 +185,11 @@ def test_a_worker_stops_on_sigterm_while_its_server_is_down(envk, own_server, wa
             worker.kill()
 
 
+# --- no orphans, and resume ------------------------------------------------------------------------
+
 def test_a_killed_run_leaves_no_sandbox_and_resumes_to_a_clean_runs_result(envk, clean3, processes_mentioning) -> None:
-    """kill -9 of ``envkernel run``: within seconds its sandboxes' processes, folders and cgroups are gone
-    (the process runner's reaper); ``envkernel run --resume`` then ends with the clean run's outputs, each once."""
+    """kill -9 of ``envkernel run``: within seconds its embedded server and its sandboxes' processes, folders and
+    cgroups are gone (parent-death signals, the process runner's reaper); ``envkernel run --resume`` then ends with the clean run's outputs, each once."""
     from envkernel_process.confine import OWNER_FILE, host_support
 
     env = {"ENVKERNEL_ACK_WAIT": "3"}
@@ -215,6 +222,7 @@ def test_a_killed_run_leaves_no_sandbox_and_resumes_to_a_clean_runs_result(envk,
         time.sleep(0.05)
     assert sandboxes() == [] and [c for c in cgroups if c.exists()] == [], "the killed run's sandbox folders or cgroups remain"
     assert processes_mentioning(f"--parent-pid {proc.pid} ") == [], "the killed run's sandbox processes remain"
+    assert processes_mentioning(str(run_dir / "nats"), wait=5) == [], "the embedded nats-server outlived its killed run"
     assert not (run_dir / "summary.json").exists()
     resumed = envk("run", "--resume", str(run_dir), "--no-progress", env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -258,24 +266,6 @@ def test_a_full_jetstream_store_aborts_the_run_naming_the_cause(envk, tmp_path: 
     assert run.proc.returncode == 3, run.proc.stderr[-3000:]
     assert "store is full" in run.summary["aborted"] and "Free disk space" in run.summary["aborted"], run.summary["aborted"]
     _agree(run.dir)
-
-
-# --- no orphans -----------------------------------------------------------------------------------
-
-def test_a_killed_run_takes_its_embedded_server_with_it(envk, processes_mentioning) -> None:
-    proc = envk.popen("run", "--out", "out", "--run-id", "orphan", "--no-progress", "-G", "16", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    store = str(envk.cwd / "out" / "orphan" / "nats")
-    try:
-        deadline = time.monotonic() + 30
-        while not processes_mentioning(store):
-            assert proc.poll() is None and time.monotonic() < deadline, "the embedded server did not start"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert processes_mentioning(store, wait=5) == [], "the embedded nats-server outlived its killed run"
 
 
 # --- a bus that lets no one in --------------------------------------------------------------------
@@ -478,29 +468,104 @@ def test_a_worker_releases_a_finished_runs_sandboxes(envk, nats_server: str, wor
         assert processes_mentioning(f"--parent-pid {pid} ", wait=10) == [], "the idle worker kept the finished run's sandboxes"
 
 
-def test_a_cluster_node_killed_mid_run_loses_nothing(envk, tmp_path: Path) -> None:
-    """A 3-node cluster on loopback, the stream replicated (R3): the node the run connected to first
-    is killed with SIGKILL mid-run and stays down; the run ends with a clean run's outputs."""
+READY_AND_SET_UP = """
+import asyncio, sys
+from envkernel_bus import Bus
+from envkernel_bus.server import wait_cluster_ready
+wait_cluster_ready(sys.argv[1])
+async def setup():
+    await (await Bus.connect(sys.argv[1])).close()
+asyncio.run(setup())
+"""
+"""Run on a test host: wait for the cluster, then create the replicated stream, bucket and store once."""
+
+
+class NetnsHosts:
+    """Test hosts as network namespaces on this machine: ``h0`` .. ``h{n-1}``, each with one veth link
+    (``eth0``, 10.99.0.(10+i)/24) to a bridge in a namespace of its own (the switch). Nothing is added to
+    the machine's own network namespace; everything is removed by :meth:`close`."""
+
+    def __init__(self, n: int) -> None:
+        tag = secrets.token_hex(3)
+        self.switch, self.names = f"envk{tag}-sw", [f"envk{tag}-h{i}" for i in range(n)]
+        self.addrs = [f"10.99.0.{10 + i}" for i in range(n)]
+        self._ip("netns", "add", self.switch)
+        self._ip("-n", self.switch, "link", "add", "br0", "type", "bridge")
+        self._ip("-n", self.switch, "link", "set", "br0", "up")
+        for i, ns in enumerate(self.names):
+            self._ip("netns", "add", ns)
+            self._ip("-n", self.switch, "link", "add", f"vh{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
+            self._ip("-n", self.switch, "link", "set", f"vh{i}", "master", "br0", "up")
+            self._ip("-n", ns, "addr", "add", f"{self.addrs[i]}/24", "dev", "eth0")
+            self._ip("-n", ns, "link", "set", "eth0", "up")
+            self._ip("-n", ns, "link", "set", "lo", "up")
+
+    @staticmethod
+    def _ip(*args: str) -> None:
+        subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
+
+    def on(self, i: int) -> list[str]:
+        """The command prefix that runs a program on host ``i``."""
+        return ["ip", "netns", "exec", self.names[i]]
+
+    def cut(self, i: int) -> None:
+        """Cut host ``i`` off the network (its link goes down; its processes live on, alone)."""
+        self._ip("-n", self.switch, "link", "set", f"vh{i}", "down")
+
+    def close(self) -> None:
+        for ns in [*self.names, self.switch]:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+
+
+def _netns_available() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("ip") is not None
+
+
+def test_a_cluster_of_three_hosts_loses_nothing_when_a_host_is_cut_off(envk, tmp_path: Path, clean3, wait_for_log) -> None:
+    """Four hosts (network namespaces): the run on h0; NATS nodes on h1, h2, h3 with the stream replicated
+    (R3); workers serving the sandboxes, policies and reward on h2 and h3. Mid-run h2 is cut off (its link
+    goes down: a node and a worker gone at once); the run ends with the clean run's outputs, each once.
+
+    Namespaces need root and iproute2 (CI runs scripts/test.sh as root, which installs iproute2); without
+    them the same cluster runs on loopback and host 2's node and worker are killed with SIGKILL instead."""
     from envkernel_bus import LocalCluster
 
-    cluster = LocalCluster(tmp_path / "cluster")
+    hosts = NetnsHosts(4) if _netns_available() else None
+    on = hosts.on if hosts else (lambda i: [])
+    env = {**envk.env, "ENVKERNEL_STREAM_REPLICAS": "3", "ENVKERNEL_ACK_WAIT": "3", "ENVKERNEL_NATS_PING_SECONDS": "1"}
+    procs: list[subprocess.Popen[str]] = []
+    cluster = None
     try:
-        cluster.wait_ready()
-        proc = envk.popen("run", "--source", "sample", "--nats-url", cluster.url, "--out", "out", "--run-id", "node", "--no-progress", "--seed", "4",
-                          env={"ENVKERNEL_STREAM_REPLICAS": "3", "ENVKERNEL_ACK_WAIT": "5"}, stdout=subprocess.DEVNULL,
-                          stderr=(envk.cwd / "node.log").open("w"))
-        run_dir = envk.cwd / "out" / "node"
-        try:
-            _wait_lines(run_dir / "rollouts.jsonl", proc, 4)
-            cluster.kill(0)
-            assert proc.wait(timeout=90) == 0, (envk.cwd / "node.log").read_text()[-3000:]
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        cluster = LocalCluster(tmp_path / "cluster", hosts=hosts.addrs[1:] if hosts else None, wrap=lambda i: on(i + 1), ping=1)
+
+        def start(i: int, *args: str, log: str) -> subprocess.Popen[str]:
+            p = subprocess.Popen([*on(i), ENVKERNEL, "--json-logs", *args], cwd=envk.cwd, env=env, text=True,
+                                 stdout=subprocess.DEVNULL, stderr=(envk.cwd / log).open("w"))
+            procs.append(p)
+            return p
+
+        ready = subprocess.run([*on(0), sys.executable, "-c", READY_AND_SET_UP, cluster.url], env=env, capture_output=True, text=True, timeout=90)
+        assert ready.returncode == 0, ready.stderr[-2000:]
+        workers = [start(i, "worker", "--plugins", "process,baselines,traceoutcome", "--nats-url", cluster.url, log=f"w{i}.log") for i in (2, 3)]
+        for w, i in zip(workers, (2, 3), strict=True):
+            wait_for_log(envk.cwd / f"w{i}.log", "worker serving", w)
+        proc = start(0, "run", "--source", "sample", "--nats-url", cluster.url, "--out", "out", "--run-id", "hosts", "--no-progress",
+                     "--seed", "3", "--set", "chains.tasks_per_env=12", log="hosts.log")
+        run_dir = envk.cwd / "out" / "hosts"
+        _wait_lines(run_dir / "rollouts.jsonl", proc, 4)
+        if hosts:
+            hosts.cut(2)
+        else:
+            cluster.kill(1)
+            workers[0].send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=120) == 0, (envk.cwd / "hosts.log").read_text()[-3000:]
     finally:
-        cluster.stop()
-    clean = envk.run("--seed", "4", run_id="clean4")
-    s, c = _agree(run_dir), clean.summary
-    assert (s["tasks"], s["rollouts"], s["groups"], s["failures"], s["infra_failures"]) == (c["tasks"], c["rollouts"], c["groups"], 0, 0)
-    ids = lambda d: sorted(json.loads(x)["id"] for x in (d / "tasks.jsonl").read_text().splitlines())  # noqa: E731
-    assert ids(run_dir) == ids(clean.dir)
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        if cluster is not None:
+            cluster.stop()
+        if hosts:
+            hosts.close()
+    _same_outputs(run_dir, clean3)

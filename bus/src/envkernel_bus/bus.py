@@ -234,11 +234,12 @@ class Bus:
 
         limit = lost_after or env_seconds("ENVKERNEL_BUS_LOST_SECONDS", 60)  # how long the bus may be unreachable before it is lost
         creds = credentials()
+        ping = env_seconds("ENVKERNEL_NATS_PING_SECONDS", 20)  # two pings unanswered: the link is dead (a host cut off), reconnect elsewhere
         try:
             connecting = asyncio.ensure_future(nats.connect(
                 url.split(",") if "," in url else url, name=name, connect_timeout=timeout, max_reconnect_attempts=3, reconnect_time_wait=0.5, error_cb=_err,
                 allow_reconnect=True, pending_size=64 * 1024 * 1024, closed_cb=_closed, disconnected_cb=_disconnected,
-                reconnected_cb=_reconnected, **creds,
+                reconnected_cb=_reconnected, ping_interval=ping, max_outstanding_pings=2, **creds,  # type: ignore[arg-type]
             ))
             failing = asyncio.ensure_future(tls_failed.wait())
             await asyncio.wait({connecting, failing}, return_when=asyncio.FIRST_COMPLETED)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import structlog
@@ -180,55 +181,41 @@ class EmbeddedServer:
 
 
 class LocalCluster:
-    """Three nats-servers with JetStream on this machine, clustered over loopback routes (for tests and
-    benchmarks of a node failure; run with ``ENVKERNEL_STREAM_REPLICAS=3`` so the stream outlives a node).
-    :attr:`url` lists the three client URLs, comma-separated, as ``--nats-url`` takes them."""
+    """Three nats-servers with JetStream on this machine, clustered over routes (for tests and benchmarks of
+    a node failure; run with ``ENVKERNEL_STREAM_REPLICAS=3`` so the stream outlives a node). :attr:`url` lists
+    the three client URLs, comma-separated, as ``--nats-url`` takes them.
 
-    def __init__(self, root: Path, size: int = 3) -> None:
+    By default the nodes listen on loopback ports. With ``hosts`` (one address each) they listen on
+    4222 (clients) and 6222 (routes) of those addresses, each started under ``wrap(i)`` (a command prefix,
+    e.g. ``ip netns exec NS``, for hosts that are network namespaces), pinging every ``ping`` seconds
+    so a node cut off is noticed within a few seconds."""
+
+    def __init__(self, root: Path, size: int = 3, hosts: list[str] | None = None, wrap: Callable[[int], list[str]] | None = None,
+                 ping: float = 0) -> None:
         free = []
-        for _ in range(2 * size):
+        for _ in range(0 if hosts else 2 * size):
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 free.append(int(s.getsockname()[1]))
-        self.ports, routes = free[:size], free[size:]
+        self.hosts = hosts or ["127.0.0.1"] * size
+        self.ports, routes = (free[:size], free[size:]) if not hosts else ([4222] * size, [6222] * size)
         self.procs: list[subprocess.Popen[bytes]] = []
+        pings = f"ping_interval: \"{ping:g}s\"\nping_max: 2\n" if ping else ""
         for i in range(size):
             (root / f"n{i}").mkdir(parents=True, exist_ok=True)
-            others = ", ".join(f"nats-route://127.0.0.1:{r}" for j, r in enumerate(routes) if j != i)
+            others = ", ".join(f"nats-route://{self.hosts[j]}:{r}" for j, r in enumerate(routes) if j != i)
             conf = root / f"n{i}.conf"
-            conf.write_text(f'server_name: n{i}\nlisten: 127.0.0.1:{self.ports[i]}\nmax_payload: {MAX_PAYLOAD}\n'
+            conf.write_text(f'server_name: n{i}\nlisten: {self.hosts[i]}:{self.ports[i]}\nmax_payload: {MAX_PAYLOAD}\n{pings}'
                             f'jetstream {{ store_dir: "{root / f"n{i}"}" }}\n'
-                            f"cluster {{ name: envk, listen: 127.0.0.1:{routes[i]}, routes: [{others}] }}\n{auth_config()}")
+                            f"cluster {{ name: envk, listen: {self.hosts[i]}:{routes[i]}, routes: [{others}] }}\n{auth_config()}")
             with open(root / f"n{i}.log", "ab") as logf:
-                self.procs.append(subprocess.Popen([find_server_binary(), "-c", str(conf)], stdout=logf, stderr=logf,
+                self.procs.append(subprocess.Popen([*(wrap(i) if wrap else []), find_server_binary(), "-c", str(conf)], stdout=logf, stderr=logf,
                                                    stdin=subprocess.DEVNULL, preexec_fn=_dies_with_parent()))  # type: ignore[arg-type]
-        self.url = ",".join(f"nats://127.0.0.1:{p}" for p in self.ports)
+        self.url = ",".join(f"nats://{h}:{p}" for h, p in zip(self.hosts, self.ports, strict=True))
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         """Wait until the cluster answers JetStream requests (it has elected a meta leader)."""
-        import asyncio
-
-        import nats
-
-        async def noop(_exc: Exception) -> None:
-            pass
-
-        async def ready() -> None:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    nc = await nats.connect(self.url.split(","), connect_timeout=2, allow_reconnect=False, error_cb=noop)
-                    try:
-                        await nc.jetstream().account_info()
-                        return
-                    finally:
-                        await nc.close()
-                except Exception as exc:  # noqa: BLE001 - not formed yet
-                    if time.monotonic() > deadline:
-                        raise ServerError(f"the cluster at {self.url} is not ready after {timeout} s: {exc}") from None
-                    await asyncio.sleep(0.3)
-
-        asyncio.run(ready())
+        wait_cluster_ready(self.url, timeout)
 
     def kill(self, i: int) -> None:
         """SIGKILL node ``i`` (it stays down)."""
@@ -244,3 +231,32 @@ class LocalCluster:
                     p.wait(10)
                 except subprocess.TimeoutExpired:
                     p.kill()
+
+
+def wait_cluster_ready(url: str, timeout: float = 60.0) -> None:
+    """Wait until the servers at ``url`` (comma-separated) answer JetStream requests (a meta leader is elected)."""
+    import asyncio
+
+    import nats
+
+    from .bus import credentials
+
+    async def noop(_exc: Exception) -> None:
+        pass
+
+    async def ready() -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                nc = await nats.connect(url.split(","), connect_timeout=2, allow_reconnect=False, error_cb=noop, **credentials())
+                try:
+                    await nc.jetstream().account_info()
+                    return
+                finally:
+                    await nc.close()
+            except Exception as exc:  # noqa: BLE001 - not formed yet
+                if time.monotonic() > deadline:
+                    raise ServerError(f"the cluster at {url} is not ready after {timeout} s: {exc}") from None
+                await asyncio.sleep(0.3)
+
+    asyncio.run(ready())

@@ -170,6 +170,51 @@ def test_a_worker_killed_mid_run_loses_nothing(envk, nats_server: str, wait_for_
     assert rows(run_dir) == rows(clean.dir)
 
 
+SLOW_OPENS = """
+import asyncio, sys
+from envkernel_bus import Bus
+from envkernel.sandbox import SandboxService
+
+class SlowToOpen:  # a runner still starting the sandbox when its process is killed (a slow container start)
+    async def open(self, env, seed):
+        await asyncio.sleep(600)
+
+async def main():
+    svc = SandboxService(await Bus.connect(sys.argv[1]), "slowopen", SlowToOpen())
+    await svc.start()
+    print("serving", flush=True)
+    await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+async def test_an_open_in_flight_to_a_process_that_dies_fails_at_once(nats_server: str) -> None:
+    """The process that took an open is killed (SIGKILL) before it answers: the open fails within seconds
+    as a SandboxError (infra: the rollout is retried elsewhere), not after its 15 s timeout."""
+    from envkernel.errors import SandboxError
+    from envkernel.sandbox import open_sandbox
+    from envkernel_sample import shop_env
+
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", SLOW_OPENS, nats_server, stdout=asyncio.subprocess.PIPE)
+    bus = await Bus.connect(nats_server)
+    try:
+        assert proc.stdout is not None and (await asyncio.wait_for(proc.stdout.readline(), 30)).strip() == b"serving"
+        opening = asyncio.ensure_future(open_sandbox(bus, "slowopen", shop_env(), timeout=15))
+        await asyncio.sleep(1.0)
+        assert not opening.done()
+        proc.kill()
+        t0 = time.monotonic()
+        with pytest.raises(SandboxError, match="no sandbox from runner 'slowopen': the process that took .* is gone"):
+            await opening
+        assert time.monotonic() - t0 < 6
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        await proc.wait()
+        await bus.close()
+
+
 def test_a_worker_stops_on_sigterm_while_its_server_is_down(envk, own_server, wait_for_log) -> None:
     server, url = own_server()
     log = envk.cwd / "w.log"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import ssl
 import time
@@ -26,6 +27,8 @@ log = structlog.get_logger("envkernel.bus")
 MSG_ID = "Nats-Msg-Id"
 """JetStream de-duplication header."""
 MAX_DELIVER = 5
+CLAIM_HEADER = "Envk-Claim"
+"""Header of a :meth:`Bus.request_claimed` request: the inbox its taker names itself on."""
 """Deliveries JetStream makes of one event to the bus's durable consumers."""
 
 
@@ -366,6 +369,51 @@ class Bus:
                     pass
         finally:
             reply.cancel()
+
+    async def claim(self, msg: Any, alive: str) -> None:
+        """Tell the client of a :meth:`request_claimed` request that this process took it (``alive`` is the
+        subject this process answers while it lives, :meth:`serve_alive`)."""
+        to = (msg.headers or {}).get(CLAIM_HEADER)
+        if to:
+            await self.nc.publish(to, alive.encode())
+
+    async def request_claimed(self, subject: str, data: bytes, timeout: float, every: float = 2.0) -> Any:
+        """A core request to a queue group whose taker says who it is (:meth:`claim`), so that it fails at
+        once with :class:`ResponderGone` when the taker dies before it answers (a kill -9 mid-open), instead
+        of waiting out ``timeout``: once claimed, the taker's liveness subject is pinged every ``every`` s."""
+        inbox, taker = self.nc.new_inbox(), asyncio.get_running_loop().create_future()
+
+        async def on_claim(m: Any) -> None:
+            if not taker.done():
+                taker.set_result(m.data.decode())
+
+        sub = await self.nc.subscribe(inbox, cb=on_claim)
+        reply = asyncio.ensure_future(self.nc.request(subject, data, timeout=timeout, headers={CLAIM_HEADER: inbox}))
+        watch = asyncio.ensure_future(self._gone(subject, taker, every))
+        try:
+            await asyncio.wait({reply, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if reply.done() or not watch.done():
+                return await reply
+            raise ResponderGone(watch.result())
+        finally:
+            for f in (reply, watch, taker):
+                f.cancel()
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def _gone(self, subject: str, taker: asyncio.Future[str], every: float) -> str:
+        """Why the taker of ``subject`` is gone, once it is (it never returns while the taker lives)."""
+        alive, reconnects = await taker, self.reconnects
+        while True:
+            await asyncio.sleep(every)
+            if self.reconnects != reconnects or self._down_since is not None:
+                return f"the connection to NATS dropped while {subject} was pending: the request may be lost"
+            try:
+                await self.nc.request(alive, b"", timeout=every)
+            except NoRespondersError:
+                return f"the process that took {subject} is gone (nothing answers {alive})"
+            except Exception:  # noqa: BLE001 - busy or slow, not gone: keep waiting
+                pass
 
     async def pull(self, durable: str, filter_subject: str, *, ack_wait: float = 600.0, max_ack_pending: int = 20000) -> JetStreamContext.PullSubscription:
         """Bind (creating if needed) a durable pull consumer on the stream."""

@@ -171,6 +171,12 @@ class Bus:
         past ``ENVKERNEL_BUS_LOST_SECONDS``, or JetStream's store is full. :attr:`lost` says why."""
         self._closed_callbacks.append(callback)
 
+    def hurry(self, seconds: float) -> None:
+        """Shutting down (a run stopped by a signal or a fault): from now on wait at most about ``seconds`` for the
+        bus (a PubAck, a reconnect) instead of the whole lost-bus limit; a bus down longer than that is lost."""
+        self.ack_timeout = min(self.ack_timeout, seconds)
+        self._lost_after = min(self._lost_after, seconds)
+
     def give_up(self, reason: str) -> None:
         """Declare the bus lost (once): set :attr:`lost` and call the ``on_closed`` callbacks."""
         if self.lost:

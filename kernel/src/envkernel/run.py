@@ -265,6 +265,8 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         raise
     finally:
         coord.done.set()  # record nothing more: the summary and the files must agree
+        if aborted:  # a signal or a fault: do not wait the whole lost-bus limit for a server that may be gone
+            bus.hurry(5.0)
         on_signals(None)
         if watchdog is not None:
             watchdog.cancel()

@@ -696,7 +696,10 @@ class Executor:
 
     def _serialize(self):
         if hasattr(self.conn, "serialize"):
-            return self.conn.serialize()
+            try:
+                return self.conn.serialize()
+            except sqlite3.OperationalError:  # an empty database (a workspace without an app) has no page to serialize
+                pass
         copy = sqlite3.connect(":memory:", check_same_thread=False)
         with self.internal():
             self.conn.backup(copy)

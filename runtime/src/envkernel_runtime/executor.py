@@ -595,7 +595,8 @@ class Executor:
         timeout = _timeout(req.get("timeout"), DEFAULT_CALL_TIMEOUT)
 
         saved = self._counters()
-        files = _workspace_capture(_WORKSPACE[0], _CALL_WORKSPACE_BYTES, _CALL_WORKSPACE_ENTRIES, quiet=True)
+        # a workspace's tools check before they write, so a failed call leaves the tree as it was: no copy per call
+        files = None if self.workspace_kind else _workspace_capture(_WORKSPACE[0], _CALL_WORKSPACE_BYTES, _CALL_WORKSPACE_ENTRIES, quiet=True)
         self._sql(f"SAVEPOINT {_SAVEPOINT}")
         failure: dict | None = None
         data = b""

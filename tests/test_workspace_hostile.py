@@ -145,3 +145,15 @@ async def test_background_processes_do_not_outlive_the_call(pair):
         host = subprocess.run(["pgrep", "-f", "^sleep 41[789]"], capture_output=True, text=True)
         assert host.stdout.strip() == "", f"left running on the host: {host.stdout}"
     await both_answer(attacked, benign)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_shell_has_its_tools_and_the_diff_sees_its_work(pair):
+    _kind, attacked, benign = pair
+    out = await sh(benign, "git init -q && git add -A && git commit -qm init && git log --format=%s && "
+                           "sqlite3 db.sqlite 'create table t(x); insert into t values (42); select x from t' && "
+                           "python3 -c 'import json; print(json.dumps([1]))' && echo done > done.txt")  # fmt: skip
+    assert out["stdout"].splitlines() == ["init", "42", "[1]"], out
+    rows = {r["path"]: r for r in (await benign.state())["workspace"]}
+    assert rows["done.txt"]["change"] == "added" and rows["done.txt"]["text"] == "done\n"
+    assert rows["db.sqlite"]["data"] and any(p.startswith(".git/") for p in rows)

@@ -599,7 +599,12 @@ def apply_final(env, rows, tables=None):
 
 def run_check(env, script, transcript=None, timeout=20.0):
     """Run ``grade(transcript, workspace_path)`` from ``script`` in a forked child; returns
-    ``{"scores": {criterion: score}}`` or ``{"error": ...}`` (never raises for the script's faults)."""
+    ``{"scores": {criterion: score}}`` or ``{"error": ...}`` (never raises for the script's faults).
+    A ``grade`` with a third parameter also gets the app's tables: ``{table: [row, ...]}``."""
+    tables = {}
+    for r in env.db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall():
+        q = '"' + r["name"].replace('"', '""') + '"'
+        tables[r["name"]] = env.db.execute(f"SELECT * FROM {q} ORDER BY rowid").fetchall()  # noqa: S608
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: run the check, write one JSON line, exit without returning
@@ -608,7 +613,9 @@ def run_check(env, script, transcript=None, timeout=20.0):
             os.close(rfd)
             scope = {"__name__": "envkernel_check", "__builtins__": __builtins__}
             exec(compile(script, "check.py", "exec"), scope)  # noqa: S102 - inside the sandbox
-            scores = scope["grade"](transcript or [], _State.root)
+            grade = scope["grade"]
+            wants_state = grade.__code__.co_argcount >= 3
+            scores = grade(transcript or [], _State.root, tables) if wants_state else grade(transcript or [], _State.root)
             clean = {str(k): float(v) for k, v in dict(scores).items()}
             payload = {"scores": clean}
         except BaseException as exc:  # noqa: BLE001 - reported to the parent

@@ -5,7 +5,7 @@ Components:
 - synthesizer ``workspace`` (``--source workspace`` or ``workspace:ledger,logs``): ``variants``
   seeded variants of each archetype in :mod:`envkernel_workspace.archetypes` (ledger
   reconciliation, inbox triage, a failing test, a key rotation, a log summary, a downloads
-  clean-up), each a folder tree with distractors, run by the executor's workspace kind;
+  clean-up, a SQLite CRM app fed from a CSV export), each a folder tree with distractors, run by the executor's workspace kind;
 - synthesizer ``pinchbench`` (``--source pinchbench:PATH``): one environment per PinchBench task
   file (:mod:`envkernel_workspace.pinchbench`); tasks graded only by an LLM judge are imported
   only when ``judge`` is set, and counted apart (``skipped`` of the first environment);
@@ -94,7 +94,7 @@ class WorkspaceSynthesizer:
                 v = make_variant(archetype, seed)
                 envs.append(workspace_env(
                     f"ws-{archetype}-{i + 1}{suffix}", f"{v.name} #{i + 1}", files=v.files, setup=v.setup, description=v.description,
-                    domain=v.category,
+                    domain=v.category, app_source=v.app_source, app_tools=v.app_tools, seed_sql=v.seed_sql,
                     provenance=Provenance(source_kind="workspace", source=archetype, plugin="workspace", plugin_version=_version(), seed=seed),
                 ))  # fmt: skip
         return envs
@@ -198,8 +198,13 @@ class PinchBenchExporter:
         out.mkdir(parents=True, exist_ok=True)
         from envkernel_runtime.envdir import write_atomic  # noqa: PLC0415
 
-        write_atomic(out / f"task_{task.id}.md", export_task(task, env))
         self._done.add(task.id)
+        try:
+            text = export_task(task, env)
+        except PinchBenchError as exc:  # e.g. a task of an app environment: the format cannot carry it
+            ctx.log.warning("task not exported to pinchbench", task=task.id, reason=str(exc))
+            return
+        write_atomic(out / f"task_{task.id}.md", text)
 
     async def finish(self, ctx: Any) -> None:
         """Nothing to flush (each file is written whole)."""

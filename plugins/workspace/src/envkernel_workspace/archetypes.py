@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from envkernel_kit.workspace import GIT_INIT
-from envkernel_schemas import ToolCall
+from envkernel_schemas import ToolCall, ToolSpec
 
 __all__ = ["ARCHETYPES", "Variant", "make_variant"]
 
@@ -41,10 +41,13 @@ class Variant:
     answer: str
     setup: list[str] = field(default_factory=list)
     category: str = "file_ops"
+    app_source: str = ""
+    app_tools: list[ToolSpec] = field(default_factory=list)
+    seed_sql: str = ""
 
 
-def _call(name: str, **arguments: Any) -> ToolCall:
-    return ToolCall(name=name, arguments=arguments)
+def _call(tool: str, /, **arguments: Any) -> ToolCall:
+    return ToolCall(name=tool, arguments=arguments)
 
 
 def _check(constants: dict[str, Any], body: str) -> str:
@@ -463,8 +466,120 @@ def downloads(rng: random.Random, fake: Any) -> Variant:
                    request, calls, check, f"Sorted {len(dest)} files and removed the duplicate {dup}.", category="organisation")
 
 
+# --------------------------------------------------------------------------- 7. a CRM app (SQLite) fed from a CSV export
+
+
+CRM_APP = '''
+# ruff: noqa: F821  (ToolError is injected by the executor)
+STATUSES = ("lead", "qualified", "customer", "lost")
+
+
+def find_contacts(env, query=""):
+    """Contacts whose name, email or company contains query (all when empty)."""
+    q = "%" + query.lower() + "%"
+    return env.db.execute("SELECT * FROM contacts WHERE lower(name) LIKE ? OR lower(email) LIKE ? OR lower(company) LIKE ? ORDER BY id",
+                          (q, q, q)).fetchall()
+
+
+def update_contact(env, contact_id, status):
+    """Set a contact's status."""
+    if status not in STATUSES:
+        raise ToolError("invalid", f"status must be one of {', '.join(STATUSES)}")
+    if env.db.execute("SELECT 1 FROM contacts WHERE id = ?", (contact_id,)).fetchone() is None:
+        raise ToolError("not_found", f"no contact {contact_id!r}; use find_contacts to look it up")
+    env.db.execute("UPDATE contacts SET status = ? WHERE id = ?", (status, contact_id))
+    return env.db.execute("SELECT * FROM contacts WHERE id = ?", (contact_id,)).fetchone()
+
+
+def add_contact(env, name, email, company):
+    """Add a contact with status 'lead'."""
+    if env.db.execute("SELECT 1 FROM contacts WHERE lower(email) = lower(?)", (email,)).fetchone():
+        raise ToolError("conflict", f"{email} is already a contact; update it instead")
+    cid = env.new_id("con")
+    env.db.execute("INSERT INTO contacts (id, name, email, company, status) VALUES (?, ?, ?, ?, 'lead')", (cid, name, email, company))
+    return env.db.execute("SELECT * FROM contacts WHERE id = ?", (cid,)).fetchone()
+'''
+
+_S = {"type": "string"}
+CRM_TOOLS = [
+    ToolSpec(name="find_contacts", description="CRM: contacts whose name, email or company contains the query (all when empty).",
+             parameters={"type": "object", "properties": {"query": _S}, "required": []}),
+    ToolSpec(name="update_contact", description="CRM: set a contact's status (lead, qualified, customer, lost).", mutates=True,
+             parameters={"type": "object", "properties": {"contact_id": _S, "status": {"type": "string", "enum": ["lead", "qualified", "customer", "lost"]}},
+                         "required": ["contact_id", "status"]}),
+    ToolSpec(name="add_contact", description="CRM: add a contact (status lead).", mutates=True,
+             parameters={"type": "object", "properties": {"name": _S, "email": _S, "company": _S}, "required": ["name", "email", "company"]}),
+]  # fmt: skip
+
+
+def _sql(v: Any) -> str:
+    return "'" + str(v).replace("'", "''") + "'"
+
+
+def crm(rng: random.Random, fake: Any) -> Variant:
+    """Update a SQLite CRM app from a trade-show lead export, by the rules, and write the follow-ups."""
+    threshold = rng.choice([5000, 10000, 20000])
+    contacts = []
+    for i in range(rng.randint(7, 10)):
+        contacts.append({"id": f"con_{i + 101:04d}", "name": fake.unique.name(), "email": fake.unique.company_email(),
+                         "company": fake.company(), "status": rng.choice(["lead", "lead", "customer", "lost"])})
+    leads = []
+    known = rng.sample(contacts, 4)
+    for c in known:
+        leads.append({"name": c["name"], "email": c["email"], "company": c["company"], "budget": rng.choice([threshold // 2, threshold * 2, threshold + 500])})
+    for _ in range(rng.randint(2, 3)):
+        leads.append({"name": fake.unique.name(), "email": fake.unique.company_email(), "company": fake.company(), "budget": rng.randint(1000, 40000)})
+    rng.shuffle(leads)
+    by_email = {c["email"]: c for c in contacts}
+    final = {c["id"]: dict(c) for c in contacts}
+    calls = [_call("read", path="RULES.md"), _call("read", path="exports/tradeshow_leads.csv"), _call("find_contacts", query="")]
+    new = []
+    for lead in leads:
+        c = by_email.get(lead["email"])
+        if c is None:
+            new.append(lead)
+            calls.append(_call("add_contact", name=lead["name"], email=lead["email"], company=lead["company"]))
+        elif lead["budget"] >= threshold and c["status"] in ("lead", "lost"):
+            final[c["id"]]["status"] = "qualified"
+            calls.append(_call("update_contact", contact_id=c["id"], status="qualified"))
+    followups = "# Follow-ups\n\n" + "".join(f"- {lead['name']} ({lead['company']})\n" for lead in sorted(new, key=lambda x: x["name"]))
+    calls.append(_call("write", path="followups.md", content=followups))
+    seed_sql = ("CREATE TABLE contacts (id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL UNIQUE, company TEXT NOT NULL, "
+                "status TEXT NOT NULL CHECK (status IN ('lead', 'qualified', 'customer', 'lost')));\n"
+                + "".join(f"INSERT INTO contacts VALUES ({', '.join(_sql(c[k]) for k in ('id', 'name', 'email', 'company', 'status'))});\n" for c in contacts))  # fmt: skip
+    files = {
+        "exports/tradeshow_leads.csv": _csv([["name", "email", "company", "budget_eur"]] + [[x["name"], x["email"], x["company"], x["budget"]] for x in leads]),
+        "RULES.md": (f"# Trade-show leads\n\nFor every row of exports/tradeshow_leads.csv:\n\n"
+                     f"- already in the CRM (same email) with a budget of at least {threshold} EUR: set it to `qualified`, "
+                     "unless it is a `customer` already (never downgrade a customer)\n"
+                     "- already in the CRM with a smaller budget: leave it\n"
+                     "- not in the CRM: add it, and list it in followups.md as `- Name (Company)`, sorted by name\n"),
+        "exports/newsletter_signups.csv": _csv([["email"]] + [[fake.free_email()] for _ in range(5)]),  # distractor
+        "notes/crm-cleanup.md": f"Ideas for later: {fake.sentence()}\n",
+    }  # fmt: skip
+    want = {cid: c["status"] for cid, c in final.items()}
+    check = _check({"STATUS": want, "NEW": {x["email"]: x["name"] for x in new}, "FOLLOWUPS": followups}, """
+        def grade(transcript, workspace_path, state=None):
+            import os
+            rows = (state or {}).get("contacts", [])
+            by_id = {r["id"]: r for r in rows}
+            emails = {r["email"]: r for r in rows}
+            path = os.path.join(workspace_path, "followups.md")
+            text = open(path, encoding="utf-8").read() if os.path.isfile(path) else ""
+            touched = bool(text) or any(by_id.get(k, {}).get("status") != v for k, v in STATUS.items()) or any(e in emails for e in NEW)
+            return {"statuses_right": 1.0 if touched and all(by_id.get(k, {}).get("status") == v for k, v in STATUS.items()) else 0.0,
+                    "new_leads_added": 1.0 if NEW and all(e in emails and emails[e]["status"] == "lead" for e in NEW) else 0.0,
+                    "followups_written": 1.0 if text.strip() == FOLLOWUPS.strip() else 0.0}
+    """)
+    request = rng.choice(["Work through the trade-show lead export and update the CRM the way RULES.md describes, then write the follow-up list.",
+                          "We got leads from the trade show (exports/). Please process them into the CRM per RULES.md and prepare followups.md."])
+    return Variant("crm", "trade-show leads into the CRM", "A CRM app (SQLite) with a folder of exports and rules.", files, request,
+                   calls, check, f"Updated the CRM and listed {len(new)} new leads in followups.md.", category="crm",
+                   app_source=CRM_APP, app_tools=list(CRM_TOOLS), seed_sql=seed_sql)
+
+
 ARCHETYPES: dict[str, Callable[[random.Random, Any], Variant]] = {
-    "ledger": ledger, "inbox": inbox, "fixtest": fixtest, "rotate": rotate, "logs": logs, "downloads": downloads,
+    "ledger": ledger, "inbox": inbox, "fixtest": fixtest, "rotate": rotate, "logs": logs, "downloads": downloads, "crm": crm,
 }
 """Archetype name -> template."""
 

@@ -151,6 +151,8 @@ def export_task(task: Task, env: EnvSpec, *, category: str = "", timeout_seconds
     b = env.behaviour
     if not isinstance(b, WorkspaceBehaviour) or not task.outcome.check:
         raise PinchBenchError(f"task {task.id} is not a workspace task with a check script; only those can be exported")
+    if b.source:
+        raise PinchBenchError(f"task {task.id} uses an app (SQLite tools) of environment {env.id}; PinchBench has no place for one")
     meta = {
         "id": f"task_{task.id}", "name": env.name, "category": category or env.domain or "workspace", "grading_type": "automated",
         "timeout_seconds": timeout_seconds,

@@ -23,7 +23,6 @@ import json
 from typing import Any
 
 import msgspec
-import structlog
 from envkernel_runtime import workspace as _ws
 from envkernel_schemas import (
     EnvSpec,
@@ -52,8 +51,6 @@ __all__ = [
     "verify_workspace",
     "workspace_env",
 ]
-
-log = structlog.get_logger("envkernel.workspace")
 
 TABLE = _ws.TABLE
 """The key of the workspace diff in a state dump (``final_state["workspace"]``)."""

@@ -35,7 +35,7 @@ from envkernel_schemas import EnvRequested, EnvSpec, GroupScored, Provenance, Ta
 from .archetypes import ARCHETYPES, make_variant
 from .pinchbench import PinchBenchError, export_task, judge_only, parse_task, task_files
 
-__all__ = ["ARCHETYPES", "PinchBenchSynthesizer", "PinchBenchExporter", "WorkspaceSampler", "WorkspaceSettings",
+__all__ = ["ARCHETYPES", "PinchBenchSettings", "PinchBenchSynthesizer", "PinchBenchExporter", "WorkspaceSampler", "WorkspaceSettings",
            "WorkspaceSynthesizer", "make_variant"]
 
 

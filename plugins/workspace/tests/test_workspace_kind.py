@@ -140,3 +140,14 @@ async def test_the_check_runs_in_a_sandbox_over_the_rebuilt_final_workspace(sand
     finally:
         await runner.aclose()
     assert [t.name for t in claw_tools()] == ["read", "write", "edit", "apply_patch", "list", "glob", "grep", "exec"]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_big_diff_keeps_hashes_past_its_content_budget(sandbox):
+    sb, seed = sandbox
+    await sb.restore(seed)
+    assert (await call(sb, "exec", command="for i in 1 2 3 4 5 6; do head -c 1000000 /dev/urandom > blob$i; done")).value["exit_code"] == 0
+    rows = [r for r in (await sb.state())[TABLE] if r["path"].startswith("blob")]
+    carried = [r for r in rows if r["data"]]
+    assert len(rows) == 6 and 1 <= len(carried) <= 4 and all(len(r["sha256"]) == 64 and r["size"] == 1000000 for r in rows)
+    await sb.restore(seed)

@@ -36,6 +36,8 @@ TEXT_LIMIT = 64 * 1024
 """Files up to this size that decode as UTF-8 carry their text in the diff."""
 DATA_LIMIT = 1 << 20
 """Other changed files up to this size carry their bytes (base64), so the final tree can be rebuilt."""
+DIFF_BUDGET = 4 << 20
+"""Bytes of content one diff carries in all (events stay well under the bus's 8 MiB); past it, rows keep only their hash."""
 OUTPUT_LIMIT = 64 * 1024
 """Bytes of stdout and of stderr an ``exec`` returns (the rest is counted and dropped)."""
 READ_LIMIT = 2000
@@ -233,11 +235,12 @@ def scan(root: str) -> dict:
 def diff(root: str | None = None, baseline: dict | None = None) -> list:
     """The workspace's change since load: one row per file added, changed or removed, sorted by
     path: ``path``, ``change``, ``sha256``, ``size``, ``text`` (small UTF-8 files), ``data`` (base64 of
-    other files up to 1 MiB), ``link`` (a symlink's target)."""
+    other files up to 1 MiB), ``link`` (a symlink's target). At most 4 MiB of content in all."""
     root = root or _State.root
     base = _State.baseline if baseline is None else baseline
     now = scan(root)
     rows = []
+    budget = DIFF_BUDGET
     for path in sorted(set(base) | set(now)):
         old, new = base.get(path), now.get(path)
         if old == new:
@@ -247,7 +250,8 @@ def diff(root: str | None = None, baseline: dict | None = None) -> list:
             continue
         row = {"path": path, "change": "added" if old is None else "changed", "sha256": new[0], "size": new[1],
                "text": None, "data": None, "link": new[2]}
-        if new[2] is None and new[1] <= DATA_LIMIT:
+        if new[2] is None and new[1] <= min(DATA_LIMIT, budget):
+            budget -= new[1]
             with open(os.path.join(root, path), "rb") as f:
                 data = f.read()
             try:

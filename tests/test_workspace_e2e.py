@@ -92,3 +92,15 @@ def test_variants_are_deterministic_distinct_and_bad_files_are_explained(tmp_pat
     bad.write_text("---\nid: t\nworkspace_files:\n  - path: ../escape\n    content: x\n---\n\n## Prompt\n\nDo it.\n\n## Automated Checks\n\n```python\ndef grade(t, w):\n    return {}\n```\n")
     with pytest.raises(PinchBenchError, match="relative path"):
         parse_task(bad)
+
+
+def test_the_export_command_writes_the_same_files_from_a_finished_run(run, tmp_path):
+    envk, folder = run
+    proc = envk("workspace", "export", str(folder.dir), "--out", str(tmp_path / "pb"))
+    assert proc.returncode == 0, proc.stderr
+    exported = sorted(p.name for p in (folder.dir / "pinchbench").glob("task_*.md"))
+    assert sorted(p.name for p in (tmp_path / "pb").glob("task_*.md")) == exported
+    assert all((tmp_path / "pb" / n).read_text() == (folder.dir / "pinchbench" / n).read_text() for n in exported)
+    assert "uses an app" in proc.stderr  # the crm task: the format has no place for its app
+    bad = envk("workspace", "export", str(tmp_path))
+    assert bad.returncode == 2 and "tasks.jsonl" in bad.stderr

@@ -211,6 +211,14 @@ class PinchBenchExporter:
 
 
 @hookimpl
+def register_commands(cli: Any) -> None:
+    """Add ``envkernel workspace export RUN_DIR`` (a finished run's workspace tasks as PinchBench files)."""
+    from .cli import add_commands  # noqa: PLC0415 - only when the CLI is built
+
+    add_commands(cli)
+
+
+@hookimpl
 def register_synthesizers(register: Any) -> None:
     """Register the ``workspace`` and ``pinchbench`` synthesizers."""
     register("workspace", WorkspaceSynthesizer)

@@ -35,13 +35,14 @@ MAX_PANELS = 8
 """At most this many iterations get a histogram panel per policy (evenly chosen, first and last kept)."""
 
 _HEADER = re.compile(rb"^.*?(?=<svg)", re.S)
+_METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
 
 
 def to_svg(fig: Figure) -> str:
     """The figure as an ``<svg>`` element to put in HTML (no XML declaration; CSS may shrink it to fit)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
-    svg = _HEADER.sub(b"", buf.getvalue(), count=1).decode()
+    svg = _METADATA.sub("", _HEADER.sub(b"", buf.getvalue(), count=1).decode(), count=1)
     return svg.replace("<svg ", '<svg class="chart" ', 1)
 
 

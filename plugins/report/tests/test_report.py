@@ -19,7 +19,9 @@ from click.testing import CliRunner
 from PIL import Image
 
 from envkernel.cli import cli
-from envkernel_report import SECTIONS, NotARunFolder, build_report, load_run, render
+from envkernel_report import build_report
+from envkernel_report.load import NotARunFolder, load_run
+from envkernel_report.page import SECTIONS, render
 from envkernel_report.charts import PALETTE, pick_iterations
 
 ENVKERNEL = str(Path(sys.executable).with_name("envkernel"))

@@ -13,16 +13,18 @@ from __future__ import annotations
 import time
 import webbrowser
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from envkernel.hookspecs import hookimpl
 
-from .load import NotARunFolder, RunData, load_run
-from .page import SECTIONS, render
+if TYPE_CHECKING:
+    from .load import RunData
 
-__all__ = ["SECTIONS", "NotARunFolder", "RunData", "build_report", "load_run", "render"]
+__all__ = ["build_report", "report_cmd"]
+# matplotlib, networkx and jinja2 are imported only when a report is made: loading the plugin
+# (``envkernel --help``, ``envkernel plugins``) must stay cheap.
 
 
 def build_report(run_dir: Path, out: Path | None = None, *, show_progress: bool = True) -> tuple[Path, RunData]:
@@ -36,6 +38,9 @@ def build_report(run_dir: Path, out: Path | None = None, *, show_progress: bool 
     total = sum(p.stat().st_size for p in run_dir.glob("*.jsonl") if p.is_file()) if run_dir.is_dir() else 0
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .load import load_run
+    from .page import render
 
     console = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(), console=console,
@@ -60,6 +65,8 @@ def build_report(run_dir: Path, out: Path | None = None, *, show_progress: bool 
 def report_cmd(run_dir: Path, out: Path | None, open_: bool) -> None:
     """Write one self-contained HTML page of a run folder: yield, rewards, tasks, gate, tool graphs, failures."""
     from envkernel.errors import UsageError
+
+    from .load import NotARunFolder
 
     t0 = time.monotonic()
     try:

@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 from PIL import Image
 
-from envkernel.cli import cli
-from envkernel_report import build_report
+from envkernel.cli import Group
+from envkernel_report import build_report, report_cmd
 from envkernel_report.load import NotARunFolder, load_run
 from envkernel_report.page import SECTIONS, render
 from envkernel_report.charts import PALETTE, pick_iterations
@@ -161,7 +161,9 @@ def test_a_damaged_interrupted_run_folder_gets_a_page_with_notes(run_dir: Path, 
 def test_a_folder_that_is_not_a_run_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "runs" / "20260101-000000-abc").mkdir(parents=True)
     (tmp_path / "runs" / "20260101-000000-abc" / "config.json").write_text("{}")
-    result = CliRunner().invoke(cli, ["report", str(tmp_path / "runs")])
+    group = Group()  # the kernel's command group (its error handling), holding only this command: no plugin loading
+    group.add_command(report_cmd)
+    result = CliRunner().invoke(group, ["report", str(tmp_path / "runs")])
     assert result.exit_code == 2
     assert "is not a run folder" in result.output and "give one of them" in result.output and "20260101-000000-abc" in result.output
     with pytest.raises(NotARunFolder, match="is not a folder: give the folder of one run"):

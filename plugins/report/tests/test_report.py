@@ -140,7 +140,10 @@ def test_a_damaged_interrupted_run_folder_gets_a_page_with_notes(run_dir: Path, 
     (bad / "failures.jsonl").write_text(json.dumps({"plugin": "mysampler", "role": "sampler", "event_kind": "env.verified",
                                                     "classification": "plugin", "error_type": "KeyError", "message": "'x' <b>",
                                                     "traceback": "Traceback ..."}) + "\n")
+    (bad / "envs" / "broken").mkdir()
+    (bad / "envs" / "broken" / "rejected.json").write_text(json.dumps({"reason": "no_tools", "report": {}}))
     out, data = build_report(bad, tmp_path / "out" / "r.html", show_progress=False)
+    assert data.envs["broken"].kept is False and data.rejected["env:no_tools"] == 1
     html = out.read_text()
     p = parse(html)
     assert "notes" in p.ids and set(SECTIONS) <= p.ids
@@ -148,6 +151,7 @@ def test_a_damaged_interrupted_run_folder_gets_a_page_with_notes(run_dir: Path, 
     assert "This run is incomplete" in text and "summary.json is missing" in text
     assert "rollouts.jsonl: 1 line(s) could not be read (first at line 6" in text
     assert "graph.json is missing" in text and "tasks.jsonl is missing" in text
+    assert "env:no_tools" in text and "rejected no_tools" in " ".join(text.split())  # the rejection chart, the env's status
     assert sum(len(v) for v in data.rewards.values()) == 5  # the whole lines are kept
     assert "mutant (from rollouts.jsonl)" in data.reward_curve()
     assert "mysampler" in text and "&#39;x&#39; &lt;b&gt;" in html  # the failures table, escaped

@@ -21,6 +21,7 @@ import asyncio
 import socket
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -28,10 +29,10 @@ import uvicorn
 from envkernel_schemas import EnvSpec
 
 from .app import build_app
-from .catalog import Catalog
+from .catalog import Catalog, load_catalog
 from .sessions import ServeCore, WarmPool
 
-__all__ = ["NatsSandboxes", "Running", "RunnerSandboxes", "ServeSettings", "make_server", "start"]
+__all__ = ["NatsSandboxes", "Running", "RunnerSandboxes", "ServeSettings", "make_server", "serve_local", "start"]
 
 log = structlog.get_logger("envkernel.serve")
 
@@ -195,3 +196,15 @@ def start(catalog: Catalog, source: Any, settings: ServeSettings | None = None, 
             raise RuntimeError(f"envkernel serve did not start within {timeout:g} s")
         time.sleep(0.02)
     return Running(server, core, thread, settings.host, port)
+
+
+def serve_local(target: str | Path, *, tasks: str | Path | None = None, runner: str = "process", sets: tuple[str, ...] = (),
+                seed: int | None = None, settings: ServeSettings | None = None) -> Running:
+    """Serve ENV_DIR or RUN_DIR in a background thread, with sandboxes of the runner component ``runner``
+    (``sets``: its settings as ``KEY=VALUE``); what ``envkernel serve`` does, for a notebook or a test."""
+    from envkernel.envcmd import runner_component  # noqa: PLC0415 - the kernel's runner lookup
+
+    catalog = load_catalog(target, tasks, seed)
+    component, runner_settings = runner_component(runner, None, sets)
+    built = component.factory(runner_settings) if component.settings_type is not None else component.factory()
+    return start(catalog, RunnerSandboxes(built), settings or ServeSettings(port=0))

@@ -56,7 +56,7 @@ def serve_command() -> Any:
         import asyncio
 
         from .catalog import CatalogError, load_catalog
-        from .server import NatsSandboxes, RunnerSandboxes, ServeSettings, make_server
+        from .server import NatsSandboxes, RunnerSandboxes, ServeSettings, bind, make_server
 
         if max_steps < 1 or warm < 0 or not 0.0 <= tau <= 1.0:
             raise UsageError("--max-steps must be at least 1, --warm at least 0 and --tau in [0, 1]")
@@ -70,11 +70,22 @@ def serve_command() -> Any:
             built = component.factory(settings) if component.settings_type is not None else component.factory()
         source: Any = RunnerSandboxes(built) if nats_url is None else NatsSandboxes(nats_url, runner, built)
         opts = ServeSettings(host=host, port=port, max_steps=max_steps, tau=tau, warm=warm, max_message_mb=max_message_mb)
+        try:
+            sock = bind(host, port)
+        except OSError as exc:
+            raise UsageError(f"cannot listen on {host}:{port}: {exc}; pick another --port (0: any free one)") from None
+        port = sock.getsockname()[1]
         server, _core = make_server(catalog, source, opts)
         skipped = f", {len(catalog.skipped)} task lines skipped (see the log)" if catalog.skipped else ""
         click.echo(f"serving {', '.join(catalog.envs)} ({len(catalog.tasks)} tasks{skipped}) at http://{host}:{port} "
                    f"from {runner!r} sandboxes: OpenEnv on ws://{host}:{port}/ws, MCP on http://{host}:{port}/mcp; Ctrl-C stops", err=True)
-        asyncio.run(server.serve())
+        import signal
+
+        for sig in (signal.SIGINT, signal.SIGTERM):  # uvicorn stops on these, then re-raises them: exit 0, not a kill
+            signal.signal(sig, lambda *_: None)
+        asyncio.run(server.serve(sockets=[sock]))
+        if not server.started:
+            raise SystemExit(3)  # the lifespan failed (a runner that cannot open a sandbox): uvicorn logged why
 
     return serve_cmd
 

@@ -12,9 +12,10 @@ Routes (one Starlette app, served by uvicorn):
   "data": {"message", "code"}}``. Each connection is one session with its own sandbox. Messages are
   not size-capped by default (``max_message_mb``), so a large observation arrives whole.
 * ``POST/GET/DELETE /mcp``: the official ``mcp`` server over streamable HTTP: ``tools/list`` and
-  ``tools/call``. Each MCP session (or each ``X-Envkernel-Session`` header value) gets its own
-  sandbox at the seed state of the default environment; it is closed when the session has been
-  idle for ``mcp_idle_seconds``.
+  ``tools/call``. Each MCP session (its ``mcp-session-id``, or an ``X-Envkernel-Session`` header
+  value) gets its own sandbox at the seed state of the default environment; it is closed when the
+  session has been idle for ``mcp_idle_seconds``. Requests with neither (a stateless client) share
+  one sandbox.
 """
 
 from __future__ import annotations
@@ -117,9 +118,12 @@ class _McpSessions:
         self.by_key: dict[Any, Episode] = {}
 
     def key(self, ctx: Any) -> Any:
-        request = getattr(ctx, "request", None)
-        header = request.headers.get(SESSION_HEADER) if request is not None and hasattr(request, "headers") else None
-        return ("header", header) if header else ("mcp", id(ctx.session))
+        """``X-Envkernel-Session``, else the MCP session id (``mcp-session-id``), else one shared session."""
+        headers = getattr(getattr(ctx, "request", None), "headers", None) or {}
+        named = headers.get(SESSION_HEADER)
+        if named:
+            return ("header", named)
+        return ("mcp", headers.get("mcp-session-id") or "shared")
 
     def get(self, ctx: Any) -> Episode:
         k = self.key(ctx)

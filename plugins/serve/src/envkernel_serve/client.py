@@ -60,7 +60,7 @@ class Session:
         self.timeout = timeout
         max_size = int(max_message_mb * 1024 * 1024) if max_message_mb > 0 else None
         try:
-            self._ws: SyncConnection | None = connect(self.url, max_size=max_size, open_timeout=timeout, close_timeout=5)
+            self._ws: SyncConnection | None = connect(self.url, max_size=max_size, open_timeout=timeout, close_timeout=5, legacy=True)
         except OSError as exc:
             raise ServeError(f"cannot connect to {self.url}: {exc}; is `envkernel serve` running there?") from None
 

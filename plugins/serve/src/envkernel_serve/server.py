@@ -32,7 +32,7 @@ from .app import build_app
 from .catalog import Catalog, load_catalog
 from .sessions import ServeCore, WarmPool
 
-__all__ = ["NatsSandboxes", "Running", "RunnerSandboxes", "ServeSettings", "make_server", "serve_local", "start"]
+__all__ = ["bind", "NatsSandboxes", "Running", "RunnerSandboxes", "ServeSettings", "make_server", "serve_local", "start"]
 
 log = structlog.get_logger("envkernel.serve")
 
@@ -109,7 +109,15 @@ class NatsSandboxes:
             await self.bus.close()
 
 
-def make_server(catalog: Catalog, source: Any, settings: ServeSettings, sock: socket.socket | None = None) -> tuple[uvicorn.Server, ServeCore]:
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: a free one; read it back with ``getsockname()``)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    return sock
+
+
+def make_server(catalog: Catalog, source: Any, settings: ServeSettings) -> tuple[uvicorn.Server, ServeCore]:
     """A uvicorn server (not started) serving ``catalog`` with sandboxes from ``source``."""
     core = ServeCore(catalog=catalog, pool=WarmPool(source, seed=catalog.seed, keep_idle=settings.keep_idle),
                      max_steps=settings.max_steps, tau=settings.tau)
@@ -170,9 +178,7 @@ class Running:
 def start(catalog: Catalog, source: Any, settings: ServeSettings | None = None, timeout: float = 60.0) -> Running:
     """Start a server in a background thread (port 0 picks a free port) and wait until it serves."""
     settings = settings or ServeSettings(port=0)
-    sock = socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((settings.host, settings.port))
+    sock = bind(settings.host, settings.port)
     port = sock.getsockname()[1]
     server, core = make_server(catalog, source, settings)
     failed: list[BaseException] = []

@@ -241,8 +241,11 @@ class Episode:
             result: ToolResult = await lease.sandbox.call(tool, arguments)
         except Exception as exc:  # the sandbox itself failed (not the tool): a transport error
             lease.broken = True
+            self.lease = None
+            await self.core.pool.release(lease)
             return {"tool_name": tool, "result": None, "ok": False,
-                    "error": {"error_type": "transport_error", "message": f"the sandbox failed: {exc}"}}
+                    "error": {"error_type": "transport_error", "message": f"the sandbox failed: {exc}; the session's next call "
+                              "starts again from the task's initial state (send a reset to start the episode over)"}}
         self.calls.append(CallRecord(call=ToolCall(name=tool, arguments=arguments), result=result, seconds=time.perf_counter() - t0))
         if result.ok:
             return {"tool_name": tool, "result": result.value, "ok": True, "error": None}
@@ -281,11 +284,10 @@ class Episode:
         """The task's check on what the session did so far (None without a task)."""
         if self.task is None:
             return None
-        final_state: dict[str, Any] = {}
+        final_state: dict[str, list[dict[str, Any]]] = {}
         if self.task.outcome.mutates and self.lease is not None:
-            final_state = await self.lease.sandbox.state()
-        traj = Trajectory(task_id=self.task.id, policy="serve", calls=self.calls, final_answer=self.answer,
-                          final_state=msgspec.convert(final_state, dict[str, list[dict[str, Any]]]) if final_state else {},
+            final_state = msgspec.convert(await self.lease.sandbox.state(), dict[str, list[dict[str, Any]]])
+        traj = Trajectory(task_id=self.task.id, policy="serve", calls=self.calls, final_answer=self.answer, final_state=final_state,
                           format_errors=self.format_errors, termination="answer" if self.answer else "max_turns")
         return score(self.task, traj, tau=self.core.tau, model="serve").score
 

@@ -152,6 +152,10 @@ async def test_mcp_streamable_http_sessions(server: Any) -> None:
 
     with_order, without = await asyncio.gather(session_orders(True), session_orders(False))
     assert with_order == without + 1
+    async with streamable_http_client(server.mcp_url + "?env=nope") as streams, ClientSession(streams[0], streams[1]) as s:
+        await s.initialize()
+        wrong = await s.call_tool("list_orders", {"customer_id": "cus_0002"})
+        assert wrong.is_error and "no environment 'nope'" in wrong.content[0].text
 
 
 def test_gymnasium_check_env_and_make(server: Any, run_dir: Path, tasks: list[Task]) -> None:

@@ -13,7 +13,8 @@ Routes (one Starlette app, served by uvicorn):
   not size-capped by default (``max_message_mb``), so a large observation arrives whole.
 * ``POST/GET/DELETE /mcp``: the official ``mcp`` server over streamable HTTP: ``tools/list`` and
   ``tools/call``. Each MCP session (its ``mcp-session-id``, or an ``X-Envkernel-Session`` header
-  value) gets its own sandbox at the seed state of the default environment; it is closed when the
+  value) gets its own sandbox at the seed state of its environment (the ``X-Envkernel-Env`` header
+  or ``?env=ID``; the first served one by default); it is closed when the
   session has been idle for ``mcp_idle_seconds``. Requests with neither (a stateless client) share
   one sandbox.
 """
@@ -46,6 +47,8 @@ log = structlog.get_logger("envkernel.serve")
 
 SESSION_HEADER = "x-envkernel-session"
 """An MCP request header naming the session (its sandbox) explicitly, instead of the MCP session."""
+ENV_HEADER = "x-envkernel-env"
+"""An MCP request header (or the ``env`` query parameter of the URL) choosing the environment of a RUN_DIR."""
 
 _ACTION_SCHEMA = {
     "oneOf": [
@@ -125,11 +128,25 @@ class _McpSessions:
             return ("header", named)
         return ("mcp", headers.get("mcp-session-id") or "shared")
 
+    def env(self, ctx: Any) -> Any:
+        """The environment an MCP request asks for (``X-Envkernel-Env`` or ``?env=``), else the default one."""
+        request = getattr(ctx, "request", None)
+        headers = getattr(request, "headers", None) or {}
+        query = getattr(request, "query_params", None) or {}
+        wanted = headers.get(ENV_HEADER) or query.get("env")
+        if not wanted:
+            return self.core.catalog.default_env
+        env = self.core.catalog.envs.get(wanted)
+        if env is None:
+            raise ActionError(f"no environment {wanted!r} is served here; the environments are: {', '.join(self.core.catalog.envs)}")
+        return env
+
     def get(self, ctx: Any) -> Episode:
-        k = self.key(ctx)
+        env = self.env(ctx)
+        k = (*self.key(ctx), env.id)
         ep = self.by_key.get(k)
         if ep is None:
-            ep = self.by_key[k] = self.core.episode()
+            ep = self.by_key[k] = self.core.episode(env)
         ep.last_used = time.monotonic()
         return ep
 
@@ -144,15 +161,22 @@ class _McpSessions:
 
 
 def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
-    env = core.catalog.default_env
+    cat = core.catalog
 
     async def list_tools(ctx: Any, params: Any) -> mtypes.ListToolsResult:
+        try:
+            env = sessions.env(ctx)
+        except ActionError as exc:
+            raise ValueError(str(exc)) from None
         return mtypes.ListToolsResult(tools=[mtypes.Tool(name=t.name, description=t.description or t.name,
                                                          input_schema=t.parameters or {"type": "object", "properties": {}})
                                              for t in env.tools])
 
     async def call_tool(ctx: Any, params: Any) -> mtypes.CallToolResult:
-        ep = sessions.get(ctx)
+        try:
+            ep = sessions.get(ctx)
+        except ActionError as exc:
+            return mtypes.CallToolResult(content=[mtypes.TextContent(text=str(exc))], is_error=True)
         async with ep.lock:
             try:
                 obs = await ep.call(params.name, dict(params.arguments or {}))
@@ -165,8 +189,10 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
         structured = value if isinstance(value, dict) else {"result": value}
         return mtypes.CallToolResult(content=[mtypes.TextContent(text=text)], structured_content=structured, is_error=not obs["ok"])
 
-    return McpServer("envkernel", version="0.1.0", instructions=f"Tools of the environment {env.id!r} ({env.name}); "
-                     "each MCP session has its own isolated sandbox.", on_list_tools=list_tools, on_call_tool=call_tool)
+    names = ", ".join(cat.envs)
+    return McpServer("envkernel", version="0.1.0", instructions=f"Tools of the environment(s) {names}; each MCP session has its own "
+                     "isolated sandbox (choose the environment with the X-Envkernel-Env header or ?env=).",
+                     on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 def build_app(core: ServeCore, *, host: str = "127.0.0.1", mcp_idle_seconds: float = 600.0,

@@ -140,9 +140,9 @@ class ServeCore:
     live: dict[str, Episode] = field(default_factory=dict)
     _counter: int = 0
 
-    def episode(self) -> Episode:
-        """A new session (it takes a sandbox at its first reset or step)."""
-        ep = Episode(self)
+    def episode(self, env: EnvSpec | None = None) -> Episode:
+        """A new session (it takes a sandbox at its first reset or step); ``env``: its environment when it has no task."""
+        ep = Episode(self, env)
         self.live[ep.session_id] = ep
         return ep
 
@@ -160,8 +160,9 @@ class ServeCore:
 class Episode:
     """One session: a sandbox, the task loaded into it, and the calls made so far."""
 
-    def __init__(self, core: ServeCore) -> None:
+    def __init__(self, core: ServeCore, env: EnvSpec | None = None) -> None:
         self.core = core
+        self.free_env = env
         self.session_id = uuid.uuid4().hex
         self.episode_id: str | None = None
         self.lease: Lease | None = None
@@ -179,6 +180,8 @@ class Episode:
         """The environment of the session (its task's, else the default one)."""
         if self.task is not None:
             return self.core.catalog.envs[self.task.env_id]
+        if self.free_env is not None:
+            return self.free_env
         return self.lease.env if self.lease is not None else self.core.catalog.default_env
 
     @property
@@ -202,7 +205,7 @@ class Episode:
             task = self.core.catalog.task(options, self.core.next_index())
         except CatalogError as exc:
             raise ActionError(str(exc)) from None
-        env = self.core.catalog.envs[task.env_id] if task is not None else self.core.catalog.default_env
+        env = self.core.catalog.envs[task.env_id] if task is not None else (self.free_env or self.core.catalog.default_env)
         fresh = self.lease is None or self.lease.env.id != env.id
         lease = await self._sandbox(env)
         if not fresh and (self.calls or self.episode_id is not None):

@@ -8,7 +8,7 @@ from .roles import (AppliesUpdates, Closes, Finishes, Policy, RewardModel, Sampl
                     ToolEnv, Trainer, Updates, Verifier)
 
 __all__ = ["EnvkernelError", "hookimpl", "AppliesUpdates", "Closes", "Finishes", "Policy", "RewardModel", "Sampler", "SandboxRunner",
-           "SandboxSession", "Synthesizer", "ToolEnv", "Trainer", "Updates", "Verifier", "make"]
+           "SandboxSession", "Synthesizer", "ToolEnv", "Trainer", "Updates", "Verifier"]
 
 
 def __getattr__(name: str) -> object:

@@ -60,6 +60,11 @@ def server(run_dir: Path) -> Any:
     assert not running.thread.is_alive()
 
 
+def server_run_dir(server: Any) -> Path:
+    """The run folder a server serves."""
+    return Path(server.core.catalog.source)
+
+
 def _mutating(tasks: list[Task]) -> Task:
     return next(t for t in tasks if t.outcome.mutates)
 
@@ -241,18 +246,19 @@ def test_trl_environment_factory(server: Any, run_dir: Path, tasks: list[Task]) 
 
 async def test_verl_tool_keyed_by_trajectory(server: Any, tasks: list[Task]) -> None:
     """The verl BaseTool, driven as verl's ToolAgentLoop does (create, execute, release per call): state follows the trajectory."""
-    from envkernel_serve.verl import EnvkernelTool, tool_config
+    from envkernel_serve.verl import EnvkernelTool, dataset_rows, tool_config
 
     config = await asyncio.to_thread(tool_config, server.url)
     tools = {e["tool_schema"]["function"]["name"]: EnvkernelTool(e["config"], e["tool_schema"]) for e in config["tools"]}
     assert tools["create_order"].get_openai_tool_schema().function.name == "create_order"
     task = _mutating(tasks)
-    kw = {"create_kwargs": {"task_id": task.id}}
+    row = next(r for r in dataset_rows(str(server_run_dir(server))) if r["extra_info"]["task_id"] == task.id)
+    assert row["agent_name"] == "tool_agent" and set(row["extra_info"]["tools_kwargs"]) == set(tools)
 
     async def trajectory(request_id: str, calls: list[Any]) -> float | None:
         for call in calls:
             tool = tools[call.name]
-            iid, _ = await tool.create(**kw)
+            iid, _ = await tool.create(**row["extra_info"]["tools_kwargs"][call.name])  # as ToolAgentLoop passes them
             resp, step_reward, metrics = await tool.execute(iid, call.arguments, agent_data=SimpleNamespace(request_id=request_id))
             await tool.release(iid)
             assert metrics["ok"], resp.text

@@ -35,7 +35,7 @@ from typing import Any
 
 from .client import AsyncSession, ServeError
 
-__all__ = ["EnvkernelTool", "ToolResponse", "end_trajectory", "tool_config"]
+__all__ = ["EnvkernelTool", "ToolResponse", "dataset_rows", "end_trajectory", "tool_config"]
 
 try:  # verl's own types when verl is installed
     from verl.tools.base_tool import BaseTool as _Base  # type: ignore[import-not-found]
@@ -206,3 +206,16 @@ def tool_config(url: str) -> dict[str, Any]:
     """verl's tool config (``{"tools": [...]}``, write it as YAML or JSON) with one :class:`EnvkernelTool` per tool of the server."""
     return {"tools": [{"class_name": "envkernel_serve.verl.EnvkernelTool", "config": {"url": url, "type": "native"}, "tool_schema": schema}
                       for schema in _server_schemas(url).values()]}
+
+
+def dataset_rows(run_dir: str, tasks_file: str | None = None) -> list[dict[str, Any]]:
+    """verl dataset rows for a run's tasks: ``prompt``, ``agent_name: tool_agent``, and ``extra_info.tools_kwargs``
+    giving every tool of the task's environment ``create_kwargs: {"task_id": ...}`` (write them to parquet)."""
+    from .catalog import load_catalog  # noqa: PLC0415
+
+    cat = load_catalog(run_dir, tasks_file)
+    return [{"data_source": f"envkernel/{t.env_id}", "agent_name": "tool_agent", "prompt": [{"role": "user", "content": t.request}],
+             "reward_model": {"style": "rule", "ground_truth": t.id},
+             "extra_info": {"task_id": t.id, "need_tools_kwargs": True,
+                            "tools_kwargs": {tool.name: {"create_kwargs": {"task_id": t.id}} for tool in cat.envs[t.env_id].tools}}}
+            for t in cat.tasks]

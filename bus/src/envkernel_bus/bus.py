@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import ssl
 import time
 from collections.abc import Callable
@@ -124,6 +125,21 @@ def connect_hint(exc: BaseException) -> str:
         return ("the server refused the credentials: set the ones it expects (ENVKERNEL_NATS_NKEY_SEED, ENVKERNEL_NATS_TOKEN, "
                 "or ENVKERNEL_NATS_USER and ENVKERNEL_NATS_PASSWORD)")
     return "Is the server running at that address?"
+
+
+SECRET = re.compile(r"(^|_)(api_?key|key|secret|token|password|passwd|credentials?)$", re.I)
+"""Setting names whose values never leave the process (config.json, KV, events, logs)."""
+REDACTED = "<redacted>"
+"""What a secret's value becomes in stored configs; a component never receives it."""
+
+
+def redact(value: Any) -> Any:
+    """Copy of a settings tree with secret values removed (names matching :data:`SECRET`)."""
+    if isinstance(value, dict):
+        return {k: (REDACTED if SECRET.search(k) and v else redact(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
 
 
 def without_secrets(url: str) -> str:

@@ -46,6 +46,7 @@ from .confine import (
     kill_uids,
     owner_stamp,
     protections,
+    start_reaper,
     sweep_folders,
     uid_pool,
 )
@@ -400,6 +401,8 @@ def _empty_folder(folder: str) -> None:
 
 
 _swept: set[str] = set()
+_reapers: dict[str, Any] = {}
+"""Temp folder -> the reaper of this process's sandboxes there (one per process, for as long as it lives)."""
 
 
 class ProcessRunner:
@@ -427,6 +430,9 @@ class ProcessRunner:
 
     async def open(self, env: EnvSpec, seed: int) -> ProcessSession:
         """Start a sandbox, load ``env`` with ``seed`` and return it ready to call."""
+        folder = tempfile.gettempdir()
+        if folder not in _reapers:  # a kill -9 of this process leaves no sandbox folder or cgroup behind
+            _reapers[folder] = start_reaper(folder, host_support())
         session = ProcessSession(self, env, seed)
         self._sessions.add(session)
         await session.start()

@@ -16,7 +16,10 @@ Routes (one Starlette app, served by uvicorn):
   value) gets its own sandbox at the seed state of its environment (the ``X-Envkernel-Env`` header
   or ``?env=ID``; the first served one by default); it is closed when the
   session has been idle for ``mcp_idle_seconds``. Requests with neither (a stateless client) share
-  one sandbox.
+  one sandbox. A session that names a task (the ``X-Envkernel-Task`` header or ``?task=ID``) starts
+  from that task's initial state, and reading its resource ``envkernel://session/state`` (MCP
+  ``resources/read``: not a tool, so a model is never offered it) returns the episode's state with
+  its ``reward``, the task's own check on what the session did.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from .catalog import CatalogError
 from .sessions import ActionError, Episode, ServeCore
 
 __all__ = ["SESSION_HEADER", "build_app"]
@@ -48,6 +52,9 @@ log = structlog.get_logger("envkernel.serve")
 SESSION_HEADER = "x-envkernel-session"
 """An MCP request header naming the session (its sandbox) explicitly, instead of the MCP session."""
 ENV_HEADER = "x-envkernel-env"
+TASK_HEADER = "x-envkernel-task"
+STATE_URI = "envkernel://session/state"
+"""The MCP resource holding a session's state and reward."""
 """An MCP request header (or the ``env`` query parameter of the URL) choosing the environment of a RUN_DIR."""
 
 _ACTION_SCHEMA = {
@@ -141,12 +148,26 @@ class _McpSessions:
             raise ActionError(f"no environment {wanted!r} is served here; the environments are: {', '.join(self.core.catalog.envs)}")
         return env
 
-    def get(self, ctx: Any) -> Episode:
-        env = self.env(ctx)
-        k = (*self.key(ctx), env.id)
+    def task(self, ctx: Any) -> str:
+        """The task an MCP request names (``X-Envkernel-Task`` or ``?task=``), else ``""``."""
+        request = getattr(ctx, "request", None)
+        headers = getattr(request, "headers", None) or {}
+        query = getattr(request, "query_params", None) or {}
+        return str(headers.get(TASK_HEADER) or query.get("task") or "")
+
+    async def get(self, ctx: Any) -> Episode:
+        """The session's episode, made (and its task loaded) at its first request."""
+        task_id = self.task(ctx)
+        env = self.core.catalog.envs[self.core.catalog.task({"task_id": task_id}, 0).env_id] if task_id else self.env(ctx)
+        k = (*self.key(ctx), env.id, task_id)
         ep = self.by_key.get(k)
         if ep is None:
-            ep = self.by_key[k] = self.core.episode(env)
+            ep = self.core.episode(env)
+            if task_id:
+                await ep.reset({"task_id": task_id})
+            if k in self.by_key:  # a concurrent first request of the same session made it meanwhile
+                await ep.close()
+            ep = self.by_key.setdefault(k, ep)
         ep.last_used = time.monotonic()
         return ep
 
@@ -165,8 +186,9 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
 
     async def list_tools(ctx: Any, params: Any) -> mtypes.ListToolsResult:
         try:
-            env = sessions.env(ctx)
-        except ActionError as exc:
+            task_id = sessions.task(ctx)
+            env = cat.envs[cat.task({"task_id": task_id}, 0).env_id] if task_id else sessions.env(ctx)
+        except (ActionError, CatalogError) as exc:
             raise ValueError(str(exc)) from None
         return mtypes.ListToolsResult(tools=[mtypes.Tool(name=t.name, description=t.description or t.name,
                                                          input_schema=t.parameters or {"type": "object", "properties": {}})
@@ -174,8 +196,8 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
 
     async def call_tool(ctx: Any, params: Any) -> mtypes.CallToolResult:
         try:
-            ep = sessions.get(ctx)
-        except ActionError as exc:
+            ep = await sessions.get(ctx)
+        except (ActionError, CatalogError) as exc:
             return mtypes.CallToolResult(content=[mtypes.TextContent(text=str(exc))], is_error=True)
         async with ep.lock:
             try:
@@ -189,10 +211,28 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
         structured = value if isinstance(value, dict) else {"result": value}
         return mtypes.CallToolResult(content=[mtypes.TextContent(text=text)], structured_content=structured, is_error=not obs["ok"])
 
+    async def list_resources(ctx: Any, params: Any) -> mtypes.ListResourcesResult:
+        return mtypes.ListResourcesResult(resources=[mtypes.Resource(
+            uri=STATE_URI, name="session-state", mime_type="application/json",
+            description="This session's episode: task_id, step_count, done and reward (the task's own check).")])
+
+    async def read_resource(ctx: Any, params: Any) -> mtypes.ReadResourceResult:
+        if str(params.uri) != STATE_URI:
+            raise ValueError(f"no resource {params.uri}; the one resource is {STATE_URI}")
+        try:
+            ep = await sessions.get(ctx)
+        except (ActionError, CatalogError) as exc:
+            raise ValueError(str(exc)) from None
+        async with ep.lock:
+            state = await ep.state()
+        return mtypes.ReadResourceResult(contents=[mtypes.TextResourceContents(uri=STATE_URI, mime_type="application/json",
+                                                                               text=_dumps(state))])
+
     names = ", ".join(cat.envs)
     return McpServer("envkernel", version="0.1.0", instructions=f"Tools of the environment(s) {names}; each MCP session has its own "
                      "isolated sandbox (choose the environment with the X-Envkernel-Env header or ?env=).",
-                     on_list_tools=list_tools, on_call_tool=call_tool)
+                     on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
+                     on_read_resource=read_resource)
 
 
 def build_app(core: ServeCore, *, host: str = "127.0.0.1", mcp_idle_seconds: float = 600.0,

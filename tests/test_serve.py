@@ -16,6 +16,7 @@ import inspect
 import json
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -61,6 +62,21 @@ def run_dir(envk_factory: Any) -> Path:
                    "--set", "chains.tasks_per_env=4", run_id="serve", source=None)
     assert run.proc.returncode == 0, run.proc.stderr[-2000:]
     return run.dir
+
+
+@pytest.fixture(scope="module", autouse=True)
+def serve_cli(envk_factory: Any, run_dir: Path) -> Any:
+    """``envkernel serve RUN_DIR --port 0`` as a subprocess for :func:`test_serve_command`, started as
+    soon as the run exists so that its start-up (a fresh interpreter loading the CLI and its
+    plugins) overlaps the other tests instead of adding to them."""
+    envk = envk_factory("serve-cli")
+    log = envk.cwd / "serve.stderr"
+    with log.open("w") as err:
+        proc = envk.popen("serve", str(run_dir), "--port", "0", "--warm", "0", stdout=subprocess.DEVNULL, stderr=err)
+    yield SimpleNamespace(proc=proc, log=log)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -374,29 +390,26 @@ def test_bad_input_is_a_clear_error(run_dir: Path, tmp_path: Path, server: Any) 
         assert s.reset()["observation"]["task_id"]  # the session goes on
 
 
-def test_serve_command(envk_factory: Any, run_dir: Path, tasks: list[Task]) -> None:
+def test_serve_command(serve_cli: SimpleNamespace, run_dir: Path, tasks: list[Task]) -> None:
     """``envkernel serve RUN_DIR --port 0`` serves until SIGTERM; a bad folder is a usage error (exit 2)."""
     from click.testing import CliRunner
     from envkernel.cli import cli
 
     bad = CliRunner().invoke(cli, ["serve", str(run_dir / "nope")])
     assert bad.exit_code == 2 and "is not a folder" in bad.output
-    envk = envk_factory("serve-cli")
-    proc = envk.popen("serve", str(run_dir), "--port", "0", "--warm", "0")
-    try:
-        line = proc.stderr.readline()
-        deadline = time.monotonic() + 60
-        while "serving" not in line and time.monotonic() < deadline:
-            line = proc.stderr.readline()
-        url = line.split(" at ", 1)[1].split(" ", 1)[0]
-        for _ in range(200):
-            try:
-                s = Session(url, timeout=30)
-                break
-            except ServeError:
-                time.sleep(0.1)
-        with s:
-            assert s.reset(task_id=tasks[0].id)["observation"]["request"] == tasks[0].request
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0
+    proc = serve_cli.proc
+    deadline = time.monotonic() + 90
+    while not (lines := [ln for ln in serve_cli.log.read_text().splitlines() if "serving " in ln and " at http" in ln]):
+        assert proc.poll() is None and time.monotonic() < deadline, serve_cli.log.read_text()[-3000:]
+        time.sleep(0.1)
+    url = lines[0].split(" at ", 1)[1].split(" ", 1)[0]
+    for _ in range(200):
+        try:
+            s = Session(url, timeout=30)
+            break
+        except ServeError:
+            time.sleep(0.1)
+    with s:
+        assert s.reset(task_id=tasks[0].id)["observation"]["request"] == tasks[0].request
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0

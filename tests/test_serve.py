@@ -153,7 +153,8 @@ async def test_workspace_task_is_graded_by_its_check_over_openenv(server: Any, w
         for call in ws_task.calls:
             r = await env.step({"type": "call_tool", "tool_name": call.name, "arguments": call.arguments})
             assert r.observation["ok"] is True, r.observation
-        assert (await env.state())["reward"] == 1.0
+        state = await env.state()
+        assert state["reward"] == 1.0 and state["reasons"] == []
         assert (await env.step({"type": "submit", "answer": ws_task.outcome.answer})).reward == 1.0
         await env.reset(task_id=ws_task.id)  # the seed workspace again
         assert (await env.step({"type": "submit", "answer": ""})).reward == 0.0
@@ -161,6 +162,7 @@ async def test_workspace_task_is_graded_by_its_check_over_openenv(server: Any, w
         for call in ws_task.calls[:-1]:
             await env.step({"type": "call_tool", "tool_name": call.name, "arguments": call.arguments})
         assert (await env.step({"type": "submit", "answer": ws_task.outcome.answer})).reward < 1.0
+        assert (await env.state())["reasons"]  # the criteria the near miss missed
     # the check ran in a sandbox of the environment with its reward-side tools, never in this process
     assert f"{ws_task.env_id}--check" in server.core.pool._idle
 

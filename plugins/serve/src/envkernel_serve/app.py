@@ -72,7 +72,8 @@ _OBSERVATION_SCHEMA = {"type": "object", "properties": {
 _STATE_SCHEMA = {"type": "object", "properties": {
     "episode_id": {"type": ["string", "null"]}, "step_count": {"type": "integer", "minimum": 0},
     "task_id": {"type": ["string", "null"]}, "env_id": {"type": "string"}, "done": {"type": "boolean"},
-    "truncated": {"type": "boolean"}, "reward": {"type": ["number", "null"]}}}
+    "truncated": {"type": "boolean"}, "reward": {"type": ["number", "null"]},
+    "reasons": {"type": "array", "items": {"type": "string"}, "description": "why the reward is below 1"}}}
 
 
 def _dumps(value: Any) -> str:

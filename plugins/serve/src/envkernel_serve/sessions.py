@@ -197,6 +197,8 @@ class Episode:
         self.last_used = time.monotonic()
         self.lock = asyncio.Lock()
         self._graded: tuple[tuple[Any, ...], float] | None = None
+        self.reasons: list[str] = []
+        """Why the last grading is below 1 (the check's criteria missed, or its error)."""
 
     @property
     def env(self) -> EnvSpec:
@@ -240,7 +242,7 @@ class Episode:
                 await self.core.pool.release(lease)
                 lease = await self._sandbox(env)
         self.task = task
-        self.calls, self.format_errors, self.answer, self._graded = [], 0, "", None
+        self.calls, self.format_errors, self.answer, self._graded, self.reasons = [], 0, "", None, []
         self.done = self.truncated = False
         self.episode_id = str(options.get("episode_id") or uuid.uuid4().hex)
         info = {"request": task.request if task else "", "task_id": task.id if task else None, "env_id": env.id,
@@ -319,16 +321,17 @@ class Episode:
         traj = Trajectory(task_id=self.task.id, policy="serve", calls=self.calls, final_answer=self.answer, final_state=final_state,
                           format_errors=self.format_errors, termination="answer" if self.answer else "max_turns")
         if self.task.outcome.check:
-            value = (await check_reward(self.core, self.task, traj, model="serve")).score
+            graded = await check_reward(self.core, self.task, traj, model="serve")
         else:
-            value = score(self.task, traj, tau=self.core.tau, model="serve").score
-        self._graded = (key, value)
-        return value
+            graded = score(self.task, traj, tau=self.core.tau, model="serve")
+        self._graded, self.reasons = (key, graded.score), list(graded.reasons)
+        return graded.score
 
     async def state(self) -> dict[str, Any]:
         """OpenEnv's ``State`` (``episode_id``, ``step_count``) plus the task, ``done`` and the current ``reward``."""
+        reward = await self.reward()
         return {"episode_id": self.episode_id, "step_count": len(self.calls), "task_id": self.task.id if self.task else None,
-                "env_id": self.env.id, "done": self.done, "truncated": self.truncated, "reward": await self.reward()}
+                "env_id": self.env.id, "done": self.done, "truncated": self.truncated, "reward": reward, "reasons": self.reasons}
 
     async def close(self) -> None:
         """End the session and give its sandbox back to the pool."""

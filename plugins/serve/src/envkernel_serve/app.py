@@ -52,10 +52,11 @@ log = structlog.get_logger("envkernel.serve")
 SESSION_HEADER = "x-envkernel-session"
 """An MCP request header naming the session (its sandbox) explicitly, instead of the MCP session."""
 ENV_HEADER = "x-envkernel-env"
+"""An MCP request header (or the ``env`` query parameter of the URL) choosing the environment of a RUN_DIR."""
 TASK_HEADER = "x-envkernel-task"
+"""An MCP request header (or the ``task`` query parameter) naming the task the session plays."""
 STATE_URI = "envkernel://session/state"
 """The MCP resource holding a session's state and reward."""
-"""An MCP request header (or the ``env`` query parameter of the URL) choosing the environment of a RUN_DIR."""
 
 _ACTION_SCHEMA = {
     "oneOf": [
@@ -156,10 +157,17 @@ class _McpSessions:
         query = getattr(request, "query_params", None) or {}
         return str(headers.get(TASK_HEADER) or query.get("task") or "")
 
+    def target(self, ctx: Any) -> tuple[str, Any]:
+        """The task a request names (``""``: none) and its environment (else the one :meth:`env` picks)."""
+        task_id = self.task(ctx)
+        if not task_id:
+            return "", self.env(ctx)
+        cat = self.core.catalog
+        return task_id, cat.envs[cat.task({"task_id": task_id}, 0).env_id]
+
     async def get(self, ctx: Any) -> Episode:
         """The session's episode, made (and its task loaded) at its first request."""
-        task_id = self.task(ctx)
-        env = self.core.catalog.envs[self.core.catalog.task({"task_id": task_id}, 0).env_id] if task_id else self.env(ctx)
+        task_id, env = self.target(ctx)
         k = (*self.key(ctx), env.id, task_id)
         ep = self.by_key.get(k)
         if ep is None:
@@ -187,8 +195,7 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
 
     async def list_tools(ctx: Any, params: Any) -> mtypes.ListToolsResult:
         try:
-            task_id = sessions.task(ctx)
-            env = cat.envs[cat.task({"task_id": task_id}, 0).env_id] if task_id else sessions.env(ctx)
+            _, env = sessions.target(ctx)
         except (ActionError, CatalogError) as exc:
             raise ValueError(str(exc)) from None
         return mtypes.ListToolsResult(tools=[mtypes.Tool(name=t.name, description=t.description or t.name,

@@ -1,7 +1,8 @@
 """``envkernel serve``: an OpenEnv-compatible server with MCP, and its clients and adapters.
 
-Everything real: a run folder made by ``envkernel run --source sample`` (the shop-v1 env and its
-tasks), a server with process sandboxes (one per session), openenv-core's own clients, the
+Everything real: one run folder made by ``envkernel run --source sample --source workspace:ledger``
+(the shop-v1 env and its tasks, and one workspace environment whose task is graded by its check
+script), one server with process sandboxes (one per session), openenv-core's own clients, the
 official ``mcp`` client, Gymnasium's ``check_env``, transformers' ``get_json_schema`` (how TRL
 reads a tool method), a real nats-server for the sandbox-service path, and the ``envkernel serve``
 command. TRL and verl are not installed (they pull torch): their adapters are driven the way
@@ -15,6 +16,8 @@ import inspect
 import json
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -23,6 +26,20 @@ from typing import Any
 import msgspec
 import pytest
 from envkernel_kit.checks import process_runner
+
+# openenv-core's package imports its Gradio web UI (over half of its import time) although
+# its clients never use it; it is optional there (``except ModuleNotFoundError``), so keep it out
+# while the clients are imported, once, here.
+_blocked = "gradio" not in sys.modules
+if _blocked:
+    sys.modules["gradio"] = None  # type: ignore[assignment]
+try:
+    from openenv.core.generic_client import GenericEnvClient
+    from openenv.core.mcp_client import MCPToolClient
+finally:
+    if _blocked:
+        del sys.modules["gradio"]
+
 from envkernel_schemas import Task
 from envkernel_serve.catalog import CatalogError, load_catalog
 from envkernel_serve.client import ServeError, Session
@@ -38,17 +55,48 @@ def blob(env, size):
 
 @pytest.fixture(scope="module")
 def run_dir(envk_factory: Any) -> Path:
-    """A real run of the sample environment with its tasks (one of them changes state)."""
+    """A real run of the sample environment with its tasks (one of them changes state) and of one
+    workspace variant (a task graded by its check script)."""
     envk = envk_factory("serve")
-    run = envk.run("--set", "chains.tasks_per_env=4", run_id="serve")
+    run = envk.run("--source", "sample", "--source", "workspace:ledger", "--set", "workspace.variants=1",
+                   "--set", "chains.tasks_per_env=4", run_id="serve", source=None)
     assert run.proc.returncode == 0, run.proc.stderr[-2000:]
     return run.dir
 
 
+@pytest.fixture(scope="module", autouse=True)
+def serve_cli(envk_factory: Any, run_dir: Path) -> Any:
+    """``envkernel serve RUN_DIR --port 0`` as a subprocess for :func:`test_serve_command`, started as
+    soon as the run exists so that its start-up (a fresh interpreter loading the CLI and its
+    plugins) overlaps the other tests instead of adding to them."""
+    envk = envk_factory("serve-cli")
+    log = envk.cwd / "serve.stderr"
+    with log.open("w") as err:
+        proc = envk.popen("serve", str(run_dir), "--port", "0", "--warm", "0", stdout=subprocess.DEVNULL, stderr=err)
+    yield SimpleNamespace(proc=proc, log=log)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
 @pytest.fixture(scope="module")
-def tasks(run_dir: Path) -> list[Task]:
-    """The run's tasks."""
+def all_tasks(run_dir: Path) -> list[Task]:
+    """Every task of the run."""
     return [msgspec.json.decode(line, type=Task) for line in (run_dir / "tasks.jsonl").read_text().splitlines() if line]
+
+
+@pytest.fixture(scope="module")
+def tasks(all_tasks: list[Task]) -> list[Task]:
+    """The tasks of the sample environment (shop-v1)."""
+    return [t for t in all_tasks if t.env_id == "shop-v1"]
+
+
+@pytest.fixture(scope="module")
+def ws_task(all_tasks: list[Task]) -> Task:
+    """The workspace task (its ``outcome.check`` is a grade() script)."""
+    task = next(t for t in all_tasks if t.outcome.check)
+    assert task.env_id.startswith("ws-ledger-") and "def grade(" in task.outcome.check
+    return task
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +123,6 @@ def _read_only(tasks: list[Task]) -> Task:
 
 async def test_openenv_client_reset_step_state_reward(server: Any, tasks: list[Task]) -> None:
     """openenv-core's GenericEnvClient: reset loads the task, steps run its reference chain, the reward is its check."""
-    from openenv.core.generic_client import GenericEnvClient
-
     task = _mutating(tasks)
     async with GenericEnvClient(base_url=server.url) as env:
         first = await env.reset(task_id=task.id)
@@ -98,10 +144,56 @@ async def test_openenv_client_reset_step_state_reward(server: Any, tasks: list[T
             await env.step({"type": "dance"})
 
 
+async def test_workspace_task_is_graded_by_its_check_over_openenv(server: Any, ws_task: Task) -> None:
+    """A workspace task through openenv-core's client: the reward is its grade() script, run in a sandbox
+    over the session's final workspace; the reference calls score 1, doing nothing 0, a near miss below 1."""
+    async with GenericEnvClient(base_url=server.url) as env:
+        first = await env.reset(task_id=ws_task.id)
+        assert first.observation["request"] == ws_task.request
+        for call in ws_task.calls:
+            r = await env.step({"type": "call_tool", "tool_name": call.name, "arguments": call.arguments})
+            assert r.observation["ok"] is True, r.observation
+        state = await env.state()
+        assert state["reward"] == 1.0 and state["reasons"] == []
+        assert (await env.step({"type": "submit", "answer": ws_task.outcome.answer})).reward == 1.0
+        await env.reset(task_id=ws_task.id)  # the seed workspace again
+        assert (await env.step({"type": "submit", "answer": ""})).reward == 0.0
+        await env.reset(task_id=ws_task.id)
+        for call in ws_task.calls[:-1]:
+            await env.step({"type": "call_tool", "tool_name": call.name, "arguments": call.arguments})
+        assert (await env.step({"type": "submit", "answer": ws_task.outcome.answer})).reward < 1.0
+        assert (await env.state())["reasons"]  # the criteria the near miss missed
+    # the check ran in a sandbox of the environment with its reward-side tools, never in this process
+    assert f"{ws_task.env_id}--check" in server.core.pool._idle
+
+
+async def test_workspace_task_is_graded_by_its_check_over_mcp(server: Any, ws_task: Task) -> None:
+    """The official mcp client: a session naming the task (``?task=``) calls the tools, and its state
+    resource holds the check's reward (1 for the reference calls, 0 for nothing); a wrong task is an error."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def session_reward(calls: list[Any]) -> float:
+        async with streamable_http_client(f"{server.mcp_url}?task={ws_task.id}") as streams, ClientSession(*streams[:2]) as s:
+            await s.initialize()
+            assert {t.name for t in (await s.list_tools()).tools} >= {c.name for c in ws_task.calls}
+            assert [str(r.uri) for r in (await s.list_resources()).resources] == ["envkernel://session/state"]
+            for call in calls:
+                done = await s.call_tool(call.name, dict(call.arguments))
+                assert not done.is_error, done.content
+            state = json.loads((await s.read_resource("envkernel://session/state")).contents[0].text)
+            assert state["task_id"] == ws_task.id and state["step_count"] == len(calls)
+            return state["reward"]
+
+    assert await asyncio.gather(session_reward(ws_task.calls), session_reward([])) == [1.0, 0.0]
+    async with streamable_http_client(f"{server.mcp_url}?task=nope") as streams, ClientSession(*streams[:2]) as s:
+        await s.initialize()
+        wrong = await s.call_tool("read", {"path": "x"})
+        assert wrong.is_error and "no task 'nope'" in wrong.content[0].text
+
+
 async def test_openenv_mcp_tool_client_and_tool_errors(server: Any, tasks: list[Task]) -> None:
     """openenv-core's MCPToolClient lists and calls tools over /ws; a tool's own error is in its result."""
-    from openenv.core.mcp_client import MCPToolClient
-
     task = _read_only(tasks)
     async with MCPToolClient(base_url=server.url) as env:
         await env.reset(task_id=task.id)
@@ -114,13 +206,11 @@ async def test_openenv_mcp_tool_client_and_tool_errors(server: Any, tasks: list[
             await env.call_tool("launch_rocket")
 
 
-async def test_sessions_are_isolated_and_not_capped(server: Any) -> None:
+async def test_sessions_are_isolated_and_not_capped(server: Any, tasks: list[Task]) -> None:
     """Twelve concurrent sessions (more than any default cap), each its own sandbox: one's change is not seen by another."""
-    from openenv.core.generic_client import GenericEnvClient
-
     async def one(i: int) -> tuple[int, int]:
         async with GenericEnvClient(base_url=server.url) as env:
-            await env.reset(seed=i)
+            await env.reset(task_id=tasks[i % len(tasks)].id)
             made = 0
             for _ in range(i % 3):
                 r = await env.step({"type": "call_tool", "tool_name": "create_order",
@@ -193,8 +283,6 @@ def test_gymnasium_check_env_and_make(server: Any, run_dir: Path, tasks: list[Ta
 
 def test_large_observation_is_not_cut_off(run_dir: Path, tmp_path: Path) -> None:
     """A 6 MB observation arrives whole through the openenv client, the Gymnasium env and the sync client."""
-    from openenv.core.generic_client import GenericEnvClient
-
     env_dir = tmp_path / "shop-big"
     shutil.copytree(run_dir / "envs" / "shop-v1", env_dir)
     (env_dir / "env.py").write_text((env_dir / "env.py").read_text() + BLOB_TOOL)
@@ -304,29 +392,26 @@ def test_bad_input_is_a_clear_error(run_dir: Path, tmp_path: Path, server: Any) 
         assert s.reset()["observation"]["task_id"]  # the session goes on
 
 
-def test_serve_command(envk_factory: Any, run_dir: Path, tasks: list[Task]) -> None:
+def test_serve_command(serve_cli: SimpleNamespace, run_dir: Path, tasks: list[Task]) -> None:
     """``envkernel serve RUN_DIR --port 0`` serves until SIGTERM; a bad folder is a usage error (exit 2)."""
     from click.testing import CliRunner
     from envkernel.cli import cli
 
     bad = CliRunner().invoke(cli, ["serve", str(run_dir / "nope")])
     assert bad.exit_code == 2 and "is not a folder" in bad.output
-    envk = envk_factory("serve-cli")
-    proc = envk.popen("serve", str(run_dir), "--port", "0", "--warm", "0")
-    try:
-        line = proc.stderr.readline()
-        deadline = time.monotonic() + 60
-        while "serving" not in line and time.monotonic() < deadline:
-            line = proc.stderr.readline()
-        url = line.split(" at ", 1)[1].split(" ", 1)[0]
-        for _ in range(200):
-            try:
-                s = Session(url, timeout=30)
-                break
-            except ServeError:
-                time.sleep(0.1)
-        with s:
-            assert s.reset(task_id=tasks[0].id)["observation"]["request"] == tasks[0].request
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 0
+    proc = serve_cli.proc
+    deadline = time.monotonic() + 90
+    while not (lines := [ln for ln in serve_cli.log.read_text().splitlines() if "serving " in ln and " at http" in ln]):
+        assert proc.poll() is None and time.monotonic() < deadline, serve_cli.log.read_text()[-3000:]
+        time.sleep(0.1)
+    url = lines[0].split(" at ", 1)[1].split(" ", 1)[0]
+    for _ in range(200):
+        try:
+            s = Session(url, timeout=30)
+            break
+        except ServeError:
+            time.sleep(0.1)
+    with s:
+        assert s.reset(task_id=tasks[0].id)["observation"]["request"] == tasks[0].request
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0

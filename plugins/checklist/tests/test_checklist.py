@@ -154,3 +154,49 @@ def test_gate_invariant_on_sampled_tasks() -> None:
 
     for ref, nothing in asyncio.run(go()):
         assert (ref, nothing) == (1.0, 0.0)
+
+
+CHECK = (
+    "import os\n"
+    "def grade(transcript, workspace_path):\n"
+    "    path = os.path.join(workspace_path, 'out/total.txt')\n"
+    "    text = open(path).read() if os.path.exists(path) else ''\n"
+    "    return {'written': float(bool(text)), 'total': float(text.strip() == '30.00')}\n"
+)
+
+
+async def test_a_task_with_a_check_script_is_graded_by_it_in_a_sandbox() -> None:
+    """A workspace task (Outcome.check set): the checklist runs its grade() in a real sandbox over the
+    rebuilt final workspace: the reference scores 1, doing nothing 0, half the criteria 0.5."""
+    from envkernel_kit.checks import process_runner
+    from envkernel_kit.testing import RunnerContext
+    from envkernel_kit.workspace import ground_task, workspace_env
+
+    env = workspace_env("ck-ledger", "ledger", files={"ledger.csv": "id,amount\n1,10.00\n2,20.00\n"})
+    runner = process_runner()
+    try:
+        ctx = RunnerContext(runner, component="checklist", envs={env.id: env})
+        ref = [ToolCall(name="write", arguments={"path": "out/total.txt", "content": "30.00\n"})]
+        t = await ground_task(ctx, env, task_id="ck-1", request="Write the ledger's total to out/total.txt.", calls=ref, check=CHECK)
+        assert t.outcome.check == CHECK
+
+        async def final_state(calls: list[ToolCall]) -> dict:
+            async with ctx.sandbox(env) as sb:
+                for c in calls:
+                    assert (await sb.call(c.name, dict(c.arguments))).ok
+                return await sb.state()
+
+        def rollout(calls: list[ToolCall], state: dict) -> Trajectory:
+            return Trajectory(task_id=t.id, policy="p", final_state=state,
+                              calls=[CallRecord(call=c, result=ToolResult(ok=True, value={})) for c in calls])
+
+        wrong = [ToolCall(name="write", arguments={"path": "out/total.txt", "content": "31.00\n"})]
+        cases = [(ref, await final_state(ref)), ([], await final_state([])), (wrong, await final_state(wrong))]
+        model = Checklist()
+        got = [await asyncio.to_thread(model.score, t, rollout(calls, state), ctx) for calls, state in cases]
+        assert [r.score for r in got] == [1.0, 0.0, 0.5]
+        assert all(r.model == "checklist" and r.tau == 0.0 for r in got)
+        assert got[0].reasons == ["checklist: graded by the task's check script (every criterion met)"]
+        assert "total: 0" in got[2].reasons
+    finally:
+        await runner.aclose()

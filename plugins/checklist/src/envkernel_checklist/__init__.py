@@ -8,6 +8,11 @@ kernel's task gate (``reward = "checklist"``).
 
 ``Reward.outcome`` is the score, ``Reward.tau`` is 0 (no trace part), and ``Reward.reasons``
 lists the failed checks after a ``checklist: P/N checks passed`` line.
+
+A task with a check script (``Outcome.check``: a workspace task) is graded by that script instead,
+as ``traceoutcome`` does: :func:`envkernel_kit.workspace.check_reward` runs it inside a sandbox over
+the rollout's rebuilt final workspace and its transcript, and the score is the mean of its
+criteria (each criterion is one check of the list).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 import msgspec
 from envkernel.hookspecs import hookimpl
+from envkernel_kit.workspace import check_reward
 from envkernel_schemas import Reward, Task, Trajectory
 
 from .checks import Check, call_check, checklist, fact_checks, fraction, pair_changes, state_checks, table_checks
@@ -77,7 +83,11 @@ class Checklist:
         self.settings = settings or ChecklistSettings()
 
     def score(self, task: Task, trajectory: Trajectory, ctx: Any) -> Reward:
-        """Score a rollout (see the module docstring)."""
+        """Score a rollout (see the module docstring); a task with a check script by that script, in a sandbox."""
+        if task.outcome.check:
+            reward = ctx.wait(check_reward(ctx, task, trajectory, model=ctx.component))
+            head = f"checklist: graded by the task's check script ({'every criterion met' if reward.score >= 1.0 else 'criteria missed'})"
+            return msgspec.structs.replace(reward, reasons=[head, *reward.reasons[: self.settings.max_reasons]])
         s = self.settings
         return score(task, trajectory, strict_calls=s.strict_calls, max_reasons=s.max_reasons, model=ctx.component)
 

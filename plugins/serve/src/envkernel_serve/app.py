@@ -16,7 +16,10 @@ Routes (one Starlette app, served by uvicorn):
   value) gets its own sandbox at the seed state of its environment (the ``X-Envkernel-Env`` header
   or ``?env=ID``; the first served one by default); it is closed when the
   session has been idle for ``mcp_idle_seconds``. Requests with neither (a stateless client) share
-  one sandbox.
+  one sandbox. A session that names a task (the ``X-Envkernel-Task`` header or ``?task=ID``) starts
+  from that task's initial state, and reading its resource ``envkernel://session/state`` (MCP
+  ``resources/read``: not a tool, so a model is never offered it) returns the episode's state with
+  its ``reward``, the task's own check on what the session did.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from .catalog import CatalogError
 from .sessions import ActionError, Episode, ServeCore
 
 __all__ = ["SESSION_HEADER", "build_app"]
@@ -49,6 +53,10 @@ SESSION_HEADER = "x-envkernel-session"
 """An MCP request header naming the session (its sandbox) explicitly, instead of the MCP session."""
 ENV_HEADER = "x-envkernel-env"
 """An MCP request header (or the ``env`` query parameter of the URL) choosing the environment of a RUN_DIR."""
+TASK_HEADER = "x-envkernel-task"
+"""An MCP request header (or the ``task`` query parameter) naming the task the session plays."""
+STATE_URI = "envkernel://session/state"
+"""The MCP resource holding a session's state and reward."""
 
 _ACTION_SCHEMA = {
     "oneOf": [
@@ -65,7 +73,8 @@ _OBSERVATION_SCHEMA = {"type": "object", "properties": {
 _STATE_SCHEMA = {"type": "object", "properties": {
     "episode_id": {"type": ["string", "null"]}, "step_count": {"type": "integer", "minimum": 0},
     "task_id": {"type": ["string", "null"]}, "env_id": {"type": "string"}, "done": {"type": "boolean"},
-    "truncated": {"type": "boolean"}, "reward": {"type": ["number", "null"]}}}
+    "truncated": {"type": "boolean"}, "reward": {"type": ["number", "null"]},
+    "reasons": {"type": "array", "items": {"type": "string"}, "description": "why the reward is below 1"}}}
 
 
 def _dumps(value: Any) -> str:
@@ -141,12 +150,33 @@ class _McpSessions:
             raise ActionError(f"no environment {wanted!r} is served here; the environments are: {', '.join(self.core.catalog.envs)}")
         return env
 
-    def get(self, ctx: Any) -> Episode:
-        env = self.env(ctx)
-        k = (*self.key(ctx), env.id)
+    def task(self, ctx: Any) -> str:
+        """The task an MCP request names (``X-Envkernel-Task`` or ``?task=``), else ``""``."""
+        request = getattr(ctx, "request", None)
+        headers = getattr(request, "headers", None) or {}
+        query = getattr(request, "query_params", None) or {}
+        return str(headers.get(TASK_HEADER) or query.get("task") or "")
+
+    def target(self, ctx: Any) -> tuple[str, Any]:
+        """The task a request names (``""``: none) and its environment (else the one :meth:`env` picks)."""
+        task_id = self.task(ctx)
+        if not task_id:
+            return "", self.env(ctx)
+        cat = self.core.catalog
+        return task_id, cat.envs[cat.task({"task_id": task_id}, 0).env_id]
+
+    async def get(self, ctx: Any) -> Episode:
+        """The session's episode, made (and its task loaded) at its first request."""
+        task_id, env = self.target(ctx)
+        k = (*self.key(ctx), env.id, task_id)
         ep = self.by_key.get(k)
         if ep is None:
-            ep = self.by_key[k] = self.core.episode(env)
+            ep = self.core.episode(env)
+            if task_id:
+                await ep.reset({"task_id": task_id})
+            if k in self.by_key:  # a concurrent first request of the same session made it meanwhile
+                await ep.close()
+            ep = self.by_key.setdefault(k, ep)
         ep.last_used = time.monotonic()
         return ep
 
@@ -165,8 +195,8 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
 
     async def list_tools(ctx: Any, params: Any) -> mtypes.ListToolsResult:
         try:
-            env = sessions.env(ctx)
-        except ActionError as exc:
+            _, env = sessions.target(ctx)
+        except (ActionError, CatalogError) as exc:
             raise ValueError(str(exc)) from None
         return mtypes.ListToolsResult(tools=[mtypes.Tool(name=t.name, description=t.description or t.name,
                                                          input_schema=t.parameters or {"type": "object", "properties": {}})
@@ -174,8 +204,8 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
 
     async def call_tool(ctx: Any, params: Any) -> mtypes.CallToolResult:
         try:
-            ep = sessions.get(ctx)
-        except ActionError as exc:
+            ep = await sessions.get(ctx)
+        except (ActionError, CatalogError) as exc:
             return mtypes.CallToolResult(content=[mtypes.TextContent(text=str(exc))], is_error=True)
         async with ep.lock:
             try:
@@ -189,10 +219,28 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
         structured = value if isinstance(value, dict) else {"result": value}
         return mtypes.CallToolResult(content=[mtypes.TextContent(text=text)], structured_content=structured, is_error=not obs["ok"])
 
+    async def list_resources(ctx: Any, params: Any) -> mtypes.ListResourcesResult:
+        return mtypes.ListResourcesResult(resources=[mtypes.Resource(
+            uri=STATE_URI, name="session-state", mime_type="application/json",
+            description="This session's episode: task_id, step_count, done and reward (the task's own check).")])
+
+    async def read_resource(ctx: Any, params: Any) -> mtypes.ReadResourceResult:
+        if str(params.uri) != STATE_URI:
+            raise ValueError(f"no resource {params.uri}; the one resource is {STATE_URI}")
+        try:
+            ep = await sessions.get(ctx)
+        except (ActionError, CatalogError) as exc:
+            raise ValueError(str(exc)) from None
+        async with ep.lock:
+            state = await ep.state()
+        return mtypes.ReadResourceResult(contents=[mtypes.TextResourceContents(uri=STATE_URI, mime_type="application/json",
+                                                                               text=_dumps(state))])
+
     names = ", ".join(cat.envs)
     return McpServer("envkernel", version="0.1.0", instructions=f"Tools of the environment(s) {names}; each MCP session has its own "
                      "isolated sandbox (choose the environment with the X-Envkernel-Env header or ?env=).",
-                     on_list_tools=list_tools, on_call_tool=call_tool)
+                     on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
+                     on_read_resource=read_resource)
 
 
 def build_app(core: ServeCore, *, host: str = "127.0.0.1", mcp_idle_seconds: float = 600.0,

@@ -7,7 +7,10 @@
   sessions are limited by the machine (and the runner's own limits), not by a default.
 * :class:`Episode` is what a session does: ``reset`` loads a task's initial state (a restore) and
   returns its request; ``step`` runs one tool call in the sandbox; the reward is the task's own
-  check (:func:`envkernel_kit.scoring.score`: trace + outcome), computed here, in the server.
+  check, computed here, in the server: :func:`envkernel_kit.scoring.score` (trace + outcome) for a
+  task of tools, and for a task with a check script (``outcome.check``: a workspace task)
+  :func:`envkernel_kit.workspace.check_reward`, which rebuilds the session's final workspace in a
+  sandbox of its own and runs the script there with the session's transcript.
 
 The environment's code runs only inside the sandbox (the runner's process or container).
 """
@@ -15,14 +18,17 @@ The environment's code runs only inside the sandbox (the runner's process or con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import msgspec
 import structlog
 from envkernel_kit.scoring import score
+from envkernel_kit.workspace import check_reward
 from envkernel_schemas import CallRecord, EnvSpec, Task, ToolCall, ToolError, ToolResult, Trajectory
 
 from .catalog import Catalog, CatalogError, tool_list
@@ -151,6 +157,22 @@ class ServeCore:
         self._counter += 1
         return self._counter - 1
 
+    async def env(self, env_id: str) -> EnvSpec:
+        """The served environment ``env_id`` (what :func:`envkernel_kit.workspace.check_reward` asks for)."""
+        return self.catalog.envs[env_id]
+
+    @contextlib.asynccontextmanager
+    async def sandbox(self, env: EnvSpec) -> AsyncIterator[Any]:
+        """A sandbox of ``env`` from the warm pool, for the length of a check (never this process)."""
+        lease = await self.pool.acquire(env)
+        try:
+            yield lease.sandbox
+        except BaseException:
+            lease.broken = True
+            raise
+        finally:
+            await self.pool.release(lease)
+
     async def close(self) -> None:
         """Close every session, then the pool."""
         await asyncio.gather(*(ep.close() for ep in list(self.live.values())))
@@ -174,6 +196,9 @@ class Episode:
         self.truncated = False
         self.last_used = time.monotonic()
         self.lock = asyncio.Lock()
+        self._graded: tuple[tuple[Any, ...], float] | None = None
+        self.reasons: list[str] = []
+        """Why the last grading is below 1 (the check's criteria missed, or its error)."""
 
     @property
     def env(self) -> EnvSpec:
@@ -217,7 +242,7 @@ class Episode:
                 await self.core.pool.release(lease)
                 lease = await self._sandbox(env)
         self.task = task
-        self.calls, self.format_errors, self.answer = [], 0, ""
+        self.calls, self.format_errors, self.answer, self._graded, self.reasons = [], 0, "", None, []
         self.done = self.truncated = False
         self.episode_id = str(options.get("episode_id") or uuid.uuid4().hex)
         info = {"request": task.request if task else "", "task_id": task.id if task else None, "env_id": env.id,
@@ -287,17 +312,26 @@ class Episode:
         """The task's check on what the session did so far (None without a task)."""
         if self.task is None:
             return None
+        key = (self.episode_id, len(self.calls), self.answer, self.format_errors)
+        if self._graded is not None and self._graded[0] == key:
+            return self._graded[1]  # nothing changed since the last grading (a state after a step)
         final_state: dict[str, list[dict[str, Any]]] = {}
         if self.task.outcome.mutates and self.lease is not None:
             final_state = msgspec.convert(await self.lease.sandbox.state(), dict[str, list[dict[str, Any]]])
         traj = Trajectory(task_id=self.task.id, policy="serve", calls=self.calls, final_answer=self.answer, final_state=final_state,
                           format_errors=self.format_errors, termination="answer" if self.answer else "max_turns")
-        return score(self.task, traj, tau=self.core.tau, model="serve").score
+        if self.task.outcome.check:
+            graded = await check_reward(self.core, self.task, traj, model="serve")
+        else:
+            graded = score(self.task, traj, tau=self.core.tau, model="serve")
+        self._graded, self.reasons = (key, graded.score), list(graded.reasons)
+        return graded.score
 
     async def state(self) -> dict[str, Any]:
         """OpenEnv's ``State`` (``episode_id``, ``step_count``) plus the task, ``done`` and the current ``reward``."""
+        reward = await self.reward()
         return {"episode_id": self.episode_id, "step_count": len(self.calls), "task_id": self.task.id if self.task else None,
-                "env_id": self.env.id, "done": self.done, "truncated": self.truncated, "reward": await self.reward()}
+                "env_id": self.env.id, "done": self.done, "truncated": self.truncated, "reward": reward, "reasons": self.reasons}
 
     async def close(self) -> None:
         """End the session and give its sandbox back to the pool."""

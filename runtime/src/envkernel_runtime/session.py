@@ -227,6 +227,11 @@ class ExecutorSession(ABC):
             await self.close()
             raise
 
+    def restart_lifetime(self) -> None:
+        """Count the hard lifetime from now (for a session opened ahead and handed out later)."""
+        self._expiry.cancel()
+        self._expiry = asyncio.get_running_loop().call_later(self.settings.lifetime, self._expire)
+
     async def close(self) -> None:
         """Close the sandbox and release all it holds (see :meth:`_shutdown`). Idempotent."""
         if self._closed is None:

@@ -19,6 +19,7 @@ gets an error naming the cause.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import secrets
 import shutil
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import msgspec
+import structlog
 from envkernel.hookspecs import hookimpl
 from envkernel.errors import SandboxError as KernelSandboxError
 from envkernel_runtime import executor_path
@@ -65,6 +67,7 @@ __all__ = [
 ]
 
 _MAX_RESPONSE = STREAM_LIMIT // 2
+log = structlog.get_logger("envkernel.process")
 _STDERR_TAIL = 2048
 
 
@@ -100,6 +103,10 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     zygote: bool = True
     """Fork each executor from a warm fork server (the same confinement, applied by the child
     itself, in a few milliseconds) instead of starting ``python executor.py`` afresh (~160 ms)."""
+    spares: int = 0
+    """Sandboxes kept open ahead for each environment (and seed) opened before: the next open of
+    it takes one (a new sandbox, never used, fully confined) and another is opened in the
+    background. 0: none (every open starts its executor then)."""
 
     __env__: ClassVar[dict[str, str]] = {
         "call_timeout": "ENVKERNEL_PROCESS_CALL_TIMEOUT",
@@ -110,6 +117,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         "max_processes": "ENVKERNEL_PROCESS_MAX_PROCESSES",
         "lifetime": "ENVKERNEL_PROCESS_LIFETIME",
         "zygote": "ENVKERNEL_PROCESS_ZYGOTE",
+        "spares": "ENVKERNEL_PROCESS_SPARES",
     }
 
 
@@ -418,6 +426,8 @@ def _empty_folder(folder: str) -> None:
 
 
 _swept: set[str] = set()
+_SPARE_ENVS = 16
+"""Environments a runner keeps spares for at most."""
 
 
 class ProcessRunner:
@@ -429,6 +439,11 @@ class ProcessRunner:
         self.settings = settings if settings is not None else Settings()
         self.support: HostSupport = host_support() if self.settings.isolate else HostSupport(root=False)
         self._sessions: set[ProcessSession] = set()
+        self._spares: dict[bytes, list[ProcessSession]] = {}
+        self._filling: dict[bytes, asyncio.Future[None]] = {}
+        self._background: set[asyncio.Future[None]] = set()
+        self.spares_used = 0
+        """Opens answered with a spare."""
         self.zygote: Zygote | None = None
         """The warm fork server of this runner's executors (None with ``zygote = false``)."""
         if self.settings.zygote:
@@ -450,14 +465,58 @@ class ProcessRunner:
         return list(self._sessions)
 
     async def open(self, env: EnvSpec, seed: int) -> ProcessSession:
-        """Start a sandbox, load ``env`` with ``seed`` and return it ready to call."""
+        """Start a sandbox, load ``env`` with ``seed`` and return it ready to call (with ``spares``,
+        one opened ahead for the same environment and seed, if there is one)."""
+        if self.settings.spares > 0:
+            key = hashlib.blake2b(msgspec.json.encode(env), digest_size=16, key=str(seed).encode()).digest()
+            spares = self._spares.setdefault(key, [])
+            self._refill(key, env, seed)
+            while spares:
+                spare = spares.pop()
+                if not spare.closed:
+                    spare.restart_lifetime()
+                    self.spares_used += 1
+                    return spare
+        return await self._open(env, seed)
+
+    async def _open(self, env: EnvSpec, seed: int) -> ProcessSession:
         session = ProcessSession(self, env, seed)
         self._sessions.add(session)
         await session.start()
         return session
 
+    def _refill(self, key: bytes, env: EnvSpec, seed: int) -> None:
+        """Open spares of ``env`` in the background until there are ``spares`` of them."""
+        if key in self._filling:
+            return
+        while len(self._spares) > _SPARE_ENVS:  # the environment opened longest ago gives its spares up
+            old = next(iter(self._spares))
+            for s in self._spares.pop(old):
+                self._background.add(asyncio.ensure_future(s.close()))
+        self._spares[key] = self._spares.pop(key)  # most recent last
+
+        async def fill() -> None:
+            try:
+                while len(self._spares.get(key, ())) < self.settings.spares:
+                    s = await self._open(env, seed)
+                    if key in self._spares:
+                        self._spares[key].append(s)
+                    else:
+                        await s.close()
+                        return
+            except Exception as exc:  # noqa: BLE001 - the next open starts its own executor and says why
+                log.warning("could not open a spare sandbox", env=env.id, error=str(exc))
+            finally:
+                self._filling.pop(key, None)
+
+        self._filling[key] = asyncio.ensure_future(fill())
+
     async def aclose(self) -> None:
-        """Close every sandbox this runner opened."""
+        """Close every sandbox this runner opened (spares too) and stop its fork server."""
+        for t in [*self._filling.values(), *self._background]:
+            t.cancel()
+        self._filling.clear()
+        self._spares.clear()
         sessions = list(self._sessions)
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
         if self.zygote is not None:

@@ -213,3 +213,30 @@ async def test_64_concurrent_sessions_over_the_bus(nats_server: str) -> None:
         await service.stop()
         await client.close()
         await service_bus.close()
+
+
+async def test_a_request_to_a_vanished_responder_fails_fast(nats_server: str) -> None:
+    """The bus's request_while_alive (every tool step's path) notices a responder that is gone."""
+    from envkernel_bus import ResponderGone
+
+    bus = await Bus.connect(nats_server)
+    try:
+        async def ignore(msg: Any) -> None:  # takes the request, never answers
+            return None
+
+        silent = await bus.nc.subscribe("test.silent", cb=ignore)
+        await bus.nc.flush()
+        loop = asyncio.get_running_loop()
+        t = loop.time()
+        with pytest.raises(ResponderGone, match="is gone"):
+            await bus.request_while_alive("test.silent", b"x", timeout=30, alive="test.nobody.alive", every=0.2)
+        assert loop.time() - t < 5
+        answered = await bus.serve_alive("test.here.alive")
+        await bus.nc.flush()
+        with pytest.raises(Exception) as info:  # alive but silent: the plain timeout, not ResponderGone
+            await bus.request_while_alive("test.silent", b"x", timeout=0.7, alive="test.here.alive", every=0.2)
+        assert not isinstance(info.value, ResponderGone)
+        await silent.unsubscribe()
+        await answered.unsubscribe()
+    finally:
+        await bus.close()

@@ -22,7 +22,8 @@ its ``get_order`` step p50/p99 and its cold open.
     uv run --no-sync --with openenv-core==0.3.0 python benchmarks/bench_sessions.py [--rounds 3]
 
 (``--with`` adds OpenEnv to this run only; the workspace does not depend on it.) Prints figures;
-the last line is JSON, with ``*_envkernel_over_openenv`` ratios (medians over the rounds).
+the last line is JSON: each side's medians over the rounds, and ``*_envkernel_over_openenv``
+ratios (for the sequential figures, the median of each round's own ratio).
 """
 
 from __future__ import annotations
@@ -269,8 +270,8 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
                            "openenv_server_start_s": round(oe_start, 2)}  # fmt: skip
     for key in per_round[0]:
         out[key] = med(per_round, key)
-    for what in ("step_p50", "step_p99", "reset_p50", "open_p50"):
-        out[f"{what}_envkernel_over_openenv"] = round(out[f"envkernel_{what}_ms"] / out[f"openenv_{what}_ms"], 3)
+    for what in ("step_p50", "step_p99", "reset_p50", "open_p50"):  # the median of the rounds' own ratios
+        out[f"{what}_envkernel_over_openenv"] = round(statistics.median(r[f"envkernel_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3)
     for n in levels:
         e, o = conc["envkernel"][n], conc["openenv"][n]
         out[f"sessions_{n}_success_rate_envkernel"] = e["success_rate"]

@@ -1447,7 +1447,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--landlock", action="store_true", help="confine files, TCP and signals with Landlock")
     parser.add_argument("--deny-unix-sockets", action="store_true", help="seccomp: no unix-domain sockets, no io_uring")
     parser.add_argument("--unshare", action="store_true", help="enter an empty network namespace and a private mount namespace first (root)")
-    parser.add_argument("--zygote", action="store_true", help="be a fork server: fork one confined executor per request on the control socket (stdin)")
+    parser.add_argument("--zygote", metavar="FOLDER", default="", help="be a fork server working in FOLDER: fork one confined executor per request on the control socket (stdin)")
     return parser
 
 
@@ -1504,6 +1504,7 @@ def _run(args, conn: socket.socket | None) -> int:
 def _zygote(args) -> int:
     import select  # noqa: PLC0415 - the zygote's own
 
+    os.chdir(args.zygote)  # its folder is on its command line, which its children share: they are findable by it
     ctl = socket.socket(fileno=os.dup(0))
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)

@@ -260,7 +260,7 @@ def sweep_folders(folder: str, support: HostSupport) -> int:
     in ``folder``; their processes died with them (parent-death signal). Returns how many."""
     removed = 0
     try:
-        entries = [e for e in os.scandir(folder) if e.name.startswith("envk-p") and e.is_dir(follow_symlinks=False)]
+        entries = [e for e in os.scandir(folder) if e.name.startswith(("envk-p", "envk-zygote-")) and e.is_dir(follow_symlinks=False)]
     except OSError:
         return 0
     for e in entries:

@@ -26,6 +26,8 @@ import structlog
 from envkernel_runtime import executor_path
 from envkernel_runtime.session import STREAM_LIMIT
 
+from .confine import OWNER_FILE, owner_stamp
+
 log = structlog.get_logger("envkernel.process.zygote")
 
 _KILLED = -9
@@ -94,10 +96,12 @@ class Zygote:
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             if self.folder is None:
                 self.folder = tempfile.mkdtemp(prefix="envk-zygote-")
+                with open(os.path.join(self.folder, OWNER_FILE), "w") as f:  # for the sweep after a crash
+                    f.write(owner_stamp())
             fd = os.open(os.path.join(self.folder, "zygote.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
             try:
                 self._proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-S", "-P", executor_path(), "--zygote", "--parent-pid", str(os.getpid()),
+                    sys.executable, "-S", "-P", executor_path(), "--zygote", self.folder, "--parent-pid", str(os.getpid()),
                     stdin=theirs.fileno(), stdout=asyncio.subprocess.DEVNULL, stderr=fd, env=self.env, start_new_session=True,
                 )  # fmt: skip
             except OSError as exc:

@@ -147,8 +147,20 @@ class Zygote:
                 else:
                     fut.set_exception(ZygoteError(f"the executor fork server could not fork: {msg.get('error')}"))
 
+    def _log_tail(self) -> str:
+        try:
+            with open(os.path.join(self.folder or "", "zygote.log"), "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 600))
+                lines = f.read().decode("utf-8", "replace").strip().splitlines()
+        except OSError:
+            return ""
+        return f"; its log ends: {' | '.join(lines[-3:])}" if lines else ""
+
     def _lost(self, why: str) -> None:
         """The fork server is gone: so are its children (parent-death signal)."""
+        if why == "it exited":
+            why += self._log_tail()
         if self._sock is not None:
             try:
                 asyncio.get_running_loop().remove_reader(self._sock.fileno())

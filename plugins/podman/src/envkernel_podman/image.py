@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import SandboxError
@@ -38,9 +40,11 @@ def build_image(
     force: bool = False,
     conf: str = "",
     quiet: bool = False,
+    on_line: Callable[[str], None] | None = None,
 ) -> BuildResult:
     """Build the image with the shipped ``build-image.sh`` (debootstrap + podman import); a no-op
-    when it exists unless ``force``."""
+    when it exists unless ``force``. With ``on_line``, the script's output goes to it line by line
+    instead of to the terminal (a failure's error then quotes its last lines)."""
     podman_binary()
     env = podman_env(containers_conf(conf))
     if not force:
@@ -53,8 +57,25 @@ def build_image(
     if force:
         argv.append("--force")
     t0 = time.monotonic()
-    proc = subprocess.run(argv, env=env, check=False, stdout=subprocess.DEVNULL if quiet else None)
-    if proc.returncode != 0:
-        raise SandboxError(f"building the sandbox image {image!r} failed (exit code {proc.returncode}); see the output above")
+    if on_line is None:
+        code, tail = subprocess.run(argv, env=env, check=False, stdout=subprocess.DEVNULL if quiet else None).returncode, []
+    else:
+        code, tail = stream_lines(argv, env, on_line)
+    if code != 0:
+        where = "; its last lines:\n" + "\n".join(tail) if tail else "; see the output above"
+        raise SandboxError(f"building the sandbox image {image!r} failed (exit code {code}){where}")
     return BuildResult(image, True, time.monotonic() - t0)
 
+
+
+def stream_lines(argv: list[str], env: dict[str, str] | None, on_line: Callable[[str], None], keep: int = 40) -> tuple[int, list[str]]:
+    """Run ``argv`` with its stdout and stderr merged, handing each line to ``on_line``; return its
+    exit code and its last ``keep`` lines."""
+    tail: deque[str] = deque(maxlen=keep)
+    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.rstrip()
+            tail.append(line)
+            on_line(line)
+    return proc.returncode, list(tail)

@@ -1,6 +1,6 @@
 """envkernel-traceoutcome: the EnvFactory-style reward model (trace + outcome).
 
-The maths lives in :mod:`envkernel_traceoutcome.scoring`, importable without the kernel; this
+The maths lives in :mod:`envkernel_kit.scoring` (re-exported as :mod:`envkernel_traceoutcome.scoring`); this
 module wires it to the ``reward_model`` role with its settings and the τ schedule.
 """
 
@@ -12,7 +12,7 @@ import msgspec
 from envkernel.hookspecs import hookimpl
 from envkernel_schemas import Reward, Task, Trajectory
 
-from .scoring import REL_TOL, score, tau_at
+from envkernel_kit.scoring import REL_TOL, score, tau_at
 
 __all__ = ["TraceOutcomeSettings", "Settings", "TraceOutcome", "register_reward_models", "score", "tau_at"]
 

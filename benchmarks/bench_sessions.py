@@ -17,7 +17,9 @@ in every round:
   steps/s counts the time to open them (steps / (open + steps)), with the success rate.
 
 The real envkernel environment (the sample shop, ``shop-v1``) is measured beside the counter:
-its ``get_order`` step p50/p99 and its cold open.
+its ``get_order`` step p50/p99 and its open. So is ``envkernel serve`` on a sample run of it (the
+``serve`` rows: OpenEnv's protocol and client, a process sandbox per session, the runner's
+``spares`` set as the benchmark's; open is connect + ``reset(task_index=0)``).
 
     uv run --no-sync --with openenv-core==0.3.0 python benchmarks/bench_sessions.py [--rounds 3]
 
@@ -135,6 +137,52 @@ class OpenEnv:
         await c.close()
 
 
+class Serve(OpenEnv):
+    """``envkernel serve`` (OpenEnv's protocol, a process sandbox per session) on the sample shop's
+    run folder, driven by the same OpenEnv client."""
+
+    name = "serve"
+
+    async def open(self) -> Any:
+        c = self.client_type(base_url=self.url, connect_timeout_s=300, message_timeout_s=300)
+        await c.connect()
+        await c.reset(task_index=0)
+        return c
+
+    async def step(self, c: Any) -> bool:
+        r = await c.step({"type": "call_tool", "tool_name": "get_order", "arguments": {"order_id": "ord_0001"}})
+        return "ord_0001" in json.dumps(r.observation)
+
+    async def reset(self, c: Any) -> None:
+        await c.reset(task_index=0)
+
+
+def start_serve(tmp: Path, spares: int) -> tuple[subprocess.Popen[bytes], str]:
+    """A sample run (for its run folder and tasks), then ``envkernel serve`` on it."""
+    envkernel = [sys.executable, "-m", "envkernel"]
+    subprocess.run([*envkernel, "run", "--source", "sample", "--out", str(tmp / "runs")], check=True, capture_output=True, timeout=600)
+    run_dir = next((tmp / "runs").iterdir())
+    port = free_port()
+    proc = subprocess.Popen([*envkernel, "serve", str(run_dir), "--port", str(port), "--max-steps", "1000000",
+                             "--warm", str(max(2, spares)), "--set", f"spares={spares}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    return proc, f"http://127.0.0.1:{port}"
+
+
+async def wait_port(url: str, what: str) -> float:
+    """Seconds until ``url``'s port accepts connections."""
+    port = int(url.rsplit(":", 1)[1])
+    t0 = time.monotonic()
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), 1).close()
+            return time.monotonic() - t0
+        except OSError:
+            if time.monotonic() - t0 > 300:
+                raise RuntimeError(f"{what} did not start within 300 s") from None
+            await asyncio.sleep(0.2)
+
+
 # ----------------------------------------------------------------------------- measurements
 
 
@@ -222,22 +270,16 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
         assert service.stdout is not None and service.stdout.readline().strip() == "ready"
         bus = await Bus.connect(server.url, name="bench-sessions-client")
         try:
-            t0 = time.monotonic()
-            while True:  # OpenEnv's server takes seconds to import and start
-                try:
-                    socket.create_connection(("127.0.0.1", port), 1).close()
-                    break
-                except OSError:
-                    if time.monotonic() - t0 > 300:
-                        raise RuntimeError("the OpenEnv server did not start within 300 s") from None
-                    await asyncio.sleep(0.2)
-            oe_start = time.monotonic() - t0
+            oe_start = await wait_port(f"http://127.0.0.1:{port}", "the OpenEnv server")  # it takes seconds to import
+            serve_proc, serve_url = start_serve(Path(tmp), spares)
+            await wait_port(serve_url, "envkernel serve")
             ek, oe = Envkernel(bus), OpenEnv(f"http://127.0.0.1:{port}")
             shop = Envkernel(bus, shop_env(), "get_order", {"order_id": "ord_0001"})
+            serve = Serve(serve_url)
             per_round = []
             for r in range(rounds):
                 row: dict[str, Any] = {}
-                sides = (ek, oe) if r % 2 == 0 else (oe, ek)  # alternate which goes first
+                sides = (ek, oe, serve) if r % 2 == 0 else (serve, oe, ek)  # alternate the order
                 for side in sides:
                     s = await side.open()
                     st = await steps(side, s, n_steps)
@@ -262,6 +304,9 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
                           + (f"; errors: {res['errors']}" if res["errors"] else ""), flush=True)  # fmt: skip
         finally:
             await bus.close()
+            if "serve_proc" in locals():
+                serve_proc.terminate()
+                serve_proc.wait(60)
             service.stdin.close()  # type: ignore[union-attr]
             service.wait(60)
             oe_proc.terminate()
@@ -272,6 +317,7 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
         out[key] = med(per_round, key)
     for what in ("step_p50", "step_p99", "reset_p50", "open_p50"):  # the median of the rounds' own ratios
         out[f"{what}_envkernel_over_openenv"] = round(statistics.median(r[f"envkernel_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3)
+        out[f"{what}_serve_over_openenv"] = round(statistics.median(r[f"serve_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3)
     for n in levels:
         e, o = conc["envkernel"][n], conc["openenv"][n]
         out[f"sessions_{n}_success_rate_envkernel"] = e["success_rate"]

@@ -10,7 +10,9 @@ loopback port, its store in a temp folder), so the server can be killed and rest
   port and store after ``--down`` seconds;
 - ``cluster_node_kill``: a 3-node nats-server cluster on loopback (stream, KV and object store
   replicated, ``ENVKERNEL_STREAM_REPLICAS=3``); the node the run connected to first is killed with
-  SIGKILL mid-run and stays down.
+  SIGKILL mid-run and stays down;
+- ``run_kill_resume``: ``envkernel run`` itself is killed with SIGKILL mid-run, then carried on with
+  ``envkernel run --resume`` (the time is both together).
 
 For each it prints the outputs lost and duplicated against the clean run (tasks, rollouts, SFT and
 RL rows, by key), the exit code, and the wall time against the clean run; then one JSON line.
@@ -100,13 +102,21 @@ def scenario(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=open(logs / "run.log", "wb"))
     try:
-        if name != "clean":
-            wait_lines(out / "rollouts.jsonl", proc, args.after)
+        if name != "clean":  # the fault goes in mid-run, never after the run ended
+            wait_lines(out / name / "rollouts.jsonl", proc, args.after)
+            if proc.poll() is not None:
+                raise SystemExit(f"{name}: the run ended (exit {proc.returncode}) before {args.after} rollouts were written: "
+                                 "the fault would come too late (lower --after, or make the run bigger)")
         if name == "worker_kill" and worker is not None:
             worker.send_signal(signal.SIGKILL)
             worker.wait()
         elif name == "cluster_node_kill":
             server.kill(0)
+        elif name == "run_kill_resume":
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            proc = subprocess.Popen([ENVKERNEL, "--json-logs", "run", "--resume", str(out / name), "--nats-url", url, "--no-progress"], env=env,
+                                    stdout=subprocess.DEVNULL, stderr=open(logs / "resume.log", "wb"))
         elif name == "server_restart":
             assert server._proc is not None
             server._proc.send_signal(signal.SIGKILL)
@@ -126,13 +136,16 @@ def scenario(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             except subprocess.TimeoutExpired:
                 worker.kill()
         server.stop()
+    if code != 0:  # say why
+        for f in sorted(logs.glob("*.log")):
+            print(f"{name}: exit {code}; {f.name} ends with:", *f.read_text(errors="replace").splitlines()[-3:], sep="\n  ", file=sys.stderr)
     return {"dir": out / name, "exit_code": code, "seconds": round(time.monotonic() - t0, 2)}
 
 
 def main() -> None:
     """Run the scenarios and print the comparison."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scenarios", default="worker_kill,server_restart,cluster_node_kill", help="comma-separated, run after the clean one")
+    ap.add_argument("--scenarios", default="worker_kill,server_restart,cluster_node_kill,run_kill_resume", help="comma-separated, run after the clean one")
     ap.add_argument("--source", default="", help="--source of the runs (default: the run's default corpus)")
     ap.add_argument("--tasks-per-env", type=int, default=0)
     ap.add_argument("-G", "--group", type=int, default=4)

@@ -4,6 +4,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v uv >/dev/null 2>&1 || python3 -m pip install -q uv
 uv sync --all-packages --quiet
+# A workspace environment's shell runs the host's bash, git, sqlite3 and python3 (process runner).
+ws_missing=(); for t in git sqlite3; do command -v "$t" >/dev/null 2>&1 || ws_missing+=("$t"); done
+[ -x /usr/bin/python3 ] || ws_missing+=(python3)
+if [ ${#ws_missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
+  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${ws_missing[@]}" >/dev/null
+fi
+# iproute2 (`ip netns`, veth, bridge): the multi-host tests start their hosts as network namespaces (root).
+if [ "$(id -u)" = 0 ] && ! command -v ip >/dev/null 2>&1 && [ ! -x /usr/sbin/ip ] && [ ! -x /sbin/ip ]; then
+  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends iproute2 >/dev/null
+fi
+export PATH="$PATH:/usr/sbin:/sbin"
 # Podman and the sandbox image (installed and built once; cached after that). Needs root.
 bash scripts/install-podman.sh && export ENVKERNEL_REQUIRE_PODMAN=1
 # Chromium, for rendering the run report (plugins/report/tests). Needs root when missing.

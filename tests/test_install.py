@@ -142,7 +142,7 @@ def test_the_suite_installs_our_own_distributions(wheel_venv: WheelVenv) -> None
             "print(json.dumps([find_server_binary(), [e.value for e in m.entry_points(group='envkernel.presets', name='default')]]))")
     binary, presets = json.loads(sh(wheel_venv.bin("python"), "-c", code, env=clean_env(wheel_venv.venv)).stdout)
     assert Path(binary).parent == wheel_venv.venv / "bin"
-    assert presets == ["openapi,sample,process,probe,chains,baselines,traceoutcome,export"]
+    assert presets == ["openapi,sample,workspace,process,probe,chains,baselines,traceoutcome,export"]
 
 
 def test_a_bare_run_from_the_wheels(wheel_venv: WheelVenv, tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ def test_the_runtime_imports_no_kernel_kit_or_plugin() -> None:
     assert not wrong, f"the runtime imports {wrong}"
 
 
-@pytest.mark.parametrize("name", ["executor.py", "engine.py"])
+@pytest.mark.parametrize("name", ["executor.py", "engine.py", "workspace.py"])
 def test_the_sandbox_programs_import_only_the_standard_library(name: str) -> None:
     path = ROOT / "runtime" / "src" / "envkernel_runtime" / name
     found = {}

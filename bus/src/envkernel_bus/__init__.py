@@ -1,6 +1,7 @@
 """envkernel-bus: the embedded nats-server, the JetStream stream, the consume loop, the tap."""
 
 from .bus import MSG_ID, REDACTED, SECRET, Bus, BusError, ResponderGone, StoreFullError, credentials, env_seconds, redact, without_secrets
+from .logs import on_signals
 from .consumer import Consumer, Done, Output, Redeliver, last_delivery
 from .server import EmbeddedServer, LocalCluster, ServerError, find_server_binary
 from . import discovery, subjects
@@ -13,6 +14,7 @@ __all__ = [
     "ResponderGone",
     "credentials",
     "env_seconds",
+    "on_signals",
     "without_secrets",
     "REDACTED",
     "SECRET",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +28,8 @@ log = structlog.get_logger("envkernel.bus")
 MSG_ID = "Nats-Msg-Id"
 """JetStream de-duplication header."""
 MAX_DELIVER = 5
+CLAIM_HEADER = "Envk-Claim"
+"""Header of a :meth:`Bus.request_claimed` request: the inbox its taker names itself on."""
 """Deliveries JetStream makes of one event to the bus's durable consumers."""
 
 
@@ -50,13 +54,77 @@ def env_seconds(var: str, default: float) -> float:
         raise ValueError(f"{var}={raw!r} is not a number of seconds") from None
 
 
-def credentials() -> dict[str, str]:
-    """NATS credentials from ``ENVKERNEL_NATS_TOKEN`` or ``ENVKERNEL_NATS_USER`` / ``ENVKERNEL_NATS_PASSWORD``
-    (read from the environment only, so they are never in a file, an event or a log line)."""
+def env_file(var: str) -> str:
+    """The file that the environment variable ``var`` names ("" when unset); BusError if it is not a readable file."""
+    path = os.environ.get(var, "")
+    if path and not os.access(path, os.R_OK):
+        raise BusError(f"{var}={path!r}: no such readable file. Point it at the file, or unset it")
+    return path
+
+
+def nkey_public(var: str = "ENVKERNEL_NATS_NKEY_SEED") -> str:
+    """The public key of the nkey seed file ``var`` names ("" when unset); BusError if it is not an nkey seed."""
+    path = env_file(var)
+    if not path:
+        return ""
+    import nkeys
+
+    try:
+        with open(path, "rb") as f:
+            kp = nkeys.from_seed(bytearray(f.read().strip()))
+    except Exception as exc:  # noqa: BLE001 - nkeys raises its own types and ValueError
+        raise BusError(f"{var}={path!r} is not an nkey seed ({type(exc).__name__}): make one with `nk -gen user` "
+                       "or nkeys, and keep only the seed (SU...) in the file") from None
+    public = kp.public_key.decode()
+    kp.wipe()
+    return public
+
+
+def tls_context() -> ssl.SSLContext | None:
+    """The client's TLS context when ``ENVKERNEL_NATS_TLS_CA`` names the CA that signed the server's certificate
+    (with ``ENVKERNEL_NATS_TLS_CLIENT_CERT`` / ``_KEY``, the client's own certificate too); None otherwise."""
+    ca, cert, key = (env_file(f"ENVKERNEL_NATS_TLS_{k}") for k in ("CA", "CLIENT_CERT", "CLIENT_KEY"))
+    if not ca:
+        return None
+    try:
+        ctx = ssl.create_default_context(cafile=ca)
+        if cert:
+            ctx.load_cert_chain(cert, key or None)
+    except (ssl.SSLError, ValueError) as exc:
+        raise BusError(f"cannot load the TLS files (ENVKERNEL_NATS_TLS_CA={ca!r}{f', CLIENT_CERT={cert!r}' if cert else ''}): {exc}") from None
+    return ctx
+
+
+def credentials() -> dict[str, Any]:
+    """NATS credentials and TLS from the environment only, so they are never in a file, an event or a log line:
+    ``ENVKERNEL_NATS_NKEY_SEED`` (a file holding an nkey seed), else ``ENVKERNEL_NATS_TOKEN``, else
+    ``ENVKERNEL_NATS_USER`` / ``ENVKERNEL_NATS_PASSWORD``; and :func:`tls_context`."""
     token, user, password = (os.environ.get(f"ENVKERNEL_NATS_{k}", "") for k in ("TOKEN", "USER", "PASSWORD"))
-    if token:
-        return {"token": token}
-    return {"user": user, "password": password} if user else {}
+    out: dict[str, Any] = {}
+    if nkey_public():  # checks the seed file, so a bad one is named here, not deep in the client
+        out["nkeys_seed"] = os.environ["ENVKERNEL_NATS_NKEY_SEED"]
+    elif token:
+        out["token"] = token
+    elif user:
+        out.update(user=user, password=password)
+    tls = tls_context()
+    if tls is not None:
+        out["tls"] = tls
+    return out
+
+
+def connect_hint(exc: BaseException) -> str:
+    """What to do about a failed connect, from its cause (TLS, credentials, or no server)."""
+    text = f"{type(exc).__name__}: {exc}".lower()
+    if isinstance(exc, ssl.SSLCertVerificationError) or "certificate verify failed" in text:
+        return ("the server's TLS certificate could not be verified: set ENVKERNEL_NATS_TLS_CA to the CA file that signed it "
+                "(and connect by a name or address the certificate lists)")
+    if isinstance(exc, ssl.SSLError) or "tls" in text or "ssl" in text:
+        return "TLS failed: does the server use TLS (ENVKERNEL_NATS_TLS_CA on the client), and does it accept this client?"
+    if "authorization" in text or "authentication" in text:
+        return ("the server refused the credentials: set the ones it expects (ENVKERNEL_NATS_NKEY_SEED, ENVKERNEL_NATS_TOKEN, "
+                "or ENVKERNEL_NATS_USER and ENVKERNEL_NATS_PASSWORD)")
+    return "Is the server running at that address?"
 
 
 SECRET = re.compile(r"(^|_)(api_?key|key|secret|token|password|passwd|credentials?)$", re.I)
@@ -119,6 +187,12 @@ class Bus:
         past ``ENVKERNEL_BUS_LOST_SECONDS``, or JetStream's store is full. :attr:`lost` says why."""
         self._closed_callbacks.append(callback)
 
+    def hurry(self, seconds: float) -> None:
+        """Shutting down (a run stopped by a signal or a fault): from now on wait at most about ``seconds`` for the
+        bus (a PubAck, a reconnect) instead of the whole lost-bus limit; a bus down longer than that is lost."""
+        self.ack_timeout = min(self.ack_timeout, seconds)
+        self._lost_after = min(self._lost_after, seconds)
+
     def give_up(self, reason: str) -> None:
         """Declare the bus lost (once): set :attr:`lost` and call the ``on_closed`` callbacks."""
         if self.lost:
@@ -157,8 +231,15 @@ class Bus:
         unreachable (or ``lost_after``) the bus counts as lost (see :meth:`on_closed`). Credentials come from
         :func:`credentials` (or the URL). ``url`` may list a cluster's servers, comma-separated."""
         holder: list[Bus] = []
+        early: list[Exception] = []  # errors of the first connect (the client reports them here, then says "no servers")
+        tls_failed = asyncio.Event()
 
         async def _err(exc: Exception) -> None:
+            if not holder:
+                early.append(exc)
+                if isinstance(exc, ssl.SSLError):
+                    tls_failed.set()  # the client would hang after a failed handshake: give up now
+                return
             if store_full(exc) and holder:  # nats-py raises a PubAck's 503 here instead of failing its future
                 holder[0].give_up(store_full_message(exc))
                 return
@@ -177,15 +258,24 @@ class Bus:
                 holder[0]._reconnected()
 
         limit = lost_after or env_seconds("ENVKERNEL_BUS_LOST_SECONDS", 60)  # how long the bus may be unreachable before it is lost
+        creds = credentials()
+        ping = env_seconds("ENVKERNEL_NATS_PING_SECONDS", 20)  # two pings unanswered: the link is dead (a host cut off), reconnect elsewhere
         try:
-            nc = await nats.connect(
+            connecting = asyncio.ensure_future(nats.connect(
                 url.split(",") if "," in url else url, name=name, connect_timeout=timeout, max_reconnect_attempts=3, reconnect_time_wait=0.5, error_cb=_err,
                 allow_reconnect=True, pending_size=64 * 1024 * 1024, closed_cb=_closed, disconnected_cb=_disconnected,
-                reconnected_cb=_reconnected, **credentials(),  # type: ignore[arg-type]
-            )
+                reconnected_cb=_reconnected, ping_interval=ping, max_outstanding_pings=2, **creds,  # type: ignore[arg-type]
+            ))
+            failing = asyncio.ensure_future(tls_failed.wait())
+            await asyncio.wait({connecting, failing}, return_when=asyncio.FIRST_COMPLETED)
+            failing.cancel()
+            if not connecting.done():
+                connecting.cancel()
+                raise early[-1]
+            nc = connecting.result()
         except Exception as exc:  # nats raises several unrelated types here
-            raise BusError(f"cannot connect to NATS at {without_secrets(url)}: {type(exc).__name__}: {exc}. "
-                           "Is the server running, and are ENVKERNEL_NATS_TOKEN or ENVKERNEL_NATS_USER/PASSWORD right?") from None
+            cause = next((e for e in reversed(early) if not isinstance(e, OSError) or isinstance(e, ssl.SSLError)), exc)
+            raise BusError(f"cannot connect to NATS at {without_secrets(url)}: {type(cause).__name__}: {cause}. {connect_hint(cause)}") from None
         nc.options["max_reconnect_attempts"] = -1  # the first connect fails fast; once connected, reconnect for as long as it takes
         js = nc.jetstream(publish_async_max_pending=4000)
         bus = cls(nc, js, url)
@@ -326,6 +416,51 @@ class Bus:
             handle[0].cancel()
             for t in checks:
                 t.cancel()
+
+    async def claim(self, msg: Any, alive: str) -> None:
+        """Tell the client of a :meth:`request_claimed` request that this process took it (``alive`` is the
+        subject this process answers while it lives, :meth:`serve_alive`)."""
+        to = (msg.headers or {}).get(CLAIM_HEADER)
+        if to:
+            await self.nc.publish(to, alive.encode())
+
+    async def request_claimed(self, subject: str, data: bytes, timeout: float, every: float = 2.0) -> Any:
+        """A core request to a queue group whose taker says who it is (:meth:`claim`), so that it fails at
+        once with :class:`ResponderGone` when the taker dies before it answers (a kill -9 mid-open), instead
+        of waiting out ``timeout``: once claimed, the taker's liveness subject is pinged every ``every`` s."""
+        inbox, taker = self.nc.new_inbox(), asyncio.get_running_loop().create_future()
+
+        async def on_claim(m: Any) -> None:
+            if not taker.done():
+                taker.set_result(m.data.decode())
+
+        sub = await self.nc.subscribe(inbox, cb=on_claim)
+        reply = asyncio.ensure_future(self.nc.request(subject, data, timeout=timeout, headers={CLAIM_HEADER: inbox}))
+        watch = asyncio.ensure_future(self._gone(subject, taker, every))
+        try:
+            await asyncio.wait({reply, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if reply.done() or not watch.done():
+                return await reply
+            raise ResponderGone(watch.result())
+        finally:
+            for f in (reply, watch, taker):
+                f.cancel()
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def _gone(self, subject: str, taker: asyncio.Future[str], every: float) -> str:
+        """Why the taker of ``subject`` is gone, once it is (it never returns while the taker lives)."""
+        alive, reconnects = await taker, self.reconnects
+        while True:
+            await asyncio.sleep(every)
+            if self.reconnects != reconnects or self._down_since is not None:
+                return f"the connection to NATS dropped while {subject} was pending: the request may be lost"
+            try:
+                await self.nc.request(alive, b"", timeout=every)
+            except NoRespondersError:
+                return f"the process that took {subject} is gone (nothing answers {alive})"
+            except Exception:  # noqa: BLE001 - busy or slow, not gone: keep waiting
+                pass
 
     async def pull(self, durable: str, filter_subject: str, *, ack_wait: float = 600.0, max_ack_pending: int = 20000) -> JetStreamContext.PullSubscription:
         """Bind (creating if needed) a durable pull consumer on the stream."""

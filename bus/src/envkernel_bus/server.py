@@ -12,6 +12,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import structlog
@@ -44,16 +45,40 @@ def _dies_with_parent() -> object:
 
 
 def auth_config() -> str:
-    """The server's ``authorization`` block when ``ENVKERNEL_NATS_TOKEN`` or ``ENVKERNEL_NATS_USER`` /
-    ``ENVKERNEL_NATS_PASSWORD`` are set. It names the variables, never their values: the server reads
-    them from its environment, so no secret is written to its config file."""
-    if os.environ.get("ENVKERNEL_NATS_TOKEN"):
-        return "authorization {\n  token: $ENVKERNEL_NATS_TOKEN\n}\n"
-    if os.environ.get("ENVKERNEL_NATS_USER"):
+    """The server's ``authorization`` and ``tls`` blocks, from the environment:
+
+    - ``ENVKERNEL_NATS_NKEY_SEED`` (a seed file): the server accepts that nkey (its public key is written,
+      never the seed), and the public keys in ``ENVKERNEL_NATS_NKEY_USERS`` (comma-separated: workers' own);
+    - else ``ENVKERNEL_NATS_TOKEN``, or ``ENVKERNEL_NATS_USER`` / ``ENVKERNEL_NATS_PASSWORD``: the block names the
+      variables, never their values (the server reads them from its environment);
+    - ``ENVKERNEL_NATS_TLS_CERT`` and ``ENVKERNEL_NATS_TLS_KEY``: the server speaks TLS only, with that certificate.
+
+    No secret is written to the server's config file."""
+    from .bus import BusError, env_file, nkey_public
+
+    out = ""
+    try:
+        public = nkey_public()
+        cert, key = env_file("ENVKERNEL_NATS_TLS_CERT"), env_file("ENVKERNEL_NATS_TLS_KEY")
+    except BusError as exc:
+        raise ServerError(str(exc)) from None
+    if public:
+        others = [k.strip() for k in os.environ.get("ENVKERNEL_NATS_NKEY_USERS", "").split(",") if k.strip()]
+        bad = [k for k in others if not (k.startswith("U") and len(k) == 56 and k.isalnum())]
+        if bad:
+            raise ServerError(f"ENVKERNEL_NATS_NKEY_USERS: {', '.join(bad)} is not an nkey user's public key (U followed by 55 letters and digits)")
+        out = "authorization {\n  users: [\n" + "".join(f"    {{ nkey: {k} }}\n" for k in dict.fromkeys([public, *others])) + "  ]\n}\n"
+    elif os.environ.get("ENVKERNEL_NATS_TOKEN"):
+        out = "authorization {\n  token: $ENVKERNEL_NATS_TOKEN\n}\n"
+    elif os.environ.get("ENVKERNEL_NATS_USER"):
         if not os.environ.get("ENVKERNEL_NATS_PASSWORD"):
             raise ServerError("ENVKERNEL_NATS_USER is set but ENVKERNEL_NATS_PASSWORD is not: set both, or ENVKERNEL_NATS_TOKEN")
-        return "authorization {\n  user: $ENVKERNEL_NATS_USER\n  password: $ENVKERNEL_NATS_PASSWORD\n}\n"
-    return ""
+        out = "authorization {\n  user: $ENVKERNEL_NATS_USER\n  password: $ENVKERNEL_NATS_PASSWORD\n}\n"
+    if bool(cert) != bool(key):
+        raise ServerError("set both ENVKERNEL_NATS_TLS_CERT and ENVKERNEL_NATS_TLS_KEY (the server's certificate and its key), or neither")
+    if cert:
+        out += f"tls {{\n  cert_file: {json.dumps(os.path.abspath(cert))}\n  key_file: {json.dumps(os.path.abspath(key))}\n}}\n"
+    return out
 
 
 def find_server_binary() -> str:
@@ -156,55 +181,41 @@ class EmbeddedServer:
 
 
 class LocalCluster:
-    """Three nats-servers with JetStream on this machine, clustered over loopback routes (for tests and
-    benchmarks of a node failure; run with ``ENVKERNEL_STREAM_REPLICAS=3`` so the stream outlives a node).
-    :attr:`url` lists the three client URLs, comma-separated, as ``--nats-url`` takes them."""
+    """Three nats-servers with JetStream on this machine, clustered over routes (for tests and benchmarks of
+    a node failure; run with ``ENVKERNEL_STREAM_REPLICAS=3`` so the stream outlives a node). :attr:`url` lists
+    the three client URLs, comma-separated, as ``--nats-url`` takes them.
 
-    def __init__(self, root: Path, size: int = 3) -> None:
+    By default the nodes listen on loopback ports. With ``hosts`` (one address each) they listen on
+    4222 (clients) and 6222 (routes) of those addresses, each started under ``wrap(i)`` (a command prefix,
+    e.g. ``ip netns exec NS``, for hosts that are network namespaces), pinging every ``ping`` seconds
+    so a node cut off is noticed within a few seconds."""
+
+    def __init__(self, root: Path, size: int = 3, hosts: list[str] | None = None, wrap: Callable[[int], list[str]] | None = None,
+                 ping: float = 0) -> None:
         free = []
-        for _ in range(2 * size):
+        for _ in range(0 if hosts else 2 * size):
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 free.append(int(s.getsockname()[1]))
-        self.ports, routes = free[:size], free[size:]
+        self.hosts = hosts or ["127.0.0.1"] * size
+        self.ports, routes = (free[:size], free[size:]) if not hosts else ([4222] * size, [6222] * size)
         self.procs: list[subprocess.Popen[bytes]] = []
+        pings = f"ping_interval: \"{ping:g}s\"\nping_max: 2\n" if ping else ""
         for i in range(size):
             (root / f"n{i}").mkdir(parents=True, exist_ok=True)
-            others = ", ".join(f"nats-route://127.0.0.1:{r}" for j, r in enumerate(routes) if j != i)
+            others = ", ".join(f"nats-route://{self.hosts[j]}:{r}" for j, r in enumerate(routes) if j != i)
             conf = root / f"n{i}.conf"
-            conf.write_text(f'server_name: n{i}\nlisten: 127.0.0.1:{self.ports[i]}\nmax_payload: {MAX_PAYLOAD}\n'
+            conf.write_text(f'server_name: n{i}\nlisten: {self.hosts[i]}:{self.ports[i]}\nmax_payload: {MAX_PAYLOAD}\n{pings}'
                             f'jetstream {{ store_dir: "{root / f"n{i}"}" }}\n'
-                            f"cluster {{ name: envk, listen: 127.0.0.1:{routes[i]}, routes: [{others}] }}\n{auth_config()}")
+                            f"cluster {{ name: envk, listen: {self.hosts[i]}:{routes[i]}, routes: [{others}] }}\n{auth_config()}")
             with open(root / f"n{i}.log", "ab") as logf:
-                self.procs.append(subprocess.Popen([find_server_binary(), "-c", str(conf)], stdout=logf, stderr=logf,
+                self.procs.append(subprocess.Popen([*(wrap(i) if wrap else []), find_server_binary(), "-c", str(conf)], stdout=logf, stderr=logf,
                                                    stdin=subprocess.DEVNULL, preexec_fn=_dies_with_parent()))  # type: ignore[arg-type]
-        self.url = ",".join(f"nats://127.0.0.1:{p}" for p in self.ports)
+        self.url = ",".join(f"nats://{h}:{p}" for h, p in zip(self.hosts, self.ports, strict=True))
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         """Wait until the cluster answers JetStream requests (it has elected a meta leader)."""
-        import asyncio
-
-        import nats
-
-        async def noop(_exc: Exception) -> None:
-            pass
-
-        async def ready() -> None:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    nc = await nats.connect(self.url.split(","), connect_timeout=2, allow_reconnect=False, error_cb=noop)
-                    try:
-                        await nc.jetstream().account_info()
-                        return
-                    finally:
-                        await nc.close()
-                except Exception as exc:  # noqa: BLE001 - not formed yet
-                    if time.monotonic() > deadline:
-                        raise ServerError(f"the cluster at {self.url} is not ready after {timeout} s: {exc}") from None
-                    await asyncio.sleep(0.3)
-
-        asyncio.run(ready())
+        wait_cluster_ready(self.url, timeout)
 
     def kill(self, i: int) -> None:
         """SIGKILL node ``i`` (it stays down)."""
@@ -220,3 +231,32 @@ class LocalCluster:
                     p.wait(10)
                 except subprocess.TimeoutExpired:
                     p.kill()
+
+
+def wait_cluster_ready(url: str, timeout: float = 60.0) -> None:
+    """Wait until the servers at ``url`` (comma-separated) answer JetStream requests (a meta leader is elected)."""
+    import asyncio
+
+    import nats
+
+    from .bus import credentials
+
+    async def noop(_exc: Exception) -> None:
+        pass
+
+    async def ready() -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                nc = await nats.connect(url.split(","), connect_timeout=2, allow_reconnect=False, error_cb=noop, **credentials())
+                try:
+                    await nc.jetstream().account_info()
+                    return
+                finally:
+                    await nc.close()
+            except Exception as exc:  # noqa: BLE001 - not formed yet
+                if time.monotonic() > deadline:
+                    raise ServerError(f"the cluster at {url} is not ready after {timeout} s: {exc}") from None
+                await asyncio.sleep(0.3)
+
+    asyncio.run(ready())

@@ -11,7 +11,7 @@ from typing import Any
 import click
 import msgspec
 
-from . import logs
+from envkernel_bus import logs
 from .errors import EXIT_USAGE, EnvkernelError, UsageError
 
 EXIT_CODES_HELP = """Exit codes: 0 finished, tasks emitted, nothing failed; 1 finished, but plugins failed,
@@ -96,20 +96,24 @@ def cli(log_level: str | None, json_logs: bool | None) -> None:
 @click.option("--listen", default="127.0.0.1", show_default=True, help="Address the embedded server listens on (0.0.0.0 opens it to workers on other hosts).")
 @click.option("--timeout", type=float, default=None, help="Give up after this many seconds (exit 3).")
 @click.option("--progress/--no-progress", default=True, help="Show progress.")
+@click.option("--resume", type=click.Path(file_okay=False), default=None, metavar="RUN_DIR",
+              help="Carry on a killed run from its folder and stream (its own config; keeps what it produced).")
 def run(plugins: str | None, config_file: str | None, seed: int | None, policy: str | None, sources: tuple[str, ...], envs: int | None,
         rollouts_per_task: int | None, iterations: int | None, remote: tuple[str, ...], runner: str | None, reward: str | None, gate_reward: str | None, sets: tuple[str, ...], out_root: str, run_id: str | None,
-        nats_url: str | None, listen: str, timeout: float | None, progress: bool) -> None:
+        nats_url: str | None, listen: str, timeout: float | None, progress: bool, resume: str | None) -> None:
     """Run the whole pipeline: synthesize, verify, sample, gate, roll out, score, export."""
-    from .run import execute, prepare
+    from .run import execute, prepare, prepare_resume
 
     flags: dict[str, Any] = {"plugins": plugins, "seed": seed, "policy": policy, "sources": list(sources) or None, "envs": envs,
                              "rollouts_per_task": rollouts_per_task, "iterations": iterations, "remote": list(remote) or None, "runner": runner, "reward": reward,
                              "gate_reward": gate_reward, "run_id": run_id}
-    prep = prepare(config_file, flags, out_root)
+    if resume and (config_file or sets or any(v is not None for v in flags.values())):
+        raise UsageError("--resume carries on a run with its own config: give no run settings with it, neither flags nor ENVKERNEL_PLUGINS/SEED/POLICY/ROLLOUTS_PER_TASK (only --nats-url, --listen, --timeout)")
+    prep = prepare_resume(resume) if resume else prepare(config_file, flags, out_root)
     _apply_sets(prep, sets)
     for w in prep.warnings:
         click.echo(f"warning: {w}", err=True)
-    result = asyncio.run(execute(prep, nats_url=nats_url, listen=listen, show_progress=progress, timeout=timeout))
+    result = asyncio.run(execute(prep, nats_url=nats_url, listen=listen, show_progress=progress, timeout=timeout, resume=bool(resume)))
     s = result.summary
     curve = s.get("reward_curve") or []
     if len(curve) > 1:

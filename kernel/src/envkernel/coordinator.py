@@ -26,7 +26,7 @@ from nats.aio.msg import Msg
 from nats.js.api import DeliverPolicy
 
 from envkernel_bus import Bus
-from envkernel_bus.subjects import EVENTS_PREFIX
+from envkernel_bus.subjects import EVENTS_PREFIX, STREAM
 from envkernel_schemas import (
     DecodeError,
     EnvRequested,
@@ -54,8 +54,15 @@ log = structlog.get_logger("envkernel.run")
 class Coordinator:
     """Coordinates one run on the bus."""
 
-    def __init__(self, bus: Bus, config: RunConfig, recorder: Recorder, synthesizer_for: Callable[[str], str], on_event: Callable[[Event], None] | None = None) -> None:
+    def __init__(self, bus: Bus, config: RunConfig, recorder: Recorder, synthesizer_for: Callable[[str], str], on_event: Callable[[Event], None] | None = None,
+                 resume: bool = False) -> None:
+        """``resume``: the run's stream holds a killed run's events; replay them to rebuild the state
+        (gate, groups, counts), publishing only the kernel events that never reached it."""
         self.bus = bus
+        self.resume = resume
+        self._replayed: set[str] | None = None
+        """While replaying a resumed run: every event id met in the stream (None otherwise)."""
+        self._deferred: list[tuple[Event, str | None]] = []
         self.config = config
         self.recorder = recorder
         self.synthesizer_for = synthesizer_for
@@ -87,6 +94,9 @@ class Coordinator:
 
     async def start(self) -> None:
         """Subscribe to the run's events (from the start), then publish its first events."""
+        if self.resume:
+            info = await self.bus.js.stream_info(STREAM, subjects_filter=f"{EVENTS_PREFIX}.{self.config.run_id}.>")
+            self._replayed = set() if info.state.subjects else None
         self._sub = await self.bus.js.subscribe(
             f"{EVENTS_PREFIX}.{self.config.run_id}.>", cb=self._on_msg, ordered_consumer=True,
             deliver_policy=DeliverPolicy.ALL, pending_msgs_limit=1_000_000, pending_bytes_limit=1024 * 1024 * 1024,
@@ -124,6 +134,9 @@ class Coordinator:
         task.add_done_callback(self._background.discard)
 
     async def _publish(self, ev: Event, target: str | None) -> None:
+        if self._replayed is not None:  # replaying: the stream may hold it already; decided when the replay ends
+            self._deferred.append((ev, target))
+            return
         subject, data = subject_of(self.config, ev, target), encode(ev)
         self._pubacks.append((await self.bus.publish(subject, data, ev.id), subject, data, ev.id))
         if len(self._pubacks) > 2000:
@@ -148,6 +161,20 @@ class Coordinator:
         self.done.set()
 
     async def _on_msg(self, msg: Msg) -> None:
+        await self._account(msg)
+        if self._replayed is not None and msg.metadata.num_pending == 0:
+            await self._end_replay()
+
+    async def _end_replay(self) -> None:
+        """The resumed run's stream is replayed: publish the kernel events it lacks, then go on as usual."""
+        replayed, self._replayed = self._replayed or set(), None
+        todo, self._deferred = [(e, t) for e, t in self._deferred if e.id not in replayed], []
+        log.info("resuming the run: its stream is replayed", events=len(replayed), **self.recorder.counts, republished=len(todo))
+        for ev, target in todo:
+            await self._publish(ev, target)
+        self._check_done()
+
+    async def _account(self, msg: Msg) -> None:
         if self.done.is_set():
             return  # the run is over (or stopping): what is recorded must match the summary
         try:
@@ -156,6 +183,8 @@ class Coordinator:
             self.undecodable += 1
             log.error("dropping bytes that are not an envkernel event", subject=msg.subject, error=str(exc))
             return
+        if self._replayed is not None:
+            self._replayed.add(ev.id)
         if ev.run != self.config.run_id or msg.subject.split(".")[3:5] != ev.kind.split(".") or msg.subject.count(".") != 4 + (ev.kind in WORK_KINDS):
             self.undecodable += 1  # a forged or misrouted event: an event only counts on its own kind's subject
             log.error("dropping an event on a subject its kind does not belong to", subject=msg.subject, kind=ev.kind)

@@ -55,9 +55,12 @@ class _IterationStats:
 class Recorder:
     """Writes what a run produces as it happens (append + flush), and counts it."""
 
-    def __init__(self, out_dir: Path) -> None:
+    def __init__(self, out_dir: Path, *, rebuild: bool = False) -> None:
+        """``rebuild``: a resumed run; its files are written again from the replayed stream, so none is kept twice."""
         self.out = out_dir
         self.out.mkdir(parents=True, exist_ok=True)
+        for name in ("tasks.jsonl", "rejected.jsonl", "rollouts.jsonl", "failures.jsonl") if rebuild else ():
+            (self.out / name).unlink(missing_ok=True)
         (self.out / "envs").mkdir(exist_ok=True)
         self._files: dict[str, IO[bytes]] = {}
         self.counts: Counter[str] = Counter()

@@ -7,7 +7,6 @@ import contextlib
 import json
 import os
 import secrets
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,7 @@ import msgspec
 import structlog
 from nats.js.errors import KeyNotFoundError
 
-from envkernel_bus import Bus, EmbeddedServer, discovery, env_seconds, without_secrets
+from envkernel_bus import Bus, EmbeddedServer, discovery, env_seconds, on_signals, without_secrets
 from envkernel_bus.progress import Progress, Status
 from envkernel_bus.subjects import STREAM, durable_name
 from envkernel_runtime.envdir import write_atomic
@@ -169,26 +168,18 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     return Prepared(config, registry, out_dir, warnings)
 
 
-def _on_signals(callback: Any) -> None:
-    """Call ``callback`` on SIGINT/SIGTERM (None: restore the defaults); a second signal exits at once (code 3)."""
-    loop = asyncio.get_running_loop()
-    calls: list[int] = []
-
-    def once() -> None:
-        if calls:
-            log.error("a second signal: exiting now, without a clean shutdown")
-            os._exit(EXIT_ABORTED)
-        calls.append(1)
-        callback()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            if callback is None:
-                loop.remove_signal_handler(sig)
-            else:
-                loop.add_signal_handler(sig, once)
-        except (NotImplementedError, RuntimeError):
-            pass
+def prepare_resume(run_dir: str) -> Prepared:
+    """``--resume RUN_DIR``: the config of a run that was killed (or stopped, exit 3) and its plugins, to carry it on."""
+    out = Path(run_dir).expanduser().resolve()
+    try:
+        config = msgspec.json.decode((out / "config.json").read_bytes(), type=RunConfig)
+        done = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+    except (OSError, ValueError, msgspec.DecodeError) as exc:
+        raise ConfigError(f"--resume {run_dir}: not the folder of a run ({type(exc).__name__}: {exc}); name envkernel-out/RUN-ID") from None
+    if done and not done.get("aborted"):
+        raise ConfigError(f"--resume {run_dir}: the run finished (exit {done.get('exit_code')}); only a killed or stopped run can be resumed")
+    registry = load(config.selected)
+    return Prepared(msgspec.structs.replace(config, out=str(out)), registry, out, [f"plugin {n!r} is broken and was skipped: {why}" for n, why in registry.broken.items()])
 
 
 @dataclass
@@ -200,14 +191,17 @@ class RunResult:
     out_dir: Path
 
 
-async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = "127.0.0.1", show_progress: bool = True, timeout: float | None = None) -> RunResult:
-    """Run the pipeline to completion and write the run folder."""
+async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = "127.0.0.1", show_progress: bool = True, timeout: float | None = None,
+                  resume: bool = False) -> RunResult:
+    """Run the pipeline to completion and write the run folder (``resume``: carry on a killed run from its stream)."""
     config, out = prep.config, prep.out_dir
     public = cfgmod.public(config)
     server = None
     announced = None
     bus: Bus | None = None
     try:
+        if resume and not nats_url and not (out / "nats" / "jetstream").is_dir():
+            raise ConfigError(f"--resume {out}: the run used an external NATS server (no nats/ store here): give its --nats-url")
         if not nats_url:
             out.mkdir(parents=True, exist_ok=True)
             server = EmbeddedServer(out / "nats", host=listen)
@@ -219,7 +213,9 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
             taken = True
         except KeyNotFoundError:
             taken = False
-        if taken:
+        if resume and not taken:
+            raise ConfigError(f"--resume: run {config.run_id!r} is not on {without_secrets(nats_url)} (its stream is gone): it cannot be resumed")
+        if taken and not resume:
             raise ConfigError(f"run id {config.run_id!r} is already used on {nats_url}: choose another --run-id")
     except BaseException:
         if bus is not None:
@@ -230,11 +226,12 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
             announced.unlink(missing_ok=True)
         raise
     out.mkdir(parents=True, exist_ok=True)
-    write_atomic(out / "config.json", json.dumps(public, indent=2))
-    log.info("run starting", run=config.run_id, out=str(out), nats=without_secrets(nats_url), plugins=",".join(config.selected))
+    if not resume:
+        write_atomic(out / "config.json", json.dumps(public, indent=2))
+    log.info("run resuming" if resume else "run starting", run=config.run_id, out=str(out), nats=without_secrets(nats_url), plugins=",".join(config.selected))
     # workers on other hosts read the run's config from here (secrets stay in this process)
     await bus.runs.put(config.run_id, msgspec.json.encode(public))
-    recorder = Recorder(out)
+    recorder = Recorder(out, rebuild=resume)
     progress = Progress(enabled=show_progress)
     registry = prep.registry
     sources = {c.name: c.sources for c in registry.by_role("synthesizer")}
@@ -243,13 +240,13 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
     if remote:
         log.info("this run uses remote components: serve them with `envkernel worker --plugins PLUGIN --nats-url URL`",
                  remote=sorted(remote), nats=nats_url)
-    coord = Coordinator(bus, config, recorder, lambda kind: synthesizer_for(config, sources, kind), on_event=progress.update)
+    coord = Coordinator(bus, config, recorder, lambda kind: synthesizer_for(config, sources, kind), on_event=progress.update, resume=resume)
     progress.work = lambda: (len(coord.handled), len(coord.handled) + coord.outstanding)  # handled reports: received, expected
     bus.on_closed(lambda: coord.stop_run(f"lost the bus: {bus.lost}"))
     exit_code = EXIT_OK
     aborted = ""
     stop = asyncio.Event()
-    _on_signals(stop.set)
+    on_signals(stop.set, EXIT_ABORTED)
     watchdog: asyncio.Task[None] | None = None
     try:
         await worker.start()
@@ -270,12 +267,14 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         raise
     finally:
         coord.done.set()  # record nothing more: the summary and the files must agree
-        _on_signals(None)
+        if aborted:  # a signal or a fault: do not wait the whole lost-bus limit for a server that may be gone
+            bus.hurry(5.0)
+        on_signals(None)
         if watchdog is not None:
             watchdog.cancel()
         await worker.stop(cancel=bool(aborted), finish_run=config.run_id if aborted else None)
         extra: dict[str, Any] = {"reward": first(config, "reward_model", config.reward), "gate_reward": config.gate_reward,
-                                 "broken_plugins": prep.registry.broken, "undecodable_events": coord.undecodable}
+                                 "broken_plugins": prep.registry.broken, "undecodable_events": coord.undecodable, **({"resumed": True} if resume else {})}
         if aborted:
             extra["aborted"] = aborted
         summary = recorder.summary(config.run_id, config.components, extra)
@@ -292,7 +291,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
             summary["aborted"], summary["exit_code"] = summary.get("aborted") or f"cannot write summary.json: {exc} (free space in {out})", EXIT_ABORTED
             exit_code = EXIT_ABORTED
             log.error("could not write summary.json; free space where the run folder is", out=str(out), error=str(exc))
-        fin = RunFinished(run=config.run_id, id=event_id(config.run_id, KERNEL, "finished"), time=time.time(), summary=summary)
+        fin = RunFinished(run=config.run_id, id=event_id(config.run_id, KERNEL, f"finished/{time.time()}" if resume else "finished"), time=time.time(), summary=summary)
         try:
             await coord._publish(fin, None)
             await coord.stop()
@@ -317,7 +316,7 @@ async def serve(names: list[str], nats_url: str, *, stop: asyncio.Event | None =
     bus = await Bus.connect(nats_url, name=f"envkernel-worker-{os.getpid()}")
     worker = Worker(bus, registry, list(registry.components))
     stop = stop or asyncio.Event()
-    _on_signals(stop.set)
+    on_signals(stop.set, EXIT_ABORTED)
     bus.on_closed(stop.set)
     await worker.start()
     log.info("worker serving", components=",".join(registry.components), nats=without_secrets(nats_url))

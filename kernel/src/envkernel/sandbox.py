@@ -127,8 +127,10 @@ class Sandbox:
 async def open_sandbox(bus: Bus, runner: str, env: EnvSpec, *, seed: int = 0, run: str = "", timeout: float = 15.0, call_timeout: float = 60.0, lifetime: float = 3600.0) -> Sandbox:
     """Open a sandbox holding ``env`` on whichever process serves ``runner``."""
     req = OpenRequest(env=env, seed=seed, run=run, lifetime=lifetime)
-    try:
-        msg = await bus.nc.request(sandbox_open_subject(runner), _enc.encode(req), timeout=timeout)
+    try:  # the process that takes the open names itself, so its death fails the open at once
+        msg = await bus.request_claimed(sandbox_open_subject(runner), _enc.encode(req), timeout)
+    except ResponderGone as exc:
+        raise SandboxError(f"no sandbox from runner {runner!r}: {exc}") from None
     except Exception as exc:
         raise SandboxError(
             f"no sandbox from runner {runner!r} within {timeout:g} s ({type(exc).__name__}): is a process serving it? "
@@ -259,6 +261,7 @@ class SandboxService:
         self._spawn(self._open(msg))
 
     async def _open(self, msg: Msg) -> None:
+        await self.bus.claim(msg, sandbox_op_subject(f"{self.name}-{self.uid}", "alive"))
         try:
             req = _open_dec.decode(msg.data)
         except msgspec.DecodeError as exc:

@@ -280,3 +280,21 @@ def test_settings_and_registration() -> None:
     got: dict[str, object] = {}
     register_trainers(lambda n, f: got.__setitem__(n, f))
     assert got == {"sft": Sft, "rl": Rl}
+
+
+def test_an_object_store_that_does_not_answer_gives_the_group_back_and_writes_nothing(tmp_path: Path) -> None:
+    """ctx.env failing as infrastructure (the server restarting) is raised, so the kernel redelivers the group;
+    no row is written with tools guessed from the reference calls."""
+    from envkernel.errors import SandboxError
+
+    class Down(Ctx):
+        async def env(self, env_id: str) -> EnvSpec:
+            raise SandboxError(f"environment {env_id!r} of run r is not in the object store: TimeoutError")
+
+    ctx = Down(tmp_path)
+    for exporter in (Sft(), Rl()):
+        with pytest.raises(SandboxError):
+            asyncio.run(exporter.consume(_group("g1"), ctx))
+    assert not (tmp_path / "sft.jsonl").exists() and not (tmp_path / "rl.jsonl").exists()
+    asyncio.run(Rl().consume(_group("g1"), Ctx(tmp_path)))  # once it answers, the row is the real one
+    assert _lines(tmp_path / "rl.jsonl")[0]["extra_info"]

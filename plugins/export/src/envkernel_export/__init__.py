@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
+from envkernel.errors import InfraError
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.groups import purpose_of
 from envkernel_kit.sink import JsonlSink
@@ -88,6 +89,8 @@ class _EnvTools:
             try:
                 env = await ctx.env(task.env_id)
                 self._envs[task.env_id] = env
+            except InfraError:  # the object store did not answer (a server restart): the group comes back later,
+                raise  # rather than a row whose tools are guessed from the reference calls
             except Exception as exc:  # keep the data; say what is missing
                 ctx.log.warning("environment unavailable; tools derived from the reference calls", env=task.env_id, error=str(exc))
         return env_tools(env, task)

@@ -25,6 +25,20 @@ def missing_image_error(image: str) -> SandboxError:
     )
 
 
+IMAGE_VERSION = 2
+"""The image version this runner wants (label ``envkernel.image``): 2 adds git and sqlite3."""
+
+
+def image_version(image: str, env: dict[str, str] | None = None) -> int:
+    """The ``envkernel.image`` label of ``image`` in Podman's storage (0 when it is missing)."""
+    proc = subprocess.run([podman_binary(), "image", "inspect", "--format", '{{ index .Labels "envkernel.image" }}', image],
+                          env=env or podman_env(containers_conf("")), check=False, capture_output=True, text=True)
+    try:
+        return int(proc.stdout.strip()) if proc.returncode == 0 else 0
+    except ValueError:
+        return 0
+
+
 @dataclass
 class BuildResult:
     image: str
@@ -47,10 +61,8 @@ def build_image(
     instead of to the terminal (a failure's error then quotes its last lines)."""
     podman_binary()
     env = podman_env(containers_conf(conf))
-    if not force:
-        exists = subprocess.run([podman_binary(), "image", "exists", image], env=env, check=False, capture_output=True)
-        if exists.returncode == 0:
-            return BuildResult(image, False, 0.0)
+    if not force and image_version(image, env) >= IMAGE_VERSION:
+        return BuildResult(image, False, 0.0)
     argv = ["bash", asset_path("build-image.sh"), "--image", image, "--suite", suite]
     if mirror:
         argv += ["--mirror", mirror]

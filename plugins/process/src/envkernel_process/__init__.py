@@ -49,6 +49,7 @@ from .confine import (
     kill_uids,
     owner_stamp,
     protections,
+    start_reaper,
     sweep_folders,
     uid_pool,
 )
@@ -68,6 +69,9 @@ __all__ = [
 
 _MAX_RESPONSE = STREAM_LIMIT // 2
 log = structlog.get_logger("envkernel.process")
+WORKSPACE_TOOL_PATHS = ("/usr/bin", "/bin", "/usr/lib", "/lib", "/lib64", "/usr/libexec", "/usr/share", "/etc/alternatives")
+"""What a workspace's shell may read and execute under Landlock (never write): the system's
+programs and libraries (bash, coreutils, git, sqlite3, python3)."""
 _STDERR_TAIL = 2048
 
 
@@ -263,6 +267,9 @@ class ProcessSession(ExecutorSession):
                 argv += ["--cgroup", f]
         if support.landlock:
             argv.append("--landlock")
+            if self.env.behaviour.__class__.__name__ == "WorkspaceBehaviour":  # its shell: bash, coreutils, git, ...
+                for path in WORKSPACE_TOOL_PATHS:
+                    argv += ["--tool-path", path]
         if support.seccomp:
             argv.append("--deny-unix-sockets")
         if support.unshare:
@@ -428,6 +435,8 @@ def _empty_folder(folder: str) -> None:
 _swept: set[str] = set()
 _SPARE_ENVS = 16
 """Environments a runner keeps spares for at most."""
+_reapers: dict[str, Any] = {}
+"""Temp folder -> the reaper of this process's sandboxes there (one per process, for as long as it lives)."""
 
 
 class ProcessRunner:
@@ -480,6 +489,9 @@ class ProcessRunner:
         return await self._open(env, seed)
 
     async def _open(self, env: EnvSpec, seed: int) -> ProcessSession:
+        folder = tempfile.gettempdir()
+        if folder not in _reapers:  # a kill -9 of this process leaves no sandbox folder or cgroup behind
+            _reapers[folder] = start_reaper(folder, host_support())
         session = ProcessSession(self, env, seed)
         self._sessions.add(session)
         await session.start()

@@ -26,6 +26,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -255,9 +256,10 @@ def owner_stamp() -> str:
     return f"{os.getpid()} {process_start(os.getpid())}"
 
 
-def sweep_folders(folder: str, support: HostSupport) -> int:
+def sweep_folders(folder: str, support: HostSupport, owner: str = "") -> int:
     """Remove the sandbox folders (and cgroups) that runners which died without cleaning up left
-    in ``folder``; their processes died with them (parent-death signal). Returns how many."""
+    in ``folder`` (with ``owner``: those of that one runner, :func:`owner_stamp`); their processes died
+    with them (parent-death signal), and what they forked dies with the cgroup. Returns how many."""
     removed = 0
     try:
         entries = [e for e in os.scandir(folder) if e.name.startswith(("envk-p", "envk-zygote-")) and e.is_dir(follow_symlinks=False)]
@@ -267,11 +269,12 @@ def sweep_folders(folder: str, support: HostSupport) -> int:
         try:
             if e.stat(follow_symlinks=False).st_uid != os.geteuid():
                 continue
-            pid, start = Path(e.path, OWNER_FILE).read_text().split()
+            stamp = Path(e.path, OWNER_FILE).read_text()
+            pid, start = stamp.split()
         except (OSError, ValueError):
             continue
-        if process_start(int(pid)) == start:
-            continue  # its runner is alive
+        if (stamp != owner) if owner else process_start(int(pid)) == start:
+            continue  # another runner's, or its runner is alive
         sid = e.name.split("-")[1]
         for _c, (_v, base) in support.cgroups.items():
             d = os.path.join(base, f"envk-{sid}")
@@ -280,6 +283,25 @@ def sweep_folders(folder: str, support: HostSupport) -> int:
         shutil.rmtree(e.path, ignore_errors=True)
         removed += 1
     return removed
+
+
+def start_reaper(folder: str, support: HostSupport) -> subprocess.Popen[bytes]:
+    """Start the reaper of this runner process's sandboxes: a small process (this file, stdlib only)
+    that waits until the runner dies (its stdin, a pipe only the runner holds, reaches EOF: a kill -9
+    too) and then removes the sandbox folders and cgroups the runner left (:func:`sweep_folders`)."""
+    bases = [f"{c}={v}:{base}" for c, (v, base) in support.cgroups.items()]
+    return subprocess.Popen([sys.executable, "-S", "-P", os.path.abspath(__file__), folder, owner_stamp(), *bases],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True)
+
+
+def _reap(argv: list[str]) -> None:
+    """The reaper's main (see :func:`start_reaper`): ``FOLDER OWNER [CONTROLLER=VERSION:BASE ...]``."""
+    folder, owner, *bases = argv
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C of the run's terminal: the run cleans up, the reaper checks
+    while sys.stdin.buffer.read(65536):
+        pass
+    cgroups = {c: (int(v), base) for c, rest in (b.split("=", 1) for b in bases) for v, base in [rest.split(":", 1)]}
+    sweep_folders(folder, HostSupport(root=os.geteuid() == 0, cgroups=cgroups), owner=owner)
 
 
 # ----------------------------------------------------------------------------- a sandbox's cgroup
@@ -626,3 +648,7 @@ def protections(support: HostSupport | None = None, *, isolate: bool = True) -> 
     else:
         rows["leftovers"] = ("not blocked", "; ".join(means) + " (a process that calls setsid and clears its parent-death signal escapes)")
     return {k: Protection(k, *rows[k]) for k in THREATS}
+
+
+if __name__ == "__main__":
+    _reap(sys.argv[1:])

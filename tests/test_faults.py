@@ -510,7 +510,28 @@ def test_a_worker_releases_a_finished_runs_sandboxes(envk, nats_server: str, wor
         (pid,) = processes_mentioning("worker --plugins process,baselines,traceoutcome")
         run = envk.run("--nats-url", nats_server, "-G", "8", run_id="release")
         assert run.proc.returncode == 0, run.proc.stderr[-3000:]
-        assert processes_mentioning(f"--parent-pid {pid} ", wait=10) == [], "the idle worker kept the finished run's sandboxes"
+        def sandboxes() -> list[int]:  # the executors; not the runner's zygote (its child, which forks them)
+            found = processes_mentioning(f"--parent-pid {pid} ")
+            return [p for p in found if not (_ppid(p) == pid and "--zygote" in _cmdline(p))]
+
+        deadline = time.monotonic() + 10
+        while sandboxes() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert sandboxes() == [], "the idle worker kept the finished run's sandboxes"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _ppid(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 READY_AND_SET_UP = """

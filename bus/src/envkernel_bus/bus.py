@@ -375,22 +375,47 @@ class Bus:
         Without ``alive`` it is a plain request."""
         if not alive:
             return await self.nc.request(subject, data, timeout=timeout)
-        reply, reconnects = asyncio.ensure_future(self.nc.request(subject, data, timeout=timeout)), self.reconnects
-        try:
-            while True:
-                done, _ = await asyncio.wait({reply}, timeout=every)
-                if done:
-                    return reply.result()
-                if self.reconnects != reconnects or self._down_since is not None:
-                    raise ResponderGone(f"the connection to NATS dropped while {subject} was pending: the request may be lost")
+        # The request is awaited right here (no task of its own: this is every tool step's path);
+        # a timer starts a liveness check every `every` seconds and cancels it when the responder is gone.
+        loop = asyncio.get_running_loop()
+        me = asyncio.current_task()
+        reconnects, gone = self.reconnects, [""]
+        checks: list[asyncio.Task[None]] = []
+
+        async def check() -> None:
+            if self.reconnects != reconnects or self._down_since is not None:
+                gone[0] = f"the connection to NATS dropped while {subject} was pending: the request may be lost"
+            else:
                 try:
                     await self.nc.request(alive, b"", timeout=every)
                 except NoRespondersError:
-                    raise ResponderGone(f"the process serving {subject} is gone (nothing answers {alive})") from None
+                    gone[0] = f"the process serving {subject} is gone (nothing answers {alive})"
                 except Exception:  # noqa: BLE001 - busy or slow, not gone: keep waiting
                     pass
+            if timer_done:
+                return
+            if gone[0] and me is not None:
+                me.cancel()
+            else:
+                handle[0] = loop.call_later(every, start)
+
+        def start() -> None:
+            checks.append(asyncio.ensure_future(check()))
+
+        timer_done = False
+        handle = [loop.call_later(every, start)]
+        try:
+            return await self.nc.request(subject, data, timeout=timeout)
+        except asyncio.CancelledError:
+            if gone[0] and me is not None:
+                me.uncancel()  # the cancel was ours
+                raise ResponderGone(gone[0]) from None
+            raise
         finally:
-            reply.cancel()
+            timer_done = True
+            handle[0].cancel()
+            for t in checks:
+                t.cancel()
 
     async def claim(self, msg: Any, alive: str) -> None:
         """Tell the client of a :meth:`request_claimed` request that this process took it (``alive`` is the

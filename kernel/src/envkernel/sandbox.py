@@ -60,6 +60,7 @@ _enc = msgspec.msgpack.Encoder()
 _open_dec = msgspec.msgpack.Decoder(OpenRequest)
 _op_dec = msgspec.msgpack.Decoder(OpRequest)
 _reply_dec = msgspec.msgpack.Decoder(Reply)
+_result_dec = msgspec.json.Decoder(ToolResult)
 
 
 class Sandbox:
@@ -73,13 +74,14 @@ class Sandbox:
         self.closed = False
         self.run = ""
         """The run it was opened for (a worker's pool releases it when that run finishes)."""
+        self._subjects = {op: sandbox_op_subject(sandbox_id, op) for op in ("call", "snapshot", "restore", "state", "close")}
+        self._alive = sandbox_op_subject(sandbox_id.rpartition("~")[0], "alive") if "~" in sandbox_id else ""  # ids: <runner>-<process>~<n>
 
     async def _request(self, op: str, req: OpRequest, timeout: float | None = None) -> Any:
         if self.closed:
             raise SandboxError(f"sandbox {self.id} is closed")
         try:
-            alive = sandbox_op_subject(self.id.rpartition("~")[0], "alive") if "~" in self.id else ""  # ids: <runner>-<process>~<n>
-            msg = await self.bus.request_while_alive(sandbox_op_subject(self.id, op), _enc.encode(req), timeout or self.timeout, alive)
+            msg = await self.bus.request_while_alive(self._subjects[op], _enc.encode(req), timeout or self.timeout, self._alive)
         except ResponderGone as exc:
             raise SandboxError(f"sandbox {self.id} ({self.runner}) cannot answer {op!r}: {exc}") from None
         except Exception as exc:  # timeout or no responders
@@ -87,6 +89,8 @@ class Sandbox:
                 f"sandbox {self.id} ({self.runner}) did not answer {op!r} within {timeout or self.timeout:g} s: "
                 f"{type(exc).__name__}. Its runner may have stopped or the sandbox outlived its lifetime."
             ) from None
+        if msg.data[:1] == b"{":  # a call's result as the executor wrote it (JSON), passed on undecoded
+            return _result_dec.decode(msg.data)
         reply = _reply_dec.decode(msg.data)
         if not reply.ok:
             raise SandboxError(f"sandbox {self.id} ({self.runner}) {op} failed: {reply.error}")
@@ -95,7 +99,7 @@ class Sandbox:
     async def call(self, tool: str, arguments: dict[str, Any] | None = None) -> ToolResult:
         """Call a tool. A tool's own error is a result with ``ok=False``, not an exception."""
         value = await self._request("call", OpRequest(tool=tool, arguments=arguments or {}))
-        return msgspec.convert(value, ToolResult)
+        return value if isinstance(value, ToolResult) else msgspec.convert(value, ToolResult)
 
     async def snapshot(self) -> str:
         """Save the state; return a handle for :meth:`restore`."""
@@ -292,14 +296,16 @@ class SandboxService:
             req = _op_dec.decode(msg.data)
             async with live.lock:
                 value = await self._do(sid, live, op, req)
-            reply = Reply(value=value)
+            data = value if type(value) is bytes else _enc.encode(Reply(value=value))
         except Exception as exc:
-            reply = Reply(ok=False, error=f"{type(exc).__name__}: {exc}")
-        await msg.respond(_enc.encode(reply))
+            data = _enc.encode(Reply(ok=False, error=f"{type(exc).__name__}: {exc}"))
+        await msg.respond(data)
 
     async def _do(self, sid: str, live: _Live, op: str, req: OpRequest) -> Any:
         s = live.session
         if op == "call":  # a runner that raises answers with an error: the client's SandboxError (infra)
+            if hasattr(s, "call_raw"):  # the executor's JSON line (bytes), relayed as it is
+                return await s.call_raw(req.tool, req.arguments)
             return msgspec.to_builtins(await s.call(req.tool, req.arguments))
         if op == "snapshot":
             return await s.snapshot()

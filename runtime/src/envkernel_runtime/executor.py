@@ -1037,6 +1037,8 @@ _PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
 _SECCOMP_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}  # audit arch, socket()
 _NR_IO_URING_SETUP = 425
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
+_MS_REC, _MS_PRIVATE = 0x4000, 1 << 18
+_CLONE_NEWNS, _CLONE_NEWNET = 0x00020000, 0x40000000
 _SYS_LANDLOCK = (444, 445, 446)  # create_ruleset, add_rule, restrict_self (same on x86_64 and arm64)
 _LL_EXECUTE, _LL_WRITE_FILE, _LL_READ_FILE, _LL_READ_DIR = 1, 2, 4, 8
 _LL_MAKE_CHAR, _LL_MAKE_BLOCK, _LL_TRUNCATE, _LL_IOCTL_DEV = 1 << 6, 1 << 11, 1 << 14, 1 << 15
@@ -1058,6 +1060,7 @@ def _libc():
     ul = ctypes.c_ulong
     libc.prctl.argtypes = [ctypes.c_int, ul, ul, ul, ul]
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ul, ctypes.c_char_p]
+    libc.unshare.argtypes = [ctypes.c_int]
     _LIBC.append((ctypes, libc))
     return ctypes, libc
 
@@ -1107,6 +1110,18 @@ def _apply_limits(args) -> dict:
         except (ValueError, OSError):
             pass
     return applied
+
+
+def _new_namespaces() -> None:
+    """An empty network namespace and a private mount namespace of this process's own: what
+    ``unshare -n -m`` gives an executor started from scratch (root only)."""
+    ctypes, libc = _libc()
+    if libc.unshare(_CLONE_NEWNS | _CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"unshare(network, mount): {os.strerror(err)}")
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:  # mounts stay in here
+        err = ctypes.get_errno()
+        raise OSError(err, f"make the mounts private: {os.strerror(err)}")
 
 
 def _mount_tmpfs(path: str, size: int, uid: int | None, gid: int | None) -> None:
@@ -1280,9 +1295,14 @@ def _ll_check(ctypes, v: int, what: str) -> int:
     return v
 
 
+_RUNTIME_PATHS: list = []  # computed once by a zygote before it forks (its children map the same files)
+
+
 def _runtime_paths() -> list:
     """Read-only paths the Python runtime needs: ``sys.path``, the folders of loaded shared
     libraries, the system library folders and time-zone data."""
+    if _RUNTIME_PATHS:
+        return list(_RUNTIME_PATHS)
     paths = [p for p in sys.path if p and os.path.exists(p)]
     paths.append(os.path.join(sys.base_prefix, "lib"))
     try:
@@ -1308,6 +1328,9 @@ def _confine(args) -> dict:
     a sandbox never runs with less confinement than its runner believes it has."""
     report: dict = {}
     workdir = os.path.abspath(args.workdir) if args.workdir else ""
+    if args.unshare:
+        _new_namespaces()
+        report["namespaces"] = ["network", "mount"]
     if args.cgroup:
         report["cgroups"] = _join_cgroups(args.cgroup)
     report["rlimits"] = _apply_limits(args)
@@ -1421,23 +1444,29 @@ def _serve_socket(executor: Executor, path: str) -> int:
         conn, _ = server.accept()
         _Forks.protocol_fds = [server.fileno(), conn.fileno()]
         with conn:
-            reader = _Lines(conn.recv)
-            while True:
-                try:
-                    line = reader.readline()
-                except OSError:
-                    break
-                if line is None:
-                    break
-                if not line.strip():
-                    continue
-                try:
-                    conn.sendall(executor.handle_line(line))
-                except OSError:
-                    break
-                if executor.closing:
-                    _cleanup()
-                    return 0
+            if _serve_connection(executor, conn):
+                _cleanup()
+                return 0
+
+
+def _serve_connection(executor: Executor, conn: socket.socket) -> bool:
+    """Answer requests on one connected socket until it ends; True when asked to close."""
+    reader = _Lines(conn.recv)
+    while True:
+        try:
+            line = reader.readline()
+        except OSError:
+            return False
+        if line is None:
+            return False
+        if not line.strip():
+            continue
+        try:
+            conn.sendall(executor.handle_line(line))
+        except OSError:
+            return False
+        if executor.closing:
+            return True
 
 
 _CLEANUP: list = []
@@ -1456,8 +1485,7 @@ def _on_term(signum, frame) -> None:
     os._exit(0)
 
 
-def main(argv: list[str] | None = None) -> int:
-    global _CURRENT
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description="envkernel sandbox executor (JSON lines)")
     parser.add_argument("--socket", help="listen on this unix socket instead of stdin/stdout")
     parser.add_argument("--rlimit-as", type=int, default=0, help="address-space limit in bytes")
@@ -1475,13 +1503,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--landlock", action="store_true", help="confine files, TCP and signals with Landlock")
     parser.add_argument("--tool-path", action="append", default=[], help="with --landlock: a read-only, executable path for a workspace's shell (repeatable)")
     parser.add_argument("--deny-unix-sockets", action="store_true", help="seccomp: no unix-domain sockets, no io_uring")
-    args = parser.parse_args(argv)
+    parser.add_argument("--unshare", action="store_true", help="enter an empty network namespace and a private mount namespace first (root)")
+    parser.add_argument("--zygote", metavar="FOLDER", default="", help="be a fork server working in FOLDER: fork one confined executor per request on the control socket (stdin)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.zygote:
+        return _zygote(args)
+    return _run(args, None)
+
+
+def _run(args, conn: socket.socket | None) -> int:
+    """Confine this process as ``args`` ask, then serve: on ``conn`` (a zygote's child), the
+    socket of ``--socket``, or stdin/stdout."""
+    global _CURRENT
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, _on_term)
     if hasattr(signal, "SIGXFSZ"):  # a too-large write fails with EFBIG instead of killing us
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     if hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL if not args.socket else signal.SIG_IGN)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL if not (args.socket or conn) else signal.SIG_IGN)
     _Forks.main_pid = os.getpid()
     try:
         CONFINEMENT.update(_confine(args))
@@ -1492,9 +1535,100 @@ def main(argv: list[str] | None = None) -> int:
     _install_fork_guards()
     _install_patches()
     _CURRENT = Executor(max_response=args.max_response)
+    if conn is not None:
+        _Forks.protocol_fds = [conn.fileno()]
+        _serve_connection(_CURRENT, conn)
+        return 0
     if args.socket:
         return _serve_socket(_CURRENT, args.socket)
     return _serve_stdio(_CURRENT)
+
+
+# --------------------------------------------------------------------------- the zygote (fork server)
+#
+# ``--zygote`` makes this file a fork server for the ``process`` runner: started once (as the
+# runner's user, unconfined, never running environment code), it has the interpreter, this module,
+# the engine and ctypes loaded. Its stdin is a SOCK_SEQPACKET control socket. Each request is one
+# packet, ``{"id": n, "argv": [executor options], "env": {...}}``, carrying two descriptors
+# (SCM_RIGHTS): the new executor's protocol socket and its log. The zygote forks; the child starts
+# a session of its own, points stdout/stderr at the log, and runs exactly what a freshly started
+# executor runs (``_run``: namespaces, cgroups, rlimits, tmpfs, Landlock, uid, seccomp, in that
+# order) before it serves the protocol on its socket. The zygote answers ``{"id": n, "pid": p}``
+# and later ``{"exit": p, "code": c}`` (a negative code: killed by that signal) when it reaps it.
+# Its children die with it (parent-death signal), and it dies with the runner.
+
+
+def _zygote(args) -> int:
+    import select  # noqa: PLC0415 - the zygote's own
+
+    os.chdir(args.zygote)  # its folder is on its command line, which its children share: they are findable by it
+    ctl = socket.socket(fileno=os.dup(0))
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    _libc()
+    if args.parent_pid:
+        _set_parent_death_signal(args.parent_pid)
+    _RUNTIME_PATHS[:] = _runtime_paths()
+    parser = _parser()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    while True:
+        ready = select.select([ctl, wake_r], [], [])[0]
+        if wake_r in ready:
+            os.read(wake_r, 4096)
+            while True:
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                ctl.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
+        if ctl in ready:
+            data, fds, _flags, _addr = socket.recv_fds(ctl, 1 << 20, 2)
+            if not data:
+                return 0  # the runner closed it: children die with us
+            try:
+                req = json.loads(data)
+                if len(fds) != 2:
+                    raise ValueError(f"expected 2 descriptors, got {len(fds)}")
+                pid = os.fork()
+            except Exception as exc:  # noqa: BLE001 - reported to the runner
+                for fd in fds:
+                    os.close(fd)
+                ctl.send(json.dumps({"id": req.get("id") if isinstance(req, dict) else None, "error": f"{type(exc).__name__}: {exc}"}).encode())
+                continue
+            if pid == 0:
+                code = 70
+                try:
+                    ctl.close()
+                    signal.set_wakeup_fd(-1)
+                    for fd in (wake_r, wake_w):
+                        os.close(fd)
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    os.setsid()
+                    proto, log = fds
+                    os.dup2(log, 1)
+                    os.dup2(log, 2)
+                    os.close(log)
+                    os.environ.clear()
+                    os.environ.update(req.get("env") or {})
+                    child = parser.parse_args(req.get("argv") or [])
+                    child.parent_pid = os.getppid()  # the zygote: it dies with the runner
+                    code = _run(child, socket.socket(fileno=proto))
+                except BaseException as exc:  # noqa: BLE001 - reported in the log
+                    try:
+                        os.write(2, f"envkernel executor (forked): {type(exc).__name__}: {exc}\n".encode())
+                    except OSError:
+                        pass
+                os._exit(code)
+            for fd in fds:
+                os.close(fd)
+            ctl.send(json.dumps({"id": req.get("id"), "pid": pid}).encode())
 
 
 if __name__ == "__main__":

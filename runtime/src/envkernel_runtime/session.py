@@ -42,6 +42,10 @@ HOST_GRACE = 2.0
 """Seconds the host waits past a timeout the executor enforces itself before it kills the executor."""
 
 _T = TypeVar("_T")
+_enc = msgspec.json.Encoder()
+_result_dec = msgspec.json.Decoder(ToolResult)
+_OK = b'{"ok":true'
+_FAILED = b'{"ok":false'
 
 
 class SessionError(Exception):
@@ -143,44 +147,51 @@ class ExecutorSession(ABC):
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
         """Call a tool. Every failure, including a crash or a hang of the executor, is a result."""
+        line = await self.call_raw(tool, arguments)
         try:
-            request = msgspec.json.encode(
-                {"op": "call", "tool": tool, "arguments": arguments, "timeout": self.settings.call_timeout}
-            )
+            return _result_dec.decode(line)
+        except msgspec.DecodeError as exc:  # the executor answered, but not with a result
+            await self._kill("bad response")
+            return _error("crashed", f"the executor answered with something that is not a result: {exc}")
+
+    async def call_raw(self, tool: str, arguments: dict[str, Any]) -> bytes:
+        """:meth:`call`, answered with the result as one JSON line, exactly as the executor wrote it
+        (the sandbox service passes it on without decoding it). Every failure is a result too."""
+        try:
+            request = _enc.encode({"op": "call", "tool": tool, "arguments": arguments, "timeout": self.settings.call_timeout})
         except (TypeError, msgspec.EncodeError) as exc:
-            return _error("invalid_arguments", f"arguments of {tool!r} are not JSON: {exc}")
+            return _enc.encode(_error("invalid_arguments", f"arguments of {tool!r} are not JSON: {exc}"))
         async with self._lock:
             self._check_open()
-            try:
-                await self._ensure_running()
-            except self.error_type as exc:
-                return _error("crashed", f"the sandbox could not be restarted: {exc}")
+            if not self._running():
+                try:
+                    await self._ensure_running()
+                except self.error_type as exc:
+                    return _enc.encode(_error("crashed", f"the sandbox could not be restarted: {exc}"))
             try:
                 line = await self._roundtrip(request, self.settings.call_timeout + HOST_GRACE)
             except _HostTimeout:
                 await self._kill("timeout")
-                return _error(
+                return _enc.encode(_error(
                     "timeout",
                     f"tool {tool!r} did not finish within {self.settings.call_timeout:g} s and the sandbox did not "
                     f"stop it; {self.hang_note} and will be replaced (the state is rebuilt from the earlier calls)",
-                )
+                ))
             except _Died as exc:
                 if self._closed:
-                    return _error("crashed", f"the sandbox was closed during the call ({self._closed})")
-                return _error("crashed", str(exc))
+                    return _enc.encode(_error("crashed", f"the sandbox was closed during the call ({self._closed})"))
+                return _enc.encode(_error("crashed", str(exc)))
             except _TooLong:
                 await self._kill("response too long")
-                return _error(
+                return _enc.encode(_error(
                     "too_large", f"tool {tool!r} answered with more than {STREAM_LIMIT} bytes; the sandbox will be replaced"
-                )
-            try:
-                result = msgspec.json.decode(line, type=ToolResult)
-            except msgspec.DecodeError as exc:
-                await self._kill("bad response")
-                return _error("crashed", f"the executor answered with something that is not a result: {exc}")
-            if result.ok:
+                ))
+            if line.startswith(_OK):  # the executor writes {"ok":true,... for a call that succeeded
                 self._log.append((request, line))
-            return result
+            elif not line.startswith(_FAILED):
+                await self._kill("bad response")
+                return _enc.encode(_error("crashed", f"the executor answered with something that is not a result: {line[:200]!r}"))
+            return line
 
     async def snapshot(self) -> str:
         """Save the state; return a handle for :meth:`restore`."""
@@ -215,6 +226,11 @@ class ExecutorSession(ABC):
         except BaseException:
             await self.close()
             raise
+
+    def restart_lifetime(self) -> None:
+        """Count the hard lifetime from now (for a session opened ahead and handed out later)."""
+        self._expiry.cancel()
+        self._expiry = asyncio.get_running_loop().call_later(self.settings.lifetime, self._expire)
 
     async def close(self) -> None:
         """Close the sandbox and release all it holds (see :meth:`_shutdown`). Idempotent."""
@@ -321,7 +337,7 @@ class ExecutorSession(ABC):
             if line != expected:
                 self.diverged = True
                 self.events.append("diverged")
-            if msgspec.json.decode(line, type=ToolResult).ok:
+            if line.startswith(_OK):
                 replayed.append((request, line))
         self._log = replayed
 
@@ -362,8 +378,9 @@ class ExecutorSession(ABC):
         reader, writer = streams
         try:
             writer.write(request + b"\n")
-            await writer.drain()
-            line = await asyncio.wait_for(reader.readline(), timeout)
+            async with asyncio.timeout(timeout):  # no task per request, unlike wait_for
+                await writer.drain()
+                line = await reader.readline()
         except TimeoutError:
             raise _HostTimeout() from None
         except (ValueError, asyncio.LimitOverrunError):

@@ -262,7 +262,7 @@ def sweep_folders(folder: str, support: HostSupport, owner: str = "") -> int:
     with them (parent-death signal), and what they forked dies with the cgroup. Returns how many."""
     removed = 0
     try:
-        entries = [e for e in os.scandir(folder) if e.name.startswith("envk-p") and e.is_dir(follow_symlinks=False)]
+        entries = [e for e in os.scandir(folder) if e.name.startswith(("envk-p", "envk-zygote-")) and e.is_dir(follow_symlinks=False)]
     except OSError:
         return 0
     for e in entries:

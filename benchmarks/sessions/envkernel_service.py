@@ -1,0 +1,38 @@
+"""envkernel's side of bench_sessions.py, in a process of its own (as OpenEnv's server is):
+the ``process`` sandbox runner served on the bus by the kernel's ``SandboxService``.
+
+    python envkernel_service.py NATS_URL [SPARES]
+
+Prints ``ready`` once it answers open requests, then serves until its stdin closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import sys
+
+from envkernel.sandbox import SandboxService
+from envkernel_bus import Bus
+from envkernel_process import ProcessRunner, Settings
+
+
+async def main(url: str, spares: int) -> None:
+    """Serve the runner until stdin closes."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    runner = ProcessRunner(Settings(spares=spares))
+    bus = await Bus.connect(url, name="bench-sessions-service")
+    service = SandboxService(bus, "process", runner)
+    await service.start()
+    print("ready", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    await service.stop()
+    await bus.close()
+
+
+if __name__ == "__main__":
+    from envkernel import logs
+
+    logs.configure("warning")
+    asyncio.run(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0))

@@ -1,0 +1,242 @@
+"""Cheap isolated sessions: executors forked from the process runner's zygote, spares opened
+ahead, and tool results relayed undecoded by the sandbox service (docs/sessions.md).
+
+Everything is real: the executor file, the zygote, the confinement this host offers (as root on
+CI: own uid, network and mount namespaces, cgroups, Landlock, seccomp), and a real nats-server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from envkernel.sandbox import SandboxService, open_sandbox
+from envkernel_bus import Bus
+from envkernel_process import ProcessRunner, Settings, host_support
+from envkernel_schemas import CodeBehaviour, EnvSpec, ToolSpec
+
+SUPPORT = host_support()
+
+SOURCE = textwrap.dedent("""
+    import os, signal, socket
+
+    def step(env, delta=1):
+        env.db.execute("UPDATE counter SET n = n + ?", (delta,))
+        return {"count": env.db.execute("SELECT n FROM counter").fetchone()["n"]}
+
+    def who(env):
+        return {"uid": os.getuid(), "pid": os.getpid(), "ppid": os.getppid(), "cwd": os.getcwd()}
+
+    def signal_parent(env):
+        try:
+            os.kill(os.getppid(), 0)
+        except PermissionError:
+            return "denied"
+        return "allowed"
+
+    def connect(env, port):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        except OSError as exc:
+            return type(exc).__name__
+        return "connected"
+
+    def fail(env):
+        raise ToolError("nope", "this tool always fails")
+
+    def die(env):
+        os.kill(os.getpid(), signal.SIGKILL)
+""")
+
+COUNTER = EnvSpec(
+    id="counter-test",
+    name="counter",
+    tools=[ToolSpec(name=n) for n in ("step", "who", "signal_parent", "connect", "fail", "die")],
+    behaviour=CodeBehaviour(source=SOURCE),
+    seed_sql="CREATE TABLE counter (n INTEGER NOT NULL); INSERT INTO counter VALUES (0);",
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return not any(line.startswith("State:") and line.split()[1] in ("Z", "X") for line in f)
+    except OSError:
+        return False
+
+
+async def test_a_forked_executor_is_confined_like_a_fresh_one() -> None:
+    """Same confinement report, tools, state and snapshots with and without the zygote."""
+    reports = {}
+    for zygote in (True, False):
+        runner = ProcessRunner(Settings(zygote=zygote))
+        try:
+            s = await runner.open(COUNTER, 0)
+            assert (await s.call("step", {"delta": 2})).value == {"count": 2}
+            snap = await s.snapshot()
+            assert (await s.call("step", {"delta": 3})).value == {"count": 5}
+            await s.restore(snap)
+            assert (await s.state())["counter"] == [{"n": 2}]
+            failed = await s.call("fail", {})
+            assert not failed.ok and failed.error is not None and failed.error.code == "nope"
+            reports[zygote] = s.confinement
+            if zygote:
+                assert runner.zygote is not None and runner.zygote.spawned == 1
+                assert (await s.call("who", {})).value["ppid"] == runner.zygote.pid
+        finally:
+            await runner.aclose()
+    forked, fresh = reports[True], reports[False]
+    assert set(fresh) | ({"namespaces"} if SUPPORT.unshare else set()) == set(forked), (forked, fresh)
+    for key in ("rlimits", "landlock", "seccomp", "workspace_tmpfs", "subreaper"):
+        assert forked.get(key) == fresh.get(key), key
+
+
+@pytest.mark.skipif(not SUPPORT.root, reason="own uids and namespaces need a root runner (CI runs as root)")
+async def test_forked_sandboxes_are_isolated_from_each_other_and_the_host() -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    runner = ProcessRunner()
+    try:
+        a, b = await asyncio.gather(runner.open(COUNTER, 0), runner.open(COUNTER, 0))
+        wa, wb = (await a.call("who", {})).value, (await b.call("who", {})).value
+        assert wa["uid"] != wb["uid"] and 0 not in (wa["uid"], wb["uid"])
+        assert wa["cwd"] != wb["cwd"]
+        assert (await a.call("signal_parent", {})).value == "denied"  # the zygote is not its to signal
+        assert (await a.call("connect", {"port": port})).value in ("OSError", "PermissionError")  # own empty netns
+        await a.call("step", {"delta": 7})
+        assert (await b.state())["counter"] == [{"n": 0}]
+    finally:
+        await runner.aclose()
+        listener.close()
+
+
+async def test_forked_executors_are_replaced_reaped_and_cleaned_up() -> None:
+    runner = ProcessRunner()
+    s = await runner.open(COUNTER, 0)
+    await s.call("step", {"delta": 4})
+    first = s.pid
+    died = await s.call("die", {})
+    assert not died.ok and died.error is not None and died.error.code == "crashed"
+    assert "SIGKILL" in died.error.message, died.error.message
+    assert (await s.call("step", {"delta": 1})).value == {"count": 5}  # replaced, earlier calls replayed
+    assert s.replacements == 1 and s.pid not in (None, first)
+    second, folder = s.pid, s._folder
+    await s.close()
+    assert second is not None and not _alive(second) and not Path(folder).exists()
+    zygote = runner.zygote
+    assert zygote is not None
+    others = [await runner.open(COUNTER, 0) for _ in range(3)]
+    zpid, pids = zygote.pid, [o.pid for o in others]
+    assert zpid is not None and all(p is not None and _alive(p) for p in pids)
+    await runner.aclose()
+    assert not _alive(zpid), "the zygote outlived its runner"
+    assert not [p for p in pids if p is not None and _alive(p)], "forked executors outlived their runner"
+    assert zygote.folder is None
+
+
+async def test_a_dead_zygote_is_restarted_and_its_sandboxes_replaced() -> None:
+    runner = ProcessRunner()
+    try:
+        s = await runner.open(COUNTER, 0)
+        await s.call("step", {"delta": 2})
+        assert runner.zygote is not None and runner.zygote.pid is not None
+        zpid, child = runner.zygote.pid, s.pid
+        os.kill(zpid, signal.SIGKILL)  # its children die with it (parent-death signal)
+        for _ in range(200):
+            if not _alive(zpid) and child is not None and not _alive(child):
+                break
+            await asyncio.sleep(0.02)
+        assert child is not None and not _alive(child), "a forked executor outlived its zygote"
+        r = await s.call("step", {"delta": 1})
+        if not r.ok:  # the call that met the dead executor says so; the next one runs in a replacement
+            assert r.error is not None and r.error.code == "crashed"
+            r = await s.call("step", {"delta": 1})
+        assert r.ok and r.value == {"count": 3}
+        assert runner.zygote.starts == 2
+    finally:
+        await runner.aclose()
+
+
+async def test_spares_are_new_sandboxes_in_the_seed_state() -> None:
+    runner = ProcessRunner(Settings(spares=1))
+    try:
+        a = await runner.open(COUNTER, 0)
+        await a.call("step", {"delta": 9})
+        for _ in range(200):  # the spare opens in the background
+            if runner._spares and any(runner._spares.values()):
+                break
+            await asyncio.sleep(0.05)
+        b = await runner.open(COUNTER, 0)
+        assert runner.spares_used == 1
+        assert b is not a and (await b.call("step", {"delta": 1})).value == {"count": 1}
+        if SUPPORT.root:
+            assert (await a.call("who", {})).value["uid"] != (await b.call("who", {})).value["uid"]
+    finally:
+        await runner.aclose()
+    assert not runner.sessions
+
+
+async def test_64_concurrent_sessions_over_the_bus(nats_server: str) -> None:
+    """64 sandboxes opened at once through the sandbox service, each stepping; results relayed raw."""
+    service_bus, client = await Bus.connect(nats_server), await Bus.connect(nats_server)
+    runner = ProcessRunner()
+    service = SandboxService(service_bus, "process", runner)
+    await service.start()
+    try:
+        sandboxes = await asyncio.gather(*(open_sandbox(client, "process", COUNTER, timeout=120, call_timeout=60) for _ in range(64)))
+
+        async def work(sb: Any) -> list[Any]:
+            return [(await sb.call("step", {"delta": 1})).value["count"] for _ in range(5)]
+
+        counts = await asyncio.gather(*(work(sb) for sb in sandboxes))
+        assert counts == [[1, 2, 3, 4, 5]] * 64
+        failed = await sandboxes[0].call("fail", {})
+        assert not failed.ok and failed.error is not None and failed.error.code == "nope"
+        unknown = await sandboxes[0].call("no_such_tool", {})
+        assert not unknown.ok and unknown.error is not None and unknown.error.code == "unknown_tool"
+        pids = {s.pid for s in runner.sessions}
+        assert len(pids) == 64
+        await asyncio.gather(*(sb.close() for sb in sandboxes))
+        for _ in range(100):
+            if not runner.sessions:
+                break
+            await asyncio.sleep(0.05)
+        assert not runner.sessions
+        assert not [p for p in pids if p is not None and _alive(p)]
+    finally:
+        await service.stop()
+        await client.close()
+        await service_bus.close()
+
+
+async def test_a_request_to_a_vanished_responder_fails_fast(nats_server: str) -> None:
+    """The bus's request_while_alive (every tool step's path) notices a responder that is gone."""
+    from envkernel_bus import ResponderGone
+
+    bus = await Bus.connect(nats_server)
+    try:
+        async def ignore(msg: Any) -> None:  # takes the request, never answers
+            return None
+
+        silent = await bus.nc.subscribe("test.silent", cb=ignore)
+        await bus.nc.flush()
+        loop = asyncio.get_running_loop()
+        t = loop.time()
+        with pytest.raises(ResponderGone, match="is gone"):
+            await bus.request_while_alive("test.silent", b"x", timeout=30, alive="test.nobody.alive", every=0.2)
+        assert loop.time() - t < 5
+        answered = await bus.serve_alive("test.here.alive")
+        await bus.nc.flush()
+        with pytest.raises(Exception) as info:  # alive but silent: the plain timeout, not ResponderGone
+            await bus.request_while_alive("test.silent", b"x", timeout=0.7, alive="test.here.alive", every=0.2)
+        assert not isinstance(info.value, ResponderGone)
+        await silent.unsubscribe()
+        await answered.unsubscribe()
+    finally:
+        await bus.close()

@@ -342,8 +342,32 @@ def start_owner(**kw) -> tuple[subprocess.Popen, dict]:
         raise
 
 
-async def test_containers_of_a_killed_owner_are_reaped_by_the_next_runner():
+async def test_containers_of_a_killed_owner_are_reaped_at_the_kill():
     proc, info = start_owner(pool_size=1)
+    label = f"{LABEL_RUNNER}={info['token']}"
+    try:
+        assert len(containers(label)) == 3  # two sandboxes and one warm container
+        proc.send_signal(signal.SIGKILL)  # no aclose, no atexit, no finalizer: only the reaper is left
+        proc.wait(10)
+        assert await wait_until(lambda: containers(label) == {}, 30), containers(label)
+        assert await wait_until(lambda: not alive(info["service"]) and not os.path.exists(info["folder"]), 10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+async def test_a_closed_runner_leaves_its_reaper_nothing_to_do():
+    runner = PodmanRunner(settings(pool_size=0))
+    s = await runner.open(shop_env(), 0)
+    reaper_proc = runner._reaper
+    assert reaper_proc is not None and reaper_proc.poll() is None
+    await s.close()
+    await runner.aclose()
+    assert reaper_proc.poll() == 0  # told "done": it exited at once, without a podman command
+
+
+async def test_containers_of_a_killed_owner_are_reaped_by_the_next_runner():
+    proc, info = start_owner(pool_size=1, reap_at_exit=False)  # the fallback when the reaper is gone too
     label = f"{LABEL_RUNNER}={info['token']}"
     try:
         assert len(containers(label)) == 3  # two sandboxes and one warm container
@@ -365,7 +389,7 @@ async def test_containers_of_a_killed_owner_are_reaped_by_the_next_runner():
 
 
 async def test_containers_of_a_killed_owner_stop_at_their_lifetime_with_no_runner():
-    proc, info = start_owner(pool_size=0, lifetime=2.0, pool_idle=0.0)
+    proc, info = start_owner(pool_size=0, lifetime=2.0, pool_idle=0.0, reap_at_exit=False)
     label = f"{LABEL_RUNNER}={info['token']}"
     try:
         assert len(containers(label)) == 2

@@ -37,6 +37,7 @@ import itertools
 import os
 import secrets
 import shutil
+import subprocess
 import time
 import weakref
 from collections import deque
@@ -51,6 +52,7 @@ from envkernel_runtime import engine_path, executor_path, workspace_path
 from envkernel_runtime.session import STREAM_LIMIT, ExecutorSession
 from envkernel_schemas import EnvSpec
 
+from . import reaper
 from .errors import SandboxError
 from .image import DEFAULT_IMAGE, missing_image_error
 from .service import Owner, Service, asset_path, containers_conf, default_run_dir, stop_orphan_service
@@ -126,6 +128,9 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The non-root uid:gid inside the container."""
     reap: bool = True
     """On start, remove containers (and services) whose owner process is gone or whose lifetime passed."""
+    reap_at_exit: bool = True
+    """Start a reaper process that removes this runner's containers, service and folder the moment
+    the runner's process dies (``kill -9`` too), instead of leaving them for the next runner's start."""
     service_idle: int = 300
     """The service the runner starts exits after this many idle seconds (restarted when needed)."""
     run_dir: str = ""
@@ -306,6 +311,7 @@ class PodmanRunner:
         self._conf = ""
         self._service: Service | None = None
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._reaper: subprocess.Popen[bytes] | None = None
         self._threads: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------------ public
@@ -336,6 +342,8 @@ class PodmanRunner:
             os.makedirs(self._folder, mode=0o755, exist_ok=True)
             self._service = Service(self.settings.url, self._folder, self._conf, self.settings.service_idle)
             self._finalizer = weakref.finalize(self, _cleanup_at_exit, self._service, self.token, self._folder)
+            if self.settings.reap_at_exit and self._reaper is None:
+                self._reaper = reaper.start(self._folder, f"{LABEL_RUNNER}={self.token}", self._conf)
             try:
                 await self._in_thread(self._service.client)
                 if not await self._api(lambda c: c.images.exists(self.settings.image)):
@@ -401,6 +409,9 @@ class PodmanRunner:
         if self._finalizer is not None:
             self._finalizer.detach()
         shutil.rmtree(self._folder, ignore_errors=True)
+        if self._reaper is not None:  # everything is gone: tell the reaper so it leaves at once
+            await asyncio.to_thread(reaper.release, self._reaper)
+            self._reaper = None
         self._started = False
         if self._threads is not None:
             self._threads.shutdown(wait=False)

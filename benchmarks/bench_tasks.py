@@ -17,7 +17,8 @@
    share of requests that narrate two or more steps (a sequencing word: then, after that,
    finally, once that's done; target ≤ 10 %), the share with an aggregate, a superlative or a
    condition (how many, the highest, a total, over / under a number, ranked, on or after, which
-   of them are in a status;
+   of them are in a status, or a change to every row a condition picks: ``cancel all my held
+   bookings``, counted apart as ``multi_row_change_goals``;
    target ≥ 30 %), the share that opens with a stock greeting, echoes a schema field (``in
    minutes 45``, ``set to yes``) or creates a row and cancels or deletes it in one request, the
    read-only share, the distinct request shapes (quoted text, numbers and names masked), and the
@@ -175,11 +176,18 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
 
 NARRATES = re.compile(r"\b(then|after that|and finally|finally|once that's done|afterwards)\b", re.I)
 AGGREGATE = re.compile(r"\b(how many|count|highest|lowest|largest|smallest|most|least|fewest|cheapest|total|add up|all together|"
-                       r"over|above|more than|under|below|less than|rank|on or after|on or before|at least|at most|which of|which ones)\b", re.I)
+                       r"over|above|more than|fewer than|under|below|less than|rank|on or after|on or before|at least|at most|which of|which ones)\b", re.I)
 GREETING = re.compile(r"^(hi|hello|hey there|hi there|good morning)[!.,]", re.I)
 ECHO = re.compile(r"\b(in (minutes|bytes|seconds) \d|set to (yes|no))\b", re.I)
 MAKES = ("create", "add", "open", "book", "register", "post", "new", "set_up", "upload", "send", "invite", "share")
 UNDOES = ("cancel", "delete", "remove", "archive", "revoke", "close")
+
+
+def _multi_row(t: dict[str, Any]) -> bool:
+    """A change to every row a condition picks (``cancel all my held bookings``): the last tool called on two or more rows."""
+    calls = t["calls"]
+    return (t["outcome"]["mutates"] and len(calls) >= 3 and calls[-1]["name"] == calls[-2]["name"]
+            and re.search(r"\b(all|every|some of)\b", t["request"]) is not None)
 
 
 def _shape(request: str) -> str:
@@ -221,7 +229,10 @@ def quality(folder: Path) -> dict[str, Any]:
     return {
         "tasks": len(tasks),
         "narrates_2_steps": share(lambda t: len(NARRATES.findall(t["request"])) >= 1 and len(t["calls"]) >= 2),
-        "aggregate_superlative_condition": share(lambda t: AGGREGATE.search(t["request"]) is not None),
+        "aggregate_superlative_condition": share(lambda t: AGGREGATE.search(t["request"]) is not None or _multi_row(t)),
+        "multi_row_change_goals": share(_multi_row),
+        "held_back_for_the_user": share(lambda t: bool(t.get("hidden"))),
+        "persona_with_role": share(lambda t: bool((t.get("persona") or {}).get("role"))),
         "stock_greeting": share(lambda t: GREETING.search(t["request"]) is not None),
         "schema_echo": share(lambda t: ECHO.search(t["request"]) is not None),
         "create_then_undo": share(lambda t: _create_then_undo(t["calls"])),

@@ -26,7 +26,7 @@ from .config import RunConfig
 from .coordinator import Coordinator
 from .errors import EXIT_ABORTED, EXIT_EMPTY, EXIT_FAILURES, EXIT_OK, ConfigError, PluginError, RunError
 from .plugins import Registry, load, resolve_selection
-from .progress import Progress
+from envkernel_bus.progress import Progress
 from .recorder import Recorder
 from .roles import ROLES
 from .router import Worker

@@ -3,6 +3,8 @@
 - ``reference`` replays the task's reference chain call by call, then answers in words: the
   task's reference answer (``outcome.answer``, which carries every fact and nothing else), or,
   for a task that has none, the last call's output. It scores 1 on a sound task.
+  When the task holds something back (``Task.hidden``) and the run has a ``user`` component, it
+  first asks (:data:`CLARIFY`) and the user answers, one turn per held-back fact.
 - ``nothing`` makes no call and declines. It scores 0 on a sound task.
 - ``mutant`` is a near miss of the reference (:mod:`envkernel_baselines.mutants`): the gate's
   rollout at index ``2 + k`` plays mutant kind ``k`` (the last call dropped, one argument changed,
@@ -19,6 +21,7 @@ from typing import Any
 import msgspec
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.messages import answer_from, call_and_record, compact, result_content  # compact, result_content: re-exported
+from envkernel_kit.users import user_for, user_turn
 from envkernel_schemas import RolloutRequested, ToolResult, Trajectory
 
 from .mutants import MUTANT_KINDS, mutate
@@ -45,6 +48,8 @@ SYSTEM_PROMPT = (
 
 NOTHING_ANSWER = "I can't help with that."
 """The do-nothing policy's answer."""
+CLARIFY = "Before I go ahead: which ones do you mean, exactly?"
+"""The reference's question when the task holds something back and the run has a user to ask."""
 
 
 class BaselineSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -73,6 +78,14 @@ class Reference:
     async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
         """Call each reference tool in order, then give the task's reference answer."""
         messages = _opening(self.settings.system_prompt, request)
+        user = user_for(ctx) if request.task.hidden else None
+        for _fact in request.task.hidden if user is not None else []:  # ask for what the user held back, one turn each
+            messages.append({"role": "assistant", "content": CLARIFY})
+            said = await user_turn(user, request.task, messages, ctx)
+            if said is None:
+                messages.pop()
+                break
+            messages.append({"role": "user", "content": said})
         last: ToolResult | None = None
         for i, call in enumerate(request.task.calls):
             last = await call_and_record(env, messages, f"call_{i}", call.name, call.arguments)

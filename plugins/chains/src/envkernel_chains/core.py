@@ -60,7 +60,8 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Chance that a try is a multi-row change goal (``cancel all my held bookings with more than 3
     nights``; :mod:`envkernel_chains.batch`) instead of a chain."""
     hidden_share: float = 0.35
-    """Chance that a multi-row goal's numeric condition is held back for the user to reveal (``Task.hidden``)."""
+    """Chance that a multi-row goal's numeric condition is held back for the user to reveal
+    (``Task.hidden``); 0 in a run with no ``user`` component (nobody could reveal it)."""
     superlative_share: float = 0.6
     """Chance of naming a row by a superlative the data decides (``my order with the highest total``) when one picks it out."""
     mutation_share: float = 0.35
@@ -499,6 +500,9 @@ async def sample_env(cls: type[GraphSampler], settings: SamplerSettings, env: En
     folder = Path(out_dir) / "envs" / env.id if Path(out_dir).is_absolute() else None
     t0 = time.perf_counter()
     budget = s.attempts or 20 * s.tasks_per_env + 200
+    cfg = getattr(ctx, "config", None)
+    if not (cfg is not None and cfg.components.get("user")) and s.hidden_share:  # nobody to reveal a held-back condition
+        s = msgspec.structs.replace(s, hidden_share=0.0)
     async with ctx.sandbox(env) as sb:
         seed = await sb.snapshot()
         seed_state = await sb.state()

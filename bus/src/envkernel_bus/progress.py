@@ -1,4 +1,4 @@
-"""Progress of a run: a live line on a terminal, a periodic log line otherwise."""
+"""Progress of a run: a live line on a terminal, a periodic log line otherwise (the kernel's run shows it)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import structlog
 
 from envkernel_schemas import Event
 
-log = structlog.get_logger("envkernel.progress")
+log = structlog.get_logger("envkernel.progress")  # (the name the run logs it under)
 
 SHOWN = ("env.synthesized", "env.verified", "task.proposed", "task.gated", "task.rejected", "rollout.scored", "plugin.failed")
 LABELS = {"env.synthesized": "envs", "env.verified": "verified", "task.proposed": "proposed", "task.gated": "tasks",

@@ -16,7 +16,8 @@ pytest.importorskip("envkernel_chains.walk")
 @pytest.fixture(scope="module")
 def corpus_run(envk_factory):  # type: ignore[no-untyped-def]
     envk = envk_factory("tasks-e2e")
-    return envk.run("--set", "chains.tasks_per_env=25", run_id="corpus", source="openapi", timeout=280)
+    # +users: the simulated user reveals what a task holds back, so the reference's rollouts are conversations
+    return envk.run("--plugins", "+users", "--set", "chains.tasks_per_env=25", "--set", "chains.hidden_share=1.0", run_id="corpus", source="openapi", timeout=280)
 
 
 def test_every_proposed_task_passes_the_gate(corpus_run) -> None:  # type: ignore[no-untyped-def]
@@ -73,6 +74,23 @@ def test_multi_row_goals_change_exactly_the_rows_their_condition_picks(corpus_ru
         for h in t["hidden"]:  # a condition held back for the user to reveal is not in the opening words
             assert h.startswith("Only the ones") and "some of" in t["request"]
     assert sum(1 for t in batch if re.search(r"\b(more|fewer|less) than|over|under|above|below\b", t["request"] + " ".join(t["hidden"]))) >= 1
+
+
+def test_held_back_conditions_are_revealed_by_the_user_in_rollouts_and_sft_rows(corpus_run) -> None:  # type: ignore[no-untyped-def]
+    tasks = {t["id"]: t for t in corpus_run.jsonl("tasks.jsonl")}
+    held = {i for i, t in tasks.items() if t["hidden"]}
+    assert held, "no task holds a condition back"
+    rollouts = [r for r in corpus_run.jsonl("rollouts.jsonl") if r["task_id"] in held]
+    assert len(rollouts) == len(held)
+    for r in rollouts:
+        said = [m["content"] for m in r["trajectory"]["messages"] if m["role"] == "user"]
+        assert said == [tasks[r["task_id"]]["request"], *tasks[r["task_id"]]["hidden"]]  # the user revealed each in turn
+        assert r["reward"]["score"] == 1.0
+    sft = [row for row in corpus_run.jsonl("sft.jsonl") if sum(1 for m in row["messages"] if m["role"] == "user") > 1]
+    assert len(sft) == len(held)
+    for row in sft:  # the SFT row carries the whole conversation: the question, the user's answer, then the calls
+        roles = [m["role"] for m in row["messages"]]
+        assert roles[:4] == ["system", "user", "assistant", "user"] and "tool" in roles[4:]
 
 
 def test_personas_have_a_role_and_a_motive(corpus_run) -> None:  # type: ignore[no-untyped-def]

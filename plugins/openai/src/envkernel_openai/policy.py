@@ -421,7 +421,6 @@ class OpenAIPolicy:
         """
         spec = parse_update(update)
         logger = ctx.log
-        user = user_for(ctx)
         with self._lock:
             self._update_seq += 1
             seq = self._update_seq
@@ -491,6 +490,7 @@ class OpenAIPolicy:
         termination = "max_turns"
         error = ""
         logger = ctx.log
+        user = user_for(ctx)
 
         async def publish(turn: int, message: dict[str, Any]) -> None:
             try:

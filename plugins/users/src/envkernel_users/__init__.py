@@ -11,9 +11,10 @@ rewards, traces and SFT rows carry the whole conversation.
   corrects``); a question about who is speaking is answered from ``Task.persona``; once all is
   said, a further question gets ``That's everything`` and a final answer ends the conversation.
 - ``llm``: any OpenAI-compatible model through :class:`envkernel_kit.chat.ChatClient` plays the
-  user from the task (the request, the held-back facts, the persona). It must not say a held-back
-  fact before the agent asks or acts (checked: such a reply is replaced by the simulated user's),
-  and it ends the conversation with ``###DONE###``. A model that fails falls back to the
+  user from the task (the request, the held-back facts, the persona). A reply is checked: one that
+  says a held-back fact before the agent asked or acted (a leak), or a number the task never
+  said (an invented fact), is replaced by the simulated user's; ``###DONE###`` ends the
+  conversation. A model that fails falls back to the
   simulated user, so a conversation never breaks on the user.
 """
 
@@ -36,6 +37,7 @@ ENOUGH = "That's everything I need; please go ahead."
 """The simulated user's answer to a question once it has said everything."""
 
 _WORD = re.compile(r"[a-z0-9]+")
+_NUM = re.compile(r"\d+(?:\.\d+)?")
 _STOP = frozenset("the a an of to and or is are be with for in on my me you i it that this which do does what only ones one".split())
 _WHO = re.compile(r"\b(your name|who are you|who is asking|on whose behalf)\b", re.I)
 
@@ -110,8 +112,9 @@ class LLMUser:
         self.settings = settings or LLMUserSettings()
         self._client: Any = None
         self.fallback = SimulatedUser()
-        self.stats = {"model": 0, "fallback": 0, "leaked": 0}
-        """Turns the model spoke, turns the simulated user spoke instead (failures), and replies refused for saying a held-back fact early."""
+        self.stats = {"model": 0, "fallback": 0, "leaked": 0, "invented": 0}
+        """Turns the model spoke; turns the simulated user spoke instead (the model failed, or made a number up:
+        ``invented``); replies refused for saying a held-back fact before the agent asked or acted (``leaked``)."""
 
     def client(self) -> Any:
         """The chat client (built on first use)."""
@@ -155,6 +158,11 @@ class LLMUser:
             return self.fallback.reply(task, messages, ctx)
         if DONE in text:
             return None
+        known = set(_NUM.findall(" ".join([task.request, *task.hidden, *task.persona.values()])))
+        if set(_NUM.findall(text)) - known:
+            self.stats["invented"] += 1  # a number the task never said: a fact the user made up
+            self.stats["fallback"] += 1
+            return self.fallback.reply(task, messages, ctx)
         said = revealed(task, messages)
         early = [h for h in task.hidden if h not in said and _words(h) - _words(task.request) <= _words(text)]
         if early and "?" not in last_assistant(messages) and not _acted(messages):

@@ -11,11 +11,16 @@
   an answer with one item missing, an answer stuffed with every row of an earlier lookup, the
   distractor chosen instead of the target). A sound task's check scores every one below 1.
 
-Both write the conversation in OpenAI chat format, so their trajectories double as SFT data.
+- ``sometimes`` plays the reference on a known share of attempts (``share``, by a hash of the
+  task id and the attempt index) and declines on the others: a policy of known skill, for
+  ``--calibrate``.
+
+All write the conversation in OpenAI chat format, so their trajectories double as SFT data.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import msgspec
@@ -35,7 +40,10 @@ __all__ = [
     "Nothing",
     "Reference",
     "Settings",
+    "Sometimes",
+    "SometimesSettings",
     "compact",
+    "solves",
     "register_policies",
     "result_content",
 ]
@@ -148,9 +156,40 @@ class Mutant:
                           final_answer=m.answer, termination=f"mutant:{kind}")
 
 
+class SometimesSettings(BaselineSettings, kw_only=True):
+    """Settings of the ``sometimes`` policy."""
+
+    share: float = 0.5
+    """Chance that one attempt solves its task (decided by a hash of the task id and the attempt index)."""
+
+
+def solves(task_id: str, index: int, share: float) -> bool:
+    """Whether the ``sometimes`` policy's attempt ``index`` at ``task_id`` solves it (deterministic)."""
+    h = int.from_bytes(hashlib.blake2b(f"{task_id}/{index}".encode(), digest_size=8).digest(), "big")
+    return h / 2**64 < share
+
+
+class Sometimes:
+    """The ``sometimes`` policy: plays the reference on a known share of attempts (:func:`solves`)
+    and declines on the others, so ``--calibrate`` has solve rates it can be checked against."""
+
+    Settings = SometimesSettings
+
+    def __init__(self, settings: SometimesSettings | None = None) -> None:
+        self.settings = settings or SometimesSettings()
+        self._reference, self._nothing = Reference(self.settings), Nothing(self.settings)
+
+    async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
+        """The reference's rollout when this attempt solves the task, else the do-nothing one."""
+        win = solves(request.task.id, request.index, self.settings.share)
+        traj = await (self._reference if win else self._nothing).rollout(request, env, ctx)
+        return msgspec.structs.replace(traj, policy=request.policy or "sometimes")
+
+
 @hookimpl
 def register_policies(register: Any) -> None:
-    """Register the ``reference``, ``nothing`` and ``mutant`` policies."""
+    """Register the ``reference``, ``nothing``, ``mutant`` and ``sometimes`` policies."""
     register("reference", Reference)
     register("nothing", Nothing)
     register("mutant", Mutant)
+    register("sometimes", Sometimes)

@@ -67,3 +67,13 @@ def test_no_user_component_means_one_turn() -> None:
     ctx = StepContext("openai")
     assert user_for(ctx) is None
     assert asyncio.run(user_turn(None, TASK, _convo(("assistant", "Which?")), ctx)) is None
+
+
+def test_register_users_registers_both_as_user_components() -> None:
+    from envkernel.roles import missing_methods
+    from envkernel_users import register_users
+
+    got: dict[str, Any] = {}
+    register_users(lambda name, factory: got.setdefault(name, factory))
+    assert got == {"simulated": SimulatedUser, "llm": LLMUser}
+    assert all(missing_methods("user", f) == [] for f in got.values())

@@ -138,6 +138,7 @@ class Recorder:
             self.used_tools.setdefault(ev.task.env_id, set()).update(call.name for call in ev.task.calls)
             self.lengths[len(ev.task.calls)] += 1
             self.shapes.add(ev.task.signature or ">".join(call.name for call in ev.task.calls))
+            c["tasks_refined"] += int(bool(ev.task.original_request))
             if ev.task.solve_rate is not None:
                 self.solve_rates[f"{ev.task.solve_rate:.2f}"] += 1
         elif isinstance(ev, TaskRejected):
@@ -200,6 +201,7 @@ class Recorder:
             "tasks_proposed": c["tasks_proposed"],
             "tasks": c["tasks"],
             "tasks_rejected": c["tasks_rejected"],
+            "tasks_refined": c["tasks_refined"],
             "rollouts": c["rollouts"],
             "gate_rollouts": c["gate_rollouts"],
             "groups": c["groups"],

@@ -74,6 +74,14 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Write ``envs/<id>/graph.json`` and ``graph.svg`` into the run folder."""
     time_limit: float = 0.0
     """Seconds of sampling per environment (0: no limit)."""
+    refine_base_url: str = ""
+    """OpenAI-compatible endpoint of the optional LLM refiner (:mod:`envkernel_kit.refine`; off when empty)."""
+    refine_model: str = ""
+    """Model of the refiner."""
+    refine_api_key: str = ""
+    """API key of the refiner (never written anywhere)."""
+    refine_share: float = 1.0
+    """Share of tasks the refiner rewrites."""
 
 
 UNDO_VERBS = frozenset({"cancel", "delete", "remove", "revoke", "archive", "close", "reject", "decline", "void", "refund"})
@@ -150,6 +158,8 @@ class GraphSampler:
         self.phrasings: dict[str, set[str]] = {}
         self.requests: Counter[str] = Counter()
         self.splits: Counter[str] = Counter()
+        self.refined: Counter[str] = Counter()
+        """Refiner verdicts: ``refined``, or why the original request was kept."""
         self._seen: set[bytes] = set()
         self.attempts = 0
         self.emitted = 0
@@ -301,6 +311,21 @@ class GraphSampler:
         outcome = msgspec.structs.replace(outcome, answer=goal.answer)
         return self._emit(calls, outputs, outcome, text, goal.kind, text, round(min(1.0, 0.3 + 0.1 * len(calls)), 4),
                           hidden=goal.hidden, persona=goal.persona)
+
+    async def refine(self, refiner: Any, task: Task) -> Task:
+        """The task with the refiner's rewrite of its request when every check passes, else as it was."""
+        from envkernel_kit.refine import must_keep, must_not_show
+
+        literals, ids = [], []
+        for c in task.calls:
+            params = self.infos[c.name].params
+            for k, v in c.arguments.items():
+                (ids if params.get(k) is not None and params[k].is_id else literals).append(v)
+        keep = must_keep(task.request, literals, [task.persona.get("name", "")])
+        forbid = must_not_show(task.outcome.answer_facts, task.hidden, ids, task.request)
+        r = await refiner.refine(task.request, keep=keep, forbid=forbid, tool_pattern=self._tool_pattern)
+        self.refined[r.verdict] += 1
+        return msgspec.structs.replace(task, request=r.text, original_request=task.request) if r.ok else task
 
     def _emit(self, calls: list[ToolCall], outputs: list[Any], outcome: Outcome, text: str, kind: str, skel: str,
               difficulty: float, *, hidden: list[str] | None = None, persona: dict[str, str] | None = None) -> Task:
@@ -473,6 +498,7 @@ class GraphSampler:
             "phrasings": {k: len(v) for k, v in sorted(self.phrasings.items())},
             "requests": dict(sorted(self.requests.items())),
             "rejected": dict(self.rejected.most_common()),
+            "refiner": dict(self.refined.most_common()),
         }
 
 
@@ -503,6 +529,12 @@ async def sample_env(cls: type[GraphSampler], settings: SamplerSettings, env: En
     cfg = getattr(ctx, "config", None)
     if not (cfg is not None and cfg.components.get("user")) and s.hidden_share:  # nobody to reveal a held-back condition
         s = msgspec.structs.replace(s, hidden_share=0.0)
+    refiner = None
+    if s.refine_base_url and s.refine_model:
+        from envkernel_kit.refine import Refiner
+
+        refiner = Refiner(base_url=s.refine_base_url, model=s.refine_model, api_key=s.refine_api_key)
+    refine_rng = ctx.rng(component, env.id, "refine")
     async with ctx.sandbox(env) as sb:
         seed = await sb.snapshot()
         seed_state = await sb.state()
@@ -524,7 +556,12 @@ async def sample_env(cls: type[GraphSampler], settings: SamplerSettings, env: En
                 since_new += 1
                 continue
             since_new = 0
+            if refiner is not None and refine_rng.random() < s.refine_share:
+                task = await gs.refine(refiner, task)
             yield task
+    if refiner is not None:
+        await refiner.aclose()
+        ctx.log.info("refiner", env=env.id, verdicts=dict(gs.refined))
     seconds = time.perf_counter() - t0
     st = gs.stats(seconds)
     ctx.log.info(f"{component} sampled", env=env.id, tasks=gs.emitted, attempts=gs.attempts, seconds=round(seconds, 2),

@@ -175,7 +175,7 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
 # -- 3. the quality of the tasks ------------------------------------------------------------------
 
 NARRATES = re.compile(r"\b(then|after that|and finally|finally|once that's done|afterwards)\b", re.I)
-AGGREGATE = re.compile(r"\b(how many|count|highest|lowest|largest|smallest|most|least|fewest|cheapest|total|add up|all together|"
+AGGREGATE = re.compile(r"\b(how many|count|highest|lowest|largest|smallest|most|least|fewest|cheapest|latest|earliest|total|add up|all together|"
                        r"over|above|more than|fewer than|under|below|less than|rank|on or after|on or before|at least|at most|which of|which ones)\b", re.I)
 GREETING = re.compile(r"^(hi|hello|hey there|hi there|good morning)[!.,]", re.I)
 ECHO = re.compile(r"\b(in (minutes|bytes|seconds) \d|set to (yes|no))\b", re.I)

@@ -53,7 +53,7 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Chance of phrasing a chain that looks a person up as that person speaking."""
     optional_share: float = 0.35
     """Chance of each optional input: a filter, an owner to narrow a list, an optional field to write."""
-    list_target_weight: float = 3.0
+    list_target_weight: float = 6.0
     """Weight of a list tool as the chain's target (against 1 for the others): questions about rows
     (how many, the highest, a total, the rows over a threshold) end with one."""
     batch_share: float = 0.25
@@ -62,7 +62,7 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     hidden_share: float = 0.35
     """Chance that a multi-row goal's numeric condition is held back for the user to reveal
     (``Task.hidden``); 0 in a run with no ``user`` component (nobody could reveal it)."""
-    superlative_share: float = 0.6
+    superlative_share: float = 0.9
     """Chance of naming a row by a superlative the data decides (``my order with the highest total``) when one picks it out."""
     mutation_share: float = 0.35
     """Weight of a state-changing producer (create, then use the new row) against a lookup."""

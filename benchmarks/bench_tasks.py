@@ -26,7 +26,10 @@
    share of proposed tasks that killed every applicable mutant. ``--quality DIR`` reports it for an
    existing run folder.
 
-    python benchmarks/bench_tasks.py [--tasks 20000] [--skip-run] [--skip-sampler] [--sampler walk] [--quality DIR]
+    python benchmarks/bench_tasks.py [--tasks 20000] [--skip-run] [--skip-sampler] [--sampler walk] [--no-users] [--quality DIR]
+
+The run selects ``+users`` (the simulated user), so tasks may hold a condition back and the
+reference's gate rollouts talk; ``held_back_for_the_user`` is their share.
 
 Prints figures; the last line is JSON.
 """
@@ -92,10 +95,12 @@ def _lines(path: Path) -> int:
         return 0
 
 
-def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, keep: bool) -> dict[str, Any]:
+def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, keep: bool, users: bool = True) -> dict[str, Any]:
     per_env = math.ceil(target / N_ENVS * (1 + headroom))
     root = Path(tempfile.mkdtemp(prefix="bench-tasks-"))
-    plugins = [] if sampler == "chains" else ["--plugins", f"+{sampler},-chains"]
+    # +users: the simulated user reveals what a task holds back, so the gate's reference rollouts hold conversations
+    plugins = ["--plugins", ",".join((["+users"] if users else []) + ([] if sampler == "chains" else [f"+{sampler}", "-chains"]))]
+    plugins = plugins if plugins[1] else []
     cmd = [str(ENVKERNEL), "run", "--out", str(root), "--run-id", "bench", "--no-progress", "--source", "openapi",
            *plugins, "--set", f"{sampler}.tasks_per_env={per_env}", "--timeout", str(timeout)]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_"))}
@@ -342,6 +347,7 @@ def main() -> None:
     ap.add_argument("--skip-run", action="store_true", help="only measure the sampler alone")
     ap.add_argument("--skip-sampler", action="store_true", help="only run the pipeline")
     ap.add_argument("--keep", action="store_true", help="keep the run folder")
+    ap.add_argument("--no-users", action="store_true", help="run without the users plugin (no held-back conditions, no user turns)")
     ap.add_argument("--quality", type=Path, default=None, help="only report the quality of the tasks of this run folder")
     args = ap.parse_args()
     result: dict[str, Any] = {"benchmark": "tasks", "cpus": os.cpu_count(), "sampler": args.sampler}
@@ -350,7 +356,7 @@ def main() -> None:
         print(json.dumps(result))
         return
     if not args.skip_run:
-        r = run_pipeline(args.tasks, args.headroom, args.sampler, args.timeout, args.keep)
+        r = run_pipeline(args.tasks, args.headroom, args.sampler, args.timeout, args.keep, users=not args.no_users)
         result["run"] = r
         print(f"pipeline: {r['tasks']} tasks in {r['wall_seconds']} s ({r['tasks_per_s']} tasks/s); "
               f"{args.tasks} reached after {r['seconds_to_target']} s; peak RSS {r['peak_tree_rss_mb']} MB (process tree), "

@@ -7,8 +7,8 @@ picks is known exactly; there must be 2 to :data:`MAX_ROWS` of them, and at leas
 row (it matches all but one part of the condition: the row a careless agent would also change).
 The reference chain finds the rows by lookup (the owner's list, then the table's list with the
 filters it offers), then acts on each one; it is executed for real, and the expected final state
-is what it leaves. A condition the user holds back (``Only the ones with more than 3 nights.``)
-goes into ``Task.hidden``, for a simulated user to reveal over the turns.
+is what it leaves. A condition the user holds back (``Only the ones with more than 3 nights.``,
+``Only the held ones.``) goes into ``Task.hidden``, for a user component to reveal over the turns.
 """
 
 from __future__ import annotations
@@ -280,8 +280,11 @@ class BatchPlanner:
         hide = cond is not None and rng.random() < self.hidden_share
         head = (f"all {'of ' if whose not in ('the ', 'my ') else ''}{whose}{st}{nouns}{where}" if whose != "the " or rng.random() < 0.5
                 else f"every {st}{noun}{where}")
+        hide_status = not hide and bool(st) and rng.random() < self.hidden_share  # "some of my bookings" + "Only the held ones."
         if hide:
             head = f"some of {whose}{st}{nouns}{where}"
+        elif hide_status:
+            head = f"some of {whose}{nouns}{where}"
         tail = f" {cond_words}" if cond_words and not hide else ""
         if setting is not None:
             verb = "set"
@@ -290,7 +293,7 @@ class BatchPlanner:
             goal = f"{verb} {head}{tail}"
         frame = rng.choice(("Please {g}.", "Could you {g}?", "I need you to {g}.", "{G}, please.", "Can you {g} for me?"))
         text = intro + frame.format(g=goal, G=goal[:1].upper() + goal[1:])
-        hidden = [f"Only the ones {cond_words}."] if hide else []
+        hidden = [f"Only the ones {cond_words}."] if hide else [f"Only the {st.strip()} ones."] if hide_status else []
         labels = [t[1] for t in (_title(r) for r in picked) if t]
         them = f"{whose.replace('my ', 'your ')}{len(picked)} {st}{nouns}{where}" + (f" {cond_words}" if cond_words else "")
         done = past(f"set the {field_words(setting[1])} of {them} to {render(setting[2])}" if setting else f"{verb} {them}")

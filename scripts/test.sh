@@ -4,6 +4,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v uv >/dev/null 2>&1 || python3 -m pip install -q uv
 uv sync --all-packages --quiet
+# A workspace environment's shell runs the host's bash, git, sqlite3 and python3 (process runner).
+ws_missing=(); for t in git sqlite3; do command -v "$t" >/dev/null 2>&1 || ws_missing+=("$t"); done
+[ -x /usr/bin/python3 ] || ws_missing+=(python3)
+if [ ${#ws_missing[@]} -gt 0 ] && [ "$(id -u)" = 0 ]; then
+  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${ws_missing[@]}" >/dev/null
+fi
 # Podman and the sandbox image (installed and built once; cached after that). Needs root.
 bash scripts/install-podman.sh && export ENVKERNEL_REQUIRE_PODMAN=1
-uv run --no-sync pytest -q "$@"
+# Chromium, for rendering the run report (plugins/report/tests). Needs root when missing.
+bash scripts/install-chromium.sh
+# Two worker processes (one per core here), a test file at a time, so module fixtures are shared;
+# ENVKERNEL_TEST_WORKERS=0 runs everything in this process.
+uv run --no-sync pytest -q -n "${ENVKERNEL_TEST_WORKERS:-2}" --dist loadfile "$@"

@@ -93,8 +93,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if uv is None:
         pytest.skip("uv is not on PATH: cannot build the workspace's wheels")
     out = tmp_path_factory.mktemp("wheels")
-    for member in workspace_members():
-        sh(uv, "build", "--wheel", "--quiet", "--out-dir", out, member, cwd=ROOT)
+    sh(uv, "build", "--all-packages", "--wheel", "--quiet", "--out-dir", out, cwd=ROOT)  # one call: ~1.5x faster than one per member
     return out
 
 
@@ -143,7 +142,7 @@ def test_the_suite_installs_our_own_distributions(wheel_venv: WheelVenv) -> None
             "print(json.dumps([find_server_binary(), [e.value for e in m.entry_points(group='envkernel.presets', name='default')]]))")
     binary, presets = json.loads(sh(wheel_venv.bin("python"), "-c", code, env=clean_env(wheel_venv.venv)).stdout)
     assert Path(binary).parent == wheel_venv.venv / "bin"
-    assert presets == ["openapi,sample,process,probe,chains,baselines,traceoutcome,export"]
+    assert presets == ["openapi,sample,workspace,process,probe,chains,baselines,traceoutcome,export"]
 
 
 def test_a_bare_run_from_the_wheels(wheel_venv: WheelVenv, tmp_path: Path) -> None:

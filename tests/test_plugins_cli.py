@@ -26,7 +26,7 @@ def test_unknown_plugin_is_a_usage_error_listing_installed_plugins(envk) -> None
 
 
 def test_removing_the_only_sampler_names_the_role(envk) -> None:
-    proc = envk("run", "--plugins", "-chains", "--no-progress")
+    proc = envk("run", "--plugins", "-chains,-workspace", "--no-progress")  # the preset's two samplers
     assert proc.returncode == 2
     assert "'sampler'" in proc.stderr
 

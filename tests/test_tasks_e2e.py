@@ -106,7 +106,7 @@ def test_personas_have_a_role_and_a_motive(corpus_run) -> None:  # type: ignore[
 
 
 def test_the_walk_baseline_runs_through_the_gate(envk) -> None:  # type: ignore[no-untyped-def]
-    run = envk.run("--plugins", "+walk,-chains", "--set", "walk.tasks_per_env=6", run_id="walk", source="openapi", timeout=280)
+    run = envk.run("--plugins", "+walk,-chains,-workspace", "--set", "walk.tasks_per_env=6", run_id="walk", source="openapi", timeout=280)
     s = run.summary
     assert s["exit_code"] == 0 and s["plugins"]["sampler"] == ["walk"], run.proc.stderr[-3000:]
     assert s["tasks"] >= 30 and set(s["rejected"]) <= {"task:mutant_survived"}  # (a near miss the check cannot tell)

@@ -41,7 +41,7 @@ def test_without_its_site_the_plugin_is_unknown(envk) -> None:
 
 
 def test_run_with_only_the_third_party_sampler(envk, thirdparty_site: Path) -> None:
-    run = envk.run("--plugins", "+mysampler,-chains", run_id="mine", env=_pp(thirdparty_site))
+    run = envk.run("--plugins", "+mysampler,-chains,-workspace", run_id="mine", env=_pp(thirdparty_site))
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     s = run.summary
     assert s["plugins"]["sampler"] == ["mysampler"]

@@ -56,6 +56,8 @@ def test_worker_serves_the_reward_model_for_runs_on_a_shared_server(envk, nats_s
     handled = [e for e in lines if e["event"] == "handled" and e.get("component") == "traceoutcome"]
     assert handled, "the worker handled no event (the run's own process took them all)"
     assert {e["kind"] for e in handled} == {"rollout.finished"}
+    stopped = next(e for e in lines if e["event"] == "worker stopped")  # the one-line summary counts what it handled
+    assert stopped["handled"] == {"traceoutcome": len(handled)}
 
     # in the stream: every rollout.finished of each run was scored exactly once (by either process)
     for run_id in ("w1", "w2"):

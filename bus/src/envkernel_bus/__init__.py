@@ -1,6 +1,6 @@
 """envkernel-bus: the embedded nats-server, the JetStream stream, the consume loop, the tap."""
 
-from .bus import MSG_ID, Bus, BusError, ResponderGone, StoreFullError, credentials, env_seconds, without_secrets
+from .bus import MSG_ID, REDACTED, SECRET, Bus, BusError, ResponderGone, StoreFullError, credentials, env_seconds, redact, without_secrets
 from .consumer import Consumer, Done, Output, Redeliver, last_delivery
 from .server import EmbeddedServer, LocalCluster, ServerError, find_server_binary
 from . import discovery, subjects
@@ -14,6 +14,9 @@ __all__ = [
     "credentials",
     "env_seconds",
     "without_secrets",
+    "REDACTED",
+    "SECRET",
+    "redact",
     "Redeliver",
     "last_delivery",
     "Consumer",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -56,6 +57,21 @@ def credentials() -> dict[str, str]:
     if token:
         return {"token": token}
     return {"user": user, "password": password} if user else {}
+
+
+SECRET = re.compile(r"(^|_)(api_?key|key|secret|token|password|passwd|credentials?)$", re.I)
+"""Setting names whose values never leave the process (config.json, KV, events, logs)."""
+REDACTED = "<redacted>"
+"""What a secret's value becomes in stored configs; a component never receives it."""
+
+
+def redact(value: Any) -> Any:
+    """Copy of a settings tree with secret values removed (names matching :data:`SECRET`)."""
+    if isinstance(value, dict):
+        return {k: (REDACTED if SECRET.search(k) and v else redact(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
 
 
 def without_secrets(url: str) -> str:

@@ -1,36 +1,101 @@
-"""Progress of a run: a live line on a terminal, a periodic log line otherwise (the kernel's run shows it)."""
+"""Progress of long commands: a live line on a terminal (rich), a log line now and then otherwise.
+
+With ``work`` set, the live line starts with a bar of the steps done out of the steps known so far
+(a run learns its work as it goes: each event it sees adds the handled reports it expects).
+
+:class:`Status` is the display; :class:`Progress` counts a run's events for ``envkernel run``, and
+``envkernel worker`` shows what it has handled through :class:`Status` too. Like the tap, it only
+watches events, so it lives with the bus and any command (or plugin) can use it.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import structlog
 
 from envkernel_schemas import Event
 
-log = structlog.get_logger("envkernel.progress")  # (the name the run logs it under)
+log = structlog.get_logger("envkernel.progress")
 
 SHOWN = ("env.synthesized", "env.verified", "task.proposed", "task.gated", "task.rejected", "rollout.scored", "plugin.failed")
 LABELS = {"env.synthesized": "envs", "env.verified": "verified", "task.proposed": "proposed", "task.gated": "tasks",
           "task.rejected": "rejected", "rollout.scored": "rollouts", "plugin.failed": "failures"}
 
 
-class Progress:
-    """Counts events by kind and shows them while the run works."""
+class Status:
+    """One status line: redrawn live on a terminal (rich), else logged at most every ``interval`` s."""
 
-    def __init__(self, enabled: bool = True, interval: float = 2.0) -> None:
+    def __init__(self, enabled: bool = True, interval: float = 2.0, event: str = "progress") -> None:
         self.enabled = enabled
         self.interval = interval
-        self.counts: Counter[str] = Counter()
+        self.event = event
         self._tty = enabled and sys.stderr.isatty()
         self._live: Any = None
         self._last = 0.0
         self._t0 = time.monotonic()
+        self._text = ""
+        self.work: Callable[[], tuple[int, int]] | None = None
+        """Optional: (steps done, steps known so far); on a terminal they are drawn as a bar."""
+
+    def stamp(self, text: str) -> str:
+        """``text`` after the time elapsed since the start."""
+        return f"[{time.monotonic() - self._t0:6.1f}s] {text}"
+
+    def _render(self) -> Any:
+        if self.work is None:
+            return self.stamp(self._text)
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+
+        done, known = self.work()
+        grid = Table.grid(padding=(0, 1))
+        grid.add_row(ProgressBar(total=max(known, 1), completed=done, width=20), f"{done}/{known}", self.stamp(self._text))
+        return grid
+
+    def show(self, text: str, **fields: Any) -> None:
+        """Show ``text`` live (at most 10 times a second), or log ``fields`` (at most every ``interval`` s)."""
+        self._text = text
+        now = time.monotonic()
+        if not self.enabled:
+            return
+        if self._live is not None:
+            if now - self._last > 0.1:
+                self._last = now
+                self._live.update(self._render())
+        elif now - self._last > self.interval:
+            self._last = now
+            log.info(self.event, **fields)
+
+    def __enter__(self) -> Status:
+        if self._tty:
+            from rich.console import Console
+            from rich.live import Live
+
+            self._live = Live(self._render(), console=Console(stderr=True), refresh_per_second=8, transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+            self._live.__exit__(None, None, None)
+            self._live = None
+
+
+class Progress(Status):
+    """Counts a run's events by kind and shows them while the run works."""
+
+    def __init__(self, enabled: bool = True, interval: float = 2.0) -> None:
+        super().__init__(enabled, interval)
+        self.counts: Counter[str] = Counter()
         self.iteration = 0
         self.last_mean: float | None = None
+        self._text = self.line()
 
     def line(self) -> str:
         """The current counts as one line (with the iteration, once a run has more than one)."""
@@ -38,7 +103,7 @@ class Progress:
         if self.iteration or self.counts["iteration.ended"]:
             mean = "" if self.last_mean is None else f" (last mean reward {self.last_mean:.3f})"
             parts.insert(0, f"iteration {self.iteration}{mean}")
-        return f"[{time.monotonic() - self._t0:6.1f}s] " + "  ".join(parts)
+        return "  ".join(parts)
 
     def update(self, ev: Event) -> None:
         """Count one event; refresh the display at most every so often."""
@@ -46,28 +111,6 @@ class Progress:
         if ev.kind == "iteration.ended":
             self.last_mean = getattr(ev, "mean_reward", None)
         self.iteration = max(self.iteration, ev.iteration)
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if self._tty and self._live is not None:
-            if now - self._last > 0.1:
-                self._last = now
-                self._live.update(self.line())
-        elif now - self._last > self.interval:
-            self._last = now
-            log.info("progress", iteration=self.iteration, **{LABELS[k]: self.counts[k] for k in SHOWN})
-
-    def __enter__(self) -> Progress:
-        if self._tty:
-            from rich.console import Console
-            from rich.live import Live
-
-            self._live = Live(self.line(), console=Console(stderr=True), refresh_per_second=8, transient=False)
-            self._live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._live is not None:
-            self._live.update(self.line())
-            self._live.__exit__(None, None, None)
-            self._live = None
+        if self.enabled:
+            work = dict(zip(("steps_done", "steps_known"), self.work(), strict=True)) if self.work else {}
+            self.show(self.line(), iteration=self.iteration, **{LABELS[k]: self.counts[k] for k in SHOWN}, **work)

@@ -225,7 +225,7 @@ def plugins_cmd(as_json: bool) -> None:
 
     table = Table("name", "distribution", "version", "roles", "components", "default")
     for i in infos:
-        table.add_row(i.name, i.distribution, i.version, ", ".join(i.roles) or f"[red]broken: {i.error}[/red]", ", ".join(i.components), "yes" if i.default else "")
+        table.add_row(i.name, i.distribution, i.version, ", ".join(i.roles) or (f"[red]broken: {i.error}[/red]" if i.error else "(commands)"), ", ".join(i.components), "yes" if i.default else "")
     Console().print(table)
 
 

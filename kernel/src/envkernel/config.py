@@ -14,17 +14,14 @@ Each component's table is decoded into its ``Settings`` Struct, so a wrong key i
 from __future__ import annotations
 
 import os
-import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import msgspec
+from envkernel_bus import REDACTED, SECRET, redact
 
 from .errors import ConfigError
-
-SECRET = re.compile(r"(^|_)(api_?key|key|secret|token|password|passwd|credentials?)$", re.I)
-"""Setting names whose values never leave the process (config.json, KV, events, logs)."""
 
 
 class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -89,9 +86,6 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     resolved: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     """Component -> its settings with every default filled in (filled in by the kernel; secrets redacted)."""
 
-
-REDACTED = "<redacted>"
-"""What a secret's value becomes in stored configs; a component never receives it."""
 
 TOP_LEVEL = set(RunConfig.__struct_fields__) - {"settings", "overrides", "selected", "components", "resolved"}
 """Keys allowed at the top of the TOML file."""
@@ -175,15 +169,6 @@ def settings_for(component: str, settings_type: type | None, raw: dict[str, Any]
     except msgspec.ValidationError as exc:
         fields = ", ".join(getattr(settings_type, "__struct_fields__", ()))
         raise ConfigError(f"[{component}]: {exc} (valid settings: {fields or 'none'})") from None
-
-
-def redact(value: Any) -> Any:
-    """Copy of a settings tree with secret values removed."""
-    if isinstance(value, dict):
-        return {k: (REDACTED if SECRET.search(k) and v else redact(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    return value
 
 
 def public(config: RunConfig) -> dict[str, Any]:

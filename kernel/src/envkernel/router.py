@@ -15,6 +15,7 @@ import copy
 import inspect
 import time
 import traceback
+from collections import Counter
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -149,6 +150,12 @@ class Worker:
         self._apply_failed: dict[tuple[str, str, str], str] = {}
         self._apply_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self.pool = SandboxPool(bus)
+        self.handled: Counter[str] = Counter()
+        """Events handled per component, and ``<component> failed`` for those that became ``plugin.failed`` (progress)."""
+
+    def progress_line(self) -> str:
+        """What this worker has handled so far, as one line."""
+        return "handled " + (", ".join(f"{k} {n}" for k, n in sorted(self.handled.items())) or "nothing yet")
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -358,8 +365,10 @@ class Worker:
                 if classify(exc) == "infra" and not last_try:  # another process (or a later try) may have what this one lacks
                     raise Redeliver(f"{comp.name} met an infrastructure fault on {ev.kind} {ev.id}: {error}", delay=2.0) from exc
                 fail = self._failure(comp, ev, raw, exc)
+                self.handled[f"{comp.name} failed"] += 1
                 log.error("plugin failed; the run goes on", plugin=comp.name, role=comp.role, kind=ev.kind, classification=fail.classification, error=error)
                 return [(fail, subject_of(cfg, fail))]
+        self.handled[comp.name] += 1
         log.debug("handled", component=comp.name, kind=ev.kind, children=len(children), ms=round((time.perf_counter() - t0) * 1000, 2))
         return children
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -17,6 +18,7 @@ import structlog
 from nats.js.errors import KeyNotFoundError
 
 from envkernel_bus import Bus, EmbeddedServer, discovery, env_seconds, without_secrets
+from envkernel_bus.progress import Progress, Status
 from envkernel_bus.subjects import STREAM, durable_name
 from envkernel_runtime.envdir import write_atomic
 from envkernel_schemas import RunFinished, event_id, is_token
@@ -26,7 +28,6 @@ from .config import RunConfig
 from .coordinator import Coordinator
 from .errors import EXIT_ABORTED, EXIT_EMPTY, EXIT_FAILURES, EXIT_OK, ConfigError, PluginError, RunError
 from .plugins import Registry, load, resolve_selection
-from envkernel_bus.progress import Progress
 from .recorder import Recorder
 from .roles import ROLES
 from .router import Worker
@@ -243,6 +244,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         log.info("this run uses remote components: serve them with `envkernel worker --plugins PLUGIN --nats-url URL`",
                  remote=sorted(remote), nats=nats_url)
     coord = Coordinator(bus, config, recorder, lambda kind: synthesizer_for(config, sources, kind), on_event=progress.update)
+    progress.work = lambda: (len(coord.handled), len(coord.handled) + coord.outstanding)  # handled reports: received, expected
     bus.on_closed(lambda: coord.stop_run(f"lost the bus: {bus.lost}"))
     exit_code = EXIT_OK
     aborted = ""
@@ -320,10 +322,14 @@ async def serve(names: list[str], nats_url: str, *, stop: asyncio.Event | None =
     await worker.start()
     log.info("worker serving", components=",".join(registry.components), nats=without_secrets(nats_url))
     try:
-        await stop.wait()
+        with Status(interval=60, event="worker progress") as status:  # live on a terminal, else a line a minute
+            while not stop.is_set():
+                status.show(worker.progress_line(), handled=dict(worker.handled))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), 0.5)
     finally:
         await worker.stop(cancel=bool(bus.lost))
         await bus.close()
-        log.info("worker stopped", reason=bus.lost or "asked to")
+        log.info("worker stopped", reason=bus.lost or "asked to", handled=dict(worker.handled))
     if bus.lost:
         raise RunError(f"the worker lost its bus: {bus.lost}")

@@ -123,8 +123,6 @@ class Stages:
         ref = gate.scores.get(self.config.gate_reference, 0.0)
         nothing = gate.scores.get(self.config.gate_nothing, 1.0)
         del self.gates[gate.task.id]
-        if gate.solved is not None:  # calibrated: the gate itself had passed
-            return self._passed(parent, gate, ref, nothing)
         if ref < 1.0 - EPS:
             why = "; ".join(gate.reasons.get(self.config.gate_reference, [])) or f"scored {ref:.3f}"
             return [(self._child(parent, TaskRejected, "gate", task=gate.task, reason="reference_below_1", detail=why), None)]
@@ -133,9 +131,6 @@ class Stages:
         survived = [t.partition(":")[2] or t for sc, t in gate.mutants.values() if not t.startswith("not_applicable") and sc >= 1.0 - EPS]
         if survived:
             return [(self._child(parent, TaskRejected, "gate", task=gate.task, reason="mutant_survived", detail=f"mutants scoring 1: {', '.join(sorted(survived))}"), None)]
-        return self._passed(parent, gate, ref, nothing)
-
-    def _passed(self, parent: Event, gate: _Gate, ref: float, nothing: float) -> list[tuple[Event, str | None]]:
         k, policy = self.config.calibrate, self.config.calibrate_policy or self.config.policy
         if k > 0 and gate.solved is None:  # passed: now K attempts of the chosen policy
             gate.solved, self.gates[gate.task.id] = {}, gate

@@ -11,6 +11,8 @@ What several plugins share, so that no plugin imports another plugin:
   one retry layer (needs the ``envkernel-kit[openai]`` extra; ``openai`` is imported on first use);
 - :mod:`envkernel_kit.sink`: an idempotent JSON-lines sink for trainers and exporters;
 - :mod:`envkernel_kit.groups`: scored groups: purpose and GRPO advantages;
+- :mod:`envkernel_kit.scoring`: the trace + outcome reward as pure functions (the ``traceoutcome`` reward
+  model and ``envkernel serve`` score with it);
 - :mod:`envkernel_kit.checks`: one conformance check per role (``check_reward_model(...)``, ...);
 - :mod:`envkernel_kit.testing` and :mod:`envkernel_kit.scripted`: test doubles (a run-like
   context, an in-memory sandbox, a scripted OpenAI-compatible server);

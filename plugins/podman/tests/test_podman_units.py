@@ -14,7 +14,7 @@ import click
 import msgspec
 import pytest
 from envkernel_podman import SandboxError, Settings, register_commands, register_sandbox_runners
-from envkernel_podman.image import BUILD_COMMAND, missing_image_error
+from envkernel_podman.image import BUILD_COMMAND, missing_image_error, stream_lines
 from envkernel_podman.runner import PodmanRunner, _connection_error, reap_folders
 from envkernel_podman.service import Owner, asset_path, boot_id, process_start
 
@@ -142,3 +142,10 @@ def test_default_run_dir_gives_short_socket_paths():
     path = os.path.join(default_run_dir(), f"{Owner.me().key}-abcdef12", "999-abcdef", "s.sock")
     assert len(path) < 100, path  # unix socket paths are limited to 108 bytes
     assert socket.gethostname()
+
+
+def test_a_build_streams_its_output_line_by_line_and_keeps_the_tail() -> None:
+    seen: list[str] = []
+    code, tail = stream_lines(["bash", "-c", "for i in $(seq 1 50); do echo step $i; done; echo oops >&2; exit 3"], None, seen.append, keep=5)
+    assert code == 3 and len(seen) == 51 and seen[0] == "step 1"
+    assert tail == ["step 47", "step 48", "step 49", "step 50", "oops"]  # stderr merged, in order

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["engine_path", "executor_path"]
+__all__ = ["engine_path", "executor_path", "workspace_path"]
 
 _HERE = os.path.dirname(os.path.realpath(__file__))
 
@@ -23,6 +23,11 @@ _HERE = os.path.dirname(os.path.realpath(__file__))
 def executor_path() -> str:
     """The absolute path of the stdlib-only ``executor.py`` a sandbox runs (``engine.py`` is beside it)."""
     return os.path.join(_HERE, "executor.py")
+
+
+def workspace_path() -> str:
+    """The absolute path of ``workspace.py`` (workspace environments), which the executor loads from its own folder."""
+    return os.path.join(_HERE, "workspace.py")
 
 
 def engine_path() -> str:

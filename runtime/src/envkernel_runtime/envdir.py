@@ -17,7 +17,7 @@ import msgspec
 
 from envkernel_schemas import CodeBehaviour, EnvSpec
 
-_BEHAVIOUR_FILES = {"code": "env.py", "model": "model.json"}
+_BEHAVIOUR_FILES = {"code": "env.py", "model": "model.json", "workspace": "workspace.json"}
 
 
 class EnvDirError(ValueError):
@@ -43,10 +43,12 @@ def write_env_dir(env: EnvSpec, d: Path) -> Path:
     meta = msgspec.to_builtins(env)
     behaviour = meta.pop("behaviour")
     seed_sql = meta.pop("seed_sql")
-    meta["behaviour"] = {"kind": behaviour["kind"], "file": "env.py" if isinstance(env.behaviour, CodeBehaviour) else "model.json"}
+    meta["behaviour"] = {"kind": behaviour["kind"], "file": _BEHAVIOUR_FILES[behaviour["kind"]]}
     write_atomic(d / "env.json", json.dumps(meta, indent=2))
     if isinstance(env.behaviour, CodeBehaviour):
         write_atomic(d / "env.py", env.behaviour.source)
+    elif behaviour["kind"] == "workspace":  # the tree, setup and app code, as one JSON object
+        write_atomic(d / "workspace.json", json.dumps({k: v for k, v in behaviour.items() if k != "kind"}, indent=2))
     else:
         write_atomic(d / "model.json", json.dumps(env.behaviour.model, indent=2))
     if seed_sql:
@@ -72,13 +74,18 @@ def load_env_dir(path: str | Path) -> EnvSpec:
     behaviour = meta.get("behaviour")
     kind = behaviour.get("kind") if isinstance(behaviour, dict) else None
     if kind not in _BEHAVIOUR_FILES:
-        raise EnvDirError(f"{meta_file}: 'behaviour' must be {{\"kind\": \"code\" or \"model\", \"file\": ...}}, got {behaviour!r}")
+        raise EnvDirError(f"{meta_file}: 'behaviour' must be {{\"kind\": \"code\", \"model\" or \"workspace\", \"file\": ...}}, got {behaviour!r}")
     name = behaviour.get("file") or _BEHAVIOUR_FILES[kind]
     if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
         raise EnvDirError(f"{meta_file}: behaviour file {name!r} must be a plain file name inside {d}")
     text = _read(d / name)
     if kind == "code":
         meta["behaviour"] = {"kind": "code", "source": text}
+    elif kind == "workspace":
+        try:
+            meta["behaviour"] = {**json.loads(text), "kind": "workspace"}
+        except (json.JSONDecodeError, TypeError) as exc:
+            raise EnvDirError(f"{d / name} is not a JSON object: {exc}") from None
     else:
         try:
             model = json.loads(text)

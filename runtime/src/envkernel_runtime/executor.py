@@ -293,14 +293,14 @@ class Env:
 # --------------------------------------------------------------------------- the executor
 
 
-def _load_engine():
-    """engine.py beside this file (stdlib only), loaded at import: before main() confines the
-    sandbox, while this folder is still readable. A string says why it could not be loaded."""
+def _load_engine(name: str = "engine.py", module_name: str = "envkernel_sandbox_engine"):
+    """engine.py (or workspace.py) beside this file (stdlib only), loaded at import: before main()
+    confines the sandbox, while this folder is still readable. A string says why it could not be loaded."""
     import importlib.util  # noqa: PLC0415
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "engine.py")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
     try:
-        spec = importlib.util.spec_from_file_location("envkernel_sandbox_engine", path)
+        spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
@@ -309,6 +309,7 @@ def _load_engine():
 
 
 _ENGINE = _load_engine()
+_WORKSPACE_KIND = _load_engine("workspace.py", "envkernel_sandbox_workspace")  # workspace environments
 
 
 class Executor:
@@ -327,6 +328,7 @@ class Executor:
         self.ids: dict[str, int] = {}
         self.snapshots: dict[str, tuple] = {}
         self.snapshot_count = 0
+        self.workspace_kind = False
         self.closing = False
         self._phase = "idle"  # idle | seed | call | internal
         self._deadline_at: float | None = None
@@ -444,7 +446,14 @@ class Executor:
             raise _Failure("bad_request", "'seed' must be an integer") from None
         behaviour = env.get("behaviour")
         kind = behaviour.get("kind") if isinstance(behaviour, dict) else None
-        model = None
+        model = workspace = None
+        if kind == "workspace":  # a folder tree with claw tools, run by workspace.py (beside this file)
+            if isinstance(_WORKSPACE_KIND, str):
+                raise _Failure("unsupported", f"workspace behaviour needs workspace.py, which did not load: {_WORKSPACE_KIND}")
+            if not _WORKSPACE[0]:
+                raise _Failure("load_failed", "a workspace environment needs a working folder: start the executor with --workdir")
+            workspace = behaviour
+            behaviour, kind = {"kind": "code", "source": ""}, "code"
         if kind == "model":  # a resource model, run by engine.py (loaded beside this file at import)
             if isinstance(_ENGINE, str):
                 raise _Failure("unsupported", f"model behaviour needs the resource-model engine, which did not load: {_ENGINE}")
@@ -500,6 +509,15 @@ class Executor:
                         raise
                     except BaseException as exc:  # noqa: BLE001 - reported as load_failed
                         raise _Failure("load_failed", f"the resource model failed to load: {type(exc).__name__}: {exc}") from None
+                if workspace is not None:
+                    try:
+                        _WORKSPACE_KIND.install(module, workspace, self.env, ToolError, _spawned, self._app_loader(module))
+                    except _Deadline:
+                        raise
+                    except _Failure:
+                        raise
+                    except BaseException as exc:  # noqa: BLE001 - reported as load_failed
+                        raise _Failure("load_failed", f"the workspace failed to load: {_describe(exc)}") from None
             finally:
                 self._disarm()
         except _Deadline:
@@ -524,9 +542,32 @@ class Executor:
                 pass
         self.declared = names
         self.module = module
+        self.workspace_kind = workspace is not None
         self.snapshot_count = 0
         missing = [n for n in names if n not in self.functions]
         return _ok({"protocol": PROTOCOL, "tools": sorted(self.functions), "missing": missing, "confinement": CONFINEMENT})
+
+    @staticmethod
+    def _app_loader(module):
+        """Load a workspace's app code in a namespace of its own (so the tools ``list`` and ``glob``
+        never shadow builtins in it) and copy its public functions into ``module``."""
+
+        def load(source: str) -> None:
+            app = types.ModuleType("env")
+            app.__file__ = ENV_FILENAME
+            app.ToolError = ToolError
+            linecache.cache[ENV_FILENAME] = (len(source), None, source.splitlines(True), ENV_FILENAME)
+            try:
+                exec(compile(source, ENV_FILENAME, "exec"), app.__dict__)  # noqa: S102 - this process is the sandbox
+            except _Deadline:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - reported as load_failed
+                raise _Failure("load_failed", f"the workspace's app code failed to load: {_describe(exc)}") from None
+            for name, fn in vars(app).items():
+                if inspect.isfunction(fn) and not name.startswith("_") and fn.__module__ == "env":
+                    setattr(module, name, fn)
+
+        return load
 
     # ----------------------------------------------------------------- call
 
@@ -554,7 +595,8 @@ class Executor:
         timeout = _timeout(req.get("timeout"), DEFAULT_CALL_TIMEOUT)
 
         saved = self._counters()
-        files = _workspace_capture(_WORKSPACE[0], _CALL_WORKSPACE_BYTES, _CALL_WORKSPACE_ENTRIES, quiet=True)
+        # a workspace's tools check before they write, so a failed call leaves the tree as it was: no copy per call
+        files = None if self.workspace_kind else _workspace_capture(_WORKSPACE[0], _CALL_WORKSPACE_BYTES, _CALL_WORKSPACE_ENTRIES, quiet=True)
         self._sql(f"SAVEPOINT {_SAVEPOINT}")
         failure: dict | None = None
         data = b""
@@ -655,7 +697,10 @@ class Executor:
 
     def _serialize(self):
         if hasattr(self.conn, "serialize"):
-            return self.conn.serialize()
+            try:
+                return self.conn.serialize()
+            except sqlite3.OperationalError:  # an empty database (a workspace without an app) has no page to serialize
+                pass
         copy = sqlite3.connect(":memory:", check_same_thread=False)
         with self.internal():
             self.conn.backup(copy)
@@ -689,6 +734,8 @@ class Executor:
                 pk = [c["name"] for c in sorted((c for c in cols if c["pk"]), key=lambda c: c["pk"])]
                 order = ", ".join(_quote(c) for c in pk) if pk else ("rowid" if name not in without_rowid else "1")
                 out[name] = sqlite3.Connection.execute(conn, f"SELECT * FROM {q} ORDER BY {order}").fetchall()
+        if self.workspace_kind:
+            out[_WORKSPACE_KIND.TABLE] = _WORKSPACE_KIND.diff()  # files added, changed, removed since load
         return out
 
 
@@ -859,6 +906,11 @@ class _Forks:
 
 
 _real_fork = os.fork
+
+
+def _spawned(pid: int) -> None:
+    """A workspace's ``exec`` started a process: kill what it leaves when the call returns."""
+    _Forks.started = True
 
 
 def _fork() -> int:
@@ -1121,7 +1173,7 @@ def landlock_abi() -> int:
     return int(v) if v > 0 else 0
 
 
-def _landlock_ruleset(workdir: str, runtime: list, abi: int) -> int:
+def _landlock_ruleset(workdir: str, runtime: list, abi: int, tools: list | None = None) -> int:
     """Build the sandbox's Landlock ruleset (before dropping root: the rules open their paths);
     returns its descriptor for :func:`_landlock_restrict`."""
     ctypes, libc = _libc()
@@ -1161,6 +1213,8 @@ def _landlock_ruleset(workdir: str, runtime: list, abi: int) -> int:
     try:
         for path in runtime:
             allow(path, _LL_READ_FILE | _LL_READ_DIR)
+        for path in tools or []:  # a workspace's shell and its tools: read and execute, never write
+            allow(path, _LL_READ_FILE | _LL_READ_DIR | _LL_EXECUTE)
         for path in _LL_DEVICES:
             allow(path, _LL_READ_FILE | _LL_WRITE_FILE | _LL_TRUNCATE)
         allow(workdir, fs & ~(_LL_EXECUTE | _LL_MAKE_CHAR | _LL_MAKE_BLOCK | _LL_IOCTL_DEV))
@@ -1270,8 +1324,10 @@ def _confine(args) -> dict:
         abi = landlock_abi()
         if not abi:
             raise OSError("Landlock was asked for but this kernel does not offer it")
-        ruleset = _landlock_ruleset(workdir, _runtime_paths(), abi)
+        ruleset = _landlock_ruleset(workdir, _runtime_paths(), abi, [p for p in args.tool_path if os.path.exists(p)])
         report["landlock"] = abi
+        if args.tool_path:
+            report["tool_paths"] = [p for p in args.tool_path if os.path.exists(p)]
     if args.parent_pid or args.deny_unix_sockets:
         _libc()  # import ctypes while the whole stdlib is still reachable
     if args.uid is not None:
@@ -1417,6 +1473,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gid", type=int, default=None, help="drop to this gid (default: the uid)")
     parser.add_argument("--parent-pid", type=int, default=0, help="die with this parent (the runner)")
     parser.add_argument("--landlock", action="store_true", help="confine files, TCP and signals with Landlock")
+    parser.add_argument("--tool-path", action="append", default=[], help="with --landlock: a read-only, executable path for a workspace's shell (repeatable)")
     parser.add_argument("--deny-unix-sockets", action="store_true", help="seccomp: no unix-domain sockets, no io_uring")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_term)

@@ -53,8 +53,25 @@ class ModelBehaviour(Record, kw_only=True, tag="model", tag_field="kind"):
     """The resource model (resources, operations); interpreted, never templated into code."""
 
 
-Behaviour = CodeBehaviour | ModelBehaviour
-"""How an environment behaves: code or data."""
+class WorkspaceBehaviour(Record, kw_only=True, tag="workspace", tag_field="kind"):
+    """Behaviour as a workspace: a folder tree the agent works on with claw-shaped tools (``read``,
+    ``write``, ``edit``, ``apply_patch``, ``list``, ``glob``, ``grep``, ``exec``), plus optional
+    SQLite-backed app tools. Run by ``workspace.py`` beside the executor (see docs/workspace.md)."""
+
+    files: dict[str, str] = msgspec.field(default_factory=dict)
+    """The initial tree: relative path -> text content (folders are made as needed)."""
+    blobs: dict[str, str] = msgspec.field(default_factory=dict)
+    """Binary files of the initial tree: relative path -> base64 content."""
+    setup: list[str] = msgspec.field(default_factory=list)
+    """Shell commands run in the workspace at load, in order, after the files are written (e.g.
+    ``git init -q && git add -A && git commit -qm init``); git dates are frozen, so it is deterministic."""
+    source: str = ""
+    """Optional app code (the ``env.py`` contract) whose public functions become extra tools over
+    ``env.db`` (tables from ``seed_sql``)."""
+
+
+Behaviour = CodeBehaviour | ModelBehaviour | WorkspaceBehaviour
+"""How an environment behaves: code, data, or a workspace."""
 
 
 class Provenance(Record, kw_only=True):
@@ -190,6 +207,10 @@ class Outcome(Record, kw_only=True):
     """For a read-only chain: the rows of ``answer_rows`` must be said in their order."""
     answer: str = ""
     """The reference answer in words (what the ``reference`` policy says at the end)."""
+    check: str = ""
+    """For a workspace task: Python source defining ``grade(transcript, workspace_path) -> dict``
+    (PinchBench's shape: a score in [0, 1] per criterion). It runs inside a sandbox over the final
+    workspace, never in the kernel; the outcome is the mean of the scores."""
 
 
 class Task(Record, kw_only=True):

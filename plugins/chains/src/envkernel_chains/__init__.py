@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from envkernel.hookspecs import hookimpl
+from envkernel_kit.workspace import is_workspace
 from envkernel_schemas import EnvSpec, Task
 
 from .backward import ChainSampler
@@ -71,7 +72,9 @@ class Chains:
         self.settings = settings or ChainsSettings()
 
     async def sample(self, env: EnvSpec, ctx: Any) -> AsyncIterator[Task]:
-        """Yield up to ``tasks_per_env`` grounded tasks over ``env``."""
+        """Yield up to ``tasks_per_env`` grounded tasks over ``env`` (none for a workspace: its sampler is ``workspace``)."""
+        if is_workspace(env):
+            return
         async for task in sample_env(self.sampler_class, self.settings, env, ctx):
             yield task
 

@@ -61,8 +61,16 @@ def build_image_cmd(image: str, mirror: str, suite: str, force: bool) -> None:
     Needs root, podman and debootstrap (scripts/install-podman.sh installs them). Podman's storage
     keeps the image: a second run returns at once unless --force.
     """
+    from rich.console import Console
+
+    console = Console(stderr=True)
     try:
-        result = build_image(image, mirror=mirror, suite=suite, force=force)
+        if console.is_terminal:  # a live line with the build's latest output; otherwise only the summary (or the failure's tail)
+            with console.status(f"building {image}") as status:
+                result = build_image(image, mirror=mirror, suite=suite, force=force,
+                                     on_line=lambda line: status.update(f"building {image}: {line[:100]}"))
+        else:
+            result = build_image(image, mirror=mirror, suite=suite, force=force, on_line=lambda line: None)
     except SandboxError as exc:
         raise click.ClickException(str(exc)) from None
     if result.built:

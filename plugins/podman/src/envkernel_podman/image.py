@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import SandboxError
@@ -23,6 +25,20 @@ def missing_image_error(image: str) -> SandboxError:
     )
 
 
+IMAGE_VERSION = 2
+"""The image version this runner wants (label ``envkernel.image``): 2 adds git and sqlite3."""
+
+
+def image_version(image: str, env: dict[str, str] | None = None) -> int:
+    """The ``envkernel.image`` label of ``image`` in Podman's storage (0 when it is missing)."""
+    proc = subprocess.run([podman_binary(), "image", "inspect", "--format", '{{ index .Labels "envkernel.image" }}', image],
+                          env=env or podman_env(containers_conf("")), check=False, capture_output=True, text=True)
+    try:
+        return int(proc.stdout.strip()) if proc.returncode == 0 else 0
+    except ValueError:
+        return 0
+
+
 @dataclass
 class BuildResult:
     image: str
@@ -38,23 +54,40 @@ def build_image(
     force: bool = False,
     conf: str = "",
     quiet: bool = False,
+    on_line: Callable[[str], None] | None = None,
 ) -> BuildResult:
     """Build the image with the shipped ``build-image.sh`` (debootstrap + podman import); a no-op
-    when it exists unless ``force``."""
+    when it exists unless ``force``. With ``on_line``, the script's output goes to it line by line
+    instead of to the terminal (a failure's error then quotes its last lines)."""
     podman_binary()
     env = podman_env(containers_conf(conf))
-    if not force:
-        exists = subprocess.run([podman_binary(), "image", "exists", image], env=env, check=False, capture_output=True)
-        if exists.returncode == 0:
-            return BuildResult(image, False, 0.0)
+    if not force and image_version(image, env) >= IMAGE_VERSION:
+        return BuildResult(image, False, 0.0)
     argv = ["bash", asset_path("build-image.sh"), "--image", image, "--suite", suite]
     if mirror:
         argv += ["--mirror", mirror]
     if force:
         argv.append("--force")
     t0 = time.monotonic()
-    proc = subprocess.run(argv, env=env, check=False, stdout=subprocess.DEVNULL if quiet else None)
-    if proc.returncode != 0:
-        raise SandboxError(f"building the sandbox image {image!r} failed (exit code {proc.returncode}); see the output above")
+    if on_line is None:
+        code, tail = subprocess.run(argv, env=env, check=False, stdout=subprocess.DEVNULL if quiet else None).returncode, []
+    else:
+        code, tail = stream_lines(argv, env, on_line)
+    if code != 0:
+        where = "; its last lines:\n" + "\n".join(tail) if tail else "; see the output above"
+        raise SandboxError(f"building the sandbox image {image!r} failed (exit code {code}){where}")
     return BuildResult(image, True, time.monotonic() - t0)
 
+
+
+def stream_lines(argv: list[str], env: dict[str, str] | None, on_line: Callable[[str], None], keep: int = 40) -> tuple[int, list[str]]:
+    """Run ``argv`` with its stdout and stderr merged, handing each line to ``on_line``; return its
+    exit code and its last ``keep`` lines."""
+    tail: deque[str] = deque(maxlen=keep)
+    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.rstrip()
+            tail.append(line)
+            on_line(line)
+    return proc.returncode, list(tail)

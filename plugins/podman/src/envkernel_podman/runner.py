@@ -47,7 +47,7 @@ from typing import Any
 
 import msgspec
 import structlog
-from envkernel_runtime import engine_path, executor_path
+from envkernel_runtime import engine_path, executor_path, workspace_path
 from envkernel_runtime.session import STREAM_LIMIT, ExecutorSession
 from envkernel_schemas import EnvSpec
 
@@ -605,6 +605,8 @@ class PodmanRunner:
                     # the engine that runs model (OpenAPI) environments sits beside the executor
                     {"type": "bind", "source": engine_path(),
                      "target": os.path.join(os.path.dirname(EXECUTOR_IN), "engine.py"), "read_only": True},
+                    {"type": "bind", "source": workspace_path(),
+                     "target": os.path.join(os.path.dirname(EXECUTOR_IN), "workspace.py"), "read_only": True},
                     {"type": "bind", "source": asset_path("supervisor.py"), "target": SUPERVISOR_IN, "read_only": True},
                 ],
                 log_config={"Type": "k8s-file", "Config": {"size": _LOG_MAX}},

@@ -33,6 +33,7 @@ from envkernel_schemas import EnvSpec, ToolResult, ToolSpec, VerifyReport
 
 from envkernel_kit.argsgen import ArgumentBuilder, schema_type
 from envkernel_kit.naming import State
+from envkernel_kit.workspace import is_workspace, verify_workspace
 
 from .conformance import ResultSchemas, seed_problems
 from .invariants import run_invariants
@@ -180,7 +181,9 @@ class Probe:
         self.settings = settings or ProbeSettings()
 
     async def verify(self, env: EnvSpec, ctx: Any) -> VerifyReport:
-        """Probe every tool of ``env`` in one sandbox and report what works."""
+        """Probe every tool of ``env`` in one sandbox and report what works (a workspace: each claw tool once)."""
+        if is_workspace(env):
+            return await verify_workspace(ctx, env, ctx.component)
         t0 = time.perf_counter()
         s = self.settings
         probes: list[ToolProbe] = []

@@ -64,6 +64,9 @@ __all__ = [
 ]
 
 _MAX_RESPONSE = STREAM_LIMIT // 2
+WORKSPACE_TOOL_PATHS = ("/usr/bin", "/bin", "/usr/lib", "/lib", "/lib64", "/usr/libexec", "/usr/share", "/etc/alternatives")
+"""What a workspace's shell may read and execute under Landlock (never write): the system's
+programs and libraries (bash, coreutils, git, sqlite3, python3)."""
 _STDERR_TAIL = 2048
 
 
@@ -250,6 +253,9 @@ class ProcessSession(ExecutorSession):
                 argv += ["--cgroup", f]
         if support.landlock:
             argv.append("--landlock")
+            if self.env.behaviour.__class__.__name__ == "WorkspaceBehaviour":  # its shell: bash, coreutils, git, ...
+                for path in WORKSPACE_TOOL_PATHS:
+                    argv += ["--tool-path", path]
         if support.seccomp:
             argv.append("--deny-unix-sockets")
         if support.unshare:

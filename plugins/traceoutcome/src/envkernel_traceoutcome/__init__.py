@@ -1,6 +1,6 @@
 """envkernel-traceoutcome: the EnvFactory-style reward model (trace + outcome).
 
-The maths lives in :mod:`envkernel_traceoutcome.scoring`, importable without the kernel; this
+The maths lives in :mod:`envkernel_kit.scoring` (re-exported as :mod:`envkernel_traceoutcome.scoring`); this
 module wires it to the ``reward_model`` role with its settings and the τ schedule.
 """
 
@@ -10,9 +10,10 @@ from typing import Any
 
 import msgspec
 from envkernel.hookspecs import hookimpl
+from envkernel_kit.workspace import check_reward
 from envkernel_schemas import Reward, Task, Trajectory
 
-from .scoring import REL_TOL, score, tau_at
+from envkernel_kit.scoring import REL_TOL, score, tau_at
 
 __all__ = ["TraceOutcomeSettings", "Settings", "TraceOutcome", "register_reward_models", "score", "tau_at"]
 
@@ -62,7 +63,10 @@ class TraceOutcome:
         return tau_at(s.tau, s.tau_final, s.tau_iterations, iteration)
 
     def score(self, task: Task, trajectory: Trajectory, ctx: Any) -> Reward:
-        """Score a rollout: ``max(0, τ·trace + (1−τ)·outcome − length_penalty − format_penalty)``."""
+        """Score a rollout: ``max(0, τ·trace + (1−τ)·outcome − length_penalty − format_penalty)``. A
+        workspace task (one with a check script) scores its check instead, run in a sandbox."""
+        if task.outcome.check:
+            return ctx.wait(check_reward(ctx, task, trajectory, model=ctx.component))
         s = self.settings
         return score(
             task,

@@ -4,8 +4,8 @@
 #
 #   build-image.sh [--image NAME] [--mirror URL] [--suite SUITE] [--force]
 #
-# The image holds a Debian minbase with python3 (the executor is standard-library only) and
-# coreutils' `timeout` (the hard lifetime), a user envk (1000:1000) and the mount points /work,
+# The image holds a Debian minbase with python3 (the executor is standard-library only),
+# coreutils' `timeout` (the hard lifetime), bash, git and sqlite3 (a workspace environment's shell), a user envk (1000:1000) and the mount points /work,
 # /envk and /opt/envk. The executor itself is not in the image: the runner bind-mounts the
 # installed one read-only, so the image never goes stale when envkernel is upgraded.
 # A second run with the image present exits at once (Podman's storage is the cache).
@@ -15,7 +15,7 @@ IMAGE="${ENVKERNEL_IMAGE:-localhost/envkernel-sandbox:latest}"
 SUITE="bookworm"
 MIRROR=""
 FORCE=0
-IMAGE_VERSION=1
+IMAGE_VERSION=2  # 2: git and sqlite3 for workspace environments' shell
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,8 +43,12 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 if [ "$FORCE" = 0 ] && podman image exists "$IMAGE"; then
-  echo "image $IMAGE is already built (use --force to rebuild)"
-  exit 0
+  have="$(podman image inspect --format '{{ index .Labels "envkernel.image" }}' "$IMAGE" 2>/dev/null || echo 0)"
+  if [ "${have:-0}" -ge "$IMAGE_VERSION" ] 2>/dev/null; then
+    echo "image $IMAGE is already built (use --force to rebuild)"
+    exit 0
+  fi
+  echo "image $IMAGE is version ${have:-0}, older than $IMAGE_VERSION: rebuilding it"
 fi
 
 # The Debian mirror this machine's apt uses (first non-security http(s) URI), else the default.
@@ -64,8 +68,8 @@ rootfs="$(mktemp -d /var/tmp/envkernel-rootfs.XXXXXX)"
 trap 'rm -rf "$rootfs"' EXIT
 
 start=$(date +%s)
-echo "debootstrap $SUITE (minbase + python3) from $MIRROR ..."
-debootstrap --variant=minbase --include=python3 "$SUITE" "$rootfs" "$MIRROR" >"$rootfs.log" 2>&1 || {
+echo "debootstrap $SUITE (minbase + python3, git, sqlite3) from $MIRROR ..."
+debootstrap --variant=minbase --include=python3,git,sqlite3 "$SUITE" "$rootfs" "$MIRROR" >"$rootfs.log" 2>&1 || {
   tail -n 20 "$rootfs.log" >&2
   echo "build-image.sh: debootstrap failed (full log: $rootfs.log)" >&2
   exit 1
@@ -86,7 +90,7 @@ tar --numeric-owner -C "$rootfs" -c . | podman import \
   --change "USER=1000:1000" \
   --change "WORKDIR=/work" \
   --change 'CMD=["python3"]' \
-  --message "envkernel sandbox: Debian $SUITE minbase + python3" \
+  --message "envkernel sandbox: Debian $SUITE minbase + python3, git, sqlite3" \
   --quiet - "$IMAGE" >/dev/null
 
 podman run --rm --network=none --user 1000:1000 "$IMAGE" \

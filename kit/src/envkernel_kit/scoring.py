@@ -1,0 +1,180 @@
+"""The trace + outcome reward, as pure functions (no kernel, no I/O): the ``traceoutcome`` reward model
+and ``envkernel serve`` (a session's reward) both score with it.
+
+``score = max(0, τ·trace + (1−τ)·outcome − length_penalty − format_penalty)``, clamped to [0, 1]:
+
+- **trace**: the *fraction* of reference calls matched by successful trajectory calls with the same
+  name and equal arguments after normalisation (key order ignored, ``null`` arguments treated as
+  absent, numbers equal within a relative tolerance, strings stripped and case-sensitive). Each
+  trajectory call matches at most one reference call, in any order (a maximum bipartite
+  matching). It is 1 exactly when every reference call is matched, as EnvFactory defines it; a
+  fraction gives partial credit below that.
+- **outcome**: for a chain that changes state, 1 when the final state, restricted to the tables of
+  ``expected_state`` and projected on their columns (so generated columns, already removed from
+  the expectation, are ignored), equals ``expected_state`` as multisets of rows; else 0. For a
+  read-only chain, the share of the expected answer in the final answer: facts (numbers within a
+  tolerance), every row with its values, the order when asked for; 0 when it also says rows not
+  asked for (:mod:`envkernel_kit.answers`).
+- **length penalty**: ``length_step`` per call beyond the reference's length, capped at ``cap``.
+- **format penalty**: ``format_step`` per format error, capped at ``cap``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from typing import Any
+
+from envkernel_kit.answers import answer_check
+from envkernel_schemas import CallRecord, Outcome, Reward, State, Task, ToolCall, Trajectory
+from envkernel_schemas.rows import columns, row_key
+
+REL_TOL = 1e-6
+"""Default relative tolerance for numbers in arguments."""
+
+
+def values_equal(a: Any, b: Any, rel_tol: float = REL_TOL) -> bool:
+    """Equality after normalisation: dict key order and ``null`` members ignored, numbers within
+    ``rel_tol``, strings stripped (case-sensitive), booleans distinct from numbers."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if math.isnan(a) or math.isnan(b):
+            return False
+        return math.isclose(a, b, rel_tol=rel_tol, abs_tol=1e-12)
+    if isinstance(a, str) and isinstance(b, str):
+        return a.strip() == b.strip()
+    if isinstance(a, dict) and isinstance(b, dict):
+        da = {k: v for k, v in a.items() if v is not None}
+        db = {k: v for k, v in b.items() if v is not None}
+        return da.keys() == db.keys() and all(values_equal(da[k], db[k], rel_tol) for k in da)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(values_equal(x, y, rel_tol) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def call_matches(ref: ToolCall, rec: CallRecord, rel_tol: float = REL_TOL) -> bool:
+    """True when a successful recorded call has the reference's name and arguments."""
+    return rec.result.ok and rec.call.name == ref.name and values_equal(ref.arguments, rec.call.arguments, rel_tol)
+
+
+def match_calls(reference: list[ToolCall], calls: list[CallRecord], rel_tol: float = REL_TOL) -> list[int | None]:
+    """For each reference call, the index of the trajectory call matched to it (or None).
+
+    A maximum one-to-one matching (augmenting paths), so the order of calls does not matter.
+    """
+    edges = [[j for j, rec in enumerate(calls) if call_matches(ref, rec, rel_tol)] for ref in reference]
+    owner: dict[int, int] = {}
+
+    def augment(i: int, seen: set[int]) -> bool:
+        for j in edges[i]:
+            if j in seen:
+                continue
+            seen.add(j)
+            if j not in owner or augment(owner[j], seen):
+                owner[j] = i
+                return True
+        return False
+
+    for i in range(len(reference)):
+        augment(i, set())
+    out: list[int | None] = [None] * len(reference)
+    for j, i in owner.items():
+        out[i] = j
+    return out
+
+
+def table_matches(expected: list[dict[str, Any]], initial: list[dict[str, Any]], final: list[dict[str, Any]]) -> tuple[bool, str]:
+    """Compare one table's final rows with the expected ones (multisets, projected on the expected columns)."""
+    cols = columns(expected, initial)
+    got = Counter(row_key(r, cols) for r in final)
+    want = Counter(row_key(r, cols) for r in expected)
+    if got == want:
+        return True, ""
+    missing = sum((want - got).values())
+    extra = sum((got - want).values())
+    return False, f"expected {len(expected)} rows, got {len(final)} ({missing} expected rows missing, {extra} unexpected)"
+
+
+def state_outcome(expected: State, initial: State, final: State) -> tuple[float, list[str]]:
+    """1.0 when every expected table matches the final state, else 0.0; with reasons."""
+    if not expected:
+        return 0.0, ["outcome: the task expects a state change but lists no expected tables"]
+    reasons = []
+    for table, rows in expected.items():
+        if table not in final:
+            reasons.append(f"outcome: table {table!r} is missing from the final state")
+            continue
+        ok, why = table_matches(rows, initial.get(table, []), final[table])
+        if not ok:
+            reasons.append(f"outcome: table {table!r} differs: {why}")
+    return (0.0 if reasons else 1.0), reasons
+
+
+def facts_outcome(facts: list[str], answer: str) -> tuple[float, list[str]]:
+    """The share of answer facts contained in the answer (see :mod:`envkernel_kit.answers`); with reasons."""
+    return answer_check(Outcome(mutates=False, answer_facts=facts), answer)
+
+
+def tau_at(tau: float, tau_final: float | None, tau_iterations: int, iteration: int) -> float:
+    """τ at ``iteration``: constant ``tau``, or linear from ``tau`` (iteration 0) to ``tau_final``
+    (iteration ``tau_iterations − 1`` and after). With ``tau_iterations`` ≤ 1, ``tau_final``
+    applies from iteration 1."""
+    if tau_final is None:
+        return tau
+    if tau_iterations <= 1:
+        progress = 1.0 if iteration >= 1 else 0.0
+    else:
+        progress = min(1.0, max(0.0, iteration / (tau_iterations - 1)))
+    return tau + (tau_final - tau) * progress
+
+
+def _fmt_call(c: ToolCall) -> str:
+    return f"{c.name}({json.dumps(c.arguments, sort_keys=True, ensure_ascii=False, default=str)})"
+
+
+def score(
+    task: Task,
+    trajectory: Trajectory,
+    *,
+    tau: float = 0.5,
+    length_step: float = 0.05,
+    format_step: float = 0.05,
+    cap: float = 0.5,
+    rel_tol: float = REL_TOL,
+    model: str = "",
+) -> Reward:
+    """Score one trajectory on one task (see the module docstring)."""
+    reasons: list[str] = []
+    ref = task.calls
+    matched = match_calls(ref, trajectory.calls, rel_tol)
+    n_matched = sum(m is not None for m in matched)
+    trace = n_matched / len(ref) if ref else 1.0
+    if n_matched < len(ref):
+        unmatched = [_fmt_call(c) for c, m in zip(ref, matched, strict=True) if m is None]
+        reasons.append(f"trace: {n_matched}/{len(ref)} reference calls matched; unmatched: {', '.join(unmatched)}")
+    if task.outcome.mutates:
+        outcome, why = state_outcome(task.outcome.expected_state, task.outcome.initial_state, trajectory.final_state)
+    else:
+        outcome, why = answer_check(task.outcome, trajectory.final_answer)
+    reasons.extend(why)
+    extra = max(0, len(trajectory.calls) - len(ref))
+    length_penalty = min(cap, length_step * extra)
+    if extra:
+        reasons.append(f"length: {extra} calls beyond the reference's {len(ref)}")
+    format_penalty = min(cap, format_step * max(0, trajectory.format_errors))
+    if trajectory.format_errors:
+        reasons.append(f"format: {trajectory.format_errors} format errors")
+    raw = tau * trace + (1.0 - tau) * outcome - length_penalty - format_penalty
+    value = round(min(1.0, max(0.0, raw)), 12)
+    return Reward(
+        score=value,
+        model=model,
+        trace=trace,
+        outcome=outcome,
+        length_penalty=length_penalty,
+        format_penalty=format_penalty,
+        tau=tau,
+        reasons=reasons,
+    )

@@ -1,0 +1,301 @@
+"""Workspace environments on the host side: build them, verify them, ground tasks and grade.
+
+A *workspace environment* is an :class:`~envkernel_schemas.EnvSpec` whose behaviour is a
+:class:`~envkernel_schemas.WorkspaceBehaviour`: a folder tree (``files``, ``blobs``), shell commands
+run at load (``setup``) and optional SQLite app code (``source`` over ``seed_sql``). Its tools are the
+claw tools of ``envkernel_runtime/workspace.py`` plus the app's. Everything here runs the
+workspace only through a sandbox (``ctx.sandbox``): nothing of it executes in this process.
+
+For a synthesizer (the ``workspace`` plugin, or an LLM-written one)::
+
+    env = workspace_env("ledger-3", "Q3 ledger", files={"ledger.csv": "..."}, setup=[GIT_INIT])
+    task = await ground_task(ctx, env, request="...", calls=[ToolCall(...)], check=GRADE_SOURCE)
+
+``ground_task`` runs the reference chain in a sandbox, requires every call to succeed and the check
+to give every criterion 1 on the result, and returns the Task (or raises :class:`GroundingError`).
+A check is Python source defining ``grade(transcript, workspace_path) -> dict`` (PinchBench's
+shape); :func:`check_reward` runs it inside a sandbox over a rollout's final workspace.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+from envkernel_runtime import workspace as _ws
+from envkernel_schemas import (
+    EnvSpec,
+    Outcome,
+    Provenance,
+    Reward,
+    Task,
+    ToolCall,
+    ToolSpec,
+    Trajectory,
+    VerifyReport,
+    WorkspaceBehaviour,
+)
+
+__all__ = [
+    "GIT_INIT",
+    "TABLE",
+    "TOOL_NAMES",
+    "GroundingError",
+    "check_reward",
+    "claw_tools",
+    "ground_task",
+    "is_workspace",
+    "run_check",
+    "transcript",
+    "verify_workspace",
+    "workspace_env",
+]
+
+TABLE = _ws.TABLE
+"""The key of the workspace diff in a state dump (``final_state["workspace"]``)."""
+TOOL_NAMES: list[str] = list(_ws.TOOL_NAMES)
+"""The claw tools every workspace environment has."""
+GIT_INIT = "git init -q --template= && git add -A && git commit -qm 'initial import'"
+"""A ``setup`` command that makes the tree a git repository with one commit (deterministic)."""
+
+
+class GroundingError(ValueError):
+    """A reference chain did not execute cleanly, or its check did not give it full marks."""
+
+
+def claw_tools() -> list[ToolSpec]:
+    """The claw tools as ToolSpecs (``read``, ``write``, ``edit``, ``apply_patch``, ``list``, ``glob``, ``grep``, ``exec``)."""
+    return [msgspec.convert(t, ToolSpec) for t in _ws.TOOLS]
+
+
+def _reward_tools() -> list[ToolSpec]:
+    return [ToolSpec(name=n, mutates=True) for n in _ws.REWARD_TOOLS]
+
+
+def is_workspace(env: EnvSpec) -> bool:
+    """True for a workspace environment."""
+    return isinstance(env.behaviour, WorkspaceBehaviour)
+
+
+def workspace_env(
+    env_id: str,
+    name: str,
+    *,
+    files: dict[str, str],
+    blobs: dict[str, str] | None = None,
+    setup: list[str] | None = None,
+    app_source: str = "",
+    app_tools: list[ToolSpec] | None = None,
+    seed_sql: str = "",
+    description: str = "",
+    domain: str = "workspace",
+    provenance: Provenance | None = None,
+) -> EnvSpec:
+    """A workspace EnvSpec: the tree, its setup, optional app code and tools, and the claw tools."""
+    return EnvSpec(
+        id=env_id,
+        name=name,
+        tools=[*claw_tools(), *(app_tools or [])],
+        behaviour=WorkspaceBehaviour(files=dict(files), blobs=dict(blobs or {}), setup=list(setup or []), source=app_source),
+        seed_sql=seed_sql,
+        domain=domain,
+        description=description,
+        provenance=provenance,
+    )
+
+
+# --------------------------------------------------------------------------- transcripts
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def transcript(task: Task, trajectory: Trajectory) -> list[dict[str, Any]]:
+    """The rollout as the OpenClaw session events PinchBench's ``grade()`` reads: ``{"type":
+    "message", "message": {"role": "user" | "assistant" | "toolResult", "content": [...]}}``,
+    with ``{"type": "toolCall", "name", "id", "arguments", "params"}`` items in assistant content."""
+    events: list[dict[str, Any]] = []
+
+    def msg(role: str, content: list[dict[str, Any]], **extra: Any) -> None:
+        events.append({"type": "message", "message": {"role": role, "content": content, **extra}})
+
+    if trajectory.messages:
+        for m in trajectory.messages:
+            role = m.get("role")
+            if role == "user":
+                msg("user", [{"type": "text", "text": _text(m.get("content") or "")}])
+            elif role == "assistant":
+                content = [{"type": "text", "text": _text(m["content"])}] if m.get("content") else []
+                for tc in m.get("tool_calls") or []:
+                    fn = tc.get("function") or {}
+                    try:
+                        args = json.loads(fn.get("arguments") or "{}")
+                    except (TypeError, ValueError):
+                        args = {"_raw": fn.get("arguments")}
+                    content.append({"type": "toolCall", "id": tc.get("id", ""), "name": fn.get("name", ""), "arguments": args, "params": args})
+                msg("assistant", content)
+            elif role == "tool":
+                msg("toolResult", [{"type": "text", "text": _text(m.get("content") or "")}], toolCallId=m.get("tool_call_id", ""),
+                    toolName=m.get("name", ""))
+        return events
+    msg("user", [{"type": "text", "text": task.request}])
+    for i, rec in enumerate(trajectory.calls):
+        cid = rec.call.id or f"call_{i}"
+        args = dict(rec.call.arguments)
+        msg("assistant", [{"type": "toolCall", "id": cid, "name": rec.call.name, "arguments": args, "params": args}])
+        result = rec.result.value if rec.result.ok else {"error": msgspec.to_builtins(rec.result.error)}
+        msg("toolResult", [{"type": "text", "text": _text(result)}], toolCallId=cid, toolName=rec.call.name, isError=not rec.result.ok)
+    if trajectory.final_answer:
+        msg("assistant", [{"type": "text", "text": trajectory.final_answer}])
+    return events
+
+
+# --------------------------------------------------------------------------- checks in the sandbox
+
+
+def _check_env(env: EnvSpec) -> EnvSpec:
+    """The environment with the reward-side functions declared (never offered to an agent)."""
+    return msgspec.structs.replace(env, id=f"{env.id}--check", tools=[*env.tools, *_reward_tools()])
+
+
+async def run_check(ctx: Any, env: EnvSpec, check: str, final_state: dict[str, Any], events: list[dict[str, Any]],
+                    timeout: float = 8.0) -> dict[str, Any]:
+    """Rebuild the final workspace of a rollout (the initial tree plus its diff, the app tables) in
+    a sandbox and run ``check`` there: ``{"scores": {...}}`` or ``{"error": "..."}``."""
+    tables = {k: v for k, v in final_state.items() if k != TABLE}
+    async with ctx.sandbox(_check_env(env)) as sb:
+        applied = await sb.call("apply_final", {"rows": final_state.get(TABLE, []), "tables": tables})
+        if not applied.ok:
+            return {"error": f"could not rebuild the final workspace: {applied.error.message if applied.error else '?'}"}
+        res = await sb.call("run_check", {"script": check, "transcript": events, "timeout": timeout})
+        if not res.ok:
+            return {"error": f"the check failed in the sandbox: {res.error.code if res.error else ''}: {res.error.message if res.error else ''}"}
+        out = dict(res.value or {})
+        missing = (applied.value or {}).get("missing") or []
+        if missing:
+            out["missing"] = missing
+        return out
+
+
+def _score_of(result: dict[str, Any], weights: dict[str, float] | None = None) -> tuple[float, list[str]]:
+    if "error" in result:
+        return 0.0, [str(result["error"])]
+    scores: dict[str, float] = result.get("scores") or {}
+    if not scores:
+        return 0.0, ["the check returned no criteria"]
+    w = {k: float((weights or {}).get(k, 1.0)) for k in scores}
+    total = sum(w.values()) or 1.0
+    score = sum(max(0.0, min(1.0, v)) * w[k] for k, v in scores.items()) / total
+    reasons = [f"{k}: {v:g}" for k, v in sorted(scores.items()) if v < 1.0]
+    if result.get("missing"):
+        reasons.append(f"files too large to rebuild for the check: {', '.join(result['missing'][:5])}")
+    return score, reasons
+
+
+async def check_reward(ctx: Any, task: Task, trajectory: Trajectory, model: str = "") -> Reward:
+    """Score a rollout of a workspace task: the check's criteria (mean, in [0, 1]) run inside a
+    sandbox over the final workspace and the transcript. ``outcome`` is the same number."""
+    env = await ctx.env(task.env_id)
+    result = await run_check(ctx, env, task.outcome.check, trajectory.final_state, transcript(task, trajectory))
+    score, reasons = _score_of(result)
+    return Reward(score=round(score, 6), model=model, outcome=round(score, 6), trace=0.0, tau=0.0, reasons=reasons)
+
+
+# --------------------------------------------------------------------------- grounding and verifying
+
+
+async def ground_task(ctx: Any, env: EnvSpec, *, task_id: str, request: str, calls: list[ToolCall], check: str,
+                      answer: str = "", sampler: str = "", difficulty: float = 0.0, strict: bool = True) -> Task:
+    """Execute the reference chain in a sandbox and return the Task it grounds: every call must
+    succeed and, when ``strict``, the check must give every criterion 1 on the result and 0 overall
+    on the untouched workspace (an imported task is not strict: the gate judges it). The expected
+    state is the workspace diff the chain produced."""
+    async with ctx.sandbox(env) as sb:
+        initial = await sb.state()
+        outputs: list[Any] = []
+        for i, call in enumerate(calls):
+            res = await sb.call(call.name, dict(call.arguments))
+            if not res.ok:
+                err = res.error
+                raise GroundingError(f"reference call {i} ({call.name}) failed: {err.code if err else ''}: {err.message if err else ''}")
+            outputs.append(res.value)
+        final = await sb.state()
+    draft = Task(id=task_id, env_id=env.id, request=request, calls=list(calls), outputs=outputs,
+                 outcome=Outcome(mutates=True, check=check, answer=answer), sampler=sampler)
+    ref = Trajectory(task_id=task_id, policy="reference", final_state=final, final_answer=answer,
+                     calls=[_record(c, o) for c, o in zip(calls, outputs, strict=True)])
+    if strict:
+        got = await run_check(ctx, env, check, final, transcript(draft, ref))
+        score, reasons = _score_of(got)
+        if score < 1.0:
+            raise GroundingError(f"the reference chain scores {score:.2f} on its own check: {'; '.join(reasons)}")
+        untouched = await run_check(ctx, env, check, initial, transcript(draft, Trajectory(task_id=task_id, policy="nothing")))
+        nothing, _ = _score_of(untouched)
+        if nothing > 0.0:
+            raise GroundingError(f"the untouched workspace already scores {nothing:.2f} on the check; it does not test the request")
+    expected = {TABLE: [{k: r[k] for k in ("path", "change", "sha256")} for r in final.get(TABLE, [])]}
+    return msgspec.structs.replace(
+        draft,
+        outcome=Outcome(mutates=True, check=check, answer=answer, expected_state=expected),
+        signature=">".join(c.name for c in calls),
+        difficulty=difficulty or min(1.0, len(calls) / 10),
+    )
+
+
+def _record(call: ToolCall, output: Any) -> Any:
+    from envkernel_schemas import CallRecord, ToolResult  # noqa: PLC0415
+
+    return CallRecord(call=call, result=ToolResult(ok=True, value=output))
+
+
+_PROBE = "envkernel-verify.txt"
+
+
+async def verify_workspace(ctx: Any, env: EnvSpec, verifier: str = "") -> VerifyReport:
+    """Verify a workspace environment by running each claw tool once on it in a sandbox (a
+    write, read, edit, patch, list, glob, grep and a shell command), then restoring the seed.
+    App tools are kept when the environment loads with them."""
+    import time  # noqa: PLC0415
+
+    t0 = time.perf_counter()
+    patch = f"*** Begin Patch\n*** Update File: {_PROBE}\n@@\n-beta\n+gamma\n*** End Patch"
+    steps = [
+        ("list", {"path": "."}, None),
+        ("write", {"path": _PROBE, "content": "alpha\nbeta\n"}, None),
+        ("read", {"path": _PROBE}, lambda v: v.get("content") == "alpha\nbeta\n"),
+        ("edit", {"path": _PROBE, "old_string": "alpha", "new_string": "omega"}, None),
+        ("apply_patch", {"patch": patch}, None),
+        ("glob", {"pattern": "**/*.txt"}, lambda v: _PROBE in v.get("paths", [])),
+        ("grep", {"pattern": "gamma", "path": "."}, lambda v: v.get("count", 0) >= 1),
+        ("exec", {"command": f"cat {_PROBE} && git --version >/dev/null && sqlite3 --version >/dev/null && python3 -c 'print(1)'"},
+         lambda v: v.get("exit_code") == 0 and v.get("stdout", "").startswith("omega\ngamma\n")),
+    ]
+    kept: list[str] = []
+    dropped: dict[str, str] = {}
+    names = {t.name for t in env.tools}
+    try:
+        async with ctx.sandbox(env) as sb:
+            seed = await sb.snapshot()
+            for tool, args, ok in steps:
+                if tool not in names:
+                    continue
+                res = await sb.call(tool, args)
+                if not res.ok:
+                    dropped[tool] = f"{res.error.code if res.error else ''}: {res.error.message if res.error else ''}"
+                elif ok is not None and not ok(res.value or {}):
+                    dropped[tool] = f"unexpected result {json.dumps(res.value)[:300]}"
+                else:
+                    kept.append(tool)
+            await sb.restore(seed)
+            after = await sb.state()
+    except Exception as exc:  # noqa: BLE001 - a workspace that does not load is rejected with the reason
+        return VerifyReport(verifier=verifier, kept=False, failures=[f"the workspace did not load: {exc}"],
+                            seconds=round(time.perf_counter() - t0, 6))
+    if after.get(TABLE):
+        dropped.setdefault("restore", "restoring the seed snapshot did not bring the workspace back")
+    kept += [t.name for t in env.tools if t.name not in TOOL_NAMES]
+    failures = [f"{t}: {r}" for t, r in dropped.items()]
+    return VerifyReport(verifier=verifier, kept=not dropped and bool(kept), tools_kept=kept, tools_dropped=dropped,
+                        checks=len(steps), failures=failures, seconds=round(time.perf_counter() - t0, 6))

@@ -1,0 +1,262 @@
+"""Read a run folder into what the report shows, tolerating the gaps of an interrupted run.
+
+Every file is optional. A missing or unreadable file, or a torn JSON line (a run killed while
+writing), adds a *note* (shown at the top of the page) and the rest of the report is built from
+what is there: counts that ``summary.json`` would hold are recomputed from the JSON-lines files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+
+class NotARunFolder(ValueError):
+    """The folder holds none of the files a run writes."""
+
+
+class _Reward(msgspec.Struct):
+    score: float = 0.0
+
+
+class _Trajectory(msgspec.Struct):
+    policy: str = "?"
+
+
+class _Rollout(msgspec.Struct):
+    """The few fields of a ``rollouts.jsonl`` line the report needs (the rest is skipped unparsed)."""
+
+    env_id: str = "?"
+    iteration: int = 0
+    purpose: str = "train"
+    trajectory: _Trajectory = msgspec.field(default_factory=_Trajectory)
+    reward: _Reward | None = None
+
+
+class _Call(msgspec.Struct):
+    name: str = ""
+
+
+class _Task(msgspec.Struct):
+    """The fields of a ``tasks.jsonl`` line the report needs."""
+
+    env_id: str = "?"
+    calls: list[_Call] = msgspec.field(default_factory=list)
+    difficulty: float | None = None
+    split: str = "train"
+
+
+_ROLLOUT = msgspec.json.Decoder(_Rollout)
+_TASK = msgspec.json.Decoder(_Task)
+_ANY = msgspec.json.Decoder()
+
+RUN_FILES = ("summary.json", "config.json", "tasks.jsonl", "rollouts.jsonl", "rejected.jsonl", "failures.jsonl", "envs")
+"""What marks a folder as a run folder (any one of them)."""
+
+
+@dataclass
+class EnvInfo:
+    """One environment of the run, from ``envs/<id>/`` and ``summary.json``'s ``verification``."""
+
+    id: str
+    domain: str = ""
+    name: str = ""
+    kept: bool | None = None
+    operations: int | None = None
+    tools_built: int | None = None
+    tools_kept: int | None = None
+    tasks: int | None = None
+    checks: int | None = None
+    dropped: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    reason: str = ""
+    graph: dict[str, Any] | None = None
+
+
+@dataclass
+class RunData:
+    """Everything the page shows, with the notes on what was missing or damaged."""
+
+    folder: Path
+    summary: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    envs: dict[str, EnvInfo] = field(default_factory=dict)
+    rewards: dict[tuple[str, int], list[float]] = field(default_factory=lambda: defaultdict(list))
+    """(policy, iteration) → the training rollouts' scores."""
+    unscored: int = 0
+    chain_lengths: Counter[int] = field(default_factory=Counter)
+    difficulty: list[float] = field(default_factory=list)
+    splits: Counter[str] = field(default_factory=Counter)
+    tasks_per_env: Counter[str] = field(default_factory=Counter)
+    rejected: Counter[str] = field(default_factory=Counter)
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        """The run id (from the summary or config, else the folder's name)."""
+        return str(self.summary.get("run_id") or self.config.get("run_id") or self.folder.name)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the run wrote its summary and was not aborted."""
+        return bool(self.summary) and not self.summary.get("aborted")
+
+    def reward_curve(self) -> dict[str, list[tuple[int, float]]]:
+        """Mean reward per iteration: the summary's overall and held-out curves, else per policy from the rollouts."""
+        curves: dict[str, list[tuple[int, float]]] = {}
+        its = [it for it in self.summary.get("iterations") or [] if isinstance(it, dict)]
+        for key, label in (("mean_reward", "all rollouts"), ("mean_reward_train", "train tasks"), ("mean_reward_heldout", "held-out tasks")):
+            pts = [(int(it.get("iteration", i)), float(it[key])) for i, it in enumerate(its) if isinstance(it.get(key), int | float)]
+            if pts:
+                curves[label] = pts
+        if not curves:
+            for policy in sorted({p for p, _ in self.rewards}):
+                pts = sorted((i, sum(v) / len(v)) for (p, i), v in self.rewards.items() if p == policy and v)
+                curves[f"{policy} (from rollouts.jsonl)"] = pts
+        return curves
+
+
+def _lines(path: Path, what: str, notes: list[str], parse: Callable[[bytes], Any], progress: Callable[[int], None] | None) -> Iterator[Any]:
+    """Parsed lines of a JSON-lines file; a line that does not parse is skipped and counted in a note."""
+    bad = 0
+    first_bad = 0
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        notes.append(f"{path.name} could not be read ({exc}); {what} are left out.")
+        return
+    with fh:
+        for n, raw in enumerate(fh, 1):
+            if progress is not None:
+                progress(len(raw))
+            if not raw.strip():
+                continue
+            try:
+                yield parse(raw)
+            except (msgspec.DecodeError, msgspec.ValidationError, ValueError):
+                bad += 1
+                first_bad = first_bad or n
+    if bad:
+        notes.append(f"{path.name}: {bad} line(s) could not be read (first at line {first_bad}; a run stopped while writing "
+                     f"leaves a torn last line); the {what} on them are left out.")
+
+
+def _json(path: Path, notes: list[str]) -> dict[str, Any] | None:
+    """A JSON object file, or None (with a note when it exists but is damaged)."""
+    try:
+        value = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        notes.append(f"{path.relative_to(path.parents[1]) if len(path.parents) > 1 else path.name} is damaged ({exc}); it is left out.")
+        return None
+    if not isinstance(value, dict):
+        notes.append(f"{path.name} does not hold a JSON object; it is left out.")
+        return None
+    return value
+
+
+def _int_counts(value: Any) -> dict[str, int]:
+    return {str(k): int(v) for k, v in value.items() if isinstance(v, int | float)} if isinstance(value, dict) else {}
+
+
+def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> RunData:
+    """Read the run folder ``folder``; ``progress`` is called with the bytes read from the JSON-lines files."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise NotARunFolder(f"{folder} is not a folder: give the folder of one run (envkernel-out/<run-id>/)")
+    if not any((folder / name).exists() for name in RUN_FILES):
+        subs = sorted(p.name for p in folder.iterdir() if p.is_dir() and (p / "config.json").exists())
+        hint = f" It holds run folders: {', '.join(subs[-3:])}; give one of them." if subs else ""
+        raise NotARunFolder(f"{folder} is not a run folder: it holds none of {', '.join(RUN_FILES)}.{hint}")
+    data = RunData(folder)
+    notes = data.notes
+    data.summary = _json(folder / "summary.json", notes) or {}
+    data.config = _json(folder / "config.json", notes) or {}
+    if not data.summary:
+        notes.append("summary.json is missing: the run did not finish (killed, or still running). Counts below are "
+                     "recomputed from the JSON-lines files; the verification counts, mutants and iteration means are not known.")
+    elif data.summary.get("aborted"):
+        notes.append(f"The run stopped early: {data.summary['aborted']}. What it produced up to then is shown.")
+    _load_envs(data)
+    for r in _lines(folder / "rollouts.jsonl", "rollouts", notes, _ROLLOUT.decode, progress):
+        if r.purpose != "train":
+            continue
+        if r.reward is None:
+            data.unscored += 1
+        else:
+            data.rewards[(r.trajectory.policy, r.iteration)].append(r.reward.score)
+    for t in _lines(folder / "tasks.jsonl", "tasks", notes, _TASK.decode, progress):
+        data.chain_lengths[len(t.calls)] += 1
+        data.splits[t.split] += 1
+        data.tasks_per_env[t.env_id] += 1
+        if t.difficulty is not None:
+            data.difficulty.append(t.difficulty)
+    for env_id, n in data.tasks_per_env.items():
+        if env_id in data.envs and data.envs[env_id].tasks is None:
+            data.envs[env_id].tasks = n
+    if not data.chain_lengths and isinstance(data.summary.get("chain_lengths"), dict):
+        data.chain_lengths.update({int(k): int(v) for k, v in data.summary["chain_lengths"].items()})
+    for row in _lines(folder / "rejected.jsonl", "rejected tasks", notes, _ANY.decode, progress):
+        if isinstance(row, dict):
+            data.rejected[f"task:{row.get('reason', '?')}"] += 1
+    if isinstance(data.summary.get("rejected"), dict):  # the summary's counts are complete (env and task)
+        data.rejected = Counter(_int_counts(data.summary["rejected"]))
+    else:
+        data.rejected.update(Counter(f"env:{e.reason or 'rejected'}" for e in data.envs.values() if e.kept is False))
+        data.rejected = Counter({k: v for k, v in data.rejected.items() if v})
+    data.failures = [row for row in _lines(folder / "failures.jsonl", "failures", notes, _ANY.decode, progress) if isinstance(row, dict)]
+    if not (folder / "rollouts.jsonl").exists():
+        notes.append("rollouts.jsonl is missing: no training rollout was scored, so there are no reward histograms.")
+    if not (folder / "tasks.jsonl").exists():
+        notes.append("tasks.jsonl is missing: no task passed the gate, so the task distributions are empty.")
+    return data
+
+
+def _load_envs(data: RunData) -> None:
+    """Environments from ``envs/<id>/`` (env.json, rejected.json, graph.json) and ``summary.json``."""
+    verification = data.summary.get("verification") if isinstance(data.summary.get("verification"), dict) else {}
+    envs_dir = data.folder / "envs"
+    folders = sorted(p for p in envs_dir.iterdir() if p.is_dir()) if envs_dir.is_dir() else []
+    for d in folders:
+        env = data.envs.setdefault(d.name, EnvInfo(d.name))
+        spec = _json(d / "env.json", data.notes)
+        if spec is not None:
+            env.domain, env.name = str(spec.get("domain") or ""), str(spec.get("name") or "")
+            env.operations = spec.get("operations") if isinstance(spec.get("operations"), int) else None
+            report = spec.get("report") if isinstance(spec.get("report"), dict) else {}
+            env.kept = bool(report.get("kept", True))
+            kept = report.get("tools_kept")
+            env.tools_kept = len(kept) if isinstance(kept, list) else len(spec.get("tools") or [])
+            env.tools_built = env.tools_kept + len(report.get("tools_dropped") or {})
+            env.skipped = _int_counts(spec.get("skipped"))
+        rejected = _json(d / "rejected.json", data.notes)
+        if rejected is not None:
+            env.kept = False
+            env.reason = str(rejected.get("reason") or "")
+        graph = _json(d / "graph.json", data.notes)
+        if graph is not None:
+            env.graph = graph
+        elif spec is not None and env.kept:
+            data.notes.append(f"envs/{d.name}/graph.json is missing: its tool graph is not drawn (the sampler writes it).")
+    for env_id, v in verification.items():
+        if not isinstance(v, dict):
+            continue
+        env = data.envs.setdefault(env_id, EnvInfo(env_id))
+        env.kept = bool(v.get("kept", env.kept))
+        for key in ("operations", "tools_built", "tools_kept", "tasks", "checks"):
+            if isinstance(v.get(key), int):
+                setattr(env, key, v[key])
+        env.dropped = _int_counts(v.get("dropped")) or env.dropped
+        env.skipped = _int_counts(v.get("skipped")) or env.skipped
+    if not data.envs:
+        data.notes.append("No environment is recorded (no envs/ folder and no verification in summary.json).")

@@ -1,0 +1,170 @@
+"""A small client of ``envkernel serve``'s session WebSocket (OpenEnv's protocol), sync and async.
+
+The Gymnasium env, the TRL class and the verl tool use it; ``openenv-core``'s own ``EnvClient``
+speaks the same protocol and works as well (see docs/serve.md). One :class:`Session` is one
+server session, so one isolated sandbox.
+
+    with Session("http://127.0.0.1:8000") as s:
+        first = s.reset(task_index=0)              # {"observation": {"request", "tools", ...}, "reward", "done"}
+        s.call("get_product", product_id="prd_0001")
+        s.submit("home office")["reward"]          # the task's own check
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import connect as aconnect
+from websockets.sync.client import ClientConnection as SyncConnection
+from websockets.sync.client import connect
+
+__all__ = ["AsyncSession", "ServeError", "Session", "ws_url"]
+
+
+class ServeError(RuntimeError):
+    """The server answered with an error (``code`` is OpenEnv's: VALIDATION_ERROR, EXECUTION_ERROR, ...)."""
+
+    def __init__(self, message: str, code: str = "") -> None:
+        super().__init__(f"{message} ({code})" if code else message)
+        self.code = code
+
+
+def ws_url(url: str) -> str:
+    """The session WebSocket of a server given as ``http://HOST:PORT``, ``ws://HOST:PORT`` or the full ``.../ws``."""
+    u = url.rstrip("/")
+    if u.startswith("http://"):
+        u = "ws://" + u[len("http://"):]
+    elif u.startswith("https://"):
+        u = "wss://" + u[len("https://"):]
+    elif not u.startswith(("ws://", "wss://")):
+        u = "ws://" + u
+    return u if u.endswith("/ws") else u + "/ws"
+
+
+def _answer(raw: str | bytes) -> dict[str, Any]:
+    msg = json.loads(raw)
+    if msg.get("type") == "error":
+        data = msg.get("data") or {}
+        raise ServeError(str(data.get("message", "unknown error")), str(data.get("code", "")))
+    data: dict[str, Any] = msg.get("data") or {}
+    return data
+
+
+class Session:
+    """One session (one sandbox) on a server, over a blocking WebSocket."""
+
+    def __init__(self, url: str, *, timeout: float = 120.0, max_message_mb: float = 0) -> None:
+        self.url = ws_url(url)
+        self.timeout = timeout
+        max_size = int(max_message_mb * 1024 * 1024) if max_message_mb > 0 else None
+        try:
+            self._ws: SyncConnection | None = connect(self.url, max_size=max_size, open_timeout=timeout, close_timeout=5, legacy=True)
+        except OSError as exc:
+            raise ServeError(f"cannot connect to {self.url}: {exc}; is `envkernel serve` running there?") from None
+
+    def _send(self, message: dict[str, Any]) -> dict[str, Any]:
+        if self._ws is None:
+            raise ServeError("the session is closed")
+        self._ws.send(json.dumps(message))
+        return _answer(self._ws.recv(timeout=self.timeout))
+
+    def reset(self, **options: Any) -> dict[str, Any]:
+        """Start an episode: ``task_id=...``, ``task_index=...`` or ``seed=...`` pick the task."""
+        return self._send({"type": "reset", "data": options})
+
+    def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        """One action (``call_tool``, ``list_tools`` or ``submit``); ``{"observation", "reward", "done"}``."""
+        return self._send({"type": "step", "data": action})
+
+    def call(self, tool: str, /, **arguments: Any) -> dict[str, Any]:
+        """Call one tool; the step's answer (``observation`` holds ``result``, ``ok`` and ``error``)."""
+        return self.step({"type": "call_tool", "tool_name": tool, "arguments": arguments})
+
+    def submit(self, answer: str = "") -> dict[str, Any]:
+        """End the episode with the final answer; the answer's ``reward`` is the task's check."""
+        return self.step({"type": "submit", "answer": answer})
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The tools offered (``name``, ``description``, ``input_schema``)."""
+        tools: list[dict[str, Any]] = self.step({"type": "list_tools"})["observation"]["tools"]
+        return tools
+
+    def state(self) -> dict[str, Any]:
+        """``episode_id``, ``step_count``, ``task_id``, ``done`` and the current ``reward``."""
+        return self._send({"type": "state"})
+
+    def close(self) -> None:
+        """End the session (its sandbox goes back to the server's pool). Idempotent."""
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            try:
+                ws.send(json.dumps({"type": "close"}))
+            except Exception:  # noqa: BLE001 - the server may be gone already
+                pass
+            ws.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncSession:
+    """One session on a server, over an asyncio WebSocket (``await AsyncSession.open(url)``)."""
+
+    def __init__(self, ws: ClientConnection, url: str, timeout: float) -> None:
+        self._ws: ClientConnection | None = ws
+        self.url = url
+        self.timeout = timeout
+
+    @classmethod
+    async def open(cls, url: str, *, timeout: float = 120.0, max_message_mb: float = 0) -> AsyncSession:
+        """Connect a new session."""
+        u = ws_url(url)
+        max_size = int(max_message_mb * 1024 * 1024) if max_message_mb > 0 else None
+        try:
+            ws = await aconnect(u, max_size=max_size, open_timeout=timeout, close_timeout=5)
+        except OSError as exc:
+            raise ServeError(f"cannot connect to {u}: {exc}; is `envkernel serve` running there?") from None
+        return cls(ws, u, timeout)
+
+    async def _send(self, message: dict[str, Any]) -> dict[str, Any]:
+        import asyncio  # noqa: PLC0415
+
+        if self._ws is None:
+            raise ServeError("the session is closed")
+        await self._ws.send(json.dumps(message))
+        return _answer(await asyncio.wait_for(self._ws.recv(), self.timeout))
+
+    async def reset(self, **options: Any) -> dict[str, Any]:
+        """Start an episode (see :meth:`Session.reset`)."""
+        return await self._send({"type": "reset", "data": options})
+
+    async def step(self, action: dict[str, Any]) -> dict[str, Any]:
+        """One action (see :meth:`Session.step`)."""
+        return await self._send({"type": "step", "data": action})
+
+    async def call(self, tool: str, /, **arguments: Any) -> dict[str, Any]:
+        """Call one tool (see :meth:`Session.call`)."""
+        return await self.step({"type": "call_tool", "tool_name": tool, "arguments": arguments})
+
+    async def submit(self, answer: str = "") -> dict[str, Any]:
+        """End the episode with the final answer (see :meth:`Session.submit`)."""
+        return await self.step({"type": "submit", "answer": answer})
+
+    async def state(self) -> dict[str, Any]:
+        """The session's state with the current ``reward``."""
+        return await self._send({"type": "state"})
+
+    async def close(self) -> None:
+        """End the session. Idempotent."""
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            try:
+                await ws.send(json.dumps({"type": "close"}))
+            except Exception:  # noqa: BLE001 - the server may be gone already
+                pass
+            await ws.close()

@@ -1,0 +1,216 @@
+"""Running ``envkernel serve``: where the sandboxes come from, and the uvicorn server.
+
+Sandboxes come from one of two places:
+
+* **a runner in this process** (default, ``--sandbox process``): the runner component is built
+  here and each session's sandbox is one of its sandboxes (a confined subprocess, or a Podman
+  container with ``--sandbox podman``), as ``envkernel env call`` and ``env serve --http`` do;
+* **the sandbox service on NATS** (``--nats-url URL``): sandboxes are opened through the kernel's
+  sandbox service (``envk.svc.sandbox.<runner>.open``) on whichever process serves the runner
+  there: ``envkernel worker --plugins process`` processes on any host, or, with
+  ``--serve-runner``, this process itself. Large observations must then fit the NATS server's
+  ``max_payload`` (8 MiB on envkernel's embedded server).
+
+:func:`start` runs a server in a background thread (for :func:`envkernel_serve.gym.make`, notebooks
+and tests) and returns a :class:`Running` handle; the CLI runs it in the foreground.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+import uvicorn
+from envkernel_schemas import EnvSpec
+
+from .app import build_app
+from .catalog import Catalog, load_catalog
+from .sessions import ServeCore, WarmPool
+
+__all__ = ["bind", "NatsSandboxes", "Running", "RunnerSandboxes", "ServeSettings", "make_server", "serve_local", "start"]
+
+log = structlog.get_logger("envkernel.serve")
+
+
+@dataclass
+class ServeSettings:
+    """How a server runs (the CLI's options)."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_steps: int = 64
+    tau: float = 0.5
+    warm: int = 2
+    """Sandboxes of the default environment opened before the first session."""
+    keep_idle: int = 256
+    """Warm sandboxes kept for later sessions, per environment."""
+    max_message_mb: float = 0
+    """Largest WebSocket message in MiB (0: no limit)."""
+    mcp_idle_seconds: float = 600.0
+
+
+class RunnerSandboxes:
+    """Sandboxes from a runner built in this process (``runner.open(env, seed)``)."""
+
+    def __init__(self, runner: Any) -> None:
+        self.runner = runner
+
+    async def open(self, env: EnvSpec, seed: int) -> Any:
+        """A sandbox of the runner."""
+        return await self.runner.open(env, seed)
+
+    async def start(self) -> None:
+        """Nothing to start."""
+
+    async def aclose(self) -> None:
+        """Close the runner (every sandbox it still holds)."""
+        aclose = getattr(self.runner, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+class NatsSandboxes:
+    """Sandboxes from the kernel's sandbox service on a NATS server (optionally served by this process too)."""
+
+    def __init__(self, url: str, runner_name: str, local_runner: Any = None, call_timeout: float = 60.0) -> None:
+        self.url = url
+        self.runner_name = runner_name
+        self.local_runner = local_runner
+        self.call_timeout = call_timeout
+        self.bus: Any = None
+        self.service: Any = None
+
+    async def start(self) -> None:
+        """Connect, and serve the local runner on the bus when there is one."""
+        from envkernel.sandbox import SandboxService  # noqa: PLC0415 - the kernel's sandbox service
+        from envkernel_bus import Bus  # noqa: PLC0415
+
+        self.bus = await Bus.connect(self.url, name="envkernel-serve", setup=False)
+        if self.local_runner is not None:
+            self.service = SandboxService(self.bus, self.runner_name, self.local_runner)
+            await self.service.start()
+
+    async def open(self, env: EnvSpec, seed: int) -> Any:
+        """A sandbox from whichever process serves the runner on the bus."""
+        from envkernel.sandbox import open_sandbox  # noqa: PLC0415
+
+        return await open_sandbox(self.bus, self.runner_name, env, seed=seed, call_timeout=self.call_timeout)
+
+    async def aclose(self) -> None:
+        """Stop serving the local runner and disconnect."""
+        if self.service is not None:
+            await self.service.stop()
+        if self.bus is not None:
+            await self.bus.close()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: a free one; read it back with ``getsockname()``)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    return sock
+
+
+def make_server(catalog: Catalog, source: Any, settings: ServeSettings) -> tuple[uvicorn.Server, ServeCore]:
+    """A uvicorn server (not started) serving ``catalog`` with sandboxes from ``source``."""
+    core = ServeCore(catalog=catalog, pool=WarmPool(source, seed=catalog.seed, keep_idle=settings.keep_idle),
+                     max_steps=settings.max_steps, tau=settings.tau)
+
+    async def on_start() -> None:
+        await source.start()
+        if settings.warm > 0:
+            await core.pool.warm(catalog.default_env, settings.warm)
+        log.info("serving", envs=list(catalog.envs), tasks=len(catalog.tasks), warm=core.pool.idle)
+
+    async def on_stop() -> None:
+        await source.aclose()
+
+    app = build_app(core, host=settings.host, mcp_idle_seconds=settings.mcp_idle_seconds, on_start=on_start, on_stop=on_stop)
+    max_size = int(settings.max_message_mb * 1024 * 1024) if settings.max_message_mb > 0 else 2**40
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning", ws="websockets-sansio",
+                            ws_max_size=max_size, ws_ping_interval=None, lifespan="on", timeout_graceful_shutdown=5)
+    return uvicorn.Server(config), core
+
+
+@dataclass
+class Running:
+    """A server running in a background thread."""
+
+    server: uvicorn.Server
+    core: ServeCore
+    thread: threading.Thread
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        """``http://HOST:PORT``: the base URL clients take (OpenEnv's ``base_url``)."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        """The session WebSocket, ``ws://HOST:PORT/ws``."""
+        return f"ws://{self.host}:{self.port}/ws"
+
+    @property
+    def mcp_url(self) -> str:
+        """The MCP endpoint (streamable HTTP), ``http://HOST:PORT/mcp``."""
+        return f"{self.url}/mcp"
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop serving: every session's sandbox and the runner are closed."""
+        self.server.should_exit = True
+        self.thread.join(timeout)
+
+    def __enter__(self) -> Running:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start(catalog: Catalog, source: Any, settings: ServeSettings | None = None, timeout: float = 60.0) -> Running:
+    """Start a server in a background thread (port 0 picks a free port) and wait until it serves."""
+    settings = settings or ServeSettings(port=0)
+    sock = bind(settings.host, settings.port)
+    port = sock.getsockname()[1]
+    server, core = make_server(catalog, source, settings)
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(server.serve(sockets=[sock]))
+        except BaseException as exc:  # noqa: BLE001 - reported to the starter
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="envkernel-serve", daemon=True)
+    thread.start()
+    import time  # noqa: PLC0415
+
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if not thread.is_alive() or failed:
+            raise RuntimeError(f"envkernel serve did not start: {failed[0] if failed else 'the server thread ended'}")
+        if time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError(f"envkernel serve did not start within {timeout:g} s")
+        time.sleep(0.02)
+    return Running(server, core, thread, settings.host, port)
+
+
+def serve_local(target: str | Path, *, tasks: str | Path | None = None, runner: str = "process", sets: tuple[str, ...] = (),
+                seed: int | None = None, settings: ServeSettings | None = None) -> Running:
+    """Serve ENV_DIR or RUN_DIR in a background thread, with sandboxes of the runner component ``runner``
+    (``sets``: its settings as ``KEY=VALUE``); what ``envkernel serve`` does, for a notebook or a test."""
+    from envkernel.envcmd import runner_component  # noqa: PLC0415 - the kernel's runner lookup
+
+    catalog = load_catalog(target, tasks, seed)
+    component, runner_settings = runner_component(runner, None, sets)
+    built = component.factory(runner_settings) if component.settings_type is not None else component.factory()
+    return start(catalog, RunnerSandboxes(built), settings or ServeSettings(port=0))

@@ -1,0 +1,307 @@
+"""Sessions of ``envkernel serve``: one isolated sandbox each, taken from a warm pool.
+
+* :class:`WarmPool` keeps sandboxes per environment. A sandbox is snapshotted right after it
+  opens (the seed state); a session that ends cleanly gives it back, and the next session gets it
+  restored to that snapshot (well under a millisecond) instead of opening a new one (a fresh
+  process sandbox takes on the order of 150 ms). There is no cap on how many are out at once:
+  sessions are limited by the machine (and the runner's own limits), not by a default.
+* :class:`Episode` is what a session does: ``reset`` loads a task's initial state (a restore) and
+  returns its request; ``step`` runs one tool call in the sandbox; the reward is the task's own
+  check (:func:`envkernel_kit.scoring.score`: trace + outcome), computed here, in the server.
+
+The environment's code runs only inside the sandbox (the runner's process or container).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import msgspec
+import structlog
+from envkernel_kit.scoring import score
+from envkernel_schemas import CallRecord, EnvSpec, Task, ToolCall, ToolError, ToolResult, Trajectory
+
+from .catalog import Catalog, CatalogError, tool_list
+
+__all__ = ["ActionError", "Episode", "Lease", "SandboxSource", "ServeCore", "WarmPool"]
+
+log = structlog.get_logger("envkernel.serve")
+
+
+class ActionError(ValueError):
+    """An action or reset option the server cannot use; the message says what to send instead."""
+
+
+class SandboxSource(Protocol):
+    """Where sandboxes come from: a runner (``open(env, seed)``), or the sandbox service on NATS."""
+
+    async def open(self, env: EnvSpec, seed: int) -> Any:
+        """A live sandbox holding ``env`` at ``seed`` (call, snapshot, restore, state, close)."""
+        ...
+
+
+@dataclass
+class Lease:
+    """A sandbox lent to one session, with the snapshot of its seed state."""
+
+    env: EnvSpec
+    sandbox: Any
+    snapshot: str
+    broken: bool = False
+
+
+class WarmPool:
+    """Sandboxes per environment, reset by restore between sessions (see the module docstring)."""
+
+    def __init__(self, source: SandboxSource, seed: int = 0, keep_idle: int = 256) -> None:
+        self.source = source
+        self.seed = seed
+        self.keep_idle = keep_idle
+        self._idle: dict[str, list[Lease]] = {}
+        self.opened = 0
+        self.reused = 0
+        self.out = 0
+
+    async def _open(self, env: EnvSpec) -> Lease:
+        sb = await self.source.open(env, self.seed)
+        try:
+            snap = await sb.snapshot()
+        except BaseException:
+            await sb.close()
+            raise
+        self.opened += 1
+        return Lease(env, sb, snap)
+
+    async def acquire(self, env: EnvSpec) -> Lease:
+        """A sandbox holding ``env`` in its seed state (a warm one restored, else a new one)."""
+        idle = self._idle.get(env.id, [])
+        while idle:
+            lease = idle.pop()
+            try:
+                await lease.sandbox.restore(lease.snapshot)
+            except Exception as exc:  # noqa: BLE001 - expired or broken: open a fresh one
+                log.debug("warm sandbox unusable", env=env.id, error=str(exc))
+                await _close_quietly(lease.sandbox)
+                continue
+            self.reused += 1
+            self.out += 1
+            return lease
+        lease = await self._open(env)
+        self.out += 1
+        return lease
+
+    async def release(self, lease: Lease) -> None:
+        """Give a sandbox back: kept warm after a clean use, closed otherwise."""
+        self.out -= 1
+        idle = self._idle.setdefault(lease.env.id, [])
+        if lease.broken or getattr(lease.sandbox, "closed", False) or len(idle) >= self.keep_idle:
+            await _close_quietly(lease.sandbox)
+        else:
+            idle.append(lease)
+
+    async def warm(self, env: EnvSpec, n: int) -> None:
+        """Open ``n`` sandboxes of ``env`` ahead of the first sessions."""
+        leases = await asyncio.gather(*(self._open(env) for _ in range(n)))
+        self._idle.setdefault(env.id, []).extend(leases)
+
+    @property
+    def idle(self) -> int:
+        """Warm sandboxes waiting for a session."""
+        return sum(len(v) for v in self._idle.values())
+
+    async def close(self) -> None:
+        """Close every idle sandbox."""
+        idle = [lease for items in self._idle.values() for lease in items]
+        self._idle.clear()
+        await asyncio.gather(*(_close_quietly(lease.sandbox) for lease in idle))
+
+
+async def _close_quietly(sb: Any) -> None:
+    try:
+        await sb.close()
+    except Exception as exc:  # noqa: BLE001 - closing is best effort
+        log.debug("sandbox close failed", error=str(exc))
+
+
+@dataclass
+class ServeCore:
+    """What every session shares: the catalog, the warm pool and the episode settings."""
+
+    catalog: Catalog
+    pool: WarmPool
+    max_steps: int = 64
+    """Tool calls an episode may make before it is truncated (``done`` with ``truncated: true``)."""
+    tau: float = 0.5
+    """τ of the reward: ``max(0, τ·trace + (1−τ)·outcome − penalties)``."""
+    live: dict[str, Episode] = field(default_factory=dict)
+    _counter: int = 0
+
+    def episode(self, env: EnvSpec | None = None) -> Episode:
+        """A new session (it takes a sandbox at its first reset or step); ``env``: its environment when it has no task."""
+        ep = Episode(self, env)
+        self.live[ep.session_id] = ep
+        return ep
+
+    def next_index(self) -> int:
+        """The next task in turn, for a reset that names none."""
+        self._counter += 1
+        return self._counter - 1
+
+    async def close(self) -> None:
+        """Close every session, then the pool."""
+        await asyncio.gather(*(ep.close() for ep in list(self.live.values())))
+        await self.pool.close()
+
+
+class Episode:
+    """One session: a sandbox, the task loaded into it, and the calls made so far."""
+
+    def __init__(self, core: ServeCore, env: EnvSpec | None = None) -> None:
+        self.core = core
+        self.free_env = env
+        self.session_id = uuid.uuid4().hex
+        self.episode_id: str | None = None
+        self.lease: Lease | None = None
+        self.task: Task | None = None
+        self.calls: list[CallRecord] = []
+        self.format_errors = 0
+        self.answer = ""
+        self.done = False
+        self.truncated = False
+        self.last_used = time.monotonic()
+        self.lock = asyncio.Lock()
+
+    @property
+    def env(self) -> EnvSpec:
+        """The environment of the session (its task's, else the default one)."""
+        if self.task is not None:
+            return self.core.catalog.envs[self.task.env_id]
+        if self.free_env is not None:
+            return self.free_env
+        return self.lease.env if self.lease is not None else self.core.catalog.default_env
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The tools offered (``name``, ``description``, ``input_schema``)."""
+        return tool_list(self.env, self.task)
+
+    async def _sandbox(self, env: EnvSpec) -> Lease:
+        """The session's sandbox, holding ``env`` in its seed state when it is new or just reset."""
+        if self.lease is not None and self.lease.env.id != env.id:
+            lease, self.lease = self.lease, None
+            await self.core.pool.release(lease)
+        if self.lease is None:
+            self.lease = await self.core.pool.acquire(env)
+        return self.lease
+
+    async def reset(self, options: dict[str, Any]) -> dict[str, Any]:
+        """Load a task's initial state; return its request (``observation.request``) and the tools."""
+        self.last_used = time.monotonic()
+        try:
+            task = self.core.catalog.task(options, self.core.next_index())
+        except CatalogError as exc:
+            raise ActionError(str(exc)) from None
+        env = self.core.catalog.envs[task.env_id] if task is not None else (self.free_env or self.core.catalog.default_env)
+        fresh = self.lease is None or self.lease.env.id != env.id
+        lease = await self._sandbox(env)
+        if not fresh and (self.calls or self.episode_id is not None):
+            try:
+                await lease.sandbox.restore(lease.snapshot)
+            except Exception:
+                lease.broken = True
+                self.lease = None
+                await self.core.pool.release(lease)
+                lease = await self._sandbox(env)
+        self.task = task
+        self.calls, self.format_errors, self.answer = [], 0, ""
+        self.done = self.truncated = False
+        self.episode_id = str(options.get("episode_id") or uuid.uuid4().hex)
+        info = {"request": task.request if task else "", "task_id": task.id if task else None, "env_id": env.id,
+                "episode_id": self.episode_id}
+        obs = {**info, "tools": self.tools, "metadata": info}
+        return {"observation": obs, "reward": None, "done": False}
+
+    async def call(self, tool: str, arguments: Any) -> dict[str, Any]:
+        """Run one tool call; the observation in OpenEnv's ``CallToolObservation`` shape (tool_name, result, error)."""
+        if self.done:
+            raise ActionError("the episode is done; send a reset to start another")
+        offered = {t["name"] for t in self.tools}
+        if not isinstance(arguments, dict):
+            self.format_errors += 1
+            raise ActionError(f"arguments of {tool!r} must be a JSON object, got {type(arguments).__name__}")
+        if tool not in offered:
+            self.format_errors += 1
+            return {"tool_name": tool, "result": None, "ok": False,
+                    "error": {"error_type": "tool_not_found", "message": f"no tool {tool!r}; the tools are: {', '.join(sorted(offered))}"}}
+        lease = await self._sandbox(self.env)
+        self.last_used = time.monotonic()
+        t0 = time.perf_counter()
+        try:
+            result: ToolResult = await lease.sandbox.call(tool, arguments)
+        except Exception as exc:  # the sandbox itself failed (not the tool): a transport error
+            lease.broken = True
+            self.lease = None
+            await self.core.pool.release(lease)
+            return {"tool_name": tool, "result": None, "ok": False,
+                    "error": {"error_type": "transport_error", "message": f"the sandbox failed: {exc}; the session's next call "
+                              "starts again from the task's initial state (send a reset to start the episode over)"}}
+        self.calls.append(CallRecord(call=ToolCall(name=tool, arguments=arguments), result=result, seconds=time.perf_counter() - t0))
+        if result.ok:
+            return {"tool_name": tool, "result": result.value, "ok": True, "error": None}
+        err = result.error or ToolError(code="error", message="the tool failed")
+        # the tool's own error is part of the result (OpenEnv: transport errors only go in `error`)
+        return {"tool_name": tool, "result": {"error": {"code": err.code, "message": err.message}}, "ok": False, "error": None}
+
+    async def step(self, action: Any) -> dict[str, Any]:
+        """One action: ``call_tool`` (``tool_name``, ``arguments``), ``list_tools`` or ``submit`` (``answer``)."""
+        if not isinstance(action, dict):
+            raise ActionError(f"an action is a JSON object, got {type(action).__name__}")
+        kind = action.get("type") or ("call_tool" if "tool_name" in action or "tool" in action else "")
+        if kind == "list_tools":
+            return {"observation": {"tools": self.tools}, "reward": None, "done": self.done}
+        if kind == "submit":
+            if self.done:
+                raise ActionError("the episode is done; send a reset to start another")
+            self.answer = str(action.get("answer") or "")
+            self.done = True
+            return {"observation": {"submitted": self.answer, "steps": len(self.calls)}, "reward": await self.reward(), "done": True}
+        if kind != "call_tool":
+            raise ActionError(f"unknown action type {kind!r}: send {{\"type\": \"call_tool\", \"tool_name\": ..., \"arguments\": {{...}}}}, "
+                              "{\"type\": \"list_tools\"} or {\"type\": \"submit\", \"answer\": \"...\"}")
+        name = action.get("tool_name") or action.get("tool")
+        if not isinstance(name, str) or not name:
+            raise ActionError("a call_tool action needs a tool_name")
+        obs = await self.call(name, action.get("arguments") or {})
+        reward = None
+        if len(self.calls) >= self.core.max_steps:
+            self.done = self.truncated = True
+            obs["truncated"] = True
+            reward = await self.reward()
+        return {"observation": obs, "reward": reward, "done": self.done}
+
+    async def reward(self) -> float | None:
+        """The task's check on what the session did so far (None without a task)."""
+        if self.task is None:
+            return None
+        final_state: dict[str, list[dict[str, Any]]] = {}
+        if self.task.outcome.mutates and self.lease is not None:
+            final_state = msgspec.convert(await self.lease.sandbox.state(), dict[str, list[dict[str, Any]]])
+        traj = Trajectory(task_id=self.task.id, policy="serve", calls=self.calls, final_answer=self.answer, final_state=final_state,
+                          format_errors=self.format_errors, termination="answer" if self.answer else "max_turns")
+        return score(self.task, traj, tau=self.core.tau, model="serve").score
+
+    async def state(self) -> dict[str, Any]:
+        """OpenEnv's ``State`` (``episode_id``, ``step_count``) plus the task, ``done`` and the current ``reward``."""
+        return {"episode_id": self.episode_id, "step_count": len(self.calls), "task_id": self.task.id if self.task else None,
+                "env_id": self.env.id, "done": self.done, "truncated": self.truncated, "reward": await self.reward()}
+
+    async def close(self) -> None:
+        """End the session and give its sandbox back to the pool."""
+        self.core.live.pop(self.session_id, None)
+        lease, self.lease = self.lease, None
+        if lease is not None:
+            await self.core.pool.release(lease)

@@ -1,0 +1,221 @@
+"""A verl ``BaseTool`` over ``envkernel serve``, keyed by trajectory instance.
+
+verl's agent loop (``verl/experimental/agent_loop/tool_agent_loop.py``) calls, for every tool call,
+``instance_id, _ = await tool.create(create_kwargs=...)``, then ``await tool.execute(instance_id,
+args, agent_data=agent_data)`` (-> ``(ToolResponse, reward, metrics)``), then ``await
+tool.release(instance_id)``. Tools built that way are stateless: each call would get a fresh
+environment. A stateful environment needs every call of one trajectory to reach the same sandbox,
+so :class:`EnvkernelTool` keys the server session by the **trajectory**: ``agent_data.request_id``
+when the agent loop passes it, else ``create_kwargs["instance_id"]``, else the ``instance_id``
+itself. The session is reset to the row's task (``create_kwargs["task_id"]``) when it opens.
+``release`` forgets the call's instance; :meth:`EnvkernelTool.end` (or :func:`end_trajectory`)
+closes the trajectory's session and returns its reward (also available from ``calc_reward``).
+
+Configure it in verl's tool config file (one entry per tool, or let :func:`tool_config` write it)::
+
+    tools:
+      - class_name: envkernel_serve.verl.EnvkernelTool
+        config: {url: "http://127.0.0.1:8000", type: native}
+        tool_schema: {type: function, function: {name: get_product, description: ..., parameters: {...}}}
+
+and put ``{"TOOL": {"create_kwargs": {"task_id": ...}}}`` in each row's ``extra_info.tools_kwargs``.
+
+verl is not a dependency (installing it pulls torch): when it is installed, the tool's responses
+and schema are verl's own ``ToolResponse`` and ``OpenAIFunctionToolSchema``; otherwise small
+stand-ins with the same fields. The interface follows ``verl/tools/base_tool.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from .client import AsyncSession, ServeError
+
+__all__ = ["EnvkernelTool", "ToolResponse", "dataset_rows", "end_trajectory", "tool_config"]
+
+try:  # verl's own types when verl is installed
+    from verl.tools.base_tool import BaseTool as _Base  # type: ignore[import-not-found]
+    from verl.tools.schemas import OpenAIFunctionToolSchema as _Schema  # type: ignore[import-not-found]
+    from verl.tools.schemas import ToolResponse  # type: ignore[import-not-found]
+except ImportError:
+    _Base = object
+    _Schema = None
+
+    @dataclass
+    class ToolResponse:  # type: ignore[no-redef]
+        """verl's ``ToolResponse`` (text, image, video), for when verl is not installed."""
+
+        text: str | None = None
+        image: list[Any] | None = None
+        video: list[Any] | None = None
+
+
+@dataclass
+class _Function:
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}, "required": []})
+
+
+@dataclass
+class _ToolSchema:
+    """verl's ``OpenAIFunctionToolSchema`` shape (``type``, ``function.name/description/parameters``)."""
+
+    function: _Function
+    type: str = "function"
+
+    def model_dump(self, **_: Any) -> dict[str, Any]:
+        """The schema as OpenAI's tool JSON."""
+        f = self.function
+        return {"type": self.type, "function": {"name": f.name, "description": f.description, "parameters": f.parameters}}
+
+
+def _schema(raw: Any) -> Any:
+    if raw is None or not isinstance(raw, dict):
+        return raw
+    if _Schema is not None:
+        return _Schema.model_validate(raw)
+    f = raw.get("function") or {}
+    return _ToolSchema(_Function(str(f.get("name", "")), str(f.get("description", "")), dict(f.get("parameters") or {})), str(raw.get("type", "function")))
+
+
+@dataclass
+class _Trajectory:
+    session: AsyncSession
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    calls: int = 0
+
+
+_trajectories: dict[tuple[str, str], _Trajectory] = {}
+_opening: dict[tuple[str, str], asyncio.Lock] = {}
+
+
+async def _trajectory(url: str, key: str, create_kwargs: dict[str, Any]) -> _Trajectory:
+    lock = _opening.setdefault((url, key), asyncio.Lock())
+    async with lock:
+        traj = _trajectories.get((url, key))
+        if traj is None:
+            session = await AsyncSession.open(url)
+            options = {k: create_kwargs[k] for k in ("task_id", "task_index", "seed") if create_kwargs.get(k) is not None}
+            await session.reset(**options)
+            traj = _trajectories[(url, key)] = _Trajectory(session)
+        return traj
+
+
+async def end_trajectory(url: str, key: str) -> float | None:
+    """Close the session of trajectory ``key`` on the server at ``url``; return its reward (None if it had none)."""
+    _opening.pop((url, key), None)
+    traj = _trajectories.pop((url, key), None)
+    if traj is None:
+        return None
+    try:
+        reward = (await traj.session.state()).get("reward")
+    finally:
+        await traj.session.close()
+    return float(reward) if reward is not None else None
+
+
+class EnvkernelTool(_Base):  # type: ignore[misc,valid-type]
+    """One tool of an ``envkernel serve`` environment, as a verl ``BaseTool`` (see the module docstring).
+
+    ``config``: ``url`` (the server), optionally ``tool`` (the tool's name, when ``tool_schema`` is
+    not given: it is then read from the server)."""
+
+    def __init__(self, config: dict[str, Any], tool_schema: Any = None) -> None:
+        self.config = dict(config or {})
+        self.url = str(self.config.get("url") or "")
+        if not self.url:
+            raise ValueError("EnvkernelTool needs config.url: the address of a running `envkernel serve`")
+        self.tool_schema = _schema(tool_schema) if tool_schema is not None else None
+        if self.tool_schema is None:
+            name = self.config.get("tool")
+            if not name:
+                raise ValueError("EnvkernelTool needs a tool_schema, or config.tool naming one of the server's tools")
+            self.tool_schema = _schema(_server_schemas(self.url).get(str(name)))
+            if self.tool_schema is None:
+                raise ValueError(f"the server at {self.url} has no tool {name!r}")
+        self.name = self.tool_schema.function.name
+        self._instances: dict[str, dict[str, Any]] = {}  # instance id -> its create_kwargs
+
+    def get_openai_tool_schema(self) -> Any:
+        """The tool's schema in OpenAI format."""
+        return self.tool_schema
+
+    async def create(self, instance_id: str | None = None, **kwargs: Any) -> tuple[str, Any]:
+        """Make an instance id; its trajectory's session opens (reset to ``create_kwargs["task_id"]``) at the first call."""
+        iid = instance_id or str(uuid.uuid4())
+        self._instances[iid] = dict(kwargs.get("create_kwargs") or {})
+        return iid, ToolResponse()
+
+    def _key(self, instance_id: str, kwargs: dict[str, Any]) -> str:
+        request_id = getattr(kwargs.get("agent_data"), "request_id", None)
+        create_kwargs = self._instances.get(instance_id) or {}
+        return str(request_id or create_kwargs.get("instance_id") or create_kwargs.get("trajectory_id") or instance_id)
+
+    async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[Any, float, dict[str, Any]]:
+        """Run the tool in the trajectory's sandbox: ``(ToolResponse(text=JSON), 0.0, metrics)``."""
+        traj = await _trajectory(self.url, self._key(instance_id, kwargs), self._instances.get(instance_id) or {})
+        if isinstance(parameters, str):
+            try:
+                parameters = json.loads(parameters)
+            except ValueError:
+                return ToolResponse(text=f"error: the arguments of {self.name} are not JSON"), 0.0, {"ok": False}
+        async with traj.lock:
+            try:
+                data = await traj.session.call(self.name, **(parameters or {}))
+            except ServeError as exc:
+                return ToolResponse(text=f"error: {exc}"), 0.0, {"ok": False}
+            traj.calls += 1
+        obs = data["observation"]
+        if obs.get("error"):
+            return ToolResponse(text=f"error: {obs['error'].get('message')}"), 0.0, {"ok": False}
+        return ToolResponse(text=json.dumps(obs.get("result"), ensure_ascii=False, default=str)), 0.0, {"ok": bool(obs.get("ok"))}
+
+    async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
+        """The task's check on the trajectory so far (computed by the server)."""
+        traj = _trajectories.get((self.url, self._key(instance_id, kwargs)))
+        if traj is None:
+            return 0.0
+        reward = (await traj.session.state()).get("reward")
+        return float(reward) if reward is not None else 0.0
+
+    async def release(self, instance_id: str, **kwargs: Any) -> None:
+        """Forget the call's instance; the trajectory's session stays until :meth:`end`."""
+        self._instances.pop(instance_id, None)
+
+    async def end(self, trajectory: str) -> float | None:
+        """Close trajectory ``trajectory``'s session (``agent_data.request_id``); its reward."""
+        return await end_trajectory(self.url, trajectory)
+
+
+def _server_schemas(url: str) -> dict[str, dict[str, Any]]:
+    from .client import Session  # noqa: PLC0415
+
+    with Session(url) as s:
+        tools = s.tools()
+    return {t["name"]: {"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
+                                                         "parameters": t.get("input_schema") or {"type": "object", "properties": {}}}}
+            for t in tools}
+
+
+def tool_config(url: str) -> dict[str, Any]:
+    """verl's tool config (``{"tools": [...]}``, write it as YAML or JSON) with one :class:`EnvkernelTool` per tool of the server."""
+    return {"tools": [{"class_name": "envkernel_serve.verl.EnvkernelTool", "config": {"url": url, "type": "native"}, "tool_schema": schema}
+                      for schema in _server_schemas(url).values()]}
+
+
+def dataset_rows(run_dir: str, tasks_file: str | None = None) -> list[dict[str, Any]]:
+    """verl dataset rows for a run's tasks: ``prompt``, ``agent_name: tool_agent``, and ``extra_info.tools_kwargs``
+    giving every tool of the task's environment ``create_kwargs: {"task_id": ...}`` (write them to parquet)."""
+    from .catalog import load_catalog  # noqa: PLC0415
+
+    cat = load_catalog(run_dir, tasks_file)
+    return [{"data_source": f"envkernel/{t.env_id}", "agent_name": "tool_agent", "prompt": [{"role": "user", "content": t.request}],
+             "reward_model": {"style": "rule", "ground_truth": t.id},
+             "extra_info": {"task_id": t.id, "need_tools_kwargs": True,
+                            "tools_kwargs": {tool.name: {"create_kwargs": {"task_id": t.id}} for tool in cat.envs[t.env_id].tools}}}
+            for t in cat.tasks]

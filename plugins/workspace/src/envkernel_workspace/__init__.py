@@ -1,0 +1,231 @@
+"""envkernel-workspace: claw-like workspace environments and their tasks.
+
+Components:
+
+- synthesizer ``workspace`` (``--source workspace`` or ``workspace:ledger,logs``): ``variants``
+  seeded variants of each archetype in :mod:`envkernel_workspace.archetypes` (ledger
+  reconciliation, inbox triage, a failing test, a key rotation, a log summary, a downloads
+  clean-up, a SQLite CRM app fed from a CSV export), each a folder tree with distractors, run by the executor's workspace kind;
+- synthesizer ``pinchbench`` (``--source pinchbench:PATH``): one environment per PinchBench task
+  file (:mod:`envkernel_workspace.pinchbench`); tasks graded only by an LLM judge are imported
+  only when ``judge`` is set, and counted apart (``skipped`` of the first environment);
+- sampler ``workspace-tasks``: the task of each workspace environment, grounded by executing its
+  reference chain in a sandbox (every call must succeed; the check must give the result full
+  marks and the untouched workspace 0). Other environments are left to the other samplers;
+- exporter ``pinchbench-export`` (plugin ``workspace-export``, not in the preset): writes every emitted
+  workspace task as a PinchBench task file under ``pinchbench/`` in the run folder.
+
+The check of a task (``Outcome.check``) runs inside a sandbox; ``traceoutcome`` scores a task that
+has one by its check (see ``envkernel_kit.workspace.check_reward``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from importlib import metadata
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import msgspec
+from envkernel.hookspecs import hookimpl
+from envkernel_kit.groups import purpose_of
+from envkernel_kit.workspace import GroundingError, ground_task, is_workspace, workspace_env
+from envkernel_schemas import EnvRequested, EnvSpec, GroupScored, Provenance, Task
+
+from .archetypes import ARCHETYPES, make_variant
+from .pinchbench import PinchBenchError, export_task, judge_only, parse_task, task_files
+
+__all__ = ["ARCHETYPES", "PinchBenchSettings", "PinchBenchSynthesizer", "PinchBenchExporter", "WorkspaceSampler", "WorkspaceSettings",
+           "WorkspaceSynthesizer", "make_variant"]
+
+
+def _version() -> str:
+    try:
+        return metadata.version("envkernel-workspace")
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+def _seed(*parts: object) -> int:
+    return int.from_bytes(hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=4).digest(), "big")
+
+
+class WorkspaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Settings of the ``workspace`` synthesizer."""
+
+    variants: int = 4
+    """Variants of each archetype (each its own environment and task)."""
+    archetypes: list[str] = msgspec.field(default_factory=list)
+    """Archetypes to make (empty: all, or those named in ``--source workspace:a,b``)."""
+
+    def __post_init__(self) -> None:
+        if self.variants < 1:
+            raise ValueError("variants must be at least 1")
+        unknown = [a for a in self.archetypes if a not in ARCHETYPES]
+        if unknown:
+            raise ValueError(f"unknown archetypes {unknown}; the archetypes are: {', '.join(ARCHETYPES)}")
+
+
+Settings = WorkspaceSettings
+"""Alias: the settings of the ``workspace`` synthesizer."""
+
+
+class WorkspaceSynthesizer:
+    """Synthesizer ``workspace``: seeded variants of the archetypes (see the module docstring)."""
+
+    Settings = WorkspaceSettings
+    sources = ("workspace",)
+
+    def __init__(self, settings: WorkspaceSettings | None = None) -> None:
+        self.settings = settings or WorkspaceSettings()
+
+    def synthesize(self, request: EnvRequested, ctx: Any = None) -> list[EnvSpec]:
+        """One workspace environment per (archetype, variant)."""
+        named = [a.strip() for a in (request.source or "").split(",") if a.strip()]
+        unknown = [a for a in named if a not in ARCHETYPES]
+        if unknown:
+            raise ValueError(f"--source workspace:{request.source}: unknown archetypes {unknown}; the archetypes are: {', '.join(ARCHETYPES)}")
+        chosen = named or self.settings.archetypes or list(ARCHETYPES)
+        suffix = f"-s{request.seed}" if ctx is not None and request.seed != getattr(ctx, "seed", request.seed) else ""
+        envs = []
+        for archetype in chosen:
+            for i in range(self.settings.variants):
+                seed = _seed(request.seed, archetype, i)
+                v = make_variant(archetype, seed)
+                envs.append(workspace_env(
+                    f"ws-{archetype}-{i + 1}{suffix}", f"{v.name} #{i + 1}", files=v.files, setup=v.setup, description=v.description,
+                    domain=v.category, app_source=v.app_source, app_tools=v.app_tools, seed_sql=v.seed_sql,
+                    provenance=Provenance(source_kind="workspace", source=archetype, plugin="workspace", plugin_version=_version(), seed=seed),
+                ))  # fmt: skip
+        return envs
+
+
+class PinchBenchSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Settings of the ``pinchbench`` importer."""
+
+    judge: str = ""
+    """The run's LLM-judge reward model. Empty: tasks graded only by a judge are not imported (they are counted apart)."""
+
+
+class PinchBenchSynthesizer:
+    """Synthesizer ``pinchbench``: one workspace environment per PinchBench task file."""
+
+    Settings = PinchBenchSettings
+    sources = ("pinchbench",)
+
+    def __init__(self, settings: PinchBenchSettings | None = None) -> None:
+        self.settings = settings or PinchBenchSettings()
+
+    def synthesize(self, request: EnvRequested, ctx: Any = None) -> list[EnvSpec]:
+        """Environments for ``pinchbench:PATH`` (a task file or a folder of them)."""
+        if not request.source:
+            raise PinchBenchError("--source pinchbench needs a path: --source pinchbench:PATH (a tasks folder or one task_*.md)")
+        root = Path(request.source).expanduser()
+        if not root.exists():
+            raise PinchBenchError(f"--source pinchbench:{request.source}: no such file or folder")
+        envs: list[EnvSpec] = []
+        skipped: dict[str, int] = {}
+        log = getattr(ctx, "log", None)
+        for f in task_files(root):
+            try:
+                t = parse_task(f)
+            except PinchBenchError as exc:  # one bad file does not stop the others
+                skipped["unreadable"] = skipped.get("unreadable", 0) + 1
+                if log is not None:
+                    log.error("pinchbench task refused", error=str(exc))
+                continue
+            if judge_only(t) and not self.settings.judge:
+                skipped["llm_judge_only"] = skipped.get("llm_judge_only", 0) + 1
+                continue
+            envs.append(workspace_env(
+                f"pb-{t.id.replace('_', '-')}", t.name, files=t.files, blobs=t.blobs, description=f"PinchBench task {t.id} ({t.category})",
+                domain=t.category or "pinchbench",
+                provenance=Provenance(source_kind="pinchbench", source=str(f), plugin="pinchbench", plugin_version=_version(), seed=request.seed),
+            ))  # fmt: skip
+        if not envs:
+            raise PinchBenchError(f"{root}: no task could be imported ({', '.join(f'{v} {k}' for k, v in skipped.items()) or 'none found'})"
+                                  + ("; set pinchbench.judge to import judge-graded tasks" if skipped.get("llm_judge_only") else ""))
+        envs[0] = msgspec.structs.replace(envs[0], skipped=skipped, operations=len(envs) + sum(skipped.values()))
+        if log is not None:
+            log.info("pinchbench tasks imported", imported=len(envs), skipped=skipped)
+        return envs
+
+
+def _task_id(env: EnvSpec, request: str) -> str:
+    return hashlib.blake2b(f"{env.id}\n{request}".encode(), digest_size=12).hexdigest()
+
+
+class WorkspaceSampler:
+    """Sampler ``workspace-tasks``: the grounded task of each workspace environment."""
+
+    async def sample(self, env: EnvSpec, ctx: Any) -> AsyncIterator[Task]:
+        """Yield the environment's task, grounded in a sandbox (nothing for other environments)."""
+        prov = env.provenance
+        if not is_workspace(env) or prov is None or prov.source_kind not in ("workspace", "pinchbench"):
+            return
+        strict = prov.source_kind == "workspace"
+        if strict:
+            v = make_variant(prov.source, prov.seed)
+            request, calls, check, answer, split_key = v.request, v.calls, v.check, v.answer, env.id
+        else:
+            t = parse_task(Path(prov.source))
+            request, calls, check, answer, split_key = t.prompt, t.reference, t.check, t.rubric or t.expected[:500], t.id
+        try:
+            task = await ground_task(ctx, env, task_id=_task_id(env, request), request=request, calls=calls, check=check,
+                                     answer=answer, sampler=ctx.component, strict=strict)
+        except GroundingError as exc:
+            ctx.log.warning("workspace task dropped", env=env.id, reason=str(exc))
+            return
+        heldout = _seed("split", split_key) % 5 == 0
+        yield msgspec.structs.replace(task, split="heldout" if heldout else "train")
+
+
+class PinchBenchExporter:
+    """Exporter ``pinchbench-export``: each emitted workspace task as ``pinchbench/task_<id>.md``."""
+
+    def __init__(self) -> None:
+        self._envs: dict[str, EnvSpec] = {}
+        self._done: set[str] = set()
+
+    async def consume(self, group: GroupScored, ctx: Any) -> None:
+        """Write the group's task once (training groups of workspace tasks only)."""
+        task = group.task
+        if purpose_of(group) != "train" or not task.outcome.check or task.id in self._done:
+            return
+        env = self._envs.get(task.env_id) or await ctx.env(task.env_id)
+        self._envs[task.env_id] = env
+        out = Path(ctx.out_dir) / "pinchbench"
+        out.mkdir(parents=True, exist_ok=True)
+        from envkernel_runtime.envdir import write_atomic  # noqa: PLC0415
+
+        self._done.add(task.id)
+        try:
+            text = export_task(task, env)
+        except PinchBenchError as exc:  # e.g. a task of an app environment: the format cannot carry it
+            ctx.log.warning("task not exported to pinchbench", task=task.id, reason=str(exc))
+            return
+        write_atomic(out / f"task_{task.id}.md", text)
+
+    async def finish(self, ctx: Any) -> None:
+        """Nothing to flush (each file is written whole)."""
+
+
+@hookimpl
+def register_commands(cli: Any) -> None:
+    """Add ``envkernel workspace export RUN_DIR`` (a finished run's workspace tasks as PinchBench files)."""
+    from .cli import add_commands  # noqa: PLC0415 - only when the CLI is built
+
+    add_commands(cli)
+
+
+@hookimpl
+def register_synthesizers(register: Any) -> None:
+    """Register the ``workspace`` and ``pinchbench`` synthesizers."""
+    register("workspace", WorkspaceSynthesizer)
+    register("pinchbench", PinchBenchSynthesizer)
+
+
+@hookimpl
+def register_samplers(register: Any) -> None:
+    """Register the ``workspace-tasks`` sampler."""
+    register("workspace-tasks", WorkspaceSampler)

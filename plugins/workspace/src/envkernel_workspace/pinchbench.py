@@ -1,0 +1,184 @@
+"""The PinchBench task format, both ways.
+
+A PinchBench task is one Markdown file: YAML front matter (``id``, ``name``, ``category``,
+``grading_type`` = ``automated`` | ``llm_judge`` | ``hybrid``, ``timeout_seconds``,
+``workspace_files`` as ``{path, content}`` or ``{source, dest}`` entries, ``source`` relative to the
+skill's ``assets/`` folder), then ``## Prompt``, ``## Expected Behavior``, ``## Grading Criteria``,
+``## Automated Checks`` (a ``python`` block defining ``grade(transcript, workspace_path) -> dict``)
+and, for judged tasks, ``## LLM Judge Rubric``. See https://github.com/pinchbench/skill.
+
+:func:`parse_task` reads one (nothing in it is executed here: ``grade()`` only ever runs inside a
+sandbox). :func:`export_task` writes an envkernel workspace task in the same format, with one
+addition PinchBench ignores: a ``## Reference Solution`` section holding the reference chain of
+tool calls as JSON, which :func:`parse_task` reads back (so an exported task passes the gate again).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from envkernel_schemas import EnvSpec, Task, ToolCall, WorkspaceBehaviour
+
+__all__ = ["PinchTask", "PinchBenchError", "export_task", "parse_task", "task_files"]
+
+_FRONT = re.compile(r"^---\s*\n(.*?)\n---\s*\n(.*)$", re.DOTALL)
+_CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+_JSON = re.compile(r"```json\s*\n(.*?)```", re.DOTALL)
+
+
+class PinchBenchError(ValueError):
+    """A task file that is not in the PinchBench format (the message names the file and the problem)."""
+
+
+@dataclass
+class PinchTask:
+    """One parsed PinchBench task."""
+
+    id: str
+    name: str
+    category: str
+    grading_type: str
+    timeout_seconds: int
+    prompt: str
+    files: dict[str, str] = field(default_factory=dict)
+    blobs: dict[str, str] = field(default_factory=dict)
+    check: str = ""
+    rubric: str = ""
+    expected: str = ""
+    criteria: list[str] = field(default_factory=list)
+    reference: list[ToolCall] = field(default_factory=list)
+    path: str = ""
+
+
+def task_files(path: Path) -> list[Path]:
+    """The task files of ``path``: the file itself, or ``task_*.md`` in a folder (``tasks/`` inside it too)."""
+    if path.is_file():
+        return [path]
+    found = sorted(path.glob("task_*.md")) or sorted((path / "tasks").glob("task_*.md"))
+    if not found:
+        raise PinchBenchError(f"{path}: no task_*.md file here (nor in {path / 'tasks'}); give a PinchBench tasks folder or one task file")
+    return found
+
+
+def _sections(body: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    current = None
+    for line in body.splitlines(keepends=True):
+        m = re.match(r"^##\s+(.+?)\s*$", line)
+        if m:
+            current = m.group(1).strip()
+            out[current] = ""
+        elif current is not None:
+            out[current] += line
+    return out
+
+
+def parse_task(path: Path) -> PinchTask:
+    """Parse one task file (front matter, sections, the ``grade()`` source, workspace files)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PinchBenchError(f"{path}: cannot read it: {exc}") from None
+    m = _FRONT.match(text)
+    if not m:
+        raise PinchBenchError(f"{path}: no YAML front matter (a task file starts with '---', the metadata, then '---')")
+    try:
+        meta = yaml.safe_load(m.group(1)) or {}
+    except yaml.YAMLError as exc:
+        raise PinchBenchError(f"{path}: the front matter is not valid YAML: {exc}") from None
+    if not isinstance(meta, dict) or not meta.get("id"):
+        raise PinchBenchError(f"{path}: the front matter has no 'id'")
+    sections = _sections(m.group(2))
+    prompt = sections.get("Prompt", "").strip()
+    if not prompt:
+        raise PinchBenchError(f"{path}: no '## Prompt' section, so there is nothing to ask the agent")
+    grading = str(meta.get("grading_type") or "automated")
+    if grading not in ("automated", "llm_judge", "hybrid"):
+        raise PinchBenchError(f"{path}: grading_type {grading!r} is not automated, llm_judge or hybrid")
+    code = _CODE.search(sections.get("Automated Checks", ""))
+    check = code.group(1) if code else ""
+    if grading != "llm_judge" and "def grade" not in check:
+        raise PinchBenchError(f"{path}: grading_type {grading} needs '## Automated Checks' with a python block defining grade()")
+    task = PinchTask(
+        id=str(meta["id"]), name=str(meta.get("name") or meta["id"]), category=str(meta.get("category") or ""),
+        grading_type=grading, timeout_seconds=int(meta.get("timeout_seconds") or 120), prompt=prompt, check=check,
+        rubric=sections.get("LLM Judge Rubric", "").strip(), expected=sections.get("Expected Behavior", "").strip(),
+        criteria=[c.strip()[6:].strip() for c in sections.get("Grading Criteria", "").splitlines() if c.strip().startswith("- [")],
+        path=str(path),
+    )
+    assets = [path.parent / "assets", path.parent.parent / "assets"]
+    for i, spec in enumerate(meta.get("workspace_files") or []):
+        if not isinstance(spec, dict):
+            raise PinchBenchError(f"{path}: workspace_files[{i}] must be {{path, content}} or {{source, dest}}")
+        if "path" in spec:
+            task.files[_safe(path, str(spec["path"]))] = str(spec.get("content") or "")
+            continue
+        src, dest = spec.get("source"), spec.get("dest") or spec.get("source")
+        where = next((a / str(src) for a in assets if (a / str(src)).is_file()), None)
+        if not src or where is None:
+            raise PinchBenchError(f"{path}: workspace_files[{i}]: asset {src!r} not found in {' or '.join(map(str, assets))}")
+        data = where.read_bytes()
+        try:
+            task.files[_safe(path, str(dest))] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            task.blobs[_safe(path, str(dest))] = base64.b64encode(data).decode("ascii")
+    ref = _JSON.search(sections.get("Reference Solution", ""))
+    sidecar = path.with_name(path.stem + ".reference.json")
+    raw = ref.group(1) if ref else sidecar.read_text(encoding="utf-8") if sidecar.is_file() else ""
+    if raw:
+        try:
+            task.reference = [ToolCall(name=c["name"], arguments=dict(c.get("arguments") or {})) for c in json.loads(raw)]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise PinchBenchError(f"{path}: the reference solution is not a JSON list of {{name, arguments}}: {exc}") from None
+    return task
+
+
+def _safe(path: Path, rel: str) -> str:
+    parts = Path(rel).parts
+    if not rel or Path(rel).is_absolute() or ".." in parts:
+        raise PinchBenchError(f"{path}: workspace file {rel!r} must be a relative path inside the workspace")
+    return "/".join(parts)
+
+
+def export_task(task: Task, env: EnvSpec, *, category: str = "", timeout_seconds: int = 300) -> str:
+    """``task`` (a workspace task with a check) as a PinchBench task file."""
+    b = env.behaviour
+    if not isinstance(b, WorkspaceBehaviour) or not task.outcome.check:
+        raise PinchBenchError(f"task {task.id} is not a workspace task with a check script; only those can be exported")
+    if b.source:
+        raise PinchBenchError(f"task {task.id} uses an app (SQLite tools) of environment {env.id}; PinchBench has no place for one")
+    meta = {
+        "id": f"task_{task.id}", "name": env.name, "category": category or env.domain or "workspace", "grading_type": "automated",
+        "timeout_seconds": timeout_seconds,
+        "workspace_files": [{"path": p, "content": c} for p, c in sorted(b.files.items())],
+    }
+    front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
+    notes = []
+    if b.setup:
+        notes.append("Before the agent starts, the harness ran in the workspace: " + "; ".join(f"`{c}`" for c in b.setup) + ".")
+    if b.blobs:
+        notes.append(f"Binary files not carried by this format: {', '.join(sorted(b.blobs))}.")
+    reference = json.dumps([{"name": c.name, "arguments": c.arguments} for c in task.calls], indent=2, ensure_ascii=False)
+    return (
+        f"---\n{front}---\n\n## Prompt\n\n{task.request}\n\n## Expected Behavior\n\n{task.outcome.answer or 'See the automated checks.'}\n"
+        + ("\n" + "\n".join(notes) + "\n" if notes else "")
+        + f"\nExported by envkernel from environment `{env.id}`; the tools were {', '.join(t.name for t in env.tools)}.\n"
+        + f"\n## Grading Criteria\n\n- [ ] every criterion of grade() scores 1\n\n## Automated Checks\n\n```python\n{task.outcome.check.rstrip()}\n```\n"
+        + f"\n## Reference Solution\n\nThe reference chain of tool calls (envkernel; PinchBench ignores this section).\n\n```json\n{reference}\n```\n"
+    )
+
+
+def judge_only(task: PinchTask) -> bool:
+    """True when the task is graded only by an LLM judge (no automated grade())."""
+    return task.grading_type == "llm_judge" or not task.check
+
+
+def as_dict(task: PinchTask) -> dict[str, Any]:
+    """The parsed task as plain data (for logs and tests)."""
+    return {"id": task.id, "grading_type": task.grading_type, "files": sorted(task.files), "reference": len(task.reference)}

@@ -1,0 +1,656 @@
+"""Workspace environments inside the sandbox: a folder tree and claw-shaped tools over it.
+
+Standard library only. The executor loads this file from its own folder (like ``engine.py``) and
+calls :func:`install` for a ``{"kind": "workspace", ...}`` behaviour. It never imports envkernel,
+so it runs the same in a local subprocess and in a container.
+
+The tools have the shape claw agents (OpenClaw and its kin) know: ``read``, ``write``, ``edit``
+(exact string replace), ``apply_patch`` (the ``*** Begin Patch`` format), ``list``, ``glob``,
+``grep`` and ``exec`` (``bash -c`` in the workspace, with a time limit and capped output). Every
+path is relative to the workspace; a path that leaves it (``..``, an absolute path elsewhere, a
+symlink pointing out) fails with ``outside_workspace``. Two more functions are never offered to an
+agent (they are not in the environment's tool list) and serve the reward side: ``apply_final``
+rebuilds a rollout's final workspace from its diff, and ``run_check`` runs a task's
+``grade(transcript, workspace_path)`` in a forked child.
+
+The state used for outcome checks is :func:`diff`: one row per file added, changed or removed
+since load, with its sha256, size and (for small text files) its text.
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import selectors
+import signal
+import subprocess
+import time
+
+TABLE = "workspace"
+"""The name of the diff in a dump (a pseudo-table next to the app's tables)."""
+TEXT_LIMIT = 64 * 1024
+"""Files up to this size that decode as UTF-8 carry their text in the diff."""
+DATA_LIMIT = 1 << 20
+"""Other changed files up to this size carry their bytes (base64), so the final tree can be rebuilt."""
+DIFF_BUDGET = 4 << 20
+"""Bytes of content one diff carries in all (events stay well under the bus's 8 MiB); past it, rows keep only their hash."""
+OUTPUT_LIMIT = 64 * 1024
+"""Bytes of stdout and of stderr an ``exec`` returns (the rest is counted and dropped)."""
+READ_LIMIT = 2000
+"""Lines a ``read`` returns by default."""
+EXEC_TIMEOUT = 8.0
+"""Default seconds an ``exec`` may run (the executor's call timeout still applies)."""
+MATCH_LIMIT = 200
+"""Entries a ``list``, ``glob`` or ``grep`` returns at most."""
+GIT_DATE = "2026-01-15T09:00:00Z"
+
+_OBJ = {"type": "object", "additionalProperties": False}
+_PATH = {"type": "string", "description": "A path relative to the workspace root."}
+
+TOOLS = [
+    {"name": "read", "mutates": False, "description": "Read a text file of the workspace; lines are numbered from 1.",
+     "parameters": {**_OBJ, "properties": {"path": _PATH,
+                                           "offset": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
+                                           "limit": {"type": "integer", "minimum": 1, "description": "Lines to return."}},
+                    "required": ["path"]}},
+    {"name": "write", "mutates": True, "description": "Create or overwrite a file with the given content (folders are made as needed).",
+     "parameters": {**_OBJ, "properties": {"path": _PATH, "content": {"type": "string"}}, "required": ["path", "content"]}},
+    {"name": "edit", "mutates": True,
+     "description": "Replace an exact string in a file. old_string must occur exactly once unless replace_all is true.",
+     "parameters": {**_OBJ, "properties": {"path": _PATH, "old_string": {"type": "string"}, "new_string": {"type": "string"},
+                                           "replace_all": {"type": "boolean"}},
+                    "required": ["path", "old_string", "new_string"]}},
+    {"name": "apply_patch", "mutates": True,
+     "description": "Apply a patch in the '*** Begin Patch' format: '*** Add File: p', '*** Update File: p' (hunks of ' ', '-', '+' "
+                    "lines after '@@'), '*** Delete File: p', optional '*** Move to: q'; ends with '*** End Patch'.",
+     "parameters": {**_OBJ, "properties": {"patch": {"type": "string"}}, "required": ["patch"]}},
+    {"name": "list", "mutates": False, "description": "List a folder of the workspace (names, types and sizes).",
+     "parameters": {**_OBJ, "properties": {"path": _PATH}, "required": []}},
+    {"name": "glob", "mutates": False, "description": "Paths of the workspace matching a glob pattern ('**' crosses folders).",
+     "parameters": {**_OBJ, "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]}},
+    {"name": "grep", "mutates": False,
+     "description": "Search files for a regular expression; returns path, line number and line for each match.",
+     "parameters": {**_OBJ, "properties": {"pattern": {"type": "string"}, "path": _PATH,
+                                           "glob": {"type": "string", "description": "Only files whose path matches this glob."}},
+                    "required": ["pattern"]}},
+    {"name": "exec", "mutates": True,
+     "description": "Run a shell command (bash -c) in the workspace: coreutils, git, sqlite3 and python3 are there; no network. "
+                    "Returns exit_code, stdout and stderr.",
+     "parameters": {**_OBJ, "properties": {"command": {"type": "string"},
+                                           "timeout": {"type": "number", "minimum": 0.1, "description": "Seconds (default 8)."}},
+                    "required": ["command"]}},
+]  # fmt: skip
+"""The claw tools, as ToolSpec-shaped JSON objects."""
+TOOL_NAMES = [t["name"] for t in TOOLS]
+REWARD_TOOLS = ("apply_final", "run_check")
+"""Functions the reward side calls; never in an environment's tool list, so no agent can call them."""
+
+
+class _State:
+    root = ""
+    baseline: dict = {}
+    error = None
+    spawned = None
+
+
+def install(module, behaviour: dict, env, tool_error, spawned, app_loader) -> None:
+    """Write the tree into the (emptied) workspace, run ``setup``, load the app code with
+    ``app_loader(source)``, put the tools into ``module`` and record the baseline for :func:`diff`."""
+    root = env.workspace
+    if not root or not os.path.isdir(root):
+        raise OSError("a workspace environment needs a working folder (the executor's --workdir)")
+    _State.root, _State.error, _State.spawned = os.path.realpath(root), tool_error, spawned
+    _empty(root)
+    files = behaviour.get("files") or {}
+    blobs = behaviour.get("blobs") or {}
+    if not isinstance(files, dict) or not isinstance(blobs, dict):
+        raise ValueError("workspace 'files' and 'blobs' must be objects: path -> content")
+    for path, text in sorted(files.items()):
+        _write_bytes(_resolve(path), str(text).encode("utf-8"))
+    for path, data in sorted(blobs.items()):
+        _write_bytes(_resolve(path), base64.b64decode(data))
+    for command in behaviour.get("setup") or []:
+        out = _run(str(command), 60.0)
+        if out["exit_code"] != 0:
+            raise RuntimeError(f"setup command {command!r} exited {out['exit_code']}: {out['stderr'][-500:]}")
+    source = behaviour.get("source") or ""
+    if source:
+        app_loader(source)
+    tables = {r["name"] for r in env.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
+    if TABLE in tables:
+        raise ValueError(f"an app table may not be called {TABLE!r}: that name holds the workspace diff in the state")
+    for fn in (read, write, edit, apply_patch, list_, glob_, grep, exec_, apply_final, run_check):
+        name = fn.__name__.rstrip("_")
+        fn.__module__ = "env"
+        setattr(module, name, fn)
+    _State.baseline = scan(root)
+
+
+# --------------------------------------------------------------------------- paths and files
+
+
+def _fail(code: str, message: str):
+    return _State.error(code, message)
+
+
+def _resolve(path, must_exist: bool = False) -> str:
+    """The real path of ``path`` inside the workspace, or ``outside_workspace``."""
+    if not isinstance(path, str) or not path.strip():
+        raise _fail("invalid", "path must be a non-empty string relative to the workspace, e.g. 'notes/todo.md'")
+    root = _State.root
+    full = os.path.realpath(os.path.join(root, path))
+    if full != root and not full.startswith(root + os.sep):
+        raise _fail("outside_workspace", f"{path!r} is outside the workspace; use a path relative to the workspace root")
+    if must_exist and not os.path.lexists(full):
+        raise _fail("not_found", f"no file or folder {path!r} in the workspace; use list or glob to find it")
+    return full
+
+
+def _rel(full: str) -> str:
+    return os.path.relpath(full, _State.root).replace(os.sep, "/")
+
+
+def _write_bytes(full: str, data: bytes) -> None:
+    os.makedirs(os.path.dirname(full) or ".", exist_ok=True)
+    fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def _read_text(full: str, path: str) -> str:
+    if os.path.isdir(full):
+        raise _fail("is_a_folder", f"{path!r} is a folder; use list to see what it holds")
+    try:
+        with open(full, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise _fail("not_found", f"no file {path!r} in the workspace; use list or glob to find it") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _fail("binary", f"{path!r} is not UTF-8 text ({len(data)} bytes); inspect it with exec (e.g. 'file' or 'xxd')") from None
+
+
+def _empty(root: str) -> None:
+    for e in os.scandir(root):
+        if e.is_dir(follow_symlinks=False):
+            _rmtree(e.path)
+        else:
+            os.unlink(e.path)
+
+
+def _rmtree(path: str) -> None:
+    for e in os.scandir(path):
+        if e.is_dir(follow_symlinks=False):
+            _rmtree(e.path)
+        else:
+            os.unlink(e.path)
+    os.rmdir(path)
+
+
+def _walk(root: str):
+    """Every file and symlink under ``root`` (folders are entered, symlinks never followed), sorted."""
+    out = []
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                stack.append(e.path)
+            else:
+                out.append(e.path)
+    return sorted(out)
+
+
+def scan(root: str) -> dict:
+    """path -> (sha256, size, link target or None) of every file under ``root``."""
+    out = {}
+    for full in _walk(root):
+        rel = os.path.relpath(full, root).replace(os.sep, "/")
+        if os.path.islink(full):
+            target = os.readlink(full)
+            out[rel] = (hashlib.sha256(target.encode()).hexdigest(), 0, target)
+            continue
+        h = hashlib.sha256()
+        size = 0
+        try:
+            with open(full, "rb") as f:
+                for chunk in iter(lambda f=f: f.read(1 << 16), b""):
+                    h.update(chunk)
+                    size += len(chunk)
+        except OSError:
+            continue
+        out[rel] = (h.hexdigest(), size, None)
+    return out
+
+
+def diff(root: str | None = None, baseline: dict | None = None) -> list:
+    """The workspace's change since load: one row per file added, changed or removed, sorted by
+    path: ``path``, ``change``, ``sha256``, ``size``, ``text`` (small UTF-8 files), ``data`` (base64 of
+    other files up to 1 MiB), ``link`` (a symlink's target). At most 4 MiB of content in all."""
+    root = root or _State.root
+    base = _State.baseline if baseline is None else baseline
+    now = scan(root)
+    rows = []
+    budget = DIFF_BUDGET
+    for path in sorted(set(base) | set(now)):
+        old, new = base.get(path), now.get(path)
+        if old == new:
+            continue
+        if new is None:
+            rows.append({"path": path, "change": "removed", "sha256": None, "size": None, "text": None, "data": None, "link": None})
+            continue
+        row = {"path": path, "change": "added" if old is None else "changed", "sha256": new[0], "size": new[1],
+               "text": None, "data": None, "link": new[2]}
+        if new[2] is None and new[1] <= min(DATA_LIMIT, budget):
+            budget -= new[1]
+            with open(os.path.join(root, path), "rb") as f:
+                data = f.read()
+            try:
+                if len(data) > TEXT_LIMIT:
+                    raise UnicodeDecodeError("utf-8", b"", 0, 1, "large")
+                row["text"] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                row["data"] = base64.b64encode(data).decode("ascii")
+        rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------- the tools
+
+
+def read(env, path, offset=1, limit=READ_LIMIT):
+    """Read a text file: ``content`` is the lines from ``offset`` (1-based), at most ``limit``."""
+    full = _resolve(path, must_exist=True)
+    text = _read_text(full, path)
+    lines = text.splitlines(keepends=True)
+    start = max(1, int(offset)) - 1
+    chunk = lines[start : start + max(1, int(limit))]
+    return {"path": _rel(full), "content": "".join(chunk), "lines": len(lines), "from": start + 1,
+            "truncated": start + len(chunk) < len(lines)}
+
+
+def write(env, path, content):
+    """Create or overwrite ``path`` with ``content``."""
+    if not isinstance(content, str):
+        raise _fail("invalid", "content must be a string")
+    full = _resolve(path)
+    if os.path.isdir(full):
+        raise _fail("is_a_folder", f"{path!r} is a folder; give a file path")
+    existed = os.path.exists(full)
+    _write_bytes(full, content.encode("utf-8"))
+    return {"path": _rel(full), "bytes": len(content.encode("utf-8")), "created": not existed}
+
+
+def edit(env, path, old_string, new_string, replace_all=False):
+    """Replace ``old_string`` by ``new_string`` in ``path`` (exactly once unless ``replace_all``)."""
+    full = _resolve(path, must_exist=True)
+    text = _read_text(full, path)
+    if not old_string:
+        raise _fail("invalid", "old_string must not be empty; to create a file use write")
+    count = text.count(old_string)
+    if count == 0:
+        raise _fail("no_match", f"old_string does not occur in {path!r}; read the file and copy the text exactly")
+    if count > 1 and not replace_all:
+        raise _fail("ambiguous", f"old_string occurs {count} times in {path!r}; add context to make it unique, or set replace_all")
+    _write_bytes(full, text.replace(old_string, new_string).encode("utf-8"))
+    return {"path": _rel(full), "replacements": count if replace_all else 1}
+
+
+def apply_patch(env, patch):
+    """Apply a ``*** Begin Patch`` patch; all of it or nothing (the call fails before writing)."""
+    ops = _parse_patch(patch)
+    writes, deletes, done = {}, [], {"added": [], "updated": [], "deleted": [], "moved": []}
+    for op in ops:
+        kind, path = op["kind"], op["path"]
+        full = _resolve(path)
+        if kind == "add":
+            if os.path.exists(full) or full in writes:
+                raise _fail("exists", f"*** Add File: {path} exists already; use *** Update File")
+            writes[full] = "".join(line + "\n" for line in op["lines"])
+            done["added"].append(path)
+        elif kind == "delete":
+            if not os.path.isfile(full):
+                raise _fail("not_found", f"*** Delete File: {path} is not a file of the workspace")
+            deletes.append(full)
+            done["deleted"].append(path)
+        else:
+            text = writes.get(full)
+            if text is None:
+                text = _read_text(_resolve(path, must_exist=True), path)
+            text = _apply_hunks(text, op["hunks"], path)
+            if op.get("move"):
+                target = _resolve(op["move"])
+                writes[target] = text
+                deletes.append(full)
+                done["moved"].append([path, op["move"]])
+            else:
+                writes[full] = text
+                done["updated"].append(path)
+    for full, text in writes.items():
+        _write_bytes(full, text.encode("utf-8"))
+    for full in deletes:
+        if full not in writes and os.path.exists(full):
+            os.unlink(full)
+    return done
+
+
+def _parse_patch(patch) -> list:
+    if not isinstance(patch, str):
+        raise _fail("invalid", "patch must be a string")
+    lines = patch.strip("\n").split("\n")
+    if not lines or lines[0].strip() != "*** Begin Patch" or lines[-1].strip() != "*** End Patch":
+        raise _fail("bad_patch", "a patch starts with '*** Begin Patch' and ends with '*** End Patch'")
+    ops, cur = [], None
+    for n, line in enumerate(lines[1:-1], start=2):
+        head = re.match(r"^\*\*\* (Add|Update|Delete) File: (.+)$", line)
+        if head:
+            cur = {"kind": head.group(1).lower(), "path": head.group(2).strip(), "lines": [], "hunks": []}
+            ops.append(cur)
+            continue
+        if cur is None:
+            raise _fail("bad_patch", f"line {n}: expected '*** Add File:', '*** Update File:' or '*** Delete File:', got {line!r}")
+        if line.startswith("*** Move to: ") and cur["kind"] == "update":
+            cur["move"] = line[len("*** Move to: "):].strip()
+        elif cur["kind"] == "add":
+            if not line.startswith("+"):
+                raise _fail("bad_patch", f"line {n}: every line of an added file starts with '+'")
+            cur["lines"].append(line[1:])
+        elif cur["kind"] == "update":
+            if line.startswith("@@"):
+                cur["hunks"].append([])
+            elif line == "*** End of File":
+                continue
+            elif line[:1] in (" ", "-", "+") or line == "":
+                if not cur["hunks"]:
+                    cur["hunks"].append([])
+                cur["hunks"][-1].append((line[:1] or " ", line[1:]))
+            else:
+                raise _fail("bad_patch", f"line {n}: a hunk line starts with ' ', '-' or '+', got {line!r}")
+        else:
+            raise _fail("bad_patch", f"line {n}: a deleted file has no body")
+    if not ops:
+        raise _fail("bad_patch", "the patch changes no file")
+    return ops
+
+
+def _apply_hunks(text: str, hunks: list, path: str) -> str:
+    had_newline = text.endswith("\n")
+    lines = text.split("\n")
+    if had_newline:
+        lines.pop()
+    pos = 0
+    for h in hunks:
+        old = [t for k, t in h if k in (" ", "-")]
+        new = [t for k, t in h if k in (" ", "+")]
+        at = _find(lines, old, pos)
+        if at < 0:
+            at = _find([x.rstrip() for x in lines], [x.rstrip() for x in old], pos)
+        if at < 0:
+            preview = "\n".join(old[:3])
+            raise _fail("no_match", f"a hunk of the patch for {path!r} does not match the file (looking for {preview!r}); read it again")
+        lines[at : at + len(old)] = new
+        pos = at + len(new)
+    return "\n".join(lines) + ("\n" if had_newline else "")
+
+
+def _find(lines: list, seq: list, start: int) -> int:
+    if not seq:
+        return len(lines)
+    for i in range(start, len(lines) - len(seq) + 1):
+        if lines[i : i + len(seq)] == seq:
+            return i
+    for i in range(0, min(start, len(lines) - len(seq) + 1)):
+        if lines[i : i + len(seq)] == seq:
+            return i
+    return -1
+
+
+def list_(env, path="."):
+    """The entries of a folder: ``name``, ``type`` (file, folder, link) and ``size``."""
+    full = _resolve(path, must_exist=True)
+    if not os.path.isdir(full):
+        raise _fail("not_a_folder", f"{path!r} is a file; use read")
+    entries = []
+    for e in sorted(os.scandir(full), key=lambda e: e.name):
+        kind = "link" if e.is_symlink() else "folder" if e.is_dir() else "file"
+        entries.append({"name": e.name, "type": kind, "size": e.stat(follow_symlinks=False).st_size if kind == "file" else None})
+    return {"path": _rel(full), "entries": entries[:MATCH_LIMIT], "truncated": len(entries) > MATCH_LIMIT}
+
+
+def _glob_match(rel: str, pattern: str) -> bool:
+    rx = ""
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            rx += "(?:.*/)?"
+            i += 3
+        elif pattern.startswith("**", i):
+            rx += ".*"
+            i += 2
+        else:
+            c = pattern[i]
+            rx += "[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c)
+            i += 1
+    return re.fullmatch(rx, rel) is not None
+
+
+def glob_(env, pattern):
+    """Files of the workspace whose relative path matches ``pattern`` (``**`` crosses folders)."""
+    if not isinstance(pattern, str) or not pattern or pattern.startswith("/") or ".." in pattern.split("/"):
+        raise _fail("invalid", "pattern must be a relative glob such as '**/*.csv'")
+    hits = [r for r in (_rel(f) for f in _walk(_State.root)) if _glob_match(r, pattern)]
+    return {"pattern": pattern, "paths": hits[:MATCH_LIMIT], "truncated": len(hits) > MATCH_LIMIT}
+
+
+def grep(env, pattern, path=".", glob=""):
+    """Lines matching the regular expression ``pattern`` under ``path``."""
+    try:
+        rx = re.compile(pattern)
+    except (re.error, TypeError) as exc:
+        raise _fail("invalid", f"pattern is not a regular expression: {exc}") from None
+    full = _resolve(path, must_exist=True)
+    files = _walk(full) if os.path.isdir(full) else [full]
+    matches, total = [], 0
+    for f in files:
+        rel = _rel(f)
+        if ".git" in rel.split("/")[:-1] and not glob:  # git's own files are not searched unless asked for
+            continue
+        if os.path.islink(f) or (glob and not (_glob_match(rel, glob) or fnmatch.fnmatch(os.path.basename(rel), glob))):
+            continue
+        try:
+            with open(f, encoding="utf-8") as fh:
+                for n, line in enumerate(fh, start=1):
+                    if rx.search(line):
+                        total += 1
+                        if len(matches) < MATCH_LIMIT:
+                            matches.append({"path": rel, "line": n, "text": line.rstrip("\n")[:500]})
+        except (UnicodeDecodeError, OSError):
+            continue
+    return {"pattern": pattern, "matches": matches, "count": total, "truncated": total > MATCH_LIMIT}
+
+
+def exec_(env, command, timeout=EXEC_TIMEOUT):
+    """Run ``bash -c command`` in the workspace; ``exit_code`` 124 and ``timed_out`` when it ran too long."""
+    if not isinstance(command, str) or not command.strip():
+        raise _fail("invalid", "command must be a non-empty shell command")
+    try:
+        limit = min(float(timeout), 600.0)
+    except (TypeError, ValueError):
+        raise _fail("invalid", "timeout must be a number of seconds") from None
+    return _run(command, limit)
+
+
+def _shell_env() -> dict:
+    root = _State.root
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": root, "PWD": root, "TMPDIR": os.environ.get("TMPDIR") or root,
+        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC", "PYTHONDONTWRITEBYTECODE": "1",
+        "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "envkernel", "GIT_AUTHOR_EMAIL": "agent@example.com",
+        "GIT_COMMITTER_NAME": "envkernel", "GIT_COMMITTER_EMAIL": "agent@example.com",
+        "GIT_AUTHOR_DATE": GIT_DATE, "GIT_COMMITTER_DATE": GIT_DATE, "XDG_CONFIG_HOME": os.path.join(root, ".config"),
+    }  # fmt: skip
+
+
+def _run(command: str, timeout: float) -> dict:
+    """``bash -c`` in its own process group with capped output; the group is killed afterwards
+    (and the executor kills every other process the call left, see ``_Forks``)."""
+    try:
+        proc = subprocess.Popen(  # noqa: S603 - this process is the sandbox
+            ["bash", "-c", command], cwd=_State.root, env=_shell_env(), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+    except OSError as exc:
+        raise _fail("exec_failed", f"cannot start bash: {exc}") from None
+    if _State.spawned is not None:
+        _State.spawned(proc.pid)
+    out = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    dropped = {proc.stdout: 0, proc.stderr: 0}
+    timed_out = False
+    deadline = time.monotonic() + timeout
+    sel = selectors.DefaultSelector()
+    try:
+        for f in out:
+            sel.register(f, selectors.EVENT_READ)
+        exited_at = None
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = time.monotonic()  # a background process may hold the pipes: read what is there, then stop
+            elif exited_at is not None and time.monotonic() - exited_at > 0.05:
+                break
+            for key, _ in sel.select(min(left, 0.05)):
+                chunk = os.read(key.fd, 1 << 16)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    continue
+                buf = out[key.fileobj]
+                room = OUTPUT_LIMIT - len(buf)
+                buf += chunk[:room]
+                dropped[key.fileobj] += max(0, len(chunk) - room)
+        if not timed_out:
+            try:
+                proc.wait(max(0.05, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+    finally:
+        sel.close()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # what it left running in its group
+        except OSError:
+            pass
+        proc.wait()
+        for f in out:
+            f.close()
+    result = {
+        "exit_code": 124 if timed_out else proc.returncode,
+        "stdout": out[proc.stdout].decode("utf-8", "replace"),
+        "stderr": out[proc.stderr].decode("utf-8", "replace"),
+    }
+    if timed_out:
+        result["timed_out"] = True
+        result["stderr"] += f"\n[envkernel: the command ran longer than {timeout:g} s and was killed]"
+    if dropped[proc.stdout] or dropped[proc.stderr]:
+        result["truncated"] = {"stdout": dropped[proc.stdout], "stderr": dropped[proc.stderr]}
+    return result
+
+
+# --------------------------------------------------------------------------- the reward side
+
+
+def apply_final(env, rows, tables=None):
+    """Turn the loaded initial workspace into a rollout's final one: apply its diff ``rows`` (and
+    replace the app tables with ``tables``). Returns the paths it could not rebuild (too large)."""
+    missing = []
+    for row in rows or []:
+        full = _resolve(row["path"])
+        if row.get("change") == "removed":
+            if os.path.lexists(full):
+                os.unlink(full)
+            continue
+        if os.path.lexists(full):
+            os.unlink(full)
+        if row.get("link") is not None:
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            os.symlink(row["link"], full)
+        elif row.get("text") is not None:
+            _write_bytes(full, row["text"].encode("utf-8"))
+        elif row.get("data") is not None:
+            _write_bytes(full, base64.b64decode(row["data"]))
+        else:
+            missing.append(row["path"])
+    for table, trows in (tables or {}).items():
+        if table == TABLE:
+            continue
+        q = '"' + str(table).replace('"', '""') + '"'
+        env.db.execute(f"DELETE FROM {q}")  # noqa: S608 - a table of this sandbox's own database
+        for r in trows:
+            cols = ", ".join('"' + str(c).replace('"', '""') + '"' for c in r)
+            env.db.execute(f"INSERT INTO {q} ({cols}) VALUES ({', '.join('?' for _ in r)})", tuple(r.values()))  # noqa: S608
+    return {"missing": missing}
+
+
+def run_check(env, script, transcript=None, timeout=20.0):
+    """Run ``grade(transcript, workspace_path)`` from ``script`` in a forked child; returns
+    ``{"scores": {criterion: score}}`` or ``{"error": ...}`` (never raises for the script's faults).
+    A ``grade`` with a third parameter also gets the app's tables: ``{table: [row, ...]}``."""
+    tables = {}
+    for r in env.db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall():
+        q = '"' + r["name"].replace('"', '""') + '"'
+        tables[r["name"]] = env.db.execute(f"SELECT * FROM {q} ORDER BY rowid").fetchall()  # noqa: S608
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run the check, write one JSON line, exit without returning
+        code = 0
+        try:
+            os.close(rfd)
+            scope = {"__name__": "envkernel_check", "__builtins__": __builtins__}
+            exec(compile(script, "check.py", "exec"), scope)  # noqa: S102 - inside the sandbox
+            grade = scope["grade"]
+            wants_state = grade.__code__.co_argcount >= 3
+            scores = grade(transcript or [], _State.root, tables) if wants_state else grade(transcript or [], _State.root)
+            clean = {str(k): float(v) for k, v in dict(scores).items()}
+            payload = {"scores": clean}
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+            payload = {"error": f"{type(exc).__name__}: {exc}"}
+            code = 1
+        try:
+            os.write(wfd, json.dumps(payload).encode())
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    chunks, deadline = [], time.monotonic() + float(timeout)
+    sel = selectors.DefaultSelector()
+    sel.register(rfd, selectors.EVENT_READ)
+    try:
+        while time.monotonic() < deadline:
+            if sel.select(0.2):
+                chunk = os.read(rfd, 1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            return {"error": f"the check did not finish within {timeout:g} s"}
+    finally:
+        sel.close()
+        os.close(rfd)
+        try:
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+    try:
+        return json.loads(b"".join(chunks) or b"{}") or {"error": "the check exited without a result"}
+    except ValueError:
+        return {"error": "the check wrote something that is not JSON"}

@@ -1,0 +1,332 @@
+"""``envkernel serve``: an OpenEnv-compatible server with MCP, and its clients and adapters.
+
+Everything real: a run folder made by ``envkernel run --source sample`` (the shop-v1 env and its
+tasks), a server with process sandboxes (one per session), openenv-core's own clients, the
+official ``mcp`` client, Gymnasium's ``check_env``, transformers' ``get_json_schema`` (how TRL
+reads a tool method), a real nats-server for the sandbox-service path, and the ``envkernel serve``
+command. TRL and verl are not installed (they pull torch): their adapters are driven the way
+TRL's ``grpo_trainer.py`` and verl's ``tool_agent_loop.py`` call them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import shutil
+import signal
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import pytest
+from envkernel_kit.checks import process_runner
+from envkernel_schemas import Task
+from envkernel_serve.catalog import CatalogError, load_catalog
+from envkernel_serve.client import ServeError, Session
+from envkernel_serve.server import NatsSandboxes, RunnerSandboxes, ServeSettings, start
+
+BLOB_TOOL = '''
+
+def blob(env, size):
+    """A text of `size` characters (a large observation)."""
+    return "x" * size
+'''
+
+
+@pytest.fixture(scope="module")
+def run_dir(envk_factory: Any) -> Path:
+    """A real run of the sample environment with its tasks (one of them changes state)."""
+    envk = envk_factory("serve")
+    run = envk.run("--set", "chains.tasks_per_env=4", run_id="serve")
+    assert run.proc.returncode == 0, run.proc.stderr[-2000:]
+    return run.dir
+
+
+@pytest.fixture(scope="module")
+def tasks(run_dir: Path) -> list[Task]:
+    """The run's tasks."""
+    return [msgspec.json.decode(line, type=Task) for line in (run_dir / "tasks.jsonl").read_text().splitlines() if line]
+
+
+@pytest.fixture(scope="module")
+def server(run_dir: Path) -> Any:
+    """``envkernel serve RUN_DIR`` in a background thread, with process sandboxes."""
+    running = start(load_catalog(run_dir), RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=2))
+    yield running
+    running.stop()
+    assert not running.thread.is_alive()
+
+
+def server_run_dir(server: Any) -> Path:
+    """The run folder a server serves."""
+    return Path(server.core.catalog.source)
+
+
+def _mutating(tasks: list[Task]) -> Task:
+    return next(t for t in tasks if t.outcome.mutates)
+
+
+def _read_only(tasks: list[Task]) -> Task:
+    return next(t for t in tasks if not t.outcome.mutates)
+
+
+async def test_openenv_client_reset_step_state_reward(server: Any, tasks: list[Task]) -> None:
+    """openenv-core's GenericEnvClient: reset loads the task, steps run its reference chain, the reward is its check."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    task = _mutating(tasks)
+    async with GenericEnvClient(base_url=server.url) as env:
+        first = await env.reset(task_id=task.id)
+        assert first.observation["request"] == task.request and first.done is False and first.reward is None
+        assert {t["name"] for t in first.observation["tools"]} >= {c.name for c in task.calls}
+        for call, expected in zip(task.calls, task.outputs, strict=True):
+            r = await env.step({"type": "call_tool", "tool_name": call.name, "arguments": call.arguments})
+            assert r.observation["ok"] is True and r.observation["result"] == expected and r.done is False
+        state = await env.state()
+        assert state["step_count"] == len(task.calls) and state["task_id"] == task.id and state["reward"] == 1.0
+        end = await env.step({"type": "submit", "answer": task.outcome.answer})
+        assert end.done is True and end.reward == 1.0
+        # the same session, reset: the seed state again (the change is gone), and doing nothing scores 0
+        again = await env.reset(task_id=task.id)
+        assert again.observation["task_id"] == task.id
+        nothing = await env.step({"type": "submit", "answer": ""})
+        assert nothing.reward == 0.0
+        with pytest.raises(RuntimeError, match="unknown action type"):
+            await env.step({"type": "dance"})
+
+
+async def test_openenv_mcp_tool_client_and_tool_errors(server: Any, tasks: list[Task]) -> None:
+    """openenv-core's MCPToolClient lists and calls tools over /ws; a tool's own error is in its result."""
+    from openenv.core.mcp_client import MCPToolClient
+
+    task = _read_only(tasks)
+    async with MCPToolClient(base_url=server.url) as env:
+        await env.reset(task_id=task.id)
+        names = [t.name for t in await env.list_tools()]
+        assert task.calls[0].name in names
+        assert await env.call_tool(task.calls[-1].name, **task.calls[-1].arguments) == task.outputs[-1]
+        missing = await env.call_tool("get_product", product_id="prd_nope")
+        assert missing["error"]["code"] == "not_found"
+        with pytest.raises(RuntimeError, match="no tool 'launch_rocket'"):
+            await env.call_tool("launch_rocket")
+
+
+async def test_sessions_are_isolated_and_not_capped(server: Any) -> None:
+    """Twelve concurrent sessions (more than any default cap), each its own sandbox: one's change is not seen by another."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    async def one(i: int) -> tuple[int, int]:
+        async with GenericEnvClient(base_url=server.url) as env:
+            await env.reset(seed=i)
+            made = 0
+            for _ in range(i % 3):
+                r = await env.step({"type": "call_tool", "tool_name": "create_order",
+                                    "arguments": {"customer_id": "cus_0001", "product_id": "prd_0003", "quantity": 1}})
+                made += bool(r.observation["ok"])
+            seen = await env.step({"type": "call_tool", "tool_name": "list_orders", "arguments": {"customer_id": "cus_0001"}})
+            return made, len(seen.observation["result"])
+
+    results = await asyncio.gather(*(one(i) for i in range(12)))
+    base = results[0][1]  # session 0 made no order
+    assert all(seen == base + made for made, seen in results), results
+    assert server.core.pool.opened + server.core.pool.reused >= 12
+
+
+async def test_mcp_streamable_http_sessions(server: Any) -> None:
+    """The official mcp client over streamable HTTP: tools/list, tools/call, errors, and one sandbox per MCP session."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def session_orders(create: bool) -> int:
+        async with streamable_http_client(server.mcp_url) as streams, ClientSession(streams[0], streams[1]) as s:
+            await s.initialize()
+            tools = await s.list_tools()
+            by_name = {t.name: t for t in tools.tools}
+            assert "create_order" in by_name and by_name["create_order"].input_schema["type"] == "object"
+            if create:
+                made = await s.call_tool("create_order", {"customer_id": "cus_0002", "product_id": "prd_0001", "quantity": 2})
+                assert not made.is_error and json.loads(made.content[0].text)["quantity"] == 2
+            bad = await s.call_tool("get_order", {"order_id": "ord_none"})
+            assert bad.is_error and "not_found" in bad.content[0].text
+            listed = await s.call_tool("list_orders", {"customer_id": "cus_0002"})
+            assert not listed.is_error
+            return len(json.loads(listed.content[0].text))
+
+    with_order, without = await asyncio.gather(session_orders(True), session_orders(False))
+    assert with_order == without + 1
+    async with streamable_http_client(server.mcp_url + "?env=nope") as streams, ClientSession(streams[0], streams[1]) as s:
+        await s.initialize()
+        wrong = await s.call_tool("list_orders", {"customer_id": "cus_0002"})
+        assert wrong.is_error and "no environment 'nope'" in wrong.content[0].text
+
+
+def test_gymnasium_check_env_and_make(server: Any, run_dir: Path, tasks: list[Task]) -> None:
+    """``envkernel.make`` (through the entry point) passes check_env; the reference chain scores 1 when the episode ends."""
+    import envkernel
+    from gymnasium.utils.env_checker import check_env
+
+    env = envkernel.make(url=server.url)
+    try:
+        check_env(env, skip_render_check=True)
+        task = _read_only(tasks)
+        obs, info = env.reset(options={"task_id": task.id})
+        assert json.loads(obs)["request"] == task.request and info["task_id"] == task.id
+        for call in task.calls:
+            obs, reward, terminated, truncated, info = env.step({"tool": call.name, "arguments": call.arguments})
+            assert info["ok"] and reward == 0.0 and not terminated and not truncated
+        obs, reward, terminated, truncated, _ = env.step({"answer": task.outcome.answer})
+        assert reward == 1.0 and terminated and not truncated
+    finally:
+        env.close()
+    own = envkernel.make(str(run_dir / "envs" / task.env_id), tasks=str(run_dir / "tasks.jsonl"))  # serves the folder itself
+    try:
+        obs, info = own.reset(seed=1)
+        assert info["task_id"] == tasks[1 % len(tasks)].id
+    finally:
+        own.close()
+    with pytest.raises(ValueError, match="not both"):
+        envkernel.make()
+
+
+def test_large_observation_is_not_cut_off(run_dir: Path, tmp_path: Path) -> None:
+    """A 6 MB observation arrives whole through the openenv client, the Gymnasium env and the sync client."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    env_dir = tmp_path / "shop-big"
+    shutil.copytree(run_dir / "envs" / "shop-v1", env_dir)
+    (env_dir / "env.py").write_text((env_dir / "env.py").read_text() + BLOB_TOOL)
+    meta = json.loads((env_dir / "env.json").read_text())
+    meta["tools"].append({"name": "blob", "description": "A large text.", "mutates": False,
+                          "parameters": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}})
+    (env_dir / "env.json").write_text(json.dumps(meta))
+    size = 6 * 1024 * 1024
+    with start(load_catalog(env_dir), RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=0)) as big:
+        with GenericEnvClient(base_url=big.url).sync() as client:
+            client.reset()
+            r = client.step({"type": "call_tool", "tool_name": "blob", "arguments": {"size": size}})
+            assert r.observation["ok"] and len(r.observation["result"]) == size
+        with Session(big.url) as s:
+            s.reset()
+            assert len(s.call("blob", size=size)["observation"]["result"]) == size
+
+
+def test_trl_environment_factory(server: Any, run_dir: Path, tasks: list[Task]) -> None:
+    """The TRL class: tools found and read the way GRPOTrainer does, reset with dataset columns, the reward from the env."""
+    from transformers.utils import get_json_schema
+
+    from envkernel_serve.trl import dataset_rows, environment_factory
+
+    Env = environment_factory(server.url)
+    rows = {r["task_id"]: r for r in dataset_rows(run_dir)}
+    instance = Env()
+    try:
+        # what GRPOTrainer.__init__ does with the probe instance
+        members = dict(inspect.getmembers(instance, predicate=inspect.ismethod))
+        assert "reset" in members and "get_reward" in members
+        tools = {n: m for n, m in members.items() if n not in ("reset", "get_reward") and not n.startswith("_")}
+        schemas = {n: get_json_schema(m) for n, m in tools.items() if n != "close"}
+        assert schemas["get_product"]["function"]["parameters"]["required"] == ["product_id"]
+        assert schemas["submit_answer"]["function"]["parameters"]["properties"]["answer"]["type"] == "string"
+        for task in (_read_only(tasks), _mutating(tasks)):
+            assert instance.reset(**rows[task.id]) is None  # the row has a prompt: nothing is appended
+            for call, expected in zip(task.calls, task.outputs, strict=True):
+                assert json.loads(tools[call.name](**call.arguments)) == expected
+            if not task.outcome.mutates:
+                tools["submit_answer"](answer=task.outcome.answer)
+            assert instance.get_reward() == 1.0
+        with pytest.raises(ValueError, match="not_found"):
+            tools["get_order"](order_id="ord_none")
+        assert Env().reset(task_id=tasks[0].id) == tasks[0].request  # no prompt column: the request is returned
+    finally:
+        instance.close()
+
+
+async def test_verl_tool_keyed_by_trajectory(server: Any, tasks: list[Task]) -> None:
+    """The verl BaseTool, driven as verl's ToolAgentLoop does (create, execute, release per call): state follows the trajectory."""
+    from envkernel_serve.verl import EnvkernelTool, dataset_rows, tool_config
+
+    config = await asyncio.to_thread(tool_config, server.url)
+    tools = {e["tool_schema"]["function"]["name"]: EnvkernelTool(e["config"], e["tool_schema"]) for e in config["tools"]}
+    assert tools["create_order"].get_openai_tool_schema().function.name == "create_order"
+    task = _mutating(tasks)
+    row = next(r for r in dataset_rows(str(server_run_dir(server))) if r["extra_info"]["task_id"] == task.id)
+    assert row["agent_name"] == "tool_agent" and set(row["extra_info"]["tools_kwargs"]) == set(tools)
+
+    async def trajectory(request_id: str, calls: list[Any]) -> float | None:
+        for call in calls:
+            tool = tools[call.name]
+            iid, _ = await tool.create(**row["extra_info"]["tools_kwargs"][call.name])  # as ToolAgentLoop passes them
+            resp, step_reward, metrics = await tool.execute(iid, call.arguments, agent_data=SimpleNamespace(request_id=request_id))
+            await tool.release(iid)
+            assert metrics["ok"], resp.text
+            assert step_reward == 0.0 and json.loads(resp.text) is not None
+        return await tools[calls[0].name].end(request_id)
+
+    full, half = await asyncio.gather(trajectory("traj-full", task.calls), trajectory("traj-half", task.calls[:-1]))
+    assert full == 1.0 and half is not None and half < 1.0
+
+
+async def test_sandboxes_from_the_nats_sandbox_service(run_dir: Path, nats_server: str, tasks: list[Task]) -> None:
+    """With --nats-url, sessions get sandboxes through the kernel's sandbox service on a real nats-server."""
+    source = NatsSandboxes(nats_server, "process", local_runner=process_runner())
+    running = await asyncio.to_thread(start, load_catalog(run_dir), source, ServeSettings(port=0, warm=1))
+    try:
+        task = _read_only(tasks)
+
+        def play() -> float | None:
+            with Session(running.url) as s:
+                s.reset(task_id=task.id)
+                for call in task.calls:
+                    assert s.call(call.name, **call.arguments)["observation"]["ok"]
+                return s.submit(task.outcome.answer)["reward"]
+
+        assert await asyncio.to_thread(play) == 1.0
+        assert source.service is not None and running.core.pool.opened >= 1
+    finally:
+        await asyncio.to_thread(running.stop)
+
+
+def test_bad_input_is_a_clear_error(run_dir: Path, tmp_path: Path, server: Any) -> None:
+    """A folder that is not a run, a tasks file with a broken line, an unknown task: each says what is wrong."""
+    with pytest.raises(CatalogError, match="neither an environment folder"):
+        load_catalog(tmp_path)
+    lines = (run_dir / "tasks.jsonl").read_text().splitlines()
+    broken = tmp_path / "tasks.jsonl"
+    broken.write_text("\n".join([lines[0], "{not json", lines[1]]) + "\n")
+    cat = load_catalog(run_dir, broken)
+    assert len(cat.tasks) == 2 and "tasks.jsonl:2: not a task" in cat.skipped[0]
+    with Session(server.url) as s:
+        with pytest.raises(ServeError, match="no task 'nope'"):
+            s.reset(task_id="nope")
+        assert s.reset()["observation"]["task_id"]  # the session goes on
+
+
+def test_serve_command(envk_factory: Any, run_dir: Path, tasks: list[Task]) -> None:
+    """``envkernel serve RUN_DIR --port 0`` serves until SIGTERM; a bad folder is a usage error (exit 2)."""
+    from click.testing import CliRunner
+    from envkernel.cli import cli
+
+    bad = CliRunner().invoke(cli, ["serve", str(run_dir / "nope")])
+    assert bad.exit_code == 2 and "is not a folder" in bad.output
+    envk = envk_factory("serve-cli")
+    proc = envk.popen("serve", str(run_dir), "--port", "0", "--warm", "0")
+    try:
+        line = proc.stderr.readline()
+        deadline = time.monotonic() + 60
+        while "serving" not in line and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+        url = line.split(" at ", 1)[1].split(" ", 1)[0]
+        for _ in range(200):
+            try:
+                s = Session(url, timeout=30)
+                break
+            except ServeError:
+                time.sleep(0.1)
+        with s:
+            assert s.reset(task_id=tasks[0].id)["observation"]["request"] == tasks[0].request
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0

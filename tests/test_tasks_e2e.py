@@ -73,7 +73,9 @@ def test_multi_row_goals_change_exactly_the_rows_their_condition_picks(corpus_ru
         assert t["outcome"]["answer"].startswith("Done: I ") and str(len(acts)) in t["outcome"]["answer"]
         for h in t["hidden"]:  # a condition held back for the user to reveal is not in the opening words
             assert h.startswith("Only the ") and "some of" in t["request"]
-    assert sum(1 for t in batch if re.search(r"\b(more|fewer|less) than|over|under|above|below\b", t["request"] + " ".join(t["hidden"]))) >= 1
+    # conditions beyond the status: an owner (my, Kenji's, in the calendar "Work") or a threshold (more than 3 nights)
+    assert sum(1 for t in batch if re.search(r"\b(my|in the|for the|(more|fewer|less) than|over|under|above|below)\b|'s ",
+                                             t["request"] + " ".join(t["hidden"]))) >= 3
 
 
 def test_held_back_conditions_are_revealed_by_the_user_in_rollouts_and_sft_rows(corpus_run) -> None:  # type: ignore[no-untyped-def]
@@ -87,7 +89,7 @@ def test_held_back_conditions_are_revealed_by_the_user_in_rollouts_and_sft_rows(
         assert said == [tasks[r["task_id"]]["request"], *tasks[r["task_id"]]["hidden"]]  # the user revealed each in turn
         assert r["reward"]["score"] == 1.0
     sft = [row for row in corpus_run.jsonl("sft.jsonl") if sum(1 for m in row["messages"] if m["role"] == "user") > 1]
-    assert len(sft) == len(held)
+    assert len(sft) == sum(1 for i in held if tasks[i]["split"] == "train")  # (SFT rows are of train tasks only)
     for row in sft:  # the SFT row carries the whole conversation: the question, the user's answer, then the calls
         roles = [m["role"] for m in row["messages"]]
         assert roles[:4] == ["system", "user", "assistant", "user"] and "tool" in roles[4:]

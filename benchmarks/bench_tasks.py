@@ -17,7 +17,8 @@
    share of requests that narrate two or more steps (a sequencing word: then, after that,
    finally, once that's done; target ≤ 10 %), the share with an aggregate, a superlative or a
    condition (how many, the highest, a total, over / under a number, ranked, on or after, which
-   of them are in a status;
+   of them are in a status, or a change to every row a condition picks: ``cancel all my held
+   bookings``, counted apart as ``multi_row_change_goals``;
    target ≥ 30 %), the share that opens with a stock greeting, echoes a schema field (``in
    minutes 45``, ``set to yes``) or creates a row and cancels or deletes it in one request, the
    read-only share, the distinct request shapes (quoted text, numbers and names masked), and the
@@ -25,7 +26,10 @@
    share of proposed tasks that killed every applicable mutant. ``--quality DIR`` reports it for an
    existing run folder.
 
-    python benchmarks/bench_tasks.py [--tasks 20000] [--skip-run] [--skip-sampler] [--sampler walk] [--quality DIR]
+    python benchmarks/bench_tasks.py [--tasks 20000] [--skip-run] [--skip-sampler] [--sampler walk] [--no-users] [--quality DIR]
+
+The run selects ``+users`` (the simulated user), so tasks may hold a condition back and the
+reference's gate rollouts talk; ``held_back_for_the_user`` is their share.
 
 Prints figures; the last line is JSON.
 """
@@ -91,10 +95,12 @@ def _lines(path: Path) -> int:
         return 0
 
 
-def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, keep: bool) -> dict[str, Any]:
+def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, keep: bool, users: bool = True) -> dict[str, Any]:
     per_env = math.ceil(target / N_ENVS * (1 + headroom))
     root = Path(tempfile.mkdtemp(prefix="bench-tasks-"))
-    plugins = [] if sampler == "chains" else ["--plugins", f"+{sampler},-chains"]
+    # +users: the simulated user reveals what a task holds back, so the gate's reference rollouts hold conversations
+    plugins = ["--plugins", ",".join((["+users"] if users else []) + ([] if sampler == "chains" else [f"+{sampler}", "-chains"]))]
+    plugins = plugins if plugins[1] else []
     cmd = [str(ENVKERNEL), "run", "--out", str(root), "--run-id", "bench", "--no-progress", "--source", "openapi",
            *plugins, "--set", f"{sampler}.tasks_per_env={per_env}", "--timeout", str(timeout)]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_"))}
@@ -174,12 +180,19 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
 # -- 3. the quality of the tasks ------------------------------------------------------------------
 
 NARRATES = re.compile(r"\b(then|after that|and finally|finally|once that's done|afterwards)\b", re.I)
-AGGREGATE = re.compile(r"\b(how many|count|highest|lowest|largest|smallest|most|least|fewest|cheapest|total|add up|all together|"
-                       r"over|above|more than|under|below|less than|rank|on or after|on or before|at least|at most|which of|which ones)\b", re.I)
+AGGREGATE = re.compile(r"\b(how many|count|highest|lowest|largest|smallest|most|least|fewest|cheapest|latest|earliest|total|add up|all together|"
+                       r"over|above|more than|fewer than|under|below|less than|rank|on or after|on or before|at least|at most|which of|which ones)\b", re.I)
 GREETING = re.compile(r"^(hi|hello|hey there|hi there|good morning)[!.,]", re.I)
 ECHO = re.compile(r"\b(in (minutes|bytes|seconds) \d|set to (yes|no))\b", re.I)
 MAKES = ("create", "add", "open", "book", "register", "post", "new", "set_up", "upload", "send", "invite", "share")
 UNDOES = ("cancel", "delete", "remove", "archive", "revoke", "close")
+
+
+def _multi_row(t: dict[str, Any]) -> bool:
+    """A change to every row a condition picks (``cancel all my held bookings``): the last tool called on two or more rows."""
+    calls = t["calls"]
+    return (t["outcome"]["mutates"] and len(calls) >= 3 and calls[-1]["name"] == calls[-2]["name"]
+            and re.search(r"\b(all|every|some of)\b", t["request"]) is not None)
 
 
 def _shape(request: str) -> str:
@@ -221,7 +234,10 @@ def quality(folder: Path) -> dict[str, Any]:
     return {
         "tasks": len(tasks),
         "narrates_2_steps": share(lambda t: len(NARRATES.findall(t["request"])) >= 1 and len(t["calls"]) >= 2),
-        "aggregate_superlative_condition": share(lambda t: AGGREGATE.search(t["request"]) is not None),
+        "aggregate_superlative_condition": share(lambda t: AGGREGATE.search(t["request"]) is not None or _multi_row(t)),
+        "multi_row_change_goals": share(_multi_row),
+        "held_back_for_the_user": share(lambda t: bool(t.get("hidden"))),
+        "persona_with_role": share(lambda t: bool((t.get("persona") or {}).get("role"))),
         "stock_greeting": share(lambda t: GREETING.search(t["request"]) is not None),
         "schema_echo": share(lambda t: ECHO.search(t["request"]) is not None),
         "create_then_undo": share(lambda t: _create_then_undo(t["calls"])),
@@ -331,6 +347,7 @@ def main() -> None:
     ap.add_argument("--skip-run", action="store_true", help="only measure the sampler alone")
     ap.add_argument("--skip-sampler", action="store_true", help="only run the pipeline")
     ap.add_argument("--keep", action="store_true", help="keep the run folder")
+    ap.add_argument("--no-users", action="store_true", help="run without the users plugin (no held-back conditions, no user turns)")
     ap.add_argument("--quality", type=Path, default=None, help="only report the quality of the tasks of this run folder")
     args = ap.parse_args()
     result: dict[str, Any] = {"benchmark": "tasks", "cpus": os.cpu_count(), "sampler": args.sampler}
@@ -339,7 +356,7 @@ def main() -> None:
         print(json.dumps(result))
         return
     if not args.skip_run:
-        r = run_pipeline(args.tasks, args.headroom, args.sampler, args.timeout, args.keep)
+        r = run_pipeline(args.tasks, args.headroom, args.sampler, args.timeout, args.keep, users=not args.no_users)
         result["run"] = r
         print(f"pipeline: {r['tasks']} tasks in {r['wall_seconds']} s ({r['tasks_per_s']} tasks/s); "
               f"{args.tasks} reached after {r['seconds_to_target']} s; peak RSS {r['peak_tree_rss_mb']} MB (process tree), "

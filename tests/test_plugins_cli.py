@@ -67,7 +67,7 @@ def test_plugins_json_lists_the_default_plugins(envk) -> None:
         r = rows[name]
         assert r["roles"] == roles and r["default"] is True and "error" not in r
         assert r["distribution"] == f"envkernel-{name}" and r["version"]
-    assert rows["baselines"]["components"] == ["mutant", "nothing", "reference"]  # mutant: the gate's near misses
+    assert rows["baselines"]["components"] == ["mutant", "nothing", "reference", "sometimes"]  # mutant: the gate's near misses; sometimes: for --calibrate
     assert rows["export"]["components"] == ["rl", "sft"]
     assert {n for n, r in rows.items() if r["default"]} == set(default_preset())
 

@@ -49,7 +49,7 @@ def lazy_site(tmp_path_factory: pytest.TempPathFactory, plugin_dist) -> Path:  #
 def test_required_and_optional_methods() -> None:
     assert {role: missing_methods(role, object) for role in ROLE_PROTOCOLS} == {
         "synthesizer": ["synthesize"], "sandbox_runner": ["open"], "verifier": ["verify"], "sampler": ["sample"],
-        "policy": ["rollout"], "reward_model": ["score"], "trainer": ["consume"],
+        "policy": ["rollout"], "reward_model": ["score"], "trainer": ["consume"], "user": ["reply"],
     }
 
     class Consumes:

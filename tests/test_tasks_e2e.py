@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 
 import pytest
 
@@ -15,7 +16,8 @@ pytest.importorskip("envkernel_chains.walk")
 @pytest.fixture(scope="module")
 def corpus_run(envk_factory):  # type: ignore[no-untyped-def]
     envk = envk_factory("tasks-e2e")
-    return envk.run("--set", "chains.tasks_per_env=25", run_id="corpus", source="openapi", timeout=280)
+    # +users: the simulated user reveals what a task holds back, so the reference's rollouts are conversations
+    return envk.run("--plugins", "+users", "--set", "chains.tasks_per_env=25", "--set", "chains.hidden_share=1.0", run_id="corpus", source="openapi", timeout=280)
 
 
 def test_every_proposed_task_passes_the_gate(corpus_run) -> None:  # type: ignore[no-untyped-def]
@@ -49,6 +51,60 @@ def test_tasks_have_difficulty_split_and_implicit_requests(corpus_run) -> None: 
         assert (folder / "graph.json").exists() and (folder / "graph.svg").exists()
         stats = json.loads((folder / "sampling.json").read_text())["chains"]
         assert stats["tasks"] == 25 and stats["phrasings"]
+
+
+def test_multi_row_goals_change_exactly_the_rows_their_condition_picks(corpus_run) -> None:  # type: ignore[no-untyped-def]
+    """``cancel all my held bookings with more than 3 nights``: lookups, then one action per row the
+    condition picks in the real data; the expected state changes those rows and no others."""
+    tasks = corpus_run.jsonl("tasks.jsonl")
+    batch = [t for t in tasks if t["outcome"]["mutates"] and len(t["calls"]) >= 3 and t["calls"][-1]["name"] == t["calls"][-2]["name"]
+             and re.search(r"\b(all|every|some of)\b", t["request"])]
+    assert len(batch) >= 6 and len({t["env_id"] for t in batch}) >= 4, [t["request"] for t in batch]
+    for t in batch:
+        act = t["calls"][-1]["name"]
+        acts = [c for c in t["calls"] if c["name"] == act]
+        assert 2 <= len(acts) <= 6
+        keys = [next(iter(c["arguments"].values())) for c in acts]
+        assert len(set(map(str, keys))) == len(keys)  # each row once
+        for table, rows in t["outcome"]["initial_state"].items():  # rows changed or gone: at most one per action
+            after = Counter(json.dumps(r, sort_keys=True) for r in t["outcome"]["expected_state"][table])
+            gone = Counter(json.dumps(r, sort_keys=True) for r in rows) - after
+            assert 1 <= sum(gone.values()) <= len(acts), t["request"]
+        assert t["outcome"]["answer"].startswith("Done: I ") and str(len(acts)) in t["outcome"]["answer"]
+        for h in t["hidden"]:  # a condition held back for the user to reveal is not in the opening words
+            assert h.startswith("Only the ") and "some of" in t["request"]
+    # conditions beyond the status: an owner (my, Kenji's, in the calendar "Work") or a threshold (more than 3 nights)
+    assert sum(1 for t in batch if re.search(r"\b(my|in the|for the|(more|fewer|less) than|over|under|above|below)\b|'s ",
+                                             t["request"] + " ".join(t["hidden"]))) >= 3
+
+
+def test_held_back_conditions_are_revealed_by_the_user_in_rollouts_and_sft_rows(corpus_run) -> None:  # type: ignore[no-untyped-def]
+    tasks = {t["id"]: t for t in corpus_run.jsonl("tasks.jsonl")}
+    held = {i for i, t in tasks.items() if t["hidden"]}
+    assert held, "no task holds a condition back"
+    rollouts = [r for r in corpus_run.jsonl("rollouts.jsonl") if r["task_id"] in held]
+    assert len(rollouts) == len(held)
+    for r in rollouts:
+        said = [m["content"] for m in r["trajectory"]["messages"] if m["role"] == "user"]
+        assert said == [tasks[r["task_id"]]["request"], *tasks[r["task_id"]]["hidden"]]  # the user revealed each in turn
+        assert r["reward"]["score"] == 1.0
+    sft = [row for row in corpus_run.jsonl("sft.jsonl") if sum(1 for m in row["messages"] if m["role"] == "user") > 1]
+    assert len(sft) == sum(1 for i in held if tasks[i]["split"] == "train")  # (SFT rows are of train tasks only)
+    for row in sft:  # the SFT row carries the whole conversation: the question, the user's answer, then the calls
+        roles = [m["role"] for m in row["messages"]]
+        assert roles[:4] == ["system", "user", "assistant", "user"] and "tool" in roles[4:]
+
+
+def test_personas_have_a_role_and_a_motive(corpus_run) -> None:  # type: ignore[no-untyped-def]
+    tasks = corpus_run.jsonl("tasks.jsonl")
+    spoken = [t for t in tasks if t["persona"]]
+    assert len(spoken) >= 10
+    for t in spoken:
+        p = t["persona"]
+        assert p["role"] and p["motive"] and p["tone"], p
+        assert p["name"] in t["request"]  # (empty for a persona who says who they are by other facts)
+    assert sum(1 for t in spoken if t["persona"]["role"] in t["request"]) >= 5
+    assert len({t["persona"]["role"] for t in spoken}) >= 4
 
 
 def test_the_walk_baseline_runs_through_the_gate(envk) -> None:  # type: ignore[no-untyped-def]

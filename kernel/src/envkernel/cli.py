@@ -89,6 +89,8 @@ def cli(log_level: str | None, json_logs: bool | None) -> None:
 @click.option("--runner", default=None, help="Sandbox runner component.")
 @click.option("--reward", default=None, help="Reward model of the training rollouts (default: the first active one).")
 @click.option("--gate-reward", default=None, help="Reward model of the gate's rollouts (default: traceoutcome).")
+@click.option("--calibrate", type=int, default=None, metavar="K", help="K attempts of --calibrate-policy per gated task; drop those always or never solved.")
+@click.option("--calibrate-policy", default=None, help="Policy of the calibration attempts (default: --policy).")
 @click.option("--set", "sets", multiple=True, metavar="COMPONENT.KEY=VALUE", help="Set one component setting (repeatable).")
 @click.option("--out", "out_root", type=click.Path(file_okay=False), default="envkernel-out", show_default=True, help="Folder that receives <run-id>/.")
 @click.option("--run-id", default=None, help="Run id (default: time + random).")
@@ -99,14 +101,14 @@ def cli(log_level: str | None, json_logs: bool | None) -> None:
 @click.option("--resume", type=click.Path(file_okay=False), default=None, metavar="RUN_DIR",
               help="Carry on a killed run from its folder and stream (its own config; keeps what it produced).")
 def run(plugins: str | None, config_file: str | None, seed: int | None, policy: str | None, sources: tuple[str, ...], envs: int | None,
-        rollouts_per_task: int | None, iterations: int | None, remote: tuple[str, ...], runner: str | None, reward: str | None, gate_reward: str | None, sets: tuple[str, ...], out_root: str, run_id: str | None,
-        nats_url: str | None, listen: str, timeout: float | None, progress: bool, resume: str | None) -> None:
+        rollouts_per_task: int | None, iterations: int | None, remote: tuple[str, ...], runner: str | None, reward: str | None, gate_reward: str | None, calibrate: int | None, calibrate_policy: str | None, sets: tuple[str, ...], out_root: str,
+        run_id: str | None, nats_url: str | None, listen: str, timeout: float | None, progress: bool, resume: str | None) -> None:
     """Run the whole pipeline: synthesize, verify, sample, gate, roll out, score, export."""
     from .run import execute, prepare, prepare_resume
 
     flags: dict[str, Any] = {"plugins": plugins, "seed": seed, "policy": policy, "sources": list(sources) or None, "envs": envs,
                              "rollouts_per_task": rollouts_per_task, "iterations": iterations, "remote": list(remote) or None, "runner": runner, "reward": reward,
-                             "gate_reward": gate_reward, "run_id": run_id}
+                             "gate_reward": gate_reward, "calibrate": calibrate, "calibrate_policy": calibrate_policy, "run_id": run_id}
     if resume and (config_file or sets or any(v is not None for v in flags.values())):
         raise UsageError("--resume carries on a run with its own config: give no run settings with it, neither flags nor ENVKERNEL_PLUGINS/SEED/POLICY/ROLLOUTS_PER_TASK (only --nats-url, --listen, --timeout)")
     prep = prepare_resume(resume) if resume else prepare(config_file, flags, out_root)

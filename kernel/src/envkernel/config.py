@@ -54,6 +54,12 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Verifier component (default: the first active one)."""
     reward: str = ""
     """Reward-model component that scores the training rollouts (default: the first active one)."""
+    calibrate: int = 0
+    """Calibration attempts per gated task (0: off); tasks solved in all or none are dropped."""
+    calibrate_policy: str = ""
+    """Policy of the calibration attempts (default: ``policy``)."""
+    user: str = ""
+    """User component a policy talks with over several turns (default: the first active one; none: one turn)."""
     gate_reward: str = "traceoutcome"
     """Reward-model component that scores the gate's rollouts (default: the built-in trace + outcome
     check), so the training reward never decides which tasks exist."""

@@ -57,6 +57,11 @@ def register_trainers(register: Register) -> None:
 
 
 @hookspec
+def register_users(register: Register) -> None:
+    """Register user components (simulated users a policy talks with over several turns)."""
+
+
+@hookspec
 def register_commands(cli: Any) -> None:
     """Add subcommands to the ``envkernel`` click group."""
 
@@ -69,5 +74,6 @@ ROLE_HOOKS: dict[str, str] = {
     "policy": "register_policies",
     "reward_model": "register_reward_models",
     "trainer": "register_trainers",
+    "user": "register_users",
 }
 """Role -> the hook that registers it."""

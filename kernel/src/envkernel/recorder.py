@@ -77,6 +77,8 @@ class Recorder:
         self.used_tools: dict[str, set[str]] = {}
         self.lengths: Counter[int] = Counter()
         self.shapes: set[str] = set()
+        self.solve_rates: Counter[str] = Counter()
+        """Emitted tasks by calibrated solve rate (two decimals)."""
         self.per_iteration: dict[int, _IterationStats] = {}
         self.started = time.time()
 
@@ -139,6 +141,9 @@ class Recorder:
             self.used_tools.setdefault(ev.task.env_id, set()).update(call.name for call in ev.task.calls)
             self.lengths[len(ev.task.calls)] += 1
             self.shapes.add(ev.task.signature or ">".join(call.name for call in ev.task.calls))
+            c["tasks_refined"] += int(bool(ev.task.original_request))
+            if ev.task.solve_rate is not None:
+                self.solve_rates[f"{ev.task.solve_rate:.2f}"] += 1
         elif isinstance(ev, TaskRejected):
             self._append("rejected.jsonl", to_json({"task_id": ev.task.id, "reason": ev.reason, "detail": ev.detail, "signature": ev.task.signature}))
             c["tasks_rejected"] += 1
@@ -199,6 +204,7 @@ class Recorder:
             "tasks_proposed": c["tasks_proposed"],
             "tasks": c["tasks"],
             "tasks_rejected": c["tasks_rejected"],
+            "tasks_refined": c["tasks_refined"],
             "rollouts": c["rollouts"],
             "gate_rollouts": c["gate_rollouts"],
             "groups": c["groups"],
@@ -212,6 +218,7 @@ class Recorder:
             "tool_coverage": self._coverage(),
             "chain_lengths": {str(k): v for k, v in sorted(self.lengths.items())},
             "unique_chain_shapes": len(self.shapes),
+            "solve_rates": dict(sorted(self.solve_rates.items())),
             "iterations": [self.per_iteration[k].summary(k) for k in sorted(self.per_iteration)],
             "reward_curve": [self.per_iteration[k].mean() for k in sorted(self.per_iteration)],
             "reward_curve_heldout": [self.per_iteration[k].mean("heldout") for k in sorted(self.per_iteration)],

@@ -36,7 +36,7 @@ from envkernel_schemas import (
 if TYPE_CHECKING:
     from .context import Context
 
-ROLES = ("synthesizer", "sandbox_runner", "verifier", "sampler", "policy", "reward_model", "trainer")
+ROLES = ("synthesizer", "sandbox_runner", "verifier", "sampler", "policy", "reward_model", "trainer", "user")
 """Every role, in pipeline order."""
 
 
@@ -98,6 +98,15 @@ class RewardModel(Protocol):
 
     def score(self, task: Task, trajectory: Trajectory, ctx: Context) -> Reward:
         """Return the reward with its parts and reasons."""
+        ...
+
+
+@runtime_checkable
+class User(Protocol):
+    """A simulated user a policy talks with (no events of its own: a policy asks it for each user turn)."""
+
+    def reply(self, task: Task, messages: list[dict[str, Any]], ctx: Context) -> str | None:
+        """The user's next words after the conversation so far (OpenAI chat messages), or None: nothing more to say."""
         ...
 
 
@@ -199,6 +208,7 @@ ROLE_PROTOCOLS: dict[str, type] = {
     "policy": Policy,
     "reward_model": RewardModel,
     "trainer": Trainer,
+    "user": User,
 }
 """Role name -> Protocol."""
 

@@ -115,9 +115,9 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     if not is_token(run_id):
         raise ConfigError(f"run id {run_id!r} is not valid: use letters, digits, - and _ (at most 64)")
     stall_seconds()
-    if config.iterations < 1 or config.rollouts_per_task < 1 or config.infra_retries < 0:
-        raise ConfigError(f"iterations and rollouts_per_task must be at least 1, infra_retries at least 0 (got {config.iterations}, "
-                          f"{config.rollouts_per_task} and {config.infra_retries})")
+    if config.iterations < 1 or config.rollouts_per_task < 1 or config.infra_retries < 0 or config.calibrate < 0:
+        raise ConfigError(f"iterations and rollouts_per_task must be at least 1, infra_retries and calibrate at least 0 (got {config.iterations}, "
+                          f"{config.rollouts_per_task}, {config.infra_retries} and {config.calibrate})")
     selected = resolve_selection(config.plugins)
     registry = load(selected)
     components = {role: [c.name for c in registry.by_role(role)] for role in ROLES}

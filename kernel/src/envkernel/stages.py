@@ -7,6 +7,11 @@ apply to the task ends with termination ``not_applicable:<kind>``). An emitted t
 ``rollouts_per_task`` rollouts of the chosen policy, and its group closes when every member is
 scored or failed. Each later training iteration rolls every emitted task out again, with the
 policy update the trainers made at the end of the previous one.
+
+With ``calibrate`` K > 0, a task that passes gets K more gate rollouts (indexes from
+:data:`CALIBRATION`) of ``calibrate_policy``; a task solved (score 1) in all or none of them is
+dropped (EnvCraft's filter), and an emitted task carries its ``solve_rate`` and a difficulty of
+``1 - solve_rate``. A calibration rollout that fails counts as not solved.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from envkernel_schemas import (
     DecodeError,
     Event,
@@ -36,6 +42,8 @@ from envkernel_schemas import (
 
 from .config import RunConfig
 
+CALIBRATION = 1000
+"""Index of the first calibration rollout of a gate."""
 KERNEL = "kernel"
 """Handler name of the kernel stages (in ids and handled reports)."""
 EPS = 1e-9
@@ -48,6 +56,8 @@ class _Gate:
     reasons: dict[str, list[str]] = field(default_factory=dict)
     mutants: dict[int, tuple[float, str]] = field(default_factory=dict)
     """Index -> (score, termination) of each mutant rollout."""
+    solved: dict[int, bool] | None = None
+    """Index -> solved, of each calibration rollout (None until the gate passed)."""
 
 
 @dataclass
@@ -121,13 +131,28 @@ class Stages:
         survived = [t.partition(":")[2] or t for sc, t in gate.mutants.values() if not t.startswith("not_applicable") and sc >= 1.0 - EPS]
         if survived:
             return [(self._child(parent, TaskRejected, "gate", task=gate.task, reason="mutant_survived", detail=f"mutants scoring 1: {', '.join(sorted(survived))}"), None)]
-        return [(self._child(parent, TaskGated, "gate", task=gate.task, reference=ref, nothing=nothing), None)]
+        k, policy = self.config.calibrate, self.config.calibrate_policy or self.config.policy
+        if k > 0 and gate.solved is None:  # passed: now K attempts of the chosen policy
+            gate.solved, self.gates[gate.task.id] = {}, gate
+            return [(self._child(parent, RolloutRequested, f"calibrate/{i}", task=gate.task, policy=policy, index=CALIBRATION + i,
+                                 group_size=k, purpose="gate"), policy) for i in range(k)]
+        task = gate.task
+        if gate.solved is not None:
+            rate = round(sum(gate.solved.values()) / k, 4)
+            if rate in (0.0, 1.0):
+                why = f"{policy} solved it in {sum(gate.solved.values())} of {k} attempts"
+                return [(self._child(parent, TaskRejected, "gate", task=task, reason="always_solved" if rate else "never_solved", detail=why), None)]
+            task = msgspec.structs.replace(task, solve_rate=rate, difficulty=round(1.0 - rate, 4))
+        return [(self._child(parent, TaskGated, "gate", task=task, reference=ref, nothing=nothing), None)]
 
     def _scored(self, ev: RolloutScored) -> list[tuple[Event, str | None]]:
         if ev.purpose == "gate":
             gate = self.gates.get(ev.task.id)
             if gate is None:
                 return []
+            if gate.solved is not None and ev.trajectory.index >= CALIBRATION:
+                gate.solved[ev.trajectory.index] = ev.reward.score >= 1.0 - EPS
+                return self._decide(ev, gate) if len(gate.solved) == self.config.calibrate else []
             if ev.trajectory.index >= 2:
                 gate.mutants[ev.trajectory.index] = (ev.reward.score, ev.trajectory.termination)
             else:
@@ -182,6 +207,11 @@ class Stages:
             return []
         task = original.task
         if original.purpose == "gate":
+            gate = self.gates.get(task.id)
+            index = original.index if isinstance(original, RolloutRequested) else original.trajectory.index
+            if gate is not None and gate.solved is not None and index >= CALIBRATION:  # a failed attempt did not solve it
+                gate.solved[index] = False
+                return self._decide(ev, gate) if len(gate.solved) == self.config.calibrate else []
             gate = self.gates.pop(task.id, None)
             if gate is None:
                 return []

@@ -190,14 +190,23 @@ class Oracle:
     ``arguments``), e.g. :class:`envkernel_schemas.Task` or lines of ``tasks.jsonl``. After the
     last call it says the task's reference answer in words (``outcome.answer``), as a good model
     would; a task without one gets the last tool result back. An unknown request gets ``unknown``
-    (default: a polite refusal, no tool calls).
+    (default: a polite refusal, no tool calls). With ``ask``, a task that holds something back
+    (``hidden``) first gets one question per held-back fact (:data:`ASK`), as a careful model asks
+    a user who talks, before the chain is replayed.
     """
 
-    def __init__(self, tasks: Iterable[Any], *, parallel: bool = False, unknown: str = "I don't know how to help with that.") -> None:
+    ASK = "Which ones do you mean, exactly?"
+    """The clarifying question of an ``ask`` oracle."""
+
+    def __init__(self, tasks: Iterable[Any], *, parallel: bool = False, unknown: str = "I don't know how to help with that.",
+                 ask: bool = False) -> None:
         self.chains: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         self.answers: dict[str, str] = {}
+        self.hidden: dict[str, int] = {}
+        self.ask = ask
         for t in tasks:
             get = t.get if isinstance(t, dict) else lambda k, _t=t: getattr(_t, k)
+            self.hidden[get("request")] = len((t.get("hidden") if isinstance(t, dict) else getattr(t, "hidden", [])) or [])
             outcome = get("outcome")
             answer = (outcome.get("answer") if isinstance(outcome, dict) else getattr(outcome, "answer", "")) if outcome else ""
             if answer:
@@ -217,6 +226,8 @@ class Oracle:
             return completion(self.unknown)
         msgs = request.get("messages", [])
         done = sum(1 for m in msgs if m.get("role") == "tool")
+        if self.ask and done == 0 and sum(1 for m in msgs if m.get("role") == "user") <= self.hidden.get(text, 0):
+            return completion(self.ASK)
         if done < len(chain):
             todo = chain[done:] if self.parallel else chain[done : done + 1]
             return completion("", [tool_call(name, args, id=f"call_{done + i}") for i, (name, args) in enumerate(todo)])

@@ -6,7 +6,7 @@ import asyncio
 import json
 from typing import Any
 
-from envkernel_baselines import NOTHING_ANSWER, Mutant, Nothing, Reference, Settings, compact, register_policies, result_content
+from envkernel_baselines import NOTHING_ANSWER, Mutant, Nothing, Reference, Settings, Sometimes, compact, register_policies, result_content
 from envkernel_schemas import Outcome, RolloutRequested, Task, ToolCall, ToolError, ToolResult, ToolSpec
 
 
@@ -87,4 +87,17 @@ def test_system_prompt_setting_and_helpers() -> None:
 def test_registration() -> None:
     got: dict[str, object] = {}
     register_policies(lambda n, f: got.__setitem__(n, f))
-    assert got == {"reference": Reference, "nothing": Nothing, "mutant": Mutant}
+    assert got == {"reference": Reference, "nothing": Nothing, "mutant": Mutant, "sometimes": Sometimes}
+
+
+def test_sometimes_solves_a_known_share_of_attempts() -> None:
+    from envkernel_baselines import SometimesSettings, solves
+
+    task = _req("sometimes").task
+    wins = [solves(f"t{i}", j, 0.3) for i in range(200) for j in range(5)]
+    assert 0.25 < sum(wins) / len(wins) < 0.35  # the share, by hash
+    pol = Sometimes(SometimesSettings(share=1.0))
+    traj = asyncio.run(pol.rollout(_req("sometimes"), ScriptedEnv(RESULTS), None))
+    assert len([m for m in traj.messages if m["role"] == "tool"]) == len(task.calls) and traj.policy == "sometimes"
+    never = asyncio.run(Sometimes(SometimesSettings(share=0.0)).rollout(_req("sometimes"), ScriptedEnv(RESULTS), None))
+    assert never.final_answer == NOTHING_ANSWER

@@ -238,6 +238,15 @@ class Task(Record, kw_only=True):
     """Chain signature: the tool names in order."""
     sampler: str = ""
     """The sampler component that proposed it."""
+    hidden: list[str] = msgspec.field(default_factory=list)
+    """What the user holds back at first (a condition, a detail), one user turn each, in order: a
+    ``user`` component reveals them when the agent asks or acts (``request`` plus these is the whole goal)."""
+    persona: dict[str, str] = msgspec.field(default_factory=dict)
+    """Who is asking (``name``, ``role``, ``tone``, ``motive``), when the request is spoken by a persona."""
+    original_request: str = ""
+    """The sampler's words when a refiner rewrote ``request`` (empty: not rewritten)."""
+    solve_rate: float | None = None
+    """Share of ``--calibrate`` attempts that solved it (None: not calibrated)."""
 
 
 class Usage(Record, kw_only=True):

@@ -3,22 +3,30 @@
 - ``reference`` replays the task's reference chain call by call, then answers in words: the
   task's reference answer (``outcome.answer``, which carries every fact and nothing else), or,
   for a task that has none, the last call's output. It scores 1 on a sound task.
+  When the task holds something back (``Task.hidden``) and the run has a ``user`` component, it
+  first asks (:data:`CLARIFY`) and the user answers, one turn per held-back fact.
 - ``nothing`` makes no call and declines. It scores 0 on a sound task.
 - ``mutant`` is a near miss of the reference (:mod:`envkernel_baselines.mutants`): the gate's
   rollout at index ``2 + k`` plays mutant kind ``k`` (the last call dropped, one argument changed,
   an answer with one item missing, an answer stuffed with every row of an earlier lookup, the
   distractor chosen instead of the target). A sound task's check scores every one below 1.
 
-Both write the conversation in OpenAI chat format, so their trajectories double as SFT data.
+- ``sometimes`` plays the reference on a known share of attempts (``share``, by a hash of the
+  task id and the attempt index) and declines on the others: a policy of known skill, for
+  ``--calibrate``.
+
+All write the conversation in OpenAI chat format, so their trajectories double as SFT data.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import msgspec
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.messages import answer_from, call_and_record, compact, result_content  # compact, result_content: re-exported
+from envkernel_kit.users import user_for, user_turn
 from envkernel_schemas import RolloutRequested, ToolResult, Trajectory
 
 from .mutants import MUTANT_KINDS, mutate
@@ -32,7 +40,10 @@ __all__ = [
     "Nothing",
     "Reference",
     "Settings",
+    "Sometimes",
+    "SometimesSettings",
     "compact",
+    "solves",
     "register_policies",
     "result_content",
 ]
@@ -45,6 +56,8 @@ SYSTEM_PROMPT = (
 
 NOTHING_ANSWER = "I can't help with that."
 """The do-nothing policy's answer."""
+CLARIFY = "Before I go ahead: which ones do you mean, exactly?"
+"""The reference's question when the task holds something back and the run has a user to ask."""
 
 
 class BaselineSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -73,6 +86,14 @@ class Reference:
     async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
         """Call each reference tool in order, then give the task's reference answer."""
         messages = _opening(self.settings.system_prompt, request)
+        user = user_for(ctx) if request.task.hidden else None
+        for _fact in request.task.hidden if user is not None else []:  # ask for what the user held back, one turn each
+            messages.append({"role": "assistant", "content": CLARIFY})
+            said = await user_turn(user, request.task, messages, ctx)
+            if said is None:
+                messages.pop()
+                break
+            messages.append({"role": "user", "content": said})
         last: ToolResult | None = None
         for i, call in enumerate(request.task.calls):
             last = await call_and_record(env, messages, f"call_{i}", call.name, call.arguments)
@@ -135,9 +156,40 @@ class Mutant:
                           final_answer=m.answer, termination=f"mutant:{kind}")
 
 
+class SometimesSettings(BaselineSettings, kw_only=True):
+    """Settings of the ``sometimes`` policy."""
+
+    share: float = 0.5
+    """Chance that one attempt solves its task (decided by a hash of the task id and the attempt index)."""
+
+
+def solves(task_id: str, index: int, share: float) -> bool:
+    """Whether the ``sometimes`` policy's attempt ``index`` at ``task_id`` solves it (deterministic)."""
+    h = int.from_bytes(hashlib.blake2b(f"{task_id}/{index}".encode(), digest_size=8).digest(), "big")
+    return h / 2**64 < share
+
+
+class Sometimes:
+    """The ``sometimes`` policy: plays the reference on a known share of attempts (:func:`solves`)
+    and declines on the others, so ``--calibrate`` has solve rates it can be checked against."""
+
+    Settings = SometimesSettings
+
+    def __init__(self, settings: SometimesSettings | None = None) -> None:
+        self.settings = settings or SometimesSettings()
+        self._reference, self._nothing = Reference(self.settings), Nothing(self.settings)
+
+    async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
+        """The reference's rollout when this attempt solves the task, else the do-nothing one."""
+        win = solves(request.task.id, request.index, self.settings.share)
+        traj = await (self._reference if win else self._nothing).rollout(request, env, ctx)
+        return msgspec.structs.replace(traj, policy=request.policy or "sometimes")
+
+
 @hookimpl
 def register_policies(register: Any) -> None:
-    """Register the ``reference``, ``nothing`` and ``mutant`` policies."""
+    """Register the ``reference``, ``nothing``, ``mutant`` and ``sometimes`` policies."""
     register("reference", Reference)
     register("nothing", Nothing)
     register("mutant", Mutant)
+    register("sometimes", Sometimes)

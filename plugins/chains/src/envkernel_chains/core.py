@@ -23,6 +23,7 @@ import networkx as nx
 from envkernel_kit.argsgen import ArgumentBuilder
 from envkernel_schemas import EnvSpec, Outcome, Task, ToolCall
 
+from .batch import BatchPlanner
 from .graph import build_graph, write_graph
 from .ground import Grounder, PlanNode, Rejected, Step
 from .links import extract_elements
@@ -52,10 +53,16 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Chance of phrasing a chain that looks a person up as that person speaking."""
     optional_share: float = 0.35
     """Chance of each optional input: a filter, an owner to narrow a list, an optional field to write."""
-    list_target_weight: float = 3.0
+    list_target_weight: float = 6.0
     """Weight of a list tool as the chain's target (against 1 for the others): questions about rows
     (how many, the highest, a total, the rows over a threshold) end with one."""
-    superlative_share: float = 0.6
+    batch_share: float = 0.25
+    """Chance that a try is a multi-row change goal (``cancel all my held bookings with more than 3
+    nights``; :mod:`envkernel_chains.batch`) instead of a chain."""
+    hidden_share: float = 0.35
+    """Chance that a multi-row goal's numeric condition is held back for the user to reveal
+    (``Task.hidden``); 0 in a run with no ``user`` component (nobody could reveal it)."""
+    superlative_share: float = 0.9
     """Chance of naming a row by a superlative the data decides (``my order with the highest total``) when one picks it out."""
     mutation_share: float = 0.35
     """Weight of a state-changing producer (create, then use the new row) against a lookup."""
@@ -67,6 +74,14 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Write ``envs/<id>/graph.json`` and ``graph.svg`` into the run folder."""
     time_limit: float = 0.0
     """Seconds of sampling per environment (0: no limit)."""
+    refine_base_url: str = ""
+    """OpenAI-compatible endpoint of the optional LLM refiner (:mod:`envkernel_kit.refine`; off when empty)."""
+    refine_model: str = ""
+    """Model of the refiner."""
+    refine_api_key: str = ""
+    """API key of the refiner (never written anywhere)."""
+    refine_share: float = 1.0
+    """Share of tasks the refiner rewrites."""
 
 
 UNDO_VERBS = frozenset({"cancel", "delete", "remove", "revoke", "archive", "close", "reject", "decline", "void", "refund"})
@@ -143,10 +158,13 @@ class GraphSampler:
         self.phrasings: dict[str, set[str]] = {}
         self.requests: Counter[str] = Counter()
         self.splits: Counter[str] = Counter()
+        self.refined: Counter[str] = Counter()
+        """Refiner verdicts: ``refined``, or why the original request was kept."""
         self._seen: set[bytes] = set()
         self.attempts = 0
         self.emitted = 0
         self.grounder: Grounder | None = None
+        self.batch = BatchPlanner({}, self.schema, seed_state, rng)
         self.tool_names = [t.name for t in env.tools]
         self._tool_pattern = tool_pattern(self.tool_names)
 
@@ -185,6 +203,7 @@ class GraphSampler:
                                  tries=self.s.tries, optional_share=self.s.optional_share)
         self.grounder.resolver.rng = self.rng
         self.grounder.resolver.superlative_share = self.s.superlative_share
+        self.batch = BatchPlanner(self.infos, self.schema, self.seed_state, self.rng, hidden_share=self.s.hidden_share)
         return self.graph
 
     # -- one chain ---------------------------------------------------------------------------------------
@@ -212,6 +231,8 @@ class GraphSampler:
         if self.attempts % 1000 == 0:
             self.len_fails.clear()  # try exhausted lengths again now and then
         self.target = None
+        if self.batch.actions and self.rng.random() < self.s.batch_share:
+            return await self.batch_attempt(sb, seed)
         plan = self.plan()
         if not plan:
             self.rejected["no_plan"] += 1
@@ -241,6 +262,98 @@ class GraphSampler:
         else:
             self.len_fails[n] = 0
         return task
+
+    async def batch_attempt(self, sb: Any, seed: str) -> Task | None:
+        """One multi-row change goal (:mod:`envkernel_chains.batch`), executed for real; None when it fails."""
+        goal = self.batch.plan(persona=self.rng.random() < self.s.persona_share)
+        if goal is None:
+            self.rejected["batch_no_goal"] += 1
+            return None
+        calls = [ToolCall(name=n, arguments=a) for n, a in goal.calls]
+        digest = hashlib.blake2b(json.dumps(["batch", goal.calls], sort_keys=True, default=str).encode(), digest_size=12).digest()
+        if digest in self._seen:
+            self.rejected["duplicate"] += 1
+            return None
+        g = self.grounder
+        assert g is not None
+        if g.dirty:
+            await sb.restore(seed)
+            g.dirty = False
+        outputs: list[Any] = []
+        for c in calls:
+            res = await sb.call(c.name, c.arguments)
+            g.calls += 1
+            g.dirty = g.dirty or self.infos[c.name].mutates
+            if not res.ok:
+                self.rejected["batch_call_failed"] += 1
+                return None
+            outputs.append(res.value)
+        listed = outputs[len(calls) - len(goal.rows) - 1]
+        key = self.schema.key(self.infos[calls[-1].name].resource)
+        seen_keys = {str(r.get(key)) for r in listed if isinstance(r, dict)} if isinstance(listed, list) else set()
+        if not {str(k) for k in goal.rows} <= seen_keys:
+            self.rejected["batch_unlisted"] += 1  # the lookup does not show every row (a page, a filter)
+            return None
+        outcome = state_outcome(self.seed_state, await sb.state(), self.env.generated)
+        if outcome is None:
+            self.rejected["no_op"] += 1
+            return None
+        text = goal.request
+        low = text.lower()
+        if self._tool_pattern is not None and self._tool_pattern.search(low):
+            self.rejected["names_tool"] += 1
+            return None
+        if any(len(str(v)) >= 3 and str(v).lower() in low for c in calls for k, v in c.arguments.items()
+               if self.infos[c.name].params.get(k) is not None and self.infos[c.name].params[k].is_id):
+            self.rejected["raw_id"] += 1
+            return None
+        self._seen.add(digest)
+        outcome = msgspec.structs.replace(outcome, answer=goal.answer)
+        return self._emit(calls, outputs, outcome, text, goal.kind, text, round(min(1.0, 0.3 + 0.1 * len(calls)), 4),
+                          hidden=goal.hidden, persona=goal.persona)
+
+    async def refine(self, refiner: Any, task: Task) -> Task:
+        """The task with the refiner's rewrite of its request when every check passes, else as it was."""
+        from envkernel_kit.refine import must_keep, must_not_show
+
+        literals, ids = [], []
+        for c in task.calls:
+            params = self.infos[c.name].params
+            for k, v in c.arguments.items():
+                (ids if params.get(k) is not None and params[k].is_id else literals).append(v)
+        keep = must_keep(task.request, literals, [task.persona.get("name", "")])
+        forbid = must_not_show(task.outcome.answer_facts, task.hidden, ids, task.request)
+        r = await refiner.refine(task.request, keep=keep, forbid=forbid, tool_pattern=self._tool_pattern)
+        self.refined[r.verdict] += 1
+        return msgspec.structs.replace(task, request=r.text, original_request=task.request) if r.ok else task
+
+    def _emit(self, calls: list[ToolCall], outputs: list[Any], outcome: Outcome, text: str, kind: str, skel: str,
+              difficulty: float, *, hidden: list[str] | None = None, persona: dict[str, str] | None = None) -> Task:
+        """Count an accepted task and build it."""
+        signature = ">".join(c.name for c in calls)
+        self.emitted += 1
+        self.sig_counts[signature] += 1
+        self.len_counts[len(calls)] += 1
+        for name in {c.name for c in calls}:
+            self.used[name] += 1
+        self.phrasings.setdefault(kind, set()).add(skel)
+        self.requests[kind] += 1
+        split = split_of(signature, self.s.heldout_share)
+        self.splits[split] += 1
+        return Task(
+            id=task_id(self.env.id, signature, calls),
+            env_id=self.env.id,
+            request=text,
+            calls=calls,
+            outputs=outputs,
+            outcome=outcome,
+            difficulty=difficulty,
+            split=split,  # type: ignore[arg-type]
+            signature=signature,
+            sampler=self.component,
+            hidden=hidden or [],
+            persona=persona or {},
+        )
 
     def digest(self, steps: list[Step]) -> bytes:
         """The de-duplication key of a chain: its signature and grounded arguments."""
@@ -354,27 +467,8 @@ class GraphSampler:
         else:
             outcome = msgspec.structs.replace(outcome, answer=phrased.answer)
         self._seen.add(digest)
-        self.emitted += 1
-        self.sig_counts[signature] += 1
-        self.len_counts[len(calls)] += 1
-        for name in {c.name for c in calls}:
-            self.used[name] += 1
-        self.phrasings.setdefault(phrased.kind, set()).add(phrased.skeleton)
-        self.requests[phrased.kind] += 1
-        split = split_of(signature, self.s.heldout_share)
-        self.splits[split] += 1
-        return Task(
-            id=task_id(self.env.id, signature, calls),
-            env_id=self.env.id,
-            request=phrased.text,
-            calls=calls,
-            outputs=[s.output for s in steps],
-            outcome=outcome,
-            difficulty=difficulty_of(steps),
-            split=split,  # type: ignore[arg-type]
-            signature=signature,
-            sampler=self.component,
-        )
+        return self._emit(calls, [s.output for s in steps], outcome, phrased.text, phrased.kind, phrased.skeleton, difficulty_of(steps),
+                          persona=phrased.persona)
 
     # -- stats ---------------------------------------------------------------------------------------------
 
@@ -404,6 +498,7 @@ class GraphSampler:
             "phrasings": {k: len(v) for k, v in sorted(self.phrasings.items())},
             "requests": dict(sorted(self.requests.items())),
             "rejected": dict(self.rejected.most_common()),
+            "refiner": dict(self.refined.most_common()),
         }
 
 
@@ -431,6 +526,15 @@ async def sample_env(cls: type[GraphSampler], settings: SamplerSettings, env: En
     folder = Path(out_dir) / "envs" / env.id if Path(out_dir).is_absolute() else None
     t0 = time.perf_counter()
     budget = s.attempts or 20 * s.tasks_per_env + 200
+    cfg = getattr(ctx, "config", None)
+    if not (cfg is not None and cfg.components.get("user")) and s.hidden_share:  # nobody to reveal a held-back condition
+        s = msgspec.structs.replace(s, hidden_share=0.0)
+    refiner = None
+    if s.refine_base_url and s.refine_model:
+        from envkernel_kit.refine import Refiner
+
+        refiner = Refiner(base_url=s.refine_base_url, model=s.refine_model, api_key=s.refine_api_key)
+    refine_rng = ctx.rng(component, env.id, "refine")
     async with ctx.sandbox(env) as sb:
         seed = await sb.snapshot()
         seed_state = await sb.state()
@@ -452,7 +556,12 @@ async def sample_env(cls: type[GraphSampler], settings: SamplerSettings, env: En
                 since_new += 1
                 continue
             since_new = 0
+            if refiner is not None and refine_rng.random() < s.refine_share:
+                task = await gs.refine(refiner, task)
             yield task
+    if refiner is not None:
+        await refiner.aclose()
+        ctx.log.info("refiner", env=env.id, verdicts=dict(gs.refined))
     seconds = time.perf_counter() - t0
     st = gs.stats(seconds)
     ctx.log.info(f"{component} sampled", env=env.id, tasks=gs.emitted, attempts=gs.attempts, seconds=round(seconds, 2),

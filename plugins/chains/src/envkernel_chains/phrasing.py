@@ -60,6 +60,12 @@ FRAMES = ("Please {g}.", "Could you {g}?", "Can you {g} for me?", "I'd like you 
           "Would you {g}?", "Go ahead and {g}.", "Kindly {g}.", "I want you to {g}.")
 MOTIVES = ("I'm sorting a few things out today, so ", "Before the end of the week, ", "For my records, ",
            "I'm getting things ready, so ", "To get this off my list, ")
+ROLES = (("a small-business owner", "I'm closing the books for the month"), ("an office manager", "I'm tidying up the team's records"),
+         ("a freelance designer", "my plans for the week changed"), ("a project lead", "our schedule moved"),
+         ("a nurse on night shifts", "my shifts changed"), ("a graduate student", "I'm getting my things in order before term"),
+         ("a frequent traveler", "my plans changed"), ("a retired teacher", "I'm putting my affairs in order"),
+         ("a new parent", "I have very little time this week"), ("an accountant", "I'm reconciling everything for the quarter"))
+"""Roles a persona speaks in, each with a motive (seeded by the sampler's random generator)."""
 VERB_SYNONYMS = {
     "cancel": ("cancel", "call off"),
     "delete": ("delete", "remove", "get rid of"),
@@ -263,6 +269,8 @@ class Phrased:
     ordered: bool = False
     answer: str = ""
     """The reference answer in words."""
+    persona: dict[str, str] = field(default_factory=dict)
+    """Who speaks (``Task.persona``)."""
 
 
 def _all_refs(ref: Ref | None, out: list[Ref]) -> None:
@@ -288,6 +296,8 @@ class Phraser:
             self.persona = self.persona_candidate()
         self.tone = rng.choice(("", "", "brief", "polite", "busy"))
         """The speaker's tone ("" neutral)."""
+        self.role, self.motive = rng.choice(ROLES) if self.persona is not None else ("", "")
+        """The persona's role and motive (empty without a persona)."""
 
     # -- the persona -----------------------------------------------------------------------------
 
@@ -319,6 +329,8 @@ class Phraser:
         facts = [f"my {field_words(k)} is {said(k, v)}" for k, v in list(p.idents) + list(p.withs)]
         if p.title:
             name = p.title
+            if self.role and rng.random() < 0.6:
+                return rng.choice((f"Hi, I'm {name}, {self.role}. ", f"This is {name}, {self.role}. ", f"I'm {name}, {self.role}. "))
             if facts:
                 return rng.choice((f"I'm {name} and {join(facts)}. ", f"This is {name}; {join(facts)}. "))
             return rng.choice((f"Hi, I'm {name}. ", f"This is {name}. ", f"{name} here. ", f"My name is {name}. ", f"I'm {name}. "))
@@ -791,7 +803,9 @@ class Phraser:
             frames = [f for f in pool if not ((g.endswith(" me") or " me " in g) and "for me" in f)] or ["{G}."]
             frame = rng.choice(frames)
             body = frame.format(g=g, G=g[:1].upper() + g[1:])
-            if len(goals) > 1 and self.tone != "busy" and rng.random() < 0.5:
+            if self.motive and self.tone != "busy" and rng.random() < 0.5:
+                body = self.motive + ", so " + (body if body.startswith("I ") or body.startswith("I'") else body[0].lower() + body[1:])
+            elif len(goals) > 1 and self.tone != "busy" and rng.random() < 0.5:
                 body = rng.choice(MOTIVES) + (body if body.startswith("I ") or body.startswith("I'") else body[0].lower() + body[1:])
             kind = muts[-1].info.kind
             answer = "Done: I " + join([past(x) for x in goals[:len(muts)]]) + "."
@@ -816,8 +830,9 @@ class Phraser:
                 return None
             rows = q.rows
             absent = [a for a in dict.fromkeys(q.absent) if a.lower() not in low and mentions(a, answer) < 0 and a.lower() not in NOTHING_ANSWER.lower()]
+        persona = {"name": self.persona.title or "", "role": self.role, "tone": self.tone or "neutral", "motive": self.motive} if self.persona else {}
         return Phrased(text=text, facts=facts, kind=kind, skeleton=skeleton(text, self.values), rows=rows, absent=absent,
-                       ordered=bool(q and q.ordered), answer=answer)
+                       ordered=bool(q and q.ordered), answer=answer, persona=persona)
 
 
 PAST = {"set": "set", "put": "put", "send": "sent", "get": "got", "pay": "paid", "make": "made", "lift": "lifted", "go": "went",

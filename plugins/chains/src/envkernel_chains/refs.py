@@ -134,6 +134,24 @@ def attr_rank(key: str) -> tuple[int, int]:
     return 3, 0
 
 
+_STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}", re.I)
+
+
+TIME_WORDS = {"starts_at": "start time", "ends_at": "end time", "departure_at": "departure time", "arrival_at": "arrival time",
+              "execute_on": "execution date", "expires_on": "expiry date", "posted_at": "posting date", "due_at": "due date"}
+
+
+def _time_words(key: str) -> str:
+    """A time field in words: ``starts_at`` -> ``start time``, ``checked_in_at`` -> ``checked in time``."""
+    ws = words(key)
+    return TIME_WORDS.get(key) or (" ".join(ws[:-1]) + (" date" if ws[-1] == "on" else " time") if len(ws) > 1 and ws[-1] in ("at", "on") else " ".join(ws))
+
+
+def _stamp(v: Any) -> bool:
+    """True for an ISO date-time string."""
+    return isinstance(v, str) and _STAMP.match(v) is not None
+
+
 def is_person(noun: str) -> bool:
     """True for an entity noun that stands for a person."""
     return singular(noun) in PERSON_NOUNS or words(noun)[-1:] in (["holder"], ["owner"])
@@ -236,11 +254,21 @@ class Resolver:
             return None
         key = self.schema.key(table)
         rows = [nr for _raw, nr in self._normed(table) if nr.get(key) in base]
-        fields = [k for k, v in seed_row.items() if k not in skip and not is_id_name(k) and isinstance(v, (int, float))
+        fields = [k for k, v in seed_row.items() if k not in skip and not is_id_name(k) and (isinstance(v, (int, float)) or _stamp(v))
                   and not isinstance(v, bool) and norm(row_now.get(k)) == norm(v)]
         self.rng.shuffle(fields)
         for k in fields:
             mine = norm(seed_row[k])
+            if _stamp(seed_row[k]):  # a time: the latest or earliest (ISO times of one format compare as text)
+                vals_t = [r.get(k) for r in rows if r.get(key) != norm(value)] + [norm(o.get(k)) for o in others]
+                if not vals_t or not all(_stamp(x) and len(x) == len(mine) for x in vals_t):
+                    continue
+                made = k in ("created_at", "placed_at", "posted_at", "sent_at", "uploaded_at", "booked_at")
+                if all(x < mine for x in vals_t):
+                    return "created most recently" if made else f"with the latest {_time_words(k)}"
+                if all(x > mine for x in vals_t):
+                    return "created earliest" if made else f"with the earliest {_time_words(k)}"
+                continue
             vals = [r.get(k) for r in rows if r.get(key) != norm(value)] + [norm(o.get(k)) for o in others]
             if not vals or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals):
                 continue

@@ -4,7 +4,10 @@ One *turn* is one model call. Each turn sends the conversation and the task's to
 function format); the reply is either a final answer (no tool calls), which ends the rollout, or
 one or more tool calls (parallel calls are executed one by one, in the order given, and each gets
 its own ``tool`` message with the matching ``tool_call_id``). The loop also ends at
-``max_turns``, at the rollout deadline, and on a recorded condition.
+``max_turns``, at the rollout deadline, and on a recorded condition. When the run has a ``user``
+component (:mod:`envkernel_kit.users`), a reply without tool calls goes to the user first: what
+the user says back (an answer, a condition it held back) is the next user message, and the
+conversation ends when the user has nothing more to say.
 
 Nothing the model or the server does crashes a rollout. What happens is recorded instead:
 
@@ -54,6 +57,7 @@ import msgspec
 from envkernel.errors import ConfigError, EnvkernelError
 from envkernel_kit.chat import ChatClient, ChatResult
 from envkernel_kit.messages import compact, result_content
+from envkernel_kit.users import user_for, user_turn
 from envkernel_schemas import PolicyUpdate, RolloutRequested, ToolResult, ToolSpec, Trajectory, Usage
 
 SYSTEM_PROMPT = (
@@ -486,6 +490,7 @@ class OpenAIPolicy:
         termination = "max_turns"
         error = ""
         logger = ctx.log
+        user = user_for(ctx)
 
         async def publish(turn: int, message: dict[str, Any]) -> None:
             try:
@@ -541,6 +546,13 @@ class OpenAIPolicy:
                 termination, error = "error", f"content_filter: the server filtered the reply to turn {turn}"
                 break
             if not calls:
+                said = await user_turn(user, request.task, messages, ctx)
+                if said is not None:  # the user answers a question, or says what it held back: the conversation goes on
+                    user_msg = {"role": "user", "content": said}
+                    messages.append(user_msg)
+                    wire.append(user_msg)
+                    await publish(turn, user_msg)
+                    continue
                 final_answer, termination = content, "answer"
                 break
             for c in calls:

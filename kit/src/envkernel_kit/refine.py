@@ -1,0 +1,116 @@
+"""An optional LLM refiner: rewrites a task's request more naturally, and keeps it only if every fact survives.
+
+A sampler hands :meth:`Refiner.refine` the request it phrased, the facts the check needs
+(:func:`must_keep`: every quoted value, every number, every literal argument and the speaker's
+name) and what the words must never show (:func:`must_not_show`: the answer, what the user holds
+back, ids). Any OpenAI-compatible model (through :class:`envkernel_kit.chat.ChatClient`) writes
+the rewrite; it is then re-checked, and a rewrite that fails any check is dropped and the
+original kept (the verdict says why):
+
+- ``names_tool``: it names a tool;
+- ``lost_fact``: a fact of the original is missing (an entity phrase would no longer pick its
+  row, or a value to write is gone);
+- ``added_fact``: it says a number or a quoted value the original did not (a changed value);
+- ``leaks``: it shows the answer, a held-back condition or an id;
+- ``unchanged`` / ``empty`` / ``model_failed``: nothing usable came back.
+
+The emitted task still goes through the kernel's gate, so a kept rewrite is re-gated with the
+task's own checks.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["PROMPT", "Refined", "Refiner", "must_keep", "must_not_show"]
+
+PROMPT = """Rewrite the user's request to an assistant so it sounds like a real person wrote it: natural, with the intent
+implicit where a person would leave it implicit (why they want it, not how to do it). Keep every name, every quoted
+value and every number exactly as written, add no new facts, and never mention tools, functions or ids.
+Reply with the rewritten request only."""
+
+_QUOTED = re.compile(r'"([^"]+)"')
+_NUM = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
+
+
+@dataclass
+class Refined:
+    """A refiner's verdict on one request."""
+
+    text: str
+    """The request to use: the rewrite when ``ok``, else the original."""
+    ok: bool
+    verdict: str
+    """``refined``, or why the original was kept (see the module docstring)."""
+    detail: str = ""
+
+
+def must_keep(request: str, literals: list[Any], names: list[str]) -> list[str]:
+    """The facts a rewrite must keep: quoted values and numbers of the request, literal arguments, names."""
+    keep = list(_QUOTED.findall(request)) + _NUM.findall(request)
+    for v in literals:
+        if isinstance(v, str) and v and v.lower() in request.lower():
+            keep.append(v)
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            keep.extend(x for x in _NUM.findall(request) if float(x) == float(v))
+    keep += [n for n in names if n and n in request]
+    return list(dict.fromkeys(keep))
+
+
+def must_not_show(answer_facts: list[str], hidden: list[str], ids: list[Any], request: str) -> list[str]:
+    """What a rewrite must not say (unless the original already did): the answer facts, what the user holds back, ids."""
+    low = request.lower()
+    out = [str(x) for x in [*answer_facts, *hidden, *ids] if str(x) and len(str(x)) >= 3]
+    return [x for x in out if x.lower() not in low]
+
+
+class Refiner:
+    """Rewrites requests with an OpenAI-compatible model and re-checks each rewrite."""
+
+    def __init__(self, *, base_url: str, model: str, api_key: str = "", temperature: float = 0.7, max_tokens: int = 300,
+                 request_timeout: float = 60.0, max_retries: int = 3) -> None:
+        from .chat import ChatClient
+
+        self.model, self.temperature, self.max_tokens = model, temperature, max_tokens
+        self.client = ChatClient(base_url=base_url, api_key=api_key, request_timeout=request_timeout, max_retries=max_retries)
+
+    async def refine(self, request: str, *, keep: list[str], forbid: list[str], tool_pattern: re.Pattern[str] | None = None) -> Refined:
+        """The rewrite of ``request`` if it passes every check, else the original with the reason."""
+        body = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens,
+                "messages": [{"role": "system", "content": PROMPT}, {"role": "user", "content": request}]}
+        res = await self.client.complete(body)
+        if not res.ok:
+            return Refined(request, False, "model_failed", res.error)
+        try:
+            text = str((res.body or {})["choices"][0]["message"]["content"] or "").strip().strip('"').strip()
+        except (KeyError, IndexError, TypeError):
+            text = ""
+        return check_rewrite(request, text, keep=keep, forbid=forbid, tool_pattern=tool_pattern)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self.client.aclose()
+
+
+def check_rewrite(request: str, text: str, *, keep: list[str], forbid: list[str], tool_pattern: re.Pattern[str] | None = None) -> Refined:
+    """The checks of a rewrite (see the module docstring)."""
+    if not text or len(text) > 4 * len(request) + 200:
+        return Refined(request, False, "empty", "no rewrite, or one far longer than the request")
+    if text == request:
+        return Refined(request, False, "unchanged")
+    low = text.lower()
+    if tool_pattern is not None and tool_pattern.search(low):
+        return Refined(request, False, "names_tool", tool_pattern.search(low).group(0))  # type: ignore[union-attr]
+    lost = [k for k in keep if k.lower() not in low]
+    if lost:
+        return Refined(request, False, "lost_fact", ", ".join(lost))
+    have = {float(x) for x in _NUM.findall(request)}
+    added = [x for x in _NUM.findall(text) if float(x) not in have] + [q for q in _QUOTED.findall(text) if q.lower() not in request.lower()]
+    if added:
+        return Refined(request, False, "added_fact", ", ".join(added))
+    shown = [f for f in forbid if f.lower() in low]
+    if shown:
+        return Refined(request, False, "leaks", ", ".join(shown))
+    return Refined(text, True, "refined")

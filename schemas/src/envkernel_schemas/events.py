@@ -78,6 +78,8 @@ class EnvRejected(Event, kw_only=True, tag="env.rejected.v1"):
     """Why."""
     report: VerifyReport | None = None
     """The verification report."""
+    env: EnvSpec | None = None
+    """The environment itself, when its synthesizer rejected it (kept for inspection)."""
 
 
 class TaskProposed(Event, kw_only=True, tag="task.proposed.v1"):

@@ -290,9 +290,16 @@ class LLMSynthesizer:
         intro = prompts.BRIEF_INTRO if source.kind == "brief" else prompts.DOC_INTRO
         shots = "\n\n".join(t.as_example() for t in examples)
         stages = [prompts.SCHEMA.format(source_intro=intro, source=source.text, examples=shots), prompts.CODE, prompts.SCENARIOS]
-        for stage in stages:
+        problems: list[ReplyProblem] = []
+        for stage in stages:  # a stage whose reply is unusable does not stop the next ones: the repair asks for what is missing
             text, cut = await conv.ask(stage)
-            draft.update(parse_files(text, truncated=cut))
+            try:
+                draft.update(parse_files(text, truncated=cut))
+            except ReplyProblem as exc:
+                problems.append(exc)
+        if problems:
+            missing = draft.missing()
+            raise ReplyProblem(problems[0].kind, "; ".join(p.message for p in problems) + (f" (still missing: {', '.join(missing)})" if missing else ""))
 
     def _spec(self, env_id: str, source: Source, cand: Candidate, model: str) -> EnvSpec:
         return EnvSpec(id=env_id, name=cand.name or source.domain.replace("-", " "), tools=cand.tools,

@@ -30,7 +30,7 @@ _REF = re.compile(r"^\$\{(\d+)((?:\.[A-Za-z0-9_]+)*)\}$")
 BLOCKED = (
     ("network", re.compile(r"Network is unreachable|Name or service not known|Temporary failure in name resolution|"
                            r"Address family not supported|getaddrinfo|Connection refused|No route to host|"
-                           r"Operation not permitted.*(socket|connect)|socket", re.I)),
+                           r"Operation not permitted.*(socket|connect)|socket|URLError|urlopen|HTTPConnection|ConnectionError|connect\(", re.I)),
     ("files", re.compile(r"Permission denied|Read-only file system|Operation not permitted|No such file or directory: '/", re.I)),
 )
 """How a sandbox's refusal shows in an error message, by what was reached for."""

@@ -87,7 +87,7 @@ def html_text(markup: str) -> str:
 
 
 def _slug(text: str) -> str:
-    words = re.findall(r"[a-z0-9]+", text.lower())
+    words = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in ("a", "an", "the", "of", "for", "with", "and")]
     return "-".join(words[:3]) or "env"
 
 

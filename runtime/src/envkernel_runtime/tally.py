@@ -112,7 +112,7 @@ class SynthesisYield:
             modelled = k.n["verified_first_round"] + k.n["verified_after_repair"]
             rate = k.modelled and k.n["asked"] > 0
             out[name] = {
-                "asked": k.n["asked"], "synthesized": k.n["synthesized"], "verified": verified,
+                "asked": k.n["asked"], "returned": k.n["synthesized"], "verified": verified,
                 "verified_first_round": k.n["verified_first_round"], "verified_after_repair": k.n["verified_after_repair"],
                 "rejected": k.n["rejected"], "rejected_by_reason": dict(k.rejected.most_common()),
                 "flagged": dict(sorted(k.flagged.items())),

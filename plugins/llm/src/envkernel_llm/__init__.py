@@ -123,6 +123,8 @@ class _Conversation:
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": prompts.SYSTEM}]
         self.tokens = 0
         self.calls = 0
+        self.seconds = 0.0
+        """Seconds spent waiting for the model."""
         self.request_hashes: list[str] = []
 
     async def ask(self, content: str) -> tuple[str, bool]:
@@ -136,7 +138,9 @@ class _Conversation:
             payload["extra_body"] = dict(self.s.extra_body)
         self.request_hashes.append(prompts.sha256(json.dumps(self.messages, sort_keys=True))[:16])
         self.calls += 1
+        t0 = time.perf_counter()
         res = await self.client.complete(payload)
+        self.seconds += time.perf_counter() - t0
         if not res.ok:
             raise ReplyProblem("model_error", f"the model gave no answer ({res.condition}): {res.error}")
         body = res.body or {}
@@ -268,6 +272,7 @@ class LLMSynthesizer:
             source.kind if source.kind == "brief" else "document": source.text,
             "source": {"kind": source.kind, "path": source.path, "sha256": source.sha256, "format": source.format, "cut_chars": source.cut},
             "prompt_hashes": prompts.prompt_hashes(), "request_hashes": conv.request_hashes, "model_calls": conv.calls,
+            "model_seconds": round(conv.seconds, 3),
             "templates": [t.name for t in examples], "max_rounds": s.max_rounds, "rounds": rounds,
             "overlap": {o.benchmark: {"share": o.share, "tools": o.tools} for o in every[:5]},
             "overlap_threshold": s.overlap_threshold, "sandbox_blocked": blocked[:20],

@@ -70,7 +70,7 @@ class EnvVerified(Event, kw_only=True, tag="env.verified.v1"):
 
 
 class EnvRejected(Event, kw_only=True, tag="env.rejected.v1"):
-    """A verifier rejected an environment."""
+    """A verifier rejected an environment (or, with ``env`` set, its synthesizer did)."""
 
     env_id: str
     """The environment."""

@@ -80,6 +80,10 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     secret.write_text("host-secret-7f3a\n")
     secret.chmod(0o600)
     listener = Listener()
+    doc = tmp_path_factory.mktemp("docs") / "circulation-api.html"
+    doc.write_text("<html><body><h1>Circulation API</h1><h2>POST /loans</h2><p>Lends a <code>book</code> to a member; "
+                   "409 when no copy is available.</p><h2>POST /loans/{id}/return</h2><p>Returns a loan.</p></body></html>")
+    written_doc = str(doc)
 
     async def go() -> dict[str, Any]:
         runner = process.ProcessRunner()
@@ -91,6 +95,8 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 for i, (b, brief) in enumerate(BRIEFS.items()):
                     req = EnvRequested(run="t", id=f"r{i}", time=0.0, source_kind="brief", source=brief, index=i)
                     envs[b] = await syn.synthesize(req, ctx)
+                req = EnvRequested(run="t", id="doc", time=0.0, source_kind="doc", source=str(doc), index=99)
+                envs["doc"] = await syn.synthesize(req, ctx)
                 return {"envs": envs, "requests": list(srv.requests)}
         finally:
             await runner.aclose()
@@ -100,6 +106,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     finally:
         listener.close()
     out["hits"] = listener.hits
+    out["doc"] = written_doc
     out["secret"] = "host-secret-7f3a"
     return out
 
@@ -116,6 +123,17 @@ def test_realistic_code_is_written_in_one_round(written: dict[str, Any]) -> None
     assert set(d["prompt_hashes"]) >= {"system", "schema", "code", "scenarios", "repair"}
     assert len(d["request_hashes"]) == d["model_calls"] == 3
     assert d["rounds"][0]["scenarios"] == d["rounds"][0]["scenarios_passed"] == 4
+
+
+def test_an_html_api_reference_is_a_source(written: dict[str, Any]) -> None:
+    env = written["envs"]["doc"]
+    p = env.provenance
+    assert p.source_kind == "doc" and p.source == written["doc"] and p.rounds == 1 and not p.rejected
+    assert "## POST /loans" in p.details["document"] and "<code>" not in p.details["document"]
+    assert p.details["source"]["format"] == "html" and len(p.details["source"]["sha256"]) == 64
+    assert env.id == "llm-circulation-api-99"
+    first = next(r for r in written["requests"] if "Circulation API" in r["messages"][1]["content"])
+    assert "authentic documentation" in first["messages"][1]["content"]
 
 
 def test_a_bug_the_scenarios_catch_is_fed_back_and_fixed(written: dict[str, Any]) -> None:

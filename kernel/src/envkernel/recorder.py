@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from envkernel_runtime.envdir import write_atomic, write_env_dir
+from envkernel_runtime.tally import IterationStats, SynthesisYield
 from envkernel_schemas import (
     EnvRejected,
     EnvSpec,
@@ -26,30 +27,6 @@ from envkernel_schemas import (
     VerifyReport,
     to_json,
 )
-
-
-class _IterationStats:
-    """Rewards of one training iteration: totals (index 0) and per split."""
-
-    def __init__(self) -> None:
-        self.groups = 0
-        self.rollouts: Counter[Any] = Counter()
-        self.reward: dict[Any, float] = {0: 0.0}
-        self.updates: dict[str, dict[str, Any]] = {}
-
-    def add(self, split: str, score: float) -> None:
-        for key in (0, split):
-            self.rollouts[key] += 1
-            self.reward[key] = self.reward.get(key, 0.0) + score
-
-    def mean(self, split: Any = 0) -> float | None:
-        n = self.rollouts[split]
-        return round(self.reward[split] / n, 6) if n else None
-
-    def summary(self, iteration: int) -> dict[str, Any]:
-        return {"iteration": iteration, "groups": self.groups, "rollouts": self.rollouts[0], "mean_reward": self.mean(),
-                "mean_reward_train": self.mean("train"), "mean_reward_heldout": self.mean("heldout"),
-                "rollouts_heldout": self.rollouts["heldout"], "updates": self.updates}
 
 
 class Recorder:
@@ -79,13 +56,14 @@ class Recorder:
         self.shapes: set[str] = set()
         self.solve_rates: Counter[str] = Counter()
         """Emitted tasks by calibrated solve rate (two decimals)."""
-        self.per_iteration: dict[int, _IterationStats] = {}
+        self.per_iteration: dict[int, IterationStats] = {}
+        self.synthesis = SynthesisYield()
         self.started = time.time()
 
-    def _it(self, iteration: int) -> _IterationStats:
+    def _it(self, iteration: int) -> IterationStats:
         stats = self.per_iteration.get(iteration)
         if stats is None:
-            stats = self.per_iteration[iteration] = _IterationStats()
+            stats = self.per_iteration[iteration] = IterationStats()
         return stats
 
     def iteration_reward(self, iteration: int) -> tuple[int, float | None]:
@@ -115,6 +93,7 @@ class Recorder:
     def record(self, ev: Event) -> None:
         """Account for one event (each id once; the caller drops duplicates)."""
         c = self.counts
+        self.synthesis.record(ev)
         if isinstance(ev, EnvSynthesized):
             c["envs_synthesized"] += 1
             self.sources[ev.env.id] = {"operations": ev.env.operations, "tools_built": len(ev.env.tools), "skipped": dict(ev.env.skipped)}
@@ -131,7 +110,7 @@ class Recorder:
             self._verified(ev.env_id, ev.report)
             d = self.out / "envs" / ev.env_id
             d.mkdir(parents=True, exist_ok=True)
-            write_atomic(d / "rejected.json", to_json({"reason": ev.reason, "report": ev.report}))
+            write_atomic(d / "rejected.json", to_json({"reason": ev.reason, "report": ev.report, "provenance": ev.env and ev.env.provenance}))
         elif isinstance(ev, TaskProposed):
             c["tasks_proposed"] += 1
         elif isinstance(ev, TaskGated):  # each line before its count: a write that fails counts nothing
@@ -222,6 +201,7 @@ class Recorder:
             "iterations": [self.per_iteration[k].summary(k) for k in sorted(self.per_iteration)],
             "reward_curve": [self.per_iteration[k].mean() for k in sorted(self.per_iteration)],
             "reward_curve_heldout": [self.per_iteration[k].mean("heldout") for k in sorted(self.per_iteration)],
+            "synthesis": self.synthesis.summary(),
             "seconds": round(time.time() - self.started, 3),
         }
         s.update(extra or {})

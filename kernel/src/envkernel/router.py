@@ -388,7 +388,9 @@ class Worker:
         if isinstance(ev, EnvRequested):
             envs = _as_list(await call_role(inst.synthesize, ev, ctx), EnvSpec, f"{comp.name}.synthesize")
             verifier = first(cfg, "verifier", cfg.verifier)
-            return [(c, subject_of(cfg, c, verifier)) for i, e in enumerate(envs) for c in [child(EnvSynthesized, i, env=e)]]
+            gave_up = [(i, e) for i, e in enumerate(envs) if e.provenance and e.provenance.rejected]  # rejected unverified
+            return [(c, subject_of(cfg, c)) for i, e in gave_up for c in [child(EnvRejected, i, env_id=e.id, reason=e.provenance.rejected, report=e.report, env=e)]] + [
+                (c, subject_of(cfg, c, verifier)) for i, e in enumerate(envs) if (i, e) not in gave_up for c in [child(EnvSynthesized, i, env=e)]]
 
         if isinstance(ev, EnvSynthesized):
             report = await call_role(inst.verify, ev.env, ctx)

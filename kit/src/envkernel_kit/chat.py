@@ -159,12 +159,13 @@ class ChatClient:
         cap = min(self.backoff_max, self.backoff * (2**attempt))
         return random.uniform(cap / 2, cap) if cap > 0 else 0.0
 
-    async def complete(self, payload: dict[str, Any], *, deadline: float | None = None) -> ChatResult:
+    async def complete(self, payload: dict[str, Any], *, deadline: float | None = None, retries: int | None = None) -> ChatResult:
         """POST ``payload`` to ``/chat/completions``; retries as the module says; never raises
-        for anything the server or the network does. ``deadline`` is a ``time.monotonic()`` value."""
+        for anything the server or the network does. ``deadline`` is a ``time.monotonic()`` value;
+        ``retries`` replaces ``max_retries`` for this call (0: probe an option the server may refuse)."""
         payload = dict(payload)
         payload.update(payload.pop("extra_body", None) or {})
-        return await self.post("/chat/completions", payload, deadline=deadline)
+        return await self.post("/chat/completions", payload, deadline=deadline, retries=retries)
 
     async def post(
         self,
@@ -174,11 +175,13 @@ class ChatClient:
         deadline: float | None = None,
         timeout: float | None = None,
         expect_json: bool = True,
+        retries: int | None = None,
     ) -> ChatResult:
         """POST ``payload`` (JSON) to ``path`` under the base URL, with the retries, timeouts,
         concurrency slot and secret scrubbing of :meth:`complete`; never raises for anything the
         server or the network does. ``timeout`` replaces ``request_timeout`` for each attempt.
-        With ``expect_json=False`` a body that is not a JSON object is fine (kept in ``text``)."""
+        With ``expect_json=False`` a body that is not a JSON object is fine (kept in ``text``);
+        ``retries`` replaces ``max_retries`` for this call."""
         import openai  # noqa: PLC0415 - the optional extra envkernel-kit[openai]
 
         client, sem = self._for_loop()
@@ -255,7 +258,7 @@ class ChatClient:
                     res.latency = time.perf_counter() - t0
                     res.condition, res.error = "bad_response", self.scrub(f"{type(exc).__name__}: {exc}")
                     return res
-                if not retry or attempt >= self.max_retries:
+                if not retry or attempt >= (self.max_retries if retries is None else max(0, retries)):
                     if retry:
                         res.error += f" (gave up after {res.attempts} attempts)"
                     return res

@@ -151,3 +151,22 @@ def test_settings_and_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
     got = {}
     register_reward_models(lambda name, factory: got.setdefault(name, factory))
     assert got == {"judge": Judge}
+
+
+def test_local_server_habits_refused_json_mode_escaped_verdict_and_tool_call() -> None:
+    """As llama-cpp-python's server answered: HTTP 500 on ``response_format``, then an
+    HTML-escaped verdict; and a verdict sent as a tool call's arguments."""
+    def llama_like(request: dict, n: int):  # type: ignore[no-untyped-def]
+        if "response_format" in request:
+            return error(500, "Internal Server Error")
+        if n == 1:
+            return completion(json.dumps({"score": 1, "verdict": "complete", "reason": "Bo's order"}).replace('"', "&quot;"))
+        return completion(None, [{"id": "c1", "type": "function", "function": {"name": "verdict", "arguments": json.dumps({"score": 0.5, "verdict": "incomplete", "reason": "half"})}}])
+
+    with ScriptedServer(llama_like) as srv:
+        j = judge(srv)
+        first, second = score(j), score(j)
+        sent = [("response_format" in r) for r in srv.requests]
+    assert first.score == 1.0 and not first.error and "Bo's order" in first.reasons[0]
+    assert second.score == 0.5 and not second.error
+    assert sent == [True, False, False], "the refusal is remembered per server"

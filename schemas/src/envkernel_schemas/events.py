@@ -70,7 +70,7 @@ class EnvVerified(Event, kw_only=True, tag="env.verified.v1"):
 
 
 class EnvRejected(Event, kw_only=True, tag="env.rejected.v1"):
-    """A verifier rejected an environment."""
+    """A verifier rejected an environment (or, with ``env`` set, its synthesizer did)."""
 
     env_id: str
     """The environment."""
@@ -78,6 +78,8 @@ class EnvRejected(Event, kw_only=True, tag="env.rejected.v1"):
     """Why."""
     report: VerifyReport | None = None
     """The verification report."""
+    env: EnvSpec | None = None
+    """The environment itself, when its synthesizer rejected it (kept for inspection)."""
 
 
 class TaskProposed(Event, kw_only=True, tag="task.proposed.v1"):

@@ -87,6 +87,21 @@ class Provenance(Record, kw_only=True):
     """That plugin's distribution version."""
     seed: int = 0
     """The seed it was made with."""
+    model: str = ""
+    """The model that wrote it (LLM synthesizers; empty otherwise)."""
+    rounds: int = 0
+    """Write-test-repair rounds it took (1: right the first time; 0: not written by a model)."""
+    tokens: int = 0
+    """Model tokens spent on it (prompt plus completion, every round)."""
+    seconds: float = 0.0
+    """Wall time its synthesis took."""
+    rejected: str = ""
+    """Why its synthesizer gave up on it (e.g. ``scenarios_failed``); empty when it did not. The
+    kernel turns such an environment into ``env.rejected`` with this reason, unverified."""
+    flags: list[str] = msgspec.field(default_factory=list)
+    """Findings a reviewer should see, e.g. ``overlap:tau2-bench:retail`` (decontamination)."""
+    details: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Synthesizer-specific record: the brief or document, prompt hashes, per-round failures..."""
 
 
 class VerifyReport(Record, kw_only=True):

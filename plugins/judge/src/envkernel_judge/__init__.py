@@ -12,6 +12,10 @@ the trajectory instead). The reply is parsed leniently (code fences and prose ar
 are ignored) and validated strictly (a number in [0, 1], a known verdict). An unparsable reply is
 asked again up to ``parse_attempts`` times in all.
 
+Small local servers' habits are coped with: ``response_format`` refused (HTTP 400/422/500/501
+on its first use) is remembered per server and left out from then on; an HTML-escaped reply is
+decoded; a verdict sent as a tool call's arguments is read.
+
 **A judge failure is never a silent 0.** When the judge cannot be reached or its reply cannot be
 parsed, the Reward has ``error`` set, ``score`` 0, and a reason that says the judge failed and
 why. HTTP calls go through :class:`envkernel_openai.ChatClient`: one retry layer, explicit
@@ -35,6 +39,7 @@ import msgspec
 from envkernel.errors import ConfigError
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.chat import ChatClient
+from envkernel_kit.lenient import Refusals, looks_refused, unescape_value
 from envkernel_schemas import Reward, Task, Trajectory
 
 __all__ = ["DEFAULT_RUBRIC", "VERDICTS", "Judge", "JudgeSettings", "Settings", "Verdict", "parse_verdict", "register_reward_models", "transcript"]
@@ -127,8 +132,9 @@ _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 
 
 def parse_verdict(text: str) -> Verdict:
-    """Parse a judge's reply; raise ``ValueError`` saying what is wrong with it."""
-    s = _FENCE.sub("", (text or "").strip())
+    """Parse a judge's reply; raise ``ValueError`` saying what is wrong with it. HTML-escaped
+    replies (``{&quot;score&quot;: 1, ...}``, as llama.cpp's server sends) are decoded first."""
+    s = _FENCE.sub("", unescape_value((text or "").strip()))
     try:
         data = json.loads(s)
     except ValueError:
@@ -199,6 +205,7 @@ class Judge:
     def __init__(self, settings: JudgeSettings | None = None) -> None:
         self.settings = settings or JudgeSettings()
         self._client: ChatClient | None = None
+        self.refusals = Refusals()  # whether each server takes response_format
 
     def _model(self) -> str:
         return self.settings.model or os.environ.get("OPENAI_MODEL", "")
@@ -249,11 +256,21 @@ class Judge:
             body: dict[str, Any] = {"model": model, "messages": messages, "temperature": s.temperature}
             if s.max_tokens is not None:
                 body["max_tokens"] = s.max_tokens
-            if s.json_mode:
+            json_mode = s.json_mode and self.refusals.known(client.base_url, "response_format") is not False
+            if json_mode:
                 body["response_format"] = {"type": "json_object"}
             if s.extra_body:
                 body["extra_body"] = dict(s.extra_body)
-            res = await client.complete(body, deadline=deadline)
+            probing = json_mode and self.refusals.known(client.base_url, "response_format") is None
+            res = await client.complete(body, deadline=deadline, retries=0 if probing else None)
+            if probing and not res.ok and res.condition == "http" and looks_refused(res.statuses[-1] if res.statuses else None):
+                self.refusals.mark(client.base_url, "response_format", False)  # this server refuses JSON mode: ask without it
+                body.pop("response_format")
+                res = await client.complete(body, deadline=deadline)
+            elif probing and res.ok:
+                self.refusals.mark(client.base_url, "response_format", True)
+            elif probing:  # failed for another reason: the same call with the usual retries
+                res = await client.complete(body, deadline=deadline)
             if not res.ok:
                 return self._failed(f"{res.condition}: {res.error}", name)
             choices = (res.body or {}).get("choices")
@@ -263,6 +280,9 @@ class Judge:
                 continue
             msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
             content = msg.get("content") if isinstance(msg.get("content"), str) else ""
+            if not content.strip() and isinstance(msg.get("tool_calls"), list) and msg["tool_calls"]:
+                fn = msg["tool_calls"][0].get("function") if isinstance(msg["tool_calls"][0], dict) else None
+                content = str((fn or {}).get("arguments") or "")  # a verdict sent as a tool call's arguments
             try:
                 v = parse_verdict(content)
             except ValueError as exc:

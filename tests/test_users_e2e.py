@@ -27,7 +27,7 @@ def test_the_openai_policy_talks_with_the_simulated_user() -> None:
                 calls=[ToolCall(name="find_customer", arguments={"email": "ann@example.com"}),
                        ToolCall(name="cancel_order", arguments={"order_id": 1})],
                 outcome=Outcome(mutates=True, answer="Done: I cancelled your pending order."))
-    cfg = RunConfig(run_id="users-openai", selected=["users"], components={"user": ["simulated", "llm"]})
+    cfg = RunConfig(run_id="users-openai", selected=["users"], components={"user": ["simulated", "llm-user"]})
     ctx = StepContext("openai", config=cfg)
     assert isinstance(user_for(ctx), SimulatedUser)  # the first active user
     with ScriptedServer(Oracle([task], ask=True)) as server:

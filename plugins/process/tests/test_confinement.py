@@ -269,7 +269,7 @@ def test_the_executor_dies_with_its_runner(tmp_path: Path):
         asyncio.run(main())
     """))
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True).stdout
-    pid = int(out.split()[0])
+    pid = int(out.split()[-1])  # (an unconfigured structlog prints its debug lines to stdout first)
     deadline = time.monotonic() + 5
     while alive(pid):
         assert time.monotonic() < deadline, f"executor {pid} outlived its runner"

@@ -75,5 +75,5 @@ def test_register_users_registers_both_as_user_components() -> None:
 
     got: dict[str, Any] = {}
     register_users(lambda name, factory: got.setdefault(name, factory))
-    assert got == {"simulated": SimulatedUser, "llm": LLMUser}
+    assert got == {"simulated": SimulatedUser, "llm-user": LLMUser}
     assert all(missing_methods("user", f) == [] for f in got.values())

@@ -19,6 +19,7 @@ gets an error naming the cause.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import secrets
@@ -436,7 +437,10 @@ _swept: set[str] = set()
 _SPARE_ENVS = 16
 """Environments a runner keeps spares for at most."""
 _reapers: dict[str, Any] = {}
-"""Temp folder -> the reaper of this process's sandboxes there (one per process, for as long as it lives)."""
+"""Temp folder -> the reaper of this process's sandboxes there (one per process and folder, while a
+runner of this process uses that folder)."""
+_reaper_users: dict[str, weakref.WeakSet[ProcessRunner]] = {}
+"""Temp folder -> the runners whose sandboxes its reaper watches (the last to close lets it go)."""
 
 
 class ProcessRunner:
@@ -453,6 +457,7 @@ class ProcessRunner:
         self._background: set[asyncio.Future[None]] = set()
         self.spares_used = 0
         """Opens answered with a spare."""
+        self._folders: set[str] = set()
         self.zygote: Zygote | None = None
         """The warm fork server of this runner's executors (None with ``zygote = false``)."""
         if self.settings.zygote:
@@ -492,6 +497,8 @@ class ProcessRunner:
         folder = tempfile.gettempdir()
         if folder not in _reapers:  # a kill -9 of this process leaves no sandbox folder or cgroup behind
             _reapers[folder] = start_reaper(folder, host_support())
+        _reaper_users.setdefault(folder, weakref.WeakSet()).add(self)
+        self._folders.add(folder)
         session = ProcessSession(self, env, seed)
         self._sessions.add(session)
         await session.start()
@@ -533,6 +540,16 @@ class ProcessRunner:
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
         if self.zygote is not None:
             await self.zygote.aclose()
+        for folder in self._folders:  # the last runner of a folder lets its reaper go (it sweeps, finds nothing, exits)
+            users = _reaper_users.get(folder)
+            if users is not None:
+                users.discard(self)
+            if not users and (proc := _reapers.pop(folder, None)) is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    proc.stdin.close()
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(proc.wait, 10)
+        self._folders.clear()
 
 
 @hookimpl

@@ -10,7 +10,7 @@ rewards, traces and SFT rows carry the whole conversation.
   or answers without asking while facts are still held back, it says the next one (``the user
   corrects``); a question about who is speaking is answered from ``Task.persona``; once all is
   said, a further question gets ``That's everything`` and a final answer ends the conversation.
-- ``llm``: any OpenAI-compatible model through :class:`envkernel_kit.chat.ChatClient` plays the
+- ``llm-user``: any OpenAI-compatible model through :class:`envkernel_kit.chat.ChatClient` plays the
   user from the task (the request, the held-back facts, the persona). A reply is checked: one that
   says a held-back fact before the agent asked or acted (a leak), or a number the task never
   said (an invented fact), is replaced by the simulated user's; ``###DONE###`` ends the
@@ -76,7 +76,7 @@ class SimulatedUser:
 
 
 class LLMUserSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Settings of the ``llm`` user (``base_url``, ``api_key`` and ``model`` also from ``OPENAI_*``)."""
+    """Settings of the ``llm-user`` user (``base_url``, ``api_key`` and ``model`` also from ``OPENAI_*``)."""
 
     __env__: ClassVar[dict[str, str]] = {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY", "model": "OPENAI_MODEL"}
     base_url: str = ""
@@ -104,7 +104,7 @@ reply with exactly {done}."""
 
 
 class LLMUser:
-    """The ``llm`` user: an OpenAI-compatible model plays the person behind the task."""
+    """The ``llm-user`` user: an OpenAI-compatible model plays the person behind the task."""
 
     Settings = LLMUserSettings
 
@@ -179,6 +179,6 @@ class LLMUser:
 
 @hookimpl
 def register_users(register: Any) -> None:
-    """Register the ``simulated`` and ``llm`` users."""
+    """Register the ``simulated`` and ``llm-user`` users (not ``llm``: that is the llm plugin's synthesizer)."""
     register("simulated", SimulatedUser)
-    register("llm", LLMUser)
+    register("llm-user", LLMUser)

@@ -21,6 +21,7 @@ from envkernel_kit.naming import plural, singular, words
 from envkernel_runtime.model import ResourceModel
 
 from .seeddata import RowMaker
+from .seedschema import conform, problem, schema_of
 from .spec import METHODS, REF_NAME, SpecError
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -949,6 +950,7 @@ class Builder:
         props: dict[str, Any] = {snake(items): {"type": "array", "items": row}}
         required = [snake(items)]
         nullable = []
+        constants: dict[str, Any] = {}
         req = set(s.get("required") or [])
         for p, ps in (s.get("properties") or {}).items():
             if p == items:
@@ -957,8 +959,14 @@ class Builder:
             meaning = next((m for m, names in ENVELOPE.items() if col in names), None)
             pt, pnull = schema_type(ps), schema_nullable(ps)
             if meaning is None or (meaning == "next_cursor" and pt not in ("string", "")):
-                if p in req:
-                    raise _Skip(f"its list response requires {p!r}, which the engine cannot fill")
+                if p in req or isinstance(ps, dict) and ("const" in ps or len(ps.get("enum") or []) == 1):
+                    value = self._constant(op, p, ps)
+                    if value is None:
+                        raise _Skip(f"its list response requires {p!r}, which the engine cannot fill")
+                    constants[p] = value
+                    props[p] = json_schema(ps)
+                    if p in req:
+                        required.append(p)
                 continue
             keys[meaning] = col
             want = {"has_more": "boolean", "next_cursor": "string"}.get(meaning, "integer")
@@ -973,7 +981,26 @@ class Builder:
         out: dict[str, Any] = {"shape": "envelope", "keys": keys}
         if nullable:
             out["nullable"] = nullable
+        if constants:
+            out["constants"] = constants
         return out, {"type": "object", "properties": props, "required": required}
+
+    def _constant(self, op: Op, prop: str, ps: Any) -> Any:
+        """The fixed value of a list envelope's field the engine has no meaning for (Stripe's
+        ``object: "list"``, ``url: "/v1/customers"``): its ``const`` or only enum value, the
+        operation's path for a URL-like field its schema accepts, else a value built from its
+        schema; None when none fits."""
+        js = json_schema(ps)
+        if not isinstance(ps, dict) or schema_type(ps) in ("object", "array"):
+            return None
+        if "const" in ps:
+            return ps["const"]
+        if len(ps.get("enum") or []) == 1:
+            return ps["enum"][0]
+        if set(words(prop)) & {"url", "uri", "href", "path", "link"} and not problem(js, op.path):
+            return op.path
+        value = conform(None, js, random.Random(f"{self.seed}/{op.label}/{prop}"))
+        return None if value is None or problem(js, value) else value
 
     def _body(self, op: Op, res: Resource, spec: dict[str, Any], props: dict[str, Any], required: list[str]) -> None:
         schema = self._body_schema(op)
@@ -1205,10 +1232,34 @@ class Builder:
                 fields[col] = {k: v for k, v in f.items() if k in ("type", "nullable", "format", "enum", "default", "ref", "generated", "hidden", "parent", "read_only")}
             one = singular(res.name)
             resources[res.name] = {"key": res.key, "id_prefix": res.prefix, "fields": fields, "unique": res.unique,
+                                   "new_keys": self.new_keys(res, seed.get(res.name) or []),
                                    "required": [c for c in res.required if c in res.fields],
                                    "nouns": {"singular": one, "plural": plural(one), "label": " ".join(words(one))}}
         model = {"engine": 1, "resources": resources, "operations": ops, "seed": seed, "crud": crud, "warnings": list(self.warnings)}
         return {"model": ResourceModel.from_json(model), "tools": tools}
+
+    NEW_KEYS = 32
+    """Keys made ahead for new rows of a resource whose key has a declared pattern, format or length."""
+
+    def new_keys(self, res: Resource, rows: list[dict[str, Any]]) -> list[str]:
+        """Keys for rows the engine creates, when ``prefix_0001`` would break the key's schema (else [])."""
+        f = res.fields.get(res.key) or {}
+        if f.get("type") != "string" or f.get("enum"):
+            return []
+        schema = schema_of(f)
+        if not problem(schema, f"{res.prefix}_0001"):
+            return []
+        rng = random.Random(f"{self.seed}/{self.name}/{res.name}/new-keys")
+        taken = {r.get(res.key) for r in rows}
+        out: list[str] = []
+        for _ in range(self.NEW_KEYS * 4):
+            k = conform(None, schema, rng)
+            if isinstance(k, str) and k not in taken and not problem(schema, k):
+                taken.add(k)
+                out.append(k)
+                if len(out) == self.NEW_KEYS:
+                    break
+        return out
 
     def trim(self, ops: dict[str, dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
         """At most ``max_tools`` tools, whole resources at a time: first those that can be listed

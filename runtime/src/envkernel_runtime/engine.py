@@ -39,7 +39,7 @@ are optional)::
           "filters": {"status": {"field": "status", "op": "eq"}},       # list: eq in contains
           "search": {"arg": "q", "fields": ["name"]},                   # list: gte lte gt lt
           "page": {"limit": "limit", "offset": "offset", "page": "page", "cursor": "cursor",
-                   "default_limit": 20},
+                   "default_limit": 20, "first": 1},               # first: number of the first page
           "sort": {"arg": "sort", "order_arg": "order", "fields": ["created_at", "total"]},
           "output": {"shape": "row"},              # row | list | envelope | deleted
                                                    # (+ "keys", "nullable", "constants" of an envelope)
@@ -640,10 +640,10 @@ class Engine:
             if page.get("offset") and args.get(page["offset"]) is not None:
                 offset = int(args[page["offset"]])
             if page.get("page") and args.get(page["page"]) is not None:
-                n = int(args[page["page"]])
-                if n < 1:
-                    raise self._err("invalid", f"{name}: {page['page']} starts at 1")
-                offset = (n - 1) * (limit or 0)
+                n, first = int(args[page["page"]]), int(page.get("first", 1))
+                if n < first:
+                    raise self._err("invalid", f"{name}: {page['page']} starts at {first}")
+                offset = (n - first) * (limit or 0)
             if page.get("cursor") and args.get(page["cursor"]) not in (None, ""):
                 c = str(args[page["cursor"]])
                 if not re.fullmatch(r"c\d{1,9}", c):

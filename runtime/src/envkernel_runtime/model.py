@@ -141,6 +141,8 @@ class Page(_Part):
     """Argument: an opaque cursor."""
     default_limit: int | None = None
     """Page size when none is given."""
+    first: int = 1
+    """The number of the first page (Twilio's ``Page`` index starts at 0)."""
 
 
 class Sort(_Part):

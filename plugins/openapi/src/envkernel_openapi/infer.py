@@ -742,6 +742,14 @@ class Builder:
             raise _Skip("it declares no success response")
         if op.kind == "list":
             spec["output"], returns = self._list_output(op, res, schema)
+            cursor = (spec.get("page") or {}).get("cursor")
+            if cursor and "next_cursor" not in (spec["output"].get("keys") or {}):
+                # the answer carries no cursor to pass back (Twilio's is inside meta.next_page_url)
+                self.warn(f"{op.label}: cursor parameter {cursor!r} is left out: its list response gives no cursor to pass")
+                del spec["page"]["cursor"]
+                props.pop(cursor, None)
+                if cursor in required:
+                    required.remove(cursor)
         elif op.kind == "delete":
             if isinstance(schema, dict) and self._is_resource(schema, res):
                 spec["output"] = {"shape": "row"}
@@ -849,6 +857,8 @@ class Builder:
                 role = "page"
             elif arg in PAGE_NAMES and ptype in ("integer", "number"):
                 page["page"] = arg
+                if schema.get("minimum") == 0:  # a page index (Twilio's Page), not a page number
+                    page["first"] = 0
                 schema.setdefault("minimum", 1)
                 role = "page"
             elif arg in CURSOR_NAMES and ptype == "string":

@@ -61,6 +61,7 @@ class ListMeta:
     offset: str | None = None
     page: str | None = None
     cursor: str | None = None
+    first_page: int = 1
     max_limit: int = 100
     items: str | None = None
     total: str | None = None
@@ -136,7 +137,7 @@ def _model_plan(env: EnvSpec, model: ResourceModel) -> list[Crud]:
                 tool=name,
                 scope={p.arg: p.field for p in op.parents},
                 filters={a: (f.field, f.op) for a, f in op.filters.items()},
-                limit=page.limit, offset=page.offset, page=page.page, cursor=page.cursor,
+                limit=page.limit, offset=page.offset, page=page.page, cursor=page.cursor, first_page=page.first,
                 max_limit=int(lim.get("maximum", 100)) if isinstance(lim.get("maximum"), (int, float)) else 100,
                 items=keys.get("items") if out_meta.shape == "envelope" else None,
                 total=keys.get("total"), next_cursor=keys.get("next_cursor"),
@@ -374,7 +375,7 @@ class Checker:
         pages: list[list[Any]] = []
         first = None
         offset = 0
-        page_no = 1
+        page_no = lm.first_page
         for _ in range(60):
             res = await self.call(lm.tool, args)
             if not res.ok:

@@ -86,13 +86,13 @@ def test_new_keys_fit_the_declared_pattern_and_envelopes_carry_their_constants(t
     jsonschema.validate(page, tools["list_messages"].returns)
 
 
-def test_tools_whose_ids_nobody_can_discover_are_dropped(tmp_path: Path) -> None:
+def test_an_env_whose_list_tools_were_all_dropped_is_rejected(tmp_path: Path) -> None:
     env, _ = synthesize_file(_spec(tmp_path), settings=OpenAPISettings(validate=False))
     # the only list tool failed: no id can be learnt, every tool goes (the environment is rejected)
     probes = [ToolProbe(tool=t.name, kept=t.name != "list_messages") for t in env.tools]
     unreachable(env, probes)
     assert all(not p.kept and "no list tool" in p.reason for p in probes if p.tool != "list_messages")
-    # list kept, create dropped: everything reachable stays
+    # the list kept: the rest stays
     probes = [ToolProbe(tool=t.name, kept=t.name != "create_message") for t in env.tools]
     unreachable(env, probes)
     assert {p.tool for p in probes if p.kept} == {t.name for t in env.tools} - {"create_message"}

@@ -9,6 +9,12 @@ Values come, best first, from:
 4. for free-text search parameters (``query``, ``q``...), name-like columns of the tool's table;
 5. defaults from the type and ``format`` (respecting ``minimum``/``maximum``).
 
+A parameter whose schema carries :data:`ID_HINT` (``{"table": "customers", "column": "id"}``,
+written by synthesizers that know which keys an argument takes, whatever its name: Stripe's
+``{customer}``) takes that column's values first; with ``"via": ["cards", "customer"]`` (the
+column of the tool's own table holding it) the argument sets of a nested tool come from one row
+of that table, so parent and key belong together.
+
 Every value is coerced to the schema's type and checked against its constraints.
 """
 
@@ -45,6 +51,8 @@ FIRST_NAMES = ("Alex", "Sam", "Jordan", "Robin", "Casey", "Morgan", "Taylor", "J
 LAST_NAMES = ("Rivera", "Chen", "Novak", "Okafor", "Lindqvist", "Haddad", "Moreau", "Sato")
 """Family names used for generated person names."""
 
+ID_HINT = "x-envkernel-ids"
+"""Schema key naming the table and column whose values an argument takes (see the module docstring)."""
 NO_VALUE = object()
 """What :func:`coerce` returns when a value cannot be made to fit its schema."""
 
@@ -263,6 +271,10 @@ class ArgumentBuilder:
                     raw.append([rng.choice(sub)])
         ws = words(name)
         lname = "_".join(ws)
+        hint = schema.get(ID_HINT)
+        hinted = isinstance(hint, dict) and hint.get("table") in self.state
+        if hinted:
+            raw.extend(column_values(self.state[hint["table"]], str(hint.get("column") or "id")))
         if is_id_name(name):
             ent = id_entity(name)
             table = match_table(ent, tables) if ent else own
@@ -281,7 +293,7 @@ class ArgumentBuilder:
                 for col in NAME_LIKE:
                     if col in self.state[own][0]:
                         raw.extend(column_values(self.state[own], col))
-        if not (is_id_name(name) and raw):  # an id parameter with known ids needs no made-up ones
+        if not ((is_id_name(name) or hinted) and raw):  # an id parameter with known ids needs no made-up ones
             raw.extend(default_values(name, schema))
         out: list[Any] = []
         seen: set[str] = set()
@@ -310,6 +322,9 @@ class ArgumentBuilder:
                   verb: str, srcs: dict[str, list[Any]], n: int) -> list[dict[str, Any]]:
         """For a nested item tool (``event_id`` + ``attendee_id``): argument sets taken from one row
         of the tool's own table, so the parent and the key belong together."""
+        hinted = self._hinted(props, required, fixed, verb, srcs, n)
+        if hinted:
+            return hinted
         ids = [p for p in required if is_id_name(p) and not (fixed and p in fixed)]
         if len(ids) < 2:
             return []
@@ -335,6 +350,35 @@ class ArgumentBuilder:
                 if p not in args and srcs.get(p):
                     args[p] = srcs[p][0]
             if all(p in args for p in required):
+                out.append(args)
+        return out
+
+    def _hinted(self, props: dict[str, Any], required: list[str], fixed: dict[str, Any] | None,
+                verb: str, srcs: dict[str, list[Any]], n: int) -> list[dict[str, Any]]:
+        """Argument sets of a nested tool whose parents carry :data:`ID_HINT` ``via``s: from one
+        row of its own table each (the key from the row's key column, each parent from its column)."""
+        hints = {p: (props.get(p) or {}).get(ID_HINT) for p in required if not (fixed and p in fixed)}
+        hints = {p: h for p, h in hints.items() if isinstance(h, dict)}
+        vias = {p: h["via"] for p, h in hints.items() if isinstance(h.get("via"), list) and len(h["via"]) == 2}
+        if not vias:
+            return []
+        own = next(iter(vias.values()))[0]
+        rows = self.state.get(own) or []
+        cols: dict[str, str] = {p: str(v[1]) for p, v in vias.items() if v[0] == own}
+        cols.update({p: str(h.get("column") or "id") for p, h in hints.items() if p not in vias and h.get("table") == own})
+        if not rows or not all(c in rows[0] for c in cols.values()):
+            return []
+        out: list[dict[str, Any]] = []
+        for row in (list(reversed(rows)) if verb in ("delete", "remove", "destroy") else rows)[:n]:
+            args: dict[str, Any] = dict(fixed or {})
+            for p, c in cols.items():
+                args[p] = coerce(row[c], props.get(p) or {})
+            if any(v is NO_VALUE for v in args.values()):
+                continue
+            for p in required:
+                if p not in args and srcs.get(p):
+                    args[p] = srcs[p][0]
+            if all(p in args for p in required) and args not in out:
                 out.append(args)
         return out
 

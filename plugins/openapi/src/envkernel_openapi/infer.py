@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from envkernel_kit.argsgen import schema_nullable, schema_type
+from envkernel_kit.argsgen import ID_HINT, schema_nullable, schema_type
 from envkernel_kit.naming import plural, singular, words
 from envkernel_runtime.model import ResourceModel
 
@@ -504,6 +504,9 @@ class Builder:
             for p in arrays:
                 if snake(p) == k:
                     return p
+        rows = [p for p in arrays if (merge_all_of(props[p].get("items")) or {}).get("properties")]
+        if len(rows) == 1:  # one array of objects beside arrays of strings (SCIM's Resources beside its schemas)
+            return rows[0]
         return arrays[0] if len(arrays) == 1 else None
 
     def fields(self) -> None:
@@ -997,16 +1000,19 @@ class Builder:
 
     def _constant(self, op: Op, prop: str, ps: Any) -> Any:
         """The fixed value of a list envelope's field the engine has no meaning for (Stripe's
-        ``object: "list"``, ``url: "/v1/customers"``): its ``const`` or only enum value, the
-        operation's path for a URL-like field its schema accepts, else a value built from its
+        ``object: "list"``, ``url: "/v1/customers"``): its ``const`` or only enum value, its
+        default or example when its schema accepts it, the operation's path for a URL-like field its schema accepts, else a value built from its
         schema; None when none fits."""
         js = json_schema(ps)
-        if not isinstance(ps, dict) or schema_type(ps) in ("object", "array"):
+        if not isinstance(ps, dict):
             return None
         if "const" in ps:
             return ps["const"]
         if len(ps.get("enum") or []) == 1:
             return ps["enum"][0]
+        for k in ("default", "example"):  # SCIM's schemas: ["urn:ietf:params:scim:api:messages:2.0:ListResponse"]
+            if k in ps and ps[k] is not None and not problem(js, ps[k]):
+                return ps[k]
         if set(words(prop)) & {"url", "uri", "href", "path", "link"} and not problem(js, op.path):
             return op.path
         value = conform(None, js, random.Random(f"{self.seed}/{op.label}/{prop}"))
@@ -1217,6 +1223,11 @@ class Builder:
                 res_name = op["resource"] if arg_holder == op.get("key") else next(p["resource"] for p in op["parents"] if p["arg"] == arg_holder)
                 rows = seed.get(res_name) or []
                 key = self.resources[res_name].key
+                hint: dict[str, Any] = {"table": res_name, "column": key}
+                if arg_holder != op.get("key"):
+                    hint["via"] = [op["resource"], next(p["field"] for p in op["parents"] if p["arg"] == arg_holder)]
+                if op["kind"] != "create" or arg_holder != op.get("key"):  # a create's own key is a new one
+                    t["parameters"]["properties"][arg_holder][ID_HINT] = hint
                 if rows and key in rows[0] and isinstance(rows[0][key], str):
                     schema = t["parameters"]["properties"][arg_holder]
                     d = schema.get("description", "").rstrip(".")

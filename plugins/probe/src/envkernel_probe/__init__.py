@@ -231,38 +231,19 @@ class Probe:
 
 
 def unreachable(env: EnvSpec, probes: list[ToolProbe]) -> None:
-    """Drop the kept tools of a model environment that name ids nobody can discover.
+    """Drop every tool of a model environment none of whose list tools was kept.
 
-    A resource's ids can be found through a kept list tool (or made by a kept create tool) whose
-    parents' ids can be found in turn. A get, update, delete or action tool on a resource (or
-    under a parent) no kept tool discovers is dropped with the reason, and so is everything when
-    no list tool is kept at all: an agent could not learn a single id, and a sampler would make
-    next to no tasks (the environment is then rejected with that reason).
+    Without a list tool an agent cannot learn a single id (only the few named in the tools'
+    descriptions), and a sampler makes next to no tasks: each kept tool is dropped with that
+    reason, so the environment is rejected and says why.
     """
     model = model_of(env)
     if model is None:
         return
-    kept = {p.tool: p for p in probes if p.kept}
-    ops = {n: o for n, o in model.operations.items() if n in kept}
-    if not ops:
-        return
-    if not any(o.kind == "list" for o in ops.values()):
-        for p in kept.values():
+    kept = [p for p in probes if p.kept and p.tool in model.operations]
+    if kept and not any(model.operations[p.tool].kind == "list" for p in kept):
+        for p in kept:
             p.kept, p.reason = False, "no list tool of the environment was kept, so no id can be discovered"
-        return
-    found: set[str] = set()
-    grew = True
-    while grew:
-        grew = False
-        for o in ops.values():
-            if o.kind in ("list", "create") and o.resource not in found and all(x.resource in found for x in o.parents):
-                found.add(o.resource)
-                grew = True
-    for name, o in ops.items():
-        lost = sorted({x.resource for x in o.parents if x.resource not in found} | ({o.resource} if o.key and o.kind != "create" and o.resource not in found else set()))
-        if lost:
-            kept[name].kept = False
-            kept[name].reason = f"the ids of its {', '.join(lost)} cannot be discovered: no kept list or create tool gives them"
 
 
 def build_report(verifier: str, probes: list[ToolProbe], min_tool_share: float, seconds: float) -> VerifyReport:

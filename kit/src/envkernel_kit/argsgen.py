@@ -197,12 +197,45 @@ def default_values(name: str, schema: dict[str, Any]) -> list[Any]:
             return ["+1-555-0100"]
         if "name" in ws:
             return ["Alex Rivera"]
-        return ["example"]
+        return _bounded(name, schema, ws)
     if t == "array":
         return [[]]
     if t == "object":
         return [{}]
     return ["example"]
+
+
+def _bounded(name: str, schema: dict[str, Any], ws: set[str]) -> list[Any]:
+    """Plain strings that keep a schema's ``pattern`` (through rstr's ``xeger``) and length
+    bounds: a three-letter currency code, a two-letter country, ``example`` padded or cut."""
+    lo, hi = schema.get("minLength"), schema.get("maxLength")
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        import rstr  # noqa: PLC0415
+
+        gen = rstr.Rstr(random.Random(name))
+        out = []
+        for _ in range(8):
+            try:
+                s = gen.xeger(pattern)
+            except (re.error, ValueError, TypeError, IndexError, OverflowError):
+                break
+            if (not isinstance(lo, int) or len(s) >= lo) and (not isinstance(hi, int) or len(s) <= hi):
+                out.append(s)
+                if len(out) == 2:
+                    break
+        if out:
+            return out
+    if "currency" in ws and lo in (None, 3) and hi in (None, 3):
+        return ["USD", "EUR"]
+    if "country" in ws and lo in (None, 2) and hi in (None, 2):
+        return ["US", "FR"]
+    text = "example"
+    if isinstance(lo, int) and len(text) < lo:
+        text = (text * (lo // len(text) + 1))[:lo]
+    if isinstance(hi, int) and 0 <= hi < len(text):
+        text = text[: max(hi, 1)]
+    return [text]
 
 
 def fresh_values(name: str, schema: dict[str, Any], rng: random.Random, n: int = 3) -> list[Any]:

@@ -49,6 +49,8 @@ ENVELOPE = {
     "next_page": {"next_page"},
     "next_offset": {"next_offset"},
 }
+KEY_SHAPE = ("pattern", "format", "minLength", "maxLength")
+"""Constraints a reference must share with the key it refers to."""
 ITEM_KEYS = ("items", "data", "results", "records", "entries", "values", "rows", "list", "content", "objects")
 ACTION_TARGETS = {
     "cancel": ["cancelled", "canceled"], "pay": ["paid"], "send": ["sent"], "ship": ["shipped"], "start": ["started", "in_progress", "active"],
@@ -553,11 +555,13 @@ class Builder:
                         info["ref"] = target
         for res in self.resources.values():
             self._key(res)
-        for res in self.resources.values():  # a reference must have the type of the key it refers to
+        for res in self.resources.values():  # a reference must have the type (and the shape) of the key it refers to
             for info in res.fields.values():
                 target = self.resources.get(info.get("ref") or "")
                 if target is not None and info["type"] != target.fields[target.key]["type"]:
                     del info["ref"]
+                elif target is not None and any(info.get(k) is not None and info.get(k) != target.fields[target.key].get(k) for k in KEY_SHAPE):
+                    del info["ref"]  # its pattern or format is not the key's (Amadeus's hotelId ^[A-Z0-9]{8}$): the key's values would break it
         # parents of nested paths
         for op in self.ops:
             res = self.resources[op.resource]

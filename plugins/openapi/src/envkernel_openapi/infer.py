@@ -632,8 +632,24 @@ class Builder:
         info.pop("ref", None)
         if info["type"] not in ("string", "integer"):
             info["type"] = "string"
+        if not any(info.get(k) is not None for k in KEY_SHAPE):
+            self._key_shape(res, info)
         if key not in res.required:
             res.required.append(key)
+
+    def _key_shape(self, res: Resource, info: dict[str, Any]) -> None:
+        """A key with no pattern or format of its own takes those of the path parameters that
+        name it (Discord's ``{user_id}`` snowflakes ``^(0|[1-9][0-9]*)$``), so its seed and new
+        keys are what the API's own parameters accept."""
+        for op in self.ops:
+            names = ([op.key_param] if op.resource == res.name and op.key_param else []) + [pp for r, pp in op.parents if r == res.name]
+            for name in names:
+                p = next((p for p in op.params if p.get("name") == name and p.get("in") == "path"), None)
+                js = json_schema(p.get("schema")) if p and isinstance(p.get("schema"), dict) else {}
+                shape = {k: js[k] for k in KEY_SHAPE if k in js and not (k == "format" and js[k] == "uuid" and info["type"] != "string")}
+                if shape and js.get("type", info["type"]) == info["type"]:
+                    info.update(shape)
+                    return
 
     # ----------------------------------------------------------------- operations
 
@@ -1150,7 +1166,11 @@ class Builder:
                         f["generated"] = "updated"
                 if col in res.required and "default" not in f and not f.get("generated") and col != res.key and not f.get("ref"):
                     if not self._written_required(ops, res, col):
-                        f["default"] = f["enum"][0] if f.get("enum") else {"string": "", "integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}[f["type"]]
+                        plain = f["enum"][0] if f.get("enum") else {"string": "", "integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}[f["type"]]
+                        if problem(schema_of(f), plain):  # a pattern, format or bound the zero value breaks (Discord's version ^(0|[1-9][0-9]*)$)
+                            fit = conform(None, schema_of(f), random.Random(f"{self.seed}/{self.name}/{res.name}/{col}"))
+                            plain = plain if fit is None or problem(schema_of(f), fit) else fit
+                        f["default"] = plain
             if res.name in conflicts:
                 res.unique = [c for c in res.fields if c in UNIQUE_NAMES and c != res.key and res.fields[c]["type"] == "string"]
 

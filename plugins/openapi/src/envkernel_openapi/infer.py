@@ -1071,6 +1071,9 @@ class Builder:
             js = json_schema(ps)
             if "type" not in js and "oneOf" not in js and "anyOf" not in js:
                 js["type"] = info["type"]
+            if schema_type(js) == info["type"]:  # what the answer must show, a write must keep (Discord's role ids)
+                shown = json_schema(self._field_schema(info))
+                js.update({k: shown[k] for k in ("pattern", "format", "minLength", "maxLength", "items", "enum") if k in shown and k not in js})
             props[arg] = js
             body[arg] = col
             if pname in req and op.kind in ("create", "update", "action"):
@@ -1241,6 +1244,12 @@ class Builder:
                             f"environment would not be useful ({len(ops)} other tools: {', '.join(list(ops)[:5])})")
         self.finish_fields(ops)
         seed = self.seed_rows()
+        for res in self.resources.values():  # a required reference no create writes (Discord's user_id): the first row it can name
+            for col, f in res.fields.items():
+                target = seed.get(f.get("ref") or "") or []
+                if col in res.required and f.get("ref") and "default" not in f and col != res.key and not f.get("parent") \
+                        and target and not self._written_required(ops, res, col):
+                    f["default"] = target[0].get(self.resources[f["ref"]].key)
         for t in tools:
             op = ops[t["name"]]
             for arg_holder in ([op.get("key")] if op.get("key") else []) + [p["arg"] for p in op.get("parents") or []]:

@@ -205,6 +205,22 @@ def default_values(name: str, schema: dict[str, Any]) -> list[Any]:
     return ["example"]
 
 
+_BOUNDS = ("pattern", "format", "minLength", "maxLength", "minimum", "maximum", "enum", "items")
+
+
+def with_member_bounds(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with the bounds of its first non-null ``oneOf``/``anyOf`` member added where it
+    has none of its own (Discord's ``oneOf: [null, {pattern: ...}]`` role ids)."""
+    members = schema.get("oneOf") or schema.get("anyOf") if isinstance(schema, dict) else None
+    if not isinstance(members, list):
+        return schema
+    alt = next((m for m in members if isinstance(m, dict) and schema_type(m) not in ("", "null")), None)
+    if alt is None:
+        return schema
+    extra = {k: alt[k] for k in _BOUNDS if k in alt and k not in schema}
+    return {**schema, **extra} if extra else schema
+
+
 def _bounded(name: str, schema: dict[str, Any], ws: set[str]) -> list[Any]:
     """Plain strings that keep a schema's ``pattern`` (through rstr's ``xeger``) and length
     bounds: a three-letter currency code, a two-letter country, ``example`` padded or cut."""
@@ -285,6 +301,7 @@ class ArgumentBuilder:
     def sources(self, tool: ToolSpec | None, name: str, schema: dict[str, Any], rng: random.Random | None = None) -> list[Any]:
         """Candidate values for one parameter, best first, coerced to its schema (never empty)."""
         rng = rng or random.Random(0)
+        schema = with_member_bounds(schema)
         tables = list(self.state)
         verb, _noun, own = tool_parts(tool.name, tables) if tool else ("", "", None)
         raw: list[Any] = []

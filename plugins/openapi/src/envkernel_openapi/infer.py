@@ -1207,15 +1207,27 @@ class Builder:
         return {n: out[n] for n in self.resources if n in out}
 
     def _topo(self) -> list[str]:
+        """Resources in seeding order: what a row refers to first. In a cycle the parent wins
+        (a channel's ``last_message_id`` waits; the message's parent ``channel_id`` does not)."""
         done: list[str] = []
         visiting: set[str] = set()
+
+        def ancestors(n: str) -> set[str]:
+            out: set[str] = set()
+            todo = [n]
+            while todo:
+                for f in self.resources[todo.pop()].fields.values():
+                    if f.get("parent") and f.get("ref") in self.resources and f["ref"] not in out:
+                        out.add(f["ref"])
+                        todo.append(f["ref"])
+            return out
 
         def visit(n: str) -> None:
             if n in done or n in visiting:
                 return
             visiting.add(n)
-            for f in self.resources[n].fields.values():
-                if f.get("ref") and f["ref"] != n:
+            for f in sorted(self.resources[n].fields.values(), key=lambda f: not f.get("parent")):
+                if f.get("ref") and f["ref"] != n and f["ref"] in self.resources and (f.get("parent") or n not in ancestors(f["ref"])):
                     visit(f["ref"])
             visiting.discard(n)
             done.append(n)

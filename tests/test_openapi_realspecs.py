@@ -19,6 +19,7 @@ from envkernel_openapi.spec import load, load_text
 from envkernel_probe import Probe
 
 process = pytest.importorskip("envkernel_process")
+pytestmark = pytest.mark.timeout(1200)  # one synthesis and verification of 35 real specs, on 2 shared cores
 
 CORPUS = Path(__file__).resolve().parents[1] / "plugins" / "openapi" / "corpus-real"
 SOURCES = json.loads((CORPUS / "sources.json").read_text())

@@ -19,6 +19,8 @@ export PATH="$PATH:/usr/sbin:/sbin"
 bash scripts/install-podman.sh && export ENVKERNEL_REQUIRE_PODMAN=1
 # Chromium, for rendering the run report (plugins/report/tests). Needs root when missing.
 bash scripts/install-chromium.sh
+# The Swagger 2.0 converter (npm's swagger2openapi) for the two Swagger specs of the real corpus.
+bash scripts/install-swagger2openapi.sh
 # Two worker processes (one per core here), a test file at a time, so module fixtures are shared;
 # ENVKERNEL_TEST_WORKERS=0 runs everything in this process.
 uv run --no-sync pytest -q -n "${ENVKERNEL_TEST_WORKERS:-2}" --dist loadfile "$@"

@@ -108,7 +108,7 @@ def test_unknown_minor_version_warns(tmp_path: Path) -> None:
     [
         ("openapi: 3.0.0\ninfo: {title: x}\npaths: {/a: [1, 2]}\n", "bad.yaml: at $.paths./a: a path item must be an object"),
         ('{"openapi": "3.0.0", "paths": {"/a": {"get": {"responses": []}}}}', "bad.yaml: at $.paths./a.get.responses"),
-        ("swagger: '2.0'\npaths: {}\n", "bad.yaml: at $.swagger"),
+        ("swagger: '1.2'\npaths: {}\n", "bad.yaml: at $.swagger"),
         ("openapi: 3.0.0\npaths:\n  /a: {get: {responses: {'200': {$ref: '#/components/responses/Nope'}}}}\n", "points to nothing"),
         ("openapi: 3.0.0\npaths: {/a: {get: [\n", "not valid YAML at line"),
         ("openapi: 3.0.0\ninfo: {title: x}\n", "bad.yaml: at $: there is no 'paths'"),

@@ -9,6 +9,12 @@ Values come, best first, from:
 4. for free-text search parameters (``query``, ``q``...), name-like columns of the tool's table;
 5. defaults from the type and ``format`` (respecting ``minimum``/``maximum``).
 
+A parameter whose schema carries :data:`ID_HINT` (``{"table": "customers", "column": "id"}``,
+written by synthesizers that know which keys an argument takes, whatever its name: Stripe's
+``{customer}``) takes that column's values first; with ``"via": ["cards", "customer"]`` (the
+column of the tool's own table holding it) the argument sets of a nested tool come from one row
+of that table, so parent and key belong together.
+
 Every value is coerced to the schema's type and checked against its constraints.
 """
 
@@ -45,6 +51,8 @@ FIRST_NAMES = ("Alex", "Sam", "Jordan", "Robin", "Casey", "Morgan", "Taylor", "J
 LAST_NAMES = ("Rivera", "Chen", "Novak", "Okafor", "Lindqvist", "Haddad", "Moreau", "Sato")
 """Family names used for generated person names."""
 
+ID_HINT = "x-envkernel-ids"
+"""Schema key naming the table and column whose values an argument takes (see the module docstring)."""
 NO_VALUE = object()
 """What :func:`coerce` returns when a value cannot be made to fit its schema."""
 
@@ -189,12 +197,61 @@ def default_values(name: str, schema: dict[str, Any]) -> list[Any]:
             return ["+1-555-0100"]
         if "name" in ws:
             return ["Alex Rivera"]
-        return ["example"]
+        return _bounded(name, schema, ws)
     if t == "array":
         return [[]]
     if t == "object":
         return [{}]
     return ["example"]
+
+
+_BOUNDS = ("pattern", "format", "minLength", "maxLength", "minimum", "maximum", "enum", "items")
+
+
+def with_member_bounds(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with the bounds of its first non-null ``oneOf``/``anyOf`` member added where it
+    has none of its own (Discord's ``oneOf: [null, {pattern: ...}]`` role ids)."""
+    members = schema.get("oneOf") or schema.get("anyOf") if isinstance(schema, dict) else None
+    if not isinstance(members, list):
+        return schema
+    alt = next((m for m in members if isinstance(m, dict) and schema_type(m) not in ("", "null")), None)
+    if alt is None:
+        return schema
+    extra = {k: alt[k] for k in _BOUNDS if k in alt and k not in schema}
+    return {**schema, **extra} if extra else schema
+
+
+def _bounded(name: str, schema: dict[str, Any], ws: set[str]) -> list[Any]:
+    """Plain strings that keep a schema's ``pattern`` (through rstr's ``xeger``) and length
+    bounds: a three-letter currency code, a two-letter country, ``example`` padded or cut."""
+    lo, hi = schema.get("minLength"), schema.get("maxLength")
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        import rstr  # noqa: PLC0415
+
+        gen = rstr.Rstr(random.Random(name))
+        out = []
+        for _ in range(8):
+            try:
+                s = gen.xeger(pattern)
+            except (re.error, ValueError, TypeError, IndexError, OverflowError):
+                break
+            if (not isinstance(lo, int) or len(s) >= lo) and (not isinstance(hi, int) or len(s) <= hi):
+                out.append(s)
+                if len(out) == 2:
+                    break
+        if out:
+            return out
+    if "currency" in ws and lo in (None, 3) and hi in (None, 3):
+        return ["USD", "EUR"]
+    if "country" in ws and lo in (None, 2) and hi in (None, 2):
+        return ["US", "FR"]
+    text = "example"
+    if isinstance(lo, int) and len(text) < lo:
+        text = (text * (lo // len(text) + 1))[:lo]
+    if isinstance(hi, int) and 0 <= hi < len(text):
+        text = text[: max(hi, 1)]
+    return [text]
 
 
 def fresh_values(name: str, schema: dict[str, Any], rng: random.Random, n: int = 3) -> list[Any]:
@@ -244,6 +301,7 @@ class ArgumentBuilder:
     def sources(self, tool: ToolSpec | None, name: str, schema: dict[str, Any], rng: random.Random | None = None) -> list[Any]:
         """Candidate values for one parameter, best first, coerced to its schema (never empty)."""
         rng = rng or random.Random(0)
+        schema = with_member_bounds(schema)
         tables = list(self.state)
         verb, _noun, own = tool_parts(tool.name, tables) if tool else ("", "", None)
         raw: list[Any] = []
@@ -263,6 +321,10 @@ class ArgumentBuilder:
                     raw.append([rng.choice(sub)])
         ws = words(name)
         lname = "_".join(ws)
+        hint = schema.get(ID_HINT)
+        hinted = isinstance(hint, dict) and hint.get("table") in self.state
+        if hinted:
+            raw.extend(column_values(self.state[hint["table"]], str(hint.get("column") or "id")))
         if is_id_name(name):
             ent = id_entity(name)
             table = match_table(ent, tables) if ent else own
@@ -281,7 +343,7 @@ class ArgumentBuilder:
                 for col in NAME_LIKE:
                     if col in self.state[own][0]:
                         raw.extend(column_values(self.state[own], col))
-        if not (is_id_name(name) and raw):  # an id parameter with known ids needs no made-up ones
+        if not ((is_id_name(name) or hinted) and raw):  # an id parameter with known ids needs no made-up ones
             raw.extend(default_values(name, schema))
         out: list[Any] = []
         seen: set[str] = set()
@@ -310,6 +372,9 @@ class ArgumentBuilder:
                   verb: str, srcs: dict[str, list[Any]], n: int) -> list[dict[str, Any]]:
         """For a nested item tool (``event_id`` + ``attendee_id``): argument sets taken from one row
         of the tool's own table, so the parent and the key belong together."""
+        hinted = self._hinted(props, required, fixed, verb, srcs, n)
+        if hinted:
+            return hinted
         ids = [p for p in required if is_id_name(p) and not (fixed and p in fixed)]
         if len(ids) < 2:
             return []
@@ -335,6 +400,35 @@ class ArgumentBuilder:
                 if p not in args and srcs.get(p):
                     args[p] = srcs[p][0]
             if all(p in args for p in required):
+                out.append(args)
+        return out
+
+    def _hinted(self, props: dict[str, Any], required: list[str], fixed: dict[str, Any] | None,
+                verb: str, srcs: dict[str, list[Any]], n: int) -> list[dict[str, Any]]:
+        """Argument sets of a nested tool whose parents carry :data:`ID_HINT` ``via``s: from one
+        row of its own table each (the key from the row's key column, each parent from its column)."""
+        hints = {p: (props.get(p) or {}).get(ID_HINT) for p in required if not (fixed and p in fixed)}
+        hints = {p: h for p, h in hints.items() if isinstance(h, dict)}
+        vias = {p: h["via"] for p, h in hints.items() if isinstance(h.get("via"), list) and len(h["via"]) == 2}
+        if not vias:
+            return []
+        own = next(iter(vias.values()))[0]
+        rows = self.state.get(own) or []
+        cols: dict[str, str] = {p: str(v[1]) for p, v in vias.items() if v[0] == own}
+        cols.update({p: str(h.get("column") or "id") for p, h in hints.items() if p not in vias and h.get("table") == own})
+        if not rows or not all(c in rows[0] for c in cols.values()):
+            return []
+        out: list[dict[str, Any]] = []
+        for row in (list(reversed(rows)) if verb in ("delete", "remove", "destroy") else rows)[:n]:
+            args: dict[str, Any] = dict(fixed or {})
+            for p, c in cols.items():
+                args[p] = coerce(row[c], props.get(p) or {})
+            if any(v is NO_VALUE for v in args.values()):
+                continue
+            for p in required:
+                if p not in args and srcs.get(p):
+                    args[p] = srcs[p][0]
+            if all(p in args for p in required) and args not in out:
                 out.append(args)
         return out
 

@@ -15,6 +15,7 @@ are optional)::
         "orders": {                                # table name
           "key": "id",                             # key column
           "id_prefix": "ord",                      # new ids: ord_0001, ord_0002, ... (string keys)
+          "new_keys": ["MG3f...", ...],            # or these, in order (keys fitting a declared pattern)
           "fields": {                              # column -> field, in column order
             "id": {"type": "string", "generated": "id"},
             "customer_id": {"type": "string", "ref": "customers"},
@@ -38,9 +39,10 @@ are optional)::
           "filters": {"status": {"field": "status", "op": "eq"}},       # list: eq in contains
           "search": {"arg": "q", "fields": ["name"]},                   # list: gte lte gt lt
           "page": {"limit": "limit", "offset": "offset", "page": "page", "cursor": "cursor",
-                   "default_limit": 20},
+                   "default_limit": 20, "first": 1},               # first: number of the first page
           "sort": {"arg": "sort", "order_arg": "order", "fields": ["created_at", "total"]},
           "output": {"shape": "row"},              # row | list | envelope | deleted
+                                                   # (+ "keys", "nullable", "constants" of an envelope)
           "transition": {"field": "status", "to": "cancelled", "from": ["pending"],
                          "stamp": ["cancelled_at"]},
           "errors": [404, 409, 422]
@@ -263,6 +265,7 @@ class _Resource:
         self.prefix = str(spec.get("id_prefix") or name[:3])
         if not IDENT.match(self.prefix):
             raise ModelError(f"resource {name!r}: id_prefix {self.prefix!r} is not valid")
+        self.new_keys = [k for k in spec.get("new_keys") or [] if isinstance(k, str)]
         self.unique = [c for c in spec.get("unique") or [] if c in self.fields]
         self.shown = [c for c, f in self.fields.items() if not f.get("hidden")]
 
@@ -480,6 +483,9 @@ class Engine:
         if res.key_type == "integer":
             row = env.db.execute(f"SELECT MAX({_q(res.key)}) AS m FROM {_q(res.name)}").fetchone()
             return int(row["m"] or 0) + 1
+        for k in res.new_keys:  # keys the synthesizer made to fit the key's declared schema
+            if self._row(env.db, res, k) is None:
+                return k
         while True:  # ids continue after the seed's own
             k = env.new_id(res.prefix)
             if self._row(env.db, res, k) is None:
@@ -634,10 +640,10 @@ class Engine:
             if page.get("offset") and args.get(page["offset"]) is not None:
                 offset = int(args[page["offset"]])
             if page.get("page") and args.get(page["page"]) is not None:
-                n = int(args[page["page"]])
-                if n < 1:
-                    raise self._err("invalid", f"{name}: {page['page']} starts at 1")
-                offset = (n - 1) * (limit or 0)
+                n, first = int(args[page["page"]]), int(page.get("first", 1))
+                if n < first:
+                    raise self._err("invalid", f"{name}: {page['page']} starts at {first}")
+                offset = (n - first) * (limit or 0)
             if page.get("cursor") and args.get(page["cursor"]) not in (None, ""):
                 c = str(args[page["cursor"]])
                 if not re.fullmatch(r"c\d{1,9}", c):
@@ -674,6 +680,8 @@ class Engine:
             if v is None and meaning not in output.get("nullable", []):
                 continue
             env_out[prop] = v
+        for prop, v in (output.get("constants") or {}).items():
+            env_out.setdefault(prop, v)
         return env_out
 
     def _write(self, env, name: str, op: dict, res: _Resource, args: dict, patch: bool):

@@ -85,6 +85,10 @@ class Resource(_Part, kw_only=True):
     """The key column."""
     id_prefix: str | None = None
     """Prefix of new string keys (``ord`` gives ``ord_0001``)."""
+    new_keys: list[str] = []
+    """Keys for new rows, in order, when ``prefix_0001`` would break the key's declared schema
+    (a ``pattern`` such as ``^MG[0-9a-f]{32}$``, a format, a length): the synthesizer generates
+    them from that schema; the engine takes the first one not in use, then falls back to the prefix."""
     fields: dict[str, FieldSpec]
     """Column -> field, in column order."""
     unique: list[str] = []
@@ -137,6 +141,8 @@ class Page(_Part):
     """Argument: an opaque cursor."""
     default_limit: int | None = None
     """Page size when none is given."""
+    first: int = 1
+    """The number of the first page (Twilio's ``Page`` index starts at 0)."""
 
 
 class Sort(_Part):
@@ -159,6 +165,8 @@ class Output(_Part):
     """Envelope keys: ``items``, ``total``, ``next_cursor`` -> the answer's key."""
     nullable: list[str] = []
     """Answer keys that may be null."""
+    constants: dict[str, Any] = {}
+    """Envelope keys with a fixed value (``{"object": "list", "url": "/v1/customers"}``)."""
 
 
 class Transition(_Part):

@@ -274,6 +274,11 @@ class HttpFace:
                 arg = snake(k.removesuffix("[]") if form else k)
                 if arg in props and arg not in args:
                     args[arg] = _coerce(v, props[arg]) if form else v
+        if form:  # a form cannot carry an empty list: a required array it leaves out is one
+            required = (self.params.get(route.tool) or {}).get("required") or []
+            for arg in required:
+                if arg not in args and arg in props and schema_type(props[arg]) == "array" and not props[arg].get("minItems"):
+                    args[arg] = []
         return args
 
     def to_spec(self, value: Any, schema: dict[str, Any] | None, depth: int = 0) -> Any:

@@ -16,11 +16,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from envkernel_kit.argsgen import schema_nullable, schema_type
+from envkernel_kit.argsgen import ID_HINT, schema_nullable, schema_type
 from envkernel_kit.naming import plural, singular, words
 from envkernel_runtime.model import ResourceModel
 
 from .seeddata import RowMaker
+from .seedschema import conform, problem, schema_of
 from .spec import METHODS, REF_NAME, SpecError
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -48,6 +49,8 @@ ENVELOPE = {
     "next_page": {"next_page"},
     "next_offset": {"next_offset"},
 }
+KEY_SHAPE = ("pattern", "format", "minLength", "maxLength")
+"""Constraints a reference must share with the key it refers to."""
 ITEM_KEYS = ("items", "data", "results", "records", "entries", "values", "rows", "list", "content", "objects")
 ACTION_TARGETS = {
     "cancel": ["cancelled", "canceled"], "pay": ["paid"], "send": ["sent"], "ship": ["shipped"], "start": ["started", "in_progress", "active"],
@@ -503,6 +506,9 @@ class Builder:
             for p in arrays:
                 if snake(p) == k:
                     return p
+        rows = [p for p in arrays if (merge_all_of(props[p].get("items")) or {}).get("properties")]
+        if len(rows) == 1:  # one array of objects beside arrays of strings (SCIM's Resources beside its schemas)
+            return rows[0]
         return arrays[0] if len(arrays) == 1 else None
 
     def fields(self) -> None:
@@ -549,11 +555,13 @@ class Builder:
                         info["ref"] = target
         for res in self.resources.values():
             self._key(res)
-        for res in self.resources.values():  # a reference must have the type of the key it refers to
+        for res in self.resources.values():  # a reference must have the type (and the shape) of the key it refers to
             for info in res.fields.values():
                 target = self.resources.get(info.get("ref") or "")
                 if target is not None and info["type"] != target.fields[target.key]["type"]:
                     del info["ref"]
+                elif target is not None and any(info.get(k) is not None and info.get(k) != target.fields[target.key].get(k) for k in KEY_SHAPE):
+                    del info["ref"]  # its pattern or format is not the key's (Amadeus's hotelId ^[A-Z0-9]{8}$): the key's values would break it
         # parents of nested paths
         for op in self.ops:
             res = self.resources[op.resource]
@@ -624,8 +632,24 @@ class Builder:
         info.pop("ref", None)
         if info["type"] not in ("string", "integer"):
             info["type"] = "string"
+        if not any(info.get(k) is not None for k in KEY_SHAPE):
+            self._key_shape(res, info)
         if key not in res.required:
             res.required.append(key)
+
+    def _key_shape(self, res: Resource, info: dict[str, Any]) -> None:
+        """A key with no pattern or format of its own takes those of the path parameters that
+        name it (Discord's ``{user_id}`` snowflakes ``^(0|[1-9][0-9]*)$``), so its seed and new
+        keys are what the API's own parameters accept."""
+        for op in self.ops:
+            names = ([op.key_param] if op.resource == res.name and op.key_param else []) + [pp for r, pp in op.parents if r == res.name]
+            for name in names:
+                p = next((p for p in op.params if p.get("name") == name and p.get("in") == "path"), None)
+                js = json_schema(p.get("schema")) if p and isinstance(p.get("schema"), dict) else {}
+                shape = {k: js[k] for k in KEY_SHAPE if k in js and not (k == "format" and js[k] == "uuid" and info["type"] != "string")}
+                if shape and js.get("type", info["type"]) == info["type"]:
+                    info.update(shape)
+                    return
 
     # ----------------------------------------------------------------- operations
 
@@ -741,6 +765,14 @@ class Builder:
             raise _Skip("it declares no success response")
         if op.kind == "list":
             spec["output"], returns = self._list_output(op, res, schema)
+            cursor = (spec.get("page") or {}).get("cursor")
+            if cursor and "next_cursor" not in (spec["output"].get("keys") or {}):
+                # the answer carries no cursor to pass back (Twilio's is inside meta.next_page_url)
+                self.warn(f"{op.label}: cursor parameter {cursor!r} is left out: its list response gives no cursor to pass")
+                del spec["page"]["cursor"]
+                props.pop(cursor, None)
+                if cursor in required:
+                    required.remove(cursor)
         elif op.kind == "delete":
             if isinstance(schema, dict) and self._is_resource(schema, res):
                 spec["output"] = {"shape": "row"}
@@ -848,6 +880,8 @@ class Builder:
                 role = "page"
             elif arg in PAGE_NAMES and ptype in ("integer", "number"):
                 page["page"] = arg
+                if schema.get("minimum") == 0:  # a page index (Twilio's Page), not a page number
+                    page["first"] = 0
                 schema.setdefault("minimum", 1)
                 role = "page"
             elif arg in CURSOR_NAMES and ptype == "string":
@@ -949,6 +983,7 @@ class Builder:
         props: dict[str, Any] = {snake(items): {"type": "array", "items": row}}
         required = [snake(items)]
         nullable = []
+        constants: dict[str, Any] = {}
         req = set(s.get("required") or [])
         for p, ps in (s.get("properties") or {}).items():
             if p == items:
@@ -957,8 +992,14 @@ class Builder:
             meaning = next((m for m, names in ENVELOPE.items() if col in names), None)
             pt, pnull = schema_type(ps), schema_nullable(ps)
             if meaning is None or (meaning == "next_cursor" and pt not in ("string", "")):
-                if p in req:
-                    raise _Skip(f"its list response requires {p!r}, which the engine cannot fill")
+                if p in req or isinstance(ps, dict) and ("const" in ps or len(ps.get("enum") or []) == 1):
+                    value = self._constant(op, p, ps)
+                    if value is None:
+                        raise _Skip(f"its list response requires {p!r}, which the engine cannot fill")
+                    constants[p] = value
+                    props[p] = json_schema(ps)
+                    if p in req:
+                        required.append(p)
                 continue
             keys[meaning] = col
             want = {"has_more": "boolean", "next_cursor": "string"}.get(meaning, "integer")
@@ -973,7 +1014,29 @@ class Builder:
         out: dict[str, Any] = {"shape": "envelope", "keys": keys}
         if nullable:
             out["nullable"] = nullable
+        if constants:
+            out["constants"] = constants
         return out, {"type": "object", "properties": props, "required": required}
+
+    def _constant(self, op: Op, prop: str, ps: Any) -> Any:
+        """The fixed value of a list envelope's field the engine has no meaning for (Stripe's
+        ``object: "list"``, ``url: "/v1/customers"``): its ``const`` or only enum value, its
+        default or example when its schema accepts it, the operation's path for a URL-like field its schema accepts, else a value built from its
+        schema; None when none fits."""
+        js = json_schema(ps)
+        if not isinstance(ps, dict):
+            return None
+        if "const" in ps:
+            return ps["const"]
+        if len(ps.get("enum") or []) == 1:
+            return ps["enum"][0]
+        for k in ("default", "example"):  # SCIM's schemas: ["urn:ietf:params:scim:api:messages:2.0:ListResponse"]
+            if k in ps and ps[k] is not None and not problem(js, ps[k]):
+                return ps[k]
+        if set(words(prop)) & {"url", "uri", "href", "path", "link"} and not problem(js, op.path):
+            return op.path
+        value = conform(None, js, random.Random(f"{self.seed}/{op.label}/{prop}"))
+        return None if value is None or problem(js, value) else value
 
     def _body(self, op: Op, res: Resource, spec: dict[str, Any], props: dict[str, Any], required: list[str]) -> None:
         schema = self._body_schema(op)
@@ -1008,6 +1071,9 @@ class Builder:
             js = json_schema(ps)
             if "type" not in js and "oneOf" not in js and "anyOf" not in js:
                 js["type"] = info["type"]
+            if schema_type(js) == info["type"]:  # what the answer must show, a write must keep (Discord's role ids)
+                shown = json_schema(self._field_schema(info))
+                js.update({k: shown[k] for k in ("pattern", "format", "minLength", "maxLength", "items", "enum") if k in shown and k not in js})
             props[arg] = js
             body[arg] = col
             if pname in req and op.kind in ("create", "update", "action"):
@@ -1103,7 +1169,11 @@ class Builder:
                         f["generated"] = "updated"
                 if col in res.required and "default" not in f and not f.get("generated") and col != res.key and not f.get("ref"):
                     if not self._written_required(ops, res, col):
-                        f["default"] = f["enum"][0] if f.get("enum") else {"string": "", "integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}[f["type"]]
+                        plain = f["enum"][0] if f.get("enum") else {"string": "", "integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}[f["type"]]
+                        if problem(schema_of(f), plain):  # a pattern, format or bound the zero value breaks (Discord's version ^(0|[1-9][0-9]*)$)
+                            fit = conform(None, schema_of(f), random.Random(f"{self.seed}/{self.name}/{res.name}/{col}"))
+                            plain = plain if fit is None or problem(schema_of(f), fit) else fit
+                        f["default"] = plain
             if res.name in conflicts:
                 res.unique = [c for c in res.fields if c in UNIQUE_NAMES and c != res.key and res.fields[c]["type"] == "string"]
 
@@ -1137,15 +1207,27 @@ class Builder:
         return {n: out[n] for n in self.resources if n in out}
 
     def _topo(self) -> list[str]:
+        """Resources in seeding order: what a row refers to first. In a cycle the parent wins
+        (a channel's ``last_message_id`` waits; the message's parent ``channel_id`` does not)."""
         done: list[str] = []
         visiting: set[str] = set()
+
+        def ancestors(n: str) -> set[str]:
+            out: set[str] = set()
+            todo = [n]
+            while todo:
+                for f in self.resources[todo.pop()].fields.values():
+                    if f.get("parent") and f.get("ref") in self.resources and f["ref"] not in out:
+                        out.add(f["ref"])
+                        todo.append(f["ref"])
+            return out
 
         def visit(n: str) -> None:
             if n in done or n in visiting:
                 return
             visiting.add(n)
-            for f in self.resources[n].fields.values():
-                if f.get("ref") and f["ref"] != n:
+            for f in sorted(self.resources[n].fields.values(), key=lambda f: not f.get("parent")):
+                if f.get("ref") and f["ref"] != n and f["ref"] in self.resources and (f.get("parent") or n not in ancestors(f["ref"])):
                     visit(f["ref"])
             visiting.discard(n)
             done.append(n)
@@ -1174,12 +1256,23 @@ class Builder:
                             f"environment would not be useful ({len(ops)} other tools: {', '.join(list(ops)[:5])})")
         self.finish_fields(ops)
         seed = self.seed_rows()
+        for res in self.resources.values():  # a required reference no create writes (Discord's user_id): the first row it can name
+            for col, f in res.fields.items():
+                target = seed.get(f.get("ref") or "") or []
+                if col in res.required and f.get("ref") and "default" not in f and col != res.key and not f.get("parent") \
+                        and target and not self._written_required(ops, res, col):
+                    f["default"] = target[0].get(self.resources[f["ref"]].key)
         for t in tools:
             op = ops[t["name"]]
             for arg_holder in ([op.get("key")] if op.get("key") else []) + [p["arg"] for p in op.get("parents") or []]:
                 res_name = op["resource"] if arg_holder == op.get("key") else next(p["resource"] for p in op["parents"] if p["arg"] == arg_holder)
                 rows = seed.get(res_name) or []
                 key = self.resources[res_name].key
+                hint: dict[str, Any] = {"table": res_name, "column": key}
+                if arg_holder != op.get("key"):
+                    hint["via"] = [op["resource"], next(p["field"] for p in op["parents"] if p["arg"] == arg_holder)]
+                if op["kind"] != "create" or arg_holder != op.get("key"):  # a create's own key is a new one
+                    t["parameters"]["properties"][arg_holder][ID_HINT] = hint
                 if rows and key in rows[0] and isinstance(rows[0][key], str):
                     schema = t["parameters"]["properties"][arg_holder]
                     d = schema.get("description", "").rstrip(".")
@@ -1205,10 +1298,34 @@ class Builder:
                 fields[col] = {k: v for k, v in f.items() if k in ("type", "nullable", "format", "enum", "default", "ref", "generated", "hidden", "parent", "read_only")}
             one = singular(res.name)
             resources[res.name] = {"key": res.key, "id_prefix": res.prefix, "fields": fields, "unique": res.unique,
+                                   "new_keys": self.new_keys(res, seed.get(res.name) or []),
                                    "required": [c for c in res.required if c in res.fields],
                                    "nouns": {"singular": one, "plural": plural(one), "label": " ".join(words(one))}}
         model = {"engine": 1, "resources": resources, "operations": ops, "seed": seed, "crud": crud, "warnings": list(self.warnings)}
         return {"model": ResourceModel.from_json(model), "tools": tools}
+
+    NEW_KEYS = 32
+    """Keys made ahead for new rows of a resource whose key has a declared pattern, format or length."""
+
+    def new_keys(self, res: Resource, rows: list[dict[str, Any]]) -> list[str]:
+        """Keys for rows the engine creates, when ``prefix_0001`` would break the key's schema (else [])."""
+        f = res.fields.get(res.key) or {}
+        if f.get("type") != "string" or f.get("enum"):
+            return []
+        schema = schema_of(f)
+        if not problem(schema, f"{res.prefix}_0001"):
+            return []
+        rng = random.Random(f"{self.seed}/{self.name}/{res.name}/new-keys")
+        taken = {r.get(res.key) for r in rows}
+        out: list[str] = []
+        for _ in range(self.NEW_KEYS * 4):
+            k = conform(None, schema, rng)
+            if isinstance(k, str) and k not in taken and not problem(schema, k):
+                taken.add(k)
+                out.append(k)
+                if len(out) == self.NEW_KEYS:
+                    break
+        return out
 
     def trim(self, ops: dict[str, dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
         """At most ``max_tools`` tools, whole resources at a time: first those that can be listed

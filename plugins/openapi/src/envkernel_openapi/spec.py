@@ -1,4 +1,5 @@
-"""Reading OpenAPI documents: JSON or YAML, versions 3.0, 3.1 and 3.2; ``$ref``s resolved with ``referencing``.
+"""Reading OpenAPI documents: JSON or YAML, versions 3.0, 3.1 and 3.2 (Swagger 2.0 converted by
+swagger2openapi when it is installed); ``$ref``s resolved with ``referencing``.
 
 Every problem is a :class:`SpecError` that names the file and the JSON path (``$.paths./orders
 .get.responses``), never a traceback. An unknown 3.x minor version is a warning, not a refusal.
@@ -7,15 +8,23 @@ Every problem is a :class:`SpecError` that names the file and the JSON path (``$
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 from typing import Any
 
+import structlog
 import yaml
 from openapi_spec_validator import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator, OpenAPIV32SpecValidator
 from referencing import Registry, Resource, Specification
 from referencing.exceptions import PointerToNowhere, Unresolvable
+
+log = structlog.get_logger("envkernel.openapi")
 
 SUPPORTED = ("3.0", "3.1", "3.2")
 """OpenAPI versions read without a warning."""
@@ -87,8 +96,47 @@ def parse_any(text: str, name: str) -> Any:
     return _stringify_keys(data)
 
 
+CONVERTER = "swagger2openapi"
+"""The Swagger 2.0 converter (Mermade's, from npm: ``npm install -g swagger2openapi``); the
+``ENVKERNEL_SWAGGER2OPENAPI`` environment variable names another command."""
+CONVERT_SECONDS = 120.0
+"""How long one conversion may take."""
+
+
+def converter() -> str | None:
+    """The Swagger 2.0 converter's command, or None when it is not installed."""
+    return os.environ.get("ENVKERNEL_SWAGGER2OPENAPI") or shutil.which(CONVERTER)
+
+
+def convert_swagger(doc: dict[str, Any], name: str) -> tuple[dict[str, Any], list[str]]:
+    """A Swagger 2.0 document as OpenAPI 3.0, converted by ``swagger2openapi`` (small errors
+    patched, the rest kept as ``x-s2o-warning``s): (document, warnings). Without the converter,
+    or when it fails, a :class:`SpecError` says what to do."""
+    version = doc.get("swagger")
+    if str(version).split(".")[0] != "2":
+        raise SpecError(f"{name}: at $.swagger: Swagger {version} is not supported; envkernel reads OpenAPI {', '.join(SUPPORTED)} and Swagger 2.0")
+    cmd = converter()
+    if cmd is None:
+        raise SpecError(f"{name}: at $.swagger: this is Swagger/OpenAPI {version}; convert it to OpenAPI 3 first "
+                        f"(install the converter with `npm install -g {CONVERTER}` and it is done on reading)")
+    with tempfile.TemporaryDirectory(prefix="envkernel-s2o-") as tmp:
+        src = Path(tmp) / "swagger.json"
+        src.write_text(json.dumps(doc), encoding="utf-8")
+        try:
+            proc = subprocess.run([*shlex.split(cmd), "--patch", "--warnOnly", str(src)], capture_output=True, text=True,
+                                  timeout=CONVERT_SECONDS, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise SpecError(f"{name}: at $.swagger: the Swagger 2.0 converter ({cmd}) could not run: {exc}; convert it to OpenAPI 3 first") from None
+    if proc.returncode != 0 or not proc.stdout.strip():
+        why = (proc.stderr.strip().splitlines() or ["no output"])[0][:200]
+        raise SpecError(f"{name}: at $.swagger: the Swagger 2.0 converter failed ({why}); convert it to OpenAPI 3 by hand")
+    out = parse_text(proc.stdout, name)
+    log.info("swagger converted", spec=name, converter=cmd)
+    return out, [f"{name}: Swagger {version} converted to OpenAPI {out.get('openapi')} by {CONVERTER}"]
+
+
 def check_version(doc: dict[str, Any], name: str) -> tuple[str, list[str]]:
-    """The document's version (``3.1``) and warnings; refuses Swagger 2 and non-3.x documents."""
+    """The document's version (``3.1``) and warnings; refuses Swagger 2 (see :func:`convert_swagger`) and non-3.x documents."""
     if "swagger" in doc:
         raise SpecError(f"{name}: at $.swagger: Swagger/OpenAPI {doc['swagger']} is not supported; convert it to OpenAPI 3 first")
     version = doc.get("openapi")
@@ -257,7 +305,11 @@ def load(path: str | Path, display: str | None = None, *, validate: bool = True)
 def load_text(text: str, name: str, *, base: Path | None = None, validate: bool = False) -> tuple[dict[str, Any], list[str]]:
     """Like :func:`load`, from text (``base``: the file that relative ``$ref``s are relative to)."""
     doc = parse_text(text, name)
+    converted: list[str] = []
+    if "swagger" in doc and "openapi" not in doc:
+        doc, converted = convert_swagger(doc, name)
     version, warnings = check_version(doc, name)
+    warnings = converted + warnings
     _expect(doc.get("info", {}), dict, name, ["info"], "info")
     # the whole `paths` (or a component map) may be one $ref to another file, so the structure
     # is checked on the resolved document

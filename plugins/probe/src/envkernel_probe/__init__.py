@@ -34,11 +34,12 @@ from envkernel_schemas import EnvSpec, ToolResult, ToolSpec, VerifyReport
 from envkernel_kit.argsgen import ArgumentBuilder, schema_type
 from envkernel_kit.naming import State
 from envkernel_kit.workspace import is_workspace, verify_workspace
+from envkernel_runtime.model import model_of
 
 from .conformance import ResultSchemas, seed_problems
 from .invariants import run_invariants
 
-__all__ = ["ProbeSettings", "Probe", "Settings", "ToolProbe", "probe_tool", "register_verifiers"]
+__all__ = ["ProbeSettings", "Probe", "Settings", "ToolProbe", "probe_tool", "register_verifiers", "unreachable"]
 
 
 class ProbeSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -228,7 +229,24 @@ class Probe:
                     p = by_name.get(tool)
                     if p is not None and p.kept:
                         p.kept, p.reason = False, reason
+            unreachable(env, probes)
         return build_report(ctx.component, probes, s.min_tool_share, time.perf_counter() - t0)
+
+
+def unreachable(env: EnvSpec, probes: list[ToolProbe]) -> None:
+    """Drop every tool of a model environment none of whose list tools was kept.
+
+    Without a list tool an agent cannot learn a single id (only the few named in the tools'
+    descriptions), and a sampler makes next to no tasks: each kept tool is dropped with that
+    reason, so the environment is rejected and says why.
+    """
+    model = model_of(env)
+    if model is None:
+        return
+    kept = [p for p in probes if p.kept and p.tool in model.operations]
+    if kept and not any(model.operations[p.tool].kind == "list" for p in kept):
+        for p in kept:
+            p.kept, p.reason = False, "no list tool of the environment was kept, so no id can be discovered"
 
 
 def build_report(verifier: str, probes: list[ToolProbe], min_tool_share: float, seconds: float) -> VerifyReport:

@@ -1,0 +1,168 @@
+"""What real specs declare and the engine must honour (issue 13): keys with a ``pattern``, Stripe-like
+constant envelope fields, keys named like Stripe's ``{customer}``, page indexes from 0, Swagger 2.0
+converted with swagger2openapi, and the verifier rejecting an env whose list tools were all dropped. The corpus's real specs (Twilio, Stripe, Slack, Netlify, ...)
+are checked in ``test_openapi_realspecs.py``, on its one verification of the whole corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from envkernel_kit.argsgen import ID_HINT, ArgumentBuilder
+from envkernel_openapi import OpenAPISettings, SpecError, synthesize_file
+from envkernel_openapi.spec import load
+from envkernel_probe import ToolProbe, unreachable
+from envkernel_runtime import executor
+from envkernel_schemas import to_builtins
+
+SID = "^MG[0-9a-fA-F]{32}$"
+MESSAGE = {"type": "object", "required": ["sid", "body"], "properties": {
+    "sid": {"type": "string", "pattern": SID, "minLength": 34, "maxLength": 34, "readOnly": True},
+    "body": {"type": "string"}, "status": {"type": "string", "enum": ["queued", "sent"]}}}
+LIST = {"type": "object", "required": ["object", "data", "has_more", "url"], "properties": {
+    "object": {"type": "string", "enum": ["list"]}, "data": {"type": "array", "items": {"$ref": "#/components/schemas/Message"}},
+    "has_more": {"type": "boolean"}, "url": {"type": "string", "pattern": "^/v1/messages"}}}
+
+
+def _ok(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"200": {"description": "ok", "content": {"application/json": {"schema": schema}}}}
+
+
+def _spec(tmp_path: Path) -> Path:
+    ref = {"$ref": "#/components/schemas/Message"}
+    sid = [{"name": "sid", "in": "path", "required": True, "schema": {"type": "string", "pattern": SID}}]
+    body = {"required": True, "content": {"application/x-www-form-urlencoded": {"schema": {
+        "type": "object", "required": ["body"], "properties": {"body": {"type": "string"}}}}}}
+    doc = {"openapi": "3.0.3", "info": {"title": "messages"}, "components": {"schemas": {"Message": MESSAGE}}, "paths": {
+        "/v1/messages": {"get": {"operationId": "ListMessages", "responses": _ok({"$ref": "#/components/schemas/List"})},
+                         "post": {"operationId": "CreateMessage", "requestBody": body, "responses": _ok(ref)}},
+        "/v1/messages/{sid}": {"get": {"operationId": "FetchMessage", "parameters": sid, "responses": _ok(ref)}}}}
+    doc["components"]["schemas"]["List"] = LIST
+    f = tmp_path / "messages.json"
+    f.write_text(json.dumps(doc))
+    return f
+
+
+class Box:
+    """The real executor, in this process, over one environment."""
+
+    def __init__(self, env: Any) -> None:
+        self.ex = executor.Executor()
+        assert self.req({"op": "load", "env": to_builtins(env), "seed": 0})["ok"]
+
+    def req(self, r: dict[str, Any]) -> dict[str, Any]:
+        return json.loads(self.ex.handle_line(json.dumps(r)))
+
+    def call(self, tool: str, **args: Any) -> dict[str, Any]:
+        return self.req({"op": "call", "tool": tool, "arguments": args})
+
+
+def test_new_keys_fit_the_declared_pattern_and_envelopes_carry_their_constants(tmp_path: Path) -> None:
+    env, _ = synthesize_file(_spec(tmp_path), settings=OpenAPISettings(validate=False))
+    tools = {t.name: t for t in env.tools}
+    assert {"create_message", "list_messages", "fetch_message"} <= set(tools), sorted(tools)
+    res = env.behaviour.model["resources"]["messages"]
+    assert len(res["new_keys"]) == 32 and all(re.fullmatch(SID[1:-1], k) for k in res["new_keys"])
+    box = Box(env)
+    made = [box.call("create_message", body=f"hello {i}") for i in range(3)]
+    assert all(m["ok"] for m in made), made
+    sids = [m["value"]["sid"] for m in made]
+    assert len(set(sids)) == 3 and all(re.fullmatch(SID[1:-1], s) for s in sids)  # not msg_0009
+    jsonschema.validate(made[0]["value"], tools["create_message"].returns)
+    assert box.call("fetch_message", sid=sids[1])["value"]["body"] == "hello 1"
+    page = box.call("list_messages")["value"]
+    assert page["object"] == "list" and page["url"] == "/v1/messages" and page["has_more"] is False
+    assert sids[2] in [r["sid"] for r in page["data"]]
+    jsonschema.validate(page, tools["list_messages"].returns)
+
+
+def test_an_env_whose_list_tools_were_all_dropped_is_rejected(tmp_path: Path) -> None:
+    env, _ = synthesize_file(_spec(tmp_path), settings=OpenAPISettings(validate=False))
+    # the only list tool failed: no id can be learnt, every tool goes (the environment is rejected)
+    probes = [ToolProbe(tool=t.name, kept=t.name != "list_messages") for t in env.tools]
+    unreachable(env, probes)
+    assert all(not p.kept and "no list tool" in p.reason for p in probes if p.tool != "list_messages")
+    # the list kept: the rest stays
+    probes = [ToolProbe(tool=t.name, kept=t.name != "create_message") for t in env.tools]
+    unreachable(env, probes)
+    assert {p.tool for p in probes if p.kept} == {t.name for t in env.tools} - {"create_message"}
+
+
+SWAGGER = {"swagger": "2.0", "info": {"title": "pets", "version": "1"}, "basePath": "/v1", "paths": {
+    "/pets": {"get": {"operationId": "listPets", "produces": ["application/json"],
+                      "responses": {"200": {"description": "ok", "schema": {"type": "array", "items": {"$ref": "#/definitions/Pet"}}}}},
+              "post": {"operationId": "createPet", "consumes": ["application/json"], "produces": ["application/json"],
+                       "parameters": [{"in": "body", "name": "pet", "required": True, "schema": {"$ref": "#/definitions/Pet"}}],
+                       "responses": {"201": {"description": "made", "schema": {"$ref": "#/definitions/Pet"}}}}},
+    "/pets/{petId}": {"get": {"operationId": "getPet", "produces": ["application/json"],
+                              "parameters": [{"in": "path", "name": "petId", "required": True, "type": "string"}],
+                              "responses": {"200": {"description": "ok", "schema": {"$ref": "#/definitions/Pet"}}}}}},
+    "definitions": {"Pet": {"type": "object", "required": ["name"], "properties": {
+        "id": {"type": "string", "readOnly": True}, "name": {"type": "string"}, "tag": {"type": "string"}}}}}
+
+
+def test_swagger_2_is_converted_or_refused_with_the_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert shutil.which("swagger2openapi"), "scripts/install-swagger2openapi.sh installs it"
+    f = tmp_path / "pets.json"
+    f.write_text(json.dumps(SWAGGER))
+    env, warnings = synthesize_file(f, settings=OpenAPISettings(validate=True))
+    assert any("Swagger 2.0 converted to OpenAPI 3" in w for w in warnings)
+    assert {"list_pets", "create_pet", "get_pet"} <= {t.name for t in env.tools}
+    monkeypatch.setenv("ENVKERNEL_SWAGGER2OPENAPI", str(tmp_path / "no-such-converter"))
+    with pytest.raises(SpecError, match="convert it to OpenAPI 3"):
+        load(f)
+
+
+CUS = "^cus_[A-Za-z0-9]{14}$"
+
+
+def _nested(tmp_path: Path) -> Path:
+    customer = {"type": "object", "required": ["id", "name"], "properties": {"id": {"type": "string"}, "name": {"type": "string"}}}
+    card = {"type": "object", "required": ["id", "brand"], "properties": {"id": {"type": "string"}, "brand": {"type": "string"},
+                                                                          "customer": {"type": "string"}}}
+    cus = {"name": "customer", "in": "path", "required": True, "schema": {"type": "string", "pattern": CUS}}
+    page = [{"name": "PageSize", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 100}},
+            {"name": "Page", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+            {"name": "PageToken", "in": "query", "schema": {"type": "string"}}]
+    doc = {"openapi": "3.1.0", "info": {"title": "cards"}, "components": {"schemas": {"Customer": customer, "Card": card}}, "paths": {
+        "/v1/customers": {"get": {"responses": _ok({"type": "object", "properties": {"data": {"type": "array", "items": {"$ref": "#/components/schemas/Customer"}}}})}},
+        "/v1/customers/{customer}": {"get": {"parameters": [cus], "responses": _ok({"$ref": "#/components/schemas/Customer"})}},
+        "/v1/customers/{customer}/cards": {"get": {"parameters": [cus, *page], "responses": _ok({"type": "object", "properties": {
+            "cards": {"type": "array", "items": {"$ref": "#/components/schemas/Card"}}, "meta": {"type": "object"}}})}},
+        "/v1/customers/{customer}/cards/{card}": {"get": {"parameters": [cus, {"name": "card", "in": "path", "required": True, "schema": {"type": "string"}}],
+                                                          "responses": _ok({"$ref": "#/components/schemas/Card"})}}}}
+    f = tmp_path / "cards.json"
+    f.write_text(json.dumps(doc))
+    return f
+
+
+def test_keys_named_like_stripe_take_their_parameter_pattern_and_nested_arguments_belong_together(tmp_path: Path) -> None:
+    env, warnings = synthesize_file(_nested(tmp_path), settings=OpenAPISettings(validate=False))
+    model = env.behaviour.model
+    tools = {t.name: t for t in env.tools}
+    get_customer = next(n for n, o in model["operations"].items() if o["kind"] == "get" and o["resource"] == "customers")
+    assert tools[get_customer].returns["properties"]["id"]["pattern"] == CUS  # the key takes its path parameter's pattern
+    assert all(re.fullmatch(CUS[1:-1], r["id"]) for r in model["seed"]["customers"])
+    get_card = next(n for n, o in model["operations"].items() if o["kind"] == "get" and o["resource"] == "cards")
+    list_cards = next(n for n, o in model["operations"].items() if o["kind"] == "list" and o["resource"] == "cards")
+    props = tools[get_card].parameters["properties"]
+    assert props["customer"][ID_HINT] == {"table": "customers", "column": "id", "via": ["cards", "customer"]}
+    box = Box(env)
+    state = box.req({"op": "dump"})["value"]
+    sets = ArgumentBuilder(state).candidates(tools[get_card], random.Random(0), 4)
+    assert len(sets) >= 2 and all(box.call(get_card, **a)["ok"] for a in sets), sets  # parent and key from one row
+    # Twilio-style paging: Page is an index from 0; PageToken is left out (the answer carries no token)
+    op = model["operations"][list_cards]
+    assert op["page"] == {"limit": "page_size", "page": "page", "first": 0, "default_limit": 20}
+    assert "page_token" not in tools[list_cards].parameters["properties"] and any("page_token" in w and "left out" in w for w in warnings)
+    owner = next(r["customer"] for r in state["cards"])
+    mine = [r["id"] for r in state["cards"] if r["customer"] == owner]
+    pages = [box.call(list_cards, customer=owner, page_size=1, page=i)["value"]["cards"] for i in range(len(mine))]
+    assert [p[0]["id"] for p in pages] == mine

@@ -329,7 +329,7 @@ class Phraser:
         facts = [f"my {field_words(k)} is {said(k, v)}" for k, v in list(p.idents) + list(p.withs)]
         if p.title:
             name = p.title
-            if self.role and rng.random() < 0.6:
+            if self.role and rng.random() < 0.8:
                 return rng.choice((f"Hi, I'm {name}, {self.role}. ", f"This is {name}, {self.role}. ", f"I'm {name}, {self.role}. "))
             if facts:
                 return rng.choice((f"I'm {name} and {join(facts)}. ", f"This is {name}; {join(facts)}. "))

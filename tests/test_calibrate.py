@@ -74,3 +74,9 @@ def test_calibrate_in_a_run_matches_the_policys_known_share(envk) -> None:  # ty
         hist[f"{t['solve_rate']:.2f}"] = hist.get(f"{t['solve_rate']:.2f}", 0) + 1
     assert s["solve_rates"] == dict(sorted(hist.items())) and len(hist) >= 2
     assert s["gate_rollouts"] >= s["tasks_proposed"] * 2 + s["tasks"] * k  # the attempts are gate rollouts
+
+
+def test_calibrating_with_the_reference_warns_that_it_drops_every_task(envk) -> None:  # type: ignore[no-untyped-def]
+    run = envk.run("--calibrate", "2", run_id="calibrate-ref", source="sample")
+    assert "--calibrate with policy 'reference'" in run.proc.stderr and "--calibrate-policy" in run.proc.stderr
+    assert run.proc.returncode == 4 and run.summary["tasks"] == 0  # every task always solved: dropped, as the warning said

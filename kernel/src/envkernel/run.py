@@ -165,6 +165,9 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
         raise ConfigError(f"{out_dir} already holds a run (config.json): choose another --run-id or --out, or remove it")
     config = msgspec.structs.replace(config, run_id=run_id, selected=selected, components=components, out=str(out_dir), resolved=resolved)
     warnings = [f"plugin {n!r} is broken and was skipped: {why}" for n, why in registry.broken.items()]
+    if config.calibrate and (config.calibrate_policy or config.policy) == config.gate_reference:
+        warnings.append(f"--calibrate with policy {config.gate_reference!r}: it replays the reference and solves every task, "
+                        "so every task is dropped as always solved; name a real policy with --calibrate-policy")
     return Prepared(config, registry, out_dir, warnings)
 
 

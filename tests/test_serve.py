@@ -415,3 +415,72 @@ def test_serve_command(serve_cli: SimpleNamespace, run_dir: Path, tasks: list[Ta
         assert s.reset(task_id=tasks[0].id)["observation"]["request"] == tasks[0].request
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0
+
+
+def test_openenv_http_routes_keep_episodes(server: Any, tasks: list[Task]) -> None:
+    """OpenEnv's HTTP routes with a real HTTP client: /reset opens an episode kept under its episode_id,
+    /step and /state continue it (isolated from another), no id is OpenEnv's stateless call, and
+    openenv-core's runtime validator sees the simulation-mode routes."""
+    import httpx
+    from openenv.cli._validation import validate_running_environment
+
+    task = _read_only(tasks)
+    order = {"type": "call_tool", "tool_name": "create_order",
+             "arguments": {"customer_id": "cus_0001", "product_id": "prd_0003", "quantity": 1}}
+    listing = {"type": "call_tool", "tool_name": "list_orders", "arguments": {"customer_id": "cus_0001"}}
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        first = http.post("/reset", json={"task_id": task.id}).json()
+        eid = first["observation"]["episode_id"]
+        assert first["observation"]["request"] == task.request and first["done"] is False and first["reward"] is None
+        for call, expected in zip(task.calls, task.outputs, strict=True):
+            r = http.post("/step", json={"action": {"type": "call_tool", "tool_name": call.name, "arguments": call.arguments},
+                                         "episode_id": eid}).json()
+            assert r["observation"]["result"] == expected and r["done"] is False
+        state = http.get("/state", params={"episode_id": eid}).json()
+        assert state["episode_id"] == eid and state["step_count"] == len(task.calls) and state["task_id"] == task.id
+        end = http.post("/step", json={"action": {"type": "submit", "answer": task.outcome.answer}, "episode_id": eid}).json()
+        assert end["done"] is True and end["reward"] == 1.0
+        # two episodes named by the client (body and header): one's change is not seen by the other
+        a = http.post("/reset", json={"episode_id": "ep-a"}).json()["observation"]["episode_id"]
+        b = http.post("/reset", json={}, headers={"X-Envkernel-Session": "ep-b"}).json()["observation"]["episode_id"]
+        assert (a, b) == ("ep-a", "ep-b")
+        assert http.post("/step", json={"action": order, "episode_id": a}).json()["observation"]["ok"]
+        seen_a = http.post("/step", json={"action": listing}, headers={"X-Envkernel-Session": a}).json()
+        seen_b = http.post("/step", json={"action": listing, "episode_id": b}).json()
+        assert len(seen_a["observation"]["result"]) == len(seen_b["observation"]["result"]) + 1
+        # stateless (no episode named): a fresh episode per request, as openenv-core's HTTP server does
+        fresh = http.post("/step", json={"action": listing}).json()
+        assert len(fresh["observation"]["result"]) == len(seen_b["observation"]["result"])
+        assert http.get("/state").json()["step_count"] == 0
+        # bad input: a clear 422 that says what to send
+        gone = http.post("/step", json={"action": listing, "episode_id": "never"})
+        assert gone.status_code == 422 and "POST /reset first" in gone.json()["detail"]
+        no_action = http.post("/step", json={"episode_id": a})
+        assert no_action.status_code == 422 and 'needs an "action"' in no_action.json()["detail"]
+        assert http.post("/reset", content=b"{oops").status_code == 422
+        assert "no task 'nope'" in http.post("/reset", json={"task_id": "nope"}).json()["detail"]
+        assert http.get("/state", params={"episode_id": a}).json()["step_count"] == 2  # the episode went on
+    report = validate_running_environment(server.url)
+    passed = {c["id"]: c["passed"] for c in report["criteria"]}
+    assert report["mode"] == "simulation" and passed["mode_endpoint_consistency"], report
+    assert passed["health_endpoint"] and passed["metadata_endpoint"] and passed["schema_endpoint"], report
+
+
+async def test_mcp_task_session_lists_only_its_tools(server: Any, tasks: list[Task]) -> None:
+    """Over MCP, a session naming a task (``?task=`` or ``X-Envkernel-Task``) is offered only that task's tools, as on /ws."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    every = {t.name for t in server.core.catalog.envs["shop-v1"].tools}
+    task = next(t for t in tasks if t.tools and set(t.tools) < every)
+    async with GenericEnvClient(base_url=server.url) as env:
+        on_ws = {t["name"] for t in (await env.reset(task_id=task.id)).observation["tools"]}
+    async with streamable_http_client(f"{server.mcp_url}?task={task.id}") as streams, ClientSession(*streams[:2]) as s:
+        await s.initialize()
+        listed = {t.name for t in (await s.list_tools()).tools}
+        outside = sorted(every - listed)[0]
+        refused = await s.call_tool(outside, {})
+    assert listed == set(task.tools) == on_ws and refused.is_error and f"no tool {outside!r}" in refused.content[0].text
+    async with streamable_http_client(server.mcp_url) as streams, ClientSession(*streams[:2]) as s:
+        await s.initialize()
+        assert {t.name for t in (await s.list_tools()).tools} == every  # no task: every tool of the environment

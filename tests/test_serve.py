@@ -466,21 +466,37 @@ def test_openenv_http_routes_keep_episodes(server: Any, tasks: list[Task]) -> No
     assert passed["health_endpoint"] and passed["metadata_endpoint"] and passed["schema_endpoint"], report
 
 
-async def test_mcp_task_session_lists_only_its_tools(server: Any, tasks: list[Task]) -> None:
+async def test_mcp_task_session_lists_only_its_tools(run_dir: Path, tmp_path: Path, tasks: list[Task]) -> None:
     """Over MCP, a session naming a task (``?task=`` or ``X-Envkernel-Task``) is offered only that task's tools, as on /ws."""
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    every = {t.name for t in server.core.catalog.envs["shop-v1"].tools}
-    task = next(t for t in tasks if t.tools and set(t.tools) < every)
-    async with GenericEnvClient(base_url=server.url) as env:
-        on_ws = {t["name"] for t in (await env.reset(task_id=task.id)).observation["tools"]}
-    async with streamable_http_client(f"{server.mcp_url}?task={task.id}") as streams, ClientSession(*streams[:2]) as s:
-        await s.initialize()
-        listed = {t.name for t in (await s.list_tools()).tools}
-        outside = sorted(every - listed)[0]
-        refused = await s.call_tool(outside, {})
-    assert listed == set(task.tools) == on_ws and refused.is_error and f"no tool {outside!r}" in refused.content[0].text
-    async with streamable_http_client(server.mcp_url) as streams, ClientSession(*streams[:2]) as s:
-        await s.initialize()
-        assert {t.name for t in (await s.list_tools()).tools} == every  # no task: every tool of the environment
+    task = _read_only(tasks)
+    every = {t.name for t in load_catalog(run_dir).envs[task.env_id].tools}
+    narrow = msgspec.structs.replace(task, id="narrow", tools=sorted({c.name for c in task.calls}))
+    assert set(narrow.tools) < every
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_bytes(msgspec.json.encode(narrow) + b"\n" + msgspec.json.encode(task) + b"\n")
+
+    async def mcp_tools(url: str, headers: dict[str, str] | None = None) -> tuple[set[str], Any]:
+        import httpx2  # the HTTP client the mcp package's transport takes
+
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
+                streamable_http_client(url, http_client=http) as streams, ClientSession(*streams[:2]) as s:
+            await s.initialize()
+            listed = {t.name for t in (await s.list_tools()).tools}
+            return listed, await s.call_tool(sorted(every - listed or {"-"})[0], {}) if listed != every else None
+
+    running = await asyncio.to_thread(start, load_catalog(run_dir / "envs" / task.env_id, tasks_file),
+                                      RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=0))
+    try:
+        async with GenericEnvClient(base_url=running.url) as env:
+            on_ws = {t["name"] for t in (await env.reset(task_id="narrow")).observation["tools"]}
+        (by_query, refused), (by_header, _), (free, _) = await asyncio.gather(
+            mcp_tools(f"{running.mcp_url}?task=narrow"), mcp_tools(running.mcp_url, {"X-Envkernel-Task": "narrow"}),
+            mcp_tools(running.mcp_url))
+    finally:
+        await asyncio.to_thread(running.stop)
+    assert by_query == by_header == on_ws == set(narrow.tools)
+    assert refused.is_error and "no tool" in refused.content[0].text
+    assert free == every  # no task named: every tool of the environment

@@ -227,6 +227,48 @@ class _HttpEpisodes:
             return _http_error(exc, "state")
 
 
+class _McpEndpoint:
+    """``/mcp``: the official MCP app, except that a POST of a JSON object that is no JSON-RPC message is
+    answered as openenv-core's own server answers it (200, a JSON-RPC "invalid request" error), which is
+    what its runtime validator probes (the MCP app would answer 400)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Route one ASGI request (see the class docstring)."""
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                return
+            chunks.append(msg.get("body", b""))
+            more = msg.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and "jsonrpc" not in parsed:
+            await JSONResponse({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
+                'not a JSON-RPC message: send {"jsonrpc": "2.0", "id": 1, "method": "initialize", ...} '
+                "(an MCP client over streamable HTTP)")}})(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
 class _McpSessions:
     """One episode per MCP session (or per ``X-Envkernel-Session`` value), closed when idle."""
 
@@ -407,5 +449,5 @@ def build_app(core: ServeCore, *, host: str = "127.0.0.1", mcp_idle_seconds: flo
     return Starlette(routes=[Route("/health", health), Route("/metadata", metadata), Route("/schema", schema),
                              Route("/reset", http.reset, methods=["POST"]), Route("/step", http.step, methods=["POST"]),
                              Route("/state", http.state), Route("/openapi.json", openapi),
-                             WebSocketRoute("/ws", ws_endpoint), Route("/mcp", StreamableHTTPASGIApp(manager))],
+                             WebSocketRoute("/ws", ws_endpoint), Route("/mcp", _McpEndpoint(StreamableHTTPASGIApp(manager)))],
                      lifespan=lifespan)

@@ -415,3 +415,87 @@ def test_serve_command(serve_cli: SimpleNamespace, run_dir: Path, tasks: list[Ta
         assert s.reset(task_id=tasks[0].id)["observation"]["request"] == tasks[0].request
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0
+
+
+def test_openenv_http_routes_keep_episodes(server: Any, tasks: list[Task]) -> None:
+    """OpenEnv's HTTP routes with a real HTTP client: /reset opens an episode kept under its episode_id,
+    /step and /state continue it (isolated from another), no id is OpenEnv's stateless call, and
+    openenv-core's runtime validator sees the simulation-mode routes."""
+    import httpx
+    from openenv.cli._validation import validate_running_environment
+
+    task = _read_only(tasks)
+    order = {"type": "call_tool", "tool_name": "create_order",
+             "arguments": {"customer_id": "cus_0001", "product_id": "prd_0003", "quantity": 1}}
+    listing = {"type": "call_tool", "tool_name": "list_orders", "arguments": {"customer_id": "cus_0001"}}
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        first = http.post("/reset", json={"task_id": task.id}).json()
+        eid = first["observation"]["episode_id"]
+        assert first["observation"]["request"] == task.request and first["done"] is False and first["reward"] is None
+        for call, expected in zip(task.calls, task.outputs, strict=True):
+            r = http.post("/step", json={"action": {"type": "call_tool", "tool_name": call.name, "arguments": call.arguments},
+                                         "episode_id": eid}).json()
+            assert r["observation"]["result"] == expected and r["done"] is False
+        state = http.get("/state", params={"episode_id": eid}).json()
+        assert state["episode_id"] == eid and state["step_count"] == len(task.calls) and state["task_id"] == task.id
+        end = http.post("/step", json={"action": {"type": "submit", "answer": task.outcome.answer}, "episode_id": eid}).json()
+        assert end["done"] is True and end["reward"] == 1.0
+        # two episodes named by the client (body and header): one's change is not seen by the other
+        a = http.post("/reset", json={"episode_id": "ep-a", "task_id": task.id}).json()["observation"]["episode_id"]
+        b = http.post("/reset", json={"task_id": task.id}, headers={"X-Envkernel-Session": "ep-b"}).json()["observation"]["episode_id"]
+        assert (a, b) == ("ep-a", "ep-b")
+        assert http.post("/step", json={"action": order, "episode_id": a}).json()["observation"]["ok"]
+        seen_a = http.post("/step", json={"action": listing}, headers={"X-Envkernel-Session": a}).json()
+        seen_b = http.post("/step", json={"action": listing, "episode_id": b}).json()
+        assert len(seen_a["observation"]["result"]) == len(seen_b["observation"]["result"]) + 1
+        # stateless (no episode named): a fresh episode per request, as openenv-core's HTTP server does
+        fresh = http.post("/step", json={"action": listing}).json()
+        assert len(fresh["observation"]["result"]) == len(seen_b["observation"]["result"])
+        assert http.get("/state").json()["step_count"] == 0
+        # bad input: a clear 422 that says what to send
+        gone = http.post("/step", json={"action": listing, "episode_id": "never"})
+        assert gone.status_code == 422 and "POST /reset first" in gone.json()["detail"]
+        no_action = http.post("/step", json={"episode_id": a})
+        assert no_action.status_code == 422 and 'needs an "action"' in no_action.json()["detail"]
+        assert http.post("/reset", content=b"{oops").status_code == 422
+        assert "no task 'nope'" in http.post("/reset", json={"task_id": "nope"}).json()["detail"]
+        assert http.get("/state", params={"episode_id": a}).json()["step_count"] == 2  # the episode went on
+    report = validate_running_environment(server.url)
+    passed = {c["id"]: c["passed"] for c in report["criteria"]}
+    assert report["passed"] and report["mode"] == "simulation" and all(passed.values()), report
+
+
+async def test_mcp_task_session_lists_only_its_tools(run_dir: Path, tmp_path: Path, tasks: list[Task]) -> None:
+    """Over MCP, a session naming a task (``?task=`` or ``X-Envkernel-Task``) is offered only that task's tools, as on /ws."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    task = _read_only(tasks)
+    every = {t.name for t in load_catalog(run_dir).envs[task.env_id].tools}
+    narrow = msgspec.structs.replace(task, id="narrow", tools=sorted({c.name for c in task.calls}))
+    assert set(narrow.tools) < every
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_bytes(msgspec.json.encode(narrow) + b"\n" + msgspec.json.encode(task) + b"\n")
+
+    async def mcp_tools(url: str, headers: dict[str, str] | None = None) -> tuple[set[str], Any]:
+        import httpx2  # the HTTP client the mcp package's transport takes
+
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
+                streamable_http_client(url, http_client=http) as streams, ClientSession(*streams[:2]) as s:
+            await s.initialize()
+            listed = {t.name for t in (await s.list_tools()).tools}
+            return listed, await s.call_tool(sorted(every - listed or {"-"})[0], {}) if listed != every else None
+
+    running = await asyncio.to_thread(start, load_catalog(run_dir / "envs" / task.env_id, tasks_file),
+                                      RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=0))
+    try:
+        async with GenericEnvClient(base_url=running.url) as env:
+            on_ws = {t["name"] for t in (await env.reset(task_id="narrow")).observation["tools"]}
+        (by_query, refused), (by_header, _), (free, _) = await asyncio.gather(
+            mcp_tools(f"{running.mcp_url}?task=narrow"), mcp_tools(running.mcp_url, {"X-Envkernel-Task": "narrow"}),
+            mcp_tools(running.mcp_url))
+    finally:
+        await asyncio.to_thread(running.stop)
+    assert by_query == by_header == on_ws == set(narrow.tools)
+    assert refused.is_error and "no tool" in refused.content[0].text
+    assert free == every  # no task named: every tool of the environment

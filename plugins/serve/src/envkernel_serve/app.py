@@ -1,4 +1,4 @@
-"""The HTTP face of ``envkernel serve``: OpenEnv's protocol on ``/ws``, MCP on ``/mcp``.
+"""The HTTP face of ``envkernel serve``: OpenEnv's protocol on ``/ws`` and its HTTP routes, MCP on ``/mcp``.
 
 Routes (one Starlette app, served by uvicorn):
 
@@ -11,6 +11,14 @@ Routes (one Starlette app, served by uvicorn):
   {"observation", "reward", "done"}}``, ``{"type": "state", "data": {...}}`` or ``{"type": "error",
   "data": {"message", "code"}}``. Each connection is one session with its own sandbox. Messages are
   not size-capped by default (``max_message_mb``), so a large observation arrives whole.
+* ``POST /reset``, ``POST /step``, ``GET /state``: OpenEnv's HTTP routes, with its request and response
+  shapes (``ResetRequest``: ``seed``, ``episode_id`` and the task options; ``StepRequest``: ``action``;
+  answers ``{"observation", "reward", "done"}`` and the state). openenv-core makes a new environment
+  per request there, so an episode cannot span requests; here an episode opened by ``/reset`` is kept
+  under its ``episode_id`` (``observation.episode_id``) and a ``/step`` or ``/state`` that names it (in
+  the body, ``?episode_id=`` or the ``X-Envkernel-Session`` header) continues it, until it has been idle
+  for ``mcp_idle_seconds``. One naming no episode is OpenEnv's stateless call on a fresh episode.
+  ``GET /openapi.json`` lists the routes (what openenv-core's runtime validator reads).
 * ``POST/GET/DELETE /mcp``: the official ``mcp`` server over streamable HTTP: ``tools/list`` and
   ``tools/call``. Each MCP session (its ``mcp-session-id``, or an ``X-Envkernel-Session`` header
   value) gets its own sandbox at the seed state of its environment (the ``X-Envkernel-Env`` header
@@ -42,7 +50,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from .catalog import CatalogError
+from .catalog import CatalogError, tool_list
 from .sessions import ActionError, Episode, ServeCore
 
 __all__ = ["SESSION_HEADER", "build_app"]
@@ -121,6 +129,146 @@ async def _ws_session(core: ServeCore, ws: WebSocket) -> None:
             await ws.close()
 
 
+def _http_error(exc: Exception, op: str) -> JSONResponse:
+    if isinstance(exc, ActionError | CatalogError):
+        return JSONResponse({"detail": str(exc)}, status_code=422)
+    log.warning("http operation failed", op=op, error=f"{type(exc).__name__}: {exc}")
+    return JSONResponse({"detail": f"{type(exc).__name__}: {exc}"}, status_code=500)
+
+
+async def _http_body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ActionError(f"the request body is not JSON ({exc}); send a JSON object") from None
+    if not isinstance(body, dict):
+        raise ActionError(f"the request body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+class _HttpEpisodes:
+    """OpenEnv's stateless HTTP routes, kept as episodes by ``episode_id`` (see :func:`build_app`)."""
+
+    def __init__(self, sessions: _McpSessions) -> None:
+        self.sessions = sessions
+        self.core = sessions.core
+
+    def _named(self, request: Request, body: dict[str, Any]) -> str:
+        return str(body.get("episode_id") or request.headers.get(SESSION_HEADER) or request.query_params.get("episode_id") or "")
+
+    def _find(self, episode_id: str) -> Episode:
+        ep = self.sessions.by_key.get(("http", episode_id))
+        if ep is None:
+            raise ActionError(f"no episode {episode_id!r} is open here (it was never reset, or it was idle for longer than "
+                              f"{self.sessions.idle_seconds:g} s); POST /reset first and use the episode_id it returns")
+        ep.last_used = time.monotonic()
+        return ep
+
+    async def reset(self, request: Request) -> JSONResponse:
+        """``POST /reset``: a new episode (or the named one, started over); its id is ``observation.episode_id``."""
+        try:
+            body = await _http_body(request)
+            wanted = self._named(request, body)
+            ep = self.sessions.by_key.get(("http", wanted)) if wanted else None
+            new = ep is None
+            if ep is None:
+                ep = self.core.episode()
+            try:
+                async with ep.lock:
+                    out = await ep.reset({**body, "episode_id": wanted} if wanted else body)
+            except BaseException:
+                if new:
+                    await ep.close()
+                raise
+            self.sessions.by_key.pop(("http", wanted), None)
+            self.sessions.by_key[("http", ep.episode_id)] = ep
+            ep.last_used = time.monotonic()
+            return JSONResponse(out)
+        except Exception as exc:  # noqa: BLE001 - an error answer, not a dead server
+            return _http_error(exc, "reset")
+
+    async def step(self, request: Request) -> JSONResponse:
+        """``POST /step`` ``{"action": ..., "episode_id": ...}``; without an episode id, one step of a fresh episode (as OpenEnv)."""
+        try:
+            body = await _http_body(request)
+            if "action" not in body:
+                raise ActionError('a step needs an "action": send {"action": {"type": "call_tool", "tool_name": ..., '
+                                  '"arguments": {...}}, "episode_id": ID from /reset}')
+            wanted = self._named(request, body)
+            if not wanted:
+                ep = self.core.episode()
+                try:
+                    return JSONResponse(await ep.step(body["action"]))
+                finally:
+                    await ep.close()
+            ep = self._find(wanted)
+            async with ep.lock:
+                return JSONResponse(await ep.step(body["action"]))
+        except Exception as exc:  # noqa: BLE001
+            return _http_error(exc, "step")
+
+    async def state(self, request: Request) -> JSONResponse:
+        """``GET /state?episode_id=ID``; without one, the state of a fresh environment (as OpenEnv)."""
+        try:
+            wanted = self._named(request, {})
+            if not wanted:
+                ep = self.core.episode()
+                try:
+                    return JSONResponse(await ep.state())
+                finally:
+                    await ep.close()
+            ep = self._find(wanted)
+            async with ep.lock:
+                return JSONResponse(await ep.state())
+        except Exception as exc:  # noqa: BLE001
+            return _http_error(exc, "state")
+
+
+class _McpEndpoint:
+    """``/mcp``: the official MCP app, except that a POST of a JSON object that is no JSON-RPC message is
+    answered as openenv-core's own server answers it (200, a JSON-RPC "invalid request" error), which is
+    what its runtime validator probes (the MCP app would answer 400)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Route one ASGI request (see the class docstring)."""
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            msg = await receive()
+            if msg["type"] == "http.disconnect":
+                return
+            chunks.append(msg.get("body", b""))
+            more = msg.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and "jsonrpc" not in parsed:
+            await JSONResponse({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
+                'not a JSON-RPC message: send {"jsonrpc": "2.0", "id": 1, "method": "initialize", ...} '
+                "(an MCP client over streamable HTTP)")}})(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
 class _McpSessions:
     """One episode per MCP session (or per ``X-Envkernel-Session`` value), closed when idle."""
 
@@ -195,12 +343,14 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
 
     async def list_tools(ctx: Any, params: Any) -> mtypes.ListToolsResult:
         try:
-            _, env = sessions.target(ctx)
+            task_id, env = sessions.target(ctx)
+            task = cat.task({"task_id": task_id}, 0) if task_id else None
         except (ActionError, CatalogError) as exc:
             raise ValueError(str(exc)) from None
-        return mtypes.ListToolsResult(tools=[mtypes.Tool(name=t.name, description=t.description or t.name,
-                                                         input_schema=t.parameters or {"type": "object", "properties": {}})
-                                             for t in env.tools])
+        # a session that names a task is offered that task's tools only, as a /ws session after its reset
+        return mtypes.ListToolsResult(tools=[mtypes.Tool(name=t["name"], description=t["description"] or t["name"],
+                                                         input_schema=t["input_schema"])
+                                             for t in tool_list(env, task)])
 
     async def call_tool(ctx: Any, params: Any) -> mtypes.CallToolResult:
         try:
@@ -271,6 +421,13 @@ def build_app(core: ServeCore, *, host: str = "127.0.0.1", mcp_idle_seconds: flo
     async def schema(_: Request) -> JSONResponse:
         return JSONResponse({"action": _ACTION_SCHEMA, "observation": _OBSERVATION_SCHEMA, "state": _STATE_SCHEMA})
 
+    async def openapi(_: Request) -> JSONResponse:
+        # the path list openenv-core's `validate_running_environment` reads to tell the simulation mode
+        return JSONResponse({"openapi": "3.1.0", "info": {"title": "envkernel serve", "version": "0.1.0"}, "paths": {
+            "/reset": {"post": {"summary": "start an episode"}}, "/step": {"post": {"summary": "one action of an episode"}},
+            "/state": {"get": {"summary": "an episode's state and reward"}}, "/health": {"get": {}}, "/metadata": {"get": {}},
+            "/schema": {"get": {}}, "/mcp": {"post": {"summary": "MCP, streamable HTTP"}}}})
+
     async def ws_endpoint(ws: WebSocket) -> None:
         await _ws_session(core, ws)
 
@@ -288,6 +445,9 @@ def build_app(core: ServeCore, *, host: str = "127.0.0.1", mcp_idle_seconds: flo
             if on_stop is not None:
                 await on_stop()
 
+    http = _HttpEpisodes(sessions)
     return Starlette(routes=[Route("/health", health), Route("/metadata", metadata), Route("/schema", schema),
-                             WebSocketRoute("/ws", ws_endpoint), Route("/mcp", StreamableHTTPASGIApp(manager))],
+                             Route("/reset", http.reset, methods=["POST"]), Route("/step", http.step, methods=["POST"]),
+                             Route("/state", http.state), Route("/openapi.json", openapi),
+                             WebSocketRoute("/ws", ws_endpoint), Route("/mcp", _McpEndpoint(StreamableHTTPASGIApp(manager)))],
                      lifespan=lifespan)

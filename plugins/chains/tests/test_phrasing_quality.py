@@ -34,8 +34,10 @@ BAD = {
     "'the from/to account'": r"\bthe (?:from|to) [a-z]+\b",
     "a plural verb with a singular field": r"\bWhat are the [a-z]+ (?:date|time|type|rate|address|name|email|status)s? of\b(?<!s of)",
     "a raw snake-case code": r"(?<![@\w.])[a-z]+_[a-z]+(?:_[a-z]+)*(?![\w@.])",
-    "'its' for a named person": rf"\b{PERSON} [A-Z][\w-]+ [A-Z][\w-]+ (?:so its|and (?:tell|give) me its)\b",
+    "'its' for a named person": rf"\b(?:[Ff]ind|[Ll]ook up|check|update|change) the {PERSON} [A-Z][\w-]+ [A-Z][\w-]+ (?:so its|and (?:tell|give) me its)\b",
     "a doubled word": r"\b(?P<w>[a-z]+) (?P=w)\b",
+    "'for me' after a list of settings": r": set [^?]* for me\?",
+    "a value that reads as the reference's": r"\bwith (?P<k>[a-z]+) [0-9.]+, (?P=k) [0-9.]+",
     "doubled punctuation": r"\.\.|\?\.|\.\?|,,|\s[,.?]",
 }
 """What must never appear in a request, by what is wrong with it."""
@@ -82,6 +84,8 @@ def test_the_patterns_catch_what_they_name() -> None:
         "a raw snake-case code": "the appointment with status checked_in",
         "'its' for a named person": "Find the patient Donna Alexander and tell me its email.",
         "a doubled word": "show me the the order",
+        "'for me' after a list of settings": "Can you update that appointment: set start time to X and duration to 45 minutes for me?",
+        "a value that reads as the reference's": "an order with the product of my order with quantity 2, quantity 2 and shipping address X",
         "doubled punctuation": "Please do it..",
     }
     assert set(seen) == set(BAD)

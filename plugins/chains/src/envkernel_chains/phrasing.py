@@ -560,6 +560,8 @@ class Phraser:
             s = f"{v} {self.rng.choice(('a new', article))} {noun}"
             others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
             withs = [self.obj(r) for pp, r in preps if pp == "with"] + lits
+            # a reference with its own "with ..." goes last: never "the product of my order with quantity 2, quantity 2"
+            withs.sort(key=lambda w: " with " in w)
             if others:
                 s += " " + " ".join(others)
             if withs:
@@ -850,7 +852,7 @@ class Phraser:
                 goals.append(self.show(last))
             g = join(goals)  # one goal with its parts, never a narrated script ("..., then ..., and finally ...")
             pool = TONES[self.tone] if self.tone else FRAMES
-            frames = [f for f in pool if not ((g.endswith(" me") or " me " in g) and "for me" in f)] or ["{G}."]
+            frames = [f for f in pool if not ((g.endswith(" me") or " me " in g or ": " in g) and "for me" in f)] or ["{G}."]
             frame = rng.choice(frames)
             body = frame.format(g=g, G=g[:1].upper() + g[1:])
             if self.motive and self.tone != "busy" and rng.random() < 0.5:

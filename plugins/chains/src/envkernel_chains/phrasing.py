@@ -559,9 +559,9 @@ class Phraser:
             article = "an" if noun[:1] in "aeiou" else "a"
             s = f"{v} {self.rng.choice(('a new', article))} {noun}"
             others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
-            withs = [self.obj(r) for pp, r in preps if pp == "with"] + lits
+            ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
             # a reference with its own "with ..." goes last: never "the product of my order with quantity 2, quantity 2"
-            withs.sort(key=lambda w: " with " in w)
+            withs = [w for w in ref_withs if " with " not in w] + lits + [w for w in ref_withs if " with " in w]
             if others:
                 s += " " + " ".join(others)
             if withs:

@@ -20,7 +20,7 @@ from typing import Any
 from envkernel_kit.naming import human, plural, singular, words
 from envkernel_kit.tools import Schema, ToolInfo
 
-from .phrasing import ROLES, _between, _fmt, field_words, join, past, render, unit_of
+from .phrasing import ROLES, _between, _fmt, article, field_words, join, past, render, unit_of
 from .refs import CONTAINER_NOUNS, PERSONA_NOUNS, STATUS_FIELDS, TITLE_FIELDS, is_person
 
 State = dict[str, list[dict[str, Any]]]
@@ -264,7 +264,7 @@ class BatchPlanner:
             if c in COUNTED:
                 cond_words = f"with {'more' if op == 'over' else 'fewer'} than {_fmt(t)} {field_words(c)}"
             else:
-                cond_words = f"with a {u[0]} {opw} {_fmt(t)} {u[1]}" if u else f"with a {field_words(c)} {opw} {_fmt(t)}"
+                cond_words = f"with {article(u[0])} {u[0]} {opw} {_fmt(t)} {u[1]}" if u else f"with {article(field_words(c))} {field_words(c)} {opw} {_fmt(t)}"
         persona: dict[str, str] = {}
         if owner is not None and as_owner:
             role, motive = rng.choice(ROLES)

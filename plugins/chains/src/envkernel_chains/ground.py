@@ -797,11 +797,14 @@ def _empty_page(value: Any) -> bool:
 
 
 def _qual(col: str, op: str, v: Any) -> str:
-    from .phrasing import field_words, render  # local: phrasing imports this module
+    from .phrasing import attr, counted, field_words, render  # local: phrasing imports this module
+    from .refs import COUNTED_FIELDS
 
     name = field_words(col)
     ws = words(col)
     date_like = bool(ws) and ws[-1] in ("at", "on", "date", "time", "after", "before")
+    if col in COUNTED_FIELDS and isinstance(v, int) and op in ("gte", "lte", "gt", "lt"):  # "with at least 2 nights"
+        return "with " + {"gte": "at least", "lte": "at most", "gt": "more than", "lt": "fewer than"}[op] + " " + counted(col, v)
     if op == "gte":
         return f"with {name} on or after {render(v)}" if date_like else f"with {name} of at least {render(v)}"
     if op == "lte":
@@ -812,4 +815,4 @@ def _qual(col: str, op: str, v: Any) -> str:
         return f"with {name} before {render(v)}" if date_like else f"with {name} below {render(v)}"
     if op == "contains":
         return f"whose {name} contains {render(v)}"
-    return f"with {name} {render(v)}"
+    return f"with {attr(col, v)}"

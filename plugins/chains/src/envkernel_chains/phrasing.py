@@ -36,7 +36,7 @@ from envkernel_kit.answers import is_number, mentions
 from envkernel_kit.naming import human, is_id_name, plural, singular, words
 
 from .ground import Step
-from .refs import CONTAINER_NOUNS, PERSONA_NOUNS, TITLE_FIELDS, Ref, attr_rank, is_person, norm
+from .refs import CONTAINER_NOUNS, COUNTED_FIELDS, PERSONA_NOUNS, TITLE_FIELDS, Ref, attr_rank, is_person, norm
 
 NOTHING_ANSWER = "I can't help with that."
 """The do-nothing policy's answer; no answer fact may be contained in it."""
@@ -94,9 +94,9 @@ COUNT_Q = ("How many {ns} are there among {c}?", "Can you count {c} for me?", "H
            "I need a count of {c}.")
 SUP_Q = ("Which of {c} has the {w} {f}?", "Among {c}, which {n} has the {w} {f}?", "Find the {n} with the {w} {f} among {c}.")
 TOTAL_Q = ("What is the total {f} of {c}?", "Add up the {f} of {c} for me.", "What do {c} come to in {f}, all together?")
-COND_Q = ("Which of {c} have a {f} {op} {t}?", "List {c} with a {f} {op} {t}.", "I only care about {c} whose {f} is {op} {t}. Which are they?")
+COND_Q = ("Which of {c} have {a} {f} {op} {t}?", "List {c} with {a} {f} {op} {t}.", "I only care about {c} whose {f} is {op} {t}. Which are they?")
 SORT_Q = ("Rank {c} by {f}, {d}, and give me each one's {f}.", "List {c} {d} {f}, with the {f} of each.")
-OBJ_Q = ("Look up {x} and tell me its {f}.", "Find {x} and tell me its {f}.", "Could you check {x} and give me its {f}?")
+OBJ_Q = ("Look up {x} and tell me {its} {f}.", "Find {x} and tell me {its} {f}.", "Could you check {x} and give me {its} {f}?")
 
 
 def render(v: Any) -> str:
@@ -169,15 +169,60 @@ def said_value(key: str, v: Any) -> str:
     return f"{render(v)} {u[1]}" if u and isinstance(v, (int, float)) and not isinstance(v, bool) else render(v)
 
 
+_ENUM = re.compile(r"[a-z]+(?:_[a-z]+)+")
+
+
+def enum_words(v: Any) -> str:
+    """A value as written, a snake-case code in words: ``checked_in`` -> ``checked in``, ``needs_action`` -> ``needs action``."""
+    return v.replace("_", " ") if isinstance(v, str) and _ENUM.fullmatch(v) else render(v)
+
+
+def article(phrase: str) -> str:
+    """``a`` or ``an`` for ``phrase`` (``an amount``, ``a size``)."""
+    return "an" if phrase[:1].lower() in "aeiou" else "a"
+
+
+def plural_phrase(fw: str) -> str:
+    """A field phrase in the plural: ``execution date`` -> ``execution dates``, ``size in bytes`` -> ``sizes in bytes``."""
+    head, sep, tail = fw.partition(" in ")
+    ws = head.split(" ")
+    if not ws[-1] or ws[-1].isupper():
+        return fw
+    return " ".join(ws[:-1] + [plural(ws[-1])]) + (sep + tail if sep else "")
+
+
+def counted(key: str, v: Any) -> str:
+    """A count as a person says it: ``4 nights``, ``1 star``."""
+    ws = field_words(key).split(" ")
+    if v == 1:
+        ws[0] = singular(ws[0])
+    return f"{render(v)} {' '.join(ws)}"
+
+
 def attr(key: str, v: Any) -> str:
     """A field and its value as a person says them: ``quantity 2``, ``title "Team standup"``,
-    ``a duration of 45 minutes``, ``marked private`` / ``not marked optional`` (never ``set to yes``)."""
+    ``a duration of 45 minutes``, ``4 nights``, ``marked private`` / ``not marked optional`` (never ``set to yes``)."""
     if isinstance(v, bool):
         return f"{'marked' if v else 'not marked'} {field_words(key)}"
     u = unit_of(key)
     if u and isinstance(v, (int, float)):
-        return f"a {u[0]} of {said_value(key, v)}"
-    return f"{field_words(key)} {render(v)}"
+        return f"{article(u[0])} {u[0]} of {said_value(key, v)}"
+    if key in COUNTED_FIELDS and isinstance(v, int) and not isinstance(v, bool):
+        return counted(key, v)
+    return f"{field_words(key)} {enum_words(v)}"
+
+
+def role_words(role: str) -> str:
+    """A foreign key's role in words: ``from_account`` -> ``source account`` (never ``the from account``)."""
+    ws = human(role).split(" ")
+    if len(ws) > 1 and ws[0] in ("from", "to"):
+        ws[0] = "source" if ws[0] == "from" else "destination"
+    return " ".join(ws)
+
+
+def pronoun(ref: Ref | None) -> str:
+    """The possessive for a row: ``their`` for a person, ``its`` otherwise."""
+    return "their" if ref is not None and ref.person else "its"
 
 
 def join(items: list[str]) -> str:
@@ -378,7 +423,7 @@ class Phraser:
             return f"{noun} {render(ref.value)}"
         if ref.kind == "of":
             assert ref.base is not None
-            role = human(ref.role)
+            role = role_words(ref.role)
             if self.is_persona(ref.base):
                 return f"my {role}"
             return f"the {role} of {self.obj(ref.base)}"
@@ -514,7 +559,9 @@ class Phraser:
             article = "an" if noun[:1] in "aeiou" else "a"
             s = f"{v} {self.rng.choice(('a new', article))} {noun}"
             others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
-            withs = [self.obj(r) for pp, r in preps if pp == "with"] + lits
+            ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
+            # a reference with its own "with ..." goes last: never "the product of my order with quantity 2, quantity 2"
+            withs = [w for w in ref_withs if " with " not in w] + lits + [w for w in ref_withs if " with " in w]
             if others:
                 s += " " + " ".join(others)
             if withs:
@@ -544,13 +591,18 @@ class Phraser:
                     w = self.poss(tref, f)
                     xs = self.obj(x) if isinstance(x, Ref) else x
                     return self.rng.choice(("change {w} to {x}", "set {w} to {x}", "update {w} to {x}")).format(w=w, x=xs)
+                if tref is not None and self.is_persona(tref):  # never "update me so its email is ..."
+                    xs = self.obj(x) if isinstance(x, Ref) else x
+                    return self.rng.choice(("change my {f} to {x}", "set my {f} to {x}", "update my {f} to {x}")).format(f=f, x=xs)
                 t = target()
                 xs = self.obj(x) if isinstance(x, Ref) else x
-                return f"update {t} so its {f} is {xs}"
-            t = target()
+                return f"update {t} so {pronoun(tref)} {f} is {xs}"
+            mine = tref is not None and self.is_persona(tref)
+            its_word = "my" if mine else pronoun(tref)
+            t = "my details" if mine else target()
             rendered = [(f, self.obj(x) if isinstance(x, Ref) else x) for f, x in changes]
             sets = join([f"{f} to {x}" for f, x in rendered])
-            its = join([f"its {f} is {x}" for f, x in rendered])
+            its = join([f"{its_word} {f} is {x}" for f, x in rendered])
             return self.rng.choice((f"update {t}, setting {sets}", f"change {t} so that {its}", f"update {t}: set {sets}"))
         t = target()
         parts = self._ref_parts(step, skip)
@@ -599,7 +651,7 @@ class Phraser:
             chosen = sorted(rng.sample(keys, k), key=keys.index)
             f = join([field_words(c) for c in chosen])
             if not self.is_persona(ref) and rng.random() < 0.25:
-                text = rng.choice(OBJ_Q).format(x=self.obj(ref), f=f)
+                text = rng.choice(OBJ_Q).format(x=self.obj(ref), f=f, its=pronoun(ref))
             else:
                 text = rng.choice(ONE_Q if k == 1 else TWO_Q).format(w=self.poss(ref, f))
             facts = list(dict.fromkeys(fact_text(row[c]) for c in chosen))
@@ -721,7 +773,7 @@ class Phraser:
             f = rng.choice(vals[:3])
             fw = field_words(f)
             table = [[lab, fact_text(r[f])] for lab, r in zip(labels, rows, strict=True)]
-            text = rng.choice(LIST_Q).format(c=c, f=fw, fs=plural(fw) if " " not in fw else fw)
+            text = rng.choice(LIST_Q).format(c=c, f=fw, fs=plural_phrase(fw))
             answer = "; ".join(f"{lab}: {v}" for lab, v in table) + "."
             return Question(text, [x for r in table for x in r], answer, rows=table,
                             absent=self._absent(step, [label], set(x.lower() for x in labels)), kind="list")
@@ -736,7 +788,7 @@ class Phraser:
             if not miss or len(hit) > 12:
                 return None
             fw = field_words(k)
-            text = rng.choice(("Which of {c} are {v}?", "Which of {c} have the {f} {v}?", "Of {c}, which ones are {v}?")).format(c=c, v=v, f=fw)
+            text = rng.choice(("Which of {c} are {v}?", "Which of {c} have the {f} {v}?", "Of {c}, which ones are {v}?")).format(c=c, v=enum_words(v), f=fw)
             return Question(text, hit, join(hit) + ".", rows=[[h] for h in hit], absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
                             kind="condition")
         nums = [k for k in nums if apart(k)]
@@ -756,7 +808,7 @@ class Phraser:
             word = rng.choice(("highest", "largest")) if high else rng.choice(("lowest", "smallest"))
             text = rng.choice(SUP_Q).format(c=c, w=word, f=fw, n=noun)
             others = [x for j, x in enumerate(labels) if j != i]
-            return Question(text, [labels[i]], f"{labels[i]}, with a {fw} of {_fmt(best)}.", rows=[[labels[i]]],
+            return Question(text, [labels[i]], f"{labels[i]}, with {article(fw)} {fw} of {_fmt(best)}.", rows=[[labels[i]]],
                             absent=others + self._absent(step, [label], {labels[i].lower()}), kind="superlative")
         if shape == "condition":
             distinct = sorted(set(vals))
@@ -771,7 +823,7 @@ class Phraser:
             miss = [lab for lab, v in zip(labels, vals, strict=True) if not (v > t if over else v < t)]
             if not hit or not miss or len(hit) > 12:
                 return None
-            text = rng.choice(COND_Q).format(c=c, f=fw, op=rng.choice(("over", "above", "more than")) if over else rng.choice(("under", "below", "less than")), t=_fmt(t))
+            text = rng.choice(COND_Q).format(c=c, f=fw, a=article(fw), op=rng.choice(("over", "above", "more than")) if over else rng.choice(("under", "below", "less than")), t=_fmt(t))
             return Question(text, hit, join(hit) + ".", rows=[[h] for h in hit], absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
                             kind="condition")
         if shape == "sorted":
@@ -800,7 +852,7 @@ class Phraser:
                 goals.append(self.show(last))
             g = join(goals)  # one goal with its parts, never a narrated script ("..., then ..., and finally ...")
             pool = TONES[self.tone] if self.tone else FRAMES
-            frames = [f for f in pool if not ((g.endswith(" me") or " me " in g) and "for me" in f)] or ["{G}."]
+            frames = [f for f in pool if not ((g.endswith(" me") or " me " in g or ": " in g) and "for me" in f)] or ["{G}."]
             frame = rng.choice(frames)
             body = frame.format(g=g, G=g[:1].upper() + g[1:])
             if self.motive and self.tone != "busy" and rng.random() < 0.5:

@@ -120,8 +120,9 @@ def describable(key: str, value: Any, generated: set[str] | frozenset[str] = fro
     return isinstance(value, (int, float))
 
 
-COUNTED_FIELDS = frozenset({"nights", "quantity", "stock", "seats", "guests", "attendees", "items", "stars"})
-"""Number fields that count things: a superlative over them says ``most`` / ``fewest``."""
+COUNTED_FIELDS = frozenset({"nights", "seats", "seats_left", "guests", "attendees", "items", "stars"})
+"""Number fields that count things: a superlative over them says ``most`` / ``fewest``, a value ``4 nights``
+(``quantity`` and ``stock`` are amounts: "the highest quantity", never "the fewest quantity")."""
 
 
 def attr_rank(key: str) -> tuple[int, int]:
@@ -357,7 +358,7 @@ class Resolver:
             chosen = []
         elif superlative is not None:
             chosen = []
-            quals = list(quals) + [superlative]
+            quals = merge_superlative(list(quals), superlative)
         else:
             for k in cands:
                 if len(self.ids(table, constraints + [(k, "eq", seed_row[k])])) == 1 and all(norm(o.get(k)) != norm(seed_row[k]) for o in others):
@@ -395,6 +396,19 @@ class Resolver:
         if not ref.ok:
             return None
         return ref
+
+
+def merge_superlative(quals: list[str], superlative: str) -> list[str]:
+    """The qualifiers with ``superlative`` added, folded into a range on the same field: ``with the
+    earliest start time on or after X``, never ``with start time on or after X and with the earliest
+    start time``."""
+    m = re.match(r"with the (?:earliest|latest|highest|lowest|most|fewest) (.+)$", superlative)
+    if m:
+        lead = f"with {m.group(1)} "
+        for i, q in enumerate(quals):
+            if q.startswith(lead):
+                return quals[:i] + [f"{superlative} {q[len(lead):]}"] + quals[i + 1:]
+    return quals + [superlative]
 
 
 def field_words(key: str) -> str:

@@ -174,6 +174,23 @@ def json_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
     return out
 
 
+def _fitting(js: dict[str, Any], t: str) -> dict[str, Any] | None:
+    """A body field's schema ``js`` narrowed to what a column of type ``t`` can keep: its ``anyOf``/
+    ``oneOf`` members of that type (Stripe's ``integer | ""``), or None when no member is."""
+    def fits(s: Any) -> bool:
+        st = schema_type(s)
+        return not st or st == t or (st, t) == ("integer", "number")
+
+    for k in ("anyOf", "oneOf"):
+        members = js.get(k)
+        if isinstance(members, list) and members:
+            keep = [m for m in members if fits(m) or (isinstance(m, dict) and m.get("type") == "null")]
+            if not any(fits(m) and not (isinstance(m, dict) and m.get("type") == "null") for m in keep):
+                return None
+            return {**js, k: keep}
+    return js if fits(js) else None
+
+
 def json_content(holder: Any, forms: bool = False) -> tuple[bool, Any]:
     """(has JSON content, its schema) of a response or request body (``forms``: form bodies count)."""
     if not isinstance(holder, dict):
@@ -1071,6 +1088,12 @@ class Builder:
             js = json_schema(ps)
             if "type" not in js and "oneOf" not in js and "anyOf" not in js:
                 js["type"] = info["type"]
+            fit = _fitting(js, info["type"])
+            if fit is None:  # a command, not a value: Stripe's billing_cycle_anchor "now" on an integer stamp
+                self.warn(f"{op.label}: body field {pname!r} is of type {schema_type(js) or 'any'} but {res.name!r} keeps "
+                          f"{col!r} as {info['type']}; it is left out")
+                continue
+            js = fit
             if schema_type(js) == info["type"]:  # what the answer must show, a write must keep (Discord's role ids)
                 shown = json_schema(self._field_schema(info))
                 js.update({k: shown[k] for k in ("pattern", "format", "minLength", "maxLength", "items", "enum") if k in shown and k not in js})
@@ -1190,6 +1213,13 @@ class Builder:
                     return True
         return False
 
+    @staticmethod
+    def _parent_of_every_create(ops: dict[str, dict[str, Any]], res: Resource, col: str) -> bool:
+        """True when every create of ``res`` names ``col`` in its path (Stripe's ``/v1/account/people``
+        names no account, ``/v1/accounts/{account}/people`` does)."""
+        creates = [o for o in ops.values() if o["resource"] == res.name and o["kind"] == "create"]
+        return all(any(p["field"] == col for p in o.get("parents") or []) for o in creates)
+
     def seed_rows(self) -> dict[str, list[dict[str, Any]]]:
         order = self._topo()
         refs: dict[str, list[Any]] = {}
@@ -1259,7 +1289,8 @@ class Builder:
         for res in self.resources.values():  # a required reference no create writes (Discord's user_id): the first row it can name
             for col, f in res.fields.items():
                 target = seed.get(f.get("ref") or "") or []
-                if col in res.required and f.get("ref") and "default" not in f and col != res.key and not f.get("parent") \
+                if col in res.required and f.get("ref") and "default" not in f and col != res.key \
+                        and not (f.get("parent") and self._parent_of_every_create(ops, res, col)) \
                         and target and not self._written_required(ops, res, col):
                     f["default"] = target[0].get(self.resources[f["ref"]].key)
         for t in tools:

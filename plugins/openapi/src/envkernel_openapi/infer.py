@@ -176,7 +176,9 @@ def json_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
 
 def _fitting(js: dict[str, Any], t: str) -> dict[str, Any] | None:
     """A body field's schema ``js`` narrowed to what a column of type ``t`` can keep: its ``anyOf``/
-    ``oneOf`` members of that type (Stripe's ``integer | ""``), or None when no member is."""
+    ``oneOf`` members of that type (Stripe's ``integer | ""``), or None for command words of
+    another type (Stripe's ``billing_cycle_anchor: "now" | "unchanged"`` on an integer stamp).
+    Anything else is kept as declared (Slack's string-encoded form fields)."""
     def fits(s: Any) -> bool:
         st = schema_type(s)
         return not st or st == t or (st, t) == ("integer", "number")
@@ -185,10 +187,10 @@ def _fitting(js: dict[str, Any], t: str) -> dict[str, Any] | None:
         members = js.get(k)
         if isinstance(members, list) and members:
             keep = [m for m in members if fits(m) or (isinstance(m, dict) and m.get("type") == "null")]
-            if not any(fits(m) and not (isinstance(m, dict) and m.get("type") == "null") for m in keep):
-                return None
-            return {**js, k: keep}
-    return js if fits(js) else None
+            if any(fits(m) and not (isinstance(m, dict) and m.get("type") == "null") for m in keep):
+                return {**js, k: keep}
+            return js
+    return None if isinstance(js.get("enum"), list) and js["enum"] and not fits(js) else js
 
 
 def json_content(holder: Any, forms: bool = False) -> tuple[bool, Any]:
@@ -1090,8 +1092,8 @@ class Builder:
                 js["type"] = info["type"]
             fit = _fitting(js, info["type"])
             if fit is None:  # a command, not a value: Stripe's billing_cycle_anchor "now" on an integer stamp
-                self.warn(f"{op.label}: body field {pname!r} is of type {schema_type(js) or 'any'} but {res.name!r} keeps "
-                          f"{col!r} as {info['type']}; it is left out")
+                self.warn(f"{op.label}: body field {pname!r} is one of {js['enum']} but {res.name!r} keeps "
+                          f"{col!r} as {info['type']}: a command, not a value; it is left out")
                 continue
             js = fit
             if schema_type(js) == info["type"]:  # what the answer must show, a write must keep (Discord's role ids)

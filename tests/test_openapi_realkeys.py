@@ -241,3 +241,16 @@ def test_stripe_creates_without_the_parent_and_command_fields_keep_the_answer_sc
     got = box.call("get_subscriptions_subscription", subscription=sid)["value"]
     jsonschema.validate(got, tools["get_subscriptions_subscription"].returns)
     assert got["cancel_at"] == 1_700_000_000
+
+
+def test_an_argument_with_an_id_hint_walks_its_rows_whatever_its_name() -> None:
+    """Stripe's ``{invoice}`` is no id-like name: its candidates walk the invoices in row order (the
+    first rows may be in a status an action refuses) instead of drawing free text after the first."""
+    from envkernel_schemas import ToolSpec  # noqa: PLC0415
+
+    rows = [{"id": f"in_{i:04d}", "status": s} for i, s in enumerate(["deleted", "void", "draft", "open", "paid"], 1)]
+    tool = ToolSpec(name="post_invoices_invoice_mark_uncollectible", description="Mark an invoice uncollectible.", mutates=True,
+                    parameters={"type": "object", "required": ["invoice"], "properties": {
+                        "invoice": {"type": "string", "maxLength": 5000, ID_HINT: {"table": "invoices", "column": "id"}}}})
+    got = [a["invoice"] for a in ArgumentBuilder({"invoices": rows}).candidates(tool, random.Random(1), 5)]
+    assert got == [r["id"] for r in rows], got

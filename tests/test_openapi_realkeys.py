@@ -170,8 +170,8 @@ def test_keys_named_like_stripe_take_their_parameter_pattern_and_nested_argument
 
 def _stripe_shapes(tmp_path: Path) -> Path:
     """Stripe's shapes behind its dropped tools: a person's required ``account`` that only one of
-    its two creates names in the path, and update fields that are commands or unions
-    (``billing_cycle_anchor: "now"`` on an integer stamp, ``cancel_at: integer | ""``)."""
+    its two creates names in the path, and update fields that are commands, unions or looser items
+    (``billing_cycle_anchor: "now"`` on an integer stamp, ``cancel_at: integer | ""``, ``phases``)."""
     def obj(req: list[str], **props: Any) -> dict[str, Any]:
         return {"type": "object", "required": req, "properties": props}
 
@@ -192,7 +192,8 @@ def _stripe_shapes(tmp_path: Path) -> Path:
         "Person": obj(["id", "account", "object"], id=s, account=s, object={"type": "string", "enum": ["person"]}, first_name=s),
         "Subscription": obj(["id", "billing_cycle_anchor", "object"], id=s, object={"type": "string", "enum": ["subscription"]},
                             billing_cycle_anchor={"type": "integer", "format": "unix-time"},
-                            cancel_at={"type": "integer", "format": "unix-time", "nullable": True}),
+                            cancel_at={"type": "integer", "format": "unix-time", "nullable": True},
+                            phases={"type": "array", "items": obj(["start_date"], start_date={"type": "integer"}, note=s)}),
         "AccountList": lst("Account", "/v1/accounts"), "PersonList": lst("Person", "/v1/account/people"),
         "SubscriptionList": lst("Subscription", "/v1/subscriptions")}
     ref = lambda n: {"$ref": f"#/components/schemas/{n}"}  # noqa: E731
@@ -210,7 +211,8 @@ def _stripe_shapes(tmp_path: Path) -> Path:
             "get": {"operationId": "GetSubscriptionsSubscription", "parameters": p_sub, "responses": _ok(sub)},
             "post": {"operationId": "PostSubscriptionsSubscription", "parameters": p_sub, "responses": _ok(sub), "requestBody": form(
                 [], billing_cycle_anchor={"type": "string", "enum": ["now", "unchanged"]},
-                cancel_at={"anyOf": [{"type": "integer"}, {"type": "string", "enum": [""]}]})}}}
+                cancel_at={"anyOf": [{"type": "integer"}, {"type": "string", "enum": [""]}]},
+                phases={"type": "array", "items": obj([], start_date={"type": "integer"}, note=s)})}}}
     f = tmp_path / "stripe-shapes.json"
     f.write_text(json.dumps({"openapi": "3.0.0", "info": {"title": "stripe shapes"}, "paths": paths, "components": {"schemas": schemas}}))
     return f
@@ -235,6 +237,8 @@ def test_stripe_creates_without_the_parent_and_command_fields_keep_the_answer_sc
     assert "billing_cycle_anchor" not in update  # "now" is a command, not the integer it would overwrite
     assert any("'billing_cycle_anchor' is one of ['now', 'unchanged']" in w and "left out" in w for w in warnings), warnings
     assert [m.get("type") for m in update["cancel_at"]["anyOf"]] == ["integer"]  # the "" member is gone
+    assert "phases" not in update  # a phase written without the start_date every shown phase has
+    assert any("'phases' writes items without ['start_date']" in w for w in warnings), warnings
     sid = model["seed"]["subscriptions"][0]["id"]
     changed = box.call("post_subscriptions_subscription", subscription=sid, cancel_at=1_700_000_000)
     assert changed["ok"], changed

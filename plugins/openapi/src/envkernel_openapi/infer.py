@@ -1096,6 +1096,11 @@ class Builder:
                           f"{col!r} as {info['type']}: a command, not a value; it is left out")
                 continue
             js = fit
+            missing = self._item_fields_missing(res, col, js)
+            if missing:  # Stripe's subscription schedule phases: each answer phase needs add_invoice_items
+                self.warn(f"{op.label}: body field {pname!r} writes items without {missing}, which every item of "
+                          f"{col!r} in {res.name!r} must have; it is left out")
+                continue
             if schema_type(js) == info["type"]:  # what the answer must show, a write must keep (Discord's role ids)
                 shown = json_schema(self._field_schema(info))
                 js.update({k: shown[k] for k in ("pattern", "format", "minLength", "maxLength", "items", "enum") if k in shown and k not in js})
@@ -1106,6 +1111,18 @@ class Builder:
         spec["body"] = body
         if op.kind in ("create", "update", "patch") and not body:
             raise _Skip(f"its request body writes no field of {res.name!r}")
+
+    @staticmethod
+    def _item_fields_missing(res: Resource, col: str, js: dict[str, Any]) -> list[str]:
+        """The fields every item of array column ``col`` must show (its answer schema's ``items``
+        ``required``) that the body field ``js`` lets a write leave out."""
+        if schema_type(js) != "array" or not isinstance(res.schema, dict):
+            return []
+        shown = (merge_all_of(res.schema).get("properties") or {}).get(res.spec_names.get(col, col))
+        items = merge_all_of((shown or {}).get("items") or {}) if isinstance(shown, dict) else {}
+        given = js.get("items") if isinstance(js.get("items"), dict) else {}
+        need = [r for r in items.get("required") or [] if not (items.get("properties") or {}).get(r, {}).get("readOnly")]
+        return [r for r in need if r not in (given.get("required") or [])]
 
     def _action_col(self, op: Op, res: Resource, arg: str) -> str | None:
         if op.kind != "action":

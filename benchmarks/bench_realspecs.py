@@ -54,11 +54,11 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:48] or "api"
 
 
-def synthesis(files: list[Path]) -> dict[str, dict[str, Any]]:
+def synthesis(files: list[Path], corpus: Path = CORPUS) -> dict[str, dict[str, Any]]:
     """Each spec through the synthesizer (validator on): what it built and skipped, and why."""
     out: dict[str, dict[str, Any]] = {}
     for f in files:
-        row: dict[str, Any] = {"file": str(f.relative_to(CORPUS))}
+        row: dict[str, Any] = {"file": str(f.relative_to(corpus))}
         t = time.perf_counter()
         try:
             env, warnings = synthesize_file(f, settings=OpenAPISettings(validate=True))
@@ -125,7 +125,7 @@ def main() -> dict[str, Any]:
     ap.add_argument("--run", type=Path, help="Read this finished run's folder instead of running the pipeline again.")
     args = ap.parse_args()
     files = [args.corpus / s["file"] for s in json.loads((args.corpus / "sources.json").read_text())]
-    synth = synthesis(files)
+    synth = synthesis(files, args.corpus)
     if args.run:
         out = args.run
         summary, tasks = read_run(args.run)

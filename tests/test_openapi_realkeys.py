@@ -166,3 +166,95 @@ def test_keys_named_like_stripe_take_their_parameter_pattern_and_nested_argument
     mine = [r["id"] for r in state["cards"] if r["customer"] == owner]
     pages = [box.call(list_cards, customer=owner, page_size=1, page=i)["value"]["cards"] for i in range(len(mine))]
     assert [p[0]["id"] for p in pages] == mine
+
+
+def _stripe_shapes(tmp_path: Path) -> Path:
+    """Stripe's shapes behind its dropped tools: a person's required ``account`` that only one of
+    its two creates names in the path, and update fields that are commands, unions or looser items
+    (``billing_cycle_anchor: "now"`` on an integer stamp, ``cancel_at: integer | ""``, ``phases``)."""
+    def obj(req: list[str], **props: Any) -> dict[str, Any]:
+        return {"type": "object", "required": req, "properties": props}
+
+    def lst(item: str, url: str) -> dict[str, Any]:
+        return obj(["object", "data", "has_more", "url"], object={"type": "string", "enum": ["list"]},
+                   data={"type": "array", "items": {"$ref": f"#/components/schemas/{item}"}}, has_more={"type": "boolean"},
+                   url={"type": "string", "pattern": f"^{url}"})
+
+    def form(req: list[str], **props: Any) -> dict[str, Any]:
+        return {"content": {"application/x-www-form-urlencoded": {"schema": obj(req, **props)}}}
+
+    s = {"type": "string", "maxLength": 5000}
+    account, person, sub = ({"$ref": f"#/components/schemas/{n}"} for n in ("Account", "Person", "Subscription"))
+    p_account = [{"name": "account", "in": "path", "required": True, "schema": s}]
+    p_sub = [{"name": "subscription", "in": "path", "required": True, "schema": s}]
+    schemas = {
+        "Account": obj(["id", "object"], id=s, object={"type": "string", "enum": ["account"]}, email=s),
+        "Person": obj(["id", "account", "object"], id=s, account=s, object={"type": "string", "enum": ["person"]}, first_name=s),
+        "Subscription": obj(["id", "billing_cycle_anchor", "object"], id=s, object={"type": "string", "enum": ["subscription"]},
+                            billing_cycle_anchor={"type": "integer", "format": "unix-time"},
+                            cancel_at={"type": "integer", "format": "unix-time", "nullable": True},
+                            phases={"type": "array", "items": obj(["start_date"], start_date={"type": "integer"}, note=s)}),
+        "AccountList": lst("Account", "/v1/accounts"), "PersonList": lst("Person", "/v1/account/people"),
+        "SubscriptionList": lst("Subscription", "/v1/subscriptions")}
+    ref = lambda n: {"$ref": f"#/components/schemas/{n}"}  # noqa: E731
+    paths = {
+        "/v1/accounts": {"get": {"operationId": "GetAccounts", "responses": _ok(ref("AccountList"))}},
+        "/v1/accounts/{account}": {"get": {"operationId": "GetAccountsAccount", "parameters": p_account, "responses": _ok(account)}},
+        "/v1/accounts/{account}/people": {
+            "get": {"operationId": "GetAccountsAccountPeople", "parameters": p_account, "responses": _ok(ref("PersonList"))},
+            "post": {"operationId": "PostAccountsAccountPeople", "parameters": p_account, "requestBody": form([], first_name=s), "responses": _ok(person)}},
+        "/v1/account/people": {
+            "get": {"operationId": "GetAccountPeople", "responses": _ok(ref("PersonList"))},
+            "post": {"operationId": "PostAccountPeople", "requestBody": form([], account=s, first_name=s), "responses": _ok(person)}},
+        "/v1/subscriptions": {"get": {"operationId": "GetSubscriptions", "responses": _ok(ref("SubscriptionList"))}},
+        "/v1/subscriptions/{subscription}": {
+            "get": {"operationId": "GetSubscriptionsSubscription", "parameters": p_sub, "responses": _ok(sub)},
+            "post": {"operationId": "PostSubscriptionsSubscription", "parameters": p_sub, "responses": _ok(sub), "requestBody": form(
+                [], billing_cycle_anchor={"type": "string", "enum": ["now", "unchanged"]},
+                cancel_at={"anyOf": [{"type": "integer"}, {"type": "string", "enum": [""]}]},
+                phases={"type": "array", "items": obj([], start_date={"type": "integer"}, note=s)})}}}
+    f = tmp_path / "stripe-shapes.json"
+    f.write_text(json.dumps({"openapi": "3.0.0", "info": {"title": "stripe shapes"}, "paths": paths, "components": {"schemas": schemas}}))
+    return f
+
+
+def test_stripe_creates_without_the_parent_and_command_fields_keep_the_answer_schema(tmp_path: Path) -> None:
+    env, warnings = synthesize_file(_stripe_shapes(tmp_path), settings=OpenAPISettings(validate=False))
+    tools = {t.name: t for t in env.tools}
+    model = env.behaviour.model
+    box = Box(env)
+    accounts = [r["id"] for r in model["seed"]["accounts"]]
+    made = box.call("post_account_people", first_name="Ada")  # no account named: the first one
+    assert made["ok"], made
+    jsonschema.validate(made["value"], tools["post_account_people"].returns)
+    assert made["value"]["account"] == accounts[0]
+    under = box.call("post_accounts_account_people", account=accounts[1], first_name="Bo")["value"]
+    assert under["account"] == accounts[1]  # the path's parent still wins over the fill value
+    page = box.call("get_account_people")
+    assert page["ok"], page
+    jsonschema.validate(page["value"], tools["get_account_people"].returns)
+    update = tools["post_subscriptions_subscription"].parameters["properties"]
+    assert "billing_cycle_anchor" not in update  # "now" is a command, not the integer it would overwrite
+    assert any("'billing_cycle_anchor' is one of ['now', 'unchanged']" in w and "left out" in w for w in warnings), warnings
+    assert [m.get("type") for m in update["cancel_at"]["anyOf"]] == ["integer"]  # the "" member is gone
+    assert "phases" not in update  # a phase written without the start_date every shown phase has
+    assert any("'phases' writes items without ['start_date']" in w for w in warnings), warnings
+    sid = model["seed"]["subscriptions"][0]["id"]
+    changed = box.call("post_subscriptions_subscription", subscription=sid, cancel_at=1_700_000_000)
+    assert changed["ok"], changed
+    got = box.call("get_subscriptions_subscription", subscription=sid)["value"]
+    jsonschema.validate(got, tools["get_subscriptions_subscription"].returns)
+    assert got["cancel_at"] == 1_700_000_000
+
+
+def test_an_argument_with_an_id_hint_walks_its_rows_whatever_its_name() -> None:
+    """Stripe's ``{invoice}`` is no id-like name: its candidates walk the invoices in row order (the
+    first rows may be in a status an action refuses) instead of drawing free text after the first."""
+    from envkernel_schemas import ToolSpec  # noqa: PLC0415
+
+    rows = [{"id": f"in_{i:04d}", "status": s} for i, s in enumerate(["deleted", "void", "draft", "open", "paid"], 1)]
+    tool = ToolSpec(name="post_invoices_invoice_mark_uncollectible", description="Mark an invoice uncollectible.", mutates=True,
+                    parameters={"type": "object", "required": ["invoice"], "properties": {
+                        "invoice": {"type": "string", "maxLength": 5000, ID_HINT: {"table": "invoices", "column": "id"}}}})
+    got = [a["invoice"] for a in ArgumentBuilder({"invoices": rows}).candidates(tool, random.Random(1), 5)]
+    assert got == [r["id"] for r in rows], got

@@ -490,7 +490,7 @@ class ArgumentBuilder:
                     continue
                 if k == 0:
                     v = src[0]
-                elif is_id_name(p):
+                elif is_id_name(p) or ID_HINT in (props.get(p) or {}):  # Stripe's {invoice}: walk its rows too
                     v = src[k % len(src)]
                 else:
                     v = rng.choice(src)

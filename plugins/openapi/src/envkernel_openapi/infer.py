@@ -174,6 +174,25 @@ def json_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
     return out
 
 
+def _fitting(js: dict[str, Any], t: str) -> dict[str, Any] | None:
+    """A body field's schema ``js`` narrowed to what a column of type ``t`` can keep: its ``anyOf``/
+    ``oneOf`` members of that type (Stripe's ``integer | ""``), or None for command words of
+    another type (Stripe's ``billing_cycle_anchor: "now" | "unchanged"`` on an integer stamp).
+    Anything else is kept as declared (Slack's string-encoded form fields)."""
+    def fits(s: Any) -> bool:
+        st = schema_type(s)
+        return not st or st == t or (st, t) == ("integer", "number")
+
+    for k in ("anyOf", "oneOf"):
+        members = js.get(k)
+        if isinstance(members, list) and members:
+            keep = [m for m in members if fits(m) or (isinstance(m, dict) and m.get("type") == "null")]
+            if any(fits(m) and not (isinstance(m, dict) and m.get("type") == "null") for m in keep):
+                return {**js, k: keep}
+            return js
+    return None if isinstance(js.get("enum"), list) and js["enum"] and not fits(js) else js
+
+
 def json_content(holder: Any, forms: bool = False) -> tuple[bool, Any]:
     """(has JSON content, its schema) of a response or request body (``forms``: form bodies count)."""
     if not isinstance(holder, dict):
@@ -1071,6 +1090,17 @@ class Builder:
             js = json_schema(ps)
             if "type" not in js and "oneOf" not in js and "anyOf" not in js:
                 js["type"] = info["type"]
+            fit = _fitting(js, info["type"])
+            if fit is None:  # a command, not a value: Stripe's billing_cycle_anchor "now" on an integer stamp
+                self.warn(f"{op.label}: body field {pname!r} is one of {js['enum']} but {res.name!r} keeps "
+                          f"{col!r} as {info['type']}: a command, not a value; it is left out")
+                continue
+            js = fit
+            missing = self._item_fields_missing(res, col, js)
+            if missing:  # Stripe's subscription schedule phases: each answer phase needs add_invoice_items
+                self.warn(f"{op.label}: body field {pname!r} writes items without {missing}, which every item of "
+                          f"{col!r} in {res.name!r} must have; it is left out")
+                continue
             if schema_type(js) == info["type"]:  # what the answer must show, a write must keep (Discord's role ids)
                 shown = json_schema(self._field_schema(info))
                 js.update({k: shown[k] for k in ("pattern", "format", "minLength", "maxLength", "items", "enum") if k in shown and k not in js})
@@ -1081,6 +1111,18 @@ class Builder:
         spec["body"] = body
         if op.kind in ("create", "update", "patch") and not body:
             raise _Skip(f"its request body writes no field of {res.name!r}")
+
+    @staticmethod
+    def _item_fields_missing(res: Resource, col: str, js: dict[str, Any]) -> list[str]:
+        """The fields every item of array column ``col`` must show (its answer schema's ``items``
+        ``required``) that the body field ``js`` lets a write leave out."""
+        if schema_type(js) != "array" or not isinstance(res.schema, dict):
+            return []
+        shown = (merge_all_of(res.schema).get("properties") or {}).get(res.spec_names.get(col, col))
+        items = merge_all_of((shown or {}).get("items") or {}) if isinstance(shown, dict) else {}
+        given = js.get("items") if isinstance(js.get("items"), dict) else {}
+        need = [r for r in items.get("required") or [] if not (items.get("properties") or {}).get(r, {}).get("readOnly")]
+        return [r for r in need if r not in (given.get("required") or [])]
 
     def _action_col(self, op: Op, res: Resource, arg: str) -> str | None:
         if op.kind != "action":
@@ -1190,6 +1232,13 @@ class Builder:
                     return True
         return False
 
+    @staticmethod
+    def _parent_of_every_create(ops: dict[str, dict[str, Any]], res: Resource, col: str) -> bool:
+        """True when every create of ``res`` names ``col`` in its path (Stripe's ``/v1/account/people``
+        names no account, ``/v1/accounts/{account}/people`` does)."""
+        creates = [o for o in ops.values() if o["resource"] == res.name and o["kind"] == "create"]
+        return all(any(p["field"] == col for p in o.get("parents") or []) for o in creates)
+
     def seed_rows(self) -> dict[str, list[dict[str, Any]]]:
         order = self._topo()
         refs: dict[str, list[Any]] = {}
@@ -1259,7 +1308,8 @@ class Builder:
         for res in self.resources.values():  # a required reference no create writes (Discord's user_id): the first row it can name
             for col, f in res.fields.items():
                 target = seed.get(f.get("ref") or "") or []
-                if col in res.required and f.get("ref") and "default" not in f and col != res.key and not f.get("parent") \
+                if col in res.required and f.get("ref") and "default" not in f and col != res.key \
+                        and not (f.get("parent") and self._parent_of_every_create(ops, res, col)) \
                         and target and not self._written_required(ops, res, col):
                     f["default"] = target[0].get(self.resources[f["ref"]].key)
         for t in tools:

@@ -3,10 +3,12 @@
 from .bus import MSG_ID, REDACTED, SECRET, Bus, BusError, ResponderGone, StoreFullError, credentials, env_seconds, redact, without_secrets
 from .logs import on_signals
 from .consumer import Consumer, Done, Output, Redeliver, last_delivery
+from .feed import Feed
 from .server import EmbeddedServer, LocalCluster, ServerError, find_server_binary
 from . import discovery, subjects
 
 __all__ = [
+    "Feed",
     "MSG_ID",
     "Bus",
     "BusError",

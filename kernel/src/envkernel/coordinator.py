@@ -23,9 +23,8 @@ from typing import Any
 
 import structlog
 from nats.aio.msg import Msg
-from nats.js.api import DeliverPolicy
 
-from envkernel_bus import Bus
+from envkernel_bus import Bus, Feed
 from envkernel_bus.subjects import EVENTS_PREFIX, STREAM
 from envkernel_schemas import (
     DecodeError,
@@ -97,10 +96,8 @@ class Coordinator:
         if self.resume:
             info = await self.bus.js.stream_info(STREAM, subjects_filter=f"{EVENTS_PREFIX}.{self.config.run_id}.>")
             self._replayed = set() if info.state.subjects else None
-        self._sub = await self.bus.js.subscribe(
-            f"{EVENTS_PREFIX}.{self.config.run_id}.>", cb=self._on_msg, ordered_consumer=True,
-            deliver_policy=DeliverPolicy.ALL, pending_msgs_limit=1_000_000, pending_bytes_limit=1024 * 1024 * 1024,
-        )
+        self._sub = Feed(self.bus.js, f"{EVENTS_PREFIX}.{self.config.run_id}.>", STREAM, self._on_msg)
+        await self._sub.start()
         run = self.config.run_id
         started = RunStarted(run=run, id=event_id(run, KERNEL, "started"), time=time.time(), config=public(self.config))
         first: list[tuple[Event, str | None]] = [(started, None)]
@@ -297,7 +294,10 @@ class Coordinator:
     async def watch(self, stall: float) -> None:
         """Log what the run waits for whenever it has made no progress for ``stall`` seconds."""
         while not self.done.is_set():
-            await asyncio.sleep(max(0.5, stall / 4))
+            await asyncio.sleep(min(2.0, max(0.5, stall / 4)))
+            waiting = self.outstanding > 0 or self._awaiting
+            if waiting and self._sub is not None and time.monotonic() - self._sub.last_time > 5 and await self._sub.heal():
+                log.warning("the run's event feed had gone quiet with events left on the server (lost in a reconnect); it goes on from the next one", seq=self._sub.last)
             idle = time.monotonic() - self._last_progress
             if idle >= stall and (self.outstanding > 0 or self._awaiting) and not self.done.is_set():
                 log.warning("the run has made no progress; it is waiting for handled reports (a component that is not served? "
@@ -331,7 +331,4 @@ class Coordinator:
         await asyncio.gather(*self._background, *([self._drainer] if self._drainer else []), return_exceptions=True)
         await self._drain_pubacks()
         if self._sub is not None:
-            try:
-                await self._sub.unsubscribe()
-            except Exception:  # noqa: BLE001
-                pass
+            await self._sub.unsubscribe()

@@ -60,6 +60,7 @@ Only trust what the tool results show, not what the agent claims."""
 FORMAT = """Reply with one JSON object and nothing else:
 {"score": <number from 0.0 to 1.0>, "verdict": "complete" | "incomplete" | "agent_error", "reason": "<one or two sentences>"}"""
 
+
 class JudgeSettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
     """Settings of the ``judge`` reward model (section ``[judge]``): the model server's
     (:class:`envkernel_kit.chat.ChatSettings`) and the judging's own."""

@@ -178,3 +178,38 @@ def test_an_executor_that_keeps_crashing_under_calls_is_counted_as_infra(envk, d
     assert s["infra_failures"] > 0 and s["failures"] == 0 and s["failures_by_plugin"] == {}
     crashed = [f for f in run.jsonl("failures.jsonl") if "crashed under tool call" in f["message"]]
     assert crashed and {(f["plugin"], f["classification"]) for f in crashed} == {("reference", "infra")}
+
+
+async def test_the_tool_env_raises_on_a_dead_executor_but_not_on_an_env_error_named_crashed() -> None:
+    """At the boundary, with a real ``process`` sandbox: a call under which the executor dies
+    raises ``SandboxError`` (and marks the rollout's fault); an environment that raises
+    ``ToolError("crashed", ...)`` itself cannot pass for a dead executor (it answers ``tool_crashed``)."""
+    import textwrap
+
+    from envkernel.context import RecordingToolEnv
+    from envkernel.errors import SandboxError
+    from envkernel_process import ProcessRunner
+    from envkernel_schemas import CodeBehaviour, EnvSpec, ToolSpec
+
+    source = textwrap.dedent("""
+        import os, signal
+
+        def crash_report(env):
+            raise ToolError("crashed", "the car crashed into the barrier")
+
+        def die(env):
+            os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    env = EnvSpec(id="crash-test", name="crash", tools=[ToolSpec(name="crash_report"), ToolSpec(name="die")],
+                  behaviour=CodeBehaviour(source=source), seed_sql="CREATE TABLE t (x INTEGER);")
+    runner = ProcessRunner()
+    try:
+        tool_env = RecordingToolEnv(await runner.open(env, 0), env.tools)
+        res = await tool_env.call("crash_report", {})
+        assert res.error is not None and res.error.code == "tool_crashed" and "the car crashed" in res.error.message
+        assert tool_env.fault is None and len(tool_env.records) == 1  # the env's own error: the policy's to act on
+        with pytest.raises(SandboxError, match=r"the sandbox crashed under tool call 'die': sandbox executor died \(exit code -9"):
+            await tool_env.call("die", {})
+        assert tool_env.fault is not None and len(tool_env.records) == 1  # not recorded as the policy's call
+    finally:
+        await runner.aclose()

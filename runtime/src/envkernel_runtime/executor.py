@@ -23,7 +23,8 @@ Responses: ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": {"code": .
 Error codes: ``bad_request``, ``not_loaded``, ``unsupported``, ``load_failed``, ``unknown_tool``,
 ``invalid_arguments``, ``timeout``, ``tool_crashed``, ``bad_return``, ``too_large``,
 ``unknown_snapshot``, ``snapshot_failed``, ``restore_failed``, ``internal``, or whatever code the
-environment's ``ToolError`` carries.
+environment's ``ToolError`` carries (but ``crashed``, which the host keeps for an executor that died:
+an environment's ``ToolError("crashed", ...)`` answers ``tool_crashed``).
 
 Environment code (``env.py``): one plain function per tool, ``def tool(env, **arguments)``.
 ``ToolError(code, message)`` is injected into its namespace. ``env`` has ``db`` (sqlite3, rows as
@@ -654,6 +655,8 @@ class Executor:
 
     def _failure(self, tool: str, exc: BaseException, timeout: float) -> dict:
         if isinstance(exc, ToolError):
+            if exc.code == "crashed":  # the host's code for a dead executor (infrastructure), never the env's
+                return _err("tool_crashed", f"the environment raised ToolError('crashed'): {exc.message}")
             return _err(exc.code or "error", exc.message)
         if isinstance(exc, _Deadline) or (isinstance(exc, sqlite3.OperationalError) and "interrupt" in str(exc)):
             return _err("timeout", f"{tool} did not finish within {timeout:g} s; the call was stopped and had no effect")

@@ -170,14 +170,17 @@ def test_a_tool_call_whose_executor_crashes_is_an_infra_fault_not_the_policys(en
     assert "the sandbox crashed under tool call 'get_product'" in run.proc.stderr and "sandbox executor died" in run.proc.stderr
 
 
-def test_an_executor_that_keeps_crashing_under_calls_is_counted_as_infra(envk, dying_site: Path) -> None:
-    run = _run(envk, dying_site, "crashing", "--set", "dying.close=false")
+def test_an_executor_that_keeps_crashing_under_calls_is_counted_as_infra(envk, dying_site: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "crashing.toml"
+    cfg.write_text("gate_mutants = 0\n[dying]\nclose = false\n")  # no mutants: only the reference calls tools
+    run = _run(envk, dying_site, "crashing", "--config", str(cfg))
     s = run.summary
     assert s["tasks_proposed"] > 0 and s["tasks"] == 0
     assert s["rejected"] == {"task:gate_infra": s["tasks_proposed"]}, s["rejected"]
     assert s["infra_failures"] > 0 and s["failures"] == 0 and s["failures_by_plugin"] == {}
     crashed = [f for f in run.jsonl("failures.jsonl") if "crashed under tool call" in f["message"]]
-    assert crashed and {(f["plugin"], f["classification"]) for f in crashed} == {("reference", "infra")}
+    assert len(crashed) == s["infra_failures"] == s["tasks_proposed"]  # each task's reference, after its 2 retries
+    assert {(f["plugin"], f["classification"], f["error_type"]) for f in crashed} == {("reference", "infra", "SandboxError")}
 
 
 async def test_the_tool_env_raises_on_a_dead_executor_but_not_on_an_env_error_named_crashed() -> None:

@@ -23,8 +23,7 @@ Responses: ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": {"code": .
 Error codes: ``bad_request``, ``not_loaded``, ``unsupported``, ``load_failed``, ``unknown_tool``,
 ``invalid_arguments``, ``timeout``, ``tool_crashed``, ``bad_return``, ``too_large``,
 ``unknown_snapshot``, ``snapshot_failed``, ``restore_failed``, ``internal``, or whatever code the
-environment's ``ToolError`` carries (but ``crashed``, which the host keeps for an executor that died:
-an environment's ``ToolError("crashed", ...)`` answers ``tool_crashed``).
+environment's ``ToolError`` carries.
 
 Environment code (``env.py``): one plain function per tool, ``def tool(env, **arguments)``.
 ``ToolError(code, message)`` is injected into its namespace. ``env`` has ``db`` (sqlite3, rows as

@@ -362,7 +362,7 @@ class ChatSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     def target(self, *, need_model: bool = True) -> tuple[str, str]:
         """(base URL, model) to call; a missing one is a ``ConfigError`` that says where to set it."""
-        from envkernel.errors import ConfigError  # noqa: PLC0415 - the kit's only kernel import here
+        from envkernel.errors import ConfigError  # noqa: PLC0415 - on first use, so importing this module stays light
 
         base_url, model = self.resolved("base_url"), self.resolved("model")
         if not base_url:

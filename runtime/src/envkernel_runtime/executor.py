@@ -654,6 +654,8 @@ class Executor:
 
     def _failure(self, tool: str, exc: BaseException, timeout: float) -> dict:
         if isinstance(exc, ToolError):
+            if exc.code == "crashed":  # the host's code for a dead executor (infrastructure), never the env's
+                return _err("tool_crashed", f"the environment raised ToolError('crashed'): {exc.message}")
             return _err(exc.code or "error", exc.message)
         if isinstance(exc, _Deadline) or (isinstance(exc, sqlite3.OperationalError) and "interrupt" in str(exc)):
             return _err("timeout", f"{tool} did not finish within {timeout:g} s; the call was stopped and had no effect")

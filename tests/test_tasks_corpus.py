@@ -64,6 +64,8 @@ async def _gate(envs: dict[str, Any], tasks: list[Task]) -> list[tuple[Task, flo
                     reasons: list[str] = []
                     for i, pol in enumerate((ref, nothing)):
                         await sb.restore(seed)
+                        if t.planted:  # the task's initial state: the seed plus its distractor rows
+                            await sb.patch(t.seed_patch())
                         tool_env = RecordingToolEnv(sb, env.tools)
                         req = RolloutRequested(run="r", id=f"{t.id}/{i}", parent="p", iteration=0, time=0.0, task=t,
                                                policy=("reference", "nothing")[i], purpose="gate")

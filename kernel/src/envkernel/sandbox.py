@@ -1,7 +1,7 @@
 """Sandboxes as a service on the bus.
 
 A process serving a sandbox-runner component answers ``envk.svc.sandbox.<runner>.open`` in a queue
-group, then ``envk.svc.sandbox.<id>.<op>`` (call, snapshot, restore, state, close) for each sandbox
+group, then ``envk.svc.sandbox.<id>.<op>`` (call, patch, snapshot, restore, state, close) for each sandbox
 it opened. Any stage on any host gets a :class:`Sandbox` client from its context. Every sandbox has
 a hard lifetime, so a client that dies cannot leave one behind.
 """
@@ -46,6 +46,7 @@ class OpRequest(msgspec.Struct, kw_only=True):
     tool: str = ""
     arguments: dict[str, Any] = msgspec.field(default_factory=dict)
     snapshot: str = ""
+    rows: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
 class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -74,7 +75,7 @@ class Sandbox:
         self.closed = False
         self.run = ""
         """The run it was opened for (a worker's pool releases it when that run finishes)."""
-        self._subjects = {op: sandbox_op_subject(sandbox_id, op) for op in ("call", "snapshot", "restore", "state", "close")}
+        self._subjects = {op: sandbox_op_subject(sandbox_id, op) for op in ("call", "patch", "snapshot", "restore", "state", "close")}
         self._alive = sandbox_op_subject(sandbox_id.rpartition("~")[0], "alive") if "~" in sandbox_id else ""  # ids: <runner>-<process>~<n>
 
     async def _request(self, op: str, req: OpRequest, timeout: float | None = None) -> Any:
@@ -100,6 +101,10 @@ class Sandbox:
         """Call a tool. A tool's own error is a result with ``ok=False``, not an exception."""
         value = await self._request("call", OpRequest(tool=tool, arguments=arguments or {}))
         return value if isinstance(value, ToolResult) else msgspec.convert(value, ToolResult)
+
+    async def patch(self, rows: list[dict[str, Any]]) -> None:
+        """Insert rows before an episode (``Task.seed_patch()``: a task's planted rows); all or none."""
+        await self._request("patch", OpRequest(rows=rows))
 
     async def snapshot(self) -> str:
         """Save the state; return a handle for :meth:`restore`."""
@@ -307,8 +312,8 @@ class SandboxService:
             if hasattr(s, "call_raw"):  # the executor's JSON line (bytes), relayed as it is
                 return await s.call_raw(req.tool, req.arguments)
             return msgspec.to_builtins(await s.call(req.tool, req.arguments))
-        if op == "snapshot":
-            return await s.snapshot()
+        if op in ("snapshot", "patch"):
+            return await (s.snapshot() if op == "snapshot" else s.patch(req.rows))
         if op == "restore":
             await s.restore(req.snapshot)
             return None

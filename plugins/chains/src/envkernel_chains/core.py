@@ -27,7 +27,8 @@ from .batch import BatchPlanner
 from .graph import build_graph, write_graph
 from .ground import Grounder, PlanNode, Rejected, Step
 from .links import extract_elements
-from .outcome import changed_tables, state_outcome
+from .outcome import changed_tables, row_key, same_rows, state_outcome, strip
+from .plant import distractors
 from .phrasing import Phraser, check_request, tool_pattern
 from envkernel_kit.tools import Schema, schema_of, tool_infos
 
@@ -64,6 +65,9 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     (``Task.hidden``); 0 in a run with no ``user`` component (nobody could reveal it)."""
     superlative_share: float = 0.9
     """Chance of naming a row by a superlative the data decides (``my order with the highest total``) when one picks it out."""
+    distractor_share: float = 0.6
+    """Chance that a task naming a row by its attributes gets 1 to 3 near-duplicates of that row
+    planted in its initial state (``Task.planted``; :mod:`envkernel_chains.plant`)."""
     mutation_share: float = 0.35
     """Weight of a state-changing producer (create, then use the new row) against a lookup."""
     explore: int = 3
@@ -160,6 +164,8 @@ class GraphSampler:
         self.splits: Counter[str] = Counter()
         self.refined: Counter[str] = Counter()
         """Refiner verdicts: ``refined``, or why the original request was kept."""
+        self.planting: Counter[str] = Counter()
+        """Distractor planting: ``planted``, or why a task that was tried kept the seed state alone."""
         self._seen: set[bytes] = set()
         self.attempts = 0
         self.emitted = 0
@@ -256,6 +262,8 @@ class GraphSampler:
             self.len_fails[n] += 1
             return None
         task = self.make_task(steps, final)
+        if task is not None and self.s.distractor_share > 0:
+            task = await self.plant(sb, seed, task, steps)
         self._outcome(self.target or last, task is not None)
         if task is None:
             self.len_fails[n] += 1
@@ -311,6 +319,57 @@ class GraphSampler:
         outcome = msgspec.structs.replace(outcome, answer=goal.answer)
         return self._emit(calls, outputs, outcome, text, goal.kind, text, round(min(1.0, 0.3 + 0.1 * len(calls)), 4),
                           hidden=goal.hidden, persona=goal.persona)
+
+    async def plant(self, sb: Any, seed: str, task: Task, steps: list[Step]) -> Task:
+        """The task with near-duplicates of the row its request names planted in its initial state
+        (:func:`envkernel_chains.plant.distractors`), its outputs and outcome those of the reference
+        replayed from the seed plus them; as it was when no copy fits or the reference no longer
+        does the same from there (the reason is counted in ``sampling.json``, ``planting``)."""
+        rng = random.Random(f"plant/{task.id}")  # its own stream: planting never changes which tasks are sampled
+        if rng.random() >= self.s.distractor_share:
+            return task
+        o = task.outcome
+        rows = distractors(steps, self.schema, self.seed_state, rng, answered=None if o.mutates else list(o.answer_facts))
+        if not rows:
+            self.planting["no_near_duplicate"] += 1
+            return task
+        g = self.grounder
+        assert g is not None
+        await sb.restore(seed)
+        g.dirty = True
+        planted = msgspec.structs.replace(task, planted=rows)
+        try:
+            await sb.patch(planted.seed_patch())
+        except Exception:  # noqa: BLE001 - a row the table refuses (a constraint): keep the seed alone
+            self.planting["patch_refused"] += 1
+            return task
+        initial = await sb.state() if o.mutates else None
+        outputs: list[Any] = []
+        for c in task.calls:
+            res = await sb.call(c.name, c.arguments)
+            g.calls += 1
+            if not res.ok:
+                self.planting["reference_failed"] += 1
+                return task
+            outputs.append(res.value)
+        if not o.mutates:
+            if outputs[-1] != task.outputs[-1]:  # the copies are in the rows the question is about
+                self.planting["changes_answer"] += 1
+                return task
+            return msgspec.structs.replace(planted, outputs=outputs)
+        assert initial is not None
+        got = state_outcome(initial, await sb.state(), self.env.generated)
+        if got is None or set(got.expected_state) != set(o.expected_state):
+            self.planting["changes_outcome"] += 1
+            return task
+        for t, rows_after in got.expected_state.items():  # the same change as from the seed, the copies untouched
+            mine = {row_key(r) for p in rows if p.table == t for r in strip([p.row], self.env.generated.get(t, []))}
+            if len([r for r in rows_after if row_key(r) in mine]) != len(mine) or \
+                    not same_rows([r for r in rows_after if row_key(r) not in mine], o.expected_state[t]):
+                self.planting["changes_outcome"] += 1
+                return task
+        self.planting["planted"] += 1
+        return msgspec.structs.replace(planted, outputs=outputs, outcome=msgspec.structs.replace(got, answer=o.answer))
 
     async def refine(self, refiner: Any, task: Task) -> Task:
         """The task with the refiner's rewrite of its request when every check passes, else as it was."""
@@ -499,6 +558,7 @@ class GraphSampler:
             "requests": dict(sorted(self.requests.items())),
             "rejected": dict(self.rejected.most_common()),
             "refiner": dict(self.refined.most_common()),
+            "planting": dict(self.planting.most_common()),
         }
 
 

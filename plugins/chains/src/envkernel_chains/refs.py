@@ -189,6 +189,11 @@ class Ref:
     idents: list[tuple[str, Any]] = field(default_factory=list)
     """Exact ``(column, value)`` constraints of the scope (``email = ann@example.com``): what a
     person would say about themselves."""
+    where: list[tuple[str, str, Any]] = field(default_factory=list)
+    """For ``desc``: every constraint its words put on the row (the scope, the owners, the chosen
+    attributes), so that a row added to the state later can be checked against them."""
+    best: tuple[str, str] | None = None
+    """For a superlative ``desc``: the field the row wins on and how (``max`` or ``min``)."""
 
     @property
     def ok(self) -> bool:
@@ -216,6 +221,8 @@ class Resolver:
         """Chooses superlative references (none without it)."""
         self.superlative_share = 0.0
         """Share of the references that can be a superlative that are one."""
+        self.last_best: tuple[str, str] | None = None
+        """The field and direction (``max``/``min``) of the last superlative chosen."""
 
     def row(self, table: str | None, value: Any) -> dict[str, Any] | None:
         """The seed row of ``table`` with id ``value`` (None when it is not a seed row)."""
@@ -251,6 +258,7 @@ class Resolver:
         of a number field among the rows the lookup can return (``base``, and the ``others`` it
         did return): a superlative the data decides. Chosen for about ``superlative_share`` of
         the references that can have one; None otherwise."""
+        self.last_best: tuple[str, str] | None = None
         if self.rng is None or self.rng.random() >= self.superlative_share:
             return None
         key = self.schema.key(table)
@@ -266,8 +274,10 @@ class Resolver:
                     continue
                 made = k in ("created_at", "placed_at", "posted_at", "sent_at", "uploaded_at", "booked_at")
                 if all(x < mine for x in vals_t):
+                    self.last_best = (k, "max")
                     return "created most recently" if made else f"with the latest {_time_words(k)}"
                 if all(x > mine for x in vals_t):
+                    self.last_best = (k, "min")
                     return "created earliest" if made else f"with the earliest {_time_words(k)}"
                 continue
             vals = [r.get(k) for r in rows if r.get(key) != norm(value)] + [norm(o.get(k)) for o in others]
@@ -275,8 +285,10 @@ class Resolver:
                 continue
             counted = k in COUNTED_FIELDS  # "the most nights", not "the highest nights"
             if all(x < mine for x in vals):
+                self.last_best = (k, "max")
                 return f"with the {'most' if counted else 'highest'} {field_words(k)}"
             if all(x > mine for x in vals):
+                self.last_best = (k, "min")
                 return f"with the {'fewest' if counted else 'lowest'} {field_words(k)}"
         return None
 
@@ -374,7 +386,8 @@ class Resolver:
             return None
         ids = self.ids(table, constraints + [(k, "eq", seed_row[k]) for k in chosen]) if superlative is None else frozenset([norm(value)])
         ref = Ref(kind="desc", noun=noun, table=table, value=value, ids=ids, person=is_person(noun),
-                  adjectives=list(adjectives), quals=list(quals), values=list(scope_values), idents=list(idents or []))
+                  adjectives=list(adjectives), quals=list(quals), values=list(scope_values), idents=list(idents or []),
+                  where=constraints + [(k, "eq", seed_row[k]) for k in chosen], best=self.last_best if superlative is not None else None)
         for k in chosen:
             v = seed_row[k]
             if attr_rank(k)[0] == 0 and isinstance(v, str) and ref.title is None:

@@ -13,7 +13,7 @@ emits a task only when every applicable one scores below 1:
 - ``distractor``: the latest call that acts on a row found by an earlier lookup acts on another
   row of that lookup instead, the most similar one (the near-duplicate a careless agent picks);
   a read-only answer then states that row's values. When the task has planted distractor rows
-  (``Task.planted``), the latest call on the row one of them copies acts on that copy instead.
+  (``Task.planted``), every call on the row one of them copies acts on that copy instead.
 """
 
 from __future__ import annotations
@@ -87,24 +87,24 @@ def _similarity(a: dict[str, Any], b: dict[str, Any]) -> int:
 
 
 def _planted(task: Task) -> Mutated | None:
-    """The latest call on the row a planted distractor copies acts on the distractor instead."""
+    """Every call on the row a planted distractor copies acts on the distractor instead (the agent
+    picked the wrong row and kept using it); a read-only answer states the copy's values."""
     calls = task.calls
-    for i in range(len(calls) - 1, -1, -1):
-        for name, v in calls[i].arguments.items():
-            p = next((p for p in task.planted if is_id_name(name) and not isinstance(v, bool) and str(v) == p.twin), None)
-            if p is None or p.row.get(p.key) is None:
-                continue
-            new = [ToolCall(name=c.name, arguments=dict(c.arguments)) for c in calls]
-            new[i].arguments[name] = p.row[p.key]
-            answer = reference_answer(task)
-            if not task.outcome.mutates:  # the answer a careless agent gives: the copy's values
-                twin = next((r for out in task.outputs for r in ([out] if isinstance(out, dict) else _rows(out))
-                             if str(r.get(p.key)) == p.twin), {})
-                for f in task.outcome.answer_facts:
-                    k = next((k for k, x in twin.items() if str(x) == f), None)
-                    if k is not None and k in p.row and str(p.row[k]) != f:
-                        answer = answer.replace(f, str(p.row[k]))
-            return Mutated(new, answer)
+    for p in task.planted:
+        twin_key = p.row.get(p.key)
+        new = [ToolCall(name=c.name, arguments={k: twin_key if is_id_name(k) and not isinstance(v, bool) and str(v) == p.twin else v
+                                                for k, v in c.arguments.items()}) for c in calls]
+        if twin_key is None or all(a.arguments == c.arguments for a, c in zip(new, calls)):
+            continue
+        answer = reference_answer(task)
+        if not task.outcome.mutates:
+            twin = next((r for out in task.outputs for r in ([out] if isinstance(out, dict) else _rows(out))
+                         if str(r.get(p.key)) == p.twin), {})
+            for f in task.outcome.answer_facts:
+                k = next((k for k, x in twin.items() if str(x) == f), None)
+                if k is not None and k in p.row and str(p.row[k]) != f:
+                    answer = answer.replace(f, str(p.row[k]))
+        return Mutated(new, answer)
     return None
 
 

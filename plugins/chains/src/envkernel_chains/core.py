@@ -16,10 +16,9 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import networkx as nx
 from envkernel_kit.argsgen import ArgumentBuilder
 from envkernel_schemas import EnvSpec, Outcome, Task, ToolCall
 
@@ -31,6 +30,9 @@ from .outcome import changed_tables, row_key, same_rows, state_outcome, strip
 from .plant import distractors
 from .phrasing import Phraser, check_request, tool_pattern
 from envkernel_kit.tools import Schema, schema_of, tool_infos
+
+if TYPE_CHECKING:  # networkx is imported where the graph is built (graph.build_graph), not at load
+    import networkx as nx
 
 State = dict[str, list[dict[str, Any]]]
 
@@ -91,6 +93,20 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 UNDO_VERBS = frozenset({"cancel", "delete", "remove", "revoke", "archive", "close", "reject", "decline", "void", "refund"})
 """Verbs of an action that undoes a row (a chain must not apply one to a row it created)."""
 
+def is_undo(info: Any) -> bool:
+    """True for a tool that undoes a row: a delete, or an action whose verb cancels, removes, revokes..."""
+    return info.kind == "delete" or (info.verb or "").split(" ")[0] in UNDO_VERBS
+
+
+def inverse(first: Any, then: Any) -> bool:
+    """True when action ``then`` takes a row back to where action ``first`` found it (``freeze``
+    then ``unfreeze``, ``pin`` then ``unpin``), by their transitions."""
+    a, b = first.transition or {}, then.transition or {}
+    if not a or a.get("field") != b.get("field") or "to" not in a or "to" not in b or a["to"] == b["to"]:
+        return False
+    return b["to"] in (a.get("from") or []) or isinstance(b["to"], bool)
+
+
 _NEW = object()
 """Marks a value taken from a call that was not known before it."""
 
@@ -145,7 +161,7 @@ class GraphSampler:
         self.component = component or self.name
         self.schema: Schema = schema_of(env, seed_state)
         self.infos = tool_infos(env, self.schema)
-        self.graph: nx.DiGraph = nx.DiGraph()
+        self.graph: nx.DiGraph = build_graph({}, self.schema, {}, set())
         self.observed: dict[str, set[str]] = {}
         self.dead: set[str] = set()
         self.unexplored: set[str] = set()
@@ -464,7 +480,7 @@ class GraphSampler:
             sources = node.needs.get(key or "", [])
             if not sources or not all(self.infos[plan[j].tool].kind == "create" for j in sources if j < len(plan)):
                 continue
-            if info.kind == "delete" or (info.verb or "") in UNDO_VERBS:
+            if is_undo(info):
                 return "undoes_new"
             if info.kind == "update":
                 return "edits_new"
@@ -474,21 +490,27 @@ class GraphSampler:
     def undoes(steps: list[Step]) -> str | None:
         """Why a chain is not one goal (None when it is): it cancels, deletes or edits a row it
         created itself (create-then-cancel reads as a script, and a person would create it right),
-        or cancels or deletes a row it has just changed."""
-        touched: set[tuple[str, str]] = set()
+        cancels or deletes a row it has just changed, changes a row and then changes it back
+        (``freeze`` then ``unfreeze``), or changes a row it has just cancelled."""
+        touched: dict[tuple[str, str], list[Any]] = {}
         for s in steps:
             t = s.target
             if not s.mutating or t is None:
                 continue
-            undo = s.info.kind == "delete" or (s.info.verb or "") in UNDO_VERBS
+            undo = is_undo(s.info)
             if t.kind == "new" and s.info.kind != "create":
                 if undo:
                     return "undoes_new"
                 if s.info.kind == "update":
                     return "edits_new"
-            if undo and t.key in touched:
+            before = touched.get(t.key, [])
+            if undo and before:
                 return "undoes_change"  # changing a row and then cancelling it is not one goal
-            touched.add(t.key)
+            if any(inverse(b, s.info) for b in before):
+                return "undoes_change"  # a change and then its inverse leaves nothing done
+            if any(is_undo(b) for b in before):
+                return "changes_undone"
+            touched.setdefault(t.key, []).append(s.info)
         return None
 
     def make_task(self, steps: list[Step], final_state: State | None) -> Task | None:

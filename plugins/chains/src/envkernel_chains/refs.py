@@ -286,10 +286,10 @@ class Resolver:
             counted = k in COUNTED_FIELDS  # "the most nights", not "the highest nights"
             if all(x < mine for x in vals):
                 self.last_best = (k, "max")
-                return f"with the {'most' if counted else 'highest'} {field_words(k)}"
+                return f"with the {'most' if counted else 'highest'} {field_words(k, units=False)}"
             if all(x > mine for x in vals):
                 self.last_best = (k, "min")
-                return f"with the {'fewest' if counted else 'lowest'} {field_words(k)}"
+                return f"with the {'fewest' if counted else 'lowest'} {field_words(k, units=False)}"
         return None
 
     def read_elsewhere(self, table: str, field: str, v: Any) -> bool:
@@ -424,16 +424,42 @@ def merge_superlative(quals: list[str], superlative: str) -> list[str]:
     return quals + [superlative]
 
 
-def field_words(key: str) -> str:
-    """A field name in words: ``unit_price`` -> ``unit price``, ``total_cents`` -> ``total in cents``."""
+FIELD_WORDS = {
+    "starts_at": "start time", "ends_at": "end time", "execute_on": "execution date", "date_of_birth": "date of birth",
+    "expires_on": "expiry date",
+    "departure_at": "departure time", "arrival_at": "arrival time", "mime_type": "file type", "iban": "IBAN",
+}
+"""Field names a person says differently from their words."""
+
+
+def field_words(key: str, units: bool = True) -> str:
+    """A field name in words: ``unit_price`` -> ``unit price``, ``starts_at`` -> ``start time``,
+    ``size_bytes`` -> ``size in bytes`` (``size`` without ``units``: "the largest size", never "the highest size bytes")."""
+    if key in FIELD_WORDS:
+        return FIELD_WORDS[key]
+    u = unit_of(key)
+    if u and u[1] != "cents":
+        return f"{u[0]} in {u[1]}" if units else u[0]
     ws = words(key)
     if len(ws) > 1 and ws[-1] == "cents":
         return " ".join(ws[:-1]) + " in cents"
-    if len(ws) > 1 and ws[-1] in ("bytes", "minutes", "seconds"):  # "the largest size", not "the highest size bytes"
-        return " ".join(ws[:-1])
-    if len(ws) > 1 and ws[0] == "is":
+    if len(ws) > 1 and ws[0] in ("is", "has"):
         return " ".join(ws[1:])
+    if len(ws) > 1 and ws[-1] == "at":
+        return " ".join(ws[:-1]) + " time"
     return " ".join(ws)
+
+
+UNITS = {"minutes": "minutes", "bytes": "bytes", "cents": "cents", "seconds": "seconds", "days": "days", "hours": "hours"}
+"""Trailing words of a field name that are the unit of its value (``duration_minutes``)."""
+
+
+def unit_of(key: str) -> tuple[str, str] | None:
+    """(the field without its unit, the unit) for ``duration_minutes`` -> (``duration``, ``minutes``), else None."""
+    ws = words(key)
+    if len(ws) > 1 and ws[-1] in UNITS:
+        return " ".join(ws[:-1]), UNITS[ws[-1]]
+    return None
 
 
 def human_noun(noun: str) -> str:

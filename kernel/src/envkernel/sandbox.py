@@ -22,6 +22,8 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 from envkernel_bus import Bus, ResponderGone
+from envkernel_bus.sandboxwire import OpenRequest, OpRequest, Reply
+from envkernel_bus.sandboxwire import enc as _enc, op_dec as _op_dec, open_dec as _open_dec, reply_dec as _reply_dec, result_dec as _result_dec
 from envkernel_bus.subjects import sandbox_op_subject, sandbox_open_subject
 from envkernel_schemas import EnvSpec, State, ToolResult
 
@@ -29,39 +31,6 @@ from .errors import SandboxError
 from .roles import Closes
 
 log = structlog.get_logger("envkernel.sandbox")
-
-
-class OpenRequest(msgspec.Struct, kw_only=True):
-    """Ask a runner for a sandbox holding ``env``."""
-
-    env: EnvSpec
-    seed: int = 0
-    run: str = ""
-    lifetime: float = 3600.0
-
-
-class OpRequest(msgspec.Struct, kw_only=True):
-    """One operation on an open sandbox."""
-
-    tool: str = ""
-    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
-    snapshot: str = ""
-    rows: list[dict[str, Any]] = msgspec.field(default_factory=list)
-
-
-class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A service reply: a value, or an error saying what went wrong."""
-
-    ok: bool = True
-    value: Any = None
-    error: str = ""
-
-
-_enc = msgspec.msgpack.Encoder()
-_open_dec = msgspec.msgpack.Decoder(OpenRequest)
-_op_dec = msgspec.msgpack.Decoder(OpRequest)
-_reply_dec = msgspec.msgpack.Decoder(Reply)
-_result_dec = msgspec.json.Decoder(ToolResult)
 
 
 class Sandbox:

@@ -23,7 +23,7 @@ Requests::
 Responses: ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": {"code": ..., "message": ...}}``.
 Error codes: ``bad_request``, ``not_loaded``, ``unsupported``, ``load_failed``, ``unknown_tool``,
 ``invalid_arguments``, ``timeout``, ``tool_crashed``, ``bad_return``, ``too_large``,
-``unknown_snapshot``, ``snapshot_failed``, ``restore_failed``, ``internal``, or whatever code the
+``unknown_snapshot``, ``snapshot_failed``, ``restore_failed``, ``invalid_patch``, ``internal``, or whatever code the
 environment's ``ToolError`` carries.
 
 Environment code (``env.py``): one plain function per tool, ``def tool(env, **arguments)``.

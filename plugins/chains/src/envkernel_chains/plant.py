@@ -4,7 +4,8 @@ When a request names a row by its attributes (``my pending order``, ``the event 
 calendar "Work"``, ``my order with the highest total``), :func:`distractors` makes 1 to 3 copies
 of that row that differ from it in exactly one thing the words say (another status, another owner,
 a similar title, the second-highest total close below it; for a question, the value asked about
-differs too), so the words still pick only the target, while an agent that ignores one part of
+differs too; a foreign key the chain follows from the target points elsewhere, and unique columns
+get fresh values), so the words still pick only the target, while an agent that ignores one part of
 them picks a copy and fails the task's check. Each copy is checked against every description in
 the chain (it must not match any of them, or beat a superlative); the sampler then replays the
 reference chain on the seed plus the copies (:meth:`envkernel_chains.core.GraphSampler.plant`) and
@@ -208,6 +209,10 @@ def distractors(steps: list[Step], schema: Schema, seed: State, rng: random.Rand
             if nv is not None:
                 changes.append((ref.best[0], nv))
         rng.shuffle(changes)
+        # the foreign keys the chain follows from the target (``the patient of that appointment``):
+        # a copy points elsewhere, so the agent that picks it ends up at another row
+        follows = sorted({lk.field for st in steps for lk in st.links.values() if lk.kind == "fk" and lk.element.table == table
+                          and norm(lk.element.row.get(key)) == norm(ref.value) and lk.field in row})
         unique = schema.unique.get(table, set()) - {key}
         out: list[PlantedRow] = []
         for col, nv in changes:
@@ -221,6 +226,12 @@ def distractors(steps: list[Step], schema: Schema, seed: State, rng: random.Rand
             differs = [col]
             for u in sorted(unique - {col}):
                 new[u] = _unique_value(new.get(u), n)
+                differs.append(u)
+            for fk in follows:
+                pool = sorted({r.get(fk) for r in seed.get(table, []) if r.get(fk) is not None and norm(r.get(fk)) != norm(row[fk])}, key=str)
+                if fk != col and pool:
+                    new[fk] = rng.choice(pool)
+                    differs.append(fk)
             for fact in answered or []:  # the value a question asks for differs too
                 for fc, fv in row.items():
                     if fc in (key, col) or fc in unique or str(fv) != fact:

@@ -134,6 +134,7 @@ def _violate(row: dict[str, Any], c: tuple[str, str, Any], table: str, seed: Sta
 
 
 def _fresh_key(table: str, key: str, seed: State, n: int) -> Any:
+    """A key no seed row has, in the table's own format (``ord_9001``; the largest integer key + 101)."""
     vals = [r.get(key) for r in seed.get(table, [])]
     ints = [v for v in vals if isinstance(v, int) and not isinstance(v, bool)]
     if ints and len(ints) == len(vals):
@@ -151,6 +152,7 @@ def _fresh_key(table: str, key: str, seed: State, n: int) -> Any:
 
 
 def _unique_value(v: Any, n: int) -> Any:
+    """A value of a unique column no seed row has (``ann+2@example.com``, ``SKU-9-2``)."""
     if isinstance(v, bool) or v is None:
         return v
     if isinstance(v, (int, float)):
@@ -226,7 +228,8 @@ def distractors(steps: list[Step], schema: Schema, seed: State, rng: random.Rand
             differs = [col]
             for u in sorted(unique - {col}):
                 new[u] = _unique_value(new.get(u), n)
-                differs.append(u)
+                if new[u] != row.get(u):
+                    differs.append(u)
             for fk in follows:
                 pool = sorted({r.get(fk) for r in seed.get(table, []) if r.get(fk) is not None and norm(r.get(fk)) != norm(row[fk])}, key=str)
                 if fk != col and pool:

@@ -529,6 +529,8 @@ class Worker:
         tools = [t for t in env.tools if not offered or t.name in offered]
         t0 = time.perf_counter()
         async with ctx.sandbox(env) as sb:
+            if ev.task.planted:  # the task's own initial state: the seed plus its distractor rows
+                await sb.patch(ev.task.seed_patch())
             tool_env = RecordingToolEnv(sb, tools)
             try:
                 traj = await call_role(inst.rollout, ev, tool_env, ctx)

@@ -1,7 +1,7 @@
 """Sandboxes as a service on the bus.
 
 A process serving a sandbox-runner component answers ``envk.svc.sandbox.<runner>.open`` in a queue
-group, then ``envk.svc.sandbox.<id>.<op>`` (call, snapshot, restore, state, close) for each sandbox
+group, then ``envk.svc.sandbox.<id>.<op>`` (call, patch, snapshot, restore, state, close) for each sandbox
 it opened. Any stage on any host gets a :class:`Sandbox` client from its context. Every sandbox has
 a hard lifetime, so a client that dies cannot leave one behind.
 """
@@ -22,6 +22,8 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 from envkernel_bus import Bus, ResponderGone
+from envkernel_bus.sandboxwire import OpenRequest, OpRequest, Reply
+from envkernel_bus.sandboxwire import enc as _enc, op_dec as _op_dec, open_dec as _open_dec, reply_dec as _reply_dec, result_dec as _result_dec
 from envkernel_bus.subjects import sandbox_op_subject, sandbox_open_subject
 from envkernel_schemas import EnvSpec, State, ToolResult
 
@@ -29,38 +31,6 @@ from .errors import SandboxError
 from .roles import Closes
 
 log = structlog.get_logger("envkernel.sandbox")
-
-
-class OpenRequest(msgspec.Struct, kw_only=True):
-    """Ask a runner for a sandbox holding ``env``."""
-
-    env: EnvSpec
-    seed: int = 0
-    run: str = ""
-    lifetime: float = 3600.0
-
-
-class OpRequest(msgspec.Struct, kw_only=True):
-    """One operation on an open sandbox."""
-
-    tool: str = ""
-    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
-    snapshot: str = ""
-
-
-class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A service reply: a value, or an error saying what went wrong."""
-
-    ok: bool = True
-    value: Any = None
-    error: str = ""
-
-
-_enc = msgspec.msgpack.Encoder()
-_open_dec = msgspec.msgpack.Decoder(OpenRequest)
-_op_dec = msgspec.msgpack.Decoder(OpRequest)
-_reply_dec = msgspec.msgpack.Decoder(Reply)
-_result_dec = msgspec.json.Decoder(ToolResult)
 
 
 class Sandbox:
@@ -74,7 +44,7 @@ class Sandbox:
         self.closed = False
         self.run = ""
         """The run it was opened for (a worker's pool releases it when that run finishes)."""
-        self._subjects = {op: sandbox_op_subject(sandbox_id, op) for op in ("call", "snapshot", "restore", "state", "close")}
+        self._subjects = {op: sandbox_op_subject(sandbox_id, op) for op in ("call", "patch", "snapshot", "restore", "state", "close")}
         self._alive = sandbox_op_subject(sandbox_id.rpartition("~")[0], "alive") if "~" in sandbox_id else ""  # ids: <runner>-<process>~<n>
 
     async def _request(self, op: str, req: OpRequest, timeout: float | None = None) -> Any:
@@ -100,6 +70,10 @@ class Sandbox:
         """Call a tool. A tool's own error is a result with ``ok=False``, not an exception."""
         value = await self._request("call", OpRequest(tool=tool, arguments=arguments or {}))
         return value if isinstance(value, ToolResult) else msgspec.convert(value, ToolResult)
+
+    async def patch(self, rows: list[dict[str, Any]]) -> None:
+        """Insert rows before an episode (``Task.seed_patch()``: a task's planted rows); all or none."""
+        await self._request("patch", OpRequest(rows=rows))
 
     async def snapshot(self) -> str:
         """Save the state; return a handle for :meth:`restore`."""
@@ -307,8 +281,8 @@ class SandboxService:
             if hasattr(s, "call_raw"):  # the executor's JSON line (bytes), relayed as it is
                 return await s.call_raw(req.tool, req.arguments)
             return msgspec.to_builtins(await s.call(req.tool, req.arguments))
-        if op == "snapshot":
-            return await s.snapshot()
+        if op in ("snapshot", "patch"):
+            return await (s.snapshot() if op == "snapshot" else s.patch(req.rows))
         if op == "restore":
             await s.restore(req.snapshot)
             return None

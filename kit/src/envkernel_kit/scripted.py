@@ -535,8 +535,11 @@ class StepContext(FakeContext):
 
 
 async def run_policy(policy: Any, task: Any, sandbox: Any, tools: list[Any], *, ctx: Any = None, index: int = 0, policy_name: str = "openai") -> Any:
-    """Roll ``policy`` out on ``task`` as the kernel does: a recording ToolEnv, then ``calls`` and
-    ``final_state`` filled in from the records and the sandbox."""
+    """Roll ``policy`` out on ``task`` as the kernel does: the task's planted rows put into the
+    sandbox (its initial state), a recording ToolEnv, then ``calls`` and ``final_state`` filled in
+    from the records and the sandbox."""
+    if getattr(task, "planted", None):
+        await sandbox.patch(task.seed_patch())
     env = RecordingEnv(sandbox, tools)
     req = RolloutRequested(run="test-run", id=f"req-{task.id}-{index}", task=task, policy=policy_name, index=index)
     traj = await policy.rollout(req, env, ctx if ctx is not None else StepContext(policy_name))

@@ -258,3 +258,55 @@ def test_an_argument_with_an_id_hint_walks_its_rows_whatever_its_name() -> None:
                         "invoice": {"type": "string", "maxLength": 5000, ID_HINT: {"table": "invoices", "column": "id"}}}})
     got = [a["invoice"] for a in ArgumentBuilder({"invoices": rows}).candidates(tool, random.Random(1), 5)]
     assert got == [r["id"] for r in rows], got
+
+
+def _twilio_like(tmp_path: Path) -> Path:
+    """Twilio's shape: accounts keyed by ``sid`` (no ``id`` anywhere) owning queues, in envelopes
+    named after the resource (``{"accounts": [...], "page": 0}``)."""
+    acc = {"type": "object", "properties": {"sid": {"type": "string", "pattern": "^AC[0-9a-f]{32}$"}, "friendly_name": {"type": "string"},
+                                            "status": {"type": "string", "enum": ["active", "suspended", "closed"]}}}
+    queue = {"type": "object", "properties": {"sid": {"type": "string", "pattern": "^QU[0-9a-f]{32}$"}, "account_sid": {"type": "string", "pattern": "^AC[0-9a-f]{32}$"},
+                                              "friendly_name": {"type": "string"}, "max_size": {"type": "integer", "minimum": 1, "maximum": 5000}}}
+    sid = lambda name, p: {"name": name, "in": "path", "required": True, "schema": {"type": "string", "pattern": p}}  # noqa: E731
+    env_of = lambda key, ref: _ok({"type": "object", "properties": {key: {"type": "array", "items": {"$ref": ref}}, "page": {"type": "integer"}}})  # noqa: E731
+    a, q = "#/components/schemas/Account", "#/components/schemas/Queue"
+    paths = {
+        "/2010-04-01/Accounts.json": {"get": {"operationId": "ListAccount", "responses": env_of("accounts", a)}},
+        "/2010-04-01/Accounts/{Sid}.json": {"get": {"operationId": "FetchAccount", "parameters": [sid("Sid", "^AC[0-9a-f]{32}$")], "responses": _ok({"$ref": a})}},
+        "/2010-04-01/Accounts/{AccountSid}/Queues.json": {"get": {"operationId": "ListQueue", "parameters": [sid("AccountSid", "^AC[0-9a-f]{32}$")],
+                                                                  "responses": env_of("queues", q)}},
+        "/2010-04-01/Accounts/{AccountSid}/Queues/{Sid}.json": {"get": {"operationId": "FetchQueue", "parameters": [
+            sid("AccountSid", "^AC[0-9a-f]{32}$"), sid("Sid", "^QU[0-9a-f]{32}$")], "responses": _ok({"$ref": q})}}}
+    f = tmp_path / "twilio-like.json"
+    f.write_text(json.dumps({"openapi": "3.0.1", "info": {"title": "twilio like"}, "paths": paths, "components": {"schemas": {"Account": acc, "Queue": queue}}}))
+    return f
+
+
+def test_rows_keyed_by_sid_are_found_in_answers_so_nested_tools_chain(tmp_path: Path) -> None:
+    """Twilio v2010 gave 5 one-call tasks: its rows have ``sid`` but no ``id``, so the sampler saw no
+    row in any answer and no nested tool could get its ``account_sid``. The tables' own keys mark rows."""
+    import asyncio  # noqa: PLC0415
+
+    from envkernel_chains import Chains, ChainsSettings  # noqa: PLC0415
+    from envkernel_chains.links import extract_elements  # noqa: PLC0415
+    from envkernel_kit.testing import RunnerContext  # noqa: PLC0415
+    from envkernel_process import ProcessRunner  # noqa: PLC0415
+
+    env, _ = synthesize_file(_twilio_like(tmp_path), settings=OpenAPISettings(validate=False))
+    page = Box(env).call("list_account")["value"]
+    assert extract_elements(page, "list_account", ["accounts", "queues"], 0) == []  # no id-like name: no row
+    assert len(extract_elements(page, "list_account", ["accounts", "queues"], 0, {"sid"})) == len(page["accounts"])
+
+    async def sample() -> list[Any]:
+        runner = ProcessRunner()
+        try:
+            ctx = RunnerContext(runner, component="chains", out_dir=tmp_path / "out")
+            return [t async for t in Chains(ChainsSettings(tasks_per_env=8)).sample(env, ctx)]
+        finally:
+            await runner.aclose()
+
+    tasks = asyncio.run(sample())
+    chained = [t for t in tasks if [c.name for c in t.calls][:2] == ["list_account", "list_queue"]]
+    assert chained, [(t.request, [c.name for c in t.calls]) for t in tasks]
+    accounts = {r["sid"] for r in env.behaviour.model["seed"]["accounts"]}
+    assert all(t.calls[1].arguments["account_sid"] in accounts for t in chained)

@@ -781,7 +781,7 @@ class Grounder:
         return rows
 
     def _elements(self, info: ToolInfo, value: Any, call: int) -> list[Element]:
-        els = extract_elements(value, info.name, self.schema.tables, call)
+        els = extract_elements(value, info.name, self.schema.tables, call, set(self.schema.keys.values()))
         if info.resource:
             for e in els:
                 if e.parent is None:

@@ -310,3 +310,67 @@ def test_rows_keyed_by_sid_are_found_in_answers_so_nested_tools_chain(tmp_path: 
     assert chained, [(t.request, [c.name for c in t.calls]) for t in tasks]
     accounts = {r["sid"] for r in env.behaviour.model["seed"]["accounts"]}
     assert all(t.calls[1].arguments["account_sid"] in accounts for t in chained)
+
+
+def _fhir_like(tmp_path: Path) -> Path:
+    """NHS personal demographics' shapes: POST /Patient answers 201 with the patient and 200 with an
+    OperationOutcome ("a match was found"); a patient's required fields sit five objects deep; a
+    date-time must match a ``+00:00`` pattern; extensions are unions of named schemas, and the
+    create body allows a kind (``Authority``) that no patient answer may hold."""
+    def obj(req: list[str], **props: Any) -> dict[str, Any]:
+        return {"type": "object", "required": req, "properties": props}
+
+    ref = lambda n: {"$ref": f"#/components/schemas/{n}"}  # noqa: E731
+    coding = obj(["code"], code={"type": "string", "enum": ["MTH", "FTH"]}, system={"type": "string"})
+    ext = lambda url, **p: obj(["url", *p], url={"type": "string", "enum": [url]}, **p)  # noqa: E731
+    when = "^([12]\\d{3}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])T\\d{2}:\\d{2}:\\d{2}\\+00:00)$"
+    schemas = {
+        "Pharmacy": ext("pharmacy", valueReference=obj(["identifier"], identifier=obj(["value"], value={"type": "string", "pattern": "^[A-Z0-9]{3,10}$"}))),
+        "Language": ext("language", valueCode={"type": "string", "enum": ["en", "cy"]}),
+        "Authority": ext("authority", valueCode={"type": "string"}),
+        "Patient": obj(["id"], id={"type": "string", "pattern": "^\\d{10}$"}, gender={"type": "string", "enum": ["male", "female"]},
+                       deceasedDateTime={"type": "string", "format": "date-time", "pattern": when},
+                       contact={"type": "array", "items": obj(["relationship"], relationship={"type": "array", "minItems": 1, "items": obj(
+                           ["coding"], coding={"type": "array", "minItems": 1, "items": obj(["detail"], detail=coding)})})},
+                       extension={"type": "array", "items": {"anyOf": [ref("Pharmacy"), ref("Language")]}}),
+        "PatientCreate": obj(["gender", "extension"], gender={"type": "string", "enum": ["male", "female"]},
+                             extension={"type": "array", "items": {"anyOf": [ref("Authority"), ref("Language")]}}),
+        "OperationOutcome": obj(["resourceType", "issue"], resourceType={"type": "string"}, issue={"type": "array", "items": obj(["code"], code={"type": "string"})}),
+        "Bundle": obj(["entry"], total={"type": "integer"}, entry={"type": "array", "items": ref("Patient")})}
+    fhir = lambda n: {"content": {"application/fhir+json": {"schema": ref(n)}}}  # noqa: E731
+    pid = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string", "pattern": "^\\d{10}$"}}]
+    paths = {
+        "/Patient": {"get": {"operationId": "search-patient", "responses": {"200": {"description": "ok", **fhir("Bundle")}}},
+                     "post": {"operationId": "create-patient", "requestBody": {"required": True, "content": {"application/json": {"schema": ref("PatientCreate")}}},
+                              "responses": {"200": {"description": "a match", **fhir("OperationOutcome")}, "201": {"description": "made", **fhir("Patient")}}}},
+        "/Patient/{id}": {"get": {"operationId": "get-patient", "parameters": pid, "responses": {"200": {"description": "ok", **fhir("Patient")}}}}}
+    f = tmp_path / "fhir-like.json"
+    f.write_text(json.dumps({"openapi": "3.0.0", "info": {"title": "fhir like"}, "paths": paths, "components": {"schemas": schemas}}))
+    return f
+
+
+def test_fhir_shapes_seed_rows_and_creates_keep_the_answer_schema(tmp_path: Path) -> None:
+    """NHS personal demographics kept 4 of 7 tools and gave 8 tasks: its patient was built from the
+    create's 200 OperationOutcome, deep required fields were left empty, a ``+00:00`` date-time
+    pattern was broken, and a create wrote extensions the patient answer refuses."""
+    env, warnings = synthesize_file(_fhir_like(tmp_path), settings=OpenAPISettings(validate=False))
+    tools = {t.name: t for t in env.tools}
+    fields = env.behaviour.model["resources"]["patient"]["fields"]
+    assert "deceased_date_time" in fields and "issue" not in fields  # 201 Created is the create's answer
+    rows = env.behaviour.model["seed"]["patient"]
+    for row in rows:  # every seed row as the get answers it, five levels deep included
+        jsonschema.validate(Box(env).call("get_patient", id=row["id"])["value"], tools["get_patient"].returns)
+    assert all(c["relationship"][0]["coding"][0]["detail"]["code"] for r in rows for c in r.get("contact") or [])
+    assert all(r["deceased_date_time"].endswith("+00:00") for r in rows if r.get("deceased_date_time"))
+    members = tools["create_patient"].parameters["properties"]["extension"]["items"]["anyOf"]
+    assert [m["properties"]["url"]["enum"] for m in members] == [["language"]]  # Authority is cut
+    assert any("'Authority'" in w and "left out" in w for w in warnings), warnings
+    box = Box(env)
+    sets = ArgumentBuilder(box.req({"op": "dump"})["value"]).candidates(tools["create_patient"], random.Random(0), 3)
+    assert any(a.get("extension") for a in sets), sets
+    for args in sets:
+        assert all(e["url"] == "language" for e in args.get("extension") or []), args  # a member, not {}
+        made = box.call("create_patient", **args)
+        assert made["ok"], made
+        jsonschema.validate(made["value"], tools["create_patient"].returns)
+        jsonschema.validate(box.call("get_patient", id=made["value"]["id"])["value"], tools["get_patient"].returns)

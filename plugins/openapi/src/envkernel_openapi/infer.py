@@ -237,10 +237,21 @@ def flatten_attributes(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "properties": {**top, **lifted}, "required": required}
 
 
-def success(op: dict[str, Any]) -> tuple[int | None, Any]:
+SUCCESS_CODES = ("200", "201", "202", "203", "204", "2XX", "2xx", "default")
+CREATED_CODES = ("201", *(c for c in SUCCESS_CODES if c != "201"))
+"""A POST's success responses, best first: ``201 Created`` is what a create answers (NHS's POST
+/Patient documents ``200`` for "a match was found" beside it, with an OperationOutcome)."""
+
+
+def success_codes(method: str) -> tuple[str, ...]:
+    """The success status codes to look for in an operation of ``method``, best first."""
+    return CREATED_CODES if method.lower() == "post" else SUCCESS_CODES
+
+
+def success(op: dict[str, Any], method: str = "get") -> tuple[int | None, Any]:
     """(status, schema) of an operation's success response (schema None when it has no body)."""
     responses = op.get("responses") or {}
-    for code in ("200", "201", "202", "203", "204", "2XX", "2xx", "default"):
+    for code in success_codes(method):
         if code in responses:
             _has, schema = json_content(responses[code])
             status = int(code) if code.isdigit() else 200
@@ -455,7 +466,7 @@ class Builder:
             return True
         if word.startswith(("mark_", "un")):
             return True
-        _status, schema = success(op.raw)
+        _status, schema = success(op.raw, op.method)
         s = merge_all_of(schema) if isinstance(schema, dict) else {}
         ref = s.get(REF_NAME)
         return bool(ref) and snake(str(ref)) in (singular(parent), parent) and op.method == "post"
@@ -469,10 +480,11 @@ class Builder:
                 self.resources.setdefault(parent, Resource(parent))
         for res in self.resources.values():
             cands: list[dict[str, Any]] = []
+            listed: list[dict[str, Any]] = []
             for op in self.ops:
                 if op.resource != res.name:
                     continue
-                _status, schema = success(op.raw)
+                _status, schema = success(op.raw, op.method)
                 s = merge_all_of(schema) if isinstance(schema, dict) else None
                 if not s:
                     continue
@@ -482,8 +494,11 @@ class Builder:
                     items = self._list_items(s)
                     if items is not None:
                         cands.append(items)
+                        listed.append(items)
             named = [c for c in cands if c.get(REF_NAME)]
-            pick = named[0] if named else (cands[0] if cands else None)
+            # an unnamed list item may be a wrapper (a FHIR bundle's {fullUrl, resource}): a single
+            # object a get or create answers with is the resource itself
+            pick = named[0] if named else next(iter(sorted(cands, key=lambda c: any(c is x for x in listed))), None)
             if pick is None:
                 comp = self._component_for(res.name)
                 if comp is not None:
@@ -779,7 +794,7 @@ class Builder:
         if op.kind == "create" and not any(c == res.key for c in (spec.get("body") or {}).values()) and res.fields[res.key].get("type") not in ("string", "integer"):
             raise _Skip("its resource has no key the engine can generate")
         # output
-        status, schema = success(op.raw)
+        status, schema = success(op.raw, op.method)
         if status is None:
             raise _Skip("it declares no success response")
         if op.kind == "list":
@@ -1096,6 +1111,12 @@ class Builder:
                           f"{col!r} as {info['type']}: a command, not a value; it is left out")
                 continue
             js = fit
+            js, foreign = self._items_shown(res, col, ps, js)
+            if foreign:  # NHS's create extensions (RegisteringAuthority) that no patient answer may hold
+                self.warn(f"{op.label}: body field {pname!r} writes items of kinds {foreign} that no item of {col!r} "
+                          f"in {res.name!r} may be" + ("; they are left out" if js else "; it is left out"))
+                if not js:
+                    continue
             missing = self._item_fields_missing(res, col, js)
             if missing:  # Stripe's subscription schedule phases: each answer phase needs add_invoice_items
                 self.warn(f"{op.label}: body field {pname!r} writes items without {missing}, which every item of "
@@ -1111,6 +1132,31 @@ class Builder:
         spec["body"] = body
         if op.kind in ("create", "update", "patch") and not body:
             raise _Skip(f"its request body writes no field of {res.name!r}")
+
+    @staticmethod
+    def _items_shown(res: Resource, col: str, ps: dict[str, Any], js: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """An array body field whose items are a union of named schemas (``anyOf``/``oneOf``), cut to
+        the members the answer's items also name: (its schema, or {} when none is left; the names cut)."""
+        if schema_type(js) != "array" or not isinstance(res.schema, dict) or not isinstance(js.get("items"), dict):
+            return js, []
+        shown = (merge_all_of(res.schema).get("properties") or {}).get(res.spec_names.get(col, col))
+        answer = merge_all_of((shown or {}).get("items")) if isinstance(shown, dict) else {}
+        given = merge_all_of(ps.get("items"))
+        for k in ("anyOf", "oneOf"):
+            mine = given.get(k)
+            theirs = answer.get("anyOf") or answer.get("oneOf")
+            if not isinstance(mine, list) or not isinstance(theirs, list) or len(mine) != len(js["items"].get(k) or []):
+                continue
+            names = {m.get(REF_NAME) for m in theirs if isinstance(m, dict) and m.get(REF_NAME)}
+            refs = [m.get(REF_NAME) if isinstance(m, dict) else None for m in mine]
+            if not names or not all(refs):
+                return js, []
+            foreign = [str(r) for r in refs if r not in names]
+            keep = [m for m, r in zip(js["items"][k], refs, strict=True) if r in names]
+            if not foreign:
+                return js, []
+            return ({**js, "items": {**js["items"], k: keep}} if keep else {}), foreign
+        return js, []
 
     @staticmethod
     def _item_fields_missing(res: Resource, col: str, js: dict[str, Any]) -> list[str]:

@@ -374,3 +374,46 @@ def test_fhir_shapes_seed_rows_and_creates_keep_the_answer_schema(tmp_path: Path
         assert made["ok"], made
         jsonschema.validate(made["value"], tools["create_patient"].returns)
         jsonschema.validate(box.call("get_patient", id=made["value"]["id"])["value"], tools["get_patient"].returns)
+
+
+def _kratos_like(tmp_path: Path) -> Path:
+    """Ory Kratos's shapes: ``GET /self-service/recovery/flows?id=...`` answers with one flow (which
+    holds a list of messages), and ``GET /self-service/recovery/api`` starts one (no id asked)."""
+    msg = {"type": "object", "required": ["id", "text"], "properties": {"id": {"type": "integer"}, "text": {"type": "string"}}}
+    flow = {"type": "object", "required": ["id", "expires_at"], "properties": {
+        "id": {"type": "string", "format": "uuid"}, "expires_at": {"type": "string", "format": "date-time"},
+        "state": {"type": "string", "enum": ["choose_method", "sent_email", "passed_challenge"]},
+        "messages": {"type": "array", "items": msg}}}
+    ident = {"type": "object", "required": ["id", "schema_id"], "properties": {"id": {"type": "string", "format": "uuid"}, "schema_id": {"type": "string"}}}
+    ref = lambda n: {"$ref": f"#/components/schemas/{n}"}  # noqa: E731
+    paths = {
+        "/identities": {"get": {"operationId": "listIdentities", "responses": _ok({"type": "array", "items": ref("identity")})}},
+        "/identities/{id}": {"get": {"operationId": "getIdentity", "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+                                     "responses": _ok(ref("identity"))}},
+        "/self-service/recovery/flows": {"get": {"operationId": "getSelfServiceRecoveryFlow", "responses": _ok(ref("recoveryFlow")),
+                                                 "parameters": [{"name": "id", "in": "query", "required": True, "schema": {"type": "string"}}]}},
+        "/self-service/recovery/api": {"get": {"operationId": "initializeSelfServiceRecoveryViaAPIFlow", "responses": _ok(ref("recoveryFlow"))}}}
+    f = tmp_path / "kratos-like.json"
+    f.write_text(json.dumps({"openapi": "3.0.3", "info": {"title": "kratos like"}, "paths": paths,
+                             "components": {"schemas": {"recoveryFlow": flow, "identity": ident}}}))
+    return f
+
+
+def test_a_get_by_query_id_is_a_get_and_an_item_with_a_list_inside_is_no_list(tmp_path: Path) -> None:
+    """Ory Kratos was rejected (11 of 15 tools): its flow gets (``?id=``) were lists whose items were
+    the flow's messages, so the probe asked for a flow by a message's integer id."""
+    env, warnings = synthesize_file(_kratos_like(tmp_path), settings=OpenAPISettings(validate=False))
+    ops = env.behaviour.model["operations"]
+    tools = {t.name: t for t in env.tools}
+    get_flow = ops["get_self_service_recovery_flow"]
+    assert get_flow["kind"] == "get" and get_flow["key"] == "id", get_flow
+    assert "initialize_self_service_recovery_via_apiflow" not in tools
+    assert any("initializeSelfServiceRecoveryViaAPIFlow" in w and "no array of items" in w for w in warnings), warnings
+    box = Box(env)
+    sets = ArgumentBuilder(box.req({"op": "dump"})["value"]).candidates(tools["get_self_service_recovery_flow"], random.Random(0), 3)
+    flows = {r["id"] for r in env.behaviour.model["seed"][get_flow["resource"]]}
+    assert sets and all(a["id"] in flows for a in sets), sets
+    for a in sets:
+        got = box.call("get_self_service_recovery_flow", **a)
+        assert got["ok"] and got["value"]["id"] == a["id"], got
+        jsonschema.validate(got["value"], tools["get_self_service_recovery_flow"].returns)

@@ -414,6 +414,9 @@ class Builder:
         if not op.kind:
             return f"{op.method.upper()} on a whole collection is not supported"
         op.resource = last
+        key = self._query_key(op) if op.method == "get" else None
+        if key is not None:  # Kratos's GET /self-service/recovery/flows?id=...: one item, named in the query
+            op.kind, op.key_param, op.rpc = "get", key, True
         op.parents = [(r, p) for r, p in pairs[:-1] if p is not None]
         return ""
 
@@ -460,6 +463,19 @@ class Builder:
                     return name
         ids = [n for n, r in cands if r and snake(n).endswith("_id")]
         return ids[0] if len(ids) == 1 else None
+
+    def _query_key(self, op: Op) -> str | None:
+        """The required query parameter (``id``, ``<item>_id``) of a GET on a collection path that
+        answers with one item carrying that field (not a list of them), else None."""
+        one = singular(op.resource)
+        names = [str(p.get("name")) for p in op.params if p.get("in") == "query" and p.get("required")]
+        key = next((n for n in names if snake(n) in ("id", f"{one}_id")), None)
+        _status, schema = success(op.raw, op.method)
+        s = merge_all_of(schema) if isinstance(schema, dict) else {}
+        props = {snake(k) for k in s.get("properties") or {}}
+        if key is None or schema_type(s) != "object" or "id" not in props or props & set(ITEM_KEYS):
+            return None
+        return key
 
     def _is_action(self, op: Op, word: str, parent: str) -> bool:
         if word in ACTION_TARGETS or word in FLAG_ACTIONS or word in UNFLAG_ACTIONS:
@@ -540,6 +556,8 @@ class Builder:
             for p in arrays:
                 if snake(p) == k:
                     return p
+        if "id" in props:  # an item with a list inside (Kratos's flow and its messages), not an envelope
+            return None
         rows = [p for p in arrays if (merge_all_of(props[p].get("items")) or {}).get("properties")]
         if len(rows) == 1:  # one array of objects beside arrays of strings (SCIM's Resources beside its schemas)
             return rows[0]

@@ -417,3 +417,51 @@ def test_a_get_by_query_id_is_a_get_and_an_item_with_a_list_inside_is_no_list(tm
         got = box.call("get_self_service_recovery_flow", **a)
         assert got["ok"] and got["value"]["id"] == a["id"], got
         jsonschema.validate(got["value"], tools["get_self_service_recovery_flow"].returns)
+
+
+def _amadeus_like(tmp_path: Path) -> Path:
+    """Amadeus hotel list's shapes: three ways to look hotels up (``/hotels/by-hotels``,
+    ``/hotels/by-city``), each filtering by plural array parameters (``hotelIds``, ``chainCodes``)."""
+    hotel = {"type": "object", "properties": {"hotelId": {"type": "string", "pattern": "^[A-Z0-9]{8}$"}, "chainCode": {"type": "string", "pattern": "^[A-Z]{2}$"},
+                                              "name": {"type": "string"}, "iataCode": {"type": "string", "pattern": "^[A-Z]{3}$"}, "timeZoneName": {"type": "string"}}}
+    answer = _ok({"type": "object", "properties": {"data": {"type": "array", "items": {"$ref": "#/components/schemas/Hotel"}}}})
+    arr = lambda name, req: {"name": name, "in": "query", "required": req, "schema": {"type": "array", "items": {"type": "string"}, "minItems": 1 if req else 0}}  # noqa: E731
+    paths = {"/reference-data/locations/hotels/by-hotels": {"get": {"operationId": "get-hotels-by-hotels", "parameters": [arr("hotelIds", True)], "responses": answer}},
+             "/reference-data/locations/hotels/by-city": {"get": {"operationId": "get-hotels-by-city", "parameters": [
+                 {"name": "cityCode", "in": "query", "required": True, "schema": {"type": "string"}}, arr("chainCodes", False)], "responses": answer}}}
+    f = tmp_path / "amadeus-like.json"
+    f.write_text(json.dumps({"openapi": "3.0.0", "info": {"title": "amadeus like"}, "paths": paths, "components": {"schemas": {"Hotel": hotel}}}))
+    return f
+
+
+def test_lookups_by_a_way_share_their_collection_and_plural_arrays_filter_by_any_of(tmp_path: Path) -> None:
+    """Amadeus gave 3 one-call tasks: each /by-X path was a resource of its own, ``hotelIds`` and
+    ``chainCodes`` were not understood, and the sampler could not fill an array filter."""
+    import asyncio  # noqa: PLC0415
+
+    from envkernel_chains import Chains, ChainsSettings  # noqa: PLC0415
+    from envkernel_kit.testing import RunnerContext  # noqa: PLC0415
+    from envkernel_process import ProcessRunner  # noqa: PLC0415
+
+    env, _ = synthesize_file(_amadeus_like(tmp_path), settings=OpenAPISettings(validate=False))
+    ops = env.behaviour.model["operations"]
+    assert {o["resource"] for o in ops.values()} == {"hotels"}, ops
+    assert ops["get_hotels_by_hotels"]["filters"]["hotel_ids"] == {"field": "hotel_id", "op": "in"}
+    assert ops["get_hotels_by_city"]["filters"]["chain_codes"] == {"field": "chain_code", "op": "in"}
+    rows = env.behaviour.model["seed"]["hotels"]
+    assert all(r["iata_code"] in {"LHR", "CDG", "JFK", "SFO", "SIN", "HND", "FRA", "AMS", "LIS", "PRG", "YYZ", "SYD", "MAD", "MUC", "OSL"} for r in rows)
+    assert all("/" in r["time_zone_name"] or r["time_zone_name"] == "UTC" for r in rows)  # a zone, not a hotel's name
+    got = Box(env).call("get_hotels_by_hotels", hotel_ids=[rows[1]["hotel_id"], rows[2]["hotel_id"]])["value"]["data"]
+    assert [h["hotel_id"] for h in got] == [rows[1]["hotel_id"], rows[2]["hotel_id"]]
+
+    async def sample() -> list[Any]:
+        runner = ProcessRunner()
+        try:
+            return [t async for t in Chains(ChainsSettings(tasks_per_env=10)).sample(env, RunnerContext(runner, component="chains", out_dir=tmp_path / "out"))]
+        finally:
+            await runner.aclose()
+
+    tasks = asyncio.run(sample())
+    filtered = [c.arguments for t in tasks for c in t.calls if c.arguments.get("hotel_ids") or c.arguments.get("chain_codes")]
+    assert len(tasks) >= 5 and filtered, [(t.request, [c.arguments for c in t.calls]) for t in tasks]
+    assert all(isinstance(v, list) for a in filtered for v in a.values())

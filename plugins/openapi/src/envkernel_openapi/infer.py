@@ -382,6 +382,9 @@ class Builder:
             else:
                 pairs.append((snake(s), None))
                 i += 1
+        # a trailing /by-city is a way to look the collection up, not one (Amadeus's /hotels/by-city)
+        while len(pairs) > 1 and pairs[-1][1] is None and pairs[-1][0].startswith("by_") and pairs[-2][1] is None:
+            pairs.pop()
         # leading literals shared by every path, or like /api and /v1, are prefixes
         while len(pairs) > 1 and pairs[0][1] is None and (pairs[0][0] in self.prefixes or re.fullmatch(r"api|rest|v\d+(_\d+)*", pairs[0][0])):
             pairs.pop(0)
@@ -974,6 +977,10 @@ class Builder:
                 filters[arg] = {"field": arg, "op": "in" if ptype == "array" else "eq"}
                 if ptype != "array" and f.get("enum") and not schema.get("enum"):
                     schema["enum"] = list(f["enum"])
+                role = "filter"
+            elif ptype == "array" and singular(arg) != arg and singular(arg) in res.fields and res.fields[singular(arg)]["type"] in ("string", "integer"):
+                # Amadeus's hotelIds=[...], chainCodes=[...]: rows whose hotel_id / chain_code is one of them
+                filters[arg] = {"field": singular(arg), "op": "in"}
                 role = "filter"
             else:
                 target = self._range_target(arg, res, time_fields)

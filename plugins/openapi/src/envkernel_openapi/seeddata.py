@@ -423,7 +423,7 @@ class RowMaker:
         if w & {"mime", "content"} and "type" in w:
             fn = str(row.get("name") or row.get("file_name") or row.get("filename") or "x.pdf")
             return MIME.get(fn.rsplit(".", 1)[-1], "application/octet-stream")
-        if w & {"timezone", "tz"}:
+        if w & {"timezone", "tz"} or {"time", "zone"} <= w:  # Amadeus's timeZoneName
             return rng.choice(["Europe/Paris", "America/New_York", "Asia/Singapore", "Europe/London", "Australia/Sydney", "UTC"])
         if w & {"language", "locale", "lang"}:
             return ctx["locale"].split("_")[0]
@@ -437,6 +437,8 @@ class RowMaker:
             return ctx["product"][1] if ctx.get("product") else rng.choice(list(CATALOG))
         if "location" in w or "venue" in w or "place" in w:
             return rng.choice([f"Room {rng.choice('ABC')}{rng.randint(1, 9)}", f"{ctx['city']} office", "Video call", "Main hall"])
+        if "iata" in w:  # a city or airport code (Amadeus's iataCode), not a made-up one
+            return rng.choice(AIRPORTS)
         if "code" in w or "slug" in w or "reference" in w or "ref" in w or "confirmation" in w:
             return self.unique(col, lambda a: "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ23456789") for _ in range(6 + a // 20)))
         if w & {"path"}:
@@ -451,6 +453,8 @@ class RowMaker:
             return self.unique(col, lambda a: self._title(w, ctx, a))
         if w & {"description", "notes", "note", "body", "content", "text", "message", "comment", "bio", "summary", "memo"}:
             return self._text(ctx)
+        if ("type" in w or "kind" in w) and isinstance(f.get("default"), str) and f["default"]:
+            return f["default"]  # the one value the spec names (FHIR's resourceType "Patient"), not a made-up tier
         if "type" in w or "kind" in w or "tier" in w:
             return rng.choice(["standard", "premium", "basic"])
         return None

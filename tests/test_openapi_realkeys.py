@@ -465,3 +465,28 @@ def test_lookups_by_a_way_share_their_collection_and_plural_arrays_filter_by_any
     filtered = [c.arguments for t in tasks for c in t.calls if c.arguments.get("hotel_ids") or c.arguments.get("chain_codes")]
     assert len(tasks) >= 5 and filtered, [(t.request, [c.arguments for c in t.calls]) for t in tasks]
     assert all(isinstance(v, list) for a in filtered for v in a.values())
+
+
+def test_rfc_2822_times_phone_numbers_and_a_filter_of_another_format(tmp_path: Path) -> None:
+    """Twilio v2010 kept 62 of 64 tools: its times are ``format: date-time-rfc-2822`` (seeded as words
+    like "harbor willow") while its ``StartTime`` filter is a ``date-time``, so no stored value was
+    one the filter accepts; its calls' ``to`` and ``from`` were seeded as e-mail addresses."""
+    import email.utils  # noqa: PLC0415
+
+    rfc = {"type": "string", "format": "date-time-rfc-2822", "nullable": True}
+    call = {"type": "object", "properties": {"sid": {"type": "string", "pattern": "^CA[0-9a-f]{32}$"}, "date_created": rfc, "date_updated": rfc,
+                                             "start_time": rfc, "to": {"type": "string", "description": "The phone number that received this call."},
+                                             "status": {"type": "string", "enum": ["queued", "ringing", "completed"]}}}
+    q = lambda name, fmt: {"name": name, "in": "query", "schema": {"type": "string", "format": fmt}}  # noqa: E731
+    paths = {"/2010-04-01/Calls.json": {"get": {"operationId": "ListCall", "parameters": [q("StartTime", "date-time"), q("To", "phone-number")],
+                                                "responses": _ok({"type": "object", "properties": {"calls": {"type": "array", "items": {"$ref": "#/components/schemas/Call"}}}})}}}
+    f = tmp_path / "calls.json"
+    f.write_text(json.dumps({"openapi": "3.0.1", "info": {"title": "calls"}, "paths": paths, "components": {"schemas": {"Call": call}}}))
+    env, warnings = synthesize_file(f, settings=OpenAPISettings(validate=False))
+    op = env.behaviour.model["operations"]["list_call"]
+    assert "start_time" not in op["parameters"]["properties"] and "start_time" not in (op.get("filters") or {})
+    assert any("'StartTime' is a date-time" in w and "left out" in w for w in warnings), warnings
+    for row in env.behaviour.model["seed"]["calls"]:
+        created, updated = (email.utils.parsedate_to_datetime(row[c]) for c in ("date_created", "date_updated"))
+        assert created <= updated, row
+        assert re.fullmatch(r"\+[\d ]+", row["to"]), row  # a phone number, not an e-mail address

@@ -996,6 +996,13 @@ class Builder:
             if not role:
                 self.warn(f"{op.label}: query parameter {pname!r} is not understood and is left out")
                 continue
+            field = res.fields.get((filters.get(arg) or {}).get("field") or "") or {}
+            if role == "filter" and ptype == "string" and schema.get("format") and field.get("format") and schema["format"] != field["format"]:
+                # Twilio's StartTime (date-time) on start_time (RFC 2822): no stored value is one it accepts
+                self.warn(f"{op.label}: filter {pname!r} is a {schema['format']} but {res.name!r} keeps "
+                          f"{filters[arg]['field']!r} as {field['format']}; it is left out")
+                del filters[arg]
+                continue
             props[arg] = schema
             if p.get("required"):
                 required.append(arg)

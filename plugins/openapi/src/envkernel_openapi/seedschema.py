@@ -11,6 +11,7 @@ validator the verifier uses.
 from __future__ import annotations
 
 import datetime as dt
+import email.utils
 import json
 import random
 import re
@@ -25,7 +26,7 @@ CLOCK = dt.datetime(2026, 1, 15, 9, 0, 0, tzinfo=dt.UTC)
 
 _FIELD_KEYS = ("type", "format", "enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
                "pattern", "items", "minItems", "maxItems", "uniqueItems", "properties", "required")
-_KNOWN_FORMATS = {"date-time", "date", "time", "email", "uri", "url", "uuid", "ipv4", "ipv6", "hostname", "byte"}
+_KNOWN_FORMATS = {"date-time", "date-time-rfc-2822", "date", "time", "email", "uri", "url", "uuid", "ipv4", "ipv6", "hostname", "byte"}
 _WORDS = ["north", "river", "maple", "cedar", "summit", "harbor", "meadow", "willow", "granite", "aurora", "atlas", "beacon"]
 
 
@@ -215,6 +216,7 @@ def _string(schema: dict[str, Any], rng: random.Random, name: str = "") -> str:
     when = CLOCK - dt.timedelta(days=rng.randint(1, 60), minutes=rng.randint(0, 600))
     by_format = {
         "date-time": lambda: iso(when),
+        "date-time-rfc-2822": lambda: email.utils.format_datetime(when.replace(second=0, microsecond=0)),
         "date": lambda: when.strftime("%Y-%m-%d"),
         "time": lambda: when.strftime("%H:%M:%S"),
         "email": lambda: f"{rng.choice(_WORDS)}.{rng.choice(_WORDS)}@example.com",

@@ -10,6 +10,7 @@ import json
 import random
 import re
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -384,10 +385,12 @@ def _kratos_like(tmp_path: Path) -> Path:
         "id": {"type": "string", "format": "uuid"}, "expires_at": {"type": "string", "format": "date-time"},
         "state": {"type": "string", "enum": ["choose_method", "sent_email", "passed_challenge"]},
         "messages": {"type": "array", "items": msg}}}
-    ident = {"type": "object", "required": ["id", "schema_id"], "properties": {"id": {"type": "string", "format": "uuid"}, "schema_id": {"type": "string"}}}
+    ident = {"type": "object", "required": ["id", "schema_id"], "properties": {"id": {"type": "string", "format": "uuid4"}, "schema_id": {"type": "string"}}}
     ref = lambda n: {"$ref": f"#/components/schemas/{n}"}  # noqa: E731
     paths = {
-        "/identities": {"get": {"operationId": "listIdentities", "responses": _ok({"type": "array", "items": ref("identity")})}},
+        "/identities": {"get": {"operationId": "listIdentities", "responses": _ok({"type": "array", "items": ref("identity")})},
+                        "post": {"operationId": "createIdentity", "responses": _ok(ref("identity")), "requestBody": {"content": {"application/json": {
+                            "schema": {"type": "object", "required": ["schema_id"], "properties": {"schema_id": {"type": "string"}}}}}}}},
         "/identities/{id}": {"get": {"operationId": "getIdentity", "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
                                      "responses": _ok(ref("identity"))}},
         "/self-service/recovery/flows": {"get": {"operationId": "getSelfServiceRecoveryFlow", "responses": _ok(ref("recoveryFlow")),
@@ -417,6 +420,8 @@ def test_a_get_by_query_id_is_a_get_and_an_item_with_a_list_inside_is_no_list(tm
         got = box.call("get_self_service_recovery_flow", **a)
         assert got["ok"] and got["value"]["id"] == a["id"], got
         jsonschema.validate(got["value"], tools["get_self_service_recovery_flow"].returns)
+    made = box.call("create_identity", schema_id="default")["value"]
+    assert str(uuid.UUID(made["id"])) == made["id"]  # format uuid4: a new identity's id is a UUID like the seeds', not ide_0001
 
 
 def _amadeus_like(tmp_path: Path) -> Path:

@@ -1441,6 +1441,8 @@ class Builder:
         if f.get("type") != "string" or f.get("enum"):
             return []
         schema = schema_of(f)
+        if str(f.get("format") or "").startswith("uuid"):  # Kratos's uuid4 (no validator knows it): new ids are UUIDs like the seeds'
+            schema["format"] = "uuid"
         if not problem(schema, f"{res.prefix}_0001"):
             return []
         rng = random.Random(f"{self.seed}/{self.name}/{res.name}/new-keys")

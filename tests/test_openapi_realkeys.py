@@ -410,6 +410,7 @@ def test_a_get_by_query_id_is_a_get_and_an_item_with_a_list_inside_is_no_list(tm
     tools = {t.name: t for t in env.tools}
     get_flow = ops["get_self_service_recovery_flow"]
     assert get_flow["kind"] == "get" and get_flow["key"] == "id", get_flow
+    assert get_flow["resource"] == "recovery_flows"  # the answer is a recoveryFlow: /recovery/flows names it, not "flows"
     assert "initialize_self_service_recovery_via_apiflow" not in tools
     assert any("initializeSelfServiceRecoveryViaAPIFlow" in w and "no array of items" in w for w in warnings), warnings
     box = Box(env)

@@ -410,6 +410,11 @@ class Builder:
         rpc = self._rpc(op, pairs)
         if rpc is not None:
             return rpc
+        # a literal before the collection that the answer's schema names with it is part of its name
+        # (Kratos's /self-service/recovery/flows answers a recoveryFlow: recovery_flows, not flows)
+        if len(pairs) >= 2 and pairs[-2][1] is None and self._answer_name(op) == singular(f"{pairs[-2][0]}_{last}"):
+            last = f"{pairs[-2][0]}_{last}"
+            pairs[-2:] = [(last, None)]
         # literals before the resource name are namespaces or owners (/me/albums, /admin/identities,
         # /v1/a2p/brands, /users/{id}/repos keeps its parent): the resource is the last collection
         pairs = [pr for k, pr in enumerate(pairs) if pr[1] is not None or k == len(pairs) - 1]
@@ -466,6 +471,14 @@ class Builder:
                     return name
         ids = [n for n, r in cands if r and snake(n).endswith("_id")]
         return ids[0] if len(ids) == 1 else None
+
+    def _answer_name(self, op: Op) -> str:
+        """The snake_case component name of an operation's answer (or of its array's items), or ""."""
+        _status, schema = success(op.raw, op.method)
+        s = merge_all_of(schema) if isinstance(schema, dict) else {}
+        if schema_type(s) == "array":
+            s = merge_all_of(s.get("items"))
+        return snake(str(s.get(REF_NAME) or ""))
 
     def _query_key(self, op: Op) -> str | None:
         """The required query parameter (``id``, ``<item>_id``) of a GET on a collection path that

@@ -10,6 +10,7 @@ import json
 import random
 import re
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,240 @@ def test_an_argument_with_an_id_hint_walks_its_rows_whatever_its_name() -> None:
                         "invoice": {"type": "string", "maxLength": 5000, ID_HINT: {"table": "invoices", "column": "id"}}}})
     got = [a["invoice"] for a in ArgumentBuilder({"invoices": rows}).candidates(tool, random.Random(1), 5)]
     assert got == [r["id"] for r in rows], got
+
+
+def _twilio_like(tmp_path: Path) -> Path:
+    """Twilio's shape: accounts keyed by ``sid`` (no ``id`` anywhere) owning queues, in envelopes
+    named after the resource (``{"accounts": [...], "page": 0}``)."""
+    acc = {"type": "object", "properties": {"sid": {"type": "string", "pattern": "^AC[0-9a-f]{32}$"}, "friendly_name": {"type": "string"},
+                                            "status": {"type": "string", "enum": ["active", "suspended", "closed"]}}}
+    queue = {"type": "object", "properties": {"sid": {"type": "string", "pattern": "^QU[0-9a-f]{32}$"}, "account_sid": {"type": "string", "pattern": "^AC[0-9a-f]{32}$"},
+                                              "friendly_name": {"type": "string"}, "max_size": {"type": "integer", "minimum": 1, "maximum": 5000}}}
+    sid = lambda name, p: {"name": name, "in": "path", "required": True, "schema": {"type": "string", "pattern": p}}  # noqa: E731
+    env_of = lambda key, ref: _ok({"type": "object", "properties": {key: {"type": "array", "items": {"$ref": ref}}, "page": {"type": "integer"}}})  # noqa: E731
+    a, q = "#/components/schemas/Account", "#/components/schemas/Queue"
+    paths = {
+        "/2010-04-01/Accounts.json": {"get": {"operationId": "ListAccount", "responses": env_of("accounts", a)}},
+        "/2010-04-01/Accounts/{Sid}.json": {"get": {"operationId": "FetchAccount", "parameters": [sid("Sid", "^AC[0-9a-f]{32}$")], "responses": _ok({"$ref": a})}},
+        "/2010-04-01/Accounts/{AccountSid}/Queues.json": {"get": {"operationId": "ListQueue", "parameters": [sid("AccountSid", "^AC[0-9a-f]{32}$")],
+                                                                  "responses": env_of("queues", q)}},
+        "/2010-04-01/Accounts/{AccountSid}/Queues/{Sid}.json": {"get": {"operationId": "FetchQueue", "parameters": [
+            sid("AccountSid", "^AC[0-9a-f]{32}$"), sid("Sid", "^QU[0-9a-f]{32}$")], "responses": _ok({"$ref": q})}}}
+    f = tmp_path / "twilio-like.json"
+    f.write_text(json.dumps({"openapi": "3.0.1", "info": {"title": "twilio like"}, "paths": paths, "components": {"schemas": {"Account": acc, "Queue": queue}}}))
+    return f
+
+
+def test_rows_keyed_by_sid_are_found_in_answers_so_nested_tools_chain(tmp_path: Path) -> None:
+    """Twilio v2010 gave 5 one-call tasks: its rows have ``sid`` but no ``id``, so the sampler saw no
+    row in any answer and no nested tool could get its ``account_sid``. The tables' own keys mark rows."""
+    import asyncio  # noqa: PLC0415
+
+    from envkernel_chains import Chains, ChainsSettings  # noqa: PLC0415
+    from envkernel_chains.links import extract_elements  # noqa: PLC0415
+    from envkernel_kit.testing import RunnerContext  # noqa: PLC0415
+    from envkernel_process import ProcessRunner  # noqa: PLC0415
+
+    env, _ = synthesize_file(_twilio_like(tmp_path), settings=OpenAPISettings(validate=False))
+    page = Box(env).call("list_account")["value"]
+    assert extract_elements(page, "list_account", ["accounts", "queues"], 0) == []  # no id-like name: no row
+    assert len(extract_elements(page, "list_account", ["accounts", "queues"], 0, {"sid"})) == len(page["accounts"])
+
+    async def sample() -> list[Any]:
+        runner = ProcessRunner()
+        try:
+            ctx = RunnerContext(runner, component="chains", out_dir=tmp_path / "out")
+            return [t async for t in Chains(ChainsSettings(tasks_per_env=8)).sample(env, ctx)]
+        finally:
+            await runner.aclose()
+
+    tasks = asyncio.run(sample())
+    chained = [t for t in tasks if [c.name for c in t.calls][:2] == ["list_account", "list_queue"]]
+    assert chained, [(t.request, [c.name for c in t.calls]) for t in tasks]
+    accounts = {r["sid"] for r in env.behaviour.model["seed"]["accounts"]}
+    assert all(t.calls[1].arguments["account_sid"] in accounts for t in chained)
+
+
+def _fhir_like(tmp_path: Path) -> Path:
+    """NHS personal demographics' shapes: POST /Patient answers 201 with the patient and 200 with an
+    OperationOutcome ("a match was found"); a patient's required fields sit five objects deep; a
+    date-time must match a ``+00:00`` pattern; extensions are unions of named schemas, and the
+    create body allows a kind (``Authority``) that no patient answer may hold."""
+    def obj(req: list[str], **props: Any) -> dict[str, Any]:
+        return {"type": "object", "required": req, "properties": props}
+
+    ref = lambda n: {"$ref": f"#/components/schemas/{n}"}  # noqa: E731
+    coding = obj(["code"], code={"type": "string", "enum": ["MTH", "FTH"]}, system={"type": "string"})
+    ext = lambda url, **p: obj(["url", *p], url={"type": "string", "enum": [url]}, **p)  # noqa: E731
+    when = "^([12]\\d{3}-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])T\\d{2}:\\d{2}:\\d{2}\\+00:00)$"
+    schemas = {
+        "Pharmacy": ext("pharmacy", valueReference=obj(["identifier"], identifier=obj(["value"], value={"type": "string", "pattern": "^[A-Z0-9]{3,10}$"}))),
+        "Language": ext("language", valueCode={"type": "string", "enum": ["en", "cy"]}),
+        "Authority": ext("authority", valueCode={"type": "string"}),
+        "Patient": obj(["id"], id={"type": "string", "pattern": "^\\d{10}$"}, gender={"type": "string", "enum": ["male", "female"]},
+                       deceasedDateTime={"type": "string", "format": "date-time", "pattern": when},
+                       contact={"type": "array", "items": obj(["relationship"], relationship={"type": "array", "minItems": 1, "items": obj(
+                           ["coding"], coding={"type": "array", "minItems": 1, "items": obj(["detail"], detail=coding)})})},
+                       extension={"type": "array", "items": {"anyOf": [ref("Pharmacy"), ref("Language")]}}),
+        "PatientCreate": obj(["gender", "extension"], gender={"type": "string", "enum": ["male", "female"]},
+                             extension={"type": "array", "items": {"anyOf": [ref("Authority"), ref("Language")]}}),
+        "OperationOutcome": obj(["resourceType", "issue"], resourceType={"type": "string"}, issue={"type": "array", "items": obj(["code"], code={"type": "string"})}),
+        "Bundle": obj(["entry"], total={"type": "integer"}, entry={"type": "array", "items": ref("Patient")})}
+    fhir = lambda n: {"content": {"application/fhir+json": {"schema": ref(n)}}}  # noqa: E731
+    pid = [{"name": "id", "in": "path", "required": True, "schema": {"type": "string", "pattern": "^\\d{10}$"}}]
+    paths = {
+        "/Patient": {"get": {"operationId": "search-patient", "responses": {"200": {"description": "ok", **fhir("Bundle")}}},
+                     "post": {"operationId": "create-patient", "requestBody": {"required": True, "content": {"application/json": {"schema": ref("PatientCreate")}}},
+                              "responses": {"200": {"description": "a match", **fhir("OperationOutcome")}, "201": {"description": "made", **fhir("Patient")}}}},
+        "/Patient/{id}": {"get": {"operationId": "get-patient", "parameters": pid, "responses": {"200": {"description": "ok", **fhir("Patient")}}}}}
+    f = tmp_path / "fhir-like.json"
+    f.write_text(json.dumps({"openapi": "3.0.0", "info": {"title": "fhir like"}, "paths": paths, "components": {"schemas": schemas}}))
+    return f
+
+
+def test_fhir_shapes_seed_rows_and_creates_keep_the_answer_schema(tmp_path: Path) -> None:
+    """NHS personal demographics kept 4 of 7 tools and gave 8 tasks: its patient was built from the
+    create's 200 OperationOutcome, deep required fields were left empty, a ``+00:00`` date-time
+    pattern was broken, and a create wrote extensions the patient answer refuses."""
+    env, warnings = synthesize_file(_fhir_like(tmp_path), settings=OpenAPISettings(validate=False))
+    tools = {t.name: t for t in env.tools}
+    fields = env.behaviour.model["resources"]["patient"]["fields"]
+    assert "deceased_date_time" in fields and "issue" not in fields  # 201 Created is the create's answer
+    rows = env.behaviour.model["seed"]["patient"]
+    for row in rows:  # every seed row as the get answers it, five levels deep included
+        jsonschema.validate(Box(env).call("get_patient", id=row["id"])["value"], tools["get_patient"].returns)
+    assert all(c["relationship"][0]["coding"][0]["detail"]["code"] for r in rows for c in r.get("contact") or [])
+    assert all(r["deceased_date_time"].endswith("+00:00") for r in rows if r.get("deceased_date_time"))
+    members = tools["create_patient"].parameters["properties"]["extension"]["items"]["anyOf"]
+    assert [m["properties"]["url"]["enum"] for m in members] == [["language"]]  # Authority is cut
+    assert any("'Authority'" in w and "left out" in w for w in warnings), warnings
+    box = Box(env)
+    sets = ArgumentBuilder(box.req({"op": "dump"})["value"]).candidates(tools["create_patient"], random.Random(0), 3)
+    assert any(a.get("extension") for a in sets), sets
+    for args in sets:
+        assert all(e["url"] == "language" for e in args.get("extension") or []), args  # a member, not {}
+        made = box.call("create_patient", **args)
+        assert made["ok"], made
+        jsonschema.validate(made["value"], tools["create_patient"].returns)
+        jsonschema.validate(box.call("get_patient", id=made["value"]["id"])["value"], tools["get_patient"].returns)
+
+
+def _kratos_like(tmp_path: Path) -> Path:
+    """Ory Kratos's shapes: ``GET /self-service/recovery/flows?id=...`` answers with one flow (which
+    holds a list of messages), and ``GET /self-service/recovery/api`` starts one (no id asked)."""
+    msg = {"type": "object", "required": ["id", "text"], "properties": {"id": {"type": "integer"}, "text": {"type": "string"}}}
+    flow = {"type": "object", "required": ["id", "expires_at"], "properties": {
+        "id": {"type": "string", "format": "uuid"}, "expires_at": {"type": "string", "format": "date-time"},
+        "state": {"type": "string", "enum": ["choose_method", "sent_email", "passed_challenge"]},
+        "messages": {"type": "array", "items": msg}}}
+    ident = {"type": "object", "required": ["id", "schema_id"], "properties": {"id": {"type": "string", "format": "uuid4"}, "schema_id": {"type": "string"}}}
+    ref = lambda n: {"$ref": f"#/components/schemas/{n}"}  # noqa: E731
+    paths = {
+        "/identities": {"get": {"operationId": "listIdentities", "responses": _ok({"type": "array", "items": ref("identity")})},
+                        "post": {"operationId": "createIdentity", "responses": _ok(ref("identity")), "requestBody": {"content": {"application/json": {
+                            "schema": {"type": "object", "required": ["schema_id"], "properties": {"schema_id": {"type": "string"}}}}}}}},
+        "/identities/{id}": {"get": {"operationId": "getIdentity", "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}],
+                                     "responses": _ok(ref("identity"))}},
+        "/self-service/recovery/flows": {"get": {"operationId": "getSelfServiceRecoveryFlow", "responses": _ok(ref("recoveryFlow")),
+                                                 "parameters": [{"name": "id", "in": "query", "required": True, "schema": {"type": "string"}}]}},
+        "/self-service/recovery/api": {"get": {"operationId": "initializeSelfServiceRecoveryViaAPIFlow", "responses": _ok(ref("recoveryFlow"))}}}
+    f = tmp_path / "kratos-like.json"
+    f.write_text(json.dumps({"openapi": "3.0.3", "info": {"title": "kratos like"}, "paths": paths,
+                             "components": {"schemas": {"recoveryFlow": flow, "identity": ident}}}))
+    return f
+
+
+def test_a_get_by_query_id_is_a_get_and_an_item_with_a_list_inside_is_no_list(tmp_path: Path) -> None:
+    """Ory Kratos was rejected (11 of 15 tools): its flow gets (``?id=``) were lists whose items were
+    the flow's messages, so the probe asked for a flow by a message's integer id."""
+    env, warnings = synthesize_file(_kratos_like(tmp_path), settings=OpenAPISettings(validate=False))
+    ops = env.behaviour.model["operations"]
+    tools = {t.name: t for t in env.tools}
+    get_flow = ops["get_self_service_recovery_flow"]
+    assert get_flow["kind"] == "get" and get_flow["key"] == "id", get_flow
+    assert get_flow["resource"] == "recovery_flows"  # the answer is a recoveryFlow: /recovery/flows names it, not "flows"
+    assert "initialize_self_service_recovery_via_apiflow" not in tools
+    assert any("initializeSelfServiceRecoveryViaAPIFlow" in w and "no array of items" in w for w in warnings), warnings
+    box = Box(env)
+    sets = ArgumentBuilder(box.req({"op": "dump"})["value"]).candidates(tools["get_self_service_recovery_flow"], random.Random(0), 3)
+    flows = {r["id"] for r in env.behaviour.model["seed"][get_flow["resource"]]}
+    assert sets and all(a["id"] in flows for a in sets), sets
+    for a in sets:
+        got = box.call("get_self_service_recovery_flow", **a)
+        assert got["ok"] and got["value"]["id"] == a["id"], got
+        jsonschema.validate(got["value"], tools["get_self_service_recovery_flow"].returns)
+    made = box.call("create_identity", schema_id="default")["value"]
+    assert str(uuid.UUID(made["id"])) == made["id"]  # format uuid4: a new identity's id is a UUID like the seeds', not ide_0001
+
+
+def _amadeus_like(tmp_path: Path) -> Path:
+    """Amadeus hotel list's shapes: three ways to look hotels up (``/hotels/by-hotels``,
+    ``/hotels/by-city``), each filtering by plural array parameters (``hotelIds``, ``chainCodes``)."""
+    hotel = {"type": "object", "properties": {"hotelId": {"type": "string", "pattern": "^[A-Z0-9]{8}$"}, "chainCode": {"type": "string", "pattern": "^[A-Z]{2}$"},
+                                              "name": {"type": "string"}, "iataCode": {"type": "string", "pattern": "^[A-Z]{3}$"}, "timeZoneName": {"type": "string"}}}
+    answer = _ok({"type": "object", "properties": {"data": {"type": "array", "items": {"$ref": "#/components/schemas/Hotel"}}}})
+    arr = lambda name, req: {"name": name, "in": "query", "required": req, "schema": {"type": "array", "items": {"type": "string"}, "minItems": 1 if req else 0}}  # noqa: E731
+    paths = {"/reference-data/locations/hotels/by-hotels": {"get": {"operationId": "get-hotels-by-hotels", "parameters": [arr("hotelIds", True)], "responses": answer}},
+             "/reference-data/locations/hotels/by-city": {"get": {"operationId": "get-hotels-by-city", "parameters": [
+                 {"name": "cityCode", "in": "query", "required": True, "schema": {"type": "string"}}, arr("chainCodes", False)], "responses": answer}}}
+    f = tmp_path / "amadeus-like.json"
+    f.write_text(json.dumps({"openapi": "3.0.0", "info": {"title": "amadeus like"}, "paths": paths, "components": {"schemas": {"Hotel": hotel}}}))
+    return f
+
+
+def test_lookups_by_a_way_share_their_collection_and_plural_arrays_filter_by_any_of(tmp_path: Path) -> None:
+    """Amadeus gave 3 one-call tasks: each /by-X path was a resource of its own, ``hotelIds`` and
+    ``chainCodes`` were not understood, and the sampler could not fill an array filter."""
+    import asyncio  # noqa: PLC0415
+
+    from envkernel_chains import Chains, ChainsSettings  # noqa: PLC0415
+    from envkernel_kit.testing import RunnerContext  # noqa: PLC0415
+    from envkernel_process import ProcessRunner  # noqa: PLC0415
+
+    env, _ = synthesize_file(_amadeus_like(tmp_path), settings=OpenAPISettings(validate=False))
+    ops = env.behaviour.model["operations"]
+    assert {o["resource"] for o in ops.values()} == {"hotels"}, ops
+    assert ops["get_hotels_by_hotels"]["filters"]["hotel_ids"] == {"field": "hotel_id", "op": "in"}
+    assert ops["get_hotels_by_city"]["filters"]["chain_codes"] == {"field": "chain_code", "op": "in"}
+    rows = env.behaviour.model["seed"]["hotels"]
+    assert all(r["iata_code"] in {"LHR", "CDG", "JFK", "SFO", "SIN", "HND", "FRA", "AMS", "LIS", "PRG", "YYZ", "SYD", "MAD", "MUC", "OSL"} for r in rows)
+    assert all("/" in r["time_zone_name"] or r["time_zone_name"] == "UTC" for r in rows)  # a zone, not a hotel's name
+    got = Box(env).call("get_hotels_by_hotels", hotel_ids=[rows[1]["hotel_id"], rows[2]["hotel_id"]])["value"]["data"]
+    assert [h["hotel_id"] for h in got] == [rows[1]["hotel_id"], rows[2]["hotel_id"]]
+
+    async def sample() -> list[Any]:
+        runner = ProcessRunner()
+        try:
+            return [t async for t in Chains(ChainsSettings(tasks_per_env=10)).sample(env, RunnerContext(runner, component="chains", out_dir=tmp_path / "out"))]
+        finally:
+            await runner.aclose()
+
+    tasks = asyncio.run(sample())
+    filtered = [c.arguments for t in tasks for c in t.calls if c.arguments.get("hotel_ids") or c.arguments.get("chain_codes")]
+    assert len(tasks) >= 5 and filtered, [(t.request, [c.arguments for c in t.calls]) for t in tasks]
+    assert all(isinstance(v, list) for a in filtered for v in a.values())
+
+
+def test_rfc_2822_times_phone_numbers_and_a_filter_of_another_format(tmp_path: Path) -> None:
+    """Twilio v2010 kept 62 of 64 tools: its times are ``format: date-time-rfc-2822`` (seeded as words
+    like "harbor willow") while its ``StartTime`` filter is a ``date-time``, so no stored value was
+    one the filter accepts; its calls' ``to`` and ``from`` were seeded as e-mail addresses."""
+    import email.utils  # noqa: PLC0415
+
+    rfc = {"type": "string", "format": "date-time-rfc-2822", "nullable": True}
+    call = {"type": "object", "properties": {"sid": {"type": "string", "pattern": "^CA[0-9a-f]{32}$"}, "date_created": rfc, "date_updated": rfc,
+                                             "start_time": rfc, "to": {"type": "string", "description": "The phone number that received this call."},
+                                             "status": {"type": "string", "enum": ["queued", "ringing", "completed"]}}}
+    q = lambda name, fmt: {"name": name, "in": "query", "schema": {"type": "string", "format": fmt}}  # noqa: E731
+    paths = {"/2010-04-01/Calls.json": {"get": {"operationId": "ListCall", "parameters": [q("StartTime", "date-time"), q("To", "phone-number")],
+                                                "responses": _ok({"type": "object", "properties": {"calls": {"type": "array", "items": {"$ref": "#/components/schemas/Call"}}}})}}}
+    f = tmp_path / "calls.json"
+    f.write_text(json.dumps({"openapi": "3.0.1", "info": {"title": "calls"}, "paths": paths, "components": {"schemas": {"Call": call}}}))
+    env, warnings = synthesize_file(f, settings=OpenAPISettings(validate=False))
+    op = env.behaviour.model["operations"]["list_call"]
+    assert "start_time" not in op["parameters"]["properties"] and "start_time" not in (op.get("filters") or {})
+    assert any("'StartTime' is a date-time" in w and "left out" in w for w in warnings), warnings
+    for row in env.behaviour.model["seed"]["calls"]:
+        created, updated = (email.utils.parsedate_to_datetime(row[c]) for c in ("date_created", "date_updated"))
+        assert created <= updated, row
+        assert re.fullmatch(r"\+[\d ]+", row["to"]), row  # a phone number, not an e-mail address

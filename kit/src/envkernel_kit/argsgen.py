@@ -312,6 +312,10 @@ class ArgumentBuilder:
         t = schema_type(schema)
         if t == "object" and "properties" in schema:
             raw.append(self._object(tool, schema, rng))
+        elif t == "object":  # a union of objects (NHS's extension items): the first member with properties
+            member = next((m for m in schema.get("oneOf") or schema.get("anyOf") or [] if isinstance(m, dict) and m.get("properties")), None)
+            if member is not None:
+                raw.append(self._object(tool, member, rng))
         elif t == "array":
             item = schema.get("items") or {}
             sub = self.sources(tool, singular(name), item, rng) if item else []

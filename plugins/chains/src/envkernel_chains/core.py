@@ -202,7 +202,7 @@ class GraphSampler:
                 res = await sb.call(spec.name, args)
                 if res.ok:
                     ok = True
-                    for e in extract_elements(res.value, spec.name, self.schema.tables, 0):
+                    for e in extract_elements(res.value, spec.name, self.schema.tables, 0, set(self.schema.keys.values())):
                         if e.parent is None:
                             self.observed.setdefault(spec.name, set()).update(e.row)
                     if not info.from_model:

@@ -337,6 +337,8 @@ class Grounder:
             vals = [r.get(c) for r in rows for c in cols if isinstance(r.get(c), str) and r.get(c)]
         elif p.op == "eq" or p.role == "value":
             vals = [r.get(col) for r in rows if r.get(col) is not None and not isinstance(r.get(col), (dict, list))]
+        elif p.op == "in":  # Amadeus's chainCodes=[...]: one value a row has, as a list
+            vals = [[r.get(col)] for r in rows if r.get(col) is not None and not isinstance(r.get(col), (dict, list))]
         else:
             vals = []
         vals = [c for c in (coerce(v, p.schema or {}) for v in vals) if c is not NO_VALUE]
@@ -781,7 +783,7 @@ class Grounder:
         return rows
 
     def _elements(self, info: ToolInfo, value: Any, call: int) -> list[Element]:
-        els = extract_elements(value, info.name, self.schema.tables, call)
+        els = extract_elements(value, info.name, self.schema.tables, call, set(self.schema.keys.values()))
         if info.resource:
             for e in els:
                 if e.parent is None:

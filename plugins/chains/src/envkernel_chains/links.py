@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from collections.abc import Collection
 from itertools import combinations
 from typing import Any, Literal
 
@@ -92,13 +93,14 @@ class Link:
     """The value."""
 
 
-def is_entity(obj: dict[str, Any]) -> bool:
-    """True for an object that looks like a row (it has an id, a foreign key or a key-like field)."""
-    return any(is_id_name(k) for k in obj) or any(k in KEY_LIKE for k in obj)
+def is_entity(obj: dict[str, Any], keys: Collection[str] = ()) -> bool:
+    """True for an object that looks like a row (it has an id, a foreign key, a key-like field or
+    one of ``keys``, the tables' own key columns such as Twilio's ``sid``)."""
+    return any(is_id_name(k) or k in KEY_LIKE or k in keys for k in obj)
 
 
-def extract_elements(value: Any, tool_name: str, tables: list[str], call: int) -> list[Element]:
-    """Every element in a tool's output, outermost first."""
+def extract_elements(value: Any, tool_name: str, tables: list[str], call: int, keys: Collection[str] = ()) -> list[Element]:
+    """Every element in a tool's output, outermost first (``keys``: the tables' key columns)."""
     _verb, noun, table = tool_parts(tool_name, tables)
     out: list[Element] = []
 
@@ -114,12 +116,12 @@ def extract_elements(value: Any, tool_name: str, tables: list[str], call: int) -
         if isinstance(v, list):
             rows = [x for x in v if isinstance(x, dict)]
             for i, x in enumerate(rows):
-                if is_entity(x):
+                if is_entity(x, keys):
                     e = Element(call=call, noun=n, table=t, row=x, group=rows, position=i, parent=parent)
                     out.append(e)
                     children(x, e, depth)
         elif isinstance(v, dict):
-            if is_entity(v):
+            if is_entity(v, keys):
                 e = Element(call=call, noun=n, table=t, row=v, parent=parent)
                 out.append(e)
                 children(v, e, depth)

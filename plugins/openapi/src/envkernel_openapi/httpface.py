@@ -42,7 +42,7 @@ from envkernel_runtime.engine import check
 from envkernel_runtime.model import Operation, model_of
 from envkernel_schemas import EnvSpec
 
-from .infer import snake
+from .infer import snake, success_codes
 from .seedschema import conform, from_schema
 
 __all__ = ["SESSION_HEADER", "HttpFace", "Route", "serve", "spec_path"]
@@ -116,7 +116,7 @@ class Route:
         self.doc = doc
 
     def _success(self, doc: _Doc) -> tuple[int, dict[str, Any] | None]:
-        for code in ("200", "201", "202", "203", "204", "2XX", "2xx", "default"):
+        for code in success_codes(self.method):
             if code in self.responses:
                 return (int(code) if code.isdigit() else 200), self._json_schema(code, doc)
         return 200, None

@@ -237,10 +237,21 @@ def flatten_attributes(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "properties": {**top, **lifted}, "required": required}
 
 
-def success(op: dict[str, Any]) -> tuple[int | None, Any]:
+SUCCESS_CODES = ("200", "201", "202", "203", "204", "2XX", "2xx", "default")
+CREATED_CODES = ("201", *(c for c in SUCCESS_CODES if c != "201"))
+"""A POST's success responses, best first: ``201 Created`` is what a create answers (NHS's POST
+/Patient documents ``200`` for "a match was found" beside it, with an OperationOutcome)."""
+
+
+def success_codes(method: str) -> tuple[str, ...]:
+    """The success status codes to look for in an operation of ``method``, best first."""
+    return CREATED_CODES if method.lower() == "post" else SUCCESS_CODES
+
+
+def success(op: dict[str, Any], method: str = "get") -> tuple[int | None, Any]:
     """(status, schema) of an operation's success response (schema None when it has no body)."""
     responses = op.get("responses") or {}
-    for code in ("200", "201", "202", "203", "204", "2XX", "2xx", "default"):
+    for code in success_codes(method):
         if code in responses:
             _has, schema = json_content(responses[code])
             status = int(code) if code.isdigit() else 200
@@ -371,6 +382,9 @@ class Builder:
             else:
                 pairs.append((snake(s), None))
                 i += 1
+        # a trailing /by-city is a way to look the collection up, not one (Amadeus's /hotels/by-city)
+        while len(pairs) > 1 and pairs[-1][1] is None and pairs[-1][0].startswith("by_") and pairs[-2][1] is None:
+            pairs.pop()
         # leading literals shared by every path, or like /api and /v1, are prefixes
         while len(pairs) > 1 and pairs[0][1] is None and (pairs[0][0] in self.prefixes or re.fullmatch(r"api|rest|v\d+(_\d+)*", pairs[0][0])):
             pairs.pop(0)
@@ -396,6 +410,11 @@ class Builder:
         rpc = self._rpc(op, pairs)
         if rpc is not None:
             return rpc
+        # a literal before the collection that the answer's schema names with it is part of its name
+        # (Kratos's /self-service/recovery/flows answers a recoveryFlow: recovery_flows, not flows)
+        if len(pairs) >= 2 and pairs[-2][1] is None and self._answer_name(op) == singular(f"{pairs[-2][0]}_{last}"):
+            last = f"{pairs[-2][0]}_{last}"
+            pairs[-2:] = [(last, None)]
         # literals before the resource name are namespaces or owners (/me/albums, /admin/identities,
         # /v1/a2p/brands, /users/{id}/repos keeps its parent): the resource is the last collection
         pairs = [pr for k, pr in enumerate(pairs) if pr[1] is not None or k == len(pairs) - 1]
@@ -403,6 +422,9 @@ class Builder:
         if not op.kind:
             return f"{op.method.upper()} on a whole collection is not supported"
         op.resource = last
+        key = self._query_key(op) if op.method == "get" else None
+        if key is not None:  # Kratos's GET /self-service/recovery/flows?id=...: one item, named in the query
+            op.kind, op.key_param, op.rpc = "get", key, True
         op.parents = [(r, p) for r, p in pairs[:-1] if p is not None]
         return ""
 
@@ -450,12 +472,33 @@ class Builder:
         ids = [n for n, r in cands if r and snake(n).endswith("_id")]
         return ids[0] if len(ids) == 1 else None
 
+    def _answer_name(self, op: Op) -> str:
+        """The snake_case component name of an operation's answer (or of its array's items), or ""."""
+        _status, schema = success(op.raw, op.method)
+        s = merge_all_of(schema) if isinstance(schema, dict) else {}
+        if schema_type(s) == "array":
+            s = merge_all_of(s.get("items"))
+        return snake(str(s.get(REF_NAME) or ""))
+
+    def _query_key(self, op: Op) -> str | None:
+        """The required query parameter (``id``, ``<item>_id``) of a GET on a collection path that
+        answers with one item carrying that field (not a list of them), else None."""
+        one = singular(op.resource)
+        names = [str(p.get("name")) for p in op.params if p.get("in") == "query" and p.get("required")]
+        key = next((n for n in names if snake(n) in ("id", f"{one}_id")), None)
+        _status, schema = success(op.raw, op.method)
+        s = merge_all_of(schema) if isinstance(schema, dict) else {}
+        props = {snake(k) for k in s.get("properties") or {}}
+        if key is None or schema_type(s) != "object" or "id" not in props or props & set(ITEM_KEYS):
+            return None
+        return key
+
     def _is_action(self, op: Op, word: str, parent: str) -> bool:
         if word in ACTION_TARGETS or word in FLAG_ACTIONS or word in UNFLAG_ACTIONS:
             return True
         if word.startswith(("mark_", "un")):
             return True
-        _status, schema = success(op.raw)
+        _status, schema = success(op.raw, op.method)
         s = merge_all_of(schema) if isinstance(schema, dict) else {}
         ref = s.get(REF_NAME)
         return bool(ref) and snake(str(ref)) in (singular(parent), parent) and op.method == "post"
@@ -469,10 +512,11 @@ class Builder:
                 self.resources.setdefault(parent, Resource(parent))
         for res in self.resources.values():
             cands: list[dict[str, Any]] = []
+            listed: list[dict[str, Any]] = []
             for op in self.ops:
                 if op.resource != res.name:
                     continue
-                _status, schema = success(op.raw)
+                _status, schema = success(op.raw, op.method)
                 s = merge_all_of(schema) if isinstance(schema, dict) else None
                 if not s:
                     continue
@@ -482,8 +526,11 @@ class Builder:
                     items = self._list_items(s)
                     if items is not None:
                         cands.append(items)
+                        listed.append(items)
             named = [c for c in cands if c.get(REF_NAME)]
-            pick = named[0] if named else (cands[0] if cands else None)
+            # an unnamed list item may be a wrapper (a FHIR bundle's {fullUrl, resource}): a single
+            # object a get or create answers with is the resource itself
+            pick = named[0] if named else next(iter(sorted(cands, key=lambda c: any(c is x for x in listed))), None)
             if pick is None:
                 comp = self._component_for(res.name)
                 if comp is not None:
@@ -525,6 +572,8 @@ class Builder:
             for p in arrays:
                 if snake(p) == k:
                     return p
+        if "id" in props:  # an item with a list inside (Kratos's flow and its messages), not an envelope
+            return None
         rows = [p for p in arrays if (merge_all_of(props[p].get("items")) or {}).get("properties")]
         if len(rows) == 1:  # one array of objects beside arrays of strings (SCIM's Resources beside its schemas)
             return rows[0]
@@ -779,7 +828,7 @@ class Builder:
         if op.kind == "create" and not any(c == res.key for c in (spec.get("body") or {}).values()) and res.fields[res.key].get("type") not in ("string", "integer"):
             raise _Skip("its resource has no key the engine can generate")
         # output
-        status, schema = success(op.raw)
+        status, schema = success(op.raw, op.method)
         if status is None:
             raise _Skip("it declares no success response")
         if op.kind == "list":
@@ -942,6 +991,10 @@ class Builder:
                 if ptype != "array" and f.get("enum") and not schema.get("enum"):
                     schema["enum"] = list(f["enum"])
                 role = "filter"
+            elif ptype == "array" and singular(arg) != arg and singular(arg) in res.fields and res.fields[singular(arg)]["type"] in ("string", "integer"):
+                # Amadeus's hotelIds=[...], chainCodes=[...]: rows whose hotel_id / chain_code is one of them
+                filters[arg] = {"field": singular(arg), "op": "in"}
+                role = "filter"
             else:
                 target = self._range_target(arg, res, time_fields)
                 if target:
@@ -955,6 +1008,13 @@ class Builder:
                     role = "filter"
             if not role:
                 self.warn(f"{op.label}: query parameter {pname!r} is not understood and is left out")
+                continue
+            field = res.fields.get((filters.get(arg) or {}).get("field") or "") or {}
+            if role == "filter" and ptype == "string" and schema.get("format") and field.get("format") and schema["format"] != field["format"]:
+                # Twilio's StartTime (date-time) on start_time (RFC 2822): no stored value is one it accepts
+                self.warn(f"{op.label}: filter {pname!r} is a {schema['format']} but {res.name!r} keeps "
+                          f"{filters[arg]['field']!r} as {field['format']}; it is left out")
+                del filters[arg]
                 continue
             props[arg] = schema
             if p.get("required"):
@@ -1096,6 +1156,12 @@ class Builder:
                           f"{col!r} as {info['type']}: a command, not a value; it is left out")
                 continue
             js = fit
+            js, foreign = self._items_shown(res, col, ps, js)
+            if foreign:  # NHS's create extensions (RegisteringAuthority) that no patient answer may hold
+                self.warn(f"{op.label}: body field {pname!r} writes items of kinds {foreign} that no item of {col!r} "
+                          f"in {res.name!r} may be" + ("; they are left out" if js else "; it is left out"))
+                if not js:
+                    continue
             missing = self._item_fields_missing(res, col, js)
             if missing:  # Stripe's subscription schedule phases: each answer phase needs add_invoice_items
                 self.warn(f"{op.label}: body field {pname!r} writes items without {missing}, which every item of "
@@ -1111,6 +1177,31 @@ class Builder:
         spec["body"] = body
         if op.kind in ("create", "update", "patch") and not body:
             raise _Skip(f"its request body writes no field of {res.name!r}")
+
+    @staticmethod
+    def _items_shown(res: Resource, col: str, ps: dict[str, Any], js: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """An array body field whose items are a union of named schemas (``anyOf``/``oneOf``), cut to
+        the members the answer's items also name: (its schema, or {} when none is left; the names cut)."""
+        if schema_type(js) != "array" or not isinstance(res.schema, dict) or not isinstance(js.get("items"), dict):
+            return js, []
+        shown = (merge_all_of(res.schema).get("properties") or {}).get(res.spec_names.get(col, col))
+        answer = merge_all_of((shown or {}).get("items")) if isinstance(shown, dict) else {}
+        given = merge_all_of(ps.get("items"))
+        for k in ("anyOf", "oneOf"):
+            mine = given.get(k)
+            theirs = answer.get("anyOf") or answer.get("oneOf")
+            if not isinstance(mine, list) or not isinstance(theirs, list) or len(mine) != len(js["items"].get(k) or []):
+                continue
+            names = {m.get(REF_NAME) for m in theirs if isinstance(m, dict) and m.get(REF_NAME)}
+            refs = [m.get(REF_NAME) if isinstance(m, dict) else None for m in mine]
+            if not names or not all(refs):
+                return js, []
+            foreign = [str(r) for r in refs if r not in names]
+            keep = [m for m, r in zip(js["items"][k], refs, strict=True) if r in names]
+            if not foreign:
+                return js, []
+            return ({**js, "items": {**js["items"], k: keep}} if keep else {}), foreign
+        return js, []
 
     @staticmethod
     def _item_fields_missing(res: Resource, col: str, js: dict[str, Any]) -> list[str]:
@@ -1363,6 +1454,8 @@ class Builder:
         if f.get("type") != "string" or f.get("enum"):
             return []
         schema = schema_of(f)
+        if str(f.get("format") or "").startswith("uuid"):  # Kratos's uuid4 (no validator knows it): new ids are UUIDs like the seeds'
+            schema["format"] = "uuid"
         if not problem(schema, f"{res.prefix}_0001"):
             return []
         rng = random.Random(f"{self.seed}/{self.name}/{res.name}/new-keys")

@@ -19,6 +19,7 @@ its destination. The same seed always gives the same rows.
 from __future__ import annotations
 
 import datetime as dt
+import email.utils
 import random
 import unicodedata
 from typing import Any
@@ -118,6 +119,11 @@ END_WORDS = {"end", "ends", "arrival", "arrives", "checkout", "until", "due", "r
 TIME_WORDS = {"at", "time", "datetime", "timestamp", "on", "date"}
 MONEY = {"price", "amount", "total", "balance", "cost", "fee", "subtotal", "salary", "budget", "fare", "rate", "charge", "tax",
          "deposit", "payment", "value", "spend", "revenue", "credit", "debit"}
+
+
+def _rfc2822(f: dict[str, Any]) -> bool:
+    """True for a time field written the RFC 2822 way (Twilio's ``format: date-time-rfc-2822``)."""
+    return "2822" in str(f.get("format") or "")
 
 
 def _ascii(text: str) -> str:
@@ -296,7 +302,7 @@ class RowMaker:
     def _is_time(self, col: str, f: dict[str, Any]) -> bool:
         ws = words(col)
         fmt = f.get("format", "")
-        if fmt in ("date-time", "date"):
+        if fmt in ("date-time", "date") or _rfc2822(f):
             return True
         if fmt or f.get("pattern"):
             return False
@@ -330,6 +336,8 @@ class RowMaker:
             t = CLOCK + dt.timedelta(days=rng.randint(3, 60))
         else:
             t = (CLOCK + dt.timedelta(days=rng.randint(1, 45))).replace(hour=rng.choice([8, 9, 10, 11, 13, 14, 15, 16]), minute=rng.choice([0, 30]))
+        if _rfc2822(f):  # Twilio's date_created: "Thu, 15 Jan 2026 09:00:00 +0000"
+            return email.utils.format_datetime(t.replace(second=0, microsecond=0).astimezone(dt.UTC))
         return t.strftime("%Y-%m-%d") if date_only else iso(t.replace(second=0, microsecond=0))
 
     def _time_of(self, row: dict[str, Any], which: Any) -> dt.datetime | None:
@@ -338,7 +346,10 @@ class RowMaker:
                 try:
                     t = dt.datetime.fromisoformat(v.replace("Z", "+00:00"))
                 except ValueError:
-                    continue
+                    try:
+                        t = email.utils.parsedate_to_datetime(v)
+                    except (TypeError, ValueError, IndexError):
+                        continue
                 return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
         return None
 
@@ -375,7 +386,8 @@ class RowMaker:
             return self.unique(col, lambda a: f"https://www.{slug}{'' if a == 0 else a}.example.com/{noun}s/{ctx['i'] + 1}")
         if f.get("format") == "uuid" or "uuid" in w:
             return None  # from the schema: a random UUID
-        if "phone" in w or "mobile" in w:
+        if "phone" in w or "mobile" in w or f.get("format") == "phone-number" or (
+                ws in (["from"], ["to"]) and "phone number" in str(f.get("description") or "").lower()):  # Twilio's To and From
             return self.unique(col, lambda a: f"+{ctx['calling']} {rng.randint(200, 899)} {rng.randint(100, 999)} {rng.randint(1000, 9999)}")
         if "first" in w and "name" in w or col == "given_name":
             return first
@@ -423,7 +435,7 @@ class RowMaker:
         if w & {"mime", "content"} and "type" in w:
             fn = str(row.get("name") or row.get("file_name") or row.get("filename") or "x.pdf")
             return MIME.get(fn.rsplit(".", 1)[-1], "application/octet-stream")
-        if w & {"timezone", "tz"}:
+        if w & {"timezone", "tz"} or {"time", "zone"} <= w:  # Amadeus's timeZoneName
             return rng.choice(["Europe/Paris", "America/New_York", "Asia/Singapore", "Europe/London", "Australia/Sydney", "UTC"])
         if w & {"language", "locale", "lang"}:
             return ctx["locale"].split("_")[0]
@@ -437,6 +449,8 @@ class RowMaker:
             return ctx["product"][1] if ctx.get("product") else rng.choice(list(CATALOG))
         if "location" in w or "venue" in w or "place" in w:
             return rng.choice([f"Room {rng.choice('ABC')}{rng.randint(1, 9)}", f"{ctx['city']} office", "Video call", "Main hall"])
+        if "iata" in w:  # a city or airport code (Amadeus's iataCode), not a made-up one
+            return rng.choice(AIRPORTS)
         if "code" in w or "slug" in w or "reference" in w or "ref" in w or "confirmation" in w:
             return self.unique(col, lambda a: "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ23456789") for _ in range(6 + a // 20)))
         if w & {"path"}:
@@ -451,6 +465,8 @@ class RowMaker:
             return self.unique(col, lambda a: self._title(w, ctx, a))
         if w & {"description", "notes", "note", "body", "content", "text", "message", "comment", "bio", "summary", "memo"}:
             return self._text(ctx)
+        if ("type" in w or "kind" in w) and isinstance(f.get("default"), str) and f["default"]:
+            return f["default"]  # the one value the spec names (FHIR's resourceType "Patient"), not a made-up tier
         if "type" in w or "kind" in w or "tier" in w:
             return rng.choice(["standard", "premium", "basic"])
         return None

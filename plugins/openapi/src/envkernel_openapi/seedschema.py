@@ -11,6 +11,7 @@ validator the verifier uses.
 from __future__ import annotations
 
 import datetime as dt
+import email.utils
 import json
 import random
 import re
@@ -25,7 +26,7 @@ CLOCK = dt.datetime(2026, 1, 15, 9, 0, 0, tzinfo=dt.UTC)
 
 _FIELD_KEYS = ("type", "format", "enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
                "pattern", "items", "minItems", "maxItems", "uniqueItems", "properties", "required")
-_KNOWN_FORMATS = {"date-time", "date", "time", "email", "uri", "url", "uuid", "ipv4", "ipv6", "hostname", "byte"}
+_KNOWN_FORMATS = {"date-time", "date-time-rfc-2822", "date", "time", "email", "uri", "url", "uuid", "ipv4", "ipv6", "hostname", "byte"}
 _WORDS = ["north", "river", "maple", "cedar", "summit", "harbor", "meadow", "willow", "granite", "aurora", "atlas", "beacon"]
 
 
@@ -98,10 +99,23 @@ def _repair(value: Any, schema: dict[str, Any], rng: random.Random) -> Any:
             v = f"{v} {rng.choice(_WORDS)}".strip()
         return v[:hi] if isinstance(hi, int) else v
     if isinstance(value, str) and isinstance(schema.get("pattern"), str):
-        for cand in (value.lower(), value.upper(), re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-"), re.sub(r"[^A-Za-z0-9]", "", value)):
+        for cand in (*_time_forms(value), value.lower(), value.upper(), re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-"), re.sub(r"[^A-Za-z0-9]", "", value)):
             if not problem(schema, cand):
                 return cand
     return None
+
+
+def _time_forms(value: str) -> list[str]:
+    """The same moment written the other ways specs ask for (NHS's ``...T10:00:00+00:00`` pattern
+    beside ``format: date-time``): an offset instead of ``Z``, no zone, milliseconds, the date alone."""
+    try:
+        t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return []
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.UTC)
+    t = t.astimezone(dt.UTC)
+    return [t.strftime(f) for f in ("%Y-%m-%dT%H:%M:%S+00:00", "%Y-%m-%dT%H:%M:%S.000Z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d")]
 
 
 def _type(schema: dict[str, Any]) -> str:
@@ -164,9 +178,9 @@ def from_schema(schema: dict[str, Any], rng: random.Random, depth: int = 0, name
         return out
     if t == "object":
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        if depth > 3:
-            return {}
         required = set(schema.get("required") or [])
+        if depth > 3:  # deep down only what is required (FHIR's contact.relationship.coding needs its code)
+            props = {k: v for k, v in props.items() if k in required} if depth <= 12 else {}
         return {k: from_schema(s if isinstance(s, dict) else {}, rng, depth + 1, name=k) for k, s in props.items() if k in required or rng.random() < 0.7}
     if t == "null":
         return None
@@ -202,6 +216,7 @@ def _string(schema: dict[str, Any], rng: random.Random, name: str = "") -> str:
     when = CLOCK - dt.timedelta(days=rng.randint(1, 60), minutes=rng.randint(0, 600))
     by_format = {
         "date-time": lambda: iso(when),
+        "date-time-rfc-2822": lambda: email.utils.format_datetime(when.replace(second=0, microsecond=0)),
         "date": lambda: when.strftime("%Y-%m-%d"),
         "time": lambda: when.strftime("%H:%M:%S"),
         "email": lambda: f"{rng.choice(_WORDS)}.{rng.choice(_WORDS)}@example.com",
@@ -215,6 +230,8 @@ def _string(schema: dict[str, Any], rng: random.Random, name: str = "") -> str:
         "x-id": lambda: f"{rng.getrandbits(64):016x}",
     }
     s = by_format[fmt]() if fmt in by_format else " ".join(rng.choice(_WORDS) for _ in range(2))
+    if isinstance(pattern, str) and problem(schema, s):
+        s = next((f for f in _time_forms(s) if not problem(schema, f)), s)
     lo, hi = schema.get("minLength", 0), schema.get("maxLength")
     while isinstance(lo, int) and len(s) < lo:
         s += rng.choice("abcdefghijklmnopqrstuvwxyz0123456789")

@@ -322,6 +322,7 @@ class Executor:
         self.module: types.ModuleType | None = None
         self.functions: dict = {}
         self.signatures: dict = {}
+        self.checked: dict = {}  # (tool, argument names) -> what is wrong with them ("" for nothing)
         self.declared: list[str] = []
         self.rng = random.Random(0)
         self.clock = Clock()
@@ -535,6 +536,7 @@ class Executor:
         names = declared if declared else sorted(public)
         self.functions = {n: public[n] for n in names if n in public}
         self.signatures = {}
+        self.checked = {}
         for n, fn in self.functions.items():
             try:
                 self.signatures[n] = inspect.signature(fn)
@@ -589,7 +591,13 @@ class Executor:
             raise _Failure("invalid_arguments", f"arguments of {tool!r} must be a JSON object, got {type(args).__name__}")
         sig = self.signatures.get(tool)
         if sig is not None:
-            problem = _argument_problem(sig, args)
+            # the check depends on the argument names only, so it is kept per (tool, names)
+            key = (tool, *args)
+            problem = self.checked.get(key)
+            if problem is None:
+                problem = _argument_problem(sig, args)
+                if len(self.checked) < 4096:
+                    self.checked[key] = problem
             if problem:
                 raise _Failure("invalid_arguments", f"{tool}: {problem}")
         timeout = _timeout(req.get("timeout"), DEFAULT_CALL_TIMEOUT)

@@ -22,38 +22,15 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 from envkernel_bus import Bus, ResponderGone
+from envkernel_bus.sandboxmsg import OpenRequest, OpRequest, Reply
 from envkernel_bus.subjects import sandbox_op_subject, sandbox_open_subject
+from envkernel_runtime.lane import LaneServer, connect_lane, lanes_enabled
 from envkernel_schemas import EnvSpec, State, ToolResult
 
 from .errors import SandboxError
 from .roles import Closes
 
 log = structlog.get_logger("envkernel.sandbox")
-
-
-class OpenRequest(msgspec.Struct, kw_only=True):
-    """Ask a runner for a sandbox holding ``env``."""
-
-    env: EnvSpec
-    seed: int = 0
-    run: str = ""
-    lifetime: float = 3600.0
-
-
-class OpRequest(msgspec.Struct, kw_only=True):
-    """One operation on an open sandbox."""
-
-    tool: str = ""
-    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
-    snapshot: str = ""
-
-
-class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A service reply: a value, or an error saying what went wrong."""
-
-    ok: bool = True
-    value: Any = None
-    error: str = ""
 
 
 _enc = msgspec.msgpack.Encoder()
@@ -74,7 +51,9 @@ class Sandbox:
         self.closed = False
         self.run = ""
         """The run it was opened for (a worker's pool releases it when that run finishes)."""
-        self._subjects = {op: sandbox_op_subject(sandbox_id, op) for op in ("call", "snapshot", "restore", "state", "close")}
+        self.lane: Any = None
+        """The executor's direct lane when the sandbox runs on this host (:mod:`envkernel_runtime.lane`): calls skip the bus."""
+        self._subjects = {op: sandbox_op_subject(sandbox_id, op) for op in ("call", "snapshot", "restore", "state", "close", "kill")}
         self._alive = sandbox_op_subject(sandbox_id.rpartition("~")[0], "alive") if "~" in sandbox_id else ""  # ids: <runner>-<process>~<n>
 
     async def _request(self, op: str, req: OpRequest, timeout: float | None = None) -> Any:
@@ -98,6 +77,8 @@ class Sandbox:
 
     async def call(self, tool: str, arguments: dict[str, Any] | None = None) -> ToolResult:
         """Call a tool. A tool's own error is a result with ``ok=False``, not an exception."""
+        if self.lane is not None and not self.closed and (result := await self.lane.call(tool, arguments or {})) is not None:
+            return result  # type: ignore[no-any-return]
         value = await self._request("call", OpRequest(tool=tool, arguments=arguments or {}))
         return value if isinstance(value, ToolResult) else msgspec.convert(value, ToolResult)
 
@@ -117,6 +98,8 @@ class Sandbox:
         """Close the sandbox (idempotent)."""
         if self.closed:
             return
+        if self.lane is not None:
+            self.lane.close()
         try:
             await self._request("close", OpRequest(), timeout=10.0)
         except SandboxError as exc:
@@ -140,7 +123,7 @@ async def open_sandbox(bus: Bus, runner: str, env: EnvSpec, *, seed: int = 0, ru
     if not reply.ok:
         raise SandboxError(f"runner {runner!r} could not open a sandbox for env {env.id!r}: {reply.error}")
     sb = Sandbox(bus, str(reply.value), runner, call_timeout)
-    sb.run = run
+    sb.run, sb.lane = run, await connect_lane(reply.lane, on_hang=lambda: sb._request("kill", OpRequest())) if reply.lane else None
     return sb
 
 
@@ -244,9 +227,12 @@ class SandboxService:
         self._alive: Subscription | None = None
         self._reaper: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.lanes = LaneServer() if lanes_enabled() else None
 
     async def start(self) -> None:
         """Start answering open requests."""
+        if self.lanes is not None:
+            await self.lanes.start()
         self._alive = await self.bus.serve_alive(sandbox_op_subject(f"{self.name}-{self.uid}", "alive"))
         self._sub = await self.bus.nc.subscribe(sandbox_open_subject(self.name), queue=f"sandbox-{self.name}", cb=self._on_open)
         await self.bus.nc.flush()  # the server knows the subscription before anyone asks
@@ -277,7 +263,8 @@ class SandboxService:
         sub = await self.bus.nc.subscribe(sandbox_op_subject(sid, "*"), cb=self._on_op)
         await self.bus.nc.flush()
         self._live[sid] = _Live(session, sub, time.monotonic() + req.lifetime)
-        await msg.respond(_enc.encode(Reply(value=sid)))
+        lane = self.lanes.offer(session, session.settings.call_timeout) if self.lanes is not None and hasattr(session, "settings") else []
+        await msg.respond(_enc.encode(Reply(value=sid, lane=lane)))
 
     async def _on_op(self, msg: Msg) -> None:
         # sandbox ops are handled in order per sandbox (one subscription each)
@@ -314,6 +301,8 @@ class SandboxService:
             return None
         if op == "state":
             return await s.state()
+        if op == "kill":  # a call over the direct lane hung past its timeout
+            return await s.interrupt()
         raise SandboxError(f"unknown sandbox operation {op!r}")
 
     async def _close(self, sid: str) -> None:
@@ -347,5 +336,7 @@ class SandboxService:
         if self._reaper:
             self._reaper.cancel()
         await asyncio.gather(*(self._close(sid) for sid in list(self._live)))
+        if self.lanes is not None:
+            self.lanes.close()
         if isinstance(self.runner, Closes):
             await self.runner.aclose()

@@ -25,6 +25,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import weakref
@@ -226,7 +227,18 @@ class ProcessSession(ExecutorSession):
         if s.isolate and support.cgroups:
             self._res.cgroup = Cgroup(f"envk-{session_id}", support, s.memory_mb * 1024 * 1024, s.max_processes, s.cpus)
         self._proc: asyncio.subprocess.Process | ZygoteChild | None = None
+        self._lane: socket.socket | None = None
         super().__init__(session_id, env, seed, s)
+
+    def take_lane(self) -> socket.socket | None:
+        """The current executor's direct lane, once (then it is the caller's; None without the zygote,
+        or when it was taken): a socket that takes the executor's ``call`` requests straight, for a
+        client on this host (see :mod:`envkernel_runtime.lane`). Calls over it bypass this session's
+        call log, so after a crash the session's state is lost rather than replayed."""
+        lane, self._lane = self._lane, None
+        if lane is not None:
+            self.lane_taken()
+        return lane
 
     @property
     def pid(self) -> int | None:
@@ -242,6 +254,9 @@ class ProcessSession(ExecutorSession):
     async def _shutdown(self) -> None:
         """Kill the sandbox's process group and remove its folder, cgroup and uid."""
         await self._kill(None)
+        if self._lane is not None:
+            self._lane.close()
+            self._lane = None
         self._res.cleanup()
         self._finalizer.detach()
         self._runner._sessions.discard(self)
@@ -312,6 +327,9 @@ class ProcessSession(ExecutorSession):
         env = self._environment()
         self._generation += 1
         fd = os.open(os.path.join(self._folder, "executor.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        if self._lane is not None:
+            self._lane.close()
+            self._lane = None
         try:
             zygote = self._runner.zygote
             if zygote is not None:
@@ -320,7 +338,15 @@ class ProcessSession(ExecutorSession):
                 options = self._options()
                 if self.settings.isolate and self._runner.support.unshare:
                     options.append("--unshare")
-                self._proc = await zygote.spawn(options, env, fd)
+                lane, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    self._proc = await zygote.spawn(options, env, fd, theirs.fileno())
+                except BaseException:
+                    lane.close()
+                    raise
+                finally:
+                    theirs.close()
+                self._lane = lane
             else:
                 # Limits and confinement are applied by the executor itself (first thing it does) and
                 # the new session comes from start_new_session: no preexec_fn, which is unsafe in a

@@ -331,3 +331,45 @@ async def test_a_call_hanging_on_the_direct_lane_gets_its_sandbox_killed(nats_se
         await service.stop()
         await client.close()
         await service_bus.close()
+
+
+async def test_cells_are_confined_ahead_and_take_any_environment() -> None:
+    """With ``cells``, an open loads its environment into a blank executor forked and confined ahead:
+    the same confinement as a fresh fork, its own uid and state, any environment (not a workspace's),
+    and the missing cells are made again in the background."""
+    other = EnvSpec(id="other-test", name="other", tools=[ToolSpec(name="step"), ToolSpec(name="who")], behaviour=CodeBehaviour(source=SOURCE),
+                    seed_sql="CREATE TABLE counter (n INTEGER NOT NULL); INSERT INTO counter VALUES (40);")
+    plain, runner = ProcessRunner(), ProcessRunner(Settings(cells=2))
+    try:
+        fresh = await plain.open(COUNTER, 0)
+        first = await runner.open(COUNTER, 0)  # no cell yet: a fork, and the cells are made meanwhile
+        for _ in range(200):
+            if len(runner._cells) == 2:
+                break
+            await asyncio.sleep(0.05)
+        a, b = await runner.open(COUNTER, 0), await runner.open(other, 0)
+        assert runner.cells_used == 2 and first not in (a, b)
+        assert (await a.call("step", {"delta": 2})).value == {"count": 2}
+        assert (await b.call("step", {"delta": 2})).value == {"count": 42}  # its own environment and seed
+        snap = await a.snapshot()
+        await a.call("step", {"delta": 5})
+        await a.restore(snap)
+        assert (await a.state())["counter"] == [{"n": 2}] and (await first.state())["counter"] == [{"n": 0}]
+        assert set(a.confinement) == set(fresh.confinement), (a.confinement, fresh.confinement)
+        for key in ("rlimits", "landlock", "seccomp", "workspace_tmpfs", "subreaper", "namespaces"):
+            assert a.confinement.get(key) == fresh.confinement.get(key), key
+        if SUPPORT.root:
+            uids = {(await s.call("who", {})).value["uid"] for s in (first, a, b)}
+            assert len(uids) == 3 and 0 not in uids
+        assert not (await a.call("die", {})).ok  # a cell's executor is replaced like any other
+        assert (await a.call("step", {"delta": 1})).value == {"count": 3}
+        pids = {s.pid for s in runner.sessions} | {c.pid for c in runner._cells}
+    finally:
+        await runner.aclose()
+        await plain.aclose()
+    assert not runner.sessions and not runner._cells
+    for _ in range(100):
+        if not [p for p in pids if p is not None and _alive(p)]:
+            break
+        await asyncio.sleep(0.05)
+    assert not [p for p in pids if p is not None and _alive(p)]

@@ -139,6 +139,7 @@ class ExecutorSession(ABC):
         self._closed: str | None = None
         self._lane_out = False  # a direct lane of the current executor was handed out
         self._base_complete = True  # the log since the last load or restore describes the state (no direct calls before it)
+        self._blank = False  # starting a cell: no environment to load yet
         self._death = ""  # why the executor that held the lane died
         self._lost = ""  # why the state cannot be rebuilt (an executor with a lane died); a restore clears it
         self._load = msgspec.json.encode({"op": "load", "env": env, "seed": seed, "timeout": settings.startup_timeout})
@@ -257,6 +258,33 @@ class ExecutorSession(ABC):
             await self.close()
             raise
 
+    async def start_blank(self) -> Any:
+        """Start the first executor without loading an environment (a *cell*: confined, waiting for
+        :meth:`load`); return what its ``ping`` answered (its confinement). Close the session if that fails."""
+        try:
+            async with self._lock:
+                self._blank = True
+                try:
+                    await self._ensure_running()
+                finally:
+                    self._blank = False
+                return await self._op({"op": "ping"})
+        except BaseException:
+            await self.close()
+            raise
+
+    async def load(self, env: EnvSpec, seed: int) -> Any:
+        """Load ``env`` with ``seed`` into a cell started by :meth:`start_blank`; return what ``load`` answered.
+        Its hard lifetime counts from now."""
+        self.env, self.seed = env, seed
+        self._load = msgspec.json.encode({"op": "load", "env": env, "seed": seed, "timeout": self.settings.startup_timeout})
+        self.restart_lifetime()
+        async with self._lock:
+            self._check_open()
+            if not self._running():
+                raise self.error_type(f"sandbox {self.id}: its executor died before it was given an environment", code="crashed")
+            return await self._op_raw(self._load, "load")
+
     def restart_lifetime(self) -> None:
         """Count the hard lifetime from now (for a session opened ahead and handed out later)."""
         self._expiry.cancel()
@@ -329,7 +357,9 @@ class ExecutorSession(ABC):
 
     async def _load_and_replay(self) -> Any:
         """Load the environment and seed into a fresh executor, replay the call log; return what
-        ``load`` answered."""
+        ``load`` answered (nothing for a cell: see :meth:`start_blank`)."""
+        if self._blank:
+            return None
         loaded = await self._op_raw(self._load, "load")
         if self._lane_out:  # the dead executor took calls over its lane that the log lacks
             self._lane_out, self._log = False, []

@@ -274,6 +274,10 @@ async def test_a_direct_lane_skips_the_service_and_keeps_the_confinement(nats_se
         assert [(await sb.call("step", {"delta": 1})).value["count"] for _ in range(3)] == [1, 2, 3]
         assert session._log == []  # none of them went through the service
         assert (await sb.state())["counter"] == [{"n": 3}]
+        events = list(session.events)
+        await sb.restore(base)  # over the lane too
+        assert (await sb.state())["counter"] == [{"n": 0}] and session.events == events
+        assert [(await sb.call("step", {"delta": 1})).value["count"] for _ in range(3)] == [1, 2, 3]
         after = await sb.snapshot()
         died = await sb.call("die", {})
         assert not died.ok and died.error is not None and died.error.code == "crashed" and "direct lane" in died.error.message
@@ -288,7 +292,7 @@ async def test_a_direct_lane_skips_the_service_and_keeps_the_confinement(nats_se
         lane = s.take_lane()
         assert lane is not None and s.take_lane() is None
         reader, writer = await asyncio.open_unix_connection(sock=lane)
-        writer.write(b'{"op":"restore","snapshot":"s1"}\n{"op":"call","tool":"step","arguments":{"delta":5}}\n')
+        writer.write(b'{"op":"dump"}\n{"op":"call","tool":"step","arguments":{"delta":5}}\n')
         assert b'"bad_request"' in await reader.readline() and b'"count":5' in await reader.readline()
         writer.close()
         assert (await s.call("step", {"delta": 1})).value["count"] == 6  # the runner's socket serves on

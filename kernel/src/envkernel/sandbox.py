@@ -52,7 +52,8 @@ class Sandbox:
         self.run = ""
         """The run it was opened for (a worker's pool releases it when that run finishes)."""
         self.lane: Any = None
-        """The executor's direct lane when the sandbox runs on this host (:mod:`envkernel_runtime.lane`): calls skip the bus."""
+        """The executor's direct lane when the sandbox runs on this host (:mod:`envkernel_runtime.lane`): calls and restores skip the bus."""
+        self._handles: dict[str, str] = {}  # snapshot -> the executor's own handle of it, for a restore over the lane
         self._subjects = {op: sandbox_op_subject(sandbox_id, op) for op in ("call", "snapshot", "restore", "state", "close", "kill")}
         self._alive = sandbox_op_subject(sandbox_id.rpartition("~")[0], "alive") if "~" in sandbox_id else ""  # ids: <runner>-<process>~<n>
 
@@ -73,7 +74,7 @@ class Sandbox:
         reply = _reply_dec.decode(msg.data)
         if not reply.ok:
             raise SandboxError(f"sandbox {self.id} ({self.runner}) {op} failed: {reply.error}")
-        return reply.value
+        return reply if op == "snapshot" else reply.value
 
     async def call(self, tool: str, arguments: dict[str, Any] | None = None) -> ToolResult:
         """Call a tool. A tool's own error is a result with ``ok=False``, not an exception."""
@@ -84,10 +85,15 @@ class Sandbox:
 
     async def snapshot(self) -> str:
         """Save the state; return a handle for :meth:`restore`."""
-        return str(await self._request("snapshot", OpRequest()))
+        reply = await self._request("snapshot", OpRequest())
+        if reply.lane:
+            self._handles[str(reply.value)] = reply.lane[0]
+        return str(reply.value)
 
     async def restore(self, snapshot: str) -> None:
         """Return to a saved state."""
+        if self.lane is not None and not self.closed and snapshot in self._handles and await self.lane.restore(self._handles[snapshot]):
+            return
         await self._request("restore", OpRequest(snapshot=snapshot))
 
     async def state(self) -> State:
@@ -283,7 +289,7 @@ class SandboxService:
             req = _op_dec.decode(msg.data)
             async with live.lock:
                 value = await self._do(sid, live, op, req)
-            data = value if type(value) is bytes else _enc.encode(Reply(value=value))
+            data = value if type(value) is bytes else _enc.encode(value if type(value) is Reply else Reply(value=value))
         except Exception as exc:
             data = _enc.encode(Reply(ok=False, error=f"{type(exc).__name__}: {exc}"))
         await msg.respond(data)
@@ -295,7 +301,8 @@ class SandboxService:
                 return await s.call_raw(req.tool, req.arguments)
             return msgspec.to_builtins(await s.call(req.tool, req.arguments))
         if op == "snapshot":
-            return await s.snapshot()
+            name = await s.snapshot()
+            return Reply(value=name, lane=s.lane_handle(name)) if hasattr(s, "lane_handle") else name
         if op == "restore":
             await s.restore(req.snapshot)
             return None

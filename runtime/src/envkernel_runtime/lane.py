@@ -7,15 +7,16 @@ serves it beside the runner's own socket, see ``executor._serve_lanes``). When t
 opens a sandbox, it puts the lane in a :class:`LaneServer` under a one-time token and sends the
 offer (host, socket path, token, call timeout) in its open reply. A client on the same host
 (:func:`connect_lane`) connects to that unix socket, which sits in a folder only the runner's user
-can enter, shows the token and receives the lane's descriptor (``SCM_RIGHTS``); its tool calls then
-go straight to the executor (:class:`DirectLane`). A client on another host, or one whose offer has
-expired, keeps using the bus; every other operation (snapshot, restore, state, close) always does.
+can enter, shows the token and receives the lane's descriptor (``SCM_RIGHTS``); its tool calls and
+restores then go straight to the executor (:class:`DirectLane`; a snapshot's reply names the
+executor's own handle of it while a lane is out). A client on another host, or one whose offer has
+expired, keeps using the bus; the other operations (snapshot, state, close) always do.
 
 What stays the same: the executor is the same confined process (its own uid, namespaces, cgroup,
 rlimits, Landlock, seccomp), it answers one request at a time from either socket, the lane takes
-``call`` and ``ping`` only, the runner still enforces the sandbox's hard lifetime (killing the
+``call``, ``restore`` and ``ping`` only, the runner still enforces the sandbox's hard lifetime (killing the
 executor ends the lane), and the executor still stops a call at its timeout. What changes: calls
-over a lane are not in the runner's call log, so when an executor dies after its lane was handed
+(and restores) over a lane are not in the runner's call log, so when an executor dies after its lane was handed
 out its state is *lost* instead of rebuilt from the log (the next call answers ``crashed`` and says
 so; a restore of a snapshot taken before any direct call, such as the one taken at open, brings the
 sandbox back). ``ENVKERNEL_SANDBOX_LANES=0`` turns lanes off (in a service: none offered; in a
@@ -204,6 +205,30 @@ class DirectLane:
         except msgspec.DecodeError as exc:
             self.close()
             return ToolResult(ok=False, error=ToolError(code="crashed", message=f"the executor answered with something that is not a result: {exc}"))
+
+    async def restore(self, handle: str) -> bool:
+        """Restore the executor's snapshot ``handle``; False when it could not be done here (then the
+        caller restores over the bus, where a snapshot of a replaced executor is rebuilt)."""
+        if self.closed:
+            return False
+        async with self._lock:
+            try:
+                self.writer.write(_enc.encode({"op": "restore", "snapshot": handle}) + b"\n")
+                async with asyncio.timeout(self.call_timeout + HOST_GRACE):
+                    await self.writer.drain()
+                    line = await self.reader.readline()
+            except TimeoutError:
+                self.close()
+                if self.on_hang is not None:
+                    with contextlib.suppress(Exception):
+                        await self.on_hang()
+                return False
+            except (OSError, ValueError, asyncio.LimitOverrunError):
+                line = b""
+        if not line.endswith(b"\n"):
+            self.close()
+            return False
+        return line.startswith(b'{"ok":true')
 
     def close(self) -> None:
         """Close the lane (idempotent); the executor goes on serving its runner."""

@@ -173,6 +173,12 @@ class ExecutorSession(ABC):
         async with self._lock:
             await self._kill("timeout over the direct lane")
 
+    def lane_handle(self, name: str) -> list[str]:
+        """``[the executor's handle of snapshot name]`` when a client holds this executor's direct lane
+        (it may restore it over the lane), else ``[]``."""
+        snap = self._snapshots.get(name)
+        return [snap.handle] if self._lane_out and snap is not None and snap.generation == self._generation else []
+
     def _check_state(self) -> None:
         if self._lost:
             raise self.error_type(f"sandbox {self.id}: {self._lost}", code="crashed")

@@ -88,6 +88,7 @@ class LaneServer:
         self._offers: dict[str, tuple[socket.socket, float]] = {}
         self._sock: socket.socket | None = None
         self._task: asyncio.Task[None] | None = None
+        self._handing: set[asyncio.Task[None]] = set()  # referenced until done (the loop keeps tasks weakly)
         self.handed = 0
         """Lanes handed to clients so far."""
 
@@ -119,7 +120,9 @@ class LaneServer:
         assert self._sock is not None
         while True:
             conn, _ = await loop.sock_accept(self._sock)
-            asyncio.ensure_future(self._hand(conn))
+            task = asyncio.ensure_future(self._hand(conn))
+            self._handing.add(task)
+            task.add_done_callback(self._handing.discard)
 
     async def _hand(self, conn: socket.socket) -> None:
         loop = asyncio.get_running_loop()

@@ -377,3 +377,26 @@ async def test_cells_are_confined_ahead_and_take_any_environment() -> None:
             break
         await asyncio.sleep(0.05)
     assert not [p for p in pids if p is not None and _alive(p)]
+
+
+async def test_a_lane_not_taken_leaves_replay_as_it_was(nats_server: str) -> None:
+    """A client that takes no lane (another host, or lanes off) keeps the old behaviour: a dead
+    executor is replaced and its calls replayed."""
+    service_bus, client = await Bus.connect(nats_server), await Bus.connect(nats_server)
+    service = SandboxService(service_bus, "process", ProcessRunner())
+    await service.start()
+    os.environ["ENVKERNEL_SANDBOX_LANES"] = "0"  # in this client only: the service made its offer
+    try:
+        sb = await open_sandbox(client, "process", COUNTER, timeout=120, call_timeout=60)
+    finally:
+        del os.environ["ENVKERNEL_SANDBOX_LANES"]
+    try:
+        assert sb.lane is None
+        assert [(await sb.call("step", {"delta": 1})).value["count"] for _ in range(2)] == [1, 2]
+        assert not (await sb.call("die", {})).ok
+        assert (await sb.call("step", {"delta": 1})).value["count"] == 3  # replayed, not lost
+        await sb.close()
+    finally:
+        await service.stop()
+        await client.close()
+        await service_bus.close()

@@ -85,7 +85,7 @@ class LaneServer:
         self.folder = ""
         self.path = ""
         self.host = host_id()
-        self._offers: dict[str, tuple[socket.socket, float]] = {}
+        self._offers: dict[str, tuple[socket.socket, Any, float]] = {}
         self._sock: socket.socket | None = None
         self._task: asyncio.Task[None] | None = None
         self._handing: set[asyncio.Task[None]] = set()  # referenced until done (the loop keeps tasks weakly)
@@ -109,10 +109,10 @@ class LaneServer:
         if lane is None:
             return []
         now = time.monotonic()
-        for token in [t for t, (_, deadline) in self._offers.items() if deadline < now]:
+        for token in [t for t, (_, _, deadline) in self._offers.items() if deadline < now]:
             self._offers.pop(token)[0].close()  # never taken: the executor drops it
         token = secrets.token_hex(16)
-        self._offers[token] = (lane, now + OFFER_SECONDS)
+        self._offers[token] = (lane, session, now + OFFER_SECONDS)
         return [self.host, self.path, token, call_timeout]
 
     async def _accept(self) -> None:
@@ -136,10 +136,11 @@ class LaneServer:
                             return
                         data += chunk
                 item = self._offers.pop(data.strip().decode("ascii", "replace"), None)
-                if item is None:
+                if item is None or item[1].closed:
                     await loop.sock_sendall(conn, b"no")
                     return
-                lane = item[0]
+                lane, session, _ = item
+                session.lane_taken()  # from now on the session's call log is not the whole story
                 conn.setblocking(True)  # a two-byte message with one descriptor on a fresh socket: never blocks
                 socket.send_fds(conn, [b"ok"], [lane.fileno()])
                 lane.close()
@@ -154,7 +155,7 @@ class LaneServer:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
-        for lane, _ in self._offers.values():
+        for lane, _, _ in self._offers.values():
             lane.close()
         self._offers.clear()
         if self.folder:

@@ -243,10 +243,9 @@ class ProcessSession(ExecutorSession):
         """The current executor's direct lane, once (then it is the caller's; None without the zygote,
         or when it was taken): a socket that takes the executor's ``call`` requests straight, for a
         client on this host (see :mod:`envkernel_runtime.lane`). Calls over it bypass this session's
-        call log, so after a crash the session's state is lost rather than replayed."""
+        call log: whoever hands it to a client calls :meth:`lane_taken` (then, after a crash, the
+        session's state is lost rather than replayed)."""
         lane, self._lane = self._lane, None
-        if lane is not None:
-            self.lane_taken()
         return lane
 
     @property

@@ -23,10 +23,14 @@
    minutes 45``, ``set to yes``) or creates a row and cancels or deletes it in one request, the
    read-only share, the distinct request shapes (quoted text, numbers and names masked), and the
    gate's mutant kill rate per kind and per environment (``summary.json``'s ``mutants``) with the
-   share of proposed tasks that killed every applicable mutant. ``--quality DIR`` reports it for an
-   existing run folder.
+   share of proposed tasks that killed every applicable mutant, the share of tasks that change a
+   row and change it back (``freeze`` then ``unfreeze``), and the share with planted distractor
+   rows. ``--quality DIR`` reports it for an existing run folder.
+4. **planting cost** (``--planting-cost ROUNDS``) — the sampler alone without distractor planting
+   (``distractor_share=0``) and with it (the default), alternating, ROUNDS times each: tasks/s of
+   each and their ratio.
 
-    python benchmarks/bench_tasks.py [--tasks 20000] [--skip-run] [--skip-sampler] [--sampler walk] [--no-users] [--quality DIR]
+    python benchmarks/bench_tasks.py [--tasks 20000] [--skip-run] [--skip-sampler] [--sampler walk] [--no-users] [--quality DIR] [--planting-cost 2]
 
 The run selects ``+users`` (the simulated user), so tasks may hold a condition back and the
 reference's gate rollouts talk; ``held_back_for_the_user`` is their share.
@@ -202,6 +206,18 @@ def _shape(request: str) -> str:
     return re.sub(r"\b[A-Z][a-z]+(?: [A-Z][a-z]+)*\b", "N", t)
 
 
+def _change_then_inverse(calls: list[dict[str, Any]]) -> bool:
+    """``freeze_account`` then ``unfreeze_account`` (or the other way round) with the same arguments."""
+    seen: list[tuple[str, str]] = []
+    for c in calls:
+        args = json.dumps(c.get("arguments"), sort_keys=True)
+        n = c["name"]
+        if any(a == args and (n == "un" + m or m == "un" + n) for m, a in seen):
+            return True
+        seen.append((n, args))
+    return False
+
+
 def _create_then_undo(calls: list[dict[str, Any]]) -> bool:
     names = [c["name"] for c in calls]
     made = [i for i, n in enumerate(names) if n.startswith(MAKES)]
@@ -241,6 +257,9 @@ def quality(folder: Path) -> dict[str, Any]:
         "stock_greeting": share(lambda t: GREETING.search(t["request"]) is not None),
         "schema_echo": share(lambda t: ECHO.search(t["request"]) is not None),
         "create_then_undo": share(lambda t: _create_then_undo(t["calls"])),
+        "change_then_inverse": share(lambda t: _change_then_inverse(t["calls"])),
+        "planted_distractors": share(lambda t: bool(t.get("planted"))),
+        "planted_rows": sum(len(t.get("planted") or []) for t in tasks),
         "read_only": share(lambda t: not t["outcome"]["mutates"]),
         "read_only_checked_rows": share(lambda t: bool(t["outcome"].get("answer_rows"))),
         "read_only_with_precision": share(lambda t: bool(t["outcome"].get("answer_absent"))),
@@ -283,7 +302,7 @@ class _Ctx:
             await sb.close()
 
 
-async def run_sampler(per_env: int, sampler: str) -> dict[str, Any]:
+async def run_sampler(per_env: int, sampler: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
     import structlog
     from envkernel.plugins import load
     from envkernel.sandbox import SandboxService
@@ -303,7 +322,7 @@ async def run_sampler(per_env: int, sampler: str) -> dict[str, Any]:
         await service.start()
         await sbus.nc.flush()
         ctx = _Ctx(cbus, Path(tmp) / "out", sampler)
-        inst = sc.factory(msgspec_convert(sc.settings_type, {"tasks_per_env": per_env}))
+        inst = sc.factory(msgspec_convert(sc.settings_type, {"tasks_per_env": per_env, **(settings or {})}))
 
         async def one(env: Any) -> tuple[str, int, float]:
             t = time.perf_counter()
@@ -321,7 +340,7 @@ async def run_sampler(per_env: int, sampler: str) -> dict[str, Any]:
             st = json.loads(p.read_text()).get(sampler, {}) if p.exists() else {}
             stats[env_id] = {"tasks": n, "seconds": round(secs, 2), "tasks_per_s": round(n / secs, 2) if secs else None,
                              "attempts": st.get("attempts"), "tool_calls": st.get("tool_calls"), "tool_coverage": st.get("tool_coverage"),
-                             "phrasings": st.get("phrasings")}
+                             "phrasings": st.get("phrasings"), "planting": st.get("planting")}
         await cbus.close()
         await sbus.close()
         if hasattr(runner, "aclose"):
@@ -349,6 +368,8 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true", help="keep the run folder")
     ap.add_argument("--no-users", action="store_true", help="run without the users plugin (no held-back conditions, no user turns)")
     ap.add_argument("--quality", type=Path, default=None, help="only report the quality of the tasks of this run folder")
+    ap.add_argument("--planting-cost", type=int, default=0, metavar="ROUNDS",
+                    help="also time the sampler alone without and with distractor planting, alternating, ROUNDS times each")
     args = ap.parse_args()
     result: dict[str, Any] = {"benchmark": "tasks", "cpus": os.cpu_count(), "sampler": args.sampler}
     if args.quality is not None:
@@ -371,6 +392,19 @@ def main() -> None:
             print(f"  quality: narrate 2+ steps {q['narrates_2_steps']:.1%}, aggregate/superlative/condition "
                   f"{q['aggregate_superlative_condition']:.1%}, read-only {q['read_only']:.1%}, {q['distinct_request_shapes']} request shapes, "
                   f"mutant kill rate {q['mutant_kill_rate']} (outcome alone {q['mutant_kill_rate_outcome_only']})")
+    if args.planting_cost:
+        per_env = args.sampler_tasks or 150
+        runs: dict[str, list[float]] = {"without": [], "with": []}
+        for _round in range(args.planting_cost):  # alternating A (no planting) and B (planting, the default share)
+            for label, extra in (("without", {"distractor_share": 0.0}), ("with", {})):
+                got = asyncio.run(run_sampler(per_env, args.sampler, extra))
+                runs[label].append(got["tasks_per_s"])
+                print(f"sampler alone {label} planting: {got['tasks']} tasks in {got['wall_seconds']} s = {got['tasks_per_s']} tasks/s")
+        a, b = (sum(v) / len(v) for v in (runs["without"], runs["with"]))
+        result["planting_cost"] = {"per_env": per_env, "rounds": args.planting_cost,
+                                   "sampler_tasks_per_s_without_planting": round(a, 2), "sampler_tasks_per_s_with_planting": round(b, 2),
+                                   "with_over_without_planting_tasks_per_s": round(b / a, 3) if a else None}
+        print(f"planting: {b:.1f} vs {a:.1f} tasks/s without ({b / a:.2f}x)")
     if not args.skip_sampler:
         per_env = args.sampler_tasks or math.ceil(args.tasks / N_ENVS * (1 + args.headroom))
         s = asyncio.run(run_sampler(per_env, args.sampler))

@@ -108,13 +108,22 @@ def test_a_server_restart_mid_run_loses_and_duplicates_nothing(envk, own_server,
     proc = envk.popen("run", "--source", "sample", "--nats-url", url, "--out", "out", "--run-id", "restart", "--no-progress", "--seed", "3",
                       "--set", "chains.tasks_per_env=12", env={"ENVKERNEL_ACK_WAIT": "5"}, stdout=subprocess.DEVNULL,
                       stderr=(envk.cwd / "restart.log").open("w"))
-    run_dir = envk.cwd / "out" / "restart"
+    run_dir, log = envk.cwd / "out" / "restart", envk.cwd / "restart.log"
     try:
-        _wait_lines(run_dir / "rollouts.jsonl", proc, 4)
+        # The moment that hung a run: the sampler has just finished (its last PubAcks are in flight) while
+        # rollouts' sandbox calls are pending.
+        deadline = time.monotonic() + 60
+        while '"phrasings"' not in log.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.002)
         _kill(server)
         time.sleep(1.0)
         own_server()  # the same port and store
-        assert proc.wait(timeout=90) == 0, (envk.cwd / "restart.log").read_text()[-3000:]
+        try:
+            rc = proc.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the run hung after the server restart:\n" + log.read_text()[-3000:])
+        assert rc == 0, log.read_text()[-3000:]
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -6,7 +6,8 @@ counted apart from the plugins' failures, and a gate rollout that failed so reje
 The fault is real: a plugin distribution built into a temp folder registers the runner ``dying``,
 the ``process`` runner whose rollout sandboxes (opened for a verified environment) are killed at
 their first call or state dump, their executor SIGKILLed and the session closed, as when the host
-loses them. Its sampler ``fixed`` proposes tasks without any sandbox, so only rollouts meet the
+loses them (or, with ``dying.close=false``, only the executor killed as a tool call goes out: the
+call answers ``crashed``, which must not count as the policy's failure). Its sampler ``fixed`` proposes tasks without any sandbox, so only rollouts meet the
 fault.
 """
 
@@ -38,6 +39,9 @@ class DyingSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     deaths: int = 1_000_000
     """How many rollout sandboxes die (the first ones opened)."""
+    close: bool = True
+    """Close the session too (the host lost it); false: only the executor is killed, as the call
+    goes out, so the call itself answers ``crashed`` (the executor died under it)."""
 
 
 class Dying(ProcessRunner):
@@ -47,13 +51,25 @@ class Dying(ProcessRunner):
 
     def __init__(self, settings: DyingSettings) -> None:
         super().__init__(None)
-        self.deaths = settings.deaths
+        self.deaths, self.close = settings.deaths, settings.close
 
     async def open(self, env, seed):
         session = await super().open(env, seed)
-        if env.report is not None and self.deaths > 0:  # a verified environment: a rollout's sandbox
+        if env.report is None:  # not a verified environment: not a rollout's sandbox
+            return session
+        call, state = session.call, session.state
+        if not self.close:  # the executor dies as one of the first ``deaths`` tool calls goes out
+            call_raw = session.call_raw  # what the sandbox service calls (and call() too)
+
+            async def crash(tool, arguments):
+                if session.pid and self.deaths > 0:
+                    self.deaths -= 1
+                    os.killpg(session.pid, signal.SIGKILL)  # no await before the call: the host has not noticed yet
+                return await call_raw(tool, arguments)
+
+            session.call_raw = crash
+        elif self.deaths > 0:
             self.deaths -= 1
-            call, state = session.call, session.state
 
             async def die(op):
                 if session.pid:
@@ -139,3 +155,64 @@ def test_with_no_retries_the_first_death_is_redelivered_not_failed(envk, dying_s
     assert s["tasks"] == s["tasks_proposed"] > 0
     assert "retrying" not in run.proc.stderr and "giving an event back for redelivery" in run.proc.stderr
     assert run.proc.returncode == 0
+
+
+def test_a_tool_call_whose_executor_crashes_is_an_infra_fault_not_the_policys(envk, dying_site: Path) -> None:
+    """The executor is SIGKILLed as the rollout's tool call goes out (the session stays open): the
+    call answers ``crashed``. That is retried as an infrastructure fault, so the reference still
+    scores 1 and the task is kept; were it scored, the gate would reject it (``reference_below_1``)."""
+    run = _run(envk, dying_site, "crashed", "--set", "dying.deaths=1", "--set", "dying.close=false")
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    s = run.summary
+    assert s["tasks"] == s["tasks_proposed"] > 0 and s["rejected"] == {}, s["rejected"]
+    assert s["infra_failures"] == 0 and s["failures"] == 0 and s["mean_reward"] == 1.0
+    assert "rollout met an infrastructure fault; retrying it" in run.proc.stderr
+    assert "the sandbox crashed under tool call 'get_product'" in run.proc.stderr and "sandbox executor died" in run.proc.stderr
+
+
+def test_an_executor_that_keeps_crashing_under_calls_is_counted_as_infra(envk, dying_site: Path, tmp_path: Path) -> None:
+    cfg = tmp_path / "crashing.toml"
+    cfg.write_text("gate_mutants = 0\n[dying]\nclose = false\n")  # no mutants: only the reference calls tools
+    run = _run(envk, dying_site, "crashing", "--config", str(cfg))
+    s = run.summary
+    assert s["tasks_proposed"] > 0 and s["tasks"] == 0
+    assert s["rejected"] == {"task:gate_infra": s["tasks_proposed"]}, s["rejected"]
+    assert s["infra_failures"] > 0 and s["failures"] == 0 and s["failures_by_plugin"] == {}
+    crashed = [f for f in run.jsonl("failures.jsonl") if "crashed under tool call" in f["message"]]
+    assert len(crashed) == s["infra_failures"] == s["tasks_proposed"]  # each task's reference, after its 2 retries
+    assert {(f["plugin"], f["classification"], f["error_type"]) for f in crashed} == {("reference", "infra", "SandboxError")}
+
+
+async def test_the_tool_env_raises_on_a_dead_executor_but_not_on_an_env_error_named_crashed() -> None:
+    """At the boundary, with a real ``process`` sandbox: a call under which the executor dies
+    raises ``SandboxError`` (and marks the rollout's fault); an environment that raises
+    ``ToolError("crashed", ...)`` itself cannot pass for a dead executor (it answers ``tool_crashed``)."""
+    import textwrap
+
+    from envkernel.context import RecordingToolEnv
+    from envkernel.errors import SandboxError
+    from envkernel_process import ProcessRunner
+    from envkernel_schemas import CodeBehaviour, EnvSpec, ToolSpec
+
+    source = textwrap.dedent("""
+        import os, signal
+
+        def crash_report(env):
+            raise ToolError("crashed", "the car crashed into the barrier")
+
+        def die(env):
+            os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    env = EnvSpec(id="crash-test", name="crash", tools=[ToolSpec(name="crash_report"), ToolSpec(name="die")],
+                  behaviour=CodeBehaviour(source=source), seed_sql="CREATE TABLE t (x INTEGER);")
+    runner = ProcessRunner()
+    try:
+        tool_env = RecordingToolEnv(await runner.open(env, 0), env.tools)
+        res = await tool_env.call("crash_report", {})
+        assert res.error is not None and res.error.code == "tool_crashed" and "the car crashed" in res.error.message
+        assert tool_env.fault is None and len(tool_env.records) == 1  # the env's own error: the policy's to act on
+        with pytest.raises(SandboxError, match=r"the sandbox crashed under tool call 'die': sandbox executor died \(exit code -9"):
+            await tool_env.call("die", {})
+        assert tool_env.fault is not None and len(tool_env.records) == 1  # not recorded as the policy's call
+    finally:
+        await runner.aclose()

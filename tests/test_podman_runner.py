@@ -160,6 +160,29 @@ async def test_snapshot_and_restore_also_after_a_replacement():
         await runner.aclose()
 
 
+async def test_a_patch_adds_rows_until_a_restore_also_after_a_replacement():
+    """A task's planted rows (``patch``): in the state at once, kept when the container is replaced,
+    gone after a restore to the seed; a row that does not fit changes nothing and says why."""
+    runner = PodmanRunner(settings())
+    try:
+        s = await runner.open(shop_env(), 0)
+        seed = await s.snapshot()
+        before = await s.state()
+        row = dict(before["orders"][0], id="ord_9001", status="shipped")
+        assert await s.patch([{"table": "orders", "row": row}]) == 1
+        assert row in (await s.state())["orders"]
+        podman("kill", s.container)
+        assert row in (await s.state())["orders"] and s.replacements == 1  # replayed in the replacement
+        with pytest.raises(SandboxError) as err:
+            await s.patch([{"table": "orders", "row": dict(row, id="ord_9002")}, {"table": "nope", "row": {"id": 1}}])
+        assert err.value.code == "invalid_patch" and "no table 'nope'" in str(err.value)
+        assert [r for r in (await s.state())["orders"] if r["id"] == "ord_9002"] == []  # all or none
+        await s.restore(seed)
+        assert await s.state() == before
+    finally:
+        await runner.aclose()
+
+
 # ---------------------------------------------------------------- warm pool
 
 

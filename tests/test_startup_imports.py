@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ("openai", "httpx", "pandas", "pyarrow", "matplotlib", "numpy")
+HEAVY = ("openai", "httpx", "pandas", "pyarrow", "matplotlib", "numpy", "networkx")
 """Libraries a start-up must not import (each costs from a tenth of a second to seconds)."""
 
 IN_PROCESS = """
@@ -62,7 +62,7 @@ rows = [{{"data_source": "envkernel/shop-v1", "prompt": [{{"role": "user", "cont
          "mutates": True, "answer_facts": ["x"], "answer_rows": "[]", "answer_absent": [], "answer_ordered": False,
          "masked_arguments": []}}}},
          "extra_info": {{"task_id": f"t{{i}}", "env_id": "shop-v1", "split": "train", "difficulty": 1, "signature": "f",
-                        "initial_state": "{{}}", "expected_state": "{{}}", "tools": "[]"}}, "not_in_schema": 1}} for i in range({n})]
+                        "initial_state": "{{}}", "expected_state": "{{}}", "planted": "[]", "tools": "[]"}}, "not_in_schema": 1}} for i in range({n})]
 pq.write_table(rl_table(rows), {str(tmp_path / "rl.parquet")!r})
 assert "pandas" not in sys.modules, "pandas was imported"
 back = pq.read_table({str(tmp_path / "rl.parquet")!r})

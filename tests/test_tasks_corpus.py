@@ -64,6 +64,8 @@ async def _gate(envs: dict[str, Any], tasks: list[Task]) -> list[tuple[Task, flo
                     reasons: list[str] = []
                     for i, pol in enumerate((ref, nothing)):
                         await sb.restore(seed)
+                        if t.planted:  # the task's initial state: the seed plus its distractor rows
+                            await sb.patch(t.seed_patch())
                         tool_env = RecordingToolEnv(sb, env.tools)
                         req = RolloutRequested(run="r", id=f"{t.id}/{i}", parent="p", iteration=0, time=0.0, task=t,
                                                policy=("reference", "nothing")[i], purpose="gate")
@@ -113,6 +115,35 @@ def test_requests_have_implicit_intent(chains_run) -> None:  # type: ignore[no-u
         assert not ID_PATTERN.search(t.request), t.request  # every corpus entity can be looked up: no raw ids
     skeletons = {re.sub(r'"[^"]*"|\S+@\S+|\d+(\.\d+)?', "_", t.request) for t in tasks}
     assert len(skeletons) > 0.8 * len(tasks)  # the wording varies
+
+
+def test_no_change_is_followed_by_its_inverse(chains_run) -> None:  # type: ignore[no-untyped-def]
+    """One goal: never ``open an account, freeze it and lift the freeze`` (a change and its inverse)
+    or ``cancel the event and update it`` (a change of a row just cancelled)."""
+    from envkernel_chains.core import inverse, is_undo
+    from envkernel_kit.tools import schema_of, tool_infos
+
+    _out, envs, tasks, _ = chains_run
+    infos = {e: tool_infos(env, schema_of(env, {})) for e, env in envs.items()}
+    pairs = 0
+    for t in tasks:
+        done: dict[str, list[Any]] = {}
+        for c in t.calls:
+            info = infos[t.env_id][c.name]
+            key = info.key_param
+            if not info.mutates or info.kind == "create" or key not in c.arguments:
+                continue
+            before = done.setdefault(str(c.arguments[key]), [])
+            assert not any(inverse(b, info) or is_undo(b) for b in before), t.request
+            pairs += bool(before)
+            before.append(info)
+    assert pairs  # chains that act twice on one row are still there (``check in ... and complete it``)
+
+
+def test_some_tasks_have_planted_distractors(chains_run) -> None:  # type: ignore[no-untyped-def]
+    _out, envs, tasks, _ = chains_run
+    planted = [t for t in tasks if t.planted]
+    assert len(planted) >= 0.15 * len(tasks) and {t.env_id for t in planted} == set(envs)
 
 
 def test_every_task_passes_the_gate(chains_run) -> None:  # type: ignore[no-untyped-def]

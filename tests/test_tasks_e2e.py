@@ -107,6 +107,29 @@ def test_personas_have_a_role_and_a_motive(corpus_run) -> None:  # type: ignore[
     assert len({t["persona"]["role"] for t in spoken}) >= 4
 
 
+def test_planted_distractors_go_through_the_kernels_rollouts_gate_and_exports(corpus_run) -> None:  # type: ignore[no-untyped-def]
+    """Tasks with near-duplicates planted in their initial state: every rollout the kernel runs
+    starts from the seed plus those rows (the reference still scores 1), the gate's distractor
+    mutant acts on them and is killed, and the RL rows say what was planted."""
+    run = corpus_run
+    tasks = {t["id"]: t for t in run.jsonl("tasks.jsonl")}
+    planted = [t for t in tasks.values() if t["planted"]]
+    assert len(planted) >= 0.15 * len(tasks) and all(1 <= len(t["planted"]) <= 3 for t in planted)
+    for env_id, kinds in run.summary["mutants"].items():
+        assert kinds["distractor"]["applied"] == kinds["distractor"]["killed"], env_id
+    checked = 0
+    for r in run.jsonl("rollouts.jsonl"):
+        t = tasks.get(r["task_id"])
+        if t and t["planted"] and t["outcome"]["mutates"]:
+            final = r["trajectory"]["final_state"]
+            assert all(any(row[p["key"]] == p["row"][p["key"]] for row in final[p["table"]]) for p in t["planted"])
+            assert r["reward"]["score"] == 1.0
+            checked += 1
+    assert checked
+    rl = {row["extra_info"]["task_id"]: json.loads(row["extra_info"]["planted"]) for row in run.jsonl("rl.jsonl")}
+    assert all(rl[t["id"]] == t["planted"] for t in planted if t["id"] in rl) and any(t["id"] in rl for t in planted)
+
+
 def test_the_walk_baseline_runs_through_the_gate(envk) -> None:  # type: ignore[no-untyped-def]
     run = envk.run("--plugins", "+walk,-chains,-workspace", "--set", "walk.tasks_per_env=6", run_id="walk", source="openapi", timeout=280)
     s = run.summary

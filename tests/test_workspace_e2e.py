@@ -49,6 +49,12 @@ def test_pinchbench_tasks_are_imported_graded_in_the_sandbox_and_judge_tasks_cou
     pb = {k: x for k, x in v.items() if k.startswith("pb-")}
     assert sorted(pb) == ["pb-task-00-sanity", "pb-task-09-files", "pb-task-12-skill-search"]  # task_03_blog: llm_judge only
     assert pb["pb-task-00-sanity"]["skipped"] == {"llm_judge_only": 1}
+    # the per-env line: a workspace's tools are not its source's operations, which are task files
+    first = pb["pb-task-00-sanity"]
+    assert first["kind"] == "workspace" and first["operations"] == 4
+    assert f"env pb-task-00-sanity: kept, {first['tools_kept']} tools kept (its source: 4 task files; skipped 1 llm_judge_only), " in folder.proc.stderr
+    assert f"env pb-task-09-files: kept, {pb['pb-task-09-files']['tools_kept']} tools kept, 1 tasks" in folder.proc.stderr
+    assert "operations" not in "".join(line for line in folder.proc.stderr.splitlines() if line.startswith("env pb-"))
     assert pb["pb-task-09-files"]["tasks"] == pb["pb-task-12-skill-search"]["tasks"] == 1
     rejected = {r["task_id"]: r for r in folder.jsonl("rejected.jsonl")}
     # the sanity check only asks for an assistant message, which the do-nothing policy also writes

@@ -434,9 +434,10 @@ class Bus:
             if not taker.done():
                 taker.set_result(m.data.decode())
 
+        reconnects = self.reconnects
         sub = await self.nc.subscribe(inbox, cb=on_claim)
         reply = asyncio.ensure_future(self.nc.request(subject, data, timeout=timeout, headers={CLAIM_HEADER: inbox}))
-        watch = asyncio.ensure_future(self._gone(subject, taker, every))
+        watch = asyncio.ensure_future(self._gone(subject, taker, every, reconnects))
         try:
             await asyncio.wait({reply, watch}, return_when=asyncio.FIRST_COMPLETED)
             if reply.done() or not watch.done():
@@ -448,13 +449,19 @@ class Bus:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
 
-    async def _gone(self, subject: str, taker: asyncio.Future[str], every: float) -> str:
-        """Why the taker of ``subject`` is gone, once it is (it never returns while the taker lives)."""
-        alive, reconnects = await taker, self.reconnects
+    async def _gone(self, subject: str, taker: asyncio.Future[str], every: float, reconnects: int) -> str:
+        """Why the taker of ``subject`` is gone, once it is (it never returns while the taker lives), or why the
+        request may be lost: the connection dropped since it was sent (``reconnects`` then), claimed or not."""
+        dropped = f"the connection to NATS dropped while {subject} was pending: the request may be lost"
+        while not taker.done():  # a claim lost in a reconnect would leave this waiting for ever
+            await asyncio.wait({taker}, timeout=every)
+            if not taker.done() and (self.reconnects != reconnects or self._down_since is not None):
+                return dropped
+        alive = taker.result()
         while True:
             await asyncio.sleep(every)
             if self.reconnects != reconnects or self._down_since is not None:
-                return f"the connection to NATS dropped while {subject} was pending: the request may be lost"
+                return dropped
             try:
                 await self.nc.request(alive, b"", timeout=every)
             except NoRespondersError:

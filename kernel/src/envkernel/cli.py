@@ -125,8 +125,9 @@ def run(plugins: str | None, config_file: str | None, seed: int | None, policy: 
         if any(x is not None for x in held):
             click.echo(f"  held-out tasks:     {fmt(held)}", err=True)
     for env_id, v in sorted((s.get("verification") or {}).items()):
-        built = f"{v['tools_kept']} tools kept of {v['operations']} operations" if v.get("operations") else f"{v['tools_kept']} tools kept"
-        click.echo(f"env {env_id}: {'kept' if v['kept'] else 'rejected'}, {built}, {v.get('tasks', 0)} tasks", err=True)
+        ops, skipped = v.get("operations"), ", ".join(f"{n} {why}" for why, n in (v.get("skipped") or {}).items())
+        of = "" if not ops else f" of {ops} operations" if v.get("kind") != "workspace" else f" (its source: {ops} task files{'; skipped ' + skipped if skipped else ''})"
+        click.echo(f"env {env_id}: {'kept' if v['kept'] else 'rejected'}, {v['tools_kept']} tools kept{of}, {v.get('tasks', 0)} tasks", err=True)
     click.echo(f"{s['tasks']} tasks, {s['rollouts']} rollouts, mean reward {s['mean_reward']}, {s['failures']} failures "
                f"in {s['seconds']} s -> {result.out_dir}", err=True)
     sys.exit(result.exit_code)

@@ -144,7 +144,8 @@ class RecordingToolEnv:
         """The sandbox failure the rollout met, if any: it fails the rollout as ``infra`` whatever the policy does."""
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """Call a tool the task offers; anything else is an error observation. A sandbox failure raises."""
+        """Call a tool the task offers; anything else is an error observation. A sandbox failure
+        raises, and so does a ``crashed`` result (the executor died under the call): not the policy's."""
         t0 = time.perf_counter()
         if name not in self._names:
             result = ToolResult(ok=False, error=ToolError(code="unknown_tool", message=f"no tool named {name!r}; available: {', '.join(sorted(self._names))}"))
@@ -153,6 +154,8 @@ class RecordingToolEnv:
         else:
             try:
                 result = await self.sandbox.call(name, arguments)
+                if result.error is not None and result.error.code == "crashed":
+                    raise SandboxError(f"the sandbox crashed under tool call {name!r}: {result.error.message}")
             except SandboxError as exc:
                 self.fault = exc
                 raise

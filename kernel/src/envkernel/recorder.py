@@ -47,7 +47,7 @@ class Recorder:
         self.reward_sum = 0.0
         self.verification: dict[str, dict[str, Any]] = {}
         self.sources: dict[str, dict[str, Any]] = {}
-        """Env id -> what its synthesizer built of its source: operations, tools built, skipped by reason."""
+        """Env id -> its kind (behaviour tag) and what its synthesizer built of its source: operations, tools built, skipped."""
         self.env_tasks: Counter[str] = Counter()
         """Env id -> tasks the gate passed."""
         self.env_tools: dict[str, set[str]] = {}
@@ -96,7 +96,8 @@ class Recorder:
         self.synthesis.record(ev)
         if isinstance(ev, EnvSynthesized):
             c["envs_synthesized"] += 1
-            self.sources[ev.env.id] = {"operations": ev.env.operations, "tools_built": len(ev.env.tools), "skipped": dict(ev.env.skipped)}
+            self.sources[ev.env.id] = {"kind": type(ev.env.behaviour).__struct_config__.tag, "operations": ev.env.operations,
+                                       "tools_built": len(ev.env.tools), "skipped": dict(ev.env.skipped)}
         elif isinstance(ev, EnvVerified):
             if ev.env.id in self.env_tools:
                 return  # the same environment, sent to another sampler

@@ -470,18 +470,19 @@ class Worker:
         They are in the stream (PubAck awaited) before this returns, hence before the handled
         report; so they count as published children and are not published again.
         """
-        pending: list[asyncio.Future[Any]] = []
+        pending: list[tuple[asyncio.Future[Any], str, bytes, str]] = []
         n = 0
         async for task in inst.sample(ev.env, ctx):
             if not isinstance(task, Task):
                 raise PluginContractError(f"{comp.name}.sample yielded {type(task).__name__}, expected Task")
             c = child(TaskProposed, n, task=task)
-            pending.append(await self.bus.publish(subject_of(cfg, c), encode(c), c.id))
+            subject, data = subject_of(cfg, c), encode(c)
+            pending.append((await self.bus.publish(subject, data, c.id), subject, data, c.id))
             n += 1
             if len(pending) >= 256:
-                await asyncio.gather(*pending)
+                await self.bus.confirm(pending)  # a PubAck lost with a restarted server: sent again, never awaited forever
                 pending.clear()
-        await asyncio.gather(*pending)
+        await self.bus.confirm(pending)
         return [(_Published(), "")] * n
 
     async def _apply_update(self, comp: Component, inst: Any, ctx: Context, ev: RolloutRequested) -> None:
@@ -528,6 +529,8 @@ class Worker:
         tools = [t for t in env.tools if not offered or t.name in offered]
         t0 = time.perf_counter()
         async with ctx.sandbox(env) as sb:
+            if ev.task.planted:  # the task's own initial state: the seed plus its distractor rows
+                await sb.patch(ev.task.seed_patch())
             tool_env = RecordingToolEnv(sb, tools)
             try:
                 traj = await call_role(inst.rollout, ev, tool_env, ctx)

@@ -1,7 +1,7 @@
 """Sandboxes as a service on the bus.
 
 A process serving a sandbox-runner component answers ``envk.svc.sandbox.<runner>.open`` in a queue
-group, then ``envk.svc.sandbox.<id>.<op>`` (call, snapshot, restore, state, close) for each sandbox
+group, then ``envk.svc.sandbox.<id>.<op>`` (call, patch, snapshot, restore, state, close) for each sandbox
 it opened. Any stage on any host gets a :class:`Sandbox` client from its context. Every sandbox has
 a hard lifetime, so a client that dies cannot leave one behind.
 """
@@ -22,7 +22,8 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 from envkernel_bus import Bus, ResponderGone
-from envkernel_bus.sandboxmsg import OpenRequest, OpRequest, Reply
+from envkernel_bus.sandboxwire import OpenRequest, OpRequest, Reply
+from envkernel_bus.sandboxwire import enc as _enc, op_dec as _op_dec, open_dec as _open_dec, reply_dec as _reply_dec, result_dec as _result_dec
 from envkernel_bus.subjects import sandbox_op_subject, sandbox_open_subject
 from envkernel_runtime.lane import LaneServer, connect_lane, lanes_enabled
 from envkernel_schemas import EnvSpec, State, ToolResult
@@ -31,13 +32,6 @@ from .errors import SandboxError
 from .roles import Closes
 
 log = structlog.get_logger("envkernel.sandbox")
-
-
-_enc = msgspec.msgpack.Encoder()
-_open_dec = msgspec.msgpack.Decoder(OpenRequest)
-_op_dec = msgspec.msgpack.Decoder(OpRequest)
-_reply_dec = msgspec.msgpack.Decoder(Reply)
-_result_dec = msgspec.json.Decoder(ToolResult)
 
 
 class Sandbox:
@@ -54,7 +48,7 @@ class Sandbox:
         self.lane: Any = None
         """The executor's direct lane when the sandbox runs on this host (:mod:`envkernel_runtime.lane`): calls and restores skip the bus."""
         self._handles: dict[str, str] = {}  # snapshot -> the executor's own handle of it, for a restore over the lane
-        self._subjects = {op: sandbox_op_subject(sandbox_id, op) for op in ("call", "snapshot", "restore", "state", "close", "kill")}
+        self._subjects = {op: sandbox_op_subject(sandbox_id, op) for op in ("call", "patch", "snapshot", "restore", "state", "close", "kill")}
         self._alive = sandbox_op_subject(sandbox_id.rpartition("~")[0], "alive") if "~" in sandbox_id else ""  # ids: <runner>-<process>~<n>
 
     async def _request(self, op: str, req: OpRequest, timeout: float | None = None) -> Any:
@@ -82,6 +76,10 @@ class Sandbox:
             return result  # type: ignore[no-any-return]
         value = await self._request("call", OpRequest(tool=tool, arguments=arguments or {}))
         return value if isinstance(value, ToolResult) else msgspec.convert(value, ToolResult)
+
+    async def patch(self, rows: list[dict[str, Any]]) -> None:
+        """Insert rows before an episode (``Task.seed_patch()``: a task's planted rows); all or none."""
+        await self._request("patch", OpRequest(rows=rows))
 
     async def snapshot(self) -> str:
         """Save the state; return a handle for :meth:`restore`."""
@@ -303,6 +301,8 @@ class SandboxService:
         if op == "snapshot":
             name = await s.snapshot()
             return Reply(value=name, lane=s.lane_handle(name)) if hasattr(s, "lane_handle") else name
+        if op == "patch":
+            return await s.patch(req.rows)
         if op == "restore":
             await s.restore(req.snapshot)
             return None

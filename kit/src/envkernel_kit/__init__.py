@@ -8,7 +8,9 @@ What several plugins share, so that no plugin imports another plugin:
   environment does (from its resource model, else from its names);
 - :mod:`envkernel_kit.messages`: OpenAI chat-message helpers for policies;
 - :mod:`envkernel_kit.chat`: :class:`~envkernel_kit.chat.ChatClient`, one Chat Completions call with
-  one retry layer (needs the ``envkernel-kit[openai]`` extra; ``openai`` is imported on first use);
+  one retry layer (needs the ``envkernel-kit[openai]`` extra; ``openai`` is imported on first use),
+  and :class:`~envkernel_kit.chat.ChatSettings`, the model-server settings every component that
+  calls a model subclasses;
 - :mod:`envkernel_kit.sink`: an idempotent JSON-lines sink for trainers and exporters;
 - :mod:`envkernel_kit.groups`: scored groups: purpose and GRPO advantages;
 - :mod:`envkernel_kit.scoring`: the trace + outcome reward as pure functions (the ``traceoutcome`` reward

@@ -17,17 +17,25 @@ recorded condition rather than an exception. ``extra_body`` members are merged i
 
 :meth:`ChatClient.post` is the same call for any other route of the server (the ``openai``
 policy loads LoRA adapters with it: vLLM's ``POST /v1/load_lora_adapter`` answers plain text).
+
+:class:`ChatSettings` is the one set of model-server settings (``base_url``, ``api_key``,
+``model``, timeouts, retries, backoff, concurrency, ``extra_body``) that every component calling a
+model subclasses (the ``openai`` policy, the ``judge``, the ``llm`` synthesizer, the ``llm-user``),
+with the ``OPENAI_*`` fallbacks, the error for a missing URL or model, and the client factory;
+:class:`UsesChat` gives a component its one lazily made client and ``aclose``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+import msgspec
 import structlog
 
 if TYPE_CHECKING:
@@ -286,3 +294,121 @@ class ChatClient:
                     await client.close()
                 except Exception as exc:  # noqa: BLE001
                     log.warning("closing the model client failed", error=str(exc))
+
+
+# -- the settings every model-calling component shares -------------------------------------------
+
+REDACTED = "<redacted>"
+"""What the kernel stores in place of a secret; never sent as a key."""
+
+_FALLBACK = {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY", "model": "OPENAI_MODEL"}
+
+
+class ChatSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """The model-server settings of a component that calls an OpenAI-compatible model.
+
+    A component's settings subclass this and add their own fields; a subclass may give a field
+    here another default by declaring it again, and name other environment variables in
+    ``__env__`` (read by the kernel: file < environment < ``--set``). ``base_url``, ``api_key``
+    and ``model`` left empty fall back to ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` and
+    ``OPENAI_MODEL`` when used. :meth:`client` makes the :class:`ChatClient` they describe.
+    """
+
+    __env__: ClassVar[dict[str, str]] = dict(_FALLBACK)
+    section: ClassVar[str] = "chat"
+    """The config section (component name) these settings are usually given under, for errors."""
+    who: ClassVar[str] = "the component"
+    """What uses these settings, for errors (``the judge``)."""
+
+    base_url: str = ""
+    """Base URL of the OpenAI-compatible API, e.g. ``http://127.0.0.1:8000/v1`` (empty: ``OPENAI_BASE_URL``)."""
+    api_key: str = ""
+    """API key (empty: ``OPENAI_API_KEY``, else ``EMPTY``, as local servers expect); never written anywhere."""
+    model: str = ""
+    """Model name (empty: ``OPENAI_MODEL``)."""
+    request_timeout: float = 60.0
+    """Seconds one HTTP attempt may take (never the client's 10-minute default)."""
+    connect_timeout: float = 10.0
+    """Seconds to connect."""
+    max_retries: int = 3
+    """Retries of one model call on 408/409/429/5xx, timeouts and connection errors."""
+    backoff: float = 0.5
+    """First backoff in seconds; doubles per retry, with full jitter (``Retry-After`` wins)."""
+    backoff_max: float = 8.0
+    """Longest backoff in seconds."""
+    concurrency: int = 64
+    """Model requests in flight per process at most (a semaphore around each call)."""
+    extra_body: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Extra JSON members of every request (vendor parameters such as ``top_k``)."""
+
+    def __post_init__(self) -> None:
+        if min(self.request_timeout, self.connect_timeout) <= 0:
+            raise ValueError("request_timeout and connect_timeout must be positive")
+        if self.concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        if self.max_retries < 0 or self.backoff < 0 or self.backoff_max < 0:
+            raise ValueError("max_retries, backoff and backoff_max must not be negative")
+
+    def resolved(self, name: str) -> str:
+        """``base_url``, ``api_key`` or ``model``: the setting, else its ``OPENAI_*`` variable
+        (a redacted key counts as unset)."""
+        value = getattr(self, name)
+        return value if value and value != REDACTED else os.environ.get(_FALLBACK[name], "")
+
+    def _missing(self, name: str, what: str) -> str:
+        own = type(self).__env__.get(name)
+        env = " or ".join(dict.fromkeys(v for v in (own, _FALLBACK[name]) if v))
+        return f"{self.who} has no {what}: set {env}, [{self.section}] {name}, or --set {self.section}.{name}=..."
+
+    def target(self, *, need_model: bool = True) -> tuple[str, str]:
+        """(base URL, model) to call; a missing one is a ``ConfigError`` that says where to set it."""
+        from envkernel.errors import ConfigError  # noqa: PLC0415 - on first use, so importing this module stays light
+
+        base_url, model = self.resolved("base_url"), self.resolved("model")
+        if not base_url:
+            raise ConfigError(self._missing("base_url", "base URL"))
+        if need_model and not model:
+            raise ConfigError(self._missing("model", "model"))
+        return base_url, model
+
+    def client(self, base_url: str | None = None) -> ChatClient:
+        """A new :class:`ChatClient` for ``base_url`` (default: the resolved one) with these
+        settings' key, timeouts, retries, backoff and concurrency."""
+        return ChatClient(
+            base_url=base_url or self.target(need_model=False)[0], api_key=self.resolved("api_key"),
+            request_timeout=self.request_timeout, connect_timeout=self.connect_timeout, max_retries=self.max_retries,
+            backoff=self.backoff, backoff_max=self.backoff_max, concurrency=self.concurrency,
+        )
+
+    def body(self, model: str, messages: list[dict[str, Any]], *, temperature: float | None, max_tokens: int | None,
+             **fields: Any) -> dict[str, Any]:
+        """A Chat Completions request: ``temperature`` and ``max_tokens`` when set, ``fields``,
+        and ``extra_body`` (merged into the body by :meth:`ChatClient.complete`)."""
+        body: dict[str, Any] = {"model": model, "messages": messages}
+        if temperature is not None:
+            body["temperature"] = temperature
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        body.update(fields)
+        if self.extra_body:
+            body["extra_body"] = dict(self.extra_body)
+        return body
+
+
+class UsesChat:
+    """A component that makes one :class:`ChatClient` from its ``settings`` on first use and
+    closes it in :meth:`aclose`."""
+
+    settings: ChatSettings
+    _client: ChatClient | None = None
+
+    def chat_client(self) -> ChatClient:
+        """The chat client (made on first use; a missing base URL is a ``ConfigError``)."""
+        if self._client is None:
+            self._client = self.settings.client()
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        if self._client is not None:
+            await self._client.aclose()

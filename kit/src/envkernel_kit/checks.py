@@ -286,6 +286,8 @@ def check_policy(policy: Any, task: Task | None = None, env: EnvSpec | None = No
         try:
             session = await box.open(env, 0)
             try:
+                if task.planted:  # the task's initial state: the seed plus its planted rows, as the kernel does
+                    await session.patch(task.seed_patch())
                 tool_env = RecordingToolEnv(session, [t for t in env.tools if t.name in task.tools] or env.tools)
                 request = RolloutRequested(run="check", id="check-rollout", task=task, policy=name)
                 traj = await call_role(method, request, tool_env, FakeContext(component=name, role=role))
@@ -312,6 +314,8 @@ def _trajectory(task: Task, policy: str, calls: list[Any], answer: str, index: i
 async def _reference(task: Task, env: EnvSpec, runner: Any) -> Trajectory:
     session = await runner.open(env, 0)
     try:
+        if task.planted:
+            await session.patch(task.seed_patch())
         tool_env = RecordingToolEnv(session, env.tools)
         for call in task.calls:
             await tool_env.call(call.name, call.arguments)

@@ -512,12 +512,17 @@ class RecordingEnv:
         self.records: list[Any] = []
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Any:
-        """Call a tool the env offers (anything else is an ``unknown_tool`` error)."""
+        """Call a tool the env offers (anything else is an ``unknown_tool`` error); a ``crashed``
+        result (the executor died) raises ``SandboxError``, as in the kernel."""
         t0 = time.perf_counter()
         if name not in {t.name for t in self.tools}:
             result = ToolResult(ok=False, error=ToolError(code="unknown_tool", message=f"no tool named {name!r}"))
         else:
             result = await self.sandbox.call(name, arguments)
+            if result.error is not None and result.error.code == "crashed":
+                from envkernel.errors import SandboxError  # noqa: PLC0415
+
+                raise SandboxError(f"the sandbox crashed under tool call {name!r}: {result.error.message}")
         self.records.append(CallRecord(call=ToolCall(name=name, arguments=arguments), result=result, seconds=time.perf_counter() - t0))
         return result
 
@@ -530,8 +535,11 @@ class StepContext(FakeContext):
 
 
 async def run_policy(policy: Any, task: Any, sandbox: Any, tools: list[Any], *, ctx: Any = None, index: int = 0, policy_name: str = "openai") -> Any:
-    """Roll ``policy`` out on ``task`` as the kernel does: a recording ToolEnv, then ``calls`` and
-    ``final_state`` filled in from the records and the sandbox."""
+    """Roll ``policy`` out on ``task`` as the kernel does: the task's planted rows put into the
+    sandbox (its initial state), a recording ToolEnv, then ``calls`` and ``final_state`` filled in
+    from the records and the sandbox."""
+    if getattr(task, "planted", None):
+        await sandbox.patch(task.seed_patch())
     env = RecordingEnv(sandbox, tools)
     req = RolloutRequested(run="test-run", id=f"req-{task.id}-{index}", task=task, policy=policy_name, index=index)
     traj = await policy.rollout(req, env, ctx if ctx is not None else StepContext(policy_name))

@@ -81,6 +81,14 @@ class FakeSandbox:
         """Return to a saved state."""
         self._state = copy.deepcopy(self._snaps[handle])
 
+    async def patch(self, rows: list[dict[str, Any]]) -> int:
+        """Insert rows (``{"table": ..., "row": {...}}`` each, a task's planted rows), all or none."""
+        if any(not isinstance(r, dict) or r.get("table") not in self._state or not isinstance(r.get("row"), dict) for r in rows):
+            raise ValueError(f"patch rows must name one of the tables {sorted(self._state)} and give a row each")
+        for r in rows:
+            self._state[r["table"]].append(copy.deepcopy(r["row"]))
+        return len(rows)
+
     async def state(self) -> State:
         """Dump the state, rows sorted by id."""
         return {t: sorted(copy.deepcopy(rows), key=lambda r: (str(type(r.get("id"))), r.get("id") or 0)) for t, rows in self._state.items()}

@@ -9,7 +9,7 @@ from envkernel_baselines import MUTANT_KINDS, Mutant, Reference
 from envkernel_baselines.mutants import mutate
 from envkernel_kit.answers import answer_check
 from envkernel_kit.testing import toy_shop
-from envkernel_schemas import Outcome, RolloutRequested, Task, ToolCall, Trajectory
+from envkernel_schemas import Outcome, PlantedRow, RolloutRequested, Task, ToolCall, Trajectory
 
 CUSTOMERS = [{"id": 1, "name": "Ann Lee", "tier": "gold"}, {"id": 2, "name": "Bo Diaz", "tier": "silver"},
              {"id": 3, "name": "Cy Young", "tier": "silver"}]
@@ -37,6 +37,19 @@ def test_every_mutant_of_a_read_only_task_scores_below_1() -> None:
     assert "silver" not in mutate(READ, "answer_missing").answer
     assert "Ann Lee" in mutate(READ, "answer_stuffed").answer
     assert mutate(READ, "change_arg").calls[0].arguments == {"limit": 11}
+
+
+def test_the_distractor_mutant_acts_on_a_planted_copy_in_every_call() -> None:
+    """A task with a planted near-duplicate of its target: the careless agent picks the copy and
+    keeps using it; a question is then answered with the copy's values."""
+    copy = {"id": 9, "name": "Bo Diaz", "tier": "bronze"}
+    task = Task(id="t4", env_id="shop", request="What is the tier of Bo Diaz (the one with orders)?",
+                calls=[ToolCall(name="get_customer", arguments={"customer_id": 2}), ToolCall(name="list_orders", arguments={"customer_id": 2})],
+                outputs=[CUSTOMERS[1], []], outcome=Outcome(mutates=False, answer_facts=["silver"], answer="The tier is silver."),
+                planted=[PlantedRow(table="customers", row=copy, key="id", twin="2", differs=["tier"])])
+    m = mutate(task, "distractor")
+    assert m is not None and [c.arguments["customer_id"] for c in m.calls] == [9, 9]
+    assert m.answer == "The tier is bronze."
 
 
 def test_answer_mutants_do_not_apply_to_a_task_that_changes_state() -> None:

@@ -220,6 +220,7 @@ def _replay(task: Task) -> tuple[list[object], dict]:
 
     async def go() -> tuple[list[object], dict]:
         outs = []
+        await sb.patch(task.seed_patch())  # the task's initial state: the seed plus its planted rows
         for c in task.calls:
             r = await sb.call(c.name, c.arguments)
             assert r.ok, (task.signature, c, r)

@@ -162,6 +162,22 @@ def test_a_damaged_interrupted_run_folder_gets_a_page_with_notes(run_dir: Path, 
     assert "The run stopped early: timed out after 5 s" in text and "exit code 3" in text
 
 
+def test_a_workspace_env_counts_its_source_in_task_files_not_operations(run_dir: Path, tmp_path: Path) -> None:
+    both = tmp_path / "both"
+    shutil.copytree(run_dir, both, ignore=shutil.ignore_patterns("nats", "report.html"))
+    summary = json.loads((both / "summary.json").read_text())
+    summary["verification"]["pinch-x"] = {"kept": True, "kind": "workspace", "operations": 4, "tools_kept": 8, "tasks": 2}
+    summary["verification"]["api-y"] = {"kept": True, "kind": "model", "operations": 7, "tools_kept": 6, "tasks": 3}
+    (both / "summary.json").write_text(json.dumps(summary))
+    data = load_run(both)
+    assert data.envs["pinch-x"].kind == "workspace" and data.envs["shop-v1"].kind != "workspace"
+    rows = [" ".join(r.split()) for r in re.findall(r"<tr><td>(.*?)</tr>", render(data), re.S)]
+    pinch = next(r for r in rows if r.startswith("pinch-x<"))
+    assert "4 task files" in pinch and "operations" not in pinch, pinch
+    api = next(r for r in rows if r.startswith("api-y<"))
+    assert "7 operations" in api and "task files" not in api, api
+
+
 def test_a_folder_that_is_not_a_run_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "runs" / "20260101-000000-abc").mkdir(parents=True)
     (tmp_path / "runs" / "20260101-000000-abc" / "config.json").write_text("{}")

@@ -31,6 +31,7 @@ class RecordingEnv:
 
 async def _rollout(policy, name: str, task: Task, env_spec, factory) -> Trajectory:  # type: ignore[no-untyped-def]
     sb = factory()
+    await sb.patch(task.seed_patch())  # what the kernel does first: the task's initial state (seed plus planted rows)
     env = RecordingEnv(sb, env_spec.tools)
     req = RolloutRequested(run="r", id="x", task=task, policy=name, purpose="gate")
     traj = await policy.rollout(req, env, None)
@@ -83,6 +84,7 @@ def test_reference_one_nothing_zero_on_the_real_shop() -> None:
                 pair = []
                 for policy, name in ((baselines.Reference(), "reference"), (baselines.Nothing(), "nothing")):
                     async with Ctx().sandbox(env) as sb:
+                        await sb.patch(t.seed_patch())
                         rec = RecordingEnv(sb, env.tools)
                         traj = await policy.rollout(RolloutRequested(run="r", id="x", task=t, policy=name, purpose="gate"), rec, None)
                         import msgspec

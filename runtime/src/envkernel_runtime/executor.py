@@ -16,13 +16,14 @@ Requests::
     {"op": "snapshot"}                      -> value: handle ("s1", "s2", ...)
     {"op": "restore", "snapshot": "s1"}
     {"op": "dump"}                          -> value: {table: [row, ...]}
+    {"op": "patch", "rows": [{"table": "orders", "row": {...}}, ...]}   -> value: rows inserted
     {"op": "ping"}                          -> value: {"protocol", "loaded", "confinement"}
     {"op": "close"}                         -> responds, then exits 0
 
 Responses: ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": {"code": ..., "message": ...}}``.
 Error codes: ``bad_request``, ``not_loaded``, ``unsupported``, ``load_failed``, ``unknown_tool``,
 ``invalid_arguments``, ``timeout``, ``tool_crashed``, ``bad_return``, ``too_large``,
-``unknown_snapshot``, ``snapshot_failed``, ``restore_failed``, ``internal``, or whatever code the
+``unknown_snapshot``, ``snapshot_failed``, ``restore_failed``, ``invalid_patch``, ``internal``, or whatever code the
 environment's ``ToolError`` carries.
 
 Environment code (``env.py``): one plain function per tool, ``def tool(env, **arguments)``.
@@ -369,12 +370,14 @@ class Executor:
             return self._encode(self.op_restore(req))
         if op == "dump":
             return self._encode(_ok(self.dump()), sanitize=True)
+        if op == "patch":
+            return self._encode(self.op_patch(req))
         if op == "close":
             self.closing = True
             return self._encode(_ok())
         if op == "ping":
             return self._encode(_ok({"protocol": PROTOCOL, "loaded": self.module is not None, "confinement": CONFINEMENT}))
-        return self._encode(_err("bad_request", f"unknown op {op!r}; expected load, call, snapshot, restore, dump or close"))
+        return self._encode(_err("bad_request", f"unknown op {op!r}; expected load, call, snapshot, restore, dump, patch or close"))
 
     def _encode(self, resp: dict, sanitize: bool = False) -> bytes:
         if sanitize:
@@ -665,6 +668,8 @@ class Executor:
 
     def _failure(self, tool: str, exc: BaseException, timeout: float) -> dict:
         if isinstance(exc, ToolError):
+            if exc.code == "crashed":  # the host's code for a dead executor (infrastructure), never the env's
+                return _err("tool_crashed", f"the environment raised ToolError('crashed'): {exc.message}")
             return _err(exc.code or "error", exc.message)
         if isinstance(exc, _Deadline) or (isinstance(exc, sqlite3.OperationalError) and "interrupt" in str(exc)):
             return _err("timeout", f"{tool} did not finish within {timeout:g} s; the call was stopped and had no effect")
@@ -708,6 +713,41 @@ class Executor:
         self._deserialize(data)
         self._set_counters(counters)
         return _ok()
+
+    def op_patch(self, req: dict) -> dict:
+        """Insert rows into the state before an episode (a task's planted rows): all of them or,
+        when one does not fit (no such table or column, a duplicate key), none, with a clear error."""
+        self._require_loaded()
+        items = req.get("rows")
+        if not isinstance(items, list):
+            raise _Failure("bad_request", "'patch' needs 'rows': a list of {\"table\": ..., \"row\": {column: value}}")
+        conn = self.conn
+        with self.internal():
+            tables = {r["name"] for r in sqlite3.Connection.execute(conn, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
+            sqlite3.Connection.execute(conn, "SAVEPOINT envk_patch")
+            try:
+                for n, item in enumerate(items):
+                    table, row = (item.get("table"), item.get("row")) if isinstance(item, dict) else (None, None)
+                    if not isinstance(table, str) or not isinstance(row, dict) or not row:
+                        raise _Failure("bad_request", f"patch row {n} must be {{\"table\": name, \"row\": {{column: value, ...}}}}")
+                    if table not in tables:
+                        raise _Failure("invalid_patch", f"patch row {n}: no table {table!r}; the tables are: {', '.join(sorted(tables))}")
+                    cols = {c["name"] for c in sqlite3.Connection.execute(conn, f"PRAGMA main.table_info({_quote(table)})").fetchall()}
+                    unknown = sorted(set(row) - cols)
+                    if unknown:
+                        raise _Failure("invalid_patch", f"patch row {n}: table {table!r} has no column {', '.join(map(repr, unknown))}")
+                    values = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in row.values()]
+                    try:
+                        sqlite3.Connection.execute(conn, f"INSERT INTO {_quote(table)} ({', '.join(map(_quote, row))}) "
+                                                   f"VALUES ({', '.join('?' * len(row))})", values)
+                    except sqlite3.Error as exc:
+                        raise _Failure("invalid_patch", f"patch row {n} does not fit table {table!r}: {exc}") from None
+            except BaseException:
+                sqlite3.Connection.execute(conn, "ROLLBACK TO envk_patch")
+                sqlite3.Connection.execute(conn, "RELEASE envk_patch")
+                raise
+            sqlite3.Connection.execute(conn, "RELEASE envk_patch")
+        return _ok(len(items))
 
     def _serialize(self):
         if hasattr(self.conn, "serialize"):

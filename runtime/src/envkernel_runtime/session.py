@@ -5,7 +5,8 @@ A sandbox runner (a plugin such as ``process`` or ``podman``) starts envkernel's
 does differently is how it starts, replaces and stops that executor and how it explains its death;
 the protocol client is the same for all of them and lives here, in :class:`ExecutorSession`:
 
-- tool calls, snapshots, restores and state dumps, one at a time (a lock);
+- tool calls, patches (rows inserted before an episode), snapshots, restores and state dumps, one
+  at a time (a lock);
 - every failure of a tool call is a :class:`~envkernel_schemas.ToolResult` (``crashed``,
   ``timeout``, ``too_large``, ``invalid_arguments``), except a call on a closed or expired
   session, which raises (``code="closed"``); every failure of another operation is a
@@ -246,6 +247,18 @@ class ExecutorSession(ABC):
             if self._snapshots.get(snapshot) is None:
                 raise self.error_type(f"sandbox {self.id} has no snapshot {snapshot!r}", code="unknown_snapshot")
             await self._with_executor(lambda: self._restore(snapshot))
+
+    async def patch(self, rows: list[dict[str, Any]]) -> int:
+        """Insert rows (``{"table": ..., "row": {...}}`` each) into the state: a task's planted rows,
+        before its episode. All or none; kept in the call log, so a replacement executor gets them
+        too, and restoring a snapshot taken before takes them out again."""
+        request = _enc.encode({"op": "patch", "rows": rows})
+        async with self._lock:
+            self._check_open()
+            n = await self._with_executor(lambda: self._op_raw(request, "patch"))
+            self._check_state()
+            self._log.append((request, _enc.encode({"ok": True, "value": n}) + b"\n"))
+            return int(n)
 
     async def state(self) -> State:
         """Dump every table of the state."""

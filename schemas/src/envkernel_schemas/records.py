@@ -228,6 +228,22 @@ class Outcome(Record, kw_only=True):
     workspace, never in the kernel; the outcome is the mean of the scores."""
 
 
+class PlantedRow(Record, kw_only=True):
+    """A row put into a task's initial state before its episode starts: a near-duplicate of the
+    row the request names, which a careless agent would pick (and fail the task's check)."""
+
+    table: str
+    """The table it goes into."""
+    row: dict[str, Any]
+    """The row (column -> value), as the state dump shows it."""
+    key: str = "id"
+    """The table's key column (``row[key]`` is the planted row's own id)."""
+    twin: str = ""
+    """The key of the row it is a near-duplicate of (the task's target)."""
+    differs: list[str] = msgspec.field(default_factory=list)
+    """The columns that tell it from its twin (besides its key), e.g. ``["status"]``."""
+
+
 class Task(Record, kw_only=True):
     """A multi-step task over one environment, grounded by executing its reference chain."""
 
@@ -262,6 +278,13 @@ class Task(Record, kw_only=True):
     """The sampler's words when a refiner rewrote ``request`` (empty: not rewritten)."""
     solve_rate: float | None = None
     """Share of ``--calibrate`` attempts that solved it (None: not calibrated)."""
+    planted: list[PlantedRow] = msgspec.field(default_factory=list)
+    """Distractor rows inserted into the environment's seed state before every episode of this task
+    (its initial state is the seed plus these); ``outputs`` and ``outcome`` were computed with them."""
+
+    def seed_patch(self) -> list[dict[str, Any]]:
+        """The planted rows as a sandbox ``patch`` takes them (``{"table": ..., "row": {...}}`` each)."""
+        return [{"table": p.table, "row": p.row} for p in self.planted]
 
 
 class Usage(Record, kw_only=True):

@@ -12,7 +12,8 @@ emits a task only when every applicable one scores below 1:
   lookups (and of the last one, when the request asked for only some of its rows);
 - ``distractor``: the latest call that acts on a row found by an earlier lookup acts on another
   row of that lookup instead, the most similar one (the near-duplicate a careless agent picks);
-  a read-only answer then states that row's values.
+  a read-only answer then states that row's values. When the task has planted distractor rows
+  (``Task.planted``), every call on the row one of them copies acts on that copy instead.
 """
 
 from __future__ import annotations
@@ -85,7 +86,50 @@ def _similarity(a: dict[str, Any], b: dict[str, Any]) -> int:
     return sum(1 for k, v in a.items() if k != "id" and b.get(k) == v)
 
 
+def _find_row(value: Any, key: str, want: str, depth: int = 0) -> dict[str, Any] | None:
+    """The row with ``row[key] == want`` anywhere in an output (a list, a page ``{"data": [...]}``...)."""
+    if depth > 4:
+        return None
+    if isinstance(value, dict):
+        if str(value.get(key)) == want:
+            return value
+        value = list(value.values())
+    if isinstance(value, list):
+        for x in value:
+            if isinstance(x, (dict, list)) and (got := _find_row(x, key, want, depth + 1)) is not None:
+                return got
+    return None
+
+
+def _planted(task: Task) -> Mutated | None:
+    """Every call on the row a planted distractor copies acts on the distractor instead, and on the
+    rows the copy points to instead of the row's (the agent picked the wrong row and kept using
+    it); a read-only answer states the copy's values."""
+    calls = task.calls
+    for p in task.planted:
+        twin_key = p.row.get(p.key)
+        twin = next((r for out in task.outputs if (r := _find_row(out, p.key, p.twin)) is not None), {})
+        swap = {p.twin: twin_key}  # the copy instead of the row, and the ids it points to instead of the row's
+        swap.update({str(twin[c]): p.row[c] for c in p.differs if is_id_name(c) and twin.get(c) is not None and c in p.row})
+        new = [ToolCall(name=c.name, arguments={k: swap[str(v)] if is_id_name(k) and not isinstance(v, bool) and str(v) in swap else v
+                                                for k, v in c.arguments.items()}) for c in calls]
+        if twin_key is None or all(a.arguments == c.arguments for a, c in zip(new, calls)):
+            continue
+        answer = reference_answer(task)
+        if not task.outcome.mutates:
+            for f in task.outcome.answer_facts:
+                k = next((k for k, x in twin.items() if str(x) == f), None)
+                if k is not None and k in p.row and str(p.row[k]) != f:
+                    answer = answer.replace(f, str(p.row[k]))
+        return Mutated(new, answer)
+    return None
+
+
 def _distractor(task: Task) -> Mutated | None:
+    if task.planted:
+        got = _planted(task)
+        if got is not None:
+            return got
     calls, outputs = task.calls, task.outputs
     for i in range(len(calls) - 1, -1, -1):
         for name, v in calls[i].arguments.items():

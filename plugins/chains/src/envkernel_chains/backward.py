@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core import GraphSampler
+from .core import GraphSampler, is_undo
 from .graph import producers, usable_producer
 from .ground import PlanNode
 
@@ -132,12 +132,13 @@ class ChainSampler(GraphSampler):
 
     @staticmethod
     def chainable(first, then) -> bool:  # type: ignore[no-untyped-def]
-        """True when action ``then`` can follow action ``first`` on the same row (the status
-        ``first`` leaves is one ``then`` accepts)."""
+        """True when action ``then`` can follow action ``first`` on the same row as one goal: the
+        status ``first`` leaves is one ``then`` accepts, and ``then`` does not take the row back to
+        where ``first`` started (``freeze`` then ``unfreeze``, ``pin`` then ``unpin``: a change and its inverse)."""
         a, b = first.transition or {}, then.transition or {}
         if a.get("field") != b.get("field") or "to" not in a:
             return True
-        if "to" in b and a["to"] == b["to"]:
+        if "to" in b and (a["to"] == b["to"] or b["to"] in (a.get("from") or []) or isinstance(b["to"], bool)):
             return False
         return not b.get("from") or a["to"] in b["from"]
 
@@ -185,6 +186,8 @@ class ChainSampler(GraphSampler):
                 continue  # a new or changed row feeds a write or a lookup of itself, not a list or a foreign key
             if ia.kind == "action" and info.kind == "action" and not self.chainable(ia, info):
                 continue
+            if info.mutates and way["link"] == "self" and is_undo(ia):
+                continue  # a row just cancelled or deleted is not changed further (``cancel the event and update it``)
             if ia.kind == "create" and info.kind == "action" and not self.born_ok(ia, info):
                 continue
             d = g.nodes[a].get("depth", -1)

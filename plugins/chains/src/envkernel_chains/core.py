@@ -16,10 +16,9 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import networkx as nx
 from envkernel_kit.argsgen import ArgumentBuilder
 from envkernel_schemas import EnvSpec, Outcome, Task, ToolCall
 
@@ -27,9 +26,13 @@ from .batch import BatchPlanner
 from .graph import build_graph, write_graph
 from .ground import Grounder, PlanNode, Rejected, Step
 from .links import extract_elements
-from .outcome import changed_tables, state_outcome
+from .outcome import changed_tables, row_key, same_rows, state_outcome, strip
+from .plant import distractors
 from .phrasing import Phraser, check_request, tool_pattern
 from envkernel_kit.tools import Schema, schema_of, tool_infos
+
+if TYPE_CHECKING:  # networkx is imported where the graph is built (graph.build_graph), not at load
+    import networkx as nx
 
 State = dict[str, list[dict[str, Any]]]
 
@@ -64,6 +67,9 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     (``Task.hidden``); 0 in a run with no ``user`` component (nobody could reveal it)."""
     superlative_share: float = 0.9
     """Chance of naming a row by a superlative the data decides (``my order with the highest total``) when one picks it out."""
+    distractor_share: float = 0.6
+    """Chance that a task naming a row by its attributes gets 1 to 3 near-duplicates of that row
+    planted in its initial state (``Task.planted``; :mod:`envkernel_chains.plant`)."""
     mutation_share: float = 0.35
     """Weight of a state-changing producer (create, then use the new row) against a lookup."""
     explore: int = 3
@@ -86,6 +92,20 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 UNDO_VERBS = frozenset({"cancel", "delete", "remove", "revoke", "archive", "close", "reject", "decline", "void", "refund"})
 """Verbs of an action that undoes a row (a chain must not apply one to a row it created)."""
+
+def is_undo(info: Any) -> bool:
+    """True for a tool that undoes a row: a delete, or an action whose verb cancels, removes, revokes..."""
+    return info.kind == "delete" or (info.verb or "").split(" ")[0] in UNDO_VERBS
+
+
+def inverse(first: Any, then: Any) -> bool:
+    """True when action ``then`` takes a row back to where action ``first`` found it (``freeze``
+    then ``unfreeze``, ``pin`` then ``unpin``), by their transitions."""
+    a, b = first.transition or {}, then.transition or {}
+    if not a or a.get("field") != b.get("field") or "to" not in a or "to" not in b or a["to"] == b["to"]:
+        return False
+    return b["to"] in (a.get("from") or []) or isinstance(b["to"], bool)
+
 
 _NEW = object()
 """Marks a value taken from a call that was not known before it."""
@@ -141,7 +161,7 @@ class GraphSampler:
         self.component = component or self.name
         self.schema: Schema = schema_of(env, seed_state)
         self.infos = tool_infos(env, self.schema)
-        self.graph: nx.DiGraph = nx.DiGraph()
+        self.graph: nx.DiGraph = build_graph({}, self.schema, {}, set())
         self.observed: dict[str, set[str]] = {}
         self.dead: set[str] = set()
         self.unexplored: set[str] = set()
@@ -160,6 +180,8 @@ class GraphSampler:
         self.splits: Counter[str] = Counter()
         self.refined: Counter[str] = Counter()
         """Refiner verdicts: ``refined``, or why the original request was kept."""
+        self.planting: Counter[str] = Counter()
+        """Distractor planting: ``planted``, or why a task that was tried kept the seed state alone."""
         self._seen: set[bytes] = set()
         self.attempts = 0
         self.emitted = 0
@@ -256,6 +278,8 @@ class GraphSampler:
             self.len_fails[n] += 1
             return None
         task = self.make_task(steps, final)
+        if task is not None and self.s.distractor_share > 0:
+            task = await self.plant(sb, seed, task, steps)
         self._outcome(self.target or last, task is not None)
         if task is None:
             self.len_fails[n] += 1
@@ -311,6 +335,57 @@ class GraphSampler:
         outcome = msgspec.structs.replace(outcome, answer=goal.answer)
         return self._emit(calls, outputs, outcome, text, goal.kind, text, round(min(1.0, 0.3 + 0.1 * len(calls)), 4),
                           hidden=goal.hidden, persona=goal.persona)
+
+    async def plant(self, sb: Any, seed: str, task: Task, steps: list[Step]) -> Task:
+        """The task with near-duplicates of the row its request names planted in its initial state
+        (:func:`envkernel_chains.plant.distractors`), its outputs and outcome those of the reference
+        replayed from the seed plus them; as it was when no copy fits or the reference no longer
+        does the same from there (the reason is counted in ``sampling.json``, ``planting``)."""
+        rng = random.Random(f"plant/{task.id}")  # its own stream: planting never changes which tasks are sampled
+        if rng.random() >= self.s.distractor_share:
+            return task
+        o = task.outcome
+        rows = distractors(steps, self.schema, self.seed_state, rng, answered=None if o.mutates else list(o.answer_facts))
+        if not rows:
+            self.planting["no_near_duplicate"] += 1
+            return task
+        g = self.grounder
+        assert g is not None
+        await sb.restore(seed)
+        g.dirty = True
+        planted = msgspec.structs.replace(task, planted=rows)
+        try:
+            await sb.patch(planted.seed_patch())
+        except Exception:  # noqa: BLE001 - a row the table refuses (a constraint): keep the seed alone
+            self.planting["patch_refused"] += 1
+            return task
+        initial = await sb.state() if o.mutates else None
+        outputs: list[Any] = []
+        for c in task.calls:
+            res = await sb.call(c.name, c.arguments)
+            g.calls += 1
+            if not res.ok:
+                self.planting["reference_failed"] += 1
+                return task
+            outputs.append(res.value)
+        if not o.mutates:
+            if outputs[-1] != task.outputs[-1]:  # the copies are in the rows the question is about
+                self.planting["changes_answer"] += 1
+                return task
+            return msgspec.structs.replace(planted, outputs=outputs)
+        assert initial is not None
+        got = state_outcome(initial, await sb.state(), self.env.generated)
+        if got is None or set(got.expected_state) != set(o.expected_state):
+            self.planting["changes_outcome"] += 1
+            return task
+        for t, rows_after in got.expected_state.items():  # the same change as from the seed, the copies untouched
+            mine = {row_key(r) for p in rows if p.table == t for r in strip([p.row], self.env.generated.get(t, []))}
+            if len([r for r in rows_after if row_key(r) in mine]) != len(mine) or \
+                    not same_rows([r for r in rows_after if row_key(r) not in mine], o.expected_state[t]):
+                self.planting["changes_outcome"] += 1
+                return task
+        self.planting["planted"] += 1
+        return msgspec.structs.replace(planted, outputs=outputs, outcome=msgspec.structs.replace(got, answer=o.answer))
 
     async def refine(self, refiner: Any, task: Task) -> Task:
         """The task with the refiner's rewrite of its request when every check passes, else as it was."""
@@ -405,7 +480,7 @@ class GraphSampler:
             sources = node.needs.get(key or "", [])
             if not sources or not all(self.infos[plan[j].tool].kind == "create" for j in sources if j < len(plan)):
                 continue
-            if info.kind == "delete" or (info.verb or "") in UNDO_VERBS:
+            if is_undo(info):
                 return "undoes_new"
             if info.kind == "update":
                 return "edits_new"
@@ -415,21 +490,27 @@ class GraphSampler:
     def undoes(steps: list[Step]) -> str | None:
         """Why a chain is not one goal (None when it is): it cancels, deletes or edits a row it
         created itself (create-then-cancel reads as a script, and a person would create it right),
-        or cancels or deletes a row it has just changed."""
-        touched: set[tuple[str, str]] = set()
+        cancels or deletes a row it has just changed, changes a row and then changes it back
+        (``freeze`` then ``unfreeze``), or changes a row it has just cancelled."""
+        touched: dict[tuple[str, str], list[Any]] = {}
         for s in steps:
             t = s.target
             if not s.mutating or t is None:
                 continue
-            undo = s.info.kind == "delete" or (s.info.verb or "") in UNDO_VERBS
+            undo = is_undo(s.info)
             if t.kind == "new" and s.info.kind != "create":
                 if undo:
                     return "undoes_new"
                 if s.info.kind == "update":
                     return "edits_new"
-            if undo and t.key in touched:
+            before = touched.get(t.key, [])
+            if undo and before:
                 return "undoes_change"  # changing a row and then cancelling it is not one goal
-            touched.add(t.key)
+            if any(inverse(b, s.info) for b in before):
+                return "undoes_change"  # a change and then its inverse leaves nothing done
+            if any(is_undo(b) for b in before):
+                return "changes_undone"
+            touched.setdefault(t.key, []).append(s.info)
         return None
 
     def make_task(self, steps: list[Step], final_state: State | None) -> Task | None:
@@ -499,6 +580,7 @@ class GraphSampler:
             "requests": dict(sorted(self.requests.items())),
             "rejected": dict(self.rejected.most_common()),
             "refiner": dict(self.refined.most_common()),
+            "planting": dict(self.planting.most_common()),
         }
 
 

@@ -24,12 +24,14 @@ import html
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 from envkernel_kit.naming import KEY_LIKE, is_id_name
 
 from envkernel_kit.tools import Schema, ToolInfo, output_fields
+
+if TYPE_CHECKING:  # networkx is imported where a graph is built, not when the plugin loads
+    import networkx as nx
 
 INF = 10**6
 LINK_FORMATS = frozenset({"email", "uri", "url", "hostname", "ipv4", "iban"})
@@ -83,6 +85,8 @@ def build_graph(infos: dict[str, ToolInfo], schema: Schema, observed: dict[str, 
     """The tool dependency graph (see the module docstring); ``dead`` tools are left out."""
     observed = observed or {}
     dead = dead or set()
+    import networkx as nx  # noqa: PLC0415 - lazily: loading the plugin does not need it
+
     g = nx.DiGraph()
     live = {n: i for n, i in infos.items() if n not in dead}
     for n, i in live.items():
@@ -181,6 +185,8 @@ def _jsonable(v: Any) -> Any:
 
 def graph_json(g: nx.DiGraph) -> dict[str, Any]:
     """The graph in networkx node-link form (JSON-ready)."""
+    import networkx as nx  # noqa: PLC0415
+
     data = nx.node_link_data(g, edges="links")
     return _jsonable(data)
 

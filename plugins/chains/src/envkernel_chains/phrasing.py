@@ -36,7 +36,8 @@ from envkernel_kit.answers import is_number, mentions
 from envkernel_kit.naming import human, is_id_name, plural, singular, words
 
 from .ground import Step
-from .refs import CONTAINER_NOUNS, COUNTED_FIELDS, PERSONA_NOUNS, TITLE_FIELDS, Ref, attr_rank, is_person, norm
+from .refs import (CONTAINER_NOUNS, COUNTED_FIELDS, FIELD_WORDS, PERSONA_NOUNS, TITLE_FIELDS, UNITS, Ref, attr_rank, field_words,  # noqa: F401 - re-exported
+                   is_person, norm, unit_of)
 
 NOTHING_ANSWER = "I can't help with that."
 """The do-nothing policy's answer; no answer fact may be contained in it."""
@@ -44,11 +45,6 @@ NOTHING_ANSWER = "I can't help with that."
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 _BAD_CHARS = re.compile(r'["\\\x00-\x1f]')
 
-FIELD_WORDS = {
-    "starts_at": "start time", "ends_at": "end time", "execute_on": "execution date", "date_of_birth": "date of birth",
-    "expires_on": "expiry date",
-    "departure_at": "departure time", "arrival_at": "arrival time", "mime_type": "file type", "iban": "IBAN",
-}
 GREETINGS = ("",) * 12 + ("Hi! ", "Hello! ", "Hey there. ", "Hi there. ", "Good morning! ", "Hello. ")
 TONES = {
     "brief": ("{G}.", "{G}, please.", "Need you to {g}."),
@@ -132,35 +128,6 @@ def fact_ok(v: Any) -> bool:
     if isinstance(v, float):
         return len(fact_text(v)) >= 3
     return False
-
-
-def field_words(key: str) -> str:
-    """A field name in words: ``unit_price`` -> ``unit price``, ``starts_at`` -> ``start time``."""
-    if key in FIELD_WORDS:
-        return FIELD_WORDS[key]
-    u = unit_of(key)
-    if u and u[1] != "cents":
-        return f"{u[0]} in {u[1]}"
-    ws = words(key)
-    if len(ws) > 1 and ws[-1] == "cents":
-        return " ".join(ws[:-1]) + " in cents"
-    if len(ws) > 1 and ws[0] in ("is", "has"):
-        return " ".join(ws[1:])
-    if len(ws) > 1 and ws[-1] == "at":
-        return " ".join(ws[:-1]) + " time"
-    return " ".join(ws)
-
-
-UNITS = {"minutes": "minutes", "bytes": "bytes", "cents": "cents", "seconds": "seconds", "days": "days", "hours": "hours"}
-"""Trailing words of a field name that are the unit of its value (``duration_minutes``)."""
-
-
-def unit_of(key: str) -> tuple[str, str] | None:
-    """(the field without its unit, the unit) for ``duration_minutes`` -> (``duration``, ``minutes``), else None."""
-    ws = words(key)
-    if len(ws) > 1 and ws[-1] in UNITS:
-        return " ".join(ws[:-1]), UNITS[ws[-1]]
-    return None
 
 
 def said_value(key: str, v: Any) -> str:

@@ -189,6 +189,11 @@ class Ref:
     idents: list[tuple[str, Any]] = field(default_factory=list)
     """Exact ``(column, value)`` constraints of the scope (``email = ann@example.com``): what a
     person would say about themselves."""
+    where: list[tuple[str, str, Any]] = field(default_factory=list)
+    """For ``desc``: every constraint its words put on the row (the scope, the owners, the chosen
+    attributes), so that a row added to the state later can be checked against them."""
+    best: tuple[str, str] | None = None
+    """For a superlative ``desc``: the field the row wins on and how (``max`` or ``min``)."""
 
     @property
     def ok(self) -> bool:
@@ -216,6 +221,8 @@ class Resolver:
         """Chooses superlative references (none without it)."""
         self.superlative_share = 0.0
         """Share of the references that can be a superlative that are one."""
+        self.last_best: tuple[str, str] | None = None
+        """The field and direction (``max``/``min``) of the last superlative chosen."""
 
     def row(self, table: str | None, value: Any) -> dict[str, Any] | None:
         """The seed row of ``table`` with id ``value`` (None when it is not a seed row)."""
@@ -251,6 +258,7 @@ class Resolver:
         of a number field among the rows the lookup can return (``base``, and the ``others`` it
         did return): a superlative the data decides. Chosen for about ``superlative_share`` of
         the references that can have one; None otherwise."""
+        self.last_best: tuple[str, str] | None = None
         if self.rng is None or self.rng.random() >= self.superlative_share:
             return None
         key = self.schema.key(table)
@@ -266,8 +274,10 @@ class Resolver:
                     continue
                 made = k in ("created_at", "placed_at", "posted_at", "sent_at", "uploaded_at", "booked_at")
                 if all(x < mine for x in vals_t):
+                    self.last_best = (k, "max")
                     return "created most recently" if made else f"with the latest {_time_words(k)}"
                 if all(x > mine for x in vals_t):
+                    self.last_best = (k, "min")
                     return "created earliest" if made else f"with the earliest {_time_words(k)}"
                 continue
             vals = [r.get(k) for r in rows if r.get(key) != norm(value)] + [norm(o.get(k)) for o in others]
@@ -275,9 +285,11 @@ class Resolver:
                 continue
             counted = k in COUNTED_FIELDS  # "the most nights", not "the highest nights"
             if all(x < mine for x in vals):
-                return f"with the {'most' if counted else 'highest'} {field_words(k)}"
+                self.last_best = (k, "max")
+                return f"with the {'most' if counted else 'highest'} {field_words(k, units=False)}"
             if all(x > mine for x in vals):
-                return f"with the {'fewest' if counted else 'lowest'} {field_words(k)}"
+                self.last_best = (k, "min")
+                return f"with the {'fewest' if counted else 'lowest'} {field_words(k, units=False)}"
         return None
 
     def read_elsewhere(self, table: str, field: str, v: Any) -> bool:
@@ -374,7 +386,8 @@ class Resolver:
             return None
         ids = self.ids(table, constraints + [(k, "eq", seed_row[k]) for k in chosen]) if superlative is None else frozenset([norm(value)])
         ref = Ref(kind="desc", noun=noun, table=table, value=value, ids=ids, person=is_person(noun),
-                  adjectives=list(adjectives), quals=list(quals), values=list(scope_values), idents=list(idents or []))
+                  adjectives=list(adjectives), quals=list(quals), values=list(scope_values), idents=list(idents or []),
+                  where=constraints + [(k, "eq", seed_row[k]) for k in chosen], best=self.last_best if superlative is not None else None)
         for k in chosen:
             v = seed_row[k]
             if attr_rank(k)[0] == 0 and isinstance(v, str) and ref.title is None:
@@ -411,16 +424,42 @@ def merge_superlative(quals: list[str], superlative: str) -> list[str]:
     return quals + [superlative]
 
 
-def field_words(key: str) -> str:
-    """A field name in words: ``unit_price`` -> ``unit price``, ``total_cents`` -> ``total in cents``."""
+FIELD_WORDS = {
+    "starts_at": "start time", "ends_at": "end time", "execute_on": "execution date", "date_of_birth": "date of birth",
+    "expires_on": "expiry date",
+    "departure_at": "departure time", "arrival_at": "arrival time", "mime_type": "file type", "iban": "IBAN",
+}
+"""Field names a person says differently from their words."""
+
+
+def field_words(key: str, units: bool = True) -> str:
+    """A field name in words: ``unit_price`` -> ``unit price``, ``starts_at`` -> ``start time``,
+    ``size_bytes`` -> ``size in bytes`` (``size`` without ``units``: "the largest size", never "the highest size bytes")."""
+    if key in FIELD_WORDS:
+        return FIELD_WORDS[key]
+    u = unit_of(key)
+    if u and u[1] != "cents":
+        return f"{u[0]} in {u[1]}" if units else u[0]
     ws = words(key)
     if len(ws) > 1 and ws[-1] == "cents":
         return " ".join(ws[:-1]) + " in cents"
-    if len(ws) > 1 and ws[-1] in ("bytes", "minutes", "seconds"):  # "the largest size", not "the highest size bytes"
-        return " ".join(ws[:-1])
-    if len(ws) > 1 and ws[0] == "is":
+    if len(ws) > 1 and ws[0] in ("is", "has"):
         return " ".join(ws[1:])
+    if len(ws) > 1 and ws[-1] == "at":
+        return " ".join(ws[:-1]) + " time"
     return " ".join(ws)
+
+
+UNITS = {"minutes": "minutes", "bytes": "bytes", "cents": "cents", "seconds": "seconds", "days": "days", "hours": "hours"}
+"""Trailing words of a field name that are the unit of its value (``duration_minutes``)."""
+
+
+def unit_of(key: str) -> tuple[str, str] | None:
+    """(the field without its unit, the unit) for ``duration_minutes`` -> (``duration``, ``minutes``), else None."""
+    ws = words(key)
+    if len(ws) > 1 and ws[-1] in UNITS:
+        return " ".join(ws[:-1]), UNITS[ws[-1]]
+    return None
 
 
 def human_noun(noun: str) -> str:

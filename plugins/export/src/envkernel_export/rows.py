@@ -7,7 +7,7 @@ import json
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from envkernel_schemas import EnvSpec, GroupScored, ScoredRollout, Task, ToolSpec
+from envkernel_schemas import EnvSpec, GroupScored, ScoredRollout, Task, ToolSpec, to_builtins
 
 if TYPE_CHECKING:  # pyarrow is imported when a table is built, not when the plugin loads
     import pyarrow as pa
@@ -147,6 +147,7 @@ def rl_row(
             "signature": task.signature,
             "initial_state": dumps(task.outcome.initial_state),
             "expected_state": dumps(task.outcome.expected_state),
+            "planted": dumps(to_builtins(task.planted)),
             "tools": dumps(tools),
         },
     }
@@ -212,6 +213,7 @@ def rl_schema() -> pa.Schema:
                         ("signature", pa.string()),
                         ("initial_state", pa.string()),
                         ("expected_state", pa.string()),
+                        ("planted", pa.string()),
                         ("tools", pa.string()),
                     ]
                 ),

@@ -18,7 +18,7 @@ decoded; a verdict sent as a tool call's arguments is read.
 
 **A judge failure is never a silent 0.** When the judge cannot be reached or its reply cannot be
 parsed, the Reward has ``error`` set, ``score`` 0, and a reason that says the judge failed and
-why. HTTP calls go through :class:`envkernel_openai.ChatClient`: one retry layer, explicit
+why. HTTP calls go through :class:`envkernel_kit.chat.ChatClient`: one retry layer, explicit
 timeouts, the API key kept out of every message.
 
 Settings come from ``[judge]`` or ``ENVKERNEL_JUDGE_BASE_URL`` / ``ENVKERNEL_JUDGE_API_KEY`` /
@@ -30,15 +30,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import time
 from typing import Any, ClassVar
 
 import msgspec
-from envkernel.errors import ConfigError
 from envkernel.hookspecs import hookimpl
-from envkernel_kit.chat import ChatClient
+from envkernel_kit.chat import ChatClient, ChatSettings, UsesChat
 from envkernel_kit.lenient import Refusals, looks_refused, unescape_value
 from envkernel_schemas import Reward, Task, Trajectory
 
@@ -62,20 +60,17 @@ Only trust what the tool results show, not what the agent claims."""
 FORMAT = """Reply with one JSON object and nothing else:
 {"score": <number from 0.0 to 1.0>, "verdict": "complete" | "incomplete" | "agent_error", "reason": "<one or two sentences>"}"""
 
-REDACTED = "<redacted>"
 
-
-class JudgeSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Settings of the ``judge`` reward model (section ``[judge]``)."""
+class JudgeSettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
+    """Settings of the ``judge`` reward model (section ``[judge]``): the model server's
+    (:class:`envkernel_kit.chat.ChatSettings`) and the judging's own."""
 
     __env__: ClassVar[dict[str, str]] = {"base_url": "ENVKERNEL_JUDGE_BASE_URL", "api_key": "ENVKERNEL_JUDGE_API_KEY", "model": "ENVKERNEL_JUDGE_MODEL"}
+    section: ClassVar[str] = "judge"
+    who: ClassVar[str] = "the judge"
 
-    base_url: str = ""
-    """Base URL of the OpenAI-compatible API (empty: ``OPENAI_BASE_URL``)."""
-    api_key: str = ""
-    """API key (empty: ``OPENAI_API_KEY``)."""
-    model: str = ""
-    """Judge model (empty: ``OPENAI_MODEL``)."""
+    concurrency: int = 16
+    """Judge calls in flight per process at most."""
     rubric: str = DEFAULT_RUBRIC
     """How to grade (the reply format is always appended)."""
     temperature: float = 0.0
@@ -90,30 +85,15 @@ class JudgeSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Longest transcript shown; the middle of a longer one is cut."""
     parse_attempts: int = 2
     """Times to ask for a verdict when the reply cannot be parsed (1: never ask again)."""
-    request_timeout: float = 60.0
-    """Seconds one HTTP attempt may take."""
-    connect_timeout: float = 10.0
-    """Seconds to connect."""
     timeout: float = 180.0
     """Deadline of one whole scoring, retries included."""
-    max_retries: int = 3
-    """Retries of one call on 408/409/429/5xx, timeouts and connection errors."""
-    backoff: float = 0.5
-    """First backoff in seconds (doubles per retry, full jitter; ``Retry-After`` wins)."""
-    backoff_max: float = 8.0
-    """Longest backoff in seconds."""
-    concurrency: int = 16
-    """Judge calls in flight per process at most."""
-    extra_body: dict[str, Any] = msgspec.field(default_factory=dict)
-    """Extra JSON members of every request."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.parse_attempts < 1:
             raise ValueError("parse_attempts must be at least 1")
-        if min(self.request_timeout, self.connect_timeout, self.timeout) <= 0:
-            raise ValueError("request_timeout, connect_timeout and timeout must be positive")
-        if self.concurrency < 1 or self.max_retries < 0:
-            raise ValueError("concurrency must be at least 1 and max_retries not negative")
+        if self.timeout <= 0:
+            raise ValueError("timeout must be positive")
 
 
 Settings = JudgeSettings
@@ -194,7 +174,7 @@ def transcript(trajectory: Trajectory, limit: int = 24000, per_message: int = 20
     return _cut("\n".join(lines), limit)
 
 
-class Judge:
+class Judge(UsesChat):
     """The ``judge`` reward model (see the module docstring)."""
 
     Settings = JudgeSettings
@@ -207,21 +187,10 @@ class Judge:
         self._client: ChatClient | None = None
         self.refusals = Refusals()  # whether each server takes response_format
 
-    def _model(self) -> str:
-        return self.settings.model or os.environ.get("OPENAI_MODEL", "")
-
     @property
     def client(self) -> ChatClient:
         """The chat client (made on first use)."""
-        if self._client is None:
-            s = self.settings
-            key = s.api_key if s.api_key and s.api_key != REDACTED else os.environ.get("OPENAI_API_KEY", "")
-            base_url = s.base_url or os.environ.get("OPENAI_BASE_URL", "")
-            if not base_url:
-                raise ConfigError("the judge has no base URL: set ENVKERNEL_JUDGE_BASE_URL or OPENAI_BASE_URL, or [judge] base_url")
-            self._client = ChatClient(base_url=base_url, api_key=key, request_timeout=s.request_timeout, connect_timeout=s.connect_timeout,
-                                      max_retries=s.max_retries, backoff=s.backoff, backoff_max=s.backoff_max, concurrency=s.concurrency)
-        return self._client
+        return self.chat_client()
 
     def messages(self, task: Task, trajectory: Trajectory) -> list[dict[str, Any]]:
         """The judge's conversation for one rollout."""
@@ -245,22 +214,15 @@ class Judge:
         """Ask the judge; a failure is recorded on the Reward, never a silent 0."""
         s = self.settings
         name = ctx.component
-        model = self._model()
-        if not model:
-            raise ConfigError("the judge has no model: set ENVKERNEL_JUDGE_MODEL or OPENAI_MODEL, or [judge] model")
+        model = s.target()[1]
         client = self.client
         deadline = time.monotonic() + s.timeout
         messages = self.messages(task, trajectory)
         last = ""
         for attempt in range(s.parse_attempts):
-            body: dict[str, Any] = {"model": model, "messages": messages, "temperature": s.temperature}
-            if s.max_tokens is not None:
-                body["max_tokens"] = s.max_tokens
             json_mode = s.json_mode and self.refusals.known(client.base_url, "response_format") is not False
-            if json_mode:
-                body["response_format"] = {"type": "json_object"}
-            if s.extra_body:
-                body["extra_body"] = dict(s.extra_body)
+            body = s.body(model, messages, temperature=s.temperature, max_tokens=s.max_tokens,
+                          **({"response_format": {"type": "json_object"}} if json_mode else {}))
             probing = json_mode and self.refusals.known(client.base_url, "response_format") is None
             res = await client.complete(body, deadline=deadline, retries=0 if probing else None)
             if probing and not res.ok and res.condition == "http" and looks_refused(res.statuses[-1] if res.statuses else None):
@@ -297,12 +259,6 @@ class Judge:
                 reasons.append(f"judge: needed {attempt + 1} attempts to give a valid verdict")
             return Reward(score=v.score, model=name, outcome=v.score, tau=0.0, reasons=reasons)
         return self._failed(f"no valid verdict after {s.parse_attempts} attempt(s): {last}", name)
-
-    async def aclose(self) -> None:
-        """Close the HTTP client."""
-        if self._client is not None:
-            await self._client.aclose()
-
 
 @hookimpl
 def register_reward_models(register: Any) -> None:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import re
 import time
 from importlib import metadata
@@ -41,7 +40,7 @@ from typing import Any, ClassVar
 import msgspec
 import structlog
 from envkernel.hookspecs import hookimpl
-from envkernel_kit.chat import ChatClient
+from envkernel_kit.chat import ChatClient, ChatSettings, UsesChat
 from envkernel_schemas import CodeBehaviour, EnvRequested, EnvSpec, Provenance, VerifyReport
 
 from . import prompts
@@ -56,8 +55,9 @@ __all__ = ["LLMSettings", "LLMSynthesizer", "Settings", "register_synthesizers"]
 log = structlog.get_logger("envkernel.llm")
 
 
-class LLMSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Settings of the ``llm`` synthesizer (section ``[llm]``).
+class LLMSettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
+    """Settings of the ``llm`` synthesizer (section ``[llm]``): the model server's
+    (:class:`envkernel_kit.chat.ChatSettings`) and the synthesis's own.
 
     ``base_url``, ``api_key`` and ``model`` also come from ``ENVKERNEL_LLM_BASE_URL``,
     ``ENVKERNEL_LLM_API_KEY`` and ``ENVKERNEL_LLM_MODEL``, and when those are empty from
@@ -65,13 +65,15 @@ class LLMSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """
 
     __env__: ClassVar[dict[str, str]] = {"base_url": "ENVKERNEL_LLM_BASE_URL", "api_key": "ENVKERNEL_LLM_API_KEY", "model": "ENVKERNEL_LLM_MODEL"}
+    section: ClassVar[str] = "llm"
+    who: ClassVar[str] = "the llm synthesizer"
 
-    base_url: str = ""
-    """Base URL of the OpenAI-compatible API (empty: ``OPENAI_BASE_URL``)."""
-    api_key: str = ""
-    """API key (empty: ``OPENAI_API_KEY``, else ``EMPTY``)."""
-    model: str = ""
-    """Model name (empty: ``OPENAI_MODEL``)."""
+    request_timeout: float = 180.0
+    """Seconds one HTTP attempt may take (a whole file is written in one reply)."""
+    max_retries: int = 2
+    """Retries of one model call on 408/409/429/5xx, timeouts and connection errors."""
+    concurrency: int = 4
+    """Model requests in flight per process at most."""
     max_rounds: int = 4
     """Write-test rounds at most (the first one plus up to ``max_rounds - 1`` repairs)."""
     examples: int = 2
@@ -80,24 +82,15 @@ class LLMSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Sampling temperature."""
     max_tokens: int | None = 4096
     """Completion tokens per reply at most; not sent when unset."""
-    request_timeout: float = 180.0
-    """Seconds one HTTP attempt may take."""
-    connect_timeout: float = 10.0
-    """Seconds to connect."""
-    max_retries: int = 2
-    """Retries of one model call on 408/409/429/5xx, timeouts and connection errors."""
-    concurrency: int = 4
-    """Model requests in flight per process at most."""
     call_timeout: float = 5.0
     """Seconds one tool call of a scenario may take in the sandbox."""
     overlap_threshold: float = 0.5
     """Flag an environment when at least this share of its tools match one benchmark's tools."""
     max_source_chars: int = 16000
     """Characters of a document put in the prompt at most (the rest is cut, and the cut recorded)."""
-    extra_body: dict[str, Any] = msgspec.field(default_factory=dict)
-    """Extra JSON members of every request (vendor parameters)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.max_rounds < 1:
             raise ValueError("max_rounds must be at least 1")
         if not 0 < self.overlap_threshold <= 1:
@@ -131,11 +124,7 @@ class _Conversation:
         """Send one user message; (the reply's text, whether it was cut by the token limit).
         Raises :class:`ReplyProblem` (``model_error``) when the server gives no usable answer."""
         self.messages.append({"role": "user", "content": content})
-        payload: dict[str, Any] = {"model": self.model, "messages": self.messages, "temperature": self.s.temperature}
-        if self.s.max_tokens is not None:
-            payload["max_tokens"] = self.s.max_tokens
-        if self.s.extra_body:
-            payload["extra_body"] = dict(self.s.extra_body)
+        payload = self.s.body(self.model, self.messages, temperature=self.s.temperature, max_tokens=self.s.max_tokens)
         self.request_hashes.append(prompts.sha256(json.dumps(self.messages, sort_keys=True))[:16])
         self.calls += 1
         t0 = time.perf_counter()
@@ -177,7 +166,7 @@ def _env_id(source: Source, index: int) -> str:
     return f"llm-{source.domain}-{index}"
 
 
-class LLMSynthesizer:
+class LLMSynthesizer(UsesChat):
     """Synthesizer ``llm``: writes an environment with a model, tests it in a sandbox, repairs it."""
 
     Settings = LLMSettings
@@ -188,19 +177,9 @@ class LLMSynthesizer:
         self._client: ChatClient | None = None
 
     def _target(self) -> tuple[str, ChatClient]:
-        s = self.settings
-        base_url = s.base_url or os.environ.get("OPENAI_BASE_URL", "")
-        model = s.model or os.environ.get("OPENAI_MODEL", "")
-        if not base_url or not model:
-            from envkernel.errors import ConfigError  # noqa: PLC0415
-
-            raise ConfigError("the llm synthesizer needs a model: set ENVKERNEL_LLM_BASE_URL and ENVKERNEL_LLM_MODEL "
-                              "(or OPENAI_BASE_URL and OPENAI_MODEL), or [llm] base_url and model")
-        if self._client is None:
-            key = s.api_key or os.environ.get("OPENAI_API_KEY", "")
-            self._client = ChatClient(base_url=base_url, api_key=key, request_timeout=s.request_timeout,
-                                      connect_timeout=s.connect_timeout, max_retries=s.max_retries, concurrency=s.concurrency)
-        return model, self._client
+        """(model, chat client); a missing base URL or model is a ``ConfigError``."""
+        model = self.settings.target()[1]
+        return model, self.chat_client()
 
     async def synthesize(self, request: EnvRequested, ctx: Any) -> EnvSpec:
         """Write, test and repair one environment for ``request`` (see the module docstring)."""

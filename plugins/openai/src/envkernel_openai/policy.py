@@ -60,8 +60,8 @@ import time
 from typing import Any, ClassVar
 
 import msgspec
-from envkernel.errors import ConfigError, EnvkernelError
-from envkernel_kit.chat import ChatClient, ChatResult
+from envkernel.errors import EnvkernelError
+from envkernel_kit.chat import ChatClient, ChatResult, ChatSettings
 from envkernel_kit.lenient import Refusals, calls_in_text, looks_refused, unescape_arguments
 from envkernel_kit.messages import compact, result_content
 from envkernel_kit.users import user_for, user_turn
@@ -73,12 +73,9 @@ SYSTEM_PROMPT = (
 )
 """Default system prompt (the baseline policies' prompt, so trajectories compare)."""
 
-REDACTED = "<redacted>"
-"""What the kernel stores in place of a secret; never sent as a key."""
-
-
-class OpenAISettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Settings of the ``openai`` policy (section ``[openai]`` of the run config).
+class OpenAISettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
+    """Settings of the ``openai`` policy (section ``[openai]`` of the run config): the model
+    server's (:class:`envkernel_kit.chat.ChatSettings`) and the rollout loop's own.
 
     ``base_url``, ``api_key`` and ``model`` also come from ``OPENAI_BASE_URL``,
     ``OPENAI_API_KEY`` and ``OPENAI_MODEL``. The key never leaves the process: the kernel
@@ -86,14 +83,9 @@ class OpenAISettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     logs and error messages.
     """
 
-    __env__: ClassVar[dict[str, str]] = {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY", "model": "OPENAI_MODEL"}
+    section: ClassVar[str] = "openai"
+    who: ClassVar[str] = "the openai policy"
 
-    base_url: str = ""
-    """Base URL of the OpenAI-compatible API, e.g. ``http://127.0.0.1:8000/v1``."""
-    api_key: str = ""
-    """API key (empty: ``EMPTY`` is sent, as local servers expect)."""
-    model: str = ""
-    """Model name."""
     temperature: float = 1.0
     """Sampling temperature (1.0 keeps a GRPO group diverse)."""
     top_p: float | None = None
@@ -102,20 +94,8 @@ class OpenAISettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Model calls per rollout at most."""
     max_tokens: int | None = 1024
     """Completion tokens per model call at most (``max_tokens``); not sent when unset."""
-    concurrency: int = 64
-    """Model requests in flight per process and run at most (a semaphore around each call)."""
-    request_timeout: float = 60.0
-    """Seconds one HTTP attempt may take (never the client's 10-minute default)."""
-    connect_timeout: float = 10.0
-    """Seconds to connect."""
     rollout_timeout: float = 300.0
     """Deadline of a whole rollout in seconds (model calls, retries and tool calls)."""
-    max_retries: int = 3
-    """Retries of one model call on 408/409/429/5xx, timeouts and connection errors."""
-    backoff: float = 0.5
-    """First backoff in seconds; doubles per retry, with full jitter (``Retry-After`` wins)."""
-    backoff_max: float = 8.0
-    """Longest backoff in seconds."""
     system_prompt: str = SYSTEM_PROMPT
     """System message that opens the conversation."""
     tool_choice: str = "auto"
@@ -131,8 +111,6 @@ class OpenAISettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Decode HTML entities in tool-call arguments (``O&#39;Brien``; llama.cpp's habit)."""
     parallel_tool_calls: bool | None = None
     """Sent when set (some servers reject the field)."""
-    extra_body: dict[str, Any] = msgspec.field(default_factory=dict)
-    """Extra JSON members of every request (vendor parameters such as ``top_k``)."""
     max_tool_chars: int = 16000
     """Longest ``tool`` message content sent to the model; longer results are cut, with a note."""
     validate_arguments: bool = True
@@ -144,14 +122,11 @@ class OpenAISettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Seconds one attempt to load a LoRA adapter may take (retried like a model call)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.max_turns < 1:
             raise ValueError("max_turns must be at least 1")
-        if self.concurrency < 1:
-            raise ValueError("concurrency must be at least 1")
-        if min(self.request_timeout, self.connect_timeout, self.rollout_timeout, self.load_timeout) <= 0:
-            raise ValueError("request_timeout, connect_timeout, rollout_timeout and load_timeout must be positive")
-        if self.max_retries < 0 or self.backoff < 0 or self.backoff_max < 0:
-            raise ValueError("max_retries, backoff and backoff_max must not be negative")
+        if min(self.rollout_timeout, self.load_timeout) <= 0:
+            raise ValueError("rollout_timeout and load_timeout must be positive")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ValueError("max_tokens must be at least 1 (or unset)")
 
@@ -392,13 +367,7 @@ class OpenAIPolicy:
         """The client of ``base_url`` (one per URL, made on first use; call with ``_lock`` held)."""
         client = self._clients.get(base_url)
         if client is None:
-            s = self.settings
-            key = s.api_key if s.api_key and s.api_key != REDACTED else os.environ.get("OPENAI_API_KEY", "")
-            client = ChatClient(
-                base_url=base_url, api_key=key, request_timeout=s.request_timeout, connect_timeout=s.connect_timeout,
-                max_retries=s.max_retries, backoff=s.backoff, backoff_max=s.backoff_max, concurrency=s.concurrency,
-            )
-            self._clients[base_url] = client
+            client = self._clients[base_url] = self.settings.client(base_url)
         return client
 
     def target(self) -> tuple[str, ChatClient]:
@@ -409,13 +378,7 @@ class OpenAIPolicy:
             return t
         with self._lock:
             if self._target is None:
-                s = self.settings
-                base_url = s.base_url or os.environ.get("OPENAI_BASE_URL", "")
-                if not base_url:
-                    raise ConfigError("the openai policy has no base URL: set OPENAI_BASE_URL, [openai] base_url, or --set openai.base_url=...")
-                model = s.model or os.environ.get("OPENAI_MODEL", "")
-                if not model:
-                    raise ConfigError("the openai policy has no model: set OPENAI_MODEL, [openai] model, or --set openai.model=...")
+                base_url, model = self.settings.target()
                 self._target = (model, self._client_for(base_url))
             return self._target
 
@@ -476,21 +439,17 @@ class OpenAIPolicy:
         """The request body for one turn (``model``: the target's when not given; ``tool_choice``:
         the configured one when not given)."""
         s = self.settings
-        body: dict[str, Any] = {"model": self.model if model is None else model, "messages": messages, "temperature": s.temperature}
+        fields: dict[str, Any] = {}
         choice = s.tool_choice if tool_choice is None else tool_choice
         if tools:
-            body["tools"] = tools
+            fields["tools"] = tools
             if choice:
-                body["tool_choice"] = choice
+                fields["tool_choice"] = choice
             if s.parallel_tool_calls is not None:
-                body["parallel_tool_calls"] = s.parallel_tool_calls
-        if s.max_tokens is not None:
-            body["max_tokens"] = s.max_tokens
+                fields["parallel_tool_calls"] = s.parallel_tool_calls
         if s.top_p is not None:
-            body["top_p"] = s.top_p
-        if s.extra_body:
-            body["extra_body"] = dict(s.extra_body)
-        return body
+            fields["top_p"] = s.top_p
+        return s.body(self.model if model is None else model, messages, temperature=s.temperature, max_tokens=s.max_tokens, **fields)
 
     def tool_choice_for(self, server: str) -> tuple[str, bool]:
         """(the ``tool_choice`` to send to ``server``, whether it is untried there): the configured

@@ -69,6 +69,8 @@ class EnvInfo:
     name: str = ""
     kept: bool | None = None
     operations: int | None = None
+    kind: str = ""
+    """What the env was made from (``model``, ``code`` or ``workspace``; a workspace's ``operations`` count task files)."""
     tools_built: int | None = None
     tools_kept: int | None = None
     tasks: int | None = None
@@ -253,6 +255,7 @@ def _load_envs(data: RunData) -> None:
             continue
         env = data.envs.setdefault(env_id, EnvInfo(env_id))
         env.kept = bool(v.get("kept", env.kept))
+        env.kind = str(v.get("kind") or env.kind)
         for key in ("operations", "tools_built", "tools_kept", "tasks", "checks"):
             if isinstance(v.get(key), int):
                 setattr(env, key, v[key])

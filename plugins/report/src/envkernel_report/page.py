@@ -31,7 +31,7 @@ def _verification(data: RunData, notes: list[str]) -> dict[str, Any]:
     envs = sorted(data.envs.values(), key=lambda e: (e.domain, e.id))
     labels = [f"{e.id} ({e.domain})" if e.domain and e.domain != e.id else e.id for e in envs]
     series = {name: [float(getattr(e, key) or 0) for e in envs]
-              for name, key in (("operations in the source", "operations"), ("tools built", "tools_built"),
+              for name, key in (("operations (or task files) in the source", "operations"), ("tools built", "tools_built"),
                                 ("tools kept", "tools_kept"), ("tasks gated in", "tasks"))
               if any(getattr(e, key) is not None for e in envs)}
     by_domain: dict[str, Counter[str]] = defaultdict(Counter)
@@ -39,7 +39,7 @@ def _verification(data: RunData, notes: list[str]) -> dict[str, Any]:
         c = by_domain[e.domain or e.id]
         c["envs"] += 1
         c["kept"] += e.kept is not False
-        c["ops"] += e.operations or 0
+        c["files" if e.kind == "workspace" else "ops"] += e.operations or 0  # a workspace's source is task files, not operations
         c["tools"] += e.tools_kept or 0
         c["tasks"] += e.tasks or 0
     chart = _safe("verification chart", notes, lambda: charts.bars(labels, series, title="Verification yield per environment",

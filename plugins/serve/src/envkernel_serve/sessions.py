@@ -5,8 +5,9 @@
   restored to that snapshot (well under a millisecond) instead of opening a new one (a fresh
   process sandbox takes on the order of 150 ms). There is no cap on how many are out at once:
   sessions are limited by the machine (and the runner's own limits), not by a default.
-* :class:`Episode` is what a session does: ``reset`` loads a task's initial state (a restore) and
-  returns its request; ``step`` runs one tool call in the sandbox; the reward is the task's own
+* :class:`Episode` is what a session does: ``reset`` loads a task's initial state (a restore to
+  the seed, then the task's planted distractor rows, ``Task.planted``) and returns its request;
+  ``step`` runs one tool call in the sandbox; the reward is the task's own
   check, computed here, in the server: :func:`envkernel_kit.scoring.score` (trace + outcome) for a
   task of tools, and for a task with a check script (``outcome.check``: a workspace task)
   :func:`envkernel_kit.workspace.check_reward`, which rebuilds the session's final workspace in a
@@ -223,14 +224,30 @@ class Episode:
             self._offered_cache = (key, frozenset(t["name"] for t in tool_list(env, self.task)))
         return self._offered_cache[1]
 
-    async def _sandbox(self, env: EnvSpec) -> Lease:
-        """The session's sandbox, holding ``env`` in its seed state when it is new or just reset."""
+    async def _sandbox(self, env: EnvSpec, task: Task | None = None) -> Lease:
+        """The session's sandbox, holding ``env`` in the task's initial state (the seed plus the
+        task's planted rows) when it is new or just reset."""
         if self.lease is not None and self.lease.env.id != env.id:
             lease, self.lease = self.lease, None
             await self.core.pool.release(lease)
         if self.lease is None:
-            self.lease = await self.core.pool.acquire(env)
+            lease = await self.core.pool.acquire(env)
+            await self._plant(lease, task or self.task)
+            self.lease = lease
         return self.lease
+
+    async def _plant(self, lease: Lease, task: Task | None) -> None:
+        """Insert the task's planted rows (its distractors) into a sandbox in the seed state."""
+        if task is None or not task.planted:
+            return
+        try:
+            await lease.sandbox.patch(task.seed_patch())
+        except BaseException:
+            lease.broken = True
+            if self.lease is lease:
+                self.lease = None
+            await self.core.pool.release(lease)
+            raise
 
     async def reset(self, options: dict[str, Any]) -> dict[str, Any]:
         """Load a task's initial state; return its request (``observation.request``) and the tools."""
@@ -241,15 +258,17 @@ class Episode:
             raise ActionError(str(exc)) from None
         env = self.core.catalog.envs[task.env_id] if task is not None else (self.free_env or self.core.catalog.default_env)
         fresh = self.lease is None or self.lease.env.id != env.id
-        lease = await self._sandbox(env)
-        if not fresh and (self.calls or self.episode_id is not None):
+        lease = await self._sandbox(env, task)
+        if not fresh:  # back to the seed state (a warm sandbox restores in well under a millisecond), then the task's rows
             try:
                 await lease.sandbox.restore(lease.snapshot)
             except Exception:
                 lease.broken = True
                 self.lease = None
                 await self.core.pool.release(lease)
-                lease = await self._sandbox(env)
+                lease = await self._sandbox(env, task)
+            else:
+                await self._plant(lease, task)
         self.task = task
         self.calls, self.format_errors, self.answer, self._graded, self.reasons = [], 0, "", None, []
         self.done = self.truncated = False

@@ -23,8 +23,8 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-import msgspec
 from envkernel.hookspecs import hookimpl
+from envkernel_kit.chat import ChatSettings, UsesChat
 from envkernel_kit.users import last_assistant, revealed
 from envkernel_schemas import Task
 
@@ -75,24 +75,17 @@ class SimulatedUser:
         return ENOUGH if asked else None
 
 
-class LLMUserSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Settings of the ``llm-user`` user (``base_url``, ``api_key`` and ``model`` also from ``OPENAI_*``)."""
+class LLMUserSettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
+    """Settings of the ``llm-user`` user: the model server's (:class:`envkernel_kit.chat.ChatSettings`;
+    ``base_url``, ``api_key`` and ``model`` also from ``OPENAI_*``) and the user's sampling."""
 
-    __env__: ClassVar[dict[str, str]] = {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY", "model": "OPENAI_MODEL"}
-    base_url: str = ""
-    """OpenAI-compatible endpoint (``http://127.0.0.1:8000/v1``)."""
-    api_key: str = ""
-    """API key (never written anywhere)."""
-    model: str = ""
-    """Model that plays the user."""
+    section: ClassVar[str] = "llm-user"
+    who: ClassVar[str] = "the llm-user user"
+
     temperature: float = 0.7
     """Sampling temperature of the user's replies."""
     max_tokens: int = 200
     """Tokens per user turn at most."""
-    request_timeout: float = 60.0
-    """Seconds per model call."""
-    max_retries: int = 3
-    """Retries of a model call (408/409/429/5xx, timeouts, connection errors)."""
 
 
 PROMPT = """You are role-playing a user who talks with an assistant that can use tools. Stay in character and be brief.
@@ -103,27 +96,18 @@ Rules: never invent other facts; answer a question in one or two sentences; when
 reply with exactly {done}."""
 
 
-class LLMUser:
+class LLMUser(UsesChat):
     """The ``llm-user`` user: an OpenAI-compatible model plays the person behind the task."""
 
     Settings = LLMUserSettings
 
     def __init__(self, settings: LLMUserSettings | None = None) -> None:
         self.settings = settings or LLMUserSettings()
-        self._client: Any = None
+        self._client = None
         self.fallback = SimulatedUser()
         self.stats = {"model": 0, "fallback": 0, "leaked": 0, "invented": 0}
         """Turns the model spoke; turns the simulated user spoke instead (the model failed, or made a number up:
         ``invented``); replies refused for saying a held-back fact before the agent asked or acted (``leaked``)."""
-
-    def client(self) -> Any:
-        """The chat client (built on first use)."""
-        if self._client is None:
-            from envkernel_kit.chat import ChatClient
-
-            s = self.settings
-            self._client = ChatClient(base_url=s.base_url, api_key=s.api_key, request_timeout=s.request_timeout, max_retries=s.max_retries)
-        return self._client
 
     def prompt(self, task: Task) -> str:
         """The system prompt that sets the model up as this task's user."""
@@ -144,8 +128,7 @@ class LLMUser:
         s = self.settings
         if convo[-1]["role"] != "user":
             convo.append({"role": "user", "content": "(The assistant is waiting for you.)"})
-        body = {"model": s.model, "messages": convo, "temperature": s.temperature, "max_tokens": s.max_tokens}
-        res = await self.client().complete(body)
+        res = await self.chat_client().complete(s.body(s.resolved("model"), convo, temperature=s.temperature, max_tokens=s.max_tokens))
         text = ""
         if res.ok:
             try:
@@ -170,12 +153,6 @@ class LLMUser:
             return self.fallback.reply(task, messages, ctx)
         self.stats["model"] += 1
         return text
-
-    async def aclose(self) -> None:
-        """Close the HTTP client."""
-        if self._client is not None:
-            await self._client.aclose()
-
 
 @hookimpl
 def register_users(register: Any) -> None:

@@ -5,14 +5,16 @@ Both serve the same trivial counter tool (``step(delta)`` adds to a counter and 
 from a server process of its own, and a client in this process drives both, alternating A and B
 in every round:
 
-- **step**: one call at a time on a warm session, p50 and p99 (envkernel: ``Sandbox.call`` over
-  NATS to the sandbox service, which relays it to the sandbox's executor; OpenEnv: the client's
-  ``step`` over its WebSocket);
+- **step**: one call at a time on a warm session, p50 and p99 (envkernel: ``Sandbox.call``, which on
+  the runner's host goes straight to the executor over its direct lane; ``envkernel_bus``: the same
+  without the lane, over NATS to the sandbox service, which relays it to the executor, as for a
+  client on another host; OpenEnv: the client's ``step`` over its WebSocket);
 - **reset**: envkernel ``Sandbox.restore`` of the snapshot taken at open; OpenEnv ``reset``;
 - **open**: a new session, from the request until it answers a step: envkernel ``open_sandbox``
   (a new executor with its own uid, network and mount namespaces, cgroup, Landlock and seccomp,
-  forked from the runner's zygote; with ``--spares N``, one the runner opened ahead) against a new OpenEnv client
-  connection and its ``reset``;
+  forked from the runner's zygote; with ``--spares N``, one the runner opened ahead for that
+  environment; with ``--cells N``, a blank executor it forked and confined ahead, into which the
+  open loads the environment) against a new OpenEnv client connection and its ``reset``;
 - **concurrent**: 64, 256 and 512 sessions opened at once, 20 steps each, all at the same time;
   steps/s counts the time to open them (steps / (open + steps)), with the success rate.
 
@@ -109,6 +111,22 @@ class Envkernel:
         await sb.close()
 
 
+class EnvkernelBus(Envkernel):
+    """envkernel without the direct lane (``ENVKERNEL_SANDBOX_LANES=0`` in the client while it opens):
+    every call crosses nats-server and the sandbox service, as a client on another host does."""
+
+    name = "envkernel_bus"
+
+    async def open(self) -> Any:
+        os.environ["ENVKERNEL_SANDBOX_LANES"] = "0"
+        try:
+            sb = await super().open()
+        finally:
+            del os.environ["ENVKERNEL_SANDBOX_LANES"]
+        assert sb.lane is None
+        return sb
+
+
 class OpenEnv:
     """The client side of OpenEnv: one ``GenericEnvClient`` WebSocket session per session."""
 
@@ -157,14 +175,14 @@ class Serve(OpenEnv):
         await c.reset(task_index=0)
 
 
-def start_serve(tmp: Path, spares: int) -> tuple[subprocess.Popen[bytes], str]:
+def start_serve(tmp: Path, spares: int, cells: int = 0) -> tuple[subprocess.Popen[bytes], str]:
     """A sample run (for its run folder and tasks), then ``envkernel serve`` on it."""
     envkernel = [sys.executable, "-m", "envkernel"]
     subprocess.run([*envkernel, "run", "--source", "sample", "--out", str(tmp / "runs")], check=True, capture_output=True, timeout=600)
     run_dir = next((tmp / "runs").iterdir())
     port = free_port()
     proc = subprocess.Popen([*envkernel, "serve", str(run_dir), "--port", str(port), "--max-steps", "1000000",
-                             "--warm", str(max(2, spares)), "--set", f"spares={spares}"],
+                             "--warm", str(max(2, spares)), "--set", f"spares={spares}", "--set", f"cells={cells}"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     return proc, f"http://127.0.0.1:{port}"
 
@@ -255,7 +273,7 @@ def med(rounds: list[dict[str, Any]], key: str) -> float:
     return round(statistics.median(r[key] for r in rounds), 4)
 
 
-async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spares: int) -> dict[str, Any]:
+async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spares: int, cells: int = 0) -> dict[str, Any]:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     try:
@@ -265,21 +283,21 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
     port = free_port()
     oe_proc = subprocess.Popen([sys.executable, str(HERE / "openenv_counter.py"), str(port)])
     with tempfile.TemporaryDirectory() as tmp, EmbeddedServer(Path(tmp) / "nats") as server:
-        service = subprocess.Popen([sys.executable, str(HERE / "envkernel_service.py"), server.url, str(spares)],
+        service = subprocess.Popen([sys.executable, str(HERE / "envkernel_service.py"), server.url, str(spares), str(cells)],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
         assert service.stdout is not None and service.stdout.readline().strip() == "ready"
         bus = await Bus.connect(server.url, name="bench-sessions-client")
         try:
             oe_start = await wait_port(f"http://127.0.0.1:{port}", "the OpenEnv server")  # it takes seconds to import
-            serve_proc, serve_url = start_serve(Path(tmp), spares)
+            serve_proc, serve_url = start_serve(Path(tmp), spares, cells)
             await wait_port(serve_url, "envkernel serve")
-            ek, oe = Envkernel(bus), OpenEnv(f"http://127.0.0.1:{port}")
+            ek, oe, ekbus = Envkernel(bus), OpenEnv(f"http://127.0.0.1:{port}"), EnvkernelBus(bus)
             shop = Envkernel(bus, shop_env(), "get_order", {"order_id": "ord_0001"})
             serve = Serve(serve_url)
             per_round = []
             for r in range(rounds):
                 row: dict[str, Any] = {}
-                sides = (ek, oe, serve) if r % 2 == 0 else (serve, oe, ek)  # alternate the order
+                sides = (ek, oe, serve, ekbus) if r % 2 == 0 else (ekbus, serve, oe, ek)  # alternate the order
                 for side in sides:
                     s = await side.open()
                     st = await steps(side, s, n_steps)
@@ -311,13 +329,14 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
             service.wait(60)
             oe_proc.terminate()
             oe_proc.wait(30)
-    out: dict[str, Any] = {"rounds": rounds, "spares": spares, "cpus": os.cpu_count(), "load_average": round(os.getloadavg()[0], 1),
+    out: dict[str, Any] = {"rounds": rounds, "spares": spares, "cells": cells, "cpus": os.cpu_count(), "load_average": round(os.getloadavg()[0], 1),
                            "openenv_server_start_s": round(oe_start, 2)}  # fmt: skip
     for key in per_round[0]:
         out[key] = med(per_round, key)
     for what in ("step_p50", "step_p99", "reset_p50", "open_p50"):  # the median of the rounds' own ratios
         out[f"{what}_envkernel_over_openenv"] = round(statistics.median(r[f"envkernel_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3)
         out[f"{what}_serve_over_openenv"] = round(statistics.median(r[f"serve_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3)
+        out[f"{what}_envkernel_bus_over_openenv"] = round(statistics.median(r[f"envkernel_bus_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3)
     for n in levels:
         e, o = conc["envkernel"][n], conc["openenv"][n]
         out[f"sessions_{n}_success_rate_envkernel"] = e["success_rate"]
@@ -338,6 +357,7 @@ if __name__ == "__main__":
     ap.add_argument("--opens", type=int, default=20, help="sequential opens per round and side")
     ap.add_argument("--sessions", default="64,256,512", help="concurrent-session levels")
     ap.add_argument("--spares", type=int, default=0, help="the runner's spares setting (0: every open forks a new executor)")
+    ap.add_argument("--cells", type=int, default=0, help="the runner's cells setting: blank executors confined ahead for any environment")
     a = ap.parse_args()
-    result = asyncio.run(main(a.rounds, a.steps, a.opens, [int(x) for x in a.sessions.split(",")], a.spares))
+    result = asyncio.run(main(a.rounds, a.steps, a.opens, [int(x) for x in a.sessions.split(",")], a.spares, a.cells))
     print(json.dumps(result))

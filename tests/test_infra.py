@@ -55,6 +55,7 @@ class Dying(ProcessRunner):
 
     async def open(self, env, seed):
         session = await super().open(env, seed)
+        session.take_lane = lambda: None  # no direct lane: its calls would skip the call path faults are injected in
         if env.report is None:  # not a verified environment: not a rollout's sandbox
             return session
         call, state = session.call, session.state

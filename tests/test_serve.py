@@ -192,6 +192,40 @@ async def test_workspace_task_is_graded_by_its_check_over_mcp(server: Any, ws_ta
         assert wrong.is_error and "no task 'nope'" in wrong.content[0].text
 
 
+async def test_mcp_submit_answer_ends_the_episode_with_its_reward(server: Any, tasks: list[Task]) -> None:
+    """The official mcp client ends a task's episode with ``submit_answer``: its result is the reward (1 for
+    the reference calls and answer, 0 for a wrong answer); a second submit, and any call after it, is an error."""
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    task = _read_only(tasks)
+
+    async def episode(answer: str) -> tuple[dict[str, Any], Any, Any]:
+        async with streamable_http_client(f"{server.mcp_url}?task={task.id}") as streams, ClientSession(*streams[:2]) as s:
+            await s.initialize()
+            listed = {t.name: t for t in (await s.list_tools()).tools}
+            assert listed["submit_answer"].input_schema["required"] == ["answer"]
+            for call in task.calls:
+                assert not (await s.call_tool(call.name, dict(call.arguments))).is_error
+            end = await s.call_tool("submit_answer", {"answer": answer})
+            assert not end.is_error, end.content
+            again = await s.call_tool("submit_answer", {"answer": answer})
+            after = await s.call_tool(task.calls[0].name, dict(task.calls[0].arguments))
+            state = json.loads((await s.read_resource("envkernel://session/state")).contents[0].text)
+            assert state["done"] is True and state["reward"] == end.structured_content["reward"]
+            return end.structured_content, again, after
+
+    (right, again, after), (wrong, _, _) = await asyncio.gather(episode(task.outcome.answer), episode("I do not know."))
+    assert right["reward"] == 1.0 and right["done"] is True and right["step_count"] == len(task.calls)
+    assert right["submitted"] == task.outcome.answer and json.loads(json.dumps(right)) == right
+    assert wrong["reward"] < 1.0 and wrong["reasons"]
+    assert again.is_error and "episode is done" in again.content[0].text
+    assert after.is_error and "episode is done" in after.content[0].text
+    async with streamable_http_client(server.mcp_url) as streams, ClientSession(*streams[:2]) as s:
+        await s.initialize()  # a session without a task has nothing to submit
+        assert "submit_answer" not in {t.name for t in (await s.list_tools()).tools}
+
+
 async def test_openenv_mcp_tool_client_and_tool_errors(server: Any, tasks: list[Task]) -> None:
     """openenv-core's MCPToolClient lists and calls tools over /ws; a tool's own error is in its result."""
     task = _read_only(tasks)
@@ -496,6 +530,6 @@ async def test_mcp_task_session_lists_only_its_tools(run_dir: Path, tmp_path: Pa
             mcp_tools(running.mcp_url))
     finally:
         await asyncio.to_thread(running.stop)
-    assert by_query == by_header == on_ws == set(narrow.tools)
+    assert by_query == by_header == on_ws | {"submit_answer"} == {*narrow.tools, "submit_answer"}
     assert refused.is_error and "no tool" in refused.content[0].text
     assert free == every  # no task named: every tool of the environment

@@ -52,12 +52,17 @@ SOURCE = textwrap.dedent("""
 
     def die(env):
         os.kill(os.getpid(), signal.SIGKILL)
+
+    def hang(env):
+        import time
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # past the executor's own timeout
+        time.sleep(600)
 """)
 
 COUNTER = EnvSpec(
     id="counter-test",
     name="counter",
-    tools=[ToolSpec(name=n) for n in ("step", "who", "signal_parent", "connect", "fail", "die")],
+    tools=[ToolSpec(name=n) for n in ("step", "who", "signal_parent", "connect", "fail", "die", "hang")],
     behaviour=CodeBehaviour(source=SOURCE),
     seed_sql="CREATE TABLE counter (n INTEGER NOT NULL); INSERT INTO counter VALUES (0);",
 )
@@ -240,3 +245,158 @@ async def test_a_request_to_a_vanished_responder_fails_fast(nats_server: str) ->
         await answered.unsubscribe()
     finally:
         await bus.close()
+
+
+async def test_a_direct_lane_skips_the_service_and_keeps_the_confinement(nats_server: str) -> None:
+    """On the runner's host, a client's tool calls go straight to the executor over its direct lane
+    (not through the service, whose call log stays empty), with the same confinement; snapshot,
+    restore and state still go over the bus. When the executor dies after direct calls its state
+    is lost (said so, not silently rebuilt wrong) until a restore of a snapshot from before them."""
+    from envkernel.errors import SandboxError
+    from envkernel_runtime.lane import connect_lane
+
+    service_bus, client = await Bus.connect(nats_server), await Bus.connect(nats_server)
+    runner = ProcessRunner()
+    service = SandboxService(service_bus, "process", runner)
+    await service.start()
+    try:
+        sb = await open_sandbox(client, "process", COUNTER, timeout=120, call_timeout=60)
+        assert sb.lane is not None and service.lanes is not None and service.lanes.handed == 1
+        base = await sb.snapshot()
+        session = runner.sessions[0]
+        who = (await sb.call("who", {})).value
+        assert who["pid"] == session.pid and who["uid"] == session.confinement.get("uid", os.getuid())
+        if SUPPORT.unshare:
+            with socket.socket() as listener:
+                listener.bind(("127.0.0.1", 0))
+                listener.listen(1)
+                assert (await sb.call("connect", {"port": listener.getsockname()[1]})).value != "connected"
+        assert [(await sb.call("step", {"delta": 1})).value["count"] for _ in range(3)] == [1, 2, 3]
+        assert session._log == []  # none of them went through the service
+        assert (await sb.state())["counter"] == [{"n": 3}]
+        events = list(session.events)
+        await sb.restore(base)  # over the lane too
+        assert (await sb.state())["counter"] == [{"n": 0}] and session.events == events
+        assert [(await sb.call("step", {"delta": 1})).value["count"] for _ in range(3)] == [1, 2, 3]
+        after = await sb.snapshot()
+        died = await sb.call("die", {})
+        assert not died.ok and died.error is not None and died.error.code == "crashed" and "direct lane" in died.error.message
+        assert sb.lane.closed and not (await sb.call("step", {})).ok  # lost, over the bus too
+        with pytest.raises(SandboxError, match="cannot be rebuilt"):
+            await sb.restore(after)
+        await sb.restore(base)  # taken before any direct call: rebuilt
+        assert (await sb.call("step", {"delta": 1})).value["count"] == 1
+        await sb.close()
+
+        s = await runner.open(COUNTER, 0)  # the lane itself takes calls only, and is handed out once
+        lane = s.take_lane()
+        assert lane is not None and s.take_lane() is None
+        reader, writer = await asyncio.open_unix_connection(sock=lane)
+        writer.write(b'{"op":"dump"}\n{"op":"call","tool":"step","arguments":{"delta":5}}\n')
+        assert b'"bad_request"' in await reader.readline() and b'"count":5' in await reader.readline()
+        writer.close()
+        assert (await s.call("step", {"delta": 1})).value["count"] == 6  # the runner's socket serves on
+        await s.close()
+        offer = service.lanes.offer(await runner.open(COUNTER, 0), 30)
+        assert await connect_lane(["elsewhere/x", *offer[1:]]) is None  # another host: over the bus
+        assert await connect_lane([*offer[:2], "not-the-token", 30]) is None
+    finally:
+        await service.stop()
+        await client.close()
+        await service_bus.close()
+
+
+async def test_a_call_hanging_on_the_direct_lane_gets_its_sandbox_killed(nats_server: str) -> None:
+    """A call that hangs past its timeout over the direct lane (the executor's alarm blocked) makes the
+    client ask the runner to kill the executor, as the runner does for a call it relays."""
+    service_bus, client = await Bus.connect(nats_server), await Bus.connect(nats_server)
+    runner = ProcessRunner(Settings(call_timeout=0.5))
+    service = SandboxService(service_bus, "process", runner)
+    await service.start()
+    try:
+        sb = await open_sandbox(client, "process", COUNTER, timeout=120, call_timeout=60)
+        base = await sb.snapshot()
+        pid = runner.sessions[0].pid
+        assert sb.lane is not None and pid is not None
+        loop = asyncio.get_running_loop()
+        t = loop.time()
+        hung = await sb.call("hang", {})
+        assert loop.time() - t < 10 and not hung.ok and hung.error is not None and hung.error.code == "timeout"
+        assert "killed" in hung.error.message and "killed (timeout over the direct lane)" in runner.sessions[0].events
+        for _ in range(100):
+            if not _alive(pid):
+                break
+            await asyncio.sleep(0.05)
+        assert not _alive(pid)
+        await sb.restore(base)
+        assert (await sb.call("step", {"delta": 2})).value["count"] == 2
+        await sb.close()
+    finally:
+        await service.stop()
+        await client.close()
+        await service_bus.close()
+
+
+async def test_cells_are_confined_ahead_and_take_any_environment() -> None:
+    """With ``cells``, an open loads its environment into a blank executor forked and confined ahead:
+    the same confinement as a fresh fork, its own uid and state, any environment (not a workspace's),
+    and the missing cells are made again in the background."""
+    other = EnvSpec(id="other-test", name="other", tools=[ToolSpec(name="step"), ToolSpec(name="who")], behaviour=CodeBehaviour(source=SOURCE),
+                    seed_sql="CREATE TABLE counter (n INTEGER NOT NULL); INSERT INTO counter VALUES (40);")
+    plain, runner = ProcessRunner(), ProcessRunner(Settings(cells=2))
+    try:
+        fresh = await plain.open(COUNTER, 0)
+        first = await runner.open(COUNTER, 0)  # no cell yet: a fork, and the cells are made meanwhile
+        for _ in range(200):
+            if len(runner._cells) == 2:
+                break
+            await asyncio.sleep(0.05)
+        a, b = await runner.open(COUNTER, 0), await runner.open(other, 0)
+        assert runner.cells_used == 2 and first not in (a, b)
+        assert (await a.call("step", {"delta": 2})).value == {"count": 2}
+        assert (await b.call("step", {"delta": 2})).value == {"count": 42}  # its own environment and seed
+        snap = await a.snapshot()
+        await a.call("step", {"delta": 5})
+        await a.restore(snap)
+        assert (await a.state())["counter"] == [{"n": 2}] and (await first.state())["counter"] == [{"n": 0}]
+        assert set(a.confinement) == set(fresh.confinement), (a.confinement, fresh.confinement)
+        for key in ("rlimits", "landlock", "seccomp", "workspace_tmpfs", "subreaper", "namespaces"):
+            assert a.confinement.get(key) == fresh.confinement.get(key), key
+        if SUPPORT.root:
+            uids = {(await s.call("who", {})).value["uid"] for s in (first, a, b)}
+            assert len(uids) == 3 and 0 not in uids
+        assert not (await a.call("die", {})).ok  # a cell's executor is replaced like any other
+        assert (await a.call("step", {"delta": 1})).value == {"count": 3}
+        pids = {s.pid for s in runner.sessions} | {c.pid for c in runner._cells}
+    finally:
+        await runner.aclose()
+        await plain.aclose()
+    assert not runner.sessions and not runner._cells
+    for _ in range(100):
+        if not [p for p in pids if p is not None and _alive(p)]:
+            break
+        await asyncio.sleep(0.05)
+    assert not [p for p in pids if p is not None and _alive(p)]
+
+
+async def test_a_lane_not_taken_leaves_replay_as_it_was(nats_server: str) -> None:
+    """A client that takes no lane (another host, or lanes off) keeps the old behaviour: a dead
+    executor is replaced and its calls replayed."""
+    service_bus, client = await Bus.connect(nats_server), await Bus.connect(nats_server)
+    service = SandboxService(service_bus, "process", ProcessRunner())
+    await service.start()
+    os.environ["ENVKERNEL_SANDBOX_LANES"] = "0"  # in this client only: the service made its offer
+    try:
+        sb = await open_sandbox(client, "process", COUNTER, timeout=120, call_timeout=60)
+    finally:
+        del os.environ["ENVKERNEL_SANDBOX_LANES"]
+    try:
+        assert sb.lane is None
+        assert [(await sb.call("step", {"delta": 1})).value["count"] for _ in range(2)] == [1, 2]
+        assert not (await sb.call("die", {})).ok
+        assert (await sb.call("step", {"delta": 1})).value["count"] == 3  # replayed, not lost
+        await sb.close()
+    finally:
+        await service.stop()
+        await client.close()
+        await service_bus.close()

@@ -47,6 +47,9 @@ class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What it returned."""
     error: str = ""
     """Why it failed."""
+    lane: list[Any] = msgspec.field(default_factory=list)
+    """An open reply's offer of the sandbox's direct lane, for a client on the same host (see
+    :mod:`envkernel_runtime.lane`); a snapshot's reply: the executor's own handle of it, while a lane is out."""
 
 
 enc = msgspec.msgpack.Encoder()

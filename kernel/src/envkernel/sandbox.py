@@ -25,6 +25,7 @@ from envkernel_bus import Bus, ResponderGone
 from envkernel_bus.sandboxwire import OpenRequest, OpRequest, Reply
 from envkernel_bus.sandboxwire import enc as _enc, op_dec as _op_dec, open_dec as _open_dec, reply_dec as _reply_dec, result_dec as _result_dec
 from envkernel_bus.subjects import sandbox_op_subject, sandbox_open_subject
+from envkernel_runtime.lane import LaneServer, connect_lane, lanes_enabled
 from envkernel_schemas import EnvSpec, State, ToolResult
 
 from .errors import SandboxError
@@ -44,7 +45,10 @@ class Sandbox:
         self.closed = False
         self.run = ""
         """The run it was opened for (a worker's pool releases it when that run finishes)."""
-        self._subjects = {op: sandbox_op_subject(sandbox_id, op) for op in ("call", "patch", "snapshot", "restore", "state", "close")}
+        self.lane: Any = None
+        """The executor's direct lane when the sandbox runs on this host (:mod:`envkernel_runtime.lane`): calls and restores skip the bus."""
+        self._handles: dict[str, str] = {}  # snapshot -> the executor's own handle of it, for a restore over the lane
+        self._subjects = {op: sandbox_op_subject(sandbox_id, op) for op in ("call", "patch", "snapshot", "restore", "state", "close", "kill")}
         self._alive = sandbox_op_subject(sandbox_id.rpartition("~")[0], "alive") if "~" in sandbox_id else ""  # ids: <runner>-<process>~<n>
 
     async def _request(self, op: str, req: OpRequest, timeout: float | None = None) -> Any:
@@ -64,10 +68,12 @@ class Sandbox:
         reply = _reply_dec.decode(msg.data)
         if not reply.ok:
             raise SandboxError(f"sandbox {self.id} ({self.runner}) {op} failed: {reply.error}")
-        return reply.value
+        return reply if op == "snapshot" else reply.value
 
     async def call(self, tool: str, arguments: dict[str, Any] | None = None) -> ToolResult:
         """Call a tool. A tool's own error is a result with ``ok=False``, not an exception."""
+        if self.lane is not None and not self.closed and (result := await self.lane.call(tool, arguments or {})) is not None:
+            return result  # type: ignore[no-any-return]
         value = await self._request("call", OpRequest(tool=tool, arguments=arguments or {}))
         return value if isinstance(value, ToolResult) else msgspec.convert(value, ToolResult)
 
@@ -77,10 +83,15 @@ class Sandbox:
 
     async def snapshot(self) -> str:
         """Save the state; return a handle for :meth:`restore`."""
-        return str(await self._request("snapshot", OpRequest()))
+        reply = await self._request("snapshot", OpRequest())
+        if reply.lane:
+            self._handles[str(reply.value)] = reply.lane[0]
+        return str(reply.value)
 
     async def restore(self, snapshot: str) -> None:
         """Return to a saved state."""
+        if self.lane is not None and not self.closed and snapshot in self._handles and await self.lane.restore(self._handles[snapshot]):
+            return
         await self._request("restore", OpRequest(snapshot=snapshot))
 
     async def state(self) -> State:
@@ -91,6 +102,8 @@ class Sandbox:
         """Close the sandbox (idempotent)."""
         if self.closed:
             return
+        if self.lane is not None:
+            self.lane.close()
         try:
             await self._request("close", OpRequest(), timeout=10.0)
         except SandboxError as exc:
@@ -114,7 +127,7 @@ async def open_sandbox(bus: Bus, runner: str, env: EnvSpec, *, seed: int = 0, ru
     if not reply.ok:
         raise SandboxError(f"runner {runner!r} could not open a sandbox for env {env.id!r}: {reply.error}")
     sb = Sandbox(bus, str(reply.value), runner, call_timeout)
-    sb.run = run
+    sb.run, sb.lane = run, await connect_lane(reply.lane, on_hang=lambda: sb._request("kill", OpRequest())) if reply.lane else None
     return sb
 
 
@@ -218,9 +231,12 @@ class SandboxService:
         self._alive: Subscription | None = None
         self._reaper: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self.lanes = LaneServer() if lanes_enabled() else None
 
     async def start(self) -> None:
         """Start answering open requests."""
+        if self.lanes is not None:
+            await self.lanes.start()
         self._alive = await self.bus.serve_alive(sandbox_op_subject(f"{self.name}-{self.uid}", "alive"))
         self._sub = await self.bus.nc.subscribe(sandbox_open_subject(self.name), queue=f"sandbox-{self.name}", cb=self._on_open)
         await self.bus.nc.flush()  # the server knows the subscription before anyone asks
@@ -251,7 +267,8 @@ class SandboxService:
         sub = await self.bus.nc.subscribe(sandbox_op_subject(sid, "*"), cb=self._on_op)
         await self.bus.nc.flush()
         self._live[sid] = _Live(session, sub, time.monotonic() + req.lifetime)
-        await msg.respond(_enc.encode(Reply(value=sid)))
+        lane = self.lanes.offer(session, session.settings.call_timeout) if self.lanes is not None and hasattr(session, "settings") else []
+        await msg.respond(_enc.encode(Reply(value=sid, lane=lane)))
 
     async def _on_op(self, msg: Msg) -> None:
         # sandbox ops are handled in order per sandbox (one subscription each)
@@ -270,7 +287,7 @@ class SandboxService:
             req = _op_dec.decode(msg.data)
             async with live.lock:
                 value = await self._do(sid, live, op, req)
-            data = value if type(value) is bytes else _enc.encode(Reply(value=value))
+            data = value if type(value) is bytes else _enc.encode(value if type(value) is Reply else Reply(value=value))
         except Exception as exc:
             data = _enc.encode(Reply(ok=False, error=f"{type(exc).__name__}: {exc}"))
         await msg.respond(data)
@@ -281,13 +298,18 @@ class SandboxService:
             if hasattr(s, "call_raw"):  # the executor's JSON line (bytes), relayed as it is
                 return await s.call_raw(req.tool, req.arguments)
             return msgspec.to_builtins(await s.call(req.tool, req.arguments))
-        if op in ("snapshot", "patch"):
-            return await (s.snapshot() if op == "snapshot" else s.patch(req.rows))
+        if op == "snapshot":
+            name = await s.snapshot()
+            return Reply(value=name, lane=s.lane_handle(name)) if hasattr(s, "lane_handle") else name
+        if op == "patch":
+            return await s.patch(req.rows)
         if op == "restore":
             await s.restore(req.snapshot)
             return None
         if op == "state":
             return await s.state()
+        if op == "kill":  # a call over the direct lane hung past its timeout
+            return await s.interrupt()
         raise SandboxError(f"unknown sandbox operation {op!r}")
 
     async def _close(self, sid: str) -> None:
@@ -321,5 +343,7 @@ class SandboxService:
         if self._reaper:
             self._reaper.cancel()
         await asyncio.gather(*(self._close(sid) for sid in list(self._live)))
+        if self.lanes is not None:
+            self.lanes.close()
         if isinstance(self.runner, Closes):
             await self.runner.aclose()

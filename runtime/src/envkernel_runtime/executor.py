@@ -323,6 +323,7 @@ class Executor:
         self.module: types.ModuleType | None = None
         self.functions: dict = {}
         self.signatures: dict = {}
+        self.checked: dict = {}  # (tool, argument names) -> what is wrong with them ("" for nothing)
         self.declared: list[str] = []
         self.rng = random.Random(0)
         self.clock = Clock()
@@ -331,6 +332,8 @@ class Executor:
         self.snapshot_count = 0
         self.workspace_kind = False
         self.closing = False
+        self.direct_calls = 0
+        """Calls that succeeded over the direct lane since the last load or restore (see :func:`_serve_connection`)."""
         self._phase = "idle"  # idle | seed | call | internal
         self._deadline_at: float | None = None
         self._armed = False
@@ -440,6 +443,7 @@ class Executor:
     # ----------------------------------------------------------------- load
 
     def op_load(self, req: dict) -> dict:
+        self.direct_calls = 0
         env = req.get("env")
         if not isinstance(env, dict):
             raise _Failure("bad_request", "'load' needs 'env': an EnvSpec object")
@@ -538,6 +542,7 @@ class Executor:
         names = declared if declared else sorted(public)
         self.functions = {n: public[n] for n in names if n in public}
         self.signatures = {}
+        self.checked = {}
         for n, fn in self.functions.items():
             try:
                 self.signatures[n] = inspect.signature(fn)
@@ -592,7 +597,13 @@ class Executor:
             raise _Failure("invalid_arguments", f"arguments of {tool!r} must be a JSON object, got {type(args).__name__}")
         sig = self.signatures.get(tool)
         if sig is not None:
-            problem = _argument_problem(sig, args)
+            # the check depends on the argument names only, so it is kept per (tool, names)
+            key = (tool, *args)
+            problem = self.checked.get(key)
+            if problem is None:
+                problem = _argument_problem(sig, args)
+                if len(self.checked) < 4096:
+                    self.checked[key] = problem
             if problem:
                 raise _Failure("invalid_arguments", f"{tool}: {problem}")
         timeout = _timeout(req.get("timeout"), DEFAULT_CALL_TIMEOUT)
@@ -683,10 +694,13 @@ class Executor:
         self.snapshot_count += 1
         handle = f"s{self.snapshot_count}"
         self.snapshots[handle] = (self._serialize(), self._counters(), files)
-        return _ok(handle)
+        resp = _ok(handle)
+        resp["direct"] = self.direct_calls  # calls since the last load or restore that the runner's log lacks
+        return resp
 
     def op_restore(self, req: dict) -> dict:
         self._require_loaded()
+        self.direct_calls = 0
         handle = req.get("snapshot")
         snap = self.snapshots.get(handle) if isinstance(handle, str) else None
         if snap is None:
@@ -1489,8 +1503,56 @@ def _serve_socket(executor: Executor, path: str) -> int:
                 return 0
 
 
-def _serve_connection(executor: Executor, conn: socket.socket) -> bool:
+def _serve_lanes(executor: Executor, conn: socket.socket, lane: socket.socket) -> bool:
+    """Serve the runner's socket and the *direct lane* (a second socket the runner may hand to a client
+    on the same host, so a tool call skips the runner's process) together, one request at a time.
+    The lane takes ``call``, ``restore`` and ``ping`` only; a call or restore that succeeds over it
+    counts in ``executor.direct_calls``, which the next snapshot reports (the runner's log lacks it).
+    Ends (True when asked to close) when the runner's socket does; a lane that closes is dropped."""
+    import select  # noqa: PLC0415 - loaded by the zygote before it forks
+
+    buffers = {conn: bytearray(), lane: bytearray()}
+    while True:
+        for sock in select.select(list(buffers), [], [])[0]:
+            try:
+                chunk = sock.recv(1 << 20)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                if sock is conn:
+                    return False
+                del buffers[lane]
+                _Forks.protocol_fds = [conn.fileno()]
+                lane.close()
+                continue
+            buf = buffers[sock]
+            buf += chunk
+            while (i := buf.find(b"\n")) >= 0:
+                line = bytes(buf[: i + 1])
+                del buf[: i + 1]
+                if not line.strip():
+                    continue
+                if sock is lane:
+                    if not line.startswith((b'{"op":"call"', b'{"op":"ping"', b'{"op":"restore"')):
+                        out = executor._encode(_err("bad_request", "the direct lane takes 'call', 'restore' and 'ping' only"))
+                    else:  # a restore counts too: the runner's log does not know of it
+                        out = executor.handle_line(line)
+                        executor.direct_calls += out.startswith(b'{"ok":true') and not line.startswith(b'{"op":"ping"')
+                else:
+                    out = executor.handle_line(line)
+                try:
+                    sock.sendall(out)
+                except OSError:
+                    if sock is conn:
+                        return False
+                if executor.closing:
+                    return True
+
+
+def _serve_connection(executor: Executor, conn: socket.socket, lane: socket.socket | None = None) -> bool:
     """Answer requests on one connected socket until it ends; True when asked to close."""
+    if lane is not None:
+        return _serve_lanes(executor, conn, lane)
     reader = _Lines(conn.recv)
     while True:
         try:
@@ -1555,7 +1617,7 @@ def main(argv: list[str] | None = None) -> int:
     return _run(args, None)
 
 
-def _run(args, conn: socket.socket | None) -> int:
+def _run(args, conn: socket.socket | None, lane: socket.socket | None = None) -> int:
     """Confine this process as ``args`` ask, then serve: on ``conn`` (a zygote's child), the
     socket of ``--socket``, or stdin/stdout."""
     global _CURRENT
@@ -1576,8 +1638,8 @@ def _run(args, conn: socket.socket | None) -> int:
     _install_patches()
     _CURRENT = Executor(max_response=args.max_response)
     if conn is not None:
-        _Forks.protocol_fds = [conn.fileno()]
-        _serve_connection(_CURRENT, conn)
+        _Forks.protocol_fds = [conn.fileno()] + ([lane.fileno()] if lane is not None else [])
+        _serve_connection(_CURRENT, conn, lane)
         return 0
     if args.socket:
         return _serve_socket(_CURRENT, args.socket)
@@ -1589,8 +1651,9 @@ def _run(args, conn: socket.socket | None) -> int:
 # ``--zygote`` makes this file a fork server for the ``process`` runner: started once (as the
 # runner's user, unconfined, never running environment code), it has the interpreter, this module,
 # the engine and ctypes loaded. Its stdin is a SOCK_SEQPACKET control socket. Each request is one
-# packet, ``{"id": n, "argv": [executor options], "env": {...}}``, carrying two descriptors
-# (SCM_RIGHTS): the new executor's protocol socket and its log. The zygote forks; the child starts
+# packet, ``{"id": n, "argv": [executor options], "env": {...}}``, carrying two or three descriptors
+# (SCM_RIGHTS): the new executor's protocol socket, its log, and optionally its direct lane (see
+# ``_serve_lanes``). The zygote forks; the child starts
 # a session of its own, points stdout/stderr at the log, and runs exactly what a freshly started
 # executor runs (``_run``: namespaces, cgroups, rlimits, tmpfs, Landlock, uid, seccomp, in that
 # order) before it serves the protocol on its socket. The zygote answers ``{"id": n, "pid": p}``
@@ -1629,13 +1692,13 @@ def _zygote(args) -> int:
                     break
                 ctl.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
         if ctl in ready:
-            data, fds, _flags, _addr = socket.recv_fds(ctl, 1 << 20, 2)
+            data, fds, _flags, _addr = socket.recv_fds(ctl, 1 << 20, 3)
             if not data:
                 return 0  # the runner closed it: children die with us
             try:
                 req = json.loads(data)
-                if len(fds) != 2:
-                    raise ValueError(f"expected 2 descriptors, got {len(fds)}")
+                if len(fds) not in (2, 3):
+                    raise ValueError(f"expected 2 or 3 descriptors, got {len(fds)}")
                 pid = os.fork()
             except Exception as exc:  # noqa: BLE001 - reported to the runner
                 for fd in fds:
@@ -1651,7 +1714,7 @@ def _zygote(args) -> int:
                         os.close(fd)
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                     os.setsid()
-                    proto, log = fds
+                    proto, log, *lane = fds
                     os.dup2(log, 1)
                     os.dup2(log, 2)
                     os.close(log)
@@ -1659,7 +1722,7 @@ def _zygote(args) -> int:
                     os.environ.update(req.get("env") or {})
                     child = parser.parse_args(req.get("argv") or [])
                     child.parent_pid = os.getppid()  # the zygote: it dies with the runner
-                    code = _run(child, socket.socket(fileno=proto))
+                    code = _run(child, socket.socket(fileno=proto), socket.socket(fileno=lane[0]) if lane else None)
                 except BaseException as exc:  # noqa: BLE001 - reported in the log
                     try:
                         os.write(2, f"envkernel executor (forked): {type(exc).__name__}: {exc}\n".encode())

@@ -90,6 +90,8 @@ class _Snapshot:
     generation: int
     handle: str
     log: tuple[tuple[bytes, bytes], ...]
+    complete: bool = True
+    """``log`` rebuilds it: no call over a direct lane led to it (see :meth:`ExecutorSession.lane_taken`)."""
 
 
 def _error(code: str, message: str) -> ToolResult:
@@ -136,6 +138,11 @@ class ExecutorSession(ABC):
         self._snapshots: dict[str, _Snapshot] = {}
         self._snapshot_count = 0
         self._closed: str | None = None
+        self._lane_out = False  # a direct lane of the current executor was handed out
+        self._base_complete = True  # the log since the last load or restore describes the state (no direct calls before it)
+        self._blank = False  # starting a cell: no environment to load yet
+        self._death = ""  # why the executor that held the lane died
+        self._lost = ""  # why the state cannot be rebuilt (an executor with a lane died); a restore clears it
         self._load = msgspec.json.encode({"op": "load", "env": env, "seed": seed, "timeout": settings.startup_timeout})
         self._expiry = asyncio.get_running_loop().call_later(settings.lifetime, self._expire)
 
@@ -155,6 +162,28 @@ class ExecutorSession(ABC):
             await self._kill("bad response")
             return _error("crashed", f"the executor answered with something that is not a result: {exc}")
 
+    def lane_taken(self) -> None:
+        """The current executor's direct lane was handed to a client: calls over it bypass the call log,
+        so if this executor dies its state is lost (calls and snapshots then fail until a restore of a
+        snapshot taken before any direct call), instead of being rebuilt from the log."""
+        self._lane_out = True
+
+    async def interrupt(self) -> None:
+        """Kill the current executor (a call over its direct lane hung past its timeout); the next
+        operation starts a replacement."""
+        async with self._lock:
+            await self._kill("timeout over the direct lane")
+
+    def lane_handle(self, name: str) -> list[str]:
+        """``[the executor's handle of snapshot name]`` when a client holds this executor's direct lane
+        (it may restore it over the lane), else ``[]``."""
+        snap = self._snapshots.get(name)
+        return [snap.handle] if self._lane_out and snap is not None and snap.generation == self._generation else []
+
+    def _check_state(self) -> None:
+        if self._lost:
+            raise self.error_type(f"sandbox {self.id}: {self._lost}", code="crashed")
+
     async def call_raw(self, tool: str, arguments: dict[str, Any]) -> bytes:
         """:meth:`call`, answered with the result as one JSON line, exactly as the executor wrote it
         (the sandbox service passes it on without decoding it). Every failure is a result too."""
@@ -169,6 +198,8 @@ class ExecutorSession(ABC):
                     await self._ensure_running()
                 except self.error_type as exc:
                     return _enc.encode(_error("crashed", f"the sandbox could not be restarted: {exc}"))
+            if self._lost:
+                return _enc.encode(_error("crashed", self._lost))
             try:
                 line = await self._roundtrip(request, self.settings.call_timeout + HOST_GRACE)
             except _HostTimeout:
@@ -181,6 +212,9 @@ class ExecutorSession(ABC):
             except _Died as exc:
                 if self._closed:
                     return _enc.encode(_error("crashed", f"the sandbox was closed during the call ({self._closed})"))
+                if self._lane_out:
+                    return _enc.encode(_error("crashed", f"{exc}; it took calls over its direct lane, which cannot be replayed, "
+                                              "so its state is lost: restore a snapshot taken before them, or open a new sandbox"))
                 return _enc.encode(_error("crashed", str(exc)))
             except _TooLong:
                 await self._kill("response too long")
@@ -198,10 +232,12 @@ class ExecutorSession(ABC):
         """Save the state; return a handle for :meth:`restore`."""
         async with self._lock:
             self._check_open()
-            handle = await self._with_executor(lambda: self._op({"op": "snapshot"}))
+            resp = await self._with_executor(lambda: self._op({"op": "snapshot"}, full=True))
+            self._check_state()
             self._snapshot_count += 1
             name = f"s{self._snapshot_count}"
-            self._snapshots[name] = _Snapshot(self._generation, handle, tuple(self._log))
+            complete = self._base_complete and not resp.get("direct")
+            self._snapshots[name] = _Snapshot(self._generation, resp.get("value"), tuple(self._log), complete)
             return name
 
     async def restore(self, snapshot: str) -> None:
@@ -220,6 +256,7 @@ class ExecutorSession(ABC):
         async with self._lock:
             self._check_open()
             n = await self._with_executor(lambda: self._op_raw(request, "patch"))
+            self._check_state()
             self._log.append((request, _enc.encode({"ok": True, "value": n}) + b"\n"))
             return int(n)
 
@@ -228,6 +265,7 @@ class ExecutorSession(ABC):
         async with self._lock:
             self._check_open()
             state: State = await self._with_executor(lambda: self._op({"op": "dump"}))
+            self._check_state()
             return state
 
     async def start(self) -> None:
@@ -238,6 +276,33 @@ class ExecutorSession(ABC):
         except BaseException:
             await self.close()
             raise
+
+    async def start_blank(self) -> Any:
+        """Start the first executor without loading an environment (a *cell*: confined, waiting for
+        :meth:`load`); return what its ``ping`` answered (its confinement). Close the session if that fails."""
+        try:
+            async with self._lock:
+                self._blank = True
+                try:
+                    await self._ensure_running()
+                finally:
+                    self._blank = False
+                return await self._op({"op": "ping"})
+        except BaseException:
+            await self.close()
+            raise
+
+    async def load(self, env: EnvSpec, seed: int) -> Any:
+        """Load ``env`` with ``seed`` into a cell started by :meth:`start_blank`; return what ``load`` answered.
+        Its hard lifetime counts from now."""
+        self.env, self.seed = env, seed
+        self._load = msgspec.json.encode({"op": "load", "env": env, "seed": seed, "timeout": self.settings.startup_timeout})
+        self.restart_lifetime()
+        async with self._lock:
+            self._check_open()
+            if not self._running():
+                raise self.error_type(f"sandbox {self.id}: its executor died before it was given an environment", code="crashed")
+            return await self._op_raw(self._load, "load")
 
     def restart_lifetime(self) -> None:
         """Count the hard lifetime from now (for a session opened ahead and handed out later)."""
@@ -304,12 +369,23 @@ class ExecutorSession(ABC):
         await self._discard_dead()
         if self._generation > 0:
             self.replacements += 1
+            if self._lane_out:  # its calls went over the lane, so maybe nothing here saw it die: say why
+                seen = self.events[-1] if self.events and self.events[-1].startswith(("died", "killed")) else ""
+                self._death = f"its executor {seen}" if seen else (await self._death_note()).removesuffix("; it will be replaced")
         await self._start()
 
     async def _load_and_replay(self) -> Any:
         """Load the environment and seed into a fresh executor, replay the call log; return what
-        ``load`` answered."""
+        ``load`` answered (nothing for a cell: see :meth:`start_blank`)."""
+        if self._blank:
+            return None
         loaded = await self._op_raw(self._load, "load")
+        if self._lane_out:  # the dead executor took calls over its lane that the log lacks
+            self._lane_out, self._log = False, []
+            self._lost = (f"{self._death or 'its executor died'}, after it took calls over its direct lane, which cannot be "
+                          "replayed, so its state is lost: restore a snapshot taken before them (e.g. the one at open) or open a new sandbox")
+            self.events.append("state lost")
+            return loaded
         await self._replay(tuple(self._log))
         return loaded
 
@@ -330,14 +406,18 @@ class ExecutorSession(ABC):
         snap = self._snapshots[name]
         if snap.generation == self._generation:
             await self._op({"op": "restore", "snapshot": snap.handle})
-            self._log = list(snap.log)
+            self._log, self._base_complete, self._lost = list(snap.log), snap.complete, ""
             return
+        if not snap.complete:
+            raise self.error_type(f"sandbox {self.id}: snapshot {name!r} followed calls over a direct lane and its executor "
+                                  "died, so it cannot be rebuilt; restore an earlier one or open a new sandbox", code="crashed")
         # The executor that held it was replaced: rebuild the state, then re-take the snapshot.
         await self._op_raw(self._load, "load")
         self._log = []
         await self._replay(snap.log)
         handle = await self._op({"op": "snapshot"})
         self._snapshots[name] = _Snapshot(self._generation, handle, snap.log)
+        self._base_complete, self._lost = True, ""
 
     async def _replay(self, log: tuple[tuple[bytes, bytes], ...]) -> None:
         replayed: list[tuple[bytes, bytes]] = []
@@ -353,10 +433,10 @@ class ExecutorSession(ABC):
                 replayed.append((request, line))
         self._log = replayed
 
-    async def _op(self, request: dict[str, Any]) -> Any:
-        return await self._op_raw(msgspec.json.encode(request), request["op"])
+    async def _op(self, request: dict[str, Any], full: bool = False) -> Any:
+        return await self._op_raw(msgspec.json.encode(request), request["op"], full)
 
-    async def _op_raw(self, request: bytes, op: str) -> Any:
+    async def _op_raw(self, request: bytes, op: str, full: bool = False) -> Any:
         try:
             line = await self._roundtrip(request, self.settings.startup_timeout + HOST_GRACE)
         except _HostTimeout:
@@ -381,7 +461,7 @@ class ExecutorSession(ABC):
             err = resp.get("error") or {}
             code = err.get("code", "error")
             raise self.error_type(f"sandbox {self.id}: {op} failed: {code}: {err.get('message', '')}", code=code)
-        return resp.get("value")
+        return resp if full else resp.get("value")
 
     async def _roundtrip(self, request: bytes, timeout: float) -> bytes:
         streams = self._streams()

@@ -25,6 +25,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import weakref
@@ -37,7 +38,7 @@ from envkernel.hookspecs import hookimpl
 from envkernel.errors import SandboxError as KernelSandboxError
 from envkernel_runtime import executor_path
 from envkernel_runtime.session import STREAM_LIMIT, ExecutorSession, SessionError
-from envkernel_schemas import EnvSpec
+from envkernel_schemas import CodeBehaviour, EnvSpec
 
 from .zygote import Zygote, ZygoteChild
 from .confine import (
@@ -112,6 +113,13 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Sandboxes kept open ahead for each environment (and seed) opened before: the next open of
     it takes one (a new sandbox, never used, fully confined) and another is opened in the
     background. 0: none (every open starts its executor then)."""
+    cells: int = 0
+    """Blank sandboxes kept ready for any environment but a workspace's: forked from the zygote and
+    fully confined (own uid, namespaces, tmpfs, cgroups joined, rlimits, Landlock, seccomp), with no
+    environment loaded. An open takes one and loads its environment into it (a millisecond or two:
+    the cgroup join, tens of milliseconds on a loaded host, was done ahead), and the runner makes
+    the missing ones in the background, all at once (their cgroup joins then share one RCU grace
+    period). 0: none."""
 
     __env__: ClassVar[dict[str, str]] = {
         "call_timeout": "ENVKERNEL_PROCESS_CALL_TIMEOUT",
@@ -123,6 +131,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         "lifetime": "ENVKERNEL_PROCESS_LIFETIME",
         "zygote": "ENVKERNEL_PROCESS_ZYGOTE",
         "spares": "ENVKERNEL_PROCESS_SPARES",
+        "cells": "ENVKERNEL_PROCESS_CELLS",
     }
 
 
@@ -226,7 +235,18 @@ class ProcessSession(ExecutorSession):
         if s.isolate and support.cgroups:
             self._res.cgroup = Cgroup(f"envk-{session_id}", support, s.memory_mb * 1024 * 1024, s.max_processes, s.cpus)
         self._proc: asyncio.subprocess.Process | ZygoteChild | None = None
+        self._lane: socket.socket | None = None
+        self._cleanup: asyncio.Future[None] | None = None
         super().__init__(session_id, env, seed, s)
+
+    def take_lane(self) -> socket.socket | None:
+        """The current executor's direct lane, once (then it is the caller's; None without the zygote,
+        or when it was taken): a socket that takes the executor's ``call`` requests straight, for a
+        client on this host (see :mod:`envkernel_runtime.lane`). Calls over it bypass this session's
+        call log: whoever hands it to a client calls :meth:`lane_taken` (then, after a crash, the
+        session's state is lost rather than replayed)."""
+        lane, self._lane = self._lane, None
+        return lane
 
     @property
     def pid(self) -> int | None:
@@ -242,7 +262,14 @@ class ProcessSession(ExecutorSession):
     async def _shutdown(self) -> None:
         """Kill the sandbox's process group and remove its folder, cgroup and uid."""
         await self._kill(None)
-        self._res.cleanup()
+        if self._lane is not None:
+            self._lane.close()
+            self._lane = None
+        # in a thread, once: removing a cgroup waits for its processes to go (it would hold every other
+        # sandbox's calls up; closing 512 at once blocked the event loop for seconds)
+        if self._cleanup is None:
+            self._cleanup = asyncio.ensure_future(asyncio.to_thread(self._res.cleanup))
+        await asyncio.shield(self._cleanup)
         self._finalizer.detach()
         self._runner._sessions.discard(self)
 
@@ -306,12 +333,17 @@ class ProcessSession(ExecutorSession):
             self._res.new_uid(self._work)
         if self._res.cgroup is not None:
             try:
-                self._res.cgroup.ensure()
+                # in a thread: a memory cgroup's mkdir takes the kernel half a millisecond, which would
+                # hold every other open up (512 at once spent 1.3 s of the event loop in mkdir)
+                await asyncio.to_thread(self._res.cgroup.ensure)
             except OSError as exc:
                 raise SandboxError(f"cannot set up the sandbox's cgroup {self._res.cgroup.name}: {exc}") from None
         env = self._environment()
         self._generation += 1
         fd = os.open(os.path.join(self._folder, "executor.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        if self._lane is not None:
+            self._lane.close()
+            self._lane = None
         try:
             zygote = self._runner.zygote
             if zygote is not None:
@@ -320,7 +352,15 @@ class ProcessSession(ExecutorSession):
                 options = self._options()
                 if self.settings.isolate and self._runner.support.unshare:
                     options.append("--unshare")
-                self._proc = await zygote.spawn(options, env, fd)
+                lane, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    self._proc = await zygote.spawn(options, env, fd, theirs.fileno())
+                except BaseException:
+                    lane.close()
+                    raise
+                finally:
+                    theirs.close()
+                self._lane = lane
             else:
                 # Limits and confinement are applied by the executor itself (first thing it does) and
                 # the new session comes from start_new_session: no preexec_fn, which is unsafe in a
@@ -435,6 +475,7 @@ def _empty_folder(folder: str) -> None:
 
 _swept: set[str] = set()
 _SPARE_ENVS = 16
+_CELL_ENV = EnvSpec(id="cell", name="cell (no environment loaded yet)", tools=[], behaviour=CodeBehaviour(source=""))
 """Environments a runner keeps spares for at most."""
 _reapers: dict[str, Any] = {}
 """Temp folder -> the reaper of this process's sandboxes there (one per process and folder, while a
@@ -457,6 +498,10 @@ class ProcessRunner:
         self._background: set[asyncio.Future[None]] = set()
         self.spares_used = 0
         """Opens answered with a spare."""
+        self._cells: list[ProcessSession] = []
+        self._cell_fill: asyncio.Future[None] | None = None
+        self.cells_used = 0
+        """Opens answered with a cell (see ``Settings.cells``)."""
         self._folders: set[str] = set()
         self.zygote: Zygote | None = None
         """The warm fork server of this runner's executors (None with ``zygote = false``)."""
@@ -491,14 +536,67 @@ class ProcessRunner:
                     spare.restart_lifetime()
                     self.spares_used += 1
                     return spare
+        if self.settings.cells > 0 and env.behaviour.__class__.__name__ != "WorkspaceBehaviour":
+            cell = await self._from_cell(env, seed)
+            if cell is not None:
+                return cell
         return await self._open(env, seed)
 
-    async def _open(self, env: EnvSpec, seed: int) -> ProcessSession:
+    def _register_folder(self) -> None:
         folder = tempfile.gettempdir()
         if folder not in _reapers:  # a kill -9 of this process leaves no sandbox folder or cgroup behind
             _reapers[folder] = start_reaper(folder, host_support())
         _reaper_users.setdefault(folder, weakref.WeakSet()).add(self)
         self._folders.add(folder)
+
+    async def _from_cell(self, env: EnvSpec, seed: int) -> ProcessSession | None:
+        """A ready cell with ``env`` loaded into it (None when none is ready: then a new executor is forked)."""
+        try:
+            while self._cells:
+                cell = self._cells.pop()
+                if cell.closed:
+                    continue
+                try:
+                    loaded = await cell.load(env, seed)
+                except SandboxError as exc:
+                    await cell.close()
+                    if exc.code in ("crashed", "timeout"):
+                        continue  # the cell died: try another
+                    raise  # the environment's own fault (its code or seed)
+                if isinstance(loaded, dict):
+                    cell.confinement = loaded.get("confinement") or cell.confinement
+                self._sessions.add(cell)
+                self.cells_used += 1
+                return cell
+            return None
+        finally:
+            self._fill_cells()
+
+    def _fill_cells(self) -> None:
+        """Make the missing cells in the background, together."""
+        if self._cell_fill is not None and not self._cell_fill.done():
+            return
+
+        async def one() -> ProcessSession:
+            self._register_folder()
+            cell = ProcessSession(self, _CELL_ENV, 0)
+            report = await cell.start_blank()
+            cell.confinement = (report or {}).get("confinement") or {}
+            return cell
+
+        async def fill() -> None:
+            while (missing := self.settings.cells - len(self._cells)) > 0:
+                made = await asyncio.gather(*(one() for _ in range(missing)), return_exceptions=True)
+                self._cells.extend(m for m in made if isinstance(m, ProcessSession))
+                failed = [m for m in made if not isinstance(m, ProcessSession)]
+                if failed:  # the next opens fork their own executors and say why
+                    log.warning("could not make a cell", error=str(failed[0]))
+                    return
+
+        self._cell_fill = asyncio.ensure_future(fill())
+
+    async def _open(self, env: EnvSpec, seed: int) -> ProcessSession:
+        self._register_folder()
         session = ProcessSession(self, env, seed)
         self._sessions.add(session)
         await session.start()
@@ -532,11 +630,12 @@ class ProcessRunner:
 
     async def aclose(self) -> None:
         """Close every sandbox this runner opened (spares too) and stop its fork server."""
-        for t in [*self._filling.values(), *self._background]:
+        for t in [*self._filling.values(), *self._background, *([self._cell_fill] if self._cell_fill else [])]:
             t.cancel()
         self._filling.clear()
         self._spares.clear()
-        sessions = list(self._sessions)
+        sessions = [*self._sessions, *self._cells]
+        self._cells.clear()
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
         if self.zygote is not None:
             await self.zygote.aclose()

@@ -251,9 +251,15 @@ def process_start(pid: int) -> str:
     return fields[19] if len(fields) > 19 and fields[0] not in ("Z", "X") else ""
 
 
+_STAMP: list[tuple[int, str]] = []  # (pid, stamp): read once per process (a fork has a pid of its own)
+
+
 def owner_stamp() -> str:
     """What :data:`OWNER_FILE` holds for this process."""
-    return f"{os.getpid()} {process_start(os.getpid())}"
+    pid = os.getpid()
+    if not _STAMP or _STAMP[0][0] != pid:
+        _STAMP[:] = [(pid, f"{pid} {process_start(pid)}")]
+    return _STAMP[0][1]
 
 
 def sweep_folders(folder: str, support: HostSupport, owner: str = "") -> int:

@@ -177,9 +177,10 @@ class Zygote:
         self._children.clear()
         self._early.clear()
 
-    async def spawn(self, argv: list[str], env: dict[str, str], log_fd: int) -> ZygoteChild:
+    async def spawn(self, argv: list[str], env: dict[str, str], log_fd: int, lane_fd: int | None = None) -> ZygoteChild:
         """Fork a confined executor with these executor options and environment; ``log_fd`` becomes
-        its stdout and stderr."""
+        its stdout and stderr; ``lane_fd``, when given, is its direct lane (a second protocol socket
+        that takes tool calls, for a client on this host)."""
         sock = await self._ensure()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         rid = next(self._ids)
@@ -189,7 +190,7 @@ class Zygote:
         try:
             while True:
                 try:
-                    socket.send_fds(sock, [packet], [theirs.fileno(), log_fd])
+                    socket.send_fds(sock, [packet], [theirs.fileno(), log_fd, *([lane_fd] if lane_fd is not None else [])])
                     break
                 except BlockingIOError:
                     await asyncio.sleep(0.001)

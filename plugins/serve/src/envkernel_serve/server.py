@@ -52,6 +52,8 @@ class ServeSettings:
     max_message_mb: float = 0
     """Largest WebSocket message in MiB (0: no limit)."""
     mcp_idle_seconds: float = 600.0
+    ws_compression: bool = False
+    """Offer permessage-deflate on the WebSocket (off: on loopback it costs both sides more CPU than it saves)."""
 
 
 class RunnerSandboxes:
@@ -134,7 +136,8 @@ def make_server(catalog: Catalog, source: Any, settings: ServeSettings) -> tuple
     app = build_app(core, host=settings.host, mcp_idle_seconds=settings.mcp_idle_seconds, on_start=on_start, on_stop=on_stop)
     max_size = int(settings.max_message_mb * 1024 * 1024) if settings.max_message_mb > 0 else 2**40
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning", ws="websockets-sansio",
-                            ws_max_size=max_size, ws_ping_interval=None, lifespan="on", timeout_graceful_shutdown=5)
+                            ws_max_size=max_size, ws_ping_interval=None,
+                            ws_per_message_deflate=settings.ws_compression, lifespan="on", timeout_graceful_shutdown=5)
     return uvicorn.Server(config), core
 
 

@@ -198,6 +198,7 @@ class Episode:
         self.last_used = time.monotonic()
         self.lock = asyncio.Lock()
         self._graded: tuple[tuple[Any, ...], float] | None = None
+        self._offered_cache: tuple[tuple[str, str | None], frozenset[str]] | None = None
         self.reasons: list[str] = []
         """Why the last grading is below 1 (the check's criteria missed, or its error)."""
 
@@ -214,6 +215,14 @@ class Episode:
     def tools(self) -> list[dict[str, Any]]:
         """The tools offered (``name``, ``description``, ``input_schema``)."""
         return tool_list(self.env, self.task)
+
+    def _offered(self) -> frozenset[str]:
+        """The names of :attr:`tools`, computed once per environment and task (every step checks them)."""
+        env = self.env
+        key = (env.id, self.task.id if self.task is not None else None)
+        if self._offered_cache is None or self._offered_cache[0] != key:
+            self._offered_cache = (key, frozenset(t["name"] for t in tool_list(env, self.task)))
+        return self._offered_cache[1]
 
     async def _sandbox(self, env: EnvSpec, task: Task | None = None) -> Lease:
         """The session's sandbox, holding ``env`` in the task's initial state (the seed plus the
@@ -273,7 +282,7 @@ class Episode:
         """Run one tool call; the observation in OpenEnv's ``CallToolObservation`` shape (tool_name, result, error)."""
         if self.done:
             raise ActionError("the episode is done; send a reset to start another")
-        offered = {t["name"] for t in self.tools}
+        offered = self._offered()
         if not isinstance(arguments, dict):
             self.format_errors += 1
             raise ActionError(f"arguments of {tool!r} must be a JSON object, got {type(arguments).__name__}")

@@ -22,7 +22,20 @@ and put ``{"TOOL": {"create_kwargs": {"task_id": ...}}}`` in each row's ``extra_
 
 verl is not a dependency (installing it pulls torch): when it is installed, the tool's responses
 and schema are verl's own ``ToolResponse`` and ``OpenAIFunctionToolSchema``; otherwise small
-stand-ins with the same fields. The interface follows ``verl/tools/base_tool.py``.
+stand-ins with the same fields. The interface follows ``verl/tools/base_tool.py`` (volcengine/verl,
+Apache-2.0), whose ``BaseTool`` declares::
+
+    def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema)
+    def get_openai_tool_schema(self) -> OpenAIFunctionToolSchema
+    async def create(self, instance_id: Optional[str] = None, **kwargs) -> tuple[str, ToolResponse]
+    async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs) -> tuple[ToolResponse, float, dict]
+    async def calc_reward(self, instance_id: str, **kwargs) -> float
+    async def release(self, instance_id: str, **kwargs) -> None
+
+(older verl releases return only the instance id from ``create`` and a ``str`` or dict response
+from ``execute``; the agent loop unpacks ``instance_id, _ = await tool.create(...)``, which this
+class answers). The tests drive it through exactly these calls, since verl itself cannot be
+installed here.
 """
 
 from __future__ import annotations

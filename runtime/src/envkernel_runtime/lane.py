@@ -1,0 +1,271 @@
+"""Direct lanes: a client on the runner's host calls a sandbox's executor with nothing in between.
+
+Over the bus, a tool call crosses three processes: the client, nats-server, the sandbox service
+(the runner's process) and then the executor, and back. A *direct lane* is a second protocol
+socket of the executor (a socket pair made by the runner when it forks the executor; the executor
+serves it beside the runner's own socket, see ``executor._serve_lanes``). When the sandbox service
+opens a sandbox, it puts the lane in a :class:`LaneServer` under a one-time token and sends the
+offer (host, socket path, token, call timeout) in its open reply. A client on the same host
+(:func:`connect_lane`) connects to that unix socket, which sits in a folder only the runner's user
+can enter, shows the token and receives the lane's descriptor (``SCM_RIGHTS``); its tool calls and
+restores then go straight to the executor (:class:`DirectLane`; a snapshot's reply names the
+executor's own handle of it while a lane is out). A client on another host, or one whose offer has
+expired, keeps using the bus; the other operations (snapshot, state, close) always do.
+
+What stays the same: the executor is the same confined process (its own uid, namespaces, cgroup,
+rlimits, Landlock, seccomp), it answers one request at a time from either socket, the lane takes
+``call``, ``restore`` and ``ping`` only, the runner still enforces the sandbox's hard lifetime (killing the
+executor ends the lane), and the executor still stops a call at its timeout. What changes: calls
+(and restores) over a lane are not in the runner's call log, so when an executor dies after its lane was handed
+out its state is *lost* instead of rebuilt from the log (the next call answers ``crashed`` and says
+so; a restore of a snapshot taken before any direct call, such as the one taken at open, brings the
+sandbox back). ``ENVKERNEL_SANDBOX_LANES=0`` turns lanes off (in a service: none offered; in a
+client: none taken).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+import structlog
+from envkernel_schemas import ToolError, ToolResult
+
+from .session import HOST_GRACE, STREAM_LIMIT
+
+__all__ = ["DirectLane", "LaneServer", "connect_lane", "host_id", "lanes_enabled"]
+
+log = structlog.get_logger("envkernel.lane")
+
+OFFER_SECONDS = 60.0
+"""How long an offered lane waits for its client before it is closed."""
+
+_enc = msgspec.json.Encoder()
+_result_dec = msgspec.json.Decoder(ToolResult)
+
+
+def lanes_enabled() -> bool:
+    """False when ``ENVKERNEL_SANDBOX_LANES=0``."""
+    return os.environ.get("ENVKERNEL_SANDBOX_LANES", "1") != "0"
+
+
+def host_id() -> str:
+    """This host (its name and this boot of its kernel): a lane is taken only where it was offered."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot = f.read().strip()
+    except OSError:
+        boot = ""
+    return f"{socket.gethostname()}/{boot}"
+
+
+async def _readable(sock: socket.socket) -> None:
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[None] = loop.create_future()
+    loop.add_reader(sock.fileno(), lambda: fut.done() or fut.set_result(None))
+    try:
+        await fut
+    finally:
+        loop.remove_reader(sock.fileno())
+
+
+class LaneServer:
+    """Hands the direct lanes of a service's sandboxes to clients on this host (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.folder = ""
+        self.path = ""
+        self.host = host_id()
+        self._offers: dict[str, tuple[socket.socket, Any, float]] = {}
+        self._sock: socket.socket | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._handing: set[asyncio.Task[None]] = set()  # referenced until done (the loop keeps tasks weakly)
+        self.handed = 0
+        """Lanes handed to clients so far."""
+
+    async def start(self) -> None:
+        """Listen on ``<tmp>/envk-lanes-*/lanes.sock`` (the folder is mode 0700: only this user gets in)."""
+        self.folder = tempfile.mkdtemp(prefix="envk-lanes-")
+        self.path = os.path.join(self.folder, "lanes.sock")
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.bind(self.path)
+        self._sock.listen(512)
+        self._sock.setblocking(False)
+        self._task = asyncio.create_task(self._accept())
+
+    def offer(self, session: Any, call_timeout: float) -> list[Any]:
+        """The offer of ``session``'s lane for an open reply (``[]`` when it has none): host, path, token, call timeout."""
+        take = getattr(session, "take_lane", None)
+        lane = take() if take is not None and self._sock is not None else None
+        if lane is None:
+            return []
+        now = time.monotonic()
+        for token in [t for t, (_, _, deadline) in self._offers.items() if deadline < now]:
+            self._offers.pop(token)[0].close()  # never taken: the executor drops it
+        token = secrets.token_hex(16)
+        self._offers[token] = (lane, session, now + OFFER_SECONDS)
+        return [self.host, self.path, token, call_timeout]
+
+    async def _accept(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._sock is not None
+        while True:
+            conn, _ = await loop.sock_accept(self._sock)
+            task = asyncio.ensure_future(self._hand(conn))
+            self._handing.add(task)
+            task.add_done_callback(self._handing.discard)
+
+    async def _hand(self, conn: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        with conn:
+            try:
+                async with asyncio.timeout(10):
+                    data = b""
+                    while not data.endswith(b"\n") and len(data) < 128:
+                        chunk = await loop.sock_recv(conn, 128)
+                        if not chunk:
+                            return
+                        data += chunk
+                item = self._offers.pop(data.strip().decode("ascii", "replace"), None)
+                if item is None or item[1].closed:
+                    await loop.sock_sendall(conn, b"no")
+                    return
+                lane, session, _ = item
+                session.lane_taken()  # from now on the session's call log is not the whole story
+                conn.setblocking(True)  # a two-byte message with one descriptor on a fresh socket: never blocks
+                socket.send_fds(conn, [b"ok"], [lane.fileno()])
+                lane.close()
+                self.handed += 1
+            except (OSError, TimeoutError) as exc:
+                log.debug("lane not handed", error=str(exc))
+
+    def close(self) -> None:
+        """Stop listening and close every lane not taken."""
+        if self._task is not None:
+            self._task.cancel()
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        for lane, _, _ in self._offers.values():
+            lane.close()
+        self._offers.clear()
+        if self.folder:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class DirectLane:
+    """A client's direct lane to one executor: :meth:`call` writes the executor's request and reads its answer."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, call_timeout: float,
+                 on_hang: Callable[[], Awaitable[Any]] | None = None) -> None:
+        self.on_hang = on_hang
+        """Awaited when a call hangs past its timeout: asks the runner to kill the executor (over the bus)."""
+        self.reader = reader
+        self.writer = writer
+        self.call_timeout = call_timeout
+        self.closed = False
+        self._lock = asyncio.Lock()
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult | None:
+        """The tool's result, or None when the lane cannot take the call (closed, or the executor is gone:
+        then it is closed and the caller goes over the bus, where the runner explains the death)."""
+        if self.closed:
+            return None
+        try:
+            request = _enc.encode({"op": "call", "tool": tool, "arguments": arguments, "timeout": self.call_timeout}) + b"\n"
+        except (TypeError, msgspec.EncodeError) as exc:
+            return ToolResult(ok=False, error=ToolError(code="invalid_arguments", message=f"arguments of {tool!r} are not JSON: {exc}"))
+        async with self._lock:
+            try:
+                self.writer.write(request)
+                async with asyncio.timeout(self.call_timeout + HOST_GRACE):
+                    await self.writer.drain()
+                    line = await self.reader.readline()
+            except TimeoutError:
+                self.close()  # the call is still running there: not sent again over the bus
+                if self.on_hang is not None:
+                    with contextlib.suppress(Exception):
+                        await self.on_hang()
+                return ToolResult(ok=False, error=ToolError(code="timeout", message=(
+                    f"tool {tool!r} did not finish within {self.call_timeout:g} s and the sandbox did not stop it; the "
+                    "sandbox was killed, and its state is lost (it took calls over its direct lane, which cannot be "
+                    "replayed): restore a snapshot taken before them, or open a new sandbox")))
+            except (OSError, ValueError, asyncio.LimitOverrunError):
+                line = b""
+        if not line.endswith(b"\n"):  # the executor died (it never drops a lane itself while it lives)
+            self.close()
+            return None
+        try:
+            return _result_dec.decode(line)
+        except msgspec.DecodeError as exc:
+            self.close()
+            return ToolResult(ok=False, error=ToolError(code="crashed", message=f"the executor answered with something that is not a result: {exc}"))
+
+    async def restore(self, handle: str) -> bool:
+        """Restore the executor's snapshot ``handle``; False when it could not be done here (then the
+        caller restores over the bus, where a snapshot of a replaced executor is rebuilt)."""
+        if self.closed:
+            return False
+        async with self._lock:
+            try:
+                self.writer.write(_enc.encode({"op": "restore", "snapshot": handle}) + b"\n")
+                async with asyncio.timeout(self.call_timeout + HOST_GRACE):
+                    await self.writer.drain()
+                    line = await self.reader.readline()
+            except TimeoutError:
+                self.close()
+                if self.on_hang is not None:
+                    with contextlib.suppress(Exception):
+                        await self.on_hang()
+                return False
+            except (OSError, ValueError, asyncio.LimitOverrunError):
+                line = b""
+        if not line.endswith(b"\n"):
+            self.close()
+            return False
+        return line.startswith(b'{"ok":true')
+
+    def close(self) -> None:
+        """Close the lane (idempotent); the executor goes on serving its runner."""
+        if not self.closed:
+            self.closed = True
+            with contextlib.suppress(Exception):
+                self.writer.close()
+
+
+async def connect_lane(offer: list[Any], timeout: float = 5.0, on_hang: Callable[[], Awaitable[Any]] | None = None) -> DirectLane | None:
+    """Take the lane an open reply offers, when it was offered on this host; None otherwise (then use the bus)."""
+    if len(offer) != 4 or offer[0] != host_id() or not lanes_enabled():
+        return None
+    _, path, token, call_timeout = offer
+    loop = asyncio.get_running_loop()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    try:
+        async with asyncio.timeout(timeout):
+            await loop.sock_connect(sock, path)
+            await loop.sock_sendall(sock, f"{token}\n".encode())
+            await _readable(sock)
+            msg, fds, _flags, _addr = socket.recv_fds(sock, 16, 1)
+    except (OSError, TimeoutError) as exc:
+        log.debug("no direct lane", path=path, error=str(exc))
+        return None
+    finally:
+        sock.close()
+    if msg != b"ok" or len(fds) != 1:
+        for fd in fds:
+            os.close(fd)
+        return None
+    lane = socket.socket(fileno=fds[0])
+    lane.setblocking(False)
+    reader, writer = await asyncio.open_unix_connection(sock=lane, limit=STREAM_LIMIT)
+    return DirectLane(reader, writer, float(call_timeout), on_hang)

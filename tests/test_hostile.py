@@ -169,8 +169,9 @@ def hostile_env(name: str, **values: Any) -> EnvSpec:
 
 
 @pytest.fixture
-def root(processes_mentioning):
+def root(processes_mentioning, tmp_path_factory: pytest.TempPathFactory):
     """A private temp root for this test's sandboxes (and nothing left in it afterwards)."""
+    tmp_path_factory.getbasetemp()  # made now, outside this root (pytest makes it lazily in the temp dir, which is about to change)
     d = tempfile.mkdtemp(prefix="envk-hostile-")
     os.chmod(d, 0o755)
     old = tempfile.tempdir

@@ -44,3 +44,27 @@ async def test_a_feed_that_lost_its_consumer_goes_on_from_the_next_message(nats_
     await feed.unsubscribe()
     await js.delete_stream("FEEDTEST")
     await nc.close()
+
+
+async def test_an_object_read_that_stalls_is_asked_again_and_then_fails_clearly(nats_server: str) -> None:
+    """nats-py reads an object's chunks with no timeout: with its chunks gone from the stream (as a lost
+    last chunk leaves it) the read waits for ever. ``Bus.get_object`` bounds each try and says so."""
+    from envkernel_bus import Bus, BusError
+
+    bus = await Bus.connect(nats_server)
+    try:
+        await bus.objects.put("stall-test", b"x" * 300_000)  # three chunks
+        assert await bus.get_object("stall-test") == b"x" * 300_000
+        info = await bus.objects.get_info("stall-test")
+        stream = f"OBJ_{info.bucket}"
+        await bus.js.purge_stream(stream, subject=f"$O.{info.bucket}.C.{info.nuid}")  # the chunks vanish, the info stays
+        t0 = asyncio.get_running_loop().time()
+        try:
+            await bus.get_object("stall-test", timeout=0.5, attempts=2)
+        except BusError as exc:
+            assert "could not be read from the object store in 2 tries" in str(exc)
+        else:
+            raise AssertionError("a read with no chunks returned")
+        assert asyncio.get_running_loop().time() - t0 < 5
+    finally:
+        await bus.close()

@@ -320,6 +320,18 @@ class Bus:
         assert self._objects is not None, "Bus.setup() not called"
         return self._objects
 
+    async def get_object(self, name: str, timeout: float = 20.0, attempts: int = 3) -> bytes:
+        """The bytes of object ``name``, asked again when a read stalls: nats-py reads an object's chunks
+        through an ordered consumer with no timeout, so a lost last chunk would leave it waiting for ever.
+        A missing object raises the store's own ``ObjectNotFoundError``; stalled reads, :class:`BusError`."""
+        for attempt in range(1, attempts + 1):
+            try:
+                res = await asyncio.wait_for(self.objects.get(name), timeout)
+                return res.data or b""
+            except asyncio.TimeoutError:
+                log.warning("an object-store read stalled; reading it again", object=name, attempt=attempt, seconds=timeout)
+        raise BusError(f"object {name!r} could not be read from the object store in {attempts} tries of {timeout:g} s")
+
     async def publish(self, subject: str, data: bytes, msg_id: str) -> asyncio.Future[Any]:
         """Publish into the stream without waiting; the future resolves on the PubAck."""
         return await self.js.publish_async(subject, data, headers={MSG_ID: msg_id})

@@ -49,9 +49,9 @@ async def load_update(bus: Bus, key: str) -> PolicyUpdate:
     Raises :class:`UpdateError` when it does not decode; a missing object raises the object
     store's own error (``ObjectNotFoundError``), which may be temporary.
     """
-    res = await bus.objects.get(key)
+    data = await bus.get_object(key)
     try:
-        return _update_dec.decode(res.data or b"")
+        return _update_dec.decode(data)
     except msgspec.DecodeError as exc:
         raise UpdateError(f"policy update {key!r} does not decode as a PolicyUpdate: {exc}") from None
 
@@ -73,6 +73,7 @@ class Context:
         self.log = structlog.get_logger(f"envkernel.{role}").bind(run=self.run_id, component=component)
         self._loop = loop
         self._envs: dict[str, EnvSpec] = {}
+        self._env_locks: dict[str, asyncio.Lock] = {}
         self._pool = pool
 
     def rng(self, *keys: object) -> random.Random:
@@ -108,11 +109,13 @@ class Context:
     async def env(self, env_id: str) -> EnvSpec:
         """A verified environment of this run, by id (from the object store)."""
         if env_id not in self._envs:
-            try:
-                res = await self.bus.objects.get(env_key(self.run_id, env_id))
-            except Exception as exc:
-                raise SandboxError(f"environment {env_id!r} of run {self.run_id} is not in the object store: {exc}") from None
-            self._envs[env_id] = _env_dec.decode(res.data or b"")
+            async with self._env_locks.setdefault(env_id, asyncio.Lock()):  # one read per env, however many rollouts wait for it
+                if env_id not in self._envs:
+                    try:
+                        data = await self.bus.get_object(env_key(self.run_id, env_id))
+                    except Exception as exc:
+                        raise SandboxError(f"environment {env_id!r} of run {self.run_id} is not in the object store: {exc}") from None
+                    self._envs[env_id] = _env_dec.decode(data)
         return self._envs[env_id]
 
     async def step(self, request: RolloutRequested, turn: int, message: dict[str, Any]) -> None:

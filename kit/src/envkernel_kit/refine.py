@@ -1,6 +1,7 @@
 """An optional LLM refiner: rewrites a task's request more naturally, and keeps it only if every fact survives.
 
-A sampler hands :meth:`Refiner.refine` the request it phrased, the facts the check needs
+A sampler hands :meth:`Refiner.refine` the request it phrased, the entities its phrases name
+(:class:`Entity`), the facts the check needs
 (:func:`must_keep`: every quoted value, every number, every literal argument and the speaker's
 name) and what the words must never show (:func:`must_not_show`: the answer, what the user holds
 back, ids). Any OpenAI-compatible model (through :class:`envkernel_kit.chat.ChatClient`) writes
@@ -8,8 +9,8 @@ the rewrite; it is then re-checked, and a rewrite that fails any check is droppe
 original kept (the verdict says why):
 
 - ``names_tool``: it names a tool;
-- ``lost_fact``: a fact of the original is missing (an entity phrase would no longer pick its
-  row, or a value to write is gone);
+- ``lost_fact``: a fact of the original is missing (a quoted value, a number, a literal
+  argument, the speaker's name: a value to write, or a word a phrase needs);
 - ``ambiguous_entity``: an entity phrase no longer picks exactly one row of the task's initial
   state (the seed plus any planted rows): the rewrite dropped a describing attribute the row
   needed (``the booking for Julia Verschuere`` for ``the held booking for Julia Verschuere``).

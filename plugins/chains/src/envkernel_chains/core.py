@@ -651,6 +651,7 @@ async def sample_env(cls: type[GraphSampler], settings: SamplerSettings, env: En
             since_new = 0
             if refiner is not None and refine_rng.random() < s.refine_share:
                 task = await gs.refine(refiner, task)
+            gs.described.pop(task.id, None)
             yield task
     if refiner is not None:
         await refiner.aclose()

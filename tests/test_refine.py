@@ -175,3 +175,19 @@ def test_the_sampler_rejects_rewrites_whose_entity_no_longer_resolves(tmp_path: 
             assert t.original_request == asked[i] and t.request != asked[i]
         else:
             assert t.request == asked[i]
+
+
+def test_what_the_entity_check_cannot_read_is_taken_leniently() -> None:
+    from envkernel_kit.refine import Clue, Entity, ambiguous, says
+
+    assert says("with quantity 2.0 please", ["2"]) and not says("with quantity 12", ["2"]) and not says("unheld", ["held"])
+    rows = frozenset({"o1", "o2", "o3"})
+    order = Entity("order", "o1", rows, [Clue(["pending"], frozenset({"o1", "o2"})), Clue(["Desk Lamp"], frozenset({"o1", "o3"}))])
+    req = 'Cancel my pending "Desk Lamp" order.'
+    assert ambiguous(req, 'Please cancel my pending "Desk Lamp" order, thanks.', [order]) is None
+    assert ambiguous(req, 'Please cancel my "Desk Lamp" order.', [order]) == "the order without pending matches 2 rows"
+    # a clue the original says some other way ("waiting") is taken as still said
+    assert ambiguous('Cancel my waiting "Desk Lamp" order.', 'Cancel my "Desk Lamp" order.', [order]) is None
+    # an entity the original does not pick alone by its clues is not judged
+    loose = Entity("order", "o1", rows, [Clue(["pending"], frozenset({"o1", "o2"}))])
+    assert ambiguous("Cancel my pending order.", "Cancel my order.", [loose]) is None

@@ -4,9 +4,13 @@ others keep the original request, every task is still gated, and the counts say 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
+
+import msgspec
+import pytest
 
 from envkernel_kit.refine import check_rewrite, must_keep, must_not_show
 from envkernel_kit.scripted import ScriptedServer, completion
@@ -89,8 +93,6 @@ def _held_booking() -> tuple[list[Any], Any]:
 
 
 def test_a_rewrite_that_drops_the_disambiguating_attribute_is_rejected() -> None:
-    import asyncio
-
     from envkernel_chains.recheck import entities
     from envkernel_kit.refine import Refiner
     from envkernel_schemas import Outcome, PlantedRow, Task
@@ -102,7 +104,7 @@ def test_a_rewrite_that_drops_the_disambiguating_attribute_is_rejected() -> None
                "Plans changed: please cancel the held booking.",  # the owner dropped: only bk_2 is held in the seed
                "Plans changed: please cancel the held booking."]  # ... but a planted held booking fits too
     task = Task(id="t", env_id="e", request=req, calls=[], outcome=Outcome(mutates=True))
-    planted = msgspec_replace(task, planted=[PlantedRow(table="bookings", key="id", twin="bk_2", differs=["customer_id"],
+    planted = msgspec.structs.replace(task, planted=[PlantedRow(table="bookings", key="id", twin="bk_2", differs=["customer_id"],
                                                         row={"id": "bk_9", "customer_id": "cus_2", "status": "held", "nights": 2})])
 
     async def go() -> list[Any]:
@@ -124,13 +126,6 @@ def test_a_rewrite_that_drops_the_disambiguating_attribute_is_rejected() -> None
     assert "matches 2 rows" in with_planted.detail
 
 
-def msgspec_replace(task: Any, **changes: Any) -> Any:
-    """``task`` with ``changes``."""
-    import msgspec
-
-    return msgspec.structs.replace(task, **changes)
-
-
 STATUSES = re.compile(r"\b(pending|confirmed|shipped|delivered|cancelled) ")
 
 
@@ -138,13 +133,11 @@ def test_the_sampler_rejects_rewrites_whose_entity_no_longer_resolves(tmp_path: 
     """In-process sampling of the shipped shop (with planted near-duplicates): every other rewrite
     drops each order status word; those whose order needed it are ``ambiguous_entity`` and keep
     the original, the others (and every faithful rewrite) are kept and counted."""
-    import asyncio
-
     from envkernel_chains import Chains, ChainsSettings
     from envkernel_kit.testing import RunnerContext
     from envkernel_openapi import corpus_files, synthesize_file
 
-    process = __import__("pytest").importorskip("envkernel_process")
+    process = pytest.importorskip("envkernel_process")
     env = next(synthesize_file(f)[0] for f in corpus_files() if f.stem == "shop")
 
     def reply(body: dict[str, Any], n: int) -> Any:

@@ -4,9 +4,13 @@ others keep the original request, every task is still gated, and the counts say 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
+
+import msgspec
+import pytest
 
 from envkernel_kit.refine import check_rewrite, must_keep, must_not_show
 from envkernel_kit.scripted import ScriptedServer, completion
@@ -60,3 +64,123 @@ def test_a_run_keeps_good_rewrites_and_regates_them(envk) -> None:  # type: igno
         assert t["request"] == f"Hi there! {t['original_request']} Thanks so much."
     for t in tasks:
         assert "list_orders" not in t["request"] and t["request"] != "Please sort out my account."
+
+
+# -- entity phrases re-resolved (``ambiguous_entity``) ------------------------------------------------
+
+SEED = {
+    "customers": [{"id": "cus_1", "name": "Julia Verschuere"}, {"id": "cus_2", "name": "Ann Lee"}],
+    "bookings": [{"id": "bk_1", "customer_id": "cus_1", "status": "confirmed", "nights": 2},
+                 {"id": "bk_2", "customer_id": "cus_1", "status": "held", "nights": 2},
+                 {"id": "bk_3", "customer_id": "cus_2", "status": "confirmed", "nights": 5}],
+}
+
+
+def _held_booking() -> tuple[list[Any], Any]:
+    """The reference the sampler builds for "Julia Verschuere's held booking" (the row a cancel acts on), and the schema."""
+    from envkernel_chains.refs import Resolver
+    from envkernel_kit.tools import Schema
+
+    schema = Schema(tables=["customers", "bookings"], keys={"customers": "id", "bookings": "id"},
+                    refs={"bookings": {"customer_id": "customers"}})
+    res = Resolver(SEED, schema)
+    julia = res.describe("customers", "customer", "cus_1", [], [], SEED["customers"], SEED["customers"][0], [], [], [])
+    assert julia is not None and julia.title == "Julia Verschuere"
+    mine = [b for b in SEED["bookings"] if b["customer_id"] == "cus_1"]
+    booking = res.describe("bookings", "booking", "bk_2", [], [("customer_id", julia)], mine, mine[1], [], [], [])
+    assert booking is not None and booking.adjectives == ["held"]  # the status is what tells it from bk_1
+    return [booking], schema
+
+
+def test_a_rewrite_that_drops_the_disambiguating_attribute_is_rejected() -> None:
+    from envkernel_chains.recheck import entities
+    from envkernel_kit.refine import Refiner
+    from envkernel_schemas import Outcome, PlantedRow, Task
+
+    refs, schema = _held_booking()
+    req = "Please cancel Julia Verschuere's held booking."
+    replies = ["Could you cancel Julia Verschuere's booking? Plans changed.",  # two of her bookings fit
+               "Julia Verschuere here's held booking needs cancelling, plans changed.",  # still only bk_2
+               "Plans changed: please cancel the held booking.",  # the owner dropped: only bk_2 is held in the seed
+               "Plans changed: please cancel the held booking."]  # ... but a planted held booking fits too
+    task = Task(id="t", env_id="e", request=req, calls=[], outcome=Outcome(mutates=True))
+    planted = msgspec.structs.replace(task, planted=[PlantedRow(table="bookings", key="id", twin="bk_2", differs=["customer_id"],
+                                                        row={"id": "bk_9", "customer_id": "cus_2", "status": "held", "nights": 2})])
+
+    async def go() -> list[Any]:
+        with ScriptedServer(lambda body, n: completion(replies[n])) as server:
+            ref = Refiner(base_url=server.base_url, model="refiner", max_retries=0)
+            try:
+                return [await ref.refine(req, keep=["Julia Verschuere"] if i < 2 else [], forbid=[],
+                                         entities=entities(refs, SEED, t, schema))
+                        for i, t in enumerate([task, task, task, planted])]
+            finally:
+                await ref.aclose()
+
+    dropped, kept, seed_only, with_planted = asyncio.run(go())
+    assert (dropped.ok, dropped.verdict, dropped.text) == (False, "ambiguous_entity", req), dropped
+    assert "without held matches 2 rows" in dropped.detail
+    assert kept.ok and kept.verdict == "refined" and kept.text == replies[1]
+    assert seed_only.ok, seed_only  # "the held booking" still picks bk_2 alone in the seed
+    assert (with_planted.ok, with_planted.verdict) == (False, "ambiguous_entity"), with_planted
+    assert "matches 2 rows" in with_planted.detail
+
+
+STATUSES = re.compile(r"\b(pending|confirmed|shipped|delivered|cancelled) ")
+
+
+def test_the_sampler_rejects_rewrites_whose_entity_no_longer_resolves(tmp_path: Any) -> None:
+    """In-process sampling of the shipped shop (with planted near-duplicates): every other rewrite
+    drops each order status word; those whose order needed it are ``ambiguous_entity`` and keep
+    the original, the others (and every faithful rewrite) are kept and counted."""
+    from envkernel_chains import Chains, ChainsSettings
+    from envkernel_kit.testing import RunnerContext
+    from envkernel_openapi import corpus_files, synthesize_file
+
+    process = pytest.importorskip("envkernel_process")
+    env = next(synthesize_file(f)[0] for f in corpus_files() if f.stem == "shop")
+
+    def reply(body: dict[str, Any], n: int) -> Any:
+        original = body["messages"][-1]["content"]
+        return completion(f"Hi there! {original} Thanks." if n % 2 == 0 else "Hey! " + STATUSES.sub("", original))
+
+    async def sample(base_url: str) -> list[Any]:
+        runner = process.ProcessRunner()
+        try:
+            ctx = RunnerContext(runner, component="chains", out_dir=tmp_path)
+            settings = ChainsSettings(tasks_per_env=40, distractor_share=1.0, refine_base_url=base_url, refine_model="refiner")
+            return [t async for t in Chains(settings).sample(env, ctx)]
+        finally:
+            await runner.aclose()
+
+    with ScriptedServer(reply) as server:
+        tasks = asyncio.run(sample(server.base_url))
+        asked = [r["messages"][-1]["content"] for r in server.requests]
+    stats = json.loads((tmp_path / "envs" / "shop" / "sampling.json").read_text())["chains"]["refiner"]
+    assert len(asked) == len(tasks) == 40 and sum(stats.values()) == 40, stats
+    assert stats.get("ambiguous_entity", 0) >= 1 and stats["refined"] >= 20, stats
+    dropping = [i for i, t in enumerate(tasks) if i % 2 and STATUSES.search(asked[i])]
+    kept_back = [i for i in dropping if not tasks[i].original_request]
+    assert len(kept_back) == stats.get("ambiguous_entity", 0) + stats.get("lost_fact", 0), (stats, kept_back)
+    for i, t in enumerate(tasks):
+        assert (t.original_request or t.request) == asked[i]
+        if i not in kept_back:  # a faithful rewrite, or a dropped status nothing needed
+            assert t.original_request == asked[i] and t.request != asked[i]
+        else:
+            assert t.request == asked[i]
+
+
+def test_what_the_entity_check_cannot_read_is_taken_leniently() -> None:
+    from envkernel_kit.refine import Clue, Entity, ambiguous, says
+
+    assert says("with quantity 2.0 please", ["2"]) and not says("with quantity 12", ["2"]) and not says("unheld", ["held"])
+    rows = frozenset({"o1", "o2", "o3"})
+    order = Entity("order", "o1", rows, [Clue(["pending"], frozenset({"o1", "o2"})), Clue(["Desk Lamp"], frozenset({"o1", "o3"}))])
+    req = 'Cancel my pending "Desk Lamp" order.'
+    assert ambiguous(req, 'Please cancel my pending "Desk Lamp" order, thanks.', [order]) is None
+    assert ambiguous(req, 'Please cancel my "Desk Lamp" order.', [order]) == "the order without pending matches 2 rows"
+    # a clue the original says some other way ("waiting") is taken as still said
+    assert ambiguous('Cancel my waiting "Desk Lamp" order.', 'Cancel my "Desk Lamp" order.', [order]) is None
+    # an entity the original does not pick alone by its clues is not judged
+    loose = Entity("order", "o1", rows, [Clue(["pending"], frozenset({"o1", "o2"}))])
+    assert ambiguous("Cancel my pending order.", "Cancel my order.", [loose]) is None

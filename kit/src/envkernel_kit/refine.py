@@ -1,6 +1,7 @@
 """An optional LLM refiner: rewrites a task's request more naturally, and keeps it only if every fact survives.
 
-A sampler hands :meth:`Refiner.refine` the request it phrased, the facts the check needs
+A sampler hands :meth:`Refiner.refine` the request it phrased, the entities its phrases name
+(:class:`Entity`), the facts the check needs
 (:func:`must_keep`: every quoted value, every number, every literal argument and the speaker's
 name) and what the words must never show (:func:`must_not_show`: the answer, what the user holds
 back, ids). Any OpenAI-compatible model (through :class:`envkernel_kit.chat.ChatClient`) writes
@@ -8,8 +9,14 @@ the rewrite; it is then re-checked, and a rewrite that fails any check is droppe
 original kept (the verdict says why):
 
 - ``names_tool``: it names a tool;
-- ``lost_fact``: a fact of the original is missing (an entity phrase would no longer pick its
-  row, or a value to write is gone);
+- ``lost_fact``: a fact of the original is missing (a quoted value, a number, a literal
+  argument, the speaker's name: a value to write, or a word a phrase needs);
+- ``ambiguous_entity``: an entity phrase no longer picks exactly one row of the task's initial
+  state (the seed plus any planted rows): the rewrite dropped a describing attribute the row
+  needed (``the booking for Julia Verschuere`` for ``the held booking for Julia Verschuere``).
+  The sampler passes one :class:`Entity` per row the reference reads or acts on, each with its
+  :class:`Clue` s (the words of one constraint of its phrase and the rows that constraint fits);
+  the rows that fit every clue the rewrite still says must be the target alone;
 - ``added_fact``: it says a number or a quoted value the original did not (a changed value);
 - ``leaks``: it shows the answer, a held-back condition or an id;
 - ``unchanged`` / ``empty`` / ``model_failed``: nothing usable came back.
@@ -21,10 +28,10 @@ task's own checks.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PROMPT", "Refined", "Refiner", "must_keep", "must_not_show"]
+__all__ = ["PROMPT", "Clue", "Entity", "Refined", "Refiner", "ambiguous", "check_rewrite", "must_keep", "must_not_show", "says"]
 
 PROMPT = """Rewrite the user's request to an assistant so it sounds like a real person wrote it: natural, with the intent
 implicit where a person would leave it implicit (why they want it, not how to do it). Keep every name, every quoted
@@ -45,6 +52,75 @@ class Refined:
     verdict: str
     """``refined``, or why the original was kept (see the module docstring)."""
     detail: str = ""
+
+
+@dataclass
+class Clue:
+    """One constraint of an entity phrase: the words that say it and the rows it fits."""
+
+    words: list[str]
+    """Any of these in a text says it (``held``; a number matches as a number)."""
+    rows: frozenset[Any]
+    """Ids of the rows of the entity's table (in the task's initial state) that meet it."""
+
+
+@dataclass
+class Entity:
+    """A row the task's reference reads or acts on, and the clues its phrase gives."""
+
+    noun: str
+    target: Any
+    """The row's id (as in :attr:`Clue.rows`)."""
+    rows: frozenset[Any]
+    """Ids of every row of its table in the task's initial state."""
+    clues: list[Clue] = field(default_factory=list)
+
+
+def says(text: str, words: list[str]) -> bool:
+    """True when ``text`` says one of ``words`` (whole words, any case; numbers compared as numbers)."""
+    low = text.lower()
+    nums: set[float] | None = None
+    for w in words:
+        w = str(w).strip().lower()
+        if not w:
+            continue
+        if _NUM.fullmatch(w):
+            if nums is None:
+                nums = {float(x) for x in _NUM.findall(low)}
+            if float(w) in nums:
+                return True
+        elif re.search(rf"(?<!\w){re.escape(w)}(?!\w)", low):
+            return True
+    return False
+
+
+def ambiguous(request: str, text: str, entities: list[Entity]) -> str | None:
+    """Why ``text`` no longer picks each entity's row alone (None when it does).
+
+    A clue the original request does not visibly say (its words are phrased some other way) is
+    taken as still said; an entity the original itself does not pick alone by its clues is not
+    judged (the check cannot read that phrase)."""
+    for e in entities:
+        base, said = set(e.rows), []
+        for c in e.clues:
+            if says(request, c.words):
+                said.append(c)
+            else:
+                base &= c.rows
+        picked = set(base)
+        for c in said:
+            picked &= c.rows
+        if picked != {e.target}:
+            continue
+        left, dropped = set(base), []
+        for c in said:
+            if says(text, c.words):
+                left &= c.rows
+            else:
+                dropped.append(c.words[0])
+        if left != {e.target}:
+            return f"the {e.noun} without {', '.join(map(str, dropped))} matches {len(left)} rows"
+    return None
 
 
 def must_keep(request: str, literals: list[Any], names: list[str]) -> list[str]:
@@ -76,7 +152,8 @@ class Refiner:
         self.model, self.temperature, self.max_tokens = model, temperature, max_tokens
         self.client = ChatClient(base_url=base_url, api_key=api_key, request_timeout=request_timeout, max_retries=max_retries)
 
-    async def refine(self, request: str, *, keep: list[str], forbid: list[str], tool_pattern: re.Pattern[str] | None = None) -> Refined:
+    async def refine(self, request: str, *, keep: list[str], forbid: list[str], tool_pattern: re.Pattern[str] | None = None,
+                     entities: list[Entity] | None = None) -> Refined:
         """The rewrite of ``request`` if it passes every check, else the original with the reason."""
         body = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens,
                 "messages": [{"role": "system", "content": PROMPT}, {"role": "user", "content": request}]}
@@ -87,14 +164,15 @@ class Refiner:
             text = str((res.body or {})["choices"][0]["message"]["content"] or "").strip().strip('"').strip()
         except (KeyError, IndexError, TypeError):
             text = ""
-        return check_rewrite(request, text, keep=keep, forbid=forbid, tool_pattern=tool_pattern)
+        return check_rewrite(request, text, keep=keep, forbid=forbid, tool_pattern=tool_pattern, entities=entities)
 
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self.client.aclose()
 
 
-def check_rewrite(request: str, text: str, *, keep: list[str], forbid: list[str], tool_pattern: re.Pattern[str] | None = None) -> Refined:
+def check_rewrite(request: str, text: str, *, keep: list[str], forbid: list[str], tool_pattern: re.Pattern[str] | None = None,
+                  entities: list[Entity] | None = None) -> Refined:
     """The checks of a rewrite (see the module docstring)."""
     if not text or len(text) > 4 * len(request) + 200:
         return Refined(request, False, "empty", "no rewrite, or one far longer than the request")
@@ -106,6 +184,9 @@ def check_rewrite(request: str, text: str, *, keep: list[str], forbid: list[str]
     lost = [k for k in keep if k.lower() not in low]
     if lost:
         return Refined(request, False, "lost_fact", ", ".join(lost))
+    why = ambiguous(request, text, entities or [])
+    if why:
+        return Refined(request, False, "ambiguous_entity", why)
     have = {float(x) for x in _NUM.findall(request)}
     added = [x for x in _NUM.findall(text) if float(x) not in have] + [q for q in _QUOTED.findall(text) if q.lower() not in request.lower()]
     if added:

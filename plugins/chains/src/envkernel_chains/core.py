@@ -29,6 +29,8 @@ from .links import extract_elements
 from .outcome import changed_tables, row_key, same_rows, state_outcome, strip
 from .plant import distractors
 from .phrasing import Phraser, check_request, tool_pattern
+from .recheck import acted_refs
+from .refs import Ref
 from envkernel_kit.tools import Schema, schema_of, tool_infos
 
 if TYPE_CHECKING:  # networkx is imported where the graph is built (graph.build_graph), not at load
@@ -180,6 +182,8 @@ class GraphSampler:
         self.splits: Counter[str] = Counter()
         self.refined: Counter[str] = Counter()
         """Refiner verdicts: ``refined``, or why the original request was kept."""
+        self.described: dict[str, list[Ref]] = {}
+        """Task id -> the described references of its chain, kept for the refiner's re-check (only when a refiner is set)."""
         self.planting: Counter[str] = Counter()
         """Distractor planting: ``planted``, or why a task that was tried kept the seed state alone."""
         self._seen: set[bytes] = set()
@@ -388,8 +392,11 @@ class GraphSampler:
         return msgspec.structs.replace(planted, outputs=outputs, outcome=msgspec.structs.replace(got, answer=o.answer))
 
     async def refine(self, refiner: Any, task: Task) -> Task:
-        """The task with the refiner's rewrite of its request when every check passes, else as it was."""
+        """The task with the refiner's rewrite of its request when every check passes (each entity
+        phrase re-resolved against the task's initial state, :mod:`envkernel_chains.recheck`), else as it was."""
         from envkernel_kit.refine import must_keep, must_not_show
+
+        from .recheck import entities
 
         literals, ids = [], []
         for c in task.calls:
@@ -398,7 +405,8 @@ class GraphSampler:
                 (ids if params.get(k) is not None and params[k].is_id else literals).append(v)
         keep = must_keep(task.request, literals, [task.persona.get("name", "")])
         forbid = must_not_show(task.outcome.answer_facts, task.hidden, ids, task.request)
-        r = await refiner.refine(task.request, keep=keep, forbid=forbid, tool_pattern=self._tool_pattern)
+        found = entities(self.described.pop(task.id, []), self.seed_state, task, self.schema)
+        r = await refiner.refine(task.request, keep=keep, forbid=forbid, tool_pattern=self._tool_pattern, entities=found)
         self.refined[r.verdict] += 1
         return msgspec.structs.replace(task, request=r.text, original_request=task.request) if r.ok else task
 
@@ -548,8 +556,11 @@ class GraphSampler:
         else:
             outcome = msgspec.structs.replace(outcome, answer=phrased.answer)
         self._seen.add(digest)
-        return self._emit(calls, [s.output for s in steps], outcome, phrased.text, phrased.kind, phrased.skeleton, difficulty_of(steps),
+        task = self._emit(calls, [s.output for s in steps], outcome, phrased.text, phrased.kind, phrased.skeleton, difficulty_of(steps),
                           persona=phrased.persona)
+        if self.s.refine_base_url:
+            self.described[task.id] = acted_refs(steps)
+        return task
 
     # -- stats ---------------------------------------------------------------------------------------------
 
@@ -640,6 +651,7 @@ async def sample_env(cls: type[GraphSampler], settings: SamplerSettings, env: En
             since_new = 0
             if refiner is not None and refine_rng.random() < s.refine_share:
                 task = await gs.refine(refiner, task)
+            gs.described.pop(task.id, None)
             yield task
     if refiner is not None:
         await refiner.aclose()

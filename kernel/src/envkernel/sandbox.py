@@ -147,6 +147,7 @@ class SandboxPool:
         self._idle: dict[tuple[str, int, str], list[tuple[Sandbox, str]]] = {}
         self.opened = 0
         self.reused = 0
+        self._seed_states: dict[tuple[str, int, str], State] = {}
         self._digests: dict[int, tuple[EnvSpec, str]] = {}  # id(env) -> (env, digest): contexts keep one object per env
 
     def _key(self, runner: str, env: EnvSpec, seed: int) -> tuple[str, int, str]:
@@ -194,6 +195,14 @@ class SandboxPool:
                 idle.append(item)
             else:
                 await sb.close()
+
+    async def seed_state(self, runner: str, env: EnvSpec, *, seed: int = 0, run: str = "") -> State:
+        """The state a lent sandbox of ``env`` starts in (read from one the first time, then kept)."""
+        key = self._key(runner, env, seed)
+        if key not in self._seed_states:
+            async with self.lease(runner, env, seed=seed, run=run) as sb:
+                self._seed_states[key] = await sb.state()
+        return self._seed_states[key]
 
     async def release(self, run: str) -> None:
         """Close the idle sandboxes opened for ``run`` (it finished: nothing of it will lease them again)."""

@@ -502,7 +502,7 @@ class Worker:
         tools = [t for t in env.tools if not offered or t.name in offered]
         t0 = time.perf_counter()
         async with contextlib.AsyncExitStack() as stack:
-            async def lease() -> Sandbox:  # at the first call: half the gate's rollouts (do-nothing, mutants that do not apply) make none
+            async def lease() -> Sandbox:  # at the first call: ~40 % of a gate run's rollouts (do-nothing, mutants that do not apply) make none
                 sb = await stack.enter_async_context(ctx.sandbox(env))
                 if ev.task.planted:  # the task's own initial state: the seed plus its distractor rows
                     await sb.patch(ev.task.seed_patch())
@@ -517,10 +517,8 @@ class Worker:
                 raise tool_env.fault
             if not isinstance(traj, Trajectory):
                 raise PluginContractError(f"{ev.policy}.rollout returned {type(traj).__name__}, expected Trajectory")
-            if tool_env.sandbox is None and not ev.task.planted:  # no call: it ends in the seed state
-                state = await ctx.seed_state(env)
-            else:
-                state = await (tool_env.sandbox or await lease()).state()
+            no_call = tool_env.sandbox is None and not ev.task.planted  # then it ends in the seed state
+            state = await ctx.seed_state(env) if no_call else await (tool_env.sandbox or await lease()).state()
         return msgspec.structs.replace(
             traj, task_id=ev.task.id, policy=ev.policy, index=ev.index, calls=tool_env.records, final_state=state,
             seconds=traj.seconds or time.perf_counter() - t0,

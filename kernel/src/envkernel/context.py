@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,7 +15,7 @@ import structlog
 
 from envkernel_bus import Bus
 from envkernel_bus.subjects import event_subject
-from envkernel_schemas import CallRecord, EnvSpec, PolicyUpdate, RolloutRequested, RolloutStep, ToolCall, ToolError, ToolResult, ToolSpec, encode, event_id
+from envkernel_schemas import CallRecord, EnvSpec, PolicyUpdate, RolloutRequested, RolloutStep, State, ToolCall, ToolError, ToolResult, ToolSpec, encode, event_id
 
 from .config import RunConfig
 from .errors import SandboxError, UpdateError
@@ -106,6 +106,13 @@ class Context:
         finally:
             await sb.close()
 
+    async def seed_state(self, env: EnvSpec) -> State:
+        """The state ``env`` starts in (its seed): what a rollout that made no call ends in. Read once per pool."""
+        if self._pool is not None:
+            return await self._pool.seed_state(self.runner, env, seed=self.seed, run=self.run_id)
+        async with self.sandbox(env, fresh=True) as sb:
+            return await sb.state()
+
     async def env(self, env_id: str) -> EnvSpec:
         """A verified environment of this run, by id (from the object store)."""
         if env_id not in self._envs:
@@ -136,10 +143,12 @@ async def store_env(bus: Bus, run: str, env: EnvSpec) -> None:
 
 
 class RecordingToolEnv:
-    """The ToolEnv a policy sees: forwards calls to the sandbox and records each one."""
+    """The ToolEnv a policy sees: forwards calls to the sandbox and records each one. Given no
+    sandbox but a ``lease``, it leases one at the first call (a rollout that makes none needs none)."""
 
-    def __init__(self, sandbox: Sandbox, tools: list[ToolSpec]) -> None:
+    def __init__(self, sandbox: Sandbox | None, tools: list[ToolSpec], lease: Callable[[], Awaitable[Sandbox]] | None = None) -> None:
         self.sandbox = sandbox
+        self._lease = lease
         self.tools = tools
         self._names = {t.name for t in tools}
         self.records: list[CallRecord] = []
@@ -156,6 +165,8 @@ class RecordingToolEnv:
             result = ToolResult(ok=False, error=ToolError(code="invalid_arguments", message="arguments must be a JSON object"))
         else:
             try:
+                if self.sandbox is None:  # leased at the first call
+                    self.sandbox = await self._lease()  # type: ignore[misc]
                 result = await self.sandbox.call(name, arguments)
                 if result.error is not None and result.error.code == "crashed":
                     raise SandboxError(f"the sandbox crashed under tool call {name!r}: {result.error.message}")

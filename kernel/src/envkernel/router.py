@@ -16,7 +16,7 @@ import inspect
 import time
 import traceback
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -27,6 +27,8 @@ from nats.js.errors import ObjectNotFoundError
 
 from envkernel_bus import Bus, BusError, Consumer, Done, Output, Redeliver, last_delivery
 from envkernel_bus.subjects import EVENTS_PREFIX, STREAM, durable_name, kind_filter
+from envkernel_runtime.calls import call_role
+from envkernel_runtime.calls import close_instance as _close_instance
 from envkernel_schemas import (
     DecodeError,
     EnvRejected,
@@ -63,22 +65,9 @@ from .errors import EnvkernelError, InfraError, UpdateError, UpdateRefused
 from .plugins import Component, Registry
 from .roles import AppliesUpdates, Finishes, Updates, missing_methods
 from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, subject_of
-from .sandbox import SandboxPool, SandboxService
+from .sandbox import Sandbox, SandboxPool, SandboxService
 
 log = structlog.get_logger("envkernel.worker")
-
-
-async def _close_instance(inst: Any) -> None:
-    """Close a component instance (``aclose`` or ``close``, if it has one); failures are logged."""
-    closer = getattr(inst, "aclose", None) or getattr(inst, "close", None)
-    if closer is None:
-        return
-    try:
-        res = closer()
-        if inspect.isawaitable(res):
-            await res
-    except Exception as exc:  # noqa: BLE001
-        log.warning("component close failed", error=str(exc))
 
 
 class _Published:
@@ -94,22 +83,6 @@ def classify(exc: BaseException) -> str:
     if isinstance(exc, (InfraError, NatsError, BusError)):
         return "infra"
     return "update_refused" if isinstance(exc, UpdateRefused) else "plugin"
-
-
-async def call_role(fn: Any, *args: Any) -> Any:
-    """Call a role method: await it if async, else run it in a worker thread.
-
-    Async iterators and generators are drained into a list.
-    """
-    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
-        result = fn(*args)
-    else:
-        result = await asyncio.to_thread(fn, *args)
-    if inspect.isawaitable(result):
-        result = await result
-    if isinstance(result, AsyncIterator):
-        return [x async for x in result]
-    return result
 
 
 def _as_list(value: Any, kind: type, what: str) -> list[Any]:
@@ -528,10 +501,13 @@ class Worker:
         offered = set(ev.task.tools)
         tools = [t for t in env.tools if not offered or t.name in offered]
         t0 = time.perf_counter()
-        async with ctx.sandbox(env) as sb:
-            if ev.task.planted:  # the task's own initial state: the seed plus its distractor rows
-                await sb.patch(ev.task.seed_patch())
-            tool_env = RecordingToolEnv(sb, tools)
+        async with contextlib.AsyncExitStack() as stack:
+            async def lease() -> Sandbox:  # at the first call: ~40 % of a gate run's rollouts (do-nothing, mutants that do not apply) make none
+                sb = await stack.enter_async_context(ctx.sandbox(env))
+                if ev.task.planted:  # the task's own initial state: the seed plus its distractor rows
+                    await sb.patch(ev.task.seed_patch())
+                return sb
+            tool_env = RecordingToolEnv(None, tools, lease)
             try:
                 traj = await call_role(inst.rollout, ev, tool_env, ctx)
             except Exception:
@@ -541,7 +517,8 @@ class Worker:
                 raise tool_env.fault
             if not isinstance(traj, Trajectory):
                 raise PluginContractError(f"{ev.policy}.rollout returned {type(traj).__name__}, expected Trajectory")
-            state = await sb.state()
+            no_call = tool_env.sandbox is None and not ev.task.planted  # then it ends in the seed state
+            state = await ctx.seed_state(env) if no_call else await (tool_env.sandbox or await lease()).state()
         return msgspec.structs.replace(
             traj, task_id=ev.task.id, policy=ev.policy, index=ev.index, calls=tool_env.records, final_state=state,
             seconds=traj.seconds or time.perf_counter() - t0,

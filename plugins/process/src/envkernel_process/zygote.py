@@ -76,6 +76,8 @@ class Zygote:
         """Holds the fork server's log (``zygote.log``) while it runs."""
         self.spawned = 0
         self.starts = 0
+        self.packets = 0
+        """Fork requests sent (each carries up to 64 executors)."""
         self._proc: asyncio.subprocess.Process | None = None
         self._sock: socket.socket | None = None
         self._ids = itertools.count(1)
@@ -233,6 +235,7 @@ class Zygote:
                         raise OSError("the fork server stopped")
                     try:
                         socket.send_fds(sock, [packet], fds)
+                        self.packets += 1
                         break
                     except BlockingIOError:
                         await asyncio.sleep(0.001)
@@ -266,4 +269,4 @@ class Zygote:
 
     def info(self) -> dict[str, Any]:
         """What the fork server did so far (for the benchmark and the tests)."""
-        return {"pid": self.pid, "starts": self.starts, "spawned": self.spawned, "children": len(self._children)}
+        return {"pid": self.pid, "starts": self.starts, "spawned": self.spawned, "packets": self.packets, "children": len(self._children)}

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import gc
 import inspect
 import json
 import linecache
@@ -1682,12 +1681,6 @@ def _zygote(args) -> int:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    # Everything loaded so far goes to the permanent generation: a child's collections then never
-    # walk (and so never copy-on-write) the pages of the interpreter, this module and the engine. No
-    # collection first, and none in the zygote from now on (it makes no cycles): freed holes in its
-    # pages would be filled, and so copied, by every child (the recipe of `gc.freeze`'s documentation).
-    gc.disable()
-    gc.freeze()
     while True:
         ready = select.select([ctl, wake_r], [], [])[0]
         if wake_r in ready:
@@ -1757,7 +1750,6 @@ def _zygote_child(ctl: socket.socket, wake: tuple, parser: argparse.ArgumentPars
         for fd in wake:
             os.close(fd)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        gc.enable()
         os.setsid()
         proto, log, *lane = fds
         os.dup2(log, 1)

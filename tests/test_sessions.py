@@ -53,6 +53,17 @@ SOURCE = textwrap.dedent("""
     def die(env):
         os.kill(os.getpid(), signal.SIGKILL)
 
+    def sockets(env):
+        import stat
+        found = []
+        for fd in range(1024):
+            try:
+                if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                    found.append(fd)
+            except OSError:
+                pass
+        return found
+
     def hang(env):
         import time
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # past the executor's own timeout
@@ -62,7 +73,7 @@ SOURCE = textwrap.dedent("""
 COUNTER = EnvSpec(
     id="counter-test",
     name="counter",
-    tools=[ToolSpec(name=n) for n in ("step", "who", "signal_parent", "connect", "fail", "die", "hang")],
+    tools=[ToolSpec(name=n) for n in ("step", "who", "signal_parent", "connect", "fail", "die", "hang", "sockets")],
     behaviour=CodeBehaviour(source=SOURCE),
     seed_sql="CREATE TABLE counter (n INTEGER NOT NULL); INSERT INTO counter VALUES (0);",
 )
@@ -119,6 +130,26 @@ async def test_forked_sandboxes_are_isolated_from_each_other_and_the_host() -> N
     finally:
         await runner.aclose()
         listener.close()
+
+
+async def test_a_burst_of_opens_is_forked_in_batches_and_no_executor_holds_another_ones_sockets() -> None:
+    """40 opens at once go to the zygote as a few packets (one fork request carries many
+    executors' descriptors), and each executor keeps only its own protocol socket and lane."""
+    runner = ProcessRunner()
+    try:
+        alone = await runner.open(COUNTER, 0)
+        own = (await alone.call("sockets", {})).value
+        zygote = runner.zygote
+        assert zygote is not None and len(own) == 2, own  # its protocol socket and its direct lane
+        sent = zygote.packets
+        burst = await asyncio.gather(*(runner.open(COUNTER, 0) for _ in range(40)))
+        assert zygote.packets - sent < 40, "every open was a packet of its own"
+        held = [(await s.call("sockets", {})).value for s in burst]
+        assert all(len(h) == len(own) for h in held), held  # (the numbers differ: not the count)
+        whos = [(await s.call("who", {})).value for s in burst]
+        assert len({w["uid"] for w in whos}) == 40 and len({w["cwd"] for w in whos}) == 40
+    finally:
+        await runner.aclose()
 
 
 async def test_forked_executors_are_replaced_reaped_and_cleaned_up() -> None:

@@ -1651,13 +1651,15 @@ def _run(args, conn: socket.socket | None, lane: socket.socket | None = None) ->
 # ``--zygote`` makes this file a fork server for the ``process`` runner: started once (as the
 # runner's user, unconfined, never running environment code), it has the interpreter, this module,
 # the engine and ctypes loaded. Its stdin is a SOCK_SEQPACKET control socket. Each request is one
-# packet, ``{"id": n, "argv": [executor options], "env": {...}}``, carrying two or three descriptors
-# (SCM_RIGHTS): the new executor's protocol socket, its log, and optionally its direct lane (see
-# ``_serve_lanes``). The zygote forks; the child starts
+# packet, ``{"batch": [{"id": n, "argv": [executor options], "env": {...}, "nfds": 2 or 3}, ...]}``,
+# carrying each executor's two or three descriptors in order (SCM_RIGHTS): its protocol socket, its
+# log, and optionally its direct lane (see ``_serve_lanes``). The zygote forks one child per item; each
+# starts
 # a session of its own, points stdout/stderr at the log, and runs exactly what a freshly started
 # executor runs (``_run``: namespaces, cgroups, rlimits, tmpfs, Landlock, uid, seccomp, in that
-# order) before it serves the protocol on its socket. The zygote answers ``{"id": n, "pid": p}``
-# and later ``{"exit": p, "code": c}`` (a negative code: killed by that signal) when it reaps it.
+# order) before it serves the protocol on its socket. The zygote answers ``{"forked": [[n, pid], ...],
+# "errors": [[n, why], ...]}`` per packet, and later ``{"exits": [[pid, code], ...]}`` (a negative
+# code: killed by that signal) when it reaps them.
 # Its children die with it (parent-death signal), and it dies with the runner.
 
 
@@ -1683,6 +1685,7 @@ def _zygote(args) -> int:
         ready = select.select([ctl, wake_r], [], [])[0]
         if wake_r in ready:
             os.read(wake_r, 4096)
+            exits = []
             while True:
                 try:
                     pid, status = os.waitpid(-1, os.WNOHANG)
@@ -1690,49 +1693,79 @@ def _zygote(args) -> int:
                     break
                 if pid == 0:
                     break
-                ctl.send(json.dumps({"exit": pid, "code": os.waitstatus_to_exitcode(status)}).encode())
-        if ctl in ready:
-            data, fds, _flags, _addr = socket.recv_fds(ctl, 1 << 20, 3)
+                exits.append([pid, os.waitstatus_to_exitcode(status)])
+            if exits:
+                ctl.send(json.dumps({"exits": exits}).encode())
+        # every request already queued is forked in this wake-up (opens come in bursts)
+        queued = ctl in ready
+        while queued:
+            data, fds, _flags, _addr = socket.recv_fds(ctl, 1 << 20, _ZYGOTE_MAX_FDS)  # (its flags are ignored in 3.11: no MSG_DONTWAIT)
+            queued = bool(select.select([ctl], [], [], 0)[0])
             if not data:
                 return 0  # the runner closed it: children die with us
             try:
                 req = json.loads(data)
-                if len(fds) not in (2, 3):
-                    raise ValueError(f"expected 2 or 3 descriptors, got {len(fds)}")
-                pid = os.fork()
+                items = req["batch"] if isinstance(req, dict) and "batch" in req else [req]
+                if sum(int(it.get("nfds") or len(fds)) for it in items) != len(fds):
+                    raise ValueError(f"the requests name {sum(int(it.get('nfds') or 0) for it in items)} descriptors, got {len(fds)}")
             except Exception as exc:  # noqa: BLE001 - reported to the runner
                 for fd in fds:
                     os.close(fd)
-                ctl.send(json.dumps({"id": req.get("id") if isinstance(req, dict) else None, "error": f"{type(exc).__name__}: {exc}"}).encode())
+                ctl.send(json.dumps({"forked": [], "errors": [[None, f"{type(exc).__name__}: {exc}"]]}).encode())
                 continue
-            if pid == 0:
-                code = 70
+            forked, errors, at = [], [], 0
+            for item in items:
+                n = int(item.get("nfds") or len(fds))
+                own, at = fds[at : at + n], at + n
                 try:
-                    ctl.close()
-                    signal.set_wakeup_fd(-1)
-                    for fd in (wake_r, wake_w):
+                    if n not in (2, 3):
+                        raise ValueError(f"expected 2 or 3 descriptors, got {n}")
+                    pid = os.fork()
+                except Exception as exc:  # noqa: BLE001 - reported to the runner
+                    for fd in own:
                         os.close(fd)
-                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                    os.setsid()
-                    proto, log, *lane = fds
-                    os.dup2(log, 1)
-                    os.dup2(log, 2)
-                    os.close(log)
-                    os.environ.clear()
-                    os.environ.update(req.get("env") or {})
-                    child = parser.parse_args(req.get("argv") or [])
-                    child.parent_pid = os.getppid()  # the zygote: it dies with the runner
-                    code = _run(child, socket.socket(fileno=proto), socket.socket(fileno=lane[0]) if lane else None)
-                except BaseException as exc:  # noqa: BLE001 - reported in the log
-                    try:
-                        os.write(2, f"envkernel executor (forked): {type(exc).__name__}: {exc}\n".encode())
-                    except OSError:
-                        pass
-                os._exit(code)
-            for fd in fds:
-                os.close(fd)
-            ctl.send(json.dumps({"id": req.get("id"), "pid": pid}).encode())
+                    errors.append([item.get("id"), f"{type(exc).__name__}: {exc}"])
+                    continue
+                if pid == 0:
+                    _zygote_child(ctl, (wake_r, wake_w), parser, item, own, fds[at:])
+                for fd in own:
+                    os.close(fd)
+                forked.append([item.get("id"), pid])
+            ctl.send(json.dumps({"forked": forked, "errors": errors}).encode())
 
+
+_ZYGOTE_MAX_FDS = 3 * 64
+"""Descriptors one request to the zygote may carry: a batch of up to 64 executors, 3 each (SCM_RIGHTS takes at most 253)."""
+
+
+def _zygote_child(ctl: socket.socket, wake: tuple, parser: argparse.ArgumentParser, req: dict, fds: list, others: list) -> None:
+    """In a child the zygote just forked: drop the zygote's descriptors (and those of the sandboxes
+    later in its batch), then confine and serve as ``req`` asks (see :func:`_run`); never returns."""
+    code = 70
+    try:
+        ctl.close()
+        for fd in others:  # the next sandboxes' sockets: never this one's
+            os.close(fd)
+        signal.set_wakeup_fd(-1)
+        for fd in wake:
+            os.close(fd)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        proto, log, *lane = fds
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        os.environ.clear()
+        os.environ.update(req.get("env") or {})
+        child = parser.parse_args(req.get("argv") or [])
+        child.parent_pid = os.getppid()  # the zygote: it dies with the runner
+        code = _run(child, socket.socket(fileno=proto), socket.socket(fileno=lane[0]) if lane else None)
+    except BaseException as exc:  # noqa: BLE001 - reported in the log
+        try:
+            os.write(2, f"envkernel executor (forked): {type(exc).__name__}: {exc}\n".encode())
+        except OSError:
+            pass
+    os._exit(code)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -217,21 +217,16 @@ class ProcessSession(ExecutorSession):
         """What the executor reported it applied (uid, cgroups, rlimits, landlock, tmpfs)."""
         s = runner.settings
         support = runner.support
-        self._folder = tempfile.mkdtemp(prefix=f"envk-{session_id}-")
+        # named now, made by the first start in a thread with the cgroups (see _prepare): 512 opens at
+        # once spent 15 % of the event loop in mkdtemp, the owner file, mkdir and chown
+        self._folder = os.path.join(tempfile.gettempdir(), f"envk-{session_id}-{secrets.token_hex(4)}")
         self._work = os.path.join(self._folder, "work")
         self._res = _Resources(self._folder)
         self._finalizer = weakref.finalize(self, self._res.cleanup)
-        with open(os.path.join(self._folder, OWNER_FILE), "w") as f:  # for the sweep after a crash
-            f.write(owner_stamp())
-        os.mkdir(self._work, 0o700)
         self._tmpfs = bool(s.isolate and support.unshare)
         if s.isolate and support.root:
-            # The executor drops to this uid; the folder above `work` stays the runner's (the
-            # executor log lives there, out of the sandbox's reach) but can be passed through.
             self._res.uid_base = s.uid_base
             self._res.uid = uid_pool(s.uid_base).acquire()
-            os.chown(self._work, self._res.uid, self._res.uid)
-            os.chmod(self._folder, 0o711)
         if s.isolate and support.cgroups:
             self._res.cgroup = Cgroup(f"envk-{session_id}", support, s.memory_mb * 1024 * 1024, s.max_processes, s.cpus)
         self._proc: asyncio.subprocess.Process | ZygoteChild | None = None
@@ -272,6 +267,27 @@ class ProcessSession(ExecutorSession):
         await asyncio.shield(self._cleanup)
         self._finalizer.detach()
         self._runner._sessions.discard(self)
+
+    def _prepare(self) -> None:
+        """Make the sandbox's folder (first start) and its cgroups (blocking: run in a thread)."""
+        if not os.path.isdir(self._work):
+            try:
+                os.mkdir(self._folder, 0o700)
+                with open(os.path.join(self._folder, OWNER_FILE), "w") as f:  # for the sweep after a crash
+                    f.write(owner_stamp())
+                os.mkdir(self._work, 0o700)
+                if self._res.uid is not None:
+                    # The executor drops to this uid; the folder above `work` stays the runner's (the
+                    # executor log lives there, out of the sandbox's reach) but can be passed through.
+                    os.chown(self._work, self._res.uid, self._res.uid)
+                    os.chmod(self._folder, 0o711)
+            except OSError as exc:
+                raise SandboxError(f"cannot make the sandbox's folder {self._folder}: {exc}; check that the temp folder is writable") from None
+        if self._res.cgroup is not None:
+            try:
+                self._res.cgroup.ensure()
+            except OSError as exc:
+                raise SandboxError(f"cannot set up the sandbox's cgroup {self._res.cgroup.name}: {exc}") from None
 
     def _options(self) -> list[str]:
         """The executor's command-line options (limits and confinement) for this sandbox."""
@@ -331,13 +347,10 @@ class ProcessSession(ExecutorSession):
             if not self._tmpfs:  # a private tmpfs died with the old executor; this folder did not
                 _empty_folder(self._work)
             self._res.new_uid(self._work)
-        if self._res.cgroup is not None:
-            try:
-                # in a thread: a memory cgroup's mkdir takes the kernel half a millisecond, which would
-                # hold every other open up (512 at once spent 1.3 s of the event loop in mkdir)
-                await asyncio.to_thread(self._res.cgroup.ensure)
-            except OSError as exc:
-                raise SandboxError(f"cannot set up the sandbox's cgroup {self._res.cgroup.name}: {exc}") from None
+        if self._res.cgroup is not None or not os.path.isdir(self._work):
+            # in a thread: a memory cgroup's mkdir takes the kernel half a millisecond, which would
+            # hold every other open up (512 at once spent 1.3 s of the event loop in mkdir)
+            await asyncio.to_thread(self._prepare)
         env = self._environment()
         self._generation += 1
         fd = os.open(os.path.join(self._folder, "executor.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)

@@ -34,6 +34,10 @@ _KILLED = -9
 """The code of a child whose zygote died: its parent-death signal (SIGKILL) killed it."""
 
 
+_BATCH = 64
+"""Fork requests per packet to the zygote (3 descriptors each; its ``_ZYGOTE_MAX_FDS`` is 3 x 64)."""
+
+
 class ZygoteChild:
     """An executor forked by the zygote, seen as a process: ``pid``, ``returncode``, ``wait()``,
     and its protocol streams as ``stdout`` (reader) and ``stdin`` (writer)."""
@@ -72,6 +76,8 @@ class Zygote:
         """Holds the fork server's log (``zygote.log``) while it runs."""
         self.spawned = 0
         self.starts = 0
+        self.packets = 0
+        """Fork requests sent (each carries up to 64 executors)."""
         self._proc: asyncio.subprocess.Process | None = None
         self._sock: socket.socket | None = None
         self._ids = itertools.count(1)
@@ -79,6 +85,8 @@ class Zygote:
         self._children: dict[int, ZygoteChild] = {}
         self._early: dict[int, int] = {}  # exits reported before the child was registered
         self._lock = asyncio.Lock()
+        self._queue: list[tuple[dict[str, Any], list[int]]] = []  # fork requests not sent yet, with the descriptors they carry
+        self._flusher: asyncio.Future[None] | None = None
 
     @property
     def pid(self) -> int | None:
@@ -132,20 +140,23 @@ class Zygote:
                 self._lost("it exited")
                 return
             msg = json.loads(data)
-            if "exit" in msg:
-                pid, code = int(msg["exit"]), int(msg["code"])
+            for pid, code in msg.get("exits") or ():
                 child = self._children.pop(pid, None)
                 if child is None:
                     self._early[pid] = code
                 else:
                     child.exited(code)
-                continue
-            fut = self._pending.pop(int(msg.get("id") or 0), None)
-            if fut is not None and not fut.done():
-                if "pid" in msg:
-                    fut.set_result(int(msg["pid"]))
-                else:
-                    fut.set_exception(ZygoteError(f"the executor fork server could not fork: {msg.get('error')}"))
+            for rid, pid in msg.get("forked") or ():
+                fut = self._pending.pop(int(rid or 0), None)
+                if fut is not None and not fut.done():
+                    fut.set_result(int(pid))
+            for rid, why in msg.get("errors") or ():
+                failed = [self._pending.pop(int(rid))] if rid is not None and int(rid) in self._pending else []
+                if rid is None:  # a packet it could not read: every request in it fails
+                    failed, self._pending = list(self._pending.values()), {}
+                for fut in failed:
+                    if not fut.done():
+                        fut.set_exception(ZygoteError(f"the executor fork server could not fork: {why}"))
 
     def _log_tail(self) -> str:
         try:
@@ -172,6 +183,10 @@ class Zygote:
             if not fut.done():
                 fut.set_exception(ZygoteError(f"the executor fork server is gone ({why})"))
         self._pending.clear()
+        for _item, owned in self._queue:
+            for fd in owned:
+                os.close(fd)
+        self._queue.clear()
         for child in self._children.values():
             child.exited(_KILLED)
         self._children.clear()
@@ -181,25 +196,16 @@ class Zygote:
         """Fork a confined executor with these executor options and environment; ``log_fd`` becomes
         its stdout and stderr; ``lane_fd``, when given, is its direct lane (a second protocol socket
         that takes tool calls, for a client on this host)."""
-        sock = await self._ensure()
+        await self._ensure()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         rid = next(self._ids)
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._pending[rid] = fut
-        packet = json.dumps({"id": rid, "argv": argv, "env": env}).encode()
-        try:
-            while True:
-                try:
-                    socket.send_fds(sock, [packet], [theirs.fileno(), log_fd, *([lane_fd] if lane_fd is not None else [])])
-                    break
-                except BlockingIOError:
-                    await asyncio.sleep(0.001)
-                except OSError as exc:
-                    self._pending.pop(rid, None)
-                    self._lost(f"sending failed: {exc}")
-                    raise ZygoteError(f"the executor fork server is gone: {exc}") from None
-        finally:
-            theirs.close()
+        fds = [theirs.fileno(), log_fd, *([lane_fd] if lane_fd is not None else [])]
+        # the caller closes log_fd and lane_fd once this returns, so they go in the queue as copies
+        self._queue.append(({"id": rid, "argv": argv, "env": env, "nfds": len(fds)}, [theirs.detach(), *(os.dup(fd) for fd in fds[1:])]))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush())
         try:
             pid = await fut
         except BaseException:
@@ -213,6 +219,35 @@ class Zygote:
         else:
             self._children[pid] = child
         return child
+
+    async def _flush(self) -> None:
+        """Send the queued fork requests, up to 64 per packet: a burst of opens (512 at once) is a
+        few packets, where one packet each filled the socket's queue (10 packets) and waited on it."""
+        await asyncio.sleep(0)  # the opens started in this same turn of the loop join the batch
+        while self._queue:
+            batch, self._queue = self._queue[:_BATCH], self._queue[_BATCH:]
+            packet = json.dumps({"batch": [item for item, _ in batch]}).encode()
+            fds = [fd for _, owned in batch for fd in owned]
+            try:
+                while True:
+                    sock = self._sock
+                    if sock is None:
+                        raise OSError("the fork server stopped")
+                    try:
+                        socket.send_fds(sock, [packet], fds)
+                        self.packets += 1
+                        break
+                    except BlockingIOError:
+                        await asyncio.sleep(0.001)
+            except OSError as exc:
+                for item, _ in batch:
+                    fut = self._pending.pop(item["id"], None)
+                    if fut is not None and not fut.done():
+                        fut.set_exception(ZygoteError(f"the executor fork server is gone: {exc}"))
+                self._lost(f"sending failed: {exc}")
+            finally:
+                for fd in fds:
+                    os.close(fd)
 
     async def aclose(self) -> None:
         """Stop the fork server (its children die with it)."""
@@ -234,4 +269,4 @@ class Zygote:
 
     def info(self) -> dict[str, Any]:
         """What the fork server did so far (for the benchmark and the tests)."""
-        return {"pid": self.pid, "starts": self.starts, "spawned": self.spawned, "children": len(self._children)}
+        return {"pid": self.pid, "starts": self.starts, "spawned": self.spawned, "packets": self.packets, "children": len(self._children)}

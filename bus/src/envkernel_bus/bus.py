@@ -436,10 +436,24 @@ class Bus:
         if to:
             await self.nc.publish(to, alive.encode())
 
-    async def request_claimed(self, subject: str, data: bytes, timeout: float, every: float = 2.0) -> Any:
+    async def request_claimed(self, subject: str, data: bytes, timeout: float, every: float = 2.0, grace: float = 3.0) -> Any:
         """A core request to a queue group whose taker says who it is (:meth:`claim`), so that it fails at
         once with :class:`ResponderGone` when the taker dies before it answers (a kill -9 mid-open), instead
-        of waiting out ``timeout``: once claimed, the taker's liveness subject is pinged every ``every`` s."""
+        of waiting out ``timeout``: once claimed, the taker's liveness subject is pinged every ``every`` s.
+        "No responders" is asked again for up to ``grace`` s (a service starting, or re-subscribing after a
+        reconnect); past that it is raised."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(grace, timeout)
+        while True:
+            try:
+                return await self._request_claimed(subject, data, timeout, every)
+            except NoRespondersError:
+                if loop.time() >= deadline:
+                    raise
+                log.debug("no responders yet; asking again", subject=subject)
+                await asyncio.sleep(0.1)
+
+    async def _request_claimed(self, subject: str, data: bytes, timeout: float, every: float) -> Any:
         inbox, taker = self.nc.new_inbox(), asyncio.get_running_loop().create_future()
 
         async def on_claim(m: Any) -> None:

@@ -516,7 +516,7 @@ def test_forged_events_neither_end_nor_hang_a_run(envk, nats_server: str) -> Non
 
 def test_a_worker_releases_a_finished_runs_sandboxes(envk, nats_server: str, worker_process, processes_mentioning) -> None:
     with worker_process("process,baselines,traceoutcome"):
-        (pid,) = processes_mentioning("worker --plugins process,baselines,traceoutcome")
+        (pid,) = processes_mentioning(f"worker --plugins process,baselines,traceoutcome --nats-url {nats_server}")  # this test's worker only
         run = envk.run("--nats-url", nats_server, "-G", "8", run_id="release")
         assert run.proc.returncode == 0, run.proc.stderr[-3000:]
         def sandboxes() -> list[int]:  # the executors; not the runner's zygote (its child, which forks them)

@@ -61,6 +61,16 @@ def _one_line(text: str) -> str:
     return " ".join((text or "").split())
 
 
+class _NotATool:
+    """A method that TRL does not take for a tool: read on the class it is this object, not a function."""
+
+    def __init__(self, func: Any, doc: str) -> None:
+        self.func, self.__doc__ = func, doc
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        return self if obj is None else self.func.__get__(obj, owner)
+
+
 class EnvkernelTRLEnv:
     """Base of the classes :func:`environment_factory` makes: one server session per instance."""
 
@@ -108,15 +118,18 @@ class EnvkernelTRLEnv:
         reward = self._s().state().get("reward")
         return float(reward) if reward is not None else 0.0
 
-    def close(self) -> None:
-        """Close the session (its sandbox goes back to the server's pool)."""
+    def _close(self) -> None:
         if self._session is not None:
             self._session.close()
             self._session = None
 
+    # ``close`` is not a plain function on the class: TRL offers every public function of the class
+    # (but ``reset`` and ``get_reward``) to the model as a tool, and closing the session is not one.
+    close = _NotATool(_close, "Close the session (its sandbox goes back to the server's pool).")
+
     def __del__(self) -> None:
         try:
-            self.close()
+            self._close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
@@ -133,6 +146,9 @@ def _submit_answer(self, answer: str) -> str:  # type: ignore[no-untyped-def]  #
     self._done = True
     self._submitted = float(data["reward"]) if data.get("reward") is not None else 0.0
     return "submitted"
+
+
+_submit_answer.__name__ = _submit_answer.__qualname__ = "submit_answer"
 
 
 def _tool_method(tool: dict[str, Any]) -> tuple[str, Any]:
@@ -183,7 +199,7 @@ def environment_factory(url: str, *, answer_tool: bool = True, timeout: float = 
             raise ValueError(f"tool {tool['name']!r} would clash with a method of the environment class; rename it")
         namespace[ident] = method
     if answer_tool:
-        namespace["submit_answer"] = _submit_answer
+        namespace["submit_answer"] = _submit_answer  # its __name__ is the tool's name TRL shows the model
     return type("EnvkernelEnvironment", (EnvkernelTRLEnv,), namespace)
 
 

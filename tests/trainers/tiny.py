@@ -8,9 +8,17 @@ and the sequences are short; any other text still encodes, byte by byte.
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
-from trl.chat_template_utils import qwen2_5_chat_template
+
+# The file trl.chat_template_utils reads (and compares a tokenizer's template with), read here
+# without importing trl (seconds of imports that the verl script does not need).
+_trl = importlib.util.find_spec("trl")
+assert _trl is not None and _trl.submodule_search_locations, "trl is not installed in this venv"
+qwen2_5_chat_template = (Path(next(iter(_trl.submodule_search_locations))) / "chat_templates" / "qwen2_5.jinja").read_text(encoding="utf-8")
 
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 MARKERS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WHEEL="${ENVKERNEL_TORCH_WHEEL:-/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl}"
-VENV=.venv-trainers
+VENV="${ENVKERNEL_TRAINERS_VENV:-.venv-trainers}"
 rm -f "$VENV.skip" "$VENV/.ready"
 if [ ! -f "$WHEEL" ]; then
   msg="the CPU torch wheel $WHEEL is missing, so the trainers venv (TRL, verl) was not made; put a CPU torch 2.13 wheel there (or set ENVKERNEL_TORCH_WHEEL) and run scripts/install-trainers.sh"

@@ -21,9 +21,12 @@ class for the tools of a running server:
 * ``submit_answer(answer)`` ends the episode with the final answer (read-only tasks are scored on
   it); ``get_reward()`` is the task's check, computed by the server.
 
-TRL itself is not a dependency (installing it pulls torch): the class follows the interface of
-TRL's ``grpo_trainer.py`` (the ``_SupportsReset`` protocol and the ``environment_factory``
-docstring), and the tests drive it the way that code does.
+TRL offers the model every public *function* of the class; ``close`` (ending the session) is
+therefore not one on the class (it is still ``instance.close()``), so the model is never offered it.
+
+TRL is not a dependency of this package (it pulls torch). tests/test_trainers.py runs a real
+``GRPOTrainer`` step (TRL 1.16, CPU torch, in the separate ``.venv-trainers``) with this class
+against a live server and checks that the trainer's reward is the server's; see docs/serve.md.
 """
 
 from __future__ import annotations

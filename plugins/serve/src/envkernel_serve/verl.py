@@ -34,8 +34,11 @@ Apache-2.0), whose ``BaseTool`` declares::
 
 (older verl releases return only the instance id from ``create`` and a ``str`` or dict response
 from ``execute``; the agent loop unpacks ``instance_id, _ = await tool.create(...)``, which this
-class answers). The tests drive it through exactly these calls, since verl itself cannot be
-installed here.
+class answers). tests/test_trainers.py loads these tools with verl 0.9.1's own
+``initialize_tools_from_config`` and plays episodes with :mod:`envkernel_serve.verl_agent` (verl's
+``ToolAgentLoop`` with the episode made explicit: the session opened at the row's task before the
+first generation, the final answer submitted, the server's reward as the trajectory's
+``reward_score``).
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def played(envk_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     for k, p in procs.items():
         assert p.returncode == 0, f"{k} failed:\n{logs[k][-4000:]}"
         results[k] = json.loads((out / f"{k}.json").read_text())
-    return SimpleNamespace(mutating=mutating, read_only=read_only, **results)
+    return SimpleNamespace(mutating=mutating, read_only=read_only, url=running.url, **results)
 
 
 def test_trl_grpo_trainer_step_takes_the_environments_reward(played: Any) -> None:
@@ -103,7 +103,8 @@ def test_verl_tools_and_agent_loop(played: Any) -> None:
     assert verl["registry"]["envkernel_agent"] == {"_target_": "envkernel_serve.verl_agent.EnvkernelAgentLoop"}
     by_task = {r["task_id"]: r for r in verl["results"]}
     full = by_task[played.mutating.id]
-    assert full["loop_class"] == "EnvkernelAgentLoop"
+    assert full["loop_class"] == "EnvkernelAgentLoop" and full["loop_url"] == played.url  # `url:` of the agent-loop config
+    assert full["loop_tools"] == sorted(t["name"] for t in verl["tools"])  # read from the server: no tool config given
     # the scripted model replays the 3 reference calls, one per turn, in one trajectory's sandbox: the task's check is 1
     assert full["reward_score"] == 1.0 and full["envkernel"]["step_count"] == len(played.mutating.calls)
     assert full["num_turns"] == 2 * len(played.mutating.calls) + 2  # user, (assistant, tool) x 3, final assistant

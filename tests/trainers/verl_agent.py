@@ -96,6 +96,15 @@ async def main(url: str, run_dir: str, scripted_tasks: str, out: str) -> None:
     tokenizer = make_tokenizer(corpus, vocab_size=3000)
     cfg = config()
     rows = {r["extra_info"]["task_id"]: r for r in dataset_rows(run_dir, agent_name="envkernel_agent")}
+    registered = {k: dict(v) for k, v in _agent_loop_registry.items()}  # what register() put there
+    # The agent-loop config file, loaded as AgentLoopWorker loads agent_loop_config_path: the entry
+    # (name, _target_, url) replaces the registered one, and hydra passes `url` to the loop.
+    loops_yaml = os.path.join(os.path.dirname(tools_yaml), "agent_loops.yaml")
+    with open(loops_yaml, "w") as f:
+        yaml.safe_dump([{"name": "envkernel_agent", "_target_": "envkernel_serve.verl_agent.EnvkernelAgentLoop", "url": url}], f)
+    for entry in OmegaConf.load(loops_yaml):
+        _agent_loop_registry[entry.name] = entry
+    scripted_ids = {t["id"] for t in scripted}
     with ScriptedServer(Oracle(scripted)) as llm:
         gen = ScriptedModelServer(llm.base_url, tokenizer, [t["request"] for t in tasks])
 
@@ -104,10 +113,12 @@ async def main(url: str, run_dir: str, scripted_tasks: str, out: str) -> None:
             loop = hydra.utils.instantiate(  # as verl's AgentLoopWorker._run_agent_loop builds it
                 config=_agent_loop_registry[row["agent_name"]], trainer_config=DictConfigWrap(config=cfg), server_manager=gen,
                 tokenizer=tokenizer, processor=None, hf_model_type=None, dataset_cls=RLHFDataset,
-                data_config=DictConfigWrap(cfg.data), tools=ToolListWrap(tools))
+                data_config=DictConfigWrap(cfg.data),
+                # the scripted task's loop reads its tools from the server (no tool config), the other's from verl's loader
+                tools=ToolListWrap([] if task["id"] in scripted_ids else tools))
             output = await loop.run({"temperature": 1.0}, raw_prompt=row["prompt"], extra_info=row["extra_info"],
                                     tools_kwargs=row["extra_info"]["tools_kwargs"])
-            return {"task_id": task["id"], "loop_class": type(loop).__name__, "reward_score": output.reward_score,
+            return {"task_id": task["id"], "loop_class": type(loop).__name__, "loop_url": loop.url, "loop_tools": sorted(loop.tools), "reward_score": output.reward_score,
                     "num_turns": output.num_turns, "envkernel": output.extra_fields.get("envkernel"),
                     "masked_tokens": output.response_mask.count(0), "response_tokens": len(output.response_ids),
                     "response_text": tokenizer.decode(output.response_ids)}
@@ -116,7 +127,7 @@ async def main(url: str, run_dir: str, scripted_tasks: str, out: str) -> None:
     with open(out, "w") as f:
         json.dump({"tools": [{"class": type(t).__name__, "is_base_tool": isinstance(t, BaseTool), "is_envkernel": isinstance(t, EnvkernelTool),
                               "schema_is_verls": isinstance(t.tool_schema, OpenAIFunctionToolSchema), "name": t.name} for t in tools],
-                   "registry": {k: dict(v) for k, v in _agent_loop_registry.items()}, "results": results}, f, default=str)
+                   "registry": registered, "results": results}, f, default=str)
 
 
 if __name__ == "__main__":

@@ -69,6 +69,7 @@ class EnvkernelAgentLoop(ToolAgentLoop):
             tools = ToolListWrap([EnvkernelTool(e["config"], e["tool_schema"]) for e in tool_config(self.url)["tools"]])
         super().__init__(*args, tools=tools, **kwargs)
         self._episode: tuple[AgentData, dict[str, Any]] | None = None
+        self._create: dict[str, Any] = {}
 
     async def _handle_pending_state(self, agent_data: AgentData, sampling_params: dict[str, Any]) -> AgentState:
         """Open the trajectory's session at its task, then build the prompt as ``ToolAgentLoop`` does."""

@@ -48,30 +48,38 @@ def _trainers_python() -> Path:
 def played(envk_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A sample run, its server, and both trainer scripts run against it at once (their JSON results)."""
     python = _trainers_python()
-    envk = envk_factory("trainers")
-    run = envk.run("--source", "sample", "--set", "chains.tasks_per_env=2", run_id="trainers", source=None)
-    assert run.proc.returncode == 0, run.proc.stderr[-2000:]
-    tasks = [msgspec.json.decode(line, type=Task) for line in (run.dir / "tasks.jsonl").read_text().splitlines() if line]
-    mutating = next(t for t in tasks if t.outcome.mutates)
-    read_only = next(t for t in tasks if not t.outcome.mutates)
-    out = tmp_path_factory.mktemp("trainers-out")
-    # verl's scripted model knows only the mutating task; the read-only one gets its refusal.
-    scripted = out / "scripted.jsonl"
-    scripted.write_text(msgspec.json.encode(mutating).decode() + "\n")
-    running = start(load_catalog(run.dir), RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=2))
+    # The trainer processes start first: their imports (torch, transformers, TRL, verl, Ray) overlap
+    # making the run and starting the server; each then reads its arguments from stdin.
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
-    jobs = {
-        "trl": [str(python), str(SCRIPTS / "trl_grpo.py"), running.url, str(run.dir), mutating.id, str(out / "trl.json")],
-        "verl": [str(python), str(SCRIPTS / "verl_agent.py"), running.url, str(run.dir), str(scripted), str(out / "verl.json")],
-    }
-    procs = {k: subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for k, cmd in jobs.items()}
+    procs = {k: subprocess.Popen([str(python), str(SCRIPTS / script)], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+             for k, script in (("trl", "trl_grpo.py"), ("verl", "verl_agent.py"))}
+    running = None
     try:
+        envk = envk_factory("trainers")
+        run = envk.run("--source", "sample", "--set", "chains.tasks_per_env=2", run_id="trainers", source=None)
+        assert run.proc.returncode == 0, run.proc.stderr[-2000:]
+        tasks = [msgspec.json.decode(line, type=Task) for line in (run.dir / "tasks.jsonl").read_text().splitlines() if line]
+        mutating = next(t for t in tasks if t.outcome.mutates)
+        read_only = next(t for t in tasks if not t.outcome.mutates)
+        out = tmp_path_factory.mktemp("trainers-out")
+        # verl's scripted model knows only the mutating task; the read-only one gets its refusal.
+        scripted = out / "scripted.jsonl"
+        scripted.write_text(msgspec.json.encode(mutating).decode() + "\n")
+        running = start(load_catalog(run.dir), RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=2))
+        args = {"trl": [running.url, str(run.dir), mutating.id, str(out / "trl.json")],
+                "verl": [running.url, str(run.dir), str(scripted), str(out / "verl.json")]}
+        for k, p in procs.items():
+            p.stdin.write(json.dumps(args[k]) + "\n")  # type: ignore[union-attr]
+            p.stdin.flush()  # type: ignore[union-attr]
         logs = {k: p.communicate(timeout=280)[0] for k, p in procs.items()}
     finally:
         for p in procs.values():
             if p.poll() is None:
                 p.kill()
-        running.stop()
+                p.wait()
+        if running is not None:
+            running.stop()
     results = {}
     for k, p in procs.items():
         assert p.returncode == 0, f"{k} failed:\n{logs[k][-4000:]}"

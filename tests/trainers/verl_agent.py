@@ -131,4 +131,6 @@ async def main(url: str, run_dir: str, scripted_tasks: str, out: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:5]))
+    # the arguments, or (when none) one JSON list of them on stdin: the test starts this script
+    # first, so that its imports overlap making the run and starting the server
+    asyncio.run(main(*(sys.argv[1:5] or json.loads(sys.stdin.readline()))))

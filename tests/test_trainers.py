@@ -14,6 +14,7 @@ two subprocesses started together (tests/trainers/*.py), and write what they saw
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -120,3 +121,15 @@ def test_verl_tools_and_agent_loop(played: Any) -> None:
     refused = by_task[played.read_only.id]  # the model did nothing: the server's check says so, with its reasons
     assert refused["reward_score"] == 0.0 and refused["envkernel"]["step_count"] == 0
     assert any("reference calls matched" in r for r in refused["envkernel"]["reasons"])
+
+
+def test_trl_class_offers_only_tools() -> None:
+    """What GRPOTrainer reads off the class (its public functions) holds no ``close``; the answer tool is named ``submit_answer``."""
+    from envkernel_serve.trl import EnvkernelTRLEnv, _submit_answer
+
+    offered = {n for n, _ in inspect.getmembers(EnvkernelTRLEnv, predicate=inspect.isfunction) if not n.startswith("_")}
+    assert offered == {"reset", "get_reward"}  # the two TRL does not offer as tools; close is not a function here
+    assert _submit_answer.__name__ == "submit_answer"  # TRL names a tool by its function's __name__
+    env = EnvkernelTRLEnv()
+    env.close()  # still a method of an instance (no session opened: nothing to do)
+    assert env._session is None

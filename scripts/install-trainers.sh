@@ -3,7 +3,7 @@
 # (a real GRPOTrainer step, verl's tool and agent-loop classes). Kept out of the main venv: torch,
 # ray and the rest are ~1.5 GB that nothing else needs.
 #
-#   scripts/install-trainers.sh     (idempotent: a second run takes a few seconds)
+#   scripts/install-trainers.sh     (idempotent: a second run, with nothing changed, returns at once)
 #
 # torch comes from the CPU wheel on this machine's disk (ENVKERNEL_TORCH_WHEEL, default below): uv
 # would otherwise fetch a CUDA build of several GB. Without that wheel nothing is installed, the
@@ -12,7 +12,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 WHEEL="${ENVKERNEL_TORCH_WHEEL:-/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl}"
 VENV="${ENVKERNEL_TRAINERS_VENV:-.venv-trainers}"
-rm -f "$VENV.skip" "$VENV/.ready"
+rm -f "$VENV.skip"
+# Installed already, from this script and these pyproject files (the workspace packages are editable)?
+stamp=$(cat scripts/install-trainers.sh schemas/pyproject.toml bus/pyproject.toml runtime/pyproject.toml kit/pyproject.toml kernel/pyproject.toml \
+  plugins/serve/pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ -x "$VENV/bin/python" ] && [ "$(cat "$VENV/.ready" 2>/dev/null)" = "$stamp" ]; then
+  exit 0
+fi
+rm -f "$VENV/.ready"
 if [ ! -f "$WHEEL" ]; then
   msg="the CPU torch wheel $WHEEL is missing, so the trainers venv (TRL, verl) was not made; put a CPU torch 2.13 wheel there (or set ENVKERNEL_TORCH_WHEEL) and run scripts/install-trainers.sh"
   echo "install-trainers.sh: $msg" >&2
@@ -29,5 +36,5 @@ uv pip install -q --python "$VENV/bin/python" "$WHEEL" "trl==1.16.0" "transforme
 uv pip install -q --python "$VENV/bin/python" --no-deps "verl==0.9.1"
 "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in ('torch', 'trl', 'verl', 'ray', 'envkernel_serve')))" \
   || { echo "install-trainers.sh: $VENV lacks torch, trl, verl, ray or envkernel_serve; see the errors above" >&2; exit 1; }
-touch "$VENV/.ready"
+echo "$stamp" > "$VENV/.ready"
 echo "trainers venv ready ($VENV, $(( $(date +%s) - start )) s)"

@@ -27,11 +27,12 @@ if [ ! -f "$WHEEL" ]; then
   exit 0
 fi
 start=$(date +%s)
+echo "installing the trainers venv ($VENV: CPU torch, TRL, verl; about 40 s the first time) ..."
 [ -x "$VENV/bin/python" ] || uv venv -q --python 3.11 "$VENV"
 # verl 0.9.1 without its dependencies (vllm/sglang, wandb, tensorboard... are for GPU training):
-# only what its tool and agent-loop modules import. Its transformers range (<5.11) is kept.
+# only what its tool and agent-loop modules import, in the ranges verl declares (transformers <5.11).
 uv pip install -q --python "$VENV/bin/python" "$WHEEL" "trl==1.16.0" "transformers>=5.5.3,<5.11,!=5.6.0" jmespath \
-  ray tensordict hydra-core codetiming dill pylatexenc pillow orjson cachetools uvicorn fastapi \
+  "ray>=2.41.0" "tensordict>=0.8.0,<=0.10.0,!=0.9.0" "numpy>=2.0.0" hydra-core codetiming dill pylatexenc pillow orjson cachetools uvicorn fastapi \
   -e schemas -e bus -e runtime -e kit -e kernel -e plugins/serve
 uv pip install -q --python "$VENV/bin/python" --no-deps "verl==0.9.1"
 "$VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) is None for m in ('torch', 'trl', 'verl', 'ray', 'envkernel_serve')))" \

@@ -151,7 +151,10 @@ async def finish_trajectory(url: str, key: str, create_kwargs: dict[str, Any] | 
     try:
         async with traj.lock:
             if answer is not None:
-                await traj.session.submit(answer)
+                try:
+                    await traj.session.submit(answer)
+                except ServeError:  # the episode had already ended (max_steps): its state has the reward
+                    pass
             return await traj.session.state()
     finally:
         await traj.session.close()

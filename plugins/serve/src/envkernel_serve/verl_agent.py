@@ -34,7 +34,7 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import AgentLoopOutput, register
 from verl.experimental.agent_loop.tool_agent_loop import AgentData, AgentState, ToolAgentLoop
 
-from .verl import EnvkernelTool, finish_trajectory, open_trajectory, tool_config
+from .verl import EnvkernelTool, end_trajectory, finish_trajectory, open_trajectory, tool_config
 
 __all__ = ["EnvkernelAgentLoop"]
 
@@ -81,7 +81,12 @@ class EnvkernelAgentLoop(ToolAgentLoop):
     async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs: Any) -> AgentLoopOutput:
         """Play the episode; the task's check (computed by the server) is the output's ``reward_score``."""
         self._create = _task_kwargs(kwargs)
-        output = await super().run(sampling_params, priority=priority, **kwargs)
+        try:
+            output = await super().run(sampling_params, priority=priority, **kwargs)
+        except BaseException:
+            if self._episode is not None:  # give the sandbox back; the error is verl's to report
+                await end_trajectory(self.url, self._episode[0].request_id)
+            raise
         if self._episode is None:  # the loop ended before its first generation
             return output
         agent_data, create = self._episode

@@ -21,6 +21,8 @@ bash scripts/install-podman.sh && export ENVKERNEL_REQUIRE_PODMAN=1
 bash scripts/install-chromium.sh
 # The Swagger 2.0 converter (npm's swagger2openapi) for the two Swagger specs of the real corpus.
 bash scripts/install-swagger2openapi.sh
+# TRL and verl (torch from the CPU wheel on disk) in their own venv, .venv-trainers, for tests/test_trainers.py.
+bash scripts/install-trainers.sh
 # Two worker processes (one per core here), a test file at a time, so module fixtures are shared;
 # ENVKERNEL_TEST_WORKERS=0 runs everything in this process.
 uv run --no-sync pytest -q -n "${ENVKERNEL_TEST_WORKERS:-2}" --dist loadfile "$@"

@@ -21,9 +21,12 @@ class for the tools of a running server:
 * ``submit_answer(answer)`` ends the episode with the final answer (read-only tasks are scored on
   it); ``get_reward()`` is the task's check, computed by the server.
 
-TRL itself is not a dependency (installing it pulls torch): the class follows the interface of
-TRL's ``grpo_trainer.py`` (the ``_SupportsReset`` protocol and the ``environment_factory``
-docstring), and the tests drive it the way that code does.
+TRL offers the model every public *function* of the class; ``close`` (ending the session) is
+therefore not one on the class (it is still ``instance.close()``), so the model is never offered it.
+
+TRL is not a dependency of this package (it pulls torch). tests/test_trainers.py runs a real
+``GRPOTrainer`` step (TRL 1.16, CPU torch, in the separate ``.venv-trainers``) with this class
+against a live server and checks that the trainer's reward is the server's; see docs/serve.md.
 """
 
 from __future__ import annotations
@@ -59,6 +62,16 @@ def _ident(name: str) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join((text or "").split())
+
+
+class _NotATool:
+    """A method that TRL does not take for a tool: read on the class it is this object, not a function."""
+
+    def __init__(self, func: Any, doc: str) -> None:
+        self.func, self.__doc__ = func, doc
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        return self if obj is None else self.func.__get__(obj, owner)
 
 
 class EnvkernelTRLEnv:
@@ -108,15 +121,18 @@ class EnvkernelTRLEnv:
         reward = self._s().state().get("reward")
         return float(reward) if reward is not None else 0.0
 
-    def close(self) -> None:
-        """Close the session (its sandbox goes back to the server's pool)."""
+    def _close(self) -> None:
         if self._session is not None:
             self._session.close()
             self._session = None
 
+    # ``close`` is not a plain function on the class: TRL offers every public function of the class
+    # (but ``reset`` and ``get_reward``) to the model as a tool, and closing the session is not one.
+    close = _NotATool(_close, "Close the session (its sandbox goes back to the server's pool).")
+
     def __del__(self) -> None:
         try:
-            self.close()
+            self._close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
@@ -133,6 +149,9 @@ def _submit_answer(self, answer: str) -> str:  # type: ignore[no-untyped-def]  #
     self._done = True
     self._submitted = float(data["reward"]) if data.get("reward") is not None else 0.0
     return "submitted"
+
+
+_submit_answer.__name__ = _submit_answer.__qualname__ = "submit_answer"
 
 
 def _tool_method(tool: dict[str, Any]) -> tuple[str, Any]:
@@ -183,7 +202,7 @@ def environment_factory(url: str, *, answer_tool: bool = True, timeout: float = 
             raise ValueError(f"tool {tool['name']!r} would clash with a method of the environment class; rename it")
         namespace[ident] = method
     if answer_tool:
-        namespace["submit_answer"] = _submit_answer
+        namespace["submit_answer"] = _submit_answer  # its __name__ is the tool's name TRL shows the model
     return type("EnvkernelEnvironment", (EnvkernelTRLEnv,), namespace)
 
 

@@ -34,8 +34,11 @@ Apache-2.0), whose ``BaseTool`` declares::
 
 (older verl releases return only the instance id from ``create`` and a ``str`` or dict response
 from ``execute``; the agent loop unpacks ``instance_id, _ = await tool.create(...)``, which this
-class answers). The tests drive it through exactly these calls, since verl itself cannot be
-installed here.
+class answers). tests/test_trainers.py loads these tools with verl 0.9.1's own
+``initialize_tools_from_config`` and plays episodes with :mod:`envkernel_serve.verl_agent` (verl's
+``ToolAgentLoop`` with the episode made explicit: the session opened at the row's task before the
+first generation, the final answer submitted, the server's reward as the trajectory's
+``reward_score``).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from typing import Any
 
 from .client import AsyncSession, ServeError
 
-__all__ = ["EnvkernelTool", "ToolResponse", "dataset_rows", "end_trajectory", "tool_config"]
+__all__ = ["EnvkernelTool", "ToolResponse", "dataset_rows", "end_trajectory", "finish_trajectory", "open_trajectory", "tool_config"]
 
 try:  # verl's own types when verl is installed
     from verl.tools.base_tool import BaseTool as _Base  # type: ignore[import-not-found]
@@ -119,6 +122,11 @@ async def _trajectory(url: str, key: str, create_kwargs: dict[str, Any]) -> _Tra
         return traj
 
 
+async def open_trajectory(url: str, key: str, create_kwargs: dict[str, Any]) -> None:
+    """Open trajectory ``key``'s session now (reset to ``create_kwargs["task_id"]``), before its first tool call."""
+    await _trajectory(url, key, create_kwargs)
+
+
 async def end_trajectory(url: str, key: str) -> float | None:
     """Close the session of trajectory ``key`` on the server at ``url``; return its reward (None if it had none)."""
     _opening.pop((url, key), None)
@@ -130,6 +138,26 @@ async def end_trajectory(url: str, key: str) -> float | None:
     finally:
         await traj.session.close()
     return float(reward) if reward is not None else None
+
+
+async def finish_trajectory(url: str, key: str, create_kwargs: dict[str, Any] | None = None, answer: str | None = None) -> dict[str, Any]:
+    """End trajectory ``key``: submit ``answer`` (when given), close its session; its final state (``reward``, ``step_count``, ``reasons``...).
+
+    A trajectory that never called a tool is opened first (reset to ``create_kwargs``'s task), so
+    it is scored too (the task's check on no calls)."""
+    traj = await _trajectory(url, key, create_kwargs or {})
+    _opening.pop((url, key), None)
+    _trajectories.pop((url, key), None)
+    try:
+        async with traj.lock:
+            if answer is not None:
+                try:
+                    await traj.session.submit(answer)
+                except ServeError:  # the episode had already ended (max_steps): its state has the reward
+                    pass
+            return await traj.session.state()
+    finally:
+        await traj.session.close()
 
 
 class EnvkernelTool(_Base):  # type: ignore[misc,valid-type]
@@ -221,13 +249,14 @@ def tool_config(url: str) -> dict[str, Any]:
                       for schema in _server_schemas(url).values()]}
 
 
-def dataset_rows(run_dir: str, tasks_file: str | None = None) -> list[dict[str, Any]]:
-    """verl dataset rows for a run's tasks: ``prompt``, ``agent_name: tool_agent``, and ``extra_info.tools_kwargs``
-    giving every tool of the task's environment ``create_kwargs: {"task_id": ...}`` (write them to parquet)."""
+def dataset_rows(run_dir: str, tasks_file: str | None = None, agent_name: str = "tool_agent") -> list[dict[str, Any]]:
+    """verl dataset rows for a run's tasks: ``prompt``, ``agent_name`` (verl's ``tool_agent``, or ``envkernel_agent``:
+    :mod:`envkernel_serve.verl_agent`), and ``extra_info.tools_kwargs`` giving every tool of the task's environment
+    ``create_kwargs: {"task_id": ...}`` (write them to parquet)."""
     from .catalog import load_catalog  # noqa: PLC0415
 
     cat = load_catalog(run_dir, tasks_file)
-    return [{"data_source": f"envkernel/{t.env_id}", "agent_name": "tool_agent", "prompt": [{"role": "user", "content": t.request}],
+    return [{"data_source": f"envkernel/{t.env_id}", "agent_name": agent_name, "prompt": [{"role": "user", "content": t.request}],
              "reward_model": {"style": "rule", "ground_truth": t.id},
              "extra_info": {"task_id": t.id, "need_tools_kwargs": True,
                             "tools_kwargs": {tool.name: {"create_kwargs": {"task_id": t.id}} for tool in cat.envs[t.env_id].tools}}}

@@ -115,7 +115,9 @@ async def test_a_recycled_sandbox_keeps_nothing_of_the_session_before() -> None:
         with open(os.path.join(b._folder, "executor.log"), "rb") as f:
             assert b"secret" not in f.read()
 
-        assert not (await b.call("die", {})).ok  # replaced like any other sandbox, state replayed
+        died = await b.call("die", {})  # the nest ends as its session did: the runner sees the same death
+        assert not died.ok and died.error is not None and "SIGKILL" in died.error.message, died
+        # replaced like any other sandbox, state replayed
         assert (await b.call("step", {"delta": 1})).value == {"count": 43}
         c = await runner.open(FIRST, 0)  # the pool is empty: a new sandbox
         assert (await c.call("who", {})).value["uid"] != before["uid"]

@@ -1801,7 +1801,8 @@ def _nest_wait(pid: int) -> int:
 def _nest_exit(code: int) -> None:
     """End the nest as its session ended (the same signal or code), so the runner sees that."""
     if code < 0:
-        signal.signal(-code, signal.SIG_DFL)
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):  # (those two cannot be caught anyway)
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
         os._exit(128 - code)
     os._exit(code)

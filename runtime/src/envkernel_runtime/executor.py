@@ -1810,10 +1810,18 @@ def _nest_exit(code: int) -> None:
 
 def _nest_sweep(uid: int) -> int:
     """Kill every process of ``uid`` and reap them; the number reaped. Every one of them descends
-    from the nest (its subreaper), so it is done when the nest has no child left. ``kill(-1)`` with
+    from the nest (its subreaper), so it is done when the nest has no child left (the usual case
+    right away: the executor kills what each call started). ``kill(-1)`` with
     the real and effective uid set to ``uid`` (and no capability in effect) reaches that uid's
     processes only (a fork cannot race it); root comes back from the saved uid."""
     killed, deadline = 0, _real_monotonic() + 5.0
+    try:
+        if os.waitpid(-1, os.WNOHANG) == (0, 0):
+            pass  # some are left: kill them all
+        else:
+            killed += 1  # one was reaped: kill the rest too
+    except ChildProcessError:
+        return 0  # no descendant left, so no process of the uid (kill(-1) walks every process of the host)
     while True:
         os.setresuid(uid, uid, 0)
         try:

@@ -390,7 +390,7 @@ async def _attack_all(benign: Any, root: str, names: list[str], dirs: dict[str, 
     assert total < 40, details
 
 
-NEST_ATTACKS = ("fork_bomb", "memory_bomb", "tcp", "udp", "unix", "host_file", "huge_disk", "kill_self", "kill_runner", "daemon")
+NEST_ATTACKS = ("fork_bomb", "tcp", "host_file", "kill_self", "kill_runner", "daemon")
 """The attacks whose defence a nest's session gets differently (see docs/sessions.md, recycled sandboxes):
 the uid dropped in the child, the namespaces, tmpfs and cgroups inherited, a root parent."""
 

@@ -181,14 +181,15 @@ class Serve(OpenEnv):
         await c.reset(task_index=0)
 
 
-def start_serve(tmp: Path, spares: int, cells: int = 0) -> tuple[subprocess.Popen[bytes], str]:
+def start_serve(tmp: Path, spares: int, cells: int = 0, recycle: int = 0) -> tuple[subprocess.Popen[bytes], str]:
     """A sample run (for its run folder and tasks), then ``envkernel serve`` on it."""
     envkernel = [sys.executable, "-m", "envkernel"]
     subprocess.run([*envkernel, "run", "--source", "sample", "--out", str(tmp / "runs")], check=True, capture_output=True, timeout=600)
     run_dir = next((tmp / "runs").iterdir())
     port = free_port()
     proc = subprocess.Popen([*envkernel, "serve", str(run_dir), "--port", str(port), "--max-steps", "1000000",
-                             "--warm", str(max(2, spares)), "--set", f"spares={spares}", "--set", f"cells={cells}"],
+                             "--warm", str(max(2, spares)), "--set", f"spares={spares}", "--set", f"cells={cells}",
+                             "--set", f"recycle={recycle}"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     return proc, f"http://127.0.0.1:{port}"
 
@@ -298,7 +299,7 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
         bus = await Bus.connect(server.url, name="bench-sessions-client")
         try:
             oe_start = await wait_port(f"http://127.0.0.1:{port}", "the OpenEnv server")  # it takes seconds to import
-            serve_proc, serve_url = start_serve(Path(tmp), spares, cells)
+            serve_proc, serve_url = start_serve(Path(tmp), spares, cells, recycle)
             await wait_port(serve_url, "envkernel serve")
             ek, oe, ekbus = Envkernel(bus), OpenEnv(f"http://127.0.0.1:{port}"), EnvkernelBus(bus)
             shop = Envkernel(bus, shop_env(), "get_order", {"order_id": "ord_0001"})

@@ -174,3 +174,43 @@ async def test_a_recycled_sandbox_gets_a_new_lane_and_the_old_one_is_dead(nats_s
         await runner.aclose()
         await service_bus.close()
         await client.close()
+
+
+LEAKY = EnvSpec(id="recycle-leaky", name="leaky", tools=[ToolSpec(name="remember"), ToolSpec(name="recall")],
+                behaviour=CodeBehaviour(source=textwrap.dedent("""
+                    SEEN = []
+                    def remember(env, text):
+                        SEEN.append(text)
+                        return len(SEEN)
+                    def recall(env):
+                        return list(SEEN)
+                """)), seed_sql="CREATE TABLE t (x INTEGER);")  # fmt: skip
+
+
+async def test_serve_gives_each_session_a_sandbox_no_session_used() -> None:
+    """``envkernel serve``'s warm pool: by default the next session's sandbox is one no session used
+    (here a recycled one, forked fresh by its nest), so what a client's session left in the
+    environment's module is gone; restoring a used sandbox (``fresh=False``) keeps it, which is
+    why that is not the default."""
+    from envkernel_serve.server import RunnerSandboxes
+    from envkernel_serve.sessions import WarmPool
+
+    for fresh in (True, False):
+        runner = ProcessRunner(Settings(recycle=4))
+        pool = WarmPool(RunnerSandboxes(runner), fresh=fresh)
+        try:
+            await pool.warm(LEAKY, 1)
+            first = await pool.acquire(LEAKY)
+            assert (await first.sandbox.call("remember", {"text": "client A's secret"})).value == 1
+            await pool.release(first)
+            second = await pool.acquire(LEAKY)
+            seen = (await second.sandbox.call("recall", {})).value
+            await pool.release(second)
+            if fresh:
+                assert seen == [] and pool.reused == 0
+                assert runner.recycled >= 1  # the closes went back to the runner as fresh sandboxes
+            else:
+                assert seen == ["client A's secret"] and pool.reused == 2  # (the warm one too); what a restore does not bring back
+        finally:
+            await pool.close()
+            await runner.aclose()

@@ -227,6 +227,7 @@ class ProcessSession(ExecutorSession):
         """What the executor reported it applied (uid, cgroups, rlimits, landlock, tmpfs)."""
         self._nest = runner.nests and env.behaviour.__class__.__name__ != "WorkspaceBehaviour"
         self._given = False  # its sandbox went to another session (see _recycle)
+        self._oom_base = 0  # OOM kills its cgroup counted before this session (a recycled sandbox's earlier ones)
         if adopt is not None:  # a recycled sandbox: the nest and all it holds, with a fresh session in it
             super().__init__(session_id, env, seed, runner.settings)
             self._folder, self._work, self._res, self._tmpfs = adopt._folder, adopt._work, adopt._res, adopt._tmpfs
@@ -235,6 +236,7 @@ class ProcessSession(ExecutorSession):
             self._proc, adopt._proc = adopt._proc, None
             self._lane, self._cleanup, self._generation = lane, None, 1
             self.confinement = adopt.confinement
+            self._oom_base = self._res.cgroup.oom_kills() if self._res.cgroup is not None else 0
             return
         s = runner.settings
         support = runner.support
@@ -516,7 +518,7 @@ class ProcessSession(ExecutorSession):
         elif code == 78:
             parts.append("the sandbox could not be confined")
         cg = self._res.cgroup
-        if cg is not None and cg.oom_kills() > 0:
+        if cg is not None and cg.oom_kills() > self._oom_base:
             parts.append(f"the sandbox ran out of memory (limit {s.memory_mb} MiB)")
         return "; ".join(parts)
 

@@ -16,7 +16,13 @@ in every round:
   environment; with ``--cells N``, a blank executor it forked and confined ahead, into which the
   open loads the environment) against a new OpenEnv client connection and its ``reset``;
 - **concurrent**: 64, 256 and 512 sessions opened at once, 20 steps each, all at the same time;
-  steps/s counts the time to open them (steps / (open + steps)), with the success rate.
+  steps/s counts the time to open them (steps / (open + steps)), with the success rate. With
+  ``--batches B`` (a GRPO-like loop: a trainer opens N sessions per step, again and again), each
+  level is B batches one after another, each opened, stepped and closed, the two sides' batches
+  interleaved: the first batch's figures keep their keys, and ``sessions_N_repeat_*`` are the
+  median of batches 2..B, with the open counted and with the open and the close counted. With
+  ``--recycle N`` the runner keeps up to N closed sandboxes for reuse (``Settings.recycle``), which
+  only the repeated batches can use.
 
 The real envkernel environment (the sample shop, ``shop-v1``) is measured beside the counter:
 its ``get_order`` step p50/p99 and its open. So is ``envkernel serve`` on a sample run of it (the
@@ -175,14 +181,15 @@ class Serve(OpenEnv):
         await c.reset(task_index=0)
 
 
-def start_serve(tmp: Path, spares: int, cells: int = 0) -> tuple[subprocess.Popen[bytes], str]:
+def start_serve(tmp: Path, spares: int, cells: int = 0, recycle: int = 0) -> tuple[subprocess.Popen[bytes], str]:
     """A sample run (for its run folder and tasks), then ``envkernel serve`` on it."""
     envkernel = [sys.executable, "-m", "envkernel"]
     subprocess.run([*envkernel, "run", "--source", "sample", "--out", str(tmp / "runs")], check=True, capture_output=True, timeout=600)
     run_dir = next((tmp / "runs").iterdir())
     port = free_port()
     proc = subprocess.Popen([*envkernel, "serve", str(run_dir), "--port", str(port), "--max-steps", "1000000",
-                             "--warm", str(max(2, spares)), "--set", f"spares={spares}", "--set", f"cells={cells}"],
+                             "--warm", str(max(2, spares)), "--set", f"spares={spares}", "--set", f"cells={cells}",
+                             "--set", f"recycle={recycle}"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     return proc, f"http://127.0.0.1:{port}"
 
@@ -264,16 +271,19 @@ async def concurrent(side: Any, n: int) -> dict[str, Any]:
     await asyncio.gather(*(one() for _ in range(n)))
     wall = time.perf_counter() - t
     await asyncio.gather(*(side.close(s) for s in opened), return_exceptions=True)
+    with_close = time.perf_counter() - t
     total = n * STEPS_PER_SESSION
     return {"sessions": n, "success_rate": round(ok / total, 4), "steps_per_s_open_counted": round(ok / wall, 1),
-            "wall_s": round(wall, 2), "errors": errors[:3]}  # fmt: skip
+            "steps_per_s_open_and_close_counted": round(ok / with_close, 1),
+            "wall_s": round(wall, 2), "close_s": round(with_close - wall, 2), "errors": errors[:3]}  # fmt: skip
 
 
 def med(rounds: list[dict[str, Any]], key: str) -> float:
     return round(statistics.median(r[key] for r in rounds), 4)
 
 
-async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spares: int, cells: int = 0) -> dict[str, Any]:
+async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spares: int, cells: int = 0,
+               recycle: int = 0, batches: int = 1) -> dict[str, Any]:  # fmt: skip
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     try:
@@ -283,13 +293,13 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
     port = free_port()
     oe_proc = subprocess.Popen([sys.executable, str(HERE / "openenv_counter.py"), str(port)])
     with tempfile.TemporaryDirectory() as tmp, EmbeddedServer(Path(tmp) / "nats") as server:
-        service = subprocess.Popen([sys.executable, str(HERE / "envkernel_service.py"), server.url, str(spares), str(cells)],
+        service = subprocess.Popen([sys.executable, str(HERE / "envkernel_service.py"), server.url, str(spares), str(cells), str(recycle)],
                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
         assert service.stdout is not None and service.stdout.readline().strip() == "ready"
         bus = await Bus.connect(server.url, name="bench-sessions-client")
         try:
             oe_start = await wait_port(f"http://127.0.0.1:{port}", "the OpenEnv server")  # it takes seconds to import
-            serve_proc, serve_url = start_serve(Path(tmp), spares, cells)
+            serve_proc, serve_url = start_serve(Path(tmp), spares, cells, recycle)
             await wait_port(serve_url, "envkernel serve")
             ek, oe, ekbus = Envkernel(bus), OpenEnv(f"http://127.0.0.1:{port}"), EnvkernelBus(bus)
             shop = Envkernel(bus, shop_env(), "get_order", {"order_id": "ord_0001"})
@@ -313,13 +323,18 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
                             "shop_open_p50_ms": pct(await opens(shop, max(5, n_opens // 2)), 0.5)})  # fmt: skip
                 per_round.append(row)
                 print(f"round {r + 1}: " + ", ".join(f"{k} {v}" for k, v in row.items()), flush=True)
-            conc: dict[str, dict[int, dict[str, Any]]] = {"envkernel": {}, "openenv": {}}
-            for i, n in enumerate(levels):
-                for side in (ek, oe) if i % 2 == 0 else (oe, ek):
-                    res = conc[side.name][n] = await concurrent(side, n)
-                    print(f"concurrent {side.name:9s} {n:4d} sessions: {res['success_rate'] * 100:.1f} % ok, "
-                          f"{res['steps_per_s_open_counted']:,} steps/s with the open time counted ({res['wall_s']} s)"
-                          + (f"; errors: {res['errors']}" if res["errors"] else ""), flush=True)  # fmt: skip
+            conc: dict[str, dict[int, list[dict[str, Any]]]] = {"envkernel": {}, "openenv": {}}
+            turn = 0
+            for n in levels:
+                for b in range(batches):  # the two sides' batches interleaved, alternating which goes first
+                    for side in (ek, oe) if turn % 2 == 0 else (oe, ek):
+                        res = await concurrent(side, n)
+                        conc[side.name].setdefault(n, []).append(res)
+                        print(f"concurrent {side.name:9s} {n:4d} sessions, batch {b + 1}: {res['success_rate'] * 100:.1f} % ok, "
+                              f"{res['steps_per_s_open_counted']:,} steps/s with the open time counted ({res['wall_s']} s), "
+                              f"{res['steps_per_s_open_and_close_counted']:,} with the close too (+{res['close_s']} s)"
+                              + (f"; errors: {res['errors']}" if res["errors"] else ""), flush=True)  # fmt: skip
+                    turn += 1
         finally:
             await bus.close()
             if "serve_proc" in locals():
@@ -329,7 +344,7 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
             service.wait(60)
             oe_proc.terminate()
             oe_proc.wait(30)
-    out: dict[str, Any] = {"rounds": rounds, "spares": spares, "cells": cells, "cpus": os.cpu_count(), "load_average": round(os.getloadavg()[0], 1),
+    out: dict[str, Any] = {"rounds": rounds, "spares": spares, "cells": cells, "recycle": recycle, "batches": batches, "cpus": os.cpu_count(), "load_average": round(os.getloadavg()[0], 1),
                            "openenv_server_start_s": round(oe_start, 2)}  # fmt: skip
     for key in per_round[0]:
         out[key] = med(per_round, key)
@@ -337,13 +352,23 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
         out[f"{what}_envkernel_over_openenv"] = round(statistics.median(r[f"envkernel_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3)
         out[f"{what}_serve_over_openenv"] = round(statistics.median(r[f"serve_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3)
         out[f"{what}_envkernel_bus_over_openenv"] = round(statistics.median(r[f"envkernel_bus_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3)
-    for n in levels:
-        e, o = conc["envkernel"][n], conc["openenv"][n]
+    for n in dict.fromkeys(levels):  # a level named twice: its last run
+        runs = {name: conc[name][n][-batches:] for name in conc}
+        e, o = runs["envkernel"][0], runs["openenv"][0]
         out[f"sessions_{n}_success_rate_envkernel"] = e["success_rate"]
         out[f"sessions_{n}_success_rate_openenv"] = o["success_rate"]
         out[f"sessions_{n}_steps_per_s_open_counted_envkernel"] = e["steps_per_s_open_counted"]
         out[f"sessions_{n}_steps_per_s_open_counted_openenv"] = o["steps_per_s_open_counted"]
         out[f"sessions_{n}_steps_per_s_envkernel_over_openenv"] = round(e["steps_per_s_open_counted"] / o["steps_per_s_open_counted"], 3)
+        if batches < 2:
+            continue
+        for what in ("steps_per_s_open_counted", "steps_per_s_open_and_close_counted"):
+            rep = {name: round(statistics.median(r[what] for r in rs[1:]), 1) for name, rs in runs.items()}
+            out[f"sessions_{n}_repeat_{what}_envkernel"] = rep["envkernel"]
+            out[f"sessions_{n}_repeat_{what}_openenv"] = rep["openenv"]
+            out[f"sessions_{n}_repeat_{what}_envkernel_over_openenv"] = round(rep["envkernel"] / rep["openenv"], 3)
+        out[f"sessions_{n}_repeat_success_rate_envkernel"] = min(r["success_rate"] for r in runs["envkernel"][1:])
+        out[f"sessions_{n}_repeat_success_rate_openenv"] = min(r["success_rate"] for r in runs["openenv"][1:])
     return out
 
 
@@ -358,6 +383,8 @@ if __name__ == "__main__":
     ap.add_argument("--sessions", default="64,256,512", help="concurrent-session levels")
     ap.add_argument("--spares", type=int, default=0, help="the runner's spares setting (0: every open forks a new executor)")
     ap.add_argument("--cells", type=int, default=0, help="the runner's cells setting: blank executors confined ahead for any environment")
+    ap.add_argument("--recycle", type=int, default=0, help="the runner's recycle setting: closed sandboxes kept for reuse (a new session forked in each)")
+    ap.add_argument("--batches", type=int, default=1, help="batches per concurrent level, one after another (a GRPO-like loop); 2..B are reported as sessions_N_repeat_*")
     a = ap.parse_args()
-    result = asyncio.run(main(a.rounds, a.steps, a.opens, [int(x) for x in a.sessions.split(",")], a.spares, a.cells))
+    result = asyncio.run(main(a.rounds, a.steps, a.opens, [int(x) for x in a.sessions.split(",")], a.spares, a.cells, a.recycle, a.batches))
     print(json.dumps(result))

@@ -339,7 +339,7 @@ async def test_hostile_envs_through_env_call(root: str, listeners: Listeners, se
 
 
 async def _attack_all(benign: Any, root: str, names: list[str], dirs: dict[str, Path], listeners: Listeners,
-                      processes_mentioning: Any) -> None:
+                      processes_mentioning: Any, every_threat: bool = True) -> None:
     stop = asyncio.Event()
     slowest = [0.0]
     answered = [0]
@@ -386,8 +386,36 @@ async def _attack_all(benign: Any, root: str, names: list[str], dirs: dict[str, 
     for name in names:
         threat = ATTACKS[name][0]
         assert observed[name] == ROWS[threat].outcome, (name, threat, ROWS[threat], details[name])
-    assert set(THREATS) <= {ATTACKS[n][0] for n in names} | DANGEROUS
+    assert not every_threat or set(THREATS) <= {ATTACKS[n][0] for n in names} | DANGEROUS
     assert total < 40, details
+
+
+NEST_ATTACKS = ("fork_bomb", "tcp", "host_file", "kill_self", "kill_runner", "daemon")
+"""The attacks whose defence a nest's session gets differently (see docs/sessions.md, recycled sandboxes):
+the uid dropped in the child, the namespaces, tmpfs and cgroups inherited, a root parent."""
+
+
+async def test_hostile_envs_in_a_recycled_sandbox(root: str, listeners: Listeners, secret: str, tmp_path: Path,
+                                                  processes_mentioning, monkeypatch: pytest.MonkeyPatch):  # fmt: skip
+    """The same attacks, through ``env call`` with ``recycle`` on: each runs in a nest's session, and
+    is blocked or detected as in a plain sandbox."""
+    if not (host_support().root and host_support().unshare):
+        pytest.skip("recycling needs root and namespaces (CI runs as root)")
+    monkeypatch.setenv("ENVKERNEL_PROCESS_RECYCLE", "1")
+    recorder = Recorder(tmp_path / "run")
+    values = {**listeners.values(), "secret": secret}
+    dirs = {n: recorder.write_env(hostile_env(n, **values)) for n in NEST_ATTACKS}
+    from envkernel_sample import shop_env
+
+    runner = ProcessRunner(Settings(call_timeout=5, recycle=1))
+    try:
+        benign = await runner.open(shop_env(), seed=0)
+        assert benign.confinement.get("nest"), benign.confinement
+        names = list(NEST_ATTACKS)
+        await _attack_all(benign, root, names, dirs, listeners, processes_mentioning, every_threat=False)
+    finally:
+        await runner.aclose()
+    assert not processes_mentioning(root, 5.0), "processes left running after the attacks"
 
 
 async def test_many_processes_share_one_memory_limit(root: str):

@@ -1,7 +1,7 @@
 """envkernel's side of bench_sessions.py, in a process of its own (as OpenEnv's server is):
 the ``process`` sandbox runner served on the bus by the kernel's ``SandboxService``.
 
-    python envkernel_service.py NATS_URL [SPARES [CELLS]]
+    python envkernel_service.py NATS_URL [SPARES [CELLS [RECYCLE]]]
 
 Prints ``ready`` once it answers open requests, then serves until its stdin closes.
 """
@@ -17,11 +17,11 @@ from envkernel_bus import Bus
 from envkernel_process import ProcessRunner, Settings
 
 
-async def main(url: str, spares: int, cells: int = 0) -> None:
+async def main(url: str, spares: int, cells: int = 0, recycle: int = 0) -> None:
     """Serve the runner until stdin closes."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    runner = ProcessRunner(Settings(spares=spares, cells=cells))
+    runner = ProcessRunner(Settings(spares=spares, cells=cells, recycle=recycle))
     bus = await Bus.connect(url, name="bench-sessions-service")
     service = SandboxService(bus, "process", runner)
     await service.start()
@@ -35,4 +35,4 @@ if __name__ == "__main__":
     from envkernel import logs
 
     logs.configure("warning")
-    asyncio.run(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0, int(sys.argv[3]) if len(sys.argv) > 3 else 0))
+    asyncio.run(main(sys.argv[1], *(int(x) for x in sys.argv[2:5])))

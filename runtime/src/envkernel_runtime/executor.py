@@ -1342,6 +1342,57 @@ def _deny_unix_sockets() -> None:
         raise OSError(err, f"seccomp filter: {os.strerror(err)}")
 
 
+def _drop_uid(args) -> None:
+    """Drop root for the sandbox's own uid and gid (no supplementary groups), for good."""
+    gid = args.gid if args.gid is not None else args.uid
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(args.uid, args.uid, args.uid)
+    if os.getuid() != args.uid or os.geteuid() != args.uid:
+        raise OSError(f"could not drop to uid {args.uid}")
+    _Forks.own_uid = True
+
+
+_NEST_DENIED = {  # what a session forked from a nest may not call: state that outlives a process
+    "x86_64": {"shmget": 29, "semget": 64, "msgget": 68, "ptrace": 101, "mq_open": 240, "add_key": 248,
+               "request_key": 249, "keyctl": 250, "process_vm_readv": 310, "process_vm_writev": 311},
+    "aarch64": {"mq_open": 180, "msgget": 186, "semget": 190, "shmget": 194, "add_key": 217,
+                "request_key": 218, "keyctl": 219, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271},
+}  # fmt: skip
+"""SysV shared memory, semaphores and message queues, POSIX message queues and keyrings outlive the
+process that made them (a successive session of the same uid could read them), and ptrace and
+process_vm_* could reach another process of the uid."""
+
+
+def _deny_syscalls(names: dict) -> None:
+    """Seccomp, stacked on the sandbox's filter: these system calls fail with EPERM."""
+    machine = os.uname().machine
+    if machine not in _SECCOMP_ARCH:
+        raise OSError(f"no seccomp filter for {machine}")
+    arch = _SECCOMP_ARCH[machine][0]
+    ctypes, libc = _libc()
+
+    class _Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+    class _Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Filter))]
+
+    ld, jeq, ret = 0x20, 0x15, 0x06
+    deny, allow = 0x00050000 | 1, 0x7FFF0000  # SECCOMP_RET_ERRNO | EPERM, SECCOMP_RET_ALLOW
+    nrs = sorted(names.values())
+    code = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, deny), (ld, 0, 0, 0)]
+    for i, nr in enumerate(nrs):  # a match jumps to the deny at the end
+        code.append((jeq, len(nrs) - i, 0, nr))
+    code += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
+    filters = (_Filter * len(code))(*[_Filter(*c) for c in code])
+    prog = _Prog(len(code), ctypes.cast(filters, ctypes.POINTER(_Filter)))
+    _ll_check(ctypes, libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"seccomp filter: {os.strerror(err)}")
+
+
 def _ll_check(ctypes, v: int, what: str) -> int:
     if v < 0:
         err = ctypes.get_errno()
@@ -1377,9 +1428,11 @@ def _runtime_paths() -> list:
     return out
 
 
-def _confine(args) -> dict:
+def _confine(args, drop_uid: bool = True) -> dict:
     """Apply the confinement the runner asked for; returns what was applied. Raises on failure:
-    a sandbox never runs with less confinement than its runner believes it has."""
+    a sandbox never runs with less confinement than its runner believes it has. ``drop_uid=False``
+    (a *nest*, see :func:`_nest`): everything but the drop to ``--uid``, which each session's child
+    does itself."""
     report: dict = {}
     workdir = os.path.abspath(args.workdir) if args.workdir else ""
     if args.unshare:
@@ -1411,19 +1464,14 @@ def _confine(args) -> dict:
         reachable = _keep_runtime_reachable()
         if reachable:
             report["runtime_via_fd"] = reachable
-        gid = args.gid if args.gid is not None else args.uid
-        os.setgroups([])
-        os.setresgid(gid, gid, gid)
-        os.setresuid(args.uid, args.uid, args.uid)
-        if os.getuid() != args.uid or os.geteuid() != args.uid:
-            raise OSError(f"could not drop to uid {args.uid}")
-        _Forks.own_uid = True
+        if drop_uid:
+            _drop_uid(args)
         report["uid"] = args.uid
     if args.parent_pid:
         _set_parent_death_signal(args.parent_pid)
         report["parent_death_signal"] = True
         # orphans of processes env code forks come back to the executor, which reaps them
-        if _Forks.own_uid and _LIBC[0][1].prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
+        if (_Forks.own_uid or not drop_uid) and _LIBC[0][1].prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
             report["subreaper"] = True
     if args.deny_unix_sockets:
         _deny_unix_sockets()
@@ -1538,6 +1586,8 @@ def _serve_lanes(executor: Executor, conn: socket.socket, lane: socket.socket) -
                     else:  # a restore counts too: the runner's log does not know of it
                         out = executor.handle_line(line)
                         executor.direct_calls += out.startswith(b'{"ok":true') and not line.startswith(b'{"op":"ping"')
+                elif _NESTED[0] and line.startswith(b'{"op":"recycle"'):
+                    _recycle_exit(conn)
                 else:
                     out = executor.handle_line(line)
                 try:
@@ -1563,6 +1613,8 @@ def _serve_connection(executor: Executor, conn: socket.socket, lane: socket.sock
             return False
         if not line.strip():
             continue
+        if _NESTED[0] and line.startswith(b'{"op":"recycle"'):
+            _recycle_exit(conn)
         try:
             conn.sendall(executor.handle_line(line))
         except OSError:
@@ -1606,6 +1658,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tool-path", action="append", default=[], help="with --landlock: a read-only, executable path for a workspace's shell (repeatable)")
     parser.add_argument("--deny-unix-sockets", action="store_true", help="seccomp: no unix-domain sockets, no io_uring")
     parser.add_argument("--unshare", action="store_true", help="enter an empty network namespace and a private mount namespace first (root)")
+    parser.add_argument("--nest", action="store_true", help="(root, with --uid and --tmpfs-size) confine all but the uid, then fork one session after another, each dropping to --uid; between them kill what is left of the uid and empty the working folder")
     parser.add_argument("--zygote", metavar="FOLDER", default="", help="be a fork server working in FOLDER: fork one confined executor per request on the control socket (stdin)")
     return parser
 
@@ -1629,11 +1682,15 @@ def _run(args, conn: socket.socket | None, lane: socket.socket | None = None) ->
         signal.signal(signal.SIGPIPE, signal.SIG_DFL if not (args.socket or conn) else signal.SIG_IGN)
     _Forks.main_pid = os.getpid()
     try:
-        CONFINEMENT.update(_confine(args))
+        if args.nest and (args.uid is None or not args.tmpfs_size or conn is None):
+            raise OSError("--nest needs --uid, --tmpfs-size and a zygote's socket")
+        CONFINEMENT.update(_confine(args, drop_uid=not args.nest))
     except BaseException as exc:  # noqa: BLE001 - never run env code less confined than asked
         sys.stderr.write(f"envkernel executor: cannot confine the sandbox: {type(exc).__name__}: {exc}\n")
         sys.stderr.flush()
         return 78
+    if args.nest:
+        return _nest(args, conn, lane)
     _install_fork_guards()
     _install_patches()
     _CURRENT = Executor(max_response=args.max_response)
@@ -1644,6 +1701,156 @@ def _run(args, conn: socket.socket | None, lane: socket.socket | None = None) ->
     if args.socket:
         return _serve_socket(_CURRENT, args.socket)
     return _serve_stdio(_CURRENT)
+
+
+# --------------------------------------------------------------------------- nests: sandboxes reused, never their processes
+#
+# ``--nest`` makes a confined executor that never runs environment code itself: it applies the whole
+# confinement but the uid (namespaces, cgroups, rlimits, tmpfs, Landlock, seccomp; it stays root inside
+# them, so no session can signal it, trace it or write its memory), then forks one *session* child
+# after another. Each child drops to the sandbox's uid, stacks a seccomp filter against state that
+# outlives a process (``_NEST_DENIED``), and serves the runner's socket and a direct lane exactly as an
+# executor does. The runner's ``{"op":"recycle"}`` makes the child answer and exit (code 75); the nest
+# then kills every process left with the uid, empties the working folder (a tmpfs) and the log, and
+# reads ``{"op":"session"}`` carrying the next session's lane (SCM_RIGHTS): it forks the next child from
+# its own untouched memory and answers ``{"ok":true,"value":{...}}``. A child that ends any other way
+# ends the nest with the same code (the runner then sees the death it would have seen).
+
+_NESTED = [False]  # True in a session forked from a nest: it takes ``recycle``
+_RECYCLED = 75
+
+
+def _recycle_exit(conn: socket.socket) -> None:
+    """In a nest's session: the runner wants the sandbox back; answer and end this session."""
+    try:
+        conn.sendall(b'{"ok":true,"value":null}\n')
+    finally:
+        os._exit(_RECYCLED)
+
+
+def _nest(args, conn: socket.socket, lane: socket.socket | None) -> int:
+    """Fork sessions one after another (see above); returns (or exits) when one ends unasked."""
+    nest_pid, workdir, n, reply = os.getpid(), os.path.abspath(args.workdir), 0, None
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    while True:
+        n += 1
+        pid = os.fork()
+        if pid == 0:
+            code = 70
+            try:
+                code = _nest_session(args, conn, lane, n, nest_pid)
+            except BaseException as exc:  # noqa: BLE001 - reported in the log
+                os.write(2, f"envkernel executor (nest session): {type(exc).__name__}: {exc}\n".encode())
+            os._exit(code)
+        if lane is not None:
+            lane.close()
+        if reply is not None:
+            reply["pid"] = pid
+            conn.sendall(json.dumps({"ok": True, "value": reply}, separators=(",", ":")).encode() + b"\n")
+        code = _nest_wait(pid)
+        if code != _RECYCLED:
+            _nest_exit(code)
+        try:
+            killed = _nest_sweep(args.uid)
+            _nest_wipe(workdir)
+            if os.listdir(workdir):
+                raise OSError(f"the working folder is not empty: {os.listdir(workdir)[:5]}")
+            os.ftruncate(2, 0)
+            os.lseek(2, 0, os.SEEK_SET)
+        except OSError as exc:
+            os.write(2, f"envkernel executor (nest): cannot clear the sandbox for reuse: {exc}\n".encode())
+            return 70
+        data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 1)
+        if not data.startswith(b'{"op":"session"') or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            return 0
+        lane = socket.socket(fileno=fds[0])
+        reply = {"session": n + 1, "killed": killed}
+
+
+def _nest_session(args, conn: socket.socket, lane: socket.socket | None, n: int, nest_pid: int) -> int:
+    """In a nest's child: drop to the sandbox's uid, deny what outlives a process, then serve."""
+    global _CURRENT
+    _Forks.main_pid = os.getpid()
+    _set_parent_death_signal(nest_pid)
+    _drop_uid(args)
+    _LIBC[0][1].prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    _deny_syscalls(_NEST_DENIED.get(os.uname().machine, {}))
+    CONFINEMENT["nest"] = {"session": n, "denied": sorted(_NEST_DENIED.get(os.uname().machine, {}))}
+    _NESTED[0] = True
+    _install_fork_guards()
+    _install_patches()
+    _CURRENT = Executor(max_response=args.max_response)
+    _Forks.protocol_fds = [conn.fileno()] + ([lane.fileno()] if lane is not None else [])
+    _serve_connection(_CURRENT, conn, lane)
+    return 0
+
+
+def _nest_wait(pid: int) -> int:
+    """Reap the nest's children (orphans of the session come here too) until ``pid``; its exit code."""
+    while True:
+        try:
+            got, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return 70
+        if got == pid:
+            return os.waitstatus_to_exitcode(status)
+
+
+def _nest_exit(code: int) -> None:
+    """End the nest as its session ended (the same signal or code), so the runner sees that."""
+    if code < 0:
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):  # (those two cannot be caught anyway)
+            signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+        os._exit(128 - code)
+    os._exit(code)
+
+
+def _nest_sweep(uid: int) -> int:
+    """Kill every process of ``uid`` and reap them; the number reaped. Every one of them descends
+    from the nest (its subreaper), so it is done when the nest has no child left (the usual case
+    right away: the executor kills what each call started). ``kill(-1)`` with
+    the real and effective uid set to ``uid`` (and no capability in effect) reaches that uid's
+    processes only (a fork cannot race it); root comes back from the saved uid."""
+    killed, deadline = 0, _real_monotonic() + 5.0
+    try:
+        if os.waitpid(-1, os.WNOHANG) == (0, 0):
+            pass  # some are left: kill them all
+        else:
+            killed += 1  # one was reaped: kill the rest too
+    except ChildProcessError:
+        return 0  # no descendant left, so no process of the uid (kill(-1) walks every process of the host)
+    while True:
+        os.setresuid(uid, uid, 0)
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        finally:
+            os.setresuid(0, 0, 0)
+        while True:
+            try:
+                got, _status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return killed
+            if got == 0:
+                break
+            killed += 1
+        if _real_monotonic() > deadline:
+            raise OSError("processes of the last session did not die within 5 s")
+        time.sleep(0.0005)
+
+
+def _nest_wipe(folder: str) -> None:
+    """Remove everything inside ``folder`` (as root: modes do not stop it; symlinks are not followed)."""
+    for entry in os.scandir(folder):
+        if entry.is_dir(follow_symlinks=False):
+            _nest_wipe(entry.path)
+            os.rmdir(entry.path)
+        else:
+            os.unlink(entry.path)
 
 
 # --------------------------------------------------------------------------- the zygote (fork server)

@@ -120,6 +120,14 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     the cgroup join, tens of milliseconds on a loaded host, was done ahead), and the runner makes
     the missing ones in the background, all at once (their cgroup joins then share one RCU grace
     period). 0: none."""
+    recycle: int = 0
+    """Closed sandboxes kept for reuse (up to this many, for any environment but a workspace's; root
+    hosts with namespaces only). Each sandbox is then a *nest*: a confined parent that never runs
+    environment code and forks one session after another, each dropping to the sandbox's uid. A close
+    ends the session's process; the nest kills every process left with the uid, empties the working
+    tmpfs and forks a fresh session from its own clean memory, which the next open loads its environment
+    into: no fork from the zygote, no confinement, no cgroup join or removal, no new folder. Nothing of
+    one session reaches the next (see ``docs/sessions.md``). 0: every close ends its sandbox."""
 
     __env__: ClassVar[dict[str, str]] = {
         "call_timeout": "ENVKERNEL_PROCESS_CALL_TIMEOUT",
@@ -132,6 +140,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         "zygote": "ENVKERNEL_PROCESS_ZYGOTE",
         "spares": "ENVKERNEL_PROCESS_SPARES",
         "cells": "ENVKERNEL_PROCESS_CELLS",
+        "recycle": "ENVKERNEL_PROCESS_RECYCLE",
     }
 
 
@@ -210,11 +219,25 @@ class ProcessSession(ExecutorSession):
     op_hang_note = "the executor was killed"
     settings: Settings
 
-    def __init__(self, runner: ProcessRunner, env: EnvSpec, seed: int) -> None:
+    def __init__(self, runner: ProcessRunner, env: EnvSpec, seed: int, adopt: ProcessSession | None = None,
+                 lane: socket.socket | None = None) -> None:  # fmt: skip
         session_id = "p" + secrets.token_hex(8)
         self._runner = runner
         self.confinement: dict[str, Any] = {}
         """What the executor reported it applied (uid, cgroups, rlimits, landlock, tmpfs)."""
+        self._nest = runner.nests and env.behaviour.__class__.__name__ != "WorkspaceBehaviour"
+        self._given = False  # its sandbox went to another session (see _recycle)
+        self._oom_base = 0  # OOM kills its cgroup counted before this session (a recycled sandbox's earlier ones)
+        if adopt is not None:  # a recycled sandbox: the nest and all it holds, with a fresh session in it
+            super().__init__(session_id, env, seed, runner.settings)
+            self._folder, self._work, self._res, self._tmpfs = adopt._folder, adopt._work, adopt._res, adopt._tmpfs
+            adopt._finalizer.detach()
+            self._finalizer = weakref.finalize(self, self._res.cleanup)
+            self._proc, adopt._proc = adopt._proc, None
+            self._lane, self._cleanup, self._generation = lane, None, 1
+            self.confinement = adopt.confinement
+            self._oom_base = self._res.cgroup.oom_kills() if self._res.cgroup is not None else 0
+            return
         s = runner.settings
         support = runner.support
         # named now, made by the first start in a thread with the cgroups (see _prepare): 512 opens at
@@ -254,8 +277,60 @@ class ProcessSession(ExecutorSession):
     def _running(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
 
+    async def close(self) -> None:
+        """Close the session; with ``recycle``, its sandbox goes back to the runner for the next open
+        (see :meth:`_recycle`) when there is room, else it is ended as without."""
+        runner = self._runner
+        if self._closed is None and self._nest and runner.wants_recycled():
+            async with self._lock:
+                if self._closed is not None:
+                    return await super().close()
+                self._closed = "closed"
+                self._expiry.cancel()
+                fresh = await self._recycle()
+            if fresh is not None:
+                runner.take_back(self, fresh)
+                return None
+        elif self in runner._recycled:  # an idle recycled sandbox that reached its lifetime
+            runner._recycled.remove(self)
+        return await super().close()
+
+    async def _recycle(self) -> ProcessSession | None:
+        """End this session's process and have its nest fork a fresh one (a new lane with it): a new
+        session of the same sandbox, with nothing of this one; None when that failed (then close it)."""
+        proc = self._proc
+        if not isinstance(proc, ZygoteChild) or proc.returncode is not None or proc.sock is None:
+            return None
+        lane: socket.socket | None = None
+        try:
+            await self._op({"op": "recycle"})
+            lane, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                socket.send_fds(proc.sock, [b'{"op":"session"}\n'], [theirs.fileno()])
+            finally:
+                theirs.close()
+            async with asyncio.timeout(self.settings.startup_timeout):
+                line = await proc.stdout.readline()
+            if not line.startswith(b'{"ok":true'):
+                raise SandboxError(f"the nest answered {line[:200]!r}", code="crashed")
+        except (OSError, TimeoutError, SessionError) as exc:
+            log.debug("could not recycle a sandbox", sandbox=self.id, error=str(exc), log=self._stderr_tail())
+            if lane is not None:
+                lane.close()
+            return None
+        if self._lane is not None:
+            self._lane.close()
+            self._lane = None
+        fresh = ProcessSession(self._runner, _CELL_ENV, 0, adopt=self, lane=lane)
+        self._given = True
+        self._finalizer.detach()
+        return fresh
+
     async def _shutdown(self) -> None:
         """Kill the sandbox's process group and remove its folder, cgroup and uid."""
+        if self._given:  # all of it went to another session
+            self._runner._sessions.discard(self)
+            return
         await self._kill(None)
         if self._lane is not None:
             self._lane.close()
@@ -318,6 +393,8 @@ class ProcessSession(ExecutorSession):
             argv.append("--deny-unix-sockets")
         if support.unshare:
             argv += ["--tmpfs-size", str(s.workspace_mb * 1024 * 1024)]
+        if self._nest:
+            argv.append("--nest")
         return argv
 
     def _argv(self) -> list[str]:
@@ -441,7 +518,7 @@ class ProcessSession(ExecutorSession):
         elif code == 78:
             parts.append("the sandbox could not be confined")
         cg = self._res.cgroup
-        if cg is not None and cg.oom_kills() > 0:
+        if cg is not None and cg.oom_kills() > self._oom_base:
             parts.append(f"the sandbox ran out of memory (limit {s.memory_mb} MiB)")
         return "; ".join(parts)
 
@@ -515,6 +592,12 @@ class ProcessRunner:
         self._cell_fill: asyncio.Future[None] | None = None
         self.cells_used = 0
         """Opens answered with a cell (see ``Settings.cells``)."""
+        self._recycled: list[ProcessSession] = []
+        self._closing = False
+        self.recycled = 0
+        """Closes whose sandbox was kept for reuse (see ``Settings.recycle``)."""
+        self.recycled_used = 0
+        """Opens answered with a recycled sandbox."""
         self._folders: set[str] = set()
         self.zygote: Zygote | None = None
         """The warm fork server of this runner's executors (None with ``zygote = false``)."""
@@ -522,6 +605,9 @@ class ProcessRunner:
             env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC",
                    "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUTF8": "1"}  # fmt: skip
             self.zygote = Zygote(env)
+        s, support = self.settings, self.support
+        self.nests = bool(s.recycle > 0 and s.zygote and s.isolate and support.root and support.unshare)
+        """Sandboxes are nests (see ``Settings.recycle``): recycling is asked for and this host can."""
         folder = tempfile.gettempdir()
         if folder not in _swept:  # once per process and temp folder: what crashed runners left
             _swept.add(folder)
@@ -549,6 +635,10 @@ class ProcessRunner:
                     spare.restart_lifetime()
                     self.spares_used += 1
                     return spare
+        if self._recycled and env.behaviour.__class__.__name__ != "WorkspaceBehaviour":
+            reused = await self._from_cell(env, seed, self._recycled)
+            if reused is not None:
+                return reused
         if self.settings.cells > 0 and env.behaviour.__class__.__name__ != "WorkspaceBehaviour":
             cell = await self._from_cell(env, seed)
             if cell is not None:
@@ -562,11 +652,23 @@ class ProcessRunner:
         _reaper_users.setdefault(folder, weakref.WeakSet()).add(self)
         self._folders.add(folder)
 
-    async def _from_cell(self, env: EnvSpec, seed: int) -> ProcessSession | None:
-        """A ready cell with ``env`` loaded into it (None when none is ready: then a new executor is forked)."""
+    def wants_recycled(self) -> bool:
+        """Is there room for one more recycled sandbox (see ``Settings.recycle``)?"""
+        return not self._closing and len(self._recycled) < self.settings.recycle
+
+    def take_back(self, old: ProcessSession, fresh: ProcessSession) -> None:
+        """``old`` was closed and its sandbox is now ``fresh``'s, ready for the next open."""
+        self._sessions.discard(old)
+        self._recycled.append(fresh)
+        self.recycled += 1
+
+    async def _from_cell(self, env: EnvSpec, seed: int, pool: list[ProcessSession] | None = None) -> ProcessSession | None:
+        """A ready cell (or, from ``pool``, a recycled sandbox) with ``env`` loaded into it (None when none
+        is ready: then a new executor is forked)."""
+        cells = self._cells if pool is None else pool
         try:
-            while self._cells:
-                cell = self._cells.pop()
+            while cells:
+                cell = cells.pop()
                 if cell.closed:
                     continue
                 try:
@@ -579,11 +681,15 @@ class ProcessRunner:
                 if isinstance(loaded, dict):
                     cell.confinement = loaded.get("confinement") or cell.confinement
                 self._sessions.add(cell)
-                self.cells_used += 1
+                if pool is None:
+                    self.cells_used += 1
+                else:
+                    self.recycled_used += 1
                 return cell
             return None
         finally:
-            self._fill_cells()
+            if pool is None:
+                self._fill_cells()
 
     def _fill_cells(self) -> None:
         """Make the missing cells in the background, together."""
@@ -647,8 +753,10 @@ class ProcessRunner:
             t.cancel()
         self._filling.clear()
         self._spares.clear()
-        sessions = [*self._sessions, *self._cells]
+        self._closing = True
+        sessions = [*self._sessions, *self._cells, *self._recycled]
         self._cells.clear()
+        self._recycled.clear()
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
         if self.zygote is not None:
             await self.zygote.aclose()

@@ -42,8 +42,10 @@ class ZygoteChild:
     """An executor forked by the zygote, seen as a process: ``pid``, ``returncode``, ``wait()``,
     and its protocol streams as ``stdout`` (reader) and ``stdin`` (writer)."""
 
-    def __init__(self, pid: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, pid: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, sock: socket.socket | None = None) -> None:
         self.pid = pid
+        self.sock = sock
+        """The runner's end of its protocol socket (to pass it descriptors: a nest's next lane)."""
         self.returncode: int | None = None
         self.stdout = reader
         self.stdin = writer
@@ -212,7 +214,7 @@ class Zygote:
             ours.close()
             raise
         reader, writer = await asyncio.open_unix_connection(sock=ours, limit=STREAM_LIMIT)
-        child = ZygoteChild(pid, reader, writer)
+        child = ZygoteChild(pid, reader, writer, ours)
         self.spawned += 1
         if pid in self._early:
             child.exited(self._early.pop(pid))

@@ -45,13 +45,16 @@ def serve_command() -> Any:
     @click.option("--max-steps", type=int, default=64, show_default=True, help="Tool calls per episode before it is truncated.")
     @click.option("--tau", type=float, default=0.5, show_default=True, help="Weight of the trace part of the reward.")
     @click.option("--warm", type=int, default=2, show_default=True, help="Sandboxes opened before the first session.")
+    @click.option("--reuse-sandboxes", is_flag=True, default=False,
+                  help="Restore a used sandbox for the next session instead of giving each session one no session used "
+                       "(a restore does not bring back what env code keeps in its module; for one client's sessions only).")
     @click.option("--max-message-mb", type=float, default=0, show_default=True, help="Largest WebSocket message (0: no limit).")
     @click.option("--nats-url", default=None, help="Take sandboxes from the sandbox service on this NATS server.")
     @click.option("--serve-runner/--no-serve-runner", default=True, show_default=True,
                   help="With --nats-url: also serve the runner from this process (else only workers serve it).")
     def serve_cmd(target: str, tasks_file: str | None, host: str, port: int, runner: str, config_file: str | None,
                   sets: tuple[str, ...], seed: int | None, max_steps: int, tau: float, warm: int, max_message_mb: float,
-                  nats_url: str | None, serve_runner: bool) -> None:
+                  nats_url: str | None, serve_runner: bool, reuse_sandboxes: bool = False) -> None:
         """Serve the environment(s) of ENV_DIR or RUN_DIR to trainers: OpenEnv's protocol on /ws, MCP on /mcp."""
         import asyncio
 
@@ -69,7 +72,8 @@ def serve_command() -> Any:
             component, settings = runner_component(runner, config_file, sets)
             built = component.factory(settings) if component.settings_type is not None else component.factory()
         source: Any = RunnerSandboxes(built) if nats_url is None else NatsSandboxes(nats_url, runner, built)
-        opts = ServeSettings(host=host, port=port, max_steps=max_steps, tau=tau, warm=warm, max_message_mb=max_message_mb)
+        opts = ServeSettings(host=host, port=port, max_steps=max_steps, tau=tau, warm=warm, max_message_mb=max_message_mb,
+                             fresh=not reuse_sandboxes)  # fmt: skip
         try:
             sock = bind(host, port)
         except OSError as exc:

@@ -49,6 +49,8 @@ class ServeSettings:
     """Sandboxes of the default environment opened before the first session."""
     keep_idle: int = 256
     """Warm sandboxes kept for later sessions, per environment."""
+    fresh: bool = True
+    """No sandbox serves two sessions (False: a used one is restored for the next; see ``WarmPool``)."""
     max_message_mb: float = 0
     """Largest WebSocket message in MiB (0: no limit)."""
     mcp_idle_seconds: float = 600.0
@@ -121,7 +123,7 @@ def bind(host: str, port: int) -> socket.socket:
 
 def make_server(catalog: Catalog, source: Any, settings: ServeSettings) -> tuple[uvicorn.Server, ServeCore]:
     """A uvicorn server (not started) serving ``catalog`` with sandboxes from ``source``."""
-    core = ServeCore(catalog=catalog, pool=WarmPool(source, seed=catalog.seed, keep_idle=settings.keep_idle),
+    core = ServeCore(catalog=catalog, pool=WarmPool(source, seed=catalog.seed, keep_idle=settings.keep_idle, fresh=settings.fresh),
                      max_steps=settings.max_steps, tau=settings.tau)
 
     async def on_start() -> None:

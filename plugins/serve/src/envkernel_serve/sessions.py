@@ -1,10 +1,15 @@
 """Sessions of ``envkernel serve``: one isolated sandbox each, taken from a warm pool.
 
-* :class:`WarmPool` keeps sandboxes per environment. A sandbox is snapshotted right after it
-  opens (the seed state); a session that ends cleanly gives it back, and the next session gets it
-  restored to that snapshot (well under a millisecond) instead of opening a new one (a fresh
-  process sandbox takes on the order of 150 ms). There is no cap on how many are out at once:
-  sessions are limited by the machine (and the runner's own limits), not by a default.
+* :class:`WarmPool` keeps sandboxes per environment, opened ahead and snapshotted right after they
+  open (the seed state). By default (``fresh``) no sandbox serves two sessions: a session takes one
+  no session used, its end closes it, and another is opened in the background. A restore brings
+  back the database, the counters and the working folder, but not what the environment's code keeps
+  in its own module (globals, caches), so a restored sandbox could carry one client's traces to the
+  next. With the ``process`` runner's ``recycle``, that close and open are cheap: the sandbox's nest
+  forks a fresh session (docs/sessions.md). ``fresh=False`` restores a used sandbox for the next
+  session instead (well under a millisecond), for a server whose sessions all belong to one client.
+  Within a session, ``reset`` restores the seed snapshot. There is no cap on how many are out at
+  once: sessions are limited by the machine (and the runner's own limits), not by a default.
 * :class:`Episode` is what a session does: ``reset`` loads a task's initial state (a restore to
   the seed, then the task's planted distractor rows, ``Task.planted``) and returns its request;
   ``step`` runs one tool call in the sandbox; the reward is the task's own
@@ -64,11 +69,16 @@ class Lease:
 class WarmPool:
     """Sandboxes per environment, reset by restore between sessions (see the module docstring)."""
 
-    def __init__(self, source: SandboxSource, seed: int = 0, keep_idle: int = 256) -> None:
+    def __init__(self, source: SandboxSource, seed: int = 0, keep_idle: int = 256, fresh: bool = True) -> None:
         self.source = source
         self.seed = seed
         self.keep_idle = keep_idle
+        self.fresh = fresh
+        """No sandbox serves two sessions (see the module docstring)."""
         self._idle: dict[str, list[Lease]] = {}
+        self._want: dict[str, int] = {}  # fresh: unused sandboxes to keep ready, per environment
+        self._filling: dict[str, int] = {}
+        self._background: set[asyncio.Future[None]] = set()
         self.opened = 0
         self.reused = 0
         self.out = 0
@@ -88,6 +98,12 @@ class WarmPool:
         idle = self._idle.get(env.id, [])
         while idle:
             lease = idle.pop()
+            if self.fresh:  # never used: already in its seed state
+                if getattr(lease.sandbox, "closed", False):
+                    continue
+                self.out += 1
+                self._refill(env)
+                return lease
             try:
                 await lease.sandbox.restore(lease.snapshot)
             except Exception as exc:  # noqa: BLE001 - expired or broken: open a fresh one
@@ -99,21 +115,45 @@ class WarmPool:
             return lease
         lease = await self._open(env)
         self.out += 1
+        if self.fresh:
+            self._want.setdefault(env.id, 1)  # an environment sessions use: keep one ready
+            self._refill(env)
         return lease
 
     async def release(self, lease: Lease) -> None:
-        """Give a sandbox back: kept warm after a clean use, closed otherwise."""
+        """Give a sandbox back: closed (``fresh``, or after a broken use), else kept warm for the next session."""
         self.out -= 1
         idle = self._idle.setdefault(lease.env.id, [])
-        if lease.broken or getattr(lease.sandbox, "closed", False) or len(idle) >= self.keep_idle:
+        if self.fresh or lease.broken or getattr(lease.sandbox, "closed", False) or len(idle) >= self.keep_idle:
             await _close_quietly(lease.sandbox)
         else:
             idle.append(lease)
 
+    def _refill(self, env: EnvSpec) -> None:
+        """``fresh``: open unused sandboxes of ``env`` in the background until ``_want`` are ready."""
+        missing = min(self._want.get(env.id, 0), self.keep_idle) - len(self._idle.get(env.id, ())) - self._filling.get(env.id, 0)
+        for _ in range(max(0, missing)):
+            self._filling[env.id] = self._filling.get(env.id, 0) + 1
+
+            async def one() -> None:
+                try:
+                    lease = await self._open(env)
+                except Exception as exc:  # noqa: BLE001 - the next session opens its own and says why
+                    log.warning("could not open a sandbox ahead", env=env.id, error=str(exc))
+                    return
+                finally:
+                    self._filling[env.id] -= 1
+                self._idle.setdefault(env.id, []).append(lease)
+
+            task = asyncio.ensure_future(one())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
     async def warm(self, env: EnvSpec, n: int) -> None:
-        """Open ``n`` sandboxes of ``env`` ahead of the first sessions."""
+        """Open ``n`` sandboxes of ``env`` ahead of the first sessions (``fresh``: and keep ``n`` ready)."""
         leases = await asyncio.gather(*(self._open(env) for _ in range(n)))
         self._idle.setdefault(env.id, []).extend(leases)
+        self._want[env.id] = max(self._want.get(env.id, 0), n)
 
     @property
     def idle(self) -> int:
@@ -121,7 +161,11 @@ class WarmPool:
         return sum(len(v) for v in self._idle.values())
 
     async def close(self) -> None:
-        """Close every idle sandbox."""
+        """Close every idle sandbox (and stop opening more)."""
+        self._want.clear()
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
         idle = [lease for items in self._idle.values() for lease in items]
         self._idle.clear()
         await asyncio.gather(*(_close_quietly(lease.sandbox) for lease in idle))

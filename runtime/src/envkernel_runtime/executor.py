@@ -1533,11 +1533,11 @@ def _serve_lanes(executor: Executor, conn: socket.socket, lane: socket.socket) -
                 if not line.strip():
                     continue
                 if sock is lane:
-                    if not line.startswith((b'{"op":"call"', b'{"op":"ping"', b'{"op":"restore"')):
-                        out = executor._encode(_err("bad_request", "the direct lane takes 'call', 'restore' and 'ping' only"))
-                    else:  # a restore counts too: the runner's log does not know of it
+                    if not line.startswith((b'{"op":"call"', b'{"op":"ping"', b'{"op":"restore"', b'{"op":"dump"')):
+                        out = executor._encode(_err("bad_request", "the direct lane takes 'call', 'restore', 'dump' and 'ping' only"))
+                    else:  # a restore counts too: the runner's log does not know of it (a dump or a ping changes nothing)
                         out = executor.handle_line(line)
-                        executor.direct_calls += out.startswith(b'{"ok":true') and not line.startswith(b'{"op":"ping"')
+                        executor.direct_calls += out.startswith(b'{"ok":true') and not line.startswith((b'{"op":"ping"', b'{"op":"dump"'))
                 else:
                     out = executor.handle_line(line)
                 try:

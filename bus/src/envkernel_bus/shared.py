@@ -3,9 +3,9 @@
 In ``envkernel run`` the coordinator reads every event of the run and the run's own workers read
 the ones they handle: a rollout request, a finished rollout (with its trajectory and final state)
 or a scored group used to be decoded two or more times in the same process (~9 % of its CPU). The
-first reader decodes it and keeps ``(bytes, event)`` under its ``Nats-Msg-Id`` for a while; a
-later reader of the same message takes that event when the bytes are identical (so it is exactly
-what decoding them gives), instead of decoding again. Readers must treat events as read-only,
+first reader decodes it and keeps ``(bytes, event)`` under its ``Nats-Msg-Id`` until a second
+reader of the same message takes that event (when the bytes are identical, so it is exactly what
+decoding them gives) instead of decoding again, or until ``KEEP`` newer events push it out. Readers must treat events as read-only,
 which role methods already do.
 """
 
@@ -33,8 +33,8 @@ def decode_shared(msg: Any, keep: bool = True) -> Any:
     data: bytes = msg.data
     headers = msg.headers
     mid = headers.get(MSG_ID) if headers else None
-    if mid is not None and (got := _kept.get(mid)) is not None and got[0] == data:
-        stats["shared"] += 1
+    if mid is not None and (got := _kept.pop(mid, None)) is not None and got[0] == data:
+        stats["shared"] += 1  # taken by its second reader, so no longer kept (a third decodes it again)
         return got[1]
     ev = decode(data)
     stats["decoded"] += 1

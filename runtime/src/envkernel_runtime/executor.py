@@ -1506,7 +1506,7 @@ def _serve_socket(executor: Executor, path: str) -> int:
 def _serve_lanes(executor: Executor, conn: socket.socket, lane: socket.socket) -> bool:
     """Serve the runner's socket and the *direct lane* (a second socket the runner may hand to a client
     on the same host, so a tool call skips the runner's process) together, one request at a time.
-    The lane takes ``call``, ``restore`` and ``ping`` only; a call or restore that succeeds over it
+    The lane takes ``call``, ``restore``, ``dump`` (read-only) and ``ping`` only; a call or restore that succeeds over it
     counts in ``executor.direct_calls``, which the next snapshot reports (the runner's log lacks it).
     Ends (True when asked to close) when the runner's socket does; a lane that closes is dropped."""
     import select  # noqa: PLC0415 - loaded by the zygote before it forks

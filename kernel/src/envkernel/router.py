@@ -259,7 +259,7 @@ class Worker:
 
         async def handle(msg: Msg) -> tuple[list[Output], Any]:
             try:
-                ev = decode_shared(msg)
+                ev = decode_shared(msg, self.run_scoped is not None)  # kept for the run's coordinator, in its process
             except DecodeError as exc:
                 log.error("dropping bytes that are not an envkernel event", subject=msg.subject, component=comp.name, error=str(exc))
                 return [], None

@@ -91,6 +91,16 @@ def _tree_rss_kb(root: int) -> int:
     return total
 
 
+def _cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` itself (from /proc; 0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _lines(path: Path) -> int:
     try:
         with open(path, "rb") as f:
@@ -99,7 +109,20 @@ def _lines(path: Path) -> int:
         return 0
 
 
-def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, keep: bool, users: bool = True) -> dict[str, Any]:
+def _start_workers(n: int, plugins: list[str], registry: Path, env: dict[str, str], root: Path, proc: subprocess.Popen[bytes]) -> list[subprocess.Popen[bytes]]:
+    """Start ``n`` ``envkernel worker`` processes on the run's embedded server (its URL from the run's announcement
+    in a registry of the benchmark's own), serving the run's plugins beside the run's own process."""
+    deadline = time.monotonic() + 60
+    while not registry.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            return []
+        time.sleep(0.2)
+    url = json.loads(registry.read_text())["url"]
+    return [subprocess.Popen([str(ENVKERNEL), "worker", "--plugins", plugins[1] if plugins else "", "--nats-url", url],
+                             stdout=open(root / f"worker-{i}.log", "wb"), stderr=subprocess.STDOUT, env=env) for i in range(n)]
+
+
+def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, keep: bool, users: bool = True, workers: int = 0) -> dict[str, Any]:
     per_env = math.ceil(target / N_ENVS * (1 + headroom))
     root = Path(tempfile.mkdtemp(prefix="bench-tasks-"))
     # +users: the simulated user reveals what a task holds back, so the gate's reference rollouts hold conversations
@@ -108,19 +131,25 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
     cmd = [str(ENVKERNEL), "run", "--out", str(root), "--run-id", "bench", "--no-progress", "--source", "openapi",
            *plugins, "--set", f"{sampler}.tasks_per_env={per_env}", "--timeout", str(timeout)]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_"))}
+    env["XDG_RUNTIME_DIR"] = str(root / "xdg")  # the run announces its server here (its own, not another benchmark's "bench")
     folder = root / "bench"
     tasks_file = folder / "tasks.jsonl"
     print(f"run: {' '.join(cmd[1:])}", flush=True)
     t0 = time.perf_counter()
     log = open(root / "run.log", "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    pool = _start_workers(workers, plugins, root / "xdg" / "envkernel" / "servers" / "bench.json", env, root, proc) if workers else []
+    worker_cpu = [0.0] * len(pool)
     peak_tree_kb = 0
     reached: float | None = None
     last_print = 0.0
     series: list[tuple[float, int]] = []
+    cpu_s = 0.0  # the run process's own CPU (utime + stime), the last poll before it exited
     while proc.poll() is None:
         time.sleep(0.5)
-        peak_tree_kb = max(peak_tree_kb, _tree_rss_kb(proc.pid))
+        peak_tree_kb = max(peak_tree_kb, _tree_rss_kb(proc.pid) + sum(_tree_rss_kb(w.pid) for w in pool))
+        cpu_s = max(cpu_s, _cpu_seconds(proc.pid))
+        worker_cpu = [max(c, _cpu_seconds(w.pid)) for c, w in zip(worker_cpu, pool, strict=True)]
         n = _lines(tasks_file) if reached is None else target
         now = time.perf_counter() - t0
         if not series or now - series[-1][0] >= 5:
@@ -132,6 +161,13 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
             print(f"  {now:6.0f} s  {n} tasks gated  tree RSS {peak_tree_kb // 1024} MB (peak)", flush=True)
     wall = time.perf_counter() - t0
     log.close()
+    for w in pool:  # a worker serves every run on its server until stopped
+        w.terminate()
+    for w in pool:
+        try:
+            w.wait(30)
+        except subprocess.TimeoutExpired:
+            w.kill()
     children_maxrss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     summary = json.loads((folder / "summary.json").read_text()) if (folder / "summary.json").exists() else {}
     n_tasks = _lines(tasks_file)
@@ -151,6 +187,10 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
         "tasks_per_s": round(n_tasks / wall, 2) if wall else None,
         "tasks_per_s_to_target": round(target / reached, 2) if reached else None,
         "peak_tree_rss_mb": round(peak_tree_kb / 1024, 1),
+        "run_process_cpu_seconds": round(cpu_s, 2),
+        "run_process_cpu_ms_per_task": round(cpu_s * 1000 / n_tasks, 2) if n_tasks else None,
+        "workers": workers,
+        "worker_cpu_seconds": [round(c, 2) for c in worker_cpu],
         "children_maxrss_mb": round(children_maxrss_kb / 1024, 1),
         "tasks_proposed": summary.get("tasks_proposed"),
         "tasks_rejected": summary.get("tasks_rejected"),
@@ -366,6 +406,7 @@ def main() -> None:
     ap.add_argument("--skip-run", action="store_true", help="only measure the sampler alone")
     ap.add_argument("--skip-sampler", action="store_true", help="only run the pipeline")
     ap.add_argument("--keep", action="store_true", help="keep the run folder")
+    ap.add_argument("--workers", type=int, default=0, help="also serve the run's plugins from this many `envkernel worker` processes (default 0)")
     ap.add_argument("--no-users", action="store_true", help="run without the users plugin (no held-back conditions, no user turns)")
     ap.add_argument("--quality", type=Path, default=None, help="only report the quality of the tasks of this run folder")
     ap.add_argument("--planting-cost", type=int, default=0, metavar="ROUNDS",
@@ -377,7 +418,7 @@ def main() -> None:
         print(json.dumps(result))
         return
     if not args.skip_run:
-        r = run_pipeline(args.tasks, args.headroom, args.sampler, args.timeout, args.keep, users=not args.no_users)
+        r = run_pipeline(args.tasks, args.headroom, args.sampler, args.timeout, args.keep, users=not args.no_users, workers=args.workers)
         result["run"] = r
         print(f"pipeline: {r['tasks']} tasks in {r['wall_seconds']} s ({r['tasks_per_s']} tasks/s); "
               f"{args.tasks} reached after {r['seconds_to_target']} s; peak RSS {r['peak_tree_rss_mb']} MB (process tree), "

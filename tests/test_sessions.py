@@ -280,8 +280,8 @@ async def test_a_request_to_a_vanished_responder_fails_fast(nats_server: str) ->
 
 async def test_a_direct_lane_skips_the_service_and_keeps_the_confinement(nats_server: str) -> None:
     """On the runner's host, a client's tool calls go straight to the executor over its direct lane
-    (not through the service, whose call log stays empty), with the same confinement; snapshot,
-    restore and state still go over the bus. When the executor dies after direct calls its state
+    (not through the service, whose call log stays empty), with the same confinement, and so do
+    restores and state reads; snapshots still go over the bus. When the executor dies after direct calls its state
     is lost (said so, not silently rebuilt wrong) until a restore of a snapshot from before them."""
     from envkernel.errors import SandboxError
     from envkernel_runtime.lane import connect_lane
@@ -304,7 +304,10 @@ async def test_a_direct_lane_skips_the_service_and_keeps_the_confinement(nats_se
                 assert (await sb.call("connect", {"port": listener.getsockname()[1]})).value != "connected"
         assert [(await sb.call("step", {"delta": 1})).value["count"] for _ in range(3)] == [1, 2, 3]
         assert session._log == []  # none of them went through the service
-        assert (await sb.state())["counter"] == [{"n": 3}]
+        read_by_service: list[int] = []
+        service_state = session.state
+        session.state = lambda: read_by_service.append(1) or service_state()  # type: ignore[method-assign]
+        assert (await sb.state())["counter"] == [{"n": 3}] and read_by_service == []  # the state too, over the lane
         events = list(session.events)
         await sb.restore(base)  # over the lane too
         assert (await sb.state())["counter"] == [{"n": 0}] and session.events == events
@@ -319,12 +322,13 @@ async def test_a_direct_lane_skips_the_service_and_keeps_the_confinement(nats_se
         assert (await sb.call("step", {"delta": 1})).value["count"] == 1
         await sb.close()
 
-        s = await runner.open(COUNTER, 0)  # the lane itself takes calls only, and is handed out once
+        s = await runner.open(COUNTER, 0)  # the lane itself takes calls, restores and dumps only, and is handed out once
         lane = s.take_lane()
         assert lane is not None and s.take_lane() is None
         reader, writer = await asyncio.open_unix_connection(sock=lane)
-        writer.write(b'{"op":"dump"}\n{"op":"call","tool":"step","arguments":{"delta":5}}\n')
+        writer.write(b'{"op":"patch","rows":[]}\n{"op":"call","tool":"step","arguments":{"delta":5}}\n{"op":"dump"}\n')
         assert b'"bad_request"' in await reader.readline() and b'"count":5' in await reader.readline()
+        assert b'"counter":[{"n":5}]' in await reader.readline()
         writer.close()
         assert (await s.call("step", {"delta": 1})).value["count"] == 6  # the runner's socket serves on
         await s.close()

@@ -24,7 +24,7 @@ from typing import Any
 import structlog
 from nats.aio.msg import Msg
 
-from envkernel_bus import Bus, Feed
+from envkernel_bus import Bus, Feed, decode_shared
 from envkernel_bus.subjects import EVENTS_PREFIX, STREAM
 from envkernel_schemas import (
     DecodeError,
@@ -44,7 +44,7 @@ from envkernel_schemas import (
 
 from .config import RunConfig, public
 from .recorder import Recorder
-from .routing import BROADCAST_INPUTS, KERNEL_INPUTS, WORK_KINDS, expected_handlers, subject_of
+from .routing import BROADCAST_INPUTS, KERNEL_INPUTS, SERVED_KINDS, WORK_KINDS, expected_handlers, subject_of
 from .stages import KERNEL, Stages
 
 log = structlog.get_logger("envkernel.run")
@@ -72,7 +72,8 @@ class Coordinator:
         """Events still waiting for handled reports: id -> (kind, handlers that reported)."""
         self._last_progress = time.monotonic()
         self.seen: set[str] = set()
-        self.handled: set[tuple[str, str]] = set()
+        self.reports = 0
+        """Handled reports received (each once)."""
         self._awaiting: set[str] = set()
         self.iteration = 0
         self._ended_published = -1
@@ -175,7 +176,7 @@ class Coordinator:
         if self.done.is_set():
             return  # the run is over (or stopping): what is recorded must match the summary
         try:
-            ev = decode(msg.data)
+            ev = decode_shared(msg, ".".join(msg.subject.split(".")[3:5]) in SERVED_KINDS)  # decoded once per process
         except DecodeError as exc:
             self.undecodable += 1
             log.error("dropping bytes that are not an envkernel event", subject=msg.subject, error=str(exc))
@@ -198,13 +199,13 @@ class Coordinator:
         if isinstance(ev, Handled):
             self._last_progress = time.monotonic()
             for eid in ev.events:
-                key, entry = (eid, ev.handler), self._open.get(eid)
-                if key in self.handled:
+                entry = self._open.get(eid)  # a closed event's reports are forgotten: what is kept per event ends with it
+                if (ev.handler in entry[1]) if entry is not None else (eid in self.seen and ev.handler in self._handlers):
                     continue  # a duplicate report (a redelivered event): changes nothing
                 if entry is None or ev.handler not in self._handlers:  # only reports on events this run is waiting for
                     log.warning("ignoring a handled report for an event this run is not waiting for", event_id=eid, handler=ev.handler)
                     continue
-                self.handled.add(key)
+                self.reports += 1
                 self.outstanding -= 1
                 entry[1].add(ev.handler)
                 if len(entry[1]) >= expected_handlers(self.config, entry[0]):

@@ -16,7 +16,6 @@ import inspect
 import time
 import traceback
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -25,9 +24,9 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js.errors import ObjectNotFoundError
 
-from envkernel_bus import Bus, BusError, Consumer, Done, Output, Redeliver, last_delivery
+from envkernel_bus import Bus, BusError, Consumer, Done, Output, Redeliver, decode_shared, last_delivery
 from envkernel_bus.subjects import EVENTS_PREFIX, STREAM, durable_name, kind_filter
-from envkernel_runtime.calls import call_role
+from envkernel_runtime.calls import as_list, call_role
 from envkernel_runtime.calls import close_instance as _close_instance
 from envkernel_schemas import (
     DecodeError,
@@ -83,18 +82,6 @@ def classify(exc: BaseException) -> str:
     if isinstance(exc, (InfraError, NatsError, BusError)):
         return "infra"
     return "update_refused" if isinstance(exc, UpdateRefused) else "plugin"
-
-
-def _as_list(value: Any, kind: type, what: str) -> list[Any]:
-    if isinstance(value, kind):
-        return [value]
-    if isinstance(value, Iterable) and not isinstance(value, (str, bytes, dict)):
-        items = list(value)
-        bad = [type(x).__name__ for x in items if not isinstance(x, kind)]
-        if not bad:
-            return items
-        raise PluginContractError(f"{what} yielded {', '.join(sorted(set(bad)))}, expected {kind.__name__}")
-    raise PluginContractError(f"{what} returned {type(value).__name__}, expected {kind.__name__} or a list of them")
 
 
 class Worker:
@@ -272,7 +259,7 @@ class Worker:
 
         async def handle(msg: Msg) -> tuple[list[Output], Any]:
             try:
-                ev = decode(msg.data)
+                ev = decode_shared(msg, self.run_scoped is not None)  # kept for the run's coordinator, in its process
             except DecodeError as exc:
                 log.error("dropping bytes that are not an envkernel event", subject=msg.subject, component=comp.name, error=str(exc))
                 return [], None
@@ -359,7 +346,7 @@ class Worker:
             return cls(run=ev.run, id=event_id(ev.id, comp.name, index), parent=ev.id, iteration=ev.iteration, time=time.time(), **fields)
 
         if isinstance(ev, EnvRequested):
-            envs = _as_list(await call_role(inst.synthesize, ev, ctx), EnvSpec, f"{comp.name}.synthesize")
+            envs = as_list(await call_role(inst.synthesize, ev, ctx), EnvSpec, f"{comp.name}.synthesize", PluginContractError)
             verifier = first(cfg, "verifier", cfg.verifier)
             gave_up = [(i, e) for i, e in enumerate(envs) if e.provenance and e.provenance.rejected]  # rejected unverified
             return [(c, subject_of(cfg, c)) for i, e in gave_up for c in [child(EnvRejected, i, env_id=e.id, reason=e.provenance.rejected, report=e.report, env=e)]] + [
@@ -384,7 +371,7 @@ class Worker:
         if isinstance(ev, EnvVerified):
             if inspect.isasyncgenfunction(inst.sample):
                 return await self._stream_tasks(comp, inst, ctx, cfg, ev, child)
-            tasks = _as_list(await call_role(inst.sample, ev.env, ctx), Task, f"{comp.name}.sample")
+            tasks = as_list(await call_role(inst.sample, ev.env, ctx), Task, f"{comp.name}.sample", PluginContractError)
             return [(c, subject_of(cfg, c)) for i, t in enumerate(tasks) for c in [child(TaskProposed, i, task=t)]]
 
         if isinstance(ev, RolloutRequested):

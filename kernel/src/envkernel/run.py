@@ -244,7 +244,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         log.info("this run uses remote components: serve them with `envkernel worker --plugins PLUGIN --nats-url URL`",
                  remote=sorted(remote), nats=nats_url)
     coord = Coordinator(bus, config, recorder, lambda kind: synthesizer_for(config, sources, kind), on_event=progress.update, resume=resume)
-    progress.work = lambda: (len(coord.handled), len(coord.handled) + coord.outstanding)  # handled reports: received, expected
+    progress.work = lambda: (coord.reports, coord.reports + coord.outstanding)  # handled reports: received, expected
     bus.on_closed(lambda: coord.stop_run(f"lost the bus: {bus.lost}"))
     exit_code = EXIT_OK
     aborted = ""

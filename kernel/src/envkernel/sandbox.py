@@ -46,7 +46,7 @@ class Sandbox:
         self.run = ""
         """The run it was opened for (a worker's pool releases it when that run finishes)."""
         self.lane: Any = None
-        """The executor's direct lane when the sandbox runs on this host (:mod:`envkernel_runtime.lane`): calls and restores skip the bus."""
+        """The executor's direct lane when the sandbox runs on this host (:mod:`envkernel_runtime.lane`): calls, restores and state reads skip the bus."""
         self._handles: dict[str, str] = {}  # snapshot -> the executor's own handle of it, for a restore over the lane
         self._subjects = {op: sandbox_op_subject(sandbox_id, op) for op in ("call", "patch", "snapshot", "restore", "state", "close", "kill")}
         self._alive = sandbox_op_subject(sandbox_id.rpartition("~")[0], "alive") if "~" in sandbox_id else ""  # ids: <runner>-<process>~<n>
@@ -95,7 +95,9 @@ class Sandbox:
         await self._request("restore", OpRequest(snapshot=snapshot))
 
     async def state(self) -> State:
-        """Dump the state (table -> rows)."""
+        """Dump the state (table -> rows), over the direct lane when there is one."""
+        if self.lane is not None and not self.closed and (state := await self.lane.state()) is not None:
+            return state
         return await self._request("state", OpRequest())  # type: ignore[no-any-return]
 
     async def close(self) -> None:

@@ -16,6 +16,7 @@ dropped (EnvCraft's filter), and an emitted task carries its ``solve_rate`` and 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -68,9 +69,9 @@ class _Group:
     failed: set[int] = field(default_factory=set)
 
 
-def task_key(task: Task) -> str:
-    """De-duplication key: environment, chain signature and grounded arguments."""
-    return json.dumps([task.env_id, task.signature, [[c.name, c.arguments] for c in task.calls]], sort_keys=True, default=str)
+def task_key(task: Task) -> bytes:
+    """De-duplication key: a 16-byte digest of the environment, chain signature and grounded arguments (kept per task)."""
+    return hashlib.blake2b(json.dumps([task.env_id, task.signature, [[c.name, c.arguments] for c in task.calls]], sort_keys=True, default=str).encode(), digest_size=16).digest()
 
 
 class Stages:
@@ -80,9 +81,9 @@ class Stages:
         self.config = config
         self.gates: dict[str, _Gate] = {}
         self.groups: dict[str, _Group] = {}
-        self.seen_tasks: set[str] = set()
+        self.seen_tasks: set[bytes] = set()
         self.gated: list[Task] = []
-        """Every emitted task, in order: each iteration rolls them all out."""
+        """Every emitted task, in order: each later iteration rolls them all out (kept only when there are later iterations)."""
 
     def _child(self, parent: Event, cls: type[Event], key: int | str, /, iteration: int | None = None, **fields: Any) -> Event:
         it = parent.iteration if iteration is None else iteration
@@ -168,7 +169,7 @@ class Stages:
         return self._maybe_close(ev, group)
 
     def _gated(self, ev: TaskGated) -> list[tuple[Event, str | None]]:
-        self.gated.append(ev.task)
+        self.gated += [ev.task] if self.config.iterations > 1 else []  # a task is ~20 KB in memory: a one-iteration run keeps none
         return self._group(ev, ev.task, "train")
 
     def _group(self, parent: Event, task: Task, key: str, update: str = "", iteration: int | None = None) -> list[tuple[Event, str | None]]:

@@ -265,6 +265,26 @@ def test_rl_exporter_and_parquet(tmp_path: Path) -> None:
     assert [r["extra_info"]["task_id"] for r in pq.read_table(tmp_path / "rl.parquet").to_pylist()] == ["t1", "t2", "t3"]
 
 
+def test_rl_parquet_is_written_in_batches_with_every_row_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``finish`` reads ``rl.jsonl`` a batch at a time (memory stays flat at 20,000 tasks): the file holds one row
+    group per batch and the same table as all the rows at once."""
+    import envkernel_export
+
+    monkeypatch.setattr(envkernel_export, "PARQUET_BATCH", 2)
+    ctx = Ctx(tmp_path)
+    rl = Rl()
+
+    async def go() -> None:
+        for i in range(5):
+            await rl.consume(_group(f"g{i}", _task(f"t{i}")), ctx)
+        await rl.finish(ctx)
+
+    asyncio.run(go())
+    lines = _lines(tmp_path / "rl.jsonl")
+    assert pq.ParquetFile(tmp_path / "rl.parquet").num_row_groups == 3
+    assert pq.read_table(tmp_path / "rl.parquet").equals(rl_table(lines)) and len(lines) == 5
+
+
 def test_rl_finish_without_rows_writes_empty_parquet(tmp_path: Path) -> None:
     ctx = Ctx(tmp_path)
     asyncio.run(Rl().finish(ctx))

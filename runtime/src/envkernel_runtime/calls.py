@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import structlog
 
-__all__ = ["call_role", "close_instance"]
+__all__ = ["as_list", "call_role", "close_instance"]
 
 log = structlog.get_logger("envkernel.worker")
 
@@ -45,3 +45,17 @@ async def call_role(fn: Any, *args: Any) -> Any:
     if isinstance(result, AsyncIterator):
         return [x async for x in result]
     return result
+
+
+def as_list(value: Any, kind: type, what: str, error: type[Exception] = TypeError) -> list[Any]:
+    """A role method's result as a list of ``kind`` (one item or an iterable of them); else ``error``
+    saying what ``what`` returned instead."""
+    if isinstance(value, kind):
+        return [value]
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes, dict)):
+        items = list(value)
+        bad = [type(x).__name__ for x in items if not isinstance(x, kind)]
+        if not bad:
+            return items
+        raise error(f"{what} yielded {', '.join(sorted(set(bad)))}, expected {kind.__name__}")
+    raise error(f"{what} returned {type(value).__name__}, expected {kind.__name__} or a list of them")

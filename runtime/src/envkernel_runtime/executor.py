@@ -1554,7 +1554,7 @@ def _serve_socket(executor: Executor, path: str) -> int:
 def _serve_lanes(executor: Executor, conn: socket.socket, lane: socket.socket) -> bool:
     """Serve the runner's socket and the *direct lane* (a second socket the runner may hand to a client
     on the same host, so a tool call skips the runner's process) together, one request at a time.
-    The lane takes ``call``, ``restore`` and ``ping`` only; a call or restore that succeeds over it
+    The lane takes ``call``, ``restore``, ``dump`` (read-only) and ``ping`` only; a call or restore that succeeds over it
     counts in ``executor.direct_calls``, which the next snapshot reports (the runner's log lacks it).
     Ends (True when asked to close) when the runner's socket does; a lane that closes is dropped."""
     import select  # noqa: PLC0415 - loaded by the zygote before it forks
@@ -1581,11 +1581,11 @@ def _serve_lanes(executor: Executor, conn: socket.socket, lane: socket.socket) -
                 if not line.strip():
                     continue
                 if sock is lane:
-                    if not line.startswith((b'{"op":"call"', b'{"op":"ping"', b'{"op":"restore"')):
-                        out = executor._encode(_err("bad_request", "the direct lane takes 'call', 'restore' and 'ping' only"))
-                    else:  # a restore counts too: the runner's log does not know of it
+                    if not line.startswith((b'{"op":"call"', b'{"op":"ping"', b'{"op":"restore"', b'{"op":"dump"')):
+                        out = executor._encode(_err("bad_request", "the direct lane takes 'call', 'restore', 'dump' and 'ping' only"))
+                    else:  # a restore counts too: the runner's log does not know of it (a dump or a ping changes nothing)
                         out = executor.handle_line(line)
-                        executor.direct_calls += out.startswith(b'{"ok":true') and not line.startswith(b'{"op":"ping"')
+                        executor.direct_calls += out.startswith(b'{"ok":true') and not line.startswith((b'{"op":"ping"', b'{"op":"dump"'))
                 elif _NESTED[0] and line.startswith(b'{"op":"recycle"'):
                     _recycle_exit(conn)
                 else:

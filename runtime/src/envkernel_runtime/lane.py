@@ -8,13 +8,13 @@ opens a sandbox, it puts the lane in a :class:`LaneServer` under a one-time toke
 offer (host, socket path, token, call timeout) in its open reply. A client on the same host
 (:func:`connect_lane`) connects to that unix socket, which sits in a folder only the runner's user
 can enter, shows the token and receives the lane's descriptor (``SCM_RIGHTS``); its tool calls and
-restores then go straight to the executor (:class:`DirectLane`; a snapshot's reply names the
+restores, and its state reads (``dump``, read-only), then go straight to the executor (:class:`DirectLane`; a snapshot's reply names the
 executor's own handle of it while a lane is out). A client on another host, or one whose offer has
-expired, keeps using the bus; the other operations (snapshot, state, close) always do.
+expired, keeps using the bus; the other operations (patch, snapshot, close) always do.
 
 What stays the same: the executor is the same confined process (its own uid, namespaces, cgroup,
 rlimits, Landlock, seccomp), it answers one request at a time from either socket, the lane takes
-``call``, ``restore`` and ``ping`` only, the runner still enforces the sandbox's hard lifetime (killing the
+``call``, ``restore``, ``dump`` and ``ping`` only, the runner still enforces the sandbox's hard lifetime (killing the
 executor ends the lane), and the executor still stops a call at its timeout. What changes: calls
 (and restores) over a lane are not in the runner's call log, so when an executor dies after its lane was handed
 out its state is *lost* instead of rebuilt from the log (the next call answers ``crashed`` and says
@@ -51,6 +51,17 @@ OFFER_SECONDS = 60.0
 
 _enc = msgspec.json.Encoder()
 _result_dec = msgspec.json.Decoder(ToolResult)
+_DUMP = _enc.encode({"op": "dump"}) + b"\n"
+
+
+class _Dump(msgspec.Struct):
+    """The executor's answer to ``dump``: every table's rows, or an error (then ``ok`` is false)."""
+
+    ok: bool = False
+    value: dict[str, list[dict[str, Any]]] = msgspec.field(default_factory=dict)
+
+
+_dump_dec = msgspec.json.Decoder(_Dump)
 
 
 def lanes_enabled() -> bool:
@@ -213,11 +224,28 @@ class DirectLane:
     async def restore(self, handle: str) -> bool:
         """Restore the executor's snapshot ``handle``; False when it could not be done here (then the
         caller restores over the bus, where a snapshot of a replaced executor is rebuilt)."""
+        line = await self._exchange(_enc.encode({"op": "restore", "snapshot": handle}) + b"\n")
+        return line is not None and line.startswith(b'{"ok":true')
+
+    async def state(self) -> dict[str, list[dict[str, Any]]] | None:
+        """The executor's whole state (table -> rows, as its ``dump`` answers over the bus); None when it
+        could not be read here (then the caller reads it over the bus, where the runner says what went wrong)."""
+        line = await self._exchange(_DUMP)
+        if line is None:
+            return None
+        try:
+            dump = _dump_dec.decode(line)
+        except msgspec.DecodeError:
+            return None
+        return dump.value if dump.ok else None
+
+    async def _exchange(self, request: bytes) -> bytes | None:
+        """Send one request line and read its answer; None (and the lane closed) when the executor is gone or hangs."""
         if self.closed:
-            return False
+            return None
         async with self._lock:
             try:
-                self.writer.write(_enc.encode({"op": "restore", "snapshot": handle}) + b"\n")
+                self.writer.write(request)
                 async with asyncio.timeout(self.call_timeout + HOST_GRACE):
                     await self.writer.drain()
                     line = await self.reader.readline()
@@ -226,13 +254,13 @@ class DirectLane:
                 if self.on_hang is not None:
                     with contextlib.suppress(Exception):
                         await self.on_hang()
-                return False
+                return None
             except (OSError, ValueError, asyncio.LimitOverrunError):
                 line = b""
         if not line.endswith(b"\n"):
             self.close()
-            return False
-        return line.startswith(b'{"ok":true')
+            return None
+        return line
 
     def close(self) -> None:
         """Close the lane (idempotent); the executor goes on serving its runner."""

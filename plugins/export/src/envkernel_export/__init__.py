@@ -29,9 +29,12 @@ from envkernel_kit.groups import purpose_of
 from envkernel_kit.sink import JsonlSink
 from envkernel_schemas import EnvSpec, GroupScored, Task
 
-from .rows import SYSTEM_PROMPT, env_tools, rl_key, rl_row, rl_table, sft_key, sft_row, shown_tools
+from .rows import SYSTEM_PROMPT, env_tools, rl_key, rl_row, rl_schema, rl_table, sft_key, sft_row, shown_tools
 
 __all__ = ["Rl", "RlSettings", "Sft", "SftSettings", "register_trainers"]
+
+PARQUET_BATCH = 2000
+"""Rows of ``rl.jsonl`` read and written to ``rl.parquet`` at a time (one row group each)."""
 
 
 class SftSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -172,20 +175,30 @@ class Rl:
         sink.write(rl_row(task, tools, system_prompt=s.system_prompt, agent_name=s.agent_name, ability=s.ability))
 
     async def finish(self, ctx: Any) -> None:
-        """Write ``rl.parquet`` from every row of ``rl.jsonl`` (atomically replaced)."""
+        """Write ``rl.parquet`` from every row of ``rl.jsonl`` (atomically replaced), ``PARQUET_BATCH`` rows
+        at a time: a 20,000-task run's rows all at once took the process from 0.44 to 1.4 GB at its end."""
         sink = self.sink(ctx.out_dir)
-        rows = list(sink.rows())
-        sink.close()
         if not self.settings.parquet:
+            sink.close()
             return
         path = Path(ctx.out_dir) / self.settings.parquet
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         import pyarrow.parquet as pq  # only when a file is written
 
-        pq.write_table(rl_table(rows), tmp)
+        n, batch = 0, []
+        with pq.ParquetWriter(tmp, rl_schema()) as writer:
+            for row in sink.rows():
+                batch.append(row)
+                if len(batch) >= PARQUET_BATCH:
+                    writer.write_table(rl_table(batch))
+                    n, batch = n + len(batch), []
+            if batch or not n:
+                writer.write_table(rl_table(batch))
+                n += len(batch)
+        sink.close()
         os.replace(tmp, path)
-        ctx.log.info("rl parquet written", path=str(path), rows=len(rows))
+        ctx.log.info("rl parquet written", path=str(path), rows=n)
 
 
 @hookimpl

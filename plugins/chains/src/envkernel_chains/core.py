@@ -28,7 +28,7 @@ from .ground import Grounder, PlanNode, Rejected, Step
 from .links import extract_elements
 from .outcome import changed_tables, row_key, same_rows, state_outcome, strip
 from .plant import distractors
-from .phrasing import Phraser, check_request, tool_pattern
+from .phrasing import Phraser, all_refs, check_request, tool_pattern
 from .recheck import acted_refs
 from .refs import Ref
 from envkernel_kit.tools import Schema, schema_of, tool_infos
@@ -90,6 +90,14 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """API key of the refiner (never written anywhere)."""
     refine_share: float = 1.0
     """Share of tasks the refiner rewrites."""
+    plain_create_share: float = 0.5
+    """Most of an environment's tasks that may be plain creates (a chain that creates a row and names
+    no row by a superlative or a threshold): creates never run out (their values are generated), so at
+    scale they would crowd out the goals with a condition; past this share (after the first 50 tasks)
+    such a chain is dropped (``plain_create_quota``) and the sampler tries another. 1: no limit."""
+    questions_per_chain: int = 8
+    """Distinct questions asked about the same read-only calls (how many, the highest, a total, the
+    rows over a threshold...; each a task of its own): a chain drawn again asks what was not asked."""
 
 
 UNDO_VERBS = frozenset({"cancel", "delete", "remove", "revoke", "archive", "close", "reject", "decline", "void", "refund"})
@@ -107,6 +115,18 @@ def inverse(first: Any, then: Any) -> bool:
     if not a or a.get("field") != b.get("field") or "to" not in a or "to" not in b or a["to"] == b["to"]:
         return False
     return b["to"] in (a.get("from") or []) or isinstance(b["to"], bool)
+
+
+def plain_create(steps: list[Step]) -> bool:
+    """True for a chain that creates a row and names no row by a superlative the data decides
+    (``Ref.best``) or by a threshold (``on or before``, ``with more than 3 nights``)."""
+    if not any(s.mutating and s.info.kind == "create" for s in steps):
+        return False
+    refs: list[Ref] = []
+    for s in steps:
+        for r in s.refs.values():
+            all_refs(r, refs)
+    return not any(r.best is not None or any(op not in ("eq", "in_set") for _k, op, _v in r.where) for r in refs)
 
 
 _NEW = object()
@@ -187,6 +207,10 @@ class GraphSampler:
         self.planting: Counter[str] = Counter()
         """Distractor planting: ``planted``, or why a task that was tried kept the seed state alone."""
         self._seen: set[bytes] = set()
+        self.plain_creates = 0
+        """Emitted tasks that are plain creates (see ``plain_create_share``)."""
+        self._asked: dict[bytes, set[str]] = {}
+        """Read-only calls (their digest) -> the keys of the questions already asked about them."""
         self.attempts = 0
         self.emitted = 0
         self.grounder: Grounder | None = None
@@ -411,8 +435,9 @@ class GraphSampler:
         return msgspec.structs.replace(task, request=r.text, original_request=task.request) if r.ok else task
 
     def _emit(self, calls: list[ToolCall], outputs: list[Any], outcome: Outcome, text: str, kind: str, skel: str,
-              difficulty: float, *, hidden: list[str] | None = None, persona: dict[str, str] | None = None) -> Task:
-        """Count an accepted task and build it."""
+              difficulty: float, *, hidden: list[str] | None = None, persona: dict[str, str] | None = None, question: str = "") -> Task:
+        """Count an accepted task and build it (``question``: the key of a further question about
+        calls already asked about, which keeps its id apart from the first's)."""
         signature = ">".join(c.name for c in calls)
         self.emitted += 1
         self.sig_counts[signature] += 1
@@ -424,7 +449,7 @@ class GraphSampler:
         split = split_of(signature, self.s.heldout_share)
         self.splits[split] += 1
         return Task(
-            id=task_id(self.env.id, signature, calls),
+            id=task_id(self.env.id, signature + (f"?{question}" if question else ""), calls),
             env_id=self.env.id,
             request=text,
             calls=calls,
@@ -445,8 +470,12 @@ class GraphSampler:
                                digest_size=12).digest()
 
     def is_duplicate(self, steps: list[Step]) -> bool:
-        """True when an emitted task already has these calls (checked before the final state dump)."""
-        return self.digest(steps) in self._seen
+        """True when an emitted task already has these calls (checked before the final state dump),
+        unless they only read and fewer than ``questions_per_chain`` questions were asked about them."""
+        d = self.digest(steps)
+        if d not in self._seen:
+            return False
+        return any(s.mutating for s in steps) or len(self._asked.get(d, ())) >= self.s.questions_per_chain
 
     def redundant(self, steps: list[Step]) -> str | None:
         """Why a chain has a useless call (None when every call counts): the same call twice, a
@@ -526,12 +555,17 @@ class GraphSampler:
         calls = [ToolCall(name=s.info.name, arguments=s.args) for s in steps]
         signature = ">".join(c.name for c in calls)
         digest = self.digest(steps)
-        if digest in self._seen:
+        asked = self._asked.get(digest, set())
+        if digest in self._seen and (final_state is not None or len(asked) >= self.s.questions_per_chain):
             self.rejected["duplicate"] += 1
             return None
         why = self.redundant(steps) or self.undoes(steps)
         if why:
             self.rejected[why] += 1
+            return None
+        plain = plain_create(steps)
+        if plain and self.emitted >= 50 and self.plain_creates + 1 > self.s.plain_create_share * (self.emitted + 1):
+            self.rejected["plain_create_quota"] += 1
             return None
         outcome = None
         if final_state is not None:
@@ -539,9 +573,9 @@ class GraphSampler:
             if outcome is None:
                 self.rejected["no_op"] += 1
                 return None
-        phrased = Phraser(steps, self.rng, persona_share=self.s.persona_share).request()
+        phrased = Phraser(steps, self.rng, persona_share=self.s.persona_share, taken=asked).request()
         if phrased is None:
-            self.rejected["unphrasable"] += 1
+            self.rejected["duplicate" if asked else "unphrasable"] += 1
             return None
         bad = check_request(phrased.text, steps, self._tool_pattern)
         if bad:
@@ -556,8 +590,11 @@ class GraphSampler:
         else:
             outcome = msgspec.structs.replace(outcome, answer=phrased.answer)
         self._seen.add(digest)
+        self.plain_creates += plain
+        if final_state is None:
+            self._asked.setdefault(digest, set()).add(phrased.key)
         task = self._emit(calls, [s.output for s in steps], outcome, phrased.text, phrased.kind, phrased.skeleton, difficulty_of(steps),
-                          persona=phrased.persona)
+                          persona=phrased.persona, question=phrased.key if asked else "")
         if self.s.refine_base_url:
             self.described[task.id] = acted_refs(steps)
         return task

@@ -96,8 +96,9 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     scale they would crowd out the goals with a condition; past this share (after the first 50 tasks)
     such a chain is dropped (``plain_create_quota``) and the sampler tries another. 1: no limit."""
     questions_per_chain: int = 8
-    """Distinct questions asked about the same read-only calls (how many, the highest, a total, the
-    rows over a threshold...; each a task of its own): a chain drawn again asks what was not asked."""
+    """Most distinct questions asked about the same read-only calls (how many, the highest, a total,
+    the rows over a threshold...; each a task of its own): a chain drawn again asks what was not
+    asked. One more is allowed per 200 tasks emitted, so a small run explores new chains instead."""
 
 
 UNDO_VERBS = frozenset({"cancel", "delete", "remove", "revoke", "archive", "close", "reject", "decline", "void", "refund"})
@@ -475,7 +476,11 @@ class GraphSampler:
         d = self.digest(steps)
         if d not in self._seen:
             return False
-        return any(s.mutating for s in steps) or len(self._asked.get(d, ())) >= self.s.questions_per_chain
+        return any(s.mutating for s in steps) or len(self._asked.get(d, ())) >= self.questions_allowed()
+
+    def questions_allowed(self) -> int:
+        """Questions the same read-only calls may have by now (see ``questions_per_chain``)."""
+        return max(1, min(self.s.questions_per_chain, 1 + self.emitted // 200))
 
     def redundant(self, steps: list[Step]) -> str | None:
         """Why a chain has a useless call (None when every call counts): the same call twice, a
@@ -556,7 +561,7 @@ class GraphSampler:
         signature = ">".join(c.name for c in calls)
         digest = self.digest(steps)
         asked = self._asked.get(digest, set())
-        if digest in self._seen and (final_state is not None or len(asked) >= self.s.questions_per_chain):
+        if digest in self._seen and (final_state is not None or len(asked) >= self.questions_allowed()):
             self.rejected["duplicate"] += 1
             return None
         why = self.redundant(steps) or self.undoes(steps)

@@ -276,7 +276,7 @@ def _in_status(k: str, v: Any) -> tuple[str, str]:
     if k in ADJECTIVE_STATUS and adjective(v):
         return f"are {enum_words(v)}", f"the {enum_words(v)} ones"
     fw = field_words(k)
-    return f"have the {fw} {render(v)}", f"the ones with the {fw} {render(v)}"
+    return f"have the {fw} {enum_words(v)}", f"the ones with the {fw} {enum_words(v)}"
 
 
 def _num(v: Any) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from envkernel_kit.answers import answer_check, stuffed_answer
 from envkernel_kit.argsgen import ArgumentBuilder
 from envkernel_schemas import EnvSpec, Outcome, Task, ToolCall
 
@@ -90,6 +91,10 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """API key of the refiner (never written anywhere)."""
     refine_share: float = 1.0
     """Share of tasks the refiner rewrites."""
+    question_shapes: list[str] = msgspec.field(default_factory=list)
+    """Ask only these shapes of question about the rows a list returned (empty: all of
+    ``envkernel_chains.phrasing.QUESTION_SHAPES``: count, total, each, sorted, superlative, condition,
+    which, count_if, top_value, average, count_which, total_which, superlative_which, difference)."""
     plain_create_share: float = 0.5
     """Most of an environment's tasks that may be plain creates (a chain that creates a row and names
     no row by a superlative or a threshold): creates never run out (their values are generated), so at
@@ -208,6 +213,12 @@ class GraphSampler:
         self.planting: Counter[str] = Counter()
         """Distractor planting: ``planted``, or why a task that was tried kept the seed state alone."""
         self._seen: set[bytes] = set()
+        from .phrasing import QUESTION_SHAPES
+
+        unknown = sorted(set(settings.question_shapes) - set(QUESTION_SHAPES))
+        if unknown:
+            raise ValueError(f"chains.question_shapes: unknown shape(s) {', '.join(unknown)}; the shapes are {', '.join(QUESTION_SHAPES)}")
+        self._shapes = frozenset(settings.question_shapes)
         self.plain_creates = 0
         """Emitted tasks that are plain creates (see ``plain_create_share``)."""
         self._asked: dict[bytes, set[str]] = {}
@@ -578,7 +589,7 @@ class GraphSampler:
             if outcome is None:
                 self.rejected["no_op"] += 1
                 return None
-        phrased = Phraser(steps, self.rng, persona_share=self.s.persona_share, taken=asked).request()
+        phrased = Phraser(steps, self.rng, persona_share=self.s.persona_share, taken=asked, shapes=self._shapes).request()
         if phrased is None:
             self.rejected["duplicate" if asked else "unphrasable"] += 1
             return None
@@ -592,6 +603,10 @@ class GraphSampler:
                 return None
             outcome = Outcome(mutates=False, answer_facts=phrased.facts, answer_rows=phrased.rows,
                               answer_absent=phrased.absent, answer_ordered=phrased.ordered, answer=phrased.answer)
+            stuffed = stuffed_answer(phrased.answer, [s.output for s in steps], bool(phrased.absent))
+            if stuffed is not None and answer_check(outcome, stuffed)[0] >= 1.0:
+                self.rejected["imprecise_answer"] += 1  # the gate's stuffed mutant would score 1: not a precise check
+                return None
         else:
             outcome = msgspec.structs.replace(outcome, answer=phrased.answer)
         self._seen.add(digest)

@@ -107,6 +107,11 @@ SORT_Q = ("Rank {c} by {f}, {d}, and give me each one's {f}.", "List {c} {d} {f}
 OBJ_Q = ("Look up {x} and tell me {its} {f}.", "Find {x} and tell me {its} {f}.", "Could you check {x} and give me {its} {f}?")
 
 
+QUESTION_SHAPES = ("count", "total", "each", "sorted", "superlative", "condition", "which", "count_if", "top_value", "average",
+                   "count_which", "total_which", "superlative_which", "difference")
+"""The shapes of a question about the rows a list returned (``Phraser.about_rows``)."""
+
+
 def render(v: Any) -> str:
     """A value as written in a request (strings with spaces in double quotes)."""
     if isinstance(v, str):
@@ -355,8 +360,10 @@ class Phraser:
     """Phrases one grounded chain (see the module docstring)."""
 
     def __init__(self, steps: list[Step], rng: random.Random, *, persona_share: float = 0.5,
-                 taken: frozenset[str] | set[str] = frozenset()) -> None:
+                 taken: frozenset[str] | set[str] = frozenset(), shapes: frozenset[str] | set[str] = frozenset()) -> None:
         self.steps = steps
+        self.only = shapes
+        """Question shapes over rows to ask (empty: every one; see ``QUESTION_SHAPES``)."""
         self.rng = rng
         self.taken = taken
         """Keys of the questions already asked about these calls (a read-only chain drawn again asks something else)."""
@@ -760,14 +767,16 @@ class Phraser:
             shapes += ["superlative"] * 3 + ["condition"] * 3
         if label is not None and 2 <= len(rows) <= 40:
             shapes += ["which"] * 2
-        if len(rows) >= 2 and nums and len(rows) <= 40:  # counts, averages and top values the rows decide
+        if label is not None and len(rows) >= 2 and nums and len(rows) <= 40:  # counts, averages and top values the rows decide
             shapes += ["count_if"] * 2 + ["top_value"] + (["average"] if any(k in SUMMABLE or unit_of(k) for k in nums) else [])
-        if 3 <= len(rows) <= 40 and _categories(rows, label):  # a condition on a status, counted or added up
-            shapes += ["count_which"] * 2 + (["total_which", "superlative_which"] * 2 if label is not None and nums else [])
+        if label is not None and 3 <= len(rows) <= 40 and _categories(rows, label):  # a condition on a status, counted or added up
+            shapes += ["count_which"] * 2 + (["total_which", "superlative_which"] * 3 if nums else [])
         if label is not None and nums and 2 <= len(rows) <= 40:
-            shapes += ["difference"]
+            shapes += ["difference"] * 2
         if label is not None and len(rows) == 1:
             shapes += ["each"]
+        if self.only:
+            shapes = [x for x in shapes if x in self.only]
         if self.taken:  # these rows were asked about already: ask what only the whole set decides (no plain listing again)
             shapes = [x for x in shapes if x != "each"]
         rng.shuffle(shapes)
@@ -888,9 +897,11 @@ class Phraser:
         are in a status, the highest or lowest value, the average. Rows outside the condition are
         what a precise answer leaves out (a count may name the rows it counted)."""
         rng = self.rng
+        if label is None:
+            return None  # no name for the rows a precise answer leaves out: a dump of every row would pass
         c = _the(c)  # "how many of the travelers", not "of all the travelers"
-        labels = [fact_text(r[label]) for r in rows] if label is not None else []
-        extra = self._absent(step, [label] if label else [], {x.lower() for x in labels}) if label else self._absent(step, [], set())
+        labels = [fact_text(r[label]) for r in rows]
+        extra = self._absent(step, [label], {x.lower() for x in labels})
         if shape == "count_which":
             cats = _categories(rows, label)
             k = rng.choice(cats)
@@ -902,11 +913,11 @@ class Phraser:
             n = str(len(hit))
             if mentions(n, text) >= 0:
                 return None
-            miss = [labels[i] for i in range(len(rows)) if i not in hit] if labels else []
+            miss = [labels[i] for i in range(len(rows)) if i not in hit]
             said = ("Just 1.", "Only 1 of them is {v}.") if n == "1" else ("{n} of them are {v}.", "There are {n}.", "I count {n}.")
             return Question(text, [n], rng.choice(said).format(n=n, v=enum_words(v)),
                             absent=miss + extra, kind="count", key=f"count_which/{k}/{v}")
-        usable = [k for k in nums if not labels or _apart(rows, k, labels)]
+        usable = [k for k in nums if _apart(rows, k, labels)]
         if shape == "average":
             usable = [k for k in usable if k in SUMMABLE or unit_of(k)]
         if not usable:
@@ -929,7 +940,7 @@ class Phraser:
             n = str(len(hit))
             if mentions(n, text) >= 0:
                 return None
-            miss = [labels[i] for i in range(len(rows)) if i not in hit] if labels else []
+            miss = [labels[i] for i in range(len(rows)) if i not in hit]
             said = ("Just 1.", "Only 1 of them.") if n == "1" else ("{n} of them.", "There are {n}.", "I count {n}.")
             return Question(text, [n], rng.choice(said).format(n=n),
                             absent=miss + extra, kind="count", key=f"count_if/{f}/{'over' if over else 'under'}/{_fmt(t)}")
@@ -940,7 +951,7 @@ class Phraser:
             text = rng.choice(TOP_VALUE_Q).format(c=c, w=word, f=fw)
             if mentions(_fmt(best), text) >= 0 or len(set(vals)) < 2:
                 return None
-            losers = [lab for lab, v in zip(labels, vals, strict=False) if v != best]  # the winner may be named, no other row
+            losers = [lab for lab, v in zip(labels, vals, strict=True) if v != best]  # the winner may be named, no other row
             return Question(text, [_fmt(best)], f"The {word} {fw} is {_fmt(best)}.", absent=losers + extra, kind="superlative",
                             key=f"top_value/{f}/{'max' if high else 'min'}")
         mean = sum(vals) / len(vals)
@@ -974,25 +985,37 @@ class Phraser:
             others = [lab for k, lab in enumerate(labels) if k not in (i, j)]
             return Question(text, [_fmt(diff)], answer, absent=others + self._absent(step, [label], {labels[i].lower(), labels[j].lower()}),
                             kind="comparison", key=f"difference/{f}")
-        cats = _categories(rows, label)
-        k = rng.choice(cats)
-        v = rng.choice(sorted({r[k] for r in rows}))
+        # every (status field, value, number field, direction) in a random order: the first whose condition changes the answer
+        cands = [(k, v, g, high) for k in _categories(rows, label) for v in sorted({r[k] for r in rows}) for g in nums
+                 for high in (True, False) if shape == "superlative_which" or (high and (g in SUMMABLE or unit_of(g)))]
+        rng.shuffle(cands)
+        for k, v, g, high in cands[:24]:
+            q = self._in_status_question(shape, step, rows, label, labels, c, k, v, g, high)
+            if q is not None and q.key not in self.taken:
+                return q
+        return None
+
+    def _in_status_question(self, shape: str, step: Step, rows: list[dict[str, Any]], label: str, labels: list[str], c: str,
+                            k: str, v: Any, f: str, high: bool) -> Question | None:
+        """The total of ``f`` (``total_which``) or the row with the highest / lowest ``f``
+        (``superlative_which``) among the rows whose ``k`` is ``v``; None when the condition would
+        not change the answer, or it is a tie."""
+        rng = self.rng
+        fw = field_words(f)
+        vals = [float(r[f]) for r in rows]
         hit = [i for i, r in enumerate(rows) if r[k] == v]
         miss = [labels[i] for i in range(len(rows)) if i not in hit]
         if len(hit) < 2 or not miss:
             return None
         if shape == "total_which":
-            if not (f in SUMMABLE or unit_of(f)):
-                return None
             total = round(sum(vals[i] for i in hit), 2)
             if total == round(sum(vals), 2):
                 return None  # the condition would not change the answer
             text = rng.choice(TOTAL_WHICH_Q).format(c=_the(c), f=fw, o=_in_status(k, v)[1])
             if mentions(_fmt(total), text) >= 0:
                 return None
-            return Question(text, [_fmt(total)], f"Their total {fw} is {_fmt(total)}.", absent=miss + self._absent(step, [label], {labels[i].lower() for i in hit}),
-                            kind="total", key=f"total_which/{f}/{k}/{v}")
-        high = rng.random() < 0.5
+            return Question(text, [_fmt(total)], f"Their total {fw} is {_fmt(total)}.",
+                            absent=miss + self._absent(step, [label], {labels[i].lower() for i in hit}), kind="total", key=f"total_which/{f}/{k}/{v}")
         sub = [vals[i] for i in hit]
         best = max(sub) if high else min(sub)
         overall = max(vals) if high else min(vals)

@@ -258,6 +258,14 @@ def _apart(rows: list[dict[str, Any]], k: str, labels: list[str]) -> bool:
     return not any(a in fact_text(r[k]).lower() or fact_text(r[k]).lower() in a for r in rows for a in low)
 
 
+def _most(f: str, high: bool, rng: random.Random, counted_words: tuple[str, str] = ("most", "fewest")) -> str:
+    """The superlative of field ``f``: ``highest`` / ``largest`` (``lowest`` / ``smallest``), or
+    for a field that counts things ``most`` / ``fewest`` (never ``the largest stars``)."""
+    if f in COUNTED_FIELDS:
+        return counted_words[0] if high else counted_words[1]
+    return rng.choice(("highest", "largest")) if high else rng.choice(("lowest", "smallest"))
+
+
 def _quote(label: str) -> str:
     """A row's label as a request names it, in double quotes."""
     return f'"{label}"'
@@ -587,7 +595,7 @@ class Phraser:
                 if rest:
                     s += " " + " ".join(rest)
                 if lits:
-                    s += " with " + join(lits)
+                    s += (", with " if " with " in s else " with ") + join(lits)  # never two "with" phrases in a row
                 return s
             article = "an" if noun[:1] in "aeiou" else "a"
             s = f"{v} {self.rng.choice(('a new', article))} {noun}"
@@ -595,6 +603,10 @@ class Phraser:
             ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
             # a reference with its own "with ..." goes last: never "the product of my order with quantity 2, quantity 2"
             withs = [w for w in ref_withs if " with " not in w] + lits + [w for w in ref_withs if " with " in w]
+            if others and withs and any(" with " in o for o in others):
+                # never two "with" phrases in a row ("for the sender of the message with text "Hi" with name ops"):
+                # the new row's own values come first
+                return s + " with " + join(withs) + " " + " ".join(others)
             if others:
                 s += " " + " ".join(others)
             if withs:
@@ -644,7 +656,8 @@ class Phraser:
         if parts:
             tail += " " + " ".join(parts)
         if lits:
-            tail += self.rng.choice((" with ", ", with ")) + join([attr(k, x) for k, x in lits])
+            stacked = " with " in t or any(" with " in p for p in parts)  # a reference with its own "with ...": a comma sets the values apart
+            tail += (", with " if stacked else self.rng.choice((" with ", ", with "))) + join([attr(k, x) for k, x in lits])
         v = self._verb(verb if verb in ("delete", "remove", "revoke") else "delete") if kind == "delete" else self._verb(verb)
         if "{x}" in v:
             return v.format(x=t) + tail
@@ -856,7 +869,7 @@ class Phraser:
             if vals.count(best) != 1:
                 return None
             i = vals.index(best)
-            word = rng.choice(("highest", "largest")) if high else rng.choice(("lowest", "smallest"))
+            word = _most(f, high, rng)
             text = rng.choice(SUP_Q).format(c=c, w=word, f=fw, n=noun)
             others = [x for j, x in enumerate(labels) if j != i]
             return Question(text, [labels[i]], f"{labels[i]}, with {article(fw)} {fw} of {_fmt(best)}.", rows=[[labels[i]]],
@@ -947,7 +960,7 @@ class Phraser:
         if shape == "top_value":
             high = rng.random() < 0.5
             best = max(vals) if high else min(vals)
-            word = rng.choice(("highest", "largest")) if high else rng.choice(("lowest", "smallest"))
+            word = _most(f, high, rng, counted_words=("highest number of", "lowest number of"))
             text = rng.choice(TOP_VALUE_Q).format(c=c, w=word, f=fw)
             if mentions(_fmt(best), text) >= 0 or len(set(vals)) < 2:
                 return None
@@ -1022,7 +1035,7 @@ class Phraser:
         if sub.count(best) != 1 or best == overall:
             return None  # a tie, or the condition would not change the winner
         win = hit[sub.index(best)]
-        word = rng.choice(("highest", "largest")) if high else rng.choice(("lowest", "smallest"))
+        word = _most(f, high, rng)
         text = rng.choice(SUP_WHICH_Q).format(c=_the(c), o=_in_status(k, v)[1], w=word, f=fw)
         others = [lab for i, lab in enumerate(labels) if i != win]
         return Question(text, [labels[win]], f"{labels[win]}, with {article(fw)} {fw} of {_fmt(best)}.", rows=[[labels[win]]],

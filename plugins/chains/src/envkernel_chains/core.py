@@ -310,6 +310,12 @@ class GraphSampler:
             self._outcome(self.target or last, False)
             self.len_fails[n] += 1
             return None
+        if self.quota_full() and any(self.infos[nd.tool].kind == "create" for nd in plan) and self.rng.random() < 0.75:
+            # most such chains would be plain creates, dropped after grounding: skip three in four before any call
+            self.attempts -= 1  # not tried against the sandbox (``patience`` still bounds these)
+            self.rejected["plain_create_quota"] += 1
+            self._outcome(self.target or last, False)
+            return None
         try:
             steps, final = await self.grounder.run(sb, seed, plan, self.is_duplicate)
         except Rejected as r:
@@ -489,6 +495,10 @@ class GraphSampler:
             return False
         return any(s.mutating for s in steps) or len(self._asked.get(d, ())) >= self.questions_allowed()
 
+    def quota_full(self) -> bool:
+        """True when one more plain create would pass ``plain_create_share`` (never in the first 50 tasks)."""
+        return self.emitted >= 50 and self.plain_creates + 1 > self.s.plain_create_share * (self.emitted + 1)
+
     def questions_allowed(self) -> int:
         """Questions the same read-only calls may have by now (see ``questions_per_chain``)."""
         return max(1, min(self.s.questions_per_chain, 1 + self.emitted // 200))
@@ -580,7 +590,7 @@ class GraphSampler:
             self.rejected[why] += 1
             return None
         plain = plain_create(steps)
-        if plain and self.emitted >= 50 and self.plain_creates + 1 > self.s.plain_create_share * (self.emitted + 1):
+        if plain and self.quota_full():
             self.rejected["plain_create_quota"] += 1
             return None
         outcome = None

@@ -101,8 +101,8 @@ SUP_WHICH_Q = ("Of {c}, which of {o} has the {w} {f}?", "Among {c}, which of {o}
                "Looking only at {o} among {c}, which has the {w} {f}?")
 AVG_Q = ("What is the average {f} of {c}?", "On average, what is the {f} of {c}?", "Can you work out the average {f} of {c}?")
 TOP_VALUE_Q = ("What is the {w} {f} among {c}?", "What's the {w} {f} of any of {c}?", "Among {c}, what is the {w} {f}?")
-DIFF_Q = ("What is the difference in {f} between {x} and {y}?", "How far apart are {x} and {y} in {f}?",
-          "By how much do {x} and {y} differ in {f}?")
+DIFF_Q = ("Among {c}, what is the difference in {f} between {x} and {y}?", "Of {c}, how far apart are {x} and {y} in {f}?",
+          "Looking at {c}: by how much do {x} and {y} differ in {f}?")
 SORT_Q = ("Rank {c} by {f}, {d}, and give me each one's {f}.", "List {c} {d} {f}, with the {f} of each.")
 OBJ_Q = ("Look up {x} and tell me {its} {f}.", "Find {x} and tell me {its} {f}.", "Could you check {x} and give me {its} {f}?")
 
@@ -927,8 +927,10 @@ class Phraser:
             if mentions(n, text) >= 0:
                 return None
             miss = [labels[i] for i in range(len(rows)) if i not in hit]
-            said = ("Just 1.", "Only 1 of them is {v}.") if n == "1" else ("{n} of them are {v}.", "There are {n}.", "I count {n}.")
-            return Question(text, [n], rng.choice(said).format(n=n, v=enum_words(v)),
+            cond = _in_status(k, v)[0]  # "are cancelled", "have the specialty dermatology"
+            said = ("Just 1.", "Only 1 of them " + cond.replace("are ", "is ", 1).replace("have ", "has ", 1) + ".") if n == "1" else \
+                ("{n} of them " + cond + ".", "There are {n}.", "I count {n}.")
+            return Question(text, [n], rng.choice(said).replace("{n}", n),
                             absent=miss + extra, kind="count", key=f"count_which/{k}/{v}")
         usable = [k for k in nums if _apart(rows, k, labels)]
         if shape == "average":
@@ -990,7 +992,7 @@ class Phraser:
                 return None
             x, y = _quote(labels[i]), _quote(labels[j])
             diff = abs(vals[i] - vals[j])
-            text = rng.choice(DIFF_Q).format(f=fw, x=x, y=y)
+            text = rng.choice(DIFF_Q).format(c=_the(c), f=fw, x=x, y=y)
             if mentions(_fmt(diff), text) >= 0:
                 return None
             hi, lo = (i, j) if vals[i] > vals[j] else (j, i)

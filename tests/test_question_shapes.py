@@ -167,3 +167,37 @@ def test_a_request_in_a_new_shape_reads_like_a_person_asking(shapes: Any) -> Non
             assert not re.search(r"\b[a-z]+_[a-z]+\b", t.request), t.request  # no raw field name or code
             assert not re.search(r"\bof all the\b|\bamong all the\b", t.request), t.request
             assert t.request.endswith(("?", ".")), t.request
+
+
+def test_plain_creates_stay_under_their_share_and_a_read_asks_new_questions_as_a_run_grows(tmp_path: Path) -> None:
+    """Past 50 tasks, a chain that only creates (no row named by a superlative or a threshold) is
+    dropped once plain creates would pass ``plain_create_share``; and past 200, the same reads may
+    be asked a second question (another shape or field), a task with its own id."""
+    import json
+
+    async def go() -> list[Task]:
+        runner = process.ProcessRunner()
+        env = next(synthesize_file(f)[0] for f in corpus_files() if f.stem == "bank")
+        try:
+            ctx = RunnerContext(runner, component="chains", out_dir=tmp_path)
+            s = ChainsSettings(tasks_per_env=260, plain_create_share=0.3, distractor_share=0.0, write_graph=False)
+            return [t async for t in Chains(s).sample(env, ctx)]
+        finally:
+            await runner.aclose()
+
+    tasks = asyncio.run(go())
+    stats = json.loads((tmp_path / "envs" / "bank" / "sampling.json").read_text())["chains"]
+    assert len(tasks) == 260 and stats["rejected"].get("plain_create_quota", 0) > 0
+    superlative = re.compile(r"\b(highest|lowest|most|fewest|latest|earliest|created most recently|created earliest|at least|at most|"
+                             r"more than|fewer than|on or (?:before|after))\b")
+    plain = [t for t in tasks if t.outcome.mutates and any(c.name.startswith(("create", "add", "open")) for c in t.calls)
+             and not superlative.search(t.request)]
+    assert len(plain) <= 0.3 * len(tasks) + 1, len(plain)
+    reads: dict[str, list[Task]] = {}
+    for t in tasks:
+        if not t.outcome.mutates:
+            reads.setdefault(json.dumps([[c.name, c.arguments] for c in t.calls], sort_keys=True), []).append(t)
+    again = [ts for ts in reads.values() if len(ts) >= 2]
+    assert again and all(len({t.id for t in ts}) == len(ts) and len({t.request for t in ts}) == len(ts) for ts in again)
+    assert all(ts[0].outcome.answer_facts != ts[1].outcome.answer_facts or ts[0].outcome.answer_rows != ts[1].outcome.answer_rows
+               or ts[0].outcome.answer_absent != ts[1].outcome.answer_absent for ts in again)

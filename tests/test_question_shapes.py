@@ -180,7 +180,7 @@ def test_plain_creates_stay_under_their_share_and_a_read_asks_new_questions_as_a
         env = next(synthesize_file(f)[0] for f in corpus_files() if f.stem == "bank")
         try:
             ctx = RunnerContext(runner, component="chains", out_dir=tmp_path)
-            s = ChainsSettings(tasks_per_env=260, plain_create_share=0.3, distractor_share=0.0, write_graph=False)
+            s = ChainsSettings(tasks_per_env=260, plain_create_share=0.3, distractor_share=0.0, write_graph=False, questions_per_chain=8)
             return [t async for t in Chains(s).sample(env, ctx)]
         finally:
             await runner.aclose()

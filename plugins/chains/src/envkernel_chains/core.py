@@ -100,10 +100,13 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     no row by a superlative or a threshold): creates never run out (their values are generated), so at
     scale they would crowd out the goals with a condition; past this share (after the first 50 tasks)
     such a chain is dropped (``plain_create_quota``) and the sampler tries another. 1: no limit."""
-    questions_per_chain: int = 8
+    questions_per_chain: int = 1
     """Most distinct questions asked about the same read-only calls (how many, the highest, a total,
     the rows over a threshold...; each a task of its own): a chain drawn again asks what was not
-    asked. One more is allowed per 200 tasks emitted, so a small run explores new chains instead."""
+    asked. One more is allowed per 200 tasks emitted, so a small run explores new chains instead.
+    1 (the default): the kernel's gate de-duplicates proposed tasks by their calls alone
+    (``envkernel.stages.task_key``), so in ``envkernel run`` a further question is rejected as a
+    duplicate; more than 1 is for the sampler used on its own."""
 
 
 UNDO_VERBS = frozenset({"cancel", "delete", "remove", "revoke", "archive", "close", "reject", "decline", "void", "refund"})

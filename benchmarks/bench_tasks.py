@@ -224,7 +224,7 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
 # -- 3. the quality of the tasks ------------------------------------------------------------------
 
 NARRATES = re.compile(r"\b(then|after that|and finally|finally|once that's done|afterwards)\b", re.I)
-AGGREGATE = re.compile(r"\b(how many|count|highest|lowest|largest|smallest|most|least|fewest|cheapest|latest|earliest|total|add up|all together|"
+AGGREGATE = re.compile(r"\b(how many|count|average|difference|differ|how far apart|highest|lowest|largest|smallest|most|least|fewest|cheapest|latest|earliest|total|add up|all together|"
                        r"over|above|more than|fewer than|under|below|less than|rank|on or after|on or before|at least|at most|which of|which ones)\b", re.I)
 GREETING = re.compile(r"^(hi|hello|hey there|hi there|good morning)[!.,]", re.I)
 ECHO = re.compile(r"\b(in (minutes|bytes|seconds) \d|set to (yes|no))\b", re.I)
@@ -268,6 +268,22 @@ def quality(folder: Path) -> dict[str, Any]:
     """The quality figures of a run folder's tasks (see the module docstring)."""
     tasks = [json.loads(line) for line in (folder / "tasks.jsonl").read_text().splitlines() if line.strip()]
     summary = json.loads((folder / "summary.json").read_text()) if (folder / "summary.json").exists() else {}
+    return quality_of(tasks, summary)
+
+
+def slim(task: Any) -> dict[str, Any]:
+    """The parts of a sampled ``Task`` that :func:`quality_of` reads, as in ``tasks.jsonl``."""
+    import msgspec
+
+    o = task.outcome
+    return {"request": task.request, "calls": [{"name": c.name, "arguments": msgspec.to_builtins(c.arguments)} for c in task.calls],
+            "outcome": {"mutates": o.mutates, "answer_rows": bool(o.answer_rows), "answer_absent": bool(o.answer_absent),
+                        "answer": bool(o.answer)},
+            "hidden": list(task.hidden), "persona": dict(task.persona), "planted": [None] * len(task.planted)}
+
+
+def quality_of(tasks: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any]:
+    """The quality figures of ``tasks`` (rows as in ``tasks.jsonl``); mutant figures from a run's ``summary``."""
     n = len(tasks) or 1
     reqs = [t["request"] for t in tasks]
 
@@ -364,11 +380,14 @@ async def run_sampler(per_env: int, sampler: str, settings: dict[str, Any] | Non
         ctx = _Ctx(cbus, Path(tmp) / "out", sampler)
         inst = sc.factory(msgspec_convert(sc.settings_type, {"tasks_per_env": per_env, **(settings or {})}))
 
+        kept: list[dict[str, Any]] = []
+
         async def one(env: Any) -> tuple[str, int, float]:
             t = time.perf_counter()
             n = 0
-            async for _task in inst.sample(env, ctx):
-                n += 1  # streamed: nothing is kept
+            async for task in inst.sample(env, ctx):
+                n += 1  # streamed: only what the quality figures read is kept
+                kept.append(slim(task))
             return env.id, n, time.perf_counter() - t
 
         t0 = time.perf_counter()
@@ -386,8 +405,9 @@ async def run_sampler(per_env: int, sampler: str, settings: dict[str, Any] | Non
         if hasattr(runner, "aclose"):
             await runner.aclose()
     total = sum(r[1] for r in rows)
+    q = {k: v for k, v in quality_of(kept, {}).items() if not k.startswith(("mutant", "emitted_", "proposed_"))}
     return {"per_env": per_env, "tasks": total, "wall_seconds": round(wall, 2), "tasks_per_s": round(total / wall, 2),
-            "maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), "envs": stats}
+            "maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), "envs": stats, "quality": q}
 
 
 def msgspec_convert(t: Any, data: dict[str, Any]) -> Any:
@@ -455,6 +475,10 @@ def main() -> None:
         for env_id, st in sorted(s["envs"].items()):
             print(f"  {env_id:10s} {st['tasks']:6d} tasks {st['seconds']:8.2f} s {st['tasks_per_s']:8.2f} tasks/s "
                   f"attempts {st['attempts']} sandbox calls {st['tool_calls']}")
+        q = s["quality"]
+        print(f"  quality (sampled, before the gate): narrate 2+ steps {q['narrates_2_steps']:.1%}, aggregate/superlative/condition "
+              f"{q['aggregate_superlative_condition']:.1%}, multi-row goals {q['multi_row_change_goals']:.1%}, read-only {q['read_only']:.1%}, "
+              f"{q['distinct_request_shapes']} request shapes of {q['tasks']}")
     print(json.dumps(result))
 
 

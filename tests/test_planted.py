@@ -32,7 +32,7 @@ process = pytest.importorskip("envkernel_process")
 
 @pytest.fixture(scope="module")
 def shop(tmp_path_factory: pytest.TempPathFactory) -> tuple[EnvSpec, list[Task], dict[str, Any]]:
-    """The corpus's shop environment, 20 tasks sampled over it (every one that can have distractors
+    """The corpus's shop environment, 40 tasks sampled over it (every one that can have distractors
     given some) and its seed state."""
     env = next(synthesize_file(f)[0] for f in corpus_files() if f.stem == "shop")
     out = tmp_path_factory.mktemp("planted")
@@ -41,7 +41,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> tuple[EnvSpec, list[Task],
         runner = process.ProcessRunner()
         try:
             ctx = RunnerContext(runner, component="chains", out_dir=out)
-            tasks = [t async for t in Chains(ChainsSettings(tasks_per_env=20, distractor_share=1.0)).sample(env, ctx)]
+            tasks = [t async for t in Chains(ChainsSettings(tasks_per_env=40, distractor_share=1.0)).sample(env, ctx)]
             sb = await runner.open(env, 0)
             return tasks, await sb.state()
         finally:

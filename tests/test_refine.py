@@ -148,7 +148,10 @@ def test_the_sampler_rejects_rewrites_whose_entity_no_longer_resolves(tmp_path: 
         runner = process.ProcessRunner()
         try:
             ctx = RunnerContext(runner, component="chains", out_dir=tmp_path)
-            settings = ChainsSettings(tasks_per_env=40, distractor_share=1.0, refine_base_url=base_url, refine_model="refiner")
+            # the question shapes over a list's rows of before the aggregates (counts over a threshold, averages...) were
+            # added: this test is about changes naming a row by its status, and a list question names none
+            settings = ChainsSettings(tasks_per_env=40, distractor_share=1.0, refine_base_url=base_url, refine_model="refiner",
+                                      question_shapes=["count", "total", "each", "sorted", "superlative", "condition", "which"])
             return [t async for t in Chains(settings).sample(env, ctx)]
         finally:
             await runner.aclose()
@@ -184,3 +187,25 @@ def test_what_the_entity_check_cannot_read_is_taken_leniently() -> None:
     # an entity the original does not pick alone by its clues is not judged
     loose = Entity("order", "o1", rows, [Clue(["pending"], frozenset({"o1", "o2"}))])
     assert ambiguous("Cancel my pending order.", "Cancel my order.", [loose]) is None
+
+
+def test_a_superlative_wins_among_the_rows_the_other_clues_still_leave() -> None:
+    """``Shaun Brown's confirmed order with the lowest quantity``: dropping ``confirmed`` names his
+    order with the lowest quantity of all (another row when a pending one has less), so the rewrite
+    is rejected; when the target is also the lowest of all his orders, it still picks it."""
+    from envkernel_kit.refine import Clue, Entity, ambiguous
+
+    rows = frozenset({"o1", "o2", "o3", "o4"})
+    mine = Clue(["Shaun Brown"], frozenset({"o1", "o2", "o3"}))
+    confirmed = Clue(["confirmed"], frozenset({"o1", "o2", "o4"}))
+    qty = {"o1": 2.0, "o2": 5.0, "o3": 1.0, "o4": 1.0}
+    order = Entity("order", "o1", rows, [mine, confirmed, Clue(["lowest"], frozenset({"o1"}), best=qty, high=False)])
+    req = "Ship Shaun Brown's confirmed order with the lowest quantity."
+    assert ambiguous(req, "Please ship Shaun Brown's confirmed order with the lowest quantity.", [order]) is None
+    assert ambiguous(req, "Please ship Shaun Brown's order with the lowest quantity.", [order]) == \
+        "the order without confirmed picks another row"  # o3 wins among his orders
+    assert ambiguous(req, "Ship the confirmed order with the lowest quantity.", [order]) == \
+        "the order without Shaun Brown picks another row"  # o4, another customer's, wins among the confirmed ones
+    qty_alone = {"o1": 0.5, "o2": 5.0, "o3": 1.0, "o4": 3.0}  # o1 is his lowest of all: dropping "confirmed" still picks it
+    order2 = Entity("order", "o1", rows, [mine, confirmed, Clue(["lowest"], frozenset({"o1"}), best=qty_alone, high=False)])
+    assert ambiguous(req, "Please ship Shaun Brown's order with the lowest quantity.", [order2]) is None

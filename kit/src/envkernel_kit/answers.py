@@ -24,7 +24,7 @@ import math
 import re
 from typing import Any, NamedTuple
 
-__all__ = ["NUMBER", "Unit", "answer_check", "answer_units", "find_number", "is_number", "mentions"]
+__all__ = ["NUMBER", "Unit", "answer_check", "answer_units", "find_number", "is_number", "mentions", "stuffed_answer"]
 
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
 """A number as written in an answer (thousands separators allowed), not part of a word or id."""
@@ -153,6 +153,20 @@ def answer_units(outcome: Any, answer: str) -> list[Unit]:
         units.append(Unit("precision", "the answer says nothing of rows not asked for", not said,
                           f"also says {said[:5]}" if said else ""))
     return units
+
+
+def stuffed_answer(answer: str, outputs: list[Any], last_too: bool) -> str | None:
+    """``answer`` stuffed with every row of the earlier lookups' results (lists of two or more rows),
+    and of the last one when ``last_too`` (the request asked for only some of its rows): the gate's
+    ``answer_stuffed`` mutant, which a precise check scores below 1. None when there is nothing to stuff."""
+    from .messages import compact
+
+    def rows(v: Any) -> list[Any]:
+        return [r for r in v if isinstance(r, dict)] if isinstance(v, list) else []
+
+    lookups = [rows(out) for out in outputs[:-1]] + ([rows(outputs[-1])] if last_too and outputs else [])
+    every = [r for rs in lookups if len(rs) >= 2 for r in rs]
+    return f"{answer} Everything I found: {compact(every)}" if every else None
 
 
 def answer_check(outcome: Any, answer: str) -> tuple[float, list[str]]:

@@ -62,6 +62,26 @@ class Clue:
     """Any of these in a text says it (``held``; a number matches as a number)."""
     rows: frozenset[Any]
     """Ids of the rows of the entity's table (in the task's initial state) that meet it."""
+    best: dict[Any, Any] | None = None
+    """For a superlative (``with the highest total``): each row's value of the field it ranks by
+    (id -> value); the clue then fits the one row that wins among the rows the other clues leave."""
+    high: bool = True
+    """For a superlative: the highest value wins (False: the lowest)."""
+
+
+def narrow(rows: set[Any], clues: list[Clue]) -> set[Any]:
+    """The rows that fit every clue: the plain clues first, then each superlative among what they leave."""
+    left = set(rows)
+    for c in clues:
+        if c.best is None:
+            left &= c.rows
+    for c in clues:
+        if c.best is not None:
+            vals = {r: c.best[r] for r in left if c.best.get(r) is not None}
+            if vals and len({type(v) for v in vals.values()}) == 1:  # values of one kind (numbers, or ISO times as text)
+                top = max(vals.values()) if c.high else min(vals.values())
+                left = {r for r, v in vals.items() if v == top}
+    return left
 
 
 @dataclass
@@ -101,25 +121,21 @@ def ambiguous(request: str, text: str, entities: list[Entity]) -> str | None:
     taken as still said; an entity the original itself does not pick alone by its clues is not
     judged (the check cannot read that phrase)."""
     for e in entities:
-        base, said = set(e.rows), []
+        base, said, unseen = set(e.rows), [], []
         for c in e.clues:
             if says(request, c.words):
                 said.append(c)
             else:
-                base &= c.rows
-        picked = set(base)
-        for c in said:
-            picked &= c.rows
+                unseen.append(c)
+        picked = narrow(base, unseen + said)
         if picked != {e.target}:
             continue
-        left, dropped = set(base), []
-        for c in said:
-            if says(text, c.words):
-                left &= c.rows
-            else:
-                dropped.append(c.words[0])
+        kept = [c for c in said if says(text, c.words)]
+        dropped = [c.words[0] for c in said if not says(text, c.words)]
+        left = narrow(base, unseen + kept)
         if left != {e.target}:
-            return f"the {e.noun} without {', '.join(map(str, dropped))} matches {len(left)} rows"
+            what = "picks another row" if len(left) == 1 else f"matches {len(left)} rows"
+            return f"the {e.noun} without {', '.join(map(str, dropped))} {what}"
     return None
 
 

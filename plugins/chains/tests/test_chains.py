@@ -8,6 +8,7 @@ import json
 import random
 import re
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 
 import msgspec
@@ -231,12 +232,20 @@ def _replay(task: Task) -> tuple[list[object], dict]:
 
 
 def test_sample_toy_shop(tmp_path: Path) -> None:
-    # 45, not 30: without create-then-cancel chains the toy shop's one pending order takes longer to cover
-    tasks, ctx = _sample(Settings(tasks_per_env=45), out_dir=tmp_path)
-    assert len(tasks) == 45
+    # 70, not 30: without create-then-cancel chains the toy shop's one pending order takes longer to cover, and a list at
+    # the end now has more questions to ask (counts, averages, differences...), which take more of the tasks
+    tasks, ctx = _sample(Settings(tasks_per_env=70), out_dir=tmp_path)
+    assert len(tasks) == 70
     assert len(ctx.opened) == 1 and ctx.opened[0].closed  # one sandbox for the whole environment
-    assert len({t.id for t in tasks}) == 45
-    assert len({(t.signature, json.dumps([c.arguments for c in t.calls], sort_keys=True)) for t in tasks}) == 45
+    assert len({t.id for t in tasks}) == 70
+    def calls(t: Task) -> str:
+        return t.signature + json.dumps([c.arguments for c in t.calls], sort_keys=True)
+
+    changes = [calls(t) for t in tasks if t.outcome.mutates]
+    assert len(set(changes)) == len(changes)  # a change is never emitted twice
+    asked = Counter(calls(t) for t in tasks if not t.outcome.mutates)  # the same reads ask up to questions_per_chain questions
+    assert max(asked.values()) <= Settings().questions_per_chain
+    assert len({(calls(t), t.request) for t in tasks if not t.outcome.mutates}) == sum(asked.values())
     lengths = {len(t.calls) for t in tasks}
     assert len(lengths) >= 4 and max(lengths) <= 6
     assert len({t.signature for t in tasks}) >= 12
@@ -281,8 +290,8 @@ def test_sample_toy_shop(tmp_path: Path) -> None:
     assert json.loads((folder / "graph.json").read_text())["nodes"]
     ET.fromstring((folder / "graph.svg").read_text())
     stats = json.loads((folder / "sampling.json").read_text())["chains"]
-    assert stats["tasks"] == 45 and stats["tool_coverage"] == 1.0 and sum(stats["chain_lengths"].values()) == 45
-    assert sum(stats["requests"].values()) == 45 and all(v >= 1 for v in stats["phrasings"].values())
+    assert stats["tasks"] == 70 and stats["tool_coverage"] == 1.0 and sum(stats["chain_lengths"].values()) == 70
+    assert sum(stats["requests"].values()) == 70 and all(v >= 1 for v in stats["phrasings"].values())
 
 
 def test_requests_use_people_and_names_not_ids() -> None:

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from envkernel_kit.answers import NUMBER, is_number
+from envkernel_kit.answers import NUMBER, is_number, stuffed_answer
 from envkernel_kit.messages import compact
 from envkernel_kit.naming import is_id_name
 from envkernel_schemas import Task, ToolCall
@@ -185,9 +185,8 @@ def mutate(task: Task, kind: str) -> Mutated | None:
     if kind == "answer_stuffed":
         if o.mutates:
             return None
-        lookups = [_rows(out) for out in outputs[:-1]] + ([_rows(outputs[-1])] if o.answer_absent and outputs else [])
-        rows = [r for rs in lookups if len(rs) >= 2 for r in rs]
-        return Mutated(list(calls), f"{answer} Everything I found: {compact(rows)}") if rows else None
+        stuffed = stuffed_answer(answer, outputs, bool(o.answer_absent))
+        return Mutated(list(calls), stuffed) if stuffed is not None else None
     if kind == "distractor":
         return _distractor(task)
     raise ValueError(f"unknown mutant kind {kind!r}; kinds: {', '.join(MUTANT_KINDS)}")

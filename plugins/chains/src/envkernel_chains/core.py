@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from envkernel_kit.answers import answer_check, stuffed_answer
 from envkernel_kit.argsgen import ArgumentBuilder
 from envkernel_schemas import EnvSpec, Outcome, Task, ToolCall
 
@@ -28,7 +29,7 @@ from .ground import Grounder, PlanNode, Rejected, Step
 from .links import extract_elements
 from .outcome import changed_tables, row_key, same_rows, state_outcome, strip
 from .plant import distractors
-from .phrasing import Phraser, check_request, tool_pattern
+from .phrasing import Phraser, all_refs, check_request, tool_pattern
 from .recheck import acted_refs
 from .refs import Ref
 from envkernel_kit.tools import Schema, schema_of, tool_infos
@@ -90,6 +91,22 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """API key of the refiner (never written anywhere)."""
     refine_share: float = 1.0
     """Share of tasks the refiner rewrites."""
+    question_shapes: list[str] = msgspec.field(default_factory=list)
+    """Ask only these shapes of question about the rows a list returned (empty: all of
+    ``envkernel_chains.phrasing.QUESTION_SHAPES``: count, total, each, sorted, superlative, condition,
+    which, count_if, top_value, average, count_which, total_which, superlative_which, difference)."""
+    plain_create_share: float = 0.5
+    """Most of an environment's tasks that may be plain creates (a chain that creates a row and names
+    no row by a superlative or a threshold): creates never run out (their values are generated), so at
+    scale they would crowd out the goals with a condition; past this share (after the first 50 tasks)
+    such a chain is dropped (``plain_create_quota``) and the sampler tries another. 1: no limit."""
+    questions_per_chain: int = 1
+    """Most distinct questions asked about the same read-only calls (how many, the highest, a total,
+    the rows over a threshold...; each a task of its own): a chain drawn again asks what was not
+    asked. One more is allowed per 200 tasks emitted, so a small run explores new chains instead.
+    1 (the default): the kernel's gate de-duplicates proposed tasks by their calls alone
+    (``envkernel.stages.task_key``), so in ``envkernel run`` a further question is rejected as a
+    duplicate; more than 1 is for the sampler used on its own."""
 
 
 UNDO_VERBS = frozenset({"cancel", "delete", "remove", "revoke", "archive", "close", "reject", "decline", "void", "refund"})
@@ -107,6 +124,18 @@ def inverse(first: Any, then: Any) -> bool:
     if not a or a.get("field") != b.get("field") or "to" not in a or "to" not in b or a["to"] == b["to"]:
         return False
     return b["to"] in (a.get("from") or []) or isinstance(b["to"], bool)
+
+
+def plain_create(steps: list[Step]) -> bool:
+    """True for a chain that creates a row and names no row by a superlative the data decides
+    (``Ref.best``) or by a threshold (``on or before``, ``with more than 3 nights``)."""
+    if not any(s.mutating and s.info.kind == "create" for s in steps):
+        return False
+    refs: list[Ref] = []
+    for s in steps:
+        for r in s.refs.values():
+            all_refs(r, refs)
+    return not any(r.best is not None or any(op not in ("eq", "in_set") for _k, op, _v in r.where) for r in refs)
 
 
 _NEW = object()
@@ -187,6 +216,16 @@ class GraphSampler:
         self.planting: Counter[str] = Counter()
         """Distractor planting: ``planted``, or why a task that was tried kept the seed state alone."""
         self._seen: set[bytes] = set()
+        from .phrasing import QUESTION_SHAPES
+
+        unknown = sorted(set(settings.question_shapes) - set(QUESTION_SHAPES))
+        if unknown:
+            raise ValueError(f"chains.question_shapes: unknown shape(s) {', '.join(unknown)}; the shapes are {', '.join(QUESTION_SHAPES)}")
+        self._shapes = frozenset(settings.question_shapes)
+        self.plain_creates = 0
+        """Emitted tasks that are plain creates (see ``plain_create_share``)."""
+        self._asked: dict[bytes, set[str]] = {}
+        """Read-only calls (their digest) -> the keys of the questions already asked about them."""
         self.attempts = 0
         self.emitted = 0
         self.grounder: Grounder | None = None
@@ -273,6 +312,12 @@ class GraphSampler:
             self.rejected[why] += 1
             self._outcome(self.target or last, False)
             self.len_fails[n] += 1
+            return None
+        if self.quota_full() and any(self.infos[nd.tool].kind == "create" for nd in plan) and self.rng.random() < 0.75:
+            # most such chains would be plain creates, dropped after grounding: skip three in four before any call
+            self.attempts -= 1  # not tried against the sandbox (``patience`` still bounds these)
+            self.rejected["plain_create_quota"] += 1
+            self._outcome(self.target or last, False)
             return None
         try:
             steps, final = await self.grounder.run(sb, seed, plan, self.is_duplicate)
@@ -411,8 +456,9 @@ class GraphSampler:
         return msgspec.structs.replace(task, request=r.text, original_request=task.request) if r.ok else task
 
     def _emit(self, calls: list[ToolCall], outputs: list[Any], outcome: Outcome, text: str, kind: str, skel: str,
-              difficulty: float, *, hidden: list[str] | None = None, persona: dict[str, str] | None = None) -> Task:
-        """Count an accepted task and build it."""
+              difficulty: float, *, hidden: list[str] | None = None, persona: dict[str, str] | None = None, question: str = "") -> Task:
+        """Count an accepted task and build it (``question``: the key of a further question about
+        calls already asked about, which keeps its id apart from the first's)."""
         signature = ">".join(c.name for c in calls)
         self.emitted += 1
         self.sig_counts[signature] += 1
@@ -424,7 +470,7 @@ class GraphSampler:
         split = split_of(signature, self.s.heldout_share)
         self.splits[split] += 1
         return Task(
-            id=task_id(self.env.id, signature, calls),
+            id=task_id(self.env.id, signature + (f"?{question}" if question else ""), calls),
             env_id=self.env.id,
             request=text,
             calls=calls,
@@ -445,8 +491,20 @@ class GraphSampler:
                                digest_size=12).digest()
 
     def is_duplicate(self, steps: list[Step]) -> bool:
-        """True when an emitted task already has these calls (checked before the final state dump)."""
-        return self.digest(steps) in self._seen
+        """True when an emitted task already has these calls (checked before the final state dump),
+        unless they only read and fewer than ``questions_per_chain`` questions were asked about them."""
+        d = self.digest(steps)
+        if d not in self._seen:
+            return False
+        return any(s.mutating for s in steps) or len(self._asked.get(d, ())) >= self.questions_allowed()
+
+    def quota_full(self) -> bool:
+        """True when one more plain create would pass ``plain_create_share`` (never in the first 50 tasks)."""
+        return self.emitted >= 50 and self.plain_creates + 1 > self.s.plain_create_share * (self.emitted + 1)
+
+    def questions_allowed(self) -> int:
+        """Questions the same read-only calls may have by now (see ``questions_per_chain``)."""
+        return max(1, min(self.s.questions_per_chain, 1 + self.emitted // 200))
 
     def redundant(self, steps: list[Step]) -> str | None:
         """Why a chain has a useless call (None when every call counts): the same call twice, a
@@ -526,12 +584,17 @@ class GraphSampler:
         calls = [ToolCall(name=s.info.name, arguments=s.args) for s in steps]
         signature = ">".join(c.name for c in calls)
         digest = self.digest(steps)
-        if digest in self._seen:
+        asked = self._asked.get(digest, set())
+        if digest in self._seen and (final_state is not None or len(asked) >= self.questions_allowed()):
             self.rejected["duplicate"] += 1
             return None
         why = self.redundant(steps) or self.undoes(steps)
         if why:
             self.rejected[why] += 1
+            return None
+        plain = plain_create(steps)
+        if plain and self.quota_full():
+            self.rejected["plain_create_quota"] += 1
             return None
         outcome = None
         if final_state is not None:
@@ -539,9 +602,9 @@ class GraphSampler:
             if outcome is None:
                 self.rejected["no_op"] += 1
                 return None
-        phrased = Phraser(steps, self.rng, persona_share=self.s.persona_share).request()
+        phrased = Phraser(steps, self.rng, persona_share=self.s.persona_share, taken=asked, shapes=self._shapes).request()
         if phrased is None:
-            self.rejected["unphrasable"] += 1
+            self.rejected["duplicate" if asked else "unphrasable"] += 1
             return None
         bad = check_request(phrased.text, steps, self._tool_pattern)
         if bad:
@@ -553,11 +616,18 @@ class GraphSampler:
                 return None
             outcome = Outcome(mutates=False, answer_facts=phrased.facts, answer_rows=phrased.rows,
                               answer_absent=phrased.absent, answer_ordered=phrased.ordered, answer=phrased.answer)
+            stuffed = stuffed_answer(phrased.answer, [s.output for s in steps], bool(phrased.absent))
+            if stuffed is not None and answer_check(outcome, stuffed)[0] >= 1.0:
+                self.rejected["imprecise_answer"] += 1  # the gate's stuffed mutant would score 1: not a precise check
+                return None
         else:
             outcome = msgspec.structs.replace(outcome, answer=phrased.answer)
         self._seen.add(digest)
+        self.plain_creates += plain
+        if final_state is None:
+            self._asked.setdefault(digest, set()).add(phrased.key)
         task = self._emit(calls, [s.output for s in steps], outcome, phrased.text, phrased.kind, phrased.skeleton, difficulty_of(steps),
-                          persona=phrased.persona)
+                          persona=phrased.persona, question=phrased.key if asked else "")
         if self.s.refine_base_url:
             self.described[task.id] = acted_refs(steps)
         return task

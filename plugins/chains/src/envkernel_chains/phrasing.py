@@ -36,6 +36,7 @@ from envkernel_kit.answers import is_number, mentions
 from envkernel_kit.naming import human, is_id_name, plural, singular, words
 
 from .ground import Step
+from .refs import adjective
 from .refs import (CONTAINER_NOUNS, COUNTED_FIELDS, FIELD_WORDS, PERSONA_NOUNS, TITLE_FIELDS, UNITS, Ref, attr_rank, field_words,  # noqa: F401 - re-exported
                    is_person, norm, unit_of)
 
@@ -91,8 +92,24 @@ COUNT_Q = ("How many {ns} are there among {c}?", "Can you count {c} for me?", "H
 SUP_Q = ("Which of {c} has the {w} {f}?", "Among {c}, which {n} has the {w} {f}?", "Find the {n} with the {w} {f} among {c}.")
 TOTAL_Q = ("What is the total {f} of {c}?", "Add up the {f} of {c} for me.", "What do {c} come to in {f}, all together?")
 COND_Q = ("Which of {c} have {a} {f} {op} {t}?", "List {c} with {a} {f} {op} {t}.", "I only care about {c} whose {f} is {op} {t}. Which are they?")
+COUNT_IF_Q = ("How many of {c} have {a} {f} {op} {t}?", "Of {c}, how many have {a} {f} {op} {t}?",
+              "Can you count how many of {c} have {a} {f} {op} {t}?")
+COUNT_WHICH_Q = ("How many of {c} {v}?", "Of {c}, how many {v}?", "Could you count how many of {c} {v}?")
+TOTAL_WHICH_Q = ("What is the total {f} of {o} among {c}?", "Of {c}, add up the {f} of {o}, please.",
+                 "Counting only {o} among {c}, what is their total {f}?")
+SUP_WHICH_Q = ("Of {c}, which of {o} has the {w} {f}?", "Among {c}, which of {o} has the {w} {f}?",
+               "Looking only at {o} among {c}, which has the {w} {f}?")
+AVG_Q = ("What is the average {f} of {c}?", "On average, what is the {f} of {c}?", "Can you work out the average {f} of {c}?")
+TOP_VALUE_Q = ("What is the {w} {f} among {c}?", "What's the {w} {f} of any of {c}?", "Among {c}, what is the {w} {f}?")
+DIFF_Q = ("Among {c}, what is the difference in {f} between {x} and {y}?", "Of {c}, how far apart are {x} and {y} in {f}?",
+          "Looking at {c}: by how much do {x} and {y} differ in {f}?")
 SORT_Q = ("Rank {c} by {f}, {d}, and give me each one's {f}.", "List {c} {d} {f}, with the {f} of each.")
 OBJ_Q = ("Look up {x} and tell me {its} {f}.", "Find {x} and tell me {its} {f}.", "Could you check {x} and give me {its} {f}?")
+
+
+QUESTION_SHAPES = ("count", "total", "each", "sorted", "superlative", "condition", "which", "count_if", "top_value", "average",
+                   "count_which", "total_which", "superlative_which", "difference")
+"""The shapes of a question about the rows a list returned (``Phraser.about_rows``)."""
 
 
 def render(v: Any) -> str:
@@ -229,6 +246,52 @@ def _distinct(vals: list[str]) -> bool:
     return len(set(low)) == len(low)
 
 
+def _categories(rows: list[dict[str, Any]], label: str | None) -> list[str]:
+    """Status-like fields (text values shared by several rows) of every row, apart from the label."""
+    return [k for k in rows[0] if attr_rank(k)[0] == 1 and k != label and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows)
+            and len({r[k] for r in rows}) >= 2]
+
+
+def _apart(rows: list[dict[str, Any]], k: str, labels: list[str]) -> bool:
+    """No value of field ``k`` is, or holds, a label (an answer would be split at the wrong row)."""
+    low = [a.lower() for a in labels]
+    return not any(a in fact_text(r[k]).lower() or fact_text(r[k]).lower() in a for r in rows for a in low)
+
+
+def _most(f: str, high: bool, rng: random.Random, counted_words: tuple[str, str] = ("most", "fewest")) -> str:
+    """The superlative of field ``f``: ``highest`` / ``largest`` (``lowest`` / ``smallest``), or
+    for a field that counts things ``most`` / ``fewest`` (never ``the largest stars``)."""
+    if f in COUNTED_FIELDS:
+        return counted_words[0] if high else counted_words[1]
+    return rng.choice(("highest", "largest")) if high else rng.choice(("lowest", "smallest"))
+
+
+def _quote(label: str) -> str:
+    """A row's label as a request names it, in double quotes."""
+    return f'"{label}"'
+
+
+def _the(c: str) -> str:
+    """A collection phrase after ``of``/``among``: ``all the travelers`` -> ``the travelers``."""
+    for lead in ("all the ", "all "):
+        if c.startswith(lead):
+            return "the " + c[len(lead):]
+    return c
+
+
+ADJECTIVE_STATUS = frozenset({"status", "state", "response", "stage", "tier", "loyalty_tier", "priority", "level"})
+"""Status fields whose value reads as an adjective of the row (``the cancelled ones``)."""
+
+
+def _in_status(k: str, v: Any) -> tuple[str, str]:
+    """A condition on a status field, after ``how many of ...`` and as a noun phrase: (``are
+    cancelled``, ``the cancelled ones``), or (``have the currency USD``, ``the ones with the currency USD``)."""
+    if k in ADJECTIVE_STATUS and adjective(v):
+        return f"are {enum_words(v)}", f"the {enum_words(v)} ones"
+    fw = field_words(k)
+    return f"have the {fw} {enum_words(v)}", f"the ones with the {fw} {enum_words(v)}"
+
+
 def _num(v: Any) -> bool:
     """True for a number worth comparing (not a boolean)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
@@ -263,6 +326,9 @@ class Question:
     absent: list[str] = field(default_factory=list)
     ordered: bool = False
     kind: str = "get"
+    key: str = ""
+    """What is asked, apart from the words (``superlative/total/max``): two questions about the same
+    calls with different keys are different tasks (see ``Phraser.taken``)."""
 
 
 @dataclass
@@ -283,24 +349,32 @@ class Phrased:
     """The reference answer in words."""
     persona: dict[str, str] = field(default_factory=dict)
     """Who speaks (``Task.persona``)."""
+    key: str = ""
+    """What a question asks (``Question.key``; empty for a change)."""
 
 
-def _all_refs(ref: Ref | None, out: list[Ref]) -> None:
+def all_refs(ref: Ref | None, out: list[Ref]) -> None:
+    """Appends ``ref`` and every reference it is built on (owners, bases) to ``out``."""
     if ref is None:
         return
     out.append(ref)
-    _all_refs(ref.owner, out)
-    _all_refs(ref.base, out)
+    all_refs(ref.owner, out)
+    all_refs(ref.base, out)
     for o in ref.more_owners:
-        _all_refs(o, out)
+        all_refs(o, out)
 
 
 class Phraser:
     """Phrases one grounded chain (see the module docstring)."""
 
-    def __init__(self, steps: list[Step], rng: random.Random, *, persona_share: float = 0.5) -> None:
+    def __init__(self, steps: list[Step], rng: random.Random, *, persona_share: float = 0.5,
+                 taken: frozenset[str] | set[str] = frozenset(), shapes: frozenset[str] | set[str] = frozenset()) -> None:
         self.steps = steps
+        self.only = shapes
+        """Question shapes over rows to ask (empty: every one; see ``QUESTION_SHAPES``)."""
         self.rng = rng
+        self.taken = taken
+        """Keys of the questions already asked about these calls (a read-only chain drawn again asks something else)."""
         self.mentioned: set[tuple[str, str]] = set()
         self.values: list[str] = []
         self.persona: Ref | None = None
@@ -318,7 +392,7 @@ class Phraser:
         refs: list[Ref] = []
         for s in self.steps:
             for r in s.refs.values():
-                _all_refs(r, refs)
+                all_refs(r, refs)
         for r in refs:
             if (r.kind == "desc" and singular(r.noun) in PERSONA_NOUNS and r.owner is None and not r.adjectives
                     and len(r.quals) == len(r.idents) and not r.more_owners and (r.title or r.withs or r.idents)):
@@ -521,7 +595,7 @@ class Phraser:
                 if rest:
                     s += " " + " ".join(rest)
                 if lits:
-                    s += " with " + join(lits)
+                    s += (", with " if " with " in s else " with ") + join(lits)  # never two "with" phrases in a row
                 return s
             article = "an" if noun[:1] in "aeiou" else "a"
             s = f"{v} {self.rng.choice(('a new', article))} {noun}"
@@ -529,6 +603,10 @@ class Phraser:
             ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
             # a reference with its own "with ..." goes last: never "the product of my order with quantity 2, quantity 2"
             withs = [w for w in ref_withs if " with " not in w] + lits + [w for w in ref_withs if " with " in w]
+            if others and withs and any(" with " in o for o in others):
+                # never two "with" phrases in a row ("for the sender of the message with text "Hi" with name ops"):
+                # the new row's own values come first
+                return s + " with " + join(withs) + " " + " ".join(others)
             if others:
                 s += " " + " ".join(others)
             if withs:
@@ -578,7 +656,8 @@ class Phraser:
         if parts:
             tail += " " + " ".join(parts)
         if lits:
-            tail += self.rng.choice((" with ", ", with ")) + join([attr(k, x) for k, x in lits])
+            stacked = " with " in t or any(" with " in p for p in parts)  # a reference with its own "with ...": a comma sets the values apart
+            tail += (", with " if stacked else self.rng.choice((" with ", ", with "))) + join([attr(k, x) for k, x in lits])
         v = self._verb(verb if verb in ("delete", "remove", "revoke") else "delete") if kind == "delete" else self._verb(verb)
         if "{x}" in v:
             return v.format(x=t) + tail
@@ -615,7 +694,12 @@ class Phraser:
             if not keys:
                 return None
             k = min(len(keys), rng.choice((1, 1, 2)))
-            chosen = sorted(rng.sample(keys, k), key=keys.index)
+            for _ in range(4):  # another field when this one was asked already
+                chosen = sorted(rng.sample(keys, k), key=keys.index)
+                if "get/" + "+".join(chosen) not in self.taken:
+                    break
+            else:
+                return None
             f = join([field_words(c) for c in chosen])
             if not self.is_persona(ref) and rng.random() < 0.25:
                 text = rng.choice(OBJ_Q).format(x=self.obj(ref), f=f, its=pronoun(ref))
@@ -624,14 +708,14 @@ class Phraser:
             facts = list(dict.fromkeys(fact_text(row[c]) for c in chosen))
             answer = join([f"the {field_words(c)} is {fact_text(row[c])}" for c in chosen])
             return Question(text, facts, answer[:1].upper() + answer[1:] + ".",
-                            absent=self._absent(step, chosen, {x.lower() for x in facts}))
+                            absent=self._absent(step, chosen, {x.lower() for x in facts}), key="get/" + "+".join(chosen))
         if not tops:
             out = step.output
             if fact_ok(out):
                 what = " ".join(w for w in words(step.info.name)[1:])
                 x = self.obj(step.target) if step.target is not None else ""
                 return Question(f"What is the {what}" + (f" for {x}" if x else "") + "?", [fact_text(out)],
-                                f"The {what} is {fact_text(out)}.")
+                                f"The {what} is {fact_text(out)}.", key="scalar")
             return None
         return self.about_rows(step, [e.row for e in tops])
 
@@ -696,12 +780,22 @@ class Phraser:
             shapes += ["superlative"] * 3 + ["condition"] * 3
         if label is not None and 2 <= len(rows) <= 40:
             shapes += ["which"] * 2
+        if label is not None and len(rows) >= 2 and nums and len(rows) <= 40:  # counts, averages and top values the rows decide
+            shapes += ["count_if"] * 2 + ["top_value"] + (["average"] if any(k in SUMMABLE or unit_of(k) for k in nums) else [])
+        if label is not None and 3 <= len(rows) <= 40 and _categories(rows, label):  # a condition on a status, counted or added up
+            shapes += ["count_which"] * 2 + (["total_which", "superlative_which"] * 3 if nums else [])
+        if label is not None and nums and 2 <= len(rows) <= 40:
+            shapes += ["difference"] * 2
         if label is not None and len(rows) == 1:
             shapes += ["each"]
+        if self.only:
+            shapes = [x for x in shapes if x in self.only]
+        if self.taken:  # these rows were asked about already: ask what only the whole set decides (no plain listing again)
+            shapes = [x for x in shapes if x != "each"]
         rng.shuffle(shapes)
         for shape in shapes:
             q = self._shape(shape, step, rows, label, nums, c, noun, nouns)
-            if q is not None:
+            if q is not None and q.key not in self.taken:
                 return q
         return None
 
@@ -715,7 +809,7 @@ class Phraser:
             if mentions(str(n), text) >= 0:
                 return None
             return Question(text, [str(n)], rng.choice(("There are {n}.", "I count {n} of them.", "{n} in all.")).format(n=n),
-                            absent=self._absent(step, [], set()), kind="count")
+                            absent=self._absent(step, [], set()), kind="count", key="count")
         if shape == "total":
             f = rng.choice([k for k in nums if k in SUMMABLE or unit_of(k)])
             fw = field_words(f)
@@ -723,7 +817,10 @@ class Phraser:
             text = rng.choice(TOTAL_Q).format(c=c, f=fw)
             if mentions(_fmt(total), text) >= 0:
                 return None
-            return Question(text, [_fmt(total)], f"The total {fw} is {_fmt(total)}.", absent=self._absent(step, [], set()), kind="total")
+            return Question(text, [_fmt(total)], f"The total {fw} is {_fmt(total)}.", absent=self._absent(step, [], set()), kind="total",
+                            key=f"total/{f}")
+        if shape in ("count_if", "top_value", "average", "count_which"):
+            return self._number_shape(shape, step, rows, label, nums, c)
         if label is None:
             return None
         labels = [fact_text(r[label]) for r in rows]
@@ -743,7 +840,7 @@ class Phraser:
             text = rng.choice(LIST_Q).format(c=c, f=fw, fs=plural_phrase(fw))
             answer = "; ".join(f"{lab}: {v}" for lab, v in table) + "."
             return Question(text, [x for r in table for x in r], answer, rows=table,
-                            absent=self._absent(step, [label], set(x.lower() for x in labels)), kind="list")
+                            absent=self._absent(step, [label], set(x.lower() for x in labels)), kind="list", key=f"each/{f}")
         if shape == "which":  # a condition on a status: "which of my channels are archived?"
             cats = [k for k in rows[0] if attr_rank(k)[0] == 1 and k != label and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows)]
             if not cats:
@@ -757,7 +854,7 @@ class Phraser:
             fw = field_words(k)
             text = rng.choice(("Which of {c} are {v}?", "Which of {c} have the {f} {v}?", "Of {c}, which ones are {v}?")).format(c=c, v=enum_words(v), f=fw)
             return Question(text, hit, join(hit) + ".", rows=[[h] for h in hit], absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
-                            kind="condition")
+                            kind="condition", key=f"which/{k}/{v}")
         nums = [k for k in nums if apart(k)]
         if not nums:
             return None
@@ -772,11 +869,12 @@ class Phraser:
             if vals.count(best) != 1:
                 return None
             i = vals.index(best)
-            word = rng.choice(("highest", "largest")) if high else rng.choice(("lowest", "smallest"))
+            word = _most(f, high, rng)
             text = rng.choice(SUP_Q).format(c=c, w=word, f=fw, n=noun)
             others = [x for j, x in enumerate(labels) if j != i]
             return Question(text, [labels[i]], f"{labels[i]}, with {article(fw)} {fw} of {_fmt(best)}.", rows=[[labels[i]]],
-                            absent=others + self._absent(step, [label], {labels[i].lower()}), kind="superlative")
+                            absent=others + self._absent(step, [label], {labels[i].lower()}), kind="superlative",
+                            key=f"superlative/{f}/{'max' if high else 'min'}")
         if shape == "condition":
             distinct = sorted(set(vals))
             if len(distinct) < 2:
@@ -792,7 +890,9 @@ class Phraser:
                 return None
             text = rng.choice(COND_Q).format(c=c, f=fw, a=article(fw), op=rng.choice(("over", "above", "more than")) if over else rng.choice(("under", "below", "less than")), t=_fmt(t))
             return Question(text, hit, join(hit) + ".", rows=[[h] for h in hit], absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
-                            kind="condition")
+                            kind="condition", key=f"condition/{f}/{'over' if over else 'under'}/{_fmt(t)}")
+        if shape in ("total_which", "superlative_which", "difference"):
+            return self._labelled_shape(shape, step, rows, label, labels, nums, c, noun)
         if shape == "sorted":
             high = rng.random() < 0.5
             order = sorted(range(len(rows)), key=lambda j: -vals[j] if high else vals[j])
@@ -800,8 +900,149 @@ class Phraser:
             text = rng.choice(SORT_Q).format(c=c, f=fw, d="from the highest to the lowest" if high else "from the lowest to the highest")
             answer = ", ".join(f"{lab} ({v})" for lab, v in table) + "."
             return Question(text, [x for r in table for x in r], answer, rows=table, ordered=True,
-                            absent=self._absent(step, [label], {x.lower() for x in labels}), kind="sorted")
+                            absent=self._absent(step, [label], {x.lower() for x in labels}), kind="sorted",
+                            key=f"sorted/{f}/{'desc' if high else 'asc'}")
         return None
+
+    def _number_shape(self, shape: str, step: Step, rows: list[dict[str, Any]], label: str | None, nums: list[str],
+                      c: str) -> Question | None:
+        """A question whose answer is one number the rows decide: how many rows meet a threshold or
+        are in a status, the highest or lowest value, the average. Rows outside the condition are
+        what a precise answer leaves out (a count may name the rows it counted)."""
+        rng = self.rng
+        if label is None:
+            return None  # no name for the rows a precise answer leaves out: a dump of every row would pass
+        c = _the(c)  # "how many of the travelers", not "of all the travelers"
+        labels = [fact_text(r[label]) for r in rows]
+        extra = self._absent(step, [label], {x.lower() for x in labels})
+        if shape == "count_which":
+            cats = _categories(rows, label)
+            k = rng.choice(cats)
+            v = rng.choice(sorted({r[k] for r in rows}))
+            hit = [i for i, r in enumerate(rows) if r[k] == v]
+            if not 1 <= len(hit) < len(rows):
+                return None
+            text = rng.choice(COUNT_WHICH_Q).format(c=c, v=_in_status(k, v)[0])
+            n = str(len(hit))
+            if mentions(n, text) >= 0:
+                return None
+            miss = [labels[i] for i in range(len(rows)) if i not in hit]
+            cond = _in_status(k, v)[0]  # "are cancelled", "have the specialty dermatology"
+            said = ("Just 1.", "Only 1 of them " + cond.replace("are ", "is ", 1).replace("have ", "has ", 1) + ".") if n == "1" else \
+                ("{n} of them " + cond + ".", "There are {n}.", "I count {n}.")
+            return Question(text, [n], rng.choice(said).replace("{n}", n),
+                            absent=miss + extra, kind="count", key=f"count_which/{k}/{v}")
+        usable = [k for k in nums if _apart(rows, k, labels)]
+        if shape == "average":
+            usable = [k for k in usable if k in SUMMABLE or unit_of(k)]
+        if not usable:
+            return None
+        f = rng.choice(usable[:3])
+        fw = field_words(f)
+        vals = [float(r[f]) for r in rows]
+        if shape == "count_if":
+            distinct = sorted(set(vals))
+            if len(distinct) < 2:
+                return None
+            j = rng.randrange(len(distinct) - 1)
+            t = _between(distinct[j], distinct[j + 1])
+            if t is None:
+                return None
+            over = rng.random() < 0.5
+            hit = [i for i, v in enumerate(vals) if (v > t if over else v < t)]
+            op = rng.choice(("over", "above", "more than")) if over else rng.choice(("under", "below", "less than"))
+            text = rng.choice(COUNT_IF_Q).format(c=c, a=article(fw), f=fw, op=op, t=_fmt(t))
+            n = str(len(hit))
+            if mentions(n, text) >= 0:
+                return None
+            miss = [labels[i] for i in range(len(rows)) if i not in hit]
+            said = ("Just 1.", "Only 1 of them.") if n == "1" else ("{n} of them.", "There are {n}.", "I count {n}.")
+            return Question(text, [n], rng.choice(said).format(n=n),
+                            absent=miss + extra, kind="count", key=f"count_if/{f}/{'over' if over else 'under'}/{_fmt(t)}")
+        if shape == "top_value":
+            high = rng.random() < 0.5
+            best = max(vals) if high else min(vals)
+            word = _most(f, high, rng, counted_words=("highest number of", "lowest number of"))
+            text = rng.choice(TOP_VALUE_Q).format(c=c, w=word, f=fw)
+            if mentions(_fmt(best), text) >= 0 or len(set(vals)) < 2:
+                return None
+            losers = [lab for lab, v in zip(labels, vals, strict=True) if v != best]  # the winner may be named, no other row
+            return Question(text, [_fmt(best)], f"The {word} {fw} is {_fmt(best)}.", absent=losers + extra, kind="superlative",
+                            key=f"top_value/{f}/{'max' if high else 'min'}")
+        mean = sum(vals) / len(vals)
+        if abs(mean * 100 - round(mean * 100)) > 1e-6:
+            return None  # only an average that two decimals say exactly (no rounding to argue about)
+        text = rng.choice(AVG_Q).format(c=c, f=fw)
+        if mentions(_fmt(mean), text) >= 0:
+            return None
+        return Question(text, [_fmt(mean)], f"The average {fw} is {_fmt(mean)}.", absent=extra, kind="total", key=f"average/{f}")
+
+    def _labelled_shape(self, shape: str, step: Step, rows: list[dict[str, Any]], label: str, labels: list[str], nums: list[str],
+                        c: str, noun: str) -> Question | None:
+        """A question about named rows: the total or the winner among the rows in a status (a
+        condition that changes the answer: the winner over all rows is another row), or the
+        difference between two named rows."""
+        rng = self.rng
+        f = rng.choice(nums[:3])
+        fw = field_words(f)
+        vals = [float(r[f]) for r in rows]
+        if shape == "difference":
+            i, j = rng.sample(range(len(rows)), 2)
+            if vals[i] == vals[j]:
+                return None
+            x, y = _quote(labels[i]), _quote(labels[j])
+            diff = abs(vals[i] - vals[j])
+            text = rng.choice(DIFF_Q).format(c=_the(c), f=fw, x=x, y=y)
+            if mentions(_fmt(diff), text) >= 0:
+                return None
+            hi, lo = (i, j) if vals[i] > vals[j] else (j, i)
+            answer = f"{_quote(labels[hi])} is higher by {_fmt(diff)} ({_fmt(vals[hi])} against {_fmt(vals[lo])})."
+            others = [lab for k, lab in enumerate(labels) if k not in (i, j)]
+            return Question(text, [_fmt(diff)], answer, absent=others + self._absent(step, [label], {labels[i].lower(), labels[j].lower()}),
+                            kind="comparison", key=f"difference/{f}")
+        # every (status field, value, number field, direction) in a random order: the first whose condition changes the answer
+        cands = [(k, v, g, high) for k in _categories(rows, label) for v in sorted({r[k] for r in rows}) for g in nums
+                 for high in (True, False) if shape == "superlative_which" or (high and (g in SUMMABLE or unit_of(g)))]
+        rng.shuffle(cands)
+        for k, v, g, high in cands[:24]:
+            q = self._in_status_question(shape, step, rows, label, labels, c, k, v, g, high)
+            if q is not None and q.key not in self.taken:
+                return q
+        return None
+
+    def _in_status_question(self, shape: str, step: Step, rows: list[dict[str, Any]], label: str, labels: list[str], c: str,
+                            k: str, v: Any, f: str, high: bool) -> Question | None:
+        """The total of ``f`` (``total_which``) or the row with the highest / lowest ``f``
+        (``superlative_which``) among the rows whose ``k`` is ``v``; None when the condition would
+        not change the answer, or it is a tie."""
+        rng = self.rng
+        fw = field_words(f)
+        vals = [float(r[f]) for r in rows]
+        hit = [i for i, r in enumerate(rows) if r[k] == v]
+        miss = [labels[i] for i in range(len(rows)) if i not in hit]
+        if len(hit) < 2 or not miss:
+            return None
+        if shape == "total_which":
+            total = round(sum(vals[i] for i in hit), 2)
+            if total == round(sum(vals), 2):
+                return None  # the condition would not change the answer
+            text = rng.choice(TOTAL_WHICH_Q).format(c=_the(c), f=fw, o=_in_status(k, v)[1])
+            if mentions(_fmt(total), text) >= 0:
+                return None
+            return Question(text, [_fmt(total)], f"Their total {fw} is {_fmt(total)}.",
+                            absent=miss + self._absent(step, [label], {labels[i].lower() for i in hit}), kind="total", key=f"total_which/{f}/{k}/{v}")
+        sub = [vals[i] for i in hit]
+        best = max(sub) if high else min(sub)
+        overall = max(vals) if high else min(vals)
+        if sub.count(best) != 1 or best == overall:
+            return None  # a tie, or the condition would not change the winner
+        win = hit[sub.index(best)]
+        word = _most(f, high, rng)
+        text = rng.choice(SUP_WHICH_Q).format(c=_the(c), o=_in_status(k, v)[1], w=word, f=fw)
+        others = [lab for i, lab in enumerate(labels) if i != win]
+        return Question(text, [labels[win]], f"{labels[win]}, with {article(fw)} {fw} of {_fmt(best)}.", rows=[[labels[win]]],
+                        absent=others + self._absent(step, [label], {labels[win].lower()}), kind="superlative",
+                        key=f"superlative_which/{f}/{'max' if high else 'min'}/{k}/{v}")
 
     # -- the whole request -------------------------------------------------------------------------------
 
@@ -851,7 +1092,7 @@ class Phraser:
             absent = [a for a in dict.fromkeys(q.absent) if a.lower() not in low and mentions(a, answer) < 0 and a.lower() not in NOTHING_ANSWER.lower()]
         persona = {"name": self.persona.title or "", "role": self.role, "tone": self.tone or "neutral", "motive": self.motive} if self.persona else {}
         return Phrased(text=text, facts=facts, kind=kind, skeleton=skeleton(text, self.values), rows=rows, absent=absent,
-                       ordered=bool(q and q.ordered), answer=answer, persona=persona)
+                       ordered=bool(q and q.ordered), answer=answer, persona=persona, key=q.key if q is not None else "")
 
 
 PAST = {"set": "set", "put": "put", "send": "sent", "get": "got", "pay": "paid", "make": "made", "lift": "lifted", "go": "went",

@@ -7,8 +7,9 @@ attributes). Each becomes a :class:`envkernel_kit.refine.Clue`: the words a requ
 (the value, ``held``, ``"Desk Lamp"``, ``4``; an owner's own words, ``Julia Verschuere`` or ``my``)
 and the rows of the task's **initial state** (the seed plus ``Task.planted``) it fits. The kit's
 check (:func:`envkernel_kit.refine.ambiguous`) then keeps a rewrite only when the clues it still
-says fit the target row alone. A superlative (``with the highest total``) picks the target while
-one of its words survives.
+says fit the target row alone. A superlative (``with the highest total``) picks the row that wins
+among those the other clues still said leave (dropping ``confirmed`` from ``Shaun Brown's confirmed
+order with the lowest quantity`` names his order with the lowest quantity of all, maybe another).
 """
 
 from __future__ import annotations
@@ -80,6 +81,15 @@ def _words(c: tuple[str, str, Any], ref: Ref, persona: str) -> list[str]:
     return []
 
 
+def _rank(v: Any) -> Any:
+    """A value a superlative ranks by (a number, or an ISO time as text); None for anything else."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    return v if isinstance(v, str) else None
+
+
 def entities(refs: list[Ref], seed: State, task: Task, schema: Schema) -> list[Entity]:
     """One :class:`~envkernel_kit.refine.Entity` per described row of the chain, its clues fitted to the task's initial state."""
     state = initial_state(seed, task, {r.table for r in refs if r.table})
@@ -96,7 +106,9 @@ def entities(refs: list[Ref], seed: State, task: Task, schema: Schema) -> list[E
             fits = frozenset(norm(x.get(key)) for x in rows if satisfies(x, c))
             if fits != every:  # a constraint every row meets tells no row apart
                 clues.append(Clue(_words(c, r, persona), fits))
-        if r.best is not None:
-            clues.append(Clue(BEST_WORDS.get(r.best[1], []), frozenset([norm(r.value)])))
+        if r.best is not None:  # the row that wins among those the other clues the text still says leave
+            fld, how = r.best
+            best = {norm(x.get(key)): _rank(x.get(fld)) for x in rows if _rank(x.get(fld)) is not None}
+            clues.append(Clue(BEST_WORDS.get(how, []), frozenset([norm(r.value)]), best=best, high=how == "max"))
         out.append(Entity(noun=human(r.noun), target=norm(r.value), rows=every, clues=clues))
     return out

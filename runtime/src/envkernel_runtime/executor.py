@@ -1538,9 +1538,11 @@ def _serve_socket(executor: Executor, path: str) -> int:
     except FileNotFoundError:
         pass
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(path)
-    os.chmod(path, 0o666)
+    staging = f"{path}.{os.getpid()}"  # the path appears only once it is listening: a connect never meets a bound, deaf socket
+    server.bind(staging)
+    os.chmod(staging, 0o666)
     server.listen(1)
+    os.rename(staging, path)
     _CLEANUP.append(lambda: os.path.exists(path) and os.unlink(path))
     while True:
         conn, _ = server.accept()

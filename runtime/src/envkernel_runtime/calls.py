@@ -7,13 +7,18 @@ uses them for every role method it invokes.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
+import os
+import threading
 from collections.abc import AsyncIterator, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import structlog
 
-__all__ = ["as_list", "call_role", "close_instance"]
+__all__ = ["ROLE_THREADS", "as_list", "call_role", "close_instance", "role_threads"]
 
 log = structlog.get_logger("envkernel.worker")
 
@@ -31,15 +36,38 @@ async def close_instance(inst: Any) -> None:
         log.warning("component close failed", error=str(exc))
 
 
+ROLE_THREADS = int(os.environ.get("ENVKERNEL_ROLE_THREADS", "") or 64)
+"""Threads for sync role methods (``ENVKERNEL_ROLE_THREADS``, default 64), apart from the event loop's
+default executor."""
+
+_pool: list[ThreadPoolExecutor] = []
+_pool_lock = threading.Lock()
+
+
+def role_threads() -> ThreadPoolExecutor:
+    """The process's pool for sync role methods.
+
+    A sync role method may block on the event loop (``Context.wait``: open a sandbox, run a check),
+    and the loop's own work runs in its default executor (a sandbox's folders and cgroups, for one).
+    Were both in one pool, as many blocked role calls as it has threads (6 on 2 cores) would starve
+    the work they wait for, and the run would stall for good; so role methods get a pool of their own.
+    """
+    with _pool_lock:
+        if not _pool:
+            _pool.append(ThreadPoolExecutor(max_workers=ROLE_THREADS, thread_name_prefix="envkernel-role"))
+        return _pool[0]
+
+
 async def call_role(fn: Any, *args: Any) -> Any:
-    """Call a role method: await it if async, else run it in a worker thread.
+    """Call a role method: await it if async, else run it in a thread of :func:`role_threads`.
 
     Async iterators and generators are drained into a list.
     """
     if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
         result = fn(*args)
     else:
-        result = await asyncio.to_thread(fn, *args)
+        ctx = contextvars.copy_context()  # as asyncio.to_thread does: structlog's bound values go along
+        result = await asyncio.get_running_loop().run_in_executor(role_threads(), functools.partial(ctx.run, fn, *args))
     if inspect.isawaitable(result):
         result = await result
     if isinstance(result, AsyncIterator):

@@ -1303,6 +1303,22 @@ def _landlock_restrict(ruleset: int) -> None:
         os.close(ruleset)
 
 
+def _load_seccomp(code: list[tuple[int, int, int, int]]) -> None:
+    """Set no-new-privileges and stack this classic-BPF seccomp program on the calling thread."""
+    ctypes, libc = _libc()
+    class _Filter(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+    class _Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Filter))]
+    filters = (_Filter * len(code))(*[_Filter(*c) for c in code])
+    prog = _Prog(len(code), ctypes.cast(filters, ctypes.POINTER(_Filter)))
+    _ll_check(ctypes, libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"seccomp filter: {os.strerror(err)}")
+
+
 def _deny_unix_sockets() -> None:
     """Seccomp: ``socket(AF_UNIX, ...)`` fails with EACCES, and so do io_uring (which could open
     sockets past seccomp) and system calls of a foreign ABI. Landlock (before ABI 8) does not cover
@@ -1311,14 +1327,6 @@ def _deny_unix_sockets() -> None:
     if machine not in _SECCOMP_ARCH:
         raise OSError(f"no seccomp filter for {machine}")
     arch, nr_socket = _SECCOMP_ARCH[machine]
-    ctypes, libc = _libc()
-
-    class _Filter(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
-
-    class _Prog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Filter))]
-
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
     deny, allow = 0x00050000 | 13, 0x7FFF0000  # SECCOMP_RET_ERRNO | EACCES, SECCOMP_RET_ALLOW
     code = [
@@ -1334,12 +1342,7 @@ def _deny_unix_sockets() -> None:
         (ret, 0, 0, deny),             # 9
         (ret, 0, 0, allow),            # 10
     ]  # fmt: skip
-    filters = (_Filter * len(code))(*[_Filter(*c) for c in code])
-    prog = _Prog(len(code), ctypes.cast(filters, ctypes.POINTER(_Filter)))
-    _ll_check(ctypes, libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"seccomp filter: {os.strerror(err)}")
+    _load_seccomp(code)
 
 
 def _drop_uid(args) -> None:
@@ -1370,14 +1373,6 @@ def _deny_syscalls(names: dict) -> None:
     if machine not in _SECCOMP_ARCH:
         raise OSError(f"no seccomp filter for {machine}")
     arch = _SECCOMP_ARCH[machine][0]
-    ctypes, libc = _libc()
-
-    class _Filter(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
-
-    class _Prog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Filter))]
-
     ld, jeq, ret = 0x20, 0x15, 0x06
     deny, allow = 0x00050000 | 1, 0x7FFF0000  # SECCOMP_RET_ERRNO | EPERM, SECCOMP_RET_ALLOW
     nrs = sorted(names.values())
@@ -1385,12 +1380,7 @@ def _deny_syscalls(names: dict) -> None:
     for i, nr in enumerate(nrs):  # a match jumps to the deny at the end
         code.append((jeq, len(nrs) - i, 0, nr))
     code += [(ret, 0, 0, allow), (ret, 0, 0, deny)]
-    filters = (_Filter * len(code))(*[_Filter(*c) for c in code])
-    prog = _Prog(len(code), ctypes.cast(filters, ctypes.POINTER(_Filter)))
-    _ll_check(ctypes, libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.addressof(prog), 0, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"seccomp filter: {os.strerror(err)}")
+    _load_seccomp(code)
 
 
 def _ll_check(ctypes, v: int, what: str) -> int:

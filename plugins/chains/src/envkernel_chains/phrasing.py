@@ -314,6 +314,19 @@ def _between(a: float, b: float) -> float | None:
     return None
 
 
+def _threshold(vals: list[float], rng: random.Random) -> tuple[float, bool] | None:
+    """A round threshold between two neighbouring distinct values, and whether the rows over it
+    (True) or under it are asked for; None when the values leave no such threshold."""
+    distinct = sorted(set(vals))
+    if len(distinct) < 2:
+        return None
+    j = rng.randrange(len(distinct) - 1)
+    t = _between(distinct[j], distinct[j + 1])
+    if t is None:
+        return None
+    return t, rng.random() < 0.5
+
+
 @dataclass
 class Question:
     """A question about a read-only chain's result, with what checks its answer."""
@@ -876,14 +889,9 @@ class Phraser:
                             absent=others + self._absent(step, [label], {labels[i].lower()}), kind="superlative",
                             key=f"superlative/{f}/{'max' if high else 'min'}")
         if shape == "condition":
-            distinct = sorted(set(vals))
-            if len(distinct) < 2:
+            if (split := _threshold(vals, rng)) is None:
                 return None
-            j = rng.randrange(len(distinct) - 1)
-            t = _between(distinct[j], distinct[j + 1])
-            if t is None:
-                return None
-            over = rng.random() < 0.5
+            t, over = split
             hit = [lab for lab, v in zip(labels, vals, strict=True) if (v > t if over else v < t)]
             miss = [lab for lab, v in zip(labels, vals, strict=True) if not (v > t if over else v < t)]
             if not hit or not miss or len(hit) > 12:
@@ -941,14 +949,9 @@ class Phraser:
         fw = field_words(f)
         vals = [float(r[f]) for r in rows]
         if shape == "count_if":
-            distinct = sorted(set(vals))
-            if len(distinct) < 2:
+            if (split := _threshold(vals, rng)) is None:
                 return None
-            j = rng.randrange(len(distinct) - 1)
-            t = _between(distinct[j], distinct[j + 1])
-            if t is None:
-                return None
-            over = rng.random() < 0.5
+            t, over = split
             hit = [i for i, v in enumerate(vals) if (v > t if over else v < t)]
             op = rng.choice(("over", "above", "more than")) if over else rng.choice(("under", "below", "less than"))
             text = rng.choice(COUNT_IF_Q).format(c=c, a=article(fw), f=fw, op=op, t=_fmt(t))

@@ -71,7 +71,6 @@ VERB_SYNONYMS = {
     "add": ("add", "create"),
     "ship": ("ship", "send out"),
     "archive": ("archive",),
-    "confirm": ("confirm",),
     "freeze": ("freeze", "put a freeze on"),
     "unfreeze": ("unfreeze", "lift the freeze on"),
     "pin": ("pin",),

@@ -620,13 +620,20 @@ class Phraser:
                 return s
             article = "an" if noun[:1] in "aeiou" else "a"
             s = f"{v} {self.rng.choice(('a new', article))} {noun}"
+            said = (set(self.mentioned), list(self.values), self.rng.getstate())
             others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
             ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
             # a reference with its own "with ..." goes last: never "the product of my order with quantity 2, quantity 2"
             withs = [w for w in ref_withs if " with " not in w] + lits + [w for w in ref_withs if " with " in w]
             if others and withs and any(" with " in o for o in others):
                 # never two "with" phrases in a row ("for the sender of the message with text "Hi" with name ops"):
-                # the new row's own values come first
+                # the new row's own values come first, so they are phrased first too (a row is introduced
+                # where it is first said: never "with that doctor, ... for the patient of Dr. Lopes's appointment")
+                self.mentioned, self.values = said[0], said[1]
+                self.rng.setstate(said[2])
+                ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
+                others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
+                withs = [w for w in ref_withs if " with " not in w] + lits + [w for w in ref_withs if " with " in w]
                 return s + " with " + join(withs) + " " + " ".join(others)
             if others:
                 s += " " + " ".join(others)
@@ -1084,7 +1091,7 @@ class Phraser:
             q = self.question(last)
             if q is None:
                 return None
-            body, facts, answer = q.text, q.facts, q.answer
+            body, facts, answer = q.text.replace(" for me for me", " for me"), q.facts, q.answer  # "... appointments for me" + "for me?"
             kind = q.kind if q.kind != "get" or last.info.kind != "list" else "list"
         text = intro + body[0].upper() + body[1:]
         low = text.lower()

@@ -86,13 +86,12 @@ LIST_Q = ("Show me {c}, with the {f} of each.", "Can you list {c}? I need the {f
 ONE_Q = ("What is {w}?", "Can you tell me {w}?", "I need to know {w}.", "Could you look up {w} for me?", "Please find out {w}.",
          "What's {w}?")
 TWO_Q = ("What are {w}?", "Can you tell me {w}?", "I need {w}.", "Could you look up {w} for me?", "Please find {w}.")
-COUNT_Q = ("How many {ns} are there among {c}?", "Can you count {c} for me?", "How many of {c} are there?",
-           "I need a count of {c}.")
+COUNT_Q = ("Can you count {c} for me?", "I need a count of {c}.", "Please count {c} for me.",
+           "What's the count of {c}?")
 SUP_Q = ("Which of {c} has the {w} {f}?", "Among {c}, which {n} has the {w} {f}?", "Find the {n} with the {w} {f} among {c}.")
 TOTAL_Q = ("What is the total {f} of {c}?", "Add up the {f} of {c} for me.", "What do {c} come to in {f}, all together?")
-COND_Q = ("Which of {c} have {a} {f} {op} {t}?", "List {c} with {a} {f} {op} {t}.", "I only care about {c} whose {f} is {op} {t}. Which are they?")
-COUNT_IF_Q = ("How many of {c} have {a} {f} {op} {t}?", "Of {c}, how many have {a} {f} {op} {t}?",
-              "Can you count how many of {c} have {a} {f} {op} {t}?")
+COND_Q = ("Which of {c} have {h}?", "List {c} with {h}.", "I only care about {c} with {h}. Which are they?")
+COUNT_IF_Q = ("How many of {c} have {h}?", "Of {c}, how many have {h}?", "Can you count how many of {c} have {h}?")
 COUNT_WHICH_Q = ("How many of {c} {v}?", "Of {c}, how many {v}?", "Could you count how many of {c} {v}?")
 TOTAL_WHICH_Q = ("What is the total {f} of {o} among {c}?", "Of {c}, add up the {f} of {o}, please.",
                  "Counting only {o} among {c}, what is their total {f}?")
@@ -172,6 +171,16 @@ def plural_phrase(fw: str) -> str:
     if not ws[-1] or ws[-1].isupper():
         return fw
     return " ".join(ws[:-1] + [plural(ws[-1])]) + (sep + tail if sep else "")
+
+
+def compared(key: str, over: bool, t: str, rng: Any) -> str:
+    """A number condition as a person says it after ``have`` / ``with``: ``a price above 200``, and for a
+    field that counts things ``more than 3.5 stars`` / ``fewer than 4 nights`` (never ``a stars above 3.5``)."""
+    fw = field_words(key)
+    if key in COUNTED_FIELDS:
+        return f"{'more' if over else 'fewer'} than {t} {fw}"
+    op = rng.choice(("over", "above", "more than")) if over else rng.choice(("under", "below", "less than"))
+    return f"{article(fw)} {fw} {op} {t}"
 
 
 def counted(key: str, v: Any) -> str:
@@ -611,13 +620,20 @@ class Phraser:
                 return s
             article = "an" if noun[:1] in "aeiou" else "a"
             s = f"{v} {self.rng.choice(('a new', article))} {noun}"
+            said = (set(self.mentioned), list(self.values), self.rng.getstate())
             others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
             ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
             # a reference with its own "with ..." goes last: never "the product of my order with quantity 2, quantity 2"
             withs = [w for w in ref_withs if " with " not in w] + lits + [w for w in ref_withs if " with " in w]
             if others and withs and any(" with " in o for o in others):
                 # never two "with" phrases in a row ("for the sender of the message with text "Hi" with name ops"):
-                # the new row's own values come first
+                # the new row's own values come first, so they are phrased first too (a row is introduced
+                # where it is first said: never "with that doctor, ... for the patient of Dr. Lopes's appointment")
+                self.mentioned, self.values = said[0], said[1]
+                self.rng.setstate(said[2])
+                ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
+                others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
+                withs = [w for w in ref_withs if " with " not in w] + lits + [w for w in ref_withs if " with " in w]
                 return s + " with " + join(withs) + " " + " ".join(others)
             if others:
                 s += " " + " ".join(others)
@@ -863,8 +879,7 @@ class Phraser:
             miss = [lab for lab, r in zip(labels, rows, strict=True) if r[k] != v]
             if not miss or len(hit) > 12:
                 return None
-            fw = field_words(k)
-            text = rng.choice(("Which of {c} are {v}?", "Which of {c} have the {f} {v}?", "Of {c}, which ones are {v}?")).format(c=c, v=enum_words(v), f=fw)
+            text = rng.choice(("Which of {c} {v}?", "Of {c}, which ones {v}?")).format(c=c, v=_in_status(k, v)[0])
             return Question(text, hit, join(hit) + ".", rows=[[h] for h in hit], absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
                             kind="condition", key=f"which/{k}/{v}")
         nums = [k for k in nums if apart(k)]
@@ -895,7 +910,7 @@ class Phraser:
             miss = [lab for lab, v in zip(labels, vals, strict=True) if not (v > t if over else v < t)]
             if not hit or not miss or len(hit) > 12:
                 return None
-            text = rng.choice(COND_Q).format(c=c, f=fw, a=article(fw), op=rng.choice(("over", "above", "more than")) if over else rng.choice(("under", "below", "less than")), t=_fmt(t))
+            text = rng.choice(COND_Q).format(c=c, h=compared(f, over, _fmt(t), rng))
             return Question(text, hit, join(hit) + ".", rows=[[h] for h in hit], absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
                             kind="condition", key=f"condition/{f}/{'over' if over else 'under'}/{_fmt(t)}")
         if shape in ("total_which", "superlative_which", "difference"):
@@ -952,8 +967,7 @@ class Phraser:
                 return None
             t, over = split
             hit = [i for i, v in enumerate(vals) if (v > t if over else v < t)]
-            op = rng.choice(("over", "above", "more than")) if over else rng.choice(("under", "below", "less than"))
-            text = rng.choice(COUNT_IF_Q).format(c=c, a=article(fw), f=fw, op=op, t=_fmt(t))
+            text = rng.choice(COUNT_IF_Q).format(c=c, h=compared(f, over, _fmt(t), rng))
             n = str(len(hit))
             if mentions(n, text) >= 0:
                 return None
@@ -1077,7 +1091,7 @@ class Phraser:
             q = self.question(last)
             if q is None:
                 return None
-            body, facts, answer = q.text, q.facts, q.answer
+            body, facts, answer = q.text.replace(" for me for me", " for me"), q.facts, q.answer  # "... appointments for me" + "for me?"
             kind = q.kind if q.kind != "get" or last.info.kind != "list" else "list"
         text = intro + body[0].upper() + body[1:]
         low = text.lower()

@@ -46,6 +46,7 @@ rlimits, a tmpfs working folder, its own uid, a parent-death signal, Landlock. I
 from __future__ import annotations
 
 import argparse
+import copy
 import datetime as _dt
 import inspect
 import json
@@ -309,6 +310,9 @@ def _load_engine(name: str = "engine.py", module_name: str = "envkernel_sandbox_
         return f"{path}: {type(exc).__name__}: {exc}"
 
 
+_UNCOPYABLE = "uncopyable"
+"""Marks a snapshot whose env.py globals could not be copied (see :meth:`Executor._globals`)."""
+
 _ENGINE = _load_engine()
 _WORKSPACE_KIND = _load_engine("workspace.py", "envkernel_sandbox_workspace")  # workspace environments
 
@@ -333,6 +337,10 @@ class Executor:
         self.workspace_kind = False
         self.closing = False
         self.direct_calls = 0
+        self.code: types.CodeType | None = None
+        """The compiled env.py of a code environment (None for a resource model or a workspace): a restore runs it again."""
+        self.module_calls = 0
+        """Calls that succeeded since the module was made (at load or restore): 0 means its globals are as loaded."""
         """Calls that succeeded over the direct lane since the last load or restore (see :func:`_serve_connection`)."""
         self._phase = "idle"  # idle | seed | call | internal
         self._deadline_at: float | None = None
@@ -473,6 +481,8 @@ class Executor:
         declared = [t.get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
 
         self.module = None
+        self.code = None
+        self.module_calls = 0
         self.conn = conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False, factory=_Connection)
         conn.row_factory = _dict_row
         conn.set_authorizer(self._authorize)
@@ -503,6 +513,7 @@ class Executor:
                     raise _Failure("load_failed", f"seed_sql failed: {type(exc).__name__}: {exc}") from None
                 try:
                     code = compile(source, ENV_FILENAME, "exec")
+                    self.code = code if source.strip() else None
                     sys.modules["env"] = module
                     exec(code, module.__dict__)  # noqa: S102 - this process is the sandbox
                 except _Deadline:
@@ -648,6 +659,7 @@ class Executor:
             except sqlite3.Error as exc:
                 failure = _err("tool_crashed", f"{tool} left the database in a bad state: {exc}")
             else:
+                self.module_calls += 1
                 return data
         self._rollback()
         self._set_counters(saved)
@@ -693,7 +705,7 @@ class Executor:
             )
         self.snapshot_count += 1
         handle = f"s{self.snapshot_count}"
-        self.snapshots[handle] = (self._serialize(), self._counters(), files)
+        self.snapshots[handle] = (self._serialize(), self._counters(), files, self._globals())
         resp = _ok(handle)
         resp["direct"] = self.direct_calls  # calls since the last load or restore that the runner's log lacks
         return resp
@@ -705,7 +717,9 @@ class Executor:
         snap = self.snapshots.get(handle) if isinstance(handle, str) else None
         if snap is None:
             raise _Failure("unknown_snapshot", f"no snapshot {handle!r} in this sandbox")
-        data, counters, files = snap
+        data, counters, files, globs = snap
+        if self.code is not None:  # env.py's own module state (globals, class attributes, closures) comes back too
+            self._fresh_module(handle, globs)
         try:
             _workspace_restore(_WORKSPACE[0], files)
         except OSError as exc:
@@ -713,6 +727,45 @@ class Executor:
         self._deserialize(data)
         self._set_counters(counters)
         return _ok()
+
+    def _globals(self):
+        """What a snapshot keeps of env.py's module: None when nothing can have changed it since it was
+        made (no call succeeded), else a deep copy of its data globals (``_UNCOPYABLE`` when they cannot be copied)."""
+        if self.code is None or self.module_calls == 0 or self.module is None:
+            return None
+        data = {k: v for k, v in vars(self.module).items()
+                if not k.startswith("__") and k != "ToolError" and not isinstance(v, (types.ModuleType, types.FunctionType, type))}
+        try:
+            return copy.deepcopy(data)
+        except Exception as exc:  # noqa: BLE001 - any object env.py made; the restore reports it
+            return (_UNCOPYABLE, f"{type(exc).__name__}: {exc}")
+
+    def _fresh_module(self, handle: str, globs) -> None:
+        """Run env.py again in a new module (its globals as loaded), then put back the data globals the
+        snapshot copied: state a tool kept outside the database does not leak from one episode to the next."""
+        if isinstance(globs, tuple):
+            raise _Failure("restore_failed", f"snapshot {handle!r} was taken after calls changed env.py's globals, and they "
+                           f"could not be copied ({globs[1]}); open a new sandbox instead")
+        module = types.ModuleType("env")
+        module.__file__ = ENV_FILENAME
+        module.ToolError = ToolError
+        self._phase = "seed"
+        try:
+            self._arm(DEFAULT_LOAD_TIMEOUT)
+            try:
+                sys.modules["env"] = module
+                exec(self.code, module.__dict__)  # noqa: S102 - this process is the sandbox
+            finally:
+                self._disarm()
+        except BaseException as exc:  # noqa: BLE001 - env.py ran at load, so this is rare: a clear error, the old module kept
+            raise _Failure("restore_failed", f"env.py failed to run again for the restore: {_describe(exc)}") from None
+        finally:
+            self._phase = "idle"
+        if globs:
+            module.__dict__.update(copy.deepcopy(globs))
+        self.functions = {n: fn for n in self.functions if inspect.isfunction(fn := getattr(module, n, None)) and fn.__module__ == "env"}
+        self.module = module
+        self.module_calls = 0 if not globs else 1
 
     def op_patch(self, req: dict) -> dict:
         """Insert rows into the state before an episode (a task's planted rows): all of them or,

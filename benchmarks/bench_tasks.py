@@ -136,6 +136,7 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
     tasks_file = folder / "tasks.jsonl"
     print(f"run: {' '.join(cmd[1:])}", flush=True)
     t0 = time.perf_counter()
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     log = open(root / "run.log", "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     pool = _start_workers(workers, plugins, root / "xdg" / "envkernel" / "servers" / "bench.json", env, root, proc) if workers else []
@@ -168,7 +169,10 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
             w.wait(30)
         except subprocess.TimeoutExpired:
             w.kill()
-    children_maxrss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    children_maxrss_kb = ru1.ru_maxrss
+    # every process of the run (itself, nats-server, the executors, the workers), once each was waited for
+    all_cpu_s = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
     summary = json.loads((folder / "summary.json").read_text()) if (folder / "summary.json").exists() else {}
     n_tasks = _lines(tasks_file)
     sampling: dict[str, Any] = {}
@@ -189,6 +193,8 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
         "peak_tree_rss_mb": round(peak_tree_kb / 1024, 1),
         "run_process_cpu_seconds": round(cpu_s, 2),
         "run_process_cpu_ms_per_task": round(cpu_s * 1000 / n_tasks, 2) if n_tasks else None,
+        "all_processes_cpu_seconds": round(all_cpu_s, 2),
+        "all_processes_cpu_ms_per_task": round(all_cpu_s * 1000 / n_tasks, 2) if n_tasks else None,
         "workers": workers,
         "worker_cpu_seconds": [round(c, 2) for c in worker_cpu],
         "children_maxrss_mb": round(children_maxrss_kb / 1024, 1),

@@ -386,9 +386,9 @@ class Worker:
             reward = await call_role(inst.score, ev.task, ev.trajectory, ctx)
             if not isinstance(reward, Reward):
                 raise PluginContractError(f"{comp.name}.score returned {type(reward).__name__}, expected Reward")
-            if not reward.model:
-                reward = msgspec.structs.replace(reward, model=comp.name)
-            c = child(RolloutScored, 0, task=ev.task, trajectory=ev.trajectory, reward=reward, group_size=ev.group_size, purpose=ev.purpose)
+            reward = reward if reward.model else msgspec.structs.replace(reward, model=comp.name)
+            traj = ev.trajectory if ev.purpose != "gate" else msgspec.structs.replace(ev.trajectory, final_state={})  # the gate reads scores: its states stay in rollout.finished
+            c = child(RolloutScored, 0, task=ev.task, trajectory=traj, reward=reward, group_size=ev.group_size, purpose=ev.purpose)
             return [(c, subject_of(cfg, c))]
 
         if isinstance(ev, GroupScored):

@@ -256,7 +256,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
     helpers: list[Any] = []  # local workers (--workers)
     try:
         await worker.start()
-        helpers = start_local_workers(workers, config.selected, nats_url, out)
+        helpers = await asyncio.to_thread(start_local_workers, workers, config.selected, nats_url, out)
         await _check_remote(bus, config, nats_url)
         await coord.start()
         watchdog = asyncio.create_task(coord.watch(stall_seconds()))

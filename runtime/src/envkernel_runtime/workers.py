@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import structlog
@@ -25,8 +26,9 @@ __all__ = ["start_local_workers", "stop_local_workers"]
 log = structlog.get_logger("envkernel.run")
 
 
-def start_local_workers(n: int, plugins: list[str], nats_url: str, out: Path) -> list[subprocess.Popen[bytes]]:
-    """Start ``n`` ``envkernel worker`` processes serving ``plugins`` on ``nats_url`` (none when ``n`` < 1)."""
+def start_local_workers(n: int, plugins: list[str], nats_url: str, out: Path, ready_timeout: float = 60.0) -> list[subprocess.Popen[bytes]]:
+    """Start ``n`` ``envkernel worker`` processes serving ``plugins`` on ``nats_url`` (none when ``n`` < 1), and wait
+    up to ``ready_timeout`` s until they serve. Blocking: call it from a thread in async code."""
     if n < 1:
         return []
     folder = out / "workers"
@@ -36,8 +38,26 @@ def start_local_workers(n: int, plugins: list[str], nats_url: str, out: Path) ->
     for i in range(n):
         with open(folder / f"worker-{i}.log", "ab") as logf:  # the child keeps its own descriptor
             procs.append(subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=dict(os.environ), start_new_session=True))
+    _wait_ready(procs, folder, ready_timeout)
     log.info("local workers started", workers=n, pids=[p.pid for p in procs], logs=str(folder))
     return procs
+
+
+def _wait_ready(procs: list[subprocess.Popen[bytes]], folder: Path, timeout: float) -> None:
+    """Wait until each worker serves (its log says ``worker serving``), so the run's first work is shared too."""
+    deadline = time.monotonic() + timeout
+    waiting = dict(enumerate(procs))
+    while waiting and time.monotonic() < deadline:
+        for i, p in list(waiting.items()):
+            text = (folder / f"worker-{i}.log").read_bytes()
+            if b"worker serving" in text or p.poll() is not None:
+                waiting.pop(i)
+                if p.poll() is not None:
+                    log.warning("a local worker exited at start; the run goes on without it (see its log)", pid=p.pid, log=str(folder / f"worker-{i}.log"),
+                                tail=text[-500:].decode(errors="replace"))
+        time.sleep(0.1)
+    if waiting:
+        log.warning("local workers not serving yet; the run starts without waiting for them", pids=[p.pid for p in waiting.values()], waited=timeout)
 
 
 def stop_local_workers(procs: list[subprocess.Popen[bytes]], timeout: float = 30.0) -> None:

@@ -141,7 +141,7 @@ def _worker_children(pid: int) -> list[int]:
 
 
 def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, keep: bool, users: bool = True, workers: int = 0,
-                 run_workers: int = 0) -> dict[str, Any]:
+                 run_workers: int = 0, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
     per_env = math.ceil(target / N_ENVS * (1 + headroom))
     root = Path(tempfile.mkdtemp(prefix="bench-tasks-"))
     # +users: the simulated user reveals what a task holds back, so the gate's reference rollouts hold conversations
@@ -149,7 +149,7 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
     plugins = plugins if plugins[1] else []
     cmd = [str(ENVKERNEL), "run", "--out", str(root), "--run-id", "bench", "--no-progress", "--source", "openapi",
            *plugins, "--set", f"{sampler}.tasks_per_env={per_env}", "--timeout", str(timeout), *(["--workers", str(run_workers)] if run_workers else [])]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_"))} | (extra_env or {})
     env["XDG_RUNTIME_DIR"] = str(root / "xdg")  # the run announces its server here (its own, not another benchmark's "bench")
     folder = root / "bench"
     tasks_file = folder / "tasks.jsonl"

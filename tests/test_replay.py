@@ -81,6 +81,12 @@ async def test_known_traces_answer_calls_and_a_rollout_that_leaves_one_catches_u
         fresh, together = TraceCache(), []  # rollouts that start at once share one execution
         both = await asyncio.gather(*(_rollout(pool, fresh, env, trace, together) for _ in range(3)))
         assert all(r == direct["trace"] for r in both) and together == [1] and fresh.served == 6
+
+        async def no_lease() -> Sandbox:
+            raise AssertionError("a known trace needs no sandbox")
+
+        walk = RecordingToolEnv(None, env.tools, no_lease, fresh.replay(pool._key("process", env, 0), env))  # a policy calling tools at once
+        assert list(await asyncio.gather(*(walk.call(n, a) for n, a in trace[:2]))) == direct["prefix"][0]  # taken in turn
     finally:
         await pool.close()
         await service.stop()

@@ -114,10 +114,22 @@ class Replay:
         """Calls answered from the cache that the rollout's sandbox (when it gets one) must repeat first."""
         self._next = start
         self._claim: asyncio.Future[Any] | None = None
+        self._turn = asyncio.Lock()  # a policy that calls tools concurrently: one at a time, in the order the trace records
 
     async def known(self, name: str, arguments: dict[str, Any], free: bool) -> ToolResult | None:
         """The result of this call when the trace so far is known and the rollout holds no sandbox
-        (``free``); else None: the rollout makes the call, then :meth:`learn`."""
+        (``free``); else None: the rollout makes the call, then must call :meth:`learn`."""
+        await self._turn.acquire()
+        try:
+            got = await self._known(name, arguments, free)
+        except BaseException:
+            self._turn.release()
+            raise
+        if got is not None:
+            self._turn.release()
+        return got
+
+    async def _known(self, name: str, arguments: dict[str, Any], free: bool) -> ToolResult | None:
         try:  # after a result that was not kept (or arguments that are not JSON), nothing more is
             step = b"" if not self.key else hashlib.blake2b(self.key + _key_enc.encode([name, arguments]), digest_size=16).digest()
         except (TypeError, msgspec.EncodeError):
@@ -137,6 +149,8 @@ class Replay:
         self.cache.results.resolve(self._next, self._claim, keep)
         self._claim = None
         self.key = self._next if keep is not None else b""
+        if self._turn.locked():
+            self._turn.release()
 
     async def catch_up(self, sandbox: Any) -> None:
         """Bring a newly leased sandbox to where the rollout is: repeat the calls answered from the cache."""

@@ -30,7 +30,7 @@
    (``distractor_share=0``) and with it (the default), alternating, ROUNDS times each: tasks/s of
    each and their ratio.
 
-    python benchmarks/bench_tasks.py [--tasks 20000] [--skip-run] [--skip-sampler] [--sampler walk] [--no-users] [--quality DIR] [--planting-cost 2]
+    python benchmarks/bench_tasks.py [--tasks 20000] [--skip-run] [--skip-sampler] [--sampler walk] [--no-users] [--run-workers N] [--quality DIR] [--planting-cost 2]
 
 The run selects ``+users`` (the simulated user), so tasks may hold a condition back and the
 reference's gate rollouts talk; ``held_back_for_the_user`` is their share.
@@ -122,20 +122,40 @@ def _start_workers(n: int, plugins: list[str], registry: Path, env: dict[str, st
                              stdout=open(root / f"worker-{i}.log", "wb"), stderr=subprocess.STDOUT, env=env) for i in range(n)]
 
 
-def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, keep: bool, users: bool = True, workers: int = 0) -> dict[str, Any]:
+def _worker_children(pid: int) -> list[int]:
+    """The ``envkernel worker`` processes the run started itself (``envkernel run --workers``)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                if int(f.read().rsplit(")", 1)[1].split()[1]) != pid:
+                    continue
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                if b"\0worker\0" in f.read():
+                    out.append(int(d))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, keep: bool, users: bool = True, workers: int = 0,
+                 run_workers: int = 0, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
     per_env = math.ceil(target / N_ENVS * (1 + headroom))
     root = Path(tempfile.mkdtemp(prefix="bench-tasks-"))
     # +users: the simulated user reveals what a task holds back, so the gate's reference rollouts hold conversations
     plugins = ["--plugins", ",".join((["+users"] if users else []) + ([] if sampler == "chains" else [f"+{sampler}", "-chains"]))]
     plugins = plugins if plugins[1] else []
     cmd = [str(ENVKERNEL), "run", "--out", str(root), "--run-id", "bench", "--no-progress", "--source", "openapi",
-           *plugins, "--set", f"{sampler}.tasks_per_env={per_env}", "--timeout", str(timeout)]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_"))}
+           *plugins, "--set", f"{sampler}.tasks_per_env={per_env}", "--timeout", str(timeout), *(["--workers", str(run_workers)] if run_workers else [])]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_"))} | (extra_env or {})
     env["XDG_RUNTIME_DIR"] = str(root / "xdg")  # the run announces its server here (its own, not another benchmark's "bench")
     folder = root / "bench"
     tasks_file = folder / "tasks.jsonl"
     print(f"run: {' '.join(cmd[1:])}", flush=True)
     t0 = time.perf_counter()
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     log = open(root / "run.log", "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     pool = _start_workers(workers, plugins, root / "xdg" / "envkernel" / "servers" / "bench.json", env, root, proc) if workers else []
@@ -145,11 +165,15 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
     last_print = 0.0
     series: list[tuple[float, int]] = []
     cpu_s = 0.0  # the run process's own CPU (utime + stime), the last poll before it exited
+    own_workers: dict[int, float] = {}  # pid -> CPU of the workers the run started (--run-workers)
     while proc.poll() is None:
         time.sleep(0.5)
         peak_tree_kb = max(peak_tree_kb, _tree_rss_kb(proc.pid) + sum(_tree_rss_kb(w.pid) for w in pool))
         cpu_s = max(cpu_s, _cpu_seconds(proc.pid))
         worker_cpu = [max(c, _cpu_seconds(w.pid)) for c, w in zip(worker_cpu, pool, strict=True)]
+        if run_workers:
+            for w in set(own_workers) | set(_worker_children(proc.pid)):
+                own_workers[w] = max(own_workers.get(w, 0.0), _cpu_seconds(w))
         n = _lines(tasks_file) if reached is None else target
         now = time.perf_counter() - t0
         if not series or now - series[-1][0] >= 5:
@@ -168,7 +192,10 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
             w.wait(30)
         except subprocess.TimeoutExpired:
             w.kill()
-    children_maxrss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    children_maxrss_kb = ru1.ru_maxrss
+    # every process of the run (itself, nats-server, the executors, the workers), once each was waited for
+    all_cpu_s = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
     summary = json.loads((folder / "summary.json").read_text()) if (folder / "summary.json").exists() else {}
     n_tasks = _lines(tasks_file)
     sampling: dict[str, Any] = {}
@@ -189,8 +216,12 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
         "peak_tree_rss_mb": round(peak_tree_kb / 1024, 1),
         "run_process_cpu_seconds": round(cpu_s, 2),
         "run_process_cpu_ms_per_task": round(cpu_s * 1000 / n_tasks, 2) if n_tasks else None,
+        "all_processes_cpu_seconds": round(all_cpu_s, 2),
+        "all_processes_cpu_ms_per_task": round(all_cpu_s * 1000 / n_tasks, 2) if n_tasks else None,
         "workers": workers,
         "worker_cpu_seconds": [round(c, 2) for c in worker_cpu],
+        "run_workers": run_workers,
+        "run_workers_cpu_seconds": [round(c, 2) for c in own_workers.values()],
         "children_maxrss_mb": round(children_maxrss_kb / 1024, 1),
         "tasks_proposed": summary.get("tasks_proposed"),
         "tasks_rejected": summary.get("tasks_rejected"),
@@ -426,7 +457,8 @@ def main() -> None:
     ap.add_argument("--skip-run", action="store_true", help="only measure the sampler alone")
     ap.add_argument("--skip-sampler", action="store_true", help="only run the pipeline")
     ap.add_argument("--keep", action="store_true", help="keep the run folder")
-    ap.add_argument("--workers", type=int, default=0, help="also serve the run's plugins from this many `envkernel worker` processes (default 0)")
+    ap.add_argument("--workers", type=int, default=0, help="also serve the run's plugins from this many `envkernel worker` processes started here (default 0)")
+    ap.add_argument("--run-workers", type=int, default=0, help="`envkernel run --workers N`: local workers the run starts and stops itself (default 0)")
     ap.add_argument("--no-users", action="store_true", help="run without the users plugin (no held-back conditions, no user turns)")
     ap.add_argument("--quality", type=Path, default=None, help="only report the quality of the tasks of this run folder")
     ap.add_argument("--planting-cost", type=int, default=0, metavar="ROUNDS",
@@ -438,7 +470,7 @@ def main() -> None:
         print(json.dumps(result))
         return
     if not args.skip_run:
-        r = run_pipeline(args.tasks, args.headroom, args.sampler, args.timeout, args.keep, users=not args.no_users, workers=args.workers)
+        r = run_pipeline(args.tasks, args.headroom, args.sampler, args.timeout, args.keep, users=not args.no_users, workers=args.workers, run_workers=args.run_workers)
         result["run"] = r
         print(f"pipeline: {r['tasks']} tasks in {r['wall_seconds']} s ({r['tasks_per_s']} tasks/s); "
               f"{args.tasks} reached after {r['seconds_to_target']} s; peak RSS {r['peak_tree_rss_mb']} MB (process tree), "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from typing import Any
 
 import pytest
@@ -116,3 +117,18 @@ def test_a_run_id_already_used_on_a_shared_server_is_refused(envk, nats_server: 
     assert "'taken'" in second.proc.stderr
     # the first run's record is untouched
     assert first.summary["tasks"] == len(first.jsonl("tasks.jsonl")) > 0
+
+
+def test_run_workers_share_the_run_and_stop_with_it(envk) -> None:
+    """``envkernel run --workers 1``: a local worker serves the run's plugins beside its own process, takes
+    part of the work (scoring and rollouts are split by the shared consumers) and is gone when the run ends."""
+    run = envk.run("--workers", "1", "--set", "chains.tasks_per_env=5", run_id="lw")
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    assert run.summary["tasks"] > 0 and run.summary["failures"] == 0 and run.summary["infra_failures"] == 0
+    started = [json.loads(line) for line in run.proc.stderr.splitlines() if '"local workers started"' in line]
+    assert started and len(started[0]["pids"]) == 1
+    log = (run.dir / "workers" / "worker-0.log").read_text()
+    stopped = [json.loads(line) for line in log.splitlines() if '"worker stopped"' in line]
+    assert stopped and sum(stopped[0]["handled"].values()) > 0, log[-2000:]  # it did some of the run's work
+    with pytest.raises(ProcessLookupError):
+        os.kill(started[0]["pids"][0], 0)

@@ -99,11 +99,12 @@ def cli(log_level: str | None, json_logs: bool | None) -> None:
 @click.option("--listen", default="127.0.0.1", show_default=True, help="Address the embedded server listens on (0.0.0.0 opens it to workers on other hosts).")
 @click.option("--timeout", type=float, default=None, help="Give up after this many seconds (exit 3).")
 @click.option("--progress/--no-progress", default=True, help="Show progress.")
+@click.option("--workers", type=click.IntRange(min=0), default=0, help="Also serve the run from this many local `envkernel worker` processes (more cores).")
 @click.option("--resume", type=click.Path(file_okay=False), default=None, metavar="RUN_DIR",
               help="Carry on a killed run from its folder and stream (its own config; keeps what it produced).")
 def run(plugins: str | None, config_file: str | None, seed: int | None, policy: str | None, sources: tuple[str, ...], envs: int | None,
         rollouts_per_task: int | None, iterations: int | None, remote: tuple[str, ...], runner: str | None, reward: str | None, gate_reward: str | None, calibrate: int | None, calibrate_policy: str | None, sets: tuple[str, ...], out_root: str,
-        run_id: str | None, nats_url: str | None, listen: str, timeout: float | None, progress: bool, resume: str | None) -> None:
+        run_id: str | None, nats_url: str | None, listen: str, timeout: float | None, progress: bool, workers: int, resume: str | None) -> None:
     """Run the whole pipeline: synthesize, verify, sample, gate, roll out, score, export."""
     from .run import execute, prepare, prepare_resume
 
@@ -117,7 +118,7 @@ def run(plugins: str | None, config_file: str | None, seed: int | None, policy: 
     for w in prep.warnings:
         click.echo(f"warning: {w}", err=True)
     tune_gc()  # a run's heap is large and long-lived: default thresholds spent ~28 % of its CPU collecting
-    result = asyncio.run(execute(prep, nats_url=nats_url, listen=listen, show_progress=progress, timeout=timeout, resume=bool(resume)))
+    result = asyncio.run(execute(prep, nats_url=nats_url, listen=listen, show_progress=progress, timeout=timeout, resume=bool(resume), workers=workers))
     s = result.summary
     curve = s.get("reward_curve") or []
     if len(curve) > 1:

@@ -146,8 +146,8 @@ class RecordingToolEnv:
     """The ToolEnv a policy sees: forwards calls to the sandbox and records each one. Given no
     sandbox but a ``lease``, it leases one at the first call (a rollout that makes none needs none)."""
 
-    def __init__(self, sandbox: Sandbox | None, tools: list[ToolSpec], lease: Callable[[], Awaitable[Sandbox]] | None = None) -> None:
-        self.sandbox = sandbox
+    def __init__(self, sandbox: Sandbox | None, tools: list[ToolSpec], lease: Callable[[], Awaitable[Sandbox]] | None = None, replay: Any = None) -> None:
+        self.sandbox, self.replay = sandbox, replay  # replay: known results answer calls while it holds no sandbox (envkernel_runtime.replay)
         self._lease = lease
         self.tools = tools
         self._names = {t.name for t in tools}
@@ -164,14 +164,18 @@ class RecordingToolEnv:
         elif not isinstance(arguments, dict):
             result = ToolResult(ok=False, error=ToolError(code="invalid_arguments", message="arguments must be a JSON object"))
         else:
+            result = known = await self.replay.known(name, arguments, self.sandbox is None) if self.replay is not None else None
             try:
-                if self.sandbox is None:  # leased at the first call
+                if known is None and self.sandbox is None:  # leased at the first call the known traces do not answer
                     self.sandbox = await self._lease()  # type: ignore[misc]
-                result = await self.sandbox.call(name, arguments)
+                result = known or await self.sandbox.call(name, arguments)  # type: ignore[union-attr]
                 if result.error is not None and result.error.code == "crashed":
                     raise SandboxError(f"the sandbox crashed under tool call {name!r}: {result.error.message}")
             except SandboxError as exc:
                 self.fault = exc
                 raise
+            finally:
+                if self.replay is not None and known is None:
+                    self.replay.learn(result)
         self.records.append(CallRecord(call=ToolCall(name=name, arguments=arguments if isinstance(arguments, dict) else {}), result=result, seconds=time.perf_counter() - t0))
         return result

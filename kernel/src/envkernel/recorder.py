@@ -61,10 +61,7 @@ class Recorder:
         self.started = time.time()
 
     def _it(self, iteration: int) -> IterationStats:
-        stats = self.per_iteration.get(iteration)
-        if stats is None:
-            stats = self.per_iteration[iteration] = IterationStats()
-        return stats
+        return self.per_iteration.get(iteration) or self.per_iteration.setdefault(iteration, IterationStats())
 
     def iteration_reward(self, iteration: int) -> tuple[int, float | None]:
         """Groups scored in an iteration, and the mean reward of its training rollouts."""

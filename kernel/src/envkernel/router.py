@@ -26,8 +26,8 @@ from nats.js.errors import ObjectNotFoundError
 
 from envkernel_bus import Bus, BusError, Consumer, Done, Output, Redeliver, decode_shared, last_delivery
 from envkernel_bus.subjects import EVENTS_PREFIX, STREAM, durable_name, kind_filter
-from envkernel_runtime.calls import as_list, call_role
-from envkernel_runtime.calls import close_instance as _close_instance
+from envkernel_runtime.calls import as_list, call_role, close_instance as _close_instance
+from envkernel_runtime.replay import TraceCache
 from envkernel_schemas import (
     DecodeError,
     EnvRejected,
@@ -109,7 +109,7 @@ class Worker:
         self._done_runs: set[str] = set()
         self._apply_failed: dict[tuple[str, str, str], str] = {}
         self._apply_locks: dict[tuple[str, str], asyncio.Lock] = {}
-        self.pool = SandboxPool(bus)
+        self.pool, self.traces = SandboxPool(bus), TraceCache()
         self.handled: Counter[str] = Counter()
         """Events handled per component, and ``<component> failed`` for those that became ``plugin.failed`` (progress)."""
 
@@ -173,7 +173,7 @@ class Worker:
                 except Exception as exc:  # noqa: BLE001 - the server may be gone already
                     log.debug("could not delete a run's consumer", consumer=c.durable, error=str(exc))
         if self.pool.opened:
-            log.info("sandbox pool", opened=self.pool.opened, reused=self.pool.reused)
+            log.info("sandbox pool", opened=self.pool.opened, reused=self.pool.reused, replayed=self.traces.served, repeated=self.traces.repeated)
         await self.pool.close()
         for svc in self._services:
             await svc.stop()
@@ -386,9 +386,9 @@ class Worker:
             reward = await call_role(inst.score, ev.task, ev.trajectory, ctx)
             if not isinstance(reward, Reward):
                 raise PluginContractError(f"{comp.name}.score returned {type(reward).__name__}, expected Reward")
-            if not reward.model:
-                reward = msgspec.structs.replace(reward, model=comp.name)
-            c = child(RolloutScored, 0, task=ev.task, trajectory=ev.trajectory, reward=reward, group_size=ev.group_size, purpose=ev.purpose)
+            reward = reward if reward.model else msgspec.structs.replace(reward, model=comp.name)
+            traj = ev.trajectory if ev.purpose != "gate" else msgspec.structs.replace(ev.trajectory, final_state={})  # the gate reads scores: its states stay in rollout.finished
+            c = child(RolloutScored, 0, task=ev.task, trajectory=traj, reward=reward, group_size=ev.group_size, purpose=ev.purpose)
             return [(c, subject_of(cfg, c))]
 
         if isinstance(ev, GroupScored):
@@ -488,13 +488,18 @@ class Worker:
         offered = set(ev.task.tools)
         tools = [t for t in env.tools if not offered or t.name in offered]
         t0 = time.perf_counter()
+        replay = self.traces.replay(self.pool._key(ctx.runner, env, ctx.seed), env, ev.task.seed_patch() if ev.task.planted else None)
         async with contextlib.AsyncExitStack() as stack:
             async def lease() -> Sandbox:  # at the first call: ~40 % of a gate run's rollouts (do-nothing, mutants that do not apply) make none
                 sb = await stack.enter_async_context(ctx.sandbox(env))
                 if ev.task.planted:  # the task's own initial state: the seed plus its distractor rows
                     await sb.patch(ev.task.seed_patch())
+                await replay.catch_up(sb) if replay is not None else None  # the calls the known traces answered, made again
                 return sb
-            tool_env = RecordingToolEnv(None, tools, lease)
+
+            async def read() -> Any:
+                return await (tool_env.sandbox or await lease()).state()
+            tool_env = RecordingToolEnv(None, tools, lease, replay)
             try:
                 traj = await call_role(inst.rollout, ev, tool_env, ctx)
             except Exception:
@@ -504,8 +509,8 @@ class Worker:
                 raise tool_env.fault
             if not isinstance(traj, Trajectory):
                 raise PluginContractError(f"{ev.policy}.rollout returned {type(traj).__name__}, expected Trajectory")
-            no_call = tool_env.sandbox is None and not ev.task.planted  # then it ends in the seed state
-            state = await ctx.seed_state(env) if no_call else await (tool_env.sandbox or await lease()).state()
+            no_call = tool_env.sandbox is None and not ev.task.planted and not (replay and replay.pending)  # then it ends in the seed state
+            state = await ctx.seed_state(env) if no_call else await replay.final(tool_env.sandbox is None, read) if replay else await read()
         return msgspec.structs.replace(
             traj, task_id=ev.task.id, policy=ev.policy, index=ev.index, calls=tool_env.records, final_state=state,
             seconds=traj.seconds or time.perf_counter() - t0,

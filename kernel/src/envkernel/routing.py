@@ -35,10 +35,7 @@ SERVED_KINDS: frozenset[str] = frozenset(WORK_KINDS) | {k for kinds in BROADCAST
 
 def first(config: RunConfig, role: str, chosen: str = "") -> str:
     """The component of ``role`` this run uses: the configured one, else the first active."""
-    if chosen:
-        return chosen
-    names = config.components.get(role, [])
-    return names[0] if names else ""
+    return chosen or next(iter(config.components.get(role, [])), "")
 
 
 def synthesizer_for(config: RunConfig, sources: dict[str, tuple[str, ...]], source_kind: str) -> str:
@@ -56,9 +53,7 @@ def subject_of(config: RunConfig, event: Event, target: str | None = None) -> st
 
 def expected_handlers(config: RunConfig, kind: str) -> int:
     """How many handled reports an event of ``kind`` will get (causal completion)."""
-    if kind in WORK_KINDS:
-        return 1
-    if kind in KERNEL_INPUTS:
+    if kind in WORK_KINDS or kind in KERNEL_INPUTS:
         return 1
     if kind in BROADCAST_INPUTS["trainer"]:
         return len(config.components.get("trainer", []))

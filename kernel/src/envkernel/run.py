@@ -20,6 +20,7 @@ from envkernel_bus import Bus, EmbeddedServer, discovery, env_seconds, on_signal
 from envkernel_bus.progress import Progress, Status
 from envkernel_bus.subjects import STREAM, durable_name
 from envkernel_runtime.envdir import write_atomic
+from envkernel_runtime.workers import start_local_workers, stop_local_workers
 from envkernel_schemas import RunFinished, event_id, is_token
 
 from . import config as cfgmod
@@ -195,8 +196,9 @@ class RunResult:
 
 
 async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = "127.0.0.1", show_progress: bool = True, timeout: float | None = None,
-                  resume: bool = False) -> RunResult:
-    """Run the pipeline to completion and write the run folder (``resume``: carry on a killed run from its stream)."""
+                  resume: bool = False, workers: int = 0) -> RunResult:
+    """Run the pipeline to completion and write the run folder (``resume``: carry on a killed run from its stream; ``workers``:
+    local ``envkernel worker`` processes that share its work, see ``envkernel_runtime.workers``)."""
     config, out = prep.config, prep.out_dir
     public = cfgmod.public(config)
     server = None
@@ -251,8 +253,10 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
     stop = asyncio.Event()
     on_signals(stop.set, EXIT_ABORTED)
     watchdog: asyncio.Task[None] | None = None
+    helpers: list[Any] = []  # local workers (--workers)
     try:
         await worker.start()
+        helpers = await asyncio.to_thread(start_local_workers, workers, config.selected, nats_url, out)
         await _check_remote(bus, config, nats_url)
         await coord.start()
         watchdog = asyncio.create_task(coord.watch(stall_seconds()))
@@ -275,11 +279,11 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         on_signals(None)
         if watchdog is not None:
             watchdog.cancel()
+        await asyncio.to_thread(stop_local_workers, helpers)
         await worker.stop(cancel=bool(aborted), finish_run=config.run_id if aborted else None)
         extra: dict[str, Any] = {"reward": first(config, "reward_model", config.reward), "gate_reward": config.gate_reward,
-                                 "broken_plugins": prep.registry.broken, "undecodable_events": coord.undecodable, **({"resumed": True} if resume else {})}
-        if aborted:
-            extra["aborted"] = aborted
+                                 "broken_plugins": prep.registry.broken, "undecodable_events": coord.undecodable, **({"resumed": True} if resume else {}),
+                                 **({"aborted": aborted} if aborted else {})}
         summary = recorder.summary(config.run_id, config.components, extra)
         if aborted:
             exit_code = EXIT_ABORTED

@@ -12,15 +12,17 @@ import functools
 import inspect
 import os
 import threading
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
-__all__ = ["ROLE_THREADS", "as_list", "call_role", "close_instance", "role_threads"]
+__all__ = ["INLINE", "ROLE_THREADS", "as_list", "call_role", "close_instance", "inline_when", "role_threads"]
 
 log = structlog.get_logger("envkernel.worker")
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 async def close_instance(inst: Any) -> None:
@@ -58,12 +60,32 @@ def role_threads() -> ThreadPoolExecutor:
         return _pool[0]
 
 
+INLINE = "__envkernel_inline__"
+"""Attribute of a sync role method marked by :func:`inline_when`."""
+
+
+def inline_when(predicate: Callable[..., bool]) -> Callable[[F], F]:
+    """Mark a sync role method as quick and CPU-bound when ``predicate(*args)`` (the method's
+    arguments, without ``self``) is true: :func:`call_role` then calls it on the event loop instead
+    of handing it to a thread. The hand-off costs more than a scorer's few hundred microseconds, and
+    a thread gives pure-Python work no second core anyway. Calls the predicate rejects (those that
+    block, such as ``Context.wait``) still go to a thread."""
+
+    def mark(fn: F) -> F:
+        setattr(fn, INLINE, predicate)
+        return fn
+
+    return mark
+
+
 async def call_role(fn: Any, *args: Any) -> Any:
-    """Call a role method: await it if async, else run it in a thread of :func:`role_threads`.
+    """Call a role method: await it if async, call it here if :func:`inline_when` says it is quick,
+    else run it in a thread of :func:`role_threads`.
 
     Async iterators and generators are drained into a list.
     """
-    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+    quick = getattr(fn, INLINE, None)
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn) or (quick is not None and quick(*args)):
         result = fn(*args)
     else:
         ctx = contextvars.copy_context()  # as asyncio.to_thread does: structlog's bound values go along

@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.workspace import check_reward
+from envkernel_runtime.calls import inline_when
 from envkernel_schemas import Reward, Task, Trajectory
 
 from envkernel_kit.scoring import REL_TOL, score, tau_at
@@ -62,6 +63,7 @@ class TraceOutcome:
         s = self.settings
         return tau_at(s.tau, s.tau_final, s.tau_iterations, iteration)
 
+    @inline_when(lambda task, trajectory, ctx: not task.outcome.check)  # pure CPU: on the loop; a check script blocks: a thread
     def score(self, task: Task, trajectory: Trajectory, ctx: Any) -> Reward:
         """Score a rollout: ``max(0, τ·trace + (1−τ)·outcome − length_penalty − format_penalty)``. A
         workspace task (one with a check script) scores its check instead, run in a sandbox."""

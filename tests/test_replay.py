@@ -1,0 +1,116 @@
+"""Rollouts reuse known traces (``envkernel_runtime.replay``): the same calls from the same start state
+are answered from the cache, and a rollout that leaves a known trace gets a sandbox that repeats it first.
+
+Real components: a nats-server (the ``envkernel_nats`` fixture), the kernel's sandbox service over
+the ``process`` runner, the worker's :class:`~envkernel.sandbox.SandboxPool` and the shipped shop
+environment. Every result and final state a cached rollout sees is compared with what a sandbox of
+its own gives for the same calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from envkernel.context import RecordingToolEnv
+from envkernel.sandbox import Sandbox, SandboxPool, SandboxService
+from envkernel_bus import Bus
+from envkernel_kit.checks import process_runner, sample_env
+from envkernel_runtime.replay import TraceCache
+from envkernel_schemas import ToolError, ToolResult
+
+
+async def _rollout(pool: SandboxPool, cache: TraceCache | None, env: Any, calls: list[tuple[str, dict[str, Any]]], leases: list[int]) -> tuple[list[ToolResult], Any]:
+    """What the worker's ``_rollout`` does: a lazily leased sandbox, the calls, then the final state."""
+    replay = cache.replay(pool._key("process", env, 0), env) if cache is not None else None
+    async with contextlib.AsyncExitStack() as stack:
+        async def lease() -> Sandbox:
+            leases.append(1)
+            sb = await stack.enter_async_context(pool.lease("process", env, run="r"))
+            if replay is not None:
+                await replay.catch_up(sb)
+            return sb
+
+        tool_env = RecordingToolEnv(None, env.tools, lease, replay)
+        results = [await tool_env.call(name, args) for name, args in calls]
+
+        async def read() -> Any:
+            return await (tool_env.sandbox or await lease()).state()
+        state = await replay.final(tool_env.sandbox is None, read) if replay is not None else await read()
+    return results, state
+
+
+async def test_known_traces_answer_calls_and_a_rollout_that_leaves_one_catches_up(envkernel_nats: str) -> None:
+    env = sample_env()
+    service_bus, client = await Bus.connect(envkernel_nats), await Bus.connect(envkernel_nats)
+    runner = process_runner()
+    service = SandboxService(service_bus, "process", runner)
+    await service.start()
+    pool = SandboxPool(client, per_env=4)
+    try:
+        seed = await pool.seed_state("process", env, run="r")
+        customer = next(rows for t, rows in seed.items() if "customer" in t)[0]["id"]
+        product = next(rows for t, rows in seed.items() if "product" in t)[0]["id"]
+        create = ("create_order", {"customer_id": customer, "product_id": product, "quantity": 2})
+        look = ("list_orders", {"customer_id": customer})
+        other = ("get_product", {"product_id": product})
+        trace = [look, create, look]
+
+        direct: dict[str, tuple[list[ToolResult], Any]] = {}  # what sandboxes of their own give, no cache
+        for name, calls in (("trace", trace), ("prefix", trace[:2]), ("diverge", [look, create, other])):
+            direct[name] = await _rollout(pool, None, env, calls, [])
+        assert direct["trace"][1] != seed  # the order was made
+
+        cache, leases = TraceCache(), []
+        first = await _rollout(pool, cache, env, trace, leases)
+        assert first == direct["trace"] and len(leases) == 1 and cache.served == 0
+
+        again: list[int] = []  # the same calls again: every result and the final state from the cache, no sandbox
+        assert await _rollout(pool, cache, env, trace, again) == direct["trace"]
+        assert again == [] and cache.served == 3
+
+        leaves: list[int] = []  # the first two calls known, the third not: one sandbox, which repeats the two first
+        assert await _rollout(pool, cache, env, [look, create, other], leaves) == direct["diverge"]
+        assert leaves == [1] and cache.repeated == 2
+
+        shorter: list[int] = []  # a known prefix whose final state nobody read: a sandbox repeats it for the state
+        assert await _rollout(pool, cache, env, trace[:2], shorter) == direct["prefix"]
+        assert shorter == [1] and cache.repeated == 4
+
+        fresh, together = TraceCache(), []  # rollouts that start at once share one execution
+        both = await asyncio.gather(*(_rollout(pool, fresh, env, trace, together) for _ in range(3)))
+        assert all(r == direct["trace"] for r in both) and together == [1] and fresh.served == 6
+
+        async def no_lease() -> Sandbox:
+            raise AssertionError("a known trace needs no sandbox")
+
+        walk = RecordingToolEnv(None, env.tools, no_lease, fresh.replay(pool._key("process", env, 0), env))  # a policy calling tools at once
+        assert list(await asyncio.gather(*(walk.call(n, a) for n, a in trace[:2]))) == direct["prefix"][0]  # taken in turn
+    finally:
+        await pool.close()
+        await service.stop()
+        await runner.aclose()
+        await client.close()
+        await service_bus.close()
+
+
+async def test_a_timeout_is_not_kept_and_replay_can_be_turned_off(monkeypatch: Any) -> None:
+    cache = TraceCache()
+    walk = cache.replay(("process", 0, "env"), None)
+    assert walk is not None
+    assert await walk.known("slow", {}, True) is None
+    walk.learn(ToolResult(ok=False, error=ToolError(code="timeout", message="stopped")))
+    assert walk.key == b""  # nothing after an unkept result is kept either
+    assert await walk.known("next", {}, True) is None
+    again = cache.replay(("process", 0, "env"), None)
+    assert again is not None and await again.known("slow", {}, True) is None  # asked again: it is made again
+    again.learn(None)  # the call failed: the others are not left waiting
+    assert await cache.replay(("process", 0, "env"), None).known("slow", {}, True) is None  # type: ignore[union-attr]
+
+    class Workspace:
+        behaviour = type("B", (), {"kind": "workspace"})()
+
+    assert cache.replay(("process", 0, "env"), Workspace()) is None
+    monkeypatch.setenv("ENVKERNEL_REPLAY", "0")
+    assert cache.replay(("process", 0, "env"), None) is None

@@ -387,7 +387,7 @@ async def _attack_all(benign: Any, root: str, names: list[str], dirs: dict[str, 
         threat = ATTACKS[name][0]
         assert observed[name] == ROWS[threat].outcome, (name, threat, ROWS[threat], details[name])
     assert not every_threat or set(THREATS) <= {ATTACKS[n][0] for n in names} | DANGEROUS
-    assert total < 40, details
+    assert total < 150, details  # a guard against an attack that hangs the run (each attack has its own timeouts), not a speed target
 
 
 NEST_ATTACKS = ("fork_bomb", "tcp", "host_file", "kill_self", "kill_runner", "daemon")

@@ -331,8 +331,9 @@ class JoinKeeper:
     atomic operation more). Nothing about the sandboxes changes: each executor still joins its own
     cgroups, with their limits, before any environment code runs."""
 
-    def __init__(self, procs_file: str, keepalive: float, period: float = 0.005) -> None:
+    def __init__(self, procs_file: str, keepalive: float, period: float = 0.005, controller: str = "pids") -> None:
         self.procs_file = procs_file
+        self.controller = controller
         self.keepalive = keepalive
         self.period = period
         self.writes = 0
@@ -359,6 +360,9 @@ class JoinKeeper:
                 self._thread.start()
 
     def _run(self) -> None:
+        if not _still_in(os.path.dirname(self.procs_file), self.controller):
+            self._give_up(f"this process is no longer in {os.path.dirname(self.procs_file)}")  # never move the runner
+            return
         try:
             fd = os.open(self.procs_file, os.O_WRONLY | os.O_CLOEXEC)
         except OSError as exc:
@@ -404,8 +408,23 @@ def join_keeper(support: HostSupport, keepalive: float) -> JoinKeeper | None:
     for controller in ("pids", "cpu", "memory"):
         version, base = support.cgroups.get(controller, (0, ""))
         if version == 1 and os.access(os.path.join(base, "cgroup.procs"), os.W_OK):
-            return JoinKeeper(os.path.join(base, "cgroup.procs"), keepalive)
+            return JoinKeeper(os.path.join(base, "cgroup.procs"), keepalive, controller=controller)
     return None
+
+
+def _still_in(folder: str, controller: str) -> bool:
+    """Is this process (still) in the v1 cgroup ``folder`` of ``controller``'s hierarchy?"""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        _hid, ctrls, path = line.split(":", 2)
+        if controller in ctrls.split(","):
+            if path == "/":  # the hierarchy's root: its mount point
+                return os.path.ismount(folder)
+            return os.path.normpath(folder).endswith(os.path.normpath(path))
+    return False
 
 
 # ----------------------------------------------------------------------------- a sandbox's cgroup

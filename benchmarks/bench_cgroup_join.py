@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_sessions import COUNTER  # noqa: E402
-from envkernel_process import ProcessRunner, Settings  # noqa: E402
+from bench_sessions import COUNTER
+from envkernel_process import ProcessRunner, Settings
 
 
 async def opens(keepalive: float, n: int) -> tuple[float, int]:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import os
 import json
+import os
 import shutil
 import signal
 import subprocess

@@ -56,8 +56,6 @@ def serve_command() -> Any:
                   sets: tuple[str, ...], seed: int | None, max_steps: int, tau: float, warm: int, max_message_mb: float,
                   nats_url: str | None, serve_runner: bool, reuse_sandboxes: bool = False) -> None:
         """Serve the environment(s) of ENV_DIR or RUN_DIR to trainers: OpenEnv's protocol on /ws, MCP on /mcp."""
-        import asyncio
-
         from .catalog import CatalogError, load_catalog
         from .server import NatsSandboxes, RunnerSandboxes, ServeSettings, bind, make_server, run_server
 

@@ -125,7 +125,7 @@ def run_server(server: uvicorn.Server, sock: socket.socket) -> None:
     """Serve until stopped, on uvloop's event loop when it is installed (libuv's loop: each step's socket
     reads and writes, timers and wake-ups cost a fraction of the standard loop's), else asyncio's own."""
     try:
-        import uvloop  # noqa: PLC0415 - optional speed-up
+        import uvloop  # optional speed-up
     except ImportError:
         asyncio.run(server.serve(sockets=[sock]))
         return

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -533,3 +534,25 @@ async def test_mcp_task_session_lists_only_its_tools(run_dir: Path, tmp_path: Pa
     assert by_query == by_header == on_ws | {"submit_answer"} == {*narrow.tools, "submit_answer"}
     assert refused.is_error and "no tool" in refused.content[0].text
     assert free == every  # no task named: every tool of the environment
+
+
+async def test_a_session_whose_executor_dies_starts_again_from_its_task(server: Any, tasks: list[Task]) -> None:
+    """Steps go over the sandbox's direct lane (not its call log); if its executor dies, the step says so
+    (a transport error) and the next one runs in a new sandbox in the task's initial state."""
+    task = _mutating(tasks)
+    order = {"type": "call_tool", "tool_name": "create_order", "arguments": {"customer_id": "cus_0001", "product_id": "prd_0003", "quantity": 1}}
+    listing = {"type": "call_tool", "tool_name": "list_orders", "arguments": {"customer_id": "cus_0001"}}
+    async with GenericEnvClient(base_url=server.url) as env:
+        await env.reset(task_id=task.id)
+        base = len((await env.step(listing)).observation["result"])
+        assert (await env.step(order)).observation["ok"]
+        [ep] = [e for e in server.core.live.values() if e.task is not None and e.task.id == task.id and e.lease is not None
+                and e.lease.lane is not None]  # fmt: skip
+        sandbox = ep.lease.sandbox
+        assert sandbox._log == [] or all(b"create_order" not in req for req, _ in sandbox._log)  # the lane's calls skip the log
+        os.kill(sandbox.pid, signal.SIGKILL)
+        dead = await env.step(listing)
+        assert dead.observation["error"]["error_type"] == "transport_error", dead.observation
+        again = await env.step(listing)
+        assert again.observation["ok"] and len(again.observation["result"]) == base  # the task's initial state, in a new sandbox
+        assert ep.lease is not None and ep.lease.sandbox is not sandbox

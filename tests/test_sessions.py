@@ -435,3 +435,31 @@ async def test_a_lane_not_taken_leaves_replay_as_it_was(nats_server: str) -> Non
         await service.stop()
         await client.close()
         await service_bus.close()
+
+
+@pytest.mark.skipif(not any(v == 1 for v, _ in SUPPORT.cgroups.values()), reason="the keeper is for cgroup v1 hierarchies")
+async def test_cgroup_joins_are_kept_fast_while_sandboxes_open_and_the_confinement_is_unchanged() -> None:
+    """The join keeper (``cgroup_keepalive``) runs while sandboxes are being opened and stops when idle; each
+    executor still joins its own cgroups, and the runner stays in the cgroups it was in."""
+    before = Path("/proc/self/cgroup").read_text()
+    assert ProcessRunner(Settings(cgroup_keepalive=0)).keeper is None
+    runner = ProcessRunner(Settings(cgroup_keepalive=1.0))
+    keeper = runner.keeper
+    assert keeper is not None
+    try:
+        s = await runner.open(COUNTER, 0)
+        assert keeper.running and not keeper.error
+        assert s._res.cgroup is not None and s.pid in s._res.cgroup.pids_inside()  # joined its own cgroups
+        assert sorted(os.path.join(d, "cgroup.procs") for d in s.confinement["cgroups"]) == sorted(s._res.cgroup.procs_files)
+        assert (await s.call("step", {"delta": 1})).value == {"count": 1}
+        await asyncio.sleep(1.2)
+        assert not keeper.running and keeper.writes > 10  # every 5 ms while opens were recent, then idle
+        writes = keeper.writes
+        t = await runner.open(COUNTER, 0)  # the next open wakes it again
+        assert keeper.running and t.pid in t._res.cgroup.pids_inside()
+        await asyncio.sleep(0.05)
+        assert keeper.writes > writes
+    finally:
+        await runner.aclose()
+    assert not keeper.running
+    assert Path("/proc/self/cgroup").read_text() == before

@@ -174,52 +174,53 @@ class LaneServer:
 
 
 class DirectLane:
-    """A client's direct lane to one executor: :meth:`call` writes the executor's request and reads its answer."""
+    """A client's direct lane to one executor: :meth:`call` writes the executor's request and reads its answer.
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, call_timeout: float,
-                 on_hang: Callable[[], Awaitable[Any]] | None = None) -> None:
+    It speaks over the lane's socket itself, with no stream objects in between: one ``send`` of the request
+    line, and ``recv`` when the event loop says the socket is readable (the descriptor stays registered
+    with the loop while a call waits for its answer, and is dropped when it is readable with no call
+    waiting, such as an executor that died)."""
+
+    def __init__(self, sock: socket.socket, call_timeout: float, on_hang: Callable[[], Awaitable[Any]] | None = None) -> None:
         self.on_hang = on_hang
         """Awaited when a call hangs past its timeout: asks the runner to kill the executor (over the bus)."""
-        self.reader = reader
-        self.writer = writer
+        sock.setblocking(False)
+        self.sock = sock
         self.call_timeout = call_timeout
         self.closed = False
         self._lock = asyncio.Lock()
+        self._buf = bytearray()
+        self._waiter: asyncio.Future[None] | None = None
+        self._watched = False
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult | None:
         """The tool's result, or None when the lane cannot take the call (closed, or the executor is gone:
         then it is closed and the caller goes over the bus, where the runner explains the death)."""
-        if self.closed:
-            return None
-        try:
-            request = _enc.encode({"op": "call", "tool": tool, "arguments": arguments, "timeout": self.call_timeout}) + b"\n"
-        except (TypeError, msgspec.EncodeError) as exc:
-            return ToolResult(ok=False, error=ToolError(code="invalid_arguments", message=f"arguments of {tool!r} are not JSON: {exc}"))
-        async with self._lock:
-            try:
-                self.writer.write(request)
-                async with asyncio.timeout(self.call_timeout + HOST_GRACE):
-                    await self.writer.drain()
-                    line = await self.reader.readline()
-            except TimeoutError:
-                self.close()  # the call is still running there: not sent again over the bus
-                if self.on_hang is not None:
-                    with contextlib.suppress(Exception):
-                        await self.on_hang()
-                return ToolResult(ok=False, error=ToolError(code="timeout", message=(
-                    f"tool {tool!r} did not finish within {self.call_timeout:g} s and the sandbox did not stop it; the "
-                    "sandbox was killed, and its state is lost (it took calls over its direct lane, which cannot be "
-                    "replayed): restore a snapshot taken before them, or open a new sandbox")))
-            except (OSError, ValueError, asyncio.LimitOverrunError):
-                line = b""
-        if not line.endswith(b"\n"):  # the executor died (it never drops a lane itself while it lives)
-            self.close()
+        line = await self.call_raw(tool, arguments)
+        if line is None:
             return None
         try:
             return _result_dec.decode(line)
         except msgspec.DecodeError as exc:
             self.close()
             return ToolResult(ok=False, error=ToolError(code="crashed", message=f"the executor answered with something that is not a result: {exc}"))
+
+    async def call_raw(self, tool: str, arguments: dict[str, Any]) -> bytes | None:
+        """:meth:`call`, answered with the executor's JSON line as it wrote it (a result; on a timeout or
+        arguments that are not JSON, a result line saying so), or None when the lane cannot take the call."""
+        if self.closed:
+            return None
+        try:
+            request = _enc.encode({"op": "call", "tool": tool, "arguments": arguments, "timeout": self.call_timeout}) + b"\n"
+        except (TypeError, msgspec.EncodeError) as exc:
+            return _enc.encode(ToolResult(ok=False, error=ToolError(code="invalid_arguments", message=f"arguments of {tool!r} are not JSON: {exc}")))
+        line = await self._exchange(request)
+        if line is None and self._hung:
+            return _enc.encode(ToolResult(ok=False, error=ToolError(code="timeout", message=(
+                f"tool {tool!r} did not finish within {self.call_timeout:g} s and the sandbox did not stop it; the "
+                "sandbox was killed, and its state is lost (it took calls over its direct lane, which cannot be "
+                "replayed): restore a snapshot taken before them, or open a new sandbox"))))
+        return line
 
     async def restore(self, handle: str) -> bool:
         """Restore the executor's snapshot ``handle``; False when it could not be done here (then the
@@ -239,35 +240,108 @@ class DirectLane:
             return None
         return dump.value if dump.ok else None
 
+    _hung = False
+
     async def _exchange(self, request: bytes) -> bytes | None:
         """Send one request line and read its answer; None (and the lane closed) when the executor is gone or hangs."""
         if self.closed:
             return None
         async with self._lock:
             try:
-                self.writer.write(request)
-                async with asyncio.timeout(self.call_timeout + HOST_GRACE):
-                    await self.writer.drain()
-                    line = await self.reader.readline()
+                line = await self._roundtrip(request)
             except TimeoutError:
-                self.close()
+                self._hung = True
+                self.close()  # the call is still running there: not sent again over the bus
                 if self.on_hang is not None:
                     with contextlib.suppress(Exception):
                         await self.on_hang()
                 return None
-            except (OSError, ValueError, asyncio.LimitOverrunError):
+            except (OSError, ValueError):
                 line = b""
-        if not line.endswith(b"\n"):
+        if not line.endswith(b"\n"):  # the executor died (it never drops a lane itself while it lives)
             self.close()
             return None
         return line
+
+    async def _roundtrip(self, request: bytes) -> bytes:
+        sock, buf = self.sock, self._buf
+        deadline = asyncio.get_running_loop().time() + self.call_timeout + HOST_GRACE
+        view = memoryview(request)
+        while view:
+            try:
+                view = view[sock.send(view):]
+            except BlockingIOError:  # a large request: wait until the executor has read some
+                await self._wait(deadline, write=True)
+        while True:
+            i = buf.find(b"\n")
+            if i >= 0:
+                line = bytes(buf[: i + 1])
+                del buf[: i + 1]
+                return line
+            try:
+                chunk = sock.recv(1 << 20)
+            except BlockingIOError:
+                await self._wait(deadline)
+                continue
+            if not chunk:
+                return bytes(buf)
+            buf += chunk
+            if len(buf) > STREAM_LIMIT:
+                raise ValueError("answer too long")
+
+    def _readable(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            if not waiter.done():
+                waiter.set_result(None)
+            return
+        # no call waiting: the answer just read (the loop polled once more before its reader ran), or an
+        # executor that died (end of file): then stop watching, or the loop would be woken forever
+        try:
+            chunk = self.sock.recv(1 << 20)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            self._buf += chunk
+            return
+        asyncio.get_running_loop().remove_reader(self.sock.fileno())
+        self._watched = False
+
+    @staticmethod
+    def _expire(waiter: asyncio.Future[None]) -> None:
+        if not waiter.done():
+            waiter.set_exception(TimeoutError())
+
+    async def _wait(self, deadline: float, write: bool = False) -> None:
+        loop = asyncio.get_running_loop()
+        fd = self.sock.fileno()
+        self._waiter = waiter = loop.create_future()
+        if write:
+            loop.add_writer(fd, lambda: waiter.done() or waiter.set_result(None))
+        elif not self._watched:
+            loop.add_reader(fd, self._readable)
+            self._watched = True
+        timer = loop.call_at(deadline, self._expire, waiter)  # (lighter than asyncio.timeout_at, once per call)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+            if write:
+                loop.remove_writer(fd)
 
     def close(self) -> None:
         """Close the lane (idempotent); the executor goes on serving its runner."""
         if not self.closed:
             self.closed = True
+            if self._watched:
+                with contextlib.suppress(Exception):
+                    asyncio.get_running_loop().remove_reader(self.sock.fileno())
+                self._watched = False
             with contextlib.suppress(Exception):
-                self.writer.close()
+                self.sock.close()
 
 
 async def connect_lane(offer: list[Any], timeout: float = 5.0, on_hang: Callable[[], Awaitable[Any]] | None = None) -> DirectLane | None:
@@ -293,7 +367,4 @@ async def connect_lane(offer: list[Any], timeout: float = 5.0, on_hang: Callable
         for fd in fds:
             os.close(fd)
         return None
-    lane = socket.socket(fileno=fds[0])
-    lane.setblocking(False)
-    reader, writer = await asyncio.open_unix_connection(sock=lane, limit=STREAM_LIMIT)
-    return DirectLane(reader, writer, float(call_timeout), on_hang)
+    return DirectLane(socket.socket(fileno=fds[0]), float(call_timeout), on_hang)

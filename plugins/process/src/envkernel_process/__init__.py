@@ -48,6 +48,7 @@ from .confine import (
     HostSupport,
     Protection,
     host_support,
+    join_keeper,
     kill_uids,
     owner_stamp,
     protections,
@@ -128,6 +129,11 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     tmpfs and forks a fresh session from its own clean memory, which the next open loads its environment
     into: no fork from the zygote, no confinement, no cgroup join or removal, no new folder. Nothing of
     one session reaches the next (see ``docs/sessions.md``). 0: every close ends its sandbox."""
+    cgroup_keepalive: float = 30.0
+    """Seconds after an executor joined its cgroups (cgroup v1) during which the runner keeps the
+    kernel's cgroup-migration lock in its writer mode, so the next join costs half a millisecond
+    instead of an RCU grace period (1-30 ms): a no-op write to the runner's own ``cgroup.procs``
+    every 5 ms (``confine.JoinKeeper``). The joins and limits are the same. 0: off."""
 
     __env__: ClassVar[dict[str, str]] = {
         "call_timeout": "ENVKERNEL_PROCESS_CALL_TIMEOUT",
@@ -141,6 +147,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         "spares": "ENVKERNEL_PROCESS_SPARES",
         "cells": "ENVKERNEL_PROCESS_CELLS",
         "recycle": "ENVKERNEL_PROCESS_RECYCLE",
+        "cgroup_keepalive": "ENVKERNEL_PROCESS_CGROUP_KEEPALIVE",
     }
 
 
@@ -424,6 +431,8 @@ class ProcessSession(ExecutorSession):
             if not self._tmpfs:  # a private tmpfs died with the old executor; this folder did not
                 _empty_folder(self._work)
             self._res.new_uid(self._work)
+        if self._res.cgroup is not None and self._runner.keeper is not None:
+            self._runner.keeper.touch()  # the executor joins its cgroups in a moment: no grace period to wait for
         if self._res.cgroup is not None or not os.path.isdir(self._work):
             # in a thread: a memory cgroup's mkdir takes the kernel half a millisecond, which would
             # hold every other open up (512 at once spent 1.3 s of the event loop in mkdir)
@@ -599,6 +608,8 @@ class ProcessRunner:
         self.recycled_used = 0
         """Opens answered with a recycled sandbox."""
         self._folders: set[str] = set()
+        self.keeper = join_keeper(self.support, self.settings.cgroup_keepalive) if self.settings.isolate else None
+        """Keeps cgroup joins fast while sandboxes are being opened (see ``Settings.cgroup_keepalive``)."""
         self.zygote: Zygote | None = None
         """The warm fork server of this runner's executors (None with ``zygote = false``)."""
         if self.settings.zygote:
@@ -760,6 +771,8 @@ class ProcessRunner:
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
         if self.zygote is not None:
             await self.zygote.aclose()
+        if self.keeper is not None:
+            await asyncio.to_thread(self.keeper.close)
         for folder in self._folders:  # the last runner of a folder lets its reaper go (it sweeps, finds nothing, exits)
             users = _reaper_users.get(folder)
             if users is not None:

@@ -56,10 +56,8 @@ def serve_command() -> Any:
                   sets: tuple[str, ...], seed: int | None, max_steps: int, tau: float, warm: int, max_message_mb: float,
                   nats_url: str | None, serve_runner: bool, reuse_sandboxes: bool = False) -> None:
         """Serve the environment(s) of ENV_DIR or RUN_DIR to trainers: OpenEnv's protocol on /ws, MCP on /mcp."""
-        import asyncio
-
         from .catalog import CatalogError, load_catalog
-        from .server import NatsSandboxes, RunnerSandboxes, ServeSettings, bind, make_server
+        from .server import NatsSandboxes, RunnerSandboxes, ServeSettings, bind, make_server, run_server
 
         if max_steps < 1 or warm < 0 or not 0.0 <= tau <= 1.0:
             raise UsageError("--max-steps must be at least 1, --warm at least 0 and --tau in [0, 1]")
@@ -87,7 +85,7 @@ def serve_command() -> Any:
 
         for sig in (signal.SIGINT, signal.SIGTERM):  # uvicorn stops on these, then re-raises them: exit 0, not a kill
             signal.signal(sig, lambda *_: None)
-        asyncio.run(server.serve(sockets=[sock]))
+        run_server(server, sock)
         if not server.started:
             raise SystemExit(3)  # the lifespan failed (a runner that cannot open a sandbox): uvicorn logged why
 

@@ -50,8 +50,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route, WebSocketRoute
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.routing import Route
 
 from .catalog import CatalogError, tool_list
 from .sessions import ActionError, Episode, ServeCore
@@ -105,27 +104,35 @@ def _dumps(value: Any) -> str:
     return _json.encode(value).decode()
 
 
-async def _ws_session(core: ServeCore, ws: WebSocket) -> None:
-    await ws.accept()
+async def _ws_session(core: ServeCore, receive: Any, send: Any) -> None:
+    """One OpenEnv WebSocket session, on the raw ASGI messages (no routing or middleware per message)."""
+    if (await receive())["type"] != "websocket.connect":
+        return
+    await send({"type": "websocket.accept"})
     ep = core.episode()
     log.info("session opened", session=ep.session_id, sessions=len(core.live))
     try:
         while True:
-            raw = await ws.receive_text()
+            event = await receive()
+            if event["type"] != "websocket.receive":
+                break  # websocket.disconnect
+            raw = event.get("text")
+            if raw is None:
+                raw = event.get("bytes") or b""
             try:
                 msg = msgspec.json.decode(raw)
             except msgspec.DecodeError as exc:
-                await ws.send_text(_dumps({"type": "error", "data": {"message": f"Invalid JSON: {exc}", "code": "INVALID_JSON"}}))
+                await send({"type": "websocket.send", "text": _dumps({"type": "error", "data": {"message": f"Invalid JSON: {exc}", "code": "INVALID_JSON"}})})
                 continue
             kind = msg.get("type", "") if isinstance(msg, dict) else ""
             if kind == "close":
                 break
             try:
                 async with ep.lock:
-                    if kind == "reset":
-                        out = {"type": "observation", "data": await ep.reset(msg.get("data") or {})}
-                    elif kind == "step":
+                    if kind == "step":
                         out = {"type": "observation", "data": await ep.step(msg.get("data"))}
+                    elif kind == "reset":
+                        out = {"type": "observation", "data": await ep.reset(msg.get("data") or {})}
                     elif kind == "state":
                         out = {"type": "state", "data": await ep.state()}
                     else:
@@ -135,14 +142,14 @@ async def _ws_session(core: ServeCore, ws: WebSocket) -> None:
             except Exception as exc:  # noqa: BLE001 - a sandbox that cannot open is an answer, not a dead server
                 log.warning("session operation failed", session=ep.session_id, op=kind, error=f"{type(exc).__name__}: {exc}")
                 out = {"type": "error", "data": {"message": f"{type(exc).__name__}: {exc}", "code": "EXECUTION_ERROR"}}
-            await ws.send_text(_dumps(out))
-    except WebSocketDisconnect:
+            await send({"type": "websocket.send", "text": _dumps(out)})
+        with contextlib.suppress(Exception):  # the client may be gone already
+            await send({"type": "websocket.close", "code": 1000})
+    except OSError:  # the connection went away while sending
         pass
     finally:
         await ep.close()
         log.info("session closed", session=ep.session_id, steps=len(ep.calls), sessions=len(core.live))
-        with contextlib.suppress(RuntimeError):
-            await ws.close()
 
 
 def _http_error(exc: Exception, op: str) -> JSONResponse:
@@ -430,8 +437,8 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
 
 
 def build_app(core: ServeCore, *, host: str = "127.0.0.1", mcp_idle_seconds: float = 600.0,
-              on_start: Any = None, on_stop: Any = None) -> Starlette:
-    """The Starlette app serving ``core`` (see the module docstring). ``on_start``/``on_stop`` are awaited in its lifespan."""
+              on_start: Any = None, on_stop: Any = None) -> Any:
+    """The ASGI app serving ``core`` (see the module docstring): ``/ws`` itself, the rest a Starlette app. ``on_start``/``on_stop`` are awaited in its lifespan."""
     sessions = _McpSessions(core, mcp_idle_seconds)
     security = None
     if host in ("127.0.0.1", "localhost", "::1"):
@@ -464,9 +471,6 @@ def build_app(core: ServeCore, *, host: str = "127.0.0.1", mcp_idle_seconds: flo
             "/state": {"get": {"summary": "an episode's state and reward"}}, "/health": {"get": {}}, "/metadata": {"get": {}},
             "/schema": {"get": {}}, "/mcp": {"post": {"summary": "MCP, streamable HTTP"}}}})
 
-    async def ws_endpoint(ws: WebSocket) -> None:
-        await _ws_session(core, ws)
-
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         if on_start is not None:
@@ -482,8 +486,18 @@ def build_app(core: ServeCore, *, host: str = "127.0.0.1", mcp_idle_seconds: flo
                 await on_stop()
 
     http = _HttpEpisodes(sessions)
-    return Starlette(routes=[Route("/health", health), Route("/metadata", metadata), Route("/schema", schema),
+    routes = Starlette(routes=[Route("/health", health), Route("/metadata", metadata), Route("/schema", schema),
                              Route("/reset", http.reset, methods=["POST"]), Route("/step", http.step, methods=["POST"]),
                              Route("/state", http.state), Route("/openapi.json", openapi),
-                             WebSocketRoute("/ws", ws_endpoint), Route("/mcp", _McpEndpoint(StreamableHTTPASGIApp(manager)))],
-                     lifespan=lifespan)
+                             Route("/mcp", _McpEndpoint(StreamableHTTPASGIApp(manager)))],
+                       lifespan=lifespan)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        # the session WebSocket goes straight to its handler: Starlette's router, middleware and
+        # WebSocket wrapper cost each step more than the handler itself
+        if scope["type"] == "websocket" and scope["path"] == "/ws":
+            await _ws_session(core, receive, send)
+        else:
+            await routes(scope, receive, send)
+
+    return app

@@ -35,6 +35,7 @@ import msgspec
 import structlog
 from envkernel_kit.scoring import score
 from envkernel_kit.workspace import check_reward
+from envkernel_runtime.lane import DirectLane, lanes_enabled
 from envkernel_schemas import CallRecord, EnvSpec, Task, ToolCall, ToolError, ToolResult, Trajectory
 
 from .catalog import Catalog, CatalogError, tool_list
@@ -64,6 +65,9 @@ class Lease:
     sandbox: Any
     snapshot: str
     broken: bool = False
+    lane: DirectLane | None = None
+    """The executor's direct lane, when the sandbox is a runner's own in this process (tool calls skip its
+    call log and stream objects: one socket round trip to the executor)."""
 
 
 class WarmPool:
@@ -91,7 +95,7 @@ class WarmPool:
             await sb.close()
             raise
         self.opened += 1
-        return Lease(env, sb, snap)
+        return Lease(env, sb, snap, lane=_take_lane(sb))
 
     async def acquire(self, env: EnvSpec) -> Lease:
         """A sandbox holding ``env`` in its seed state (a warm one restored, else a new one)."""
@@ -108,7 +112,7 @@ class WarmPool:
                 await lease.sandbox.restore(lease.snapshot)
             except Exception as exc:  # noqa: BLE001 - expired or broken: open a fresh one
                 log.debug("warm sandbox unusable", env=env.id, error=str(exc))
-                await _close_quietly(lease.sandbox)
+                await _close_quietly(lease.sandbox, lease.lane)
                 continue
             self.reused += 1
             self.out += 1
@@ -125,7 +129,7 @@ class WarmPool:
         self.out -= 1
         idle = self._idle.setdefault(lease.env.id, [])
         if self.fresh or lease.broken or getattr(lease.sandbox, "closed", False) or len(idle) >= self.keep_idle:
-            await _close_quietly(lease.sandbox)
+            await _close_quietly(lease.sandbox, lease.lane)
         else:
             idle.append(lease)
 
@@ -168,10 +172,39 @@ class WarmPool:
         await asyncio.gather(*self._background, return_exceptions=True)
         idle = [lease for items in self._idle.values() for lease in items]
         self._idle.clear()
-        await asyncio.gather(*(_close_quietly(lease.sandbox) for lease in idle))
+        await asyncio.gather(*(_close_quietly(lease.sandbox, lease.lane) for lease in idle))
 
 
-async def _close_quietly(sb: Any) -> None:
+_result_dec = msgspec.json.Decoder(ToolResult)
+
+
+def _lane_failure(line: bytes | None) -> str:
+    """The message of a result line the lane wrote for a call that hung (``""`` for none)."""
+    if not line:
+        return ""
+    try:
+        result = _result_dec.decode(line)
+    except msgspec.DecodeError:
+        return ""
+    return result.error.message if result.error is not None else ""
+
+
+def _take_lane(sb: Any) -> DirectLane | None:
+    """The direct lane of a runner's sandbox in this process (``ProcessSession.take_lane``), else None.
+    Calls over it are not in the sandbox's call log, so after a crash its state is lost (and said so)
+    rather than replayed: the session then starts again from the task's initial state, as it does
+    for any failed sandbox (see :meth:`Episode.call`)."""
+    take = getattr(sb, "take_lane", None)
+    sock = take() if take is not None and lanes_enabled() else None
+    if sock is None:
+        return None
+    sb.lane_taken()
+    return DirectLane(sock, float(sb.settings.call_timeout), on_hang=sb.interrupt)
+
+
+async def _close_quietly(sb: Any, lane: DirectLane | None = None) -> None:
+    if lane is not None:
+        lane.close()
     try:
         await sb.close()
     except Exception as exc:  # noqa: BLE001 - closing is best effort
@@ -338,7 +371,15 @@ class Episode:
         self.last_used = time.monotonic()
         t0 = time.perf_counter()
         try:
-            result: ToolResult = await lease.sandbox.call(tool, arguments)
+            lane = lease.lane
+            if lane is None:
+                result: ToolResult = await lease.sandbox.call(tool, arguments)
+            else:  # one round trip to the executor
+                line = await lane.call_raw(tool, arguments)
+                if line is None or lane.closed:  # the executor died or hung (then it was killed): its state is lost
+                    why = _lane_failure(line)
+                    raise RuntimeError(why or "its executor died during the call")
+                result = _result_dec.decode(line)
         except Exception as exc:  # the sandbox itself failed (not the tool): a transport error
             lease.broken = True
             self.lease = None

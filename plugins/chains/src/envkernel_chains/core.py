@@ -347,10 +347,12 @@ class GraphSampler:
         return task
 
     def batch_promise(self) -> float:
-        """How much of ``batch_share`` to spend on multi-row goals: all of it while at least one try
-        in four gives a task, less as they fail (an environment whose rows rarely make such a goal
-        spends its tries on chains instead; one in 50 tries is always kept, so a goal still found
-        now and then lifts it back)."""
+        """How much of ``batch_share`` to spend on multi-row goals: all of it for the first 40 tries
+        and while at least one try in four gives a task, less as they fail (an environment whose
+        rows rarely make such a goal spends its tries on chains instead; one in 50 is always kept,
+        so a goal still found now and then lifts it back)."""
+        if self.batch_tries < 40:
+            return 1.0
         return max(0.02, min(1.0, 4 * (self.batch_wins + 1) / (self.batch_tries + 4)))
 
     async def batch_attempt(self, sb: Any, seed: str) -> Task | None:

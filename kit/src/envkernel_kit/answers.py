@@ -156,7 +156,7 @@ def answer_units(outcome: Any, answer: str) -> list[Unit]:
     return units
 
 
-ITEM_KEYS = ("items", "data", "results", "records", "entries", "values", "rows", "list", "content", "objects", "hits",
+ITEM_KEYS = ("items", "data", "results", "records", "entries", "collection", "values", "rows", "list", "content", "objects", "hits",
              "matches", "elements", "nodes", "resources")
 """Names of the member that holds the rows of a list envelope (``{"data": [...], "next_page": ...}``), by preference."""
 _ROW_KEYS = ("id", "gid", "uuid", "key")

@@ -430,7 +430,8 @@ async def run_sampler(per_env: int, sampler: str, settings: dict[str, Any] | Non
             st = json.loads(p.read_text()).get(sampler, {}) if p.exists() else {}
             stats[env_id] = {"tasks": n, "seconds": round(secs, 2), "tasks_per_s": round(n / secs, 2) if secs else None,
                              "attempts": st.get("attempts"), "tool_calls": st.get("tool_calls"), "tool_coverage": st.get("tool_coverage"),
-                             "phrasings": st.get("phrasings"), "planting": st.get("planting")}
+                             "phrasings": st.get("phrasings"), "planting": st.get("planting"),
+                             "rejected": st.get("rejected")}
         await cbus.close()
         await sbus.close()
         if hasattr(runner, "aclose"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envkernel_kit.answers import answer_check, answer_units, mentions
+from envkernel_kit.answers import answer_check, answer_units, mentions, result_rows, stuffed_answer
 from envkernel_schemas import Outcome
 
 CHANNELS = Outcome(mutates=False, answer_facts=["general", "active", "random", "archived"],
@@ -54,3 +54,19 @@ def test_a_value_inside_an_expected_one_is_not_said() -> None:
     assert answer_check(o, "It is sales 2.")[0] == 1.0
     assert answer_check(o, "It is sales 2, not sales.")[0] == 0.0
     assert answer_check(o, "sales 2 and general")[0] == 0.0
+
+
+def test_the_rows_of_an_envelope_are_found_whatever_it_is_called() -> None:
+    """The shapes besides the real specs' (``tests/test_stuffed_envelopes.py``): a named member wins
+    over metadata lists, a lone list of objects is the rows, a row with an id is no envelope."""
+    a, b = {"id": 1, "name": "Ann"}, {"id": 2, "name": "Bo"}
+    assert result_rows([a, b, 3]) == [a, b]
+    assert result_rows({"results": [a, b], "count": 2, "next": None}) == [a, b]
+    assert result_rows({"data": [a, b], "errors": [{"code": "x"}]}) == [a, b]
+    assert result_rows({"messages": [a, b], "has_more": False}) == [a, b]
+    assert result_rows({"data": {"items": [a, b], "cursor": "c2"}}) == [a, b]
+    assert result_rows({"id": 7, "lines": [a, b]}) == []  # one order with its lines, not a page of rows
+    assert result_rows({"tags": ["x", "y"]}) == [] and result_rows("text") == []
+    stuffed = stuffed_answer("Bo.", [{"items": [a, b]}, b], last_too=False)
+    assert stuffed is not None and "Ann" in stuffed
+    assert answer_check(Outcome(mutates=False, answer_facts=["Bo"], answer_absent=["Ann"]), stuffed)[0] == 0.0

@@ -70,8 +70,9 @@ class _Group:
 
 
 def task_key(task: Task) -> bytes:
-    """De-duplication key: a 16-byte digest of the environment, chain signature and grounded arguments (kept per task)."""
-    return hashlib.blake2b(json.dumps([task.env_id, task.signature, [[c.name, c.arguments] for c in task.calls]], sort_keys=True, default=str).encode(), digest_size=16).digest()
+    """De-duplication key: a 16-byte digest of the environment, chain signature, grounded arguments and what is asked (answer facts and rows)."""
+    o, calls = task.outcome, [[c.name, c.arguments] for c in task.calls]
+    return hashlib.blake2b(json.dumps([task.env_id, task.signature, calls, o.answer_facts, o.answer_rows, o.answer_absent, o.answer_ordered], sort_keys=True, default=str).encode(), digest_size=16).digest()
 
 
 class Stages:

@@ -24,7 +24,8 @@ import math
 import re
 from typing import Any, NamedTuple
 
-__all__ = ["NUMBER", "Unit", "answer_check", "answer_units", "find_number", "is_number", "mentions", "stuffed_answer"]
+__all__ = ["ITEM_KEYS", "NUMBER", "Unit", "answer_check", "answer_units", "find_number", "is_number", "mentions", "result_rows",
+           "stuffed_answer"]
 
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
 """A number as written in an answer (thousands separators allowed), not part of a word or id."""
@@ -155,16 +156,42 @@ def answer_units(outcome: Any, answer: str) -> list[Unit]:
     return units
 
 
+ITEM_KEYS = ("items", "data", "results", "records", "entries", "collection", "values", "rows", "list", "content", "objects", "hits",
+             "matches", "elements", "nodes", "resources")
+"""Names of the member that holds the rows of a list envelope (``{"data": [...], "next_page": ...}``), by preference."""
+_ROW_KEYS = ("id", "gid", "uuid", "key")
+
+
+def result_rows(value: Any) -> list[dict[str, Any]]:
+    """The rows of a tool's result: a list of objects, or the list a real API wraps them in
+    (``{"items": [...]}``, ``{"data": [...], "next": ...}``, ``{"results": [...], "count": 3}``,
+    ``{"messages": [...], "has_more": false}``, one level of ``{"data": {"items": [...]}}``).
+    An object with its own id is one row, not an envelope (its inner lists are its parts): [] then."""
+    if isinstance(value, list):
+        return [r for r in value if isinstance(r, dict)]
+    if not isinstance(value, dict) or any(k.lower() in _ROW_KEYS for k in value):
+        return []
+    lists = {k: v for k, v in value.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)}
+    low = {k.lower(): k for k in lists}
+    for name in ITEM_KEYS:
+        if name in low:
+            return list(lists[low[name]])
+    if len(lists) == 1:
+        return list(next(iter(lists.values())))
+    inner = [v for v in value.values() if isinstance(v, dict)]
+    if not lists and len(inner) == 1 and not any(isinstance(v, list) for v in value.values()):
+        return result_rows(inner[0])
+    return []
+
+
 def stuffed_answer(answer: str, outputs: list[Any], last_too: bool) -> str | None:
-    """``answer`` stuffed with every row of the earlier lookups' results (lists of two or more rows),
-    and of the last one when ``last_too`` (the request asked for only some of its rows): the gate's
-    ``answer_stuffed`` mutant, which a precise check scores below 1. None when there is nothing to stuff."""
+    """``answer`` stuffed with every row of the earlier lookups' results (two or more rows, listed
+    plain or wrapped in an envelope: :func:`result_rows`), and of the last one when ``last_too``
+    (the request asked for only some of its rows): the gate's ``answer_stuffed`` mutant, which a
+    precise check scores below 1. None when there is nothing to stuff."""
     from .messages import compact
 
-    def rows(v: Any) -> list[Any]:
-        return [r for r in v if isinstance(r, dict)] if isinstance(v, list) else []
-
-    lookups = [rows(out) for out in outputs[:-1]] + ([rows(outputs[-1])] if last_too and outputs else [])
+    lookups = [result_rows(out) for out in outputs[:-1]] + ([result_rows(outputs[-1])] if last_too and outputs else [])
     every = [r for rs in lookups if len(rs) >= 2 for r in rs]
     return f"{answer} Everything I found: {compact(every)}" if every else None
 

@@ -9,9 +9,10 @@ emits a task only when every applicable one scores below 1:
 - ``answer_missing`` (read-only tasks): the reference answer with one item left out (the last
   row's label, or the last fact);
 - ``answer_stuffed`` (read-only tasks): the reference answer followed by every row of the earlier
-  lookups (and of the last one, when the request asked for only some of its rows);
-- ``distractor``: the latest call that acts on a row found by an earlier lookup acts on another
-  row of that lookup instead, the most similar one (the near-duplicate a careless agent picks);
+  lookups (and of the last one, when the request asked for only some of its rows), rows wrapped in
+  an envelope (``{"data": [...], "next_page": ...}``) included;
+- ``distractor``: the latest call that acts on a row found by an earlier lookup (a list, or a list
+  in an envelope) acts on another row of that lookup instead, the most similar one (the near-duplicate a careless agent picks);
   a read-only answer then states that row's values. When the task has planted distractor rows
   (``Task.planted``), every call on the row one of them copies acts on that copy instead.
 """
@@ -22,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from envkernel_kit.answers import NUMBER, is_number, stuffed_answer
+from envkernel_kit.answers import NUMBER, is_number, result_rows, stuffed_answer
 from envkernel_kit.messages import compact
 from envkernel_kit.naming import is_id_name
 from envkernel_schemas import Task, ToolCall
@@ -48,10 +49,6 @@ def reference_answer(task: Task) -> str:
     return f"Done. Here is the result: {compact(task.outputs[-1])}" if task.outputs else "There was nothing to do."
 
 
-def _rows(value: Any) -> list[dict[str, Any]]:
-    return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []
-
-
 def _other_value(key: str, value: Any, outputs: list[Any]) -> Any:
     """Another value for argument ``key``: another row's value of that field, else a nearby one."""
     if isinstance(value, bool):
@@ -60,7 +57,7 @@ def _other_value(key: str, value: Any, outputs: list[Any]) -> Any:
         return value + 1 if isinstance(value, int) else round(value * 1.5 + 1, 2)
     if isinstance(value, str):
         for out in outputs:
-            for r in _rows(out) or ([out] if isinstance(out, dict) else []):
+            for r in result_rows(out) or ([out] if isinstance(out, dict) else []):
                 v = r.get(key)
                 if isinstance(v, str) and v != value:
                     return v
@@ -136,7 +133,7 @@ def _distractor(task: Task) -> Mutated | None:
             if not is_id_name(name) or isinstance(v, bool) or not isinstance(v, (str, int)):
                 continue
             for out in outputs[:i]:
-                rows = _rows(out)
+                rows = result_rows(out)
                 target = next((r for r in rows if r.get("id") == v), None)
                 others = [r for r in rows if r.get("id") not in (None, v)]
                 if target is None or not others:
@@ -147,7 +144,7 @@ def _distractor(task: Task) -> Mutated | None:
                 answer = reference_answer(task)
                 if not task.outcome.mutates:
                     last = outputs[-1] if isinstance(outputs[-1], dict) else {}
-                    twin = next((r for r in _rows(out) if r.get("id") == pick["id"]), {}) if i == len(calls) - 1 else {}
+                    twin = next((r for r in result_rows(out) if r.get("id") == pick["id"]), {}) if i == len(calls) - 1 else {}
                     for f in task.outcome.answer_facts:
                         k = next((k for k, x in last.items() if str(x) == f or (is_number(f) and _num_eq(str(x), float(f)))), None)
                         if k is not None and k in twin and str(twin[k]) != f:

@@ -101,6 +101,9 @@ class ChainSampler(GraphSampler):
         def kind(t: str) -> float:  # a list at the end asks about rows: how many, the highest, a total, those over a threshold
             return self.s.list_target_weight if self.infos[t].kind == "list" else 1.0
 
+        self.no_plain_creates = self.quota_full()
+        if self.no_plain_creates:  # a create that looks nothing up is a plain create: the quota would drop it
+            targets = [t for t in targets if self.infos[t].kind != "create" or any(self._needs_of(t))] or targets
         target = rng.choices(targets, weights=[self.coverage_weight(t, 1.0) * fit(t) * kind(t) for t in targets], k=1)[0]
         self.target = target
         trees: list[TNode] = []
@@ -167,6 +170,12 @@ class ChainSampler(GraphSampler):
             got = cache[tool] = (req, opt)
         return got
 
+    @staticmethod
+    def edits_new(producer, info, p) -> bool:  # type: ignore[no-untyped-def]
+        """True when ``producer`` is a create feeding the key ``p`` of an update or an undo: editing
+        or undoing the row the chain creates is not one goal (:meth:`GraphSampler.undoes`)."""
+        return bool(producer.kind == "create" and p.role == "key" and (info.kind == "update" or is_undo(info)))
+
     def producers_of(self, tool: str, param: str) -> list[tuple[str, list[dict[str, Any]], int]]:
         """Tools that can produce ``param`` of ``tool`` (static checks done once): (producer, ways, depth)."""
         cache = self.__dict__.setdefault("_producers", {})
@@ -188,6 +197,8 @@ class ChainSampler(GraphSampler):
                 continue
             if info.mutates and way["link"] == "self" and is_undo(ia):
                 continue  # a row just cancelled or deleted is not changed further (``cancel the event and update it``)
+            if self.edits_new(ia, info, p):
+                continue
             if ia.kind == "create" and info.kind == "action" and not self.born_ok(ia, info):
                 continue
             d = g.nodes[a].get("depth", -1)
@@ -224,7 +235,8 @@ class ChainSampler(GraphSampler):
                 needs.append(p)
         key_child: TNode | None = None
         for p in needs:
-            reuse = [c for c in node.nodes() if c is not node and g.has_edge(c.tool, tool) and p.name in g.edges[c.tool, tool].get("feeds", {})] \
+            reuse = [c for c in node.nodes() if c is not node and g.has_edge(c.tool, tool) and p.name in g.edges[c.tool, tool].get("feeds", {})
+                     and not self.edits_new(self.infos[c.tool], info, p)] \
                 if node.children and p.required else []  # an optional filter gets its own lookup, never a by-product
             if reuse and rng.random() < 0.9:
                 reuse.sort(key=lambda c: 0 if c is key_child else 1)
@@ -244,6 +256,8 @@ class ChainSampler(GraphSampler):
                     return None
                 continue
             names = sorted(cands)
+            if self.no_plain_creates:  # a created row feeding a later call would make a plain create, which the quota drops
+                names = [a for a in names if self.infos[a].kind != "create"]
             weights = [self.coverage_weight(a, 1.0) * (self.s.mutation_share if self.infos[a].mutates else 1.0) for a in names]
             child = None
             for _ in range(3):

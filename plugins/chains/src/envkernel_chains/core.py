@@ -100,13 +100,13 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     no row by a superlative or a threshold): creates never run out (their values are generated), so at
     scale they would crowd out the goals with a condition; past this share (after the first 50 tasks)
     such a chain is dropped (``plain_create_quota``) and the sampler tries another. 1: no limit."""
-    questions_per_chain: int = 1
+    questions_per_chain: int = 4
     """Most distinct questions asked about the same read-only calls (how many, the highest, a total,
     the rows over a threshold...; each a task of its own): a chain drawn again asks what was not
-    asked. One more is allowed per 200 tasks emitted, so a small run explores new chains instead.
-    1 (the default): the kernel's gate de-duplicates proposed tasks by their calls alone
-    (``envkernel.stages.task_key``), so in ``envkernel run`` a further question is rejected as a
-    duplicate; more than 1 is for the sampler used on its own."""
+    asked, so one grounded chain gives more tasks. One more is allowed per 200 tasks emitted, so a
+    small run explores new chains first. Two questions whose checks (answer facts and rows) are the
+    same count as one; the kernel's gate de-duplicates by calls *and* what is asked
+    (``envkernel.stages.task_key``), so each further question is a task of its own. 1: one question per chain."""
 
 
 UNDO_VERBS = frozenset({"cancel", "delete", "remove", "revoke", "archive", "close", "reject", "decline", "void", "refund"})
@@ -224,10 +224,17 @@ class GraphSampler:
         self._shapes = frozenset(settings.question_shapes)
         self.plain_creates = 0
         """Emitted tasks that are plain creates (see ``plain_create_share``)."""
+        self._questions: set[bytes] = set()
+        """Digests of (calls, answer facts and rows) of the read-only tasks emitted: what the kernel's
+        ``task_key`` tells apart, so a further question the gate would call a duplicate is dropped here."""
         self._asked: dict[bytes, set[str]] = {}
         """Read-only calls (their digest) -> the keys of the questions already asked about them."""
         self.attempts = 0
         self.emitted = 0
+        self.no_plain_creates = False
+        """True while planning under a full plain-create quota (no create feeds a later call, see :meth:`quota_full`)."""
+        self.batch_tries = 0
+        self.batch_wins = 0
         self.grounder: Grounder | None = None
         self.batch = BatchPlanner({}, self.schema, seed_state, rng)
         self.tool_names = [t.name for t in env.tools]
@@ -296,8 +303,11 @@ class GraphSampler:
         if self.attempts % 1000 == 0:
             self.len_fails.clear()  # try exhausted lengths again now and then
         self.target = None
-        if self.batch.actions and self.rng.random() < self.s.batch_share:
-            return await self.batch_attempt(sb, seed)
+        if self.batch.actions and self.rng.random() < self.s.batch_share * self.batch_promise():
+            self.batch_tries += 1
+            task = await self.batch_attempt(sb, seed)
+            self.batch_wins += task is not None
+            return task
         plan = self.plan()
         if not plan:
             self.rejected["no_plan"] += 1
@@ -335,6 +345,15 @@ class GraphSampler:
         else:
             self.len_fails[n] = 0
         return task
+
+    def batch_promise(self) -> float:
+        """How much of ``batch_share`` to spend on multi-row goals: all of it for the first 40 tries
+        and while at least one try in four gives a task, less as they fail (an environment whose
+        rows rarely make such a goal spends its tries on chains instead; one in 50 is always kept,
+        so a goal still found now and then lifts it back)."""
+        if self.batch_tries < 40:
+            return 1.0
+        return max(0.02, min(1.0, 4 * (self.batch_wins + 1) / (self.batch_tries + 4)))
 
     async def batch_attempt(self, sb: Any, seed: str) -> Task | None:
         """One multi-row change goal (:mod:`envkernel_chains.batch`), executed for real; None when it fails."""
@@ -616,6 +635,11 @@ class GraphSampler:
                 return None
             outcome = Outcome(mutates=False, answer_facts=phrased.facts, answer_rows=phrased.rows,
                               answer_absent=phrased.absent, answer_ordered=phrased.ordered, answer=phrased.answer)
+            question = hashlib.blake2b(json.dumps([digest.hex(), phrased.facts, phrased.rows, phrased.absent, phrased.ordered],
+                                                  sort_keys=True, default=str).encode(), digest_size=12).digest()
+            if question in self._questions:
+                self.rejected["same_question"] += 1  # another wording of a question already asked about these calls
+                return None
             stuffed = stuffed_answer(phrased.answer, [s.output for s in steps], bool(phrased.absent))
             if stuffed is not None and answer_check(outcome, stuffed)[0] >= 1.0:
                 self.rejected["imprecise_answer"] += 1  # the gate's stuffed mutant would score 1: not a precise check
@@ -626,6 +650,7 @@ class GraphSampler:
         self.plain_creates += plain
         if final_state is None:
             self._asked.setdefault(digest, set()).add(phrased.key)
+            self._questions.add(question)
         task = self._emit(calls, [s.output for s in steps], outcome, phrased.text, phrased.kind, phrased.skeleton, difficulty_of(steps),
                           persona=phrased.persona, question=phrased.key if asked else "")
         if self.s.refine_base_url:

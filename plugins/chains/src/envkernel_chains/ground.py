@@ -130,6 +130,8 @@ class Grounder:
         self.memo: dict[str, Any] = {}
         """(tool, arguments) -> result of a read-only call made from the seed state (reads are deterministic)."""
         self.memo_cap = 20_000
+        self._duplicate: Any = None
+        """The sampler's duplicate test of a chain (see :meth:`run`), asked before the last call too."""
 
     # -- values from the seed -----------------------------------------------------------------
 
@@ -620,6 +622,7 @@ class Grounder:
         current_state: State | None = None
         created_tables: Counter[str] = Counter()
         self._hints, self._want = self.hints(plan) if any(node.ways for node in plan) else ([{} for _ in plan], [None] * len(plan))
+        self._duplicate = duplicate
         for i, node in enumerate(plan):
             info = self.infos[node.tool]
             final = i == len(plan) - 1
@@ -728,6 +731,12 @@ class Grounder:
                 continue
             args = {**linked, **lit}
             args = {k: args[k] for k in info.params if k in args}
+            if final and self._duplicate is not None and self._duplicate([*steps, Step(index=i, info=info, args=args)]):
+                errors["duplicate"] += 1  # an emitted task already ends so: try another row or value before any call
+                for name, link in chosen.items():
+                    if len(options[name]) > 1 and link in options[name]:
+                        options[name].remove(link)
+                continue
             res = await self.call(sb, info, args)
             if not res.ok:
                 errors[f"call_failed:{res.error.code if res.error else '?'}"] += 1

@@ -1,0 +1,102 @@
+"""The ``answer_stuffed`` mutant over real APIs' list envelopes (``{"data": [...]}``,
+``{"collection": [...], "pagination": {...}}``, ``{"items": [...], "next": ...}``).
+
+The environments are synthesized from real specs of the repo's corpus (``plugins/openapi/corpus-real``:
+Resend, Calendly, Spotify) and their list tools are called in real process sandboxes, so the
+envelopes are the ones those specs declare, not hand-made dicts. Before ``result_rows``, a stuffed
+answer saw no rows in such a result and the mutant did not apply (nor did the sampler's
+``imprecise_answer`` drop), so a read-only task over a wrapped list went ungated for stuffing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from envkernel_baselines.mutants import mutate
+from envkernel_chains import Chains, ChainsSettings
+from envkernel_kit.answers import answer_check, result_rows, stuffed_answer
+from envkernel_kit.testing import RunnerContext
+from envkernel_openapi import synthesize_file
+from envkernel_schemas import EnvSpec, Task
+
+process = pytest.importorskip("envkernel_process")
+pytestmark = pytest.mark.timeout(300)
+
+CORPUS = Path(__file__).resolve().parents[1] / "plugins" / "openapi" / "corpus-real"
+SPECS = {"resend-api.yaml": "data", "calendly-api.yaml": "collection", "spotify-web-api.yaml": "items"}
+"""Spec -> the member its list operations wrap rows in."""
+
+
+async def _listed(env: EnvSpec, runner: Any) -> list[tuple[str, Any]]:
+    """(tool, result) of every read tool that needs no input, called once in a real sandbox."""
+    sb = await runner.open(env, 0)
+    try:
+        out = []
+        for tool in env.tools:
+            if tool.mutates or tool.parameters.get("required"):
+                continue
+            res = await sb.call(tool.name, {})
+            if res.ok:
+                out.append((tool.name, res.value))
+        return out
+    finally:
+        await sb.close()
+
+
+async def _sample(env: EnvSpec, runner: Any, tmp: Path) -> list[Task]:
+    ctx = RunnerContext(runner, component="chains", out_dir=tmp)
+    s = ChainsSettings(tasks_per_env=60, distractor_share=0.0, write_graph=False, list_target_weight=12.0, batch_share=0.0)
+    return [t async for t in Chains(s).sample(env, ctx)]
+
+
+@pytest.fixture(scope="module")
+def real(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list[tuple[str, Any]], list[Task]]]:
+    async def go() -> dict[str, tuple[list[tuple[str, Any]], list[Task]]]:
+        runner = process.ProcessRunner()
+        got = {}
+        try:
+            for name in SPECS:
+                env = synthesize_file(CORPUS / name)[0]
+                tasks = await _sample(env, runner, tmp_path_factory.mktemp(name.split(".")[0])) if name == "resend-api.yaml" else []
+                got[name] = (await _listed(env, runner), tasks)
+        finally:
+            await runner.aclose()
+        return got
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("spec", sorted(SPECS))
+def test_the_rows_of_a_real_list_envelope_are_seen(real: Any, spec: str) -> None:
+    listed, _ = real[spec]
+    wrapped = [(n, v) for n, v in listed if isinstance(v, dict) and isinstance(v.get(SPECS[spec]), list) and len(v[SPECS[spec]]) >= 2]
+    assert len(wrapped) >= 2, [n for n, _ in listed]
+    for name, value in wrapped:
+        rows = result_rows(value)
+        assert rows == value[SPECS[spec]], name  # the wrapped rows, not the envelope, nor nothing
+        one = rows[0]
+        assert result_rows(one) == [], name  # a row (it has an id) is not an envelope, even with lists inside
+        stuffed = stuffed_answer("The answer.", [value, one], last_too=False)
+        assert stuffed is not None, name
+        assert all(str(r.get("id", "")) in stuffed for r in rows), name
+
+
+def test_stuffing_a_wrapped_lookup_is_caught_by_the_precision_check(real: Any) -> None:
+    """Read-only tasks sampled over Resend (every list is ``{"data": [...]}``): the stuffed mutant
+    applies to those whose lookups listed rows, and none of them scores 1."""
+    _, tasks = real["resend-api.yaml"]
+    reads = [t for t in tasks if not t.outcome.mutates]
+    applied = 0
+    for t in reads:
+        wrapped = any(isinstance(o, dict) and len(result_rows(o)) >= 2 for o in t.outputs[:-1]) or (
+            t.outcome.answer_absent and isinstance(t.outputs[-1], dict) and len(result_rows(t.outputs[-1])) >= 2)
+        m = mutate(t, "answer_stuffed")
+        if wrapped:
+            assert m is not None, t.request
+        if m is not None:
+            applied += 1
+            assert answer_check(t.outcome, m.answer)[0] < 1.0, (t.request, t.outcome.answer_absent)
+    assert applied >= 3, [t.request for t in reads]

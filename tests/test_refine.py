@@ -131,7 +131,7 @@ STATUSES = re.compile(r"\b(pending|confirmed|shipped|delivered|cancelled) ")
 
 def test_the_sampler_rejects_rewrites_whose_entity_no_longer_resolves(tmp_path: Any) -> None:
     """In-process sampling of the shipped shop (with planted near-duplicates): every other rewrite
-    drops each order status word; those whose order needed it are ``ambiguous_entity`` and keep
+    drops each order status word; those whose order needed it are refused (``ambiguous_entity`` or ``lost_fact``) and keep
     the original, the others (and every faithful rewrite) are kept and counted."""
     from envkernel_chains import Chains, ChainsSettings
     from envkernel_kit.testing import RunnerContext
@@ -161,7 +161,10 @@ def test_the_sampler_rejects_rewrites_whose_entity_no_longer_resolves(tmp_path: 
         asked = [r["messages"][-1]["content"] for r in server.requests]
     stats = json.loads((tmp_path / "envs" / "shop" / "sampling.json").read_text())["chains"]["refiner"]
     assert len(asked) == len(tasks) == 40 and sum(stats.values()) == 40, stats
-    assert stats.get("ambiguous_entity", 0) >= 1 and stats["refined"] >= 20, stats
+    # every rewrite that dropped a status word the request needed keeps the original. Since the sampler's round-5
+    # changes (tasks5), the status words this sample drops are also kept facts, so the fact check refuses them before
+    # the entity check does (``lost_fact``); the entity re-resolution itself is tested above, on the same shop.
+    assert stats.get("ambiguous_entity", 0) + stats.get("lost_fact", 0) >= 1 and stats["refined"] >= 20, stats
     dropping = [i for i, t in enumerate(tasks) if i % 2 and STATUSES.search(asked[i])]
     kept_back = [i for i in dropping if not tasks[i].original_request]
     assert len(kept_back) == stats.get("ambiguous_entity", 0) + stats.get("lost_fact", 0), (stats, kept_back)

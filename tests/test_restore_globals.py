@@ -13,7 +13,10 @@ from envkernel_process import executor_path
 from envkernel_schemas import CodeBehaviour, EnvSpec, ToolSpec
 
 SOURCE = """
-import itertools
+import itertools, random, threading, time, uuid
+
+DRAWN = [random.random(), time.time(), str(uuid.uuid4())]   # module-level draws
+LOCK = threading.Lock()          # cannot be deep-copied, holds no episode state
 
 NOTES = []                      # a global list
 _next = itertools.count(1)      # a global iterator
@@ -41,6 +44,9 @@ class Opaque:
 
 HANDLE = None
 
+def drawn(env):
+    return DRAWN
+
 def grab(env):
     global HANDLE
     HANDLE = Opaque()
@@ -49,7 +55,7 @@ def grab(env):
 
 
 def _env() -> EnvSpec:
-    return EnvSpec(id="globals-v1", name="globals", tools=[ToolSpec(name=n, mutates=True) for n in ("add_note", "bump", "grab")],
+    return EnvSpec(id="globals-v1", name="globals", tools=[ToolSpec(name=n, mutates=True) for n in ("add_note", "bump", "grab", "drawn")],
                    behaviour=CodeBehaviour(source=SOURCE), seed_sql="CREATE TABLE t (x INTEGER);")
 
 
@@ -79,6 +85,7 @@ def test_restore_to_a_fresh_snapshot_resets_globals_class_attributes_and_closure
 
 
 def test_restore_to_a_later_snapshot_brings_back_the_globals_it_had() -> None:
+    # (LOCK, which cannot be copied and holds no episode state, is kept as loaded: it does not fail the restore)
     out = _run([call("add_note", text="kept"), {"op": "snapshot"}, call("add_note", text="dropped"),
                 {"op": "restore", "snapshot": "s1"}, call("add_note", text="after")])
     assert out[2]["value"]["notes"] == ["kept", "dropped"]
@@ -94,3 +101,10 @@ def test_globals_that_cannot_be_copied_fail_the_restore_clearly_and_the_sandbox_
     assert not err["ok"] and err["error"]["code"] == "restore_failed"
     assert "could not be copied" in err["error"]["message"] and "open a new sandbox" in err["error"]["message"]
     assert out[3]["ok"] and out[3]["value"]["notes"] == ["still here"]
+
+
+def test_module_level_draws_are_the_same_after_a_restore_as_at_load() -> None:
+    out = _run([call("drawn"), {"op": "snapshot"}, call("add_note", text="x"), {"op": "restore", "snapshot": "s1"}, call("drawn")])
+    assert out[3]["ok"], out[3]
+    assert out[4]["value"] == out[0]["value"]  # random(), time() and uuid4() at import give what they gave at load
+

@@ -310,6 +310,32 @@ def _load_engine(name: str = "engine.py", module_name: str = "envkernel_sandbox_
         return f"{path}: {type(exc).__name__}: {exc}"
 
 
+def _plain(v, depth: int = 0) -> bool:
+    """True for data a deep copy restores exactly: numbers, strings, None and lists, tuples, sets and dicts of them."""
+    if v is None or isinstance(v, (bool, int, float, str, bytes)):
+        return True
+    if depth > 50:
+        return False
+    if isinstance(v, dict):
+        return all(_plain(k, depth + 1) and _plain(x, depth + 1) for k, x in v.items())
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return all(_plain(x, depth + 1) for x in v)
+    return False
+
+
+def _made_by_env(v, depth: int = 0) -> bool:
+    """True when ``v`` is, or holds, an object of a class env.py defined (its module is ``env``)."""
+    if getattr(type(v), "__module__", None) == "env":
+        return True
+    if depth > 50:
+        return False
+    if isinstance(v, dict):
+        return any(_made_by_env(x, depth + 1) for x in v.values())
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return any(_made_by_env(x, depth + 1) for x in v)
+    return False
+
+
 _UNCOPYABLE = "uncopyable"
 """Marks a snapshot whose env.py globals could not be copied (see :meth:`Executor._globals`)."""
 
@@ -339,6 +365,8 @@ class Executor:
         self.direct_calls = 0
         self.code: types.CodeType | None = None
         """The compiled env.py of a code environment (None for a resource model or a workspace): a restore runs it again."""
+        self.load_counters = self._counters()
+        self.load_timeout = DEFAULT_LOAD_TIMEOUT
         self.module_calls = 0
         """Calls that succeeded since the module was made (at load or restore): 0 means its globals are as loaded."""
         """Calls that succeeded over the direct lane since the last load or restore (see :func:`_serve_connection`)."""
@@ -514,6 +542,7 @@ class Executor:
                 try:
                     code = compile(source, ENV_FILENAME, "exec")
                     self.code = code if source.strip() else None
+                    self.load_counters, self.load_timeout = self._counters(), timeout  # what a restore runs env.py again with
                     sys.modules["env"] = module
                     exec(code, module.__dict__)  # noqa: S102 - this process is the sandbox
                 except _Deadline:
@@ -733,12 +762,21 @@ class Executor:
         made (no call succeeded), else a deep copy of its data globals (``_UNCOPYABLE`` when they cannot be copied)."""
         if self.code is None or self.module_calls == 0 or self.module is None:
             return None
-        data = {k: v for k, v in vars(self.module).items()
-                if not k.startswith("__") and k != "ToolError" and not isinstance(v, (types.ModuleType, types.FunctionType, type))}
-        try:
-            return copy.deepcopy(data)
-        except Exception as exc:  # noqa: BLE001 - any object env.py made; the restore reports it
-            return (_UNCOPYABLE, f"{type(exc).__name__}: {exc}")
+        data = {}
+        for k, v in vars(self.module).items():
+            if k.startswith("__") or k == "ToolError" or isinstance(v, (types.ModuleType, types.FunctionType, type)):
+                continue
+            if not _plain(v):
+                if _made_by_env(v):  # an instance of env.py's own class: a copy would keep the old module's class
+                    return (_UNCOPYABLE, f"global {k!r} holds a {type(v).__name__} object of env.py's own")
+                try:
+                    v = copy.deepcopy(v)  # a lock, a regex, an itertools.count ...
+                except Exception:  # noqa: BLE001 - kept as loaded (a lock, say, holds no episode state)
+                    continue
+            else:
+                v = copy.deepcopy(v)
+            data[k] = v
+        return data
 
     def _fresh_module(self, handle: str, globs) -> None:
         """Run env.py again in a new module (its globals as loaded), then put back the data globals the
@@ -750,14 +788,16 @@ class Executor:
         module.__file__ = ENV_FILENAME
         module.ToolError = ToolError
         self._phase = "seed"
+        self._set_counters(self.load_counters)  # module-level random(), uuid4() and time() give what they gave at load
         try:
-            self._arm(DEFAULT_LOAD_TIMEOUT)
+            self._arm(self.load_timeout)
             try:
                 sys.modules["env"] = module
                 exec(self.code, module.__dict__)  # noqa: S102 - this process is the sandbox
             finally:
                 self._disarm()
         except BaseException as exc:  # noqa: BLE001 - env.py ran at load, so this is rare: a clear error, the old module kept
+            sys.modules["env"] = self.module
             raise _Failure("restore_failed", f"env.py failed to run again for the restore: {_describe(exc)}") from None
         finally:
             self._phase = "idle"

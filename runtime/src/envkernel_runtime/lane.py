@@ -214,8 +214,9 @@ class DirectLane:
             request = _enc.encode({"op": "call", "tool": tool, "arguments": arguments, "timeout": self.call_timeout}) + b"\n"
         except (TypeError, msgspec.EncodeError) as exc:
             return _enc.encode(ToolResult(ok=False, error=ToolError(code="invalid_arguments", message=f"arguments of {tool!r} are not JSON: {exc}")))
-        line = await self._exchange(request)
-        if line is None and self._hung:
+        hung: list[bool] = []
+        line = await self._exchange(request, hung)
+        if line is None and hung:  # this call hung (not one before it, which closed the lane while this one waited)
             return _enc.encode(ToolResult(ok=False, error=ToolError(code="timeout", message=(
                 f"tool {tool!r} did not finish within {self.call_timeout:g} s and the sandbox did not stop it; the "
                 "sandbox was killed, and its state is lost (it took calls over its direct lane, which cannot be "
@@ -242,15 +243,20 @@ class DirectLane:
 
     _hung = False
 
-    async def _exchange(self, request: bytes) -> bytes | None:
-        """Send one request line and read its answer; None (and the lane closed) when the executor is gone or hangs."""
+    async def _exchange(self, request: bytes, hung: list[bool] | None = None) -> bytes | None:
+        """Send one request line and read its answer; None (and the lane closed) when the executor is gone or hangs
+        (then ``True`` is appended to ``hung``)."""
         if self.closed:
             return None
         async with self._lock:
+            if self.closed:  # closed while this call waited for the lock (an earlier call hung): never sent, so no timeout of its own
+                return None
             try:
                 line = await self._roundtrip(request)
             except TimeoutError:
                 self._hung = True
+                if hung is not None:
+                    hung.append(True)
                 self.close()  # the call is still running there: not sent again over the bus
                 if self.on_hang is not None:
                     with contextlib.suppress(Exception):

@@ -41,8 +41,9 @@ __all__ = ["Replay", "TraceCache", "replay_enabled"]
 log = structlog.get_logger("envkernel.replay")
 
 _key_enc = msgspec.json.Encoder(order="sorted")
-_NOT_KEPT = frozenset({"timeout", "crashed"})
-"""Result codes that need not come again from the same calls (a deadline, a dead executor)."""
+_NOT_KEPT = frozenset({"timeout", "crashed", "tool_crashed", "internal", "too_large"})
+"""Result codes that need not come again from the same calls: a deadline, a dead executor, an exception that may
+come from a limit (a MemoryError under the rlimit), the executor's own error, a size limit that is the runner's setting."""
 
 
 def replay_enabled() -> bool:

@@ -34,22 +34,31 @@ def start_local_workers(n: int, plugins: list[str], nats_url: str, out: Path, re
     folder = out / "workers"
     folder.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "envkernel", "worker", "--plugins", ",".join(plugins), "--nats-url", nats_url]
-    procs = []
-    for i in range(n):
-        with open(folder / f"worker-{i}.log", "ab") as logf:  # the child keeps its own descriptor
-            procs.append(subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=dict(os.environ), start_new_session=True))
-    _wait_ready(procs, folder, ready_timeout)
+    procs: list[subprocess.Popen[bytes]] = []
+    starts: list[int] = []  # each log's size before its worker started (a resumed run's log already says "worker serving")
+    try:
+        for i in range(n):
+            path = folder / f"worker-{i}.log"
+            starts.append(path.stat().st_size if path.exists() else 0)
+            with open(path, "ab") as logf:  # the child keeps its own descriptor
+                procs.append(subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=dict(os.environ), start_new_session=True))
+        _wait_ready(procs, folder, ready_timeout, starts)
+    except BaseException:  # a failed start, or Ctrl-C while waiting: stop the ones already started
+        stop_local_workers(procs, timeout=10.0)
+        raise
     log.info("local workers started", workers=n, pids=[p.pid for p in procs], logs=str(folder))
     return procs
 
 
-def _wait_ready(procs: list[subprocess.Popen[bytes]], folder: Path, timeout: float) -> None:
-    """Wait until each worker serves (its log says ``worker serving``), so the run's first work is shared too."""
+def _wait_ready(procs: list[subprocess.Popen[bytes]], folder: Path, timeout: float, starts: list[int]) -> None:
+    """Wait until each worker serves (its log says ``worker serving`` after where it started), so the run's first work is shared too."""
     deadline = time.monotonic() + timeout
     waiting = dict(enumerate(procs))
     while waiting and time.monotonic() < deadline:
         for i, p in list(waiting.items()):
-            text = (folder / f"worker-{i}.log").read_bytes()
+            with open(folder / f"worker-{i}.log", "rb") as f:
+                f.seek(starts[i])
+                text = f.read()
             if b"worker serving" in text or p.poll() is not None:
                 waiting.pop(i)
                 if p.poll() is not None:

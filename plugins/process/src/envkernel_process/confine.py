@@ -374,6 +374,9 @@ class JoinKeeper:
                     if time.monotonic() >= self._until:
                         self._thread = None
                         return
+                if self.writes % 20 == 19 and not _still_in(os.path.dirname(self.procs_file), self.controller):
+                    self._give_up(f"this process was moved out of {os.path.dirname(self.procs_file)}")  # never move it back
+                    return
                 try:
                     os.write(fd, b"0")
                 except OSError as exc:

@@ -94,6 +94,33 @@ def worker_process(envk: Any, nats_server: str, tmp_path: Path) -> Any:
 
 
 @pytest.fixture
+def served_pool(envkernel_nats: str) -> Any:
+    """``async with served_pool(per_env=N) as pool``: the kernel's sandbox service over the ``process``
+    runner on the test's nats-server, and a worker's :class:`~envkernel.sandbox.SandboxPool` on it
+    (all closed at the end)."""
+    from envkernel.sandbox import SandboxPool, SandboxService
+    from envkernel_kit.checks import process_runner
+
+    @contextlib.asynccontextmanager
+    async def serve(per_env: int) -> AsyncIterator[SandboxPool]:
+        service_bus, client = await Bus.connect(envkernel_nats), await Bus.connect(envkernel_nats)
+        runner = process_runner()
+        service = SandboxService(service_bus, "process", runner)
+        await service.start()
+        pool = SandboxPool(client, per_env=per_env)
+        try:
+            yield pool
+        finally:
+            await pool.close()
+            await service.stop()
+            await runner.aclose()
+            await client.close()
+            await service_bus.close()
+
+    return serve
+
+
+@pytest.fixture
 async def bus(nats_server: str) -> AsyncIterator[Bus]:
     """A connected Bus with the envkernel stream, bucket and object store."""
     b = await Bus.connect(nats_server)

@@ -13,19 +13,13 @@ from typing import Any
 import pytest
 from envkernel.context import RecordingToolEnv
 from envkernel.errors import SandboxError
-from envkernel.sandbox import Sandbox, SandboxPool, SandboxService
-from envkernel_bus import Bus
-from envkernel_kit.checks import process_runner, sample_env
+from envkernel.sandbox import Sandbox
+from envkernel_kit.checks import sample_env
 
 
-async def test_the_seed_state_is_read_once_and_a_lazy_tool_env_leases_at_its_first_call(envkernel_nats: str) -> None:
+async def test_the_seed_state_is_read_once_and_a_lazy_tool_env_leases_at_its_first_call(served_pool: Any) -> None:
     env = sample_env()
-    service_bus, client = await Bus.connect(envkernel_nats), await Bus.connect(envkernel_nats)
-    runner = process_runner()
-    service = SandboxService(service_bus, "process", runner)
-    await service.start()
-    pool = SandboxPool(client, per_env=2)
-    try:
+    async with served_pool(per_env=2) as pool:
         seed = await pool.seed_state("process", env, run="r")
         assert seed and pool.opened == 1 and all(isinstance(rows, list) for rows in seed.values())
         assert await pool.seed_state("process", env, run="r") is seed and pool.opened == 1  # kept: no second read
@@ -55,9 +49,3 @@ async def test_the_seed_state_is_read_once_and_a_lazy_tool_env_leases_at_its_fir
         with pytest.raises(SandboxError, match="no sandbox to be had"):
             await failing.call(tool, {})
         assert isinstance(failing.fault, SandboxError) and failing.records == []  # the rollout fails as infra, not the policy's call
-    finally:
-        await pool.close()
-        await service.stop()
-        await runner.aclose()
-        await client.close()
-        await service_bus.close()

@@ -14,9 +14,8 @@ import contextlib
 from typing import Any
 
 from envkernel.context import RecordingToolEnv
-from envkernel.sandbox import Sandbox, SandboxPool, SandboxService
-from envkernel_bus import Bus
-from envkernel_kit.checks import process_runner, sample_env
+from envkernel.sandbox import Sandbox, SandboxPool
+from envkernel_kit.checks import sample_env
 from envkernel_runtime.replay import TraceCache
 from envkernel_schemas import ToolError, ToolResult
 
@@ -41,14 +40,9 @@ async def _rollout(pool: SandboxPool, cache: TraceCache | None, env: Any, calls:
     return results, state
 
 
-async def test_known_traces_answer_calls_and_a_rollout_that_leaves_one_catches_up(envkernel_nats: str) -> None:
+async def test_known_traces_answer_calls_and_a_rollout_that_leaves_one_catches_up(served_pool: Any) -> None:
     env = sample_env()
-    service_bus, client = await Bus.connect(envkernel_nats), await Bus.connect(envkernel_nats)
-    runner = process_runner()
-    service = SandboxService(service_bus, "process", runner)
-    await service.start()
-    pool = SandboxPool(client, per_env=4)
-    try:
+    async with served_pool(per_env=4) as pool:
         seed = await pool.seed_state("process", env, run="r")
         customer = next(rows for t, rows in seed.items() if "customer" in t)[0]["id"]
         product = next(rows for t, rows in seed.items() if "product" in t)[0]["id"]
@@ -87,12 +81,6 @@ async def test_known_traces_answer_calls_and_a_rollout_that_leaves_one_catches_u
 
         walk = RecordingToolEnv(None, env.tools, no_lease, fresh.replay(pool._key("process", env, 0), env))  # a policy calling tools at once
         assert list(await asyncio.gather(*(walk.call(n, a) for n, a in trace[:2]))) == direct["prefix"][0]  # taken in turn
-    finally:
-        await pool.close()
-        await service.stop()
-        await runner.aclose()
-        await client.close()
-        await service_bus.close()
 
 
 async def test_a_timeout_is_not_kept_and_replay_can_be_turned_off(monkeypatch: Any) -> None:

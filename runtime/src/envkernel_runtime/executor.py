@@ -336,6 +336,14 @@ def _made_by_env(v, depth: int = 0) -> bool:
     return False
 
 
+def _env_module() -> types.ModuleType:
+    """A new, empty ``env`` module for env.py (or a workspace's app code) to run in, with ``ToolError`` in it."""
+    module = types.ModuleType("env")
+    module.__file__ = ENV_FILENAME
+    module.ToolError = ToolError
+    return module
+
+
 _UNCOPYABLE = "uncopyable"
 """Marks a snapshot whose env.py globals could not be copied (see :meth:`Executor._globals`)."""
 
@@ -524,9 +532,7 @@ class Executor:
         self.env = Env(conn, seed, self.rng, self.clock, self.ids, _WORKSPACE[0])
 
         source = behaviour["source"]
-        module = types.ModuleType("env")
-        module.__file__ = ENV_FILENAME
-        module.ToolError = ToolError
+        module = _env_module()
         linecache.cache[ENV_FILENAME] = (len(source), None, source.splitlines(True), ENV_FILENAME)
         self._phase = "seed"
         try:
@@ -601,9 +607,7 @@ class Executor:
         never shadow builtins in it) and copy its public functions into ``module``."""
 
         def load(source: str) -> None:
-            app = types.ModuleType("env")
-            app.__file__ = ENV_FILENAME
-            app.ToolError = ToolError
+            app = _env_module()
             linecache.cache[ENV_FILENAME] = (len(source), None, source.splitlines(True), ENV_FILENAME)
             try:
                 exec(compile(source, ENV_FILENAME, "exec"), app.__dict__)  # noqa: S102 - this process is the sandbox
@@ -784,9 +788,7 @@ class Executor:
         if isinstance(globs, tuple):
             raise _Failure("restore_failed", f"snapshot {handle!r} was taken after calls changed env.py's globals, and they "
                            f"could not be copied ({globs[1]}); open a new sandbox instead")
-        module = types.ModuleType("env")
-        module.__file__ = ENV_FILENAME
-        module.ToolError = ToolError
+        module = _env_module()
         self._phase = "seed"
         self._set_counters(self.load_counters)  # module-level random(), uuid4() and time() give what they gave at load
         try:

@@ -304,8 +304,10 @@ async def test_memory_bomb_is_blocked(sandbox):
     res = await call(sandbox, "memory_bomb")
     if res.ok:  # stopped by the address-space limit inside the sandbox
         assert res.value["held_mb"] <= MEMORY_MB
-    else:  # or by the cgroup (the container is then replaced)
-        assert res.error.code in ("crashed", "tool_crashed"), res
+    else:  # or by the cgroup (the container is then replaced), or, on a loaded machine, by the call's
+        # time limit before either limit was reached: the call is stopped and the sandbox lives on
+        assert res.error.code in ("crashed", "tool_crashed", "timeout"), res
+        await assert_state_kept(sandbox)
     # processes that each stay under the address-space limit meet the container's memory cgroup
     herd = await call(sandbox, "memory_herd", children=4, mb=120)
     assert herd.ok, herd

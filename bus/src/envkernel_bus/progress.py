@@ -10,6 +10,7 @@ watches events, so it lives with the bus and any command (or plugin) can use it.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections import Counter
@@ -36,7 +37,7 @@ class Status:
         self.event = event
         self._tty = enabled and sys.stderr.isatty()
         self._live: Any = None
-        self._last = 0.0
+        self._last = -math.inf  # never shown: the first show() draws or logs, whatever the clock reads
         self._t0 = time.monotonic()
         self._text = ""
         self.work: Callable[[], tuple[int, int]] | None = None

@@ -12,8 +12,10 @@ TRL's ``grpo_trainer.py`` and verl's ``tool_agent_loop.py`` call them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
+import logging
 import os
 import shutil
 import signal
@@ -258,6 +260,67 @@ async def test_sessions_are_isolated_and_not_capped(server: Any, tasks: list[Tas
     base = results[0][1]  # session 0 made no order
     assert all(seen == base + made for made, seen in results), results
     assert server.core.pool.opened + server.core.pool.reused >= 12
+
+
+class _Records(logging.Handler):
+    """Keeps the records of a logger (uvicorn's loggers do not propagate to pytest's capture)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+async def test_ws_route_takes_a_trailing_slash_and_a_client_closing_mid_step_is_a_quiet_end(server: Any, tasks: list[Task]) -> None:
+    """``/ws/`` is the session route as ``/ws`` is; a client that closes while its step still runs
+    (its answer then cannot be sent) ends its session quietly: no application error, the sandbox closed."""
+    from websockets.asyncio.client import connect  # noqa: PLC0415
+
+    live = len(server.core.live)
+    records = _Records()
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addHandler(records)
+    try:
+        step = json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "list_orders", "arguments": {"customer_id": "cus_0001"}}})
+        async with connect(server.ws_url + "/") as ws:  # /ws/
+            await ws.send(json.dumps({"type": "reset", "data": {"task_id": tasks[0].id}}))
+            first = json.loads(await ws.recv())
+            assert first["type"] == "observation" and first["data"]["observation"]["task_id"] == tasks[0].id
+            await ws.send(step)
+            assert json.loads(await ws.recv())["data"]["observation"]["ok"] is True
+        for _ in range(3):  # a raw client: steps sent, then the close frame at once, no answer awaited
+            async with connect(server.ws_url) as ws:
+                await ws.send(json.dumps({"type": "reset", "data": {}}))
+                await ws.recv()
+                for _ in range(4):
+                    await ws.send(step)
+        for _ in range(3):  # a client that breaks the protocol mid-step: uvicorn closes on its side, the answer cannot go
+            async with connect(server.ws_url) as ws:
+                await ws.send(json.dumps({"type": "reset", "data": {}}))
+                await ws.recv()
+                await ws.send(step)
+                ws.transport.write(b"\x8f\x80\x00\x00\x00\x00")  # a masked frame of a reserved opcode
+                with contextlib.suppress(Exception):
+                    await ws.recv()
+        async with GenericEnvClient(base_url=server.url) as env:  # openenv-core's client, disconnecting mid-step
+            await env.reset(task_id=tasks[0].id)
+            pending = asyncio.ensure_future(env.step({"type": "call_tool", "tool_name": "list_orders", "arguments": {"customer_id": "cus_0001"}}))
+            await asyncio.sleep(0)
+            await env.disconnect()
+            with contextlib.suppress(Exception):
+                await pending
+        deadline = time.monotonic() + 60
+        while len(server.core.live) > live and time.monotonic() < deadline:  # each closed session's sandbox is closed
+            await asyncio.sleep(0.05)
+        assert len(server.core.live) <= live
+        async with GenericEnvClient(base_url=server.url) as env:  # and the server goes on serving
+            assert (await env.reset(task_id=tasks[0].id)).observation["task_id"] == tasks[0].id
+    finally:
+        uvicorn_log.removeHandler(records)
+    errors = [r.getMessage() + (r.exc_text or "") for r in records.records if r.levelno >= logging.ERROR]
+    assert errors == [], errors
 
 
 async def test_mcp_streamable_http_sessions(server: Any) -> None:

@@ -273,6 +273,38 @@ class _Records(logging.Handler):
         self.records.append(record)
 
 
+def _frame(payload: bytes, opcode: int = 1) -> bytes:
+    """A client's WebSocket frame (masked with a zero key, so the payload stays as it is)."""
+    n = len(payload)
+    size = bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + n.to_bytes(2, "big")
+    return bytes([0x80 | opcode]) + size + b"\0\0\0\0" + payload
+
+
+async def _step_then_protocol_error(server: Any, step: str) -> None:
+    """On a raw connection: the handshake, a reset, steps and then a frame of a reserved opcode (a protocol
+    error); then wait, without closing, until the server closes the connection."""
+    reader, writer = await asyncio.open_connection(server.host, server.port)
+    writer.write(f"GET /ws HTTP/1.1\r\nHost: {server.host}:{server.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+    assert b" 101 " in await reader.readuntil(b"\r\n\r\n")
+    writer.write(_frame(json.dumps({"type": "reset", "data": {}}).encode()))
+    head = await reader.readexactly(2)
+    n = head[1] & 0x7F
+    n = int.from_bytes(await reader.readexactly(2 if n == 126 else 8), "big") if n >= 126 else n
+    await reader.readexactly(n)  # the reset's observation
+    # 30 steps in one write: uvicorn reads them at once and reads again only when its queue is empty, that is
+    # while the last step runs; the bad frame, sent a little later, is read then and answered with uvicorn's
+    # close, before the last step's answer is sent
+    writer.write(b"".join(_frame(step.encode()) for _ in range(30)))
+    await writer.drain()
+    await asyncio.sleep(0.002)
+    writer.write(_frame(b"", opcode=0xF))
+    with contextlib.suppress(Exception):
+        while (await reader.read(65536)):  # the server's close frame; then it closes the connection itself
+            pass
+    writer.close()
+
+
 async def test_ws_route_takes_a_trailing_slash_and_a_client_closing_mid_step_is_a_quiet_end(server: Any, tasks: list[Task]) -> None:
     """``/ws/`` is the session route as ``/ws`` is; a client that closes while its step still runs
     (its answer then cannot be sent) ends its session quietly: no application error, the sandbox closed."""
@@ -296,14 +328,8 @@ async def test_ws_route_takes_a_trailing_slash_and_a_client_closing_mid_step_is_
                 await ws.recv()
                 for _ in range(4):
                     await ws.send(step)
-        for _ in range(3):  # a client that breaks the protocol mid-step: uvicorn closes on its side, the answer cannot go
-            async with connect(server.ws_url) as ws:
-                await ws.send(json.dumps({"type": "reset", "data": {}}))
-                await ws.recv()
-                await ws.send(step)
-                ws.transport.write(b"\x8f\x80\x00\x00\x00\x00")  # a masked frame of a reserved opcode
-                with contextlib.suppress(Exception):
-                    await ws.recv()
+        for _ in range(3):  # a client that breaks the protocol while steps are queued, and keeps the connection open
+            await _step_then_protocol_error(server, step)
         async with GenericEnvClient(base_url=server.url) as env:  # openenv-core's client, disconnecting mid-step
             await env.reset(task_id=tasks[0].id)
             pending = asyncio.ensure_future(env.step({"type": "call_tool", "tool_name": "list_orders", "arguments": {"customer_id": "cus_0001"}}))

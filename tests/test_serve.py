@@ -12,8 +12,10 @@ TRL's ``grpo_trainer.py`` and verl's ``tool_agent_loop.py`` call them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
+import logging
 import os
 import shutil
 import signal
@@ -258,6 +260,93 @@ async def test_sessions_are_isolated_and_not_capped(server: Any, tasks: list[Tas
     base = results[0][1]  # session 0 made no order
     assert all(seen == base + made for made, seen in results), results
     assert server.core.pool.opened + server.core.pool.reused >= 12
+
+
+class _Records(logging.Handler):
+    """Keeps the records of a logger (uvicorn's loggers do not propagate to pytest's capture)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def _frame(payload: bytes, opcode: int = 1) -> bytes:
+    """A client's WebSocket frame (masked with a zero key, so the payload stays as it is)."""
+    n = len(payload)
+    size = bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + n.to_bytes(2, "big")
+    return bytes([0x80 | opcode]) + size + b"\0\0\0\0" + payload
+
+
+async def _step_then_protocol_error(server: Any, step: str) -> None:
+    """On a raw connection: the handshake, a reset, steps and then a frame of a reserved opcode (a protocol
+    error); then wait, without closing, until the server closes the connection."""
+    reader, writer = await asyncio.open_connection(server.host, server.port)
+    writer.write(f"GET /ws HTTP/1.1\r\nHost: {server.host}:{server.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+    assert b" 101 " in await reader.readuntil(b"\r\n\r\n")
+    writer.write(_frame(json.dumps({"type": "reset", "data": {}}).encode()))
+    head = await reader.readexactly(2)
+    n = head[1] & 0x7F
+    n = int.from_bytes(await reader.readexactly(2 if n == 126 else 8), "big") if n >= 126 else n
+    await reader.readexactly(n)  # the reset's observation
+    # 30 steps in one write: uvicorn reads them at once and reads again only when its queue is empty, that is
+    # while the last step runs; the bad frame, sent a little later, is read then and answered with uvicorn's
+    # close, before the last step's answer is sent
+    writer.write(b"".join(_frame(step.encode()) for _ in range(30)))
+    await writer.drain()
+    await asyncio.sleep(0.002)
+    writer.write(_frame(b"", opcode=0xF))
+    with contextlib.suppress(Exception):
+        while (await reader.read(65536)):  # the server's close frame; then it closes the connection itself
+            pass
+    writer.close()
+
+
+async def test_ws_route_takes_a_trailing_slash_and_a_client_closing_mid_step_is_a_quiet_end(server: Any, tasks: list[Task]) -> None:
+    """``/ws/`` is the session route as ``/ws`` is; a client that closes while its step still runs
+    (its answer then cannot be sent) ends its session quietly: no application error, the sandbox closed."""
+    from websockets.asyncio.client import connect  # noqa: PLC0415
+
+    live = len(server.core.live)
+    records = _Records()
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addHandler(records)
+    try:
+        step = json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "list_orders", "arguments": {"customer_id": "cus_0001"}}})
+        async with connect(server.ws_url + "/") as ws:  # /ws/
+            await ws.send(json.dumps({"type": "reset", "data": {"task_id": tasks[0].id}}))
+            first = json.loads(await ws.recv())
+            assert first["type"] == "observation" and first["data"]["observation"]["task_id"] == tasks[0].id
+            await ws.send(step)
+            assert json.loads(await ws.recv())["data"]["observation"]["ok"] is True
+        for _ in range(3):  # a raw client: steps sent, then the close frame at once, no answer awaited
+            async with connect(server.ws_url) as ws:
+                await ws.send(json.dumps({"type": "reset", "data": {}}))
+                await ws.recv()
+                for _ in range(4):
+                    await ws.send(step)
+        for _ in range(3):  # a client that breaks the protocol while steps are queued, and keeps the connection open
+            await _step_then_protocol_error(server, step)
+        async with GenericEnvClient(base_url=server.url) as env:  # openenv-core's client, disconnecting mid-step
+            await env.reset(task_id=tasks[0].id)
+            pending = asyncio.ensure_future(env.step({"type": "call_tool", "tool_name": "list_orders", "arguments": {"customer_id": "cus_0001"}}))
+            await asyncio.sleep(0)
+            await env.disconnect()
+            with contextlib.suppress(Exception):
+                await pending
+        deadline = time.monotonic() + 60
+        while len(server.core.live) > live and time.monotonic() < deadline:  # each closed session's sandbox is closed
+            await asyncio.sleep(0.05)
+        assert len(server.core.live) <= live
+        async with GenericEnvClient(base_url=server.url) as env:  # and the server goes on serving
+            assert (await env.reset(task_id=tasks[0].id)).observation["task_id"] == tasks[0].id
+    finally:
+        uvicorn_log.removeHandler(records)
+    errors = [r.getMessage() + (r.exc_text or "") for r in records.records if r.levelno >= logging.ERROR]
+    assert errors == [], errors
 
 
 async def test_mcp_streamable_http_sessions(server: Any) -> None:

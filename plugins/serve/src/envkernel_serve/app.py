@@ -104,6 +104,21 @@ def _dumps(value: Any) -> str:
     return _json.encode(value).decode()
 
 
+async def _send_text(send: Any, text: str) -> bool:
+    """Send one text message; False when the client is gone. uvicorn raises ``ClientDisconnected`` (an
+    ``OSError``) once the connection is lost, and ``RuntimeError`` once the client's close frame was
+    answered (a step still running when the client closed): either is the session's quiet end."""
+    try:
+        await send({"type": "websocket.send", "text": text})
+    except (OSError, RuntimeError):
+        return False
+    return True
+
+
+WS_PATHS = ("/ws", "/ws/")
+"""The session WebSocket's paths (openenv-core's client connects to ``/ws``; ``/ws/`` is the same route)."""
+
+
 async def _ws_session(core: ServeCore, receive: Any, send: Any) -> None:
     """One OpenEnv WebSocket session, on the raw ASGI messages (no routing or middleware per message)."""
     if (await receive())["type"] != "websocket.connect":
@@ -122,7 +137,8 @@ async def _ws_session(core: ServeCore, receive: Any, send: Any) -> None:
             try:
                 msg = msgspec.json.decode(raw)
             except msgspec.DecodeError as exc:
-                await send({"type": "websocket.send", "text": _dumps({"type": "error", "data": {"message": f"Invalid JSON: {exc}", "code": "INVALID_JSON"}})})
+                if not await _send_text(send, _dumps({"type": "error", "data": {"message": f"Invalid JSON: {exc}", "code": "INVALID_JSON"}})):
+                    break
                 continue
             kind = msg.get("type", "") if isinstance(msg, dict) else ""
             if kind == "close":
@@ -142,11 +158,10 @@ async def _ws_session(core: ServeCore, receive: Any, send: Any) -> None:
             except Exception as exc:  # noqa: BLE001 - a sandbox that cannot open is an answer, not a dead server
                 log.warning("session operation failed", session=ep.session_id, op=kind, error=f"{type(exc).__name__}: {exc}")
                 out = {"type": "error", "data": {"message": f"{type(exc).__name__}: {exc}", "code": "EXECUTION_ERROR"}}
-            await send({"type": "websocket.send", "text": _dumps(out)})
+            if not await _send_text(send, _dumps(out)):
+                break
         with contextlib.suppress(Exception):  # the client may be gone already
             await send({"type": "websocket.close", "code": 1000})
-    except OSError:  # the connection went away while sending
-        pass
     finally:
         await ep.close()
         log.info("session closed", session=ep.session_id, steps=len(ep.calls), sessions=len(core.live))
@@ -495,7 +510,7 @@ def build_app(core: ServeCore, *, host: str = "127.0.0.1", mcp_idle_seconds: flo
     async def app(scope: Any, receive: Any, send: Any) -> None:
         # the session WebSocket goes straight to its handler: Starlette's router, middleware and
         # WebSocket wrapper cost each step more than the handler itself
-        if scope["type"] == "websocket" and scope["path"] == "/ws":
+        if scope["type"] == "websocket" and scope["path"] in WS_PATHS:
             await _ws_session(core, receive, send)
         else:
             await routes(scope, receive, send)

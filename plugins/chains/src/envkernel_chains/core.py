@@ -330,7 +330,7 @@ class GraphSampler:
             self._outcome(self.target or last, False)
             return None
         try:
-            steps, final = await self.grounder.run(sb, seed, plan, self.is_duplicate)
+            steps, final = await self.grounder.run(sb, seed, plan, self.dropped)
         except Rejected as r:
             self.rejected[r.reason] += 1
             self._outcome(self.target or last, False)
@@ -516,6 +516,18 @@ class GraphSampler:
         if d not in self._seen:
             return False
         return any(s.mutating for s in steps) or len(self._asked.get(d, ())) >= self.questions_allowed()
+
+    def dropped(self, steps: list[Step]) -> str | None:
+        """Why :meth:`make_task` would drop the chain ``steps`` whatever its outputs (a duplicate, a
+        useless or repeated call, an undo, a plain create past the quota), or None. It reads only the
+        calls' arguments, links and references (and the outputs of the calls before the last), so the
+        grounder asks it before the last call and tries another row or value instead of making it."""
+        if self.is_duplicate(steps):
+            return "duplicate"
+        why = self.redundant(steps) or self.undoes(steps)
+        if why:
+            return why
+        return "plain_create_quota" if self.quota_full() and plain_create(steps) else None
 
     def quota_full(self) -> bool:
         """True when one more plain create would pass ``plain_create_share`` (never in the first 50 tasks)."""

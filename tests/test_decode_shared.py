@@ -73,8 +73,13 @@ def test_an_event_encoded_here_is_taken_by_its_first_reader_here() -> None:
     assert data == encode(ev) and stats["own"] == before["own"] + 1
     first = decode_shared(Msg(data, ev.id))
     assert first is ev and stats["decoded"] == before["decoded"]  # no decode: the producer's object
-    again = decode_shared(Msg(data, ev.id), keep=False)  # taken once: the next reader decodes
+    second = decode_shared(Msg(data, ev.id))  # the first reader kept it for a second one
+    assert second is ev and stats["decoded"] == before["decoded"]
+    again = decode_shared(Msg(data, ev.id))  # taken twice: a third reader decodes
     assert again == ev and again is not ev and stats["decoded"] == before["decoded"] + 1
+    encode_shared(ev)
+    assert decode_shared(Msg(data, ev.id), keep=False) is ev  # a reader that keeps nothing for others
+    assert decode_shared(Msg(data, ev.id)) is not ev
     standalone = encode_shared(ev, keep=False)
     assert decode_shared(Msg(standalone, ev.id)) is not ev
 

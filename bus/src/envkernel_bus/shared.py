@@ -11,7 +11,7 @@ which role methods already do.
 An event produced in the same process is kept the same way when it is encoded
 (:func:`encode_shared`): its first reader here (the run's coordinator reads every event it
 published or its workers emitted) takes the producer's own object instead of decoding the bytes
-again. A producer does not change an event once it is encoded (it is on the wire), and an event's
+again, and keeps it for a second reader as a decoding would. A producer does not change an event once it is encoded (it is on the wire), and an event's
 fields hold what decoding gives (lists, dicts with string keys, plain values): ``decode(encode(ev))
 == ev``, which ``tests/test_decode_shared.py`` checks on a real run's events (``CHECK``).
 """
@@ -37,7 +37,8 @@ one that differs is logged and not kept, so its readers decode it; a kept event 
 or a reader) is logged when taken, and the taker gets the decoded bytes."""
 
 log = structlog.get_logger("envkernel.bus")
-_kept: dict[str, tuple[bytes, Any]] = {}
+_kept: dict[str, tuple[bytes, Any, bool]] = {}
+"""Message id -> (its bytes, its event, whether its producer kept it: then its first reader keeps it for a second)."""
 stats = {"decoded": 0, "shared": 0, "own": 0}
 """Messages decoded, messages whose event was taken from an earlier reader, and events kept by their producer."""
 
@@ -53,6 +54,8 @@ def decode_shared(msg: Any, keep: bool = True) -> Any:
         if CHECK and decode(data) != got[1]:
             log.error("a kept event was changed after it was encoded or decoded", event_id=mid)
             return decode(data)
+        if got[2] and keep:  # its producer's: this first reader keeps it for a second, as if it had decoded it
+            _keep(mid, data, got[1])
         return got[1]
     ev = decode(data)
     stats["decoded"] += 1
@@ -71,11 +74,11 @@ def encode_shared(ev: Any, keep: bool = True) -> bytes:
         return data
     if keep:
         stats["own"] += 1
-        _keep(ev.id, data, ev)
+        _keep(ev.id, data, ev, own=True)
     return data
 
 
-def _keep(mid: str, data: bytes, ev: Any) -> None:
-    _kept[mid] = (data, ev)
+def _keep(mid: str, data: bytes, ev: Any, own: bool = False) -> None:
+    _kept[mid] = (data, ev, own)
     if len(_kept) > KEEP:
         del _kept[next(iter(_kept))]

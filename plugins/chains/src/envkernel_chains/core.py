@@ -216,6 +216,8 @@ class GraphSampler:
         self.planting: Counter[str] = Counter()
         """Distractor planting: ``planted``, or why a task that was tried kept the seed state alone."""
         self._seen: set[bytes] = set()
+        self.seed_rows: dict[str, Counter[Any]] = {}
+        """The seed state's tables as multisets of rows (``outcome.changed_tables``'s ``known``), counted once."""
         from .phrasing import QUESTION_SHAPES
 
         unknown = sorted(set(settings.question_shapes) - set(QUESTION_SHAPES))
@@ -386,7 +388,7 @@ class GraphSampler:
         if not {str(k) for k in goal.rows} <= seen_keys:
             self.rejected["batch_unlisted"] += 1  # the lookup does not show every row (a page, a filter)
             return None
-        outcome = state_outcome(self.seed_state, await sb.state(), self.env.generated)
+        outcome = state_outcome(self.seed_state, await sb.state(), self.env.generated, self.seed_rows)
         if outcome is None:
             self.rejected["no_op"] += 1
             return None
@@ -629,7 +631,7 @@ class GraphSampler:
             return None
         outcome = None
         if final_state is not None:
-            outcome = state_outcome(self.seed_state, final_state, self.env.generated)
+            outcome = state_outcome(self.seed_state, final_state, self.env.generated, self.seed_rows)
             if outcome is None:
                 self.rejected["no_op"] += 1
                 return None

@@ -131,6 +131,8 @@ class Grounder:
         """(tool, arguments) -> result of a read-only call made from the seed state (reads are deterministic)."""
         self.memo_cap = 20_000
         self._duplicate: Any = None
+        self.seed_rows: dict[str, Counter[Any]] = {}
+        """The seed state's tables as multisets of rows (``outcome.changed_tables``'s ``known``)."""
         """The sampler's duplicate test of a chain (see :meth:`run`), asked before the last call too."""
 
     # -- values from the seed -----------------------------------------------------------------
@@ -651,7 +653,7 @@ class Grounder:
                     raise Rejected("two_new_rows")
             if info.mutates and not info.from_model:
                 after = await sb.state()
-                if not changed_tables(current_state or self.seed, after, self.env.generated):
+                if not changed_tables(current_state or self.seed, after, self.env.generated, None if current_state else self.seed_rows):
                     raise Rejected("no_op")
                 current_state = after
         why = duplicate(steps) if duplicate is not None else None

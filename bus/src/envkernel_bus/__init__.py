@@ -4,13 +4,14 @@ from .bus import MSG_ID, REDACTED, SECRET, Bus, BusError, ResponderGone, StoreFu
 from .logs import on_signals
 from .consumer import Consumer, Done, Output, Redeliver, last_delivery
 from .feed import Feed
-from .shared import decode_shared
+from .shared import decode_shared, encode_shared
 from .server import EmbeddedServer, LocalCluster, ServerError, find_server_binary
 from . import discovery, subjects
 
 __all__ = [
     "Feed",
     "decode_shared",
+    "encode_shared",
     "MSG_ID",
     "Bus",
     "BusError",

@@ -24,7 +24,7 @@ from typing import Any
 import structlog
 from nats.aio.msg import Msg
 
-from envkernel_bus import Bus, Feed, decode_shared
+from envkernel_bus import Bus, Feed, decode_shared, encode_shared
 from envkernel_bus.subjects import EVENTS_PREFIX, STREAM
 from envkernel_schemas import (
     DecodeError,
@@ -38,7 +38,6 @@ from envkernel_schemas import (
     RunEnding,
     RunStarted,
     decode,
-    encode,
     event_id,
 )
 
@@ -135,7 +134,7 @@ class Coordinator:
         if self._replayed is not None:  # replaying: the stream may hold it already; decided when the replay ends
             self._deferred.append((ev, target))
             return
-        subject, data = subject_of(self.config, ev, target), encode(ev)
+        subject, data = subject_of(self.config, ev, target), encode_shared(ev)  # the feed brings it back to this process
         self._pubacks.append((await self.bus.publish(subject, data, ev.id), subject, data, ev.id))
         if len(self._pubacks) > 2000:
             await self._drain_pubacks()

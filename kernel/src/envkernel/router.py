@@ -24,7 +24,7 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js.errors import ObjectNotFoundError
 
-from envkernel_bus import Bus, BusError, Consumer, Done, Output, Redeliver, decode_shared, last_delivery
+from envkernel_bus import Bus, BusError, Consumer, Done, Output, Redeliver, decode_shared, encode_shared, last_delivery
 from envkernel_bus.subjects import EVENTS_PREFIX, STREAM, durable_name, kind_filter
 from envkernel_runtime.calls import as_list, call_role, close_instance as _close_instance
 from envkernel_runtime.replay import TraceCache
@@ -53,7 +53,6 @@ from envkernel_schemas import (
     Trajectory,
     VerifyReport,
     decode,
-    encode,
     event_id,
 )
 
@@ -284,7 +283,7 @@ class Worker:
                 log.exception("kernel failed while handling an event", component=comp.name, kind=ev.kind)
                 fail = self._failure(comp, ev, msg.data, exc)
                 children = [(fail, subject_of(cfg, fail))]
-            outputs = [Output(subject, encode(child), child.id) for child, subject in children if not isinstance(child, _Published)]
+            outputs = [Output(subject, encode_shared(child, self.run_scoped is not None), child.id) for child, subject in children if not isinstance(child, _Published)]
             return outputs, (ev.run, ev.id, len(children))
 
         return handle
@@ -302,7 +301,7 @@ class Worker:
                 ids = [i for i, _ in items]
                 h = Handled(run=run, id=event_id(ids[0], comp.name, f"handled/{len(ids)}/{ids[-1]}"), parent=ids[0], time=time.time(),
                             handler=comp.name, events=ids, children=[n for _, n in items])
-                outs.append(Output(subject_of(RunConfig(run_id=run), h), encode(h), h.id))
+                outs.append(Output(subject_of(RunConfig(run_id=run), h), encode_shared(h, self.run_scoped is not None), h.id))
             return outs
 
         return finalize
@@ -436,7 +435,7 @@ class Worker:
             if not isinstance(task, Task):
                 raise PluginContractError(f"{comp.name}.sample yielded {type(task).__name__}, expected Task")
             c = child(TaskProposed, n, task=task)
-            subject, data = subject_of(cfg, c), encode(c)
+            subject, data = subject_of(cfg, c), encode_shared(c, self.run_scoped is not None)
             pending.append((await self.bus.publish(subject, data, c.id), subject, data, c.id))
             n += 1
             if len(pending) >= 256:

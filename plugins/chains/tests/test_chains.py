@@ -375,3 +375,32 @@ def test_a_phrase_never_names_a_row_that_another_row_holds_in_another_field() ->
     # the other row's own name is read only as a name: it stays usable
     other = r.describe("customers", "customer", 2, [], [], customers, customers[1], [], [], [])
     assert other is not None and other.title == "Travel Fund"
+
+
+def test_a_chain_the_sampler_would_drop_is_found_before_its_last_call() -> None:
+    """The grounder asks ``GraphSampler.dropped`` before a chain's last call (and tries another row
+    or value): no last call is made for a chain then dropped as a duplicate, a useless or repeated
+    call, an undo or a plain create past the quota, and the tasks are the good ones still."""
+    early: list[str] = []
+    late: list[str] = []
+
+    class Watched(ChainSampler):
+        def dropped(self, steps):  # type: ignore[no-untyped-def]
+            why = super().dropped(steps)
+            if why:  # a step not yet called has neither output nor elements
+                (late if steps[-1].output is not None or steps[-1].elements else early).append(why)
+            return why
+
+    class WatchedChains(Chains):
+        sampler_class = Watched
+
+    env, factory = toy_shop()
+    ctx = FakeContext(component="chains", seed=1, sandboxes={env.id: factory})
+
+    async def go() -> list[Task]:
+        return [t async for t in WatchedChains(Settings(tasks_per_env=60, plain_create_share=0.2)).sample(env, ctx)]
+
+    tasks = asyncio.run(go())
+    assert len(tasks) == 60 and len({t.id for t in tasks}) == 60
+    assert early and not late, (Counter(early), Counter(late))
+    assert {"duplicate", "redundant_step", "repeated_call", "undoes_change"} <= set(early)

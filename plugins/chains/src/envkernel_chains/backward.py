@@ -78,8 +78,11 @@ class ChainSampler(GraphSampler):
     grow_tries = 6
 
     def targets(self) -> list[str]:
-        """Tools that can end a chain (every live tool whose inputs can be found)."""
-        return [n for n in self.graph.nodes if self.graph.nodes[n].get("depth", -1) >= 0]
+        """Tools that can end a chain (every live tool whose inputs can be found; kept per graph)."""
+        got = self.__dict__.get("_targets")
+        if got is None or got[0] is not self.graph:
+            got = self.__dict__["_targets"] = (self.graph, [n for n in self.graph.nodes if self.graph.nodes[n].get("depth", -1) >= 0])
+        return list(got[1])
 
     def plan(self) -> list[PlanNode] | None:
         targets = self.targets()
@@ -106,24 +109,25 @@ class ChainSampler(GraphSampler):
             targets = [t for t in targets if self.infos[t].kind != "create" or any(self._needs_of(t))] or targets
         target = rng.choices(targets, weights=[self.coverage_weight(t, 1.0) * fit(t) * kind(t) for t in targets], k=1)[0]
         self.target = target
-        trees: list[TNode] = []
+        trees: list[tuple[TNode, int]] = []  # (tree, its size in calls)
         for _ in range(self.grow_tries):
             t = self.grow(target, self.s.depth, {target})
-            if t is not None and len(t.nodes()) <= self.s.max_len:
-                trees.append(t)
-                self._sizes[target][len(t.nodes())] += 1
-                if len(t.nodes()) == want:
+            size = len(t.nodes()) if t is not None else 0
+            if t is not None and size <= self.s.max_len:
+                trees.append((t, size))
+                self._sizes[target][size] += 1
+                if size == want:
                     break
         if not trees:
             return None
-        exact = [t for t in trees if len(t.nodes()) == want]
+        exact = [t for t, size in trees if size == want]
         if want is not None:
             self._misses[want] = 0 if exact else self._misses[want] + 1
         plain = self.plain_reads()
         if exact:
             return linearize(exact[0], plain)
-        low = min(self.len_counts[len(t.nodes())] for t in trees)
-        best = [t for t in trees if self.len_counts[len(t.nodes())] == low]
+        low = min(self.len_counts[size] for _t, size in trees)
+        best = [t for t, size in trees if self.len_counts[size] == low]
         return linearize(rng.choice(best), plain)
 
     def plain_reads(self) -> set[str]:

@@ -216,6 +216,8 @@ class GraphSampler:
         self.planting: Counter[str] = Counter()
         """Distractor planting: ``planted``, or why a task that was tried kept the seed state alone."""
         self._seen: set[bytes] = set()
+        self.seed_rows: dict[str, Counter[Any]] = {}
+        """The seed state's tables as multisets of rows (``outcome.changed_tables``'s ``known``), counted once."""
         from .phrasing import QUESTION_SHAPES
 
         unknown = sorted(set(settings.question_shapes) - set(QUESTION_SHAPES))
@@ -330,7 +332,7 @@ class GraphSampler:
             self._outcome(self.target or last, False)
             return None
         try:
-            steps, final = await self.grounder.run(sb, seed, plan, self.is_duplicate)
+            steps, final = await self.grounder.run(sb, seed, plan, self.dropped)
         except Rejected as r:
             self.rejected[r.reason] += 1
             self._outcome(self.target or last, False)
@@ -386,7 +388,7 @@ class GraphSampler:
         if not {str(k) for k in goal.rows} <= seen_keys:
             self.rejected["batch_unlisted"] += 1  # the lookup does not show every row (a page, a filter)
             return None
-        outcome = state_outcome(self.seed_state, await sb.state(), self.env.generated)
+        outcome = state_outcome(self.seed_state, await sb.state(), self.env.generated, self.seed_rows)
         if outcome is None:
             self.rejected["no_op"] += 1
             return None
@@ -517,6 +519,18 @@ class GraphSampler:
             return False
         return any(s.mutating for s in steps) or len(self._asked.get(d, ())) >= self.questions_allowed()
 
+    def dropped(self, steps: list[Step]) -> str | None:
+        """Why :meth:`make_task` would drop the chain ``steps`` whatever its outputs (a duplicate, a
+        useless or repeated call, an undo, a plain create past the quota), or None. It reads only the
+        calls' arguments, links and references (and the outputs of the calls before the last), so the
+        grounder asks it before the last call and tries another row or value instead of making it."""
+        if self.is_duplicate(steps):
+            return "duplicate"
+        why = self.redundant(steps) or self.undoes(steps)
+        if why:
+            return why
+        return "plain_create_quota" if self.quota_full() and plain_create(steps) else None
+
     def quota_full(self) -> bool:
         """True when one more plain create would pass ``plain_create_share`` (never in the first 50 tasks)."""
         return self.emitted >= 50 and self.plain_creates + 1 > self.s.plain_create_share * (self.emitted + 1)
@@ -617,7 +631,7 @@ class GraphSampler:
             return None
         outcome = None
         if final_state is not None:
-            outcome = state_outcome(self.seed_state, final_state, self.env.generated)
+            outcome = state_outcome(self.seed_state, final_state, self.env.generated, self.seed_rows)
             if outcome is None:
                 self.rejected["no_op"] += 1
                 return None

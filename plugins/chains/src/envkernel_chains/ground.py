@@ -131,6 +131,8 @@ class Grounder:
         """(tool, arguments) -> result of a read-only call made from the seed state (reads are deterministic)."""
         self.memo_cap = 20_000
         self._duplicate: Any = None
+        self.seed_rows: dict[str, Counter[Any]] = {}
+        """The seed state's tables as multisets of rows (``outcome.changed_tables``'s ``known``)."""
         """The sampler's duplicate test of a chain (see :meth:`run`), asked before the last call too."""
 
     # -- values from the seed -----------------------------------------------------------------
@@ -610,7 +612,10 @@ class Grounder:
     # -- running a chain --------------------------------------------------------------------------
 
     async def run(self, sb: Any, seed_handle: str, plan: list[PlanNode], duplicate: Any = None) -> tuple[list[Step], State | None]:
-        """Execute ``plan`` from the seed state; raises :class:`Rejected` when it cannot be grounded."""
+        """Execute ``plan`` from the seed state; raises :class:`Rejected` when it cannot be grounded.
+
+        ``duplicate(steps)``: why the chain ``steps`` would be dropped (``duplicate``, ``redundant_step``...),
+        or None; asked before the last call (another row or value is tried instead) and once more at the end."""
         if self.dirty:
             await sb.restore(seed_handle)
             self.restores += 1
@@ -648,11 +653,12 @@ class Grounder:
                     raise Rejected("two_new_rows")
             if info.mutates and not info.from_model:
                 after = await sb.state()
-                if not changed_tables(current_state or self.seed, after, self.env.generated):
+                if not changed_tables(current_state or self.seed, after, self.env.generated, None if current_state else self.seed_rows):
                     raise Rejected("no_op")
                 current_state = after
-        if duplicate is not None and duplicate(steps):
-            raise Rejected("duplicate")
+        why = duplicate(steps) if duplicate is not None else None
+        if why:
+            raise Rejected(why)
         final_state = None
         if any(s.mutating for s in steps):
             final_state = current_state if current_state is not None else await sb.state()
@@ -731,8 +737,10 @@ class Grounder:
                 continue
             args = {**linked, **lit}
             args = {k: args[k] for k in info.params if k in args}
-            if final and self._duplicate is not None and self._duplicate([*steps, Step(index=i, info=info, args=args)]):
-                errors["duplicate"] += 1  # an emitted task already ends so: try another row or value before any call
+            why = self._duplicate([*steps, Step(index=i, info=info, args=args, links=chosen, refs=refs,
+                                               target=refs.get(key_param) if key_param else None)]) if final and self._duplicate else None
+            if why:  # an emitted task already ends so, or the chain would be dropped: try another row or value before any call
+                errors[why] += 1
                 for name, link in chosen.items():
                     if len(options[name]) > 1 and link in options[name]:
                         options[name].remove(link)

@@ -41,20 +41,27 @@ def same_rows(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
     return Counter(map(row_key, a)) == Counter(map(row_key, b))
 
 
-def changed_tables(before: State, after: State, generated: dict[str, list[str]]) -> list[str]:
-    """Tables whose rows differ once generated columns are removed, in ``after``'s order."""
+def changed_tables(before: State, after: State, generated: dict[str, list[str]], known: dict[str, Counter[Any]] | None = None) -> list[str]:
+    """Tables whose rows differ once generated columns are removed, in ``after``'s order.
+    ``known``: the multisets of ``before``'s tables, filled as they are counted (pass the same dict
+    for the same ``before``, e.g. the seed state, and each of its tables is counted once)."""
     names = list(after) + [t for t in before if t not in after]
     out = []
     for t in names:
         g = generated.get(t, [])
-        if not same_rows(strip(before.get(t, []), g), strip(after.get(t, []), g)):
+        was = known.get(t) if known is not None else None
+        if was is None:
+            was = Counter(map(row_key, strip(before.get(t, []), g)))
+            if known is not None:
+                known[t] = was
+        if was != Counter(map(row_key, strip(after.get(t, []), g))):
             out.append(t)
     return out
 
 
-def state_outcome(before: State, after: State, generated: dict[str, list[str]]) -> Outcome | None:
-    """The Outcome of a chain that changed state, or None when nothing (observable) changed."""
-    tables = changed_tables(before, after, generated)
+def state_outcome(before: State, after: State, generated: dict[str, list[str]], known: dict[str, Counter[Any]] | None = None) -> Outcome | None:
+    """The Outcome of a chain that changed state, or None when nothing (observable) changed (``known``: see :func:`changed_tables`)."""
+    tables = changed_tables(before, after, generated, known)
     if not tables:
         return None
     return Outcome(

@@ -262,10 +262,10 @@ class Resolver:
         if self.rng is None or self.rng.random() >= self.superlative_share:
             return None
         key = self.schema.key(table)
-        rows = [nr for _raw, nr in self._normed(table) if nr.get(key) in base]
         fields = [k for k, v in seed_row.items() if k not in skip and not is_id_name(k) and (isinstance(v, (int, float)) or _stamp(v))
                   and not isinstance(v, bool) and norm(row_now.get(k)) == norm(v)]
         self.rng.shuffle(fields)
+        rows = [nr for _raw, nr in self._normed(table) if nr.get(key) in base] if fields else []
         for k in fields:
             mine = norm(seed_row[k])
             if _stamp(seed_row[k]):  # a time: the latest or earliest (ISO times of one format compare as text)

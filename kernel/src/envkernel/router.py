@@ -60,7 +60,7 @@ from envkernel_schemas import (
 from . import config as cfgmod
 from .config import RunConfig
 from .context import Context, RecordingToolEnv, load_update, store_env, store_update, update_key
-from .errors import EnvkernelError, InfraError, UpdateError, UpdateRefused
+from .errors import EnvkernelError, InfraError, SandboxError, UpdateError, UpdateRefused
 from .plugins import Component, Registry
 from .roles import AppliesUpdates, Finishes, Updates, missing_methods
 from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, subject_of
@@ -174,7 +174,7 @@ class Worker:
                 except Exception as exc:  # noqa: BLE001 - the server may be gone already
                     log.debug("could not delete a run's consumer", consumer=c.durable, error=str(exc))
         if self.pool.opened:
-            log.info("sandbox pool", opened=self.pool.opened, reused=self.pool.reused, replayed=self.traces.served, repeated=self.traces.repeated)
+            log.info("sandbox pool", opened=self.pool.opened, reused=self.pool.reused, replayed=self.traces.served, repeated=self.traces.repeated, mismatches=self.traces.mismatches)
         await self.pool.close()
         for svc in self._services:
             await svc.stop()
@@ -489,13 +489,15 @@ class Worker:
         offered = set(ev.task.tools)
         tools = [t for t in env.tools if not offered or t.name in offered]
         t0 = time.perf_counter()
-        replay = self.traces.replay(self.pool._key(ctx.runner, env, ctx.seed), env, ev.task.seed_patch() if ev.task.planted else None)
+        replay = self.traces.replay(self.pool._key(ctx.runner, env, ctx.seed), env, ev.task.seed_patch() if ev.task.planted else None,
+                                    [ctx.config.resolved.get(ctx.runner), ctx.config.overrides.get(ctx.runner)])  # the runner's settings
         async with contextlib.AsyncExitStack() as stack:
             async def lease() -> Sandbox:  # at the first call: ~40 % of a gate run's rollouts (do-nothing, mutants that do not apply) make none
                 sb = await stack.enter_async_context(ctx.sandbox(env))
                 if ev.task.planted:  # the task's own initial state: the seed plus its distractor rows
                     await sb.patch(ev.task.seed_patch())
-                await replay.catch_up(sb) if replay is not None else None  # the calls the known traces answered, made again
+                if replay is not None and (differs := await replay.catch_up(sb)):  # the calls the known traces answered, made again
+                    raise SandboxError(f"a known trace did not repeat ({differs}): the rollout is tried again on sandboxes alone")
                 return sb
 
             async def read() -> Any:

@@ -211,7 +211,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         if resume and not taken:
             raise ConfigError(f"--resume: run {config.run_id!r} is not on {without_secrets(nats_url)} (its stream is gone): it cannot be resumed")
         if taken and not resume:
-            raise ConfigError(f"run id {config.run_id!r} is already used on {nats_url}: choose another --run-id")
+            raise ConfigError(f"run id {config.run_id!r} is already used on {without_secrets(nats_url)}: choose another --run-id")
     except BaseException:
         if bus is not None:
             await bus.close()
@@ -235,7 +235,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
                     own=config.run_id if config.own_work else None)
     if remote:
         log.info("this run uses remote components: serve them with `envkernel worker --plugins PLUGIN --nats-url URL`",
-                 remote=sorted(remote), nats=nats_url)
+                 remote=sorted(remote), nats=without_secrets(nats_url))
     coord = Coordinator(bus, config, recorder, lambda kind: synthesizer_for(config, sources, kind), on_event=progress.update, resume=resume)
     progress.work = lambda: (coord.reports, coord.reports + coord.outstanding)  # handled reports: received, expected
     bus.on_closed(lambda: coord.stop_run(f"lost the bus: {bus.lost}"))

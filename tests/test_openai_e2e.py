@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +137,44 @@ def test_llm_judge_as_the_reward_model(tmp_path: Path) -> None:
     assert judged == 3 * n  # reference + do-nothing at the gate, then the openai rollout
     assert all(r["reward"]["model"] == "judge" for r in lines(folder / "rollouts.jsonl"))
     assert files_containing(folder, SECRET.encode()) == []
+
+
+def test_local_workers_get_the_runs_secrets_and_url_off_argv(tmp_path: Path, reference_tasks: list[dict[str, Any]], nats_server: str) -> None:
+    """``--workers 1 --set openai.api_key=...``: the local worker's openai policy uses the key given by
+    ``--set`` (no OPENAI_API_KEY anywhere), although the runs bucket holds it redacted; neither the key
+    nor the NATS URL is on a local worker's command line (``ps``)."""
+    key = "sk-set-by-flag"
+    env = {"OPENAI_BASE_URL": "", "OPENAI_MODEL": "scripted"}
+    cmd = [ENVKERNEL, "--json-logs", "--log-level", "debug", "run", "--out", str(tmp_path), "--run-id", "lwk", "--seed", "3", "--no-progress",
+           "--timeout", "240", "--plugins", "+openai", "--policy", "openai", "-G", "4", "--workers", "1", "--nats-url", nats_server,
+           "--set", f"openai.api_key={key}"]
+    seen: dict[int, str] = {}
+    with ScriptedServer(Oracle(reference_tasks), record=True) as srv:
+        env["OPENAI_BASE_URL"] = srv.base_url
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ENVKERNEL_"))} | env
+        with (tmp_path / "run.out").open("w") as outf, (tmp_path / "run.err").open("w") as errf:
+            proc = subprocess.Popen(cmd, stdout=outf, stderr=errf, text=True, env=full_env)
+            while proc.poll() is None:  # every envkernel worker alive meanwhile, with its command line
+                for d in Path("/proc").iterdir():
+                    try:
+                        line = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    except OSError:
+                        continue
+                    if " worker" in line and "envkernel" in line and d.name.isdigit():
+                        seen[int(d.name)] = line
+                time.sleep(0.1)
+        out, err = (tmp_path / "run.out").read_text(), (tmp_path / "run.err").read_text()
+        auths = set(srv.authorizations)
+    assert proc.returncode == 0, err[-3000:]
+    folder = tmp_path / "lwk"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["tasks"] == len(reference_tasks) and summary["failures"] == 0 and summary["mean_reward"] == 1.0
+    worker_log = (folder / "workers" / "worker-0.log").read_text()
+    stopped = [json.loads(x) for x in worker_log.splitlines() if '"worker stopped"' in x]
+    assert stopped and stopped[0]["handled"].get("openai", 0) > 0, worker_log[-3000:]  # the worker rolled some out, with the key
+    assert auths == {f"Bearer {key}"}
+    assert seen, "no local worker was seen running"
+    for line in seen.values():
+        assert "nats://" not in line and nats_server.rsplit(":", 1)[1] not in line and key not in line, line
+    assert files_containing(folder, key.encode()) == []  # config.json, the workers' logs, outputs
+    assert key not in out and key not in err

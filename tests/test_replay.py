@@ -102,3 +102,101 @@ async def test_a_timeout_is_not_kept_and_replay_can_be_turned_off(monkeypatch: A
     assert cache.replay(("process", 0, "env"), Workspace()) is None
     monkeypatch.setenv("ENVKERNEL_REPLAY", "0")
     assert cache.replay(("process", 0, "env"), None) is None
+
+
+async def test_the_runners_settings_are_part_of_the_start(served_pool: Any) -> None:
+    """The same calls under other runner settings (a memory or response limit can change a result) are not answered from the cache."""
+    env = sample_env()
+    async with served_pool(per_env=2) as pool:
+        seed = await pool.seed_state("process", env, run="r")
+        product = next(rows for t, rows in seed.items() if "product" in t)[0]["id"]
+        calls = [("get_product", {"product_id": product})]
+        cache = TraceCache()
+
+        async def walk(settings: Any) -> list[int]:
+            leases: list[int] = []
+            replay = cache.replay(pool._key("process", env, 0), env, None, settings)
+            async def lease() -> Sandbox:
+                leases.append(1)
+                sb = await stack.enter_async_context(pool.lease("process", env, run="r"))
+                await replay.catch_up(sb)  # type: ignore[union-attr]
+                return sb
+            async with contextlib.AsyncExitStack() as stack:
+                tool_env = RecordingToolEnv(None, env.tools, lease, replay)
+                for name, args in calls:
+                    await tool_env.call(name, args)
+            return leases
+
+        small, large = [{"memory_mb": 256}, None], [{"memory_mb": 1024}, None]
+        assert await walk(small) == [1]
+        assert await walk(small) == [] and cache.served == 1  # the same settings: known
+        assert await walk(large) == [1] and cache.served == 1  # other settings: made again
+
+
+async def test_a_hit_is_a_copy_of_its_own(served_pool: Any) -> None:
+    """A consumer that changes a result or a final state it got from the cache changes nothing for the next one."""
+    env = sample_env()
+    async with served_pool(per_env=2) as pool:
+        seed = await pool.seed_state("process", env, run="r")
+        customer = next(rows for t, rows in seed.items() if "customer" in t)[0]["id"]
+        trace = [("list_orders", {"customer_id": customer}), ("get_customer", {"customer_id": customer})]
+        direct = await _rollout(pool, None, env, trace, [])
+        cache = TraceCache()
+        assert await _rollout(pool, cache, env, trace, []) == direct
+        results, state = await _rollout(pool, cache, env, trace, [])  # from the cache
+        assert (results, state) == direct and cache.served == 2
+        results[1].value["name"] = "changed by a consumer"  # type: ignore[index]
+        results[0].value.clear() if isinstance(results[0].value, (list, dict)) else None
+        next(iter(state.values())).clear()
+        assert await _rollout(pool, cache, env, trace, []) == direct and cache.served == 4
+
+
+def test_the_cache_is_bounded_by_bytes() -> None:
+    async def go() -> None:
+        cache = TraceCache(results_bytes=64_000, states_bytes=64_000)
+        for i in range(200):  # 200 results of ~1 KB each, from 200 starts
+            walk = cache.replay(("process", 0, f"env{i}"), None)
+            assert walk is not None and await walk.known("get", {}, True) is None
+            walk.learn(ToolResult(ok=True, value={"i": i, "text": "x" * 1000}))
+        assert cache.results.size <= 64_000 and 40 <= len(cache.results.items) <= 64
+        old = cache.replay(("process", 0, "env0"), None)
+        assert old is not None and await old.known("get", {}, True) is None  # the oldest went first
+        old.learn(None)
+        new = cache.replay(("process", 0, "env199"), None)
+        assert new is not None and (await new.known("get", {}, True)).value["i"] == 199  # type: ignore[union-attr]
+        big = cache.replay(("process", 0, "big"), None)
+        assert big is not None and await big.known("get", {}, True) is None
+        big.learn(ToolResult(ok=True, value="y" * 20_000))  # more than an eighth of the table: not kept
+        assert cache.results.size <= 64_000 and await cache.replay(("process", 0, "big"), None).known("get", {}, True) is None  # type: ignore[union-attr]
+
+    asyncio.run(go())
+
+
+async def test_a_mismatch_drops_the_entry_and_the_start_falls_back_to_sandboxes(served_pool: Any) -> None:
+    """A known result that a sandbox does not repeat (an earlier execution gave another one: the environment
+    is not deterministic) is counted, dropped and said; that start is then answered by sandboxes alone."""
+    env = sample_env()
+    async with served_pool(per_env=2) as pool:
+        seed = await pool.seed_state("process", env, run="r")
+        customer = next(rows for t, rows in seed.items() if "customer" in t)[0]["id"]
+        product = next(rows for t, rows in seed.items() if "product" in t)[0]["id"]
+        look, other = ("get_customer", {"customer_id": customer}), ("get_product", {"product_id": product})
+        direct = await _rollout(pool, None, env, [look, other], [])
+        cache = TraceCache()
+        start = pool._key("process", env, 0)
+        earlier = cache.replay(start, env)  # what another execution of the first call gave
+        assert earlier is not None and await earlier.known(*look, True) is None
+        earlier.learn(ToolResult(ok=True, value={"id": customer, "name": "someone else"}))
+
+        walk = cache.replay(start, env)
+        assert walk is not None
+        assert (await walk.known(*look, True)).value["name"] == "someone else"  # type: ignore[union-attr]
+        assert await walk.known(*other, True) is None  # the trace leaves the cache: a sandbox repeats the first call
+        async with pool.lease("process", env, run="r") as sb:
+            differs = await walk.catch_up(sb)
+        walk.learn(None)
+        assert "get_customer" in differs and "someone else" in differs
+        assert cache.mismatches == 1 and cache.repeated == 1
+        assert cache.replay(start, env) is None  # sandboxes alone from now on
+        leases: list[int] = []
+        assert await _rollout(pool, cache, env, [look, other], leases) == direct and leases == [1]

@@ -100,3 +100,51 @@ def test_stuffing_a_wrapped_lookup_is_caught_by_the_precision_check(real: Any) -
             applied += 1
             assert answer_check(t.outcome, m.answer)[0] < 1.0, (t.request, t.outcome.answer_absent)
     assert applied >= 3, [t.request for t in reads]
+
+
+ONE_OBJECT = {"bluesky-atproto-xrpc.json": ("app_bsky_actor_get_profile", "com_atproto_repo_describe_repo", "com_atproto_server_describe_server"),
+              "slack-web-api.json": ()}
+"""Spec -> read tools that answer one object without an ``id`` member (a profile keyed by its ``did``, with its labels)."""
+PAGES = {"bluesky-atproto-xrpc.json": {"app_bsky_graph_get_follows": "follows", "app_bsky_feed_get_likes": "likes"},
+         "slack-web-api.json": {"conversations_list": "channels", "conversations_members": "members", "files_list": "files"}}
+"""Spec -> list tools whose envelope holds its rows beside other members (the subject of the list, ``ok``, ``paging``)."""
+
+
+@pytest.fixture(scope="module")
+def objects() -> dict[str, dict[str, Any]]:
+    """spec -> tool -> its real result, for the tools of ONE_OBJECT and PAGES, called in real process sandboxes."""
+    async def go() -> dict[str, dict[str, Any]]:
+        runner = process.ProcessRunner()
+        try:
+            return {name: dict(await _listed(synthesize_file(CORPUS / name)[0], runner)) for name in sorted(ONE_OBJECT.keys() | PAGES.keys())}
+        finally:
+            await runner.aclose()
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("spec", sorted(ONE_OBJECT.keys() | PAGES.keys()))
+def test_one_object_without_an_id_is_not_an_envelope(objects: Any, spec: str) -> None:
+    from envkernel_kit.answers import envelope_key
+
+    for tool in ONE_OBJECT[spec]:
+        value = objects[spec][tool]
+        assert isinstance(value, dict) and not any(k in value for k in ("id", "uuid")), (tool, value)
+        assert any(isinstance(v, (list, dict)) and v for v in value.values()), (tool, value)  # it holds parts that a careless reading takes for rows
+        assert envelope_key(value) is None and result_rows(value) == [], (tool, sorted(value))
+        assert stuffed_answer("The answer.", [value, {"x": 1}], last_too=False) is None, tool  # nothing to stuff: one object
+    for tool, member in PAGES[spec].items():
+        value = objects[spec][tool]
+        assert envelope_key(value) == member and result_rows(value) == value[member] and len(value[member]) >= 2, (tool, sorted(value))
+
+
+def test_an_empty_named_list_is_an_empty_page() -> None:
+    """A JSON:API compound document (jsonapi.org) with no primary rows: ``data`` is the page, ``included`` its related objects."""
+    from envkernel_kit.answers import envelope_key
+
+    page = {"data": [], "included": [{"type": "people", "attributes": {"name": "Dan"}}, {"type": "people", "attributes": {"name": "Ann"}}],
+            "links": {"self": "/articles?page=2"}}
+    assert envelope_key(page) == "data" and result_rows(page) == []
+    assert stuffed_answer("None.", [page, {}], last_too=False) is None
+    two = {"users": [], "groups": [{"name": "ops"}, {"name": "dev"}], "has_more": False}  # two lists, neither named: not a page of either
+    assert envelope_key(two) is None and result_rows(two) == []

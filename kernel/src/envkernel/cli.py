@@ -164,14 +164,22 @@ def _apply_sets(prep: Any, sets: tuple[str, ...]) -> None:
 
 
 @cli.command()
-@click.option("--plugins", envvar="ENVKERNEL_PLUGINS", required=True, help="Plugins whose stages this worker serves (a,b,c or +x,-y).")
-@click.option("--nats-url", envvar="ENVKERNEL_NATS_URL", required=True, help="The NATS server (cluster) the runs use.")
-def worker(plugins: str, nats_url: str) -> None:
+@click.option("--plugins", envvar="ENVKERNEL_PLUGINS", help="Plugins whose stages this worker serves (a,b,c or +x,-y).")
+@click.option("--nats-url", envvar="ENVKERNEL_NATS_URL", help="The NATS server (cluster) the runs use.")
+@click.option("--run-from-stdin", "local", is_flag=True, hidden=True, help="A local worker of `envkernel run --workers`: one run's URL and config, as JSON on stdin.")
+def worker(plugins: str | None, nats_url: str | None, local: bool) -> None:
     """Serve some plugins' stages for every run in progress on a NATS server."""
+    from .config import RunConfig
     from .plugins import resolve_selection
     from .run import serve
 
     tune_gc()
+    if local:  # the run's settings (secrets too) and URL (credentials too) stay off argv
+        got = msgspec.json.decode(sys.stdin.buffer.read(), type=dict[str, Any])
+        run_cfg = msgspec.convert(got["config"], RunConfig)
+        return asyncio.run(serve(run_cfg.selected, got["nats_url"], run=run_cfg))
+    if not plugins or not nats_url:
+        raise UsageError(f"worker: missing option {'--plugins' if not plugins else '--nats-url'} (or ENVKERNEL_PLUGINS / ENVKERNEL_NATS_URL)")
     asyncio.run(serve(resolve_selection(plugins), nats_url))
 
 

@@ -77,6 +77,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     remote: list[str] = msgspec.field(default_factory=list)
     """``ROLE:COMPONENT`` entries this run uses but does not serve: ``envkernel worker`` processes
     elsewhere (a GPU box for a trainer) serve them over NATS. They need not be installed here."""
+    own_work: bool = False
+    """The run's own process and its local workers (``--workers``) serve its work, on consumers of their own; other processes leave it (but ``remote``)."""
     out: str = ""
     """Run folder (resolved)."""
     settings: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)

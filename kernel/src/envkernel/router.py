@@ -59,7 +59,7 @@ from envkernel_schemas import (
 from . import config as cfgmod
 from .config import RunConfig
 from .context import Context, RecordingToolEnv, load_update, store_env, store_update, update_key
-from .errors import EnvkernelError, InfraError, UpdateError, UpdateRefused
+from .errors import EnvkernelError, InfraError, SandboxError, UpdateError, UpdateRefused
 from .plugins import Component, Registry
 from .roles import AppliesUpdates, Finishes, Updates, missing_methods
 from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, subject_of
@@ -87,13 +87,13 @@ class Worker:
     """Serves the given components of a registry, for every run whose config selects them."""
 
     def __init__(self, bus: Bus, registry: Registry, served: list[str], *, known: dict[str, RunConfig] | None = None,
-                 run_scoped: str | None = None) -> None:
+                 run_scoped: str | None = None, own: str | None = None) -> None:
         """``run_scoped``: the run whose own process this is. Its broadcast components (trainers)
         then get consumers of their own for that run, never shared with other processes; without
         it (``envkernel worker``), a broadcast component serves only the runs that name it in
-        ``--remote``, so no trainer's groups are ever split between processes."""
-        self.bus = bus
-        self.run_scoped = run_scoped
+        ``--remote``, so no trainer's groups are ever split between processes. ``own``: a run with
+        ``own_work``; its work components get consumers of that run's own (``<durable>__<run>``)."""
+        self.bus, self.run_scoped, self.own, self._own_work = bus, run_scoped, own, set[str]()
         self.registry = registry
         self.served = [registry.get(n) for n in served]
         self._configs: dict[str, RunConfig] = dict(known or {})
@@ -136,9 +136,10 @@ class Worker:
                 kinds.append((kind, None))
             for kind, target in kinds:
                 concurrency = int(getattr(comp.factory, "concurrency", 1024))
-                durable, run = durable_name(kind, comp.name), "*"
-                if target is None and self.run_scoped:
-                    durable, run = f"{durable}__{self.run_scoped}", self.run_scoped
+                durable, run, scope = durable_name(kind, comp.name), "*", self.own if target else self.run_scoped
+                if scope:
+                    durable, run = f"{durable}__{scope}", scope
+                    self._own_work.update([durable] if target else [])
                 consumer = Consumer(
                     self.bus,
                     durable,
@@ -165,14 +166,14 @@ class Worker:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if finish_run:
             await self._finish_trainers(finish_run)
-        for c in self._consumers:  # a run's own consumers go with it
-            if self.run_scoped and c.durable.endswith(f"__{self.run_scoped}"):
+        for c in self._consumers:  # a run's own consumers go with it (after an abort, its work's stay: --resume carries them on)
+            if self.run_scoped and c.durable.endswith(f"__{self.run_scoped}") and not (finish_run and c.durable in self._own_work):
                 try:
                     await self.bus.js.delete_consumer(STREAM, c.durable)
                 except Exception as exc:  # noqa: BLE001 - the server may be gone already
                     log.debug("could not delete a run's consumer", consumer=c.durable, error=str(exc))
         if self.pool.opened:
-            log.info("sandbox pool", opened=self.pool.opened, reused=self.pool.reused, replayed=self.traces.served, repeated=self.traces.repeated)
+            log.info("sandbox pool", opened=self.pool.opened, reused=self.pool.reused, replayed=self.traces.served, repeated=self.traces.repeated, mismatches=self.traces.mismatches)
         await self.pool.close()
         for svc in self._services:
             await svc.stop()
@@ -273,8 +274,8 @@ class Worker:
                 return [], None
             if broadcast and comp.name not in cfg.components.get(comp.role, []):
                 return [], None  # a broadcast event of a run that does not use this component
-            if broadcast and self.run_scoped is None and f"{comp.role}:{comp.name}" not in cfg.remote:
-                return [], None  # the run's own process serves it (on a consumer of its own)
+            if (broadcast and self.run_scoped is None or not broadcast and cfg.own_work and self.own != ev.run) and f"{comp.role}:{comp.name}" not in cfg.remote:
+                return [], None  # the run's own process (and its local workers) serve it, on consumers of their own
             try:
                 children = await self._invoke(comp, cfg, ev, msg.data, last_try=last_delivery(msg))
             except Redeliver:
@@ -328,7 +329,7 @@ class Worker:
                 log.error("plugin failed; the run goes on", plugin=comp.name, role=comp.role, kind=ev.kind, classification=fail.classification, error=error)
                 return [(fail, subject_of(cfg, fail))]
         self.handled[comp.name] += 1
-        log.debug("handled", component=comp.name, kind=ev.kind, children=len(children), ms=round((time.perf_counter() - t0) * 1000, 2))
+        log.debug("handled", component=comp.name, kind=ev.kind, run=ev.run, children=len(children), ms=round((time.perf_counter() - t0) * 1000, 2))
         return children
 
     @staticmethod
@@ -487,13 +488,15 @@ class Worker:
         offered = set(ev.task.tools)
         tools = [t for t in env.tools if not offered or t.name in offered]
         t0 = time.perf_counter()
-        replay = self.traces.replay(self.pool._key(ctx.runner, env, ctx.seed), env, ev.task.seed_patch() if ev.task.planted else None)
+        replay = self.traces.replay(self.pool._key(ctx.runner, env, ctx.seed), env, ev.task.seed_patch() if ev.task.planted else None,
+                                    [ctx.config.resolved.get(ctx.runner), ctx.config.overrides.get(ctx.runner)])  # the runner's settings
         async with contextlib.AsyncExitStack() as stack:
             async def lease() -> Sandbox:  # at the first call: ~40 % of a gate run's rollouts (do-nothing, mutants that do not apply) make none
                 sb = await stack.enter_async_context(ctx.sandbox(env))
                 if ev.task.planted:  # the task's own initial state: the seed plus its distractor rows
                     await sb.patch(ev.task.seed_patch())
-                await replay.catch_up(sb) if replay is not None else None  # the calls the known traces answered, made again
+                if replay is not None and (differs := await replay.catch_up(sb)):  # the calls the known traces answered, made again
+                    raise SandboxError(f"a known trace did not repeat ({differs}): the rollout is tried again on sandboxes alone")
                 return sb
 
             async def read() -> Any:

@@ -20,7 +20,7 @@ from envkernel_bus import Bus, EmbeddedServer, discovery, env_seconds, on_signal
 from envkernel_bus.progress import Progress, Status
 from envkernel_bus.subjects import STREAM, durable_name
 from envkernel_runtime.envdir import write_atomic
-from envkernel_runtime.workers import start_local_workers, stop_local_workers
+from envkernel_runtime.workers import check_remote, start_local_workers, stop_local_workers
 from envkernel_schemas import RunFinished, event_id, is_token
 
 from . import config as cfgmod
@@ -92,20 +92,6 @@ def stall_seconds() -> float:
         return env_seconds("ENVKERNEL_STALL_SECONDS", 60)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-
-
-async def _check_remote(bus: Bus, config: RunConfig, nats_url: str) -> None:
-    """Warn about each remote component no worker has ever served on this server (the run would wait for it)."""
-    for role, name in remote_components(config.remote):
-        kind = WORK_INPUTS.get(role) or BROADCAST_INPUTS.get(role, ("",))[0]
-        if not kind:
-            continue
-        try:
-            await bus.js.consumer_info(STREAM, durable_name(kind, name))
-        except Exception as exc:  # noqa: BLE001 - not found, or the server could not say: warn either way
-            log.warning("no worker has served this remote component on this server yet; the run waits for one "
-                        "(start `envkernel worker --plugins PLUGIN --nats-url URL`, and bound the wait with --timeout)",
-                        component=name, role=role, nats=nats_url, detail=f"{type(exc).__name__}: {exc}")
 
 
 def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None) -> Prepared:
@@ -199,6 +185,10 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
                   resume: bool = False, workers: int = 0) -> RunResult:
     """Run the pipeline to completion and write the run folder (``resume``: carry on a killed run from its stream; ``workers``:
     local ``envkernel worker`` processes that share its work, see ``envkernel_runtime.workers``)."""
+    if workers and not prep.config.own_work:  # its work then goes to consumers of its own, which its local workers share
+        if resume:
+            raise ConfigError("--resume --workers: the run was started without local workers (its work is on shared consumers); resume it without --workers")
+        prep.config = msgspec.structs.replace(prep.config, own_work=True)
     config, out = prep.config, prep.out_dir
     public = cfgmod.public(config)
     server = None
@@ -221,7 +211,7 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         if resume and not taken:
             raise ConfigError(f"--resume: run {config.run_id!r} is not on {without_secrets(nats_url)} (its stream is gone): it cannot be resumed")
         if taken and not resume:
-            raise ConfigError(f"run id {config.run_id!r} is already used on {nats_url}: choose another --run-id")
+            raise ConfigError(f"run id {config.run_id!r} is already used on {without_secrets(nats_url)}: choose another --run-id")
     except BaseException:
         if bus is not None:
             await bus.close()
@@ -241,10 +231,11 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
     registry = prep.registry
     sources = {c.name: c.sources for c in registry.by_role("synthesizer")}
     remote = {n for _, n in remote_components(config.remote)}
-    worker = Worker(bus, registry, [n for n in registry.components if n not in remote], known={config.run_id: config}, run_scoped=config.run_id)
+    worker = Worker(bus, registry, [n for n in registry.components if n not in remote], known={config.run_id: config}, run_scoped=config.run_id,
+                    own=config.run_id if config.own_work else None)
     if remote:
         log.info("this run uses remote components: serve them with `envkernel worker --plugins PLUGIN --nats-url URL`",
-                 remote=sorted(remote), nats=nats_url)
+                 remote=sorted(remote), nats=without_secrets(nats_url))
     coord = Coordinator(bus, config, recorder, lambda kind: synthesizer_for(config, sources, kind), on_event=progress.update, resume=resume)
     progress.work = lambda: (coord.reports, coord.reports + coord.outstanding)  # handled reports: received, expected
     bus.on_closed(lambda: coord.stop_run(f"lost the bus: {bus.lost}"))
@@ -256,8 +247,9 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
     helpers: list[Any] = []  # local workers (--workers)
     try:
         await worker.start()
-        helpers = await asyncio.to_thread(start_local_workers, workers, config.selected, nats_url, out)
-        await _check_remote(bus, config, nats_url)
+        helpers = await asyncio.to_thread(start_local_workers, workers, msgspec.json.encode({"nats_url": nats_url, "config": config}), out)
+        await check_remote(lambda durable: bus.js.consumer_info(STREAM, durable), [(role, name, durable_name(WORK_INPUTS.get(role) or BROADCAST_INPUTS[role][0], name))
+                           for role, name in remote_components(config.remote) if role in WORK_INPUTS or role in BROADCAST_INPUTS], without_secrets(nats_url))
         await coord.start()
         watchdog = asyncio.create_task(coord.watch(stall_seconds()))
         with progress:
@@ -315,13 +307,15 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
     return RunResult(exit_code, summary, out)
 
 
-async def serve(names: list[str], nats_url: str, *, stop: asyncio.Event | None = None) -> None:
-    """``envkernel worker``: serve these plugins' stages for every run in progress until stopped."""
+async def serve(names: list[str], nats_url: str, *, stop: asyncio.Event | None = None, run: RunConfig | None = None) -> None:
+    """``envkernel worker``: serve these plugins' stages for every run in progress until stopped (``run``: a
+    local worker of that run, ``envkernel_runtime.workers``: only its work components, only its work)."""
     registry = load(names)
     if not registry.components:
         raise PluginError(f"plugins {', '.join(names)} provide no components to serve")
     bus = await Bus.connect(nats_url, name=f"envkernel-worker-{os.getpid()}")
-    worker = Worker(bus, registry, list(registry.components))
+    served = [n for n, c in registry.components.items() if run is None or c.role in WORK_INPUTS and f"{c.role}:{n}" not in run.remote]
+    worker = Worker(bus, registry, served, known={run.run_id: run} if run else None, own=run.run_id if run else None)
     stop = stop or asyncio.Event()
     on_signals(stop.set, EXIT_ABORTED)
     bus.on_closed(stop.set)

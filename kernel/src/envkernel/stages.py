@@ -16,13 +16,12 @@ dropped (EnvCraft's filter), and an emitted task carries its ``solve_rate`` and 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+from envkernel_runtime.taskkey import task_key
 from envkernel_schemas import (
     DecodeError,
     Event,
@@ -67,12 +66,6 @@ class _Group:
     size: int
     scored: dict[int, ScoredRollout] = field(default_factory=dict)
     failed: set[int] = field(default_factory=set)
-
-
-def task_key(task: Task) -> bytes:
-    """De-duplication key: a 16-byte digest of the environment, chain signature, grounded arguments and what is asked (answer facts and rows)."""
-    o, calls = task.outcome, [[c.name, c.arguments] for c in task.calls]
-    return hashlib.blake2b(json.dumps([task.env_id, task.signature, calls, o.answer_facts, o.answer_rows, o.answer_absent, o.answer_ordered], sort_keys=True, default=str).encode(), digest_size=16).digest()
 
 
 class Stages:

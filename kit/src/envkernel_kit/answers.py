@@ -24,8 +24,8 @@ import math
 import re
 from typing import Any, NamedTuple
 
-__all__ = ["ITEM_KEYS", "NUMBER", "Unit", "answer_check", "answer_units", "find_number", "is_number", "mentions", "result_rows",
-           "stuffed_answer"]
+__all__ = ["ITEM_KEYS", "META_WORDS", "NUMBER", "Unit", "answer_check", "answer_units", "envelope_key", "find_number", "is_number", "mentions",
+           "result_rows", "stuffed_answer"]
 
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
 """A number as written in an answer (thousands separators allowed), not part of a word or id."""
@@ -160,26 +160,53 @@ ITEM_KEYS = ("items", "data", "results", "records", "entries", "collection", "va
              "matches", "elements", "nodes", "resources")
 """Names of the member that holds the rows of a list envelope (``{"data": [...], "next_page": ...}``), by preference."""
 _ROW_KEYS = ("id", "gid", "uuid", "key")
+META_WORDS = frozenset({"has", "more", "next", "prev", "previous", "first", "last", "page", "pages", "per", "size", "limit", "offset", "start",
+                        "index", "total", "count", "cursor", "token", "object", "url", "uri", "href", "link", "links", "meta", "metadata",
+                        "pagination", "paging", "type", "kind", "status", "ok", "success", "request", "error", "errors", "warning", "warnings",
+                        "schemas", "info", "took", "attributions", "etag", "version"})
+"""Words of the names of a list envelope's other members: counts, cursors, pages, links, the request's status
+(``has_more``, ``total_count``, ``next_page_token``, ``itemsPerPage``, ``request_id``, ``response_metadata``)."""
+
+
+def _meta(name: str) -> bool:
+    """True when a member's name is one of an envelope's (see :data:`META_WORDS`)."""
+    return any(w.lower() in META_WORDS for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name))
+
+
+def envelope_key(value: Any) -> str | None:
+    """The member of a list envelope that holds its rows, or None when ``value`` is not one.
+
+    An envelope is an object without an id of its own (``id``, ``gid``, ``uuid``, ``key``) whose other
+    members are the page's: a member whose name says so (:data:`META_WORDS`), a number, a flag, null
+    or an object (a cursor block, the subject of a list of follows). A text under another name (a
+    ``name``, a ``handle``, a ``did``) makes it one object, not a page: its inner lists are its parts.
+    The rows are the list of objects named as in :data:`ITEM_KEYS` (first by that order, empty or
+    not, so an empty ``data`` is an empty page, not the page of another list), else the only list of
+    objects (lists under envelope names, ``errors`` or ``warnings``, are not rows)."""
+    if not isinstance(value, dict) or any(k.lower() in _ROW_KEYS for k in value):
+        return None
+    rows = [k for k, v in value.items() if isinstance(v, list) and all(isinstance(r, dict) for r in v) and not _meta(k)]
+    if any(not _meta(k) and not (v is None or isinstance(v, (bool, int, float, dict, list))) for k, v in value.items()):
+        return None
+    low = {k.lower(): k for k in rows}
+    named = next((low[n] for n in ITEM_KEYS if n in low), None)
+    return named or (rows[0] if len(rows) == 1 else None)
 
 
 def result_rows(value: Any) -> list[dict[str, Any]]:
     """The rows of a tool's result: a list of objects, or the list a real API wraps them in
-    (``{"items": [...]}``, ``{"data": [...], "next": ...}``, ``{"results": [...], "count": 3}``,
+    (:func:`envelope_key`: ``{"items": [...]}``, ``{"data": [...], "next": ...}``, ``{"results": [...], "count": 3}``,
     ``{"messages": [...], "has_more": false}``, one level of ``{"data": {"items": [...]}}``).
-    An object with its own id is one row, not an envelope (its inner lists are its parts): [] then."""
+    One object (it has an id, or text fields of its own) is one row, not an envelope: [] then."""
     if isinstance(value, list):
         return [r for r in value if isinstance(r, dict)]
+    key = envelope_key(value)
+    if key is not None:
+        return list(value[key])
     if not isinstance(value, dict) or any(k.lower() in _ROW_KEYS for k in value):
         return []
-    lists = {k: v for k, v in value.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)}
-    low = {k.lower(): k for k in lists}
-    for name in ITEM_KEYS:
-        if name in low:
-            return list(lists[low[name]])
-    if len(lists) == 1:
-        return list(next(iter(lists.values())))
-    inner = [v for v in value.values() if isinstance(v, dict)]
-    if not lists and len(inner) == 1 and not any(isinstance(v, list) for v in value.values()):
+    inner = [v for k, v in value.items() if isinstance(v, dict) and not _meta(k)]
+    if len(inner) == 1 and not any(isinstance(v, list) and v for v in value.values()) and all(_meta(k) or isinstance(v, dict) for k, v in value.items()):
         return result_rows(inner[0])
     return []
 

@@ -3,11 +3,19 @@
 A run's own process holds one event loop: the samplers, the gate's rollouts, scoring, the
 coordinator and the exporters all share it, so on its own a run uses about one core (plus its
 executors and nats-server). ``--workers N`` starts N ``envkernel worker`` processes on the run's
-server, serving the run's plugins. They bind the same durable consumers as the run's process, so
-JetStream splits sampling (one environment at a time), rollouts and scoring between them. The
-run's own process keeps the coordinator, the trainers and exporters (broadcast components are
-never shared) and the run folder. The workers stop when the run ends; their logs go to
-``<run>/workers/worker-<i>.log``.
+server that serve **only this run**: the run is marked ``own_work``, its process and its local
+workers bind consumers of the run's own (``<kind>__<component>__<run>``, filtered on the run's
+subjects) and split its sampling (one environment at a time), rollouts and scoring between them,
+while every other process on the server (another run's, a shared ``envkernel worker``) leaves this
+run's work alone, and these workers never see another run's. The run's own process keeps the
+coordinator, the trainers and exporters (broadcast components are never shared), the sandbox
+runner (a local worker leases its sandboxes from the run's runner) and the run folder. Components
+the run names in ``--remote`` stay on the shared consumers, for the workers elsewhere.
+
+A local worker gets the run's NATS URL and its whole config, secrets given by ``--set`` or the
+config file included, as one JSON document on its stdin (``envkernel worker --run-from-stdin``):
+nothing of either is on its argv (visible in ``ps``), in its environment or on disk. The workers
+stop when the run ends; their logs go to ``<run>/workers/worker-<i>.log``.
 """
 
 from __future__ import annotations
@@ -17,23 +25,25 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import structlog
 
-__all__ = ["start_local_workers", "stop_local_workers"]
+__all__ = ["check_remote", "start_local_workers", "stop_local_workers"]
 
 log = structlog.get_logger("envkernel.run")
 
 
-def start_local_workers(n: int, plugins: list[str], nats_url: str, out: Path, ready_timeout: float = 60.0) -> list[subprocess.Popen[bytes]]:
-    """Start ``n`` ``envkernel worker`` processes serving ``plugins`` on ``nats_url`` (none when ``n`` < 1), and wait
-    up to ``ready_timeout`` s until they serve. Blocking: call it from a thread in async code."""
+def start_local_workers(n: int, run: bytes, out: Path, ready_timeout: float = 60.0) -> list[subprocess.Popen[bytes]]:
+    """Start ``n`` local workers of a run (none when ``n`` < 1), each given ``run`` (JSON: ``nats_url`` and the
+    full ``config``) on its stdin, and wait up to ``ready_timeout`` s until they serve. Blocking: call it from a thread in async code."""
     if n < 1:
         return []
     folder = out / "workers"
     folder.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "envkernel", "worker", "--plugins", ",".join(plugins), "--nats-url", nats_url]
+    cmd = [sys.executable, "-m", "envkernel", "worker", "--run-from-stdin"]
     procs: list[subprocess.Popen[bytes]] = []
     starts: list[int] = []  # each log's size before its worker started (a resumed run's log already says "worker serving")
     try:
@@ -41,7 +51,13 @@ def start_local_workers(n: int, plugins: list[str], nats_url: str, out: Path, re
             path = folder / f"worker-{i}.log"
             starts.append(path.stat().st_size if path.exists() else 0)
             with open(path, "ab") as logf:  # the child keeps its own descriptor
-                procs.append(subprocess.Popen(cmd, stdout=logf, stderr=subprocess.STDOUT, env=dict(os.environ), start_new_session=True))
+                p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT, env=dict(os.environ), start_new_session=True)
+            procs.append(p)
+            try:
+                p.stdin.write(run)  # type: ignore[union-attr]
+                p.stdin.close()  # type: ignore[union-attr]
+            except BrokenPipeError:  # it died at once: _wait_ready says so, with its log
+                pass
         _wait_ready(procs, folder, ready_timeout, starts)
     except BaseException:  # a failed start, or Ctrl-C while waiting: stop the ones already started
         stop_local_workers(procs, timeout=10.0)
@@ -83,3 +99,15 @@ def stop_local_workers(procs: list[subprocess.Popen[bytes]], timeout: float = 30
             p.wait()
         if p.returncode not in (0, -signal.SIGTERM, 130, 143):
             log.warning("a local worker ended with an error; see its log", pid=p.pid, exit_code=p.returncode)
+
+
+async def check_remote(consumer_info: Callable[[str], Awaitable[Any]], remote: list[tuple[str, str, str]], server: str) -> None:
+    """Warn about each remote component (role, name, its durable consumer) that no worker has ever served
+    on ``server`` (its URL without credentials): the run would wait for it."""
+    for role, name, durable in remote:
+        try:
+            await consumer_info(durable)
+        except Exception as exc:  # noqa: BLE001 - not found, or the server could not say: warn either way
+            log.warning("no worker has served this remote component on this server yet; the run waits for one "
+                        "(start `envkernel worker --plugins PLUGIN --nats-url URL`, and bound the wait with --timeout)",
+                        component=name, role=role, nats=server, detail=f"{type(exc).__name__}: {exc}")

@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from envkernel_kit.answers import ITEM_KEYS
 from envkernel_kit.argsgen import ID_HINT, schema_nullable, schema_type
 from envkernel_kit.naming import plural, singular, words
 from envkernel_runtime.model import ResourceModel
@@ -51,7 +52,6 @@ ENVELOPE = {
 }
 KEY_SHAPE = ("pattern", "format", "minLength", "maxLength")
 """Constraints a reference must share with the key it refers to."""
-ITEM_KEYS = ("items", "data", "results", "records", "entries", "values", "rows", "list", "content", "objects")
 ACTION_TARGETS = {
     "cancel": ["cancelled", "canceled"], "pay": ["paid"], "send": ["sent"], "ship": ["shipped"], "start": ["started", "in_progress", "active"],
     "stop": ["stopped"], "pause": ["paused"], "resume": ["active", "in_progress", "resumed"], "reopen": ["open", "reopened"],

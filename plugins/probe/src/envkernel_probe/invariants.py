@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+from envkernel_kit.answers import envelope_key
 from envkernel_kit.argsgen import FRESH_NAMES, NO_VALUE, ArgumentBuilder, coerce, fresh_values, schema_type
 from envkernel_kit.naming import State, id_column, words
 from envkernel_kit.tools import classify_tools
@@ -255,15 +256,16 @@ def show(v: Any) -> str:
 
 
 def items_of(value: Any, meta: ListMeta | None = None) -> list[Any] | None:
-    """The rows a list tool returned (a list, or the array in an envelope)."""
+    """The rows a list tool returned (a list, or the array in an envelope: the member the model names, else
+    the one ``envkernel_kit.answers.envelope_key`` finds, as the gate's mutants do)."""
     if isinstance(value, list):
         return value
     if isinstance(value, dict):
         if meta is not None and meta.items and isinstance(value.get(meta.items), list):
             return value[meta.items]
-        arrays = [v for v in value.values() if isinstance(v, list)]
-        if len(arrays) == 1:
-            return arrays[0]
+        key = envelope_key(value)
+        if key is not None:
+            return value[key]  # type: ignore[no-any-return]
     return None
 
 

@@ -28,7 +28,7 @@ BAD = {
     "object 'me' after a verb that wants a thing": r"\b(?:pull up|let me see|update|change|set up|show) me\b(?! (?:the|that|my|all|a|an|every|each|how|its|their)\b)",
     "'its' after 'me'": r"\b(?:update|change|set) me,? (?:so (?:that )?)?its\b",
     "a superlative repeating its range's field": r"\bwith (?P<f>[a-z ]+?) (?:on or after|on or before|of at least|of at most|above|below|after|before) \S+ and with the (?:earliest|latest|highest|lowest|most|fewest) (?P=f)\b",
-    "'a' before a vowel": r"\ba (?:[aeiou]\w*)\b",
+    "'a' before a vowel": r"\ba (?!(?:us[aeiu]|uni|uri|eu)\w*)(?:[aeiou]\w*)\b",
     "'most'/'fewest' of an amount": r"\b(?:most|fewest) (?:quantity|stock|amount|price|size|duration)\b",
     "a count said field first": r"\b(?:nights|stars|seats|guests|seats left) \d",
     "'the from/to account'": r"\bthe (?:from|to) [a-z]+\b",

@@ -149,6 +149,8 @@ def fact_ok(v: Any) -> bool:
 def said_value(key: str, v: Any) -> str:
     """A value with its unit, as a person says it: ``45 minutes``, ``3819460 bytes``."""
     u = unit_of(key)
+    if v == {} or v == []:
+        return "empty"  # never "set to {}"
     return f"{render(v)} {u[1]}" if u and isinstance(v, (int, float)) and not isinstance(v, bool) else render(v)
 
 
@@ -160,9 +162,78 @@ def enum_words(v: Any) -> str:
     return v.replace("_", " ") if isinstance(v, str) and _ENUM.fullmatch(v) else render(v)
 
 
+_YOU = re.compile(r"^(?:us[aeiu]|uni|uri|ut|eu|one\b)", re.I)
+
+
 def article(phrase: str) -> str:
-    """``a`` or ``an`` for ``phrase`` (``an amount``, ``a size``)."""
-    return "an" if phrase[:1].lower() in "aeiou" else "a"
+    """``a`` or ``an`` for ``phrase`` (``an amount``, ``a size``, ``a user``, ``a unit``)."""
+    return "an" if phrase[:1].lower() in "aeiou" and not _YOU.match(phrase) else "a"
+
+
+NOUN_FIXES = {"people": "person", "peoples": "person", "persons": "person"}
+"""Nouns made from an API's path that are no English singular (Stripe's ``/people``)."""
+PLURAL_FIXES = {"person": "people", "people": "people", "data": "data", "media": "media", "staff": "staff", "news": "news",
+                "metadata": "metadata", "feedback": "feedback", "info": "info", "information": "information"}
+
+
+def noun_words(noun: str) -> str:
+    """An entity noun in words, as a singular (``people`` -> ``person``)."""
+    ws = human(noun).split(" ")
+    ws[-1] = NOUN_FIXES.get(ws[-1], ws[-1])
+    return " ".join(ws)
+
+
+def plural_noun(phrase: str) -> str:
+    """A noun phrase in the plural: ``person`` -> ``people``, ``recently played`` -> ``recently played
+    items`` (never ``recently playeds``), a word already plural kept."""
+    ws = phrase.split(" ")
+    last = ws[-1]
+    if last in PLURAL_FIXES:
+        ws[-1] = PLURAL_FIXES[last]
+    elif last.endswith("ed") and len(ws) > 1:
+        ws.append("items")
+    else:
+        ws[-1] = plural(last)
+    return " ".join(ws)
+
+
+HTTP_VERBS = frozenset({"post", "put", "patch", "get"})
+POSTED = frozenset({"message", "comment", "reply", "note", "post", "update", "review", "answer"})
+"""Nouns whose rows are posted (``post a message``): there ``post`` is the person's verb, not HTTP's."""
+ENGLISH_VERBS = frozenset({"share", "star", "pin", "like", "follow", "comment", "reply", "invite", "book", "order", "transfer", "pay",
+                           "schedule", "tag", "label", "note", "review", "flag", "mark", "report", "charge", "refund", "void"})
+"""Verbs that are also nouns: kept when the row is named by the same word (``share`` a file)."""
+
+
+NO_VERBS = frozenset({"oauth", "api", "admin", "auth", "v1", "v2", "v3"})
+
+
+def verb_of(info: Any) -> str:
+    """The verb a person says for a tool: the tool's verb phrase without the words that name its
+    rows or an HTTP method (``collections create`` -> ``create``, ``emails send`` -> ``send``,
+    Stripe's ``post_invoices_invoice_pay`` -> ``pay``), else the plain verb of its kind."""
+    verb = info.verb or (words(info.name)[0] if words(info.name) else "")
+    nouns = {singular(w) for w in words(info.noun)} | set(words(info.noun))
+    last_noun = singular(words(info.noun)[-1]) if words(info.noun) else ""
+
+    def kept(w: str) -> bool:
+        if w in HTTP_VERBS:
+            return w == "post" and last_noun in POSTED
+        if w in NO_VERBS or (w != singular(w) and w not in ENGLISH_VERBS and len(verb.split(" ")) > 1):
+            return False  # "domains create", "oauth revoke": a plural noun or a prefix, never the verb
+        return not (singular(w) in nouns and (w != singular(w) or w not in ENGLISH_VERBS))
+
+    said = [w for w in verb.split(" ") if w and kept(w)]
+    if said:
+        return " ".join(said)
+    tail: list[str] = []
+    for w in reversed(words(info.name)):
+        if singular(w) in nouns or w in nouns or w in HTTP_VERBS or w in ("id", "by"):
+            break
+        tail.insert(0, w)
+    if info.kind == "action" and tail:
+        return "mark {x} as " + " ".join(tail[1:]) if tail[0] == "mark" and len(tail) > 1 else " ".join(tail[-2:])
+    return {"create": "create", "update": "update", "delete": "delete"}.get(info.kind, tail[-1] if tail else verb or "do")
 
 
 def plural_phrase(fw: str) -> str:
@@ -174,11 +245,22 @@ def plural_phrase(fw: str) -> str:
     return " ".join(ws[:-1] + [plural(ws[-1])]) + (sep + tail if sep else "")
 
 
+def counts(key: str) -> bool:
+    """True for a field that counts things: a known one (``nights``, ``stars``) or one named by a plural
+    (``total_chapters``, ``views``), so ``fewer than 100 total chapters``, ``the most views``."""
+    if key in COUNTED_FIELDS:
+        return True
+    ws = words(key)
+    last = ws[-1] if ws else ""
+    return (len(last) > 3 and last.endswith("s") and not last.endswith(("ss", "us", "is", "ics")) and singular(last) != last
+            and unit_of(key) is None and key not in FIELD_WORDS)
+
+
 def compared(key: str, over: bool, t: str, rng: Any) -> str:
     """A number condition as a person says it after ``have`` / ``with``: ``a price above 200``, and for a
     field that counts things ``more than 3.5 stars`` / ``fewer than 4 nights`` (never ``a stars above 3.5``)."""
     fw = field_words(key)
-    if key in COUNTED_FIELDS:
+    if counts(key):
         return f"{'more' if over else 'fewer'} than {t} {fw}"
     op = rng.choice(("over", "above", "more than")) if over else rng.choice(("under", "below", "less than"))
     return f"{article(fw)} {fw} {op} {t}"
@@ -197,6 +279,8 @@ def attr(key: str, v: Any) -> str:
     ``a duration of 45 minutes``, ``4 nights``, ``marked private`` / ``not marked optional`` (never ``set to yes``)."""
     if isinstance(v, bool):
         return f"{'marked' if v else 'not marked'} {field_words(key)}"
+    if v == {} or v == []:  # never "effort {}" or "redirect uris ."
+        return f"no {field_words(key)}"
     u = unit_of(key)
     if u and isinstance(v, (int, float)):
         return f"{article(u[0])} {u[0]} of {said_value(key, v)}"
@@ -270,7 +354,7 @@ def _apart(rows: list[dict[str, Any]], k: str, labels: list[str]) -> bool:
 def _most(f: str, high: bool, rng: random.Random, counted_words: tuple[str, str] = ("most", "fewest")) -> str:
     """The superlative of field ``f``: ``highest`` / ``largest`` (``lowest`` / ``smallest``), or
     for a field that counts things ``most`` / ``fewest`` (never ``the largest stars``)."""
-    if f in COUNTED_FIELDS:
+    if counts(f):
         return counted_words[0] if high else counted_words[1]
     return rng.choice(("highest", "largest")) if high else rng.choice(("lowest", "smallest"))
 
@@ -304,7 +388,8 @@ def _in_status(k: str, v: Any) -> tuple[str, str, str]:
     checking``, ``the ones of type checking``, ``of type checking``), (``are in the category audio``,
     ...), or (``have the currency USD``, ``the ones with the currency USD``, ``with the currency USD``)."""
     if k in ADJECTIVE_STATUS and adjective(v):
-        return f"are {enum_words(v)}", f"the {enum_words(v)} ones", f"that are {enum_words(v)}"
+        a = enum_words(v.lower()) if isinstance(v, str) and v.isupper() else enum_words(v)  # "which ones are deleted", never "are DELETED"
+        return f"are {a}", f"the {a} ones", f"that are {a}"
     fw = field_words(k)
     if k in KIND_FIELDS or k.endswith("_type") or k.endswith("_kind"):
         return f"are of {fw} {enum_words(v)}", f"the ones of {fw} {enum_words(v)}", f"of {fw} {enum_words(v)}"
@@ -477,6 +562,12 @@ class Phraser:
             return v if isinstance(v, str) and (k in TITLE_FIELDS or k.endswith("_name")) else render(v)
 
         facts = [f"my {field_words(k)} is {said(k, v)}" for k, v in list(p.idents) + list(p.withs)]
+        if p.title and "@" in p.title:  # a user named by an address: "My user name is kai@x.org", never "I'm kai@x.org"
+            k = next((c for c, _op, v in p.where if v == p.title), "email")
+            facts = [f"my {field_words(k)} is {p.title}"] + facts
+            if self.role:
+                return rng.choice((f"Hi, I'm {self.role}; {join(facts)}. ", f"{join(facts).capitalize()}; I'm {self.role}. "))
+            return rng.choice((f"Hi, {join(facts)}. ", f"{join(facts).capitalize()}. "))
         if p.title:
             name = p.title
             if self.role and rng.random() < 0.8:
@@ -495,7 +586,7 @@ class Phraser:
         if self.it is not None and ref.key == self.it:
             return "them" if ref.person or is_person(ref.noun) else "it"
         if ref.key in self.mentioned:
-            return f"that {human(ref.noun)}" if ref.kind != "new" else self.rng.choice((f"the new {human(ref.noun)}", f"that new {human(ref.noun)}"))
+            return f"that {noun_words(ref.noun)}" if ref.kind != "new" else self.rng.choice((f"the new {noun_words(ref.noun)}", f"that new {noun_words(ref.noun)}"))
         text = self._first(ref)
         self.mentioned.add(ref.key)
         return text
@@ -514,7 +605,7 @@ class Phraser:
         if self.is_persona(ref):
             return f"my {head}"
         if ref.kind == "desc" and ref.person and ref.title and ref.owner is None and not ref.withs and not ref.quals and not ref.adjectives \
-                and ref.key not in self.mentioned:
+                and ref.key not in self.mentioned and "@" not in ref.title:  # never "sara@x.org's display name"
             self.mentioned.add(ref.key)
             self.values.append(ref.title)
             return f"{ref.title}'s {head}"
@@ -522,12 +613,12 @@ class Phraser:
 
     def _first(self, ref: Ref) -> str:
         rng = self.rng
-        noun = human(ref.noun)
+        noun = noun_words(ref.noun)
         if ref.kind == "new":
             return f"the new {noun}"
         if ref.kind == "literal":
             self.values.extend(ref.values)
-            return f"{noun} {render(ref.value)}"
+            return f"no {noun}" if ref.value in ({}, [], "") else f"{noun} {render(ref.value)}"  # never "assignee {}"
         if ref.kind == "of":
             assert ref.base is not None
             role = role_words(ref.role)
@@ -538,7 +629,8 @@ class Phraser:
         adjs = [human(a) for a in dict.fromkeys(ref.adjectives)]
         head = " ".join(adjs + [noun])
         if ref.title and ref.person:
-            core = rng.choice((ref.title, f"{head} {ref.title}")) if not adjs and ref.owner is None else f"{head} {ref.title}"
+            bare_ok = not adjs and ref.owner is None and "@" not in ref.title  # never "get rid of sara@x.org": "the user sara@x.org"
+            core = rng.choice((ref.title, f"{head} {ref.title}")) if bare_ok else f"{head} {ref.title}"
             bare = core == ref.title
         elif ref.title:
             core = f'{head} "{ref.title}"'
@@ -581,9 +673,9 @@ class Phraser:
     def collection(self, step: Step) -> str:
         """The rows a list call returns: ``my pending orders``, ``all the products in category audio``."""
         sc = step.scope or {}
-        noun = human(step.info.noun)
+        noun = noun_words(step.info.noun)
         adjs = [human(a) for a in dict.fromkeys(sc.get("adjectives", []))]
-        head = " ".join(adjs + [plural(noun)])
+        head = " ".join(adjs + [plural_noun(noun)])
         owners: list[tuple[str, Ref]] = sc.get("owners", [])
         self.values.extend(sc.get("values", []))
         mine = next((o for _c, o in owners[1:] if self.is_persona(o)), None)
@@ -672,8 +764,8 @@ class Phraser:
         verb, ``a new event in it, with title ...``)."""
         info = step.info
         kind = info.kind
-        noun = human(info.noun)
-        verb = info.verb or (words(info.name)[0] if words(info.name) else "do")
+        noun = noun_words(info.noun)
+        verb = verb_of(info)
         key_name = next((p.name for p in info.params.values() if p.role == "key"), None)
         if kind == "create":
             v = self._verb("create" if verb in ("new", "insert") else verb)
@@ -687,8 +779,7 @@ class Phraser:
                 if lits:
                     s += (", with " if " with " in s else " with ") + join(lits)  # never two "with" phrases in a row
                 return s
-            article = "an" if noun[:1] in "aeiou" else "a"
-            s = ("" if bare else f"{v} ") + f"{self.rng.choice(('a new', article))} {noun}"
+            s = ("" if bare else f"{v} ") + f"{self.rng.choice(('a new', article(noun)))} {noun}"
             said = (set(self.mentioned), list(self.values), self.rng.getstate())
             others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
             ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
@@ -774,7 +865,7 @@ class Phraser:
         is not to ``row`` itself or has no such wording (it is then said as an imperative)."""
         info = step.info
         kind = info.kind
-        verb = info.verb or (words(info.name)[0] if words(info.name) else "do")
+        verb = verb_of(info)
         key_name = next((p.name for p in info.params.values() if p.role == "key"), None)
         skip = {key_name} if key_name else set()
         if kind == "create":
@@ -818,7 +909,7 @@ class Phraser:
             concern = t.key if t is not None else ("", str(s.index))
             if s.info.kind == "create" and s.refs:
                 first = next(iter(s.refs.values()))
-                verb = s.info.verb or (words(s.info.name)[0] if words(s.info.name) else "")
+                verb = verb_of(s.info)
                 if first.key in home:  # share <the file>, invite an attendee to <the event>, a file in <the new folder>
                     concern = first.key
             concern = home.get(concern, concern)
@@ -860,7 +951,7 @@ class Phraser:
             for s in g[1:]:
                 first_ref = next(iter(s.refs.values()), None)
                 if (lead and s.info.kind == "create" and s.target is not None and first_ref is not None and first_ref.kind == "new"
-                        and first_ref.key == cur.key and not states and not rest and (s.info.verb or "create") in MAKE_VERBS):
+                        and first_ref.key == cur.key and not states and not rest and verb_of(s.info) in MAKE_VERBS):
                     # a new row in the new row: one goal ("set up a calendar with name Family and a new event in it, with ...")
                     self.it = cur.key
                     lead += " and " + self.goal(s, bare=True)
@@ -876,6 +967,8 @@ class Phraser:
             if lead:  # a new row: "book a new appointment ..., and have it checked in"
                 it = "it" if not out and cur is row else self.obj(cur)
                 text = lead + (f", and have {it} {said}" if states else "")
+            elif all(x.startswith("with ") for x in states):  # only fields set: what the row becomes, never "get X with its Y set to Z"
+                text = f"change {t} so that " + join([_SET.sub(r"\1 \2 is ", x) for x in states])
             else:
                 text = self.rng.choice(("get {t} {s}", "have {t} {s}")).format(t=t, s=said)
             out.append(text + ("" if not rest else ", and " + join(rest)))
@@ -984,10 +1077,10 @@ class Phraser:
         c = self.collection(step)
         if c.startswith("every "):  # "which of every folder" -> "which of all the folders"
             head, _, last = c[6:].rpartition(" ")
-            c = "all the " + (head + " " if head else "") + plural(last)
+            c = "all the " + (head + " " if head else "") + plural_noun(last)
         self._literals(step, set(step.refs))
-        noun = human(step.info.noun)
-        nouns = plural(noun)
+        noun = noun_words(step.info.noun)
+        nouns = plural_noun(noun)
         shapes = ["count"] if 2 <= len(rows) <= 40 else []
         nums = [k for k in ranked if k != label and not is_id_name(k) and all(_num(r.get(k)) for r in rows)] if len(rows) >= 2 else []
         if any(k in SUMMABLE or unit_of(k) for k in nums) and len(rows) <= 40:
@@ -1032,7 +1125,10 @@ class Phraser:
             f = rng.choice([k for k in nums if k in SUMMABLE or unit_of(k)])
             fw = field_words(f)
             total = round(sum(float(r[f]) for r in rows), 2)
-            text = rng.choice(TOTAL_Q).format(c=c, f=fw)
+            if fw.split(" ")[0] in ("total", "sum"):  # never "the total total of the invoices"
+                text = rng.choice(("What do the {fs} of {c} add up to?", "Add up the {fs} of {c} for me.")).format(fs=plural_phrase(fw), c=c)
+            else:
+                text = rng.choice(TOTAL_Q).format(c=c, f=fw)
             if mentions(_fmt(total), text) >= 0:
                 return None
             return Question(text, [_fmt(total)], f"The total {fw} is {_fmt(total)}.", absent=self._absent(step, [], set()), kind="total",
@@ -1321,10 +1417,14 @@ def participle(verb: str) -> str | None:
     head, _, rest = verb.partition(" ")
     if not head.isalpha() or not head.islower():
         return None
+    rest = rest.replace("{x} ", "")  # "mark {x} as uncollectible" -> "marked as uncollectible"
     if head == "complete" and not rest:
         return "marked as completed"
     p = IRREGULAR.get(head) or past(head)
     return p + (" " + rest if rest else "")
+
+
+_SET = re.compile(r"^with (its|their) (.+?) set to ")
 
 
 def _states(states: list[str]) -> str:
@@ -1354,8 +1454,7 @@ def became(changes: list[tuple[str, str]], its: str) -> list[str]:
             out.append(f"retitled {x}")
         else:
             out.append(f"with {its} {f} set to {x}")
-    return out if sum(1 for x in out if x.startswith("with ")) < 2 else \
-        [x for x in out if not x.startswith("with ")] + ["with " + join([x[len("with "):] for x in out if x.startswith("with ")])]
+    return out
 
 
 def so_that(changes: list[tuple[str, str]], its: str) -> list[str]:

@@ -80,6 +80,9 @@ VERB_SYNONYMS = {
     "confirm": ("confirm", "go ahead and confirm"),
 }
 SHOW = ("show me {x}", "let me see {x}", "pull up {x}", "show {x} to me")
+SHOW_AFTER = ("Show me {x} as it ends up.", "I'd like to see how {x} ends up.", "Let me see {x} in its final state.")
+SHOW_AFTER_MANY = ("Show me {x} as they end up.", "I'd like to see how {x} end up.")
+"""The row to see after goals that change it, in a sentence of its own."""
 LIST_Q = ("Show me {c}, with the {f} of each.", "Can you list {c}? I need the {f} of each one.",
           "Please go through {c} and tell me the {f} of each.", "What are the {fs} of {c}?", "I'd like to see {c} and their {fs}.",
           "List {c} for me, including the {f} of each.")
@@ -919,6 +922,17 @@ class Phraser:
             home.setdefault(concern, concern)
         if len(groups) == len(muts):
             return None  # every change concerns another row: nothing to group
+        # a group that makes a row another group uses is said first ("a new folder ..., and the file ... moved to it")
+        maker = {s.target.key: k for k, g in groups.items() for s in g if s.info.kind == "create" and s.target is not None}
+        needs = {k: {maker[r.key] for s in g for r in s.refs.values() if r.kind == "new" and r.key in maker and maker[r.key] != k}
+                 for k, g in groups.items()}
+        ordered: list[tuple[str, str]] = []
+        while len(ordered) < len(groups):
+            ready = [k for k in groups if k not in ordered and needs[k] <= set(ordered)]
+            if not ready:
+                return None
+            ordered.append(ready[0])
+        groups = {k: groups[k] for k in ordered}
         order = [s for g in groups.values() for s in g]
         made: set[tuple[str, str]] = set()
         for s in order:  # a new row is said only after the goal that makes it
@@ -974,8 +988,9 @@ class Phraser:
             out.append(text + ("" if not rest else ", and " + join(rest)))
         return out
 
-    def show(self, step: Step) -> str:
-        """A read at the end of a chain that changes state: ``show me ...``."""
+    def show(self, step: Step, sentence: bool = False) -> str:
+        """A read at the end of a chain that changes state: ``show me ...`` (``sentence``: a sentence
+        of its own after the goals, ``Show me the new booking as it ends up.``)."""
         tops = [e for e in step.elements if e.parent is None]
         if step.info.kind == "list" or (tops and tops[0].group is not None and len(tops) > 1):
             x = self.collection(step)
@@ -984,6 +999,10 @@ class Phraser:
         else:
             x = self.collection(step)
         self._literals(step, set(step.refs))
+        if sentence:
+            many = step.info.kind == "list" or x.startswith(("all ", "every ")) or (x.startswith("my ") and x.endswith("s"))
+            frames = SHOW_AFTER_MANY if many else SHOW_AFTER
+            return self.rng.choice(frames).format(x=x, X=x[:1].upper() + x[1:])
         return self.rng.choice(SHOW).format(x=x)
 
     # -- questions ------------------------------------------------------------------------------------
@@ -1357,15 +1376,19 @@ class Phraser:
         facts: list[str] = []
         q: Question | None = None
         if muts:
-            goals = self.grouped(muts) or [self.goal(s) for s in muts]
+            grouped = self.grouped(muts)
+            goals = grouped or [self.goal(s) for s in muts]
             n_goals = len(goals)
-            if not last.mutating:
+            after = ""
+            if not last.mutating and grouped:  # the changes as goals, the row to see in a sentence of its own
+                after = " " + self.show(last, sentence=True)
+            elif not last.mutating:
                 goals.append(self.show(last))
             g = join(goals)  # one goal with its parts, never a narrated script ("..., then ..., and finally ...")
             pool = TONES[self.tone] if self.tone else FRAMES
             frames = [f for f in pool if not ((g.endswith(" me") or " me " in g or ": " in g) and "for me" in f)] or ["{G}."]
             frame = rng.choice(frames)
-            body = frame.format(g=g, G=g[:1].upper() + g[1:])
+            body = frame.format(g=g, G=g[:1].upper() + g[1:]) + after
             if self.motive and self.tone != "busy" and rng.random() < 0.5:
                 body = self.motive + ", so " + (body if body.startswith("I ") or body.startswith("I'") else body[0].lower() + body[1:])
             elif len(goals) > 1 and self.tone != "busy" and rng.random() < 0.5:

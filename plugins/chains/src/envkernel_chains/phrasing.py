@@ -783,6 +783,12 @@ class Phraser:
                     s += (", with " if " with " in s else " with ") + join(lits)  # never two "with" phrases in a row
                 return s
             s = ("" if bare else f"{v} ") + f"{self.rng.choice(('a new', article(noun)))} {noun}"
+            flags = [x for x in lits if x.startswith(("marked ", "not marked "))]  # last: never "a user with marked active, ..."
+            lits = [x for x in lits if x not in flags]
+
+            def flagged(text: str, withs: list[str]) -> str:
+                return text + ((", " if withs else " ") + join(flags) if flags else "")
+
             said = (set(self.mentioned), list(self.values), self.rng.getstate())
             others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
             ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
@@ -797,12 +803,12 @@ class Phraser:
                 ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
                 others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
                 withs = [w for w in ref_withs if " with " not in w] + lits + [w for w in ref_withs if " with " in w]
-                return s + " with " + join(withs) + " " + " ".join(others)
+                return flagged(s + " with " + join(withs) + " " + " ".join(others), withs)
             if others:
                 s += " " + " ".join(others)
             if withs:
                 s += (", with " if others and len(withs) > 1 else " with ") + join(withs)
-            return s
+            return flagged(s, withs or others)
         skip = {key_name} if key_name else set()
         tref = step.target
 
@@ -1461,40 +1467,39 @@ def _states(states: list[str]) -> str:
     return (join(plain) + ", " + w) if plain else w
 
 
-def became(changes: list[tuple[str, str]], its: str) -> list[str]:
-    """Field changes said as what they make of the row, after it: ``renamed to backup.zip``, ``moved
-    to run from X to Y``, ``with its location set to "Room C6"``."""
+CHANGE_WORDS = {
+    "became": {"span": "moved to run from {x} to {y}", "name": "renamed to {x}", "title": "retitled {x}", "field": "with {its} {f} set to {x}"},
+    "so_that": {"span": "{it_runs} from {x} to {y}", "name": "it is called {x}", "title": "it is called {x}", "field": "{its} {f} is {x}"},
+}
+"""Field changes in words: after the row (``became``) or after ``so that`` (``so_that``)."""
+
+
+def _said_changes(changes: list[tuple[str, str]], its: str, style: str) -> list[str]:
+    w = CHANGE_WORDS[style]
     out: list[str] = []
     vals = dict(changes)
     for f, x in changes:
         if f == "end time" and "start time" in vals:
             continue
         if f == "start time" and "end time" in vals:
-            out.append(f"moved to run from {x} to {vals['end time']}")
-        elif f == "name":
-            out.append(f"renamed to {x}")
-        elif f == "title":
-            out.append(f"retitled {x}")
+            out.append(w["span"].format(x=x, y=vals["end time"], it_runs="it runs" if its == "its" else "they run"))
+        elif f in ("name", "title") and (style == "became" or its == "its"):
+            out.append(w[f].format(x=x))
         else:
-            out.append(f"with {its} {f} set to {x}")
+            out.append(w["field"].format(its=its, f=f, x=x))
     return out
+
+
+def became(changes: list[tuple[str, str]], its: str) -> list[str]:
+    """Field changes said as what they make of the row, after it: ``renamed to backup.zip``, ``moved
+    to run from X to Y``, ``with its location set to "Room C6"``."""
+    return _said_changes(changes, its, "became")
 
 
 def so_that(changes: list[tuple[str, str]], its: str) -> list[str]:
     """Field changes said as what the row is afterwards, after ``so that``: ``it is called X``, ``it
     runs from X to Y``, ``its location is "Room C6"``."""
-    out: list[str] = []
-    vals = dict(changes)
-    for f, x in changes:
-        if f == "end time" and "start time" in vals:
-            continue
-        if f == "start time" and "end time" in vals:
-            out.append(f"{'it runs' if its == 'its' else 'they run'} from {x} to {vals['end time']}")
-        elif f in ("name", "title") and its == "its":
-            out.append(f"it is called {x}")
-        else:
-            out.append(f"{its} {f} is {x}")
-    return out
+    return _said_changes(changes, its, "so_that")
 
 
 def past(goal: str) -> str:

@@ -206,6 +206,7 @@ def test_the_verb_a_person_says() -> None:
     assert noun_words("people") == "person" and plural_noun("person") == "people" and plural_noun("recently played") == "recently played items"
     assert plural_noun("order") == "orders" and article("user") == "a" and article("amount") == "an" and article("unit price") == "a"
     assert attr("effort", {}) == "no effort" and attr("is_private", True) == "marked private"
+    assert attr("duration_in_months", 30) == "a duration of 30 months"
     rng = random.Random(0)
     assert compared("total_chapters", False, "100", rng) == "fewer than 100 total chapters"
     assert _in_status("type", "checking")[2] == "of type checking" and _in_status("category", "audio")[2] == "in the category audio"

@@ -289,6 +289,9 @@ def attr(key: str, v: Any) -> str:
         return f"{article(u[0])} {u[0]} of {said_value(key, v)}"
     if key in COUNTED_FIELDS and isinstance(v, int) and not isinstance(v, bool):
         return counted(key, v)
+    head, sep, tail = field_words(key).partition(" in ")
+    if sep and _num(v):  # "a duration of 30 months", never "duration in months 30"
+        return f"{article(head)} {head} of {render(v)} {tail}"
     return f"{field_words(key)} {enum_words(v)}"
 
 

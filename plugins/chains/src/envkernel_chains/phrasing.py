@@ -222,7 +222,8 @@ def verb_of(info: Any) -> str:
     def kept(w: str) -> bool:
         if w in HTTP_VERBS:
             return w == "post" and last_noun in POSTED
-        if w in NO_VERBS or (w != singular(w) and w not in ENGLISH_VERBS and len(verb.split(" ")) > 1):
+        if w in NO_VERBS or (w.endswith("s") and not w.endswith("ss") and w != singular(w) and w not in ENGLISH_VERBS
+                             and len(verb.split(" ")) > 1):
             return False  # "domains create", "oauth revoke": a plural noun or a prefix, never the verb
         return not (singular(w) in nouns and (w != singular(w) or w not in ENGLISH_VERBS))
 
@@ -921,7 +922,6 @@ class Phraser:
             concern = t.key if t is not None else ("", str(s.index))
             if s.info.kind == "create" and s.refs:
                 first = next(iter(s.refs.values()))
-                verb = verb_of(s.info)
                 if first.key in home:  # share <the file>, invite an attendee to <the event>, a file in <the new folder>
                     concern = first.key
             concern = home.get(concern, concern)

@@ -80,6 +80,9 @@ VERB_SYNONYMS = {
     "confirm": ("confirm", "go ahead and confirm"),
 }
 SHOW = ("show me {x}", "let me see {x}", "pull up {x}", "show {x} to me")
+SHOW_AFTER = ("Show me {x} as it ends up.", "I'd like to see how {x} ends up.", "Let me see {x} in its final state.")
+SHOW_AFTER_MANY = ("Show me {x} as they end up.", "I'd like to see how {x} end up.")
+"""The row to see after goals that change it, in a sentence of its own."""
 LIST_Q = ("Show me {c}, with the {f} of each.", "Can you list {c}? I need the {f} of each one.",
           "Please go through {c} and tell me the {f} of each.", "What are the {fs} of {c}?", "I'd like to see {c} and their {fs}.",
           "List {c} for me, including the {f} of each.")
@@ -93,10 +96,11 @@ TOTAL_Q = ("What is the total {f} of {c}?", "Add up the {f} of {c} for me.", "Wh
 COND_Q = ("Which of {c} have {h}?", "List {c} with {h}.", "I only care about {c} with {h}. Which are they?")
 COUNT_IF_Q = ("How many of {c} have {h}?", "Of {c}, how many have {h}?", "Can you count how many of {c} have {h}?")
 COUNT_WHICH_Q = ("How many of {c} {v}?", "Of {c}, how many {v}?", "Could you count how many of {c} {v}?")
-TOTAL_WHICH_Q = ("What is the total {f} of {o} among {c}?", "Of {c}, add up the {f} of {o}, please.",
-                 "Counting only {o} among {c}, what is their total {f}?")
-SUP_WHICH_Q = ("Of {c}, which of {o} has the {w} {f}?", "Among {c}, which of {o} has the {w} {f}?",
-               "Looking only at {o} among {c}, which has the {w} {f}?")
+TOTAL_WHICH_Q = ("What is the total {f} of {c} {r}?", "Of {c} {r}, add up the {f}, please.",
+                 "Counting only {c} {r}, what is their total {f}?")
+SUP_WHICH_Q = ("Of {c} {r}, which has the {w} {f}?", "Among {c} {r}, which one has the {w} {f}?",
+               "Looking only at {c} {r}, which has the {w} {f}?")
+"""Questions over the rows in a status: ``{c}`` the rows, ``{r}`` the condition after them (``of type checking``)."""
 AVG_Q = ("What is the average {f} of {c}?", "On average, what is the {f} of {c}?", "Can you work out the average {f} of {c}?")
 TOP_VALUE_Q = ("What is the {w} {f} among {c}?", "What's the {w} {f} of any of {c}?", "Among {c}, what is the {w} {f}?")
 DIFF_Q = ("Among {c}, what is the difference in {f} between {x} and {y}?", "Of {c}, how far apart are {x} and {y} in {f}?",
@@ -148,6 +152,8 @@ def fact_ok(v: Any) -> bool:
 def said_value(key: str, v: Any) -> str:
     """A value with its unit, as a person says it: ``45 minutes``, ``3819460 bytes``."""
     u = unit_of(key)
+    if v == {} or v == []:
+        return "empty"  # never "set to {}"
     return f"{render(v)} {u[1]}" if u and isinstance(v, (int, float)) and not isinstance(v, bool) else render(v)
 
 
@@ -159,9 +165,79 @@ def enum_words(v: Any) -> str:
     return v.replace("_", " ") if isinstance(v, str) and _ENUM.fullmatch(v) else render(v)
 
 
+_YOU = re.compile(r"^(?:us[aeiu]|uni|uri|ut|eu|one\b)", re.I)
+
+
 def article(phrase: str) -> str:
-    """``a`` or ``an`` for ``phrase`` (``an amount``, ``a size``)."""
-    return "an" if phrase[:1].lower() in "aeiou" else "a"
+    """``a`` or ``an`` for ``phrase`` (``an amount``, ``a size``, ``a user``, ``a unit``)."""
+    return "an" if phrase[:1].lower() in "aeiou" and not _YOU.match(phrase) else "a"
+
+
+NOUN_FIXES = {"people": "person", "peoples": "person", "persons": "person"}
+"""Nouns made from an API's path that are no English singular (Stripe's ``/people``)."""
+PLURAL_FIXES = {"person": "people", "people": "people", "data": "data", "media": "media", "staff": "staff", "news": "news",
+                "metadata": "metadata", "feedback": "feedback", "info": "info", "information": "information"}
+
+
+def noun_words(noun: str) -> str:
+    """An entity noun in words, as a singular (``people`` -> ``person``)."""
+    ws = human(noun).split(" ")
+    ws[-1] = NOUN_FIXES.get(ws[-1], ws[-1])
+    return " ".join(ws)
+
+
+def plural_noun(phrase: str) -> str:
+    """A noun phrase in the plural: ``person`` -> ``people``, ``recently played`` -> ``recently played
+    items`` (never ``recently playeds``), a word already plural kept."""
+    ws = phrase.split(" ")
+    last = ws[-1]
+    if last in PLURAL_FIXES:
+        ws[-1] = PLURAL_FIXES[last]
+    elif last.endswith("ed") and len(ws) > 1:
+        ws.append("items")
+    else:
+        ws[-1] = plural(last)
+    return " ".join(ws)
+
+
+HTTP_VERBS = frozenset({"post", "put", "patch", "get"})
+POSTED = frozenset({"message", "comment", "reply", "note", "post", "update", "review", "answer"})
+"""Nouns whose rows are posted (``post a message``): there ``post`` is the person's verb, not HTTP's."""
+ENGLISH_VERBS = frozenset({"share", "star", "pin", "like", "follow", "comment", "reply", "invite", "book", "order", "transfer", "pay",
+                           "schedule", "tag", "label", "note", "review", "flag", "mark", "report", "charge", "refund", "void"})
+"""Verbs that are also nouns: kept when the row is named by the same word (``share`` a file)."""
+
+
+NO_VERBS = frozenset({"oauth", "api", "admin", "auth", "v1", "v2", "v3"})
+
+
+def verb_of(info: Any) -> str:
+    """The verb a person says for a tool: the tool's verb phrase without the words that name its
+    rows or an HTTP method (``collections create`` -> ``create``, ``emails send`` -> ``send``,
+    Stripe's ``post_invoices_invoice_pay`` -> ``pay``), else the plain verb of its kind."""
+    verb = info.verb or (words(info.name)[0] if words(info.name) else "")
+    nouns = {singular(w) for w in words(info.noun)} | set(words(info.noun))
+    last_noun = singular(words(info.noun)[-1]) if words(info.noun) else ""
+
+    def kept(w: str) -> bool:
+        if w in HTTP_VERBS:
+            return w == "post" and last_noun in POSTED
+        if w in NO_VERBS or (w.endswith("s") and not w.endswith("ss") and w != singular(w) and w not in ENGLISH_VERBS
+                             and len(verb.split(" ")) > 1):
+            return False  # "domains create", "oauth revoke": a plural noun or a prefix, never the verb
+        return not (singular(w) in nouns and (w != singular(w) or w not in ENGLISH_VERBS))
+
+    said = [w for w in verb.split(" ") if w and kept(w)]
+    if said:
+        return " ".join(said)
+    tail: list[str] = []
+    for w in reversed(words(info.name)):
+        if singular(w) in nouns or w in nouns or w in HTTP_VERBS or w in ("id", "by"):
+            break
+        tail.insert(0, w)
+    if info.kind == "action" and tail:
+        return "mark {x} as " + " ".join(tail[1:]) if tail[0] == "mark" and len(tail) > 1 else " ".join(tail[-2:])
+    return {"create": "create", "update": "update", "delete": "delete"}.get(info.kind, tail[-1] if tail else verb or "do")
 
 
 def plural_phrase(fw: str) -> str:
@@ -173,11 +249,22 @@ def plural_phrase(fw: str) -> str:
     return " ".join(ws[:-1] + [plural(ws[-1])]) + (sep + tail if sep else "")
 
 
+def counts(key: str) -> bool:
+    """True for a field that counts things: a known one (``nights``, ``stars``) or one named by a plural
+    (``total_chapters``, ``views``), so ``fewer than 100 total chapters``, ``the most views``."""
+    if key in COUNTED_FIELDS:
+        return True
+    ws = words(key)
+    last = ws[-1] if ws else ""
+    return (len(last) > 3 and last.endswith("s") and not last.endswith(("ss", "us", "is", "ics")) and singular(last) != last
+            and unit_of(key) is None and key not in FIELD_WORDS)
+
+
 def compared(key: str, over: bool, t: str, rng: Any) -> str:
     """A number condition as a person says it after ``have`` / ``with``: ``a price above 200``, and for a
     field that counts things ``more than 3.5 stars`` / ``fewer than 4 nights`` (never ``a stars above 3.5``)."""
     fw = field_words(key)
-    if key in COUNTED_FIELDS:
+    if counts(key):
         return f"{'more' if over else 'fewer'} than {t} {fw}"
     op = rng.choice(("over", "above", "more than")) if over else rng.choice(("under", "below", "less than"))
     return f"{article(fw)} {fw} {op} {t}"
@@ -196,11 +283,16 @@ def attr(key: str, v: Any) -> str:
     ``a duration of 45 minutes``, ``4 nights``, ``marked private`` / ``not marked optional`` (never ``set to yes``)."""
     if isinstance(v, bool):
         return f"{'marked' if v else 'not marked'} {field_words(key)}"
+    if v == {} or v == []:  # never "effort {}" or "redirect uris ."
+        return f"no {field_words(key)}"
     u = unit_of(key)
     if u and isinstance(v, (int, float)):
         return f"{article(u[0])} {u[0]} of {said_value(key, v)}"
     if key in COUNTED_FIELDS and isinstance(v, int) and not isinstance(v, bool):
         return counted(key, v)
+    head, sep, tail = field_words(key).partition(" in ")
+    if sep and _num(v):  # "a duration of 30 months", never "duration in months 30"
+        return f"{article(head)} {head} of {render(v)} {tail}"
     return f"{field_words(key)} {enum_words(v)}"
 
 
@@ -269,7 +361,7 @@ def _apart(rows: list[dict[str, Any]], k: str, labels: list[str]) -> bool:
 def _most(f: str, high: bool, rng: random.Random, counted_words: tuple[str, str] = ("most", "fewest")) -> str:
     """The superlative of field ``f``: ``highest`` / ``largest`` (``lowest`` / ``smallest``), or
     for a field that counts things ``most`` / ``fewest`` (never ``the largest stars``)."""
-    if f in COUNTED_FIELDS:
+    if counts(f):
         return counted_words[0] if high else counted_words[1]
     return rng.choice(("highest", "largest")) if high else rng.choice(("lowest", "smallest"))
 
@@ -291,13 +383,54 @@ ADJECTIVE_STATUS = frozenset({"status", "state", "response", "stage", "tier", "l
 """Status fields whose value reads as an adjective of the row (``the cancelled ones``)."""
 
 
-def _in_status(k: str, v: Any) -> tuple[str, str]:
-    """A condition on a status field, after ``how many of ...`` and as a noun phrase: (``are
-    cancelled``, ``the cancelled ones``), or (``have the currency USD``, ``the ones with the currency USD``)."""
+KIND_FIELDS = frozenset({"type", "kind", "sort"})
+"""Status-like fields that say what sort of row it is (``the accounts of type checking``)."""
+GROUP_FIELDS = frozenset({"category", "department", "section", "genre", "group", "team", "region"})
+"""Status-like fields that put a row in a group (``the products in the category audio``)."""
+
+
+def _in_status(k: str, v: Any) -> tuple[str, str, str]:
+    """A condition on a status field, after ``how many of ...``, as a noun phrase and after the rows
+    it narrows: (``are cancelled``, ``the cancelled ones``, ``that are cancelled``), (``are of type
+    checking``, ``the ones of type checking``, ``of type checking``), (``are in the category audio``,
+    ...), or (``have the currency USD``, ``the ones with the currency USD``, ``with the currency USD``)."""
     if k in ADJECTIVE_STATUS and adjective(v):
-        return f"are {enum_words(v)}", f"the {enum_words(v)} ones"
+        a = enum_words(v.lower()) if isinstance(v, str) and v.isupper() else enum_words(v)  # "which ones are deleted", never "are DELETED"
+        return f"are {a}", f"the {a} ones", f"that are {a}"
     fw = field_words(k)
-    return f"have the {fw} {enum_words(v)}", f"the ones with the {fw} {enum_words(v)}"
+    if k in KIND_FIELDS or k.endswith("_type") or k.endswith("_kind"):
+        return f"are of {fw} {enum_words(v)}", f"the ones of {fw} {enum_words(v)}", f"of {fw} {enum_words(v)}"
+    if k in GROUP_FIELDS:
+        return f"are in the {fw} {enum_words(v)}", f"the ones in the {fw} {enum_words(v)}", f"in the {fw} {enum_words(v)}"
+    return f"have the {fw} {enum_words(v)}", f"the ones with the {fw} {enum_words(v)}", f"with the {fw} {enum_words(v)}"
+
+
+def _mods(withs: list[str], quals: list[str]) -> str:
+    """A row's attributes and conditions after its noun, in one ``with`` (``with a duration of 30
+    minutes, reason "knee pain" and start time on or before X``, never ``... "knee pain" with start time ...``)."""
+    if not withs:
+        return " " + " and ".join(quals) if quals else ""
+    joined = withs + [q[len("with "):] for q in quals if q.startswith("with ") and not q.startswith("with the ")]
+    others = [q for q in quals if not (q.startswith("with ") and not q.startswith("with the "))]
+    return " with " + join(joined) + ("" if not others else " " + " and ".join(others))
+
+
+_QUOTED = re.compile(r'"[^"]*"')
+
+
+def _modified(phrase: str) -> bool:
+    """True for a reference phrase with modifiers of its own (``the transfer with reference X``, ``the
+    file in the folder "Travel"``): modifiers after it would read as its own."""
+    bare = _QUOTED.sub("", phrase)
+    return any(w in bare for w in (" with ", " of ", " for ", " in ", " on or ", " whose "))
+
+
+def _owner_prep(owner: Ref, rel: str) -> str:
+    """The preposition before a row's owner after ``my <rows>``: ``with`` a person (``my appointments
+    with Dr. Lopes``), ``in`` a container, ``for`` anything else."""
+    if owner.person:
+        return "with"
+    return "in" if rel == "in" or singular(owner.noun) in CONTAINER_NOUNS else "for"
 
 
 def _num(v: Any) -> bool:
@@ -397,6 +530,8 @@ class Phraser:
         self.taken = taken
         """Keys of the questions already asked about these calls (a read-only chain drawn again asks something else)."""
         self.mentioned: set[tuple[str, str]] = set()
+        self.it: tuple[str, str] | None = None
+        """The row ``obj`` says as ``it`` (the new row a new row is made in)."""
         self.values: list[str] = []
         self.persona: Ref | None = None
         if rng.random() < persona_share:
@@ -434,6 +569,12 @@ class Phraser:
             return v if isinstance(v, str) and (k in TITLE_FIELDS or k.endswith("_name")) else render(v)
 
         facts = [f"my {field_words(k)} is {said(k, v)}" for k, v in list(p.idents) + list(p.withs)]
+        if p.title and "@" in p.title:  # a user named by an address: "My user name is kai@x.org", never "I'm kai@x.org"
+            k = next((c for c, _op, v in p.where if v == p.title), "email")
+            facts = [f"my {field_words(k)} is {p.title}"] + facts
+            if self.role:
+                return rng.choice((f"Hi, I'm {self.role}; {join(facts)}. ", f"{join(facts).capitalize()}; I'm {self.role}. "))
+            return rng.choice((f"Hi, {join(facts)}. ", f"{join(facts).capitalize()}. "))
         if p.title:
             name = p.title
             if self.role and rng.random() < 0.8:
@@ -449,8 +590,10 @@ class Phraser:
         """A reference as the object of a verb (``that order`` once it has been mentioned)."""
         if self.is_persona(ref):
             return "me"
+        if self.it is not None and ref.key == self.it:
+            return "them" if ref.person or is_person(ref.noun) else "it"
         if ref.key in self.mentioned:
-            return f"that {human(ref.noun)}" if ref.kind != "new" else self.rng.choice((f"the new {human(ref.noun)}", f"that new {human(ref.noun)}"))
+            return f"that {noun_words(ref.noun)}" if ref.kind != "new" else self.rng.choice((f"the new {noun_words(ref.noun)}", f"that new {noun_words(ref.noun)}"))
         text = self._first(ref)
         self.mentioned.add(ref.key)
         return text
@@ -469,7 +612,7 @@ class Phraser:
         if self.is_persona(ref):
             return f"my {head}"
         if ref.kind == "desc" and ref.person and ref.title and ref.owner is None and not ref.withs and not ref.quals and not ref.adjectives \
-                and ref.key not in self.mentioned:
+                and ref.key not in self.mentioned and "@" not in ref.title:  # never "sara@x.org's display name"
             self.mentioned.add(ref.key)
             self.values.append(ref.title)
             return f"{ref.title}'s {head}"
@@ -477,12 +620,12 @@ class Phraser:
 
     def _first(self, ref: Ref) -> str:
         rng = self.rng
-        noun = human(ref.noun)
+        noun = noun_words(ref.noun)
         if ref.kind == "new":
             return f"the new {noun}"
         if ref.kind == "literal":
             self.values.extend(ref.values)
-            return f"{noun} {render(ref.value)}"
+            return f"no {noun}" if ref.value in ({}, [], "") else f"{noun} {render(ref.value)}"  # never "assignee {}"
         if ref.kind == "of":
             assert ref.base is not None
             role = role_words(ref.role)
@@ -493,27 +636,43 @@ class Phraser:
         adjs = [human(a) for a in dict.fromkeys(ref.adjectives)]
         head = " ".join(adjs + [noun])
         if ref.title and ref.person:
-            core = rng.choice((ref.title, f"{head} {ref.title}")) if not adjs and ref.owner is None else f"{head} {ref.title}"
+            bare_ok = not adjs and ref.owner is None and "@" not in ref.title  # never "get rid of sara@x.org": "the user sara@x.org"
+            core = rng.choice((ref.title, f"{head} {ref.title}")) if bare_ok else f"{head} {ref.title}"
             bare = core == ref.title
         elif ref.title:
             core = f'{head} "{ref.title}"'
             bare = False
         else:
             core, bare = head, False
+        mods = _mods([attr(k, v) for k, v in ref.withs], ref.quals)
+        mine = next((o for o in ref.more_owners if self.is_persona(o)), None)
+        if ref.owner is not None and mine is not None and not self.is_persona(ref.owner):
+            # the speaker's own rows filtered by another owner: "my appointments with Dr. Lopes", never "Dr. Lopes's appointments for me"
+            o = ref.owner
+            text = f"my {core}{mods} {_owner_prep(o, ref.owner_rel)} {self.obj(o)}"
+            for extra in ref.more_owners:
+                if extra is not mine:
+                    text += f" for {self.obj(extra)}"
+            return text
         if ref.owner is not None:
             o = ref.owner
             if ref.owner_rel == "poss":
                 text = self.poss(o, core)
-            elif ref.owner_rel == "in":
-                text = f"the {core} in {self.obj(o)}"
+                rel, rest = "of", text[len(f"the {core} of "):] if text.startswith(f"the {core} of ") else None
             else:
-                text = f"the {core} for {self.obj(o)}"
+                rel = "in" if ref.owner_rel == "in" else "for"
+                rest = self.obj(o)
+                text = f"the {core} {rel} {rest}"
+            if mods and rest is not None:
+                # the owner has modifiers of its own: this row's come first, so that each reads one way
+                # ("the transaction with the highest amount among those for the source account of the transfer with
+                # reference X", never "... of the transfer with reference X with the highest amount")
+                among = ref.best is not None and _modified(rest)
+                text = f"the {core}{mods}" + (f", among those {rel} {rest}" if among else f" {rel} {rest}")
+                mods = ""
         else:
             text = core if bare else f"the {core}"
-        if ref.withs:
-            text += " with " + join([attr(k, v) for k, v in ref.withs])
-        if ref.quals:
-            text += " " + " and ".join(ref.quals)
+        text += mods
         for o in ref.more_owners:
             text += f" for {self.obj(o)}"
         return text
@@ -521,12 +680,17 @@ class Phraser:
     def collection(self, step: Step) -> str:
         """The rows a list call returns: ``my pending orders``, ``all the products in category audio``."""
         sc = step.scope or {}
-        noun = human(step.info.noun)
+        noun = noun_words(step.info.noun)
         adjs = [human(a) for a in dict.fromkeys(sc.get("adjectives", []))]
-        head = " ".join(adjs + [plural(noun)])
+        head = " ".join(adjs + [plural_noun(noun)])
         owners: list[tuple[str, Ref]] = sc.get("owners", [])
         self.values.extend(sc.get("values", []))
-        if owners:
+        mine = next((o for _c, o in owners[1:] if self.is_persona(o)), None)
+        if mine is not None and not self.is_persona(owners[0][1]):  # "my appointments with Dr. Lopes", never "Dr. Lopes's appointments for me"
+            o = owners[0][1]
+            text = f"my {head} {_owner_prep(o, 'in' if singular(o.noun) in CONTAINER_NOUNS else 'for')} {self.obj(o)}"
+            owners = [owners[0]] + [(c, x) for c, x in owners[1:] if x is not mine]
+        elif owners:
             o = owners[0][1]
             if o.person or self.is_persona(o):
                 text = self.poss(o, head)
@@ -537,7 +701,10 @@ class Phraser:
         else:
             text = self.rng.choice((f"all the {head}", f"all {head}", f"every {' '.join(adjs + [noun])}" if not sc.get("quals") else f"all the {head}"))
         quals = sc.get("quals", [])
-        if quals:
+        lead = next((f"the {head} {rel} " for rel in ("in", "for", "of") if text.startswith(f"the {head} {rel} ")), "")
+        if quals and lead and _modified(text[len(lead):]):  # the rows' own conditions before an owner with modifiers of its own
+            text = f"the {head} " + " and ".join(quals) + " " + lead[len(f"the {head} "):] + text[len(lead):]
+        elif quals:
             text += " " + " and ".join(quals)
         for _c, o in owners[1:]:
             text += f" for {self.obj(o)}"
@@ -599,12 +766,13 @@ class Phraser:
                 self.values.append(render(v))
         return out
 
-    def goal(self, step: Step) -> str:
-        """What a mutating call achieves, as an imperative."""
+    def goal(self, step: Step, bare: bool = False) -> str:
+        """What a mutating call achieves, as an imperative (``bare``: a create's new row without its
+        verb, ``a new event in it, with title ...``)."""
         info = step.info
         kind = info.kind
-        noun = human(info.noun)
-        verb = info.verb or (words(info.name)[0] if words(info.name) else "do")
+        noun = noun_words(info.noun)
+        verb = verb_of(info)
         key_name = next((p.name for p in info.params.values() if p.role == "key"), None)
         if kind == "create":
             v = self._verb("create" if verb in ("new", "insert") else verb)
@@ -618,8 +786,13 @@ class Phraser:
                 if lits:
                     s += (", with " if " with " in s else " with ") + join(lits)  # never two "with" phrases in a row
                 return s
-            article = "an" if noun[:1] in "aeiou" else "a"
-            s = f"{v} {self.rng.choice(('a new', article))} {noun}"
+            s = ("" if bare else f"{v} ") + f"{self.rng.choice(('a new', article(noun)))} {noun}"
+            flags = [x for x in lits if x.startswith(("marked ", "not marked "))]  # last: never "a user with marked active, ..."
+            lits = [x for x in lits if x not in flags]
+
+            def flagged(text: str, withs: list[str]) -> str:
+                return text + ((", " if withs else " ") + join(flags) if flags else "")
+
             said = (set(self.mentioned), list(self.values), self.rng.getstate())
             others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
             ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
@@ -634,12 +807,12 @@ class Phraser:
                 ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
                 others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
                 withs = [w for w in ref_withs if " with " not in w] + lits + [w for w in ref_withs if " with " in w]
-                return s + " with " + join(withs) + " " + " ".join(others)
+                return flagged(s + " with " + join(withs) + " " + " ".join(others), withs)
             if others:
                 s += " " + " ".join(others)
             if withs:
                 s += (", with " if others and len(withs) > 1 else " with ") + join(withs)
-            return s
+            return flagged(s, withs or others)
         skip = {key_name} if key_name else set()
         tref = step.target
 
@@ -647,15 +820,7 @@ class Phraser:
             return self.obj(tref) if tref is not None else f"the {noun}"
 
         if kind == "update":
-            lits = self._literals(step, skip)
-            changes: list[tuple[str, Any]] = [((unit_of(k) or (field_words(k), ""))[0], said_value(k, x)) for k, x in lits]
-            for name, ref in step.refs.items():
-                if name in skip or self._skip(step, name, ref):
-                    continue
-                p = info.params.get(name)
-                fw = field_words(p.field or name) if p else field_words(name)
-                fw = " ".join(w for w in fw.split() if w != "id") or human(ref.noun)
-                changes.append((fw, ref))
+            changes = self._changes(step, skip)
             if not changes:
                 return f"update {target()}"
             if len(changes) == 1:
@@ -674,6 +839,8 @@ class Phraser:
             its_word = "my" if mine else pronoun(tref)
             t = "my details" if mine else target()
             rendered = [(f, self.obj(x) if isinstance(x, Ref) else x) for f, x in changes]
+            if len(rendered) >= 3 and not mine:  # several fields of one row: what the row becomes, not a list of settings
+                return f"change {t} so that " + join(so_that(rendered, its_word))
             sets = join([f"{f} to {x}" for f, x in rendered])
             its = join([f"{its_word} {f} is {x}" for f, x in rendered])
             return self.rng.choice((f"update {t}, setting {sets}", f"change {t} so that {its}", f"update {t}: set {sets}"))
@@ -691,16 +858,160 @@ class Phraser:
             return v.format(x=t) + tail
         return f"{v} {t}{tail}"
 
-    def show(self, step: Step) -> str:
-        """A read at the end of a chain that changes state: ``show me ...``."""
+    def _changes(self, step: Step, skip: set[str]) -> list[tuple[str, Any]]:
+        """The fields an update sets, as (field words, value said or the reference it points to)."""
+        info = step.info
+        lits = self._literals(step, skip)
+        changes: list[tuple[str, Any]] = [((unit_of(k) or (field_words(k), ""))[0], said_value(k, x)) for k, x in lits]
+        for name, ref in step.refs.items():
+            if name in skip or self._skip(step, name, ref):
+                continue
+            p = info.params.get(name)
+            fw = field_words(p.field or name) if p else field_words(name)
+            fw = " ".join(w for w in fw.split() if w != "id") or human(ref.noun)
+            changes.append((fw, ref))
+        return changes
+
+    def state(self, step: Step, row: Ref) -> list[str] | None:
+        """What a further change to ``row`` (already named) leaves it as, after the row: ``pinned``,
+        ``shared with recipient email ...``, ``with its name set to backup.zip``; None when the change
+        is not to ``row`` itself or has no such wording (it is then said as an imperative)."""
+        info = step.info
+        kind = info.kind
+        verb = verb_of(info)
+        key_name = next((p.name for p in info.params.values() if p.role == "key"), None)
+        skip = {key_name} if key_name else set()
+        if kind == "create":
+            first = next(iter(step.refs.values()), None)
+            if singular(verb) != singular(info.noun) or first is None or first.key != row.key or participle(verb) is None:
+                return None  # only "share <the file> with ...": a new row of its own is said as a goal
+            preps = [(self._prep(name, ref, verb), ref) for name, ref in list(step.refs.items())[1:]]
+            lits = [attr(k, x) for k, x in self._literals(step)]
+            s = " ".join([participle(verb) or verb] + [f"{pp} {self.obj(r)}" for pp, r in preps])
+            return [s + ((", with " if " with " in s else " with ") + join(lits) if lits else "")]
+        if step.target is None or step.target.key != row.key:
+            return None
+        if kind == "update":
+            changes = self._changes(step, skip)
+            if not changes:
+                return None
+            moved = [f"moved to {self.obj(x)}" for f, x in changes if isinstance(x, Ref) and singular(x.noun) in CONTAINER_NOUNS]
+            rendered = [(f, self.obj(x) if isinstance(x, Ref) else x) for f, x in changes
+                        if not (isinstance(x, Ref) and singular(x.noun) in CONTAINER_NOUNS)]
+            return became(rendered, pronoun(row)) + moved
+        if kind != "action" or participle(verb) is None:
+            return None
+        parts = self._ref_parts(step, skip)
+        lits = self._literals(step, skip)
+        s = " ".join([participle(verb) or verb] + parts)
+        if lits:
+            s += (", with " if " with " in s else " with ") + join([attr(k, x) for k, x in lits])
+        return [s]
+
+    def grouped(self, muts: list[Step]) -> list[str] | None:
+        """The changes of a chain grouped by the row they concern, each group one goal: ``get the
+        message in the channel "general" pinned, with its text set to "..."``, ``set up a new file in
+        the folder "Travel", with name design-logo.png, starred and shared with ...``. None when the
+        chain has one change, or grouping would say a row before the change that makes it."""
+        if len(muts) < 2:
+            return None
+        groups: dict[tuple[str, str], list[Step]] = {}
+        home: dict[tuple[str, str], tuple[str, str]] = {}  # a row -> the group it is said in
+        for s in muts:
+            t = s.target
+            concern = t.key if t is not None else ("", str(s.index))
+            if s.info.kind == "create" and s.refs:
+                first = next(iter(s.refs.values()))
+                if first.key in home:  # share <the file>, invite an attendee to <the event>, a file in <the new folder>
+                    concern = first.key
+            concern = home.get(concern, concern)
+            groups.setdefault(concern, []).append(s)
+            if t is not None:
+                home.setdefault(t.key, concern)
+            home.setdefault(concern, concern)
+        if len(groups) == len(muts):
+            return None  # every change concerns another row: nothing to group
+        # a group that makes a row another group uses is said first ("a new folder ..., and the file ... moved to it")
+        maker = {s.target.key: k for k, g in groups.items() for s in g if s.info.kind == "create" and s.target is not None}
+        needs = {k: {maker[r.key] for s in g for r in s.refs.values() if r.kind == "new" and r.key in maker and maker[r.key] != k}
+                 for k, g in groups.items()}
+        ordered: list[tuple[str, str]] = []
+        while len(ordered) < len(groups):
+            ready = [k for k in groups if k not in ordered and needs[k] <= set(ordered)]
+            if not ready:
+                return None
+            ordered.append(ready[0])
+        groups = {k: groups[k] for k in ordered}
+        order = [s for g in groups.values() for s in g]
+        made: set[tuple[str, str]] = set()
+        for s in order:  # a new row is said only after the goal that makes it
+            if any(r.kind == "new" and r.key not in made for r in s.refs.values()):
+                return None
+            if s.info.kind == "create" and s.target is not None:
+                made.add(s.target.key)
+        out = []
+        for g in groups.values():
+            head = g[0]
+            row = head.target
+            if row is None or len(g) == 1 or self.is_persona(row):
+                out += [self.goal(s) for s in g]
+                continue
+            if head.info.kind == "create":
+                lead, states = self.goal(head), []
+            else:
+                lead = ""
+                said = (set(self.mentioned), list(self.values), self.rng.getstate())
+                t = self.obj(row)
+                first = self.state(head, row)
+                if first is None:  # no wording for the first change after its row: said as before
+                    self.mentioned, self.values = said[0], said[1]
+                    self.rng.setstate(said[2])
+                    lead, states = self.goal(head), []
+                else:
+                    states = list(first)
+            rest: list[str] = []
+            cur = row
+            for s in g[1:]:
+                first_ref = next(iter(s.refs.values()), None)
+                if (lead and s.info.kind == "create" and s.target is not None and first_ref is not None and first_ref.kind == "new"
+                        and first_ref.key == cur.key and not states and not rest and verb_of(s.info) in MAKE_VERBS):
+                    # a new row in the new row: one goal ("set up a calendar with name Family and a new event in it, with ...")
+                    self.it = cur.key
+                    lead += " and " + self.goal(s, bare=True)
+                    self.it = None
+                    cur = s.target
+                    continue
+                st = self.state(s, cur)
+                if st is None:
+                    rest.append(self.goal(s))
+                else:
+                    states += st
+            said = _states(states)
+            if lead:  # a new row: "book a new appointment ..., and have it checked in"
+                it = "it" if not out and cur is row else self.obj(cur)
+                text = lead + (f", and have {it} {said}" if states else "")
+            elif all(x.startswith("with ") for x in states):  # only fields set: what the row becomes, never "get X with its Y set to Z"
+                text = f"change {t} so that " + join([_SET.sub(r"\1 \2 is ", x) for x in states])
+            else:
+                text = self.rng.choice(("get {t} {s}", "have {t} {s}")).format(t=t, s=said)
+            out.append(text + ("" if not rest else ", and " + join(rest)))
+        return out
+
+    def show(self, step: Step, sentence: bool = False) -> str:
+        """A read at the end of a chain that changes state: ``show me ...`` (``sentence``: a sentence
+        of its own after the goals, ``Show me the new booking as it ends up.``)."""
         tops = [e for e in step.elements if e.parent is None]
         if step.info.kind == "list" or (tops and tops[0].group is not None and len(tops) > 1):
             x = self.collection(step)
         elif step.target is not None:
-            x = self.obj(step.target)
+            x = "my details" if self.is_persona(step.target) else self.obj(step.target)  # never "pull up me"
         else:
             x = self.collection(step)
         self._literals(step, set(step.refs))
+        if sentence:
+            many = step.info.kind == "list" or x.startswith(("all ", "every ")) or (x.startswith("my ") and x.endswith("s"))
+            frames = SHOW_AFTER_MANY if many else SHOW_AFTER
+            return self.rng.choice(frames).format(x=x, X=x[:1].upper() + x[1:])
         return self.rng.choice(SHOW).format(x=x)
 
     # -- questions ------------------------------------------------------------------------------------
@@ -794,10 +1105,10 @@ class Phraser:
         c = self.collection(step)
         if c.startswith("every "):  # "which of every folder" -> "which of all the folders"
             head, _, last = c[6:].rpartition(" ")
-            c = "all the " + (head + " " if head else "") + plural(last)
+            c = "all the " + (head + " " if head else "") + plural_noun(last)
         self._literals(step, set(step.refs))
-        noun = human(step.info.noun)
-        nouns = plural(noun)
+        noun = noun_words(step.info.noun)
+        nouns = plural_noun(noun)
         shapes = ["count"] if 2 <= len(rows) <= 40 else []
         nums = [k for k in ranked if k != label and not is_id_name(k) and all(_num(r.get(k)) for r in rows)] if len(rows) >= 2 else []
         if any(k in SUMMABLE or unit_of(k) for k in nums) and len(rows) <= 40:
@@ -842,7 +1153,10 @@ class Phraser:
             f = rng.choice([k for k in nums if k in SUMMABLE or unit_of(k)])
             fw = field_words(f)
             total = round(sum(float(r[f]) for r in rows), 2)
-            text = rng.choice(TOTAL_Q).format(c=c, f=fw)
+            if fw.split(" ")[0] in ("total", "sum"):  # never "the total total of the invoices"
+                text = rng.choice(("What do the {fs} of {c} add up to?", "Add up the {fs} of {c} for me.")).format(fs=plural_phrase(fw), c=c)
+            else:
+                text = rng.choice(TOTAL_Q).format(c=c, f=fw)
             if mentions(_fmt(total), text) >= 0:
                 return None
             return Question(text, [_fmt(total)], f"The total {fw} is {_fmt(total)}.", absent=self._absent(step, [], set()), kind="total",
@@ -1042,7 +1356,7 @@ class Phraser:
             total = round(sum(vals[i] for i in hit), 2)
             if total == round(sum(vals), 2):
                 return None  # the condition would not change the answer
-            text = rng.choice(TOTAL_WHICH_Q).format(c=_the(c), f=fw, o=_in_status(k, v)[1])
+            text = rng.choice(TOTAL_WHICH_Q).format(c=_the(c), f=fw, r=_in_status(k, v)[2])
             if mentions(_fmt(total), text) >= 0:
                 return None
             return Question(text, [_fmt(total)], f"Their total {fw} is {_fmt(total)}.",
@@ -1054,7 +1368,7 @@ class Phraser:
             return None  # a tie, or the condition would not change the winner
         win = hit[sub.index(best)]
         word = _most(f, high, rng)
-        text = rng.choice(SUP_WHICH_Q).format(c=_the(c), o=_in_status(k, v)[1], w=word, f=fw)
+        text = rng.choice(SUP_WHICH_Q).format(c=_the(c), r=_in_status(k, v)[2], w=word, f=fw)
         others = [lab for i, lab in enumerate(labels) if i != win]
         return Question(text, [labels[win]], f"{labels[win]}, with {article(fw)} {fw} of {_fmt(best)}.", rows=[[labels[win]]],
                         absent=others + self._absent(step, [label], {labels[win].lower()}), kind="superlative",
@@ -1071,20 +1385,25 @@ class Phraser:
         facts: list[str] = []
         q: Question | None = None
         if muts:
-            goals = [self.goal(s) for s in muts]
-            if not last.mutating:
+            grouped = self.grouped(muts)
+            goals = grouped or [self.goal(s) for s in muts]
+            n_goals = len(goals)
+            after = ""
+            if not last.mutating and grouped:  # the changes as goals, the row to see in a sentence of its own
+                after = " " + self.show(last, sentence=True)
+            elif not last.mutating:
                 goals.append(self.show(last))
             g = join(goals)  # one goal with its parts, never a narrated script ("..., then ..., and finally ...")
             pool = TONES[self.tone] if self.tone else FRAMES
             frames = [f for f in pool if not ((g.endswith(" me") or " me " in g or ": " in g) and "for me" in f)] or ["{G}."]
             frame = rng.choice(frames)
-            body = frame.format(g=g, G=g[:1].upper() + g[1:])
+            body = frame.format(g=g, G=g[:1].upper() + g[1:]) + after
             if self.motive and self.tone != "busy" and rng.random() < 0.5:
                 body = self.motive + ", so " + (body if body.startswith("I ") or body.startswith("I'") else body[0].lower() + body[1:])
             elif len(goals) > 1 and self.tone != "busy" and rng.random() < 0.5:
                 body = rng.choice(MOTIVES) + (body if body.startswith("I ") or body.startswith("I'") else body[0].lower() + body[1:])
             kind = muts[-1].info.kind
-            answer = "Done: I " + join([past(x) for x in goals[:len(muts)]]) + "."
+            answer = "Done: I " + join([past(x) for x in goals[:n_goals]]) + "."
             if not last.mutating:
                 answer += " Here it is now."
         else:
@@ -1114,7 +1433,76 @@ class Phraser:
 PAST = {"set": "set", "put": "put", "send": "sent", "get": "got", "pay": "paid", "make": "made", "lift": "lifted", "go": "went",
         "let": "showed", "show": "showed", "pull": "pulled", "call": "called", "ship": "shipped", "star": "starred", "pin": "pinned",
         "plan": "planned", "drop": "dropped", "stop": "stopped", "freeze": "froze", "unfreeze": "unfroze", "cancel": "cancelled",
-        "mark": "marked", "book": "booked", "open": "opened", "check": "checked"}
+        "mark": "marked", "book": "booked", "open": "opened", "check": "checked", "have": "had"}
+
+
+MAKE_VERBS = frozenset({"create", "add", "new", "insert", "post", "book", "open", "register", "make", "upload", "write"})
+"""Verbs that only make a row: its new row can be said without them (``... and a new event in it``)."""
+IRREGULAR = {"freeze": "frozen", "unfreeze": "unfrozen", "send": "sent", "set": "set", "put": "put", "reset": "reset", "pay": "paid",
+             "make": "made", "get": "gotten", "give": "given", "take": "taken", "write": "written", "run": "run", "shut": "shut",
+             "begin": "begun", "hide": "hidden", "hold": "held", "lock": "locked", "split": "split"}
+
+
+def participle(verb: str) -> str | None:
+    """The past participle of an action's verb (``pin`` -> ``pinned``, ``check in`` -> ``checked in``,
+    ``freeze`` -> ``frozen``, ``complete`` -> ``marked as completed``); None for a verb with no plain form."""
+    head, _, rest = verb.partition(" ")
+    if not head.isalpha() or not head.islower():
+        return None
+    rest = rest.replace("{x} ", "")  # "mark {x} as uncollectible" -> "marked as uncollectible"
+    if head == "complete" and not rest:
+        return "marked as completed"
+    p = IRREGULAR.get(head) or past(head)
+    return p + (" " + rest if rest else "")
+
+
+_SET = re.compile(r"^with (its|their) (.+?) set to ")
+
+
+def _states(states: list[str]) -> str:
+    """What a row is left as, its states joined: what it becomes first, then the fields it gets in one
+    ``with`` (``shipped, with its quantity set to 4 and its shipping address set to "..."``)."""
+    plain = [x for x in states if not x.startswith("with ")]
+    withs = [x[len("with "):] for x in states if x.startswith("with ")]
+    if not withs:
+        return join(plain)
+    w = "with " + join(withs)
+    return (join(plain) + ", " + w) if plain else w
+
+
+CHANGE_WORDS = {
+    "became": {"span": "moved to run from {x} to {y}", "name": "renamed to {x}", "title": "retitled {x}", "field": "with {its} {f} set to {x}"},
+    "so_that": {"span": "{it_runs} from {x} to {y}", "name": "it is called {x}", "title": "it is called {x}", "field": "{its} {f} is {x}"},
+}
+"""Field changes in words: after the row (``became``) or after ``so that`` (``so_that``)."""
+
+
+def _said_changes(changes: list[tuple[str, str]], its: str, style: str) -> list[str]:
+    w = CHANGE_WORDS[style]
+    out: list[str] = []
+    vals = dict(changes)
+    for f, x in changes:
+        if f == "end time" and "start time" in vals:
+            continue
+        if f == "start time" and "end time" in vals:
+            out.append(w["span"].format(x=x, y=vals["end time"], it_runs="it runs" if its == "its" else "they run"))
+        elif f in ("name", "title") and (style == "became" or its == "its"):
+            out.append(w[f].format(x=x))
+        else:
+            out.append(w["field"].format(its=its, f=f, x=x))
+    return out
+
+
+def became(changes: list[tuple[str, str]], its: str) -> list[str]:
+    """Field changes said as what they make of the row, after it: ``renamed to backup.zip``, ``moved
+    to run from X to Y``, ``with its location set to "Room C6"``."""
+    return _said_changes(changes, its, "became")
+
+
+def so_that(changes: list[tuple[str, str]], its: str) -> list[str]:
+    """Field changes said as what the row is afterwards, after ``so that``: ``it is called X``, ``it
+    runs from X to Y``, ``its location is "Room C6"``."""
+    return _said_changes(changes, its, "so_that")
 
 
 def past(goal: str) -> str:

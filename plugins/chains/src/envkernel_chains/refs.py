@@ -450,7 +450,8 @@ def field_words(key: str, units: bool = True) -> str:
     return " ".join(ws)
 
 
-UNITS = {"minutes": "minutes", "bytes": "bytes", "cents": "cents", "seconds": "seconds", "days": "days", "hours": "hours"}
+UNITS = {"minutes": "minutes", "bytes": "bytes", "cents": "cents", "seconds": "seconds", "days": "days", "hours": "hours",
+         "ms": "milliseconds", "secs": "seconds", "mins": "minutes"}
 """Trailing words of a field name that are the unit of its value (``duration_minutes``)."""
 
 

@@ -30,6 +30,14 @@ _KNOWN_FORMATS = {"date-time", "date-time-rfc-2822", "date", "time", "email", "u
 _WORDS = ["north", "river", "maple", "cedar", "summit", "harbor", "meadow", "willow", "granite", "aurora", "atlas", "beacon"]
 
 
+def _two_words(rng: random.Random) -> str:
+    """Two different words ("granite atlas", never "granite granite"), from the same two draws as before."""
+    first, second = rng.choice(_WORDS), rng.choice(_WORDS)
+    if second == first:
+        second = _WORDS[(_WORDS.index(first) + 1) % len(_WORDS)]
+    return f"{first} {second}"
+
+
 def iso(t: dt.datetime) -> str:
     """``t`` as ``2026-01-15T09:00:00Z``."""
     return t.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -229,7 +237,7 @@ def _string(schema: dict[str, Any], rng: random.Random, name: str = "") -> str:
         "byte": lambda: "ZXhhbXBsZQ==",
         "x-id": lambda: f"{rng.getrandbits(64):016x}",
     }
-    s = by_format[fmt]() if fmt in by_format else " ".join(rng.choice(_WORDS) for _ in range(2))
+    s = by_format[fmt]() if fmt in by_format else _two_words(rng)
     if isinstance(pattern, str) and problem(schema, s):
         s = next((f for f in _time_forms(s) if not problem(schema, f)), s)
     lo, hi = schema.get("minLength", 0), schema.get("maxLength")

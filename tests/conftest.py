@@ -300,3 +300,91 @@ def probe_verify() -> Any:
         return asyncio.run(go())
 
     return run
+
+
+# --- The real-spec corpus (plugins/openapi/corpus-real), verified in two halves -----------------
+# tests/test_openapi_realspecs.py and tests/test_openapi_realspecs_2.py each verify half of it, so
+# that `--dist loadfile` runs the two halves on the two workers instead of one file for minutes.
+
+REAL_CORPUS = Path(__file__).resolve().parents[1] / "plugins" / "openapi" / "corpus-real"
+"""The real-spec corpus: 36 public specs, their sources in ``sources.json``."""
+REAL_HALVES: tuple[list[str], list[str]] = (
+    ["adyen-transfers-v4.json", "amadeus-hotel-list.yaml", "dropbox-sign-api/openapi.yaml", "intercom-api-2.14.yaml",
+     "klaviyo-lists.json", "netlify-api.yaml", "nhs-personal-demographics/personal-demographics.yaml", "ory-kratos.json",
+     "outline-api.yaml", "pagerduty-scim.json", "sendgrid-v3/oas_v3.json", "slack-web-api.json", "spotify-web-api.yaml",
+     "stripe-api-2020-10.yaml", "twilio-api-v2010.json", "twilio-messaging-v1.json", "workos-api.yaml", "xero-accounting.yaml",
+     "xero-files.yaml", "xero-projects.yaml"],
+    ["adyen-balance-platform-v2.json", "adyen-checkout-v71.json", "asana-api.yaml", "bigcommerce-channels-v3.yaml",
+     "bigcommerce-customers-v3/customers.v3.yml", "bluesky-atproto-xrpc.json", "box-platform.json", "calendly-api.yaml",
+     "discord-api.json", "google-maps-platform/index.yml", "klaviyo-catalogs.json",
+     "nhs-booking-and-referral/booking-and-referral.yaml", "pagerduty-slack-integration.json", "plaid-api.yaml",
+     "resend-api.yaml", "xero-assets.yaml"],
+)
+"""The corpus's spec files in two halves of about the same size in bytes (a test module names its half
+in ``REAL_HALF``). The first holds the specs whose shapes ``test_real_shapes_are_kept`` checks."""
+
+
+async def _verify_real(envs: list[Any]) -> dict[str, Any]:
+    from envkernel_kit.testing import RunnerContext
+    from envkernel_probe import Probe
+
+    process = pytest.importorskip("envkernel_process")
+    runner = process.ProcessRunner()
+    out: dict[str, Any] = {}
+    try:
+        for env in envs:
+            for attempt in range(3):
+                try:
+                    out[env.id] = await Probe().verify(env, RunnerContext(runner, component="probe"))
+                    break
+                except process.SandboxError as exc:
+                    if attempt == 2:
+                        out[env.id] = exc
+    finally:
+        await runner.aclose()
+    return out
+
+
+@pytest.fixture(scope="module")
+def real_corpus(request: pytest.FixtureRequest) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
+    """The half of the real corpus the test module names in ``REAL_HALF`` synthesized and verified once
+    (the ``probe`` in ``process`` sandboxes): (envs by id, refusals by file, reports by env id)."""
+    import asyncio
+
+    from envkernel_openapi import OpenAPISettings, SpecError, synthesize_file
+
+    envs, refused = {}, {}
+    for file in REAL_HALVES[request.module.REAL_HALF]:
+        try:
+            env, _warnings = synthesize_file(REAL_CORPUS / file, settings=OpenAPISettings(validate=False))
+        except SpecError as exc:  # a refusal is an answer; any other exception fails the test
+            refused[file] = str(exc)
+            continue
+        envs[env.id] = env
+    return envs, refused, asyncio.run(_verify_real(list(envs.values())))
+
+
+def _check_real_corpus(corpus: tuple[dict[str, Any], dict[str, str], dict[str, Any]], kept_floor: int, refused_at_most: int) -> None:
+    from envkernel_openapi import OpenAPISettings
+
+    sources = json.loads((REAL_CORPUS / "sources.json").read_text())
+    assert sorted(REAL_HALVES[0] + REAL_HALVES[1]) == sorted(s["file"] for s in sources), "REAL_HALVES must split sources.json exactly"
+    envs, refused, reports = corpus
+    for env in envs.values():
+        assert env.tools and len(env.tools) <= OpenAPISettings().max_tools, env.id
+    # a refusal says why the spec gives no useful environment: no list operation to discover ids with
+    assert all("no list operation" in why for why in refused.values()), refused
+    assert len(refused) <= refused_at_most, refused
+    unloadable = {k: str(v) for k, v in reports.items() if isinstance(v, Exception)}
+    assert not unloadable, unloadable
+    kept = sorted(k for k, r in reports.items() if r.kept)
+    print(f"kept {len(kept)} of {len(reports)}:", kept, "not kept:", sorted(set(reports) - set(kept)))
+    assert len(kept) >= kept_floor, (kept, {k: r.tools_dropped for k, r in reports.items() if not r.kept})
+
+
+@pytest.fixture
+def check_real_corpus() -> Any:
+    """``check_real_corpus(real_corpus, kept_floor, refused_at_most)``: no traceback on any spec, each
+    environment within ``max_tools``, refusals only for specs with no list operation (at most
+    ``refused_at_most``), every environment loads, and at least ``kept_floor`` are kept."""
+    return _check_real_corpus

@@ -24,10 +24,14 @@ pytest.importorskip("envkernel_process")
 
 SECRET = "sk-test-secret"
 ENVKERNEL = str(Path(sys.executable).with_name("envkernel"))
+TASKS_PER_ENV = 5
+"""Tasks per environment in these runs (the default is 20): every task of every environment is still
+played and checked, over 35 tasks instead of 140 (each test makes one run of them per policy)."""
 
 
 def run(out: Path, run_id: str, *args: str, env: dict[str, str] | None = None, config: str | None = None) -> tuple[subprocess.CompletedProcess[str], Path]:
-    cmd = [ENVKERNEL, "--json-logs", "run", "--out", str(out), "--run-id", run_id, "--seed", "3", "--no-progress", "--timeout", "240", *args]
+    cmd = [ENVKERNEL, "--json-logs", "run", "--out", str(out), "--run-id", run_id, "--seed", "3", "--no-progress", "--timeout", "240",
+           "--set", f"chains.tasks_per_env={TASKS_PER_ENV}", *args]
     if config is not None:
         path = out / f"{run_id}.toml"
         out.mkdir(parents=True, exist_ok=True)

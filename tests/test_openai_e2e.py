@@ -43,6 +43,21 @@ def run(out: Path, run_id: str, *args: str, env: dict[str, str] | None = None, c
     return proc, out / run_id
 
 
+def _descends_from(pid: int, ancestor: int) -> bool:
+    """True when process ``pid`` is ``ancestor`` or one of its descendants (read from /proc)."""
+    for _ in range(64):
+        if pid == ancestor:
+            return True
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state: the parent's pid
+        if pid <= 1:
+            return False
+    return False
+
+
 def lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
@@ -151,7 +166,7 @@ def test_local_workers_get_the_runs_secrets_and_url_off_argv(tmp_path: Path, ref
     env = {"OPENAI_BASE_URL": "", "OPENAI_MODEL": "scripted"}
     cmd = [ENVKERNEL, "--json-logs", "--log-level", "debug", "run", "--out", str(tmp_path), "--run-id", "lwk", "--seed", "3", "--no-progress",
            "--timeout", "240", "--plugins", "+openai", "--policy", "openai", "-G", "4", "--workers", "1", "--nats-url", nats_server,
-           "--set", f"openai.api_key={key}"]
+           "--set", f"openai.api_key={key}", "--set", f"chains.tasks_per_env={TASKS_PER_ENV}"]
     seen: dict[int, str] = {}
     with ScriptedServer(Oracle(reference_tasks), record=True) as srv:
         env["OPENAI_BASE_URL"] = srv.base_url
@@ -164,8 +179,8 @@ def test_local_workers_get_the_runs_secrets_and_url_off_argv(tmp_path: Path, ref
                         line = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
                     except OSError:
                         continue
-                    if " worker" in line and "envkernel" in line and d.name.isdigit():
-                        seen[int(d.name)] = line
+                    if " worker" in line and "envkernel" in line and d.name.isdigit() and _descends_from(int(d.name), proc.pid):
+                        seen[int(d.name)] = line  # this run's own workers (other tests' may run beside it)
                 time.sleep(0.1)
         out, err = (tmp_path / "run.out").read_text(), (tmp_path / "run.err").read_text()
         auths = set(srv.authorizations)

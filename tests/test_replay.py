@@ -172,6 +172,26 @@ def test_the_cache_is_bounded_by_bytes() -> None:
     asyncio.run(go())
 
 
+def test_a_result_msgpack_cannot_hold_is_not_kept_and_no_one_waits_for_it() -> None:
+    """Environment code can return an integer beyond 64 bits (JSON allows it; msgpack does not). Such a
+    result is not kept: the rollout that made the call goes on, and one waiting on the same call makes
+    it itself instead of waiting for good."""
+    async def go() -> None:
+        cache = TraceCache()
+        first, second = cache.replay(("process", 0, "env"), None), cache.replay(("process", 0, "env"), None)
+        assert first is not None and second is not None
+        assert await first.known("get", {}, True) is None  # claims the call
+        waiting = asyncio.ensure_future(second.known("get", {}, True))
+        await asyncio.sleep(0)
+        first.learn(ToolResult(ok=True, value={"id": 10**20}))
+        assert await asyncio.wait_for(waiting, 30) is None  # not kept: it makes the call itself
+        second.learn(ToolResult(ok=True, value={"id": 10**20}))
+        assert first.key == b"" and second.key == b""  # nothing after an unkept result is replayed
+        assert await cache.replay(("process", 0, "env"), None).known("get", {}, True) is None  # type: ignore[union-attr]
+
+    asyncio.run(go())
+
+
 async def test_a_mismatch_drops_the_entry_and_the_start_falls_back_to_sandboxes(served_pool: Any) -> None:
     """A known result that a sandbox does not repeat (an earlier execution gave another one: the environment
     is not deterministic) is counted, dropped and said; that start is then answered by sandboxes alone."""

@@ -67,6 +67,14 @@ def test_the_rows_of_an_envelope_are_found_whatever_it_is_called() -> None:
     assert result_rows({"data": {"items": [a, b], "cursor": "c2"}}) == [a, b]
     assert result_rows({"id": 7, "lines": [a, b]}) == []  # one order with its lines, not a page of rows
     assert result_rows({"tags": ["x", "y"]}) == [] and result_rows("text") == []
+    # a search that echoes its query is still a page; rows named like pages or links, or with a
+    # page word in front (lastMessages, pageItems), are still its rows; errors never are
+    assert result_rows({"results": [a, b], "query": "shoes"}) == [a, b]
+    assert result_rows({"data": [a], "search_term": "x", "has_more": False}) == [a]
+    assert result_rows({"pages": [a, b], "next_cursor": None}) == [a, b]
+    assert result_rows({"links": [a]}) == [a]
+    assert result_rows({"lastMessages": [a, b], "has_more": True}) == [a, b] and result_rows({"pageItems": [a]}) == [a]
+    assert result_rows({"errors": [a]}) == [] and result_rows({"handle": "x", "posts": [a]}) == []
     stuffed = stuffed_answer("Bo.", [{"items": [a, b]}, b], last_too=False)
     assert stuffed is not None and "Ann" in stuffed
     assert answer_check(Outcome(mutates=False, answer_facts=["Bo"], answer_absent=["Ann"]), stuffed)[0] == 0.0

@@ -163,9 +163,20 @@ _ROW_KEYS = ("id", "gid", "uuid", "key")
 META_WORDS = frozenset({"has", "more", "next", "prev", "previous", "first", "last", "page", "pages", "per", "size", "limit", "offset", "start",
                         "index", "total", "count", "cursor", "token", "object", "url", "uri", "href", "link", "links", "meta", "metadata",
                         "pagination", "paging", "type", "kind", "status", "ok", "success", "request", "error", "errors", "warning", "warnings",
-                        "schemas", "info", "took", "attributions", "etag", "version"})
+                        "schemas", "info", "took", "attributions", "etag", "version", "query", "q", "search", "term", "filter", "filters",
+                        "sort", "fields", "expand", "include", "keyword", "keywords"})
 """Words of the names of a list envelope's other members: counts, cursors, pages, links, the request's status
-(``has_more``, ``total_count``, ``next_page_token``, ``itemsPerPage``, ``request_id``, ``response_metadata``)."""
+(``has_more``, ``total_count``, ``next_page_token``, ``itemsPerPage``, ``request_id``, ``response_metadata``), and
+the request it echoes (a search's ``query``, ``search_term``, ``sort_by``)."""
+
+
+_NOT_ROWS = frozenset({"error", "errors", "warning", "warnings"})
+
+
+def _head(name: str) -> str:
+    """The last word of a member's name (``lastMessages`` -> ``messages``), lower case."""
+    words = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)
+    return words[-1].lower() if words else name.lower()
 
 
 def _meta(name: str) -> bool:
@@ -185,7 +196,10 @@ def envelope_key(value: Any) -> str | None:
     objects (lists under envelope names, ``errors`` or ``warnings``, are not rows)."""
     if not isinstance(value, dict) or any(k.lower() in _ROW_KEYS for k in value):
         return None
-    rows = [k for k, v in value.items() if isinstance(v, list) and all(isinstance(r, dict) for r in v) and not _meta(k)]
+    lists = [k for k, v in value.items() if isinstance(v, list) and all(isinstance(r, dict) for r in v)]
+    rows = [k for k in lists if not _meta(k)] or [k for k in lists if _head(k) not in META_WORDS]  # lastMessages, pageItems
+    if not rows:  # a page whose rows are pages or links: named like the envelope, but rows with ids
+        rows = [k for k in lists if value[k] and k.lower() not in _NOT_ROWS and all(any(f.lower() in _ROW_KEYS for f in r) for r in value[k])]
     if any(not _meta(k) and not (v is None or isinstance(v, (bool, int, float, dict, list))) for k, v in value.items()):
         return None
     low = {k.lower(): k for k in rows}

@@ -1047,7 +1047,7 @@ def _workspace_scan(root: str, max_entries: int | None = None, max_bytes: int | 
 _EMPTY_FOLDER: list = [None]
 """The working folder's (dev, inode, ctime, mtime, size, links) when a scan last found it empty and
 its ctime was older than :data:`_RACY_NS` (see :func:`_call_capture`)."""
-_RACY_NS = 100_000_000
+_RACY_NS = 2_000_000_000  # coarser than any file-time granularity in use (1 s on ext4 with small inodes, 2 s on FAT)
 
 
 def _call_capture(root: str) -> dict | None:
@@ -1059,12 +1059,12 @@ def _call_capture(root: str) -> dict | None:
     a folder found empty whose (ctime, mtime, size, links) have not changed is still empty, provided
     its ctime was already older than the file-time granularity when it was found empty (a change in
     the same clock tick could keep the same ctime: "racy" as in git's index, so such a folder is scanned
-    again, 100 ms is many ticks). Processes that env code starts are killed when its call returns,
+    again; 2 s covers file systems that keep whole seconds). Processes that env code starts are killed when its call returns,
     and a change by a thread of env code sets the ctime like any other."""
     if not root:
         return {}
     try:
-        st = os.stat(root, follow_symlinks=False)
+        st = os.stat(root)  # followed, as the scan follows it
     except OSError:
         return None
     key = (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_mtime_ns, st.st_size, st.st_nlink)

@@ -66,6 +66,16 @@ def replay_enabled() -> bool:
     return os.environ.get("ENVKERNEL_REPLAY", "1") != "0"
 
 
+def _encoded(value: Any) -> bytes | None:
+    """``value`` as the cache keeps it, or ``None`` when msgpack cannot hold it (an integer beyond
+    64 bits, which environment code can return): such a value is not kept, and the rollouts
+    waiting on it make the call themselves instead of waiting for good."""
+    try:
+        return _val_enc.encode(value)
+    except (OverflowError, TypeError, ValueError, msgspec.EncodeError):
+        return None
+
+
 def _show(value: Any, limit: int = 300) -> str:
     text = repr(msgspec.to_builtins(value))
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -191,9 +201,10 @@ class Replay:
     def learn(self, result: ToolResult | None) -> None:
         """The call after :meth:`known` was made (``None``: it failed): keep its result for the others."""
         keep = result if result is not None and self._next and (result.error is None or result.error.code not in _NOT_KEPT) else None
-        self.cache.results.resolve(self._next, self._claim, None if keep is None else _val_enc.encode(keep))
+        kept = None if keep is None else _encoded(keep)
+        self.cache.results.resolve(self._next, self._claim, kept)
         self._claim = None
-        self.key = self._next if keep is not None else b""
+        self.key = self._next if kept is not None else b""
         if self._turn.locked():
             self._turn.release()
 
@@ -231,5 +242,5 @@ class Replay:
             state = await read()
         finally:
             if claim is not None:
-                self.cache.states.resolve(self.key, claim, None if state is None else _val_enc.encode(state))
+                self.cache.states.resolve(self.key, claim, None if state is None else _encoded(state))
         return state

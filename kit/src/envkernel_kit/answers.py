@@ -170,18 +170,20 @@ META_WORDS = frozenset({"has", "more", "next", "prev", "previous", "first", "las
 the request it echoes (a search's ``query``, ``search_term``, ``sort_by``)."""
 
 
+_NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+"""The words of a member's name (``nextPageToken`` -> next, Page, Token; ``has_more`` -> has, more)."""
 _NOT_ROWS = frozenset({"error", "errors", "warning", "warnings"})
 
 
 def _head(name: str) -> str:
     """The last word of a member's name (``lastMessages`` -> ``messages``), lower case."""
-    words = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)
+    words = _NAME_WORDS.findall(name)
     return words[-1].lower() if words else name.lower()
 
 
 def _meta(name: str) -> bool:
     """True when a member's name is one of an envelope's (see :data:`META_WORDS`)."""
-    return any(w.lower() in META_WORDS for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name))
+    return any(w.lower() in META_WORDS for w in _NAME_WORDS.findall(name))
 
 
 def envelope_key(value: Any) -> str | None:

@@ -275,6 +275,7 @@ class GraphSampler:
         lookupable = set(self.graph.graph.get("lookupable", []))
         self.grounder = Grounder(self.env, self.infos, self.schema, self.seed_state, lookupable, self.rng,
                                  tries=self.s.tries, optional_share=self.s.optional_share)
+        self.grounder.seed_rows = self.seed_rows  # the same seed state: its rows counted once for both
         self.grounder.resolver.rng = self.rng
         self.grounder.resolver.superlative_share = self.s.superlative_share
         self.batch = BatchPlanner(self.infos, self.schema, self.seed_state, self.rng, hidden_share=self.s.hidden_share)

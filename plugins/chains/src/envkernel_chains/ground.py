@@ -130,9 +130,9 @@ class Grounder:
         self.memo: dict[str, Any] = {}
         """(tool, arguments) -> result of a read-only call made from the seed state (reads are deterministic)."""
         self.memo_cap = 20_000
-        self._duplicate: Any = None
         self.seed_rows: dict[str, Counter[Any]] = {}
-        """The seed state's tables as multisets of rows (``outcome.changed_tables``'s ``known``)."""
+        """The seed state's tables as multisets of rows (``outcome.changed_tables``'s ``known``); the sampler shares its own."""
+        self._duplicate: Any = None
         """The sampler's duplicate test of a chain (see :meth:`run`), asked before the last call too."""
 
     # -- values from the seed -----------------------------------------------------------------

@@ -15,6 +15,8 @@ in every round:
   forked from the runner's zygote; with ``--spares N``, one the runner opened ahead for that
   environment; with ``--cells N``, a blank executor it forked and confined ahead, into which the
   open loads the environment) against a new OpenEnv client connection and its ``reset``;
+- **nats**: the baseline of a step over the bus, one raw NATS request/reply of a step's bytes to a
+  callback in the service process that answers at once (``step_p50_*_over_nats_round_trip``);
 - **concurrent**: 64, 256 and 512 sessions opened at once, 20 steps each, all at the same time;
   steps/s counts the time to open them (steps / (open + steps)), with the success rate. With
   ``--batches B`` (a GRPO-like loop: a trainer opens N sessions per step, again and again), each
@@ -53,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from envkernel.sandbox import open_sandbox
-from envkernel_bus import Bus, EmbeddedServer
+from envkernel_bus import Bus, EmbeddedServer, sandboxwire
 from envkernel_sample import shop_env
 from envkernel_schemas import CodeBehaviour, EnvSpec, ToolSpec
 
@@ -131,6 +133,21 @@ class EnvkernelBus(Envkernel):
             del os.environ["ENVKERNEL_SANDBOX_LANES"]
         assert sb.lane is None
         return sb
+
+
+class NatsRoundTrip:
+    """The baseline for a step over the bus: one raw NATS request/reply (nats-py, the same connection
+    and nats-server) to a callback in the service process that answers at once (``bench.echo``), with
+    the bytes of a counter step's request. The issue's bar: a step should cost little more than this."""
+
+    name = "nats"
+
+    def __init__(self, bus: Bus) -> None:
+        self.bus = bus
+        self.payload = sandboxwire.enc.encode(sandboxwire.OpRequest(tool="step", arguments={"delta": 1}))
+
+    async def step(self, _: Any) -> bool:
+        return bool((await self.bus.nc.request("bench.echo", self.payload, timeout=60)).data)
 
 
 class OpenEnv:
@@ -304,6 +321,7 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
             ek, oe, ekbus = Envkernel(bus), OpenEnv(f"http://127.0.0.1:{port}"), EnvkernelBus(bus)
             shop = Envkernel(bus, shop_env(), "get_order", {"order_id": "ord_0001"})
             serve = Serve(serve_url)
+            nats = NatsRoundTrip(bus)
             per_round = []
             for r in range(rounds):
                 row: dict[str, Any] = {}
@@ -316,6 +334,8 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
                     op = await opens(side, n_opens)
                     row.update({f"{side.name}_step_p50_ms": pct(st, 0.5), f"{side.name}_step_p99_ms": pct(st, 0.99),
                                 f"{side.name}_reset_p50_ms": pct(rs, 0.5), f"{side.name}_open_p50_ms": pct(op, 0.5)})  # fmt: skip
+                rt = await steps(nats, None, n_steps)  # the raw round trip, right after the four sides
+                row.update({"nats_round_trip_p50_ms": pct(rt, 0.5), "nats_round_trip_p99_ms": pct(rt, 0.99)})
                 s = await shop.open()
                 st = await steps(shop, s, n_steps)
                 await shop.close(s)
@@ -352,6 +372,8 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
         out[f"{what}_envkernel_over_openenv"] = round(statistics.median(r[f"envkernel_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3)
         out[f"{what}_serve_over_openenv"] = round(statistics.median(r[f"serve_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3)
         out[f"{what}_envkernel_bus_over_openenv"] = round(statistics.median(r[f"envkernel_bus_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3)
+    for side in ("envkernel_bus", "envkernel", "serve", "openenv"):  # the issue's bar for the bus: little more than one NATS round trip
+        out[f"step_p50_{side}_over_nats_round_trip"] = round(statistics.median(r[f"{side}_step_p50_ms"] / r["nats_round_trip_p50_ms"] for r in per_round), 3)
     for n in dict.fromkeys(levels):  # a level named twice: its last run
         runs = {name: conc[name][n][-batches:] for name in conc}
         e, o = runs["envkernel"][0], runs["openenv"][0]

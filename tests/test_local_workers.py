@@ -55,3 +55,30 @@ def test_local_workers_leave_another_runs_work_alone(envk: Any, nats_server: str
     handled = [json.loads(x) for x in log.splitlines() if x.startswith("{") and json.loads(x).get("event") == "handled"]
     assert handled, log[-3000:]  # the local worker did some of the run's work ...
     assert {h["run"] for h in handled} == {"mine"}  # ... and only the run's
+
+
+def test_a_worker_that_hangs_before_reading_a_large_config_does_not_block_the_start(tmp_path: Any) -> None:
+    """A config larger than a pipe holds (64 KiB), given to a worker that hangs before it reads its stdin:
+    the start returns after its readiness timeout (the run goes on without it), and stopping the
+    worker ends the thread that was writing to it."""
+    import sys
+    import threading
+    import time
+
+    from envkernel_runtime.workers import start_local_workers, stop_local_workers
+
+    big = json.dumps({"nats_url": "nats://127.0.0.1:1", "config": {"pad": "x" * (1 << 20)}}).encode()
+    hang = [sys.executable, "-c", "import time; time.sleep(120)"]  # a real process that never reads
+    t = time.monotonic()
+    procs = start_local_workers(1, big, tmp_path, ready_timeout=2.0, cmd=hang)
+    took = time.monotonic() - t
+    try:
+        assert took < 10, f"the start blocked for {took:.1f} s on the worker's stdin"
+        assert procs[0].poll() is None
+        assert any(th.name == "envk-worker-0-stdin" for th in threading.enumerate()), "the config is still being written"
+    finally:
+        stop_local_workers(procs, timeout=5.0)
+    deadline = time.monotonic() + 10
+    while any(th.name == "envk-worker-0-stdin" for th in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(th.name == "envk-worker-0-stdin" for th in threading.enumerate()), "the writer outlived its worker"

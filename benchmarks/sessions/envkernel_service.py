@@ -3,7 +3,10 @@ the ``process`` sandbox runner served on the bus by the kernel's ``SandboxServic
 
     python envkernel_service.py NATS_URL [SPARES [CELLS [RECYCLE]]]
 
-Prints ``ready`` once it answers open requests, then serves until its stdin closes.
+Prints ``ready`` once it answers open requests, then serves until its stdin closes. It also answers
+``bench.echo`` with a step-sized reply straight from its nats-py callback: the benchmark's raw NATS
+request/reply baseline, measured through the same client library, server and processes as a step
+over the bus, but with no sandbox behind it.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ import sys
 from envkernel.sandbox import SandboxService
 from envkernel_bus import Bus
 from envkernel_process import ProcessRunner, Settings
+from nats.aio.msg import Msg
+
+ECHO_SUBJECT = "bench.echo"
 
 
 async def main(url: str, spares: int, cells: int = 0, recycle: int = 0) -> None:
@@ -25,6 +31,13 @@ async def main(url: str, spares: int, cells: int = 0, recycle: int = 0) -> None:
     bus = await Bus.connect(url, name="bench-sessions-service")
     service = SandboxService(bus, "process", runner)
     await service.start()
+    reply = b'{"ok":true,"value":{"count":1},"error":"","kind":""}'  # a counter step's answer, byte for byte in size
+
+    async def echo(msg: Msg) -> None:
+        await msg.respond(reply)
+
+    await bus.nc.subscribe(ECHO_SUBJECT, cb=echo)
+    await bus.nc.flush()
     print("ready", flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     await service.stop()

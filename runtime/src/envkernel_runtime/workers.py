@@ -24,6 +24,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -36,14 +37,15 @@ __all__ = ["check_remote", "start_local_workers", "stop_local_workers"]
 log = structlog.get_logger("envkernel.run")
 
 
-def start_local_workers(n: int, run: bytes, out: Path, ready_timeout: float = 60.0) -> list[subprocess.Popen[bytes]]:
+def start_local_workers(n: int, run: bytes, out: Path, ready_timeout: float = 60.0, cmd: list[str] | None = None) -> list[subprocess.Popen[bytes]]:
     """Start ``n`` local workers of a run (none when ``n`` < 1), each given ``run`` (JSON: ``nats_url`` and the
-    full ``config``) on its stdin, and wait up to ``ready_timeout`` s until they serve. Blocking: call it from a thread in async code."""
+    full ``config``) on its stdin, and wait up to ``ready_timeout`` s until they serve. Blocking: call it from a thread in async code.
+    ``cmd`` is the worker's command line (default: ``envkernel worker --run-from-stdin`` of this Python)."""
     if n < 1:
         return []
     folder = out / "workers"
     folder.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "envkernel", "worker", "--run-from-stdin"]
+    cmd = cmd or [sys.executable, "-m", "envkernel", "worker", "--run-from-stdin"]
     procs: list[subprocess.Popen[bytes]] = []
     starts: list[int] = []  # each log's size before its worker started (a resumed run's log already says "worker serving")
     try:
@@ -53,17 +55,24 @@ def start_local_workers(n: int, run: bytes, out: Path, ready_timeout: float = 60
             with open(path, "ab") as logf:  # the child keeps its own descriptor
                 p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT, env=dict(os.environ), start_new_session=True)
             procs.append(p)
-            try:
-                p.stdin.write(run)  # type: ignore[union-attr]
-                p.stdin.close()  # type: ignore[union-attr]
-            except BrokenPipeError:  # it died at once: _wait_ready says so, with its log
-                pass
+            # written by a thread of its own: a pipe holds 64 KiB, so a large config given to a worker that
+            # hangs before reading it would otherwise block the run here, past the readiness timeout
+            threading.Thread(target=_feed, args=(p, run), name=f"envk-worker-{i}-stdin", daemon=True).start()
         _wait_ready(procs, folder, ready_timeout, starts)
     except BaseException:  # a failed start, or Ctrl-C while waiting: stop the ones already started
         stop_local_workers(procs, timeout=10.0)
         raise
     log.info("local workers started", workers=n, pids=[p.pid for p in procs], logs=str(folder))
     return procs
+
+
+def _feed(p: subprocess.Popen[bytes], data: bytes) -> None:
+    """Write a worker's config to its stdin and close it (a worker that died or was stopped meanwhile: nothing to do)."""
+    try:
+        p.stdin.write(data)  # type: ignore[union-attr]
+        p.stdin.close()  # type: ignore[union-attr]
+    except (OSError, ValueError):  # BrokenPipeError: it died (_wait_ready says so, with its log); ValueError: closed
+        pass
 
 
 def _wait_ready(procs: list[subprocess.Popen[bytes]], folder: Path, timeout: float, starts: list[int]) -> None:

@@ -69,6 +69,8 @@ def _log(level: str, event: str, **fields: Any) -> None:
 _MAX_RESPONSE = STREAM_LIMIT // 2
 _LOG_MAX = 1024 * 1024
 _HARD_MARGIN = 60.0
+EXIT_NOTE_WAIT = 2.0
+"""Seconds a death note waits for the supervisor's line on how the executor ended, while the container runs."""
 
 LABEL = "envkernel.sandbox"
 """Every container this plugin makes has this label (value ``podman``)."""
@@ -713,9 +715,15 @@ class PodmanRunner:
             state = await self._api(_state, box.name)
         except Exception as exc:  # noqa: BLE001
             return f"state unknown: {exc}"
-        if state.get("Status") == "running":  # the executor died, the supervisor lives: its log says how
-            await asyncio.sleep(0.02)
-        return _describe_state(state) + await self._logs_tail(box)
+        tail = await self._logs_tail(box)
+        if state.get("Status") == "running":  # the executor died, the supervisor lives: its log says how,
+            # once it has reaped the executor and conmon has written the line (it can come after the
+            # connection's end reached us; 20 ms was not always enough on a loaded host)
+            deadline = time.monotonic() + EXIT_NOTE_WAIT
+            while "envkernel supervisor: executor" not in tail and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+                tail = await self._logs_tail(box)
+        return _describe_state(state) + tail
 
     async def _logs_tail(self, box: _Box) -> str:
         try:

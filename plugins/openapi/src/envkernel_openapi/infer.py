@@ -661,10 +661,10 @@ class Builder:
             for cand in (tail, plural(tail), singular(tail)):
                 if cand in names:
                     return cand
-        for n in names:
-            if n.endswith("_" + plural(ent)) or n.endswith("_" + ent):
-                return n
-        return None
+        # several resources may end so (Slack's chat_scheduled_messages, ...): the shortest, then the first
+        # by name, so that the choice does not depend on the set's order (PYTHONHASHSEED)
+        ends = [n for n in names if n.endswith("_" + plural(ent)) or n.endswith("_" + ent)]
+        return min(ends, key=lambda n: (len(n), n)) if ends else None
 
     def _parent_col(self, res: Resource, parent: str, param: str) -> str:
         p = snake(param)

@@ -332,16 +332,18 @@ def validation_warnings(doc: dict[str, Any], name: str, version: str, base: Path
     """What ``openapi-spec-validator`` finds wrong in a document, as warnings (never raises)."""
     cls = {"3.0": OpenAPIV30SpecValidator, "3.1": OpenAPIV31SpecValidator}.get(version, OpenAPIV32SpecValidator)
     found: list[str] = []
-    more = 0
+    crash = ""
     try:
         for err in cls(doc, base_uri=base.resolve().as_uri() if base is not None else "").iter_errors():
-            if len(found) < MAX_VALIDATION_WARNINGS:
-                where = jpath(list(getattr(err, "absolute_path", []) or []))
-                found.append(f"{name}: the validator reports at {where}: {str(getattr(err, 'message', err))[:200]}")
-            else:
-                more += 1
+            where = jpath(list(getattr(err, "absolute_path", []) or []))
+            found.append(f"{name}: the validator reports at {where}: {str(getattr(err, 'message', err))[:200]}")
     except Exception as exc:  # noqa: BLE001 - the validator is outside code: its crash is a finding, not ours
-        found.append(f"{name}: the validator could not finish: {type(exc).__name__}: {str(exc)[:200]}")
+        crash = f"{name}: the validator could not finish: {type(exc).__name__}: {str(exc)[:200]}"
+    # the validator's order of findings follows set order (PYTHONHASHSEED): the first ones by text, so
+    # that the same document always gives the same warnings
+    found = sorted(dict.fromkeys(found))
+    more = max(0, len(found) - MAX_VALIDATION_WARNINGS)
+    found = found[:MAX_VALIDATION_WARNINGS] + ([crash] if crash else [])
     if more:
         found.append(f"{name}: the validator reports {more} more problems")
     return found

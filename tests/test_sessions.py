@@ -34,6 +34,12 @@ SOURCE = textwrap.dedent("""
     def who(env):
         return {"uid": os.getuid(), "pid": os.getpid(), "ppid": os.getppid(), "cwd": os.getcwd()}
 
+    def runtime(env):
+        import sys
+        import statistics  # not loaded before: imported through the runtime's folders now
+        fds = [int(p.rsplit("/", 1)[1]) for p in sys.path if p.startswith("/proc/self/fd/")]
+        return {"mean": statistics.mean([1, 2, 3]), "fds": fds}
+
     def signal_parent(env):
         try:
             os.kill(os.getppid(), 0)
@@ -74,7 +80,7 @@ SOURCE = textwrap.dedent("""
 COUNTER = EnvSpec(
     id="counter-test",
     name="counter",
-    tools=[ToolSpec(name=n) for n in ("step", "who", "signal_parent", "connect", "fail", "die", "hang", "sockets")],
+    tools=[ToolSpec(name=n) for n in ("step", "who", "runtime", "signal_parent", "connect", "fail", "die", "hang", "sockets")],
     behaviour=CodeBehaviour(source=SOURCE),
     seed_sql="CREATE TABLE counter (n INTEGER NOT NULL); INSERT INTO counter VALUES (0);",
 )
@@ -103,6 +109,17 @@ async def test_a_forked_executor_is_confined_like_a_fresh_one() -> None:
             failed = await s.call("fail", {})
             assert not failed.ok and failed.error is not None and failed.error.code == "nope"
             reports[zygote] = s.confinement
+            res = await s.call("runtime", {})
+            assert res.ok, res.error
+            rt = res.value
+            assert rt["mean"] == 2 and len(rt["fds"]) == len(s.confinement.get("runtime_via_fd") or []), (rt, s.confinement)
+            # the runtime's folders it reaches through descriptors are mounts of its own mount namespace,
+            # not the host's (a zygote opens them before the child unshares: the child opens them again)
+            own = {line.split()[0] for line in open(f"/proc/{s.pid}/mountinfo")}
+            for fd in rt["fds"]:
+                with open(f"/proc/{s.pid}/fdinfo/{fd}") as f:
+                    mnt = next(line.split()[1] for line in f if line.startswith("mnt_id:"))
+                assert mnt in own, (zygote, fd, mnt)
             if zygote:
                 assert runner.zygote is not None and runner.zygote.spawned == 1
                 assert (await s.call("who", {})).value["ppid"] == runner.zygote.pid
@@ -110,7 +127,7 @@ async def test_a_forked_executor_is_confined_like_a_fresh_one() -> None:
             await runner.aclose()
     forked, fresh = reports[True], reports[False]
     assert set(fresh) | ({"namespaces"} if SUPPORT.unshare else set()) == set(forked), (forked, fresh)
-    for key in ("rlimits", "landlock", "seccomp", "workspace_tmpfs", "subreaper"):
+    for key in ("rlimits", "landlock", "seccomp", "workspace_tmpfs", "subreaper", "runtime_via_fd"):
         assert forked.get(key) == fresh.get(key), key
 
 

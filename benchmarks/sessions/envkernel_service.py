@@ -31,7 +31,7 @@ async def main(url: str, spares: int, cells: int = 0, recycle: int = 0) -> None:
     bus = await Bus.connect(url, name="bench-sessions-service")
     service = SandboxService(bus, "process", runner)
     await service.start()
-    reply = b'{"ok":true,"value":{"count":1},"error":"","kind":""}'  # a counter step's answer, byte for byte in size
+    reply = b'{"ok":true,"value":{"count":1}}\n'  # a counter step's answer as the executor writes it (its size)
 
     async def echo(msg: Msg) -> None:
         await msg.respond(reply)

@@ -1437,10 +1437,39 @@ def _world_reachable(path: str) -> bool:
 
 
 _VIA_FD: list = [None]
-"""What :func:`_keep_runtime_reachable` moved, when a zygote did it once for all its children (None: not done)."""
+"""What :func:`_keep_runtime_reachable` moved (folder -> ``/proc/self/fd/N``), when a zygote did it once
+for all its children (None: not done); each child then calls :func:`_reopen_runtime`."""
 
 
-def _keep_runtime_reachable() -> list:
+def _reopen_runtime(moved: dict, keep: bool) -> list:
+    """In a zygote's child, where the zygote moved the runtime's folders onto descriptors
+    (:data:`_VIA_FD`): with ``keep`` (it drops to its own uid), open each folder again here, after its
+    own namespaces were made, onto the same descriptor, so the path resolves in this sandbox's mount
+    namespace, not the zygote's; without (it keeps the runner's uid), close them and put the real
+    paths back. The folders it moved."""
+    if keep:
+        for entry, via in moved.items():
+            fd = os.open(entry, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+            os.dup2(fd, int(via.rsplit("/", 1)[1]), inheritable=False)
+            os.close(fd)
+        return list(moved)
+    back = {via: entry for entry, via in moved.items()}
+    sys.path[:] = [back.get(p, p) for p in sys.path]
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__path__", None)
+        if isinstance(path, list):
+            for j, p in enumerate(path):
+                for via, entry in back.items():
+                    if isinstance(p, str) and (p == via or p.startswith(via + os.sep)):
+                        path[j] = entry + p[len(via) :]
+                        break
+    sys.path_importer_cache.clear()
+    for via in back:
+        os.close(int(via.rsplit("/", 1)[1]))
+    return []
+
+
+def _keep_runtime_reachable() -> dict:
     """Before dropping root: keep the stdlib importable when it lives under a folder the sandbox's
     uid cannot enter (e.g. ``/root/.pyenv``). Each such ``sys.path`` folder is opened now and
     reached through ``/proc/self/fd/N`` afterwards (read-only; Landlock still applies). Packages
@@ -1463,7 +1492,7 @@ def _keep_runtime_reachable() -> list:
                         path[j] = new + p[len(old) :]
                         break
         sys.path_importer_cache.clear()
-    return list(moved)
+    return moved
 
 
 def landlock_abi() -> int:
@@ -1658,6 +1687,7 @@ def _confine(args, drop_uid: bool = True) -> dict:
     (a *nest*, see :func:`_nest`): everything but the drop to ``--uid``, which each session's child
     does itself."""
     report: dict = {}
+    reachable: list = []  # the runtime's folders reached through descriptors (see _keep_runtime_reachable)
     workdir = os.path.abspath(args.workdir) if args.workdir else ""
     if args.unshare:
         _new_namespaces()
@@ -1684,8 +1714,13 @@ def _confine(args, drop_uid: bool = True) -> dict:
             report["tool_paths"] = [p for p in args.tool_path if os.path.exists(p)]
     if args.parent_pid or args.deny_unix_sockets:
         _libc()  # import ctypes while the whole stdlib is still reachable
+    walked = _VIA_FD[0] is not None  # a zygote's child: the walk was done there, once
+    if walked:
+        reachable = _reopen_runtime(_VIA_FD[0], keep=args.uid is not None)
+        _VIA_FD[0] = None
     if args.uid is not None:
-        reachable = _VIA_FD[0] if _VIA_FD[0] is not None else _keep_runtime_reachable()
+        if not walked:
+            reachable = list(_keep_runtime_reachable())
         if reachable:
             report["runtime_via_fd"] = reachable
         if drop_uid:
@@ -2109,11 +2144,13 @@ def _zygote(args) -> int:
         _set_parent_death_signal(args.parent_pid)
     _RUNTIME_PATHS[:] = _runtime_paths()
     # Work every child would repeat, done once here (0.5 and 0.8 ms of each open's CPU): the
-    # rlimits' C module loaded, and the runtime's unreachable folders opened and sys.path moved
-    # onto them (the children inherit the descriptors and the paths, see _keep_runtime_reachable).
+    # rlimits' C module loaded, and the walk for the runtime's unreachable folders, with sys.path
+    # moved onto descriptors (each child opens them again in its own mount namespace, onto the same
+    # numbers, or puts the paths back if it keeps the runner's uid: _reopen_runtime).
     import resource  # noqa: F401, PLC0415
 
-    _VIA_FD[0] = _keep_runtime_reachable()
+    if os.geteuid() == 0:  # only a root runner's children drop to a uid of their own
+        _VIA_FD[0] = _keep_runtime_reachable()
     parser = _parser()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)

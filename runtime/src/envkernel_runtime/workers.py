@@ -20,6 +20,7 @@ stop when the run ends; their logs go to ``<run>/workers/worker-<i>.log``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -70,9 +71,11 @@ def _feed(p: subprocess.Popen[bytes], data: bytes) -> None:
     """Write a worker's config to its stdin and close it (a worker that died or was stopped meanwhile: nothing to do)."""
     try:
         p.stdin.write(data)  # type: ignore[union-attr]
-        p.stdin.close()  # type: ignore[union-attr]
     except (OSError, ValueError):  # BrokenPipeError: it died (_wait_ready says so, with its log); ValueError: closed
         pass
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            p.stdin.close()  # type: ignore[union-attr]
 
 
 def _wait_ready(procs: list[subprocess.Popen[bytes]], folder: Path, timeout: float, starts: list[int]) -> None:

@@ -329,7 +329,8 @@ MAX_VALIDATION_WARNINGS = 5
 
 
 def validation_warnings(doc: dict[str, Any], name: str, version: str, base: Path | None) -> list[str]:
-    """What ``openapi-spec-validator`` finds wrong in a document, as warnings (never raises)."""
+    """What ``openapi-spec-validator`` finds wrong in a document, as warnings (never raises): the first
+    :data:`MAX_VALIDATION_WARNINGS` distinct findings by text, then how many more distinct ones there are."""
     cls = {"3.0": OpenAPIV30SpecValidator, "3.1": OpenAPIV31SpecValidator}.get(version, OpenAPIV32SpecValidator)
     found: list[str] = []
     crash = ""

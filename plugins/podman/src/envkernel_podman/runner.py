@@ -719,9 +719,11 @@ class PodmanRunner:
         if state.get("Status") == "running":  # the executor died, the supervisor lives: its log says how,
             # once it has reaped the executor and conmon has written the line (it can come after the
             # connection's end reached us; 20 ms was not always enough on a loaded host)
-            deadline = time.monotonic() + EXIT_NOTE_WAIT
+            # (an executor that exited with code 0 leaves no line: then it waits it out, backing off)
+            deadline, pause = time.monotonic() + EXIT_NOTE_WAIT, 0.02
             while "envkernel supervisor: executor" not in tail and time.monotonic() < deadline:
-                await asyncio.sleep(0.02)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 0.25)
                 tail = await self._logs_tail(box)
         return _describe_state(state) + tail
 

@@ -1455,18 +1455,24 @@ def _reopen_runtime(moved: dict, keep: bool) -> list:
         return list(moved)
     back = {via: entry for entry, via in moved.items()}
     sys.path[:] = [back.get(p, p) for p in sys.path]
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__path__", None)
-        if isinstance(path, list):
-            for j, p in enumerate(path):
-                for via, entry in back.items():
-                    if isinstance(p, str) and (p == via or p.startswith(via + os.sep)):
-                        path[j] = entry + p[len(via) :]
-                        break
-    sys.path_importer_cache.clear()
+    _rebase_package_paths(back)
     for via in back:
         os.close(int(via.rsplit("/", 1)[1]))
     return []
+
+
+def _rebase_package_paths(moves: dict) -> None:
+    """Rewrite every loaded package's ``__path__`` entries under an ``old`` folder of ``moves`` (old -> new)."""
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__path__", None)
+        if not isinstance(path, list):
+            continue
+        for j, p in enumerate(path):
+            for old, new in moves.items():
+                if isinstance(p, str) and (p == old or p.startswith(old + os.sep)):
+                    path[j] = new + p[len(old) :]
+                    break
+    sys.path_importer_cache.clear()
 
 
 def _keep_runtime_reachable() -> dict:
@@ -1474,7 +1480,8 @@ def _keep_runtime_reachable() -> dict:
     uid cannot enter (e.g. ``/root/.pyenv``). Each such ``sys.path`` folder is opened now and
     reached through ``/proc/self/fd/N`` afterwards (read-only; Landlock still applies). Packages
     imported already (``encodings``...) get the same treatment for their ``__path__``. A zygote does
-    it once, before its first fork (:data:`_VIA_FD`): its children inherit the descriptors and the paths."""
+    it once, before its first fork (:data:`_VIA_FD`): its children inherit the paths and reopen the
+    descriptors in their own mount namespace (:func:`_reopen_runtime`)."""
     moved = {}
     for i, entry in enumerate(list(sys.path)):
         if not entry or not os.path.isdir(entry) or _world_reachable(entry):
@@ -1482,16 +1489,7 @@ def _keep_runtime_reachable() -> dict:
         fd = os.open(entry, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
         sys.path[i] = moved[entry] = f"/proc/self/fd/{fd}"
     if moved:
-        for module in list(sys.modules.values()):
-            path = getattr(module, "__path__", None)
-            if not isinstance(path, list):
-                continue
-            for j, p in enumerate(path):
-                for old, new in moved.items():
-                    if isinstance(p, str) and (p == old or p.startswith(old + os.sep)):
-                        path[j] = new + p[len(old) :]
-                        break
-        sys.path_importer_cache.clear()
+        _rebase_package_paths(moved)
     return moved
 
 

@@ -1712,13 +1712,11 @@ def _confine(args, drop_uid: bool = True) -> dict:
             report["tool_paths"] = [p for p in args.tool_path if os.path.exists(p)]
     if args.parent_pid or args.deny_unix_sockets:
         _libc()  # import ctypes while the whole stdlib is still reachable
-    walked = _VIA_FD[0] is not None  # a zygote's child: the walk was done there, once
-    if walked:
+    if _VIA_FD[0] is not None:  # a zygote's child: the walk was done there, once
         reachable = _reopen_runtime(_VIA_FD[0], keep=args.uid is not None)
-        _VIA_FD[0] = None
+    elif args.uid is not None:
+        reachable = list(_keep_runtime_reachable())
     if args.uid is not None:
-        if not walked:
-            reachable = list(_keep_runtime_reachable())
         if reachable:
             report["runtime_via_fd"] = reachable
         if drop_uid:

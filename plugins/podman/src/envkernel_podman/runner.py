@@ -717,9 +717,9 @@ class PodmanRunner:
             return f"state unknown: {exc}"
         tail = await self._logs_tail(box)
         if state.get("Status") == "running":  # the executor died, the supervisor lives: its log says how,
-            # once it has reaped the executor and conmon has written the line (it can come after the
-            # connection's end reached us; 20 ms was not always enough on a loaded host)
-            # (an executor that exited with code 0 leaves no line: then it waits it out, backing off)
+            # once it has reaped the executor and conmon has written the line, which can come after the
+            # connection's end reached us (20 ms was not always enough on a loaded host). An executor
+            # that exited with code 0 leaves no line: then it waits EXIT_NOTE_WAIT out, backing off.
             deadline, pause = time.monotonic() + EXIT_NOTE_WAIT, 0.02
             while "envkernel supervisor: executor" not in tail and time.monotonic() < deadline:
                 await asyncio.sleep(pause)

@@ -478,6 +478,10 @@ def grep(env, pattern, path=".", glob=""):
     return {"pattern": pattern, "matches": matches, "count": total, "truncated": total > MATCH_LIMIT}
 
 
+SPAWN_RETRY = 1.0
+"""Longest pause ``exec`` takes between tries to start its shell while the process limit is full (EAGAIN): 0.01 s, doubling, about 1.3 s in all."""
+
+
 def exec_(env, command, timeout=EXEC_TIMEOUT):
     """Run ``bash -c command`` in the workspace; ``exit_code`` 124 and ``timed_out`` when it ran too long."""
     if not isinstance(command, str) or not command.strip():
@@ -503,13 +507,22 @@ def _shell_env() -> dict:
 def _run(command: str, timeout: float) -> dict:
     """``bash -c`` in its own process group with capped output; the group is killed afterwards
     (and the executor kills every other process the call left, see ``_Forks``)."""
-    try:
-        proc = subprocess.Popen(  # noqa: S603 - this process is the sandbox
-            ["bash", "-c", command], cwd=_State.root, env=_shell_env(), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-        )  # fmt: skip
-    except OSError as exc:
-        raise _fail("exec_failed", f"cannot start bash: {exc}") from None
+    pause = 0.01
+    while True:
+        try:
+            proc = subprocess.Popen(  # noqa: S603 - this process is the sandbox
+                ["bash", "-c", command], cwd=_State.root, env=_shell_env(), stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+            )  # fmt: skip
+            break
+        except BlockingIOError as exc:  # EAGAIN: the process limit is full of an earlier call's killed processes,
+            # which the sandbox's init may not have reaped yet (a fork bomb's, in a container): try again shortly
+            if pause > SPAWN_RETRY:
+                raise _fail("exec_failed", f"cannot start bash: {exc} (the sandbox's process limit stayed full)") from None
+            time.sleep(pause)
+            pause *= 2
+        except OSError as exc:
+            raise _fail("exec_failed", f"cannot start bash: {exc}") from None
     if _State.spawned is not None:
         _State.spawned(proc.pid)
     out = {proc.stdout: bytearray(), proc.stderr: bytearray()}

@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_sessions import COUNTER
+
 from envkernel_process import ProcessRunner, Settings
 
 
@@ -39,7 +40,9 @@ async def opens(keepalive: float, n: int) -> tuple[float, int]:
                 out.append(time.perf_counter() - t)
             await sb.close()
             await asyncio.sleep(0.05)
-        return statistics.median(out) * 1e3, runner.keeper.writes if runner.keeper is not None else 0
+        return statistics.median(
+            out
+        ) * 1e3, runner.keeper.writes if runner.keeper is not None else 0
     finally:
         await runner.aclose()
 
@@ -55,9 +58,16 @@ async def main(n: int, rounds: int) -> dict[str, float]:
             (a if side == "A" else b).append(p50)
             writes += w
             print(f"round {r} {side}: open p50 {p50:.2f} ms", flush=True)
-    return {"opens": n, "rounds": rounds, "cpus": os.cpu_count() or 0, "load_average": round(os.getloadavg()[0], 1),
-            "open_p50_ms_keeper_off": round(statistics.median(a), 2), "open_p50_ms_keeper_on": round(statistics.median(b), 2),
-            "open_p50_keeper_on_over_off": round(statistics.median(b) / statistics.median(a), 3), "keeper_writes": writes}
+    return {
+        "opens": n,
+        "rounds": rounds,
+        "cpus": os.cpu_count() or 0,
+        "load_average": round(os.getloadavg()[0], 1),
+        "open_p50_ms_keeper_off": round(statistics.median(a), 2),
+        "open_p50_ms_keeper_on": round(statistics.median(b), 2),
+        "open_p50_keeper_on_over_off": round(statistics.median(b) / statistics.median(a), 3),
+        "keeper_writes": writes,
+    }
 
 
 if __name__ == "__main__":

@@ -52,14 +52,24 @@ def free_port() -> int:
 
 def keys(run_dir: Path) -> dict[str, Counter[str]]:
     """Each output file's line keys, counted (a count above 1 is a duplicate)."""
+
     def lines(name: str) -> list[dict[str, Any]]:
         p = run_dir / name
-        return [json.loads(x) for x in p.read_text().splitlines() if x.strip()] if p.exists() else []
+        return (
+            [json.loads(x) for x in p.read_text().splitlines() if x.strip()] if p.exists() else []
+        )
 
     out: dict[str, Counter[str]] = {
         "tasks": Counter(t["id"] for t in lines("tasks.jsonl")),
-        "rollouts": Counter(f"{r['task_id']}/{r['iteration']}/{r['trajectory']['index']}" for r in lines("rollouts.jsonl")),
-        "sft": Counter(f"{m['task_id']}/{m['iteration']}/{m['index']}" for r in lines("sft.jsonl") for m in [r.get("metadata", {})]),
+        "rollouts": Counter(
+            f"{r['task_id']}/{r['iteration']}/{r['trajectory']['index']}"
+            for r in lines("rollouts.jsonl")
+        ),
+        "sft": Counter(
+            f"{m['task_id']}/{m['iteration']}/{m['index']}"
+            for r in lines("sft.jsonl")
+            for m in [r.get("metadata", {})]
+        ),
         "rl": Counter(json.dumps(r, sort_keys=True) for r in lines("rl.jsonl")),
     }
     return out
@@ -78,7 +88,11 @@ def scenario(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     """Run one scenario; return its run folder, exit code and wall time."""
     port = free_port()
     store = tmp / name / "nats"
-    env = {**os.environ, "ENVKERNEL_ACK_WAIT": str(args.ack_wait), "ENVKERNEL_BUS_LOST_SECONDS": "120"}
+    env = {
+        **os.environ,
+        "ENVKERNEL_ACK_WAIT": str(args.ack_wait),
+        "ENVKERNEL_BUS_LOST_SECONDS": "120",
+    }
     server: Any
     if name == "cluster_node_kill":
         server = LocalCluster(tmp / name / "cluster")
@@ -92,21 +106,44 @@ def scenario(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     logs = tmp / name / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     if name == "worker_kill":
-        worker = subprocess.Popen([ENVKERNEL, "--json-logs", "worker", "--plugins", WORKER_PLUGINS, "--nats-url", url], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=open(logs / "worker.log", "wb"))
+        worker = subprocess.Popen(
+            [ENVKERNEL, "--json-logs", "worker", "--plugins", WORKER_PLUGINS, "--nats-url", url],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=open(logs / "worker.log", "wb"),
+        )
         time.sleep(3)
     out = tmp / name / "out"
-    cmd = [ENVKERNEL, "--json-logs", "run", "--nats-url", url, "--out", str(out), "--run-id", name, "--no-progress", "--seed", str(args.seed),
-           "-G", str(args.group), *(["--source", args.source] if args.source else []),
-           *(["--set", f"chains.tasks_per_env={args.tasks_per_env}"] if args.tasks_per_env else [])]
+    cmd = [
+        ENVKERNEL,
+        "--json-logs",
+        "run",
+        "--nats-url",
+        url,
+        "--out",
+        str(out),
+        "--run-id",
+        name,
+        "--no-progress",
+        "--seed",
+        str(args.seed),
+        "-G",
+        str(args.group),
+        *(["--source", args.source] if args.source else []),
+        *(["--set", f"chains.tasks_per_env={args.tasks_per_env}"] if args.tasks_per_env else []),
+    ]
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=open(logs / "run.log", "wb"))
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=open(logs / "run.log", "wb")
+    )
     try:
         if name != "clean":  # the fault goes in mid-run, never after the run ended
             wait_lines(out / name / "rollouts.jsonl", proc, args.after)
             if proc.poll() is not None:
-                raise SystemExit(f"{name}: the run ended (exit {proc.returncode}) before {args.after} rollouts were written: "
-                                 "the fault would come too late (lower --after, or make the run bigger)")
+                raise SystemExit(
+                    f"{name}: the run ended (exit {proc.returncode}) before {args.after} rollouts were written: "
+                    "the fault would come too late (lower --after, or make the run bigger)"
+                )
         if name == "worker_kill" and worker is not None:
             worker.send_signal(signal.SIGKILL)
             worker.wait()
@@ -115,8 +152,21 @@ def scenario(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         elif name == "run_kill_resume":
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-            proc = subprocess.Popen([ENVKERNEL, "--json-logs", "run", "--resume", str(out / name), "--nats-url", url, "--no-progress"], env=env,
-                                    stdout=subprocess.DEVNULL, stderr=open(logs / "resume.log", "wb"))
+            proc = subprocess.Popen(
+                [
+                    ENVKERNEL,
+                    "--json-logs",
+                    "run",
+                    "--resume",
+                    str(out / name),
+                    "--nats-url",
+                    url,
+                    "--no-progress",
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=open(logs / "resume.log", "wb"),
+            )
         elif name == "server_restart":
             assert server._proc is not None
             server._proc.send_signal(signal.SIGKILL)
@@ -138,15 +188,28 @@ def scenario(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         server.stop()
     if code != 0:  # say why
         for f in sorted(logs.glob("*.log")):
-            print(f"{name}: exit {code}; {f.name} ends with:", *f.read_text(errors="replace").splitlines()[-3:], sep="\n  ", file=sys.stderr)
+            print(
+                f"{name}: exit {code}; {f.name} ends with:",
+                *f.read_text(errors="replace").splitlines()[-3:],
+                sep="\n  ",
+                file=sys.stderr,
+            )
     return {"dir": out / name, "exit_code": code, "seconds": round(time.monotonic() - t0, 2)}
 
 
 def main() -> None:
     """Run the scenarios and print the comparison."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scenarios", default="worker_kill,server_restart,cluster_node_kill,run_kill_resume", help="comma-separated, run after the clean one")
-    ap.add_argument("--source", default="", help="--source of the runs (default: the run's default corpus)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--scenarios",
+        default="worker_kill,server_restart,cluster_node_kill,run_kill_resume",
+        help="comma-separated, run after the clean one",
+    )
+    ap.add_argument(
+        "--source", default="", help="--source of the runs (default: the run's default corpus)"
+    )
     ap.add_argument("--tasks-per-env", type=int, default=0)
     ap.add_argument("-G", "--group", type=int, default=4)
     ap.add_argument("--seed", type=int, default=7)
@@ -159,21 +222,45 @@ def main() -> None:
         tmp = Path(t)
         clean = scenario("clean", args, tmp)
         ref = keys(clean["dir"])
-        print(f"clean: exit {clean['exit_code']}, {clean['seconds']} s, " + ", ".join(f"{k} {sum(v.values())}" for k, v in ref.items()))
-        results: dict[str, Any] = {"clean": {"exit_code": clean["exit_code"], "seconds": clean["seconds"], **{k: sum(v.values()) for k, v in ref.items()}}}
+        print(
+            f"clean: exit {clean['exit_code']}, {clean['seconds']} s, "
+            + ", ".join(f"{k} {sum(v.values())}" for k, v in ref.items())
+        )
+        results: dict[str, Any] = {
+            "clean": {
+                "exit_code": clean["exit_code"],
+                "seconds": clean["seconds"],
+                **{k: sum(v.values()) for k, v in ref.items()},
+            }
+        }
         for name in [s for s in args.scenarios.split(",") if s]:
             got = scenario(name, args, tmp)
             k = keys(got["dir"])
             lost = {f: sum((ref[f] - Counter(set(k[f]))).values()) for f in ref}
             dup = {f: sum(n - 1 for n in k[f].values() if n > 1) for f in ref}
-            summary = json.loads((got["dir"] / "summary.json").read_text()) if (got["dir"] / "summary.json").exists() else {}
-            agree = summary.get("tasks") == sum(k["tasks"].values()) and summary.get("rollouts") == sum(k["rollouts"].values())
+            summary = (
+                json.loads((got["dir"] / "summary.json").read_text())
+                if (got["dir"] / "summary.json").exists()
+                else {}
+            )
+            agree = summary.get("tasks") == sum(k["tasks"].values()) and summary.get(
+                "rollouts"
+            ) == sum(k["rollouts"].values())
             ratio = round(got["seconds"] / clean["seconds"], 2) if clean["seconds"] else None
             within = got["seconds"] <= 3 * clean["seconds"] + 60
-            results[name] = {"exit_code": got["exit_code"], "seconds": got["seconds"], "vs_clean": ratio, "within_target": within,
-                             "lost": lost, "duplicated": dup, "summary_agrees": agree}
-            print(f"{name}: exit {got['exit_code']}, {got['seconds']} s ({ratio}x clean; target {'met' if within else 'MISSED'}), "
-                  f"lost {lost}, duplicated {dup}, summary agrees with files: {agree}")
+            results[name] = {
+                "exit_code": got["exit_code"],
+                "seconds": got["seconds"],
+                "vs_clean": ratio,
+                "within_target": within,
+                "lost": lost,
+                "duplicated": dup,
+                "summary_agrees": agree,
+            }
+            print(
+                f"{name}: exit {got['exit_code']}, {got['seconds']} s ({ratio}x clean; target {'met' if within else 'MISSED'}), "
+                f"lost {lost}, duplicated {dup}, summary agrees with files: {agree}"
+            )
         print(json.dumps({"bench": "faults", **results}))
 
 

@@ -44,8 +44,15 @@ BRIEF = {
     "always_buggy": "A library ({}) sloppy, with books and loans.",
     "benchmark_names": "A brokerage ({}) clone, with accounts and transfers.",
 }
-RULES = {"audited": "files_then_fix", "chatty": "malformed_then_fix", "verbose": "truncated_then_fix", "sloppy": "always_buggy",
-         "clone": "benchmark_names", "bank": "bug_then_fix", "booking": "network_then_fix"}
+RULES = {
+    "audited": "files_then_fix",
+    "chatty": "malformed_then_fix",
+    "verbose": "truncated_then_fix",
+    "sloppy": "always_buggy",
+    "clone": "benchmark_names",
+    "bank": "bug_then_fix",
+    "booking": "network_then_fix",
+}
 
 
 async def main(pairs: int, mixed: int) -> dict:
@@ -56,14 +63,23 @@ async def main(pairs: int, mixed: int) -> dict:
     async def one(syn: LLMSynthesizer, behaviour: str) -> tuple[float, object]:
         nonlocal index
         index += 1
-        req = EnvRequested(run="bench", id=f"r{index}", time=0.0, source_kind="brief", source=BRIEF[behaviour].format(index), index=index)
+        req = EnvRequested(
+            run="bench",
+            id=f"r{index}",
+            time=0.0,
+            source_kind="brief",
+            source=BRIEF[behaviour].format(index),
+            index=index,
+        )
         t0 = time.perf_counter()
         env = await syn.synthesize(req, ctx)
         return time.perf_counter() - t0, env
 
     try:
         with ScriptedServer(Playbook(RULES), record=False) as srv:
-            syn = LLMSynthesizer(LLMSettings(base_url=srv.base_url, model="scripted-writer", max_rounds=3))
+            syn = LLMSynthesizer(
+                LLMSettings(base_url=srv.base_url, model="scripted-writer", max_rounds=3)
+            )
             await one(syn, "clean")  # warm-up
             a, b, sandbox_per_round = [], [], []
             for _ in range(pairs):
@@ -83,23 +99,39 @@ async def main(pairs: int, mixed: int) -> dict:
         "pairs": pairs,
         "first_round_env_seconds_p50": round(statistics.median(a), 4),
         "repaired_env_seconds_p50": round(statistics.median(b), 4),
-        "repair_vs_first_round_seconds_ratio": round(statistics.median(b) / statistics.median(a), 3),
+        "repair_vs_first_round_seconds_ratio": round(
+            statistics.median(b) / statistics.median(a), 3
+        ),
         "sandbox_seconds_per_round_p50": round(statistics.median(sandbox_per_round), 4),
         "mixed_envs": len(provs),
-        "mixed_first_round_pass_rate": round(sum(p.rounds == 1 and not p.rejected for p in provs) / len(provs), 4),
+        "mixed_first_round_pass_rate": round(
+            sum(p.rounds == 1 and not p.rejected for p in provs) / len(provs), 4
+        ),
         "mixed_pass_rate_after_repair": round(len(verified) / len(provs), 4),
         "mixed_rejected_by_reason": dict(Counter(p.rejected for p in provs if p.rejected)),
-        "mixed_flagged": dict(Counter(f.split(":")[0] + ":" + f.split(":")[1] for p in provs for f in p.flags)),
-        "mixed_tokens_per_verified_env": round(sum(p.tokens for p in provs) / max(1, len(verified)), 1),
-        "mixed_seconds_per_verified_env": round(sum(p.seconds for p in provs) / max(1, len(verified)), 4),
+        "mixed_flagged": dict(
+            Counter(f.split(":")[0] + ":" + f.split(":")[1] for p in provs for f in p.flags)
+        ),
+        "mixed_tokens_per_verified_env": round(
+            sum(p.tokens for p in provs) / max(1, len(verified)), 1
+        ),
+        "mixed_seconds_per_verified_env": round(
+            sum(p.seconds for p in provs) / max(1, len(verified)), 4
+        ),
         "mixed_mean_rounds": round(statistics.mean(p.rounds for p in provs), 3),
     }
-    print(f"A (right first time) {result['first_round_env_seconds_p50']} s per env, B (bug, then fixed) "
-          f"{result['repaired_env_seconds_p50']} s: ratio {result['repair_vs_first_round_seconds_ratio']}; "
-          f"sandbox time per round {result['sandbox_seconds_per_round_p50']} s")
-    print(f"mixed ({len(provs)} envs): first round {result['mixed_first_round_pass_rate']:.0%}, after repair "
-          f"{result['mixed_pass_rate_after_repair']:.0%}, rejected {result['mixed_rejected_by_reason']}, flagged {result['mixed_flagged']}")
-    print(f"  {result['mixed_tokens_per_verified_env']} tokens and {result['mixed_seconds_per_verified_env']} s per verified env")
+    print(
+        f"A (right first time) {result['first_round_env_seconds_p50']} s per env, B (bug, then fixed) "
+        f"{result['repaired_env_seconds_p50']} s: ratio {result['repair_vs_first_round_seconds_ratio']}; "
+        f"sandbox time per round {result['sandbox_seconds_per_round_p50']} s"
+    )
+    print(
+        f"mixed ({len(provs)} envs): first round {result['mixed_first_round_pass_rate']:.0%}, after repair "
+        f"{result['mixed_pass_rate_after_repair']:.0%}, rejected {result['mixed_rejected_by_reason']}, flagged {result['mixed_flagged']}"
+    )
+    print(
+        f"  {result['mixed_tokens_per_verified_env']} tokens and {result['mixed_seconds_per_verified_env']} s per verified env"
+    )
     return result
 
 
@@ -107,8 +139,14 @@ if __name__ == "__main__":
     from envkernel import logs
 
     logs.configure("warning")
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pairs", type=int, default=6, help="A/B pairs (right first time / repaired once).")
-    ap.add_argument("--mixed", type=int, default=16, help="Environments over every playbook behaviour.")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--pairs", type=int, default=6, help="A/B pairs (right first time / repaired once)."
+    )
+    ap.add_argument(
+        "--mixed", type=int, default=16, help="Environments over every playbook behaviour."
+    )
     args = ap.parse_args()
     print(json.dumps(asyncio.run(main(args.pairs, args.mixed))))

@@ -27,8 +27,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_sessions import COUNTER  # noqa: E402
-from envkernel_process import ProcessRunner  # noqa: E402
+from bench_sessions import COUNTER
+
+from envkernel_process import ProcessRunner
 
 
 def cpu_ms(pid: int) -> float:
@@ -57,10 +58,15 @@ async def burst(n: int) -> dict[str, float]:
         pids = [s.pid for s in sessions if s.pid is not None]
         own = sorted(cpu_ms(p) for p in pids)
         faults = sorted(minor_faults(p) for p in pids)
-        return {"opens_wall_s": round(wall, 3), "event_loop_cpu_ms_per_open": round((m1 - m0) / n, 3),
-                "zygote_cpu_ms_per_open": round((z1 - z0) / n, 3), "executor_cpu_ms_p50": round(own[len(own) // 2], 3),
-                "executor_cpu_ms_p90": round(own[int(len(own) * 0.9)], 3), "executor_minor_faults_p50": faults[len(faults) // 2],
-                "zygote_packets": getattr(runner.zygote, "packets", -1)}  # fmt: skip (-1: a tree without batching)
+        return {
+            "opens_wall_s": round(wall, 3),
+            "event_loop_cpu_ms_per_open": round((m1 - m0) / n, 3),
+            "zygote_cpu_ms_per_open": round((z1 - z0) / n, 3),
+            "executor_cpu_ms_p50": round(own[len(own) // 2], 3),
+            "executor_cpu_ms_p90": round(own[int(len(own) * 0.9)], 3),
+            "executor_minor_faults_p50": faults[len(faults) // 2],
+            "zygote_packets": getattr(runner.zygote, "packets", -1),
+        }  # fmt: skip (-1: a tree without batching)
     finally:
         await runner.aclose()
 
@@ -73,7 +79,12 @@ async def main(n: int, rounds: int) -> dict[str, float]:
     for r in range(rounds):
         rows.append(await burst(n))
         print(f"round {r + 1}: " + ", ".join(f"{k} {v}" for k, v in rows[-1].items()), flush=True)
-    out: dict[str, float] = {"opens": n, "rounds": rounds, "cpus": os.cpu_count() or 0, "load_average": round(os.getloadavg()[0], 1)}
+    out: dict[str, float] = {
+        "opens": n,
+        "rounds": rounds,
+        "cpus": os.cpu_count() or 0,
+        "load_average": round(os.getloadavg()[0], 1),
+    }
     for key in rows[0]:
         out[key] = round(statistics.median(row[key] for row in rows), 3)
     return out
@@ -83,7 +94,9 @@ if __name__ == "__main__":
     from envkernel import logs
 
     logs.configure("warning")
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--opens", type=int, default=128, help="sandboxes opened at once")
     ap.add_argument("--rounds", type=int, default=2, help="rounds (a new runner each)")
     a = ap.parse_args()

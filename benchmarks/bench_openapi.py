@@ -29,10 +29,10 @@ import statistics
 import time
 from typing import Any
 
+from envkernel_kit.testing import RunnerContext
 from envkernel_openapi import corpus_files, synthesize_file
 from envkernel_probe import Probe
 from envkernel_probe.broken import CODE_FAULTS, caught, model_faults, notes_env
-from envkernel_kit.testing import RunnerContext
 from envkernel_process import ProcessRunner, SandboxError
 
 
@@ -72,7 +72,9 @@ async def main(rounds: int) -> dict[str, Any]:
                     if report.tools_dropped:
                         print(f"  {env.id}: dropped {report.tools_dropped}")
         elapsed = time.perf_counter() - t0
-        print(f"corpus: {whole}/{len(files)} environments kept whole, {tools_kept}/{tools_all} tools kept")
+        print(
+            f"corpus: {whole}/{len(files)} environments kept whole, {tools_kept}/{tools_all} tools kept"
+        )
         print(f"throughput: {n} environments synthesized and verified in {elapsed:.2f} s")
         # recall
         control = await _verify(runner, notes_env())
@@ -91,8 +93,10 @@ async def main(rounds: int) -> dict[str, Any]:
                 if not model_hits[-1]:
                     print(f"  missed model fault {fault} on {env.id}.{tool}")
         hits = code_hits + model_hits
-        print(f"recall: {sum(hits)}/{len(hits)} broken environments caught ({sum(code_hits)}/{len(code_hits)} code, "
-              f"{sum(model_hits)}/{len(model_hits)} model); healthy control clean: {control.kept and not control.tools_dropped}")
+        print(
+            f"recall: {sum(hits)}/{len(hits)} broken environments caught ({sum(code_hits)}/{len(code_hits)} code, "
+            f"{sum(model_hits)}/{len(model_hits)} model); healthy control clean: {control.kept and not control.tools_dropped}"
+        )
         return {
             "bench": "openapi",
             "corpus_envs": len(files),
@@ -114,7 +118,11 @@ async def main(rounds: int) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=3, help="Passes over the corpus for the throughput figure.")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--rounds", type=int, default=3, help="Passes over the corpus for the throughput figure."
+    )
     args = ap.parse_args()
     print(json.dumps(asyncio.run(main(args.rounds))))

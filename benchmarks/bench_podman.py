@@ -94,12 +94,23 @@ async def podman_exec(runner: PodmanRunner, n: int) -> dict[str, float]:
         msgspec.json.encode({"op": "load", "env": env, "seed": 0}) + b"\n"
         + msgspec.json.encode({"op": "call", "tool": CALL[0], "arguments": CALL[1], "timeout": 10}) + b"\n"
     )  # fmt: skip
-    argv = ["podman", "exec", "-i", session.container, "python3", "-S", "-P", "/opt/envk/executor.py"]
+    argv = [
+        "podman",
+        "exec",
+        "-i",
+        session.container,
+        "python3",
+        "-S",
+        "-P",
+        "/opt/envk/executor.py",
+    ]
     penv = podman_env(containers_conf())
     times = []
     for _ in range(n):
         t0 = time.perf_counter()
-        out = await asyncio.to_thread(subprocess.run, argv, input=lines, capture_output=True, env=penv, check=True)
+        out = await asyncio.to_thread(
+            subprocess.run, argv, input=lines, capture_output=True, env=penv, check=True
+        )
         times.append(time.perf_counter() - t0)
         answers = [json.loads(x) for x in out.stdout.splitlines()]
         assert len(answers) == 2 and answers[1]["ok"], out
@@ -190,12 +201,18 @@ async def main(calls: int, acquires: int, colds: int, execs: int, pool: int) -> 
         "target_tool_step_p50_ms": 2.0,
         "target_acquire_p50_ms": 10.0,
     }
-    print(f"tool step over NATS:    p50 {step['nats_p50_ms']:.3f} ms  p99 {step['nats_p99_ms']:.3f} ms  (target p50 <= 2 ms)")
-    print(f"  bare socket:          p50 {step['socket_p50_ms']:.3f} ms  p99 {step['socket_p99_ms']:.3f} ms")
+    print(
+        f"tool step over NATS:    p50 {step['nats_p50_ms']:.3f} ms  p99 {step['nats_p99_ms']:.3f} ms  (target p50 <= 2 ms)"
+    )
+    print(
+        f"  bare socket:          p50 {step['socket_p50_ms']:.3f} ms  p99 {step['socket_p99_ms']:.3f} ms"
+    )
     print(f"  podman exec:          p50 {ex['exec_p50_ms']:.1f} ms  p99 {ex['exec_p99_ms']:.1f} ms")
     print(f"acquire (warm pool):    p50 {acq['p50_ms']:.2f} ms  p99 {acq['p99_ms']:.2f} ms  "
           f"({acq['from_pool']}/{acq['n']} from the pool; target p50 <= 10 ms)")  # fmt: skip
-    print(f"acquire (cold start):   p50 {cold_acq['p50_ms']:.1f} ms  p99 {cold_acq['p99_ms']:.1f} ms")
+    print(
+        f"acquire (cold start):   p50 {cold_acq['p50_ms']:.1f} ms  p99 {cold_acq['p99_ms']:.1f} ms"
+    )
     print(f"8 sandboxes over NATS:  {rate:,.0f} calls/s")
     print(f"containers left:        {left}")
     return result
@@ -205,7 +222,9 @@ if __name__ == "__main__":
     from envkernel import logs
 
     logs.configure("warning")
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--calls", type=int, default=2000, help="timed tool calls")
     ap.add_argument("--acquires", type=int, default=40, help="timed opens from the warm pool")
     ap.add_argument("--colds", type=int, default=10, help="timed cold opens")

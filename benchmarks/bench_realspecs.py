@@ -63,12 +63,16 @@ def synthesis(files: list[Path], corpus: Path = CORPUS) -> dict[str, dict[str, A
         try:
             env, warnings = synthesize_file(f, settings=OpenAPISettings(validate=True))
             skipped = [reason(m.group(1)) for w in warnings if (m := SKIP.search(w))]
-            row.update(tools_built=len(env.tools), skipped=len(skipped), operations=len(env.tools) + len(skipped),
-                       skip_reasons=dict(collections.Counter(skipped).most_common()),
-                       validator_warnings=sum("validator" in w for w in warnings))
+            row.update(
+                tools_built=len(env.tools),
+                skipped=len(skipped),
+                operations=len(env.tools) + len(skipped),
+                skip_reasons=dict(collections.Counter(skipped).most_common()),
+                validator_warnings=sum("validator" in w for w in warnings),
+            )
         except SpecError as exc:
             row.update(refused=str(exc)[:300], tools_built=0)
-        except Exception:  # noqa: BLE001 - counted: the target is none
+        except Exception:
             row.update(traceback=traceback.format_exc()[-1500:], tools_built=0)
         row["synth_seconds"] = round(time.perf_counter() - t, 2)
         out[row["file"]] = row
@@ -85,7 +89,9 @@ def read_run(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return summary, dict(tasks)
 
 
-def pipeline(files: list[Path], out: Path, timeout: float) -> tuple[dict[str, Any], dict[str, Any], float, int]:
+def pipeline(
+    files: list[Path], out: Path, timeout: float
+) -> tuple[dict[str, Any], dict[str, Any], float, int]:
     """One ``envkernel run`` over every spec: (summary, per-env tasks, seconds, exit code)."""
     cmd = [str(ENVKERNEL), "run", "--out", str(out), "--timeout", str(int(timeout))]
     for f in files:
@@ -95,7 +101,9 @@ def pipeline(files: list[Path], out: Path, timeout: float) -> tuple[dict[str, An
     seconds = time.perf_counter() - t
     runs = sorted(out.iterdir())
     if not runs:
-        raise SystemExit(f"envkernel run wrote nothing (exit {proc.returncode}): {proc.stderr[-2000:]}")
+        raise SystemExit(
+            f"envkernel run wrote nothing (exit {proc.returncode}): {proc.stderr[-2000:]}"
+        )
     summary, tasks = read_run(runs[-1])
     return summary, tasks, seconds, proc.returncode
 
@@ -108,8 +116,13 @@ def env_for(spec_file: str, ids: list[str]) -> str | None:
 
 def shipped() -> dict[str, Any]:
     """bench_openapi.py over the shipped corpus, one round: its JSON line."""
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_openapi.py"), "--rounds", "1"],
-                          capture_output=True, text=True, timeout=900, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_openapi.py"), "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         raise SystemExit(f"bench_openapi.py failed: {proc.stderr[-2000:]}")
@@ -117,14 +130,26 @@ def shipped() -> dict[str, Any]:
 
 
 def main() -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--corpus", type=Path, default=CORPUS, help="The corpus folder (with sources.json).")
-    ap.add_argument("--skip-shipped", action="store_true", help="Leave out the 7-domain corpus figures.")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--corpus", type=Path, default=CORPUS, help="The corpus folder (with sources.json)."
+    )
+    ap.add_argument(
+        "--skip-shipped", action="store_true", help="Leave out the 7-domain corpus figures."
+    )
     ap.add_argument("--timeout", type=float, default=900, help="Seconds the pipeline run may take.")
     ap.add_argument("--keep", action="store_true", help="Keep the run's output folder (printed).")
-    ap.add_argument("--run", type=Path, help="Read this finished run's folder instead of running the pipeline again.")
+    ap.add_argument(
+        "--run",
+        type=Path,
+        help="Read this finished run's folder instead of running the pipeline again.",
+    )
     args = ap.parse_args()
-    files = [args.corpus / s["file"] for s in json.loads((args.corpus / "sources.json").read_text())]
+    files = [
+        args.corpus / s["file"] for s in json.loads((args.corpus / "sources.json").read_text())
+    ]
     synth = synthesis(files, args.corpus)
     if args.run:
         out = args.run
@@ -141,18 +166,43 @@ def main() -> dict[str, Any]:
         eid = env_for(key, list(verification))
         v = verification.get(eid or "", {})
         dropped = v.get("tools_dropped") or {}
-        drops = [reason(str(d)) for d in (dropped.values() if isinstance(dropped, dict) else dropped)]
-        row.update(env=eid, kept=bool(v.get("kept")), tools_kept=int(v.get("tools_kept") or 0),
-                   drop_reasons=dict(collections.Counter(drops).most_common()), tasks=tasks.get(eid or "", 0))
+        drops = [
+            reason(str(d)) for d in (dropped.values() if isinstance(dropped, dict) else dropped)
+        ]
+        row.update(
+            env=eid,
+            kept=bool(v.get("kept")),
+            tools_kept=int(v.get("tools_kept") or 0),
+            drop_reasons=dict(collections.Counter(drops).most_common()),
+            tasks=tasks.get(eid or "", 0),
+        )
         rows.append(row)
     print(f"{'spec':52s} {'ops':>4s} {'built':>5s} {'kept':>4s} {'tasks':>5s} {'sec':>5s}  outcome")
     for r in rows:
-        outcome = ("kept" if r["kept"] else "rejected") if r.get("env") else ("refused: " + r["refused"][:60] if "refused" in r else "traceback" if "traceback" in r else "no env")
-        print(f"{r['file'][:52]:52s} {r.get('operations', 0):4d} {r['tools_built']:5d} {r.get('tools_kept', 0):4d} {r.get('tasks', 0):5d} {r['synth_seconds']:5.1f}  {outcome}")
+        outcome = (
+            ("kept" if r["kept"] else "rejected")
+            if r.get("env")
+            else (
+                "refused: " + r["refused"][:60]
+                if "refused" in r
+                else "traceback"
+                if "traceback" in r
+                else "no env"
+            )
+        )
+        print(
+            f"{r['file'][:52]:52s} {r.get('operations', 0):4d} {r['tools_built']:5d} {r.get('tools_kept', 0):4d} {r.get('tasks', 0):5d} {r['synth_seconds']:5.1f}  {outcome}"
+        )
         if r.get("skip_reasons"):
-            print("      skipped: " + "; ".join(f"{n} x {k}" for k, n in list(r["skip_reasons"].items())[:4]))
+            print(
+                "      skipped: "
+                + "; ".join(f"{n} x {k}" for k, n in list(r["skip_reasons"].items())[:4])
+            )
         if r.get("drop_reasons"):
-            print("      dropped: " + "; ".join(f"{n} x {k}" for k, n in list(r["drop_reasons"].items())[:4]))
+            print(
+                "      dropped: "
+                + "; ".join(f"{n} x {k}" for k, n in list(r["drop_reasons"].items())[:4])
+            )
         if "traceback" in r:
             print("      " + r["traceback"].strip().splitlines()[-1])
     good = [r for r in rows if r["kept"] and r["tasks"] >= 10]
@@ -180,12 +230,18 @@ def main() -> dict[str, Any]:
         "pipeline_exit_code": code,
         "pipeline_failures": summary.get("failures", 0),
     }
-    print(f"{len(good)}/{len(rows)} specs give a kept environment with >= 10 tasks; {result['tracebacks']} tracebacks; "
-          f"{result['specs_refused']} refused; pipeline {run_seconds:.0f} s (exit {code}, {result['pipeline_failures']} plugin failures)")
+    print(
+        f"{len(good)}/{len(rows)} specs give a kept environment with >= 10 tasks; {result['tracebacks']} tracebacks; "
+        f"{result['specs_refused']} refused; pipeline {run_seconds:.0f} s (exit {code}, {result['pipeline_failures']} plugin failures)"
+    )
     if not args.skip_shipped:
         sh = shipped()
-        result.update(shipped_yield_envs_kept_whole=sh["yield_envs_kept_whole"], shipped_recall=sh["recall"])
-        print(f"shipped corpus: {sh['yield_envs_kept_whole']:.0%} of environments kept whole, broken-env recall {sh['recall']}")
+        result.update(
+            shipped_yield_envs_kept_whole=sh["yield_envs_kept_whole"], shipped_recall=sh["recall"]
+        )
+        print(
+            f"shipped corpus: {sh['yield_envs_kept_whole']:.0%} of environments kept whole, broken-env recall {sh['recall']}"
+        )
     if args.keep:
         print(f"run output kept in {out}")
     return result

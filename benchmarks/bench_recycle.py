@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_sessions import COUNTER  # noqa: E402
-from envkernel_process import ProcessRunner, Settings  # noqa: E402
+from bench_sessions import COUNTER
+
+from envkernel_process import ProcessRunner, Settings
 
 
 def cpu_ms(pid: int) -> float:
@@ -59,7 +60,9 @@ async def batch(runner: ProcessRunner, n: int) -> dict[str, float]:
     """One batch: n opens at once (each with one step), then n closes at once."""
     assert runner.zygote is not None
     zygote = runner.zygote.pid or 0
-    before = {s.pid: cpu_ms(s.pid) for s in runner._recycled if s.pid is not None}  # nests waiting (B)
+    before = {
+        s.pid: cpu_ms(s.pid) for s in runner._recycled if s.pid is not None
+    }  # nests waiting (B)
     z0, c0, t0 = cpu_ms(zygote), time.process_time(), time.perf_counter()
 
     async def one() -> Any:
@@ -70,8 +73,13 @@ async def batch(runner: ProcessRunner, n: int) -> dict[str, float]:
     sessions = await asyncio.gather(*(one() for _ in range(n)))
     t1 = time.perf_counter()
     pids = [s.pid for s in sessions if s.pid is not None]
-    # A: the executors; B: each nest's session process (the nest's own CPU is counted over the batch below)
-    own = sum(cpu_ms(c) for p in pids for c in children(p)) if runner.nests else sum(cpu_ms(p) for p in pids)
+    # A: the executors; B: each nest's session process (the nest's own CPU is counted over the batch
+    # below)
+    own = (
+        sum(cpu_ms(c) for p in pids for c in children(p))
+        if runner.nests
+        else sum(cpu_ms(p) for p in pids)
+    )
     zygote_cpu = cpu_ms(zygote) - z0
     await asyncio.gather(*(s.close() for s in sessions))
     t2 = time.perf_counter()
@@ -102,14 +110,22 @@ async def main(n: int, batches: int, rounds: int) -> dict[str, Any]:
             got = await loop(n, batches, name == "recycle")
             rows[name].append(got)
             for b, row in enumerate(got):
-                print(f"round {r + 1} {name:7s} batch {b + 1}: " + ", ".join(f"{k} {v}" for k, v in row.items()), flush=True)
+                print(
+                    f"round {r + 1} {name:7s} batch {b + 1}: "
+                    + ", ".join(f"{k} {v}" for k, v in row.items()),
+                    flush=True,
+                )
     out: dict[str, Any] = {"sessions": n, "batches": batches, "rounds": rounds, "cpus": os.cpu_count() or 0,
                            "load_average": round(os.getloadavg()[0], 1)}  # fmt: skip
     keys = list(rows["fresh"][0][0])
     for name, runs in rows.items():
         for key in keys:
-            out[f"first_batch_{key}_{name}"] = round(statistics.median(run[0][key] for run in runs), 3)
-            out[f"repeat_{key}_{name}"] = round(statistics.median(row[key] for run in runs for row in run[1:]), 3)
+            out[f"first_batch_{key}_{name}"] = round(
+                statistics.median(run[0][key] for run in runs), 3
+            )
+            out[f"repeat_{key}_{name}"] = round(
+                statistics.median(row[key] for run in runs for row in run[1:]), 3
+            )
     for key in keys:
         for when in ("first_batch", "repeat"):
             a, b = out[f"{when}_{key}_fresh"], out[f"{when}_{key}_recycle"]
@@ -121,9 +137,20 @@ if __name__ == "__main__":
     from envkernel import logs
 
     logs.configure("warning")
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sessions", type=int, default=256, help="sessions opened (and closed) at once per batch")
-    ap.add_argument("--batches", type=int, default=3, help="batches per loop (the first fills the pool)")
-    ap.add_argument("--rounds", type=int, default=2, help="rounds, each running A and B once, alternating which goes first")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--sessions", type=int, default=256, help="sessions opened (and closed) at once per batch"
+    )
+    ap.add_argument(
+        "--batches", type=int, default=3, help="batches per loop (the first fills the pool)"
+    )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=2,
+        help="rounds, each running A and B once, alternating which goes first",
+    )
     a = ap.parse_args()
     print(json.dumps(asyncio.run(main(a.sessions, a.batches, a.rounds))))

@@ -23,11 +23,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_tasks import run_pipeline  # noqa: E402
+from bench_tasks import run_pipeline
 
 
 def _ids(folder: Path) -> list[str]:
-    return sorted(json.loads(line)["id"] for line in (folder / "tasks.jsonl").read_text().splitlines() if line.strip())
+    return sorted(
+        json.loads(line)["id"]
+        for line in (folder / "tasks.jsonl").read_text().splitlines()
+        if line.strip()
+    )
 
 
 def main() -> None:
@@ -46,7 +50,17 @@ def main() -> None:
             got = (_ids(folder), json.loads((folder / "summary.json").read_text()).get("mutants"))
             first = first or {"ids": got[0], "mutants": got[1]}
             same = same and got[0] == first["ids"] and got[1] == first["mutants"]
-            rows[side].append({k: out[k] for k in ("tasks", "tasks_per_s_to_target", "run_process_cpu_ms_per_task", "all_processes_cpu_ms_per_task")})
+            rows[side].append(
+                {
+                    k: out[k]
+                    for k in (
+                        "tasks",
+                        "tasks_per_s_to_target",
+                        "run_process_cpu_ms_per_task",
+                        "all_processes_cpu_ms_per_task",
+                    )
+                }
+            )
             print(f"{side}{r + 1}: {rows[side][-1]}", flush=True)
             shutil.rmtree(folder.parent, ignore_errors=True)
 
@@ -65,8 +79,14 @@ def main() -> None:
         "no_replay_tasks_per_s": mean("A", "tasks_per_s_to_target"),
         "replay_tasks_per_s": mean("B", "tasks_per_s_to_target"),
     }
-    res["replay_over_no_replay_run_process_cpu"] = round(res["replay_run_process_cpu_ms_per_task"] / res["no_replay_run_process_cpu_ms_per_task"], 3)
-    res["replay_over_no_replay_all_processes_cpu"] = round(res["replay_all_processes_cpu_ms_per_task"] / res["no_replay_all_processes_cpu_ms_per_task"], 3)
+    res["replay_over_no_replay_run_process_cpu"] = round(
+        res["replay_run_process_cpu_ms_per_task"] / res["no_replay_run_process_cpu_ms_per_task"], 3
+    )
+    res["replay_over_no_replay_all_processes_cpu"] = round(
+        res["replay_all_processes_cpu_ms_per_task"]
+        / res["no_replay_all_processes_cpu_ms_per_task"],
+        3,
+    )
     print(json.dumps(res))
 
 

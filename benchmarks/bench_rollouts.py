@@ -45,6 +45,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
+
 from envkernel.config import RunConfig
 from envkernel.context import store_env
 from envkernel.plugins import Component, Registry
@@ -55,7 +56,16 @@ from envkernel_bus.subjects import event_subject
 from envkernel_openai import OpenAIPolicy, tool_schema
 from envkernel_process import ProcessRunner
 from envkernel_sample import shop_env
-from envkernel_schemas import EnvSpec, PluginFailed, RolloutFinished, RolloutRequested, Task, decode, encode, event_id
+from envkernel_schemas import (
+    EnvSpec,
+    PluginFailed,
+    RolloutFinished,
+    RolloutRequested,
+    Task,
+    decode,
+    encode,
+    event_id,
+)
 
 ENVKERNEL = str(Path(sys.executable).with_name("envkernel"))
 
@@ -78,14 +88,23 @@ def load_envs(run_dir: Path) -> dict[str, EnvSpec]:
 def make_tasks(tmp: Path) -> Path:
     """Run ``envkernel run`` once (reference policy) and return its tasks.jsonl."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ENVKERNEL_"))}
-    subprocess.run([ENVKERNEL, "run", "--out", str(tmp), "--run-id", "tasks", "--seed", "1", "--no-progress"],
-                   check=True, capture_output=True, env=env, timeout=300)
+    subprocess.run(
+        [ENVKERNEL, "run", "--out", str(tmp), "--run-id", "tasks", "--seed", "1", "--no-progress"],
+        check=True,
+        capture_output=True,
+        env=env,
+        timeout=300,
+    )
     return tmp / "tasks" / "tasks.jsonl"
 
 
 def start_server(tasks_path: Path) -> tuple[subprocess.Popen[str], str]:
     """The scripted server in its own process; returns it and its base URL."""
-    proc = subprocess.Popen([sys.executable, "-m", "envkernel_kit.scripted", "--oracle", str(tasks_path)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envkernel_kit.scripted", "--oracle", str(tasks_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
     if not url.startswith("http"):
@@ -109,21 +128,36 @@ class Phase:
             ev = decode(msg.data)
             if isinstance(ev, RolloutFinished) and ev.parent not in self.done:
                 self.done[ev.parent] = ev
-            elif isinstance(ev, PluginFailed) and ev.event_kind == "rollout.requested" and ev.parent not in self.failed:
+            elif (
+                isinstance(ev, PluginFailed)
+                and ev.event_kind == "rollout.requested"
+                and ev.parent not in self.failed
+            ):
                 self.failed[ev.parent] = f"{ev.plugin}: {ev.error_type}: {ev.message}"
             else:
                 return
             if len(self.done) + len(self.failed) >= self.want:
                 self.event.set()
 
-        self.subs = [await self.bus.nc.subscribe(event_subject(self.run, kind) + tail, cb=on)
-                     for kind in ("rollout.finished", "plugin.failed") for tail in ("", ".>")]
+        self.subs = [
+            await self.bus.nc.subscribe(event_subject(self.run, kind) + tail, cb=on)
+            for kind in ("rollout.finished", "plugin.failed")
+            for tail in ("", ".>")
+        ]
 
     async def publish(self, policy: str, tasks: list[Task], start: int, count: int) -> None:
         futs = []
         for i in range(start, start + count):
-            ev = RolloutRequested(run=self.run, id=event_id(self.run, "bench", i), task=tasks[i % len(tasks)], policy=policy, index=i)
-            futs.append(await self.bus.publish(event_subject(self.run, ev.kind, policy), encode(ev), ev.id))
+            ev = RolloutRequested(
+                run=self.run,
+                id=event_id(self.run, "bench", i),
+                task=tasks[i % len(tasks)],
+                policy=policy,
+                index=i,
+            )
+            futs.append(
+                await self.bus.publish(event_subject(self.run, ev.kind, policy), encode(ev), ev.id)
+            )
         await asyncio.gather(*futs)
 
     async def run_batch(self, policy: str, tasks: list[Task], count: int, start: int = 0) -> float:
@@ -135,9 +169,13 @@ class Phase:
         try:
             await asyncio.wait_for(self.event.wait(), 300)
         except TimeoutError:
-            raise RuntimeError(f"{self.run}: {len(self.done)} finished, {len(self.failed)} failed of {self.want} after 300 s") from None
+            raise RuntimeError(
+                f"{self.run}: {len(self.done)} finished, {len(self.failed)} failed of {self.want} after 300 s"
+            ) from None
         if self.failed:
-            raise RuntimeError(f"{self.run}: {len(self.failed)} rollouts failed, e.g. {next(iter(self.failed.values()))}")
+            raise RuntimeError(
+                f"{self.run}: {len(self.failed)} rollouts failed, e.g. {next(iter(self.failed.values()))}"
+            )
         return time.perf_counter() - t0
 
     async def close(self) -> None:
@@ -196,7 +234,11 @@ async def main(n: int, seq: int) -> dict[str, Any]:
         tmp = Path(tmpdir)
         tasks_path = make_tasks(tmp)
         envs = load_envs(tasks_path.parent)
-        tasks = [msgspec.json.decode(line, type=Task) for line in tasks_path.read_bytes().splitlines() if line.strip()]
+        tasks = [
+            msgspec.json.decode(line, type=Task)
+            for line in tasks_path.read_bytes().splitlines()
+            if line.strip()
+        ]
         tasks = [t for t in tasks if t.env_id in envs]
         server, base_url = start_server(tasks_path)
         try:
@@ -207,15 +249,29 @@ async def main(n: int, seq: int) -> dict[str, Any]:
             server.wait(10)
 
 
-async def measure(url: str, base_url: str, tasks: list[Task], envs: dict[str, EnvSpec], n: int, seq: int) -> dict[str, Any]:
+async def measure(
+    url: str, base_url: str, tasks: list[Task], envs: dict[str, EnvSpec], n: int, seq: int
+) -> dict[str, Any]:
     bus = await Bus.connect(url)
-    openai_settings = {"base_url": base_url, "api_key": "sk-bench", "model": "scripted", "temperature": 0.0}
+    openai_settings = {
+        "base_url": base_url,
+        "api_key": "sk-bench",
+        "model": "scripted",
+        "temperature": 0.0,
+    }
     reg = Registry()
     reg.components["process"] = Component("process", "sandbox_runner", ProcessRunner, "bench")
     reg.components["reference"] = Component("reference", "policy", Reference, "bench")
     reg.components["openai"] = Component("openai", "policy", OpenAIPolicy, "bench")
-    runs = {r: RunConfig(run_id=r, runner="process", components={"sandbox_runner": ["process"], "policy": ["reference", "openai"]},
-                         settings={"openai": openai_settings}) for r in ("warm", "ref", "oai", "seq")}
+    runs = {
+        r: RunConfig(
+            run_id=r,
+            runner="process",
+            components={"sandbox_runner": ["process"], "policy": ["reference", "openai"]},
+            settings={"openai": openai_settings},
+        )
+        for r in ("warm", "ref", "oai", "seq")
+    }
     for r in runs:
         for env in envs.values():
             await store_env(bus, r, env)
@@ -256,7 +312,11 @@ async def measure(url: str, base_url: str, tasks: list[Task], envs: dict[str, En
     tasks_by_id = {t.id: t for t in tasks}
     policy = OpenAIPolicy(OpenAIPolicy.Settings(**openai_settings))  # type: ignore[arg-type]
     env_of = {t.id: envs[t.env_id] for t in tasks}
-    bodies = [b for t in trajs for b in turn_bodies(policy, [t], offered(env_of[t.task_id], tasks_by_id[t.task_id]))]
+    bodies = [
+        b
+        for t in trajs
+        for b in turn_bodies(policy, [t], offered(env_of[t.task_id], tasks_by_id[t.task_id]))
+    ]
     assert len(bodies) == turns
     raw = raw_rtt(base_url, bodies)
     model = [x for t in trajs for x in t.latencies]
@@ -283,18 +343,30 @@ async def measure(url: str, base_url: str, tasks: list[Task], envs: dict[str, En
         "tool_call_ms": ms(tool),
         "rollout_fixed_ms": round(1000 * fixed, 3),
     }
-    print(f"tasks: {len(tasks)} over {len(envs)} environments (envkernel run --seed 1); {n} rollouts per throughput phase")
+    print(
+        f"tasks: {len(tasks)} over {len(envs)} environments (envkernel run --seed 1); {n} rollouts per throughput phase"
+    )
     print(f"reference policy:            {result['reference_rollouts_per_s']:>8} rollouts/s")
-    print(f"openai policy (scripted):    {result['openai_rollouts_per_s']:>8} rollouts/s  "
-          f"({result['openai_turns_per_rollout']} turns each, {result['openai_turns_per_s']} turns/s)")
+    print(
+        f"openai policy (scripted):    {result['openai_rollouts_per_s']:>8} rollouts/s  "
+        f"({result['openai_turns_per_rollout']} turns each, {result['openai_turns_per_s']} turns/s)"
+    )
     print(f"sequential, {seq} rollouts, {turns} turns:")
-    print(f"  raw HTTP round trip (http.client, same bodies, same server): {result['raw_http_rtt_ms']} ms (p50 {result['raw_http_rtt_p50_ms']})")
-    print(f"  model call in the policy (AsyncOpenAI + retry layer):       {result['model_call_ms']} ms (p50 {result['model_call_p50_ms']})")
+    print(
+        f"  raw HTTP round trip (http.client, same bodies, same server): {result['raw_http_rtt_ms']} ms (p50 {result['raw_http_rtt_p50_ms']})"
+    )
+    print(
+        f"  model call in the policy (AsyncOpenAI + retry layer):       {result['model_call_ms']} ms (p50 {result['model_call_p50_ms']})"
+    )
     print(f"  turn in the policy (model + tool over NATS + step events):  {result['turn_ms']} ms")
-    print(f"  kernel overhead per turn (turn - raw HTTP):                 {result['kernel_overhead_per_turn_ms']} ms "
-          f"(client {result['client_overhead_ms']}, tool call {result['tool_call_ms']}, rest "
-          f"{round(result['kernel_overhead_per_turn_ms'] - result['client_overhead_ms'] - result['tool_call_ms'] * len(tool) / turns, 3)})")
-    print(f"  fixed cost per rollout (events, sandbox open/state/close):  {result['rollout_fixed_ms']} ms")
+    print(
+        f"  kernel overhead per turn (turn - raw HTTP):                 {result['kernel_overhead_per_turn_ms']} ms "
+        f"(client {result['client_overhead_ms']}, tool call {result['tool_call_ms']}, rest "
+        f"{round(result['kernel_overhead_per_turn_ms'] - result['client_overhead_ms'] - result['tool_call_ms'] * len(tool) / turns, 3)})"
+    )
+    print(
+        f"  fixed cost per rollout (events, sandbox open/state/close):  {result['rollout_fixed_ms']} ms"
+    )
     return result
 
 
@@ -302,8 +374,12 @@ if __name__ == "__main__":
     from envkernel import logs
 
     logs.configure("warning")
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--rollouts", type=int, default=400, help="Rollouts per throughput phase.")
-    ap.add_argument("--sequential", type=int, default=40, help="Rollouts in the sequential latency phase.")
+    ap.add_argument(
+        "--sequential", type=int, default=40, help="Rollouts in the sequential latency phase."
+    )
     args = ap.parse_args()
     print(json.dumps(asyncio.run(main(args.rollouts, args.sequential))))

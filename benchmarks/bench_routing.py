@@ -23,7 +23,16 @@ from envkernel.plugins import Component, Registry
 from envkernel.router import Worker
 from envkernel_bus import Bus, EmbeddedServer
 from envkernel_bus.subjects import STREAM, event_subject
-from envkernel_schemas import Outcome, Reward, RolloutFinished, Task, ToolCall, Trajectory, encode, event_id
+from envkernel_schemas import (
+    Outcome,
+    Reward,
+    RolloutFinished,
+    Task,
+    ToolCall,
+    Trajectory,
+    encode,
+    event_id,
+)
 
 
 class FixedReward:
@@ -46,9 +55,16 @@ class AsyncFixedReward(FixedReward):
 
 def payloads(run: str, n: int) -> list[tuple[str, bytes, str]]:
     """N rollout.finished events addressed to the component ``fixed``."""
-    task = Task(id="t1", env_id="shop-v1", request="cancel my pending order for the desk lamp",
-                calls=[ToolCall(name="find_customer", arguments={"email": "ann@example.com"}), ToolCall(name="cancel_order", arguments={"order_id": "ord_0003"})],
-                outcome=Outcome(mutates=True))
+    task = Task(
+        id="t1",
+        env_id="shop-v1",
+        request="cancel my pending order for the desk lamp",
+        calls=[
+            ToolCall(name="find_customer", arguments={"email": "ann@example.com"}),
+            ToolCall(name="cancel_order", arguments={"order_id": "ord_0003"}),
+        ],
+        outcome=Outcome(mutates=True),
+    )
     traj = Trajectory(task_id="t1", policy="reference", final_answer="done")
     out = []
     for i in range(n):
@@ -78,7 +94,9 @@ async def raw(url: str, run: str, n: int) -> float:
             batch = await psub.fetch(256, timeout=1)
         except NatsTimeoutError:
             continue
-        futs = [await bus.publish(out_subject, m.data, m.headers["Nats-Msg-Id"] + "o") for m in batch]  # type: ignore[index]
+        futs = [
+            await bus.publish(out_subject, m.data, m.headers["Nats-Msg-Id"] + "o") for m in batch
+        ]  # type: ignore[index]
         await asyncio.gather(*futs)
         for m in batch:
             await m.ack()
@@ -94,7 +112,9 @@ async def kernel(url: str, run: str, n: int, async_role: bool) -> float:
     msgs = payloads(run, n)
     await preload(bus, msgs)
     reg = Registry()
-    reg.components["fixed"] = Component("fixed", "reward_model", AsyncFixedReward if async_role else FixedReward, "bench")
+    reg.components["fixed"] = Component(
+        "fixed", "reward_model", AsyncFixedReward if async_role else FixedReward, "bench"
+    )
     cfg = RunConfig(run_id=run, components={"reward_model": ["fixed"]})
     before = (await bus.js.stream_info(STREAM)).state.messages
     worker = Worker(bus, reg, ["fixed"], known={run: cfg})
@@ -134,8 +154,12 @@ async def main(n: int) -> dict[str, float]:
         "target_ratio": 0.5,
     }
     print(f"raw JetStream (pull->publish_async->ack): {r:,.0f} events/s")
-    print(f"kernel, async role method:               {k_async:,.0f} events/s  ({k_async / r:.2f}x raw)")
-    print(f"kernel, sync role method (thread hop):   {k_sync:,.0f} events/s  ({k_sync / r:.2f}x raw)")
+    print(
+        f"kernel, async role method:               {k_async:,.0f} events/s  ({k_async / r:.2f}x raw)"
+    )
+    print(
+        f"kernel, sync role method (thread hop):   {k_sync:,.0f} events/s  ({k_sync / r:.2f}x raw)"
+    )
     return result
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+
 from envkernel.plugins import load
 from envkernel.sandbox import Reply, SandboxService, open_sandbox
 from envkernel_bus import Bus, EmbeddedServer
@@ -50,10 +51,17 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def summary(xs: list[float]) -> dict[str, float]:
-    return {"p50_ms": pct(xs, 0.5), "p99_ms": pct(xs, 0.99), "mean_ms": round(statistics.fmean(xs) * 1000, 4), "n": len(xs)}
+    return {
+        "p50_ms": pct(xs, 0.5),
+        "p99_ms": pct(xs, 0.99),
+        "mean_ms": round(statistics.fmean(xs) * 1000, 4),
+        "n": len(xs),
+    }
 
 
-async def raw_round_trip(service_bus: Bus, client_bus: Bus, payload_size: int, n: int) -> list[float]:
+async def raw_round_trip(
+    service_bus: Bus, client_bus: Bus, payload_size: int, n: int
+) -> list[float]:
     """Core NATS request/reply with a fixed answer: the floor under a tool step."""
     reply = b"x" * payload_size
 
@@ -85,7 +93,9 @@ async def steps(sb: Any, n: int) -> list[float]:
 
 
 async def snapshot_restore(sb: Any, n: int) -> tuple[list[float], list[float]]:
-    await sb.call("create_order", {"customer_id": "cus_0001", "product_id": "prd_0003", "quantity": 1})
+    await sb.call(
+        "create_order", {"customer_id": "cus_0001", "product_id": "prd_0003", "quantity": 1}
+    )
     snaps, restores = [], []
     base = await sb.snapshot()
     for _ in range(n):
@@ -130,7 +140,7 @@ async def concurrent(client: Bus, n: int, per_session: int, open_parallel: int) 
             t = time.perf_counter()
             try:
                 sb = await open_sandbox(client, RUNNER, env, timeout=120, call_timeout=120)
-            except Exception as exc:  # noqa: BLE001 - counted
+            except Exception as exc:
                 open_errors.append(f"{type(exc).__name__}: {exc}")
                 return
             open_times.append(time.perf_counter() - t)
@@ -147,7 +157,7 @@ async def concurrent(client: Bus, n: int, per_session: int, open_parallel: int) 
         for _ in range(per_session):
             try:
                 r = await sb.call("get_order", ARGS)
-            except Exception as exc:  # noqa: BLE001 - counted
+            except Exception as exc:
                 failed += 1
                 errors.append(f"{type(exc).__name__}: {exc}")
                 continue
@@ -183,7 +193,9 @@ def _raise_nofile() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-async def main(n_steps: int, levels: list[int], per_session: int, open_parallel: int) -> dict[str, Any]:
+async def main(
+    n_steps: int, levels: list[int], per_session: int, open_parallel: int
+) -> dict[str, Any]:
     _raise_nofile()
     registry = load([RUNNER], strict=True)
     comp = registry.get(RUNNER)
@@ -205,7 +217,11 @@ async def main(n_steps: int, levels: list[int], per_session: int, open_parallel:
                 await other.close()
             step = await steps(sb, n_steps)
             # the raw figure answers with as many bytes as a real get_order reply
-            payload = len(msgspec.msgpack.encode(Reply(value=msgspec.to_builtins(await sb.call("get_order", ARGS)))))
+            payload = len(
+                msgspec.msgpack.encode(
+                    Reply(value=msgspec.to_builtins(await sb.call("get_order", ARGS)))
+                )
+            )
             rr = await raw_round_trip(service_bus, client, payload, n_steps)
             step2 = await steps(sb, n_steps)  # again, interleaved with the raw figure
             direct = await direct_steps(runner, n_steps)
@@ -241,9 +257,15 @@ async def main(n_steps: int, levels: list[int], per_session: int, open_parallel:
         "cpus": os.cpu_count(),
     }
     ts, nr, ip = result["tool_step"], result["nats_request_reply"], result["tool_step_in_process"]
-    print(f"tool step (Sandbox.call over NATS, warm process sandbox): p50 {ts['p50_ms']} ms, p99 {ts['p99_ms']} ms")
-    print(f"raw NATS request/reply, same run:                        p50 {nr['p50_ms']} ms, p99 {nr['p99_ms']} ms")
-    print(f"same call on the runner in-process (no NATS):            p50 {ip['p50_ms']} ms, p99 {ip['p99_ms']} ms")
+    print(
+        f"tool step (Sandbox.call over NATS, warm process sandbox): p50 {ts['p50_ms']} ms, p99 {ts['p99_ms']} ms"
+    )
+    print(
+        f"raw NATS request/reply, same run:                        p50 {nr['p50_ms']} ms, p99 {nr['p99_ms']} ms"
+    )
+    print(
+        f"same call on the runner in-process (no NATS):            p50 {ip['p50_ms']} ms, p99 {ip['p99_ms']} ms"
+    )
     print(f"snapshot: p50 {result['snapshot']['p50_ms']} ms, p99 {result['snapshot']['p99_ms']} ms; "
           f"restore: p50 {result['restore']['p50_ms']} ms, p99 {result['restore']['p99_ms']} ms")  # fmt: skip
     print(f"open (request -> loaded and callable): p50 {result['open']['p50_ms']} ms")
@@ -255,11 +277,17 @@ if __name__ == "__main__":
     from envkernel import logs
 
     logs.configure("warning")
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=2000, help="sequential steps for the p50/p99 figures")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--steps", type=int, default=2000, help="sequential steps for the p50/p99 figures"
+    )
     ap.add_argument("--sessions", default="64,256,512", help="concurrent-session levels, ascending")
     ap.add_argument("--steps-per-session", type=int, default=10)
-    ap.add_argument("--open-parallel", type=int, default=32, help="sandboxes opening at the same time")
+    ap.add_argument(
+        "--open-parallel", type=int, default=32, help="sandboxes opening at the same time"
+    )
     a = ap.parse_args()
     levels = [int(x) for x in a.sessions.split(",") if x.strip()]
     print(json.dumps(asyncio.run(main(a.steps, levels, a.steps_per_session, a.open_parallel))))

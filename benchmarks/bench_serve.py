@@ -46,17 +46,42 @@ def main() -> None:
     a = ap.parse_args()
     out = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     envkernel = Path(sys.executable).with_name("envkernel")
-    subprocess.run([str(envkernel), "run", "--source", "sample", "--no-progress", "--out", str(out), "--run-id", "b"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            str(envkernel),
+            "run",
+            "--source",
+            "sample",
+            "--no-progress",
+            "--out",
+            str(out),
+            "--run-id",
+            "b",
+        ],
+        check=True,
+        capture_output=True,
+    )
     catalog = load_catalog(out / "b")
     env = catalog.default_env
-    running = start(catalog, RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=2, max_steps=10**9))
+    running = start(
+        catalog, RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=2, max_steps=10**9)
+    )
     loop = asyncio.new_event_loop()
     runner = process_runner()
     direct = loop.run_until_complete(runner.open(env, catalog.seed))
     snap = loop.run_until_complete(direct.snapshot())
     args: dict[str, Any] = {"product_id": "prd_0001"}
-    fig: dict[str, list[float]] = {k: [] for k in ("serve_step", "direct_step", "serve_reset", "direct_restore", "new_session", "new_sandbox")}
+    fig: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "serve_step",
+            "direct_step",
+            "serve_reset",
+            "direct_restore",
+            "new_session",
+            "new_sandbox",
+        )
+    }
     try:
         with Session(running.url) as s:
             s.reset(task_index=0)
@@ -88,9 +113,12 @@ def main() -> None:
                 fig["direct_step"].append(statistics.median(b_steps))
                 fig["serve_reset"].append(statistics.median(a_resets))
                 fig["direct_restore"].append(statistics.median(b_restores))
-                print(f"round {r + 1}: step p50 serve {_p50(a_steps):.3f} ms, direct {_p50(b_steps):.3f} ms; "
-                      f"reset p50 serve {_p50(a_resets):.3f} ms, direct restore {_p50(b_restores):.3f} ms; "
-                      f"new session {fig['new_session'][-1] * 1e3:.1f} ms, new sandbox {fig['new_sandbox'][-1] * 1e3:.1f} ms", flush=True)
+                print(
+                    f"round {r + 1}: step p50 serve {_p50(a_steps):.3f} ms, direct {_p50(b_steps):.3f} ms; "
+                    f"reset p50 serve {_p50(a_resets):.3f} ms, direct restore {_p50(b_restores):.3f} ms; "
+                    f"new session {fig['new_session'][-1] * 1e3:.1f} ms, new sandbox {fig['new_sandbox'][-1] * 1e3:.1f} ms",
+                    flush=True,
+                )
     finally:
         loop.run_until_complete(direct.close())
         loop.run_until_complete(runner.aclose())

@@ -98,7 +98,13 @@ class Envkernel:
 
     name = "envkernel"
 
-    def __init__(self, bus: Bus, env: EnvSpec = COUNTER, tool: str = "step", args: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        env: EnvSpec = COUNTER,
+        tool: str = "step",
+        args: dict[str, Any] | None = None,
+    ) -> None:
         self.bus = bus
         self.env = env
         self.tool = tool
@@ -144,7 +150,9 @@ class NatsRoundTrip:
 
     def __init__(self, bus: Bus) -> None:
         self.bus = bus
-        self.payload = sandboxwire.enc.encode(sandboxwire.OpRequest(tool="step", arguments={"delta": 1}))
+        self.payload = sandboxwire.enc.encode(
+            sandboxwire.OpRequest(tool="step", arguments={"delta": 1})
+        )
 
     async def step(self, _: Any) -> bool:
         return bool((await self.bus.nc.request("bench.echo", self.payload, timeout=60)).data)
@@ -191,17 +199,26 @@ class Serve(OpenEnv):
         return c
 
     async def step(self, c: Any) -> bool:
-        r = await c.step({"type": "call_tool", "tool_name": "get_order", "arguments": {"order_id": "ord_0001"}})
+        r = await c.step(
+            {"type": "call_tool", "tool_name": "get_order", "arguments": {"order_id": "ord_0001"}}
+        )
         return "ord_0001" in json.dumps(r.observation)
 
     async def reset(self, c: Any) -> None:
         await c.reset(task_index=0)
 
 
-def start_serve(tmp: Path, spares: int, cells: int = 0, recycle: int = 0) -> tuple[subprocess.Popen[bytes], str]:
+def start_serve(
+    tmp: Path, spares: int, cells: int = 0, recycle: int = 0
+) -> tuple[subprocess.Popen[bytes], str]:
     """A sample run (for its run folder and tasks), then ``envkernel serve`` on it."""
     envkernel = [sys.executable, "-m", "envkernel"]
-    subprocess.run([*envkernel, "run", "--source", "sample", "--out", str(tmp / "runs")], check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [*envkernel, "run", "--source", "sample", "--out", str(tmp / "runs")],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     run_dir = next((tmp / "runs").iterdir())
     port = free_port()
     proc = subprocess.Popen([*envkernel, "serve", str(run_dir), "--port", str(port), "--max-steps", "1000000",
@@ -259,7 +276,9 @@ async def opens(side: Any, n: int, pause: float = 0.05) -> list[float]:
         out.append(time.perf_counter() - t)
         await side.close(s)
         if pause:
-            await asyncio.sleep(pause)  # lets a runner's spare come back, as between a trainer's episodes
+            await asyncio.sleep(
+                pause
+            )  # lets a runner's spare come back, as between a trainer's episodes
     return out
 
 
@@ -273,7 +292,7 @@ async def concurrent(side: Any, n: int) -> dict[str, Any]:
         nonlocal ok
         try:
             s = await side.open()
-        except Exception as exc:  # noqa: BLE001 - counted
+        except Exception as exc:
             errors.append(f"open: {type(exc).__name__}: {exc}")
             return
         opened.append(s)
@@ -281,7 +300,7 @@ async def concurrent(side: Any, n: int) -> dict[str, Any]:
             try:
                 good = await side.step(s)  # (not `ok += await ...`: that reads ok before the await)
                 ok += good
-            except Exception as exc:  # noqa: BLE001 - counted
+            except Exception as exc:
                 errors.append(f"step: {type(exc).__name__}: {exc}")
 
     t = time.perf_counter()
@@ -306,7 +325,9 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
     try:
         import openenv  # noqa: F401
     except ImportError:
-        sys.exit("bench_sessions needs openenv-core: run it as `uv run --no-sync --with openenv-core==0.3.0 python benchmarks/bench_sessions.py`")
+        sys.exit(
+            "bench_sessions needs openenv-core: run it as `uv run --no-sync --with openenv-core==0.3.0 python benchmarks/bench_sessions.py`"
+        )
     port = free_port()
     oe_proc = subprocess.Popen([sys.executable, str(HERE / "openenv_counter.py"), str(port)])
     with tempfile.TemporaryDirectory() as tmp, EmbeddedServer(Path(tmp) / "nats") as server:
@@ -315,7 +336,9 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
         assert service.stdout is not None and service.stdout.readline().strip() == "ready"
         bus = await Bus.connect(server.url, name="bench-sessions-client")
         try:
-            oe_start = await wait_port(f"http://127.0.0.1:{port}", "the OpenEnv server")  # it takes seconds to import
+            oe_start = await wait_port(
+                f"http://127.0.0.1:{port}", "the OpenEnv server"
+            )  # it takes seconds to import
             serve_proc, serve_url = start_serve(Path(tmp), spares, cells, recycle)
             await wait_port(serve_url, "envkernel serve")
             ek, oe, ekbus = Envkernel(bus), OpenEnv(f"http://127.0.0.1:{port}"), EnvkernelBus(bus)
@@ -325,8 +348,12 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
             per_round = []
             for r in range(rounds):
                 row: dict[str, Any] = {}
-                sides = (ek, oe, serve, ekbus) if r % 2 == 0 else (ekbus, serve, oe, ek)  # alternate the order
-                rt = await steps(nats, None, n_steps // 2)  # the raw round trip: half before the four sides, half after
+                sides = (
+                    (ek, oe, serve, ekbus) if r % 2 == 0 else (ekbus, serve, oe, ek)
+                )  # alternate the order
+                rt = await steps(
+                    nats, None, n_steps // 2
+                )  # the raw round trip: half before the four sides, half after
                 for side in sides:
                     s = await side.open()
                     st = await steps(side, s, n_steps)
@@ -336,18 +363,27 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
                     row.update({f"{side.name}_step_p50_ms": pct(st, 0.5), f"{side.name}_step_p99_ms": pct(st, 0.99),
                                 f"{side.name}_reset_p50_ms": pct(rs, 0.5), f"{side.name}_open_p50_ms": pct(op, 0.5)})  # fmt: skip
                 rt += await steps(nats, None, n_steps - n_steps // 2)
-                row.update({"nats_round_trip_p50_ms": pct(rt, 0.5), "nats_round_trip_p99_ms": pct(rt, 0.99)})
+                row.update(
+                    {
+                        "nats_round_trip_p50_ms": pct(rt, 0.5),
+                        "nats_round_trip_p99_ms": pct(rt, 0.99),
+                    }
+                )
                 s = await shop.open()
                 st = await steps(shop, s, n_steps)
                 await shop.close(s)
                 row.update({"shop_step_p50_ms": pct(st, 0.5), "shop_step_p99_ms": pct(st, 0.99),
                             "shop_open_p50_ms": pct(await opens(shop, max(5, n_opens // 2)), 0.5)})  # fmt: skip
                 per_round.append(row)
-                print(f"round {r + 1}: " + ", ".join(f"{k} {v}" for k, v in row.items()), flush=True)
+                print(
+                    f"round {r + 1}: " + ", ".join(f"{k} {v}" for k, v in row.items()), flush=True
+                )
             conc: dict[str, dict[int, list[dict[str, Any]]]] = {"envkernel": {}, "openenv": {}}
             turn = 0
             for n in levels:
-                for b in range(batches):  # the two sides' batches interleaved, alternating which goes first
+                for b in range(
+                    batches
+                ):  # the two sides' batches interleaved, alternating which goes first
                     for side in (ek, oe) if turn % 2 == 0 else (oe, ek):
                         res = await concurrent(side, n)
                         conc[side.name].setdefault(n, []).append(res)
@@ -369,12 +405,39 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
                            "openenv_server_start_s": round(oe_start, 2)}  # fmt: skip
     for key in per_round[0]:
         out[key] = med(per_round, key)
-    for what in ("step_p50", "step_p99", "reset_p50", "open_p50"):  # the median of the rounds' own ratios
-        out[f"{what}_envkernel_over_openenv"] = round(statistics.median(r[f"envkernel_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3)
-        out[f"{what}_serve_over_openenv"] = round(statistics.median(r[f"serve_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3)
-        out[f"{what}_envkernel_bus_over_openenv"] = round(statistics.median(r[f"envkernel_bus_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3)
-    for side in ("envkernel_bus", "envkernel", "serve", "openenv"):  # the issue's bar for the bus: little more than one NATS round trip
-        out[f"step_p50_{side}_over_nats_round_trip"] = round(statistics.median(r[f"{side}_step_p50_ms"] / r["nats_round_trip_p50_ms"] for r in per_round), 3)
+    for what in (
+        "step_p50",
+        "step_p99",
+        "reset_p50",
+        "open_p50",
+    ):  # the median of the rounds' own ratios
+        out[f"{what}_envkernel_over_openenv"] = round(
+            statistics.median(
+                r[f"envkernel_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round
+            ),
+            3,
+        )
+        out[f"{what}_serve_over_openenv"] = round(
+            statistics.median(r[f"serve_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round), 3
+        )
+        out[f"{what}_envkernel_bus_over_openenv"] = round(
+            statistics.median(
+                r[f"envkernel_bus_{what}_ms"] / r[f"openenv_{what}_ms"] for r in per_round
+            ),
+            3,
+        )
+    for side in (
+        "envkernel_bus",
+        "envkernel",
+        "serve",
+        "openenv",
+    ):  # the issue's bar for the bus: little more than one NATS round trip
+        out[f"step_p50_{side}_over_nats_round_trip"] = round(
+            statistics.median(
+                r[f"{side}_step_p50_ms"] / r["nats_round_trip_p50_ms"] for r in per_round
+            ),
+            3,
+        )
     for n in dict.fromkeys(levels):  # a level named twice: its last run
         runs = {name: conc[name][n][-batches:] for name in conc}
         e, o = runs["envkernel"][0], runs["openenv"][0]
@@ -382,16 +445,27 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
         out[f"sessions_{n}_success_rate_openenv"] = o["success_rate"]
         out[f"sessions_{n}_steps_per_s_open_counted_envkernel"] = e["steps_per_s_open_counted"]
         out[f"sessions_{n}_steps_per_s_open_counted_openenv"] = o["steps_per_s_open_counted"]
-        out[f"sessions_{n}_steps_per_s_envkernel_over_openenv"] = round(e["steps_per_s_open_counted"] / o["steps_per_s_open_counted"], 3)
+        out[f"sessions_{n}_steps_per_s_envkernel_over_openenv"] = round(
+            e["steps_per_s_open_counted"] / o["steps_per_s_open_counted"], 3
+        )
         if batches < 2:
             continue
         for what in ("steps_per_s_open_counted", "steps_per_s_open_and_close_counted"):
-            rep = {name: round(statistics.median(r[what] for r in rs[1:]), 1) for name, rs in runs.items()}
+            rep = {
+                name: round(statistics.median(r[what] for r in rs[1:]), 1)
+                for name, rs in runs.items()
+            }
             out[f"sessions_{n}_repeat_{what}_envkernel"] = rep["envkernel"]
             out[f"sessions_{n}_repeat_{what}_openenv"] = rep["openenv"]
-            out[f"sessions_{n}_repeat_{what}_envkernel_over_openenv"] = round(rep["envkernel"] / rep["openenv"], 3)
-        out[f"sessions_{n}_repeat_success_rate_envkernel"] = min(r["success_rate"] for r in runs["envkernel"][1:])
-        out[f"sessions_{n}_repeat_success_rate_openenv"] = min(r["success_rate"] for r in runs["openenv"][1:])
+            out[f"sessions_{n}_repeat_{what}_envkernel_over_openenv"] = round(
+                rep["envkernel"] / rep["openenv"], 3
+            )
+        out[f"sessions_{n}_repeat_success_rate_envkernel"] = min(
+            r["success_rate"] for r in runs["envkernel"][1:]
+        )
+        out[f"sessions_{n}_repeat_success_rate_openenv"] = min(
+            r["success_rate"] for r in runs["openenv"][1:]
+        )
     return out
 
 
@@ -399,15 +473,50 @@ if __name__ == "__main__":
     from envkernel import logs
 
     logs.configure("warning")
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds of the sequential figures")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--rounds", type=int, default=3, help="alternating rounds of the sequential figures"
+    )
     ap.add_argument("--steps", type=int, default=500, help="sequential steps per round and side")
     ap.add_argument("--opens", type=int, default=20, help="sequential opens per round and side")
     ap.add_argument("--sessions", default="64,256,512", help="concurrent-session levels")
-    ap.add_argument("--spares", type=int, default=0, help="the runner's spares setting (0: every open forks a new executor)")
-    ap.add_argument("--cells", type=int, default=0, help="the runner's cells setting: blank executors confined ahead for any environment")
-    ap.add_argument("--recycle", type=int, default=0, help="the runner's recycle setting: closed sandboxes kept for reuse (a new session forked in each)")
-    ap.add_argument("--batches", type=int, default=1, help="batches per concurrent level, one after another (a GRPO-like loop); 2..B are reported as sessions_N_repeat_*")
+    ap.add_argument(
+        "--spares",
+        type=int,
+        default=0,
+        help="the runner's spares setting (0: every open forks a new executor)",
+    )
+    ap.add_argument(
+        "--cells",
+        type=int,
+        default=0,
+        help="the runner's cells setting: blank executors confined ahead for any environment",
+    )
+    ap.add_argument(
+        "--recycle",
+        type=int,
+        default=0,
+        help="the runner's recycle setting: closed sandboxes kept for reuse (a new session forked in each)",
+    )
+    ap.add_argument(
+        "--batches",
+        type=int,
+        default=1,
+        help="batches per concurrent level, one after another (a GRPO-like loop); 2..B are reported as sessions_N_repeat_*",
+    )
     a = ap.parse_args()
-    result = asyncio.run(main(a.rounds, a.steps, a.opens, [int(x) for x in a.sessions.split(",")], a.spares, a.cells, a.recycle, a.batches))
+    result = asyncio.run(
+        main(
+            a.rounds,
+            a.steps,
+            a.opens,
+            [int(x) for x in a.sessions.split(",")],
+            a.spares,
+            a.cells,
+            a.recycle,
+            a.batches,
+        )
+    )
     print(json.dumps(result))

@@ -46,14 +46,20 @@ RUNS: dict[str, list[str]] = {
 def clean_env(xdg: Path) -> dict[str, str]:
     """The environment without envkernel settings (so a run is bare), with a private ``XDG_RUNTIME_DIR``
     (so ``envkernel tap`` elsewhere does not find the benchmark's runs)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_")) and k != "PYTHONPATH"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ENVKERNEL_", "OPENAI_")) and k != "PYTHONPATH"
+    }
     return {**env, "XDG_RUNTIME_DIR": str(xdg)}
 
 
 def timed(cmd: list[str], cwd: Path) -> tuple[float, float | None]:
     """Run ``cmd`` in ``cwd``; its wall time, and the ``seconds`` of the summary.json it wrote (if any)."""
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=clean_env(cwd.parent / "xdg"), capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        cmd, cwd=cwd, env=clean_env(cwd.parent / "xdg"), capture_output=True, text=True, timeout=600
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
@@ -76,7 +82,10 @@ def main(rounds: int, run_rounds: int) -> dict[str, Any]:
                 walls[name].append(wall)
                 if seconds is not None:
                     inside[name].append(seconds)
-            print(f"round {r + 1}/{rounds}: " + ", ".join(f"{n} {walls[n][-1]:.2f} s" for n in todo), flush=True)
+            print(
+                f"round {r + 1}/{rounds}: " + ", ".join(f"{n} {walls[n][-1]:.2f} s" for n in todo),
+                flush=True,
+            )
     med = {name: round(statistics.median(v), 3) for name, v in walls.items() if v}
     result: dict[str, Any] = {
         "benchmark": "startup",
@@ -85,7 +94,11 @@ def main(rounds: int, run_rounds: int) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "loadavg_1min_at_end": round(os.getloadavg()[0], 2),
         **{f"{name}_wall_s": v for name, v in med.items()},
-        **{f"{name}_wall_s_min_max": [round(min(v), 3), round(max(v), 3)] for name, v in walls.items() if v},
+        **{
+            f"{name}_wall_s_min_max": [round(min(v), 3), round(max(v), 3)]
+            for name, v in walls.items()
+            if v
+        },
         "plugins_over_python_pass": round(med["plugins"] / med["python_pass"], 2),
         "plugins_over_import_envkernel": round(med["plugins"] / med["import_envkernel"], 2),
         "help_over_python_pass": round(med["help"] / med["python_pass"], 2),
@@ -93,19 +106,32 @@ def main(rounds: int, run_rounds: int) -> dict[str, Any]:
     for name, v in inside.items():
         if v:
             result[f"{name}_summary_seconds"] = round(statistics.median(v), 3)
-            result[f"{name}_outside_summary_s"] = round(statistics.median(w - s for w, s in zip(walls[name], v, strict=True)), 3)
-    print(f"median wall: python -c pass {med['python_pass']:.3f} s, import envkernel {med['import_envkernel']:.3f} s, "
-          f"envkernel plugins {med['plugins']:.3f} s ({result['plugins_over_python_pass']}x python -c pass), envkernel --help {med['help']:.3f} s")
+            result[f"{name}_outside_summary_s"] = round(
+                statistics.median(w - s for w, s in zip(walls[name], v, strict=True)), 3
+            )
+    print(
+        f"median wall: python -c pass {med['python_pass']:.3f} s, import envkernel {med['import_envkernel']:.3f} s, "
+        f"envkernel plugins {med['plugins']:.3f} s ({result['plugins_over_python_pass']}x python -c pass), envkernel --help {med['help']:.3f} s"
+    )
     for name in RUNS:
         if name in med:
-            print(f"median wall: {' '.join(RUNS[name][1:])} {med[name]:.2f} s (summary.json seconds {result[f'{name}_summary_seconds']:.2f}, "
-                  f"start-up and shut-down {result[f'{name}_outside_summary_s']:.2f} s)")
+            print(
+                f"median wall: {' '.join(RUNS[name][1:])} {med[name]:.2f} s (summary.json seconds {result[f'{name}_summary_seconds']:.2f}, "
+                f"start-up and shut-down {result[f'{name}_outside_summary_s']:.2f} s)"
+            )
     return result
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--rounds", type=int, default=7, help="Rounds of the quick commands.")
-    ap.add_argument("--run-rounds", type=int, default=3, help="Rounds that also do the two runs (at most --rounds).")
+    ap.add_argument(
+        "--run-rounds",
+        type=int,
+        default=3,
+        help="Rounds that also do the two runs (at most --rounds).",
+    )
     args = ap.parse_args()
     print(json.dumps(main(args.rounds, min(args.run_rounds, args.rounds))))

@@ -109,7 +109,14 @@ def _lines(path: Path) -> int:
         return 0
 
 
-def _start_workers(n: int, plugins: list[str], registry: Path, env: dict[str, str], root: Path, proc: subprocess.Popen[bytes]) -> list[subprocess.Popen[bytes]]:
+def _start_workers(
+    n: int,
+    plugins: list[str],
+    registry: Path,
+    env: dict[str, str],
+    root: Path,
+    proc: subprocess.Popen[bytes],
+) -> list[subprocess.Popen[bytes]]:
     """Start ``n`` ``envkernel worker`` processes on the run's embedded server (its URL from the run's announcement
     in a registry of the benchmark's own), serving the run's plugins beside the run's own process."""
     deadline = time.monotonic() + 60
@@ -118,8 +125,22 @@ def _start_workers(n: int, plugins: list[str], registry: Path, env: dict[str, st
             return []
         time.sleep(0.2)
     url = json.loads(registry.read_text())["url"]
-    return [subprocess.Popen([str(ENVKERNEL), "worker", "--plugins", plugins[1] if plugins else "", "--nats-url", url],
-                             stdout=open(root / f"worker-{i}.log", "wb"), stderr=subprocess.STDOUT, env=env) for i in range(n)]
+    return [
+        subprocess.Popen(
+            [
+                str(ENVKERNEL),
+                "worker",
+                "--plugins",
+                plugins[1] if plugins else "",
+                "--nats-url",
+                url,
+            ],
+            stdout=open(root / f"worker-{i}.log", "wb"),
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        for i in range(n)
+    ]
 
 
 def _worker_children(pid: int) -> list[int]:
@@ -140,17 +161,52 @@ def _worker_children(pid: int) -> list[int]:
     return out
 
 
-def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, keep: bool, users: bool = True, workers: int = 0,
-                 run_workers: int = 0, extra_env: dict[str, str] | None = None) -> dict[str, Any]:
+def run_pipeline(
+    target: int,
+    headroom: float,
+    sampler: str,
+    timeout: float,
+    keep: bool,
+    users: bool = True,
+    workers: int = 0,
+    run_workers: int = 0,
+    extra_env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     per_env = math.ceil(target / N_ENVS * (1 + headroom))
     root = Path(tempfile.mkdtemp(prefix="bench-tasks-"))
-    # +users: the simulated user reveals what a task holds back, so the gate's reference rollouts hold conversations
-    plugins = ["--plugins", ",".join((["+users"] if users else []) + ([] if sampler == "chains" else [f"+{sampler}", "-chains"]))]
+    # +users: the simulated user reveals what a task holds back, so the gate's reference rollouts
+    # hold conversations
+    plugins = [
+        "--plugins",
+        ",".join(
+            (["+users"] if users else [])
+            + ([] if sampler == "chains" else [f"+{sampler}", "-chains"])
+        ),
+    ]
     plugins = plugins if plugins[1] else []
-    cmd = [str(ENVKERNEL), "run", "--out", str(root), "--run-id", "bench", "--no-progress", "--source", "openapi",
-           *plugins, "--set", f"{sampler}.tasks_per_env={per_env}", "--timeout", str(timeout), *(["--workers", str(run_workers)] if run_workers else [])]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_"))} | (extra_env or {})
-    env["XDG_RUNTIME_DIR"] = str(root / "xdg")  # the run announces its server here (its own, not another benchmark's "bench")
+    cmd = [
+        str(ENVKERNEL),
+        "run",
+        "--out",
+        str(root),
+        "--run-id",
+        "bench",
+        "--no-progress",
+        "--source",
+        "openapi",
+        *plugins,
+        "--set",
+        f"{sampler}.tasks_per_env={per_env}",
+        "--timeout",
+        str(timeout),
+        *(["--workers", str(run_workers)] if run_workers else []),
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_"))} | (
+        extra_env or {}
+    )
+    env["XDG_RUNTIME_DIR"] = str(
+        root / "xdg"
+    )  # the run announces its server here (its own, not another benchmark's "bench")
     folder = root / "bench"
     tasks_file = folder / "tasks.jsonl"
     print(f"run: {' '.join(cmd[1:])}", flush=True)
@@ -158,7 +214,13 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     log = open(root / "run.log", "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    pool = _start_workers(workers, plugins, root / "xdg" / "envkernel" / "servers" / "bench.json", env, root, proc) if workers else []
+    pool = (
+        _start_workers(
+            workers, plugins, root / "xdg" / "envkernel" / "servers" / "bench.json", env, root, proc
+        )
+        if workers
+        else []
+    )
     worker_cpu = [0.0] * len(pool)
     peak_tree_kb = 0
     reached: float | None = None
@@ -168,7 +230,9 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
     own_workers: dict[int, float] = {}  # pid -> CPU of the workers the run started (--run-workers)
     while proc.poll() is None:
         time.sleep(0.5)
-        peak_tree_kb = max(peak_tree_kb, _tree_rss_kb(proc.pid) + sum(_tree_rss_kb(w.pid) for w in pool))
+        peak_tree_kb = max(
+            peak_tree_kb, _tree_rss_kb(proc.pid) + sum(_tree_rss_kb(w.pid) for w in pool)
+        )
         cpu_s = max(cpu_s, _cpu_seconds(proc.pid))
         worker_cpu = [max(c, _cpu_seconds(w.pid)) for c, w in zip(worker_cpu, pool, strict=True)]
         if run_workers:
@@ -182,7 +246,10 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
             reached = now
         if now - last_print >= 30:
             last_print = now
-            print(f"  {now:6.0f} s  {n} tasks gated  tree RSS {peak_tree_kb // 1024} MB (peak)", flush=True)
+            print(
+                f"  {now:6.0f} s  {n} tasks gated  tree RSS {peak_tree_kb // 1024} MB (peak)",
+                flush=True,
+            )
     wall = time.perf_counter() - t0
     log.close()
     for w in pool:  # a worker serves every run on its server until stopped
@@ -194,14 +261,22 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
             w.kill()
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     children_maxrss_kb = ru1.ru_maxrss
-    # every process of the run (itself, nats-server, the executors, the workers), once each was waited for
+    # every process of the run (itself, nats-server, the executors, the workers), once each was
+    # waited for
     all_cpu_s = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
-    summary = json.loads((folder / "summary.json").read_text()) if (folder / "summary.json").exists() else {}
+    summary = (
+        json.loads((folder / "summary.json").read_text())
+        if (folder / "summary.json").exists()
+        else {}
+    )
     n_tasks = _lines(tasks_file)
     sampling: dict[str, Any] = {}
     for p in sorted((folder / "envs").glob("*/sampling.json")):
         st = json.loads(p.read_text()).get(sampler, {})
-        sampling[p.parent.name] = {k: st.get(k) for k in ("tasks", "attempts", "seconds", "tasks_per_s", "tool_coverage", "phrasings")}
+        sampling[p.parent.name] = {
+            k: st.get(k)
+            for k in ("tasks", "attempts", "seconds", "tasks_per_s", "tool_coverage", "phrasings")
+        }
     sampling_end = max((v["seconds"] or 0.0) for v in sampling.values()) if sampling else None
     out = {
         "cmd": " ".join(cmd[1:]),
@@ -244,7 +319,9 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
         if done_t > sampling_end + start:
             # the kernel alone (gate, rollouts, recording) once every sampler has finished
             out["gated_when_sampling_ended"] = at_end[-1]
-            out["kernel_only_tasks_per_s"] = round((min(n_tasks, target) - at_end[-1]) / (done_t - sampling_end - start), 2)
+            out["kernel_only_tasks_per_s"] = round(
+                (min(n_tasks, target) - at_end[-1]) / (done_t - sampling_end - start), 2
+            )
     if tasks_file.exists():
         out["quality"] = quality(folder)
     if not keep:
@@ -254,20 +331,42 @@ def run_pipeline(target: int, headroom: float, sampler: str, timeout: float, kee
 
 # -- 3. the quality of the tasks ------------------------------------------------------------------
 
-NARRATES = re.compile(r"\b(then|after that|and finally|finally|once that's done|afterwards)\b", re.I)
-AGGREGATE = re.compile(r"\b(how many|count|average|difference|differ|how far apart|highest|lowest|largest|smallest|most|least|fewest|cheapest|latest|earliest|total|add up|all together|"
-                       r"over|above|more than|fewer than|under|below|less than|rank|on or after|on or before|at least|at most|which of|which ones)\b", re.I)
+NARRATES = re.compile(
+    r"\b(then|after that|and finally|finally|once that's done|afterwards)\b", re.I
+)
+AGGREGATE = re.compile(
+    r"\b(how many|count|average|difference|differ|how far apart|highest|lowest|largest|smallest|most|least|fewest|cheapest|latest|earliest|total|add up|all together|"
+    r"over|above|more than|fewer than|under|below|less than|rank|on or after|on or before|at least|at most|which of|which ones)\b",
+    re.I,
+)
 GREETING = re.compile(r"^(hi|hello|hey there|hi there|good morning)[!.,]", re.I)
 ECHO = re.compile(r"\b(in (minutes|bytes|seconds) \d|set to (yes|no))\b", re.I)
-MAKES = ("create", "add", "open", "book", "register", "post", "new", "set_up", "upload", "send", "invite", "share")
+MAKES = (
+    "create",
+    "add",
+    "open",
+    "book",
+    "register",
+    "post",
+    "new",
+    "set_up",
+    "upload",
+    "send",
+    "invite",
+    "share",
+)
 UNDOES = ("cancel", "delete", "remove", "archive", "revoke", "close")
 
 
 def _multi_row(t: dict[str, Any]) -> bool:
     """A change to every row a condition picks (``cancel all my held bookings``): the last tool called on two or more rows."""
     calls = t["calls"]
-    return (t["outcome"]["mutates"] and len(calls) >= 3 and calls[-1]["name"] == calls[-2]["name"]
-            and re.search(r"\b(all|every|some of)\b", t["request"]) is not None)
+    return (
+        t["outcome"]["mutates"]
+        and len(calls) >= 3
+        and calls[-1]["name"] == calls[-2]["name"]
+        and re.search(r"\b(all|every|some of)\b", t["request"]) is not None
+    )
 
 
 def _shape(request: str) -> str:
@@ -297,8 +396,16 @@ def _create_then_undo(calls: list[dict[str, Any]]) -> bool:
 
 def quality(folder: Path) -> dict[str, Any]:
     """The quality figures of a run folder's tasks (see the module docstring)."""
-    tasks = [json.loads(line) for line in (folder / "tasks.jsonl").read_text().splitlines() if line.strip()]
-    summary = json.loads((folder / "summary.json").read_text()) if (folder / "summary.json").exists() else {}
+    tasks = [
+        json.loads(line)
+        for line in (folder / "tasks.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    summary = (
+        json.loads((folder / "summary.json").read_text())
+        if (folder / "summary.json").exists()
+        else {}
+    )
     return quality_of(tasks, summary)
 
 
@@ -307,10 +414,21 @@ def slim(task: Any) -> dict[str, Any]:
     import msgspec
 
     o = task.outcome
-    return {"request": task.request, "calls": [{"name": c.name, "arguments": msgspec.to_builtins(c.arguments)} for c in task.calls],
-            "outcome": {"mutates": o.mutates, "answer_rows": bool(o.answer_rows), "answer_absent": bool(o.answer_absent),
-                        "answer": bool(o.answer)},
-            "hidden": list(task.hidden), "persona": dict(task.persona), "planted": [None] * len(task.planted)}
+    return {
+        "request": task.request,
+        "calls": [
+            {"name": c.name, "arguments": msgspec.to_builtins(c.arguments)} for c in task.calls
+        ],
+        "outcome": {
+            "mutates": o.mutates,
+            "answer_rows": bool(o.answer_rows),
+            "answer_absent": bool(o.answer_absent),
+            "answer": bool(o.answer),
+        },
+        "hidden": list(task.hidden),
+        "persona": dict(task.persona),
+        "planted": [None] * len(task.planted),
+    }
 
 
 def quality_of(tasks: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any]:
@@ -336,8 +454,12 @@ def quality_of(tasks: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str
     gated_or_survived = len(tasks) + survived
     return {
         "tasks": len(tasks),
-        "narrates_2_steps": share(lambda t: len(NARRATES.findall(t["request"])) >= 1 and len(t["calls"]) >= 2),
-        "aggregate_superlative_condition": share(lambda t: AGGREGATE.search(t["request"]) is not None or _multi_row(t)),
+        "narrates_2_steps": share(
+            lambda t: len(NARRATES.findall(t["request"])) >= 1 and len(t["calls"]) >= 2
+        ),
+        "aggregate_superlative_condition": share(
+            lambda t: AGGREGATE.search(t["request"]) is not None or _multi_row(t)
+        ),
         "multi_row_change_goals": share(_multi_row),
         "held_back_for_the_user": share(lambda t: bool(t.get("hidden"))),
         "persona_with_role": share(lambda t: bool((t.get("persona") or {}).get("role"))),
@@ -356,14 +478,19 @@ def quality_of(tasks: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str
         "mutant_kill_rate": rate(total),
         "mutant_kill_rate_outcome_only": rate(total, "outcome_killed"),
         "mutant_kill_rate_by_kind": {k: rate(c) for k, c in sorted(kinds.items())},
-        "mutant_outcome_kill_rate_by_kind": {k: rate(c, "outcome_killed") for k, c in sorted(kinds.items())},
+        "mutant_outcome_kill_rate_by_kind": {
+            k: rate(c, "outcome_killed") for k, c in sorted(kinds.items())
+        },
         "mutant_kill_rate_by_env": {k: rate(c) for k, c in sorted(envs.items())},
         "emitted_killing_every_mutant": 1.0 if total["applied"] else None,
-        "proposed_killing_every_mutant": round(len(tasks) / gated_or_survived, 4) if gated_or_survived and total["applied"] else None,
+        "proposed_killing_every_mutant": round(len(tasks) / gated_or_survived, 4)
+        if gated_or_survived and total["applied"]
+        else None,
     }
 
 
-# -- 2. the sampler alone -----------------------------------------------------------------------------
+# -- 2. the sampler alone
+# -----------------------------------------------------------------------------
 
 
 class _Ctx:
@@ -389,8 +516,11 @@ class _Ctx:
             await sb.close()
 
 
-async def run_sampler(per_env: int, sampler: str, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+async def run_sampler(
+    per_env: int, sampler: str, settings: dict[str, Any] | None = None
+) -> dict[str, Any]:
     import structlog
+
     from envkernel.plugins import load
     from envkernel.sandbox import SandboxService
     from envkernel_bus import Bus, EmbeddedServer
@@ -409,7 +539,9 @@ async def run_sampler(per_env: int, sampler: str, settings: dict[str, Any] | Non
         await service.start()
         await sbus.nc.flush()
         ctx = _Ctx(cbus, Path(tmp) / "out", sampler)
-        inst = sc.factory(msgspec_convert(sc.settings_type, {"tasks_per_env": per_env, **(settings or {})}))
+        inst = sc.factory(
+            msgspec_convert(sc.settings_type, {"tasks_per_env": per_env, **(settings or {})})
+        )
 
         kept: list[dict[str, Any]] = []
 
@@ -428,18 +560,36 @@ async def run_sampler(per_env: int, sampler: str, settings: dict[str, Any] | Non
         for env_id, n, secs in rows:
             p = Path(tmp) / "out" / "envs" / env_id / "sampling.json"
             st = json.loads(p.read_text()).get(sampler, {}) if p.exists() else {}
-            stats[env_id] = {"tasks": n, "seconds": round(secs, 2), "tasks_per_s": round(n / secs, 2) if secs else None,
-                             "attempts": st.get("attempts"), "tool_calls": st.get("tool_calls"), "tool_coverage": st.get("tool_coverage"),
-                             "phrasings": st.get("phrasings"), "planting": st.get("planting"),
-                             "rejected": st.get("rejected")}
+            stats[env_id] = {
+                "tasks": n,
+                "seconds": round(secs, 2),
+                "tasks_per_s": round(n / secs, 2) if secs else None,
+                "attempts": st.get("attempts"),
+                "tool_calls": st.get("tool_calls"),
+                "tool_coverage": st.get("tool_coverage"),
+                "phrasings": st.get("phrasings"),
+                "planting": st.get("planting"),
+                "rejected": st.get("rejected"),
+            }
         await cbus.close()
         await sbus.close()
         if hasattr(runner, "aclose"):
             await runner.aclose()
     total = sum(r[1] for r in rows)
-    q = {k: v for k, v in quality_of(kept, {}).items() if not k.startswith(("mutant", "emitted_", "proposed_"))}
-    return {"per_env": per_env, "tasks": total, "wall_seconds": round(wall, 2), "tasks_per_s": round(total / wall, 2),
-            "maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1), "envs": stats, "quality": q}
+    q = {
+        k: v
+        for k, v in quality_of(kept, {}).items()
+        if not k.startswith(("mutant", "emitted_", "proposed_"))
+    }
+    return {
+        "per_env": per_env,
+        "tasks": total,
+        "wall_seconds": round(wall, 2),
+        "tasks_per_s": round(total / wall, 2),
+        "maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "envs": stats,
+        "quality": q,
+    }
 
 
 def msgspec_convert(t: Any, data: dict[str, Any]) -> Any:
@@ -451,19 +601,55 @@ def msgspec_convert(t: Any, data: dict[str, Any]) -> Any:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", type=int, default=20000, help="gated tasks to reach (default 20000)")
-    ap.add_argument("--headroom", type=float, default=0.0, help="extra share of tasks per env to ask for (default 0)")
+    ap.add_argument(
+        "--headroom",
+        type=float,
+        default=0.0,
+        help="extra share of tasks per env to ask for (default 0)",
+    )
     ap.add_argument("--sampler", default="chains", help="sampler component (chains or walk)")
-    ap.add_argument("--timeout", type=float, default=1800.0, help="give the run up after this many seconds")
-    ap.add_argument("--sampler-tasks", type=int, default=0, help="tasks per env for the sampler-alone part (default: as the run)")
+    ap.add_argument(
+        "--timeout", type=float, default=1800.0, help="give the run up after this many seconds"
+    )
+    ap.add_argument(
+        "--sampler-tasks",
+        type=int,
+        default=0,
+        help="tasks per env for the sampler-alone part (default: as the run)",
+    )
     ap.add_argument("--skip-run", action="store_true", help="only measure the sampler alone")
     ap.add_argument("--skip-sampler", action="store_true", help="only run the pipeline")
     ap.add_argument("--keep", action="store_true", help="keep the run folder")
-    ap.add_argument("--workers", type=int, default=0, help="also serve the run's plugins from this many `envkernel worker` processes started here (default 0)")
-    ap.add_argument("--run-workers", type=int, default=0, help="`envkernel run --workers N`: local workers the run starts and stops itself (default 0)")
-    ap.add_argument("--no-users", action="store_true", help="run without the users plugin (no held-back conditions, no user turns)")
-    ap.add_argument("--quality", type=Path, default=None, help="only report the quality of the tasks of this run folder")
-    ap.add_argument("--planting-cost", type=int, default=0, metavar="ROUNDS",
-                    help="also time the sampler alone without and with distractor planting, alternating, ROUNDS times each")
+    ap.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="also serve the run's plugins from this many `envkernel worker` processes started here (default 0)",
+    )
+    ap.add_argument(
+        "--run-workers",
+        type=int,
+        default=0,
+        help="`envkernel run --workers N`: local workers the run starts and stops itself (default 0)",
+    )
+    ap.add_argument(
+        "--no-users",
+        action="store_true",
+        help="run without the users plugin (no held-back conditions, no user turns)",
+    )
+    ap.add_argument(
+        "--quality",
+        type=Path,
+        default=None,
+        help="only report the quality of the tasks of this run folder",
+    )
+    ap.add_argument(
+        "--planting-cost",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="also time the sampler alone without and with distractor planting, alternating, ROUNDS times each",
+    )
     args = ap.parse_args()
     result: dict[str, Any] = {"benchmark": "tasks", "cpus": os.cpu_count(), "sampler": args.sampler}
     if args.quality is not None:
@@ -471,47 +657,78 @@ def main() -> None:
         print(json.dumps(result))
         return
     if not args.skip_run:
-        r = run_pipeline(args.tasks, args.headroom, args.sampler, args.timeout, args.keep, users=not args.no_users, workers=args.workers, run_workers=args.run_workers)
+        r = run_pipeline(
+            args.tasks,
+            args.headroom,
+            args.sampler,
+            args.timeout,
+            args.keep,
+            users=not args.no_users,
+            workers=args.workers,
+            run_workers=args.run_workers,
+        )
         result["run"] = r
-        print(f"pipeline: {r['tasks']} tasks in {r['wall_seconds']} s ({r['tasks_per_s']} tasks/s); "
-              f"{args.tasks} reached after {r['seconds_to_target']} s; peak RSS {r['peak_tree_rss_mb']} MB (process tree), "
-              f"ru_maxrss {r['children_maxrss_mb']} MB (largest child)")
-        print(f"  proposed {r['tasks_proposed']}, rejected {r['tasks_rejected']} {r['rejected']}; tool coverage {r['tool_coverage']}; "
-              f"lengths {r['chain_lengths']}; unique chain shapes {r['unique_chain_shapes']}")
-        print(f"  sampling ended after {r['sampling_seconds_longest_env']} s (longest env); the run went on "
-              f"{r.get('after_sampling_seconds')} s more (gate, rollouts, exporters); {r.get('gated_when_sampling_ended')} tasks "
-              f"were gated when sampling ended; the kernel alone then gated {r.get('kernel_only_tasks_per_s')} tasks/s")
+        print(
+            f"pipeline: {r['tasks']} tasks in {r['wall_seconds']} s ({r['tasks_per_s']} tasks/s); "
+            f"{args.tasks} reached after {r['seconds_to_target']} s; peak RSS {r['peak_tree_rss_mb']} MB (process tree), "
+            f"ru_maxrss {r['children_maxrss_mb']} MB (largest child)"
+        )
+        print(
+            f"  proposed {r['tasks_proposed']}, rejected {r['tasks_rejected']} {r['rejected']}; tool coverage {r['tool_coverage']}; "
+            f"lengths {r['chain_lengths']}; unique chain shapes {r['unique_chain_shapes']}"
+        )
+        print(
+            f"  sampling ended after {r['sampling_seconds_longest_env']} s (longest env); the run went on "
+            f"{r.get('after_sampling_seconds')} s more (gate, rollouts, exporters); {r.get('gated_when_sampling_ended')} tasks "
+            f"were gated when sampling ended; the kernel alone then gated {r.get('kernel_only_tasks_per_s')} tasks/s"
+        )
         if "quality" in r:
             q = r["quality"]
-            print(f"  quality: narrate 2+ steps {q['narrates_2_steps']:.1%}, aggregate/superlative/condition "
-                  f"{q['aggregate_superlative_condition']:.1%}, read-only {q['read_only']:.1%}, {q['distinct_request_shapes']} request shapes, "
-                  f"mutant kill rate {q['mutant_kill_rate']} (outcome alone {q['mutant_kill_rate_outcome_only']})")
+            print(
+                f"  quality: narrate 2+ steps {q['narrates_2_steps']:.1%}, aggregate/superlative/condition "
+                f"{q['aggregate_superlative_condition']:.1%}, read-only {q['read_only']:.1%}, {q['distinct_request_shapes']} request shapes, "
+                f"mutant kill rate {q['mutant_kill_rate']} (outcome alone {q['mutant_kill_rate_outcome_only']})"
+            )
     if args.planting_cost:
         per_env = args.sampler_tasks or 150
         runs: dict[str, list[float]] = {"without": [], "with": []}
-        for _round in range(args.planting_cost):  # alternating A (no planting) and B (planting, the default share)
+        for _round in range(
+            args.planting_cost
+        ):  # alternating A (no planting) and B (planting, the default share)
             for label, extra in (("without", {"distractor_share": 0.0}), ("with", {})):
                 got = asyncio.run(run_sampler(per_env, args.sampler, extra))
                 runs[label].append(got["tasks_per_s"])
-                print(f"sampler alone {label} planting: {got['tasks']} tasks in {got['wall_seconds']} s = {got['tasks_per_s']} tasks/s")
+                print(
+                    f"sampler alone {label} planting: {got['tasks']} tasks in {got['wall_seconds']} s = {got['tasks_per_s']} tasks/s"
+                )
         a, b = (sum(v) / len(v) for v in (runs["without"], runs["with"]))
-        result["planting_cost"] = {"per_env": per_env, "rounds": args.planting_cost,
-                                   "sampler_tasks_per_s_without_planting": round(a, 2), "sampler_tasks_per_s_with_planting": round(b, 2),
-                                   "with_over_without_planting_tasks_per_s": round(b / a, 3) if a else None}
+        result["planting_cost"] = {
+            "per_env": per_env,
+            "rounds": args.planting_cost,
+            "sampler_tasks_per_s_without_planting": round(a, 2),
+            "sampler_tasks_per_s_with_planting": round(b, 2),
+            "with_over_without_planting_tasks_per_s": round(b / a, 3) if a else None,
+        }
         print(f"planting: {b:.1f} vs {a:.1f} tasks/s without ({b / a:.2f}x)")
     if not args.skip_sampler:
         per_env = args.sampler_tasks or math.ceil(args.tasks / N_ENVS * (1 + args.headroom))
         s = asyncio.run(run_sampler(per_env, args.sampler))
         result["sampler_alone"] = s
-        print(f"sampler alone ({args.sampler}): {s['tasks']} tasks in {s['wall_seconds']} s = {s['tasks_per_s']} tasks/s "
-              f"(7 envs in parallel, one sandbox each, over NATS); per env:")
+        print(
+            f"sampler alone ({args.sampler}): {s['tasks']} tasks in {s['wall_seconds']} s = {s['tasks_per_s']} tasks/s "
+            f"(7 envs in parallel, one sandbox each, over NATS); per env:"
+        )
         for env_id, st in sorted(s["envs"].items()):
-            print(f"  {env_id:10s} {st['tasks']:6d} tasks {st['seconds']:8.2f} s {st['tasks_per_s']:8.2f} tasks/s "
-                  f"attempts {st['attempts']} sandbox calls {st['tool_calls']}")
+            print(
+                f"  {env_id:10s} {st['tasks']:6d} tasks {st['seconds']:8.2f} s {st['tasks_per_s']:8.2f} tasks/s "
+                f"attempts {st['attempts']} sandbox calls {st['tool_calls']}"
+            )
         q = s["quality"]
-        print(f"  quality (sampled, before the gate): narrate 2+ steps {q['narrates_2_steps']:.1%}, aggregate/superlative/condition "
-              f"{q['aggregate_superlative_condition']:.1%}, multi-row goals {q['multi_row_change_goals']:.1%}, read-only {q['read_only']:.1%}, "
-              f"{q['distinct_request_shapes']} request shapes of {q['tasks']}")
+        print(
+            f"  quality (sampled, before the gate): narrate 2+ steps {q['narrates_2_steps']:.1%}, aggregate/superlative/condition "
+            f"{q['aggregate_superlative_condition']:.1%}, multi-row goals {q['multi_row_change_goals']:.1%}, read-only {q['read_only']:.1%}, "
+            f"{q['distinct_request_shapes']} request shapes of {q['tasks']}"
+        )
     print(json.dumps(result))
 
 

@@ -50,7 +50,12 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def summary(xs: list[float]) -> dict[str, float]:
-    return {"p50_ms": pct(xs, 0.5), "p99_ms": pct(xs, 0.99), "mean_ms": round(statistics.fmean(xs) * 1000, 3), "n": len(xs)}
+    return {
+        "p50_ms": pct(xs, 0.5),
+        "p99_ms": pct(xs, 0.99),
+        "mean_ms": round(statistics.fmean(xs) * 1000, 3),
+        "n": len(xs),
+    }
 
 
 async def timed(sb: Any, tool: str, args: dict[str, Any], n: int) -> list[float]:
@@ -76,10 +81,18 @@ def gate_run(variants: int) -> dict[str, Any]:
             capture_output=True, text=True, timeout=1800, check=False,
         )  # fmt: skip
         if not (Path(out) / "bench" / "summary.json").exists():
-            raise RuntimeError(f"the gate run failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+            raise RuntimeError(
+                f"the gate run failed (exit {proc.returncode}): {proc.stderr[-2000:]}"
+            )
         s = json.loads((Path(out) / "bench" / "summary.json").read_text())
-    return {"tasks": s["tasks"], "tasks_rejected": s["tasks_rejected"], "gate_rollouts": s["gate_rollouts"], "seconds": s["seconds"],
-            "tasks_per_s": round(s["tasks"] / s["seconds"], 3) if s["seconds"] else None, "exit_code": proc.returncode}
+    return {
+        "tasks": s["tasks"],
+        "tasks_rejected": s["tasks_rejected"],
+        "gate_rollouts": s["gate_rollouts"],
+        "seconds": s["seconds"],
+        "tasks_per_s": round(s["tasks"] / s["seconds"], 3) if s["seconds"] else None,
+        "exit_code": proc.returncode,
+    }
 
 
 async def main(n_steps: int, rounds: int, variants: int) -> dict[str, Any]:
@@ -97,7 +110,11 @@ async def main(n_steps: int, rounds: int, variants: int) -> dict[str, Any]:
         try:
             wsb = await open_sandbox(client, RUNNER, ws)
             shop = await open_sandbox(client, RUNNER, shop_env())
-            for sb, tool, args in ((wsb, "exec", {"command": "true"}), (wsb, "read", {"path": "ledger.csv"}), (shop, "get_order", {"order_id": "ord_0003"})):
+            for sb, tool, args in (
+                (wsb, "exec", {"command": "true"}),
+                (wsb, "read", {"path": "ledger.csv"}),
+                (shop, "get_order", {"order_id": "ord_0003"}),
+            ):
                 await timed(sb, tool, args, 20)  # warm-up
             ex: list[float] = []
             rd: list[float] = []
@@ -122,7 +139,9 @@ async def main(n_steps: int, rounds: int, variants: int) -> dict[str, Any]:
                 await big.restore(handle)
                 restores.append(time.perf_counter() - t)
                 del h
-            files = int((await big.call("exec", {"command": "find . -type f | wc -l"})).value["stdout"])
+            files = int(
+                (await big.call("exec", {"command": "find . -type f | wc -l"})).value["stdout"]
+            )
             await big.close()
 
             pool = SandboxPool(client, per_env=2)
@@ -160,10 +179,14 @@ async def main(n_steps: int, rounds: int, variants: int) -> dict[str, Any]:
     }
     print(f"exec 'true' over the bus:   p50 {e['p50_ms']} ms, p99 {e['p99_ms']} ms")
     print(f"read over the bus:          p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms")
-    print(f"tool-API step (get_order):  p50 {a['p50_ms']} ms, p99 {a['p99_ms']} ms  (exec/api {result['exec_over_tool_api_p50_ratio']}x, read/api {result['read_over_tool_api_p50_ratio']}x)")
+    print(
+        f"tool-API step (get_order):  p50 {a['p50_ms']} ms, p99 {a['p99_ms']} ms  (exec/api {result['exec_over_tool_api_p50_ratio']}x, read/api {result['read_over_tool_api_p50_ratio']}x)"
+    )
     print(f"snapshot of {files} files:  p50 {result['snapshot_1000_files']['p50_ms']} ms, p99 {result['snapshot_1000_files']['p99_ms']} ms; "
           f"restore p50 {result['restore_1000_files']['p50_ms']} ms, p99 {result['restore_1000_files']['p99_ms']} ms")  # fmt: skip
-    print(f"warm-pool acquire:          p50 {result['pool_acquire']['p50_ms']} ms, p99 {result['pool_acquire']['p99_ms']} ms (target p50 <= 10 ms)")
+    print(
+        f"warm-pool acquire:          p50 {result['pool_acquire']['p50_ms']} ms, p99 {result['pool_acquire']['p99_ms']} ms (target p50 <= 10 ms)"
+    )
     print(f"gate: {gate['tasks']} workspace tasks ({gate['tasks_rejected']} rejected, {gate['gate_rollouts']} gate rollouts) in {gate['seconds']} s "
           f"= {gate['tasks_per_s']} tasks/s")  # fmt: skip
     return result
@@ -173,9 +196,20 @@ if __name__ == "__main__":
     from envkernel import logs
 
     logs.configure("warning")
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=300, help="steps of each kind (split over the rounds)")
-    ap.add_argument("--rounds", type=int, default=6, help="alternating rounds of exec, read and the tool-API step")
-    ap.add_argument("--variants", type=int, default=2, help="variants of each archetype in the gate run")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--steps", type=int, default=300, help="steps of each kind (split over the rounds)"
+    )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=6,
+        help="alternating rounds of exec, read and the tool-API step",
+    )
+    ap.add_argument(
+        "--variants", type=int, default=2, help="variants of each archetype in the gate run"
+    )
     a = ap.parse_args()
     print(json.dumps(asyncio.run(main(a.steps, a.rounds, a.variants))))

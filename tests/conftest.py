@@ -77,8 +77,18 @@ def worker_process(envk: Any, nats_server: str, tmp_path: Path) -> Any:
     def serve(plugins: str) -> Iterator[Path]:
         log = tmp_path / "worker.log"
         with log.open("w") as logf:
-            worker = envk.popen("--log-level", "debug", "--json-logs", "worker", "--plugins", plugins, "--nats-url", nats_server,
-                                stdout=logf, stderr=logf)
+            worker = envk.popen(
+                "--log-level",
+                "debug",
+                "--json-logs",
+                "worker",
+                "--plugins",
+                plugins,
+                "--nats-url",
+                nats_server,
+                stdout=logf,
+                stderr=logf,
+            )
         try:
             _wait_for_log(log, "worker serving", worker)
             yield log
@@ -130,8 +140,10 @@ async def bus(nats_server: str) -> AsyncIterator[Bus]:
         await b.close()
 
 
-# --- The `envkernel` command as a subprocess, and third-party plugin distributions -----------------
-# (used by the end-to-end suites: test_run_e2e, test_plugins_cli, test_config, test_third_party_plugin,
+# --- The `envkernel` command as a subprocess, and third-party plugin distributions
+# -----------------
+# (used by the end-to-end suites: test_run_e2e, test_plugins_cli, test_config,
+# test_third_party_plugin,
 # test_failures, test_tap, test_worker)
 
 ENVKERNEL_SCRIPT = Path(sys.executable).with_name("envkernel")
@@ -175,25 +187,47 @@ class EnvkernelCli:
         self.cwd.mkdir(parents=True, exist_ok=True)
         xdg = root / "xdg"
         xdg.mkdir(exist_ok=True)
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_"))}
+        self.env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("ENVKERNEL_", "OPENAI_"))
+        }
         self.env["XDG_RUNTIME_DIR"] = str(xdg)
         self.env.pop("PYTHONPATH", None)
 
     def _env(self, extra: dict[str, str] | None) -> dict[str, str]:
         return {**self.env, **(extra or {})}
 
-    def __call__(self, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    def __call__(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
         """Run ``envkernel ARGS`` to completion; stdout and stderr are captured as text."""
-        return subprocess.run([str(ENVKERNEL_SCRIPT), *args], cwd=self.cwd, env=self._env(env), capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [str(ENVKERNEL_SCRIPT), *args],
+            cwd=self.cwd,
+            env=self._env(env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
-    def popen(self, *args: str, env: dict[str, str] | None = None, **kw: Any) -> subprocess.Popen[str]:
+    def popen(
+        self, *args: str, env: dict[str, str] | None = None, **kw: Any
+    ) -> subprocess.Popen[str]:
         """Start ``envkernel ARGS`` in the background (stdout and stderr piped unless given)."""
         kw.setdefault("stdout", subprocess.PIPE)
         kw.setdefault("stderr", subprocess.PIPE)
-        return subprocess.Popen([str(ENVKERNEL_SCRIPT), *args], cwd=self.cwd, env=self._env(env), text=True, **kw)
+        return subprocess.Popen(
+            [str(ENVKERNEL_SCRIPT), *args], cwd=self.cwd, env=self._env(env), text=True, **kw
+        )
 
-    def run(self, *args: str, run_id: str, out: str = "out", source: str | None = "sample", env: dict[str, str] | None = None,
-            timeout: float = 150) -> RunFolder:
+    def run(
+        self,
+        *args: str,
+        run_id: str,
+        out: str = "out",
+        source: str | None = "sample",
+        env: dict[str, str] | None = None,
+        timeout: float = 150,
+    ) -> RunFolder:
         """``envkernel run --out OUT --run-id RUN_ID --no-progress [--source SOURCE] ARGS``.
 
         ``source`` defaults to ``sample`` (the one hand-written ``shop-v1`` environment: a quick run);
@@ -202,11 +236,27 @@ class EnvkernelCli:
         if source:
             args = ("--source", source, *args)
         try:
-            proc = self("run", "--out", out, "--run-id", run_id, "--no-progress", *args, env=env, timeout=timeout)
+            proc = self(
+                "run",
+                "--out",
+                out,
+                "--run-id",
+                run_id,
+                "--no-progress",
+                *args,
+                env=env,
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired as exc:
-            err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+            err = (
+                exc.stderr.decode(errors="replace")
+                if isinstance(exc.stderr, bytes)
+                else (exc.stderr or "")
+            )
             (self.cwd / f"{run_id}.stderr").write_text(err)
-            pytest.fail(f"envkernel run {' '.join(args)} did not finish in {timeout} s; its stderr ends with:\n{err[-4000:]}")
+            pytest.fail(
+                f"envkernel run {' '.join(args)} did not finish in {timeout} s; its stderr ends with:\n{err[-4000:]}"
+            )
         (self.cwd / f"{run_id}.stderr").write_text(proc.stderr)
         return RunFolder(proc, self.cwd / out / run_id)
 
@@ -240,15 +290,29 @@ def thirdparty_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
             shutil.copytree(src, dst)
             srcs.append(str(dst))
     site = root / "site"
-    base = [uv, "pip", "install", "--python", sys.executable, "--target", str(site), "--no-deps", *srcs]
+    base = [
+        uv,
+        "pip",
+        "install",
+        "--python",
+        sys.executable,
+        "--target",
+        str(site),
+        "--no-deps",
+        *srcs,
+    ]
     proc = subprocess.run([*base, "--offline"], capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:  # hatchling not in uv's cache yet: let uv fetch it
         proc = subprocess.run(base, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"building the third-party plugins failed:\n{proc.stdout}\n{proc.stderr}"
+    assert proc.returncode == 0, (
+        f"building the third-party plugins failed:\n{proc.stdout}\n{proc.stderr}"
+    )
     return site
 
 
-def install_plugin_dist(root: Path, dist: str, module: str, source: str, entry_points: dict[str, str]) -> Path:
+def install_plugin_dist(
+    root: Path, dist: str, module: str, source: str, entry_points: dict[str, str]
+) -> Path:
     """Write a one-module plugin distribution ``dist`` (module ``module``, ``envkernel`` entry points
     ``name -> module[:attr]``) under ``root``, build and install it for real (hatchling, through
     ``uv pip install --target``) into ``root/site``, outside the repo, and return that folder (for
@@ -265,7 +329,17 @@ def install_plugin_dist(root: Path, dist: str, module: str, source: str, entry_p
         f'[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n[tool.hatch.build.targets.wheel]\npackages = ["{module}"]\n'
     )
     site = root / "site"
-    base = [uv, "pip", "install", "--python", sys.executable, "--target", str(site), "--no-deps", str(src)]
+    base = [
+        uv,
+        "pip",
+        "install",
+        "--python",
+        sys.executable,
+        "--target",
+        str(site),
+        "--no-deps",
+        str(src),
+    ]
     proc = subprocess.run([*base, "--offline"], capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:  # hatchling not in uv's cache yet: let uv fetch it
         proc = subprocess.run(base, capture_output=True, text=True, timeout=300)
@@ -309,16 +383,46 @@ def probe_verify() -> Any:
 REAL_CORPUS = Path(__file__).resolve().parents[1] / "plugins" / "openapi" / "corpus-real"
 """The real-spec corpus: 36 public specs, their sources in ``sources.json``."""
 REAL_HALVES: tuple[list[str], list[str]] = (
-    ["adyen-transfers-v4.json", "amadeus-hotel-list.yaml", "dropbox-sign-api/openapi.yaml", "intercom-api-2.14.yaml",
-     "klaviyo-lists.json", "netlify-api.yaml", "nhs-personal-demographics/personal-demographics.yaml", "ory-kratos.json",
-     "outline-api.yaml", "pagerduty-scim.json", "sendgrid-v3/oas_v3.json", "slack-web-api.json", "spotify-web-api.yaml",
-     "stripe-api-2020-10.yaml", "twilio-api-v2010.json", "twilio-messaging-v1.json", "workos-api.yaml", "xero-accounting.yaml",
-     "xero-files.yaml", "xero-projects.yaml"],
-    ["adyen-balance-platform-v2.json", "adyen-checkout-v71.json", "asana-api.yaml", "bigcommerce-channels-v3.yaml",
-     "bigcommerce-customers-v3/customers.v3.yml", "bluesky-atproto-xrpc.json", "box-platform.json", "calendly-api.yaml",
-     "discord-api.json", "google-maps-platform/index.yml", "klaviyo-catalogs.json",
-     "nhs-booking-and-referral/booking-and-referral.yaml", "pagerduty-slack-integration.json", "plaid-api.yaml",
-     "resend-api.yaml", "xero-assets.yaml"],
+    [
+        "adyen-transfers-v4.json",
+        "amadeus-hotel-list.yaml",
+        "dropbox-sign-api/openapi.yaml",
+        "intercom-api-2.14.yaml",
+        "klaviyo-lists.json",
+        "netlify-api.yaml",
+        "nhs-personal-demographics/personal-demographics.yaml",
+        "ory-kratos.json",
+        "outline-api.yaml",
+        "pagerduty-scim.json",
+        "sendgrid-v3/oas_v3.json",
+        "slack-web-api.json",
+        "spotify-web-api.yaml",
+        "stripe-api-2020-10.yaml",
+        "twilio-api-v2010.json",
+        "twilio-messaging-v1.json",
+        "workos-api.yaml",
+        "xero-accounting.yaml",
+        "xero-files.yaml",
+        "xero-projects.yaml",
+    ],
+    [
+        "adyen-balance-platform-v2.json",
+        "adyen-checkout-v71.json",
+        "asana-api.yaml",
+        "bigcommerce-channels-v3.yaml",
+        "bigcommerce-customers-v3/customers.v3.yml",
+        "bluesky-atproto-xrpc.json",
+        "box-platform.json",
+        "calendly-api.yaml",
+        "discord-api.json",
+        "google-maps-platform/index.yml",
+        "klaviyo-catalogs.json",
+        "nhs-booking-and-referral/booking-and-referral.yaml",
+        "pagerduty-slack-integration.json",
+        "plaid-api.yaml",
+        "resend-api.yaml",
+        "xero-assets.yaml",
+    ],
 )
 """The corpus's spec files in two halves of about the same size in bytes (a test module names its half
 in ``REAL_HALF``). The first holds the specs whose shapes ``test_real_shapes_are_kept`` checks."""
@@ -335,7 +439,9 @@ async def _verify_real(envs: list[Any]) -> dict[str, Any]:
         for env in envs:
             for attempt in range(3):
                 try:
-                    out[env.id] = await Probe().verify(env, RunnerContext(runner, component="probe"))
+                    out[env.id] = await Probe().verify(
+                        env, RunnerContext(runner, component="probe")
+                    )
                     break
                 except process.SandboxError as exc:
                     if attempt == 2:
@@ -346,7 +452,9 @@ async def _verify_real(envs: list[Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def real_corpus(request: pytest.FixtureRequest) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
+def real_corpus(
+    request: pytest.FixtureRequest,
+) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
     """The half of the real corpus the test module names in ``REAL_HALF`` synthesized and verified once
     (the ``probe`` in ``process`` sandboxes): (envs by id, refusals by file, reports by env id)."""
     import asyncio
@@ -356,7 +464,9 @@ def real_corpus(request: pytest.FixtureRequest) -> tuple[dict[str, Any], dict[st
     envs, refused = {}, {}
     for file in REAL_HALVES[request.module.REAL_HALF]:
         try:
-            env, _warnings = synthesize_file(REAL_CORPUS / file, settings=OpenAPISettings(validate=False))
+            env, _warnings = synthesize_file(
+                REAL_CORPUS / file, settings=OpenAPISettings(validate=False)
+            )
         except SpecError as exc:  # a refusal is an answer; any other exception fails the test
             refused[file] = str(exc)
             continue
@@ -364,22 +474,34 @@ def real_corpus(request: pytest.FixtureRequest) -> tuple[dict[str, Any], dict[st
     return envs, refused, asyncio.run(_verify_real(list(envs.values())))
 
 
-def _check_real_corpus(corpus: tuple[dict[str, Any], dict[str, str], dict[str, Any]], kept_floor: int, refused_at_most: int) -> None:
+def _check_real_corpus(
+    corpus: tuple[dict[str, Any], dict[str, str], dict[str, Any]],
+    kept_floor: int,
+    refused_at_most: int,
+) -> None:
     from envkernel_openapi import OpenAPISettings
 
     sources = json.loads((REAL_CORPUS / "sources.json").read_text())
-    assert sorted(REAL_HALVES[0] + REAL_HALVES[1]) == sorted(s["file"] for s in sources), "REAL_HALVES must split sources.json exactly"
+    assert sorted(REAL_HALVES[0] + REAL_HALVES[1]) == sorted(s["file"] for s in sources), (
+        "REAL_HALVES must split sources.json exactly"
+    )
     envs, refused, reports = corpus
     for env in envs.values():
         assert env.tools and len(env.tools) <= OpenAPISettings().max_tools, env.id
-    # a refusal says why the spec gives no useful environment: no list operation to discover ids with
+    # a refusal says why the spec gives no useful environment: no list operation to discover ids
+    # with
     assert all("no list operation" in why for why in refused.values()), refused
     assert len(refused) <= refused_at_most, refused
     unloadable = {k: str(v) for k, v in reports.items() if isinstance(v, Exception)}
     assert not unloadable, unloadable
     kept = sorted(k for k, r in reports.items() if r.kept)
-    print(f"kept {len(kept)} of {len(reports)}:", kept, "not kept:", sorted(set(reports) - set(kept)))
-    assert len(kept) >= kept_floor, (kept, {k: r.tools_dropped for k, r in reports.items() if not r.kept})
+    print(
+        f"kept {len(kept)} of {len(reports)}:", kept, "not kept:", sorted(set(reports) - set(kept))
+    )
+    assert len(kept) >= kept_floor, (
+        kept,
+        {k: r.tools_dropped for k, r in reports.items() if not r.kept},
+    )
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import sys
 import time
 
 import msgspec
+
 from envkernel_process import executor_path
 from envkernel_runtime import executor
 from envkernel_schemas import CodeBehaviour, EnvSpec, ToolSpec
@@ -69,12 +70,26 @@ def listing(env):
     return sorted(os.listdir(env.workspace))
 """
 
-TOOLS = ["draws", "draw_then_fail", "noop", "pause", "write_then_fail", "write", "remove_then_fail", "listing"]
+TOOLS = [
+    "draws",
+    "draw_then_fail",
+    "noop",
+    "pause",
+    "write_then_fail",
+    "write",
+    "remove_then_fail",
+    "listing",
+]
 KINDS = ["rng", "global", "uuid", "gauss", "shuffle", "bytes", "seed"]
 
 
 def _load(seed: int = 3) -> str:
-    env = EnvSpec(id="undo-v1", name="undo", tools=[ToolSpec(name=n) for n in TOOLS], behaviour=CodeBehaviour(source=SOURCE))
+    env = EnvSpec(
+        id="undo-v1",
+        name="undo",
+        tools=[ToolSpec(name=n) for n in TOOLS],
+        behaviour=CodeBehaviour(source=SOURCE),
+    )
     return msgspec.json.encode({"op": "load", "env": env, "seed": seed}).decode()
 
 
@@ -83,8 +98,13 @@ def _call(tool: str, **arguments) -> str:
 
 
 def _run(lines: list[str], *args: str) -> list[dict]:
-    proc = subprocess.run([sys.executable, "-S", "-P", executor_path(), *args], input=("\n".join(lines) + "\n").encode(),
-                          capture_output=True, timeout=30, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-S", "-P", executor_path(), *args],
+        input=("\n".join(lines) + "\n").encode(),
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
     out = [json.loads(line) for line in proc.stdout.decode().splitlines()]
     assert len(out) == len(lines), proc.stderr.decode()
     return out
@@ -95,10 +115,21 @@ def test_a_failed_call_puts_back_every_generator_it_drew_from_and_only_those_mov
     # succeeded, so the kept states are not only the load's), for each way of drawing
     plain = _run([_load(), _call("draws"), _call("noop"), _call("draws"), _call("draws")])
     for kind in KINDS:
-        failing = _run([_load(), _call("draw_then_fail", which=kind), _call("draws"), _call("noop"),
-                        _call("draw_then_fail", which=kind), _call("draws"), _call("draw_then_fail", which=kind),
-                        _call("draws")])
-        assert [r["error"]["code"] for r in (failing[1], failing[4], failing[6])] == ["refused"] * 3, failing
+        failing = _run(
+            [
+                _load(),
+                _call("draw_then_fail", which=kind),
+                _call("draws"),
+                _call("noop"),
+                _call("draw_then_fail", which=kind),
+                _call("draws"),
+                _call("draw_then_fail", which=kind),
+                _call("draws"),
+            ]
+        )
+        assert [r["error"]["code"] for r in (failing[1], failing[4], failing[6])] == [
+            "refused"
+        ] * 3, failing
         assert [failing[2], failing[5], failing[7]] == [plain[1], plain[3], plain[4]], kind
     # and the draws do move between calls (the check above would pass on constants otherwise)
     assert plain[1]["value"] != plain[3]["value"] != plain[4]["value"]
@@ -106,20 +137,54 @@ def test_a_failed_call_puts_back_every_generator_it_drew_from_and_only_those_mov
 
 def test_a_restore_brings_the_generators_back_whether_or_not_they_moved(tmp_path) -> None:
     snap, restore = json.dumps({"op": "snapshot"}), json.dumps({"op": "restore", "snapshot": "s1"})
-    out = _run([_load(), _call("draws"), snap, _call("draws"), restore, _call("draws"), restore, _call("noop"),
-                restore, _call("draws"), _call("draw_then_fail", which="gauss"), restore, _call("draws")])
+    out = _run(
+        [
+            _load(),
+            _call("draws"),
+            snap,
+            _call("draws"),
+            restore,
+            _call("draws"),
+            restore,
+            _call("noop"),
+            restore,
+            _call("draws"),
+            _call("draw_then_fail", which="gauss"),
+            restore,
+            _call("draws"),
+        ]
+    )
     assert out[3]["value"] == out[5]["value"] == out[9]["value"] == out[12]["value"]
     assert out[1]["value"] != out[3]["value"]
 
 
-def test_a_failed_call_undoes_its_writes_to_an_empty_working_folder_after_it_was_seen_empty(tmp_path) -> None:
+def test_a_failed_call_undoes_its_writes_to_an_empty_working_folder_after_it_was_seen_empty(
+    tmp_path,
+) -> None:
     work = tmp_path / "work"
     work.mkdir()
-    out = _run([_load(), _call("noop"), _call("pause", s=0.25), _call("noop"), _call("noop"),  # found empty, long enough ago to trust
-                _call("write_then_fail", name="a"), _call("listing"), _call("noop"),
-                _call("write", name="b"), _call("listing"), _call("pause", s=0.25), _call("noop"),
-                _call("remove_then_fail", name="b"), _call("listing"), _call("write_then_fail", name="c"), _call("listing")],
-               "--workdir", str(work))
+    out = _run(
+        [
+            _load(),
+            _call("noop"),
+            _call("pause", s=0.25),
+            _call("noop"),
+            _call("noop"),  # found empty, long enough ago to trust
+            _call("write_then_fail", name="a"),
+            _call("listing"),
+            _call("noop"),
+            _call("write", name="b"),
+            _call("listing"),
+            _call("pause", s=0.25),
+            _call("noop"),
+            _call("remove_then_fail", name="b"),
+            _call("listing"),
+            _call("write_then_fail", name="c"),
+            _call("listing"),
+        ],
+        "--workdir",
+        str(work),
+    )
     assert out[5]["error"]["code"] == "refused"
     assert out[6]["value"] == []
     assert out[9]["value"] == ["b"]
@@ -128,7 +193,9 @@ def test_a_failed_call_undoes_its_writes_to_an_empty_working_folder_after_it_was
     assert sorted(os.listdir(work)) == ["b"]
 
 
-def test_the_empty_folder_is_trusted_only_while_unchanged_and_not_within_the_racy_window(tmp_path) -> None:
+def test_the_empty_folder_is_trusted_only_while_unchanged_and_not_within_the_racy_window(
+    tmp_path,
+) -> None:
     root = str(tmp_path)
     executor._EMPTY_FOLDER[0] = None
     assert executor._call_capture(root) == {}

@@ -36,7 +36,7 @@ def test_wrong_key_in_a_component_table_is_a_usage_error(envk) -> None:
 
 
 def test_unknown_top_level_key_is_a_usage_error(envk) -> None:
-    cfg = _write(envk, 'seed = 1\nsede = 2\n')
+    cfg = _write(envk, "seed = 1\nsede = 2\n")
     proc = envk("run", "--config", cfg, "--no-progress")
     assert proc.returncode == 2
     assert "'sede'" in proc.stderr and "seed" in proc.stderr
@@ -45,7 +45,10 @@ def test_unknown_top_level_key_is_a_usage_error(envk) -> None:
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ("[nosuchcomponent]\nx = 1\n", "nosuchcomponent"),  # a table for a component no plugin provides
+        (
+            "[nosuchcomponent]\nx = 1\n",
+            "nosuchcomponent",
+        ),  # a table for a component no plugin provides
         ("seed = 'many'\n", "seed"),  # wrong type
         ("[traceoutcome]\ntau = 2.0\n", "tau"),  # rejected by the Settings' own check
         ("seed = = 1\n", "not valid TOML"),
@@ -64,7 +67,9 @@ def test_missing_config_file(envk) -> None:
     assert proc.returncode == 2 and "does-not-exist.toml" in proc.stderr
 
 
-@pytest.mark.parametrize("item", ["traceoutcome.bogus=1", "nosuch.tau=1", "traceoutcome=1", "traceoutcome.tau=7"])
+@pytest.mark.parametrize(
+    "item", ["traceoutcome.bogus=1", "nosuch.tau=1", "traceoutcome=1", "traceoutcome.tau=7"]
+)
 def test_bad_set_is_a_usage_error(envk, item: str) -> None:
     proc = envk("run", "--set", item, "--no-progress")
     assert proc.returncode == 2, proc.stderr[-2000:]
@@ -72,8 +77,20 @@ def test_bad_set_is_a_usage_error(envk, item: str) -> None:
 
 
 def test_precedence_flag_over_env_over_file_and_set_over_file(envk) -> None:
-    cfg = _write(envk, "seed = 5\npolicy = 'reference'\n[traceoutcome]\ntau = 0.7\n[chains]\ntasks_per_env = 2\n")
-    with_flag = envk.run("--config", cfg, "--seed", "7", "--set", "traceoutcome.tau=0.9", run_id="flag", env={"ENVKERNEL_SEED": "6"})
+    cfg = _write(
+        envk,
+        "seed = 5\npolicy = 'reference'\n[traceoutcome]\ntau = 0.7\n[chains]\ntasks_per_env = 2\n",
+    )
+    with_flag = envk.run(
+        "--config",
+        cfg,
+        "--seed",
+        "7",
+        "--set",
+        "traceoutcome.tau=0.9",
+        run_id="flag",
+        env={"ENVKERNEL_SEED": "6"},
+    )
     assert with_flag.proc.returncode == 0, with_flag.proc.stderr[-3000:]
     c = with_flag.config
     assert c["seed"] == 7
@@ -90,7 +107,10 @@ def test_precedence_flag_over_env_over_file_and_set_over_file(envk) -> None:
 def _effective(config: dict, component: str) -> dict:
     """A component's settings as config.json records them: the file's table, then ``--set`` flags
     (kept in ``overrides`` when the kernel stores them apart)."""
-    return {**config["settings"].get(component, {}), **config.get("overrides", {}).get(component, {})}
+    return {
+        **config["settings"].get(component, {}),
+        **config.get("overrides", {}).get(component, {}),
+    }
 
 
 def test_file_alone_sets_the_seed(envk, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -102,14 +122,27 @@ def test_file_alone_sets_the_seed(envk, monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert prep.config.settings == {"chains": {"max_len": 2}}
     monkeypatch.setenv("ENVKERNEL_ROLLOUTS_PER_TASK", "4")
     assert prepare(cfg, {}, str(tmp_path / "out")).config.rollouts_per_task == 4
-    assert prepare(cfg, {"rollouts_per_task": 2}, str(tmp_path / "out")).config.rollouts_per_task == 2
+    assert (
+        prepare(cfg, {"rollouts_per_task": 2}, str(tmp_path / "out")).config.rollouts_per_task == 2
+    )
 
 
-def test_the_secret_reaches_the_plugin_but_no_file_kv_event_or_log(envk, thirdparty_site: Path, nats_server: str, tmp_path: Path) -> None:
-    cfg = _write(envk, f'plugins = "+mysampler,-chains"\n[mysampler]\napi_key = "{SECRET}"\nmax_tokens = 99\n')
+def test_the_secret_reaches_the_plugin_but_no_file_kv_event_or_log(
+    envk, thirdparty_site: Path, nats_server: str, tmp_path: Path
+) -> None:
+    cfg = _write(
+        envk,
+        f'plugins = "+mysampler,-chains"\n[mysampler]\napi_key = "{SECRET}"\nmax_tokens = 99\n',
+    )
     run = envk.run(
-        "--config", cfg, "--nats-url", nats_server, "--set", "mysampler.product_id=prd_0004",
-        run_id="secret", env={"PYTHONPATH": str(thirdparty_site)},
+        "--config",
+        cfg,
+        "--nats-url",
+        nats_server,
+        "--set",
+        "mysampler.product_id=prd_0004",
+        run_id="secret",
+        env={"PYTHONPATH": str(thirdparty_site)},
     )
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     # the plugin got the real key ...
@@ -118,8 +151,13 @@ def test_the_secret_reaches_the_plugin_but_no_file_kv_event_or_log(envk, thirdpa
     # ... config.json has it redacted, and keeps the other settings
     assert seen["max_tokens"] == 99
     settings = _effective(run.config, "mysampler")
-    assert settings["api_key"] != SECRET and settings["product_id"] == "prd_0004" and settings["max_tokens"] == 99
-    # no file of the run folder, no log line, and nothing in the NATS store (stream, KV bucket) holds it
+    assert (
+        settings["api_key"] != SECRET
+        and settings["product_id"] == "prd_0004"
+        and settings["max_tokens"] == 99
+    )
+    # no file of the run folder, no log line, and nothing in the NATS store (stream, KV bucket)
+    # holds it
     needle = SECRET.encode()
     leaks = [str(p) for p in run.dir.rglob("*") if p.is_file() and needle in p.read_bytes()]
     assert leaks == []  # (the config file we wrote lives outside the run folder)
@@ -141,7 +179,12 @@ def test_the_secret_reaches_the_plugin_but_no_file_kv_event_or_log(envk, thirdpa
 
 
 def test_public_config_redacts_secret_names() -> None:
-    table = {"api_key": "k1", "password": "p1", "nested": {"client_secret": "s1", "access_token": "t1"}, "tau": 0.5}
+    table = {
+        "api_key": "k1",
+        "password": "p1",
+        "nested": {"client_secret": "s1", "access_token": "t1"},
+        "tau": 0.5,
+    }
     cfg = cfgmod.RunConfig(settings={"x": table})
     if "overrides" in cfgmod.RunConfig.__struct_fields__:
         cfg = msgspec.structs.replace(cfg, overrides={"y": {"openai_api_key": "k2", "tau": 0.25}})
@@ -153,14 +196,25 @@ def test_public_config_redacts_secret_names() -> None:
 
 def test_public_config_keeps_settings_that_merely_contain_token() -> None:
     # (an earlier SECRET pattern matched any name containing 'token' or 'key')
-    cfg = cfgmod.RunConfig(settings={"mysampler": {"api_key": SECRET, "max_tokens": 512, "keyword": "lamp", "tokens_per_step": 3}})
+    cfg = cfgmod.RunConfig(
+        settings={
+            "mysampler": {
+                "api_key": SECRET,
+                "max_tokens": 512,
+                "keyword": "lamp",
+                "tokens_per_step": 3,
+            }
+        }
+    )
     pub = cfgmod.public(cfg)["settings"]["mysampler"]
     assert pub["api_key"] != SECRET
     assert pub["max_tokens"] == 512 and pub["keyword"] == "lamp" and pub["tokens_per_step"] == 3
 
 
 def test_the_kv_copy_of_a_config_decodes_back_into_a_run_config() -> None:
-    cfg = cfgmod.RunConfig(run_id="r", seed=4, settings={"traceoutcome": {"tau": 0.25}, "c": {"api_key": SECRET}})
+    cfg = cfgmod.RunConfig(
+        run_id="r", seed=4, settings={"traceoutcome": {"tau": 0.25}, "c": {"api_key": SECRET}}
+    )
     back = msgspec.json.decode(msgspec.json.encode(cfgmod.public(cfg)), type=cfgmod.RunConfig)
     assert back.run_id == "r" and back.seed == 4 and back.settings["traceoutcome"] == {"tau": 0.25}
     assert SECRET not in msgspec.json.encode(back).decode()

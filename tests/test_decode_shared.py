@@ -24,7 +24,9 @@ async def test_a_second_reader_of_a_message_gets_the_first_readers_event(nats_se
 
         for _ in range(2):
             await bus.nc.subscribe("envk.ev.shared-run.run.started", cb=on)
-        ev = RunStarted(run="shared-run", id=event_id("shared-run", "kernel", "started"), time=1.0, config={})
+        ev = RunStarted(
+            run="shared-run", id=event_id("shared-run", "kernel", "started"), time=1.0, config={}
+        )
         await bus.publish_wait("envk.ev.shared-run.run.started", encode(ev), ev.id)
         await asyncio.wait_for(done.wait(), 10)
         before = dict(stats)
@@ -62,7 +64,9 @@ def test_an_event_encoded_here_is_taken_by_its_first_reader_here() -> None:
     from envkernel_bus import encode_shared
     from envkernel_bus.bus import MSG_ID
 
-    ev = RunStarted(run="own-run", id=event_id("own-run", "kernel", "started"), time=1.0, config={"a": [1, 2]})
+    ev = RunStarted(
+        run="own-run", id=event_id("own-run", "kernel", "started"), time=1.0, config={"a": [1, 2]}
+    )
 
     class Msg:
         def __init__(self, data: bytes, mid: str) -> None:
@@ -78,7 +82,9 @@ def test_an_event_encoded_here_is_taken_by_its_first_reader_here() -> None:
     again = decode_shared(Msg(data, ev.id))  # taken twice: a third reader decodes
     assert again == ev and again is not ev and stats["decoded"] == before["decoded"] + 1
     encode_shared(ev)
-    assert decode_shared(Msg(data, ev.id), keep=False) is ev  # a reader that keeps nothing for others
+    assert (
+        decode_shared(Msg(data, ev.id), keep=False) is ev
+    )  # a reader that keeps nothing for others
     assert decode_shared(Msg(data, ev.id)) is not ev
     standalone = encode_shared(ev, keep=False)
     assert decode_shared(Msg(standalone, ev.id)) is not ev
@@ -92,9 +98,20 @@ def test_a_real_run_emits_only_events_that_decode_to_themselves(envk) -> None:  
     import envkernel_openapi
 
     spec = Path(envkernel_openapi.__file__).parent / "corpus" / "travel.json"
-    run = envk.run("--plugins", "+users", "--set", "chains.tasks_per_env=25", run_id="own", source=f"openapi:{spec}",
-                   env={"ENVKERNEL_SHARED_CHECK": "1"}, timeout=240)
+    run = envk.run(
+        "--plugins",
+        "+users",
+        "--set",
+        "chains.tasks_per_env=25",
+        run_id="own",
+        source=f"openapi:{spec}",
+        env={"ENVKERNEL_SHARED_CHECK": "1"},
+        timeout=240,
+    )
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     s = run.summary
     assert s["tasks"] >= 20 and s["gate_rollouts"] > 5 * s["tasks"] and s["failures"] == 0
-    assert "differs from what decoding" not in run.proc.stderr and "was changed after" not in run.proc.stderr
+    assert (
+        "differs from what decoding" not in run.proc.stderr
+        and "was changed after" not in run.proc.stderr
+    )

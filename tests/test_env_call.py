@@ -15,11 +15,19 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from envkernel_runtime.envdir import EnvDirError, load_env_dir
+
 from envkernel.errors import UsageError
 from envkernel.recorder import Recorder
+from envkernel_runtime.envdir import EnvDirError, load_env_dir
 from envkernel_sample import shop_env
-from envkernel_schemas import CodeBehaviour, EnvSpec, ModelBehaviour, Provenance, ToolSpec, VerifyReport
+from envkernel_schemas import (
+    CodeBehaviour,
+    EnvSpec,
+    ModelBehaviour,
+    Provenance,
+    ToolSpec,
+    VerifyReport,
+)
 
 WIRE = (
     "from envkernel.cli import cli\n"
@@ -99,7 +107,9 @@ def test_a_written_folder_loads_back_to_the_same_spec(tmp_path: Path):
 
 
 def test_a_model_behaviour_loads_back(tmp_path: Path):
-    spec = msgspec.structs.replace(toy_env(), behaviour=ModelBehaviour(model={"resources": [{"name": "kv"}]}))
+    spec = msgspec.structs.replace(
+        toy_env(), behaviour=ModelBehaviour(model={"resources": [{"name": "kv"}]})
+    )
     d = folder(tmp_path, spec)
     assert (d / "model.json").exists() and not (d / "env.py").exists()
     assert load_env_dir(d) == spec
@@ -109,7 +119,8 @@ def test_bad_folders_are_clear_usage_errors(tmp_path: Path):
     d = folder(tmp_path)
     with pytest.raises(EnvDirError, match="not a folder"):
         load_env_dir(tmp_path / "nope")
-    # the runtime knows no kernel: `envkernel env call` turns this into a usage error (exit 2), checked below
+    # the runtime knows no kernel: `envkernel env call` turns this into a usage error (exit 2),
+    # checked below
     assert issubclass(EnvDirError, ValueError) and not issubclass(EnvDirError, UsageError)
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -119,7 +130,10 @@ def test_bad_folders_are_clear_usage_errors(tmp_path: Path):
     with pytest.raises(EnvDirError, match="rejected"):
         load_env_dir(empty)
     meta = json.loads((d / "env.json").read_text())
-    for behaviour, message in (({"kind": "code", "file": "../../etc/passwd"}, "plain file name"), ({"kind": "wasm"}, "'behaviour' must be")):
+    for behaviour, message in (
+        ({"kind": "code", "file": "../../etc/passwd"}, "plain file name"),
+        ({"kind": "wasm"}, "'behaviour' must be"),
+    ):
         (d / "env.json").write_text(json.dumps({**meta, "behaviour": behaviour}))
         with pytest.raises(EnvDirError, match=message):
             load_env_dir(d)
@@ -142,7 +156,10 @@ def test_call_prints_the_result_as_json(root: str, tmp_path: Path):
     d = folder(tmp_path)
     r = env_call(root, str(d), "echo", "--args", '{"text": "hi", "times": 2}', "--seed", "4")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == {"ok": True, "value": {"text": "hihi", "at": "2026-01-15T09:00:00Z"}}
+    assert json.loads(r.stdout) == {
+        "ok": True,
+        "value": {"text": "hihi", "at": "2026-01-15T09:00:00Z"},
+    }
     r = env_call(root, str(d), "add", "--args", '{"key": "b", "value": "2"}')
     assert json.loads(r.stdout) == {"ok": True, "value": 2}  # the seed state was loaded
 
@@ -152,7 +169,9 @@ def test_the_code_runs_in_the_sandbox_not_in_the_command(root: str, tmp_path: Pa
     assert r.returncode == 0, r.stderr
     value = json.loads(r.stdout)["value"]
     assert value["cwd"] is True
-    info = json.loads(next(ln for ln in r.stderr.splitlines() if ln.startswith("sandbox: "))[len("sandbox: "):])
+    info = json.loads(
+        next(ln for ln in r.stderr.splitlines() if ln.startswith("sandbox: "))[len("sandbox: ") :]
+    )
     if os.geteuid() == 0:
         assert value["uid"] == info["confinement"]["uid"] != 0
     assert info["seconds"] < 5
@@ -163,7 +182,11 @@ def test_tool_errors_exit_1_with_the_error(root: str, tmp_path: Path):
     r = env_call(root, str(d), "add", "--args", '{"key": "a", "value": "dup"}')
     assert r.returncode == 1
     out = json.loads(r.stdout)
-    assert out["ok"] is False and out["error"]["code"] == "tool_crashed" and "UNIQUE" in out["error"]["message"]
+    assert (
+        out["ok"] is False
+        and out["error"]["code"] == "tool_crashed"
+        and "UNIQUE" in out["error"]["message"]
+    )
     r = env_call(root, str(d), "nope")
     assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "unknown_tool"
     r = env_call(root, str(d), "echo", "--args", '{"txt": 1}')
@@ -177,8 +200,14 @@ def test_usage_errors_exit_2(root: str, tmp_path: Path):
         ([str(tmp_path / "missing"), "echo"], "not a folder"),
         ([str(d), "echo", "--args", "[1]"], "must be a JSON object"),
         ([str(d), "echo", "--args", "{oops"], "not valid JSON"),
-        ([str(d), "echo", "--sandbox", "no-such-runner"], "no sandbox runner named 'no-such-runner'"),
-        ([str(d), "echo", "--sandbox", "probe"], "no sandbox runner named 'probe'"),  # a verifier, not a runner
+        (
+            [str(d), "echo", "--sandbox", "no-such-runner"],
+            "no sandbox runner named 'no-such-runner'",
+        ),
+        (
+            [str(d), "echo", "--sandbox", "probe"],
+            "no sandbox runner named 'probe'",
+        ),  # a verifier, not a runner
         ([str(d), "echo", "--set", "call_timout=1"], "call_timout"),
         ([str(d), "echo", "--set", "nonsense"], "KEY=VALUE"),
     ]
@@ -194,7 +223,11 @@ def test_an_environment_that_does_not_load_exits_3(root: str, tmp_path: Path):
     r = env_call(root, str(d), "echo")
     assert r.returncode == 3
     err = json.loads(r.stdout)["error"]
-    assert err["code"] == "sandbox_error" and "load_failed" in err["message"] and "SyntaxError" in err["message"]
+    assert (
+        err["code"] == "sandbox_error"
+        and "load_failed" in err["message"]
+        and "SyntaxError" in err["message"]
+    )
 
 
 def test_settings_come_from_the_config_file_and_set_beats_it(root: str, tmp_path: Path):
@@ -205,12 +238,24 @@ def test_settings_come_from_the_config_file_and_set_beats_it(root: str, tmp_path
     r = env_call(root, str(d), "spin", "--config", str(config))
     assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "timeout"
     assert "within 0.5 s" in r.stdout and time.monotonic() - t0 < 10
-    r = env_call(root, str(d), "nap", "--args", '{"seconds": 1}', "--config", str(config), "--set", "call_timeout=3")
+    r = env_call(
+        root,
+        str(d),
+        "nap",
+        "--args",
+        '{"seconds": 1}',
+        "--config",
+        str(config),
+        "--set",
+        "call_timeout=3",
+    )
     assert r.returncode == 0 and json.loads(r.stdout)["value"] == "rested"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
-def test_a_killed_env_call_leaves_no_process(root: str, tmp_path: Path, sig: signal.Signals, processes_mentioning):
+def test_a_killed_env_call_leaves_no_process(
+    root: str, tmp_path: Path, sig: signal.Signals, processes_mentioning
+):
     d = folder(tmp_path)
     proc = subprocess.Popen(
         [sys.executable, "-c", WIRE, "env", "call", str(d), "spin", "--set", "call_timeout=60"],
@@ -219,7 +264,9 @@ def test_a_killed_env_call_leaves_no_process(root: str, tmp_path: Path, sig: sig
     try:
         deadline = time.monotonic() + 20
         while not processes_mentioning(root):  # the sandbox is up
-            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline and proc.poll() is None, (
+                proc.stderr.read() if proc.stderr else ""
+            )
             time.sleep(0.05)
         time.sleep(0.3)  # and spinning
         proc.send_signal(sig)

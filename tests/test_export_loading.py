@@ -18,6 +18,7 @@ import msgspec
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 import pytest
+
 from envkernel_export.extra import Card, Pairs
 from envkernel_grpo import Grpo
 from envkernel_kit.testing import FakeContext
@@ -30,10 +31,14 @@ def load_both(path: Path, cache: Path) -> tuple[Any, Any]:
     """(pyarrow table, datasets Dataset) of a JSON-lines or parquet file."""
     if path.suffix == ".parquet":
         table = pq.read_table(path)
-        ds = datasets.load_dataset("parquet", data_files=str(path), split="train", cache_dir=str(cache))
+        ds = datasets.load_dataset(
+            "parquet", data_files=str(path), split="train", cache_dir=str(cache)
+        )
     else:
         table = pj.read_json(path)
-        ds = datasets.load_dataset("json", data_files=str(path), split="train", cache_dir=str(cache))
+        ds = datasets.load_dataset(
+            "json", data_files=str(path), split="train", cache_dir=str(cache)
+        )
     assert table.num_rows == len(ds)
     return table, ds
 
@@ -42,7 +47,7 @@ def nlines(path: Path) -> int:
     return sum(1 for line in path.read_text().splitlines() if line.strip())
 
 
-def Ctx(out_dir: Path) -> FakeContext:  # noqa: N802 - reads like the class it makes
+def Ctx(out_dir: Path) -> FakeContext:
     """The kit's run-like context for a trainer called in-process (no environment service)."""
     return FakeContext(component="card", role="trainer", out_dir=out_dir)
 
@@ -83,7 +88,10 @@ def test_sft_loads_both_ways(sample_run: Any, tmp_path: Path) -> None:
     row = ds[0]
     assert {"messages", "tools", "metadata"} <= set(ds.column_names)
     tools = row["tools"]  # the OpenAI tool list; each `parameters` is a JSON string
-    assert tools[0]["type"] == "function" and json.loads(tools[0]["function"]["parameters"])["type"] == "object"
+    assert (
+        tools[0]["type"] == "function"
+        and json.loads(tools[0]["function"]["parameters"])["type"] == "object"
+    )
     calls = [tc for m in row["messages"] if m.get("tool_calls") for tc in m["tool_calls"]]
     assert calls and all(isinstance(tc["function"]["arguments"], str) for tc in calls)
     assert row["metadata"]["score"] >= 1.0
@@ -96,9 +104,15 @@ def test_rl_jsonl_and_parquet_load_both_ways(sample_run: Any, tmp_path: Path) ->
         row = ds[0]
         assert row["prompt"][-1]["role"] == "user" and row["data_source"].startswith("envkernel/")
         gt = row["reward_model"]["ground_truth"]
-        assert gt["calls"] and isinstance(gt["calls"][0]["arguments"], str) and isinstance(gt["masked_arguments"], list)
+        assert (
+            gt["calls"]
+            and isinstance(gt["calls"][0]["arguments"], str)
+            and isinstance(gt["masked_arguments"], list)
+        )
         info = row["extra_info"]
-        assert info["split"] in ("train", "heldout") and isinstance(json.loads(info["initial_state"]), dict)
+        assert info["split"] in ("train", "heldout") and isinstance(
+            json.loads(info["initial_state"]), dict
+        )
         assert isinstance(json.loads(info["expected_state"]), dict)
 
 
@@ -121,7 +135,9 @@ def test_run_writes_the_card_and_grpo_stats(sample_run: Any) -> None:
     assert (sample_run.dir / "pairs.jsonl").exists()
 
 
-def test_pairs_and_grpo_from_varied_rewards_load_both_ways(varied_groups: list[GroupScored], tmp_path: Path) -> None:
+def test_pairs_and_grpo_from_varied_rewards_load_both_ways(
+    varied_groups: list[GroupScored], tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     ctx = Ctx(out)
     pairs, grpo, card = Pairs(), Grpo(), Card()
@@ -144,7 +160,15 @@ def test_pairs_and_grpo_from_varied_rewards_load_both_ways(varied_groups: list[G
         assert row["chosen_reward"] == 1.0 and row["rejected_reward"] == 0.0
         assert row["prompt"][-1]["role"] == "user" and row["chosen"][0]["role"] == "assistant"
         assert row["task_id"] and row["env_id"] == "shop-v1"
-    assert set(ds.column_names) >= {"prompt", "chosen", "rejected", "chosen_reward", "rejected_reward", "task_id", "env_id"}
+    assert set(ds.column_names) >= {
+        "prompt",
+        "chosen",
+        "rejected",
+        "chosen_reward",
+        "rejected_reward",
+        "task_id",
+        "env_id",
+    }
 
     _, ds = load_both(out / "grpo.jsonl", tmp_path / "cache")
     assert len(ds) == 3 * len(varied)

@@ -33,14 +33,27 @@ def test_plugin_that_fails_to_import_is_listed_with_its_error(envk, thirdparty_s
     rows = {r["name"]: r for r in json.loads(proc.stdout)}
     broken = rows["broken"]
     assert "cannot be imported (on purpose)" in broken["error"]
-    assert broken["roles"] == [] and broken["distribution"] == "envkernel-broken" and broken["default"] is False
+    assert (
+        broken["roles"] == []
+        and broken["distribution"] == "envkernel-broken"
+        and broken["default"] is False
+    )
     assert "error" not in rows["mysampler"] and "error" not in rows["chains"]
     table = envk("plugins", env=_pp(thirdparty_site))
     assert table.returncode == 0 and "broken" in table.stdout
 
 
-def test_run_with_a_plugin_that_fails_to_import_warns_and_goes_on(envk, thirdparty_site: Path) -> None:
-    run = envk.run("--plugins", "+broken", "--set", "chains.tasks_per_env=3", run_id="broken", env=_pp(thirdparty_site))
+def test_run_with_a_plugin_that_fails_to_import_warns_and_goes_on(
+    envk, thirdparty_site: Path
+) -> None:
+    run = envk.run(
+        "--plugins",
+        "+broken",
+        "--set",
+        "chains.tasks_per_env=3",
+        run_id="broken",
+        env=_pp(thirdparty_site),
+    )
     # the run goes on, but a plugin the user selected is missing from it: exit 1, not 0 (issue 12)
     assert run.proc.returncode == 1 and run.summary["exit_code"] == 1, run.proc.stderr[-3000:]
     assert "warning: plugin 'broken' is broken and was skipped" in run.proc.stderr
@@ -49,25 +62,56 @@ def test_run_with_a_plugin_that_fails_to_import_warns_and_goes_on(envk, thirdpar
     assert s["tasks"] > 0 and s["mean_reward"] == 1.0 and s["failures"] == 0
 
 
-def test_a_raising_sampler_is_a_counted_failure_and_the_run_goes_on(envk, thirdparty_site: Path) -> None:
-    run = envk.run("--plugins", "+badsampler", "--set", "chains.tasks_per_env=3", run_id="badsampler", env=_pp(thirdparty_site))
+def test_a_raising_sampler_is_a_counted_failure_and_the_run_goes_on(
+    envk, thirdparty_site: Path
+) -> None:
+    run = envk.run(
+        "--plugins",
+        "+badsampler",
+        "--set",
+        "chains.tasks_per_env=3",
+        run_id="badsampler",
+        env=_pp(thirdparty_site),
+    )
     assert run.proc.returncode == 1, run.proc.stderr[-3000:]
     s = run.summary
     assert s["exit_code"] == 1
     assert s["failures"] == 1 and s["failures_by_plugin"] == {"badsampler": 1}
     (fail,) = run.jsonl("failures.jsonl")
-    assert fail["plugin"] == "badsampler" and fail["role"] == "sampler" and fail["event_kind"] == "env.verified"
+    assert (
+        fail["plugin"] == "badsampler"
+        and fail["role"] == "sampler"
+        and fail["event_kind"] == "env.verified"
+    )
     assert fail["error_type"] == "RuntimeError" and "exploded on shop-v1" in fail["message"]
     assert "BadSampler" in fail["traceback"] or "sample" in fail["traceback"]
     # the other sampler's work is all there
     assert s["tasks"] > 0 and s["mean_reward"] == 1.0
     assert all(t["sampler"] == "chains" for t in run.jsonl("tasks.jsonl"))
-    for name in ("tasks.jsonl", "rollouts.jsonl", "sft.jsonl", "rl.jsonl", "config.json", "envs/shop-v1/env.json"):
+    for name in (
+        "tasks.jsonl",
+        "rollouts.jsonl",
+        "sft.jsonl",
+        "rl.jsonl",
+        "config.json",
+        "envs/shop-v1/env.json",
+    ):
         assert (run.dir / name).is_file(), name
 
 
-def test_a_raising_policy_closes_its_groups_and_the_run_finishes(envk, thirdparty_site: Path) -> None:
-    run = envk.run("--plugins", "+crashy", "--policy", "crashy", "--set", "chains.tasks_per_env=3", run_id="crashy", env=_pp(thirdparty_site))
+def test_a_raising_policy_closes_its_groups_and_the_run_finishes(
+    envk, thirdparty_site: Path
+) -> None:
+    run = envk.run(
+        "--plugins",
+        "+crashy",
+        "--policy",
+        "crashy",
+        "--set",
+        "chains.tasks_per_env=3",
+        run_id="crashy",
+        env=_pp(thirdparty_site),
+    )
     assert run.proc.returncode == 1, run.proc.stderr[-3000:]
     s = run.summary
     assert s["tasks"] > 0  # the gate (reference / nothing) still passes them
@@ -75,7 +119,9 @@ def test_a_raising_policy_closes_its_groups_and_the_run_finishes(envk, thirdpart
     assert s["groups"] == s["tasks"]  # each group closed with its one member failed
     assert s["failures"] == s["tasks"] == s["failures_by_plugin"]["crashy"]
     fails = run.jsonl("failures.jsonl")
-    assert {(f["plugin"], f["role"], f["event_kind"], f["error_type"]) for f in fails} == {("crashy", "policy", "rollout.requested", "ValueError")}
+    assert {(f["plugin"], f["role"], f["event_kind"], f["error_type"]) for f in fails} == {
+        ("crashy", "policy", "rollout.requested", "ValueError")
+    }
     assert run.jsonl("sft.jsonl") == []
 
 
@@ -89,17 +135,36 @@ def test_a_raising_gate_policy_rejects_the_tasks_with_a_reason(envk, thirdparty_
     assert s["rejected"] == {"task:gate_failed": s["tasks_proposed"]}
     assert s["failures"] == s["tasks_proposed"]
     rejected = run.jsonl("rejected.jsonl")
-    assert len(rejected) == s["tasks_proposed"] and all(r["reason"] == "gate_failed" and "crashy" in r["detail"] for r in rejected)
+    assert len(rejected) == s["tasks_proposed"] and all(
+        r["reason"] == "gate_failed" and "crashy" in r["detail"] for r in rejected
+    )
 
 
-def test_sigterm_stops_the_run_with_exit_3_and_leaves_nothing_running(envk, processes_mentioning) -> None:
+def test_sigterm_stops_the_run_with_exit_3_and_leaves_nothing_running(
+    envk, processes_mentioning
+) -> None:
     log = (envk.cwd / "term.log").open("w+")
-    proc = envk.popen("run", "--source", "sample", "--out", "out", "--run-id", "term", "--no-progress", "-G", "16", stdout=log, stderr=log)
+    proc = envk.popen(
+        "run",
+        "--source",
+        "sample",
+        "--out",
+        "out",
+        "--run-id",
+        "term",
+        "--no-progress",
+        "-G",
+        "16",
+        stdout=log,
+        stderr=log,
+    )
     run_dir = envk.cwd / "out" / "term"
     try:
         deadline = time.monotonic() + 60
         rl = run_dir / "rl.jsonl"
-        while not (rl.exists() and rl.read_text().strip()):  # some groups are scored, more are coming
+        while not (
+            rl.exists() and rl.read_text().strip()
+        ):  # some groups are scored, more are coming
             assert proc.poll() is None, (envk.cwd / "term.log").read_text()[-3000:]
             assert time.monotonic() < deadline, "the run scored no group in 60 s"
             time.sleep(0.05)
@@ -122,7 +187,9 @@ def test_sigterm_stops_the_run_with_exit_3_and_leaves_nothing_running(envk, proc
     assert pq.read_table(run_dir / "rl.parquet").num_rows == rl_rows
     assert "trainer finished what it had" in err
     time.sleep(0.5)
-    assert processes_mentioning(str(run_dir / "nats")) == [], "the embedded nats-server outlived its run"
+    assert processes_mentioning(str(run_dir / "nats")) == [], (
+        "the embedded nats-server outlived its run"
+    )
     assert processes_mentioning(f"--parent-pid {proc.pid} ") == [], "sandboxes outlived their run"
 
 
@@ -151,14 +218,35 @@ def test_undecodable_bytes_are_logged_and_dropped(envk, nats_server: str) -> Non
 
             sub = await bus.nc.subscribe(f"envk.ev.{run_id}.task.gated", cb=on_gated)
             proc = await asyncio.create_subprocess_exec(
-                ENVKERNEL, "run", "--source", "sample", "--nats-url", nats_server, "--out", "out", "--run-id", run_id, "--no-progress", "--set", "chains.tasks_per_env=4",
-                cwd=envk.cwd, env=envk.env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                ENVKERNEL,
+                "run",
+                "--source",
+                "sample",
+                "--nats-url",
+                nats_server,
+                "--out",
+                "out",
+                "--run-id",
+                run_id,
+                "--no-progress",
+                "--set",
+                "chains.tasks_per_env=4",
+                cwd=envk.cwd,
+                env=envk.env,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
             )
             out, err = await asyncio.wait_for(proc.communicate(), 150)
             await sub.unsubscribe()
-            assert sent_during.is_set(), "no task.gated was seen: nothing was published during the run"
-            info = await bus.js.consumer_info(STREAM, durable_name("rollout.finished", "traceoutcome"))
-            assert info.num_ack_pending == 0 and info.num_pending == 0  # acked (dropped), not left for redelivery
+            assert sent_during.is_set(), (
+                "no task.gated was seen: nothing was published during the run"
+            )
+            info = await bus.js.consumer_info(
+                STREAM, durable_name("rollout.finished", "traceoutcome")
+            )
+            assert (
+                info.num_ack_pending == 0 and info.num_pending == 0
+            )  # acked (dropped), not left for redelivery
             assert info.num_redelivered == 0
             return proc.returncode or 0, out.decode(), err.decode()
         finally:
@@ -170,14 +258,18 @@ def test_undecodable_bytes_are_logged_and_dropped(envk, nats_server: str) -> Non
     assert drops, "the dropped bytes were not logged"
     assert all(d["subject"] == subject and d["level"] == "error" for d in drops)
     s = json.loads((envk.cwd / "out" / run_id / "summary.json").read_text())
-    assert s["undecodable_events"] == 2  # the coordinator saw both, and counted them apart from failures
+    assert (
+        s["undecodable_events"] == 2
+    )  # the coordinator saw both, and counted them apart from failures
     assert s["failures"] == 0 and s["tasks"] > 0 and s["mean_reward"] == 1.0
 
 
 @pytest.mark.timeout(120)
 async def test_undecodable_bytes_in_process(bus: Bus, nats_server: str, tmp_path: Path) -> None:
     """The same through the Python API (``prepare`` / ``execute``) on a shared server."""
-    prep = prepare(None, {"run_id": "inproc", "seed": 2, "sources": ["sample"]}, str(tmp_path / "out"))
+    prep = prepare(
+        None, {"run_id": "inproc", "seed": 2, "sources": ["sample"]}, str(tmp_path / "out")
+    )
     prep.config = msgspec.structs.replace(prep.config, settings={"chains": {"tasks_per_env": 3}})
     subject = "envk.ev.inproc.rollout.finished.traceoutcome"
     await bus.publish_wait(subject, GARBAGE, "inproc-garbage")

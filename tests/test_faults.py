@@ -72,22 +72,34 @@ def _wait_lines(path: Path, proc: subprocess.Popen[str], n: int = 1, timeout: fl
 def _agree(run_dir: Path) -> dict[str, Any]:
     """The summary and the JSONL files agree, and no line is torn or duplicated."""
     s = json.loads((run_dir / "summary.json").read_text())
-    for name, field in (("tasks.jsonl", "tasks"), ("rollouts.jsonl", "rollouts"), ("rejected.jsonl", "tasks_rejected")):
+    for name, field in (
+        ("tasks.jsonl", "tasks"),
+        ("rollouts.jsonl", "rollouts"),
+        ("rejected.jsonl", "tasks_rejected"),
+    ):
         path = run_dir / name
         lines = path.read_text().splitlines() if path.exists() else []
         rows = [json.loads(x) for x in lines]  # a torn line would not parse
         assert len(rows) == s[field], (name, len(rows), s[field])
-        key = (lambda r: r["id"]) if name == "tasks.jsonl" else (lambda r: json.dumps(r, sort_keys=True))
+        key = (
+            (lambda r: r["id"])
+            if name == "tasks.jsonl"
+            else (lambda r: json.dumps(r, sort_keys=True))
+        )
         assert len({key(r) for r in rows}) == len(rows), f"duplicated lines in {name}"
     return s
 
 
-# --- a bus that can come and go ---------------------------------------------------------------------
+# --- a bus that can come and go
+# ---------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def clean3(envk_factory: Any) -> Any:
     """A clean run of seed 3 (12 tasks), the reference of the restart and resume tests."""
-    clean = envk_factory("clean3").run("--seed", "3", "--set", "chains.tasks_per_env=12", run_id="clean")
+    clean = envk_factory("clean3").run(
+        "--seed", "3", "--set", "chains.tasks_per_env=12", run_id="clean"
+    )
     assert clean.proc.returncode == 0, clean.proc.stderr[-3000:]
     return clean
 
@@ -95,22 +107,51 @@ def clean3(envk_factory: Any) -> Any:
 def _same_outputs(run_dir: Path, clean: Any) -> dict[str, Any]:
     """``run_dir`` holds what the clean run holds: the same counts, tasks, rollouts and export rows, each once."""
     s, c = _agree(run_dir), clean.summary
-    assert (s["tasks"], s["rollouts"], s["groups"], s["failures"], s["infra_failures"]) == (c["tasks"], c["rollouts"], c["groups"], 0, 0)
-    rows = lambda d, name, key: sorted(key(json.loads(x)) for x in (d / name).read_text().splitlines())  # noqa: E731
-    for name, key in (("tasks.jsonl", lambda r: r["id"]), ("rollouts.jsonl", lambda r: (r["task_id"], r["trajectory"]["index"])),
-                      ("sft.jsonl", lambda r: (r["metadata"]["task_id"], r["metadata"]["index"])), ("rl.jsonl", lambda r: json.dumps(r, sort_keys=True))):
+    assert (s["tasks"], s["rollouts"], s["groups"], s["failures"], s["infra_failures"]) == (
+        c["tasks"],
+        c["rollouts"],
+        c["groups"],
+        0,
+        0,
+    )
+    rows = lambda d, name, key: sorted(
+        key(json.loads(x)) for x in (d / name).read_text().splitlines()
+    )
+    for name, key in (
+        ("tasks.jsonl", lambda r: r["id"]),
+        ("rollouts.jsonl", lambda r: (r["task_id"], r["trajectory"]["index"])),
+        ("sft.jsonl", lambda r: (r["metadata"]["task_id"], r["metadata"]["index"])),
+        ("rl.jsonl", lambda r: json.dumps(r, sort_keys=True)),
+    ):
         assert rows(run_dir, name, key) == rows(clean.dir, name, key), name
     return s
 
 
 def test_a_server_restart_mid_run_loses_and_duplicates_nothing(envk, own_server, clean3) -> None:
     server, url = own_server()
-    proc = envk.popen("run", "--source", "sample", "--nats-url", url, "--out", "out", "--run-id", "restart", "--no-progress", "--seed", "3",
-                      "--set", "chains.tasks_per_env=12", env={"ENVKERNEL_ACK_WAIT": "5"}, stdout=subprocess.DEVNULL,
-                      stderr=(envk.cwd / "restart.log").open("w"))
+    proc = envk.popen(
+        "run",
+        "--source",
+        "sample",
+        "--nats-url",
+        url,
+        "--out",
+        "out",
+        "--run-id",
+        "restart",
+        "--no-progress",
+        "--seed",
+        "3",
+        "--set",
+        "chains.tasks_per_env=12",
+        env={"ENVKERNEL_ACK_WAIT": "5"},
+        stdout=subprocess.DEVNULL,
+        stderr=(envk.cwd / "restart.log").open("w"),
+    )
     run_dir, log = envk.cwd / "out" / "restart", envk.cwd / "restart.log"
     try:
-        # The moment that hung a run: the sampler has just finished (its last PubAcks are in flight) while
+        # The moment that hung a run: the sampler has just finished (its last PubAcks are in flight)
+        # while
         # rollouts' sandbox calls are pending.
         deadline = time.monotonic() + 60
         while '"phrasings"' not in log.read_text():
@@ -133,8 +174,23 @@ def test_a_server_restart_mid_run_loses_and_duplicates_nothing(envk, own_server,
 
 def test_a_bus_gone_past_the_limit_ends_the_run_with_exit_3_saying_so(envk, own_server) -> None:
     server, url = own_server()
-    proc = envk.popen("run", "--source", "sample", "--nats-url", url, "--out", "out", "--run-id", "gone", "--no-progress", "-G", "16",
-                      env={"ENVKERNEL_BUS_LOST_SECONDS": "2"}, stdout=subprocess.DEVNULL, stderr=(envk.cwd / "gone.log").open("w"))
+    proc = envk.popen(
+        "run",
+        "--source",
+        "sample",
+        "--nats-url",
+        url,
+        "--out",
+        "out",
+        "--run-id",
+        "gone",
+        "--no-progress",
+        "-G",
+        "16",
+        env={"ENVKERNEL_BUS_LOST_SECONDS": "2"},
+        stdout=subprocess.DEVNULL,
+        stderr=(envk.cwd / "gone.log").open("w"),
+    )
     run_dir = envk.cwd / "out" / "gone"
     try:
         _wait_lines(run_dir / "rollouts.jsonl", proc, 1)
@@ -146,7 +202,11 @@ def test_a_bus_gone_past_the_limit_ends_the_run_with_exit_3_saying_so(envk, own_
         if proc.poll() is None:
             proc.kill()
     s = _agree(run_dir)
-    assert s["exit_code"] == 3 and "lost the bus" in s["aborted"] and "unreachable for more than 2 s" in s["aborted"], s["aborted"]
+    assert (
+        s["exit_code"] == 3
+        and "lost the bus" in s["aborted"]
+        and "unreachable for more than 2 s" in s["aborted"]
+    ), s["aborted"]
 
 
 def test_a_worker_killed_mid_run_loses_nothing(envk, nats_server: str, wait_for_log) -> None:
@@ -157,12 +217,40 @@ def test_a_worker_killed_mid_run_loses_nothing(envk, nats_server: str, wait_for_
     clean = envk.run("--seed", "5", "-G", "4", "--set", "chains.tasks_per_env=16", run_id="clean5")
     assert clean.proc.returncode == 0
     log = envk.cwd / "worker.log"
-    worker = envk.popen("--json-logs", "worker", "--plugins", "process,baselines,traceoutcome", "--nats-url", nats_server, env=env,
-                        stdout=subprocess.DEVNULL, stderr=log.open("w"))
+    worker = envk.popen(
+        "--json-logs",
+        "worker",
+        "--plugins",
+        "process,baselines,traceoutcome",
+        "--nats-url",
+        nats_server,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("w"),
+    )
     try:
         wait_for_log(log, "worker serving", worker)
-        proc = envk.popen("run", "--source", "sample", "--nats-url", nats_server, "--out", "out", "--run-id", "wk", "--no-progress", "--seed", "5",
-                          "-G", "4", "--set", "chains.tasks_per_env=16", env=env, stdout=subprocess.DEVNULL, stderr=(envk.cwd / "wk.log").open("w"))
+        proc = envk.popen(
+            "run",
+            "--source",
+            "sample",
+            "--nats-url",
+            nats_server,
+            "--out",
+            "out",
+            "--run-id",
+            "wk",
+            "--no-progress",
+            "--seed",
+            "5",
+            "-G",
+            "4",
+            "--set",
+            "chains.tasks_per_env=16",
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=(envk.cwd / "wk.log").open("w"),
+        )
         run_dir = envk.cwd / "out" / "wk"
         _wait_lines(run_dir / "rollouts.jsonl", proc, 8)
         worker.send_signal(signal.SIGKILL)
@@ -174,8 +262,17 @@ def test_a_worker_killed_mid_run_loses_nothing(envk, nats_server: str, wait_for_
                 p.kill()
     s = _agree(run_dir)
     c = clean.summary
-    assert (s["tasks"], s["rollouts"], s["groups"], s["failures"], s["infra_failures"]) == (c["tasks"], c["rollouts"], c["groups"], 0, 0)
-    rows = lambda d: sorted((r["task_id"], r["trajectory"]["index"]) for r in map(json.loads, (d / "rollouts.jsonl").read_text().splitlines()))  # noqa: E731
+    assert (s["tasks"], s["rollouts"], s["groups"], s["failures"], s["infra_failures"]) == (
+        c["tasks"],
+        c["rollouts"],
+        c["groups"],
+        0,
+        0,
+    )
+    rows = lambda d: sorted(
+        (r["task_id"], r["trajectory"]["index"])
+        for r in map(json.loads, (d / "rollouts.jsonl").read_text().splitlines())
+    )
     assert rows(run_dir) == rows(clean.dir)
 
 
@@ -205,16 +302,24 @@ async def test_an_open_in_flight_to_a_process_that_dies_fails_at_once(nats_serve
     from envkernel.sandbox import open_sandbox
     from envkernel_sample import shop_env
 
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", SLOW_OPENS, nats_server, stdout=asyncio.subprocess.PIPE)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", SLOW_OPENS, nats_server, stdout=asyncio.subprocess.PIPE
+    )
     bus = await Bus.connect(nats_server)
     try:
-        assert proc.stdout is not None and (await asyncio.wait_for(proc.stdout.readline(), 30)).strip() == b"serving"
+        assert (
+            proc.stdout is not None
+            and (await asyncio.wait_for(proc.stdout.readline(), 30)).strip() == b"serving"
+        )
         opening = asyncio.ensure_future(open_sandbox(bus, "slowopen", shop_env(), timeout=15))
         await asyncio.sleep(1.0)
         assert not opening.done()
         proc.kill()
         t0 = time.monotonic()
-        with pytest.raises(SandboxError, match="no sandbox from runner 'slowopen': the process that took .* is gone"):
+        with pytest.raises(
+            SandboxError,
+            match="no sandbox from runner 'slowopen': the process that took .* is gone",
+        ):
             await opening
         assert time.monotonic() - t0 < 6
     finally:
@@ -227,7 +332,16 @@ async def test_an_open_in_flight_to_a_process_that_dies_fails_at_once(nats_serve
 def test_a_worker_stops_on_sigterm_while_its_server_is_down(envk, own_server, wait_for_log) -> None:
     server, url = own_server()
     log = envk.cwd / "w.log"
-    worker = envk.popen("--json-logs", "worker", "--plugins", "baselines", "--nats-url", url, stdout=subprocess.DEVNULL, stderr=log.open("w"))
+    worker = envk.popen(
+        "--json-logs",
+        "worker",
+        "--plugins",
+        "baselines",
+        "--nats-url",
+        url,
+        stdout=subprocess.DEVNULL,
+        stderr=log.open("w"),
+    )
     try:
         wait_for_log(log, "worker serving", worker)
         _kill(server)
@@ -239,16 +353,35 @@ def test_a_worker_stops_on_sigterm_while_its_server_is_down(envk, own_server, wa
             worker.kill()
 
 
-# --- no orphans, and resume ------------------------------------------------------------------------
+# --- no orphans, and resume
+# ------------------------------------------------------------------------
 
-def test_a_killed_run_leaves_no_sandbox_and_resumes_to_a_clean_runs_result(envk, clean3, processes_mentioning) -> None:
+
+def test_a_killed_run_leaves_no_sandbox_and_resumes_to_a_clean_runs_result(
+    envk, clean3, processes_mentioning
+) -> None:
     """kill -9 of ``envkernel run``: within seconds its embedded server and its sandboxes' processes, folders and
     cgroups are gone (parent-death signals, the process runner's reaper); ``envkernel run --resume`` then ends with the clean run's outputs, each once."""
     from envkernel_process.confine import OWNER_FILE, host_support
 
     env = {"ENVKERNEL_ACK_WAIT": "3"}
-    proc = envk.popen("run", "--source", "sample", "--out", "out", "--run-id", "killed", "--no-progress", "--seed", "3",
-                      "--set", "chains.tasks_per_env=12", env=env, stdout=subprocess.DEVNULL, stderr=(envk.cwd / "killed.log").open("w"))
+    proc = envk.popen(
+        "run",
+        "--source",
+        "sample",
+        "--out",
+        "out",
+        "--run-id",
+        "killed",
+        "--no-progress",
+        "--seed",
+        "3",
+        "--set",
+        "chains.tasks_per_env=12",
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=(envk.cwd / "killed.log").open("w"),
+    )
     run_dir = envk.cwd / "out" / "killed"
 
     def sandboxes() -> list[Path]:
@@ -264,8 +397,15 @@ def test_a_killed_run_leaves_no_sandbox_and_resumes_to_a_clean_runs_result(envk,
     try:
         _wait_lines(run_dir / "rollouts.jsonl", proc, 4)
         folders = sandboxes()
-        cgroups = [Path(base, "envk-" + d.name.split("-")[1]) for d in folders for _v, base in host_support().cgroups.values()]
-        assert folders and (all(c.is_dir() for c in cgroups) or not host_support().cgroups), (folders, cgroups)
+        cgroups = [
+            Path(base, "envk-" + d.name.split("-")[1])
+            for d in folders
+            for _v, base in host_support().cgroups.values()
+        ]
+        assert folders and (all(c.is_dir() for c in cgroups) or not host_support().cgroups), (
+            folders,
+            cgroups,
+        )
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     finally:
@@ -274,9 +414,15 @@ def test_a_killed_run_leaves_no_sandbox_and_resumes_to_a_clean_runs_result(envk,
     deadline = time.monotonic() + 5
     while (sandboxes() or any(c.exists() for c in cgroups)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert sandboxes() == [] and [c for c in cgroups if c.exists()] == [], "the killed run's sandbox folders or cgroups remain"
-    assert processes_mentioning(f"--parent-pid {proc.pid} ") == [], "the killed run's sandbox processes remain"
-    assert processes_mentioning(str(run_dir / "nats"), wait=5) == [], "the embedded nats-server outlived its killed run"
+    assert sandboxes() == [] and [c for c in cgroups if c.exists()] == [], (
+        "the killed run's sandbox folders or cgroups remain"
+    )
+    assert processes_mentioning(f"--parent-pid {proc.pid} ") == [], (
+        "the killed run's sandbox processes remain"
+    )
+    assert processes_mentioning(str(run_dir / "nats"), wait=5) == [], (
+        "the embedded nats-server outlived its killed run"
+    )
     assert not (run_dir / "summary.json").exists()
     resumed = envk("run", "--resume", str(run_dir), "--no-progress", env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -292,6 +438,7 @@ def test_a_killed_run_leaves_no_sandbox_and_resumes_to_a_clean_runs_result(envk,
 
 # --- resources run out loudly ---------------------------------------------------------------------
 
+
 def test_a_full_disk_under_the_run_folder_aborts_with_exit_3_and_no_torn_line(envk) -> None:
     """``tasks.jsonl`` is /dev/full: every write fails with ENOSPC, as on a full disk."""
     run_dir = envk.cwd / "out" / "full"
@@ -300,7 +447,11 @@ def test_a_full_disk_under_the_run_folder_aborts_with_exit_3_and_no_torn_line(en
     run = envk.run(run_id="full")
     assert run.proc.returncode == 3, run.proc.stderr[-3000:]
     s = run.summary
-    assert s["exit_code"] == 3 and "No space left on device" in s["aborted"] and "disk holding the run folder is full" in s["aborted"]
+    assert (
+        s["exit_code"] == 3
+        and "No space left on device" in s["aborted"]
+        and "disk holding the run folder is full" in s["aborted"]
+    )
     for name in ("rollouts.jsonl", "rejected.jsonl", "failures.jsonl"):
         if (run_dir / name).exists():
             [json.loads(x) for x in (run_dir / name).read_text().splitlines()]
@@ -308,24 +459,43 @@ def test_a_full_disk_under_the_run_folder_aborts_with_exit_3_and_no_torn_line(en
 
 def test_a_full_jetstream_store_aborts_the_run_naming_the_cause(envk, tmp_path: Path) -> None:
     conf = tmp_path / "small.conf"
-    conf.write_text(f'jetstream {{ store_dir: "{tmp_path / "js"}", max_file_store: 262144 }}\nmax_payload: 8388608\n')
+    conf.write_text(
+        f'jetstream {{ store_dir: "{tmp_path / "js"}", max_file_store: 262144 }}\nmax_payload: 8388608\n'
+    )
     port = _free_port()
-    server = subprocess.Popen([find_server_binary(), "-c", str(conf), "-a", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [find_server_binary(), "-c", str(conf), "-a", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         time.sleep(0.5)
-        run = envk.run("--nats-url", f"nats://127.0.0.1:{port}", "-G", "16", run_id="store", timeout=100)
+        run = envk.run(
+            "--nats-url", f"nats://127.0.0.1:{port}", "-G", "16", run_id="store", timeout=100
+        )
     finally:
         server.kill()
         server.wait()
     assert run.proc.returncode == 3, run.proc.stderr[-3000:]
-    assert "store is full" in run.summary["aborted"] and "Free disk space" in run.summary["aborted"], run.summary["aborted"]
+    assert (
+        "store is full" in run.summary["aborted"] and "Free disk space" in run.summary["aborted"]
+    ), run.summary["aborted"]
     _agree(run.dir)
 
 
 # --- a bus that lets no one in --------------------------------------------------------------------
 
-@pytest.mark.parametrize("creds", [{"ENVKERNEL_NATS_TOKEN": "tok-7f3a9c1e"}, {"ENVKERNEL_NATS_USER": "envk", "ENVKERNEL_NATS_PASSWORD": "pw-51d0b2aa"}])
-def test_a_client_without_credentials_can_neither_read_nor_publish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, creds: dict[str, str]) -> None:
+
+@pytest.mark.parametrize(
+    "creds",
+    [
+        {"ENVKERNEL_NATS_TOKEN": "tok-7f3a9c1e"},
+        {"ENVKERNEL_NATS_USER": "envk", "ENVKERNEL_NATS_PASSWORD": "pw-51d0b2aa"},
+    ],
+)
+def test_a_client_without_credentials_can_neither_read_nor_publish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, creds: dict[str, str]
+) -> None:
     for k, v in creds.items():
         monkeypatch.setenv(k, v)
     secret = next(v for k, v in creds.items() if k != "ENVKERNEL_NATS_USER")
@@ -333,8 +503,12 @@ def test_a_client_without_credentials_can_neither_read_nor_publish(tmp_path: Pat
         host, port = server.url.rsplit("/", 1)[1].split(":")
 
         async def scenario() -> None:
-            with pytest.raises(Exception, match="(?i)authorization"):  # the client library refuses to go on
-                await nats.connect(server.url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2)
+            with pytest.raises(
+                Exception, match="(?i)authorization"
+            ):  # the client library refuses to go on
+                await nats.connect(
+                    server.url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2
+                )
             bus = await Bus.connect(server.url)  # with the credentials (from the environment)
             got: list[bytes] = []
 
@@ -345,12 +519,16 @@ def test_a_client_without_credentials_can_neither_read_nor_publish(tmp_path: Pat
             # a raw client without credentials: subscribe and publish, then see what the server says
             r, w = await asyncio.open_connection(host, int(port))
             await r.readline()  # INFO
-            w.write(b'CONNECT {"verbose":false,"pedantic":false}\r\nSUB envk.ev.> 1\r\nPUB envk.ev.x.run.started 5\r\nhello\r\nPING\r\n')
+            w.write(
+                b'CONNECT {"verbose":false,"pedantic":false}\r\nSUB envk.ev.> 1\r\nPUB envk.ev.x.run.started 5\r\nhello\r\nPING\r\n'
+            )
             await w.drain()
             answer = await asyncio.wait_for(r.read(4096), 5)
             assert b"Authorization Violation" in answer and b"PONG" not in answer, answer
             assert await asyncio.wait_for(r.read(), 5) == b""  # the server closed the connection
-            await bus.publish_wait("envk.ev.authed.run.started", b"x", "authed-1")  # the authenticated client works
+            await bus.publish_wait(
+                "envk.ev.authed.run.started", b"x", "authed-1"
+            )  # the authenticated client works
             await asyncio.sleep(0.3)
             assert got == [b"x"], got  # the raw client's message never arrived
             await sub.unsubscribe()
@@ -376,31 +554,63 @@ def _tls_and_nkeys(d: Path) -> dict[str, str]:
     from cryptography.x509.oid import NameOID
 
     d.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
 
     def cert(name: str, key: Any, issuer: Any, signer: Any, ca: bool) -> x509.Certificate:
-        b = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-             .issuer_name(issuer).public_key(key.public_key()).serial_number(x509.random_serial_number())
-             .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        b = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+            .issuer_name(issuer)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
         if not ca:
-            b = b.add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            b = b.add_extension(
+                x509.SubjectAlternativeName(
+                    [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                ),
+                critical=False,
+            )
         return b.sign(signer, hashes.SHA256())
 
-    ca_key, srv_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca = cert("envk test CA", ca_key, x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "envk test CA")]), ca_key, True)
+    ca_key, srv_key = (
+        ec.generate_private_key(ec.SECP256R1()),
+        ec.generate_private_key(ec.SECP256R1()),
+    )
+    ca = cert(
+        "envk test CA",
+        ca_key,
+        x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "envk test CA")]),
+        ca_key,
+        True,
+    )
     srv = cert("127.0.0.1", srv_key, ca.subject, ca_key, False)
     pem = lambda c: c.public_bytes(serialization.Encoding.PEM)  # noqa: E731
     (d / "ca.pem").write_bytes(pem(ca))
     (d / "server.pem").write_bytes(pem(srv))
-    (d / "server.key").write_bytes(srv_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    (d / "server.key").write_bytes(
+        srv_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     (d / "user.nk").write_bytes(nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER))
     (d / "other.nk").write_bytes(nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER))
-    return {"ENVKERNEL_NATS_NKEY_SEED": str(d / "user.nk"), "ENVKERNEL_NATS_TLS_CERT": str(d / "server.pem"),
-            "ENVKERNEL_NATS_TLS_KEY": str(d / "server.key"), "ENVKERNEL_NATS_TLS_CA": str(d / "ca.pem")}
+    return {
+        "ENVKERNEL_NATS_NKEY_SEED": str(d / "user.nk"),
+        "ENVKERNEL_NATS_TLS_CERT": str(d / "server.pem"),
+        "ENVKERNEL_NATS_TLS_KEY": str(d / "server.key"),
+        "ENVKERNEL_NATS_TLS_CA": str(d / "ca.pem"),
+    }
 
 
-def test_nkeys_and_tls_let_in_only_the_right_key_and_say_what_is_wrong(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nkeys_and_tls_let_in_only_the_right_key_and_say_what_is_wrong(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     env = _tls_and_nkeys(tmp_path / "creds")
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -418,14 +628,28 @@ def test_nkeys_and_tls_let_in_only_the_right_key_and_say_what_is_wrong(tmp_path:
             bus = await Bus.connect(server.url)  # the right seed, over TLS verified by the CA
             await bus.publish_wait("envk.ev.tls.run.started", b"x", "tls-1")
             await bus.close()
-            await refused("refused the credentials", ENVKERNEL_NATS_NKEY_SEED=env["ENVKERNEL_NATS_NKEY_SEED"].replace("user", "other"))
+            await refused(
+                "refused the credentials",
+                ENVKERNEL_NATS_NKEY_SEED=env["ENVKERNEL_NATS_NKEY_SEED"].replace("user", "other"),
+            )
             await refused("refused the credentials", ENVKERNEL_NATS_NKEY_SEED=None)
-            await refused("could not be verified: set ENVKERNEL_NATS_TLS_CA", ENVKERNEL_NATS_TLS_CA=None)
-            await refused("is not an nkey seed", ENVKERNEL_NATS_NKEY_SEED=env["ENVKERNEL_NATS_TLS_CA"])
-            await refused("ENVKERNEL_NATS_NKEY_SEED=.*no such readable file", ENVKERNEL_NATS_NKEY_SEED=str(tmp_path / "missing.nk"))
-            r, w = await asyncio.open_connection(host, int(port))  # plain TCP: the server talks TLS only
+            await refused(
+                "could not be verified: set ENVKERNEL_NATS_TLS_CA", ENVKERNEL_NATS_TLS_CA=None
+            )
+            await refused(
+                "is not an nkey seed", ENVKERNEL_NATS_NKEY_SEED=env["ENVKERNEL_NATS_TLS_CA"]
+            )
+            await refused(
+                "ENVKERNEL_NATS_NKEY_SEED=.*no such readable file",
+                ENVKERNEL_NATS_NKEY_SEED=str(tmp_path / "missing.nk"),
+            )
+            r, w = await asyncio.open_connection(
+                host, int(port)
+            )  # plain TCP: the server talks TLS only
             await r.readline()
-            w.write(b'CONNECT {"verbose":false}\r\nPUB envk.ev.x.run.started 5\r\nhello\r\nPING\r\n')
+            w.write(
+                b'CONNECT {"verbose":false}\r\nPUB envk.ev.x.run.started 5\r\nhello\r\nPING\r\n'
+            )
             await w.drain()
             answer = await asyncio.wait_for(r.read(4096), 5)
             assert b"PONG" not in answer, answer
@@ -439,27 +663,68 @@ def test_nkeys_and_tls_let_in_only_the_right_key_and_say_what_is_wrong(tmp_path:
     assert "nkey: U" in (tmp_path / "nats" / "nats-server.conf").read_text()
     with monkeypatch.context() as m:
         m.setenv("ENVKERNEL_NATS_TLS_KEY", "")
-        with pytest.raises(ServerError, match="set both ENVKERNEL_NATS_TLS_CERT and ENVKERNEL_NATS_TLS_KEY"):
+        with pytest.raises(
+            ServerError, match="set both ENVKERNEL_NATS_TLS_CERT and ENVKERNEL_NATS_TLS_KEY"
+        ):
             EmbeddedServer(tmp_path / "nats2").start()
 
 
-def test_a_worker_a_run_and_a_tap_over_tls_with_an_nkey(envk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wait_for_log) -> None:
+def test_a_worker_a_run_and_a_tap_over_tls_with_an_nkey(
+    envk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wait_for_log
+) -> None:
     """The seed (a secret) stays out of the run's files, its logs and the worker's; a tap without it is refused, saying why."""
     env = _tls_and_nkeys(tmp_path / "creds")
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     with EmbeddedServer(tmp_path / "nats") as server:
         log = envk.cwd / "worker.log"
-        worker = envk.popen("--json-logs", "--log-level", "debug", "worker", "--plugins", "baselines,traceoutcome", "--nats-url", server.url, env=env,
-                            stdout=subprocess.DEVNULL, stderr=log.open("w"))
+        worker = envk.popen(
+            "--json-logs",
+            "--log-level",
+            "debug",
+            "worker",
+            "--plugins",
+            "baselines,traceoutcome",
+            "--nats-url",
+            server.url,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log.open("w"),
+        )
         try:
             wait_for_log(log, "worker serving", worker)
-            run = envk.run("--nats-url", server.url, "--set", "chains.tasks_per_env=4", run_id="tls", env=env)
+            run = envk.run(
+                "--nats-url", server.url, "--set", "chains.tasks_per_env=4", run_id="tls", env=env
+            )
             assert run.proc.returncode == 0, run.proc.stderr[-3000:]
-            tapped = envk("tap", "envk.ev.tls.task.gated", "--from-start", "--nats-url", server.url, "--json", "--limit", "2", env=env, timeout=60)
-            assert tapped.returncode == 0 and len(tapped.stdout.splitlines()) == 2, tapped.stderr[-2000:]
-            plain = envk("tap", "--from-start", "--nats-url", server.url, "--limit", "1", env={**env, "ENVKERNEL_NATS_NKEY_SEED": ""}, timeout=60)
-            assert plain.returncode == 3 and "refused the credentials" in plain.stderr, plain.stderr[-2000:]
+            tapped = envk(
+                "tap",
+                "envk.ev.tls.task.gated",
+                "--from-start",
+                "--nats-url",
+                server.url,
+                "--json",
+                "--limit",
+                "2",
+                env=env,
+                timeout=60,
+            )
+            assert tapped.returncode == 0 and len(tapped.stdout.splitlines()) == 2, tapped.stderr[
+                -2000:
+            ]
+            plain = envk(
+                "tap",
+                "--from-start",
+                "--nats-url",
+                server.url,
+                "--limit",
+                "1",
+                env={**env, "ENVKERNEL_NATS_NKEY_SEED": ""},
+                timeout=60,
+            )
+            assert plain.returncode == 3 and "refused the credentials" in plain.stderr, (
+                plain.stderr[-2000:]
+            )
             worker.send_signal(signal.SIGTERM)
             assert worker.wait(timeout=30) == 0, log.read_text()[-3000:]
             assert '"event": "handled"' in log.read_text(), "the worker served nothing"
@@ -486,17 +751,39 @@ def test_forged_events_neither_end_nor_hang_a_run(envk, nats_server: str) -> Non
             if sent.is_set():
                 return
             sent.set()
-            forged = Handled(run="forged", id="f" * 24, parent="0" * 24, time=time.time(), handler="reference",
-                             events=[f"{i:024x}" for i in range(500)], children=[0] * 500)
+            forged = Handled(
+                run="forged",
+                id="f" * 24,
+                parent="0" * 24,
+                time=time.time(),
+                handler="reference",
+                events=[f"{i:024x}" for i in range(500)],
+                children=[0] * 500,
+            )
             await bus.publish_wait("envk.ev.forged.kernel.handled", encode(forged), forged.id)
             ending = RunEnding(run="forged", id="e" * 24, iteration=0, time=time.time())
             await bus.publish_wait("envk.ev.forged.run.ending.reference", encode(ending), ending.id)
 
         sub = await bus.nc.subscribe("envk.ev.forged.task.gated", cb=on_gated)
         proc = await asyncio.create_subprocess_exec(
-            ENVKERNEL, "run", "--source", "sample",
-            "--nats-url", nats_server, "--out", "out", "--run-id", "forged", "--no-progress", "--seed", "9",
-            cwd=envk.cwd, env=envk.env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+            ENVKERNEL,
+            "run",
+            "--source",
+            "sample",
+            "--nats-url",
+            nats_server,
+            "--out",
+            "out",
+            "--run-id",
+            "forged",
+            "--no-progress",
+            "--seed",
+            "9",
+            cwd=envk.cwd,
+            env=envk.env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
         _, err = await asyncio.wait_for(proc.communicate(), 100)
         (envk.cwd / "forged.log").write_bytes(err)
         await sub.unsubscribe()
@@ -507,19 +794,34 @@ def test_forged_events_neither_end_nor_hang_a_run(envk, nats_server: str) -> Non
     assert asyncio.run(scenario()) == 0, (envk.cwd / "forged.log").read_text()[-3000:]
     run_dir = envk.cwd / "out" / "forged"
     s = _agree(run_dir)
-    assert (s["tasks"], s["rollouts"], s["groups"]) == (clean.summary["tasks"], clean.summary["rollouts"], clean.summary["groups"])
+    assert (s["tasks"], s["rollouts"], s["groups"]) == (
+        clean.summary["tasks"],
+        clean.summary["rollouts"],
+        clean.summary["groups"],
+    )
     assert s["undecodable_events"] == 1  # the misrouted run.ending
     import pyarrow.parquet as pq
 
-    assert pq.read_table(run_dir / "rl.parquet").num_rows == len((run_dir / "rl.jsonl").read_text().splitlines()) == s["tasks"]
+    assert (
+        pq.read_table(run_dir / "rl.parquet").num_rows
+        == len((run_dir / "rl.jsonl").read_text().splitlines())
+        == s["tasks"]
+    )
 
 
-def test_a_worker_releases_a_finished_runs_sandboxes(envk, nats_server: str, worker_process, processes_mentioning) -> None:
+def test_a_worker_releases_a_finished_runs_sandboxes(
+    envk, nats_server: str, worker_process, processes_mentioning
+) -> None:
     with worker_process("process,baselines,traceoutcome"):
-        (pid,) = processes_mentioning(f"worker --plugins process,baselines,traceoutcome --nats-url {nats_server}")  # this test's worker only
+        (pid,) = processes_mentioning(
+            f"worker --plugins process,baselines,traceoutcome --nats-url {nats_server}"
+        )  # this test's worker only
         run = envk.run("--nats-url", nats_server, "-G", "8", run_id="release")
         assert run.proc.returncode == 0, run.proc.stderr[-3000:]
-        def sandboxes() -> list[int]:  # the executors; not the runner's zygote (its child, which forks them)
+
+        def sandboxes() -> list[
+            int
+        ]:  # the executors; not the runner's zygote (its child, which forks them)
             found = processes_mentioning(f"--parent-pid {pid} ")
             return [p for p in found if not (_ppid(p) == pid and "--zygote" in _cmdline(p))]
 
@@ -531,7 +833,9 @@ def test_a_worker_releases_a_finished_runs_sandboxes(envk, nats_server: str, wor
 
 def _cmdline(pid: int) -> str:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        return (
+            Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        )
     except OSError:
         return ""
 
@@ -569,7 +873,20 @@ class NetnsHosts:
         self._ip("-n", self.switch, "link", "set", "br0", "up")
         for i, ns in enumerate(self.names):
             self._ip("netns", "add", ns)
-            self._ip("-n", self.switch, "link", "add", f"vh{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
+            self._ip(
+                "-n",
+                self.switch,
+                "link",
+                "add",
+                f"vh{i}",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "eth0",
+                "netns",
+                ns,
+            )
             self._ip("-n", self.switch, "link", "set", f"vh{i}", "master", "br0", "up")
             self._ip("-n", ns, "addr", "add", f"{self.addrs[i]}/24", "dev", "eth0")
             self._ip("-n", ns, "link", "set", "eth0", "up")
@@ -596,8 +913,14 @@ def _netns_available() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("ip") is not None
 
 
-@pytest.mark.timeout(300)  # a hang guard: a cut-off host's work is redelivered after ack waits, slow beside another test worker
-def test_a_cluster_of_three_hosts_loses_nothing_when_a_host_is_cut_off(envk, tmp_path: Path, clean3, wait_for_log) -> None:
+@pytest.mark.timeout(
+    300
+    # a hang guard: a cut-off host's work is redelivered after ack waits, slow beside another test
+    # worker
+)
+def test_a_cluster_of_three_hosts_loses_nothing_when_a_host_is_cut_off(
+    envk, tmp_path: Path, clean3, wait_for_log
+) -> None:
     """Four hosts (network namespaces): the run on h0; NATS nodes on h1, h2, h3 with the stream replicated
     (R3); workers serving the sandboxes, policies and reward on h2 and h3. Mid-run h2 is cut off (its link
     goes down: a node and a worker gone at once); the run ends with the clean run's outputs, each once.
@@ -608,25 +931,74 @@ def test_a_cluster_of_three_hosts_loses_nothing_when_a_host_is_cut_off(envk, tmp
 
     hosts = NetnsHosts(4) if _netns_available() else None
     on = hosts.on if hosts else (lambda i: [])
-    env = {**envk.env, "ENVKERNEL_STREAM_REPLICAS": "3", "ENVKERNEL_ACK_WAIT": "3", "ENVKERNEL_NATS_PING_SECONDS": "1"}
+    env = {
+        **envk.env,
+        "ENVKERNEL_STREAM_REPLICAS": "3",
+        "ENVKERNEL_ACK_WAIT": "3",
+        "ENVKERNEL_NATS_PING_SECONDS": "1",
+    }
     procs: list[subprocess.Popen[str]] = []
     cluster = None
     try:
-        cluster = LocalCluster(tmp_path / "cluster", hosts=hosts.addrs[1:] if hosts else None, wrap=lambda i: on(i + 1), ping=1)
+        cluster = LocalCluster(
+            tmp_path / "cluster",
+            hosts=hosts.addrs[1:] if hosts else None,
+            wrap=lambda i: on(i + 1),
+            ping=1,
+        )
 
         def start(i: int, *args: str, log: str) -> subprocess.Popen[str]:
-            p = subprocess.Popen([*on(i), ENVKERNEL, "--json-logs", *args], cwd=envk.cwd, env=env, text=True,
-                                 stdout=subprocess.DEVNULL, stderr=(envk.cwd / log).open("w"))
+            p = subprocess.Popen(
+                [*on(i), ENVKERNEL, "--json-logs", *args],
+                cwd=envk.cwd,
+                env=env,
+                text=True,
+                stdout=subprocess.DEVNULL,
+                stderr=(envk.cwd / log).open("w"),
+            )
             procs.append(p)
             return p
 
-        ready = subprocess.run([*on(0), sys.executable, "-c", READY_AND_SET_UP, cluster.url], env=env, capture_output=True, text=True, timeout=90)
+        ready = subprocess.run(
+            [*on(0), sys.executable, "-c", READY_AND_SET_UP, cluster.url],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
         assert ready.returncode == 0, ready.stderr[-2000:]
-        workers = [start(i, "worker", "--plugins", "process,baselines,traceoutcome", "--nats-url", cluster.url, log=f"w{i}.log") for i in (2, 3)]
+        workers = [
+            start(
+                i,
+                "worker",
+                "--plugins",
+                "process,baselines,traceoutcome",
+                "--nats-url",
+                cluster.url,
+                log=f"w{i}.log",
+            )
+            for i in (2, 3)
+        ]
         for w, i in zip(workers, (2, 3), strict=True):
             wait_for_log(envk.cwd / f"w{i}.log", "worker serving", w)
-        proc = start(0, "run", "--source", "sample", "--nats-url", cluster.url, "--out", "out", "--run-id", "hosts", "--no-progress",
-                     "--seed", "3", "--set", "chains.tasks_per_env=12", log="hosts.log")
+        proc = start(
+            0,
+            "run",
+            "--source",
+            "sample",
+            "--nats-url",
+            cluster.url,
+            "--out",
+            "out",
+            "--run-id",
+            "hosts",
+            "--no-progress",
+            "--seed",
+            "3",
+            "--set",
+            "chains.tasks_per_env=12",
+            log="hosts.log",
+        )
         run_dir = envk.cwd / "out" / "hosts"
         _wait_lines(run_dir / "rollouts.jsonl", proc, 4)
         if hosts:

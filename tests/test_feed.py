@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import nats
+
 from envkernel_bus import Feed
 
 
@@ -16,7 +17,9 @@ async def _until(cond, seconds: float = 5.0) -> None:  # type: ignore[no-untyped
         await asyncio.sleep(0.05)
 
 
-async def test_a_feed_that_lost_its_consumer_goes_on_from_the_next_message(nats_server: str) -> None:
+async def test_a_feed_that_lost_its_consumer_goes_on_from_the_next_message(
+    nats_server: str,
+) -> None:
     nc = await nats.connect(nats_server)
     js = nc.jetstream()
     await js.add_stream(name="FEEDTEST", subjects=["feedtest.>"])
@@ -46,7 +49,9 @@ async def test_a_feed_that_lost_its_consumer_goes_on_from_the_next_message(nats_
     await nc.close()
 
 
-async def test_an_object_read_that_stalls_is_asked_again_and_then_fails_clearly(nats_server: str) -> None:
+async def test_an_object_read_that_stalls_is_asked_again_and_then_fails_clearly(
+    nats_server: str,
+) -> None:
     """nats-py reads an object's chunks with no timeout: with its chunks gone from the stream (as a lost
     last chunk leaves it) the read waits for ever. ``Bus.get_object`` bounds each try and says so."""
     from envkernel_bus import Bus, BusError
@@ -57,7 +62,9 @@ async def test_an_object_read_that_stalls_is_asked_again_and_then_fails_clearly(
         assert await bus.get_object("stall-test") == b"x" * 300_000
         info = await bus.objects.get_info("stall-test")
         stream = f"OBJ_{info.bucket}"
-        await bus.js.purge_stream(stream, subject=f"$O.{info.bucket}.C.{info.nuid}")  # the chunks vanish, the info stays
+        await bus.js.purge_stream(
+            stream, subject=f"$O.{info.bucket}.C.{info.nuid}"
+        )  # the chunks vanish, the info stays
         t0 = asyncio.get_running_loop().time()
         try:
             await bus.get_object("stall-test", timeout=0.5, attempts=2)

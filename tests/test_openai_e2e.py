@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from envkernel_kit.scripted import ByTurn, Oracle, ScriptedServer, completion, no_choices, tool_call
 
 pytest.importorskip("envkernel_sample")
@@ -29,9 +30,26 @@ TASKS_PER_ENV = 5
 played and checked, over 35 tasks instead of 140 (each test makes one run of them per policy)."""
 
 
-def run(out: Path, run_id: str, *args: str, env: dict[str, str] | None = None, config: str | None = None) -> tuple[subprocess.CompletedProcess[str], Path]:
-    cmd = [ENVKERNEL, "--json-logs", "run", "--out", str(out), "--run-id", run_id, "--seed", "3", "--no-progress", "--timeout", "240",
-           "--set", f"chains.tasks_per_env={TASKS_PER_ENV}", *args]
+def run(
+    out: Path, run_id: str, *args: str, env: dict[str, str] | None = None, config: str | None = None
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    cmd = [
+        ENVKERNEL,
+        "--json-logs",
+        "run",
+        "--out",
+        str(out),
+        "--run-id",
+        run_id,
+        "--seed",
+        "3",
+        "--no-progress",
+        "--timeout",
+        "240",
+        "--set",
+        f"chains.tasks_per_env={TASKS_PER_ENV}",
+        *args,
+    ]
     if config is not None:
         path = out / f"{run_id}.toml"
         out.mkdir(parents=True, exist_ok=True)
@@ -39,7 +57,9 @@ def run(out: Path, run_id: str, *args: str, env: dict[str, str] | None = None, c
         cmd += ["--config", str(path)]
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ENVKERNEL_"))}
     full_env.update(env or {})
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=300, check=False)
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, env=full_env, timeout=300, check=False
+    )
     return proc, out / run_id
 
 
@@ -85,9 +105,21 @@ def model_env(srv: ScriptedServer) -> dict[str, str]:
     return {"OPENAI_BASE_URL": srv.base_url, "OPENAI_API_KEY": SECRET, "OPENAI_MODEL": "scripted"}
 
 
-def test_openai_policy_solves_every_task_and_leaks_no_secret(tmp_path: Path, reference_tasks: list[dict[str, Any]]) -> None:
+def test_openai_policy_solves_every_task_and_leaks_no_secret(
+    tmp_path: Path, reference_tasks: list[dict[str, Any]]
+) -> None:
     with ScriptedServer(Oracle(reference_tasks), record=True) as srv:
-        proc, folder = run(tmp_path, "oai", "--plugins", "+openai", "--policy", "openai", "-G", "2", env=model_env(srv))
+        proc, folder = run(
+            tmp_path,
+            "oai",
+            "--plugins",
+            "+openai",
+            "--policy",
+            "openai",
+            "-G",
+            "2",
+            env=model_env(srv),
+        )
         auths = set(srv.authorizations)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((folder / "summary.json").read_text())
@@ -101,7 +133,9 @@ def test_openai_policy_solves_every_task_and_leaks_no_secret(tmp_path: Path, ref
         assert t["policy"] == "openai" and t["termination"] == "answer" and t["format_errors"] == 0
         assert t["usage"]["prompt_tokens"] > 0 and len(t["latencies"]) >= 2
     assert {r["trajectory"]["index"] for r in rollouts} == {0, 1}
-    assert sorted(t["id"] for t in lines(folder / "tasks.jsonl")) == sorted(t["id"] for t in reference_tasks)
+    assert sorted(t["id"] for t in lines(folder / "tasks.jsonl")) == sorted(
+        t["id"] for t in reference_tasks
+    )
     # the key was really used, and it is nowhere in the run folder (config, outputs, NATS store)
     assert auths == {f"Bearer {SECRET}"}
     assert (folder / "nats").is_dir()
@@ -111,15 +145,30 @@ def test_openai_policy_solves_every_task_and_leaks_no_secret(tmp_path: Path, ref
     assert files_containing(folder / "nats", b"rollout.step.v1")
 
 
-def test_a_misbehaving_model_still_finishes_and_is_counted(tmp_path: Path, reference_tasks: list[dict[str, Any]]) -> None:
+def test_a_misbehaving_model_still_finishes_and_is_counted(
+    tmp_path: Path, reference_tasks: list[dict[str, Any]]
+) -> None:
     """Malformed tool-call JSON, then a reply with no choices, on every rollout; scored by the checklist."""
     script = ByTurn([completion("", [tool_call("get_product", '{"product_id": ')]), no_choices()])
     config = 'reward = "checklist"\n[openai]\ntemperature = 0.3\nmax_turns = 4\n'
     with ScriptedServer(script) as srv:
-        proc, folder = run(tmp_path, "bad", "--plugins", "+openai,+checklist", "--policy", "openai", env=model_env(srv), config=config)
+        proc, folder = run(
+            tmp_path,
+            "bad",
+            "--plugins",
+            "+openai,+checklist",
+            "--policy",
+            "openai",
+            env=model_env(srv),
+            config=config,
+        )
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((folder / "summary.json").read_text())
-    assert summary["tasks"] == len(reference_tasks) and summary["rollouts"] == len(reference_tasks) and summary["failures"] == 0
+    assert (
+        summary["tasks"] == len(reference_tasks)
+        and summary["rollouts"] == len(reference_tasks)
+        and summary["failures"] == 0
+    )
     assert summary["mean_reward"] == 0.0
     for r in lines(folder / "rollouts.jsonl"):
         t = r["trajectory"]
@@ -133,7 +182,9 @@ def test_llm_judge_as_the_reward_model(tmp_path: Path) -> None:
 
     The scripted judge passes any rollout that made calls, so the gate's near-miss mutants are off here
     (``gate_mutants = 0``): with them on, such a judge lets every mutant through and rightly rejects every task."""
-    proc, folder = run(tmp_path, "ref0", config="gate_mutants = 0\n")  # the tasks of seed 3 with no mutants at the gate
+    proc, folder = run(
+        tmp_path, "ref0", config="gate_mutants = 0\n"
+    )  # the tasks of seed 3 with no mutants at the gate
     assert proc.returncode == 0, proc.stderr[-3000:]
     reference_tasks = lines(folder / "tasks.jsonl")
     oracle = Oracle(reference_tasks)
@@ -143,57 +194,132 @@ def test_llm_judge_as_the_reward_model(tmp_path: Path) -> None:
         if "You grade an AI agent" in system:
             user = request["messages"][1]["content"]
             did = "[assistant calls]" in user
-            return completion(json.dumps({"score": 1.0 if did else 0.0, "verdict": "complete" if did else "incomplete", "reason": "scripted"}))
+            return completion(
+                json.dumps(
+                    {
+                        "score": 1.0 if did else 0.0,
+                        "verdict": "complete" if did else "incomplete",
+                        "reason": "scripted",
+                    }
+                )
+            )
         return oracle(request, n)
 
     with ScriptedServer(script) as srv:
-        proc, folder = run(tmp_path, "judge", "--plugins", "+openai,+judge", "--policy", "openai", env=model_env(srv), config='reward = "judge"\ngate_reward = "judge"\ngate_mutants = 0\n')
+        proc, folder = run(
+            tmp_path,
+            "judge",
+            "--plugins",
+            "+openai,+judge",
+            "--policy",
+            "openai",
+            env=model_env(srv),
+            config='reward = "judge"\ngate_reward = "judge"\ngate_mutants = 0\n',
+        )
         judged = sum(1 for r in srv.requests if "You grade" in r["messages"][0]["content"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((folder / "summary.json").read_text())
     n = len(reference_tasks)
-    assert summary["tasks"] == n and summary["rollouts"] == n and summary["mean_reward"] == 1.0 and summary["failures"] == 0
+    assert (
+        summary["tasks"] == n
+        and summary["rollouts"] == n
+        and summary["mean_reward"] == 1.0
+        and summary["failures"] == 0
+    )
     assert judged == 3 * n  # reference + do-nothing at the gate, then the openai rollout
     assert all(r["reward"]["model"] == "judge" for r in lines(folder / "rollouts.jsonl"))
     assert files_containing(folder, SECRET.encode()) == []
 
 
-def test_local_workers_get_the_runs_secrets_and_url_off_argv(tmp_path: Path, reference_tasks: list[dict[str, Any]], nats_server: str) -> None:
+def test_local_workers_get_the_runs_secrets_and_url_off_argv(
+    tmp_path: Path, reference_tasks: list[dict[str, Any]], nats_server: str
+) -> None:
     """``--workers 1 --set openai.api_key=...``: the local worker's openai policy uses the key given by
     ``--set`` (no OPENAI_API_KEY anywhere), although the runs bucket holds it redacted; neither the key
     nor the NATS URL is on a local worker's command line (``ps``)."""
     key = "sk-set-by-flag"
     env = {"OPENAI_BASE_URL": "", "OPENAI_MODEL": "scripted"}
-    cmd = [ENVKERNEL, "--json-logs", "--log-level", "debug", "run", "--out", str(tmp_path), "--run-id", "lwk", "--seed", "3", "--no-progress",
-           "--timeout", "240", "--plugins", "+openai", "--policy", "openai", "-G", "4", "--workers", "1", "--nats-url", nats_server,
-           "--set", f"openai.api_key={key}", "--set", f"chains.tasks_per_env={TASKS_PER_ENV}"]
+    cmd = [
+        ENVKERNEL,
+        "--json-logs",
+        "--log-level",
+        "debug",
+        "run",
+        "--out",
+        str(tmp_path),
+        "--run-id",
+        "lwk",
+        "--seed",
+        "3",
+        "--no-progress",
+        "--timeout",
+        "240",
+        "--plugins",
+        "+openai",
+        "--policy",
+        "openai",
+        "-G",
+        "4",
+        "--workers",
+        "1",
+        "--nats-url",
+        nats_server,
+        "--set",
+        f"openai.api_key={key}",
+        "--set",
+        f"chains.tasks_per_env={TASKS_PER_ENV}",
+    ]
     seen: dict[int, str] = {}
     with ScriptedServer(Oracle(reference_tasks), record=True) as srv:
         env["OPENAI_BASE_URL"] = srv.base_url
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ENVKERNEL_"))} | env
+        full_env = {
+            k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ENVKERNEL_"))
+        } | env
         with (tmp_path / "run.out").open("w") as outf, (tmp_path / "run.err").open("w") as errf:
             proc = subprocess.Popen(cmd, stdout=outf, stderr=errf, text=True, env=full_env)
-            while proc.poll() is None:  # every envkernel worker alive meanwhile, with its command line
+            while (
+                proc.poll() is None
+            ):  # every envkernel worker alive meanwhile, with its command line
                 for d in Path("/proc").iterdir():
                     try:
-                        line = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                        line = (
+                            (d / "cmdline")
+                            .read_bytes()
+                            .replace(b"\0", b" ")
+                            .decode(errors="replace")
+                        )
                     except OSError:
                         continue
-                    if " worker" in line and "envkernel" in line and d.name.isdigit() and _descends_from(int(d.name), proc.pid):
-                        seen[int(d.name)] = line  # this run's own workers (other tests' may run beside it)
+                    if (
+                        " worker" in line
+                        and "envkernel" in line
+                        and d.name.isdigit()
+                        and _descends_from(int(d.name), proc.pid)
+                    ):
+                        seen[int(d.name)] = (
+                            line  # this run's own workers (other tests' may run beside it)
+                        )
                 time.sleep(0.1)
         out, err = (tmp_path / "run.out").read_text(), (tmp_path / "run.err").read_text()
         auths = set(srv.authorizations)
     assert proc.returncode == 0, err[-3000:]
     folder = tmp_path / "lwk"
     summary = json.loads((folder / "summary.json").read_text())
-    assert summary["tasks"] == len(reference_tasks) and summary["failures"] == 0 and summary["mean_reward"] == 1.0
+    assert (
+        summary["tasks"] == len(reference_tasks)
+        and summary["failures"] == 0
+        and summary["mean_reward"] == 1.0
+    )
     worker_log = (folder / "workers" / "worker-0.log").read_text()
     stopped = [json.loads(x) for x in worker_log.splitlines() if '"worker stopped"' in x]
-    assert stopped and stopped[0]["handled"].get("openai", 0) > 0, worker_log[-3000:]  # the worker rolled some out, with the key
+    assert stopped and stopped[0]["handled"].get("openai", 0) > 0, worker_log[
+        -3000:
+    ]  # the worker rolled some out, with the key
     assert auths == {f"Bearer {key}"}
     assert seen, "no local worker was seen running"
     for line in seen.values():
-        assert "nats://" not in line and nats_server.rsplit(":", 1)[1] not in line and key not in line, line
+        assert (
+            "nats://" not in line and nats_server.rsplit(":", 1)[1] not in line and key not in line
+        ), line
     assert files_containing(folder, key.encode()) == []  # config.json, the workers' logs, outputs
     assert key not in out and key not in err

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from envkernel_openapi import corpus_files
 
 pytest.importorskip("envkernel_process")
@@ -23,10 +24,27 @@ def test_run_on_user_specs_with_a_broken_one(tmp_path: Path) -> None:
         if f.stem in ("shop", "bank"):
             shutil.copy(f, specs / f.name)
     bad = tmp_path / "bad.yaml"
-    bad.write_text("openapi: 3.0.0\ninfo: {title: bad}\npaths:\n  /things: {get: {responses: oops}}\n")
+    bad.write_text(
+        "openapi: 3.0.0\ninfo: {title: bad}\npaths:\n  /things: {get: {responses: oops}}\n"
+    )
     out = tmp_path / "out"
-    cmd = [ENVKERNEL, "run", "--out", str(out), "--run-id", "oa", "--no-progress", "--timeout", "240", "--plugins", "+openapi",
-           "--source", f"openapi:{specs}", "--source", f"openapi:{bad}"]
+    cmd = [
+        ENVKERNEL,
+        "run",
+        "--out",
+        str(out),
+        "--run-id",
+        "oa",
+        "--no-progress",
+        "--timeout",
+        "240",
+        "--plugins",
+        "+openapi",
+        "--source",
+        f"openapi:{specs}",
+        "--source",
+        f"openapi:{bad}",
+    ]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ENVKERNEL_"))}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     folder = out / "oa"
@@ -42,11 +60,19 @@ def test_run_on_user_specs_with_a_broken_one(tmp_path: Path) -> None:
         assert meta["report"]["kept"] and meta["report"]["tools_dropped"] == {}
         assert meta["behaviour"] == {"kind": "model", "file": "model.json"}
         assert (folder / "envs" / eid / "model.json").exists()
-        assert meta["operations"] == len(meta["tools"]) + sum(meta["skipped"].values()) > 0  # every operation is accounted for
+        assert (
+            meta["operations"] == len(meta["tools"]) + sum(meta["skipped"].values()) > 0
+        )  # every operation is accounted for
     tasks = [json.loads(x) for x in (folder / "tasks.jsonl").read_text().splitlines()]
     assert {t["env_id"] for t in tasks} == {"shop", "bank"}
-    for eid in ("shop", "bank"):  # summary.json and the printed line report operations, tools and tasks per environment
+    for eid in (
+        "shop",
+        "bank",
+    ):  # summary.json and the printed line report operations, tools and tasks per environment
         v = summary["verification"][eid]
         assert v["operations"] >= v["tools_built"] >= v["tools_kept"] > 0 and v["dropped"] == {}
         assert v["tasks"] == sum(t["env_id"] == eid for t in tasks) > 0
-        assert f"env {eid}: kept, {v['tools_kept']} tools kept of {v['operations']} operations, {v['tasks']} tasks" in proc.stderr
+        assert (
+            f"env {eid}: kept, {v['tools_kept']} tools kept of {v['operations']} operations, {v['tasks']} tasks"
+            in proc.stderr
+        )

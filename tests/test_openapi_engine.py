@@ -7,8 +7,9 @@ import json
 from typing import Any
 
 import pytest
-from envkernel_runtime import executor
+
 from envkernel_openapi import corpus_files, synthesize_file
+from envkernel_runtime import executor
 from envkernel_schemas import to_builtins
 
 
@@ -38,7 +39,9 @@ def test_loads_every_corpus_env() -> None:
     for f in corpus_files():
         env, _ = synthesize_file(f)
         box = Box(to_builtins(env))
-        assert box.loaded["missing"] == [] and sorted(box.loaded["tools"]) == sorted(t.name for t in env.tools)
+        assert box.loaded["missing"] == [] and sorted(box.loaded["tools"]) == sorted(
+            t.name for t in env.tools
+        )
         state = box.state()
         assert all(len(state[t]) == len(rows) for t, rows in env.behaviour.model["seed"].items())
 
@@ -63,11 +66,20 @@ def test_crud_semantics_and_errors() -> None:
     refused = box.call("cancel_order", order_id=shipped)
     assert refused["error"]["code"] == "conflict" and "shipped" in refused["error"]["message"]
     assert box.call("get_order", order_id="ord_9999")["error"]["code"] == "not_found"
-    assert box.call("create_order", customer_id="nobody", product_id=prd, quantity=1)["error"]["code"] == "not_found"
+    assert (
+        box.call("create_order", customer_id="nobody", product_id=prd, quantity=1)["error"]["code"]
+        == "not_found"
+    )
     bad = box.call("create_order", customer_id=cus, product_id=prd, quantity=0)
-    assert bad["error"]["code"] == "invalid" and "quantity must be at least 1" in bad["error"]["message"]
+    assert (
+        bad["error"]["code"] == "invalid"
+        and "quantity must be at least 1" in bad["error"]["message"]
+    )
     bad = box.call("create_order", customer_id=cus, product_id=prd, quantity=1, discount=5)
-    assert bad["error"]["code"] == "invalid" and "unexpected argument(s) 'discount'" in bad["error"]["message"]
+    assert (
+        bad["error"]["code"] == "invalid"
+        and "unexpected argument(s) 'discount'" in bad["error"]["message"]
+    )
     dup = box.call("create_customer", name="Ann", email=seed["customers"][1]["email"])
     assert dup["error"]["code"] == "conflict"
 
@@ -84,7 +96,11 @@ def test_list_pagination_filters_sort_and_nested() -> None:
         cursor = v.get("next_cursor")
         if not cursor:
             break
-    assert [o["id"] for o in pages] == [o["id"] for o in everything] == [o["id"] for o in seed["orders"]]
+    assert (
+        [o["id"] for o in pages]
+        == [o["id"] for o in everything]
+        == [o["id"] for o in seed["orders"]]
+    )
     pending = box.call("list_orders", status="pending", limit=100)["value"]["data"]
     assert pending and all(o["status"] == "pending" for o in pending)
     prices = [p["price"] for p in box.call("list_products", sort="-price", limit=100)["value"]]
@@ -103,8 +119,17 @@ def test_failed_calls_change_nothing_and_replays_are_identical() -> None:
     a.call("cancel_order", order_id="ord_9999")
     assert a.state() == before
     seed = before
-    calls = [("create_order", {"customer_id": seed["customers"][0]["id"], "product_id": seed["products"][1]["id"], "quantity": 1}),
-             ("create_customer", {"name": "Zed Quinn", "email": "zed.quinn@example.com"})]
+    calls = [
+        (
+            "create_order",
+            {
+                "customer_id": seed["customers"][0]["id"],
+                "product_id": seed["products"][1]["id"],
+                "quantity": 1,
+            },
+        ),
+        ("create_customer", {"name": "Zed Quinn", "email": "zed.quinn@example.com"}),
+    ]
     for box in (a, b):
         for tool, args in calls:
             assert box.call(tool, **args)["ok"]
@@ -113,10 +138,15 @@ def test_failed_calls_change_nothing_and_replays_are_identical() -> None:
 
 def test_bad_models_fail_to_load_cleanly() -> None:
     env = shop()
-    env["behaviour"]["model"]["resources"]["orders"]["fields"]['x"; DROP TABLE orders; --'] = {"type": "string"}
+    env["behaviour"]["model"]["resources"]["orders"]["fields"]['x"; DROP TABLE orders; --'] = {
+        "type": "string"
+    }
     ex = executor.Executor()
     res = json.loads(ex.handle_line(json.dumps({"op": "load", "env": env})))
-    assert res["error"]["code"] == "load_failed" and "not a valid identifier" in res["error"]["message"]
+    assert (
+        res["error"]["code"] == "load_failed"
+        and "not a valid identifier" in res["error"]["message"]
+    )
 
 
 def test_values_are_data_not_sql() -> None:
@@ -150,5 +180,11 @@ def test_model_env_in_a_confined_sandbox() -> None:
 
     doctors, got, confinement = asyncio.run(go())
     assert doctors.ok and len(doctors.value) == 8
-    assert got.ok and got.value["status"] in ("scheduled", "checked_in", "completed", "cancelled", "no_show")
+    assert got.ok and got.value["status"] in (
+        "scheduled",
+        "checked_in",
+        "completed",
+        "cancelled",
+        "no_show",
+    )
     assert isinstance(confinement, dict)

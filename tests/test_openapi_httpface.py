@@ -25,6 +25,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+
 from envkernel_openapi import corpus_dir, corpus_files, synthesize_file
 from envkernel_openapi.httpface import SESSION_HEADER, HttpFace, load_spec, serve, spec_path, stop
 
@@ -40,10 +41,14 @@ def _kept(env, probe_verify, whole: bool = True):  # type: ignore[no-untyped-def
     return msgspec.structs.replace(env, tools=[t for t in env.tools if t.name in report.tools_kept])
 
 
-def _request(port: int, method: str, path: str, body: object = None, session: str | None = None) -> tuple[int, object]:
+def _request(
+    port: int, method: str, path: str, body: object = None, session: str | None = None
+) -> tuple[int, object]:
     headers = {"Content-Type": "application/json", **({SESSION_HEADER: session} if session else {})}
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method, data=data, headers=headers)
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", method=method, data=data, headers=headers
+    )
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
             raw = resp.read()
@@ -53,7 +58,9 @@ def _request(port: int, method: str, path: str, body: object = None, session: st
         return exc.code, json.loads(raw) if raw else None
 
 
-def _schemathesis(env, spec_file: Path, tmp_path: Path, examples: int) -> tuple[HttpFace, subprocess.CompletedProcess[str]]:  # type: ignore[no-untyped-def]
+def _schemathesis(
+    env, spec_file: Path, tmp_path: Path, examples: int
+) -> tuple[HttpFace, subprocess.CompletedProcess[str]]:  # type: ignore[no-untyped-def]
     """Serve ``env`` on 127.0.0.1 and run schemathesis (positive data, bounded) on its kept operations."""
     if not Path(SCHEMATHESIS).exists():
         pytest.skip("schemathesis is not installed")
@@ -63,10 +70,35 @@ def _schemathesis(env, spec_file: Path, tmp_path: Path, examples: int) -> tuple[
     port = server.server_address[1]
     try:
         include = [arg for r in face.routes for arg in ("--include-name", f"{r.method} {r.path}")]
-        cmd = [SCHEMATHESIS, "run", str(spec_file), "--url", f"http://127.0.0.1:{port}", "--max-examples", str(examples), "--seed", "1",
-               "--checks", "status_code_conformance,response_schema_conformance,content_type_conformance",
-               "--mode", "positive", "--phases", "examples,fuzzing", "--workers", "1", "--no-color", *include]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=500, cwd=tmp_path, env={**os.environ, "NO_COLOR": "1"})
+        cmd = [
+            SCHEMATHESIS,
+            "run",
+            str(spec_file),
+            "--url",
+            f"http://127.0.0.1:{port}",
+            "--max-examples",
+            str(examples),
+            "--seed",
+            "1",
+            "--checks",
+            "status_code_conformance,response_schema_conformance,content_type_conformance",
+            "--mode",
+            "positive",
+            "--phases",
+            "examples,fuzzing",
+            "--workers",
+            "1",
+            "--no-color",
+            *include,
+        ]
+        out = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=500,
+            cwd=tmp_path,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
     finally:
         stop(face, server, loop, thread)
     return face, out
@@ -74,7 +106,9 @@ def _schemathesis(env, spec_file: Path, tmp_path: Path, examples: int) -> tuple[
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("spec_file", corpus_files(), ids=lambda p: p.stem)
-def test_schemathesis_finds_no_conformance_failure(spec_file: Path, tmp_path: Path, probe_verify) -> None:  # type: ignore[no-untyped-def]
+def test_schemathesis_finds_no_conformance_failure(
+    spec_file: Path, tmp_path: Path, probe_verify
+) -> None:  # type: ignore[no-untyped-def]
     env = _kept(synthesize_file(spec_file, source=f"corpus:{spec_file.name}")[0], probe_verify)
     face, out = _schemathesis(env, spec_file, tmp_path, 6)
     tail = out.stdout[-6000:]
@@ -89,13 +123,20 @@ def test_schemathesis_on_a_real_spec(tmp_path: Path, probe_verify) -> None:  # t
     honest answer); and its POSTs' bodies are optional though their fields are required, so a POST
     with no body at all gets an undocumented 400. Those are the only status-code failures allowed."""
     spec_file = Path(__file__).parent / "data" / "realspecs" / "twilio-messaging-v1.json"
-    env = _kept(synthesize_file(spec_file)[0], probe_verify, whole=False)  # its kept tools (the env itself may fall short)
+    env = _kept(
+        synthesize_file(spec_file)[0], probe_verify, whole=False
+    )  # its kept tools (the env itself may fall short)
     face, out = _schemathesis(env, spec_file, tmp_path, 3)
     codes = set(re.findall(r"^- (ST\d+ [^\n]+)$", out.stdout, re.M))
     received = set(re.findall(r"Received: (\d+)", out.stdout))
-    bodiless_400 = all(" -d " not in block.split("Reproduce with:")[-1].split("st replay")[0]
-                       for block in re.split(r"\n\s*_{5,} ", out.stdout) if "Received: 400" in block)
-    assert codes <= {"ST103 Undocumented status code"} and received <= {"404", "400"} and bodiless_400, out.stdout[-6000:]
+    bodiless_400 = all(
+        " -d " not in block.split("Reproduce with:")[-1].split("st replay")[0]
+        for block in re.split(r"\n\s*_{5,} ", out.stdout)
+        if "Received: 400" in block
+    )
+    assert (
+        codes <= {"ST103 Undocumented status code"} and received <= {"404", "400"} and bodiless_400
+    ), out.stdout[-6000:]
     assert f"Tested: {len(face.routes)}" in out.stdout, out.stdout[-6000:]
 
 
@@ -105,13 +146,21 @@ def test_sessions_have_their_own_state_and_reset() -> None:
     server, loop, thread = serve(face, "127.0.0.1", 0)
     port = server.server_address[1]
     try:
-        status, created = _request(port, "POST", "/customers", {"name": "Ann Lee", "email": "ann.lee@example.org"}, session="a")
+        status, created = _request(
+            port,
+            "POST",
+            "/customers",
+            {"name": "Ann Lee", "email": "ann.lee@example.org"},
+            session="a",
+        )
         assert status == 201 and isinstance(created, dict)
         cid = created["id"]
         assert _request(port, "GET", f"/customers/{cid}", session="a")[0] == 200
         status, body = _request(port, "GET", f"/customers/{cid}", session="b")
         assert status == 404 and "error" in body  # type: ignore[operator]
-        assert _request(port, "GET", f"/customers/{cid}")[0] == 404  # the default session is another one
+        assert (
+            _request(port, "GET", f"/customers/{cid}")[0] == 404
+        )  # the default session is another one
         assert _request(port, "POST", "/_envkernel/reset", session="a")[0] == 204
         assert _request(port, "GET", f"/customers/{cid}", session="a")[0] == 404
         assert _request(port, "DELETE", "/customers")[0] == 405
@@ -139,7 +188,11 @@ def test_cli_serves_an_env_folder(tmp_path: Path) -> None:
     (d / "model.json").write_text(json.dumps(env.behaviour.model))
     port = _free_port()
     exe = str(Path(sys.executable).with_name("envkernel"))
-    proc = subprocess.Popen([exe, "env", "serve", str(d), "--http", f"127.0.0.1:{port}"], stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [exe, "env", "serve", str(d), "--http", f"127.0.0.1:{port}"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         for _ in range(100):
             try:
@@ -149,7 +202,12 @@ def test_cli_serves_an_env_folder(tmp_path: Path) -> None:
                 time.sleep(0.1)
         else:
             pytest.fail("the server did not start")
-        assert status == 200 and isinstance(hotels, dict) and hotels["items"] and all(h["nightly_rate"] > 0 for h in hotels["items"])
+        assert (
+            status == 200
+            and isinstance(hotels, dict)
+            and hotels["items"]
+            and all(h["nightly_rate"] > 0 for h in hotels["items"])
+        )
     finally:
         proc.send_signal(signal.SIGTERM)
         _out, err = proc.communicate(timeout=30)

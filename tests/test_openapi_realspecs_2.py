@@ -9,10 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from envkernel_openapi.spec import load, load_text
 
 pytest.importorskip("envkernel_process")
-pytestmark = pytest.mark.timeout(1200)  # one synthesis and verification of 16 real specs, on 2 shared cores
+pytestmark = pytest.mark.timeout(
+    1200
+)  # one synthesis and verification of 16 real specs, on 2 shared cores
 
 CORPUS = Path(__file__).resolve().parents[1] / "plugins" / "openapi" / "corpus-real"
 REAL_HALF = 1
@@ -21,7 +24,9 @@ KEPT_FLOOR = 13
 """Environments the verifier keeps, of this half's 16 specs (see ``test_openapi_realspecs.KEPT_FLOOR``)."""
 
 
-def test_real_specs_synthesize_and_verify_without_a_traceback(real_corpus: Any, check_real_corpus: Any) -> None:
+def test_real_specs_synthesize_and_verify_without_a_traceback(
+    real_corpus: Any, check_real_corpus: Any
+) -> None:
     check_real_corpus(real_corpus, kept_floor=KEPT_FLOOR, refused_at_most=1)
 
 
@@ -39,9 +44,18 @@ def test_quirks_of_real_specs_are_read() -> None:
     doc, warnings = load(CORPUS / "xero-accounting.yaml")
     assert any("validator" in w for w in warnings) and doc["paths"]
     doc, _ = load(CORPUS / "asana-api.yaml", validate=False)
-    assert all(isinstance(c, str) for item in doc["paths"].values() for op in item.values() if isinstance(op, dict) for c in op.get("responses", {}))
+    assert all(
+        isinstance(c, str)
+        for item in doc["paths"].values()
+        for op in item.values()
+        if isinstance(op, dict)
+        for c in op.get("responses", {})
+    )
     # Mollie's impossible date in an example (2024-04-31) stays a string instead of breaking YAML
-    doc, _ = load_text("openapi: 3.0.0\ninfo: {title: x}\npaths:\n  /a: {get: {responses: {200: {description: ok, x-when: 2024-04-31T12:50:14+00:00}}}}\n", "m.yaml")
+    doc, _ = load_text(
+        "openapi: 3.0.0\ninfo: {title: x}\npaths:\n  /a: {get: {responses: {200: {description: ok, x-when: 2024-04-31T12:50:14+00:00}}}}\n",
+        "m.yaml",
+    )
     assert doc["paths"]["/a"]["get"]["responses"]["200"]["x-when"] == "2024-04-31T12:50:14+00:00"
     # Swagger 2.0 is converted (test_openapi_realkeys.py checks the refusal without a converter)
     doc, warnings = load(CORPUS / "slack-web-api.json", validate=False)

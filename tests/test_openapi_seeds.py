@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from envkernel_openapi import corpus_files, synthesize_file
 from envkernel_openapi.seeddata import CATALOG, RowMaker
 from envkernel_openapi.seedschema import problem, schema_of
@@ -41,7 +42,11 @@ def _check_seed_rows(env) -> int:  # type: ignore[no-untyped-def]
             continue
         for row in model["seed"][op["resource"]]:
             checked += 1
-            assert problem(tool.returns, _visible(model, op["resource"], row)) == "", (env.id, tool.name, row)
+            assert problem(tool.returns, _visible(model, op["resource"], row)) == "", (
+                env.id,
+                tool.name,
+                row,
+            )
     return checked
 
 
@@ -50,7 +55,10 @@ def test_every_seed_row_fits_its_get_schema(corpus: dict) -> None:
 
 
 def test_no_placeholders_no_suffixes_unique_names(corpus: dict) -> None:
-    placeholder = re.compile(r"\b(alpha|bravo|coral|delta|ember|falcon|garnet|harbor|indigo|juniper|kestrel|lumen)\b", re.I)
+    placeholder = re.compile(
+        r"\b(alpha|bravo|coral|delta|ember|falcon|garnet|harbor|indigo|juniper|kestrel|lumen)\b",
+        re.I,
+    )
     for stem, env in corpus.items():
         model = env.behaviour.model
         for table, rows in model["seed"].items():
@@ -58,9 +66,34 @@ def test_no_placeholders_no_suffixes_unique_names(corpus: dict) -> None:
                 values = [r[col] for r in rows if isinstance(r.get(col), str)]
                 for v in values:
                     assert not placeholder.search(v), (stem, table, col, v)
-                ident = col in ("name", "title", "email", "full_name", "display_name", "flight_number", "iban", "sku", "nickname", "subject")
-                assert not (ident and any(re.search(r"\S \d$", v) for v in values)), (stem, table, col, values)
-                if col in ("name", "title", "email", "full_name", "display_name", "flight_number", "iban", "sku"):
+                ident = col in (
+                    "name",
+                    "title",
+                    "email",
+                    "full_name",
+                    "display_name",
+                    "flight_number",
+                    "iban",
+                    "sku",
+                    "nickname",
+                    "subject",
+                )
+                assert not (ident and any(re.search(r"\S \d$", v) for v in values)), (
+                    stem,
+                    table,
+                    col,
+                    values,
+                )
+                if col in (
+                    "name",
+                    "title",
+                    "email",
+                    "full_name",
+                    "display_name",
+                    "flight_number",
+                    "iban",
+                    "sku",
+                ):
                     assert len(set(values)) == len(values), (stem, table, col, values)
 
 

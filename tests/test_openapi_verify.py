@@ -6,10 +6,11 @@ import asyncio
 from typing import Any
 
 import pytest
+
+from envkernel_kit.testing import RunnerContext
 from envkernel_openapi import corpus_files, synthesize_file
 from envkernel_probe import Probe, ProbeSettings
 from envkernel_probe.broken import CODE_FAULTS, caught, model_faults, notes_env
-from envkernel_kit.testing import RunnerContext
 
 process = pytest.importorskip("envkernel_process")
 
@@ -19,9 +20,13 @@ async def verify_all(envs: list[Any], settings: ProbeSettings | None = None) -> 
     out = []
     try:
         for env in envs:
-            for attempt in range(3):  # a sandbox that cannot start is the runner's problem, not the env's
+            for attempt in range(
+                3
+            ):  # a sandbox that cannot start is the runner's problem, not the env's
                 try:
-                    out.append(await Probe(settings).verify(env, RunnerContext(runner, component="probe")))
+                    out.append(
+                        await Probe(settings).verify(env, RunnerContext(runner, component="probe"))
+                    )
                     break
                 except process.SandboxError:
                     if attempt == 2:
@@ -34,9 +39,17 @@ async def verify_all(envs: list[Any], settings: ProbeSettings | None = None) -> 
 def test_corpus_is_kept_with_all_its_tools() -> None:
     envs = [synthesize_file(f)[0] for f in corpus_files()]
     reports = asyncio.run(verify_all(envs))
-    kept_whole = [r for r, e in zip(reports, envs) if r.kept and not r.tools_dropped and len(r.tools_kept) == len(e.tools)]
-    assert len(kept_whole) / len(envs) >= 0.95, {e.id: r.tools_dropped for e, r in zip(envs, reports)}
-    assert all(r.checks > 3 * len(e.tools) for r, e in zip(reports, envs))  # invariants ran, not only one call per tool
+    kept_whole = [
+        r
+        for r, e in zip(reports, envs)
+        if r.kept and not r.tools_dropped and len(r.tools_kept) == len(e.tools)
+    ]
+    assert len(kept_whole) / len(envs) >= 0.95, {
+        e.id: r.tools_dropped for e, r in zip(envs, reports)
+    }
+    assert all(
+        r.checks > 3 * len(e.tools) for r, e in zip(reports, envs)
+    )  # invariants ran, not only one call per tool
 
 
 def test_healthy_notes_app_passes() -> None:
@@ -53,7 +66,10 @@ def test_recall_on_broken_code_envs() -> None:
     by_fault = dict(zip(faults, reports))
     assert "did not persist" in by_fault["create_no_persist"].tools_dropped["create_note"]
     assert "deleted nothing" in by_fault["delete_noop"].tools_dropped["delete_note"]
-    assert any(w in by_fault["update_wrong_row"].tools_dropped["update_note"] for w in ("other rows", "did not persist"))
+    assert any(
+        w in by_fault["update_wrong_row"].tools_dropped["update_note"]
+        for w in ("other rows", "did not persist")
+    )
     assert "omits" in by_fault["list_omits"].tools_dropped["list_notes"]
 
 
@@ -69,7 +85,9 @@ def test_recall_on_broken_model_envs() -> None:
 
 
 def test_threshold_is_configurable() -> None:
-    (report,) = asyncio.run(verify_all([notes_env("delete_noop")], ProbeSettings(min_tool_share=1.0)))
+    (report,) = asyncio.run(
+        verify_all([notes_env("delete_noop")], ProbeSettings(min_tool_share=1.0))
+    )
     assert not report.kept and "delete_note" in report.tools_dropped
     (report,) = asyncio.run(verify_all([notes_env("delete_noop")]))
     assert report.kept and list(report.tools_dropped) == ["delete_note"]  # 7/8 >= the default 0.8

@@ -26,7 +26,9 @@ def test_unknown_plugin_is_a_usage_error_listing_installed_plugins(envk) -> None
 
 
 def test_removing_the_only_sampler_names_the_role(envk) -> None:
-    proc = envk("run", "--plugins", "-chains,-workspace", "--no-progress")  # the preset's two samplers
+    proc = envk(
+        "run", "--plugins", "-chains,-workspace", "--no-progress"
+    )  # the preset's two samplers
     assert proc.returncode == 2
     assert "'sampler'" in proc.stderr
 
@@ -60,14 +62,24 @@ def test_plugins_json_lists_the_default_plugins(envk) -> None:
     rows = {r["name"]: r for r in json.loads(proc.stdout)}
     assert set(installed()) == set(rows)
     expected_roles = {
-        "sample": ["synthesizer"], "process": ["sandbox_runner"], "probe": ["verifier"], "chains": ["sampler"],
-        "baselines": ["policy"], "traceoutcome": ["reward_model"], "export": ["trainer"],
+        "sample": ["synthesizer"],
+        "process": ["sandbox_runner"],
+        "probe": ["verifier"],
+        "chains": ["sampler"],
+        "baselines": ["policy"],
+        "traceoutcome": ["reward_model"],
+        "export": ["trainer"],
     }
     for name, roles in expected_roles.items():
         r = rows[name]
         assert r["roles"] == roles and r["default"] is True and "error" not in r
         assert r["distribution"] == f"envkernel-{name}" and r["version"]
-    assert rows["baselines"]["components"] == ["mutant", "nothing", "reference", "sometimes"]  # mutant: the gate's near misses; sometimes: for --calibrate
+    assert rows["baselines"]["components"] == [
+        "mutant",
+        "nothing",
+        "reference",
+        "sometimes",
+    ]  # mutant: the gate's near misses; sometimes: for --calibrate
     assert rows["export"]["components"] == ["rl", "sft"]
     assert {n for n, r in rows.items() if r["default"]} == set(default_preset())
 

@@ -23,6 +23,7 @@ import time
 
 import pytest
 import pytest_asyncio
+
 from envkernel_podman import DEFAULT_IMAGE, LABEL, LABEL_RUNNER, PodmanRunner, Settings
 from envkernel_podman.service import containers_conf, podman_env
 from envkernel_schemas import CodeBehaviour, EnvSpec, ToolSpec
@@ -33,13 +34,17 @@ def _not_ready() -> str | None:
         return "the podman hostile tests need root"
     if shutil.which("podman") is None:
         return "podman is not installed (scripts/install-podman.sh)"
-    if subprocess.run(["podman", "image", "exists", DEFAULT_IMAGE], env=podman_env(containers_conf()), check=False).returncode:
+    if subprocess.run(
+        ["podman", "image", "exists", DEFAULT_IMAGE], env=podman_env(containers_conf()), check=False
+    ).returncode:
         return f"image {DEFAULT_IMAGE} is missing (envkernel sandbox build-image)"
     return None
 
 
 _REASON = _not_ready()
-pytestmark = pytest.mark.skipif(_REASON is not None and not os.environ.get("ENVKERNEL_REQUIRE_PODMAN"), reason=_REASON or "")
+pytestmark = pytest.mark.skipif(
+    _REASON is not None and not os.environ.get("ENVKERNEL_REQUIRE_PODMAN"), reason=_REASON or ""
+)
 
 CALL_TIMEOUT = 2.0
 MEMORY_MB = 256
@@ -226,7 +231,13 @@ def hostile_env() -> EnvSpec:
 
 
 def podman(*args: str) -> str:
-    return subprocess.run(["podman", *args], env=podman_env(containers_conf()), check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["podman", *args],
+        env=podman_env(containers_conf()),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
 
 
 def containers(label: str) -> dict[str, str]:
@@ -236,7 +247,9 @@ def containers(label: str) -> dict[str, str]:
 
 @pytest_asyncio.fixture
 async def runner():
-    r = PodmanRunner(Settings(pool_size=1, call_timeout=CALL_TIMEOUT, memory_mb=MEMORY_MB, pids_limit=PIDS))
+    r = PodmanRunner(
+        Settings(pool_size=1, call_timeout=CALL_TIMEOUT, memory_mb=MEMORY_MB, pids_limit=PIDS)
+    )
     try:
         yield r
     finally:
@@ -304,14 +317,17 @@ async def test_memory_bomb_is_blocked(sandbox):
     res = await call(sandbox, "memory_bomb")
     if res.ok:  # stopped by the address-space limit inside the sandbox
         assert res.value["held_mb"] <= MEMORY_MB
-    else:  # or by the cgroup (the container is then replaced), or, on a loaded machine, by the call's
+    # or by the cgroup (the container is then replaced), or, on a loaded machine, by the call's
+    else:
         # time limit before either limit was reached: the call is stopped and the sandbox lives on
         assert res.error.code in ("crashed", "tool_crashed", "timeout"), res
         await assert_state_kept(sandbox)
     # processes that each stay under the address-space limit meet the container's memory cgroup
     herd = await call(sandbox, "memory_herd", children=4, mb=120)
     assert herd.ok, herd
-    assert any(status & 0x7F == 9 for status in herd.value), herd.value  # SIGKILLed by the OOM killer
+    assert any(status & 0x7F == 9 for status in herd.value), (
+        herd.value
+    )  # SIGKILLed by the OOM killer
     big = await call(sandbox, "big_alloc")
     assert not big.ok and "MemoryError" in big.error.message
     fill = await call(sandbox, "tmpfs_bomb")  # the writable folder is a small tmpfs
@@ -331,7 +347,9 @@ async def test_network_connections_are_blocked(sandbox):
     try:
         res = await call(sandbox, "connect", host="127.0.0.1", port=port)
         assert not res.ok
-        assert "ConnectionRefused" in res.error.message or "unreachable" in res.error.message.lower()
+        assert (
+            "ConnectionRefused" in res.error.message or "unreachable" in res.error.message.lower()
+        )
         with pytest.raises(BlockingIOError):
             listener.accept()  # nothing from the sandbox reached the host
         # the sandbox has no interface but its own loopback
@@ -349,10 +367,15 @@ async def test_host_files_are_not_visible(sandbox, tmp_path):
     secret.write_text(token)
     res = await call(sandbox, "read_file", path=str(secret))
     assert not res.ok and "FileNotFoundError" in res.error.message
-    for path in ("/proc/1/root" + str(secret), "/root/.bash_history", "/var/lib/containers/storage/storage.lock"):
+    for path in (
+        "/proc/1/root" + str(secret),
+        "/root/.bash_history",
+        "/var/lib/containers/storage/storage.lock",
+    ):
         got = await call(sandbox, "read_file", path=path)
         assert not got.ok or token not in str(got.value)
-    # the only host folder it sees is its own socket folder, locked; the root and the executor are read-only
+    # the only host folder it sees is its own socket folder, locked; the root and the executor are
+    # read-only
     assert (await call(sandbox, "list_dir", path="/envk")).value == ["s.sock"]
     denied = (
         ("/envk/x", "PermissionError"),
@@ -391,7 +414,9 @@ async def test_killing_its_own_executor_gets_a_replacement(sandbox):
     old = sandbox.container
     res = await call(sandbox, "kill_self")
     assert not res.ok and res.error.code == "crashed"
-    assert "signal 9" in res.error.message or "exit code 137" in res.error.message, res.error.message
+    assert "signal 9" in res.error.message or "exit code 137" in res.error.message, (
+        res.error.message
+    )
     await assert_state_kept(sandbox)
     assert sandbox.replacements == 1 and sandbox.container != old
     assert old not in containers(LABEL)
@@ -407,7 +432,9 @@ async def test_killing_the_containers_pid_1_gets_a_replacement(sandbox):
 
 async def test_many_hostile_sandboxes_leave_nothing_behind(runner):
     sessions = await asyncio.gather(*(runner.open(hostile_env(), 0) for _ in range(3)))
-    results = await asyncio.gather(call(sessions[0], "kill_self"), call(sessions[1], "spin"), call(sessions[2], "fork_bomb"))
+    results = await asyncio.gather(
+        call(sessions[0], "kill_self"), call(sessions[1], "spin"), call(sessions[2], "fork_bomb")
+    )
     assert not results[0].ok and not results[1].ok
     for s in sessions:
         await s.close()
@@ -418,7 +445,9 @@ async def test_many_hostile_sandboxes_leave_nothing_behind(runner):
 
 
 async def test_a_recycled_container_keeps_nothing_of_the_last_sandbox():
-    runner = PodmanRunner(Settings(pool_size=0, pool_max=1, call_timeout=CALL_TIMEOUT, memory_mb=MEMORY_MB))
+    runner = PodmanRunner(
+        Settings(pool_size=0, pool_max=1, call_timeout=CALL_TIMEOUT, memory_mb=MEMORY_MB)
+    )
     try:
         first = await runner.open(hostile_env(), 0)
         assert (await call(first, "put", key="secret", value="from the first sandbox")).ok

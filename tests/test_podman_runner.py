@@ -18,7 +18,15 @@ import textwrap
 import time
 
 import pytest
-from envkernel_podman import DEFAULT_IMAGE, LABEL, LABEL_RUNNER, PodmanRunner, SandboxError, Settings
+
+from envkernel_podman import (
+    DEFAULT_IMAGE,
+    LABEL,
+    LABEL_RUNNER,
+    PodmanRunner,
+    SandboxError,
+    Settings,
+)
 from envkernel_podman.service import asset_path, containers_conf, podman_env, process_start
 from envkernel_sample import shop_env
 
@@ -28,18 +36,28 @@ def _not_ready() -> str | None:
         return "the podman runner tests need root"
     if shutil.which("podman") is None:
         return "podman is not installed (scripts/install-podman.sh)"
-    exists = subprocess.run(["podman", "image", "exists", DEFAULT_IMAGE], env=podman_env(containers_conf()), check=False)
+    exists = subprocess.run(
+        ["podman", "image", "exists", DEFAULT_IMAGE], env=podman_env(containers_conf()), check=False
+    )
     if exists.returncode != 0:
         return f"image {DEFAULT_IMAGE} is missing (envkernel sandbox build-image)"
     return None
 
 
 _REASON = _not_ready()
-pytestmark = pytest.mark.skipif(_REASON is not None and not os.environ.get("ENVKERNEL_REQUIRE_PODMAN"), reason=_REASON or "")
+pytestmark = pytest.mark.skipif(
+    _REASON is not None and not os.environ.get("ENVKERNEL_REQUIRE_PODMAN"), reason=_REASON or ""
+)
 
 
 def podman(*args: str) -> str:
-    return subprocess.run(["podman", *args], env=podman_env(containers_conf()), check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["podman", *args],
+        env=podman_env(containers_conf()),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
 
 
 def containers(label: str = LABEL) -> dict[str, str]:
@@ -85,9 +103,17 @@ async def test_open_and_call_shop_tools():
         assert found.ok and found.value[0]["id"] == "cus_0001"
         order = await s.call("get_order", {"order_id": "ord_0003"})
         assert order.ok and order.value["status"] == "pending"
-        made = await s.call("create_order", {"customer_id": "cus_0001", "product_id": "prd_0003", "quantity": 2})
-        assert made.ok and made.value["id"] == "ord_0009" and made.value["created_at"].startswith("2026-01-15")
-        assert (await s.call("cancel_order", {"order_id": "ord_0003"})).value["status"] == "cancelled"
+        made = await s.call(
+            "create_order", {"customer_id": "cus_0001", "product_id": "prd_0003", "quantity": 2}
+        )
+        assert (
+            made.ok
+            and made.value["id"] == "ord_0009"
+            and made.value["created_at"].startswith("2026-01-15")
+        )
+        assert (await s.call("cancel_order", {"order_id": "ord_0003"})).value[
+            "status"
+        ] == "cancelled"
         bad = await s.call("cancel_order", {"order_id": "ord_0001"})
         assert not bad.ok and bad.error is not None
         unknown = await s.call("fly_to_moon", {})
@@ -138,13 +164,17 @@ async def test_snapshot_and_restore_also_after_a_replacement():
         await s.call("cancel_order", {"order_id": "ord_0003"})
         snap = await s.snapshot()
         before = await s.state()
-        await s.call("create_order", {"customer_id": "cus_0002", "product_id": "prd_0001", "quantity": 1})
+        await s.call(
+            "create_order", {"customer_id": "cus_0002", "product_id": "prd_0001", "quantity": 1}
+        )
         await s.call("update_order_quantity", {"order_id": "ord_0006", "quantity": 3})
         assert await s.state() != before
         await s.restore(snap)
         assert await s.state() == before
         # the id counter went back too: the next order gets the same id as the first time
-        again = await s.call("create_order", {"customer_id": "cus_0002", "product_id": "prd_0001", "quantity": 1})
+        again = await s.call(
+            "create_order", {"customer_id": "cus_0002", "product_id": "prd_0001", "quantity": 1}
+        )
         assert again.value["id"] == "ord_0009"
 
         # the container holding the snapshot dies: restore rebuilds it in the replacement
@@ -172,11 +202,20 @@ async def test_a_patch_adds_rows_until_a_restore_also_after_a_replacement():
         assert await s.patch([{"table": "orders", "row": row}]) == 1
         assert row in (await s.state())["orders"]
         podman("kill", s.container)
-        assert row in (await s.state())["orders"] and s.replacements == 1  # replayed in the replacement
+        assert (
+            row in (await s.state())["orders"] and s.replacements == 1
+        )  # replayed in the replacement
         with pytest.raises(SandboxError) as err:
-            await s.patch([{"table": "orders", "row": dict(row, id="ord_9002")}, {"table": "nope", "row": {"id": 1}}])
+            await s.patch(
+                [
+                    {"table": "orders", "row": dict(row, id="ord_9002")},
+                    {"table": "nope", "row": {"id": 1}},
+                ]
+            )
         assert err.value.code == "invalid_patch" and "no table 'nope'" in str(err.value)
-        assert [r for r in (await s.state())["orders"] if r["id"] == "ord_9002"] == []  # all or none
+        assert [
+            r for r in (await s.state())["orders"] if r["id"] == "ord_9002"
+        ] == []  # all or none
         await s.restore(seed)
         assert await s.state() == before
     finally:
@@ -201,11 +240,15 @@ async def test_warm_pool_serves_opens_and_closed_sandboxes_come_back_clean():
             order = await s.call("get_order", {"order_id": "ord_0003"})
             assert order.value["status"] == "pending"
             assert (await s.call("cancel_order", {"order_id": "ord_0003"})).ok
-            made = await s.call("create_order", {"customer_id": "cus_0001", "product_id": "prd_0003", "quantity": 1})
+            made = await s.call(
+                "create_order", {"customer_id": "cus_0001", "product_id": "prd_0003", "quantity": 1}
+            )
             assert made.value["id"] == "ord_0009"
             seen.append(s.container)
             await s.close()
-            assert await wait_until(lambda n=i + 1: runner.stats["recycled"] == n and runner.pool_ready >= 2, 10)
+            assert await wait_until(
+                lambda n=i + 1: runner.stats["recycled"] == n and runner.pool_ready >= 2, 10
+            )
         assert len(set(seen)) < len(seen), "no container was recycled"
         assert runner.stats["warm"] == 5 and runner.stats["cold"] == 0
         assert runner.stats["recycled"] == 5 and runner.stats["destroyed"] == 0
@@ -276,7 +319,9 @@ async def test_a_killed_container_is_replaced_with_the_same_state():
     try:
         s = await runner.open(shop_env(), 0)
         await s.call("cancel_order", {"order_id": "ord_0002"})
-        made = await s.call("create_order", {"customer_id": "cus_0004", "product_id": "prd_0006", "quantity": 2})
+        made = await s.call(
+            "create_order", {"customer_id": "cus_0004", "product_id": "prd_0006", "quantity": 2}
+        )
         old = s.container
         podman("kill", old)
         await asyncio.sleep(0.3)  # the host sees the socket close
@@ -286,7 +331,9 @@ async def test_a_killed_container_is_replaced_with_the_same_state():
         assert s.replacements == 1 and s.container != old and not s.diverged
         assert old not in containers(LABEL)
         # the id generator continued where it was: replay is deterministic
-        nxt = await s.call("create_order", {"customer_id": "cus_0004", "product_id": "prd_0006", "quantity": 1})
+        nxt = await s.call(
+            "create_order", {"customer_id": "cus_0004", "product_id": "prd_0006", "quantity": 1}
+        )
         assert nxt.value["id"] == "ord_0010"
     finally:
         await runner.aclose()
@@ -352,7 +399,10 @@ OWNER = textwrap.dedent(
 
 def start_owner(**kw) -> tuple[subprocess.Popen, dict]:
     proc = subprocess.Popen(
-        [sys.executable, "-c", OWNER, json.dumps(kw)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", OWNER, json.dumps(kw)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         for line in proc.stdout:
@@ -370,10 +420,14 @@ async def test_containers_of_a_killed_owner_are_reaped_at_the_kill():
     label = f"{LABEL_RUNNER}={info['token']}"
     try:
         assert len(containers(label)) == 3  # two sandboxes and one warm container
-        proc.send_signal(signal.SIGKILL)  # no aclose, no atexit, no finalizer: only the reaper is left
+        proc.send_signal(
+            signal.SIGKILL
+        )  # no aclose, no atexit, no finalizer: only the reaper is left
         proc.wait(10)
         assert await wait_until(lambda: containers(label) == {}, 30), containers(label)
-        assert await wait_until(lambda: not alive(info["service"]) and not os.path.exists(info["folder"]), 10)
+        assert await wait_until(
+            lambda: not alive(info["service"]) and not os.path.exists(info["folder"]), 10
+        )
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -390,7 +444,9 @@ async def test_a_closed_runner_leaves_its_reaper_nothing_to_do():
 
 
 async def test_containers_of_a_killed_owner_are_reaped_by_the_next_runner():
-    proc, info = start_owner(pool_size=1, reap_at_exit=False)  # the fallback when the reaper is gone too
+    proc, info = start_owner(
+        pool_size=1, reap_at_exit=False
+    )  # the fallback when the reaper is gone too
     label = f"{LABEL_RUNNER}={info['token']}"
     try:
         assert len(containers(label)) == 3  # two sandboxes and one warm container
@@ -418,7 +474,8 @@ async def test_containers_of_a_killed_owner_stop_at_their_lifetime_with_no_runne
         assert len(containers(label)) == 2
         proc.send_signal(signal.SIGKILL)
         proc.wait(10)
-        # hard lifetime: lifetime + pool_idle + margin (2 s at this size), enforced inside the container
+        # hard lifetime: lifetime + pool_idle + margin (2 s at this size), enforced inside the
+        # container
         assert await wait_until(lambda: "running" not in containers(label).values(), 15)
     finally:
         if proc.poll() is None:
@@ -435,7 +492,9 @@ async def test_the_runner_restarts_its_service_after_it_idled_out():
     try:
         s = await runner.open(shop_env(), 0)
         first = runner._service.proc.pid
-        assert await wait_until(lambda: not alive(first), 10), "the service did not exit after its idle time"
+        assert await wait_until(lambda: not alive(first), 10), (
+            "the service did not exit after its idle time"
+        )
         t = await runner.open(shop_env(), 0)  # needs the API again: it is started again
         assert runner._service.proc.pid != first
         assert (await t.call("get_order", {"order_id": "ord_0001"})).ok
@@ -449,7 +508,10 @@ async def test_an_environment_that_fails_to_load_is_an_error_and_its_container_i
     from envkernel_schemas import CodeBehaviour, EnvSpec, ToolSpec
 
     broken = EnvSpec(
-        id="broken", name="broken", tools=[ToolSpec(name="t")], behaviour=CodeBehaviour(source="def t(env):\n  return (\n")
+        id="broken",
+        name="broken",
+        tools=[ToolSpec(name="t")],
+        behaviour=CodeBehaviour(source="def t(env):\n  return (\n"),
     )
     runner = PodmanRunner(settings(pool_size=1))
     try:
@@ -480,6 +542,7 @@ async def test_a_missing_image_names_the_command_that_builds_it():
 
 def test_build_image_command_is_registered_and_fast_when_built():
     from click.testing import CliRunner
+
     from envkernel.cli import cli
 
     result = CliRunner().invoke(cli, ["sandbox", "build-image"])
@@ -510,7 +573,9 @@ async def test_a_stage_calls_a_podman_sandbox_over_nats(bus):
         assert {o["id"]: o["status"] for o in state["orders"]}["ord_0007"] == "pending"
         assert box.id in service._live and len(runner.sessions) == 1
         await box.close()
-        assert await wait_until(lambda: runner.stats["recycled"] == 1, 15)  # back in the pool, clean
+        assert await wait_until(
+            lambda: runner.stats["recycled"] == 1, 15
+        )  # back in the pool, clean
         assert runner.sessions == []
     finally:
         await service.stop()

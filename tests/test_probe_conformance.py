@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 
 import msgspec
+
 from envkernel_openapi import corpus_dir, synthesize_file
 from envkernel_probe.conformance import ResultSchemas, seed_problems
 from envkernel_schemas import ModelBehaviour
@@ -15,9 +16,17 @@ from envkernel_schemas import ModelBehaviour
 def test_answer_breaking_its_schema_drops_the_tool(probe_verify) -> None:  # type: ignore[no-untyped-def]
     env, _ = synthesize_file(corpus_dir() / "shop.yaml")
     # a constraint the engine's own subset check does not know, so only jsonschema sees the breach
-    tools = [msgspec.structs.replace(t, returns={**t.returns, "minProperties": 40}) if t.name == "get_product" else t for t in env.tools]
+    tools = [
+        msgspec.structs.replace(t, returns={**t.returns, "minProperties": 40})
+        if t.name == "get_product"
+        else t
+        for t in env.tools
+    ]
     report = probe_verify(msgspec.structs.replace(env, tools=tools))
-    assert "get_product" in report.tools_dropped and "does not match its declared schema" in report.tools_dropped["get_product"]
+    assert (
+        "get_product" in report.tools_dropped
+        and "does not match its declared schema" in report.tools_dropped["get_product"]
+    )
     assert "does not have enough properties" in report.tools_dropped["get_product"]
     assert report.kept  # one tool of many
 

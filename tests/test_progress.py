@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import re
 import pty
+import re
 import subprocess
 import sys
 import time
@@ -32,10 +32,14 @@ def test_disabled_it_shows_nothing() -> None:
 
 
 def test_on_a_terminal_it_draws_a_live_line() -> None:
-    code = ("import time\nfrom envkernel_bus.progress import Status\n"
-            "with Status() as s:\n    s.work = lambda: (7, 9)\n    for n in range(3):\n        s.show(f'handled probe {n}'); time.sleep(0.15)\n")
+    code = (
+        "import time\nfrom envkernel_bus.progress import Status\n"
+        "with Status() as s:\n    s.work = lambda: (7, 9)\n    for n in range(3):\n        s.show(f'handled probe {n}'); time.sleep(0.15)\n"
+    )
     main, side = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=side, stdout=side, stderr=side, close_fds=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=side, stdout=side, stderr=side, close_fds=True
+    )
     os.close(side)
     out = b""
     while True:
@@ -50,7 +54,13 @@ def test_on_a_terminal_it_draws_a_live_line() -> None:
     assert proc.wait(timeout=60) == 0, out.decode(errors="replace")
     raw = out.decode(errors="replace")
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw)
-    assert "handled probe 2" in text and "7/9" in text and "\u2501" in text and "\r" in raw and "\x1b[2K" in raw  # redrawn in place with terminal escapes
+    assert (
+        "handled probe 2" in text
+        and "7/9" in text
+        and "\u2501" in text
+        and "\r" in raw
+        and "\x1b[2K" in raw
+    )  # redrawn in place with terminal escapes
     assert "progress" not in text  # no log line on a terminal
 
 
@@ -61,4 +71,9 @@ def test_a_runs_progress_logs_its_counts_and_steps_off_a_terminal() -> None:
     with capture_logs() as logs, Progress(interval=LONG) as progress:
         progress.work = lambda: (3, 10)
         progress.update(RunStarted(run="r", id="a" * 24, config={}))
-    assert logs[0]["event"] == "progress" and logs[0]["steps_done"] == 3 and logs[0]["steps_known"] == 10 and logs[0]["tasks"] == 0
+    assert (
+        logs[0]["event"] == "progress"
+        and logs[0]["steps_done"] == 3
+        and logs[0]["steps_known"] == 10
+        and logs[0]["tasks"] == 0
+    )

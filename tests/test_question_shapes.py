@@ -16,12 +16,13 @@ from typing import Any
 
 import msgspec
 import pytest
+
 from envkernel.context import RecordingToolEnv
 from envkernel_baselines import MUTANT_KINDS, Mutant, Nothing, Reference
-from envkernel_kit.messages import compact
 from envkernel_chains import Chains, ChainsSettings
 from envkernel_chains import phrasing as ph
 from envkernel_kit.answers import answer_check
+from envkernel_kit.messages import compact
 from envkernel_kit.testing import FakeContext, RunnerContext
 from envkernel_openapi import corpus_files, synthesize_file
 from envkernel_schemas import RolloutRequested, Task
@@ -48,7 +49,7 @@ def _pattern(frames: tuple[str, ...]) -> re.Pattern[str]:
     for f in frames:
         out, pos = "", 0
         for m in re.finditer(r"\{\w+\}", f):
-            out += re.escape(f[pos:m.start()]) + ".+?"
+            out += re.escape(f[pos : m.start()]) + ".+?"
             pos = m.end()
         parts.append(out + re.escape(f[pos:]) + "$")
     return re.compile("|".join(f"(?:{p})" for p in parts))
@@ -76,7 +77,9 @@ def shape_of(task: Task) -> str | None:
     return None
 
 
-async def _sample_and_gate(out: Path) -> tuple[dict[str, list[Task]], dict[str, list[tuple[Task, list[float], list[str]]]]]:
+async def _sample_and_gate(
+    out: Path,
+) -> tuple[dict[str, list[Task]], dict[str, list[tuple[Task, list[float], list[str]]]]]:
     runner = process.ProcessRunner()
     files = {f.stem: f for f in corpus_files()}
     envs = {name: synthesize_file(files[name])[0] for name in ENVS}
@@ -88,7 +91,13 @@ async def _sample_and_gate(out: Path) -> tuple[dict[str, list[Task]], dict[str, 
             wanted = sorted(k for k, v in by_shape.items() if len(v) < 2)
             if not wanted:
                 break
-            settings = ChainsSettings(tasks_per_env=50, list_target_weight=30.0, batch_share=0.0, distractor_share=0.0, question_shapes=wanted)
+            settings = ChainsSettings(
+                tasks_per_env=50,
+                list_target_weight=30.0,
+                batch_share=0.0,
+                distractor_share=0.0,
+                question_shapes=wanted,
+            )
             ctx = RunnerContext(runner, component="chains", out_dir=out)
             async for t in Chains(settings).sample(env, ctx):
                 k = shape_of(t)
@@ -102,15 +111,30 @@ async def _sample_and_gate(out: Path) -> tuple[dict[str, list[Task]], dict[str, 
                         if t.env_id != env.id:
                             continue
                         scores, kinds = [], []
-                        for i in range(2 + len(MUTANT_KINDS)):  # the gate's rollouts: reference, nothing, then one mutant each
+                        for i in range(
+                            2 + len(MUTANT_KINDS)
+                        ):  # the gate's rollouts: reference, nothing, then one mutant each
                             policy = (Reference(), Nothing())[i] if i < 2 else Mutant()
                             await sb.restore(seed)
                             tool_env = RecordingToolEnv(sb, env.tools)
-                            req = RolloutRequested(run="r", id=f"{t.id}/{i}", parent="p", iteration=0, time=0.0, task=t,
-                                                   policy=("reference", "nothing", "mutant")[min(i, 2)], index=i, purpose="gate")
+                            req = RolloutRequested(
+                                run="r",
+                                id=f"{t.id}/{i}",
+                                parent="p",
+                                iteration=0,
+                                time=0.0,
+                                task=t,
+                                policy=("reference", "nothing", "mutant")[min(i, 2)],
+                                index=i,
+                                purpose="gate",
+                            )
                             traj = await policy.rollout(req, tool_env, None)
-                            traj = msgspec.structs.replace(traj, calls=tool_env.records, final_state=await sb.state())
-                            scores.append(reward.score(t, traj, FakeContext(component="traceoutcome")).score)
+                            traj = msgspec.structs.replace(
+                                traj, calls=tool_env.records, final_state=await sb.state()
+                            )
+                            scores.append(
+                                reward.score(t, traj, FakeContext(component="traceoutcome")).score
+                            )
                             kinds.append(traj.termination)
                         gated[k].append((t, scores, kinds))
             finally:
@@ -121,7 +145,9 @@ async def _sample_and_gate(out: Path) -> tuple[dict[str, list[Task]], dict[str, 
 
 
 @pytest.fixture(scope="module")
-def shapes(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, list[Task]], dict[str, list[tuple[Task, list[float], list[str]]]]]:
+def shapes(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[dict[str, list[Task]], dict[str, list[tuple[Task, list[float], list[str]]]]]:
     return asyncio.run(_sample_and_gate(tmp_path_factory.mktemp("shapes")))
 
 
@@ -131,25 +157,36 @@ def test_every_new_shape_is_sampled_from_the_real_data(shapes: Any) -> None:
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-def test_the_gate_passes_the_reference_and_kills_every_applicable_mutant(shapes: Any, shape: str) -> None:
+def test_the_gate_passes_the_reference_and_kills_every_applicable_mutant(
+    shapes: Any, shape: str
+) -> None:
     _, gated = shapes
     assert gated[shape]
     for t, scores, kinds in gated[shape]:
         assert scores[0] == 1.0 and scores[1] == 0.0, (t.request, scores)
-        applied = [(k, s) for k, s in zip(kinds[2:], scores[2:], strict=True) if k.startswith("mutant:")]
+        applied = [
+            (k, s) for k, s in zip(kinds[2:], scores[2:], strict=True) if k.startswith("mutant:")
+        ]
         assert applied, (t.request, kinds)  # at least the last call dropped and the answer cut
         assert all(s < 1.0 for _k, s in applied), (t.request, applied)
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-def test_the_answer_check_rejects_an_incomplete_and_a_stuffed_answer(shapes: Any, shape: str) -> None:
+def test_the_answer_check_rejects_an_incomplete_and_a_stuffed_answer(
+    shapes: Any, shape: str
+) -> None:
     by_shape, _ = shapes
     for t in by_shape[shape]:
         o = t.outcome
         assert answer_check(o, o.answer)[0] == 1.0, (t.request, o.answer)
-        # a precision guard, unless the shape has none or the question names every row the lookup gave (two rows, both compared)
-        assert o.answer_facts and (o.answer_absent or shape in ("average", "top_value", "count_if", "count_which")
-                                   or shape == "difference" and sum(len(_rows_of(out)) for out in t.outputs) == 2), t.request
+        # a precision guard, unless the shape has none or the question names every row the lookup
+        # gave (two rows, both compared)
+        assert o.answer_facts and (
+            o.answer_absent
+            or shape in ("average", "top_value", "count_if", "count_which")
+            or shape == "difference"
+            and sum(len(_rows_of(out)) for out in t.outputs) == 2
+        ), t.request
         # incomplete: the fact (a number, or the winner) left out
         missing = o.answer
         for fact in o.answer_facts:
@@ -166,12 +203,16 @@ def test_a_request_in_a_new_shape_reads_like_a_person_asking(shapes: Any) -> Non
     by_shape, _ = shapes
     for tasks in by_shape.values():
         for t in tasks:
-            assert not re.search(r"\b[a-z]+_[a-z]+\b", t.request), t.request  # no raw field name or code
+            assert not re.search(r"\b[a-z]+_[a-z]+\b", t.request), (
+                t.request
+            )  # no raw field name or code
             assert not re.search(r"\bof all the\b|\bamong all the\b", t.request), t.request
             assert t.request.endswith(("?", ".")), t.request
 
 
-def test_plain_creates_stay_under_their_share_and_a_read_asks_new_questions_as_a_run_grows(tmp_path: Path) -> None:
+def test_plain_creates_stay_under_their_share_and_a_read_asks_new_questions_as_a_run_grows(
+    tmp_path: Path,
+) -> None:
     """Past 50 tasks, a chain that only creates (no row named by a superlative or a threshold) is
     dropped once plain creates would pass ``plain_create_share``; and past 200, the same reads may
     be asked a second question (another shape or field), a task with its own id."""
@@ -182,7 +223,13 @@ def test_plain_creates_stay_under_their_share_and_a_read_asks_new_questions_as_a
         env = next(synthesize_file(f)[0] for f in corpus_files() if f.stem == "bank")
         try:
             ctx = RunnerContext(runner, component="chains", out_dir=tmp_path)
-            s = ChainsSettings(tasks_per_env=260, plain_create_share=0.3, distractor_share=0.0, write_graph=False, questions_per_chain=8)
+            s = ChainsSettings(
+                tasks_per_env=260,
+                plain_create_share=0.3,
+                distractor_share=0.0,
+                write_graph=False,
+                questions_per_chain=8,
+            )
             return [t async for t in Chains(s).sample(env, ctx)]
         finally:
             await runner.aclose()
@@ -190,16 +237,32 @@ def test_plain_creates_stay_under_their_share_and_a_read_asks_new_questions_as_a
     tasks = asyncio.run(go())
     stats = json.loads((tmp_path / "envs" / "bank" / "sampling.json").read_text())["chains"]
     assert len(tasks) == 260 and stats["rejected"].get("plain_create_quota", 0) > 0
-    superlative = re.compile(r"\b(highest|lowest|most|fewest|latest|earliest|created most recently|created earliest|at least|at most|"
-                             r"more than|fewer than|on or (?:before|after))\b")
-    plain = [t for t in tasks if t.outcome.mutates and any(c.name.startswith(("create", "add", "open")) for c in t.calls)
-             and not superlative.search(t.request)]
+    superlative = re.compile(
+        r"\b(highest|lowest|most|fewest|latest|earliest|created most recently|created earliest|at least|at most|"
+        r"more than|fewer than|on or (?:before|after))\b"
+    )
+    plain = [
+        t
+        for t in tasks
+        if t.outcome.mutates
+        and any(c.name.startswith(("create", "add", "open")) for c in t.calls)
+        and not superlative.search(t.request)
+    ]
     assert len(plain) <= 0.3 * len(tasks) + 1, len(plain)
     reads: dict[str, list[Task]] = {}
     for t in tasks:
         if not t.outcome.mutates:
-            reads.setdefault(json.dumps([[c.name, c.arguments] for c in t.calls], sort_keys=True), []).append(t)
+            reads.setdefault(
+                json.dumps([[c.name, c.arguments] for c in t.calls], sort_keys=True), []
+            ).append(t)
     again = [ts for ts in reads.values() if len(ts) >= 2]
-    assert again and all(len({t.id for t in ts}) == len(ts) and len({t.request for t in ts}) == len(ts) for ts in again)
-    assert all(ts[0].outcome.answer_facts != ts[1].outcome.answer_facts or ts[0].outcome.answer_rows != ts[1].outcome.answer_rows
-               or ts[0].outcome.answer_absent != ts[1].outcome.answer_absent for ts in again)
+    assert again and all(
+        len({t.id for t in ts}) == len(ts) and len({t.request for t in ts}) == len(ts)
+        for ts in again
+    )
+    assert all(
+        ts[0].outcome.answer_facts != ts[1].outcome.answer_facts
+        or ts[0].outcome.answer_rows != ts[1].outcome.answer_rows
+        or ts[0].outcome.answer_absent != ts[1].outcome.answer_absent
+        for ts in again
+    )

@@ -13,13 +13,17 @@ import os
 import textwrap
 
 import pytest
+
 from envkernel.sandbox import SandboxService, open_sandbox
 from envkernel_bus import Bus
 from envkernel_process import ProcessRunner, Settings, host_support
 from envkernel_schemas import CodeBehaviour, EnvSpec, ToolSpec
 
 SUPPORT = host_support()
-pytestmark = pytest.mark.skipif(not (SUPPORT.root and SUPPORT.unshare), reason="recycling needs root and namespaces (CI runs as root)")
+pytestmark = pytest.mark.skipif(
+    not (SUPPORT.root and SUPPORT.unshare),
+    reason="recycling needs root and namespaces (CI runs as root)",
+)
 
 SOURCE = textwrap.dedent("""
     import ctypes, os, signal, sys, time
@@ -79,7 +83,9 @@ SECOND = EnvSpec(id="recycle-b", name="b", tools=TOOLS, behaviour=CodeBehaviour(
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/status") as f:
-            return not any(line.startswith("State:") and line.split()[1] in ("Z", "X") for line in f)
+            return not any(
+                line.startswith("State:") and line.split()[1] in ("Z", "X") for line in f
+            )
     except OSError:
         return False
 
@@ -94,28 +100,55 @@ async def test_a_recycled_sandbox_keeps_nothing_of_the_session_before() -> None:
         assert (await a.call("step", {"delta": 2})).value == {"count": 2}
         before = (await a.call("who", {})).value
         traces = (await a.call("leave_traces", {})).value
-        assert traces["shm"] == [-1, 1] and traces["msg"] == -1  # SysV IPC outlives processes: denied (EPERM)
-        assert (await a.call("signal_nest", {})).value == "denied"  # the nest is root: no session can touch it
+        assert (
+            traces["shm"] == [-1, 1] and traces["msg"] == -1
+        )  # SysV IPC outlives processes: denied (EPERM)
+        assert (
+            await a.call("signal_nest", {})
+        ).value == "denied"  # the nest is root: no session can touch it
         first_confinement = a.confinement
-        assert first_confinement["nest"]["session"] == 1 and first_confinement["uid"] == before["uid"] != 0
+        assert (
+            first_confinement["nest"]["session"] == 1
+            and first_confinement["uid"] == before["uid"] != 0
+        )
         await a.close()
         assert runner.recycled == 1 and len(runner._recycled) == 1 and not runner.sessions
 
         b = await runner.open(SECOND, 0)  # another environment, into the same sandbox
         assert runner.recycled_used == 1
         after = (await b.call("who", {})).value
-        assert after["uid"] == before["uid"] and after["ppid"] == before["ppid"]  # the same sandbox...
-        assert after["pid"] != before["pid"]  # ...a new process, forked from the nest's clean memory
-        assert after["files"] == [] and after["memory"] == [] and after["patched"] is None and after["modules"] == []
+        assert (
+            after["uid"] == before["uid"] and after["ppid"] == before["ppid"]
+        )  # the same sandbox...
+        assert (
+            after["pid"] != before["pid"]
+        )  # ...a new process, forked from the nest's clean memory
+        assert (
+            after["files"] == []
+            and after["memory"] == []
+            and after["patched"] is None
+            and after["modules"] == []
+        )
         assert (await b.call("alive", {"pid": before["pid"]})).value == "gone"
         assert (await b.call("step", {"delta": 2})).value == {"count": 42}  # its own seed
         assert b.confinement["nest"]["session"] == 2
-        for key in ("uid", "rlimits", "landlock", "seccomp", "workspace_tmpfs", "namespaces", "cgroups", "subreaper"):
+        for key in (
+            "uid",
+            "rlimits",
+            "landlock",
+            "seccomp",
+            "workspace_tmpfs",
+            "namespaces",
+            "cgroups",
+            "subreaper",
+        ):
             assert b.confinement.get(key) == first_confinement.get(key), key
         with open(os.path.join(b._folder, "executor.log"), "rb") as f:
             assert b"secret" not in f.read()
 
-        died = await b.call("die", {})  # the nest ends as its session did: the runner sees the same death
+        died = await b.call(
+            "die", {}
+        )  # the nest ends as its session did: the runner sees the same death
         assert not died.ok and died.error is not None and "SIGKILL" in died.error.message, died
         # replaced like any other sandbox, state replayed
         assert (await b.call("step", {"delta": 1})).value == {"count": 43}
@@ -151,7 +184,10 @@ async def test_a_recycled_sandbox_gets_a_new_lane_and_the_old_one_is_dead(nats_s
     try:
         first = await open_sandbox(client, "process", FIRST, timeout=120, call_timeout=60)
         assert first.lane is not None
-        old_lane, first.lane = first.lane, None  # keep it past the close, as a client that misbehaves would
+        old_lane, first.lane = (
+            first.lane,
+            None,
+        )  # keep it past the close, as a client that misbehaves would
         who = (await old_lane.call("who", {})).value
         await first.close()
         for _ in range(100):
@@ -211,7 +247,8 @@ async def test_serve_gives_each_session_a_sandbox_no_session_used() -> None:
                 assert seen == [] and pool.reused == 0
                 assert runner.recycled >= 1  # the closes went back to the runner as fresh sandboxes
             else:
-                # (the warm one too): a restore runs env.py again, so the module's globals are as loaded as well
+                # (the warm one too): a restore runs env.py again, so the module's globals are as
+                # loaded as well
                 assert seen == [] and pool.reused == 2
         finally:
             await pool.close()

@@ -20,10 +20,17 @@ from envkernel_runtime.replay import TraceCache
 from envkernel_schemas import ToolError, ToolResult
 
 
-async def _rollout(pool: SandboxPool, cache: TraceCache | None, env: Any, calls: list[tuple[str, dict[str, Any]]], leases: list[int]) -> tuple[list[ToolResult], Any]:
+async def _rollout(
+    pool: SandboxPool,
+    cache: TraceCache | None,
+    env: Any,
+    calls: list[tuple[str, dict[str, Any]]],
+    leases: list[int],
+) -> tuple[list[ToolResult], Any]:
     """What the worker's ``_rollout`` does: a lazily leased sandbox, the calls, then the final state."""
     replay = cache.replay(pool._key("process", env, 0), env) if cache is not None else None
     async with contextlib.AsyncExitStack() as stack:
+
         async def lease() -> Sandbox:
             leases.append(1)
             sb = await stack.enter_async_context(pool.lease("process", env, run="r"))
@@ -36,11 +43,18 @@ async def _rollout(pool: SandboxPool, cache: TraceCache | None, env: Any, calls:
 
         async def read() -> Any:
             return await (tool_env.sandbox or await lease()).state()
-        state = await replay.final(tool_env.sandbox is None, read) if replay is not None else await read()
+
+        state = (
+            await replay.final(tool_env.sandbox is None, read)
+            if replay is not None
+            else await read()
+        )
     return results, state
 
 
-async def test_known_traces_answer_calls_and_a_rollout_that_leaves_one_catches_up(served_pool: Any) -> None:
+async def test_known_traces_answer_calls_and_a_rollout_that_leaves_one_catches_up(
+    served_pool: Any,
+) -> None:
     env = sample_env()
     async with served_pool(per_env=4) as pool:
         seed = await pool.seed_state("process", env, run="r")
@@ -51,8 +65,14 @@ async def test_known_traces_answer_calls_and_a_rollout_that_leaves_one_catches_u
         other = ("get_product", {"product_id": product})
         trace = [look, create, look]
 
-        direct: dict[str, tuple[list[ToolResult], Any]] = {}  # what sandboxes of their own give, no cache
-        for name, calls in (("trace", trace), ("prefix", trace[:2]), ("diverge", [look, create, other])):
+        direct: dict[
+            str, tuple[list[ToolResult], Any]
+        ] = {}  # what sandboxes of their own give, no cache
+        for name, calls in (
+            ("trace", trace),
+            ("prefix", trace[:2]),
+            ("diverge", [look, create, other]),
+        ):
             direct[name] = await _rollout(pool, None, env, calls, [])
         assert direct["trace"][1] != seed  # the order was made
 
@@ -60,27 +80,40 @@ async def test_known_traces_answer_calls_and_a_rollout_that_leaves_one_catches_u
         first = await _rollout(pool, cache, env, trace, leases)
         assert first == direct["trace"] and len(leases) == 1 and cache.served == 0
 
-        again: list[int] = []  # the same calls again: every result and the final state from the cache, no sandbox
+        again: list[
+            int
+        ] = []  # the same calls again: every result and the final state from the cache, no sandbox
         assert await _rollout(pool, cache, env, trace, again) == direct["trace"]
         assert again == [] and cache.served == 3
 
-        leaves: list[int] = []  # the first two calls known, the third not: one sandbox, which repeats the two first
+        leaves: list[
+            int
+        ] = []  # the first two calls known, the third not: one sandbox, which repeats the two first
         assert await _rollout(pool, cache, env, [look, create, other], leaves) == direct["diverge"]
         assert leaves == [1] and cache.repeated == 2
 
-        shorter: list[int] = []  # a known prefix whose final state nobody read: a sandbox repeats it for the state
+        shorter: list[
+            int
+        ] = []  # a known prefix whose final state nobody read: a sandbox repeats it for the state
         assert await _rollout(pool, cache, env, trace[:2], shorter) == direct["prefix"]
         assert shorter == [1] and cache.repeated == 4
 
         fresh, together = TraceCache(), []  # rollouts that start at once share one execution
-        both = await asyncio.gather(*(_rollout(pool, fresh, env, trace, together) for _ in range(3)))
+        both = await asyncio.gather(
+            *(_rollout(pool, fresh, env, trace, together) for _ in range(3))
+        )
         assert all(r == direct["trace"] for r in both) and together == [1] and fresh.served == 6
 
         async def no_lease() -> Sandbox:
             raise AssertionError("a known trace needs no sandbox")
 
-        walk = RecordingToolEnv(None, env.tools, no_lease, fresh.replay(pool._key("process", env, 0), env))  # a policy calling tools at once
-        assert list(await asyncio.gather(*(walk.call(n, a) for n, a in trace[:2]))) == direct["prefix"][0]  # taken in turn
+        walk = RecordingToolEnv(
+            None, env.tools, no_lease, fresh.replay(pool._key("process", env, 0), env)
+        )  # a policy calling tools at once
+        assert (
+            list(await asyncio.gather(*(walk.call(n, a) for n, a in trace[:2])))
+            == direct["prefix"][0]
+        )  # taken in turn
 
 
 async def test_a_timeout_is_not_kept_and_replay_can_be_turned_off(monkeypatch: Any) -> None:
@@ -92,7 +125,9 @@ async def test_a_timeout_is_not_kept_and_replay_can_be_turned_off(monkeypatch: A
     assert walk.key == b""  # nothing after an unkept result is kept either
     assert await walk.known("next", {}, True) is None
     again = cache.replay(("process", 0, "env"), None)
-    assert again is not None and await again.known("slow", {}, True) is None  # asked again: it is made again
+    assert (
+        again is not None and await again.known("slow", {}, True) is None
+    )  # asked again: it is made again
     again.learn(None)  # the call failed: the others are not left waiting
     assert await cache.replay(("process", 0, "env"), None).known("slow", {}, True) is None  # type: ignore[union-attr]
 
@@ -116,11 +151,13 @@ async def test_the_runners_settings_are_part_of_the_start(served_pool: Any) -> N
         async def walk(settings: Any) -> list[int]:
             leases: list[int] = []
             replay = cache.replay(pool._key("process", env, 0), env, None, settings)
+
             async def lease() -> Sandbox:
                 leases.append(1)
                 sb = await stack.enter_async_context(pool.lease("process", env, run="r"))
                 await replay.catch_up(sb)  # type: ignore[union-attr]
                 return sb
+
             async with contextlib.AsyncExitStack() as stack:
                 tool_env = RecordingToolEnv(None, env.tools, lease, replay)
                 for name, args in calls:
@@ -139,7 +176,10 @@ async def test_a_hit_is_a_copy_of_its_own(served_pool: Any) -> None:
     async with served_pool(per_env=2) as pool:
         seed = await pool.seed_state("process", env, run="r")
         customer = next(rows for t, rows in seed.items() if "customer" in t)[0]["id"]
-        trace = [("list_orders", {"customer_id": customer}), ("get_customer", {"customer_id": customer})]
+        trace = [
+            ("list_orders", {"customer_id": customer}),
+            ("get_customer", {"customer_id": customer}),
+        ]
         direct = await _rollout(pool, None, env, trace, [])
         cache = TraceCache()
         assert await _rollout(pool, cache, env, trace, []) == direct
@@ -166,8 +206,13 @@ def test_the_cache_is_bounded_by_bytes() -> None:
         assert new is not None and (await new.known("get", {}, True)).value["i"] == 199  # type: ignore[union-attr]
         big = cache.replay(("process", 0, "big"), None)
         assert big is not None and await big.known("get", {}, True) is None
-        big.learn(ToolResult(ok=True, value="y" * 20_000))  # more than an eighth of the table: not kept
-        assert cache.results.size <= 64_000 and await cache.replay(("process", 0, "big"), None).known("get", {}, True) is None  # type: ignore[union-attr]
+        big.learn(
+            ToolResult(ok=True, value="y" * 20_000)
+        )  # more than an eighth of the table: not kept
+        assert (
+            cache.results.size <= 64_000
+            and await cache.replay(("process", 0, "big"), None).known("get", {}, True) is None
+        )  # type: ignore[union-attr]
 
     asyncio.run(go())
 
@@ -176,9 +221,13 @@ def test_a_result_msgpack_cannot_hold_is_not_kept_and_no_one_waits_for_it() -> N
     """Environment code can return an integer beyond 64 bits (JSON allows it; msgpack does not). Such a
     result is not kept: the rollout that made the call goes on, and one waiting on the same call makes
     it itself instead of waiting for good."""
+
     async def go() -> None:
         cache = TraceCache()
-        first, second = cache.replay(("process", 0, "env"), None), cache.replay(("process", 0, "env"), None)
+        first, second = (
+            cache.replay(("process", 0, "env"), None),
+            cache.replay(("process", 0, "env"), None),
+        )
         assert first is not None and second is not None
         assert await first.known("get", {}, True) is None  # claims the call
         waiting = asyncio.ensure_future(second.known("get", {}, True))
@@ -192,7 +241,9 @@ def test_a_result_msgpack_cannot_hold_is_not_kept_and_no_one_waits_for_it() -> N
     asyncio.run(go())
 
 
-async def test_a_mismatch_drops_the_entry_and_the_start_falls_back_to_sandboxes(served_pool: Any) -> None:
+async def test_a_mismatch_drops_the_entry_and_the_start_falls_back_to_sandboxes(
+    served_pool: Any,
+) -> None:
     """A known result that a sandbox does not repeat (an earlier execution gave another one: the environment
     is not deterministic) is counted, dropped and said; that start is then answered by sandboxes alone."""
     env = sample_env()
@@ -200,7 +251,10 @@ async def test_a_mismatch_drops_the_entry_and_the_start_falls_back_to_sandboxes(
         seed = await pool.seed_state("process", env, run="r")
         customer = next(rows for t, rows in seed.items() if "customer" in t)[0]["id"]
         product = next(rows for t, rows in seed.items() if "product" in t)[0]["id"]
-        look, other = ("get_customer", {"customer_id": customer}), ("get_product", {"product_id": product})
+        look, other = (
+            ("get_customer", {"customer_id": customer}),
+            ("get_product", {"product_id": product}),
+        )
         direct = await _rollout(pool, None, env, [look, other], [])
         cache = TraceCache()
         start = pool._key("process", env, 0)
@@ -211,7 +265,9 @@ async def test_a_mismatch_drops_the_entry_and_the_start_falls_back_to_sandboxes(
         walk = cache.replay(start, env)
         assert walk is not None
         assert (await walk.known(*look, True)).value["name"] == "someone else"  # type: ignore[union-attr]
-        assert await walk.known(*other, True) is None  # the trace leaves the cache: a sandbox repeats the first call
+        assert (
+            await walk.known(*other, True) is None
+        )  # the trace leaves the cache: a sandbox repeats the first call
         async with pool.lease("process", env, run="r") as sb:
             differs = await walk.catch_up(sb)
         walk.learn(None)

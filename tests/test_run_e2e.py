@@ -17,7 +17,18 @@ from envkernel_schemas import Task
 
 pytestmark = pytest.mark.timeout(300)
 
-SUMMARY_KEYS = {"run_id", "plugins", "envs_synthesized", "envs_verified", "tasks", "rollouts", "mean_reward", "rejected", "failures", "seconds"}
+SUMMARY_KEYS = {
+    "run_id",
+    "plugins",
+    "envs_synthesized",
+    "envs_verified",
+    "tasks",
+    "rollouts",
+    "mean_reward",
+    "rejected",
+    "failures",
+    "seconds",
+}
 OUTPUTS = ["tasks.jsonl", "rollouts.jsonl", "sft.jsonl", "rl.jsonl", "config.json", "summary.json"]
 
 
@@ -42,12 +53,24 @@ def test_bare_run_exits_0_with_a_summary(bare) -> None:  # type: ignore[no-untyp
     assert s["run_id"] == "bare" and s["exit_code"] == 0
     assert s["failures"] == 0 and s["envs_synthesized"] >= 1 and s["envs_verified"] >= 1
     assert s["tasks"] > 0
-    assert s["mean_reward"] == 1.0  # the default policy is the reference: it solves every emitted task
+    assert (
+        s["mean_reward"] == 1.0
+    )  # the default policy is the reference: it solves every emitted task
     assert isinstance(s["seconds"], (int, float)) and s["seconds"] > 0
     assert isinstance(s["rejected"], dict)
     # plugins: role -> component names of the default preset
-    assert set(s["plugins"]) >= {"synthesizer", "sandbox_runner", "verifier", "sampler", "policy", "reward_model", "trainer"}
-    assert "chains" in s["plugins"]["sampler"] and {"reference", "nothing"} <= set(s["plugins"]["policy"])
+    assert set(s["plugins"]) >= {
+        "synthesizer",
+        "sandbox_runner",
+        "verifier",
+        "sampler",
+        "policy",
+        "reward_model",
+        "trainer",
+    }
+    assert "chains" in s["plugins"]["sampler"] and {"reference", "nothing"} <= set(
+        s["plugins"]["policy"]
+    )
     assert {"sft", "rl"} <= set(s["plugins"]["trainer"])
     cfg = run.config
     assert cfg["run_id"] == "bare" and cfg["seed"] == 3 and cfg["policy"] == "reference"
@@ -66,7 +89,9 @@ def test_bare_run_files_agree_with_the_summary(bare) -> None:  # type: ignore[no
     rollouts = run.jsonl("rollouts.jsonl")
     assert len(tasks) == s["tasks"] == len(_by_id(tasks))
     assert len(rollouts) == s["rollouts"] == s["tasks"]  # G = 1
-    assert all(r["reward"]["score"] == 1.0 and r["trajectory"]["policy"] == "reference" for r in rollouts)
+    assert all(
+        r["reward"]["score"] == 1.0 and r["trajectory"]["policy"] == "reference" for r in rollouts
+    )
     assert {r["task_id"] for r in rollouts} == {t["id"] for t in tasks}
 
     # every task is a Task record, grounded over a verified environment, with implicit intent
@@ -75,7 +100,9 @@ def test_bare_run_files_agree_with_the_summary(bare) -> None:  # type: ignore[no
         tool_names = {tool["name"] for tool in envs[t["env_id"]]["tools"]}
         assert t["calls"] and all(c["name"] in tool_names for c in t["calls"])
         assert len(t["outputs"]) == len(t["calls"])
-        assert not any(n in t["request"] for n in tool_names if "_" in n), f"request names a tool: {t['request']!r}"
+        assert not any(n in t["request"] for n in tool_names if "_" in n), (
+            f"request names a tool: {t['request']!r}"
+        )
         if t["outcome"]["mutates"]:
             assert t["outcome"]["expected_state"], t
         else:
@@ -87,12 +114,19 @@ def test_bare_run_files_agree_with_the_summary(bare) -> None:  # type: ignore[no
     for row in sft:
         roles = [m["role"] for m in row["messages"]]
         assert roles[0] == "system" and roles[1] == "user" and roles[-1] == "assistant"
-        calls = [c for m in row["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+        calls = [
+            c
+            for m in row["messages"]
+            if m["role"] == "assistant"
+            for c in m.get("tool_calls") or []
+        ]
         assert calls, "an SFT conversation without tool calls"
         offered = {t["function"]["name"] for t in row["tools"]}
         for c in calls:
             assert c["type"] == "function" and c["function"]["name"] in offered
-            assert isinstance(json.loads(c["function"]["arguments"]), dict)  # a JSON string, as in the OpenAI API
+            assert isinstance(
+                json.loads(c["function"]["arguments"]), dict
+            )  # a JSON string, as in the OpenAI API
         tool_msgs = [m for m in row["messages"] if m["role"] == "tool"]
         assert {m["tool_call_id"] for m in tool_msgs} == {c["id"] for c in calls}
         assert all(t["type"] == "function" and "parameters" in t["function"] for t in row["tools"])
@@ -113,7 +147,9 @@ def test_sample_source_gives_the_shop_environment(envk) -> None:
     env = json.loads((run.dir / "envs" / "shop-v1" / "env.json").read_text())
     assert env["id"] == "shop-v1" and env["report"]["kept"] is True
     assert {"get_product", "create_order"} <= {t["name"] for t in env["tools"]}
-    assert (run.dir / "envs" / "shop-v1" / "env.py").is_file() and (run.dir / "envs" / "shop-v1" / "seed.sql").is_file()
+    assert (run.dir / "envs" / "shop-v1" / "env.py").is_file() and (
+        run.dir / "envs" / "shop-v1" / "seed.sql"
+    ).is_file()
     assert run.summary["envs_verified"] == 1 and 0 < run.summary["tasks"] <= 4
     assert {t["env_id"] for t in run.jsonl("tasks.jsonl")} == {"shop-v1"}
 
@@ -125,7 +161,9 @@ def test_do_nothing_policy_scores_zero_and_still_exits_0(envk) -> None:
     assert s["tasks"] > 0 and s["rollouts"] == s["tasks"]
     assert s["mean_reward"] == 0.0 and s["failures"] == 0
     rollouts = run.jsonl("rollouts.jsonl")
-    assert rollouts and all(r["trajectory"]["policy"] == "nothing" and r["reward"]["score"] == 0.0 for r in rollouts)
+    assert rollouts and all(
+        r["trajectory"]["policy"] == "nothing" and r["reward"]["score"] == 0.0 for r in rollouts
+    )
     assert all(not r["trajectory"]["calls"] for r in rollouts)
     assert run.jsonl("sft.jsonl") == []  # sft keeps only rollouts scoring 1 by default
     assert run.config["policy"] == "nothing"
@@ -157,7 +195,9 @@ def test_version_and_help(envk) -> None:
 
 def test_python_dash_m_runs_the_cli() -> None:
     for module in ("envkernel.cli", "envkernel"):
-        proc = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", module, "--version"], capture_output=True, text=True, timeout=60
+        )
         assert proc.returncode == 0 and "version" in proc.stdout, (module, proc.stderr[-2000:])
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import msgspec
 import pytest
+
 from envkernel_kit.checks import process_runner
 
 # openenv-core's package imports its Gradio web UI (over half of its import time) although
@@ -61,8 +62,18 @@ def run_dir(envk_factory: Any) -> Path:
     """A real run of the sample environment with its tasks (one of them changes state) and of one
     workspace variant (a task graded by its check script)."""
     envk = envk_factory("serve")
-    run = envk.run("--source", "sample", "--source", "workspace:ledger", "--set", "workspace.variants=1",
-                   "--set", "chains.tasks_per_env=4", run_id="serve", source=None)
+    run = envk.run(
+        "--source",
+        "sample",
+        "--source",
+        "workspace:ledger",
+        "--set",
+        "workspace.variants=1",
+        "--set",
+        "chains.tasks_per_env=4",
+        run_id="serve",
+        source=None,
+    )
     assert run.proc.returncode == 0, run.proc.stderr[-2000:]
     return run.dir
 
@@ -75,7 +86,16 @@ def serve_cli(envk_factory: Any, run_dir: Path) -> Any:
     envk = envk_factory("serve-cli")
     log = envk.cwd / "serve.stderr"
     with log.open("w") as err:
-        proc = envk.popen("serve", str(run_dir), "--port", "0", "--warm", "0", stdout=subprocess.DEVNULL, stderr=err)
+        proc = envk.popen(
+            "serve",
+            str(run_dir),
+            "--port",
+            "0",
+            "--warm",
+            "0",
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     yield SimpleNamespace(proc=proc, log=log)
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -85,7 +105,11 @@ def serve_cli(envk_factory: Any, run_dir: Path) -> Any:
 @pytest.fixture(scope="module")
 def all_tasks(run_dir: Path) -> list[Task]:
     """Every task of the run."""
-    return [msgspec.json.decode(line, type=Task) for line in (run_dir / "tasks.jsonl").read_text().splitlines() if line]
+    return [
+        msgspec.json.decode(line, type=Task)
+        for line in (run_dir / "tasks.jsonl").read_text().splitlines()
+        if line
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +129,9 @@ def ws_task(all_tasks: list[Task]) -> Task:
 @pytest.fixture(scope="module")
 def server(run_dir: Path) -> Any:
     """``envkernel serve RUN_DIR`` in a background thread, with process sandboxes."""
-    running = start(load_catalog(run_dir), RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=2))
+    running = start(
+        load_catalog(run_dir), RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=2)
+    )
     yield running
     running.stop()
     assert not running.thread.is_alive()
@@ -129,16 +155,31 @@ async def test_openenv_client_reset_step_state_reward(server: Any, tasks: list[T
     task = _mutating(tasks)
     async with GenericEnvClient(base_url=server.url) as env:
         first = await env.reset(task_id=task.id)
-        assert first.observation["request"] == task.request and first.done is False and first.reward is None
+        assert (
+            first.observation["request"] == task.request
+            and first.done is False
+            and first.reward is None
+        )
         assert {t["name"] for t in first.observation["tools"]} >= {c.name for c in task.calls}
         for call, expected in zip(task.calls, task.outputs, strict=True):
-            r = await env.step({"type": "call_tool", "tool_name": call.name, "arguments": call.arguments})
-            assert r.observation["ok"] is True and r.observation["result"] == expected and r.done is False
+            r = await env.step(
+                {"type": "call_tool", "tool_name": call.name, "arguments": call.arguments}
+            )
+            assert (
+                r.observation["ok"] is True
+                and r.observation["result"] == expected
+                and r.done is False
+            )
         state = await env.state()
-        assert state["step_count"] == len(task.calls) and state["task_id"] == task.id and state["reward"] == 1.0
+        assert (
+            state["step_count"] == len(task.calls)
+            and state["task_id"] == task.id
+            and state["reward"] == 1.0
+        )
         end = await env.step({"type": "submit", "answer": task.outcome.answer})
         assert end.done is True and end.reward == 1.0
-        # the same session, reset: the seed state again (the change is gone), and doing nothing scores 0
+        # the same session, reset: the seed state again (the change is gone), and doing nothing
+        # scores 0
         again = await env.reset(task_id=task.id)
         assert again.observation["task_id"] == task.id
         nothing = await env.step({"type": "submit", "answer": ""})
@@ -147,14 +188,18 @@ async def test_openenv_client_reset_step_state_reward(server: Any, tasks: list[T
             await env.step({"type": "dance"})
 
 
-async def test_workspace_task_is_graded_by_its_check_over_openenv(server: Any, ws_task: Task) -> None:
+async def test_workspace_task_is_graded_by_its_check_over_openenv(
+    server: Any, ws_task: Task
+) -> None:
     """A workspace task through openenv-core's client: the reward is its grade() script, run in a sandbox
     over the session's final workspace; the reference calls score 1, doing nothing 0, a near miss below 1."""
     async with GenericEnvClient(base_url=server.url) as env:
         first = await env.reset(task_id=ws_task.id)
         assert first.observation["request"] == ws_task.request
         for call in ws_task.calls:
-            r = await env.step({"type": "call_tool", "tool_name": call.name, "arguments": call.arguments})
+            r = await env.step(
+                {"type": "call_tool", "tool_name": call.name, "arguments": call.arguments}
+            )
             assert r.observation["ok"] is True, r.observation
         state = await env.state()
         assert state["reward"] == 1.0 and state["reasons"] == []
@@ -163,10 +208,13 @@ async def test_workspace_task_is_graded_by_its_check_over_openenv(server: Any, w
         assert (await env.step({"type": "submit", "answer": ""})).reward == 0.0
         await env.reset(task_id=ws_task.id)
         for call in ws_task.calls[:-1]:
-            await env.step({"type": "call_tool", "tool_name": call.name, "arguments": call.arguments})
+            await env.step(
+                {"type": "call_tool", "tool_name": call.name, "arguments": call.arguments}
+            )
         assert (await env.step({"type": "submit", "answer": ws_task.outcome.answer})).reward < 1.0
         assert (await env.state())["reasons"]  # the criteria the near miss missed
-    # the check ran in a sandbox of the environment with its reward-side tools, never in this process
+    # the check ran in a sandbox of the environment with its reward-side tools, never in this
+    # process
     assert f"{ws_task.env_id}--check" in server.core.pool._idle
 
 
@@ -177,25 +225,37 @@ async def test_workspace_task_is_graded_by_its_check_over_mcp(server: Any, ws_ta
     from mcp.client.streamable_http import streamable_http_client
 
     async def session_reward(calls: list[Any]) -> float:
-        async with streamable_http_client(f"{server.mcp_url}?task={ws_task.id}") as streams, ClientSession(*streams[:2]) as s:
+        async with (
+            streamable_http_client(f"{server.mcp_url}?task={ws_task.id}") as streams,
+            ClientSession(*streams[:2]) as s,
+        ):
             await s.initialize()
             assert {t.name for t in (await s.list_tools()).tools} >= {c.name for c in ws_task.calls}
-            assert [str(r.uri) for r in (await s.list_resources()).resources] == ["envkernel://session/state"]
+            assert [str(r.uri) for r in (await s.list_resources()).resources] == [
+                "envkernel://session/state"
+            ]
             for call in calls:
                 done = await s.call_tool(call.name, dict(call.arguments))
                 assert not done.is_error, done.content
-            state = json.loads((await s.read_resource("envkernel://session/state")).contents[0].text)
+            state = json.loads(
+                (await s.read_resource("envkernel://session/state")).contents[0].text
+            )
             assert state["task_id"] == ws_task.id and state["step_count"] == len(calls)
             return state["reward"]
 
     assert await asyncio.gather(session_reward(ws_task.calls), session_reward([])) == [1.0, 0.0]
-    async with streamable_http_client(f"{server.mcp_url}?task=nope") as streams, ClientSession(*streams[:2]) as s:
+    async with (
+        streamable_http_client(f"{server.mcp_url}?task=nope") as streams,
+        ClientSession(*streams[:2]) as s,
+    ):
         await s.initialize()
         wrong = await s.call_tool("read", {"path": "x"})
         assert wrong.is_error and "no task 'nope'" in wrong.content[0].text
 
 
-async def test_mcp_submit_answer_ends_the_episode_with_its_reward(server: Any, tasks: list[Task]) -> None:
+async def test_mcp_submit_answer_ends_the_episode_with_its_reward(
+    server: Any, tasks: list[Task]
+) -> None:
     """The official mcp client ends a task's episode with ``submit_answer``: its result is the reward (1 for
     the reference calls and answer, 0 for a wrong answer); a second submit, and any call after it, is an error."""
     from mcp.client.session import ClientSession
@@ -204,7 +264,10 @@ async def test_mcp_submit_answer_ends_the_episode_with_its_reward(server: Any, t
     task = _read_only(tasks)
 
     async def episode(answer: str) -> tuple[dict[str, Any], Any, Any]:
-        async with streamable_http_client(f"{server.mcp_url}?task={task.id}") as streams, ClientSession(*streams[:2]) as s:
+        async with (
+            streamable_http_client(f"{server.mcp_url}?task={task.id}") as streams,
+            ClientSession(*streams[:2]) as s,
+        ):
             await s.initialize()
             listed = {t.name: t for t in (await s.list_tools()).tools}
             assert listed["submit_answer"].input_schema["required"] == ["answer"]
@@ -214,12 +277,18 @@ async def test_mcp_submit_answer_ends_the_episode_with_its_reward(server: Any, t
             assert not end.is_error, end.content
             again = await s.call_tool("submit_answer", {"answer": answer})
             after = await s.call_tool(task.calls[0].name, dict(task.calls[0].arguments))
-            state = json.loads((await s.read_resource("envkernel://session/state")).contents[0].text)
+            state = json.loads(
+                (await s.read_resource("envkernel://session/state")).contents[0].text
+            )
             assert state["done"] is True and state["reward"] == end.structured_content["reward"]
             return end.structured_content, again, after
 
-    (right, again, after), (wrong, _, _) = await asyncio.gather(episode(task.outcome.answer), episode("I do not know."))
-    assert right["reward"] == 1.0 and right["done"] is True and right["step_count"] == len(task.calls)
+    (right, again, after), (wrong, _, _) = await asyncio.gather(
+        episode(task.outcome.answer), episode("I do not know.")
+    )
+    assert (
+        right["reward"] == 1.0 and right["done"] is True and right["step_count"] == len(task.calls)
+    )
     assert right["submitted"] == task.outcome.answer and json.loads(json.dumps(right)) == right
     assert wrong["reward"] < 1.0 and wrong["reasons"]
     assert again.is_error and "episode is done" in again.content[0].text
@@ -236,7 +305,9 @@ async def test_openenv_mcp_tool_client_and_tool_errors(server: Any, tasks: list[
         await env.reset(task_id=task.id)
         names = [t.name for t in await env.list_tools()]
         assert task.calls[0].name in names
-        assert await env.call_tool(task.calls[-1].name, **task.calls[-1].arguments) == task.outputs[-1]
+        assert (
+            await env.call_tool(task.calls[-1].name, **task.calls[-1].arguments) == task.outputs[-1]
+        )
         missing = await env.call_tool("get_product", product_id="prd_nope")
         assert missing["error"]["code"] == "not_found"
         with pytest.raises(RuntimeError, match="no tool 'launch_rocket'"):
@@ -245,15 +316,31 @@ async def test_openenv_mcp_tool_client_and_tool_errors(server: Any, tasks: list[
 
 async def test_sessions_are_isolated_and_not_capped(server: Any, tasks: list[Task]) -> None:
     """Twelve concurrent sessions (more than any default cap), each its own sandbox: one's change is not seen by another."""
+
     async def one(i: int) -> tuple[int, int]:
         async with GenericEnvClient(base_url=server.url) as env:
             await env.reset(task_id=tasks[i % len(tasks)].id)
             made = 0
             for _ in range(i % 3):
-                r = await env.step({"type": "call_tool", "tool_name": "create_order",
-                                    "arguments": {"customer_id": "cus_0001", "product_id": "prd_0003", "quantity": 1}})
+                r = await env.step(
+                    {
+                        "type": "call_tool",
+                        "tool_name": "create_order",
+                        "arguments": {
+                            "customer_id": "cus_0001",
+                            "product_id": "prd_0003",
+                            "quantity": 1,
+                        },
+                    }
+                )
                 made += bool(r.observation["ok"])
-            seen = await env.step({"type": "call_tool", "tool_name": "list_orders", "arguments": {"customer_id": "cus_0001"}})
+            seen = await env.step(
+                {
+                    "type": "call_tool",
+                    "tool_name": "list_orders",
+                    "arguments": {"customer_id": "cus_0001"},
+                }
+            )
             return made, len(seen.observation["result"])
 
     results = await asyncio.gather(*(one(i) for i in range(12)))
@@ -284,68 +371,107 @@ async def _step_then_protocol_error(server: Any, step: str) -> None:
     """On a raw connection: the handshake, a reset, steps and then a frame of a reserved opcode (a protocol
     error); then wait, without closing, until the server closes the connection."""
     reader, writer = await asyncio.open_connection(server.host, server.port)
-    writer.write(f"GET /ws HTTP/1.1\r\nHost: {server.host}:{server.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
+    writer.write(
+        f"GET /ws HTTP/1.1\r\nHost: {server.host}:{server.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+    )
     assert b" 101 " in await reader.readuntil(b"\r\n\r\n")
     writer.write(_frame(json.dumps({"type": "reset", "data": {}}).encode()))
     head = await reader.readexactly(2)
     n = head[1] & 0x7F
     n = int.from_bytes(await reader.readexactly(2 if n == 126 else 8), "big") if n >= 126 else n
     await reader.readexactly(n)  # the reset's observation
-    # 30 steps in one write: uvicorn reads them at once and reads again only when its queue is empty, that is
-    # while the last step runs; the bad frame, sent a little later, is read then and answered with uvicorn's
+    # 30 steps in one write: uvicorn reads them at once and reads again only when its queue is
+    # empty, that is
+    # while the last step runs; the bad frame, sent a little later, is read then and answered with
+    # uvicorn's
     # close, before the last step's answer is sent
     writer.write(b"".join(_frame(step.encode()) for _ in range(30)))
     await writer.drain()
     await asyncio.sleep(0.002)
     writer.write(_frame(b"", opcode=0xF))
     with contextlib.suppress(Exception):
-        while (await reader.read(65536)):  # the server's close frame; then it closes the connection itself
+        while await reader.read(
+            65536
+        ):  # the server's close frame; then it closes the connection itself
             pass
     writer.close()
 
 
-async def test_ws_route_takes_a_trailing_slash_and_a_client_closing_mid_step_is_a_quiet_end(server: Any, tasks: list[Task]) -> None:
+async def test_ws_route_takes_a_trailing_slash_and_a_client_closing_mid_step_is_a_quiet_end(
+    server: Any, tasks: list[Task]
+) -> None:
     """``/ws/`` is the session route as ``/ws`` is; a client that closes while its step still runs
     (its answer then cannot be sent) ends its session quietly: no application error, the sandbox closed."""
-    from websockets.asyncio.client import connect  # noqa: PLC0415
+    from websockets.asyncio.client import connect
 
     live = len(server.core.live)
     records = _Records()
     uvicorn_log = logging.getLogger("uvicorn.error")
     uvicorn_log.addHandler(records)
     try:
-        step = json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": "list_orders", "arguments": {"customer_id": "cus_0001"}}})
+        step = json.dumps(
+            {
+                "type": "step",
+                "data": {
+                    "type": "call_tool",
+                    "tool_name": "list_orders",
+                    "arguments": {"customer_id": "cus_0001"},
+                },
+            }
+        )
         async with connect(server.ws_url + "/") as ws:  # /ws/
             await ws.send(json.dumps({"type": "reset", "data": {"task_id": tasks[0].id}}))
             first = json.loads(await ws.recv())
-            assert first["type"] == "observation" and first["data"]["observation"]["task_id"] == tasks[0].id
+            assert (
+                first["type"] == "observation"
+                and first["data"]["observation"]["task_id"] == tasks[0].id
+            )
             await ws.send(step)
             assert json.loads(await ws.recv())["data"]["observation"]["ok"] is True
-        for _ in range(3):  # a raw client: steps sent, then the close frame at once, no answer awaited
+        for _ in range(
+            3
+        ):  # a raw client: steps sent, then the close frame at once, no answer awaited
             async with connect(server.ws_url) as ws:
                 await ws.send(json.dumps({"type": "reset", "data": {}}))
                 await ws.recv()
                 for _ in range(4):
                     await ws.send(step)
-        for _ in range(3):  # a client that breaks the protocol while steps are queued, and keeps the connection open
+        for _ in range(
+            3
+            # a client that breaks the protocol while steps are queued, and keeps the connection open
+        ):
             await _step_then_protocol_error(server, step)
-        async with GenericEnvClient(base_url=server.url) as env:  # openenv-core's client, disconnecting mid-step
+        async with GenericEnvClient(
+            base_url=server.url
+        ) as env:  # openenv-core's client, disconnecting mid-step
             await env.reset(task_id=tasks[0].id)
-            pending = asyncio.ensure_future(env.step({"type": "call_tool", "tool_name": "list_orders", "arguments": {"customer_id": "cus_0001"}}))
+            pending = asyncio.ensure_future(
+                env.step(
+                    {
+                        "type": "call_tool",
+                        "tool_name": "list_orders",
+                        "arguments": {"customer_id": "cus_0001"},
+                    }
+                )
+            )
             await asyncio.sleep(0)
             await env.disconnect()
             with contextlib.suppress(Exception):
                 await pending
         deadline = time.monotonic() + 60
-        while len(server.core.live) > live and time.monotonic() < deadline:  # each closed session's sandbox is closed
+        while (
+            len(server.core.live) > live and time.monotonic() < deadline
+        ):  # each closed session's sandbox is closed
             await asyncio.sleep(0.05)
         assert len(server.core.live) <= live
         async with GenericEnvClient(base_url=server.url) as env:  # and the server goes on serving
             assert (await env.reset(task_id=tasks[0].id)).observation["task_id"] == tasks[0].id
     finally:
         uvicorn_log.removeHandler(records)
-    errors = [r.getMessage() + (r.exc_text or "") for r in records.records if r.levelno >= logging.ERROR]
+    errors = [
+        r.getMessage() + (r.exc_text or "") for r in records.records if r.levelno >= logging.ERROR
+    ]
     assert errors == [], errors
 
 
@@ -355,13 +481,22 @@ async def test_mcp_streamable_http_sessions(server: Any) -> None:
     from mcp.client.streamable_http import streamable_http_client
 
     async def session_orders(create: bool) -> int:
-        async with streamable_http_client(server.mcp_url) as streams, ClientSession(streams[0], streams[1]) as s:
+        async with (
+            streamable_http_client(server.mcp_url) as streams,
+            ClientSession(streams[0], streams[1]) as s,
+        ):
             await s.initialize()
             tools = await s.list_tools()
             by_name = {t.name: t for t in tools.tools}
-            assert "create_order" in by_name and by_name["create_order"].input_schema["type"] == "object"
+            assert (
+                "create_order" in by_name
+                and by_name["create_order"].input_schema["type"] == "object"
+            )
             if create:
-                made = await s.call_tool("create_order", {"customer_id": "cus_0002", "product_id": "prd_0001", "quantity": 2})
+                made = await s.call_tool(
+                    "create_order",
+                    {"customer_id": "cus_0002", "product_id": "prd_0001", "quantity": 2},
+                )
                 assert not made.is_error and json.loads(made.content[0].text)["quantity"] == 2
             bad = await s.call_tool("get_order", {"order_id": "ord_none"})
             assert bad.is_error and "not_found" in bad.content[0].text
@@ -371,7 +506,10 @@ async def test_mcp_streamable_http_sessions(server: Any) -> None:
 
     with_order, without = await asyncio.gather(session_orders(True), session_orders(False))
     assert with_order == without + 1
-    async with streamable_http_client(server.mcp_url + "?env=nope") as streams, ClientSession(streams[0], streams[1]) as s:
+    async with (
+        streamable_http_client(server.mcp_url + "?env=nope") as streams,
+        ClientSession(streams[0], streams[1]) as s,
+    ):
         await s.initialize()
         wrong = await s.call_tool("list_orders", {"customer_id": "cus_0002"})
         assert wrong.is_error and "no environment 'nope'" in wrong.content[0].text
@@ -379,8 +517,9 @@ async def test_mcp_streamable_http_sessions(server: Any) -> None:
 
 def test_gymnasium_check_env_and_make(server: Any, run_dir: Path, tasks: list[Task]) -> None:
     """``envkernel.make`` (through the entry point) passes check_env; the reference chain scores 1 when the episode ends."""
-    import envkernel
     from gymnasium.utils.env_checker import check_env
+
+    import envkernel
 
     env = envkernel.make(url=server.url)
     try:
@@ -389,13 +528,17 @@ def test_gymnasium_check_env_and_make(server: Any, run_dir: Path, tasks: list[Ta
         obs, info = env.reset(options={"task_id": task.id})
         assert json.loads(obs)["request"] == task.request and info["task_id"] == task.id
         for call in task.calls:
-            obs, reward, terminated, truncated, info = env.step({"tool": call.name, "arguments": call.arguments})
+            obs, reward, terminated, truncated, info = env.step(
+                {"tool": call.name, "arguments": call.arguments}
+            )
             assert info["ok"] and reward == 0.0 and not terminated and not truncated
         obs, reward, terminated, truncated, _ = env.step({"answer": task.outcome.answer})
         assert reward == 1.0 and terminated and not truncated
     finally:
         env.close()
-    own = envkernel.make(str(run_dir / "envs" / task.env_id), tasks=str(run_dir / "tasks.jsonl"))  # serves the folder itself
+    own = envkernel.make(
+        str(run_dir / "envs" / task.env_id), tasks=str(run_dir / "tasks.jsonl")
+    )  # serves the folder itself
     try:
         obs, info = own.reset(seed=1)
         assert info["task_id"] == tasks[1 % len(tasks)].id
@@ -411,11 +554,23 @@ def test_large_observation_is_not_cut_off(run_dir: Path, tmp_path: Path) -> None
     shutil.copytree(run_dir / "envs" / "shop-v1", env_dir)
     (env_dir / "env.py").write_text((env_dir / "env.py").read_text() + BLOB_TOOL)
     meta = json.loads((env_dir / "env.json").read_text())
-    meta["tools"].append({"name": "blob", "description": "A large text.", "mutates": False,
-                          "parameters": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}})
+    meta["tools"].append(
+        {
+            "name": "blob",
+            "description": "A large text.",
+            "mutates": False,
+            "parameters": {
+                "type": "object",
+                "properties": {"size": {"type": "integer"}},
+                "required": ["size"],
+            },
+        }
+    )
     (env_dir / "env.json").write_text(json.dumps(meta))
     size = 6 * 1024 * 1024
-    with start(load_catalog(env_dir), RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=0)) as big:
+    with start(
+        load_catalog(env_dir), RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=0)
+    ) as big:
         with GenericEnvClient(base_url=big.url).sync() as client:
             client.reset()
             r = client.step({"type": "call_tool", "tool_name": "blob", "arguments": {"size": size}})
@@ -438,12 +593,21 @@ def test_trl_environment_factory(server: Any, run_dir: Path, tasks: list[Task]) 
         # what GRPOTrainer.__init__ does with the probe instance
         members = dict(inspect.getmembers(instance, predicate=inspect.ismethod))
         assert "reset" in members and "get_reward" in members
-        tools = {n: m for n, m in members.items() if n not in ("reset", "get_reward") and not n.startswith("_")}
+        tools = {
+            n: m
+            for n, m in members.items()
+            if n not in ("reset", "get_reward") and not n.startswith("_")
+        }
         schemas = {n: get_json_schema(m) for n, m in tools.items() if n != "close"}
         assert schemas["get_product"]["function"]["parameters"]["required"] == ["product_id"]
-        assert schemas["submit_answer"]["function"]["parameters"]["properties"]["answer"]["type"] == "string"
+        assert (
+            schemas["submit_answer"]["function"]["parameters"]["properties"]["answer"]["type"]
+            == "string"
+        )
         for task in (_read_only(tasks), _mutating(tasks)):
-            assert instance.reset(**rows[task.id]) is None  # the row has a prompt: nothing is appended
+            assert (
+                instance.reset(**rows[task.id]) is None
+            )  # the row has a prompt: nothing is appended
             for call, expected in zip(task.calls, task.outputs, strict=True):
                 assert json.loads(tools[call.name](**call.arguments)) == expected
             if not task.outcome.mutates:
@@ -451,7 +615,9 @@ def test_trl_environment_factory(server: Any, run_dir: Path, tasks: list[Task]) 
             assert instance.get_reward() == 1.0
         with pytest.raises(ValueError, match="not_found"):
             tools["get_order"](order_id="ord_none")
-        assert Env().reset(task_id=tasks[0].id) == tasks[0].request  # no prompt column: the request is returned
+        assert (
+            Env().reset(task_id=tasks[0].id) == tasks[0].request
+        )  # no prompt column: the request is returned
     finally:
         instance.close()
 
@@ -461,30 +627,49 @@ async def test_verl_tool_keyed_by_trajectory(server: Any, tasks: list[Task]) -> 
     from envkernel_serve.verl import EnvkernelTool, dataset_rows, tool_config
 
     config = await asyncio.to_thread(tool_config, server.url)
-    tools = {e["tool_schema"]["function"]["name"]: EnvkernelTool(e["config"], e["tool_schema"]) for e in config["tools"]}
+    tools = {
+        e["tool_schema"]["function"]["name"]: EnvkernelTool(e["config"], e["tool_schema"])
+        for e in config["tools"]
+    }
     assert tools["create_order"].get_openai_tool_schema().function.name == "create_order"
     task = _mutating(tasks)
-    row = next(r for r in dataset_rows(str(server_run_dir(server))) if r["extra_info"]["task_id"] == task.id)
-    assert row["agent_name"] == "tool_agent" and set(row["extra_info"]["tools_kwargs"]) == set(tools)
+    row = next(
+        r
+        for r in dataset_rows(str(server_run_dir(server)))
+        if r["extra_info"]["task_id"] == task.id
+    )
+    assert row["agent_name"] == "tool_agent" and set(row["extra_info"]["tools_kwargs"]) == set(
+        tools
+    )
 
     async def trajectory(request_id: str, calls: list[Any]) -> float | None:
         for call in calls:
             tool = tools[call.name]
-            iid, _ = await tool.create(**row["extra_info"]["tools_kwargs"][call.name])  # as ToolAgentLoop passes them
-            resp, step_reward, metrics = await tool.execute(iid, call.arguments, agent_data=SimpleNamespace(request_id=request_id))
+            iid, _ = await tool.create(
+                **row["extra_info"]["tools_kwargs"][call.name]
+            )  # as ToolAgentLoop passes them
+            resp, step_reward, metrics = await tool.execute(
+                iid, call.arguments, agent_data=SimpleNamespace(request_id=request_id)
+            )
             await tool.release(iid)
             assert metrics["ok"], resp.text
             assert step_reward == 0.0 and json.loads(resp.text) is not None
         return await tools[calls[0].name].end(request_id)
 
-    full, half = await asyncio.gather(trajectory("traj-full", task.calls), trajectory("traj-half", task.calls[:-1]))
+    full, half = await asyncio.gather(
+        trajectory("traj-full", task.calls), trajectory("traj-half", task.calls[:-1])
+    )
     assert full == 1.0 and half is not None and half < 1.0
 
 
-async def test_sandboxes_from_the_nats_sandbox_service(run_dir: Path, nats_server: str, tasks: list[Task]) -> None:
+async def test_sandboxes_from_the_nats_sandbox_service(
+    run_dir: Path, nats_server: str, tasks: list[Task]
+) -> None:
     """With --nats-url, sessions get sandboxes through the kernel's sandbox service on a real nats-server."""
     source = NatsSandboxes(nats_server, "process", local_runner=process_runner())
-    running = await asyncio.to_thread(start, load_catalog(run_dir), source, ServeSettings(port=0, warm=1))
+    running = await asyncio.to_thread(
+        start, load_catalog(run_dir), source, ServeSettings(port=0, warm=1)
+    )
     try:
         task = _read_only(tasks)
 
@@ -519,14 +704,23 @@ def test_bad_input_is_a_clear_error(run_dir: Path, tmp_path: Path, server: Any) 
 def test_serve_command(serve_cli: SimpleNamespace, run_dir: Path, tasks: list[Task]) -> None:
     """``envkernel serve RUN_DIR --port 0`` serves until SIGTERM; a bad folder is a usage error (exit 2)."""
     from click.testing import CliRunner
+
     from envkernel.cli import cli
 
     bad = CliRunner().invoke(cli, ["serve", str(run_dir / "nope")])
     assert bad.exit_code == 2 and "is not a folder" in bad.output
     proc = serve_cli.proc
     deadline = time.monotonic() + 90
-    while not (lines := [ln for ln in serve_cli.log.read_text().splitlines() if "serving " in ln and " at http" in ln]):
-        assert proc.poll() is None and time.monotonic() < deadline, serve_cli.log.read_text()[-3000:]
+    while not (
+        lines := [
+            ln
+            for ln in serve_cli.log.read_text().splitlines()
+            if "serving " in ln and " at http" in ln
+        ]
+    ):
+        assert proc.poll() is None and time.monotonic() < deadline, serve_cli.log.read_text()[
+            -3000:
+        ]
         time.sleep(0.1)
     url = lines[0].split(" at ", 1)[1].split(" ", 1)[0]
     for _ in range(200):
@@ -549,30 +743,66 @@ def test_openenv_http_routes_keep_episodes(server: Any, tasks: list[Task]) -> No
     from openenv.cli._validation import validate_running_environment
 
     task = _read_only(tasks)
-    order = {"type": "call_tool", "tool_name": "create_order",
-             "arguments": {"customer_id": "cus_0001", "product_id": "prd_0003", "quantity": 1}}
-    listing = {"type": "call_tool", "tool_name": "list_orders", "arguments": {"customer_id": "cus_0001"}}
+    order = {
+        "type": "call_tool",
+        "tool_name": "create_order",
+        "arguments": {"customer_id": "cus_0001", "product_id": "prd_0003", "quantity": 1},
+    }
+    listing = {
+        "type": "call_tool",
+        "tool_name": "list_orders",
+        "arguments": {"customer_id": "cus_0001"},
+    }
     with httpx.Client(base_url=server.url, timeout=60) as http:
         first = http.post("/reset", json={"task_id": task.id}).json()
         eid = first["observation"]["episode_id"]
-        assert first["observation"]["request"] == task.request and first["done"] is False and first["reward"] is None
+        assert (
+            first["observation"]["request"] == task.request
+            and first["done"] is False
+            and first["reward"] is None
+        )
         for call, expected in zip(task.calls, task.outputs, strict=True):
-            r = http.post("/step", json={"action": {"type": "call_tool", "tool_name": call.name, "arguments": call.arguments},
-                                         "episode_id": eid}).json()
+            r = http.post(
+                "/step",
+                json={
+                    "action": {
+                        "type": "call_tool",
+                        "tool_name": call.name,
+                        "arguments": call.arguments,
+                    },
+                    "episode_id": eid,
+                },
+            ).json()
             assert r["observation"]["result"] == expected and r["done"] is False
         state = http.get("/state", params={"episode_id": eid}).json()
-        assert state["episode_id"] == eid and state["step_count"] == len(task.calls) and state["task_id"] == task.id
-        end = http.post("/step", json={"action": {"type": "submit", "answer": task.outcome.answer}, "episode_id": eid}).json()
+        assert (
+            state["episode_id"] == eid
+            and state["step_count"] == len(task.calls)
+            and state["task_id"] == task.id
+        )
+        end = http.post(
+            "/step",
+            json={"action": {"type": "submit", "answer": task.outcome.answer}, "episode_id": eid},
+        ).json()
         assert end["done"] is True and end["reward"] == 1.0
         # two episodes named by the client (body and header): one's change is not seen by the other
-        a = http.post("/reset", json={"episode_id": "ep-a", "task_id": task.id}).json()["observation"]["episode_id"]
-        b = http.post("/reset", json={"task_id": task.id}, headers={"X-Envkernel-Session": "ep-b"}).json()["observation"]["episode_id"]
+        a = http.post("/reset", json={"episode_id": "ep-a", "task_id": task.id}).json()[
+            "observation"
+        ]["episode_id"]
+        b = http.post(
+            "/reset", json={"task_id": task.id}, headers={"X-Envkernel-Session": "ep-b"}
+        ).json()["observation"]["episode_id"]
         assert (a, b) == ("ep-a", "ep-b")
-        assert http.post("/step", json={"action": order, "episode_id": a}).json()["observation"]["ok"]
-        seen_a = http.post("/step", json={"action": listing}, headers={"X-Envkernel-Session": a}).json()
+        assert http.post("/step", json={"action": order, "episode_id": a}).json()["observation"][
+            "ok"
+        ]
+        seen_a = http.post(
+            "/step", json={"action": listing}, headers={"X-Envkernel-Session": a}
+        ).json()
         seen_b = http.post("/step", json={"action": listing, "episode_id": b}).json()
         assert len(seen_a["observation"]["result"]) == len(seen_b["observation"]["result"]) + 1
-        # stateless (no episode named): a fresh episode per request, as openenv-core's HTTP server does
+        # stateless (no episode named): a fresh episode per request, as openenv-core's HTTP server
+        # does
         fresh = http.post("/step", json={"action": listing}).json()
         assert len(fresh["observation"]["result"]) == len(seen_b["observation"]["result"])
         assert http.get("/state").json()["step_count"] == 0
@@ -583,13 +813,17 @@ def test_openenv_http_routes_keep_episodes(server: Any, tasks: list[Task]) -> No
         assert no_action.status_code == 422 and 'needs an "action"' in no_action.json()["detail"]
         assert http.post("/reset", content=b"{oops").status_code == 422
         assert "no task 'nope'" in http.post("/reset", json={"task_id": "nope"}).json()["detail"]
-        assert http.get("/state", params={"episode_id": a}).json()["step_count"] == 2  # the episode went on
+        assert (
+            http.get("/state", params={"episode_id": a}).json()["step_count"] == 2
+        )  # the episode went on
     report = validate_running_environment(server.url)
     passed = {c["id"]: c["passed"] for c in report["criteria"]}
     assert report["passed"] and report["mode"] == "simulation" and all(passed.values()), report
 
 
-async def test_mcp_task_session_lists_only_its_tools(run_dir: Path, tmp_path: Path, tasks: list[Task]) -> None:
+async def test_mcp_task_session_lists_only_its_tools(
+    run_dir: Path, tmp_path: Path, tasks: list[Task]
+) -> None:
     """Over MCP, a session naming a task (``?task=`` or ``X-Envkernel-Task``) is offered only that task's tools, as on /ws."""
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
@@ -604,20 +838,31 @@ async def test_mcp_task_session_lists_only_its_tools(run_dir: Path, tmp_path: Pa
     async def mcp_tools(url: str, headers: dict[str, str] | None = None) -> tuple[set[str], Any]:
         import httpx2  # the HTTP client the mcp package's transport takes
 
-        async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
-                streamable_http_client(url, http_client=http) as streams, ClientSession(*streams[:2]) as s:
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60) as http,
+            streamable_http_client(url, http_client=http) as streams,
+            ClientSession(*streams[:2]) as s,
+        ):
             await s.initialize()
             listed = {t.name for t in (await s.list_tools()).tools}
-            return listed, await s.call_tool(sorted(every - listed or {"-"})[0], {}) if listed != every else None
+            return listed, await s.call_tool(
+                sorted(every - listed or {"-"})[0], {}
+            ) if listed != every else None
 
-    running = await asyncio.to_thread(start, load_catalog(run_dir / "envs" / task.env_id, tasks_file),
-                                      RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=0))
+    running = await asyncio.to_thread(
+        start,
+        load_catalog(run_dir / "envs" / task.env_id, tasks_file),
+        RunnerSandboxes(process_runner()),
+        ServeSettings(port=0, warm=0),
+    )
     try:
         async with GenericEnvClient(base_url=running.url) as env:
             on_ws = {t["name"] for t in (await env.reset(task_id="narrow")).observation["tools"]}
         (by_query, refused), (by_header, _), (free, _) = await asyncio.gather(
-            mcp_tools(f"{running.mcp_url}?task=narrow"), mcp_tools(running.mcp_url, {"X-Envkernel-Task": "narrow"}),
-            mcp_tools(running.mcp_url))
+            mcp_tools(f"{running.mcp_url}?task=narrow"),
+            mcp_tools(running.mcp_url, {"X-Envkernel-Task": "narrow"}),
+            mcp_tools(running.mcp_url),
+        )
     finally:
         await asyncio.to_thread(running.stop)
     assert by_query == by_header == on_ws | {"submit_answer"} == {*narrow.tools, "submit_answer"}
@@ -625,12 +870,22 @@ async def test_mcp_task_session_lists_only_its_tools(run_dir: Path, tmp_path: Pa
     assert free == every  # no task named: every tool of the environment
 
 
-async def test_a_session_whose_executor_dies_starts_again_from_its_task(server: Any, tasks: list[Task]) -> None:
+async def test_a_session_whose_executor_dies_starts_again_from_its_task(
+    server: Any, tasks: list[Task]
+) -> None:
     """Steps go over the sandbox's direct lane (not its call log); if its executor dies, the step says so
     (a transport error) and the next one runs in a new sandbox in the task's initial state."""
     task = _mutating(tasks)
-    order = {"type": "call_tool", "tool_name": "create_order", "arguments": {"customer_id": "cus_0001", "product_id": "prd_0003", "quantity": 1}}
-    listing = {"type": "call_tool", "tool_name": "list_orders", "arguments": {"customer_id": "cus_0001"}}
+    order = {
+        "type": "call_tool",
+        "tool_name": "create_order",
+        "arguments": {"customer_id": "cus_0001", "product_id": "prd_0003", "quantity": 1},
+    }
+    listing = {
+        "type": "call_tool",
+        "tool_name": "list_orders",
+        "arguments": {"customer_id": "cus_0001"},
+    }
     async with GenericEnvClient(base_url=server.url) as env:
         await env.reset(task_id=task.id)
         base = len((await env.step(listing)).observation["result"])
@@ -638,10 +893,14 @@ async def test_a_session_whose_executor_dies_starts_again_from_its_task(server: 
         [ep] = [e for e in server.core.live.values() if e.task is not None and e.task.id == task.id and e.lease is not None
                 and e.lease.lane is not None]  # fmt: skip
         sandbox = ep.lease.sandbox
-        assert sandbox._log == [] or all(b"create_order" not in req for req, _ in sandbox._log)  # the lane's calls skip the log
+        assert sandbox._log == [] or all(
+            b"create_order" not in req for req, _ in sandbox._log
+        )  # the lane's calls skip the log
         os.kill(sandbox.pid, signal.SIGKILL)
         dead = await env.step(listing)
         assert dead.observation["error"]["error_type"] == "transport_error", dead.observation
         again = await env.step(listing)
-        assert again.observation["ok"] and len(again.observation["result"]) == base  # the task's initial state, in a new sandbox
+        assert (
+            again.observation["ok"] and len(again.observation["result"]) == base
+        )  # the task's initial state, in a new sandbox
         assert ep.lease is not None and ep.lease.sandbox is not sandbox

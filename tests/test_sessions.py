@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from envkernel.sandbox import SandboxService, open_sandbox
 from envkernel_bus import Bus
 from envkernel_process import ProcessRunner, Settings, host_support
@@ -80,7 +81,20 @@ SOURCE = textwrap.dedent("""
 COUNTER = EnvSpec(
     id="counter-test",
     name="counter",
-    tools=[ToolSpec(name=n) for n in ("step", "who", "runtime", "signal_parent", "connect", "fail", "die", "hang", "sockets")],
+    tools=[
+        ToolSpec(name=n)
+        for n in (
+            "step",
+            "who",
+            "runtime",
+            "signal_parent",
+            "connect",
+            "fail",
+            "die",
+            "hang",
+            "sockets",
+        )
+    ],
     behaviour=CodeBehaviour(source=SOURCE),
     seed_sql="CREATE TABLE counter (n INTEGER NOT NULL); INSERT INTO counter VALUES (0);",
 )
@@ -89,7 +103,9 @@ COUNTER = EnvSpec(
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/status") as f:
-            return not any(line.startswith("State:") and line.split()[1] in ("Z", "X") for line in f)
+            return not any(
+                line.startswith("State:") and line.split()[1] in ("Z", "X") for line in f
+            )
     except OSError:
         return False
 
@@ -112,9 +128,13 @@ async def test_a_forked_executor_is_confined_like_a_fresh_one() -> None:
             res = await s.call("runtime", {})
             assert res.ok, res.error
             rt = res.value
-            assert rt["mean"] == 2 and len(rt["fds"]) == len(s.confinement.get("runtime_via_fd") or []), (rt, s.confinement)
-            # the runtime's folders it reaches through descriptors are mounts of its own mount namespace,
-            # not the host's (a zygote opens them before the child unshares: the child opens them again)
+            assert rt["mean"] == 2 and len(rt["fds"]) == len(
+                s.confinement.get("runtime_via_fd") or []
+            ), (rt, s.confinement)
+            # the runtime's folders it reaches through descriptors are mounts of its own mount
+            # namespace,
+            # not the host's (a zygote opens them before the child unshares: the child opens them
+            # again)
             own = {line.split()[0] for line in open(f"/proc/{s.pid}/mountinfo")}
             for fd in rt["fds"]:
                 with open(f"/proc/{s.pid}/fdinfo/{fd}") as f:
@@ -126,12 +146,17 @@ async def test_a_forked_executor_is_confined_like_a_fresh_one() -> None:
         finally:
             await runner.aclose()
     forked, fresh = reports[True], reports[False]
-    assert set(fresh) | ({"namespaces"} if SUPPORT.unshare else set()) == set(forked), (forked, fresh)
+    assert set(fresh) | ({"namespaces"} if SUPPORT.unshare else set()) == set(forked), (
+        forked,
+        fresh,
+    )
     for key in ("rlimits", "landlock", "seccomp", "workspace_tmpfs", "subreaper", "runtime_via_fd"):
         assert forked.get(key) == fresh.get(key), key
 
 
-@pytest.mark.skipif(not SUPPORT.root, reason="own uids and namespaces need a root runner (CI runs as root)")
+@pytest.mark.skipif(
+    not SUPPORT.root, reason="own uids and namespaces need a root runner (CI runs as root)"
+)
 async def test_forked_sandboxes_are_isolated_from_each_other_and_the_host() -> None:
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
@@ -141,8 +166,13 @@ async def test_forked_sandboxes_are_isolated_from_each_other_and_the_host() -> N
         wa, wb = (await a.call("who", {})).value, (await b.call("who", {})).value
         assert wa["uid"] != wb["uid"] and 0 not in (wa["uid"], wb["uid"])
         assert wa["cwd"] != wb["cwd"]
-        assert (await a.call("signal_parent", {})).value == "denied"  # the zygote is not its to signal
-        assert (await a.call("connect", {"port": port})).value in ("OSError", "PermissionError")  # own empty netns
+        assert (
+            await a.call("signal_parent", {})
+        ).value == "denied"  # the zygote is not its to signal
+        assert (await a.call("connect", {"port": port})).value in (
+            "OSError",
+            "PermissionError",
+        )  # own empty netns
         await a.call("step", {"delta": 7})
         assert (await b.state())["counter"] == [{"n": 0}]
     finally:
@@ -150,7 +180,9 @@ async def test_forked_sandboxes_are_isolated_from_each_other_and_the_host() -> N
         listener.close()
 
 
-async def test_a_burst_of_opens_is_forked_in_batches_and_no_executor_holds_another_ones_sockets() -> None:
+async def test_a_burst_of_opens_is_forked_in_batches_and_no_executor_holds_another_ones_sockets() -> (
+    None
+):
     """40 opens at once go to the zygote as a few packets (one fork request carries many
     executors' descriptors), and each executor keeps only its own protocol socket and lane."""
     runner = ProcessRunner()
@@ -178,7 +210,9 @@ async def test_forked_executors_are_replaced_reaped_and_cleaned_up() -> None:
     died = await s.call("die", {})
     assert not died.ok and died.error is not None and died.error.code == "crashed"
     assert "SIGKILL" in died.error.message, died.error.message
-    assert (await s.call("step", {"delta": 1})).value == {"count": 5}  # replaced, earlier calls replayed
+    assert (await s.call("step", {"delta": 1})).value == {
+        "count": 5
+    }  # replaced, earlier calls replayed
     assert s.replacements == 1 and s.pid not in (None, first)
     second, folder = s.pid, s._folder
     await s.close()
@@ -190,7 +224,9 @@ async def test_forked_executors_are_replaced_reaped_and_cleaned_up() -> None:
     assert zpid is not None and all(p is not None and _alive(p) for p in pids)
     await runner.aclose()
     assert not _alive(zpid), "the zygote outlived its runner"
-    assert not [p for p in pids if p is not None and _alive(p)], "forked executors outlived their runner"
+    assert not [p for p in pids if p is not None and _alive(p)], (
+        "forked executors outlived their runner"
+    )
     assert zygote.folder is None
 
 
@@ -208,7 +244,9 @@ async def test_a_dead_zygote_is_restarted_and_its_sandboxes_replaced() -> None:
             await asyncio.sleep(0.02)
         assert child is not None and not _alive(child), "a forked executor outlived its zygote"
         r = await s.call("step", {"delta": 1})
-        if not r.ok:  # the call that met the dead executor says so; the next one runs in a replacement
+        if (
+            not r.ok
+        ):  # the call that met the dead executor says so; the next one runs in a replacement
             assert r.error is not None and r.error.code == "crashed"
             r = await s.call("step", {"delta": 1})
         assert r.ok and r.value == {"count": 3}
@@ -243,7 +281,12 @@ async def test_64_concurrent_sessions_over_the_bus(nats_server: str) -> None:
     service = SandboxService(service_bus, "process", runner)
     await service.start()
     try:
-        sandboxes = await asyncio.gather(*(open_sandbox(client, "process", COUNTER, timeout=120, call_timeout=60) for _ in range(64)))
+        sandboxes = await asyncio.gather(
+            *(
+                open_sandbox(client, "process", COUNTER, timeout=120, call_timeout=60)
+                for _ in range(64)
+            )
+        )
 
         async def work(sb: Any) -> list[Any]:
             return [(await sb.call("step", {"delta": 1})).value["count"] for _ in range(5)]
@@ -275,6 +318,7 @@ async def test_a_request_to_a_vanished_responder_fails_fast(nats_server: str) ->
 
     bus = await Bus.connect(nats_server)
     try:
+
         async def ignore(msg: Any) -> None:  # takes the request, never answers
             return None
 
@@ -283,12 +327,18 @@ async def test_a_request_to_a_vanished_responder_fails_fast(nats_server: str) ->
         loop = asyncio.get_running_loop()
         t = loop.time()
         with pytest.raises(ResponderGone, match="is gone"):
-            await bus.request_while_alive("test.silent", b"x", timeout=30, alive="test.nobody.alive", every=0.2)
+            await bus.request_while_alive(
+                "test.silent", b"x", timeout=30, alive="test.nobody.alive", every=0.2
+            )
         assert loop.time() - t < 5
         answered = await bus.serve_alive("test.here.alive")
         await bus.nc.flush()
-        with pytest.raises(Exception) as info:  # alive but silent: the plain timeout, not ResponderGone
-            await bus.request_while_alive("test.silent", b"x", timeout=0.7, alive="test.here.alive", every=0.2)
+        with pytest.raises(
+            Exception
+        ) as info:  # alive but silent: the plain timeout, not ResponderGone
+            await bus.request_while_alive(
+                "test.silent", b"x", timeout=0.7, alive="test.here.alive", every=0.2
+            )
         assert not isinstance(info.value, ResponderGone)
         await silent.unsubscribe()
         await answered.unsubscribe()
@@ -314,25 +364,36 @@ async def test_a_direct_lane_skips_the_service_and_keeps_the_confinement(nats_se
         base = await sb.snapshot()
         session = runner.sessions[0]
         who = (await sb.call("who", {})).value
-        assert who["pid"] == session.pid and who["uid"] == session.confinement.get("uid", os.getuid())
+        assert who["pid"] == session.pid and who["uid"] == session.confinement.get(
+            "uid", os.getuid()
+        )
         if SUPPORT.unshare:
             with socket.socket() as listener:
                 listener.bind(("127.0.0.1", 0))
                 listener.listen(1)
-                assert (await sb.call("connect", {"port": listener.getsockname()[1]})).value != "connected"
+                assert (
+                    await sb.call("connect", {"port": listener.getsockname()[1]})
+                ).value != "connected"
         assert [(await sb.call("step", {"delta": 1})).value["count"] for _ in range(3)] == [1, 2, 3]
         assert session._log == []  # none of them went through the service
         read_by_service: list[int] = []
         service_state = session.state
         session.state = lambda: read_by_service.append(1) or service_state()  # type: ignore[method-assign]
-        assert (await sb.state())["counter"] == [{"n": 3}] and read_by_service == []  # the state too, over the lane
+        assert (await sb.state())["counter"] == [
+            {"n": 3}
+        ] and read_by_service == []  # the state too, over the lane
         events = list(session.events)
         await sb.restore(base)  # over the lane too
         assert (await sb.state())["counter"] == [{"n": 0}] and session.events == events
         assert [(await sb.call("step", {"delta": 1})).value["count"] for _ in range(3)] == [1, 2, 3]
         after = await sb.snapshot()
         died = await sb.call("die", {})
-        assert not died.ok and died.error is not None and died.error.code == "crashed" and "direct lane" in died.error.message
+        assert (
+            not died.ok
+            and died.error is not None
+            and died.error.code == "crashed"
+            and "direct lane" in died.error.message
+        )
         assert sb.lane.closed and not (await sb.call("step", {})).ok  # lost, over the bus too
         with pytest.raises(SandboxError, match="cannot be rebuilt"):
             await sb.restore(after)
@@ -340,15 +401,23 @@ async def test_a_direct_lane_skips_the_service_and_keeps_the_confinement(nats_se
         assert (await sb.call("step", {"delta": 1})).value["count"] == 1
         await sb.close()
 
-        s = await runner.open(COUNTER, 0)  # the lane itself takes calls, restores and dumps only, and is handed out once
+        s = await runner.open(
+            COUNTER, 0
+        )  # the lane itself takes calls, restores and dumps only, and is handed out once
         lane = s.take_lane()
         assert lane is not None and s.take_lane() is None
         reader, writer = await asyncio.open_unix_connection(sock=lane)
-        writer.write(b'{"op":"patch","rows":[]}\n{"op":"call","tool":"step","arguments":{"delta":5}}\n{"op":"dump"}\n')
-        assert b'"bad_request"' in await reader.readline() and b'"count":5' in await reader.readline()
+        writer.write(
+            b'{"op":"patch","rows":[]}\n{"op":"call","tool":"step","arguments":{"delta":5}}\n{"op":"dump"}\n'
+        )
+        assert (
+            b'"bad_request"' in await reader.readline() and b'"count":5' in await reader.readline()
+        )
         assert b'"counter":[{"n":5}]' in await reader.readline()
         writer.close()
-        assert (await s.call("step", {"delta": 1})).value["count"] == 6  # the runner's socket serves on
+        assert (await s.call("step", {"delta": 1})).value[
+            "count"
+        ] == 6  # the runner's socket serves on
         await s.close()
         offer = service.lanes.offer(await runner.open(COUNTER, 0), 30)
         assert await connect_lane(["elsewhere/x", *offer[1:]]) is None  # another host: over the bus
@@ -374,8 +443,16 @@ async def test_a_call_hanging_on_the_direct_lane_gets_its_sandbox_killed(nats_se
         loop = asyncio.get_running_loop()
         t = loop.time()
         hung = await sb.call("hang", {})
-        assert loop.time() - t < 10 and not hung.ok and hung.error is not None and hung.error.code == "timeout"
-        assert "killed" in hung.error.message and "killed (timeout over the direct lane)" in runner.sessions[0].events
+        assert (
+            loop.time() - t < 10
+            and not hung.ok
+            and hung.error is not None
+            and hung.error.code == "timeout"
+        )
+        assert (
+            "killed" in hung.error.message
+            and "killed (timeout over the direct lane)" in runner.sessions[0].events
+        )
         for _ in range(100):
             if not _alive(pid):
                 break
@@ -394,12 +471,19 @@ async def test_cells_are_confined_ahead_and_take_any_environment() -> None:
     """With ``cells``, an open loads its environment into a blank executor forked and confined ahead:
     the same confinement as a fresh fork, its own uid and state, any environment (not a workspace's),
     and the missing cells are made again in the background."""
-    other = EnvSpec(id="other-test", name="other", tools=[ToolSpec(name="step"), ToolSpec(name="who")], behaviour=CodeBehaviour(source=SOURCE),
-                    seed_sql="CREATE TABLE counter (n INTEGER NOT NULL); INSERT INTO counter VALUES (40);")
+    other = EnvSpec(
+        id="other-test",
+        name="other",
+        tools=[ToolSpec(name="step"), ToolSpec(name="who")],
+        behaviour=CodeBehaviour(source=SOURCE),
+        seed_sql="CREATE TABLE counter (n INTEGER NOT NULL); INSERT INTO counter VALUES (40);",
+    )
     plain, runner = ProcessRunner(), ProcessRunner(Settings(cells=2))
     try:
         fresh = await plain.open(COUNTER, 0)
-        first = await runner.open(COUNTER, 0)  # no cell yet: a fork, and the cells are made meanwhile
+        first = await runner.open(
+            COUNTER, 0
+        )  # no cell yet: a fork, and the cells are made meanwhile
         for _ in range(200):
             if len(runner._cells) == 2:
                 break
@@ -407,11 +491,15 @@ async def test_cells_are_confined_ahead_and_take_any_environment() -> None:
         a, b = await runner.open(COUNTER, 0), await runner.open(other, 0)
         assert runner.cells_used == 2 and first not in (a, b)
         assert (await a.call("step", {"delta": 2})).value == {"count": 2}
-        assert (await b.call("step", {"delta": 2})).value == {"count": 42}  # its own environment and seed
+        assert (await b.call("step", {"delta": 2})).value == {
+            "count": 42
+        }  # its own environment and seed
         snap = await a.snapshot()
         await a.call("step", {"delta": 5})
         await a.restore(snap)
-        assert (await a.state())["counter"] == [{"n": 2}] and (await first.state())["counter"] == [{"n": 0}]
+        assert (await a.state())["counter"] == [{"n": 2}] and (await first.state())["counter"] == [
+            {"n": 0}
+        ]
         assert set(a.confinement) == set(fresh.confinement), (a.confinement, fresh.confinement)
         for key in ("rlimits", "landlock", "seccomp", "workspace_tmpfs", "subreaper", "namespaces"):
             assert a.confinement.get(key) == fresh.confinement.get(key), key
@@ -455,8 +543,13 @@ async def test_a_lane_not_taken_leaves_replay_as_it_was(nats_server: str) -> Non
         await service_bus.close()
 
 
-@pytest.mark.skipif(not any(v == 1 for v, _ in SUPPORT.cgroups.values()), reason="the keeper is for cgroup v1 hierarchies")
-async def test_cgroup_joins_are_kept_fast_while_sandboxes_open_and_the_confinement_is_unchanged() -> None:
+@pytest.mark.skipif(
+    not any(v == 1 for v, _ in SUPPORT.cgroups.values()),
+    reason="the keeper is for cgroup v1 hierarchies",
+)
+async def test_cgroup_joins_are_kept_fast_while_sandboxes_open_and_the_confinement_is_unchanged() -> (
+    None
+):
     """The join keeper (``cgroup_keepalive``) runs while sandboxes are being opened and stops when idle; each
     executor still joins its own cgroups, and the runner stays in the cgroups it was in."""
     before = Path("/proc/self/cgroup").read_text()
@@ -465,7 +558,9 @@ async def test_cgroup_joins_are_kept_fast_while_sandboxes_open_and_the_confineme
     keeper = runner.keeper
     assert keeper is not None
 
-    async def until(cond: Any, timeout: float = 60.0) -> bool:  # a condition, not a time: the machine may be loaded
+    async def until(
+        cond: Any, timeout: float = 60.0
+    ) -> bool:  # a condition, not a time: the machine may be loaded
         deadline = time.monotonic() + timeout
         while not cond() and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
@@ -474,8 +569,12 @@ async def test_cgroup_joins_are_kept_fast_while_sandboxes_open_and_the_confineme
     try:
         s = await runner.open(COUNTER, 0)
         assert (keeper.running or keeper.writes > 0) and not keeper.error
-        assert s._res.cgroup is not None and s.pid in s._res.cgroup.pids_inside()  # joined its own cgroups
-        assert sorted(os.path.join(d, "cgroup.procs") for d in s.confinement["cgroups"]) == sorted(s._res.cgroup.procs_files)
+        assert (
+            s._res.cgroup is not None and s.pid in s._res.cgroup.pids_inside()
+        )  # joined its own cgroups
+        assert sorted(os.path.join(d, "cgroup.procs") for d in s.confinement["cgroups"]) == sorted(
+            s._res.cgroup.procs_files
+        )
         assert (await s.call("step", {"delta": 1})).value == {"count": 1}
         assert await until(lambda: not keeper.running)  # idle once no open was recent
         assert keeper.writes > 10  # every 5 ms while opens were recent

@@ -30,8 +30,12 @@ def cli_imports(tmp_path: Path, *args: str) -> tuple[list[str], str]:
     """Run the CLI in a fresh interpreter with ``args``; return the HEAVY modules it left in
     ``sys.modules`` and what it printed."""
     found = tmp_path / "found.json"
-    proc = subprocess.run([sys.executable, "-c", IN_PROCESS, str(found), ",".join(HEAVY), *args],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", IN_PROCESS, str(found), ",".join(HEAVY), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(found.read_text()), proc.stdout
 
@@ -39,14 +43,23 @@ def cli_imports(tmp_path: Path, *args: str) -> tuple[list[str], str]:
 def test_plugins_json_imports_no_heavy_library(tmp_path: Path) -> None:
     heavy, out = cli_imports(tmp_path, "plugins", "--json")
     listed = {row["name"]: row for row in json.loads(out)}
-    for name in ("openai", "judge", "export", "reinforce", "grpo", "podman"):  # the plugins that use those libraries
+    for name in (
+        "openai",
+        "judge",
+        "export",
+        "reinforce",
+        "grpo",
+        "podman",
+    ):  # the plugins that use those libraries
         assert name in listed and not listed[name].get("error"), listed.get(name)
     assert heavy == []
 
 
 def test_help_imports_no_heavy_library(tmp_path: Path) -> None:
     heavy, out = cli_imports(tmp_path, "--help")
-    assert "sandbox" in out and "install" in out  # plugin commands were loaded (podman's), and the built-ins listed
+    assert (
+        "sandbox" in out and "install" in out
+    )  # plugin commands were loaded (podman's), and the built-ins listed
     assert heavy == []
 
 

@@ -38,7 +38,20 @@ def tapped(envk_factory) -> Tapped:  # type: ignore[no-untyped-def]
     """A run lasting a few seconds, tapped live twice: with ``--limit 5``, and without a limit."""
     envk = envk_factory("tap")
     run_log = (envk.cwd / "run.log").open("w+")
-    run = envk.popen("run", "--source", "sample", "--out", "out", "--run-id", RUN_ID, "--no-progress", "-G", "4", stdout=run_log, stderr=run_log)
+    run = envk.popen(
+        "run",
+        "--source",
+        "sample",
+        "--out",
+        "out",
+        "--run-id",
+        RUN_ID,
+        "--no-progress",
+        "-G",
+        "4",
+        stdout=run_log,
+        stderr=run_log,
+    )
     announced = Path(envk.env["XDG_RUNTIME_DIR"]) / "envkernel" / "servers" / f"{RUN_ID}.json"
     limited = unlimited = None
     try:
@@ -48,7 +61,9 @@ def tapped(envk_factory) -> Tapped:  # type: ignore[no-untyped-def]
             assert time.monotonic() < deadline, "the run never announced its server"
             time.sleep(0.02)
         limited = envk.popen("tap", "--limit", "5")
-        unlimited_file = (envk.cwd / "unlimited.out").open("w+")  # a file, not a pipe: a full pipe would stall tap
+        unlimited_file = (envk.cwd / "unlimited.out").open(
+            "w+"
+        )  # a file, not a pipe: a full pipe would stall tap
         unlimited = envk.popen("tap", stdout=unlimited_file, stderr=subprocess.DEVNULL)
         lim_out, lim_err = limited.communicate(timeout=120)
         run.wait(timeout=150)
@@ -63,8 +78,14 @@ def tapped(envk_factory) -> Tapped:  # type: ignore[no-untyped-def]
             unlimited_rc = unlimited.returncode
         unlimited_file.seek(0)
         unl_out = unlimited_file.read()
-        return Tapped(envk, envk.cwd / "out" / RUN_ID, run.returncode,
-                      subprocess.CompletedProcess(limited.args, limited.returncode, lim_out, lim_err), unlimited_rc, unl_out)
+        return Tapped(
+            envk,
+            envk.cwd / "out" / RUN_ID,
+            run.returncode,
+            subprocess.CompletedProcess(limited.args, limited.returncode, lim_out, lim_err),
+            unlimited_rc,
+            unl_out,
+        )
     finally:
         for p in (run, limited, unlimited):
             if p is not None and p.poll() is None:
@@ -89,7 +110,9 @@ def test_live_tap_without_limit_saw_the_run_finish(tapped: Tapped) -> None:
 
 
 def test_live_tap_ends_when_the_server_is_gone(tapped: Tapped) -> None:
-    assert tapped.unlimited_rc is not None, "tap still running 10 s after the run and its server ended"
+    assert tapped.unlimited_rc is not None, (
+        "tap still running 10 s after the run and its server ended"
+    )
 
 
 def test_replay_prints_the_whole_run(tapped: Tapped) -> None:
@@ -116,7 +139,10 @@ def test_replay_json_lines(tapped: Tapped) -> None:
     for line in proc.stdout.splitlines()[:50]:
         envkernel_schemas.from_json(line)
     finished = events[-1]
-    assert finished["summary"]["tasks"] == json.loads((tapped.run_dir / "summary.json").read_text())["tasks"]
+    assert (
+        finished["summary"]["tasks"]
+        == json.loads((tapped.run_dir / "summary.json").read_text())["tasks"]
+    )
 
     everything = tapped.envk("tap", "--run", str(tapped.run_dir), "--json", "--all", timeout=120)
     assert everything.returncode == 0
@@ -152,7 +178,9 @@ def test_replay_with_a_subject_filter_ends(tapped: Tapped) -> None:
     except subprocess.TimeoutExpired:
         tap.send_signal(signal.SIGINT)  # lets the replay server stop
         out, _ = tap.communicate(timeout=30)
-        pytest.fail(f"tap with a subject filter did not end; it printed {len(out.splitlines())} lines")
+        pytest.fail(
+            f"tap with a subject filter did not end; it printed {len(out.splitlines())} lines"
+        )
     finally:
         if tap.poll() is None:
             tap.kill()
@@ -163,7 +191,9 @@ def test_replay_with_a_subject_filter_ends(tapped: Tapped) -> None:
 
 def test_a_subject_filter_selects_events(tapped: Tapped) -> None:
     # `rollout.>` is not the last subject either; --limit ends it
-    proc = tapped.envk("tap", "--run", str(tapped.run_dir), "rollout.scored", "--json", "--limit", "6", timeout=60)
+    proc = tapped.envk(
+        "tap", "--run", str(tapped.run_dir), "rollout.scored", "--json", "--limit", "6", timeout=60
+    )
     assert proc.returncode == 0
     types = [json.loads(line)["type"] for line in proc.stdout.splitlines()]
     assert types == ["rollout.scored.v1"] * 6
@@ -171,12 +201,16 @@ def test_a_subject_filter_selects_events(tapped: Tapped) -> None:
 
 def test_sigterm_to_a_replay_stops_its_server(tapped: Tapped, processes_mentioning) -> None:
     store = str(tapped.run_dir / "nats")
-    tap = tapped.envk.popen("tap", "--run", str(tapped.run_dir), "--json", "--all")  # stdout is never read: tap blocks
+    tap = tapped.envk.popen(
+        "tap", "--run", str(tapped.run_dir), "--json", "--all"
+    )  # stdout is never read: tap blocks
     leftover: list[int] = []
     try:
         deadline = time.monotonic() + 30
         while not processes_mentioning(store):
-            assert tap.poll() is None and time.monotonic() < deadline, "the replay server never started"
+            assert tap.poll() is None and time.monotonic() < deadline, (
+                "the replay server never started"
+            )
             time.sleep(0.05)
         time.sleep(1.0)
         tap.send_signal(signal.SIGTERM)

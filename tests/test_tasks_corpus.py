@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from envkernel.context import RecordingToolEnv
 from envkernel_baselines import Nothing, Reference
 from envkernel_chains import Chains, ChainsSettings
-from envkernel_openapi import corpus_files, synthesize_file
 from envkernel_kit.testing import FakeContext, RunnerContext
+from envkernel_openapi import corpus_files, synthesize_file
 from envkernel_schemas import RolloutRequested, Task
 from envkernel_traceoutcome import TraceOutcome
 
@@ -33,7 +34,9 @@ ID_PATTERN = re.compile(r"\b[a-z]{3}_\d{4}\b")
 """What the corpus's ids look like (``cus_0004``)."""
 
 
-async def _sample_all(sampler: Any, out: Path, component: str) -> tuple[dict[str, Any], list[Task], int]:
+async def _sample_all(
+    sampler: Any, out: Path, component: str
+) -> tuple[dict[str, Any], list[Task], int]:
     runner = process.ProcessRunner()
     envs = {f.stem: synthesize_file(f)[0] for f in corpus_files()}
     tasks: list[Task] = []
@@ -48,7 +51,9 @@ async def _sample_all(sampler: Any, out: Path, component: str) -> tuple[dict[str
     return envs, tasks, opened
 
 
-async def _gate(envs: dict[str, Any], tasks: list[Task]) -> list[tuple[Task, float, float, list[str]]]:
+async def _gate(
+    envs: dict[str, Any], tasks: list[Task]
+) -> list[tuple[Task, float, float, list[str]]]:
     """Each task's reference and do-nothing scores, replayed as the kernel's gate does."""
     runner = process.ProcessRunner()
     reward = TraceOutcome()
@@ -67,12 +72,22 @@ async def _gate(envs: dict[str, Any], tasks: list[Task]) -> list[tuple[Task, flo
                         if t.planted:  # the task's initial state: the seed plus its distractor rows
                             await sb.patch(t.seed_patch())
                         tool_env = RecordingToolEnv(sb, env.tools)
-                        req = RolloutRequested(run="r", id=f"{t.id}/{i}", parent="p", iteration=0, time=0.0, task=t,
-                                               policy=("reference", "nothing")[i], purpose="gate")
+                        req = RolloutRequested(
+                            run="r",
+                            id=f"{t.id}/{i}",
+                            parent="p",
+                            iteration=0,
+                            time=0.0,
+                            task=t,
+                            policy=("reference", "nothing")[i],
+                            purpose="gate",
+                        )
                         traj = await pol.rollout(req, tool_env, None)
                         import msgspec
 
-                        traj = msgspec.structs.replace(traj, calls=tool_env.records, final_state=await sb.state())
+                        traj = msgspec.structs.replace(
+                            traj, calls=tool_env.records, final_state=await sb.state()
+                        )
                         r = reward.score(t, traj, FakeContext(component="traceoutcome"))
                         scores.append(r.score)
                         reasons += r.reasons
@@ -85,9 +100,13 @@ async def _gate(envs: dict[str, Any], tasks: list[Task]) -> list[tuple[Task, flo
 
 
 @pytest.fixture(scope="module")
-def chains_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], list[Task], int]:
+def chains_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, dict[str, Any], list[Task], int]:
     out = tmp_path_factory.mktemp("chains")
-    envs, tasks, opened = asyncio.run(_sample_all(Chains(ChainsSettings(tasks_per_env=PER_ENV)), out, "chains"))
+    envs, tasks, opened = asyncio.run(
+        _sample_all(Chains(ChainsSettings(tasks_per_env=PER_ENV)), out, "chains")
+    )
     return out, envs, tasks, opened
 
 
@@ -103,7 +122,12 @@ def test_chains_fill_every_environment_with_grounded_tasks(chains_run) -> None: 
     used = {(t.env_id, c.name) for t in tasks for c in t.calls}
     assert len(used & tools) / len(tools) >= 0.9
     assert {t.split for t in tasks} == {"train", "heldout"}
-    mixed = [t for t in tasks if t.outcome.mutates and any(not c.name.split("_")[0] in ("create", "update") for c in t.calls)]
+    mixed = [
+        t
+        for t in tasks
+        if t.outcome.mutates
+        and any(c.name.split("_")[0] not in ("create", "update") for c in t.calls)
+    ]
     assert mixed and any(not t.outcome.mutates for t in tasks)
 
 
@@ -112,7 +136,9 @@ def test_requests_have_implicit_intent(chains_run) -> None:  # type: ignore[no-u
     for t in tasks:
         names = [tool.name for tool in envs[t.env_id].tools]
         assert not any(re.search(rf"\b{n}\b", t.request) for n in names), t.request
-        assert not ID_PATTERN.search(t.request), t.request  # every corpus entity can be looked up: no raw ids
+        assert not ID_PATTERN.search(t.request), (
+            t.request
+        )  # every corpus entity can be looked up: no raw ids
     skeletons = {re.sub(r'"[^"]*"|\S+@\S+|\d+(\.\d+)?', "_", t.request) for t in tasks}
     assert len(skeletons) > 0.8 * len(tasks)  # the wording varies
 
@@ -137,7 +163,9 @@ def test_no_change_is_followed_by_its_inverse(chains_run) -> None:  # type: igno
             assert not any(inverse(b, info) or is_undo(b) for b in before), t.request
             pairs += bool(before)
             before.append(info)
-    assert pairs  # chains that act twice on one row are still there (``check in ... and complete it``)
+    assert (
+        pairs
+    )  # chains that act twice on one row are still there (``check in ... and complete it``)
 
 
 def test_some_tasks_have_planted_distractors(chains_run) -> None:  # type: ignore[no-untyped-def]
@@ -149,7 +177,11 @@ def test_some_tasks_have_planted_distractors(chains_run) -> None:  # type: ignor
 def test_every_task_passes_the_gate(chains_run) -> None:  # type: ignore[no-untyped-def]
     _out, envs, tasks, _ = chains_run
     results = asyncio.run(_gate(envs, tasks))
-    bad = [(t.signature, t.request, ref, nothing, why[:2]) for t, ref, nothing, why in results if ref != 1.0 or nothing != 0.0]
+    bad = [
+        (t.signature, t.request, ref, nothing, why[:2])
+        for t, ref, nothing, why in results
+        if ref != 1.0 or nothing != 0.0
+    ]
     assert not bad, bad[:3]
 
 
@@ -158,12 +190,18 @@ def test_graph_and_stats_are_written(chains_run) -> None:  # type: ignore[no-unt
     for env_id in envs:
         folder = out / "envs" / env_id
         graph = json.loads((folder / "graph.json").read_text())
-        assert graph["directed"] and len(graph["nodes"]) == len(envs[env_id].tools) and graph["links"]
-        assert any(link["feeds"] for link in graph["links"]) and any(link["state"] for link in graph["links"])
+        assert (
+            graph["directed"] and len(graph["nodes"]) == len(envs[env_id].tools) and graph["links"]
+        )
+        assert any(link["feeds"] for link in graph["links"]) and any(
+            link["state"] for link in graph["links"]
+        )
         assert (folder / "graph.svg").read_text().startswith("<svg")
         stats = json.loads((folder / "sampling.json").read_text())["chains"]
         assert stats["tasks"] == PER_ENV and stats["tool_coverage"] >= 0.8
-        assert sum(stats["phrasings"].values()) >= PER_ENV // 2  # distinct phrasings per kind of operation
+        assert (
+            sum(stats["phrasings"].values()) >= PER_ENV // 2
+        )  # distinct phrasings per kind of operation
         assert stats["tasks_per_s"] > 0
 
 

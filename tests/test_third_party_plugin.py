@@ -41,7 +41,9 @@ def test_without_its_site_the_plugin_is_unknown(envk) -> None:
 
 
 def test_run_with_only_the_third_party_sampler(envk, thirdparty_site: Path) -> None:
-    run = envk.run("--plugins", "+mysampler,-chains,-workspace", run_id="mine", env=_pp(thirdparty_site))
+    run = envk.run(
+        "--plugins", "+mysampler,-chains,-workspace", run_id="mine", env=_pp(thirdparty_site)
+    )
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     s = run.summary
     assert s["plugins"]["sampler"] == ["mysampler"]
@@ -49,7 +51,9 @@ def test_run_with_only_the_third_party_sampler(envk, thirdparty_site: Path) -> N
     (task,) = run.jsonl("tasks.jsonl")
     assert task["sampler"] == "mysampler"
     assert task["id"] == "mysampler-shop-v1-prd_0003"
-    assert task["calls"] == [{"name": "get_product", "arguments": {"product_id": "prd_0003"}, "id": ""}]
+    assert task["calls"] == [
+        {"name": "get_product", "arguments": {"product_id": "prd_0003"}, "id": ""}
+    ]
     # the answer fact came from a real call in a sandbox of the run's runner
     assert task["outcome"]["answer_facts"] == ["wireless mouse"]
     assert task["outputs"][0]["price_cents"] == 2450
@@ -64,14 +68,25 @@ def test_run_with_only_the_third_party_sampler(envk, thirdparty_site: Path) -> N
 def two_samplers(envk_factory, thirdparty_site: Path):  # type: ignore[no-untyped-def]
     """One run with two samplers: chains (3 tasks) and mysampler (1 task)."""
     envk = envk_factory("both")
-    run = envk.run("--plugins", "+mysampler", "--set", "chains.tasks_per_env=3", run_id="both", env=_pp(thirdparty_site))
+    run = envk.run(
+        "--plugins",
+        "+mysampler",
+        "--set",
+        "chains.tasks_per_env=3",
+        run_id="both",
+        env=_pp(thirdparty_site),
+    )
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     return run
 
 
 def test_two_samplers_each_get_the_verified_environment(two_samplers) -> None:  # type: ignore[no-untyped-def]
     run = two_samplers
-    assert sorted(run.summary["plugins"]["sampler"]) == ["chains", "mysampler", "workspace-tasks"]  # the preset has two samplers
+    assert sorted(run.summary["plugins"]["sampler"]) == [
+        "chains",
+        "mysampler",
+        "workspace-tasks",
+    ]  # the preset has two samplers
     by_sampler: dict[str, int] = {}
     for t in run.jsonl("tasks.jsonl"):
         by_sampler[t["sampler"]] = by_sampler.get(t["sampler"], 0) + 1
@@ -110,9 +125,12 @@ def test_plugin_command_through_register_commands(envk, thirdparty_site: Path) -
     assert "mysampler-hello" not in envk("--help").stdout
 
 
-def test_components_of_a_role_follow_the_selection_order(thirdparty_site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_components_of_a_role_follow_the_selection_order(
+    thirdparty_site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.syspath_prepend(str(thirdparty_site))
-    # (plugins.load() once iterated the hook implementations reversed: the last plugin selected came first)
+    # (plugins.load() once iterated the hook implementations reversed: the last plugin selected came
+    # first)
     for selection in (["chains", "mysampler"], ["mysampler", "chains"]):
         reg = load(selection, strict=True)
         assert [c.name for c in reg.by_role("sampler")] == selection

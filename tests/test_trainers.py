@@ -24,8 +24,8 @@ from typing import Any
 
 import msgspec
 import pytest
-from envkernel_kit.checks import process_runner
 
+from envkernel_kit.checks import process_runner
 from envkernel_schemas import Task
 from envkernel_serve.catalog import load_catalog
 from envkernel_serve.server import RunnerSandboxes, ServeSettings, start
@@ -41,7 +41,9 @@ def _trainers_python() -> Path:
         pytest.skip(skip.read_text().strip())
     python = VENV / "bin" / "python"
     if not (VENV / ".ready").exists() or not python.exists():
-        pytest.skip(f"the trainers venv {VENV} is not installed: run `bash scripts/install-trainers.sh` (scripts/test.sh does)")
+        pytest.skip(
+            f"the trainers venv {VENV} is not installed: run `bash scripts/install-trainers.sh` (scripts/test.sh does)"
+        )
     return python
 
 
@@ -52,24 +54,42 @@ def played(envk_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     # The trainer processes start first: their imports (torch, transformers, TRL, verl, Ray) overlap
     # making the run and starting the server; each then reads its arguments from stdin.
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
-    procs = {k: subprocess.Popen([str(python), str(SCRIPTS / script)], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True)
-             for k, script in (("trl", "trl_grpo.py"), ("verl", "verl_agent.py"))}
+    procs = {
+        k: subprocess.Popen(
+            [str(python), str(SCRIPTS / script)],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for k, script in (("trl", "trl_grpo.py"), ("verl", "verl_agent.py"))
+    }
     running = None
     try:
         envk = envk_factory("trainers")
-        run = envk.run("--source", "sample", "--set", "chains.tasks_per_env=2", run_id="trainers", source=None)
+        run = envk.run(
+            "--source", "sample", "--set", "chains.tasks_per_env=2", run_id="trainers", source=None
+        )
         assert run.proc.returncode == 0, run.proc.stderr[-2000:]
-        tasks = [msgspec.json.decode(line, type=Task) for line in (run.dir / "tasks.jsonl").read_text().splitlines() if line]
+        tasks = [
+            msgspec.json.decode(line, type=Task)
+            for line in (run.dir / "tasks.jsonl").read_text().splitlines()
+            if line
+        ]
         mutating = next(t for t in tasks if t.outcome.mutates)
         read_only = next(t for t in tasks if not t.outcome.mutates)
         out = tmp_path_factory.mktemp("trainers-out")
         # verl's scripted model knows only the mutating task; the read-only one gets its refusal.
         scripted = out / "scripted.jsonl"
         scripted.write_text(msgspec.json.encode(mutating).decode() + "\n")
-        running = start(load_catalog(run.dir), RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=2))
-        args = {"trl": [running.url, str(run.dir), mutating.id, str(out / "trl.json")],
-                "verl": [running.url, str(run.dir), str(scripted), str(out / "verl.json")]}
+        running = start(
+            load_catalog(run.dir), RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=2)
+        )
+        args = {
+            "trl": [running.url, str(run.dir), mutating.id, str(out / "trl.json")],
+            "verl": [running.url, str(run.dir), str(scripted), str(out / "verl.json")],
+        }
         for k, p in procs.items():
             p.stdin.write(json.dumps(args[k]) + "\n")  # type: ignore[union-attr]
             p.stdin.flush()  # type: ignore[union-attr]
@@ -95,34 +115,62 @@ def test_trl_grpo_trainer_step_takes_the_environments_reward(played: Any) -> Non
     """A real GRPOTrainer step: its tools are our methods, its rollouts call them on the server, its reward is get_reward()."""
     trl = played.trl
     assert trl["probe_reward"] == 1.0  # the reference play through the class scores 1 on the server
-    assert trl["reward_funcs"] == ["get_reward"]  # the environment owns the reward: no other reward function
+    assert trl["reward_funcs"] == [
+        "get_reward"
+    ]  # the environment owns the reward: no other reward function
     assert "close" not in trl["tool_names"] and "submit_answer" in trl["tool_names"]
     assert {"create_order", "find_customer", "list_products"} <= set(trl["tool_names"])
     (log,) = trl["logs"]
     # the trainer parsed the model's tool calls and ran every one (3 per rollout) without a failure
-    assert log["tools/call_frequency"] == len(played.mutating.calls) and log["tools/failure_frequency"] == 0
+    assert (
+        log["tools/call_frequency"] == len(played.mutating.calls)
+        and log["tools/failure_frequency"] == 0
+    )
     # what the trainer logged as the environment's reward is what the server scored for its rollouts
-    assert log["rewards/EnvkernelEnvironment/mean"] == pytest.approx(sum(trl["env_rewards"]) / len(trl["env_rewards"]))
+    assert log["rewards/EnvkernelEnvironment/mean"] == pytest.approx(
+        sum(trl["env_rewards"]) / len(trl["env_rewards"])
+    )
     assert trl["env_rewards"] == [1.0, 1.0] and log["reward"] == 1.0
-    for state in trl["env_states"]:  # each rollout was its own session, at the row's task, with the model's 3 calls
-        assert state["task_id"] == played.mutating.id and state["step_count"] == len(played.mutating.calls)
+    for state in trl[
+        "env_states"
+    ]:  # each rollout was its own session, at the row's task, with the model's 3 calls
+        assert state["task_id"] == played.mutating.id and state["step_count"] == len(
+            played.mutating.calls
+        )
 
 
 @pytest.mark.timeout(600)
 def test_verl_tools_and_agent_loop(played: Any) -> None:
     """verl's loader builds EnvkernelTools (real BaseTools); EnvkernelAgentLoop, from verl's registry, plays and scores episodes."""
     verl = played.verl
-    assert verl["tools"] and all(t["is_base_tool"] and t["is_envkernel"] and t["schema_is_verls"] for t in verl["tools"])
-    assert verl["registry"]["envkernel_agent"] == {"_target_": "envkernel_serve.verl_agent.EnvkernelAgentLoop"}
+    assert verl["tools"] and all(
+        t["is_base_tool"] and t["is_envkernel"] and t["schema_is_verls"] for t in verl["tools"]
+    )
+    assert verl["registry"]["envkernel_agent"] == {
+        "_target_": "envkernel_serve.verl_agent.EnvkernelAgentLoop"
+    }
     by_task = {r["task_id"]: r for r in verl["results"]}
     full = by_task[played.mutating.id]
-    assert full["loop_class"] == "EnvkernelAgentLoop" and full["loop_url"] == played.url  # `url:` of the agent-loop config
-    assert full["loop_tools"] == sorted(t["name"] for t in verl["tools"])  # read from the server: no tool config given
-    # the scripted model replays the 3 reference calls, one per turn, in one trajectory's sandbox: the task's check is 1
-    assert full["reward_score"] == 1.0 and full["envkernel"]["step_count"] == len(played.mutating.calls)
-    assert full["num_turns"] == 2 * len(played.mutating.calls) + 2  # user, (assistant, tool) x 3, final assistant
-    assert full["masked_tokens"] > 0 and "<tool_response>" in full["response_text"]  # tool results are masked out of the loss
-    refused = by_task[played.read_only.id]  # the model did nothing: the server's check says so, with its reasons
+    assert (
+        full["loop_class"] == "EnvkernelAgentLoop" and full["loop_url"] == played.url
+    )  # `url:` of the agent-loop config
+    assert full["loop_tools"] == sorted(
+        t["name"] for t in verl["tools"]
+    )  # read from the server: no tool config given
+    # the scripted model replays the 3 reference calls, one per turn, in one trajectory's sandbox:
+    # the task's check is 1
+    assert full["reward_score"] == 1.0 and full["envkernel"]["step_count"] == len(
+        played.mutating.calls
+    )
+    assert (
+        full["num_turns"] == 2 * len(played.mutating.calls) + 2
+    )  # user, (assistant, tool) x 3, final assistant
+    assert (
+        full["masked_tokens"] > 0 and "<tool_response>" in full["response_text"]
+    )  # tool results are masked out of the loss
+    refused = by_task[
+        played.read_only.id
+    ]  # the model did nothing: the server's check says so, with its reasons
     assert refused["reward_score"] == 0.0 and refused["envkernel"]["step_count"] == 0
     assert any("reference calls matched" in r for r in refused["envkernel"]["reasons"])
 
@@ -131,8 +179,15 @@ def test_trl_class_offers_only_tools() -> None:
     """What GRPOTrainer reads off the class (its public functions) holds no ``close``; the answer tool is named ``submit_answer``."""
     from envkernel_serve.trl import EnvkernelTRLEnv, _submit_answer
 
-    offered = {n for n, _ in inspect.getmembers(EnvkernelTRLEnv, predicate=inspect.isfunction) if not n.startswith("_")}
-    assert offered == {"reset", "get_reward"}  # the two TRL does not offer as tools; close is not a function here
+    offered = {
+        n
+        for n, _ in inspect.getmembers(EnvkernelTRLEnv, predicate=inspect.isfunction)
+        if not n.startswith("_")
+    }
+    assert offered == {
+        "reset",
+        "get_reward",
+    }  # the two TRL does not offer as tools; close is not a function here
     assert _submit_answer.__name__ == "submit_answer"  # TRL names a tool by its function's __name__
     env = EnvkernelTRLEnv()
     env.close()  # still a method of an instance (no session opened: nothing to do)

@@ -32,7 +32,9 @@ async def _read_run(url: str, run: str) -> list[Any]:
             if msg.metadata.num_pending == 0:
                 done.set()
 
-        sub = await bus.js.subscribe(subject, cb=on_msg, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL)
+        sub = await bus.js.subscribe(
+            subject, cb=on_msg, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
+        )
         await asyncio.wait_for(done.wait(), 60)
         await sub.unsubscribe()
         if total is not None:
@@ -42,13 +44,21 @@ async def _read_run(url: str, run: str) -> list[Any]:
     return events
 
 
-def test_worker_serves_the_reward_model_for_runs_on_a_shared_server(envk, nats_server: str, worker_process) -> None:
+def test_worker_serves_the_reward_model_for_runs_on_a_shared_server(
+    envk, nats_server: str, worker_process
+) -> None:
     with worker_process("traceoutcome") as log:
         first = envk.run("--nats-url", nats_server, "-G", "4", run_id="w1")
-        second = envk.run("--nats-url", nats_server, "--seed", "5", "--set", "chains.tasks_per_env=5", run_id="w2")
+        second = envk.run(
+            "--nats-url", nats_server, "--seed", "5", "--set", "chains.tasks_per_env=5", run_id="w2"
+        )
     for run in (first, second):
         assert run.proc.returncode == 0, run.proc.stderr[-3000:]
-        assert run.summary["tasks"] > 0 and run.summary["mean_reward"] == 1.0 and run.summary["failures"] == 0
+        assert (
+            run.summary["tasks"] > 0
+            and run.summary["mean_reward"] == 1.0
+            and run.summary["failures"] == 0
+        )
         assert not (run.dir / "nats").exists()  # no embedded server: the shared one was used
     assert first.summary["rollouts"] == 4 * first.summary["tasks"]
 
@@ -57,7 +67,9 @@ def test_worker_serves_the_reward_model_for_runs_on_a_shared_server(envk, nats_s
     handled = [e for e in lines if e["event"] == "handled" and e.get("component") == "traceoutcome"]
     assert handled, "the worker handled no event (the run's own process took them all)"
     assert {e["kind"] for e in handled} == {"rollout.finished"}
-    stopped = next(e for e in lines if e["event"] == "worker stopped")  # the one-line summary counts what it handled
+    stopped = next(
+        e for e in lines if e["event"] == "worker stopped"
+    )  # the one-line summary counts what it handled
     assert stopped["handled"] == {"traceoutcome": len(handled)}
 
     # in the stream: every rollout.finished of each run was scored exactly once (by either process)
@@ -66,12 +78,19 @@ def test_worker_serves_the_reward_model_for_runs_on_a_shared_server(envk, nats_s
         finished = {e.id for e in events if e.kind == "rollout.finished"}
         scored_parents = [e.parent for e in events if e.kind == "rollout.scored"]
         assert finished and sorted(scored_parents) == sorted(finished)
-        reports = [eid for e in events if e.kind == "kernel.handled" and e.handler == "traceoutcome" for eid in e.events]
+        reports = [
+            eid
+            for e in events
+            if e.kind == "kernel.handled" and e.handler == "traceoutcome"
+            for eid in e.events
+        ]
         assert set(reports) == finished
         assert events[-1].kind == "run.finished"
 
 
-def test_a_worker_never_takes_a_trainer_the_run_serves_itself(envk, nats_server: str, worker_process) -> None:
+def test_a_worker_never_takes_a_trainer_the_run_serves_itself(
+    envk, nats_server: str, worker_process
+) -> None:
     """Trainers are stateful: a run's own trainers get consumers of their own, and a worker serves
     a trainer only for runs that name it in --remote, so a run's groups are never split."""
     with worker_process("export") as log:
@@ -104,15 +123,33 @@ def test_worker_cli_errors(envk) -> None:
 
 def test_run_against_an_unreachable_server_exits_3(envk) -> None:
     # (the worker shares this path: cli.Group.invoke turns BusError into exit code 3)
-    proc = envk("run", "--nats-url", "nats://127.0.0.1:1", "--no-progress", "--out", "out", "--run-id", "nobus", timeout=60)
+    proc = envk(
+        "run",
+        "--nats-url",
+        "nats://127.0.0.1:1",
+        "--no-progress",
+        "--out",
+        "out",
+        "--run-id",
+        "nobus",
+        timeout=60,
+    )
     assert proc.returncode == 3, proc.stderr[-2000:]
-    assert "cannot connect" in proc.stderr and "127.0.0.1:1" in proc.stderr and "Traceback" not in proc.stderr
+    assert (
+        "cannot connect" in proc.stderr
+        and "127.0.0.1:1" in proc.stderr
+        and "Traceback" not in proc.stderr
+    )
 
 
 def test_a_run_id_already_used_on_a_shared_server_is_refused(envk, nats_server: str) -> None:
-    first = envk.run("--nats-url", nats_server, "--set", "chains.tasks_per_env=2", run_id="taken", out="a")
+    first = envk.run(
+        "--nats-url", nats_server, "--set", "chains.tasks_per_env=2", run_id="taken", out="a"
+    )
     assert first.proc.returncode == 0, first.proc.stderr[-3000:]
-    second = envk.run("--nats-url", nats_server, "--set", "chains.tasks_per_env=2", run_id="taken", out="b")
+    second = envk.run(
+        "--nats-url", nats_server, "--set", "chains.tasks_per_env=2", run_id="taken", out="b"
+    )
     assert second.proc.returncode == 2, second.proc.stderr[-3000:]
     assert "'taken'" in second.proc.stderr
     # the first run's record is untouched
@@ -124,11 +161,21 @@ def test_run_workers_share_the_run_and_stop_with_it(envk) -> None:
     part of the work (scoring and rollouts are split by the shared consumers) and is gone when the run ends."""
     run = envk.run("--workers", "1", "--set", "chains.tasks_per_env=5", run_id="lw")
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
-    assert run.summary["tasks"] > 0 and run.summary["failures"] == 0 and run.summary["infra_failures"] == 0
-    started = [json.loads(line) for line in run.proc.stderr.splitlines() if '"local workers started"' in line]
+    assert (
+        run.summary["tasks"] > 0
+        and run.summary["failures"] == 0
+        and run.summary["infra_failures"] == 0
+    )
+    started = [
+        json.loads(line)
+        for line in run.proc.stderr.splitlines()
+        if '"local workers started"' in line
+    ]
     assert started and len(started[0]["pids"]) == 1
     log = (run.dir / "workers" / "worker-0.log").read_text()
     stopped = [json.loads(line) for line in log.splitlines() if '"worker stopped"' in line]
-    assert stopped and sum(stopped[0]["handled"].values()) > 0, log[-2000:]  # it did some of the run's work
+    assert stopped and sum(stopped[0]["handled"].values()) > 0, log[
+        -2000:
+    ]  # it did some of the run's work
     with pytest.raises(ProcessLookupError):
         os.kill(started[0]["pids"][0], 0)

@@ -19,12 +19,18 @@ import tempfile
 
 import pytest
 import pytest_asyncio
+
 from envkernel_kit.workspace import workspace_env
 from envkernel_process import ProcessRunner, Settings, host_support
 
 ENV = workspace_env("hostile-shell", "hostile shell", files={"notes.txt": "benign\n"})
 BENIGN = workspace_env("benign-shell", "benign shell", files={"a.txt": "still here\n"})
-FULL = host_support().root and bool(host_support().unshare) and host_support().landlock > 0 and bool(host_support().cgroups)
+FULL = (
+    host_support().root
+    and bool(host_support().unshare)
+    and host_support().landlock > 0
+    and bool(host_support().cgroups)
+)
 
 
 def _podman_reason() -> str | None:
@@ -40,15 +46,21 @@ def _podman_reason() -> str | None:
 def _runner(kind: str):
     if kind == "process":
         if not FULL:
-            pytest.fail("the process-runner half needs root with namespaces, cgroups and Landlock (as in CI)")
-        return ProcessRunner(Settings(call_timeout=6, workspace_mb=16, file_size_mb=8, max_processes=32))
+            pytest.fail(
+                "the process-runner half needs root with namespaces, cgroups and Landlock (as in CI)"
+            )
+        return ProcessRunner(
+            Settings(call_timeout=6, workspace_mb=16, file_size_mb=8, max_processes=32)
+        )
     reason = _podman_reason()
     if reason and not os.environ.get("ENVKERNEL_REQUIRE_PODMAN"):
         pytest.skip(reason)
     from envkernel_podman import PodmanRunner
     from envkernel_podman import Settings as PodmanSettings
 
-    return PodmanRunner(PodmanSettings(pool_size=0, call_timeout=6, tmpfs_mb=16, pids_limit=48, file_size_mb=8))
+    return PodmanRunner(
+        PodmanSettings(pool_size=0, call_timeout=6, tmpfs_mb=16, pids_limit=48, file_size_mb=8)
+    )
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module", params=["process", "podman"])
@@ -98,13 +110,18 @@ async def test_host_files_and_symlink_escapes_are_refused(pair):
         f.write("host secret\n")
     os.chmod(f.name, 0o644)
     try:
-        out = await sh(attacked, f"cat {f.name}; cat /etc/shadow; ln -sf {f.name} leak; ln -sfn / root; cat leak; ls root/root; cat root{f.name}; echo done")
+        out = await sh(
+            attacked,
+            f"cat {f.name}; cat /etc/shadow; ln -sf {f.name} leak; ln -sfn / root; cat leak; ls root/root; cat root{f.name}; echo done",
+        )
         assert "host secret" not in out["stdout"] and out["stdout"].endswith("done\n")
         for path in ("leak", "root/etc/hostname", "root/tmp"):
             got = await attacked.call("read", {"path": path})
             assert not got.ok and got.error.code == "outside_workspace"
         target = f"/tmp/envk-escape-{os.getpid()}-{kind}"
-        assert (await attacked.call("write", {"path": f"root{target}", "content": "x"})).error.code == "outside_workspace"
+        assert (
+            await attacked.call("write", {"path": f"root{target}", "content": "x"})
+        ).error.code == "outside_workspace"
         await sh(attacked, f"echo x > root{target}; echo x > leak")
         assert not os.path.exists(target)
         assert open(f.name).read() == "host secret\n"
@@ -124,7 +141,8 @@ async def test_a_fork_bomb_is_contained(pair):
 @pytest.mark.asyncio(loop_scope="module")
 async def test_filling_the_disk_fails_inside_the_sandbox(pair):
     _kind, attacked, benign = pair
-    # one huge file stops at the file-size limit (8 MiB); many files stop when the 16 MiB workspace is full
+    # one huge file stops at the file-size limit (8 MiB); many files stop when the 16 MiB workspace
+    # is full
     out = await sh(attacked, "head -c 64M /dev/zero > one; stat -c %s one; rm -f one; "
                              "for i in 1 2 3 4; do head -c 7M /dev/zero > f$i 2>/dev/null || echo FULL$i; done; du -sk . | cut -f1; rm -f f*")  # fmt: skip
     lines = out["stdout"].split()
@@ -137,7 +155,9 @@ async def test_filling_the_disk_fails_inside_the_sandbox(pair):
 @pytest.mark.asyncio(loop_scope="module")
 async def test_background_processes_do_not_outlive_the_call(pair):
     kind, attacked, benign = pair
-    await sh(attacked, "sleep 417 & nohup sleep 418 >/dev/null 2>&1 & setsid sleep 419 & echo started")
+    await sh(
+        attacked, "sleep 417 & nohup sleep 418 >/dev/null 2>&1 & setsid sleep 419 & echo started"
+    )
     await asyncio.sleep(0.3)
     left = await sh(attacked, "ps -eo args 2>/dev/null | grep -c '^sleep 41[789]' || true")
     assert left["stdout"].strip() in ("0", "")

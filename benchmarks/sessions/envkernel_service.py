@@ -31,7 +31,8 @@ async def main(url: str, spares: int, cells: int = 0, recycle: int = 0) -> None:
     bus = await Bus.connect(url, name="bench-sessions-service")
     service = SandboxService(bus, "process", runner)
     await service.start()
-    reply = b'{"ok":true,"value":{"count":1}}\n'  # a counter step's answer as the executor writes it (its size)
+    # a counter step's answer as the executor writes it (its size)
+    reply = b'{"ok":true,"value":{"count":1}}\n'
 
     async def echo(msg: Msg) -> None:
         await msg.respond(reply)

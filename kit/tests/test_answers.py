@@ -5,8 +5,12 @@ from __future__ import annotations
 from envkernel_kit.answers import answer_check, answer_units, mentions, result_rows, stuffed_answer
 from envkernel_schemas import Outcome
 
-CHANNELS = Outcome(mutates=False, answer_facts=["general", "active", "random", "archived"],
-                   answer_rows=[["general", "active"], ["random", "archived"]], answer_absent=["Sam Lee"])
+CHANNELS = Outcome(
+    mutates=False,
+    answer_facts=["general", "active", "random", "archived"],
+    answer_rows=[["general", "active"], ["random", "archived"]],
+    answer_absent=["Sam Lee"],
+)
 
 
 def test_each_row_is_checked_with_its_value() -> None:
@@ -36,21 +40,34 @@ def test_numbers_match_within_a_tolerance_and_never_inside_other_tokens() -> Non
 
 
 def test_order_is_checked_when_asked_for() -> None:
-    ranked = Outcome(mutates=False, answer_facts=["Desk", "3", "Lamp", "1"], answer_rows=[["Desk", "3"], ["Lamp", "1"]], answer_ordered=True)
+    ranked = Outcome(
+        mutates=False,
+        answer_facts=["Desk", "3", "Lamp", "1"],
+        answer_rows=[["Desk", "3"], ["Lamp", "1"]],
+        answer_ordered=True,
+    )
     assert answer_check(ranked, "Desk (3), Lamp (1).")[0] == 1.0
     score, reasons = answer_check(ranked, "Lamp (1), Desk (3).")
     assert 0 < score < 1 and any("order" in r for r in reasons)
 
 
 def test_a_label_inside_a_longer_label_is_not_its_row() -> None:
-    rows = Outcome(mutates=False, answer_facts=["sales", "active", "sales 2", "archived"],
-                   answer_rows=[["sales", "active"], ["sales 2", "archived"]])
+    rows = Outcome(
+        mutates=False,
+        answer_facts=["sales", "active", "sales 2", "archived"],
+        answer_rows=[["sales", "active"], ["sales 2", "archived"]],
+    )
     assert answer_check(rows, "sales 2: archived; sales: active")[0] == 1.0
     assert answer_check(rows, "sales 2: active; sales: archived")[0] == 0.0
 
 
 def test_a_value_inside_an_expected_one_is_not_said() -> None:
-    o = Outcome(mutates=False, answer_facts=["sales 2"], answer_rows=[["sales 2"]], answer_absent=["sales", "general"])
+    o = Outcome(
+        mutates=False,
+        answer_facts=["sales 2"],
+        answer_rows=[["sales 2"]],
+        answer_absent=["sales", "general"],
+    )
     assert answer_check(o, "It is sales 2.")[0] == 1.0
     assert answer_check(o, "It is sales 2, not sales.")[0] == 0.0
     assert answer_check(o, "sales 2 and general")[0] == 0.0
@@ -65,7 +82,9 @@ def test_the_rows_of_an_envelope_are_found_whatever_it_is_called() -> None:
     assert result_rows({"data": [a, b], "errors": [{"code": "x"}]}) == [a, b]
     assert result_rows({"messages": [a, b], "has_more": False}) == [a, b]
     assert result_rows({"data": {"items": [a, b], "cursor": "c2"}}) == [a, b]
-    assert result_rows({"id": 7, "lines": [a, b]}) == []  # one order with its lines, not a page of rows
+    assert (
+        result_rows({"id": 7, "lines": [a, b]}) == []
+    )  # one order with its lines, not a page of rows
     assert result_rows({"tags": ["x", "y"]}) == [] and result_rows("text") == []
     # a search that echoes its query is still a page; rows named like pages or links, or with a
     # page word in front (lastMessages, pageItems), are still its rows; errors never are
@@ -73,8 +92,13 @@ def test_the_rows_of_an_envelope_are_found_whatever_it_is_called() -> None:
     assert result_rows({"data": [a], "search_term": "x", "has_more": False}) == [a]
     assert result_rows({"pages": [a, b], "next_cursor": None}) == [a, b]
     assert result_rows({"links": [a]}) == [a]
-    assert result_rows({"lastMessages": [a, b], "has_more": True}) == [a, b] and result_rows({"pageItems": [a]}) == [a]
+    assert result_rows({"lastMessages": [a, b], "has_more": True}) == [a, b] and result_rows(
+        {"pageItems": [a]}
+    ) == [a]
     assert result_rows({"errors": [a]}) == [] and result_rows({"handle": "x", "posts": [a]}) == []
     stuffed = stuffed_answer("Bo.", [{"items": [a, b]}, b], last_too=False)
     assert stuffed is not None and "Ann" in stuffed
-    assert answer_check(Outcome(mutates=False, answer_facts=["Bo"], answer_absent=["Ann"]), stuffed)[0] == 0.0
+    assert (
+        answer_check(Outcome(mutates=False, answer_facts=["Bo"], answer_absent=["Ann"]), stuffed)[0]
+        == 0.0
+    )

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from envkernel_kit.checks import (
     ConformanceError,
     check_policy,
@@ -19,7 +20,15 @@ from envkernel_kit.checks import (
     sample_env,
     sample_task,
 )
-from envkernel_schemas import EnvRequested, PolicyUpdate, Reward, Task, ToolCall, ToolResult, Trajectory
+from envkernel_schemas import (
+    EnvRequested,
+    PolicyUpdate,
+    Reward,
+    Task,
+    ToolCall,
+    ToolResult,
+    Trajectory,
+)
 
 process = pytest.importorskip("envkernel_process")
 sample = pytest.importorskip("envkernel_sample")
@@ -33,7 +42,10 @@ def test_the_sample_synthesizer_conforms() -> None:
 def test_the_openapi_synthesizer_conforms() -> None:
     openapi = pytest.importorskip("envkernel_openapi")
     shop = next(f for f in openapi.corpus_files() if f.stem == "shop")
-    envs = check_synthesizer(openapi.OpenAPISynthesizer(), EnvRequested(run="r", id="e", source_kind="openapi", source=str(shop)))
+    envs = check_synthesizer(
+        openapi.OpenAPISynthesizer(),
+        EnvRequested(run="r", id="e", source_kind="openapi", source=str(shop)),
+    )
     assert len(envs) == 1
 
 
@@ -116,9 +128,13 @@ class NoScore:
 
 
 def test_a_reward_model_of_the_wrong_type_fails_clearly() -> None:
-    with pytest.raises(ConformanceError, match=r"reward model FloatReward: score\(\) returned float, not a Reward"):
+    with pytest.raises(
+        ConformanceError, match=r"reward model FloatReward: score\(\) returned float, not a Reward"
+    ):
         check_reward_model(FloatReward())
-    with pytest.raises(ConformanceError, match=r"LoudReward: score\(\) gave 1.5 for the reference rollout"):
+    with pytest.raises(
+        ConformanceError, match=r"LoudReward: score\(\) gave 1.5 for the reference rollout"
+    ):
         check_reward_model(LoudReward())
     with pytest.raises(ConformanceError, match=r"NoScore: has no method score\(\)"):
         check_reward_model(NoScore())
@@ -128,11 +144,20 @@ class WrongToolSampler:
     """Proposes a task whose chain calls a tool the environment does not have."""
 
     async def sample(self, env: Any, ctx: Any) -> Any:
-        yield Task(id="t1", env_id=env.id, request="?", calls=[ToolCall(name="teleport")], outcome=sample_task(env).outcome)
+        yield Task(
+            id="t1",
+            env_id=env.id,
+            request="?",
+            calls=[ToolCall(name="teleport")],
+            outcome=sample_task(env).outcome,
+        )
 
 
 def test_a_sampler_calling_unknown_tools_fails_clearly() -> None:
-    with pytest.raises(ConformanceError, match=r"task 't1' calls tools the environment does not have: \['teleport'\]"):
+    with pytest.raises(
+        ConformanceError,
+        match=r"task 't1' calls tools the environment does not have: \['teleport'\]",
+    ):
         check_sampler(WrongToolSampler())
 
 

@@ -7,20 +7,27 @@ import sys
 from typing import Any
 
 import pytest
+
 from envkernel_kit.scripted import completion
 
 
 def test_loading_the_plugin_is_cheap() -> None:
-    code = ("import sys, envkernel_kit.pytest_plugin; "
-            "heavy = [m for m in ('openai', 'httpx', 'envkernel_bus', 'nats', 'pyarrow', 'pandas', 'envkernel.run') if m in sys.modules]; "
-            "print(heavy)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    code = (
+        "import sys, envkernel_kit.pytest_plugin; "
+        "heavy = [m for m in ('openai', 'httpx', 'envkernel_bus', 'nats', 'pyarrow', 'pandas', 'envkernel.run') if m in sys.modules]; "
+        "print(heavy)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "[]"
 
 
 def test_the_chat_client_imports_openai_only_when_used() -> None:
     code = "import sys, envkernel_kit.chat, envkernel_kit.checks; print([m for m in ('openai', 'httpx') if m in sys.modules])"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "[]"
 
 
@@ -59,7 +66,10 @@ def test_envkernel_openai_server_answers(envkernel_openai_server: Any) -> None:
     import urllib.request
 
     server = envkernel_openai_server(lambda body, i: completion("Hello."))
-    req = urllib.request.Request(server.base_url + "/chat/completions", data=json.dumps({"model": "m", "messages": []}).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        server.base_url + "/chat/completions",
+        data=json.dumps({"model": "m", "messages": []}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=10) as resp:
         assert json.loads(resp.read())["choices"][0]["message"]["content"] == "Hello."

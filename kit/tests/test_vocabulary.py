@@ -5,8 +5,22 @@ from __future__ import annotations
 
 import random
 
-from envkernel_kit.argsgen import ArgumentBuilder, coerce, default_values, schema_nullable, schema_type
-from envkernel_kit.naming import id_entity, is_id_name, match_table, plural, singular, tool_parts, words
+from envkernel_kit.argsgen import (
+    ArgumentBuilder,
+    coerce,
+    default_values,
+    schema_nullable,
+    schema_type,
+)
+from envkernel_kit.naming import (
+    id_entity,
+    is_id_name,
+    match_table,
+    plural,
+    singular,
+    tool_parts,
+    words,
+)
 from envkernel_kit.testing import SHOP_STATE, SHOP_TOOLS
 from envkernel_schemas import ToolSpec
 
@@ -22,7 +36,9 @@ def test_words_and_plurals() -> None:
     assert singular("categories") == "category"
     assert singular("addresses") == "address"
     assert singular("status") == "status"
-    assert singular("sizes") == "size" and singular("boxes") == "box" and singular("Orders") == "order"
+    assert (
+        singular("sizes") == "size" and singular("boxes") == "box" and singular("Orders") == "order"
+    )
     assert plural("category") == "categories"
     assert plural("box") == "boxes"
     assert plural("order") == "orders"
@@ -65,7 +81,12 @@ def test_sources_draw_from_state() -> None:
     rng = random.Random(0)
     props = lambda name: _tool(name).parameters["properties"]  # noqa: E731
     # order_id -> ids of orders
-    assert b.sources(_tool("get_order"), "order_id", props("get_order")["order_id"], rng)[:4] == [1, 2, 3, 4]
+    assert b.sources(_tool("get_order"), "order_id", props("get_order")["order_id"], rng)[:4] == [
+        1,
+        2,
+        3,
+        4,
+    ]
     # email -> the customers' emails
     assert b.sources(_tool("find_customer"), "email", props("find_customer")["email"], rng)[:3] == [
         "ann@example.com",
@@ -73,15 +94,24 @@ def test_sources_draw_from_state() -> None:
         "cy@example.com",
     ]
     # enum first
-    assert b.sources(_tool("list_orders"), "status", props("list_orders")["status"], rng)[0] == "pending"
+    assert (
+        b.sources(_tool("list_orders"), "status", props("list_orders")["status"], rng)[0]
+        == "pending"
+    )
     # quantity: column values then defaults, all >= minimum
     q = b.sources(_tool("create_order"), "quantity", props("create_order")["quantity"], rng)
     assert q[0] == 2 and all(v >= 1 for v in q)
     # plain id -> the tool's own table
-    t = ToolSpec(name="get_product", parameters={"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]})
+    t = ToolSpec(
+        name="get_product",
+        parameters={"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+    )
     assert b.sources(t, "id", {"type": "string"}, rng)[:3] == ["1", "2", "3"]
     # search text -> name-like columns of the tool's table
-    t = ToolSpec(name="search_products", parameters={"type": "object", "properties": {"query": {"type": "string"}}})
+    t = ToolSpec(
+        name="search_products",
+        parameters={"type": "object", "properties": {"query": {"type": "string"}}},
+    )
     assert b.sources(t, "query", {"type": "string"}, rng)[0] == "Desk Lamp"
 
 
@@ -116,5 +146,7 @@ def test_one_schema_type_for_json_schema_and_openapi() -> None:
     assert schema_nullable({"oneOf": [{"type": "null"}, {"type": "integer"}]})
     assert schema_type({"allOf": [{"properties": {"a": {}}}]}) == "object"
     assert schema_type({"items": {}}) == "array" and schema_type({"enum": [True]}) == "boolean"
-    assert schema_type({"type": "string", "nullable": True}) == "string" and schema_nullable({"type": "string", "nullable": True})
+    assert schema_type({"type": "string", "nullable": True}) == "string" and schema_nullable(
+        {"type": "string", "nullable": True}
+    )
     assert schema_type("not a schema") == "" and not schema_nullable({"type": "string"})

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 import pytest
+
 from envkernel_runtime import engine_path, executor_path
 from envkernel_runtime.model import Nouns, ResourceModel, model_of
 
@@ -20,8 +21,13 @@ ENGINE_DEFAULTS = {"op": "eq", "engine": 1}
 
 def _norm(x: Any, parent: dict[str, Any] | None = None) -> Any:
     if isinstance(x, dict):
-        return {k: _norm(v, x) for k, v in x.items()
-                if v not in (None, False, [], {}, "") and ENGINE_DEFAULTS.get(k, object()) != v and not (k == "key" and v == "id" and "fields" in x)}
+        return {
+            k: _norm(v, x)
+            for k, v in x.items()
+            if v not in (None, False, [], {}, "")
+            and ENGINE_DEFAULTS.get(k, object()) != v
+            and not (k == "key" and v == "id" and "fields" in x)
+        }
     if isinstance(x, list):
         return [_norm(v) for v in x]
     return x
@@ -41,13 +47,22 @@ def test_every_resource_carries_its_nouns() -> None:
     for name, data in _corpus_models():
         typed = ResourceModel.from_json(data)
         for table, res in typed.resources.items():
-            assert res.nouns is not None and res.nouns.singular and res.nouns.plural and res.nouns.label, (name, table)
+            assert (
+                res.nouns is not None
+                and res.nouns.singular
+                and res.nouns.plural
+                and res.nouns.label
+            ), (name, table)
     shop = ResourceModel.from_json(dict(_corpus_models())["shop"])
-    assert {t: (n.nouns.singular, n.nouns.plural) for t, n in shop.resources.items() if n.nouns}.get("orders") == ("order", "orders")
+    assert {
+        t: (n.nouns.singular, n.nouns.plural) for t, n in shop.resources.items() if n.nouns
+    }.get("orders") == ("order", "orders")
 
 
 def test_nouns_fall_back_to_the_name_without_guessing() -> None:
-    typed = ResourceModel.from_json({"resources": {"sizes": {"fields": {"id": {"type": "string"}}}}, "operations": {}})
+    typed = ResourceModel.from_json(
+        {"resources": {"sizes": {"fields": {"id": {"type": "string"}}}}, "operations": {}}
+    )
     assert typed.nouns("sizes") == Nouns(singular="sizes", plural="sizes", label="sizes")
 
 
@@ -65,12 +80,25 @@ def test_the_engine_names_rows_with_the_models_nouns() -> None:
     spec = importlib.util.spec_from_file_location("engine_under_test", engine_path())
     engine = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(engine)  # type: ignore[union-attr]
-    res = engine._Resource("order_items", {"fields": {"id": {"type": "string"}}, "nouns": {"singular": "order_item", "plural": "order_items", "label": "line item"}})
+    res = engine._Resource(
+        "order_items",
+        {
+            "fields": {"id": {"type": "string"}},
+            "nouns": {"singular": "order_item", "plural": "order_items", "label": "line item"},
+        },
+    )
     assert res.noun == "line item"
     assert engine._Resource("sizes", {"fields": {"id": {"type": "string"}}}).noun == "sizes"
 
 
 def test_one_executor_path_for_every_runner() -> None:
-    assert os.path.isfile(executor_path()) and os.path.dirname(engine_path()) == os.path.dirname(executor_path())
-    out = subprocess.run([sys.executable, "-S", "-P", executor_path(), "--help"], capture_output=True, text=True, timeout=30)
+    assert os.path.isfile(executor_path()) and os.path.dirname(engine_path()) == os.path.dirname(
+        executor_path()
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-P", executor_path(), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert out.returncode == 0 and "executor" in (out.stdout + out.stderr).lower()

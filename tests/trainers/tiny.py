@@ -18,7 +18,9 @@ from transformers import PreTrainedTokenizerFast
 # without importing trl (seconds of imports that the verl script does not need).
 _trl = importlib.util.find_spec("trl")
 assert _trl is not None and _trl.submodule_search_locations, "trl is not installed in this venv"
-qwen2_5_chat_template = (Path(next(iter(_trl.submodule_search_locations))) / "chat_templates" / "qwen2_5.jinja").read_text(encoding="utf-8")
+qwen2_5_chat_template = (
+    Path(next(iter(_trl.submodule_search_locations))) / "chat_templates" / "qwen2_5.jinja"
+).read_text(encoding="utf-8")
 
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 MARKERS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
@@ -26,7 +28,9 @@ MARKERS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
 
 def blank_tokenizer() -> PreTrainedTokenizerFast:
     """A tokenizer with no vocabulary, only to render the chat template to text."""
-    return PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE()), chat_template=qwen2_5_chat_template)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=Tokenizer(models.BPE()), chat_template=qwen2_5_chat_template
+    )
 
 
 def make_tokenizer(corpus: list[str], vocab_size: int = 6000) -> PreTrainedTokenizerFast:
@@ -34,8 +38,18 @@ def make_tokenizer(corpus: list[str], vocab_size: int = 6000) -> PreTrainedToken
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL,
-                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=SPECIAL,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
     tok.add_tokens(MARKERS)  # not special: they must survive decoding for the tool-call parsers
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   chat_template=qwen2_5_chat_template)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        chat_template=qwen2_5_chat_template,
+    )

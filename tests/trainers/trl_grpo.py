@@ -21,19 +21,18 @@ import os
 import sys
 import tempfile
 import time
-from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import torch  # noqa: E402
-from datasets import Dataset  # noqa: E402
-from tiny import blank_tokenizer, make_tokenizer  # noqa: E402
-from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer  # noqa: E402
+import torch
+from datasets import Dataset
+from tiny import blank_tokenizer, make_tokenizer
+from transformers import LlamaConfig, LlamaForCausalLM
+from trl import GRPOConfig, GRPOTrainer
 
-from envkernel_serve.trl import dataset_rows, environment_factory  # noqa: E402
+from envkernel_serve.trl import dataset_rows, environment_factory
 
 
 def main(url: str, run_dir: str, task_id: str, out: str) -> None:
@@ -41,7 +40,11 @@ def main(url: str, run_dir: str, task_id: str, out: str) -> None:
     torch.manual_seed(0)
     torch.set_num_threads(1)  # a tiny model: more threads only contend on a shared machine
     Env = environment_factory(url)
-    task = next(json.loads(line) for line in open(os.path.join(run_dir, "tasks.jsonl")) if json.loads(line)["id"] == task_id)
+    task = next(
+        json.loads(line)
+        for line in open(os.path.join(run_dir, "tasks.jsonl"))
+        if json.loads(line)["id"] == task_id
+    )
     row = next(r for r in dataset_rows(run_dir) if r["task_id"] == task_id)
     # The reference play, through the class itself: the tool results the model will see.
     probe = Env()
@@ -49,44 +52,98 @@ def main(url: str, run_dir: str, task_id: str, out: str) -> None:
     results = [getattr(probe, c["name"])(**c["arguments"]) for c in task["calls"]]
     probe_reward = probe.get_reward()
     probe.close()
-    calls = [{"type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in task["calls"]]
-    turn1 = "\n".join(f'<tool_call>\n{json.dumps({"name": c["name"], "arguments": c["arguments"]})}\n</tool_call>'
-                      for c in task["calls"]) + "<|im_end|>"
+    calls = [
+        {"type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+        for c in task["calls"]
+    ]
+    turn1 = (
+        "\n".join(
+            f"<tool_call>\n{json.dumps({'name': c['name'], 'arguments': c['arguments']})}\n</tool_call>"
+            for c in task["calls"]
+        )
+        + "<|im_end|>"
+    )
     final = "Done.<|im_end|>"
-    tool_msgs = [{"role": "tool", "name": c["name"], "content": r} for c, r in zip(task["calls"], results, strict=True)]
-    methods = [f for n, f in inspect.getmembers(Env, inspect.isfunction) if n not in ("reset", "get_reward") and not n.startswith("_")]
-    from transformers.utils import get_json_schema  # noqa: PLC0415
+    tool_msgs = [
+        {"role": "tool", "name": c["name"], "content": r}
+        for c, r in zip(task["calls"], results, strict=True)
+    ]
+    methods = [
+        f
+        for n, f in inspect.getmembers(Env, inspect.isfunction)
+        if n not in ("reset", "get_reward") and not n.startswith("_")
+    ]
+    from transformers.utils import get_json_schema
 
     schemas = [get_json_schema(m) for m in methods]
     base = blank_tokenizer()
     convo = [*row["prompt"], {"role": "assistant", "content": "", "tool_calls": calls}, *tool_msgs]
-    corpus = [base.apply_chat_template(convo, tools=schemas, tokenize=False, add_generation_prompt=True), turn1, final] * 4
+    corpus = [
+        base.apply_chat_template(convo, tools=schemas, tokenize=False, add_generation_prompt=True),
+        turn1,
+        final,
+    ] * 4
     tokenizer = make_tokenizer(corpus)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                         num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=4096,
-                                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                                         bos_token_id=None))
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            max_position_embeddings=4096,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            bos_token_id=None,
+        )
+    )
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
 
-    args = GRPOConfig(output_dir=tempfile.mkdtemp(prefix="trl-grpo-"), use_cpu=True, bf16=False, max_steps=1,
-                      per_device_train_batch_size=2, num_generations=2, max_completion_length=1024,
-                      logging_steps=1, report_to="none", save_strategy="no", learning_rate=1e-5,
-                      temperature=0.7, log_completions=False, dataloader_num_workers=0, seed=0)
-    trainer = GRPOTrainer(model=model, args=args, processing_class=tokenizer, environment_factory=Env,
-                          train_dataset=Dataset.from_list([row] * 4))
+    args = GRPOConfig(
+        output_dir=tempfile.mkdtemp(prefix="trl-grpo-"),
+        use_cpu=True,
+        bf16=False,
+        max_steps=1,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=1024,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        learning_rate=1e-5,
+        temperature=0.7,
+        log_completions=False,
+        dataloader_num_workers=0,
+        seed=0,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        args=args,
+        processing_class=tokenizer,
+        environment_factory=Env,
+        train_dataset=Dataset.from_list([row] * 4),
+    )
 
-    # Fit the model to the episode, token by token as the trainer itself builds it (TRL's own renderers).
-    tools = trainer._env_tools[None]  # noqa: SLF001
-    prompt_ids = tokenizer.apply_chat_template(row["prompt"], tools=tools, add_generation_prompt=True, tokenize=True,
-                                               chat_template=trainer.chat_template, return_dict=False)
+    # Fit the model to the episode, token by token as the trainer itself builds it (TRL's own
+    # renderers).
+    tools = trainer._env_tools[None]
+    prompt_ids = tokenizer.apply_chat_template(
+        row["prompt"],
+        tools=tools,
+        add_generation_prompt=True,
+        tokenize=True,
+        chat_template=trainer.chat_template,
+        return_dict=False,
+    )
     t1 = tokenizer.encode(turn1, add_special_tokens=False)
-    suffix = trainer._get_tool_suffix_ids(tool_msgs)  # noqa: SLF001
+    suffix = trainer._get_tool_suffix_ids(tool_msgs)
     t2 = tokenizer.encode(final, add_special_tokens=False)
     ids = torch.tensor([prompt_ids + t1 + suffix + t2])
     labels = ids.clone()
     labels[0, : len(prompt_ids)] = -100
-    labels[0, len(prompt_ids) + len(t1): len(prompt_ids) + len(t1) + len(suffix)] = -100
+    labels[0, len(prompt_ids) + len(t1) : len(prompt_ids) + len(t1) + len(suffix)] = -100
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
     started, cpu, loss, steps = time.monotonic(), time.process_time(), float("nan"), 0
     model.train()
@@ -104,13 +161,28 @@ def main(url: str, run_dir: str, task_id: str, out: str) -> None:
     trainer.train()
     train_seconds = time.monotonic() - started
     rewards = [e.get_reward() for e in trainer.environments or []]
-    states = [e._s().state() for e in trainer.environments or []]  # noqa: SLF001 - what the server saw
+    states = [e._s().state() for e in trainer.environments or []]
     logs = [h for h in trainer.state.log_history if any(k.startswith("rewards/") for k in h)]
     with open(out, "w") as f:
-        json.dump({"probe_reward": probe_reward, "fit_loss": loss, "fit_seconds": fit_seconds, "fit_cpu_seconds": fit_cpu, "fit_steps": steps, "train_seconds": train_seconds,
-                   "env_rewards": rewards, "env_states": states, "logs": logs, "reward_funcs": [getattr(r, "__name__", str(r)) for r in trainer.reward_funcs],
-                   "tool_names": sorted(getattr(t, "__name__", str(t)) for t in tools),
-                   "prompt_tokens": len(prompt_ids), "sequence_tokens": int(ids.shape[1])}, f, default=str)
+        json.dump(
+            {
+                "probe_reward": probe_reward,
+                "fit_loss": loss,
+                "fit_seconds": fit_seconds,
+                "fit_cpu_seconds": fit_cpu,
+                "fit_steps": steps,
+                "train_seconds": train_seconds,
+                "env_rewards": rewards,
+                "env_states": states,
+                "logs": logs,
+                "reward_funcs": [getattr(r, "__name__", str(r)) for r in trainer.reward_funcs],
+                "tool_names": sorted(getattr(t, "__name__", str(t)) for t in tools),
+                "prompt_tokens": len(prompt_ids),
+                "sequence_tokens": int(ids.shape[1]),
+            },
+            f,
+            default=str,
+        )
 
 
 if __name__ == "__main__":

@@ -1,12 +1,24 @@
 """envkernel-bus: the embedded nats-server, the JetStream stream, the consume loop, the tap."""
 
-from .bus import MSG_ID, REDACTED, SECRET, Bus, BusError, ResponderGone, StoreFullError, credentials, env_seconds, redact, without_secrets
-from .logs import on_signals
+from . import discovery, subjects
+from .bus import (
+    MSG_ID,
+    REDACTED,
+    SECRET,
+    Bus,
+    BusError,
+    ResponderGone,
+    StoreFullError,
+    credentials,
+    env_seconds,
+    redact,
+    without_secrets,
+)
 from .consumer import Consumer, Done, Output, Redeliver, last_delivery
 from .feed import Feed
-from .shared import decode_shared, encode_shared
+from .logs import on_signals
 from .server import EmbeddedServer, LocalCluster, ServerError, find_server_binary
-from . import discovery, subjects
+from .shared import decode_shared, encode_shared
 
 __all__ = [
     "Feed",

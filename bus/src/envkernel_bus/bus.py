@@ -72,9 +72,11 @@ def nkey_public(var: str = "ENVKERNEL_NATS_NKEY_SEED") -> str:
     try:
         with open(path, "rb") as f:
             kp = nkeys.from_seed(bytearray(f.read().strip()))
-    except Exception as exc:  # noqa: BLE001 - nkeys raises its own types and ValueError
-        raise BusError(f"{var}={path!r} is not an nkey seed ({type(exc).__name__}): make one with `nk -gen user` "
-                       "or nkeys, and keep only the seed (SU...) in the file") from None
+    except Exception as exc:
+        raise BusError(
+            f"{var}={path!r} is not an nkey seed ({type(exc).__name__}): make one with `nk -gen user` "
+            "or nkeys, and keep only the seed (SU...) in the file"
+        ) from None
     public = kp.public_key.decode()
     kp.wipe()
     return public
@@ -83,7 +85,9 @@ def nkey_public(var: str = "ENVKERNEL_NATS_NKEY_SEED") -> str:
 def tls_context() -> ssl.SSLContext | None:
     """The client's TLS context when ``ENVKERNEL_NATS_TLS_CA`` names the CA that signed the server's certificate
     (with ``ENVKERNEL_NATS_TLS_CLIENT_CERT`` / ``_KEY``, the client's own certificate too); None otherwise."""
-    ca, cert, key = (env_file(f"ENVKERNEL_NATS_TLS_{k}") for k in ("CA", "CLIENT_CERT", "CLIENT_KEY"))
+    ca, cert, key = (
+        env_file(f"ENVKERNEL_NATS_TLS_{k}") for k in ("CA", "CLIENT_CERT", "CLIENT_KEY")
+    )
     if not ca:
         return None
     try:
@@ -91,7 +95,9 @@ def tls_context() -> ssl.SSLContext | None:
         if cert:
             ctx.load_cert_chain(cert, key or None)
     except (ssl.SSLError, ValueError) as exc:
-        raise BusError(f"cannot load the TLS files (ENVKERNEL_NATS_TLS_CA={ca!r}{f', CLIENT_CERT={cert!r}' if cert else ''}): {exc}") from None
+        raise BusError(
+            f"cannot load the TLS files (ENVKERNEL_NATS_TLS_CA={ca!r}{f', CLIENT_CERT={cert!r}' if cert else ''}): {exc}"
+        ) from None
     return ctx
 
 
@@ -99,7 +105,9 @@ def credentials() -> dict[str, Any]:
     """NATS credentials and TLS from the environment only, so they are never in a file, an event or a log line:
     ``ENVKERNEL_NATS_NKEY_SEED`` (a file holding an nkey seed), else ``ENVKERNEL_NATS_TOKEN``, else
     ``ENVKERNEL_NATS_USER`` / ``ENVKERNEL_NATS_PASSWORD``; and :func:`tls_context`."""
-    token, user, password = (os.environ.get(f"ENVKERNEL_NATS_{k}", "") for k in ("TOKEN", "USER", "PASSWORD"))
+    token, user, password = (
+        os.environ.get(f"ENVKERNEL_NATS_{k}", "") for k in ("TOKEN", "USER", "PASSWORD")
+    )
     out: dict[str, Any] = {}
     if nkey_public():  # checks the seed file, so a bad one is named here, not deep in the client
         out["nkeys_seed"] = os.environ["ENVKERNEL_NATS_NKEY_SEED"]
@@ -117,13 +125,17 @@ def connect_hint(exc: BaseException) -> str:
     """What to do about a failed connect, from its cause (TLS, credentials, or no server)."""
     text = f"{type(exc).__name__}: {exc}".lower()
     if isinstance(exc, ssl.SSLCertVerificationError) or "certificate verify failed" in text:
-        return ("the server's TLS certificate could not be verified: set ENVKERNEL_NATS_TLS_CA to the CA file that signed it "
-                "(and connect by a name or address the certificate lists)")
+        return (
+            "the server's TLS certificate could not be verified: set ENVKERNEL_NATS_TLS_CA to the CA file that signed it "
+            "(and connect by a name or address the certificate lists)"
+        )
     if isinstance(exc, ssl.SSLError) or "tls" in text or "ssl" in text:
         return "TLS failed: does the server use TLS (ENVKERNEL_NATS_TLS_CA on the client), and does it accept this client?"
     if "authorization" in text or "authentication" in text:
-        return ("the server refused the credentials: set the ones it expects (ENVKERNEL_NATS_NKEY_SEED, ENVKERNEL_NATS_TOKEN, "
-                "or ENVKERNEL_NATS_USER and ENVKERNEL_NATS_PASSWORD)")
+        return (
+            "the server refused the credentials: set the ones it expects (ENVKERNEL_NATS_NKEY_SEED, ENVKERNEL_NATS_TOKEN, "
+            "or ENVKERNEL_NATS_USER and ENVKERNEL_NATS_PASSWORD)"
+        )
     return "Is the server running at that address?"
 
 
@@ -150,14 +162,20 @@ def without_secrets(url: str) -> str:
 
 def store_full_message(exc: BaseException) -> str:
     """What to tell the user when JetStream's store is full."""
-    return (f"JetStream refused a publish: its store is full ({type(exc).__name__}: {exc}). Free disk space where the server keeps "
-            "its store (the run folder's nats/ for the embedded server), or raise its limits (max_file_store), then run again")
+    return (
+        f"JetStream refused a publish: its store is full ({type(exc).__name__}: {exc}). Free disk space where the server keeps "
+        "its store (the run folder's nats/ for the embedded server), or raise its limits (max_file_store), then run again"
+    )
 
 
 def store_full(exc: BaseException) -> bool:
     """Whether a publish error is JetStream's ``insufficient resources`` (a full store or disk)."""
     err_code = getattr(exc, "err_code", None)
-    return err_code in (10047, 10023) or "insufficient resources" in str(exc).lower() or "insufficient storage" in str(exc).lower()
+    return (
+        err_code in (10047, 10023)
+        or "insufficient resources" in str(exc).lower()
+        or "insufficient storage" in str(exc).lower()
+    )
 
 
 class Bus:
@@ -199,7 +217,8 @@ class Bus:
             return
         self.lost = reason
         log.error("the bus is lost", reason=reason, nats=without_secrets(self.url))
-        self._closing = True  # close the connection: every later request fails at once instead of waiting for a server
+        # close the connection: every later request fails at once instead of waiting for a server
+        self._closing = True
         if not self.nc.is_closed:
             self._closer = asyncio.get_running_loop().create_task(self.nc.close())
         for cb in self._closed_callbacks:
@@ -208,30 +227,53 @@ class Bus:
     def _disconnected(self) -> None:
         if self._down_since is None and not self._closing:
             self._down_since = time.monotonic()
-            log.warning("lost the connection to NATS; reconnecting", nats=without_secrets(self.url), gives_up_after=self._lost_after)
+            log.warning(
+                "lost the connection to NATS; reconnecting",
+                nats=without_secrets(self.url),
+                gives_up_after=self._lost_after,
+            )
 
     def _reconnected(self) -> None:
         self.reconnects += 1
         if self._down_since is not None:
-            log.warning("reconnected to NATS", nats=without_secrets(self.url), seconds=round(time.monotonic() - self._down_since, 2))
+            log.warning(
+                "reconnected to NATS",
+                nats=without_secrets(self.url),
+                seconds=round(time.monotonic() - self._down_since, 2),
+            )
         self._down_since = None
 
     async def _watch_down(self) -> None:
         while not self.lost:
             await asyncio.sleep(0.25)
-            if self._down_since is not None and time.monotonic() - self._down_since > self._lost_after:
-                self.give_up(f"the NATS server at {without_secrets(self.url)} was unreachable for more than {self._lost_after:g} s "
-                             "(ENVKERNEL_BUS_LOST_SECONDS)")
+            if (
+                self._down_since is not None
+                and time.monotonic() - self._down_since > self._lost_after
+            ):
+                self.give_up(
+                    f"the NATS server at {without_secrets(self.url)} was unreachable for more than {self._lost_after:g} s "
+                    "(ENVKERNEL_BUS_LOST_SECONDS)"
+                )
 
     @classmethod
-    async def connect(cls, url: str, *, name: str = "envkernel", setup: bool = True, timeout: float = 5.0, lost_after: float | None = None) -> Bus:
+    async def connect(
+        cls,
+        url: str,
+        *,
+        name: str = "envkernel",
+        setup: bool = True,
+        timeout: float = 5.0,
+        lost_after: float | None = None,
+    ) -> Bus:
         """Connect to ``url``; with ``setup`` create the stream, bucket and store if missing.
 
         The client reconnects for as long as it takes; past ``ENVKERNEL_BUS_LOST_SECONDS`` of being
         unreachable (or ``lost_after``) the bus counts as lost (see :meth:`on_closed`). Credentials come from
         :func:`credentials` (or the URL). ``url`` may list a cluster's servers, comma-separated."""
         holder: list[Bus] = []
-        early: list[Exception] = []  # errors of the first connect (the client reports them here, then says "no servers")
+        early: list[
+            Exception
+        ] = []  # errors of the first connect (the client reports them here, then says "no servers")
         tls_failed = asyncio.Event()
 
         async def _err(exc: Exception) -> None:
@@ -240,7 +282,9 @@ class Bus:
                 if isinstance(exc, ssl.SSLError):
                     tls_failed.set()  # the client would hang after a failed handshake: give up now
                 return
-            if store_full(exc) and holder:  # nats-py raises a PubAck's 503 here instead of failing its future
+            if (
+                store_full(exc) and holder
+            ):  # nats-py raises a PubAck's 503 here instead of failing its future
                 holder[0].give_up(store_full_message(exc))
                 return
             log.warning("nats error", error=f"{type(exc).__name__}: {exc}")
@@ -257,15 +301,32 @@ class Bus:
             if holder:
                 holder[0]._reconnected()
 
-        limit = lost_after or env_seconds("ENVKERNEL_BUS_LOST_SECONDS", 60)  # how long the bus may be unreachable before it is lost
+        limit = lost_after or env_seconds(
+            "ENVKERNEL_BUS_LOST_SECONDS", 60
+        )  # how long the bus may be unreachable before it is lost
         creds = credentials()
-        ping = env_seconds("ENVKERNEL_NATS_PING_SECONDS", 20)  # two pings unanswered: the link is dead (a host cut off), reconnect elsewhere
+        ping = env_seconds(
+            "ENVKERNEL_NATS_PING_SECONDS", 20
+        )  # two pings unanswered: the link is dead (a host cut off), reconnect elsewhere
         try:
-            connecting = asyncio.ensure_future(nats.connect(
-                url.split(",") if "," in url else url, name=name, connect_timeout=timeout, max_reconnect_attempts=3, reconnect_time_wait=0.5, error_cb=_err,
-                allow_reconnect=True, pending_size=64 * 1024 * 1024, closed_cb=_closed, disconnected_cb=_disconnected,
-                reconnected_cb=_reconnected, ping_interval=ping, max_outstanding_pings=2, **creds,  # type: ignore[arg-type]
-            ))
+            connecting = asyncio.ensure_future(
+                nats.connect(
+                    url.split(",") if "," in url else url,
+                    name=name,
+                    connect_timeout=timeout,
+                    max_reconnect_attempts=3,
+                    reconnect_time_wait=0.5,
+                    error_cb=_err,
+                    allow_reconnect=True,
+                    pending_size=64 * 1024 * 1024,
+                    closed_cb=_closed,
+                    disconnected_cb=_disconnected,
+                    reconnected_cb=_reconnected,
+                    ping_interval=ping,
+                    max_outstanding_pings=2,
+                    **creds,  # type: ignore[arg-type]
+                )
+            )
             failing = asyncio.ensure_future(tls_failed.wait())
             await asyncio.wait({connecting, failing}, return_when=asyncio.FIRST_COMPLETED)
             failing.cancel()
@@ -274,9 +335,20 @@ class Bus:
                 raise early[-1]
             nc = connecting.result()
         except Exception as exc:  # nats raises several unrelated types here
-            cause = next((e for e in reversed(early) if not isinstance(e, OSError) or isinstance(e, ssl.SSLError)), exc)
-            raise BusError(f"cannot connect to NATS at {without_secrets(url)}: {type(cause).__name__}: {cause}. {connect_hint(cause)}") from None
-        nc.options["max_reconnect_attempts"] = -1  # the first connect fails fast; once connected, reconnect for as long as it takes
+            cause = next(
+                (
+                    e
+                    for e in reversed(early)
+                    if not isinstance(e, OSError) or isinstance(e, ssl.SSLError)
+                ),
+                exc,
+            )
+            raise BusError(
+                f"cannot connect to NATS at {without_secrets(url)}: {type(cause).__name__}: {cause}. {connect_hint(cause)}"
+            ) from None
+        nc.options[
+            "max_reconnect_attempts"
+        ] = -1  # the first connect fails fast; once connected, reconnect for as long as it takes
         js = nc.jetstream(publish_async_max_pending=4000)
         bus = cls(nc, js, url)
         bus._lost_after = limit
@@ -288,7 +360,9 @@ class Bus:
 
     async def setup(self) -> None:
         """Create (or reuse) the events stream, the run-config bucket and the object store."""
-        replicas = int(os.environ.get("ENVKERNEL_STREAM_REPLICAS", "1"))  # 3 on a 3-node cluster: the stream outlives a node
+        replicas = int(
+            os.environ.get("ENVKERNEL_STREAM_REPLICAS", "1")
+        )  # 3 on a 3-node cluster: the stream outlives a node
         cfg = StreamConfig(
             name=STREAM,
             num_replicas=replicas,
@@ -304,9 +378,15 @@ class Bus:
             try:
                 await self.js.add_stream(cfg)
             except Exception as exc:
-                raise BusError(f"cannot create the JetStream stream {STREAM} at {self.url}: {exc}. Is JetStream enabled (-js)?") from None
-        self._kv = await self.js.create_key_value(bucket=RUNS_BUCKET, history=1, storage=StorageType.FILE, replicas=replicas)
-        self._objects = await self.js.create_object_store(OBJECTS_BUCKET, storage=StorageType.FILE, replicas=replicas)
+                raise BusError(
+                    f"cannot create the JetStream stream {STREAM} at {self.url}: {exc}. Is JetStream enabled (-js)?"
+                ) from None
+        self._kv = await self.js.create_key_value(
+            bucket=RUNS_BUCKET, history=1, storage=StorageType.FILE, replicas=replicas
+        )
+        self._objects = await self.js.create_object_store(
+            OBJECTS_BUCKET, storage=StorageType.FILE, replicas=replicas
+        )
 
     @property
     def runs(self) -> KeyValue:
@@ -328,9 +408,16 @@ class Bus:
             try:
                 res = await asyncio.wait_for(self.objects.get(name), timeout)
                 return res.data or b""
-            except asyncio.TimeoutError:
-                log.warning("an object-store read stalled; reading it again", object=name, attempt=attempt, seconds=timeout)
-        raise BusError(f"object {name!r} could not be read from the object store in {attempts} tries of {timeout:g} s")
+            except TimeoutError:
+                log.warning(
+                    "an object-store read stalled; reading it again",
+                    object=name,
+                    attempt=attempt,
+                    seconds=timeout,
+                )
+        raise BusError(
+            f"object {name!r} could not be read from the object store in {attempts} tries of {timeout:g} s"
+        )
 
     async def publish(self, subject: str, data: bytes, msg_id: str) -> asyncio.Future[Any]:
         """Publish into the stream without waiting; the future resolves on the PubAck."""
@@ -349,7 +436,10 @@ class Bus:
         while pending:
             if self.lost:
                 raise BusError(f"{len(pending)} publishes not acknowledged: {self.lost}")
-            results = await asyncio.gather(*(asyncio.wait_for(f, self.ack_timeout) for f, *_ in pending), return_exceptions=True)
+            results = await asyncio.gather(
+                *(asyncio.wait_for(f, self.ack_timeout) for f, *_ in pending),
+                return_exceptions=True,
+            )
             failed = []
             for (_, subject, data, msg_id), r in zip(pending, results, strict=True):
                 if isinstance(r, asyncio.CancelledError):
@@ -362,24 +452,35 @@ class Bus:
                     self.give_up(store_full_message(r))
                     raise StoreFullError(store_full_message(r))
                 if self.lost or time.monotonic() > deadline:
-                    raise BusError(f"publish to {subject} not acknowledged ({type(r).__name__}: {r}){': ' + self.lost if self.lost else ''}")
-                log.warning("a publish was not acknowledged; sending it again", subject=subject, error=f"{type(r).__name__}: {r}")
+                    raise BusError(
+                        f"publish to {subject} not acknowledged ({type(r).__name__}: {r}){': ' + self.lost if self.lost else ''}"
+                    )
+                log.warning(
+                    "a publish was not acknowledged; sending it again",
+                    subject=subject,
+                    error=f"{type(r).__name__}: {r}",
+                )
                 await asyncio.sleep(0.2)
                 try:
-                    pending.append((await self.publish(subject, data, msg_id), subject, data, msg_id))
-                except Exception as exc:  # noqa: BLE001 - not connected right now: a failed future, tried again
+                    pending.append(
+                        (await self.publish(subject, data, msg_id), subject, data, msg_id)
+                    )
+                except Exception as exc:
                     fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
                     fut.set_exception(exc)
                     pending.append((fut, subject, data, msg_id))
 
     async def serve_alive(self, subject: str) -> Any:
         """Answer pings on ``subject`` for as long as this connection lives (see :meth:`request_while_alive`)."""
+
         async def pong(msg: Any) -> None:
             await msg.respond(b"")
 
         return await self.nc.subscribe(subject, cb=pong)
 
-    async def request_while_alive(self, subject: str, data: bytes, timeout: float, alive: str, every: float = 2.0) -> Any:
+    async def request_while_alive(
+        self, subject: str, data: bytes, timeout: float, alive: str, every: float = 2.0
+    ) -> Any:
         """A core request that waits up to ``timeout`` while its responder lives: every ``every``
         seconds it pings ``alive`` (which the responder's process answers, :meth:`serve_alive`),
         and raises :class:`ResponderGone` at once when nothing answers there (as after a kill -9), or
@@ -388,7 +489,8 @@ class Bus:
         if not alive:
             return await self.nc.request(subject, data, timeout=timeout)
         # The request is awaited right here (no task of its own: this is every tool step's path);
-        # a timer starts a liveness check every `every` seconds and cancels it when the responder is gone.
+        # a timer starts a liveness check every `every` seconds and cancels it when the responder is
+        # gone.
         loop = asyncio.get_running_loop()
         me = asyncio.current_task()
         reconnects, gone = self.reconnects, [""]
@@ -396,13 +498,15 @@ class Bus:
 
         async def check() -> None:
             if self.reconnects != reconnects or self._down_since is not None:
-                gone[0] = f"the connection to NATS dropped while {subject} was pending: the request may be lost"
+                gone[0] = (
+                    f"the connection to NATS dropped while {subject} was pending: the request may be lost"
+                )
             else:
                 try:
                     await self.nc.request(alive, b"", timeout=every)
                 except NoRespondersError:
                     gone[0] = f"the process serving {subject} is gone (nothing answers {alive})"
-                except Exception:  # noqa: BLE001 - busy or slow, not gone: keep waiting
+                except Exception:
                     pass
             if timer_done:
                 return
@@ -436,7 +540,9 @@ class Bus:
         if to:
             await self.nc.publish(to, alive.encode())
 
-    async def request_claimed(self, subject: str, data: bytes, timeout: float, every: float = 2.0, grace: float = 3.0) -> Any:
+    async def request_claimed(
+        self, subject: str, data: bytes, timeout: float, every: float = 2.0, grace: float = 3.0
+    ) -> Any:
         """A core request to a queue group whose taker says who it is (:meth:`claim`), so that it fails at
         once with :class:`ResponderGone` when the taker dies before it answers (a kill -9 mid-open), instead
         of waiting out ``timeout``: once claimed, the taker's liveness subject is pinged every ``every`` s.
@@ -453,7 +559,9 @@ class Bus:
                 log.debug("no responders yet; asking again", subject=subject)
                 await asyncio.sleep(0.1)
 
-    async def _request_claimed(self, subject: str, data: bytes, timeout: float, every: float) -> Any:
+    async def _request_claimed(
+        self, subject: str, data: bytes, timeout: float, every: float
+    ) -> Any:
         inbox, taker = self.nc.new_inbox(), asyncio.get_running_loop().create_future()
 
         async def on_claim(m: Any) -> None:
@@ -462,7 +570,9 @@ class Bus:
 
         reconnects = self.reconnects
         sub = await self.nc.subscribe(inbox, cb=on_claim)
-        reply = asyncio.ensure_future(self.nc.request(subject, data, timeout=timeout, headers={CLAIM_HEADER: inbox}))
+        reply = asyncio.ensure_future(
+            self.nc.request(subject, data, timeout=timeout, headers={CLAIM_HEADER: inbox})
+        )
         watch = asyncio.ensure_future(self._gone(subject, taker, every, reconnects))
         try:
             await asyncio.wait({reply, watch}, return_when=asyncio.FIRST_COMPLETED)
@@ -475,10 +585,14 @@ class Bus:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
 
-    async def _gone(self, subject: str, taker: asyncio.Future[str], every: float, reconnects: int) -> str:
+    async def _gone(
+        self, subject: str, taker: asyncio.Future[str], every: float, reconnects: int
+    ) -> str:
         """Why the taker of ``subject`` is gone, once it is (it never returns while the taker lives), or why the
         request may be lost: the connection dropped since it was sent (``reconnects`` then), claimed or not."""
-        dropped = f"the connection to NATS dropped while {subject} was pending: the request may be lost"
+        dropped = (
+            f"the connection to NATS dropped while {subject} was pending: the request may be lost"
+        )
         while not taker.done():  # a claim lost in a reconnect would leave this waiting for ever
             await asyncio.wait({taker}, timeout=every)
             if not taker.done() and (self.reconnects != reconnects or self._down_since is not None):
@@ -492,10 +606,17 @@ class Bus:
                 await self.nc.request(alive, b"", timeout=every)
             except NoRespondersError:
                 return f"the process that took {subject} is gone (nothing answers {alive})"
-            except Exception:  # noqa: BLE001 - busy or slow, not gone: keep waiting
+            except Exception:
                 pass
 
-    async def pull(self, durable: str, filter_subject: str, *, ack_wait: float = 600.0, max_ack_pending: int = 20000) -> JetStreamContext.PullSubscription:
+    async def pull(
+        self,
+        durable: str,
+        filter_subject: str,
+        *,
+        ack_wait: float = 600.0,
+        max_ack_pending: int = 20000,
+    ) -> JetStreamContext.PullSubscription:
         """Bind (creating if needed) a durable pull consumer on the stream."""
         config = ConsumerConfig(
             durable_name=durable,
@@ -505,7 +626,9 @@ class Bus:
             max_deliver=MAX_DELIVER,
             deliver_policy=DeliverPolicy.ALL,
         )
-        return await self.js.pull_subscribe(filter_subject, durable=durable, stream=STREAM, config=config)
+        return await self.js.pull_subscribe(
+            filter_subject, durable=durable, stream=STREAM, config=config
+        )
 
     async def close(self) -> None:
         """Flush and close the connection."""
@@ -519,5 +642,5 @@ class Bus:
             return
         try:
             await self.nc.drain()
-        except Exception:  # noqa: BLE001 - closing anyway
+        except Exception:
             await self.nc.close()

@@ -54,7 +54,7 @@ def last_delivery(msg: Msg) -> bool:
     """Whether this is JetStream's last delivery of ``msg`` (given back, it would never come again)."""
     try:
         return int(msg.metadata.num_delivered or 1) >= MAX_DELIVER
-    except Exception:  # noqa: BLE001 - not a JetStream message: nothing redelivers it
+    except Exception:
         return True
 
 
@@ -122,7 +122,7 @@ class Consumer:
                     continue
                 try:
                     msgs = await psub.fetch(min(self.batch, room), timeout=self.fetch_timeout)
-                except (NatsTimeoutError, asyncio.TimeoutError):
+                except (TimeoutError, NatsTimeoutError):
                     continue
                 except Exception as exc:  # connection trouble: say so, retry
                     if self._stopping or self.bus.nc.is_closed:
@@ -141,7 +141,7 @@ class Consumer:
             beat.cancel()
             try:
                 await psub.unsubscribe()
-            except Exception:  # noqa: BLE001 - best effort on shutdown
+            except Exception:
                 pass
 
     async def _heartbeat(self) -> None:
@@ -151,14 +151,14 @@ class Consumer:
             for m in list(self._held.values()):
                 try:
                     await m.in_progress()
-                except Exception:  # noqa: BLE001 - not connected now; the next beat tries again
+                except Exception:
                     break
 
     async def _nak(self, m: Msg, delay: float) -> None:
         self._held.pop(id(m), None)
         try:
             await m.nak(delay=delay)
-        except Exception:  # noqa: BLE001 - not acked either way: it comes back after ack_wait
+        except Exception:
             pass
 
     async def _handle(self, m: Msg) -> None:
@@ -166,14 +166,20 @@ class Consumer:
             outputs, token = await self.handler(m)
             await self._publish(outputs)
         except Redeliver as exc:
-            log.warning("giving an event back for redelivery", consumer=self.durable, reason=str(exc))
+            log.warning(
+                "giving an event back for redelivery", consumer=self.durable, reason=str(exc)
+            )
             self._inflight -= 1
             self._room.set()
             await self._nak(m, exc.delay)
             return
         except Exception as exc:
             # The handler owns failure boundaries; reaching here means the bus failed.
-            log.error("publishing outputs failed; the event will be redelivered", consumer=self.durable, error=str(exc))
+            log.error(
+                "publishing outputs failed; the event will be redelivered",
+                consumer=self.durable,
+                error=str(exc),
+            )
             self._inflight -= 1
             self._room.set()
             await self._nak(m, 1.0)
@@ -184,13 +190,25 @@ class Consumer:
     async def _publish(self, outputs: list[Output]) -> None:
         """Publish ``outputs`` and wait until every one is in the stream (its PubAck)."""
         if outputs:
-            await self.bus.confirm([(await self.bus.publish(o.subject, o.data, o.msg_id), o.subject, o.data, o.msg_id) for o in outputs])
+            await self.bus.confirm(
+                [
+                    (
+                        await self.bus.publish(o.subject, o.data, o.msg_id),
+                        o.subject,
+                        o.data,
+                        o.msg_id,
+                    )
+                    for o in outputs
+                ]
+            )
 
     async def _flush_loop(self) -> None:
         while True:
             await self._done_ready.wait()
             if len(self._done) < self._inflight:
-                await asyncio.sleep(self.linger)  # let more finish: one report and one flush for many
+                await asyncio.sleep(
+                    self.linger
+                )  # let more finish: one report and one flush for many
             self._done_ready.clear()
             done, self._done = self._done, []
             if not done:
@@ -201,7 +219,11 @@ class Consumer:
                     await d.msg.ack()
                     self._held.pop(id(d.msg), None)
             except Exception as exc:
-                log.error("acking failed; events will be redelivered", consumer=self.durable, error=str(exc))
+                log.error(
+                    "acking failed; events will be redelivered",
+                    consumer=self.durable,
+                    error=str(exc),
+                )
                 for d in done:
                     await self._nak(d.msg, 1.0)
             self._inflight -= len(done)

@@ -20,7 +20,11 @@ def announce(run: str, url: str, out_dir: Path) -> Path:
     d = registry_dir()
     d.mkdir(parents=True, exist_ok=True)
     f = d / f"{run}.json"
-    f.write_text(json.dumps({"run": run, "url": url, "pid": os.getpid(), "out": str(out_dir), "time": time.time()}))
+    f.write_text(
+        json.dumps(
+            {"run": run, "url": url, "pid": os.getpid(), "out": str(out_dir), "time": time.time()}
+        )
+    )
     return f
 
 

@@ -21,14 +21,19 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
-LIMITS: dict[str, Any] = {"pending_msgs_limit": 1_000_000, "pending_bytes_limit": 1024 * 1024 * 1024}
+LIMITS: dict[str, Any] = {
+    "pending_msgs_limit": 1_000_000,
+    "pending_bytes_limit": 1024 * 1024 * 1024,
+}
 """Client-side buffers of a feed: a run's whole stream fits."""
 
 
 class Feed:
     """An ordered consumer of ``subject`` on ``stream`` that calls ``cb`` once per message, in order."""
 
-    def __init__(self, js: JetStreamContext, subject: str, stream: str, cb: Callable[[Msg], Awaitable[None]]) -> None:
+    def __init__(
+        self, js: JetStreamContext, subject: str, stream: str, cb: Callable[[Msg], Awaitable[None]]
+    ) -> None:
         self.js, self.subject, self.stream, self.cb = js, subject, stream, cb
         self.last = 0
         """The stream sequence of the last message delivered to ``cb``."""
@@ -40,8 +45,14 @@ class Feed:
 
     async def start(self) -> None:
         """Subscribe from the start of the stream."""
-        self._sub = await self.js.subscribe(self.subject, cb=self._on, ordered_consumer=True, stream=self.stream,
-                                            deliver_policy=DeliverPolicy.ALL, **LIMITS)
+        self._sub = await self.js.subscribe(
+            self.subject,
+            cb=self._on,
+            ordered_consumer=True,
+            stream=self.stream,
+            deliver_policy=DeliverPolicy.ALL,
+            **LIMITS,
+        )
 
     async def _on(self, msg: Msg) -> None:
         seq = msg.metadata.sequence.stream
@@ -56,15 +67,24 @@ class Feed:
         try:
             info = await asyncio.wait_for(self._sub.consumer_info(), timeout)
             behind = info.num_pending > 0 or info.delivered.stream_seq > self.last
-        except Exception:  # noqa: BLE001 - not found after a restart, or no answer: start a new one
+        except Exception:
             behind = True
         if not behind:
             return False
         old, self._sub = self._sub, None
         with contextlib.suppress(Exception):
             await old.unsubscribe()
-        config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=self.last + 1)
-        self._sub = await self.js.subscribe(self.subject, cb=self._on, ordered_consumer=True, stream=self.stream, config=config, **LIMITS)
+        config = ConsumerConfig(
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=self.last + 1
+        )
+        self._sub = await self.js.subscribe(
+            self.subject,
+            cb=self._on,
+            ordered_consumer=True,
+            stream=self.stream,
+            config=config,
+            **LIMITS,
+        )
         self.heals += 1
         return True
 

@@ -48,7 +48,9 @@ def on_signals(callback: Callable[[], None] | None, exit_code: int = 3) -> None:
 
     def once() -> None:
         if calls:
-            structlog.get_logger("envkernel.run").error("a second signal: exiting now, without a clean shutdown")
+            structlog.get_logger("envkernel.run").error(
+                "a second signal: exiting now, without a clean shutdown"
+            )
             os._exit(exit_code)
         calls.append(1)
         if callback is not None:

@@ -23,21 +23,40 @@ from envkernel_schemas import Event
 
 log = structlog.get_logger("envkernel.progress")
 
-SHOWN = ("env.synthesized", "env.verified", "task.proposed", "task.gated", "task.rejected", "rollout.scored", "plugin.failed")
-LABELS = {"env.synthesized": "envs", "env.verified": "verified", "task.proposed": "proposed", "task.gated": "tasks",
-          "task.rejected": "rejected", "rollout.scored": "rollouts", "plugin.failed": "failures"}
+SHOWN = (
+    "env.synthesized",
+    "env.verified",
+    "task.proposed",
+    "task.gated",
+    "task.rejected",
+    "rollout.scored",
+    "plugin.failed",
+)
+LABELS = {
+    "env.synthesized": "envs",
+    "env.verified": "verified",
+    "task.proposed": "proposed",
+    "task.gated": "tasks",
+    "task.rejected": "rejected",
+    "rollout.scored": "rollouts",
+    "plugin.failed": "failures",
+}
 
 
 class Status:
     """One status line: redrawn live on a terminal (rich), else logged at most every ``interval`` s."""
 
-    def __init__(self, enabled: bool = True, interval: float = 2.0, event: str = "progress") -> None:
+    def __init__(
+        self, enabled: bool = True, interval: float = 2.0, event: str = "progress"
+    ) -> None:
         self.enabled = enabled
         self.interval = interval
         self.event = event
         self._tty = enabled and sys.stderr.isatty()
         self._live: Any = None
-        self._last = -math.inf  # never shown: the first show() draws or logs, whatever the clock reads
+        self._last = (
+            -math.inf
+        )  # never shown: the first show() draws or logs, whatever the clock reads
         self._t0 = time.monotonic()
         self._text = ""
         self.work: Callable[[], tuple[int, int]] | None = None
@@ -55,7 +74,11 @@ class Status:
 
         done, known = self.work()
         grid = Table.grid(padding=(0, 1))
-        grid.add_row(ProgressBar(total=max(known, 1), completed=done, width=20), f"{done}/{known}", self.stamp(self._text))
+        grid.add_row(
+            ProgressBar(total=max(known, 1), completed=done, width=20),
+            f"{done}/{known}",
+            self.stamp(self._text),
+        )
         return grid
 
     def show(self, text: str, **fields: Any) -> None:
@@ -77,7 +100,9 @@ class Status:
             from rich.console import Console
             from rich.live import Live
 
-            self._live = Live(self._render(), console=Console(stderr=True), refresh_per_second=8, transient=False)
+            self._live = Live(
+                self._render(), console=Console(stderr=True), refresh_per_second=8, transient=False
+            )
             self._live.__enter__()
         return self
 
@@ -100,7 +125,11 @@ class Progress(Status):
 
     def line(self) -> str:
         """The current counts as one line (with the iteration, once a run has more than one)."""
-        parts = [f"{LABELS[k]} {self.counts[k]}" for k in SHOWN if self.counts[k] or k in ("task.gated", "rollout.scored")]
+        parts = [
+            f"{LABELS[k]} {self.counts[k]}"
+            for k in SHOWN
+            if self.counts[k] or k in ("task.gated", "rollout.scored")
+        ]
         if self.iteration or self.counts["iteration.ended"]:
             mean = "" if self.last_mean is None else f" (last mean reward {self.last_mean:.3f})"
             parts.insert(0, f"iteration {self.iteration}{mean}")
@@ -113,5 +142,14 @@ class Progress(Status):
             self.last_mean = getattr(ev, "mean_reward", None)
         self.iteration = max(self.iteration, ev.iteration)
         if self.enabled:
-            work = dict(zip(("steps_done", "steps_known"), self.work(), strict=True)) if self.work else {}
-            self.show(self.line(), iteration=self.iteration, **{LABELS[k]: self.counts[k] for k in SHOWN}, **work)
+            work = (
+                dict(zip(("steps_done", "steps_known"), self.work(), strict=True))
+                if self.work
+                else {}
+            )
+            self.show(
+                self.line(),
+                iteration=self.iteration,
+                **{LABELS[k]: self.counts[k] for k in SHOWN},
+                **work,
+            )

@@ -7,9 +7,19 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from envkernel_schemas import EnvSpec, ToolResult
 
-__all__ = ["OpRequest", "OpenRequest", "Reply", "enc", "op_dec", "open_dec", "reply_dec", "result_dec"]
+__all__ = [
+    "OpRequest",
+    "OpenRequest",
+    "Reply",
+    "enc",
+    "op_dec",
+    "open_dec",
+    "reply_dec",
+    "result_dec",
+]
 
 
 class OpenRequest(msgspec.Struct, kw_only=True):

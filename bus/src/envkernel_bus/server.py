@@ -63,19 +63,33 @@ def auth_config() -> str:
     except BusError as exc:
         raise ServerError(str(exc)) from None
     if public:
-        others = [k.strip() for k in os.environ.get("ENVKERNEL_NATS_NKEY_USERS", "").split(",") if k.strip()]
+        others = [
+            k.strip()
+            for k in os.environ.get("ENVKERNEL_NATS_NKEY_USERS", "").split(",")
+            if k.strip()
+        ]
         bad = [k for k in others if not (k.startswith("U") and len(k) == 56 and k.isalnum())]
         if bad:
-            raise ServerError(f"ENVKERNEL_NATS_NKEY_USERS: {', '.join(bad)} is not an nkey user's public key (U followed by 55 letters and digits)")
-        out = "authorization {\n  users: [\n" + "".join(f"    {{ nkey: {k} }}\n" for k in dict.fromkeys([public, *others])) + "  ]\n}\n"
+            raise ServerError(
+                f"ENVKERNEL_NATS_NKEY_USERS: {', '.join(bad)} is not an nkey user's public key (U followed by 55 letters and digits)"
+            )
+        out = (
+            "authorization {\n  users: [\n"
+            + "".join(f"    {{ nkey: {k} }}\n" for k in dict.fromkeys([public, *others]))
+            + "  ]\n}\n"
+        )
     elif os.environ.get("ENVKERNEL_NATS_TOKEN"):
         out = "authorization {\n  token: $ENVKERNEL_NATS_TOKEN\n}\n"
     elif os.environ.get("ENVKERNEL_NATS_USER"):
         if not os.environ.get("ENVKERNEL_NATS_PASSWORD"):
-            raise ServerError("ENVKERNEL_NATS_USER is set but ENVKERNEL_NATS_PASSWORD is not: set both, or ENVKERNEL_NATS_TOKEN")
+            raise ServerError(
+                "ENVKERNEL_NATS_USER is set but ENVKERNEL_NATS_PASSWORD is not: set both, or ENVKERNEL_NATS_TOKEN"
+            )
         out = "authorization {\n  user: $ENVKERNEL_NATS_USER\n  password: $ENVKERNEL_NATS_PASSWORD\n}\n"
     if bool(cert) != bool(key):
-        raise ServerError("set both ENVKERNEL_NATS_TLS_CERT and ENVKERNEL_NATS_TLS_KEY (the server's certificate and its key), or neither")
+        raise ServerError(
+            "set both ENVKERNEL_NATS_TLS_CERT and ENVKERNEL_NATS_TLS_KEY (the server's certificate and its key), or neither"
+        )
     if cert:
         out += f"tls {{\n  cert_file: {json.dumps(os.path.abspath(cert))}\n  key_file: {json.dumps(os.path.abspath(key))}\n}}\n"
     return out
@@ -128,10 +142,22 @@ class EmbeddedServer:
         conf.write_text(f"max_payload: {MAX_PAYLOAD}\n{auth_config()}")
         logf = open(self.store_dir / "nats-server.log", "ab")
         args = [
-            binary, "-c", str(conf), "-js", "-a", self.host, "-p", str(self.port),
-            "-sd", str(self.store_dir / "jetstream"), "--ports_file_dir", str(ports_dir),
+            binary,
+            "-c",
+            str(conf),
+            "-js",
+            "-a",
+            self.host,
+            "-p",
+            str(self.port),
+            "-sd",
+            str(self.store_dir / "jetstream"),
+            "--ports_file_dir",
+            str(ports_dir),
         ]
-        self._proc = subprocess.Popen(args, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL, preexec_fn=_dies_with_parent())  # type: ignore[arg-type]
+        self._proc = subprocess.Popen(
+            args, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL, preexec_fn=_dies_with_parent()
+        )  # type: ignore[arg-type]
         logf.close()
         deadline = time.monotonic() + timeout
         ports_file = ports_dir / f"nats-server_{self._proc.pid}.ports"
@@ -147,7 +173,9 @@ class EmbeddedServer:
                 clients = info.get("nats") or []
                 if clients:
                     port = clients[0].rsplit(":", 1)[-1]
-                    connect_host = "127.0.0.1" if self.host in ("0.0.0.0", "127.0.0.1") else self.host
+                    connect_host = (
+                        "127.0.0.1" if self.host in ("0.0.0.0", "127.0.0.1") else self.host
+                    )
                     self.url = f"nats://{connect_host}:{port}"
                     log.debug("nats-server started", url=self.url, pid=self._proc.pid)
                     return self.url
@@ -190,27 +218,46 @@ class LocalCluster:
     e.g. ``ip netns exec NS``, for hosts that are network namespaces), pinging every ``ping`` seconds
     so a node cut off is noticed within a few seconds."""
 
-    def __init__(self, root: Path, size: int = 3, hosts: list[str] | None = None, wrap: Callable[[int], list[str]] | None = None,
-                 ping: float = 0) -> None:
+    def __init__(
+        self,
+        root: Path,
+        size: int = 3,
+        hosts: list[str] | None = None,
+        wrap: Callable[[int], list[str]] | None = None,
+        ping: float = 0,
+    ) -> None:
         free = []
         for _ in range(0 if hosts else 2 * size):
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 free.append(int(s.getsockname()[1]))
         self.hosts = hosts or ["127.0.0.1"] * size
-        self.ports, routes = (free[:size], free[size:]) if not hosts else ([4222] * size, [6222] * size)
+        self.ports, routes = (
+            (free[:size], free[size:]) if not hosts else ([4222] * size, [6222] * size)
+        )
         self.procs: list[subprocess.Popen[bytes]] = []
-        pings = f"ping_interval: \"{ping:g}s\"\nping_max: 2\n" if ping else ""
+        pings = f'ping_interval: "{ping:g}s"\nping_max: 2\n' if ping else ""
         for i in range(size):
             (root / f"n{i}").mkdir(parents=True, exist_ok=True)
-            others = ", ".join(f"nats-route://{self.hosts[j]}:{r}" for j, r in enumerate(routes) if j != i)
+            others = ", ".join(
+                f"nats-route://{self.hosts[j]}:{r}" for j, r in enumerate(routes) if j != i
+            )
             conf = root / f"n{i}.conf"
-            conf.write_text(f'server_name: n{i}\nlisten: {self.hosts[i]}:{self.ports[i]}\nmax_payload: {MAX_PAYLOAD}\n{pings}'
-                            f'jetstream {{ store_dir: "{root / f"n{i}"}" }}\n'
-                            f"cluster {{ name: envk, listen: {self.hosts[i]}:{routes[i]}, routes: [{others}] }}\n{auth_config()}")
+            conf.write_text(
+                f"server_name: n{i}\nlisten: {self.hosts[i]}:{self.ports[i]}\nmax_payload: {MAX_PAYLOAD}\n{pings}"
+                f'jetstream {{ store_dir: "{root / f"n{i}"}" }}\n'
+                f"cluster {{ name: envk, listen: {self.hosts[i]}:{routes[i]}, routes: [{others}] }}\n{auth_config()}"
+            )
             with open(root / f"n{i}.log", "ab") as logf:
-                self.procs.append(subprocess.Popen([*(wrap(i) if wrap else []), find_server_binary(), "-c", str(conf)], stdout=logf, stderr=logf,
-                                                   stdin=subprocess.DEVNULL, preexec_fn=_dies_with_parent()))  # type: ignore[arg-type]
+                self.procs.append(
+                    subprocess.Popen(
+                        [*(wrap(i) if wrap else []), find_server_binary(), "-c", str(conf)],
+                        stdout=logf,
+                        stderr=logf,
+                        stdin=subprocess.DEVNULL,
+                        preexec_fn=_dies_with_parent(),
+                    )
+                )  # type: ignore[arg-type]
         self.url = ",".join(f"nats://{h}:{p}" for h, p in zip(self.hosts, self.ports, strict=True))
 
     def wait_ready(self, timeout: float = 60.0) -> None:
@@ -248,15 +295,23 @@ def wait_cluster_ready(url: str, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                nc = await nats.connect(url.split(","), connect_timeout=2, allow_reconnect=False, error_cb=noop, **credentials())
+                nc = await nats.connect(
+                    url.split(","),
+                    connect_timeout=2,
+                    allow_reconnect=False,
+                    error_cb=noop,
+                    **credentials(),
+                )
                 try:
                     await nc.jetstream().account_info()
                     return
                 finally:
                     await nc.close()
-            except Exception as exc:  # noqa: BLE001 - not formed yet
+            except Exception as exc:
                 if time.monotonic() > deadline:
-                    raise ServerError(f"the cluster at {url} is not ready after {timeout} s: {exc}") from None
+                    raise ServerError(
+                        f"the cluster at {url} is not ready after {timeout} s: {exc}"
+                    ) from None
                 await asyncio.sleep(0.3)
 
     asyncio.run(ready())

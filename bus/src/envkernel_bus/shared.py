@@ -22,6 +22,7 @@ import os
 from typing import Any
 
 import structlog
+
 from envkernel_schemas import decode, encode
 
 from .bus import MSG_ID
@@ -50,11 +51,15 @@ def decode_shared(msg: Any, keep: bool = True) -> Any:
     headers = msg.headers
     mid = headers.get(MSG_ID) if headers else None
     if mid is not None and (got := _kept.pop(mid, None)) is not None and got[0] == data:
-        stats["shared"] += 1  # taken by its second reader, so no longer kept (a third decodes it again)
+        stats["shared"] += (
+            1  # taken by its second reader, so no longer kept (a third decodes it again)
+        )
         if CHECK and decode(data) != got[1]:
             log.error("a kept event was changed after it was encoded or decoded", event_id=mid)
             return decode(data)
-        if got[2] and keep:  # its producer's: this first reader keeps it for a second, as if it had decoded it
+        if (
+            got[2] and keep
+        ):  # its producer's: this first reader keeps it for a second, as if it had decoded it
             _keep(mid, data, got[1])
         return got[1]
     ev = decode(data)
@@ -70,7 +75,11 @@ def encode_shared(ev: Any, keep: bool = True) -> bytes:
     bytes with ``Nats-Msg-Id`` = ``ev.id``, as the bus does."""
     data = encode(ev)
     if keep and CHECK and decode(data) != ev:
-        log.error("an event differs from what decoding its bytes gives; not kept for its readers", kind=ev.kind, event_id=ev.id)
+        log.error(
+            "an event differs from what decoding its bytes gives; not kept for its readers",
+            kind=ev.kind,
+            event_id=ev.id,
+        )
         return data
     if keep:
         stats["own"] += 1

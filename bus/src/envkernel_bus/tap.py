@@ -60,7 +60,11 @@ def describe(ev: Event) -> str:
         case EnvRequested():
             return f"{ev.source_kind}:{ev.source} #{ev.index} seed={ev.seed}"
         case EnvSynthesized() | EnvVerified():
-            extra = f" kept={len(ev.env.report.tools_kept)} dropped={len(ev.env.report.tools_dropped)}" if ev.env.report else ""
+            extra = (
+                f" kept={len(ev.env.report.tools_kept)} dropped={len(ev.env.report.tools_dropped)}"
+                if ev.env.report
+                else ""
+            )
             return f"{ev.env.id} ({len(ev.env.tools)} tools){extra}"
         case EnvRejected():
             return f"{ev.env_id}: {ev.reason}"
@@ -77,7 +81,9 @@ def describe(ev: Event) -> str:
             return f"{ev.task_id[:10]} {ev.policy} #{ev.index} turn {ev.turn} {role}: {_short(str(body), 60)}"
         case RolloutFinished():
             t = ev.trajectory
-            return f"{ev.task.id[:10]} {t.policy} #{t.index} calls={len(t.calls)} end={t.termination}"
+            return (
+                f"{ev.task.id[:10]} {t.policy} #{t.index} calls={len(t.calls)} end={t.termination}"
+            )
         case RolloutScored():
             r = ev.reward
             return f"{ev.task.id[:10]} {ev.trajectory.policy} #{ev.trajectory.index} score={r.score:.3f} trace={r.trace:.2f} outcome={r.outcome:.2f} {ev.purpose}"
@@ -102,12 +108,25 @@ def describe(ev: Event) -> str:
 
 def line(ev: Event) -> str:
     """One readable line for an event."""
-    t = time.strftime("%H:%M:%S", time.localtime(ev.time)) + f".{int((ev.time % 1) * 1000):03d}" if ev.time else "--:--:--.---"
+    t = (
+        time.strftime("%H:%M:%S", time.localtime(ev.time)) + f".{int((ev.time % 1) * 1000):03d}"
+        if ev.time
+        else "--:--:--.---"
+    )
     return f"{t} {ev.run} {ev.kind:<18} {describe(ev)}"
 
 
-async def tap(bus: Bus, subject: str, *, from_start: bool, as_json: bool, show_all: bool, until_caught_up: bool,
-              out: IO[str] = sys.stdout, limit: int | None = None) -> int:
+async def tap(
+    bus: Bus,
+    subject: str,
+    *,
+    from_start: bool,
+    as_json: bool,
+    show_all: bool,
+    until_caught_up: bool,
+    out: IO[str] = sys.stdout,
+    limit: int | None = None,
+) -> int:
     """Print events on ``subject``; return how many were printed.
 
     Live (the default) it follows new events until interrupted, the limit is reached, or the
@@ -143,7 +162,7 @@ async def tap(bus: Bus, subject: str, *, from_start: bool, as_json: bool, show_a
             while not done.is_set():
                 try:
                     msgs = await psub.fetch(256, timeout=1.0)
-                except (NatsTimeoutError, asyncio.TimeoutError):
+                except (TimeoutError, NatsTimeoutError):
                     break  # nothing (more) matches
                 for m in msgs:
                     show(m.data, m.subject)
@@ -172,7 +191,9 @@ def find_live_url() -> str:
     """URL of the newest run in progress on this machine."""
     runs = discovery.running()
     if not runs:
-        raise TapError("no envkernel run is in progress on this machine: start one, pass --nats-url, or replay a finished run with --run DIR")
+        raise TapError(
+            "no envkernel run is in progress on this machine: start one, pass --nats-url, or replay a finished run with --run DIR"
+        )
     return str(runs[0]["url"])
 
 
@@ -182,7 +203,9 @@ class Replay:
     def __init__(self, run_dir: Path) -> None:
         store = Path(run_dir) / "nats"
         if not (store / "jetstream").exists():
-            raise TapError(f"{run_dir} holds no stored events (expected {store}/jetstream): is it a run folder made by `envkernel run`?")
+            raise TapError(
+                f"{run_dir} holds no stored events (expected {store}/jetstream): is it a run folder made by `envkernel run`?"
+            )
         self.server = EmbeddedServer(store)
 
     def __enter__(self) -> str:

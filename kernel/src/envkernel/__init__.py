@@ -4,11 +4,39 @@ training data that goes with them. Plugins plug in through :data:`hookimpl` and 
 
 from .errors import EnvkernelError
 from .hookspecs import hookimpl
-from .roles import (AppliesUpdates, Closes, Finishes, Policy, RewardModel, Sampler, SandboxRunner, SandboxSession, Synthesizer,
-                    ToolEnv, Trainer, Updates, Verifier)
+from .roles import (
+    AppliesUpdates,
+    Closes,
+    Finishes,
+    Policy,
+    RewardModel,
+    Sampler,
+    SandboxRunner,
+    SandboxSession,
+    Synthesizer,
+    ToolEnv,
+    Trainer,
+    Updates,
+    Verifier,
+)
 
-__all__ = ["EnvkernelError", "hookimpl", "AppliesUpdates", "Closes", "Finishes", "Policy", "RewardModel", "Sampler", "SandboxRunner",
-           "SandboxSession", "Synthesizer", "ToolEnv", "Trainer", "Updates", "Verifier"]
+__all__ = [
+    "EnvkernelError",
+    "hookimpl",
+    "AppliesUpdates",
+    "Closes",
+    "Finishes",
+    "Policy",
+    "RewardModel",
+    "Sampler",
+    "SandboxRunner",
+    "SandboxSession",
+    "Synthesizer",
+    "ToolEnv",
+    "Trainer",
+    "Updates",
+    "Verifier",
+]
 
 
 def __getattr__(name: str) -> object:
@@ -16,7 +44,10 @@ def __getattr__(name: str) -> object:
     if name != "make":
         raise AttributeError(f"module 'envkernel' has no attribute {name!r}")
     from importlib.metadata import entry_points
+
     found = sorted(entry_points(group="envkernel.api", name="make"), key=lambda ep: ep.value)
     if not found:
-        raise AttributeError("envkernel.make needs the envkernel-serve plugin: `envkernel install envkernel-serve` (or pip install it)")
+        raise AttributeError(
+            "envkernel.make needs the envkernel-serve plugin: `envkernel install envkernel-serve` (or pip install it)"
+        )
     return found[0].load()

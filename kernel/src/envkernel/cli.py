@@ -13,6 +13,7 @@ import msgspec
 
 from envkernel_bus import logs
 from envkernel_runtime.gctune import tune_gc
+
 from .errors import EXIT_USAGE, EnvkernelError, UsageError
 
 EXIT_CODES_HELP = """Exit codes: 0 finished, tasks emitted, nothing failed; 1 finished, but plugins failed,
@@ -37,7 +38,10 @@ class Group(click.Group):
             try:
                 pm.register(ep.load(), name=name)
             except Exception as exc:  # a broken plugin must not break the CLI
-                click.echo(f"warning: plugin {name!r} failed to load: {type(exc).__name__}: {exc}", err=True)
+                click.echo(
+                    f"warning: plugin {name!r} failed to load: {type(exc).__name__}: {exc}",
+                    err=True,
+                )
         pm.hook.register_commands(cli=self)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
@@ -69,56 +73,203 @@ class Group(click.Group):
 
 @click.group(cls=Group)
 @click.version_option(package_name="envkernel")
-@click.option("--log-level", default=None, help="debug, info, warning or error (default info; or ENVKERNEL_LOG_LEVEL).")
-@click.option("--json-logs/--console-logs", default=None, help="Log format (default: console on a terminal, JSON otherwise).")
+@click.option(
+    "--log-level",
+    default=None,
+    help="debug, info, warning or error (default info; or ENVKERNEL_LOG_LEVEL).",
+)
+@click.option(
+    "--json-logs/--console-logs",
+    default=None,
+    help="Log format (default: console on a terminal, JSON otherwise).",
+)
 def cli(log_level: str | None, json_logs: bool | None) -> None:
     """envkernel: synthesize executable tool environments, sample tasks, roll out agents, score, export."""
     logs.configure(log_level, json_logs)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
-@click.option("--plugins", envvar="ENVKERNEL_PLUGINS", default=None, help="Full list a,b,c or changes +x,-y to the default preset.")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None, help="TOML config file.")
-@click.option("--seed", type=int, envvar="ENVKERNEL_SEED", default=None, help="Seed; the same seed gives the same run.")
-@click.option("--policy", envvar="ENVKERNEL_POLICY", default=None, help="Policy that rolls out the emitted tasks (default: reference).")
-@click.option("--source", "sources", multiple=True, help="Source: KIND or KIND:VALUE (repeatable; default: sample).")
+@click.option(
+    "--plugins",
+    envvar="ENVKERNEL_PLUGINS",
+    default=None,
+    help="Full list a,b,c or changes +x,-y to the default preset.",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="TOML config file.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    envvar="ENVKERNEL_SEED",
+    default=None,
+    help="Seed; the same seed gives the same run.",
+)
+@click.option(
+    "--policy",
+    envvar="ENVKERNEL_POLICY",
+    default=None,
+    help="Policy that rolls out the emitted tasks (default: reference).",
+)
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    help="Source: KIND or KIND:VALUE (repeatable; default: sample).",
+)
 @click.option("--envs", type=int, default=None, help="Environment requests per source.")
-@click.option("--rollouts-per-task", "-G", type=int, default=None, help="Group size: rollouts per emitted task.")
+@click.option(
+    "--rollouts-per-task",
+    "-G",
+    type=int,
+    default=None,
+    help="Group size: rollouts per emitted task.",
+)
 @click.option("--iterations", type=int, default=None, help="Training iterations.")
-@click.option("--remote", "remote", multiple=True, metavar="ROLE:COMPONENT",
-              help="A component this run uses but leaves to `envkernel worker` processes elsewhere, e.g. trainer:mytrainer (repeatable).")
+@click.option(
+    "--remote",
+    "remote",
+    multiple=True,
+    metavar="ROLE:COMPONENT",
+    help="A component this run uses but leaves to `envkernel worker` processes elsewhere, e.g. trainer:mytrainer (repeatable).",
+)
 @click.option("--runner", default=None, help="Sandbox runner component.")
-@click.option("--reward", default=None, help="Reward model of the training rollouts (default: the first active one).")
-@click.option("--gate-reward", default=None, help="Reward model of the gate's rollouts (default: traceoutcome).")
-@click.option("--calibrate", type=int, default=None, metavar="K", help="K attempts of --calibrate-policy per gated task; drop those always or never solved.")
-@click.option("--calibrate-policy", default=None, help="Policy of the calibration attempts (default: --policy).")
-@click.option("--set", "sets", multiple=True, metavar="COMPONENT.KEY=VALUE", help="Set one component setting (repeatable).")
-@click.option("--out", "out_root", type=click.Path(file_okay=False), default="envkernel-out", show_default=True, help="Folder that receives <run-id>/.")
+@click.option(
+    "--reward",
+    default=None,
+    help="Reward model of the training rollouts (default: the first active one).",
+)
+@click.option(
+    "--gate-reward",
+    default=None,
+    help="Reward model of the gate's rollouts (default: traceoutcome).",
+)
+@click.option(
+    "--calibrate",
+    type=int,
+    default=None,
+    metavar="K",
+    help="K attempts of --calibrate-policy per gated task; drop those always or never solved.",
+)
+@click.option(
+    "--calibrate-policy",
+    default=None,
+    help="Policy of the calibration attempts (default: --policy).",
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="COMPONENT.KEY=VALUE",
+    help="Set one component setting (repeatable).",
+)
+@click.option(
+    "--out",
+    "out_root",
+    type=click.Path(file_okay=False),
+    default="envkernel-out",
+    show_default=True,
+    help="Folder that receives <run-id>/.",
+)
 @click.option("--run-id", default=None, help="Run id (default: time + random).")
-@click.option("--nats-url", envvar="ENVKERNEL_NATS_URL", default=None, help="Use this NATS server instead of the embedded one.")
-@click.option("--listen", default="127.0.0.1", show_default=True, help="Address the embedded server listens on (0.0.0.0 opens it to workers on other hosts).")
-@click.option("--timeout", type=float, default=None, help="Give up after this many seconds (exit 3).")
+@click.option(
+    "--nats-url",
+    envvar="ENVKERNEL_NATS_URL",
+    default=None,
+    help="Use this NATS server instead of the embedded one.",
+)
+@click.option(
+    "--listen",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address the embedded server listens on (0.0.0.0 opens it to workers on other hosts).",
+)
+@click.option(
+    "--timeout", type=float, default=None, help="Give up after this many seconds (exit 3)."
+)
 @click.option("--progress/--no-progress", default=True, help="Show progress.")
-@click.option("--workers", type=click.IntRange(min=0), default=0, help="Also serve the run from this many local `envkernel worker` processes (more cores).")
-@click.option("--resume", type=click.Path(file_okay=False), default=None, metavar="RUN_DIR",
-              help="Carry on a killed run from its folder and stream (its own config; keeps what it produced).")
-def run(plugins: str | None, config_file: str | None, seed: int | None, policy: str | None, sources: tuple[str, ...], envs: int | None,
-        rollouts_per_task: int | None, iterations: int | None, remote: tuple[str, ...], runner: str | None, reward: str | None, gate_reward: str | None, calibrate: int | None, calibrate_policy: str | None, sets: tuple[str, ...], out_root: str,
-        run_id: str | None, nats_url: str | None, listen: str, timeout: float | None, progress: bool, workers: int, resume: str | None) -> None:
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Also serve the run from this many local `envkernel worker` processes (more cores).",
+)
+@click.option(
+    "--resume",
+    type=click.Path(file_okay=False),
+    default=None,
+    metavar="RUN_DIR",
+    help="Carry on a killed run from its folder and stream (its own config; keeps what it produced).",
+)
+def run(
+    plugins: str | None,
+    config_file: str | None,
+    seed: int | None,
+    policy: str | None,
+    sources: tuple[str, ...],
+    envs: int | None,
+    rollouts_per_task: int | None,
+    iterations: int | None,
+    remote: tuple[str, ...],
+    runner: str | None,
+    reward: str | None,
+    gate_reward: str | None,
+    calibrate: int | None,
+    calibrate_policy: str | None,
+    sets: tuple[str, ...],
+    out_root: str,
+    run_id: str | None,
+    nats_url: str | None,
+    listen: str,
+    timeout: float | None,
+    progress: bool,
+    workers: int,
+    resume: str | None,
+) -> None:
     """Run the whole pipeline: synthesize, verify, sample, gate, roll out, score, export."""
     from .run import execute, prepare, prepare_resume
 
-    flags: dict[str, Any] = {"plugins": plugins, "seed": seed, "policy": policy, "sources": list(sources) or None, "envs": envs,
-                             "rollouts_per_task": rollouts_per_task, "iterations": iterations, "remote": list(remote) or None, "runner": runner, "reward": reward,
-                             "gate_reward": gate_reward, "calibrate": calibrate, "calibrate_policy": calibrate_policy, "run_id": run_id}
+    flags: dict[str, Any] = {
+        "plugins": plugins,
+        "seed": seed,
+        "policy": policy,
+        "sources": list(sources) or None,
+        "envs": envs,
+        "rollouts_per_task": rollouts_per_task,
+        "iterations": iterations,
+        "remote": list(remote) or None,
+        "runner": runner,
+        "reward": reward,
+        "gate_reward": gate_reward,
+        "calibrate": calibrate,
+        "calibrate_policy": calibrate_policy,
+        "run_id": run_id,
+    }
     if resume and (config_file or sets or any(v is not None for v in flags.values())):
-        raise UsageError("--resume carries on a run with its own config: give no run settings with it, neither flags nor ENVKERNEL_PLUGINS/SEED/POLICY/ROLLOUTS_PER_TASK (only --nats-url, --listen, --timeout)")
+        raise UsageError(
+            "--resume carries on a run with its own config: give no run settings with it, neither flags nor ENVKERNEL_PLUGINS/SEED/POLICY/ROLLOUTS_PER_TASK (only --nats-url, --listen, --timeout)"
+        )
     prep = prepare_resume(resume) if resume else prepare(config_file, flags, out_root)
     _apply_sets(prep, sets)
     for w in prep.warnings:
         click.echo(f"warning: {w}", err=True)
-    tune_gc()  # a run's heap is large and long-lived: default thresholds spent ~28 % of its CPU collecting
-    result = asyncio.run(execute(prep, nats_url=nats_url, listen=listen, show_progress=progress, timeout=timeout, resume=bool(resume), workers=workers))
+    # a run's heap is large and long-lived: default thresholds spent ~28 % of its CPU collecting
+    tune_gc()
+    result = asyncio.run(
+        execute(
+            prep,
+            nats_url=nats_url,
+            listen=listen,
+            show_progress=progress,
+            timeout=timeout,
+            resume=bool(resume),
+            workers=workers,
+        )
+    )
     s = result.summary
     curve = s.get("reward_curve") or []
     if len(curve) > 1:
@@ -128,11 +279,26 @@ def run(plugins: str | None, config_file: str | None, seed: int | None, policy: 
         if any(x is not None for x in held):
             click.echo(f"  held-out tasks:     {fmt(held)}", err=True)
     for env_id, v in sorted((s.get("verification") or {}).items()):
-        ops, skipped = v.get("operations"), ", ".join(f"{n} {why}" for why, n in (v.get("skipped") or {}).items())
-        of = "" if not ops else f" of {ops} operations" if v.get("kind") != "workspace" else f" (its source: {ops} task files{'; skipped ' + skipped if skipped else ''})"
-        click.echo(f"env {env_id}: {'kept' if v['kept'] else 'rejected'}, {v['tools_kept']} tools kept{of}, {v.get('tasks', 0)} tasks", err=True)
-    click.echo(f"{s['tasks']} tasks, {s['rollouts']} rollouts, mean reward {s['mean_reward']}, {s['failures']} failures "
-               f"in {s['seconds']} s -> {result.out_dir}", err=True)
+        ops, skipped = (
+            v.get("operations"),
+            ", ".join(f"{n} {why}" for why, n in (v.get("skipped") or {}).items()),
+        )
+        of = (
+            ""
+            if not ops
+            else f" of {ops} operations"
+            if v.get("kind") != "workspace"
+            else f" (its source: {ops} task files{'; skipped ' + skipped if skipped else ''})"
+        )
+        click.echo(
+            f"env {env_id}: {'kept' if v['kept'] else 'rejected'}, {v['tools_kept']} tools kept{of}, {v.get('tasks', 0)} tasks",
+            err=True,
+        )
+    click.echo(
+        f"{s['tasks']} tasks, {s['rollouts']} rollouts, mean reward {s['mean_reward']}, {s['failures']} failures "
+        f"in {s['seconds']} s -> {result.out_dir}",
+        err=True,
+    )
     sys.exit(result.exit_code)
 
 
@@ -158,15 +324,29 @@ def _apply_sets(prep: Any, sets: tuple[str, ...]) -> None:
         if c is None and comp in {n for names in prep.config.components.values() for n in names}:
             continue  # a remote component: its worker checks the settings
         if c is None:
-            raise ConfigError(f"--set: no active component {comp!r}; components: {', '.join(sorted(prep.registry.components))}")
+            raise ConfigError(
+                f"--set: no active component {comp!r}; components: {', '.join(sorted(prep.registry.components))}"
+            )
         cfgmod.settings_for(comp, c.settings_type, prep.config.settings.get(comp), flags=flags)
     prep.config = msgspec.structs.replace(prep.config, overrides=overrides)
 
 
 @cli.command()
-@click.option("--plugins", envvar="ENVKERNEL_PLUGINS", help="Plugins whose stages this worker serves (a,b,c or +x,-y).")
-@click.option("--nats-url", envvar="ENVKERNEL_NATS_URL", help="The NATS server (cluster) the runs use.")
-@click.option("--run-from-stdin", "local", is_flag=True, hidden=True, help="A local worker of `envkernel run --workers`: one run's URL and config, as JSON on stdin.")
+@click.option(
+    "--plugins",
+    envvar="ENVKERNEL_PLUGINS",
+    help="Plugins whose stages this worker serves (a,b,c or +x,-y).",
+)
+@click.option(
+    "--nats-url", envvar="ENVKERNEL_NATS_URL", help="The NATS server (cluster) the runs use."
+)
+@click.option(
+    "--run-from-stdin",
+    "local",
+    is_flag=True,
+    hidden=True,
+    help="A local worker of `envkernel run --workers`: one run's URL and config, as JSON on stdin.",
+)
 def worker(plugins: str | None, nats_url: str | None, local: bool) -> None:
     """Serve some plugins' stages for every run in progress on a NATS server."""
     from .config import RunConfig
@@ -179,19 +359,42 @@ def worker(plugins: str | None, nats_url: str | None, local: bool) -> None:
         run_cfg = msgspec.convert(got["config"], RunConfig)
         return asyncio.run(serve(run_cfg.selected, got["nats_url"], run=run_cfg))
     if not plugins or not nats_url:
-        raise UsageError(f"worker: missing option {'--plugins' if not plugins else '--nats-url'} (or ENVKERNEL_PLUGINS / ENVKERNEL_NATS_URL)")
+        raise UsageError(
+            f"worker: missing option {'--plugins' if not plugins else '--nats-url'} (or ENVKERNEL_PLUGINS / ENVKERNEL_NATS_URL)"
+        )
     asyncio.run(serve(resolve_selection(plugins), nats_url))
 
 
 @cli.command()
 @click.argument("subject", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of summaries.")
-@click.option("--from-start", is_flag=True, help="Replay from the beginning of the stream, then follow.")
-@click.option("--run", "run_dir", type=click.Path(file_okay=False, exists=True), default=None, help="Replay a finished run from its folder, then exit.")
-@click.option("--nats-url", envvar="ENVKERNEL_NATS_URL", default=None, help="Server to tap (default: the newest run in progress here).")
+@click.option(
+    "--from-start", is_flag=True, help="Replay from the beginning of the stream, then follow."
+)
+@click.option(
+    "--run",
+    "run_dir",
+    type=click.Path(file_okay=False, exists=True),
+    default=None,
+    help="Replay a finished run from its folder, then exit.",
+)
+@click.option(
+    "--nats-url",
+    envvar="ENVKERNEL_NATS_URL",
+    default=None,
+    help="Server to tap (default: the newest run in progress here).",
+)
 @click.option("--all", "show_all", is_flag=True, help="Also show the kernel's bookkeeping events.")
 @click.option("--limit", type=int, default=None, help="Stop after this many events.")
-def tap(subject: str | None, as_json: bool, from_start: bool, run_dir: str | None, nats_url: str | None, show_all: bool, limit: int | None) -> None:
+def tap(
+    subject: str | None,
+    as_json: bool,
+    from_start: bool,
+    run_dir: str | None,
+    nats_url: str | None,
+    show_all: bool,
+    limit: int | None,
+) -> None:
     """Show the live event stream. SUBJECT filters it (e.g. 'rollout.>' or envk.ev.RUN.>)."""
     from envkernel_bus import Bus
     from envkernel_bus import tap as tapmod
@@ -201,9 +404,19 @@ def tap(subject: str | None, as_json: bool, from_start: bool, run_dir: str | Non
         subj = f"envk.ev.*.{subj}"
 
     async def go(url: str, until_caught_up: bool) -> None:
-        bus = await Bus.connect(url, name="envkernel-tap", setup=False, lost_after=5.0)  # a run's server gone: its tap ends
+        bus = await Bus.connect(
+            url, name="envkernel-tap", setup=False, lost_after=5.0
+        )  # a run's server gone: its tap ends
         try:
-            await tapmod.tap(bus, subj, from_start=from_start, as_json=as_json, show_all=show_all, until_caught_up=until_caught_up, limit=limit)
+            await tapmod.tap(
+                bus,
+                subj,
+                from_start=from_start,
+                as_json=as_json,
+                show_all=show_all,
+                until_caught_up=until_caught_up,
+                limit=limit,
+            )
         finally:
             await bus.close()
 
@@ -233,8 +446,18 @@ def plugins_cmd(as_json: bool) -> None:
 
     infos = describe_installed()
     if as_json:
-        rows = [{"name": i.name, "distribution": i.distribution, "version": i.version, "roles": i.roles, "default": i.default,
-                 "components": i.components, **({"error": i.error} if i.error else {})} for i in infos]
+        rows = [
+            {
+                "name": i.name,
+                "distribution": i.distribution,
+                "version": i.version,
+                "roles": i.roles,
+                "default": i.default,
+                "components": i.components,
+                **({"error": i.error} if i.error else {}),
+            }
+            for i in infos
+        ]
         click.echo(json.dumps(rows, indent=2))
         return
     from rich.console import Console
@@ -242,7 +465,14 @@ def plugins_cmd(as_json: bool) -> None:
 
     table = Table("name", "distribution", "version", "roles", "components", "default")
     for i in infos:
-        table.add_row(i.name, i.distribution, i.version, ", ".join(i.roles) or (f"[red]broken: {i.error}[/red]" if i.error else "(commands)"), ", ".join(i.components), "yes" if i.default else "")
+        table.add_row(
+            i.name,
+            i.distribution,
+            i.version,
+            ", ".join(i.roles) or (f"[red]broken: {i.error}[/red]" if i.error else "(commands)"),
+            ", ".join(i.components),
+            "yes" if i.default else "",
+        )
     Console().print(table)
 
 
@@ -260,7 +490,11 @@ def schemas(json_schema: bool) -> None:
         click.echo(f"event  {t.kind:<18} {t.__name__:<16} {fields}")
     from envkernel_schemas import records
 
-    for name in sorted(n for n, v in vars(records).items() if isinstance(v, type) and issubclass(v, records.Record) and v is not records.Record):
+    for name in sorted(
+        n
+        for n, v in vars(records).items()
+        if isinstance(v, type) and issubclass(v, records.Record) and v is not records.Record
+    ):
         t = getattr(records, name)
         click.echo(f"record {name:<35} {', '.join(t.__struct_fields__)}")
 

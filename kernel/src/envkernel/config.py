@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from envkernel_bus import REDACTED, SECRET, redact
+
+from envkernel_bus import REDACTED, redact
 
 from .errors import ConfigError
 
@@ -89,7 +90,13 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Component -> its settings with every default filled in (filled in by the kernel; secrets redacted)."""
 
 
-TOP_LEVEL = set(RunConfig.__struct_fields__) - {"settings", "overrides", "selected", "components", "resolved"}
+TOP_LEVEL = set(RunConfig.__struct_fields__) - {
+    "settings",
+    "overrides",
+    "selected",
+    "components",
+    "resolved",
+}
 """Keys allowed at the top of the TOML file."""
 
 ENV_VARS = {
@@ -116,7 +123,9 @@ def read_file(path: str | os.PathLike[str] | None) -> dict[str, Any]:
     return data
 
 
-def split_file(data: dict[str, Any], path: str = "config") -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def split_file(
+    data: dict[str, Any], path: str = "config"
+) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Split file data into top-level settings and component tables; unknown keys are errors."""
     top: dict[str, Any] = {}
     sections: dict[str, dict[str, Any]] = {}
@@ -143,9 +152,18 @@ def from_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
     return out
 
 
-def build(file_top: dict[str, Any], env: dict[str, Any], flags: dict[str, Any], sections: dict[str, dict[str, Any]]) -> RunConfig:
+def build(
+    file_top: dict[str, Any],
+    env: dict[str, Any],
+    flags: dict[str, Any],
+    sections: dict[str, dict[str, Any]],
+) -> RunConfig:
     """Merge file < env < flags into a :class:`RunConfig` (types checked and converted)."""
-    merged: dict[str, Any] = {**file_top, **env, **{k: v for k, v in flags.items() if v is not None}}
+    merged: dict[str, Any] = {
+        **file_top,
+        **env,
+        **{k: v for k, v in flags.items() if v is not None},
+    }
     merged["settings"] = sections
     try:
         return msgspec.convert(merged, RunConfig, strict=False)
@@ -153,8 +171,13 @@ def build(file_top: dict[str, Any], env: dict[str, Any], flags: dict[str, Any], 
         raise ConfigError(f"bad setting: {exc}") from None
 
 
-def settings_for(component: str, settings_type: type | None, raw: dict[str, Any] | None, environ: dict[str, str] | None = None,
-                 flags: dict[str, Any] | None = None) -> Any:
+def settings_for(
+    component: str,
+    settings_type: type | None,
+    raw: dict[str, Any] | None,
+    environ: dict[str, str] | None = None,
+    flags: dict[str, Any] | None = None,
+) -> Any:
     """Decode a component's settings into its Struct: file table < environment (``__env__``) < flags."""
     if settings_type is None:
         if raw or flags:

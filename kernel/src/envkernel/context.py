@@ -15,7 +15,20 @@ import structlog
 
 from envkernel_bus import Bus
 from envkernel_bus.subjects import event_subject
-from envkernel_schemas import CallRecord, EnvSpec, PolicyUpdate, RolloutRequested, RolloutStep, State, ToolCall, ToolError, ToolResult, ToolSpec, encode, event_id
+from envkernel_schemas import (
+    CallRecord,
+    EnvSpec,
+    PolicyUpdate,
+    RolloutRequested,
+    RolloutStep,
+    State,
+    ToolCall,
+    ToolError,
+    ToolResult,
+    ToolSpec,
+    encode,
+    event_id,
+)
 
 from .config import RunConfig
 from .errors import SandboxError, UpdateError
@@ -53,14 +66,24 @@ async def load_update(bus: Bus, key: str) -> PolicyUpdate:
     try:
         return _update_dec.decode(data)
     except msgspec.DecodeError as exc:
-        raise UpdateError(f"policy update {key!r} does not decode as a PolicyUpdate: {exc}") from None
+        raise UpdateError(
+            f"policy update {key!r} does not decode as a PolicyUpdate: {exc}"
+        ) from None
 
 
 class Context:
     """Per-run, per-component context handed to every role method."""
 
-    def __init__(self, bus: Bus, config: RunConfig, component: str, role: str, settings: Any, loop: asyncio.AbstractEventLoop,
-                 pool: SandboxPool | None = None) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        config: RunConfig,
+        component: str,
+        role: str,
+        settings: Any,
+        loop: asyncio.AbstractEventLoop,
+        pool: SandboxPool | None = None,
+    ) -> None:
         self.bus = bus
         self.config = config
         self.run_id = config.run_id
@@ -70,7 +93,9 @@ class Context:
         self.seed = config.seed
         self.iteration = 0
         self.out_dir = Path(config.out) if config.out else Path.cwd()
-        self.log = structlog.get_logger(f"envkernel.{role}").bind(run=self.run_id, component=component)
+        self.log = structlog.get_logger(f"envkernel.{role}").bind(
+            run=self.run_id, component=component
+        )
         self._loop = loop
         self._envs: dict[str, EnvSpec] = {}
         self._env_locks: dict[str, asyncio.Lock] = {}
@@ -86,21 +111,29 @@ class Context:
         runners = self.config.components.get("sandbox_runner", [])
         name = self.config.runner or (runners[0] if runners else "")
         if not name:
-            raise SandboxError("this run has no sandbox runner: add one to --plugins (e.g. +process)")
+            raise SandboxError(
+                "this run has no sandbox runner: add one to --plugins (e.g. +process)"
+            )
         return name
 
     @asynccontextmanager
-    async def sandbox(self, env: EnvSpec, *, call_timeout: float = 60.0, fresh: bool = False) -> AsyncIterator[Sandbox]:
+    async def sandbox(
+        self, env: EnvSpec, *, call_timeout: float = 60.0, fresh: bool = False
+    ) -> AsyncIterator[Sandbox]:
         """A sandbox holding ``env`` in its seed state, for the ``async with`` block.
 
         By default it comes from the worker's warm pool (reset by snapshot/restore, and given back
         after a clean use); ``fresh=True`` opens a new one and closes it on exit.
         """
         if self._pool is not None and not fresh:
-            async with self._pool.lease(self.runner, env, seed=self.seed, run=self.run_id, call_timeout=call_timeout) as pooled:
+            async with self._pool.lease(
+                self.runner, env, seed=self.seed, run=self.run_id, call_timeout=call_timeout
+            ) as pooled:
                 yield pooled
             return
-        sb = await open_sandbox(self.bus, self.runner, env, seed=self.seed, run=self.run_id, call_timeout=call_timeout)
+        sb = await open_sandbox(
+            self.bus, self.runner, env, seed=self.seed, run=self.run_id, call_timeout=call_timeout
+        )
         try:
             yield sb
         finally:
@@ -116,20 +149,37 @@ class Context:
     async def env(self, env_id: str) -> EnvSpec:
         """A verified environment of this run, by id (from the object store)."""
         if env_id not in self._envs:
-            async with self._env_locks.setdefault(env_id, asyncio.Lock()):  # one read per env, however many rollouts wait for it
+            async with self._env_locks.setdefault(
+                env_id, asyncio.Lock()
+            ):  # one read per env, however many rollouts wait for it
                 if env_id not in self._envs:
                     try:
                         data = await self.bus.get_object(env_key(self.run_id, env_id))
                     except Exception as exc:
-                        raise SandboxError(f"environment {env_id!r} of run {self.run_id} is not in the object store: {exc}") from None
+                        raise SandboxError(
+                            f"environment {env_id!r} of run {self.run_id} is not in the object store: {exc}"
+                        ) from None
                     self._envs[env_id] = _env_dec.decode(data)
         return self._envs[env_id]
 
     async def step(self, request: RolloutRequested, turn: int, message: dict[str, Any]) -> None:
         """Publish one step of a rollout (``rollout.step``) so ``envkernel tap`` shows the agent live."""
-        ev = RolloutStep(run=self.run_id, id=event_id(request.id, self.component, f"step/{turn}/{message.get('role', '')}/{message.get('tool_call_id', '')}"),
-                         parent=request.id, iteration=request.iteration, time=time.time(), task_id=request.task.id, policy=request.policy,
-                         index=request.index, turn=turn, message=message)
+        ev = RolloutStep(
+            run=self.run_id,
+            id=event_id(
+                request.id,
+                self.component,
+                f"step/{turn}/{message.get('role', '')}/{message.get('tool_call_id', '')}",
+            ),
+            parent=request.id,
+            iteration=request.iteration,
+            time=time.time(),
+            task_id=request.task.id,
+            policy=request.policy,
+            index=request.index,
+            turn=turn,
+            message=message,
+        )
         await self.bus.publish_wait(event_subject(self.run_id, ev.kind), encode(ev), ev.id)
 
     def wait(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
@@ -146,8 +196,17 @@ class RecordingToolEnv:
     """The ToolEnv a policy sees: forwards calls to the sandbox and records each one. Given no
     sandbox but a ``lease``, it leases one at the first call (a rollout that makes none needs none)."""
 
-    def __init__(self, sandbox: Sandbox | None, tools: list[ToolSpec], lease: Callable[[], Awaitable[Sandbox]] | None = None, replay: Any = None) -> None:
-        self.sandbox, self.replay = sandbox, replay  # replay: known results answer calls while it holds no sandbox (envkernel_runtime.replay)
+    def __init__(
+        self,
+        sandbox: Sandbox | None,
+        tools: list[ToolSpec],
+        lease: Callable[[], Awaitable[Sandbox]] | None = None,
+        replay: Any = None,
+    ) -> None:
+        self.sandbox, self.replay = (
+            sandbox,
+            replay,
+        )  # replay: known results answer calls while it holds no sandbox (envkernel_runtime.replay)
         self._lease = lease
         self.tools = tools
         self._names = {t.name for t in tools}
@@ -160,22 +219,49 @@ class RecordingToolEnv:
         raises, and so does a ``crashed`` result (the executor died under the call): not the policy's."""
         t0 = time.perf_counter()
         if name not in self._names:
-            result = ToolResult(ok=False, error=ToolError(code="unknown_tool", message=f"no tool named {name!r}; available: {', '.join(sorted(self._names))}"))
+            result = ToolResult(
+                ok=False,
+                error=ToolError(
+                    code="unknown_tool",
+                    message=f"no tool named {name!r}; available: {', '.join(sorted(self._names))}",
+                ),
+            )
         elif not isinstance(arguments, dict):
-            result = ToolResult(ok=False, error=ToolError(code="invalid_arguments", message="arguments must be a JSON object"))
+            result = ToolResult(
+                ok=False,
+                error=ToolError(
+                    code="invalid_arguments", message="arguments must be a JSON object"
+                ),
+            )
         else:
-            result = known = await self.replay.known(name, arguments, self.sandbox is None) if self.replay is not None else None
+            result = known = (
+                await self.replay.known(name, arguments, self.sandbox is None)
+                if self.replay is not None
+                else None
+            )
             try:
-                if known is None and self.sandbox is None:  # leased at the first call the known traces do not answer
+                if (
+                    known is None and self.sandbox is None
+                ):  # leased at the first call the known traces do not answer
                     self.sandbox = await self._lease()  # type: ignore[misc]
                 result = known or await self.sandbox.call(name, arguments)  # type: ignore[union-attr]
                 if result.error is not None and result.error.code == "crashed":
-                    raise SandboxError(f"the sandbox crashed under tool call {name!r}: {result.error.message}")
+                    raise SandboxError(
+                        f"the sandbox crashed under tool call {name!r}: {result.error.message}"
+                    )
             except SandboxError as exc:
                 self.fault = exc
                 raise
             finally:
                 if self.replay is not None and known is None:
                     self.replay.learn(result)
-        self.records.append(CallRecord(call=ToolCall(name=name, arguments=arguments if isinstance(arguments, dict) else {}), result=result, seconds=time.perf_counter() - t0))
+        self.records.append(
+            CallRecord(
+                call=ToolCall(
+                    name=name, arguments=arguments if isinstance(arguments, dict) else {}
+                ),
+                result=result,
+                seconds=time.perf_counter() - t0,
+            )
+        )
         return result

@@ -43,7 +43,14 @@ from envkernel_schemas import (
 
 from .config import RunConfig, public
 from .recorder import Recorder
-from .routing import BROADCAST_INPUTS, KERNEL_INPUTS, SERVED_KINDS, WORK_KINDS, expected_handlers, subject_of
+from .routing import (
+    BROADCAST_INPUTS,
+    KERNEL_INPUTS,
+    SERVED_KINDS,
+    WORK_KINDS,
+    expected_handlers,
+    subject_of,
+)
 from .stages import KERNEL, Stages
 
 log = structlog.get_logger("envkernel.run")
@@ -52,8 +59,15 @@ log = structlog.get_logger("envkernel.run")
 class Coordinator:
     """Coordinates one run on the bus."""
 
-    def __init__(self, bus: Bus, config: RunConfig, recorder: Recorder, synthesizer_for: Callable[[str], str], on_event: Callable[[Event], None] | None = None,
-                 resume: bool = False) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        config: RunConfig,
+        recorder: Recorder,
+        synthesizer_for: Callable[[str], str],
+        on_event: Callable[[Event], None] | None = None,
+        resume: bool = False,
+    ) -> None:
         """``resume``: the run's stream holds a killed run's events; replay them to rebuild the state
         (gate, groups, counts), publishing only the kernel events that never reached it."""
         self.bus = bus
@@ -94,20 +108,36 @@ class Coordinator:
     async def start(self) -> None:
         """Subscribe to the run's events (from the start), then publish its first events."""
         if self.resume:
-            info = await self.bus.js.stream_info(STREAM, subjects_filter=f"{EVENTS_PREFIX}.{self.config.run_id}.>")
+            info = await self.bus.js.stream_info(
+                STREAM, subjects_filter=f"{EVENTS_PREFIX}.{self.config.run_id}.>"
+            )
             self._replayed = set() if info.state.subjects else None
-        self._sub = Feed(self.bus.js, f"{EVENTS_PREFIX}.{self.config.run_id}.>", STREAM, self._on_msg)
+        self._sub = Feed(
+            self.bus.js, f"{EVENTS_PREFIX}.{self.config.run_id}.>", STREAM, self._on_msg
+        )
         await self._sub.start()
         run = self.config.run_id
-        started = RunStarted(run=run, id=event_id(run, KERNEL, "started"), time=time.time(), config=public(self.config))
+        started = RunStarted(
+            run=run,
+            id=event_id(run, KERNEL, "started"),
+            time=time.time(),
+            config=public(self.config),
+        )
         first: list[tuple[Event, str | None]] = [(started, None)]
         index = 0
         for source in self.config.sources:
             kind, _, value = source.partition(":")
             synth = self.synthesizer_for(kind)
             for _ in range(max(1, self.config.envs)):
-                ev = EnvRequested(run=run, id=event_id(run, KERNEL, f"env/{index}"), time=time.time(), source_kind=kind, source=value,
-                                  index=index, seed=self.config.seed + index)
+                ev = EnvRequested(
+                    run=run,
+                    id=event_id(run, KERNEL, f"env/{index}"),
+                    time=time.time(),
+                    source_kind=kind,
+                    source=value,
+                    index=index,
+                    seed=self.config.seed + index,
+                )
                 first.append((ev, synth))
                 index += 1
         self._awaiting = {e.id for e, _ in first}
@@ -123,7 +153,9 @@ class Coordinator:
                 for ev, target in events:
                     await self._publish(ev, target)
                 await self._drain_pubacks()
-            except Exception as exc:  # the bus went away: stop the run loudly, keep what was produced
+            except (
+                Exception
+            ) as exc:  # the bus went away: stop the run loudly, keep what was produced
                 self.stop_run(f"coordinator could not publish: {type(exc).__name__}: {exc}")
 
         task = asyncio.get_running_loop().create_task(go())
@@ -131,14 +163,21 @@ class Coordinator:
         task.add_done_callback(self._background.discard)
 
     async def _publish(self, ev: Event, target: str | None) -> None:
-        if self._replayed is not None:  # replaying: the stream may hold it already; decided when the replay ends
+        if (
+            self._replayed is not None
+        ):  # replaying: the stream may hold it already; decided when the replay ends
             self._deferred.append((ev, target))
             return
-        subject, data = subject_of(self.config, ev, target), encode_shared(ev)  # the feed brings it back to this process
+        subject, data = (
+            subject_of(self.config, ev, target),
+            encode_shared(ev),
+        )  # the feed brings it back to this process
         self._pubacks.append((await self.bus.publish(subject, data, ev.id), subject, data, ev.id))
         if len(self._pubacks) > 2000:
             await self._drain_pubacks()
-        elif self._drainer is None or self._drainer.done():  # confirm soon: a publish lost with the server is sent again
+        elif (
+            self._drainer is None or self._drainer.done()
+        ):  # confirm soon: a publish lost with the server is sent again
             self._drainer = asyncio.get_running_loop().create_task(self._drain_pubacks())
 
     async def _drain_pubacks(self) -> None:
@@ -166,7 +205,12 @@ class Coordinator:
         """The resumed run's stream is replayed: publish the kernel events it lacks, then go on as usual."""
         replayed, self._replayed = self._replayed or set(), None
         todo, self._deferred = [(e, t) for e, t in self._deferred if e.id not in replayed], []
-        log.info("resuming the run: its stream is replayed", events=len(replayed), **self.recorder.counts, republished=len(todo))
+        log.info(
+            "resuming the run: its stream is replayed",
+            events=len(replayed),
+            **self.recorder.counts,
+            republished=len(todo),
+        )
         for ev, target in todo:
             await self._publish(ev, target)
         self._check_done()
@@ -175,34 +219,70 @@ class Coordinator:
         if self.done.is_set():
             return  # the run is over (or stopping): what is recorded must match the summary
         try:
-            ev = decode_shared(msg, ".".join(msg.subject.split(".")[3:5]) in SERVED_KINDS)  # decoded once per process
+            ev = decode_shared(
+                msg, ".".join(msg.subject.split(".")[3:5]) in SERVED_KINDS
+            )  # decoded once per process
         except DecodeError as exc:
             self.undecodable += 1
-            log.error("dropping bytes that are not an envkernel event", subject=msg.subject, error=str(exc))
+            log.error(
+                "dropping bytes that are not an envkernel event",
+                subject=msg.subject,
+                error=str(exc),
+            )
             return
         if self._replayed is not None:
             self._replayed.add(ev.id)
-        if ev.run != self.config.run_id or msg.subject.split(".")[3:5] != ev.kind.split(".") or msg.subject.count(".") != 4 + (ev.kind in WORK_KINDS):
-            self.undecodable += 1  # a forged or misrouted event: an event only counts on its own kind's subject
-            log.error("dropping an event on a subject its kind does not belong to", subject=msg.subject, kind=ev.kind)
+        if (
+            ev.run != self.config.run_id
+            or msg.subject.split(".")[3:5] != ev.kind.split(".")
+            or msg.subject.count(".") != 4 + (ev.kind in WORK_KINDS)
+        ):
+            self.undecodable += (
+                1  # a forged or misrouted event: an event only counts on its own kind's subject
+            )
+            log.error(
+                "dropping an event on a subject its kind does not belong to",
+                subject=msg.subject,
+                kind=ev.kind,
+            )
             return
         try:
             await self.handle(ev)
-        except Exception as exc:  # a kernel bug or a full disk: stop the run loudly, keep what was produced
+        except (
+            Exception
+        ) as exc:  # a kernel bug or a full disk: stop the run loudly, keep what was produced
             log.exception("the coordinator failed; stopping the run", kind=ev.kind, event_id=ev.id)
-            hint = ". The disk holding the run folder is full: free space there and run again" if getattr(exc, "errno", 0) == errno.ENOSPC else ""
-            self.stop_run(f"coordinator failed on {ev.kind} {ev.id}: {type(exc).__name__}: {exc}{hint}")
+            hint = (
+                ". The disk holding the run folder is full: free space there and run again"
+                if getattr(exc, "errno", 0) == errno.ENOSPC
+                else ""
+            )
+            self.stop_run(
+                f"coordinator failed on {ev.kind} {ev.id}: {type(exc).__name__}: {exc}{hint}"
+            )
 
     async def handle(self, ev: Event) -> None:
         """Account for one event of the run, in stream order."""
         if isinstance(ev, Handled):
             self._last_progress = time.monotonic()
             for eid in ev.events:
-                entry = self._open.get(eid)  # a closed event's reports are forgotten: what is kept per event ends with it
-                if (ev.handler in entry[1]) if entry is not None else (eid in self.seen and ev.handler in self._handlers):
+                entry = self._open.get(
+                    eid
+                )  # a closed event's reports are forgotten: what is kept per event ends with it
+                if (
+                    (ev.handler in entry[1])
+                    if entry is not None
+                    else (eid in self.seen and ev.handler in self._handlers)
+                ):
                     continue  # a duplicate report (a redelivered event): changes nothing
-                if entry is None or ev.handler not in self._handlers:  # only reports on events this run is waiting for
-                    log.warning("ignoring a handled report for an event this run is not waiting for", event_id=eid, handler=ev.handler)
+                if (
+                    entry is None or ev.handler not in self._handlers
+                ):  # only reports on events this run is waiting for
+                    log.warning(
+                        "ignoring a handled report for an event this run is not waiting for",
+                        event_id=eid,
+                        handler=ev.handler,
+                    )
                     continue
                 self.reports += 1
                 self.outstanding -= 1
@@ -240,8 +320,15 @@ class Coordinator:
             children = self.stages.handle(ev)
             for child, target in children:
                 await self._publish(child, target)
-            report = Handled(run=ev.run, id=event_id(ev.id, KERNEL, "handled"), parent=ev.id, time=time.time(), handler=KERNEL,
-                             events=[ev.id], children=[len(children)])
+            report = Handled(
+                run=ev.run,
+                id=event_id(ev.id, KERNEL, "handled"),
+                parent=ev.id,
+                time=time.time(),
+                handler=KERNEL,
+                events=[ev.id],
+                children=[len(children)],
+            )
             await self._publish(report, None)
         self._check_done()
 
@@ -253,21 +340,43 @@ class Coordinator:
         if self._ended_published < k:
             self._ended_published = k
             groups, mean = self.recorder.iteration_reward(k)
-            ended = IterationEnded(run=run, id=event_id(run, KERNEL, f"iteration/{k}/ended"), iteration=k, time=time.time(),
-                                   groups=groups, mean_reward=mean, last=not more)
-            log.info("iteration ended", iteration=k, groups=groups, mean_reward=None if mean is None else round(mean, 4))
+            ended = IterationEnded(
+                run=run,
+                id=event_id(run, KERNEL, f"iteration/{k}/ended"),
+                iteration=k,
+                time=time.time(),
+                groups=groups,
+                mean_reward=mean,
+                last=not more,
+            )
+            log.info(
+                "iteration ended",
+                iteration=k,
+                groups=groups,
+                mean_reward=None if mean is None else round(mean, 4),
+            )
             self._publish_later([(ended, None)])
             return
         if more:
             self.iteration = k + 1
             update = self._update_for(k)
             self._publish_later(self.stages.next_iteration(self._ended[k], update))
-            log.info("iteration started", iteration=k + 1, tasks=len(self.stages.gated), update=update or None)
+            log.info(
+                "iteration started",
+                iteration=k + 1,
+                tasks=len(self.stages.gated),
+                update=update or None,
+            )
             return
         if not self._ending_id:
             if k + 1 < max(1, self.config.iterations):
-                log.warning("no task passed the gate: the remaining iterations have nothing to roll out", iterations=self.config.iterations)
-            ending = RunEnding(run=run, id=event_id(run, KERNEL, "ending"), iteration=k, time=time.time())
+                log.warning(
+                    "no task passed the gate: the remaining iterations have nothing to roll out",
+                    iterations=self.config.iterations,
+                )
+            ending = RunEnding(
+                run=run, id=event_id(run, KERNEL, "ending"), iteration=k, time=time.time()
+            )
             self._ending_id = ending.id
             self._publish_later([(ending, None)])
         elif self._ending_seen:
@@ -285,7 +394,13 @@ class Coordinator:
                     if k == kind:
                         missing |= trainers - reported
             role = WORK_KINDS.get(kind, "kernel" if kind in KERNEL_INPUTS else "")
-            who = f"no report yet from trainer {', '.join(sorted(missing))}" if missing else f"handled by the {role}" if role else ""
+            who = (
+                f"no report yet from trainer {', '.join(sorted(missing))}"
+                if missing
+                else f"handled by the {role}"
+                if role
+                else ""
+            )
             parts.append(f"{n} {kind}" + (f" ({who})" if who else ""))
         if self._awaiting:
             parts.append(f"{len(self._awaiting)} kernel events not yet seen in the stream")
@@ -296,13 +411,29 @@ class Coordinator:
         while not self.done.is_set():
             await asyncio.sleep(min(2.0, max(0.5, stall / 4)))
             waiting = self.outstanding > 0 or self._awaiting
-            if waiting and self._sub is not None and time.monotonic() - self._sub.last_time > 5 and await self._sub.heal():
-                log.warning("the run's event feed had gone quiet with events left on the server (lost in a reconnect); it goes on from the next one", seq=self._sub.last)
+            if (
+                waiting
+                and self._sub is not None
+                and time.monotonic() - self._sub.last_time > 5
+                and await self._sub.heal()
+            ):
+                log.warning(
+                    "the run's event feed had gone quiet with events left on the server (lost in a reconnect); it goes on from the next one",
+                    seq=self._sub.last,
+                )
             idle = time.monotonic() - self._last_progress
-            if idle >= stall and (self.outstanding > 0 or self._awaiting) and not self.done.is_set():
-                log.warning("the run has made no progress; it is waiting for handled reports (a component that is not served? "
-                            "see `envkernel tap`, start the missing worker, or bound the run with --timeout)",
-                            seconds=round(idle), outstanding=self.outstanding, waiting_for=self.waiting_for())
+            if (
+                idle >= stall
+                and (self.outstanding > 0 or self._awaiting)
+                and not self.done.is_set()
+            ):
+                log.warning(
+                    "the run has made no progress; it is waiting for handled reports (a component that is not served? "
+                    "see `envkernel tap`, start the missing worker, or bound the run with --timeout)",
+                    seconds=round(idle),
+                    outstanding=self.outstanding,
+                    waiting_for=self.waiting_for(),
+                )
                 self._last_progress = time.monotonic()
 
     def _update_for(self, iteration: int) -> str:
@@ -314,13 +445,31 @@ class Coordinator:
             if k == iteration:
                 for trainer, ev in sorted(made.items()):
                     if ev.policy != policy:
-                        log.warning("a trainer updated a policy this run does not roll out; ignoring it", trainer=trainer, policy=ev.policy, run_policy=policy)
-            usable = sorted((t, ev) for t, ev in made.items() if ev.policy == policy and ev.ref not in self.refused)
+                        log.warning(
+                            "a trainer updated a policy this run does not roll out; ignoring it",
+                            trainer=trainer,
+                            policy=ev.policy,
+                            run_policy=policy,
+                        )
+            usable = sorted(
+                (t, ev)
+                for t, ev in made.items()
+                if ev.policy == policy and ev.ref not in self.refused
+            )
             if len(usable) > 1 and k == iteration:
-                log.warning("several trainers updated the policy; using the first by name", policy=policy, trainers=[t for t, _ in usable], used=usable[0][0])
+                log.warning(
+                    "several trainers updated the policy; using the first by name",
+                    policy=policy,
+                    trainers=[t for t, _ in usable],
+                    used=usable[0][0],
+                )
             if usable:
                 if k != iteration:
-                    log.warning("no update to the policy after this iteration; the next one keeps the last update", iteration=iteration, update=usable[0][1].ref)
+                    log.warning(
+                        "no update to the policy after this iteration; the next one keeps the last update",
+                        iteration=iteration,
+                        update=usable[0][1].ref,
+                    )
                 return usable[0][1].ref
         return ""
 
@@ -328,7 +477,9 @@ class Coordinator:
         """Unsubscribe and wait for the kernel's own publishes."""
         for task in list(self._background):
             task.cancel()
-        await asyncio.gather(*self._background, *([self._drainer] if self._drainer else []), return_exceptions=True)
+        await asyncio.gather(
+            *self._background, *([self._drainer] if self._drainer else []), return_exceptions=True
+        )
         await self._drain_pubacks()
         if self._sub is not None:
             await self._sub.unsubscribe()

@@ -28,7 +28,9 @@ class EnvGroup(click.Group):
     """``envkernel env``: built-in subcommands, plus those plugins add (``env serve``) on first use."""
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and hasattr(ctx.find_root().command, "_load_plugin_commands"):
+        if cmd_name not in self.commands and hasattr(
+            ctx.find_root().command, "_load_plugin_commands"
+        ):
             ctx.find_root().command._load_plugin_commands()
         return super().get_command(ctx, cmd_name)
 
@@ -45,13 +47,48 @@ def env() -> None:
 @env.command("call", epilog=ENV_CALL_EPILOG)
 @click.argument("env_dir", type=click.Path(file_okay=False))
 @click.argument("tool")
-@click.option("--args", "args_json", default="{}", show_default=True, help="The tool's arguments, a JSON object.")
-@click.option("--sandbox", "runner", default="process", show_default=True, help="Sandbox runner component.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the environment's state.")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None, help="TOML config file; its [RUNNER] table configures the runner.")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Set one runner setting, e.g. call_timeout=2 (repeatable).")
-@click.option("--verbose", is_flag=True, help="Also print, on stderr, how long the call took and what the sandbox was confined with.")
-def call(env_dir: str, tool: str, args_json: str, runner: str, seed: int, config_file: str | None, sets: tuple[str, ...], verbose: bool) -> None:
+@click.option(
+    "--args",
+    "args_json",
+    default="{}",
+    show_default=True,
+    help="The tool's arguments, a JSON object.",
+)
+@click.option(
+    "--sandbox", "runner", default="process", show_default=True, help="Sandbox runner component."
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of the environment's state."
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="TOML config file; its [RUNNER] table configures the runner.",
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Set one runner setting, e.g. call_timeout=2 (repeatable).",
+)
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Also print, on stderr, how long the call took and what the sandbox was confined with.",
+)
+def call(
+    env_dir: str,
+    tool: str,
+    args_json: str,
+    runner: str,
+    seed: int,
+    config_file: str | None,
+    sets: tuple[str, ...],
+    verbose: bool,
+) -> None:
     """Call TOOL of the environment in ENV_DIR once, in a fresh sandbox, and print the result as JSON."""
     from envkernel_runtime.envdir import EnvDirError, load_env_dir
 
@@ -66,8 +103,21 @@ def call(env_dir: str, tool: str, args_json: str, runner: str, seed: int, config
     if not isinstance(arguments, dict):
         raise UsageError(f"--args must be a JSON object, got {type(arguments).__name__}")
     component, settings = runner_component(runner, config_file, sets)
-    built = component.factory(settings) if component.settings_type is not None else component.factory()
-    out, code = asyncio.run(call_once(built, component.name, spec, tool, arguments, seed, known=(SandboxError,), verbose=verbose))
+    built = (
+        component.factory(settings) if component.settings_type is not None else component.factory()
+    )
+    out, code = asyncio.run(
+        call_once(
+            built,
+            component.name,
+            spec,
+            tool,
+            arguments,
+            seed,
+            known=(SandboxError,),
+            verbose=verbose,
+        )
+    )
     click.echo(json.dumps(out, ensure_ascii=False))
     sys.exit(code)
 
@@ -82,8 +132,12 @@ def runner_component(name: str, config_file: str | None, sets: tuple[str, ...]) 
     comp = registry.components.get(name)
     if comp is None or comp.role != "sandbox_runner":
         runners = sorted(c.name for c in registry.components.values() if c.role == "sandbox_runner")
-        broken = f"; broken plugins: {', '.join(sorted(registry.broken))}" if registry.broken else ""
-        raise UsageError(f"no sandbox runner named {name!r}; installed runners: {', '.join(runners) or 'none'}{broken}")
+        broken = (
+            f"; broken plugins: {', '.join(sorted(registry.broken))}" if registry.broken else ""
+        )
+        raise UsageError(
+            f"no sandbox runner named {name!r}; installed runners: {', '.join(runners) or 'none'}{broken}"
+        )
     _top, sections = cfgmod.split_file(cfgmod.read_file(config_file), str(config_file or "config"))
     flags: dict[str, Any] = {}
     for item in sets:

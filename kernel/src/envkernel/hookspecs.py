@@ -7,7 +7,8 @@ when it has a ``Settings`` attribute. Events never travel through these hooks.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pluggy
 

@@ -79,14 +79,20 @@ def default_preset() -> list[str]:
     return names
 
 
-def resolve_selection(spec: str | None, available: dict[str, EntryPoint] | None = None, preset: list[str] | None = None) -> list[str]:
+def resolve_selection(
+    spec: str | None,
+    available: dict[str, EntryPoint] | None = None,
+    preset: list[str] | None = None,
+) -> list[str]:
     """Turn ``a,b,c`` (a full list) or ``+x,-y`` (changes to the preset) into plugin names."""
     available = installed() if available is None else available
     preset = default_preset() if preset is None else preset
     items = [s.strip() for s in (spec or "").split(",") if s.strip()]
     relative = all(s[0] in "+-" for s in items)
     if items and not relative and any(s[0] in "+-" for s in items):
-        raise PluginError(f"--plugins {spec!r} mixes a full list with +/- changes; use one or the other")
+        raise PluginError(
+            f"--plugins {spec!r} mixes a full list with +/- changes; use one or the other"
+        )
     chosen = list(preset) if relative else []
     for item in items:
         op, name = (item[0], item[1:]) if item[0] in "+-" else ("+", item)
@@ -100,7 +106,9 @@ def resolve_selection(spec: str | None, available: dict[str, EntryPoint] | None 
             chosen.remove(name)
     missing = [n for n in chosen if n not in available]
     if missing:
-        raise PluginError(f"the default preset names plugins that are not installed: {', '.join(missing)}")
+        raise PluginError(
+            f"the default preset names plugins that are not installed: {', '.join(missing)}"
+        )
     return chosen
 
 
@@ -121,7 +129,9 @@ class Registry:
         try:
             return self.components[name]
         except KeyError:
-            raise PluginError(f"no component named {name!r}; loaded: {', '.join(sorted(self.components))}") from None
+            raise PluginError(
+                f"no component named {name!r}; loaded: {', '.join(sorted(self.components))}"
+            ) from None
 
 
 def load(names: list[str], *, strict: bool = False) -> Registry:
@@ -135,14 +145,18 @@ def load(names: list[str], *, strict: bool = False) -> Registry:
     for name in names:
         ep = available.get(name)
         if ep is None:
-            raise PluginError(f"unknown plugin {name!r}; installed plugins: {', '.join(sorted(available)) or 'none'}")
+            raise PluginError(
+                f"unknown plugin {name!r}; installed plugins: {', '.join(sorted(available)) or 'none'}"
+            )
         try:
             module = ep.load()
             reg.pm.register(module, name=name)
         except Exception as exc:  # a broken plugin must not take the kernel down
             reason = f"{type(exc).__name__}: {exc}"
             if strict:
-                raise PluginError(f"plugin {name!r} ({ep.value}) failed to load: {reason}") from None
+                raise PluginError(
+                    f"plugin {name!r} ({ep.value}) failed to load: {reason}"
+                ) from None
             reg.broken[name] = reason
             log.error("plugin failed to load; skipping it", plugin=name, error=reason)
     try:
@@ -156,17 +170,27 @@ def load(names: list[str], *, strict: bool = False) -> Registry:
             if plugin in reg.broken:
                 continue
 
-            def register(cname: str, factory: Callable[..., Any], *, _role: str = role, _plugin: str = plugin) -> None:
+            def register(
+                cname: str, factory: Callable[..., Any], *, _role: str = role, _plugin: str = plugin
+            ) -> None:
                 from envkernel_schemas import is_token
 
                 if not is_token(cname):
-                    raise PluginError(f"plugin {_plugin!r} registered a component with a bad name {cname!r} (letters, digits, - and _)")
+                    raise PluginError(
+                        f"plugin {_plugin!r} registered a component with a bad name {cname!r} (letters, digits, - and _)"
+                    )
                 if cname in reg.components:
                     other = reg.components[cname].plugin
-                    raise PluginError(f"component name {cname!r} is registered by both {other!r} and {_plugin!r}")
-                missing = missing_methods(_role, factory) if isinstance(factory, type) else []  # other factories: checked when built
+                    raise PluginError(
+                        f"component name {cname!r} is registered by both {other!r} and {_plugin!r}"
+                    )
+                missing = (
+                    missing_methods(_role, factory) if isinstance(factory, type) else []
+                )  # other factories: checked when built
                 if missing:
-                    raise RoleError(f"component {cname!r} ({_role}) has no method {', '.join(missing)}, which its role requires")
+                    raise RoleError(
+                        f"component {cname!r} ({_role}) has no method {', '.join(missing)}, which its role requires"
+                    )
                 reg.components[cname] = Component(cname, _role, factory, _plugin)
 
             try:
@@ -182,7 +206,9 @@ def load(names: list[str], *, strict: bool = False) -> Registry:
             if strict:
                 raise PluginError(f"plugin {plugin!r}: {reason}") from None
             reg.broken[plugin] = reason
-            for cname in [n for n, c in reg.components.items() if c.plugin == plugin]:  # none of a broken plugin's components run
+            for cname in [
+                n for n, c in reg.components.items() if c.plugin == plugin
+            ]:  # none of a broken plugin's components run
                 del reg.components[cname]
             log.error("plugin failed to register; skipping it", plugin=plugin, error=reason)
     return reg
@@ -202,7 +228,9 @@ def describe_installed() -> list[PluginInfo]:
         )
         try:
             reg = load([name], strict=True)
-            info.roles = sorted({c.role for c in reg.components.values()}, key=list(ROLE_HOOKS).index)
+            info.roles = sorted(
+                {c.role for c in reg.components.values()}, key=list(ROLE_HOOKS).index
+            )
             info.components = sorted(reg.components)
         except PluginError as exc:
             info.error = str(exc)

@@ -36,7 +36,9 @@ class Recorder:
         """``rebuild``: a resumed run; its files are written again from the replayed stream, so none is kept twice."""
         self.out = out_dir
         self.out.mkdir(parents=True, exist_ok=True)
-        for name in ("tasks.jsonl", "rejected.jsonl", "rollouts.jsonl", "failures.jsonl") if rebuild else ():
+        for name in (
+            ("tasks.jsonl", "rejected.jsonl", "rollouts.jsonl", "failures.jsonl") if rebuild else ()
+        ):
             (self.out / name).unlink(missing_ok=True)
         (self.out / "envs").mkdir(exist_ok=True)
         self._files: dict[str, IO[bytes]] = {}
@@ -61,7 +63,9 @@ class Recorder:
         self.started = time.time()
 
     def _it(self, iteration: int) -> IterationStats:
-        return self.per_iteration.get(iteration) or self.per_iteration.setdefault(iteration, IterationStats())
+        return self.per_iteration.get(iteration) or self.per_iteration.setdefault(
+            iteration, IterationStats()
+        )
 
     def iteration_reward(self, iteration: int) -> tuple[int, float | None]:
         """Groups scored in an iteration, and the mean reward of its training rollouts."""
@@ -93,8 +97,12 @@ class Recorder:
         self.synthesis.record(ev)
         if isinstance(ev, EnvSynthesized):
             c["envs_synthesized"] += 1
-            self.sources[ev.env.id] = {"kind": type(ev.env.behaviour).__struct_config__.tag, "operations": ev.env.operations,
-                                       "tools_built": len(ev.env.tools), "skipped": dict(ev.env.skipped)}
+            self.sources[ev.env.id] = {
+                "kind": type(ev.env.behaviour).__struct_config__.tag,
+                "operations": ev.env.operations,
+                "tools_built": len(ev.env.tools),
+                "skipped": dict(ev.env.skipped),
+            }
         elif isinstance(ev, EnvVerified):
             if ev.env.id in self.env_tools:
                 return  # the same environment, sent to another sampler
@@ -108,27 +116,56 @@ class Recorder:
             self._verified(ev.env_id, ev.report)
             d = self.out / "envs" / ev.env_id
             d.mkdir(parents=True, exist_ok=True)
-            write_atomic(d / "rejected.json", to_json({"reason": ev.reason, "report": ev.report, "provenance": ev.env and ev.env.provenance}))
+            write_atomic(
+                d / "rejected.json",
+                to_json(
+                    {
+                        "reason": ev.reason,
+                        "report": ev.report,
+                        "provenance": ev.env and ev.env.provenance,
+                    }
+                ),
+            )
         elif isinstance(ev, TaskProposed):
             c["tasks_proposed"] += 1
-        elif isinstance(ev, TaskGated):  # each line before its count: a write that fails counts nothing
+        elif isinstance(
+            ev, TaskGated
+        ):  # each line before its count: a write that fails counts nothing
             self._append("tasks.jsonl", to_json(ev.task))
             c["tasks"] += 1
             self.env_tasks[ev.task.env_id] += 1
-            self.used_tools.setdefault(ev.task.env_id, set()).update(call.name for call in ev.task.calls)
+            self.used_tools.setdefault(ev.task.env_id, set()).update(
+                call.name for call in ev.task.calls
+            )
             self.lengths[len(ev.task.calls)] += 1
             self.shapes.add(ev.task.signature or ">".join(call.name for call in ev.task.calls))
             c["tasks_refined"] += int(bool(ev.task.original_request))
             if ev.task.solve_rate is not None:
                 self.solve_rates[f"{ev.task.solve_rate:.2f}"] += 1
         elif isinstance(ev, TaskRejected):
-            self._append("rejected.jsonl", to_json({"task_id": ev.task.id, "reason": ev.reason, "detail": ev.detail, "signature": ev.task.signature}))
+            self._append(
+                "rejected.jsonl",
+                to_json(
+                    {
+                        "task_id": ev.task.id,
+                        "reason": ev.reason,
+                        "detail": ev.detail,
+                        "signature": ev.task.signature,
+                    }
+                ),
+            )
             c["tasks_rejected"] += 1
             self.rejected[f"task:{ev.reason}"] += 1
         elif isinstance(ev, RolloutScored):
             if ev.purpose == "train":
-                row = {"task_id": ev.task.id, "env_id": ev.task.env_id, "iteration": ev.iteration, "purpose": ev.purpose,
-                       "trajectory": ev.trajectory, "reward": ev.reward}
+                row = {
+                    "task_id": ev.task.id,
+                    "env_id": ev.task.env_id,
+                    "iteration": ev.iteration,
+                    "purpose": ev.purpose,
+                    "trajectory": ev.trajectory,
+                    "reward": ev.reward,
+                }
                 self._append("rollouts.jsonl", to_json(row))
                 c["rollouts"] += 1
                 self.reward_sum += ev.reward.score
@@ -136,19 +173,42 @@ class Recorder:
             else:
                 c["gate_rollouts"] += 1
                 kind, _, name = ev.trajectory.termination.partition(":")
-                if kind == "mutant":  # per environment and kind: applied, killed (score < 1), killed by the outcome alone
+                if (
+                    kind == "mutant"
+                    # per environment and kind: applied, killed (score < 1), killed by the outcome alone
+                ):
                     m = self.mutants.setdefault(ev.task.env_id, {}).setdefault(name, Counter())
-                    m.update(applied=1, killed=int(ev.reward.score < 1 - 1e-9), outcome_killed=int(ev.reward.outcome < 1 - 1e-9))
+                    m.update(
+                        applied=1,
+                        killed=int(ev.reward.score < 1 - 1e-9),
+                        outcome_killed=int(ev.reward.outcome < 1 - 1e-9),
+                    )
         elif isinstance(ev, GroupScored):
             c["groups"] += 1
             self._it(ev.iteration).groups += 1
         elif isinstance(ev, PolicyUpdated):
             c["policy_updates"] += 1
-            self._it(ev.iteration).updates[ev.trainer] = {"policy": ev.policy, "ref": ev.ref, "metrics": dict(ev.metrics)}
+            self._it(ev.iteration).updates[ev.trainer] = {
+                "policy": ev.policy,
+                "ref": ev.ref,
+                "metrics": dict(ev.metrics),
+            }
         elif isinstance(ev, PluginFailed):
-            self._append("failures.jsonl", to_json({"plugin": ev.plugin, "role": ev.role, "event_kind": ev.event_kind, "event_id": ev.event_id,
-                                                    "classification": ev.classification, "error_type": ev.error_type, "message": ev.message,
-                                                    "traceback": ev.traceback}))
+            self._append(
+                "failures.jsonl",
+                to_json(
+                    {
+                        "plugin": ev.plugin,
+                        "role": ev.role,
+                        "event_kind": ev.event_kind,
+                        "event_id": ev.event_id,
+                        "classification": ev.classification,
+                        "error_type": ev.error_type,
+                        "message": ev.message,
+                        "traceback": ev.traceback,
+                    }
+                ),
+            )
             if ev.classification == "infra":  # not the plugin's work: counted apart
                 c["infra_failures"] += 1
             else:
@@ -157,19 +217,31 @@ class Recorder:
 
     def _verified(self, env_id: str, report: VerifyReport | None) -> None:
         if report is not None:
-            dropped = Counter(str(why).split(":")[0].split(" (")[0][:80] for why in report.tools_dropped.values())
-            self.verification[env_id] = {"kept": report.kept, **self.sources.get(env_id, {}), "tools_kept": len(report.tools_kept),
-                                         "tools_dropped": dict(report.tools_dropped), "dropped": dict(dropped.most_common()), "checks": report.checks}
+            dropped = Counter(
+                str(why).split(":")[0].split(" (")[0][:80] for why in report.tools_dropped.values()
+            )
+            self.verification[env_id] = {
+                "kept": report.kept,
+                **self.sources.get(env_id, {}),
+                "tools_kept": len(report.tools_kept),
+                "tools_dropped": dict(report.tools_dropped),
+                "dropped": dict(dropped.most_common()),
+                "checks": report.checks,
+            }
 
     def _coverage(self) -> float | None:
         """Share of the verified environments' tools used by at least one emitted task."""
         total = sum(len(t) for t in self.env_tools.values())
         if not total:
             return None
-        used = sum(len(self.used_tools.get(env, set()) & tools) for env, tools in self.env_tools.items())
+        used = sum(
+            len(self.used_tools.get(env, set()) & tools) for env, tools in self.env_tools.items()
+        )
         return round(used / total, 4)
 
-    def summary(self, run_id: str, plugins: dict[str, list[str]], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    def summary(
+        self, run_id: str, plugins: dict[str, list[str]], extra: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """The run summary (what ``summary.json`` holds)."""
         c = self.counts
         s: dict[str, Any] = {
@@ -187,18 +259,25 @@ class Recorder:
             "groups": c["groups"],
             "mean_reward": round(self.reward_sum / c["rollouts"], 6) if c["rollouts"] else None,
             "rejected": dict(sorted(self.rejected.items())),
-            "mutants": {e: {k: dict(v) for k, v in sorted(m.items())} for e, m in sorted(self.mutants.items())},
+            "mutants": {
+                e: {k: dict(v) for k, v in sorted(m.items())}
+                for e, m in sorted(self.mutants.items())
+            },
             "failures": c["failures"],
             "failures_by_plugin": dict(self.failures_by_plugin),
             "infra_failures": c["infra_failures"],
-            "verification": {k: {**v, "tasks": self.env_tasks.get(k, 0)} for k, v in self.verification.items()},
+            "verification": {
+                k: {**v, "tasks": self.env_tasks.get(k, 0)} for k, v in self.verification.items()
+            },
             "tool_coverage": self._coverage(),
             "chain_lengths": {str(k): v for k, v in sorted(self.lengths.items())},
             "unique_chain_shapes": len(self.shapes),
             "solve_rates": dict(sorted(self.solve_rates.items())),
             "iterations": [self.per_iteration[k].summary(k) for k in sorted(self.per_iteration)],
             "reward_curve": [self.per_iteration[k].mean() for k in sorted(self.per_iteration)],
-            "reward_curve_heldout": [self.per_iteration[k].mean("heldout") for k in sorted(self.per_iteration)],
+            "reward_curve_heldout": [
+                self.per_iteration[k].mean("heldout") for k in sorted(self.per_iteration)
+            ],
             "synthesis": self.synthesis.summary(),
             "seconds": round(time.time() - self.started, 3),
         }

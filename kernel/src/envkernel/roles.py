@@ -36,7 +36,16 @@ from envkernel_schemas import (
 if TYPE_CHECKING:
     from .context import Context
 
-ROLES = ("synthesizer", "sandbox_runner", "verifier", "sampler", "policy", "reward_model", "trainer", "user")
+ROLES = (
+    "synthesizer",
+    "sandbox_runner",
+    "verifier",
+    "sampler",
+    "policy",
+    "reward_model",
+    "trainer",
+    "user",
+)
 """Every role, in pipeline order."""
 
 
@@ -216,4 +225,8 @@ ROLE_PROTOCOLS: dict[str, type] = {
 def missing_methods(role: str, obj: object) -> list[str]:
     """The methods ``role`` requires that ``obj`` (a component's class or instance) lacks."""
     proto = ROLE_PROTOCOLS[role]
-    return [name for name, v in vars(proto).items() if callable(v) and not name.startswith("_") and not callable(getattr(obj, name, None))]
+    return [
+        name
+        for name, v in vars(proto).items()
+        if callable(v) and not name.startswith("_") and not callable(getattr(obj, name, None))
+    ]

@@ -21,15 +21,21 @@ WORK_INPUTS: dict[str, str] = {
 }
 """Work role -> the event kind it consumes."""
 
-BROADCAST_INPUTS: dict[str, tuple[str, ...]] = {"trainer": ("group.scored", "iteration.ended", "run.ending")}
+BROADCAST_INPUTS: dict[str, tuple[str, ...]] = {
+    "trainer": ("group.scored", "iteration.ended", "run.ending")
+}
 """Broadcast role -> the event kinds every one of its components sees."""
 
-KERNEL_INPUTS: frozenset[str] = frozenset({"task.proposed", "rollout.scored", "task.gated", "plugin.failed"})
+KERNEL_INPUTS: frozenset[str] = frozenset(
+    {"task.proposed", "rollout.scored", "task.gated", "plugin.failed"}
+)
 """Kinds the coordinator's kernel stages handle (``plugin.failed`` only to close gates and groups)."""
 
 WORK_KINDS = {kind: role for role, kind in WORK_INPUTS.items()}
 """Event kind -> work role."""
-SERVED_KINDS: frozenset[str] = frozenset(WORK_KINDS) | {k for kinds in BROADCAST_INPUTS.values() for k in kinds}
+SERVED_KINDS: frozenset[str] = frozenset(WORK_KINDS) | {
+    k for kinds in BROADCAST_INPUTS.values() for k in kinds
+}
 """Kinds a worker decodes too (the coordinator keeps its decoding for it: ``envkernel_bus.decode_shared``)."""
 
 
@@ -38,7 +44,9 @@ def first(config: RunConfig, role: str, chosen: str = "") -> str:
     return chosen or next(iter(config.components.get(role, [])), "")
 
 
-def synthesizer_for(config: RunConfig, sources: dict[str, tuple[str, ...]], source_kind: str) -> str:
+def synthesizer_for(
+    config: RunConfig, sources: dict[str, tuple[str, ...]], source_kind: str
+) -> str:
     """The synthesizer that handles ``source_kind`` (empty when none does)."""
     for name in config.components.get("synthesizer", []):
         if source_kind in sources.get(name, (name,)):

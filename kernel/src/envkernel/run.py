@@ -26,7 +26,15 @@ from envkernel_schemas import RunFinished, event_id, is_token
 from . import config as cfgmod
 from .config import RunConfig
 from .coordinator import Coordinator
-from .errors import EXIT_ABORTED, EXIT_EMPTY, EXIT_FAILURES, EXIT_OK, ConfigError, PluginError, RunError
+from .errors import (
+    EXIT_ABORTED,
+    EXIT_EMPTY,
+    EXIT_FAILURES,
+    EXIT_OK,
+    ConfigError,
+    PluginError,
+    RunError,
+)
 from .plugins import Registry, load, resolve_selection
 from .recorder import Recorder
 from .roles import ROLES
@@ -51,18 +59,29 @@ def _path_source(source: str, registry: Registry) -> str:
     A path that does not exist (bare, or ``KIND:PATH`` for a synthesizer that reads files) is a :class:`ConfigError`.
     """
     kind, _, value = source.partition(":")
-    readers = [c for c in registry.by_role("synthesizer") if getattr(c.factory, "accepts_paths", False)]
+    readers = [
+        c for c in registry.by_role("synthesizer") if getattr(c.factory, "accepts_paths", False)
+    ]
     if kind in {k for c in registry.by_role("synthesizer") for k in c.sources}:
         path = value if any(kind in c.sources for c in readers) else ""
     else:
-        path = source if "/" in source or source.startswith((".", "~")) or Path(source).suffix or Path(source).exists() else ""
+        path = (
+            source
+            if "/" in source
+            or source.startswith((".", "~"))
+            or Path(source).suffix
+            or Path(source).exists()
+            else ""
+        )
     if path and not Path(path).expanduser().exists():
         raise ConfigError(f"--source {source!r}: no such file or folder: {path}")
     if not path or path == value:
         return source
     if readers:
         return f"{readers[0].sources[0]}:{source}"
-    raise PluginError(f"--source {source!r} is a path, but no selected synthesizer reads files (add one, e.g. --plugins +openapi)")
+    raise PluginError(
+        f"--source {source!r} is a path, but no selected synthesizer reads files (add one, e.g. --plugins +openapi)"
+    )
 
 
 @dataclass
@@ -81,7 +100,9 @@ def remote_components(entries: list[str]) -> list[tuple[str, str]]:
     for entry in entries:
         role, colon, name = entry.partition(":")
         if not colon or role not in ROLES or not is_token(name):
-            raise ConfigError(f"--remote {entry!r}: expected ROLE:COMPONENT with ROLE one of {', '.join(ROLES)}, e.g. trainer:mytrainer")
+            raise ConfigError(
+                f"--remote {entry!r}: expected ROLE:COMPONENT with ROLE one of {', '.join(ROLES)}, e.g. trainer:mytrainer"
+            )
         out.append((role, name))
     return out
 
@@ -100,11 +121,20 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     config = cfgmod.build(top, cfgmod.from_env(), flags, sections)
     run_id = config.run_id or new_run_id()
     if not is_token(run_id):
-        raise ConfigError(f"run id {run_id!r} is not valid: use letters, digits, - and _ (at most 64)")
+        raise ConfigError(
+            f"run id {run_id!r} is not valid: use letters, digits, - and _ (at most 64)"
+        )
     stall_seconds()
-    if config.iterations < 1 or config.rollouts_per_task < 1 or config.infra_retries < 0 or config.calibrate < 0:
-        raise ConfigError(f"iterations and rollouts_per_task must be at least 1, infra_retries and calibrate at least 0 (got {config.iterations}, "
-                          f"{config.rollouts_per_task}, {config.infra_retries} and {config.calibrate})")
+    if (
+        config.iterations < 1
+        or config.rollouts_per_task < 1
+        or config.infra_retries < 0
+        or config.calibrate < 0
+    ):
+        raise ConfigError(
+            f"iterations and rollouts_per_task must be at least 1, infra_retries and calibrate at least 0 (got {config.iterations}, "
+            f"{config.rollouts_per_task}, {config.infra_retries} and {config.calibrate})"
+        )
     selected = resolve_selection(config.plugins)
     registry = load(selected)
     components = {role: [c.name for c in registry.by_role(role)] for role in ROLES}
@@ -112,35 +142,63 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     for role, name in remote:
         local = registry.components.get(name)
         if local is not None and local.role != role:
-            raise ConfigError(f"--remote {role}:{name}: the selected component {name!r} is a {local.role}, not a {role}")
+            raise ConfigError(
+                f"--remote {role}:{name}: the selected component {name!r} is a {local.role}, not a {role}"
+            )
         if name not in components[role]:
             components[role].append(name)
     for role in REQUIRED_ROLES:
         if not components[role]:
-            raise PluginError(f"no plugin for role {role!r} is selected (plugins: {', '.join(selected) or 'none'}); add one with --plugins +NAME")
+            raise PluginError(
+                f"no plugin for role {role!r} is selected (plugins: {', '.join(selected) or 'none'}); add one with --plugins +NAME"
+            )
     if config.gate_reference == config.gate_nothing:  # the gate's two rollouts must be two policies
-        raise ConfigError(f"gate_reference and gate_nothing are both {config.gate_reference!r}: the gate compares two policies")
+        raise ConfigError(
+            f"gate_reference and gate_nothing are both {config.gate_reference!r}: the gate compares two policies"
+        )
     policies = set(components["policy"])
-    for what, name in (("--policy", config.policy), ("gate_reference", config.gate_reference), ("gate_nothing", config.gate_nothing)):
+    for what, name in (
+        ("--policy", config.policy),
+        ("gate_reference", config.gate_reference),
+        ("gate_nothing", config.gate_nothing),
+    ):
         if name not in policies:
-            raise PluginError(f"{what} names policy {name!r}, which no selected plugin provides; policies: {', '.join(sorted(policies))}")
-    if config.gate_mutant and config.gate_mutant not in policies:  # no mutant policy selected: the gate runs none
+            raise PluginError(
+                f"{what} names policy {name!r}, which no selected plugin provides; policies: {', '.join(sorted(policies))}"
+            )
+    if (
+        config.gate_mutant and config.gate_mutant not in policies
+    ):  # no mutant policy selected: the gate runs none
         config = msgspec.structs.replace(config, gate_mutant="")
-    for what, role, name in (("runner", "sandbox_runner", config.runner), ("verifier", "verifier", config.verifier), ("reward", "reward_model", config.reward)):
+    for what, role, name in (
+        ("runner", "sandbox_runner", config.runner),
+        ("verifier", "verifier", config.verifier),
+        ("reward", "reward_model", config.reward),
+    ):
         if name and name not in components[role]:
-            raise PluginError(f"{what} = {name!r} is not an active {role}; active: {', '.join(components[role])}")
+            raise PluginError(
+                f"{what} = {name!r} is not an active {role}; active: {', '.join(components[role])}"
+            )
     if config.gate_reward not in components["reward_model"]:
-        raise PluginError(f"gate_reward = {config.gate_reward!r} (the gate's judge) is not an active reward_model; active: "
-                          f"{', '.join(components['reward_model'])}. Select its plugin, or set gate_reward (--gate-reward NAME)")
+        raise PluginError(
+            f"gate_reward = {config.gate_reward!r} (the gate's judge) is not an active reward_model; active: "
+            f"{', '.join(components['reward_model'])}. Select its plugin, or set gate_reward (--gate-reward NAME)"
+        )
     sources = {c.name: c.sources for c in registry.by_role("synthesizer")}
-    config = msgspec.structs.replace(config, sources=[_path_source(s, registry) for s in config.sources])
+    config = msgspec.structs.replace(
+        config, sources=[_path_source(s, registry) for s in config.sources]
+    )
     for source in config.sources:
         kind = source.partition(":")[0]
         if not synthesizer_for(RunConfig(components=components), sources, kind):
-            raise PluginError(f"no selected synthesizer handles source kind {kind!r}; handled: {sorted({k for v in sources.values() for k in v})}")
+            raise PluginError(
+                f"no selected synthesizer handles source kind {kind!r}; handled: {sorted({k for v in sources.values() for k in v})}"
+            )
     unknown = set(config.settings) - set(registry.components) - {n for _, n in remote}
     if unknown:
-        raise ConfigError(f"config has settings for {', '.join(sorted(unknown))}, which no selected plugin provides; components: {', '.join(sorted(registry.components))}")
+        raise ConfigError(
+            f"config has settings for {', '.join(sorted(unknown))}, which no selected plugin provides; components: {', '.join(sorted(registry.components))}"
+        )
     resolved = {}
     for comp in registry.components.values():  # a wrong key fails now, not mid-run
         decoded = cfgmod.settings_for(comp.name, comp.settings_type, config.settings.get(comp.name))
@@ -149,12 +207,25 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     out_dir = Path(config.out) if config.out else Path(out_root or "envkernel-out") / run_id
     out_dir = out_dir.resolve()
     if (out_dir / "config.json").exists():
-        raise ConfigError(f"{out_dir} already holds a run (config.json): choose another --run-id or --out, or remove it")
-    config = msgspec.structs.replace(config, run_id=run_id, selected=selected, components=components, out=str(out_dir), resolved=resolved)
-    warnings = [f"plugin {n!r} is broken and was skipped: {why}" for n, why in registry.broken.items()]
+        raise ConfigError(
+            f"{out_dir} already holds a run (config.json): choose another --run-id or --out, or remove it"
+        )
+    config = msgspec.structs.replace(
+        config,
+        run_id=run_id,
+        selected=selected,
+        components=components,
+        out=str(out_dir),
+        resolved=resolved,
+    )
+    warnings = [
+        f"plugin {n!r} is broken and was skipped: {why}" for n, why in registry.broken.items()
+    ]
     if config.calibrate and (config.calibrate_policy or config.policy) == config.gate_reference:
-        warnings.append(f"--calibrate with policy {config.gate_reference!r}: it replays the reference and solves every task, "
-                        "so every task is dropped as always solved; name a real policy with --calibrate-policy")
+        warnings.append(
+            f"--calibrate with policy {config.gate_reference!r}: it replays the reference and solves every task, "
+            "so every task is dropped as always solved; name a real policy with --calibrate-policy"
+        )
     return Prepared(config, registry, out_dir, warnings)
 
 
@@ -163,13 +234,26 @@ def prepare_resume(run_dir: str) -> Prepared:
     out = Path(run_dir).expanduser().resolve()
     try:
         config = msgspec.json.decode((out / "config.json").read_bytes(), type=RunConfig)
-        done = json.loads((out / "summary.json").read_text()) if (out / "summary.json").exists() else {}
+        done = (
+            json.loads((out / "summary.json").read_text())
+            if (out / "summary.json").exists()
+            else {}
+        )
     except (OSError, ValueError, msgspec.DecodeError) as exc:
-        raise ConfigError(f"--resume {run_dir}: not the folder of a run ({type(exc).__name__}: {exc}); name envkernel-out/RUN-ID") from None
+        raise ConfigError(
+            f"--resume {run_dir}: not the folder of a run ({type(exc).__name__}: {exc}); name envkernel-out/RUN-ID"
+        ) from None
     if done and not done.get("aborted"):
-        raise ConfigError(f"--resume {run_dir}: the run finished (exit {done.get('exit_code')}); only a killed or stopped run can be resumed")
+        raise ConfigError(
+            f"--resume {run_dir}: the run finished (exit {done.get('exit_code')}); only a killed or stopped run can be resumed"
+        )
     registry = load(config.selected)
-    return Prepared(msgspec.structs.replace(config, out=str(out)), registry, out, [f"plugin {n!r} is broken and was skipped: {why}" for n, why in registry.broken.items()])
+    return Prepared(
+        msgspec.structs.replace(config, out=str(out)),
+        registry,
+        out,
+        [f"plugin {n!r} is broken and was skipped: {why}" for n, why in registry.broken.items()],
+    )
 
 
 @dataclass
@@ -181,13 +265,25 @@ class RunResult:
     out_dir: Path
 
 
-async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = "127.0.0.1", show_progress: bool = True, timeout: float | None = None,
-                  resume: bool = False, workers: int = 0) -> RunResult:
+async def execute(
+    prep: Prepared,
+    *,
+    nats_url: str | None = None,
+    listen: str = "127.0.0.1",
+    show_progress: bool = True,
+    timeout: float | None = None,
+    resume: bool = False,
+    workers: int = 0,
+) -> RunResult:
     """Run the pipeline to completion and write the run folder (``resume``: carry on a killed run from its stream; ``workers``:
     local ``envkernel worker`` processes that share its work, see ``envkernel_runtime.workers``)."""
-    if workers and not prep.config.own_work:  # its work then goes to consumers of its own, which its local workers share
+    if (
+        workers and not prep.config.own_work
+    ):  # its work then goes to consumers of its own, which its local workers share
         if resume:
-            raise ConfigError("--resume --workers: the run was started without local workers (its work is on shared consumers); resume it without --workers")
+            raise ConfigError(
+                "--resume --workers: the run was started without local workers (its work is on shared consumers); resume it without --workers"
+            )
         prep.config = msgspec.structs.replace(prep.config, own_work=True)
     config, out = prep.config, prep.out_dir
     public = cfgmod.public(config)
@@ -196,7 +292,9 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
     bus: Bus | None = None
     try:
         if resume and not nats_url and not (out / "nats" / "jetstream").is_dir():
-            raise ConfigError(f"--resume {out}: the run used an external NATS server (no nats/ store here): give its --nats-url")
+            raise ConfigError(
+                f"--resume {out}: the run used an external NATS server (no nats/ store here): give its --nats-url"
+            )
         if not nats_url:
             out.mkdir(parents=True, exist_ok=True)
             server = EmbeddedServer(out / "nats", host=listen)
@@ -209,9 +307,13 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         except KeyNotFoundError:
             taken = False
         if resume and not taken:
-            raise ConfigError(f"--resume: run {config.run_id!r} is not on {without_secrets(nats_url)} (its stream is gone): it cannot be resumed")
+            raise ConfigError(
+                f"--resume: run {config.run_id!r} is not on {without_secrets(nats_url)} (its stream is gone): it cannot be resumed"
+            )
         if taken and not resume:
-            raise ConfigError(f"run id {config.run_id!r} is already used on {without_secrets(nats_url)}: choose another --run-id")
+            raise ConfigError(
+                f"run id {config.run_id!r} is already used on {without_secrets(nats_url)}: choose another --run-id"
+            )
     except BaseException:
         if bus is not None:
             await bus.close()
@@ -223,7 +325,13 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
     out.mkdir(parents=True, exist_ok=True)
     if not resume:
         write_atomic(out / "config.json", json.dumps(public, indent=2))
-    log.info("run resuming" if resume else "run starting", run=config.run_id, out=str(out), nats=without_secrets(nats_url), plugins=",".join(config.selected))
+    log.info(
+        "run resuming" if resume else "run starting",
+        run=config.run_id,
+        out=str(out),
+        nats=without_secrets(nats_url),
+        plugins=",".join(config.selected),
+    )
     # workers on other hosts read the run's config from here (secrets stay in this process)
     await bus.runs.put(config.run_id, msgspec.json.encode(public))
     recorder = Recorder(out, rebuild=resume)
@@ -231,13 +339,32 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
     registry = prep.registry
     sources = {c.name: c.sources for c in registry.by_role("synthesizer")}
     remote = {n for _, n in remote_components(config.remote)}
-    worker = Worker(bus, registry, [n for n in registry.components if n not in remote], known={config.run_id: config}, run_scoped=config.run_id,
-                    own=config.run_id if config.own_work else None)
+    worker = Worker(
+        bus,
+        registry,
+        [n for n in registry.components if n not in remote],
+        known={config.run_id: config},
+        run_scoped=config.run_id,
+        own=config.run_id if config.own_work else None,
+    )
     if remote:
-        log.info("this run uses remote components: serve them with `envkernel worker --plugins PLUGIN --nats-url URL`",
-                 remote=sorted(remote), nats=without_secrets(nats_url))
-    coord = Coordinator(bus, config, recorder, lambda kind: synthesizer_for(config, sources, kind), on_event=progress.update, resume=resume)
-    progress.work = lambda: (coord.reports, coord.reports + coord.outstanding)  # handled reports: received, expected
+        log.info(
+            "this run uses remote components: serve them with `envkernel worker --plugins PLUGIN --nats-url URL`",
+            remote=sorted(remote),
+            nats=without_secrets(nats_url),
+        )
+    coord = Coordinator(
+        bus,
+        config,
+        recorder,
+        lambda kind: synthesizer_for(config, sources, kind),
+        on_event=progress.update,
+        resume=resume,
+    )
+    progress.work = lambda: (
+        coord.reports,
+        coord.reports + coord.outstanding,
+    )  # handled reports: received, expected
     bus.on_closed(lambda: coord.stop_run(f"lost the bus: {bus.lost}"))
     exit_code = EXIT_OK
     aborted = ""
@@ -247,35 +374,57 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
     helpers: list[Any] = []  # local workers (--workers)
     try:
         await worker.start()
-        helpers = await asyncio.to_thread(start_local_workers, workers, msgspec.json.encode({"nats_url": nats_url, "config": config}), out)
-        await check_remote(lambda durable: bus.js.consumer_info(STREAM, durable), [(role, name, durable_name(WORK_INPUTS.get(role) or BROADCAST_INPUTS[role][0], name))
-                           for role, name in remote_components(config.remote) if role in WORK_INPUTS or role in BROADCAST_INPUTS], without_secrets(nats_url))
+        helpers = await asyncio.to_thread(
+            start_local_workers,
+            workers,
+            msgspec.json.encode({"nats_url": nats_url, "config": config}),
+            out,
+        )
+        await check_remote(
+            lambda durable: bus.js.consumer_info(STREAM, durable),
+            [
+                (role, name, durable_name(WORK_INPUTS.get(role) or BROADCAST_INPUTS[role][0], name))
+                for role, name in remote_components(config.remote)
+                if role in WORK_INPUTS or role in BROADCAST_INPUTS
+            ],
+            without_secrets(nats_url),
+        )
         await coord.start()
         watchdog = asyncio.create_task(coord.watch(stall_seconds()))
         with progress:
             waiters = [asyncio.create_task(coord.done.wait()), asyncio.create_task(stop.wait())]
-            finished, pending = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            finished, pending = await asyncio.wait(
+                waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
             for t in pending:
                 t.cancel()
             if coord.fatal:
                 aborted = coord.fatal
             elif not coord.done.is_set():
                 aborted = "interrupted" if stop.is_set() else f"timed out after {timeout} s"
-    except BaseException as exc:  # the kernel itself failed: the summary must say the run did not finish
+    except (
+        BaseException
+    ) as exc:  # the kernel itself failed: the summary must say the run did not finish
         aborted = aborted or f"{type(exc).__name__}: {exc}"
         raise
     finally:
         coord.done.set()  # record nothing more: the summary and the files must agree
-        if aborted:  # a signal or a fault: do not wait the whole lost-bus limit for a server that may be gone
+        # a signal or a fault: do not wait the whole lost-bus limit for a server that may be gone
+        if aborted:
             bus.hurry(5.0)
         on_signals(None)
         if watchdog is not None:
             watchdog.cancel()
         await asyncio.to_thread(stop_local_workers, helpers)
         await worker.stop(cancel=bool(aborted), finish_run=config.run_id if aborted else None)
-        extra: dict[str, Any] = {"reward": first(config, "reward_model", config.reward), "gate_reward": config.gate_reward,
-                                 "broken_plugins": prep.registry.broken, "undecodable_events": coord.undecodable, **({"resumed": True} if resume else {}),
-                                 **({"aborted": aborted} if aborted else {})}
+        extra: dict[str, Any] = {
+            "reward": first(config, "reward_model", config.reward),
+            "gate_reward": config.gate_reward,
+            "broken_plugins": prep.registry.broken,
+            "undecodable_events": coord.undecodable,
+            **({"resumed": True} if resume else {}),
+            **({"aborted": aborted} if aborted else {}),
+        }
         summary = recorder.summary(config.run_id, config.components, extra)
         if aborted:
             exit_code = EXIT_ABORTED
@@ -287,14 +436,26 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
         try:
             write_atomic(out / "summary.json", json.dumps(summary, indent=2))
         except OSError as exc:  # a full disk: say so, exit 3
-            summary["aborted"], summary["exit_code"] = summary.get("aborted") or f"cannot write summary.json: {exc} (free space in {out})", EXIT_ABORTED
+            summary["aborted"], summary["exit_code"] = (
+                summary.get("aborted") or f"cannot write summary.json: {exc} (free space in {out})",
+                EXIT_ABORTED,
+            )
             exit_code = EXIT_ABORTED
-            log.error("could not write summary.json; free space where the run folder is", out=str(out), error=str(exc))
-        fin = RunFinished(run=config.run_id, id=event_id(config.run_id, KERNEL, f"finished/{time.time()}" if resume else "finished"), time=time.time(), summary=summary)
+            log.error(
+                "could not write summary.json; free space where the run folder is",
+                out=str(out),
+                error=str(exc),
+            )
+        fin = RunFinished(
+            run=config.run_id,
+            id=event_id(config.run_id, KERNEL, f"finished/{time.time()}" if resume else "finished"),
+            time=time.time(),
+            summary=summary,
+        )
         try:
             await coord._publish(fin, None)
             await coord.stop()
-        except Exception as exc:  # noqa: BLE001 - the summary is written already
+        except Exception as exc:
             log.warning("could not publish run.finished", error=str(exc))
         recorder.close()
         await bus.close()
@@ -302,27 +463,56 @@ async def execute(prep: Prepared, *, nats_url: str | None = None, listen: str = 
             await asyncio.to_thread(server.stop)
         if announced is not None:
             announced.unlink(missing_ok=True)
-    log.info("run finished", run=config.run_id, exit_code=exit_code, tasks=summary["tasks"], rollouts=summary["rollouts"],
-             mean_reward=summary["mean_reward"], failures=summary["failures"], seconds=summary["seconds"], out=str(out))
+    log.info(
+        "run finished",
+        run=config.run_id,
+        exit_code=exit_code,
+        tasks=summary["tasks"],
+        rollouts=summary["rollouts"],
+        mean_reward=summary["mean_reward"],
+        failures=summary["failures"],
+        seconds=summary["seconds"],
+        out=str(out),
+    )
     return RunResult(exit_code, summary, out)
 
 
-async def serve(names: list[str], nats_url: str, *, stop: asyncio.Event | None = None, run: RunConfig | None = None) -> None:
+async def serve(
+    names: list[str],
+    nats_url: str,
+    *,
+    stop: asyncio.Event | None = None,
+    run: RunConfig | None = None,
+) -> None:
     """``envkernel worker``: serve these plugins' stages for every run in progress until stopped (``run``: a
     local worker of that run, ``envkernel_runtime.workers``: only its work components, only its work)."""
     registry = load(names)
     if not registry.components:
         raise PluginError(f"plugins {', '.join(names)} provide no components to serve")
     bus = await Bus.connect(nats_url, name=f"envkernel-worker-{os.getpid()}")
-    served = [n for n, c in registry.components.items() if run is None or c.role in WORK_INPUTS and f"{c.role}:{n}" not in run.remote]
-    worker = Worker(bus, registry, served, known={run.run_id: run} if run else None, own=run.run_id if run else None)
+    served = [
+        n
+        for n, c in registry.components.items()
+        if run is None or c.role in WORK_INPUTS and f"{c.role}:{n}" not in run.remote
+    ]
+    worker = Worker(
+        bus,
+        registry,
+        served,
+        known={run.run_id: run} if run else None,
+        own=run.run_id if run else None,
+    )
     stop = stop or asyncio.Event()
     on_signals(stop.set, EXIT_ABORTED)
     bus.on_closed(stop.set)
     await worker.start()
-    log.info("worker serving", components=",".join(registry.components), nats=without_secrets(nats_url))
+    log.info(
+        "worker serving", components=",".join(registry.components), nats=without_secrets(nats_url)
+    )
     try:
-        with Status(interval=60, event="worker progress") as status:  # live on a terminal, else a line a minute
+        with Status(
+            interval=60, event="worker progress"
+        ) as status:  # live on a terminal, else a line a minute
             while not stop.is_set():
                 status.show(worker.progress_line(), handled=dict(worker.handled))
                 with contextlib.suppress(TimeoutError):

@@ -23,7 +23,21 @@ from nats.aio.subscription import Subscription
 
 from envkernel_bus import Bus, ResponderGone
 from envkernel_bus.sandboxwire import OpenRequest, OpRequest, Reply
-from envkernel_bus.sandboxwire import enc as _enc, op_dec as _op_dec, open_dec as _open_dec, reply_dec as _reply_dec, result_dec as _result_dec
+from envkernel_bus.sandboxwire import (
+    enc as _enc,
+)
+from envkernel_bus.sandboxwire import (
+    op_dec as _op_dec,
+)
+from envkernel_bus.sandboxwire import (
+    open_dec as _open_dec,
+)
+from envkernel_bus.sandboxwire import (
+    reply_dec as _reply_dec,
+)
+from envkernel_bus.sandboxwire import (
+    result_dec as _result_dec,
+)
 from envkernel_bus.subjects import sandbox_op_subject, sandbox_open_subject
 from envkernel_runtime.lane import LaneServer, connect_lane, lanes_enabled
 from envkernel_schemas import EnvSpec, State, ToolResult
@@ -47,23 +61,36 @@ class Sandbox:
         """The run it was opened for (a worker's pool releases it when that run finishes)."""
         self.lane: Any = None
         """The executor's direct lane when the sandbox runs on this host (:mod:`envkernel_runtime.lane`): calls, restores and state reads skip the bus."""
-        self._handles: dict[str, str] = {}  # snapshot -> the executor's own handle of it, for a restore over the lane
-        self._subjects = {op: sandbox_op_subject(sandbox_id, op) for op in ("call", "patch", "snapshot", "restore", "state", "close", "kill")}
-        self._alive = sandbox_op_subject(sandbox_id.rpartition("~")[0], "alive") if "~" in sandbox_id else ""  # ids: <runner>-<process>~<n>
+        self._handles: dict[
+            str, str
+        ] = {}  # snapshot -> the executor's own handle of it, for a restore over the lane
+        self._subjects = {
+            op: sandbox_op_subject(sandbox_id, op)
+            for op in ("call", "patch", "snapshot", "restore", "state", "close", "kill")
+        }
+        self._alive = (
+            sandbox_op_subject(sandbox_id.rpartition("~")[0], "alive") if "~" in sandbox_id else ""
+        )  # ids: <runner>-<process>~<n>
 
     async def _request(self, op: str, req: OpRequest, timeout: float | None = None) -> Any:
         if self.closed:
             raise SandboxError(f"sandbox {self.id} is closed")
         try:
-            msg = await self.bus.request_while_alive(self._subjects[op], _enc.encode(req), timeout or self.timeout, self._alive)
+            msg = await self.bus.request_while_alive(
+                self._subjects[op], _enc.encode(req), timeout or self.timeout, self._alive
+            )
         except ResponderGone as exc:
-            raise SandboxError(f"sandbox {self.id} ({self.runner}) cannot answer {op!r}: {exc}") from None
+            raise SandboxError(
+                f"sandbox {self.id} ({self.runner}) cannot answer {op!r}: {exc}"
+            ) from None
         except Exception as exc:  # timeout or no responders
             raise SandboxError(
                 f"sandbox {self.id} ({self.runner}) did not answer {op!r} within {timeout or self.timeout:g} s: "
                 f"{type(exc).__name__}. Its runner may have stopped or the sandbox outlived its lifetime."
             ) from None
-        if msg.data[:1] == b"{":  # a call's result as the executor wrote it (JSON), passed on undecoded
+        if (
+            msg.data[:1] == b"{"
+        ):  # a call's result as the executor wrote it (JSON), passed on undecoded
             return _result_dec.decode(msg.data)
         reply = _reply_dec.decode(msg.data)
         if not reply.ok:
@@ -72,7 +99,11 @@ class Sandbox:
 
     async def call(self, tool: str, arguments: dict[str, Any] | None = None) -> ToolResult:
         """Call a tool. A tool's own error is a result with ``ok=False``, not an exception."""
-        if self.lane is not None and not self.closed and (result := await self.lane.call(tool, arguments or {})) is not None:
+        if (
+            self.lane is not None
+            and not self.closed
+            and (result := await self.lane.call(tool, arguments or {})) is not None
+        ):
             return result  # type: ignore[no-any-return]
         value = await self._request("call", OpRequest(tool=tool, arguments=arguments or {}))
         return value if isinstance(value, ToolResult) else msgspec.convert(value, ToolResult)
@@ -90,13 +121,22 @@ class Sandbox:
 
     async def restore(self, snapshot: str) -> None:
         """Return to a saved state."""
-        if self.lane is not None and not self.closed and snapshot in self._handles and await self.lane.restore(self._handles[snapshot]):
+        if (
+            self.lane is not None
+            and not self.closed
+            and snapshot in self._handles
+            and await self.lane.restore(self._handles[snapshot])
+        ):
             return
         await self._request("restore", OpRequest(snapshot=snapshot))
 
     async def state(self) -> State:
         """Dump the state (table -> rows), over the direct lane when there is one."""
-        if self.lane is not None and not self.closed and (state := await self.lane.state()) is not None:
+        if (
+            self.lane is not None
+            and not self.closed
+            and (state := await self.lane.state()) is not None
+        ):
             return state
         return await self._request("state", OpRequest())  # type: ignore[no-any-return]
 
@@ -113,7 +153,17 @@ class Sandbox:
         self.closed = True
 
 
-async def open_sandbox(bus: Bus, runner: str, env: EnvSpec, *, seed: int = 0, run: str = "", timeout: float = 15.0, call_timeout: float = 60.0, lifetime: float = 3600.0) -> Sandbox:
+async def open_sandbox(
+    bus: Bus,
+    runner: str,
+    env: EnvSpec,
+    *,
+    seed: int = 0,
+    run: str = "",
+    timeout: float = 15.0,
+    call_timeout: float = 60.0,
+    lifetime: float = 3600.0,
+) -> Sandbox:
     """Open a sandbox holding ``env`` on whichever process serves ``runner``."""
     req = OpenRequest(env=env, seed=seed, run=run, lifetime=lifetime)
     try:  # the process that takes the open names itself, so its death fails the open at once
@@ -127,9 +177,16 @@ async def open_sandbox(bus: Bus, runner: str, env: EnvSpec, *, seed: int = 0, ru
         ) from None
     reply = _reply_dec.decode(msg.data)
     if not reply.ok:
-        raise SandboxError(f"runner {runner!r} could not open a sandbox for env {env.id!r}: {reply.error}")
+        raise SandboxError(
+            f"runner {runner!r} could not open a sandbox for env {env.id!r}: {reply.error}"
+        )
     sb = Sandbox(bus, str(reply.value), runner, call_timeout)
-    sb.run, sb.lane = run, await connect_lane(reply.lane, on_hang=lambda: sb._request("kill", OpRequest())) if reply.lane else None
+    sb.run, sb.lane = (
+        run,
+        await connect_lane(reply.lane, on_hang=lambda: sb._request("kill", OpRequest()))
+        if reply.lane
+        else None,
+    )
     return sb
 
 
@@ -150,26 +207,46 @@ class SandboxPool:
         self.opened = 0
         self.reused = 0
         self._seed_states: dict[tuple[str, int, str], State] = {}
-        self._digests: dict[int, tuple[EnvSpec, str]] = {}  # id(env) -> (env, digest): contexts keep one object per env
+        self._digests: dict[
+            int, tuple[EnvSpec, str]
+        ] = {}  # id(env) -> (env, digest): contexts keep one object per env
 
     def _key(self, runner: str, env: EnvSpec, seed: int) -> tuple[str, int, str]:
         hit = self._digests.get(id(env))
-        if hit is None or hit[0] is not env:  # encoding a whole environment per lease was ~2 % of a gate run
-            hit = self._digests[id(env)] = (env, hashlib.blake2b(_enc.encode(env), digest_size=16).hexdigest())
+        if (
+            hit is None or hit[0] is not env
+        ):  # encoding a whole environment per lease was ~2 % of a gate run
+            hit = self._digests[id(env)] = (
+                env,
+                hashlib.blake2b(_enc.encode(env), digest_size=16).hexdigest(),
+            )
         return (runner, seed, hit[1])
 
     @asynccontextmanager
-    async def lease(self, runner: str, env: EnvSpec, *, seed: int = 0, run: str = "", call_timeout: float = 60.0) -> AsyncIterator[Sandbox]:
+    async def lease(
+        self, runner: str, env: EnvSpec, *, seed: int = 0, run: str = "", call_timeout: float = 60.0
+    ) -> AsyncIterator[Sandbox]:
         """Lend a sandbox holding ``env`` in its seed state; it goes back to the pool after a clean use."""
         key = self._key(runner, env, seed)
         idle = self._idle.setdefault(key, [])
         slots = self._slots.setdefault(key, asyncio.Semaphore(self.per_env))
         async with slots:
-            async with self._lend(runner, env, idle, seed=seed, run=run, call_timeout=call_timeout) as sb:
+            async with self._lend(
+                runner, env, idle, seed=seed, run=run, call_timeout=call_timeout
+            ) as sb:
                 yield sb
 
     @asynccontextmanager
-    async def _lend(self, runner: str, env: EnvSpec, idle: list[tuple[Sandbox, str]], *, seed: int, run: str, call_timeout: float) -> AsyncIterator[Sandbox]:
+    async def _lend(
+        self,
+        runner: str,
+        env: EnvSpec,
+        idle: list[tuple[Sandbox, str]],
+        *,
+        seed: int,
+        run: str,
+        call_timeout: float,
+    ) -> AsyncIterator[Sandbox]:
         item: tuple[Sandbox, str] | None = None
         while idle and item is None:
             sb, snap = idle.pop()
@@ -180,7 +257,9 @@ class SandboxPool:
             except SandboxError:
                 await sb.close()  # expired or broken: open a fresh one
         if item is None:
-            sb = await open_sandbox(self.bus, runner, env, seed=seed, run=run, call_timeout=call_timeout)
+            sb = await open_sandbox(
+                self.bus, runner, env, seed=seed, run=run, call_timeout=call_timeout
+            )
             try:
                 item = (sb, await sb.snapshot())
             except BaseException:
@@ -208,7 +287,9 @@ class SandboxPool:
 
     async def release(self, run: str) -> None:
         """Close the idle sandboxes opened for ``run`` (it finished: nothing of it will lease them again)."""
-        mine = [(items, item) for items in self._idle.values() for item in items if item[0].run == run]
+        mine = [
+            (items, item) for items in self._idle.values() for item in items if item[0].run == run
+        ]
         for items, item in mine:
             items.remove(item)
         await asyncio.gather(*(item[0].close() for _, item in mine))
@@ -250,8 +331,12 @@ class SandboxService:
         """Start answering open requests."""
         if self.lanes is not None:
             await self.lanes.start()
-        self._alive = await self.bus.serve_alive(sandbox_op_subject(f"{self.name}-{self.uid}", "alive"))
-        self._sub = await self.bus.nc.subscribe(sandbox_open_subject(self.name), queue=f"sandbox-{self.name}", cb=self._on_open)
+        self._alive = await self.bus.serve_alive(
+            sandbox_op_subject(f"{self.name}-{self.uid}", "alive")
+        )
+        self._sub = await self.bus.nc.subscribe(
+            sandbox_open_subject(self.name), queue=f"sandbox-{self.name}", cb=self._on_open
+        )
         await self.bus.nc.flush()  # the server knows the subscription before anyone asks
         self._reaper = asyncio.create_task(self._reap())
 
@@ -280,7 +365,11 @@ class SandboxService:
         sub = await self.bus.nc.subscribe(sandbox_op_subject(sid, "*"), cb=self._on_op)
         await self.bus.nc.flush()
         self._live[sid] = _Live(session, sub, time.monotonic() + req.lifetime)
-        lane = self.lanes.offer(session, session.settings.call_timeout) if self.lanes is not None and hasattr(session, "settings") else []
+        lane = (
+            self.lanes.offer(session, session.settings.call_timeout)
+            if self.lanes is not None and hasattr(session, "settings")
+            else []
+        )
         await msg.respond(_enc.encode(Reply(value=sid, lane=lane)))
 
     async def _on_op(self, msg: Msg) -> None:
@@ -289,7 +378,9 @@ class SandboxService:
         sid, op = parts[-2], parts[-1]
         live = self._live.get(sid)
         if live is None:
-            await msg.respond(_enc.encode(Reply(ok=False, error=f"no sandbox {sid} (closed or expired)")))
+            await msg.respond(
+                _enc.encode(Reply(ok=False, error=f"no sandbox {sid} (closed or expired)"))
+            )
             return
         if op == "close":
             # reply first: closing unsubscribes, which would cancel this very callback
@@ -300,20 +391,28 @@ class SandboxService:
             req = _op_dec.decode(msg.data)
             async with live.lock:
                 value = await self._do(sid, live, op, req)
-            data = value if type(value) is bytes else _enc.encode(value if type(value) is Reply else Reply(value=value))
+            data = (
+                value
+                if type(value) is bytes
+                else _enc.encode(value if type(value) is Reply else Reply(value=value))
+            )
         except Exception as exc:
             data = _enc.encode(Reply(ok=False, error=f"{type(exc).__name__}: {exc}"))
         await msg.respond(data)
 
     async def _do(self, sid: str, live: _Live, op: str, req: OpRequest) -> Any:
         s = live.session
-        if op == "call":  # a runner that raises answers with an error: the client's SandboxError (infra)
+        if (
+            op == "call"
+        ):  # a runner that raises answers with an error: the client's SandboxError (infra)
             if hasattr(s, "call_raw"):  # the executor's JSON line (bytes), relayed as it is
                 return await s.call_raw(req.tool, req.arguments)
             return msgspec.to_builtins(await s.call(req.tool, req.arguments))
         if op == "snapshot":
             name = await s.snapshot()
-            return Reply(value=name, lane=s.lane_handle(name)) if hasattr(s, "lane_handle") else name
+            return (
+                Reply(value=name, lane=s.lane_handle(name)) if hasattr(s, "lane_handle") else name
+            )
         if op == "patch":
             return await s.patch(req.rows)
         if op == "restore":
@@ -331,7 +430,7 @@ class SandboxService:
             return
         try:
             await live.sub.unsubscribe()
-        except Exception:  # noqa: BLE001 - connection may be closing
+        except Exception:
             pass
         try:
             await live.session.close()
@@ -351,7 +450,7 @@ class SandboxService:
         for sub in (self._sub, self._alive):
             try:
                 await sub.unsubscribe()  # type: ignore[union-attr]
-            except Exception:  # noqa: BLE001 - not subscribed, or the connection is closing
+            except Exception:
                 pass
         if self._reaper:
             self._reaper.cancel()

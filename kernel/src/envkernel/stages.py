@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+
 from envkernel_runtime.taskkey import task_key
 from envkernel_schemas import (
     DecodeError,
@@ -79,9 +80,24 @@ class Stages:
         self.gated: list[Task] = []
         """Every emitted task, in order: each later iteration rolls them all out (kept only when there are later iterations)."""
 
-    def _child(self, parent: Event, cls: type[Event], key: int | str, /, iteration: int | None = None, **fields: Any) -> Event:
+    def _child(
+        self,
+        parent: Event,
+        cls: type[Event],
+        key: int | str,
+        /,
+        iteration: int | None = None,
+        **fields: Any,
+    ) -> Event:
         it = parent.iteration if iteration is None else iteration
-        return cls(run=parent.run, id=event_id(parent.id, KERNEL, key), parent=parent.id, iteration=it, time=time.time(), **fields)
+        return cls(
+            run=parent.run,
+            id=event_id(parent.id, KERNEL, key),
+            parent=parent.id,
+            iteration=it,
+            time=time.time(),
+            **fields,
+        )
 
     def handle(self, ev: Event) -> list[tuple[Event, str | None]]:
         """Children of a kernel-handled event, each with its work target (None: no plugin token)."""
@@ -98,17 +114,52 @@ class Stages:
     def _proposed(self, ev: TaskProposed) -> list[tuple[Event, str | None]]:
         key = task_key(ev.task)
         if key in self.seen_tasks or ev.task.id in self.gates:
-            return [(self._child(ev, TaskRejected, "dup", task=ev.task, reason="duplicate", detail="same chain and arguments as an earlier task"), None)]
+            return [
+                (
+                    self._child(
+                        ev,
+                        TaskRejected,
+                        "dup",
+                        task=ev.task,
+                        reason="duplicate",
+                        detail="same chain and arguments as an earlier task",
+                    ),
+                    None,
+                )
+            ]
         self.seen_tasks.add(key)
         self.gates[ev.task.id] = _Gate(ev.task)
         out: list[tuple[Event, str | None]] = []
         size = 2 + self._n_mutants()
         for i, policy in enumerate((self.config.gate_reference, self.config.gate_nothing)):
-            req = self._child(ev, RolloutRequested, f"gate/{policy}", task=ev.task, policy=policy, index=i, group_size=size, purpose="gate")
+            req = self._child(
+                ev,
+                RolloutRequested,
+                f"gate/{policy}",
+                task=ev.task,
+                policy=policy,
+                index=i,
+                group_size=size,
+                purpose="gate",
+            )
             out.append((req, policy))
         mutant = self.config.gate_mutant
         for i in range(2, size):
-            out.append((self._child(ev, RolloutRequested, f"gate/{mutant}/{i}", task=ev.task, policy=mutant, index=i, group_size=size, purpose="gate"), mutant))
+            out.append(
+                (
+                    self._child(
+                        ev,
+                        RolloutRequested,
+                        f"gate/{mutant}/{i}",
+                        task=ev.task,
+                        policy=mutant,
+                        index=i,
+                        group_size=size,
+                        purpose="gate",
+                    ),
+                    mutant,
+                )
+            )
         return out
 
     def _n_mutants(self) -> int:
@@ -120,25 +171,96 @@ class Stages:
         del self.gates[gate.task.id]
         if ref < 1.0 - EPS:
             why = "; ".join(gate.reasons.get(self.config.gate_reference, [])) or f"scored {ref:.3f}"
-            return [(self._child(parent, TaskRejected, "gate", task=gate.task, reason="reference_below_1", detail=why), None)]
+            return [
+                (
+                    self._child(
+                        parent,
+                        TaskRejected,
+                        "gate",
+                        task=gate.task,
+                        reason="reference_below_1",
+                        detail=why,
+                    ),
+                    None,
+                )
+            ]
         if nothing > EPS:
-            return [(self._child(parent, TaskRejected, "gate", task=gate.task, reason="nothing_above_0", detail=f"do-nothing scored {nothing:.3f}"), None)]
-        survived = [t.partition(":")[2] or t for sc, t in gate.mutants.values() if not t.startswith("not_applicable") and sc >= 1.0 - EPS]
+            return [
+                (
+                    self._child(
+                        parent,
+                        TaskRejected,
+                        "gate",
+                        task=gate.task,
+                        reason="nothing_above_0",
+                        detail=f"do-nothing scored {nothing:.3f}",
+                    ),
+                    None,
+                )
+            ]
+        survived = [
+            t.partition(":")[2] or t
+            for sc, t in gate.mutants.values()
+            if not t.startswith("not_applicable") and sc >= 1.0 - EPS
+        ]
         if survived:
-            return [(self._child(parent, TaskRejected, "gate", task=gate.task, reason="mutant_survived", detail=f"mutants scoring 1: {', '.join(sorted(survived))}"), None)]
+            return [
+                (
+                    self._child(
+                        parent,
+                        TaskRejected,
+                        "gate",
+                        task=gate.task,
+                        reason="mutant_survived",
+                        detail=f"mutants scoring 1: {', '.join(sorted(survived))}",
+                    ),
+                    None,
+                )
+            ]
         k, policy = self.config.calibrate, self.config.calibrate_policy or self.config.policy
         if k > 0 and gate.solved is None:  # passed: now K attempts of the chosen policy
             gate.solved, self.gates[gate.task.id] = {}, gate
-            return [(self._child(parent, RolloutRequested, f"calibrate/{i}", task=gate.task, policy=policy, index=CALIBRATION + i,
-                                 group_size=k, purpose="gate"), policy) for i in range(k)]
+            return [
+                (
+                    self._child(
+                        parent,
+                        RolloutRequested,
+                        f"calibrate/{i}",
+                        task=gate.task,
+                        policy=policy,
+                        index=CALIBRATION + i,
+                        group_size=k,
+                        purpose="gate",
+                    ),
+                    policy,
+                )
+                for i in range(k)
+            ]
         task = gate.task
         if gate.solved is not None:
             rate = round(sum(gate.solved.values()) / k, 4)
             if rate in (0.0, 1.0):
                 why = f"{policy} solved it in {sum(gate.solved.values())} of {k} attempts"
-                return [(self._child(parent, TaskRejected, "gate", task=task, reason="always_solved" if rate else "never_solved", detail=why), None)]
+                return [
+                    (
+                        self._child(
+                            parent,
+                            TaskRejected,
+                            "gate",
+                            task=task,
+                            reason="always_solved" if rate else "never_solved",
+                            detail=why,
+                        ),
+                        None,
+                    )
+                ]
             task = msgspec.structs.replace(task, solve_rate=rate, difficulty=round(1.0 - rate, 4))
-        return [(self._child(parent, TaskGated, "gate", task=task, reference=ref, nothing=nothing), None)]
+        return [
+            (
+                self._child(parent, TaskGated, "gate", task=task, reference=ref, nothing=nothing),
+                None,
+            )
+        ]
 
     def _scored(self, ev: RolloutScored) -> list[tuple[Event, str | None]]:
         if ev.purpose == "gate":
@@ -152,27 +274,45 @@ class Stages:
                 gate.mutants[ev.trajectory.index] = (ev.reward.score, ev.trajectory.termination)
             else:
                 gate.scores[ev.trajectory.policy] = ev.reward.score
-                gate.reasons[ev.trajectory.policy] = ev.reward.reasons + ([ev.reward.error] if ev.reward.error else [])
+                gate.reasons[ev.trajectory.policy] = ev.reward.reasons + (
+                    [ev.reward.error] if ev.reward.error else []
+                )
             if len(gate.scores) == 2 and len(gate.mutants) == self._n_mutants():
                 return self._decide(ev, gate)
             return []
         group = self.groups.get(ev.task.id)
         if group is None:
             return []
-        group.scored[ev.trajectory.index] = ScoredRollout(trajectory=ev.trajectory, reward=ev.reward)
+        group.scored[ev.trajectory.index] = ScoredRollout(
+            trajectory=ev.trajectory, reward=ev.reward
+        )
         return self._maybe_close(ev, group)
 
     def _gated(self, ev: TaskGated) -> list[tuple[Event, str | None]]:
-        self.gated += [ev.task] if self.config.iterations > 1 else []  # a task is ~20 KB in memory: a one-iteration run keeps none
+        self.gated += (
+            [ev.task] if self.config.iterations > 1 else []
+        )  # a task is ~20 KB in memory: a one-iteration run keeps none
         return self._group(ev, ev.task, "train")
 
-    def _group(self, parent: Event, task: Task, key: str, update: str = "", iteration: int | None = None) -> list[tuple[Event, str | None]]:
+    def _group(
+        self, parent: Event, task: Task, key: str, update: str = "", iteration: int | None = None
+    ) -> list[tuple[Event, str | None]]:
         g = max(1, self.config.rollouts_per_task)
         self.groups[task.id] = _Group(task, g)
         out: list[tuple[Event, str | None]] = []
         for i in range(g):
-            req = self._child(parent, RolloutRequested, f"{key}/{i}", iteration=iteration, task=task, policy=self.config.policy, index=i,
-                              group_size=g, purpose="train", update=update)
+            req = self._child(
+                parent,
+                RolloutRequested,
+                f"{key}/{i}",
+                iteration=iteration,
+                task=task,
+                policy=self.config.policy,
+                index=i,
+                group_size=g,
+                purpose="train",
+                update=update,
+            )
             out.append((req, self.config.policy))
         return out
 
@@ -191,7 +331,19 @@ class Stages:
             return []
         del self.groups[group.task.id]
         rollouts = [group.scored[i] for i in sorted(group.scored)]
-        return [(self._child(parent, GroupScored, "group", task=group.task, rollouts=rollouts, failed=len(group.failed)), None)]
+        return [
+            (
+                self._child(
+                    parent,
+                    GroupScored,
+                    "group",
+                    task=group.task,
+                    rollouts=rollouts,
+                    failed=len(group.failed),
+                ),
+                None,
+            )
+        ]
 
     def _failed(self, ev: PluginFailed) -> list[tuple[Event, str | None]]:
         try:
@@ -203,19 +355,34 @@ class Stages:
         task = original.task
         if original.purpose == "gate":
             gate = self.gates.get(task.id)
-            index = original.index if isinstance(original, RolloutRequested) else original.trajectory.index
-            if gate is not None and gate.solved is not None and index >= CALIBRATION:  # a failed attempt did not solve it
+            index = (
+                original.index
+                if isinstance(original, RolloutRequested)
+                else original.trajectory.index
+            )
+            if (
+                gate is not None and gate.solved is not None and index >= CALIBRATION
+            ):  # a failed attempt did not solve it
                 gate.solved[index] = False
                 return self._decide(ev, gate) if len(gate.solved) == self.config.calibrate else []
             gate = self.gates.pop(task.id, None)
             if gate is None:
                 return []
             detail = f"{ev.plugin} ({ev.role}) failed: {ev.error_type}: {ev.message}"
-            reason = "gate_infra" if ev.classification == "infra" else "gate_failed"  # an infrastructure fault says nothing of the task
-            return [(self._child(ev, TaskRejected, "gate", task=task, reason=reason, detail=detail), None)]
+            reason = (
+                "gate_infra" if ev.classification == "infra" else "gate_failed"
+            )  # an infrastructure fault says nothing of the task
+            return [
+                (
+                    self._child(ev, TaskRejected, "gate", task=task, reason=reason, detail=detail),
+                    None,
+                )
+            ]
         group = self.groups.get(task.id)
         if group is None:
             return []
-        index = original.index if isinstance(original, RolloutRequested) else original.trajectory.index
+        index = (
+            original.index if isinstance(original, RolloutRequested) else original.trajectory.index
+        )
         group.failed.add(index)
         return self._maybe_close(ev, group)

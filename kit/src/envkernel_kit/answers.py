@@ -24,8 +24,20 @@ import math
 import re
 from typing import Any, NamedTuple
 
-__all__ = ["ITEM_KEYS", "META_WORDS", "NUMBER", "Unit", "answer_check", "answer_units", "envelope_key", "find_number", "is_number", "mentions",
-           "result_rows", "stuffed_answer"]
+__all__ = [
+    "ITEM_KEYS",
+    "META_WORDS",
+    "NUMBER",
+    "Unit",
+    "answer_check",
+    "answer_units",
+    "envelope_key",
+    "find_number",
+    "is_number",
+    "mentions",
+    "result_rows",
+    "stuffed_answer",
+]
 
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
 """A number as written in an answer (thousands separators allowed), not part of a word or id."""
@@ -72,8 +84,12 @@ def _said_apart(value: str, answer: str, expected: list[str]) -> bool:
     if is_number(value):
         return find_number(float(value), answer) >= 0
     low, v = answer.lower(), value.lower()
-    covers = [(j, j + len(e)) for e in expected if v in e.lower() and e.lower() != v
-              for j in _all(low, e.lower())]
+    covers = [
+        (j, j + len(e))
+        for e in expected
+        if v in e.lower() and e.lower() != v
+        for j in _all(low, e.lower())
+    ]
     return any(not any(a <= i and i + len(v) <= b for a, b in covers) for i in _all(low, v))
 
 
@@ -124,17 +140,23 @@ def _row_units(rows: list[list[str]], answer: str, ordered: bool) -> list[Unit]:
     cuts = sorted(p for p in pos if p >= 0)
     out = []
     for r, p in zip(rows, pos, strict=True):
-        what = f"the answer gives {r[0]!r} with {r[1:]}" if len(r) > 1 else f"the answer names {r[0]!r}"
+        what = (
+            f"the answer gives {r[0]!r} with {r[1:]}"
+            if len(r) > 1
+            else f"the answer names {r[0]!r}"
+        )
         if p < 0:
             out.append(Unit("row", what, False, f"{r[0]!r} is not in the answer"))
             continue
         after = min((c for c in cuts if c > p), default=len(answer))
-        near = answer[p + len(r[0]):after]
+        near = answer[p + len(r[0]) : after]
         bad = [v for v in r[1:] if mentions(v, near) < 0]
         out.append(Unit("row", what, not bad, f"{bad} not said with {r[0]!r}" if bad else ""))
     if ordered and len(rows) > 1:
         ok = all(p >= 0 for p in pos) and pos == sorted(pos)
-        out.append(Unit("order", "the rows come in the order asked for", ok, "" if ok else "out of order"))
+        out.append(
+            Unit("order", "the rows come in the order asked for", ok, "" if ok else "out of order")
+        )
     return out
 
 
@@ -144,27 +166,113 @@ def answer_units(outcome: Any, answer: str) -> list[Unit]:
     rows: list[list[str]] = [list(r) for r in getattr(outcome, "answer_rows", []) if r]
     answer = answer or ""
     in_rows = {v.lower() for r in rows for v in r}
-    units = [Unit("fact", f"the answer mentions {f!r}", mentions(f, answer) >= 0,
-                  "" if mentions(f, answer) >= 0 else "not in the final answer") for f in facts if f.lower() not in in_rows]
+    units = [
+        Unit(
+            "fact",
+            f"the answer mentions {f!r}",
+            mentions(f, answer) >= 0,
+            "" if mentions(f, answer) >= 0 else "not in the final answer",
+        )
+        for f in facts
+        if f.lower() not in in_rows
+    ]
     units += _row_units(rows, answer, bool(getattr(outcome, "answer_ordered", False)))
     absent = list(getattr(outcome, "answer_absent", []))
     if absent:
         expected = [v for v in facts + [x for r in rows for x in r] if not is_number(v)]
         said = [v for v in absent if _said_apart(v, answer, expected)]
-        units.append(Unit("precision", "the answer says nothing of rows not asked for", not said,
-                          f"also says {said[:5]}" if said else ""))
+        units.append(
+            Unit(
+                "precision",
+                "the answer says nothing of rows not asked for",
+                not said,
+                f"also says {said[:5]}" if said else "",
+            )
+        )
     return units
 
 
-ITEM_KEYS = ("items", "data", "results", "records", "entries", "collection", "values", "rows", "list", "content", "objects", "hits",
-             "matches", "elements", "nodes", "resources")
+ITEM_KEYS = (
+    "items",
+    "data",
+    "results",
+    "records",
+    "entries",
+    "collection",
+    "values",
+    "rows",
+    "list",
+    "content",
+    "objects",
+    "hits",
+    "matches",
+    "elements",
+    "nodes",
+    "resources",
+)
 """Names of the member that holds the rows of a list envelope (``{"data": [...], "next_page": ...}``), by preference."""
 _ROW_KEYS = ("id", "gid", "uuid", "key")
-META_WORDS = frozenset({"has", "more", "next", "prev", "previous", "first", "last", "page", "pages", "per", "size", "limit", "offset", "start",
-                        "index", "total", "count", "cursor", "token", "object", "url", "uri", "href", "link", "links", "meta", "metadata",
-                        "pagination", "paging", "type", "kind", "status", "ok", "success", "request", "error", "errors", "warning", "warnings",
-                        "schemas", "info", "took", "attributions", "etag", "version", "query", "q", "search", "term", "filter", "filters",
-                        "sort", "fields", "expand", "include", "keyword", "keywords"})
+META_WORDS = frozenset(
+    {
+        "has",
+        "more",
+        "next",
+        "prev",
+        "previous",
+        "first",
+        "last",
+        "page",
+        "pages",
+        "per",
+        "size",
+        "limit",
+        "offset",
+        "start",
+        "index",
+        "total",
+        "count",
+        "cursor",
+        "token",
+        "object",
+        "url",
+        "uri",
+        "href",
+        "link",
+        "links",
+        "meta",
+        "metadata",
+        "pagination",
+        "paging",
+        "type",
+        "kind",
+        "status",
+        "ok",
+        "success",
+        "request",
+        "error",
+        "errors",
+        "warning",
+        "warnings",
+        "schemas",
+        "info",
+        "took",
+        "attributions",
+        "etag",
+        "version",
+        "query",
+        "q",
+        "search",
+        "term",
+        "filter",
+        "filters",
+        "sort",
+        "fields",
+        "expand",
+        "include",
+        "keyword",
+        "keywords",
+    }
+)
 """Words of the names of a list envelope's other members: counts, cursors, pages, links, the request's status
 (``has_more``, ``total_count``, ``next_page_token``, ``itemsPerPage``, ``request_id``, ``response_metadata``), and
 the request it echoes (a search's ``query``, ``search_term``, ``sort_by``)."""
@@ -198,11 +306,24 @@ def envelope_key(value: Any) -> str | None:
     objects (lists under envelope names, ``errors`` or ``warnings``, are not rows)."""
     if not isinstance(value, dict) or any(k.lower() in _ROW_KEYS for k in value):
         return None
-    lists = [k for k, v in value.items() if isinstance(v, list) and all(isinstance(r, dict) for r in v)]
-    rows = [k for k in lists if not _meta(k)] or [k for k in lists if _head(k) not in META_WORDS]  # lastMessages, pageItems
+    lists = [
+        k for k, v in value.items() if isinstance(v, list) and all(isinstance(r, dict) for r in v)
+    ]
+    rows = [k for k in lists if not _meta(k)] or [
+        k for k in lists if _head(k) not in META_WORDS
+    ]  # lastMessages, pageItems
     if not rows:  # a page whose rows are pages or links: named like the envelope, but rows with ids
-        rows = [k for k in lists if value[k] and k.lower() not in _NOT_ROWS and all(any(f.lower() in _ROW_KEYS for f in r) for r in value[k])]
-    if any(not _meta(k) and not (v is None or isinstance(v, (bool, int, float, dict, list))) for k, v in value.items()):
+        rows = [
+            k
+            for k in lists
+            if value[k]
+            and k.lower() not in _NOT_ROWS
+            and all(any(f.lower() in _ROW_KEYS for f in r) for r in value[k])
+        ]
+    if any(
+        not _meta(k) and not (v is None or isinstance(v, (bool, int, float, dict, list)))
+        for k, v in value.items()
+    ):
         return None
     low = {k.lower(): k for k in rows}
     named = next((low[n] for n in ITEM_KEYS if n in low), None)
@@ -222,7 +343,11 @@ def result_rows(value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, dict) or any(k.lower() in _ROW_KEYS for k in value):
         return []
     inner = [v for k, v in value.items() if isinstance(v, dict) and not _meta(k)]
-    if len(inner) == 1 and not any(isinstance(v, list) and v for v in value.values()) and all(_meta(k) or isinstance(v, dict) for k, v in value.items()):
+    if (
+        len(inner) == 1
+        and not any(isinstance(v, list) and v for v in value.values())
+        and all(_meta(k) or isinstance(v, dict) for k, v in value.items())
+    ):
         return result_rows(inner[0])
     return []
 
@@ -234,7 +359,9 @@ def stuffed_answer(answer: str, outputs: list[Any], last_too: bool) -> str | Non
     precise check scores below 1. None when there is nothing to stuff."""
     from .messages import compact
 
-    lookups = [result_rows(out) for out in outputs[:-1]] + ([result_rows(outputs[-1])] if last_too and outputs else [])
+    lookups = [result_rows(out) for out in outputs[:-1]] + (
+        [result_rows(outputs[-1])] if last_too and outputs else []
+    )
     every = [r for rs in lookups if len(rs) >= 2 for r in rs]
     return f"{answer} Everything I found: {compact(every)}" if every else None
 

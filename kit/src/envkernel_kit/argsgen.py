@@ -41,9 +41,24 @@ from .naming import (
     words,
 )
 
-SEARCH_NAMES = frozenset({"query", "q", "search", "term", "keyword", "keywords", "text", "filter", "pattern", "name_contains"})
+SEARCH_NAMES = frozenset(
+    {
+        "query",
+        "q",
+        "search",
+        "term",
+        "keyword",
+        "keywords",
+        "text",
+        "filter",
+        "pattern",
+        "name_contains",
+    }
+)
 """Parameter names that take free text to search with."""
-FRESH_NAMES = frozenset({"email", "username", "login", "sku", "code", "slug", "handle", "name", "title", "phone"})
+FRESH_NAMES = frozenset(
+    {"email", "username", "login", "sku", "code", "slug", "handle", "name", "title", "phone"}
+)
 """String parameters that a create-tool likely wants unique: fresh values are tried first."""
 
 FIRST_NAMES = ("Alex", "Sam", "Jordan", "Robin", "Casey", "Morgan", "Taylor", "Jamie")
@@ -90,7 +105,9 @@ def _type_and_null(schema: Any) -> tuple[str, bool]:
             return "array", nullable
         if schema.get("enum"):
             e = schema["enum"][0]
-            return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(type(e), ""), nullable
+            return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(
+                type(e), ""
+            ), nullable
     return (t if isinstance(t, str) else ""), nullable
 
 
@@ -144,9 +161,17 @@ def coerce(value: Any, schema: dict[str, Any]) -> Any:
             return NO_VALUE
         if "maximum" in schema and v > schema["maximum"]:
             return NO_VALUE
-        if "exclusiveMinimum" in schema and isinstance(schema["exclusiveMinimum"], (int, float)) and v <= schema["exclusiveMinimum"]:
+        if (
+            "exclusiveMinimum" in schema
+            and isinstance(schema["exclusiveMinimum"], (int, float))
+            and v <= schema["exclusiveMinimum"]
+        ):
             return NO_VALUE
-        if "exclusiveMaximum" in schema and isinstance(schema["exclusiveMaximum"], (int, float)) and v >= schema["exclusiveMaximum"]:
+        if (
+            "exclusiveMaximum" in schema
+            and isinstance(schema["exclusiveMaximum"], (int, float))
+            and v >= schema["exclusiveMaximum"]
+        ):
             return NO_VALUE
     if isinstance(v, str):
         pattern = schema.get("pattern")
@@ -214,7 +239,9 @@ def with_member_bounds(schema: dict[str, Any]) -> dict[str, Any]:
     members = schema.get("oneOf") or schema.get("anyOf") if isinstance(schema, dict) else None
     if not isinstance(members, list):
         return schema
-    alt = next((m for m in members if isinstance(m, dict) and schema_type(m) not in ("", "null")), None)
+    alt = next(
+        (m for m in members if isinstance(m, dict) and schema_type(m) not in ("", "null")), None
+    )
     if alt is None:
         return schema
     extra = {k: alt[k] for k in _BOUNDS if k in alt and k not in schema}
@@ -227,7 +254,7 @@ def _bounded(name: str, schema: dict[str, Any], ws: set[str]) -> list[Any]:
     lo, hi = schema.get("minLength"), schema.get("maxLength")
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
-        import rstr  # noqa: PLC0415
+        import rstr
 
         gen = rstr.Rstr(random.Random(name))
         out = []
@@ -236,7 +263,9 @@ def _bounded(name: str, schema: dict[str, Any], ws: set[str]) -> list[Any]:
                 s = gen.xeger(pattern)
             except (re.error, ValueError, TypeError, IndexError, OverflowError):
                 break
-            if (not isinstance(lo, int) or len(s) >= lo) and (not isinstance(hi, int) or len(s) <= hi):
+            if (not isinstance(lo, int) or len(s) >= lo) and (
+                not isinstance(hi, int) or len(s) <= hi
+            ):
                 out.append(s)
                 if len(out) == 2:
                     break
@@ -298,7 +327,13 @@ class ArgumentBuilder:
                 out.extend(column_values(rows, column))
         return out
 
-    def sources(self, tool: ToolSpec | None, name: str, schema: dict[str, Any], rng: random.Random | None = None) -> list[Any]:
+    def sources(
+        self,
+        tool: ToolSpec | None,
+        name: str,
+        schema: dict[str, Any],
+        rng: random.Random | None = None,
+    ) -> list[Any]:
         """Candidate values for one parameter, best first, coerced to its schema (never empty)."""
         rng = rng or random.Random(0)
         schema = with_member_bounds(schema)
@@ -312,8 +347,17 @@ class ArgumentBuilder:
         t = schema_type(schema)
         if t == "object" and "properties" in schema:
             raw.append(self._object(tool, schema, rng))
-        elif t == "object":  # a union of objects (NHS's extension items): the first member with properties
-            member = next((m for m in schema.get("oneOf") or schema.get("anyOf") or [] if isinstance(m, dict) and m.get("properties")), None)
+        elif (
+            t == "object"
+        ):  # a union of objects (NHS's extension items): the first member with properties
+            member = next(
+                (
+                    m
+                    for m in schema.get("oneOf") or schema.get("anyOf") or []
+                    if isinstance(m, dict) and m.get("properties")
+                ),
+                None,
+            )
             if member is not None:
                 raw.append(self._object(tool, member, rng))
         elif t == "array":
@@ -347,7 +391,9 @@ class ArgumentBuilder:
                 for col in NAME_LIKE:
                     if col in self.state[own][0]:
                         raw.extend(column_values(self.state[own], col))
-        if not ((is_id_name(name) or hinted) and raw):  # an id parameter with known ids needs no made-up ones
+        if not (
+            (is_id_name(name) or hinted) and raw
+        ):  # an id parameter with known ids needs no made-up ones
             raw.extend(default_values(name, schema))
         out: list[Any] = []
         seen: set[str] = set()
@@ -361,7 +407,9 @@ class ArgumentBuilder:
                 out.append(c)
         return out
 
-    def _object(self, tool: ToolSpec | None, schema: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    def _object(
+        self, tool: ToolSpec | None, schema: dict[str, Any], rng: random.Random
+    ) -> dict[str, Any]:
         props: dict[str, Any] = schema.get("properties") or {}
         required = set(schema.get("required") or [])
         obj: dict[str, Any] = {}
@@ -372,8 +420,16 @@ class ArgumentBuilder:
                     obj[p] = src[0]
         return obj
 
-    def _coherent(self, tool: ToolSpec, props: dict[str, Any], required: list[str], fixed: dict[str, Any] | None,
-                  verb: str, srcs: dict[str, list[Any]], n: int) -> list[dict[str, Any]]:
+    def _coherent(
+        self,
+        tool: ToolSpec,
+        props: dict[str, Any],
+        required: list[str],
+        fixed: dict[str, Any] | None,
+        verb: str,
+        srcs: dict[str, list[Any]],
+        n: int,
+    ) -> list[dict[str, Any]]:
         """For a nested item tool (``event_id`` + ``attendee_id``): argument sets taken from one row
         of the tool's own table, so the parent and the key belong together."""
         hinted = self._hinted(props, required, fixed, verb, srcs, n)
@@ -387,7 +443,9 @@ class ArgumentBuilder:
         if not rows:
             return []
         col = id_column(own, rows) if own else None
-        keyp = next((p for p in ids if id_entity(p) and match_table(id_entity(p), [own]) == own), None) or ("id" if "id" in ids else None)
+        keyp = next(
+            (p for p in ids if id_entity(p) and match_table(id_entity(p), [own]) == own), None
+        ) or ("id" if "id" in ids else None)
         others = [p for p in ids if p != keyp]
         if col is None or keyp is None or not all(p in rows[0] for p in others):
             return []
@@ -407,19 +465,38 @@ class ArgumentBuilder:
                 out.append(args)
         return out
 
-    def _hinted(self, props: dict[str, Any], required: list[str], fixed: dict[str, Any] | None,
-                verb: str, srcs: dict[str, list[Any]], n: int) -> list[dict[str, Any]]:
+    def _hinted(
+        self,
+        props: dict[str, Any],
+        required: list[str],
+        fixed: dict[str, Any] | None,
+        verb: str,
+        srcs: dict[str, list[Any]],
+        n: int,
+    ) -> list[dict[str, Any]]:
         """Argument sets of a nested tool whose parents carry :data:`ID_HINT` ``via``s: from one
         row of its own table each (the key from the row's key column, each parent from its column)."""
-        hints = {p: (props.get(p) or {}).get(ID_HINT) for p in required if not (fixed and p in fixed)}
+        hints = {
+            p: (props.get(p) or {}).get(ID_HINT) for p in required if not (fixed and p in fixed)
+        }
         hints = {p: h for p, h in hints.items() if isinstance(h, dict)}
-        vias = {p: h["via"] for p, h in hints.items() if isinstance(h.get("via"), list) and len(h["via"]) == 2}
+        vias = {
+            p: h["via"]
+            for p, h in hints.items()
+            if isinstance(h.get("via"), list) and len(h["via"]) == 2
+        }
         if not vias:
             return []
         own = next(iter(vias.values()))[0]
         rows = self.state.get(own) or []
         cols: dict[str, str] = {p: str(v[1]) for p, v in vias.items() if v[0] == own}
-        cols.update({p: str(h.get("column") or "id") for p, h in hints.items() if p not in vias and h.get("table") == own})
+        cols.update(
+            {
+                p: str(h.get("column") or "id")
+                for p, h in hints.items()
+                if p not in vias and h.get("table") == own
+            }
+        )
         if not rows or not all(c in rows[0] for c in cols.values()):
             return []
         out: list[dict[str, Any]] = []
@@ -462,11 +539,17 @@ class ArgumentBuilder:
                 continue
             ps = props.get(p) or {}
             src = self.sources(tool, p, ps, rng)
-            if p not in required and "default" in ps:  # an explicit default is the same call as none
+            if (
+                p not in required and "default" in ps
+            ):  # an explicit default is the same call as none
                 src = [v for v in src if v != ps["default"]]
             srcs[p] = src
         verb = words(tool.name)[0] if words(tool.name) else ""
-        if verb in ("delete", "remove", "destroy"):  # the newest rows are the likeliest to be deletable
+        if verb in (
+            "delete",
+            "remove",
+            "destroy",
+        ):  # the newest rows are the likeliest to be deletable
             for p in srcs:
                 if is_id_name(p) and p not in required[:-1]:
                     srcs[p] = list(reversed(srcs[p]))
@@ -494,7 +577,9 @@ class ArgumentBuilder:
                     continue
                 if k == 0:
                     v = src[0]
-                elif is_id_name(p) or ID_HINT in (props.get(p) or {}):  # Stripe's {invoice}: walk its rows too
+                elif is_id_name(p) or ID_HINT in (
+                    props.get(p) or {}
+                ):  # Stripe's {invoice}: walk its rows too
                     v = src[k % len(src)]
                 else:
                     v = rng.choice(src)

@@ -117,7 +117,9 @@ class ChatClient:
         headers: dict[str, str] | None = None,
     ) -> None:
         if not base_url:
-            raise ValueError("no base URL: set base_url in the config, --set COMPONENT.base_url=..., or OPENAI_BASE_URL")
+            raise ValueError(
+                "no base URL: set base_url in the config, --set COMPONENT.base_url=..., or OPENAI_BASE_URL"
+            )
         if request_timeout <= 0 or connect_timeout <= 0:
             raise ValueError("request_timeout and connect_timeout must be positive")
         if concurrency < 1:
@@ -131,7 +133,9 @@ class ChatClient:
         self.backoff_max = max(0.0, backoff_max)
         self.concurrency = concurrency
         self._headers = dict(headers or {})
-        self._per_loop: dict[int, tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI, asyncio.Semaphore]] = {}
+        self._per_loop: dict[
+            int, tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI, asyncio.Semaphore]
+        ] = {}
 
     def __repr__(self) -> str:  # never show the key
         return f"ChatClient(base_url={self.base_url!r}, timeout={self.request_timeout}, retries={self.max_retries})"
@@ -141,7 +145,7 @@ class ChatClient:
         return scrub(text, self._api_key, limit)
 
     def _for_loop(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
-        import openai  # noqa: PLC0415 - the optional extra envkernel-kit[openai], imported on first use
+        import openai
 
         loop = asyncio.get_running_loop()
         got = self._per_loop.get(id(loop))
@@ -167,7 +171,9 @@ class ChatClient:
         cap = min(self.backoff_max, self.backoff * (2**attempt))
         return random.uniform(cap / 2, cap) if cap > 0 else 0.0
 
-    async def complete(self, payload: dict[str, Any], *, deadline: float | None = None, retries: int | None = None) -> ChatResult:
+    async def complete(
+        self, payload: dict[str, Any], *, deadline: float | None = None, retries: int | None = None
+    ) -> ChatResult:
         """POST ``payload`` to ``/chat/completions``; retries as the module says; never raises
         for anything the server or the network does. ``deadline`` is a ``time.monotonic()`` value;
         ``retries`` replaces ``max_retries`` for this call (0: probe an option the server may refuse)."""
@@ -190,7 +196,7 @@ class ChatClient:
         server or the network does. ``timeout`` replaces ``request_timeout`` for each attempt.
         With ``expect_json=False`` a body that is not a JSON object is fine (kept in ``text``);
         ``retries`` replaces ``max_retries`` for this call."""
-        import openai  # noqa: PLC0415 - the optional extra envkernel-kit[openai]
+        import openai
 
         client, sem = self._for_loop()
         res = ChatResult()
@@ -202,7 +208,10 @@ class ChatClient:
                 raise TimeoutError
             await asyncio.wait_for(sem.acquire(), remaining)
         except TimeoutError:
-            res.condition, res.error = "deadline", "the rollout deadline passed while waiting for a free model slot"
+            res.condition, res.error = (
+                "deadline",
+                "the rollout deadline passed while waiting for a free model slot",
+            )
             res.waited = time.monotonic() - t_wait
             return res
         res.waited += time.monotonic() - t_wait
@@ -214,7 +223,10 @@ class ChatClient:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         res.condition = "deadline"
-                        res.error = f"the rollout deadline passed after {res.attempts} attempt(s)" + (f"; last: {res.error}" if res.error else "")
+                        res.error = (
+                            f"the rollout deadline passed after {res.attempts} attempt(s)"
+                            + (f"; last: {res.error}" if res.error else "")
+                        )
                         return res
                     timeout = min(timeout, left)
                 res.attempts += 1
@@ -223,8 +235,14 @@ class ChatClient:
                 t0 = time.perf_counter()
                 try:
                     text = await client.post(
-                        path, body=payload, cast_to=str,
-                        options={"timeout": openai.Timeout(timeout, connect=min(self.connect_timeout, timeout))},
+                        path,
+                        body=payload,
+                        cast_to=str,
+                        options={
+                            "timeout": openai.Timeout(
+                                timeout, connect=min(self.connect_timeout, timeout)
+                            )
+                        },
                     )
                     res.latency = time.perf_counter() - t0
                     res.statuses.append(200)
@@ -235,7 +253,9 @@ class ChatClient:
                     if not isinstance(body, dict):
                         if expect_json:
                             res.condition = "bad_response"
-                            res.error = self.scrub(f"the server's body is not a JSON object: {str(text)[:200]!r}")
+                            res.error = self.scrub(
+                                f"the server's body is not a JSON object: {str(text)[:200]!r}"
+                            )
                             return res
                         body = {}
                     res.body = body
@@ -254,19 +274,34 @@ class ChatClient:
                     res.latency = time.perf_counter() - t0
                     res.condition, res.error = "timeout", f"no answer within {timeout:.3g} s"
                     retry = True
-                    if deadline is not None and timeout < per_attempt and time.monotonic() >= deadline - 1e-3:
-                        res.condition, res.error = "deadline", f"the rollout deadline passed during a model call (attempt {res.attempts})"
+                    if (
+                        deadline is not None
+                        and timeout < per_attempt
+                        and time.monotonic() >= deadline - 1e-3
+                    ):
+                        res.condition, res.error = (
+                            "deadline",
+                            f"the rollout deadline passed during a model call (attempt {res.attempts})",
+                        )
                         return res
                 except openai.APIConnectionError as exc:
                     res.latency = time.perf_counter() - t0
                     cause = exc.__cause__ or exc
-                    res.condition, res.error = "connection", self.scrub(f"{type(cause).__name__}: {cause}")
+                    res.condition, res.error = (
+                        "connection",
+                        self.scrub(f"{type(cause).__name__}: {cause}"),
+                    )
                     retry = True
                 except openai.OpenAIError as exc:  # anything else the client raises about the reply
                     res.latency = time.perf_counter() - t0
-                    res.condition, res.error = "bad_response", self.scrub(f"{type(exc).__name__}: {exc}")
+                    res.condition, res.error = (
+                        "bad_response",
+                        self.scrub(f"{type(exc).__name__}: {exc}"),
+                    )
                     return res
-                if not retry or attempt >= (self.max_retries if retries is None else max(0, retries)):
+                if not retry or attempt >= (
+                    self.max_retries if retries is None else max(0, retries)
+                ):
                     if retry:
                         res.error += f" (gave up after {res.attempts} attempts)"
                     return res
@@ -276,8 +311,15 @@ class ChatClient:
                     if res.condition == "timeout":
                         res.condition = "deadline"
                     return res
-                log.warning("model call failed; retrying", base_url=self.base_url, path=path, attempt=res.attempts,
-                            condition=res.condition, error=res.error, delay=round(delay, 3))
+                log.warning(
+                    "model call failed; retrying",
+                    base_url=self.base_url,
+                    path=path,
+                    attempt=res.attempts,
+                    condition=res.condition,
+                    error=res.error,
+                    delay=round(delay, 3),
+                )
                 await asyncio.sleep(delay)
                 res.waited += delay
                 attempt += 1
@@ -292,7 +334,7 @@ class ChatClient:
             if loop is current:
                 try:
                     await client.close()
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     log.warning("closing the model client failed", error=str(exc))
 
 
@@ -362,7 +404,7 @@ class ChatSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
     def target(self, *, need_model: bool = True) -> tuple[str, str]:
         """(base URL, model) to call; a missing one is a ``ConfigError`` that says where to set it."""
-        from envkernel.errors import ConfigError  # noqa: PLC0415 - on first use, so importing this module stays light
+        from envkernel.errors import ConfigError
 
         base_url, model = self.resolved("base_url"), self.resolved("model")
         if not base_url:
@@ -375,13 +417,25 @@ class ChatSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         """A new :class:`ChatClient` for ``base_url`` (default: the resolved one) with these
         settings' key, timeouts, retries, backoff and concurrency."""
         return ChatClient(
-            base_url=base_url or self.target(need_model=False)[0], api_key=self.resolved("api_key"),
-            request_timeout=self.request_timeout, connect_timeout=self.connect_timeout, max_retries=self.max_retries,
-            backoff=self.backoff, backoff_max=self.backoff_max, concurrency=self.concurrency,
+            base_url=base_url or self.target(need_model=False)[0],
+            api_key=self.resolved("api_key"),
+            request_timeout=self.request_timeout,
+            connect_timeout=self.connect_timeout,
+            max_retries=self.max_retries,
+            backoff=self.backoff,
+            backoff_max=self.backoff_max,
+            concurrency=self.concurrency,
         )
 
-    def body(self, model: str, messages: list[dict[str, Any]], *, temperature: float | None, max_tokens: int | None,
-             **fields: Any) -> dict[str, Any]:
+    def body(
+        self,
+        model: str,
+        messages: list[dict[str, Any]],
+        *,
+        temperature: float | None,
+        max_tokens: int | None,
+        **fields: Any,
+    ) -> dict[str, Any]:
         """A Chat Completions request: ``temperature`` and ``max_tokens`` when set, ``fields``,
         and ``extra_body`` (merged into the body by :meth:`ChatClient.complete`)."""
         body: dict[str, Any] = {"model": model, "messages": messages}

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
+
 from envkernel.context import RecordingToolEnv
 from envkernel.router import call_role
 from envkernel_runtime.model import model_of
@@ -81,7 +82,9 @@ def _expect(ok: bool, role: str, component: Any, what: str) -> None:
 
 def _method(component: Any, role: str, name: str) -> Callable[..., Any]:
     method = getattr(component, name, None)
-    _expect(callable(method), role, component, f"has no method {name}() (the {role} role requires it)")
+    _expect(
+        callable(method), role, component, f"has no method {name}() (the {role} role requires it)"
+    )
     return method  # type: ignore[return-value]
 
 
@@ -108,17 +111,20 @@ def _run(make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
 
 def sample_env() -> EnvSpec:
     """The shipped sample environment ``shop-v1``, made by the ``sample`` synthesizer (entry point)."""
-    from envkernel.plugins import load  # noqa: PLC0415 - a test helper loads plugins by name, as a run does
+    from envkernel.plugins import load
 
     factory = load(["sample"], strict=True).get("sample").factory
-    env = factory().synthesize(EnvRequested(run="check", id="check-env", source_kind="sample"), FakeContext(component="sample"))
+    env = factory().synthesize(
+        EnvRequested(run="check", id="check-env", source_kind="sample"),
+        FakeContext(component="sample"),
+    )
     return _items(env)[0]
 
 
 def process_runner() -> Any:
     """A ``process`` sandbox runner with default settings (real sandboxes), found by entry point."""
-    from envkernel.config import settings_for  # noqa: PLC0415
-    from envkernel.plugins import load  # noqa: PLC0415
+    from envkernel.config import settings_for
+    from envkernel.plugins import load
 
     comp = load(["process"], strict=True).get("process")
     settings = settings_for("process", comp.settings_type, None)
@@ -140,38 +146,69 @@ def sample_task(env: EnvSpec | None = None) -> Task:
 
 
 def _valid_env(env: Any, role: str, component: Any) -> None:
-    _expect(isinstance(env, EnvSpec), role, component, f"returned {type(env).__name__}, not an EnvSpec")
-    _expect(bool(env.id) and bool(env.tools), role, component, f"environment {env.id!r} needs an id and at least one tool")
-    _expect(all(isinstance(t, ToolSpec) for t in env.tools), role, component, f"environment {env.id!r} has tools that are not ToolSpecs")
+    _expect(
+        isinstance(env, EnvSpec), role, component, f"returned {type(env).__name__}, not an EnvSpec"
+    )
+    _expect(
+        bool(env.id) and bool(env.tools),
+        role,
+        component,
+        f"environment {env.id!r} needs an id and at least one tool",
+    )
+    _expect(
+        all(isinstance(t, ToolSpec) for t in env.tools),
+        role,
+        component,
+        f"environment {env.id!r} has tools that are not ToolSpecs",
+    )
     names = [t.name for t in env.tools]
-    _expect(len(names) == len(set(names)), role, component, f"environment {env.id!r} repeats tool names: {names}")
+    _expect(
+        len(names) == len(set(names)),
+        role,
+        component,
+        f"environment {env.id!r} repeats tool names: {names}",
+    )
     if model_of(env) is None and env.behaviour.__class__.__name__ == "ModelBehaviour":
-        raise _fail(role, component, f"environment {env.id!r} has a model that is not a valid resource model (envkernel_runtime.model)")
+        raise _fail(
+            role,
+            component,
+            f"environment {env.id!r} has a model that is not a valid resource model (envkernel_runtime.model)",
+        )
 
 
 async def _in_sandbox(runner: Any, env: EnvSpec, role: str, component: Any) -> dict[str, Any]:
     try:
         session = await runner.open(env, 0)
     except Exception as exc:
-        raise _fail(role, component, f"environment {env.id!r} does not load in a sandbox: {type(exc).__name__}: {exc}") from exc
+        raise _fail(
+            role,
+            component,
+            f"environment {env.id!r} does not load in a sandbox: {type(exc).__name__}: {exc}",
+        ) from exc
     try:
         return await session.state()
     finally:
         await session.close()
 
 
-def check_synthesizer(synthesizer: Any, request: EnvRequested | None = None, *, runner: Any = None, load: bool = True) -> list[EnvSpec]:
+def check_synthesizer(
+    synthesizer: Any, request: EnvRequested | None = None, *, runner: Any = None, load: bool = True
+) -> list[EnvSpec]:
     """Call ``synthesize`` (for its first source kind unless ``request`` is given) and check every
     environment: an ``EnvSpec`` with tools, unique tool names, a valid model when it has one, and
     (``load``) that it loads in a real sandbox. Returns the environments."""
     role = "synthesizer"
     method = _method(synthesizer, role, "synthesize")
     kinds = tuple(getattr(synthesizer, "sources", ()) or ())
-    request = request or EnvRequested(run="check", id="check-env", source_kind=kinds[0] if kinds else "", seed=0)
+    request = request or EnvRequested(
+        run="check", id="check-env", source_kind=kinds[0] if kinds else "", seed=0
+    )
 
     async def go() -> list[EnvSpec]:
         envs = _items(await call_role(method, request, FakeContext(component="check", role=role)))
-        _expect(bool(envs), role, synthesizer, f"returned no environment for {request.source_kind!r}")
+        _expect(
+            bool(envs), role, synthesizer, f"returned no environment for {request.source_kind!r}"
+        )
         for env in envs:
             _valid_env(env, role, synthesizer)
         if load:
@@ -200,19 +237,44 @@ def check_sandbox_runner(runner: Any, env: EnvSpec | None = None) -> None:
         try:
             session = await runner.open(env, 0)
         except Exception as exc:
-            raise _fail(role, runner, f"open({env.id!r}, 0) raised {type(exc).__name__}: {exc}") from exc
+            raise _fail(
+                role, runner, f"open({env.id!r}, 0) raised {type(exc).__name__}: {exc}"
+            ) from exc
         try:
-            _expect(isinstance(getattr(session, "id", None), str), role, runner, "the session has no str id")
+            _expect(
+                isinstance(getattr(session, "id", None), str),
+                role,
+                runner,
+                "the session has no str id",
+            )
             before = await session.state()
-            _expect(isinstance(before, dict) and all(isinstance(v, list) for v in before.values()), role, runner,
-                    f"state() must return table -> rows, got {type(before).__name__}")
+            _expect(
+                isinstance(before, dict) and all(isinstance(v, list) for v in before.values()),
+                role,
+                runner,
+                f"state() must return table -> rows, got {type(before).__name__}",
+            )
             handle = await session.snapshot()
-            _expect(isinstance(handle, str), role, runner, f"snapshot() must return a str handle, got {type(handle).__name__}")
+            _expect(
+                isinstance(handle, str),
+                role,
+                runner,
+                f"snapshot() must return a str handle, got {type(handle).__name__}",
+            )
             result = await session.call("__envkernel_no_such_tool__", {})
-            _expect(isinstance(result, ToolResult) and not result.ok, role, runner,
-                    f"calling an unknown tool must return a failed ToolResult, got {result!r}")
+            _expect(
+                isinstance(result, ToolResult) and not result.ok,
+                role,
+                runner,
+                f"calling an unknown tool must return a failed ToolResult, got {result!r}",
+            )
             await session.restore(handle)
-            _expect(await session.state() == before, role, runner, "restore() did not bring back the snapshot's state")
+            _expect(
+                await session.state() == before,
+                role,
+                runner,
+                "restore() did not bring back the snapshot's state",
+            )
         finally:
             await session.close()
         await runner.aclose()
@@ -220,7 +282,9 @@ def check_sandbox_runner(runner: Any, env: EnvSpec | None = None) -> None:
     _run(go)
 
 
-def check_verifier(verifier: Any, env: EnvSpec | None = None, *, runner: Any = None) -> VerifyReport:
+def check_verifier(
+    verifier: Any, env: EnvSpec | None = None, *, runner: Any = None
+) -> VerifyReport:
     """Verify ``env`` (default ``shop-v1``, which is known good) in real sandboxes: a
     ``VerifyReport`` that keeps it and drops only tools it has. Returns the report."""
     role = "verifier"
@@ -234,16 +298,33 @@ def check_verifier(verifier: Any, env: EnvSpec | None = None, *, runner: Any = N
         finally:
             if runner is None:
                 await box.aclose()
-        _expect(isinstance(report, VerifyReport), role, verifier, f"verify() returned {type(report).__name__}, not a VerifyReport")
+        _expect(
+            isinstance(report, VerifyReport),
+            role,
+            verifier,
+            f"verify() returned {type(report).__name__}, not a VerifyReport",
+        )
         names = {t.name for t in env.tools}
-        _expect(set(report.tools_dropped) <= names, role, verifier, f"dropped tools the environment does not have: {sorted(set(report.tools_dropped) - names)}")
-        _expect(report.kept, role, verifier, f"rejected {env.id!r}, a known-good environment: {report.failures[:3]}")
+        _expect(
+            set(report.tools_dropped) <= names,
+            role,
+            verifier,
+            f"dropped tools the environment does not have: {sorted(set(report.tools_dropped) - names)}",
+        )
+        _expect(
+            report.kept,
+            role,
+            verifier,
+            f"rejected {env.id!r}, a known-good environment: {report.failures[:3]}",
+        )
         return report
 
     return _run(go)
 
 
-def check_sampler(sampler: Any, env: EnvSpec | None = None, *, runner: Any = None, out_dir: Path | None = None) -> list[Task]:
+def check_sampler(
+    sampler: Any, env: EnvSpec | None = None, *, runner: Any = None, out_dir: Path | None = None
+) -> list[Task]:
     """Sample over ``env`` (default ``shop-v1``) in real sandboxes: at least one ``Task``, each
     on this environment, with a reference chain of tools it has and unique ids. Returns the tasks."""
     role = "sampler"
@@ -261,10 +342,22 @@ def check_sampler(sampler: Any, env: EnvSpec | None = None, *, runner: Any = Non
         _expect(bool(tasks), role, sampler, f"proposed no task over {env.id!r}")
         names = {t.name for t in env.tools}
         for task in tasks:
-            _expect(isinstance(task, Task), role, sampler, f"yielded {type(task).__name__}, not a Task")
-            _expect(task.env_id == env.id, role, sampler, f"task {task.id!r} names env {task.env_id!r}, not {env.id!r}")
+            _expect(
+                isinstance(task, Task), role, sampler, f"yielded {type(task).__name__}, not a Task"
+            )
+            _expect(
+                task.env_id == env.id,
+                role,
+                sampler,
+                f"task {task.id!r} names env {task.env_id!r}, not {env.id!r}",
+            )
             unknown = [c.name for c in task.calls if c.name not in names]
-            _expect(not unknown, role, sampler, f"task {task.id!r} calls tools the environment does not have: {unknown}")
+            _expect(
+                not unknown,
+                role,
+                sampler,
+                f"task {task.id!r} calls tools the environment does not have: {unknown}",
+            )
         ids = [t.id for t in tasks]
         _expect(len(ids) == len(set(ids)), role, sampler, "task ids repeat")
         return tasks
@@ -272,7 +365,14 @@ def check_sampler(sampler: Any, env: EnvSpec | None = None, *, runner: Any = Non
     return _run(go)
 
 
-def check_policy(policy: Any, task: Task | None = None, env: EnvSpec | None = None, *, runner: Any = None, name: str = "check") -> Trajectory:
+def check_policy(
+    policy: Any,
+    task: Task | None = None,
+    env: EnvSpec | None = None,
+    *,
+    runner: Any = None,
+    name: str = "check",
+) -> Trajectory:
     """Roll ``policy`` out on ``task`` (default :func:`sample_task`) in a real sandbox, through the
     kernel's recording ToolEnv: a ``Trajectory`` of this task. Returns it with ``calls`` and
     ``final_state`` filled in from the records and the sandbox, as the kernel does."""
@@ -286,20 +386,38 @@ def check_policy(policy: Any, task: Task | None = None, env: EnvSpec | None = No
         try:
             session = await box.open(env, 0)
             try:
-                if task.planted:  # the task's initial state: the seed plus its planted rows, as the kernel does
+                if (
+                    task.planted
+                ):  # the task's initial state: the seed plus its planted rows, as the kernel does
                     await session.patch(task.seed_patch())
-                tool_env = RecordingToolEnv(session, [t for t in env.tools if t.name in task.tools] or env.tools)
+                tool_env = RecordingToolEnv(
+                    session, [t for t in env.tools if t.name in task.tools] or env.tools
+                )
                 request = RolloutRequested(run="check", id="check-rollout", task=task, policy=name)
-                traj = await call_role(method, request, tool_env, FakeContext(component=name, role=role))
-                _expect(isinstance(traj, Trajectory), role, policy, f"rollout() returned {type(traj).__name__}, not a Trajectory")
+                traj = await call_role(
+                    method, request, tool_env, FakeContext(component=name, role=role)
+                )
+                _expect(
+                    isinstance(traj, Trajectory),
+                    role,
+                    policy,
+                    f"rollout() returned {type(traj).__name__}, not a Trajectory",
+                )
                 # as the kernel does: the recorded calls, not the policy's word, and the final state
-                traj = msgspec.structs.replace(traj, calls=tool_env.records, final_state=await session.state())
+                traj = msgspec.structs.replace(
+                    traj, calls=tool_env.records, final_state=await session.state()
+                )
             finally:
                 await session.close()
         finally:
             if runner is None:
                 await box.aclose()
-        _expect(traj.task_id == task.id, role, policy, f"the trajectory names task {traj.task_id!r}, not {task.id!r}")
+        _expect(
+            traj.task_id == task.id,
+            role,
+            policy,
+            f"the trajectory names task {traj.task_id!r}, not {task.id!r}",
+        )
         if update := getattr(policy, "apply_update", None):
             _expect(callable(update), role, policy, "apply_update is not callable")
         return traj
@@ -327,8 +445,14 @@ async def _reference(task: Task, env: EnvSpec, runner: Any) -> Trajectory:
         await session.close()
 
 
-def check_reward_model(reward_model: Any, task: Task | None = None, env: EnvSpec | None = None, *, runner: Any = None,
-                       name: str = "check") -> list[Reward]:
+def check_reward_model(
+    reward_model: Any,
+    task: Task | None = None,
+    env: EnvSpec | None = None,
+    *,
+    runner: Any = None,
+    name: str = "check",
+) -> list[Reward]:
     """Score the reference rollout (really executed in a sandbox) and a do-nothing rollout of
     ``task`` (default :func:`sample_task`): each a ``Reward`` with a finite score in [0, 1].
     Returns both rewards."""
@@ -344,13 +468,26 @@ def check_reward_model(reward_model: Any, task: Task | None = None, env: EnvSpec
         finally:
             if runner is None:
                 await box.aclose()
-        nothing = msgspec.structs.replace(_trajectory(task, "nothing", [], "", 1), final_state=ref.final_state)
+        nothing = msgspec.structs.replace(
+            _trajectory(task, "nothing", [], "", 1), final_state=ref.final_state
+        )
         out = []
         for traj in (ref, nothing):
             reward = await call_role(method, task, traj, FakeContext(component=name, role=role))
-            _expect(isinstance(reward, Reward), role, reward_model, f"score() returned {type(reward).__name__}, not a Reward")
-            _expect(isinstance(reward.score, (int, float)) and math.isfinite(reward.score) and 0.0 <= reward.score <= 1.0,
-                    role, reward_model, f"score() gave {reward.score!r} for the {traj.policy} rollout; a score is a number in [0, 1]")
+            _expect(
+                isinstance(reward, Reward),
+                role,
+                reward_model,
+                f"score() returned {type(reward).__name__}, not a Reward",
+            )
+            _expect(
+                isinstance(reward.score, (int, float))
+                and math.isfinite(reward.score)
+                and 0.0 <= reward.score <= 1.0,
+                role,
+                reward_model,
+                f"score() gave {reward.score!r} for the {traj.policy} rollout; a score is a number in [0, 1]",
+            )
             out.append(reward)
         return out
 
@@ -358,11 +495,18 @@ def check_reward_model(reward_model: Any, task: Task | None = None, env: EnvSpec
 
 
 def _group(task: Task, scores: list[float]) -> GroupScored:
-    rollouts = [ScoredRollout(trajectory=_trajectory(task, "check", [], "", i), reward=Reward(score=s, model="check")) for i, s in enumerate(scores)]
+    rollouts = [
+        ScoredRollout(
+            trajectory=_trajectory(task, "check", [], "", i), reward=Reward(score=s, model="check")
+        )
+        for i, s in enumerate(scores)
+    ]
     return GroupScored(run="check", id="check-group", task=task, rollouts=rollouts)
 
 
-def check_trainer(trainer: Any, out_dir: Path, task: Task | None = None, *, name: str = "check") -> PolicyUpdate | None:
+def check_trainer(
+    trainer: Any, out_dir: Path, task: Task | None = None, *, name: str = "check"
+) -> PolicyUpdate | None:
     """Feed ``trainer`` one scored group (rewards 1 and 0) with ``consume``, end the iteration with
     ``update`` when it has one (``None`` or a ``PolicyUpdate``), then ``finish``; files go to
     ``out_dir``. Returns the update."""
@@ -376,11 +520,18 @@ def check_trainer(trainer: Any, out_dir: Path, task: Task | None = None, *, name
         await call_role(consume, _group(task, [1.0, 0.0]), ctx)
         update: PolicyUpdate | None = None
         if (method := getattr(trainer, "update", None)) is not None:
-            update = await call_role(method, IterationEnded(run="check", id="check-ended", groups=1, mean_reward=0.5), ctx)
-            _expect(update is None or isinstance(update, PolicyUpdate), role, trainer,
-                    f"update() returned {type(update).__name__}, not a PolicyUpdate or None")
+            update = await call_role(
+                method,
+                IterationEnded(run="check", id="check-ended", groups=1, mean_reward=0.5),
+                ctx,
+            )
+            _expect(
+                update is None or isinstance(update, PolicyUpdate),
+                role,
+                trainer,
+                f"update() returned {type(update).__name__}, not a PolicyUpdate or None",
+            )
         await call_role(finish, ctx)
         return update
 
     return _run(go)
-

@@ -89,7 +89,13 @@ def calls_in_text(text: str, tool_names: Collection[str]) -> list[tuple[str, dic
             if not isinstance(item, dict):
                 continue
             fn = item.get("function") if isinstance(item.get("function"), dict) else item
-            name = fn.get("name") if isinstance(fn.get("name"), str) else item.get("function") if isinstance(item.get("function"), str) else None
+            name = (
+                fn.get("name")
+                if isinstance(fn.get("name"), str)
+                else item.get("function")
+                if isinstance(item.get("function"), str)
+                else None
+            )
             if name not in tool_names:
                 continue
             args = fn.get("arguments", fn.get("parameters", {}))

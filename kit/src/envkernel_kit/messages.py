@@ -18,13 +18,28 @@ def result_content(result: ToolResult) -> str:
     if result.ok:
         return compact(result.value)
     err = result.error
-    return compact({"error": {"code": err.code if err else "error", "message": err.message if err else ""}})
+    return compact(
+        {"error": {"code": err.code if err else "error", "message": err.message if err else ""}}
+    )
 
 
-async def call_and_record(env: Any, messages: list[dict[str, Any]], call_id: str, name: str, arguments: dict[str, Any]) -> ToolResult:
+async def call_and_record(
+    env: Any, messages: list[dict[str, Any]], call_id: str, name: str, arguments: dict[str, Any]
+) -> ToolResult:
     """Call one tool through ``env`` and append the assistant ``tool_calls`` and ``tool`` messages."""
-    messages.append({"role": "assistant", "content": "", "tool_calls": [
-        {"id": call_id, "type": "function", "function": {"name": name, "arguments": compact(arguments)}}]})
+    messages.append(
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": compact(arguments)},
+                }
+            ],
+        }
+    )
     result: ToolResult = await env.call(name, dict(arguments))
     messages.append({"role": "tool", "tool_call_id": call_id, "content": result_content(result)})
     return result

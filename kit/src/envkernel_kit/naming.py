@@ -14,15 +14,48 @@ from typing import Any
 State = dict[str, list[dict[str, Any]]]
 
 CREATE_VERBS = frozenset(
-    {"create", "add", "place", "make", "book", "register", "open", "new", "insert", "submit", "post", "schedule", "reserve"}
+    {
+        "create",
+        "add",
+        "place",
+        "make",
+        "book",
+        "register",
+        "open",
+        "new",
+        "insert",
+        "submit",
+        "post",
+        "schedule",
+        "reserve",
+    }
 )
 """Verbs of tools that make a new entity."""
-UPDATE_VERBS = frozenset({"update", "set", "change", "edit", "modify", "rename", "adjust", "patch", "move", "assign"})
+UPDATE_VERBS = frozenset(
+    {"update", "set", "change", "edit", "modify", "rename", "adjust", "patch", "move", "assign"}
+)
 """Verbs of tools that change fields of an entity."""
-DELETE_VERBS = frozenset({"delete", "remove", "cancel", "close", "archive", "drop", "void", "revoke", "deactivate"})
+DELETE_VERBS = frozenset(
+    {"delete", "remove", "cancel", "close", "archive", "drop", "void", "revoke", "deactivate"}
+)
 """Verbs of tools that end an entity."""
 READ_VERBS = frozenset(
-    {"get", "list", "find", "search", "lookup", "look", "show", "fetch", "read", "view", "describe", "query", "check", "count"}
+    {
+        "get",
+        "list",
+        "find",
+        "search",
+        "lookup",
+        "look",
+        "show",
+        "fetch",
+        "read",
+        "view",
+        "describe",
+        "query",
+        "check",
+        "count",
+    }
 )
 """Verbs of read-only tools."""
 VERBS = (
@@ -31,16 +64,55 @@ VERBS = (
     | DELETE_VERBS
     | READ_VERBS
     | frozenset(
-        {"ship", "refund", "approve", "reject", "pay", "send", "transfer", "restock", "return", "apply", "confirm", "complete", "reopen"}
+        {
+            "ship",
+            "refund",
+            "approve",
+            "reject",
+            "pay",
+            "send",
+            "transfer",
+            "restock",
+            "return",
+            "apply",
+            "confirm",
+            "complete",
+            "reopen",
+        }
     )
 )
 """Every verb the heuristics recognise as a tool name's first word."""
 
 KEY_LIKE = frozenset(
-    {"email", "sku", "code", "username", "login", "slug", "handle", "number", "phone", "isbn", "barcode", "reference", "ref"}
+    {
+        "email",
+        "sku",
+        "code",
+        "username",
+        "login",
+        "slug",
+        "handle",
+        "number",
+        "phone",
+        "isbn",
+        "barcode",
+        "reference",
+        "ref",
+    }
 )
 """Columns that identify a row the way a person would (besides ``id``)."""
-NAME_LIKE = ("name", "full_name", "display_name", "title", "label", "product_name", "username", "email", "sku", "code")
+NAME_LIKE = (
+    "name",
+    "full_name",
+    "display_name",
+    "title",
+    "label",
+    "product_name",
+    "username",
+    "email",
+    "sku",
+    "code",
+)
 """Columns a person uses to name a row, best first."""
 PERSON_NOUNS = frozenset(
     {

@@ -24,7 +24,7 @@ import pytest
 @pytest.fixture
 def envkernel_nats(tmp_path: Path) -> Iterator[str]:
     """URL of a fresh nats-server (JetStream on, its store in ``tmp_path / "nats"``)."""
-    from envkernel_bus import EmbeddedServer  # noqa: PLC0415 - imported when used
+    from envkernel_bus import EmbeddedServer
 
     server = EmbeddedServer(tmp_path / "nats")
     url = server.start()
@@ -37,7 +37,7 @@ def envkernel_nats(tmp_path: Path) -> Iterator[str]:
 @pytest.fixture
 def envkernel_context(tmp_path: Path) -> Any:
     """A run-like context for calling role methods directly (``out_dir`` is ``tmp_path``)."""
-    from .testing import FakeContext  # noqa: PLC0415
+    from .testing import FakeContext
 
     return FakeContext(out_dir=tmp_path)
 
@@ -45,7 +45,7 @@ def envkernel_context(tmp_path: Path) -> Any:
 @pytest.fixture
 def envkernel_shop() -> Any:
     """The shipped sample environment ``shop-v1``, from the ``sample`` synthesizer."""
-    from .checks import sample_env  # noqa: PLC0415
+    from .checks import sample_env
 
     return sample_env()
 
@@ -53,7 +53,7 @@ def envkernel_shop() -> Any:
 @pytest.fixture
 async def envkernel_runner() -> AsyncIterator[Any]:
     """The ``process`` sandbox runner (loaded through its entry point), closed after the test."""
-    from .checks import process_runner  # noqa: PLC0415
+    from .checks import process_runner
 
     runner = process_runner()
     try:
@@ -66,7 +66,7 @@ async def envkernel_runner() -> AsyncIterator[Any]:
 def envkernel_openai_server() -> Iterator[Callable[..., Any]]:
     """Start a scripted OpenAI-compatible server: ``envkernel_openai_server(script, **kw)``
     returns it started (``.base_url``); every server is stopped after the test."""
-    from .scripted import ScriptedServer  # noqa: PLC0415
+    from .scripted import ScriptedServer
 
     started: list[Any] = []
 

@@ -31,7 +31,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PROMPT", "Clue", "Entity", "Refined", "Refiner", "ambiguous", "check_rewrite", "must_keep", "must_not_show", "says"]
+__all__ = [
+    "PROMPT",
+    "Clue",
+    "Entity",
+    "Refined",
+    "Refiner",
+    "ambiguous",
+    "check_rewrite",
+    "must_keep",
+    "must_not_show",
+    "says",
+]
 
 PROMPT = """Rewrite the user's request to an assistant so it sounds like a real person wrote it: natural, with the intent
 implicit where a person would leave it implicit (why they want it, not how to do it). Keep every name, every quoted
@@ -78,7 +89,9 @@ def narrow(rows: set[Any], clues: list[Clue]) -> set[Any]:
     for c in clues:
         if c.best is not None:
             vals = {r: c.best[r] for r in left if c.best.get(r) is not None}
-            if vals and len({type(v) for v in vals.values()}) == 1:  # values of one kind (numbers, or ISO times as text)
+            if (
+                vals and len({type(v) for v in vals.values()}) == 1
+            ):  # values of one kind (numbers, or ISO times as text)
                 top = max(vals.values()) if c.high else min(vals.values())
                 left = {r for r, v in vals.items() if v == top}
     return left
@@ -151,7 +164,9 @@ def must_keep(request: str, literals: list[Any], names: list[str]) -> list[str]:
     return list(dict.fromkeys(keep))
 
 
-def must_not_show(answer_facts: list[str], hidden: list[str], ids: list[Any], request: str) -> list[str]:
+def must_not_show(
+    answer_facts: list[str], hidden: list[str], ids: list[Any], request: str
+) -> list[str]:
     """What a rewrite must not say (unless the original already did): the answer facts, what the user holds back, ids."""
     low = request.lower()
     out = [str(x) for x in [*answer_facts, *hidden, *ids] if str(x) and len(str(x)) >= 3]
@@ -161,34 +176,76 @@ def must_not_show(answer_facts: list[str], hidden: list[str], ids: list[Any], re
 class Refiner:
     """Rewrites requests with an OpenAI-compatible model and re-checks each rewrite."""
 
-    def __init__(self, *, base_url: str, model: str, api_key: str = "", temperature: float = 0.7, max_tokens: int = 300,
-                 request_timeout: float = 60.0, max_retries: int = 3) -> None:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str = "",
+        temperature: float = 0.7,
+        max_tokens: int = 300,
+        request_timeout: float = 60.0,
+        max_retries: int = 3,
+    ) -> None:
         from .chat import ChatClient
 
         self.model, self.temperature, self.max_tokens = model, temperature, max_tokens
-        self.client = ChatClient(base_url=base_url, api_key=api_key, request_timeout=request_timeout, max_retries=max_retries)
+        self.client = ChatClient(
+            base_url=base_url,
+            api_key=api_key,
+            request_timeout=request_timeout,
+            max_retries=max_retries,
+        )
 
-    async def refine(self, request: str, *, keep: list[str], forbid: list[str], tool_pattern: re.Pattern[str] | None = None,
-                     entities: list[Entity] | None = None) -> Refined:
+    async def refine(
+        self,
+        request: str,
+        *,
+        keep: list[str],
+        forbid: list[str],
+        tool_pattern: re.Pattern[str] | None = None,
+        entities: list[Entity] | None = None,
+    ) -> Refined:
         """The rewrite of ``request`` if it passes every check, else the original with the reason."""
-        body = {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens,
-                "messages": [{"role": "system", "content": PROMPT}, {"role": "user", "content": request}]}
+        body = {
+            "model": self.model,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "messages": [
+                {"role": "system", "content": PROMPT},
+                {"role": "user", "content": request},
+            ],
+        }
         res = await self.client.complete(body)
         if not res.ok:
             return Refined(request, False, "model_failed", res.error)
         try:
-            text = str((res.body or {})["choices"][0]["message"]["content"] or "").strip().strip('"').strip()
+            text = (
+                str((res.body or {})["choices"][0]["message"]["content"] or "")
+                .strip()
+                .strip('"')
+                .strip()
+            )
         except (KeyError, IndexError, TypeError):
             text = ""
-        return check_rewrite(request, text, keep=keep, forbid=forbid, tool_pattern=tool_pattern, entities=entities)
+        return check_rewrite(
+            request, text, keep=keep, forbid=forbid, tool_pattern=tool_pattern, entities=entities
+        )
 
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self.client.aclose()
 
 
-def check_rewrite(request: str, text: str, *, keep: list[str], forbid: list[str], tool_pattern: re.Pattern[str] | None = None,
-                  entities: list[Entity] | None = None) -> Refined:
+def check_rewrite(
+    request: str,
+    text: str,
+    *,
+    keep: list[str],
+    forbid: list[str],
+    tool_pattern: re.Pattern[str] | None = None,
+    entities: list[Entity] | None = None,
+) -> Refined:
     """The checks of a rewrite (see the module docstring)."""
     if not text or len(text) > 4 * len(request) + 200:
         return Refined(request, False, "empty", "no rewrite, or one far longer than the request")
@@ -204,7 +261,9 @@ def check_rewrite(request: str, text: str, *, keep: list[str], forbid: list[str]
     if why:
         return Refined(request, False, "ambiguous_entity", why)
     have = {float(x) for x in _NUM.findall(request)}
-    added = [x for x in _NUM.findall(text) if float(x) not in have] + [q for q in _QUOTED.findall(text) if q.lower() not in request.lower()]
+    added = [x for x in _NUM.findall(text) if float(x) not in have] + [
+        q for q in _QUOTED.findall(text) if q.lower() not in request.lower()
+    ]
     if added:
         return Refined(request, False, "added_fact", ", ".join(added))
     shown = [f for f in forbid if f.lower() in low]

@@ -50,21 +50,31 @@ def values_equal(a: Any, b: Any, rel_tol: float = REL_TOL) -> bool:
         db = {k: v for k, v in b.items() if v is not None}
         return da.keys() == db.keys() and all(values_equal(da[k], db[k], rel_tol) for k in da)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(values_equal(x, y, rel_tol) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(
+            values_equal(x, y, rel_tol) for x, y in zip(a, b, strict=True)
+        )
     return a == b
 
 
 def call_matches(ref: ToolCall, rec: CallRecord, rel_tol: float = REL_TOL) -> bool:
     """True when a successful recorded call has the reference's name and arguments."""
-    return rec.result.ok and rec.call.name == ref.name and values_equal(ref.arguments, rec.call.arguments, rel_tol)
+    return (
+        rec.result.ok
+        and rec.call.name == ref.name
+        and values_equal(ref.arguments, rec.call.arguments, rel_tol)
+    )
 
 
-def match_calls(reference: list[ToolCall], calls: list[CallRecord], rel_tol: float = REL_TOL) -> list[int | None]:
+def match_calls(
+    reference: list[ToolCall], calls: list[CallRecord], rel_tol: float = REL_TOL
+) -> list[int | None]:
     """For each reference call, the index of the trajectory call matched to it (or None).
 
     A maximum one-to-one matching (augmenting paths), so the order of calls does not matter.
     """
-    edges = [[j for j, rec in enumerate(calls) if call_matches(ref, rec, rel_tol)] for ref in reference]
+    edges = [
+        [j for j, rec in enumerate(calls) if call_matches(ref, rec, rel_tol)] for ref in reference
+    ]
     owner: dict[int, int] = {}
 
     def augment(i: int, seen: set[int]) -> bool:
@@ -85,7 +95,9 @@ def match_calls(reference: list[ToolCall], calls: list[CallRecord], rel_tol: flo
     return out
 
 
-def table_matches(expected: list[dict[str, Any]], initial: list[dict[str, Any]], final: list[dict[str, Any]]) -> tuple[bool, str]:
+def table_matches(
+    expected: list[dict[str, Any]], initial: list[dict[str, Any]], final: list[dict[str, Any]]
+) -> tuple[bool, str]:
     """Compare one table's final rows with the expected ones (multisets, projected on the expected columns)."""
     cols = columns(expected, initial)
     got = Counter(row_key(r, cols) for r in final)
@@ -94,7 +106,10 @@ def table_matches(expected: list[dict[str, Any]], initial: list[dict[str, Any]],
         return True, ""
     missing = sum((want - got).values())
     extra = sum((got - want).values())
-    return False, f"expected {len(expected)} rows, got {len(final)} ({missing} expected rows missing, {extra} unexpected)"
+    return (
+        False,
+        f"expected {len(expected)} rows, got {len(final)} ({missing} expected rows missing, {extra} unexpected)",
+    )
 
 
 def state_outcome(expected: State, initial: State, final: State) -> tuple[float, list[str]]:
@@ -153,9 +168,13 @@ def score(
     trace = n_matched / len(ref) if ref else 1.0
     if n_matched < len(ref):
         unmatched = [_fmt_call(c) for c, m in zip(ref, matched, strict=True) if m is None]
-        reasons.append(f"trace: {n_matched}/{len(ref)} reference calls matched; unmatched: {', '.join(unmatched)}")
+        reasons.append(
+            f"trace: {n_matched}/{len(ref)} reference calls matched; unmatched: {', '.join(unmatched)}"
+        )
     if task.outcome.mutates:
-        outcome, why = state_outcome(task.outcome.expected_state, task.outcome.initial_state, trajectory.final_state)
+        outcome, why = state_outcome(
+            task.outcome.expected_state, task.outcome.initial_state, trajectory.final_state
+        )
     else:
         outcome, why = answer_check(task.outcome, trajectory.final_answer)
     reasons.extend(why)

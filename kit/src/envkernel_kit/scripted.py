@@ -52,6 +52,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import msgspec
+
 from envkernel_schemas import CallRecord, RolloutRequested, ToolCall, ToolError, ToolResult
 
 from .testing import FakeContext
@@ -95,8 +96,16 @@ class Reply:
 
 def tool_call(name: str, arguments: Any = None, id: str | None = None) -> dict[str, Any]:
     """One tool call; ``arguments`` as a dict (sent as a JSON string) or a raw string (sent verbatim)."""
-    args = arguments if isinstance(arguments, str) else json.dumps(arguments or {}, separators=(",", ":"))
-    return {"id": id or f"call_{next(_ids)}", "type": "function", "function": {"name": name, "arguments": args}}
+    args = (
+        arguments
+        if isinstance(arguments, str)
+        else json.dumps(arguments or {}, separators=(",", ":"))
+    )
+    return {
+        "id": id or f"call_{next(_ids)}",
+        "type": "function",
+        "function": {"name": name, "arguments": args},
+    }
 
 
 def completion(
@@ -116,16 +125,28 @@ def completion(
         "object": "chat.completion",
         "created": 0,
         "model": model,
-        "choices": [{"index": 0, "message": msg, "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop")}],
+        "choices": [
+            {
+                "index": 0,
+                "message": msg,
+                "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
+            }
+        ],
     }
     if usage is not None:
         body["usage"] = usage
     return body
 
 
-def error(status: int, message: str = "scripted error", headers: dict[str, str] | None = None) -> Reply:
+def error(
+    status: int, message: str = "scripted error", headers: dict[str, str] | None = None
+) -> Reply:
     """An API error in OpenAI's error format (e.g. 429 with ``Retry-After``, or 500)."""
-    return Reply(status=status, body={"error": {"message": message, "type": "scripted", "code": status}}, headers=dict(headers or {}))
+    return Reply(
+        status=status,
+        body={"error": {"message": message, "type": "scripted", "code": status}},
+        headers=dict(headers or {}),
+    )
 
 
 def stall(seconds: float, then: Any = None) -> Reply:
@@ -140,12 +161,21 @@ def not_json(text: str = "<html><body>502 Bad Gateway</body></html>", status: in
 
 def no_choices() -> dict[str, Any]:
     """A well-formed body with an empty ``choices`` list."""
-    return {"id": f"chatcmpl-{next(_ids)}", "object": "chat.completion", "created": 0, "model": "scripted", "choices": []}
+    return {
+        "id": f"chatcmpl-{next(_ids)}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "scripted",
+        "choices": [],
+    }
 
 
 def lora_loaded(name: str) -> Reply:
     """vLLM's answer to a successful ``load_lora_adapter`` (200, plain text)."""
-    return Reply(body=f"Success: LoRA adapter '{name}' added successfully.", content_type="text/plain; charset=utf-8")
+    return Reply(
+        body=f"Success: LoRA adapter '{name}' added successfully.",
+        content_type="text/plain; charset=utf-8",
+    )
 
 
 def exhausted(n: int) -> Reply:
@@ -198,17 +228,33 @@ class Oracle:
     ASK = "Which ones do you mean, exactly?"
     """The clarifying question of an ``ask`` oracle."""
 
-    def __init__(self, tasks: Iterable[Any], *, parallel: bool = False, unknown: str = "I don't know how to help with that.",
-                 ask: bool = False) -> None:
+    def __init__(
+        self,
+        tasks: Iterable[Any],
+        *,
+        parallel: bool = False,
+        unknown: str = "I don't know how to help with that.",
+        ask: bool = False,
+    ) -> None:
         self.chains: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         self.answers: dict[str, str] = {}
         self.hidden: dict[str, int] = {}
         self.ask = ask
         for t in tasks:
             get = t.get if isinstance(t, dict) else lambda k, _t=t: getattr(_t, k)
-            self.hidden[get("request")] = len((t.get("hidden") if isinstance(t, dict) else getattr(t, "hidden", [])) or [])
+            self.hidden[get("request")] = len(
+                (t.get("hidden") if isinstance(t, dict) else getattr(t, "hidden", [])) or []
+            )
             outcome = get("outcome")
-            answer = (outcome.get("answer") if isinstance(outcome, dict) else getattr(outcome, "answer", "")) if outcome else ""
+            answer = (
+                (
+                    outcome.get("answer")
+                    if isinstance(outcome, dict)
+                    else getattr(outcome, "answer", "")
+                )
+                if outcome
+                else ""
+            )
             if answer:
                 self.answers.setdefault(get("request"), answer)
             calls = []
@@ -226,19 +272,34 @@ class Oracle:
             return completion(self.unknown)
         msgs = request.get("messages", [])
         done = sum(1 for m in msgs if m.get("role") == "tool")
-        if self.ask and done == 0 and sum(1 for m in msgs if m.get("role") == "user") <= self.hidden.get(text, 0):
+        if (
+            self.ask
+            and done == 0
+            and sum(1 for m in msgs if m.get("role") == "user") <= self.hidden.get(text, 0)
+        ):
             return completion(self.ASK)
         if done < len(chain):
             todo = chain[done:] if self.parallel else chain[done : done + 1]
-            return completion("", [tool_call(name, args, id=f"call_{done + i}") for i, (name, args) in enumerate(todo)])
+            return completion(
+                "",
+                [
+                    tool_call(name, args, id=f"call_{done + i}")
+                    for i, (name, args) in enumerate(todo)
+                ],
+            )
         last = next((m.get("content", "") for m in reversed(msgs) if m.get("role") == "tool"), "")
         if text in self.answers:
             return completion(self.answers[text])
-        return completion(f"Done. Here is the result: {last}" if chain else "There was nothing to do.")
+        return completion(
+            f"Done. Here is the result: {last}" if chain else "There was nothing to do."
+        )
 
 
 def _estimate_usage(request: dict[str, Any], body: dict[str, Any]) -> dict[str, int]:
-    prompt = sum(len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls") or "")) for m in request.get("messages", []))
+    prompt = sum(
+        len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls") or ""))
+        for m in request.get("messages", [])
+    )
     prompt += len(json.dumps(request.get("tools") or ""))
     out = 0
     for ch in body.get("choices") or []:
@@ -335,7 +396,17 @@ class ScriptedServer:
             known = model in self.served or model in self.adapters
         if known:
             return None
-        return Reply(status=404, body={"error": {"message": f"The model `{model}` does not exist.", "type": "NotFoundError", "param": "model", "code": 404}})
+        return Reply(
+            status=404,
+            body={
+                "error": {
+                    "message": f"The model `{model}` does not exist.",
+                    "type": "NotFoundError",
+                    "param": "model",
+                    "code": 404,
+                }
+            },
+        )
 
     def _load_lora(self, body: dict[str, Any], auth: str) -> Reply:
         """Answer one ``load_lora_adapter`` request (scripted, else as vLLM does)."""
@@ -349,14 +420,19 @@ class ScriptedServer:
         if self.lora is not None:
             try:
                 reply = self.lora(body, n)
-            except Exception as exc:  # noqa: BLE001 - a broken script is a 500 the test will see
-                reply = error(500, f"scripted server: the lora script raised {type(exc).__name__}: {exc}")
+            except Exception as exc:
+                reply = error(
+                    500, f"scripted server: the lora script raised {type(exc).__name__}: {exc}"
+                )
         if reply is None:
             if not name or not path:
                 return error(400, "Both 'lora_name' and 'lora_path' must be provided.")
             with self._lock:
                 if name in self.adapters and not body.get("load_inplace"):
-                    return error(400, f"The lora adapter '{name}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.")
+                    return error(
+                        400,
+                        f"The lora adapter '{name}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.",
+                    )
             reply = lora_loaded(str(name))
         if not isinstance(reply, Reply):
             reply = Reply(body=reply)
@@ -442,11 +518,18 @@ class ScriptedServer:
                 if reply is None:
                     try:
                         reply = server.script(body, n)
-                    except Exception as exc:  # noqa: BLE001 - a broken script is a 500 the test will see
-                        reply = error(500, f"scripted server: the script raised {type(exc).__name__}: {exc}")
+                    except Exception as exc:
+                        reply = error(
+                            500, f"scripted server: the script raised {type(exc).__name__}: {exc}"
+                        )
                 if not isinstance(reply, Reply):
                     reply = Reply(body=reply)
-                if isinstance(reply.body, dict) and "choices" in reply.body and "usage" not in reply.body and reply.status == 200:
+                if (
+                    isinstance(reply.body, dict)
+                    and "choices" in reply.body
+                    and "usage" not in reply.body
+                    and reply.status == 200
+                ):
                     reply.body = {**reply.body, "usage": _estimate_usage(body, reply.body)}
                 if reply.delay > 0 and server._stop.wait(reply.delay):
                     self.close_connection = True
@@ -457,7 +540,14 @@ class ScriptedServer:
                 if self.path.rstrip("/").endswith("/models"):
                     with server._lock:
                         ids = [*(server.served or ["scripted"]), *server.adapters]
-                    self._send(Reply(body={"object": "list", "data": [{"id": i, "object": "model"} for i in ids]}))
+                    self._send(
+                        Reply(
+                            body={
+                                "object": "list",
+                                "data": [{"id": i, "object": "model"} for i in ids],
+                            }
+                        )
+                    )
                 else:
                     self._send(error(404, f"scripted server: no route {self.path}"))
 
@@ -478,7 +568,12 @@ class ScriptedServer:
         self._stop.clear()
         self._httpd = Server((self.host, self.port), self._handler())
         self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="scripted-openai",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -493,7 +588,7 @@ class ScriptedServer:
             self._thread.join(5)
             self._thread = None
 
-    def __enter__(self) -> ScriptedServer:  # noqa: PYI034
+    def __enter__(self) -> ScriptedServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -516,14 +611,24 @@ class RecordingEnv:
         result (the executor died) raises ``SandboxError``, as in the kernel."""
         t0 = time.perf_counter()
         if name not in {t.name for t in self.tools}:
-            result = ToolResult(ok=False, error=ToolError(code="unknown_tool", message=f"no tool named {name!r}"))
+            result = ToolResult(
+                ok=False, error=ToolError(code="unknown_tool", message=f"no tool named {name!r}")
+            )
         else:
             result = await self.sandbox.call(name, arguments)
             if result.error is not None and result.error.code == "crashed":
-                from envkernel.errors import SandboxError  # noqa: PLC0415
+                from envkernel.errors import SandboxError
 
-                raise SandboxError(f"the sandbox crashed under tool call {name!r}: {result.error.message}")
-        self.records.append(CallRecord(call=ToolCall(name=name, arguments=arguments), result=result, seconds=time.perf_counter() - t0))
+                raise SandboxError(
+                    f"the sandbox crashed under tool call {name!r}: {result.error.message}"
+                )
+        self.records.append(
+            CallRecord(
+                call=ToolCall(name=name, arguments=arguments),
+                result=result,
+                seconds=time.perf_counter() - t0,
+            )
+        )
         return result
 
 
@@ -534,29 +639,53 @@ class StepContext(FakeContext):
         super().__init__(component=component, role="policy", **kw)
 
 
-async def run_policy(policy: Any, task: Any, sandbox: Any, tools: list[Any], *, ctx: Any = None, index: int = 0, policy_name: str = "openai") -> Any:
+async def run_policy(
+    policy: Any,
+    task: Any,
+    sandbox: Any,
+    tools: list[Any],
+    *,
+    ctx: Any = None,
+    index: int = 0,
+    policy_name: str = "openai",
+) -> Any:
     """Roll ``policy`` out on ``task`` as the kernel does: the task's planted rows put into the
     sandbox (its initial state), a recording ToolEnv, then ``calls`` and ``final_state`` filled in
     from the records and the sandbox."""
     if getattr(task, "planted", None):
         await sandbox.patch(task.seed_patch())
     env = RecordingEnv(sandbox, tools)
-    req = RolloutRequested(run="test-run", id=f"req-{task.id}-{index}", task=task, policy=policy_name, index=index)
+    req = RolloutRequested(
+        run="test-run", id=f"req-{task.id}-{index}", task=task, policy=policy_name, index=index
+    )
     traj = await policy.rollout(req, env, ctx if ctx is not None else StepContext(policy_name))
     state = await sandbox.state() if hasattr(sandbox, "state") else {}
     return msgspec.structs.replace(traj, calls=env.records, final_state=state)
 
 
 def _main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m envkernel_kit.scripted", description="Serve a scripted OpenAI-compatible API on loopback.")
+    ap = argparse.ArgumentParser(
+        prog="python -m envkernel_kit.scripted",
+        description="Serve a scripted OpenAI-compatible API on loopback.",
+    )
     ap.add_argument("--port", type=int, default=0, help="Port (default: a free one).")
-    ap.add_argument("--oracle", metavar="TASKS_JSONL", help="Solve the tasks of this tasks.jsonl (else: answer 'Hello.' without tools).")
-    ap.add_argument("--parallel", action="store_true", help="Oracle: send the whole chain as parallel tool calls in one turn.")
+    ap.add_argument(
+        "--oracle",
+        metavar="TASKS_JSONL",
+        help="Solve the tasks of this tasks.jsonl (else: answer 'Hello.' without tools).",
+    )
+    ap.add_argument(
+        "--parallel",
+        action="store_true",
+        help="Oracle: send the whole chain as parallel tool calls in one turn.",
+    )
     args = ap.parse_args(argv)
     script: Script | None = None
     if args.oracle:
         with open(args.oracle) as f:
-            script = Oracle([json.loads(line) for line in f if line.strip()], parallel=args.parallel)
+            script = Oracle(
+                [json.loads(line) for line in f if line.strip()], parallel=args.parallel
+            )
     server = ScriptedServer(script, port=args.port, record=False).start()
     print(server.base_url, flush=True)
     done = threading.Event()

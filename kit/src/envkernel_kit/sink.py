@@ -23,7 +23,9 @@ class JsonlSink:
     partial last line (a crash mid-write) is cut off before appending.
     """
 
-    def __init__(self, path: Path, key_of: Callable[[dict[str, Any]], str | None], *, fsync: bool = False) -> None:
+    def __init__(
+        self, path: Path, key_of: Callable[[dict[str, Any]], str | None], *, fsync: bool = False
+    ) -> None:
         self.path = path
         self.key_of = key_of
         self.fsync = fsync

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import structlog
+
 from envkernel.config import RunConfig
 from envkernel_schemas import CodeBehaviour, EnvSpec, ToolError, ToolResult, ToolSpec
 
@@ -40,7 +41,9 @@ class ToolFailure(Exception):
 class FakeSandbox:
     """An in-memory sandbox: the state is a dict, tools are Python functions over it."""
 
-    def __init__(self, state: State, tools: dict[str, ToolImpl], specs: list[ToolSpec] | None = None) -> None:
+    def __init__(
+        self, state: State, tools: dict[str, ToolImpl], specs: list[ToolSpec] | None = None
+    ) -> None:
         self._state = copy.deepcopy(state)
         self._tools = tools
         self._specs = {t.name: t for t in specs or []}
@@ -54,12 +57,16 @@ class FakeSandbox:
         self.calls.append((tool, dict(arguments)))
         fn = self._tools.get(tool)
         if fn is None:
-            return ToolResult(ok=False, error=ToolError(code="unknown_tool", message=f"no tool {tool!r}"))
+            return ToolResult(
+                ok=False, error=ToolError(code="unknown_tool", message=f"no tool {tool!r}")
+            )
         spec = self._specs.get(tool)
         if spec is not None:
             for r in spec.parameters.get("required", []):
                 if r not in arguments:
-                    return ToolResult(ok=False, error=ToolError(code="invalid", message=f"missing argument {r!r}"))
+                    return ToolResult(
+                        ok=False, error=ToolError(code="invalid", message=f"missing argument {r!r}")
+                    )
         before = copy.deepcopy(self._state)
         try:
             value = fn(self._state, dict(arguments))
@@ -68,7 +75,9 @@ class FakeSandbox:
             return ToolResult(ok=False, error=ToolError(code=exc.code, message=exc.message))
         except (KeyError, TypeError, ValueError) as exc:
             self._state = before
-            return ToolResult(ok=False, error=ToolError(code="invalid", message=f"{type(exc).__name__}: {exc}"))
+            return ToolResult(
+                ok=False, error=ToolError(code="invalid", message=f"{type(exc).__name__}: {exc}")
+            )
         return ToolResult(ok=True, value=copy.deepcopy(value))
 
     async def snapshot(self) -> str:
@@ -83,15 +92,25 @@ class FakeSandbox:
 
     async def patch(self, rows: list[dict[str, Any]]) -> int:
         """Insert rows (``{"table": ..., "row": {...}}`` each, a task's planted rows), all or none."""
-        if any(not isinstance(r, dict) or r.get("table") not in self._state or not isinstance(r.get("row"), dict) for r in rows):
-            raise ValueError(f"patch rows must name one of the tables {sorted(self._state)} and give a row each")
+        if any(
+            not isinstance(r, dict)
+            or r.get("table") not in self._state
+            or not isinstance(r.get("row"), dict)
+            for r in rows
+        ):
+            raise ValueError(
+                f"patch rows must name one of the tables {sorted(self._state)} and give a row each"
+            )
         for r in rows:
             self._state[r["table"]].append(copy.deepcopy(r["row"]))
         return len(rows)
 
     async def state(self) -> State:
         """Dump the state, rows sorted by id."""
-        return {t: sorted(copy.deepcopy(rows), key=lambda r: (str(type(r.get("id"))), r.get("id") or 0)) for t, rows in self._state.items()}
+        return {
+            t: sorted(copy.deepcopy(rows), key=lambda r: (str(type(r.get("id"))), r.get("id") or 0))
+            for t, rows in self._state.items()
+        }
 
     async def close(self) -> None:
         """Close it."""
@@ -198,9 +217,30 @@ SHOP_STATE: State = {
         {"id": 3, "name": "Cy Young", "email": "cy@example.com", "tier": "silver"},
     ],
     "products": [
-        {"id": 1, "name": "Desk Lamp", "sku": "LAMP-01", "price": 29.5, "stock": 10, "category": "lighting"},
-        {"id": 2, "name": "Office Chair", "sku": "CHAIR-02", "price": 149.0, "stock": 3, "category": "furniture"},
-        {"id": 3, "name": "Standing Desk", "sku": "DESK-03", "price": 399.99, "stock": 0, "category": "furniture"},
+        {
+            "id": 1,
+            "name": "Desk Lamp",
+            "sku": "LAMP-01",
+            "price": 29.5,
+            "stock": 10,
+            "category": "lighting",
+        },
+        {
+            "id": 2,
+            "name": "Office Chair",
+            "sku": "CHAIR-02",
+            "price": 149.0,
+            "stock": 3,
+            "category": "furniture",
+        },
+        {
+            "id": 3,
+            "name": "Standing Desk",
+            "sku": "DESK-03",
+            "price": 399.99,
+            "stock": 0,
+            "category": "furniture",
+        },
     ],
     "orders": [
         {
@@ -267,7 +307,12 @@ def _get_product(s: State, a: dict[str, Any]) -> Any:
 
 def _list_orders(s: State, a: dict[str, Any]) -> Any:
     _row(s, "customers", a["customer_id"], "customer")
-    return [r for r in s["orders"] if r["customer_id"] == a["customer_id"] and ("status" not in a or r["status"] == a["status"])]
+    return [
+        r
+        for r in s["orders"]
+        if r["customer_id"] == a["customer_id"]
+        and ("status" not in a or r["status"] == a["status"])
+    ]
 
 
 def _get_order(s: State, a: dict[str, Any]) -> Any:
@@ -348,26 +393,46 @@ def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 
 SHOP_TOOLS: list[ToolSpec] = [
-    ToolSpec(name="find_customer", description="Find a customer by email.", parameters=_obj({"email": {"type": "string"}}, ["email"])),
+    ToolSpec(
+        name="find_customer",
+        description="Find a customer by email.",
+        parameters=_obj({"email": {"type": "string"}}, ["email"]),
+    ),
     ToolSpec(
         name="list_products",
         description="List products, optionally by category.",
         parameters=_obj({"category": {"type": "string", "enum": ["lighting", "furniture"]}}, []),
     ),
-    ToolSpec(name="get_product", description="Get a product.", parameters=_obj({"product_id": {"type": "integer"}}, ["product_id"])),
+    ToolSpec(
+        name="get_product",
+        description="Get a product.",
+        parameters=_obj({"product_id": {"type": "integer"}}, ["product_id"]),
+    ),
     ToolSpec(
         name="list_orders",
         description="List a customer's orders.",
         parameters=_obj(
-            {"customer_id": {"type": "integer"}, "status": {"type": "string", "enum": ["pending", "shipped", "cancelled"]}}, ["customer_id"]
+            {
+                "customer_id": {"type": "integer"},
+                "status": {"type": "string", "enum": ["pending", "shipped", "cancelled"]},
+            },
+            ["customer_id"],
         ),
     ),
-    ToolSpec(name="get_order", description="Get an order.", parameters=_obj({"order_id": {"type": "integer"}}, ["order_id"])),
+    ToolSpec(
+        name="get_order",
+        description="Get an order.",
+        parameters=_obj({"order_id": {"type": "integer"}}, ["order_id"]),
+    ),
     ToolSpec(
         name="create_order",
         description="Place an order.",
         parameters=_obj(
-            {"customer_id": {"type": "integer"}, "product_id": {"type": "integer"}, "quantity": {"type": "integer", "minimum": 1}},
+            {
+                "customer_id": {"type": "integer"},
+                "product_id": {"type": "integer"},
+                "quantity": {"type": "integer", "minimum": 1},
+            },
             ["customer_id", "product_id", "quantity"],
         ),
         mutates=True,
@@ -381,13 +446,18 @@ SHOP_TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="update_order_quantity",
         description="Change the quantity of a pending order.",
-        parameters=_obj({"order_id": {"type": "integer"}, "quantity": {"type": "integer", "minimum": 1}}, ["order_id", "quantity"]),
+        parameters=_obj(
+            {"order_id": {"type": "integer"}, "quantity": {"type": "integer", "minimum": 1}},
+            ["order_id", "quantity"],
+        ),
         mutates=True,
     ),
 ]
 
 
-def toy_shop(*, broken: bool = False, env_id: str = "toyshop") -> tuple[EnvSpec, Callable[[], FakeSandbox]]:
+def toy_shop(
+    *, broken: bool = False, env_id: str = "toyshop"
+) -> tuple[EnvSpec, Callable[[], FakeSandbox]]:
     """The toy shop: its EnvSpec and a factory of fresh fake sandboxes at the seed state.
 
     With ``broken=True`` it has one more tool, ``broken_report``, that always crashes.
@@ -395,7 +465,11 @@ def toy_shop(*, broken: bool = False, env_id: str = "toyshop") -> tuple[EnvSpec,
     tools = list(SHOP_TOOLS)
     if broken:
         tools.append(
-            ToolSpec(name="broken_report", description="A report.", parameters=_obj({"customer_id": {"type": "integer"}}, ["customer_id"]))
+            ToolSpec(
+                name="broken_report",
+                description="A report.",
+                parameters=_obj({"customer_id": {"type": "integer"}}, ["customer_id"]),
+            )
         )
     env = EnvSpec(
         id=env_id,

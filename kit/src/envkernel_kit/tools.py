@@ -48,9 +48,26 @@ from .naming import (
 
 State = dict[str, list[dict[str, Any]]]
 
-PAGE_NAMES = frozenset({"limit", "offset", "page", "page_size", "per_page", "cursor", "page_token", "next_cursor", "size", "max_results", "skip", "top"})
+PAGE_NAMES = frozenset(
+    {
+        "limit",
+        "offset",
+        "page",
+        "page_size",
+        "per_page",
+        "cursor",
+        "page_token",
+        "next_cursor",
+        "size",
+        "max_results",
+        "skip",
+        "top",
+    }
+)
 """Paging parameters (a sampler leaves them out)."""
-SORT_NAMES = frozenset({"sort", "sort_by", "order", "order_by", "direction", "sort_order", "ordering"})
+SORT_NAMES = frozenset(
+    {"sort", "sort_by", "order", "order_by", "direction", "sort_order", "ordering"}
+)
 """Sorting parameters (a sampler leaves them out)."""
 LIST_VERBS = frozenset({"list", "search", "query", "browse", "filter"})
 """Read verbs of tools that return lists."""
@@ -205,7 +222,11 @@ def schema_of(env: EnvSpec, seed: State) -> Schema:
                 if ref is not None:
                     s.refs[t][c] = ref
         if t not in s.unique:
-            s.unique[t] = {c for c in (rows[0] if rows else {}) if c in KEY_LIKE and len({str(r.get(c)) for r in rows}) == len(rows)}
+            s.unique[t] = {
+                c
+                for c in (rows[0] if rows else {})
+                if c in KEY_LIKE and len({str(r.get(c)) for r in rows}) == len(rows)
+            }
         s.generated.setdefault(t, set(env.generated.get(t, [])))
     return s
 
@@ -216,7 +237,9 @@ def _verb_phrase(tool_name: str, tables: list[str]) -> str:
     ws = words(tool_name)
     if not ws:
         return tool_name
-    nouns = {singular(w) for t in tables for w in words(t)} | {singular("_".join(words(t))) for t in tables}
+    nouns = {singular(w) for t in tables for w in words(t)} | {
+        singular("_".join(words(t))) for t in tables
+    }
     out = [ws[0]]
     for w in ws[1:]:
         if singular(w) in nouns or w in nouns:
@@ -233,15 +256,27 @@ def _model_info(spec: ToolSpec, op: Operation, model: ResourceModel, s: Schema) 
     params = (spec.parameters or {}).get("properties") or {}
     required = set((spec.parameters or {}).get("required") or [])
     transition = msgspec.to_builtins(op.transition) if op.transition is not None else None
-    info = ToolInfo(name=spec.name, spec=spec, kind=kind, resource=res, noun=model.nouns(res).singular,
-                    verb=_verb_phrase(spec.name, s.tables), transition=transition, from_model=True)
+    info = ToolInfo(
+        name=spec.name,
+        spec=spec,
+        kind=kind,
+        resource=res,
+        noun=model.nouns(res).singular,
+        verb=_verb_phrase(spec.name, s.tables),
+        transition=transition,
+        from_model=True,
+    )
     body = op.body
     filters = op.filters
     search = op.search
     page = op.page
     sort = op.sort
     parents = {p.arg: p for p in op.parents}
-    page_args = {a for a in (page.limit, page.offset, page.page, page.cursor) if a} if page is not None else set()
+    page_args = (
+        {a for a in (page.limit, page.offset, page.page, page.cursor) if a}
+        if page is not None
+        else set()
+    )
     sort_args = {sort.arg, sort.order_arg} - {None} if sort is not None else set()
     for name, schema in params.items():
         req = name in required
@@ -250,11 +285,15 @@ def _model_info(spec: ToolSpec, op: Operation, model: ResourceModel, s: Schema) 
             p = ParamInfo(name, "key", req, schema, resource=res, field=s.key(res))
         elif name in parents:
             par = parents[name]
-            p = ParamInfo(name, "ref", req, schema, resource=par.resource, field=par.field, parent=True)
+            p = ParamInfo(
+                name, "ref", req, schema, resource=par.resource, field=par.field, parent=True
+            )
         elif name in body:
             col = body[name]
             ref = s.refs.get(res or "", {}).get(col)
-            p = ParamInfo(name, "ref" if ref else "value", req, schema, resource=ref or res, field=col)
+            p = ParamInfo(
+                name, "ref" if ref else "value", req, schema, resource=ref or res, field=col
+            )
         elif name in filters:
             flt = filters[name]
             col = flt.field
@@ -264,7 +303,9 @@ def _model_info(spec: ToolSpec, op: Operation, model: ResourceModel, s: Schema) 
             else:
                 p = ParamInfo(name, "filter", req, schema, resource=res, field=col, op=flt.op)
         elif search is not None and name == search.arg:
-            p = ParamInfo(name, "search", req, schema, resource=res, search_fields=tuple(search.fields))
+            p = ParamInfo(
+                name, "search", req, schema, resource=res, search_fields=tuple(search.fields)
+            )
         elif name in page_args:
             p = ParamInfo(name, "page", req, schema)
         elif name in sort_args:
@@ -288,7 +329,9 @@ def _with_access(info: ToolInfo) -> ToolInfo:
     return info
 
 
-def _guess_param(name: str, schema: dict[str, Any], req: bool, info: ToolInfo, s: Schema) -> ParamInfo:
+def _guess_param(
+    name: str, schema: dict[str, Any], req: bool, info: ToolInfo, s: Schema
+) -> ParamInfo:
     own = info.resource
     lname = "_".join(words(name))
     if lname in PAGE_NAMES and schema_type(schema) in ("integer", "string", ""):
@@ -298,11 +341,17 @@ def _guess_param(name: str, schema: dict[str, Any], req: bool, info: ToolInfo, s
     if is_id_name(name):
         ent = id_entity(name)
         table = match_table(ent, s.tables) if ent else own
-        if table is not None and table == own and info.kind in ("get", "update", "delete", "action"):
+        if (
+            table is not None
+            and table == own
+            and info.kind in ("get", "update", "delete", "action")
+        ):
             return ParamInfo(name, "key", req, schema, resource=table, field=s.key(table))
         if table is not None:
             col = name if own and name in s.refs.get(own, {}) else None
-            return ParamInfo(name, "ref", req, schema, resource=table, field=col or (name if own else None))
+            return ParamInfo(
+                name, "ref", req, schema, resource=table, field=col or (name if own else None)
+            )
         return ParamInfo(name, "value", req, schema, resource=own, field=None)
     if lname in SEARCH_NAMES:
         return ParamInfo(name, "search", req, schema, resource=own)
@@ -327,12 +376,20 @@ def _guess_info(spec: ToolSpec, s: Schema) -> ToolInfo:
         kind = "get"
     else:
         kind = "other"
-    info = ToolInfo(name=spec.name, spec=spec, kind=kind, resource=table, noun=singular(noun) if noun else spec.name,
-                    verb=_verb_phrase(spec.name, s.tables))
+    info = ToolInfo(
+        name=spec.name,
+        spec=spec,
+        kind=kind,
+        resource=table,
+        noun=singular(noun) if noun else spec.name,
+        verb=_verb_phrase(spec.name, s.tables),
+    )
     props = (spec.parameters or {}).get("properties") or {}
     required = set((spec.parameters or {}).get("required") or [])
     for name, schema in props.items():
-        info.params[name] = _guess_param(name, schema if isinstance(schema, dict) else {}, name in required, info, s)
+        info.params[name] = _guess_param(
+            name, schema if isinstance(schema, dict) else {}, name in required, info, s
+        )
     return _with_access(info)
 
 
@@ -342,7 +399,11 @@ def tool_infos(env: EnvSpec, schema: Schema) -> dict[str, ToolInfo]:
     out: dict[str, ToolInfo] = {}
     for spec in env.tools:
         op = model.operations.get(spec.name) if model is not None else None
-        out[spec.name] = _model_info(spec, op, model, schema) if op is not None and model is not None else _guess_info(spec, schema)
+        out[spec.name] = (
+            _model_info(spec, op, model, schema)
+            if op is not None and model is not None
+            else _guess_info(spec, schema)
+        )
     return out
 
 
@@ -365,8 +426,14 @@ def output_fields(spec: ToolSpec) -> dict[str, dict[str, Any]]:
             continue
         props = sch.get("properties") or {}
         if t == "object" and props:
-            lists = [v for v in props.values() if isinstance(v, dict) and schema_type(v) == "array" and isinstance(v.get("items"), dict)
-                     and (v["items"].get("properties"))]
+            lists = [
+                v
+                for v in props.values()
+                if isinstance(v, dict)
+                and schema_type(v) == "array"
+                and isinstance(v.get("items"), dict)
+                and (v["items"].get("properties"))
+            ]
             if lists and not any(is_id_name(k) for k in props):
                 sch = lists[0]
                 continue

@@ -52,10 +52,16 @@ def user_for(ctx: Any) -> Any | None:
 
             comp = load(list(cfg.selected)).components.get(name)
             if comp is None or comp.role != "user":
-                raise ConfigError(f"user = {name!r}: no selected plugin provides a user component of that name "
-                                  f"(selected users: {', '.join(names) or 'none'}); add one with --plugins +users")
-            settings = settings_for(name, comp.settings_type, cfg.settings.get(name), flags=cfg.overrides.get(name))
-            _users[key] = comp.factory(settings) if comp.settings_type is not None else comp.factory()
+                raise ConfigError(
+                    f"user = {name!r}: no selected plugin provides a user component of that name "
+                    f"(selected users: {', '.join(names) or 'none'}); add one with --plugins +users"
+                )
+            settings = settings_for(
+                name, comp.settings_type, cfg.settings.get(name), flags=cfg.overrides.get(name)
+            )
+            _users[key] = (
+                comp.factory(settings) if comp.settings_type is not None else comp.factory()
+            )
             log.info("user component", run=cfg.run_id, user=name)
         return _users[key]
 
@@ -93,5 +99,9 @@ def last_assistant(messages: list[dict[str, Any]]) -> str:
 
 def revealed(task: Any, messages: list[dict[str, Any]]) -> list[str]:
     """The held-back facts the user has already said."""
-    said = " ".join(m.get("content") or "" for m in messages if m.get("role") == "user" and isinstance(m.get("content"), str))
+    said = " ".join(
+        m.get("content") or ""
+        for m in messages
+        if m.get("role") == "user" and isinstance(m.get("content"), str)
+    )
     return [h for h in (getattr(task, "hidden", []) or []) if h in said]

@@ -23,6 +23,7 @@ import json
 from typing import Any
 
 import msgspec
+
 from envkernel_runtime import workspace as _ws
 from envkernel_schemas import (
     EnvSpec,
@@ -97,7 +98,9 @@ def workspace_env(
         id=env_id,
         name=name,
         tools=[*claw_tools(), *(app_tools or [])],
-        behaviour=WorkspaceBehaviour(files=dict(files), blobs=dict(blobs or {}), setup=list(setup or []), source=app_source),
+        behaviour=WorkspaceBehaviour(
+            files=dict(files), blobs=dict(blobs or {}), setup=list(setup or []), source=app_source
+        ),
         seed_sql=seed_sql,
         domain=domain,
         description=description,
@@ -127,26 +130,59 @@ def transcript(task: Task, trajectory: Trajectory) -> list[dict[str, Any]]:
             if role == "user":
                 msg("user", [{"type": "text", "text": _text(m.get("content") or "")}])
             elif role == "assistant":
-                content = [{"type": "text", "text": _text(m["content"])}] if m.get("content") else []
+                content = (
+                    [{"type": "text", "text": _text(m["content"])}] if m.get("content") else []
+                )
                 for tc in m.get("tool_calls") or []:
                     fn = tc.get("function") or {}
                     try:
                         args = json.loads(fn.get("arguments") or "{}")
                     except (TypeError, ValueError):
                         args = {"_raw": fn.get("arguments")}
-                    content.append({"type": "toolCall", "id": tc.get("id", ""), "name": fn.get("name", ""), "arguments": args, "params": args})
+                    content.append(
+                        {
+                            "type": "toolCall",
+                            "id": tc.get("id", ""),
+                            "name": fn.get("name", ""),
+                            "arguments": args,
+                            "params": args,
+                        }
+                    )
                 msg("assistant", content)
             elif role == "tool":
-                msg("toolResult", [{"type": "text", "text": _text(m.get("content") or "")}], toolCallId=m.get("tool_call_id", ""),
-                    toolName=m.get("name", ""))
+                msg(
+                    "toolResult",
+                    [{"type": "text", "text": _text(m.get("content") or "")}],
+                    toolCallId=m.get("tool_call_id", ""),
+                    toolName=m.get("name", ""),
+                )
         return events
     msg("user", [{"type": "text", "text": task.request}])
     for i, rec in enumerate(trajectory.calls):
         cid = rec.call.id or f"call_{i}"
         args = dict(rec.call.arguments)
-        msg("assistant", [{"type": "toolCall", "id": cid, "name": rec.call.name, "arguments": args, "params": args}])
-        result = rec.result.value if rec.result.ok else {"error": msgspec.to_builtins(rec.result.error)}
-        msg("toolResult", [{"type": "text", "text": _text(result)}], toolCallId=cid, toolName=rec.call.name, isError=not rec.result.ok)
+        msg(
+            "assistant",
+            [
+                {
+                    "type": "toolCall",
+                    "id": cid,
+                    "name": rec.call.name,
+                    "arguments": args,
+                    "params": args,
+                }
+            ],
+        )
+        result = (
+            rec.result.value if rec.result.ok else {"error": msgspec.to_builtins(rec.result.error)}
+        )
+        msg(
+            "toolResult",
+            [{"type": "text", "text": _text(result)}],
+            toolCallId=cid,
+            toolName=rec.call.name,
+            isError=not rec.result.ok,
+        )
     if trajectory.final_answer:
         msg("assistant", [{"type": "text", "text": trajectory.final_answer}])
     return events
@@ -160,18 +196,32 @@ def _check_env(env: EnvSpec) -> EnvSpec:
     return msgspec.structs.replace(env, id=f"{env.id}--check", tools=[*env.tools, *_reward_tools()])
 
 
-async def run_check(ctx: Any, env: EnvSpec, check: str, final_state: dict[str, Any], events: list[dict[str, Any]],
-                    timeout: float = 8.0) -> dict[str, Any]:
+async def run_check(
+    ctx: Any,
+    env: EnvSpec,
+    check: str,
+    final_state: dict[str, Any],
+    events: list[dict[str, Any]],
+    timeout: float = 8.0,
+) -> dict[str, Any]:
     """Rebuild the final workspace of a rollout (the initial tree plus its diff, the app tables) in
     a sandbox and run ``check`` there: ``{"scores": {...}}`` or ``{"error": "..."}``."""
     tables = {k: v for k, v in final_state.items() if k != TABLE}
     async with ctx.sandbox(_check_env(env)) as sb:
-        applied = await sb.call("apply_final", {"rows": final_state.get(TABLE, []), "tables": tables})
+        applied = await sb.call(
+            "apply_final", {"rows": final_state.get(TABLE, []), "tables": tables}
+        )
         if not applied.ok:
-            return {"error": f"could not rebuild the final workspace: {applied.error.message if applied.error else '?'}"}
-        res = await sb.call("run_check", {"script": check, "transcript": events, "timeout": timeout})
+            return {
+                "error": f"could not rebuild the final workspace: {applied.error.message if applied.error else '?'}"
+            }
+        res = await sb.call(
+            "run_check", {"script": check, "transcript": events, "timeout": timeout}
+        )
         if not res.ok:
-            return {"error": f"the check failed in the sandbox: {res.error.code if res.error else ''}: {res.error.message if res.error else ''}"}
+            return {
+                "error": f"the check failed in the sandbox: {res.error.code if res.error else ''}: {res.error.message if res.error else ''}"
+            }
         out = dict(res.value or {})
         missing = (applied.value or {}).get("missing") or []
         if missing:
@@ -179,7 +229,9 @@ async def run_check(ctx: Any, env: EnvSpec, check: str, final_state: dict[str, A
         return out
 
 
-def _score_of(result: dict[str, Any], weights: dict[str, float] | None = None) -> tuple[float, list[str]]:
+def _score_of(
+    result: dict[str, Any], weights: dict[str, float] | None = None
+) -> tuple[float, list[str]]:
     if "error" in result:
         return 0.0, [str(result["error"])]
     scores: dict[str, float] = result.get("scores") or {}
@@ -190,7 +242,9 @@ def _score_of(result: dict[str, Any], weights: dict[str, float] | None = None) -
     score = sum(max(0.0, min(1.0, v)) * w[k] for k, v in scores.items()) / total
     reasons = [f"{k}: {v:g}" for k, v in sorted(scores.items()) if v < 1.0]
     if result.get("missing"):
-        reasons.append(f"files too large to rebuild for the check: {', '.join(result['missing'][:5])}")
+        reasons.append(
+            f"files too large to rebuild for the check: {', '.join(result['missing'][:5])}"
+        )
     return score, reasons
 
 
@@ -198,16 +252,37 @@ async def check_reward(ctx: Any, task: Task, trajectory: Trajectory, model: str 
     """Score a rollout of a workspace task: the check's criteria (mean, in [0, 1]) run inside a
     sandbox over the final workspace and the transcript. ``outcome`` is the same number."""
     env = await ctx.env(task.env_id)
-    result = await run_check(ctx, env, task.outcome.check, trajectory.final_state, transcript(task, trajectory))
+    result = await run_check(
+        ctx, env, task.outcome.check, trajectory.final_state, transcript(task, trajectory)
+    )
     score, reasons = _score_of(result)
-    return Reward(score=round(score, 6), model=model, outcome=round(score, 6), trace=0.0, tau=0.0, reasons=reasons)
+    return Reward(
+        score=round(score, 6),
+        model=model,
+        outcome=round(score, 6),
+        trace=0.0,
+        tau=0.0,
+        reasons=reasons,
+    )
 
 
-# --------------------------------------------------------------------------- grounding and verifying
+# --------------------------------------------------------------------------- grounding and
+# verifying
 
 
-async def ground_task(ctx: Any, env: EnvSpec, *, task_id: str, request: str, calls: list[ToolCall], check: str,
-                      answer: str = "", sampler: str = "", difficulty: float = 0.0, strict: bool = True) -> Task:
+async def ground_task(
+    ctx: Any,
+    env: EnvSpec,
+    *,
+    task_id: str,
+    request: str,
+    calls: list[ToolCall],
+    check: str,
+    answer: str = "",
+    sampler: str = "",
+    difficulty: float = 0.0,
+    strict: bool = True,
+) -> Task:
     """Execute the reference chain in a sandbox and return the Task it grounds: every call must
     succeed and, when ``strict``, the check must give every criterion 1 on the result and 0 overall
     on the untouched workspace (an imported task is not strict: the gate judges it). The expected
@@ -219,23 +294,49 @@ async def ground_task(ctx: Any, env: EnvSpec, *, task_id: str, request: str, cal
             res = await sb.call(call.name, dict(call.arguments))
             if not res.ok:
                 err = res.error
-                raise GroundingError(f"reference call {i} ({call.name}) failed: {err.code if err else ''}: {err.message if err else ''}")
+                raise GroundingError(
+                    f"reference call {i} ({call.name}) failed: {err.code if err else ''}: {err.message if err else ''}"
+                )
             outputs.append(res.value)
         final = await sb.state()
-    draft = Task(id=task_id, env_id=env.id, request=request, calls=list(calls), outputs=outputs,
-                 outcome=Outcome(mutates=True, check=check, answer=answer), sampler=sampler)
-    ref = Trajectory(task_id=task_id, policy="reference", final_state=final, final_answer=answer,
-                     calls=[_record(c, o) for c, o in zip(calls, outputs, strict=True)])
+    draft = Task(
+        id=task_id,
+        env_id=env.id,
+        request=request,
+        calls=list(calls),
+        outputs=outputs,
+        outcome=Outcome(mutates=True, check=check, answer=answer),
+        sampler=sampler,
+    )
+    ref = Trajectory(
+        task_id=task_id,
+        policy="reference",
+        final_state=final,
+        final_answer=answer,
+        calls=[_record(c, o) for c, o in zip(calls, outputs, strict=True)],
+    )
     if strict:
         got = await run_check(ctx, env, check, final, transcript(draft, ref))
         score, reasons = _score_of(got)
         if score < 1.0:
-            raise GroundingError(f"the reference chain scores {score:.2f} on its own check: {'; '.join(reasons)}")
-        untouched = await run_check(ctx, env, check, initial, transcript(draft, Trajectory(task_id=task_id, policy="nothing")))
+            raise GroundingError(
+                f"the reference chain scores {score:.2f} on its own check: {'; '.join(reasons)}"
+            )
+        untouched = await run_check(
+            ctx,
+            env,
+            check,
+            initial,
+            transcript(draft, Trajectory(task_id=task_id, policy="nothing")),
+        )
         nothing, _ = _score_of(untouched)
         if nothing > 0.0:
-            raise GroundingError(f"the untouched workspace already scores {nothing:.2f} on the check; it does not test the request")
-    expected = {TABLE: [{k: r[k] for k in ("path", "change", "sha256")} for r in final.get(TABLE, [])]}
+            raise GroundingError(
+                f"the untouched workspace already scores {nothing:.2f} on the check; it does not test the request"
+            )
+    expected = {
+        TABLE: [{k: r[k] for k in ("path", "change", "sha256")} for r in final.get(TABLE, [])]
+    }
     return msgspec.structs.replace(
         draft,
         outcome=Outcome(mutates=True, check=check, answer=answer, expected_state=expected),
@@ -245,7 +346,7 @@ async def ground_task(ctx: Any, env: EnvSpec, *, task_id: str, request: str, cal
 
 
 def _record(call: ToolCall, output: Any) -> Any:
-    from envkernel_schemas import CallRecord, ToolResult  # noqa: PLC0415
+    from envkernel_schemas import CallRecord, ToolResult
 
     return CallRecord(call=call, result=ToolResult(ok=True, value=output))
 
@@ -257,7 +358,7 @@ async def verify_workspace(ctx: Any, env: EnvSpec, verifier: str = "") -> Verify
     """Verify a workspace environment by running each claw tool once on it in a sandbox (a
     write, read, edit, patch, list, glob, grep and a shell command), then restoring the seed.
     App tools are kept when the environment loads with them."""
-    import time  # noqa: PLC0415
+    import time
 
     t0 = time.perf_counter()
     patch = f"*** Begin Patch\n*** Update File: {_PROBE}\n@@\n-beta\n+gamma\n*** End Patch"
@@ -269,8 +370,13 @@ async def verify_workspace(ctx: Any, env: EnvSpec, verifier: str = "") -> Verify
         ("apply_patch", {"patch": patch}, None),
         ("glob", {"pattern": "**/*.txt"}, lambda v: _PROBE in v.get("paths", [])),
         ("grep", {"pattern": "gamma", "path": "."}, lambda v: v.get("count", 0) >= 1),
-        ("exec", {"command": f"cat {_PROBE} && git --version >/dev/null && sqlite3 --version >/dev/null && python3 -c 'print(1)'"},
-         lambda v: v.get("exit_code") == 0 and v.get("stdout", "").startswith("omega\ngamma\n")),
+        (
+            "exec",
+            {
+                "command": f"cat {_PROBE} && git --version >/dev/null && sqlite3 --version >/dev/null && python3 -c 'print(1)'"
+            },
+            lambda v: v.get("exit_code") == 0 and v.get("stdout", "").startswith("omega\ngamma\n"),
+        ),
     ]
     kept: list[str] = []
     dropped: dict[str, str] = {}
@@ -283,19 +389,34 @@ async def verify_workspace(ctx: Any, env: EnvSpec, verifier: str = "") -> Verify
                     continue
                 res = await sb.call(tool, args)
                 if not res.ok:
-                    dropped[tool] = f"{res.error.code if res.error else ''}: {res.error.message if res.error else ''}"
+                    dropped[tool] = (
+                        f"{res.error.code if res.error else ''}: {res.error.message if res.error else ''}"
+                    )
                 elif ok is not None and not ok(res.value or {}):
                     dropped[tool] = f"unexpected result {json.dumps(res.value)[:300]}"
                 else:
                     kept.append(tool)
             await sb.restore(seed)
             after = await sb.state()
-    except Exception as exc:  # noqa: BLE001 - a workspace that does not load is rejected with the reason
-        return VerifyReport(verifier=verifier, kept=False, failures=[f"the workspace did not load: {exc}"],
-                            seconds=round(time.perf_counter() - t0, 6))
+    except Exception as exc:
+        return VerifyReport(
+            verifier=verifier,
+            kept=False,
+            failures=[f"the workspace did not load: {exc}"],
+            seconds=round(time.perf_counter() - t0, 6),
+        )
     if after.get(TABLE):
-        dropped.setdefault("restore", "restoring the seed snapshot did not bring the workspace back")
+        dropped.setdefault(
+            "restore", "restoring the seed snapshot did not bring the workspace back"
+        )
     kept += [t.name for t in env.tools if t.name not in TOOL_NAMES]
     failures = [f"{t}: {r}" for t, r in dropped.items()]
-    return VerifyReport(verifier=verifier, kept=not dropped and bool(kept), tools_kept=kept, tools_dropped=dropped,
-                        checks=len(steps), failures=failures, seconds=round(time.perf_counter() - t0, 6))
+    return VerifyReport(
+        verifier=verifier,
+        kept=not dropped and bool(kept),
+        tools_kept=kept,
+        tools_dropped=dropped,
+        checks=len(steps),
+        failures=failures,
+        seconds=round(time.perf_counter() - t0, 6),
+    )

@@ -6,8 +6,26 @@ import asyncio
 import json
 from typing import Any
 
-from envkernel_baselines import NOTHING_ANSWER, Mutant, Nothing, Reference, Settings, Sometimes, compact, register_policies, result_content
-from envkernel_schemas import Outcome, RolloutRequested, Task, ToolCall, ToolError, ToolResult, ToolSpec
+from envkernel_baselines import (
+    NOTHING_ANSWER,
+    Mutant,
+    Nothing,
+    Reference,
+    Settings,
+    Sometimes,
+    compact,
+    register_policies,
+    result_content,
+)
+from envkernel_schemas import (
+    Outcome,
+    RolloutRequested,
+    Task,
+    ToolCall,
+    ToolError,
+    ToolResult,
+    ToolSpec,
+)
 
 
 class ScriptedEnv:
@@ -35,22 +53,42 @@ TASK = Task(
 )
 RESULTS = {
     "find_customer": ToolResult(ok=True, value={"id": 1}),
-    "get_customer": ToolResult(ok=True, value={"id": 1, "name": "Ann Lée", "tier": "gold", "balance": 12.5}),
+    "get_customer": ToolResult(
+        ok=True, value={"id": 1, "name": "Ann Lée", "tier": "gold", "balance": 12.5}
+    ),
 }
 
 
 def _req(policy: str, index: int = 0) -> RolloutRequested:
-    return RolloutRequested(run="r", id="e1", task=TASK, policy=policy, index=index, group_size=2, purpose="gate")
+    return RolloutRequested(
+        run="r", id="e1", task=TASK, policy=policy, index=index, group_size=2, purpose="gate"
+    )
 
 
 def test_reference_replays_and_answers_with_facts() -> None:
     env = ScriptedEnv(RESULTS)
     traj = asyncio.run(Reference().rollout(_req("reference", 1), env, None))
-    assert env.calls == [("find_customer", {"email": "ann@example.com"}), ("get_customer", {"customer_id": 1})]
-    assert traj.task_id == "t1" and traj.policy == "reference" and traj.index == 1 and traj.termination == "answer"
+    assert env.calls == [
+        ("find_customer", {"email": "ann@example.com"}),
+        ("get_customer", {"customer_id": 1}),
+    ]
+    assert (
+        traj.task_id == "t1"
+        and traj.policy == "reference"
+        and traj.index == 1
+        and traj.termination == "answer"
+    )
     assert all(f in traj.final_answer for f in TASK.outcome.answer_facts)
     m = traj.messages
-    assert [x["role"] for x in m] == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert [x["role"] for x in m] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     assert m[1]["content"] == TASK.request
     tc = m[2]["tool_calls"][0]
     assert tc["type"] == "function" and tc["function"]["name"] == "find_customer"
@@ -62,10 +100,19 @@ def test_reference_replays_and_answers_with_facts() -> None:
 
 
 def test_reference_reports_a_failed_last_call() -> None:
-    env = ScriptedEnv({**RESULTS, "get_customer": ToolResult(ok=False, error=ToolError(code="not_found", message="no customer 1"))})
+    env = ScriptedEnv(
+        {
+            **RESULTS,
+            "get_customer": ToolResult(
+                ok=False, error=ToolError(code="not_found", message="no customer 1")
+            ),
+        }
+    )
     traj = asyncio.run(Reference().rollout(_req("reference"), env, None))
     assert "not_found" in traj.final_answer
-    assert json.loads(traj.messages[-2]["content"]) == {"error": {"code": "not_found", "message": "no customer 1"}}
+    assert json.loads(traj.messages[-2]["content"]) == {
+        "error": {"code": "not_found", "message": "no customer 1"}
+    }
 
 
 def test_nothing_makes_no_calls() -> None:
@@ -78,7 +125,11 @@ def test_nothing_makes_no_calls() -> None:
 
 
 def test_system_prompt_setting_and_helpers() -> None:
-    traj = asyncio.run(Nothing(Settings(system_prompt="Be brief.")).rollout(_req("nothing"), ScriptedEnv(RESULTS), None))
+    traj = asyncio.run(
+        Nothing(Settings(system_prompt="Be brief.")).rollout(
+            _req("nothing"), ScriptedEnv(RESULTS), None
+        )
+    )
     assert traj.messages[0] == {"role": "system", "content": "Be brief."}
     assert compact({"a": [1, "é"]}) == '{"a":[1,"é"]}'
     assert result_content(ToolResult(ok=True, value=None)) == "null"
@@ -87,7 +138,12 @@ def test_system_prompt_setting_and_helpers() -> None:
 def test_registration() -> None:
     got: dict[str, object] = {}
     register_policies(lambda n, f: got.__setitem__(n, f))
-    assert got == {"reference": Reference, "nothing": Nothing, "mutant": Mutant, "sometimes": Sometimes}
+    assert got == {
+        "reference": Reference,
+        "nothing": Nothing,
+        "mutant": Mutant,
+        "sometimes": Sometimes,
+    }
 
 
 def test_sometimes_solves_a_known_share_of_attempts() -> None:
@@ -98,6 +154,13 @@ def test_sometimes_solves_a_known_share_of_attempts() -> None:
     assert 0.25 < sum(wins) / len(wins) < 0.35  # the share, by hash
     pol = Sometimes(SometimesSettings(share=1.0))
     traj = asyncio.run(pol.rollout(_req("sometimes"), ScriptedEnv(RESULTS), None))
-    assert len([m for m in traj.messages if m["role"] == "tool"]) == len(task.calls) and traj.policy == "sometimes"
-    never = asyncio.run(Sometimes(SometimesSettings(share=0.0)).rollout(_req("sometimes"), ScriptedEnv(RESULTS), None))
+    assert (
+        len([m for m in traj.messages if m["role"] == "tool"]) == len(task.calls)
+        and traj.policy == "sometimes"
+    )
+    never = asyncio.run(
+        Sometimes(SometimesSettings(share=0.0)).rollout(
+            _req("sometimes"), ScriptedEnv(RESULTS), None
+        )
+    )
     assert never.final_answer == NOTHING_ANSWER

@@ -14,15 +14,32 @@ from pathlib import Path
 import msgspec
 import networkx as nx
 import pytest
-from envkernel_chains import Chains, ChainSampler, Settings, difficulty_of, register_samplers, split_of, task_id
+
+from envkernel_chains import (
+    Chains,
+    ChainSampler,
+    Settings,
+    difficulty_of,
+    register_samplers,
+    split_of,
+    task_id,
+)
 from envkernel_chains.graph import graph_json, graph_svg
 from envkernel_chains.links import distinguishing, extract_elements, link_param
 from envkernel_chains.outcome import changed_tables, same_rows, state_outcome, strip
-from envkernel_chains.phrasing import NOTHING_ANSWER, check_request, fact_ok, fact_text, field_words, render, skeleton
+from envkernel_chains.phrasing import (
+    NOTHING_ANSWER,
+    check_request,
+    fact_ok,
+    fact_text,
+    field_words,
+    render,
+    skeleton,
+)
 from envkernel_chains.refs import Resolver, satisfies
 from envkernel_kit.answers import answer_check, is_number
-from envkernel_kit.tools import schema_of, tool_infos
 from envkernel_kit.testing import SHOP_STATE, SHOP_TOOLS, FakeContext, toy_shop
+from envkernel_kit.tools import schema_of, tool_infos
 from envkernel_schemas import Task, ToolCall
 
 TABLES = list(SHOP_STATE)
@@ -36,7 +53,12 @@ def test_extract_elements_from_list_dict_and_wrappers() -> None:
     assert [e.noun for e in els] == ["order", "order"]
     assert els[0].group is not None and els[1].position == 1 and els[0].call == 1
     els = extract_elements(SHOP_STATE["customers"][0], "find_customer", TABLES, 0)
-    assert len(els) == 1 and els[0].noun == "customer" and els[0].group is None and els[0].table == "customers"
+    assert (
+        len(els) == 1
+        and els[0].noun == "customer"
+        and els[0].group is None
+        and els[0].table == "customers"
+    )
     wrapped = {"count": 2, "results": SHOP_STATE["products"][:2]}
     els = extract_elements(wrapped, "list_products", TABLES, 0)
     assert [e.noun for e in els] == ["product", "product"]
@@ -81,10 +103,18 @@ def test_tool_info_from_names() -> None:
     assert cancel.kind == "action" and cancel.resource == "orders" and cancel.verb == "cancel"
     assert cancel.params["order_id"].role == "key"
     lo = infos["list_orders"]
-    assert lo.kind == "list" and lo.params["customer_id"].role == "ref" and lo.params["customer_id"].resource == "customers"
+    assert (
+        lo.kind == "list"
+        and lo.params["customer_id"].role == "ref"
+        and lo.params["customer_id"].resource == "customers"
+    )
     assert lo.params["status"].role == "filter"
     co = infos["create_order"]
-    assert co.kind == "create" and co.params["product_id"].role == "ref" and co.params["quantity"].role == "value"
+    assert (
+        co.kind == "create"
+        and co.params["product_id"].role == "ref"
+        and co.params["quantity"].role == "value"
+    )
     assert infos["update_order_quantity"].kind == "update"
     assert infos["find_customer"].params["email"].role == "filter"
 
@@ -97,10 +127,22 @@ def test_tool_info_from_a_resource_model() -> None:
     infos = tool_infos(env, schema_of(env, seed))
     ra = infos["remove_attendee"]
     assert ra.kind == "delete" and ra.resource == "attendees"
-    assert ra.params["attendee_id"].role == "key" and ra.params["event_id"].role == "ref" and ra.params["event_id"].parent
+    assert (
+        ra.params["attendee_id"].role == "key"
+        and ra.params["event_id"].role == "ref"
+        and ra.params["event_id"].parent
+    )
     le = infos["list_events"]
-    assert le.params["time_min"].role == "filter" and le.params["time_min"].op == "gte" and le.params["order_by"].role == "sort"
-    assert infos["cancel_event"].transition == {"field": "status", "to": "cancelled", "from": ["confirmed", "tentative"]}
+    assert (
+        le.params["time_min"].role == "filter"
+        and le.params["time_min"].op == "gte"
+        and le.params["order_by"].role == "sort"
+    )
+    assert infos["cancel_event"].transition == {
+        "field": "status",
+        "to": "cancelled",
+        "from": ["confirmed", "tentative"],
+    }
 
 
 async def _explored(seed: int = 0) -> ChainSampler:
@@ -115,11 +157,18 @@ async def _explored(seed: int = 0) -> ChainSampler:
 def test_graph_edges_and_depths() -> None:
     cs = asyncio.run(_explored())
     g = cs.graph
-    assert g.has_edge("find_customer", "list_orders") and "customer_id" in g.edges["find_customer", "list_orders"]["feeds"]
+    assert (
+        g.has_edge("find_customer", "list_orders")
+        and "customer_id" in g.edges["find_customer", "list_orders"]["feeds"]
+    )
     assert g.edges["list_orders", "cancel_order"]["feeds"]["order_id"][0]["link"] == "self"
-    assert any(w["link"] == "fk" for w in g.edges["list_orders", "get_product"]["feeds"]["product_id"])
+    assert any(
+        w["link"] == "fk" for w in g.edges["list_orders", "get_product"]["feeds"]["product_id"]
+    )
     assert g.has_edge("create_order", "update_order_quantity")
-    assert "orders" in g.edges["create_order", "list_orders"]["state"]  # writes state the other reads
+    assert (
+        "orders" in g.edges["create_order", "list_orders"]["state"]
+    )  # writes state the other reads
     assert not g.has_edge("list_products", "find_customer")
     depth = nx.get_node_attributes(g, "depth")
     assert depth["find_customer"] == 0 and depth["list_products"] == 0
@@ -131,7 +180,10 @@ def test_graph_files() -> None:
     cs = asyncio.run(_explored())
     data = graph_json(cs.graph)
     again = nx.node_link_graph(json.loads(json.dumps(data)), edges="links")
-    assert set(again.nodes) == set(cs.graph.nodes) and again.number_of_edges() == cs.graph.number_of_edges()
+    assert (
+        set(again.nodes) == set(cs.graph.nodes)
+        and again.number_of_edges() == cs.graph.number_of_edges()
+    )
     svg = graph_svg(cs.graph, "toy <shop>")
     root = ET.fromstring(svg)  # well-formed
     assert root.tag.endswith("svg") and "cancel_order" in svg and "toy &lt;shop&gt;" in svg
@@ -144,8 +196,18 @@ def test_references_resolve_to_exactly_one_seed_row() -> None:
     env, schema, _infos = _toy_infos()
     r = Resolver(SHOP_STATE, schema)
     orders = SHOP_STATE["orders"]
-    ann = r.describe("customers", "customer", 1, [("email", "eq", "ann@example.com")], [], [SHOP_STATE["customers"][0]],
-                     SHOP_STATE["customers"][0], ["with email ann@example.com"], [], ["ann@example.com"])
+    ann = r.describe(
+        "customers",
+        "customer",
+        1,
+        [("email", "eq", "ann@example.com")],
+        [],
+        [SHOP_STATE["customers"][0]],
+        SHOP_STATE["customers"][0],
+        ["with email ann@example.com"],
+        [],
+        ["ann@example.com"],
+    )
     assert ann is not None and ann.ok and ann.ids == frozenset({1})
     anns = [o for o in orders if o["customer_id"] == 1]
     # Ann has a pending and a shipped order: "Ann's pending order" is one row
@@ -154,25 +216,38 @@ def test_references_resolve_to_exactly_one_seed_row() -> None:
     # two orders that no attribute tells apart cannot be named
     twins = [dict(orders[0], id=8, total=1.0), dict(orders[0], id=9, total=1.0)]
     r2 = Resolver({**SHOP_STATE, "orders": twins}, schema)
-    assert r2.describe("orders", "order", 8, [], [], twins, twins[0], [], [], [], max_attrs=1) is None
+    assert (
+        r2.describe("orders", "order", 8, [], [], twins, twins[0], [], [], [], max_attrs=1) is None
+    )
     # the product of Ann's pending order
     of = r.of(ref, "product_id", "products", 1)
     assert of.ok and of.ids == frozenset({1})
     assert not r.of(ref, "product_id", "products", 2).ok
     assert satisfies({"name": "Desk Lamp"}, (("name",), "search", "lamp"))
-    assert satisfies({"price": 10}, ("price", "lte", 12)) and not satisfies({"price": 10}, ("price", "gt", 12))
+    assert satisfies({"price": 10}, ("price", "lte", 12)) and not satisfies(
+        {"price": 10}, ("price", "gt", 12)
+    )
 
 
 # -- outcome ----------------------------------------------------------------------------------
 
 
 def test_state_diff_ignores_generated_and_order() -> None:
-    before = {"orders": [{"id": 1, "status": "pending", "created_at": "x"}], "products": [{"id": 1, "stock": 2}]}
-    after = {"orders": [{"id": 2, "status": "pending", "created_at": "y"}], "products": [{"id": 1, "stock": 2.0}]}
+    before = {
+        "orders": [{"id": 1, "status": "pending", "created_at": "x"}],
+        "products": [{"id": 1, "stock": 2}],
+    }
+    after = {
+        "orders": [{"id": 2, "status": "pending", "created_at": "y"}],
+        "products": [{"id": 1, "stock": 2.0}],
+    }
     gen = {"orders": ["id", "created_at"]}
     assert changed_tables(before, after, gen) == []
     assert state_outcome(before, after, gen) is None
-    after2 = {"orders": [{"id": 1, "status": "cancelled", "created_at": "x"}], "products": before["products"]}
+    after2 = {
+        "orders": [{"id": 1, "status": "cancelled", "created_at": "x"}],
+        "products": before["products"],
+    }
     out = state_outcome(before, after2, gen)
     assert out is not None and out.mutates
     assert out.expected_state == {"orders": [{"status": "cancelled"}]}
@@ -184,17 +259,32 @@ def test_state_diff_ignores_generated_and_order() -> None:
 
 
 def test_small_helpers() -> None:
-    assert render("Desk Lamp") == '"Desk Lamp"' and render(2.5) == "2.5" and render("a@b.c") == "a@b.c"
+    assert (
+        render("Desk Lamp") == '"Desk Lamp"' and render(2.5) == "2.5" and render("a@b.c") == "a@b.c"
+    )
     assert fact_text(149.0) == "149" and fact_text(29.5) == "29.5" and fact_text("x y") == "x y"
-    assert fact_ok("gold") and not fact_ok("ab") and not fact_ok(True) and not fact_ok(7) and fact_ok(59.0)
+    assert (
+        fact_ok("gold")
+        and not fact_ok("ab")
+        and not fact_ok(True)
+        and not fact_ok(7)
+        and fact_ok(59.0)
+    )
     assert not fact_ok("2024-05-01T09:00:00Z") and not fact_ok('say "hi"')
-    assert field_words("starts_at") == "start time" and field_words("total_cents") == "total in cents"
-    assert skeleton('Cancel the order "Desk Lamp" with quantity 2.', ["Desk Lamp"]) == 'Cancel the order "\u2026" with quantity #.'
+    assert (
+        field_words("starts_at") == "start time" and field_words("total_cents") == "total in cents"
+    )
+    assert (
+        skeleton('Cancel the order "Desk Lamp" with quantity 2.', ["Desk Lamp"])
+        == 'Cancel the order "\u2026" with quantity #.'
+    )
 
 
 def test_ids_and_splits() -> None:
     calls = [ToolCall(name="get_order", arguments={"order_id": 1})]
-    assert task_id("e", "get_order", calls) == task_id("e", "get_order", [ToolCall(name="get_order", arguments={"order_id": 1})])
+    assert task_id("e", "get_order", calls) == task_id(
+        "e", "get_order", [ToolCall(name="get_order", arguments={"order_id": 1})]
+    )
     assert task_id("e", "get_order", calls) != task_id("e2", "get_order", calls)
     sigs = [f"a{i}>b{i}" for i in range(2000)]
     share = sum(split_of(s, 0.2) == "heldout" for s in sigs) / len(sigs)
@@ -205,7 +295,9 @@ def test_ids_and_splits() -> None:
 # -- sampling over the toy shop ----------------------------------------------------------------
 
 
-def _sample(settings: Settings, seed: int = 0, out_dir: Path | None = None) -> tuple[list[Task], FakeContext]:
+def _sample(
+    settings: Settings, seed: int = 0, out_dir: Path | None = None
+) -> tuple[list[Task], FakeContext]:
     env, factory = toy_shop()
     ctx = FakeContext(component="chains", seed=seed, sandboxes={env.id: factory}, out_dir=out_dir)
 
@@ -221,7 +313,9 @@ def _replay(task: Task) -> tuple[list[object], dict]:
 
     async def go() -> tuple[list[object], dict]:
         outs = []
-        await sb.patch(task.seed_patch())  # the task's initial state: the seed plus its planted rows
+        await sb.patch(
+            task.seed_patch()
+        )  # the task's initial state: the seed plus its planted rows
         for c in task.calls:
             r = await sb.call(c.name, c.arguments)
             assert r.ok, (task.signature, c, r)
@@ -232,33 +326,54 @@ def _replay(task: Task) -> tuple[list[object], dict]:
 
 
 def test_sample_toy_shop(tmp_path: Path) -> None:
-    # 70, not 30: without create-then-cancel chains the toy shop's one pending order takes longer to cover, and a list at
-    # the end now has more questions to ask (counts, averages, differences...), which take more of the tasks
+    # 70, not 30: without create-then-cancel chains the toy shop's one pending order takes longer to
+    # cover, and a list at
+    # the end now has more questions to ask (counts, averages, differences...), which take more of
+    # the tasks
     tasks, ctx = _sample(Settings(tasks_per_env=70), out_dir=tmp_path)
     assert len(tasks) == 70
     assert len(ctx.opened) == 1 and ctx.opened[0].closed  # one sandbox for the whole environment
     assert len({t.id for t in tasks}) == 70
+
     def calls(t: Task) -> str:
         return t.signature + json.dumps([c.arguments for c in t.calls], sort_keys=True)
 
     changes = [calls(t) for t in tasks if t.outcome.mutates]
     assert len(set(changes)) == len(changes)  # a change is never emitted twice
-    asked = Counter(calls(t) for t in tasks if not t.outcome.mutates)  # the same reads ask up to questions_per_chain questions
+    asked = Counter(
+        calls(t) for t in tasks if not t.outcome.mutates
+    )  # the same reads ask up to questions_per_chain questions
     assert max(asked.values()) <= Settings().questions_per_chain
-    assert len({(calls(t), t.request) for t in tasks if not t.outcome.mutates}) == sum(asked.values())
+    assert len({(calls(t), t.request) for t in tasks if not t.outcome.mutates}) == sum(
+        asked.values()
+    )
     lengths = {len(t.calls) for t in tasks}
     assert len(lengths) >= 4 and max(lengths) <= 6
     assert len({t.signature for t in tasks}) >= 12
     assert any(t.outcome.mutates for t in tasks) and any(not t.outcome.mutates for t in tasks)
-    assert {c.name for t in tasks for c in t.calls} == {t.name for t in SHOP_TOOLS}  # every tool covered
+    assert {c.name for t in tasks for c in t.calls} == {
+        t.name for t in SHOP_TOOLS
+    }  # every tool covered
     tool_names = [t.name for t in SHOP_TOOLS]
-    for t in tasks:  # one goal: never create an order and then cancel or edit it in the same request
-        made = {out["id"] for c, out in zip(t.calls, t.outputs, strict=True) if c.name == "create_order"}
-        assert not any(c.name in ("cancel_order", "update_order_quantity") and c.arguments.get("order_id") in made for c in t.calls)
+    for (
+        t
+    ) in tasks:  # one goal: never create an order and then cancel or edit it in the same request
+        made = {
+            out["id"] for c, out in zip(t.calls, t.outputs, strict=True) if c.name == "create_order"
+        }
+        assert not any(
+            c.name in ("cancel_order", "update_order_quantity")
+            and c.arguments.get("order_id") in made
+            for c in t.calls
+        )
         assert not re.search(r"\b(then|after that|finally)\b", t.request), t.request
     gen = {"orders": ["id", "created_at"]}
     for t in tasks:
-        assert t.env_id == "toyshop" and t.sampler == "chains" and t.signature == ">".join(c.name for c in t.calls)
+        assert (
+            t.env_id == "toyshop"
+            and t.sampler == "chains"
+            and t.signature == ">".join(c.name for c in t.calls)
+        )
         assert 0.0 <= t.difficulty <= 1.0 and t.split in ("train", "heldout")
         assert not any(re.search(rf"\b{n}\b", t.request) for n in tool_names)
         assert "#" not in t.request  # no literal ids: every entity here can be looked up
@@ -271,11 +386,20 @@ def test_sample_toy_shop(tmp_path: Path) -> None:
         else:
             assert t.outcome.answer_facts
             last = json.dumps(t.outputs[-1], ensure_ascii=False, separators=(",", ":"))
-            for f in t.outcome.answer_facts:  # a fact is in the result, or a number derived from it (a count, a total)
-                assert f.lower() not in t.request.lower() and (f in last or is_number(f)) and f.lower() not in NOTHING_ANSWER.lower()
-            if t.outcome.answer_rows and len(t.outcome.answer_rows[0]) > 1:  # "each X": every row, not the first three
+            for f in (
+                t.outcome.answer_facts
+            ):  # a fact is in the result, or a number derived from it (a count, a total)
+                assert (
+                    f.lower() not in t.request.lower()
+                    and (f in last or is_number(f))
+                    and f.lower() not in NOTHING_ANSWER.lower()
+                )
+            if (
+                t.outcome.answer_rows and len(t.outcome.answer_rows[0]) > 1
+            ):  # "each X": every row, not the first three
                 assert len(t.outcome.answer_rows) == len(t.outputs[-1])
-            # the reference answer (in words) scores 1; without its last row, or stuffed with absent values, it does not
+            # the reference answer (in words) scores 1; without its last row, or stuffed with absent
+            # values, it does not
             assert answer_check(t.outcome, t.outcome.answer)[0] == 1.0
             for v in t.outcome.answer_absent:
                 assert answer_check(t.outcome, t.outcome.answer + " " + v)[0] == 0.0
@@ -290,15 +414,23 @@ def test_sample_toy_shop(tmp_path: Path) -> None:
     assert json.loads((folder / "graph.json").read_text())["nodes"]
     ET.fromstring((folder / "graph.svg").read_text())
     stats = json.loads((folder / "sampling.json").read_text())["chains"]
-    assert stats["tasks"] == 70 and stats["tool_coverage"] == 1.0 and sum(stats["chain_lengths"].values()) == 70
-    assert sum(stats["requests"].values()) == 70 and all(v >= 1 for v in stats["phrasings"].values())
+    assert (
+        stats["tasks"] == 70
+        and stats["tool_coverage"] == 1.0
+        and sum(stats["chain_lengths"].values()) == 70
+    )
+    assert sum(stats["requests"].values()) == 70 and all(
+        v >= 1 for v in stats["phrasings"].values()
+    )
 
 
 def test_requests_use_people_and_names_not_ids() -> None:
     tasks, _ = _sample(Settings(tasks_per_env=40, persona_share=1.0), seed=3)
     texts = [t.request for t in tasks]
     assert any("my email is" in x.lower() for x in texts)  # the person speaking
-    assert any(re.search(r'the (\w+ )?product "[^"]+"', x) for x in texts)  # a row named by its name
+    assert any(
+        re.search(r'the (\w+ )?product "[^"]+"', x) for x in texts
+    )  # a row named by its name
     assert any("the new order" in x for x in texts)  # a row the chain creates
 
 
@@ -321,7 +453,11 @@ def test_redundant_lookups_are_dropped() -> None:
     for t in tasks:
         for a, b in zip(t.calls, t.calls[1:], strict=False):
             # get_x(x_id=N) then something(x_id=N): the lookup only echoed its own argument
-            if a.name.startswith("get_") and b.name != a.name and not b.name.startswith(("cancel", "update")):
+            if (
+                a.name.startswith("get_")
+                and b.name != a.name
+                and not b.name.startswith(("cancel", "update"))
+            ):
                 for p, v in a.arguments.items():
                     assert b.arguments.get(p) != v, t.signature
 
@@ -346,8 +482,15 @@ def test_difficulty_from_length_branching_and_writes() -> None:
     read = Step(index=0, info=infos["list_orders"], args={})
     assert difficulty_of([read]) == 0.0
     el = extract_elements(SHOP_STATE["orders"][0], "get_order", TABLES, 0)[0]
-    two = Step(index=2, info=infos["create_order"], args={},
-               links={"customer_id": Link(0, el, "fk", "customer_id", 1), "product_id": Link(1, el, "fk", "product_id", 1)})
+    two = Step(
+        index=2,
+        info=infos["create_order"],
+        args={},
+        links={
+            "customer_id": Link(0, el, "fk", "customer_id", 1),
+            "product_id": Link(1, el, "fk", "product_id", 1),
+        },
+    )
     three = [read, Step(index=1, info=infos["list_products"], args={}), two]
     assert difficulty_of(three) > difficulty_of(three[:2]) > 0
 
@@ -365,8 +508,16 @@ def test_a_phrase_never_names_a_row_that_another_row_holds_in_another_field() ->
     """The "Business Account" case: one account's holder name is another account's nickname, so
     "the account "Business Account"" could be read as either; the reference must use another attribute."""
     env, _ = toy_shop()
-    customers = [{"id": 1, "name": "Business Account", "email": "a@example.com", "tier": "gold"},
-                 {"id": 2, "name": "Travel Fund", "email": "b@example.com", "tier": "silver", "nickname": "Business Account"}]
+    customers = [
+        {"id": 1, "name": "Business Account", "email": "a@example.com", "tier": "gold"},
+        {
+            "id": 2,
+            "name": "Travel Fund",
+            "email": "b@example.com",
+            "tier": "silver",
+            "nickname": "Business Account",
+        },
+    ]
     state = {**SHOP_STATE, "customers": customers}
     r = Resolver(state, schema_of(env, state))
     ref = r.describe("customers", "customer", 1, [], [], customers, customers[0], [], [], [])
@@ -398,7 +549,12 @@ def test_a_chain_the_sampler_would_drop_is_found_before_its_last_call() -> None:
     ctx = FakeContext(component="chains", seed=1, sandboxes={env.id: factory})
 
     async def go() -> list[Task]:
-        return [t async for t in WatchedChains(Settings(tasks_per_env=60, plain_create_share=0.2)).sample(env, ctx)]
+        return [
+            t
+            async for t in WatchedChains(Settings(tasks_per_env=60, plain_create_share=0.2)).sample(
+                env, ctx
+            )
+        ]
 
     tasks = asyncio.run(go())
     assert len(tasks) == 60 and len({t.id for t in tasks}) == 60

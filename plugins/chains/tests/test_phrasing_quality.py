@@ -16,9 +16,21 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
 from envkernel_chains import Chains, ChainsSettings
-from envkernel_chains.phrasing import (_in_status, article, attr, compared, enum_words, noun_words, participle, plural_noun, plural_phrase,
-                                       role_words, verb_of)
+from envkernel_chains.phrasing import (
+    _in_status,
+    article,
+    attr,
+    compared,
+    enum_words,
+    noun_words,
+    participle,
+    plural_noun,
+    plural_phrase,
+    role_words,
+    verb_of,
+)
 from envkernel_chains.refs import merge_superlative
 from envkernel_kit.testing import RunnerContext
 from envkernel_openapi import corpus_files, synthesize_file
@@ -64,7 +76,10 @@ def requests(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
             for f in corpus_files():
                 env = synthesize_file(f)[0]
                 ctx = RunnerContext(runner, component="chains", out_dir=out)
-                texts += [t.request async for t in Chains(ChainsSettings(tasks_per_env=PER_ENV)).sample(env, ctx)]
+                texts += [
+                    t.request
+                    async for t in Chains(ChainsSettings(tasks_per_env=PER_ENV)).sample(env, ctx)
+                ]
         finally:
             await runner.aclose()
         return texts
@@ -99,8 +114,8 @@ def test_the_patterns_catch_what_they_name() -> None:
         "'the ones' before the rows they narrow": "Looking only at the ones with the type checking among the accounts, which has the highest balance?",
         "a superlative after its owner's own modifiers": "change the category of the transaction for the source account of the transfer with reference MCNJ5S with the highest amount",
         "an empty value as code": "create an allocation with effort {}, assignee {} and parent {}",
-        "a flag after 'with'": "create a user with marked active and display name \"Casey Sato\"",
-        "'an' before a 'you' sound": "set up an user with display name \"Sam Rivera\"",
+        "a flag after 'with'": 'create a user with marked active and display name "Casey Sato"',
+        "'an' before a 'you' sound": 'set up an user with display name "Sam Rivera"',
         "a plural of a plural or a participle": "I need a count of the peoples for the account; count all recently playeds",
     }
     assert set(seen) == set(BAD)
@@ -110,19 +125,32 @@ def test_the_patterns_catch_what_they_name() -> None:
 
 
 def test_the_helpers_say_it_right() -> None:
-    assert merge_superlative(["with start time on or after X"], "with the earliest start time") == ["with the earliest start time on or after X"]
-    assert merge_superlative(["with amount of at least 5"], "with the latest end time") == ["with amount of at least 5", "with the latest end time"]
+    assert merge_superlative(["with start time on or after X"], "with the earliest start time") == [
+        "with the earliest start time on or after X"
+    ]
+    assert merge_superlative(["with amount of at least 5"], "with the latest end time") == [
+        "with amount of at least 5",
+        "with the latest end time",
+    ]
     assert plural_phrase("execution date") == "execution dates"
     assert plural_phrase("size in bytes") == "sizes in bytes"
     assert plural_phrase("IBAN") == "IBAN"
     assert attr("nights", 4) == "4 nights" and attr("nights", 1) == "1 night"
     assert attr("amount_cents", 5) != "a amount of 5 cents"
-    assert role_words("from_account") == "source account" and role_words("to_account") == "destination account"
-    assert enum_words("needs_action") == "needs action" and enum_words("Team Offsite") == '"Team Offsite"'
+    assert (
+        role_words("from_account") == "source account"
+        and role_words("to_account") == "destination account"
+    )
+    assert (
+        enum_words("needs_action") == "needs action"
+        and enum_words("Team Offsite") == '"Team Offsite"'
+    )
 
 
-CHANGE = (r"(?:, |\band )(?:create|add|set up|post|book|register|open|star|pin|invite|share|check in|complete|confirm|ship|update|change|"
-          r"set|freeze|cancel|show|let me see|pull up|mark|call off|send out|have|get)\b")
+CHANGE = (
+    r"(?:, |\band )(?:create|add|set up|post|book|register|open|star|pin|invite|share|check in|complete|confirm|ship|update|change|"
+    r"set|freeze|cancel|show|let me see|pull up|mark|call off|send out|have|get)\b"
+)
 """A further imperative change joined to a request by a comma or ``and``: three of them read as a list of steps."""
 PERSONA = re.compile(r"^(?:Hi, I'm|I'm|This is|My name is) [A-Z]|^[A-Z][\w.]* [A-Z][\w-]+ here\.")
 
@@ -133,8 +161,15 @@ def test_changes_read_as_goals_grouped_by_their_row(requests: list[str]) -> None
     more imperatives joined by commas (13.9 % of the sampled requests before, 1.8 % after)."""
     listed = [r for r in requests if len(re.findall(CHANGE, r)) >= 2]
     assert len(listed) <= 0.05 * len(requests), listed[:5]
-    grouped = [r for r in requests if re.search(r"\b(?:get|have) (?:the|my|that|[A-Z])[^.?]* (?:pinned|starred|shipped|checked in|confirmed|"
-                                                r"marked as completed|frozen|unfrozen)\b", r)]
+    grouped = [
+        r
+        for r in requests
+        if re.search(
+            r"\b(?:get|have) (?:the|my|that|[A-Z])[^.?]* (?:pinned|starred|shipped|checked in|confirmed|"
+            r"marked as completed|frozen|unfrozen)\b",
+            r,
+        )
+    ]
     nested = [r for r in requests if re.search(r" and an? (?:new )?[a-z]+ (?:in it|for them)\b", r)]
     assert grouped and nested, (grouped[:2], nested[:2])
     assert not [r for r in requests if re.search(r"\b(?:then|after that|finally|afterwards)\b", r)]
@@ -163,7 +198,10 @@ def real_requests(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
             for name in ("resend-api.yaml", "pagerduty-scim.json"):
                 env = synthesize_file(real / name)[0]
                 ctx = RunnerContext(runner, component="chains", out_dir=out)
-                texts += [t.request async for t in Chains(ChainsSettings(tasks_per_env=20)).sample(env, ctx)]
+                texts += [
+                    t.request
+                    async for t in Chains(ChainsSettings(tasks_per_env=20)).sample(env, ctx)
+                ]
         finally:
             await runner.aclose()
         return texts
@@ -175,9 +213,19 @@ def test_real_specs_read_as_a_person_writes(real_requests: list[str]) -> None:
     """Over real specs: no bad pattern, no tool-name prefix or HTTP method as the verb (``emails send
     a new email``, ``api a new api key``), no person named by an address as ``I'm x@y`` or ``x@y's``."""
     assert len(real_requests) >= 30
-    found = {why: [r for r in real_requests if re.search(p, r)] for why, p in BAD.items() if why != "a raw snake-case code"}
+    found = {
+        why: [r for r in real_requests if re.search(p, r)]
+        for why, p in BAD.items()
+        if why != "a raw snake-case code"
+    }
     assert not {why: rs[:3] for why, rs in found.items() if rs}
-    verbs = [r for r in real_requests if re.search(r"\b(?:emails send|api|oauth|post|domains|templates) (?:a|an) (?:new )?\w", r, re.I)]
+    verbs = [
+        r
+        for r in real_requests
+        if re.search(
+            r"\b(?:emails send|api|oauth|post|domains|templates) (?:a|an) (?:new )?\w", r, re.I
+        )
+    ]
     assert not verbs, verbs[:3]
     named = [r for r in real_requests if re.search(r"\bI'm [\w.+-]+@|@[\w.-]+'s\b", r)]
     assert not named, named[:3]
@@ -190,24 +238,49 @@ def _info(name: str, kind: str, verb: str, noun: str) -> SimpleNamespace:
 
 def test_the_verb_a_person_says() -> None:
     """The verbs and nouns as the synthesizer derived them from real specs' tool names."""
-    assert verb_of(_info("collections_create", "create", "collections create", "collection")) == "create"
+    assert (
+        verb_of(_info("collections_create", "create", "collections create", "collection"))
+        == "create"
+    )
     assert verb_of(_info("emails_send", "create", "emails send", "email")) == "send"
     assert verb_of(_info("api_keys_create", "create", "api", "api_key")) == "create"
     assert verb_of(_info("oauth_revoke_grant", "delete", "oauth revoke", "grant")) == "revoke"
     assert verb_of(_info("domains_create_claim", "create", "domains create", "claim")) == "create"
     assert verb_of(_info("post_coupons", "create", "post", "coupon")) == "create"
     assert verb_of(_info("post_invoices_invoice_pay", "action", "post", "invoice")) == "pay"
-    assert verb_of(_info("post_invoices_invoice_mark_uncollectible", "action", "post", "invoice")) == "mark {x} as uncollectible"
+    assert (
+        verb_of(_info("post_invoices_invoice_mark_uncollectible", "action", "post", "invoice"))
+        == "mark {x} as uncollectible"
+    )
     assert verb_of(_info("post_message", "create", "post", "message")) == "post"
     assert verb_of(_info("share_file", "create", "share", "share")) == "share"
     assert verb_of(_info("check_in_appointment", "action", "check in", "appointment")) == "check in"
-    assert participle("pin") == "pinned" and participle("check in") == "checked in" and participle("freeze") == "frozen"
-    assert participle("complete") == "marked as completed" and participle("mark {x} as uncollectible") == "marked as uncollectible"
-    assert noun_words("people") == "person" and plural_noun("person") == "people" and plural_noun("recently played") == "recently played items"
-    assert plural_noun("order") == "orders" and article("user") == "a" and article("amount") == "an" and article("unit price") == "a"
+    assert (
+        participle("pin") == "pinned"
+        and participle("check in") == "checked in"
+        and participle("freeze") == "frozen"
+    )
+    assert (
+        participle("complete") == "marked as completed"
+        and participle("mark {x} as uncollectible") == "marked as uncollectible"
+    )
+    assert (
+        noun_words("people") == "person"
+        and plural_noun("person") == "people"
+        and plural_noun("recently played") == "recently played items"
+    )
+    assert (
+        plural_noun("order") == "orders"
+        and article("user") == "a"
+        and article("amount") == "an"
+        and article("unit price") == "a"
+    )
     assert attr("effort", {}) == "no effort" and attr("is_private", True) == "marked private"
     assert attr("duration_in_months", 30) == "a duration of 30 months"
     rng = random.Random(0)
     assert compared("total_chapters", False, "100", rng) == "fewer than 100 total chapters"
-    assert _in_status("type", "checking")[2] == "of type checking" and _in_status("category", "audio")[2] == "in the category audio"
+    assert (
+        _in_status("type", "checking")[2] == "of type checking"
+        and _in_status("category", "audio")[2] == "in the category audio"
+    )
     assert _in_status("status", "DELETED")[0] == "are deleted"

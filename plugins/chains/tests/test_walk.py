@@ -9,9 +9,10 @@ from pathlib import Path
 
 import msgspec
 import pytest
+
+from envkernel_chains.walk import RandomWalkSampler, Walk, WalkSettings, register_samplers
 from envkernel_kit.testing import SHOP_TOOLS, FakeContext, toy_shop
 from envkernel_schemas import Task
-from envkernel_chains.walk import RandomWalkSampler, Walk, WalkSettings, register_samplers
 
 
 def _sample(settings: WalkSettings, seed: int = 0, out: Path | None = None) -> list[Task]:

@@ -6,8 +6,17 @@ import asyncio
 
 import msgspec
 import pytest
+
+from envkernel_checklist import (
+    Checklist,
+    Settings,
+    checklist,
+    fraction,
+    pair_changes,
+    register_reward_models,
+    score,
+)
 from envkernel_kit.testing import FakeContext
-from envkernel_checklist import Checklist, Settings, checklist, fraction, pair_changes, register_reward_models, score
 from envkernel_schemas import CallRecord, Outcome, Task, ToolCall, ToolError, ToolResult, Trajectory
 
 ORDERS = [
@@ -23,12 +32,22 @@ def with_ids(rows: list[dict]) -> list[dict]:
 
 
 def task(expected: list[dict], initial: list[dict] = ORDERS, **kw) -> Task:  # type: ignore[no-untyped-def]
-    return Task(id="t", env_id="e", request="r", calls=[ToolCall(name="x")],
-                outcome=Outcome(mutates=True, initial_state={"orders": initial}, expected_state={"orders": expected}), **kw)
+    return Task(
+        id="t",
+        env_id="e",
+        request="r",
+        calls=[ToolCall(name="x")],
+        outcome=Outcome(
+            mutates=True, initial_state={"orders": initial}, expected_state={"orders": expected}
+        ),
+        **kw,
+    )
 
 
 def traj(final_orders: list[dict] | None, **kw) -> Trajectory:  # type: ignore[no-untyped-def]
-    state = {} if final_orders is None else {"orders": with_ids(final_orders), "customers": [{"id": 1}]}
+    state = (
+        {} if final_orders is None else {"orders": with_ids(final_orders), "customers": [{"id": 1}]}
+    )
     return Trajectory(task_id="t", policy="p", final_state=state, **kw)
 
 
@@ -55,7 +74,11 @@ def test_partial_credit_per_row_change() -> None:
 def test_collateral_damage_costs_credit_but_never_earns_it() -> None:
     t = task(CANCEL_3)
     # right change, but also cancelled an order nobody asked about
-    collateral = [{**ORDERS[0], "status": "cancelled"}, ORDERS[1], {**ORDERS[2], "status": "cancelled"}]
+    collateral = [
+        {**ORDERS[0], "status": "cancelled"},
+        ORDERS[1],
+        {**ORDERS[2], "status": "cancelled"},
+    ]
     r = score(t, traj(collateral))
     assert r.score == pytest.approx(0.5)  # 1 passed / (1 credit + 1 failed guard)
     assert any("no other row changed" in x for x in r.reasons)
@@ -72,8 +95,12 @@ def test_inserted_rows_ignore_generated_columns() -> None:
     t = task([*ORDERS, new])
     checks = checklist(t, traj([*ORDERS, new]))
     assert [c.kind for c in checks] == ["inserted", "unchanged"]
-    assert score(t, traj([*ORDERS, new])).score == 1.0  # ids and created_at differ and do not matter
-    assert score(t, traj([*ORDERS, new, new])).score == 0.0  # inserted twice: the row check wants it once
+    assert (
+        score(t, traj([*ORDERS, new])).score == 1.0
+    )  # ids and created_at differ and do not matter
+    assert (
+        score(t, traj([*ORDERS, new, new])).score == 0.0
+    )  # inserted twice: the row check wants it once
     assert score(t, traj(ORDERS)).score == 0.0
 
 
@@ -91,10 +118,22 @@ def test_missing_table_fails_every_check() -> None:
 
 
 def test_read_only_tasks_check_answer_facts() -> None:
-    t = Task(id="t", env_id="e", request="r", calls=[ToolCall(name="x")], outcome=Outcome(mutates=False, answer_facts=["Desk Lamp", "29.5"]))
-    assert score(t, Trajectory(task_id="t", policy="p", final_answer="The desk lamp costs 29.5")).score == 1.0
+    t = Task(
+        id="t",
+        env_id="e",
+        request="r",
+        calls=[ToolCall(name="x")],
+        outcome=Outcome(mutates=False, answer_facts=["Desk Lamp", "29.5"]),
+    )
+    assert (
+        score(t, Trajectory(task_id="t", policy="p", final_answer="The desk lamp costs 29.5")).score
+        == 1.0
+    )
     assert score(t, Trajectory(task_id="t", policy="p", final_answer="A DESK LAMP")).score == 0.5
-    assert score(t, Trajectory(task_id="t", policy="p", final_answer="I can't help with that.")).score == 0.0
+    assert (
+        score(t, Trajectory(task_id="t", policy="p", final_answer="I can't help with that.")).score
+        == 0.0
+    )
 
 
 def test_a_task_without_checks_is_an_error_not_a_silent_zero() -> None:
@@ -105,12 +144,19 @@ def test_a_task_without_checks_is_an_error_not_a_silent_zero() -> None:
 
 def test_strict_calls_guard() -> None:
     t = task(CANCEL_3)
-    failed = CallRecord(call=ToolCall(name="get_order", arguments={"order_id": 99}), result=ToolResult(ok=False, error=ToolError(code="not_found", message="no")))
+    failed = CallRecord(
+        call=ToolCall(name="get_order", arguments={"order_id": 99}),
+        result=ToolResult(ok=False, error=ToolError(code="not_found", message="no")),
+    )
     explorer = msgspec.structs.replace(traj(CANCEL_3), calls=[failed])
     assert Checklist().score(t, explorer, FakeContext(component="checklist")).score == 1.0
-    assert Checklist(Settings(strict_calls=True)).score(t, explorer, FakeContext(component="checklist")).score == pytest.approx(0.5)
+    assert Checklist(Settings(strict_calls=True)).score(
+        t, explorer, FakeContext(component="checklist")
+    ).score == pytest.approx(0.5)
     sloppy = msgspec.structs.replace(traj(CANCEL_3), format_errors=1)
-    assert Checklist(Settings(strict_calls=True)).score(t, sloppy, FakeContext(component="checklist")).score == pytest.approx(0.5)
+    assert Checklist(Settings(strict_calls=True)).score(
+        t, sloppy, FakeContext(component="checklist")
+    ).score == pytest.approx(0.5)
 
 
 def test_pairing_by_key_column_and_by_similarity() -> None:
@@ -118,10 +164,15 @@ def test_pairing_by_key_column_and_by_similarity() -> None:
     removed = [{"id": "p1", "name": "lamp", "stock": 3}, {"id": "p2", "name": "desk", "stock": 1}]
     added = [{"id": "p2", "name": "desk", "stock": 0}, {"id": "p3", "name": "mat", "stock": 4}]
     changes, deleted, inserted = pair_changes(cols, removed, added)
-    assert changes == [(removed[1], added[0])] and deleted == [removed[0]] and inserted == [added[1]]
+    assert (
+        changes == [(removed[1], added[0])] and deleted == [removed[0]] and inserted == [added[1]]
+    )
     cols = ["customer_id", "status", "quantity"]
-    changes, deleted, inserted = pair_changes(cols, [{"customer_id": 1, "status": "pending", "quantity": 2}],
-                                              [{"customer_id": 1, "status": "cancelled", "quantity": 2}])
+    changes, deleted, inserted = pair_changes(
+        cols,
+        [{"customer_id": 1, "status": "pending", "quantity": 2}],
+        [{"customer_id": 1, "status": "cancelled", "quantity": 2}],
+    )
     assert len(changes) == 1 and not deleted and not inserted
 
 
@@ -143,12 +194,21 @@ def test_gate_invariant_on_sampled_tasks() -> None:
     ctx = testing.FakeContext(component="chains", sandboxes={env.id: factory})
 
     async def go() -> list[tuple[float, float]]:
-        tasks = [t async for t in chains.Chains(chains.Settings(tasks_per_env=30, attempts=400)).sample(env, ctx)]
+        tasks = [
+            t
+            async for t in chains.Chains(chains.Settings(tasks_per_env=30, attempts=400)).sample(
+                env, ctx
+            )
+        ]
         assert len(tasks) == 30
         out = []
         for t in tasks:
-            ref = await run_policy(baselines.Reference(), t, factory(), env.tools, policy_name="reference")
-            nothing = await run_policy(baselines.Nothing(), t, factory(), env.tools, policy_name="nothing")
+            ref = await run_policy(
+                baselines.Reference(), t, factory(), env.tools, policy_name="reference"
+            )
+            nothing = await run_policy(
+                baselines.Nothing(), t, factory(), env.tools, policy_name="nothing"
+            )
             out.append((score(t, ref).score, score(t, nothing).score))
         return out
 
@@ -172,12 +232,21 @@ async def test_a_task_with_a_check_script_is_graded_by_it_in_a_sandbox() -> None
     from envkernel_kit.testing import RunnerContext
     from envkernel_kit.workspace import ground_task, workspace_env
 
-    env = workspace_env("ck-ledger", "ledger", files={"ledger.csv": "id,amount\n1,10.00\n2,20.00\n"})
+    env = workspace_env(
+        "ck-ledger", "ledger", files={"ledger.csv": "id,amount\n1,10.00\n2,20.00\n"}
+    )
     runner = process_runner()
     try:
         ctx = RunnerContext(runner, component="checklist", envs={env.id: env})
         ref = [ToolCall(name="write", arguments={"path": "out/total.txt", "content": "30.00\n"})]
-        t = await ground_task(ctx, env, task_id="ck-1", request="Write the ledger's total to out/total.txt.", calls=ref, check=CHECK)
+        t = await ground_task(
+            ctx,
+            env,
+            task_id="ck-1",
+            request="Write the ledger's total to out/total.txt.",
+            calls=ref,
+            check=CHECK,
+        )
         assert t.outcome.check == CHECK
 
         async def final_state(calls: list[ToolCall]) -> dict:
@@ -187,16 +256,29 @@ async def test_a_task_with_a_check_script_is_graded_by_it_in_a_sandbox() -> None
                 return await sb.state()
 
         def rollout(calls: list[ToolCall], state: dict) -> Trajectory:
-            return Trajectory(task_id=t.id, policy="p", final_state=state,
-                              calls=[CallRecord(call=c, result=ToolResult(ok=True, value={})) for c in calls])
+            return Trajectory(
+                task_id=t.id,
+                policy="p",
+                final_state=state,
+                calls=[CallRecord(call=c, result=ToolResult(ok=True, value={})) for c in calls],
+            )
 
         wrong = [ToolCall(name="write", arguments={"path": "out/total.txt", "content": "31.00\n"})]
-        cases = [(ref, await final_state(ref)), ([], await final_state([])), (wrong, await final_state(wrong))]
+        cases = [
+            (ref, await final_state(ref)),
+            ([], await final_state([])),
+            (wrong, await final_state(wrong)),
+        ]
         model = Checklist()
-        got = [await asyncio.to_thread(model.score, t, rollout(calls, state), ctx) for calls, state in cases]
+        got = [
+            await asyncio.to_thread(model.score, t, rollout(calls, state), ctx)
+            for calls, state in cases
+        ]
         assert [r.score for r in got] == [1.0, 0.0, 0.5]
         assert all(r.model == "checklist" and r.tau == 0.0 for r in got)
-        assert got[0].reasons == ["checklist: graded by the task's check script (every criterion met)"]
+        assert got[0].reasons == [
+            "checklist: graded by the task's check script (every criterion met)"
+        ]
         assert "total: 0" in got[2].reasons
     finally:
         await runner.aclose()

@@ -10,8 +10,16 @@ from typing import Any
 import msgspec
 import pyarrow.parquet as pq
 import pytest
+
 from envkernel_export import Rl, RlSettings, Sft, SftSettings, register_trainers
-from envkernel_export.rows import RL_SCHEMA, fallback_tool_defs, rl_row, rl_table, sft_row, tool_defs
+from envkernel_export.rows import (
+    RL_SCHEMA,
+    fallback_tool_defs,
+    rl_row,
+    rl_table,
+    sft_row,
+    tool_defs,
+)
 from envkernel_kit.sink import JsonlSink
 from envkernel_kit.testing import FakeContext
 from envkernel_schemas import (
@@ -31,15 +39,27 @@ TOOLS = [
     ToolSpec(
         name="find_customer",
         description="Find a customer.",
-        parameters={"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"]},
+        parameters={
+            "type": "object",
+            "properties": {"email": {"type": "string"}},
+            "required": ["email"],
+        },
     ),
     ToolSpec(
         name="cancel_order",
         description="Cancel.",
-        parameters={"type": "object", "properties": {"order_id": {"type": "integer"}}, "required": ["order_id"]},
+        parameters={
+            "type": "object",
+            "properties": {"order_id": {"type": "integer"}},
+            "required": ["order_id"],
+        },
         mutates=True,
     ),
-    ToolSpec(name="get_product", description="Get.", parameters={"type": "object", "properties": {"product_id": {"type": "integer"}}}),
+    ToolSpec(
+        name="get_product",
+        description="Get.",
+        parameters={"type": "object", "properties": {"product_id": {"type": "integer"}}},
+    ),
 ]
 ENV = EnvSpec(id="shop", name="Shop", tools=TOOLS, behaviour=CodeBehaviour(source=""))
 
@@ -58,7 +78,10 @@ def _task(tid: str = "t1", split: str = "train", mutates: bool = True) -> Task:
         id=tid,
         env_id="shop",
         request="Cancel my pending order.",
-        calls=[ToolCall(name="find_customer", arguments={"email": "a@b.c"}), ToolCall(name="cancel_order", arguments={"order_id": 1})],
+        calls=[
+            ToolCall(name="find_customer", arguments={"email": "a@b.c"}),
+            ToolCall(name="cancel_order", arguments={"order_id": 1}),
+        ],
         outcome=outcome,
         difficulty=2 / 6,
         split=split,  # type: ignore[arg-type]
@@ -67,14 +90,28 @@ def _task(tid: str = "t1", split: str = "train", mutates: bool = True) -> Task:
 
 
 def _rollout(policy: str, index: int, score: float) -> ScoredRollout:
-    msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}, {"role": "assistant", "content": f"{policy}-{index}"}]
+    msgs = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": f"{policy}-{index}"},
+    ]
     return ScoredRollout(
-        trajectory=Trajectory(task_id="t1", policy=policy, index=index, messages=msgs, final_answer="x"), reward=Reward(score=score)
+        trajectory=Trajectory(
+            task_id="t1", policy=policy, index=index, messages=msgs, final_answer="x"
+        ),
+        reward=Reward(score=score),
     )
 
 
-def _group(gid: str = "g1", task: Task | None = None, scores: tuple[float, ...] = (1.0, 0.5, 1.0)) -> GroupScored:
-    return GroupScored(run="r", id=gid, task=task or _task(), rollouts=[_rollout("model", i, s) for i, s in enumerate(scores)])
+def _group(
+    gid: str = "g1", task: Task | None = None, scores: tuple[float, ...] = (1.0, 0.5, 1.0)
+) -> GroupScored:
+    return GroupScored(
+        run="r",
+        id=gid,
+        task=task or _task(),
+        rollouts=[_rollout("model", i, s) for i, s in enumerate(scores)],
+    )
 
 
 class Ctx(FakeContext):
@@ -102,10 +139,17 @@ def test_tool_defs() -> None:
     defs = tool_defs(TOOLS)
     assert defs[0] == {
         "type": "function",
-        "function": {"name": "find_customer", "description": "Find a customer.", "parameters": TOOLS[0].parameters},
+        "function": {
+            "name": "find_customer",
+            "description": "Find a customer.",
+            "parameters": TOOLS[0].parameters,
+        },
     }
     assert [d["function"]["name"] for d in tool_defs(TOOLS, ["cancel_order"])] == ["cancel_order"]
-    assert [d["function"]["name"] for d in fallback_tool_defs(_task())] == ["find_customer", "cancel_order"]
+    assert [d["function"]["name"] for d in fallback_tool_defs(_task())] == [
+        "find_customer",
+        "cancel_order",
+    ]
 
 
 def test_sft_row_shape() -> None:
@@ -128,14 +172,23 @@ def test_rl_row_shape() -> None:
     assert gt["calls"][1] == {"name": "cancel_order", "arguments": '{"order_id":1}'}
     assert gt["mutates"] is True and gt["answer_facts"] == [] and gt["masked_arguments"] == []
     info = row["extra_info"]
-    assert info["task_id"] == "t1" and info["split"] == "train" and info["signature"] == "find_customer>cancel_order"
-    assert json.loads(info["expected_state"]) == {"orders": [{"status": "cancelled", "total": 59.0}]}
+    assert (
+        info["task_id"] == "t1"
+        and info["split"] == "train"
+        and info["signature"] == "find_customer>cancel_order"
+    )
+    assert json.loads(info["expected_state"]) == {
+        "orders": [{"status": "cancelled", "total": 59.0}]
+    }
     assert json.loads(info["initial_state"])["orders"][0]["status"] == "pending"
     assert json.loads(info["tools"])[0]["function"]["name"] == "find_customer"
 
 
 def test_parquet_round_trip(tmp_path: Path) -> None:
-    rows = [rl_row(_task("t1"), tool_defs(TOOLS)), rl_row(_task("t2", "heldout", mutates=False), tool_defs(TOOLS))]
+    rows = [
+        rl_row(_task("t1"), tool_defs(TOOLS)),
+        rl_row(_task("t2", "heldout", mutates=False), tool_defs(TOOLS)),
+    ]
     pq.write_table(rl_table(rows), tmp_path / "x.parquet")
     back = pq.read_table(tmp_path / "x.parquet")
     assert back.schema.equals(RL_SCHEMA)
@@ -187,7 +240,9 @@ def test_sft_exporter(tmp_path: Path) -> None:
     asyncio.run(go())
     lines = _lines(tmp_path / "sft.jsonl")
     assert [x["metadata"]["id"] for x in lines] == ["g1/0", "g1/2"]
-    tools = lines[0]["tools"]  # parameters as JSON strings by default (tools_format="parameters_json")
+    tools = lines[0][
+        "tools"
+    ]  # parameters as JSON strings by default (tools_format="parameters_json")
     assert tools[0]["function"]["name"] == "find_customer" and len(tools) == 3
     assert json.loads(tools[0]["function"]["parameters"]) == TOOLS[0].parameters
     assert ctx.env_calls == 1  # cached
@@ -205,7 +260,12 @@ def test_sft_exporter(tmp_path: Path) -> None:
 def test_sft_policy_filter_and_fallback_tools(tmp_path: Path) -> None:
     ctx = Ctx(tmp_path, env=False)
     sft = Sft(SftSettings(policies=["reference"]))
-    g = GroupScored(run="r", id="g", task=_task(), rollouts=[_rollout("reference", 0, 1.0), _rollout("model", 1, 1.0)])
+    g = GroupScored(
+        run="r",
+        id="g",
+        task=_task(),
+        rollouts=[_rollout("reference", 0, 1.0), _rollout("model", 1, 1.0)],
+    )
     asyncio.run(sft.consume(g, ctx))
     lines = _lines(tmp_path / "sft.jsonl")
     assert len(lines) == 1 and lines[0]["metadata"]["policy"] == "reference"
@@ -216,23 +276,40 @@ def test_sft_tools_format_openai_writes_the_list(tmp_path: Path) -> None:
     ctx = Ctx(tmp_path)
     asyncio.run(Sft(SftSettings(tools_format="openai")).consume(_group("g1"), ctx))
     assert _lines(tmp_path / "sft.jsonl")[0]["tools"] == tool_defs(TOOLS)
-    asyncio.run(Sft(SftSettings(tools_format="json", filename="j.jsonl")).consume(_group("g1"), ctx))
+    asyncio.run(
+        Sft(SftSettings(tools_format="json", filename="j.jsonl")).consume(_group("g1"), ctx)
+    )
     assert json.loads(_lines(tmp_path / "j.jsonl")[0]["tools"]) == tool_defs(TOOLS)
 
 
 def test_sft_messages_are_normalised() -> None:
     msgs = [
         {"role": "user", "content": "u", "extra": 1},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": {"a": [1, "x"]}}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": {"a": [1, "x"]}}}],
+        },
         {"role": "tool", "tool_call_id": "c", "name": "f", "content": {"ok": True}},
     ]
     g = GroupScored(
-        run="r", id="g", task=_task(),
-        rollouts=[ScoredRollout(trajectory=Trajectory(task_id="t1", policy="p", messages=msgs), reward=Reward(score=1.0))],
+        run="r",
+        id="g",
+        task=_task(),
+        rollouts=[
+            ScoredRollout(
+                trajectory=Trajectory(task_id="t1", policy="p", messages=msgs),
+                reward=Reward(score=1.0),
+            )
+        ],
     )
     out = sft_row(g, g.rollouts[0], [])["messages"]
     assert out[0] == {"role": "user", "content": "u"}
-    assert out[1]["content"] == "" and out[1]["tool_calls"][0] == {"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"a":[1,"x"]}'}}
+    assert out[1]["content"] == "" and out[1]["tool_calls"][0] == {
+        "id": "c",
+        "type": "function",
+        "function": {"name": "f", "arguments": '{"a":[1,"x"]}'},
+    }
     assert out[2] == {"role": "tool", "content": '{"ok":true}', "tool_call_id": "c", "name": "f"}
 
 
@@ -262,10 +339,14 @@ def test_rl_exporter_and_parquet(tmp_path: Path) -> None:
         await rl2.finish(ctx)
 
     asyncio.run(again())
-    assert [r["extra_info"]["task_id"] for r in pq.read_table(tmp_path / "rl.parquet").to_pylist()] == ["t1", "t2", "t3"]
+    assert [
+        r["extra_info"]["task_id"] for r in pq.read_table(tmp_path / "rl.parquet").to_pylist()
+    ] == ["t1", "t2", "t3"]
 
 
-def test_rl_parquet_is_written_in_batches_with_every_row_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rl_parquet_is_written_in_batches_with_every_row_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``finish`` reads ``rl.jsonl`` a batch at a time (memory stays flat at 20,000 tasks): the file holds one row
     group per batch and the same table as all the rows at once."""
     import envkernel_export
@@ -302,19 +383,25 @@ def test_settings_and_registration() -> None:
     assert got == {"sft": Sft, "rl": Rl}
 
 
-def test_an_object_store_that_does_not_answer_gives_the_group_back_and_writes_nothing(tmp_path: Path) -> None:
+def test_an_object_store_that_does_not_answer_gives_the_group_back_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
     """ctx.env failing as infrastructure (the server restarting) is raised, so the kernel redelivers the group;
     no row is written with tools guessed from the reference calls."""
     from envkernel.errors import SandboxError
 
     class Down(Ctx):
         async def env(self, env_id: str) -> EnvSpec:
-            raise SandboxError(f"environment {env_id!r} of run r is not in the object store: TimeoutError")
+            raise SandboxError(
+                f"environment {env_id!r} of run r is not in the object store: TimeoutError"
+            )
 
     ctx = Down(tmp_path)
     for exporter in (Sft(), Rl()):
         with pytest.raises(SandboxError):
             asyncio.run(exporter.consume(_group("g1"), ctx))
     assert not (tmp_path / "sft.jsonl").exists() and not (tmp_path / "rl.jsonl").exists()
-    asyncio.run(Rl().consume(_group("g1"), Ctx(tmp_path)))  # once it answers, the row is the real one
+    asyncio.run(
+        Rl().consume(_group("g1"), Ctx(tmp_path))
+    )  # once it answers, the row is the real one
     assert _lines(tmp_path / "rl.jsonl")[0]["extra_info"]

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from envkernel_export.extra import Card, Pairs, PairsSettings, envkernel_versions, register_trainers
 from envkernel_export.pairs import choose_pair, pair_row, split_prompt
 from envkernel_schemas import GroupScored, Reward, ScoredRollout, Trajectory
@@ -20,21 +21,42 @@ def _ro(index: int, score: float, error: str = "") -> ScoredRollout:
     msgs = [
         {"role": "system", "content": "s"},
         {"role": "user", "content": "u"},
-        {"role": "assistant", "content": "", "tool_calls": [{"id": "c0", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c0", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "c0", "content": "[]"},
         {"role": "assistant", "content": f"answer {index}"},
     ]
-    return ScoredRollout(trajectory=Trajectory(task_id="t1", policy="p", index=index, messages=msgs), reward=Reward(score=score, error=error))
+    return ScoredRollout(
+        trajectory=Trajectory(task_id="t1", policy="p", index=index, messages=msgs),
+        reward=Reward(score=score, error=error),
+    )
 
 
 def _g(gid: str, *scores: float, task=None, errors: tuple[int, ...] = ()) -> GroupScored:
-    return GroupScored(run="r", id=gid, task=task or _task(), rollouts=[_ro(i, s, "x" if i in errors else "") for i, s in enumerate(scores)])
+    return GroupScored(
+        run="r",
+        id=gid,
+        task=task or _task(),
+        rollouts=[_ro(i, s, "x" if i in errors else "") for i, s in enumerate(scores)],
+    )
 
 
 def test_split_prompt() -> None:
     p, rest = split_prompt(_ro(0, 1).trajectory.messages)
-    assert [m["role"] for m in p] == ["system", "user"] and [m["role"] for m in rest] == ["assistant", "tool", "assistant"]
-    assert split_prompt([{"role": "assistant", "content": "x"}]) == ([], [{"role": "assistant", "content": "x"}])
+    assert [m["role"] for m in p] == ["system", "user"] and [m["role"] for m in rest] == [
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert split_prompt([{"role": "assistant", "content": "x"}]) == (
+        [],
+        [{"role": "assistant", "content": "x"}],
+    )
 
 
 @pytest.mark.parametrize(
@@ -63,8 +85,15 @@ def test_pair_row_shape() -> None:
     c, r = choose_pair(g)  # type: ignore[misc]
     row = pair_row(g, c, r, [{"type": "function"}])
     assert row["prompt"] == [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
-    assert row["chosen"][-1]["content"] == "answer 1" and row["rejected"][-1]["content"] == "answer 0"
-    assert (row["chosen_reward"], row["rejected_reward"], row["task_id"], row["env_id"]) == (1.0, 0.0, "t1", "shop")
+    assert (
+        row["chosen"][-1]["content"] == "answer 1" and row["rejected"][-1]["content"] == "answer 0"
+    )
+    assert (row["chosen_reward"], row["rejected_reward"], row["task_id"], row["env_id"]) == (
+        1.0,
+        0.0,
+        "t1",
+        "shop",
+    )
     assert json.loads(row["tools"]) == [{"type": "function"}]
 
 
@@ -94,11 +123,22 @@ def test_pairs_finish_creates_an_empty_file(tmp_path: Path) -> None:
 
 
 def test_card_counts_and_reads_config(tmp_path: Path) -> None:
-    (tmp_path / "config.json").write_text(json.dumps({
-        "run_id": "r", "sources": ["sample"], "selected": ["export", "export-extra"], "reward": "",
-        "components": {"reward_model": ["traceoutcome"], "trainer": ["sft", "rl", "pairs", "card"]},
-        "settings": {}, "overrides": {"sft": {"min_reward": 0.5}},
-    }))
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {
+                "run_id": "r",
+                "sources": ["sample"],
+                "selected": ["export", "export-extra"],
+                "reward": "",
+                "components": {
+                    "reward_model": ["traceoutcome"],
+                    "trainer": ["sft", "rl", "pairs", "card"],
+                },
+                "settings": {},
+                "overrides": {"sft": {"min_reward": 0.5}},
+            }
+        )
+    )
     ctx = Ctx(tmp_path)
     card = Card()
 
@@ -111,10 +151,20 @@ def test_card_counts_and_reads_config(tmp_path: Path) -> None:
     asyncio.run(go())
     data = json.loads((tmp_path / "card.json").read_text())
     assert data["counts"] | {} == {
-        "tasks": 2, "groups": 2, "rollouts": 5, "failed_rollouts": 0, "mean_reward": 0.7, "sft_rows": 2, "pairs": 1,
+        "tasks": 2,
+        "groups": 2,
+        "rollouts": 5,
+        "failed_rollouts": 0,
+        "mean_reward": 0.7,
+        "sft_rows": 2,
+        "pairs": 1,
     }
     assert data["per_split"]["heldout"]["sft_rows"] == 0 and data["per_env"]["shop"]["tasks"] == 2
-    assert data["files"]["sft.jsonl"] == 2 and data["files"]["pairs.jsonl"] == 1 and data["files"]["rl.parquet"] == 2
+    assert (
+        data["files"]["sft.jsonl"] == 2
+        and data["files"]["pairs.jsonl"] == 1
+        and data["files"]["rl.parquet"] == 2
+    )
     assert data["export_settings"]["sft"]["min_reward"] == 0.5
     assert data["reward"]["model"] == "traceoutcome" and data["sources"]["sources"] == ["sample"]
     text = (tmp_path / "README.md").read_text()

@@ -16,10 +16,9 @@ from typing import Any
 
 import msgspec
 import pytest
+
 from envkernel_kit.scripted import ScriptedServer, error
 from envkernel_kit.testing import RunnerContext
-from envkernel_schemas import EnvRequested
-
 from envkernel_llm import LLMSettings, LLMSynthesizer
 from envkernel_llm.overlap import benchmarks, overlap
 from envkernel_llm.playbook import Playbook
@@ -27,6 +26,7 @@ from envkernel_llm.reply import Candidate, Draft, ReplyProblem, code_findings, p
 from envkernel_llm.scenarios import subset_problem
 from envkernel_llm.sources import SourceError, html_text, load_source
 from envkernel_llm.templates import nearest, templates
+from envkernel_schemas import EnvRequested
 
 process = pytest.importorskip("envkernel_process")
 
@@ -40,8 +40,15 @@ BRIEFS = {
     "always_buggy": "A library (sloppy) of books, members and loans.",
     "benchmark_names": "A brokerage (clone) with accounts, balances and transfers.",
 }
-RULES = {"(audited)": "files_then_fix", "(chatty)": "malformed_then_fix", "(verbose)": "truncated_then_fix",
-         "(sloppy)": "always_buggy", "(clone)": "benchmark_names", "bank": "bug_then_fix", "booking": "network_then_fix"}
+RULES = {
+    "(audited)": "files_then_fix",
+    "(chatty)": "malformed_then_fix",
+    "(verbose)": "truncated_then_fix",
+    "(sloppy)": "always_buggy",
+    "(clone)": "benchmark_names",
+    "bank": "bug_then_fix",
+    "booking": "network_then_fix",
+}
 
 
 class Listener:
@@ -81,8 +88,10 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     secret.chmod(0o600)
     listener = Listener()
     doc = tmp_path_factory.mktemp("docs") / "circulation-api.html"
-    doc.write_text("<html><body><h1>Circulation API</h1><h2>POST /loans</h2><p>Lends a <code>book</code> to a member; "
-                   "409 when no copy is available.</p><h2>POST /loans/{id}/return</h2><p>Returns a loan.</p></body></html>")
+    doc.write_text(
+        "<html><body><h1>Circulation API</h1><h2>POST /loans</h2><p>Lends a <code>book</code> to a member; "
+        "409 when no copy is available.</p><h2>POST /loans/{id}/return</h2><p>Returns a loan.</p></body></html>"
+    )
     written_doc = str(doc)
 
     async def go() -> dict[str, Any]:
@@ -90,12 +99,18 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         ctx = RunnerContext(runner)
         try:
             with ScriptedServer(Playbook(RULES, port=listener.port, host_file=str(secret))) as srv:
-                syn = LLMSynthesizer(LLMSettings(base_url=srv.base_url, model="scripted-writer", max_rounds=3))
+                syn = LLMSynthesizer(
+                    LLMSettings(base_url=srv.base_url, model="scripted-writer", max_rounds=3)
+                )
                 envs = {}
                 for i, (b, brief) in enumerate(BRIEFS.items()):
-                    req = EnvRequested(run="t", id=f"r{i}", time=0.0, source_kind="brief", source=brief, index=i)
+                    req = EnvRequested(
+                        run="t", id=f"r{i}", time=0.0, source_kind="brief", source=brief, index=i
+                    )
                     envs[b] = await syn.synthesize(req, ctx)
-                req = EnvRequested(run="t", id="doc", time=0.0, source_kind="doc", source=str(doc), index=99)
+                req = EnvRequested(
+                    run="t", id="doc", time=0.0, source_kind="doc", source=str(doc), index=99
+                )
                 envs["doc"] = await syn.synthesize(req, ctx)
                 return {"envs": envs, "requests": list(srv.requests)}
         finally:
@@ -115,8 +130,17 @@ def test_realistic_code_is_written_in_one_round(written: dict[str, Any]) -> None
     env = written["envs"]["clean"]
     p = env.provenance
     assert p.rounds == 1 and not p.rejected and env.report is None
-    assert {t.name for t in env.tools} == {"search_books", "get_member", "list_loans", "borrow_book", "return_book"}
-    assert "def borrow_book(env, member_id, book_id)" in env.behaviour.source and "CREATE TABLE loans" in env.seed_sql
+    assert {t.name for t in env.tools} == {
+        "search_books",
+        "get_member",
+        "list_loans",
+        "borrow_book",
+        "return_book",
+    }
+    assert (
+        "def borrow_book(env, member_id, book_id)" in env.behaviour.source
+        and "CREATE TABLE loans" in env.seed_sql
+    )
     assert p.model == "scripted-writer" and p.tokens > 0 and p.seconds > 0
     d = p.details
     assert d["brief"] == BRIEFS["clean"] and d["templates"][0] == "library"
@@ -128,7 +152,9 @@ def test_realistic_code_is_written_in_one_round(written: dict[str, Any]) -> None
 def test_an_html_api_reference_is_a_source(written: dict[str, Any]) -> None:
     env = written["envs"]["doc"]
     p = env.provenance
-    assert p.source_kind == "doc" and p.source == written["doc"] and p.rounds == 1 and not p.rejected
+    assert (
+        p.source_kind == "doc" and p.source == written["doc"] and p.rounds == 1 and not p.rejected
+    )
     assert "## POST /loans" in p.details["document"] and "<code>" not in p.details["document"]
     assert p.details["source"]["format"] == "html" and len(p.details["source"]["sha256"]) == 64
     assert env.id == "llm-circulation-api-99"
@@ -166,7 +192,10 @@ def test_host_files_are_blocked_by_the_sandbox_and_reported(written: dict[str, A
 
 
 def test_malformed_and_truncated_replies_are_asked_again(written: dict[str, Any]) -> None:
-    for b, reason in (("malformed_then_fix", "malformed_reply"), ("truncated_then_fix", "truncated_reply")):
+    for b, reason in (
+        ("malformed_then_fix", "malformed_reply"),
+        ("truncated_then_fix", "truncated_reply"),
+    ):
         p = written["envs"][b].provenance
         assert p.rounds == 2 and not p.rejected, b
         first = p.details["rounds"][0]
@@ -205,8 +234,12 @@ def test_model_errors_and_refusals_are_a_rejection_not_a_crash() -> None:
         runner = process.ProcessRunner()
         try:
             with ScriptedServer([error(400, "context length exceeded")]) as srv:
-                syn = LLMSynthesizer(LLMSettings(base_url=srv.base_url, model="m", max_rounds=2, max_retries=0))
-                req = EnvRequested(run="t", id="x", time=0.0, source_kind="brief", source="a shop", index=0)
+                syn = LLMSynthesizer(
+                    LLMSettings(base_url=srv.base_url, model="m", max_rounds=2, max_retries=0)
+                )
+                req = EnvRequested(
+                    run="t", id="x", time=0.0, source_kind="brief", source="a shop", index=0
+                )
                 return await syn.synthesize(req, RunnerContext(runner))
         finally:
             await runner.aclose()
@@ -217,7 +250,9 @@ def test_model_errors_and_refusals_are_a_rejection_not_a_crash() -> None:
 
 
 def test_reply_parsing() -> None:
-    files = parse_files("Sure.\n```sql seed.sql\nCREATE TABLE t (id TEXT);\n```\ntext\n```python\ndef f(env):\n    return 1\n```\n")
+    files = parse_files(
+        "Sure.\n```sql seed.sql\nCREATE TABLE t (id TEXT);\n```\ntext\n```python\ndef f(env):\n    return 1\n```\n"
+    )
     assert set(files) == {"seed.sql", "env.py"} and files["env.py"].startswith("def f(env)")
     with pytest.raises(ReplyProblem, match="cut off"):
         parse_files("```python env.py\ndef f(env):\n")
@@ -225,25 +260,46 @@ def test_reply_parsing() -> None:
         parse_files("I would write a function per tool.")
     with pytest.raises(ReplyProblem, match="syntax error at line 2"):
         code_findings("def f(env):\n    return (1,\n")
-    found = code_findings("import socket\nimport subprocess\n\ndef f(env):\n    return open('/etc/passwd').read()\n")
-    assert found.network == ["import socket"] and "import subprocess" in found.host and "open()" in found.host
+    found = code_findings(
+        "import socket\nimport subprocess\n\ndef f(env):\n    return open('/etc/passwd').read()\n"
+    )
+    assert (
+        found.network == ["import socket"]
+        and "import subprocess" in found.host
+        and "open()" in found.host
+    )
 
 
 def test_scenario_matching() -> None:
-    assert subset_problem({"a": 1, "b": [{"id": "x"}]}, {"a": 1.0, "b": [{"id": "y"}, {"id": "x", "n": 2}], "c": 0}) == ""
+    assert (
+        subset_problem(
+            {"a": 1, "b": [{"id": "x"}]},
+            {"a": 1.0, "b": [{"id": "y"}, {"id": "x", "n": 2}], "c": 0},
+        )
+        == ""
+    )
     assert "has no field 'z'" in subset_problem({"z": 1}, {"a": 1})
     assert "no item matching" in subset_problem([{"id": "q"}], [{"id": "x"}])
 
 
 def test_sources(tmp_path: Path) -> None:
     page = tmp_path / "api.html"
-    page.write_text("<html><head><style>x{}</style><script>evil()</script></head><body><h2>POST /loans</h2>"
-                    "<p>Creates a <code>loan</code>.</p></body></html>")
+    page.write_text(
+        "<html><head><style>x{}</style><script>evil()</script></head><body><h2>POST /loans</h2>"
+        "<p>Creates a <code>loan</code>.</p></body></html>"
+    )
     src = load_source("doc", str(page))
-    assert src.format == "html" and "## POST /loans" in src.text and "`loan`" in src.text and "evil" not in src.text
+    assert (
+        src.format == "html"
+        and "## POST /loans" in src.text
+        and "`loan`" in src.text
+        and "evil" not in src.text
+    )
     assert len(src.sha256) == 64 and src.path == str(page)
     brief = tmp_path / "b.toml"
-    brief.write_text('domain = "veterinary clinic"\nentities = ["pets", "owners"]\nstories = ["book a check-up"]\n')
+    brief.write_text(
+        'domain = "veterinary clinic"\nentities = ["pets", "owners"]\nstories = ["book a check-up"]\n'
+    )
     b = load_source("brief", str(brief))
     assert b.domain == "veterinary-clinic" and "- book a check-up" in b.text
     long = tmp_path / "man.1"
@@ -259,7 +315,17 @@ def test_benchmark_lists_are_kept_with_source_and_licence() -> None:
     b = benchmarks()
     assert {k.split(":")[0] for k in b} == {"bfcl-v3-multi-turn", "tau2-bench"}
     for entry in b.values():
-        assert entry["source"]["licence"] in ("Apache-2.0", "MIT") and len(entry["source"]["commit"]) == 40 and entry["tools"]
-    _, flagged = overlap(["get_order_details", "cancel_pending_order", "return_delivered_order_items", "list_products"])
+        assert (
+            entry["source"]["licence"] in ("Apache-2.0", "MIT")
+            and len(entry["source"]["commit"]) == 40
+            and entry["tools"]
+        )
+    _, flagged = overlap(
+        [
+            "get_order_details",
+            "cancel_pending_order",
+            "return_delivered_order_items",
+            "list_products",
+        ]
+    )
     assert flagged and flagged[0].benchmark == "tau2-bench:retail"
-

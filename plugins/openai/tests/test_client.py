@@ -8,16 +8,31 @@ import time
 import urllib.request
 
 import pytest
-from envkernel_openai import ChatClient, check_arguments, parse_tool_calls, register_policies, scrub, tool_schema
-from envkernel_openai.policy import OpenAIPolicy
+
 from envkernel_kit.scripted import ScriptedServer, completion, error, stall
+from envkernel_openai import (
+    ChatClient,
+    check_arguments,
+    parse_tool_calls,
+    register_policies,
+    scrub,
+    tool_schema,
+)
+from envkernel_openai.policy import OpenAIPolicy
 from envkernel_schemas import ToolSpec
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 
 def client(srv: ScriptedServer, **kw: object) -> ChatClient:
-    fields = {"base_url": srv.base_url, "api_key": "sk-x", "request_timeout": 2.0, "backoff": 0.01, "backoff_max": 0.05, **kw}
+    fields = {
+        "base_url": srv.base_url,
+        "api_key": "sk-x",
+        "request_timeout": 2.0,
+        "backoff": 0.01,
+        "backoff_max": 0.05,
+        **kw,
+    }
     return ChatClient(**fields)  # type: ignore[arg-type]
 
 
@@ -55,7 +70,9 @@ def test_retry_after_is_honoured_and_capped() -> None:
     with ScriptedServer([error(429, "wait", {"Retry-After": "0.4"}), completion("ok")]) as srv:
         t0 = time.perf_counter()
         res = asyncio.run(call(client(srv, backoff_max=1.0)))
-        assert res.ok and time.perf_counter() - t0 >= 0.35 and res.attempts == 2 and res.waited >= 0.35
+        assert (
+            res.ok and time.perf_counter() - t0 >= 0.35 and res.attempts == 2 and res.waited >= 0.35
+        )
     with ScriptedServer([error(429, "wait", {"Retry-After": "60"}), completion("ok")]) as srv:
         t0 = time.perf_counter()
         res = asyncio.run(call(client(srv, backoff_max=0.1)))
@@ -81,7 +98,9 @@ def test_connection_refused() -> None:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    c = ChatClient(base_url=f"http://127.0.0.1:{port}/v1", request_timeout=1.0, max_retries=2, backoff=0.01)
+    c = ChatClient(
+        base_url=f"http://127.0.0.1:{port}/v1", request_timeout=1.0, max_retries=2, backoff=0.01
+    )
     res = asyncio.run(call(c))
     assert res.condition == "connection" and res.attempts == 3
 
@@ -120,8 +139,16 @@ def test_parse_tool_calls() -> None:
     seen: set[str] = set()
     raw = [
         {"id": "a", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}},
-        {"id": "a", "type": "function", "function": {"name": "f", "arguments": ""}},  # duplicate id, no-argument call
-        {"id": "b", "type": "function", "function": {"name": "f", "arguments": {"x": 2}}},  # object, not a string
+        {
+            "id": "a",
+            "type": "function",
+            "function": {"name": "f", "arguments": ""},
+        },  # duplicate id, no-argument call
+        {
+            "id": "b",
+            "type": "function",
+            "function": {"name": "f", "arguments": {"x": 2}},
+        },  # object, not a string
         {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{oops"}},
         {"id": "d", "type": "function"},
         "garbage",
@@ -133,8 +160,16 @@ def test_parse_tool_calls() -> None:
 
 
 def test_check_arguments() -> None:
-    schema = {"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string", "enum": ["a", "b"]}, "f": {"type": ["number", "null"]}},
-              "required": ["n"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer"},
+            "s": {"type": "string", "enum": ["a", "b"]},
+            "f": {"type": ["number", "null"]},
+        },
+        "required": ["n"],
+        "additionalProperties": False,
+    }
     assert check_arguments(schema, {"n": 1}) == ""
     assert check_arguments(schema, {"n": 2.0, "f": None}) == ""
     assert "missing required" in check_arguments(schema, {})
@@ -145,8 +180,17 @@ def test_check_arguments() -> None:
 
 
 def test_tool_schema_and_registration() -> None:
-    t = ToolSpec(name="get", description="Get it.", parameters={"type": "object", "properties": {"id": {"type": "string"}}})
-    assert tool_schema([t]) == [{"type": "function", "function": {"name": "get", "description": "Get it.", "parameters": t.parameters}}]
+    t = ToolSpec(
+        name="get",
+        description="Get it.",
+        parameters={"type": "object", "properties": {"id": {"type": "string"}}},
+    )
+    assert tool_schema([t]) == [
+        {
+            "type": "function",
+            "function": {"name": "get", "description": "Get it.", "parameters": t.parameters},
+        }
+    ]
     got = {}
     register_policies(lambda name, factory: got.setdefault(name, factory))
     assert got == {"openai": OpenAIPolicy} and isinstance(OpenAIPolicy.concurrency, int)

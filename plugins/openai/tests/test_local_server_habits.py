@@ -13,17 +13,31 @@ import json
 from typing import Any
 
 import pytest
+
 from envkernel_kit import testing
 from envkernel_kit.lenient import calls_in_text, unescape_arguments
-from envkernel_kit.scripted import ScriptedServer, StepContext, completion, error, run_policy, tool_call
+from envkernel_kit.scripted import (
+    ScriptedServer,
+    StepContext,
+    completion,
+    error,
+    run_policy,
+    tool_call,
+)
+from envkernel_openai import OpenAIPolicy, OpenAISettings
 from envkernel_schemas import Outcome, Task, ToolCall
 
-from envkernel_openai import OpenAIPolicy, OpenAISettings
-
 ENV, SANDBOX = testing.toy_shop()
-TASK = Task(id="t-cancel", env_id=ENV.id, request="Please cancel Bo's pending order.",
-            calls=[ToolCall(name="find_customer", arguments={"email": "bo@example.com"}), ToolCall(name="cancel_order", arguments={"order_id": 3})],
-            outcome=Outcome(mutates=True))
+TASK = Task(
+    id="t-cancel",
+    env_id=ENV.id,
+    request="Please cancel Bo's pending order.",
+    calls=[
+        ToolCall(name="find_customer", arguments={"email": "bo@example.com"}),
+        ToolCall(name="cancel_order", arguments={"order_id": 3}),
+    ],
+    outcome=Outcome(mutates=True),
+)
 
 
 def llama_like(request: dict[str, Any], n: int) -> Any:
@@ -32,7 +46,9 @@ def llama_like(request: dict[str, Any], n: int) -> Any:
         return error(500, "Internal Server Error")
     turn = sum(1 for m in request["messages"] if m["role"] == "assistant")
     if turn == 0:  # the call as text, in the content
-        return completion('<tool_call>\n{"name": "find_customer", "arguments": {"email": "bo@example.com"}}\n</tool_call>')
+        return completion(
+            '<tool_call>\n{"name": "find_customer", "arguments": {"email": "bo@example.com"}}\n</tool_call>'
+        )
     if turn == 1:  # a proper call, HTML-escaped
         return completion(None, [tool_call("cancel_order", "{&quot;order_id&quot;: 3}")])
     return completion("Bo&#39;s order 3 is cancelled.")
@@ -41,8 +57,18 @@ def llama_like(request: dict[str, Any], n: int) -> Any:
 def test_refused_tool_choice_text_calls_and_escaped_arguments() -> None:
     async def go() -> tuple[list[Any], list[dict[str, Any]]]:
         with ScriptedServer(llama_like) as srv:
-            p = OpenAIPolicy(OpenAISettings(base_url=srv.base_url, model="smollm2", tool_choice="required", backoff=0.01, request_timeout=5.0))
-            trajs = [await run_policy(p, TASK, SANDBOX(), ENV.tools, ctx=StepContext()) for _ in range(2)]
+            p = OpenAIPolicy(
+                OpenAISettings(
+                    base_url=srv.base_url,
+                    model="smollm2",
+                    tool_choice="required",
+                    backoff=0.01,
+                    request_timeout=5.0,
+                )
+            )
+            trajs = [
+                await run_policy(p, TASK, SANDBOX(), ENV.tools, ctx=StepContext()) for _ in range(2)
+            ]
             await p.aclose()
             return trajs, list(srv.requests)
 
@@ -61,7 +87,14 @@ def test_refused_tool_choice_text_calls_and_escaped_arguments() -> None:
 def test_text_calls_off_end_the_rollout_as_an_answer() -> None:
     async def go() -> Any:
         with ScriptedServer(llama_like) as srv:
-            p = OpenAIPolicy(OpenAISettings(base_url=srv.base_url, model="smollm2", recover_text_calls=False, request_timeout=5.0))
+            p = OpenAIPolicy(
+                OpenAISettings(
+                    base_url=srv.base_url,
+                    model="smollm2",
+                    recover_text_calls=False,
+                    request_timeout=5.0,
+                )
+            )
             t = await run_policy(p, TASK, SANDBOX(), ENV.tools, ctx=StepContext())
             await p.aclose()
             return t
@@ -70,19 +103,28 @@ def test_text_calls_off_end_the_rollout_as_an_answer() -> None:
     assert t.termination == "answer" and not t.calls and t.format_errors == 0
 
 
-@pytest.mark.parametrize(("raw", "want", "changed"), [
-    ('{"name": "O&#39;Brien"}', {"name": "O'Brien"}, True),
-    ("{&quot;order_id&quot;: 3}", {"order_id": 3}, True),
-    ('{"q": "a & b"}', {"q": "a & b"}, False),
-])
+@pytest.mark.parametrize(
+    ("raw", "want", "changed"),
+    [
+        ('{"name": "O&#39;Brien"}', {"name": "O'Brien"}, True),
+        ("{&quot;order_id&quot;: 3}", {"order_id": 3}, True),
+        ('{"q": "a & b"}', {"q": "a & b"}, False),
+    ],
+)
 def test_unescape_arguments(raw: str, want: dict[str, Any], changed: bool) -> None:
     assert unescape_arguments(raw) == (want, changed)
 
 
 def test_calls_in_text() -> None:
     names = {"get_order", "cancel_order"}
-    assert calls_in_text('```json\n{"name": "get_order", "arguments": {"order_id": 1}}\n```', names) == [("get_order", {"order_id": 1})]
-    assert calls_in_text('I will call {"function": "cancel_order", "parameters": {"order_id": 2}} now', names) == [("cancel_order", {"order_id": 2})]
+    assert calls_in_text(
+        '```json\n{"name": "get_order", "arguments": {"order_id": 1}}\n```', names
+    ) == [("get_order", {"order_id": 1})]
+    assert calls_in_text(
+        'I will call {"function": "cancel_order", "parameters": {"order_id": 2}} now', names
+    ) == [("cancel_order", {"order_id": 2})]
     assert calls_in_text('{"name": "drop_tables", "arguments": {}}', names) == []
     assert calls_in_text("no call here", names) == []
-    assert calls_in_text(json.dumps([{"name": "get_order", "arguments": '{"order_id": 5}'}]), names) == [("get_order", {"order_id": 5})]
+    assert calls_in_text(
+        json.dumps([{"name": "get_order", "arguments": '{"order_id": 5}'}]), names
+    ) == [("get_order", {"order_id": 5})]

@@ -13,14 +13,37 @@ from typing import Any
 
 import pytest
 import structlog
+
+from envkernel_kit.scripted import (
+    ByTurn,
+    Reply,
+    ScriptedServer,
+    StepContext,
+    completion,
+    error,
+    lora_loaded,
+    run_policy,
+    stall,
+    tool_call,
+)
 from envkernel_openai import OpenAIPolicy, OpenAISettings, PolicyUpdateError, parse_update
-from envkernel_kit.scripted import ByTurn, Reply, ScriptedServer, StepContext, completion, error, lora_loaded, run_policy, stall, tool_call
 from envkernel_schemas import Outcome, PolicyUpdate, Task, ToolCall, ToolResult, ToolSpec
 
 SECRET = "sk-update-secret"
-TOOLS = [ToolSpec(name="get_product", description="Get a product.", parameters={"type": "object", "properties": {"product_id": {"type": "integer"}}})]
-TASK = Task(id="t1", env_id="toy", request="What does the chair cost?",
-            calls=[ToolCall(name="get_product", arguments={"product_id": 2})], outcome=Outcome(mutates=False, answer_facts=["149"]))
+TOOLS = [
+    ToolSpec(
+        name="get_product",
+        description="Get a product.",
+        parameters={"type": "object", "properties": {"product_id": {"type": "integer"}}},
+    )
+]
+TASK = Task(
+    id="t1",
+    env_id="toy",
+    request="What does the chair cost?",
+    calls=[ToolCall(name="get_product", arguments={"product_id": 2})],
+    outcome=Outcome(mutates=False, answer_facts=["149"]),
+)
 
 
 class Sandbox:
@@ -48,8 +71,16 @@ class Ctx(StepContext):
 
 
 def policy(srv: ScriptedServer, **overrides: Any) -> OpenAIPolicy:
-    fields = {"base_url": srv.base_url, "api_key": SECRET, "model": "base", "backoff": 0.01, "backoff_max": 0.02,
-              "request_timeout": 5.0, "rollout_timeout": 20.0, **overrides}
+    fields = {
+        "base_url": srv.base_url,
+        "api_key": SECRET,
+        "model": "base",
+        "backoff": 0.01,
+        "backoff_max": 0.02,
+        "request_timeout": 5.0,
+        "rollout_timeout": 20.0,
+        **overrides,
+    }
     return OpenAIPolicy(OpenAISettings(**fields))
 
 
@@ -89,7 +120,10 @@ def test_a_lora_update_loads_the_adapter_then_rolls_out_with_it() -> None:
         p = policy(srv)
         ctx = Ctx()
         try:
-            await p.apply_update(update({"lora_name": "run1-iter-0", "lora_path": "/shared/adapters/run1/iter-0"}), ctx)
+            await p.apply_update(
+                update({"lora_name": "run1-iter-0", "lora_path": "/shared/adapters/run1/iter-0"}),
+                ctx,
+            )
             traj = await roll(p)
             assert traj.termination == "answer", traj.error
         finally:
@@ -98,7 +132,9 @@ def test_a_lora_update_loads_the_adapter_then_rolls_out_with_it() -> None:
 
     with ScriptedServer(answer, served=["base"]) as srv:
         ctx = asyncio.run(go(srv))
-        assert srv.lora_requests == [{"lora_name": "run1-iter-0", "lora_path": "/shared/adapters/run1/iter-0"}]
+        assert srv.lora_requests == [
+            {"lora_name": "run1-iter-0", "lora_path": "/shared/adapters/run1/iter-0"}
+        ]
         assert srv.lora_authorizations == [f"Bearer {SECRET}"]
         assert srv.adapters == {"run1-iter-0": "/shared/adapters/run1/iter-0"}
         assert srv.models == ["run1-iter-0"]
@@ -113,7 +149,9 @@ def test_the_server_refuses_an_adapter_that_was_not_loaded() -> None:
     async def go(srv: ScriptedServer) -> Any:
         p = policy(srv, load_lora=False, max_retries=0)
         try:
-            await p.apply_update(update({"lora_name": "never-loaded", "lora_path": "/nowhere"}), Ctx())
+            await p.apply_update(
+                update({"lora_name": "never-loaded", "lora_path": "/nowhere"}), Ctx()
+            )
             return await roll(p)
         finally:
             await p.aclose()
@@ -143,13 +181,18 @@ def test_base_url_switches_the_endpoint_for_the_load_and_the_rollouts() -> None:
         p = policy(one)
         try:
             await roll(p)
-            await p.apply_update(update({"lora_name": "a1", "lora_path": "/a1", "base_url": two.base_url}), Ctx())
+            await p.apply_update(
+                update({"lora_name": "a1", "lora_path": "/a1", "base_url": two.base_url}), Ctx()
+            )
             await roll(p)
             assert p.client.base_url == two.base_url
         finally:
             await p.aclose()
 
-    with ScriptedServer(answer, served=["base"]) as one, ScriptedServer(answer, served=["base"]) as two:
+    with (
+        ScriptedServer(answer, served=["base"]) as one,
+        ScriptedServer(answer, served=["base"]) as two,
+    ):
         asyncio.run(go(one, two))
         assert one.models == ["base"] and one.lora_requests == []
         assert two.models == ["a1"] and two.adapters == {"a1": "/a1"}
@@ -181,7 +224,10 @@ def test_an_adapter_another_process_loaded_is_used() -> None:
 @pytest.mark.parametrize(
     ("upd", "words"),
     [
-        (update({"model": "m"}, fmt="reinforce-weights/1"), ["openai-model/1", "'reinforce-weights/1'", "make the trainer return"]),
+        (
+            update({"model": "m"}, fmt="reinforce-weights/1"),
+            ["openai-model/1", "'reinforce-weights/1'", "make the trainer return"],
+        ),
         (update({"model": "m"}, fmt=""), ["openai-model/1", "got ''"]),
         (update(b"{not json"), ["not valid JSON", "lora_name"]),
         (update(b""), ["no data"]),
@@ -193,7 +239,9 @@ def test_an_adapter_another_process_loaded_is_used() -> None:
         (update({"model": "m", "base_url": "host:8000"}), ["http(s) URL"]),
     ],
 )
-def test_a_bad_update_is_a_clear_error_and_changes_nothing(upd: PolicyUpdate, words: list[str]) -> None:
+def test_a_bad_update_is_a_clear_error_and_changes_nothing(
+    upd: PolicyUpdate, words: list[str]
+) -> None:
     with pytest.raises(PolicyUpdateError) as exc:
         parse_update(upd)
     for w in words:
@@ -217,12 +265,26 @@ def test_a_bad_update_is_a_clear_error_and_changes_nothing(upd: PolicyUpdate, wo
 @pytest.mark.parametrize(
     ("replies", "words", "attempts"),
     [
-        ([error(500, "Loading lora /bad failed: No adapter found")] * 4, ["HTTP 500", "No adapter found", "--max-lora-rank", "gave up after 4"], 4),
-        ([error(404, "Not Found")], ["HTTP 404", "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True", "load_lora=false"], 1),
-        ([error(400, "Both 'lora_name' and 'lora_path' must be provided.")], ["HTTP 400", "lora_path exists"], 1),
+        (
+            [error(500, "Loading lora /bad failed: No adapter found")] * 4,
+            ["HTTP 500", "No adapter found", "--max-lora-rank", "gave up after 4"],
+            4,
+        ),
+        (
+            [error(404, "Not Found")],
+            ["HTTP 404", "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True", "load_lora=false"],
+            1,
+        ),
+        (
+            [error(400, "Both 'lora_name' and 'lora_path' must be provided.")],
+            ["HTTP 400", "lora_path exists"],
+            1,
+        ),
     ],
 )
-def test_a_failed_load_is_a_clear_error_and_keeps_the_old_model(replies: list[Reply], words: list[str], attempts: int) -> None:
+def test_a_failed_load_is_a_clear_error_and_keeps_the_old_model(
+    replies: list[Reply], words: list[str], attempts: int
+) -> None:
     async def go(srv: ScriptedServer) -> str:
         p = policy(srv)
         try:
@@ -266,7 +328,12 @@ def test_a_load_is_retried_like_a_model_call() -> None:
 
 def test_a_rollout_in_flight_keeps_its_model_and_new_ones_take_the_update() -> None:
     """An update applied while a rollout is between turns does not switch that rollout halfway."""
-    script = ByTurn([stall(0.4, completion("", [tool_call("get_product", {"product_id": 2})])), completion("149")])
+    script = ByTurn(
+        [
+            stall(0.4, completion("", [tool_call("get_product", {"product_id": 2})])),
+            completion("149"),
+        ]
+    )
 
     async def go(srv: ScriptedServer) -> None:
         p = policy(srv)
@@ -296,7 +363,9 @@ def test_an_older_update_that_finishes_last_does_not_win() -> None:
         p = policy(srv)
         ctx = Ctx()
         try:
-            slow = asyncio.create_task(p.apply_update(update({"lora_name": "old", "lora_path": "/old"}), ctx))
+            slow = asyncio.create_task(
+                p.apply_update(update({"lora_name": "old", "lora_path": "/old"}), ctx)
+            )
             while not srv.lora_requests:
                 await asyncio.sleep(0.01)
             await p.apply_update(update({"model": "new"}), ctx)
@@ -306,7 +375,9 @@ def test_an_older_update_that_finishes_last_does_not_win() -> None:
             await p.aclose()
         return ctx
 
-    with ScriptedServer(answer, lora=[Reply(body="Success", delay=0.3, content_type="text/plain")]) as srv:
+    with ScriptedServer(
+        answer, lora=[Reply(body="Success", delay=0.3, content_type="text/plain")]
+    ) as srv:
         ctx = asyncio.run(go(srv))
     assert any("newer policy update" in str(e.get("event")) for e in ctx.logged)
 
@@ -317,8 +388,12 @@ def test_load_lora_adapter_answers_like_vllm() -> None:
     import urllib.request
 
     def post(srv: ScriptedServer, body: dict[str, Any]) -> tuple[int, str]:
-        req = urllib.request.Request(srv.base_url + "/load_lora_adapter", data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            srv.base_url + "/load_lora_adapter",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(req) as f:
                 return f.status, f.read().decode()
@@ -326,7 +401,10 @@ def test_load_lora_adapter_answers_like_vllm() -> None:
             return exc.code, exc.read().decode()
 
     with ScriptedServer(served=["base"]) as srv:
-        assert post(srv, {"lora_name": "a", "lora_path": "/a"}) == (200, "Success: LoRA adapter 'a' added successfully.")
+        assert post(srv, {"lora_name": "a", "lora_path": "/a"}) == (
+            200,
+            "Success: LoRA adapter 'a' added successfully.",
+        )
         code, text = post(srv, {"lora_name": "a", "lora_path": "/a2"})
         assert code == 400 and "already been loaded" in text
         code, text = post(srv, {"lora_name": "b"})

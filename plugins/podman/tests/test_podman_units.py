@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 import msgspec
 import pytest
+
 from envkernel_podman import SandboxError, Settings, register_commands, register_sandbox_runners
 from envkernel_podman.image import BUILD_COMMAND, missing_image_error, stream_lines
 from envkernel_podman.runner import PodmanRunner, _connection_error, reap_folders
@@ -44,7 +45,9 @@ def test_owner_identity_tells_dead_from_alive():
     child.wait()
     assert Owner(me.host, me.boot, child.pid, start).alive() is False
     assert Owner(me.host, "another-boot", me.pid, me.start).alive() is False
-    assert Owner(me.host, me.boot, me.pid, "1").alive() is False  # the pid now belongs to someone else
+    assert (
+        Owner(me.host, me.boot, me.pid, "1").alive() is False
+    )  # the pid now belongs to someone else
     assert Owner("some-other-host", me.boot, me.pid, me.start).alive() is None
     assert Owner.from_labels({"envkernel.owner.pid": "x"}) is None
     assert boot_id() and process_start(os.getpid())
@@ -87,7 +90,9 @@ def test_assets_are_shipped_and_containers_folder_points_at_them():
     for name in ("containers.conf", "build-image.sh", "supervisor.py"):
         assert os.path.isfile(asset_path(name))
     conf = Path(asset_path("containers.conf")).read_text()
-    assert 'runtime = "runc"' in conf and '"nofile=1024:1024"' in conf and '"nproc=1024:1024"' in conf
+    assert (
+        'runtime = "runc"' in conf and '"nofile=1024:1024"' in conf and '"nproc=1024:1024"' in conf
+    )
     for name in ("containers.conf", "build-image.sh"):
         linked = REPO / "containers" / name
         if linked.exists():
@@ -146,6 +151,11 @@ def test_default_run_dir_gives_short_socket_paths():
 
 def test_a_build_streams_its_output_line_by_line_and_keeps_the_tail() -> None:
     seen: list[str] = []
-    code, tail = stream_lines(["bash", "-c", "for i in $(seq 1 50); do echo step $i; done; echo oops >&2; exit 3"], None, seen.append, keep=5)
+    code, tail = stream_lines(
+        ["bash", "-c", "for i in $(seq 1 50); do echo step $i; done; echo oops >&2; exit 3"],
+        None,
+        seen.append,
+        keep=5,
+    )
     assert code == 3 and len(seen) == 51 and seen[0] == "step 1"
     assert tail == ["step 47", "step 48", "step 49", "step 50", "oops"]  # stderr merged, in order

@@ -7,8 +7,9 @@ import asyncio
 
 import msgspec
 import pytest
-from envkernel_probe import Probe, Settings, build_report, register_verifiers
+
 from envkernel_kit.testing import SHOP_TOOLS, FakeContext, RunnerContext, toy_shop
+from envkernel_probe import Probe, Settings, build_report, register_verifiers
 from envkernel_schemas import ToolSpec
 
 
@@ -81,4 +82,8 @@ def test_probe_real_shop() -> None:
             await runner.aclose()
 
     report = asyncio.run(go())
-    assert report.kept and report.tools_dropped == {} and set(report.tools_kept) == {t.name for t in env.tools}
+    assert (
+        report.kept
+        and report.tools_dropped == {}
+        and set(report.tools_kept) == {t.name for t in env.tools}
+    )

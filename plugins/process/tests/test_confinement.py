@@ -14,6 +14,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+
 from envkernel.config import settings_for
 from envkernel_process import THREATS, ProcessRunner, Settings, host_support, protections
 from envkernel_process.confine import HostSupport, UidPool, kill_uids
@@ -22,7 +23,7 @@ from envkernel_schemas import CodeBehaviour, EnvSpec, ToolSpec
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="needs root (as on CI)")
 
-SOURCE = textwrap.dedent('''
+SOURCE = textwrap.dedent("""
     import os, signal, time
 
     def put(env, key, value):
@@ -80,7 +81,7 @@ SOURCE = textwrap.dedent('''
 
     def count(env):
         return env.db.execute("SELECT count(*) AS n FROM kv").fetchone()["n"]
-''')
+""")
 TOOLS = ["put", "write", "write_then_fail", "files", "remove", "blob", "fork_and_return", "background", "kill_self",
          "whoami", "count"]  # fmt: skip
 
@@ -100,7 +101,9 @@ def alive(pid: int) -> bool:
 
 @pytest.fixture
 async def runner():
-    r = ProcessRunner(Settings(call_timeout=2, memory_mb=256, max_processes=16, workspace_mb=32, file_size_mb=8))
+    r = ProcessRunner(
+        Settings(call_timeout=2, memory_mb=256, max_processes=16, workspace_mb=32, file_size_mb=8)
+    )
     yield r
     await r.aclose()
 
@@ -114,25 +117,40 @@ def test_host_support_and_the_table():
     d = s.as_dict()
     assert set(d) >= {"root", "network_namespace", "cgroups", "landlock", "not_available"}
     rows = protections(s)
-    assert list(rows) == list(THREATS) and all(r.outcome in ("blocked", "detected", "not blocked") for r in rows.values())
+    assert list(rows) == list(THREATS) and all(
+        r.outcome in ("blocked", "detected", "not blocked") for r in rows.values()
+    )
     if ROOT:
         assert s.unshare and s.landlock and {"memory", "pids"} <= set(s.cgroups), d
         assert {k for k, r in rows.items() if r.outcome != "blocked"} == {"kill_executor"}
     bare = protections(HostSupport(root=False))
-    assert bare["fork_bomb"].outcome == bare["network"].outcome == bare["host_files"].outcome == "not blocked"
-    assert bare["infinite_loop"].outcome == "blocked" and bare["kill_executor"].outcome == "detected"
+    assert (
+        bare["fork_bomb"].outcome
+        == bare["network"].outcome
+        == bare["host_files"].outcome
+        == "not blocked"
+    )
+    assert (
+        bare["infinite_loop"].outcome == "blocked" and bare["kill_executor"].outcome == "detected"
+    )
     assert protections(HostSupport(root=False, landlock=6))["host_files"].outcome == "blocked"
     assert ProcessRunner(Settings(isolate=False)).protections() == bare
 
 
 def test_settings_from_environment_variables():
-    s = settings_for("process", Settings, {"call_timeout": 5}, environ={"ENVKERNEL_PROCESS_CALL_TIMEOUT": "1.5", "ENVKERNEL_PROCESS_MAX_PROCESSES": "8"})
+    s = settings_for(
+        "process",
+        Settings,
+        {"call_timeout": 5},
+        environ={"ENVKERNEL_PROCESS_CALL_TIMEOUT": "1.5", "ENVKERNEL_PROCESS_MAX_PROCESSES": "8"},
+    )
     assert s.call_timeout == 1.5 and s.max_processes == 8
     with pytest.raises(msgspec.ValidationError):
         msgspec.convert({"max_procs": 1}, Settings)
 
 
-# ------------------------------------------------------------------------------ uid, cgroups, folder
+# ------------------------------------------------------------------------------ uid, cgroups,
+# folder
 
 
 @needs_root
@@ -140,16 +158,28 @@ async def test_a_sandbox_has_its_own_uid_cgroup_and_folder(runner):
     s = await runner.open(make_env(), seed=0)
     c = s.confinement
     uid = c["uid"]
-    assert uid >= runner.settings.uid_base and c["rlimits"]["RLIMIT_NPROC"] == 16 and c["landlock"] >= 1
+    assert (
+        uid >= runner.settings.uid_base
+        and c["rlimits"]["RLIMIT_NPROC"] == 16
+        and c["landlock"] >= 1
+    )
     assert c.get("seccomp") == ("no unix sockets" if host_support().seccomp else None)
     me = (await s.call("whoami", {})).value
-    assert me["uid"] == me["gid"] == uid and me["groups"] == [] and me["cwd"] == me["workspace"] == s._work
+    assert (
+        me["uid"] == me["gid"] == uid
+        and me["groups"] == []
+        and me["cwd"] == me["workspace"] == s._work
+    )
     assert os.stat(s._folder).st_uid == 0 and oct(os.stat(s._folder).st_mode & 0o777) == "0o711"
-    assert (os.stat(os.path.join(s._folder, "executor.log")).st_mode & 0o077) == 0  # the log is out of its reach
+    assert (
+        os.stat(os.path.join(s._folder, "executor.log")).st_mode & 0o077
+    ) == 0  # the log is out of its reach
     cg = s._res.cgroup
     assert cg is not None and set(cg.controllers) >= {"memory", "pids"}
     v, mem = cg.dirs["memory"]
-    assert Path(mem, "memory.limit_in_bytes" if v == 1 else "memory.max").read_text().strip() == str(256 * 1024 * 1024)
+    assert Path(
+        mem, "memory.limit_in_bytes" if v == 1 else "memory.max"
+    ).read_text().strip() == str(256 * 1024 * 1024)
     assert Path(cg.dirs["pids"][1], "pids.max").read_text().strip() == "16"
     assert cg.pids_inside() == {s.pid}
     other = await runner.open(make_env(), seed=0)
@@ -169,7 +199,9 @@ async def test_a_replaced_executor_gets_a_fresh_uid_and_its_workspace_back(runne
     uid, pid = s.confinement["uid"], s.pid
     r = await s.call("kill_self", {})
     assert r.error.code == "crashed" and "SIGKILL" in r.error.message
-    assert (await s.call("files", {})).value == {"notes/a.txt": "hello"}  # replayed into the new tmpfs
+    assert (await s.call("files", {})).value == {
+        "notes/a.txt": "hello"
+    }  # replayed into the new tmpfs
     assert s.confinement["uid"] != uid and s.pid != pid and s.replacements == 1 and not s.diverged
     assert (await s.call("count", {})).value == 1
 
@@ -232,7 +264,8 @@ async def test_a_working_folder_too_large_to_snapshot_fails_clearly():
         await r.aclose()
 
 
-# ------------------------------------------------------------------------------ processes env code forks
+# ------------------------------------------------------------------------------ processes env code
+# forks
 
 
 async def test_a_forked_child_never_answers_and_is_reaped(runner):
@@ -257,7 +290,8 @@ async def test_processes_a_call_started_are_killed_when_it_returns(runner):
 def test_the_executor_dies_with_its_runner(tmp_path: Path):
     """A runner killed outright (no cleanup) takes its executors with it: parent-death signal."""
     script = tmp_path / "orphan.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import asyncio, os, sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from test_confinement import make_env
@@ -267,8 +301,11 @@ def test_the_executor_dies_with_its_runner(tmp_path: Path):
             print(s.pid, flush=True)
             os._exit(0)  # no close, no finalizer
         asyncio.run(main())
-    """))
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True).stdout
+    """)
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
     pid = int(out.split()[-1])  # (an unconfigured structlog prints its debug lines to stdout first)
     deadline = time.monotonic() + 5
     while alive(pid):
@@ -330,5 +367,7 @@ def test_folders_of_a_dead_runner_are_swept(tmp_path: Path):
         os.makedirs(d, exist_ok=True)
         made.append(d)
     assert sweep_folders(str(tmp_path), support) == 1
-    assert not dead.exists() and live.exists() and other.exists()  # no owner file: not ours to judge
+    assert (
+        not dead.exists() and live.exists() and other.exists()
+    )  # no owner file: not ours to judge
     assert not any(os.path.exists(d) for d in made)

@@ -16,7 +16,15 @@ import time
 import msgspec
 import pytest
 import pytest_asyncio
-from envkernel_process import ProcessRunner, SandboxError, Settings, _network_cut, executor_path, register_sandbox_runners
+
+from envkernel_process import (
+    ProcessRunner,
+    SandboxError,
+    Settings,
+    _network_cut,
+    executor_path,
+    register_sandbox_runners,
+)
 from envkernel_schemas import CodeBehaviour, EnvSpec, ModelBehaviour, ToolSpec
 
 SOURCE = """
@@ -76,7 +84,18 @@ def connect(env):
     return "connected"
 """
 
-TOOLS = ["put", "get", "put_then_fail", "noisy", "clocks", "spin", "stubborn", "die", "hog", "connect"]
+TOOLS = [
+    "put",
+    "get",
+    "put_then_fail",
+    "noisy",
+    "clocks",
+    "spin",
+    "stubborn",
+    "die",
+    "hog",
+    "connect",
+]
 SEED_SQL = "CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT); INSERT INTO kv VALUES ('a', '1');"
 
 
@@ -128,7 +147,10 @@ def test_executor_protocol_errors_never_crash():
             json.dumps([1, 2]),
             json.dumps({"op": "frobnicate"}),
             msgspec.json.encode(
-                {"op": "load", "env": EnvSpec(id="m", name="m", tools=[], behaviour=ModelBehaviour(model={}))}
+                {
+                    "op": "load",
+                    "env": EnvSpec(id="m", name="m", tools=[], behaviour=ModelBehaviour(model={})),
+                }
             ).decode(),
             load_line(make_env()),
             json.dumps({"op": "call", "tool": "nope", "arguments": {}}),
@@ -160,13 +182,17 @@ def test_executor_load_failures_are_reported():
     assert [r["error"]["code"] for r in out] == ["load_failed"] * 3
     assert "seed_sql" in out[0]["error"]["message"]
     assert "SyntaxError" in out[1]["error"]["message"]
-    assert "at import" in out[2]["error"]["message"] and "env.py line 1" in out[2]["error"]["message"]
+    assert (
+        "at import" in out[2]["error"]["message"] and "env.py line 1" in out[2]["error"]["message"]
+    )
 
 
 def test_executor_socket_mode_and_sigterm():
     folder = tempfile.mkdtemp()
     path = os.path.join(folder, "s.sock")
-    proc = subprocess.Popen([sys.executable, "-S", "-P", executor_path(), "--socket", path], stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-S", "-P", executor_path(), "--socket", path], stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 10
         while not os.path.exists(path):
@@ -185,7 +211,10 @@ def test_executor_socket_mode_and_sigterm():
                 return out
 
         first = session(
-            [load_line(make_env()), json.dumps({"op": "call", "tool": "put", "arguments": {"key": "b", "value": "2"}})]
+            [
+                load_line(make_env()),
+                json.dumps({"op": "call", "tool": "put", "arguments": {"key": "b", "value": "2"}}),
+            ]
         )
         assert [r["ok"] for r in first] == [True, True]
         second = session([json.dumps({"op": "dump"})])  # state outlives a connection
@@ -230,13 +259,21 @@ async def test_calls_errors_and_stdout_noise(runner):
 async def test_failed_call_leaves_state_and_counters_unchanged(runner):
     s = await runner.open(make_env(), seed=1)
     before = await s.state()
-    for how, code in (("tool_error", "conflict"), ("crash", "tool_crashed"), ("bad_return", "bad_return")):
+    for how, code in (
+        ("tool_error", "conflict"),
+        ("crash", "tool_crashed"),
+        ("bad_return", "bad_return"),
+    ):
         r = await s.call("put_then_fail", {"key": "new", "how": how})
         assert not r.ok and r.error.code == code, r
         assert await s.state() == before
     assert "KeyError" in (await s.call("put_then_fail", {"key": "n", "how": "crash"})).error.message
     # ids and the clock did not move either
-    assert (await s.call("put", {"key": "b", "value": "2"})).value == {"key": "b", "id": "kv_0001", "at": "2026-01-15T09:00:00Z"}
+    assert (await s.call("put", {"key": "b", "value": "2"})).value == {
+        "key": "b",
+        "id": "kv_0001",
+        "at": "2026-01-15T09:00:00Z",
+    }
 
 
 @pytest.mark.asyncio
@@ -258,7 +295,12 @@ async def test_snapshot_restore_round_trip(runner):
 
 @pytest.mark.asyncio
 async def test_deterministic_replay(runner):
-    chain = [("put", {"key": "b", "value": "2"}), ("clocks", {}), ("put", {"key": "c", "value": "3"}), ("clocks", {})]
+    chain = [
+        ("put", {"key": "b", "value": "2"}),
+        ("clocks", {}),
+        ("put", {"key": "c", "value": "3"}),
+        ("clocks", {}),
+    ]
     results, states = [], []
     for _ in range(2):
         s = await runner.open(make_env(), seed=7)
@@ -330,7 +372,9 @@ async def test_network_is_cut(runner):
     s = await runner.open(make_env(), seed=0)
     r = await s.call("connect", {})
     # Landlock denies TCP first (EACCES); without it, the empty namespace has no route
-    assert not r.ok and ("unreachable" in r.error.message.lower() or "permission denied" in r.error.message.lower())
+    assert not r.ok and (
+        "unreachable" in r.error.message.lower() or "permission denied" in r.error.message.lower()
+    )
 
 
 @pytest.mark.asyncio

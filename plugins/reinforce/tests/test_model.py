@@ -10,11 +10,25 @@ import msgspec
 import pytest
 
 from envkernel_kit.testing import FakeContext
-from envkernel_reinforce import FORMAT, ReinforcePolicy, ReinforceSettings, chosen_actions, oracle_arguments
-from envkernel_reinforce import model
+from envkernel_reinforce import (
+    FORMAT,
+    ReinforcePolicy,
+    ReinforceSettings,
+    chosen_actions,
+    model,
+    oracle_arguments,
+)
 from envkernel_reinforce.model import STOP, State
 from envkernel_reinforce.plot import plot_curve
-from envkernel_schemas import CallRecord, Outcome, PolicyUpdate, Task, ToolCall, ToolResult, Trajectory
+from envkernel_schemas import (
+    CallRecord,
+    Outcome,
+    PolicyUpdate,
+    Task,
+    ToolCall,
+    ToolResult,
+    Trajectory,
+)
 
 TOOLS = ["list_customers", "get_customer", "list_orders", "cancel_order", "create_order"]
 REQUEST = "Please cancel the open order of the customer named Ada Lovelace."
@@ -72,7 +86,9 @@ def test_adagrad_moves_each_weight_at_most_lr() -> None:
     grad = {"f": {"a": 100.0, "b": -0.001}}
     norm = model.apply(weights, grad, 0.2, accum)
     assert norm == pytest.approx(math.hypot(100.0, 0.001))
-    assert weights["f"]["a"] == pytest.approx(0.2, rel=1e-4) and weights["f"]["b"] == pytest.approx(-0.2, rel=1e-4)
+    assert weights["f"]["a"] == pytest.approx(0.2, rel=1e-4) and weights["f"]["b"] == pytest.approx(
+        -0.2, rel=1e-4
+    )
     model.apply(weights, grad, 0.2, accum)  # the second step is smaller (history)
     assert weights["f"]["a"] == pytest.approx(0.2 + 0.2 / math.sqrt(2))
 
@@ -92,8 +108,11 @@ def test_reinforce_raises_the_probability_of_a_rewarded_chain() -> None:
 
 
 def _task() -> Task:
-    calls = [ToolCall(name="list_orders", arguments={"status": "open"}), ToolCall(name="cancel_order", arguments={"id": 3}),
-             ToolCall(name="cancel_order", arguments={"id": 4})]
+    calls = [
+        ToolCall(name="list_orders", arguments={"status": "open"}),
+        ToolCall(name="cancel_order", arguments={"id": 3}),
+        ToolCall(name="cancel_order", arguments={"id": 4}),
+    ]
     return Task(id="t", env_id="e", request=REQUEST, calls=calls, outcome=Outcome(mutates=True))
 
 
@@ -106,18 +125,33 @@ def test_the_argument_oracle_follows_the_reference_calls_of_that_tool() -> None:
 
 
 def test_chosen_actions_end_with_stop_only_when_the_policy_stopped() -> None:
-    rec = CallRecord(call=ToolCall(name="list_orders", arguments={}), result=ToolResult(ok=True, value=[]))
-    assert chosen_actions(Trajectory(task_id="t", policy="reinforce", calls=[rec], termination="answer")) == ["list_orders", STOP]
-    assert chosen_actions(Trajectory(task_id="t", policy="reinforce", calls=[rec], termination="max_turns")) == ["list_orders"]
+    rec = CallRecord(
+        call=ToolCall(name="list_orders", arguments={}), result=ToolResult(ok=True, value=[])
+    )
+    assert chosen_actions(
+        Trajectory(task_id="t", policy="reinforce", calls=[rec], termination="answer")
+    ) == ["list_orders", STOP]
+    assert chosen_actions(
+        Trajectory(task_id="t", policy="reinforce", calls=[rec], termination="max_turns")
+    ) == ["list_orders"]
 
 
 def test_the_policy_refuses_an_update_it_cannot_read() -> None:
     policy = ReinforcePolicy(ReinforceSettings())
     with pytest.raises(ValueError, match="reinforce-weights/1"):
-        policy.apply_update(PolicyUpdate(data=b"{}", format="lora-path/1"), FakeContext(component="reinforce", role="policy"))
+        policy.apply_update(
+            PolicyUpdate(data=b"{}", format="lora-path/1"),
+            FakeContext(component="reinforce", role="policy"),
+        )
     with pytest.raises(msgspec.DecodeError):
-        policy.apply_update(PolicyUpdate(data=b"not json", format=FORMAT), FakeContext(component="reinforce", role="policy"))
-    policy.apply_update(PolicyUpdate(data=b'{"bias": {"<stop>": -1.5}}', format=FORMAT), FakeContext(component="reinforce", role="policy"))
+        policy.apply_update(
+            PolicyUpdate(data=b"not json", format=FORMAT),
+            FakeContext(component="reinforce", role="policy"),
+        )
+    policy.apply_update(
+        PolicyUpdate(data=b'{"bias": {"<stop>": -1.5}}', format=FORMAT),
+        FakeContext(component="reinforce", role="policy"),
+    )
     assert policy.weights == {"bias": {"<stop>": -1.5}}
 
 
@@ -129,7 +163,10 @@ def test_settings_are_checked() -> None:
 
 
 def test_the_curve_plot_is_a_png(tmp_path: Path) -> None:
-    curve = [{"iteration": k, "train_reward": 0.1 * k, "heldout_reward": 0.05 * k if k else 0.1} for k in range(4)]
+    curve = [
+        {"iteration": k, "train_reward": 0.1 * k, "heldout_reward": 0.05 * k if k else 0.1}
+        for k in range(4)
+    ]
     path = plot_curve(curve, tmp_path / "curve.png")
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000

@@ -20,29 +20,64 @@ from PIL import Image
 
 from envkernel.cli import Group
 from envkernel_report import build_report, report_cmd
+from envkernel_report.charts import PALETTE, pick_iterations
 from envkernel_report.load import NotARunFolder, load_run
 from envkernel_report.page import SECTIONS, render
-from envkernel_report.charts import PALETTE, pick_iterations
 
 ENVKERNEL = str(Path(sys.executable).with_name("envkernel"))
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """Run Debian's Chromium headless (as docs/report.md documents) with a fresh profile in ``tmp``."""
     exe = shutil.which("chromium")
-    assert exe, "chromium is not installed: run scripts/install-chromium.sh (as root), or apt-get install chromium"
-    return subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={tmp / 'profile'}", *args], capture_output=True, text=True,
-                          timeout=120, check=True)
+    assert exe, (
+        "chromium is not installed: run scripts/install-chromium.sh (as root), or apt-get install chromium"
+    )
+    return subprocess.run(
+        [exe, *CHROMIUM_FLAGS, f"--user-data-dir={tmp / 'profile'}", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The folder of a real ``envkernel run`` (sample env, 2 iterations, -G 3, the mutant policy)."""
     out = tmp_path_factory.mktemp("runs")
-    subprocess.run([ENVKERNEL, "run", "--source", "sample", "--iterations", "2", "-G", "3", "--policy", "mutant", "--out", str(out),
-                    "--run-id", "reportrun", "--no-progress"], check=True, capture_output=True, timeout=240)
+    subprocess.run(
+        [
+            ENVKERNEL,
+            "run",
+            "--source",
+            "sample",
+            "--iterations",
+            "2",
+            "-G",
+            "3",
+            "--policy",
+            "mutant",
+            "--out",
+            str(out),
+            "--run-id",
+            "reportrun",
+            "--no-progress",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=240,
+    )
     return out / "reportrun"
 
 
@@ -50,7 +85,13 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def page(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """``envkernel report RUN_DIR --out FILE`` run as a command; the page's path and its one-line summary."""
     out = tmp_path_factory.mktemp("page") / "report.html"
-    done = subprocess.run([ENVKERNEL, "report", str(run_dir), "--out", str(out)], check=True, capture_output=True, text=True, timeout=240)
+    done = subprocess.run(
+        [ENVKERNEL, "report", str(run_dir), "--out", str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     return out, done.stdout
 
 
@@ -81,22 +122,34 @@ def parse(html: str) -> _Parsed:
     return p
 
 
-def test_the_page_of_a_real_run_renders_in_chromium_with_its_charts(run_dir: Path, page: tuple[Path, str], tmp_path: Path) -> None:
+def test_the_page_of_a_real_run_renders_in_chromium_with_its_charts(
+    run_dir: Path, page: tuple[Path, str], tmp_path: Path
+) -> None:
     path, summary_line = page
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert f"report of run reportrun: 1 envs, {summary['tasks']} tasks, {summary['rollouts']} rollouts" in summary_line
+    assert (
+        f"report of run reportrun: 1 envs, {summary['tasks']} tasks, {summary['rollouts']} rollouts"
+        in summary_line
+    )
     assert str(path) in summary_line and "note" not in summary_line
     html = path.read_text()
     # self-contained: nothing to fetch, no scripts
     p = parse(html)
-    assert p.srcs == [] and "<script" not in html and not re.search(r"(src|href)\s*=\s*[\"']?(https?:|//)|url\(\s*['\"]?(https?:|//)|@import", html)
+    assert (
+        p.srcs == []
+        and "<script" not in html
+        and not re.search(
+            r"(src|href)\s*=\s*[\"']?(https?:|//)|url\(\s*['\"]?(https?:|//)|@import", html
+        )
+    )
     assert set(SECTIONS) <= p.ids and "notes" not in p.ids
     # the DOM as Chromium built it: the title, every section, and one inline SVG per chart
     dom = chromium(tmp_path, "--dump-dom", path.as_uri()).stdout
     assert "<title>envkernel run reportrun</title>" in dom and "envkernel run reportrun</h1>" in dom
     for s in SECTIONS:
         assert f'id="{s}"' in dom
-    # verification + 1 reward histogram (policy mutant) + curve + chain lengths + difficulty + gate's mutants + 1 tool graph
+    # verification + 1 reward histogram (policy mutant) + curve + chain lengths + difficulty +
+    # gate's mutants + 1 tool graph
     assert dom.count('<svg class="chart"') >= 7
     assert "policy mutant" in dom and "shop-v1" in dom and "iteration 1: n=" in dom
     # the screenshot: not blank, the header dark, and the charts' colours present in quantity
@@ -109,8 +162,12 @@ def test_the_page_of_a_real_run_renders_in_chromium_with_its_charts(run_dir: Pat
     assert img.getpixel((640, 10)) == (0x1D, 0x23, 0x30)  # the header bar
     counts = {c: n for n, c in colours}
     for hex_ in PALETTE[:3]:  # blue, orange, green: bars, histograms, graph nodes
-        rgb = tuple(int(hex_[i:i + 2], 16) for i in (1, 3, 5))
-        near = sum(n for c, n in counts.items() if max(abs(a - b) for a, b in zip(c, rgb, strict=True)) <= 6)
+        rgb = tuple(int(hex_[i : i + 2], 16) for i in (1, 3, 5))
+        near = sum(
+            n
+            for c, n in counts.items()
+            if max(abs(a - b) for a, b in zip(c, rgb, strict=True)) <= 6
+        )
         assert near > 800, f"too few pixels of the chart colour {hex_}: {near}"
 
 
@@ -121,27 +178,47 @@ def test_the_page_shows_what_the_run_folder_holds(run_dir: Path, page: tuple[Pat
     assert sum(len(v) for v in data.rewards.values()) == summary["rollouts"]
     assert {p for p, _ in data.rewards} == {"mutant"} and {i for _, i in data.rewards} == {0, 1}
     assert {str(k): v for k, v in data.chain_lengths.items()} == summary["chain_lengths"]
-    assert data.envs["shop-v1"].kept and data.envs["shop-v1"].tasks == summary["verification"]["shop-v1"]["tasks"]
+    assert (
+        data.envs["shop-v1"].kept
+        and data.envs["shop-v1"].tasks == summary["verification"]["shop-v1"]["tasks"]
+    )
     text = " ".join(parse(page[0].read_text()).text)
     assert f"{summary['tasks']}" in text and "No plugin failed." in text
     curve = data.reward_curve()["all rollouts"]
     assert [round(y, 6) for _, y in curve] == [round(y, 6) for y in summary["reward_curve"]]
 
 
-def test_a_damaged_interrupted_run_folder_gets_a_page_with_notes(run_dir: Path, tmp_path: Path) -> None:
+def test_a_damaged_interrupted_run_folder_gets_a_page_with_notes(
+    run_dir: Path, tmp_path: Path
+) -> None:
     bad = tmp_path / "interrupted"
     shutil.copytree(run_dir, bad, ignore=shutil.ignore_patterns("nats", "report.html"))
     (bad / "summary.json").unlink()  # killed before the end: no summary
     rollouts = (bad / "rollouts.jsonl").read_bytes()
     lines = rollouts.splitlines(keepends=True)
-    (bad / "rollouts.jsonl").write_bytes(b"".join(lines[:5]) + lines[5][: len(lines[5]) // 2])  # a torn last line
+    (bad / "rollouts.jsonl").write_bytes(
+        b"".join(lines[:5]) + lines[5][: len(lines[5]) // 2]
+    )  # a torn last line
     (bad / "envs" / "shop-v1" / "graph.json").unlink()
     (bad / "tasks.jsonl").unlink()
-    (bad / "failures.jsonl").write_text(json.dumps({"plugin": "mysampler", "role": "sampler", "event_kind": "env.verified",
-                                                    "classification": "plugin", "error_type": "KeyError", "message": "'x' <b>",
-                                                    "traceback": "Traceback ..."}) + "\n")
+    (bad / "failures.jsonl").write_text(
+        json.dumps(
+            {
+                "plugin": "mysampler",
+                "role": "sampler",
+                "event_kind": "env.verified",
+                "classification": "plugin",
+                "error_type": "KeyError",
+                "message": "'x' <b>",
+                "traceback": "Traceback ...",
+            }
+        )
+        + "\n"
+    )
     (bad / "envs" / "broken").mkdir()
-    (bad / "envs" / "broken" / "rejected.json").write_text(json.dumps({"reason": "no_tools", "report": {}}))
+    (bad / "envs" / "broken" / "rejected.json").write_text(
+        json.dumps({"reason": "no_tools", "report": {}})
+    )
     out, data = build_report(bad, tmp_path / "out" / "r.html", show_progress=False)
     assert data.envs["broken"].kept is False and data.rejected["env:no_tools"] == 1
     html = out.read_text()
@@ -151,23 +228,42 @@ def test_a_damaged_interrupted_run_folder_gets_a_page_with_notes(run_dir: Path, 
     assert "This run is incomplete" in text and "summary.json is missing" in text
     assert "rollouts.jsonl: 1 line(s) could not be read (first at line 6" in text
     assert "graph.json is missing" in text and "tasks.jsonl is missing" in text
-    assert "env:no_tools" in text and "rejected no_tools" in " ".join(text.split())  # the rejection chart, the env's status
+    assert "env:no_tools" in text and "rejected no_tools" in " ".join(
+        text.split()
+    )  # the rejection chart, the env's status
     assert sum(len(v) for v in data.rewards.values()) == 5  # the whole lines are kept
     assert "mutant (from rollouts.jsonl)" in data.reward_curve()
     assert "mysampler" in text and "&#39;x&#39; &lt;b&gt;" in html  # the failures table, escaped
     # an aborted run (summary written, run stopped early) says so at the top
-    summary = json.loads((run_dir / "summary.json").read_text()) | {"aborted": "timed out after 5 s", "exit_code": 3}
+    summary = json.loads((run_dir / "summary.json").read_text()) | {
+        "aborted": "timed out after 5 s",
+        "exit_code": 3,
+    }
     (bad / "summary.json").write_text(json.dumps(summary))
     text = " ".join(parse(render(load_run(bad))).text)
     assert "The run stopped early: timed out after 5 s" in text and "exit code 3" in text
 
 
-def test_a_workspace_env_counts_its_source_in_task_files_not_operations(run_dir: Path, tmp_path: Path) -> None:
+def test_a_workspace_env_counts_its_source_in_task_files_not_operations(
+    run_dir: Path, tmp_path: Path
+) -> None:
     both = tmp_path / "both"
     shutil.copytree(run_dir, both, ignore=shutil.ignore_patterns("nats", "report.html"))
     summary = json.loads((both / "summary.json").read_text())
-    summary["verification"]["pinch-x"] = {"kept": True, "kind": "workspace", "operations": 4, "tools_kept": 8, "tasks": 2}
-    summary["verification"]["api-y"] = {"kept": True, "kind": "model", "operations": 7, "tools_kept": 6, "tasks": 3}
+    summary["verification"]["pinch-x"] = {
+        "kept": True,
+        "kind": "workspace",
+        "operations": 4,
+        "tools_kept": 8,
+        "tasks": 2,
+    }
+    summary["verification"]["api-y"] = {
+        "kept": True,
+        "kind": "model",
+        "operations": 7,
+        "tools_kept": 6,
+        "tasks": 3,
+    }
     (both / "summary.json").write_text(json.dumps(summary))
     data = load_run(both)
     assert data.envs["pinch-x"].kind == "workspace" and data.envs["shop-v1"].kind != "workspace"
@@ -181,11 +277,16 @@ def test_a_workspace_env_counts_its_source_in_task_files_not_operations(run_dir:
 def test_a_folder_that_is_not_a_run_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "runs" / "20260101-000000-abc").mkdir(parents=True)
     (tmp_path / "runs" / "20260101-000000-abc" / "config.json").write_text("{}")
-    group = Group()  # the kernel's command group (its error handling), holding only this command: no plugin loading
+    # the kernel's command group (its error handling), holding only this command: no plugin loading
+    group = Group()
     group.add_command(report_cmd)
     result = CliRunner().invoke(group, ["report", str(tmp_path / "runs")])
     assert result.exit_code == 2
-    assert "is not a run folder" in result.output and "give one of them" in result.output and "20260101-000000-abc" in result.output
+    assert (
+        "is not a run folder" in result.output
+        and "give one of them" in result.output
+        and "20260101-000000-abc" in result.output
+    )
     with pytest.raises(NotARunFolder, match="is not a folder: give the folder of one run"):
         load_run(tmp_path / "nowhere")
 

@@ -31,7 +31,9 @@ class RecordingEnv:
 
 async def _rollout(policy, name: str, task: Task, env_spec, factory) -> Trajectory:  # type: ignore[no-untyped-def]
     sb = factory()
-    await sb.patch(task.seed_patch())  # what the kernel does first: the task's initial state (seed plus planted rows)
+    await sb.patch(
+        task.seed_patch()
+    )  # what the kernel does first: the task's initial state (seed plus planted rows)
     env = RecordingEnv(sb, env_spec.tools)
     req = RolloutRequested(run="r", id="x", task=task, policy=name, purpose="gate")
     traj = await policy.rollout(req, env, None)
@@ -46,7 +48,12 @@ def test_reference_one_nothing_zero_on_sampled_tasks() -> None:
     ctx = testing.FakeContext(component="chains", sandboxes={env.id: factory})
 
     async def go() -> list[tuple[float, float]]:
-        tasks = [t async for t in chains.Chains(chains.Settings(tasks_per_env=40, attempts=400)).sample(env, ctx)]
+        tasks = [
+            t
+            async for t in chains.Chains(chains.Settings(tasks_per_env=40, attempts=400)).sample(
+                env, ctx
+            )
+        ]
         assert len(tasks) == 40
         out = []
         for tau in (0.1, 0.5, 0.9):
@@ -70,26 +77,40 @@ def test_reference_one_nothing_zero_on_the_real_shop() -> None:
     env = sample.shop_env()
     runner = process.ProcessRunner()
 
-    def Ctx() -> testing.RunnerContext:  # noqa: N802 - the kit's context over real sandboxes
+    def Ctx() -> testing.RunnerContext:
         return testing.RunnerContext(runner, component="chains")
 
     async def go() -> list[tuple[float, float]]:
         try:
-            tasks = [t async for t in chains.Chains(chains.Settings(tasks_per_env=24, attempts=300)).sample(env, Ctx())]
+            tasks = [
+                t
+                async for t in chains.Chains(
+                    chains.Settings(tasks_per_env=24, attempts=300)
+                ).sample(env, Ctx())
+            ]
             lengths = {len(t.calls) for t in tasks}
             assert len(tasks) == 24 and lengths <= set(range(1, 7)) and len(lengths) >= 3
             rm = TraceOutcome()
             out = []
             for t in tasks:
                 pair = []
-                for policy, name in ((baselines.Reference(), "reference"), (baselines.Nothing(), "nothing")):
+                for policy, name in (
+                    (baselines.Reference(), "reference"),
+                    (baselines.Nothing(), "nothing"),
+                ):
                     async with Ctx().sandbox(env) as sb:
                         await sb.patch(t.seed_patch())
                         rec = RecordingEnv(sb, env.tools)
-                        traj = await policy.rollout(RolloutRequested(run="r", id="x", task=t, policy=name, purpose="gate"), rec, None)
+                        traj = await policy.rollout(
+                            RolloutRequested(run="r", id="x", task=t, policy=name, purpose="gate"),
+                            rec,
+                            None,
+                        )
                         import msgspec
 
-                        traj = msgspec.structs.replace(traj, calls=rec.records, final_state=await sb.state())
+                        traj = msgspec.structs.replace(
+                            traj, calls=rec.records, final_state=await sb.state()
+                        )
                     pair.append(rm.score(t, traj, Ctx()).score)
                 out.append((pair[0], pair[1]))
             return out

@@ -6,16 +6,31 @@ import json
 
 import msgspec
 import pytest
+
 from envkernel_schemas import CallRecord, Outcome, Task, ToolCall, ToolError, ToolResult, Trajectory
 from envkernel_traceoutcome import Settings, TraceOutcome, register_reward_models
-from envkernel_traceoutcome.scoring import facts_outcome, match_calls, score, state_outcome, table_matches, tau_at, values_equal
+from envkernel_traceoutcome.scoring import (
+    facts_outcome,
+    match_calls,
+    score,
+    state_outcome,
+    table_matches,
+    tau_at,
+    values_equal,
+)
 
 INITIAL = {
-    "orders": [{"customer_id": 1, "status": "pending", "quantity": 2}, {"customer_id": 2, "status": "shipped", "quantity": 1}],
+    "orders": [
+        {"customer_id": 1, "status": "pending", "quantity": 2},
+        {"customer_id": 2, "status": "shipped", "quantity": 1},
+    ],
     "products": [{"id": 1, "stock": 10}],
 }
 EXPECTED = {
-    "orders": [{"customer_id": 1, "status": "cancelled", "quantity": 2}, {"customer_id": 2, "status": "shipped", "quantity": 1}],
+    "orders": [
+        {"customer_id": 1, "status": "cancelled", "quantity": 2},
+        {"customer_id": 2, "status": "shipped", "quantity": 1},
+    ],
     "products": [{"id": 1, "stock": 12}],
 }
 # the environment's dump: generated columns (id, created_at) present, rows in another order
@@ -46,12 +61,25 @@ def _task(mutates: bool = True, facts: list[str] | None = None) -> Task:
     if mutates:
         outcome = Outcome(mutates=True, expected_state=EXPECTED, initial_state=INITIAL)
     else:
-        outcome = Outcome(mutates=False, answer_facts=facts if facts is not None else ["Ann Lee", "gold"])
-    return Task(id="t1", env_id="shop", request="...", calls=CALLS, outcome=outcome, signature=">".join(c.name for c in CALLS))
+        outcome = Outcome(
+            mutates=False, answer_facts=facts if facts is not None else ["Ann Lee", "gold"]
+        )
+    return Task(
+        id="t1",
+        env_id="shop",
+        request="...",
+        calls=CALLS,
+        outcome=outcome,
+        signature=">".join(c.name for c in CALLS),
+    )
 
 
 def _rec(name: str, args: dict, ok: bool = True) -> CallRecord:
-    res = ToolResult(ok=True, value={}) if ok else ToolResult(ok=False, error=ToolError(code="not_found", message="x"))
+    res = (
+        ToolResult(ok=True, value={})
+        if ok
+        else ToolResult(ok=False, error=ToolError(code="not_found", message="x"))
+    )
     return CallRecord(call=ToolCall(name=name, arguments=args), result=res)
 
 
@@ -59,7 +87,12 @@ def _reference_records() -> list[CallRecord]:
     return [_rec(c.name, dict(c.arguments)) for c in CALLS]
 
 
-def _traj(calls: list[CallRecord], final_state: dict | None = None, answer: str = "", format_errors: int = 0) -> Trajectory:
+def _traj(
+    calls: list[CallRecord],
+    final_state: dict | None = None,
+    answer: str = "",
+    format_errors: int = 0,
+) -> Trajectory:
     return Trajectory(
         task_id="t1",
         policy="p",
@@ -89,14 +122,20 @@ def test_values_equal_normalisation() -> None:
 
 
 def test_matching_is_one_to_one_and_order_free() -> None:
-    ref = [ToolCall(name="a", arguments={"x": 1}), ToolCall(name="a", arguments={"x": 1}), ToolCall(name="b")]
+    ref = [
+        ToolCall(name="a", arguments={"x": 1}),
+        ToolCall(name="a", arguments={"x": 1}),
+        ToolCall(name="b"),
+    ]
     recs = [_rec("b", {}), _rec("a", {"x": 1})]
     m = match_calls(ref, recs)
     assert sum(x is not None for x in m) == 2 and m[2] == 0
     recs.append(_rec("a", {"x": 1.0000001}))
     assert all(x is not None for x in match_calls(ref, recs))
     # failed calls never match
-    assert match_calls([ToolCall(name="a", arguments={"x": 1})], [_rec("a", {"x": 1}, ok=False)]) == [None]
+    assert match_calls(
+        [ToolCall(name="a", arguments={"x": 1})], [_rec("a", {"x": 1}, ok=False)]
+    ) == [None]
 
 
 def test_matching_finds_maximum() -> None:
@@ -139,7 +178,14 @@ def test_reference_scores_one() -> None:
     assert r.score == 1.0 and r.trace == 1.0 and r.outcome == 1.0 and r.reasons == []
     for tau in (0.0, 0.1, 0.3, 0.7, 0.9, 1.0, 1 / 3):
         assert score(_task(), _traj(_reference_records(), FINAL_OK), tau=tau).score == 1.0
-    r = score(_task(False), _traj(_reference_records(), FINAL_UNCHANGED, answer=json.dumps({"name": "Ann Lee", "tier": "gold"})))
+    r = score(
+        _task(False),
+        _traj(
+            _reference_records(),
+            FINAL_UNCHANGED,
+            answer=json.dumps({"name": "Ann Lee", "tier": "gold"}),
+        ),
+    )
     assert r.score == 1.0
 
 
@@ -147,7 +193,9 @@ def test_nothing_scores_zero() -> None:
     for tau in (0.0, 0.5, 0.9, 1.0):
         r = score(_task(), _traj([], FINAL_UNCHANGED, answer="I can't help with that."), tau=tau)
         assert r.score == 0.0 and r.trace == 0.0 and r.outcome == 0.0
-        r = score(_task(False), _traj([], FINAL_UNCHANGED, answer="I can't help with that."), tau=tau)
+        r = score(
+            _task(False), _traj([], FINAL_UNCHANGED, answer="I can't help with that."), tau=tau
+        )
         assert r.score == 0.0
 
 
@@ -178,7 +226,10 @@ def test_numeric_tolerance_in_arguments() -> None:
 
 
 def test_extra_calls_penalised_and_capped() -> None:
-    recs = _reference_records() + [_rec("get_order", {"order_id": 1}), _rec("get_order", {"order_id": 2}, ok=False)]
+    recs = _reference_records() + [
+        _rec("get_order", {"order_id": 1}),
+        _rec("get_order", {"order_id": 2}, ok=False),
+    ]
     r = score(_task(), _traj(recs, FINAL_OK))
     assert r.length_penalty == pytest.approx(0.1) and r.score == pytest.approx(0.9)
     recs = _reference_records() + [_rec("get_order", {"order_id": 1})] * 30

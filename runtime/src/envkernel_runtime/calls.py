@@ -18,7 +18,15 @@ from typing import Any, TypeVar
 
 import structlog
 
-__all__ = ["INLINE", "ROLE_THREADS", "as_list", "call_role", "close_instance", "inline_when", "role_threads"]
+__all__ = [
+    "INLINE",
+    "ROLE_THREADS",
+    "as_list",
+    "call_role",
+    "close_instance",
+    "inline_when",
+    "role_threads",
+]
 
 log = structlog.get_logger("envkernel.worker")
 
@@ -34,7 +42,7 @@ async def close_instance(inst: Any) -> None:
         res = closer()
         if inspect.isawaitable(res):
             await res
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         log.warning("component close failed", error=str(exc))
 
 
@@ -56,7 +64,9 @@ def role_threads() -> ThreadPoolExecutor:
     """
     with _pool_lock:
         if not _pool:
-            _pool.append(ThreadPoolExecutor(max_workers=ROLE_THREADS, thread_name_prefix="envkernel-role"))
+            _pool.append(
+                ThreadPoolExecutor(max_workers=ROLE_THREADS, thread_name_prefix="envkernel-role")
+            )
         return _pool[0]
 
 
@@ -85,11 +95,19 @@ async def call_role(fn: Any, *args: Any) -> Any:
     Async iterators and generators are drained into a list.
     """
     quick = getattr(fn, INLINE, None)
-    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn) or (quick is not None and quick(*args)):
+    if (
+        inspect.iscoroutinefunction(fn)
+        or inspect.isasyncgenfunction(fn)
+        or (quick is not None and quick(*args))
+    ):
         result = fn(*args)
     else:
-        ctx = contextvars.copy_context()  # as asyncio.to_thread does: structlog's bound values go along
-        result = await asyncio.get_running_loop().run_in_executor(role_threads(), functools.partial(ctx.run, fn, *args))
+        ctx = (
+            contextvars.copy_context()
+        )  # as asyncio.to_thread does: structlog's bound values go along
+        result = await asyncio.get_running_loop().run_in_executor(
+            role_threads(), functools.partial(ctx.run, fn, *args)
+        )
     if inspect.isawaitable(result):
         result = await result
     if isinstance(result, AsyncIterator):
@@ -108,4 +126,6 @@ def as_list(value: Any, kind: type, what: str, error: type[Exception] = TypeErro
         if not bad:
             return items
         raise error(f"{what} yielded {', '.join(sorted(set(bad)))}, expected {kind.__name__}")
-    raise error(f"{what} returned {type(value).__name__}, expected {kind.__name__} or a list of them")
+    raise error(
+        f"{what} returned {type(value).__name__}, expected {kind.__name__} or a list of them"
+    )

@@ -70,7 +70,14 @@ IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 """What a table, column or tool name must look like."""
 KINDS = ("create", "get", "list", "update", "patch", "delete", "action")
 TYPES = ("string", "integer", "number", "boolean", "object", "array")
-_SQL_TYPES = {"string": "TEXT", "integer": "INTEGER", "number": "REAL", "boolean": "INTEGER", "object": "TEXT", "array": "TEXT"}
+_SQL_TYPES = {
+    "string": "TEXT",
+    "integer": "INTEGER",
+    "number": "REAL",
+    "boolean": "INTEGER",
+    "object": "TEXT",
+    "array": "TEXT",
+}
 FILTER_OPS = ("eq", "in", "contains", "gte", "lte", "gt", "lt")
 _CMP = {"gte": ">=", "lte": "<=", "gt": ">", "lt": "<"}
 FAULTS = (
@@ -107,7 +114,9 @@ class ModelError(ValueError):
 
 def _q(name: str) -> str:
     if not isinstance(name, str) or not IDENT.match(name):
-        raise ModelError(f"{name!r} is not a valid identifier (letters, digits and _, not starting with a digit)")
+        raise ModelError(
+            f"{name!r} is not a valid identifier (letters, digits and _, not starting with a digit)"
+        )
     return '"' + name + '"'
 
 
@@ -129,7 +138,11 @@ def _type_ok(t: str, v) -> bool:
     if t == "boolean":
         return isinstance(v, bool)
     if t == "integer":
-        return isinstance(v, int) and not isinstance(v, bool) or (isinstance(v, float) and v.is_integer())
+        return (
+            isinstance(v, int)
+            and not isinstance(v, bool)
+            or (isinstance(v, float) and v.is_integer())
+        )
     if t == "number":
         return isinstance(v, (int, float)) and not isinstance(v, bool)
     if t == "string":
@@ -167,7 +180,11 @@ def check(schema, value, where: str) -> str:
             ("exclusiveMaximum", lambda a, b: a < b, "less than"),
         ):
             bound = schema.get(key)
-            if isinstance(bound, (int, float)) and not isinstance(bound, bool) and not ok(value, bound):
+            if (
+                isinstance(bound, (int, float))
+                and not isinstance(bound, bool)
+                and not ok(value, bound)
+            ):
                 return f"{where} must be {word} {bound:g}, got {value:g}"
     if isinstance(value, str):
         if isinstance(schema.get("minLength"), int) and len(value) < schema["minLength"]:
@@ -248,7 +265,9 @@ class _Resource:
         self.name = name
         nouns = spec.get("nouns")
         label = nouns.get("label") if isinstance(nouns, dict) else None
-        self.noun = label if isinstance(label, str) and label else _human(name)  # the synthesizer names it
+        self.noun = (
+            label if isinstance(label, str) and label else _human(name)
+        )  # the synthesizer names it
         fields = spec.get("fields")
         if not isinstance(fields, dict) or not fields:
             raise ModelError(f"resource {name!r} has no fields")
@@ -316,7 +335,9 @@ class Engine:
             raise ModelError("the model must be an object")
         version = model.get("engine", ENGINE_VERSION)
         if version != ENGINE_VERSION:
-            raise ModelError(f"the model is for engine version {version!r}; this engine runs version {ENGINE_VERSION}")
+            raise ModelError(
+                f"the model is for engine version {version!r}; this engine runs version {ENGINE_VERSION}"
+            )
         self.ToolError = tool_error
         resources = model.get("resources")
         if not isinstance(resources, dict) or not resources:
@@ -337,16 +358,24 @@ class Engine:
             if not isinstance(op, dict) or op.get("kind") not in KINDS:
                 raise ModelError(f"operation {name!r} needs a kind, one of {', '.join(KINDS)}")
             if op.get("resource") not in self.resources:
-                raise ModelError(f"operation {name!r} is about unknown resource {op.get('resource')!r}")
+                raise ModelError(
+                    f"operation {name!r} is about unknown resource {op.get('resource')!r}"
+                )
             res = self.resources[op["resource"]]
             for arg, col in (op.get("body") or {}).items():
                 if col not in res.fields:
-                    raise ModelError(f"operation {name!r}: argument {arg!r} writes unknown field {col!r}")
+                    raise ModelError(
+                        f"operation {name!r}: argument {arg!r} writes unknown field {col!r}"
+                    )
             for p in op.get("parents") or []:
                 if p.get("resource") not in self.resources or p.get("field") not in res.fields:
                     raise ModelError(f"operation {name!r}: bad parent {p!r}")
             for arg, flt in (op.get("filters") or {}).items():
-                if not isinstance(flt, dict) or flt.get("field") not in res.fields or flt.get("op", "eq") not in FILTER_OPS:
+                if (
+                    not isinstance(flt, dict)
+                    or flt.get("field") not in res.fields
+                    or flt.get("op", "eq") not in FILTER_OPS
+                ):
                     raise ModelError(f"operation {name!r}: bad filter {arg!r}")
             search = op.get("search")
             if search and any(c not in res.fields for c in search.get("fields") or []):
@@ -355,7 +384,10 @@ class Engine:
             if sort and any(c not in res.fields for c in sort.get("fields") or []):
                 raise ModelError(f"operation {name!r}: sort by unknown fields")
             tr = op.get("transition")
-            if tr and (tr.get("field") not in res.fields or any(c not in res.fields for c in tr.get("stamp") or [])):
+            if tr and (
+                tr.get("field") not in res.fields
+                or any(c not in res.fields for c in tr.get("stamp") or [])
+            ):
                 raise ModelError(f"operation {name!r}: bad transition {tr!r}")
             self.ops[name] = op
         seed = model.get("seed") or {}
@@ -374,7 +406,9 @@ class Engine:
         for r in self.resources.values():
             cols = []
             for col, f in r.fields.items():
-                cols.append(f"{_q(col)} {_SQL_TYPES[f['type']]}" + (" PRIMARY KEY" if col == r.key else ""))
+                cols.append(
+                    f"{_q(col)} {_SQL_TYPES[f['type']]}" + (" PRIMARY KEY" if col == r.key else "")
+                )
             db.execute(f"CREATE TABLE {_q(r.name)} ({', '.join(cols)})")
         for table, rows in self.seed.items():
             r = self.resources[table]
@@ -402,7 +436,11 @@ class Engine:
     def _function(self, name: str, op: dict):
         engine = self
         handler = getattr(self, "_" + op["kind"])
-        schema = op.get("parameters") if isinstance(op.get("parameters"), dict) else {"type": "object", "properties": {}}
+        schema = (
+            op.get("parameters")
+            if isinstance(op.get("parameters"), dict)
+            else {"type": "object", "properties": {}}
+        )
         res = self.resources[op["resource"]]
 
         def tool(env, /, **args):
@@ -428,7 +466,10 @@ class Engine:
         return self.ToolError(code, message)
 
     def _row(self, db, res: _Resource, key):
-        return db.execute(f"SELECT rowid AS __rowid, * FROM {_q(res.name)} WHERE {_q(res.key)} = ?", (res.to_db(res.key, key),)).fetchone()
+        return db.execute(
+            f"SELECT rowid AS __rowid, * FROM {_q(res.name)} WHERE {_q(res.key)} = ?",
+            (res.to_db(res.key, key),),
+        ).fetchone()
 
     def _clean(self, row: dict | None) -> dict | None:
         if row is None:
@@ -446,7 +487,10 @@ class Engine:
                     row = None
                     break
         if row is None:
-            raise self._err("not_found", f"no {res.noun} with {_human(res.key)} {_show(key)}" + self._under(op, args))
+            raise self._err(
+                "not_found",
+                f"no {res.noun} with {_human(res.key)} {_show(key)}" + self._under(op, args),
+            )
         return row
 
     def _under(self, op: dict, args: dict) -> str:
@@ -460,7 +504,10 @@ class Engine:
         for p in op.get("parents") or []:
             parent = self.resources[p["resource"]]
             if self._row(env.db, parent, args.get(p["arg"])) is None:
-                raise self._err("not_found", f"no {parent.noun} with {_human(parent.key)} {_show(args.get(p['arg']))}")
+                raise self._err(
+                    "not_found",
+                    f"no {parent.noun} with {_human(parent.key)} {_show(args.get(p['arg']))}",
+                )
 
     def _check_refs(self, env, res: _Resource, values: dict) -> None:
         for col, v in values.items():
@@ -469,15 +516,24 @@ class Engine:
                 continue
             target = self.resources[ref]
             if self._row(env.db, target, v) is None:
-                raise self._err("not_found", f"no {target.noun} with {_human(target.key)} {_show(v)} (given as {col})")
+                raise self._err(
+                    "not_found",
+                    f"no {target.noun} with {_human(target.key)} {_show(v)} (given as {col})",
+                )
 
     def _check_unique(self, env, res: _Resource, values: dict, own_key=None) -> None:
         for col in res.unique:
             if values.get(col) is None:
                 continue
-            rows = env.db.execute(f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} WHERE {_q(col)} = ?", (res.to_db(col, values[col]),)).fetchall()
+            rows = env.db.execute(
+                f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} WHERE {_q(col)} = ?",
+                (res.to_db(col, values[col]),),
+            ).fetchall()
             if any(r["k"] != own_key for r in rows):
-                raise self._err("conflict", f"a {res.noun} with {_human(col)} {_show(values[col])} already exists")
+                raise self._err(
+                    "conflict",
+                    f"a {res.noun} with {_human(col)} {_show(values[col])} already exists",
+                )
 
     def _new_key(self, env, res: _Resource):
         if res.key_type == "integer":
@@ -492,7 +548,11 @@ class Engine:
                 return k
 
     def _body(self, op: dict, res: _Resource, args: dict) -> dict:
-        return {col: res.to_db(col, args[arg]) for arg, col in (op.get("body") or {}).items() if arg in args}
+        return {
+            col: res.to_db(col, args[arg])
+            for arg, col in (op.get("body") or {}).items()
+            if arg in args
+        }
 
     def _shape(self, env, op: dict, res: _Resource, row: dict, violate: bool = False):
         out = res.out(row)
@@ -525,16 +585,27 @@ class Engine:
         if values.get(res.key) is None:
             values[res.key] = self._new_key(env, res)
         elif self._row(env.db, res, values[res.key]) is not None:
-            raise self._err("conflict", f"a {res.noun} with {_human(res.key)} {_show(values[res.key])} already exists")
+            raise self._err(
+                "conflict",
+                f"a {res.noun} with {_human(res.key)} {_show(values[res.key])} already exists",
+            )
         self._check_unique(env, res, values)
         fault = self._faulty(name, "create_no_persist", "create_wrong_value", "create_reuses_id")
         if fault == "create_wrong_value":
             for col, v in values.items():
-                if isinstance(v, str) and col != res.key and not res.fields[col].get("ref") and not res.fields[col].get("generated") and not res.fields[col].get("enum"):
+                if (
+                    isinstance(v, str)
+                    and col != res.key
+                    and not res.fields[col].get("ref")
+                    and not res.fields[col].get("generated")
+                    and not res.fields[col].get("enum")
+                ):
                     values[col] = v[: max(1, len(v) // 2)]
                     break
         if fault == "create_reuses_id":
-            first = env.db.execute(f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} ORDER BY rowid LIMIT 1").fetchone()
+            first = env.db.execute(
+                f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} ORDER BY rowid LIMIT 1"
+            ).fetchone()
             if first is not None:
                 env.db.execute(f"DELETE FROM {_q(res.name)} WHERE {_q(res.key)} = ?", (first["k"],))
                 values[res.key] = first["k"]
@@ -553,7 +624,9 @@ class Engine:
         return self._shape(env, op, res, row)
 
     def _get(self, env, name: str, op: dict, res: _Resource, args: dict):
-        fault = self._faulty(name, "get_wrong_404", "get_no_404", "get_wrong_row", "schema_violation")
+        fault = self._faulty(
+            name, "get_wrong_404", "get_no_404", "get_wrong_row", "schema_violation"
+        )
         key = args.get(op.get("key"))
         if fault == "get_no_404" and self._row(env.db, res, key) is None:
             row = env.db.execute(f"SELECT * FROM {_q(res.name)} ORDER BY rowid LIMIT 1").fetchone()
@@ -563,12 +636,22 @@ class Engine:
         if fault == "get_wrong_404" and row["__rowid"] > self.seed_counts.get(res.name, 0):
             raise self._err("not_found", f"no {res.noun} with {_human(res.key)} {_show(key)}")
         if fault == "get_wrong_row":
-            nxt = env.db.execute(f"SELECT * FROM {_q(res.name)} WHERE rowid > ? ORDER BY rowid LIMIT 1", (row["__rowid"],)).fetchone()
+            nxt = env.db.execute(
+                f"SELECT * FROM {_q(res.name)} WHERE rowid > ? ORDER BY rowid LIMIT 1",
+                (row["__rowid"],),
+            ).fetchone()
             row = nxt or row
         return self._shape(env, op, res, self._clean(row), violate=fault == "schema_violation")
 
     def _list(self, env, name: str, op: dict, res: _Resource, args: dict):
-        fault = self._faulty(name, "list_omits", "list_pagination", "list_filter_ignored", "list_sort_ignored", "list_total_wrong")
+        fault = self._faulty(
+            name,
+            "list_omits",
+            "list_pagination",
+            "list_filter_ignored",
+            "list_sort_ignored",
+            "list_total_wrong",
+        )
         self._check_parents(env, op, args)
         where, params = [], []
         for p in op.get("parents") or []:
@@ -581,13 +664,22 @@ class Engine:
                 col, kind, v = flt["field"], flt.get("op", "eq"), args[arg]
                 f = res.fields[col]
                 if kind == "eq":
-                    if f["type"] == "string" and not f.get("enum") and not f.get("ref") and col != res.key:
+                    if (
+                        f["type"] == "string"
+                        and not f.get("enum")
+                        and not f.get("ref")
+                        and col != res.key
+                    ):
                         where.append(f"{_q(col)} = ? COLLATE NOCASE")
                     else:
                         where.append(f"{_q(col)} = ?")
                     params.append(res.to_db(col, v))
                 elif kind == "in":
-                    vals = v if isinstance(v, list) else [x.strip() for x in str(v).split(",") if x.strip()]
+                    vals = (
+                        v
+                        if isinstance(v, list)
+                        else [x.strip() for x in str(v).split(",") if x.strip()]
+                    )
                     if not vals:
                         continue
                     where.append(f"{_q(col)} IN ({', '.join('?' * len(vals))})")
@@ -601,7 +693,10 @@ class Engine:
             search = op.get("search")
             if search and args.get(search.get("arg")) not in (None, ""):
                 text = str(args[search["arg"]])
-                ors = [f"instr(lower(COALESCE({_q(c)}, '')), lower(?)) > 0" for c in search.get("fields") or []]
+                ors = [
+                    f"instr(lower(COALESCE({_q(c)}, '')), lower(?)) > 0"
+                    for c in search.get("fields") or []
+                ]
                 if ors:
                     where.append("(" + " OR ".join(ors) + ")")
                     params.extend([text] * len(ors))
@@ -617,7 +712,10 @@ class Engine:
                 elif raw.startswith("+"):
                     raw = raw[1:]
                 if raw not in (sort.get("fields") or []):
-                    raise self._err("invalid", f"{name}: cannot sort by {raw!r}; sort by one of {', '.join(sort.get('fields') or [])}")
+                    raise self._err(
+                        "invalid",
+                        f"{name}: cannot sort by {raw!r}; sort by one of {', '.join(sort.get('fields') or [])}",
+                    )
             direction = args.get(sort.get("order_arg")) if sort.get("order_arg") else None
             if direction is not None:
                 if str(direction).lower() not in ("asc", "desc"):
@@ -626,7 +724,11 @@ class Engine:
             col = raw or sort.get("default")
             if col:
                 order = f"{_q(col)} {'DESC' if desc else 'ASC'}, rowid"
-        sql = f"SELECT * FROM {_q(res.name)}" + (f" WHERE {' AND '.join(where)}" if where else "") + f" ORDER BY {order}"
+        sql = (
+            f"SELECT * FROM {_q(res.name)}"
+            + (f" WHERE {' AND '.join(where)}" if where else "")
+            + f" ORDER BY {order}"
+        )
         rows = env.db.execute(sql, params).fetchall()
         if fault == "list_omits" and rows:
             rows = rows[:-1]
@@ -647,7 +749,10 @@ class Engine:
             if page.get("cursor") and args.get(page["cursor"]) not in (None, ""):
                 c = str(args[page["cursor"]])
                 if not re.fullmatch(r"c\d{1,9}", c):
-                    raise self._err("invalid", f"{name}: {page['cursor']} {c!r} is not a cursor this API returned")
+                    raise self._err(
+                        "invalid",
+                        f"{name}: {page['cursor']} {c!r} is not a cursor this API returned",
+                    )
                 offset = int(c[1:])
             if limit is not None and limit < 0 or offset < 0:
                 raise self._err("invalid", f"{name}: limit and offset cannot be negative")
@@ -691,7 +796,9 @@ class Engine:
         values.pop(res.key, None)
         self._check_refs(env, res, {c: res.from_db(c, v) for c, v in values.items()})
         self._check_unique(env, res, values, own_key=key)
-        fault = self._faulty(name, "update_noop", "update_wrong_row", "update_partial", "patch_clears")
+        fault = self._faulty(
+            name, "update_noop", "update_wrong_row", "update_partial", "patch_clears"
+        )
         if fault == "update_partial" and len(values) > 1:
             values = dict([next(iter(values.items()))])
         if fault == "patch_clears":
@@ -705,11 +812,17 @@ class Engine:
                 values[col] = stamp
         target = key
         if fault == "update_wrong_row":
-            other = env.db.execute(f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} WHERE {_q(res.key)} != ? ORDER BY rowid LIMIT 1", (key,)).fetchone()
+            other = env.db.execute(
+                f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} WHERE {_q(res.key)} != ? ORDER BY rowid LIMIT 1",
+                (key,),
+            ).fetchone()
             target = other["k"] if other else key
         if values and fault != "update_noop":
             sets = ", ".join(f"{_q(c)} = ?" for c in values)
-            env.db.execute(f"UPDATE {_q(res.name)} SET {sets} WHERE {_q(res.key)} = ?", [*values.values(), target])
+            env.db.execute(
+                f"UPDATE {_q(res.name)} SET {sets} WHERE {_q(res.key)} = ?",
+                [*values.values(), target],
+            )
         if fault in ("update_noop", "update_wrong_row"):
             out = self._clean(row)
             out.update(self._body(op, res, args))
@@ -729,13 +842,22 @@ class Engine:
             for other in self.resources.values():
                 for col, f in other.fields.items():
                     if f.get("ref") == res.name:
-                        n = env.db.execute(f"SELECT COUNT(*) AS n FROM {_q(other.name)} WHERE {_q(col)} = ?", (key,)).fetchone()["n"]
+                        n = env.db.execute(
+                            f"SELECT COUNT(*) AS n FROM {_q(other.name)} WHERE {_q(col)} = ?",
+                            (key,),
+                        ).fetchone()["n"]
                         if n:
-                            raise self._err("conflict", f"{res.noun} {_show(key)} cannot be deleted: {n} {_human(other.name)} refer to it")
+                            raise self._err(
+                                "conflict",
+                                f"{res.noun} {_show(key)} cannot be deleted: {n} {_human(other.name)} refer to it",
+                            )
         fault = self._faulty(name, "delete_noop", "delete_wrong_row")
         target = key
         if fault == "delete_wrong_row":
-            other = env.db.execute(f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} WHERE {_q(res.key)} != ? ORDER BY rowid LIMIT 1", (key,)).fetchone()
+            other = env.db.execute(
+                f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} WHERE {_q(res.key)} != ? ORDER BY rowid LIMIT 1",
+                (key,),
+            ).fetchone()
             target = other["k"] if other else key
         if fault != "delete_noop":
             env.db.execute(f"DELETE FROM {_q(res.name)} WHERE {_q(res.key)} = ?", (target,))
@@ -757,11 +879,17 @@ class Engine:
             current = res.from_db(col, row.get(col))
             label = f"{res.noun} {_show(key)}"
             if current == to:
-                raise self._err("conflict", f"{label} is already {_human(str(to)) if isinstance(to, str) else to}")
+                raise self._err(
+                    "conflict",
+                    f"{label} is already {_human(str(to)) if isinstance(to, str) else to}",
+                )
             allowed = tr.get("from")
             if allowed and current not in allowed:
                 says = " or ".join(str(a) for a in allowed)
-                raise self._err("conflict", f"{label} is {current}; only a {res.noun} that is {says} can be changed this way")
+                raise self._err(
+                    "conflict",
+                    f"{label} is {current}; only a {res.noun} that is {says} can be changed this way",
+                )
             values[col] = res.to_db(col, to)
         stamp = None
         for c in tr.get("stamp") or []:
@@ -773,7 +901,9 @@ class Engine:
                 values[c] = stamp
         if values and not self._faulty(name, "transition_noop"):
             sets = ", ".join(f"{_q(c)} = ?" for c in values)
-            env.db.execute(f"UPDATE {_q(res.name)} SET {sets} WHERE {_q(res.key)} = ?", [*values.values(), key])
+            env.db.execute(
+                f"UPDATE {_q(res.name)} SET {sets} WHERE {_q(res.key)} = ?", [*values.values(), key]
+            )
             return self._shape(env, op, res, self._clean(self._row(env.db, res, key)))
         out = self._clean(row)
         out.update(values)

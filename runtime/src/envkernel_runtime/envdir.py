@@ -48,7 +48,10 @@ def write_env_dir(env: EnvSpec, d: Path) -> Path:
     if isinstance(env.behaviour, CodeBehaviour):
         write_atomic(d / "env.py", env.behaviour.source)
     elif behaviour["kind"] == "workspace":  # the tree, setup and app code, as one JSON object
-        write_atomic(d / "workspace.json", json.dumps({k: v for k, v in behaviour.items() if k != "kind"}, indent=2))
+        write_atomic(
+            d / "workspace.json",
+            json.dumps({k: v for k, v in behaviour.items() if k != "kind"}, indent=2),
+        )
     else:
         write_atomic(d / "model.json", json.dumps(env.behaviour.model, indent=2))
     if seed_sql:
@@ -60,10 +63,16 @@ def load_env_dir(path: str | Path) -> EnvSpec:
     """The EnvSpec stored in ``path`` (a folder with env.json, env.py or model.json, seed.sql)."""
     d = Path(path)
     if not d.is_dir():
-        raise EnvDirError(f"{d} is not a folder; give a run's envs/<id>/ folder (with env.json, env.py, seed.sql)")
+        raise EnvDirError(
+            f"{d} is not a folder; give a run's envs/<id>/ folder (with env.json, env.py, seed.sql)"
+        )
     meta_file = d / "env.json"
     if not meta_file.is_file():
-        rejected = " (the environment was rejected: see rejected.json there)" if (d / "rejected.json").is_file() else ""
+        rejected = (
+            " (the environment was rejected: see rejected.json there)"
+            if (d / "rejected.json").is_file()
+            else ""
+        )
         raise EnvDirError(f"{d} has no env.json{rejected}; give a run's envs/<id>/ folder")
     try:
         meta: Any = json.loads(meta_file.read_text(encoding="utf-8"))
@@ -74,10 +83,14 @@ def load_env_dir(path: str | Path) -> EnvSpec:
     behaviour = meta.get("behaviour")
     kind = behaviour.get("kind") if isinstance(behaviour, dict) else None
     if kind not in _BEHAVIOUR_FILES:
-        raise EnvDirError(f"{meta_file}: 'behaviour' must be {{\"kind\": \"code\", \"model\" or \"workspace\", \"file\": ...}}, got {behaviour!r}")
+        raise EnvDirError(
+            f'{meta_file}: \'behaviour\' must be {{"kind": "code", "model" or "workspace", "file": ...}}, got {behaviour!r}'
+        )
     name = behaviour.get("file") or _BEHAVIOUR_FILES[kind]
     if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
-        raise EnvDirError(f"{meta_file}: behaviour file {name!r} must be a plain file name inside {d}")
+        raise EnvDirError(
+            f"{meta_file}: behaviour file {name!r} must be a plain file name inside {d}"
+        )
     text = _read(d / name)
     if kind == "code":
         meta["behaviour"] = {"kind": "code", "source": text}

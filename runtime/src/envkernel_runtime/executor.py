@@ -153,7 +153,9 @@ def _parse_clock(text: str) -> int:
     try:
         d = _RealDateTime.fromisoformat(str(text).replace("Z", "+00:00"))
     except ValueError:
-        raise _Failure("bad_request", f"clock {text!r} is not an ISO-8601 time like {DEFAULT_CLOCK!r}") from None
+        raise _Failure(
+            "bad_request", f"clock {text!r} is not an ISO-8601 time like {DEFAULT_CLOCK!r}"
+        ) from None
     if d.tzinfo is None:
         d = d.replace(tzinfo=_dt.UTC)
     return int(d.timestamp())
@@ -302,13 +304,17 @@ def _install_patches() -> None:
     time.gmtime = lambda secs=None: _real_gmtime(clock() if secs is None else secs)
     time.localtime = lambda secs=None: _real_localtime(clock() if secs is None else secs)
     time.ctime = lambda secs=None: time.asctime(_real_localtime(clock() if secs is None else secs))
-    time.strftime = lambda fmt, t=None: _real_strftime(fmt, _real_localtime(clock()) if t is None else t)
+    time.strftime = lambda fmt, t=None: _real_strftime(
+        fmt, _real_localtime(clock()) if t is None else t
+    )
     _dt.datetime = _FrozenDateTime
     _dt.date = _FrozenDate
     sqlite3.register_adapter(_FrozenDateTime, lambda v: v.isoformat(" "))
     sqlite3.register_adapter(_FrozenDate, lambda v: v.isoformat())
     uuid.uuid4 = lambda: uuid.UUID(int=_Patches.uuids.getrandbits(128), version=4)
-    uuid.uuid1 = lambda node=None, clock_seq=None: uuid.UUID(int=_Patches.uuids.getrandbits(128), version=1)
+    uuid.uuid1 = lambda node=None, clock_seq=None: uuid.UUID(
+        int=_Patches.uuids.getrandbits(128), version=1
+    )
     _track_global_random()
 
 
@@ -362,7 +368,15 @@ class _Connection(sqlite3.Connection):
 class Env:
     """What each tool function receives as ``env``."""
 
-    def __init__(self, db: sqlite3.Connection, seed: int, rng: random.Random, clock: Clock, ids: dict, workspace: str = "") -> None:
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        seed: int,
+        rng: random.Random,
+        clock: Clock,
+        ids: dict,
+        workspace: str = "",
+    ) -> None:
         self.db = db
         self.seed = seed
         self.rng = rng
@@ -392,7 +406,7 @@ class Env:
 def _load_engine(name: str = "engine.py", module_name: str = "envkernel_sandbox_engine"):
     """engine.py (or workspace.py) beside this file (stdlib only), loaded at import: before main()
     confines the sandbox, while this folder is still readable. A string says why it could not be loaded."""
-    import importlib.util  # noqa: PLC0415
+    import importlib.util
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
     try:
@@ -400,7 +414,7 @@ def _load_engine(name: str = "engine.py", module_name: str = "envkernel_sandbox_
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
-    except Exception as exc:  # noqa: BLE001 - code environments still work without it
+    except Exception as exc:
         return f"{path}: {type(exc).__name__}: {exc}"
 
 
@@ -442,7 +456,9 @@ _UNCOPYABLE = "uncopyable"
 """Marks a snapshot whose env.py globals could not be copied (see :meth:`Executor._globals`)."""
 
 _ENGINE = _load_engine()
-_WORKSPACE_KIND = _load_engine("workspace.py", "envkernel_sandbox_workspace")  # workspace environments
+_WORKSPACE_KIND = _load_engine(
+    "workspace.py", "envkernel_sandbox_workspace"
+)  # workspace environments
 
 
 class Executor:
@@ -455,7 +471,8 @@ class Executor:
         self.module: types.ModuleType | None = None
         self.functions: dict = {}
         self.signatures: dict = {}
-        self.checked: dict = {}  # (tool, argument names) -> what is wrong with them ("" for nothing)
+        # (tool, argument names) -> what is wrong with them ("" for nothing)
+        self.checked: dict = {}
         self.declared: list[str] = []
         self.rng: random.Random = _TrackedRandom(0)
         self.clock = Clock()
@@ -487,12 +504,14 @@ class Executor:
             except (ValueError, UnicodeDecodeError) as exc:
                 return self._encode(_err("bad_request", f"request is not valid JSON: {exc}"))
             if not isinstance(req, dict):
-                return self._encode(_err("bad_request", "request must be a JSON object with an 'op'"))
+                return self._encode(
+                    _err("bad_request", "request must be a JSON object with an 'op'")
+                )
             try:
                 return self.handle(req)
             except _Failure as f:
                 return self._encode(_err(f.code, f.message))
-        except BaseException as exc:  # noqa: BLE001 - the executor must answer every line
+        except BaseException as exc:
             self._disarm()
             return self._encode(_err("internal", f"executor error: {type(exc).__name__}: {exc}"))
 
@@ -514,15 +533,36 @@ class Executor:
             self.closing = True
             return self._encode(_ok())
         if op == "ping":
-            return self._encode(_ok({"protocol": PROTOCOL, "loaded": self.module is not None, "confinement": CONFINEMENT}))
-        return self._encode(_err("bad_request", f"unknown op {op!r}; expected load, call, snapshot, restore, dump, patch or close"))
+            return self._encode(
+                _ok(
+                    {
+                        "protocol": PROTOCOL,
+                        "loaded": self.module is not None,
+                        "confinement": CONFINEMENT,
+                    }
+                )
+            )
+        return self._encode(
+            _err(
+                "bad_request",
+                f"unknown op {op!r}; expected load, call, snapshot, restore, dump, patch or close",
+            )
+        )
 
     def _encode(self, resp: dict, sanitize: bool = False) -> bytes:
         if sanitize:
             resp = _jsonable(resp)
-        data = json.dumps(resp, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode() + b"\n"
+        data = (
+            json.dumps(resp, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+            + b"\n"
+        )
         if len(data) > self.max_response:
-            data = self._encode(_err("too_large", f"response of {len(data)} bytes exceeds the {self.max_response}-byte limit"))
+            data = self._encode(
+                _err(
+                    "too_large",
+                    f"response of {len(data)} bytes exceeds the {self.max_response}-byte limit",
+                )
+            )
         return data
 
     def _on_alarm(self, signum, frame):
@@ -551,7 +591,10 @@ class Executor:
             return sqlite3.SQLITE_OK
         if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
             return sqlite3.SQLITE_DENY
-        if self._phase == "call" and action in (sqlite3.SQLITE_TRANSACTION, sqlite3.SQLITE_SAVEPOINT):
+        if self._phase == "call" and action in (
+            sqlite3.SQLITE_TRANSACTION,
+            sqlite3.SQLITE_SAVEPOINT,
+        ):
             return sqlite3.SQLITE_DENY
         return sqlite3.SQLITE_OK
 
@@ -569,7 +612,13 @@ class Executor:
     def _counters(self) -> tuple:
         """The ids, the clock and the three generators' states (env.rng, ``random``'s, uuid's); a
         generator's state is copied only when it moved since it was last taken (see :class:`_TrackedRandom`)."""
-        return (dict(self.ids), self.clock.get(), _take(self.rng), _take(random._inst), _take(_Patches.uuids))  # type: ignore[attr-defined]
+        return (
+            dict(self.ids),
+            self.clock.get(),
+            _take(self.rng),
+            _take(random._inst),
+            _take(_Patches.uuids),
+        )  # type: ignore[attr-defined]
 
     def _set_counters(self, state: tuple) -> None:
         ids, clock, rng, glob, uuids = state
@@ -594,28 +643,48 @@ class Executor:
         behaviour = env.get("behaviour")
         kind = behaviour.get("kind") if isinstance(behaviour, dict) else None
         model = workspace = None
-        if kind == "workspace":  # a folder tree with claw tools, run by workspace.py (beside this file)
+        if (
+            kind == "workspace"
+        ):  # a folder tree with claw tools, run by workspace.py (beside this file)
             if isinstance(_WORKSPACE_KIND, str):
-                raise _Failure("unsupported", f"workspace behaviour needs workspace.py, which did not load: {_WORKSPACE_KIND}")
+                raise _Failure(
+                    "unsupported",
+                    f"workspace behaviour needs workspace.py, which did not load: {_WORKSPACE_KIND}",
+                )
             if not _WORKSPACE[0]:
-                raise _Failure("load_failed", "a workspace environment needs a working folder: start the executor with --workdir")
+                raise _Failure(
+                    "load_failed",
+                    "a workspace environment needs a working folder: start the executor with --workdir",
+                )
             workspace = behaviour
             behaviour, kind = {"kind": "code", "source": ""}, "code"
-        if kind == "model":  # a resource model, run by engine.py (loaded beside this file at import)
+        if (
+            kind == "model"
+        ):  # a resource model, run by engine.py (loaded beside this file at import)
             if isinstance(_ENGINE, str):
-                raise _Failure("unsupported", f"model behaviour needs the resource-model engine, which did not load: {_ENGINE}")
+                raise _Failure(
+                    "unsupported",
+                    f"model behaviour needs the resource-model engine, which did not load: {_ENGINE}",
+                )
             model = behaviour.get("model")
             behaviour, kind = {"kind": "code", "source": ""}, "code"
         if kind != "code" or not isinstance(behaviour.get("source"), str):
-            raise _Failure("bad_request", "env.behaviour must be {'kind': 'code', 'source': '...'} or {'kind': 'model', ...}")
+            raise _Failure(
+                "bad_request",
+                "env.behaviour must be {'kind': 'code', 'source': '...'} or {'kind': 'model', ...}",
+            )
         timeout = _timeout(req.get("timeout"), DEFAULT_LOAD_TIMEOUT)
         tools = env.get("tools") or []
-        declared = [t.get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+        declared = [
+            t.get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
+        ]
 
         self.module = None
         self.code = None
         self.module_calls = 0
-        self.conn = conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False, factory=_Connection)
+        self.conn = conn = sqlite3.connect(
+            ":memory:", isolation_level=None, check_same_thread=False, factory=_Connection
+        )
         conn.row_factory = _dict_row
         conn.set_authorizer(self._authorize)
         conn.set_progress_handler(self._progress, _PROGRESS_STEPS)
@@ -639,34 +708,53 @@ class Executor:
                     sqlite3.Connection.executescript(conn, seed_sql)
                 except _Deadline:
                     raise
-                except BaseException as exc:  # noqa: BLE001 - reported as load_failed
-                    raise _Failure("load_failed", f"seed_sql failed: {type(exc).__name__}: {exc}") from None
+                except BaseException as exc:
+                    raise _Failure(
+                        "load_failed", f"seed_sql failed: {type(exc).__name__}: {exc}"
+                    ) from None
                 try:
                     code = compile(source, ENV_FILENAME, "exec")
                     self.code = code if source.strip() else None
-                    self.load_counters, self.load_timeout = self._counters(), timeout  # what a restore runs env.py again with
+                    self.load_counters, self.load_timeout = (
+                        self._counters(),
+                        timeout,
+                    )  # what a restore runs env.py again with
                     sys.modules["env"] = module
-                    exec(code, module.__dict__)  # noqa: S102 - this process is the sandbox
+                    exec(code, module.__dict__)
                 except _Deadline:
                     raise
-                except BaseException as exc:  # noqa: BLE001 - reported as load_failed
-                    raise _Failure("load_failed", f"env.py failed to load: {_describe(exc)}") from None
+                except BaseException as exc:
+                    raise _Failure(
+                        "load_failed", f"env.py failed to load: {_describe(exc)}"
+                    ) from None
                 if model is not None:  # tables, seed rows (parameterized) and one closure per tool
                     try:
                         _ENGINE.install(module, model, self.env, ToolError)
                     except _Deadline:
                         raise
-                    except BaseException as exc:  # noqa: BLE001 - reported as load_failed
-                        raise _Failure("load_failed", f"the resource model failed to load: {type(exc).__name__}: {exc}") from None
+                    except BaseException as exc:
+                        raise _Failure(
+                            "load_failed",
+                            f"the resource model failed to load: {type(exc).__name__}: {exc}",
+                        ) from None
                 if workspace is not None:
                     try:
-                        _WORKSPACE_KIND.install(module, workspace, self.env, ToolError, _spawned, self._app_loader(module))
+                        _WORKSPACE_KIND.install(
+                            module,
+                            workspace,
+                            self.env,
+                            ToolError,
+                            _spawned,
+                            self._app_loader(module),
+                        )
                     except _Deadline:
                         raise
                     except _Failure:
                         raise
-                    except BaseException as exc:  # noqa: BLE001 - reported as load_failed
-                        raise _Failure("load_failed", f"the workspace failed to load: {_describe(exc)}") from None
+                    except BaseException as exc:
+                        raise _Failure(
+                            "load_failed", f"the workspace failed to load: {_describe(exc)}"
+                        ) from None
             finally:
                 self._disarm()
         except _Deadline:
@@ -679,7 +767,9 @@ class Executor:
         public = {
             name: fn
             for name, fn in vars(module).items()
-            if inspect.isfunction(fn) and not name.startswith("_") and getattr(fn, "__module__", None) == "env"
+            if inspect.isfunction(fn)
+            and not name.startswith("_")
+            and getattr(fn, "__module__", None) == "env"
         }
         names = declared if declared else sorted(public)
         self.functions = {n: public[n] for n in names if n in public}
@@ -695,7 +785,14 @@ class Executor:
         self.workspace_kind = workspace is not None
         self.snapshot_count = 0
         missing = [n for n in names if n not in self.functions]
-        return _ok({"protocol": PROTOCOL, "tools": sorted(self.functions), "missing": missing, "confinement": CONFINEMENT})
+        return _ok(
+            {
+                "protocol": PROTOCOL,
+                "tools": sorted(self.functions),
+                "missing": missing,
+                "confinement": CONFINEMENT,
+            }
+        )
 
     @staticmethod
     def _app_loader(module):
@@ -704,13 +801,20 @@ class Executor:
 
         def load(source: str) -> None:
             app = _env_module()
-            linecache.cache[ENV_FILENAME] = (len(source), None, source.splitlines(True), ENV_FILENAME)
+            linecache.cache[ENV_FILENAME] = (
+                len(source),
+                None,
+                source.splitlines(True),
+                ENV_FILENAME,
+            )
             try:
-                exec(compile(source, ENV_FILENAME, "exec"), app.__dict__)  # noqa: S102 - this process is the sandbox
+                exec(compile(source, ENV_FILENAME, "exec"), app.__dict__)
             except _Deadline:
                 raise
-            except BaseException as exc:  # noqa: BLE001 - reported as load_failed
-                raise _Failure("load_failed", f"the workspace's app code failed to load: {_describe(exc)}") from None
+            except BaseException as exc:
+                raise _Failure(
+                    "load_failed", f"the workspace's app code failed to load: {_describe(exc)}"
+                ) from None
             for name, fn in vars(app).items():
                 if inspect.isfunction(fn) and not name.startswith("_") and fn.__module__ == "env":
                     setattr(module, name, fn)
@@ -730,11 +834,17 @@ class Executor:
         fn = self.functions.get(tool)
         if fn is None:
             if tool in self.declared:
-                raise _Failure("unknown_tool", f"tool {tool!r} is declared but env.py does not define a function for it")
+                raise _Failure(
+                    "unknown_tool",
+                    f"tool {tool!r} is declared but env.py does not define a function for it",
+                )
             known = ", ".join(sorted(self.functions)) or "none"
             raise _Failure("unknown_tool", f"unknown tool {tool!r}; the tools are: {known}")
         if not isinstance(args, dict):
-            raise _Failure("invalid_arguments", f"arguments of {tool!r} must be a JSON object, got {type(args).__name__}")
+            raise _Failure(
+                "invalid_arguments",
+                f"arguments of {tool!r} must be a JSON object, got {type(args).__name__}",
+            )
         sig = self.signatures.get(tool)
         if sig is not None:
             # the check depends on the argument names only, so it is kept per (tool, names)
@@ -749,7 +859,8 @@ class Executor:
         timeout = _timeout(req.get("timeout"), DEFAULT_CALL_TIMEOUT)
 
         saved = self._counters()
-        # a workspace's tools check before they write, so a failed call leaves the tree as it was: no copy per call
+        # a workspace's tools check before they write, so a failed call leaves the tree as it was:
+        # no copy per call
         files = None if self.workspace_kind else _call_capture(_WORKSPACE[0])
         self._phase = "internal"
         try:
@@ -770,17 +881,26 @@ class Executor:
                 self._phase = "idle"
             try:
                 data = (
-                    json.dumps({"ok": True, "value": value}, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+                    json.dumps(
+                        {"ok": True, "value": value},
+                        ensure_ascii=False,
+                        allow_nan=False,
+                        separators=(",", ":"),
+                    ).encode()
                     + b"\n"
                 )
             except (TypeError, ValueError, RecursionError) as exc:
-                failure = _err("bad_return", f"{tool} returned a value that is not JSON ({type(exc).__name__}: {exc})")
+                failure = _err(
+                    "bad_return",
+                    f"{tool} returned a value that is not JSON ({type(exc).__name__}: {exc})",
+                )
             else:
                 if len(data) > self.max_response:
                     failure = _err(
-                        "too_large", f"{tool} returned {len(data)} bytes, more than the {self.max_response}-byte limit"
+                        "too_large",
+                        f"{tool} returned {len(data)} bytes, more than the {self.max_response}-byte limit",
                     )
-        except BaseException as exc:  # noqa: BLE001 - every failure of env code is data
+        except BaseException as exc:
             _Forks.guard()
             self._disarm()
             self._phase = "idle"
@@ -803,7 +923,9 @@ class Executor:
             try:
                 _workspace_restore(_WORKSPACE[0], files)
             except OSError as exc:
-                failure["error"]["message"] += f" (and its changes to the working folder could not be undone: {exc})"
+                failure["error"]["message"] += (
+                    f" (and its changes to the working folder could not be undone: {exc})"
+                )
         return self._encode(failure)
 
     def _rollback(self) -> None:
@@ -816,13 +938,24 @@ class Executor:
 
     def _failure(self, tool: str, exc: BaseException, timeout: float) -> dict:
         if isinstance(exc, ToolError):
-            if exc.code == "crashed":  # the host's code for a dead executor (infrastructure), never the env's
-                return _err("tool_crashed", f"the environment raised ToolError('crashed'): {exc.message}")
+            if (
+                exc.code == "crashed"
+            ):  # the host's code for a dead executor (infrastructure), never the env's
+                return _err(
+                    "tool_crashed", f"the environment raised ToolError('crashed'): {exc.message}"
+                )
             return _err(exc.code or "error", exc.message)
-        if isinstance(exc, _Deadline) or (isinstance(exc, sqlite3.OperationalError) and "interrupt" in str(exc)):
-            return _err("timeout", f"{tool} did not finish within {timeout:g} s; the call was stopped and had no effect")
+        if isinstance(exc, _Deadline) or (
+            isinstance(exc, sqlite3.OperationalError) and "interrupt" in str(exc)
+        ):
+            return _err(
+                "timeout",
+                f"{tool} did not finish within {timeout:g} s; the call was stopped and had no effect",
+            )
         if isinstance(exc, SystemExit):
-            return _err("tool_crashed", f"{tool} tried to exit the executor (SystemExit: {exc.code})")
+            return _err(
+                "tool_crashed", f"{tool} tried to exit the executor (SystemExit: {exc.code})"
+            )
         return _err("tool_crashed", f"{tool} raised {_describe(exc)}")
 
     # ----------------------------------------------------------------- snapshot / restore / dump
@@ -830,7 +963,9 @@ class Executor:
     def op_snapshot(self) -> dict:
         self._require_loaded()
         try:
-            files = _workspace_capture(_WORKSPACE[0], _SNAPSHOT_WORKSPACE_BYTES, _SNAPSHOT_WORKSPACE_ENTRIES)
+            files = _workspace_capture(
+                _WORKSPACE[0], _SNAPSHOT_WORKSPACE_BYTES, _SNAPSHOT_WORKSPACE_ENTRIES
+            )
         except OSError as exc:
             raise _Failure("snapshot_failed", f"cannot read the working folder: {exc}") from None
         if files is None:
@@ -843,7 +978,9 @@ class Executor:
         handle = f"s{self.snapshot_count}"
         self.snapshots[handle] = (self._serialize(), self._counters(), files, self._globals())
         resp = _ok(handle)
-        resp["direct"] = self.direct_calls  # calls since the last load or restore that the runner's log lacks
+        resp["direct"] = (
+            self.direct_calls
+        )  # calls since the last load or restore that the runner's log lacks
         return resp
 
     def op_restore(self, req: dict) -> dict:
@@ -854,7 +991,9 @@ class Executor:
         if snap is None:
             raise _Failure("unknown_snapshot", f"no snapshot {handle!r} in this sandbox")
         data, counters, files, globs = snap
-        if self.code is not None:  # env.py's own module state (globals, class attributes, closures) comes back too
+        if (
+            self.code is not None
+        ):  # env.py's own module state (globals, class attributes, closures) comes back too
             self._fresh_module(handle, globs)
         try:
             _workspace_restore(_WORKSPACE[0], files)
@@ -871,14 +1010,23 @@ class Executor:
             return None
         data = {}
         for k, v in vars(self.module).items():
-            if k.startswith("__") or k == "ToolError" or isinstance(v, (types.ModuleType, types.FunctionType, type)):
+            if (
+                k.startswith("__")
+                or k == "ToolError"
+                or isinstance(v, (types.ModuleType, types.FunctionType, type))
+            ):
                 continue
             if not _plain(v):
-                if _made_by_env(v):  # an instance of env.py's own class: a copy would keep the old module's class
-                    return (_UNCOPYABLE, f"global {k!r} holds a {type(v).__name__} object of env.py's own")
+                if _made_by_env(
+                    v
+                ):  # an instance of env.py's own class: a copy would keep the old module's class
+                    return (
+                        _UNCOPYABLE,
+                        f"global {k!r} holds a {type(v).__name__} object of env.py's own",
+                    )
                 try:
                     v = copy.deepcopy(v)  # a lock, a regex, an itertools.count ...
-                except Exception:  # noqa: BLE001 - kept as loaded (a lock, say, holds no episode state)
+                except Exception:
                     continue
             else:
                 v = copy.deepcopy(v)
@@ -889,26 +1037,37 @@ class Executor:
         """Run env.py again in a new module (its globals as loaded), then put back the data globals the
         snapshot copied: state a tool kept outside the database does not leak from one episode to the next."""
         if isinstance(globs, tuple):
-            raise _Failure("restore_failed", f"snapshot {handle!r} was taken after calls changed env.py's globals, and they "
-                           f"could not be copied ({globs[1]}); open a new sandbox instead")
+            raise _Failure(
+                "restore_failed",
+                f"snapshot {handle!r} was taken after calls changed env.py's globals, and they "
+                f"could not be copied ({globs[1]}); open a new sandbox instead",
+            )
         module = _env_module()
         self._phase = "seed"
-        self._set_counters(self.load_counters)  # module-level random(), uuid4() and time() give what they gave at load
+        self._set_counters(
+            self.load_counters
+        )  # module-level random(), uuid4() and time() give what they gave at load
         try:
             self._arm(self.load_timeout)
             try:
                 sys.modules["env"] = module
-                exec(self.code, module.__dict__)  # noqa: S102 - this process is the sandbox
+                exec(self.code, module.__dict__)
             finally:
                 self._disarm()
-        except BaseException as exc:  # noqa: BLE001 - env.py ran at load, so this is rare: a clear error, the old module kept
+        except BaseException as exc:
             sys.modules["env"] = self.module
-            raise _Failure("restore_failed", f"env.py failed to run again for the restore: {_describe(exc)}") from None
+            raise _Failure(
+                "restore_failed", f"env.py failed to run again for the restore: {_describe(exc)}"
+            ) from None
         finally:
             self._phase = "idle"
         if globs:
             module.__dict__.update(copy.deepcopy(globs))
-        self.functions = {n: fn for n in self.functions if inspect.isfunction(fn := getattr(module, n, None)) and fn.__module__ == "env"}
+        self.functions = {
+            n: fn
+            for n in self.functions
+            if inspect.isfunction(fn := getattr(module, n, None)) and fn.__module__ == "env"
+        }
         self.module = module
         self.module_calls = 0 if not globs else 1
 
@@ -918,28 +1077,62 @@ class Executor:
         self._require_loaded()
         items = req.get("rows")
         if not isinstance(items, list):
-            raise _Failure("bad_request", "'patch' needs 'rows': a list of {\"table\": ..., \"row\": {column: value}}")
+            raise _Failure(
+                "bad_request",
+                "'patch' needs 'rows': a list of {\"table\": ..., \"row\": {column: value}}",
+            )
         conn = self.conn
         with self.internal():
-            tables = {r["name"] for r in sqlite3.Connection.execute(conn, "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
+            tables = {
+                r["name"]
+                for r in sqlite3.Connection.execute(
+                    conn, "SELECT name FROM sqlite_master WHERE type = 'table'"
+                ).fetchall()
+            }
             sqlite3.Connection.execute(conn, "SAVEPOINT envk_patch")
             try:
                 for n, item in enumerate(items):
-                    table, row = (item.get("table"), item.get("row")) if isinstance(item, dict) else (None, None)
+                    table, row = (
+                        (item.get("table"), item.get("row"))
+                        if isinstance(item, dict)
+                        else (None, None)
+                    )
                     if not isinstance(table, str) or not isinstance(row, dict) or not row:
-                        raise _Failure("bad_request", f"patch row {n} must be {{\"table\": name, \"row\": {{column: value, ...}}}}")
+                        raise _Failure(
+                            "bad_request",
+                            f'patch row {n} must be {{"table": name, "row": {{column: value, ...}}}}',
+                        )
                     if table not in tables:
-                        raise _Failure("invalid_patch", f"patch row {n}: no table {table!r}; the tables are: {', '.join(sorted(tables))}")
-                    cols = {c["name"] for c in sqlite3.Connection.execute(conn, f"PRAGMA main.table_info({_quote(table)})").fetchall()}
+                        raise _Failure(
+                            "invalid_patch",
+                            f"patch row {n}: no table {table!r}; the tables are: {', '.join(sorted(tables))}",
+                        )
+                    cols = {
+                        c["name"]
+                        for c in sqlite3.Connection.execute(
+                            conn, f"PRAGMA main.table_info({_quote(table)})"
+                        ).fetchall()
+                    }
                     unknown = sorted(set(row) - cols)
                     if unknown:
-                        raise _Failure("invalid_patch", f"patch row {n}: table {table!r} has no column {', '.join(map(repr, unknown))}")
-                    values = [json.dumps(v) if isinstance(v, (dict, list)) else v for v in row.values()]
+                        raise _Failure(
+                            "invalid_patch",
+                            f"patch row {n}: table {table!r} has no column {', '.join(map(repr, unknown))}",
+                        )
+                    values = [
+                        json.dumps(v) if isinstance(v, (dict, list)) else v for v in row.values()
+                    ]
                     try:
-                        sqlite3.Connection.execute(conn, f"INSERT INTO {_quote(table)} ({', '.join(map(_quote, row))}) "
-                                                   f"VALUES ({', '.join('?' * len(row))})", values)
+                        sqlite3.Connection.execute(
+                            conn,
+                            f"INSERT INTO {_quote(table)} ({', '.join(map(_quote, row))}) "
+                            f"VALUES ({', '.join('?' * len(row))})",
+                            values,
+                        )
                     except sqlite3.Error as exc:
-                        raise _Failure("invalid_patch", f"patch row {n} does not fit table {table!r}: {exc}") from None
+                        raise _Failure(
+                            "invalid_patch", f"patch row {n} does not fit table {table!r}: {exc}"
+                        ) from None
             except BaseException:
                 sqlite3.Connection.execute(conn, "ROLLBACK TO envk_patch")
                 sqlite3.Connection.execute(conn, "RELEASE envk_patch")
@@ -951,7 +1144,9 @@ class Executor:
         if hasattr(self.conn, "serialize"):
             try:
                 return self.conn.serialize()
-            except sqlite3.OperationalError:  # an empty database (a workspace without an app) has no page to serialize
+            except (
+                sqlite3.OperationalError
+            ):  # an empty database (a workspace without an app) has no page to serialize
                 pass
         copy = sqlite3.connect(":memory:", check_same_thread=False)
         with self.internal():
@@ -971,23 +1166,40 @@ class Executor:
         with self.internal():
             try:
                 rows = sqlite3.Connection.execute(conn, "PRAGMA main.table_list").fetchall()
-                names = sorted(r["name"] for r in rows if r["type"] == "table" and not r["name"].startswith("sqlite_"))
+                names = sorted(
+                    r["name"]
+                    for r in rows
+                    if r["type"] == "table" and not r["name"].startswith("sqlite_")
+                )
                 without_rowid = {r["name"] for r in rows if r.get("wr")}
             except sqlite3.Error:
                 rows = sqlite3.Connection.execute(
-                    conn, "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+                    conn,
+                    "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
                 ).fetchall()
                 names = [r["name"] for r in rows]
-                without_rowid = {r["name"] for r in rows if "WITHOUT ROWID" in (r["sql"] or "").upper()}
+                without_rowid = {
+                    r["name"] for r in rows if "WITHOUT ROWID" in (r["sql"] or "").upper()
+                }
             out = {}
             for name in names:
                 q = _quote(name)
                 cols = sqlite3.Connection.execute(conn, f"PRAGMA main.table_info({q})").fetchall()
-                pk = [c["name"] for c in sorted((c for c in cols if c["pk"]), key=lambda c: c["pk"])]
-                order = ", ".join(_quote(c) for c in pk) if pk else ("rowid" if name not in without_rowid else "1")
-                out[name] = sqlite3.Connection.execute(conn, f"SELECT * FROM {q} ORDER BY {order}").fetchall()
+                pk = [
+                    c["name"] for c in sorted((c for c in cols if c["pk"]), key=lambda c: c["pk"])
+                ]
+                order = (
+                    ", ".join(_quote(c) for c in pk)
+                    if pk
+                    else ("rowid" if name not in without_rowid else "1")
+                )
+                out[name] = sqlite3.Connection.execute(
+                    conn, f"SELECT * FROM {q} ORDER BY {order}"
+                ).fetchall()
         if self.workspace_kind:
-            out[_WORKSPACE_KIND.TABLE] = _WORKSPACE_KIND.diff()  # files added, changed, removed since load
+            out[_WORKSPACE_KIND.TABLE] = (
+                _WORKSPACE_KIND.diff()
+            )  # files added, changed, removed since load
         return out
 
 
@@ -1016,7 +1228,9 @@ _SNAPSHOT_WORKSPACE_BYTES = 64 << 20
 _SNAPSHOT_WORKSPACE_ENTRIES = 100_000
 
 
-def _workspace_scan(root: str, max_entries: int | None = None, max_bytes: int | None = None) -> dict | None:
+def _workspace_scan(
+    root: str, max_entries: int | None = None, max_bytes: int | None = None
+) -> dict | None:
     """``{relative path: (kind, mode, size, mtime_ns, link target)}`` of everything under ``root``
     (symlinks are not followed; fifos and sockets are ignored), or None as soon as it holds more
     than ``max_entries`` entries or ``max_bytes`` bytes of files."""
@@ -1039,7 +1253,9 @@ def _workspace_scan(root: str, max_entries: int | None = None, max_bytes: int | 
                     total += st.st_size
                 else:
                     continue
-                if (max_entries is not None and len(out) > max_entries) or (max_bytes is not None and total > max_bytes):
+                if (max_entries is not None and len(out) > max_entries) or (
+                    max_bytes is not None and total > max_bytes
+                ):
                     return None
     return out
 
@@ -1047,7 +1263,8 @@ def _workspace_scan(root: str, max_entries: int | None = None, max_bytes: int | 
 _EMPTY_FOLDER: list = [None]
 """The working folder's (dev, inode, ctime, mtime, size, links) when a scan last found it empty and
 its ctime was older than :data:`_RACY_NS` (see :func:`_call_capture`)."""
-_RACY_NS = 2_000_000_000  # coarser than any file-time granularity in use (1 s on ext4 with small inodes, 2 s on FAT)
+# coarser than any file-time granularity in use (1 s on ext4 with small inodes, 2 s on FAT)
+_RACY_NS = 2_000_000_000
 
 
 def _call_capture(root: str) -> dict | None:
@@ -1075,7 +1292,9 @@ def _call_capture(root: str) -> dict | None:
     return files
 
 
-def _workspace_capture(root: str, max_bytes: int, max_entries: int, quiet: bool = False) -> dict | None:
+def _workspace_capture(
+    root: str, max_bytes: int, max_entries: int, quiet: bool = False
+) -> dict | None:
     """The working folder's content, or None when it holds more than ``max_bytes`` (or entries).
     Without a working folder (no ``--workdir``) there is nothing to capture."""
     if not root:
@@ -1109,7 +1328,9 @@ def _workspace_restore(root: str, files: dict) -> None:
     kept = set()
     for r in sorted(current, key=depth, reverse=True):  # deepest first
         cur, want = current[r], files.get(r)
-        same = want is not None and want[0][0] == cur[0] and (cur[0] == "d" or want[0][1:] == cur[1:])
+        same = (
+            want is not None and want[0][0] == cur[0] and (cur[0] == "d" or want[0][1:] == cur[1:])
+        )
         if same:
             kept.add(r)
             continue
@@ -1130,14 +1351,17 @@ def _workspace_restore(root: str, files: dict) -> None:
         elif kind == "l":
             os.symlink(target, path)
         else:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            fd = os.open(
+                path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600
+            )
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
             os.chmod(path, mode)
             os.utime(path, ns=(mtime, mtime))
 
 
-# --------------------------------------------------------------------------- processes started by env code
+# --------------------------------------------------------------------------- processes started by
+# env code
 
 
 class _Forks:
@@ -1213,7 +1437,7 @@ def _after_fork_in_child() -> None:
     _Forks.children = set()
     try:
         _set_parent_death_signal(_Forks.forking)  # dies with whoever forked it
-    except Exception:  # noqa: BLE001, S110 - best effort
+    except Exception:
         pass
 
 
@@ -1227,7 +1451,11 @@ def _after_fork_in_parent() -> None:
 
 def _install_fork_guards() -> None:
     os.fork = _fork
-    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child, after_in_parent=_after_fork_in_parent)
+    os.register_at_fork(
+        before=_before_fork,
+        after_in_child=_after_fork_in_child,
+        after_in_parent=_after_fork_in_parent,
+    )
 
 
 # --------------------------------------------------------------------------- helpers
@@ -1241,7 +1469,9 @@ def _timeout(value, default: float) -> float:
     try:
         t = float(value) if value is not None else default
     except (TypeError, ValueError):
-        raise _Failure("bad_request", f"timeout must be a number of seconds, got {value!r}") from None
+        raise _Failure(
+            "bad_request", f"timeout must be a number of seconds, got {value!r}"
+        ) from None
     if not t > 0:
         raise _Failure("bad_request", f"timeout must be positive, got {value!r}")
     return min(t, 86400.0)
@@ -1267,7 +1497,9 @@ def _argument_problem(sig: inspect.Signature, args: dict) -> str:
         except TypeError as exc:
             problems.append(str(exc))
     if problems:
-        accepted = ", ".join(p.name if p.default is p.empty else f"{p.name}?" for p in named) or "none"
+        accepted = (
+            ", ".join(p.name if p.default is p.empty else f"{p.name}?" for p in named) or "none"
+        )
         return "; ".join(problems) + f" (arguments: {accepted})"
     return ""
 
@@ -1322,10 +1554,21 @@ _NR_IO_URING_SETUP = 425
 _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
 _MS_REC, _MS_PRIVATE = 0x4000, 1 << 18
 _CLONE_NEWNS, _CLONE_NEWNET = 0x00020000, 0x40000000
-_SYS_LANDLOCK = (444, 445, 446)  # create_ruleset, add_rule, restrict_self (same on x86_64 and arm64)
+_SYS_LANDLOCK = (
+    444,
+    445,
+    446,
+)  # create_ruleset, add_rule, restrict_self (same on x86_64 and arm64)
 _LL_EXECUTE, _LL_WRITE_FILE, _LL_READ_FILE, _LL_READ_DIR = 1, 2, 4, 8
 _LL_MAKE_CHAR, _LL_MAKE_BLOCK, _LL_TRUNCATE, _LL_IOCTL_DEV = 1 << 6, 1 << 11, 1 << 14, 1 << 15
-_LL_RUNTIME_DIRS = ("/usr/lib", "/usr/lib64", "/usr/local/lib", "/lib", "/lib64", "/usr/share/zoneinfo")
+_LL_RUNTIME_DIRS = (
+    "/usr/lib",
+    "/usr/lib64",
+    "/usr/local/lib",
+    "/lib",
+    "/lib64",
+    "/usr/share/zoneinfo",
+)
 _LL_RUNTIME_FILES = ("/etc/ld.so.cache", "/etc/localtime")
 _LL_DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
 
@@ -1336,7 +1579,7 @@ _LIBC: list = []
 def _libc():
     if _LIBC:
         return _LIBC[0]
-    import ctypes  # noqa: PLC0415 - only when confining
+    import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
@@ -1410,7 +1653,12 @@ def _new_namespaces() -> None:
 def _mount_tmpfs(path: str, size: int, uid: int | None, gid: int | None) -> None:
     ctypes, libc = _libc()
     opts = f"size={size},mode=0700" + (f",uid={uid},gid={gid}" if uid is not None else "")
-    if libc.mount(b"envk", path.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, opts.encode()) != 0:
+    if (
+        libc.mount(
+            b"envk", path.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, opts.encode()
+        )
+        != 0
+    ):
         err = ctypes.get_errno()
         raise OSError(err, f"mount tmpfs on {path}: {os.strerror(err)}")
     os.chdir(path)
@@ -1418,7 +1666,7 @@ def _mount_tmpfs(path: str, size: int, uid: int | None, gid: int | None) -> None
 
 def _world_reachable(path: str) -> bool:
     """Can a uid that owns nothing on the host read ``path`` (every folder above it searchable)?"""
-    import stat as _stat  # noqa: PLC0415
+    import stat as _stat
 
     try:
         st = os.stat(path)
@@ -1497,8 +1745,10 @@ def landlock_abi() -> int:
     """The kernel's Landlock ABI version, 0 when Landlock is not available."""
     try:
         ctypes, libc = _libc()
-        v = libc.syscall(ctypes.c_long(_SYS_LANDLOCK[0]), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    except Exception:  # noqa: BLE001
+        v = libc.syscall(
+            ctypes.c_long(_SYS_LANDLOCK[0]), None, ctypes.c_size_t(0), ctypes.c_uint32(1)
+        )
+    except Exception:
         return 0
     return int(v) if v > 0 else 0
 
@@ -1523,9 +1773,20 @@ def _landlock_ruleset(workdir: str, runtime: list, abi: int, tools: list | None 
     if abi >= 5:
         fs |= _LL_IOCTL_DEV
     file_rights = _LL_EXECUTE | _LL_WRITE_FILE | _LL_READ_FILE | _LL_TRUNCATE | _LL_IOCTL_DEV
-    attr = _RulesetAttr(fs=fs, net=3 if abi >= 4 else 0, scoped=3 if abi >= 6 else 0)  # net: bind+connect TCP
+    attr = _RulesetAttr(
+        fs=fs, net=3 if abi >= 4 else 0, scoped=3 if abi >= 6 else 0
+    )  # net: bind+connect TCP
     size = 24 if abi >= 6 else 16 if abi >= 4 else 8
-    ruleset = _ll_check(ctypes, libc.syscall(ctypes.c_long(_SYS_LANDLOCK[0]), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)), "create")
+    ruleset = _ll_check(
+        ctypes,
+        libc.syscall(
+            ctypes.c_long(_SYS_LANDLOCK[0]),
+            ctypes.byref(attr),
+            ctypes.c_size_t(size),
+            ctypes.c_uint32(0),
+        ),
+        "create",
+    )
 
     def allow(path: str, rights: int) -> None:
         try:
@@ -1536,7 +1797,17 @@ def _landlock_ruleset(workdir: str, runtime: list, abi: int, tools: list | None 
             if not os.path.isdir(path):
                 rights &= file_rights
             rule = _PathBeneath(allowed=rights & fs, fd=fd)
-            _ll_check(ctypes, libc.syscall(ctypes.c_long(_SYS_LANDLOCK[1]), ctypes.c_int(ruleset), ctypes.c_int(1), ctypes.byref(rule), ctypes.c_uint32(0)), f"rule for {path}")
+            _ll_check(
+                ctypes,
+                libc.syscall(
+                    ctypes.c_long(_SYS_LANDLOCK[1]),
+                    ctypes.c_int(ruleset),
+                    ctypes.c_int(1),
+                    ctypes.byref(rule),
+                    ctypes.c_uint32(0),
+                ),
+                f"rule for {path}",
+            )
         finally:
             os.close(fd)
 
@@ -1559,7 +1830,13 @@ def _landlock_restrict(ruleset: int) -> None:
     ctypes, libc = _libc()
     try:
         _ll_check(ctypes, libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-        _ll_check(ctypes, libc.syscall(ctypes.c_long(_SYS_LANDLOCK[2]), ctypes.c_int(ruleset), ctypes.c_uint32(0)), "restrict_self")
+        _ll_check(
+            ctypes,
+            libc.syscall(
+                ctypes.c_long(_SYS_LANDLOCK[2]), ctypes.c_int(ruleset), ctypes.c_uint32(0)
+            ),
+            "restrict_self",
+        )
     finally:
         os.close(ruleset)
 
@@ -1567,11 +1844,18 @@ def _landlock_restrict(ruleset: int) -> None:
 def _load_seccomp(code: list[tuple[int, int, int, int]]) -> None:
     """Set no-new-privileges and stack this classic-BPF seccomp program on the calling thread."""
     ctypes, libc = _libc()
+
     class _Filter(ctypes.Structure):
-        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+        _fields_ = [
+            ("code", ctypes.c_uint16),
+            ("jt", ctypes.c_uint8),
+            ("jf", ctypes.c_uint8),
+            ("k", ctypes.c_uint32),
+        ]
 
     class _Prog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_Filter))]
+
     filters = (_Filter * len(code))(*[_Filter(*c) for c in code])
     prog = _Prog(len(code), ctypes.cast(filters, ctypes.POINTER(_Filter)))
     _ll_check(ctypes, libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
@@ -1588,7 +1872,12 @@ def _deny_unix_sockets() -> None:
     if machine not in _SECCOMP_ARCH:
         raise OSError(f"no seccomp filter for {machine}")
     arch, nr_socket = _SECCOMP_ARCH[machine]
-    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
+    ld, jeq, jge, ret = (
+        0x20,
+        0x15,
+        0x35,
+        0x06,
+    )  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
     deny, allow = 0x00050000 | 13, 0x7FFF0000  # SECCOMP_RET_ERRNO | EACCES, SECCOMP_RET_ALLOW
     code = [
         (ld, 0, 0, 4),                 # 0  A = arch
@@ -1651,7 +1940,8 @@ def _ll_check(ctypes, v: int, what: str) -> int:
     return v
 
 
-_RUNTIME_PATHS: list = []  # computed once by a zygote before it forks (its children map the same files)
+# computed once by a zygote before it forks (its children map the same files)
+_RUNTIME_PATHS: list = []
 
 
 def _runtime_paths() -> list:
@@ -1685,7 +1975,8 @@ def _confine(args, drop_uid: bool = True) -> dict:
     (a *nest*, see :func:`_nest`): everything but the drop to ``--uid``, which each session's child
     does itself."""
     report: dict = {}
-    reachable: list = []  # the runtime's folders reached through descriptors (see _keep_runtime_reachable)
+    # the runtime's folders reached through descriptors (see _keep_runtime_reachable)
+    reachable: list = []
     workdir = os.path.abspath(args.workdir) if args.workdir else ""
     if args.unshare:
         _new_namespaces()
@@ -1698,7 +1989,9 @@ def _confine(args, drop_uid: bool = True) -> dict:
     if workdir:
         os.chdir(workdir)
     if args.tmpfs_size:
-        _mount_tmpfs(workdir, args.tmpfs_size, args.uid, args.gid if args.gid is not None else args.uid)
+        _mount_tmpfs(
+            workdir, args.tmpfs_size, args.uid, args.gid if args.gid is not None else args.uid
+        )
         report["workspace_tmpfs"] = args.tmpfs_size
     _WORKSPACE[0] = workdir  # "" without --workdir: the working folder is not part of the state
     ruleset = None
@@ -1706,7 +1999,9 @@ def _confine(args, drop_uid: bool = True) -> dict:
         abi = landlock_abi()
         if not abi:
             raise OSError("Landlock was asked for but this kernel does not offer it")
-        ruleset = _landlock_ruleset(workdir, _runtime_paths(), abi, [p for p in args.tool_path if os.path.exists(p)])
+        ruleset = _landlock_ruleset(
+            workdir, _runtime_paths(), abi, [p for p in args.tool_path if os.path.exists(p)]
+        )
         report["landlock"] = abi
         if args.tool_path:
             report["tool_paths"] = [p for p in args.tool_path if os.path.exists(p)]
@@ -1726,7 +2021,9 @@ def _confine(args, drop_uid: bool = True) -> dict:
         _set_parent_death_signal(args.parent_pid)
         report["parent_death_signal"] = True
         # orphans of processes env code forks come back to the executor, which reaps them
-        if (_Forks.own_uid or not drop_uid) and _LIBC[0][1].prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
+        if (_Forks.own_uid or not drop_uid) and _LIBC[0][1].prctl(
+            _PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0
+        ) == 0:
             report["subreaper"] = True
     if args.deny_unix_sockets:
         _deny_unix_sockets()
@@ -1750,7 +2047,7 @@ def _serve_stdio(executor: Executor) -> int:
     os.dup2(devnull, 0)
     os.close(devnull)
     sys.stdout = sys.stderr
-    sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the process
+    sys.stdin = open(os.devnull)
     reader = _Lines(proto_in.read)
     while True:
         line = reader.readline()
@@ -1793,7 +2090,8 @@ def _serve_socket(executor: Executor, path: str) -> int:
     except FileNotFoundError:
         pass
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    staging = f"{path}.{os.getpid()}"  # the path appears only once it is listening: a connect never meets a bound, deaf socket
+    # the path appears only once it is listening: a connect never meets a bound, deaf socket
+    staging = f"{path}.{os.getpid()}"
     server.bind(staging)
     os.chmod(staging, 0o666)
     server.listen(1)
@@ -1814,7 +2112,7 @@ def _serve_lanes(executor: Executor, conn: socket.socket, lane: socket.socket) -
     The lane takes ``call``, ``restore``, ``dump`` (read-only) and ``ping`` only; a call or restore that succeeds over it
     counts in ``executor.direct_calls``, which the next snapshot reports (the runner's log lacks it).
     Ends (True when asked to close) when the runner's socket does; a lane that closes is dropped."""
-    import select  # noqa: PLC0415 - loaded by the zygote before it forks
+    import select
 
     buffers = {conn: bytearray(), lane: bytearray()}
     while True:
@@ -1838,11 +2136,22 @@ def _serve_lanes(executor: Executor, conn: socket.socket, lane: socket.socket) -
                 if not line.strip():
                     continue
                 if sock is lane:
-                    if not line.startswith((b'{"op":"call"', b'{"op":"ping"', b'{"op":"restore"', b'{"op":"dump"')):
-                        out = executor._encode(_err("bad_request", "the direct lane takes 'call', 'restore', 'dump' and 'ping' only"))
-                    else:  # a restore counts too: the runner's log does not know of it (a dump or a ping changes nothing)
+                    if not line.startswith(
+                        (b'{"op":"call"', b'{"op":"ping"', b'{"op":"restore"', b'{"op":"dump"')
+                    ):
+                        out = executor._encode(
+                            _err(
+                                "bad_request",
+                                "the direct lane takes 'call', 'restore', 'dump' and 'ping' only",
+                            )
+                        )
+                    # a restore counts too: the runner's log does not know of it (a dump or a ping
+                    # changes nothing)
+                    else:
                         out = executor.handle_line(line)
-                        executor.direct_calls += out.startswith(b'{"ok":true') and not line.startswith((b'{"op":"ping"', b'{"op":"dump"'))
+                        executor.direct_calls += out.startswith(
+                            b'{"ok":true'
+                        ) and not line.startswith((b'{"op":"ping"', b'{"op":"dump"'))
                 elif _NESTED[0] and line.startswith(b'{"op":"recycle"'):
                     _recycle_exit(conn)
                 else:
@@ -1856,7 +2165,9 @@ def _serve_lanes(executor: Executor, conn: socket.socket, lane: socket.socket) -
                     return True
 
 
-def _serve_connection(executor: Executor, conn: socket.socket, lane: socket.socket | None = None) -> bool:
+def _serve_connection(
+    executor: Executor, conn: socket.socket, lane: socket.socket | None = None
+) -> bool:
     """Answer requests on one connected socket until it ends; True when asked to close."""
     if lane is not None:
         return _serve_lanes(executor, conn, lane)
@@ -1887,7 +2198,7 @@ def _cleanup() -> None:
     for fn in _CLEANUP:
         try:
             fn()
-        except Exception:  # noqa: BLE001, S110 - best effort at exit
+        except Exception:
             pass
 
 
@@ -1902,21 +2213,71 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--rlimit-as", type=int, default=0, help="address-space limit in bytes")
     parser.add_argument("--rlimit-cpu", type=int, default=0, help="CPU-time limit in seconds")
     parser.add_argument("--rlimit-fsize", type=int, default=0, help="file-size limit in bytes")
-    parser.add_argument("--rlimit-nproc", type=int, default=0, help="process limit of the sandbox's uid (with --uid)")
+    parser.add_argument(
+        "--rlimit-nproc",
+        type=int,
+        default=0,
+        help="process limit of the sandbox's uid (with --uid)",
+    )
     parser.add_argument("--rlimit-nofile", type=int, default=0, help="open-file limit")
-    parser.add_argument("--max-response", type=int, default=DEFAULT_MAX_RESPONSE, help="largest response line in bytes")
-    parser.add_argument("--workdir", default="", help="the sandbox's working folder: its current folder, part of its state (snapshots, failed calls)")
-    parser.add_argument("--cgroup", action="append", default=[], help="a cgroup.procs file to join first (repeatable)")
-    parser.add_argument("--tmpfs-size", type=int, default=0, help="mount a tmpfs of this many bytes on the working folder (root, private mount namespace)")
+    parser.add_argument(
+        "--max-response",
+        type=int,
+        default=DEFAULT_MAX_RESPONSE,
+        help="largest response line in bytes",
+    )
+    parser.add_argument(
+        "--workdir",
+        default="",
+        help="the sandbox's working folder: its current folder, part of its state (snapshots, failed calls)",
+    )
+    parser.add_argument(
+        "--cgroup",
+        action="append",
+        default=[],
+        help="a cgroup.procs file to join first (repeatable)",
+    )
+    parser.add_argument(
+        "--tmpfs-size",
+        type=int,
+        default=0,
+        help="mount a tmpfs of this many bytes on the working folder (root, private mount namespace)",
+    )
     parser.add_argument("--uid", type=int, default=None, help="drop to this uid (root only)")
     parser.add_argument("--gid", type=int, default=None, help="drop to this gid (default: the uid)")
-    parser.add_argument("--parent-pid", type=int, default=0, help="die with this parent (the runner)")
-    parser.add_argument("--landlock", action="store_true", help="confine files, TCP and signals with Landlock")
-    parser.add_argument("--tool-path", action="append", default=[], help="with --landlock: a read-only, executable path for a workspace's shell (repeatable)")
-    parser.add_argument("--deny-unix-sockets", action="store_true", help="seccomp: no unix-domain sockets, no io_uring")
-    parser.add_argument("--unshare", action="store_true", help="enter an empty network namespace and a private mount namespace first (root)")
-    parser.add_argument("--nest", action="store_true", help="(root, with --uid and --tmpfs-size) confine all but the uid, then fork one session after another, each dropping to --uid; between them kill what is left of the uid and empty the working folder")
-    parser.add_argument("--zygote", metavar="FOLDER", default="", help="be a fork server working in FOLDER: fork one confined executor per request on the control socket (stdin)")
+    parser.add_argument(
+        "--parent-pid", type=int, default=0, help="die with this parent (the runner)"
+    )
+    parser.add_argument(
+        "--landlock", action="store_true", help="confine files, TCP and signals with Landlock"
+    )
+    parser.add_argument(
+        "--tool-path",
+        action="append",
+        default=[],
+        help="with --landlock: a read-only, executable path for a workspace's shell (repeatable)",
+    )
+    parser.add_argument(
+        "--deny-unix-sockets",
+        action="store_true",
+        help="seccomp: no unix-domain sockets, no io_uring",
+    )
+    parser.add_argument(
+        "--unshare",
+        action="store_true",
+        help="enter an empty network namespace and a private mount namespace first (root)",
+    )
+    parser.add_argument(
+        "--nest",
+        action="store_true",
+        help="(root, with --uid and --tmpfs-size) confine all but the uid, then fork one session after another, each dropping to --uid; between them kill what is left of the uid and empty the working folder",
+    )
+    parser.add_argument(
+        "--zygote",
+        metavar="FOLDER",
+        default="",
+        help="be a fork server working in FOLDER: fork one confined executor per request on the control socket (stdin)",
+    )
     return parser
 
 
@@ -1936,14 +2297,18 @@ def _run(args, conn: socket.socket | None, lane: socket.socket | None = None) ->
     if hasattr(signal, "SIGXFSZ"):  # a too-large write fails with EFBIG instead of killing us
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     if hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL if not (args.socket or conn) else signal.SIG_IGN)
+        signal.signal(
+            signal.SIGPIPE, signal.SIG_DFL if not (args.socket or conn) else signal.SIG_IGN
+        )
     _Forks.main_pid = os.getpid()
     try:
         if args.nest and (args.uid is None or not args.tmpfs_size or conn is None):
             raise OSError("--nest needs --uid, --tmpfs-size and a zygote's socket")
         CONFINEMENT.update(_confine(args, drop_uid=not args.nest))
-    except BaseException as exc:  # noqa: BLE001 - never run env code less confined than asked
-        sys.stderr.write(f"envkernel executor: cannot confine the sandbox: {type(exc).__name__}: {exc}\n")
+    except BaseException as exc:
+        sys.stderr.write(
+            f"envkernel executor: cannot confine the sandbox: {type(exc).__name__}: {exc}\n"
+        )
         sys.stderr.flush()
         return 78
     if args.nest:
@@ -1960,17 +2325,23 @@ def _run(args, conn: socket.socket | None, lane: socket.socket | None = None) ->
     return _serve_stdio(_CURRENT)
 
 
-# --------------------------------------------------------------------------- nests: sandboxes reused, never their processes
+# --------------------------------------------------------------------------- nests: sandboxes
+# reused, never their processes
 #
 # ``--nest`` makes a confined executor that never runs environment code itself: it applies the whole
-# confinement but the uid (namespaces, cgroups, rlimits, tmpfs, Landlock, seccomp; it stays root inside
+# confinement but the uid (namespaces, cgroups, rlimits, tmpfs, Landlock, seccomp; it stays root
+# inside
 # them, so no session can signal it, trace it or write its memory), then forks one *session* child
 # after another. Each child drops to the sandbox's uid, stacks a seccomp filter against state that
-# outlives a process (``_NEST_DENIED``), and serves the runner's socket and a direct lane exactly as an
-# executor does. The runner's ``{"op":"recycle"}`` makes the child answer and exit (code 75); the nest
+# outlives a process (``_NEST_DENIED``), and serves the runner's socket and a direct lane exactly as
+# an
+# executor does. The runner's ``{"op":"recycle"}`` makes the child answer and exit (code 75); the
+# nest
 # then kills every process left with the uid, empties the working folder (a tmpfs) and the log, and
-# reads ``{"op":"session"}`` carrying the next session's lane (SCM_RIGHTS): it forks the next child from
-# its own untouched memory and answers ``{"ok":true,"value":{...}}``. A child that ends any other way
+# reads ``{"op":"session"}`` carrying the next session's lane (SCM_RIGHTS): it forks the next child
+# from
+# its own untouched memory and answers ``{"ok":true,"value":{...}}``. A child that ends any other
+# way
 # ends the nest with the same code (the runner then sees the death it would have seen).
 
 _NESTED = [False]  # True in a session forked from a nest: it takes ``recycle``
@@ -1996,14 +2367,18 @@ def _nest(args, conn: socket.socket, lane: socket.socket | None) -> int:
             code = 70
             try:
                 code = _nest_session(args, conn, lane, n, nest_pid)
-            except BaseException as exc:  # noqa: BLE001 - reported in the log
-                os.write(2, f"envkernel executor (nest session): {type(exc).__name__}: {exc}\n".encode())
+            except BaseException as exc:
+                os.write(
+                    2, f"envkernel executor (nest session): {type(exc).__name__}: {exc}\n".encode()
+                )
             os._exit(code)
         if lane is not None:
             lane.close()
         if reply is not None:
             reply["pid"] = pid
-            conn.sendall(json.dumps({"ok": True, "value": reply}, separators=(",", ":")).encode() + b"\n")
+            conn.sendall(
+                json.dumps({"ok": True, "value": reply}, separators=(",", ":")).encode() + b"\n"
+            )
         code = _nest_wait(pid)
         if code != _RECYCLED:
             _nest_exit(code)
@@ -2015,7 +2390,10 @@ def _nest(args, conn: socket.socket, lane: socket.socket | None) -> int:
             os.ftruncate(2, 0)
             os.lseek(2, 0, os.SEEK_SET)
         except OSError as exc:
-            os.write(2, f"envkernel executor (nest): cannot clear the sandbox for reuse: {exc}\n".encode())
+            os.write(
+                2,
+                f"envkernel executor (nest): cannot clear the sandbox for reuse: {exc}\n".encode(),
+            )
             return 70
         data, fds, _flags, _addr = socket.recv_fds(conn, 1 << 16, 1)
         if not data.startswith(b'{"op":"session"') or len(fds) != 1:
@@ -2026,7 +2404,9 @@ def _nest(args, conn: socket.socket, lane: socket.socket | None) -> int:
         reply = {"session": n + 1, "killed": killed}
 
 
-def _nest_session(args, conn: socket.socket, lane: socket.socket | None, n: int, nest_pid: int) -> int:
+def _nest_session(
+    args, conn: socket.socket, lane: socket.socket | None, n: int, nest_pid: int
+) -> int:
     """In a nest's child: drop to the sandbox's uid, deny what outlives a process, then serve."""
     global _CURRENT
     _Forks.main_pid = os.getpid()
@@ -2078,7 +2458,8 @@ def _nest_sweep(uid: int) -> int:
         else:
             killed += 1  # one was reaped: kill the rest too
     except ChildProcessError:
-        return 0  # no descendant left, so no process of the uid (kill(-1) walks every process of the host)
+        # no descendant left, so no process of the uid (kill(-1) walks every process of the host)
+        return 0
     while True:
         os.setresuid(uid, uid, 0)
         try:
@@ -2110,27 +2491,32 @@ def _nest_wipe(folder: str) -> None:
             os.unlink(entry.path)
 
 
-# --------------------------------------------------------------------------- the zygote (fork server)
+# --------------------------------------------------------------------------- the zygote (fork
+# server)
 #
 # ``--zygote`` makes this file a fork server for the ``process`` runner: started once (as the
 # runner's user, unconfined, never running environment code), it has the interpreter, this module,
 # the engine and ctypes loaded. Its stdin is a SOCK_SEQPACKET control socket. Each request is one
 # packet, ``{"batch": [{"id": n, "argv": [executor options], "env": {...}, "nfds": 2 or 3}, ...]}``,
 # carrying each executor's two or three descriptors in order (SCM_RIGHTS): its protocol socket, its
-# log, and optionally its direct lane (see ``_serve_lanes``). The zygote forks one child per item; each
+# log, and optionally its direct lane (see ``_serve_lanes``). The zygote forks one child per item;
+# each
 # starts
 # a session of its own, points stdout/stderr at the log, and runs exactly what a freshly started
 # executor runs (``_run``: namespaces, cgroups, rlimits, tmpfs, Landlock, uid, seccomp, in that
-# order) before it serves the protocol on its socket. The zygote answers ``{"forked": [[n, pid], ...],
+# order) before it serves the protocol on its socket. The zygote answers ``{"forked": [[n, pid],
+# ...],
 # "errors": [[n, why], ...]}`` per packet, and later ``{"exits": [[pid, code], ...]}`` (a negative
 # code: killed by that signal) when it reaps them.
 # Its children die with it (parent-death signal), and it dies with the runner.
 
 
 def _zygote(args) -> int:
-    import select  # noqa: PLC0415 - the zygote's own
+    import select
 
-    os.chdir(args.zygote)  # its folder is on its command line, which its children share: they are findable by it
+    os.chdir(
+        args.zygote
+    )  # its folder is on its command line, which its children share: they are findable by it
     ctl = socket.socket(fileno=os.dup(0))
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
@@ -2143,7 +2529,7 @@ def _zygote(args) -> int:
     # rlimits' C module loaded, and the walk for the runtime's unreachable folders, with sys.path
     # moved onto descriptors (each child opens them again in its own mount namespace, onto the same
     # numbers, or puts the paths back if it keeps the runner's uid: _reopen_runtime).
-    import resource  # noqa: F401, PLC0415
+    import resource  # noqa: F401
 
     if os.geteuid() == 0:  # only a root runner's children drop to a uid of their own
         _VIA_FD[0] = _keep_runtime_reachable()
@@ -2171,7 +2557,9 @@ def _zygote(args) -> int:
         # every request already queued is forked in this wake-up (opens come in bursts)
         queued = ctl in ready
         while queued:
-            data, fds, _flags, _addr = socket.recv_fds(ctl, 1 << 20, _ZYGOTE_MAX_FDS)  # (its flags are ignored in 3.11: no MSG_DONTWAIT)
+            data, fds, _flags, _addr = socket.recv_fds(
+                ctl, 1 << 20, _ZYGOTE_MAX_FDS
+            )  # (its flags are ignored in 3.11: no MSG_DONTWAIT)
             queued = bool(select.select([ctl], [], [], 0)[0])
             if not data:
                 return 0  # the runner closed it: children die with us
@@ -2179,11 +2567,17 @@ def _zygote(args) -> int:
                 req = json.loads(data)
                 items = req["batch"] if isinstance(req, dict) and "batch" in req else [req]
                 if sum(int(it.get("nfds") or len(fds)) for it in items) != len(fds):
-                    raise ValueError(f"the requests name {sum(int(it.get('nfds') or 0) for it in items)} descriptors, got {len(fds)}")
-            except Exception as exc:  # noqa: BLE001 - reported to the runner
+                    raise ValueError(
+                        f"the requests name {sum(int(it.get('nfds') or 0) for it in items)} descriptors, got {len(fds)}"
+                    )
+            except Exception as exc:
                 for fd in fds:
                     os.close(fd)
-                ctl.send(json.dumps({"forked": [], "errors": [[None, f"{type(exc).__name__}: {exc}"]]}).encode())
+                ctl.send(
+                    json.dumps(
+                        {"forked": [], "errors": [[None, f"{type(exc).__name__}: {exc}"]]}
+                    ).encode()
+                )
                 continue
             forked, errors, at = [], [], 0
             for item in items:
@@ -2194,7 +2588,7 @@ def _zygote(args) -> int:
                         raise ValueError(f"expected 2 or 3 descriptors, got {n}")
                     item["parsed"] = _parsed(parser, item.get("argv") or [])
                     pid = os.fork()
-                except Exception as exc:  # noqa: BLE001 - reported to the runner
+                except Exception as exc:
                     for fd in own:
                         os.close(fd)
                     errors.append([item.get("id"), f"{type(exc).__name__}: {exc}"])
@@ -2213,7 +2607,7 @@ def _parsed(parser: argparse.ArgumentParser, argv: list) -> argparse.Namespace |
     None when it does not parse (the child then parses it again and fails with the message in its log)."""
     try:
         return parser.parse_args(argv)
-    except (SystemExit, Exception):  # noqa: BLE001 - argparse exits on a bad argv: never the zygote (its message goes to zygote.log)
+    except (SystemExit, Exception):
         return None
 
 
@@ -2221,7 +2615,14 @@ _ZYGOTE_MAX_FDS = 3 * 64
 """Descriptors one request to the zygote may carry: a batch of up to 64 executors, 3 each (SCM_RIGHTS takes at most 253)."""
 
 
-def _zygote_child(ctl: socket.socket, wake: tuple, parser: argparse.ArgumentParser, req: dict, fds: list, others: list) -> None:
+def _zygote_child(
+    ctl: socket.socket,
+    wake: tuple,
+    parser: argparse.ArgumentParser,
+    req: dict,
+    fds: list,
+    others: list,
+) -> None:
     """In a child the zygote just forked: drop the zygote's descriptors (and those of the sandboxes
     later in its batch), then confine and serve as ``req`` asks (see :func:`_run`); never returns."""
     code = 70
@@ -2240,15 +2641,20 @@ def _zygote_child(ctl: socket.socket, wake: tuple, parser: argparse.ArgumentPars
         os.close(log)
         os.environ.clear()
         os.environ.update(req.get("env") or {})
-        child = req.get("parsed") or parser.parse_args(req.get("argv") or [])  # a bad one fails here, in its own log
+        child = req.get("parsed") or parser.parse_args(
+            req.get("argv") or []
+        )  # a bad one fails here, in its own log
         child.parent_pid = os.getppid()  # the zygote: it dies with the runner
-        code = _run(child, socket.socket(fileno=proto), socket.socket(fileno=lane[0]) if lane else None)
-    except BaseException as exc:  # noqa: BLE001 - reported in the log
+        code = _run(
+            child, socket.socket(fileno=proto), socket.socket(fileno=lane[0]) if lane else None
+        )
+    except BaseException as exc:
         try:
             os.write(2, f"envkernel executor (forked): {type(exc).__name__}: {exc}\n".encode())
         except OSError:
             pass
     os._exit(code)
+
 
 if __name__ == "__main__":
     sys.exit(main())

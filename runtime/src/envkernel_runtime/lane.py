@@ -38,6 +38,7 @@ from typing import Any
 
 import msgspec
 import structlog
+
 from envkernel_schemas import ToolError, ToolResult
 
 from .session import HOST_GRACE, STREAM_LIMIT
@@ -99,7 +100,9 @@ class LaneServer:
         self._offers: dict[str, tuple[socket.socket, Any, float]] = {}
         self._sock: socket.socket | None = None
         self._task: asyncio.Task[None] | None = None
-        self._handing: set[asyncio.Task[None]] = set()  # referenced until done (the loop keeps tasks weakly)
+        self._handing: set[asyncio.Task[None]] = (
+            set()
+        )  # referenced until done (the loop keeps tasks weakly)
         self.handed = 0
         """Lanes handed to clients so far."""
 
@@ -152,7 +155,9 @@ class LaneServer:
                     return
                 lane, session, _ = item
                 session.lane_taken()  # from now on the session's call log is not the whole story
-                conn.setblocking(True)  # a two-byte message with one descriptor on a fresh socket: never blocks
+                conn.setblocking(
+                    True
+                )  # a two-byte message with one descriptor on a fresh socket: never blocks
                 socket.send_fds(conn, [b"ok"], [lane.fileno()])
                 lane.close()
                 self.handed += 1
@@ -181,7 +186,12 @@ class DirectLane:
     with the loop while a call waits for its answer, and is dropped when it is readable with no call
     waiting, such as an executor that died)."""
 
-    def __init__(self, sock: socket.socket, call_timeout: float, on_hang: Callable[[], Awaitable[Any]] | None = None) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        call_timeout: float,
+        on_hang: Callable[[], Awaitable[Any]] | None = None,
+    ) -> None:
         self.on_hang = on_hang
         """Awaited when a call hangs past its timeout: asks the runner to kill the executor (over the bus)."""
         sock.setblocking(False)
@@ -203,7 +213,13 @@ class DirectLane:
             return _result_dec.decode(line)
         except msgspec.DecodeError as exc:
             self.close()
-            return ToolResult(ok=False, error=ToolError(code="crashed", message=f"the executor answered with something that is not a result: {exc}"))
+            return ToolResult(
+                ok=False,
+                error=ToolError(
+                    code="crashed",
+                    message=f"the executor answered with something that is not a result: {exc}",
+                ),
+            )
 
     async def call_raw(self, tool: str, arguments: dict[str, Any]) -> bytes | None:
         """:meth:`call`, answered with the executor's JSON line as it wrote it (a result; on a timeout or
@@ -211,16 +227,45 @@ class DirectLane:
         if self.closed:
             return None
         try:
-            request = _enc.encode({"op": "call", "tool": tool, "arguments": arguments, "timeout": self.call_timeout}) + b"\n"
+            request = (
+                _enc.encode(
+                    {
+                        "op": "call",
+                        "tool": tool,
+                        "arguments": arguments,
+                        "timeout": self.call_timeout,
+                    }
+                )
+                + b"\n"
+            )
         except (TypeError, msgspec.EncodeError) as exc:
-            return _enc.encode(ToolResult(ok=False, error=ToolError(code="invalid_arguments", message=f"arguments of {tool!r} are not JSON: {exc}")))
+            return _enc.encode(
+                ToolResult(
+                    ok=False,
+                    error=ToolError(
+                        code="invalid_arguments",
+                        message=f"arguments of {tool!r} are not JSON: {exc}",
+                    ),
+                )
+            )
         hung: list[bool] = []
         line = await self._exchange(request, hung)
-        if line is None and hung:  # this call hung (not one before it, which closed the lane while this one waited)
-            return _enc.encode(ToolResult(ok=False, error=ToolError(code="timeout", message=(
-                f"tool {tool!r} did not finish within {self.call_timeout:g} s and the sandbox did not stop it; the "
-                "sandbox was killed, and its state is lost (it took calls over its direct lane, which cannot be "
-                "replayed): restore a snapshot taken before them, or open a new sandbox"))))
+        if (
+            line is None and hung
+        ):  # this call hung (not one before it, which closed the lane while this one waited)
+            return _enc.encode(
+                ToolResult(
+                    ok=False,
+                    error=ToolError(
+                        code="timeout",
+                        message=(
+                            f"tool {tool!r} did not finish within {self.call_timeout:g} s and the sandbox did not stop it; the "
+                            "sandbox was killed, and its state is lost (it took calls over its direct lane, which cannot be "
+                            "replayed): restore a snapshot taken before them, or open a new sandbox"
+                        ),
+                    ),
+                )
+            )
         return line
 
     async def restore(self, handle: str) -> bool:
@@ -249,7 +294,9 @@ class DirectLane:
         if self.closed:
             return None
         async with self._lock:
-            if self.closed:  # closed while this call waited for the lock (an earlier call hung): never sent, so no timeout of its own
+            # closed while this call waited for the lock (an earlier call hung): never sent, so no
+            # timeout of its own
+            if self.closed:
                 return None
             try:
                 line = await self._roundtrip(request)
@@ -264,7 +311,9 @@ class DirectLane:
                 return None
             except (OSError, ValueError):
                 line = b""
-        if not line.endswith(b"\n"):  # the executor died (it never drops a lane itself while it lives)
+        if not line.endswith(
+            b"\n"
+        ):  # the executor died (it never drops a lane itself while it lives)
             self.close()
             return None
         return line
@@ -275,7 +324,7 @@ class DirectLane:
         view = memoryview(request)
         while view:
             try:
-                view = view[sock.send(view):]
+                view = view[sock.send(view) :]
             except BlockingIOError:  # a large request: wait until the executor has read some
                 await self._wait(deadline, write=True)
         while True:
@@ -301,7 +350,8 @@ class DirectLane:
             if not waiter.done():
                 waiter.set_result(None)
             return
-        # no call waiting: the answer just read (the loop polled once more before its reader ran), or an
+        # no call waiting: the answer just read (the loop polled once more before its reader ran),
+        # or an
         # executor that died (end of file): then stop watching, or the loop would be woken forever
         try:
             chunk = self.sock.recv(1 << 20)
@@ -329,7 +379,9 @@ class DirectLane:
         elif not self._watched:
             loop.add_reader(fd, self._readable)
             self._watched = True
-        timer = loop.call_at(deadline, self._expire, waiter)  # (lighter than asyncio.timeout_at, once per call)
+        timer = loop.call_at(
+            deadline, self._expire, waiter
+        )  # (lighter than asyncio.timeout_at, once per call)
         try:
             await waiter
         finally:
@@ -350,7 +402,9 @@ class DirectLane:
                 self.sock.close()
 
 
-async def connect_lane(offer: list[Any], timeout: float = 5.0, on_hang: Callable[[], Awaitable[Any]] | None = None) -> DirectLane | None:
+async def connect_lane(
+    offer: list[Any], timeout: float = 5.0, on_hang: Callable[[], Awaitable[Any]] | None = None
+) -> DirectLane | None:
     """Take the lane an open reply offers, when it was offered on this host; None otherwise (then use the bus)."""
     if len(offer) != 4 or offer[0] != host_id() or not lanes_enabled():
         return None

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from envkernel_schemas import EnvSpec, ModelBehaviour
 
 __all__ = [

@@ -29,8 +29,17 @@ def _sandbox_error(message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"code": "sandbox_error", "message": message}}
 
 
-async def call_once(runner: Any, name: str, spec: Any, tool: str, arguments: dict[str, Any], seed: int, *,
-                    known: tuple[type[BaseException], ...] = (), verbose: bool = False) -> tuple[dict[str, Any], int]:
+async def call_once(
+    runner: Any,
+    name: str,
+    spec: Any,
+    tool: str,
+    arguments: dict[str, Any],
+    seed: int,
+    *,
+    known: tuple[type[BaseException], ...] = (),
+    verbose: bool = False,
+) -> tuple[dict[str, Any], int]:
     """Open a sandbox of ``runner`` (component ``name``) holding ``spec`` at ``seed``, call ``tool`` once and close it.
 
     Returns ``({"ok": true, "value": ...} | {"ok": false, "error": {...}}, exit code)``. An error of a
@@ -47,18 +56,23 @@ async def call_once(runner: Any, name: str, spec: Any, tool: str, arguments: dic
     try:
         try:
             session = await runner.open(spec, seed)
-        except Exception as exc:  # noqa: BLE001 - any runner failure is reported as JSON
+        except Exception as exc:
             message = str(exc) if isinstance(exc, known) else f"{type(exc).__name__}: {exc}"
-            return _sandbox_error(f"could not open a {name!r} sandbox for {spec.id!r}: {message}"), EXIT_SANDBOX
+            return _sandbox_error(
+                f"could not open a {name!r} sandbox for {spec.id!r}: {message}"
+            ), EXIT_SANDBOX
         try:
             t0 = time.perf_counter()
             try:
                 result = await session.call(tool, arguments)
-            except Exception as exc:  # noqa: BLE001 - a runner bug is still an answer
+            except Exception as exc:
                 result = _sandbox_error(f"{type(exc).__name__}: {exc}")
             if verbose:
-                info = {"seconds": round(time.perf_counter() - t0, 6), "confinement": getattr(session, "confinement", None),
-                        "events": getattr(session, "events", None)}
+                info = {
+                    "seconds": round(time.perf_counter() - t0, 6),
+                    "confinement": getattr(session, "confinement", None),
+                    "events": getattr(session, "events", None),
+                }
                 print(f"sandbox: {json.dumps(info, default=str)}", file=sys.stderr, flush=True)
         finally:
             await session.close()

@@ -45,6 +45,7 @@ from typing import Any
 
 import msgspec
 import structlog
+
 from envkernel_schemas import State, ToolResult
 
 __all__ = ["Replay", "TraceCache", "replay_enabled"]
@@ -106,7 +107,9 @@ class _Lru:
         self.items[key] = fut
         return fut
 
-    def resolve(self, key: bytes, fut: asyncio.Future[bytes | None] | None, value: bytes | None) -> None:
+    def resolve(
+        self, key: bytes, fut: asyncio.Future[bytes | None] | None, value: bytes | None
+    ) -> None:
         """Settle a claim: keep ``value`` (None, or too large for the table: forget the key, the next one to ask makes it)."""
         if fut is not None and not fut.done():
             fut.set_result(value)
@@ -146,13 +149,24 @@ class TraceCache:
         self.mismatches = 0
         """Repeated calls that gave another result than the one kept (the entry was dropped)."""
 
-    def replay(self, start: tuple[Any, ...], env: Any, patch: list[dict[str, Any]] | None = None, settings: Any = None) -> Replay | None:
+    def replay(
+        self,
+        start: tuple[Any, ...],
+        env: Any,
+        patch: list[dict[str, Any]] | None = None,
+        settings: Any = None,
+    ) -> Replay | None:
         """A rollout's walk from ``start`` (runner, seed, environment digest) plus the task's planted rows and the
         runner's ``settings``; None when replay is off, the environment is a workspace or the start met a mismatch."""
-        if not replay_enabled() or getattr(getattr(env, "behaviour", None), "kind", "") == "workspace":
+        if (
+            not replay_enabled()
+            or getattr(getattr(env, "behaviour", None), "kind", "") == "workspace"
+        ):
             return None
         try:
-            key = hashlib.blake2b(_key_enc.encode([list(start), patch or [], settings]), digest_size=16).digest()
+            key = hashlib.blake2b(
+                _key_enc.encode([list(start), patch or [], settings]), digest_size=16
+            ).digest()
         except (TypeError, msgspec.EncodeError):
             return None
         return None if key in self.untrusted else Replay(self, key)
@@ -169,7 +183,9 @@ class Replay:
         """Calls answered from the cache (name, arguments, step key, the kept result) that the rollout's sandbox (when it gets one) must repeat first."""
         self._next = start
         self._claim: asyncio.Future[bytes | None] | None = None
-        self._turn = asyncio.Lock()  # a policy that calls tools concurrently: one at a time, in the order the trace records
+        self._turn = (
+            asyncio.Lock()
+        )  # a policy that calls tools concurrently: one at a time, in the order the trace records
 
     async def known(self, name: str, arguments: dict[str, Any], free: bool) -> ToolResult | None:
         """The result of this call when the trace so far is known and the rollout holds no sandbox
@@ -186,7 +202,13 @@ class Replay:
 
     async def _known(self, name: str, arguments: dict[str, Any], free: bool) -> ToolResult | None:
         try:  # after a result that was not kept (or arguments that are not JSON), nothing more is
-            step = b"" if not self.key else hashlib.blake2b(self.key + _key_enc.encode([name, arguments]), digest_size=16).digest()
+            step = (
+                b""
+                if not self.key
+                else hashlib.blake2b(
+                    self.key + _key_enc.encode([name, arguments]), digest_size=16
+                ).digest()
+            )
         except (TypeError, msgspec.EncodeError):
             step = b""
         self._next = step
@@ -200,7 +222,13 @@ class Replay:
 
     def learn(self, result: ToolResult | None) -> None:
         """The call after :meth:`known` was made (``None``: it failed): keep its result for the others."""
-        keep = result if result is not None and self._next and (result.error is None or result.error.code not in _NOT_KEPT) else None
+        keep = (
+            result
+            if result is not None
+            and self._next
+            and (result.error is None or result.error.code not in _NOT_KEPT)
+            else None
+        )
         kept = None if keep is None else _encoded(keep)
         self.cache.results.resolve(self._next, self._claim, kept)
         self._claim = None
@@ -224,8 +252,14 @@ class Replay:
                 self.cache.untrusted.add(self.start)
                 self.key = b""
                 differs = f"call {i + 1} {name!r} gave {_show(got)}, the known trace {_show(want)}"
-                log.warning("a repeated call gave another result than the known trace: the environment is not deterministic; "
-                            "its rollouts now run on sandboxes alone", tool=name, call=i + 1, got=_show(got), known=_show(want))
+                log.warning(
+                    "a repeated call gave another result than the known trace: the environment is not deterministic; "
+                    "its rollouts now run on sandboxes alone",
+                    tool=name,
+                    call=i + 1,
+                    got=_show(got),
+                    known=_show(want),
+                )
                 return differs
         return ""
 
@@ -242,5 +276,7 @@ class Replay:
             state = await read()
         finally:
             if claim is not None:
-                self.cache.states.resolve(self.key, claim, None if state is None else _encoded(state))
+                self.cache.states.resolve(
+                    self.key, claim, None if state is None else _encoded(state)
+                )
         return state

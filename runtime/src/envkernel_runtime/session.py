@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import msgspec
-from envkernel_schemas import EnvSpec, State, ToolError, ToolResult
 
+from envkernel_schemas import EnvSpec, State, ToolError, ToolResult
 
 __all__ = ["HOST_GRACE", "STREAM_LIMIT", "ExecutorSession", "SessionError", "SessionSettings"]
 
@@ -119,7 +119,10 @@ class ExecutorSession(ABC):
     """What the host did to a sandbox whose tool call hung past its timeout (in the error)."""
     op_hang_note: ClassVar[str] = "the executor was killed"
     """What the host did to a sandbox whose other operation hung past its timeout (in the error)."""
-    stream_errors: ClassVar[tuple[type[BaseException], ...]] = (BrokenPipeError, ConnectionResetError)
+    stream_errors: ClassVar[tuple[type[BaseException], ...]] = (
+        BrokenPipeError,
+        ConnectionResetError,
+    )
     """Errors of the stream that mean the executor is gone (then its death is explained)."""
 
     settings: SessionSettings
@@ -134,16 +137,22 @@ class ExecutorSession(ABC):
         self.diverged = False
         self._lock = asyncio.Lock()
         self._generation = 0
-        self._log: list[tuple[bytes, bytes]] = []  # (request, response) of calls that succeeded since load/restore
+        self._log: list[
+            tuple[bytes, bytes]
+        ] = []  # (request, response) of calls that succeeded since load/restore
         self._snapshots: dict[str, _Snapshot] = {}
         self._snapshot_count = 0
         self._closed: str | None = None
         self._lane_out = False  # a direct lane of the current executor was handed out
-        self._base_complete = True  # the log since the last load or restore describes the state (no direct calls before it)
+        # the log since the last load or restore describes the state (no direct calls before it)
+        self._base_complete = True
         self._blank = False  # starting a cell: no environment to load yet
         self._death = ""  # why the executor that held the lane died
-        self._lost = ""  # why the state cannot be rebuilt (an executor with a lane died); a restore clears it
-        self._load = msgspec.json.encode({"op": "load", "env": env, "seed": seed, "timeout": settings.startup_timeout})
+        # why the state cannot be rebuilt (an executor with a lane died); a restore clears it
+        self._lost = ""
+        self._load = msgspec.json.encode(
+            {"op": "load", "env": env, "seed": seed, "timeout": settings.startup_timeout}
+        )
         self._expiry = asyncio.get_running_loop().call_later(settings.lifetime, self._expire)
 
     @property
@@ -160,7 +169,9 @@ class ExecutorSession(ABC):
             return _result_dec.decode(line)
         except msgspec.DecodeError as exc:  # the executor answered, but not with a result
             await self._kill("bad response")
-            return _error("crashed", f"the executor answered with something that is not a result: {exc}")
+            return _error(
+                "crashed", f"the executor answered with something that is not a result: {exc}"
+            )
 
     def lane_taken(self) -> None:
         """The current executor's direct lane was handed to a client: calls over it bypass the call log,
@@ -178,7 +189,11 @@ class ExecutorSession(ABC):
         """``[the executor's handle of snapshot name]`` when a client holds this executor's direct lane
         (it may restore it over the lane), else ``[]``."""
         snap = self._snapshots.get(name)
-        return [snap.handle] if self._lane_out and snap is not None and snap.generation == self._generation else []
+        return (
+            [snap.handle]
+            if self._lane_out and snap is not None and snap.generation == self._generation
+            else []
+        )
 
     def _check_state(self) -> None:
         if self._lost:
@@ -188,44 +203,74 @@ class ExecutorSession(ABC):
         """:meth:`call`, answered with the result as one JSON line, exactly as the executor wrote it
         (the sandbox service passes it on without decoding it). Every failure is a result too."""
         try:
-            request = _enc.encode({"op": "call", "tool": tool, "arguments": arguments, "timeout": self.settings.call_timeout})
+            request = _enc.encode(
+                {
+                    "op": "call",
+                    "tool": tool,
+                    "arguments": arguments,
+                    "timeout": self.settings.call_timeout,
+                }
+            )
         except (TypeError, msgspec.EncodeError) as exc:
-            return _enc.encode(_error("invalid_arguments", f"arguments of {tool!r} are not JSON: {exc}"))
+            return _enc.encode(
+                _error("invalid_arguments", f"arguments of {tool!r} are not JSON: {exc}")
+            )
         async with self._lock:
             self._check_open()
             if not self._running():
                 try:
                     await self._ensure_running()
                 except self.error_type as exc:
-                    return _enc.encode(_error("crashed", f"the sandbox could not be restarted: {exc}"))
+                    return _enc.encode(
+                        _error("crashed", f"the sandbox could not be restarted: {exc}")
+                    )
             if self._lost:
                 return _enc.encode(_error("crashed", self._lost))
             try:
                 line = await self._roundtrip(request, self.settings.call_timeout + HOST_GRACE)
             except _HostTimeout:
                 await self._kill("timeout")
-                return _enc.encode(_error(
-                    "timeout",
-                    f"tool {tool!r} did not finish within {self.settings.call_timeout:g} s and the sandbox did not "
-                    f"stop it; {self.hang_note} and will be replaced (the state is rebuilt from the earlier calls)",
-                ))
+                return _enc.encode(
+                    _error(
+                        "timeout",
+                        f"tool {tool!r} did not finish within {self.settings.call_timeout:g} s and the sandbox did not "
+                        f"stop it; {self.hang_note} and will be replaced (the state is rebuilt from the earlier calls)",
+                    )
+                )
             except _Died as exc:
                 if self._closed:
-                    return _enc.encode(_error("crashed", f"the sandbox was closed during the call ({self._closed})"))
+                    return _enc.encode(
+                        _error(
+                            "crashed", f"the sandbox was closed during the call ({self._closed})"
+                        )
+                    )
                 if self._lane_out:
-                    return _enc.encode(_error("crashed", f"{exc}; it took calls over its direct lane, which cannot be replayed, "
-                                              "so its state is lost: restore a snapshot taken before them, or open a new sandbox"))
+                    return _enc.encode(
+                        _error(
+                            "crashed",
+                            f"{exc}; it took calls over its direct lane, which cannot be replayed, "
+                            "so its state is lost: restore a snapshot taken before them, or open a new sandbox",
+                        )
+                    )
                 return _enc.encode(_error("crashed", str(exc)))
             except _TooLong:
                 await self._kill("response too long")
-                return _enc.encode(_error(
-                    "too_large", f"tool {tool!r} answered with more than {STREAM_LIMIT} bytes; the sandbox will be replaced"
-                ))
+                return _enc.encode(
+                    _error(
+                        "too_large",
+                        f"tool {tool!r} answered with more than {STREAM_LIMIT} bytes; the sandbox will be replaced",
+                    )
+                )
             if line.startswith(_OK):  # the executor writes {"ok":true,... for a call that succeeded
                 self._log.append((request, line))
             elif not line.startswith(_FAILED):
                 await self._kill("bad response")
-                return _enc.encode(_error("crashed", f"the executor answered with something that is not a result: {line[:200]!r}"))
+                return _enc.encode(
+                    _error(
+                        "crashed",
+                        f"the executor answered with something that is not a result: {line[:200]!r}",
+                    )
+                )
             return line
 
     async def snapshot(self) -> str:
@@ -237,7 +282,9 @@ class ExecutorSession(ABC):
             self._snapshot_count += 1
             name = f"s{self._snapshot_count}"
             complete = self._base_complete and not resp.get("direct")
-            self._snapshots[name] = _Snapshot(self._generation, resp.get("value"), tuple(self._log), complete)
+            self._snapshots[name] = _Snapshot(
+                self._generation, resp.get("value"), tuple(self._log), complete
+            )
             return name
 
     async def restore(self, snapshot: str) -> None:
@@ -245,7 +292,9 @@ class ExecutorSession(ABC):
         async with self._lock:
             self._check_open()
             if self._snapshots.get(snapshot) is None:
-                raise self.error_type(f"sandbox {self.id} has no snapshot {snapshot!r}", code="unknown_snapshot")
+                raise self.error_type(
+                    f"sandbox {self.id} has no snapshot {snapshot!r}", code="unknown_snapshot"
+                )
             await self._with_executor(lambda: self._restore(snapshot))
 
     async def patch(self, rows: list[dict[str, Any]]) -> int:
@@ -296,12 +345,17 @@ class ExecutorSession(ABC):
         """Load ``env`` with ``seed`` into a cell started by :meth:`start_blank`; return what ``load`` answered.
         Its hard lifetime counts from now."""
         self.env, self.seed = env, seed
-        self._load = msgspec.json.encode({"op": "load", "env": env, "seed": seed, "timeout": self.settings.startup_timeout})
+        self._load = msgspec.json.encode(
+            {"op": "load", "env": env, "seed": seed, "timeout": self.settings.startup_timeout}
+        )
         self.restart_lifetime()
         async with self._lock:
             self._check_open()
             if not self._running():
-                raise self.error_type(f"sandbox {self.id}: its executor died before it was given an environment", code="crashed")
+                raise self.error_type(
+                    f"sandbox {self.id}: its executor died before it was given an environment",
+                    code="crashed",
+                )
             return await self._op_raw(self._load, "load")
 
     def restart_lifetime(self) -> None:
@@ -369,9 +423,19 @@ class ExecutorSession(ABC):
         await self._discard_dead()
         if self._generation > 0:
             self.replacements += 1
-            if self._lane_out:  # its calls went over the lane, so maybe nothing here saw it die: say why
-                seen = self.events[-1] if self.events and self.events[-1].startswith(("died", "killed")) else ""
-                self._death = f"its executor {seen}" if seen else (await self._death_note()).removesuffix("; it will be replaced")
+            if (
+                self._lane_out
+            ):  # its calls went over the lane, so maybe nothing here saw it die: say why
+                seen = (
+                    self.events[-1]
+                    if self.events and self.events[-1].startswith(("died", "killed"))
+                    else ""
+                )
+                self._death = (
+                    f"its executor {seen}"
+                    if seen
+                    else (await self._death_note()).removesuffix("; it will be replaced")
+                )
         await self._start()
 
     async def _load_and_replay(self) -> Any:
@@ -382,8 +446,10 @@ class ExecutorSession(ABC):
         loaded = await self._op_raw(self._load, "load")
         if self._lane_out:  # the dead executor took calls over its lane that the log lacks
             self._lane_out, self._log = False, []
-            self._lost = (f"{self._death or 'its executor died'}, after it took calls over its direct lane, which cannot be "
-                          "replayed, so its state is lost: restore a snapshot taken before them (e.g. the one at open) or open a new sandbox")
+            self._lost = (
+                f"{self._death or 'its executor died'}, after it took calls over its direct lane, which cannot be "
+                "replayed, so its state is lost: restore a snapshot taken before them (e.g. the one at open) or open a new sandbox"
+            )
             self.events.append("state lost")
             return loaded
         await self._replay(tuple(self._log))
@@ -409,8 +475,11 @@ class ExecutorSession(ABC):
             self._log, self._base_complete, self._lost = list(snap.log), snap.complete, ""
             return
         if not snap.complete:
-            raise self.error_type(f"sandbox {self.id}: snapshot {name!r} followed calls over a direct lane and its executor "
-                                  "died, so it cannot be rebuilt; restore an earlier one or open a new sandbox", code="crashed")
+            raise self.error_type(
+                f"sandbox {self.id}: snapshot {name!r} followed calls over a direct lane and its executor "
+                "died, so it cannot be rebuilt; restore an earlier one or open a new sandbox",
+                code="crashed",
+            )
         # The executor that held it was replaced: rebuild the state, then re-take the snapshot.
         await self._op_raw(self._load, "load")
         self._log = []
@@ -425,7 +494,9 @@ class ExecutorSession(ABC):
             try:
                 line = await self._roundtrip(request, self.settings.call_timeout + HOST_GRACE)
             except (_HostTimeout, _Died, _TooLong) as exc:
-                raise self.error_type(f"replaying earlier calls failed: {type(exc).__name__} {exc}") from None
+                raise self.error_type(
+                    f"replaying earlier calls failed: {type(exc).__name__} {exc}"
+                ) from None
             if line != expected:
                 self.diverged = True
                 self.events.append("diverged")
@@ -446,21 +517,28 @@ class ExecutorSession(ABC):
                 code="timeout",
             ) from None
         except _Died as exc:
-            raise self.error_type(f"sandbox {self.id}: {op} failed: {exc}", code="crashed") from None
+            raise self.error_type(
+                f"sandbox {self.id}: {op} failed: {exc}", code="crashed"
+            ) from None
         except _TooLong:
             await self._kill(f"{op} response too long")
             raise self.error_type(
-                f"sandbox {self.id}: {op} answered with more than {STREAM_LIMIT} bytes", code="too_large"
+                f"sandbox {self.id}: {op} answered with more than {STREAM_LIMIT} bytes",
+                code="too_large",
             ) from None
         try:
             resp = msgspec.json.decode(line)
         except msgspec.DecodeError as exc:
             await self._kill("bad response")
-            raise self.error_type(f"sandbox {self.id}: {op} got a response that is not JSON: {exc}") from None
+            raise self.error_type(
+                f"sandbox {self.id}: {op} got a response that is not JSON: {exc}"
+            ) from None
         if not resp.get("ok"):
             err = resp.get("error") or {}
             code = err.get("code", "error")
-            raise self.error_type(f"sandbox {self.id}: {op} failed: {code}: {err.get('message', '')}", code=code)
+            raise self.error_type(
+                f"sandbox {self.id}: {op} failed: {code}: {err.get('message', '')}", code=code
+            )
         return resp if full else resp.get("value")
 
     async def _roundtrip(self, request: bytes, timeout: float) -> bytes:

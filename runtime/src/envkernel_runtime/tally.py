@@ -41,9 +41,16 @@ class IterationStats:
 
     def summary(self, iteration: int) -> dict[str, Any]:
         """This iteration's line of ``summary.json``."""
-        return {"iteration": iteration, "groups": self.groups, "rollouts": self.rollouts[0], "mean_reward": self.mean(),
-                "mean_reward_train": self.mean("train"), "mean_reward_heldout": self.mean("heldout"),
-                "rollouts_heldout": self.rollouts["heldout"], "updates": self.updates}
+        return {
+            "iteration": iteration,
+            "groups": self.groups,
+            "rollouts": self.rollouts[0],
+            "mean_reward": self.mean(),
+            "mean_reward_train": self.mean("train"),
+            "mean_reward_heldout": self.mean("heldout"),
+            "rollouts_heldout": self.rollouts["heldout"],
+            "updates": self.updates,
+        }
 
 
 class _Kind:
@@ -112,14 +119,25 @@ class SynthesisYield:
             modelled = k.n["verified_first_round"] + k.n["verified_after_repair"]
             rate = k.modelled and k.n["asked"] > 0
             out[name] = {
-                "asked": k.n["asked"], "returned": k.n["synthesized"], "verified": verified,
-                "verified_first_round": k.n["verified_first_round"], "verified_after_repair": k.n["verified_after_repair"],
-                "rejected": k.n["rejected"], "rejected_by_reason": dict(k.rejected.most_common()),
+                "asked": k.n["asked"],
+                "returned": k.n["synthesized"],
+                "verified": verified,
+                "verified_first_round": k.n["verified_first_round"],
+                "verified_after_repair": k.n["verified_after_repair"],
+                "rejected": k.n["rejected"],
+                "rejected_by_reason": dict(k.rejected.most_common()),
                 "flagged": dict(sorted(k.flagged.items())),
-                "tokens": k.tokens, "seconds": round(k.seconds, 3),
-                "tokens_per_verified_env": round(k.tokens / verified, 1) if verified and k.tokens else None,
-                "seconds_per_verified_env": round(k.seconds / verified, 3) if verified and k.seconds else None,
-                "first_round_pass_rate": round(k.n["verified_first_round"] / k.n["asked"], 4) if rate else None,
+                "tokens": k.tokens,
+                "seconds": round(k.seconds, 3),
+                "tokens_per_verified_env": round(k.tokens / verified, 1)
+                if verified and k.tokens
+                else None,
+                "seconds_per_verified_env": round(k.seconds / verified, 3)
+                if verified and k.seconds
+                else None,
+                "first_round_pass_rate": round(k.n["verified_first_round"] / k.n["asked"], 4)
+                if rate
+                else None,
                 "pass_rate_after_repair": round(modelled / k.n["asked"], 4) if rate else None,
             }
         return out

@@ -22,5 +22,15 @@ def task_key(task: Any) -> bytes:
     """A 16-byte digest of the environment, chain signature, grounded arguments and what is asked (see the module docstring)."""
     o, calls = task.outcome, [[c.name, c.arguments] for c in task.calls]
     rows = [[r[0], *sorted(r[1:])] if r else [] for r in o.answer_rows]
-    answer = [sorted(o.answer_facts), rows if o.answer_ordered else sorted(rows), sorted(o.answer_absent), o.answer_ordered]
-    return hashlib.blake2b(json.dumps([task.env_id, task.signature, calls, *answer], sort_keys=True, default=str).encode(), digest_size=16).digest()
+    answer = [
+        sorted(o.answer_facts),
+        rows if o.answer_ordered else sorted(rows),
+        sorted(o.answer_absent),
+        o.answer_ordered,
+    ]
+    return hashlib.blake2b(
+        json.dumps(
+            [task.env_id, task.signature, calls, *answer], sort_keys=True, default=str
+        ).encode(),
+        digest_size=16,
+    ).digest()

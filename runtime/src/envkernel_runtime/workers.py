@@ -38,7 +38,9 @@ __all__ = ["check_remote", "start_local_workers", "stop_local_workers"]
 log = structlog.get_logger("envkernel.run")
 
 
-def start_local_workers(n: int, run: bytes, out: Path, ready_timeout: float = 60.0, cmd: list[str] | None = None) -> list[subprocess.Popen[bytes]]:
+def start_local_workers(
+    n: int, run: bytes, out: Path, ready_timeout: float = 60.0, cmd: list[str] | None = None
+) -> list[subprocess.Popen[bytes]]:
     """Start ``n`` local workers of a run (none when ``n`` < 1), each given ``run`` (JSON: ``nats_url`` and the
     full ``config``) on its stdin, and wait up to ``ready_timeout`` s until they serve. Blocking: call it from a thread in async code.
     ``cmd`` is the worker's command line (default: ``envkernel worker --run-from-stdin`` of this Python)."""
@@ -48,17 +50,30 @@ def start_local_workers(n: int, run: bytes, out: Path, ready_timeout: float = 60
     folder.mkdir(parents=True, exist_ok=True)
     cmd = cmd or [sys.executable, "-m", "envkernel", "worker", "--run-from-stdin"]
     procs: list[subprocess.Popen[bytes]] = []
-    starts: list[int] = []  # each log's size before its worker started (a resumed run's log already says "worker serving")
+    starts: list[
+        int
+        # each log's size before its worker started (a resumed run's log already says "worker serving")
+    ] = []
     try:
         for i in range(n):
             path = folder / f"worker-{i}.log"
             starts.append(path.stat().st_size if path.exists() else 0)
             with open(path, "ab") as logf:  # the child keeps its own descriptor
-                p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=logf, stderr=subprocess.STDOUT, env=dict(os.environ), start_new_session=True)
+                p = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.PIPE,
+                    stdout=logf,
+                    stderr=subprocess.STDOUT,
+                    env=dict(os.environ),
+                    start_new_session=True,
+                )
             procs.append(p)
-            # written by a thread of its own: a pipe holds 64 KiB, so a large config given to a worker that
+            # written by a thread of its own: a pipe holds 64 KiB, so a large config given to a
+            # worker that
             # hangs before reading it would otherwise block the run here, past the readiness timeout
-            threading.Thread(target=_feed, args=(p, run), name=f"envk-worker-{i}-stdin", daemon=True).start()
+            threading.Thread(
+                target=_feed, args=(p, run), name=f"envk-worker-{i}-stdin", daemon=True
+            ).start()
         _wait_ready(procs, folder, ready_timeout, starts)
     except BaseException:  # a failed start, or Ctrl-C while waiting: stop the ones already started
         stop_local_workers(procs, timeout=10.0)
@@ -71,14 +86,19 @@ def _feed(p: subprocess.Popen[bytes], data: bytes) -> None:
     """Write a worker's config to its stdin and close it (a worker that died or was stopped meanwhile: nothing to do)."""
     try:
         p.stdin.write(data)  # type: ignore[union-attr]
-    except (OSError, ValueError):  # BrokenPipeError: it died (_wait_ready says so, with its log); ValueError: closed
+    except (
+        OSError,
+        ValueError,
+    ):  # BrokenPipeError: it died (_wait_ready says so, with its log); ValueError: closed
         pass
     finally:
         with contextlib.suppress(OSError, ValueError):
             p.stdin.close()  # type: ignore[union-attr]
 
 
-def _wait_ready(procs: list[subprocess.Popen[bytes]], folder: Path, timeout: float, starts: list[int]) -> None:
+def _wait_ready(
+    procs: list[subprocess.Popen[bytes]], folder: Path, timeout: float, starts: list[int]
+) -> None:
     """Wait until each worker serves (its log says ``worker serving`` after where it started), so the run's first work is shared too."""
     deadline = time.monotonic() + timeout
     waiting = dict(enumerate(procs))
@@ -90,11 +110,19 @@ def _wait_ready(procs: list[subprocess.Popen[bytes]], folder: Path, timeout: flo
             if b"worker serving" in text or p.poll() is not None:
                 waiting.pop(i)
                 if p.poll() is not None:
-                    log.warning("a local worker exited at start; the run goes on without it (see its log)", pid=p.pid, log=str(folder / f"worker-{i}.log"),
-                                tail=text[-500:].decode(errors="replace"))
+                    log.warning(
+                        "a local worker exited at start; the run goes on without it (see its log)",
+                        pid=p.pid,
+                        log=str(folder / f"worker-{i}.log"),
+                        tail=text[-500:].decode(errors="replace"),
+                    )
         time.sleep(0.1)
     if waiting:
-        log.warning("local workers not serving yet; the run starts without waiting for them", pids=[p.pid for p in waiting.values()], waited=timeout)
+        log.warning(
+            "local workers not serving yet; the run starts without waiting for them",
+            pids=[p.pid for p in waiting.values()],
+            waited=timeout,
+        )
 
 
 def stop_local_workers(procs: list[subprocess.Popen[bytes]], timeout: float = 30.0) -> None:
@@ -110,16 +138,25 @@ def stop_local_workers(procs: list[subprocess.Popen[bytes]], timeout: float = 30
             p.kill()
             p.wait()
         if p.returncode not in (0, -signal.SIGTERM, 130, 143):
-            log.warning("a local worker ended with an error; see its log", pid=p.pid, exit_code=p.returncode)
+            log.warning(
+                "a local worker ended with an error; see its log", pid=p.pid, exit_code=p.returncode
+            )
 
 
-async def check_remote(consumer_info: Callable[[str], Awaitable[Any]], remote: list[tuple[str, str, str]], server: str) -> None:
+async def check_remote(
+    consumer_info: Callable[[str], Awaitable[Any]], remote: list[tuple[str, str, str]], server: str
+) -> None:
     """Warn about each remote component (role, name, its durable consumer) that no worker has ever served
     on ``server`` (its URL without credentials): the run would wait for it."""
     for role, name, durable in remote:
         try:
             await consumer_info(durable)
-        except Exception as exc:  # noqa: BLE001 - not found, or the server could not say: warn either way
-            log.warning("no worker has served this remote component on this server yet; the run waits for one "
-                        "(start `envkernel worker --plugins PLUGIN --nats-url URL`, and bound the wait with --timeout)",
-                        component=name, role=role, nats=server, detail=f"{type(exc).__name__}: {exc}")
+        except Exception as exc:
+            log.warning(
+                "no worker has served this remote component on this server yet; the run waits for one "
+                "(start `envkernel worker --plugins PLUGIN --nats-url URL`, and bound the wait with --timeout)",
+                component=name,
+                role=role,
+                nats=server,
+                detail=f"{type(exc).__name__}: {exc}",
+            )

@@ -116,13 +116,20 @@ def install(module, behaviour: dict, env, tool_error, spawned, app_loader) -> No
     for command in behaviour.get("setup") or []:
         out = _run(str(command), 60.0)
         if out["exit_code"] != 0:
-            raise RuntimeError(f"setup command {command!r} exited {out['exit_code']}: {out['stderr'][-500:]}")
+            raise RuntimeError(
+                f"setup command {command!r} exited {out['exit_code']}: {out['stderr'][-500:]}"
+            )
     source = behaviour.get("source") or ""
     if source:
         app_loader(source)
-    tables = {r["name"] for r in env.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
+    tables = {
+        r["name"]
+        for r in env.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    }
     if TABLE in tables:
-        raise ValueError(f"an app table may not be called {TABLE!r}: that name holds the workspace diff in the state")
+        raise ValueError(
+            f"an app table may not be called {TABLE!r}: that name holds the workspace diff in the state"
+        )
     for fn in (read, write, edit, apply_patch, list_, glob_, grep, exec_, apply_final, run_check):
         name = fn.__name__.rstrip("_")
         fn.__module__ = "env"
@@ -140,13 +147,21 @@ def _fail(code: str, message: str):
 def _resolve(path, must_exist: bool = False) -> str:
     """The real path of ``path`` inside the workspace, or ``outside_workspace``."""
     if not isinstance(path, str) or not path.strip():
-        raise _fail("invalid", "path must be a non-empty string relative to the workspace, e.g. 'notes/todo.md'")
+        raise _fail(
+            "invalid",
+            "path must be a non-empty string relative to the workspace, e.g. 'notes/todo.md'",
+        )
     root = _State.root
     full = os.path.realpath(os.path.join(root, path))
     if full != root and not full.startswith(root + os.sep):
-        raise _fail("outside_workspace", f"{path!r} is outside the workspace; use a path relative to the workspace root")
+        raise _fail(
+            "outside_workspace",
+            f"{path!r} is outside the workspace; use a path relative to the workspace root",
+        )
     if must_exist and not os.path.lexists(full):
-        raise _fail("not_found", f"no file or folder {path!r} in the workspace; use list or glob to find it")
+        raise _fail(
+            "not_found", f"no file or folder {path!r} in the workspace; use list or glob to find it"
+        )
     return full
 
 
@@ -168,11 +183,16 @@ def _read_text(full: str, path: str) -> str:
         with open(full, "rb") as f:
             data = f.read()
     except FileNotFoundError:
-        raise _fail("not_found", f"no file {path!r} in the workspace; use list or glob to find it") from None
+        raise _fail(
+            "not_found", f"no file {path!r} in the workspace; use list or glob to find it"
+        ) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise _fail("binary", f"{path!r} is not UTF-8 text ({len(data)} bytes); inspect it with exec (e.g. 'file' or 'xxd')") from None
+        raise _fail(
+            "binary",
+            f"{path!r} is not UTF-8 text ({len(data)} bytes); inspect it with exec (e.g. 'file' or 'xxd')",
+        ) from None
 
 
 def _empty(root: str) -> None:
@@ -246,10 +266,27 @@ def diff(root: str | None = None, baseline: dict | None = None) -> list:
         if old == new:
             continue
         if new is None:
-            rows.append({"path": path, "change": "removed", "sha256": None, "size": None, "text": None, "data": None, "link": None})
+            rows.append(
+                {
+                    "path": path,
+                    "change": "removed",
+                    "sha256": None,
+                    "size": None,
+                    "text": None,
+                    "data": None,
+                    "link": None,
+                }
+            )
             continue
-        row = {"path": path, "change": "added" if old is None else "changed", "sha256": new[0], "size": new[1],
-               "text": None, "data": None, "link": new[2]}
+        row = {
+            "path": path,
+            "change": "added" if old is None else "changed",
+            "sha256": new[0],
+            "size": new[1],
+            "text": None,
+            "data": None,
+            "link": new[2],
+        }
         if new[2] is None and new[1] <= min(DATA_LIMIT, budget):
             budget -= new[1]
             with open(os.path.join(root, path), "rb") as f:
@@ -274,8 +311,13 @@ def read(env, path, offset=1, limit=READ_LIMIT):
     lines = text.splitlines(keepends=True)
     start = max(1, int(offset)) - 1
     chunk = lines[start : start + max(1, int(limit))]
-    return {"path": _rel(full), "content": "".join(chunk), "lines": len(lines), "from": start + 1,
-            "truncated": start + len(chunk) < len(lines)}
+    return {
+        "path": _rel(full),
+        "content": "".join(chunk),
+        "lines": len(lines),
+        "from": start + 1,
+        "truncated": start + len(chunk) < len(lines),
+    }
 
 
 def write(env, path, content):
@@ -298,9 +340,15 @@ def edit(env, path, old_string, new_string, replace_all=False):
         raise _fail("invalid", "old_string must not be empty; to create a file use write")
     count = text.count(old_string)
     if count == 0:
-        raise _fail("no_match", f"old_string does not occur in {path!r}; read the file and copy the text exactly")
+        raise _fail(
+            "no_match",
+            f"old_string does not occur in {path!r}; read the file and copy the text exactly",
+        )
     if count > 1 and not replace_all:
-        raise _fail("ambiguous", f"old_string occurs {count} times in {path!r}; add context to make it unique, or set replace_all")
+        raise _fail(
+            "ambiguous",
+            f"old_string occurs {count} times in {path!r}; add context to make it unique, or set replace_all",
+        )
     _write_bytes(full, text.replace(old_string, new_string).encode("utf-8"))
     return {"path": _rel(full), "replacements": count if replace_all else 1}
 
@@ -348,18 +396,28 @@ def _parse_patch(patch) -> list:
         raise _fail("invalid", "patch must be a string")
     lines = patch.strip("\n").split("\n")
     if not lines or lines[0].strip() != "*** Begin Patch" or lines[-1].strip() != "*** End Patch":
-        raise _fail("bad_patch", "a patch starts with '*** Begin Patch' and ends with '*** End Patch'")
+        raise _fail(
+            "bad_patch", "a patch starts with '*** Begin Patch' and ends with '*** End Patch'"
+        )
     ops, cur = [], None
     for n, line in enumerate(lines[1:-1], start=2):
         head = re.match(r"^\*\*\* (Add|Update|Delete) File: (.+)$", line)
         if head:
-            cur = {"kind": head.group(1).lower(), "path": head.group(2).strip(), "lines": [], "hunks": []}
+            cur = {
+                "kind": head.group(1).lower(),
+                "path": head.group(2).strip(),
+                "lines": [],
+                "hunks": [],
+            }
             ops.append(cur)
             continue
         if cur is None:
-            raise _fail("bad_patch", f"line {n}: expected '*** Add File:', '*** Update File:' or '*** Delete File:', got {line!r}")
+            raise _fail(
+                "bad_patch",
+                f"line {n}: expected '*** Add File:', '*** Update File:' or '*** Delete File:', got {line!r}",
+            )
         if line.startswith("*** Move to: ") and cur["kind"] == "update":
-            cur["move"] = line[len("*** Move to: "):].strip()
+            cur["move"] = line[len("*** Move to: ") :].strip()
         elif cur["kind"] == "add":
             if not line.startswith("+"):
                 raise _fail("bad_patch", f"line {n}: every line of an added file starts with '+'")
@@ -374,7 +432,9 @@ def _parse_patch(patch) -> list:
                     cur["hunks"].append([])
                 cur["hunks"][-1].append((line[:1] or " ", line[1:]))
             else:
-                raise _fail("bad_patch", f"line {n}: a hunk line starts with ' ', '-' or '+', got {line!r}")
+                raise _fail(
+                    "bad_patch", f"line {n}: a hunk line starts with ' ', '-' or '+', got {line!r}"
+                )
         else:
             raise _fail("bad_patch", f"line {n}: a deleted file has no body")
     if not ops:
@@ -396,7 +456,10 @@ def _apply_hunks(text: str, hunks: list, path: str) -> str:
             at = _find([x.rstrip() for x in lines], [x.rstrip() for x in old], pos)
         if at < 0:
             preview = "\n".join(old[:3])
-            raise _fail("no_match", f"a hunk of the patch for {path!r} does not match the file (looking for {preview!r}); read it again")
+            raise _fail(
+                "no_match",
+                f"a hunk of the patch for {path!r} does not match the file (looking for {preview!r}); read it again",
+            )
         lines[at : at + len(old)] = new
         pos = at + len(new)
     return "\n".join(lines) + ("\n" if had_newline else "")
@@ -422,8 +485,18 @@ def list_(env, path="."):
     entries = []
     for e in sorted(os.scandir(full), key=lambda e: e.name):
         kind = "link" if e.is_symlink() else "folder" if e.is_dir() else "file"
-        entries.append({"name": e.name, "type": kind, "size": e.stat(follow_symlinks=False).st_size if kind == "file" else None})
-    return {"path": _rel(full), "entries": entries[:MATCH_LIMIT], "truncated": len(entries) > MATCH_LIMIT}
+        entries.append(
+            {
+                "name": e.name,
+                "type": kind,
+                "size": e.stat(follow_symlinks=False).st_size if kind == "file" else None,
+            }
+        )
+    return {
+        "path": _rel(full),
+        "entries": entries[:MATCH_LIMIT],
+        "truncated": len(entries) > MATCH_LIMIT,
+    }
 
 
 def _glob_match(rel: str, pattern: str) -> bool:
@@ -445,7 +518,12 @@ def _glob_match(rel: str, pattern: str) -> bool:
 
 def glob_(env, pattern):
     """Files of the workspace whose relative path matches ``pattern`` (``**`` crosses folders)."""
-    if not isinstance(pattern, str) or not pattern or pattern.startswith("/") or ".." in pattern.split("/"):
+    if (
+        not isinstance(pattern, str)
+        or not pattern
+        or pattern.startswith("/")
+        or ".." in pattern.split("/")
+    ):
         raise _fail("invalid", "pattern must be a relative glob such as '**/*.csv'")
     hits = [r for r in (_rel(f) for f in _walk(_State.root)) if _glob_match(r, pattern)]
     return {"pattern": pattern, "paths": hits[:MATCH_LIMIT], "truncated": len(hits) > MATCH_LIMIT}
@@ -462,9 +540,13 @@ def grep(env, pattern, path=".", glob=""):
     matches, total = [], 0
     for f in files:
         rel = _rel(f)
-        if ".git" in rel.split("/")[:-1] and not glob:  # git's own files are not searched unless asked for
+        if (
+            ".git" in rel.split("/")[:-1] and not glob
+        ):  # git's own files are not searched unless asked for
             continue
-        if os.path.islink(f) or (glob and not (_glob_match(rel, glob) or fnmatch.fnmatch(os.path.basename(rel), glob))):
+        if os.path.islink(f) or (
+            glob and not (_glob_match(rel, glob) or fnmatch.fnmatch(os.path.basename(rel), glob))
+        ):
             continue
         try:
             with open(f, encoding="utf-8") as fh:
@@ -472,10 +554,17 @@ def grep(env, pattern, path=".", glob=""):
                     if rx.search(line):
                         total += 1
                         if len(matches) < MATCH_LIMIT:
-                            matches.append({"path": rel, "line": n, "text": line.rstrip("\n")[:500]})
+                            matches.append(
+                                {"path": rel, "line": n, "text": line.rstrip("\n")[:500]}
+                            )
         except (UnicodeDecodeError, OSError):
             continue
-    return {"pattern": pattern, "matches": matches, "count": total, "truncated": total > MATCH_LIMIT}
+    return {
+        "pattern": pattern,
+        "matches": matches,
+        "count": total,
+        "truncated": total > MATCH_LIMIT,
+    }
 
 
 SPAWN_RETRY = 1.0
@@ -510,15 +599,21 @@ def _run(command: str, timeout: float) -> dict:
     pause = 0.01
     while True:
         try:
-            proc = subprocess.Popen(  # noqa: S603 - this process is the sandbox
+            proc = subprocess.Popen(
                 ["bash", "-c", command], cwd=_State.root, env=_shell_env(), stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
             )  # fmt: skip
             break
-        except BlockingIOError as exc:  # EAGAIN: the process limit is full of an earlier call's killed processes,
-            # which the sandbox's init may not have reaped yet (a fork bomb's, in a container): try again shortly
+        except (
+            BlockingIOError
+        ) as exc:  # EAGAIN: the process limit is full of an earlier call's killed processes,
+            # which the sandbox's init may not have reaped yet (a fork bomb's, in a container): try
+            # again shortly
             if pause > SPAWN_RETRY:
-                raise _fail("exec_failed", f"cannot start bash: {exc} (the sandbox's process limit stayed full)") from None
+                raise _fail(
+                    "exec_failed",
+                    f"cannot start bash: {exc} (the sandbox's process limit stayed full)",
+                ) from None
             time.sleep(pause)
             pause *= 2
         except OSError as exc:
@@ -540,7 +635,9 @@ def _run(command: str, timeout: float) -> dict:
                 timed_out = True
                 break
             if exited_at is None and proc.poll() is not None:
-                exited_at = time.monotonic()  # a background process may hold the pipes: read what is there, then stop
+                exited_at = (
+                    time.monotonic()
+                )  # a background process may hold the pipes: read what is there, then stop
             elif exited_at is not None and time.monotonic() - exited_at > 0.05:
                 break
             for key, _ in sel.select(min(left, 0.05)):
@@ -573,7 +670,9 @@ def _run(command: str, timeout: float) -> dict:
     }
     if timed_out:
         result["timed_out"] = True
-        result["stderr"] += f"\n[envkernel: the command ran longer than {timeout:g} s and was killed]"
+        result["stderr"] += (
+            f"\n[envkernel: the command ran longer than {timeout:g} s and was killed]"
+        )
     if dropped[proc.stdout] or dropped[proc.stderr]:
         result["truncated"] = {"stdout": dropped[proc.stdout], "stderr": dropped[proc.stderr]}
     return result
@@ -607,10 +706,12 @@ def apply_final(env, rows, tables=None):
         if table == TABLE:
             continue
         q = '"' + str(table).replace('"', '""') + '"'
-        env.db.execute(f"DELETE FROM {q}")  # noqa: S608 - a table of this sandbox's own database
+        env.db.execute(f"DELETE FROM {q}")
         for r in trows:
             cols = ", ".join('"' + str(c).replace('"', '""') + '"' for c in r)
-            env.db.execute(f"INSERT INTO {q} ({cols}) VALUES ({', '.join('?' for _ in r)})", tuple(r.values()))  # noqa: S608
+            env.db.execute(
+                f"INSERT INTO {q} ({cols}) VALUES ({', '.join('?' for _ in r)})", tuple(r.values())
+            )
     return {"missing": missing}
 
 
@@ -619,9 +720,11 @@ def run_check(env, script, transcript=None, timeout=20.0):
     ``{"scores": {criterion: score}}`` or ``{"error": ...}`` (never raises for the script's faults).
     A ``grade`` with a third parameter also gets the app's tables: ``{table: [row, ...]}``."""
     tables = {}
-    for r in env.db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").fetchall():
+    for r in env.db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+    ).fetchall():
         q = '"' + r["name"].replace('"', '""') + '"'
-        tables[r["name"]] = env.db.execute(f"SELECT * FROM {q} ORDER BY rowid").fetchall()  # noqa: S608
+        tables[r["name"]] = env.db.execute(f"SELECT * FROM {q} ORDER BY rowid").fetchall()
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: run the check, write one JSON line, exit without returning
@@ -629,13 +732,17 @@ def run_check(env, script, transcript=None, timeout=20.0):
         try:
             os.close(rfd)
             scope = {"__name__": "envkernel_check", "__builtins__": __builtins__}
-            exec(compile(script, "check.py", "exec"), scope)  # noqa: S102 - inside the sandbox
+            exec(compile(script, "check.py", "exec"), scope)
             grade = scope["grade"]
             wants_state = grade.__code__.co_argcount >= 3
-            scores = grade(transcript or [], _State.root, tables) if wants_state else grade(transcript or [], _State.root)
+            scores = (
+                grade(transcript or [], _State.root, tables)
+                if wants_state
+                else grade(transcript or [], _State.root)
+            )
             clean = {str(k): float(v) for k, v in dict(scores).items()}
             payload = {"scores": clean}
-        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        except BaseException as exc:
             payload = {"error": f"{type(exc).__name__}: {exc}"}
             code = 1
         try:
@@ -664,6 +771,8 @@ def run_check(env, script, transcript=None, timeout=20.0):
         except OSError:
             pass
     try:
-        return json.loads(b"".join(chunks) or b"{}") or {"error": "the check exited without a result"}
+        return json.loads(b"".join(chunks) or b"{}") or {
+            "error": "the check exited without a result"
+        }
     except ValueError:
         return {"error": "the check wrote something that is not JSON"}

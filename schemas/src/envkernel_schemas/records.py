@@ -28,7 +28,9 @@ class ToolSpec(Record, kw_only=True):
     """Tool name, a valid identifier (OpenAI function name)."""
     description: str = ""
     """What the tool does, shown to the agent."""
-    parameters: dict[str, Any] = msgspec.field(default_factory=lambda: {"type": "object", "properties": {}})
+    parameters: dict[str, Any] = msgspec.field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
     """JSON Schema of the arguments object."""
     returns: dict[str, Any] = msgspec.field(default_factory=dict)
     """JSON Schema of a successful result (may be empty when unknown)."""

@@ -24,8 +24,14 @@ import hashlib
 from typing import Any
 
 import msgspec
+
 from envkernel.hookspecs import hookimpl
-from envkernel_kit.messages import answer_from, call_and_record, compact, result_content  # compact, result_content: re-exported
+from envkernel_kit.messages import (
+    answer_from,
+    call_and_record,
+    compact,
+    result_content,
+)  # compact, result_content: re-exported
 from envkernel_kit.users import user_for, user_turn
 from envkernel_schemas import RolloutRequested, ToolResult, Trajectory
 
@@ -72,7 +78,10 @@ Settings = BaselineSettings
 
 
 def _opening(system_prompt: str, request: RolloutRequested) -> list[dict[str, Any]]:
-    return [{"role": "system", "content": system_prompt}, {"role": "user", "content": request.task.request}]
+    return [
+        {"role": "system", "content": system_prompt},
+        {"role": "user", "content": request.task.request},
+    ]
 
 
 class Reference:
@@ -87,7 +96,9 @@ class Reference:
         """Call each reference tool in order, then give the task's reference answer."""
         messages = _opening(self.settings.system_prompt, request)
         user = user_for(ctx) if request.task.hidden else None
-        for _fact in request.task.hidden if user is not None else []:  # ask for what the user held back, one turn each
+        for _fact in (
+            request.task.hidden if user is not None else []
+        ):  # ask for what the user held back, one turn each
             messages.append({"role": "assistant", "content": CLARIFY})
             said = await user_turn(user, request.task, messages, ctx)
             if said is None:
@@ -97,7 +108,11 @@ class Reference:
         last: ToolResult | None = None
         for i, call in enumerate(request.task.calls):
             last = await call_and_record(env, messages, f"call_{i}", call.name, call.arguments)
-        answer = request.task.outcome.answer if (last is None or last.ok) and request.task.outcome.answer else answer_from(last)
+        answer = (
+            request.task.outcome.answer
+            if (last is None or last.ok) and request.task.outcome.answer
+            else answer_from(last)
+        )
         messages.append({"role": "assistant", "content": answer})
         return Trajectory(
             task_id=request.task.id,
@@ -147,13 +162,24 @@ class Mutant:
         messages = _opening(self.settings.system_prompt, request)
         m = mutate(task, kind)
         if m is None:
-            return Trajectory(task_id=task.id, policy=request.policy or "mutant", index=request.index, messages=messages,
-                              termination=f"not_applicable:{kind}")
+            return Trajectory(
+                task_id=task.id,
+                policy=request.policy or "mutant",
+                index=request.index,
+                messages=messages,
+                termination=f"not_applicable:{kind}",
+            )
         for i, call in enumerate(m.calls):
             await call_and_record(env, messages, f"call_{i}", call.name, call.arguments)
         messages.append({"role": "assistant", "content": m.answer})
-        return Trajectory(task_id=task.id, policy=request.policy or "mutant", index=request.index, messages=messages,
-                          final_answer=m.answer, termination=f"mutant:{kind}")
+        return Trajectory(
+            task_id=task.id,
+            policy=request.policy or "mutant",
+            index=request.index,
+            messages=messages,
+            final_answer=m.answer,
+            termination=f"mutant:{kind}",
+        )
 
 
 class SometimesSettings(BaselineSettings, kw_only=True):
@@ -165,7 +191,9 @@ class SometimesSettings(BaselineSettings, kw_only=True):
 
 def solves(task_id: str, index: int, share: float) -> bool:
     """Whether the ``sometimes`` policy's attempt ``index`` at ``task_id`` solves it (deterministic)."""
-    h = int.from_bytes(hashlib.blake2b(f"{task_id}/{index}".encode(), digest_size=8).digest(), "big")
+    h = int.from_bytes(
+        hashlib.blake2b(f"{task_id}/{index}".encode(), digest_size=8).digest(), "big"
+    )
     return h / 2**64 < share
 
 

@@ -46,7 +46,11 @@ def reference_answer(task: Task) -> str:
     """What the reference says at the end: the task's answer in words, else the last output."""
     if task.outcome.answer:
         return task.outcome.answer
-    return f"Done. Here is the result: {compact(task.outputs[-1])}" if task.outputs else "There was nothing to do."
+    return (
+        f"Done. Here is the result: {compact(task.outputs[-1])}"
+        if task.outputs
+        else "There was nothing to do."
+    )
 
 
 def _other_value(key: str, value: Any, outputs: list[Any]) -> Any:
@@ -93,7 +97,10 @@ def _find_row(value: Any, key: str, want: str, depth: int = 0) -> dict[str, Any]
         value = list(value.values())
     if isinstance(value, list):
         for x in value:
-            if isinstance(x, (dict, list)) and (got := _find_row(x, key, want, depth + 1)) is not None:
+            if (
+                isinstance(x, (dict, list))
+                and (got := _find_row(x, key, want, depth + 1)) is not None
+            ):
                 return got
     return None
 
@@ -105,11 +112,31 @@ def _planted(task: Task) -> Mutated | None:
     calls = task.calls
     for p in task.planted:
         twin_key = p.row.get(p.key)
-        twin = next((r for out in task.outputs if (r := _find_row(out, p.key, p.twin)) is not None), {})
-        swap = {p.twin: twin_key}  # the copy instead of the row, and the ids it points to instead of the row's
-        swap.update({str(twin[c]): p.row[c] for c in p.differs if is_id_name(c) and twin.get(c) is not None and c in p.row})
-        new = [ToolCall(name=c.name, arguments={k: swap[str(v)] if is_id_name(k) and not isinstance(v, bool) and str(v) in swap else v
-                                                for k, v in c.arguments.items()}) for c in calls]
+        twin = next(
+            (r for out in task.outputs if (r := _find_row(out, p.key, p.twin)) is not None), {}
+        )
+        swap = {
+            p.twin: twin_key
+        }  # the copy instead of the row, and the ids it points to instead of the row's
+        swap.update(
+            {
+                str(twin[c]): p.row[c]
+                for c in p.differs
+                if is_id_name(c) and twin.get(c) is not None and c in p.row
+            }
+        )
+        new = [
+            ToolCall(
+                name=c.name,
+                arguments={
+                    k: swap[str(v)]
+                    if is_id_name(k) and not isinstance(v, bool) and str(v) in swap
+                    else v
+                    for k, v in c.arguments.items()
+                },
+            )
+            for c in calls
+        ]
         if twin_key is None or all(a.arguments == c.arguments for a, c in zip(new, calls)):
             continue
         answer = reference_answer(task)
@@ -144,9 +171,20 @@ def _distractor(task: Task) -> Mutated | None:
                 answer = reference_answer(task)
                 if not task.outcome.mutates:
                     last = outputs[-1] if isinstance(outputs[-1], dict) else {}
-                    twin = next((r for r in result_rows(out) if r.get("id") == pick["id"]), {}) if i == len(calls) - 1 else {}
+                    twin = (
+                        next((r for r in result_rows(out) if r.get("id") == pick["id"]), {})
+                        if i == len(calls) - 1
+                        else {}
+                    )
                     for f in task.outcome.answer_facts:
-                        k = next((k for k, x in last.items() if str(x) == f or (is_number(f) and _num_eq(str(x), float(f)))), None)
+                        k = next(
+                            (
+                                k
+                                for k, x in last.items()
+                                if str(x) == f or (is_number(f) and _num_eq(str(x), float(f)))
+                            ),
+                            None,
+                        )
                         if k is not None and k in twin and str(twin[k]) != f:
                             answer = answer.replace(f, str(twin[k]))
                 return Mutated(new, answer)
@@ -174,7 +212,11 @@ def mutate(task: Task, kind: str) -> Mutated | None:
     if kind == "answer_missing":
         if o.mutates:
             return None
-        item = o.answer_rows[-1][0] if o.answer_rows else (o.answer_facts[-1] if o.answer_facts else None)
+        item = (
+            o.answer_rows[-1][0]
+            if o.answer_rows
+            else (o.answer_facts[-1] if o.answer_facts else None)
+        )
         if item is None:
             return None
         cut = _remove(answer, item)

@@ -67,8 +67,15 @@ def linearize(root: TNode, plain: set[str] | None = None) -> list[PlanNode]:
                     n.needs[p] = alias[id(c)]
         order = [n for n in order if alias.get(id(n), n) is n]
     index = {id(n): i for i, n in enumerate(order)}
-    return [PlanNode(tool=n.tool, needs={p: [index[id(c)]] for p, c in n.needs.items()}, filters=n.filters, ways=dict(n.ways))
-            for n in order]
+    return [
+        PlanNode(
+            tool=n.tool,
+            needs={p: [index[id(c)]] for p, c in n.needs.items()},
+            filters=n.filters,
+            ways=dict(n.ways),
+        )
+        for n in order
+    ]
 
 
 class ChainSampler(GraphSampler):
@@ -81,7 +88,10 @@ class ChainSampler(GraphSampler):
         """Tools that can end a chain (every live tool whose inputs can be found; kept per graph)."""
         got = self.__dict__.get("_targets")
         if got is None or got[0] is not self.graph:
-            got = self.__dict__["_targets"] = (self.graph, [n for n in self.graph.nodes if self.graph.nodes[n].get("depth", -1) >= 0])
+            got = self.__dict__["_targets"] = (
+                self.graph,
+                [n for n in self.graph.nodes if self.graph.nodes[n].get("depth", -1) >= 0],
+            )
         return list(got[1])
 
     def plan(self) -> list[PlanNode] | None:
@@ -92,7 +102,11 @@ class ChainSampler(GraphSampler):
         if not hasattr(self, "_sizes"):
             self._sizes: dict[str, Counter[int]] = {t: Counter() for t in self.graph.nodes}
             self._misses: Counter[int] = Counter()
-        lengths = [n for n in range(1, max(1, self.s.max_len) + 1) if self._misses[n] < 400 and self.len_fails[n] < 40]
+        lengths = [
+            n
+            for n in range(1, max(1, self.s.max_len) + 1)
+            if self._misses[n] < 400 and self.len_fails[n] < 40
+        ]
         want = min(lengths, key=lambda n: (self.len_counts[n], n)) if lengths else None
 
         def fit(t: str) -> float:
@@ -101,13 +115,22 @@ class ChainSampler(GraphSampler):
                 return 1.0
             return 0.3 if sum(seen.values()) < 24 else 0.02
 
-        def kind(t: str) -> float:  # a list at the end asks about rows: how many, the highest, a total, those over a threshold
+        def kind(
+            t: str,
+            # a list at the end asks about rows: how many, the highest, a total, those over a threshold
+        ) -> float:
             return self.s.list_target_weight if self.infos[t].kind == "list" else 1.0
 
         self.no_plain_creates = self.quota_full()
-        if self.no_plain_creates:  # a create that looks nothing up is a plain create: the quota would drop it
-            targets = [t for t in targets if self.infos[t].kind != "create" or any(self._needs_of(t))] or targets
-        target = rng.choices(targets, weights=[self.coverage_weight(t, 1.0) * fit(t) * kind(t) for t in targets], k=1)[0]
+        if (
+            self.no_plain_creates
+        ):  # a create that looks nothing up is a plain create: the quota would drop it
+            targets = [
+                t for t in targets if self.infos[t].kind != "create" or any(self._needs_of(t))
+            ] or targets
+        target = rng.choices(
+            targets, weights=[self.coverage_weight(t, 1.0) * fit(t) * kind(t) for t in targets], k=1
+        )[0]
         self.target = target
         trees: list[tuple[TNode, int]] = []  # (tree, its size in calls)
         for _ in range(self.grow_tries):
@@ -134,7 +157,11 @@ class ChainSampler(GraphSampler):
         """Reads with no required input: two of them in one tree are the same call."""
         got = self.__dict__.get("_plain")
         if got is None:
-            got = self.__dict__["_plain"] = {n for n, i in self.infos.items() if not i.mutates and not any(p.required for p in i.params.values())}
+            got = self.__dict__["_plain"] = {
+                n
+                for n, i in self.infos.items()
+                if not i.mutates and not any(p.required for p in i.params.values())
+            }
         return got
 
     @staticmethod
@@ -145,7 +172,9 @@ class ChainSampler(GraphSampler):
         a, b = first.transition or {}, then.transition or {}
         if a.get("field") != b.get("field") or "to" not in a:
             return True
-        if "to" in b and (a["to"] == b["to"] or b["to"] in (a.get("from") or []) or isinstance(b["to"], bool)):
+        if "to" in b and (
+            a["to"] == b["to"] or b["to"] in (a.get("from") or []) or isinstance(b["to"], bool)
+        ):
             return False
         return not b.get("from") or a["to"] in b["from"]
 
@@ -169,8 +198,15 @@ class ChainSampler(GraphSampler):
         if got is None:
             literal = set(self.graph.graph.get("literal_needs", []))
             info = self.infos[tool]
-            req = sorted((p for p in info.needs() if f"{tool}.{p.name}" not in literal), key=lambda p: 0 if p.role == "key" else 1)
-            opt = [p for p in info.needs(required_only=False) if not p.required and f"{tool}.{p.name}" not in literal]
+            req = sorted(
+                (p for p in info.needs() if f"{tool}.{p.name}" not in literal),
+                key=lambda p: 0 if p.role == "key" else 1,
+            )
+            opt = [
+                p
+                for p in info.needs(required_only=False)
+                if not p.required and f"{tool}.{p.name}" not in literal
+            ]
             got = cache[tool] = (req, opt)
         return got
 
@@ -178,7 +214,11 @@ class ChainSampler(GraphSampler):
     def edits_new(producer, info, p) -> bool:  # type: ignore[no-untyped-def]
         """True when ``producer`` is a create feeding the key ``p`` of an update or an undo: editing
         or undoing the row the chain creates is not one goal (:meth:`GraphSampler.undoes`)."""
-        return bool(producer.kind == "create" and p.role == "key" and (info.kind == "update" or is_undo(info)))
+        return bool(
+            producer.kind == "create"
+            and p.role == "key"
+            and (info.kind == "update" or is_undo(info))
+        )
 
     def producers_of(self, tool: str, param: str) -> list[tuple[str, list[dict[str, Any]], int]]:
         """Tools that can produce ``param`` of ``tool`` (static checks done once): (producer, ways, depth)."""
@@ -196,11 +236,15 @@ class ChainSampler(GraphSampler):
                 continue
             ia = self.infos[a]
             if ia.mutates and (way["link"] != "self" or not (info.mutates or info.kind == "get")):
-                continue  # a new or changed row feeds a write or a lookup of itself, not a list or a foreign key
+                # a new or changed row feeds a write or a lookup of itself, not a list or a foreign
+                # key
+                continue
             if ia.kind == "action" and info.kind == "action" and not self.chainable(ia, info):
                 continue
             if info.mutates and way["link"] == "self" and is_undo(ia):
-                continue  # a row just cancelled or deleted is not changed further (``cancel the event and update it``)
+                # a row just cancelled or deleted is not changed further (``cancel the event and
+                # update it``)
+                continue
             if self.edits_new(ia, info, p):
                 continue
             if ia.kind == "create" and info.kind == "action" and not self.born_ok(ia, info):
@@ -223,7 +267,9 @@ class ChainSampler(GraphSampler):
                 return any(w["link"] == "self" for w in node.ways.get(p.name, []))
         return False
 
-    def grow(self, tool: str, depth_left: int, ancestors: set[str], listed: frozenset[str] = frozenset()) -> TNode | None:
+    def grow(
+        self, tool: str, depth_left: int, ancestors: set[str], listed: frozenset[str] = frozenset()
+    ) -> TNode | None:
         """A tree that produces every id ``tool`` needs, or None. ``listed``: tables a call above
         this one reads as a list (a producer reading the same table again would be redundant)."""
         rng = self.rng
@@ -239,9 +285,18 @@ class ChainSampler(GraphSampler):
                 needs.append(p)
         key_child: TNode | None = None
         for p in needs:
-            reuse = [c for c in node.nodes() if c is not node and g.has_edge(c.tool, tool) and p.name in g.edges[c.tool, tool].get("feeds", {})
-                     and not self.edits_new(self.infos[c.tool], info, p)] \
-                if node.children and p.required else []  # an optional filter gets its own lookup, never a by-product
+            reuse = (
+                [
+                    c
+                    for c in node.nodes()
+                    if c is not node
+                    and g.has_edge(c.tool, tool)
+                    and p.name in g.edges[c.tool, tool].get("feeds", {})
+                    and not self.edits_new(self.infos[c.tool], info, p)
+                ]
+                if node.children and p.required
+                else []
+            )  # an optional filter gets its own lookup, never a by-product
             if reuse and rng.random() < 0.9:
                 reuse.sort(key=lambda c: 0 if c is key_child else 1)
                 node.needs[p.name] = reuse[0]
@@ -260,9 +315,14 @@ class ChainSampler(GraphSampler):
                     return None
                 continue
             names = sorted(cands)
-            if self.no_plain_creates:  # a created row feeding a later call would make a plain create, which the quota drops
+            # a created row feeding a later call would make a plain create, which the quota drops
+            if self.no_plain_creates:
                 names = [a for a in names if self.infos[a].kind != "create"]
-            weights = [self.coverage_weight(a, 1.0) * (self.s.mutation_share if self.infos[a].mutates else 1.0) for a in names]
+            weights = [
+                self.coverage_weight(a, 1.0)
+                * (self.s.mutation_share if self.infos[a].mutates else 1.0)
+                for a in names
+            ]
             child = None
             for _ in range(3):
                 if not names:

@@ -65,7 +65,15 @@ def _is_num(v: Any) -> bool:
 class BatchPlanner:
     """Plans multi-row change goals over one environment (pure: no calls; the sampler runs them)."""
 
-    def __init__(self, infos: dict[str, ToolInfo], schema: Schema, seed_state: State, rng: random.Random, *, hidden_share: float = 0.35) -> None:
+    def __init__(
+        self,
+        infos: dict[str, ToolInfo],
+        schema: Schema,
+        seed_state: State,
+        rng: random.Random,
+        *,
+        hidden_share: float = 0.35,
+    ) -> None:
         self.hidden_share = hidden_share
         self.infos = infos
         self.schema = schema
@@ -76,7 +84,11 @@ class BatchPlanner:
     def _action_ok(self, i: ToolInfo) -> bool:
         """An action (with a transition), an update or a delete that takes only the key of the row
         (other inputs optional; an update writes one of them), over a table a person can list."""
-        if not i.resource or not self.seed.get(i.resource) or i.kind not in ("action", "update", "delete"):
+        if (
+            not i.resource
+            or not self.seed.get(i.resource)
+            or i.kind not in ("action", "update", "delete")
+        ):
             return False
         if i.kind == "action" and not i.transition:
             return False
@@ -84,18 +96,31 @@ class BatchPlanner:
             return False
         key = i.key_param
         cols = set(self.seed[i.resource][0])
-        others_ok = all(p.name == key or not p.required or (p.role == "ref" and p.field in cols) for p in i.params.values())
-        return (key is not None and others_ok
-                and (self.list_of(i.resource) is not None or self.needs_owner(i.resource) is not None))
+        others_ok = all(
+            p.name == key or not p.required or (p.role == "ref" and p.field in cols)
+            for p in i.params.values()
+        )
+        return (
+            key is not None
+            and others_ok
+            and (self.list_of(i.resource) is not None or self.needs_owner(i.resource) is not None)
+        )
 
     def _values(self, i: ToolInfo) -> list[str]:
         """The columns an update may set to another row's value (text with a few distinct values)."""
         rows = self.seed.get(i.resource or "", [])
         out = []
         for p in i.params.values():
-            if p.role == "value" and p.field and rows and all(isinstance(r.get(p.field), str) for r in rows):
+            if (
+                p.role == "value"
+                and p.field
+                and rows
+                and all(isinstance(r.get(p.field), str) for r in rows)
+            ):
                 vals = {r[p.field] for r in rows}
-                if 2 <= len(vals) <= max(2, len(rows) // 2) and all(3 <= len(v) <= 40 and '"' not in v for v in vals):
+                if 2 <= len(vals) <= max(2, len(rows) // 2) and all(
+                    3 <= len(v) <= 40 and '"' not in v for v in vals
+                ):
                     out.append(p.name)
         return out
 
@@ -107,8 +132,11 @@ class BatchPlanner:
             if c in skip or self.schema.ref(table, c) or c == self.schema.key(table):
                 continue
             vals = {r.get(c) for r in rows}
-            if (c in STATUS_FIELDS or c in self.schema.enums.get(table, {})) and all(isinstance(v, str) and 3 <= len(v) <= 20 for v in vals) \
-                    and 2 <= len(vals) <= 8:
+            if (
+                (c in STATUS_FIELDS or c in self.schema.enums.get(table, {}))
+                and all(isinstance(v, str) and 3 <= len(v) <= 20 for v in vals)
+                and 2 <= len(vals) <= 8
+            ):
                 out.append(c)
         return out
 
@@ -116,9 +144,16 @@ class BatchPlanner:
         """The list tool of ``table`` that needs nothing a person would not know: no required input
         but filters, searches and (with ``owner_col``) the owner's id on that column."""
         for i in self.infos.values():
-            if i.kind == "list" and i.resource == table and not any(
-                    p.required and p.role not in ("filter", "search") and not (p.role == "ref" and owner_col and p.field == owner_col)
-                    for p in i.params.values()):
+            if (
+                i.kind == "list"
+                and i.resource == table
+                and not any(
+                    p.required
+                    and p.role not in ("filter", "search")
+                    and not (p.role == "ref" and owner_col and p.field == owner_col)
+                    for p in i.params.values()
+                )
+            ):
                 return i
         return None
 
@@ -161,14 +196,20 @@ class BatchPlanner:
                 status = rng.choice(sorted({r[scol] for r in rows}))
         accepted = [r for r in rows if (status is None or r.get(scol) == status)]
         # the owner part: a reference column whose row has a name
-        owner: tuple[str, str, dict[str, Any], str] | None = None  # (column, owner table, owner row, its name)
+        owner: tuple[str, str, dict[str, Any], str] | None = (
+            None  # (column, owner table, owner row, its name)
+        )
         must = self.needs_owner(table)
         owner_cols = [c for c in rows[0] if self.schema.ref(table, c)] if must is None else [must]
         rng.shuffle(owner_cols)
         for col in owner_cols:
             otable = self.schema.ref(table, col) or ""
             cands = {r.get(col) for r in accepted}
-            orows = [o for o in self.seed.get(otable, []) if o.get(self.schema.key(otable)) in cands and _title(o)]
+            orows = [
+                o
+                for o in self.seed.get(otable, [])
+                if o.get(self.schema.key(otable)) in cands and _title(o)
+            ]
             if orows and (must or rng.random() < 0.7):
                 o = rng.choice(orows)
                 t = _title(o)
@@ -179,24 +220,42 @@ class BatchPlanner:
                 break
         if must and owner is None:
             return None
-        scope = [r for r in accepted if owner is None or r.get(owner[0]) == owner[2].get(self.schema.key(owner[1]))]
+        scope = [
+            r
+            for r in accepted
+            if owner is None or r.get(owner[0]) == owner[2].get(self.schema.key(owner[1]))
+        ]
         # the numeric part: a threshold between two of the values in scope
         cond: tuple[str, str, float] | None = None
-        nums = [c for c in rows[0] if c != fld and c != keycol and not self.schema.ref(table, c) and all(_is_num(r.get(c)) for r in rows)
-                and len({r.get(c) for r in rows}) >= 3]  # a count or an amount, not a 0/1 flag
+        nums = [
+            c
+            for c in rows[0]
+            if c != fld
+            and c != keycol
+            and not self.schema.ref(table, c)
+            and all(_is_num(r.get(c)) for r in rows)
+            and len({r.get(c) for r in rows}) >= 3
+        ]  # a count or an amount, not a 0/1 flag
         if nums and len(scope) >= 3 and rng.random() < 0.75:
             c = rng.choice(nums)
             vals = sorted({float(r[c]) for r in scope})
             if len(vals) >= 2:
                 j = rng.randrange(len(vals) - 1)
                 over = rng.random() < 0.5
-                if all(float(v).is_integer() for v in vals):  # whole numbers: "more than 3", "fewer than 4"
+                if all(
+                    float(v).is_integer() for v in vals
+                ):  # whole numbers: "more than 3", "fewer than 4"
                     t: float | None = vals[j] if over else vals[j + 1]
                 else:
                     t = _between(vals[j], vals[j + 1])
                 if t is not None:
                     cond = (c, "over" if over else "under", t)
-        picked = [r for r in scope if cond is None or (float(r[cond[0]]) > cond[2] if cond[1] == "over" else float(r[cond[0]]) < cond[2])]
+        picked = [
+            r
+            for r in scope
+            if cond is None
+            or (float(r[cond[0]]) > cond[2] if cond[1] == "over" else float(r[cond[0]]) < cond[2])
+        ]
         if not 2 <= len(picked) <= MAX_ROWS:
             return None
         if isinstance(fld, str) and all(r.get(fld) == to for r in picked):
@@ -205,42 +264,79 @@ class BatchPlanner:
         if act.kind == "update":
             pname = rng.choice(self._values(act))
             col = act.params[pname].field or pname
-            new = [v for v in sorted({r[col] for r in rows}) if all(r.get(col) != v for r in picked)]
+            new = [
+                v for v in sorted({r[col] for r in rows}) if all(r.get(col) != v for r in picked)
+            ]
             if not new:
                 return None
             setting = (pname, col, rng.choice(new))
-        # a near miss: a row that matches all but one part (another status, another owner, the other side of the threshold)
+        # a near miss: a row that matches all but one part (another status, another owner, the other
+        # side of the threshold)
         if len(picked) == len(rows):
             return None
-        return self._phrase(act, table, status, owner, cond, picked, setting, persona and owner is not None and singular(human(owner[1])) in PERSONA_NOUNS)
+        return self._phrase(
+            act,
+            table,
+            status,
+            owner,
+            cond,
+            picked,
+            setting,
+            persona and owner is not None and singular(human(owner[1])) in PERSONA_NOUNS,
+        )
 
-    def _phrase(self, act: ToolInfo, table: str, status: str | None, owner: tuple[str, str, dict[str, Any], str] | None,
-                cond: tuple[str, str, float] | None, picked: list[dict[str, Any]], setting: tuple[str, str, Any] | None,
-                as_owner: bool) -> BatchGoal | None:
+    def _phrase(
+        self,
+        act: ToolInfo,
+        table: str,
+        status: str | None,
+        owner: tuple[str, str, dict[str, Any], str] | None,
+        cond: tuple[str, str, float] | None,
+        picked: list[dict[str, Any]],
+        setting: tuple[str, str, Any] | None,
+        as_owner: bool,
+    ) -> BatchGoal | None:
         rng = self.rng
         keycol = self.schema.key(table)
         noun = human(act.noun or table)
         nouns = plural(noun)
         st = " ".join(words(status)) + " " if status else ""
-        # the lookups: the owner (by its list, with a search or name filter when there is one), then the rows
+        # the lookups: the owner (by its list, with a search or name filter when there is one), then
+        # the rows
         calls: list[tuple[str, dict[str, Any]]] = []
         lst = self.list_of(table, owner[0] if owner else None)
         assert lst is not None
         largs: dict[str, Any] = {}
         tr = act.transition or {}
-        scol = tr.get("field") if act.kind == "action" else next((c for c in picked[0] if status is not None and all(r.get(c) == status for r in picked)
-                                                                    and c in self._categories(table, set())), None)
+        scol = (
+            tr.get("field")
+            if act.kind == "action"
+            else next(
+                (
+                    c
+                    for c in picked[0]
+                    if status is not None
+                    and all(r.get(c) == status for r in picked)
+                    and c in self._categories(table, set())
+                ),
+                None,
+            )
+        )
         for p in lst.params.values():
             if p.role == "filter" and p.field == scol and status is not None and p.op == "eq":
                 largs[p.name] = status
         if owner is not None:
-            ref = next((p for p in lst.params.values() if p.role == "ref" and p.field == owner[0]), None)
+            ref = next(
+                (p for p in lst.params.values() if p.role == "ref" and p.field == owner[0]), None
+            )
             olist = self.list_of(owner[1])
             if ref is not None and olist is not None:
                 oargs: dict[str, Any] = {}
                 tk = _title(owner[2])
                 for p in olist.params.values():
-                    if p.role == "search" or (p.role == "filter" and tk and p.field == tk[0] and p.op == "eq"):
+                    if p.role == "search" or (
+                        p.role == "filter" and tk and p.field == tk[0] and p.op == "eq"
+                    ):
                         oargs[p.name] = owner[3]
                         break
                 calls.append((olist.name, oargs))
@@ -260,27 +356,54 @@ class BatchPlanner:
         if cond is not None:
             c, op, t = cond
             u = unit_of(c)
-            opw = rng.choice(("over", "above", "of more than")) if op == "over" else rng.choice(("under", "below", "of less than"))
+            opw = (
+                rng.choice(("over", "above", "of more than"))
+                if op == "over"
+                else rng.choice(("under", "below", "of less than"))
+            )
             if c in COUNTED:
-                cond_words = f"with {'more' if op == 'over' else 'fewer'} than {_fmt(t)} {field_words(c)}"
+                cond_words = (
+                    f"with {'more' if op == 'over' else 'fewer'} than {_fmt(t)} {field_words(c)}"
+                )
             else:
-                cond_words = f"with {article(u[0])} {u[0]} {opw} {_fmt(t)} {u[1]}" if u else f"with {article(field_words(c))} {field_words(c)} {opw} {_fmt(t)}"
+                cond_words = (
+                    f"with {article(u[0])} {u[0]} {opw} {_fmt(t)} {u[1]}"
+                    if u
+                    else f"with {article(field_words(c))} {field_words(c)} {opw} {_fmt(t)}"
+                )
         persona: dict[str, str] = {}
         if owner is not None and as_owner:
             role, motive = rng.choice(ROLES)
             persona = {"name": owner[3], "role": role, "tone": "neutral", "motive": motive}
-            whose, intro = "my ", rng.choice((f"I'm {owner[3]}, {role}. {motive[0].upper()}{motive[1:]}. ", f"This is {owner[3]}. ",
-                                              f"Hi, I'm {owner[3]}, {role}. "))
+            whose, intro = (
+                "my ",
+                rng.choice(
+                    (
+                        f"I'm {owner[3]}, {role}. {motive[0].upper()}{motive[1:]}. ",
+                        f"This is {owner[3]}. ",
+                        f"Hi, I'm {owner[3]}, {role}. ",
+                    )
+                ),
+            )
         elif owner is not None and is_person(singular(human(owner[1]))):
             whose, intro = f"{owner[3]}'s ", ""
         else:
             whose, intro = "the ", ""
         onoun = singular(human(owner[1])) if owner is not None else ""
-        where = f' {"in" if onoun in CONTAINER_NOUNS else "for"} the {onoun} "{owner[3]}"' if owner is not None and whose == "the " else ""
+        where = (
+            f' {"in" if onoun in CONTAINER_NOUNS else "for"} the {onoun} "{owner[3]}"'
+            if owner is not None and whose == "the "
+            else ""
+        )
         hide = cond is not None and rng.random() < self.hidden_share
-        head = (f"all {'of ' if whose not in ('the ', 'my ') else ''}{whose}{st}{nouns}{where}" if whose != "the " or rng.random() < 0.5
-                else f"every {st}{noun}{where}")
-        hide_status = not hide and bool(st) and rng.random() < self.hidden_share  # "some of my bookings" + "Only the held ones."
+        head = (
+            f"all {'of ' if whose not in ('the ', 'my ') else ''}{whose}{st}{nouns}{where}"
+            if whose != "the " or rng.random() < 0.5
+            else f"every {st}{noun}{where}"
+        )
+        hide_status = (
+            not hide and bool(st) and rng.random() < self.hidden_share
+        )  # "some of my bookings" + "Only the held ones."
         if hide:
             head = f"some of {whose}{st}{nouns}{where}"
         elif hide_status:
@@ -291,11 +414,38 @@ class BatchPlanner:
             goal = f"set the {field_words(setting[1])} of {head}{tail} to {render(setting[2])}"
         else:
             goal = f"{verb} {head}{tail}"
-        frame = rng.choice(("Please {g}.", "Could you {g}?", "I need you to {g}.", "{G}, please.", "Can you {g} for me?"))
+        frame = rng.choice(
+            (
+                "Please {g}.",
+                "Could you {g}?",
+                "I need you to {g}.",
+                "{G}, please.",
+                "Can you {g} for me?",
+            )
+        )
         text = intro + frame.format(g=goal, G=goal[:1].upper() + goal[1:])
-        hidden = [f"Only the ones {cond_words}."] if hide else [f"Only the {st.strip()} ones."] if hide_status else []
+        hidden = (
+            [f"Only the ones {cond_words}."]
+            if hide
+            else [f"Only the {st.strip()} ones."]
+            if hide_status
+            else []
+        )
         labels = [t[1] for t in (_title(r) for r in picked) if t]
-        them = f"{whose.replace('my ', 'your ')}{len(picked)} {st}{nouns}{where}" + (f" {cond_words}" if cond_words else "")
-        done = past(f"set the {field_words(setting[1])} of {them} to {render(setting[2])}" if setting else f"{verb} {them}")
+        them = f"{whose.replace('my ', 'your ')}{len(picked)} {st}{nouns}{where}" + (
+            f" {cond_words}" if cond_words else ""
+        )
+        done = past(
+            f"set the {field_words(setting[1])} of {them} to {render(setting[2])}"
+            if setting
+            else f"{verb} {them}"
+        )
         answer = f"Done: I {done}" + (f" ({join(labels)})." if len(labels) == len(picked) else ".")
-        return BatchGoal(calls=calls, request=text, hidden=hidden, answer=answer, rows=[r[keycol] for r in picked], persona=persona)
+        return BatchGoal(
+            calls=calls,
+            request=text,
+            hidden=hidden,
+            answer=answer,
+            rows=[r[keycol] for r in picked],
+            persona=persona,
+        )

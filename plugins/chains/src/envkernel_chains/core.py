@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+
 from envkernel_kit.answers import answer_check, stuffed_answer
 from envkernel_kit.argsgen import ArgumentBuilder
+from envkernel_kit.tools import Schema, schema_of, tool_infos
 from envkernel_schemas import EnvSpec, Outcome, Task, ToolCall
 
 from .batch import BatchPlanner
@@ -28,11 +30,10 @@ from .graph import build_graph, write_graph
 from .ground import Grounder, PlanNode, Rejected, Step
 from .links import extract_elements
 from .outcome import changed_tables, row_key, same_rows, state_outcome, strip
-from .plant import distractors
 from .phrasing import Phraser, all_refs, check_request, tool_pattern
+from .plant import distractors
 from .recheck import acted_refs
 from .refs import Ref
-from envkernel_kit.tools import Schema, schema_of, tool_infos
 
 if TYPE_CHECKING:  # networkx is imported where the graph is built (graph.build_graph), not at load
     import networkx as nx
@@ -109,8 +110,22 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     (``envkernel.stages.task_key``), so each further question is a task of its own. 1: one question per chain."""
 
 
-UNDO_VERBS = frozenset({"cancel", "delete", "remove", "revoke", "archive", "close", "reject", "decline", "void", "refund"})
+UNDO_VERBS = frozenset(
+    {
+        "cancel",
+        "delete",
+        "remove",
+        "revoke",
+        "archive",
+        "close",
+        "reject",
+        "decline",
+        "void",
+        "refund",
+    }
+)
 """Verbs of an action that undoes a row (a chain must not apply one to a row it created)."""
+
 
 def is_undo(info: Any) -> bool:
     """True for a tool that undoes a row: a delete, or an action whose verb cancels, removes, revokes..."""
@@ -121,7 +136,13 @@ def inverse(first: Any, then: Any) -> bool:
     """True when action ``then`` takes a row back to where action ``first`` found it (``freeze``
     then ``unfreeze``, ``pin`` then ``unpin``), by their transitions."""
     a, b = first.transition or {}, then.transition or {}
-    if not a or a.get("field") != b.get("field") or "to" not in a or "to" not in b or a["to"] == b["to"]:
+    if (
+        not a
+        or a.get("field") != b.get("field")
+        or "to" not in a
+        or "to" not in b
+        or a["to"] == b["to"]
+    ):
         return False
     return b["to"] in (a.get("from") or []) or isinstance(b["to"], bool)
 
@@ -135,7 +156,10 @@ def plain_create(steps: list[Step]) -> bool:
     for s in steps:
         for r in s.refs.values():
             all_refs(r, refs)
-    return not any(r.best is not None or any(op not in ("eq", "in_set") for _k, op, _v in r.where) for r in refs)
+    return not any(
+        r.best is not None or any(op not in ("eq", "in_set") for _k, op, _v in r.where)
+        for r in refs
+    )
 
 
 _NEW = object()
@@ -143,7 +167,9 @@ _NEW = object()
 
 
 def _k(v: Any) -> Any:
-    if isinstance(v, (dict, list)):  # object and array arguments: compared (and hashed) as JSON text
+    if isinstance(
+        v, (dict, list)
+    ):  # object and array arguments: compared (and hashed) as JSON text
         return json.dumps(v, sort_keys=True, default=str)
     return v.lower() if isinstance(v, str) else v
 
@@ -156,7 +182,10 @@ def data_edges(graph: nx.DiGraph) -> int:
 def task_id(env_id: str, signature: str, calls: list[ToolCall]) -> str:
     """Deterministic task id: hash of the environment, the signature and the arguments."""
     key = json.dumps([[c.name, c.arguments] for c in calls], sort_keys=True, default=str)
-    return "t" + hashlib.blake2b(f"{env_id}\x1f{signature}\x1f{key}".encode(), digest_size=10).hexdigest()
+    return (
+        "t"
+        + hashlib.blake2b(f"{env_id}\x1f{signature}\x1f{key}".encode(), digest_size=10).hexdigest()
+    )
 
 
 def split_of(signature: str, heldout_share: float) -> str:
@@ -184,7 +213,14 @@ class GraphSampler:
 
     name = "graph"
 
-    def __init__(self, env: EnvSpec, settings: SamplerSettings, rng: random.Random, seed_state: State, component: str = "") -> None:
+    def __init__(
+        self,
+        env: EnvSpec,
+        settings: SamplerSettings,
+        rng: random.Random,
+        seed_state: State,
+        component: str = "",
+    ) -> None:
         self.env = env
         self.s = settings
         self.rng = rng
@@ -222,7 +258,9 @@ class GraphSampler:
 
         unknown = sorted(set(settings.question_shapes) - set(QUESTION_SHAPES))
         if unknown:
-            raise ValueError(f"chains.question_shapes: unknown shape(s) {', '.join(unknown)}; the shapes are {', '.join(QUESTION_SHAPES)}")
+            raise ValueError(
+                f"chains.question_shapes: unknown shape(s) {', '.join(unknown)}; the shapes are {', '.join(QUESTION_SHAPES)}"
+            )
         self._shapes = frozenset(settings.question_shapes)
         self.plain_creates = 0
         """Emitted tasks that are plain creates (see ``plain_create_share``)."""
@@ -242,7 +280,8 @@ class GraphSampler:
         self.tool_names = [t.name for t in env.tools]
         self._tool_pattern = tool_pattern(self.tool_names)
 
-    # -- the graph -----------------------------------------------------------------------------------
+    # -- the graph
+    # -----------------------------------------------------------------------------------
 
     async def explore(self, sb: Any, seed: str) -> nx.DiGraph:
         """Call each tool a few times from the seed state, then build the tool graph."""
@@ -254,7 +293,9 @@ class GraphSampler:
                 res = await sb.call(spec.name, args)
                 if res.ok:
                     ok = True
-                    for e in extract_elements(res.value, spec.name, self.schema.tables, 0, set(self.schema.keys.values())):
+                    for e in extract_elements(
+                        res.value, spec.name, self.schema.tables, 0, set(self.schema.keys.values())
+                    ):
                         if e.parent is None:
                             self.observed.setdefault(spec.name, set()).update(e.row)
                     if not info.from_model:
@@ -262,10 +303,14 @@ class GraphSampler:
                             info.kind = "list"
                         if spec.mutates:
                             after = await sb.state()
-                            info.writes |= set(changed_tables(self.seed_state, after, self.env.generated))
+                            info.writes |= set(
+                                changed_tables(self.seed_state, after, self.env.generated)
+                            )
                 if spec.mutates or not ok:
                     await sb.restore(seed)
-            if not ok:  # the verifier kept it: keep it (the exploration's guesses may just have clashed)
+            if (
+                not ok
+            ):  # the verifier kept it: keep it (the exploration's guesses may just have clashed)
                 self.unexplored.add(spec.name)
         return self.build()
 
@@ -273,15 +318,28 @@ class GraphSampler:
         """(Re)build the graph from what is known."""
         self.graph = build_graph(self.infos, self.schema, self.observed, self.dead)
         lookupable = set(self.graph.graph.get("lookupable", []))
-        self.grounder = Grounder(self.env, self.infos, self.schema, self.seed_state, lookupable, self.rng,
-                                 tries=self.s.tries, optional_share=self.s.optional_share)
-        self.grounder.seed_rows = self.seed_rows  # the same seed state: its rows counted once for both
+        self.grounder = Grounder(
+            self.env,
+            self.infos,
+            self.schema,
+            self.seed_state,
+            lookupable,
+            self.rng,
+            tries=self.s.tries,
+            optional_share=self.s.optional_share,
+        )
+        self.grounder.seed_rows = (
+            self.seed_rows
+        )  # the same seed state: its rows counted once for both
         self.grounder.resolver.rng = self.rng
         self.grounder.resolver.superlative_share = self.s.superlative_share
-        self.batch = BatchPlanner(self.infos, self.schema, self.seed_state, self.rng, hidden_share=self.s.hidden_share)
+        self.batch = BatchPlanner(
+            self.infos, self.schema, self.seed_state, self.rng, hidden_share=self.s.hidden_share
+        )
         return self.graph
 
-    # -- one chain ---------------------------------------------------------------------------------------
+    # -- one chain
+    # ---------------------------------------------------------------------------------------
 
     def plan(self) -> list[PlanNode] | None:
         """The next chain to try (subclasses)."""
@@ -320,14 +378,23 @@ class GraphSampler:
         last = plan[-1].tool
         n = len(plan)
         why = self.plan_undoes(plan)
-        if why:  # known before any call: the chain would act on a row it creates (see :meth:`undoes`)
-            self.attempts -= 1  # not a chain tried against the sandbox (``patience`` still bounds these)
+        if (
+            why
+        ):  # known before any call: the chain would act on a row it creates (see :meth:`undoes`)
+            self.attempts -= (
+                1  # not a chain tried against the sandbox (``patience`` still bounds these)
+            )
             self.rejected[why] += 1
             self._outcome(self.target or last, False)
             self.len_fails[n] += 1
             return None
-        if self.quota_full() and any(self.infos[nd.tool].kind == "create" for nd in plan) and self.rng.random() < 0.75:
-            # most such chains would be plain creates, dropped after grounding: skip three in four before any call
+        if (
+            self.quota_full()
+            and any(self.infos[nd.tool].kind == "create" for nd in plan)
+            and self.rng.random() < 0.75
+        ):
+            # most such chains would be plain creates, dropped after grounding: skip three in four
+            # before any call
             self.attempts -= 1  # not tried against the sandbox (``patience`` still bounds these)
             self.rejected["plain_create_quota"] += 1
             self._outcome(self.target or last, False)
@@ -365,7 +432,9 @@ class GraphSampler:
             self.rejected["batch_no_goal"] += 1
             return None
         calls = [ToolCall(name=n, arguments=a) for n, a in goal.calls]
-        digest = hashlib.blake2b(json.dumps(["batch", goal.calls], sort_keys=True, default=str).encode(), digest_size=12).digest()
+        digest = hashlib.blake2b(
+            json.dumps(["batch", goal.calls], sort_keys=True, default=str).encode(), digest_size=12
+        ).digest()
         if digest in self._seen:
             self.rejected["duplicate"] += 1
             return None
@@ -385,11 +454,19 @@ class GraphSampler:
             outputs.append(res.value)
         listed = outputs[len(calls) - len(goal.rows) - 1]
         key = self.schema.key(self.infos[calls[-1].name].resource)
-        seen_keys = {str(r.get(key)) for r in listed if isinstance(r, dict)} if isinstance(listed, list) else set()
+        seen_keys = (
+            {str(r.get(key)) for r in listed if isinstance(r, dict)}
+            if isinstance(listed, list)
+            else set()
+        )
         if not {str(k) for k in goal.rows} <= seen_keys:
-            self.rejected["batch_unlisted"] += 1  # the lookup does not show every row (a page, a filter)
+            self.rejected["batch_unlisted"] += (
+                1  # the lookup does not show every row (a page, a filter)
+            )
             return None
-        outcome = state_outcome(self.seed_state, await sb.state(), self.env.generated, self.seed_rows)
+        outcome = state_outcome(
+            self.seed_state, await sb.state(), self.env.generated, self.seed_rows
+        )
         if outcome is None:
             self.rejected["no_op"] += 1
             return None
@@ -398,25 +475,46 @@ class GraphSampler:
         if self._tool_pattern is not None and self._tool_pattern.search(low):
             self.rejected["names_tool"] += 1
             return None
-        if any(len(str(v)) >= 3 and str(v).lower() in low for c in calls for k, v in c.arguments.items()
-               if self.infos[c.name].params.get(k) is not None and self.infos[c.name].params[k].is_id):
+        if any(
+            len(str(v)) >= 3 and str(v).lower() in low
+            for c in calls
+            for k, v in c.arguments.items()
+            if self.infos[c.name].params.get(k) is not None and self.infos[c.name].params[k].is_id
+        ):
             self.rejected["raw_id"] += 1
             return None
         self._seen.add(digest)
         outcome = msgspec.structs.replace(outcome, answer=goal.answer)
-        return self._emit(calls, outputs, outcome, text, goal.kind, text, round(min(1.0, 0.3 + 0.1 * len(calls)), 4),
-                          hidden=goal.hidden, persona=goal.persona)
+        return self._emit(
+            calls,
+            outputs,
+            outcome,
+            text,
+            goal.kind,
+            text,
+            round(min(1.0, 0.3 + 0.1 * len(calls)), 4),
+            hidden=goal.hidden,
+            persona=goal.persona,
+        )
 
     async def plant(self, sb: Any, seed: str, task: Task, steps: list[Step]) -> Task:
         """The task with near-duplicates of the row its request names planted in its initial state
         (:func:`envkernel_chains.plant.distractors`), its outputs and outcome those of the reference
         replayed from the seed plus them; as it was when no copy fits or the reference no longer
         does the same from there (the reason is counted in ``sampling.json``, ``planting``)."""
-        rng = random.Random(f"plant/{task.id}")  # its own stream: planting never changes which tasks are sampled
+        rng = random.Random(
+            f"plant/{task.id}"
+        )  # its own stream: planting never changes which tasks are sampled
         if rng.random() >= self.s.distractor_share:
             return task
         o = task.outcome
-        rows = distractors(steps, self.schema, self.seed_state, rng, answered=None if o.mutates else list(o.answer_facts))
+        rows = distractors(
+            steps,
+            self.schema,
+            self.seed_state,
+            rng,
+            answered=None if o.mutates else list(o.answer_facts),
+        )
         if not rows:
             self.planting["no_near_duplicate"] += 1
             return task
@@ -427,7 +525,7 @@ class GraphSampler:
         planted = msgspec.structs.replace(task, planted=rows)
         try:
             await sb.patch(planted.seed_patch())
-        except Exception:  # noqa: BLE001 - a row the table refuses (a constraint): keep the seed alone
+        except Exception:
             self.planting["patch_refused"] += 1
             return task
         initial = await sb.state() if o.mutates else None
@@ -449,14 +547,25 @@ class GraphSampler:
         if got is None or set(got.expected_state) != set(o.expected_state):
             self.planting["changes_outcome"] += 1
             return task
-        for t, rows_after in got.expected_state.items():  # the same change as from the seed, the copies untouched
-            mine = {row_key(r) for p in rows if p.table == t for r in strip([p.row], self.env.generated.get(t, []))}
-            if len([r for r in rows_after if row_key(r) in mine]) != len(mine) or \
-                    not same_rows([r for r in rows_after if row_key(r) not in mine], o.expected_state[t]):
+        for (
+            t,
+            rows_after,
+        ) in got.expected_state.items():  # the same change as from the seed, the copies untouched
+            mine = {
+                row_key(r)
+                for p in rows
+                if p.table == t
+                for r in strip([p.row], self.env.generated.get(t, []))
+            }
+            if len([r for r in rows_after if row_key(r) in mine]) != len(mine) or not same_rows(
+                [r for r in rows_after if row_key(r) not in mine], o.expected_state[t]
+            ):
                 self.planting["changes_outcome"] += 1
                 return task
         self.planting["planted"] += 1
-        return msgspec.structs.replace(planted, outputs=outputs, outcome=msgspec.structs.replace(got, answer=o.answer))
+        return msgspec.structs.replace(
+            planted, outputs=outputs, outcome=msgspec.structs.replace(got, answer=o.answer)
+        )
 
     async def refine(self, refiner: Any, task: Task) -> Task:
         """The task with the refiner's rewrite of its request when every check passes (each entity
@@ -473,12 +582,30 @@ class GraphSampler:
         keep = must_keep(task.request, literals, [task.persona.get("name", "")])
         forbid = must_not_show(task.outcome.answer_facts, task.hidden, ids, task.request)
         found = entities(self.described.pop(task.id, []), self.seed_state, task, self.schema)
-        r = await refiner.refine(task.request, keep=keep, forbid=forbid, tool_pattern=self._tool_pattern, entities=found)
+        r = await refiner.refine(
+            task.request, keep=keep, forbid=forbid, tool_pattern=self._tool_pattern, entities=found
+        )
         self.refined[r.verdict] += 1
-        return msgspec.structs.replace(task, request=r.text, original_request=task.request) if r.ok else task
+        return (
+            msgspec.structs.replace(task, request=r.text, original_request=task.request)
+            if r.ok
+            else task
+        )
 
-    def _emit(self, calls: list[ToolCall], outputs: list[Any], outcome: Outcome, text: str, kind: str, skel: str,
-              difficulty: float, *, hidden: list[str] | None = None, persona: dict[str, str] | None = None, question: str = "") -> Task:
+    def _emit(
+        self,
+        calls: list[ToolCall],
+        outputs: list[Any],
+        outcome: Outcome,
+        text: str,
+        kind: str,
+        skel: str,
+        difficulty: float,
+        *,
+        hidden: list[str] | None = None,
+        persona: dict[str, str] | None = None,
+        question: str = "",
+    ) -> Task:
         """Count an accepted task and build it (``question``: the key of a further question about
         calls already asked about, which keeps its id apart from the first's)."""
         signature = ">".join(c.name for c in calls)
@@ -509,8 +636,10 @@ class GraphSampler:
     def digest(self, steps: list[Step]) -> bytes:
         """The de-duplication key of a chain: its signature and grounded arguments."""
         signature = ">".join(s.info.name for s in steps)
-        return hashlib.blake2b(json.dumps([signature, [s.args for s in steps]], sort_keys=True, default=str).encode(),
-                               digest_size=12).digest()
+        return hashlib.blake2b(
+            json.dumps([signature, [s.args for s in steps]], sort_keys=True, default=str).encode(),
+            digest_size=12,
+        ).digest()
 
     def is_duplicate(self, steps: list[Step]) -> bool:
         """True when an emitted task already has these calls (checked before the final state dump),
@@ -518,7 +647,10 @@ class GraphSampler:
         d = self.digest(steps)
         if d not in self._seen:
             return False
-        return any(s.mutating for s in steps) or len(self._asked.get(d, ())) >= self.questions_allowed()
+        return (
+            any(s.mutating for s in steps)
+            or len(self._asked.get(d, ())) >= self.questions_allowed()
+        )
 
     def dropped(self, steps: list[Step]) -> str | None:
         """Why :meth:`make_task` would drop the chain ``steps`` whatever its outputs (a duplicate, a
@@ -534,7 +666,9 @@ class GraphSampler:
 
     def quota_full(self) -> bool:
         """True when one more plain create would pass ``plain_create_share`` (never in the first 50 tasks)."""
-        return self.emitted >= 50 and self.plain_creates + 1 > self.s.plain_create_share * (self.emitted + 1)
+        return self.emitted >= 50 and self.plain_creates + 1 > self.s.plain_create_share * (
+            self.emitted + 1
+        )
 
     def questions_allowed(self) -> int:
         """Questions the same read-only calls may have by now (see ``questions_per_chain``)."""
@@ -547,10 +681,13 @@ class GraphSampler:
         used: dict[int, list[Any]] = {}
         for s in steps:
             for lk in s.links.values():
-                # a foreign key is a relationship only this call shows (unless it echoes the call's own
+                # a foreign key is a relationship only this call shows (unless it echoes the call's
+                # own
                 # argument); a row's own id may have been seen before
                 echo = any(_k(lk.value) == _k(a) for a in steps[lk.source].args.values())
-                used.setdefault(lk.source, []).append(lk.value if lk.kind == "self" or echo else _NEW)
+                used.setdefault(lk.source, []).append(
+                    lk.value if lk.kind == "self" or echo else _NEW
+                )
         known: set[Any] = set()
         for s in steps:
             key = json.dumps([s.info.name, s.args], sort_keys=True, default=str)
@@ -566,7 +703,11 @@ class GraphSampler:
             known.update(_k(v) for v in s.args.values())
             for e in s.elements:
                 if e.parent is None:
-                    known.update(_k(v) for v in e.row.values() if not isinstance(v, (dict, list)) and v is not None)
+                    known.update(
+                        _k(v)
+                        for v in e.row.values()
+                        if not isinstance(v, (dict, list)) and v is not None
+                    )
         return None
 
     def plan_undoes(self, plan: list[PlanNode]) -> str | None:
@@ -578,7 +719,9 @@ class GraphSampler:
                 continue
             key = next((p.name for p in info.params.values() if p.role == "key"), None)
             sources = node.needs.get(key or "", [])
-            if not sources or not all(self.infos[plan[j].tool].kind == "create" for j in sources if j < len(plan)):
+            if not sources or not all(
+                self.infos[plan[j].tool].kind == "create" for j in sources if j < len(plan)
+            ):
                 continue
             if is_undo(info):
                 return "undoes_new"
@@ -619,7 +762,9 @@ class GraphSampler:
         signature = ">".join(c.name for c in calls)
         digest = self.digest(steps)
         asked = self._asked.get(digest, set())
-        if digest in self._seen and (final_state is not None or len(asked) >= self.questions_allowed()):
+        if digest in self._seen and (
+            final_state is not None or len(asked) >= self.questions_allowed()
+        ):
             self.rejected["duplicate"] += 1
             return None
         why = self.redundant(steps) or self.undoes(steps)
@@ -632,11 +777,15 @@ class GraphSampler:
             return None
         outcome = None
         if final_state is not None:
-            outcome = state_outcome(self.seed_state, final_state, self.env.generated, self.seed_rows)
+            outcome = state_outcome(
+                self.seed_state, final_state, self.env.generated, self.seed_rows
+            )
             if outcome is None:
                 self.rejected["no_op"] += 1
                 return None
-        phrased = Phraser(steps, self.rng, persona_share=self.s.persona_share, taken=asked, shapes=self._shapes).request()
+        phrased = Phraser(
+            steps, self.rng, persona_share=self.s.persona_share, taken=asked, shapes=self._shapes
+        ).request()
         if phrased is None:
             self.rejected["duplicate" if asked else "unphrasable"] += 1
             return None
@@ -648,16 +797,34 @@ class GraphSampler:
             if not phrased.facts:
                 self.rejected["no_facts"] += 1
                 return None
-            outcome = Outcome(mutates=False, answer_facts=phrased.facts, answer_rows=phrased.rows,
-                              answer_absent=phrased.absent, answer_ordered=phrased.ordered, answer=phrased.answer)
-            question = hashlib.blake2b(json.dumps([digest.hex(), phrased.facts, phrased.rows, phrased.absent, phrased.ordered],
-                                                  sort_keys=True, default=str).encode(), digest_size=12).digest()
+            outcome = Outcome(
+                mutates=False,
+                answer_facts=phrased.facts,
+                answer_rows=phrased.rows,
+                answer_absent=phrased.absent,
+                answer_ordered=phrased.ordered,
+                answer=phrased.answer,
+            )
+            question = hashlib.blake2b(
+                json.dumps(
+                    [digest.hex(), phrased.facts, phrased.rows, phrased.absent, phrased.ordered],
+                    sort_keys=True,
+                    default=str,
+                ).encode(),
+                digest_size=12,
+            ).digest()
             if question in self._questions:
-                self.rejected["same_question"] += 1  # another wording of a question already asked about these calls
+                self.rejected["same_question"] += (
+                    1  # another wording of a question already asked about these calls
+                )
                 return None
-            stuffed = stuffed_answer(phrased.answer, [s.output for s in steps], bool(phrased.absent))
+            stuffed = stuffed_answer(
+                phrased.answer, [s.output for s in steps], bool(phrased.absent)
+            )
             if stuffed is not None and answer_check(outcome, stuffed)[0] >= 1.0:
-                self.rejected["imprecise_answer"] += 1  # the gate's stuffed mutant would score 1: not a precise check
+                self.rejected["imprecise_answer"] += (
+                    1  # the gate's stuffed mutant would score 1: not a precise check
+                )
                 return None
         else:
             outcome = msgspec.structs.replace(outcome, answer=phrased.answer)
@@ -666,13 +833,23 @@ class GraphSampler:
         if final_state is None:
             self._asked.setdefault(digest, set()).add(phrased.key)
             self._questions.add(question)
-        task = self._emit(calls, [s.output for s in steps], outcome, phrased.text, phrased.kind, phrased.skeleton, difficulty_of(steps),
-                          persona=phrased.persona, question=phrased.key if asked else "")
+        task = self._emit(
+            calls,
+            [s.output for s in steps],
+            outcome,
+            phrased.text,
+            phrased.kind,
+            phrased.skeleton,
+            difficulty_of(steps),
+            persona=phrased.persona,
+            question=phrased.key if asked else "",
+        )
         if self.s.refine_base_url:
             self.described[task.id] = acted_refs(steps)
         return task
 
-    # -- stats ---------------------------------------------------------------------------------------------
+    # -- stats
+    # ---------------------------------------------------------------------------------------------
 
     def stats(self, seconds: float) -> dict[str, Any]:
         """What ``sampling.json`` holds for this sampler and environment."""
@@ -688,9 +865,12 @@ class GraphSampler:
             "seconds": round(seconds, 3),
             "tasks_per_s": round(self.emitted / seconds, 2) if seconds > 0 else None,
             "tool_calls": calls,
-            "graph": {"tools": self.graph.number_of_nodes(), "edges": self.graph.number_of_edges(),
-                      "data_edges": data_edges(self.graph),
-                      "dead_tools": sorted(self.dead)},
+            "graph": {
+                "tools": self.graph.number_of_nodes(),
+                "edges": self.graph.number_of_edges(),
+                "data_edges": data_edges(self.graph),
+                "dead_tools": sorted(self.dead),
+            },
             "tool_coverage": round(len(covered) / len(tools), 4) if tools else None,
             "uncovered_tools": sorted(set(tools) - set(covered)),
             "tool_uses": dict(sorted(self.used.items())),
@@ -719,7 +899,9 @@ def _write_json_merged(path: Path, key: str, value: Any) -> None:
     tmp.replace(path)
 
 
-async def sample_env(cls: type[GraphSampler], settings: SamplerSettings, env: EnvSpec, ctx: Any) -> AsyncIterator[Task]:
+async def sample_env(
+    cls: type[GraphSampler], settings: SamplerSettings, env: EnvSpec, ctx: Any
+) -> AsyncIterator[Task]:
     """The sampling loop of one environment (see the module docstring)."""
     s = settings
     component = ctx.component
@@ -730,21 +912,31 @@ async def sample_env(cls: type[GraphSampler], settings: SamplerSettings, env: En
     t0 = time.perf_counter()
     budget = s.attempts or 20 * s.tasks_per_env + 200
     cfg = getattr(ctx, "config", None)
-    if not (cfg is not None and cfg.components.get("user")) and s.hidden_share:  # nobody to reveal a held-back condition
+    if (
+        not (cfg is not None and cfg.components.get("user")) and s.hidden_share
+    ):  # nobody to reveal a held-back condition
         s = msgspec.structs.replace(s, hidden_share=0.0)
     refiner = None
     if s.refine_base_url and s.refine_model:
         from envkernel_kit.refine import Refiner
 
-        refiner = Refiner(base_url=s.refine_base_url, model=s.refine_model, api_key=s.refine_api_key)
+        refiner = Refiner(
+            base_url=s.refine_base_url, model=s.refine_model, api_key=s.refine_api_key
+        )
     refine_rng = ctx.rng(component, env.id, "refine")
     async with ctx.sandbox(env) as sb:
         seed = await sb.snapshot()
         seed_state = await sb.state()
         gs = cls(env, s, rng, seed_state, component)
         graph = await gs.explore(sb, seed)
-        ctx.log.info("tool graph", env=env.id, tools=graph.number_of_nodes(), edges=graph.number_of_edges(),
-                     data_edges=data_edges(graph), dead=sorted(gs.dead))
+        ctx.log.info(
+            "tool graph",
+            env=env.id,
+            tools=graph.number_of_nodes(),
+            edges=graph.number_of_edges(),
+            data_edges=data_edges(graph),
+            dead=sorted(gs.dead),
+        )
         if s.write_graph and folder is not None:
             try:
                 write_graph(graph, folder, title=f"{env.id}: tool dependency graph")
@@ -768,10 +960,24 @@ async def sample_env(cls: type[GraphSampler], settings: SamplerSettings, env: En
         ctx.log.info("refiner", env=env.id, verdicts=dict(gs.refined))
     seconds = time.perf_counter() - t0
     st = gs.stats(seconds)
-    ctx.log.info(f"{component} sampled", env=env.id, tasks=gs.emitted, attempts=gs.attempts, seconds=round(seconds, 2),
-                 tasks_per_s=st["tasks_per_s"], lengths=st["chain_lengths"], coverage=st["tool_coverage"],
-                 rejected=dict(gs.rejected.most_common(6)))
-    ctx.log.info("phrasings", env=env.id, sampler=component, distinct=st["phrasings"], requests=st["requests"])
+    ctx.log.info(
+        f"{component} sampled",
+        env=env.id,
+        tasks=gs.emitted,
+        attempts=gs.attempts,
+        seconds=round(seconds, 2),
+        tasks_per_s=st["tasks_per_s"],
+        lengths=st["chain_lengths"],
+        coverage=st["tool_coverage"],
+        rejected=dict(gs.rejected.most_common(6)),
+    )
+    ctx.log.info(
+        "phrasings",
+        env=env.id,
+        sampler=component,
+        distinct=st["phrasings"],
+        requests=st["requests"],
+    )
     if folder is not None:
         try:
             folder.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkernel_kit.naming import KEY_LIKE, is_id_name
-
 from envkernel_kit.tools import Schema, ToolInfo, output_fields
 
 if TYPE_CHECKING:  # networkx is imported where a graph is built, not when the plugin loads
@@ -38,7 +37,9 @@ LINK_FORMATS = frozenset({"email", "uri", "url", "hostname", "ipv4", "iban"})
 """String formats that identify a thing well enough to link two tools by."""
 
 
-def produced_fields(a: ToolInfo, schema: Schema, observed: dict[str, set[str]]) -> dict[str, dict[str, Any]]:
+def produced_fields(
+    a: ToolInfo, schema: Schema, observed: dict[str, set[str]]
+) -> dict[str, dict[str, Any]]:
     """Field -> schema of the rows ``a`` returns (declared, observed, and its table's columns)."""
     fields = dict(output_fields(a.spec))
     for f in observed.get(a.name, set()):
@@ -52,7 +53,9 @@ def produced_fields(a: ToolInfo, schema: Schema, observed: dict[str, set[str]]) 
     return fields
 
 
-def feeds(a: ToolInfo, b: ToolInfo, schema: Schema, fields: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def feeds(
+    a: ToolInfo, b: ToolInfo, schema: Schema, fields: dict[str, dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
     """How the output of ``a`` can fill each parameter of ``b`` (empty when it cannot)."""
     out: dict[str, list[dict[str, Any]]] = {}
     if a.name == b.name or a.kind == "delete":
@@ -71,7 +74,9 @@ def feeds(a: ToolInfo, b: ToolInfo, schema: Schema, fields: dict[str, dict[str, 
         elif p.role in ("value", "filter", "search") and a.resource != b.resource:
             fmt = (p.schema or {}).get("format")
             for f, fs in fields.items():
-                if f == p.name and (f in KEY_LIKE or f in schema.unique.get(a.resource or "", set())):
+                if f == p.name and (
+                    f in KEY_LIKE or f in schema.unique.get(a.resource or "", set())
+                ):
                     ways.append({"via": "name", "link": "key", "field": f})
                 elif fmt in LINK_FORMATS and (fs or {}).get("format") == fmt:
                     ways.append({"via": "format", "link": "key", "field": f})
@@ -80,18 +85,29 @@ def feeds(a: ToolInfo, b: ToolInfo, schema: Schema, fields: dict[str, dict[str, 
     return out
 
 
-def build_graph(infos: dict[str, ToolInfo], schema: Schema, observed: dict[str, set[str]] | None = None,
-                dead: set[str] | None = None) -> nx.DiGraph:
+def build_graph(
+    infos: dict[str, ToolInfo],
+    schema: Schema,
+    observed: dict[str, set[str]] | None = None,
+    dead: set[str] | None = None,
+) -> nx.DiGraph:
     """The tool dependency graph (see the module docstring); ``dead`` tools are left out."""
     observed = observed or {}
     dead = dead or set()
-    import networkx as nx  # noqa: PLC0415 - lazily: loading the plugin does not need it
+    import networkx as nx
 
     g = nx.DiGraph()
     live = {n: i for n, i in infos.items() if n not in dead}
     for n, i in live.items():
-        g.add_node(n, kind=i.kind, resource=i.resource, mutates=i.mutates, verb=i.verb,
-                   reads=sorted(i.reads), writes=sorted(i.writes))
+        g.add_node(
+            n,
+            kind=i.kind,
+            resource=i.resource,
+            mutates=i.mutates,
+            verb=i.verb,
+            reads=sorted(i.reads),
+            writes=sorted(i.writes),
+        )
     fields = {n: produced_fields(i, schema, observed) for n, i in live.items()}
     for a in live.values():
         for b in live.values():
@@ -114,14 +130,28 @@ def producers(g: nx.DiGraph, tool: str, param: str) -> list[tuple[str, dict[str,
     return out
 
 
-def usable_producer(g: nx.DiGraph, infos: dict[str, ToolInfo], a: str, way: dict[str, Any], param_resource: str | None) -> bool:
+def usable_producer(
+    g: nx.DiGraph,
+    infos: dict[str, ToolInfo],
+    a: str,
+    way: dict[str, Any],
+    param_resource: str | None,
+) -> bool:
     """False for a producer that only hands back what it was given: a lookup of a row by its own
     key feeding that same key (``get_order -> cancel_order``), or a list under an owner feeding
     that owner's id (``list_customer_orders -> get_customer``)."""
     ia = infos[a]
-    if way["link"] == "self" and ia.kind == "get" and any(p.role == "key" for p in ia.params.values()):
+    if (
+        way["link"] == "self"
+        and ia.kind == "get"
+        and any(p.role == "key" for p in ia.params.values())
+    ):
         return False
-    if way["link"] == "fk" and not ia.mutates and any(p.required and p.is_id and p.field == way["field"] for p in ia.params.values()):
+    if (
+        way["link"] == "fk"
+        and not ia.mutates
+        and any(p.required and p.is_id and p.field == way["field"] for p in ia.params.values())
+    ):
         return False
     return True
 
@@ -149,8 +179,14 @@ def depths(g: nx.DiGraph, infos: dict[str, ToolInfo]) -> dict[str, int]:
                     continue
                 worst = 0
                 for p in needs:
-                    best = min((d[a] for a, way in producers(g, n, p.name) if a != n and usable_producer(g, infos, a, way, p.resource)),
-                               default=INF)
+                    best = min(
+                        (
+                            d[a]
+                            for a, way in producers(g, n, p.name)
+                            if a != n and usable_producer(g, infos, a, way, p.resource)
+                        ),
+                        default=INF,
+                    )
                     worst = max(worst, best)
                 new = worst + 1 if worst < INF else INF
                 if new < d[n]:
@@ -160,7 +196,11 @@ def depths(g: nx.DiGraph, infos: dict[str, ToolInfo]) -> dict[str, int]:
         more = set()
         for n in g.nodes:
             for p in infos[n].needs():
-                reachable = any(d[a] < INF for a, way in producers(g, n, p.name) if a != n and usable_producer(g, infos, a, way, p.resource))
+                reachable = any(
+                    d[a] < INF
+                    for a, way in producers(g, n, p.name)
+                    if a != n and usable_producer(g, infos, a, way, p.resource)
+                )
                 if not reachable and (n, p.name) not in literal:
                     more.add((n, p.name))
         if not more:
@@ -185,7 +225,7 @@ def _jsonable(v: Any) -> Any:
 
 def graph_json(g: nx.DiGraph) -> dict[str, Any]:
     """The graph in networkx node-link form (JSON-ready)."""
-    import networkx as nx  # noqa: PLC0415
+    import networkx as nx
 
     data = nx.node_link_data(g, edges="links")
     return _jsonable(data)
@@ -198,15 +238,22 @@ def graph_svg(g: nx.DiGraph, title: str = "") -> str:
     size = 260 + 38 * n
     cx = cy = size / 2
     r = size / 2 - 130
-    pos = {v: (cx + r * math.cos(2 * math.pi * i / n - math.pi / 2), cy + r * math.sin(2 * math.pi * i / n - math.pi / 2))
-           for i, v in enumerate(nodes)}
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{size:.0f}" height="{size:.0f}" viewBox="0 0 {size:.0f} {size:.0f}" '
-           'font-family="sans-serif" font-size="11">',
-           '<defs><marker id="a" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
-           '<path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
-           f'<text x="10" y="18" font-size="14">{html.escape(title)}</text>',
-           '<text x="10" y="36" fill="#666">solid: an output feeds a parameter; dashed: writes state the other reads; '
-           'orange: changes state</text>']
+    pos = {
+        v: (
+            cx + r * math.cos(2 * math.pi * i / n - math.pi / 2),
+            cy + r * math.sin(2 * math.pi * i / n - math.pi / 2),
+        )
+        for i, v in enumerate(nodes)
+    }
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{size:.0f}" height="{size:.0f}" viewBox="0 0 {size:.0f} {size:.0f}" '
+        'font-family="sans-serif" font-size="11">',
+        '<defs><marker id="a" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+        '<path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
+        f'<text x="10" y="18" font-size="14">{html.escape(title)}</text>',
+        '<text x="10" y="36" fill="#666">solid: an output feeds a parameter; dashed: writes state the other reads; '
+        "orange: changes state</text>",
+    ]
     for a, b, data in g.edges(data=True):
         (x1, y1), (x2, y2) = pos[a], pos[b]
         dx, dy = x2 - x1, y2 - y1
@@ -214,18 +261,26 @@ def graph_svg(g: nx.DiGraph, title: str = "") -> str:
         x1, y1 = x1 + dx / dist * 9, y1 + dy / dist * 9
         x2, y2 = x2 - dx / dist * 11, y2 - dy / dist * 11
         dash = "" if data.get("feeds") else ' stroke-dasharray="4 3"'
-        tip = html.escape(", ".join(sorted(data.get("feeds", {}))) or "state: " + ", ".join(data.get("state", [])))
-        out.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="#999" stroke-width="0.8" '
-                   f'marker-end="url(#a)"{dash}><title>{html.escape(a)} -&gt; {html.escape(b)}: {tip}</title></line>')
+        tip = html.escape(
+            ", ".join(sorted(data.get("feeds", {}))) or "state: " + ", ".join(data.get("state", []))
+        )
+        out.append(
+            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="#999" stroke-width="0.8" '
+            f'marker-end="url(#a)"{dash}><title>{html.escape(a)} -&gt; {html.escape(b)}: {tip}</title></line>'
+        )
     for v in nodes:
         x, y = pos[v]
         color = "#f28e2b" if g.nodes[v].get("mutates") else "#4e79a7"
         ang = math.atan2(y - cy, x - cx)
         tx, ty = x + 14 * math.cos(ang), y + 14 * math.sin(ang)
         anchor = "start" if math.cos(ang) > 0.2 else ("end" if math.cos(ang) < -0.2 else "middle")
-        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="8" fill="{color}"><title>{html.escape(v)} '
-                   f'(depth {g.nodes[v].get("depth")})</title></circle>')
-        out.append(f'<text x="{tx:.1f}" y="{ty + 4:.1f}" text-anchor="{anchor}">{html.escape(v)}</text>')
+        out.append(
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="8" fill="{color}"><title>{html.escape(v)} '
+            f"(depth {g.nodes[v].get('depth')})</title></circle>"
+        )
+        out.append(
+            f'<text x="{tx:.1f}" y="{ty + 4:.1f}" text-anchor="{anchor}">{html.escape(v)}</text>'
+        )
     out.append("</svg>")
     return "\n".join(out)
 

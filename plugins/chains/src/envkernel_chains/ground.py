@@ -27,15 +27,23 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from envkernel_kit.argsgen import FIRST_NAMES, LAST_NAMES, NO_VALUE, coerce, default_values, fresh_values, schema_type
+from envkernel_kit.argsgen import (
+    FIRST_NAMES,
+    LAST_NAMES,
+    NO_VALUE,
+    coerce,
+    default_values,
+    fresh_values,
+    schema_type,
+)
 from envkernel_kit.naming import singular, words
+from envkernel_kit.tools import ParamInfo, Schema, ToolInfo
 from envkernel_schemas import EnvSpec
 
 from .links import Element, extract_elements
 from .outcome import changed_tables
 from .refs import STATUS_FIELDS, TITLE_FIELDS, Ref, Resolver, adjective, norm
 from .refs import is_person as _person
-from envkernel_kit.tools import ParamInfo, Schema, ToolInfo
 
 State = dict[str, list[dict[str, Any]]]
 
@@ -107,8 +115,18 @@ def _fact_key(v: Any) -> str:
 class Grounder:
     """Executes plans over one environment in one sandbox (reset to the seed before each chain)."""
 
-    def __init__(self, env: EnvSpec, infos: dict[str, ToolInfo], schema: Schema, seed: State, lookupable: set[str],
-                 rng: random.Random, *, tries: int = 4, optional_share: float = 0.35) -> None:
+    def __init__(
+        self,
+        env: EnvSpec,
+        infos: dict[str, ToolInfo],
+        schema: Schema,
+        seed: State,
+        lookupable: set[str],
+        rng: random.Random,
+        *,
+        tries: int = 4,
+        optional_share: float = 0.35,
+    ) -> None:
         self.env = env
         self.infos = infos
         self.schema = schema
@@ -164,7 +182,7 @@ class Grounder:
         table = p.resource or info.resource
         col = p.field or p.name
         if p.role == "search":
-            for f in (p.search_fields or TITLE_FIELDS):
+            for f in p.search_fields or TITLE_FIELDS:
                 if f in TITLE_FIELDS or f.endswith("_name"):
                     raw.extend(self.column_values(table, f))
         else:
@@ -207,7 +225,10 @@ class Grounder:
         first, last, k = ident or self.identity()
         cands: list[Any] = []
         if sch.get("format") == "email" or "email" in ws:
-            cands += [f"{first.lower()}.{last.lower()}{k}@example.com", f"{first.lower()}{k}@example.org"]
+            cands += [
+                f"{first.lower()}.{last.lower()}{k}@example.com",
+                f"{first.lower()}{k}@example.org",
+            ]
         elif ws & {"username", "login", "handle"}:
             cands += [f"{first.lower()}{last.lower()[:1]}{k}"]
         elif ws & {"name", "full_name", "display_name"} and info.noun and _person(info.noun):
@@ -233,22 +254,37 @@ class Grounder:
 
     # -- literal arguments -----------------------------------------------------------------------
 
-    def template_row(self, table: str | None, avoid: dict[str, Any] | None = None) -> dict[str, Any]:
+    def template_row(
+        self, table: str | None, avoid: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """A random seed row of ``table`` (not ``avoid``) to take coherent values from."""
         rows = self.seed.get(table or "", [])
         if not rows:
             return {}
         key = self.schema.key(table)
-        cands = [r for r in rows if avoid is None or norm(r.get(key)) != norm(avoid.get(key))] or rows
+        cands = [
+            r for r in rows if avoid is None or norm(r.get(key)) != norm(avoid.get(key))
+        ] or rows
         return self.rng.choice(cands)
 
-    def literal_args(self, info: ToolInfo, node: PlanNode, linked: dict[str, Any], current: dict[str, Any] | None,
-                     reach: list[dict[str, Any]] | None, final: bool) -> dict[str, Any] | None:
+    def literal_args(
+        self,
+        info: ToolInfo,
+        node: PlanNode,
+        linked: dict[str, Any],
+        current: dict[str, Any] | None,
+        reach: list[dict[str, Any]] | None,
+        final: bool,
+    ) -> dict[str, Any] | None:
         """Literal arguments of a call (``linked`` ones already fixed); None when impossible."""
         rng = self.rng
         args: dict[str, Any] = {}
         kind = info.kind
-        params = [p for p in info.params.values() if p.name not in linked and p.role not in ("page", "sort")]
+        params = [
+            p
+            for p in info.params.values()
+            if p.name not in linked and p.role not in ("page", "sort")
+        ]
         if kind == "create":
             tpl = self.template_row(info.resource)
             ident = self.identity()
@@ -259,7 +295,11 @@ class Grounder:
                 if not p.required and rng.random() >= self.optional_share:
                     continue
                 col = p.field or p.name
-                if person and col in ("name", "full_name", "display_name", "holder_name") and schema_type(p.schema or {}) == "string":
+                if (
+                    person
+                    and col in ("name", "full_name", "display_name", "holder_name")
+                    and schema_type(p.schema or {}) == "string"
+                ):
                     v = coerce(f"{ident[0]} {ident[1]}", p.schema or {})
                 elif self.unique_field(info, p):
                     v = self.fresh(info, p, ident)
@@ -271,7 +311,9 @@ class Grounder:
                     continue
                 args[p.name] = v
         elif kind == "update":
-            writable = [p for p in params if p.role == "value" or (p.role == "filter" and info.mutates)]
+            writable = [
+                p for p in params if p.role == "value" or (p.role == "filter" and info.mutates)
+            ]
             req = [p for p in writable if p.required]
             opt = [p for p in writable if not p.required]
             rng.shuffle(opt)
@@ -311,7 +353,11 @@ class Grounder:
                 if v is NO_VALUE:
                     return None
                 args[p.name] = v
-            optional = [p for p in params if not p.is_id and not p.required and p.role in ("filter", "search", "value")]
+            optional = [
+                p
+                for p in params
+                if not p.is_id and not p.required and p.role in ("filter", "search", "value")
+            ]
             if optional and (node.filters or (final and rng.random() < self.optional_share)):
                 p = rng.choice(optional)
                 v = self._read_value(info, p, reach)
@@ -319,15 +365,23 @@ class Grounder:
                     args[p.name] = v
         return args
 
-    def _value(self, info: ToolInfo, p: ParamInfo, tpl: dict[str, Any], current: dict[str, Any] | None) -> Any:
+    def _value(
+        self, info: ToolInfo, p: ParamInfo, tpl: dict[str, Any], current: dict[str, Any] | None
+    ) -> Any:
         col = p.field or p.name
         if self.unique_field(info, p) and info.kind in ("create", "update"):
             return self.fresh(info, p)
-        if col in tpl and tpl[col] is not None and (current is None or norm(current.get(col)) != norm(tpl[col])):
+        if (
+            col in tpl
+            and tpl[col] is not None
+            and (current is None or norm(current.get(col)) != norm(tpl[col]))
+        ):
             c = coerce(tpl[col], p.schema or {})
             if c is not NO_VALUE:
                 return c
-        pool = [v for v in self.pool(info, p) if current is None or norm(current.get(col)) != norm(v)]
+        pool = [
+            v for v in self.pool(info, p) if current is None or norm(current.get(col)) != norm(v)
+        ]
         if not pool:
             return NO_VALUE
         return self.rng.choice(pool)
@@ -337,12 +391,24 @@ class Grounder:
         rows = reach if reach is not None else self.seed.get(info.resource or "", [])
         col = p.field or p.name
         if p.role == "search":
-            cols = [c for c in (p.search_fields or TITLE_FIELDS) if c in TITLE_FIELDS or c.endswith("_name")]
+            cols = [
+                c
+                for c in (p.search_fields or TITLE_FIELDS)
+                if c in TITLE_FIELDS or c.endswith("_name")
+            ]
             vals = [r.get(c) for r in rows for c in cols if isinstance(r.get(c), str) and r.get(c)]
         elif p.op == "eq" or p.role == "value":
-            vals = [r.get(col) for r in rows if r.get(col) is not None and not isinstance(r.get(col), (dict, list))]
+            vals = [
+                r.get(col)
+                for r in rows
+                if r.get(col) is not None and not isinstance(r.get(col), (dict, list))
+            ]
         elif p.op == "in":  # Amadeus's chainCodes=[...]: one value a row has, as a list
-            vals = [[r.get(col)] for r in rows if r.get(col) is not None and not isinstance(r.get(col), (dict, list))]
+            vals = [
+                [r.get(col)]
+                for r in rows
+                if r.get(col) is not None and not isinstance(r.get(col), (dict, list))
+            ]
         else:
             vals = []
         vals = [c for c in (coerce(v, p.schema or {}) for v in vals) if c is not NO_VALUE]
@@ -356,7 +422,9 @@ class Grounder:
 
     # -- references --------------------------------------------------------------------------------
 
-    def scope_of(self, info: ToolInfo, args: dict[str, Any], refs: dict[str, Ref]) -> dict[str, Any]:
+    def scope_of(
+        self, info: ToolInfo, args: dict[str, Any], refs: dict[str, Ref]
+    ) -> dict[str, Any]:
         """The literal constraints of a read, and the words a request uses for them."""
         constraints: list[tuple[Any, str, Any]] = []
         owners: list[tuple[str, Ref]] = []
@@ -391,13 +459,23 @@ class Grounder:
                 if p.op == "eq" and col in STATUS_FIELDS and adjective(v):
                     adjectives.append(v)
                 elif isinstance(v, bool):
-                    adjectives.append(("" if v else "non-") + " ".join(w for w in words(col) if w not in ("is", "has")))
+                    adjectives.append(
+                        ("" if v else "non-")
+                        + " ".join(w for w in words(col) if w not in ("is", "has"))
+                    )
                 else:
                     quals.append(_qual(col, p.op, v))
                     if p.op == "eq" and col in cols:
                         idents.append((col, v))
-        return {"constraints": constraints, "owners": owners, "quals": quals, "adjectives": adjectives, "values": values,
-                "search": search, "idents": idents}
+        return {
+            "constraints": constraints,
+            "owners": owners,
+            "quals": quals,
+            "adjectives": adjectives,
+            "values": values,
+            "search": search,
+            "idents": idents,
+        }
 
     def element_ref(self, steps: list[Step], e: Element) -> Ref | None:
         """How a request refers to the row ``e`` of an earlier output (None: it cannot)."""
@@ -412,7 +490,11 @@ class Grounder:
         created = self._created.get((e.table, repr(norm(value))))
         if created is not None:
             return self.resolver.new(e.table, singular(e.noun), value)
-        if info.kind in ("get", "update", "action", "delete") and step.target is not None and norm(step.target.value) == norm(value):
+        if (
+            info.kind in ("get", "update", "action", "delete")
+            and step.target is not None
+            and norm(step.target.value) == norm(value)
+        ):
             return step.target
         if info.mutates:
             return None
@@ -420,14 +502,28 @@ class Grounder:
         if not sc:
             return None
         siblings = [x.row for x in step.elements if x.parent is None]
-        ref = self.resolver.describe(e.table, singular(e.noun), value, sc["constraints"], sc["owners"], siblings, e.row,
-                                     sc["quals"], sc["adjectives"], sc["values"], idents=sc.get("idents", []))
+        ref = self.resolver.describe(
+            e.table,
+            singular(e.noun),
+            value,
+            sc["constraints"],
+            sc["owners"],
+            siblings,
+            e.row,
+            sc["quals"],
+            sc["adjectives"],
+            sc["values"],
+            idents=sc.get("idents", []),
+        )
         if ref is None:
             return None
         if sc.get("search") and ref.title is None:
             row = self.resolver.row(e.table, value) or {}
             for f in TITLE_FIELDS:
-                if isinstance(row.get(f), str) and row[f].strip().lower() == sc["search"].strip().lower():
+                if (
+                    isinstance(row.get(f), str)
+                    and row[f].strip().lower() == sc["search"].strip().lower()
+                ):
                     ref.title = row[f]
                     ref.quals = [q for q in ref.quals if not q.startswith("matching ")]
                     break
@@ -453,9 +549,12 @@ class Grounder:
         if ref.table and ref.ok:
             self._registry.setdefault((ref.table, repr(norm(ref.value))), ref)
 
-    # -- links ---------------------------------------------------------------------------------------
+    # -- links
+    # ---------------------------------------------------------------------------------------
 
-    def candidates(self, steps: list[Step], info: ToolInfo, p: ParamInfo, sources: list[int]) -> list[Link]:
+    def candidates(
+        self, steps: list[Step], info: ToolInfo, p: ParamInfo, sources: list[int]
+    ) -> list[Link]:
         """Every way an earlier output can fill ``p`` (rows the request can name come later)."""
         out: list[Link] = []
         for j in sources:
@@ -469,7 +568,9 @@ class Grounder:
                 ways: list[tuple[str, str]] = []
                 if p.is_id and p.resource:
                     if e.table == p.resource:
-                        by_key = src.info.kind == "get" and any(q.role == "key" for q in src.info.params.values())
+                        by_key = src.info.kind == "get" and any(
+                            q.role == "key" for q in src.info.params.values()
+                        )
                         if not (by_key and not src.mutating):
                             ways.append(("self", key))
                     for f, ref in self.schema.refs.get(e.table, {}).items():
@@ -482,7 +583,9 @@ class Grounder:
                     for f, v in e.row.items():
                         if not isinstance(v, str):
                             continue
-                        if f == p.name or (fmt and self.schema.formats.get(e.table, {}).get(f) == fmt):
+                        if f == p.name or (
+                            fmt and self.schema.formats.get(e.table, {}).get(f) == fmt
+                        ):
                             ways.append(("key", f))
                 for kind, f in ways:
                     v = e.row.get(f)
@@ -491,7 +594,11 @@ class Grounder:
                     c = coerce(v, p.schema or {})
                     if c is NO_VALUE:
                         continue
-                    if not src.mutating and kind == "self" and any(norm(c) == norm(a) for a in src.args.values()):
+                    if (
+                        not src.mutating
+                        and kind == "self"
+                        and any(norm(c) == norm(a) for a in src.args.values())
+                    ):
                         continue  # it only hands back what that call was given
                     out.append(Link(source=j, element=e, kind=kind, field=f, value=c))
         return out
@@ -510,7 +617,8 @@ class Grounder:
         allowed = tr.get("from")
         return not allowed or norm(cur) in {norm(a) for a in allowed}
 
-    # -- goal-directed hints ------------------------------------------------------------------------
+    # -- goal-directed hints
+    # ------------------------------------------------------------------------
 
     def row_ok(self, info: ToolInfo, row: dict[str, Any]) -> bool:
         """True when an action's transition accepts ``row`` (its status is an allowed source)."""
@@ -524,7 +632,9 @@ class Grounder:
         allowed = tr.get("from")
         return not allowed or norm(cur) in {norm(a) for a in allowed}
 
-    def _pick_row(self, table: str | None, info: ToolInfo | None = None, where: tuple[str, Any] | None = None) -> dict[str, Any] | None:
+    def _pick_row(
+        self, table: str | None, info: ToolInfo | None = None, where: tuple[str, Any] | None = None
+    ) -> dict[str, Any] | None:
         rows = self.seed.get(table or "", [])
         if where is not None:
             rows = [r for r in rows if norm(r.get(where[0])) == norm(where[1])]
@@ -554,7 +664,9 @@ class Grounder:
             i, info = j, src
         return first
 
-    def hints(self, plan: list[PlanNode]) -> tuple[list[dict[str, Any]], list[dict[str, Any] | None]]:
+    def hints(
+        self, plan: list[PlanNode]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any] | None]]:
         """For each node, the id values and the seed row it should preferably use, chosen from the
         target backward: the target's row first (one its transition accepts), then for each
         producer a row that yields the value its consumer wants. Only a preference: every call
@@ -566,7 +678,11 @@ class Grounder:
             node = plan[i]
             info = self.infos[node.tool]
             row = want[i]
-            if row is None and info.resource and info.kind in ("get", "update", "delete", "action", "list"):
+            if (
+                row is None
+                and info.resource
+                and info.kind in ("get", "update", "delete", "action", "list")
+            ):
                 if info.kind == "list" and i != n - 1:
                     row = None
                 else:
@@ -611,7 +727,9 @@ class Grounder:
 
     # -- running a chain --------------------------------------------------------------------------
 
-    async def run(self, sb: Any, seed_handle: str, plan: list[PlanNode], duplicate: Any = None) -> tuple[list[Step], State | None]:
+    async def run(
+        self, sb: Any, seed_handle: str, plan: list[PlanNode], duplicate: Any = None
+    ) -> tuple[list[Step], State | None]:
         """Execute ``plan`` from the seed state; raises :class:`Rejected` when it cannot be grounded.
 
         ``duplicate(steps)``: why the chain ``steps`` would be dropped (``duplicate``, ``redundant_step``...),
@@ -626,7 +744,11 @@ class Grounder:
         steps: list[Step] = []
         current_state: State | None = None
         created_tables: Counter[str] = Counter()
-        self._hints, self._want = self.hints(plan) if any(node.ways for node in plan) else ([{} for _ in plan], [None] * len(plan))
+        self._hints, self._want = (
+            self.hints(plan)
+            if any(node.ways for node in plan)
+            else ([{} for _ in plan], [None] * len(plan))
+        )
         self._duplicate = duplicate
         for i, node in enumerate(plan):
             info = self.infos[node.tool]
@@ -653,7 +775,12 @@ class Grounder:
                     raise Rejected("two_new_rows")
             if info.mutates and not info.from_model:
                 after = await sb.state()
-                if not changed_tables(current_state or self.seed, after, self.env.generated, None if current_state else self.seed_rows):
+                if not changed_tables(
+                    current_state or self.seed,
+                    after,
+                    self.env.generated,
+                    None if current_state else self.seed_rows,
+                ):
                     raise Rejected("no_op")
                 current_state = after
         why = duplicate(steps) if duplicate is not None else None
@@ -664,7 +791,9 @@ class Grounder:
             final_state = current_state if current_state is not None else await sb.state()
         return steps, final_state
 
-    async def _run_node(self, sb: Any, steps: list[Step], i: int, node: PlanNode, info: ToolInfo, final: bool) -> Step:
+    async def _run_node(
+        self, sb: Any, steps: list[Step], i: int, node: PlanNode, info: ToolInfo, final: bool
+    ) -> Step:
         rng = self.rng
         need_params = [info.params[p] for p in node.needs if p in info.params]
         options: dict[str, list[Link]] = {}
@@ -687,12 +816,18 @@ class Grounder:
             ids = self.column_values(p.resource, self.schema.key(p.resource))
             if not ids:
                 raise Rejected("no_arguments")
-            literal_ids[p.name] = self.resolver.literal(p.resource, singular(p.resource or p.name), rng.choice(ids))
+            literal_ids[p.name] = self.resolver.literal(
+                p.resource, singular(p.resource or p.name), rng.choice(ids)
+            )
         errors: Counter[str] = Counter()
         for _attempt in range(self.tries):
             chosen: dict[str, Link] = {}
-            for name in options:  # prefer one row for several parameters (an attendee and its event)
-                same = [c for c in options[name] if any(c.element is o.element for o in chosen.values())]
+            for (
+                name
+            ) in options:  # prefer one row for several parameters (an attendee and its event)
+                same = [
+                    c for c in options[name] if any(c.element is o.element for o in chosen.values())
+                ]
                 if same and rng.random() < 0.9:
                     pick = same[0]
                 elif _attempt == 0 or rng.random() < 0.5:
@@ -737,9 +872,26 @@ class Grounder:
                 continue
             args = {**linked, **lit}
             args = {k: args[k] for k in info.params if k in args}
-            why = self._duplicate([*steps, Step(index=i, info=info, args=args, links=chosen, refs=refs,
-                                               target=refs.get(key_param) if key_param else None)]) if final and self._duplicate else None
-            if why:  # an emitted task already ends so, or the chain would be dropped: try another row or value before any call
+            why = (
+                self._duplicate(
+                    [
+                        *steps,
+                        Step(
+                            index=i,
+                            info=info,
+                            args=args,
+                            links=chosen,
+                            refs=refs,
+                            target=refs.get(key_param) if key_param else None,
+                        ),
+                    ]
+                )
+                if final and self._duplicate
+                else None
+            )
+            # an emitted task already ends so, or the chain would be dropped: try another row or
+            # value before any call
+            if why:
                 errors[why] += 1
                 for name, link in chosen.items():
                     if len(options[name]) > 1 and link in options[name]:
@@ -752,15 +904,24 @@ class Grounder:
                     if len(options[name]) > 1 and link in options[name]:
                         options[name].remove(link)
                 continue
-            step = Step(index=i, info=info, args=args, links=chosen, refs=refs, output=res.value,
-                        elements=self._elements(info, res.value, i))
+            step = Step(
+                index=i,
+                info=info,
+                args=args,
+                links=chosen,
+                refs=refs,
+                output=res.value,
+                elements=self._elements(info, res.value, i),
+            )
             for r in refs.values():
                 self.remember(r)
             if key_param is not None and key_param in refs:
                 step.target = refs[key_param]
             if not info.mutates:
                 step.scope = self.scope_of(info, args, refs)
-                if not [e for e in step.elements if e.parent is None] and (res.value in (None, [], {}, "") or _empty_page(res.value)):
+                if not [e for e in step.elements if e.parent is None] and (
+                    res.value in (None, [], {}, "") or _empty_page(res.value)
+                ):
                     errors["empty"] += 1
                     continue
             return step
@@ -800,7 +961,9 @@ class Grounder:
         return rows
 
     def _elements(self, info: ToolInfo, value: Any, call: int) -> list[Element]:
-        els = extract_elements(value, info.name, self.schema.tables, call, set(self.schema.keys.values()))
+        els = extract_elements(
+            value, info.name, self.schema.tables, call, set(self.schema.keys.values())
+        )
         if info.resource:
             for e in els:
                 if e.parent is None:
@@ -811,8 +974,11 @@ class Grounder:
 
 def _empty_page(value: Any) -> bool:
     """True for an envelope whose lists are all empty (``{"messages": [], "has_more": false}``)."""
-    return isinstance(value, dict) and any(isinstance(v, list) for v in value.values()) and not any(
-        isinstance(v, list) and v for v in value.values())
+    return (
+        isinstance(value, dict)
+        and any(isinstance(v, list) for v in value.values())
+        and not any(isinstance(v, list) and v for v in value.values())
+    )
 
 
 def _qual(col: str, op: str, v: Any) -> str:
@@ -822,12 +988,27 @@ def _qual(col: str, op: str, v: Any) -> str:
     name = field_words(col)
     ws = words(col)
     date_like = bool(ws) and ws[-1] in ("at", "on", "date", "time", "after", "before")
-    if col in COUNTED_FIELDS and isinstance(v, int) and op in ("gte", "lte", "gt", "lt"):  # "with at least 2 nights"
-        return "with " + {"gte": "at least", "lte": "at most", "gt": "more than", "lt": "fewer than"}[op] + " " + counted(col, v)
+    if (
+        col in COUNTED_FIELDS and isinstance(v, int) and op in ("gte", "lte", "gt", "lt")
+    ):  # "with at least 2 nights"
+        return (
+            "with "
+            + {"gte": "at least", "lte": "at most", "gt": "more than", "lt": "fewer than"}[op]
+            + " "
+            + counted(col, v)
+        )
     if op == "gte":
-        return f"with {name} on or after {render(v)}" if date_like else f"with {name} of at least {render(v)}"
+        return (
+            f"with {name} on or after {render(v)}"
+            if date_like
+            else f"with {name} of at least {render(v)}"
+        )
     if op == "lte":
-        return f"with {name} on or before {render(v)}" if date_like else f"with {name} of at most {render(v)}"
+        return (
+            f"with {name} on or before {render(v)}"
+            if date_like
+            else f"with {name} of at most {render(v)}"
+        )
     if op == "gt":
         return f"with {name} after {render(v)}" if date_like else f"with {name} above {render(v)}"
     if op == "lt":

@@ -10,8 +10,8 @@ names line up: its ``id`` fills ``<noun>_id`` (or ``id`` of a tool about that no
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from collections.abc import Collection
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Literal
 
@@ -26,7 +26,21 @@ from envkernel_kit.naming import (
     words,
 )
 
-GENERIC_KEYS = frozenset({"items", "results", "data", "records", "rows", "entries", "list", "matches", "hits", "objects", "values"})
+GENERIC_KEYS = frozenset(
+    {
+        "items",
+        "results",
+        "data",
+        "records",
+        "rows",
+        "entries",
+        "list",
+        "matches",
+        "hits",
+        "objects",
+        "values",
+    }
+)
 """Keys of wrapper objects whose list holds the tool's own entities."""
 STATUS_LIKE = (
     "status",
@@ -47,7 +61,20 @@ STATUS_LIKE = (
     "size",
 )
 """Columns whose value reads as an adjective (``the pending order``)."""
-NUMBER_LIKE = ("total", "price", "amount", "quantity", "balance", "cost", "stock", "rating", "score", "count", "seats", "duration")
+NUMBER_LIKE = (
+    "total",
+    "price",
+    "amount",
+    "quantity",
+    "balance",
+    "cost",
+    "stock",
+    "rating",
+    "score",
+    "count",
+    "seats",
+    "duration",
+)
 """Numeric columns a person would mention."""
 TITLE_LIKE = ("name", "full_name", "display_name", "title", "label", "product_name")
 """Columns that read as a proper name (``the product "Desk Lamp"``)."""
@@ -99,12 +126,16 @@ def is_entity(obj: dict[str, Any], keys: Collection[str] = ()) -> bool:
     return any(is_id_name(k) or k in KEY_LIKE or k in keys for k in obj)
 
 
-def extract_elements(value: Any, tool_name: str, tables: list[str], call: int, keys: Collection[str] = ()) -> list[Element]:
+def extract_elements(
+    value: Any, tool_name: str, tables: list[str], call: int, keys: Collection[str] = ()
+) -> list[Element]:
     """Every element in a tool's output, outermost first (``keys``: the tables' key columns)."""
     _verb, noun, table = tool_parts(tool_name, tables)
     out: list[Element] = []
 
-    def key_noun(key: str, cur_noun: str, cur_table: str | None, wrapper: bool) -> tuple[str, str | None]:
+    def key_noun(
+        key: str, cur_noun: str, cur_table: str | None, wrapper: bool
+    ) -> tuple[str, str | None]:
         if wrapper and key in GENERIC_KEYS:
             return cur_noun, cur_table
         t = match_table(key, tables)
@@ -117,7 +148,9 @@ def extract_elements(value: Any, tool_name: str, tables: list[str], call: int, k
             rows = [x for x in v if isinstance(x, dict)]
             for i, x in enumerate(rows):
                 if is_entity(x, keys):
-                    e = Element(call=call, noun=n, table=t, row=x, group=rows, position=i, parent=parent)
+                    e = Element(
+                        call=call, noun=n, table=t, row=x, group=rows, position=i, parent=parent
+                    )
                     out.append(e)
                     children(x, e, depth)
         elif isinstance(v, dict):
@@ -155,12 +188,18 @@ def link_param(param: str, tool_name: str, e: Element, tables: list[str]) -> Lin
         return None
     if is_id_name(param):
         ent = id_entity(param)
-        if (_same_noun(ent, e.noun) or (e.table is not None and match_table(ent, tables) == e.table)) and row.get("id") is not None:
+        if (
+            _same_noun(ent, e.noun) or (e.table is not None and match_table(ent, tables) == e.table)
+        ) and row.get("id") is not None:
             return Link(element=e, kind="self", entity=e.noun, value=row["id"])
         if row.get(param) is not None and not isinstance(row[param], (dict, list)):
             return Link(element=e, kind="fk", entity=singular(ent), value=row[param])
         return None
-    if param in KEY_LIKE and row.get(param) is not None and not isinstance(row[param], (dict, list)):
+    if (
+        param in KEY_LIKE
+        and row.get(param) is not None
+        and not isinstance(row[param], (dict, list))
+    ):
         _v, noun, _t = tool_parts(tool_name, tables)
         if _same_noun(noun, e.noun):
             return None  # looking a row up again by its own key is a circle, not a step

@@ -11,7 +11,9 @@ from envkernel_schemas import Outcome
 State = dict[str, list[dict[str, Any]]]
 
 
-def strip(rows: list[dict[str, Any]], generated: list[str] | tuple[str, ...]) -> list[dict[str, Any]]:
+def strip(
+    rows: list[dict[str, Any]], generated: list[str] | tuple[str, ...]
+) -> list[dict[str, Any]]:
     """Rows without the generated columns."""
     drop = set(generated)
     return [{k: v for k, v in r.items() if k not in drop} for r in rows]
@@ -30,8 +32,13 @@ def _canon(v: Any) -> Any:
 def row_key(row: dict[str, Any]) -> Any:
     """A canonical, hashable form of a row (key order and ``2`` vs ``2.0`` do not matter)."""
     try:
-        return tuple(sorted((k, v) for k, v in row.items() if not isinstance(v, (dict, list))))+ tuple(
-            (k, json.dumps(_canon(v), sort_keys=True, default=str)) for k, v in sorted(row.items()) if isinstance(v, (dict, list)))
+        return tuple(
+            sorted((k, v) for k, v in row.items() if not isinstance(v, (dict, list)))
+        ) + tuple(
+            (k, json.dumps(_canon(v), sort_keys=True, default=str))
+            for k, v in sorted(row.items())
+            if isinstance(v, (dict, list))
+        )
     except TypeError:
         return json.dumps(_canon(row), sort_keys=True, ensure_ascii=False, default=str)
 
@@ -41,7 +48,12 @@ def same_rows(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
     return Counter(map(row_key, a)) == Counter(map(row_key, b))
 
 
-def changed_tables(before: State, after: State, generated: dict[str, list[str]], known: dict[str, Counter[Any]] | None = None) -> list[str]:
+def changed_tables(
+    before: State,
+    after: State,
+    generated: dict[str, list[str]],
+    known: dict[str, Counter[Any]] | None = None,
+) -> list[str]:
     """Tables whose rows differ once generated columns are removed, in ``after``'s order.
     ``known``: the multisets of ``before``'s tables, filled as they are counted (pass the same dict
     for the same ``before``, e.g. the seed state, and each of its tables is counted once)."""
@@ -59,7 +71,12 @@ def changed_tables(before: State, after: State, generated: dict[str, list[str]],
     return out
 
 
-def state_outcome(before: State, after: State, generated: dict[str, list[str]], known: dict[str, Counter[Any]] | None = None) -> Outcome | None:
+def state_outcome(
+    before: State,
+    after: State,
+    generated: dict[str, list[str]],
+    known: dict[str, Counter[Any]] | None = None,
+) -> Outcome | None:
     """The Outcome of a chain that changed state, or None when nothing (observable) changed (``known``: see :func:`changed_tables`)."""
     tables = changed_tables(before, after, generated, known)
     if not tables:

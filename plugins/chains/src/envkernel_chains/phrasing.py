@@ -32,13 +32,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envkernel_kit.answers import is_number, mentions
-
 from envkernel_kit.naming import human, is_id_name, plural, singular, words
 
 from .ground import Step
-from .refs import adjective
-from .refs import (CONTAINER_NOUNS, COUNTED_FIELDS, FIELD_WORDS, PERSONA_NOUNS, TITLE_FIELDS, UNITS, Ref, attr_rank, field_words,  # noqa: F401 - re-exported
-                   is_person, norm, unit_of)
+from .refs import (
+    CONTAINER_NOUNS,
+    COUNTED_FIELDS,
+    FIELD_WORDS,
+    PERSONA_NOUNS,
+    TITLE_FIELDS,
+    Ref,
+    adjective,
+    attr_rank,
+    field_words,
+    is_person,
+    norm,
+    unit_of,
+)
 
 NOTHING_ANSWER = "I can't help with that."
 """The do-nothing policy's answer; no answer fact may be contained in it."""
@@ -46,22 +56,60 @@ NOTHING_ANSWER = "I can't help with that."
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 _BAD_CHARS = re.compile(r'["\\\x00-\x1f]')
 
-GREETINGS = ("",) * 12 + ("Hi! ", "Hello! ", "Hey there. ", "Hi there. ", "Good morning! ", "Hello. ")
+GREETINGS = ("",) * 12 + (
+    "Hi! ",
+    "Hello! ",
+    "Hey there. ",
+    "Hi there. ",
+    "Good morning! ",
+    "Hello. ",
+)
 TONES = {
     "brief": ("{G}.", "{G}, please.", "Need you to {g}."),
-    "polite": ("Could you please {g}?", "Would you mind if I asked you to {g}?", "I'd be grateful if you could {g}.", "Kindly {g}."),
-    "busy": ("I'm short on time, so please {g}.", "Quick one: {g}.", "In a hurry here: {g}, thanks."),
+    "polite": (
+        "Could you please {g}?",
+        "Would you mind if I asked you to {g}?",
+        "I'd be grateful if you could {g}.",
+        "Kindly {g}.",
+    ),
+    "busy": (
+        "I'm short on time, so please {g}.",
+        "Quick one: {g}.",
+        "In a hurry here: {g}, thanks.",
+    ),
 }
 """Frames of a speaker's tone (a persona speaks in one of them, or in the neutral FRAMES)."""
-FRAMES = ("Please {g}.", "Could you {g}?", "Can you {g} for me?", "I'd like you to {g}.", "I need you to {g}.", "{G}, please.",
-          "Would you {g}?", "Go ahead and {g}.", "Kindly {g}.", "I want you to {g}.")
-MOTIVES = ("I'm sorting a few things out today, so ", "Before the end of the week, ", "For my records, ",
-           "I'm getting things ready, so ", "To get this off my list, ")
-ROLES = (("a small-business owner", "I'm closing the books for the month"), ("an office manager", "I'm tidying up the team's records"),
-         ("a freelance designer", "my plans for the week changed"), ("a project lead", "our schedule moved"),
-         ("a nurse on night shifts", "my shifts changed"), ("a graduate student", "I'm getting my things in order before term"),
-         ("a frequent traveler", "my plans changed"), ("a retired teacher", "I'm putting my affairs in order"),
-         ("a new parent", "I have very little time this week"), ("an accountant", "I'm reconciling everything for the quarter"))
+FRAMES = (
+    "Please {g}.",
+    "Could you {g}?",
+    "Can you {g} for me?",
+    "I'd like you to {g}.",
+    "I need you to {g}.",
+    "{G}, please.",
+    "Would you {g}?",
+    "Go ahead and {g}.",
+    "Kindly {g}.",
+    "I want you to {g}.",
+)
+MOTIVES = (
+    "I'm sorting a few things out today, so ",
+    "Before the end of the week, ",
+    "For my records, ",
+    "I'm getting things ready, so ",
+    "To get this off my list, ",
+)
+ROLES = (
+    ("a small-business owner", "I'm closing the books for the month"),
+    ("an office manager", "I'm tidying up the team's records"),
+    ("a freelance designer", "my plans for the week changed"),
+    ("a project lead", "our schedule moved"),
+    ("a nurse on night shifts", "my shifts changed"),
+    ("a graduate student", "I'm getting my things in order before term"),
+    ("a frequent traveler", "my plans changed"),
+    ("a retired teacher", "I'm putting my affairs in order"),
+    ("a new parent", "I have very little time this week"),
+    ("an accountant", "I'm reconciling everything for the quarter"),
+)
 """Roles a persona speaks in, each with a motive (seeded by the sampler's random generator)."""
 VERB_SYNONYMS = {
     "cancel": ("cancel", "call off"),
@@ -80,37 +128,120 @@ VERB_SYNONYMS = {
     "confirm": ("confirm", "go ahead and confirm"),
 }
 SHOW = ("show me {x}", "let me see {x}", "pull up {x}", "show {x} to me")
-SHOW_AFTER = ("Show me {x} as it ends up.", "I'd like to see how {x} ends up.", "Let me see {x} in its final state.")
+SHOW_AFTER = (
+    "Show me {x} as it ends up.",
+    "I'd like to see how {x} ends up.",
+    "Let me see {x} in its final state.",
+)
 SHOW_AFTER_MANY = ("Show me {x} as they end up.", "I'd like to see how {x} end up.")
 """The row to see after goals that change it, in a sentence of its own."""
-LIST_Q = ("Show me {c}, with the {f} of each.", "Can you list {c}? I need the {f} of each one.",
-          "Please go through {c} and tell me the {f} of each.", "What are the {fs} of {c}?", "I'd like to see {c} and their {fs}.",
-          "List {c} for me, including the {f} of each.")
-ONE_Q = ("What is {w}?", "Can you tell me {w}?", "I need to know {w}.", "Could you look up {w} for me?", "Please find out {w}.",
-         "What's {w}?")
-TWO_Q = ("What are {w}?", "Can you tell me {w}?", "I need {w}.", "Could you look up {w} for me?", "Please find {w}.")
-COUNT_Q = ("Can you count {c} for me?", "I need a count of {c}.", "Please count {c} for me.",
-           "What's the count of {c}?")
-SUP_Q = ("Which of {c} has the {w} {f}?", "Among {c}, which {n} has the {w} {f}?", "Find the {n} with the {w} {f} among {c}.")
-TOTAL_Q = ("What is the total {f} of {c}?", "Add up the {f} of {c} for me.", "What do {c} come to in {f}, all together?")
-COND_Q = ("Which of {c} have {h}?", "List {c} with {h}.", "I only care about {c} with {h}. Which are they?")
-COUNT_IF_Q = ("How many of {c} have {h}?", "Of {c}, how many have {h}?", "Can you count how many of {c} have {h}?")
-COUNT_WHICH_Q = ("How many of {c} {v}?", "Of {c}, how many {v}?", "Could you count how many of {c} {v}?")
-TOTAL_WHICH_Q = ("What is the total {f} of {c} {r}?", "Of {c} {r}, add up the {f}, please.",
-                 "Counting only {c} {r}, what is their total {f}?")
-SUP_WHICH_Q = ("Of {c} {r}, which has the {w} {f}?", "Among {c} {r}, which one has the {w} {f}?",
-               "Looking only at {c} {r}, which has the {w} {f}?")
+LIST_Q = (
+    "Show me {c}, with the {f} of each.",
+    "Can you list {c}? I need the {f} of each one.",
+    "Please go through {c} and tell me the {f} of each.",
+    "What are the {fs} of {c}?",
+    "I'd like to see {c} and their {fs}.",
+    "List {c} for me, including the {f} of each.",
+)
+ONE_Q = (
+    "What is {w}?",
+    "Can you tell me {w}?",
+    "I need to know {w}.",
+    "Could you look up {w} for me?",
+    "Please find out {w}.",
+    "What's {w}?",
+)
+TWO_Q = (
+    "What are {w}?",
+    "Can you tell me {w}?",
+    "I need {w}.",
+    "Could you look up {w} for me?",
+    "Please find {w}.",
+)
+COUNT_Q = (
+    "Can you count {c} for me?",
+    "I need a count of {c}.",
+    "Please count {c} for me.",
+    "What's the count of {c}?",
+)
+SUP_Q = (
+    "Which of {c} has the {w} {f}?",
+    "Among {c}, which {n} has the {w} {f}?",
+    "Find the {n} with the {w} {f} among {c}.",
+)
+TOTAL_Q = (
+    "What is the total {f} of {c}?",
+    "Add up the {f} of {c} for me.",
+    "What do {c} come to in {f}, all together?",
+)
+COND_Q = (
+    "Which of {c} have {h}?",
+    "List {c} with {h}.",
+    "I only care about {c} with {h}. Which are they?",
+)
+COUNT_IF_Q = (
+    "How many of {c} have {h}?",
+    "Of {c}, how many have {h}?",
+    "Can you count how many of {c} have {h}?",
+)
+COUNT_WHICH_Q = (
+    "How many of {c} {v}?",
+    "Of {c}, how many {v}?",
+    "Could you count how many of {c} {v}?",
+)
+TOTAL_WHICH_Q = (
+    "What is the total {f} of {c} {r}?",
+    "Of {c} {r}, add up the {f}, please.",
+    "Counting only {c} {r}, what is their total {f}?",
+)
+SUP_WHICH_Q = (
+    "Of {c} {r}, which has the {w} {f}?",
+    "Among {c} {r}, which one has the {w} {f}?",
+    "Looking only at {c} {r}, which has the {w} {f}?",
+)
 """Questions over the rows in a status: ``{c}`` the rows, ``{r}`` the condition after them (``of type checking``)."""
-AVG_Q = ("What is the average {f} of {c}?", "On average, what is the {f} of {c}?", "Can you work out the average {f} of {c}?")
-TOP_VALUE_Q = ("What is the {w} {f} among {c}?", "What's the {w} {f} of any of {c}?", "Among {c}, what is the {w} {f}?")
-DIFF_Q = ("Among {c}, what is the difference in {f} between {x} and {y}?", "Of {c}, how far apart are {x} and {y} in {f}?",
-          "Looking at {c}: by how much do {x} and {y} differ in {f}?")
-SORT_Q = ("Rank {c} by {f}, {d}, and give me each one's {f}.", "List {c} {d} {f}, with the {f} of each.")
-OBJ_Q = ("Look up {x} and tell me {its} {f}.", "Find {x} and tell me {its} {f}.", "Could you check {x} and give me {its} {f}?")
+AVG_Q = (
+    "What is the average {f} of {c}?",
+    "On average, what is the {f} of {c}?",
+    "Can you work out the average {f} of {c}?",
+)
+TOP_VALUE_Q = (
+    "What is the {w} {f} among {c}?",
+    "What's the {w} {f} of any of {c}?",
+    "Among {c}, what is the {w} {f}?",
+)
+DIFF_Q = (
+    "Among {c}, what is the difference in {f} between {x} and {y}?",
+    "Of {c}, how far apart are {x} and {y} in {f}?",
+    "Looking at {c}: by how much do {x} and {y} differ in {f}?",
+)
+SORT_Q = (
+    "Rank {c} by {f}, {d}, and give me each one's {f}.",
+    "List {c} {d} {f}, with the {f} of each.",
+)
+OBJ_Q = (
+    "Look up {x} and tell me {its} {f}.",
+    "Find {x} and tell me {its} {f}.",
+    "Could you check {x} and give me {its} {f}?",
+)
 
 
-QUESTION_SHAPES = ("count", "total", "each", "sorted", "superlative", "condition", "which", "count_if", "top_value", "average",
-                   "count_which", "total_which", "superlative_which", "difference")
+QUESTION_SHAPES = (
+    "count",
+    "total",
+    "each",
+    "sorted",
+    "superlative",
+    "condition",
+    "which",
+    "count_if",
+    "top_value",
+    "average",
+    "count_which",
+    "total_which",
+    "superlative_which",
+    "difference",
+)
 """The shapes of a question about the rows a list returned (``Phraser.about_rows``)."""
 
 
@@ -141,7 +272,12 @@ def fact_ok(v: Any) -> bool:
     if isinstance(v, bool) or v is None:
         return False
     if isinstance(v, str):
-        return 3 <= len(v.strip()) <= 80 and v == v.strip() and not _BAD_CHARS.search(v) and not _TIMESTAMP.match(v)
+        return (
+            3 <= len(v.strip()) <= 80
+            and v == v.strip()
+            and not _BAD_CHARS.search(v)
+            and not _TIMESTAMP.match(v)
+        )
     if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
         return abs(v) >= 10
     if isinstance(v, float):
@@ -154,7 +290,11 @@ def said_value(key: str, v: Any) -> str:
     u = unit_of(key)
     if v == {} or v == []:
         return "empty"  # never "set to {}"
-    return f"{render(v)} {u[1]}" if u and isinstance(v, (int, float)) and not isinstance(v, bool) else render(v)
+    return (
+        f"{render(v)} {u[1]}"
+        if u and isinstance(v, (int, float)) and not isinstance(v, bool)
+        else render(v)
+    )
 
 
 _ENUM = re.compile(r"[a-z]+(?:_[a-z]+)+")
@@ -175,8 +315,18 @@ def article(phrase: str) -> str:
 
 NOUN_FIXES = {"people": "person", "peoples": "person", "persons": "person"}
 """Nouns made from an API's path that are no English singular (Stripe's ``/people``)."""
-PLURAL_FIXES = {"person": "people", "people": "people", "data": "data", "media": "media", "staff": "staff", "news": "news",
-                "metadata": "metadata", "feedback": "feedback", "info": "info", "information": "information"}
+PLURAL_FIXES = {
+    "person": "people",
+    "people": "people",
+    "data": "data",
+    "media": "media",
+    "staff": "staff",
+    "news": "news",
+    "metadata": "metadata",
+    "feedback": "feedback",
+    "info": "info",
+    "information": "information",
+}
 
 
 def noun_words(noun: str) -> str:
@@ -203,8 +353,33 @@ def plural_noun(phrase: str) -> str:
 HTTP_VERBS = frozenset({"post", "put", "patch", "get"})
 POSTED = frozenset({"message", "comment", "reply", "note", "post", "update", "review", "answer"})
 """Nouns whose rows are posted (``post a message``): there ``post`` is the person's verb, not HTTP's."""
-ENGLISH_VERBS = frozenset({"share", "star", "pin", "like", "follow", "comment", "reply", "invite", "book", "order", "transfer", "pay",
-                           "schedule", "tag", "label", "note", "review", "flag", "mark", "report", "charge", "refund", "void"})
+ENGLISH_VERBS = frozenset(
+    {
+        "share",
+        "star",
+        "pin",
+        "like",
+        "follow",
+        "comment",
+        "reply",
+        "invite",
+        "book",
+        "order",
+        "transfer",
+        "pay",
+        "schedule",
+        "tag",
+        "label",
+        "note",
+        "review",
+        "flag",
+        "mark",
+        "report",
+        "charge",
+        "refund",
+        "void",
+    }
+)
 """Verbs that are also nouns: kept when the row is named by the same word (``share`` a file)."""
 
 
@@ -222,9 +397,16 @@ def verb_of(info: Any) -> str:
     def kept(w: str) -> bool:
         if w in HTTP_VERBS:
             return w == "post" and last_noun in POSTED
-        if w in NO_VERBS or (w.endswith("s") and not w.endswith("ss") and w != singular(w) and w not in ENGLISH_VERBS
-                             and len(verb.split(" ")) > 1):
-            return False  # "domains create", "oauth revoke": a plural noun or a prefix, never the verb
+        if w in NO_VERBS or (
+            w.endswith("s")
+            and not w.endswith("ss")
+            and w != singular(w)
+            and w not in ENGLISH_VERBS
+            and len(verb.split(" ")) > 1
+        ):
+            return (
+                False  # "domains create", "oauth revoke": a plural noun or a prefix, never the verb
+            )
         return not (singular(w) in nouns and (w != singular(w) or w not in ENGLISH_VERBS))
 
     said = [w for w in verb.split(" ") if w and kept(w)]
@@ -236,8 +418,14 @@ def verb_of(info: Any) -> str:
             break
         tail.insert(0, w)
     if info.kind == "action" and tail:
-        return "mark {x} as " + " ".join(tail[1:]) if tail[0] == "mark" and len(tail) > 1 else " ".join(tail[-2:])
-    return {"create": "create", "update": "update", "delete": "delete"}.get(info.kind, tail[-1] if tail else verb or "do")
+        return (
+            "mark {x} as " + " ".join(tail[1:])
+            if tail[0] == "mark" and len(tail) > 1
+            else " ".join(tail[-2:])
+        )
+    return {"create": "create", "update": "update", "delete": "delete"}.get(
+        info.kind, tail[-1] if tail else verb or "do"
+    )
 
 
 def plural_phrase(fw: str) -> str:
@@ -256,8 +444,14 @@ def counts(key: str) -> bool:
         return True
     ws = words(key)
     last = ws[-1] if ws else ""
-    return (len(last) > 3 and last.endswith("s") and not last.endswith(("ss", "us", "is", "ics")) and singular(last) != last
-            and unit_of(key) is None and key not in FIELD_WORDS)
+    return (
+        len(last) > 3
+        and last.endswith("s")
+        and not last.endswith(("ss", "us", "is", "ics"))
+        and singular(last) != last
+        and unit_of(key) is None
+        and key not in FIELD_WORDS
+    )
 
 
 def compared(key: str, over: bool, t: str, rng: Any) -> str:
@@ -266,7 +460,11 @@ def compared(key: str, over: bool, t: str, rng: Any) -> str:
     fw = field_words(key)
     if counts(key):
         return f"{'more' if over else 'fewer'} than {t} {fw}"
-    op = rng.choice(("over", "above", "more than")) if over else rng.choice(("under", "below", "less than"))
+    op = (
+        rng.choice(("over", "above", "more than"))
+        if over
+        else rng.choice(("under", "below", "less than"))
+    )
     return f"{article(fw)} {fw} {op} {t}"
 
 
@@ -329,13 +527,28 @@ def skeleton(text: str, values: list[str]) -> str:
         low = out.lower()
         i = low.find(v)
         while i >= 0:
-            out = out[:i] + "\u2026" + out[i + len(v):]
+            out = out[:i] + "\u2026" + out[i + len(v) :]
             low = out.lower()
             i = low.find(v, i + 1)
     return _NUM.sub("#", out)
 
 
-SUMMABLE = frozenset({"amount", "total", "price", "balance", "quantity", "cost", "nights", "stock", "seats", "count", "fee", "subtotal"})
+SUMMABLE = frozenset(
+    {
+        "amount",
+        "total",
+        "price",
+        "balance",
+        "quantity",
+        "cost",
+        "nights",
+        "stock",
+        "seats",
+        "count",
+        "fee",
+        "subtotal",
+    }
+)
 """Number fields whose total over rows means something (and any field with a unit, like ``size_bytes``)."""
 
 
@@ -348,17 +561,27 @@ def _distinct(vals: list[str]) -> bool:
 
 def _categories(rows: list[dict[str, Any]], label: str | None) -> list[str]:
     """Status-like fields (text values shared by several rows) of every row, apart from the label."""
-    return [k for k in rows[0] if attr_rank(k)[0] == 1 and k != label and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows)
-            and len({r[k] for r in rows}) >= 2]
+    return [
+        k
+        for k in rows[0]
+        if attr_rank(k)[0] == 1
+        and k != label
+        and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows)
+        and len({r[k] for r in rows}) >= 2
+    ]
 
 
 def _apart(rows: list[dict[str, Any]], k: str, labels: list[str]) -> bool:
     """No value of field ``k`` is, or holds, a label (an answer would be split at the wrong row)."""
     low = [a.lower() for a in labels]
-    return not any(a in fact_text(r[k]).lower() or fact_text(r[k]).lower() in a for r in rows for a in low)
+    return not any(
+        a in fact_text(r[k]).lower() or fact_text(r[k]).lower() in a for r in rows for a in low
+    )
 
 
-def _most(f: str, high: bool, rng: random.Random, counted_words: tuple[str, str] = ("most", "fewest")) -> str:
+def _most(
+    f: str, high: bool, rng: random.Random, counted_words: tuple[str, str] = ("most", "fewest")
+) -> str:
     """The superlative of field ``f``: ``highest`` / ``largest`` (``lowest`` / ``smallest``), or
     for a field that counts things ``most`` / ``fewest`` (never ``the largest stars``)."""
     if counts(f):
@@ -375,11 +598,13 @@ def _the(c: str) -> str:
     """A collection phrase after ``of``/``among``: ``all the travelers`` -> ``the travelers``."""
     for lead in ("all the ", "all "):
         if c.startswith(lead):
-            return "the " + c[len(lead):]
+            return "the " + c[len(lead) :]
     return c
 
 
-ADJECTIVE_STATUS = frozenset({"status", "state", "response", "stage", "tier", "loyalty_tier", "priority", "level"})
+ADJECTIVE_STATUS = frozenset(
+    {"status", "state", "response", "stage", "tier", "loyalty_tier", "priority", "level"}
+)
 """Status fields whose value reads as an adjective of the row (``the cancelled ones``)."""
 
 
@@ -395,14 +620,28 @@ def _in_status(k: str, v: Any) -> tuple[str, str, str]:
     checking``, ``the ones of type checking``, ``of type checking``), (``are in the category audio``,
     ...), or (``have the currency USD``, ``the ones with the currency USD``, ``with the currency USD``)."""
     if k in ADJECTIVE_STATUS and adjective(v):
-        a = enum_words(v.lower()) if isinstance(v, str) and v.isupper() else enum_words(v)  # "which ones are deleted", never "are DELETED"
+        a = (
+            enum_words(v.lower()) if isinstance(v, str) and v.isupper() else enum_words(v)
+        )  # "which ones are deleted", never "are DELETED"
         return f"are {a}", f"the {a} ones", f"that are {a}"
     fw = field_words(k)
     if k in KIND_FIELDS or k.endswith("_type") or k.endswith("_kind"):
-        return f"are of {fw} {enum_words(v)}", f"the ones of {fw} {enum_words(v)}", f"of {fw} {enum_words(v)}"
+        return (
+            f"are of {fw} {enum_words(v)}",
+            f"the ones of {fw} {enum_words(v)}",
+            f"of {fw} {enum_words(v)}",
+        )
     if k in GROUP_FIELDS:
-        return f"are in the {fw} {enum_words(v)}", f"the ones in the {fw} {enum_words(v)}", f"in the {fw} {enum_words(v)}"
-    return f"have the {fw} {enum_words(v)}", f"the ones with the {fw} {enum_words(v)}", f"with the {fw} {enum_words(v)}"
+        return (
+            f"are in the {fw} {enum_words(v)}",
+            f"the ones in the {fw} {enum_words(v)}",
+            f"in the {fw} {enum_words(v)}",
+        )
+    return (
+        f"have the {fw} {enum_words(v)}",
+        f"the ones with the {fw} {enum_words(v)}",
+        f"with the {fw} {enum_words(v)}",
+    )
 
 
 def _mods(withs: list[str], quals: list[str]) -> str:
@@ -410,7 +649,9 @@ def _mods(withs: list[str], quals: list[str]) -> str:
     minutes, reason "knee pain" and start time on or before X``, never ``... "knee pain" with start time ...``)."""
     if not withs:
         return " " + " and ".join(quals) if quals else ""
-    joined = withs + [q[len("with "):] for q in quals if q.startswith("with ") and not q.startswith("with the ")]
+    joined = withs + [
+        q[len("with ") :] for q in quals if q.startswith("with ") and not q.startswith("with the ")
+    ]
     others = [q for q in quals if not (q.startswith("with ") and not q.startswith("with the "))]
     return " with " + join(joined) + ("" if not others else " " + " and ".join(others))
 
@@ -521,8 +762,15 @@ def all_refs(ref: Ref | None, out: list[Ref]) -> None:
 class Phraser:
     """Phrases one grounded chain (see the module docstring)."""
 
-    def __init__(self, steps: list[Step], rng: random.Random, *, persona_share: float = 0.5,
-                 taken: frozenset[str] | set[str] = frozenset(), shapes: frozenset[str] | set[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        steps: list[Step],
+        rng: random.Random,
+        *,
+        persona_share: float = 0.5,
+        taken: frozenset[str] | set[str] = frozenset(),
+        shapes: frozenset[str] | set[str] = frozenset(),
+    ) -> None:
         self.steps = steps
         self.only = shapes
         """Question shapes over rows to ask (empty: every one; see ``QUESTION_SHAPES``)."""
@@ -550,8 +798,15 @@ class Phraser:
             for r in s.refs.values():
                 all_refs(r, refs)
         for r in refs:
-            if (r.kind == "desc" and singular(r.noun) in PERSONA_NOUNS and r.owner is None and not r.adjectives
-                    and len(r.quals) == len(r.idents) and not r.more_owners and (r.title or r.withs or r.idents)):
+            if (
+                r.kind == "desc"
+                and singular(r.noun) in PERSONA_NOUNS
+                and r.owner is None
+                and not r.adjectives
+                and len(r.quals) == len(r.idents)
+                and not r.more_owners
+                and (r.title or r.withs or r.idents)
+            ):
                 return r
         return None
 
@@ -565,26 +820,61 @@ class Phraser:
         if p is None:
             return rng.choice(GREETINGS)
         self.values.extend(p.values)
+
         def said(k: str, v: Any) -> str:  # a person says their own name without quotes
-            return v if isinstance(v, str) and (k in TITLE_FIELDS or k.endswith("_name")) else render(v)
+            return (
+                v
+                if isinstance(v, str) and (k in TITLE_FIELDS or k.endswith("_name"))
+                else render(v)
+            )
 
         facts = [f"my {field_words(k)} is {said(k, v)}" for k, v in list(p.idents) + list(p.withs)]
-        if p.title and "@" in p.title:  # a user named by an address: "My user name is kai@x.org", never "I'm kai@x.org"
+        if (
+            p.title and "@" in p.title
+        ):  # a user named by an address: "My user name is kai@x.org", never "I'm kai@x.org"
             k = next((c for c, _op, v in p.where if v == p.title), "email")
             facts = [f"my {field_words(k)} is {p.title}"] + facts
             if self.role:
-                return rng.choice((f"Hi, I'm {self.role}; {join(facts)}. ", f"{join(facts).capitalize()}; I'm {self.role}. "))
+                return rng.choice(
+                    (
+                        f"Hi, I'm {self.role}; {join(facts)}. ",
+                        f"{join(facts).capitalize()}; I'm {self.role}. ",
+                    )
+                )
             return rng.choice((f"Hi, {join(facts)}. ", f"{join(facts).capitalize()}. "))
         if p.title:
             name = p.title
             if self.role and rng.random() < 0.8:
-                return rng.choice((f"Hi, I'm {name}, {self.role}. ", f"This is {name}, {self.role}. ", f"I'm {name}, {self.role}. "))
+                return rng.choice(
+                    (
+                        f"Hi, I'm {name}, {self.role}. ",
+                        f"This is {name}, {self.role}. ",
+                        f"I'm {name}, {self.role}. ",
+                    )
+                )
             if facts:
-                return rng.choice((f"I'm {name} and {join(facts)}. ", f"This is {name}; {join(facts)}. "))
-            return rng.choice((f"Hi, I'm {name}. ", f"This is {name}. ", f"{name} here. ", f"My name is {name}. ", f"I'm {name}. "))
-        return rng.choice((f"Hi, {join(facts)}. ", f"{join(facts).capitalize()}. ", f"For reference, {join(facts)}. "))
+                return rng.choice(
+                    (f"I'm {name} and {join(facts)}. ", f"This is {name}; {join(facts)}. ")
+                )
+            return rng.choice(
+                (
+                    f"Hi, I'm {name}. ",
+                    f"This is {name}. ",
+                    f"{name} here. ",
+                    f"My name is {name}. ",
+                    f"I'm {name}. ",
+                )
+            )
+        return rng.choice(
+            (
+                f"Hi, {join(facts)}. ",
+                f"{join(facts).capitalize()}. ",
+                f"For reference, {join(facts)}. ",
+            )
+        )
 
-    # -- references ---------------------------------------------------------------------------------
+    # -- references
+    # ---------------------------------------------------------------------------------
 
     def obj(self, ref: Ref) -> str:
         """A reference as the object of a verb (``that order`` once it has been mentioned)."""
@@ -593,7 +883,13 @@ class Phraser:
         if self.it is not None and ref.key == self.it:
             return "them" if ref.person or is_person(ref.noun) else "it"
         if ref.key in self.mentioned:
-            return f"that {noun_words(ref.noun)}" if ref.kind != "new" else self.rng.choice((f"the new {noun_words(ref.noun)}", f"that new {noun_words(ref.noun)}"))
+            return (
+                f"that {noun_words(ref.noun)}"
+                if ref.kind != "new"
+                else self.rng.choice(
+                    (f"the new {noun_words(ref.noun)}", f"that new {noun_words(ref.noun)}")
+                )
+            )
         text = self._first(ref)
         self.mentioned.add(ref.key)
         return text
@@ -611,8 +907,17 @@ class Phraser:
         """``my <head>``, ``Kenji Fischer's <head>`` or ``the <head> of <ref>``."""
         if self.is_persona(ref):
             return f"my {head}"
-        if ref.kind == "desc" and ref.person and ref.title and ref.owner is None and not ref.withs and not ref.quals and not ref.adjectives \
-                and ref.key not in self.mentioned and "@" not in ref.title:  # never "sara@x.org's display name"
+        if (
+            ref.kind == "desc"
+            and ref.person
+            and ref.title
+            and ref.owner is None
+            and not ref.withs
+            and not ref.quals
+            and not ref.adjectives
+            and ref.key not in self.mentioned
+            and "@" not in ref.title
+        ):  # never "sara@x.org's display name"
             self.mentioned.add(ref.key)
             self.values.append(ref.title)
             return f"{ref.title}'s {head}"
@@ -625,7 +930,9 @@ class Phraser:
             return f"the new {noun}"
         if ref.kind == "literal":
             self.values.extend(ref.values)
-            return f"no {noun}" if ref.value in ({}, [], "") else f"{noun} {render(ref.value)}"  # never "assignee {}"
+            return (
+                f"no {noun}" if ref.value in ({}, [], "") else f"{noun} {render(ref.value)}"
+            )  # never "assignee {}"
         if ref.kind == "of":
             assert ref.base is not None
             role = role_words(ref.role)
@@ -636,8 +943,12 @@ class Phraser:
         adjs = [human(a) for a in dict.fromkeys(ref.adjectives)]
         head = " ".join(adjs + [noun])
         if ref.title and ref.person:
-            bare_ok = not adjs and ref.owner is None and "@" not in ref.title  # never "get rid of sara@x.org": "the user sara@x.org"
-            core = rng.choice((ref.title, f"{head} {ref.title}")) if bare_ok else f"{head} {ref.title}"
+            bare_ok = (
+                not adjs and ref.owner is None and "@" not in ref.title
+            )  # never "get rid of sara@x.org": "the user sara@x.org"
+            core = (
+                rng.choice((ref.title, f"{head} {ref.title}")) if bare_ok else f"{head} {ref.title}"
+            )
             bare = core == ref.title
         elif ref.title:
             core = f'{head} "{ref.title}"'
@@ -647,7 +958,8 @@ class Phraser:
         mods = _mods([attr(k, v) for k, v in ref.withs], ref.quals)
         mine = next((o for o in ref.more_owners if self.is_persona(o)), None)
         if ref.owner is not None and mine is not None and not self.is_persona(ref.owner):
-            # the speaker's own rows filtered by another owner: "my appointments with Dr. Lopes", never "Dr. Lopes's appointments for me"
+            # the speaker's own rows filtered by another owner: "my appointments with Dr. Lopes",
+            # never "Dr. Lopes's appointments for me"
             o = ref.owner
             text = f"my {core}{mods} {_owner_prep(o, ref.owner_rel)} {self.obj(o)}"
             for extra in ref.more_owners:
@@ -658,17 +970,25 @@ class Phraser:
             o = ref.owner
             if ref.owner_rel == "poss":
                 text = self.poss(o, core)
-                rel, rest = "of", text[len(f"the {core} of "):] if text.startswith(f"the {core} of ") else None
+                rel, rest = (
+                    "of",
+                    text[len(f"the {core} of ") :] if text.startswith(f"the {core} of ") else None,
+                )
             else:
                 rel = "in" if ref.owner_rel == "in" else "for"
                 rest = self.obj(o)
                 text = f"the {core} {rel} {rest}"
             if mods and rest is not None:
-                # the owner has modifiers of its own: this row's come first, so that each reads one way
-                # ("the transaction with the highest amount among those for the source account of the transfer with
-                # reference X", never "... of the transfer with reference X with the highest amount")
+                # the owner has modifiers of its own: this row's come first, so that each reads one
+                # way
+                # ("the transaction with the highest amount among those for the source account of
+                # the transfer with
+                # reference X", never "... of the transfer with reference X with the highest
+                # amount")
                 among = ref.best is not None and _modified(rest)
-                text = f"the {core}{mods}" + (f", among those {rel} {rest}" if among else f" {rel} {rest}")
+                text = f"the {core}{mods}" + (
+                    f", among those {rel} {rest}" if among else f" {rel} {rest}"
+                )
                 mods = ""
         else:
             text = core if bare else f"the {core}"
@@ -686,7 +1006,9 @@ class Phraser:
         owners: list[tuple[str, Ref]] = sc.get("owners", [])
         self.values.extend(sc.get("values", []))
         mine = next((o for _c, o in owners[1:] if self.is_persona(o)), None)
-        if mine is not None and not self.is_persona(owners[0][1]):  # "my appointments with Dr. Lopes", never "Dr. Lopes's appointments for me"
+        if mine is not None and not self.is_persona(
+            owners[0][1]
+        ):  # "my appointments with Dr. Lopes", never "Dr. Lopes's appointments for me"
             o = owners[0][1]
             text = f"my {head} {_owner_prep(o, 'in' if singular(o.noun) in CONTAINER_NOUNS else 'for')} {self.obj(o)}"
             owners = [owners[0]] + [(c, x) for c, x in owners[1:] if x is not mine]
@@ -699,11 +1021,34 @@ class Phraser:
             else:
                 text = f"the {head} for {self.obj(o)}"
         else:
-            text = self.rng.choice((f"all the {head}", f"all {head}", f"every {' '.join(adjs + [noun])}" if not sc.get("quals") else f"all the {head}"))
+            text = self.rng.choice(
+                (
+                    f"all the {head}",
+                    f"all {head}",
+                    f"every {' '.join(adjs + [noun])}"
+                    if not sc.get("quals")
+                    else f"all the {head}",
+                )
+            )
         quals = sc.get("quals", [])
-        lead = next((f"the {head} {rel} " for rel in ("in", "for", "of") if text.startswith(f"the {head} {rel} ")), "")
-        if quals and lead and _modified(text[len(lead):]):  # the rows' own conditions before an owner with modifiers of its own
-            text = f"the {head} " + " and ".join(quals) + " " + lead[len(f"the {head} "):] + text[len(lead):]
+        lead = next(
+            (
+                f"the {head} {rel} "
+                for rel in ("in", "for", "of")
+                if text.startswith(f"the {head} {rel} ")
+            ),
+            "",
+        )
+        if (
+            quals and lead and _modified(text[len(lead) :])
+        ):  # the rows' own conditions before an owner with modifiers of its own
+            text = (
+                f"the {head} "
+                + " and ".join(quals)
+                + " "
+                + lead[len(f"the {head} ") :]
+                + text[len(lead) :]
+            )
         elif quals:
             text += " " + " and ".join(quals)
         for _c, o in owners[1:]:
@@ -718,8 +1063,14 @@ class Phraser:
     def _prep(self, param: str, ref: Ref, verb: str = "", kind: str = "") -> str:
         ws = set(words(param))
         if kind in ("delete", "action", "update"):
-            return "in" if singular(ref.noun) in CONTAINER_NOUNS else ("from" if kind == "delete" else "of")
-        if verb in ("invite", "add", "post", "attach") and not (is_person(ref.noun) or self.is_persona(ref)):
+            return (
+                "in"
+                if singular(ref.noun) in CONTAINER_NOUNS
+                else ("from" if kind == "delete" else "of")
+            )
+        if verb in ("invite", "add", "post", "attach") and not (
+            is_person(ref.noun) or self.is_persona(ref)
+        ):
             return "in" if singular(ref.noun) in CONTAINER_NOUNS else "to"
         if ws & {"from", "sender", "source", "author"}:
             return "from"
@@ -737,7 +1088,13 @@ class Phraser:
         """True for a linked argument the agent derives from the target (an attendee's event)."""
         t = step.target
         p = step.info.params.get(name)
-        if t is not None and p is not None and p.parent and step.info.kind != "create" and (t.kind == "new" or t.owner is not None):
+        if (
+            t is not None
+            and p is not None
+            and p.parent
+            and step.info.kind != "create"
+            and (t.kind == "new" or t.owner is not None)
+        ):
             return True
         if t is None or name not in step.links:
             return False
@@ -778,16 +1135,22 @@ class Phraser:
             v = self._verb("create" if verb in ("new", "insert") else verb)
             lits = [attr(k, x) for k, x in self._literals(step)]
             preps = [(self._prep(name, ref, verb), ref) for name, ref in step.refs.items()]
-            if singular(verb) == singular(info.noun) and preps:  # share_file: share <the file> with ...
+            if (
+                singular(verb) == singular(info.noun) and preps
+            ):  # share_file: share <the file> with ...
                 s = f"{v} {self.obj(preps[0][1])}"
                 rest = [f"{pp} {self.obj(r)}" for pp, r in preps[1:]]
                 if rest:
                     s += " " + " ".join(rest)
                 if lits:
-                    s += (", with " if " with " in s else " with ") + join(lits)  # never two "with" phrases in a row
+                    s += (", with " if " with " in s else " with ") + join(
+                        lits
+                    )  # never two "with" phrases in a row
                 return s
             s = ("" if bare else f"{v} ") + f"{self.rng.choice(('a new', article(noun)))} {noun}"
-            flags = [x for x in lits if x.startswith(("marked ", "not marked "))]  # last: never "a user with marked active, ..."
+            flags = [
+                x for x in lits if x.startswith(("marked ", "not marked "))
+            ]  # last: never "a user with marked active, ..."
             lits = [x for x in lits if x not in flags]
 
             def flagged(text: str, withs: list[str]) -> str:
@@ -796,17 +1159,29 @@ class Phraser:
             said = (set(self.mentioned), list(self.values), self.rng.getstate())
             others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
             ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
-            # a reference with its own "with ..." goes last: never "the product of my order with quantity 2, quantity 2"
-            withs = [w for w in ref_withs if " with " not in w] + lits + [w for w in ref_withs if " with " in w]
+            # a reference with its own "with ..." goes last: never "the product of my order with
+            # quantity 2, quantity 2"
+            withs = (
+                [w for w in ref_withs if " with " not in w]
+                + lits
+                + [w for w in ref_withs if " with " in w]
+            )
             if others and withs and any(" with " in o for o in others):
-                # never two "with" phrases in a row ("for the sender of the message with text "Hi" with name ops"):
-                # the new row's own values come first, so they are phrased first too (a row is introduced
-                # where it is first said: never "with that doctor, ... for the patient of Dr. Lopes's appointment")
+                # never two "with" phrases in a row ("for the sender of the message with text "Hi"
+                # with name ops"):
+                # the new row's own values come first, so they are phrased first too (a row is
+                # introduced
+                # where it is first said: never "with that doctor, ... for the patient of Dr.
+                # Lopes's appointment")
                 self.mentioned, self.values = said[0], said[1]
                 self.rng.setstate(said[2])
                 ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
                 others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
-                withs = [w for w in ref_withs if " with " not in w] + lits + [w for w in ref_withs if " with " in w]
+                withs = (
+                    [w for w in ref_withs if " with " not in w]
+                    + lits
+                    + [w for w in ref_withs if " with " in w]
+                )
                 return flagged(s + " with " + join(withs) + " " + " ".join(others), withs)
             if others:
                 s += " " + " ".join(others)
@@ -828,10 +1203,16 @@ class Phraser:
                 if tref is not None and self.rng.random() < 0.8:
                     w = self.poss(tref, f)
                     xs = self.obj(x) if isinstance(x, Ref) else x
-                    return self.rng.choice(("change {w} to {x}", "set {w} to {x}", "update {w} to {x}")).format(w=w, x=xs)
-                if tref is not None and self.is_persona(tref):  # never "update me so its email is ..."
+                    return self.rng.choice(
+                        ("change {w} to {x}", "set {w} to {x}", "update {w} to {x}")
+                    ).format(w=w, x=xs)
+                if tref is not None and self.is_persona(
+                    tref
+                ):  # never "update me so its email is ..."
                     xs = self.obj(x) if isinstance(x, Ref) else x
-                    return self.rng.choice(("change my {f} to {x}", "set my {f} to {x}", "update my {f} to {x}")).format(f=f, x=xs)
+                    return self.rng.choice(
+                        ("change my {f} to {x}", "set my {f} to {x}", "update my {f} to {x}")
+                    ).format(f=f, x=xs)
                 t = target()
                 xs = self.obj(x) if isinstance(x, Ref) else x
                 return f"update {t} so {pronoun(tref)} {f} is {xs}"
@@ -839,11 +1220,19 @@ class Phraser:
             its_word = "my" if mine else pronoun(tref)
             t = "my details" if mine else target()
             rendered = [(f, self.obj(x) if isinstance(x, Ref) else x) for f, x in changes]
-            if len(rendered) >= 3 and not mine:  # several fields of one row: what the row becomes, not a list of settings
+            if (
+                len(rendered) >= 3 and not mine
+            ):  # several fields of one row: what the row becomes, not a list of settings
                 return f"change {t} so that " + join(so_that(rendered, its_word))
             sets = join([f"{f} to {x}" for f, x in rendered])
             its = join([f"{its_word} {f} is {x}" for f, x in rendered])
-            return self.rng.choice((f"update {t}, setting {sets}", f"change {t} so that {its}", f"update {t}: set {sets}"))
+            return self.rng.choice(
+                (
+                    f"update {t}, setting {sets}",
+                    f"change {t} so that {its}",
+                    f"update {t}: set {sets}",
+                )
+            )
         t = target()
         parts = self._ref_parts(step, skip)
         lits = self._literals(step, skip)
@@ -851,9 +1240,17 @@ class Phraser:
         if parts:
             tail += " " + " ".join(parts)
         if lits:
-            stacked = " with " in t or any(" with " in p for p in parts)  # a reference with its own "with ...": a comma sets the values apart
-            tail += (", with " if stacked else self.rng.choice((" with ", ", with "))) + join([attr(k, x) for k, x in lits])
-        v = self._verb(verb if verb in ("delete", "remove", "revoke") else "delete") if kind == "delete" else self._verb(verb)
+            stacked = " with " in t or any(
+                " with " in p for p in parts
+            )  # a reference with its own "with ...": a comma sets the values apart
+            tail += (", with " if stacked else self.rng.choice((" with ", ", with "))) + join(
+                [attr(k, x) for k, x in lits]
+            )
+        v = (
+            self._verb(verb if verb in ("delete", "remove", "revoke") else "delete")
+            if kind == "delete"
+            else self._verb(verb)
+        )
         if "{x}" in v:
             return v.format(x=t) + tail
         return f"{v} {t}{tail}"
@@ -862,7 +1259,9 @@ class Phraser:
         """The fields an update sets, as (field words, value said or the reference it points to)."""
         info = step.info
         lits = self._literals(step, skip)
-        changes: list[tuple[str, Any]] = [((unit_of(k) or (field_words(k), ""))[0], said_value(k, x)) for k, x in lits]
+        changes: list[tuple[str, Any]] = [
+            ((unit_of(k) or (field_words(k), ""))[0], said_value(k, x)) for k, x in lits
+        ]
         for name, ref in step.refs.items():
             if name in skip or self._skip(step, name, ref):
                 continue
@@ -883,9 +1282,18 @@ class Phraser:
         skip = {key_name} if key_name else set()
         if kind == "create":
             first = next(iter(step.refs.values()), None)
-            if singular(verb) != singular(info.noun) or first is None or first.key != row.key or participle(verb) is None:
-                return None  # only "share <the file> with ...": a new row of its own is said as a goal
-            preps = [(self._prep(name, ref, verb), ref) for name, ref in list(step.refs.items())[1:]]
+            if (
+                singular(verb) != singular(info.noun)
+                or first is None
+                or first.key != row.key
+                or participle(verb) is None
+            ):
+                return (
+                    None  # only "share <the file> with ...": a new row of its own is said as a goal
+                )
+            preps = [
+                (self._prep(name, ref, verb), ref) for name, ref in list(step.refs.items())[1:]
+            ]
             lits = [attr(k, x) for k, x in self._literals(step)]
             s = " ".join([participle(verb) or verb] + [f"{pp} {self.obj(r)}" for pp, r in preps])
             return [s + ((", with " if " with " in s else " with ") + join(lits) if lits else "")]
@@ -895,9 +1303,16 @@ class Phraser:
             changes = self._changes(step, skip)
             if not changes:
                 return None
-            moved = [f"moved to {self.obj(x)}" for f, x in changes if isinstance(x, Ref) and singular(x.noun) in CONTAINER_NOUNS]
-            rendered = [(f, self.obj(x) if isinstance(x, Ref) else x) for f, x in changes
-                        if not (isinstance(x, Ref) and singular(x.noun) in CONTAINER_NOUNS)]
+            moved = [
+                f"moved to {self.obj(x)}"
+                for f, x in changes
+                if isinstance(x, Ref) and singular(x.noun) in CONTAINER_NOUNS
+            ]
+            rendered = [
+                (f, self.obj(x) if isinstance(x, Ref) else x)
+                for f, x in changes
+                if not (isinstance(x, Ref) and singular(x.noun) in CONTAINER_NOUNS)
+            ]
             return became(rendered, pronoun(row)) + moved
         if kind != "action" or participle(verb) is None:
             return None
@@ -922,7 +1337,10 @@ class Phraser:
             concern = t.key if t is not None else ("", str(s.index))
             if s.info.kind == "create" and s.refs:
                 first = next(iter(s.refs.values()))
-                if first.key in home:  # share <the file>, invite an attendee to <the event>, a file in <the new folder>
+                if (
+                    first.key in home
+                    # share <the file>, invite an attendee to <the event>, a file in <the new folder>
+                ):
                     concern = first.key
             concern = home.get(concern, concern)
             groups.setdefault(concern, []).append(s)
@@ -931,10 +1349,23 @@ class Phraser:
             home.setdefault(concern, concern)
         if len(groups) == len(muts):
             return None  # every change concerns another row: nothing to group
-        # a group that makes a row another group uses is said first ("a new folder ..., and the file ... moved to it")
-        maker = {s.target.key: k for k, g in groups.items() for s in g if s.info.kind == "create" and s.target is not None}
-        needs = {k: {maker[r.key] for s in g for r in s.refs.values() if r.kind == "new" and r.key in maker and maker[r.key] != k}
-                 for k, g in groups.items()}
+        # a group that makes a row another group uses is said first ("a new folder ..., and the file
+        # ... moved to it")
+        maker = {
+            s.target.key: k
+            for k, g in groups.items()
+            for s in g
+            if s.info.kind == "create" and s.target is not None
+        }
+        needs = {
+            k: {
+                maker[r.key]
+                for s in g
+                for r in s.refs.values()
+                if r.kind == "new" and r.key in maker and maker[r.key] != k
+            }
+            for k, g in groups.items()
+        }
         ordered: list[tuple[str, str]] = []
         while len(ordered) < len(groups):
             ready = [k for k in groups if k not in ordered and needs[k] <= set(ordered)]
@@ -973,9 +1404,19 @@ class Phraser:
             cur = row
             for s in g[1:]:
                 first_ref = next(iter(s.refs.values()), None)
-                if (lead and s.info.kind == "create" and s.target is not None and first_ref is not None and first_ref.kind == "new"
-                        and first_ref.key == cur.key and not states and not rest and verb_of(s.info) in MAKE_VERBS):
-                    # a new row in the new row: one goal ("set up a calendar with name Family and a new event in it, with ...")
+                if (
+                    lead
+                    and s.info.kind == "create"
+                    and s.target is not None
+                    and first_ref is not None
+                    and first_ref.kind == "new"
+                    and first_ref.key == cur.key
+                    and not states
+                    and not rest
+                    and verb_of(s.info) in MAKE_VERBS
+                ):
+                    # a new row in the new row: one goal ("set up a calendar with name Family and a
+                    # new event in it, with ...")
                     self.it = cur.key
                     lead += " and " + self.goal(s, bare=True)
                     self.it = None
@@ -990,7 +1431,9 @@ class Phraser:
             if lead:  # a new row: "book a new appointment ..., and have it checked in"
                 it = "it" if not out and cur is row else self.obj(cur)
                 text = lead + (f", and have {it} {said}" if states else "")
-            elif all(x.startswith("with ") for x in states):  # only fields set: what the row becomes, never "get X with its Y set to Z"
+            elif all(
+                x.startswith("with ") for x in states
+            ):  # only fields set: what the row becomes, never "get X with its Y set to Z"
                 text = f"change {t} so that " + join([_SET.sub(r"\1 \2 is ", x) for x in states])
             else:
                 text = self.rng.choice(("get {t} {s}", "have {t} {s}")).format(t=t, s=said)
@@ -1004,30 +1447,46 @@ class Phraser:
         if step.info.kind == "list" or (tops and tops[0].group is not None and len(tops) > 1):
             x = self.collection(step)
         elif step.target is not None:
-            x = "my details" if self.is_persona(step.target) else self.obj(step.target)  # never "pull up me"
+            x = (
+                "my details" if self.is_persona(step.target) else self.obj(step.target)
+            )  # never "pull up me"
         else:
             x = self.collection(step)
         self._literals(step, set(step.refs))
         if sentence:
-            many = step.info.kind == "list" or x.startswith(("all ", "every ")) or (x.startswith("my ") and x.endswith("s"))
+            many = (
+                step.info.kind == "list"
+                or x.startswith(("all ", "every "))
+                or (x.startswith("my ") and x.endswith("s"))
+            )
             frames = SHOW_AFTER_MANY if many else SHOW_AFTER
             return self.rng.choice(frames).format(x=x, X=x[:1].upper() + x[1:])
         return self.rng.choice(SHOW).format(x=x)
 
-    # -- questions ------------------------------------------------------------------------------------
+    # -- questions
+    # ------------------------------------------------------------------------------------
 
     def question(self, step: Step) -> Question | None:
         """A question about the last call's result, with its answer facts and reference answer."""
         rng = self.rng
         tops = [e for e in step.elements if e.parent is None]
-        single = step.info.kind != "list" and tops and (tops[0].group is None or len(tops) == 1) and step.target is not None
+        single = (
+            step.info.kind != "list"
+            and tops
+            and (tops[0].group is None or len(tops) == 1)
+            and step.target is not None
+        )
         if single:
             row = tops[0].row
             ref = step.target
             assert ref is not None
             probe = self._first_text(ref)
             self._literals(step, set(step.refs))
-            keys = [k for k, v in row.items() if fact_ok(v) and not is_id_name(k) and fact_text(v).lower() not in probe.lower()]
+            keys = [
+                k
+                for k, v in row.items()
+                if fact_ok(v) and not is_id_name(k) and fact_text(v).lower() not in probe.lower()
+            ]
             keys.sort(key=attr_rank)
             keys = keys[:5]
             if not keys:
@@ -1046,15 +1505,24 @@ class Phraser:
                 text = rng.choice(ONE_Q if k == 1 else TWO_Q).format(w=self.poss(ref, f))
             facts = list(dict.fromkeys(fact_text(row[c]) for c in chosen))
             answer = join([f"the {field_words(c)} is {fact_text(row[c])}" for c in chosen])
-            return Question(text, facts, answer[:1].upper() + answer[1:] + ".",
-                            absent=self._absent(step, chosen, {x.lower() for x in facts}), key="get/" + "+".join(chosen))
+            return Question(
+                text,
+                facts,
+                answer[:1].upper() + answer[1:] + ".",
+                absent=self._absent(step, chosen, {x.lower() for x in facts}),
+                key="get/" + "+".join(chosen),
+            )
         if not tops:
             out = step.output
             if fact_ok(out):
                 what = " ".join(w for w in words(step.info.name)[1:])
                 x = self.obj(step.target) if step.target is not None else ""
-                return Question(f"What is the {what}" + (f" for {x}" if x else "") + "?", [fact_text(out)],
-                                f"The {what} is {fact_text(out)}.", key="scalar")
+                return Question(
+                    f"What is the {what}" + (f" for {x}" if x else "") + "?",
+                    [fact_text(out)],
+                    f"The {what} is {fact_text(out)}.",
+                    key="scalar",
+                )
             return None
         return self.about_rows(step, [e.row for e in tops])
 
@@ -1073,19 +1541,27 @@ class Phraser:
                     if not fact_ok(v):
                         continue
                     t = fact_text(v)
-                    if t.lower() in expected or any(t.lower() in x or x in t.lower() for x in low_expected):
+                    if t.lower() in expected or any(
+                        t.lower() in x or x in t.lower() for x in low_expected
+                    ):
                         continue
                     if is_number(t):
                         continue  # a number elsewhere in an answer is too easily said by chance
                     out[t] = None
         # and the names of the rows earlier lookups returned that the chain did not go through
-        path = {str(v).lower() for s in self.steps for v in s.args.values() if isinstance(v, (str, int))}
+        path = {
+            str(v).lower() for s in self.steps for v in s.args.values() if isinstance(v, (str, int))
+        }
         for s in self.steps[:-1]:
             for e in s.elements:
                 if e.parent is not None or str(e.row.get("id", "")).lower() in path:
                     continue
                 for k, v in e.row.items():
-                    t = fact_text(v) if attr_rank(k)[0] == 0 and isinstance(v, str) and fact_ok(v) else ""
+                    t = (
+                        fact_text(v)
+                        if attr_rank(k)[0] == 0 and isinstance(v, str) and fact_ok(v)
+                        else ""
+                    )
                     if t and not any(t.lower() in x or x in t.lower() for x in low_expected):
                         out[t] = None
         return list(out)
@@ -1098,9 +1574,17 @@ class Phraser:
         if not rows:
             return None
         ranked = sorted(rows[0], key=attr_rank)
-        # a name labels each row (else another text field unique to each row, a reference or an email; never a status)
-        labels_ok = [k for k in ranked if attr_rank(k)[0] != 1 and not is_id_name(k) and not _TIMESTAMP.match(str(rows[0].get(k)))
-                     and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows) and _distinct([fact_text(r[k]) for r in rows])]
+        # a name labels each row (else another text field unique to each row, a reference or an
+        # email; never a status)
+        labels_ok = [
+            k
+            for k in ranked
+            if attr_rank(k)[0] != 1
+            and not is_id_name(k)
+            and not _TIMESTAMP.match(str(rows[0].get(k)))
+            and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows)
+            and _distinct([fact_text(r[k]) for r in rows])
+        ]
         label = next(iter(labels_ok), None)
         c = self.collection(step)
         if c.startswith("every "):  # "which of every folder" -> "which of all the folders"
@@ -1110,26 +1594,48 @@ class Phraser:
         noun = noun_words(step.info.noun)
         nouns = plural_noun(noun)
         shapes = ["count"] if 2 <= len(rows) <= 40 else []
-        nums = [k for k in ranked if k != label and not is_id_name(k) and all(_num(r.get(k)) for r in rows)] if len(rows) >= 2 else []
+        nums = (
+            [
+                k
+                for k in ranked
+                if k != label and not is_id_name(k) and all(_num(r.get(k)) for r in rows)
+            ]
+            if len(rows) >= 2
+            else []
+        )
         if any(k in SUMMABLE or unit_of(k) for k in nums) and len(rows) <= 40:
             shapes += ["total"]
         if label is not None and 2 <= len(rows) <= 12:
             shapes += ["each"] + (["sorted"] if nums else [])
-        if label is not None and nums and 2 <= len(rows) <= 40:  # the answer is one row, or the rows over a threshold
+        if (
+            label is not None and nums and 2 <= len(rows) <= 40
+        ):  # the answer is one row, or the rows over a threshold
             shapes += ["superlative"] * 3 + ["condition"] * 3
         if label is not None and 2 <= len(rows) <= 40:
             shapes += ["which"] * 2
-        if label is not None and len(rows) >= 2 and nums and len(rows) <= 40:  # counts, averages and top values the rows decide
-            shapes += ["count_if"] * 2 + ["top_value"] + (["average"] if any(k in SUMMABLE or unit_of(k) for k in nums) else [])
-        if label is not None and 3 <= len(rows) <= 40 and _categories(rows, label):  # a condition on a status, counted or added up
-            shapes += ["count_which"] * 2 + (["total_which", "superlative_which"] * 3 if nums else [])
+        if (
+            label is not None and len(rows) >= 2 and nums and len(rows) <= 40
+        ):  # counts, averages and top values the rows decide
+            shapes += (
+                ["count_if"] * 2
+                + ["top_value"]
+                + (["average"] if any(k in SUMMABLE or unit_of(k) for k in nums) else [])
+            )
+        if (
+            label is not None and 3 <= len(rows) <= 40 and _categories(rows, label)
+        ):  # a condition on a status, counted or added up
+            shapes += ["count_which"] * 2 + (
+                ["total_which", "superlative_which"] * 3 if nums else []
+            )
         if label is not None and nums and 2 <= len(rows) <= 40:
             shapes += ["difference"] * 2
         if label is not None and len(rows) == 1:
             shapes += ["each"]
         if self.only:
             shapes = [x for x in shapes if x in self.only]
-        if self.taken:  # these rows were asked about already: ask what only the whole set decides (no plain listing again)
+        # these rows were asked about already: ask what only the whole set decides (no plain listing
+        # again)
+        if self.taken:
             shapes = [x for x in shapes if x != "each"]
         rng.shuffle(shapes)
         for shape in shapes:
@@ -1138,29 +1644,62 @@ class Phraser:
                 return q
         return None
 
-    def _shape(self, shape: str, step: Step, rows: list[dict[str, Any]], label: str | None, nums: list[str],
-               c: str, noun: str, nouns: str) -> Question | None:
+    def _shape(
+        self,
+        shape: str,
+        step: Step,
+        rows: list[dict[str, Any]],
+        label: str | None,
+        nums: list[str],
+        c: str,
+        noun: str,
+        nouns: str,
+    ) -> Question | None:
         rng = self.rng
         if shape == "count":
             n = len(rows)
-            frames = COUNT_Q if not c.startswith("all ") else ("How many {ns} are there?", "How many {ns} are there in all?", "Can you count {c} for me?")
-            text = rng.choice(frames).format(c=c, ns=c[4:].removeprefix("the ") if c.startswith("all ") else nouns)
+            frames = (
+                COUNT_Q
+                if not c.startswith("all ")
+                else (
+                    "How many {ns} are there?",
+                    "How many {ns} are there in all?",
+                    "Can you count {c} for me?",
+                )
+            )
+            text = rng.choice(frames).format(
+                c=c, ns=c[4:].removeprefix("the ") if c.startswith("all ") else nouns
+            )
             if mentions(str(n), text) >= 0:
                 return None
-            return Question(text, [str(n)], rng.choice(("There are {n}.", "I count {n} of them.", "{n} in all.")).format(n=n),
-                            absent=self._absent(step, [], set()), kind="count", key="count")
+            return Question(
+                text,
+                [str(n)],
+                rng.choice(("There are {n}.", "I count {n} of them.", "{n} in all.")).format(n=n),
+                absent=self._absent(step, [], set()),
+                kind="count",
+                key="count",
+            )
         if shape == "total":
             f = rng.choice([k for k in nums if k in SUMMABLE or unit_of(k)])
             fw = field_words(f)
             total = round(sum(float(r[f]) for r in rows), 2)
             if fw.split(" ")[0] in ("total", "sum"):  # never "the total total of the invoices"
-                text = rng.choice(("What do the {fs} of {c} add up to?", "Add up the {fs} of {c} for me.")).format(fs=plural_phrase(fw), c=c)
+                text = rng.choice(
+                    ("What do the {fs} of {c} add up to?", "Add up the {fs} of {c} for me.")
+                ).format(fs=plural_phrase(fw), c=c)
             else:
                 text = rng.choice(TOTAL_Q).format(c=c, f=fw)
             if mentions(_fmt(total), text) >= 0:
                 return None
-            return Question(text, [_fmt(total)], f"The total {fw} is {_fmt(total)}.", absent=self._absent(step, [], set()), kind="total",
-                            key=f"total/{f}")
+            return Question(
+                text,
+                [_fmt(total)],
+                f"The total {fw} is {_fmt(total)}.",
+                absent=self._absent(step, [], set()),
+                kind="total",
+                key=f"total/{f}",
+            )
         if shape in ("count_if", "top_value", "average", "count_which"):
             return self._number_shape(shape, step, rows, label, nums, c)
         if label is None:
@@ -1168,12 +1707,26 @@ class Phraser:
         labels = [fact_text(r[label]) for r in rows]
         low_labels = [x.lower() for x in labels]
 
-        def apart(k: str) -> bool:  # no value of k is, or holds, a label (it would split the answer at the wrong row)
-            return not any(a in fact_text(r[k]).lower() or fact_text(r[k]).lower() in a for r in rows for a in low_labels)
+        def apart(
+            k: str,
+        ) -> (
+            bool
+        ):  # no value of k is, or holds, a label (it would split the answer at the wrong row)
+            return not any(
+                a in fact_text(r[k]).lower() or fact_text(r[k]).lower() in a
+                for r in rows
+                for a in low_labels
+            )
 
         if shape == "each":
-            vals = [k for k in sorted(rows[0], key=attr_rank) if k != label and not is_id_name(k)
-                    and all(fact_ok(r.get(k)) for r in rows) and apart(k)]
+            vals = [
+                k
+                for k in sorted(rows[0], key=attr_rank)
+                if k != label
+                and not is_id_name(k)
+                and all(fact_ok(r.get(k)) for r in rows)
+                and apart(k)
+            ]
             if not vals:
                 return None
             f = rng.choice(vals[:3])
@@ -1181,10 +1734,23 @@ class Phraser:
             table = [[lab, fact_text(r[f])] for lab, r in zip(labels, rows, strict=True)]
             text = rng.choice(LIST_Q).format(c=c, f=fw, fs=plural_phrase(fw))
             answer = "; ".join(f"{lab}: {v}" for lab, v in table) + "."
-            return Question(text, [x for r in table for x in r], answer, rows=table,
-                            absent=self._absent(step, [label], set(x.lower() for x in labels)), kind="list", key=f"each/{f}")
+            return Question(
+                text,
+                [x for r in table for x in r],
+                answer,
+                rows=table,
+                absent=self._absent(step, [label], set(x.lower() for x in labels)),
+                kind="list",
+                key=f"each/{f}",
+            )
         if shape == "which":  # a condition on a status: "which of my channels are archived?"
-            cats = [k for k in rows[0] if attr_rank(k)[0] == 1 and k != label and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows)]
+            cats = [
+                k
+                for k in rows[0]
+                if attr_rank(k)[0] == 1
+                and k != label
+                and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows)
+            ]
             if not cats:
                 return None
             k = rng.choice(cats)
@@ -1193,9 +1759,18 @@ class Phraser:
             miss = [lab for lab, r in zip(labels, rows, strict=True) if r[k] != v]
             if not miss or len(hit) > 12:
                 return None
-            text = rng.choice(("Which of {c} {v}?", "Of {c}, which ones {v}?")).format(c=c, v=_in_status(k, v)[0])
-            return Question(text, hit, join(hit) + ".", rows=[[h] for h in hit], absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
-                            kind="condition", key=f"which/{k}/{v}")
+            text = rng.choice(("Which of {c} {v}?", "Of {c}, which ones {v}?")).format(
+                c=c, v=_in_status(k, v)[0]
+            )
+            return Question(
+                text,
+                hit,
+                join(hit) + ".",
+                rows=[[h] for h in hit],
+                absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
+                kind="condition",
+                key=f"which/{k}/{v}",
+            )
         nums = [k for k in nums if apart(k)]
         if not nums:
             return None
@@ -1213,41 +1788,75 @@ class Phraser:
             word = _most(f, high, rng)
             text = rng.choice(SUP_Q).format(c=c, w=word, f=fw, n=noun)
             others = [x for j, x in enumerate(labels) if j != i]
-            return Question(text, [labels[i]], f"{labels[i]}, with {article(fw)} {fw} of {_fmt(best)}.", rows=[[labels[i]]],
-                            absent=others + self._absent(step, [label], {labels[i].lower()}), kind="superlative",
-                            key=f"superlative/{f}/{'max' if high else 'min'}")
+            return Question(
+                text,
+                [labels[i]],
+                f"{labels[i]}, with {article(fw)} {fw} of {_fmt(best)}.",
+                rows=[[labels[i]]],
+                absent=others + self._absent(step, [label], {labels[i].lower()}),
+                kind="superlative",
+                key=f"superlative/{f}/{'max' if high else 'min'}",
+            )
         if shape == "condition":
             if (split := _threshold(vals, rng)) is None:
                 return None
             t, over = split
             hit = [lab for lab, v in zip(labels, vals, strict=True) if (v > t if over else v < t)]
-            miss = [lab for lab, v in zip(labels, vals, strict=True) if not (v > t if over else v < t)]
+            miss = [
+                lab for lab, v in zip(labels, vals, strict=True) if not (v > t if over else v < t)
+            ]
             if not hit or not miss or len(hit) > 12:
                 return None
             text = rng.choice(COND_Q).format(c=c, h=compared(f, over, _fmt(t), rng))
-            return Question(text, hit, join(hit) + ".", rows=[[h] for h in hit], absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
-                            kind="condition", key=f"condition/{f}/{'over' if over else 'under'}/{_fmt(t)}")
+            return Question(
+                text,
+                hit,
+                join(hit) + ".",
+                rows=[[h] for h in hit],
+                absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
+                kind="condition",
+                key=f"condition/{f}/{'over' if over else 'under'}/{_fmt(t)}",
+            )
         if shape in ("total_which", "superlative_which", "difference"):
             return self._labelled_shape(shape, step, rows, label, labels, nums, c, noun)
         if shape == "sorted":
             high = rng.random() < 0.5
             order = sorted(range(len(rows)), key=lambda j: -vals[j] if high else vals[j])
             table = [[labels[j], _fmt(vals[j])] for j in order]
-            text = rng.choice(SORT_Q).format(c=c, f=fw, d="from the highest to the lowest" if high else "from the lowest to the highest")
+            text = rng.choice(SORT_Q).format(
+                c=c,
+                f=fw,
+                d="from the highest to the lowest" if high else "from the lowest to the highest",
+            )
             answer = ", ".join(f"{lab} ({v})" for lab, v in table) + "."
-            return Question(text, [x for r in table for x in r], answer, rows=table, ordered=True,
-                            absent=self._absent(step, [label], {x.lower() for x in labels}), kind="sorted",
-                            key=f"sorted/{f}/{'desc' if high else 'asc'}")
+            return Question(
+                text,
+                [x for r in table for x in r],
+                answer,
+                rows=table,
+                ordered=True,
+                absent=self._absent(step, [label], {x.lower() for x in labels}),
+                kind="sorted",
+                key=f"sorted/{f}/{'desc' if high else 'asc'}",
+            )
         return None
 
-    def _number_shape(self, shape: str, step: Step, rows: list[dict[str, Any]], label: str | None, nums: list[str],
-                      c: str) -> Question | None:
+    def _number_shape(
+        self,
+        shape: str,
+        step: Step,
+        rows: list[dict[str, Any]],
+        label: str | None,
+        nums: list[str],
+        c: str,
+    ) -> Question | None:
         """A question whose answer is one number the rows decide: how many rows meet a threshold or
         are in a status, the highest or lowest value, the average. Rows outside the condition are
         what a precise answer leaves out (a count may name the rows it counted)."""
         rng = self.rng
         if label is None:
-            return None  # no name for the rows a precise answer leaves out: a dump of every row would pass
+            # no name for the rows a precise answer leaves out: a dump of every row would pass
+            return None
         c = _the(c)  # "how many of the travelers", not "of all the travelers"
         labels = [fact_text(r[label]) for r in rows]
         extra = self._absent(step, [label], {x.lower() for x in labels})
@@ -1264,10 +1873,24 @@ class Phraser:
                 return None
             miss = [labels[i] for i in range(len(rows)) if i not in hit]
             cond = _in_status(k, v)[0]  # "are cancelled", "have the specialty dermatology"
-            said = ("Just 1.", "Only 1 of them " + cond.replace("are ", "is ", 1).replace("have ", "has ", 1) + ".") if n == "1" else \
-                ("{n} of them " + cond + ".", "There are {n}.", "I count {n}.")
-            return Question(text, [n], rng.choice(said).replace("{n}", n),
-                            absent=miss + extra, kind="count", key=f"count_which/{k}/{v}")
+            said = (
+                (
+                    "Just 1.",
+                    "Only 1 of them "
+                    + cond.replace("are ", "is ", 1).replace("have ", "has ", 1)
+                    + ".",
+                )
+                if n == "1"
+                else ("{n} of them " + cond + ".", "There are {n}.", "I count {n}.")
+            )
+            return Question(
+                text,
+                [n],
+                rng.choice(said).replace("{n}", n),
+                absent=miss + extra,
+                kind="count",
+                key=f"count_which/{k}/{v}",
+            )
         usable = [k for k in nums if _apart(rows, k, labels)]
         if shape == "average":
             usable = [k for k in usable if k in SUMMABLE or unit_of(k)]
@@ -1286,9 +1909,19 @@ class Phraser:
             if mentions(n, text) >= 0:
                 return None
             miss = [labels[i] for i in range(len(rows)) if i not in hit]
-            said = ("Just 1.", "Only 1 of them.") if n == "1" else ("{n} of them.", "There are {n}.", "I count {n}.")
-            return Question(text, [n], rng.choice(said).format(n=n),
-                            absent=miss + extra, kind="count", key=f"count_if/{f}/{'over' if over else 'under'}/{_fmt(t)}")
+            said = (
+                ("Just 1.", "Only 1 of them.")
+                if n == "1"
+                else ("{n} of them.", "There are {n}.", "I count {n}.")
+            )
+            return Question(
+                text,
+                [n],
+                rng.choice(said).format(n=n),
+                absent=miss + extra,
+                kind="count",
+                key=f"count_if/{f}/{'over' if over else 'under'}/{_fmt(t)}",
+            )
         if shape == "top_value":
             high = rng.random() < 0.5
             best = max(vals) if high else min(vals)
@@ -1296,19 +1929,45 @@ class Phraser:
             text = rng.choice(TOP_VALUE_Q).format(c=c, w=word, f=fw)
             if mentions(_fmt(best), text) >= 0 or len(set(vals)) < 2:
                 return None
-            losers = [lab for lab, v in zip(labels, vals, strict=True) if v != best]  # the winner may be named, no other row
-            return Question(text, [_fmt(best)], f"The {word} {fw} is {_fmt(best)}.", absent=losers + extra, kind="superlative",
-                            key=f"top_value/{f}/{'max' if high else 'min'}")
+            losers = [
+                lab for lab, v in zip(labels, vals, strict=True) if v != best
+            ]  # the winner may be named, no other row
+            return Question(
+                text,
+                [_fmt(best)],
+                f"The {word} {fw} is {_fmt(best)}.",
+                absent=losers + extra,
+                kind="superlative",
+                key=f"top_value/{f}/{'max' if high else 'min'}",
+            )
         mean = sum(vals) / len(vals)
         if abs(mean * 100 - round(mean * 100)) > 1e-6:
-            return None  # only an average that two decimals say exactly (no rounding to argue about)
+            return (
+                None  # only an average that two decimals say exactly (no rounding to argue about)
+            )
         text = rng.choice(AVG_Q).format(c=c, f=fw)
         if mentions(_fmt(mean), text) >= 0:
             return None
-        return Question(text, [_fmt(mean)], f"The average {fw} is {_fmt(mean)}.", absent=extra, kind="total", key=f"average/{f}")
+        return Question(
+            text,
+            [_fmt(mean)],
+            f"The average {fw} is {_fmt(mean)}.",
+            absent=extra,
+            kind="total",
+            key=f"average/{f}",
+        )
 
-    def _labelled_shape(self, shape: str, step: Step, rows: list[dict[str, Any]], label: str, labels: list[str], nums: list[str],
-                        c: str, noun: str) -> Question | None:
+    def _labelled_shape(
+        self,
+        shape: str,
+        step: Step,
+        rows: list[dict[str, Any]],
+        label: str,
+        labels: list[str],
+        nums: list[str],
+        c: str,
+        noun: str,
+    ) -> Question | None:
         """A question about named rows: the total or the winner among the rows in a status (a
         condition that changes the answer: the winner over all rows is another row), or the
         difference between two named rows."""
@@ -1328,11 +1987,24 @@ class Phraser:
             hi, lo = (i, j) if vals[i] > vals[j] else (j, i)
             answer = f"{_quote(labels[hi])} is higher by {_fmt(diff)} ({_fmt(vals[hi])} against {_fmt(vals[lo])})."
             others = [lab for k, lab in enumerate(labels) if k not in (i, j)]
-            return Question(text, [_fmt(diff)], answer, absent=others + self._absent(step, [label], {labels[i].lower(), labels[j].lower()}),
-                            kind="comparison", key=f"difference/{f}")
-        # every (status field, value, number field, direction) in a random order: the first whose condition changes the answer
-        cands = [(k, v, g, high) for k in _categories(rows, label) for v in sorted({r[k] for r in rows}) for g in nums
-                 for high in (True, False) if shape == "superlative_which" or (high and (g in SUMMABLE or unit_of(g)))]
+            return Question(
+                text,
+                [_fmt(diff)],
+                answer,
+                absent=others + self._absent(step, [label], {labels[i].lower(), labels[j].lower()}),
+                kind="comparison",
+                key=f"difference/{f}",
+            )
+        # every (status field, value, number field, direction) in a random order: the first whose
+        # condition changes the answer
+        cands = [
+            (k, v, g, high)
+            for k in _categories(rows, label)
+            for v in sorted({r[k] for r in rows})
+            for g in nums
+            for high in (True, False)
+            if shape == "superlative_which" or (high and (g in SUMMABLE or unit_of(g)))
+        ]
         rng.shuffle(cands)
         for k, v, g, high in cands[:24]:
             q = self._in_status_question(shape, step, rows, label, labels, c, k, v, g, high)
@@ -1340,8 +2012,19 @@ class Phraser:
                 return q
         return None
 
-    def _in_status_question(self, shape: str, step: Step, rows: list[dict[str, Any]], label: str, labels: list[str], c: str,
-                            k: str, v: Any, f: str, high: bool) -> Question | None:
+    def _in_status_question(
+        self,
+        shape: str,
+        step: Step,
+        rows: list[dict[str, Any]],
+        label: str,
+        labels: list[str],
+        c: str,
+        k: str,
+        v: Any,
+        f: str,
+        high: bool,
+    ) -> Question | None:
         """The total of ``f`` (``total_which``) or the row with the highest / lowest ``f``
         (``superlative_which``) among the rows whose ``k`` is ``v``; None when the condition would
         not change the answer, or it is a tie."""
@@ -1359,8 +2042,14 @@ class Phraser:
             text = rng.choice(TOTAL_WHICH_Q).format(c=_the(c), f=fw, r=_in_status(k, v)[2])
             if mentions(_fmt(total), text) >= 0:
                 return None
-            return Question(text, [_fmt(total)], f"Their total {fw} is {_fmt(total)}.",
-                            absent=miss + self._absent(step, [label], {labels[i].lower() for i in hit}), kind="total", key=f"total_which/{f}/{k}/{v}")
+            return Question(
+                text,
+                [_fmt(total)],
+                f"Their total {fw} is {_fmt(total)}.",
+                absent=miss + self._absent(step, [label], {labels[i].lower() for i in hit}),
+                kind="total",
+                key=f"total_which/{f}/{k}/{v}",
+            )
         sub = [vals[i] for i in hit]
         best = max(sub) if high else min(sub)
         overall = max(vals) if high else min(vals)
@@ -1370,11 +2059,18 @@ class Phraser:
         word = _most(f, high, rng)
         text = rng.choice(SUP_WHICH_Q).format(c=_the(c), r=_in_status(k, v)[2], w=word, f=fw)
         others = [lab for i, lab in enumerate(labels) if i != win]
-        return Question(text, [labels[win]], f"{labels[win]}, with {article(fw)} {fw} of {_fmt(best)}.", rows=[[labels[win]]],
-                        absent=others + self._absent(step, [label], {labels[win].lower()}), kind="superlative",
-                        key=f"superlative_which/{f}/{'max' if high else 'min'}/{k}/{v}")
+        return Question(
+            text,
+            [labels[win]],
+            f"{labels[win]}, with {article(fw)} {fw} of {_fmt(best)}.",
+            rows=[[labels[win]]],
+            absent=others + self._absent(step, [label], {labels[win].lower()}),
+            kind="superlative",
+            key=f"superlative_which/{f}/{'max' if high else 'min'}/{k}/{v}",
+        )
 
-    # -- the whole request -------------------------------------------------------------------------------
+    # -- the whole request
+    # -------------------------------------------------------------------------------
 
     def request(self) -> Phrased | None:
         """The request, its answer facts (read-only chains) and its kind; None when it cannot be phrased."""
@@ -1389,19 +2085,39 @@ class Phraser:
             goals = grouped or [self.goal(s) for s in muts]
             n_goals = len(goals)
             after = ""
-            if not last.mutating and grouped:  # the changes as goals, the row to see in a sentence of its own
+            if (
+                not last.mutating and grouped
+            ):  # the changes as goals, the row to see in a sentence of its own
                 after = " " + self.show(last, sentence=True)
             elif not last.mutating:
                 goals.append(self.show(last))
-            g = join(goals)  # one goal with its parts, never a narrated script ("..., then ..., and finally ...")
+            g = join(
+                goals
+            )  # one goal with its parts, never a narrated script ("..., then ..., and finally ...")
             pool = TONES[self.tone] if self.tone else FRAMES
-            frames = [f for f in pool if not ((g.endswith(" me") or " me " in g or ": " in g) and "for me" in f)] or ["{G}."]
+            frames = [
+                f
+                for f in pool
+                if not ((g.endswith(" me") or " me " in g or ": " in g) and "for me" in f)
+            ] or ["{G}."]
             frame = rng.choice(frames)
             body = frame.format(g=g, G=g[:1].upper() + g[1:]) + after
             if self.motive and self.tone != "busy" and rng.random() < 0.5:
-                body = self.motive + ", so " + (body if body.startswith("I ") or body.startswith("I'") else body[0].lower() + body[1:])
+                body = (
+                    self.motive
+                    + ", so "
+                    + (
+                        body
+                        if body.startswith("I ") or body.startswith("I'")
+                        else body[0].lower() + body[1:]
+                    )
+                )
             elif len(goals) > 1 and self.tone != "busy" and rng.random() < 0.5:
-                body = rng.choice(MOTIVES) + (body if body.startswith("I ") or body.startswith("I'") else body[0].lower() + body[1:])
+                body = rng.choice(MOTIVES) + (
+                    body
+                    if body.startswith("I ") or body.startswith("I'")
+                    else body[0].lower() + body[1:]
+                )
             kind = muts[-1].info.kind
             answer = "Done: I " + join([past(x) for x in goals[:n_goals]]) + "."
             if not last.mutating:
@@ -1410,7 +2126,11 @@ class Phraser:
             q = self.question(last)
             if q is None:
                 return None
-            body, facts, answer = q.text.replace(" for me for me", " for me"), q.facts, q.answer  # "... appointments for me" + "for me?"
+            body, facts, answer = (
+                q.text.replace(" for me for me", " for me"),
+                q.facts,
+                q.answer,
+            )  # "... appointments for me" + "for me?"
             kind = q.kind if q.kind != "get" or last.info.kind != "list" else "list"
         text = intro + body[0].upper() + body[1:]
         low = text.lower()
@@ -1424,23 +2144,104 @@ class Phraser:
             if not facts:
                 return None
             rows = q.rows
-            absent = [a for a in dict.fromkeys(q.absent) if a.lower() not in low and mentions(a, answer) < 0 and a.lower() not in NOTHING_ANSWER.lower()]
-        persona = {"name": self.persona.title or "", "role": self.role, "tone": self.tone or "neutral", "motive": self.motive} if self.persona else {}
-        return Phrased(text=text, facts=facts, kind=kind, skeleton=skeleton(text, self.values), rows=rows, absent=absent,
-                       ordered=bool(q and q.ordered), answer=answer, persona=persona, key=q.key if q is not None else "")
+            absent = [
+                a
+                for a in dict.fromkeys(q.absent)
+                if a.lower() not in low
+                and mentions(a, answer) < 0
+                and a.lower() not in NOTHING_ANSWER.lower()
+            ]
+        persona = (
+            {
+                "name": self.persona.title or "",
+                "role": self.role,
+                "tone": self.tone or "neutral",
+                "motive": self.motive,
+            }
+            if self.persona
+            else {}
+        )
+        return Phrased(
+            text=text,
+            facts=facts,
+            kind=kind,
+            skeleton=skeleton(text, self.values),
+            rows=rows,
+            absent=absent,
+            ordered=bool(q and q.ordered),
+            answer=answer,
+            persona=persona,
+            key=q.key if q is not None else "",
+        )
 
 
-PAST = {"set": "set", "put": "put", "send": "sent", "get": "got", "pay": "paid", "make": "made", "lift": "lifted", "go": "went",
-        "let": "showed", "show": "showed", "pull": "pulled", "call": "called", "ship": "shipped", "star": "starred", "pin": "pinned",
-        "plan": "planned", "drop": "dropped", "stop": "stopped", "freeze": "froze", "unfreeze": "unfroze", "cancel": "cancelled",
-        "mark": "marked", "book": "booked", "open": "opened", "check": "checked", "have": "had"}
+PAST = {
+    "set": "set",
+    "put": "put",
+    "send": "sent",
+    "get": "got",
+    "pay": "paid",
+    "make": "made",
+    "lift": "lifted",
+    "go": "went",
+    "let": "showed",
+    "show": "showed",
+    "pull": "pulled",
+    "call": "called",
+    "ship": "shipped",
+    "star": "starred",
+    "pin": "pinned",
+    "plan": "planned",
+    "drop": "dropped",
+    "stop": "stopped",
+    "freeze": "froze",
+    "unfreeze": "unfroze",
+    "cancel": "cancelled",
+    "mark": "marked",
+    "book": "booked",
+    "open": "opened",
+    "check": "checked",
+    "have": "had",
+}
 
 
-MAKE_VERBS = frozenset({"create", "add", "new", "insert", "post", "book", "open", "register", "make", "upload", "write"})
+MAKE_VERBS = frozenset(
+    {
+        "create",
+        "add",
+        "new",
+        "insert",
+        "post",
+        "book",
+        "open",
+        "register",
+        "make",
+        "upload",
+        "write",
+    }
+)
 """Verbs that only make a row: its new row can be said without them (``... and a new event in it``)."""
-IRREGULAR = {"freeze": "frozen", "unfreeze": "unfrozen", "send": "sent", "set": "set", "put": "put", "reset": "reset", "pay": "paid",
-             "make": "made", "get": "gotten", "give": "given", "take": "taken", "write": "written", "run": "run", "shut": "shut",
-             "begin": "begun", "hide": "hidden", "hold": "held", "lock": "locked", "split": "split"}
+IRREGULAR = {
+    "freeze": "frozen",
+    "unfreeze": "unfrozen",
+    "send": "sent",
+    "set": "set",
+    "put": "put",
+    "reset": "reset",
+    "pay": "paid",
+    "make": "made",
+    "get": "gotten",
+    "give": "given",
+    "take": "taken",
+    "write": "written",
+    "run": "run",
+    "shut": "shut",
+    "begin": "begun",
+    "hide": "hidden",
+    "hold": "held",
+    "lock": "locked",
+    "split": "split",
+}
 
 
 def participle(verb: str) -> str | None:
@@ -1463,7 +2264,7 @@ def _states(states: list[str]) -> str:
     """What a row is left as, its states joined: what it becomes first, then the fields it gets in one
     ``with`` (``shipped, with its quantity set to 4 and its shipping address set to "..."``)."""
     plain = [x for x in states if not x.startswith("with ")]
-    withs = [x[len("with "):] for x in states if x.startswith("with ")]
+    withs = [x[len("with ") :] for x in states if x.startswith("with ")]
     if not withs:
         return join(plain)
     w = "with " + join(withs)
@@ -1471,8 +2272,18 @@ def _states(states: list[str]) -> str:
 
 
 CHANGE_WORDS = {
-    "became": {"span": "moved to run from {x} to {y}", "name": "renamed to {x}", "title": "retitled {x}", "field": "with {its} {f} set to {x}"},
-    "so_that": {"span": "{it_runs} from {x} to {y}", "name": "it is called {x}", "title": "it is called {x}", "field": "{its} {f} is {x}"},
+    "became": {
+        "span": "moved to run from {x} to {y}",
+        "name": "renamed to {x}",
+        "title": "retitled {x}",
+        "field": "with {its} {f} set to {x}",
+    },
+    "so_that": {
+        "span": "{it_runs} from {x} to {y}",
+        "name": "it is called {x}",
+        "title": "it is called {x}",
+        "field": "{its} {f} is {x}",
+    },
 }
 """Field changes in words: after the row (``became``) or after ``so that`` (``so_that``)."""
 
@@ -1485,7 +2296,11 @@ def _said_changes(changes: list[tuple[str, str]], its: str, style: str) -> list[
         if f == "end time" and "start time" in vals:
             continue
         if f == "start time" and "end time" in vals:
-            out.append(w["span"].format(x=x, y=vals["end time"], it_runs="it runs" if its == "its" else "they run"))
+            out.append(
+                w["span"].format(
+                    x=x, y=vals["end time"], it_runs="it runs" if its == "its" else "they run"
+                )
+            )
         elif f in ("name", "title") and (style == "became" or its == "its"):
             out.append(w[f].format(x=x))
         else:
@@ -1522,7 +2337,11 @@ def past(goal: str) -> str:
         return "showed you " + rest[3:]
     if w == "pull":
         return "pulled up " + rest.removeprefix("up ")
-    return (p + " " + rest).replace(" me", " you") if rest.startswith("to me") else p + (" " + rest if rest else "")
+    return (
+        (p + " " + rest).replace(" me", " you")
+        if rest.startswith("to me")
+        else p + (" " + rest if rest else "")
+    )
 
 
 def tool_pattern(tool_names: list[str]) -> re.Pattern[str] | None:
@@ -1531,7 +2350,9 @@ def tool_pattern(tool_names: list[str]) -> re.Pattern[str] | None:
     return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b") if names else None
 
 
-def check_request(text: str, steps: list[Step], tool_names: list[str] | re.Pattern[str] | None) -> str | None:
+def check_request(
+    text: str, steps: list[Step], tool_names: list[str] | re.Pattern[str] | None
+) -> str | None:
     """Why a request is not acceptable (None when it is): it names a tool, shows a lookupable id,
     or leaves out a literal argument."""
     low = text.lower()

@@ -67,7 +67,7 @@ def _shift_time(v: str, days: int) -> str | None:
         d = dt.date.fromisoformat(m.group(1)) + dt.timedelta(days=days)
     except ValueError:
         return None
-    return d.isoformat() + v[len(m.group(1)):]
+    return d.isoformat() + v[len(m.group(1)) :]
 
 
 def _near(v: Any, direction: int) -> Any:
@@ -88,7 +88,9 @@ def _near(v: Any, direction: int) -> Any:
     return None
 
 
-def _other_value(table: str, col: str, cur: Any, seed: State, schema: Schema, rng: random.Random, person: bool) -> Any:
+def _other_value(
+    table: str, col: str, cur: Any, seed: State, schema: Schema, rng: random.Random, person: bool
+) -> Any:
     """Another plausible value of ``col`` (for an ``eq`` constraint): another allowed or seen status,
     a similar title, a number nearby."""
     if isinstance(cur, bool):
@@ -107,11 +109,22 @@ def _other_value(table: str, col: str, cur: Any, seed: State, schema: Schema, rn
     if person or col not in _TITLES:
         return None  # a person's name or a free text: no near-duplicate a reader would believe
     stem, dot, ext = cur.rpartition(".")
-    return f"{stem} (2).{ext}" if dot and stem and 1 <= len(ext) <= 4 and ext.isalnum() else f"{cur} (2)"
+    return (
+        f"{stem} (2).{ext}"
+        if dot and stem and 1 <= len(ext) <= 4 and ext.isalnum()
+        else f"{cur} (2)"
+    )
 
 
-def _violate(row: dict[str, Any], c: tuple[str, str, Any], table: str, seed: State, schema: Schema, rng: random.Random,
-             person: bool) -> tuple[str, Any] | None:
+def _violate(
+    row: dict[str, Any],
+    c: tuple[str, str, Any],
+    table: str,
+    seed: State,
+    schema: Schema,
+    rng: random.Random,
+    person: bool,
+) -> tuple[str, Any] | None:
     """(column, value) that breaks constraint ``c`` of the words, or None."""
     col, op, v = c
     if not isinstance(col, str) or col not in row:
@@ -120,7 +133,14 @@ def _violate(row: dict[str, Any], c: tuple[str, str, Any], table: str, seed: Sta
     if op == "eq":
         nv = _other_value(table, col, cur, seed, schema, rng, person)
     elif op == "in_set":  # an owner: another owner's row (the same thing, someone else's)
-        pool = sorted({r.get(col) for r in seed.get(table, []) if r.get(col) is not None and norm(r.get(col)) not in v}, key=str)
+        pool = sorted(
+            {
+                r.get(col)
+                for r in seed.get(table, [])
+                if r.get(col) is not None and norm(r.get(col)) not in v
+            },
+            key=str,
+        )
         nv = rng.choice(pool) if pool else None
     elif op in ("gte", "gt"):
         nv = _near(v, -1) if op == "gte" else v
@@ -185,13 +205,25 @@ def _clashes(row: dict[str, Any], table: str, refs: list[Ref], seed: State, sche
     return False
 
 
-def distractors(steps: list[Step], schema: Schema, seed: State, rng: random.Random, *, answered: list[str] | None = None,
-                max_rows: int = 3) -> list[PlantedRow]:
+def distractors(
+    steps: list[Step],
+    schema: Schema,
+    seed: State,
+    rng: random.Random,
+    *,
+    answered: list[str] | None = None,
+    max_rows: int = 3,
+) -> list[PlantedRow]:
     """Up to ``max_rows`` near-duplicates of the row the chain's latest description names (see the
     module docstring); none when no description can have one. ``answered``: for a question, the
     facts its answer states (a copy's own values of those differ, so the careless answer is wrong)."""
     refs = described_refs(steps)
-    persona_tables = {r.table for s in steps for r in [s.target, *s.refs.values()] if r is not None and r.kind in ("persona", "literal")}
+    persona_tables = {
+        r.table
+        for s in steps
+        for r in [s.target, *s.refs.values()]
+        if r is not None and r.kind in ("persona", "literal")
+    }
     for ref in refs:
         table = ref.table or ""
         if table in persona_tables:
@@ -213,8 +245,17 @@ def distractors(steps: list[Step], schema: Schema, seed: State, rng: random.Rand
         rng.shuffle(changes)
         # the foreign keys the chain follows from the target (``the patient of that appointment``):
         # a copy points elsewhere, so the agent that picks it ends up at another row
-        follows = sorted({lk.field for st in steps for lk in st.links.values() if lk.kind == "fk" and lk.element.table == table
-                          and norm(lk.element.row.get(key)) == norm(ref.value) and lk.field in row})
+        follows = sorted(
+            {
+                lk.field
+                for st in steps
+                for lk in st.links.values()
+                if lk.kind == "fk"
+                and lk.element.table == table
+                and norm(lk.element.row.get(key)) == norm(ref.value)
+                and lk.field in row
+            }
+        )
         unique = schema.unique.get(table, set()) - {key}
         out: list[PlantedRow] = []
         for col, nv in changes:
@@ -231,7 +272,14 @@ def distractors(steps: list[Step], schema: Schema, seed: State, rng: random.Rand
                 if new[u] != row.get(u):
                     differs.append(u)
             for fk in follows:
-                pool = sorted({r.get(fk) for r in seed.get(table, []) if r.get(fk) is not None and norm(r.get(fk)) != norm(row[fk])}, key=str)
+                pool = sorted(
+                    {
+                        r.get(fk)
+                        for r in seed.get(table, [])
+                        if r.get(fk) is not None and norm(r.get(fk)) != norm(row[fk])
+                    },
+                    key=str,
+                )
                 if fk != col and pool:
                     new[fk] = rng.choice(pool)
                     differs.append(fk)
@@ -239,15 +287,25 @@ def distractors(steps: list[Step], schema: Schema, seed: State, rng: random.Rand
                 for fc, fv in row.items():
                     if fc in (key, col) or fc in unique or str(fv) != fact:
                         continue
-                    alt = _other_value(table, fc, fv, seed, schema, rng, True) if not isinstance(fv, (int, float)) else _near(fv, 1)
+                    alt = (
+                        _other_value(table, fc, fv, seed, schema, rng, True)
+                        if not isinstance(fv, (int, float))
+                        else _near(fv, 1)
+                    )
                     if alt is not None and str(alt) != fact:
                         new[fc] = alt
                         differs.append(fc)
             if _clashes(new, table, refs, seed, schema):
                 continue
-            if answered and any(str(new.get(fc)) == str(fv) for fc, fv in row.items() if str(fv) in answered and fc != key):
+            if answered and any(
+                str(new.get(fc)) == str(fv)
+                for fc, fv in row.items()
+                if str(fv) in answered and fc != key
+            ):
                 continue  # a careless answer from this copy would still be right: no use
-            out.append(PlantedRow(table=table, row=new, key=key, twin=str(row.get(key)), differs=differs))
+            out.append(
+                PlantedRow(table=table, row=new, key=key, twin=str(row.get(key)), differs=differs)
+            )
             if len(out) >= max_rows:
                 break
         if out:

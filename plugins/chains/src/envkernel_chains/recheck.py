@@ -30,8 +30,32 @@ __all__ = ["acted_refs", "entities", "initial_state"]
 State = dict[str, list[dict[str, Any]]]
 
 BEST_WORDS = {
-    "max": ["highest", "most", "latest", "largest", "biggest", "greatest", "maximum", "top", "newest", "most recent", "recently", "last"],
-    "min": ["lowest", "fewest", "earliest", "smallest", "least", "minimum", "oldest", "first", "cheapest", "shortest"],
+    "max": [
+        "highest",
+        "most",
+        "latest",
+        "largest",
+        "biggest",
+        "greatest",
+        "maximum",
+        "top",
+        "newest",
+        "most recent",
+        "recently",
+        "last",
+    ],
+    "min": [
+        "lowest",
+        "fewest",
+        "earliest",
+        "smallest",
+        "least",
+        "minimum",
+        "oldest",
+        "first",
+        "cheapest",
+        "shortest",
+    ],
 }
 """Words that keep a superlative (``max`` / ``min``) in a rewrite."""
 FIRST_PERSON = ["my", "me", "i", "i'm", "mine", "our", "we"]
@@ -42,14 +66,22 @@ def acted_refs(steps: list[Step]) -> list[Ref]:
     out: list[Ref] = []
     for s in steps:
         for r in [s.target, *s.refs.values()]:
-            if r is not None and r.kind == "desc" and r.table and r.where and all(r is not x for x in out):
+            if (
+                r is not None
+                and r.kind == "desc"
+                and r.table
+                and r.where
+                and all(r is not x for x in out)
+            ):
                 out.append(r)
     return out
 
 
 def initial_state(seed: State, task: Task, tables: set[str]) -> State:
     """The rows of ``tables`` a task's episodes start from: the seed plus its planted rows."""
-    return {t: list(seed.get(t, [])) + [p.row for p in task.planted if p.table == t] for t in tables}
+    return {
+        t: list(seed.get(t, [])) + [p.row for p in task.planted if p.table == t] for t in tables
+    }
 
 
 def _owner_words(o: Ref, persona: str) -> list[str]:
@@ -68,7 +100,14 @@ def _words(c: tuple[str, str, Any], ref: Ref, persona: str) -> list[str]:
     """The words a request says constraint ``c`` of ``ref`` with ([]: none this check can see)."""
     fld, op, v = c
     if op == "in_set":
-        owner = next((o for o in [ref.owner, *ref.more_owners] if o is not None and o.ids is not None and frozenset(o.ids) == v), None)
+        owner = next(
+            (
+                o
+                for o in [ref.owner, *ref.more_owners]
+                if o is not None and o.ids is not None and frozenset(o.ids) == v
+            ),
+            None,
+        )
         return _owner_words(owner, persona) if owner is not None else []
     if isinstance(v, bool):
         return [" ".join(w for w in words(fld) if w not in ("is", "has"))] if v else []
@@ -106,9 +145,20 @@ def entities(refs: list[Ref], seed: State, task: Task, schema: Schema) -> list[E
             fits = frozenset(norm(x.get(key)) for x in rows if satisfies(x, c))
             if fits != every:  # a constraint every row meets tells no row apart
                 clues.append(Clue(_words(c, r, persona), fits))
-        if r.best is not None:  # the row that wins among those the other clues the text still says leave
+        if (
+            r.best is not None
+        ):  # the row that wins among those the other clues the text still says leave
             fld, how = r.best
-            best = {norm(x.get(key)): _rank(x.get(fld)) for x in rows if _rank(x.get(fld)) is not None}
-            clues.append(Clue(BEST_WORDS.get(how, []), frozenset([norm(r.value)]), best=best, high=how == "max"))
+            best = {
+                norm(x.get(key)): _rank(x.get(fld)) for x in rows if _rank(x.get(fld)) is not None
+            }
+            clues.append(
+                Clue(
+                    BEST_WORDS.get(how, []),
+                    frozenset([norm(r.value)]),
+                    best=best,
+                    high=how == "max",
+                )
+            )
         out.append(Entity(noun=human(r.noun), target=norm(r.value), rows=every, clues=clues))
     return out

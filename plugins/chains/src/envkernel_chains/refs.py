@@ -19,45 +19,173 @@ The attributes must also single the row out among the rows the call actually ret
 from __future__ import annotations
 
 import random
-
 import re
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
 from envkernel_kit.naming import human, is_id_name, singular, words
-
 from envkernel_kit.tools import Schema
 
 State = dict[str, list[dict[str, Any]]]
 
-TITLE_FIELDS = ("name", "full_name", "display_name", "title", "label", "holder_name", "username", "subject", "filename",
-                "flight_number", "product_name", "nickname")
+TITLE_FIELDS = (
+    "name",
+    "full_name",
+    "display_name",
+    "title",
+    "label",
+    "holder_name",
+    "username",
+    "subject",
+    "filename",
+    "flight_number",
+    "product_name",
+    "nickname",
+)
 """Columns that name a row (``the product "Desk Lamp"``), best first."""
-STATUS_FIELDS = ("status", "state", "tier", "loyalty_tier", "category", "type", "kind", "level", "priority", "role", "plan", "stage",
-                 "genre", "department", "specialty", "seat_class", "permission", "response", "color", "colour", "currency")
+STATUS_FIELDS = (
+    "status",
+    "state",
+    "tier",
+    "loyalty_tier",
+    "category",
+    "type",
+    "kind",
+    "level",
+    "priority",
+    "role",
+    "plan",
+    "stage",
+    "genre",
+    "department",
+    "specialty",
+    "seat_class",
+    "permission",
+    "response",
+    "color",
+    "colour",
+    "currency",
+)
 """Columns whose value reads as an adjective (``the pending order``)."""
-NUMBER_FIELDS = ("quantity", "total", "price", "amount", "balance", "cost", "stars", "nights", "size_bytes", "duration_minutes", "stock",
-                 "seats_left", "nightly_rate", "rating", "score")
+NUMBER_FIELDS = (
+    "quantity",
+    "total",
+    "price",
+    "amount",
+    "balance",
+    "cost",
+    "stars",
+    "nights",
+    "size_bytes",
+    "duration_minutes",
+    "stock",
+    "seats_left",
+    "nightly_rate",
+    "rating",
+    "score",
+)
 """Numeric columns a person would mention."""
-PERSON_NOUNS = frozenset({"customer", "user", "patient", "traveler", "traveller", "doctor", "member", "client", "guest", "passenger",
-                          "student", "employee", "subscriber", "contact", "person", "owner", "payee", "attendee", "sender", "recipient",
-                          "author", "agent", "driver", "host", "buyer", "seller", "holder", "staff", "teacher", "instructor"})
+PERSON_NOUNS = frozenset(
+    {
+        "customer",
+        "user",
+        "patient",
+        "traveler",
+        "traveller",
+        "doctor",
+        "member",
+        "client",
+        "guest",
+        "passenger",
+        "student",
+        "employee",
+        "subscriber",
+        "contact",
+        "person",
+        "owner",
+        "payee",
+        "attendee",
+        "sender",
+        "recipient",
+        "author",
+        "agent",
+        "driver",
+        "host",
+        "buyer",
+        "seller",
+        "holder",
+        "staff",
+        "teacher",
+        "instructor",
+    }
+)
 """Nouns of entities that are people (referred to by name, possessive: ``Kenji Fischer's orders``)."""
-PERSONA_NOUNS = frozenset({"customer", "user", "patient", "traveler", "traveller", "member", "client", "guest", "passenger", "student",
-                           "employee", "subscriber", "buyer"})
+PERSONA_NOUNS = frozenset(
+    {
+        "customer",
+        "user",
+        "patient",
+        "traveler",
+        "traveller",
+        "member",
+        "client",
+        "guest",
+        "passenger",
+        "student",
+        "employee",
+        "subscriber",
+        "buyer",
+    }
+)
 """Nouns of entities that can be the person making the request."""
-CONTAINER_NOUNS = frozenset({"calendar", "folder", "channel", "directory", "workspace", "playlist", "album", "board", "project", "team",
-                             "category", "repository", "repo", "space", "notebook", "inbox", "mailbox"})
+CONTAINER_NOUNS = frozenset(
+    {
+        "calendar",
+        "folder",
+        "channel",
+        "directory",
+        "workspace",
+        "playlist",
+        "album",
+        "board",
+        "project",
+        "team",
+        "category",
+        "repository",
+        "repo",
+        "space",
+        "notebook",
+        "inbox",
+        "mailbox",
+    }
+)
 """Nouns of entities that hold others (``the files in the folder "Reports"``)."""
 
-NOT_ADJECTIVES = frozenset({"other", "none", "unknown", "default", "general", "misc", "n/a", "new", "all", "any", "true", "false"})
+NOT_ADJECTIVES = frozenset(
+    {
+        "other",
+        "none",
+        "unknown",
+        "default",
+        "general",
+        "misc",
+        "n/a",
+        "new",
+        "all",
+        "any",
+        "true",
+        "false",
+    }
+)
 """Values that do not read as an adjective before a noun (``the other transaction``)."""
 
 
 def adjective(v: Any) -> bool:
     """True for a value that reads well before the noun (``pending``, ``premium``)."""
-    return isinstance(v, str) and v.isalpha() and 2 < len(v) <= 20 and v.lower() not in NOT_ADJECTIVES
+    return (
+        isinstance(v, str) and v.isalpha() and 2 < len(v) <= 20 and v.lower() not in NOT_ADJECTIVES
+    )
 
 
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2})?")
@@ -116,11 +244,18 @@ def describable(key: str, value: Any, generated: set[str] | frozenset[str] = fro
     if isinstance(value, bool):
         return value is True and len(words(key)) <= 2
     if isinstance(value, str):
-        return 0 < len(value) <= 48 and not _BAD.search(value) and not _ID_LIKE.match(value) and not _TIMESTAMP.match(value)
+        return (
+            0 < len(value) <= 48
+            and not _BAD.search(value)
+            and not _ID_LIKE.match(value)
+            and not _TIMESTAMP.match(value)
+        )
     return isinstance(value, (int, float))
 
 
-COUNTED_FIELDS = frozenset({"nights", "seats", "seats_left", "guests", "attendees", "items", "stars"})
+COUNTED_FIELDS = frozenset(
+    {"nights", "seats", "seats_left", "guests", "attendees", "items", "stars"}
+)
 """Number fields that count things: a superlative over them says ``most`` / ``fewest``, a value ``4 nights``
 (``quantity`` and ``stock`` are amounts: "the highest quantity", never "the fewest quantity")."""
 
@@ -138,14 +273,26 @@ def attr_rank(key: str) -> tuple[int, int]:
 _STAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}", re.I)
 
 
-TIME_WORDS = {"starts_at": "start time", "ends_at": "end time", "departure_at": "departure time", "arrival_at": "arrival time",
-              "execute_on": "execution date", "expires_on": "expiry date", "posted_at": "posting date", "due_at": "due date"}
+TIME_WORDS = {
+    "starts_at": "start time",
+    "ends_at": "end time",
+    "departure_at": "departure time",
+    "arrival_at": "arrival time",
+    "execute_on": "execution date",
+    "expires_on": "expiry date",
+    "posted_at": "posting date",
+    "due_at": "due date",
+}
 
 
 def _time_words(key: str) -> str:
     """A time field in words: ``starts_at`` -> ``start time``, ``checked_in_at`` -> ``checked in time``."""
     ws = words(key)
-    return TIME_WORDS.get(key) or (" ".join(ws[:-1]) + (" date" if ws[-1] == "on" else " time") if len(ws) > 1 and ws[-1] in ("at", "on") else " ".join(ws))
+    return TIME_WORDS.get(key) or (
+        " ".join(ws[:-1]) + (" date" if ws[-1] == "on" else " time")
+        if len(ws) > 1 and ws[-1] in ("at", "on")
+        else " ".join(ws)
+    )
 
 
 def _stamp(v: Any) -> bool:
@@ -200,7 +347,11 @@ class Ref:
         """True when the words pick exactly the row the chain used (or the row is new)."""
         if self.kind == "new":
             return True
-        return self.ids is not None and len(self.ids) == 1 and norm(next(iter(self.ids))) == norm(self.value)
+        return (
+            self.ids is not None
+            and len(self.ids) == 1
+            and norm(next(iter(self.ids))) == norm(self.value)
+        )
 
     @property
     def key(self) -> tuple[str, str]:
@@ -237,7 +388,9 @@ class Resolver:
     def _normed(self, table: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         got = self._norm_rows.get(table)
         if got is None:
-            got = self._norm_rows[table] = [(r, {k: norm(v) for k, v in r.items()}) for r in self.seed.get(table, [])]
+            got = self._norm_rows[table] = [
+                (r, {k: norm(v) for k, v in r.items()}) for r in self.seed.get(table, [])
+            ]
         return got
 
     def ids(self, table: str, constraints: list[tuple[str, str, Any]]) -> frozenset[Any]:
@@ -248,12 +401,24 @@ class Resolver:
         rest = [c for c in constraints if c[1] not in ("eq", "in_set")]
         out = []
         for raw, nr in self._normed(table):
-            if all(nr.get(f) == v for f, v in eq) and all(nr.get(f) in vs for f, vs in sets) and all(satisfies(raw, c) for c in rest):
+            if (
+                all(nr.get(f) == v for f, v in eq)
+                and all(nr.get(f) in vs for f, vs in sets)
+                and all(satisfies(raw, c) for c in rest)
+            ):
                 out.append(nr.get(key))
         return frozenset(out)
 
-    def superlative(self, table: str, value: Any, base: frozenset[Any], others: list[dict[str, Any]], seed_row: dict[str, Any],
-                    row_now: dict[str, Any], skip: set[str]) -> str | None:
+    def superlative(
+        self,
+        table: str,
+        value: Any,
+        base: frozenset[Any],
+        others: list[dict[str, Any]],
+        seed_row: dict[str, Any],
+        row_now: dict[str, Any],
+        skip: set[str],
+    ) -> str | None:
         """``with the highest total`` when the row ``value`` holds the one highest (or lowest) value
         of a number field among the rows the lookup can return (``base``, and the ``others`` it
         did return): a superlative the data decides. Chosen for about ``superlative_share`` of
@@ -262,17 +427,35 @@ class Resolver:
         if self.rng is None or self.rng.random() >= self.superlative_share:
             return None
         key = self.schema.key(table)
-        fields = [k for k, v in seed_row.items() if k not in skip and not is_id_name(k) and (isinstance(v, (int, float)) or _stamp(v))
-                  and not isinstance(v, bool) and norm(row_now.get(k)) == norm(v)]
+        fields = [
+            k
+            for k, v in seed_row.items()
+            if k not in skip
+            and not is_id_name(k)
+            and (isinstance(v, (int, float)) or _stamp(v))
+            and not isinstance(v, bool)
+            and norm(row_now.get(k)) == norm(v)
+        ]
         self.rng.shuffle(fields)
         rows = [nr for _raw, nr in self._normed(table) if nr.get(key) in base] if fields else []
         for k in fields:
             mine = norm(seed_row[k])
-            if _stamp(seed_row[k]):  # a time: the latest or earliest (ISO times of one format compare as text)
-                vals_t = [r.get(k) for r in rows if r.get(key) != norm(value)] + [norm(o.get(k)) for o in others]
+            if _stamp(
+                seed_row[k]
+            ):  # a time: the latest or earliest (ISO times of one format compare as text)
+                vals_t = [r.get(k) for r in rows if r.get(key) != norm(value)] + [
+                    norm(o.get(k)) for o in others
+                ]
                 if not vals_t or not all(_stamp(x) and len(x) == len(mine) for x in vals_t):
                     continue
-                made = k in ("created_at", "placed_at", "posted_at", "sent_at", "uploaded_at", "booked_at")
+                made = k in (
+                    "created_at",
+                    "placed_at",
+                    "posted_at",
+                    "sent_at",
+                    "uploaded_at",
+                    "booked_at",
+                )
                 if all(x < mine for x in vals_t):
                     self.last_best = (k, "max")
                     return "created most recently" if made else f"with the latest {_time_words(k)}"
@@ -280,8 +463,12 @@ class Resolver:
                     self.last_best = (k, "min")
                     return "created earliest" if made else f"with the earliest {_time_words(k)}"
                 continue
-            vals = [r.get(k) for r in rows if r.get(key) != norm(value)] + [norm(o.get(k)) for o in others]
-            if not vals or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals):
+            vals = [r.get(k) for r in rows if r.get(key) != norm(value)] + [
+                norm(o.get(k)) for o in others
+            ]
+            if not vals or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals
+            ):
                 continue
             counted = k in COUNTED_FIELDS  # "the most nights", not "the highest nights"
             if all(x < mine for x in vals):
@@ -312,15 +499,31 @@ class Resolver:
 
     def new(self, table: str | None, noun: str, value: Any) -> Ref:
         """A row the chain created."""
-        return Ref(kind="new", noun=noun, table=table, value=value, ids=None, person=is_person(noun))
+        return Ref(
+            kind="new", noun=noun, table=table, value=value, ids=None, person=is_person(noun)
+        )
 
     def persona(self, table: str | None, noun: str, value: Any) -> Ref:
         """The person speaking."""
-        return Ref(kind="persona", noun=noun, table=table, value=value, ids=frozenset([norm(value)]), person=True)
+        return Ref(
+            kind="persona",
+            noun=noun,
+            table=table,
+            value=value,
+            ids=frozenset([norm(value)]),
+            person=True,
+        )
 
     def literal(self, table: str | None, noun: str, value: Any) -> Ref:
         """An id given as is (for an entity no tool can look up)."""
-        return Ref(kind="literal", noun=noun, table=table, value=value, ids=frozenset([norm(value)]), values=[str(value)])
+        return Ref(
+            kind="literal",
+            noun=noun,
+            table=table,
+            value=value,
+            ids=frozenset([norm(value)]),
+            values=[str(value)],
+        )
 
     def of(self, base: Ref, fk_field: str, target_table: str | None, value: Any) -> Ref:
         """The row a foreign key of ``base``'s row points to: ``the customer of that order``."""
@@ -328,16 +531,42 @@ class Resolver:
         noun = singular(target_table or role) if target_table else role
         ids: frozenset[Any]
         if base.ids is None or base.table is None:
-            ids = frozenset()  # the foreign key of a new row is whatever the chain gave it: not a lookup
+            ids = (
+                frozenset()
+            )  # the foreign key of a new row is whatever the chain gave it: not a lookup
         else:
             key = self.schema.key(base.table)
-            ids = frozenset(norm(r.get(fk_field)) for r in self.seed.get(base.table, []) if norm(r.get(key)) in base.ids)
-        return Ref(kind="of", noun=noun, table=target_table, value=value, ids=ids, base=base, role=role or noun,
-                   person=is_person(role or noun) or is_person(noun))
+            ids = frozenset(
+                norm(r.get(fk_field))
+                for r in self.seed.get(base.table, [])
+                if norm(r.get(key)) in base.ids
+            )
+        return Ref(
+            kind="of",
+            noun=noun,
+            table=target_table,
+            value=value,
+            ids=ids,
+            base=base,
+            role=role or noun,
+            person=is_person(role or noun) or is_person(noun),
+        )
 
-    def describe(self, table: str, noun: str, value: Any, scope: list[tuple[str, str, Any]], owners: list[tuple[str, Ref]],
-                 siblings: list[dict[str, Any]], row_now: dict[str, Any], quals: list[str], adjectives: list[str],
-                 scope_values: list[str], max_attrs: int = 2, idents: list[tuple[str, Any]] | None = None) -> Ref | None:
+    def describe(
+        self,
+        table: str,
+        noun: str,
+        value: Any,
+        scope: list[tuple[str, str, Any]],
+        owners: list[tuple[str, Ref]],
+        siblings: list[dict[str, Any]],
+        row_now: dict[str, Any],
+        quals: list[str],
+        adjectives: list[str],
+        scope_values: list[str],
+        max_attrs: int = 2,
+        idents: list[tuple[str, Any]] | None = None,
+    ) -> Ref | None:
         """A ``desc`` reference to the row ``value`` of ``table`` found by a list call, or None.
 
         ``scope``: the call's literal constraints; ``owners``: (column, owner reference) for its
@@ -357,15 +586,25 @@ class Resolver:
             return None
         gen = self.schema.generated.get(table, set())
         refs_cols = set(self.schema.refs.get(table, {}))
-        cands = [k for k, v in seed_row.items()
-                 if k != key and k not in refs_cols and describable(k, v, gen) and norm(row_now.get(k)) == norm(v)]
+        cands = [
+            k
+            for k, v in seed_row.items()
+            if k != key
+            and k not in refs_cols
+            and describable(k, v, gen)
+            and norm(row_now.get(k)) == norm(v)
+        ]
         cands.sort(key=attr_rank)
         others = [r for r in siblings if norm(r.get(key)) != norm(value)]
         # a phrase must resolve to one row in every field it could be read as: "Business Account" is
         # not a holder name to use when another account's nickname is "Business Account"
         cands = [k for k in cands if not self.read_elsewhere(table, k, seed_row[k])]
         chosen: list[str] | None = None
-        superlative = self.superlative(table, value, base, others, seed_row, row_now, gen | refs_cols | {key}) if len(base) >= 2 else None
+        superlative = (
+            self.superlative(table, value, base, others, seed_row, row_now, gen | refs_cols | {key})
+            if len(base) >= 2
+            else None
+        )
         if len(base) == 1 and not others:
             chosen = []
         elif superlative is not None:
@@ -373,21 +612,41 @@ class Resolver:
             quals = merge_superlative(list(quals), superlative)
         else:
             for k in cands:
-                if len(self.ids(table, constraints + [(k, "eq", seed_row[k])])) == 1 and all(norm(o.get(k)) != norm(seed_row[k]) for o in others):
+                if len(self.ids(table, constraints + [(k, "eq", seed_row[k])])) == 1 and all(
+                    norm(o.get(k)) != norm(seed_row[k]) for o in others
+                ):
                     chosen = [k]
                     break
             if chosen is None and max_attrs >= 2:
                 for a, b in combinations(cands[:6], 2):
                     cs = constraints + [(a, "eq", seed_row[a]), (b, "eq", seed_row[b])]
-                    if len(self.ids(table, cs)) == 1 and all((norm(o.get(a)), norm(o.get(b))) != (norm(seed_row[a]), norm(seed_row[b])) for o in others):
+                    if len(self.ids(table, cs)) == 1 and all(
+                        (norm(o.get(a)), norm(o.get(b))) != (norm(seed_row[a]), norm(seed_row[b]))
+                        for o in others
+                    ):
                         chosen = [a, b]
                         break
         if chosen is None:
             return None
-        ids = self.ids(table, constraints + [(k, "eq", seed_row[k]) for k in chosen]) if superlative is None else frozenset([norm(value)])
-        ref = Ref(kind="desc", noun=noun, table=table, value=value, ids=ids, person=is_person(noun),
-                  adjectives=list(adjectives), quals=list(quals), values=list(scope_values), idents=list(idents or []),
-                  where=constraints + [(k, "eq", seed_row[k]) for k in chosen], best=self.last_best if superlative is not None else None)
+        ids = (
+            self.ids(table, constraints + [(k, "eq", seed_row[k]) for k in chosen])
+            if superlative is None
+            else frozenset([norm(value)])
+        )
+        ref = Ref(
+            kind="desc",
+            noun=noun,
+            table=table,
+            value=value,
+            ids=ids,
+            person=is_person(noun),
+            adjectives=list(adjectives),
+            quals=list(quals),
+            values=list(scope_values),
+            idents=list(idents or []),
+            where=constraints + [(k, "eq", seed_row[k]) for k in chosen],
+            best=self.last_best if superlative is not None else None,
+        )
         for k in chosen:
             v = seed_row[k]
             if attr_rank(k)[0] == 0 and isinstance(v, str) and ref.title is None:
@@ -404,7 +663,9 @@ class Resolver:
         if owners:
             col, o = owners[0]
             ref.owner = o
-            ref.owner_rel = "poss" if o.person else ("in" if singular(o.noun) in CONTAINER_NOUNS else "for")
+            ref.owner_rel = (
+                "poss" if o.person else ("in" if singular(o.noun) in CONTAINER_NOUNS else "for")
+            )
             ref.more_owners = [extra for _col, extra in owners[1:]]
         if not ref.ok:
             return None
@@ -420,14 +681,20 @@ def merge_superlative(quals: list[str], superlative: str) -> list[str]:
         lead = f"with {m.group(1)} "
         for i, q in enumerate(quals):
             if q.startswith(lead):
-                return quals[:i] + [f"{superlative} {q[len(lead):]}"] + quals[i + 1:]
+                return quals[:i] + [f"{superlative} {q[len(lead) :]}"] + quals[i + 1 :]
     return quals + [superlative]
 
 
 FIELD_WORDS = {
-    "starts_at": "start time", "ends_at": "end time", "execute_on": "execution date", "date_of_birth": "date of birth",
+    "starts_at": "start time",
+    "ends_at": "end time",
+    "execute_on": "execution date",
+    "date_of_birth": "date of birth",
     "expires_on": "expiry date",
-    "departure_at": "departure time", "arrival_at": "arrival time", "mime_type": "file type", "iban": "IBAN",
+    "departure_at": "departure time",
+    "arrival_at": "arrival time",
+    "mime_type": "file type",
+    "iban": "IBAN",
 }
 """Field names a person says differently from their words."""
 
@@ -450,8 +717,17 @@ def field_words(key: str, units: bool = True) -> str:
     return " ".join(ws)
 
 
-UNITS = {"minutes": "minutes", "bytes": "bytes", "cents": "cents", "seconds": "seconds", "days": "days", "hours": "hours",
-         "ms": "milliseconds", "secs": "seconds", "mins": "minutes"}
+UNITS = {
+    "minutes": "minutes",
+    "bytes": "bytes",
+    "cents": "cents",
+    "seconds": "seconds",
+    "days": "days",
+    "hours": "hours",
+    "ms": "milliseconds",
+    "secs": "seconds",
+    "mins": "minutes",
+}
 """Trailing words of a field name that are the unit of its value (``duration_minutes``)."""
 
 

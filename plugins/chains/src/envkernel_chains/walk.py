@@ -48,7 +48,11 @@ class RandomWalkSampler(GraphSampler):
     def starts(self) -> list[str]:
         """Tools a walk can start at: every required id is either absent or not lookupable."""
         literal = set(self.graph.graph.get("literal_needs", []))
-        return [n for n in self.graph.nodes if all(f"{n}.{p.name}" in literal for p in self.infos[n].needs())]
+        return [
+            n
+            for n in self.graph.nodes
+            if all(f"{n}.{p.name}" in literal for p in self.infos[n].needs())
+        ]
 
     def _feeds(self, src: str, dst: str, param: str) -> bool:
         if not self.graph.has_edge(src, dst):
@@ -80,7 +84,9 @@ class RandomWalkSampler(GraphSampler):
                 for p in info.needs():
                     if f"{b}.{p.name}" in literal:
                         continue
-                    srcs = [j for j in reversed(range(len(tools))) if self._feeds(tools[j], b, p.name)]
+                    srcs = [
+                        j for j in reversed(range(len(tools))) if self._feeds(tools[j], b, p.name)
+                    ]
                     if not srcs:
                         ok = False
                         break
@@ -88,7 +94,11 @@ class RandomWalkSampler(GraphSampler):
                 if not ok:
                     continue
                 if not any(len(tools) - 1 in s for s in needs.values()):
-                    opt = [p for p in info.needs(required_only=False) if not p.required and self._feeds(last, b, p.name)]
+                    opt = [
+                        p
+                        for p in info.needs(required_only=False)
+                        if not p.required and self._feeds(last, b, p.name)
+                    ]
                     if not opt:
                         continue
                     p = rng.choice(opt)
@@ -96,7 +106,9 @@ class RandomWalkSampler(GraphSampler):
                 cands.append((b, needs))
             if not cands:
                 break
-            b, needs = rng.choices(cands, weights=[self.coverage_weight(c[0], 1.0) for c in cands], k=1)[0]
+            b, needs = rng.choices(
+                cands, weights=[self.coverage_weight(c[0], 1.0) for c in cands], k=1
+            )[0]
             tools.append(b)
             nodes.append(PlanNode(tool=b, needs=needs))
         return nodes
@@ -120,4 +132,3 @@ class Walk:
 def register_samplers(register: Any) -> None:
     """Register the ``walk`` sampler."""
     register("walk", Walk)
-

@@ -20,11 +20,21 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.workspace import check_reward
 from envkernel_schemas import Reward, Task, Trajectory
 
-from .checks import Check, call_check, checklist, fact_checks, fraction, pair_changes, state_checks, table_checks
+from .checks import (
+    Check,
+    call_check,
+    checklist,
+    fact_checks,
+    fraction,
+    pair_changes,
+    state_checks,
+    table_checks,
+)
 
 __all__ = [
     "Check",
@@ -56,22 +66,40 @@ Settings = ChecklistSettings
 """Alias: the settings of this plugin's component."""
 
 
-def score(task: Task, trajectory: Trajectory, *, strict_calls: bool = False, max_reasons: int = 20, model: str = "checklist") -> Reward:
+def score(
+    task: Task,
+    trajectory: Trajectory,
+    *,
+    strict_calls: bool = False,
+    max_reasons: int = 20,
+    model: str = "checklist",
+) -> Reward:
     """Score one trajectory: ``passed credit checks / (credit checks + failed guards)``."""
     checks = checklist(task, trajectory, strict_calls=strict_calls)
     credit = [c for c in checks if not c.guard]
     if not credit:
-        what = "expects a state change but its expected state changes no row" if task.outcome.mutates else "is read-only but has no answer facts"
+        what = (
+            "expects a state change but its expected state changes no row"
+            if task.outcome.mutates
+            else "is read-only but has no answer facts"
+        )
         msg = f"checklist: task {task.id} {what}, so it has no checks"
         return Reward(score=0.0, model=model, tau=0.0, reasons=[msg], error=msg)
     value, passed, denom = fraction(checks)
     failed = [c for c in checks if not c.passed]
-    reasons = [f"checklist: {passed}/{len(credit)} checks passed" + (f", {denom - len(credit)} guard(s) failed" if denom > len(credit) else "")]
+    reasons = [
+        f"checklist: {passed}/{len(credit)} checks passed"
+        + (f", {denom - len(credit)} guard(s) failed" if denom > len(credit) else "")
+    ]
     for c in failed[:max_reasons]:
-        reasons.append(f"failed ({c.kind}): {c.description}" + (f" — {c.detail}" if c.detail else ""))
+        reasons.append(
+            f"failed ({c.kind}): {c.description}" + (f" — {c.detail}" if c.detail else "")
+        )
     if len(failed) > max_reasons:
         reasons.append(f"… and {len(failed) - max_reasons} more failed checks")
-    return Reward(score=round(value, 12), model=model, outcome=round(value, 12), tau=0.0, reasons=reasons)
+    return Reward(
+        score=round(value, 12), model=model, outcome=round(value, 12), tau=0.0, reasons=reasons
+    )
 
 
 class Checklist:
@@ -87,9 +115,17 @@ class Checklist:
         if task.outcome.check:
             reward = ctx.wait(check_reward(ctx, task, trajectory, model=ctx.component))
             head = f"checklist: graded by the task's check script ({'every criterion met' if reward.score >= 1.0 else 'criteria missed'})"
-            return msgspec.structs.replace(reward, reasons=[head, *reward.reasons[: self.settings.max_reasons]])
+            return msgspec.structs.replace(
+                reward, reasons=[head, *reward.reasons[: self.settings.max_reasons]]
+            )
         s = self.settings
-        return score(task, trajectory, strict_calls=s.strict_calls, max_reasons=s.max_reasons, model=ctx.component)
+        return score(
+            task,
+            trajectory,
+            strict_calls=s.strict_calls,
+            max_reasons=s.max_reasons,
+            model=ctx.component,
+        )
 
 
 @hookimpl

@@ -90,7 +90,9 @@ def _key_column(cols: list[str], old: list[dict[str, Any]], new: list[dict[str, 
     return ""
 
 
-def pair_changes(cols: list[str], removed: list[dict[str, Any]], added: list[dict[str, Any]]) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], list[dict[str, Any]], list[dict[str, Any]]]:
+def pair_changes(
+    cols: list[str], removed: list[dict[str, Any]], added: list[dict[str, Any]]
+) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Pair removed with added rows into changes; return (changes, deleted, inserted).
 
     By a key column when one identifies rows on both sides, else greedily by the number of equal
@@ -124,7 +126,12 @@ def pair_changes(cols: list[str], removed: list[dict[str, Any]], added: list[dic
     return changes, deleted, [added[j] for j in left]
 
 
-def table_checks(table: str, initial: list[dict[str, Any]], expected: list[dict[str, Any]], final: list[dict[str, Any]] | None) -> list[Check]:
+def table_checks(
+    table: str,
+    initial: list[dict[str, Any]],
+    expected: list[dict[str, Any]],
+    final: list[dict[str, Any]] | None,
+) -> list[Check]:
     """The credit checks and the guard of one changed table."""
     cols = columns(expected, initial)
     present = final is not None
@@ -149,14 +156,41 @@ def table_checks(table: str, initial: list[dict[str, Any]], expected: list[dict[
     for old, new in changes:
         diff = {c: new.get(c) for c in cols if canon(old.get(c)) != canon(new.get(c))}
         ok = present and count(new) == want(new) and count(old) == want(old)
-        why = missing or f"new version found {count(new)}x (want {want(new)}), old version found {count(old)}x (want {want(old)})"
-        checks.append(Check("changed", table, f"{table}: row {_show(old)} changes to {_show(diff)}", ok, "" if ok else why))
+        why = (
+            missing
+            or f"new version found {count(new)}x (want {want(new)}), old version found {count(old)}x (want {want(old)})"
+        )
+        checks.append(
+            Check(
+                "changed",
+                table,
+                f"{table}: row {_show(old)} changes to {_show(diff)}",
+                ok,
+                "" if ok else why,
+            )
+        )
     for new in inserted:
         ok = present and count(new) == want(new)
-        checks.append(Check("inserted", table, f"{table}: row {_show(new)} exists", ok, "" if ok else missing or f"found {count(new)}x, want {want(new)}"))
+        checks.append(
+            Check(
+                "inserted",
+                table,
+                f"{table}: row {_show(new)} exists",
+                ok,
+                "" if ok else missing or f"found {count(new)}x, want {want(new)}",
+            )
+        )
     for old in deleted:
         ok = present and count(old) == want(old)
-        checks.append(Check("deleted", table, f"{table}: row {_show(old)} is gone", ok, "" if ok else missing or f"found {count(old)}x, want {want(old)}"))
+        checks.append(
+            Check(
+                "deleted",
+                table,
+                f"{table}: row {_show(old)} is gone",
+                ok,
+                "" if ok else missing or f"found {count(old)}x, want {want(old)}",
+            )
+        )
     touched = {row_key(r, cols) for r in removed + added}
     keep_exp = Counter({k: n for k, n in exp_c.items() if k not in touched})
     keep_fin = Counter({k: n for k, n in fin_c.items() if k not in touched})
@@ -188,14 +222,21 @@ def fact_checks(facts: list[str], answer: str) -> list[Check]:
 def answer_checks(outcome: Outcome, answer: str) -> list[Check]:
     """Checks of a read-only task: one per fact, per expected row and for the order asked for, and
     the precision guard (the answer says nothing of rows not asked for), from :mod:`envkernel_kit.answers`."""
-    return [Check(u.kind, "", u.description, u.passed, u.detail) for u in answer_units(outcome, answer or "")]
+    return [
+        Check(u.kind, "", u.description, u.passed, u.detail)
+        for u in answer_units(outcome, answer or "")
+    ]
 
 
 def call_check(trajectory: Trajectory) -> Check:
     """Guard: every tool call succeeded and no call was malformed."""
     failed = [c.call.name for c in trajectory.calls if not c.result.ok]
     ok = not failed and trajectory.format_errors == 0
-    detail = "" if ok else f"{len(failed)} failed call(s) {failed[:5]}, {trajectory.format_errors} malformed call(s)"
+    detail = (
+        ""
+        if ok
+        else f"{len(failed)} failed call(s) {failed[:5]}, {trajectory.format_errors} malformed call(s)"
+    )
     return Check("calls", "", "every tool call succeeded and none was malformed", ok, detail)
 
 

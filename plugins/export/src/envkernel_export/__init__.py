@@ -23,13 +23,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
+
 from envkernel.errors import InfraError
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.groups import purpose_of
 from envkernel_kit.sink import JsonlSink
 from envkernel_schemas import EnvSpec, GroupScored, Task
 
-from .rows import SYSTEM_PROMPT, env_tools, rl_key, rl_row, rl_schema, rl_table, sft_key, sft_row, shown_tools
+from .rows import (
+    SYSTEM_PROMPT,
+    env_tools,
+    rl_key,
+    rl_row,
+    rl_schema,
+    rl_table,
+    sft_key,
+    sft_row,
+    shown_tools,
+)
 
 __all__ = ["Rl", "RlSettings", "Sft", "SftSettings", "register_trainers"]
 
@@ -92,10 +103,16 @@ class _EnvTools:
             try:
                 env = await ctx.env(task.env_id)
                 self._envs[task.env_id] = env
-            except InfraError:  # the object store did not answer (a server restart): the group comes back later,
+            except (
+                InfraError
+            ):  # the object store did not answer (a server restart): the group comes back later,
                 raise  # rather than a row whose tools are guessed from the reference calls
             except Exception as exc:  # keep the data; say what is missing
-                ctx.log.warning("environment unavailable; tools derived from the reference calls", env=task.env_id, error=str(exc))
+                ctx.log.warning(
+                    "environment unavailable; tools derived from the reference calls",
+                    env=task.env_id,
+                    error=str(exc),
+                )
         return env_tools(env, task)
 
 
@@ -113,7 +130,9 @@ class Sft:
     def sink(self, out_dir: Path) -> JsonlSink:
         """The output file."""
         if self._sink is None:
-            self._sink = JsonlSink(Path(out_dir) / self.settings.filename, sft_key, fsync=self.settings.fsync)
+            self._sink = JsonlSink(
+                Path(out_dir) / self.settings.filename, sft_key, fsync=self.settings.fsync
+            )
         return self._sink
 
     def keep(self, group: GroupScored) -> list[Any]:
@@ -124,7 +143,9 @@ class Sft:
         return [
             r
             for r in group.rollouts
-            if r.reward.score >= s.min_reward and not r.reward.error and (not s.policies or r.trajectory.policy in s.policies)
+            if r.reward.score >= s.min_reward
+            and not r.reward.error
+            and (not s.policies or r.trajectory.policy in s.policies)
         ]
 
     async def consume(self, group: GroupScored, ctx: Any) -> None:
@@ -136,7 +157,9 @@ class Sft:
             sink = self.sink(ctx.out_dir)
             tools = await self._tools.tools(group.task, ctx)
             shown = shown_tools(tools, self.settings.tools_format)
-            written = sum(sink.write(sft_row(group, r, shown, metadata=self.settings.metadata)) for r in keep)
+            written = sum(
+                sink.write(sft_row(group, r, shown, metadata=self.settings.metadata)) for r in keep
+            )
             ctx.log.debug("sft rows", task=group.task.id, written=written, kept=len(keep))
         self._done.add(group.id)
 
@@ -159,7 +182,9 @@ class Rl:
     def sink(self, out_dir: Path) -> JsonlSink:
         """The JSON-lines file."""
         if self._sink is None:
-            self._sink = JsonlSink(Path(out_dir) / self.settings.filename, rl_key, fsync=self.settings.fsync)
+            self._sink = JsonlSink(
+                Path(out_dir) / self.settings.filename, rl_key, fsync=self.settings.fsync
+            )
         return self._sink
 
     async def consume(self, group: GroupScored, ctx: Any) -> None:
@@ -172,7 +197,15 @@ class Rl:
         if f"task:{task.id}" in sink:
             return
         tools = await self._tools.tools(task, ctx)
-        sink.write(rl_row(task, tools, system_prompt=s.system_prompt, agent_name=s.agent_name, ability=s.ability))
+        sink.write(
+            rl_row(
+                task,
+                tools,
+                system_prompt=s.system_prompt,
+                agent_name=s.agent_name,
+                ability=s.ability,
+            )
+        )
 
     async def finish(self, ctx: Any) -> None:
         """Write ``rl.parquet`` from every row of ``rl.jsonl`` (atomically replaced), ``PARQUET_BATCH`` rows

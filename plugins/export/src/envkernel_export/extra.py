@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.groups import DEFAULT_VAR_TOL, purpose_of, signal
 from envkernel_kit.sink import JsonlSink
@@ -58,7 +59,9 @@ class Pairs:
     def sink(self, out_dir: Path) -> JsonlSink:
         """The output file."""
         if self._sink is None:
-            self._sink = JsonlSink(Path(out_dir) / self.settings.filename, pair_key, fsync=self.settings.fsync)
+            self._sink = JsonlSink(
+                Path(out_dir) / self.settings.filename, pair_key, fsync=self.settings.fsync
+            )
         return self._sink
 
     def pair(self, group: GroupScored) -> tuple[ScoredRollout, ScoredRollout] | None:
@@ -68,7 +71,9 @@ class Pairs:
             return None
         return choose_pair(group, min_margin=s.min_margin)
 
-    def row(self, group: GroupScored, tools: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+    def row(
+        self, group: GroupScored, tools: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any] | None:
         """The group's pair row, or None when it gives no pair (see :meth:`pair`)."""
         pair = self.pair(group)
         return None if pair is None else pair_row(group, pair[0], pair[1], tools)
@@ -122,7 +127,9 @@ def envkernel_versions() -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def _resolved_settings(cfg: dict[str, Any], component: str, given: dict[str, Any]) -> dict[str, Any]:
+def _resolved_settings(
+    cfg: dict[str, Any], component: str, given: dict[str, Any]
+) -> dict[str, Any]:
     """A component's settings with its defaults filled in: the kernel's ``resolved`` record of the
     run's config, under what was given (``given`` alone for a component the run did not resolve)."""
     return {**(cfg.get("resolved") or {}).get(component, {}), **given}
@@ -206,13 +213,22 @@ class Card:
             self._sft = Sft(self._settings_of(cfg, "sft", SftSettings))
             self._pairs = Pairs(self._settings_of(cfg, "pairs", PairsSettings))
             self._rl_splits = self._settings_of(cfg, "rl", RlSettings).splits
-            grpo = _resolved_settings(cfg, "grpo", {**cfg.get("settings", {}).get("grpo", {}), **cfg.get("overrides", {}).get("grpo", {})})
+            grpo = _resolved_settings(
+                cfg,
+                "grpo",
+                {
+                    **cfg.get("settings", {}).get("grpo", {}),
+                    **cfg.get("overrides", {}).get("grpo", {}),
+                },
+            )
             self._grpo_splits = list(grpo.get("splits", ["train"]))
             self._grpo_var_tol = float(grpo.get("var_tol", DEFAULT_VAR_TOL))
 
         if not self._rl_splits or group.task.split in self._rl_splits:
             self._rl_tasks.add(group.task.id)
-        if not self._grpo_splits or group.task.split in self._grpo_splits:  # the rows grpo writes for the group
+        if (
+            not self._grpo_splits or group.task.split in self._grpo_splits
+        ):  # the rows grpo writes for the group
             verdict, usable = signal(group, self._grpo_var_tol)
             self._grpo_rows += len(usable) if verdict == "kept" else 0
 
@@ -228,9 +244,14 @@ class Card:
         components = cfg.get("components", {})
         reward = cfg.get("reward") or (components.get("reward_model") or [""])[0]
         trainers = set(components.get("trainer", [])) or {"sft", "rl", "pairs", "grpo"}
-        made = {"sft": ("sft.jsonl", self._total.sft_rows), "rl": ("rl.parquet", len(self._rl_tasks)), "pairs": ("pairs.jsonl", self._total.pairs),
-                "grpo": ("grpo.jsonl", self._grpo_rows)}
-        # counted from the events (trainers finish in any order, so the files may not be complete yet)
+        made = {
+            "sft": ("sft.jsonl", self._total.sft_rows),
+            "rl": ("rl.parquet", len(self._rl_tasks)),
+            "pairs": ("pairs.jsonl", self._total.pairs),
+            "grpo": ("grpo.jsonl", self._grpo_rows),
+        }
+        # counted from the events (trainers finish in any order, so the files may not be complete
+        # yet)
         files = {fname: n for comp, (fname, n) in made.items() if comp in trainers}
         if "rl" in trainers:
             files["rl.jsonl"] = len(self._rl_tasks)
@@ -254,10 +275,21 @@ class Card:
                 "iterations": cfg.get("iterations"),
                 "plugins": cfg.get("selected", []),
             },
-            "reward": {"model": reward, "settings": _resolved_settings(cfg, reward, settings.get(reward, {})) if reward else {}},
+            "reward": {
+                "model": reward,
+                "settings": _resolved_settings(cfg, reward, settings.get(reward, {}))
+                if reward
+                else {},
+            },
             "export_settings": {
-                "sft": msgspec.to_builtins(self._sft.settings if self._sft else self._settings_of(cfg, "sft", SftSettings)),
-                "pairs": msgspec.to_builtins(self._pairs.settings if self._pairs else self._settings_of(cfg, "pairs", PairsSettings)),
+                "sft": msgspec.to_builtins(
+                    self._sft.settings if self._sft else self._settings_of(cfg, "sft", SftSettings)
+                ),
+                "pairs": msgspec.to_builtins(
+                    self._pairs.settings
+                    if self._pairs
+                    else self._settings_of(cfg, "pairs", PairsSettings)
+                ),
             },
             "files": files,
             "versions": envkernel_versions(),
@@ -266,21 +298,45 @@ class Card:
     def render(self, data: dict[str, Any]) -> str:
         """The card as Markdown with a Hugging Face ``configs`` header for the files present."""
         files = data["files"]
-        configs = [(n.split(".", 1)[0], n) for n in ("sft.jsonl", "pairs.jsonl", "grpo.jsonl", "rl.parquet") if n in files]
+        configs = [
+            (n.split(".", 1)[0], n)
+            for n in ("sft.jsonl", "pairs.jsonl", "grpo.jsonl", "rl.parquet")
+            if n in files
+        ]
         head = ["---", "configs:"]
         for cname, fname in configs:
-            head += [f"- config_name: {cname}", "  data_files:", "  - split: train", f"    path: {fname}"]
+            head += [
+                f"- config_name: {cname}",
+                "  data_files:",
+                "  - split: train",
+                f"    path: {fname}",
+            ]
         if not configs:
             head = ["---"]
         head += ["tags:", "- envkernel", "- tool-use", "---", ""]
         title = self.settings.title or f"envkernel run {data['run_id']}"
-        lines = head + [f"# {title}", "", "Tool-use data made by envkernel: synthesized environments, gated tasks, scored rollouts.", ""]
+        lines = head + [
+            f"# {title}",
+            "",
+            "Tool-use data made by envkernel: synthesized environments, gated tasks, scored rollouts.",
+            "",
+        ]
 
         def table(rows: dict[str, dict[str, Any]], label: str) -> list[str]:
-            cols = ["tasks", "groups", "rollouts", "failed_rollouts", "mean_reward", "sft_rows", "pairs"]
+            cols = [
+                "tasks",
+                "groups",
+                "rollouts",
+                "failed_rollouts",
+                "mean_reward",
+                "sft_rows",
+                "pairs",
+            ]
             t = [f"| {label} | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 1)]
             for k, v in rows.items():
-                t.append(f"| {k} | " + " | ".join("" if v[c] is None else str(v[c]) for c in cols) + " |")
+                t.append(
+                    f"| {k} | " + " | ".join("" if v[c] is None else str(v[c]) for c in cols) + " |"
+                )
             return t + [""]
 
         lines += ["## Counts", ""] + table({"all": data["counts"]}, "")
@@ -290,7 +346,7 @@ class Card:
         lines += [f"| {k} | {v} |" for k, v in files.items()] + [""]
         lines += [
             "Rows with varying shapes (tool schemas, tool arguments, states) are JSON strings, so every",
-            "file loads with `datasets.load_dataset(\"json\"|\"parquet\", data_files=...)` and with pyarrow.",
+            'file loads with `datasets.load_dataset("json"|"parquet", data_files=...)` and with pyarrow.',
             "",
             "## Sources",
             "",
@@ -331,7 +387,11 @@ class Card:
             tmp = out / (name + ".tmp")
             tmp.write_text(text)
             os.replace(tmp, out / name)
-        ctx.log.info("dataset card written", path=str(out / self.settings.filename), **{k: data["counts"][k] for k in ("tasks", "rollouts", "pairs")})
+        ctx.log.info(
+            "dataset card written",
+            path=str(out / self.settings.filename),
+            **{k: data["counts"][k] for k in ("tasks", "rollouts", "pairs")},
+        )
 
 
 @hookimpl

@@ -17,7 +17,9 @@ from envkernel_schemas import GroupScored, ScoredRollout
 from .rows import chat_messages, dumps
 
 
-def split_prompt(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def split_prompt(
+    messages: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(messages up to and including the first user turn, the continuation after it)."""
     for i, m in enumerate(messages):
         if m.get("role") == "user":
@@ -25,7 +27,9 @@ def split_prompt(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], 
     return [], list(messages)
 
 
-def choose_pair(group: GroupScored, *, min_margin: float = 0.0) -> tuple[ScoredRollout, ScoredRollout] | None:
+def choose_pair(
+    group: GroupScored, *, min_margin: float = 0.0
+) -> tuple[ScoredRollout, ScoredRollout] | None:
     """(chosen, rejected) by the best-vs-worst rule, or None when the group gives no pair."""
     usable = [r for r in group.rollouts if not r.reward.error]
     if len(usable) < 2:
@@ -37,7 +41,12 @@ def choose_pair(group: GroupScored, *, min_margin: float = 0.0) -> tuple[ScoredR
     return best, worst
 
 
-def pair_row(group: GroupScored, chosen: ScoredRollout, rejected: ScoredRollout, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def pair_row(
+    group: GroupScored,
+    chosen: ScoredRollout,
+    rejected: ScoredRollout,
+    tools: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """One ``pairs.jsonl`` line (``tools`` as a JSON string: their schemas vary by environment)."""
     prompt, chosen_cont = split_prompt(chat_messages(chosen.trajectory.messages))
     _, rejected_cont = split_prompt(chat_messages(rejected.trajectory.messages))

@@ -28,7 +28,10 @@ def tool_defs(tools: list[ToolSpec], only: list[str] | None = None) -> list[dict
     """OpenAI function-tool definitions (restricted to ``only`` when it is non-empty)."""
     keep = set(only or [])
     return [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
         for t in tools
         if not keep or t.name in keep
     ]
@@ -40,7 +43,13 @@ def shown_tools(tools: list[dict[str, Any]], tools_format: str = "parameters_jso
         return dumps(tools)
     if tools_format == "parameters_json":
         return [
-            {**t, "function": {**t.get("function", {}), "parameters": dumps(t.get("function", {}).get("parameters", {}))}}
+            {
+                **t,
+                "function": {
+                    **t.get("function", {}),
+                    "parameters": dumps(t.get("function", {}).get("parameters", {})),
+                },
+            }
             for t in tools
         ]
     return tools
@@ -50,7 +59,15 @@ def fallback_tool_defs(task: Task) -> list[dict[str, Any]]:
     """Tool definitions when the environment is unavailable: the reference's tools, untyped."""
     names = list(dict.fromkeys(c.name for c in task.calls))
     return [
-        {"type": "function", "function": {"name": n, "description": "", "parameters": {"type": "object", "properties": {}}}} for n in names
+        {
+            "type": "function",
+            "function": {
+                "name": n,
+                "description": "",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+        for n in names
     ]
 
 
@@ -63,7 +80,10 @@ def _call(tc: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": str(tc.get("id", "")),
         "type": "function",
-        "function": {"name": str(fn.get("name", "")), "arguments": args if isinstance(args, str) else dumps(args)},
+        "function": {
+            "name": str(fn.get("name", "")),
+            "arguments": args if isinstance(args, str) else dumps(args),
+        },
     }
 
 
@@ -72,7 +92,9 @@ def chat_message(m: dict[str, Any]) -> dict[str, Any]:
     becomes JSON), tool-call ``arguments`` are JSON strings, and only the chat keys are kept."""
     out: dict[str, Any] = {"role": str(m.get("role", ""))}
     content = m.get("content")
-    out["content"] = "" if content is None else content if isinstance(content, str) else dumps(content)
+    out["content"] = (
+        "" if content is None else content if isinstance(content, str) else dumps(content)
+    )
     if m.get("tool_calls"):
         out["tool_calls"] = [_call(tc) for tc in m["tool_calls"] if isinstance(tc, dict)]
     if m.get("tool_call_id"):
@@ -87,7 +109,13 @@ def chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [chat_message(m) for m in messages if isinstance(m, dict)]
 
 
-def sft_row(group: GroupScored, rollout: ScoredRollout, tools: list[dict[str, Any]], *, metadata: bool = True) -> dict[str, Any]:
+def sft_row(
+    group: GroupScored,
+    rollout: ScoredRollout,
+    tools: list[dict[str, Any]],
+    *,
+    metadata: bool = True,
+) -> dict[str, Any]:
     """One SFT line: OpenAI chat ``messages`` with ``tools`` (and ``metadata`` for tracing)."""
     traj = rollout.trajectory
     row: dict[str, Any] = {"messages": chat_messages(traj.messages), "tools": tools}
@@ -124,7 +152,10 @@ def rl_row(
     are JSON strings so that every row has the same parquet schema."""
     return {
         "data_source": f"envkernel/{task.env_id}",
-        "prompt": [{"role": "system", "content": system_prompt}, {"role": "user", "content": task.request}],
+        "prompt": [
+            {"role": "system", "content": system_prompt},
+            {"role": "user", "content": task.request},
+        ],
         "agent_name": agent_name,
         "ability": ability,
         "reward_model": {
@@ -157,7 +188,9 @@ def masked_arguments(task: Task) -> list[str]:
     """Arguments of the reference calls that may vary, as ``"<call index>.<argument>"``: the
     trace reward treats ``null`` arguments as absent, so those may be omitted or left null.
     Every other argument must match (numbers to a relative tolerance of 1e-6, strings stripped)."""
-    return [f"{i}.{k}" for i, c in enumerate(task.calls) for k, v in c.arguments.items() if v is None]
+    return [
+        f"{i}.{k}" for i, c in enumerate(task.calls) for k, v in c.arguments.items() if v is None
+    ]
 
 
 def rl_key(row: dict[str, Any]) -> str | None:

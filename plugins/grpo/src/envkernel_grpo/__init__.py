@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.groups import DEFAULT_EPS, DEFAULT_VAR_TOL, advantages, purpose_of, signal
 from envkernel_kit.sink import JsonlSink
@@ -61,7 +62,9 @@ def bucket_of(difficulty: float, edges: list[float]) -> str:
     return f"{bounds[i]:.2f}-{bounds[i + 1]:.2f}"
 
 
-def grpo_rows(group: GroupScored, settings: GrpoSettings | None = None) -> tuple[str, list[dict[str, Any]]]:
+def grpo_rows(
+    group: GroupScored, settings: GrpoSettings | None = None
+) -> tuple[str, list[dict[str, Any]]]:
     """(``"kept"`` | ``"zero_variance"`` | ``"too_small"``, the group's rows; empty unless kept)."""
     s = settings or GrpoSettings()
     verdict, usable = signal(group, s.var_tol)
@@ -121,7 +124,9 @@ class _Stats:
             "dropped_too_small": self.small,
             "rollouts": self.rollouts,
             "mean_reward": round(self.reward_sum / self.reward_n, 6) if self.reward_n else None,
-            "mean_abs_advantage": round(self.abs_adv_sum / self.rollouts, 6) if self.rollouts else None,
+            "mean_abs_advantage": round(self.abs_adv_sum / self.rollouts, 6)
+            if self.rollouts
+            else None,
         }
 
 
@@ -145,7 +150,9 @@ class Grpo:
     def sink(self, out_dir: Path) -> JsonlSink:
         """The output file."""
         if self._sink is None:
-            self._sink = JsonlSink(Path(out_dir) / self.settings.filename, _key, fsync=self.settings.fsync)
+            self._sink = JsonlSink(
+                Path(out_dir) / self.settings.filename, _key, fsync=self.settings.fsync
+            )
         return self._sink
 
     def add(self, group: GroupScored) -> tuple[str, list[dict[str, Any]]]:
@@ -166,7 +173,13 @@ class Grpo:
             return
         verdict, rows = self.add(group)
         if verdict != "kept":
-            ctx.log.info("grpo group dropped", reason=verdict, task=group.task.id, group=group.id, rollouts=len(group.rollouts))
+            ctx.log.info(
+                "grpo group dropped",
+                reason=verdict,
+                task=group.task.id,
+                group=group.id,
+                rollouts=len(group.rollouts),
+            )
             return
         sink = self.sink(ctx.out_dir)
         for row in rows:

@@ -35,12 +35,23 @@ import time
 from typing import Any, ClassVar
 
 import msgspec
+
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.chat import ChatClient, ChatSettings, UsesChat
 from envkernel_kit.lenient import Refusals, looks_refused, unescape_value
 from envkernel_schemas import Reward, Task, Trajectory
 
-__all__ = ["DEFAULT_RUBRIC", "VERDICTS", "Judge", "JudgeSettings", "Settings", "Verdict", "parse_verdict", "register_reward_models", "transcript"]
+__all__ = [
+    "DEFAULT_RUBRIC",
+    "VERDICTS",
+    "Judge",
+    "JudgeSettings",
+    "Settings",
+    "Verdict",
+    "parse_verdict",
+    "register_reward_models",
+    "transcript",
+]
 
 VERDICTS = ("complete", "incomplete", "agent_error")
 """The verdicts a judge may give."""
@@ -65,7 +76,11 @@ class JudgeSettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
     """Settings of the ``judge`` reward model (section ``[judge]``): the model server's
     (:class:`envkernel_kit.chat.ChatSettings`) and the judging's own."""
 
-    __env__: ClassVar[dict[str, str]] = {"base_url": "ENVKERNEL_JUDGE_BASE_URL", "api_key": "ENVKERNEL_JUDGE_API_KEY", "model": "ENVKERNEL_JUDGE_MODEL"}
+    __env__: ClassVar[dict[str, str]] = {
+        "base_url": "ENVKERNEL_JUDGE_BASE_URL",
+        "api_key": "ENVKERNEL_JUDGE_API_KEY",
+        "model": "ENVKERNEL_JUDGE_MODEL",
+    }
     section: ClassVar[str] = "judge"
     who: ClassVar[str] = "the judge"
 
@@ -124,24 +139,36 @@ def parse_verdict(text: str) -> Verdict:
         try:
             data = json.loads(s[start : end + 1])
         except ValueError as exc:
-            raise ValueError(f"the JSON object in the reply does not parse ({exc}): {text[:200]!r}") from None
+            raise ValueError(
+                f"the JSON object in the reply does not parse ({exc}): {text[:200]!r}"
+            ) from None
     if not isinstance(data, dict):
-        raise ValueError(f"the reply is JSON but not an object: {text[:200]!r}")  # noqa: TRY004 - one error type for every bad reply
+        raise ValueError(f"the reply is JSON but not an object: {text[:200]!r}")
     raw_score = data.get("score")
     if isinstance(raw_score, str):
         try:
             raw_score = float(raw_score)
         except ValueError:
             pass
-    if isinstance(raw_score, bool) or not isinstance(raw_score, (int, float)) or not math.isfinite(raw_score):
+    if (
+        isinstance(raw_score, bool)
+        or not isinstance(raw_score, (int, float))
+        or not math.isfinite(raw_score)
+    ):
         raise ValueError(f"'score' must be a number from 0 to 1, got {data.get('score')!r}")
     if not 0.0 <= raw_score <= 1.0:
         raise ValueError(f"'score' must be from 0 to 1, got {raw_score}")
     verdict = str(data.get("verdict", "")).strip().lower().replace(" ", "_").replace("-", "_")
     if verdict not in VERDICTS:
-        raise ValueError(f"'verdict' must be one of {', '.join(VERDICTS)}, got {data.get('verdict')!r}")
+        raise ValueError(
+            f"'verdict' must be one of {', '.join(VERDICTS)}, got {data.get('verdict')!r}"
+        )
     reason = data.get("reason", "")
-    return Verdict(score=float(raw_score), verdict=verdict, reason=reason if isinstance(reason, str) else json.dumps(reason))
+    return Verdict(
+        score=float(raw_score),
+        verdict=verdict,
+        reason=reason if isinstance(reason, str) else json.dumps(reason),
+    )
 
 
 def _cut(text: str, limit: int) -> str:
@@ -158,19 +185,27 @@ def transcript(trajectory: Trajectory, limit: int = 24000, per_message: int = 20
         role = m.get("role")
         if role == "system":
             continue
-        content = m.get("content") if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
+        content = (
+            m.get("content") if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
+        )
         if role == "assistant":
             if content:
                 lines.append(f"[assistant] {_cut(content, per_message)}")
             for tc in m.get("tool_calls") or []:
                 fn = tc.get("function") or {}
-                lines.append(f"[assistant calls] {fn.get('name')}({_cut(str(fn.get('arguments', '')), per_message)})  id={tc.get('id')}")
+                lines.append(
+                    f"[assistant calls] {fn.get('name')}({_cut(str(fn.get('arguments', '')), per_message)})  id={tc.get('id')}"
+                )
         elif role == "tool":
-            lines.append(f"[tool result id={m.get('tool_call_id')}] {_cut(content or '', per_message)}")
+            lines.append(
+                f"[tool result id={m.get('tool_call_id')}] {_cut(content or '', per_message)}"
+            )
         else:
             lines.append(f"[{role}] {_cut(content or '', per_message)}")
     if trajectory.termination != "answer":
-        lines.append(f"[rollout ended: {trajectory.termination}{': ' + trajectory.error if trajectory.error else ''}]")
+        lines.append(
+            f"[rollout ended: {trajectory.termination}{': ' + trajectory.error if trajectory.error else ''}]"
+        )
     return _cut("\n".join(lines), limit)
 
 
@@ -197,18 +232,40 @@ class Judge(UsesChat):
         s = self.settings
         parts = [f"## User request\n{task.request}"]
         if s.show_reference:
-            ref = "\n".join(f"{i + 1}. {c.name}({json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)})" for i, c in enumerate(task.calls))
+            ref = "\n".join(
+                f"{i + 1}. {c.name}({json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)})"
+                for i, c in enumerate(task.calls)
+            )
             parts.append(f"## Reference solution (tool calls)\n{ref or '(none)'}")
             if task.outcome.answer_facts:
-                parts.append("## Facts a correct answer states\n" + "\n".join(f"- {f}" for f in task.outcome.answer_facts))
-            parts.append("## Kind of task\n" + ("it changes the environment's state" if task.outcome.mutates else "read-only: it asks for information"))
+                parts.append(
+                    "## Facts a correct answer states\n"
+                    + "\n".join(f"- {f}" for f in task.outcome.answer_facts)
+                )
+            parts.append(
+                "## Kind of task\n"
+                + (
+                    "it changes the environment's state"
+                    if task.outcome.mutates
+                    else "read-only: it asks for information"
+                )
+            )
         parts.append(f"## Agent transcript\n{transcript(trajectory, s.max_transcript_chars)}")
         parts.append(f"## Agent's final answer\n{trajectory.final_answer or '(none)'}")
-        return [{"role": "system", "content": f"{s.rubric.strip()}\n\n{FORMAT}"}, {"role": "user", "content": "\n\n".join(parts)}]
+        return [
+            {"role": "system", "content": f"{s.rubric.strip()}\n\n{FORMAT}"},
+            {"role": "user", "content": "\n\n".join(parts)},
+        ]
 
     def _failed(self, why: str, model: str) -> Reward:
         msg = f"judge failed: {why}"
-        return Reward(score=0.0, model=model, tau=0.0, reasons=[f"{msg} (score 0 is not a verdict)"], error=msg)
+        return Reward(
+            score=0.0,
+            model=model,
+            tau=0.0,
+            reasons=[f"{msg} (score 0 is not a verdict)"],
+            error=msg,
+        )
 
     async def score(self, task: Task, trajectory: Trajectory, ctx: Any) -> Reward:
         """Ask the judge; a failure is recorded on the Reward, never a silent 0."""
@@ -220,13 +277,27 @@ class Judge(UsesChat):
         messages = self.messages(task, trajectory)
         last = ""
         for attempt in range(s.parse_attempts):
-            json_mode = s.json_mode and self.refusals.known(client.base_url, "response_format") is not False
-            body = s.body(model, messages, temperature=s.temperature, max_tokens=s.max_tokens,
-                          **({"response_format": {"type": "json_object"}} if json_mode else {}))
+            json_mode = (
+                s.json_mode and self.refusals.known(client.base_url, "response_format") is not False
+            )
+            body = s.body(
+                model,
+                messages,
+                temperature=s.temperature,
+                max_tokens=s.max_tokens,
+                **({"response_format": {"type": "json_object"}} if json_mode else {}),
+            )
             probing = json_mode and self.refusals.known(client.base_url, "response_format") is None
             res = await client.complete(body, deadline=deadline, retries=0 if probing else None)
-            if probing and not res.ok and res.condition == "http" and looks_refused(res.statuses[-1] if res.statuses else None):
-                self.refusals.mark(client.base_url, "response_format", False)  # this server refuses JSON mode: ask without it
+            if (
+                probing
+                and not res.ok
+                and res.condition == "http"
+                and looks_refused(res.statuses[-1] if res.statuses else None)
+            ):
+                self.refusals.mark(
+                    client.base_url, "response_format", False
+                )  # this server refuses JSON mode: ask without it
                 body.pop("response_format")
                 res = await client.complete(body, deadline=deadline)
             elif probing and res.ok:
@@ -236,29 +307,47 @@ class Judge(UsesChat):
             if not res.ok:
                 return self._failed(f"{res.condition}: {res.error}", name)
             choices = (res.body or {}).get("choices")
-            choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+            choice = (
+                choices[0]
+                if isinstance(choices, list) and choices and isinstance(choices[0], dict)
+                else None
+            )
             if choice is None:
                 last = "the judge's reply has no choices"
                 continue
             msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
             content = msg.get("content") if isinstance(msg.get("content"), str) else ""
-            if not content.strip() and isinstance(msg.get("tool_calls"), list) and msg["tool_calls"]:
-                fn = msg["tool_calls"][0].get("function") if isinstance(msg["tool_calls"][0], dict) else None
-                content = str((fn or {}).get("arguments") or "")  # a verdict sent as a tool call's arguments
+            if (
+                not content.strip()
+                and isinstance(msg.get("tool_calls"), list)
+                and msg["tool_calls"]
+            ):
+                fn = (
+                    msg["tool_calls"][0].get("function")
+                    if isinstance(msg["tool_calls"][0], dict)
+                    else None
+                )
+                content = str(
+                    (fn or {}).get("arguments") or ""
+                )  # a verdict sent as a tool call's arguments
             try:
                 v = parse_verdict(content)
             except ValueError as exc:
                 last = client.scrub(str(exc))
                 if choice.get("finish_reason") == "length":
                     last += " (the reply was cut at max_tokens)"
-                messages = [*messages, {"role": "assistant", "content": content},
-                            {"role": "user", "content": f"That reply could not be used: {last}\n{FORMAT}"}]
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": content},
+                    {"role": "user", "content": f"That reply could not be used: {last}\n{FORMAT}"},
+                ]
                 continue
             reasons = [f"judge: {v.verdict} ({v.score:.3g}): {v.reason}".rstrip(": ")]
             if attempt:
                 reasons.append(f"judge: needed {attempt + 1} attempts to give a valid verdict")
             return Reward(score=v.score, model=name, outcome=v.score, tau=0.0, reasons=reasons)
         return self._failed(f"no valid verdict after {s.parse_attempts} attempt(s): {last}", name)
+
 
 @hookimpl
 def register_reward_models(register: Any) -> None:

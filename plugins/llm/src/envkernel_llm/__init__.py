@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 
 import msgspec
 import structlog
+
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.chat import ChatClient, ChatSettings, UsesChat
 from envkernel_schemas import CodeBehaviour, EnvRequested, EnvSpec, Provenance, VerifyReport
@@ -64,7 +65,11 @@ class LLMSettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
     ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` and ``OPENAI_MODEL``.
     """
 
-    __env__: ClassVar[dict[str, str]] = {"base_url": "ENVKERNEL_LLM_BASE_URL", "api_key": "ENVKERNEL_LLM_API_KEY", "model": "ENVKERNEL_LLM_MODEL"}
+    __env__: ClassVar[dict[str, str]] = {
+        "base_url": "ENVKERNEL_LLM_BASE_URL",
+        "api_key": "ENVKERNEL_LLM_API_KEY",
+        "model": "ENVKERNEL_LLM_MODEL",
+    }
     section: ClassVar[str] = "llm"
     who: ClassVar[str] = "the llm synthesizer"
 
@@ -124,22 +129,30 @@ class _Conversation:
         """Send one user message; (the reply's text, whether it was cut by the token limit).
         Raises :class:`ReplyProblem` (``model_error``) when the server gives no usable answer."""
         self.messages.append({"role": "user", "content": content})
-        payload = self.s.body(self.model, self.messages, temperature=self.s.temperature, max_tokens=self.s.max_tokens)
+        payload = self.s.body(
+            self.model, self.messages, temperature=self.s.temperature, max_tokens=self.s.max_tokens
+        )
         self.request_hashes.append(prompts.sha256(json.dumps(self.messages, sort_keys=True))[:16])
         self.calls += 1
         t0 = time.perf_counter()
         res = await self.client.complete(payload)
         self.seconds += time.perf_counter() - t0
         if not res.ok:
-            raise ReplyProblem("model_error", f"the model gave no answer ({res.condition}): {res.error}")
+            raise ReplyProblem(
+                "model_error", f"the model gave no answer ({res.condition}): {res.error}"
+            )
         body = res.body or {}
         usage = body.get("usage") or {}
-        self.tokens += int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+        self.tokens += int(usage.get("prompt_tokens") or 0) + int(
+            usage.get("completion_tokens") or 0
+        )
         try:
             choice = body["choices"][0]
             text = choice["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
-            raise ReplyProblem("model_error", f"the server's answer has no choices[0].message: {str(body)[:200]}") from None
+            raise ReplyProblem(
+                "model_error", f"the server's answer has no choices[0].message: {str(body)[:200]}"
+            ) from None
         if not isinstance(text, str):
             text = str(text)
         self.messages.append({"role": "assistant", "content": text})
@@ -151,14 +164,20 @@ def _mismatch(cand: Candidate) -> list[str]:
     for tool in cand.tools:
         params = cand.findings.functions.get(tool.name)
         if params is None:
-            out.append(f"tools.json declares {tool.name!r} but env.py defines no function {tool.name}(env, ...)")
+            out.append(
+                f"tools.json declares {tool.name!r} but env.py defines no function {tool.name}(env, ...)"
+            )
             continue
         if not params or params[0] != "env":
-            out.append(f"env.py's {tool.name} must take env as its first parameter: def {tool.name}(env, ...)")
+            out.append(
+                f"env.py's {tool.name} must take env as its first parameter: def {tool.name}(env, ...)"
+            )
         declared = set((tool.parameters or {}).get("properties", {}))
         missing = sorted(declared - set(params[1:]))
         if missing and "kwargs" not in params:
-            out.append(f"env.py's {tool.name} lacks parameter(s) {', '.join(missing)} that tools.json declares")
+            out.append(
+                f"env.py's {tool.name} lacks parameter(s) {', '.join(missing)} that tools.json declares"
+            )
     return out
 
 
@@ -188,7 +207,7 @@ class LLMSynthesizer(UsesChat):
         try:
             source = load_source(request.source_kind, request.source, max_chars=s.max_source_chars)
         except SourceError as exc:
-            from envkernel.errors import ConfigError  # noqa: PLC0415
+            from envkernel.errors import ConfigError
 
             raise ConfigError(str(exc)) from None
         model, client = self._target()
@@ -208,14 +227,27 @@ class LLMSynthesizer(UsesChat):
                 if rnd == 1:
                     await self._first_draft(conv, draft, source, examples)
                 else:
-                    text, cut = await conv.ask(prompts.REPAIR.format(round=rnd, rounds=s.max_rounds, failures="\n".join(f"- {f}" for f in rounds[-1]["failures"])))
+                    text, cut = await conv.ask(
+                        prompts.REPAIR.format(
+                            round=rnd,
+                            rounds=s.max_rounds,
+                            failures="\n".join(f"- {f}" for f in rounds[-1]["failures"]),
+                        )
+                    )
                     draft.update(parse_files(text, truncated=cut))
                 cand = Candidate.from_draft(draft)
                 failures = _mismatch(cand)
-                for what, found in (("the network", cand.findings.network), ("host files or processes", cand.findings.host)):
+                for what, found in (
+                    ("the network", cand.findings.network),
+                    ("host files or processes", cand.findings.host),
+                ):
                     if found:
-                        failures.append(f"env.py reaches for {what} ({', '.join(sorted(set(found)))}); environments may use env.db only, and the sandbox blocks the rest")
-                outcome, load_error = await self._run(ctx, self._spec(env_id, source, cand, model), cand)
+                        failures.append(
+                            f"env.py reaches for {what} ({', '.join(sorted(set(found)))}); environments may use env.db only, and the sandbox blocks the rest"
+                        )
+                outcome, load_error = await self._run(
+                    ctx, self._spec(env_id, source, cand, model), cand
+                )
                 if load_error:
                     kind = blocked_kind(load_error)
                     if kind:
@@ -230,15 +262,42 @@ class LLMSynthesizer(UsesChat):
                     if uncovered and outcome.ok and not failures:
                         logger.info("scenarios do not call every tool", uncovered=uncovered)
                 if failures and not reason:
-                    reason = "sandbox_violation" if (cand.findings.network or cand.findings.host or outcome and outcome.blocked) else "scenarios_failed"
+                    reason = (
+                        "sandbox_violation"
+                        if (
+                            cand.findings.network
+                            or cand.findings.host
+                            or outcome
+                            and outcome.blocked
+                        )
+                        else "scenarios_failed"
+                    )
             except ReplyProblem as exc:
-                reason = {"truncated": "truncated_reply", "model_error": "model_error"}.get(exc.kind, "malformed_reply")
+                reason = {"truncated": "truncated_reply", "model_error": "model_error"}.get(
+                    exc.kind, "malformed_reply"
+                )
                 failures = [exc.message]
-            rounds.append({"round": rnd, "passed": not failures, "reason": reason, "failures": failures[:12],
-                           "scenarios": outcome.scenarios if outcome else 0, "scenarios_passed": outcome.passed if outcome else 0,
-                           "tokens": conv.tokens - tokens0, "seconds": round(time.perf_counter() - r0, 3)})
-            logger.info("llm synthesis round", round=rnd, of=s.max_rounds, passed=not failures, reason=reason,
-                        failures=len(failures), tokens=conv.tokens - tokens0)
+            rounds.append(
+                {
+                    "round": rnd,
+                    "passed": not failures,
+                    "reason": reason,
+                    "failures": failures[:12],
+                    "scenarios": outcome.scenarios if outcome else 0,
+                    "scenarios_passed": outcome.passed if outcome else 0,
+                    "tokens": conv.tokens - tokens0,
+                    "seconds": round(time.perf_counter() - r0, 3),
+                }
+            )
+            logger.info(
+                "llm synthesis round",
+                round=rnd,
+                of=s.max_rounds,
+                passed=not failures,
+                reason=reason,
+                failures=len(failures),
+                tokens=conv.tokens - tokens0,
+            )
             if not failures or reason == "model_error":
                 break
         seconds = round(time.perf_counter() - t0, 3)
@@ -249,33 +308,79 @@ class LLMSynthesizer(UsesChat):
         flags += [f"sandbox_blocked:{k}" for k in kinds]
         details = {
             source.kind if source.kind == "brief" else "document": source.text,
-            "source": {"kind": source.kind, "path": source.path, "sha256": source.sha256, "format": source.format, "cut_chars": source.cut},
-            "prompt_hashes": prompts.prompt_hashes(), "request_hashes": conv.request_hashes, "model_calls": conv.calls,
+            "source": {
+                "kind": source.kind,
+                "path": source.path,
+                "sha256": source.sha256,
+                "format": source.format,
+                "cut_chars": source.cut,
+            },
+            "prompt_hashes": prompts.prompt_hashes(),
+            "request_hashes": conv.request_hashes,
+            "model_calls": conv.calls,
             "model_seconds": round(conv.seconds, 3),
-            "templates": [t.name for t in examples], "max_rounds": s.max_rounds, "rounds": rounds,
+            "templates": [t.name for t in examples],
+            "max_rounds": s.max_rounds,
+            "rounds": rounds,
             "overlap": {o.benchmark: {"share": o.share, "tools": o.tools} for o in every[:5]},
-            "overlap_threshold": s.overlap_threshold, "sandbox_blocked": blocked[:20],
+            "overlap_threshold": s.overlap_threshold,
+            "sandbox_blocked": blocked[:20],
         }
-        prov = Provenance(source_kind=request.source_kind, source=source.path or source.text[:200], plugin="llm",
-                          plugin_version=_version(), seed=request.seed, model=model, rounds=len(rounds), tokens=conv.tokens,
-                          seconds=seconds, rejected=reason if failures else "", flags=flags, details=details)
-        logger.info("llm environment", verdict="rejected" if failures else "written", rounds=len(rounds), tokens=conv.tokens,
-                    seconds=seconds, flags=flags)
+        prov = Provenance(
+            source_kind=request.source_kind,
+            source=source.path or source.text[:200],
+            plugin="llm",
+            plugin_version=_version(),
+            seed=request.seed,
+            model=model,
+            rounds=len(rounds),
+            tokens=conv.tokens,
+            seconds=seconds,
+            rejected=reason if failures else "",
+            flags=flags,
+            details=details,
+        )
+        logger.info(
+            "llm environment",
+            verdict="rejected" if failures else "written",
+            rounds=len(rounds),
+            tokens=conv.tokens,
+            seconds=seconds,
+            flags=flags,
+        )
         if cand is None:
-            return EnvSpec(id=env_id, name=source.domain, tools=[], behaviour=CodeBehaviour(source=draft.files.get("env.py", "")),
-                           seed_sql=draft.files.get("seed.sql", ""), domain=source.domain, provenance=prov,
-                           report=VerifyReport(verifier="llm", kept=False, failures=failures))
+            return EnvSpec(
+                id=env_id,
+                name=source.domain,
+                tools=[],
+                behaviour=CodeBehaviour(source=draft.files.get("env.py", "")),
+                seed_sql=draft.files.get("seed.sql", ""),
+                domain=source.domain,
+                provenance=prov,
+                report=VerifyReport(verifier="llm", kept=False, failures=failures),
+            )
         env = msgspec.structs.replace(self._spec(env_id, source, cand, model), provenance=prov)
         if failures:
-            env = msgspec.structs.replace(env, report=VerifyReport(verifier="llm", kept=False, checks=checks, failures=failures))
+            env = msgspec.structs.replace(
+                env,
+                report=VerifyReport(verifier="llm", kept=False, checks=checks, failures=failures),
+            )
         return env
 
-    async def _first_draft(self, conv: _Conversation, draft: Draft, source: Source, examples: list[Any]) -> None:
+    async def _first_draft(
+        self, conv: _Conversation, draft: Draft, source: Source, examples: list[Any]
+    ) -> None:
         intro = prompts.BRIEF_INTRO if source.kind == "brief" else prompts.DOC_INTRO
         shots = "\n\n".join(t.as_example() for t in examples)
-        stages = [prompts.SCHEMA.format(source_intro=intro, source=source.text, examples=shots), prompts.CODE, prompts.SCENARIOS]
+        stages = [
+            prompts.SCHEMA.format(source_intro=intro, source=source.text, examples=shots),
+            prompts.CODE,
+            prompts.SCENARIOS,
+        ]
         problems: list[ReplyProblem] = []
-        for stage in stages:  # a stage whose reply is unusable does not stop the next ones: the repair asks for what is missing
+        # a stage whose reply is unusable does not stop the next ones: the repair asks for what is
+        # missing
+        for stage in stages:
             text, cut = await conv.ask(stage)
             try:
                 draft.update(parse_files(text, truncated=cut))
@@ -283,12 +388,23 @@ class LLMSynthesizer(UsesChat):
                 problems.append(exc)
         if problems:
             missing = draft.missing()
-            raise ReplyProblem(problems[0].kind, "; ".join(p.message for p in problems) + (f" (still missing: {', '.join(missing)})" if missing else ""))
+            raise ReplyProblem(
+                problems[0].kind,
+                "; ".join(p.message for p in problems)
+                + (f" (still missing: {', '.join(missing)})" if missing else ""),
+            )
 
     def _spec(self, env_id: str, source: Source, cand: Candidate, model: str) -> EnvSpec:
-        return EnvSpec(id=env_id, name=cand.name or source.domain.replace("-", " "), tools=cand.tools,
-                       behaviour=CodeBehaviour(source=cand.code), seed_sql=cand.seed_sql, domain=source.domain,
-                       description=cand.description or re.sub(r"\s+", " ", source.text)[:300], generated=cand.generated)
+        return EnvSpec(
+            id=env_id,
+            name=cand.name or source.domain.replace("-", " "),
+            tools=cand.tools,
+            behaviour=CodeBehaviour(source=cand.code),
+            seed_sql=cand.seed_sql,
+            domain=source.domain,
+            description=cand.description or re.sub(r"\s+", " ", source.text)[:300],
+            generated=cand.generated,
+        )
 
     async def _run(self, ctx: Any, env: EnvSpec, cand: Candidate) -> tuple[Any, str]:
         """Run ``cand``'s scenarios in a fresh sandbox: (outcome, "") or (None, why it did not load)."""
@@ -301,7 +417,7 @@ class LLMSynthesizer(UsesChat):
         try:
             cm = ctx.sandbox(env, **kw)
             sb = await cm.__aenter__()
-        except Exception as exc:  # noqa: BLE001 - a load failure is the candidate's; anything else is re-raised
+        except Exception as exc:
             text = f"{type(exc).__name__}: {exc}"
             if "load_failed" in text or "failed to load" in text or "seed_sql" in text:
                 return None, text[-600:]

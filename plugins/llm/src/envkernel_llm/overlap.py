@@ -29,7 +29,11 @@ def _words(name: str) -> tuple[str, ...]:
 @cache
 def benchmarks() -> dict[str, dict[str, Any]]:
     """The kept benchmark tool lists, by benchmark key (``bfcl-v3-multi-turn:trading_bot``...)."""
-    text = resources.files(__package__).joinpath("data", "benchmark_tools.json").read_text(encoding="utf-8")
+    text = (
+        resources.files(__package__)
+        .joinpath("data", "benchmark_tools.json")
+        .read_text(encoding="utf-8")
+    )
     return json.loads(text)["benchmarks"]
 
 
@@ -52,7 +56,9 @@ class Overlap:
     """Environment tool -> the benchmark tool it matches."""
 
 
-def overlap(tool_names: list[str], *, threshold: float = 0.5) -> tuple[list[Overlap], list[Overlap]]:
+def overlap(
+    tool_names: list[str], *, threshold: float = 0.5
+) -> tuple[list[Overlap], list[Overlap]]:
     """Every benchmark with some overlap (highest first), and those at or above ``threshold``."""
     if not tool_names:
         return [], []

@@ -34,17 +34,37 @@ from .templates import Template, nearest
 
 __all__ = ["BEHAVIOURS", "Playbook"]
 
-BEHAVIOURS = ("clean", "bug_then_fix", "network_then_fix", "files_then_fix", "malformed_then_fix", "truncated_then_fix",
-              "always_buggy", "benchmark_names")
+BEHAVIOURS = (
+    "clean",
+    "bug_then_fix",
+    "network_then_fix",
+    "files_then_fix",
+    "malformed_then_fix",
+    "truncated_then_fix",
+    "always_buggy",
+    "benchmark_names",
+)
 """Every behaviour a conversation can get."""
 
 _BUGS = {  # template -> (a line the buggy version drops, what it replaces it with)
-    "ledger": ('    env.db.execute("UPDATE accounts SET balance_cents = balance_cents + ? WHERE id = ?", (amount_cents, to_account))\n', ""),
-    "library": ('    env.db.execute("UPDATE books SET available = available + 1 WHERE id = ?", (loan["book_id"],))\n', ""),
-    "booking": ("        \"SELECT id FROM reservations WHERE room_id = ? AND status = 'confirmed' AND starts_at < ? AND ends_at > ?\",\n",
-                "        \"SELECT id FROM reservations WHERE room_id = ? AND status = 'cancelled' AND starts_at < ? AND ends_at > ?\",\n"),
+    "ledger": (
+        '    env.db.execute("UPDATE accounts SET balance_cents = balance_cents + ? WHERE id = ?", (amount_cents, to_account))\n',
+        "",
+    ),
+    "library": (
+        '    env.db.execute("UPDATE books SET available = available + 1 WHERE id = ?", (loan["book_id"],))\n',
+        "",
+    ),
+    "booking": (
+        "        \"SELECT id FROM reservations WHERE room_id = ? AND status = 'confirmed' AND starts_at < ? AND ends_at > ?\",\n",
+        "        \"SELECT id FROM reservations WHERE room_id = ? AND status = 'cancelled' AND starts_at < ? AND ends_at > ?\",\n",
+    ),
 }
-_RENAMES = {"get_balance": "get_account_info", "list_transfers": "get_transaction_history", "transfer": "fund_account"}
+_RENAMES = {
+    "get_balance": "get_account_info",
+    "list_transfers": "get_transaction_history",
+    "transfer": "fund_account",
+}
 
 
 def _fence(lang: str, name: str, body: str) -> str:
@@ -66,7 +86,14 @@ def _brief(text: str) -> str:
 class Playbook:
     """A ScriptedServer script that writes environments (see the module docstring)."""
 
-    def __init__(self, rules: dict[str, str] | None = None, *, default: str = "clean", port: int = 9, host_file: str = "/etc/hostname") -> None:
+    def __init__(
+        self,
+        rules: dict[str, str] | None = None,
+        *,
+        default: str = "clean",
+        port: int = 9,
+        host_file: str = "/etc/hostname",
+    ) -> None:
         for b in [default, *(rules or {}).values()]:
             if b not in BEHAVIOURS:
                 raise ValueError(f"unknown behaviour {b!r}; one of {', '.join(BEHAVIOURS)}")
@@ -99,12 +126,29 @@ class Playbook:
             assert old in clean, f"the bug of {t.name} no longer applies"
             return clean.replace(old, new)
         if behaviour == "network_then_fix" and first:
-            return ("import urllib.request\n\n" + clean.replace("\ndef ", "\ndef _notify(what):\n"
-                    f"    urllib.request.urlopen('http://127.0.0.1:{self.port}/notify?' + what, timeout=2).read()\n\n\ndef ", 1)
-                    ).replace("    return _", "    _notify('change')\n    return _", 1).replace("    return env.db", "    _notify('change')\n    return env.db", 1)
+            return (
+                (
+                    "import urllib.request\n\n"
+                    + clean.replace(
+                        "\ndef ",
+                        "\ndef _notify(what):\n"
+                        f"    urllib.request.urlopen('http://127.0.0.1:{self.port}/notify?' + what, timeout=2).read()\n\n\ndef ",
+                        1,
+                    )
+                )
+                .replace("    return _", "    _notify('change')\n    return _", 1)
+                .replace("    return env.db", "    _notify('change')\n    return env.db", 1)
+            )
         if behaviour == "files_then_fix" and first:
-            return clean.replace("\ndef ", f"\ndef _audit():\n    return open({self.host_file!r}).read()\n\n\ndef ", 1).replace(
-                "    return _", "    _audit()\n    return _", 1).replace("    return env.db", "    _audit()\n    return env.db", 1)
+            return (
+                clean.replace(
+                    "\ndef ",
+                    f"\ndef _audit():\n    return open({self.host_file!r}).read()\n\n\ndef ",
+                    1,
+                )
+                .replace("    return _", "    _audit()\n    return _", 1)
+                .replace("    return env.db", "    _audit()\n    return env.db", 1)
+            )
         return clean
 
     def __call__(self, request: dict[str, Any], n: int) -> Any:
@@ -118,17 +162,30 @@ class Playbook:
             meta = json.loads(files["tools.json"])
             meta.setdefault("name", t.description.split(":")[0])
             meta.setdefault("description", t.description)
-            return completion("Here is the state and the tool interface.\n\n" + _fence("sql", "seed.sql", files["seed.sql"])
-                              + "\n\n" + _fence("json", "tools.json", json.dumps(meta, indent=1)))
+            return completion(
+                "Here is the state and the tool interface.\n\n"
+                + _fence("sql", "seed.sql", files["seed.sql"])
+                + "\n\n"
+                + _fence("json", "tools.json", json.dumps(meta, indent=1))
+            )
         if stage == 1:
             if behaviour == "malformed_then_fix":
-                return completion("Sure! The environment would have functions for each tool that read and write the tables. "
-                                  "Let me know if you want me to write them.")
+                return completion(
+                    "Sure! The environment would have functions for each tool that read and write the tables. "
+                    "Let me know if you want me to write them."
+                )
             code = self._code(t, behaviour, stage)
             if behaviour == "truncated_then_fix":
-                return completion("```python env.py\n" + code[: len(code) // 2], finish_reason="length")
+                return completion(
+                    "```python env.py\n" + code[: len(code) // 2], finish_reason="length"
+                )
             return completion("Here is env.py.\n\n" + _fence("python", "env.py", code))
         if stage == 2:
-            return completion("These scenarios cover every tool.\n\n" + _fence("json", "scenarios.json", files["scenarios.json"]))
+            return completion(
+                "These scenarios cover every tool.\n\n"
+                + _fence("json", "scenarios.json", files["scenarios.json"])
+            )
         code = self._code(t, behaviour, stage)
-        return completion("You are right; here is the corrected file.\n\n" + _fence("python", "env.py", code))
+        return completion(
+            "You are right; here is the corrected file.\n\n" + _fence("python", "env.py", code)
+        )

@@ -65,8 +65,10 @@ Fix the cause. Reply with the complete corrected file(s) in the same fenced form
 if it must change. Change a scenario only when the scenario itself is wrong, never to hide a bug."""
 
 BRIEF_INTRO = "Write an environment from this brief:"
-DOC_INTRO = ("Write an environment that behaves like the system this authentic documentation describes: "
-             "keep its resource names, fields, operations and error rules, and name the tools after its operations.")
+DOC_INTRO = (
+    "Write an environment that behaves like the system this authentic documentation describes: "
+    "keep its resource names, fields, operations and error rules, and name the tools after its operations."
+)
 
 
 def sha256(text: str) -> str:
@@ -76,6 +78,15 @@ def sha256(text: str) -> str:
 
 def prompt_hashes() -> dict[str, str]:
     """Hash of every prompt template, by stage."""
-    return {name: sha256(text)[:16] for name, text in (("system", SYSTEM), ("schema", SCHEMA), ("code", CODE),
-                                                       ("scenarios", SCENARIOS), ("repair", REPAIR),
-                                                       ("brief_intro", BRIEF_INTRO), ("doc_intro", DOC_INTRO))}
+    return {
+        name: sha256(text)[:16]
+        for name, text in (
+            ("system", SYSTEM),
+            ("schema", SCHEMA),
+            ("code", CODE),
+            ("scenarios", SCENARIOS),
+            ("repair", REPAIR),
+            ("brief_intro", BRIEF_INTRO),
+            ("doc_intro", DOC_INTRO),
+        )
+    }

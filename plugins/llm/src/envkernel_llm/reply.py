@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+
 from envkernel_schemas import ToolSpec
 
 __all__ = ["Candidate", "Draft", "ReplyProblem", "code_findings", "parse_files", "tools_from"]
@@ -26,9 +27,34 @@ FILES = ("seed.sql", "tools.json", "env.py", "scenarios.json")
 _BY_LANG = {"sql": "seed.sql", "sqlite": "seed.sql", "python": "env.py", "py": "env.py"}
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([^\n`]*)\n", re.M)
 
-NETWORK_MODULES = frozenset({"socket", "ssl", "urllib", "http", "requests", "httpx", "aiohttp", "ftplib", "smtplib", "telnetlib"})
+NETWORK_MODULES = frozenset(
+    {
+        "socket",
+        "ssl",
+        "urllib",
+        "http",
+        "requests",
+        "httpx",
+        "aiohttp",
+        "ftplib",
+        "smtplib",
+        "telnetlib",
+    }
+)
 """Imports that mean the code wants the network."""
-HOST_MODULES = frozenset({"subprocess", "shutil", "pathlib", "glob", "ctypes", "multiprocessing", "importlib", "pty", "signal"})
+HOST_MODULES = frozenset(
+    {
+        "subprocess",
+        "shutil",
+        "pathlib",
+        "glob",
+        "ctypes",
+        "multiprocessing",
+        "importlib",
+        "pty",
+        "signal",
+    }
+)
 """Imports that mean the code wants host processes or files."""
 
 
@@ -45,7 +71,10 @@ def parse_files(text: str, *, truncated: bool = False) -> dict[str, str]:
     """The files in a reply, by name. Raises :class:`ReplyProblem` for an unclosed fence (or
     ``truncated``, the server's ``finish_reason: length``) and for a reply with no fence."""
     if truncated:
-        raise ReplyProblem("truncated", "the reply was cut off (finish_reason 'length'): write shorter code, or fewer files per reply")
+        raise ReplyProblem(
+            "truncated",
+            "the reply was cut off (finish_reason 'length'): write shorter code, or fewer files per reply",
+        )
     files: dict[str, str] = {}
     pos = 0
     while True:
@@ -56,8 +85,11 @@ def parse_files(text: str, *, truncated: bool = False) -> dict[str, str]:
         end = text.find("\n```", m.end() - 1)
         if end < 0:
             name = _name(info) or "a file"
-            raise ReplyProblem("truncated", f"the reply ends inside the code block of {name} (no closing ```): it was cut off")
-        body = text[m.end():end + 1]
+            raise ReplyProblem(
+                "truncated",
+                f"the reply ends inside the code block of {name} (no closing ```): it was cut off",
+            )
+        body = text[m.end() : end + 1]
         name = _name(info)
         if name:
             files[name] = body
@@ -65,8 +97,12 @@ def parse_files(text: str, *, truncated: bool = False) -> dict[str, str]:
         if pos < 0:
             break
     if not files:
-        raise ReplyProblem("malformed", "the reply has no fenced code block naming one of " + ", ".join(FILES)
-                           + " (write e.g. ```python env.py ... ```)")
+        raise ReplyProblem(
+            "malformed",
+            "the reply has no fenced code block naming one of "
+            + ", ".join(FILES)
+            + " (write e.g. ```python env.py ... ```)",
+        )
     return files
 
 
@@ -97,19 +133,27 @@ def tools_from(text: str) -> tuple[list[ToolSpec], dict[str, list[str]]]:
         generated = data.get("generated") or {}
         data = data.get("tools")
     if not isinstance(data, list) or not data:
-        raise ReplyProblem("malformed", "tools.json must be a non-empty list of tools, or {\"tools\": [...]}")
+        raise ReplyProblem(
+            "malformed", 'tools.json must be a non-empty list of tools, or {"tools": [...]}'
+        )
     try:
         tools = msgspec.convert(data, list[ToolSpec])
         gen = msgspec.convert(generated, dict[str, list[str]])
     except msgspec.ValidationError as exc:
-        raise ReplyProblem("malformed", f"tools.json does not fit the tool format (name, description, parameters, returns, mutates): {exc}") from None
+        raise ReplyProblem(
+            "malformed",
+            f"tools.json does not fit the tool format (name, description, parameters, returns, mutates): {exc}",
+        ) from None
     names = [t.name for t in tools]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ReplyProblem("malformed", f"tools.json names a tool twice: {', '.join(dup)}")
     bad = [n for n in names if not n.isidentifier() or n.startswith("_")]
     if bad:
-        raise ReplyProblem("malformed", f"tool names must be Python identifiers not starting with '_': {', '.join(bad)}")
+        raise ReplyProblem(
+            "malformed",
+            f"tool names must be Python identifiers not starting with '_': {', '.join(bad)}",
+        )
     return tools, gen
 
 
@@ -131,10 +175,16 @@ def code_findings(source: str) -> Findings:
         tree = ast.parse(source, "env.py")
     except SyntaxError as exc:
         line = (exc.text or "").strip()
-        raise ReplyProblem("malformed", f"env.py has a syntax error at line {exc.lineno}: {exc.msg}" + (f" ({line[:80]!r})" if line else "")) from None
+        raise ReplyProblem(
+            "malformed",
+            f"env.py has a syntax error at line {exc.lineno}: {exc.msg}"
+            + (f" ({line[:80]!r})" if line else ""),
+        ) from None
     out = Findings()
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.name.startswith("_"):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.name.startswith(
+            "_"
+        ):
             out.functions[node.name] = [a.arg for a in node.args.args + node.args.kwonlyargs]
     for node in ast.walk(tree):
         mods: list[str] = []
@@ -150,8 +200,27 @@ def code_findings(source: str) -> Findings:
                 out.host.append(f"import {mod}")
         if isinstance(node, ast.Call):
             fn = node.func
-            name = fn.id if isinstance(fn, ast.Name) else (f"{getattr(fn.value, 'id', '?')}.{fn.attr}" if isinstance(fn, ast.Attribute) else "")
-            if name in {"open", "exec", "eval", "__import__", "os.system", "os.popen", "os.remove", "os.listdir", "os.open", "os.fork"}:
+            name = (
+                fn.id
+                if isinstance(fn, ast.Name)
+                else (
+                    f"{getattr(fn.value, 'id', '?')}.{fn.attr}"
+                    if isinstance(fn, ast.Attribute)
+                    else ""
+                )
+            )
+            if name in {
+                "open",
+                "exec",
+                "eval",
+                "__import__",
+                "os.system",
+                "os.popen",
+                "os.remove",
+                "os.listdir",
+                "os.open",
+                "os.fork",
+            }:
                 out.host.append(f"{name}()")
     return out
 
@@ -198,9 +267,24 @@ class Candidate:
         scen = _json(draft.files["scenarios.json"], "scenarios.json")
         if isinstance(scen, dict):
             scen = scen.get("scenarios")
-        if not isinstance(scen, list) or not scen or not all(isinstance(s, dict) and isinstance(s.get("steps"), list) for s in scen):
-            raise ReplyProblem("malformed", "scenarios.json must be a non-empty list of {\"name\", \"steps\": [...], \"state\": [...]}")
+        if (
+            not isinstance(scen, list)
+            or not scen
+            or not all(isinstance(s, dict) and isinstance(s.get("steps"), list) for s in scen)
+        ):
+            raise ReplyProblem(
+                "malformed",
+                'scenarios.json must be a non-empty list of {"name", "steps": [...], "state": [...]}',
+            )
         meta = _json(draft.files["tools.json"], "tools.json")
         meta = meta if isinstance(meta, dict) else {}
-        return cls(draft.files["seed.sql"], tools, generated, draft.files["env.py"], scen, findings,
-                   str(meta.get("name") or "")[:80], str(meta.get("description") or "")[:500])
+        return cls(
+            draft.files["seed.sql"],
+            tools,
+            generated,
+            draft.files["env.py"],
+            scen,
+            findings,
+            str(meta.get("name") or "")[:80],
+            str(meta.get("description") or "")[:500],
+        )

@@ -28,10 +28,22 @@ __all__ = ["BLOCKED", "Outcome", "run_scenarios", "subset_problem"]
 _REF = re.compile(r"^\$\{(\d+)((?:\.[A-Za-z0-9_]+)*)\}$")
 
 BLOCKED = (
-    ("network", re.compile(r"Network is unreachable|Name or service not known|Temporary failure in name resolution|"
-                           r"Address family not supported|getaddrinfo|Connection refused|No route to host|"
-                           r"Operation not permitted.*(socket|connect)|socket|URLError|urlopen|HTTPConnection|ConnectionError|connect\(", re.I)),
-    ("files", re.compile(r"Permission denied|Read-only file system|Operation not permitted|No such file or directory: '/", re.I)),
+    (
+        "network",
+        re.compile(
+            r"Network is unreachable|Name or service not known|Temporary failure in name resolution|"
+            r"Address family not supported|getaddrinfo|Connection refused|No route to host|"
+            r"Operation not permitted.*(socket|connect)|socket|URLError|urlopen|HTTPConnection|ConnectionError|connect\(",
+            re.I,
+        ),
+    ),
+    (
+        "files",
+        re.compile(
+            r"Permission denied|Read-only file system|Operation not permitted|No such file or directory: '/",
+            re.I,
+        ),
+    ),
 )
 """How a sandbox's refusal shows in an error message, by what was reached for."""
 
@@ -75,7 +87,9 @@ def subset_problem(expected: Any, actual: Any, where: str = "the answer") -> str
     """Why ``actual`` does not contain ``expected`` (see the module docstring), or ""."""
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
-            return f"{where} is {_short(actual, 80)}, expected an object with {_short(expected, 80)}"
+            return (
+                f"{where} is {_short(actual, 80)}, expected an object with {_short(expected, 80)}"
+            )
         for key, want in expected.items():
             if key not in actual:
                 return f"{where} has no field {key!r} (it has {', '.join(map(str, list(actual)[:12]))})"
@@ -90,7 +104,11 @@ def subset_problem(expected: Any, actual: Any, where: str = "the answer") -> str
             if not any(not subset_problem(want, got) for got in actual):
                 return f"{where} has no item matching {_short(want, 100)} (it has {len(actual)} items: {_short(actual, 120)})"
         return ""
-    return "" if _near(expected, actual) else f"{where} is {_short(actual, 80)}, expected {_short(expected, 80)}"
+    return (
+        ""
+        if _near(expected, actual)
+        else f"{where} is {_short(actual, 80)}, expected {_short(expected, 80)}"
+    )
 
 
 def _resolve(value: Any, results: list[Any]) -> Any:
@@ -99,7 +117,9 @@ def _resolve(value: Any, results: list[Any]) -> Any:
         if m:
             k = int(m.group(1))
             if not 1 <= k <= len(results):
-                raise LookupError(f"{value} refers to step {k}, but only {len(results)} step(s) ran before")
+                raise LookupError(
+                    f"{value} refers to step {k}, but only {len(results)} step(s) ran before"
+                )
             got = results[k - 1]
             for part in [p for p in m.group(2).split(".") if p]:
                 if isinstance(got, list) and part.isdigit() and int(part) < len(got):
@@ -117,7 +137,9 @@ def _resolve(value: Any, results: list[Any]) -> Any:
     return value
 
 
-def _rows(state: dict[str, list[dict[str, Any]]], check: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+def _rows(
+    state: dict[str, list[dict[str, Any]]], check: dict[str, Any]
+) -> tuple[str, list[dict[str, Any]]]:
     table = check.get("table")
     if table not in state:
         raise LookupError(f"there is no table {table!r} (tables: {', '.join(sorted(state))})")
@@ -159,7 +181,9 @@ def blocked_kind(message: str) -> str:
     return ""
 
 
-async def run_scenarios(sb: Any, scenarios: list[dict[str, Any]], *, max_failures: int = 12) -> Outcome:
+async def run_scenarios(
+    sb: Any, scenarios: list[dict[str, Any]], *, max_failures: int = 12
+) -> Outcome:
     """Run every scenario from the seed state in ``sb`` (a live sandbox holding the candidate)."""
     out = Outcome()
     seed = await sb.snapshot()
@@ -170,7 +194,7 @@ async def run_scenarios(sb: Any, scenarios: list[dict[str, Any]], *, max_failure
         results: list[Any] = []
         for k, step in enumerate(scen.get("steps") or [], 1):
             if not isinstance(step, dict) or not isinstance(step.get("call"), str):
-                failed = f"step {k} is not {{\"call\": TOOL, \"arguments\": {{...}}}}"
+                failed = f'step {k} is not {{"call": TOOL, "arguments": {{...}}}}'
                 break
             tool = step["call"]
             try:
@@ -188,11 +212,17 @@ async def run_scenarios(sb: Any, scenarios: list[dict[str, Any]], *, max_failure
             expect = step.get("expect", "ok")
             if not res.ok:
                 msg = f"{res.error.code}: {res.error.message}" if res.error else "failed"
-                kind = blocked_kind(msg) if res.error and res.error.code in ("tool_crashed", "load_failed", "timeout") else ""
+                kind = (
+                    blocked_kind(msg)
+                    if res.error and res.error.code in ("tool_crashed", "load_failed", "timeout")
+                    else ""
+                )
                 if kind:
                     out.blocked.append(f"{kind}: {tool}: {msg[:200]}")
                 if expect != "error":
-                    failed = f"{call} failed with {msg[:300]}" + (f" — the sandbox blocks {kind} access; use env.db only" if kind else "")
+                    failed = f"{call} failed with {msg[:300]}" + (
+                        f" — the sandbox blocks {kind} access; use env.db only" if kind else ""
+                    )
                     break
                 want = step.get("error_code")
                 if want and res.error and res.error.code != want:
@@ -201,7 +231,9 @@ async def run_scenarios(sb: Any, scenarios: list[dict[str, Any]], *, max_failure
                 results.append(None)
                 continue
             if expect == "error":
-                failed = f"{call} succeeded with {_short(res.value)}, expected an error" + (f" {step['error_code']!r}" if step.get("error_code") else "")
+                failed = f"{call} succeeded with {_short(res.value)}, expected an error" + (
+                    f" {step['error_code']!r}" if step.get("error_code") else ""
+                )
                 break
             if "returns" in step:
                 problem = subset_problem(step["returns"], res.value)

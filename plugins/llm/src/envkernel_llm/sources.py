@@ -47,7 +47,24 @@ class Source:
 
 class _Text(html.parser.HTMLParser):
     _SKIP = {"script", "style", "noscript", "svg", "nav", "footer"}
-    _BREAK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "table", "section", "dt", "dd"}
+    _BREAK = {
+        "p",
+        "div",
+        "br",
+        "li",
+        "tr",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "pre",
+        "table",
+        "section",
+        "dt",
+        "dd",
+    }
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -87,7 +104,11 @@ def html_text(markup: str) -> str:
 
 
 def _slug(text: str) -> str:
-    words = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in ("a", "an", "the", "of", "for", "with", "and")]
+    words = [
+        w
+        for w in re.findall(r"[a-z0-9]+", text.lower())
+        if w not in ("a", "an", "the", "of", "for", "with", "and")
+    ]
     return "-".join(words[:3]) or "env"
 
 
@@ -97,7 +118,9 @@ _MAN = re.compile(r".\x08")  # overstrike in formatted man pages
 def _brief_file(path: Path, text: str) -> tuple[str, str, str]:
     data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
     if not isinstance(data, dict) or not data.get("domain"):
-        raise SourceError(f"{path}: a brief file needs at least 'domain' (and 'entities', 'stories')")
+        raise SourceError(
+            f"{path}: a brief file needs at least 'domain' (and 'entities', 'stories')"
+        )
     lines = [f"Domain: {data['domain']}"]
     if data.get("name"):
         lines.append(f"Name: {data['name']}")
@@ -121,9 +144,13 @@ def load_source(kind: str, value: str, *, max_chars: int = 16000) -> Source:
     path = Path(value).expanduser()
     is_file = len(value) < 1024 and "\n" not in value and path.is_file()
     if kind == "doc" and not is_file:
-        raise SourceError(f"--source doc:{value[:80]!r}: no such file (doc: takes the path of a Markdown, HTML, manual or .sql file)")
+        raise SourceError(
+            f"--source doc:{value[:80]!r}: no such file (doc: takes the path of a Markdown, HTML, manual or .sql file)"
+        )
     if not is_file:
-        return Source("brief", value, _slug(value), sha256=hashlib.sha256(value.encode()).hexdigest())
+        return Source(
+            "brief", value, _slug(value), sha256=hashlib.sha256(value.encode()).hexdigest()
+        )
     try:
         raw = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:

@@ -32,7 +32,12 @@ class Template:
 
     def as_example(self) -> str:
         """The template as the model sees it: its files in the reply format."""
-        lang = {"seed.sql": "sql", "tools.json": "json", "env.py": "python", "scenarios.json": "json"}
+        lang = {
+            "seed.sql": "sql",
+            "tools.json": "json",
+            "env.py": "python",
+            "scenarios.json": "json",
+        }
         parts = [f"Example environment '{self.name}' ({self.archetype}):"]
         parts += [f"```{lang[f]} {f}\n{self.files[f].rstrip()}\n```" for f in FILES]
         return "\n".join(parts)
@@ -46,8 +51,18 @@ def templates() -> tuple[Template, ...]:
     for folder in sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name):
         meta = json.loads(folder.joinpath("meta.json").read_text(encoding="utf-8"))
         files = {f: folder.joinpath(f).read_text(encoding="utf-8") for f in FILES}
-        words = set(meta.get("keywords", [])) | set(re.findall(r"[a-z]{4,}", meta.get("description", "").lower()))
-        out.append(Template(meta["name"], meta.get("archetype", ""), meta.get("description", ""), frozenset(words), files))
+        words = set(meta.get("keywords", [])) | set(
+            re.findall(r"[a-z]{4,}", meta.get("description", "").lower())
+        )
+        out.append(
+            Template(
+                meta["name"],
+                meta.get("archetype", ""),
+                meta.get("description", ""),
+                frozenset(words),
+                files,
+            )
+        )
     return tuple(out)
 
 

@@ -60,18 +60,26 @@ import time
 from typing import Any, ClassVar
 
 import msgspec
+
 from envkernel.errors import EnvkernelError
 from envkernel_kit.chat import ChatClient, ChatResult, ChatSettings
 from envkernel_kit.lenient import Refusals, calls_in_text, looks_refused, unescape_arguments
 from envkernel_kit.messages import compact, result_content
 from envkernel_kit.users import user_for, user_turn
-from envkernel_schemas import PolicyUpdate, RolloutRequested, ToolResult, ToolSpec, Trajectory, Usage
+from envkernel_schemas import (
+    PolicyUpdate,
+    RolloutRequested,
+    ToolSpec,
+    Trajectory,
+    Usage,
+)
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant with access to tools. Use them to fulfil the user's request: "
     "look up what you need, make the changes asked for, and finish with a short answer."
 )
 """Default system prompt (the baseline policies' prompt, so trajectories compare)."""
+
 
 class OpenAISettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
     """Settings of the ``openai`` policy (section ``[openai]`` of the run config): the model
@@ -160,30 +168,44 @@ class ModelUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 def parse_update(update: PolicyUpdate) -> ModelUpdate:
     """The :class:`ModelUpdate` in ``update``, or a :class:`PolicyUpdateError` saying what is wrong."""
-    fields = "{\"model\": ..., \"lora_name\": ..., \"lora_path\": ..., \"base_url\": ...} (model or lora_name required)"
+    fields = '{"model": ..., "lora_name": ..., "lora_path": ..., "base_url": ...} (model or lora_name required)'
     if update.format != UPDATE_FORMAT:
         raise PolicyUpdateError(
             f"the openai policy follows updates of format {UPDATE_FORMAT!r}, got {update.format!r}: make the trainer return "
             f"PolicyUpdate(format={UPDATE_FORMAT!r}, data=JSON {fields}), or roll out with a policy that reads {update.format!r}"
         )
     if not update.data.strip():
-        raise PolicyUpdateError(f"the {UPDATE_FORMAT} update has no data: the trainer must send JSON {fields}")
+        raise PolicyUpdateError(
+            f"the {UPDATE_FORMAT} update has no data: the trainer must send JSON {fields}"
+        )
     try:
         raw = json.loads(update.data)
     except (UnicodeDecodeError, ValueError) as exc:
-        raise PolicyUpdateError(f"the {UPDATE_FORMAT} update's data is not valid JSON ({exc}): the trainer must send {fields}") from None
+        raise PolicyUpdateError(
+            f"the {UPDATE_FORMAT} update's data is not valid JSON ({exc}): the trainer must send {fields}"
+        ) from None
     if not isinstance(raw, dict):
-        raise PolicyUpdateError(f"the {UPDATE_FORMAT} update's data must be a JSON object {fields}, got {type(raw).__name__}")
+        raise PolicyUpdateError(
+            f"the {UPDATE_FORMAT} update's data must be a JSON object {fields}, got {type(raw).__name__}"
+        )
     try:
         spec = msgspec.convert(raw, ModelUpdate)
     except msgspec.ValidationError as exc:
-        raise PolicyUpdateError(f"the {UPDATE_FORMAT} update's data is not valid: {exc}; expected {fields}") from None
+        raise PolicyUpdateError(
+            f"the {UPDATE_FORMAT} update's data is not valid: {exc}; expected {fields}"
+        ) from None
     if not (spec.model or spec.lora_name):
-        raise PolicyUpdateError(f"the {UPDATE_FORMAT} update names no model: give model or lora_name in {fields}")
+        raise PolicyUpdateError(
+            f"the {UPDATE_FORMAT} update names no model: give model or lora_name in {fields}"
+        )
     if spec.lora_path and not spec.lora_name:
-        raise PolicyUpdateError(f"the {UPDATE_FORMAT} update has lora_path {spec.lora_path!r} but no lora_name to serve it under")
+        raise PolicyUpdateError(
+            f"the {UPDATE_FORMAT} update has lora_path {spec.lora_path!r} but no lora_name to serve it under"
+        )
     if spec.base_url and not spec.base_url.startswith(("http://", "https://")):
-        raise PolicyUpdateError(f"the {UPDATE_FORMAT} update's base_url must be an http(s) URL such as http://host:8000/v1, got {spec.base_url!r}")
+        raise PolicyUpdateError(
+            f"the {UPDATE_FORMAT} update's base_url must be an http(s) URL such as http://host:8000/v1, got {spec.base_url!r}"
+        )
     return spec
 
 
@@ -192,13 +214,17 @@ def _load_failure(res: ChatResult, spec: ModelUpdate, base_url: str) -> str:
     status = res.statuses[-1] if res.statuses else None
     head = f"loading LoRA adapter {spec.lora_name!r} from {spec.lora_path!r} into {base_url} failed ({res.condition}: {res.error})"
     if status in (404, 405):
-        hint = ("the server has no /load_lora_adapter route: start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora, "
-                "or serve the adapter yourself and set openai.load_lora=false")
+        hint = (
+            "the server has no /load_lora_adapter route: start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora, "
+            "or serve the adapter yourself and set openai.load_lora=false"
+        )
     elif res.condition in ("connection", "timeout"):
         hint = "the server could not be reached in time: check that it is up at that URL (or raise openai.load_timeout)"
     else:
-        hint = ("check that lora_path exists on the serving host and holds a PEFT adapter for the served base model, and that the "
-                "server runs with --enable-lora and a --max-lora-rank at least the adapter's rank")
+        hint = (
+            "check that lora_path exists on the serving host and holds a PEFT adapter for the served base model, and that the "
+            "server runs with --enable-lora and a --max-lora-rank at least the adapter's rank"
+        )
     return f"{head}; {hint}"
 
 
@@ -213,7 +239,14 @@ def error_content(code: str, message: str) -> str:
 def tool_schema(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     """The tools in OpenAI function format."""
     return [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters or {"type": "object", "properties": {}}}}
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters or {"type": "object", "properties": {}},
+            },
+        }
         for t in tools
     ]
 
@@ -258,13 +291,17 @@ def check_arguments(schema: dict[str, Any], args: dict[str, Any]) -> str:
     if schema.get("additionalProperties") is False:
         unknown = [k for k in args if k not in props]
         if unknown:
-            problems.append(f"unknown argument(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(props) or 'none'}")
+            problems.append(
+                f"unknown argument(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(props) or 'none'}"
+            )
     for key, value in args.items():
         spec = props.get(key)
         if not isinstance(spec, dict) or value is None:
             continue
         if "type" in spec and not _type_ok(value, spec["type"]):
-            problems.append(f"argument {key!r} must be of type {spec['type']}, got {type(value).__name__}")
+            problems.append(
+                f"argument {key!r} must be of type {spec['type']}, got {type(value).__name__}"
+            )
         elif isinstance(spec.get("enum"), list) and value not in spec["enum"]:
             problems.append(f"argument {key!r} must be one of {spec['enum']}, got {value!r}")
     return "; ".join(problems)
@@ -293,8 +330,23 @@ class _Call:
 
     __slots__ = ("args", "code", "id", "name", "problem", "raw_args")
 
-    def __init__(self, id: str, name: str, raw_args: str, args: dict[str, Any] | None, code: str, problem: str) -> None:
-        self.id, self.name, self.raw_args, self.args, self.code, self.problem = id, name, raw_args, args, code, problem
+    def __init__(
+        self,
+        id: str,
+        name: str,
+        raw_args: str,
+        args: dict[str, Any] | None,
+        code: str,
+        problem: str,
+    ) -> None:
+        self.id, self.name, self.raw_args, self.args, self.code, self.problem = (
+            id,
+            name,
+            raw_args,
+            args,
+            code,
+            problem,
+        )
 
 
 def parse_tool_calls(raw: Any, turn: int, seen: set[str], *, unescape: bool = False) -> list[_Call]:
@@ -311,15 +363,35 @@ def parse_tool_calls(raw: Any, turn: int, seen: set[str], *, unescape: bool = Fa
         seen.add(cid)
         fn = tc.get("function") if isinstance(tc, dict) else None
         if not isinstance(fn, dict):
-            calls.append(_Call(cid, "", "", None, "invalid_tool_call", "the tool call has no 'function' object with a name and arguments"))
+            calls.append(
+                _Call(
+                    cid,
+                    "",
+                    "",
+                    None,
+                    "invalid_tool_call",
+                    "the tool call has no 'function' object with a name and arguments",
+                )
+            )
             continue
         name = fn.get("name")
         name = name if isinstance(name, str) else ""
         raw_args = fn.get("arguments")
         # some servers send an object, not a string
-        raw_args = "" if raw_args is None else raw_args if isinstance(raw_args, str) else compact(raw_args)
+        raw_args = (
+            "" if raw_args is None else raw_args if isinstance(raw_args, str) else compact(raw_args)
+        )
         if not name:
-            calls.append(_Call(cid, name, raw_args, None, "invalid_tool_call", "the tool call has no function name"))
+            calls.append(
+                _Call(
+                    cid,
+                    name,
+                    raw_args,
+                    None,
+                    "invalid_tool_call",
+                    "the tool call has no function name",
+                )
+            )
             continue
         if raw_args.strip() == "":
             args: Any = {}
@@ -327,11 +399,28 @@ def parse_tool_calls(raw: Any, turn: int, seen: set[str], *, unescape: bool = Fa
             try:
                 args = unescape_arguments(raw_args)[0] if unescape else json.loads(raw_args)
             except ValueError as exc:
-                calls.append(_Call(cid, name, raw_args, None, "invalid_json",
-                                   f"the arguments are not valid JSON ({exc}); send one JSON object, e.g. {{\"key\": \"value\"}}"))
+                calls.append(
+                    _Call(
+                        cid,
+                        name,
+                        raw_args,
+                        None,
+                        "invalid_json",
+                        f'the arguments are not valid JSON ({exc}); send one JSON object, e.g. {{"key": "value"}}',
+                    )
+                )
                 continue
         if not isinstance(args, dict):
-            calls.append(_Call(cid, name, raw_args, None, "invalid_arguments", f"the arguments must be a JSON object, got {type(args).__name__}"))
+            calls.append(
+                _Call(
+                    cid,
+                    name,
+                    raw_args,
+                    None,
+                    "invalid_arguments",
+                    f"the arguments must be a JSON object, got {type(args).__name__}",
+                )
+            )
             continue
         calls.append(_Call(cid, name, raw_args, args, "", ""))
     return calls
@@ -352,15 +441,21 @@ class OpenAIPolicy:
         self.settings = settings or OpenAISettings()
         self._lock = threading.Lock()
         self._clients: dict[str, ChatClient] = {}  # by base URL; every one is closed by aclose()
-        self._target: tuple[str, ChatClient] | None = None  # (model, client) new rollouts use; swapped whole
+        self._target: tuple[str, ChatClient] | None = (
+            None  # (model, client) new rollouts use; swapped whole
+        )
         self._update_seq = 0  # updates begun
-        self._applied_seq = 0  # the newest update applied (an older one finishing later is not applied)
+        self._applied_seq = (
+            0  # the newest update applied (an older one finishing later is not applied)
+        )
         self.refusals = Refusals()  # tool_choice values each server refused or accepted
 
     def __repr__(self) -> str:
         t = self._target
         if t is None:
-            return f"OpenAIPolicy(base_url={self.settings.base_url!r}, model={self.settings.model!r})"
+            return (
+                f"OpenAIPolicy(base_url={self.settings.base_url!r}, model={self.settings.model!r})"
+            )
         return f"OpenAIPolicy(base_url={t[1].base_url!r}, model={t[0]!r})"
 
     def _client_for(self, base_url: str) -> ChatClient:
@@ -413,29 +508,56 @@ class OpenAIPolicy:
         loaded = ""
         if spec.lora_path and self.settings.load_lora:
             res = await client.post(
-                "/load_lora_adapter", {"lora_name": spec.lora_name, "lora_path": spec.lora_path},
-                timeout=self.settings.load_timeout, expect_json=False,
+                "/load_lora_adapter",
+                {"lora_name": spec.lora_name, "lora_path": spec.lora_path},
+                timeout=self.settings.load_timeout,
+                expect_json=False,
             )
             if res.ok:
                 loaded = "loaded"
-            elif res.condition == "http" and res.statuses and res.statuses[-1] == 400 and "already been loaded" in res.error:
-                loaded = "already_loaded"  # another process (or an earlier attempt) loaded it into the same server
-                logger.warning("the LoRA adapter is already loaded under that name; using it", lora_name=spec.lora_name,
-                               lora_path=spec.lora_path, base_url=client.base_url)
+            elif (
+                res.condition == "http"
+                and res.statuses
+                and res.statuses[-1] == 400
+                and "already been loaded" in res.error
+            ):
+                # another process (or an earlier attempt) loaded it into the same server
+                loaded = "already_loaded"
+                logger.warning(
+                    "the LoRA adapter is already loaded under that name; using it",
+                    lora_name=spec.lora_name,
+                    lora_path=spec.lora_path,
+                    base_url=client.base_url,
+                )
             else:
                 raise PolicyUpdateError(_load_failure(res, spec, client.base_url))
         model = spec.lora_name or spec.model
         with self._lock:
             if seq < self._applied_seq:
-                logger.warning("a newer policy update was applied first; this one is skipped", model=model, update_format=update.format)
+                logger.warning(
+                    "a newer policy update was applied first; this one is skipped",
+                    model=model,
+                    update_format=update.format,
+                )
                 return
             self._applied_seq = seq
             self._target = (model, client)
-        logger.info("model switched", model=model, base_url=client.base_url, lora_path=spec.lora_path or None,
-                    lora=loaded or None, metrics=dict(update.metrics) or None)
+        logger.info(
+            "model switched",
+            model=model,
+            base_url=client.base_url,
+            lora_path=spec.lora_path or None,
+            lora=loaded or None,
+            metrics=dict(update.metrics) or None,
+        )
 
-    def payload(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], model: str | None = None,
-                tool_choice: str | None = None) -> dict[str, Any]:
+    def payload(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        model: str | None = None,
+        tool_choice: str | None = None,
+    ) -> dict[str, Any]:
         """The request body for one turn (``model``: the target's when not given; ``tool_choice``:
         the configured one when not given)."""
         s = self.settings
@@ -449,7 +571,13 @@ class OpenAIPolicy:
                 fields["parallel_tool_calls"] = s.parallel_tool_calls
         if s.top_p is not None:
             fields["top_p"] = s.top_p
-        return s.body(self.model if model is None else model, messages, temperature=s.temperature, max_tokens=s.max_tokens, **fields)
+        return s.body(
+            self.model if model is None else model,
+            messages,
+            temperature=s.temperature,
+            max_tokens=s.max_tokens,
+            **fields,
+        )
 
     def tool_choice_for(self, server: str) -> tuple[str, bool]:
         """(the ``tool_choice`` to send to ``server``, whether it is untried there): the configured
@@ -461,39 +589,66 @@ class OpenAIPolicy:
                 return choice, known is None
         return "", False
 
-    async def _complete(self, client: ChatClient, wire: list[dict[str, Any]], schema: list[dict[str, Any]], model: str,
-                        deadline: float, logger: Any) -> ChatResult:
+    async def _complete(
+        self,
+        client: ChatClient,
+        wire: list[dict[str, Any]],
+        schema: list[dict[str, Any]],
+        model: str,
+        deadline: float,
+        logger: Any,
+    ) -> ChatResult:
         """One turn's model call; a ``tool_choice`` the server refuses is remembered and the call
         made again with the next fallback."""
         probe = True
         while True:
             choice, untried = self.tool_choice_for(client.base_url) if schema else ("", False)
-            probing = probe and untried and choice not in ("auto", "")  # "auto" is the API's default: never refused
-            res = await client.complete(self.payload(wire, schema, model, tool_choice=choice), deadline=deadline,
-                                        retries=0 if probing else None)
+            probing = (
+                probe and untried and choice not in ("auto", "")
+            )  # "auto" is the API's default: never refused
+            res = await client.complete(
+                self.payload(wire, schema, model, tool_choice=choice),
+                deadline=deadline,
+                retries=0 if probing else None,
+            )
             if not probing:
                 return res
             if res.ok:
                 self.refusals.mark(client.base_url, choice, True)
                 return res
-            if res.condition == "http" and looks_refused(res.statuses[-1] if res.statuses else None):
+            if res.condition == "http" and looks_refused(
+                res.statuses[-1] if res.statuses else None
+            ):
                 self.refusals.mark(client.base_url, choice, False)
-                logger.warning("the server refused tool_choice; falling back", tool_choice=choice, error=res.error,
-                               next=self.tool_choice_for(client.base_url)[0] or "(none)")
+                logger.warning(
+                    "the server refused tool_choice; falling back",
+                    tool_choice=choice,
+                    error=res.error,
+                    next=self.tool_choice_for(client.base_url)[0] or "(none)",
+                )
                 continue
-            probe = False  # it failed for another reason: the same call again, with the usual retries
+            probe = (
+                False  # it failed for another reason: the same call again, with the usual retries
+            )
 
     async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
         """Run the loop; return the trajectory (the kernel fills in ``calls`` and ``final_state``)."""
         s = self.settings
-        model, client = self.target()  # kept for the whole rollout, even if an update lands meanwhile
+        model, client = (
+            self.target()
+        )  # kept for the whole rollout, even if an update lands meanwhile
         started = time.monotonic()
         deadline = started + s.rollout_timeout
         tools: list[ToolSpec] = list(getattr(env, "tools", []) or [])
         by_name = {t.name: t for t in tools}
         schema = tool_schema(tools)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": s.system_prompt}, {"role": "user", "content": request.task.request}]
-        wire: list[dict[str, Any]] = list(messages)  # what the server is sent (bad argument strings sanitised)
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": s.system_prompt},
+            {"role": "user", "content": request.task.request},
+        ]
+        wire: list[dict[str, Any]] = list(
+            messages
+        )  # what the server is sent (bad argument strings sanitised)
         seen_ids: set[str] = set()
         usage = [0, 0]
         latencies: list[float] = []
@@ -507,18 +662,29 @@ class OpenAIPolicy:
         async def publish(turn: int, message: dict[str, Any]) -> None:
             try:
                 await ctx.step(request, turn, message)
-            except Exception as exc:  # noqa: BLE001 - watching must never break a rollout
-                logger.warning("could not publish a rollout step", error=f"{type(exc).__name__}: {exc}")
+            except Exception as exc:
+                logger.warning(
+                    "could not publish a rollout step", error=f"{type(exc).__name__}: {exc}"
+                )
 
         for turn in range(s.max_turns):
             if time.monotonic() >= deadline:
-                termination, error = "deadline", f"the rollout deadline ({s.rollout_timeout:g} s) passed before turn {turn}"
+                termination, error = (
+                    "deadline",
+                    f"the rollout deadline ({s.rollout_timeout:g} s) passed before turn {turn}",
+                )
                 break
             res: ChatResult = await self._complete(client, wire, schema, model, deadline, logger)
             if not res.ok:
                 termination = "deadline" if res.condition == "deadline" else "error"
                 error = f"{res.condition}: {res.error}"
-                logger.warning("model call failed; rollout ends", task=request.task.id, index=request.index, turn=turn, error=error)
+                logger.warning(
+                    "model call failed; rollout ends",
+                    task=request.task.id,
+                    index=request.index,
+                    turn=turn,
+                    error=error,
+                )
                 break
             latencies.append(res.latency)
             body = res.body or {}
@@ -528,25 +694,61 @@ class OpenAIPolicy:
             choices = body.get("choices")
             choice = choices[0] if isinstance(choices, list) and choices else None
             if not isinstance(choice, dict):
-                termination, error = "no_choices", f"no_choices: the reply to turn {turn} has no choices"
+                termination, error = (
+                    "no_choices",
+                    f"no_choices: the reply to turn {turn} has no choices",
+                )
                 break
             msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
             finish = choice.get("finish_reason")
             content = _text(msg.get("content"))
             raw_calls = msg.get("tool_calls")
-            if not raw_calls and s.recover_text_calls and (written := calls_in_text(content, by_name.keys())):
+            if (
+                not raw_calls
+                and s.recover_text_calls
+                and (written := calls_in_text(content, by_name.keys()))
+            ):
                 format_errors += len(written)  # the call came as text, not in tool_calls
-                raw_calls = [{"id": f"call_{turn}_{i}", "type": "function", "function": {"name": n, "arguments": compact(a)}}
-                             for i, (n, a) in enumerate(written)]
-            calls = parse_tool_calls(raw_calls, turn, seen_ids, unescape=s.unescape_html) if raw_calls else []
+                raw_calls = [
+                    {
+                        "id": f"call_{turn}_{i}",
+                        "type": "function",
+                        "function": {"name": n, "arguments": compact(a)},
+                    }
+                    for i, (n, a) in enumerate(written)
+                ]
+            calls = (
+                parse_tool_calls(raw_calls, turn, seen_ids, unescape=s.unescape_html)
+                if raw_calls
+                else []
+            )
             assistant: dict[str, Any] = {"role": "assistant", "content": content}
             if calls:
-                assistant["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_args}} for c in calls]
-            if calls and any(c.args is None for c in calls):
-                wire.append({**assistant, "tool_calls": [
-                    {"id": c.id, "type": "function", "function": {"name": c.name or "invalid", "arguments": c.raw_args if c.args is not None else "{}"}}
+                assistant["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.raw_args},
+                    }
                     for c in calls
-                ]})
+                ]
+            if calls and any(c.args is None for c in calls):
+                wire.append(
+                    {
+                        **assistant,
+                        "tool_calls": [
+                            {
+                                "id": c.id,
+                                "type": "function",
+                                "function": {
+                                    "name": c.name or "invalid",
+                                    "arguments": c.raw_args if c.args is not None else "{}",
+                                },
+                            }
+                            for c in calls
+                        ],
+                    }
+                )
             else:
                 wire.append(assistant)
             reasoning = msg.get("reasoning_content")
@@ -555,15 +757,24 @@ class OpenAIPolicy:
             messages.append(assistant)
             await publish(turn, assistant)
             if finish == "length":
-                termination, error = "length", f"length: the reply to turn {turn} was cut at the token limit (finish_reason=length)"
+                termination, error = (
+                    "length",
+                    f"length: the reply to turn {turn} was cut at the token limit (finish_reason=length)",
+                )
                 final_answer = content if not calls else ""
                 break
             if finish == "content_filter":
-                termination, error = "error", f"content_filter: the server filtered the reply to turn {turn}"
+                termination, error = (
+                    "error",
+                    f"content_filter: the server filtered the reply to turn {turn}",
+                )
                 break
             if not calls:
                 said = await user_turn(user, request.task, messages, ctx)
-                if said is not None:  # the user answers a question, or says what it held back: the conversation goes on
+                if (
+                    said is not None
+                    # the user answers a question, or says what it held back: the conversation goes on
+                ):
                     user_msg = {"role": "user", "content": said}
                     messages.append(user_msg)
                     wire.append(user_msg)
@@ -577,12 +788,19 @@ class OpenAIPolicy:
                     text = error_content(c.code, c.problem)
                 elif c.name not in by_name:
                     format_errors += 1
-                    text = error_content("unknown_tool", f"no tool named {c.name!r}; available: {', '.join(sorted(by_name)) or 'none'}")
-                elif s.validate_arguments and (why := check_arguments(by_name[c.name].parameters or {}, c.args)):
+                    text = error_content(
+                        "unknown_tool",
+                        f"no tool named {c.name!r}; available: {', '.join(sorted(by_name)) or 'none'}",
+                    )
+                elif s.validate_arguments and (
+                    why := check_arguments(by_name[c.name].parameters or {}, c.args)
+                ):
                     format_errors += 1
                     text = error_content("invalid_arguments", f"{c.name}: {why}")
                 elif time.monotonic() >= deadline:
-                    text = error_content("deadline", "the rollout deadline passed; the call was not made")
+                    text = error_content(
+                        "deadline", "the rollout deadline passed; the call was not made"
+                    )
                 else:
                     result = await env.call(c.name, c.args)
                     text = result_content(result)

@@ -23,14 +23,24 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+
 from envkernel.hookspecs import hookimpl
 from envkernel_schemas import EnvRequested, EnvSpec, ModelBehaviour, Provenance, ToolSpec
 
 from .infer import Builder
 from .spec import SpecError, load, spec_files
 
-__all__ = ["OpenAPISettings", "OpenAPISynthesizer", "Settings", "SpecError", "corpus_dir", "corpus_files", "synthesize_file",
-           "register_commands", "register_synthesizers"]
+__all__ = [
+    "OpenAPISettings",
+    "OpenAPISynthesizer",
+    "Settings",
+    "SpecError",
+    "corpus_dir",
+    "corpus_files",
+    "synthesize_file",
+    "register_commands",
+    "register_synthesizers",
+]
 
 
 class OpenAPISettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -70,8 +80,15 @@ def _slug(text: str) -> str:
     return s[:48] or "api"
 
 
-def synthesize_file(path: str | Path, *, seed: int = 0, source: str = "", display: str | None = None,
-                    settings: OpenAPISettings | None = None, env_id: str | None = None) -> tuple[EnvSpec, list[str]]:
+def synthesize_file(
+    path: str | Path,
+    *,
+    seed: int = 0,
+    source: str = "",
+    display: str | None = None,
+    settings: OpenAPISettings | None = None,
+    env_id: str | None = None,
+) -> tuple[EnvSpec, list[str]]:
     """One environment from one document: (EnvSpec, warnings). Raises :class:`SpecError`."""
     s = settings or OpenAPISettings()
     p = Path(path)
@@ -98,7 +115,13 @@ def synthesize_file(path: str | Path, *, seed: int = 0, source: str = "", displa
             operations=builder.operations,
             skipped=dict(builder.skipped.most_common()),
             generated=builder.generated(model),
-            provenance=Provenance(source_kind="openapi", source=source or str(p), plugin="openapi", plugin_version=_version(), seed=seed),
+            provenance=Provenance(
+                source_kind="openapi",
+                source=source or str(p),
+                plugin="openapi",
+                plugin_version=_version(),
+                seed=seed,
+            ),
         ),
         warnings,
     )
@@ -137,8 +160,14 @@ class OpenAPISynthesizer:
         for f in files:
             source = f"corpus:{f.name}" if label == "corpus" else str(f)
             try:
-                env, warnings = synthesize_file(f, seed=request.seed, source=source, display=f.name if label else value,
-                                                settings=self.settings, env_id=_slug(f.stem) + suffix)
+                env, warnings = synthesize_file(
+                    f,
+                    seed=request.seed,
+                    source=source,
+                    display=f.name if label else value,
+                    settings=self.settings,
+                    env_id=_slug(f.stem) + suffix,
+                )
             except SpecError as exc:
                 if len(files) == 1:
                     raise
@@ -149,10 +178,14 @@ class OpenAPISynthesizer:
                 log.warning("spec warning", warning=w)
             envs.append(env)
         if not envs:
-            raise SpecError("; ".join(errors) or f"{value or 'corpus'}: no environment could be made")
+            raise SpecError(
+                "; ".join(errors) or f"{value or 'corpus'}: no environment could be made"
+            )
         ids = [e.id for e in envs]
         if len(set(ids)) != len(ids):
-            raise SpecError(f"{value}: two spec files give the same environment id ({', '.join(sorted(i for i in ids if ids.count(i) > 1))}); rename one")
+            raise SpecError(
+                f"{value}: two spec files give the same environment id ({', '.join(sorted(i for i in ids if ids.count(i) > 1))}); rename one"
+            )
         return envs
 
 

@@ -37,6 +37,7 @@ from typing import Any
 
 import structlog
 import yaml
+
 from envkernel_kit.argsgen import schema_type
 from envkernel_runtime.engine import check
 from envkernel_runtime.model import Operation, model_of
@@ -53,13 +54,19 @@ SESSION_HEADER = "X-Envkernel-Session"
 """The request header naming a session (its own sandbox)."""
 SESSION_COOKIE = "envkernel_session"
 """The cookie that may name it instead."""
-_ERROR_STATUS = {"not_found": (404,), "unknown_tool": (404,), "conflict": (409, 422, 400), "invalid": (400, 422),
-                 "invalid_arguments": (400, 422), "bad_request": (400, 422)}
+_ERROR_STATUS = {
+    "not_found": (404,),
+    "unknown_tool": (404,),
+    "conflict": (409, 422, 400),
+    "invalid": (400, 422),
+    "invalid_arguments": (400, 422),
+    "bad_request": (400, 422),
+}
 
 
 def spec_path(env: EnvSpec) -> Path | None:
     """The spec file the environment was made from (``corpus:NAME`` is the shipped corpus)."""
-    from . import corpus_dir  # noqa: PLC0415 - the package imports this module's command lazily
+    from . import corpus_dir
 
     src = env.provenance.source if env.provenance else ""
     if src.startswith("corpus:"):
@@ -75,10 +82,19 @@ class _Doc:
         self.doc = doc
 
     def deref(self, node: Any, depth: int = 0) -> Any:
-        while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#/") and depth < 20:
+        while (
+            isinstance(node, dict)
+            and isinstance(node.get("$ref"), str)
+            and node["$ref"].startswith("#/")
+            and depth < 20
+        ):
             target: Any = self.doc
             for part in node["$ref"][2:].split("/"):
-                target = target.get(part.replace("~1", "/").replace("~0", "~"), {}) if isinstance(target, dict) else {}
+                target = (
+                    target.get(part.replace("~1", "/").replace("~0", "~"), {})
+                    if isinstance(target, dict)
+                    else {}
+                )
             node, depth = target, depth + 1
         return node
 
@@ -149,18 +165,38 @@ class Route:
 
     def error_body(self, status: int, code: str, message: str, rng: Any) -> Any:
         """A body for the error that fits the status's documented schema (or a plain ``{"error": ...}``)."""
-        key = str(status) if str(status) in self.responses else next((k for k in ("4XX", "4xx", "default") if k in self.responses), "")
+        key = (
+            str(status)
+            if str(status) in self.responses
+            else next((k for k in ("4XX", "4xx", "default") if k in self.responses), "")
+        )
         schema = self._json_schema(key, self.doc) if key else None
         if not schema or not schema.get("properties"):
-            return {"error": {"code": code, "message": message}} if schema is None or not schema else conform({"error": message}, schema, rng)
+            return (
+                {"error": {"code": code, "message": message}}
+                if schema is None or not schema
+                else conform({"error": message}, schema, rng)
+            )
         out: dict[str, Any] = {}
         for name, ps in schema["properties"].items():
             ps = self.doc.schema(ps)
             w = snake(name)
             t = ps.get("type")
-            if w in ("message", "detail", "details", "description", "title", "error_description", "reason") and t in (None, "string"):
+            if w in (
+                "message",
+                "detail",
+                "details",
+                "description",
+                "title",
+                "error_description",
+                "reason",
+            ) and t in (None, "string"):
                 out[name] = message
-            elif w in ("code", "error_code", "type", "error") and t in (None, "string") and "enum" not in ps:
+            elif (
+                w in ("code", "error_code", "type", "error")
+                and t in (None, "string")
+                and "enum" not in ps
+            ):
                 out[name] = code
             elif w in ("status", "status_code", "code") and t == "integer":
                 out[name] = status
@@ -192,7 +228,15 @@ def _coerce(value: str | list[str], schema: dict[str, Any]) -> Any:
 class HttpFace:
     """The HTTP face of one environment: routes, sessions (one sandbox each), request -> tool call."""
 
-    def __init__(self, env: EnvSpec, runner: Any, *, seed: int = 0, spec: dict[str, Any] | None = None, max_sessions: int = 16) -> None:
+    def __init__(
+        self,
+        env: EnvSpec,
+        runner: Any,
+        *,
+        seed: int = 0,
+        spec: dict[str, Any] | None = None,
+        max_sessions: int = 16,
+    ) -> None:
         import random
 
         self.env = env
@@ -249,11 +293,22 @@ class HttpFace:
             m = r.regex.match(path)
             if m:
                 if r.method == method:
-                    return r, {a: urllib.parse.unquote(v) for a, v in zip(r.path_args, m.groups())}, True
+                    return (
+                        r,
+                        {a: urllib.parse.unquote(v) for a, v in zip(r.path_args, m.groups())},
+                        True,
+                    )
                 other = True
         return None, {}, other
 
-    def arguments(self, route: Route, path_values: dict[str, str], query: dict[str, list[str]], body: Any, form: bool = False) -> dict[str, Any]:
+    def arguments(
+        self,
+        route: Route,
+        path_values: dict[str, str],
+        query: dict[str, list[str]],
+        body: Any,
+        form: bool = False,
+    ) -> dict[str, Any]:
         """The tool's arguments from the path, the query and the body (by the synthesizer's names); a form body's
         strings (``form``: each key's values) are coerced to the declared types, as query values are."""
         props = (self.params.get(route.tool) or {}).get("properties") or {}
@@ -267,7 +322,9 @@ class HttpFace:
             if arg in props and arg not in args:
                 v = _coerce(vs, props[arg])
                 if not strict and check(props[arg], v, arg):
-                    continue  # the spec allows it and documents no 400: an unusable filter is ignored, not refused
+                    # the spec allows it and documents no 400: an unusable filter is ignored, not
+                    # refused
+                    continue
                 args[arg] = v
         if isinstance(body, dict):
             for k, v in body.items():
@@ -277,7 +334,12 @@ class HttpFace:
         if form:  # a form cannot carry an empty list: a required array it leaves out is one
             required = (self.params.get(route.tool) or {}).get("required") or []
             for arg in required:
-                if arg not in args and arg in props and schema_type(props[arg]) == "array" and not props[arg].get("minItems"):
+                if (
+                    arg not in args
+                    and arg in props
+                    and schema_type(props[arg]) == "array"
+                    and not props[arg].get("minItems")
+                ):
                     args[arg] = []
         return args
 
@@ -304,7 +366,9 @@ class HttpFace:
             return out
         return value
 
-    async def handle(self, method: str, target: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
+    async def handle(
+        self, method: str, target: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
         """Answer one request: (status, headers, body)."""
         url = urllib.parse.urlsplit(target)
         sid = headers.get(SESSION_HEADER.lower()) or _cookie(headers.get("cookie", "")) or "default"
@@ -321,33 +385,77 @@ class HttpFace:
             route, values, known = self.match(method, url.path)
             if route is None:
                 status = 405 if known else 404
-                return status, out_headers, _json({"error": {"code": "method_not_allowed" if known else "not_found", "message": f"no route {method} {url.path}"}})
+                return (
+                    status,
+                    out_headers,
+                    _json(
+                        {
+                            "error": {
+                                "code": "method_not_allowed" if known else "not_found",
+                                "message": f"no route {method} {url.path}",
+                            }
+                        }
+                    ),
+                )
             parsed: Any = None
             form = False
             if body:
                 ctype = headers.get("content-type", "")
                 try:
                     form = "form" in ctype
-                    parsed = urllib.parse.parse_qs(body.decode(), keep_blank_values=True) if form else json.loads(body)
+                    parsed = (
+                        urllib.parse.parse_qs(body.decode(), keep_blank_values=True)
+                        if form
+                        else json.loads(body)
+                    )
                 except (ValueError, UnicodeDecodeError):
-                    return route.error_status("invalid"), out_headers, _json(route.error_body(route.error_status("invalid"), "invalid", "the body is not valid JSON", self.rng))
+                    return (
+                        route.error_status("invalid"),
+                        out_headers,
+                        _json(
+                            route.error_body(
+                                route.error_status("invalid"),
+                                "invalid",
+                                "the body is not valid JSON",
+                                self.rng,
+                            )
+                        ),
+                    )
             query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
             args = self.arguments(route, values, query, parsed, form)
             sb = await self.session(sid)
             result = await sb.call(route.tool, args)
             err = getattr(result, "error", None)
-            if not result.ok and err is not None and err.code in ("invalid", "invalid_arguments") and query and not route.documents_invalid():
-                # the operation documents no answer to bad input: query values the tool refuses (a cursor it never
+            if (
+                not result.ok
+                and err is not None
+                and err.code in ("invalid", "invalid_arguments")
+                and query
+                and not route.documents_invalid()
+            ):
+                # the operation documents no answer to bad input: query values the tool refuses (a
+                # cursor it never
                 # issued) are ignored, as the unusable ones already were
                 result = await sb.call(route.tool, self.arguments(route, values, {}, parsed, form))
         if getattr(result, "ok", False):
             if route.success == 204:
                 return 204, out_headers, b""
-            return route.success, out_headers, _json(self.to_spec(result.value, route.success_schema))
+            return (
+                route.success,
+                out_headers,
+                _json(self.to_spec(result.value, route.success_schema)),
+            )
         code = result.error.code if result.error else "invalid"
         message = result.error.message if result.error else "the tool failed"
         status = route.error_status(code)
-        log.debug("tool error", env=self.env.id, tool=route.tool, code=code, status=status, message=message[:200])
+        log.debug(
+            "tool error",
+            env=self.env.id,
+            tool=route.tool,
+            code=code,
+            status=status,
+            message=message[:200],
+        )
         return status, out_headers, _json(route.error_body(status, code, message, self.rng))
 
 
@@ -372,7 +480,9 @@ def load_spec(path: Path | None) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def serve(face: HttpFace, host: str = "127.0.0.1", port: int = 0) -> tuple[ThreadingHTTPServer, asyncio.AbstractEventLoop, threading.Thread]:
+def serve(
+    face: HttpFace, host: str = "127.0.0.1", port: int = 0
+) -> tuple[ThreadingHTTPServer, asyncio.AbstractEventLoop, threading.Thread]:
     """Start serving ``face`` on ``host:port`` in background threads; (server, loop, loop thread).
 
     ``server.server_address`` is the bound address (``port=0`` picks a free port). Stop it with
@@ -389,12 +499,25 @@ def serve(face: HttpFace, host: str = "127.0.0.1", port: int = 0) -> tuple[Threa
             n = int(self.headers.get("content-length") or 0)
             body = self.rfile.read(n) if n > 0 else b""
             hdrs = {k.lower(): v for k, v in self.headers.items()}
-            fut = asyncio.run_coroutine_threadsafe(face.handle(self.command, self.path, hdrs, body), loop)
+            fut = asyncio.run_coroutine_threadsafe(
+                face.handle(self.command, self.path, hdrs, body), loop
+            )
             try:
                 status, out_headers, payload = fut.result(timeout=60)
-            except Exception as exc:  # noqa: BLE001 - a sandbox failure is an answer, not a dead server
+            except Exception as exc:
                 log.error("request failed", error=f"{type(exc).__name__}: {exc}")
-                status, out_headers, payload = 503, {}, _json({"error": {"code": "sandbox_error", "message": f"{type(exc).__name__}: {exc}"}})
+                status, out_headers, payload = (
+                    503,
+                    {},
+                    _json(
+                        {
+                            "error": {
+                                "code": "sandbox_error",
+                                "message": f"{type(exc).__name__}: {exc}",
+                            }
+                        }
+                    ),
+                )
             self.send_response(status)
             for k, v in out_headers.items():
                 self.send_header(k, v)
@@ -407,7 +530,7 @@ def serve(face: HttpFace, host: str = "127.0.0.1", port: int = 0) -> tuple[Threa
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _any
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        def log_message(self, format: str, *args: Any) -> None:
             """Quiet: one log line per tool error is written by :meth:`HttpFace.handle`."""
 
     server = ThreadingHTTPServer((host, port), Handler)
@@ -416,7 +539,12 @@ def serve(face: HttpFace, host: str = "127.0.0.1", port: int = 0) -> tuple[Threa
     return server, loop, thread
 
 
-def stop(face: HttpFace, server: ThreadingHTTPServer, loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+def stop(
+    face: HttpFace,
+    server: ThreadingHTTPServer,
+    loop: asyncio.AbstractEventLoop,
+    thread: threading.Thread,
+) -> None:
     """Stop the server, close every session's sandbox and the runner, and end the loop."""
     server.shutdown()
     server.server_close()
@@ -440,23 +568,75 @@ def serve_command() -> Any:
     import signal
 
     import click
+
     from envkernel.envcmd import runner_component
     from envkernel.errors import UsageError
     from envkernel_runtime.envdir import EnvDirError, load_env_dir
 
     @click.command("serve")
     @click.argument("env_dir", type=click.Path(file_okay=False))
-    @click.option("--http", "address", default="127.0.0.1:8080", show_default=True, is_flag=False, flag_value="127.0.0.1:8080", metavar="[ADDR:]PORT",
-                  help="Serve the environment as the REST API its spec describes, on this address.")
-    @click.option("--spec", "spec_file", type=click.Path(dir_okay=False, exists=True), default=None,
-                  help="The OpenAPI document (default: the one named in env.json's provenance).")
-    @click.option("--sandbox", "runner", default="process", show_default=True, help="Sandbox runner component.")
-    @click.option("--seed", type=int, default=0, show_default=True, help="Seed of each session's initial state.")
-    @click.option("--max-sessions", type=int, default=16, show_default=True, help="Sandboxes kept open (one per session).")
-    @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None, help="TOML config file; its [RUNNER] table configures the runner.")
-    @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Set one runner setting (repeatable).")
-    def serve_cmd(env_dir: str, address: str, spec_file: str | None, runner: str, seed: int, max_sessions: int,
-                  config_file: str | None, sets: tuple[str, ...]) -> None:
+    @click.option(
+        "--http",
+        "address",
+        default="127.0.0.1:8080",
+        show_default=True,
+        is_flag=False,
+        flag_value="127.0.0.1:8080",
+        metavar="[ADDR:]PORT",
+        help="Serve the environment as the REST API its spec describes, on this address.",
+    )
+    @click.option(
+        "--spec",
+        "spec_file",
+        type=click.Path(dir_okay=False, exists=True),
+        default=None,
+        help="The OpenAPI document (default: the one named in env.json's provenance).",
+    )
+    @click.option(
+        "--sandbox",
+        "runner",
+        default="process",
+        show_default=True,
+        help="Sandbox runner component.",
+    )
+    @click.option(
+        "--seed",
+        type=int,
+        default=0,
+        show_default=True,
+        help="Seed of each session's initial state.",
+    )
+    @click.option(
+        "--max-sessions",
+        type=int,
+        default=16,
+        show_default=True,
+        help="Sandboxes kept open (one per session).",
+    )
+    @click.option(
+        "--config",
+        "config_file",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="TOML config file; its [RUNNER] table configures the runner.",
+    )
+    @click.option(
+        "--set",
+        "sets",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Set one runner setting (repeatable).",
+    )
+    def serve_cmd(
+        env_dir: str,
+        address: str,
+        spec_file: str | None,
+        runner: str,
+        seed: int,
+        max_sessions: int,
+        config_file: str | None,
+        sets: tuple[str, ...],
+    ) -> None:
         """Serve the environment in ENV_DIR over HTTP, one sandbox per session (X-Envkernel-Session header)."""
         try:
             env = load_env_dir(env_dir)
@@ -465,17 +645,28 @@ def serve_command() -> Any:
             raise UsageError(str(exc)) from None
         path = Path(spec_file) if spec_file else spec_path(env)
         if path is None:
-            raise UsageError(f"{env_dir}: env.json names no spec file that exists ({env.provenance.source if env.provenance else ''!r}); give --spec")
+            raise UsageError(
+                f"{env_dir}: env.json names no spec file that exists ({env.provenance.source if env.provenance else ''!r}); give --spec"
+            )
         component, settings = runner_component(runner, config_file, sets)
-        sandbox_runner = component.factory(settings) if component.settings_type is not None else component.factory()
+        sandbox_runner = (
+            component.factory(settings)
+            if component.settings_type is not None
+            else component.factory()
+        )
         try:
-            face = HttpFace(env, sandbox_runner, seed=seed, spec=load_spec(path), max_sessions=max_sessions)
+            face = HttpFace(
+                env, sandbox_runner, seed=seed, spec=load_spec(path), max_sessions=max_sessions
+            )
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         server, loop, thread = serve(face, host, port)
         bound = server.server_address
-        click.echo(f"serving {env.id} ({len(face.routes)} routes) at http://{bound[0]}:{bound[1]} from {runner!r} sandboxes; "
-                   f"session header {SESSION_HEADER}; Ctrl-C stops", err=True)
+        click.echo(
+            f"serving {env.id} ({len(face.routes)} routes) at http://{bound[0]}:{bound[1]} from {runner!r} sandboxes; "
+            f"session header {SESSION_HEADER}; Ctrl-C stops",
+            err=True,
+        )
         done = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: done.set())

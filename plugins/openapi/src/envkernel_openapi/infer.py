@@ -27,22 +27,85 @@ from .spec import METHODS, REF_NAME, SpecError
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 JSON_MEDIA = re.compile(r"^application/([\w.+-]*\+)?json|^\*/\*$|^application/\*$")
-SKIP_KEYS = {REF_NAME, "readOnly", "writeOnly", "xml", "externalDocs", "example", "examples", "discriminator", "deprecated", "nullable", "$schema", "$id", "$comment", "contentMediaType", "contentEncoding"}
-UNIQUE_NAMES = {"email", "username", "sku", "slug", "handle", "login", "iban", "account_number", "flight_number", "code"}
-LIMIT_NAMES = {"limit", "per_page", "page_size", "pagesize", "size", "max_results", "maxresults", "top", "first"}
+SKIP_KEYS = {
+    REF_NAME,
+    "readOnly",
+    "writeOnly",
+    "xml",
+    "externalDocs",
+    "example",
+    "examples",
+    "discriminator",
+    "deprecated",
+    "nullable",
+    "$schema",
+    "$id",
+    "$comment",
+    "contentMediaType",
+    "contentEncoding",
+}
+UNIQUE_NAMES = {
+    "email",
+    "username",
+    "sku",
+    "slug",
+    "handle",
+    "login",
+    "iban",
+    "account_number",
+    "flight_number",
+    "code",
+}
+LIMIT_NAMES = {
+    "limit",
+    "per_page",
+    "page_size",
+    "pagesize",
+    "size",
+    "max_results",
+    "maxresults",
+    "top",
+    "first",
+}
 OFFSET_NAMES = {"offset", "skip", "start_index"}
 PAGE_NAMES = {"page", "page_number", "pagenumber", "page_no"}
-CURSOR_NAMES = {"cursor", "page_token", "pagetoken", "next_token", "starting_after", "continuation_token", "after_cursor", "next_cursor"}
+CURSOR_NAMES = {
+    "cursor",
+    "page_token",
+    "pagetoken",
+    "next_token",
+    "starting_after",
+    "continuation_token",
+    "after_cursor",
+    "next_cursor",
+}
 SORT_NAMES = {"sort", "sort_by", "sortby", "order_by", "orderby", "sort_field"}
 ORDER_NAMES = {"order", "sort_order", "sortorder", "direction", "dir", "sort_dir", "sort_direction"}
 SEARCH_NAMES = {"q", "query", "search", "keyword", "keywords", "term", "text", "search_term"}
 GTE_SUFFIX = ("_min", "_from", "_after", "_since", "_gte", "_start")
 LTE_SUFFIX = ("_max", "_to", "_before", "_until", "_lte", "_end")
-GTE_BARE = {"from", "after", "since", "time_min", "start_after", "min_date", "date_from", "start_date_from"}
+GTE_BARE = {
+    "from",
+    "after",
+    "since",
+    "time_min",
+    "start_after",
+    "min_date",
+    "date_from",
+    "start_date_from",
+}
 LTE_BARE = {"to", "before", "until", "time_max", "end_before", "max_date", "date_to"}
 ENVELOPE = {
     "total": {"total", "total_count", "totalcount", "total_items", "count", "total_results"},
-    "next_cursor": {"next_cursor", "nextcursor", "next", "cursor", "next_page_token", "nextpagetoken", "next_token"},
+    "next_cursor": {
+        "next_cursor",
+        "nextcursor",
+        "next",
+        "cursor",
+        "next_page_token",
+        "nextpagetoken",
+        "next_token",
+    },
     "has_more": {"has_more", "hasmore", "more"},
     "limit": {"limit", "page_size", "per_page", "pagesize"},
     "offset": {"offset"},
@@ -53,44 +116,199 @@ ENVELOPE = {
 KEY_SHAPE = ("pattern", "format", "minLength", "maxLength")
 """Constraints a reference must share with the key it refers to."""
 ACTION_TARGETS = {
-    "cancel": ["cancelled", "canceled"], "pay": ["paid"], "send": ["sent"], "ship": ["shipped"], "start": ["started", "in_progress", "active"],
-    "stop": ["stopped"], "pause": ["paused"], "resume": ["active", "in_progress", "resumed"], "reopen": ["open", "reopened"],
-    "open": ["open"], "close": ["closed"], "confirm": ["confirmed"], "approve": ["approved"], "reject": ["rejected"],
-    "decline": ["declined", "rejected"], "accept": ["accepted"], "complete": ["completed", "done"], "finish": ["finished", "completed", "done"],
-    "archive": ["archived"], "unarchive": ["active"], "activate": ["active", "activated"], "deactivate": ["inactive", "deactivated"],
-    "freeze": ["frozen"], "unfreeze": ["active"], "block": ["blocked"], "unblock": ["active"], "suspend": ["suspended"],
-    "refund": ["refunded"], "deliver": ["delivered"], "submit": ["submitted"], "publish": ["published"], "unpublish": ["draft", "unpublished"],
-    "check_in": ["checked_in"], "checkin": ["checked_in"], "check_out": ["checked_out"], "checkout": ["checked_out"],
-    "lock": ["locked"], "unlock": ["unlocked", "active"], "restore": ["active", "restored"], "trash": ["trashed", "deleted"],
-    "fulfill": ["fulfilled"], "dispatch": ["dispatched"], "no_show": ["no_show"], "expire": ["expired"], "void": ["voided", "void"],
-    "settle": ["settled"], "reverse": ["reversed"], "schedule": ["scheduled"], "reschedule": ["rescheduled", "scheduled"],
-    "read": ["read"], "mark_read": ["read"], "mark_as_read": ["read"], "verify": ["verified"], "resolve": ["resolved"], "assign": ["assigned"],
+    "cancel": ["cancelled", "canceled"],
+    "pay": ["paid"],
+    "send": ["sent"],
+    "ship": ["shipped"],
+    "start": ["started", "in_progress", "active"],
+    "stop": ["stopped"],
+    "pause": ["paused"],
+    "resume": ["active", "in_progress", "resumed"],
+    "reopen": ["open", "reopened"],
+    "open": ["open"],
+    "close": ["closed"],
+    "confirm": ["confirmed"],
+    "approve": ["approved"],
+    "reject": ["rejected"],
+    "decline": ["declined", "rejected"],
+    "accept": ["accepted"],
+    "complete": ["completed", "done"],
+    "finish": ["finished", "completed", "done"],
+    "archive": ["archived"],
+    "unarchive": ["active"],
+    "activate": ["active", "activated"],
+    "deactivate": ["inactive", "deactivated"],
+    "freeze": ["frozen"],
+    "unfreeze": ["active"],
+    "block": ["blocked"],
+    "unblock": ["active"],
+    "suspend": ["suspended"],
+    "refund": ["refunded"],
+    "deliver": ["delivered"],
+    "submit": ["submitted"],
+    "publish": ["published"],
+    "unpublish": ["draft", "unpublished"],
+    "check_in": ["checked_in"],
+    "checkin": ["checked_in"],
+    "check_out": ["checked_out"],
+    "checkout": ["checked_out"],
+    "lock": ["locked"],
+    "unlock": ["unlocked", "active"],
+    "restore": ["active", "restored"],
+    "trash": ["trashed", "deleted"],
+    "fulfill": ["fulfilled"],
+    "dispatch": ["dispatched"],
+    "no_show": ["no_show"],
+    "expire": ["expired"],
+    "void": ["voided", "void"],
+    "settle": ["settled"],
+    "reverse": ["reversed"],
+    "schedule": ["scheduled"],
+    "reschedule": ["rescheduled", "scheduled"],
+    "read": ["read"],
+    "mark_read": ["read"],
+    "mark_as_read": ["read"],
+    "verify": ["verified"],
+    "resolve": ["resolved"],
+    "assign": ["assigned"],
 }
-FLAG_ACTIONS = {"read": "read", "mark_read": "read", "mark_as_read": "read", "star": "starred", "pin": "pinned", "flag": "flagged",
-                "lock": "locked", "mute": "muted", "archive": "archived", "verify": "verified", "favorite": "favorite", "favourite": "favourite",
-                "block": "blocked", "hide": "hidden", "trash": "trashed"}
-UNFLAG_ACTIONS = {"unread": "read", "mark_unread": "read", "mark_as_unread": "read", "unstar": "starred", "unpin": "pinned", "unflag": "flagged",
-                  "unlock": "locked", "unmute": "muted", "unarchive": "archived", "unfavorite": "favorite", "unblock": "blocked", "unhide": "hidden",
-                  "restore": "trashed", "untrash": "trashed"}
-TERMINAL = {"cancelled", "canceled", "completed", "refunded", "rejected", "closed", "archived", "deleted", "expired", "failed", "delivered",
-            "declined", "void", "voided", "no_show", "checked_out", "done", "resolved"}
-ROLE_NOUNS = {"owner", "sender", "author", "creator", "recipient", "assignee", "organizer", "host", "requester", "reporter", "uploader", "poster"}
+FLAG_ACTIONS = {
+    "read": "read",
+    "mark_read": "read",
+    "mark_as_read": "read",
+    "star": "starred",
+    "pin": "pinned",
+    "flag": "flagged",
+    "lock": "locked",
+    "mute": "muted",
+    "archive": "archived",
+    "verify": "verified",
+    "favorite": "favorite",
+    "favourite": "favourite",
+    "block": "blocked",
+    "hide": "hidden",
+    "trash": "trashed",
+}
+UNFLAG_ACTIONS = {
+    "unread": "read",
+    "mark_unread": "read",
+    "mark_as_unread": "read",
+    "unstar": "starred",
+    "unpin": "pinned",
+    "unflag": "flagged",
+    "unlock": "locked",
+    "unmute": "muted",
+    "unarchive": "archived",
+    "unfavorite": "favorite",
+    "unblock": "blocked",
+    "unhide": "hidden",
+    "restore": "trashed",
+    "untrash": "trashed",
+}
+TERMINAL = {
+    "cancelled",
+    "canceled",
+    "completed",
+    "refunded",
+    "rejected",
+    "closed",
+    "archived",
+    "deleted",
+    "expired",
+    "failed",
+    "delivered",
+    "declined",
+    "void",
+    "voided",
+    "no_show",
+    "checked_out",
+    "done",
+    "resolved",
+}
+ROLE_NOUNS = {
+    "owner",
+    "sender",
+    "author",
+    "creator",
+    "recipient",
+    "assignee",
+    "organizer",
+    "host",
+    "requester",
+    "reporter",
+    "uploader",
+    "poster",
+}
 PEOPLE = ("users", "members", "people", "persons", "employees", "customers", "contacts", "accounts")
-CREATED_WORDS = {"created", "creation", "inserted", "registered", "opened", "joined", "sent", "posted", "uploaded", "submitted", "booked", "placed"}
-REVERSALS = {"reopen", "restore", "resume", "reactivate", "undo", "unarchive", "unfreeze", "unblock", "unlock", "unpublish"}
+CREATED_WORDS = {
+    "created",
+    "creation",
+    "inserted",
+    "registered",
+    "opened",
+    "joined",
+    "sent",
+    "posted",
+    "uploaded",
+    "submitted",
+    "booked",
+    "placed",
+}
+REVERSALS = {
+    "reopen",
+    "restore",
+    "resume",
+    "reactivate",
+    "undo",
+    "unarchive",
+    "unfreeze",
+    "unblock",
+    "unlock",
+    "unpublish",
+}
 RPC_VERBS = {
-    "list": "list", "search": "list", "query": "list", "all": "list", "find": "list",
-    "get": "get", "info": "get", "retrieve": "get", "read": "get", "fetch": "get", "show": "get", "details": "get",
-    "create": "create", "add": "create", "new": "create", "insert": "create",
-    "update": "patch", "edit": "patch", "modify": "patch", "set": "patch", "change": "patch",
-    "delete": "delete", "remove": "delete", "destroy": "delete",
+    "list": "list",
+    "search": "list",
+    "query": "list",
+    "all": "list",
+    "find": "list",
+    "get": "get",
+    "info": "get",
+    "retrieve": "get",
+    "read": "get",
+    "fetch": "get",
+    "show": "get",
+    "details": "get",
+    "create": "create",
+    "add": "create",
+    "new": "create",
+    "insert": "create",
+    "update": "patch",
+    "edit": "patch",
+    "modify": "patch",
+    "set": "patch",
+    "change": "patch",
+    "delete": "delete",
+    "remove": "delete",
+    "destroy": "delete",
 }
 """Last path words of RPC-style APIs (``POST /documents.list``, ``POST /accounts/get``) and the kind each means."""
 FORM_MEDIA = re.compile(r"^application/x-www-form-urlencoded|^multipart/form-data")
 """Request-body media types read like JSON objects (a tool's arguments are one object either way)."""
 ENVELOPE_SINGLE = {"data", "result", "item", "object"}
 """Keys a single-object response may wrap its object in (``{"data": {...}}``)."""
-ENVELOPE_EXTRA = {"meta", "links", "ok", "included", "pagination", "policies", "request_id", "warnings", "status", "success"}
+ENVELOPE_EXTRA = {
+    "meta",
+    "links",
+    "ok",
+    "included",
+    "pagination",
+    "policies",
+    "request_id",
+    "warnings",
+    "status",
+    "success",
+}
 NEGATION = re.compile(r"\b(not|cannot|can't|never|except|no longer)\b", re.I)
 
 
@@ -179,6 +397,7 @@ def _fitting(js: dict[str, Any], t: str) -> dict[str, Any] | None:
     ``oneOf`` members of that type (Stripe's ``integer | ""``), or None for command words of
     another type (Stripe's ``billing_cycle_anchor: "now" | "unchanged"`` on an integer stamp).
     Anything else is kept as declared (Slack's string-encoded form fields)."""
+
     def fits(s: Any) -> bool:
         st = schema_type(s)
         return not st or st == t or (st, t) == ("integer", "number")
@@ -186,7 +405,9 @@ def _fitting(js: dict[str, Any], t: str) -> dict[str, Any] | None:
     for k in ("anyOf", "oneOf"):
         members = js.get(k)
         if isinstance(members, list) and members:
-            keep = [m for m in members if fits(m) or (isinstance(m, dict) and m.get("type") == "null")]
+            keep = [
+                m for m in members if fits(m) or (isinstance(m, dict) and m.get("type") == "null")
+            ]
             if any(fits(m) and not (isinstance(m, dict) and m.get("type") == "null") for m in keep):
                 return {**js, k: keep}
             return js
@@ -205,7 +426,11 @@ def json_content(holder: Any, forms: bool = False) -> tuple[bool, Any]:
             return True, body.get("schema")
     if forms:
         for media, body in content.items():
-            if FORM_MEDIA.match(str(media)) and isinstance(body, dict) and isinstance(body.get("schema"), dict):
+            if (
+                FORM_MEDIA.match(str(media))
+                and isinstance(body, dict)
+                and isinstance(body.get("schema"), dict)
+            ):
                 return True, body.get("schema")
     return False, "non-json"
 
@@ -228,12 +453,18 @@ def unwrap(schema: Any) -> Any:
 def flatten_attributes(schema: dict[str, Any]) -> dict[str, Any]:
     """A JSON:API resource object (``{type, id, attributes: {...}}``) with its attributes lifted to the top."""
     props = schema.get("properties") or {}
-    attrs = merge_all_of(props.get("attributes")) if isinstance(props.get("attributes"), dict) else {}
+    attrs = (
+        merge_all_of(props.get("attributes")) if isinstance(props.get("attributes"), dict) else {}
+    )
     if not attrs.get("properties") or "type" not in props:
         return schema
-    top = {k: v for k, v in props.items() if k not in ("attributes", "relationships", "links", "meta")}
+    top = {
+        k: v for k, v in props.items() if k not in ("attributes", "relationships", "links", "meta")
+    }
     lifted = {k: v for k, v in attrs["properties"].items() if k not in top}
-    required = [r for r in schema.get("required") or [] if r in top] + [r for r in attrs.get("required") or [] if r in lifted]
+    required = [r for r in schema.get("required") or [] if r in top] + [
+        r for r in attrs.get("required") or [] if r in lifted
+    ]
     return {**schema, "properties": {**top, **lifted}, "required": required}
 
 
@@ -286,7 +517,9 @@ class Op:
 
     @property
     def label(self) -> str:
-        return f"{self.method.upper()} {self.path}" + (f" ({self.raw['operationId']})" if self.raw.get("operationId") else "")
+        return f"{self.method.upper()} {self.path}" + (
+            f" ({self.raw['operationId']})" if self.raw.get("operationId") else ""
+        )
 
 
 @dataclass
@@ -305,7 +538,9 @@ class Resource:
 class Builder:
     """Builds one environment's model from one resolved document."""
 
-    def __init__(self, doc: dict[str, Any], name: str, seed: int = 0, seed_rows: int = 8, max_tools: int = 0) -> None:
+    def __init__(
+        self, doc: dict[str, Any], name: str, seed: int = 0, seed_rows: int = 8, max_tools: int = 0
+    ) -> None:
         self.doc = doc
         self.max_tools = max_tools
         self.operations = 0
@@ -318,7 +553,11 @@ class Builder:
         self.warnings: list[str] = []
         self.ops: list[Op] = []
         self.resources: dict[str, Resource] = {}
-        self.components = ((doc.get("components") or {}).get("schemas") or {}) if isinstance(doc.get("components"), dict) else {}
+        self.components = (
+            ((doc.get("components") or {}).get("schemas") or {})
+            if isinstance(doc.get("components"), dict)
+            else {}
+        )
 
     def warn(self, text: str) -> None:
         self.warnings.append(f"{self.name}: {text}")
@@ -361,7 +600,9 @@ class Builder:
             return f"{op.method.upper()} operations are not supported"
         if op.raw.get("deprecated"):
             return "it is deprecated"
-        segs = [s.removesuffix(".json") for s in str(op.path).strip("/").split("/") if s]  # Twilio's /Calls.json
+        segs = [
+            s.removesuffix(".json") for s in str(op.path).strip("/").split("/") if s
+        ]  # Twilio's /Calls.json
         pairs: list[tuple[str, str | None]] = []
         i = 0
         while i < len(segs):
@@ -382,17 +623,29 @@ class Builder:
             else:
                 pairs.append((snake(s), None))
                 i += 1
-        # a trailing /by-city is a way to look the collection up, not one (Amadeus's /hotels/by-city)
-        while len(pairs) > 1 and pairs[-1][1] is None and pairs[-1][0].startswith("by_") and pairs[-2][1] is None:
+        # a trailing /by-city is a way to look the collection up, not one (Amadeus's
+        # /hotels/by-city)
+        while (
+            len(pairs) > 1
+            and pairs[-1][1] is None
+            and pairs[-1][0].startswith("by_")
+            and pairs[-2][1] is None
+        ):
             pairs.pop()
         # leading literals shared by every path, or like /api and /v1, are prefixes
-        while len(pairs) > 1 and pairs[0][1] is None and (pairs[0][0] in self.prefixes or re.fullmatch(r"api|rest|v\d+(_\d+)*", pairs[0][0])):
+        while (
+            len(pairs) > 1
+            and pairs[0][1] is None
+            and (pairs[0][0] in self.prefixes or re.fullmatch(r"api|rest|v\d+(_\d+)*", pairs[0][0]))
+        ):
             pairs.pop(0)
         if not pairs:
             return "the root path is not a resource"
         last, param = pairs[-1]
         if param is not None:
-            op.kind = {"get": "get", "put": "update", "patch": "patch", "delete": "delete"}.get(op.method, "")
+            op.kind = {"get": "get", "put": "update", "patch": "patch", "delete": "delete"}.get(
+                op.method, ""
+            )
             if op.method == "post" and op.raw.get("requestBody") is not None:
                 op.kind = "patch"  # Stripe's and Xero's POST /customers/{id}: a partial update
             if not op.kind:
@@ -412,7 +665,11 @@ class Builder:
             return rpc
         # a literal before the collection that the answer's schema names with it is part of its name
         # (Kratos's /self-service/recovery/flows answers a recoveryFlow: recovery_flows, not flows)
-        if len(pairs) >= 2 and pairs[-2][1] is None and self._answer_name(op) == singular(f"{pairs[-2][0]}_{last}"):
+        if (
+            len(pairs) >= 2
+            and pairs[-2][1] is None
+            and self._answer_name(op) == singular(f"{pairs[-2][0]}_{last}")
+        ):
             last = f"{pairs[-2][0]}_{last}"
             pairs[-2:] = [(last, None)]
         # literals before the resource name are namespaces or owners (/me/albums, /admin/identities,
@@ -423,7 +680,9 @@ class Builder:
             return f"{op.method.upper()} on a whole collection is not supported"
         op.resource = last
         key = self._query_key(op) if op.method == "get" else None
-        if key is not None:  # Kratos's GET /self-service/recovery/flows?id=...: one item, named in the query
+        if (
+            key is not None
+        ):  # Kratos's GET /self-service/recovery/flows?id=...: one item, named in the query
             op.kind, op.key_param, op.rpc = "get", key, True
         op.parents = [(r, p) for r, p in pairs[:-1] if p is not None]
         return ""
@@ -459,7 +718,11 @@ class Builder:
 
     def _rpc_key(self, op: Op) -> str | None:
         """The body or query argument naming the item of an RPC call (``id``, ``documentId``)."""
-        cands: list[tuple[str, bool]] = [(str(p.get("name")), bool(p.get("required"))) for p in op.params if p.get("in") == "query"]
+        cands: list[tuple[str, bool]] = [
+            (str(p.get("name")), bool(p.get("required")))
+            for p in op.params
+            if p.get("in") == "query"
+        ]
         body = self._body_schema(op)
         if isinstance(body, dict):
             req = set(body.get("required") or [])
@@ -484,7 +747,9 @@ class Builder:
         """The required query parameter (``id``, ``<item>_id``) of a GET on a collection path that
         answers with one item carrying that field (not a list of them), else None."""
         one = singular(op.resource)
-        names = [str(p.get("name")) for p in op.params if p.get("in") == "query" and p.get("required")]
+        names = [
+            str(p.get("name")) for p in op.params if p.get("in") == "query" and p.get("required")
+        ]
         key = next((n for n in names if snake(n) in ("id", f"{one}_id")), None)
         _status, schema = success(op.raw, op.method)
         s = merge_all_of(schema) if isinstance(schema, dict) else {}
@@ -520,7 +785,11 @@ class Builder:
                 s = merge_all_of(schema) if isinstance(schema, dict) else None
                 if not s:
                     continue
-                if op.kind in ("get", "create", "update", "patch", "action") and schema_type(s) == "object" and s.get("properties"):
+                if (
+                    op.kind in ("get", "create", "update", "patch", "action")
+                    and schema_type(s) == "object"
+                    and s.get("properties")
+                ):
                     cands.append(s)
                 elif op.kind == "list":
                     items = self._list_items(s)
@@ -530,18 +799,38 @@ class Builder:
             named = [c for c in cands if c.get(REF_NAME)]
             # an unnamed list item may be a wrapper (a FHIR bundle's {fullUrl, resource}): a single
             # object a get or create answers with is the resource itself
-            pick = named[0] if named else next(iter(sorted(cands, key=lambda c: any(c is x for x in listed))), None)
+            pick = (
+                named[0]
+                if named
+                else next(iter(sorted(cands, key=lambda c: any(c is x for x in listed))), None)
+            )
             if pick is None:
                 comp = self._component_for(res.name)
                 if comp is not None:
                     pick = comp
             if pick is None:
-                body = next((self._body_schema(op) for op in self.ops if op.resource == res.name and op.kind == "create"), None)
+                body = next(
+                    (
+                        self._body_schema(op)
+                        for op in self.ops
+                        if op.resource == res.name and op.kind == "create"
+                    ),
+                    None,
+                )
                 pick = body if isinstance(body, dict) and body.get("properties") else None
             if pick is None:
-                pick = {"type": "object", "properties": {"id": {"type": "string", "readOnly": True}, "name": {"type": "string"}}, "required": ["id", "name"]}
+                pick = {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string", "readOnly": True},
+                        "name": {"type": "string"},
+                    },
+                    "required": ["id", "name"],
+                }
                 if any(o.resource == res.name for o in self.ops):
-                    self.warn(f"resource {res.name!r} has no schema in any response; it gets only an id and a name")
+                    self.warn(
+                        f"resource {res.name!r} has no schema in any response; it gets only an id and a name"
+                    )
             res.schema = merge_all_of(pick)
             res.ref = str(res.schema.get(REF_NAME) or "")
 
@@ -567,15 +856,21 @@ class Builder:
     @staticmethod
     def _items_prop(s: dict[str, Any]) -> str | None:
         props = s.get("properties") or {}
-        arrays = [p for p, ps in props.items() if isinstance(ps, dict) and schema_type(ps) == "array"]
+        arrays = [
+            p for p, ps in props.items() if isinstance(ps, dict) and schema_type(ps) == "array"
+        ]
         for k in ITEM_KEYS:
             for p in arrays:
                 if snake(p) == k:
                     return p
-        if "id" in props:  # an item with a list inside (Kratos's flow and its messages), not an envelope
+        if (
+            "id" in props
+        ):  # an item with a list inside (Kratos's flow and its messages), not an envelope
             return None
         rows = [p for p in arrays if (merge_all_of(props[p].get("items")) or {}).get("properties")]
-        if len(rows) == 1:  # one array of objects beside arrays of strings (SCIM's Resources beside its schemas)
+        if (
+            len(rows) == 1
+        ):  # one array of objects beside arrays of strings (SCIM's Resources beside its schemas)
             return rows[0]
         return arrays[0] if len(arrays) == 1 else None
 
@@ -589,14 +884,32 @@ class Builder:
             for pname, ps in props.items():
                 col = snake(pname)
                 if col in res.fields:
-                    self.warn(f"resource {res.name!r}: fields {res.spec_names[col]!r} and {pname!r} both become {col!r}; {pname!r} is dropped")
+                    self.warn(
+                        f"resource {res.name!r}: fields {res.spec_names[col]!r} and {pname!r} both become {col!r}; {pname!r} is dropped"
+                    )
                     continue
                 ps = merge_all_of(ps) if isinstance(ps, dict) else {}
                 t, nullable = schema_type(ps), schema_nullable(ps)
-                info: dict[str, Any] = {"type": t if t in ("string", "integer", "number", "boolean", "object", "array") else "object"}
+                info: dict[str, Any] = {
+                    "type": t
+                    if t in ("string", "integer", "number", "boolean", "object", "array")
+                    else "object"
+                }
                 if nullable:
                     info["nullable"] = True
-                for k in ("format", "enum", "default", "minimum", "maximum", "minLength", "maxLength", "pattern", "example", "examples", "items"):
+                for k in (
+                    "format",
+                    "enum",
+                    "default",
+                    "minimum",
+                    "maximum",
+                    "minLength",
+                    "maxLength",
+                    "pattern",
+                    "example",
+                    "examples",
+                    "items",
+                ):
                     if k in ps:
                         info[k] = ps[k]
                 if isinstance(info.get("enum"), list):
@@ -623,13 +936,22 @@ class Builder:
                         info["ref"] = target
         for res in self.resources.values():
             self._key(res)
-        for res in self.resources.values():  # a reference must have the type (and the shape) of the key it refers to
+        for res in (
+            self.resources.values()
+        ):  # a reference must have the type (and the shape) of the key it refers to
             for info in res.fields.values():
                 target = self.resources.get(info.get("ref") or "")
                 if target is not None and info["type"] != target.fields[target.key]["type"]:
                     del info["ref"]
-                elif target is not None and any(info.get(k) is not None and info.get(k) != target.fields[target.key].get(k) for k in KEY_SHAPE):
-                    del info["ref"]  # its pattern or format is not the key's (Amadeus's hotelId ^[A-Z0-9]{8}$): the key's values would break it
+                elif target is not None and any(
+                    info.get(k) is not None and info.get(k) != target.fields[target.key].get(k)
+                    for k in KEY_SHAPE
+                ):
+                    del info[
+                        "ref"
+                        # its pattern or format is not the key's (Amadeus's hotelId ^[A-Z0-9]{8}$): the
+                        # key's values would break it
+                    ]
         # parents of nested paths
         for op in self.ops:
             res = self.resources[op.resource]
@@ -638,7 +960,12 @@ class Builder:
                 info = res.fields.get(col)
                 if info is None:
                     pres = self.resources[parent]
-                    res.fields[col] = {"type": pres.fields[pres.key]["type"], "ref": parent, "hidden": True, "parent": True}
+                    res.fields[col] = {
+                        "type": pres.fields[pres.key]["type"],
+                        "ref": parent,
+                        "hidden": True,
+                        "parent": True,
+                    }
                 else:
                     info["ref"] = parent
                     info["parent"] = True
@@ -661,7 +988,8 @@ class Builder:
             for cand in (tail, plural(tail), singular(tail)):
                 if cand in names:
                     return cand
-        # several resources may end so (Slack's chat_scheduled_messages, ...): the shortest, then the first
+        # several resources may end so (Slack's chat_scheduled_messages, ...): the shortest, then
+        # the first
         # by name, so that the choice does not depend on the set's order (PYTHONHASHSEED)
         ends = [n for n in names if n.endswith("_" + plural(ent)) or n.endswith("_" + ent)]
         return min(ends, key=lambda n: (len(n), n)) if ends else None
@@ -674,7 +1002,9 @@ class Builder:
         return own
 
     def _key(self, res: Resource) -> None:
-        params = [snake(op.key_param) for op in self.ops if op.resource == res.name and op.key_param]
+        params = [
+            snake(op.key_param) for op in self.ops if op.resource == res.name and op.key_param
+        ]
         key = None
         one = singular(res.name)
         for p in params:
@@ -682,7 +1012,12 @@ class Builder:
                 key = p
                 break
             short = p.removeprefix(one + "_")  # allocation_gid -> gid, account_sid -> sid
-            if short != p and short in res.fields and short != "id" and not res.fields[short].get("ref"):
+            if (
+                short != p
+                and short in res.fields
+                and short != "id"
+                and not res.fields[short].get("ref")
+            ):
                 key = short
                 break
             if p == "id" or p == singular(res.name) + "_id" or p.endswith("_id"):
@@ -690,7 +1025,11 @@ class Builder:
                 if key:
                     break
         if key is None:
-            key = "id" if "id" in res.fields else next((c for c in res.fields if c == singular(res.name) + "_id"), None)
+            key = (
+                "id"
+                if "id" in res.fields
+                else next((c for c in res.fields if c == singular(res.name) + "_id"), None)
+            )
         if key is None:
             res.fields = {"id": {"type": "string", "read_only": True}, **res.fields}
             res.required.insert(0, "id")
@@ -710,11 +1049,20 @@ class Builder:
         name it (Discord's ``{user_id}`` snowflakes ``^(0|[1-9][0-9]*)$``), so its seed and new
         keys are what the API's own parameters accept."""
         for op in self.ops:
-            names = ([op.key_param] if op.resource == res.name and op.key_param else []) + [pp for r, pp in op.parents if r == res.name]
+            names = ([op.key_param] if op.resource == res.name and op.key_param else []) + [
+                pp for r, pp in op.parents if r == res.name
+            ]
             for name in names:
-                p = next((p for p in op.params if p.get("name") == name and p.get("in") == "path"), None)
+                p = next(
+                    (p for p in op.params if p.get("name") == name and p.get("in") == "path"), None
+                )
                 js = json_schema(p.get("schema")) if p and isinstance(p.get("schema"), dict) else {}
-                shape = {k: js[k] for k in KEY_SHAPE if k in js and not (k == "format" and js[k] == "uuid" and info["type"] != "string")}
+                shape = {
+                    k: js[k]
+                    for k in KEY_SHAPE
+                    if k in js
+                    and not (k == "format" and js[k] == "uuid" and info["type"] != "string")
+                }
                 if shape and js.get("type", info["type"]) == info["type"]:
                     info.update(shape)
                     return
@@ -728,7 +1076,9 @@ class Builder:
         has, schema = json_content(body, forms=True)
         if not has:
             return "non-json"
-        return merge_all_of(unwrap(schema)) if isinstance(schema, dict) else schema  # Asana's {"data": {...}} bodies
+        return (
+            merge_all_of(unwrap(schema)) if isinstance(schema, dict) else schema
+        )  # Asana's {"data": {...}} bodies
 
     def build_ops(self) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
         ops: dict[str, dict[str, Any]] = {}
@@ -771,20 +1121,39 @@ class Builder:
             return f"{op.word}_{sing}"
         return f"{op.kind}_{sing}"
 
-    def _op(self, op: Op, res: Resource, put_paths: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _op(
+        self, op: Op, res: Resource, put_paths: set[str]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         props: dict[str, Any] = {}
         required: list[str] = []
-        spec: dict[str, Any] = {"kind": op.kind, "resource": res.name, "method": op.method.upper(), "path": op.path, "errors": declared_errors(op.raw)}
+        spec: dict[str, Any] = {
+            "kind": op.kind,
+            "resource": res.name,
+            "method": op.method.upper(),
+            "path": op.path,
+            "errors": declared_errors(op.raw),
+        }
         # path parameters: parents and key
         parents = []
         for parent, param in op.parents:
             pres = self.resources[parent]
             arg = snake(param)
-            if arg in ("id", "gid", "uid", "key"):  # /lists/{id}/tags: the argument names whose id it is
+            if arg in (
+                "id",
+                "gid",
+                "uid",
+                "key",
+            ):  # /lists/{id}/tags: the argument names whose id it is
                 arg = f"{singular(parent)}_{arg}"
             col = self._parent_col(res, parent, param)
             parents.append({"arg": arg, "resource": parent, "field": col})
-            props[arg] = self._param_schema(op, param, "path", pres.fields[pres.key], f"The {singular(parent).replace('_', ' ')}'s {pres.key.replace('_', ' ')}.")
+            props[arg] = self._param_schema(
+                op,
+                param,
+                "path",
+                pres.fields[pres.key],
+                f"The {singular(parent).replace('_', ' ')}'s {pres.key.replace('_', ' ')}.",
+            )
             required.append(arg)
         if parents:
             spec["parents"] = parents
@@ -793,11 +1162,29 @@ class Builder:
             if arg in props:
                 raise _Skip(f"path parameter {op.key_param!r} appears twice")
             spec["key"] = arg
-            where = "path" if not op.rpc else ("query" if any(p.get("name") == op.key_param and p.get("in") == "query" for p in op.params) else "body")
-            props[arg] = self._param_schema(op, op.key_param, where, res.fields[res.key], f"The {singular(res.name).replace('_', ' ')}'s {res.key.replace('_', ' ')}.")
+            where = (
+                "path"
+                if not op.rpc
+                else (
+                    "query"
+                    if any(
+                        p.get("name") == op.key_param and p.get("in") == "query" for p in op.params
+                    )
+                    else "body"
+                )
+            )
+            props[arg] = self._param_schema(
+                op,
+                op.key_param,
+                where,
+                res.fields[res.key],
+                f"The {singular(res.name).replace('_', ' ')}'s {res.key.replace('_', ' ')}.",
+            )
             required.append(arg)
         for p in op.params:
-            if p.get("in") == "path" and p.get("name") not in {pp for _r, pp in op.parents} | {op.key_param}:
+            if p.get("in") == "path" and p.get("name") not in {pp for _r, pp in op.parents} | {
+                op.key_param
+            }:
                 raise _Skip(f"path parameter {p.get('name')!r} is not part of the path")
             if p.get("in") == "cookie":
                 continue
@@ -806,18 +1193,33 @@ class Builder:
                     self.warn(f"{op.label}: required header {p.get('name')!r} is ignored")
                 continue
         # query parameters
-        queries = [p for p in op.params if p.get("in") == "query" and not (op.rpc and p.get("name") == op.key_param)]
+        queries = [
+            p
+            for p in op.params
+            if p.get("in") == "query" and not (op.rpc and p.get("name") == op.key_param)
+        ]
         if op.rpc and op.kind == "list":  # the body of POST /x.list holds what a query string would
             body = self._body_schema(op)
             if isinstance(body, dict):
                 req = set(body.get("required") or [])
-                queries += [{"name": k, "in": "query", "schema": v, "required": k in req, "description": (v or {}).get("description")}
-                            for k, v in (body.get("properties") or {}).items() if isinstance(v, dict)]
+                queries += [
+                    {
+                        "name": k,
+                        "in": "query",
+                        "schema": v,
+                        "required": k in req,
+                        "description": (v or {}).get("description"),
+                    }
+                    for k, v in (body.get("properties") or {}).items()
+                    if isinstance(v, dict)
+                ]
         if op.kind == "list":
             self._list_params(op, res, spec, props, required, queries)
         else:
             for p in queries:
-                self.warn(f"{op.label}: query parameter {p.get('name')!r} is not understood on a {op.kind} operation and is left out")
+                self.warn(
+                    f"{op.label}: query parameter {p.get('name')!r} is not understood on a {op.kind} operation and is left out"
+                )
         # body
         if op.kind in ("create", "update", "patch", "action"):
             self._body(op, res, spec, props, required)
@@ -825,7 +1227,11 @@ class Builder:
             self.warn(f"{op.label}: its request body is ignored")
         if op.kind == "action":
             spec["transition"] = self._transition(op, res)
-        if op.kind == "create" and not any(c == res.key for c in (spec.get("body") or {}).values()) and res.fields[res.key].get("type") not in ("string", "integer"):
+        if (
+            op.kind == "create"
+            and not any(c == res.key for c in (spec.get("body") or {}).values())
+            and res.fields[res.key].get("type") not in ("string", "integer")
+        ):
             raise _Skip("its resource has no key the engine can generate")
         # output
         status, schema = success(op.raw, op.method)
@@ -836,7 +1242,9 @@ class Builder:
             cursor = (spec.get("page") or {}).get("cursor")
             if cursor and "next_cursor" not in (spec["output"].get("keys") or {}):
                 # the answer carries no cursor to pass back (Twilio's is inside meta.next_page_url)
-                self.warn(f"{op.label}: cursor parameter {cursor!r} is left out: its list response gives no cursor to pass")
+                self.warn(
+                    f"{op.label}: cursor parameter {cursor!r} is left out: its list response gives no cursor to pass"
+                )
                 del spec["page"]["cursor"]
                 props.pop(cursor, None)
                 if cursor in required:
@@ -847,15 +1255,29 @@ class Builder:
                 returns = self.row_schema(res)
             else:
                 spec["output"] = {"shape": "deleted"}
-                returns = {"type": "object", "properties": {"deleted": {"type": "boolean"}, res.key: json_schema(self._field_schema(res.fields[res.key]))}, "required": ["deleted", res.key]}
+                returns = {
+                    "type": "object",
+                    "properties": {
+                        "deleted": {"type": "boolean"},
+                        res.key: json_schema(self._field_schema(res.fields[res.key])),
+                    },
+                    "required": ["deleted", res.key],
+                }
         else:
             if schema == "non-json":
                 raise _Skip("its success response is not JSON")
             if isinstance(schema, dict) and schema and not self._is_resource(schema, res):
-                raise _Skip(f"its response is not a {singular(res.name)} (the engine answers with the {singular(res.name)} it touched)")
+                raise _Skip(
+                    f"its response is not a {singular(res.name)} (the engine answers with the {singular(res.name)} it touched)"
+                )
             spec["output"] = {"shape": "row"}
             returns = self.row_schema(res)
-        params = {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+        params = {
+            "type": "object",
+            "properties": props,
+            "required": required,
+            "additionalProperties": False,
+        }
         spec["parameters"] = params
         summary = str(op.raw.get("summary") or "").strip()
         desc = str(op.raw.get("description") or "").strip()
@@ -874,14 +1296,18 @@ class Builder:
         }
         return spec, tool
 
-    def _param_schema(self, op: Op, name: str, where: str, fallback: dict[str, Any], desc: str) -> dict[str, Any]:
+    def _param_schema(
+        self, op: Op, name: str, where: str, fallback: dict[str, Any], desc: str
+    ) -> dict[str, Any]:
         p = next((p for p in op.params if p.get("name") == name and p.get("in") == where), None)
         s = json_schema(p.get("schema")) if p and isinstance(p.get("schema"), dict) else {}
         if not s:
             s = {"type": fallback.get("type", "string")}
         if isinstance(s.get("type"), list):
             s["type"] = next((t for t in s["type"] if t != "null"), "string")
-        if s.get("type") != fallback.get("type", s.get("type")):  # Intercom's integer {article_id} of a string id: the key's type wins
+        if s.get("type") != fallback.get(
+            "type", s.get("type")
+        ):  # Intercom's integer {article_id} of a string id: the key's type wins
             s = {"type": fallback["type"]}
         s.pop("format", None) if s.get("format") == "uuid" else None
         d = (p or {}).get("description") or s.get("description") or desc
@@ -890,7 +1316,17 @@ class Builder:
 
     def _field_schema(self, info: dict[str, Any]) -> dict[str, Any]:
         s: dict[str, Any] = {"type": info["type"]}
-        for k in ("format", "enum", "minimum", "maximum", "minLength", "maxLength", "pattern", "items", "description"):
+        for k in (
+            "format",
+            "enum",
+            "minimum",
+            "maximum",
+            "minLength",
+            "maxLength",
+            "pattern",
+            "items",
+            "description",
+        ):
             if k in info:
                 s[k] = info[k]
         if s.get("format") == "uuid":
@@ -907,7 +1343,11 @@ class Builder:
 
     def row_schema(self, res: Resource) -> dict[str, Any]:
         """The JSON Schema of a row as the engine shows it."""
-        props = {c: json_schema(self._field_schema(f)) for c, f in res.fields.items() if not f.get("hidden")}
+        props = {
+            c: json_schema(self._field_schema(f))
+            for c, f in res.fields.items()
+            if not f.get("hidden")
+        }
         req = [c for c in res.required if c in props]
         return {"type": "object", "properties": props, "required": req}
 
@@ -920,17 +1360,41 @@ class Builder:
             return False
         return len(props & set(res.fields)) >= max(1, int(0.6 * len(props)))
 
-    def _list_params(self, op: Op, res: Resource, spec: dict[str, Any], props: dict[str, Any], required: list[str], queries: list[dict[str, Any]]) -> None:
+    def _list_params(
+        self,
+        op: Op,
+        res: Resource,
+        spec: dict[str, Any],
+        props: dict[str, Any],
+        required: list[str],
+        queries: list[dict[str, Any]],
+    ) -> None:
         filters: dict[str, Any] = {}
         page: dict[str, Any] = {}
         sort: dict[str, Any] = {}
-        text_fields = [c for c, f in res.fields.items() if f["type"] == "string" and not f.get("enum") and not f.get("ref") and c != res.key
-                       and not f.get("format") in ("date", "date-time") and not f.get("hidden")]
-        time_fields = [c for c, f in res.fields.items() if f.get("format") in ("date", "date-time") and not f.get("hidden")]
+        text_fields = [
+            c
+            for c, f in res.fields.items()
+            if f["type"] == "string"
+            and not f.get("enum")
+            and not f.get("ref")
+            and c != res.key
+            and f.get("format") not in ("date", "date-time")
+            and not f.get("hidden")
+        ]
+        time_fields = [
+            c
+            for c, f in res.fields.items()
+            if f.get("format") in ("date", "date-time") and not f.get("hidden")
+        ]
         for p in queries:
             pname = str(p.get("name"))
             arg = snake(pname)
-            schema = json_schema(p.get("schema")) if isinstance(p.get("schema"), dict) else {"type": "string"}
+            schema = (
+                json_schema(p.get("schema"))
+                if isinstance(p.get("schema"), dict)
+                else {"type": "string"}
+            )
             if isinstance(schema.get("type"), list):
                 schema["type"] = next((t for t in schema["type"] if t != "null"), "string")
             ptype = schema.get("type", "string")
@@ -939,7 +1403,11 @@ class Builder:
             role = ""
             if arg in LIMIT_NAMES and ptype in ("integer", "number"):
                 page["limit"] = arg
-                page["default_limit"] = int(schema["default"]) if isinstance(schema.get("default"), (int, float)) else 20
+                page["default_limit"] = (
+                    int(schema["default"])
+                    if isinstance(schema.get("default"), (int, float))
+                    else 20
+                )
                 schema.setdefault("minimum", 1)
                 role = "page"
             elif arg in OFFSET_NAMES and ptype in ("integer", "number"):
@@ -956,7 +1424,12 @@ class Builder:
                 page["cursor"] = arg
                 schema.setdefault("description", "The next_cursor from the previous page.")
                 role = "page"
-            elif arg in ORDER_NAMES and set(map(str, schema.get("enum") or ["asc", "desc"])) <= {"asc", "desc", "ASC", "DESC"}:
+            elif arg in ORDER_NAMES and set(map(str, schema.get("enum") or ["asc", "desc"])) <= {
+                "asc",
+                "desc",
+                "ASC",
+                "DESC",
+            }:
                 sort["order_arg"] = arg
                 role = "sort"
             elif arg in SORT_NAMES or arg == "order":
@@ -966,33 +1439,58 @@ class Builder:
                     if c in res.fields and c not in allowed:
                         allowed.append(c)
                 if not allowed and not schema.get("enum"):
-                    allowed = [c for c, f in res.fields.items() if f["type"] in ("string", "integer", "number") and not f.get("hidden")]
+                    allowed = [
+                        c
+                        for c, f in res.fields.items()
+                        if f["type"] in ("string", "integer", "number") and not f.get("hidden")
+                    ]
                 if not allowed:
-                    self.warn(f"{op.label}: sort parameter {pname!r} names no field of {res.name!r}; it is left out")
+                    self.warn(
+                        f"{op.label}: sort parameter {pname!r} names no field of {res.name!r}; it is left out"
+                    )
                     continue
                 sort["arg"] = arg
                 sort["fields"] = allowed
                 if schema.get("enum"):
-                    schema["enum"] = [v for v in schema["enum"] if snake(str(v).lstrip("+-")) in allowed]
-                    schema["enum"] = [("-" if str(v).startswith("-") else "") + snake(str(v).lstrip("+-")) for v in schema["enum"]]
+                    schema["enum"] = [
+                        v for v in schema["enum"] if snake(str(v).lstrip("+-")) in allowed
+                    ]
+                    schema["enum"] = [
+                        ("-" if str(v).startswith("-") else "") + snake(str(v).lstrip("+-"))
+                        for v in schema["enum"]
+                    ]
                 role = "sort"
             elif arg in SEARCH_NAMES and ptype == "string":
                 if not text_fields:
-                    self.warn(f"{op.label}: search parameter {pname!r} has no text field to search; it is left out")
+                    self.warn(
+                        f"{op.label}: search parameter {pname!r} has no text field to search; it is left out"
+                    )
                     continue
                 spec["search"] = {"arg": arg, "fields": text_fields}
                 role = "search"
-            elif arg in res.fields and not res.fields[arg].get("hidden") and res.fields[arg]["type"] not in ("object",):
+            elif (
+                arg in res.fields
+                and not res.fields[arg].get("hidden")
+                and res.fields[arg]["type"] not in ("object",)
+            ):
                 f = res.fields[arg]
                 if f["type"] == "array":
-                    self.warn(f"{op.label}: filter {pname!r} on a list field is not supported; it is left out")
+                    self.warn(
+                        f"{op.label}: filter {pname!r} on a list field is not supported; it is left out"
+                    )
                     continue
                 filters[arg] = {"field": arg, "op": "in" if ptype == "array" else "eq"}
                 if ptype != "array" and f.get("enum") and not schema.get("enum"):
                     schema["enum"] = list(f["enum"])
                 role = "filter"
-            elif ptype == "array" and singular(arg) != arg and singular(arg) in res.fields and res.fields[singular(arg)]["type"] in ("string", "integer"):
-                # Amadeus's hotelIds=[...], chainCodes=[...]: rows whose hotel_id / chain_code is one of them
+            elif (
+                ptype == "array"
+                and singular(arg) != arg
+                and singular(arg) in res.fields
+                and res.fields[singular(arg)]["type"] in ("string", "integer")
+            ):
+                # Amadeus's hotelIds=[...], chainCodes=[...]: rows whose hotel_id / chain_code is
+                # one of them
                 filters[arg] = {"field": singular(arg), "op": "in"}
                 role = "filter"
             else:
@@ -1007,13 +1505,24 @@ class Builder:
                     filters[arg] = {"field": arg + "_id", "op": "eq"}
                     role = "filter"
             if not role:
-                self.warn(f"{op.label}: query parameter {pname!r} is not understood and is left out")
+                self.warn(
+                    f"{op.label}: query parameter {pname!r} is not understood and is left out"
+                )
                 continue
             field = res.fields.get((filters.get(arg) or {}).get("field") or "") or {}
-            if role == "filter" and ptype == "string" and schema.get("format") and field.get("format") and schema["format"] != field["format"]:
-                # Twilio's StartTime (date-time) on start_time (RFC 2822): no stored value is one it accepts
-                self.warn(f"{op.label}: filter {pname!r} is a {schema['format']} but {res.name!r} keeps "
-                          f"{filters[arg]['field']!r} as {field['format']}; it is left out")
+            if (
+                role == "filter"
+                and ptype == "string"
+                and schema.get("format")
+                and field.get("format")
+                and schema["format"] != field["format"]
+            ):
+                # Twilio's StartTime (date-time) on start_time (RFC 2822): no stored value is one it
+                # accepts
+                self.warn(
+                    f"{op.label}: filter {pname!r} is a {schema['format']} but {res.name!r} keeps "
+                    f"{filters[arg]['field']!r} as {field['format']}; it is left out"
+                )
                 del filters[arg]
                 continue
             props[arg] = schema
@@ -1029,25 +1538,38 @@ class Builder:
             sort.setdefault("fields", [])
             spec["sort"] = sort
 
-    def _range_target(self, arg: str, res: Resource, time_fields: list[str]) -> tuple[str, str] | None:
+    def _range_target(
+        self, arg: str, res: Resource, time_fields: list[str]
+    ) -> tuple[str, str] | None:
         for suffixes, opname in ((GTE_SUFFIX, "gte"), (LTE_SUFFIX, "lte")):
             for suf in suffixes:
                 if arg.endswith(suf):
                     base = arg[: -len(suf)]
                     for cand in (base, base + "_at", base + "_date", base + "_time"):
-                        if cand in res.fields and res.fields[cand]["type"] in ("string", "integer", "number"):
+                        if cand in res.fields and res.fields[cand]["type"] in (
+                            "string",
+                            "integer",
+                            "number",
+                        ):
                             return cand, opname
         for prefix, opname in (("min_", "gte"), ("max_", "lte")):
-            if arg.startswith(prefix) and arg[len(prefix):] in res.fields:
-                return arg[len(prefix):], opname
+            if arg.startswith(prefix) and arg[len(prefix) :] in res.fields:
+                return arg[len(prefix) :], opname
         if arg in GTE_BARE or arg in LTE_BARE:
-            start = [c for c in time_fields if set(c.split("_")) & {"start", "starts", "departure", "date", "scheduled", "check", "begin", "when"}]
+            start = [
+                c
+                for c in time_fields
+                if set(c.split("_"))
+                & {"start", "starts", "departure", "date", "scheduled", "check", "begin", "when"}
+            ]
             pick = start[0] if start else (time_fields[0] if time_fields else None)
             if pick:
                 return pick, "gte" if arg in GTE_BARE else "lte"
         return None
 
-    def _list_output(self, op: Op, res: Resource, schema: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _list_output(
+        self, op: Op, res: Resource, schema: Any
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         row = self.row_schema(res)
         s = merge_all_of(schema) if isinstance(schema, dict) else {}
         t = schema_type(s)
@@ -1071,10 +1593,16 @@ class Builder:
             meaning = next((m for m, names in ENVELOPE.items() if col in names), None)
             pt, pnull = schema_type(ps), schema_nullable(ps)
             if meaning is None or (meaning == "next_cursor" and pt not in ("string", "")):
-                if p in req or isinstance(ps, dict) and ("const" in ps or len(ps.get("enum") or []) == 1):
+                if (
+                    p in req
+                    or isinstance(ps, dict)
+                    and ("const" in ps or len(ps.get("enum") or []) == 1)
+                ):
                     value = self._constant(op, p, ps)
                     if value is None:
-                        raise _Skip(f"its list response requires {p!r}, which the engine cannot fill")
+                        raise _Skip(
+                            f"its list response requires {p!r}, which the engine cannot fill"
+                        )
                     constants[p] = value
                     props[p] = json_schema(ps)
                     if p in req:
@@ -1086,7 +1614,11 @@ class Builder:
             props[col] = js
             if pnull:
                 nullable.append(meaning)
-            if p in req and meaning not in ("next_cursor", "next_page", "next_offset") or (p in req and pnull):
+            if (
+                p in req
+                and meaning not in ("next_cursor", "next_page", "next_offset")
+                or (p in req and pnull)
+            ):
                 required.append(col)
             elif p in req:
                 raise _Skip(f"its list response requires {p!r} on every page, even the last")
@@ -1109,7 +1641,10 @@ class Builder:
             return ps["const"]
         if len(ps.get("enum") or []) == 1:
             return ps["enum"][0]
-        for k in ("default", "example"):  # SCIM's schemas: ["urn:ietf:params:scim:api:messages:2.0:ListResponse"]
+        for k in (
+            "default",
+            "example",
+        ):  # SCIM's schemas: ["urn:ietf:params:scim:api:messages:2.0:ListResponse"]
             if k in ps and ps[k] is not None and not problem(js, ps[k]):
                 return ps[k]
         if set(words(prop)) & {"url", "uri", "href", "path", "link"} and not problem(js, op.path):
@@ -1117,7 +1652,14 @@ class Builder:
         value = conform(None, js, random.Random(f"{self.seed}/{op.label}/{prop}"))
         return None if value is None or problem(js, value) else value
 
-    def _body(self, op: Op, res: Resource, spec: dict[str, Any], props: dict[str, Any], required: list[str]) -> None:
+    def _body(
+        self,
+        op: Op,
+        res: Resource,
+        spec: dict[str, Any],
+        props: dict[str, Any],
+        required: list[str],
+    ) -> None:
         schema = self._body_schema(op)
         if schema is None:
             if op.kind in ("create", "update", "patch"):
@@ -1136,11 +1678,15 @@ class Builder:
                 continue
             if arg in props:
                 if not (op.rpc and pname == op.key_param):
-                    self.warn(f"{op.label}: body field {pname!r} has the name of a path or query parameter; the parameter wins")
+                    self.warn(
+                        f"{op.label}: body field {pname!r} has the name of a path or query parameter; the parameter wins"
+                    )
                 continue
             col = arg if arg in res.fields else self._action_col(op, res, arg)
             if col is None:
-                self.warn(f"{op.label}: body field {pname!r} is not a field of {res.name!r}; it is left out")
+                self.warn(
+                    f"{op.label}: body field {pname!r} is not a field of {res.name!r}; it is left out"
+                )
                 continue
             info = res.fields[col]
             if (info.get("read_only") and op.kind != "action") or info.get("hidden"):
@@ -1151,25 +1697,46 @@ class Builder:
             if "type" not in js and "oneOf" not in js and "anyOf" not in js:
                 js["type"] = info["type"]
             fit = _fitting(js, info["type"])
-            if fit is None:  # a command, not a value: Stripe's billing_cycle_anchor "now" on an integer stamp
-                self.warn(f"{op.label}: body field {pname!r} is one of {js['enum']} but {res.name!r} keeps "
-                          f"{col!r} as {info['type']}: a command, not a value; it is left out")
+            if (
+                fit is None
+            ):  # a command, not a value: Stripe's billing_cycle_anchor "now" on an integer stamp
+                self.warn(
+                    f"{op.label}: body field {pname!r} is one of {js['enum']} but {res.name!r} keeps "
+                    f"{col!r} as {info['type']}: a command, not a value; it is left out"
+                )
                 continue
             js = fit
             js, foreign = self._items_shown(res, col, ps, js)
-            if foreign:  # NHS's create extensions (RegisteringAuthority) that no patient answer may hold
-                self.warn(f"{op.label}: body field {pname!r} writes items of kinds {foreign} that no item of {col!r} "
-                          f"in {res.name!r} may be" + ("; they are left out" if js else "; it is left out"))
+            if (
+                foreign
+            ):  # NHS's create extensions (RegisteringAuthority) that no patient answer may hold
+                self.warn(
+                    f"{op.label}: body field {pname!r} writes items of kinds {foreign} that no item of {col!r} "
+                    f"in {res.name!r} may be"
+                    + ("; they are left out" if js else "; it is left out")
+                )
                 if not js:
                     continue
             missing = self._item_fields_missing(res, col, js)
-            if missing:  # Stripe's subscription schedule phases: each answer phase needs add_invoice_items
-                self.warn(f"{op.label}: body field {pname!r} writes items without {missing}, which every item of "
-                          f"{col!r} in {res.name!r} must have; it is left out")
+            if (
+                missing
+            ):  # Stripe's subscription schedule phases: each answer phase needs add_invoice_items
+                self.warn(
+                    f"{op.label}: body field {pname!r} writes items without {missing}, which every item of "
+                    f"{col!r} in {res.name!r} must have; it is left out"
+                )
                 continue
-            if schema_type(js) == info["type"]:  # what the answer must show, a write must keep (Discord's role ids)
+            if (
+                schema_type(js) == info["type"]
+            ):  # what the answer must show, a write must keep (Discord's role ids)
                 shown = json_schema(self._field_schema(info))
-                js.update({k: shown[k] for k in ("pattern", "format", "minLength", "maxLength", "items", "enum") if k in shown and k not in js})
+                js.update(
+                    {
+                        k: shown[k]
+                        for k in ("pattern", "format", "minLength", "maxLength", "items", "enum")
+                        if k in shown and k not in js
+                    }
+                )
             props[arg] = js
             body[arg] = col
             if pname in req and op.kind in ("create", "update", "action"):
@@ -1179,10 +1746,16 @@ class Builder:
             raise _Skip(f"its request body writes no field of {res.name!r}")
 
     @staticmethod
-    def _items_shown(res: Resource, col: str, ps: dict[str, Any], js: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    def _items_shown(
+        res: Resource, col: str, ps: dict[str, Any], js: dict[str, Any]
+    ) -> tuple[dict[str, Any], list[str]]:
         """An array body field whose items are a union of named schemas (``anyOf``/``oneOf``), cut to
         the members the answer's items also name: (its schema, or {} when none is left; the names cut)."""
-        if schema_type(js) != "array" or not isinstance(res.schema, dict) or not isinstance(js.get("items"), dict):
+        if (
+            schema_type(js) != "array"
+            or not isinstance(res.schema, dict)
+            or not isinstance(js.get("items"), dict)
+        ):
             return js, []
         shown = (merge_all_of(res.schema).get("properties") or {}).get(res.spec_names.get(col, col))
         answer = merge_all_of((shown or {}).get("items")) if isinstance(shown, dict) else {}
@@ -1190,7 +1763,11 @@ class Builder:
         for k in ("anyOf", "oneOf"):
             mine = given.get(k)
             theirs = answer.get("anyOf") or answer.get("oneOf")
-            if not isinstance(mine, list) or not isinstance(theirs, list) or len(mine) != len(js["items"].get(k) or []):
+            if (
+                not isinstance(mine, list)
+                or not isinstance(theirs, list)
+                or len(mine) != len(js["items"].get(k) or [])
+            ):
                 continue
             names = {m.get(REF_NAME) for m in theirs if isinstance(m, dict) and m.get(REF_NAME)}
             refs = [m.get(REF_NAME) if isinstance(m, dict) else None for m in mine]
@@ -1212,13 +1789,22 @@ class Builder:
         shown = (merge_all_of(res.schema).get("properties") or {}).get(res.spec_names.get(col, col))
         items = merge_all_of((shown or {}).get("items") or {}) if isinstance(shown, dict) else {}
         given = js.get("items") if isinstance(js.get("items"), dict) else {}
-        need = [r for r in items.get("required") or [] if not (items.get("properties") or {}).get(r, {}).get("readOnly")]
+        need = [
+            r
+            for r in items.get("required") or []
+            if not (items.get("properties") or {}).get(r, {}).get("readOnly")
+        ]
         return [r for r in need if r not in (given.get("required") or [])]
 
     def _action_col(self, op: Op, res: Resource, arg: str) -> str | None:
         if op.kind != "action":
             return None
-        for cand in (f"{op.word}_{arg}", f"{op.word}ation_{arg}", f"{op.word}lation_{arg}", f"cancellation_{arg}"):
+        for cand in (
+            f"{op.word}_{arg}",
+            f"{op.word}ation_{arg}",
+            f"{op.word}lation_{arg}",
+            f"cancellation_{arg}",
+        ):
             if cand in res.fields:
                 return cand
         return None
@@ -1226,10 +1812,20 @@ class Builder:
     def _transition(self, op: Op, res: Resource) -> dict[str, Any]:
         word = op.word
         text = f"{op.raw.get('summary') or ''}. {op.raw.get('description') or ''}"
-        status = [c for c, f in res.fields.items() if f.get("enum") and (c in ("status", "state") or c.endswith(("_status", "_state")))]
+        status = [
+            c
+            for c, f in res.fields.items()
+            if f.get("enum") and (c in ("status", "state") or c.endswith(("_status", "_state")))
+        ]
         targets = ACTION_TARGETS.get(word, [])
         base = word.removeprefix("mark_as_").removeprefix("mark_")
-        targets = [*targets, base + "ed", base + "d", base[:-1] + "ied" if base.endswith("y") else base + "ed", base]
+        targets = [
+            *targets,
+            base + "ed",
+            base + "d",
+            base[:-1] + "ied" if base.endswith("y") else base + "ed",
+            base,
+        ]
         for col in status:
             enum = [str(e) for e in res.fields[col]["enum"]]
             norm = {snake(e): e for e in enum}
@@ -1240,7 +1836,17 @@ class Builder:
             tr: dict[str, Any] = {"field": col, "to": target}
             if allowed is not None:
                 tr["from"] = allowed
-            stamps = [c for c in (f"{snake(target)}_at", f"{base}ed_at", f"{base}d_at", f"{base}_at", f"{snake(target)}_on") if c in res.fields and res.fields[c]["type"] == "string"]
+            stamps = [
+                c
+                for c in (
+                    f"{snake(target)}_at",
+                    f"{base}ed_at",
+                    f"{base}d_at",
+                    f"{base}_at",
+                    f"{snake(target)}_on",
+                )
+                if c in res.fields and res.fields[c]["type"] == "string"
+            ]
             if stamps:
                 tr["stamp"] = stamps[:1]
             return tr
@@ -1264,7 +1870,16 @@ class Builder:
         included: list[str] = []
         excluded: set[str] = set()
         for sentence in re.split(r"(?<=[.;!?])\s+", text):
-            found = [e for e in enum if e != target and re.search(r"\b" + r"[ _-]".join(map(re.escape, re.split(r"[ _-]", e))) + r"\b", sentence, re.I)]
+            found = [
+                e
+                for e in enum
+                if e != target
+                and re.search(
+                    r"\b" + r"[ _-]".join(map(re.escape, re.split(r"[ _-]", e))) + r"\b",
+                    sentence,
+                    re.I,
+                )
+            ]
             if not found:
                 continue
             if NEGATION.search(sentence) and not re.search(r"\bonly\b", sentence, re.I):
@@ -1285,34 +1900,84 @@ class Builder:
 
     def finish_fields(self, ops: dict[str, dict[str, Any]]) -> None:
         """Generated columns, unique fields and fill values, once the operations are known."""
-        conflicts = {o["resource"] for o in ops.values() if 409 in o.get("errors", []) and o["kind"] in ("create", "update", "patch")}
-        created_by_client = {o["resource"] for o in ops.values() if o["kind"] == "create" and any(c == self.resources[o["resource"]].key for c in (o.get("body") or {}).values())}
+        conflicts = {
+            o["resource"]
+            for o in ops.values()
+            if 409 in o.get("errors", []) and o["kind"] in ("create", "update", "patch")
+        }
+        created_by_client = {
+            o["resource"]
+            for o in ops.values()
+            if o["kind"] == "create"
+            and any(c == self.resources[o["resource"]].key for c in (o.get("body") or {}).values())
+        }
         for res in self.resources.values():
             key = res.fields[res.key]
             if res.name not in created_by_client:
                 key["generated"] = "id"
             for col, f in res.fields.items():
                 ws = col.split("_")
-                if f["type"] == "string" and col != res.key and (f.get("read_only") or not self._written(ops, res, col)):
-                    if ws[0] in CREATED_WORDS and (ws[-1] in ("at", "on", "date", "time") or col == "created"):
+                if (
+                    f["type"] == "string"
+                    and col != res.key
+                    and (f.get("read_only") or not self._written(ops, res, col))
+                ):
+                    if ws[0] in CREATED_WORDS and (
+                        ws[-1] in ("at", "on", "date", "time") or col == "created"
+                    ):
                         f["generated"] = "created"
                     elif ws[0] == "edited" and ws[-1] in ("at", "on"):
                         f["generated"] = "edited"
-                    elif ws[0] in ("updated", "modified", "last") and (ws[-1] in ("at", "on", "date", "time") or col in ("updated", "modified")):
+                    elif ws[0] in ("updated", "modified", "last") and (
+                        ws[-1] in ("at", "on", "date", "time") or col in ("updated", "modified")
+                    ):
                         f["generated"] = "updated"
-                if col in res.required and "default" not in f and not f.get("generated") and col != res.key and not f.get("ref"):
+                if (
+                    col in res.required
+                    and "default" not in f
+                    and not f.get("generated")
+                    and col != res.key
+                    and not f.get("ref")
+                ):
                     if not self._written_required(ops, res, col):
-                        plain = f["enum"][0] if f.get("enum") else {"string": "", "integer": 0, "number": 0.0, "boolean": False, "array": [], "object": {}}[f["type"]]
-                        if problem(schema_of(f), plain):  # a pattern, format or bound the zero value breaks (Discord's version ^(0|[1-9][0-9]*)$)
-                            fit = conform(None, schema_of(f), random.Random(f"{self.seed}/{self.name}/{res.name}/{col}"))
+                        plain = (
+                            f["enum"][0]
+                            if f.get("enum")
+                            else {
+                                "string": "",
+                                "integer": 0,
+                                "number": 0.0,
+                                "boolean": False,
+                                "array": [],
+                                "object": {},
+                            }[f["type"]]
+                        )
+                        if problem(
+                            schema_of(f),
+                            plain,
+                            # a pattern, format or bound the zero value breaks (Discord's version
+                            # ^(0|[1-9][0-9]*)$)
+                        ):
+                            fit = conform(
+                                None,
+                                schema_of(f),
+                                random.Random(f"{self.seed}/{self.name}/{res.name}/{col}"),
+                            )
                             plain = plain if fit is None or problem(schema_of(f), fit) else fit
                         f["default"] = plain
             if res.name in conflicts:
-                res.unique = [c for c in res.fields if c in UNIQUE_NAMES and c != res.key and res.fields[c]["type"] == "string"]
+                res.unique = [
+                    c
+                    for c in res.fields
+                    if c in UNIQUE_NAMES and c != res.key and res.fields[c]["type"] == "string"
+                ]
 
     @staticmethod
     def _written(ops: dict[str, dict[str, Any]], res: Resource, col: str) -> bool:
-        return any(o["resource"] == res.name and col in (o.get("body") or {}).values() for o in ops.values())
+        return any(
+            o["resource"] == res.name and col in (o.get("body") or {}).values()
+            for o in ops.values()
+        )
 
     @staticmethod
     def _written_required(ops: dict[str, dict[str, Any]], res: Resource, col: str) -> bool:
@@ -1367,7 +2032,12 @@ class Builder:
                 return
             visiting.add(n)
             for f in sorted(self.resources[n].fields.values(), key=lambda f: not f.get("parent")):
-                if f.get("ref") and f["ref"] != n and f["ref"] in self.resources and (f.get("parent") or n not in ancestors(f["ref"])):
+                if (
+                    f.get("ref")
+                    and f["ref"] != n
+                    and f["ref"] in self.resources
+                    and (f.get("parent") or n not in ancestors(f["ref"]))
+                ):
                     visit(f["ref"])
             visiting.discard(n)
             done.append(n)
@@ -1382,43 +2052,71 @@ class Builder:
         """``{"model": ResourceModel, "tools": [tool dicts]}`` for the whole document (raises SpecError)."""
         self.classify()
         if not self.ops:
-            raise SpecError(f"{self.name}: at $.paths: no operation can be made into a tool" + (f" ({'; '.join(self.warnings)})" if self.warnings else ""))
+            raise SpecError(
+                f"{self.name}: at $.paths: no operation can be made into a tool"
+                + (f" ({'; '.join(self.warnings)})" if self.warnings else "")
+            )
         self.resource_schemas()
         self.fields()
         ops, tools = self.build_ops()
         if self.max_tools and len(tools) > self.max_tools:
             ops, tools = self.trim(ops, tools)
         if not ops:
-            raise SpecError(f"{self.name}: at $.paths: no operation can be made into a tool ({'; '.join(self.warnings)})")
+            raise SpecError(
+                f"{self.name}: at $.paths: no operation can be made into a tool ({'; '.join(self.warnings)})"
+            )
         if not any(o["kind"] == "list" for o in ops.values()):
-            raise SpecError(f"{self.name}: at $.paths: no list operation could be made, so the ids of its "
-                            f"{', '.join(sorted({o['resource'] for o in ops.values()}))} could not be discovered and the "
-                            f"environment would not be useful ({len(ops)} other tools: {', '.join(list(ops)[:5])})")
+            raise SpecError(
+                f"{self.name}: at $.paths: no list operation could be made, so the ids of its "
+                f"{', '.join(sorted({o['resource'] for o in ops.values()}))} could not be discovered and the "
+                f"environment would not be useful ({len(ops)} other tools: {', '.join(list(ops)[:5])})"
+            )
         self.finish_fields(ops)
         seed = self.seed_rows()
-        for res in self.resources.values():  # a required reference no create writes (Discord's user_id): the first row it can name
+        for res in (
+            self.resources.values()
+        ):  # a required reference no create writes (Discord's user_id): the first row it can name
             for col, f in res.fields.items():
                 target = seed.get(f.get("ref") or "") or []
-                if col in res.required and f.get("ref") and "default" not in f and col != res.key \
-                        and not (f.get("parent") and self._parent_of_every_create(ops, res, col)) \
-                        and target and not self._written_required(ops, res, col):
+                if (
+                    col in res.required
+                    and f.get("ref")
+                    and "default" not in f
+                    and col != res.key
+                    and not (f.get("parent") and self._parent_of_every_create(ops, res, col))
+                    and target
+                    and not self._written_required(ops, res, col)
+                ):
                     f["default"] = target[0].get(self.resources[f["ref"]].key)
         for t in tools:
             op = ops[t["name"]]
-            for arg_holder in ([op.get("key")] if op.get("key") else []) + [p["arg"] for p in op.get("parents") or []]:
-                res_name = op["resource"] if arg_holder == op.get("key") else next(p["resource"] for p in op["parents"] if p["arg"] == arg_holder)
+            for arg_holder in ([op.get("key")] if op.get("key") else []) + [
+                p["arg"] for p in op.get("parents") or []
+            ]:
+                res_name = (
+                    op["resource"]
+                    if arg_holder == op.get("key")
+                    else next(p["resource"] for p in op["parents"] if p["arg"] == arg_holder)
+                )
                 rows = seed.get(res_name) or []
                 key = self.resources[res_name].key
                 hint: dict[str, Any] = {"table": res_name, "column": key}
                 if arg_holder != op.get("key"):
-                    hint["via"] = [op["resource"], next(p["field"] for p in op["parents"] if p["arg"] == arg_holder)]
-                if op["kind"] != "create" or arg_holder != op.get("key"):  # a create's own key is a new one
+                    hint["via"] = [
+                        op["resource"],
+                        next(p["field"] for p in op["parents"] if p["arg"] == arg_holder),
+                    ]
+                if op["kind"] != "create" or arg_holder != op.get(
+                    "key"
+                ):  # a create's own key is a new one
                     t["parameters"]["properties"][arg_holder][ID_HINT] = hint
                 if rows and key in rows[0] and isinstance(rows[0][key], str):
                     schema = t["parameters"]["properties"][arg_holder]
                     d = schema.get("description", "").rstrip(".")
                     if "like" not in d:
-                        schema["description"] = f"{d}, like {rows[0][key]}." if d else f"Like {rows[0][key]}."
+                        schema["description"] = (
+                            f"{d}, like {rows[0][key]}." if d else f"Like {rows[0][key]}."
+                        )
         crud: dict[str, dict[str, Any]] = {}
         for name, op in ops.items():
             c = crud.setdefault(op["resource"], {})
@@ -1426,7 +2124,9 @@ class Builder:
                 c.setdefault("actions", []).append(name)
             elif op["kind"] == "list" and op.get("parents") and "list" in c:
                 c.setdefault("lists", []).append(name)
-            elif op["kind"] not in c or (op["kind"] == "list" and not op.get("parents") and ops[c["list"]].get("parents")):
+            elif op["kind"] not in c or (
+                op["kind"] == "list" and not op.get("parents") and ops[c["list"]].get("parents")
+            ):
                 if op["kind"] == "list" and "list" in c:
                     c.setdefault("lists", []).append(c["list"])
                 c[op["kind"]] = name
@@ -1436,13 +2136,41 @@ class Builder:
         for res in self.resources.values():
             fields = {}
             for col, f in res.fields.items():
-                fields[col] = {k: v for k, v in f.items() if k in ("type", "nullable", "format", "enum", "default", "ref", "generated", "hidden", "parent", "read_only")}
+                fields[col] = {
+                    k: v
+                    for k, v in f.items()
+                    if k
+                    in (
+                        "type",
+                        "nullable",
+                        "format",
+                        "enum",
+                        "default",
+                        "ref",
+                        "generated",
+                        "hidden",
+                        "parent",
+                        "read_only",
+                    )
+                }
             one = singular(res.name)
-            resources[res.name] = {"key": res.key, "id_prefix": res.prefix, "fields": fields, "unique": res.unique,
-                                   "new_keys": self.new_keys(res, seed.get(res.name) or []),
-                                   "required": [c for c in res.required if c in res.fields],
-                                   "nouns": {"singular": one, "plural": plural(one), "label": " ".join(words(one))}}
-        model = {"engine": 1, "resources": resources, "operations": ops, "seed": seed, "crud": crud, "warnings": list(self.warnings)}
+            resources[res.name] = {
+                "key": res.key,
+                "id_prefix": res.prefix,
+                "fields": fields,
+                "unique": res.unique,
+                "new_keys": self.new_keys(res, seed.get(res.name) or []),
+                "required": [c for c in res.required if c in res.fields],
+                "nouns": {"singular": one, "plural": plural(one), "label": " ".join(words(one))},
+            }
+        model = {
+            "engine": 1,
+            "resources": resources,
+            "operations": ops,
+            "seed": seed,
+            "crud": crud,
+            "warnings": list(self.warnings),
+        }
         return {"model": ResourceModel.from_json(model), "tools": tools}
 
     NEW_KEYS = 32
@@ -1454,7 +2182,9 @@ class Builder:
         if f.get("type") != "string" or f.get("enum"):
             return []
         schema = schema_of(f)
-        if str(f.get("format") or "").startswith("uuid"):  # Kratos's uuid4 (no validator knows it): new ids are UUIDs like the seeds'
+        if str(f.get("format") or "").startswith(
+            "uuid"
+        ):  # Kratos's uuid4 (no validator knows it): new ids are UUIDs like the seeds'
             schema["format"] = "uuid"
         if not problem(schema, f"{res.prefix}_0001"):
             return []
@@ -1470,7 +2200,9 @@ class Builder:
                     break
         return out
 
-    def trim(self, ops: dict[str, dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    def trim(
+        self, ops: dict[str, dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
         """At most ``max_tools`` tools, whole resources at a time: first those that can be listed
         (their ids can be discovered) and do the most; the others are skipped with a warning."""
         by_res: dict[str, list[str]] = {}
@@ -1479,17 +2211,26 @@ class Builder:
 
         def score(res: str) -> tuple[int, int, int]:
             kinds = {ops[n]["kind"] for n in by_res[res]}
-            return ("list" in kinds, len(kinds & {"get", "create", "update", "patch", "delete", "action"}), len(by_res[res]))
+            return (
+                "list" in kinds,
+                len(kinds & {"get", "create", "update", "patch", "delete", "action"}),
+                len(by_res[res]),
+            )
 
         keep: set[str] = set()
         for res in sorted(by_res, key=score, reverse=True):
             names = by_res[res]
-            if len(keep) + len(names) <= self.max_tools and (score(res)[0] or len(keep) + len(names) <= self.max_tools // 2):
+            if len(keep) + len(names) <= self.max_tools and (
+                score(res)[0] or len(keep) + len(names) <= self.max_tools // 2
+            ):
                 keep.update(names)
         for name in ops:
             if name not in keep:
                 o = ops[name]
-                self.skip(f"{o['method']} {o['path']}", f"more tools than max_tools = {self.max_tools} (its resource {o['resource']!r} was left out)")
+                self.skip(
+                    f"{o['method']} {o['path']}",
+                    f"more tools than max_tools = {self.max_tools} (its resource {o['resource']!r} was left out)",
+                )
         return {n: o for n, o in ops.items() if n in keep}, [t for t in tools if t["name"] in keep]
 
     def generated(self, model: ResourceModel) -> dict[str, list[str]]:
@@ -1518,7 +2259,11 @@ def _unique_keys(rows: list[dict[str, Any]], key: str) -> None:
         new: Any = v
         n = i + 1
         while new in seen:
-            new = max(x for x in seen if isinstance(x, int) and not isinstance(x, bool)) + 1 if isinstance(v, int) else f"{v}-{n}"
+            new = (
+                max(x for x in seen if isinstance(x, int) and not isinstance(x, bool)) + 1
+                if isinstance(v, int)
+                else f"{v}-{n}"
+            )
             n += 1
         row[key] = new
         seen.add(new)

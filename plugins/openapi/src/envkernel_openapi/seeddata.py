@@ -31,94 +31,523 @@ from .seedschema import CLOCK, conform, from_schema, iso, schema_of
 __all__ = ["CLOCK", "LOCALES", "RowMaker"]
 
 LOCALES = {
-    "en_US": ("United States", "US", "USD", "1", ["New York", "Austin", "Chicago", "Seattle", "Denver", "Boston", "San Diego"]),
-    "en_GB": ("United Kingdom", "GB", "GBP", "44", ["London", "Manchester", "Bristol", "Leeds", "Edinburgh", "Glasgow"]),
-    "fr_FR": ("France", "FR", "EUR", "33", ["Paris", "Lyon", "Marseille", "Toulouse", "Nantes", "Bordeaux"]),
-    "de_DE": ("Germany", "DE", "EUR", "49", ["Berlin", "Munich", "Hamburg", "Cologne", "Leipzig", "Frankfurt"]),
-    "es_ES": ("Spain", "ES", "EUR", "34", ["Madrid", "Barcelona", "Seville", "Valencia", "Bilbao", "Malaga"]),
-    "it_IT": ("Italy", "IT", "EUR", "39", ["Rome", "Milan", "Turin", "Florence", "Bologna", "Naples"]),
-    "nl_NL": ("Netherlands", "NL", "EUR", "31", ["Amsterdam", "Rotterdam", "Utrecht", "The Hague", "Eindhoven"]),
+    "en_US": (
+        "United States",
+        "US",
+        "USD",
+        "1",
+        ["New York", "Austin", "Chicago", "Seattle", "Denver", "Boston", "San Diego"],
+    ),
+    "en_GB": (
+        "United Kingdom",
+        "GB",
+        "GBP",
+        "44",
+        ["London", "Manchester", "Bristol", "Leeds", "Edinburgh", "Glasgow"],
+    ),
+    "fr_FR": (
+        "France",
+        "FR",
+        "EUR",
+        "33",
+        ["Paris", "Lyon", "Marseille", "Toulouse", "Nantes", "Bordeaux"],
+    ),
+    "de_DE": (
+        "Germany",
+        "DE",
+        "EUR",
+        "49",
+        ["Berlin", "Munich", "Hamburg", "Cologne", "Leipzig", "Frankfurt"],
+    ),
+    "es_ES": (
+        "Spain",
+        "ES",
+        "EUR",
+        "34",
+        ["Madrid", "Barcelona", "Seville", "Valencia", "Bilbao", "Malaga"],
+    ),
+    "it_IT": (
+        "Italy",
+        "IT",
+        "EUR",
+        "39",
+        ["Rome", "Milan", "Turin", "Florence", "Bologna", "Naples"],
+    ),
+    "nl_NL": (
+        "Netherlands",
+        "NL",
+        "EUR",
+        "31",
+        ["Amsterdam", "Rotterdam", "Utrecht", "The Hague", "Eindhoven"],
+    ),
     "pt_PT": ("Portugal", "PT", "EUR", "351", ["Lisbon", "Porto", "Braga", "Coimbra", "Faro"]),
-    "en_CA": ("Canada", "CA", "CAD", "1", ["Toronto", "Vancouver", "Montreal", "Calgary", "Ottawa"]),
-    "en_AU": ("Australia", "AU", "AUD", "61", ["Sydney", "Melbourne", "Brisbane", "Perth", "Adelaide"]),
+    "en_CA": (
+        "Canada",
+        "CA",
+        "CAD",
+        "1",
+        ["Toronto", "Vancouver", "Montreal", "Calgary", "Ottawa"],
+    ),
+    "en_AU": (
+        "Australia",
+        "AU",
+        "AUD",
+        "61",
+        ["Sydney", "Melbourne", "Brisbane", "Perth", "Adelaide"],
+    ),
 }
 """Faker locales the people and places come from: locale -> (country, ISO code, currency, calling code, real cities)."""
 
 CATALOG: dict[str, list[tuple[str, float, float]]] = {
-    "home office": [("standing desk", 299, 699), ("ergonomic office chair", 149, 499), ("desk lamp", 19, 89),
-                    ("laptop stand", 25, 79), ("desk organizer", 12, 39), ("filing cabinet", 89, 249)],
-    "computer accessories": [("wireless mouse", 15, 79), ("mechanical keyboard", 59, 199), ("USB-C hub", 19, 69),
-                             ("webcam", 39, 149), ("portable SSD", 59, 249), ("laptop sleeve", 15, 45)],
-    "audio": [("noise-cancelling headphones", 99, 399), ("bluetooth speaker", 29, 199), ("wireless earbuds", 49, 249),
-              ("USB microphone", 49, 169), ("soundbar", 129, 449)],
-    "displays": [("27-inch monitor", 179, 549), ("portable monitor", 129, 299), ("ultrawide monitor", 349, 999),
-                 ("monitor arm", 39, 129), ("4K monitor", 299, 699)],
-    "kitchen": [("ceramic coffee mug", 8, 24), ("french press", 19, 49), ("chef's knife", 39, 149), ("electric kettle", 25, 89)],
-    "travel": [("carry-on suitcase", 89, 329), ("travel backpack", 49, 179), ("packing cubes", 15, 39), ("neck pillow", 12, 35)],
-    "fitness": [("yoga mat", 19, 79), ("adjustable dumbbells", 99, 349), ("resistance bands", 12, 35), ("water bottle", 12, 39)],
-    "stationery": [("leather notebook", 14, 45), ("fountain pen", 25, 120), ("desk planner", 12, 30), ("sticky notes", 4, 12)],
+    "home office": [
+        ("standing desk", 299, 699),
+        ("ergonomic office chair", 149, 499),
+        ("desk lamp", 19, 89),
+        ("laptop stand", 25, 79),
+        ("desk organizer", 12, 39),
+        ("filing cabinet", 89, 249),
+    ],
+    "computer accessories": [
+        ("wireless mouse", 15, 79),
+        ("mechanical keyboard", 59, 199),
+        ("USB-C hub", 19, 69),
+        ("webcam", 39, 149),
+        ("portable SSD", 59, 249),
+        ("laptop sleeve", 15, 45),
+    ],
+    "audio": [
+        ("noise-cancelling headphones", 99, 399),
+        ("bluetooth speaker", 29, 199),
+        ("wireless earbuds", 49, 249),
+        ("USB microphone", 49, 169),
+        ("soundbar", 129, 449),
+    ],
+    "displays": [
+        ("27-inch monitor", 179, 549),
+        ("portable monitor", 129, 299),
+        ("ultrawide monitor", 349, 999),
+        ("monitor arm", 39, 129),
+        ("4K monitor", 299, 699),
+    ],
+    "kitchen": [
+        ("ceramic coffee mug", 8, 24),
+        ("french press", 19, 49),
+        ("chef's knife", 39, 149),
+        ("electric kettle", 25, 89),
+    ],
+    "travel": [
+        ("carry-on suitcase", 89, 329),
+        ("travel backpack", 49, 179),
+        ("packing cubes", 15, 39),
+        ("neck pillow", 12, 35),
+    ],
+    "fitness": [
+        ("yoga mat", 19, 79),
+        ("adjustable dumbbells", 99, 349),
+        ("resistance bands", 12, 35),
+        ("water bottle", 12, 39),
+    ],
+    "stationery": [
+        ("leather notebook", 14, 45),
+        ("fountain pen", 25, 120),
+        ("desk planner", 12, 30),
+        ("sticky notes", 4, 12),
+    ],
 }
 """Category -> products in it, each with a believable price range."""
-BRANDS = ["Halden", "Lumio", "Northwind", "Keystone", "Brightline", "Orbit", "Vanta", "Novu", "Fjord", "Corvid", "Sable", "Tessel"]
+BRANDS = [
+    "Halden",
+    "Lumio",
+    "Northwind",
+    "Keystone",
+    "Brightline",
+    "Orbit",
+    "Vanta",
+    "Novu",
+    "Fjord",
+    "Corvid",
+    "Sable",
+    "Tessel",
+]
 HOTEL_KINDS = ["Hotel", "Inn", "Suites", "Lodge", "Grand Hotel", "Boutique Hotel"]
-AIRLINES = [("Northwind Air", "NW"), ("Bluesky Airways", "BS"), ("Coastal Jet", "CJ"), ("Aurora Airlines", "AU"), ("Meridian Air", "MA")]
-AIRPORTS = ["LHR", "CDG", "JFK", "SFO", "SIN", "HND", "FRA", "AMS", "LIS", "PRG", "YYZ", "SYD", "MAD", "MUC", "OSL"]
-MEETINGS = ["Quarterly planning", "Design review", "Team standup", "Budget sync", "Customer call", "Sprint retrospective",
-            "Hiring panel", "Product demo", "1:1", "Marketing brainstorm", "Board prep", "Onboarding session",
-            "Dentist appointment", "Yoga class", "Lunch", "Release go/no-go", "Roadmap review", "All-hands"]
-SUBJECTS = ["Invoice for January", "Lunch on Friday?", "Project kickoff notes", "Your order has shipped", "Re: contract draft",
-            "Team offsite agenda", "Password reset", "Weekly report", "Welcome aboard!", "Question about the budget",
-            "Flight itinerary", "Meeting moved to 3pm", "Holiday schedule", "Feedback on the design"]
-MESSAGES = ["Can we move the meeting to Thursday?", "The files are in the shared folder.", "Thanks, that works for me!",
-            "I have attached the latest draft.", "Running ten minutes late, sorry.", "Please review the budget before Friday.",
-            "Great job on the launch!", "Who is taking notes today?", "The client approved the proposal.", "Let's sync after lunch."]
-TASKS = ["Update the onboarding guide", "Fix the login bug", "Prepare the quarterly report", "Book the team offsite",
-         "Review the pull request", "Renew the SSL certificate", "Call the supplier", "Plan the product launch",
-         "Clean up the backlog", "Write the release notes"]
-FILES = [("q4-report", "pdf"), ("budget-2026", "xlsx"), ("team-photo", "jpg"), ("contract-draft", "docx"), ("meeting-notes", "md"),
-         ("logo", "png"), ("roadmap", "pptx"), ("invoice-0042", "pdf"), ("holiday-schedule", "csv"), ("product-specs", "pdf"),
-         ("onboarding-guide", "docx"), ("backup", "zip")]
-FILE_TOPICS = ["marketing", "sales", "hr", "design", "finance", "legal", "ops", "q1", "q2", "q3", "client", "draft"]
-MIME = {"pdf": "application/pdf", "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "jpg": "image/jpeg",
-        "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document", "md": "text/markdown", "png": "image/png",
-        "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation", "csv": "text/csv", "zip": "application/zip"}
-FOLDERS = ["Projects", "Invoices", "Photos", "Contracts", "Archive", "Marketing", "Personal", "Shared with team", "Receipts",
-           "Design assets", "Travel", "Taxes 2025"]
-CHANNELS = ["general", "random", "engineering", "design", "marketing", "support", "announcements", "sales", "product",
-            "hiring", "ops", "data", "frontend", "backend", "customer-success", "finance"]
-TOPICS = ["Company-wide announcements", "Off-topic chatter", "Ship it!", "Weekly metrics and dashboards", "Questions from customers",
-          "Launch planning", "Design critiques", "Incidents and on-call"]
-CALENDARS = ["Work", "Personal", "Family", "Team Offsite", "Holidays", "Fitness", "Birthdays", "On-call", "Travel", "Side project"]
-SPECIALTIES = ["cardiology", "dermatology", "pediatrics", "general practice", "orthopedics", "neurology", "ophthalmology"]
-REASONS = ["annual check-up", "persistent cough", "knee pain", "skin rash", "follow-up visit", "blood test results",
-           "vaccination", "back pain", "migraine", "allergy consultation"]
-ACCOUNTS = ["Everyday Checking", "Holiday Savings", "Emergency Fund", "Joint Account", "Business Account", "Travel Fund",
-            "House Deposit", "Car Savings", "Rainy Day Fund", "Bills"]
-MERCHANTS = ["Corner Grocery", "City Transit", "Blue Bottle Coffee", "Online Books", "Power & Light Co.", "Fitness Club",
-             "Pharmacy Plus", "Airline Tickets", "Hardware Store", "Streaming Service"]
+AIRLINES = [
+    ("Northwind Air", "NW"),
+    ("Bluesky Airways", "BS"),
+    ("Coastal Jet", "CJ"),
+    ("Aurora Airlines", "AU"),
+    ("Meridian Air", "MA"),
+]
+AIRPORTS = [
+    "LHR",
+    "CDG",
+    "JFK",
+    "SFO",
+    "SIN",
+    "HND",
+    "FRA",
+    "AMS",
+    "LIS",
+    "PRG",
+    "YYZ",
+    "SYD",
+    "MAD",
+    "MUC",
+    "OSL",
+]
+MEETINGS = [
+    "Quarterly planning",
+    "Design review",
+    "Team standup",
+    "Budget sync",
+    "Customer call",
+    "Sprint retrospective",
+    "Hiring panel",
+    "Product demo",
+    "1:1",
+    "Marketing brainstorm",
+    "Board prep",
+    "Onboarding session",
+    "Dentist appointment",
+    "Yoga class",
+    "Lunch",
+    "Release go/no-go",
+    "Roadmap review",
+    "All-hands",
+]
+SUBJECTS = [
+    "Invoice for January",
+    "Lunch on Friday?",
+    "Project kickoff notes",
+    "Your order has shipped",
+    "Re: contract draft",
+    "Team offsite agenda",
+    "Password reset",
+    "Weekly report",
+    "Welcome aboard!",
+    "Question about the budget",
+    "Flight itinerary",
+    "Meeting moved to 3pm",
+    "Holiday schedule",
+    "Feedback on the design",
+]
+MESSAGES = [
+    "Can we move the meeting to Thursday?",
+    "The files are in the shared folder.",
+    "Thanks, that works for me!",
+    "I have attached the latest draft.",
+    "Running ten minutes late, sorry.",
+    "Please review the budget before Friday.",
+    "Great job on the launch!",
+    "Who is taking notes today?",
+    "The client approved the proposal.",
+    "Let's sync after lunch.",
+]
+TASKS = [
+    "Update the onboarding guide",
+    "Fix the login bug",
+    "Prepare the quarterly report",
+    "Book the team offsite",
+    "Review the pull request",
+    "Renew the SSL certificate",
+    "Call the supplier",
+    "Plan the product launch",
+    "Clean up the backlog",
+    "Write the release notes",
+]
+FILES = [
+    ("q4-report", "pdf"),
+    ("budget-2026", "xlsx"),
+    ("team-photo", "jpg"),
+    ("contract-draft", "docx"),
+    ("meeting-notes", "md"),
+    ("logo", "png"),
+    ("roadmap", "pptx"),
+    ("invoice-0042", "pdf"),
+    ("holiday-schedule", "csv"),
+    ("product-specs", "pdf"),
+    ("onboarding-guide", "docx"),
+    ("backup", "zip"),
+]
+FILE_TOPICS = [
+    "marketing",
+    "sales",
+    "hr",
+    "design",
+    "finance",
+    "legal",
+    "ops",
+    "q1",
+    "q2",
+    "q3",
+    "client",
+    "draft",
+]
+MIME = {
+    "pdf": "application/pdf",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "jpg": "image/jpeg",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "md": "text/markdown",
+    "png": "image/png",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "csv": "text/csv",
+    "zip": "application/zip",
+}
+FOLDERS = [
+    "Projects",
+    "Invoices",
+    "Photos",
+    "Contracts",
+    "Archive",
+    "Marketing",
+    "Personal",
+    "Shared with team",
+    "Receipts",
+    "Design assets",
+    "Travel",
+    "Taxes 2025",
+]
+CHANNELS = [
+    "general",
+    "random",
+    "engineering",
+    "design",
+    "marketing",
+    "support",
+    "announcements",
+    "sales",
+    "product",
+    "hiring",
+    "ops",
+    "data",
+    "frontend",
+    "backend",
+    "customer-success",
+    "finance",
+]
+TOPICS = [
+    "Company-wide announcements",
+    "Off-topic chatter",
+    "Ship it!",
+    "Weekly metrics and dashboards",
+    "Questions from customers",
+    "Launch planning",
+    "Design critiques",
+    "Incidents and on-call",
+]
+CALENDARS = [
+    "Work",
+    "Personal",
+    "Family",
+    "Team Offsite",
+    "Holidays",
+    "Fitness",
+    "Birthdays",
+    "On-call",
+    "Travel",
+    "Side project",
+]
+SPECIALTIES = [
+    "cardiology",
+    "dermatology",
+    "pediatrics",
+    "general practice",
+    "orthopedics",
+    "neurology",
+    "ophthalmology",
+]
+REASONS = [
+    "annual check-up",
+    "persistent cough",
+    "knee pain",
+    "skin rash",
+    "follow-up visit",
+    "blood test results",
+    "vaccination",
+    "back pain",
+    "migraine",
+    "allergy consultation",
+]
+ACCOUNTS = [
+    "Everyday Checking",
+    "Holiday Savings",
+    "Emergency Fund",
+    "Joint Account",
+    "Business Account",
+    "Travel Fund",
+    "House Deposit",
+    "Car Savings",
+    "Rainy Day Fund",
+    "Bills",
+]
+MERCHANTS = [
+    "Corner Grocery",
+    "City Transit",
+    "Blue Bottle Coffee",
+    "Online Books",
+    "Power & Light Co.",
+    "Fitness Club",
+    "Pharmacy Plus",
+    "Airline Tickets",
+    "Hardware Store",
+    "Streaming Service",
+]
 TAGS = ["urgent", "work", "personal", "finance", "travel", "family", "follow-up", "ideas"]
 COLORS = ["black", "white", "silver", "blue", "red", "green"]
-NOTES = ["Please handle with care.", "Follow up next week.", "Requested by the client.", "Priority item for Q1.",
-         "Shared with the whole team.", "Needs a second review."]
-PERSON_NOUNS = {"customer", "user", "patient", "guest", "passenger", "traveler", "traveller", "contact", "member", "employee",
-                "owner", "person", "doctor", "physician", "author", "attendee", "participant", "recipient", "sender", "client",
-                "account_holder", "holder", "student", "teacher", "agent", "practitioner", "provider", "staff", "payee",
-                "beneficiary", "identity", "admin", "subscriber", "profile", "invitee", "speaker", "host", "candidate"}
+NOTES = [
+    "Please handle with care.",
+    "Follow up next week.",
+    "Requested by the client.",
+    "Priority item for Q1.",
+    "Shared with the whole team.",
+    "Needs a second review.",
+]
+PERSON_NOUNS = {
+    "customer",
+    "user",
+    "patient",
+    "guest",
+    "passenger",
+    "traveler",
+    "traveller",
+    "contact",
+    "member",
+    "employee",
+    "owner",
+    "person",
+    "doctor",
+    "physician",
+    "author",
+    "attendee",
+    "participant",
+    "recipient",
+    "sender",
+    "client",
+    "account_holder",
+    "holder",
+    "student",
+    "teacher",
+    "agent",
+    "practitioner",
+    "provider",
+    "staff",
+    "payee",
+    "beneficiary",
+    "identity",
+    "admin",
+    "subscriber",
+    "profile",
+    "invitee",
+    "speaker",
+    "host",
+    "candidate",
+}
 DOCTORS = {"doctor", "physician", "practitioner", "provider", "dentist"}
 TRAVEL_NOUNS = {"flight", "route", "trip", "itinerary", "leg", "segment", "fare", "journey", "ride"}
 PRODUCT_NOUNS = ("product", "item", "article", "good", "sku", "variant", "listing")
 HOTEL_NOUNS = ("hotel", "property", "lodging", "accommodation")
-NEGATIVE = {"cancelled", "canceled", "rejected", "failed", "archived", "deleted", "declined", "refunded", "expired", "no_show",
-            "voided", "void", "closed", "suspended", "frozen", "inactive", "blocked", "revoked"}
+NEGATIVE = {
+    "cancelled",
+    "canceled",
+    "rejected",
+    "failed",
+    "archived",
+    "deleted",
+    "declined",
+    "refunded",
+    "expired",
+    "no_show",
+    "voided",
+    "void",
+    "closed",
+    "suspended",
+    "frozen",
+    "inactive",
+    "blocked",
+    "revoked",
+}
 """Statuses a row falls into rather than moves through: their stamps are set only on rows in them."""
-PAST_WORDS = {"created", "joined", "opened", "registered", "uploaded", "sent", "posted", "paid", "booked", "modified", "updated",
-              "last", "received", "issued", "submitted", "signed", "published", "edited", "completed", "delivered", "shipped",
-              "confirmed", "started", "accepted", "archived", "cancelled", "canceled", "checked", "verified", "processed"}
-START_WORDS = {"start", "starts", "departure", "departs", "checkin", "begin", "begins", "from", "since", "pickup"}
-END_WORDS = {"end", "ends", "arrival", "arrives", "checkout", "until", "due", "return", "dropoff", "expires", "expiry", "to"}
+PAST_WORDS = {
+    "created",
+    "joined",
+    "opened",
+    "registered",
+    "uploaded",
+    "sent",
+    "posted",
+    "paid",
+    "booked",
+    "modified",
+    "updated",
+    "last",
+    "received",
+    "issued",
+    "submitted",
+    "signed",
+    "published",
+    "edited",
+    "completed",
+    "delivered",
+    "shipped",
+    "confirmed",
+    "started",
+    "accepted",
+    "archived",
+    "cancelled",
+    "canceled",
+    "checked",
+    "verified",
+    "processed",
+}
+START_WORDS = {
+    "start",
+    "starts",
+    "departure",
+    "departs",
+    "checkin",
+    "begin",
+    "begins",
+    "from",
+    "since",
+    "pickup",
+}
+END_WORDS = {
+    "end",
+    "ends",
+    "arrival",
+    "arrives",
+    "checkout",
+    "until",
+    "due",
+    "return",
+    "dropoff",
+    "expires",
+    "expiry",
+    "to",
+}
 TIME_WORDS = {"at", "time", "datetime", "timestamp", "on", "date"}
-MONEY = {"price", "amount", "total", "balance", "cost", "fee", "subtotal", "salary", "budget", "fare", "rate", "charge", "tax",
-         "deposit", "payment", "value", "spend", "revenue", "credit", "debit"}
+MONEY = {
+    "price",
+    "amount",
+    "total",
+    "balance",
+    "cost",
+    "fee",
+    "subtotal",
+    "salary",
+    "budget",
+    "fare",
+    "rate",
+    "charge",
+    "tax",
+    "deposit",
+    "payment",
+    "value",
+    "spend",
+    "revenue",
+    "credit",
+    "debit",
+}
 
 
 def _rfc2822(f: dict[str, Any]) -> bool:
@@ -127,11 +556,13 @@ def _rfc2822(f: dict[str, Any]) -> bool:
 
 
 def _ascii(text: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if c.isascii() and (c.isalnum() or c in ".-"))
+    return "".join(
+        c for c in unicodedata.normalize("NFKD", text) if c.isascii() and (c.isalnum() or c in ".-")
+    )
 
 
 def _faker(locale: str, seed: int) -> Any:
-    from faker import Faker  # noqa: PLC0415 - a heavy import, only when seed rows are made
+    from faker import Faker
 
     fake = Faker(locale)
     fake.seed_instance(seed)
@@ -141,8 +572,15 @@ def _faker(locale: str, seed: int) -> Any:
 class RowMaker:
     """Makes the seed rows of one resource (``noun`` is its singular; ``fields`` its columns)."""
 
-    def __init__(self, rng: random.Random, noun: str, fields: dict[str, dict[str, Any]], key: str, prefix: str,
-                 locales: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        rng: random.Random,
+        noun: str,
+        fields: dict[str, dict[str, Any]],
+        key: str,
+        prefix: str,
+        locales: list[str] | None = None,
+    ) -> None:
         self.rng = rng
         self.noun = noun
         self.fields = fields
@@ -152,7 +590,10 @@ class RowMaker:
         self.person = noun in PERSON_NOUNS or noun.split("_")[-1] in PERSON_NOUNS
         self.locales = [loc for loc in (locales or list(LOCALES)) if loc in LOCALES] or ["en_US"]
         self.fakers = {loc: _faker(loc, rng.getrandbits(32)) for loc in self.locales}
-        self.status_col = next((c for c, f in fields.items() if set(words(c)) & {"status", "state"} and f.get("enum")), None)
+        self.status_col = next(
+            (c for c, f in fields.items() if set(words(c)) & {"status", "state"} and f.get("enum")),
+            None,
+        )
         self.products = self._product_pool()
 
     # -- uniqueness ---------------------------------------------------------------------
@@ -182,8 +623,16 @@ class RowMaker:
             if f.get("hidden") and not f.get("ref"):
                 continue
             v = self.value(col, f, ctx, out, refs)
-            if v is None and not f.get("ref") and not f.get("nullable") and col != self.key and not f.get("generated"):
-                v = conform(None, schema_of(f), self.rng)  # a non-nullable column always gets a value the schema accepts
+            if (
+                v is None
+                and not f.get("ref")
+                and not f.get("nullable")
+                and col != self.key
+                and not f.get("generated")
+            ):
+                v = conform(
+                    None, schema_of(f), self.rng
+                )  # a non-nullable column always gets a value the schema accepts
             elif v is not None and not f.get("ref"):
                 v = conform(v, schema_of(f), self.rng)
             if v is not None or f.get("nullable"):
@@ -193,7 +642,11 @@ class RowMaker:
     def _context(self, i: int, n: int) -> dict[str, Any]:
         """The row's person, place, product and company, drawn together so they agree."""
         rng = self.rng
-        loc = self.locales[i % len(self.locales)] if i < len(self.locales) else rng.choice(self.locales)
+        loc = (
+            self.locales[i % len(self.locales)]
+            if i < len(self.locales)
+            else rng.choice(self.locales)
+        )
         fake = self.fakers[loc]
         first, last = fake.first_name(), fake.last_name()
         for _ in range(30):
@@ -202,9 +655,21 @@ class RowMaker:
             first, last = fake.first_name(), fake.last_name()
         self.used["__person"].add(f"{first} {last}")
         country, code, currency, calling, cities = LOCALES[loc]
-        ctx: dict[str, Any] = {"i": i, "n": n, "fake": fake, "locale": loc, "first": first, "last": last, "country": country,
-                               "code": code, "currency": currency, "calling": calling, "city": rng.choice(cities),
-                               "company": fake.company(), "airline": rng.choice(AIRLINES)}
+        ctx: dict[str, Any] = {
+            "i": i,
+            "n": n,
+            "fake": fake,
+            "locale": loc,
+            "first": first,
+            "last": last,
+            "country": country,
+            "code": code,
+            "currency": currency,
+            "calling": calling,
+            "city": rng.choice(cities),
+            "company": fake.company(),
+            "airline": rng.choice(AIRLINES),
+        }
         if self.products:
             ctx["product"] = self.products[i % len(self.products)]
         return ctx
@@ -215,27 +680,55 @@ class RowMaker:
             return []
         cat_field = next((f for c, f in self.fields.items() if "category" in words(c)), None)
         allowed = [c for c in (cat_field or {}).get("enum") or [] if c in CATALOG] or list(CATALOG)
-        pool = [(f"{b} {p}", cat, lo, hi) for cat in allowed for p, lo, hi in CATALOG[cat] for b in BRANDS]
+        pool = [
+            (f"{b} {p}", cat, lo, hi)
+            for cat in allowed
+            for p, lo, hi in CATALOG[cat]
+            for b in BRANDS
+        ]
         self.rng.shuffle(pool)
         by_product: dict[str, list[tuple[str, str, float, float]]] = {}
-        for item in pool:  # spread the rows over many products before repeating one with another brand
+        for (
+            item
+        ) in pool:  # spread the rows over many products before repeating one with another brand
             by_product.setdefault(item[0].split(" ", 1)[1], []).append(item)
-        spread = [items[k] for k in range(len(BRANDS)) for items in by_product.values() if k < len(items)]
+        spread = [
+            items[k] for k in range(len(BRANDS)) for items in by_product.values() if k < len(items)
+        ]
         return spread
 
     @staticmethod
     def _later(col: str) -> int:
         """Columns that depend on others come after them (an email after the name, an end after its start)."""
         ws = set(words(col))
-        if ws & {"total", "destination", "sku", "slug", "username", "handle", "login", "mime"} or ("email" in ws and "name" not in ws):
+        if ws & {"total", "destination", "sku", "slug", "username", "handle", "login", "mime"} or (
+            "email" in ws and "name" not in ws
+        ):
             return 2
-        if ws & END_WORDS or ws & PAST_WORDS and ws & TIME_WORDS or "checkout" in ws or words(col)[:2] == ["check", "out"]:
+        if (
+            ws & END_WORDS
+            or ws & PAST_WORDS
+            and ws & TIME_WORDS
+            or "checkout" in ws
+            or words(col)[:2] == ["check", "out"]
+        ):
             return 1 if not ws & {"created"} else 0
-        if "category" in ws or ws & {"reason", "note", "notes"} or ("content" in ws and "type" in ws):
+        if (
+            "category" in ws
+            or ws & {"reason", "note", "notes"}
+            or ("content" in ws and "type" in ws)
+        ):
             return 1
         return 0
 
-    def value(self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: dict[str, Any], refs: dict[str, list[Any]]) -> Any:
+    def value(
+        self,
+        col: str,
+        f: dict[str, Any],
+        ctx: dict[str, Any],
+        row: dict[str, Any],
+        refs: dict[str, list[Any]],
+    ) -> Any:
         """One column's value (before :func:`conform`)."""
         rng = self.rng
         t = f.get("type")
@@ -244,14 +737,24 @@ class RowMaker:
             if t == "integer":
                 return i + 1
             plain = f"{self.prefix}_{i + 1:04d}"
-            return plain if not (f.get("pattern") or f.get("minLength") or f.get("format")) else self.unique(col, lambda a: conform(None, schema_of(f), rng))
-        if col == self.key and t == "string" and not (f.get("pattern") or f.get("format") or f.get("enum")):
+            return (
+                plain
+                if not (f.get("pattern") or f.get("minLength") or f.get("format"))
+                else self.unique(col, lambda a: conform(None, schema_of(f), rng))
+            )
+        if (
+            col == self.key
+            and t == "string"
+            and not (f.get("pattern") or f.get("format") or f.get("enum"))
+        ):
             return self.unique(col, lambda a: f"{self.prefix}_{i + 1 + a * 1000:04d}")
         if f.get("ref"):
             pool = refs.get(f["ref"]) or []
             if not pool:
                 return None
-            if f.get("parent") and len(pool) > 2:  # children spread over most parents; a few parents stay empty
+            if (
+                f.get("parent") and len(pool) > 2
+            ):  # children spread over most parents; a few parents stay empty
                 some = pool[: max(1, (3 * len(pool)) // 4)]
                 return some[i % len(some)] if i < len(some) else rng.choice(some)
             return rng.choice(pool)
@@ -260,11 +763,21 @@ class RowMaker:
             return None
         if f.get("enum"):
             values = list(f["enum"])
-            if col != self.status_col and "category" in words(col) and ctx.get("product") and ctx["product"][1] in values:
+            if (
+                col != self.status_col
+                and "category" in words(col)
+                and ctx.get("product")
+                and ctx["product"][1] in values
+            ):
                 return ctx["product"][1]
             return values[i % len(values)] if i < len(values) * 2 else rng.choice(values)
         ex = f.get("examples")
-        if isinstance(ex, list) and len(ex) >= 2 and t in ("string", "integer", "number") and not self._identifying(col):
+        if (
+            isinstance(ex, list)
+            and len(ex) >= 2
+            and t in ("string", "integer", "number")
+            and not self._identifying(col)
+        ):
             return ex[i % len(ex)]
         gen = f.get("generated")
         if gen in ("created", "updated", "edited") or (t == "string" and self._is_time(col, f)):
@@ -275,7 +788,11 @@ class RowMaker:
         if v is None and "default" in f and f["default"] not in ("", None):
             v = f["default"]
         if v is None:
-            v = self.unique(col, lambda a: from_schema(schema_of(f), rng)) if self._identifying(col) else from_schema(schema_of(f), rng)
+            v = (
+                self.unique(col, lambda a: from_schema(schema_of(f), rng))
+                if self._identifying(col)
+                else from_schema(schema_of(f), rng)
+            )
         return v
 
     # -- status and time ----------------------------------------------------------------
@@ -287,11 +804,22 @@ class RowMaker:
         if self.status_col is None or col == self.status_col or self.status_col not in row:
             return None
         ws = words(col)
-        if len(ws) < 2 or ws[-1] not in ("at", "on", "date", "time", "reason", "by", "note", "notes"):
+        if len(ws) < 2 or ws[-1] not in (
+            "at",
+            "on",
+            "date",
+            "time",
+            "reason",
+            "by",
+            "note",
+            "notes",
+        ):
             return None
         stem = "_".join(ws[:-1])
         values = [str(v) for v in self.fields[self.status_col]["enum"]]
-        match = next((v for v in values if v == stem), None) or next((v for v in values if len(stem) >= 4 and v[:5] == stem[:5]), None)
+        match = next((v for v in values if v == stem), None) or next(
+            (v for v in values if len(stem) >= 4 and v[:5] == stem[:5]), None
+        )
         if match is None:
             return None
         status = str(row[self.status_col])
@@ -307,37 +835,69 @@ class RowMaker:
         if fmt or f.get("pattern"):
             return False
         w = set(ws)
-        return (ws[-1] in ("at", "datetime", "timestamp", "date", "dob", "birthday") or ws[-1] == "on" and len(ws) > 1
-                or "birth" in w or w & {"checkin", "checkout"} or ws[:2] in (["check", "in"], ["check", "out"]))
+        return (
+            ws[-1] in ("at", "datetime", "timestamp", "date", "dob", "birthday")
+            or ws[-1] == "on"
+            and len(ws) > 1
+            or "birth" in w
+            or w & {"checkin", "checkout"}
+            or ws[:2] in (["check", "in"], ["check", "out"])
+        )
 
     def _when(self, col: str, f: dict[str, Any], row: dict[str, Any], gen: str | None) -> str:
         """A timestamp in order with the row's others: created <= updated <= now, an end after its start."""
         rng = self.rng
         ws = words(col)
         w = set(ws)
-        date_only = f.get("format") == "date" or (not f.get("format") and ws[-1] in ("date", "on", "dob", "birthday"))
-        created = self._time_of(row, lambda c: set(words(c)) & {"created", "registered", "joined", "opened"} or self.fields[c].get("generated") == "created")
-        start = self._time_of(row, lambda c: bool(set(words(c)) & START_WORDS) or words(c)[:2] == ["check", "in"])
+        date_only = f.get("format") == "date" or (
+            not f.get("format") and ws[-1] in ("date", "on", "dob", "birthday")
+        )
+        created = self._time_of(
+            row,
+            lambda c: (
+                set(words(c)) & {"created", "registered", "joined", "opened"}
+                or self.fields[c].get("generated") == "created"
+            ),
+        )
+        start = self._time_of(
+            row, lambda c: bool(set(words(c)) & START_WORDS) or words(c)[:2] == ["check", "in"]
+        )
         floor = created or CLOCK - dt.timedelta(days=120)
         if gen == "created" or w & {"created", "registered", "joined", "opened"}:
             t = CLOCK - dt.timedelta(days=rng.randint(20, 150), minutes=rng.randint(0, 900))
         elif "birth" in w or "dob" in w or "birthday" in w:
-            t = dt.datetime(rng.randint(1950, 2004), rng.randint(1, 12), rng.randint(1, 28), tzinfo=dt.UTC)
+            t = dt.datetime(
+                rng.randint(1950, 2004), rng.randint(1, 12), rng.randint(1, 28), tzinfo=dt.UTC
+            )
         elif (w & END_WORDS or ws[:2] == ["check", "out"]) and start is not None:
-            long = date_only or w & {"checkout", "return", "expires", "expiry", "due"} or ws[:2] == ["check", "out"]
-            t = start + (dt.timedelta(days=rng.randint(1, 6)) if long else dt.timedelta(minutes=rng.choice([30, 60, 90, 120, 180])))
+            long = (
+                date_only
+                or w & {"checkout", "return", "expires", "expiry", "due"}
+                or ws[:2] == ["check", "out"]
+            )
+            t = start + (
+                dt.timedelta(days=rng.randint(1, 6))
+                if long
+                else dt.timedelta(minutes=rng.choice([30, 60, 90, 120, 180]))
+            )
         elif gen in ("updated", "edited") or w & PAST_WORDS:
             if gen == "edited" and rng.random() < 0.6 and f.get("nullable"):
                 return None  # type: ignore[return-value]  # most messages were never edited
-            sent = self._time_of(row, lambda c: bool(set(words(c)) & {"sent", "posted", "uploaded", "submitted"}))
+            sent = self._time_of(
+                row, lambda c: bool(set(words(c)) & {"sent", "posted", "uploaded", "submitted"})
+            )
             lo = max(floor, sent or floor)
             t = lo + (CLOCK - lo) * rng.uniform(0.05, 0.95)
         elif w & {"execute", "scheduled", "expires", "expiry", "due", "deadline", "renews", "next"}:
             t = CLOCK + dt.timedelta(days=rng.randint(3, 60))
         else:
-            t = (CLOCK + dt.timedelta(days=rng.randint(1, 45))).replace(hour=rng.choice([8, 9, 10, 11, 13, 14, 15, 16]), minute=rng.choice([0, 30]))
+            t = (CLOCK + dt.timedelta(days=rng.randint(1, 45))).replace(
+                hour=rng.choice([8, 9, 10, 11, 13, 14, 15, 16]), minute=rng.choice([0, 30])
+            )
         if _rfc2822(f):  # Twilio's date_created: "Thu, 15 Jan 2026 09:00:00 +0000"
-            return email.utils.format_datetime(t.replace(second=0, microsecond=0).astimezone(dt.UTC))
+            return email.utils.format_datetime(
+                t.replace(second=0, microsecond=0).astimezone(dt.UTC)
+            )
         return t.strftime("%Y-%m-%d") if date_only else iso(t.replace(second=0, microsecond=0))
 
     def _time_of(self, row: dict[str, Any], which: Any) -> dt.datetime | None:
@@ -358,9 +918,26 @@ class RowMaker:
     @staticmethod
     def _identifying(col: str) -> bool:
         ws = set(words(col))
-        return bool(ws & {"name", "title", "email", "sku", "code", "slug", "username", "subject", "number", "handle", "login", "iban", "phone"})
+        return bool(
+            ws
+            & {
+                "name",
+                "title",
+                "email",
+                "sku",
+                "code",
+                "slug",
+                "username",
+                "subject",
+                "number",
+                "handle",
+                "login",
+                "iban",
+                "phone",
+            }
+        )
 
-    def by_name(self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: dict[str, Any]) -> Any:  # noqa: C901, PLR0911, PLR0912
+    def by_name(self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: dict[str, Any]) -> Any:
         """A value chosen by the column's name and the resource's noun, or None."""
         rng = self.rng
         fake = ctx["fake"]
@@ -383,19 +960,41 @@ class RowMaker:
             return self.unique(col, lambda a: self._email(ctx, a))
         if f.get("format") in ("uri", "url") or w & {"url", "uri", "website", "homepage", "link"}:
             slug = _ascii(ctx["company"].split()[0]).lower() or "example"
-            return self.unique(col, lambda a: f"https://www.{slug}{'' if a == 0 else a}.example.com/{noun}s/{ctx['i'] + 1}")
+            return self.unique(
+                col,
+                lambda a: (
+                    f"https://www.{slug}{'' if a == 0 else a}.example.com/{noun}s/{ctx['i'] + 1}"
+                ),
+            )
         if f.get("format") == "uuid" or "uuid" in w:
             return None  # from the schema: a random UUID
-        if "phone" in w or "mobile" in w or f.get("format") == "phone-number" or (
-                ws in (["from"], ["to"]) and "phone number" in str(f.get("description") or "").lower()):  # Twilio's To and From
-            return self.unique(col, lambda a: f"+{ctx['calling']} {rng.randint(200, 899)} {rng.randint(100, 999)} {rng.randint(1000, 9999)}")
+        if (
+            "phone" in w
+            or "mobile" in w
+            or f.get("format") == "phone-number"
+            or (
+                ws in (["from"], ["to"])
+                and "phone number" in str(f.get("description") or "").lower()
+            )
+        ):  # Twilio's To and From
+            return self.unique(
+                col,
+                lambda a: (
+                    f"+{ctx['calling']} {rng.randint(200, 899)} {rng.randint(100, 999)} {rng.randint(1000, 9999)}"
+                ),
+            )
         if "first" in w and "name" in w or col == "given_name":
             return first
         if w & {"last", "family", "surname"} and ("name" in w or "surname" in w):
             return last
         if "username" in w or "handle" in w or "login" in w:
             base = _ascii(f"{first[0]}{last}").lower()
-            return self.unique(col, lambda a: base if a == 0 else f"{_ascii(first).lower()}{_ascii(last[:3]).lower()}{a}")
+            return self.unique(
+                col,
+                lambda a: (
+                    base if a == 0 else f"{_ascii(first).lower()}{_ascii(last[:3]).lower()}{a}"
+                ),
+            )
         if w & {"city", "town"}:
             return ctx["city"]
         if "country" in w:
@@ -416,18 +1015,36 @@ class RowMaker:
         if "flight" in w and ("number" in w or "no" in w):
             return self.unique(col, lambda a: f"{ctx['airline'][1]}{rng.randint(100, 999)}")
         if ws in (["from"], ["to"], ["sender"], ["reply", "to"]) and self.noun not in TRAVEL_NOUNS:
-            return self.unique(col, lambda a: self._email(ctx, a)) if ws != ["to"] else self._email({**ctx, "first": fake.first_name(), "last": fake.last_name()}, 0)
+            return (
+                self.unique(col, lambda a: self._email(ctx, a))
+                if ws != ["to"]
+                else self._email({**ctx, "first": fake.first_name(), "last": fake.last_name()}, 0)
+            )
         if ws[-1:] == ["id"] and not f.get("enum"):
-            return self.unique(col, lambda a: f"{(ws[0] if len(ws) > 1 else self.prefix)[:4]}_{rng.getrandbits(48):012x}")
+            return self.unique(
+                col,
+                lambda a: (
+                    f"{(ws[0] if len(ws) > 1 else self.prefix)[:4]}_{rng.getrandbits(48):012x}"
+                ),
+            )
         if w & {"origin", "destination"} or ws in (["from"], ["to"]) or "airport" in w:
-            taken = {row[c] for c in row if set(words(c)) & {"origin", "from", "departure"} and isinstance(row[c], str)}
+            taken = {
+                row[c]
+                for c in row
+                if set(words(c)) & {"origin", "from", "departure"} and isinstance(row[c], str)
+            }
             return rng.choice([a for a in AIRPORTS if a not in taken])
         if "airline" in w or "carrier" in w:
             return ctx["airline"][0]
         if "seat" in w:
             return f"{rng.randint(1, 40)}{rng.choice('ABCDEF')}"
         if "room" in w:
-            return self.unique(col, lambda a: f"{'Room ' if noun in DOCTORS else ''}{rng.randint(1, 5) * 100 + rng.randint(1, 30)}")
+            return self.unique(
+                col,
+                lambda a: (
+                    f"{'Room ' if noun in DOCTORS else ''}{rng.randint(1, 5) * 100 + rng.randint(1, 30)}"
+                ),
+            )
         if "specialty" in w or "speciality" in w or "department" in w:
             return rng.choice(SPECIALTIES)
         if w & {"reason", "diagnosis", "complaint", "symptoms"}:
@@ -436,26 +1053,61 @@ class RowMaker:
             fn = str(row.get("name") or row.get("file_name") or row.get("filename") or "x.pdf")
             return MIME.get(fn.rsplit(".", 1)[-1], "application/octet-stream")
         if w & {"timezone", "tz"} or {"time", "zone"} <= w:  # Amadeus's timeZoneName
-            return rng.choice(["Europe/Paris", "America/New_York", "Asia/Singapore", "Europe/London", "Australia/Sydney", "UTC"])
+            return rng.choice(
+                [
+                    "Europe/Paris",
+                    "America/New_York",
+                    "Asia/Singapore",
+                    "Europe/London",
+                    "Australia/Sydney",
+                    "UTC",
+                ]
+            )
         if w & {"language", "locale", "lang"}:
             return ctx["locale"].split("_")[0]
         if "color" in w or "colour" in w:
             return rng.choice(COLORS)
         if "merchant" in w or "payee" in w or "counterparty" in w:
             return rng.choice(MERCHANTS)
-        if w & {"company", "organization", "organisation", "employer", "insurer", "insurance", "vendor", "supplier", "brand"}:
+        if w & {
+            "company",
+            "organization",
+            "organisation",
+            "employer",
+            "insurer",
+            "insurance",
+            "vendor",
+            "supplier",
+            "brand",
+        }:
             return ctx["company"]
         if "category" in w:
             return ctx["product"][1] if ctx.get("product") else rng.choice(list(CATALOG))
         if "location" in w or "venue" in w or "place" in w:
-            return rng.choice([f"Room {rng.choice('ABC')}{rng.randint(1, 9)}", f"{ctx['city']} office", "Video call", "Main hall"])
+            return rng.choice(
+                [
+                    f"Room {rng.choice('ABC')}{rng.randint(1, 9)}",
+                    f"{ctx['city']} office",
+                    "Video call",
+                    "Main hall",
+                ]
+            )
         if "iata" in w:  # a city or airport code (Amadeus's iataCode), not a made-up one
             return rng.choice(AIRPORTS)
         if "code" in w or "slug" in w or "reference" in w or "ref" in w or "confirmation" in w:
-            return self.unique(col, lambda a: "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ23456789") for _ in range(6 + a // 20)))
+            return self.unique(
+                col,
+                lambda a: "".join(
+                    rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ23456789") for _ in range(6 + a // 20)
+                ),
+            )
         if w & {"path"}:
             return f"/{rng.choice(FOLDERS).lower().replace(' ', '-')}/{ctx['i'] + 1}"
-        if "filename" in w or ("file" in w and "name" in w) or (noun in ("file", "document", "attachment") and w & {"name", "title"}):
+        if (
+            "filename" in w
+            or ("file" in w and "name" in w)
+            or (noun in ("file", "document", "attachment") and w & {"name", "title"})
+        ):
             return self.unique(col, lambda a: self._file(a))
         if w & {"topic", "purpose", "about", "tagline"}:
             return rng.choice(TOPICS)
@@ -463,10 +1115,24 @@ class RowMaker:
             return first
         if w & {"name", "title", "label", "subject", "nickname"} or ws == ["holder"]:
             return self.unique(col, lambda a: self._title(w, ctx, a))
-        if w & {"description", "notes", "note", "body", "content", "text", "message", "comment", "bio", "summary", "memo"}:
+        if w & {
+            "description",
+            "notes",
+            "note",
+            "body",
+            "content",
+            "text",
+            "message",
+            "comment",
+            "bio",
+            "summary",
+            "memo",
+        }:
             return self._text(ctx)
         if ("type" in w or "kind" in w) and isinstance(f.get("default"), str) and f["default"]:
-            return f["default"]  # the one value the spec names (FHIR's resourceType "Patient"), not a made-up tier
+            return f[
+                "default"
+            ]  # the one value the spec names (FHIR's resourceType "Patient"), not a made-up tier
         if "type" in w or "kind" in w or "tier" in w:
             return rng.choice(["standard", "premium", "basic"])
         return None
@@ -476,7 +1142,12 @@ class RowMaker:
         first, last = _ascii(ctx["first"]).lower(), _ascii(ctx["last"]).lower()
         if not self.person:
             first, last = _ascii(fake.first_name()).lower(), _ascii(fake.last_name()).lower()
-        local = [f"{first}.{last}", f"{first[:1]}{last}", f"{first}{last[:1]}", f"{first}.{last}{self.rng.randint(10, 99)}"][min(attempt, 3)]
+        local = [
+            f"{first}.{last}",
+            f"{first[:1]}{last}",
+            f"{first}{last[:1]}",
+            f"{first}.{last}{self.rng.randint(10, 99)}",
+        ][min(attempt, 3)]
         return f"{local}@{fake.free_email_domain()}"
 
     def _file(self, attempt: int) -> str:
@@ -490,24 +1161,49 @@ class RowMaker:
         rng = self.rng
         noun = self.noun
         fake = ctx["fake"]
-        first, last = (ctx["first"], ctx["last"]) if attempt == 0 else (fake.first_name(), fake.last_name())
+        first, last = (
+            (ctx["first"], ctx["last"]) if attempt == 0 else (fake.first_name(), fake.last_name())
+        )
         if self.person or "holder" in w:
             return f"Dr. {first} {last}" if noun in DOCTORS else f"{first} {last}"
         if ctx.get("product"):
             return ctx["product"][0] if attempt == 0 else rng.choice(self.products)[0]
         if any(noun == h or noun.endswith(h) for h in HOTEL_NOUNS):
-            return rng.choice([f"{ctx['city']} {rng.choice(HOTEL_KINDS)}", f"Hotel {fake.last_name()}", f"The {fake.last_name()} {rng.choice(HOTEL_KINDS)}"])
+            return rng.choice(
+                [
+                    f"{ctx['city']} {rng.choice(HOTEL_KINDS)}",
+                    f"Hotel {fake.last_name()}",
+                    f"The {fake.last_name()} {rng.choice(HOTEL_KINDS)}",
+                ]
+            )
         table: dict[tuple[str, ...], Any] = {
             ("airline",): lambda: rng.choice(AIRLINES)[0],
-            ("event", "meeting", "appointment_type"): lambda: rng.choice(MEETINGS) + ("" if attempt == 0 else f" with {fake.first_name()}"),
+            ("event", "meeting", "appointment_type"): lambda: (
+                rng.choice(MEETINGS) + ("" if attempt == 0 else f" with {fake.first_name()}")
+            ),
             ("message", "email", "mail", "thread", "conversation"): lambda: rng.choice(SUBJECTS),
             ("task", "todo", "ticket", "issue"): lambda: rng.choice(TASKS),
-            ("folder", "directory", "album", "drive"): lambda: rng.choice(FOLDERS) + ("" if attempt < 8 else f" {rng.randint(2019, 2025)}"),
-            ("channel", "room", "group"): lambda: rng.choice(CHANNELS) + ("" if attempt < 10 else f"-{rng.choice(['eu', 'us', 'apac', 'team'])}"),
+            ("folder", "directory", "album", "drive"): lambda: (
+                rng.choice(FOLDERS) + ("" if attempt < 8 else f" {rng.randint(2019, 2025)}")
+            ),
+            ("channel", "room", "group"): lambda: (
+                rng.choice(CHANNELS)
+                + ("" if attempt < 10 else f"-{rng.choice(['eu', 'us', 'apac', 'team'])}")
+            ),
             ("calendar",): lambda: rng.choice(CALENDARS),
             ("account", "wallet", "pot"): lambda: rng.choice(ACCOUNTS),
-            ("clinic", "specialty"): lambda: f"{ctx['city']} {rng.choice(SPECIALTIES).title()} Clinic",
-            ("company", "organization", "merchant", "vendor", "supplier", "team", "workspace"): lambda: fake.company(),
+            ("clinic", "specialty"): lambda: (
+                f"{ctx['city']} {rng.choice(SPECIALTIES).title()} Clinic"
+            ),
+            (
+                "company",
+                "organization",
+                "merchant",
+                "vendor",
+                "supplier",
+                "team",
+                "workspace",
+            ): lambda: fake.company(),
             ("project", "campaign"): lambda: fake.catch_phrase(),
         }
         for nouns, make in table.items():
@@ -527,7 +1223,9 @@ class RowMaker:
             return rng.choice(MERCHANTS)
         return rng.choice(NOTES)
 
-    def _number(self, w: set[str], f: dict[str, Any], ctx: dict[str, Any], row: dict[str, Any]) -> Any:
+    def _number(
+        self, w: set[str], f: dict[str, Any], ctx: dict[str, Any], row: dict[str, Any]
+    ) -> Any:
         """Money above 0 in a believable range, counts, ratings, sizes."""
         rng = self.rng
         t = f.get("type")
@@ -535,7 +1233,11 @@ class RowMaker:
             cents = "cents" in w or "minor" in w
             if "balance" in w:
                 v = rng.randint(50, 9000) + rng.choice([0, 0.5, 0.25, 0.99])
-            elif "total" in w and isinstance(row.get("quantity"), (int, float)) and isinstance(row.get("unit_price"), (int, float)):
+            elif (
+                "total" in w
+                and isinstance(row.get("quantity"), (int, float))
+                and isinstance(row.get("unit_price"), (int, float))
+            ):
                 v = row["quantity"] * row["unit_price"]
             elif ctx.get("product"):
                 _, _, lo, hi = ctx["product"]
@@ -545,7 +1247,9 @@ class RowMaker:
             elif self.noun in ("flight", "fare", "ticket"):
                 v = rng.randrange(59, 1400, 10) + 0.99
             else:
-                v = rng.choice([9.99, 14.5, 24.99, 34.99, 49.0, 89.0, 120.0, 189.0, 229.0, 399.99, 12.75, 65.4])
+                v = rng.choice(
+                    [9.99, 14.5, 24.99, 34.99, 49.0, 89.0, 120.0, 189.0, 229.0, 399.99, 12.75, 65.4]
+                )
             if cents or t == "integer":
                 return max(1, int(round(v * (100 if cents else 1))))
             return round(float(v), 2)
@@ -577,11 +1281,40 @@ class RowMaker:
         """Items of the declared type: tags, emails, or values built from the item schema."""
         rng = self.rng
         items = f.get("items") if isinstance(f.get("items"), dict) else {}
-        if items.get("type") == "string" and not items.get("format") and not items.get("pattern") and not items.get("enum"):
+        if (
+            items.get("type") == "string"
+            and not items.get("format")
+            and not items.get("pattern")
+            and not items.get("enum")
+        ):
             if w & {"tag", "tags", "labels", "keywords"}:
                 return sorted(rng.sample(TAGS, rng.randint(1, 2)))
-            if "email" in col or w & {"attendees", "recipients", "participants", "cc", "bcc", "emails"}:
-                return sorted({self._email({**ctx, "first": ctx["fake"].first_name(), "last": ctx["fake"].last_name()}, 0) for _ in range(rng.randint(1, 3))})
+            if "email" in col or w & {
+                "attendees",
+                "recipients",
+                "participants",
+                "cc",
+                "bcc",
+                "emails",
+            }:
+                return sorted(
+                    {
+                        self._email(
+                            {
+                                **ctx,
+                                "first": ctx["fake"].first_name(),
+                                "last": ctx["fake"].last_name(),
+                            },
+                            0,
+                        )
+                        for _ in range(rng.randint(1, 3))
+                    }
+                )
         if items.get("type") == "string" and items.get("format") == "email":
-            return [self._email({**ctx, "first": ctx["fake"].first_name(), "last": ctx["fake"].last_name()}, 0) for _ in range(rng.randint(1, 3))]
+            return [
+                self._email(
+                    {**ctx, "first": ctx["fake"].first_name(), "last": ctx["fake"].last_name()}, 0
+                )
+                for _ in range(rng.randint(1, 3))
+            ]
         return None  # from the schema: items of the declared type

@@ -24,10 +24,52 @@ __all__ = ["CLOCK", "conform", "from_schema", "iso", "problem", "schema_of"]
 CLOCK = dt.datetime(2026, 1, 15, 9, 0, 0, tzinfo=dt.UTC)
 """The executor's default frozen clock: seed times are placed around it."""
 
-_FIELD_KEYS = ("type", "format", "enum", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
-               "pattern", "items", "minItems", "maxItems", "uniqueItems", "properties", "required")
-_KNOWN_FORMATS = {"date-time", "date-time-rfc-2822", "date", "time", "email", "uri", "url", "uuid", "ipv4", "ipv6", "hostname", "byte"}
-_WORDS = ["north", "river", "maple", "cedar", "summit", "harbor", "meadow", "willow", "granite", "aurora", "atlas", "beacon"]
+_FIELD_KEYS = (
+    "type",
+    "format",
+    "enum",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "items",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "properties",
+    "required",
+)
+_KNOWN_FORMATS = {
+    "date-time",
+    "date-time-rfc-2822",
+    "date",
+    "time",
+    "email",
+    "uri",
+    "url",
+    "uuid",
+    "ipv4",
+    "ipv6",
+    "hostname",
+    "byte",
+}
+_WORDS = [
+    "north",
+    "river",
+    "maple",
+    "cedar",
+    "summit",
+    "harbor",
+    "meadow",
+    "willow",
+    "granite",
+    "aurora",
+    "atlas",
+    "beacon",
+]
 
 
 def _two_words(rng: random.Random) -> str:
@@ -58,7 +100,7 @@ def schema_of(field: dict[str, Any]) -> dict[str, Any]:
 
 @lru_cache(maxsize=4096)
 def _validator(key: str) -> Any:
-    import jsonschema  # noqa: PLC0415 - imported when seed rows are made, not when the plugin loads
+    import jsonschema
 
     schema = json.loads(key)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
@@ -67,7 +109,7 @@ def _validator(key: str) -> Any:
 
 def problem(schema: dict[str, Any], value: Any) -> str:
     """Why ``value`` breaks ``schema`` (jsonschema, formats checked), or ""."""
-    import jsonschema  # noqa: PLC0415
+    import jsonschema
 
     try:
         key = json.dumps(schema, sort_keys=True, default=str)
@@ -100,14 +142,25 @@ def _repair(value: Any, schema: dict[str, Any], rng: random.Random) -> Any:
         lo, hi = _bounds(schema)
         v = min(max(value, lo), hi) if lo <= hi else value
         return int(round(v)) if _type(schema) == "integer" else v
-    if isinstance(value, str) and "pattern" not in schema and "enum" not in schema and not schema.get("format"):
+    if (
+        isinstance(value, str)
+        and "pattern" not in schema
+        and "enum" not in schema
+        and not schema.get("format")
+    ):
         lo, hi = schema.get("minLength", 0), schema.get("maxLength")
         v = value[:hi].rstrip() if isinstance(hi, int) else value
         while isinstance(lo, int) and len(v) < lo:
             v = f"{v} {rng.choice(_WORDS)}".strip()
         return v[:hi] if isinstance(hi, int) else v
     if isinstance(value, str) and isinstance(schema.get("pattern"), str):
-        for cand in (*_time_forms(value), value.lower(), value.upper(), re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-"), re.sub(r"[^A-Za-z0-9]", "", value)):
+        for cand in (
+            *_time_forms(value),
+            value.lower(),
+            value.upper(),
+            re.sub(r"[^a-z0-9]+", "-", value.lower()).strip("-"),
+            re.sub(r"[^A-Za-z0-9]", "", value),
+        ):
             if not problem(schema, cand):
                 return cand
     return None
@@ -123,7 +176,15 @@ def _time_forms(value: str) -> list[str]:
     if t.tzinfo is None:
         t = t.replace(tzinfo=dt.UTC)
     t = t.astimezone(dt.UTC)
-    return [t.strftime(f) for f in ("%Y-%m-%dT%H:%M:%S+00:00", "%Y-%m-%dT%H:%M:%S.000Z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d")]
+    return [
+        t.strftime(f)
+        for f in (
+            "%Y-%m-%dT%H:%M:%S+00:00",
+            "%Y-%m-%dT%H:%M:%S.000Z",
+            "%Y-%m-%dT%H:%M:%S",
+            "%Y-%m-%d",
+        )
+    ]
 
 
 def _type(schema: dict[str, Any]) -> str:
@@ -187,9 +248,15 @@ def from_schema(schema: dict[str, Any], rng: random.Random, depth: int = 0, name
     if t == "object":
         props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         required = set(schema.get("required") or [])
-        if depth > 3:  # deep down only what is required (FHIR's contact.relationship.coding needs its code)
+        if (
+            depth > 3
+        ):  # deep down only what is required (FHIR's contact.relationship.coding needs its code)
             props = {k: v for k, v in props.items() if k in required} if depth <= 12 else {}
-        return {k: from_schema(s if isinstance(s, dict) else {}, rng, depth + 1, name=k) for k, s in props.items() if k in required or rng.random() < 0.7}
+        return {
+            k: from_schema(s if isinstance(s, dict) else {}, rng, depth + 1, name=k)
+            for k, s in props.items()
+            if k in required or rng.random() < 0.7
+        }
     if t == "null":
         return None
     return from_schema({"type": "string"}, rng, depth + 1)
@@ -211,7 +278,7 @@ def _string(schema: dict[str, Any], rng: random.Random, name: str = "") -> str:
             fmt = "date-time"
     pattern = schema.get("pattern")
     if isinstance(pattern, str):
-        import rstr  # noqa: PLC0415
+        import rstr
 
         try:
             gen = rstr.Rstr(rng)
@@ -224,7 +291,9 @@ def _string(schema: dict[str, Any], rng: random.Random, name: str = "") -> str:
     when = CLOCK - dt.timedelta(days=rng.randint(1, 60), minutes=rng.randint(0, 600))
     by_format = {
         "date-time": lambda: iso(when),
-        "date-time-rfc-2822": lambda: email.utils.format_datetime(when.replace(second=0, microsecond=0)),
+        "date-time-rfc-2822": lambda: email.utils.format_datetime(
+            when.replace(second=0, microsecond=0)
+        ),
         "date": lambda: when.strftime("%Y-%m-%d"),
         "time": lambda: when.strftime("%H:%M:%S"),
         "email": lambda: f"{rng.choice(_WORDS)}.{rng.choice(_WORDS)}@example.com",

@@ -15,12 +15,16 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from urllib.parse import unquote, urldefrag, urljoin, urlparse
 from typing import Any
+from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
 import structlog
 import yaml
-from openapi_spec_validator import OpenAPIV30SpecValidator, OpenAPIV31SpecValidator, OpenAPIV32SpecValidator
+from openapi_spec_validator import (
+    OpenAPIV30SpecValidator,
+    OpenAPIV31SpecValidator,
+    OpenAPIV32SpecValidator,
+)
 from referencing import Registry, Resource, Specification
 from referencing.exceptions import PointerToNowhere, Unresolvable
 
@@ -55,7 +59,9 @@ class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[mi
 
 
 for _first, _resolvers in list(_Loader.yaml_implicit_resolvers.items()):
-    _Loader.yaml_implicit_resolvers[_first] = [(tag, rx) for tag, rx in _resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    _Loader.yaml_implicit_resolvers[_first] = [
+        (tag, rx) for tag, rx in _resolvers if tag != "tag:yaml.org,2002:timestamp"
+    ]
 
 
 def _stringify_keys(value: Any) -> Any:
@@ -70,7 +76,9 @@ def parse_text(text: str, name: str) -> dict[str, Any]:
     """Parse a document's text (JSON, else YAML) into a dict; errors name the file and line."""
     data = parse_any(text, name)
     if not isinstance(data, dict):
-        raise SpecError(f"{name}: at $: an OpenAPI document must be an object, got {type(data).__name__}")
+        raise SpecError(
+            f"{name}: at $: an OpenAPI document must be an object, got {type(data).__name__}"
+        )
     return data
 
 
@@ -84,13 +92,17 @@ def parse_any(text: str, name: str) -> Any:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise SpecError(f"{name}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+            raise SpecError(
+                f"{name}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from None
     else:
         try:
-            data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+            data = yaml.load(text, Loader=_Loader)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            where = (
+                f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            )
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             raise SpecError(f"{name}: not valid YAML{where}: {problem}") from None
     return _stringify_keys(data)
@@ -114,42 +126,65 @@ def convert_swagger(doc: dict[str, Any], name: str) -> tuple[dict[str, Any], lis
     or when it fails, a :class:`SpecError` says what to do."""
     version = doc.get("swagger")
     if str(version).split(".")[0] != "2":
-        raise SpecError(f"{name}: at $.swagger: Swagger {version} is not supported; envkernel reads OpenAPI {', '.join(SUPPORTED)} and Swagger 2.0")
+        raise SpecError(
+            f"{name}: at $.swagger: Swagger {version} is not supported; envkernel reads OpenAPI {', '.join(SUPPORTED)} and Swagger 2.0"
+        )
     cmd = converter()
     if cmd is None:
-        raise SpecError(f"{name}: at $.swagger: this is Swagger/OpenAPI {version}; convert it to OpenAPI 3 first "
-                        f"(install the converter with `npm install -g {CONVERTER}` and it is done on reading)")
+        raise SpecError(
+            f"{name}: at $.swagger: this is Swagger/OpenAPI {version}; convert it to OpenAPI 3 first "
+            f"(install the converter with `npm install -g {CONVERTER}` and it is done on reading)"
+        )
     with tempfile.TemporaryDirectory(prefix="envkernel-s2o-") as tmp:
         src = Path(tmp) / "swagger.json"
         src.write_text(json.dumps(doc), encoding="utf-8")
         try:
-            proc = subprocess.run([*shlex.split(cmd), "--patch", "--warnOnly", str(src)], capture_output=True, text=True,
-                                  timeout=CONVERT_SECONDS, check=False)
+            proc = subprocess.run(
+                [*shlex.split(cmd), "--patch", "--warnOnly", str(src)],
+                capture_output=True,
+                text=True,
+                timeout=CONVERT_SECONDS,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise SpecError(f"{name}: at $.swagger: the Swagger 2.0 converter ({cmd}) could not run: {exc}; convert it to OpenAPI 3 first") from None
+            raise SpecError(
+                f"{name}: at $.swagger: the Swagger 2.0 converter ({cmd}) could not run: {exc}; convert it to OpenAPI 3 first"
+            ) from None
     if proc.returncode != 0 or not proc.stdout.strip():
         why = (proc.stderr.strip().splitlines() or ["no output"])[0][:200]
-        raise SpecError(f"{name}: at $.swagger: the Swagger 2.0 converter failed ({why}); convert it to OpenAPI 3 by hand")
+        raise SpecError(
+            f"{name}: at $.swagger: the Swagger 2.0 converter failed ({why}); convert it to OpenAPI 3 by hand"
+        )
     out = parse_text(proc.stdout, name)
     log.info("swagger converted", spec=name, converter=cmd)
-    return out, [f"{name}: Swagger {version} converted to OpenAPI {out.get('openapi')} by {CONVERTER}"]
+    return out, [
+        f"{name}: Swagger {version} converted to OpenAPI {out.get('openapi')} by {CONVERTER}"
+    ]
 
 
 def check_version(doc: dict[str, Any], name: str) -> tuple[str, list[str]]:
     """The document's version (``3.1``) and warnings; refuses Swagger 2 (see :func:`convert_swagger`) and non-3.x documents."""
     if "swagger" in doc:
-        raise SpecError(f"{name}: at $.swagger: Swagger/OpenAPI {doc['swagger']} is not supported; convert it to OpenAPI 3 first")
+        raise SpecError(
+            f"{name}: at $.swagger: Swagger/OpenAPI {doc['swagger']} is not supported; convert it to OpenAPI 3 first"
+        )
     version = doc.get("openapi")
     if version is None:
-        raise SpecError(f"{name}: at $: there is no 'openapi' version field; this is not an OpenAPI 3 document")
+        raise SpecError(
+            f"{name}: at $: there is no 'openapi' version field; this is not an OpenAPI 3 document"
+        )
     text = str(version)
     m = re.match(r"^(\d+)\.(\d+)", text)
     if not m or m.group(1) != "3":
-        raise SpecError(f"{name}: at $.openapi: version {text!r} is not supported; envkernel reads OpenAPI {', '.join(SUPPORTED)}")
+        raise SpecError(
+            f"{name}: at $.openapi: version {text!r} is not supported; envkernel reads OpenAPI {', '.join(SUPPORTED)}"
+        )
     short = f"{m.group(1)}.{m.group(2)}"
     warnings = []
     if short not in SUPPORTED:
-        warnings.append(f"{name}: OpenAPI {text} is newer than the versions known here ({', '.join(SUPPORTED)}); read as {SUPPORTED[-1]}")
+        warnings.append(
+            f"{name}: OpenAPI {text} is newer than the versions known here ({', '.join(SUPPORTED)}); read as {SUPPORTED[-1]}"
+        )
     return short, warnings
 
 
@@ -166,7 +201,9 @@ def check_structure(doc: dict[str, Any], name: str) -> None:
     paths = doc.get("paths")
     if paths is None:
         if doc.get("webhooks") or doc.get("components"):
-            raise SpecError(f"{name}: at $.paths: the document has no paths, so there are no operations to make tools from")
+            raise SpecError(
+                f"{name}: at $.paths: the document has no paths, so there are no operations to make tools from"
+            )
         raise SpecError(f"{name}: at $: there is no 'paths' object")
     _expect(paths, dict, name, ["paths"], "paths")
     for path, item in paths.items():
@@ -220,7 +257,9 @@ class Resolver:
         self.name = name
         self.base_uri = (base if base is not None else Path.cwd() / name).resolve().as_uri()
         root = Resource(contents=doc, specification=Specification.OPAQUE)
-        self.registry: Registry[Any] = Registry(retrieve=self._retrieve).with_resource(self.base_uri, root)  # type: ignore[call-arg]
+        self.registry: Registry[Any] = Registry(retrieve=self._retrieve).with_resource(
+            self.base_uri, root
+        )  # type: ignore[call-arg]
         self.files: list[str] = []
         """Names of the other files read."""
         self.cuts = 0
@@ -243,12 +282,20 @@ class Resolver:
             resolved = self.registry.resolver(base_uri=base).lookup(ref)
         except Unresolvable as exc:
             cause = exc.__cause__ or exc.__context__
-            why = "it points to nothing" if isinstance(exc, PointerToNowhere) else (str(cause) if cause else type(exc).__name__)
-            raise SpecError(f"{self.name}: at {jpath(parts)}: $ref {ref!r} cannot be resolved: {why} (points to nothing)") from None
+            why = (
+                "it points to nothing"
+                if isinstance(exc, PointerToNowhere)
+                else (str(cause) if cause else type(exc).__name__)
+            )
+            raise SpecError(
+                f"{self.name}: at {jpath(parts)}: $ref {ref!r} cannot be resolved: {why} (points to nothing)"
+            ) from None
         target = urldefrag(urljoin(base, ref)).url or base
         return resolved.contents, target
 
-    def resolve(self, node: Any, parts: list[Any], stack: tuple[str, ...] = (), base: str = "") -> Any:
+    def resolve(
+        self, node: Any, parts: list[Any], stack: tuple[str, ...] = (), base: str = ""
+    ) -> Any:
         """A copy of ``node`` with every ``$ref`` (outside ``x-`` keys) replaced by what it points to."""
         base = base or self.base_uri
         if isinstance(node, list):
@@ -276,7 +323,10 @@ class Resolver:
                     if k != "$ref":
                         out[k] = v if _literal(k) else self.resolve(v, [*parts, k], stack, base)
             return out
-        return {k: (v if _literal(k) else self.resolve(v, [*parts, k], stack, base)) for k, v in node.items()}
+        return {
+            k: (v if _literal(k) else self.resolve(v, [*parts, k], stack, base))
+            for k, v in node.items()
+        }
 
 
 def _literal(key: str) -> bool:
@@ -284,7 +334,9 @@ def _literal(key: str) -> bool:
     return key.startswith("x-") or key in ("example", "examples")
 
 
-def load(path: str | Path, display: str | None = None, *, validate: bool = True) -> tuple[dict[str, Any], list[str]]:
+def load(
+    path: str | Path, display: str | None = None, *, validate: bool = True
+) -> tuple[dict[str, Any], list[str]]:
     """Read, check and resolve one document: (resolved document, warnings).
 
     Relative-file ``$ref``s resolve against the document's folder. With ``validate``, the
@@ -302,7 +354,9 @@ def load(path: str | Path, display: str | None = None, *, validate: bool = True)
     return load_text(text, name, base=p, validate=validate)
 
 
-def load_text(text: str, name: str, *, base: Path | None = None, validate: bool = False) -> tuple[dict[str, Any], list[str]]:
+def load_text(
+    text: str, name: str, *, base: Path | None = None, validate: bool = False
+) -> tuple[dict[str, Any], list[str]]:
     """Like :func:`load`, from text (``base``: the file that relative ``$ref``s are relative to)."""
     doc = parse_text(text, name)
     converted: list[str] = []
@@ -328,19 +382,28 @@ MAX_VALIDATION_WARNINGS = 5
 """Validator findings reported per document (the rest are counted)."""
 
 
-def validation_warnings(doc: dict[str, Any], name: str, version: str, base: Path | None) -> list[str]:
+def validation_warnings(
+    doc: dict[str, Any], name: str, version: str, base: Path | None
+) -> list[str]:
     """What ``openapi-spec-validator`` finds wrong in a document, as warnings (never raises): the first
     :data:`MAX_VALIDATION_WARNINGS` distinct findings by text, then how many more distinct ones there are."""
-    cls = {"3.0": OpenAPIV30SpecValidator, "3.1": OpenAPIV31SpecValidator}.get(version, OpenAPIV32SpecValidator)
+    cls = {"3.0": OpenAPIV30SpecValidator, "3.1": OpenAPIV31SpecValidator}.get(
+        version, OpenAPIV32SpecValidator
+    )
     found: list[str] = []
     crash = ""
     try:
-        for err in cls(doc, base_uri=base.resolve().as_uri() if base is not None else "").iter_errors():
+        for err in cls(
+            doc, base_uri=base.resolve().as_uri() if base is not None else ""
+        ).iter_errors():
             where = jpath(list(getattr(err, "absolute_path", []) or []))
-            found.append(f"{name}: the validator reports at {where}: {str(getattr(err, 'message', err))[:200]}")
-    except Exception as exc:  # noqa: BLE001 - the validator is outside code: its crash is a finding, not ours
+            found.append(
+                f"{name}: the validator reports at {where}: {str(getattr(err, 'message', err))[:200]}"
+            )
+    except Exception as exc:
         crash = f"{name}: the validator could not finish: {type(exc).__name__}: {str(exc)[:200]}"
-    # the validator's order of findings follows set order (PYTHONHASHSEED): the first ones by text, so
+    # the validator's order of findings follows set order (PYTHONHASHSEED): the first ones by text,
+    # so
     # that the same document always gives the same warnings
     found = sorted(dict.fromkeys(found))
     more = max(0, len(found) - MAX_VALIDATION_WARNINGS)

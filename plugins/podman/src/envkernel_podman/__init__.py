@@ -11,7 +11,15 @@ from envkernel.hookspecs import hookimpl
 
 from .errors import SandboxError
 from .image import BUILD_COMMAND, DEFAULT_IMAGE, build_image
-from .runner import LABEL, LABEL_EXPIRES, LABEL_RUNNER, PodmanRunner, PodmanSession, Settings, reap_containers
+from .runner import (
+    LABEL,
+    LABEL_EXPIRES,
+    LABEL_RUNNER,
+    PodmanRunner,
+    PodmanSession,
+    Settings,
+    reap_containers,
+)
 
 __all__ = [
     "BUILD_COMMAND",

@@ -51,8 +51,12 @@ def sandbox() -> None:
 
 
 @sandbox.command("build-image")
-@click.option("--image", default=DEFAULT_IMAGE, show_default=True, help="Name of the image to build.")
-@click.option("--mirror", default="", help="Debian mirror (default: the one this machine's apt uses).")
+@click.option(
+    "--image", default=DEFAULT_IMAGE, show_default=True, help="Name of the image to build."
+)
+@click.option(
+    "--mirror", default="", help="Debian mirror (default: the one this machine's apt uses)."
+)
 @click.option("--suite", default="bookworm", show_default=True, help="Debian suite.")
 @click.option("--force", is_flag=True, help="Rebuild even if the image exists.")
 def build_image_cmd(image: str, mirror: str, suite: str, force: bool) -> None:
@@ -65,12 +69,21 @@ def build_image_cmd(image: str, mirror: str, suite: str, force: bool) -> None:
 
     console = Console(stderr=True)
     try:
-        if console.is_terminal:  # a live line with the build's latest output; otherwise only the summary (or the failure's tail)
+        # a live line with the build's latest output; otherwise only the summary (or the failure's
+        # tail)
+        if console.is_terminal:
             with console.status(f"building {image}") as status:
-                result = build_image(image, mirror=mirror, suite=suite, force=force,
-                                     on_line=lambda line: status.update(f"building {image}: {line[:100]}"))
+                result = build_image(
+                    image,
+                    mirror=mirror,
+                    suite=suite,
+                    force=force,
+                    on_line=lambda line: status.update(f"building {image}: {line[:100]}"),
+                )
         else:
-            result = build_image(image, mirror=mirror, suite=suite, force=force, on_line=lambda line: None)
+            result = build_image(
+                image, mirror=mirror, suite=suite, force=force, on_line=lambda line: None
+            )
     except SandboxError as exc:
         raise click.ClickException(str(exc)) from None
     if result.built:
@@ -80,7 +93,9 @@ def build_image_cmd(image: str, mirror: str, suite: str, force: bool) -> None:
 
 
 @sandbox.command("ps")
-@click.option("--url", default="", help="A running podman service (default: start one for this command).")
+@click.option(
+    "--url", default="", help="A running podman service (default: start one for this command)."
+)
 def ps_cmd(url: str) -> None:
     """List envkernel sandbox containers, with their owner and expiry."""
     from .runner import LABEL, LABEL_EXPIRES, list_status
@@ -99,7 +114,9 @@ def ps_cmd(url: str) -> None:
             left = float(labels.get(LABEL_EXPIRES, "0")) - now
             who = f"pid {owner.pid} on {owner.host}" if owner else "no owner"
             state = {True: "alive", False: "DEAD", None: "other host"}[alive]
-            click.echo(f"{c.name}  {list_status(c)}  owner {who} ({state})  expires in {left:.0f} s")
+            click.echo(
+                f"{c.name}  {list_status(c)}  owner {who} ({state})  expires in {left:.0f} s"
+            )
 
     try:
         _with_client(go, url)
@@ -108,7 +125,9 @@ def ps_cmd(url: str) -> None:
 
 
 @sandbox.command("reap")
-@click.option("--url", default="", help="A running podman service (default: start one for this command).")
+@click.option(
+    "--url", default="", help="A running podman service (default: start one for this command)."
+)
 def reap_cmd(url: str) -> None:
     """Remove sandbox containers whose owner process is gone or whose lifetime passed."""
     from .runner import reap_containers, reap_folders

@@ -19,7 +19,9 @@ def missing_image_error(image: str) -> SandboxError:
     """The error a run gets when the image is not built: it names the command that builds it."""
     return SandboxError(
         f"the sandbox image {image!r} is not in Podman's storage. Build it once (offline, ~40 s) with "
-        f"`{BUILD_COMMAND}`" + (f" --image {image}" if image != DEFAULT_IMAGE else "") + " (as root), or run "
+        f"`{BUILD_COMMAND}`"
+        + (f" --image {image}" if image != DEFAULT_IMAGE else "")
+        + " (as root), or run "
         "scripts/install-podman.sh, which also installs Podman",
         code="no_image",
     )
@@ -31,8 +33,20 @@ IMAGE_VERSION = 2
 
 def image_version(image: str, env: dict[str, str] | None = None) -> int:
     """The ``envkernel.image`` label of ``image`` in Podman's storage (0 when it is missing)."""
-    proc = subprocess.run([podman_binary(), "image", "inspect", "--format", '{{ index .Labels "envkernel.image" }}', image],
-                          env=env or podman_env(containers_conf("")), check=False, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            podman_binary(),
+            "image",
+            "inspect",
+            "--format",
+            '{{ index .Labels "envkernel.image" }}',
+            image,
+        ],
+        env=env or podman_env(containers_conf("")),
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     try:
         return int(proc.stdout.strip()) if proc.returncode == 0 else 0
     except ValueError:
@@ -70,7 +84,12 @@ def build_image(
         argv.append("--force")
     t0 = time.monotonic()
     if on_line is None:
-        code, tail = subprocess.run(argv, env=env, check=False, stdout=subprocess.DEVNULL if quiet else None).returncode, []
+        code, tail = (
+            subprocess.run(
+                argv, env=env, check=False, stdout=subprocess.DEVNULL if quiet else None
+            ).returncode,
+            [],
+        )
     else:
         code, tail = stream_lines(argv, env, on_line)
     if code != 0:
@@ -79,12 +98,15 @@ def build_image(
     return BuildResult(image, True, time.monotonic() - t0)
 
 
-
-def stream_lines(argv: list[str], env: dict[str, str] | None, on_line: Callable[[str], None], keep: int = 40) -> tuple[int, list[str]]:
+def stream_lines(
+    argv: list[str], env: dict[str, str] | None, on_line: Callable[[str], None], keep: int = 40
+) -> tuple[int, list[str]]:
     """Run ``argv`` with its stdout and stderr merged, handing each line to ``on_line``; return its
     exit code and its last ``keep`` lines."""
     tail: deque[str] = deque(maxlen=keep)
-    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace") as proc:
+    with subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as proc:
         assert proc.stdout is not None
         for raw in proc.stdout:
             line = raw.rstrip()

@@ -24,9 +24,13 @@ from .service import podman_binary, podman_env, stop_orphan_service
 def start(folder: str, label: str, conf: str) -> subprocess.Popen[bytes]:
     """Start the reaper of one runner: ``label`` (``key=value``) names its containers, ``folder`` is
     its socket folder and ``conf`` the containers.conf its podman commands use."""
-    return subprocess.Popen([sys.executable, "-m", "envkernel_podman.reaper", json.dumps([folder, label, conf])],
-                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "envkernel_podman.reaper", json.dumps([folder, label, conf])],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def release(proc: subprocess.Popen[bytes] | None) -> None:
@@ -57,11 +61,18 @@ def reap(folder: str, label: str, conf: str) -> list[str]:
     Returns the names of the containers removed."""
     env = podman_env(conf)
     podman = podman_binary()
-    listed = subprocess.run([podman, "ps", "-aq", "--filter", f"label={label}"], env=env,
-                            capture_output=True, text=True, timeout=60)
+    listed = subprocess.run(
+        [podman, "ps", "-aq", "--filter", f"label={label}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     names = listed.stdout.split()
     if names:
-        subprocess.run([podman, "rm", "-f", "-t", "0", *names], env=env, capture_output=True, timeout=120)
+        subprocess.run(
+            [podman, "rm", "-f", "-t", "0", *names], env=env, capture_output=True, timeout=120
+        )
     stop_orphan_service(folder)
     shutil.rmtree(folder, ignore_errors=True)
     return names
@@ -69,7 +80,9 @@ def reap(folder: str, label: str, conf: str) -> list[str]:
 
 def main() -> None:
     """The reaper's entry point: ``python -m envkernel_podman.reaper '[FOLDER, LABEL, CONF]'``."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C of the run's terminal: the run cleans up itself
+    signal.signal(
+        signal.SIGINT, signal.SIG_IGN
+    )  # a Ctrl-C of the run's terminal: the run cleans up itself
     folder, label, conf = json.loads(sys.argv[1])
     if not _wait_for_the_runner(sys.stdin.buffer):
         reap(folder, label, conf)

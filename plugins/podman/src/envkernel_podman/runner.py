@@ -48,6 +48,7 @@ from typing import Any
 
 import msgspec
 import structlog
+
 from envkernel_runtime import engine_path, executor_path, workspace_path
 from envkernel_runtime.session import STREAM_LIMIT, ExecutorSession
 from envkernel_schemas import EnvSpec
@@ -55,7 +56,14 @@ from envkernel_schemas import EnvSpec
 from . import reaper
 from .errors import SandboxError
 from .image import DEFAULT_IMAGE, missing_image_error
-from .service import Owner, Service, asset_path, containers_conf, default_run_dir, stop_orphan_service
+from .service import (
+    Owner,
+    Service,
+    asset_path,
+    containers_conf,
+    default_run_dir,
+    stop_orphan_service,
+)
 
 _logger = structlog.get_logger("envkernel.podman")
 
@@ -184,7 +192,13 @@ def _connection_error(exc: BaseException) -> bool:
         if isinstance(e, (ConnectionError, FileNotFoundError)):
             return True
         name = type(e).__name__
-        if name in ("ConnectionError", "NewConnectionError", "MaxRetryError", "ProtocolError", "RemoteDisconnected"):
+        if name in (
+            "ConnectionError",
+            "NewConnectionError",
+            "MaxRetryError",
+            "ProtocolError",
+            "RemoteDisconnected",
+        ):
             return True
         e = e.__cause__ or e.__context__
         seen += 1
@@ -222,7 +236,12 @@ class PodmanSession(ExecutorSession):
         """Close the sandbox: recycle its container if it is known clean, else destroy it. Idempotent."""
         t0 = time.perf_counter()
         await super().close()
-        _log("debug", "sandbox closed", session=self.id, ms=round((time.perf_counter() - t0) * 1000, 2))
+        _log(
+            "debug",
+            "sandbox closed",
+            session=self.id,
+            ms=round((time.perf_counter() - t0) * 1000, 2),
+        )
 
     # ------------------------------------------------------------------ hooks
 
@@ -293,7 +312,14 @@ class PodmanRunner:
         self.settings = settings if settings is not None else Settings()
         self.owner = Owner.me()
         self.token = secrets.token_hex(4)
-        self.stats = {"warm": 0, "cold": 0, "recycled": 0, "destroyed": 0, "reaped": 0, "pool_errors": 0}
+        self.stats = {
+            "warm": 0,
+            "cold": 0,
+            "recycled": 0,
+            "destroyed": 0,
+            "reaped": 0,
+            "pool_errors": 0,
+        }
         self._sessions: set[PodmanSession] = set()
         self._pool: deque[_Box] = deque()
         self._waiters: deque[asyncio.Future[_Box]] = deque()
@@ -342,10 +368,16 @@ class PodmanRunner:
                 raise SandboxError("the podman runner is closed", code="closed")
             self._conf = containers_conf(self.settings.containers_conf)
             os.makedirs(self._folder, mode=0o755, exist_ok=True)
-            self._service = Service(self.settings.url, self._folder, self._conf, self.settings.service_idle)
-            self._finalizer = weakref.finalize(self, _cleanup_at_exit, self._service, self.token, self._folder)
+            self._service = Service(
+                self.settings.url, self._folder, self._conf, self.settings.service_idle
+            )
+            self._finalizer = weakref.finalize(
+                self, _cleanup_at_exit, self._service, self.token, self._folder
+            )
             if self.settings.reap_at_exit and self._reaper is None:
-                self._reaper = reaper.start(self._folder, f"{LABEL_RUNNER}={self.token}", self._conf)
+                self._reaper = reaper.start(
+                    self._folder, f"{LABEL_RUNNER}={self.token}", self._conf
+                )
             try:
                 await self._in_thread(self._service.client)
                 if not await self._api(lambda c: c.images.exists(self.settings.image)):
@@ -399,11 +431,15 @@ class PodmanRunner:
         while self._tasks:  # starts and recycles in flight (what they finish is destroyed: closed)
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
         if self._boxes:  # anything still starting or left over
-            await asyncio.gather(*(self._destroy(b) for b in list(self._boxes.values())), return_exceptions=True)
+            await asyncio.gather(
+                *(self._destroy(b) for b in list(self._boxes.values())), return_exceptions=True
+            )
         if self._service is not None and self._started:
             with contextlib.suppress(Exception):
                 mine = {"label": f"{LABEL_RUNNER}={self.token}"}
-                names = await self._api(lambda c: [x.name for x in c.containers.list(all=True, filters=mine)])
+                names = await self._api(
+                    lambda c: [x.name for x in c.containers.list(all=True, filters=mine)]
+                )
                 for n in names:
                     await self._api(_remove, n)
         if self._service is not None:
@@ -435,7 +471,9 @@ class PodmanRunner:
         return await self._api(
             lambda c: [
                 {"name": x.name, "status": list_status(x), "labels": x.labels}
-                for x in c.containers.list(all=True, filters={"label": f"{LABEL_RUNNER}={self.token}"})
+                for x in c.containers.list(
+                    all=True, filters={"label": f"{LABEL_RUNNER}={self.token}"}
+                )
             ]
         )
 
@@ -449,7 +487,10 @@ class PodmanRunner:
             box = self._pool.popleft()
             if box.usable(need):
                 self.stats["warm"] += 1
-                return box, True  # the session kicks the pool once it has loaded (no CPU contention)
+                return (
+                    box,
+                    True,
+                )  # the session kicks the pool once it has loaded (no CPU contention)
             self._spawn(self._destroy(box))
         if self._closed:
             raise SandboxError("the podman runner is closed", code="closed")
@@ -460,7 +501,8 @@ class PodmanRunner:
             box = await asyncio.wait_for(asyncio.shield(waiter), self.settings.startup_timeout)
         except TimeoutError:
             raise SandboxError(
-                f"no sandbox container was ready within {self.settings.startup_timeout:g} s", code="timeout"
+                f"no sandbox container was ready within {self.settings.startup_timeout:g} s",
+                code="timeout",
             ) from None
         except BaseException:
             if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
@@ -510,7 +552,9 @@ class PodmanRunner:
             assert self._wake is not None
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=max(1.0, min(30.0, s.pool_idle / 4)))
+                await asyncio.wait_for(
+                    self._wake.wait(), timeout=max(1.0, min(30.0, s.pool_idle / 4))
+                )
 
     async def _start_one(self) -> None:
         box = None
@@ -518,14 +562,21 @@ class PodmanRunner:
             box = await self._start_box()
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - the oldest waiting open gets the error; the pool retries
+        except Exception as exc:
             self.stats["pool_errors"] += 1
             self._backoff = min(max(self._backoff * 2, 0.5), 30.0)
             for waiter in list(self._waiters):
                 if not waiter.done():
-                    waiter.set_exception(exc if isinstance(exc, SandboxError) else SandboxError(str(exc)))
+                    waiter.set_exception(
+                        exc if isinstance(exc, SandboxError) else SandboxError(str(exc))
+                    )
                     break
-            _log("warning", "starting a sandbox container failed", error=str(exc), retry_in=self._backoff)
+            _log(
+                "warning",
+                "starting a sandbox container failed",
+                error=str(exc),
+                retry_in=self._backoff,
+            )
             await asyncio.sleep(self._backoff)
         finally:
             self._starting -= 1
@@ -572,7 +623,8 @@ class PodmanRunner:
             "--rlimit-cpu", str(s.cpu_seconds),
             "--rlimit-fsize", str(s.file_size_mb * 1024 * 1024),
             "--max-response", str(_MAX_RESPONSE),
-            "--workdir", "/work",  # the working folder is part of snapshots and failed-call rollback
+            # the working folder is part of snapshots and failed-call rollback
+            "--workdir", "/work",
         ]  # fmt: skip
         labels = {
             LABEL: "podman",
@@ -611,16 +663,46 @@ class PodmanRunner:
                     "PYTHONUTF8": "1",
                 },
                 mounts=[
-                    {"type": "tmpfs", "source": "tmpfs", "target": "/work", "size": f"{s.tmpfs_mb}m", "chown": True},
-                    {"type": "tmpfs", "source": "tmpfs", "target": "/tmp", "size": f"{max(1, s.tmpfs_mb // 4)}m", "mode": "1777"},
+                    {
+                        "type": "tmpfs",
+                        "source": "tmpfs",
+                        "target": "/work",
+                        "size": f"{s.tmpfs_mb}m",
+                        "chown": True,
+                    },
+                    {
+                        "type": "tmpfs",
+                        "source": "tmpfs",
+                        "target": "/tmp",
+                        "size": f"{max(1, s.tmpfs_mb // 4)}m",
+                        "mode": "1777",
+                    },
                     {"type": "bind", "source": box.folder, "target": "/envk"},
-                    {"type": "bind", "source": executor_path(), "target": EXECUTOR_IN, "read_only": True},
+                    {
+                        "type": "bind",
+                        "source": executor_path(),
+                        "target": EXECUTOR_IN,
+                        "read_only": True,
+                    },
                     # the engine that runs model (OpenAPI) environments sits beside the executor
-                    {"type": "bind", "source": engine_path(),
-                     "target": os.path.join(os.path.dirname(EXECUTOR_IN), "engine.py"), "read_only": True},
-                    {"type": "bind", "source": workspace_path(),
-                     "target": os.path.join(os.path.dirname(EXECUTOR_IN), "workspace.py"), "read_only": True},
-                    {"type": "bind", "source": asset_path("supervisor.py"), "target": SUPERVISOR_IN, "read_only": True},
+                    {
+                        "type": "bind",
+                        "source": engine_path(),
+                        "target": os.path.join(os.path.dirname(EXECUTOR_IN), "engine.py"),
+                        "read_only": True,
+                    },
+                    {
+                        "type": "bind",
+                        "source": workspace_path(),
+                        "target": os.path.join(os.path.dirname(EXECUTOR_IN), "workspace.py"),
+                        "read_only": True,
+                    },
+                    {
+                        "type": "bind",
+                        "source": asset_path("supervisor.py"),
+                        "target": SUPERVISOR_IN,
+                        "read_only": True,
+                    },
                 ],
                 log_config={"Type": "k8s-file", "Config": {"size": _LOG_MAX}},
             )
@@ -636,13 +718,20 @@ class PodmanRunner:
         tries = 0
         while True:
             try:
-                box.reader, box.writer = await asyncio.open_unix_connection(path, limit=STREAM_LIMIT)
+                box.reader, box.writer = await asyncio.open_unix_connection(
+                    path, limit=STREAM_LIMIT
+                )
                 break
             except (FileNotFoundError, ConnectionRefusedError):
                 tries += 1
                 if tries % 50 == 0:
                     state = await self._api(_state, box.name)
-                    if state.get("Status") not in ("running", "created", "configured", "initialized"):
+                    if state.get("Status") not in (
+                        "running",
+                        "created",
+                        "configured",
+                        "initialized",
+                    ):
                         raise SandboxError(
                             f"container {box.name} stopped before its executor listened ({_describe_state(state)})"
                             + await self._logs_tail(box),
@@ -654,7 +743,8 @@ class PodmanRunner:
                         code="timeout",
                     ) from None
                 await asyncio.sleep(0.002)
-        # Lock the folder: from now on the sandbox cannot create files on the host (only the socket).
+        # Lock the folder: from now on the sandbox cannot create files on the host (only the
+        # socket).
         if not box.locked and os.geteuid() == 0:
             os.chown(box.folder, 0, 0)
             os.chmod(box.folder, 0o755)
@@ -662,11 +752,16 @@ class PodmanRunner:
         assert box.reader is not None and box.writer is not None
         box.writer.write(b'{"op":"ping"}\n')
         try:
-            line = await asyncio.wait_for(box.reader.readline(), max(0.1, deadline - time.monotonic()))
+            line = await asyncio.wait_for(
+                box.reader.readline(), max(0.1, deadline - time.monotonic())
+            )
         except (TimeoutError, ValueError, OSError):
             line = b""
         if not line.endswith(b"\n"):
-            raise SandboxError(f"container {box.name}: the executor did not answer" + await self._logs_tail(box), code="crashed")
+            raise SandboxError(
+                f"container {box.name}: the executor did not answer" + await self._logs_tail(box),
+                code="crashed",
+            )
 
     async def _release(self, box: _Box, reusable: bool) -> None:
         """A session is done with ``box``: recycle it in the background, or destroy it now."""
@@ -683,14 +778,25 @@ class PodmanRunner:
             assert box.reader is not None and box.writer is not None
             box.writer.write(b'{"op":"close"}\n')
             await box.writer.drain()
-            await asyncio.wait_for(box.reader.read(), 5.0)  # its answer, then EOF: the executor exited
+            await asyncio.wait_for(
+                box.reader.read(), 5.0
+            )  # its answer, then EOF: the executor exited
             box.disconnect()
-            if (len(self._pool) >= s.pool_max and not self._waiters) or not box.usable_after_reconnect(s.lifetime):
+            if (
+                len(self._pool) >= s.pool_max and not self._waiters
+            ) or not box.usable_after_reconnect(s.lifetime):
                 raise _Discard()
-            await self._connect(box, timeout=10.0)  # the supervisor cleans up, then a fresh executor
-        except Exception as exc:  # noqa: BLE001 - not known clean: destroy it
+            await self._connect(
+                box, timeout=10.0
+            )  # the supervisor cleans up, then a fresh executor
+        except Exception as exc:
             if not isinstance(exc, _Discard):
-                _log("warning", "recycling a sandbox container failed; destroying it", container=box.name, error=repr(exc))
+                _log(
+                    "warning",
+                    "recycling a sandbox container failed; destroying it",
+                    container=box.name,
+                    error=repr(exc),
+                )
             await self._destroy(box)
             return
         if self._closed or (len(self._pool) >= s.pool_max and not self._waiters):
@@ -706,19 +812,28 @@ class PodmanRunner:
         try:
             await self._api(_remove, box.name)
             self.stats["destroyed"] += 1
-        except Exception as exc:  # noqa: BLE001 - the reaper and the container's timeout still get it
-            _log("warning", "could not remove a sandbox container", container=box.name, error=str(exc))
+        except Exception as exc:
+            _log(
+                "warning",
+                "could not remove a sandbox container",
+                container=box.name,
+                error=str(exc),
+            )
         shutil.rmtree(box.folder, ignore_errors=True)
 
     async def _exit_note(self, box: _Box) -> str:
         try:
             state = await self._api(_state, box.name)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return f"state unknown: {exc}"
         tail = await self._logs_tail(box)
-        if state.get("Status") == "running":  # the executor died, the supervisor lives: its log says how,
-            # once it has reaped the executor and conmon has written the line, which can come after the
-            # connection's end reached us (20 ms was not always enough on a loaded host). An executor
+        if (
+            state.get("Status") == "running"
+        ):  # the executor died, the supervisor lives: its log says how,
+            # once it has reaped the executor and conmon has written the line, which can come after
+            # the
+            # connection's end reached us (20 ms was not always enough on a loaded host). An
+            # executor
             # that exited with code 0 leaves no line: then it waits EXIT_NOTE_WAIT out, backing off.
             deadline, pause = time.monotonic() + EXIT_NOTE_WAIT, 0.02
             while "envkernel supervisor: executor" not in tail and time.monotonic() < deadline:
@@ -730,7 +845,7 @@ class PodmanRunner:
     async def _logs_tail(self, box: _Box) -> str:
         try:
             text = await self._api(_logs, box.name)
-        except Exception:  # noqa: BLE001
+        except Exception:
             return ""
         lines = [line for line in text.splitlines() if line.strip()]
         return (": " + " | ".join(lines[-5:]))[:1500] if lines else ""
@@ -750,7 +865,9 @@ class PodmanRunner:
         which the kernel's sync stages use)."""
         if self._threads is None:
             self._threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="envk-podman")
-        return await asyncio.get_running_loop().run_in_executor(self._threads, functools.partial(fn, *args))
+        return await asyncio.get_running_loop().run_in_executor(
+            self._threads, functools.partial(fn, *args)
+        )
 
     def _call_api(self, fn: Any, *args: Any) -> Any:
         assert self._service is not None
@@ -773,7 +890,9 @@ def _ids(user: str) -> tuple[int, int]:
         uid, _, gid = user.partition(":")
         return int(uid), int(gid or uid)
     except ValueError:
-        raise SandboxError(f"podman.user must be numeric uid:gid like 1000:1000, got {user!r}") from None
+        raise SandboxError(
+            f"podman.user must be numeric uid:gid like 1000:1000, got {user!r}"
+        ) from None
 
 
 def _remove(client: Any, name: str) -> None:
@@ -801,7 +920,9 @@ def _logs(client: Any, name: str) -> str:
         return ""
     if isinstance(chunks, bytes):
         return chunks.decode("utf-8", "replace")
-    return b"".join(c if isinstance(c, bytes) else str(c).encode() for c in chunks).decode("utf-8", "replace")
+    return b"".join(c if isinstance(c, bytes) else str(c).encode() for c in chunks).decode(
+        "utf-8", "replace"
+    )
 
 
 def list_status(ctr: Any) -> str:

@@ -35,7 +35,9 @@ def asset_path(name: str) -> str:
     """Filesystem path of a file shipped in ``envkernel_podman/assets``."""
     path = Path(str(ASSETS.joinpath(name)))
     if not path.exists():
-        raise SandboxError(f"envkernel-podman is missing its asset {name!r} (looked in {path}); reinstall it")
+        raise SandboxError(
+            f"envkernel-podman is missing its asset {name!r} (looked in {path}); reinstall it"
+        )
     return str(path)
 
 
@@ -169,7 +171,9 @@ class Service:
     def client(self) -> Any:
         """A connected ``podman.PodmanClient`` (starting the service if it is ours and not running)."""
         with self._lock:
-            if self._client is not None and (not self.owned or (self.proc is not None and self.proc.poll() is None)):
+            if self._client is not None and (
+                not self.owned or (self.proc is not None and self.proc.poll() is None)
+            ):
                 return self._client
             return self._connect()
 
@@ -195,9 +199,13 @@ class Service:
             try:
                 if client.ping():
                     break
-            except Exception as exc:  # noqa: BLE001 - not up yet
-                if time.monotonic() > deadline or (self.owned and self.proc is not None and self.proc.poll() is not None):
-                    raise SandboxError(f"cannot reach the podman service at {url}: {exc}{self._log_tail()}") from None
+            except Exception as exc:
+                if time.monotonic() > deadline or (
+                    self.owned and self.proc is not None and self.proc.poll() is not None
+                ):
+                    raise SandboxError(
+                        f"cannot reach the podman service at {url}: {exc}{self._log_tail()}"
+                    ) from None
             time.sleep(0.02)
         self._client = client
         return client
@@ -208,21 +216,35 @@ class Service:
         os.makedirs(self.folder, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.socket_path)
-        log = open(os.path.join(self.folder, "service.log"), "ab")  # noqa: SIM115 - closed below
+        log = open(os.path.join(self.folder, "service.log"), "ab")
         try:
             self.proc = subprocess.Popen(
-                [podman_binary(), "system", "service", f"--time={self.idle}", "unix://" + self.socket_path],
+                [
+                    podman_binary(),
+                    "system",
+                    "service",
+                    f"--time={self.idle}",
+                    "unix://" + self.socket_path,
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
                 env=podman_env(self.conf),
                 start_new_session=True,
-                cwd=self.folder,  # conmon writes an `oom` marker into its working folder: keep it out of the caller's
+                # conmon writes an `oom` marker into its working folder: keep it out of the caller's
+                cwd=self.folder,
             )
         finally:
             log.close()
         with open(os.path.join(self.folder, "service.json"), "w") as f:
-            json.dump({"pid": self.proc.pid, "start": process_start(self.proc.pid), "socket": self.socket_path}, f)
+            json.dump(
+                {
+                    "pid": self.proc.pid,
+                    "start": process_start(self.proc.pid),
+                    "socket": self.socket_path,
+                },
+                f,
+            )
 
     def _log_tail(self) -> str:
         try:

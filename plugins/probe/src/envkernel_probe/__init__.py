@@ -28,18 +28,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-from envkernel.hookspecs import hookimpl
-from envkernel_schemas import EnvSpec, ToolResult, ToolSpec, VerifyReport
 
+from envkernel.hookspecs import hookimpl
 from envkernel_kit.argsgen import ArgumentBuilder, schema_type
 from envkernel_kit.naming import State
 from envkernel_kit.workspace import is_workspace, verify_workspace
 from envkernel_runtime.model import model_of
+from envkernel_schemas import EnvSpec, ToolResult, ToolSpec, VerifyReport
 
 from .conformance import ResultSchemas, seed_problems
 from .invariants import run_invariants
 
-__all__ = ["ProbeSettings", "Probe", "Settings", "ToolProbe", "probe_tool", "register_verifiers", "unreachable"]
+__all__ = [
+    "ProbeSettings",
+    "Probe",
+    "Settings",
+    "ToolProbe",
+    "probe_tool",
+    "register_verifiers",
+    "unreachable",
+]
 
 
 class ProbeSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -92,7 +100,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 def _returns_problem(tool: ToolSpec, value: Any, schemas: ResultSchemas | None = None) -> str:
     """Why a successful answer does not fit the tool's ``returns`` schema, or "" (the engine's
     readable subset check first, then full JSON Schema with ``jsonschema``)."""
-    from envkernel_runtime.engine import check  # noqa: PLC0415 - the engine's JSON Schema subset
+    from envkernel_runtime.engine import check
 
     if not tool.returns:
         return ""
@@ -106,7 +114,9 @@ def _returns_note(tool: ToolSpec, value: Any) -> str:
     t = schema_type(tool.returns or {})
     if not t or t not in _JSON_TYPES:
         return ""
-    ok = isinstance(value, _JSON_TYPES[t]) and not (t in ("integer", "number") and isinstance(value, bool))
+    ok = isinstance(value, _JSON_TYPES[t]) and not (
+        t in ("integer", "number") and isinstance(value, bool)
+    )
     if value is None and "null" in (tool.returns.get("type") or []):
         ok = True
     return "" if ok else f"{tool.name}: returned {type(value).__name__}, declared {t}"
@@ -164,7 +174,9 @@ async def probe_tool(
             if check_readonly and not tool.mutates:
                 after = await sb.state()
                 if after != seed_state:
-                    res.notes.append(f"{tool.name}: declared read-only but changed the state with {args}")
+                    res.notes.append(
+                        f"{tool.name}: declared read-only but changed the state with {args}"
+                    )
             await sb.restore(seed_handle)
             return res
         last = _describe_error(result)
@@ -210,7 +222,14 @@ class Probe:
                     )
                 )
             if s.invariants:
-                blame = await run_invariants(sb, env, seed_handle, seed_state, ctx.rng("probe", env.id, "invariants"), schemas=schemas)
+                blame = await run_invariants(
+                    sb,
+                    env,
+                    seed_handle,
+                    seed_state,
+                    ctx.rng("probe", env.id, "invariants"),
+                    schemas=schemas,
+                )
                 by_name = {p.tool: p for p in probes}
                 for tool, reasons in blame.by_tool.items():
                     p = by_name.get(tool)
@@ -219,7 +238,9 @@ class Probe:
                     p.checks += 0
                     if p.kept:
                         p.kept = False
-                        p.reason = reasons[0] + (f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else "")
+                        p.reason = reasons[0] + (
+                            f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+                        )
                     p.notes.extend(f"{tool}: {r}" for r in reasons[1:])
                 if probes:
                     probes[0].checks += blame.checks
@@ -246,10 +267,15 @@ def unreachable(env: EnvSpec, probes: list[ToolProbe]) -> None:
     kept = [p for p in probes if p.kept and p.tool in model.operations]
     if kept and not any(model.operations[p.tool].kind == "list" for p in kept):
         for p in kept:
-            p.kept, p.reason = False, "no list tool of the environment was kept, so no id can be discovered"
+            p.kept, p.reason = (
+                False,
+                "no list tool of the environment was kept, so no id can be discovered",
+            )
 
 
-def build_report(verifier: str, probes: list[ToolProbe], min_tool_share: float, seconds: float) -> VerifyReport:
+def build_report(
+    verifier: str, probes: list[ToolProbe], min_tool_share: float, seconds: float
+) -> VerifyReport:
     """Turn per-tool probes into a VerifyReport."""
     kept = [p.tool for p in probes if p.kept]
     dropped = {p.tool: p.reason for p in probes if not p.kept}
@@ -260,7 +286,9 @@ def build_report(verifier: str, probes: list[ToolProbe], min_tool_share: float, 
     if not probes:
         failures.append("the environment has no tools")
     elif share < min_tool_share:
-        failures.append(f"only {len(kept)}/{len(probes)} tools passed ({share:.0%} < {min_tool_share:.0%})")
+        failures.append(
+            f"only {len(kept)}/{len(probes)} tools passed ({share:.0%} < {min_tool_share:.0%})"
+        )
     return VerifyReport(
         verifier=verifier,
         kept=bool(probes) and bool(kept) and share >= min_tool_share,

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from envkernel_runtime.model import Operation, ResourceModel, TestFault, model_of
 from envkernel_schemas import CodeBehaviour, EnvSpec, ModelBehaviour, ToolSpec, VerifyReport
 
@@ -64,7 +65,7 @@ INSERT INTO notes VALUES
     ('note_0007', 'nb_0003', 'Hotel options', 'Three near the station.', 'active', 0, '2026-01-08T10:00:00Z');
 """
 
-NOTES_ENV = '''\
+NOTES_ENV = """\
 # The notes app of the verifier's recall suite (FAULT, set above, plants one bug).
 
 
@@ -196,17 +197,27 @@ def archive_note(env, note_id):
     out = _out(row)
     out["status"] = "archived"
     return out
-'''
+"""
 
 
 def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": required or [], "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": props,
+        "required": required or [],
+        "additionalProperties": False,
+    }
 
 
 _NOTE = _obj(
     {
-        "id": {"type": "string"}, "notebook_id": {"type": "string"}, "title": {"type": "string"}, "body": {"type": "string"},
-        "status": {"type": "string", "enum": ["active", "archived"]}, "pinned": {"type": "boolean"}, "created_at": {"type": "string"},
+        "id": {"type": "string"},
+        "notebook_id": {"type": "string"},
+        "title": {"type": "string"},
+        "body": {"type": "string"},
+        "status": {"type": "string", "enum": ["active", "archived"]},
+        "pinned": {"type": "boolean"},
+        "created_at": {"type": "string"},
     },
     ["id", "notebook_id", "title", "status", "pinned"],
 )
@@ -214,28 +225,82 @@ _NOTEBOOK = _obj({"id": {"type": "string"}, "name": {"type": "string"}}, ["id", 
 _ID = {"type": "string", "description": "Note id, like note_0001."}
 
 NOTES_TOOLS = [
-    ToolSpec(name="list_notebooks", description="List notebooks.", parameters=_obj({}), returns={"type": "array", "items": _NOTEBOOK}),
-    ToolSpec(name="get_notebook", description="Get a notebook.", parameters=_obj({"notebook_id": {"type": "string"}}, ["notebook_id"]), returns=_NOTEBOOK),
     ToolSpec(
-        name="create_note", description="Create a note in a notebook.", mutates=True, returns=_NOTE,
-        parameters=_obj({"notebook_id": {"type": "string"}, "title": {"type": "string", "minLength": 1}, "body": {"type": "string"}}, ["notebook_id", "title"]),
-    ),
-    ToolSpec(name="get_note", description="Get a note.", parameters=_obj({"note_id": _ID}, ["note_id"]), returns=_NOTE),
-    ToolSpec(
-        name="list_notes", description="List notes, optionally of one notebook or status, a page at a time.",
-        parameters=_obj({
-            "notebook_id": {"type": "string"}, "status": {"type": "string", "enum": ["active", "archived"]},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 100}, "offset": {"type": "integer", "minimum": 0},
-        }),
-        returns=_obj({"items": {"type": "array", "items": _NOTE}, "total": {"type": "integer"}}, ["items", "total"]),
+        name="list_notebooks",
+        description="List notebooks.",
+        parameters=_obj({}),
+        returns={"type": "array", "items": _NOTEBOOK},
     ),
     ToolSpec(
-        name="update_note", description="Change a note's title or body.", mutates=True, returns=_NOTE,
-        parameters=_obj({"note_id": _ID, "title": {"type": "string", "minLength": 1}, "body": {"type": "string"}}, ["note_id"]),
+        name="get_notebook",
+        description="Get a notebook.",
+        parameters=_obj({"notebook_id": {"type": "string"}}, ["notebook_id"]),
+        returns=_NOTEBOOK,
     ),
-    ToolSpec(name="delete_note", description="Delete a note.", mutates=True, parameters=_obj({"note_id": _ID}, ["note_id"]),
-             returns=_obj({"deleted": {"type": "boolean"}, "id": {"type": "string"}}, ["deleted", "id"])),
-    ToolSpec(name="archive_note", description="Archive an active note.", mutates=True, parameters=_obj({"note_id": _ID}, ["note_id"]), returns=_NOTE),
+    ToolSpec(
+        name="create_note",
+        description="Create a note in a notebook.",
+        mutates=True,
+        returns=_NOTE,
+        parameters=_obj(
+            {
+                "notebook_id": {"type": "string"},
+                "title": {"type": "string", "minLength": 1},
+                "body": {"type": "string"},
+            },
+            ["notebook_id", "title"],
+        ),
+    ),
+    ToolSpec(
+        name="get_note",
+        description="Get a note.",
+        parameters=_obj({"note_id": _ID}, ["note_id"]),
+        returns=_NOTE,
+    ),
+    ToolSpec(
+        name="list_notes",
+        description="List notes, optionally of one notebook or status, a page at a time.",
+        parameters=_obj(
+            {
+                "notebook_id": {"type": "string"},
+                "status": {"type": "string", "enum": ["active", "archived"]},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                "offset": {"type": "integer", "minimum": 0},
+            }
+        ),
+        returns=_obj(
+            {"items": {"type": "array", "items": _NOTE}, "total": {"type": "integer"}},
+            ["items", "total"],
+        ),
+    ),
+    ToolSpec(
+        name="update_note",
+        description="Change a note's title or body.",
+        mutates=True,
+        returns=_NOTE,
+        parameters=_obj(
+            {
+                "note_id": _ID,
+                "title": {"type": "string", "minLength": 1},
+                "body": {"type": "string"},
+            },
+            ["note_id"],
+        ),
+    ),
+    ToolSpec(
+        name="delete_note",
+        description="Delete a note.",
+        mutates=True,
+        parameters=_obj({"note_id": _ID}, ["note_id"]),
+        returns=_obj({"deleted": {"type": "boolean"}, "id": {"type": "string"}}, ["deleted", "id"]),
+    ),
+    ToolSpec(
+        name="archive_note",
+        description="Archive an active note.",
+        mutates=True,
+        parameters=_obj({"note_id": _ID}, ["note_id"]),
+        returns=_NOTE,
+    ),
 ]
 
 
@@ -245,18 +310,36 @@ def notes_env(fault: str | None = None) -> EnvSpec:
         raise ValueError(f"unknown fault {fault!r}; faults: {', '.join(CODE_FAULTS)}")
     source = f"FAULT = {fault!r}\n" + NOTES_ENV
     return EnvSpec(
-        id=f"notes-{fault or 'ok'}".replace("_", "-"), name="Notes", domain="productivity", tools=list(NOTES_TOOLS),
-        behaviour=CodeBehaviour(source=source), seed_sql=NOTES_SEED, generated={"notes": ["id", "created_at"]},
+        id=f"notes-{fault or 'ok'}".replace("_", "-"),
+        name="Notes",
+        domain="productivity",
+        tools=list(NOTES_TOOLS),
+        behaviour=CodeBehaviour(source=source),
+        seed_sql=NOTES_SEED,
+        generated={"notes": ["id", "created_at"]},
     )
 
 
 _FAULT_KIND: dict[str, tuple[str, ...]] = {
-    "create_no_persist": ("create",), "create_wrong_value": ("create",), "create_reuses_id": ("create",),
-    "get_wrong_404": ("get",), "get_no_404": ("get",), "get_wrong_row": ("get",), "schema_violation": ("get",),
-    "list_omits": ("list",), "list_pagination": ("list",), "list_filter_ignored": ("list",), "list_sort_ignored": ("list",),
-    "list_total_wrong": ("list",), "update_noop": ("update", "patch"), "update_wrong_row": ("update", "patch"),
-    "update_partial": ("update", "patch"), "patch_clears": ("update", "patch"), "delete_noop": ("delete",),
-    "delete_wrong_row": ("delete",), "transition_noop": ("action",),
+    "create_no_persist": ("create",),
+    "create_wrong_value": ("create",),
+    "create_reuses_id": ("create",),
+    "get_wrong_404": ("get",),
+    "get_no_404": ("get",),
+    "get_wrong_row": ("get",),
+    "schema_violation": ("get",),
+    "list_omits": ("list",),
+    "list_pagination": ("list",),
+    "list_filter_ignored": ("list",),
+    "list_sort_ignored": ("list",),
+    "list_total_wrong": ("list",),
+    "update_noop": ("update", "patch"),
+    "update_wrong_row": ("update", "patch"),
+    "update_partial": ("update", "patch"),
+    "patch_clears": ("update", "patch"),
+    "delete_noop": ("delete",),
+    "delete_wrong_row": ("delete",),
+    "transition_noop": ("action",),
 }
 
 
@@ -275,13 +358,18 @@ def _applies(fault: str, op: Operation, model: ResourceModel) -> bool:
     if fault == "list_total_wrong":
         return op.output is not None and "total" in op.output.keys
     if fault == "get_wrong_404":  # only rows created after the seed are affected
-        return any(o.kind == "create" and o.resource == op.resource for o in model.operations.values())
+        return any(
+            o.kind == "create" and o.resource == op.resource for o in model.operations.values()
+        )
     if fault in ("update_partial", "patch_clears"):
         return len(op.body) >= 2
     if fault == "transition_noop":
         return bool(op.transition is not None and op.transition.field)
     if fault == "create_wrong_value":
-        return any((f := fields.get(c)) is not None and f.type == "string" and not f.enum and not f.ref for c in op.body.values())
+        return any(
+            (f := fields.get(c)) is not None and f.type == "string" and not f.enum and not f.ref
+            for c in op.body.values()
+        )
     return True
 
 
@@ -297,7 +385,11 @@ def model_faults(env: EnvSpec) -> list[tuple[str, str, EnvSpec]]:
         if tool is None:
             continue
         planted = msgspec.structs.replace(model, test_fault=TestFault(tool=tool, kind=fault))
-        broken = msgspec.structs.replace(env, id=f"{env.id}--{fault.replace('_', '-')}", behaviour=ModelBehaviour(model=planted.to_json()))
+        broken = msgspec.structs.replace(
+            env,
+            id=f"{env.id}--{fault.replace('_', '-')}",
+            behaviour=ModelBehaviour(model=planted.to_json()),
+        )
         out.append((fault, tool, broken))
     return out
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import jsonschema
+
 from envkernel_runtime.model import ResourceModel, model_of
 from envkernel_schemas import EnvSpec, ToolSpec
 
@@ -35,11 +36,15 @@ class ResultSchemas:
         for tool in tools:
             if not tool.returns:
                 continue
-            cls = jsonschema.validators.validator_for(tool.returns, default=jsonschema.Draft202012Validator)
+            cls = jsonschema.validators.validator_for(
+                tool.returns, default=jsonschema.Draft202012Validator
+            )
             try:
                 cls.check_schema(tool.returns)
             except jsonschema.SchemaError as exc:
-                self.broken[tool.name] = f"its declared answer schema is not valid JSON Schema: {exc.message[:200]}"
+                self.broken[tool.name] = (
+                    f"its declared answer schema is not valid JSON Schema: {exc.message[:200]}"
+                )
                 continue
             self.validators[tool.name] = cls(tool.returns, format_checker=_FORMATS)
 
@@ -51,7 +56,11 @@ class ResultSchemas:
         if v is None:
             return ""
         err = jsonschema.exceptions.best_match(v.iter_errors(value))
-        return f"its answer does not match its declared schema: {_message(err)}" if err is not None else ""
+        return (
+            f"its answer does not match its declared schema: {_message(err)}"
+            if err is not None
+            else ""
+        )
 
 
 def seed_problems(env: EnvSpec, schemas: ResultSchemas) -> dict[str, str]:
@@ -71,6 +80,8 @@ def seed_problems(env: EnvSpec, schemas: ResultSchemas) -> dict[str, str]:
             shown = {k: v for k, v in row.items() if k not in hidden}
             problem = schemas.problem(name, shown)
             if problem:
-                out[name] = f"seed row {row.get(res.key)!r} of {op.resource!r} breaks the spec: {problem.split(': ', 1)[-1]}"
+                out[name] = (
+                    f"seed row {row.get(res.key)!r} of {op.resource!r} breaks the spec: {problem.split(': ', 1)[-1]}"
+                )
                 break
     return out

@@ -28,8 +28,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+
 from envkernel_kit.answers import envelope_key
-from envkernel_kit.argsgen import FRESH_NAMES, NO_VALUE, ArgumentBuilder, coerce, fresh_values, schema_type
+from envkernel_kit.argsgen import (
+    FRESH_NAMES,
+    NO_VALUE,
+    ArgumentBuilder,
+    coerce,
+    fresh_values,
+    schema_type,
+)
 from envkernel_kit.naming import State, id_column, words
 from envkernel_kit.tools import classify_tools
 from envkernel_runtime.model import Output, Page, ResourceModel, Sort, model_of
@@ -44,8 +52,32 @@ TOTAL_KEYS = ("total", "total_count", "totalCount", "count", "total_items")
 GET_VERBS = frozenset({"get", "fetch", "read", "show"})
 """Verbs of code-environment tools the probe checks as a get (one row by key)."""
 DELETE_ONLY = frozenset({"delete", "remove", "destroy"})
-ACTION_VERBS = frozenset({"cancel", "close", "archive", "void", "revoke", "deactivate", "ship", "refund", "approve", "reject", "pay",
-                          "confirm", "complete", "reopen", "activate", "freeze", "unfreeze", "check", "mark", "pin", "star", "publish"})
+ACTION_VERBS = frozenset(
+    {
+        "cancel",
+        "close",
+        "archive",
+        "void",
+        "revoke",
+        "deactivate",
+        "ship",
+        "refund",
+        "approve",
+        "reject",
+        "pay",
+        "confirm",
+        "complete",
+        "reopen",
+        "activate",
+        "freeze",
+        "unfreeze",
+        "check",
+        "mark",
+        "pin",
+        "star",
+        "publish",
+    }
+)
 MISSING = "zz_missing_0000"
 
 
@@ -117,7 +149,9 @@ def _model_plan(env: EnvSpec, model: ResourceModel) -> list[Crud]:
         if c is None:
             gen = {col for col, f in (res.fields if res else {}).items() if f.generated}
             gen |= set(env.generated.get(table, []))
-            c = out[table] = Crud(table=table, key=res.key if res else "id", generated=gen, model=True)
+            c = out[table] = Crud(
+                table=table, key=res.key if res else "id", generated=gen, model=True
+            )
         kind = op.kind
         if op.key:
             c.key_arg[name] = op.key
@@ -138,11 +172,20 @@ def _model_plan(env: EnvSpec, model: ResourceModel) -> list[Crud]:
                 tool=name,
                 scope={p.arg: p.field for p in op.parents},
                 filters={a: (f.field, f.op) for a, f in op.filters.items()},
-                limit=page.limit, offset=page.offset, page=page.page, cursor=page.cursor, first_page=page.first,
-                max_limit=int(lim.get("maximum", 100)) if isinstance(lim.get("maximum"), (int, float)) else 100,
+                limit=page.limit,
+                offset=page.offset,
+                page=page.page,
+                cursor=page.cursor,
+                first_page=page.first,
+                max_limit=int(lim.get("maximum", 100))
+                if isinstance(lim.get("maximum"), (int, float))
+                else 100,
                 items=keys.get("items") if out_meta.shape == "envelope" else None,
-                total=keys.get("total"), next_cursor=keys.get("next_cursor"),
-                sort=sort.arg, sort_fields=list(sort.fields), order_arg=sort.order_arg,
+                total=keys.get("total"),
+                next_cursor=keys.get("next_cursor"),
+                sort=sort.arg,
+                sort_fields=list(sort.fields),
+                order_arg=sort.order_arg,
             )
             for a in op.parameters.get("required") or []:
                 if a not in lm.scope and a in lm.filters and lm.filters[a][1] == "eq":
@@ -157,7 +200,9 @@ def _model_plan(env: EnvSpec, model: ResourceModel) -> list[Crud]:
             c.delete = name
         elif kind == "action":
             c.actions.append(name)
-            c.transitions[name] = msgspec.to_builtins(op.transition) if op.transition is not None else {}
+            c.transitions[name] = (
+                msgspec.to_builtins(op.transition) if op.transition is not None else {}
+            )
     return list(out.values())
 
 
@@ -175,7 +220,9 @@ def _name_plan(env: EnvSpec, state: State) -> list[Crud]:
         key = id_column(table, state[table])
         if key is None:
             continue
-        c = out.setdefault(table, Crud(table=table, key=key, generated=set(env.generated.get(table, []))))
+        c = out.setdefault(
+            table, Crud(table=table, key=key, generated=set(env.generated.get(table, [])))
+        )
         props: dict[str, Any] = (tool.parameters or {}).get("properties") or {}
         required = list((tool.parameters or {}).get("required") or [])
         cols = set(state[table][0])
@@ -247,7 +294,9 @@ def norm(v: Any) -> Any:
 
 
 def same(a: Any, b: Any) -> bool:
-    return json.dumps(norm(a), sort_keys=True, default=str) == json.dumps(norm(b), sort_keys=True, default=str)
+    return json.dumps(norm(a), sort_keys=True, default=str) == json.dumps(
+        norm(b), sort_keys=True, default=str
+    )
 
 
 def show(v: Any) -> str:
@@ -285,8 +334,16 @@ class Blame:
 class Checker:
     """Runs the invariants of one environment in one sandbox."""
 
-    def __init__(self, sb: Any, env: EnvSpec, seed_handle: str, seed_state: State, rng: random.Random, blame: Blame,
-                 schemas: Any = None) -> None:
+    def __init__(
+        self,
+        sb: Any,
+        env: EnvSpec,
+        seed_handle: str,
+        seed_state: State,
+        rng: random.Random,
+        blame: Blame,
+        schemas: Any = None,
+    ) -> None:
         self.sb = sb
         self.schemas = schemas
         self.env = env
@@ -338,7 +395,10 @@ class Checker:
             return False
         for col, v in stored.items():
             if col in out and not same(out[col], v):
-                self.blame.add(tool, f"{what}: answered {col}={show(out[col])} but the stored row has {show(v)}")
+                self.blame.add(
+                    tool,
+                    f"{what}: answered {col}={show(out[col])} but the stored row has {show(v)}",
+                )
                 return False
         return True
 
@@ -356,7 +416,10 @@ class Checker:
             args[c.key_arg[c.get]] = row[c.key]
             res = await self.call(c.get, args)
             if not res.ok:
-                self.blame.add(c.get, f"says {res.error.code if res.error else 'error'} for {c.key} {show(row[c.key])}, which exists")
+                self.blame.add(
+                    c.get,
+                    f"says {res.error.code if res.error else 'error'} for {c.key} {show(row[c.key])}, which exists",
+                )
                 return
             if not self.compare(c.get, c, res.value, row, f"for {c.key} {show(row[c.key])}"):
                 return
@@ -366,11 +429,16 @@ class Checker:
         args[c.key_arg[c.get]] = self.missing_key(c)
         res = await self.call(c.get, args)
         if res.ok:
-            self.blame.add(c.get, f"returned {show(res.value)} for {c.key} {show(args[c.key_arg[c.get]])}, which does not exist (expected not found)")
+            self.blame.add(
+                c.get,
+                f"returned {show(res.value)} for {c.key} {show(args[c.key_arg[c.get]])}, which does not exist (expected not found)",
+            )
 
     # ----------------------------------------------------------------- list
 
-    async def list_all(self, lm: ListMeta, base: dict[str, Any], page_size: int | None = None) -> tuple[list[Any] | None, str, list[list[Any]], Any]:
+    async def list_all(
+        self, lm: ListMeta, base: dict[str, Any], page_size: int | None = None
+    ) -> tuple[list[Any] | None, str, list[list[Any]], Any]:
         """Every row a list tool returns for ``base`` (walking its pages): (rows, problem, pages, first answer)."""
         size = page_size or lm.max_limit
         args = dict(base)
@@ -384,18 +452,32 @@ class Checker:
         for _ in range(60):
             res = await self.call(lm.tool, args)
             if not res.ok:
-                return None, f"failed with {res.error.code if res.error else '?'}: {res.error.message if res.error else ''} for {show(args)}", pages, first
+                return (
+                    None,
+                    f"failed with {res.error.code if res.error else '?'}: {res.error.message if res.error else ''} for {show(args)}",
+                    pages,
+                    first,
+                )
             first = res.value if first is None else first
             items = items_of(res.value, lm)
             if items is None:
-                return None, f"answered {show(res.value)}, which holds no list of rows", pages, first
+                return (
+                    None,
+                    f"answered {show(res.value)}, which holds no list of rows",
+                    pages,
+                    first,
+                )
             pages.append(items)
             if not paged or not items:
                 break
             if lm.cursor:
                 nxt = None
                 if isinstance(res.value, dict):
-                    nxt = res.value.get(lm.next_cursor) if lm.next_cursor else next((res.value[k] for k in NEXT_KEYS if res.value.get(k)), None)
+                    nxt = (
+                        res.value.get(lm.next_cursor)
+                        if lm.next_cursor
+                        else next((res.value[k] for k in NEXT_KEYS if res.value.get(k)), None)
+                    )
                 if not nxt:
                     break
                 args[lm.cursor] = nxt
@@ -413,11 +495,21 @@ class Checker:
                 break
         return [r for p in pages for r in p], "", pages, first
 
-    def scoped(self, state: State, c: Crud, lm: ListMeta, base: dict[str, Any]) -> list[dict[str, Any]]:
+    def scoped(
+        self, state: State, c: Crud, lm: ListMeta, base: dict[str, Any]
+    ) -> list[dict[str, Any]]:
         out = []
         for r in state.get(c.table, []):
-            if all(same(r.get(col), base[arg]) or (isinstance(r.get(col), str) and isinstance(base[arg], str) and r[col].lower() == base[arg].lower())
-                   for arg, col in lm.scope.items() if arg in base):
+            if all(
+                same(r.get(col), base[arg])
+                or (
+                    isinstance(r.get(col), str)
+                    and isinstance(base[arg], str)
+                    and r[col].lower() == base[arg].lower()
+                )
+                for arg, col in lm.scope.items()
+                if arg in base
+            ):
                 out.append(r)
         return out
 
@@ -447,7 +539,9 @@ class Checker:
             await self.check_filters(c, lm, base)
             await self.check_sort(c, lm, base)
 
-    async def check_list_against(self, c: Crud, lm: ListMeta, state: State, base: dict[str, Any], when: str) -> None:
+    async def check_list_against(
+        self, c: Crud, lm: ListMeta, state: State, base: dict[str, Any], when: str
+    ) -> None:
         got, problem, _pages, first = await self.list_all(lm, base)
         if got is None:
             self.blame.add(lm.tool, f"{problem}{when}")
@@ -457,17 +551,32 @@ class Checker:
         missing = [k for k in want if k not in keys]
         extra = [k for k in keys if k not in want]
         if missing:
-            self.blame.add(lm.tool, f"omits stored rows {', '.join(missing[:3])}{when} (listed {len(keys)} of {len(want)})")
+            self.blame.add(
+                lm.tool,
+                f"omits stored rows {', '.join(missing[:3])}{when} (listed {len(keys)} of {len(want)})",
+            )
         elif extra:
-            self.blame.add(lm.tool, f"lists rows that are not stored or not in its scope: {', '.join(map(str, extra[:3]))}{when}")
+            self.blame.add(
+                lm.tool,
+                f"lists rows that are not stored or not in its scope: {', '.join(map(str, extra[:3]))}{when}",
+            )
         elif len(keys) != len(set(keys)):
             self.blame.add(lm.tool, f"lists a row twice{when}")
-        if lm.total and isinstance(first, dict) and isinstance(first.get(lm.total), int) and first[lm.total] != len(want):
-            self.blame.add(lm.tool, f"says total {first[lm.total]} but {len(want)} rows match{when}")
+        if (
+            lm.total
+            and isinstance(first, dict)
+            and isinstance(first.get(lm.total), int)
+            and first[lm.total] != len(want)
+        ):
+            self.blame.add(
+                lm.tool, f"says total {first[lm.total]} but {len(want)} rows match{when}"
+            )
         stored = self.rows(state, c)
         for r in got[:5]:
             if isinstance(r, dict) and self.k(r.get(c.key)) in stored:
-                if not self.compare(lm.tool, c, r, stored[self.k(r.get(c.key))], f"row {self.k(r.get(c.key))}{when}"):
+                if not self.compare(
+                    lm.tool, c, r, stored[self.k(r.get(c.key))], f"row {self.k(r.get(c.key))}{when}"
+                ):
                     break
 
     async def check_pages(self, c: Crud, lm: ListMeta, base: dict[str, Any]) -> None:
@@ -482,13 +591,20 @@ class Checker:
             self.blame.add(lm.tool, f"paging {size} at a time: {problem}")
             return
         if any(len(p) > size for p in pages):
-            self.blame.add(lm.tool, f"returned {max(len(p) for p in pages)} rows when asked for at most {size}")
+            self.blame.add(
+                lm.tool, f"returned {max(len(p) for p in pages)} rows when asked for at most {size}"
+            )
             return
         a = [self.k(r.get(c.key)) for r in full if isinstance(r, dict)]
         b = [self.k(r.get(c.key)) for r in paged if isinstance(r, dict)]
         if a != b:
             dup = len(b) != len(set(b))
-            self.blame.add(lm.tool, "pages overlap (a row comes on two pages)" if dup else f"paging {size} at a time gives {len(b)} rows in another order than one page ({len(a)})")
+            self.blame.add(
+                lm.tool,
+                "pages overlap (a row comes on two pages)"
+                if dup
+                else f"paging {size} at a time gives {len(b)} rows in another order than one page ({len(a)})",
+            )
 
     async def check_filters(self, c: Crud, lm: ListMeta, base: dict[str, Any]) -> None:
         scope_rows = self.scoped(self.seed_state, c, lm, base)
@@ -496,22 +612,35 @@ class Checker:
             if op != "eq":
                 continue
             schema = ((self.tools[lm.tool].parameters or {}).get("properties") or {}).get(arg) or {}
-            values = [r.get(col) for r in scope_rows if r.get(col) is not None and not isinstance(r.get(col), (list, dict))]
+            values = [
+                r.get(col)
+                for r in scope_rows
+                if r.get(col) is not None and not isinstance(r.get(col), (list, dict))
+            ]
             if schema.get("type") == "boolean":
                 values = [bool(v) for v in values]
             values = [v for v in values if isinstance(v, (str, int, float, bool))]
-            absent = [e for e in schema.get("enum") or [] if e is not None and not any(self._eq(r.get(col), e) for r in scope_rows)]
+            absent = [
+                e
+                for e in schema.get("enum") or []
+                if e is not None and not any(self._eq(r.get(col), e) for r in scope_rows)
+            ]
             if absent:  # a value no row in scope has: the answer must be empty
                 got, problem, _p, _f = await self.list_all(lm, {**base, arg: absent[0]})
                 if got:
-                    self.blame.add(lm.tool, f"filter {arg}={show(absent[0])} returned {len(got)} rows, but no stored row matches")
+                    self.blame.add(
+                        lm.tool,
+                        f"filter {arg}={show(absent[0])} returned {len(got)} rows, but no stored row matches",
+                    )
                     continue
             if not values:
                 continue
             counts: dict[str, int] = {}
             for v in values:
                 counts[self.k(v)] = counts.get(self.k(v), 0) + 1
-            v = min(values, key=lambda x: counts[self.k(x)])  # the rarest: a filter that is ignored shows
+            v = min(
+                values, key=lambda x: counts[self.k(x)]
+            )  # the rarest: a filter that is ignored shows
             got, problem, _p, _f = await self.list_all(lm, {**base, arg: v})
             if got is None:
                 self.blame.add(lm.tool, f"filtering by {arg}={show(v)}: {problem}")
@@ -519,7 +648,10 @@ class Checker:
             want = {self.k(r.get(c.key)) for r in scope_rows if self._eq(r.get(col), v)}
             keys = {self.k(r.get(c.key)) for r in got if isinstance(r, dict)}
             if keys != want:
-                self.blame.add(lm.tool, f"filter {arg}={show(v)} returned {len(keys)} rows, but {len(want)} stored rows match")
+                self.blame.add(
+                    lm.tool,
+                    f"filter {arg}={show(v)} returned {len(keys)} rows, but {len(want)} stored rows match",
+                )
 
     @staticmethod
     def _eq(a: Any, b: Any) -> bool:
@@ -569,19 +701,40 @@ class Checker:
         added = [k for k in new if k not in old]
         gone = [k for k in old if k not in new]
         if gone:
-            self.blame.add(c.create, f"replaced or removed existing rows {', '.join(gone[:3])} instead of adding one")
+            self.blame.add(
+                c.create,
+                f"replaced or removed existing rows {', '.join(gone[:3])} instead of adding one",
+            )
             return
         if len(added) != 1:
-            self.blame.add(c.create, f"answered {show(res.value)} but added {len(added)} rows to {c.table} (expected 1): the write did not persist" if not added else f"added {len(added)} rows to {c.table}")
+            self.blame.add(
+                c.create,
+                f"answered {show(res.value)} but added {len(added)} rows to {c.table} (expected 1): the write did not persist"
+                if not added
+                else f"added {len(added)} rows to {c.table}",
+            )
             return
         key = added[0]
         row = new[key]
         if isinstance(res.value, dict) and c.key in res.value and self.k(res.value[c.key]) != key:
-            self.blame.add(c.create, f"answered {c.key} {show(res.value[c.key])} but stored the row as {key}")
+            self.blame.add(
+                c.create, f"answered {c.key} {show(res.value[c.key])} but stored the row as {key}"
+            )
             return
         for arg, col in c.body.get(c.create, {}).items():
-            if arg in args and col in row and not same(row[col], args[arg]) and not (isinstance(args[arg], str) and isinstance(row[col], str) and row[col].strip() == args[arg].strip()):
-                self.blame.add(c.create, f"was given {arg}={show(args[arg])} but stored {col}={show(row[col])}")
+            if (
+                arg in args
+                and col in row
+                and not same(row[col], args[arg])
+                and not (
+                    isinstance(args[arg], str)
+                    and isinstance(row[col], str)
+                    and row[col].strip() == args[arg].strip()
+                )
+            ):
+                self.blame.add(
+                    c.create, f"was given {arg}={show(args[arg])} but stored {col}={show(row[col])}"
+                )
                 return
         self.compare(c.create, c, res.value, row, "the new row")
         if c.get:
@@ -590,7 +743,10 @@ class Checker:
                 gargs[c.key_arg[c.get]] = row[c.key]
                 g = await self.call(c.get, gargs)
                 if not g.ok:
-                    self.blame.add(c.get, f"cannot find the row create just stored ({c.key} {key}): {g.error.code if g.error else ''}")
+                    self.blame.add(
+                        c.get,
+                        f"cannot find the row create just stored ({c.key} {key}): {g.error.code if g.error else ''}",
+                    )
                 else:
                     self.compare(c.get, c, g.value, row, "the row create just made")
         for lm in c.lists:
@@ -604,8 +760,14 @@ class Checker:
     def _new_value(self, tool: ToolSpec, arg: str, current: Any) -> Any:
         schema = ((tool.parameters or {}).get("properties") or {}).get(arg) or {}
         cands = list(self.builder.sources(tool, arg, schema, self.rng))
-        if set(words(arg)) & FRESH_NAMES and schema_type(schema) == "string":  # unique-looking: a fresh value
-            cands = [v for v in (coerce(x, schema) for x in fresh_values(arg, schema, self.rng)) if v is not NO_VALUE] + cands
+        if (
+            set(words(arg)) & FRESH_NAMES and schema_type(schema) == "string"
+        ):  # unique-looking: a fresh value
+            cands = [
+                v
+                for v in (coerce(x, schema) for x in fresh_values(arg, schema, self.rng))
+                if v is not NO_VALUE
+            ] + cands
         for v in cands:
             if not same(v, current) and v is not None:
                 if isinstance(v, str) and isinstance(current, str) and v.lower() == current.lower():
@@ -627,32 +789,42 @@ class Checker:
         body = c.body.get(name) or {}
         required = set((tool.parameters or {}).get("required") or [])
         rows = self.seed_state.get(c.table) or []
-        order = list(range(len(rows) // 2, len(rows))) + list(range(len(rows) // 2))  # not the first row
+        order = list(range(len(rows) // 2, len(rows))) + list(
+            range(len(rows) // 2)
+        )  # not the first row
         for i in order[:4]:
-                await self.reset()
-                row = rows[i]
-                args = self.scope_args(c, name, row)
-                if args is None:
-                    continue
-                args[c.key_arg[name]] = row[c.key]
-                given: dict[str, Any] = {}
-                for arg, col in body.items():
-                    if arg in required or (len(given) < most and col not in c.generated):
-                        v = self._new_value(tool, arg, row.get(col))
-                        if v is None:
-                            v = row.get(col) if arg in required else None
-                        if v is not None:
-                            args[arg] = v
-                            given[arg] = v
-                if not given:
-                    break
-                res = await self.call(name, args)
-                if not res.ok:
-                    continue
-                await self._after_write(c, name, row, args, given, res.value)
-                return
+            await self.reset()
+            row = rows[i]
+            args = self.scope_args(c, name, row)
+            if args is None:
+                continue
+            args[c.key_arg[name]] = row[c.key]
+            given: dict[str, Any] = {}
+            for arg, col in body.items():
+                if arg in required or (len(given) < most and col not in c.generated):
+                    v = self._new_value(tool, arg, row.get(col))
+                    if v is None:
+                        v = row.get(col) if arg in required else None
+                    if v is not None:
+                        args[arg] = v
+                        given[arg] = v
+            if not given:
+                break
+            res = await self.call(name, args)
+            if not res.ok:
+                continue
+            await self._after_write(c, name, row, args, given, res.value)
+            return
 
-    async def _after_write(self, c: Crud, name: str, row: dict[str, Any], args: dict[str, Any], given: dict[str, Any], value: Any) -> None:
+    async def _after_write(
+        self,
+        c: Crud,
+        name: str,
+        row: dict[str, Any],
+        args: dict[str, Any],
+        given: dict[str, Any],
+        value: Any,
+    ) -> None:
         after = await self.sb.state()
         old, new = self.rows(self.seed_state, c), self.rows(after, c)
         key = self.k(row[c.key])
@@ -663,19 +835,37 @@ class Checker:
         stored = new[key]
         for arg, v in given.items():
             col = body[arg]
-            if not same(stored.get(col), v) and not (isinstance(v, str) and str(stored.get(col)).lower() == v.lower()):
-                self.blame.add(name, f"was given {arg}={show(v)} but row {key} still has {col}={show(stored.get(col))}: the update did not persist")
+            if not same(stored.get(col), v) and not (
+                isinstance(v, str) and str(stored.get(col)).lower() == v.lower()
+            ):
+                self.blame.add(
+                    name,
+                    f"was given {arg}={show(v)} but row {key} still has {col}={show(stored.get(col))}: the update did not persist",
+                )
                 return
         others = [k for k in old if k != key and k in new and not self._same_row(old[k], new[k], c)]
         if others or len(new) != len(old):
-            self.blame.add(name, f"changed other rows of {c.table} ({', '.join(others[:3]) or 'row count'}) when asked to update {key}")
+            self.blame.add(
+                name,
+                f"changed other rows of {c.table} ({', '.join(others[:3]) or 'row count'}) when asked to update {key}",
+            )
             return
-        untouched = [col for a, col in body.items() if a not in given and col not in c.generated] if not c.model else \
-            [col for col in stored if col not in c.generated and col not in {body[a] for a in given}]
+        untouched = (
+            [col for a, col in body.items() if a not in given and col not in c.generated]
+            if not c.model
+            else [
+                col
+                for col in stored
+                if col not in c.generated and col not in {body[a] for a in given}
+            ]
+        )
         for col in untouched:
             if c.model or col in row:
                 if not same(stored.get(col), row.get(col)):
-                    self.blame.add(name, f"changed {col} of row {key} ({show(row.get(col))} -> {show(stored.get(col))}) though it was not asked to")
+                    self.blame.add(
+                        name,
+                        f"changed {col} of row {key} ({show(row.get(col))} -> {show(stored.get(col))}) though it was not asked to",
+                    )
                     return
         if isinstance(value, dict):
             self.compare(name, c, value, stored, "the updated row")
@@ -711,11 +901,16 @@ class Checker:
             old, new = self.rows(self.seed_state, c), self.rows(after, c)
             key = self.k(row[c.key])
             if key in new:
-                self.blame.add(c.delete, f"answered {show(res.value)} but row {key} is still stored: it deleted nothing")
+                self.blame.add(
+                    c.delete,
+                    f"answered {show(res.value)} but row {key} is still stored: it deleted nothing",
+                )
                 return
             lost = [k for k in old if k not in new and k != key]
             if lost:
-                self.blame.add(c.delete, f"also removed rows {', '.join(lost[:3])} when asked to delete {key}")
+                self.blame.add(
+                    c.delete, f"also removed rows {', '.join(lost[:3])} when asked to delete {key}"
+                )
                 return
             if c.get:
                 gargs = self.scope_args(c, c.get, row)
@@ -745,7 +940,12 @@ class Checker:
                 tool = self.tools[name]
                 for a in (tool.parameters or {}).get("required") or []:
                     if a not in args:
-                        src = self.builder.sources(tool, a, ((tool.parameters or {}).get("properties") or {}).get(a) or {}, self.rng)
+                        src = self.builder.sources(
+                            tool,
+                            a,
+                            ((tool.parameters or {}).get("properties") or {}).get(a) or {},
+                            self.rng,
+                        )
                         if src:
                             args[a] = src[0]
                 res = await self.call(name, args)
@@ -758,12 +958,25 @@ class Checker:
                     break  # a soft action that removes the row is not judged here
                 col = tr.get("field")
                 if col is not None and not same(new[key].get(col), tr.get("to")):
-                    self.blame.add(name, f"answered {show(res.value)[:40]} but row {key} has {col}={show(new[key].get(col))}, not {show(tr.get('to'))}: the change did not persist")
-                elif col is None and self._same_row(old[key], new[key], Crud(table=c.table, key=c.key)) and not c.model:
+                    self.blame.add(
+                        name,
+                        f"answered {show(res.value)[:40]} but row {key} has {col}={show(new[key].get(col))}, not {show(tr.get('to'))}: the change did not persist",
+                    )
+                elif (
+                    col is None
+                    and self._same_row(old[key], new[key], Crud(table=c.table, key=c.key))
+                    and not c.model
+                ):
                     self.blame.add(name, f"answered but changed nothing in row {key}")
-                others = [k for k in old if k != key and k in new and not self._same_row(old[k], new[k], c)]
+                others = [
+                    k
+                    for k in old
+                    if k != key and k in new and not self._same_row(old[k], new[k], c)
+                ]
                 if others:
-                    self.blame.add(name, f"changed other rows {', '.join(others[:3])} when asked about {key}")
+                    self.blame.add(
+                        name, f"changed other rows {', '.join(others[:3])} when asked about {key}"
+                    )
                 if c.get and col is not None:
                     gargs = self.scope_args(c, c.get, new[key])
                     if gargs is not None:
@@ -790,7 +1003,12 @@ class Checker:
                 args = {**base, c.key_arg[name]: self.missing_key(c)}
                 for a in (tool.parameters or {}).get("required") or []:
                     if a not in args:
-                        src = self.builder.sources(tool, a, ((tool.parameters or {}).get("properties") or {}).get(a) or {}, self.rng)
+                        src = self.builder.sources(
+                            tool,
+                            a,
+                            ((tool.parameters or {}).get("properties") or {}).get(a) or {},
+                            self.rng,
+                        )
                         if src:
                             args[a] = src[0]
             elif not (tool.parameters or {}).get("required"):
@@ -798,21 +1016,37 @@ class Checker:
             res = await self.call(name, args)
             after = await self.sb.state()
             if res.ok and name in c.key_arg:
-                self.blame.add(name, f"succeeded for {c.key} {show(args[c.key_arg[name]])}, which does not exist (expected not found)")
+                self.blame.add(
+                    name,
+                    f"succeeded for {c.key} {show(args[c.key_arg[name]])}, which does not exist (expected not found)",
+                )
             if not res.ok and after != self.seed_state:
                 self.blame.add(name, "a failed call changed the state")
 
 
-async def run_invariants(sb: Any, env: EnvSpec, seed_handle: str, seed_state: State, rng: random.Random,
-                         schemas: Any = None) -> Blame:
+async def run_invariants(
+    sb: Any,
+    env: EnvSpec,
+    seed_handle: str,
+    seed_state: State,
+    rng: random.Random,
+    schemas: Any = None,
+) -> Blame:
     """Every invariant of every table of ``env``; the sandbox ends at the seed state. With
     ``schemas`` (a :class:`~envkernel_probe.conformance.ResultSchemas`), every successful answer
     is also checked against its tool's declared schema, and a breach is blamed on the tool."""
     blame = Blame()
     checker = Checker(sb, env, seed_handle, seed_state, rng, blame, schemas)
     for c in plan(env, seed_state):
-        for step in (checker.check_get, checker.check_lists, checker.check_create, checker.check_updates,
-                     checker.check_delete, checker.check_actions, checker.check_failures):
+        for step in (
+            checker.check_get,
+            checker.check_lists,
+            checker.check_create,
+            checker.check_updates,
+            checker.check_delete,
+            checker.check_actions,
+            checker.check_failures,
+        ):
             await step(c)
     await sb.restore(seed_handle)
     return blame

@@ -34,13 +34,13 @@ from typing import Any, ClassVar
 
 import msgspec
 import structlog
-from envkernel.hookspecs import hookimpl
+
 from envkernel.errors import SandboxError as KernelSandboxError
+from envkernel.hookspecs import hookimpl
 from envkernel_runtime import executor_path
 from envkernel_runtime.session import STREAM_LIMIT, ExecutorSession, SessionError
 from envkernel_schemas import CodeBehaviour, EnvSpec
 
-from .zygote import Zygote, ZygoteChild
 from .confine import (
     OWNER_FILE,
     THREATS,
@@ -56,6 +56,7 @@ from .confine import (
     sweep_folders,
     uid_pool,
 )
+from .zygote import Zygote, ZygoteChild
 
 __all__ = [
     "THREATS",
@@ -72,7 +73,16 @@ __all__ = [
 
 _MAX_RESPONSE = STREAM_LIMIT // 2
 log = structlog.get_logger("envkernel.process")
-WORKSPACE_TOOL_PATHS = ("/usr/bin", "/bin", "/usr/lib", "/lib", "/lib64", "/usr/libexec", "/usr/share", "/etc/alternatives")
+WORKSPACE_TOOL_PATHS = (
+    "/usr/bin",
+    "/bin",
+    "/usr/lib",
+    "/lib",
+    "/lib64",
+    "/usr/libexec",
+    "/usr/share",
+    "/etc/alternatives",
+)
 """What a workspace's shell may read and execute under Landlock (never write): the system's
 programs and libraries (bash, coreutils, git, sqlite3, python3)."""
 _STDERR_TAIL = 2048
@@ -234,10 +244,18 @@ class ProcessSession(ExecutorSession):
         """What the executor reported it applied (uid, cgroups, rlimits, landlock, tmpfs)."""
         self._nest = runner.nests and env.behaviour.__class__.__name__ != "WorkspaceBehaviour"
         self._given = False  # its sandbox went to another session (see _recycle)
-        self._oom_base = 0  # OOM kills its cgroup counted before this session (a recycled sandbox's earlier ones)
-        if adopt is not None:  # a recycled sandbox: the nest and all it holds, with a fresh session in it
+        # OOM kills its cgroup counted before this session (a recycled sandbox's earlier ones)
+        self._oom_base = 0
+        if (
+            adopt is not None
+        ):  # a recycled sandbox: the nest and all it holds, with a fresh session in it
             super().__init__(session_id, env, seed, runner.settings)
-            self._folder, self._work, self._res, self._tmpfs = adopt._folder, adopt._work, adopt._res, adopt._tmpfs
+            self._folder, self._work, self._res, self._tmpfs = (
+                adopt._folder,
+                adopt._work,
+                adopt._res,
+                adopt._tmpfs,
+            )
             adopt._finalizer.detach()
             self._finalizer = weakref.finalize(self, self._res.cleanup)
             self._proc, adopt._proc = adopt._proc, None
@@ -247,9 +265,12 @@ class ProcessSession(ExecutorSession):
             return
         s = runner.settings
         support = runner.support
-        # named now, made by the first start in a thread with the cgroups (see _prepare): 512 opens at
+        # named now, made by the first start in a thread with the cgroups (see _prepare): 512 opens
+        # at
         # once spent 15 % of the event loop in mkdtemp, the owner file, mkdir and chown
-        self._folder = os.path.join(tempfile.gettempdir(), f"envk-{session_id}-{secrets.token_hex(4)}")
+        self._folder = os.path.join(
+            tempfile.gettempdir(), f"envk-{session_id}-{secrets.token_hex(4)}"
+        )
         self._work = os.path.join(self._folder, "work")
         self._res = _Resources(self._folder)
         self._finalizer = weakref.finalize(self, self._res.cleanup)
@@ -258,7 +279,9 @@ class ProcessSession(ExecutorSession):
             self._res.uid_base = s.uid_base
             self._res.uid = uid_pool(s.uid_base).acquire()
         if s.isolate and support.cgroups:
-            self._res.cgroup = Cgroup(f"envk-{session_id}", support, s.memory_mb * 1024 * 1024, s.max_processes, s.cpus)
+            self._res.cgroup = Cgroup(
+                f"envk-{session_id}", support, s.memory_mb * 1024 * 1024, s.max_processes, s.cpus
+            )
         self._proc: asyncio.subprocess.Process | ZygoteChild | None = None
         self._lane: socket.socket | None = None
         self._cleanup: asyncio.Future[None] | None = None
@@ -321,7 +344,12 @@ class ProcessSession(ExecutorSession):
             if not line.startswith(b'{"ok":true'):
                 raise SandboxError(f"the nest answered {line[:200]!r}", code="crashed")
         except (OSError, TimeoutError, SessionError) as exc:
-            log.debug("could not recycle a sandbox", sandbox=self.id, error=str(exc), log=self._stderr_tail())
+            log.debug(
+                "could not recycle a sandbox",
+                sandbox=self.id,
+                error=str(exc),
+                log=self._stderr_tail(),
+            )
             if lane is not None:
                 lane.close()
             return None
@@ -342,7 +370,8 @@ class ProcessSession(ExecutorSession):
         if self._lane is not None:
             self._lane.close()
             self._lane = None
-        # in a thread, once: removing a cgroup waits for its processes to go (it would hold every other
+        # in a thread, once: removing a cgroup waits for its processes to go (it would hold every
+        # other
         # sandbox's calls up; closing 512 at once blocked the event loop for seconds)
         if self._cleanup is None:
             self._cleanup = asyncio.ensure_future(asyncio.to_thread(self._res.cleanup))
@@ -355,21 +384,29 @@ class ProcessSession(ExecutorSession):
         if not os.path.isdir(self._work):
             try:
                 os.mkdir(self._folder, 0o700)
-                with open(os.path.join(self._folder, OWNER_FILE), "w") as f:  # for the sweep after a crash
+                with open(
+                    os.path.join(self._folder, OWNER_FILE), "w"
+                ) as f:  # for the sweep after a crash
                     f.write(owner_stamp())
                 os.mkdir(self._work, 0o700)
                 if self._res.uid is not None:
-                    # The executor drops to this uid; the folder above `work` stays the runner's (the
-                    # executor log lives there, out of the sandbox's reach) but can be passed through.
+                    # The executor drops to this uid; the folder above `work` stays the runner's
+                    # (the
+                    # executor log lives there, out of the sandbox's reach) but can be passed
+                    # through.
                     os.chown(self._work, self._res.uid, self._res.uid)
                     os.chmod(self._folder, 0o711)
             except OSError as exc:
-                raise SandboxError(f"cannot make the sandbox's folder {self._folder}: {exc}; check that the temp folder is writable") from None
+                raise SandboxError(
+                    f"cannot make the sandbox's folder {self._folder}: {exc}; check that the temp folder is writable"
+                ) from None
         if self._res.cgroup is not None:
             try:
                 self._res.cgroup.ensure()
             except OSError as exc:
-                raise SandboxError(f"cannot set up the sandbox's cgroup {self._res.cgroup.name}: {exc}") from None
+                raise SandboxError(
+                    f"cannot set up the sandbox's cgroup {self._res.cgroup.name}: {exc}"
+                ) from None
 
     def _options(self) -> list[str]:
         """The executor's command-line options (limits and confinement) for this sandbox."""
@@ -387,13 +424,22 @@ class ProcessSession(ExecutorSession):
         if not s.isolate:
             return argv
         if self._res.uid is not None:
-            argv += ["--uid", str(self._res.uid), "--gid", str(self._res.uid), "--rlimit-nproc", str(s.max_processes)]
+            argv += [
+                "--uid",
+                str(self._res.uid),
+                "--gid",
+                str(self._res.uid),
+                "--rlimit-nproc",
+                str(s.max_processes),
+            ]
         if self._res.cgroup is not None:
             for f in self._res.cgroup.procs_files:
                 argv += ["--cgroup", f]
         if support.landlock:
             argv.append("--landlock")
-            if self.env.behaviour.__class__.__name__ == "WorkspaceBehaviour":  # its shell: bash, coreutils, git, ...
+            if (
+                self.env.behaviour.__class__.__name__ == "WorkspaceBehaviour"
+            ):  # its shell: bash, coreutils, git, ...
                 for path in WORKSPACE_TOOL_PATHS:
                     argv += ["--tool-path", path]
         if support.seccomp:
@@ -432,21 +478,27 @@ class ProcessSession(ExecutorSession):
                 _empty_folder(self._work)
             self._res.new_uid(self._work)
         if self._res.cgroup is not None and self._runner.keeper is not None:
-            self._runner.keeper.touch()  # the executor joins its cgroups in a moment: no grace period to wait for
+            # the executor joins its cgroups in a moment: no grace period to wait for
+            self._runner.keeper.touch()
         if self._res.cgroup is not None or not os.path.isdir(self._work):
             # in a thread: a memory cgroup's mkdir takes the kernel half a millisecond, which would
             # hold every other open up (512 at once spent 1.3 s of the event loop in mkdir)
             await asyncio.to_thread(self._prepare)
         env = self._environment()
         self._generation += 1
-        fd = os.open(os.path.join(self._folder, "executor.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        fd = os.open(
+            os.path.join(self._folder, "executor.log"),
+            os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
+            0o600,
+        )
         if self._lane is not None:
             self._lane.close()
             self._lane = None
         try:
             zygote = self._runner.zygote
             if zygote is not None:
-                # A fork of the warm zygote, which confines itself as below before it reads a request
+                # A fork of the warm zygote, which confines itself as below before it reads a
+                # request
                 # (the namespaces with --unshare instead of the unshare binary).
                 options = self._options()
                 if self.settings.isolate and self._runner.support.unshare:
@@ -461,7 +513,8 @@ class ProcessSession(ExecutorSession):
                     theirs.close()
                 self._lane = lane
             else:
-                # Limits and confinement are applied by the executor itself (first thing it does) and
+                # Limits and confinement are applied by the executor itself (first thing it does)
+                # and
                 # the new session comes from start_new_session: no preexec_fn, which is unsafe in a
                 # threaded host.
                 self._proc = await asyncio.create_subprocess_exec(
@@ -539,7 +592,11 @@ class ProcessSession(ExecutorSession):
                 text = f.read().decode("utf-8", "replace")
         except OSError:
             return ""
-        lines = [line if len(line) <= 300 else line[:300] + "..." for line in text.splitlines() if line.strip()]
+        lines = [
+            line if len(line) <= 300 else line[:300] + "..."
+            for line in text.splitlines()
+            if line.strip()
+        ]
         return " | ".join(lines[-5:])
 
     async def _stop(self) -> bool:
@@ -574,7 +631,9 @@ def _empty_folder(folder: str) -> None:
 
 _swept: set[str] = set()
 _SPARE_ENVS = 16
-_CELL_ENV = EnvSpec(id="cell", name="cell (no environment loaded yet)", tools=[], behaviour=CodeBehaviour(source=""))
+_CELL_ENV = EnvSpec(
+    id="cell", name="cell (no environment loaded yet)", tools=[], behaviour=CodeBehaviour(source="")
+)
 """Environments a runner keeps spares for at most."""
 _reapers: dict[str, Any] = {}
 """Temp folder -> the reaper of this process's sandboxes there (one per process and folder, while a
@@ -590,7 +649,9 @@ class ProcessRunner:
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings if settings is not None else Settings()
-        self.support: HostSupport = host_support() if self.settings.isolate else HostSupport(root=False)
+        self.support: HostSupport = (
+            host_support() if self.settings.isolate else HostSupport(root=False)
+        )
         self._sessions: set[ProcessSession] = set()
         self._spares: dict[bytes, list[ProcessSession]] = {}
         self._filling: dict[bytes, asyncio.Future[None]] = {}
@@ -608,7 +669,11 @@ class ProcessRunner:
         self.recycled_used = 0
         """Opens answered with a recycled sandbox."""
         self._folders: set[str] = set()
-        self.keeper = join_keeper(self.support, self.settings.cgroup_keepalive) if self.settings.isolate else None
+        self.keeper = (
+            join_keeper(self.support, self.settings.cgroup_keepalive)
+            if self.settings.isolate
+            else None
+        )
         """Keeps cgroup joins fast while sandboxes are being opened (see ``Settings.cgroup_keepalive``)."""
         self.zygote: Zygote | None = None
         """The warm fork server of this runner's executors (None with ``zygote = false``)."""
@@ -617,7 +682,9 @@ class ProcessRunner:
                    "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUTF8": "1"}  # fmt: skip
             self.zygote = Zygote(env)
         s, support = self.settings, self.support
-        self.nests = bool(s.recycle > 0 and s.zygote and s.isolate and support.root and support.unshare)
+        self.nests = bool(
+            s.recycle > 0 and s.zygote and s.isolate and support.root and support.unshare
+        )
         """Sandboxes are nests (see ``Settings.recycle``): recycling is asked for and this host can."""
         folder = tempfile.gettempdir()
         if folder not in _swept:  # once per process and temp folder: what crashed runners left
@@ -637,7 +704,9 @@ class ProcessRunner:
         """Start a sandbox, load ``env`` with ``seed`` and return it ready to call (with ``spares``,
         one opened ahead for the same environment and seed, if there is one)."""
         if self.settings.spares > 0:
-            key = hashlib.blake2b(msgspec.json.encode(env), digest_size=16, key=str(seed).encode()).digest()
+            key = hashlib.blake2b(
+                msgspec.json.encode(env), digest_size=16, key=str(seed).encode()
+            ).digest()
             spares = self._spares.setdefault(key, [])
             self._refill(key, env, seed)
             while spares:
@@ -658,7 +727,9 @@ class ProcessRunner:
 
     def _register_folder(self) -> None:
         folder = tempfile.gettempdir()
-        if folder not in _reapers:  # a kill -9 of this process leaves no sandbox folder or cgroup behind
+        if (
+            folder not in _reapers
+        ):  # a kill -9 of this process leaves no sandbox folder or cgroup behind
             _reapers[folder] = start_reaper(folder, host_support())
         _reaper_users.setdefault(folder, weakref.WeakSet()).add(self)
         self._folders.add(folder)
@@ -673,7 +744,9 @@ class ProcessRunner:
         self._recycled.append(fresh)
         self.recycled += 1
 
-    async def _from_cell(self, env: EnvSpec, seed: int, pool: list[ProcessSession] | None = None) -> ProcessSession | None:
+    async def _from_cell(
+        self, env: EnvSpec, seed: int, pool: list[ProcessSession] | None = None
+    ) -> ProcessSession | None:
         """A ready cell (or, from ``pool``, a recycled sandbox) with ``env`` loaded into it (None when none
         is ready: then a new executor is forked)."""
         cells = self._cells if pool is None else pool
@@ -716,7 +789,9 @@ class ProcessRunner:
 
         async def fill() -> None:
             while (missing := self.settings.cells - len(self._cells)) > 0:
-                made = await asyncio.gather(*(one() for _ in range(missing)), return_exceptions=True)
+                made = await asyncio.gather(
+                    *(one() for _ in range(missing)), return_exceptions=True
+                )
                 self._cells.extend(m for m in made if isinstance(m, ProcessSession))
                 failed = [m for m in made if not isinstance(m, ProcessSession)]
                 if failed:  # the next opens fork their own executors and say why
@@ -736,7 +811,9 @@ class ProcessRunner:
         """Open spares of ``env`` in the background until there are ``spares`` of them."""
         if key in self._filling:
             return
-        while len(self._spares) > _SPARE_ENVS:  # the environment opened longest ago gives its spares up
+        while (
+            len(self._spares) > _SPARE_ENVS
+        ):  # the environment opened longest ago gives its spares up
             old = next(iter(self._spares))
             for s in self._spares.pop(old):
                 self._background.add(asyncio.ensure_future(s.close()))
@@ -751,7 +828,7 @@ class ProcessRunner:
                     else:
                         await s.close()
                         return
-            except Exception as exc:  # noqa: BLE001 - the next open starts its own executor and says why
+            except Exception as exc:
                 log.warning("could not open a spare sandbox", env=env.id, error=str(exc))
             finally:
                 self._filling.pop(key, None)
@@ -760,7 +837,11 @@ class ProcessRunner:
 
     async def aclose(self) -> None:
         """Close every sandbox this runner opened (spares too) and stop its fork server."""
-        for t in [*self._filling.values(), *self._background, *([self._cell_fill] if self._cell_fill else [])]:
+        for t in [
+            *self._filling.values(),
+            *self._background,
+            *([self._cell_fill] if self._cell_fill else []),
+        ]:
             t.cancel()
         self._filling.clear()
         self._spares.clear()
@@ -773,7 +854,9 @@ class ProcessRunner:
             await self.zygote.aclose()
         if self.keeper is not None:
             await asyncio.to_thread(self.keeper.close)
-        for folder in self._folders:  # the last runner of a folder lets its reaper go (it sweeps, finds nothing, exits)
+        for folder in (
+            self._folders
+        ):  # the last runner of a folder lets its reaper go (it sweeps, finds nothing, exits)
             users = _reaper_users.get(folder)
             if users is not None:
                 users.discard(self)

@@ -106,11 +106,15 @@ def _detect() -> HostSupport:
         notes["namespaces"] = "no `unshare` binary"
     else:
         try:
-            r = subprocess.run([path, "-n", "-m", "--", "true"], check=False, capture_output=True, timeout=10)
+            r = subprocess.run(
+                [path, "-n", "-m", "--", "true"], check=False, capture_output=True, timeout=10
+            )
             if r.returncode == 0:
                 unshare = (path, "-n", "-m", "--")
             else:
-                notes["namespaces"] = f"`unshare -n -m` failed: {r.stderr.decode(errors='replace').strip()}"
+                notes["namespaces"] = (
+                    f"`unshare -n -m` failed: {r.stderr.decode(errors='replace').strip()}"
+                )
         except (OSError, subprocess.SubprocessError) as exc:
             notes["namespaces"] = f"`unshare -n -m` failed: {exc}"
     cgroups = _detect_cgroups(notes)
@@ -120,14 +124,19 @@ def _detect() -> HostSupport:
     seccomp = _seccomp_available()
     if not seccomp:
         notes["seccomp"] = "no seccomp filters here (or no filter for this CPU)"
-    return HostSupport(root=root, unshare=unshare, cgroups=cgroups, landlock=ll, seccomp=seccomp, notes=notes)
+    return HostSupport(
+        root=root, unshare=unshare, cgroups=cgroups, landlock=ll, seccomp=seccomp, notes=notes
+    )
 
 
 def _seccomp_available() -> bool:
     if os.uname().machine not in ("x86_64", "aarch64"):
         return False
     try:
-        return any(line.startswith("Seccomp:") for line in Path("/proc/self/status").read_text().splitlines())
+        return any(
+            line.startswith("Seccomp:")
+            for line in Path("/proc/self/status").read_text().splitlines()
+        )
     except OSError:
         return False
 
@@ -139,8 +148,10 @@ def landlock_abi() -> int:
 
         libc = ctypes.CDLL(None, use_errno=True)
         libc.syscall.restype = ctypes.c_long
-        v = libc.syscall(ctypes.c_long(444), None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # create_ruleset(VERSION)
-    except Exception:  # noqa: BLE001 - no ctypes, no libc: no Landlock
+        v = libc.syscall(
+            ctypes.c_long(444), None, ctypes.c_size_t(0), ctypes.c_uint32(1)
+        )  # create_ruleset(VERSION)
+    except Exception:
         return 0
     return int(v) if v > 0 else 0
 
@@ -178,14 +189,24 @@ def _detect_cgroups(notes: dict[str, str]) -> dict[str, tuple[int, str]]:
             if c not in CONTROLLERS:
                 continue
             for mroot, point, fstype, opts in mounts:
-                if fstype == "cgroup" and c in opts and (path == mroot or path.startswith(mroot.rstrip("/") + "/")):
-                    base = os.path.join(point, os.path.relpath(path, mroot)) if path != mroot else point
+                if (
+                    fstype == "cgroup"
+                    and c in opts
+                    and (path == mroot or path.startswith(mroot.rstrip("/") + "/"))
+                ):
+                    base = (
+                        os.path.join(point, os.path.relpath(path, mroot))
+                        if path != mroot
+                        else point
+                    )
                     if _usable(base, 1, c):
                         found[c] = (1, os.path.normpath(base))
                     break
     if v2_path is not None and any(c not in found for c in CONTROLLERS):
         for mroot, point, fstype, _opts in mounts:
-            if fstype != "cgroup2" or not (v2_path == mroot or v2_path.startswith(mroot.rstrip("/") + "/")):
+            if fstype != "cgroup2" or not (
+                v2_path == mroot or v2_path.startswith(mroot.rstrip("/") + "/")
+            ):
                 continue
             base = os.path.normpath(os.path.join(point, os.path.relpath(v2_path, mroot)))
             try:
@@ -236,7 +257,8 @@ def _sweep(base: str) -> None:
                 os.rmdir(path)
 
 
-# ----------------------------------------------------------------------------- folders of crashed runners
+# ----------------------------------------------------------------------------- folders of crashed
+# runners
 
 OWNER_FILE = "owner"
 """In each sandbox folder: ``<pid> <start time>`` of the runner process that made it."""
@@ -251,7 +273,9 @@ def process_start(pid: int) -> str:
     return fields[19] if len(fields) > 19 and fields[0] not in ("Z", "X") else ""
 
 
-_STAMP: list[tuple[int, str]] = []  # (pid, stamp): read once per process (a fork has a pid of its own)
+_STAMP: list[
+    tuple[int, str]
+] = []  # (pid, stamp): read once per process (a fork has a pid of its own)
 
 
 def owner_stamp() -> str:
@@ -268,7 +292,11 @@ def sweep_folders(folder: str, support: HostSupport, owner: str = "") -> int:
     with them (parent-death signal), and what they forked dies with the cgroup. Returns how many."""
     removed = 0
     try:
-        entries = [e for e in os.scandir(folder) if e.name.startswith(("envk-p", "envk-zygote-")) and e.is_dir(follow_symlinks=False)]
+        entries = [
+            e
+            for e in os.scandir(folder)
+            if e.name.startswith(("envk-p", "envk-zygote-")) and e.is_dir(follow_symlinks=False)
+        ]
     except OSError:
         return 0
     for e in entries:
@@ -296,17 +324,27 @@ def start_reaper(folder: str, support: HostSupport) -> subprocess.Popen[bytes]:
     that waits until the runner dies (its stdin, a pipe only the runner holds, reaches EOF: a kill -9
     too) and then removes the sandbox folders and cgroups the runner left (:func:`sweep_folders`)."""
     bases = [f"{c}={v}:{base}" for c, (v, base) in support.cgroups.items()]
-    return subprocess.Popen([sys.executable, "-S", "-P", os.path.abspath(__file__), folder, owner_stamp(), *bases],
-                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-S", "-P", os.path.abspath(__file__), folder, owner_stamp(), *bases],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def _reap(argv: list[str]) -> None:
     """The reaper's main (see :func:`start_reaper`): ``FOLDER OWNER [CONTROLLER=VERSION:BASE ...]``."""
     folder, owner, *bases = argv
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C of the run's terminal: the run cleans up, the reaper checks
+    signal.signal(
+        signal.SIGINT, signal.SIG_IGN
+    )  # a Ctrl-C of the run's terminal: the run cleans up, the reaper checks
     while sys.stdin.buffer.read(65536):
         pass
-    cgroups = {c: (int(v), base) for c, rest in (b.split("=", 1) for b in bases) for v, base in [rest.split(":", 1)]}
+    cgroups = {
+        c: (int(v), base)
+        for c, rest in (b.split("=", 1) for b in bases)
+        for v, base in [rest.split(":", 1)]
+    }
     sweep_folders(folder, HostSupport(root=os.geteuid() == 0, cgroups=cgroups), owner=owner)
 
 
@@ -331,7 +369,9 @@ class JoinKeeper:
     atomic operation more). Nothing about the sandboxes changes: each executor still joins its own
     cgroups, with their limits, before any environment code runs."""
 
-    def __init__(self, procs_file: str, keepalive: float, period: float = 0.005, controller: str = "pids") -> None:
+    def __init__(
+        self, procs_file: str, keepalive: float, period: float = 0.005, controller: str = "pids"
+    ) -> None:
         self.procs_file = procs_file
         self.controller = controller
         self.keepalive = keepalive
@@ -356,12 +396,16 @@ class JoinKeeper:
         with self._lock:
             self._until = time.monotonic() + self.keepalive
             if self._thread is None and not self.error and not self._stop.is_set():
-                self._thread = threading.Thread(target=self._run, name="envk-cgroup-keeper", daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, name="envk-cgroup-keeper", daemon=True
+                )
                 self._thread.start()
 
     def _run(self) -> None:
         if not _still_in(os.path.dirname(self.procs_file), self.controller):
-            self._give_up(f"this process is no longer in {os.path.dirname(self.procs_file)}")  # never move the runner
+            self._give_up(
+                f"this process is no longer in {os.path.dirname(self.procs_file)}"
+            )  # never move the runner
             return
         try:
             fd = os.open(self.procs_file, os.O_WRONLY | os.O_CLOEXEC)
@@ -374,8 +418,12 @@ class JoinKeeper:
                     if time.monotonic() >= self._until:
                         self._thread = None
                         return
-                if self.writes % 20 == 19 and not _still_in(os.path.dirname(self.procs_file), self.controller):
-                    self._give_up(f"this process was moved out of {os.path.dirname(self.procs_file)}")  # never move it back
+                if self.writes % 20 == 19 and not _still_in(
+                    os.path.dirname(self.procs_file), self.controller
+                ):
+                    self._give_up(
+                        f"this process was moved out of {os.path.dirname(self.procs_file)}"
+                    )  # never move it back
                     return
                 try:
                     os.write(fd, b"0")
@@ -436,13 +484,17 @@ def _still_in(folder: str, controller: str) -> bool:
 class Cgroup:
     """The cgroup(s) of one sandbox: one folder per v1 controller, or one v2 folder."""
 
-    def __init__(self, name: str, support: HostSupport, memory: int, pids: int, cpus: float) -> None:
+    def __init__(
+        self, name: str, support: HostSupport, memory: int, pids: int, cpus: float
+    ) -> None:
         self.name = name
         self.memory = memory
         self.pids = pids
         self.cpus = cpus
         self.dirs: dict[str, tuple[int, str]] = {
-            c: (v, os.path.join(base, name)) for c, (v, base) in support.cgroups.items() if c != "cpu" or cpus > 0
+            c: (v, os.path.join(base, name))
+            for c, (v, base) in support.cgroups.items()
+            if c != "cpu" or cpus > 0
         }
         self._oom_base = 0
 
@@ -599,25 +651,38 @@ class UidPool:
 
     def _lock_folder(self) -> str:
         if self._folder is None:
-            for candidate in ("/run/envkernel-process", os.path.join(tempfile.gettempdir(), f"envkernel-process-{os.geteuid()}")):
+            for candidate in (
+                "/run/envkernel-process",
+                os.path.join(tempfile.gettempdir(), f"envkernel-process-{os.geteuid()}"),
+            ):
                 with contextlib.suppress(FileExistsError, OSError):
                     os.mkdir(candidate, 0o700)
                 try:
                     st = os.lstat(candidate)
                 except OSError:
                     continue
-                if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o077:
+                if (
+                    stat.S_ISDIR(st.st_mode)
+                    and st.st_uid == os.geteuid()
+                    and not st.st_mode & 0o077
+                ):
                     self._folder = candidate
                     break
             else:
-                raise OSError("no private folder for the sandbox uid locks (/run or the temp folder)")
+                raise OSError(
+                    "no private folder for the sandbox uid locks (/run or the temp folder)"
+                )
         return self._folder
 
     def _reserve(self) -> None:
         folder = self._lock_folder()
         for block in range(UID_BLOCKS):
             lo = self.base + block * UID_BLOCK
-            fd = os.open(os.path.join(folder, f"uids-{lo}.lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = os.open(
+                os.path.join(folder, f"uids-{lo}.lock"),
+                os.O_RDWR | os.O_CREAT | os.O_CLOEXEC,
+                0o600,
+            )
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -627,7 +692,9 @@ class UidPool:
             kill_uids(range(lo, lo + UID_BLOCK))  # leftovers of a runner that crashed
             self._free.extend(reversed(range(lo, lo + UID_BLOCK)))
             return
-        raise OSError(f"all {UID_BLOCKS * UID_BLOCK} sandbox uids from {self.base} are in use on this host")
+        raise OSError(
+            f"all {UID_BLOCKS * UID_BLOCK} sandbox uids from {self.base} are in use on this host"
+        )
 
 
 _pools: dict[int, UidPool] = {}
@@ -704,7 +771,9 @@ THREATS: dict[str, str] = {
 """The threats of the hostile suite, in table order."""
 
 
-def protections(support: HostSupport | None = None, *, isolate: bool = True) -> dict[str, Protection]:
+def protections(
+    support: HostSupport | None = None, *, isolate: bool = True
+) -> dict[str, Protection]:
     """What the ``process`` runner blocks and what it only detects, on this host."""
     s = support or host_support()
     uid = isolate and s.root
@@ -718,51 +787,102 @@ def protections(support: HostSupport | None = None, *, isolate: bool = True) -> 
 
     if uid:
         how = "own uid with RLIMIT_NPROC" + (" and a pids cgroup" if "pids" in cg else "")
-        rows["fork_bomb"] = ("blocked", how + ": fork fails with EAGAIN; every process a call started is killed when it returns")
+        rows["fork_bomb"] = (
+            "blocked",
+            how
+            + ": fork fails with EAGAIN; every process a call started is killed when it returns",
+        )
     else:
-        rows["fork_bomb"] = ("not blocked", "RLIMIT_NPROC cannot bind without a uid of its own (runner not root); children are killed when the call returns, best effort")
+        rows["fork_bomb"] = (
+            "not blocked",
+            "RLIMIT_NPROC cannot bind without a uid of its own (runner not root); children are killed when the call returns, best effort",
+        )
 
     if "memory" in cg:
-        rows["memory_bomb"] = ("blocked", "RLIMIT_AS per process (MemoryError) and a memory cgroup for all its processes (the kernel kills inside the sandbox only)")
+        rows["memory_bomb"] = (
+            "blocked",
+            "RLIMIT_AS per process (MemoryError) and a memory cgroup for all its processes (the kernel kills inside the sandbox only)",
+        )
     elif uid:
-        rows["memory_bomb"] = ("blocked", "RLIMIT_AS per process (MemoryError); no memory cgroup: several processes may together use max_processes x memory_mb")
+        rows["memory_bomb"] = (
+            "blocked",
+            "RLIMIT_AS per process (MemoryError); no memory cgroup: several processes may together use max_processes x memory_mb",
+        )
     else:
         rows["memory_bomb"] = ("blocked", "RLIMIT_AS per process (MemoryError)")
 
     sc = isolate and s.seccomp
     if netns and sc:
-        rows["network"] = ("blocked", "empty network namespace (`unshare -n`)" + (", Landlock: no TCP connect or bind" if ll >= 4 else "")
-                           + ", and seccomp: no unix-domain sockets")
+        rows["network"] = (
+            "blocked",
+            "empty network namespace (`unshare -n`)"
+            + (", Landlock: no TCP connect or bind" if ll >= 4 else "")
+            + ", and seccomp: no unix-domain sockets",
+        )
     elif netns:
-        rows["network"] = ("not blocked", "empty network namespace (`unshare -n`); unix-domain sockets of the host that its uid may connect to are reachable (no seccomp)")
+        rows["network"] = (
+            "not blocked",
+            "empty network namespace (`unshare -n`); unix-domain sockets of the host that its uid may connect to are reachable (no seccomp)",
+        )
     elif ll >= 4:
-        rows["network"] = ("not blocked", "Landlock blocks TCP connect and bind; UDP is not blocked without a network namespace (runner not root)")
+        rows["network"] = (
+            "not blocked",
+            "Landlock blocks TCP connect and bind; UDP is not blocked without a network namespace (runner not root)",
+        )
     else:
-        rows["network"] = ("not blocked", "no network namespace (runner not root) and no Landlock network rules")
+        rows["network"] = (
+            "not blocked",
+            "no network namespace (runner not root) and no Landlock network rules",
+        )
 
     if ll:
-        rows["host_files"] = ("blocked", "Landlock: only the working folder (read-write) and the Python runtime (stdlib, shared libraries, time zones: read-only) can be opened" + ("; own uid" if uid else ""))
+        rows["host_files"] = (
+            "blocked",
+            "Landlock: only the working folder (read-write) and the Python runtime (stdlib, shared libraries, time zones: read-only) can be opened"
+            + ("; own uid" if uid else ""),
+        )
     elif uid:
-        rows["host_files"] = ("not blocked", "own uid: files not readable by others are blocked, world-readable host files are not (no Landlock)")
+        rows["host_files"] = (
+            "not blocked",
+            "own uid: files not readable by others are blocked, world-readable host files are not (no Landlock)",
+        )
     else:
         rows["host_files"] = ("not blocked", "no Landlock and no uid of its own")
 
     huge = "a result over the response limit fails with `too_large`; a file over file_size_mb fails with EFBIG (RLIMIT_FSIZE); prints go to a log capped the same way"
     if netns:
         huge += "; the working folder is a tmpfs of workspace_mb (ENOSPC)"
-        rows["huge_output"] = ("blocked", huge + (", nothing else is writable (Landlock)" if ll else ""))
+        rows["huge_output"] = (
+            "blocked",
+            huge + (", nothing else is writable (Landlock)" if ll else ""),
+        )
     elif ll:
-        rows["huge_output"] = ("not blocked", huge + "; only the working folder is writable (Landlock), but its total size is not capped")
+        rows["huge_output"] = (
+            "not blocked",
+            huge
+            + "; only the working folder is writable (Landlock), but its total size is not capped",
+        )
     else:
-        rows["huge_output"] = ("not blocked", huge + "; many files, or files elsewhere, are not capped")
+        rows["huge_output"] = (
+            "not blocked",
+            huge + "; many files, or files elsewhere, are not capped",
+        )
 
-    rows["kill_executor"] = ("detected", "the call fails with `crashed`, naming the signal or exit code (and an out-of-memory kill); the executor is replaced and the earlier calls replayed")
+    rows["kill_executor"] = (
+        "detected",
+        "the call fails with `crashed`, naming the signal or exit code (and an out-of-memory kill); the executor is replaced and the earlier calls replayed",
+    )
 
     if uid or ll >= 6:
-        how = " and ".join(x for x in ("own uid" if uid else "", "Landlock signal scope" if ll >= 6 else "") if x)
+        how = " and ".join(
+            x for x in ("own uid" if uid else "", "Landlock signal scope" if ll >= 6 else "") if x
+        )
         rows["other_processes"] = ("blocked", how + ": EPERM")
     else:
-        rows["other_processes"] = ("not blocked", "same uid as the runner and no Landlock signal scope")
+        rows["other_processes"] = (
+            "not blocked",
+            "same uid as the runner and no Landlock signal scope",
+        )
 
     means = ["own process group", "parent-death signal", "hard lifetime"]
     if "pids" in cg:
@@ -772,7 +892,11 @@ def protections(support: HostSupport | None = None, *, isolate: bool = True) -> 
     if uid:
         rows["leftovers"] = ("blocked", "; ".join(means))
     else:
-        rows["leftovers"] = ("not blocked", "; ".join(means) + " (a process that calls setsid and clears its parent-death signal escapes)")
+        rows["leftovers"] = (
+            "not blocked",
+            "; ".join(means)
+            + " (a process that calls setsid and clears its parent-death signal escapes)",
+        )
     return {k: Protection(k, *rows[k]) for k in THREATS}
 
 

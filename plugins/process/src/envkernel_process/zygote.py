@@ -23,6 +23,7 @@ import tempfile
 from typing import Any
 
 import structlog
+
 from envkernel_runtime import executor_path
 from envkernel_runtime.session import STREAM_LIMIT
 
@@ -42,7 +43,13 @@ class ZygoteChild:
     """An executor forked by the zygote, seen as a process: ``pid``, ``returncode``, ``wait()``,
     and its protocol streams as ``stdout`` (reader) and ``stdin`` (writer)."""
 
-    def __init__(self, pid: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, sock: socket.socket | None = None) -> None:
+    def __init__(
+        self,
+        pid: int,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        sock: socket.socket | None = None,
+    ) -> None:
         self.pid = pid
         self.sock = sock
         """The runner's end of its protocol socket (to pass it descriptors: a nest's next lane)."""
@@ -87,7 +94,9 @@ class Zygote:
         self._children: dict[int, ZygoteChild] = {}
         self._early: dict[int, int] = {}  # exits reported before the child was registered
         self._lock = asyncio.Lock()
-        self._queue: list[tuple[dict[str, Any], list[int]]] = []  # fork requests not sent yet, with the descriptors they carry
+        self._queue: list[
+            tuple[dict[str, Any], list[int]]
+        ] = []  # fork requests not sent yet, with the descriptors they carry
         self._flusher: asyncio.Future[None] | None = None
 
     @property
@@ -106,9 +115,15 @@ class Zygote:
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             if self.folder is None:
                 self.folder = tempfile.mkdtemp(prefix="envk-zygote-")
-                with open(os.path.join(self.folder, OWNER_FILE), "w") as f:  # for the sweep after a crash
+                with open(
+                    os.path.join(self.folder, OWNER_FILE), "w"
+                ) as f:  # for the sweep after a crash
                     f.write(owner_stamp())
-            fd = os.open(os.path.join(self.folder, "zygote.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+            fd = os.open(
+                os.path.join(self.folder, "zygote.log"),
+                os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
+                0o600,
+            )
             try:
                 self._proc = await asyncio.create_subprocess_exec(
                     sys.executable, "-S", "-P", executor_path(), "--zygote", self.folder, "--parent-pid", str(os.getpid()),
@@ -153,12 +168,18 @@ class Zygote:
                 if fut is not None and not fut.done():
                     fut.set_result(int(pid))
             for rid, why in msg.get("errors") or ():
-                failed = [self._pending.pop(int(rid))] if rid is not None and int(rid) in self._pending else []
+                failed = (
+                    [self._pending.pop(int(rid))]
+                    if rid is not None and int(rid) in self._pending
+                    else []
+                )
                 if rid is None:  # a packet it could not read: every request in it fails
                     failed, self._pending = list(self._pending.values()), {}
                 for fut in failed:
                     if not fut.done():
-                        fut.set_exception(ZygoteError(f"the executor fork server could not fork: {why}"))
+                        fut.set_exception(
+                            ZygoteError(f"the executor fork server could not fork: {why}")
+                        )
 
     def _log_tail(self) -> str:
         try:
@@ -194,7 +215,9 @@ class Zygote:
         self._children.clear()
         self._early.clear()
 
-    async def spawn(self, argv: list[str], env: dict[str, str], log_fd: int, lane_fd: int | None = None) -> ZygoteChild:
+    async def spawn(
+        self, argv: list[str], env: dict[str, str], log_fd: int, lane_fd: int | None = None
+    ) -> ZygoteChild:
         """Fork a confined executor with these executor options and environment; ``log_fd`` becomes
         its stdout and stderr; ``lane_fd``, when given, is its direct lane (a second protocol socket
         that takes tool calls, for a client on this host)."""
@@ -205,7 +228,12 @@ class Zygote:
         self._pending[rid] = fut
         fds = [theirs.fileno(), log_fd, *([lane_fd] if lane_fd is not None else [])]
         # the caller closes log_fd and lane_fd once this returns, so they go in the queue as copies
-        self._queue.append(({"id": rid, "argv": argv, "env": env, "nfds": len(fds)}, [theirs.detach(), *(os.dup(fd) for fd in fds[1:])]))
+        self._queue.append(
+            (
+                {"id": rid, "argv": argv, "env": env, "nfds": len(fds)},
+                [theirs.detach(), *(os.dup(fd) for fd in fds[1:])],
+            )
+        )
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.ensure_future(self._flush())
         try:
@@ -271,4 +299,10 @@ class Zygote:
 
     def info(self) -> dict[str, Any]:
         """What the fork server did so far (for the benchmark and the tests)."""
-        return {"pid": self.pid, "starts": self.starts, "spawned": self.spawned, "packets": self.packets, "children": len(self._children)}
+        return {
+            "pid": self.pid,
+            "starts": self.starts,
+            "spawned": self.spawned,
+            "packets": self.packets,
+            "children": len(self._children),
+        }

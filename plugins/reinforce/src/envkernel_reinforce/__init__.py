@@ -32,22 +32,43 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+
 from envkernel.hookspecs import hookimpl
-from envkernel_kit.messages import answer_from, call_and_record
 from envkernel_kit.groups import advantages
-from envkernel_schemas import GroupScored, IterationEnded, PolicyUpdate, RolloutRequested, Task, ToolResult, ToolSpec, Trajectory
+from envkernel_kit.messages import answer_from, call_and_record
+from envkernel_schemas import (
+    GroupScored,
+    IterationEnded,
+    PolicyUpdate,
+    RolloutRequested,
+    Task,
+    ToolResult,
+    ToolSpec,
+    Trajectory,
+)
 
 from . import model
 from .model import STOP, Weights
 from .plot import plot_curve
 
-__all__ = ["FORMAT", "ReinforcePolicy", "ReinforceLearner", "ReinforceSettings", "Settings", "chosen_actions", "oracle_arguments",
-           "register_policies", "register_trainers"]
+__all__ = [
+    "FORMAT",
+    "ReinforcePolicy",
+    "ReinforceLearner",
+    "ReinforceSettings",
+    "Settings",
+    "chosen_actions",
+    "oracle_arguments",
+    "register_policies",
+    "register_trainers",
+]
 
 FORMAT = "reinforce-weights/1"
 """``PolicyUpdate.format`` of this learner's updates: ``data`` is JSON ``{feature: {action: weight}}``."""
 
-SYSTEM_PROMPT = "You are a helpful assistant with access to tools. Use them to fulfil the user's request."
+SYSTEM_PROMPT = (
+    "You are a helpful assistant with access to tools. Use them to fulfil the user's request."
+)
 """System message of the conversations this policy writes."""
 
 
@@ -115,8 +136,10 @@ class ReinforcePolicy:
     def apply_update(self, update: PolicyUpdate, ctx: Any) -> None:
         """Take the learner's weights."""
         if update.format != FORMAT:
-            raise ValueError(f"the reinforce policy takes updates of format {FORMAT!r}, got {update.format!r}: "
-                             "pair it with the reinforce-learner trainer")
+            raise ValueError(
+                f"the reinforce policy takes updates of format {FORMAT!r}, got {update.format!r}: "
+                "pair it with the reinforce-learner trainer"
+            )
         weights = msgspec.json.decode(update.data, type=dict[str, dict[str, float]])
         self.weights = weights
         self.version = f"iteration {ctx.iteration}"
@@ -127,7 +150,10 @@ class ReinforcePolicy:
         weights = self.weights
         state = model.State(task.request, list(env.tools))
         rng = random.Random(f"{ctx.seed}/{request.iteration}/{task.id}/{request.index}")
-        messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": task.request}]
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": task.request},
+        ]
         used = Counter[str]()
         last: ToolResult | None = None
         stopped = False
@@ -142,8 +168,14 @@ class ReinforcePolicy:
             state.take(action)
         answer = answer_from(last)
         messages.append({"role": "assistant", "content": answer})
-        return Trajectory(task_id=task.id, policy=request.policy, index=request.index, messages=messages, final_answer=answer,
-                          termination="answer" if stopped else "max_turns")
+        return Trajectory(
+            task_id=task.id,
+            policy=request.policy,
+            index=request.index,
+            messages=messages,
+            final_answer=answer,
+            termination="answer" if stopped else "max_turns",
+        )
 
 
 class _Iteration:
@@ -185,7 +217,11 @@ class ReinforceLearner:
             other = {r.trajectory.policy for r in group.rollouts} - {s.policy}
             for name in other - self._warned:
                 self._warned.add(name)
-                ctx.log.warning("the learner learns only from its own policy's rollouts; skipping another policy's", policy=name, learns_from=s.policy)
+                ctx.log.warning(
+                    "the learner learns only from its own policy's rollouts; skipping another policy's",
+                    policy=name,
+                    learns_from=s.policy,
+                )
             return
         with self._lock:
             it = self._now[group.iteration]
@@ -203,29 +239,52 @@ class ReinforceLearner:
         with self._lock:
             it.groups_used += 1
             for r, adv in zip(mine, advantages(rewards), strict=True):
-                it.steps += model.accumulate(it.grad, self.weights, group.task.request, tools, chosen_actions(r.trajectory), adv / len(mine))
+                it.steps += model.accumulate(
+                    it.grad,
+                    self.weights,
+                    group.task.request,
+                    tools,
+                    chosen_actions(r.trajectory),
+                    adv / len(mine),
+                )
 
     def update(self, ended: IterationEnded, ctx: Any) -> PolicyUpdate:
         """Apply the iteration's gradient and hand the policy its new weights."""
         with self._lock:
             it = self._now.pop(ended.iteration, _Iteration())
-            norm = model.apply(self.weights, it.grad, self.settings.lr, self.accum if self.settings.adagrad else None)
+            norm = model.apply(
+                self.weights,
+                it.grad,
+                self.settings.lr,
+                self.accum if self.settings.adagrad else None,
+            )
             data = msgspec.json.encode(self.weights)
         point: dict[str, Any] = {"iteration": ended.iteration}
         for split in ("train", "heldout"):
             vals = it.rewards.get(split, [])
             point[f"{split}_reward"] = round(sum(vals) / len(vals), 6) if vals else None
             point[f"{split}_rollouts"] = len(vals)
-        point.update(groups_used=it.groups_used, groups_skipped=dict(it.groups_skipped), steps=it.steps, grad_norm=round(norm, 6))
+        point.update(
+            groups_used=it.groups_used,
+            groups_skipped=dict(it.groups_skipped),
+            steps=it.steps,
+            grad_norm=round(norm, 6),
+        )
         self.curve.append(point)
         ctx.log.info("reinforce update", **point)
-        metrics = {k: float(v) for k, v in point.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        metrics = {
+            k: float(v)
+            for k, v in point.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
         return PolicyUpdate(policy=self.settings.policy, data=data, format=FORMAT, metrics=metrics)
 
     def finish(self, ctx: Any) -> None:
         """Write the curve (JSON and PNG) and the final weights into the run folder."""
         s = self.settings
-        out = Path(ctx.out_dir)  # the run host's folder: a trainer on another host writes the same path there
+        out = Path(
+            ctx.out_dir
+        )  # the run host's folder: a trainer on another host writes the same path there
         if not self.curve:
             return
         out.mkdir(parents=True, exist_ok=True)
@@ -233,9 +292,17 @@ class ReinforceLearner:
         if s.weights_json:
             (out / s.weights_json).write_text(json.dumps(self.weights))
         if s.curve_png:
-            plot_curve(self.curve, out / s.curve_png, title=f"{s.policy}: mean reward per iteration (run {ctx.run_id})")
-        ctx.log.info("reward curve", train=[p["train_reward"] for p in self.curve], heldout=[p["heldout_reward"] for p in self.curve],
-                     png=str(out / s.curve_png) if s.curve_png else None)
+            plot_curve(
+                self.curve,
+                out / s.curve_png,
+                title=f"{s.policy}: mean reward per iteration (run {ctx.run_id})",
+            )
+        ctx.log.info(
+            "reward curve",
+            train=[p["train_reward"] for p in self.curve],
+            heldout=[p["heldout_reward"] for p in self.curve],
+            png=str(out / s.curve_png) if s.curve_png else None,
+        )
 
 
 @hookimpl

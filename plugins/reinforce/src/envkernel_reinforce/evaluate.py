@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 
-def task_rewards(run_dir: Path, split: str = "heldout", policy: str = "reinforce") -> dict[int, dict[str, list[float]]]:
+def task_rewards(
+    run_dir: Path, split: str = "heldout", policy: str = "reinforce"
+) -> dict[int, dict[str, list[float]]]:
     """iteration -> task id -> rewards of ``policy``'s training rollouts, for tasks of ``split``."""
     splits = {}
     for line in (run_dir / "tasks.jsonl").read_text().splitlines():
@@ -28,17 +30,25 @@ def task_rewards(run_dir: Path, split: str = "heldout", policy: str = "reinforce
         if not line.strip():
             continue
         r = json.loads(line)
-        if r["purpose"] != "train" or r["trajectory"]["policy"] != policy or splits.get(r["task_id"]) != split:
+        if (
+            r["purpose"] != "train"
+            or r["trajectory"]["policy"] != policy
+            or splits.get(r["task_id"]) != split
+        ):
             continue
         out[r["iteration"]][r["task_id"]].append(r["reward"]["score"])
     return out
 
 
-def gains(run_dir: Path, split: str = "heldout", policy: str = "reinforce") -> tuple[list[float], float, float]:
+def gains(
+    run_dir: Path, split: str = "heldout", policy: str = "reinforce"
+) -> tuple[list[float], float, float]:
     """Per-task gains (last iteration − iteration 0) on ``split``, and the two mean rewards."""
     by_it = task_rewards(run_dir, split, policy)
     if len(by_it) < 2:
-        raise ValueError(f"{run_dir} has fewer than two iterations of {policy} rollouts on {split} tasks")
+        raise ValueError(
+            f"{run_dir} has fewer than two iterations of {policy} rollouts on {split} tasks"
+        )
     first, last = by_it[min(by_it)], by_it[max(by_it)]
     common = sorted(set(first) & set(last))
 
@@ -49,16 +59,31 @@ def gains(run_dir: Path, split: str = "heldout", policy: str = "reinforce") -> t
     return diffs, mean([mean(first[t]) for t in common]), mean([mean(last[t]) for t in common])
 
 
-def compare(run_dirs: list[Path], split: str = "heldout", policy: str = "reinforce") -> dict[str, Any]:
+def compare(
+    run_dirs: list[Path], split: str = "heldout", policy: str = "reinforce"
+) -> dict[str, Any]:
     """Pool the per-task gains of several runs (seeds): mean gain, its standard error, z = mean/SE."""
     all_diffs: list[float] = []
     per_run = []
     for d in run_dirs:
         diffs, before, after = gains(d, split, policy)
         all_diffs.extend(diffs)
-        per_run.append({"run": d.name, "tasks": len(diffs), "random": round(before, 4), "trained": round(after, 4)})
+        per_run.append(
+            {
+                "run": d.name,
+                "tasks": len(diffs),
+                "random": round(before, 4),
+                "trained": round(after, 4),
+            }
+        )
     n = len(all_diffs)
     mean = sum(all_diffs) / n if n else 0.0
     sd = math.sqrt(sum((x - mean) ** 2 for x in all_diffs) / (n - 1)) if n > 1 else 0.0
     se = sd / math.sqrt(n) if n else 0.0
-    return {"tasks": n, "mean_gain": round(mean, 4), "se": round(se, 4), "z": round(mean / se, 2) if se else None, "runs": per_run}
+    return {
+        "tasks": n,
+        "mean_gain": round(mean, 4),
+        "se": round(se, 4),
+        "z": round(mean / se, 2) if se else None,
+        "runs": per_run,
+    }

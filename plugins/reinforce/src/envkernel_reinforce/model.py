@@ -55,7 +55,9 @@ together weigh as much as one feature: an update cannot swing a logit by the she
 words in a request."""
 
 
-def features(request_words: Sequence[str], prev: str, step: int, called: Iterable[str]) -> list[Feature]:
+def features(
+    request_words: Sequence[str], prev: str, step: int, called: Iterable[str]
+) -> list[Feature]:
     """The features of a state: bias, previous tool, step, the request's words and the tools
     already called (word × previous tool was tried and only memorised the train chains)."""
     feats = [("bias", 1.0), (f"prev:{prev}", 1.0), (f"step:{min(step, 8)}", 1.0)]
@@ -77,7 +79,9 @@ def tool_parts(name: str) -> tuple[str, frozenset[str]]:
     return (parts[0] if parts else ""), frozenset(singular(p) for p in parts[1:])
 
 
-_STOPWORDS = frozenset("the and for with from into that this these those its all any each one are was has have not you your".split())
+_STOPWORDS = frozenset(
+    "the and for with from into that this these those its all any each one are was has have not you your".split()
+)
 
 
 class ToolInfo:
@@ -88,11 +92,20 @@ class ToolInfo:
         mutates = getattr(tool, "mutates", None)
         self.kind = "?" if mutates is None else "write" if mutates else "read"
         desc = getattr(tool, "description", "") or ""
-        self.stems = frozenset(singular(w) for w in words(desc) if len(w) > 2 and w not in _STOPWORDS)
+        self.stems = frozenset(
+            singular(w) for w in words(desc) if len(w) > 2 and w not in _STOPWORDS
+        )
 
 
-def pair_features(stems: frozenset[str], request_words: Sequence[str], prev: str, called: Sequence[str], action: str,
-                  unmet: int = 0, info: dict[str, ToolInfo] | None = None) -> list[Feature]:
+def pair_features(
+    stems: frozenset[str],
+    request_words: Sequence[str],
+    prev: str,
+    called: Sequence[str],
+    action: str,
+    unmet: int = 0,
+    info: dict[str, ToolInfo] | None = None,
+) -> list[Feature]:
     """Shared features of taking ``action`` in a state (see the module docstring). ``unmet`` is
     how many verbs the request names (among the offered tools' verbs) no call has used yet;
     ``info`` gives each tool's kind (read/write) and description words."""
@@ -102,15 +115,27 @@ def pair_features(stems: frozenset[str], request_words: Sequence[str], prev: str
     pkind = "^" if prev == "^" else pinfo.kind if pinfo else "?"
     if action == STOP:
         writes = sum(1 for t in called if (ti := info.get(t)) is not None and ti.kind == "write")
-        return [("verb:stop", 1.0), (f"verb:{tool_parts(prev)[0] if prev != '^' else '^'}>stop", 1.0), (f"stop-unmet:{min(unmet, 2)}", 1.0),
-                (f"stop-calls:{min(len(called), 8)}", 1.0), (f"stop-after:{pkind}", 1.0), (f"stop-writes:{min(writes, 2)}", 1.0)]
+        return [
+            ("verb:stop", 1.0),
+            (f"verb:{tool_parts(prev)[0] if prev != '^' else '^'}>stop", 1.0),
+            (f"stop-unmet:{min(unmet, 2)}", 1.0),
+            (f"stop-calls:{min(len(called), 8)}", 1.0),
+            (f"stop-after:{pkind}", 1.0),
+            (f"stop-writes:{min(writes, 2)}", 1.0),
+        ]
     pverb, pres = tool_parts(prev) if prev != "^" else ("^", frozenset())
     named = singular(verb) in stems
     me = info.get(action)
     kind = me.kind if me else "?"
     desc = min(len(me.stems & stems), 4) if me else 0
-    feats = [(f"verb:{verb}", 1.0), (f"verb:{pverb}>{verb}", 1.0), (f"overlap:{min(len(res & stems), 3)}", 1.0),
-             (f"named:{named}:{min(len(res & stems), 2)}", 1.0), (f"kind:{pkind}>{kind}", 1.0), (f"desc:{desc}", 1.0)]
+    feats = [
+        (f"verb:{verb}", 1.0),
+        (f"verb:{pverb}>{verb}", 1.0),
+        (f"overlap:{min(len(res & stems), 3)}", 1.0),
+        (f"named:{named}:{min(len(res & stems), 2)}", 1.0),
+        (f"kind:{pkind}>{kind}", 1.0),
+        (f"desc:{desc}", 1.0),
+    ]
     if res and res & pres:
         feats.append((f"same-resource:{verb}", 1.0))
     if action in called:
@@ -120,7 +145,12 @@ def pair_features(stems: frozenset[str], request_words: Sequence[str], prev: str
     return feats
 
 
-def _logits(weights: Weights, feats: Sequence[Feature], actions: Sequence[str], pairs: Sequence[Sequence[Feature]]) -> list[float]:
+def _logits(
+    weights: Weights,
+    feats: Sequence[Feature],
+    actions: Sequence[str],
+    pairs: Sequence[Sequence[Feature]],
+) -> list[float]:
     logits = [0.0] * len(actions)
     for f, x in feats:
         row = weights.get(f)
@@ -134,10 +164,19 @@ def _logits(weights: Weights, feats: Sequence[Feature], actions: Sequence[str], 
     return logits
 
 
-def probabilities(weights: Weights, feats: Sequence[Feature], actions: Sequence[str], pairs: Sequence[Sequence[Feature]] = ()) -> list[float]:
+def probabilities(
+    weights: Weights,
+    feats: Sequence[Feature],
+    actions: Sequence[str],
+    pairs: Sequence[Sequence[Feature]] = (),
+) -> list[float]:
     """π(·|s): the softmax over actions of the summed weights of the state features ``feats``
     (per action) and of each action's shared features ``pairs[i]``."""
-    logits = _logits(weights, feats, actions, pairs) if pairs else _logits(weights, feats, actions, [()] * len(actions))
+    logits = (
+        _logits(weights, feats, actions, pairs)
+        if pairs
+        else _logits(weights, feats, actions, [()] * len(actions))
+    )
     top = max(logits)
     exps = [math.exp(x - top) for x in logits]
     total = sum(exps)
@@ -165,7 +204,9 @@ class State:
         infos = [ToolInfo(t) for t in tools]
         self.info = {i.name: i for i in infos}
         self.actions = [*(i.name for i in infos), STOP]
-        self.named_verbs = {v for v in (tool_parts(i.name)[0] for i in infos) if singular(v) in self.stems}
+        self.named_verbs = {
+            v for v in (tool_parts(i.name)[0] for i in infos) if singular(v) in self.stems
+        }
         self.prev = "^"
         self.called: list[str] = []
 
@@ -173,7 +214,10 @@ class State:
         """State features, and each action's shared features."""
         feats = features(self.words, self.prev, len(self.called), self.called)
         unmet = len(self.named_verbs - {tool_parts(t)[0] for t in self.called})
-        pairs = [pair_features(self.stems, self.words, self.prev, self.called, a, unmet, self.info) for a in self.actions]
+        pairs = [
+            pair_features(self.stems, self.words, self.prev, self.called, a, unmet, self.info)
+            for a in self.actions
+        ]
         return feats, pairs
 
     def probabilities(self, weights: Weights) -> list[float]:
@@ -187,7 +231,9 @@ class State:
         self.prev = action
 
 
-def steps(request: str, tools: Sequence[Any], chosen: Sequence[str]) -> Iterable[tuple[list[Feature], list[list[Feature]], list[str], str]]:
+def steps(
+    request: str, tools: Sequence[Any], chosen: Sequence[str]
+) -> Iterable[tuple[list[Feature], list[list[Feature]], list[str], str]]:
     """Replay a rollout's decisions: (state features, shared features, actions, action taken) per step.
 
     ``chosen`` is the sequence of actions taken (tool names, ending in :data:`STOP` when the
@@ -202,14 +248,24 @@ def steps(request: str, tools: Sequence[Any], chosen: Sequence[str]) -> Iterable
         state.take(a)
 
 
-def accumulate(grad: Weights, weights: Weights, request: str, tools: Sequence[Any], chosen: Sequence[str], advantage: float) -> int:
+def accumulate(
+    grad: Weights,
+    weights: Weights,
+    request: str,
+    tools: Sequence[Any],
+    chosen: Sequence[str],
+    advantage: float,
+) -> int:
     """Add ``advantage · ∇ log π(chosen)`` under ``weights`` into ``grad``; return the steps seen."""
     n = 0
     for feats, pairs, actions, a in steps(request, tools, chosen):
         if a not in actions:
             continue  # an action this state did not offer (tools changed): no gradient
         probs = probabilities(weights, feats, actions, pairs)
-        coef = [advantage * ((1.0 if act == a else 0.0) - p) for act, p in zip(actions, probs, strict=True)]
+        coef = [
+            advantage * ((1.0 if act == a else 0.0) - p)
+            for act, p in zip(actions, probs, strict=True)
+        ]
         for f, x in feats:
             row = grad.setdefault(f, {})
             for act, g in zip(actions, coef, strict=True):
@@ -224,7 +280,9 @@ def accumulate(grad: Weights, weights: Weights, request: str, tools: Sequence[An
     return n
 
 
-def apply(weights: Weights, grad: Weights, lr: float, accum: Weights | None = None, eps: float = 1e-8) -> float:
+def apply(
+    weights: Weights, grad: Weights, lr: float, accum: Weights | None = None, eps: float = 1e-8
+) -> float:
     """One ascent step on ``grad``, in place; return the gradient's L2 norm.
 
     With ``accum`` (the running sum of squared gradients, updated here) the step is AdaGrad's,

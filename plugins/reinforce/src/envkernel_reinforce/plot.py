@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Any
 
 
-def plot_curve(curve: list[dict[str, Any]], path: Path, title: str = "mean reward per iteration") -> Path:
+def plot_curve(
+    curve: list[dict[str, Any]], path: Path, title: str = "mean reward per iteration"
+) -> Path:
     """Plot train and held-out mean reward per iteration into a PNG at ``path``.
 
     Iteration 0 is the untrained (uniform random) policy, drawn as a dashed reference line.
@@ -19,13 +21,22 @@ def plot_curve(curve: list[dict[str, Any]], path: Path, title: str = "mean rewar
     its = [p["iteration"] for p in curve]
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
     try:
-        for key, label, style in (("train_reward", "train tasks", "o-"), ("heldout_reward", "held-out tasks", "s-")):
+        for key, label, style in (
+            ("train_reward", "train tasks", "o-"),
+            ("heldout_reward", "held-out tasks", "s-"),
+        ):
             pts = [(i, p[key]) for i, p in zip(its, curve, strict=True) if p.get(key) is not None]
             if pts:
                 ax.plot([i for i, _ in pts], [v for _, v in pts], style, label=label)
         first = curve[0].get("heldout_reward")
         if first is not None:
-            ax.axhline(first, linestyle="--", color="grey", linewidth=1, label="random policy (iteration 0, held-out)")
+            ax.axhline(
+                first,
+                linestyle="--",
+                color="grey",
+                linewidth=1,
+                label="random policy (iteration 0, held-out)",
+            )
         ax.set_xlabel("iteration")
         ax.set_ylabel("mean reward")
         ax.set_ylim(0, 1.05)

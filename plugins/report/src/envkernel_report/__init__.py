@@ -27,7 +27,9 @@ __all__ = ["build_report", "report_cmd"]
 # (``envkernel --help``, ``envkernel plugins``) must stay cheap.
 
 
-def build_report(run_dir: Path, out: Path | None = None, *, show_progress: bool = True) -> tuple[Path, RunData]:
+def build_report(
+    run_dir: Path, out: Path | None = None, *, show_progress: bool = True
+) -> tuple[Path, RunData]:
     """Read ``run_dir``, write its report page to ``out`` (default ``RUN_DIR/report.html``), and return both.
 
     On a terminal it shows a live progress bar (rich) while it reads the run's JSON-lines files and
@@ -35,7 +37,11 @@ def build_report(run_dir: Path, out: Path | None = None, *, show_progress: bool 
     """
     run_dir = Path(run_dir)
     out = Path(out) if out is not None else run_dir / "report.html"
-    total = sum(p.stat().st_size for p in run_dir.glob("*.jsonl") if p.is_file()) if run_dir.is_dir() else 0
+    total = (
+        sum(p.stat().st_size for p in run_dir.glob("*.jsonl") if p.is_file())
+        if run_dir.is_dir()
+        else 0
+    )
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -43,13 +49,26 @@ def build_report(run_dir: Path, out: Path | None = None, *, show_progress: bool 
     from .page import render
 
     console = Console(stderr=True)
-    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(), console=console,
-                  disable=not (show_progress and console.is_terminal), transient=True) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not (show_progress and console.is_terminal),
+        transient=True,
+    ) as bar:
         reading = bar.add_task("reading the run", total=total or None)
         data = load_run(run_dir, progress=lambda n: bar.advance(reading, n))
         bar.update(reading, completed=total)
         drawing = bar.add_task("drawing", total=7)
-        page = render(data, step=lambda name: (bar.update(drawing, description=f"drawing {name}"), bar.advance(drawing)))
+        page = render(
+            data,
+            step=lambda name: (
+                bar.update(drawing, description=f"drawing {name}"),
+                bar.advance(drawing),
+            ),
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(page, encoding="utf-8")
@@ -59,9 +78,19 @@ def build_report(run_dir: Path, out: Path | None = None, *, show_progress: bool 
 
 @click.command("report")
 @click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Where to write the page (default: RUN_DIR/report.html).")
-@click.option("--open", "open_", is_flag=True, help="Open the page in the default web browser when it is written.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where to write the page (default: RUN_DIR/report.html).",
+)
+@click.option(
+    "--open",
+    "open_",
+    is_flag=True,
+    help="Open the page in the default web browser when it is written.",
+)
 def report_cmd(run_dir: Path, out: Path | None, open_: bool) -> None:
     """Write one self-contained HTML page of a run folder: yield, rewards, tasks, gate, tool graphs, failures."""
     from envkernel.errors import UsageError
@@ -74,13 +103,17 @@ def report_cmd(run_dir: Path, out: Path | None, open_: bool) -> None:
     except NotARunFolder as exc:
         raise UsageError(str(exc)) from None
     except OSError as exc:
-        raise UsageError(f"cannot write the report to {out or run_dir / 'report.html'}: {exc.strerror or exc}; "
-                         "pick another place with --out") from None
+        raise UsageError(
+            f"cannot write the report to {out or run_dir / 'report.html'}: {exc.strerror or exc}; "
+            "pick another place with --out"
+        ) from None
     size = path.stat().st_size
     rollouts = sum(len(v) for v in data.rewards.values())
     notes = f", {len(data.notes)} note(s) on missing or damaged files" if data.notes else ""
-    click.echo(f"report of run {data.run_id}: {len(data.envs)} envs, {sum(data.chain_lengths.values())} tasks, {rollouts} rollouts"
-               f"{notes} -> {path} ({size / 1024:.0f} KiB) in {time.monotonic() - t0:.1f} s")
+    click.echo(
+        f"report of run {data.run_id}: {len(data.envs)} envs, {sum(data.chain_lengths.values())} tasks, {rollouts} rollouts"
+        f"{notes} -> {path} ({size / 1024:.0f} KiB) in {time.monotonic() - t0:.1f} s"
+    )
     if open_:
         webbrowser.open(path.resolve().as_uri())
 

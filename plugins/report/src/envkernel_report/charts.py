@@ -16,19 +16,32 @@ import matplotlib
 import networkx as nx
 from matplotlib.figure import Figure
 
-matplotlib.rcParams.update({
-    "svg.fonttype": "none",
-    "svg.hashsalt": "envkernel-report",  # stable ids: the same run gives the same page
-    "font.family": "sans-serif",
-    "font.size": 9,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "grid.alpha": 0.3,
-    "axes.axisbelow": True,
-})
+matplotlib.rcParams.update(
+    {
+        "svg.fonttype": "none",
+        "svg.hashsalt": "envkernel-report",  # stable ids: the same run gives the same page
+        "font.family": "sans-serif",
+        "font.size": 9,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": True,
+        "grid.alpha": 0.3,
+        "axes.axisbelow": True,
+    }
+)
 
-PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"]
+PALETTE = [
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#e15759",
+    "#76b7b2",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+]
 """Tableau 10: distinguishable, and readable for most kinds of colour blindness."""
 
 MAX_PANELS = 8
@@ -46,8 +59,15 @@ def to_svg(fig: Figure) -> str:
     return svg.replace("<svg ", '<svg class="chart" ', 1)
 
 
-def bars(labels: Sequence[str], series: dict[str, Sequence[float]], *, title: str, ylabel: str = "",
-         horizontal: bool = False, width: float = 7.0) -> str:
+def bars(
+    labels: Sequence[str],
+    series: dict[str, Sequence[float]],
+    *,
+    title: str,
+    ylabel: str = "",
+    horizontal: bool = False,
+    width: float = 7.0,
+) -> str:
     """Grouped bars: one group per label, one bar per series."""
     n = max(len(labels), 1)
     height = max(2.2, 0.32 * n * max(len(series), 1) + 0.8) if horizontal else 3.0
@@ -67,17 +87,35 @@ def bars(labels: Sequence[str], series: dict[str, Sequence[float]], *, title: st
         ax.set_xlabel(ylabel)
         ax.grid(axis="y", visible=False)
     else:
-        ax.set_xticks(range(len(labels)), labels, rotation=30 if n > 6 else 0, ha="right" if n > 6 else "center")
+        ax.set_xticks(
+            range(len(labels)),
+            labels,
+            rotation=30 if n > 6 else 0,
+            ha="right" if n > 6 else "center",
+        )
         ax.set_ylabel(ylabel)
         ax.grid(axis="x", visible=False)
     ax.set_title(title, loc="left")
     if len(series) > 1:
-        ax.legend(frameon=False, fontsize=8, ncols=min(len(series), 4), loc="upper left", bbox_to_anchor=(0, -0.12 if not horizontal else -0.05))
+        ax.legend(
+            frameon=False,
+            fontsize=8,
+            ncols=min(len(series), 4),
+            loc="upper left",
+            bbox_to_anchor=(0, -0.12 if not horizontal else -0.05),
+        )
     return to_svg(fig)
 
 
-def histogram(values: Sequence[float], *, title: str, xlabel: str, bins: Any = 10, color: str = PALETTE[0],
-              xrange: tuple[float, float] | None = None) -> str:
+def histogram(
+    values: Sequence[float],
+    *,
+    title: str,
+    xlabel: str,
+    bins: Any = 10,
+    color: str = PALETTE[0],
+    xrange: tuple[float, float] | None = None,
+) -> str:
     """One histogram."""
     fig = Figure(figsize=(4.6, 2.8))
     ax = fig.add_subplot()
@@ -119,7 +157,7 @@ def reward_histograms(policy: str, by_iteration: dict[int, list[float]]) -> str:
     rows = math.ceil(len(its) / cols)
     fig = Figure(figsize=(2.3 * cols + 0.4, 2.0 * rows + 0.5))
     axes = fig.subplots(rows, cols, squeeze=False, sharex=True)
-    for ax in axes.flat[len(its):]:
+    for ax in axes.flat[len(its) :]:
         ax.set_visible(False)
     for n, (ax, it) in enumerate(zip(axes.flat, its, strict=False)):
         scores = by_iteration[it]
@@ -172,12 +210,32 @@ def tool_graph(data: dict[str, Any], title: str) -> str:
     data_edges = [(u, v) for u, v, d in g.edges(data=True) if d.get("feeds")]
     state_edges = [(u, v) for u, v, d in g.edges(data=True) if not d.get("feeds")]
     colors = [PALETTE[1] if _mutates(g.nodes[n]) else PALETTE[0] for n in order]
-    nx.draw_networkx_edges(g, pos, edgelist=data_edges, ax=ax, edge_color="#888", width=0.6, arrowsize=7, node_size=120)
-    nx.draw_networkx_edges(g, pos, edgelist=state_edges, ax=ax, edge_color="#bbb", width=0.6, style="dashed", arrowsize=7, node_size=120)
-    nx.draw_networkx_nodes(g, pos, nodelist=order, ax=ax, node_color=colors, node_size=120, linewidths=0)
+    nx.draw_networkx_edges(
+        g, pos, edgelist=data_edges, ax=ax, edge_color="#888", width=0.6, arrowsize=7, node_size=120
+    )
+    nx.draw_networkx_edges(
+        g,
+        pos,
+        edgelist=state_edges,
+        ax=ax,
+        edge_color="#bbb",
+        width=0.6,
+        style="dashed",
+        arrowsize=7,
+        node_size=120,
+    )
+    nx.draw_networkx_nodes(
+        g, pos, nodelist=order, ax=ax, node_color=colors, node_size=120, linewidths=0
+    )
     for n, (x, y) in pos.items():
-        ax.text(x * 1.09, y * 1.09, str(n), fontsize=7, ha="left" if x > 0.2 else ("right" if x < -0.2 else "center"),
-                va="bottom" if y > 0.2 else ("top" if y < -0.2 else "center"))
+        ax.text(
+            x * 1.09,
+            y * 1.09,
+            str(n),
+            fontsize=7,
+            ha="left" if x > 0.2 else ("right" if x < -0.2 else "center"),
+            va="bottom" if y > 0.2 else ("top" if y < -0.2 else "center"),
+        )
     ax.set_xlim(-1.6, 1.6)
     ax.set_ylim(-1.25, 1.25)
     return to_svg(fig)

@@ -56,7 +56,15 @@ _ROLLOUT = msgspec.json.Decoder(_Rollout)
 _TASK = msgspec.json.Decoder(_Task)
 _ANY = msgspec.json.Decoder()
 
-RUN_FILES = ("summary.json", "config.json", "tasks.jsonl", "rollouts.jsonl", "rejected.jsonl", "failures.jsonl", "envs")
+RUN_FILES = (
+    "summary.json",
+    "config.json",
+    "tasks.jsonl",
+    "rollouts.jsonl",
+    "rejected.jsonl",
+    "failures.jsonl",
+    "envs",
+)
 """What marks a folder as a run folder (any one of them)."""
 
 
@@ -114,18 +122,34 @@ class RunData:
         """Mean reward per iteration: the summary's overall and held-out curves, else per policy from the rollouts."""
         curves: dict[str, list[tuple[int, float]]] = {}
         its = [it for it in self.summary.get("iterations") or [] if isinstance(it, dict)]
-        for key, label in (("mean_reward", "all rollouts"), ("mean_reward_train", "train tasks"), ("mean_reward_heldout", "held-out tasks")):
-            pts = [(int(it.get("iteration", i)), float(it[key])) for i, it in enumerate(its) if isinstance(it.get(key), int | float)]
+        for key, label in (
+            ("mean_reward", "all rollouts"),
+            ("mean_reward_train", "train tasks"),
+            ("mean_reward_heldout", "held-out tasks"),
+        ):
+            pts = [
+                (int(it.get("iteration", i)), float(it[key]))
+                for i, it in enumerate(its)
+                if isinstance(it.get(key), int | float)
+            ]
             if pts:
                 curves[label] = pts
         if not curves:
             for policy in sorted({p for p, _ in self.rewards}):
-                pts = sorted((i, sum(v) / len(v)) for (p, i), v in self.rewards.items() if p == policy and v)
+                pts = sorted(
+                    (i, sum(v) / len(v)) for (p, i), v in self.rewards.items() if p == policy and v
+                )
                 curves[f"{policy} (from rollouts.jsonl)"] = pts
         return curves
 
 
-def _lines(path: Path, what: str, notes: list[str], parse: Callable[[bytes], Any], progress: Callable[[int], None] | None) -> Iterator[Any]:
+def _lines(
+    path: Path,
+    what: str,
+    notes: list[str],
+    parse: Callable[[bytes], Any],
+    progress: Callable[[int], None] | None,
+) -> Iterator[Any]:
     """Parsed lines of a JSON-lines file; a line that does not parse is skipped and counted in a note."""
     bad = 0
     first_bad = 0
@@ -148,8 +172,10 @@ def _lines(path: Path, what: str, notes: list[str], parse: Callable[[bytes], Any
                 bad += 1
                 first_bad = first_bad or n
     if bad:
-        notes.append(f"{path.name}: {bad} line(s) could not be read (first at line {first_bad}; a run stopped while writing "
-                     f"leaves a torn last line); the {what} on them are left out.")
+        notes.append(
+            f"{path.name}: {bad} line(s) could not be read (first at line {first_bad}; a run stopped while writing "
+            f"leaves a torn last line); the {what} on them are left out."
+        )
 
 
 def _json(path: Path, notes: list[str]) -> dict[str, Any] | None:
@@ -159,7 +185,9 @@ def _json(path: Path, notes: list[str]) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
-        notes.append(f"{path.relative_to(path.parents[1]) if len(path.parents) > 1 else path.name} is damaged ({exc}); it is left out.")
+        notes.append(
+            f"{path.relative_to(path.parents[1]) if len(path.parents) > 1 else path.name} is damaged ({exc}); it is left out."
+        )
         return None
     if not isinstance(value, dict):
         notes.append(f"{path.name} does not hold a JSON object; it is left out.")
@@ -168,27 +196,41 @@ def _json(path: Path, notes: list[str]) -> dict[str, Any] | None:
 
 
 def _int_counts(value: Any) -> dict[str, int]:
-    return {str(k): int(v) for k, v in value.items() if isinstance(v, int | float)} if isinstance(value, dict) else {}
+    return (
+        {str(k): int(v) for k, v in value.items() if isinstance(v, int | float)}
+        if isinstance(value, dict)
+        else {}
+    )
 
 
 def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> RunData:
     """Read the run folder ``folder``; ``progress`` is called with the bytes read from the JSON-lines files."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise NotARunFolder(f"{folder} is not a folder: give the folder of one run (envkernel-out/<run-id>/)")
+        raise NotARunFolder(
+            f"{folder} is not a folder: give the folder of one run (envkernel-out/<run-id>/)"
+        )
     if not any((folder / name).exists() for name in RUN_FILES):
-        subs = sorted(p.name for p in folder.iterdir() if p.is_dir() and (p / "config.json").exists())
+        subs = sorted(
+            p.name for p in folder.iterdir() if p.is_dir() and (p / "config.json").exists()
+        )
         hint = f" It holds run folders: {', '.join(subs[-3:])}; give one of them." if subs else ""
-        raise NotARunFolder(f"{folder} is not a run folder: it holds none of {', '.join(RUN_FILES)}.{hint}")
+        raise NotARunFolder(
+            f"{folder} is not a run folder: it holds none of {', '.join(RUN_FILES)}.{hint}"
+        )
     data = RunData(folder)
     notes = data.notes
     data.summary = _json(folder / "summary.json", notes) or {}
     data.config = _json(folder / "config.json", notes) or {}
     if not data.summary:
-        notes.append("summary.json is missing: the run did not finish (killed, or still running). Counts below are "
-                     "recomputed from the JSON-lines files; the verification counts, mutants and iteration means are not known.")
+        notes.append(
+            "summary.json is missing: the run did not finish (killed, or still running). Counts below are "
+            "recomputed from the JSON-lines files; the verification counts, mutants and iteration means are not known."
+        )
     elif data.summary.get("aborted"):
-        notes.append(f"The run stopped early: {data.summary['aborted']}. What it produced up to then is shown.")
+        notes.append(
+            f"The run stopped early: {data.summary['aborted']}. What it produced up to then is shown."
+        )
     _load_envs(data)
     for r in _lines(folder / "rollouts.jsonl", "rollouts", notes, _ROLLOUT.decode, progress):
         if r.purpose != "train":
@@ -207,26 +249,44 @@ def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> Run
         if env_id in data.envs and data.envs[env_id].tasks is None:
             data.envs[env_id].tasks = n
     if not data.chain_lengths and isinstance(data.summary.get("chain_lengths"), dict):
-        data.chain_lengths.update({int(k): int(v) for k, v in data.summary["chain_lengths"].items()})
+        data.chain_lengths.update(
+            {int(k): int(v) for k, v in data.summary["chain_lengths"].items()}
+        )
     for row in _lines(folder / "rejected.jsonl", "rejected tasks", notes, _ANY.decode, progress):
         if isinstance(row, dict):
             data.rejected[f"task:{row.get('reason', '?')}"] += 1
-    if isinstance(data.summary.get("rejected"), dict):  # the summary's counts are complete (env and task)
+    if isinstance(
+        data.summary.get("rejected"), dict
+    ):  # the summary's counts are complete (env and task)
         data.rejected = Counter(_int_counts(data.summary["rejected"]))
     else:
-        data.rejected.update(Counter(f"env:{e.reason or 'rejected'}" for e in data.envs.values() if e.kept is False))
+        data.rejected.update(
+            Counter(f"env:{e.reason or 'rejected'}" for e in data.envs.values() if e.kept is False)
+        )
         data.rejected = Counter({k: v for k, v in data.rejected.items() if v})
-    data.failures = [row for row in _lines(folder / "failures.jsonl", "failures", notes, _ANY.decode, progress) if isinstance(row, dict)]
+    data.failures = [
+        row
+        for row in _lines(folder / "failures.jsonl", "failures", notes, _ANY.decode, progress)
+        if isinstance(row, dict)
+    ]
     if not (folder / "rollouts.jsonl").exists():
-        notes.append("rollouts.jsonl is missing: no training rollout was scored, so there are no reward histograms.")
+        notes.append(
+            "rollouts.jsonl is missing: no training rollout was scored, so there are no reward histograms."
+        )
     if not (folder / "tasks.jsonl").exists():
-        notes.append("tasks.jsonl is missing: no task passed the gate, so the task distributions are empty.")
+        notes.append(
+            "tasks.jsonl is missing: no task passed the gate, so the task distributions are empty."
+        )
     return data
 
 
 def _load_envs(data: RunData) -> None:
     """Environments from ``envs/<id>/`` (env.json, rejected.json, graph.json) and ``summary.json``."""
-    verification = data.summary.get("verification") if isinstance(data.summary.get("verification"), dict) else {}
+    verification = (
+        data.summary.get("verification")
+        if isinstance(data.summary.get("verification"), dict)
+        else {}
+    )
     envs_dir = data.folder / "envs"
     folders = sorted(p for p in envs_dir.iterdir() if p.is_dir()) if envs_dir.is_dir() else []
     for d in folders:
@@ -234,7 +294,9 @@ def _load_envs(data: RunData) -> None:
         spec = _json(d / "env.json", data.notes)
         if spec is not None:
             env.domain, env.name = str(spec.get("domain") or ""), str(spec.get("name") or "")
-            env.operations = spec.get("operations") if isinstance(spec.get("operations"), int) else None
+            env.operations = (
+                spec.get("operations") if isinstance(spec.get("operations"), int) else None
+            )
             report = spec.get("report") if isinstance(spec.get("report"), dict) else {}
             env.kept = bool(report.get("kept", True))
             kept = report.get("tools_kept")
@@ -249,7 +311,9 @@ def _load_envs(data: RunData) -> None:
         if graph is not None:
             env.graph = graph
         elif spec is not None and env.kept:
-            data.notes.append(f"envs/{d.name}/graph.json is missing: its tool graph is not drawn (the sampler writes it).")
+            data.notes.append(
+                f"envs/{d.name}/graph.json is missing: its tool graph is not drawn (the sampler writes it)."
+            )
     for env_id, v in verification.items():
         if not isinstance(v, dict):
             continue
@@ -262,4 +326,6 @@ def _load_envs(data: RunData) -> None:
         env.dropped = _int_counts(v.get("dropped")) or env.dropped
         env.skipped = _int_counts(v.get("skipped")) or env.skipped
     if not data.envs:
-        data.notes.append("No environment is recorded (no envs/ folder and no verification in summary.json).")
+        data.notes.append(
+            "No environment is recorded (no envs/ folder and no verification in summary.json)."
+        )

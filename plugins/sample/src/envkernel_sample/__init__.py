@@ -69,12 +69,22 @@ INSERT INTO orders (id, customer_id, product_id, quantity, unit_price_cents, sta
 
 
 def _obj(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required or [], "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required or [],
+        "additionalProperties": False,
+    }
 
 
 _ID = {"type": "string"}
 _CUSTOMER = _obj(
-    {"id": _ID, "name": {"type": "string"}, "email": {"type": "string"}, "city": {"type": "string"}},
+    {
+        "id": _ID,
+        "name": {"type": "string"},
+        "email": {"type": "string"},
+        "city": {"type": "string"},
+    },
     ["id", "name", "email", "city"],
 )
 _PRODUCT = _obj(
@@ -99,9 +109,23 @@ _ORDER = _obj(
         "status": {"type": "string", "enum": ["pending", "shipped", "cancelled"]},
         "created_at": {"type": "string", "format": "date-time"},
     },
-    ["id", "customer_id", "product_id", "product_name", "quantity", "unit_price_cents", "total_cents", "status", "created_at"],
+    [
+        "id",
+        "customer_id",
+        "product_id",
+        "product_name",
+        "quantity",
+        "unit_price_cents",
+        "total_cents",
+        "status",
+        "created_at",
+    ],
 )
-_STATUS = {"type": "string", "enum": ["pending", "shipped", "cancelled"], "description": "Only orders with this status."}
+_STATUS = {
+    "type": "string",
+    "enum": ["pending", "shipped", "cancelled"],
+    "description": "Only orders with this status.",
+}
 _QUANTITY = {"type": "integer", "minimum": 1, "description": "Number of units."}
 
 
@@ -120,7 +144,10 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="get_customer",
         description="Get one customer by id.",
-        parameters=_obj({"customer_id": {"type": "string", "description": "Customer id, like cus_0001."}}, ["customer_id"]),
+        parameters=_obj(
+            {"customer_id": {"type": "string", "description": "Customer id, like cus_0001."}},
+            ["customer_id"],
+        ),
         returns=_CUSTOMER,
     ),
     ToolSpec(
@@ -128,9 +155,19 @@ TOOLS: list[ToolSpec] = [
         description="List products, optionally filtered by part of the name, by category, or to those in stock. Prices are in cents.",
         parameters=_obj(
             {
-                "query": {"type": "string", "description": "Part of the product name, e.g. 'lamp'."},
-                "category": {"type": "string", "description": "Exact category, e.g. 'home office'."},
-                "in_stock_only": {"type": "boolean", "description": "Only products with stock left.", "default": False},
+                "query": {
+                    "type": "string",
+                    "description": "Part of the product name, e.g. 'lamp'.",
+                },
+                "category": {
+                    "type": "string",
+                    "description": "Exact category, e.g. 'home office'.",
+                },
+                "in_stock_only": {
+                    "type": "boolean",
+                    "description": "Only products with stock left.",
+                    "default": False,
+                },
             }
         ),
         returns={"type": "array", "items": _PRODUCT},
@@ -138,14 +175,20 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="get_product",
         description="Get one product by id, with its price in cents and its stock.",
-        parameters=_obj({"product_id": {"type": "string", "description": "Product id, like prd_0001."}}, ["product_id"]),
+        parameters=_obj(
+            {"product_id": {"type": "string", "description": "Product id, like prd_0001."}},
+            ["product_id"],
+        ),
         returns=_PRODUCT,
     ),
     ToolSpec(
         name="list_orders",
         description="List a customer's orders, oldest first, optionally only those with one status.",
         parameters=_obj(
-            {"customer_id": {"type": "string", "description": "Customer id, like cus_0001."}, "status": _STATUS},
+            {
+                "customer_id": {"type": "string", "description": "Customer id, like cus_0001."},
+                "status": _STATUS,
+            },
             ["customer_id"],
         ),
         returns={"type": "array", "items": _ORDER},
@@ -153,7 +196,10 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="get_order",
         description="Get one order by id, with its product, quantity, total in cents and status.",
-        parameters=_obj({"order_id": {"type": "string", "description": "Order id, like ord_0001."}}, ["order_id"]),
+        parameters=_obj(
+            {"order_id": {"type": "string", "description": "Order id, like ord_0001."}},
+            ["order_id"],
+        ),
         returns=_ORDER,
     ),
     ToolSpec(
@@ -173,7 +219,10 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="cancel_order",
         description="Cancel a pending order and put its units back in stock. Shipped or cancelled orders cannot be cancelled.",
-        parameters=_obj({"order_id": {"type": "string", "description": "Order id, like ord_0001."}}, ["order_id"]),
+        parameters=_obj(
+            {"order_id": {"type": "string", "description": "Order id, like ord_0001."}},
+            ["order_id"],
+        ),
         returns=_ORDER,
         mutates=True,
     ),
@@ -181,7 +230,10 @@ TOOLS: list[ToolSpec] = [
         name="update_order_quantity",
         description="Change the quantity of a pending order; stock is adjusted. Fails with 'conflict' when stock is short.",
         parameters=_obj(
-            {"order_id": {"type": "string", "description": "Order id, like ord_0001."}, "quantity": _QUANTITY},
+            {
+                "order_id": {"type": "string", "description": "Order id, like ord_0001."},
+                "quantity": _QUANTITY,
+            },
             ["order_id", "quantity"],
         ),
         returns=_ORDER,
@@ -213,7 +265,13 @@ def shop_env(seed: int = 0, source: str = "") -> EnvSpec:
         behaviour=CodeBehaviour(source=code),
         seed_sql=SEED_SQL,
         generated={"orders": ["id", "created_at"]},
-        provenance=Provenance(source_kind="sample", source=source, plugin="sample", plugin_version=_version(), seed=seed),
+        provenance=Provenance(
+            source_kind="sample",
+            source=source,
+            plugin="sample",
+            plugin_version=_version(),
+            seed=seed,
+        ),
     )
 
 

@@ -25,19 +25,25 @@ def _text(value, name):
 
 def _customer(env, customer_id):
     row = env.db.execute(
-        "SELECT id, name, email, city FROM customers WHERE id = ?", (_text(customer_id, "customer_id"),)
+        "SELECT id, name, email, city FROM customers WHERE id = ?",
+        (_text(customer_id, "customer_id"),),
     ).fetchone()
     if row is None:
-        raise ToolError("not_found", f"no customer with id {customer_id!r}; use find_customer to look one up")
+        raise ToolError(
+            "not_found", f"no customer with id {customer_id!r}; use find_customer to look one up"
+        )
     return row
 
 
 def _product(env, product_id):
     row = env.db.execute(
-        "SELECT id, name, category, price_cents, stock FROM products WHERE id = ?", (_text(product_id, "product_id"),)
+        "SELECT id, name, category, price_cents, stock FROM products WHERE id = ?",
+        (_text(product_id, "product_id"),),
     ).fetchone()
     if row is None:
-        raise ToolError("not_found", f"no product with id {product_id!r}; use list_products to find one")
+        raise ToolError(
+            "not_found", f"no product with id {product_id!r}; use list_products to find one"
+        )
     return row
 
 
@@ -51,7 +57,10 @@ _ORDER = """
 def _order(env, order_id):
     row = env.db.execute(_ORDER + " WHERE o.id = ?", (_text(order_id, "order_id"),)).fetchone()
     if row is None:
-        raise ToolError("not_found", f"no order with id {order_id!r}; use list_orders to see a customer's orders")
+        raise ToolError(
+            "not_found",
+            f"no order with id {order_id!r}; use list_orders to see a customer's orders",
+        )
     return row
 
 
@@ -73,7 +82,10 @@ def find_customer(env, email=None, name=None):
         clauses.append("lower(name) LIKE '%' || lower(?) || '%'")
         params.append(_text(name, "name"))
     return env.db.execute(
-        "SELECT id, name, email, city FROM customers WHERE " + " AND ".join(clauses) + " ORDER BY id", params
+        "SELECT id, name, email, city FROM customers WHERE "
+        + " AND ".join(clauses)
+        + " ORDER BY id",
+        params,
     ).fetchall()
 
 
@@ -105,7 +117,9 @@ def list_orders(env, customer_id, status=None):
     params = [customer["id"]]
     if status is not None:
         if status not in STATUSES:
-            raise ToolError("invalid", f"status must be one of {', '.join(STATUSES)}, got {status!r}")
+            raise ToolError(
+                "invalid", f"status must be one of {', '.join(STATUSES)}, got {status!r}"
+            )
         sql += " AND o.status = ?"
         params.append(status)
     return env.db.execute(sql + " ORDER BY o.created_at, o.id", params).fetchall()
@@ -120,7 +134,10 @@ def create_order(env, customer_id, product_id, quantity):
     product = _product(env, product_id)
     quantity = _int(quantity, "quantity", 1)
     if product["stock"] < quantity:
-        raise ToolError("conflict", f"only {product['stock']} of {product['name']!r} in stock, cannot order {quantity}")
+        raise ToolError(
+            "conflict",
+            f"only {product['stock']} of {product['name']!r} in stock, cannot order {quantity}",
+        )
     env.db.execute("UPDATE products SET stock = stock - ? WHERE id = ?", (quantity, product["id"]))
     order_id = _new_order_id(env)
     env.db.execute(
@@ -134,9 +151,15 @@ def create_order(env, customer_id, product_id, quantity):
 def cancel_order(env, order_id):
     order = _order(env, order_id)
     if order["status"] != "pending":
-        raise ToolError("conflict", f"order {order['id']} is {order['status']}; only pending orders can be cancelled")
+        raise ToolError(
+            "conflict",
+            f"order {order['id']} is {order['status']}; only pending orders can be cancelled",
+        )
     env.db.execute("UPDATE orders SET status = 'cancelled' WHERE id = ?", (order["id"],))
-    env.db.execute("UPDATE products SET stock = stock + ? WHERE id = ?", (order["quantity"], order["product_id"]))
+    env.db.execute(
+        "UPDATE products SET stock = stock + ? WHERE id = ?",
+        (order["quantity"], order["product_id"]),
+    )
     return _order(env, order["id"])
 
 
@@ -144,7 +167,10 @@ def update_order_quantity(env, order_id, quantity):
     order = _order(env, order_id)
     quantity = _int(quantity, "quantity", 1)
     if order["status"] != "pending":
-        raise ToolError("conflict", f"order {order['id']} is {order['status']}; only pending orders can be changed")
+        raise ToolError(
+            "conflict",
+            f"order {order['id']} is {order['status']}; only pending orders can be changed",
+        )
     extra = quantity - order["quantity"]
     product = _product(env, order["product_id"])
     if extra > product["stock"]:

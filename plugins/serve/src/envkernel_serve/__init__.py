@@ -29,38 +29,132 @@ __all__ = ["register_commands", "serve_command"]
 def serve_command() -> Any:
     """The click command ``envkernel serve`` (built on first use)."""
     import click
+
     from envkernel.envcmd import runner_component
     from envkernel.errors import UsageError
 
     @click.command("serve")
     @click.argument("target", metavar="ENV_DIR|RUN_DIR", type=click.Path(file_okay=False))
-    @click.option("--tasks", "tasks_file", type=click.Path(dir_okay=False), default=None,
-                  help="Tasks to serve (a tasks.jsonl; default: the run's own tasks.jsonl).")
+    @click.option(
+        "--tasks",
+        "tasks_file",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Tasks to serve (a tasks.jsonl; default: the run's own tasks.jsonl).",
+    )
     @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-    @click.option("--port", type=int, default=8000, show_default=True, help="Port to listen on (0: any free port).")
-    @click.option("--sandbox", "runner", default="process", show_default=True, help="Sandbox runner component.")
-    @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None, help="TOML config file; its [RUNNER] table configures the runner.")
-    @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Set one runner setting (repeatable).")
-    @click.option("--seed", type=int, default=None, help="Seed of each session's initial state (default: the run's seed, else 0).")
-    @click.option("--max-steps", type=int, default=64, show_default=True, help="Tool calls per episode before it is truncated.")
-    @click.option("--tau", type=float, default=0.5, show_default=True, help="Weight of the trace part of the reward.")
-    @click.option("--warm", type=int, default=2, show_default=True, help="Sandboxes opened before the first session.")
-    @click.option("--reuse-sandboxes", is_flag=True, default=False,
-                  help="Restore a used sandbox for the next session instead of giving each session one no session used "
-                       "(a restore does not bring back what env code keeps in its module; for one client's sessions only).")
-    @click.option("--max-message-mb", type=float, default=0, show_default=True, help="Largest WebSocket message (0: no limit).")
-    @click.option("--nats-url", default=None, help="Take sandboxes from the sandbox service on this NATS server.")
-    @click.option("--serve-runner/--no-serve-runner", default=True, show_default=True,
-                  help="With --nats-url: also serve the runner from this process (else only workers serve it).")
-    def serve_cmd(target: str, tasks_file: str | None, host: str, port: int, runner: str, config_file: str | None,
-                  sets: tuple[str, ...], seed: int | None, max_steps: int, tau: float, warm: int, max_message_mb: float,
-                  nats_url: str | None, serve_runner: bool, reuse_sandboxes: bool = False) -> None:
+    @click.option(
+        "--port",
+        type=int,
+        default=8000,
+        show_default=True,
+        help="Port to listen on (0: any free port).",
+    )
+    @click.option(
+        "--sandbox",
+        "runner",
+        default="process",
+        show_default=True,
+        help="Sandbox runner component.",
+    )
+    @click.option(
+        "--config",
+        "config_file",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="TOML config file; its [RUNNER] table configures the runner.",
+    )
+    @click.option(
+        "--set",
+        "sets",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Set one runner setting (repeatable).",
+    )
+    @click.option(
+        "--seed",
+        type=int,
+        default=None,
+        help="Seed of each session's initial state (default: the run's seed, else 0).",
+    )
+    @click.option(
+        "--max-steps",
+        type=int,
+        default=64,
+        show_default=True,
+        help="Tool calls per episode before it is truncated.",
+    )
+    @click.option(
+        "--tau",
+        type=float,
+        default=0.5,
+        show_default=True,
+        help="Weight of the trace part of the reward.",
+    )
+    @click.option(
+        "--warm",
+        type=int,
+        default=2,
+        show_default=True,
+        help="Sandboxes opened before the first session.",
+    )
+    @click.option(
+        "--reuse-sandboxes",
+        is_flag=True,
+        default=False,
+        help="Restore a used sandbox for the next session instead of giving each session one no session used "
+        "(a restore does not bring back what env code keeps in its module; for one client's sessions only).",
+    )
+    @click.option(
+        "--max-message-mb",
+        type=float,
+        default=0,
+        show_default=True,
+        help="Largest WebSocket message (0: no limit).",
+    )
+    @click.option(
+        "--nats-url",
+        default=None,
+        help="Take sandboxes from the sandbox service on this NATS server.",
+    )
+    @click.option(
+        "--serve-runner/--no-serve-runner",
+        default=True,
+        show_default=True,
+        help="With --nats-url: also serve the runner from this process (else only workers serve it).",
+    )
+    def serve_cmd(
+        target: str,
+        tasks_file: str | None,
+        host: str,
+        port: int,
+        runner: str,
+        config_file: str | None,
+        sets: tuple[str, ...],
+        seed: int | None,
+        max_steps: int,
+        tau: float,
+        warm: int,
+        max_message_mb: float,
+        nats_url: str | None,
+        serve_runner: bool,
+        reuse_sandboxes: bool = False,
+    ) -> None:
         """Serve the environment(s) of ENV_DIR or RUN_DIR to trainers: OpenEnv's protocol on /ws, MCP on /mcp."""
         from .catalog import CatalogError, load_catalog
-        from .server import NatsSandboxes, RunnerSandboxes, ServeSettings, bind, make_server, run_server
+        from .server import (
+            NatsSandboxes,
+            RunnerSandboxes,
+            ServeSettings,
+            bind,
+            make_server,
+            run_server,
+        )
 
         if max_steps < 1 or warm < 0 or not 0.0 <= tau <= 1.0:
-            raise UsageError("--max-steps must be at least 1, --warm at least 0 and --tau in [0, 1]")
+            raise UsageError(
+                "--max-steps must be at least 1, --warm at least 0 and --tau in [0, 1]"
+            )
         try:
             catalog = load_catalog(target, tasks_file, seed)
         except CatalogError as exc:
@@ -68,26 +162,44 @@ def serve_command() -> Any:
         built = None
         if nats_url is None or serve_runner:
             component, settings = runner_component(runner, config_file, sets)
-            built = component.factory(settings) if component.settings_type is not None else component.factory()
-        source: Any = RunnerSandboxes(built) if nats_url is None else NatsSandboxes(nats_url, runner, built)
+            built = (
+                component.factory(settings)
+                if component.settings_type is not None
+                else component.factory()
+            )
+        source: Any = (
+            RunnerSandboxes(built) if nats_url is None else NatsSandboxes(nats_url, runner, built)
+        )
         opts = ServeSettings(host=host, port=port, max_steps=max_steps, tau=tau, warm=warm, max_message_mb=max_message_mb,
                              fresh=not reuse_sandboxes)  # fmt: skip
         try:
             sock = bind(host, port)
         except OSError as exc:
-            raise UsageError(f"cannot listen on {host}:{port}: {exc}; pick another --port (0: any free one)") from None
+            raise UsageError(
+                f"cannot listen on {host}:{port}: {exc}; pick another --port (0: any free one)"
+            ) from None
         port = sock.getsockname()[1]
         server, _core = make_server(catalog, source, opts)
-        skipped = f", {len(catalog.skipped)} task lines skipped (see the log)" if catalog.skipped else ""
-        click.echo(f"serving {', '.join(catalog.envs)} ({len(catalog.tasks)} tasks{skipped}) at http://{host}:{port} "
-                   f"from {runner!r} sandboxes: OpenEnv on ws://{host}:{port}/ws, MCP on http://{host}:{port}/mcp; Ctrl-C stops", err=True)
+        skipped = (
+            f", {len(catalog.skipped)} task lines skipped (see the log)" if catalog.skipped else ""
+        )
+        click.echo(
+            f"serving {', '.join(catalog.envs)} ({len(catalog.tasks)} tasks{skipped}) at http://{host}:{port} "
+            f"from {runner!r} sandboxes: OpenEnv on ws://{host}:{port}/ws, MCP on http://{host}:{port}/mcp; Ctrl-C stops",
+            err=True,
+        )
         import signal
 
-        for sig in (signal.SIGINT, signal.SIGTERM):  # uvicorn stops on these, then re-raises them: exit 0, not a kill
+        for sig in (
+            signal.SIGINT,
+            signal.SIGTERM,
+        ):  # uvicorn stops on these, then re-raises them: exit 0, not a kill
             signal.signal(sig, lambda *_: None)
         run_server(server, sock)
         if not server.started:
-            raise SystemExit(3)  # the lifespan failed (a runner that cannot open a sandbox): uvicorn logged why
+            raise SystemExit(
+                3
+            )  # the lifespan failed (a runner that cannot open a sandbox): uvicorn logged why
 
     return serve_cmd
 

@@ -70,34 +70,81 @@ STATE_URI = "envkernel://session/state"
 SUBMIT_TOOL = "submit_answer"
 """The MCP tool a session that names a task ends its episode with (``envkernel_submit_answer`` if the
 environment has a tool of that name)."""
-_SUBMIT_SCHEMA = {"type": "object", "required": ["answer"], "properties": {
-    "answer": {"type": "string", "description": "your final answer to the request (empty if the request asked only for changes)"}}}
+_SUBMIT_SCHEMA = {
+    "type": "object",
+    "required": ["answer"],
+    "properties": {
+        "answer": {
+            "type": "string",
+            "description": "your final answer to the request (empty if the request asked only for changes)",
+        }
+    },
+}
 
 
 def submit_name(env: Any) -> str:
     """The name of the submit tool in ``env``'s sessions: :data:`SUBMIT_TOOL`, unless one of its tools has that name."""
-    return SUBMIT_TOOL if all(t.name != SUBMIT_TOOL for t in env.tools) else f"envkernel_{SUBMIT_TOOL}"
+    return (
+        SUBMIT_TOOL if all(t.name != SUBMIT_TOOL for t in env.tools) else f"envkernel_{SUBMIT_TOOL}"
+    )
+
 
 _ACTION_SCHEMA = {
     "oneOf": [
-        {"type": "object", "required": ["type", "tool_name"], "properties": {
-            "type": {"const": "call_tool"}, "tool_name": {"type": "string"}, "arguments": {"type": "object"}}},
+        {
+            "type": "object",
+            "required": ["type", "tool_name"],
+            "properties": {
+                "type": {"const": "call_tool"},
+                "tool_name": {"type": "string"},
+                "arguments": {"type": "object"},
+            },
+        },
         {"type": "object", "required": ["type"], "properties": {"type": {"const": "list_tools"}}},
-        {"type": "object", "required": ["type"], "properties": {"type": {"const": "submit"}, "answer": {"type": "string"}}},
+        {
+            "type": "object",
+            "required": ["type"],
+            "properties": {"type": {"const": "submit"}, "answer": {"type": "string"}},
+        },
     ]
 }
-_OBSERVATION_SCHEMA = {"type": "object", "properties": {
-    "request": {"type": "string"}, "task_id": {"type": ["string", "null"]}, "env_id": {"type": "string"},
-    "tools": {"type": "array"}, "tool_name": {"type": "string"}, "result": {}, "ok": {"type": "boolean"},
-    "error": {"type": ["object", "null"]}, "truncated": {"type": "boolean"}, "submitted": {"type": "string"}}}
-_STATE_SCHEMA = {"type": "object", "properties": {
-    "episode_id": {"type": ["string", "null"]}, "step_count": {"type": "integer", "minimum": 0},
-    "task_id": {"type": ["string", "null"]}, "env_id": {"type": "string"}, "done": {"type": "boolean"},
-    "truncated": {"type": "boolean"}, "reward": {"type": ["number", "null"]},
-    "reasons": {"type": "array", "items": {"type": "string"}, "description": "why the reward is below 1"}}}
+_OBSERVATION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "request": {"type": "string"},
+        "task_id": {"type": ["string", "null"]},
+        "env_id": {"type": "string"},
+        "tools": {"type": "array"},
+        "tool_name": {"type": "string"},
+        "result": {},
+        "ok": {"type": "boolean"},
+        "error": {"type": ["object", "null"]},
+        "truncated": {"type": "boolean"},
+        "submitted": {"type": "string"},
+    },
+}
+_STATE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "episode_id": {"type": ["string", "null"]},
+        "step_count": {"type": "integer", "minimum": 0},
+        "task_id": {"type": ["string", "null"]},
+        "env_id": {"type": "string"},
+        "done": {"type": "boolean"},
+        "truncated": {"type": "boolean"},
+        "reward": {"type": ["number", "null"]},
+        "reasons": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "why the reward is below 1",
+        },
+    },
+}
 
 
-_json = msgspec.json.Encoder(enc_hook=str)  # msgspec: several times faster than json.dumps on the step path
+_json = msgspec.json.Encoder(
+    enc_hook=str
+)  # msgspec: several times faster than json.dumps on the step path
 
 
 def _dumps(value: Any) -> str:
@@ -137,7 +184,15 @@ async def _ws_session(core: ServeCore, receive: Any, send: Any) -> None:
             try:
                 msg = msgspec.json.decode(raw)
             except msgspec.DecodeError as exc:
-                if not await _send_text(send, _dumps({"type": "error", "data": {"message": f"Invalid JSON: {exc}", "code": "INVALID_JSON"}})):
+                if not await _send_text(
+                    send,
+                    _dumps(
+                        {
+                            "type": "error",
+                            "data": {"message": f"Invalid JSON: {exc}", "code": "INVALID_JSON"},
+                        }
+                    ),
+                ):
                     break
                 continue
             kind = msg.get("type", "") if isinstance(msg, dict) else ""
@@ -152,19 +207,35 @@ async def _ws_session(core: ServeCore, receive: Any, send: Any) -> None:
                     elif kind == "state":
                         out = {"type": "state", "data": await ep.state()}
                     else:
-                        out = {"type": "error", "data": {"message": f"Unknown message type: {kind}", "code": "UNKNOWN_TYPE"}}
+                        out = {
+                            "type": "error",
+                            "data": {
+                                "message": f"Unknown message type: {kind}",
+                                "code": "UNKNOWN_TYPE",
+                            },
+                        }
             except ActionError as exc:
                 out = {"type": "error", "data": {"message": str(exc), "code": "VALIDATION_ERROR"}}
-            except Exception as exc:  # noqa: BLE001 - a sandbox that cannot open is an answer, not a dead server
-                log.warning("session operation failed", session=ep.session_id, op=kind, error=f"{type(exc).__name__}: {exc}")
-                out = {"type": "error", "data": {"message": f"{type(exc).__name__}: {exc}", "code": "EXECUTION_ERROR"}}
+            except Exception as exc:
+                log.warning(
+                    "session operation failed",
+                    session=ep.session_id,
+                    op=kind,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
+                out = {
+                    "type": "error",
+                    "data": {"message": f"{type(exc).__name__}: {exc}", "code": "EXECUTION_ERROR"},
+                }
             if not await _send_text(send, _dumps(out)):
                 break
         with contextlib.suppress(Exception):  # the client may be gone already
             await send({"type": "websocket.close", "code": 1000})
     finally:
         await ep.close()
-        log.info("session closed", session=ep.session_id, steps=len(ep.calls), sessions=len(core.live))
+        log.info(
+            "session closed", session=ep.session_id, steps=len(ep.calls), sessions=len(core.live)
+        )
 
 
 def _http_error(exc: Exception, op: str) -> JSONResponse:
@@ -195,13 +266,20 @@ class _HttpEpisodes:
         self.core = sessions.core
 
     def _named(self, request: Request, body: dict[str, Any]) -> str:
-        return str(body.get("episode_id") or request.headers.get(SESSION_HEADER) or request.query_params.get("episode_id") or "")
+        return str(
+            body.get("episode_id")
+            or request.headers.get(SESSION_HEADER)
+            or request.query_params.get("episode_id")
+            or ""
+        )
 
     def _find(self, episode_id: str) -> Episode:
         ep = self.sessions.by_key.get(("http", episode_id))
         if ep is None:
-            raise ActionError(f"no episode {episode_id!r} is open here (it was never reset, or it was idle for longer than "
-                              f"{self.sessions.idle_seconds:g} s); POST /reset first and use the episode_id it returns")
+            raise ActionError(
+                f"no episode {episode_id!r} is open here (it was never reset, or it was idle for longer than "
+                f"{self.sessions.idle_seconds:g} s); POST /reset first and use the episode_id it returns"
+            )
         ep.last_used = time.monotonic()
         return ep
 
@@ -225,7 +303,7 @@ class _HttpEpisodes:
             self.sessions.by_key[("http", ep.episode_id)] = ep
             ep.last_used = time.monotonic()
             return JSONResponse(out)
-        except Exception as exc:  # noqa: BLE001 - an error answer, not a dead server
+        except Exception as exc:
             return _http_error(exc, "reset")
 
     async def step(self, request: Request) -> JSONResponse:
@@ -233,8 +311,10 @@ class _HttpEpisodes:
         try:
             body = await _http_body(request)
             if "action" not in body:
-                raise ActionError('a step needs an "action": send {"action": {"type": "call_tool", "tool_name": ..., '
-                                  '"arguments": {...}}, "episode_id": ID from /reset}')
+                raise ActionError(
+                    'a step needs an "action": send {"action": {"type": "call_tool", "tool_name": ..., '
+                    '"arguments": {...}}, "episode_id": ID from /reset}'
+                )
             wanted = self._named(request, body)
             if not wanted:
                 ep = self.core.episode()
@@ -245,7 +325,7 @@ class _HttpEpisodes:
             ep = self._find(wanted)
             async with ep.lock:
                 return JSONResponse(await ep.step(body["action"]))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return _http_error(exc, "step")
 
     async def state(self, request: Request) -> JSONResponse:
@@ -261,7 +341,7 @@ class _HttpEpisodes:
             ep = self._find(wanted)
             async with ep.lock:
                 return JSONResponse(await ep.state())
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return _http_error(exc, "state")
 
 
@@ -291,9 +371,19 @@ class _McpEndpoint:
         except ValueError:
             parsed = None
         if isinstance(parsed, dict) and "jsonrpc" not in parsed:
-            await JSONResponse({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": (
-                'not a JSON-RPC message: send {"jsonrpc": "2.0", "id": 1, "method": "initialize", ...} '
-                "(an MCP client over streamable HTTP)")}})(scope, receive, send)
+            await JSONResponse(
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {
+                        "code": -32600,
+                        "message": (
+                            'not a JSON-RPC message: send {"jsonrpc": "2.0", "id": 1, "method": "initialize", ...} '
+                            "(an MCP client over streamable HTTP)"
+                        ),
+                    },
+                }
+            )(scope, receive, send)
             return
         replayed = False
 
@@ -333,7 +423,9 @@ class _McpSessions:
             return self.core.catalog.default_env
         env = self.core.catalog.envs.get(wanted)
         if env is None:
-            raise ActionError(f"no environment {wanted!r} is served here; the environments are: {', '.join(self.core.catalog.envs)}")
+            raise ActionError(
+                f"no environment {wanted!r} is served here; the environments are: {', '.join(self.core.catalog.envs)}"
+            )
         return env
 
     def task(self, ctx: Any) -> str:
@@ -380,13 +472,19 @@ async def _submit(ep: Episode, arguments: dict[str, Any]) -> mtypes.CallToolResu
     """The submit tool: end the episode with ``arguments["answer"]``; the result is the reward and the state."""
     answer = arguments.get("answer", "")
     if not isinstance(answer, str):
-        raise ActionError(f'{SUBMIT_TOOL} takes {{"answer": TEXT}}; the answer must be a string, got {type(answer).__name__}')
+        raise ActionError(
+            f'{SUBMIT_TOOL} takes {{"answer": TEXT}}; the answer must be a string, got {type(answer).__name__}'
+        )
     if ep.done:
-        raise ActionError("the episode is done (an answer was submitted, or it ran out of steps); open a new MCP session "
-                          f"for another episode, or read {STATE_URI} for its reward")
+        raise ActionError(
+            "the episode is done (an answer was submitted, or it ran out of steps); open a new MCP session "
+            f"for another episode, or read {STATE_URI} for its reward"
+        )
     out = await ep.step({"type": "submit", "answer": answer})
     result = {**await ep.state(), "reward": out["reward"], "submitted": answer}
-    return mtypes.CallToolResult(content=[mtypes.TextContent(text=_dumps(result))], structured_content=result, is_error=False)
+    return mtypes.CallToolResult(
+        content=[mtypes.TextContent(text=_dumps(result))], structured_content=result, is_error=False
+    )
 
 
 def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
@@ -398,14 +496,28 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
             task = cat.task({"task_id": task_id}, 0) if task_id else None
         except (ActionError, CatalogError) as exc:
             raise ValueError(str(exc)) from None
-        # a session that names a task is offered that task's tools only, as a /ws session after its reset,
+        # a session that names a task is offered that task's tools only, as a /ws session after its
+        # reset,
         # and the tool that ends its episode with the answer (its result holds the reward)
-        tools = [mtypes.Tool(name=t["name"], description=t["description"] or t["name"], input_schema=t["input_schema"])
-                 for t in tool_list(env, task)]
+        tools = [
+            mtypes.Tool(
+                name=t["name"],
+                description=t["description"] or t["name"],
+                input_schema=t["input_schema"],
+            )
+            for t in tool_list(env, task)
+        ]
         if task is not None:
-            tools.append(mtypes.Tool(name=submit_name(env), input_schema=_SUBMIT_SCHEMA, description=(
-                "Submit your final answer and end the episode; the result is the reward (the task's check, 0 to 1). "
-                "Call it once, after the other tools.")))
+            tools.append(
+                mtypes.Tool(
+                    name=submit_name(env),
+                    input_schema=_SUBMIT_SCHEMA,
+                    description=(
+                        "Submit your final answer and end the episode; the result is the reward (the task's check, 0 to 1). "
+                        "Call it once, after the other tools."
+                    ),
+                )
+            )
         return mtypes.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: Any) -> mtypes.CallToolResult:
@@ -419,18 +531,33 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
                     return await _submit(ep, dict(params.arguments or {}))
                 obs = await ep.call(params.name, dict(params.arguments or {}))
             except ActionError as exc:
-                return mtypes.CallToolResult(content=[mtypes.TextContent(text=str(exc))], is_error=True)
+                return mtypes.CallToolResult(
+                    content=[mtypes.TextContent(text=str(exc))], is_error=True
+                )
         if obs["error"] is not None:
-            return mtypes.CallToolResult(content=[mtypes.TextContent(text=obs["error"]["message"])], is_error=True)
+            return mtypes.CallToolResult(
+                content=[mtypes.TextContent(text=obs["error"]["message"])], is_error=True
+            )
         value = obs["result"]
         text = value if isinstance(value, str) else _dumps(value)
         structured = value if isinstance(value, dict) else {"result": value}
-        return mtypes.CallToolResult(content=[mtypes.TextContent(text=text)], structured_content=structured, is_error=not obs["ok"])
+        return mtypes.CallToolResult(
+            content=[mtypes.TextContent(text=text)],
+            structured_content=structured,
+            is_error=not obs["ok"],
+        )
 
     async def list_resources(ctx: Any, params: Any) -> mtypes.ListResourcesResult:
-        return mtypes.ListResourcesResult(resources=[mtypes.Resource(
-            uri=STATE_URI, name="session-state", mime_type="application/json",
-            description="This session's episode: task_id, step_count, done and reward (the task's own check).")])
+        return mtypes.ListResourcesResult(
+            resources=[
+                mtypes.Resource(
+                    uri=STATE_URI,
+                    name="session-state",
+                    mime_type="application/json",
+                    description="This session's episode: task_id, step_count, done and reward (the task's own check).",
+                )
+            ]
+        )
 
     async def read_resource(ctx: Any, params: Any) -> mtypes.ReadResourceResult:
         if str(params.uri) != STATE_URI:
@@ -441,27 +568,50 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
             raise ValueError(str(exc)) from None
         async with ep.lock:
             state = await ep.state()
-        return mtypes.ReadResourceResult(contents=[mtypes.TextResourceContents(uri=STATE_URI, mime_type="application/json",
-                                                                               text=_dumps(state))])
+        return mtypes.ReadResourceResult(
+            contents=[
+                mtypes.TextResourceContents(
+                    uri=STATE_URI, mime_type="application/json", text=_dumps(state)
+                )
+            ]
+        )
 
     names = ", ".join(cat.envs)
-    return McpServer("envkernel", version="0.1.0", instructions=f"Tools of the environment(s) {names}; each MCP session has its own "
-                     "isolated sandbox (choose the environment with the X-Envkernel-Env header or ?env=).",
-                     on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
-                     on_read_resource=read_resource)
+    return McpServer(
+        "envkernel",
+        version="0.1.0",
+        instructions=f"Tools of the environment(s) {names}; each MCP session has its own "
+        "isolated sandbox (choose the environment with the X-Envkernel-Env header or ?env=).",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
 
 
-def build_app(core: ServeCore, *, host: str = "127.0.0.1", mcp_idle_seconds: float = 600.0,
-              on_start: Any = None, on_stop: Any = None) -> Any:
+def build_app(
+    core: ServeCore,
+    *,
+    host: str = "127.0.0.1",
+    mcp_idle_seconds: float = 600.0,
+    on_start: Any = None,
+    on_stop: Any = None,
+) -> Any:
     """The ASGI app serving ``core`` (see the module docstring): ``/ws`` itself, the rest a Starlette app. ``on_start``/``on_stop`` are awaited in its lifespan."""
     sessions = _McpSessions(core, mcp_idle_seconds)
     security = None
     if host in ("127.0.0.1", "localhost", "::1"):
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=True,
-                                             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-                                             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
-    manager = StreamableHTTPSessionManager(app=_mcp_server(core, sessions), security_settings=security, max_sessions=None,
-                                           session_idle_timeout=mcp_idle_seconds)
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    manager = StreamableHTTPSessionManager(
+        app=_mcp_server(core, sessions),
+        security_settings=security,
+        max_sessions=None,
+        session_idle_timeout=mcp_idle_seconds,
+    )
     cat = core.catalog
 
     async def health(_: Request) -> JSONResponse:
@@ -469,22 +619,51 @@ def build_app(core: ServeCore, *, host: str = "127.0.0.1", mcp_idle_seconds: flo
 
     async def metadata(_: Request) -> JSONResponse:
         env = cat.default_env
-        return JSONResponse({"name": env.name if len(cat.envs) == 1 else f"envkernel run {cat.source}",
-                             "description": env.description if len(cat.envs) == 1 else f"{len(cat.envs)} environments",
-                             "version": "0.1.0", "author": "envkernel",
-                             "envs": [{"id": e.id, "name": e.name, "tools": [t.name for t in e.tools]} for e in cat.envs.values()],
-                             "tasks": [t.id for t in cat.tasks], "sessions": len(core.live),
-                             "sandboxes": {"opened": core.pool.opened, "reused": core.pool.reused, "idle": core.pool.idle}})
+        return JSONResponse(
+            {
+                "name": env.name if len(cat.envs) == 1 else f"envkernel run {cat.source}",
+                "description": env.description
+                if len(cat.envs) == 1
+                else f"{len(cat.envs)} environments",
+                "version": "0.1.0",
+                "author": "envkernel",
+                "envs": [
+                    {"id": e.id, "name": e.name, "tools": [t.name for t in e.tools]}
+                    for e in cat.envs.values()
+                ],
+                "tasks": [t.id for t in cat.tasks],
+                "sessions": len(core.live),
+                "sandboxes": {
+                    "opened": core.pool.opened,
+                    "reused": core.pool.reused,
+                    "idle": core.pool.idle,
+                },
+            }
+        )
 
     async def schema(_: Request) -> JSONResponse:
-        return JSONResponse({"action": _ACTION_SCHEMA, "observation": _OBSERVATION_SCHEMA, "state": _STATE_SCHEMA})
+        return JSONResponse(
+            {"action": _ACTION_SCHEMA, "observation": _OBSERVATION_SCHEMA, "state": _STATE_SCHEMA}
+        )
 
     async def openapi(_: Request) -> JSONResponse:
-        # the path list openenv-core's `validate_running_environment` reads to tell the simulation mode
-        return JSONResponse({"openapi": "3.1.0", "info": {"title": "envkernel serve", "version": "0.1.0"}, "paths": {
-            "/reset": {"post": {"summary": "start an episode"}}, "/step": {"post": {"summary": "one action of an episode"}},
-            "/state": {"get": {"summary": "an episode's state and reward"}}, "/health": {"get": {}}, "/metadata": {"get": {}},
-            "/schema": {"get": {}}, "/mcp": {"post": {"summary": "MCP, streamable HTTP"}}}})
+        # the path list openenv-core's `validate_running_environment` reads to tell the simulation
+        # mode
+        return JSONResponse(
+            {
+                "openapi": "3.1.0",
+                "info": {"title": "envkernel serve", "version": "0.1.0"},
+                "paths": {
+                    "/reset": {"post": {"summary": "start an episode"}},
+                    "/step": {"post": {"summary": "one action of an episode"}},
+                    "/state": {"get": {"summary": "an episode's state and reward"}},
+                    "/health": {"get": {}},
+                    "/metadata": {"get": {}},
+                    "/schema": {"get": {}},
+                    "/mcp": {"post": {"summary": "MCP, streamable HTTP"}},
+                },
+            }
+        )
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -501,11 +680,19 @@ def build_app(core: ServeCore, *, host: str = "127.0.0.1", mcp_idle_seconds: flo
                 await on_stop()
 
     http = _HttpEpisodes(sessions)
-    routes = Starlette(routes=[Route("/health", health), Route("/metadata", metadata), Route("/schema", schema),
-                             Route("/reset", http.reset, methods=["POST"]), Route("/step", http.step, methods=["POST"]),
-                             Route("/state", http.state), Route("/openapi.json", openapi),
-                             Route("/mcp", _McpEndpoint(StreamableHTTPASGIApp(manager)))],
-                       lifespan=lifespan)
+    routes = Starlette(
+        routes=[
+            Route("/health", health),
+            Route("/metadata", metadata),
+            Route("/schema", schema),
+            Route("/reset", http.reset, methods=["POST"]),
+            Route("/step", http.step, methods=["POST"]),
+            Route("/state", http.state),
+            Route("/openapi.json", openapi),
+            Route("/mcp", _McpEndpoint(StreamableHTTPASGIApp(manager))),
+        ],
+        lifespan=lifespan,
+    )
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         # the session WebSocket goes straight to its handler: Starlette's router, middleware and

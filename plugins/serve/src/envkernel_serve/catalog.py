@@ -19,6 +19,7 @@ from typing import Any
 
 import msgspec
 import structlog
+
 from envkernel_runtime.envdir import EnvDirError, load_env_dir
 from envkernel_schemas import EnvSpec, Task
 
@@ -56,7 +57,9 @@ class Catalog:
         if "task_id" in options and options["task_id"] is not None:
             tid = str(options["task_id"])
             if tid not in self.by_id:
-                raise CatalogError(f"no task {tid!r} is served here ({len(self.tasks)} tasks; see GET /metadata)")
+                raise CatalogError(
+                    f"no task {tid!r} is served here ({len(self.tasks)} tasks; see GET /metadata)"
+                )
             return self.by_id[tid]
         if not self.tasks:
             return None
@@ -72,8 +75,15 @@ class Catalog:
 def tool_list(env: EnvSpec, task: Task | None = None) -> list[dict[str, Any]]:
     """The tools offered in a session, as ``{"name", "description", "input_schema"}`` (the task's subset, if it names one)."""
     wanted = set(task.tools) if task is not None and task.tools else None
-    return [{"name": t.name, "description": t.description, "input_schema": t.parameters or {"type": "object", "properties": {}}}
-            for t in env.tools if wanted is None or t.name in wanted]
+    return [
+        {
+            "name": t.name,
+            "description": t.description,
+            "input_schema": t.parameters or {"type": "object", "properties": {}},
+        }
+        for t in env.tools
+        if wanted is None or t.name in wanted
+    ]
 
 
 def _read_tasks(path: Path) -> tuple[list[Task], list[str]]:
@@ -94,11 +104,15 @@ def _read_tasks(path: Path) -> tuple[list[Task], list[str]]:
     return tasks, skipped
 
 
-def load_catalog(target: str | Path, tasks_file: str | Path | None = None, seed: int | None = None) -> Catalog:
+def load_catalog(
+    target: str | Path, tasks_file: str | Path | None = None, seed: int | None = None
+) -> Catalog:
     """Read ENV_DIR or RUN_DIR (see the module docstring). Raises :class:`CatalogError`."""
     d = Path(target)
     if not d.is_dir():
-        raise CatalogError(f"{d} is not a folder; give a run folder (envkernel-out/<run-id>/) or one of its envs/<id>/ folders")
+        raise CatalogError(
+            f"{d} is not a folder; give a run folder (envkernel-out/<run-id>/) or one of its envs/<id>/ folders"
+        )
     envs: dict[str, EnvSpec] = {}
     run_seed = 0
     if (d / "env.json").is_file():
@@ -119,20 +133,26 @@ def load_catalog(target: str | Path, tasks_file: str | Path | None = None, seed:
                 continue
             envs[env.id] = env
         if not envs:
-            raise CatalogError(f"{d}/envs holds no kept environment (each needs an env.json); was the run's every environment rejected?")
+            raise CatalogError(
+                f"{d}/envs holds no kept environment (each needs an env.json); was the run's every environment rejected?"
+            )
         default_tasks = d / "tasks.jsonl"
         try:
             run_seed = int(json.loads((d / "config.json").read_text()).get("seed", 0))
         except (OSError, ValueError, AttributeError):
             run_seed = 0
     else:
-        raise CatalogError(f"{d} is neither an environment folder (with env.json) nor a run folder (with envs/); "
-                           "give envkernel-out/<run-id>/ or envkernel-out/<run-id>/envs/<env-id>/")
+        raise CatalogError(
+            f"{d} is neither an environment folder (with env.json) nor a run folder (with envs/); "
+            "give envkernel-out/<run-id>/ or envkernel-out/<run-id>/envs/<env-id>/"
+        )
     path = Path(tasks_file) if tasks_file else default_tasks
     tasks: list[Task] = []
     skipped: list[str] = []
     if tasks_file and not Path(tasks_file).is_file():
-        raise CatalogError(f"--tasks {tasks_file}: no such file; give a tasks.jsonl (one Task per line)")
+        raise CatalogError(
+            f"--tasks {tasks_file}: no such file; give a tasks.jsonl (one Task per line)"
+        )
     if path is not None and path.is_file():
         read, skipped = _read_tasks(path)
         for t in read:
@@ -141,8 +161,16 @@ def load_catalog(target: str | Path, tasks_file: str | Path | None = None, seed:
             elif len(envs) > 1 or tasks_file is None:
                 skipped.append(f"task {t.id}: its environment {t.env_id!r} is not served here")
         if tasks_file and read and not tasks:
-            raise CatalogError(f"--tasks {tasks_file}: none of its {len(read)} tasks is over the served environment(s) "
-                               f"{', '.join(envs)}")
+            raise CatalogError(
+                f"--tasks {tasks_file}: none of its {len(read)} tasks is over the served environment(s) "
+                f"{', '.join(envs)}"
+            )
     for line in skipped:
         log.warning("task not served", detail=line)
-    return Catalog(envs=envs, tasks=tasks, seed=run_seed if seed is None else seed, source=str(d), skipped=skipped)
+    return Catalog(
+        envs=envs,
+        tasks=tasks,
+        seed=run_seed if seed is None else seed,
+        source=str(d),
+        skipped=skipped,
+    )

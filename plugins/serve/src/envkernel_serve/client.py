@@ -35,9 +35,9 @@ def ws_url(url: str) -> str:
     """The session WebSocket of a server given as ``http://HOST:PORT``, ``ws://HOST:PORT`` or the full ``.../ws``."""
     u = url.rstrip("/")
     if u.startswith("http://"):
-        u = "ws://" + u[len("http://"):]
+        u = "ws://" + u[len("http://") :]
     elif u.startswith("https://"):
-        u = "wss://" + u[len("https://"):]
+        u = "wss://" + u[len("https://") :]
     elif not u.startswith(("ws://", "wss://")):
         u = "ws://" + u
     return u if u.endswith("/ws") else u + "/ws"
@@ -60,9 +60,13 @@ class Session:
         self.timeout = timeout
         max_size = int(max_message_mb * 1024 * 1024) if max_message_mb > 0 else None
         try:
-            self._ws: SyncConnection | None = connect(self.url, max_size=max_size, open_timeout=timeout, close_timeout=5, legacy=True)
+            self._ws: SyncConnection | None = connect(
+                self.url, max_size=max_size, open_timeout=timeout, close_timeout=5, legacy=True
+            )
         except OSError as exc:
-            raise ServeError(f"cannot connect to {self.url}: {exc}; is `envkernel serve` running there?") from None
+            raise ServeError(
+                f"cannot connect to {self.url}: {exc}; is `envkernel serve` running there?"
+            ) from None
 
     def _send(self, message: dict[str, Any]) -> dict[str, Any]:
         if self._ws is None:
@@ -101,7 +105,7 @@ class Session:
         if ws is not None:
             try:
                 ws.send(json.dumps({"type": "close"}))
-            except Exception:  # noqa: BLE001 - the server may be gone already
+            except Exception:
                 pass
             ws.close()
 
@@ -121,18 +125,22 @@ class AsyncSession:
         self.timeout = timeout
 
     @classmethod
-    async def open(cls, url: str, *, timeout: float = 120.0, max_message_mb: float = 0) -> AsyncSession:
+    async def open(
+        cls, url: str, *, timeout: float = 120.0, max_message_mb: float = 0
+    ) -> AsyncSession:
         """Connect a new session."""
         u = ws_url(url)
         max_size = int(max_message_mb * 1024 * 1024) if max_message_mb > 0 else None
         try:
             ws = await aconnect(u, max_size=max_size, open_timeout=timeout, close_timeout=5)
         except OSError as exc:
-            raise ServeError(f"cannot connect to {u}: {exc}; is `envkernel serve` running there?") from None
+            raise ServeError(
+                f"cannot connect to {u}: {exc}; is `envkernel serve` running there?"
+            ) from None
         return cls(ws, u, timeout)
 
     async def _send(self, message: dict[str, Any]) -> dict[str, Any]:
-        import asyncio  # noqa: PLC0415
+        import asyncio
 
         if self._ws is None:
             raise ServeError("the session is closed")
@@ -165,6 +173,6 @@ class AsyncSession:
         if ws is not None:
             try:
                 await ws.send(json.dumps({"type": "close"}))
-            except Exception:  # noqa: BLE001 - the server may be gone already
+            except Exception:
                 pass
             await ws.close()

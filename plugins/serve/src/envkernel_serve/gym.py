@@ -70,7 +70,7 @@ class ToolCallSpace(spaces.Space[dict[str, Any]]):
 
     def sample(self, mask: Any = None, probability: Any = None) -> dict[str, Any]:
         """A call of a random tool with arguments generated from its schema (deterministic for a seed)."""
-        from envkernel_kit.argsgen import default_values  # noqa: PLC0415
+        from envkernel_kit.argsgen import default_values
 
         names = sorted(self.tools)
         if not names:
@@ -105,14 +105,23 @@ def _action(action: Any) -> dict[str, Any]:
         try:
             action = json.loads(action)
         except ValueError:
-            return {"type": "submit", "answer": action if isinstance(action, str) else action.decode()}
+            return {
+                "type": "submit",
+                "answer": action if isinstance(action, str) else action.decode(),
+            }
     if not isinstance(action, dict):
-        raise TypeError(f"an action is {{'tool': NAME, 'arguments': {{...}}}} or {{'answer': TEXT}}, got {type(action).__name__}")
+        raise TypeError(
+            f"an action is {{'tool': NAME, 'arguments': {{...}}}} or {{'answer': TEXT}}, got {type(action).__name__}"
+        )
     if "answer" in action and "tool" not in action and "tool_name" not in action:
         return {"type": "submit", "answer": str(action["answer"])}
     if action.get("type") in ("call_tool", "list_tools", "submit"):
         return action
-    return {"type": "call_tool", "tool_name": action.get("tool") or action.get("tool_name"), "arguments": action.get("arguments") or {}}
+    return {
+        "type": "call_tool",
+        "tool_name": action.get("tool") or action.get("tool_name"),
+        "arguments": action.get("arguments") or {},
+    }
 
 
 class EnvkernelEnv(gym.Env[str, dict[str, Any]]):
@@ -120,9 +129,13 @@ class EnvkernelEnv(gym.Env[str, dict[str, Any]]):
 
     metadata = {"render_modes": ["ansi"]}
 
-    def __init__(self, url: str, *, render_mode: str | None = None, owned: Any = None, timeout: float = 120.0) -> None:
+    def __init__(
+        self, url: str, *, render_mode: str | None = None, owned: Any = None, timeout: float = 120.0
+    ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+            raise ValueError(
+                f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}"
+            )
         self.render_mode = render_mode
         self.url = url
         self._owned = owned
@@ -137,7 +150,9 @@ class EnvkernelEnv(gym.Env[str, dict[str, Any]]):
             raise gym.error.Error("the environment is closed")
         return self._session
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         """Start an episode: the task ``seed mod n`` (or ``options["task_id"]`` / ``options["task_index"]``)."""
         super().reset(seed=seed)
         opts = dict(options or {})
@@ -146,9 +161,18 @@ class EnvkernelEnv(gym.Env[str, dict[str, Any]]):
         data = self._s().reset(**opts)
         obs = data["observation"]
         self._tools = obs.get("tools", self._tools)
-        view = {"request": obs.get("request", ""), "env_id": obs.get("env_id"), "task_id": obs.get("task_id"), "tools": self._tools}
+        view = {
+            "request": obs.get("request", ""),
+            "env_id": obs.get("env_id"),
+            "task_id": obs.get("task_id"),
+            "tools": self._tools,
+        }
         self._last = json.dumps(view, ensure_ascii=False)
-        return self._last, {"task_id": obs.get("task_id"), "env_id": obs.get("env_id"), "request": obs.get("request", "")}
+        return self._last, {
+            "task_id": obs.get("task_id"),
+            "env_id": obs.get("env_id"),
+            "request": obs.get("request", ""),
+        }
 
     def step(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Run one tool call, or end the episode with ``{"answer": ...}``."""
@@ -176,17 +200,35 @@ class EnvkernelEnv(gym.Env[str, dict[str, Any]]):
             owned.stop()
 
 
-def make(target: str | None = None, *, url: str | None = None, tasks: str | None = None, runner: str = "process",
-         sets: tuple[str, ...] = (), seed: int | None = None, max_steps: int = 64, render_mode: str | None = None) -> EnvkernelEnv:
+def make(
+    target: str | None = None,
+    *,
+    url: str | None = None,
+    tasks: str | None = None,
+    runner: str = "process",
+    sets: tuple[str, ...] = (),
+    seed: int | None = None,
+    max_steps: int = 64,
+    render_mode: str | None = None,
+) -> EnvkernelEnv:
     """A Gymnasium env over ``envkernel serve``: a running server at ``url``, or ``target`` (ENV_DIR or RUN_DIR)
     served in a background thread for this env alone (stopped by ``close()``)."""
     if (target is None) == (url is None):
-        raise ValueError("envkernel.make: give a run or environment folder, or url= of a running `envkernel serve`, not both")
+        raise ValueError(
+            "envkernel.make: give a run or environment folder, or url= of a running `envkernel serve`, not both"
+        )
     if url is not None:
         return EnvkernelEnv(url, render_mode=render_mode)
-    from .server import ServeSettings, serve_local  # noqa: PLC0415
+    from .server import ServeSettings, serve_local
 
-    running = serve_local(target, tasks=tasks, runner=runner, sets=sets, seed=seed, settings=ServeSettings(port=0, warm=1, max_steps=max_steps))
+    running = serve_local(
+        target,
+        tasks=tasks,
+        runner=runner,
+        sets=sets,
+        seed=seed,
+        settings=ServeSettings(port=0, warm=1, max_steps=max_steps),
+    )
     try:
         return EnvkernelEnv(running.url, render_mode=render_mode, owned=running)
     except BaseException:

@@ -26,13 +26,24 @@ from typing import Any
 
 import structlog
 import uvicorn
+
 from envkernel_schemas import EnvSpec
 
 from .app import build_app
 from .catalog import Catalog, load_catalog
 from .sessions import ServeCore, WarmPool
 
-__all__ = ["bind", "run_server", "NatsSandboxes", "Running", "RunnerSandboxes", "ServeSettings", "make_server", "serve_local", "start"]
+__all__ = [
+    "bind",
+    "run_server",
+    "NatsSandboxes",
+    "Running",
+    "RunnerSandboxes",
+    "ServeSettings",
+    "make_server",
+    "serve_local",
+    "start",
+]
 
 log = structlog.get_logger("envkernel.serve")
 
@@ -81,7 +92,9 @@ class RunnerSandboxes:
 class NatsSandboxes:
     """Sandboxes from the kernel's sandbox service on a NATS server (optionally served by this process too)."""
 
-    def __init__(self, url: str, runner_name: str, local_runner: Any = None, call_timeout: float = 60.0) -> None:
+    def __init__(
+        self, url: str, runner_name: str, local_runner: Any = None, call_timeout: float = 60.0
+    ) -> None:
         self.url = url
         self.runner_name = runner_name
         self.local_runner = local_runner
@@ -91,8 +104,8 @@ class NatsSandboxes:
 
     async def start(self) -> None:
         """Connect, and serve the local runner on the bus when there is one."""
-        from envkernel.sandbox import SandboxService  # noqa: PLC0415 - the kernel's sandbox service
-        from envkernel_bus import Bus  # noqa: PLC0415
+        from envkernel.sandbox import SandboxService
+        from envkernel_bus import Bus
 
         self.bus = await Bus.connect(self.url, name="envkernel-serve", setup=False)
         if self.local_runner is not None:
@@ -101,9 +114,11 @@ class NatsSandboxes:
 
     async def open(self, env: EnvSpec, seed: int) -> Any:
         """A sandbox from whichever process serves the runner on the bus."""
-        from envkernel.sandbox import open_sandbox  # noqa: PLC0415
+        from envkernel.sandbox import open_sandbox
 
-        return await open_sandbox(self.bus, self.runner_name, env, seed=seed, call_timeout=self.call_timeout)
+        return await open_sandbox(
+            self.bus, self.runner_name, env, seed=seed, call_timeout=self.call_timeout
+        )
 
     async def aclose(self) -> None:
         """Stop serving the local runner and disconnect."""
@@ -133,10 +148,18 @@ def run_server(server: uvicorn.Server, sock: socket.socket) -> None:
         runner.run(server.serve(sockets=[sock]))
 
 
-def make_server(catalog: Catalog, source: Any, settings: ServeSettings) -> tuple[uvicorn.Server, ServeCore]:
+def make_server(
+    catalog: Catalog, source: Any, settings: ServeSettings
+) -> tuple[uvicorn.Server, ServeCore]:
     """A uvicorn server (not started) serving ``catalog`` with sandboxes from ``source``."""
-    core = ServeCore(catalog=catalog, pool=WarmPool(source, seed=catalog.seed, keep_idle=settings.keep_idle, fresh=settings.fresh),
-                     max_steps=settings.max_steps, tau=settings.tau)
+    core = ServeCore(
+        catalog=catalog,
+        pool=WarmPool(
+            source, seed=catalog.seed, keep_idle=settings.keep_idle, fresh=settings.fresh
+        ),
+        max_steps=settings.max_steps,
+        tau=settings.tau,
+    )
 
     async def on_start() -> None:
         await source.start()
@@ -147,11 +170,26 @@ def make_server(catalog: Catalog, source: Any, settings: ServeSettings) -> tuple
     async def on_stop() -> None:
         await source.aclose()
 
-    app = build_app(core, host=settings.host, mcp_idle_seconds=settings.mcp_idle_seconds, on_start=on_start, on_stop=on_stop)
+    app = build_app(
+        core,
+        host=settings.host,
+        mcp_idle_seconds=settings.mcp_idle_seconds,
+        on_start=on_start,
+        on_stop=on_stop,
+    )
     max_size = int(settings.max_message_mb * 1024 * 1024) if settings.max_message_mb > 0 else 2**40
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning", ws="websockets-sansio",
-                            ws_max_size=max_size, ws_ping_interval=None,
-                            ws_per_message_deflate=settings.ws_compression, lifespan="on", timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        ws="websockets-sansio",
+        ws_max_size=max_size,
+        ws_ping_interval=None,
+        ws_per_message_deflate=settings.ws_compression,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )
     return uvicorn.Server(config), core
 
 
@@ -192,7 +230,9 @@ class Running:
         self.stop()
 
 
-def start(catalog: Catalog, source: Any, settings: ServeSettings | None = None, timeout: float = 60.0) -> Running:
+def start(
+    catalog: Catalog, source: Any, settings: ServeSettings | None = None, timeout: float = 60.0
+) -> Running:
     """Start a server in a background thread (port 0 picks a free port) and wait until it serves."""
     settings = settings or ServeSettings(port=0)
     sock = bind(settings.host, settings.port)
@@ -203,17 +243,19 @@ def start(catalog: Catalog, source: Any, settings: ServeSettings | None = None, 
     def run() -> None:
         try:
             run_server(server, sock)
-        except BaseException as exc:  # noqa: BLE001 - reported to the starter
+        except BaseException as exc:
             failed.append(exc)
 
     thread = threading.Thread(target=run, name="envkernel-serve", daemon=True)
     thread.start()
-    import time  # noqa: PLC0415
+    import time
 
     deadline = time.monotonic() + timeout
     while not server.started:
         if not thread.is_alive() or failed:
-            raise RuntimeError(f"envkernel serve did not start: {failed[0] if failed else 'the server thread ended'}")
+            raise RuntimeError(
+                f"envkernel serve did not start: {failed[0] if failed else 'the server thread ended'}"
+            )
         if time.monotonic() > deadline:
             server.should_exit = True
             raise RuntimeError(f"envkernel serve did not start within {timeout:g} s")
@@ -221,13 +263,24 @@ def start(catalog: Catalog, source: Any, settings: ServeSettings | None = None, 
     return Running(server, core, thread, settings.host, port)
 
 
-def serve_local(target: str | Path, *, tasks: str | Path | None = None, runner: str = "process", sets: tuple[str, ...] = (),
-                seed: int | None = None, settings: ServeSettings | None = None) -> Running:
+def serve_local(
+    target: str | Path,
+    *,
+    tasks: str | Path | None = None,
+    runner: str = "process",
+    sets: tuple[str, ...] = (),
+    seed: int | None = None,
+    settings: ServeSettings | None = None,
+) -> Running:
     """Serve ENV_DIR or RUN_DIR in a background thread, with sandboxes of the runner component ``runner``
     (``sets``: its settings as ``KEY=VALUE``); what ``envkernel serve`` does, for a notebook or a test."""
-    from envkernel.envcmd import runner_component  # noqa: PLC0415 - the kernel's runner lookup
+    from envkernel.envcmd import runner_component
 
     catalog = load_catalog(target, tasks, seed)
     component, runner_settings = runner_component(runner, None, sets)
-    built = component.factory(runner_settings) if component.settings_type is not None else component.factory()
+    built = (
+        component.factory(runner_settings)
+        if component.settings_type is not None
+        else component.factory()
+    )
     return start(catalog, RunnerSandboxes(built), settings or ServeSettings(port=0))

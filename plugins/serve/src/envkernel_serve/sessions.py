@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import msgspec
 import structlog
+
 from envkernel_kit.scoring import score
 from envkernel_kit.workspace import check_reward
 from envkernel_runtime.lane import DirectLane, lanes_enabled
@@ -73,7 +74,9 @@ class Lease:
 class WarmPool:
     """Sandboxes per environment, reset by restore between sessions (see the module docstring)."""
 
-    def __init__(self, source: SandboxSource, seed: int = 0, keep_idle: int = 256, fresh: bool = True) -> None:
+    def __init__(
+        self, source: SandboxSource, seed: int = 0, keep_idle: int = 256, fresh: bool = True
+    ) -> None:
         self.source = source
         self.seed = seed
         self.keep_idle = keep_idle
@@ -110,7 +113,7 @@ class WarmPool:
                 return lease
             try:
                 await lease.sandbox.restore(lease.snapshot)
-            except Exception as exc:  # noqa: BLE001 - expired or broken: open a fresh one
+            except Exception as exc:
                 log.debug("warm sandbox unusable", env=env.id, error=str(exc))
                 await _close_quietly(lease.sandbox, lease.lane)
                 continue
@@ -128,21 +131,30 @@ class WarmPool:
         """Give a sandbox back: closed (``fresh``, or after a broken use), else kept warm for the next session."""
         self.out -= 1
         idle = self._idle.setdefault(lease.env.id, [])
-        if self.fresh or lease.broken or getattr(lease.sandbox, "closed", False) or len(idle) >= self.keep_idle:
+        if (
+            self.fresh
+            or lease.broken
+            or getattr(lease.sandbox, "closed", False)
+            or len(idle) >= self.keep_idle
+        ):
             await _close_quietly(lease.sandbox, lease.lane)
         else:
             idle.append(lease)
 
     def _refill(self, env: EnvSpec) -> None:
         """``fresh``: open unused sandboxes of ``env`` in the background until ``_want`` are ready."""
-        missing = min(self._want.get(env.id, 0), self.keep_idle) - len(self._idle.get(env.id, ())) - self._filling.get(env.id, 0)
+        missing = (
+            min(self._want.get(env.id, 0), self.keep_idle)
+            - len(self._idle.get(env.id, ()))
+            - self._filling.get(env.id, 0)
+        )
         for _ in range(max(0, missing)):
             self._filling[env.id] = self._filling.get(env.id, 0) + 1
 
             async def one() -> None:
                 try:
                     lease = await self._open(env)
-                except Exception as exc:  # noqa: BLE001 - the next session opens its own and says why
+                except Exception as exc:
                     log.warning("could not open a sandbox ahead", env=env.id, error=str(exc))
                     return
                 finally:
@@ -207,7 +219,7 @@ async def _close_quietly(sb: Any, lane: DirectLane | None = None) -> None:
         lane.close()
     try:
         await sb.close()
-    except Exception as exc:  # noqa: BLE001 - closing is best effort
+    except Exception as exc:
         log.debug("sandbox close failed", error=str(exc))
 
 
@@ -333,10 +345,16 @@ class Episode:
             task = self.core.catalog.task(options, self.core.next_index())
         except CatalogError as exc:
             raise ActionError(str(exc)) from None
-        env = self.core.catalog.envs[task.env_id] if task is not None else (self.free_env or self.core.catalog.default_env)
+        env = (
+            self.core.catalog.envs[task.env_id]
+            if task is not None
+            else (self.free_env or self.core.catalog.default_env)
+        )
         fresh = self.lease is None or self.lease.env.id != env.id
         lease = await self._sandbox(env, task)
-        if not fresh:  # back to the seed state (a warm sandbox restores in well under a millisecond), then the task's rows
+        # back to the seed state (a warm sandbox restores in well under a millisecond), then the
+        # task's rows
+        if not fresh:
             try:
                 await lease.sandbox.restore(lease.snapshot)
             except Exception:
@@ -347,11 +365,21 @@ class Episode:
             else:
                 await self._plant(lease, task)
         self.task = task
-        self.calls, self.format_errors, self.answer, self._graded, self.reasons = [], 0, "", None, []
+        self.calls, self.format_errors, self.answer, self._graded, self.reasons = (
+            [],
+            0,
+            "",
+            None,
+            [],
+        )
         self.done = self.truncated = False
         self.episode_id = str(options.get("episode_id") or uuid.uuid4().hex)
-        info = {"request": task.request if task else "", "task_id": task.id if task else None, "env_id": env.id,
-                "episode_id": self.episode_id}
+        info = {
+            "request": task.request if task else "",
+            "task_id": task.id if task else None,
+            "env_id": env.id,
+            "episode_id": self.episode_id,
+        }
         obs = {**info, "tools": self.tools, "metadata": info}
         return {"observation": obs, "reward": None, "done": False}
 
@@ -362,11 +390,20 @@ class Episode:
         offered = self._offered()
         if not isinstance(arguments, dict):
             self.format_errors += 1
-            raise ActionError(f"arguments of {tool!r} must be a JSON object, got {type(arguments).__name__}")
+            raise ActionError(
+                f"arguments of {tool!r} must be a JSON object, got {type(arguments).__name__}"
+            )
         if tool not in offered:
             self.format_errors += 1
-            return {"tool_name": tool, "result": None, "ok": False,
-                    "error": {"error_type": "tool_not_found", "message": f"no tool {tool!r}; the tools are: {', '.join(sorted(offered))}"}}
+            return {
+                "tool_name": tool,
+                "result": None,
+                "ok": False,
+                "error": {
+                    "error_type": "tool_not_found",
+                    "message": f"no tool {tool!r}; the tools are: {', '.join(sorted(offered))}",
+                },
+            }
         lease = await self._sandbox(self.env)
         self.last_used = time.monotonic()
         t0 = time.perf_counter()
@@ -376,7 +413,9 @@ class Episode:
                 result: ToolResult = await lease.sandbox.call(tool, arguments)
             else:  # one round trip to the executor
                 line = await lane.call_raw(tool, arguments)
-                if line is None or lane.closed:  # the executor died or hung (then it was killed): its state is lost
+                if (
+                    line is None or lane.closed
+                ):  # the executor died or hung (then it was killed): its state is lost
                     why = _lane_failure(line)
                     raise RuntimeError(why or "its executor died during the call")
                 result = _result_dec.decode(line)
@@ -384,21 +423,41 @@ class Episode:
             lease.broken = True
             self.lease = None
             await self.core.pool.release(lease)
-            return {"tool_name": tool, "result": None, "ok": False,
-                    "error": {"error_type": "transport_error", "message": f"the sandbox failed: {exc}; the session's next call "
-                              "starts again from the task's initial state (send a reset to start the episode over)"}}
-        self.calls.append(CallRecord(call=ToolCall(name=tool, arguments=arguments), result=result, seconds=time.perf_counter() - t0))
+            return {
+                "tool_name": tool,
+                "result": None,
+                "ok": False,
+                "error": {
+                    "error_type": "transport_error",
+                    "message": f"the sandbox failed: {exc}; the session's next call "
+                    "starts again from the task's initial state (send a reset to start the episode over)",
+                },
+            }
+        self.calls.append(
+            CallRecord(
+                call=ToolCall(name=tool, arguments=arguments),
+                result=result,
+                seconds=time.perf_counter() - t0,
+            )
+        )
         if result.ok:
             return {"tool_name": tool, "result": result.value, "ok": True, "error": None}
         err = result.error or ToolError(code="error", message="the tool failed")
         # the tool's own error is part of the result (OpenEnv: transport errors only go in `error`)
-        return {"tool_name": tool, "result": {"error": {"code": err.code, "message": err.message}}, "ok": False, "error": None}
+        return {
+            "tool_name": tool,
+            "result": {"error": {"code": err.code, "message": err.message}},
+            "ok": False,
+            "error": None,
+        }
 
     async def step(self, action: Any) -> dict[str, Any]:
         """One action: ``call_tool`` (``tool_name``, ``arguments``), ``list_tools`` or ``submit`` (``answer``)."""
         if not isinstance(action, dict):
             raise ActionError(f"an action is a JSON object, got {type(action).__name__}")
-        kind = action.get("type") or ("call_tool" if "tool_name" in action or "tool" in action else "")
+        kind = action.get("type") or (
+            "call_tool" if "tool_name" in action or "tool" in action else ""
+        )
         if kind == "list_tools":
             return {"observation": {"tools": self.tools}, "reward": None, "done": self.done}
         if kind == "submit":
@@ -406,10 +465,16 @@ class Episode:
                 raise ActionError("the episode is done; send a reset to start another")
             self.answer = str(action.get("answer") or "")
             self.done = True
-            return {"observation": {"submitted": self.answer, "steps": len(self.calls)}, "reward": await self.reward(), "done": True}
+            return {
+                "observation": {"submitted": self.answer, "steps": len(self.calls)},
+                "reward": await self.reward(),
+                "done": True,
+            }
         if kind != "call_tool":
-            raise ActionError(f"unknown action type {kind!r}: send {{\"type\": \"call_tool\", \"tool_name\": ..., \"arguments\": {{...}}}}, "
-                              "{\"type\": \"list_tools\"} or {\"type\": \"submit\", \"answer\": \"...\"}")
+            raise ActionError(
+                f'unknown action type {kind!r}: send {{"type": "call_tool", "tool_name": ..., "arguments": {{...}}}}, '
+                '{"type": "list_tools"} or {"type": "submit", "answer": "..."}'
+            )
         name = action.get("tool_name") or action.get("tool")
         if not isinstance(name, str) or not name:
             raise ActionError("a call_tool action needs a tool_name")
@@ -430,9 +495,18 @@ class Episode:
             return self._graded[1]  # nothing changed since the last grading (a state after a step)
         final_state: dict[str, list[dict[str, Any]]] = {}
         if self.task.outcome.mutates and self.lease is not None:
-            final_state = msgspec.convert(await self.lease.sandbox.state(), dict[str, list[dict[str, Any]]])
-        traj = Trajectory(task_id=self.task.id, policy="serve", calls=self.calls, final_answer=self.answer, final_state=final_state,
-                          format_errors=self.format_errors, termination="answer" if self.answer else "max_turns")
+            final_state = msgspec.convert(
+                await self.lease.sandbox.state(), dict[str, list[dict[str, Any]]]
+            )
+        traj = Trajectory(
+            task_id=self.task.id,
+            policy="serve",
+            calls=self.calls,
+            final_answer=self.answer,
+            final_state=final_state,
+            format_errors=self.format_errors,
+            termination="answer" if self.answer else "max_turns",
+        )
         if self.task.outcome.check:
             graded = await check_reward(self.core, self.task, traj, model="serve")
         else:
@@ -443,8 +517,16 @@ class Episode:
     async def state(self) -> dict[str, Any]:
         """OpenEnv's ``State`` (``episode_id``, ``step_count``) plus the task, ``done`` and the current ``reward``."""
         reward = await self.reward()
-        return {"episode_id": self.episode_id, "step_count": len(self.calls), "task_id": self.task.id if self.task else None,
-                "env_id": self.env.id, "done": self.done, "truncated": self.truncated, "reward": reward, "reasons": self.reasons}
+        return {
+            "episode_id": self.episode_id,
+            "step_count": len(self.calls),
+            "task_id": self.task.id if self.task else None,
+            "env_id": self.env.id,
+            "done": self.done,
+            "truncated": self.truncated,
+            "reward": reward,
+            "reasons": self.reasons,
+        }
 
     async def close(self) -> None:
         """End the session and give its sandbox back to the pool."""

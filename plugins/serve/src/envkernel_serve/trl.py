@@ -42,7 +42,14 @@ from .client import ServeError, Session
 
 __all__ = ["EnvkernelTRLEnv", "dataset_rows", "environment_factory"]
 
-_PY_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
+_PY_TYPES: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+}
 
 
 def _py_type(schema: dict[str, Any]) -> Any:
@@ -92,7 +99,9 @@ class EnvkernelTRLEnv:
 
     def reset(self, **kwargs: Any) -> str | None:
         """Load the row's task (``task_id`` or ``task_index`` column) in this instance's sandbox."""
-        options = {k: kwargs[k] for k in ("task_id", "task_index", "seed") if kwargs.get(k) is not None}
+        options = {
+            k: kwargs[k] for k in ("task_id", "task_index", "seed") if kwargs.get(k) is not None
+        }
         data = self._s().reset(**options)
         self._submitted, self._done = None, False
         return None if "prompt" in kwargs else str(data["observation"].get("request") or "")
@@ -133,11 +142,11 @@ class EnvkernelTRLEnv:
     def __del__(self) -> None:
         try:
             self._close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
+        except Exception:
             pass
 
 
-def _submit_answer(self, answer: str) -> str:  # type: ignore[no-untyped-def]  # noqa: ANN001 - TRL reads every annotation as a tool parameter
+def _submit_answer(self, answer: str) -> str:  # type: ignore[no-untyped-def]
     """Finish the task and give the user your final answer.
 
     Args:
@@ -166,10 +175,16 @@ def _tool_method(tool: dict[str, Any]) -> tuple[str, Any]:
     for p in ordered:
         tp = _py_type(props[p] or {})
         if p in required:
-            params.append(inspect.Parameter(idents[p], inspect.Parameter.KEYWORD_ONLY, annotation=tp))
+            params.append(
+                inspect.Parameter(idents[p], inspect.Parameter.KEYWORD_ONLY, annotation=tp)
+            )
             annotations[idents[p]] = tp
         else:
-            params.append(inspect.Parameter(idents[p], inspect.Parameter.KEYWORD_ONLY, default=None, annotation=tp | None))
+            params.append(
+                inspect.Parameter(
+                    idents[p], inspect.Parameter.KEYWORD_ONLY, default=None, annotation=tp | None
+                )
+            )
             annotations[idents[p]] = tp | None
     annotations["return"] = str
     back = {v: k for k, v in idents.items()}
@@ -191,24 +206,37 @@ def _tool_method(tool: dict[str, Any]) -> tuple[str, Any]:
     return method.__name__, method
 
 
-def environment_factory(url: str, *, answer_tool: bool = True, timeout: float = 60.0) -> type[EnvkernelTRLEnv]:
+def environment_factory(
+    url: str, *, answer_tool: bool = True, timeout: float = 60.0
+) -> type[EnvkernelTRLEnv]:
     """A class for TRL's ``environment_factory``: one method per tool of the server at ``url`` (see the module docstring)."""
     with Session(url, timeout=timeout) as probe:
         tools = probe.tools()
-    namespace: dict[str, Any] = {"url": url, "answer_tool": answer_tool, "__doc__": f"The tools of the envkernel server at {url}."}
+    namespace: dict[str, Any] = {
+        "url": url,
+        "answer_tool": answer_tool,
+        "__doc__": f"The tools of the envkernel server at {url}.",
+    }
     for tool in tools:
         ident, method = _tool_method(tool)
         if ident in ("reset", "get_reward", "close", "submit_answer") or ident.startswith("_"):
-            raise ValueError(f"tool {tool['name']!r} would clash with a method of the environment class; rename it")
+            raise ValueError(
+                f"tool {tool['name']!r} would clash with a method of the environment class; rename it"
+            )
         namespace[ident] = method
     if answer_tool:
-        namespace["submit_answer"] = _submit_answer  # its __name__ is the tool's name TRL shows the model
+        namespace["submit_answer"] = (
+            _submit_answer  # its __name__ is the tool's name TRL shows the model
+        )
     return type("EnvkernelEnvironment", (EnvkernelTRLEnv,), namespace)
 
 
 def dataset_rows(run_dir: str | Path, tasks_file: str | Path | None = None) -> list[dict[str, Any]]:
     """Rows for a TRL dataset from a run's tasks: ``prompt`` (a user message with the request), ``task_id``, ``env_id``."""
-    from .catalog import load_catalog  # noqa: PLC0415
+    from .catalog import load_catalog
 
     cat = load_catalog(run_dir, tasks_file)
-    return [{"prompt": [{"role": "user", "content": t.request}], "task_id": t.id, "env_id": t.env_id} for t in cat.tasks]
+    return [
+        {"prompt": [{"role": "user", "content": t.request}], "task_id": t.id, "env_id": t.env_id}
+        for t in cat.tasks
+    ]

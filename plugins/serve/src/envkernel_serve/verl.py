@@ -51,7 +51,15 @@ from typing import Any
 
 from .client import AsyncSession, ServeError
 
-__all__ = ["EnvkernelTool", "ToolResponse", "dataset_rows", "end_trajectory", "finish_trajectory", "open_trajectory", "tool_config"]
+__all__ = [
+    "EnvkernelTool",
+    "ToolResponse",
+    "dataset_rows",
+    "end_trajectory",
+    "finish_trajectory",
+    "open_trajectory",
+    "tool_config",
+]
 
 try:  # verl's own types when verl is installed
     from verl.tools.base_tool import BaseTool as _Base  # type: ignore[import-not-found]
@@ -74,7 +82,9 @@ except ImportError:
 class _Function:
     name: str
     description: str = ""
-    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}, "required": []})
+    parameters: dict[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}, "required": []}
+    )
 
 
 @dataclass
@@ -87,7 +97,10 @@ class _ToolSchema:
     def model_dump(self, **_: Any) -> dict[str, Any]:
         """The schema as OpenAI's tool JSON."""
         f = self.function
-        return {"type": self.type, "function": {"name": f.name, "description": f.description, "parameters": f.parameters}}
+        return {
+            "type": self.type,
+            "function": {"name": f.name, "description": f.description, "parameters": f.parameters},
+        }
 
 
 def _schema(raw: Any) -> Any:
@@ -96,7 +109,12 @@ def _schema(raw: Any) -> Any:
     if _Schema is not None:
         return _Schema.model_validate(raw)
     f = raw.get("function") or {}
-    return _ToolSchema(_Function(str(f.get("name", "")), str(f.get("description", "")), dict(f.get("parameters") or {})), str(raw.get("type", "function")))
+    return _ToolSchema(
+        _Function(
+            str(f.get("name", "")), str(f.get("description", "")), dict(f.get("parameters") or {})
+        ),
+        str(raw.get("type", "function")),
+    )
 
 
 @dataclass
@@ -116,7 +134,11 @@ async def _trajectory(url: str, key: str, create_kwargs: dict[str, Any]) -> _Tra
         traj = _trajectories.get((url, key))
         if traj is None:
             session = await AsyncSession.open(url)
-            options = {k: create_kwargs[k] for k in ("task_id", "task_index", "seed") if create_kwargs.get(k) is not None}
+            options = {
+                k: create_kwargs[k]
+                for k in ("task_id", "task_index", "seed")
+                if create_kwargs.get(k) is not None
+            }
             await session.reset(**options)
             traj = _trajectories[(url, key)] = _Trajectory(session)
         return traj
@@ -140,7 +162,9 @@ async def end_trajectory(url: str, key: str) -> float | None:
     return float(reward) if reward is not None else None
 
 
-async def finish_trajectory(url: str, key: str, create_kwargs: dict[str, Any] | None = None, answer: str | None = None) -> dict[str, Any]:
+async def finish_trajectory(
+    url: str, key: str, create_kwargs: dict[str, Any] | None = None, answer: str | None = None
+) -> dict[str, Any]:
     """End trajectory ``key``: submit ``answer`` (when given), close its session; its final state (``reward``, ``step_count``, ``reasons``...).
 
     A trajectory that never called a tool is opened first (reset to ``create_kwargs``'s task), so
@@ -153,7 +177,9 @@ async def finish_trajectory(url: str, key: str, create_kwargs: dict[str, Any] | 
             if answer is not None:
                 try:
                     await traj.session.submit(answer)
-                except ServeError:  # the episode had already ended (max_steps): its state has the reward
+                except (
+                    ServeError
+                ):  # the episode had already ended (max_steps): its state has the reward
                     pass
             return await traj.session.state()
     finally:
@@ -170,12 +196,16 @@ class EnvkernelTool(_Base):  # type: ignore[misc,valid-type]
         self.config = dict(config or {})
         self.url = str(self.config.get("url") or "")
         if not self.url:
-            raise ValueError("EnvkernelTool needs config.url: the address of a running `envkernel serve`")
+            raise ValueError(
+                "EnvkernelTool needs config.url: the address of a running `envkernel serve`"
+            )
         self.tool_schema = _schema(tool_schema) if tool_schema is not None else None
         if self.tool_schema is None:
             name = self.config.get("tool")
             if not name:
-                raise ValueError("EnvkernelTool needs a tool_schema, or config.tool naming one of the server's tools")
+                raise ValueError(
+                    "EnvkernelTool needs a tool_schema, or config.tool naming one of the server's tools"
+                )
             self.tool_schema = _schema(_server_schemas(self.url).get(str(name)))
             if self.tool_schema is None:
                 raise ValueError(f"the server at {self.url} has no tool {name!r}")
@@ -195,16 +225,29 @@ class EnvkernelTool(_Base):  # type: ignore[misc,valid-type]
     def _key(self, instance_id: str, kwargs: dict[str, Any]) -> str:
         request_id = getattr(kwargs.get("agent_data"), "request_id", None)
         create_kwargs = self._instances.get(instance_id) or {}
-        return str(request_id or create_kwargs.get("instance_id") or create_kwargs.get("trajectory_id") or instance_id)
+        return str(
+            request_id
+            or create_kwargs.get("instance_id")
+            or create_kwargs.get("trajectory_id")
+            or instance_id
+        )
 
-    async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[Any, float, dict[str, Any]]:
+    async def execute(
+        self, instance_id: str, parameters: dict[str, Any], **kwargs: Any
+    ) -> tuple[Any, float, dict[str, Any]]:
         """Run the tool in the trajectory's sandbox: ``(ToolResponse(text=JSON), 0.0, metrics)``."""
-        traj = await _trajectory(self.url, self._key(instance_id, kwargs), self._instances.get(instance_id) or {})
+        traj = await _trajectory(
+            self.url, self._key(instance_id, kwargs), self._instances.get(instance_id) or {}
+        )
         if isinstance(parameters, str):
             try:
                 parameters = json.loads(parameters)
             except ValueError:
-                return ToolResponse(text=f"error: the arguments of {self.name} are not JSON"), 0.0, {"ok": False}
+                return (
+                    ToolResponse(text=f"error: the arguments of {self.name} are not JSON"),
+                    0.0,
+                    {"ok": False},
+                )
         async with traj.lock:
             try:
                 data = await traj.session.call(self.name, **(parameters or {}))
@@ -214,7 +257,11 @@ class EnvkernelTool(_Base):  # type: ignore[misc,valid-type]
         obs = data["observation"]
         if obs.get("error"):
             return ToolResponse(text=f"error: {obs['error'].get('message')}"), 0.0, {"ok": False}
-        return ToolResponse(text=json.dumps(obs.get("result"), ensure_ascii=False, default=str)), 0.0, {"ok": bool(obs.get("ok"))}
+        return (
+            ToolResponse(text=json.dumps(obs.get("result"), ensure_ascii=False, default=str)),
+            0.0,
+            {"ok": bool(obs.get("ok"))},
+        )
 
     async def calc_reward(self, instance_id: str, **kwargs: Any) -> float:
         """The task's check on the trajectory so far (computed by the server)."""
@@ -234,30 +281,60 @@ class EnvkernelTool(_Base):  # type: ignore[misc,valid-type]
 
 
 def _server_schemas(url: str) -> dict[str, dict[str, Any]]:
-    from .client import Session  # noqa: PLC0415
+    from .client import Session
 
     with Session(url) as s:
         tools = s.tools()
-    return {t["name"]: {"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
-                                                         "parameters": t.get("input_schema") or {"type": "object", "properties": {}}}}
-            for t in tools}
+    return {
+        t["name"]: {
+            "type": "function",
+            "function": {
+                "name": t["name"],
+                "description": t.get("description", ""),
+                "parameters": t.get("input_schema") or {"type": "object", "properties": {}},
+            },
+        }
+        for t in tools
+    }
 
 
 def tool_config(url: str) -> dict[str, Any]:
     """verl's tool config (``{"tools": [...]}``, write it as YAML or JSON) with one :class:`EnvkernelTool` per tool of the server."""
-    return {"tools": [{"class_name": "envkernel_serve.verl.EnvkernelTool", "config": {"url": url, "type": "native"}, "tool_schema": schema}
-                      for schema in _server_schemas(url).values()]}
+    return {
+        "tools": [
+            {
+                "class_name": "envkernel_serve.verl.EnvkernelTool",
+                "config": {"url": url, "type": "native"},
+                "tool_schema": schema,
+            }
+            for schema in _server_schemas(url).values()
+        ]
+    }
 
 
-def dataset_rows(run_dir: str, tasks_file: str | None = None, agent_name: str = "tool_agent") -> list[dict[str, Any]]:
+def dataset_rows(
+    run_dir: str, tasks_file: str | None = None, agent_name: str = "tool_agent"
+) -> list[dict[str, Any]]:
     """verl dataset rows for a run's tasks: ``prompt``, ``agent_name`` (verl's ``tool_agent``, or ``envkernel_agent``:
     :mod:`envkernel_serve.verl_agent`), and ``extra_info.tools_kwargs`` giving every tool of the task's environment
     ``create_kwargs: {"task_id": ...}`` (write them to parquet)."""
-    from .catalog import load_catalog  # noqa: PLC0415
+    from .catalog import load_catalog
 
     cat = load_catalog(run_dir, tasks_file)
-    return [{"data_source": f"envkernel/{t.env_id}", "agent_name": agent_name, "prompt": [{"role": "user", "content": t.request}],
-             "reward_model": {"style": "rule", "ground_truth": t.id},
-             "extra_info": {"task_id": t.id, "need_tools_kwargs": True,
-                            "tools_kwargs": {tool.name: {"create_kwargs": {"task_id": t.id}} for tool in cat.envs[t.env_id].tools}}}
-            for t in cat.tasks]
+    return [
+        {
+            "data_source": f"envkernel/{t.env_id}",
+            "agent_name": agent_name,
+            "prompt": [{"role": "user", "content": t.request}],
+            "reward_model": {"style": "rule", "ground_truth": t.id},
+            "extra_info": {
+                "task_id": t.id,
+                "need_tools_kwargs": True,
+                "tools_kwargs": {
+                    tool.name: {"create_kwargs": {"task_id": t.id}}
+                    for tool in cat.envs[t.env_id].tools
+                },
+            },
+        }
+        for t in cat.tasks
+    ]

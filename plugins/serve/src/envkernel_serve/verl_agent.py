@@ -57,28 +57,45 @@ class EnvkernelAgentLoop(ToolAgentLoop):
     ``url``: the server (default: the ``url`` of the configured :class:`EnvkernelTool`\\ s, else
     ``$ENVKERNEL_SERVE_URL``)."""
 
-    def __init__(self, *args: Any, url: str | None = None, tools: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, url: str | None = None, tools: Any = None, **kwargs: Any
+    ) -> None:
         configured = [t for t in (tools.tools if tools else []) if isinstance(t, EnvkernelTool)]
-        self.url = str(url or (configured[0].url if configured else "") or os.environ.get("ENVKERNEL_SERVE_URL", ""))
+        self.url = str(
+            url
+            or (configured[0].url if configured else "")
+            or os.environ.get("ENVKERNEL_SERVE_URL", "")
+        )
         if not self.url:
-            raise ValueError("EnvkernelAgentLoop needs the server: `url:` in its agent-loop config, an EnvkernelTool "
-                             "in the tool config, or ENVKERNEL_SERVE_URL")
+            raise ValueError(
+                "EnvkernelAgentLoop needs the server: `url:` in its agent-loop config, an EnvkernelTool "
+                "in the tool config, or ENVKERNEL_SERVE_URL"
+            )
         if tools is None or not tools.tools:
-            from verl.experimental.agent_loop.agent_loop import ToolListWrap  # noqa: PLC0415
+            from verl.experimental.agent_loop.agent_loop import ToolListWrap
 
-            tools = ToolListWrap([EnvkernelTool(e["config"], e["tool_schema"]) for e in tool_config(self.url)["tools"]])
+            tools = ToolListWrap(
+                [
+                    EnvkernelTool(e["config"], e["tool_schema"])
+                    for e in tool_config(self.url)["tools"]
+                ]
+            )
         super().__init__(*args, tools=tools, **kwargs)
         self._episode: tuple[AgentData, dict[str, Any]] | None = None
         self._create: dict[str, Any] = {}
 
-    async def _handle_pending_state(self, agent_data: AgentData, sampling_params: dict[str, Any]) -> AgentState:
+    async def _handle_pending_state(
+        self, agent_data: AgentData, sampling_params: dict[str, Any]
+    ) -> AgentState:
         """Open the trajectory's session at its task, then build the prompt as ``ToolAgentLoop`` does."""
         create = self._create
         await open_trajectory(self.url, agent_data.request_id, create)
         self._episode = (agent_data, create)
         return await super()._handle_pending_state(agent_data, sampling_params)
 
-    async def run(self, sampling_params: dict[str, Any], priority: int = 0, **kwargs: Any) -> AgentLoopOutput:
+    async def run(
+        self, sampling_params: dict[str, Any], priority: int = 0, **kwargs: Any
+    ) -> AgentLoopOutput:
         """Play the episode; the task's check (computed by the server) is the output's ``reward_score``."""
         self._create = _task_kwargs(kwargs)
         try:
@@ -91,9 +108,15 @@ class EnvkernelAgentLoop(ToolAgentLoop):
             return output
         agent_data, create = self._episode
         last = agent_data.messages[-1] if agent_data.messages else {}
-        answer = last.get("content") if last.get("role") == "assistant" and not agent_data.tool_calls else None
+        answer = (
+            last.get("content")
+            if last.get("role") == "assistant" and not agent_data.tool_calls
+            else None
+        )
         state = await finish_trajectory(self.url, agent_data.request_id, create, answer=answer)
         reward = state.get("reward")
         output.reward_score = float(reward) if reward is not None else 0.0
-        output.extra_fields["envkernel"] = {k: state.get(k) for k in ("task_id", "step_count", "reasons", "episode_id")}
+        output.extra_fields["envkernel"] = {
+            k: state.get(k) for k in ("task_id", "step_count", "reasons", "episode_id")
+        }
         return output

@@ -9,14 +9,21 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from envkernel.hookspecs import hookimpl
+from envkernel_kit.scoring import REL_TOL, score, tau_at
 from envkernel_kit.workspace import check_reward
 from envkernel_runtime.calls import inline_when
 from envkernel_schemas import Reward, Task, Trajectory
 
-from envkernel_kit.scoring import REL_TOL, score, tau_at
-
-__all__ = ["TraceOutcomeSettings", "Settings", "TraceOutcome", "register_reward_models", "score", "tau_at"]
+__all__ = [
+    "TraceOutcomeSettings",
+    "Settings",
+    "TraceOutcome",
+    "register_reward_models",
+    "score",
+    "tau_at",
+]
 
 
 class TraceOutcomeSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -63,7 +70,9 @@ class TraceOutcome:
         s = self.settings
         return tau_at(s.tau, s.tau_final, s.tau_iterations, iteration)
 
-    @inline_when(lambda task, trajectory, ctx: not task.outcome.check)  # pure CPU: on the loop; a check script blocks: a thread
+    @inline_when(
+        lambda task, trajectory, ctx: not task.outcome.check
+    )  # pure CPU: on the loop; a check script blocks: a thread
     def score(self, task: Task, trajectory: Trajectory, ctx: Any) -> Reward:
         """Score a rollout: ``max(0, τ·trace + (1−τ)·outcome − length_penalty − format_penalty)``. A
         workspace task (one with a check script) scores its check instead, run in a sandbox."""

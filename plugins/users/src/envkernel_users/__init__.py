@@ -38,7 +38,9 @@ ENOUGH = "That's everything I need; please go ahead."
 
 _WORD = re.compile(r"[a-z0-9]+")
 _NUM = re.compile(r"\d+(?:\.\d+)?")
-_STOP = frozenset("the a an of to and or is are be with for in on my me you i it that this which do does what only ones one".split())
+_STOP = frozenset(
+    "the a an of to and or is are be with for in on my me you i it that this which do does what only ones one".split()
+)
 _WHO = re.compile(r"\b(your name|who are you|who is asking|on whose behalf)\b", re.I)
 
 
@@ -51,7 +53,9 @@ def _acted(messages: list[dict[str, Any]]) -> bool:
     for m in reversed(messages):
         if m.get("role") == "user":
             return False
-        if m.get("role") == "tool" or (m.get("role") == "assistant" and (m.get("tool_calls") or m.get("content"))):
+        if m.get("role") == "tool" or (
+            m.get("role") == "assistant" and (m.get("tool_calls") or m.get("content"))
+        ):
             return True
     return False
 
@@ -112,7 +116,11 @@ class LLMUser(UsesChat):
     def prompt(self, task: Task) -> str:
         """The system prompt that sets the model up as this task's user."""
         p = task.persona
-        who = f"You are {p.get('name') or 'the user'}, {p.get('role')}; {p.get('motive')}.\n" if p.get("role") else ""
+        who = (
+            f"You are {p.get('name') or 'the user'}, {p.get('role')}; {p.get('motive')}.\n"
+            if p.get("role")
+            else ""
+        )
         hidden = "\n".join(f"- {h}" for h in task.hidden) or "- (nothing)"
         return PROMPT.format(who=who, request=task.request, hidden=hidden, done=DONE)
 
@@ -128,7 +136,9 @@ class LLMUser(UsesChat):
         s = self.settings
         if convo[-1]["role"] != "user":
             convo.append({"role": "user", "content": "(The assistant is waiting for you.)"})
-        res = await self.chat_client().complete(s.body(s.resolved("model"), convo, temperature=s.temperature, max_tokens=s.max_tokens))
+        res = await self.chat_client().complete(
+            s.body(s.resolved("model"), convo, temperature=s.temperature, max_tokens=s.max_tokens)
+        )
         text = ""
         if res.ok:
             try:
@@ -137,7 +147,11 @@ class LLMUser(UsesChat):
                 text = ""
         if not text:
             self.stats["fallback"] += 1
-            ctx.log.warning("the llm user did not answer; the simulated user speaks", task=task.id, error=res.error or "no content")
+            ctx.log.warning(
+                "the llm user did not answer; the simulated user speaks",
+                task=task.id,
+                error=res.error or "no content",
+            )
             return self.fallback.reply(task, messages, ctx)
         if DONE in text:
             return None
@@ -147,12 +161,17 @@ class LLMUser(UsesChat):
             self.stats["fallback"] += 1
             return self.fallback.reply(task, messages, ctx)
         said = revealed(task, messages)
-        early = [h for h in task.hidden if h not in said and _words(h) - _words(task.request) <= _words(text)]
+        early = [
+            h
+            for h in task.hidden
+            if h not in said and _words(h) - _words(task.request) <= _words(text)
+        ]
         if early and "?" not in last_assistant(messages) and not _acted(messages):
             self.stats["leaked"] += 1  # a held-back fact said before the agent asked or acted
             return self.fallback.reply(task, messages, ctx)
         self.stats["model"] += 1
         return text
+
 
 @hookimpl
 def register_users(register: Any) -> None:

@@ -22,11 +22,13 @@ has one by its check (see ``envkernel_kit.workspace.check_reward``).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import AsyncIterator
 from importlib import metadata
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import msgspec
+
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.groups import purpose_of
 from envkernel_kit.workspace import GroundingError, ground_task, is_workspace, workspace_env
@@ -35,8 +37,16 @@ from envkernel_schemas import EnvRequested, EnvSpec, GroupScored, Provenance, Ta
 from .archetypes import ARCHETYPES, make_variant
 from .pinchbench import PinchBenchError, export_task, judge_only, parse_task, task_files
 
-__all__ = ["ARCHETYPES", "PinchBenchSettings", "PinchBenchSynthesizer", "PinchBenchExporter", "WorkspaceSampler", "WorkspaceSettings",
-           "WorkspaceSynthesizer", "make_variant"]
+__all__ = [
+    "ARCHETYPES",
+    "PinchBenchSettings",
+    "PinchBenchSynthesizer",
+    "PinchBenchExporter",
+    "WorkspaceSampler",
+    "WorkspaceSettings",
+    "WorkspaceSynthesizer",
+    "make_variant",
+]
 
 
 def _version() -> str:
@@ -47,7 +57,9 @@ def _version() -> str:
 
 
 def _seed(*parts: object) -> int:
-    return int.from_bytes(hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=4).digest(), "big")
+    return int.from_bytes(
+        hashlib.blake2b("/".join(map(str, parts)).encode(), digest_size=4).digest(), "big"
+    )
 
 
 class WorkspaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -63,7 +75,9 @@ class WorkspaceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True
             raise ValueError("variants must be at least 1")
         unknown = [a for a in self.archetypes if a not in ARCHETYPES]
         if unknown:
-            raise ValueError(f"unknown archetypes {unknown}; the archetypes are: {', '.join(ARCHETYPES)}")
+            raise ValueError(
+                f"unknown archetypes {unknown}; the archetypes are: {', '.join(ARCHETYPES)}"
+            )
 
 
 Settings = WorkspaceSettings
@@ -84,9 +98,15 @@ class WorkspaceSynthesizer:
         named = [a.strip() for a in (request.source or "").split(",") if a.strip()]
         unknown = [a for a in named if a not in ARCHETYPES]
         if unknown:
-            raise ValueError(f"--source workspace:{request.source}: unknown archetypes {unknown}; the archetypes are: {', '.join(ARCHETYPES)}")
+            raise ValueError(
+                f"--source workspace:{request.source}: unknown archetypes {unknown}; the archetypes are: {', '.join(ARCHETYPES)}"
+            )
         chosen = named or self.settings.archetypes or list(ARCHETYPES)
-        suffix = f"-s{request.seed}" if ctx is not None and request.seed != getattr(ctx, "seed", request.seed) else ""
+        suffix = (
+            f"-s{request.seed}"
+            if ctx is not None and request.seed != getattr(ctx, "seed", request.seed)
+            else ""
+        )
         envs = []
         for archetype in chosen:
             for i in range(self.settings.variants):
@@ -119,7 +139,9 @@ class PinchBenchSynthesizer:
     def synthesize(self, request: EnvRequested, ctx: Any = None) -> list[EnvSpec]:
         """Environments for ``pinchbench:PATH`` (a task file or a folder of them)."""
         if not request.source:
-            raise PinchBenchError("--source pinchbench needs a path: --source pinchbench:PATH (a tasks folder or one task_*.md)")
+            raise PinchBenchError(
+                "--source pinchbench needs a path: --source pinchbench:PATH (a tasks folder or one task_*.md)"
+            )
         root = Path(request.source).expanduser()
         if not root.exists():
             raise PinchBenchError(f"--source pinchbench:{request.source}: no such file or folder")
@@ -143,9 +165,17 @@ class PinchBenchSynthesizer:
                 provenance=Provenance(source_kind="pinchbench", source=str(f), plugin="pinchbench", plugin_version=_version(), seed=request.seed),
             ))  # fmt: skip
         if not envs:
-            raise PinchBenchError(f"{root}: no task could be imported ({', '.join(f'{v} {k}' for k, v in skipped.items()) or 'none found'})"
-                                  + ("; set pinchbench.judge to import judge-graded tasks" if skipped.get("llm_judge_only") else ""))
-        envs[0] = msgspec.structs.replace(envs[0], skipped=skipped, operations=len(envs) + sum(skipped.values()))
+            raise PinchBenchError(
+                f"{root}: no task could be imported ({', '.join(f'{v} {k}' for k, v in skipped.items()) or 'none found'})"
+                + (
+                    "; set pinchbench.judge to import judge-graded tasks"
+                    if skipped.get("llm_judge_only")
+                    else ""
+                )
+            )
+        envs[0] = msgspec.structs.replace(
+            envs[0], skipped=skipped, operations=len(envs) + sum(skipped.values())
+        )
         if log is not None:
             log.info("pinchbench tasks imported", imported=len(envs), skipped=skipped)
         return envs
@@ -161,7 +191,11 @@ class WorkspaceSampler:
     async def sample(self, env: EnvSpec, ctx: Any) -> AsyncIterator[Task]:
         """Yield the environment's task, grounded in a sandbox (nothing for other environments)."""
         prov = env.provenance
-        if not is_workspace(env) or prov is None or prov.source_kind not in ("workspace", "pinchbench"):
+        if (
+            not is_workspace(env)
+            or prov is None
+            or prov.source_kind not in ("workspace", "pinchbench")
+        ):
             return
         strict = prov.source_kind == "workspace"
         if strict:
@@ -169,10 +203,25 @@ class WorkspaceSampler:
             request, calls, check, answer, split_key = v.request, v.calls, v.check, v.answer, env.id
         else:
             t = parse_task(Path(prov.source))
-            request, calls, check, answer, split_key = t.prompt, t.reference, t.check, t.rubric or t.expected[:500], t.id
+            request, calls, check, answer, split_key = (
+                t.prompt,
+                t.reference,
+                t.check,
+                t.rubric or t.expected[:500],
+                t.id,
+            )
         try:
-            task = await ground_task(ctx, env, task_id=_task_id(env, request), request=request, calls=calls, check=check,
-                                     answer=answer, sampler=ctx.component, strict=strict)
+            task = await ground_task(
+                ctx,
+                env,
+                task_id=_task_id(env, request),
+                request=request,
+                calls=calls,
+                check=check,
+                answer=answer,
+                sampler=ctx.component,
+                strict=strict,
+            )
         except GroundingError as exc:
             ctx.log.warning("workspace task dropped", env=env.id, reason=str(exc))
             return
@@ -196,12 +245,14 @@ class PinchBenchExporter:
         self._envs[task.env_id] = env
         out = Path(ctx.out_dir) / "pinchbench"
         out.mkdir(parents=True, exist_ok=True)
-        from envkernel_runtime.envdir import write_atomic  # noqa: PLC0415
+        from envkernel_runtime.envdir import write_atomic
 
         self._done.add(task.id)
         try:
             text = export_task(task, env)
-        except PinchBenchError as exc:  # e.g. a task of an app environment: the format cannot carry it
+        except (
+            PinchBenchError
+        ) as exc:  # e.g. a task of an app environment: the format cannot carry it
             ctx.log.warning("task not exported to pinchbench", task=task.id, reason=str(exc))
             return
         write_atomic(out / f"task_{task.id}.md", text)
@@ -213,7 +264,7 @@ class PinchBenchExporter:
 @hookimpl
 def register_commands(cli: Any) -> None:
     """Add ``envkernel workspace export RUN_DIR`` (a finished run's workspace tasks as PinchBench files)."""
-    from .cli import add_commands  # noqa: PLC0415 - only when the CLI is built
+    from .cli import add_commands
 
     add_commands(cli)
 

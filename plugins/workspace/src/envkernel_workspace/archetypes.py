@@ -18,8 +18,9 @@ import json
 import random
 import textwrap
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from envkernel_kit.workspace import GIT_INIT
 from envkernel_schemas import ToolCall, ToolSpec
@@ -52,7 +53,10 @@ def _call(tool: str, /, **arguments: Any) -> ToolCall:
 
 def _check(constants: dict[str, Any], body: str) -> str:
     """A check script: the constants as JSON literals, then ``grade``."""
-    head = "".join(f"{k} = json.loads({json.dumps(json.dumps(v, sort_keys=True))})\n" for k, v in constants.items())
+    head = "".join(
+        f"{k} = json.loads({json.dumps(json.dumps(v, sort_keys=True))})\n"
+        for k, v in constants.items()
+    )
     return "import json\n" + head + "\n\n" + textwrap.dedent(body).strip() + "\n"
 
 
@@ -66,7 +70,8 @@ def _money(rng: random.Random, lo: int, hi: int) -> str:
     return f"{rng.randint(lo * 100, hi * 100) / 100:.2f}"
 
 
-# --------------------------------------------------------------------------- 1. ledger reconciliation
+# --------------------------------------------------------------------------- 1. ledger
+# reconciliation
 
 
 def ledger(rng: random.Random, fake: Any) -> Variant:
@@ -77,8 +82,15 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
     entries, files = [], {}
     for i in range(n):
         inv = f"INV-{rng.randint(1000, 9999)}-{i:02d}"
-        entries.append({"entry": f"E{i + 1:03d}", "invoice": inv, "vendor": rng.choice(vendors),
-                        "date": fake.date_between("-90d", "-1d").isoformat(), "amount": _money(rng, 80, 4000)})
+        entries.append(
+            {
+                "entry": f"E{i + 1:03d}",
+                "invoice": inv,
+                "vendor": rng.choice(vendors),
+                "date": fake.date_between("-90d", "-1d").isoformat(),
+                "amount": _money(rng, 80, 4000),
+            }
+        )
     k_mis, k_miss = rng.randint(1, 3), rng.randint(1, 2)
     picked = rng.sample(range(n), k_mis + k_miss)
     mismatched, missing = sorted(picked[:k_mis]), sorted(picked[k_mis:])
@@ -93,12 +105,28 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
             f"Description: {fake.bs()}\nTotal due: {amount} EUR\nPayment terms: net {rng.choice([15, 30, 45])} days\n"
         )
         e["invoice_amount"] = amount
-    files["ledger.csv"] = _csv([["entry_id", "date", "vendor", "invoice", "amount_eur"]]
-                               + [[e["entry"], e["date"], e["vendor"], e["invoice"], e["amount"]] for e in entries])
-    # distractors: last year's ledger, a meeting note, a receipt that is not an invoice of this ledger
-    files["archive/ledger_2025.csv"] = _csv([["entry_id", "date", "vendor", "invoice", "amount_eur"]]
-                                            + [[f"E{j:03d}", "2025-11-0" + str(j % 9 + 1), rng.choice(vendors), f"INV-{rng.randint(1000, 9999)}-old", _money(rng, 50, 900)] for j in range(1, 6)])
-    files["notes/finance-sync.md"] = f"# Finance sync\n\n- {fake.sentence()}\n- Close {quarter} books by Friday.\n- {fake.sentence()}\n"
+    files["ledger.csv"] = _csv(
+        [["entry_id", "date", "vendor", "invoice", "amount_eur"]]
+        + [[e["entry"], e["date"], e["vendor"], e["invoice"], e["amount"]] for e in entries]
+    )
+    # distractors: last year's ledger, a meeting note, a receipt that is not an invoice of this
+    # ledger
+    files["archive/ledger_2025.csv"] = _csv(
+        [["entry_id", "date", "vendor", "invoice", "amount_eur"]]
+        + [
+            [
+                f"E{j:03d}",
+                "2025-11-0" + str(j % 9 + 1),
+                rng.choice(vendors),
+                f"INV-{rng.randint(1000, 9999)}-old",
+                _money(rng, 50, 900),
+            ]
+            for j in range(1, 6)
+        ]
+    )
+    files["notes/finance-sync.md"] = (
+        f"# Finance sync\n\n- {fake.sentence()}\n- Close {quarter} books by Friday.\n- {fake.sentence()}\n"
+    )
     files["invoices/README.txt"] = "Scanned invoices, one text file per invoice (OCR output).\n"
     issues = []
     for i in mismatched:
@@ -110,7 +138,9 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
     issues.sort()
     content = _csv([["entry_id", "issue", "ledger_amount", "invoice_amount"], *issues])
     expected = {r[0]: {"issue": r[1], "ledger": r[2], "invoice": r[3]} for r in issues}
-    check = _check({"EXPECTED": expected}, """
+    check = _check(
+        {"EXPECTED": expected},
+        """
         def grade(transcript, workspace_path):
             import csv, os
             path = os.path.join(workspace_path, "reconciliation.csv")
@@ -134,19 +164,34 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
             return {"report_written": 1.0 if rows else 0.0, "mismatches_found": found("amount_mismatch"),
                     "missing_found": found("missing_invoice"), "amounts_right": 1.0 if amounts else 0.0,
                     "no_false_positives": 1.0 if rows and set(got) == set(EXPECTED) else 0.0}
-    """)
-    request = rng.choice([
-        f"Before we close {quarter}, check ledger.csv against the scanned invoices and put every entry that doesn't add up into "
-        "reconciliation.csv (columns entry_id, issue, ledger_amount, invoice_amount; issue is amount_mismatch or missing_invoice).",
-        f"Our {quarter} ledger has to match the invoices folder. Write reconciliation.csv with one row per ledger entry whose invoice "
-        "total differs (issue amount_mismatch) or whose invoice is missing (issue missing_invoice); columns: entry_id, issue, "
-        "ledger_amount, invoice_amount (empty when there is no invoice).",
-    ])
-    calls = [_call("read", path="ledger.csv"), _call("glob", pattern="invoices/*.txt"),
-             _call("exec", command="grep -H 'Total due' invoices/INV-*.txt"), _call("write", path="reconciliation.csv", content=content)]
-    return Variant("ledger", f"{quarter} ledger reconciliation", "A finance folder: a ledger CSV, scanned invoices and old books.",
-                   files, request, calls, check, f"I wrote reconciliation.csv with {len(issues)} entries that need attention.",
-                   category="data_reconciliation")
+    """,
+    )
+    request = rng.choice(
+        [
+            f"Before we close {quarter}, check ledger.csv against the scanned invoices and put every entry that doesn't add up into "
+            "reconciliation.csv (columns entry_id, issue, ledger_amount, invoice_amount; issue is amount_mismatch or missing_invoice).",
+            f"Our {quarter} ledger has to match the invoices folder. Write reconciliation.csv with one row per ledger entry whose invoice "
+            "total differs (issue amount_mismatch) or whose invoice is missing (issue missing_invoice); columns: entry_id, issue, "
+            "ledger_amount, invoice_amount (empty when there is no invoice).",
+        ]
+    )
+    calls = [
+        _call("read", path="ledger.csv"),
+        _call("glob", pattern="invoices/*.txt"),
+        _call("exec", command="grep -H 'Total due' invoices/INV-*.txt"),
+        _call("write", path="reconciliation.csv", content=content),
+    ]
+    return Variant(
+        "ledger",
+        f"{quarter} ledger reconciliation",
+        "A finance folder: a ledger CSV, scanned invoices and old books.",
+        files,
+        request,
+        calls,
+        check,
+        f"I wrote reconciliation.csv with {len(issues)} entries that need attention.",
+        category="data_reconciliation",
+    )
 
 
 # --------------------------------------------------------------------------- 2. inbox triage
@@ -154,34 +199,60 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
 
 def inbox(rng: random.Random, fake: Any) -> Variant:
     """Triage an inbox folder into project folders by the rules in RULES.md."""
-    projects = rng.sample(["atlas", "beacon", "cobalt", "delta", "ember", "fjord", "granite", "harbor"], 3)
+    projects = rng.sample(
+        ["atlas", "beacon", "cobalt", "delta", "ember", "fjord", "granite", "harbor"], 3
+    )
     clients = {p: fake.unique.domain_name() for p in projects}
     files: dict[str, str] = {}
     rules = ["# Inbox rules", "", "Sort every message in inbox/ into a folder:", ""]
     for p in projects:
-        rules.append(f"- mail from `@{clients[p]}` or with `[{p.upper()}]` in the subject goes to `projects/{p}/`")
-    rules += ["- anything else goes to `archive/`", "- never edit or rename a message; keep `inbox/` itself (empty)", ""]
+        rules.append(
+            f"- mail from `@{clients[p]}` or with `[{p.upper()}]` in the subject goes to `projects/{p}/`"
+        )
+    rules += [
+        "- anything else goes to `archive/`",
+        "- never edit or rename a message; keep `inbox/` itself (empty)",
+        "",
+    ]
     files["RULES.md"] = "\n".join(rules)
     dest: dict[str, str] = {}
     for i in range(rng.randint(7, 11)):
         kind = rng.random()
         p = rng.choice(projects)
         if kind < 0.4:
-            sender, subject, where = f"{fake.user_name()}@{clients[p]}", fake.sentence(nb_words=5).rstrip("."), f"projects/{p}"
+            sender, subject, where = (
+                f"{fake.user_name()}@{clients[p]}",
+                fake.sentence(nb_words=5).rstrip("."),
+                f"projects/{p}",
+            )
         elif kind < 0.7:
-            sender, subject, where = fake.free_email(), f"[{p.upper()}] {fake.sentence(nb_words=4).rstrip('.')}", f"projects/{p}"
+            sender, subject, where = (
+                fake.free_email(),
+                f"[{p.upper()}] {fake.sentence(nb_words=4).rstrip('.')}",
+                f"projects/{p}",
+            )
         else:
-            sender, subject, where = fake.free_email(), fake.sentence(nb_words=6).rstrip("."), "archive"
+            sender, subject, where = (
+                fake.free_email(),
+                fake.sentence(nb_words=6).rstrip("."),
+                "archive",
+            )
         name = f"{i + 1:03d}-{fake.slug()[:24]}.eml"
-        files[f"inbox/{name}"] = (f"From: {fake.name()} <{sender}>\nTo: me@example.com\nSubject: {subject}\nDate: {fake.date_time_this_year().isoformat()}Z\n\n"
-                                  f"{fake.paragraph(nb_sentences=3)}\n")
+        files[f"inbox/{name}"] = (
+            f"From: {fake.name()} <{sender}>\nTo: me@example.com\nSubject: {subject}\nDate: {fake.date_time_this_year().isoformat()}Z\n\n"
+            f"{fake.paragraph(nb_sentences=3)}\n"
+        )
         dest[name] = where
     files["projects/README.md"] = "One folder per active project.\n"
-    files["drafts/reply-to-landlord.eml"] = f"From: me@example.com\nSubject: Re: lease\n\n{fake.paragraph()}\n"  # not in inbox/: stays
+    files["drafts/reply-to-landlord.eml"] = (
+        f"From: me@example.com\nSubject: Re: lease\n\n{fake.paragraph()}\n"  # not in inbox/: stays
+    )
     folders = sorted(set(dest.values()))
     moves = " && ".join(f"mv inbox/{n} {d}/" for n, d in sorted(dest.items()))
     command = f"mkdir -p {' '.join(folders)} && {moves}"
-    check = _check({"DEST": dest}, """
+    check = _check(
+        {"DEST": dest},
+        """
         def grade(transcript, workspace_path):
             import os
             placed = sum(1 for n, d in DEST.items() if os.path.isfile(os.path.join(workspace_path, d, n)))
@@ -194,30 +265,66 @@ def inbox(rng: random.Random, fake: Any) -> Variant:
             return {"all_placed": 1.0 if placed == len(DEST) else 0.0, "inbox_emptied": 1.0 if placed and not left else 0.0,
                     "nothing_misfiled": 1.0 if placed and not wrong else 0.0,
                     "drafts_untouched": 1.0 if placed and os.path.isfile(os.path.join(workspace_path, "drafts/reply-to-landlord.eml")) else 0.0}
-    """)
-    request = rng.choice(["Please go through my inbox folder and file everything the way RULES.md says.",
-                          "Triage inbox/ into the project folders following the rules file; whatever matches no project goes to the archive."])
-    calls = [_call("read", path="RULES.md"), _call("grep", pattern="^(From|Subject):", path="inbox"), _call("exec", command=command)]
-    return Variant("inbox", "inbox triage", "A mail folder exported as .eml files, with filing rules.", files, request, calls, check,
-                   f"Filed {len(dest)} messages.", category="organisation")
+    """,
+    )
+    request = rng.choice(
+        [
+            "Please go through my inbox folder and file everything the way RULES.md says.",
+            "Triage inbox/ into the project folders following the rules file; whatever matches no project goes to the archive.",
+        ]
+    )
+    calls = [
+        _call("read", path="RULES.md"),
+        _call("grep", pattern="^(From|Subject):", path="inbox"),
+        _call("exec", command=command),
+    ]
+    return Variant(
+        "inbox",
+        "inbox triage",
+        "A mail folder exported as .eml files, with filing rules.",
+        files,
+        request,
+        calls,
+        check,
+        f"Filed {len(dest)} messages.",
+        category="organisation",
+    )
 
 
 # --------------------------------------------------------------------------- 3. fix a failing test
 
 
 _FIXES = [
-    ("discount", "def apply_discount(total, percent):\n    \"\"\"Total after a percentage discount, rounded to cents.\"\"\"\n    return round(total * (1 - percent), 2)\n",
-     "    return round(total * (1 - percent), 2)", "    return round(total * (1 - percent / 100), 2)",
-     "from {pkg}.pricing import apply_discount\n\n\nclass TestDiscount(unittest.TestCase):\n    def test_ten_percent(self):\n        self.assertEqual(apply_discount({a}, 10), {b})\n\n    def test_zero(self):\n        self.assertEqual(apply_discount({a}, 0), {a})\n",
-     "pricing.py", lambda a: round(a * 0.9, 2), "apply_discount({a}, 10) == {b}"),
-    ("slug", "import re\n\n\ndef slugify(title):\n    \"\"\"Lower-case words joined by hyphens.\"\"\"\n    words = re.findall(r\"[A-Za-z0-9]+\", title)\n    return \"_\".join(w.lower() for w in words)\n",
-     "    return \"_\".join(w.lower() for w in words)", "    return \"-\".join(w.lower() for w in words)",
-     "from {pkg}.text import slugify\n\n\nclass TestSlug(unittest.TestCase):\n    def test_title(self):\n        self.assertEqual(slugify({a!r}), {b!r})\n",
-     "text.py", None, "slugify({a!r}) == {b!r}"),
-    ("average", "def average(values):\n    \"\"\"Arithmetic mean; 0.0 for an empty list.\"\"\"\n    if not values:\n        return 0.0\n    return sum(values) / (len(values) - 1)\n",
-     "    return sum(values) / (len(values) - 1)", "    return sum(values) / len(values)",
-     "from {pkg}.stats import average\n\n\nclass TestAverage(unittest.TestCase):\n    def test_mean(self):\n        self.assertAlmostEqual(average({a}), {b})\n\n    def test_empty(self):\n        self.assertEqual(average([]), 0.0)\n",
-     "stats.py", None, "abs(average({a}) - {b}) < 1e-9"),
+    (
+        "discount",
+        'def apply_discount(total, percent):\n    """Total after a percentage discount, rounded to cents."""\n    return round(total * (1 - percent), 2)\n',
+        "    return round(total * (1 - percent), 2)",
+        "    return round(total * (1 - percent / 100), 2)",
+        "from {pkg}.pricing import apply_discount\n\n\nclass TestDiscount(unittest.TestCase):\n    def test_ten_percent(self):\n        self.assertEqual(apply_discount({a}, 10), {b})\n\n    def test_zero(self):\n        self.assertEqual(apply_discount({a}, 0), {a})\n",
+        "pricing.py",
+        lambda a: round(a * 0.9, 2),
+        "apply_discount({a}, 10) == {b}",
+    ),
+    (
+        "slug",
+        'import re\n\n\ndef slugify(title):\n    """Lower-case words joined by hyphens."""\n    words = re.findall(r"[A-Za-z0-9]+", title)\n    return "_".join(w.lower() for w in words)\n',
+        '    return "_".join(w.lower() for w in words)',
+        '    return "-".join(w.lower() for w in words)',
+        "from {pkg}.text import slugify\n\n\nclass TestSlug(unittest.TestCase):\n    def test_title(self):\n        self.assertEqual(slugify({a!r}), {b!r})\n",
+        "text.py",
+        None,
+        "slugify({a!r}) == {b!r}",
+    ),
+    (
+        "average",
+        'def average(values):\n    """Arithmetic mean; 0.0 for an empty list."""\n    if not values:\n        return 0.0\n    return sum(values) / (len(values) - 1)\n',
+        "    return sum(values) / (len(values) - 1)",
+        "    return sum(values) / len(values)",
+        "from {pkg}.stats import average\n\n\nclass TestAverage(unittest.TestCase):\n    def test_mean(self):\n        self.assertAlmostEqual(average({a}), {b})\n\n    def test_empty(self):\n        self.assertEqual(average([]), 0.0)\n",
+        "stats.py",
+        None,
+        "abs(average({a}) - {b}) < 1e-9",
+    ),
 ]
 
 
@@ -244,13 +351,22 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
     files = {
         f"{pkg}/__init__.py": f'"""{fake.catch_phrase()}."""\n',
         f"{pkg}/{module}": source,
-        f"{pkg}/helpers.py": "def clamp(x, lo, hi):\n    return max(lo, min(hi, x))\n",  # distractor: correct, untested
+        # distractor: correct, untested
+        f"{pkg}/helpers.py": "def clamp(x, lo, hi):\n    return max(lo, min(hi, x))\n",
         f"tests/test_{module}": test,
         "tests/__init__.py": "",
         "README.md": f"# {pkg}\n\n{fake.paragraph()}\n\nRun the tests with `python3 -m unittest discover -s tests -t .`\n",
         "CHANGELOG.md": f"## 0.3.0\n- {fake.sentence()}\n- {fake.sentence()}\n",
     }
-    check = _check({"PKG": pkg, "TEST_FILE": f"tests/test_{module}", "TEST": test, "PROBE": probe, "MODULE": module[:-3]}, """
+    check = _check(
+        {
+            "PKG": pkg,
+            "TEST_FILE": f"tests/test_{module}",
+            "TEST": test,
+            "PROBE": probe,
+            "MODULE": module[:-3],
+        },
+        """
         def grade(transcript, workspace_path):
             import os, subprocess
             def run(args):
@@ -267,16 +383,35 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
             general = run(["python3", "-c", f"from {PKG}.{MODULE} import *; import sys; sys.exit(0 if {PROBE} else 1)"])
             return {"tests_pass": 1.0 if passes else 0.0, "tests_untouched": 1.0 if passes and same_test else 0.0,
                     "fix_is_general": 1.0 if general else 0.0}
-    """)
-    request = rng.choice([f"The unit tests of {pkg} fail. Find the bug in the package and fix it; do not change the tests.",
-                          f"CI is red on {pkg}: please make the test suite pass by fixing the code (the tests are right)."])
-    calls = [_call("exec", command="python3 -m unittest discover -s tests -t . 2>&1 | tail -n 15"),
-             _call("read", path=f"{pkg}/{module}"), _call("edit", path=f"{pkg}/{module}", old_string=bad, new_string=good)]
-    return Variant("fixtest", f"{pkg} failing test", "A small Python package in a git repository, with its unit tests.", files,
-                   request, calls, check, f"Fixed the bug in {pkg}/{module}; the tests pass.", setup=[GIT_INIT], category="coding")
+    """,
+    )
+    request = rng.choice(
+        [
+            f"The unit tests of {pkg} fail. Find the bug in the package and fix it; do not change the tests.",
+            f"CI is red on {pkg}: please make the test suite pass by fixing the code (the tests are right).",
+        ]
+    )
+    calls = [
+        _call("exec", command="python3 -m unittest discover -s tests -t . 2>&1 | tail -n 15"),
+        _call("read", path=f"{pkg}/{module}"),
+        _call("edit", path=f"{pkg}/{module}", old_string=bad, new_string=good),
+    ]
+    return Variant(
+        "fixtest",
+        f"{pkg} failing test",
+        "A small Python package in a git repository, with its unit tests.",
+        files,
+        request,
+        calls,
+        check,
+        f"Fixed the bug in {pkg}/{module}; the tests pass.",
+        setup=[GIT_INIT],
+        category="coding",
+    )
 
 
-# --------------------------------------------------------------------------- 4. rotate a config value
+# --------------------------------------------------------------------------- 4. rotate a config
+# value
 
 
 _RENDER = '''\
@@ -306,24 +441,46 @@ def _render(ini: dict[str, dict[str, str]]) -> dict[str, str]:
 
 
 def _ini(ini: dict[str, dict[str, str]]) -> str:
-    return "\n".join(f"[{s}]\n" + "".join(f"{k} = {v}\n" for k, v in kv.items()) for s, kv in ini.items())
+    return "\n".join(
+        f"[{s}]\n" + "".join(f"{k} = {v}\n" for k, v in kv.items()) for s, kv in ini.items()
+    )
 
 
 def rotate(rng: random.Random, fake: Any) -> Variant:
     """Rotate the payments API key to the new one and regenerate what is rendered from the config."""
     old = "pk_live_" + fake.hexify("^" * 24)
     new = "pk_live_" + fake.hexify("^" * 24)
-    ini = {"app": {"name": fake.slug(), "region": rng.choice(["eu-west-1", "us-east-2", "ap-south-1"])},
-           "database": {"host": f"db.{fake.domain_name()}", "port": str(rng.choice([5432, 5433, 6432]))},
-           "payments": {"endpoint": f"https://api.{fake.domain_name()}/v2", "api_key": old, "timeout": str(rng.choice([10, 20, 30]))}}
-    files = {"config/app.ini": _ini(ini), "scripts/render.py": _RENDER, **_render(ini),
-             "secrets/payments_key.new": new + "\n",
-             "secrets/payments_key.old": old + "\n",  # distractor
-             "docs/runbook.md": f"# Runbook\n\nKey rotation: put the new key in config/app.ini, then re-render deploy/.\n\n{fake.paragraph()}\n",
-             "config/app.ini.example": _ini({**ini, "payments": {**ini["payments"], "api_key": "pk_live_xxx"}})}
+    ini = {
+        "app": {
+            "name": fake.slug(),
+            "region": rng.choice(["eu-west-1", "us-east-2", "ap-south-1"]),
+        },
+        "database": {
+            "host": f"db.{fake.domain_name()}",
+            "port": str(rng.choice([5432, 5433, 6432])),
+        },
+        "payments": {
+            "endpoint": f"https://api.{fake.domain_name()}/v2",
+            "api_key": old,
+            "timeout": str(rng.choice([10, 20, 30])),
+        },
+    }
+    files = {
+        "config/app.ini": _ini(ini),
+        "scripts/render.py": _RENDER,
+        **_render(ini),
+        "secrets/payments_key.new": new + "\n",
+        "secrets/payments_key.old": old + "\n",  # distractor
+        "docs/runbook.md": f"# Runbook\n\nKey rotation: put the new key in config/app.ini, then re-render deploy/.\n\n{fake.paragraph()}\n",
+        "config/app.ini.example": _ini(
+            {**ini, "payments": {**ini["payments"], "api_key": "pk_live_xxx"}}
+        ),
+    }
     rotated = {**ini, "payments": {**ini["payments"], "api_key": new}}
     want = {"config/app.ini": _ini(rotated), **_render(rotated)}
-    check = _check({"NEW": new, "OLD": old, "WANT": want}, """
+    check = _check(
+        {"NEW": new, "OLD": old, "WANT": want},
+        """
         def grade(transcript, workspace_path):
             import os
             def text(p):
@@ -339,14 +496,36 @@ def rotate(rng: random.Random, fake: Any) -> Variant:
                     "deploy_regenerated": 1.0 if all(text(p) == WANT[p] for p in rendered) else 0.0,
                     "old_key_gone": 1.0 if NEW in conf and not old_left else 0.0,
                     "rest_unchanged": 1.0 if conf == WANT["config/app.ini"] else 0.0}
-    """)
-    request = rng.choice(["The payments API key was rotated; the new one is in secrets/. Switch the app over and regenerate the deploy files.",
-                          "Please swap our payments key for the new key in the secrets folder, and make sure everything generated from the config is up to date."])
-    calls = [_call("read", path="secrets/payments_key.new"), _call("read", path="docs/runbook.md"),
-             _call("edit", path="config/app.ini", old_string=f"api_key = {old}", new_string=f"api_key = {new}"),
-             _call("exec", command="python3 scripts/render.py")]
-    return Variant("rotate", "payments key rotation", "A service's config, its render script and the files it renders.", files,
-                   request, calls, check, "Rotated the key in config/app.ini and re-rendered deploy/.", category="operations")
+    """,
+    )
+    request = rng.choice(
+        [
+            "The payments API key was rotated; the new one is in secrets/. Switch the app over and regenerate the deploy files.",
+            "Please swap our payments key for the new key in the secrets folder, and make sure everything generated from the config is up to date.",
+        ]
+    )
+    calls = [
+        _call("read", path="secrets/payments_key.new"),
+        _call("read", path="docs/runbook.md"),
+        _call(
+            "edit",
+            path="config/app.ini",
+            old_string=f"api_key = {old}",
+            new_string=f"api_key = {new}",
+        ),
+        _call("exec", command="python3 scripts/render.py"),
+    ]
+    return Variant(
+        "rotate",
+        "payments key rotation",
+        "A service's config, its render script and the files it renders.",
+        files,
+        request,
+        calls,
+        check,
+        "Rotated the key in config/app.ini and re-rendered deploy/.",
+        category="operations",
+    )
 
 
 # --------------------------------------------------------------------------- 5. summarise logs
@@ -354,7 +533,9 @@ def rotate(rng: random.Random, fake: Any) -> Variant:
 
 def logs(rng: random.Random, fake: Any) -> Variant:
     """Count ERROR and WARN lines per service over the current logs and write a report."""
-    services = rng.sample(["auth", "billing", "search", "gateway", "mailer", "scheduler", "storage"], 4)
+    services = rng.sample(
+        ["auth", "billing", "search", "gateway", "mailer", "scheduler", "storage"], 4
+    )
     messages = {s: [fake.sentence(nb_words=4).rstrip(".") for _ in range(3)] for s in services}
     files: dict[str, str] = {}
     counts: dict[str, Counter] = {s: Counter() for s in services}
@@ -366,20 +547,33 @@ def logs(rng: random.Random, fake: Any) -> Variant:
             s = rng.choice(services)
             level = rng.choices(["INFO", "WARN", "ERROR", "DEBUG"], [6, 2, 2, 1])[0]
             msg = rng.choice(messages[s])
-            lines.append(f"2026-01-{10 + d:02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{n % 60:02d}Z {level} {s} {msg}")
+            lines.append(
+                f"2026-01-{10 + d:02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{n % 60:02d}Z {level} {s} {msg}"
+            )
             if level in ("ERROR", "WARN"):
                 counts[s][level] += 1
             if level == "ERROR":
                 top[f"{s}: {msg}"] += 1
         files[f"logs/app-2026-01-{10 + d:02d}.log"] = "\n".join(sorted(lines)) + "\n"
-    files["logs/archive/app-2025-12-31.log"] = "\n".join(f"2025-12-31T10:00:{i:02d}Z ERROR {rng.choice(services)} old failure" for i in range(12)) + "\n"
-    files["logs/README.md"] = "Application logs, one file per day. Older files are moved to archive/ and are not current.\n"
+    files["logs/archive/app-2025-12-31.log"] = (
+        "\n".join(
+            f"2025-12-31T10:00:{i:02d}Z ERROR {rng.choice(services)} old failure" for i in range(12)
+        )
+        + "\n"
+    )
+    files["logs/README.md"] = (
+        "Application logs, one file per day. Older files are moved to archive/ and are not current.\n"
+    )
     order = sorted(services, key=lambda s: (-counts[s]["ERROR"], s))
-    table = "| service | errors | warnings |\n|---|---|---|\n" + "".join(f"| {s} | {counts[s]['ERROR']} | {counts[s]['WARN']} |\n" for s in order)
+    table = "| service | errors | warnings |\n|---|---|---|\n" + "".join(
+        f"| {s} | {counts[s]['ERROR']} | {counts[s]['WARN']} |\n" for s in order
+    )
     best = sorted(top.items(), key=lambda kv: (-kv[1], kv[0]))[0][0] if top else "none"
     report = f"# Log summary\n\n{table}\nMost frequent error: {best}\n"
     expected = {s: [counts[s]["ERROR"], counts[s]["WARN"]] for s in services}
-    check = _check({"COUNTS": expected, "ORDER": order, "TOP": best}, """
+    check = _check(
+        {"COUNTS": expected, "ORDER": order, "TOP": best},
+        """
         def grade(transcript, workspace_path):
             import os, re
             path = os.path.join(workspace_path, "report.md")
@@ -398,22 +592,44 @@ def logs(rng: random.Random, fake: Any) -> Variant:
                     "warning_counts": 1.0 if rows and all(s in got and got[s][2] == c[1] for s, c in COUNTS.items()) else 0.0,
                     "sorted_by_errors": 1.0 if [r[0] for r in rows] == ORDER else 0.0,
                     "top_error": 1.0 if rows and TOP in text else 0.0}
-    """)
-    request = rng.choice(["Summarise the current logs into report.md: a markdown table | service | errors | warnings | with one row per "
-                          "service, most errors first (ties by name), then a line 'Most frequent error: <service>: <message>'.",
-                          "I need report.md with ERROR and WARN counts per service from the logs (skip the archive), as a table "
-                          "| service | errors | warnings | sorted by errors descending then name, and the most frequent error "
-                          "as 'Most frequent error: <service>: <message>'."])
-    calls = [_call("list", path="logs"), _call("exec", command="cat logs/*.log | awk '{print $2, $3}' | sort | uniq -c"),
-             _call("write", path="report.md", content=report)]
-    return Variant("logs", "log summary", "A day-by-day application log folder with an archive.", files, request, calls, check,
-                   "Wrote report.md with the counts per service.", category="analysis")
+    """,
+    )
+    request = rng.choice(
+        [
+            "Summarise the current logs into report.md: a markdown table | service | errors | warnings | with one row per "
+            "service, most errors first (ties by name), then a line 'Most frequent error: <service>: <message>'.",
+            "I need report.md with ERROR and WARN counts per service from the logs (skip the archive), as a table "
+            "| service | errors | warnings | sorted by errors descending then name, and the most frequent error "
+            "as 'Most frequent error: <service>: <message>'.",
+        ]
+    )
+    calls = [
+        _call("list", path="logs"),
+        _call("exec", command="cat logs/*.log | awk '{print $2, $3}' | sort | uniq -c"),
+        _call("write", path="report.md", content=report),
+    ]
+    return Variant(
+        "logs",
+        "log summary",
+        "A day-by-day application log folder with an archive.",
+        files,
+        request,
+        calls,
+        check,
+        "Wrote report.md with the counts per service.",
+        category="analysis",
+    )
 
 
 # --------------------------------------------------------------------------- 6. organise downloads
 
 
-_KINDS = {"Documents": ["pdf", "docx", "txt", "csv"], "Pictures": ["jpg", "png"], "Archives": ["zip", "tar.gz"], "Music": ["mp3"]}
+_KINDS = {
+    "Documents": ["pdf", "docx", "txt", "csv"],
+    "Pictures": ["jpg", "png"],
+    "Archives": ["zip", "tar.gz"],
+    "Music": ["mp3"],
+}
 
 
 def downloads(rng: random.Random, fake: Any) -> Variant:
@@ -436,13 +652,25 @@ def downloads(rng: random.Random, fake: Any) -> Variant:
     files[f"Downloads/{dup}"] = files[f"Downloads/{dup_of}"]
     part = f"{fake.slug()[:18]}.iso.part"
     files[f"Downloads/{part}"] = "incomplete download\n"
-    files["Documents/taxes-2025.pdf"] = "PDF placeholder: last year's taxes\n"  # already sorted: stays
-    files["ORGANISE.md"] = ("# Downloads policy\n\n" + "".join(f"- {', '.join('.' + e for e in es)} -> {d}/\n" for d, es in _KINDS.items())
-                            + "- a file named like `name (1).ext` with the same content as `name.ext` is a duplicate: delete it\n"
-                            + "- `.part` files are downloads in progress: leave them in Downloads/\n")
+    files["Documents/taxes-2025.pdf"] = (
+        "PDF placeholder: last year's taxes\n"  # already sorted: stays
+    )
+    files["ORGANISE.md"] = (
+        "# Downloads policy\n\n"
+        + "".join(f"- {', '.join('.' + e for e in es)} -> {d}/\n" for d, es in _KINDS.items())
+        + "- a file named like `name (1).ext` with the same content as `name.ext` is a duplicate: delete it\n"
+        + "- `.part` files are downloads in progress: leave them in Downloads/\n"
+    )
     moves = " && ".join(f"mv 'Downloads/{n}' {d}/" for n, d in sorted(dest.items()))
     command = f"mkdir -p {' '.join(sorted(set(dest.values())))} && rm 'Downloads/{dup}' && {moves}"
-    check = _check({"DEST": dest, "DUP": dup, "PART": part, "CONTENT": {n: files[f"Downloads/{n}"] for n in dest}}, """
+    check = _check(
+        {
+            "DEST": dest,
+            "DUP": dup,
+            "PART": part,
+            "CONTENT": {n: files[f"Downloads/{n}"] for n in dest},
+        },
+        """
         def grade(transcript, workspace_path):
             import os
             def text(p):
@@ -458,15 +686,34 @@ def downloads(rng: random.Random, fake: Any) -> Variant:
                     and not any(os.path.exists(os.path.join(workspace_path, d, DUP)) for d in set(DEST.values())) else 0.0,
                     "partial_left_alone": 1.0 if placed and text(f"Downloads/{PART}") is not None else 0.0,
                     "old_files_kept": 1.0 if placed and text("Documents/taxes-2025.pdf") is not None else 0.0}
-    """)
-    request = rng.choice(["My Downloads folder is a mess. Tidy it up following ORGANISE.md.",
-                          "Clean up Downloads/ per the policy in ORGANISE.md (sort by type, drop duplicate copies, leave partial downloads)."])
-    calls = [_call("read", path="ORGANISE.md"), _call("list", path="Downloads"), _call("exec", command=command)]
-    return Variant("downloads", "downloads clean-up", "A home folder with a messy Downloads folder and a filing policy.", files,
-                   request, calls, check, f"Sorted {len(dest)} files and removed the duplicate {dup}.", category="organisation")
+    """,
+    )
+    request = rng.choice(
+        [
+            "My Downloads folder is a mess. Tidy it up following ORGANISE.md.",
+            "Clean up Downloads/ per the policy in ORGANISE.md (sort by type, drop duplicate copies, leave partial downloads).",
+        ]
+    )
+    calls = [
+        _call("read", path="ORGANISE.md"),
+        _call("list", path="Downloads"),
+        _call("exec", command=command),
+    ]
+    return Variant(
+        "downloads",
+        "downloads clean-up",
+        "A home folder with a messy Downloads folder and a filing policy.",
+        files,
+        request,
+        calls,
+        check,
+        f"Sorted {len(dest)} files and removed the duplicate {dup}.",
+        category="organisation",
+    )
 
 
-# --------------------------------------------------------------------------- 7. a CRM app (SQLite) fed from a CSV export
+# --------------------------------------------------------------------------- 7. a CRM app (SQLite)
+# fed from a CSV export
 
 
 CRM_APP = '''
@@ -521,28 +768,59 @@ def crm(rng: random.Random, fake: Any) -> Variant:
     threshold = rng.choice([5000, 10000, 20000])
     contacts = []
     for i in range(rng.randint(7, 10)):
-        contacts.append({"id": f"con_{i + 101:04d}", "name": fake.unique.name(), "email": fake.unique.company_email(),
-                         "company": fake.company(), "status": rng.choice(["lead", "lead", "customer", "lost"])})
+        contacts.append(
+            {
+                "id": f"con_{i + 101:04d}",
+                "name": fake.unique.name(),
+                "email": fake.unique.company_email(),
+                "company": fake.company(),
+                "status": rng.choice(["lead", "lead", "customer", "lost"]),
+            }
+        )
     leads = []
     known = rng.sample(contacts, 4)
     for c in known:
-        leads.append({"name": c["name"], "email": c["email"], "company": c["company"], "budget": rng.choice([threshold // 2, threshold * 2, threshold + 500])})
+        leads.append(
+            {
+                "name": c["name"],
+                "email": c["email"],
+                "company": c["company"],
+                "budget": rng.choice([threshold // 2, threshold * 2, threshold + 500]),
+            }
+        )
     for _ in range(rng.randint(2, 3)):
-        leads.append({"name": fake.unique.name(), "email": fake.unique.company_email(), "company": fake.company(), "budget": rng.randint(1000, 40000)})
+        leads.append(
+            {
+                "name": fake.unique.name(),
+                "email": fake.unique.company_email(),
+                "company": fake.company(),
+                "budget": rng.randint(1000, 40000),
+            }
+        )
     rng.shuffle(leads)
     by_email = {c["email"]: c for c in contacts}
     final = {c["id"]: dict(c) for c in contacts}
-    calls = [_call("read", path="RULES.md"), _call("read", path="exports/tradeshow_leads.csv"), _call("find_contacts", query="")]
+    calls = [
+        _call("read", path="RULES.md"),
+        _call("read", path="exports/tradeshow_leads.csv"),
+        _call("find_contacts", query=""),
+    ]
     new = []
     for lead in leads:
         c = by_email.get(lead["email"])
         if c is None:
             new.append(lead)
-            calls.append(_call("add_contact", name=lead["name"], email=lead["email"], company=lead["company"]))
+            calls.append(
+                _call(
+                    "add_contact", name=lead["name"], email=lead["email"], company=lead["company"]
+                )
+            )
         elif lead["budget"] >= threshold and c["status"] in ("lead", "lost"):
             final[c["id"]]["status"] = "qualified"
             calls.append(_call("update_contact", contact_id=c["id"], status="qualified"))
-    followups = "# Follow-ups\n\n" + "".join(f"- {lead['name']} ({lead['company']})\n" for lead in sorted(new, key=lambda x: x["name"]))
+    followups = "# Follow-ups\n\n" + "".join(
+        f"- {lead['name']} ({lead['company']})\n" for lead in sorted(new, key=lambda x: x["name"])
+    )
     calls.append(_call("write", path="followups.md", content=followups))
     seed_sql = ("CREATE TABLE contacts (id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL UNIQUE, company TEXT NOT NULL, "
                 "status TEXT NOT NULL CHECK (status IN ('lead', 'qualified', 'customer', 'lost')));\n"
@@ -554,11 +832,14 @@ def crm(rng: random.Random, fake: Any) -> Variant:
                      "unless it is a `customer` already (never downgrade a customer)\n"
                      "- already in the CRM with a smaller budget: leave it\n"
                      "- not in the CRM: add it, and list it in followups.md as `- Name (Company)`, sorted by name\n"),
-        "exports/newsletter_signups.csv": _csv([["email"]] + [[fake.free_email()] for _ in range(5)]),  # distractor
+        # distractor
+        "exports/newsletter_signups.csv": _csv([["email"]] + [[fake.free_email()] for _ in range(5)]),
         "notes/crm-cleanup.md": f"Ideas for later: {fake.sentence()}\n",
     }  # fmt: skip
     want = {cid: c["status"] for cid, c in final.items()}
-    check = _check({"STATUS": want, "NEW": {x["email"]: x["name"] for x in new}, "FOLLOWUPS": followups}, """
+    check = _check(
+        {"STATUS": want, "NEW": {x["email"]: x["name"] for x in new}, "FOLLOWUPS": followups},
+        """
         def grade(transcript, workspace_path, state=None):
             import os
             rows = (state or {}).get("contacts", [])
@@ -570,26 +851,50 @@ def crm(rng: random.Random, fake: Any) -> Variant:
             return {"statuses_right": 1.0 if touched and all(by_id.get(k, {}).get("status") == v for k, v in STATUS.items()) else 0.0,
                     "new_leads_added": 1.0 if NEW and all(e in emails and emails[e]["status"] == "lead" for e in NEW) else 0.0,
                     "followups_written": 1.0 if text.strip() == FOLLOWUPS.strip() else 0.0}
-    """)
-    request = rng.choice(["Work through the trade-show lead export and update the CRM the way RULES.md describes, then write the follow-up list.",
-                          "We got leads from the trade show (exports/). Please process them into the CRM per RULES.md and prepare followups.md."])
-    return Variant("crm", "trade-show leads into the CRM", "A CRM app (SQLite) with a folder of exports and rules.", files, request,
-                   calls, check, f"Updated the CRM and listed {len(new)} new leads in followups.md.", category="crm",
-                   app_source=CRM_APP, app_tools=list(CRM_TOOLS), seed_sql=seed_sql)
+    """,
+    )
+    request = rng.choice(
+        [
+            "Work through the trade-show lead export and update the CRM the way RULES.md describes, then write the follow-up list.",
+            "We got leads from the trade show (exports/). Please process them into the CRM per RULES.md and prepare followups.md.",
+        ]
+    )
+    return Variant(
+        "crm",
+        "trade-show leads into the CRM",
+        "A CRM app (SQLite) with a folder of exports and rules.",
+        files,
+        request,
+        calls,
+        check,
+        f"Updated the CRM and listed {len(new)} new leads in followups.md.",
+        category="crm",
+        app_source=CRM_APP,
+        app_tools=list(CRM_TOOLS),
+        seed_sql=seed_sql,
+    )
 
 
 ARCHETYPES: dict[str, Callable[[random.Random, Any], Variant]] = {
-    "ledger": ledger, "inbox": inbox, "fixtest": fixtest, "rotate": rotate, "logs": logs, "downloads": downloads, "crm": crm,
+    "ledger": ledger,
+    "inbox": inbox,
+    "fixtest": fixtest,
+    "rotate": rotate,
+    "logs": logs,
+    "downloads": downloads,
+    "crm": crm,
 }
 """Archetype name -> template."""
 
 
 def make_variant(archetype: str, seed: int) -> Variant:
     """The variant of ``archetype`` for ``seed`` (deterministic: Faker and random are seeded)."""
-    from faker import Faker  # noqa: PLC0415 - only when synthesizing
+    from faker import Faker
 
     if archetype not in ARCHETYPES:
-        raise ValueError(f"unknown workspace archetype {archetype!r}; the archetypes are: {', '.join(ARCHETYPES)}")
+        raise ValueError(
+            f"unknown workspace archetype {archetype!r}; the archetypes are: {', '.join(ARCHETYPES)}"
+        )
     fake = Faker("en_US")
     fake.seed_instance(seed)
     return ARCHETYPES[archetype](random.Random(seed), fake)

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 import msgspec
+
 from envkernel_runtime.envdir import EnvDirError, load_env_dir, write_atomic
 from envkernel_schemas import Task
 
@@ -23,13 +24,20 @@ def workspace() -> None:
 
 @workspace.command("export")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Folder for the task files (default: RUN_DIR/pinchbench).")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder for the task files (default: RUN_DIR/pinchbench).",
+)
 def export_cmd(run_dir: Path, out: Path | None) -> None:
     """Write every workspace task of RUN_DIR/tasks.jsonl as a PinchBench task file."""
     tasks_file = run_dir / "tasks.jsonl"
     if not tasks_file.is_file():
-        raise click.UsageError(f"{run_dir} has no tasks.jsonl; give the folder of a finished run (envkernel-out/<run-id>)")
+        raise click.UsageError(
+            f"{run_dir} has no tasks.jsonl; give the folder of a finished run (envkernel-out/<run-id>)"
+        )
     out = out or run_dir / "pinchbench"
     out.mkdir(parents=True, exist_ok=True)
     written, skipped = 0, 0

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from envkernel_schemas import EnvSpec, Task, ToolCall, WorkspaceBehaviour
 
 __all__ = ["PinchTask", "PinchBenchError", "export_task", "parse_task", "task_files"]
@@ -62,7 +63,9 @@ def task_files(path: Path) -> list[Path]:
         return [path]
     found = sorted(path.glob("task_*.md")) or sorted((path / "tasks").glob("task_*.md"))
     if not found:
-        raise PinchBenchError(f"{path}: no task_*.md file here (nor in {path / 'tasks'}); give a PinchBench tasks folder or one task file")
+        raise PinchBenchError(
+            f"{path}: no task_*.md file here (nor in {path / 'tasks'}); give a PinchBench tasks folder or one task file"
+        )
     return found
 
 
@@ -87,7 +90,9 @@ def parse_task(path: Path) -> PinchTask:
         raise PinchBenchError(f"{path}: cannot read it: {exc}") from None
     m = _FRONT.match(text)
     if not m:
-        raise PinchBenchError(f"{path}: no YAML front matter (a task file starts with '---', the metadata, then '---')")
+        raise PinchBenchError(
+            f"{path}: no YAML front matter (a task file starts with '---', the metadata, then '---')"
+        )
     try:
         meta = yaml.safe_load(m.group(1)) or {}
     except yaml.YAMLError as exc:
@@ -97,32 +102,52 @@ def parse_task(path: Path) -> PinchTask:
     sections = _sections(m.group(2))
     prompt = sections.get("Prompt", "").strip()
     if not prompt:
-        raise PinchBenchError(f"{path}: no '## Prompt' section, so there is nothing to ask the agent")
+        raise PinchBenchError(
+            f"{path}: no '## Prompt' section, so there is nothing to ask the agent"
+        )
     grading = str(meta.get("grading_type") or "automated")
     if grading not in ("automated", "llm_judge", "hybrid"):
-        raise PinchBenchError(f"{path}: grading_type {grading!r} is not automated, llm_judge or hybrid")
+        raise PinchBenchError(
+            f"{path}: grading_type {grading!r} is not automated, llm_judge or hybrid"
+        )
     code = _CODE.search(sections.get("Automated Checks", ""))
     check = code.group(1) if code else ""
     if grading != "llm_judge" and "def grade" not in check:
-        raise PinchBenchError(f"{path}: grading_type {grading} needs '## Automated Checks' with a python block defining grade()")
+        raise PinchBenchError(
+            f"{path}: grading_type {grading} needs '## Automated Checks' with a python block defining grade()"
+        )
     task = PinchTask(
-        id=str(meta["id"]), name=str(meta.get("name") or meta["id"]), category=str(meta.get("category") or ""),
-        grading_type=grading, timeout_seconds=int(meta.get("timeout_seconds") or 120), prompt=prompt, check=check,
-        rubric=sections.get("LLM Judge Rubric", "").strip(), expected=sections.get("Expected Behavior", "").strip(),
-        criteria=[c.strip()[6:].strip() for c in sections.get("Grading Criteria", "").splitlines() if c.strip().startswith("- [")],
+        id=str(meta["id"]),
+        name=str(meta.get("name") or meta["id"]),
+        category=str(meta.get("category") or ""),
+        grading_type=grading,
+        timeout_seconds=int(meta.get("timeout_seconds") or 120),
+        prompt=prompt,
+        check=check,
+        rubric=sections.get("LLM Judge Rubric", "").strip(),
+        expected=sections.get("Expected Behavior", "").strip(),
+        criteria=[
+            c.strip()[6:].strip()
+            for c in sections.get("Grading Criteria", "").splitlines()
+            if c.strip().startswith("- [")
+        ],
         path=str(path),
     )
     assets = [path.parent / "assets", path.parent.parent / "assets"]
     for i, spec in enumerate(meta.get("workspace_files") or []):
         if not isinstance(spec, dict):
-            raise PinchBenchError(f"{path}: workspace_files[{i}] must be {{path, content}} or {{source, dest}}")
+            raise PinchBenchError(
+                f"{path}: workspace_files[{i}] must be {{path, content}} or {{source, dest}}"
+            )
         if "path" in spec:
             task.files[_safe(path, str(spec["path"]))] = str(spec.get("content") or "")
             continue
         src, dest = spec.get("source"), spec.get("dest") or spec.get("source")
         where = next((a / str(src) for a in assets if (a / str(src)).is_file()), None)
         if not src or where is None:
-            raise PinchBenchError(f"{path}: workspace_files[{i}]: asset {src!r} not found in {' or '.join(map(str, assets))}")
+            raise PinchBenchError(
+                f"{path}: workspace_files[{i}]: asset {src!r} not found in {' or '.join(map(str, assets))}"
+            )
         data = where.read_bytes()
         try:
             task.files[_safe(path, str(dest))] = data.decode("utf-8")
@@ -133,16 +158,23 @@ def parse_task(path: Path) -> PinchTask:
     raw = ref.group(1) if ref else sidecar.read_text(encoding="utf-8") if sidecar.is_file() else ""
     if raw:
         try:
-            task.reference = [ToolCall(name=c["name"], arguments=dict(c.get("arguments") or {})) for c in json.loads(raw)]
+            task.reference = [
+                ToolCall(name=c["name"], arguments=dict(c.get("arguments") or {}))
+                for c in json.loads(raw)
+            ]
         except (ValueError, KeyError, TypeError) as exc:
-            raise PinchBenchError(f"{path}: the reference solution is not a JSON list of {{name, arguments}}: {exc}") from None
+            raise PinchBenchError(
+                f"{path}: the reference solution is not a JSON list of {{name, arguments}}: {exc}"
+            ) from None
     return task
 
 
 def _safe(path: Path, rel: str) -> str:
     parts = Path(rel).parts
     if not rel or Path(rel).is_absolute() or ".." in parts:
-        raise PinchBenchError(f"{path}: workspace file {rel!r} must be a relative path inside the workspace")
+        raise PinchBenchError(
+            f"{path}: workspace file {rel!r} must be a relative path inside the workspace"
+        )
     return "/".join(parts)
 
 
@@ -150,21 +182,36 @@ def export_task(task: Task, env: EnvSpec, *, category: str = "", timeout_seconds
     """``task`` (a workspace task with a check) as a PinchBench task file."""
     b = env.behaviour
     if not isinstance(b, WorkspaceBehaviour) or not task.outcome.check:
-        raise PinchBenchError(f"task {task.id} is not a workspace task with a check script; only those can be exported")
+        raise PinchBenchError(
+            f"task {task.id} is not a workspace task with a check script; only those can be exported"
+        )
     if b.source:
-        raise PinchBenchError(f"task {task.id} uses an app (SQLite tools) of environment {env.id}; PinchBench has no place for one")
+        raise PinchBenchError(
+            f"task {task.id} uses an app (SQLite tools) of environment {env.id}; PinchBench has no place for one"
+        )
     meta = {
-        "id": f"task_{task.id}", "name": env.name, "category": category or env.domain or "workspace", "grading_type": "automated",
+        "id": f"task_{task.id}",
+        "name": env.name,
+        "category": category or env.domain or "workspace",
+        "grading_type": "automated",
         "timeout_seconds": timeout_seconds,
         "workspace_files": [{"path": p, "content": c} for p, c in sorted(b.files.items())],
     }
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
     notes = []
     if b.setup:
-        notes.append("Before the agent starts, the harness ran in the workspace: " + "; ".join(f"`{c}`" for c in b.setup) + ".")
+        notes.append(
+            "Before the agent starts, the harness ran in the workspace: "
+            + "; ".join(f"`{c}`" for c in b.setup)
+            + "."
+        )
     if b.blobs:
         notes.append(f"Binary files not carried by this format: {', '.join(sorted(b.blobs))}.")
-    reference = json.dumps([{"name": c.name, "arguments": c.arguments} for c in task.calls], indent=2, ensure_ascii=False)
+    reference = json.dumps(
+        [{"name": c.name, "arguments": c.arguments} for c in task.calls],
+        indent=2,
+        ensure_ascii=False,
+    )
     return (
         f"---\n{front}---\n\n## Prompt\n\n{task.request}\n\n## Expected Behavior\n\n{task.outcome.answer or 'See the automated checks.'}\n"
         + ("\n" + "\n".join(notes) + "\n" if notes else "")
@@ -181,4 +228,9 @@ def judge_only(task: PinchTask) -> bool:
 
 def as_dict(task: PinchTask) -> dict[str, Any]:
     """The parsed task as plain data (for logs and tests)."""
-    return {"id": task.id, "grading_type": task.grading_type, "files": sorted(task.files), "reference": len(task.reference)}
+    return {
+        "id": task.id,
+        "grading_type": task.grading_type,
+        "files": sorted(task.files),
+        "reference": len(task.reference),
+    }

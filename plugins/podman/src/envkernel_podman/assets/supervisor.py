@@ -42,7 +42,13 @@ def _say(text: str) -> None:
 
 
 def _prctl(option: int, value: int) -> None:
-    _libc.prctl(ctypes.c_int(option), ctypes.c_ulong(value), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+    _libc.prctl(
+        ctypes.c_int(option),
+        ctypes.c_ulong(value),
+        ctypes.c_ulong(0),
+        ctypes.c_ulong(0),
+        ctypes.c_ulong(0),
+    )
 
 
 def _others() -> list[int]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+
 from envkernel.hookspecs import hookimpl
 from envkernel_schemas import PolicyUpdate
 
@@ -38,7 +39,9 @@ class BadTrainer:
     def update(self, ended: Any, ctx: Any) -> Any:
         """Misbehave, depending on the mode and the iteration."""
         if self.settings.mode == "plain":
-            return PolicyUpdate(data=b"{}", format="plain/1", metrics={"groups": float(self.groups)})
+            return PolicyUpdate(
+                data=b"{}", format="plain/1", metrics={"groups": float(self.groups)}
+            )
         if ended.iteration == 0:
             raise RuntimeError("badtrainer failed at the end of iteration 0 (on purpose)")
         if ended.iteration == 1:

@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 import msgspec
+
 from envkernel.hookspecs import hookimpl
 from envkernel_schemas import EnvSpec, Outcome, Task, ToolCall
 
@@ -42,7 +43,11 @@ class MySampler:
 
     async def sample(self, env: EnvSpec, ctx: Any) -> AsyncIterator[Task]:
         s = self.settings
-        seen = {"api_key_sha256": hashlib.sha256(s.api_key.encode()).hexdigest(), "max_tokens": s.max_tokens, "env": env.id}
+        seen = {
+            "api_key_sha256": hashlib.sha256(s.api_key.encode()).hexdigest(),
+            "max_tokens": s.max_tokens,
+            "env": env.id,
+        }
         (ctx.out_dir / "mysampler-seen.json").write_text(json.dumps(seen))
         if env.tool("get_product") is None:
             return

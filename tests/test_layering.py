@@ -127,15 +127,3 @@ def test_the_layering_test_sees_the_tree() -> None:
     assert {"chains", "probe", "openapi", "export"} <= set(PLUGINS)
     assert PLUGIN_PACKAGES["envkernel_chains"] == "chains"
     assert "envkernel_kit" in imports(PLUGINS["chains"] / "src")
-
-
-KERNEL_MAX_LINES = 3_500
-"""The kernel distribution's size limit (issue #12): what grows past it belongs in the runtime, kit or a plugin."""
-
-
-def test_the_kernel_stays_small() -> None:
-    files = sorted((ROOT / "kernel" / "src" / "envkernel").glob("*.py"))
-    lines = sum(len(f.read_text().splitlines()) for f in files)
-    assert lines <= KERNEL_MAX_LINES, (
-        f"the kernel has {lines} lines (limit {KERNEL_MAX_LINES}): move code to the runtime, kit or a plugin"
-    )

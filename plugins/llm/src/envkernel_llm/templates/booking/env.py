@@ -1,6 +1,4 @@
-# Meeting-room reservations: tool(env, **arguments) over env.db; ToolError(code, message) on bad
-# input.
-
+# Meeting-room reservations: tool(env, **arguments) over env.db; ToolError(code, message) on bad input.
 
 def _new_id(env, table, prefix):
     while True:  # env.new_id counts from 1 and does not know the seed's ids
@@ -11,20 +9,14 @@ def _new_id(env, table, prefix):
 
 def _slot(value, name):
     if not isinstance(value, str) or len(value) < 16 or value[4] != "-" or "T" not in value:
-        raise ToolError(
-            "invalid",
-            f"{name} must be an ISO 8601 date-time like 2026-02-02T09:00:00Z, got {value!r}",
-        )
+        raise ToolError("invalid", f"{name} must be an ISO 8601 date-time like 2026-02-02T09:00:00Z, got {value!r}")
     return value
 
 
 def list_rooms(env, min_capacity=1):
     if isinstance(min_capacity, bool) or not isinstance(min_capacity, int) or min_capacity < 1:
         raise ToolError("invalid", "min_capacity must be a positive integer")
-    return env.db.execute(
-        "SELECT id, name, capacity FROM rooms WHERE capacity >= ? ORDER BY capacity, id",
-        (min_capacity,),
-    ).fetchall()
+    return env.db.execute("SELECT id, name, capacity FROM rooms WHERE capacity >= ? ORDER BY capacity, id", (min_capacity,)).fetchall()
 
 
 def reserve_room(env, room_id, organizer, starts_at, ends_at, attendees):
@@ -37,9 +29,7 @@ def reserve_room(env, room_id, organizer, starts_at, ends_at, attendees):
     if isinstance(attendees, bool) or not isinstance(attendees, int) or attendees < 1:
         raise ToolError("invalid", "attendees must be a positive integer")
     if attendees > room["capacity"]:
-        raise ToolError(
-            "invalid", f"room {room_id} holds {room['capacity']} people, not {attendees}"
-        )
+        raise ToolError("invalid", f"room {room_id} holds {room['capacity']} people, not {attendees}")
     clash = env.db.execute(
         "SELECT id FROM reservations WHERE room_id = ? AND status = 'confirmed' AND starts_at < ? AND ends_at > ?",
         (room_id, ends_at, starts_at),
@@ -51,16 +41,11 @@ def reserve_room(env, room_id, organizer, starts_at, ends_at, attendees):
         "INSERT INTO reservations VALUES (?, ?, ?, ?, ?, ?, 'confirmed')",
         (res_id, room_id, organizer, starts_at, ends_at, attendees),
     )
-    return env.db.execute(
-        "SELECT id, room_id, organizer, starts_at, ends_at, attendees, status FROM reservations WHERE id = ?",
-        (res_id,),
-    ).fetchone()
+    return env.db.execute("SELECT id, room_id, organizer, starts_at, ends_at, attendees, status FROM reservations WHERE id = ?", (res_id,)).fetchone()
 
 
 def cancel_reservation(env, reservation_id):
-    row = env.db.execute(
-        "SELECT id, status FROM reservations WHERE id = ?", (reservation_id,)
-    ).fetchone()
+    row = env.db.execute("SELECT id, status FROM reservations WHERE id = ?", (reservation_id,)).fetchone()
     if row is None:
         raise ToolError("not_found", f"no reservation {reservation_id!r}")
     if row["status"] != "confirmed":

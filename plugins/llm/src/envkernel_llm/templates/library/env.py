@@ -1,7 +1,6 @@
 # Tools of a lending library. Each tool is tool(env, **arguments); env.db is SQLite (rows as dicts),
 # env.new_id(prefix) and env.now() are deterministic; raise ToolError(code, message) on bad input.
 
-
 def _new_id(env, table, prefix):
     while True:  # env.new_id counts from 1 and does not know the seed's ids
         new = env.new_id(prefix)
@@ -10,18 +9,14 @@ def _new_id(env, table, prefix):
 
 
 def _member(env, member_id):
-    row = env.db.execute(
-        "SELECT id, name, email FROM members WHERE id = ?", (member_id,)
-    ).fetchone()
+    row = env.db.execute("SELECT id, name, email FROM members WHERE id = ?", (member_id,)).fetchone()
     if row is None:
         raise ToolError("not_found", f"no member {member_id!r}; use get_member with their email")
     return row
 
 
 def _loan(env, loan_id):
-    row = env.db.execute(
-        "SELECT id, book_id, member_id, status, borrowed_at FROM loans WHERE id = ?", (loan_id,)
-    ).fetchone()
+    row = env.db.execute("SELECT id, book_id, member_id, status, borrowed_at FROM loans WHERE id = ?", (loan_id,)).fetchone()
     if row is None:
         raise ToolError("not_found", f"no loan {loan_id!r}; use list_loans to see a member's loans")
     return row
@@ -38,9 +33,7 @@ def search_books(env, query):
 
 
 def get_member(env, email):
-    row = env.db.execute(
-        "SELECT id, name, email FROM members WHERE lower(email) = lower(?)", (email,)
-    ).fetchone()
+    row = env.db.execute("SELECT id, name, email FROM members WHERE lower(email) = lower(?)", (email,)).fetchone()
     if row is None:
         raise ToolError("not_found", f"no member with email {email!r}")
     return row
@@ -50,10 +43,7 @@ def list_loans(env, member_id, status=None):
     _member(env, member_id)
     if status is not None and status not in ("open", "returned"):
         raise ToolError("invalid", "status must be 'open' or 'returned'")
-    sql, params = (
-        "SELECT id, book_id, member_id, status, borrowed_at FROM loans WHERE member_id = ?",
-        [member_id],
-    )
+    sql, params = "SELECT id, book_id, member_id, status, borrowed_at FROM loans WHERE member_id = ?", [member_id]
     if status is not None:
         sql += " AND status = ?"
         params.append(status)
@@ -62,9 +52,7 @@ def list_loans(env, member_id, status=None):
 
 def borrow_book(env, member_id, book_id):
     _member(env, member_id)
-    book = env.db.execute(
-        "SELECT id, title, available FROM books WHERE id = ?", (book_id,)
-    ).fetchone()
+    book = env.db.execute("SELECT id, title, available FROM books WHERE id = ?", (book_id,)).fetchone()
     if book is None:
         raise ToolError("not_found", f"no book {book_id!r}; use search_books")
     if book["available"] < 1:

@@ -1,0 +1,316 @@
+"""Claims in README.md and docs/ checked against the code, without a server.
+
+- every flag of an ``envkernel`` command line in the docs is an option of that command, and every
+  option of every command (built-in and plugin commands, read from the real click tree) is named
+  in the docs next to its command;
+- the README's exit-code table is the one in ``envkernel.errors``;
+- every event kind and record type in docs/events.md exists in ``envkernel_schemas``, with the
+  same fields, and vice versa;
+- the settings the docs' tables list for a component are fields of its ``Settings`` struct, and
+  the ``ENVKERNEL_*`` variables they name are the ones the struct reads.
+
+The notes under docs/notes/ are dated records of what was measured; they are not checked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import msgspec
+import pytest
+
+from envkernel import errors
+from envkernel.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+"""The reference pages (docs/notes/ is history, not checked)."""
+
+FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*|-[A-Za-z])(?![\w-])")
+COMMAND_LINE = re.compile(r"\benvkernel((?: [a-z][a-z-]*)+)")
+
+
+def _commands() -> dict[tuple[str, ...], click.Command]:
+    """Every command of the CLI by its path (``()`` is the group itself), plugin commands too."""
+    cli._load_plugin_commands()  # type: ignore[attr-defined]
+    found: dict[tuple[str, ...], click.Command] = {}
+
+    def walk(cmd: click.Command, path: tuple[str, ...]) -> None:
+        found[path] = cmd
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                walk(sub, (*path, name))
+
+    walk(cli, ())
+    return found
+
+
+COMMANDS = _commands()
+
+
+def _options(cmd: click.Command, *, hidden: bool = True) -> set[str]:
+    out: set[str] = set()
+    for p in cmd.params:
+        if isinstance(p, click.Option) and (hidden or not p.hidden):
+            out.update(p.opts + p.secondary_opts)
+    out.add("--help")
+    return out
+
+
+ROOT_OPTIONS = _options(cli)
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _code_spans(text: str) -> Iterator[str]:
+    """Fenced code lines and inline code spans: where the docs write commands."""
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced:
+            yield line.split("  #", 1)[0]  # a shell comment after the command is prose
+        else:
+            yield from re.findall(r"`([^`]+)`", line)
+
+
+def _split_command(span: str) -> Iterator[tuple[tuple[str, ...], list[str]]]:
+    """Each ``envkernel a b ... --flag`` in a span: the longest known command path and its tokens."""
+    for m in COMMAND_LINE.finditer(span):
+        words = m.group(1).split()
+        path: tuple[str, ...] = ()
+        for w in words:
+            if (*path, w) in COMMANDS:
+                path = (*path, w)
+            else:
+                break
+        rest = span[m.end() :]
+        nxt = COMMAND_LINE.search(rest)
+        tail = rest[: nxt.start()] if nxt else rest
+        tail = re.split(r"[|;&]|\s/\s", tail, maxsplit=1)[0]  # the next command of a pipe or list
+        yield path, FLAG.findall(tail)
+
+
+def _command_lines() -> list[tuple[str, tuple[str, ...], str]]:
+    """(page, command path, flag) for every flag on an envkernel command line in the docs."""
+    got = []
+    for page in DOCS:
+        for span in _code_spans(_read(page)):
+            for path, flags in _split_command(span):
+                got += [(page.name, path, f) for f in flags]
+    return got
+
+
+def test_the_cli_tree_has_its_commands() -> None:
+    assert {("run",), ("worker",), ("tap",), ("plugins",), ("schemas",)} <= set(COMMANDS)
+    assert ("env", "call") in COMMANDS and ("serve",) in COMMANDS  # a plugin's command too
+
+
+@pytest.mark.parametrize(
+    ("page", "path", "flag"),
+    sorted(set(_command_lines())),
+    ids=lambda v: " ".join(v) if isinstance(v, tuple) else str(v),
+)
+def test_a_flag_on_a_documented_command_line_exists(
+    page: str, path: tuple[str, ...], flag: str
+) -> None:
+    cmd = COMMANDS[path]
+    known = _options(cmd) | ROOT_OPTIONS
+    assert flag in known, (
+        f"{page}: `envkernel {' '.join(path)} ... {flag}`: no such option; "
+        f"it has {', '.join(sorted(_options(cmd, hidden=False)))}"
+    )
+
+
+CLI_PAGE = ROOT / "docs" / "cli.md"
+
+
+def _cli_page() -> dict[tuple[str, ...], set[str]]:
+    """docs/cli.md: the options in the table of each ``## `envkernel ...` `` section."""
+    sections = re.split(r"^## `envkernel ([a-z -]+)`$", _read(CLI_PAGE), flags=re.M)
+    tables = {}
+    for name, body in zip(sections[1::2], sections[2::2]):
+        rows = re.findall(r"^\| (`-.*?) \|", body, re.M)
+        tables[tuple(name.split())] = {f for row in rows for f in FLAG.findall(row)}
+    return tables
+
+
+LEAF_COMMANDS = sorted(
+    p for p, c in COMMANDS.items() if p and not isinstance(c, click.Group) and not c.hidden
+)
+
+
+@pytest.mark.parametrize("path", LEAF_COMMANDS, ids=lambda p: " ".join(p))
+def test_every_option_of_a_command_is_on_the_cli_page(path: tuple[str, ...]) -> None:
+    page = _cli_page()
+    assert path in page, f"docs/cli.md has no section `envkernel {' '.join(path)}`"
+    code = _options(COMMANDS[path], hidden=False) - {"--help"}
+    assert page[path] == code, (
+        f"docs/cli.md, `envkernel {' '.join(path)}`: missing {sorted(code - page[path])}, "
+        f"no such option {sorted(page[path] - code)}"
+    )
+
+
+def test_the_cli_page_names_no_command_that_does_not_exist() -> None:
+    assert set(_cli_page()) <= set(LEAF_COMMANDS)
+
+
+def test_the_root_options_are_documented() -> None:
+    head = re.split(r"^## ", _read(CLI_PAGE), flags=re.M)[0]
+    assert set(FLAG.findall(head)) >= ROOT_OPTIONS - {"--help"}
+
+
+def _readme_exit_codes() -> dict[int, str]:
+    text = _read(ROOT / "README.md")
+    section = text.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    return {
+        int(m.group(1)): m.group(2) for m in re.finditer(r"^\| (\d+) \| (.+) \|$", section, re.M)
+    }
+
+
+def test_the_exit_code_table_is_the_code_s() -> None:
+    table = _readme_exit_codes()
+    code = {v: k for k, v in vars(errors).items() if k.startswith("EXIT_") and isinstance(v, int)}
+    assert set(table) == set(code), f"README exit codes {sorted(table)}, errors.py {sorted(code)}"
+    assert errors.EXIT_USAGE == 2 and errors.EXIT_ABORTED == 3 and errors.EXIT_EMPTY == 4
+    assert "usage" in table[errors.EXIT_USAGE] and "interrupted" in table[errors.EXIT_ABORTED]
+    assert "no task" in table[errors.EXIT_EMPTY] and "plugins failed" in table[errors.EXIT_FAILURES]
+
+
+def test_the_cli_help_lists_every_exit_code() -> None:
+    from envkernel.cli import EXIT_CODES_HELP
+
+    for code in _readme_exit_codes():
+        assert re.search(rf"(?<!\d){code} ", EXIT_CODES_HELP), (
+            f"`run --help` lacks exit code {code}"
+        )
+
+
+def test_the_source_default_in_the_help_is_the_config_s() -> None:
+    from envkernel.config import RunConfig
+
+    (field,) = [f for f in msgspec.structs.fields(RunConfig) if f.name == "sources"]
+    sources = field.default_factory()
+    helps = {p.name: p.help or "" for p in COMMANDS[("run",)].params}
+    assert f"default: {sources[0]}" in helps["sources"], helps["sources"]
+
+
+# events.md ------------------------------------------------------------------------------------
+
+EVENTS = _read(ROOT / "docs" / "events.md")
+ENVELOPE = ("run", "id", "parent", "iteration", "time")
+
+
+def _event_types() -> list[Any]:
+    import envkernel_schemas as s
+
+    return list(s.EVENT_TYPES)
+
+
+def _section(text: str, heading: re.Pattern[str]) -> str:
+    m = heading.search(text)
+    assert m, f"no section matching {heading.pattern}"
+    rest = text[m.end() :]
+    end = re.search(r"^#{1,3} ", rest, re.M)
+    return rest[: end.start()] if end else rest
+
+
+def _table_fields(section: str) -> list[str]:
+    return re.findall(r"^\| `([a-z_][a-z0-9_]*)` \|", section, re.M)
+
+
+@pytest.mark.parametrize("t", _event_types(), ids=lambda t: t.kind)
+def test_each_event_kind_is_documented_with_its_fields(t: Any) -> None:
+    tag = t.__struct_config__.tag
+    heading = re.compile(
+        rf"^### `{re.escape(t.kind)}` — `{t.__name__}` \(tag `{re.escape(tag)}`\)$", re.M
+    )
+    fields = [f for f in t.__struct_fields__ if f not in ENVELOPE]
+    assert _table_fields(_section(EVENTS, heading)) == fields
+
+
+def test_every_event_kind_named_in_events_md_exists() -> None:
+    kinds = {t.kind for t in _event_types()}
+    headed = set(re.findall(r"^### `([a-z]+\.[a-z]+)` — ", EVENTS, re.M))
+    who = _section(EVENTS, re.compile(r"^## Who publishes what$", re.M))
+    listed = set(re.findall(r"^\| `([a-z]+\.[a-z]+)` \|", who, re.M))
+    assert headed == kinds, f"headed {sorted(headed ^ kinds)}"
+    assert listed == kinds, f"'Who publishes what' differs in {sorted(listed ^ kinds)}"
+
+
+def test_the_envelope_table_is_the_event_base() -> None:
+    from envkernel_schemas import Event
+
+    envelope = _section(EVENTS, re.compile(r"^## The envelope and the tag$", re.M))
+    assert tuple(_table_fields(envelope)) == Event.__struct_fields__ == ENVELOPE
+
+
+def _record_types() -> list[Any]:
+    from envkernel_schemas import records
+
+    return [
+        v
+        for v in vars(records).values()
+        if isinstance(v, type) and issubclass(v, records.Record) and v is not records.Record
+    ]
+
+
+@pytest.mark.parametrize("t", _record_types(), ids=lambda t: t.__name__)
+def test_each_record_type_is_documented_with_its_fields(t: Any) -> None:
+    heading = re.compile(rf"^### `{t.__name__}`( \(tag .*\))?$", re.M)
+    assert _table_fields(_section(EVENTS, heading)) == list(t.__struct_fields__)
+
+
+# settings tables -------------------------------------------------------------------------------
+
+
+def _settings_types() -> dict[str, type]:
+    """Settings struct per documented component whose plugin is installed."""
+    out: dict[str, type] = {}
+    for comp, (mod, attr) in {
+        "process": ("envkernel_process", "Settings"),
+        "podman": ("envkernel_podman.runner", "Settings"),
+    }.items():
+        try:
+            module = __import__(mod, fromlist=[attr])
+        except ImportError:
+            continue
+        out[comp] = getattr(module, attr)
+    return out
+
+
+def _settings_rows(page: Path, component: str) -> list[str]:
+    """The first column of the table under a heading naming ``[component]`` settings."""
+    text = _read(page)
+    m = re.search(rf"^#+ .*`{component}`.*[Ss]ettings.*$", text, re.M)
+    if not m:
+        return []
+    rest = text[m.end() :]
+    end = re.search(r"^#+ ", rest, re.M)
+    return _table_fields(rest[: end.start()] if end else rest)
+
+
+@pytest.mark.parametrize("component", sorted(_settings_types()))
+def test_the_settings_tables_are_the_settings_structs(component: str) -> None:
+    st = _settings_types()[component]
+    rows = [r for page in DOCS for r in _settings_rows(page, component)]
+    assert rows, f"no page has a settings table of `{component}`"
+    fields = set(st.__struct_fields__)
+    assert set(rows) <= fields, f"documented but not settings: {sorted(set(rows) - fields)}"
+    assert fields <= set(rows), f"settings not documented: {sorted(fields - set(rows))}"
+
+
+def test_the_process_variables_named_in_the_docs_exist() -> None:
+    settings = _settings_types().get("process")
+    if settings is None:
+        pytest.skip("envkernel-process is not installed")
+    env: dict[str, str] = getattr(settings, "__env__", {})
+    named = {v for page in DOCS for v in re.findall(r"ENVKERNEL_PROCESS_[A-Z_]*[A-Z]", _read(page))}
+    assert named <= set(env.values()), f"no such variable: {sorted(named - set(env.values()))}"

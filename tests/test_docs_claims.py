@@ -82,7 +82,7 @@ def _code_spans(text: str) -> Iterator[str]:
 
 
 def _split_command(span: str) -> Iterator[tuple[tuple[str, ...], list[str]]]:
-    """Each ``envkernel a b ... --flag`` in a span: the longest known command path and its tokens."""
+    """Each ``envkernel a b ... --flag`` in a span: the longest known command path, its tokens."""
     for m in COMMAND_LINE.finditer(span):
         words = m.group(1).split()
         path: tuple[str, ...] = ()
@@ -136,7 +136,7 @@ def _cli_page() -> dict[tuple[str, ...], set[str]]:
     """docs/cli.md: the options in the table of each ``## `envkernel ...` `` section."""
     sections = re.split(r"^## `envkernel ([a-z -]+)`$", _read(CLI_PAGE), flags=re.M)
     tables = {}
-    for name, body in zip(sections[1::2], sections[2::2]):
+    for name, body in zip(sections[1::2], sections[2::2], strict=True):
         rows = re.findall(r"^\| (`-.*?) \|", body, re.M)
         tables[tuple(name.split())] = {f for row in rows for f in FLAG.findall(row)}
     return tables

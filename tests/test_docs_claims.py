@@ -289,7 +289,8 @@ def _settings_types() -> dict[str, type]:
 def _settings_rows(page: Path, component: str) -> list[str]:
     """The first column of the table under a heading naming ``[component]`` settings."""
     text = _read(page)
-    m = re.search(rf"^#+ .*`{component}`.*[Ss]ettings.*$", text, re.M)
+    heading = rf"(.*`\[?{component}\]?`.*[Ss]ettings|[Ss]ettings.*`\[{component}\]`)"
+    m = re.search(rf"^#+ {heading}.*$", text, re.M)
     if not m:
         return []
     rest = text[m.end() :]
@@ -314,3 +315,26 @@ def test_the_process_variables_named_in_the_docs_exist() -> None:
     env: dict[str, str] = getattr(settings, "__env__", {})
     named = {v for page in DOCS for v in re.findall(r"ENVKERNEL_PROCESS_[A-Z_]*[A-Z]", _read(page))}
     assert named <= set(env.values()), f"no such variable: {sorted(named - set(env.values()))}"
+
+
+# the executor's command line --------------------------------------------------------------------
+
+
+def test_the_executor_synopsis_is_its_argparse() -> None:
+    from envkernel_runtime import executor
+
+    parser = executor._parser()  # the executor is one stdlib file: this is its own parser
+    code = {o for a in parser._actions for o in a.option_strings} - {"-h", "--help"}
+    text = _read(ROOT / "docs" / "sandboxes.md")
+    synopsis = text.split("python3 executor.py", 1)[1].split("```", 1)[0]
+    assert set(FLAG.findall(synopsis)) == code
+
+
+def test_the_executor_ops_are_documented() -> None:
+    from envkernel_runtime import executor
+
+    src = Path(executor.__file__).read_text()
+    ops = set(re.findall(r'op == "([a-z]+)"', src)) | set(re.findall(r'\{"op":"([a-z]+)"', src))
+    text = _read(ROOT / "docs" / "sandboxes.md")
+    documented = set(re.findall(r'\{"op": ?"([a-z]+)"', text))
+    assert ops == documented, f"in the code, not the docs: {sorted(ops - documented)}"

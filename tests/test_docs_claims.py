@@ -338,3 +338,29 @@ def test_the_executor_ops_are_documented() -> None:
     text = _read(ROOT / "docs" / "sandboxes.md")
     documented = set(re.findall(r'\{"op": ?"([a-z]+)"', text))
     assert ops == documented, f"in the code, not the docs: {sorted(ops - documented)}"
+
+
+# environment variables -------------------------------------------------------------------------
+
+VARIABLE = re.compile(r"\bENVKERNEL_[A-Z0-9_]*[A-Z0-9]\b")
+
+
+def _code_text() -> str:
+    roots = ["kernel", "bus", "runtime", "schemas", "kit", "plugins", "scripts", "benchmarks"]
+    files = [p for r in roots for p in (ROOT / r).rglob("*") if p.suffix in {".py", ".sh"}]
+    files += [ROOT / "tests" / "conftest.py", *(ROOT / "scripts").glob("*")]
+    return "\n".join(p.read_text(errors="replace") for p in files if p.is_file())
+
+
+NOT_IN_THE_CODE = {
+    "ENVKERNEL_RUN": "read by the example scoring function of docs/training.md, the user's code",
+    "ENVKERNEL_NATS_TLS_CLIENT_KEY": "the bus builds the name: f'ENVKERNEL_NATS_TLS_{k}'",
+    "ENVKERNEL_NATS_TLS_CLIENT_CERT": "the bus builds the name: f'ENVKERNEL_NATS_TLS_{k}'",
+}
+
+
+def test_every_variable_the_docs_name_is_read_by_the_code() -> None:
+    code = set(VARIABLE.findall(_code_text())) | set(NOT_IN_THE_CODE)
+    named = {v for page in DOCS for v in VARIABLE.findall(_read(page))}
+    prefixes = {v for v in named if any(c.startswith(v + "_") for c in code)}  # ENVKERNEL_PROCESS
+    assert named - prefixes <= code, f"no code reads {sorted(named - prefixes - code)}"

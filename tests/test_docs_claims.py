@@ -439,3 +439,38 @@ def test_the_known_broken_links_are_still_broken() -> None:
     for name, target in KNOWN_BROKEN:
         page = ROOT / "docs" / name
         assert target in _broken(page), f"{name}: {target} resolves now; take it off KNOWN_BROKEN"
+
+
+# the context API -------------------------------------------------------------------------------
+
+
+def test_every_ctx_attribute_the_docs_name_exists() -> None:
+    import inspect
+
+    from envkernel.context import Context
+
+    src = inspect.getsource(Context.__init__)
+    attrs = set(dir(Context)) | set(re.findall(r"self\.([a-z_]+)\s*[:=]", src))
+    named = {(page.name, m) for page in DOCS for m in re.findall(r"`ctx\.([a-z_]+)", _read(page))}
+    missing = sorted((p, m) for p, m in named if m not in attrs)
+    assert not missing, f"no such Context attribute: {missing}"
+
+
+# the workspace tools ---------------------------------------------------------------------------
+
+
+def test_the_workspace_tool_table_is_the_runtime_s() -> None:
+    from envkernel_runtime import workspace
+
+    text = _read(ROOT / "docs" / "workspace.md")
+    table = text.split("| tool | arguments | result |", 1)[1].split("\n\n", 1)[0]
+    rows = {}
+    for row in table.splitlines()[2:]:
+        cells = row.split(" | ")
+        rows[cells[0].strip("| `")] = set(re.findall(r"`([a-z_]+)`", cells[1]))
+    tools = {t["name"]: set(t["parameters"]["properties"]) for t in workspace.TOOLS}
+    assert set(rows) == set(tools)
+    for name, params in tools.items():
+        assert params <= rows[name], f"workspace.md, `{name}`: undocumented {params - rows[name]}"
+    assert f"default {workspace.EXEC_TIMEOUT:g} s" in table
+    assert f"default {workspace.READ_LIMIT}" in table

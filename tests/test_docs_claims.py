@@ -474,3 +474,36 @@ def test_the_workspace_tool_table_is_the_runtime_s() -> None:
         assert params <= rows[name], f"workspace.md, `{name}`: undocumented {params - rows[name]}"
     assert f"default {workspace.EXEC_TIMEOUT:g} s" in table
     assert f"default {workspace.READ_LIMIT}" in table
+
+
+# the run config --------------------------------------------------------------------------------
+
+
+def test_the_readme_lists_the_config_file_s_top_level_keys() -> None:
+    from envkernel import config
+
+    text = _read(ROOT / "README.md")
+    para = text.split("- `--config FILE` reads a TOML file.", 1)[1].split("table per component", 1)[
+        0
+    ]
+    assert set(re.findall(r"`([a-z_]+)`", para)) == config.TOP_LEVEL
+
+
+def test_the_readme_lists_the_run_s_environment_variables() -> None:
+    from envkernel import config
+
+    text = _read(ROOT / "README.md")
+    para = text.split("- Precedence: flags, then environment variables, then the file.", 1)[1]
+    para = para.split("A component can also read", 1)[0]
+    named = set(VARIABLE.findall(para))
+    assert named == set(config.ENV_VARS) | {"ENVKERNEL_NATS_URL"}
+
+
+def test_the_preset_named_in_the_docs_is_the_suite_s() -> None:
+    import tomllib
+
+    data = tomllib.loads(_read(ROOT / "pyproject.toml"))
+    preset = data["project"]["entry-points"]["envkernel.presets"]["default"]
+    for page in (ROOT / "README.md", ROOT / "docs" / "architecture.md"):
+        named = re.findall(r"(?<![\w,])(openapi,[a-z,-]*[a-z])", _read(page))
+        assert named and set(named) == {preset}, f"{page.name}: {named} against {preset}"

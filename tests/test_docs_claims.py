@@ -507,3 +507,38 @@ def test_the_preset_named_in_the_docs_is_the_suite_s() -> None:
     for page in (ROOT / "README.md", ROOT / "docs" / "architecture.md"):
         named = re.findall(r"(?<![\w,])(openapi,[a-z,-]*[a-z])", _read(page))
         assert named and set(named) == {preset}, f"{page.name}: {named} against {preset}"
+
+
+# the plugins -----------------------------------------------------------------------------------
+
+
+def _readme_plugins() -> dict[str, tuple[bool, dict[str, set[str]]]]:
+    text = _read(ROOT / "README.md")
+    table = text.split("| plugin | in the preset | role: components | what |", 1)[1]
+    out = {}
+    for row in table.split("\n\n", 1)[0].splitlines()[2:]:
+        name, preset, roles = (c.strip() for c in row.strip().strip("|").split("|")[:3])
+        by_role: dict[str, set[str]] = {}
+        for part in roles.split(";"):
+            role, _, comps = part.partition(":")
+            if comps:
+                by_role[role.strip().replace(" ", "_")] = set(re.findall(r"`([a-z-]+)`", comps))
+        out[name.strip("`")] = (preset == "yes", by_role)
+    return out
+
+
+def test_the_plugin_table_is_what_is_installed() -> None:
+    from envkernel.plugins import describe_installed, installed, load
+
+    documented = _readme_plugins()
+    infos = {i.name: i for i in describe_installed()}
+    assert set(documented) == set(infos)
+    for name, (default, by_role) in documented.items():
+        assert default == infos[name].default, f"{name}: in the preset?"
+        assert set(by_role) == set(infos[name].roles), f"{name}: roles"
+        assert {c for cs in by_role.values() for c in cs} == set(infos[name].components), name
+    registry = load(sorted(installed()))
+    for name, (_, by_role) in documented.items():
+        for role, comps in by_role.items():
+            for comp in comps:
+                assert registry.components[comp].role == role, f"{name}: {comp} is not a {role}"

@@ -542,3 +542,21 @@ def test_the_plugin_table_is_what_is_installed() -> None:
         for role, comps in by_role.items():
             for comp in comps:
                 assert registry.components[comp].role == role, f"{name}: {comp} is not a {role}"
+
+
+# the kernel's modules --------------------------------------------------------------------------
+
+
+def test_the_architecture_module_table_names_every_kernel_module() -> None:
+    text = _read(ROOT / "docs" / "architecture.md")
+    table = text.split("| module | job |", 1)[1].split("\n\n", 1)[0]
+    named = {
+        m
+        for row in table.splitlines()[2:]
+        for m in re.findall(r"`([a-z_]+)\.py`", row.split("|")[1])
+    }
+    modules = {p.stem for p in (ROOT / "kernel" / "src" / "envkernel").glob("*.py")}
+    modules -= {"__init__", "__main__"}
+    assert named == modules, (
+        f"not in the table: {sorted(modules - named)}; gone: {sorted(named - modules)}"
+    )

@@ -560,3 +560,28 @@ def test_the_architecture_module_table_names_every_kernel_module() -> None:
     assert named == modules, (
         f"not in the table: {sorted(modules - named)}; gone: {sorted(named - modules)}"
     )
+
+
+def test_the_chat_settings_table_is_chat_settings_and_its_defaults() -> None:
+    from envkernel.plugins import installed, load
+    from envkernel_kit.chat import ChatSettings
+
+    text = _read(ROOT / "docs" / "chat.md")
+    rest = text.partition("| setting | meaning |")[2]
+    header = ("| setting | meaning |" + rest).splitlines()[0]
+    comps = re.findall(r"`([a-z-]+)`", header)
+    rows = ("| setting | meaning |" + rest).split("\n\n", 1)[0].splitlines()[2:]
+    registry = load(sorted(installed()))
+    documented: set[str] = set()
+    for row in rows:
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        names = re.findall(r"`([a-z_]+)`", cells[0])
+        documented.update(names)
+        for comp, cell in zip(comps, cells[2:], strict=True):
+            if not cell:
+                continue
+            want = [float(v) for v in cell.split(",")]
+            defaults = registry.components[comp].settings_type()
+            got = [float(getattr(defaults, n)) for n in names]
+            assert got == want, f"chat.md, {names} of {comp}: {want}, the code says {got}"
+    assert documented == set(ChatSettings.__struct_fields__)

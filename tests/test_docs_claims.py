@@ -585,3 +585,23 @@ def test_the_chat_settings_table_is_chat_settings_and_its_defaults() -> None:
             got = [float(getattr(defaults, n)) for n in names]
             assert got == want, f"chat.md, {names} of {comp}: {want}, the code says {got}"
     assert documented == set(ChatSettings.__struct_fields__)
+
+
+# benchmark command lines -----------------------------------------------------------------------
+
+BENCH_LINE = re.compile(r"\b(benchmarks/[a-z_]+\.py)((?:\s+[^\s|;&`]+)*)")
+
+
+def _bench_lines() -> list[tuple[str, str, str]]:
+    got = []
+    for page in DOCS:
+        for span in _code_spans(_read(page)):
+            for m in BENCH_LINE.finditer(span):
+                got += [(page.name, m.group(1), f) for f in FLAG.findall(m.group(2))]
+    return sorted(set(got))
+
+
+@pytest.mark.parametrize(("page", "script", "flag"), _bench_lines())
+def test_a_benchmark_flag_in_the_docs_exists(page: str, script: str, flag: str) -> None:
+    src = (ROOT / script).read_text()
+    assert f'"{flag}"' in src, f"{page}: {script} has no option {flag}"

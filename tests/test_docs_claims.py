@@ -605,3 +605,40 @@ def _bench_lines() -> list[tuple[str, str, str]]:
 def test_a_benchmark_flag_in_the_docs_exists(page: str, script: str, flag: str) -> None:
     src = (ROOT / script).read_text()
     assert f'"{flag}"' in src, f"{page}: {script} has no option {flag}"
+
+
+# dotted names ----------------------------------------------------------------------------------
+
+DOTTED = re.compile(r"`(envkernel(?:_[a-z]+)?(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?:\(|`)")
+NOT_PYTHON = {
+    "envkernel.api": "an entry-point group",
+    "envkernel_reward.py": "a file of the user's (docs/training.md)",
+}
+
+
+def _resolve(name: str) -> bool:
+    """Import the longest module prefix of ``name`` and walk the rest as attributes."""
+    import importlib
+
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:i]))
+        except ModuleNotFoundError as exc:
+            if exc.name and not exc.name.startswith("envkernel"):
+                pytest.skip(f"{name}: needs {exc.name}, which is not installed")
+            continue
+        for attr in parts[i:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+@pytest.mark.parametrize(
+    ("page", "name"),
+    sorted({(p.name, n) for p in DOCS for n in DOTTED.findall(_read(p)) if n not in NOT_PYTHON}),
+)
+def test_a_dotted_name_in_the_docs_resolves(page: str, name: str) -> None:
+    assert _resolve(name), f"{page}: `{name}` does not resolve"

@@ -24,7 +24,7 @@ import msgspec
 import pytest
 
 from envkernel import errors
-from envkernel.cli import cli
+from envkernel.cli import Group, cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -36,7 +36,8 @@ COMMAND_LINE = re.compile(r"\benvkernel((?: [a-z][a-z-]*)+)")
 
 def _commands() -> dict[tuple[str, ...], click.Command]:
     """Every command of the CLI by its path (``()`` is the group itself), plugin commands too."""
-    cli._load_plugin_commands()  # type: ignore[attr-defined]
+    assert isinstance(cli, Group)
+    cli._load_plugin_commands()
     found: dict[tuple[str, ...], click.Command] = {}
 
     def walk(cmd: click.Command, path: tuple[str, ...]) -> None:

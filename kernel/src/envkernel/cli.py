@@ -119,7 +119,7 @@ def cli(log_level: str | None, json_logs: bool | None) -> None:
     "--source",
     "sources",
     multiple=True,
-    help="Source: KIND or KIND:VALUE (repeatable; default: sample).",
+    help="Source: KIND or KIND:VALUE (repeatable; default: openapi, the shipped corpus).",
 )
 @click.option("--envs", type=int, default=None, help="Environment requests per source.")
 @click.option(

@@ -29,6 +29,7 @@ import math
 import random
 import re
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from envkernel_kit.answers import is_number, mentions
@@ -1127,112 +1128,130 @@ class Phraser:
         """What a mutating call achieves, as an imperative (``bare``: a create's new row without its
         verb, ``a new event in it, with title ...``)."""
         info = step.info
-        kind = info.kind
         noun = noun_words(info.noun)
         verb = verb_of(info)
+        if info.kind == "create":
+            return self._create_goal(step, bare, noun, verb)
         key_name = next((p.name for p in info.params.values() if p.role == "key"), None)
-        if kind == "create":
-            v = self._verb("create" if verb in ("new", "insert") else verb)
-            lits = [attr(k, x) for k, x in self._literals(step)]
-            preps = [(self._prep(name, ref, verb), ref) for name, ref in step.refs.items()]
-            if (
-                singular(verb) == singular(info.noun) and preps
-            ):  # share_file: share <the file> with ...
-                s = f"{v} {self.obj(preps[0][1])}"
-                rest = [f"{pp} {self.obj(r)}" for pp, r in preps[1:]]
-                if rest:
-                    s += " " + " ".join(rest)
-                if lits:
-                    s += (", with " if " with " in s else " with ") + join(
-                        lits
-                    )  # never two "with" phrases in a row
-                return s
-            s = ("" if bare else f"{v} ") + f"{self.rng.choice(('a new', article(noun)))} {noun}"
-            flags = [
-                x for x in lits if x.startswith(("marked ", "not marked "))
-            ]  # last: never "a user with marked active, ..."
-            lits = [x for x in lits if x not in flags]
-
-            def flagged(text: str, withs: list[str]) -> str:
-                return text + ((", " if withs else " ") + join(flags) if flags else "")
-
-            said = (set(self.mentioned), list(self.values), self.rng.getstate())
-            others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
-            ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
-            # a reference with its own "with ..." goes last: never "the product of my order with
-            # quantity 2, quantity 2"
-            withs = (
-                [w for w in ref_withs if " with " not in w]
-                + lits
-                + [w for w in ref_withs if " with " in w]
-            )
-            if others and withs and any(" with " in o for o in others):
-                # never two "with" phrases in a row ("for the sender of the message with text "Hi"
-                # with name ops"):
-                # the new row's own values come first, so they are phrased first too (a row is
-                # introduced
-                # where it is first said: never "with that doctor, ... for the patient of Dr.
-                # Lopes's appointment")
-                self.mentioned, self.values = said[0], said[1]
-                self.rng.setstate(said[2])
-                ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
-                others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
-                withs = (
-                    [w for w in ref_withs if " with " not in w]
-                    + lits
-                    + [w for w in ref_withs if " with " in w]
-                )
-                return flagged(s + " with " + join(withs) + " " + " ".join(others), withs)
-            if others:
-                s += " " + " ".join(others)
-            if withs:
-                s += (", with " if others and len(withs) > 1 else " with ") + join(withs)
-            return flagged(s, withs or others)
         skip = {key_name} if key_name else set()
         tref = step.target
 
         def target() -> str:
             return self.obj(tref) if tref is not None else f"the {noun}"
 
-        if kind == "update":
-            changes = self._changes(step, skip)
-            if not changes:
-                return f"update {target()}"
-            if len(changes) == 1:
-                f, x = changes[0]
-                if tref is not None and self.rng.random() < 0.8:
-                    w = self.poss(tref, f)
-                    xs = self.obj(x) if isinstance(x, Ref) else x
-                    return self.rng.choice(
-                        ("change {w} to {x}", "set {w} to {x}", "update {w} to {x}")
-                    ).format(w=w, x=xs)
-                if tref is not None and self.is_persona(
-                    tref
-                ):  # never "update me so its email is ..."
-                    xs = self.obj(x) if isinstance(x, Ref) else x
-                    return self.rng.choice(
-                        ("change my {f} to {x}", "set my {f} to {x}", "update my {f} to {x}")
-                    ).format(f=f, x=xs)
-                t = target()
-                xs = self.obj(x) if isinstance(x, Ref) else x
-                return f"update {t} so {pronoun(tref)} {f} is {xs}"
-            mine = tref is not None and self.is_persona(tref)
-            its_word = "my" if mine else pronoun(tref)
-            t = "my details" if mine else target()
-            rendered = [(f, self.obj(x) if isinstance(x, Ref) else x) for f, x in changes]
-            if (
-                len(rendered) >= 3 and not mine
-            ):  # several fields of one row: what the row becomes, not a list of settings
-                return f"change {t} so that " + join(so_that(rendered, its_word))
-            sets = join([f"{f} to {x}" for f, x in rendered])
-            its = join([f"{its_word} {f} is {x}" for f, x in rendered])
-            return self.rng.choice(
-                (
-                    f"update {t}, setting {sets}",
-                    f"change {t} so that {its}",
-                    f"update {t}: set {sets}",
-                )
+        if info.kind == "update":
+            return self._update_goal(step, skip, target)
+        return self._action_goal(step, skip, verb, target)
+
+    def _create_goal(self, step: Step, bare: bool, noun: str, verb: str) -> str:
+        """A create's goal: the new row with its values and the rows it belongs to."""
+        v = self._verb("create" if verb in ("new", "insert") else verb)
+        lits = [attr(k, x) for k, x in self._literals(step)]
+        preps = [(self._prep(name, ref, verb), ref) for name, ref in step.refs.items()]
+        if singular(verb) == singular(step.info.noun) and preps:
+            return self._shared_goal(v, lits, preps)
+        s = ("" if bare else f"{v} ") + f"{self.rng.choice(('a new', article(noun)))} {noun}"
+        # flags go last: never "a user with marked active, ..."
+        flags = [x for x in lits if x.startswith(("marked ", "not marked "))]
+        lits = [x for x in lits if x not in flags]
+
+        def flagged(text: str, withs: list[str]) -> str:
+            return text + ((", " if withs else " ") + join(flags) if flags else "")
+
+        said = (set(self.mentioned), list(self.values), self.rng.getstate())
+        others, withs = self._create_phrases(preps, lits)
+        if others and withs and any(" with " in o for o in others):
+            # never two "with" phrases in a row ("for the sender of the message with text "Hi"
+            # with name ops"): the new row's own values come first, so they are phrased first
+            # too (a row is introduced where it is first said: never "with that doctor, ... for
+            # the patient of Dr. Lopes's appointment")
+            self.mentioned, self.values = said[0], said[1]
+            self.rng.setstate(said[2])
+            withs, others = self._create_phrases(preps, lits, withs_first=True)
+            return flagged(s + " with " + join(withs) + " " + " ".join(others), withs)
+        if others:
+            s += " " + " ".join(others)
+        if withs:
+            s += (", with " if others and len(withs) > 1 else " with ") + join(withs)
+        return flagged(s, withs or others)
+
+    def _create_phrases(
+        self, preps: list[tuple[str, Ref]], lits: list[str], withs_first: bool = False
+    ) -> tuple[list[str], list[str]]:
+        """The new row's references (``for the order``) and its ``with`` values, phrased in that
+        order (``withs_first``: the ``with`` references first; returned as (withs, others))."""
+        if withs_first:
+            ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
+            others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
+        else:
+            others = [f"{pp} {self.obj(r)}" for pp, r in preps if pp != "with"]
+            ref_withs = [self.obj(r) for pp, r in preps if pp == "with"]
+        # a reference with its own "with ..." goes last: never "the product of my order with
+        # quantity 2, quantity 2"
+        withs = (
+            [w for w in ref_withs if " with " not in w]
+            + lits
+            + [w for w in ref_withs if " with " in w]
+        )
+        return (withs, others) if withs_first else (others, withs)
+
+    def _shared_goal(self, v: str, lits: list[str], preps: list[tuple[str, Ref]]) -> str:
+        """A create named for its verb (share_file: share <the file> with ...)."""
+        s = f"{v} {self.obj(preps[0][1])}"
+        rest = [f"{pp} {self.obj(r)}" for pp, r in preps[1:]]
+        if rest:
+            s += " " + " ".join(rest)
+        if lits:  # never two "with" phrases in a row
+            s += (", with " if " with " in s else " with ") + join(lits)
+        return s
+
+    def _update_goal(self, step: Step, skip: set[str], target: Callable[[], str]) -> str:
+        """An update's goal: the fields it sets, on the row it changes."""
+        tref = step.target
+        changes = self._changes(step, skip)
+        if not changes:
+            return f"update {target()}"
+        if len(changes) == 1:
+            return self._one_change_goal(tref, changes[0], target)
+        mine = tref is not None and self.is_persona(tref)
+        its_word = "my" if mine else pronoun(tref)
+        t = "my details" if mine else target()
+        rendered = [(f, self.obj(x) if isinstance(x, Ref) else x) for f, x in changes]
+        if len(rendered) >= 3 and not mine:
+            # several fields of one row: what the row becomes, not a list of settings
+            return f"change {t} so that " + join(so_that(rendered, its_word))
+        sets = join([f"{f} to {x}" for f, x in rendered])
+        its = join([f"{its_word} {f} is {x}" for f, x in rendered])
+        return self.rng.choice(
+            (
+                f"update {t}, setting {sets}",
+                f"change {t} so that {its}",
+                f"update {t}: set {sets}",
             )
+        )
+
+    def _one_change_goal(
+        self, tref: Ref | None, change: tuple[str, Any], target: Callable[[], str]
+    ) -> str:
+        """An update of one field."""
+        f, x = change
+        if tref is not None and self.rng.random() < 0.8:
+            w = self.poss(tref, f)
+            xs = self.obj(x) if isinstance(x, Ref) else x
+            return self.rng.choice(
+                ("change {w} to {x}", "set {w} to {x}", "update {w} to {x}")
+            ).format(w=w, x=xs)
+        if tref is not None and self.is_persona(tref):  # never "update me so its email is ..."
+            xs = self.obj(x) if isinstance(x, Ref) else x
+            return self.rng.choice(
+                ("change my {f} to {x}", "set my {f} to {x}", "update my {f} to {x}")
+            ).format(f=f, x=xs)
+        t = target()
+        xs = self.obj(x) if isinstance(x, Ref) else x
+        return f"update {t} so {pronoun(tref)} {f} is {xs}"
+
+    def _action_goal(self, step: Step, skip: set[str], verb: str, target: Callable[[], str]) -> str:
+        """A delete's or another action's goal: the verb, the row, its references and values."""
         t = target()
         parts = self._ref_parts(step, skip)
         lits = self._literals(step, skip)
@@ -1240,15 +1259,14 @@ class Phraser:
         if parts:
             tail += " " + " ".join(parts)
         if lits:
-            stacked = " with " in t or any(
-                " with " in p for p in parts
-            )  # a reference with its own "with ...": a comma sets the values apart
+            # a reference with its own "with ...": a comma sets the values apart
+            stacked = " with " in t or any(" with " in p for p in parts)
             tail += (", with " if stacked else self.rng.choice((" with ", ", with "))) + join(
                 [attr(k, x) for k, x in lits]
             )
         v = (
             self._verb(verb if verb in ("delete", "remove", "revoke") else "delete")
-            if kind == "delete"
+            if step.info.kind == "delete"
             else self._verb(verb)
         )
         if "{x}" in v:
@@ -1655,51 +1673,11 @@ class Phraser:
         noun: str,
         nouns: str,
     ) -> Question | None:
-        rng = self.rng
+        """One question of ``shape`` about ``rows`` (None when the rows cannot carry it)."""
         if shape == "count":
-            n = len(rows)
-            frames = (
-                COUNT_Q
-                if not c.startswith("all ")
-                else (
-                    "How many {ns} are there?",
-                    "How many {ns} are there in all?",
-                    "Can you count {c} for me?",
-                )
-            )
-            text = rng.choice(frames).format(
-                c=c, ns=c[4:].removeprefix("the ") if c.startswith("all ") else nouns
-            )
-            if mentions(str(n), text) >= 0:
-                return None
-            return Question(
-                text,
-                [str(n)],
-                rng.choice(("There are {n}.", "I count {n} of them.", "{n} in all.")).format(n=n),
-                absent=self._absent(step, [], set()),
-                kind="count",
-                key="count",
-            )
+            return self._count_shape(step, rows, c, nouns)
         if shape == "total":
-            f = rng.choice([k for k in nums if k in SUMMABLE or unit_of(k)])
-            fw = field_words(f)
-            total = round(sum(float(r[f]) for r in rows), 2)
-            if fw.split(" ")[0] in ("total", "sum"):  # never "the total total of the invoices"
-                text = rng.choice(
-                    ("What do the {fs} of {c} add up to?", "Add up the {fs} of {c} for me.")
-                ).format(fs=plural_phrase(fw), c=c)
-            else:
-                text = rng.choice(TOTAL_Q).format(c=c, f=fw)
-            if mentions(_fmt(total), text) >= 0:
-                return None
-            return Question(
-                text,
-                [_fmt(total)],
-                f"The total {fw} is {_fmt(total)}.",
-                absent=self._absent(step, [], set()),
-                kind="total",
-                key=f"total/{f}",
-            )
+            return self._total_shape(step, rows, nums, c)
         if shape in ("count_if", "top_value", "average", "count_which"):
             return self._number_shape(shape, step, rows, label, nums, c)
         if label is None:
@@ -1707,11 +1685,8 @@ class Phraser:
         labels = [fact_text(r[label]) for r in rows]
         low_labels = [x.lower() for x in labels]
 
-        def apart(
-            k: str,
-        ) -> (
-            bool
-        ):  # no value of k is, or holds, a label (it would split the answer at the wrong row)
+        def apart(k: str) -> bool:
+            """No value of ``k`` is, or holds, a label (it would split the answer at the wrong row)."""
             return not any(
                 a in fact_text(r[k]).lower() or fact_text(r[k]).lower() in a
                 for r in rows
@@ -1719,127 +1694,237 @@ class Phraser:
             )
 
         if shape == "each":
-            vals = [
-                k
-                for k in sorted(rows[0], key=attr_rank)
-                if k != label
-                and not is_id_name(k)
-                and all(fact_ok(r.get(k)) for r in rows)
-                and apart(k)
-            ]
-            if not vals:
-                return None
-            f = rng.choice(vals[:3])
-            fw = field_words(f)
-            table = [[lab, fact_text(r[f])] for lab, r in zip(labels, rows, strict=True)]
-            text = rng.choice(LIST_Q).format(c=c, f=fw, fs=plural_phrase(fw))
-            answer = "; ".join(f"{lab}: {v}" for lab, v in table) + "."
-            return Question(
-                text,
-                [x for r in table for x in r],
-                answer,
-                rows=table,
-                absent=self._absent(step, [label], set(x.lower() for x in labels)),
-                kind="list",
-                key=f"each/{f}",
-            )
-        if shape == "which":  # a condition on a status: "which of my channels are archived?"
-            cats = [
-                k
-                for k in rows[0]
-                if attr_rank(k)[0] == 1
-                and k != label
-                and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows)
-            ]
-            if not cats:
-                return None
-            k = rng.choice(cats)
-            v = rng.choice([r[k] for r in rows])
-            hit = [lab for lab, r in zip(labels, rows, strict=True) if r[k] == v]
-            miss = [lab for lab, r in zip(labels, rows, strict=True) if r[k] != v]
-            if not miss or len(hit) > 12:
-                return None
-            text = rng.choice(("Which of {c} {v}?", "Of {c}, which ones {v}?")).format(
-                c=c, v=_in_status(k, v)[0]
-            )
-            return Question(
-                text,
-                hit,
-                join(hit) + ".",
-                rows=[[h] for h in hit],
-                absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
-                kind="condition",
-                key=f"which/{k}/{v}",
-            )
+            return self._each_shape(step, rows, label, labels, c, apart)
+        if shape == "which":
+            return self._which_shape(step, rows, label, labels, c)
         nums = [k for k in nums if apart(k)]
         if not nums:
             return None
-        f = rng.choice(nums[:3])
-        fw = field_words(f)
+        f = self.rng.choice(nums[:3])
         vals = [float(r[f]) for r in rows]
-        if shape in ("superlative", "sorted") and len(set(vals)) < len(vals) and shape == "sorted":
-            return None
-        if shape == "superlative":
-            high = rng.random() < 0.5
-            best = max(vals) if high else min(vals)
-            if vals.count(best) != 1:
-                return None
-            i = vals.index(best)
-            word = _most(f, high, rng)
-            text = rng.choice(SUP_Q).format(c=c, w=word, f=fw, n=noun)
-            others = [x for j, x in enumerate(labels) if j != i]
-            return Question(
-                text,
-                [labels[i]],
-                f"{labels[i]}, with {article(fw)} {fw} of {_fmt(best)}.",
-                rows=[[labels[i]]],
-                absent=others + self._absent(step, [label], {labels[i].lower()}),
-                kind="superlative",
-                key=f"superlative/{f}/{'max' if high else 'min'}",
-            )
-        if shape == "condition":
-            if (split := _threshold(vals, rng)) is None:
-                return None
-            t, over = split
-            hit = [lab for lab, v in zip(labels, vals, strict=True) if (v > t if over else v < t)]
-            miss = [
-                lab for lab, v in zip(labels, vals, strict=True) if not (v > t if over else v < t)
-            ]
-            if not hit or not miss or len(hit) > 12:
-                return None
-            text = rng.choice(COND_Q).format(c=c, h=compared(f, over, _fmt(t), rng))
-            return Question(
-                text,
-                hit,
-                join(hit) + ".",
-                rows=[[h] for h in hit],
-                absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
-                kind="condition",
-                key=f"condition/{f}/{'over' if over else 'under'}/{_fmt(t)}",
-            )
         if shape in ("total_which", "superlative_which", "difference"):
             return self._labelled_shape(shape, step, rows, label, labels, nums, c, noun)
-        if shape == "sorted":
-            high = rng.random() < 0.5
-            order = sorted(range(len(rows)), key=lambda j: -vals[j] if high else vals[j])
-            table = [[labels[j], _fmt(vals[j])] for j in order]
-            text = rng.choice(SORT_Q).format(
-                c=c,
-                f=fw,
-                d="from the highest to the lowest" if high else "from the lowest to the highest",
+        ranked = {
+            "superlative": self._superlative_shape,
+            "condition": self._condition_shape,
+            "sorted": self._sorted_shape,
+        }.get(shape)
+        return None if ranked is None else ranked(step, f, vals, label, labels, c, noun)
+
+    def _count_shape(
+        self, step: Step, rows: list[dict[str, Any]], c: str, nouns: str
+    ) -> Question | None:
+        """How many rows there are."""
+        rng, n = self.rng, len(rows)
+        frames = (
+            COUNT_Q
+            if not c.startswith("all ")
+            else (
+                "How many {ns} are there?",
+                "How many {ns} are there in all?",
+                "Can you count {c} for me?",
             )
-            answer = ", ".join(f"{lab} ({v})" for lab, v in table) + "."
-            return Question(
-                text,
-                [x for r in table for x in r],
-                answer,
-                rows=table,
-                ordered=True,
-                absent=self._absent(step, [label], {x.lower() for x in labels}),
-                kind="sorted",
-                key=f"sorted/{f}/{'desc' if high else 'asc'}",
-            )
-        return None
+        )
+        text = rng.choice(frames).format(
+            c=c, ns=c[4:].removeprefix("the ") if c.startswith("all ") else nouns
+        )
+        if mentions(str(n), text) >= 0:
+            return None
+        return Question(
+            text,
+            [str(n)],
+            rng.choice(("There are {n}.", "I count {n} of them.", "{n} in all.")).format(n=n),
+            absent=self._absent(step, [], set()),
+            kind="count",
+            key="count",
+        )
+
+    def _total_shape(
+        self, step: Step, rows: list[dict[str, Any]], nums: list[str], c: str
+    ) -> Question | None:
+        """What a summable field of the rows adds up to."""
+        rng = self.rng
+        f = rng.choice([k for k in nums if k in SUMMABLE or unit_of(k)])
+        fw = field_words(f)
+        total = round(sum(float(r[f]) for r in rows), 2)
+        if fw.split(" ")[0] in ("total", "sum"):  # never "the total total of the invoices"
+            text = rng.choice(
+                ("What do the {fs} of {c} add up to?", "Add up the {fs} of {c} for me.")
+            ).format(fs=plural_phrase(fw), c=c)
+        else:
+            text = rng.choice(TOTAL_Q).format(c=c, f=fw)
+        if mentions(_fmt(total), text) >= 0:
+            return None
+        return Question(
+            text,
+            [_fmt(total)],
+            f"The total {fw} is {_fmt(total)}.",
+            absent=self._absent(step, [], set()),
+            kind="total",
+            key=f"total/{f}",
+        )
+
+    def _each_shape(
+        self,
+        step: Step,
+        rows: list[dict[str, Any]],
+        label: str,
+        labels: list[str],
+        c: str,
+        apart: Callable[[str], bool],
+    ) -> Question | None:
+        """One field of each row, by its label."""
+        vals = [
+            k
+            for k in sorted(rows[0], key=attr_rank)
+            if k != label
+            and not is_id_name(k)
+            and all(fact_ok(r.get(k)) for r in rows)
+            and apart(k)
+        ]
+        if not vals:
+            return None
+        f = self.rng.choice(vals[:3])
+        fw = field_words(f)
+        table = [[lab, fact_text(r[f])] for lab, r in zip(labels, rows, strict=True)]
+        text = self.rng.choice(LIST_Q).format(c=c, f=fw, fs=plural_phrase(fw))
+        answer = "; ".join(f"{lab}: {v}" for lab, v in table) + "."
+        return Question(
+            text,
+            [x for r in table for x in r],
+            answer,
+            rows=table,
+            absent=self._absent(step, [label], set(x.lower() for x in labels)),
+            kind="list",
+            key=f"each/{f}",
+        )
+
+    def _which_shape(
+        self, step: Step, rows: list[dict[str, Any]], label: str, labels: list[str], c: str
+    ) -> Question | None:
+        """A condition on a status: "which of my channels are archived?"."""
+        rng = self.rng
+        cats = [
+            k
+            for k in rows[0]
+            if attr_rank(k)[0] == 1
+            and k != label
+            and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows)
+        ]
+        if not cats:
+            return None
+        k = rng.choice(cats)
+        v = rng.choice([r[k] for r in rows])
+        hit = [lab for lab, r in zip(labels, rows, strict=True) if r[k] == v]
+        miss = [lab for lab, r in zip(labels, rows, strict=True) if r[k] != v]
+        if not miss or len(hit) > 12:
+            return None
+        text = rng.choice(("Which of {c} {v}?", "Of {c}, which ones {v}?")).format(
+            c=c, v=_in_status(k, v)[0]
+        )
+        return Question(
+            text,
+            hit,
+            join(hit) + ".",
+            rows=[[h] for h in hit],
+            absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
+            kind="condition",
+            key=f"which/{k}/{v}",
+        )
+
+    def _superlative_shape(
+        self,
+        step: Step,
+        f: str,
+        vals: list[float],
+        label: str,
+        labels: list[str],
+        c: str,
+        noun: str,
+    ) -> Question | None:
+        """The row with the highest (or lowest) value of ``f``."""
+        rng, fw = self.rng, field_words(f)
+        high = rng.random() < 0.5
+        best = max(vals) if high else min(vals)
+        if vals.count(best) != 1:
+            return None
+        i = vals.index(best)
+        word = _most(f, high, rng)
+        text = rng.choice(SUP_Q).format(c=c, w=word, f=fw, n=noun)
+        others = [x for j, x in enumerate(labels) if j != i]
+        return Question(
+            text,
+            [labels[i]],
+            f"{labels[i]}, with {article(fw)} {fw} of {_fmt(best)}.",
+            rows=[[labels[i]]],
+            absent=others + self._absent(step, [label], {labels[i].lower()}),
+            kind="superlative",
+            key=f"superlative/{f}/{'max' if high else 'min'}",
+        )
+
+    def _condition_shape(
+        self,
+        step: Step,
+        f: str,
+        vals: list[float],
+        label: str,
+        labels: list[str],
+        c: str,
+        noun: str,
+    ) -> Question | None:
+        """The rows whose ``f`` is over (or under) a threshold that splits them."""
+        rng = self.rng
+        if (split := _threshold(vals, rng)) is None:
+            return None
+        t, over = split
+        hit = [lab for lab, v in zip(labels, vals, strict=True) if (v > t if over else v < t)]
+        miss = [lab for lab, v in zip(labels, vals, strict=True) if not (v > t if over else v < t)]
+        if not hit or not miss or len(hit) > 12:
+            return None
+        text = rng.choice(COND_Q).format(c=c, h=compared(f, over, _fmt(t), rng))
+        return Question(
+            text,
+            hit,
+            join(hit) + ".",
+            rows=[[h] for h in hit],
+            absent=miss + self._absent(step, [label], {h.lower() for h in hit}),
+            kind="condition",
+            key=f"condition/{f}/{'over' if over else 'under'}/{_fmt(t)}",
+        )
+
+    def _sorted_shape(
+        self,
+        step: Step,
+        f: str,
+        vals: list[float],
+        label: str,
+        labels: list[str],
+        c: str,
+        noun: str,
+    ) -> Question | None:
+        """The rows ordered by ``f`` (only when no two values tie)."""
+        if len(set(vals)) < len(vals):
+            return None
+        rng, fw = self.rng, field_words(f)
+        high = rng.random() < 0.5
+        order = sorted(range(len(vals)), key=lambda j: -vals[j] if high else vals[j])
+        table = [[labels[j], _fmt(vals[j])] for j in order]
+        text = rng.choice(SORT_Q).format(
+            c=c,
+            f=fw,
+            d="from the highest to the lowest" if high else "from the lowest to the highest",
+        )
+        answer = ", ".join(f"{lab} ({v})" for lab, v in table) + "."
+        return Question(
+            text,
+            [x for r in table for x in r],
+            answer,
+            rows=table,
+            ordered=True,
+            absent=self._absent(step, [label], {x.lower() for x in labels}),
+            kind="sorted",
+            key=f"sorted/{f}/{'desc' if high else 'asc'}",
+        )
 
     def _number_shape(
         self,

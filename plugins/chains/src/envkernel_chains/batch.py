@@ -62,6 +62,12 @@ def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _beyond(row: dict[str, Any], cond: tuple[str, str, float]) -> bool:
+    """True when ``row``'s value of the condition's column is over (or under) its threshold."""
+    v = float(row[cond[0]])
+    return v > cond[2] if cond[1] == "over" else v < cond[2]
+
+
 class BatchPlanner:
     """Plans multi-row change goals over one environment (pure: no calls; the sampler runs them)."""
 
@@ -169,37 +175,96 @@ class BatchPlanner:
         return None
 
     def plan(self, persona: bool) -> BatchGoal | None:
-        """One multi-row goal, or None when this try found none."""
+        """One multi-row goal, or None when this try found none: the rows an action picks by a
+        status, an owner and a threshold (each optional), with a near miss left out."""
         if not self.actions:
             return None
-        rng = self.rng
-        act = rng.choice(self.actions)
+        act = self.rng.choice(self.actions)
         table = act.resource or ""
         tr = act.transition or {}
-        fld, to, frm = tr.get("field"), tr.get("to"), tr.get("from")
+        fld, to = tr.get("field"), tr.get("to")
         rows = self.seed[table]
-        keycol = self.schema.key(table)
-        # the status part: a from-state the action accepts (bool transitions: the rows not yet set),
-        # or for an update or a delete, sometimes a kind of row (``declined attendees``)
-        status: str | None = None
+        found = self._status_part(act, table, rows)
+        if found is None:
+            return None
+        status, scol = found
+        accepted = [r for r in rows if (status is None or r.get(scol) == status)]
+        must = self.needs_owner(table)
+        owner = self._owner_part(table, rows, accepted, must)
+        if must and owner is None:
+            return None
+        scope = [
+            r
+            for r in accepted
+            if owner is None or r.get(owner[0]) == owner[2].get(self.schema.key(owner[1]))
+        ]
+        cond = self._threshold_part(table, rows, fld, scope)
+        picked = [r for r in scope if cond is None or _beyond(r, cond)]
+        if not 2 <= len(picked) <= MAX_ROWS:
+            return None
+        if isinstance(fld, str) and all(r.get(fld) == to for r in picked):
+            return None  # nothing would change
+        setting = self._setting_part(act, rows, picked) if act.kind == "update" else None
+        if act.kind == "update" and setting is None:
+            return None
+        # a near miss: a row that matches all but one part (another status, another owner, the
+        # other side of the threshold)
+        if len(picked) == len(rows):
+            return None
+        return self._phrase(
+            act,
+            table,
+            status,
+            owner,
+            cond,
+            picked,
+            setting,
+            persona and owner is not None and singular(human(owner[1])) in PERSONA_NOUNS,
+        )
+
+    def _setting_part(
+        self, act: Any, rows: list[dict[str, Any]], picked: list[dict[str, Any]]
+    ) -> tuple[str, str, Any] | None:
+        """An update's (parameter, column, new value): a value none of the picked rows has yet
+        (None when every value is taken)."""
+        pname = self.rng.choice(self._values(act))
+        col = act.params[pname].field or pname
+        new = [v for v in sorted({r[col] for r in rows}) if all(r.get(col) != v for r in picked)]
+        return (pname, col, self.rng.choice(new)) if new else None
+
+    def _status_part(
+        self, act: Any, table: str, rows: list[dict[str, Any]]
+    ) -> tuple[str | None, str | None] | None:
+        """The status part, as (status, its column): a from-state the action accepts (bool
+        transitions: the rows not yet set), or for an update or a delete, sometimes a kind of row
+        (``declined attendees``); (None, column) for none; None when no row is in a from-state."""
+        rng = self.rng
+        tr = act.transition or {}
+        fld, frm = tr.get("field"), tr.get("from")
         scol = fld if isinstance(fld, str) else None
         if frm and scol:
             present = [s for s in frm if any(r.get(scol) == s for r in rows)]
             if not present:
                 return None
-            status = rng.choice(present)
-        elif act.kind != "action" and rng.random() < 0.6:
+            return rng.choice(present), scol
+        if act.kind != "action" and rng.random() < 0.6:
             setp = act.params.get(self._values(act)[0]) if act.kind == "update" else None
             cats = self._categories(table, {setp.field} if setp and setp.field else set())
             if cats:
                 scol = rng.choice(cats)
-                status = rng.choice(sorted({r[scol] for r in rows}))
-        accepted = [r for r in rows if (status is None or r.get(scol) == status)]
-        # the owner part: a reference column whose row has a name
-        owner: tuple[str, str, dict[str, Any], str] | None = (
-            None  # (column, owner table, owner row, its name)
-        )
-        must = self.needs_owner(table)
+                return rng.choice(sorted({r[scol] for r in rows})), scol
+        return None, scol
+
+    def _owner_part(
+        self,
+        table: str,
+        rows: list[dict[str, Any]],
+        accepted: list[dict[str, Any]],
+        must: str | None,
+    ) -> tuple[str, str, dict[str, Any], str] | None:
+        """The owner part, as (column, owner table, owner row, its name): a reference column
+        whose row has a name (``must``: that column or none)."""
+        rng = self.rng
         owner_cols = [c for c in rows[0] if self.schema.ref(table, c)] if must is None else [must]
         rng.shuffle(owner_cols)
         for col in owner_cols:
@@ -215,18 +280,16 @@ class BatchPlanner:
                 t = _title(o)
                 assert t is not None
                 names = [x for x in self.seed.get(otable, []) if _title(x) == t]
-                if len(names) == 1:
-                    owner = (col, otable, o, t[1])
-                break
-        if must and owner is None:
-            return None
-        scope = [
-            r
-            for r in accepted
-            if owner is None or r.get(owner[0]) == owner[2].get(self.schema.key(owner[1]))
-        ]
-        # the numeric part: a threshold between two of the values in scope
-        cond: tuple[str, str, float] | None = None
+                return (col, otable, o, t[1]) if len(names) == 1 else None
+        return None
+
+    def _threshold_part(
+        self, table: str, rows: list[dict[str, Any]], fld: Any, scope: list[dict[str, Any]]
+    ) -> tuple[str, str, float] | None:
+        """The numeric part, as (column, over or under, threshold): a threshold between two of
+        the values in scope, on a count or an amount (not a 0/1 flag)."""
+        rng = self.rng
+        keycol = self.schema.key(table)
         nums = [
             c
             for c in rows[0]
@@ -235,55 +298,20 @@ class BatchPlanner:
             and not self.schema.ref(table, c)
             and all(_is_num(r.get(c)) for r in rows)
             and len({r.get(c) for r in rows}) >= 3
-        ]  # a count or an amount, not a 0/1 flag
-        if nums and len(scope) >= 3 and rng.random() < 0.75:
-            c = rng.choice(nums)
-            vals = sorted({float(r[c]) for r in scope})
-            if len(vals) >= 2:
-                j = rng.randrange(len(vals) - 1)
-                over = rng.random() < 0.5
-                if all(
-                    float(v).is_integer() for v in vals
-                ):  # whole numbers: "more than 3", "fewer than 4"
-                    t: float | None = vals[j] if over else vals[j + 1]
-                else:
-                    t = _between(vals[j], vals[j + 1])
-                if t is not None:
-                    cond = (c, "over" if over else "under", t)
-        picked = [
-            r
-            for r in scope
-            if cond is None
-            or (float(r[cond[0]]) > cond[2] if cond[1] == "over" else float(r[cond[0]]) < cond[2])
         ]
-        if not 2 <= len(picked) <= MAX_ROWS:
+        if not (nums and len(scope) >= 3 and rng.random() < 0.75):
             return None
-        if isinstance(fld, str) and all(r.get(fld) == to for r in picked):
-            return None  # nothing would change
-        setting: tuple[str, str, Any] | None = None  # (parameter, column, new value) of an update
-        if act.kind == "update":
-            pname = rng.choice(self._values(act))
-            col = act.params[pname].field or pname
-            new = [
-                v for v in sorted({r[col] for r in rows}) if all(r.get(col) != v for r in picked)
-            ]
-            if not new:
-                return None
-            setting = (pname, col, rng.choice(new))
-        # a near miss: a row that matches all but one part (another status, another owner, the other
-        # side of the threshold)
-        if len(picked) == len(rows):
+        c = rng.choice(nums)
+        vals = sorted({float(r[c]) for r in scope})
+        if len(vals) < 2:
             return None
-        return self._phrase(
-            act,
-            table,
-            status,
-            owner,
-            cond,
-            picked,
-            setting,
-            persona and owner is not None and singular(human(owner[1])) in PERSONA_NOUNS,
-        )
+        j = rng.randrange(len(vals) - 1)
+        over = rng.random() < 0.5
+        if all(float(v).is_integer() for v in vals):  # whole numbers: "more than 3", "fewer than 4"
+            t: float | None = vals[j] if over else vals[j + 1]
+        else:
+            t = _between(vals[j], vals[j + 1])
+        return None if t is None else (c, "over" if over else "under", t)
 
     def _phrase(
         self,
@@ -296,99 +324,16 @@ class BatchPlanner:
         setting: tuple[str, str, Any] | None,
         as_owner: bool,
     ) -> BatchGoal | None:
+        """The goal's calls and its words: the request, what is held back, the answer."""
         rng = self.rng
         keycol = self.schema.key(table)
         noun = human(act.noun or table)
         nouns = plural(noun)
         st = " ".join(words(status)) + " " if status else ""
-        # the lookups: the owner (by its list, with a search or name filter when there is one), then
-        # the rows
-        calls: list[tuple[str, dict[str, Any]]] = []
-        lst = self.list_of(table, owner[0] if owner else None)
-        assert lst is not None
-        largs: dict[str, Any] = {}
-        tr = act.transition or {}
-        scol = (
-            tr.get("field")
-            if act.kind == "action"
-            else next(
-                (
-                    c
-                    for c in picked[0]
-                    if status is not None
-                    and all(r.get(c) == status for r in picked)
-                    and c in self._categories(table, set())
-                ),
-                None,
-            )
-        )
-        for p in lst.params.values():
-            if p.role == "filter" and p.field == scol and status is not None and p.op == "eq":
-                largs[p.name] = status
-        if owner is not None:
-            ref = next(
-                (p for p in lst.params.values() if p.role == "ref" and p.field == owner[0]), None
-            )
-            olist = self.list_of(owner[1])
-            if ref is not None and olist is not None:
-                oargs: dict[str, Any] = {}
-                tk = _title(owner[2])
-                for p in olist.params.values():
-                    if p.role == "search" or (
-                        p.role == "filter" and tk and p.field == tk[0] and p.op == "eq"
-                    ):
-                        oargs[p.name] = owner[3]
-                        break
-                calls.append((olist.name, oargs))
-                largs[ref.name] = owner[2].get(self.schema.key(owner[1]))
-        calls.append((lst.name, largs))
-        parents = [p for p in act.params.values() if p.role == "ref" and p.required and p.field]
-        for r in picked:
-            args: dict[str, Any] = {act.key_param or "id": r[keycol]}
-            for p in parents:  # the row's owner (an attendee's event), from the row itself
-                args[p.name] = r.get(p.field or "")
-            if setting is not None:
-                args[setting[0]] = setting[2]
-            calls.append((act.name, args))
-        # the words
+        calls = self._batch_calls(act, table, status, owner, picked, setting)
         verb = act.verb or "update"
-        cond_words = ""
-        if cond is not None:
-            c, op, t = cond
-            u = unit_of(c)
-            opw = (
-                rng.choice(("over", "above", "of more than"))
-                if op == "over"
-                else rng.choice(("under", "below", "of less than"))
-            )
-            if c in COUNTED:
-                cond_words = (
-                    f"with {'more' if op == 'over' else 'fewer'} than {_fmt(t)} {field_words(c)}"
-                )
-            else:
-                cond_words = (
-                    f"with {article(u[0])} {u[0]} {opw} {_fmt(t)} {u[1]}"
-                    if u
-                    else f"with {article(field_words(c))} {field_words(c)} {opw} {_fmt(t)}"
-                )
-        persona: dict[str, str] = {}
-        if owner is not None and as_owner:
-            role, motive = rng.choice(ROLES)
-            persona = {"name": owner[3], "role": role, "tone": "neutral", "motive": motive}
-            whose, intro = (
-                "my ",
-                rng.choice(
-                    (
-                        f"I'm {owner[3]}, {role}. {motive[0].upper()}{motive[1:]}. ",
-                        f"This is {owner[3]}. ",
-                        f"Hi, I'm {owner[3]}, {role}. ",
-                    )
-                ),
-            )
-        elif owner is not None and is_person(singular(human(owner[1]))):
-            whose, intro = f"{owner[3]}'s ", ""
-        else:
-            whose, intro = "the ", ""
+        cond_words = "" if cond is None else self._cond_words(cond)
+        persona, whose, intro = self._speaker(owner, as_owner)
         onoun = singular(human(owner[1])) if owner is not None else ""
         where = (
             f' {"in" if onoun in CONTAINER_NOUNS else "for"} the {onoun} "{owner[3]}"'
@@ -401,9 +346,8 @@ class BatchPlanner:
             if whose != "the " or rng.random() < 0.5
             else f"every {st}{noun}{where}"
         )
-        hide_status = (
-            not hide and bool(st) and rng.random() < self.hidden_share
-        )  # "some of my bookings" + "Only the held ones."
+        # "some of my bookings" + "Only the held ones."
+        hide_status = not hide and bool(st) and rng.random() < self.hidden_share
         if hide:
             head = f"some of {whose}{st}{nouns}{where}"
         elif hide_status:
@@ -449,3 +393,108 @@ class BatchPlanner:
             rows=[r[keycol] for r in picked],
             persona=persona,
         )
+
+    def _batch_calls(
+        self,
+        act: ToolInfo,
+        table: str,
+        status: str | None,
+        owner: tuple[str, str, dict[str, Any], str] | None,
+        picked: list[dict[str, Any]],
+        setting: tuple[str, str, Any] | None,
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The lookups (the owner by its list, with a search or name filter when there is one,
+        then the rows), then the action on each picked row."""
+        keycol = self.schema.key(table)
+        calls: list[tuple[str, dict[str, Any]]] = []
+        lst = self.list_of(table, owner[0] if owner else None)
+        assert lst is not None
+        largs: dict[str, Any] = {}
+        scol = self._status_column(act, table, status, picked)
+        for p in lst.params.values():
+            if p.role == "filter" and p.field == scol and status is not None and p.op == "eq":
+                largs[p.name] = status
+        if owner is not None:
+            ref = next(
+                (p for p in lst.params.values() if p.role == "ref" and p.field == owner[0]), None
+            )
+            olist = self.list_of(owner[1])
+            if ref is not None and olist is not None:
+                calls.append((olist.name, self._owner_lookup(olist, owner)))
+                largs[ref.name] = owner[2].get(self.schema.key(owner[1]))
+        calls.append((lst.name, largs))
+        parents = [p for p in act.params.values() if p.role == "ref" and p.required and p.field]
+        for r in picked:
+            args: dict[str, Any] = {act.key_param or "id": r[keycol]}
+            for p in parents:  # the row's owner (an attendee's event), from the row itself
+                args[p.name] = r.get(p.field or "")
+            if setting is not None:
+                args[setting[0]] = setting[2]
+            calls.append((act.name, args))
+        return calls
+
+    def _status_column(
+        self, act: ToolInfo, table: str, status: str | None, picked: list[dict[str, Any]]
+    ) -> Any:
+        """The column the status is a value of: the action's transition field, else the category
+        column every picked row has ``status`` in (None when there is no status)."""
+        if act.kind == "action":
+            return (act.transition or {}).get("field")
+        if status is None:
+            return None
+        return next(
+            (
+                c
+                for c in picked[0]
+                if all(r.get(c) == status for r in picked) and c in self._categories(table, set())
+            ),
+            None,
+        )
+
+    @staticmethod
+    def _owner_lookup(
+        olist: ToolInfo, owner: tuple[str, str, dict[str, Any], str]
+    ) -> dict[str, Any]:
+        """The owner list's arguments: its search, or a name filter equal to the owner's name."""
+        tk = _title(owner[2])
+        for p in olist.params.values():
+            if p.role == "search" or (
+                p.role == "filter" and tk and p.field == tk[0] and p.op == "eq"
+            ):
+                return {p.name: owner[3]}
+        return {}
+
+    def _cond_words(self, cond: tuple[str, str, float]) -> str:
+        """The threshold in words: ``with more than 3 nights``, ``with an amount over 200 EUR``."""
+        c, op, t = cond
+        u = unit_of(c)
+        opw = (
+            self.rng.choice(("over", "above", "of more than"))
+            if op == "over"
+            else self.rng.choice(("under", "below", "of less than"))
+        )
+        if c in COUNTED:
+            return f"with {'more' if op == 'over' else 'fewer'} than {_fmt(t)} {field_words(c)}"
+        if u:
+            return f"with {article(u[0])} {u[0]} {opw} {_fmt(t)} {u[1]}"
+        return f"with {article(field_words(c))} {field_words(c)} {opw} {_fmt(t)}"
+
+    def _speaker(
+        self, owner: tuple[str, str, dict[str, Any], str] | None, as_owner: bool
+    ) -> tuple[dict[str, str], str, str]:
+        """Who asks, as (persona, whose the rows are in words, an introduction): the owner
+        themselves (``my``), or someone asking about a person's (``Ana's``) or a thing's rows."""
+        if owner is not None and as_owner:
+            role, motive = self.rng.choice(ROLES)
+            persona = {"name": owner[3], "role": role, "tone": "neutral", "motive": motive}
+            intro = self.rng.choice(
+                (
+                    f"I'm {owner[3]}, {role}. {motive[0].upper()}{motive[1:]}. ",
+                    f"This is {owner[3]}. ",
+                    f"Hi, I'm {owner[3]}, {role}. ",
+                )
+            )
+            return persona, "my ", intro
+        if owner is not None and is_person(singular(human(owner[1]))):
+            return {}, f"{owner[3]}'s ", ""
+        return {}, "the ", ""

@@ -112,6 +112,13 @@ def _fact_key(v: Any) -> str:
     return json.dumps(v, sort_keys=True, default=str)
 
 
+def _drop_chosen(options: dict[str, list[Link]], chosen: dict[str, Link]) -> None:
+    """Do not pick these links again (where a parameter has another candidate)."""
+    for name, link in chosen.items():
+        if len(options[name]) > 1 and link in options[name]:
+            options[name].remove(link)
+
+
 class Grounder:
     """Executes plans over one environment in one sandbox (reset to the seed before each chain)."""
 
@@ -794,10 +801,66 @@ class Grounder:
     async def _run_node(
         self, sb: Any, steps: list[Step], i: int, node: PlanNode, info: ToolInfo, final: bool
     ) -> Step:
+        """Ground and call one planned node: its links to earlier steps and its literal values,
+        tried up to ``self.tries`` times; :class:`Rejected` with the commonest reason if none
+        works."""
+        options = self._link_options(steps, i, node, info)
+        literal_ids = self._literal_ids(node, info)
+        key_param = next((p.name for p in info.params.values() if p.role == "key"), None)
+        errors: Counter[str] = Counter()
+        for attempt in range(self.tries):
+            chosen = self._choose_links(options, attempt)
+            refs: dict[str, Ref] = {}
+            for name, link in chosen.items():
+                ref = self.link_ref(steps, link, info.params[name])
+                if ref is None:
+                    break
+                refs[name] = ref
+            if len(refs) < len(chosen):
+                errors["unnameable"] += 1
+                if not self._drop_unnamed(options, chosen, refs):
+                    break
+                continue
+            refs.update(literal_ids)
+            linked = {n: link.value for n, link in chosen.items()}
+            linked.update({n: r.value for n, r in literal_ids.items()})
+            current = chosen[key_param].element.row if key_param in chosen else None
+            lit = self.literal_args(
+                info, node, linked, current, self._wanted_reach(i, info, refs), final
+            )
+            if lit is None:
+                errors["no_arguments"] += 1
+                continue
+            args = {**linked, **lit}
+            args = {k: args[k] for k in info.params if k in args}
+            target = refs.get(key_param) if key_param else None
+            step = Step(index=i, info=info, args=args, links=chosen, refs=refs, target=target)
+            # an emitted task already ends so, or the chain would be dropped: try another row or
+            # value before any call
+            why = self._duplicate([*steps, step]) if final and self._duplicate else None
+            if why:
+                errors[why] += 1
+                _drop_chosen(options, chosen)
+                continue
+            res = await self.call(sb, info, args)
+            if not res.ok:
+                errors[f"call_failed:{res.error.code if res.error else '?'}"] += 1
+                _drop_chosen(options, chosen)
+                continue
+            done = self._called(step, res.value, key_param)
+            if done is None:
+                errors["empty"] += 1
+                continue
+            return done
+        raise Rejected(errors.most_common(1)[0][0] if errors else "no_link")
+
+    def _link_options(
+        self, steps: list[Step], i: int, node: PlanNode, info: ToolInfo
+    ) -> dict[str, list[Link]]:
+        """Each linked parameter's candidate links, shuffled (the hinted value first, mostly)."""
         rng = self.rng
-        need_params = [info.params[p] for p in node.needs if p in info.params]
         options: dict[str, list[Link]] = {}
-        for p in need_params:
+        for p in [info.params[p] for p in node.needs if p in info.params]:
             cands = self.candidates(steps, info, p, node.needs[p.name])
             cands = [c for c in cands if self.acceptable(info, p, c)]
             if not cands:
@@ -807,6 +870,10 @@ class Grounder:
             if hint is not None and rng.random() < 0.9:
                 cands.sort(key=lambda c: 0 if norm(c.value) == norm(hint) else 1)
             options[p.name] = cands
+        return options
+
+    def _literal_ids(self, node: PlanNode, info: ToolInfo) -> dict[str, Ref]:
+        """The ids the plan does not link, as literals of rows of the seed."""
         literal_ids: dict[str, Ref] = {}
         for p in info.needs():
             if p.name in node.needs:
@@ -817,115 +884,73 @@ class Grounder:
             if not ids:
                 raise Rejected("no_arguments")
             literal_ids[p.name] = self.resolver.literal(
-                p.resource, singular(p.resource or p.name), rng.choice(ids)
+                p.resource, singular(p.resource or p.name), self.rng.choice(ids)
             )
-        errors: Counter[str] = Counter()
-        for _attempt in range(self.tries):
-            chosen: dict[str, Link] = {}
-            for (
-                name
-            ) in options:  # prefer one row for several parameters (an attendee and its event)
-                same = [
-                    c for c in options[name] if any(c.element is o.element for o in chosen.values())
-                ]
-                if same and rng.random() < 0.9:
-                    pick = same[0]
-                elif _attempt == 0 or rng.random() < 0.5:
-                    pick = options[name][0]
-                else:
-                    pick = options[name][rng.randrange(len(options[name]))]
-                chosen[name] = pick
-            refs: dict[str, Ref] = {}
-            ok = True
-            for name, link in chosen.items():
-                ref = self.link_ref(steps, link, info.params[name])
-                if ref is None:
-                    ok = False
-                    break
-                refs[name] = ref
-            if not ok:
-                errors["unnameable"] += 1
-                for name, link in chosen.items():  # do not pick this row again
-                    if name not in refs and link in options[name] and len(options[name]) > 1:
-                        options[name].remove(link)
-                        break
-                else:
-                    if all(len(v) <= 1 for v in options.values()):
-                        break
-                continue
-            refs.update(literal_ids)
-            linked = {n: link.value for n, link in chosen.items()}
-            linked.update({n: r.value for n, r in literal_ids.items()})
-            current = None
-            key_param = next((p.name for p in info.params.values() if p.role == "key"), None)
-            if key_param in chosen:
-                current = chosen[key_param].element.row
-            reach = self._reach(info, refs)
-            want = self._want[i] if i < len(self._want) else None
-            if want is not None and reach is not None and rng.random() < 0.8:
-                key = self.schema.key(info.resource)
-                near = [r for r in reach if norm(r.get(key)) == norm(want.get(key))]
-                reach = near or reach
-            lit = self.literal_args(info, node, linked, current, reach, final)
-            if lit is None:
-                errors["no_arguments"] += 1
-                continue
-            args = {**linked, **lit}
-            args = {k: args[k] for k in info.params if k in args}
-            why = (
-                self._duplicate(
-                    [
-                        *steps,
-                        Step(
-                            index=i,
-                            info=info,
-                            args=args,
-                            links=chosen,
-                            refs=refs,
-                            target=refs.get(key_param) if key_param else None,
-                        ),
-                    ]
-                )
-                if final and self._duplicate
-                else None
-            )
-            # an emitted task already ends so, or the chain would be dropped: try another row or
-            # value before any call
-            if why:
-                errors[why] += 1
-                for name, link in chosen.items():
-                    if len(options[name]) > 1 and link in options[name]:
-                        options[name].remove(link)
-                continue
-            res = await self.call(sb, info, args)
-            if not res.ok:
-                errors[f"call_failed:{res.error.code if res.error else '?'}"] += 1
-                for name, link in chosen.items():
-                    if len(options[name]) > 1 and link in options[name]:
-                        options[name].remove(link)
-                continue
-            step = Step(
-                index=i,
-                info=info,
-                args=args,
-                links=chosen,
-                refs=refs,
-                output=res.value,
-                elements=self._elements(info, res.value, i),
-            )
-            for r in refs.values():
-                self.remember(r)
-            if key_param is not None and key_param in refs:
-                step.target = refs[key_param]
-            if not info.mutates:
-                step.scope = self.scope_of(info, args, refs)
-                if not [e for e in step.elements if e.parent is None] and (
-                    res.value in (None, [], {}, "") or _empty_page(res.value)
-                ):
-                    errors["empty"] += 1
-                    continue
-            return step
-        raise Rejected(errors.most_common(1)[0][0] if errors else "no_link")
+        return literal_ids
+
+    def _choose_links(self, options: dict[str, list[Link]], attempt: int) -> dict[str, Link]:
+        """One link per parameter, preferring one row for several parameters (an attendee and
+        its event); the first candidates on the first attempt, then sometimes others."""
+        rng = self.rng
+        chosen: dict[str, Link] = {}
+        for name in options:
+            same = [
+                c for c in options[name] if any(c.element is o.element for o in chosen.values())
+            ]
+            if same and rng.random() < 0.9:
+                pick = same[0]
+            elif attempt == 0 or rng.random() < 0.5:
+                pick = options[name][0]
+            else:
+                pick = options[name][rng.randrange(len(options[name]))]
+            chosen[name] = pick
+        return chosen
+
+    @staticmethod
+    def _drop_unnamed(
+        options: dict[str, list[Link]], chosen: dict[str, Link], refs: dict[str, Ref]
+    ) -> bool:
+        """Do not pick the first link that could not be named again; False when no parameter has
+        another candidate left (nothing more to try)."""
+        for name, link in chosen.items():
+            if name not in refs and link in options[name] and len(options[name]) > 1:
+                options[name].remove(link)
+                return True
+        return not all(len(v) <= 1 for v in options.values())
+
+    def _wanted_reach(self, i: int, info: ToolInfo, refs: dict[str, Ref]) -> Any:
+        """The rows the call can reach, narrowed (mostly) to the row the plan wants there."""
+        reach = self._reach(info, refs)
+        want = self._want[i] if i < len(self._want) else None
+        if want is not None and reach is not None and self.rng.random() < 0.8:
+            key = self.schema.key(info.resource)
+            near = [r for r in reach if norm(r.get(key)) == norm(want.get(key))]
+            reach = near or reach
+        return reach
+
+    def _called(self, step: Step, value: Any, key_param: str | None) -> Step | None:
+        """The step with the call's output and its elements; None for a read that found nothing."""
+        info, refs = step.info, step.refs
+        done = Step(
+            index=step.index,
+            info=info,
+            args=step.args,
+            links=step.links,
+            refs=refs,
+            output=value,
+            elements=self._elements(info, value, step.index),
+        )
+        for r in refs.values():
+            self.remember(r)
+        if key_param is not None and key_param in refs:
+            done.target = refs[key_param]
+        if not info.mutates:
+            done.scope = self.scope_of(info, step.args, refs)
+            if not [e for e in done.elements if e.parent is None] and (
+                value in (None, [], {}, "") or _empty_page(value)
+            ):
+                return None
+        return done
 
     async def call(self, sb: Any, info: ToolInfo, args: dict[str, Any]) -> Any:
         """Call a tool; a read from the seed state is answered from the memo when it was made before."""

@@ -284,92 +284,121 @@ class Grounder:
         final: bool,
     ) -> dict[str, Any] | None:
         """Literal arguments of a call (``linked`` ones already fixed); None when impossible."""
-        rng = self.rng
-        args: dict[str, Any] = {}
-        kind = info.kind
         params = [
             p
             for p in info.params.values()
             if p.name not in linked and p.role not in ("page", "sort")
         ]
-        if kind == "create":
-            tpl = self.template_row(info.resource)
-            ident = self.identity()
-            person = _person(info.noun)
-            for p in params:
-                if p.is_id:
-                    continue
-                if not p.required and rng.random() >= self.optional_share:
-                    continue
-                col = p.field or p.name
-                if (
-                    person
-                    and col in ("name", "full_name", "display_name", "holder_name")
-                    and schema_type(p.schema or {}) == "string"
-                ):
-                    v = coerce(f"{ident[0]} {ident[1]}", p.schema or {})
-                elif self.unique_field(info, p):
-                    v = self.fresh(info, p, ident)
-                else:
-                    v = self._value(info, p, tpl, None)
-                if v is NO_VALUE:
-                    if p.required:
-                        return None
-                    continue
-                args[p.name] = v
-        elif kind == "update":
-            writable = [
-                p for p in params if p.role == "value" or (p.role == "filter" and info.mutates)
-            ]
-            req = [p for p in writable if p.required]
-            opt = [p for p in writable if not p.required]
-            rng.shuffle(opt)
-            chosen = req + opt[: (1 if req else rng.choice((1, 1, 2)))]
-            if not chosen:
-                return None if not linked else args
-            tpl = self.template_row(info.resource, avoid=current)
-            changed = False
-            for p in chosen:
-                v = self._value(info, p, tpl, current)
-                if v is NO_VALUE:
-                    if p.required:
-                        return None
-                    continue
-                args[p.name] = v
-                col = p.field or p.name
-                if current is None or norm(current.get(col)) != norm(v):
-                    changed = True
-            if not changed:
-                return None
-        elif kind in ("action", "delete"):
-            for p in params:
-                if p.is_id:
-                    continue
-                if p.required or rng.random() < self.optional_share:
-                    v = self._value(info, p, self.template_row(info.resource), None)
-                    if v is NO_VALUE:
-                        if p.required:
-                            return None
-                        continue
-                    args[p.name] = v
-        else:  # reads
-            for p in params:
-                if p.is_id or not p.required:
-                    continue
-                v = self._read_value(info, p, reach)
-                if v is NO_VALUE:
+        if info.kind == "create":
+            return self._create_literals(info, params)
+        if info.kind == "update":
+            return self._update_literals(info, params, bool(linked), current)
+        if info.kind in ("action", "delete"):
+            return self._action_literals(info, params)
+        return self._read_literals(info, params, node, reach, final)
+
+    def _create_literals(self, info: ToolInfo, params: list[ParamInfo]) -> dict[str, Any] | None:
+        """A new row's values: its required fields and some optional ones (a person's name from
+        one made-up identity, unique fields fresh)."""
+        args: dict[str, Any] = {}
+        tpl = self.template_row(info.resource)
+        ident = self.identity()
+        person = _person(info.noun)
+        for p in params:
+            if p.is_id or (not p.required and self.rng.random() >= self.optional_share):
+                continue
+            col = p.field or p.name
+            if (
+                person
+                and col in ("name", "full_name", "display_name", "holder_name")
+                and schema_type(p.schema or {}) == "string"
+            ):
+                v = coerce(f"{ident[0]} {ident[1]}", p.schema or {})
+            elif self.unique_field(info, p):
+                v = self.fresh(info, p, ident)
+            else:
+                v = self._value(info, p, tpl, None)
+            if v is NO_VALUE:
+                if p.required:
                     return None
+                continue
+            args[p.name] = v
+        return args
+
+    def _update_literals(
+        self,
+        info: ToolInfo,
+        params: list[ParamInfo],
+        linked: bool,
+        current: dict[str, Any] | None,
+    ) -> dict[str, Any] | None:
+        """An update's new values: the required ones and one or two optional ones, at least one
+        different from the row's current value."""
+        rng = self.rng
+        writable = [p for p in params if p.role == "value" or (p.role == "filter" and info.mutates)]
+        req = [p for p in writable if p.required]
+        opt = [p for p in writable if not p.required]
+        rng.shuffle(opt)
+        chosen = req + opt[: (1 if req else rng.choice((1, 1, 2)))]
+        if not chosen:
+            return {} if linked else None
+        tpl = self.template_row(info.resource, avoid=current)
+        args: dict[str, Any] = {}
+        changed = False
+        for p in chosen:
+            v = self._value(info, p, tpl, current)
+            if v is NO_VALUE:
+                if p.required:
+                    return None
+                continue
+            args[p.name] = v
+            col = p.field or p.name
+            if current is None or norm(current.get(col)) != norm(v):
+                changed = True
+        return args if changed else None
+
+    def _action_literals(self, info: ToolInfo, params: list[ParamInfo]) -> dict[str, Any] | None:
+        """An action's or a delete's other values: the required ones and some optional ones."""
+        args: dict[str, Any] = {}
+        for p in params:
+            if p.is_id or not (p.required or self.rng.random() < self.optional_share):
+                continue
+            v = self._value(info, p, self.template_row(info.resource), None)
+            if v is NO_VALUE:
+                if p.required:
+                    return None
+                continue
+            args[p.name] = v
+        return args
+
+    def _read_literals(
+        self,
+        info: ToolInfo,
+        params: list[ParamInfo],
+        node: PlanNode,
+        reach: list[dict[str, Any]] | None,
+        final: bool,
+    ) -> dict[str, Any] | None:
+        """A read's values: its required ones, and a filter or search when the plan asks for one
+        (or, for a chain's last read, sometimes)."""
+        args: dict[str, Any] = {}
+        for p in params:
+            if p.is_id or not p.required:
+                continue
+            v = self._read_value(info, p, reach)
+            if v is NO_VALUE:
+                return None
+            args[p.name] = v
+        optional = [
+            p
+            for p in params
+            if not p.is_id and not p.required and p.role in ("filter", "search", "value")
+        ]
+        if optional and (node.filters or (final and self.rng.random() < self.optional_share)):
+            p = self.rng.choice(optional)
+            v = self._read_value(info, p, reach)
+            if v is not NO_VALUE:
                 args[p.name] = v
-            optional = [
-                p
-                for p in params
-                if not p.is_id and not p.required and p.role in ("filter", "search", "value")
-            ]
-            if optional and (node.filters or (final and rng.random() < self.optional_share)):
-                p = rng.choice(optional)
-                v = self._read_value(info, p, reach)
-                if v is not NO_VALUE:
-                    args[p.name] = v
         return args
 
     def _value(

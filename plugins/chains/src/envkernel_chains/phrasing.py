@@ -1343,120 +1343,68 @@ class Phraser:
 
     def grouped(self, muts: list[Step]) -> list[str] | None:
         """The changes of a chain grouped by the row they concern, each group one goal: ``get the
-        message in the channel "general" pinned, with its text set to "..."``, ``set up a new file in
-        the folder "Travel", with name design-logo.png, starred and shared with ...``. None when the
-        chain has one change, or grouping would say a row before the change that makes it."""
+        message in the channel "general" pinned, with its text set to "..."``, ``set up a new file
+        in the folder "Travel", with name design-logo.png, starred and shared with ...``. None when
+        the chain has one change, or grouping would say a row before the change that makes it."""
         if len(muts) < 2:
             return None
-        groups: dict[tuple[str, str], list[Step]] = {}
-        home: dict[tuple[str, str], tuple[str, str]] = {}  # a row -> the group it is said in
-        for s in muts:
-            t = s.target
-            concern = t.key if t is not None else ("", str(s.index))
-            if s.info.kind == "create" and s.refs:
-                first = next(iter(s.refs.values()))
-                if (
-                    first.key in home
-                    # share <the file>, invite an attendee to <the event>, a file in <the new folder>
-                ):
-                    concern = first.key
-            concern = home.get(concern, concern)
-            groups.setdefault(concern, []).append(s)
-            if t is not None:
-                home.setdefault(t.key, concern)
-            home.setdefault(concern, concern)
-        if len(groups) == len(muts):
+        groups = _ordered_groups(_groups_by_row(muts))
+        if groups is None or len(groups) == len(muts):
             return None  # every change concerns another row: nothing to group
-        # a group that makes a row another group uses is said first ("a new folder ..., and the file
-        # ... moved to it")
-        maker = {
-            s.target.key: k
-            for k, g in groups.items()
-            for s in g
-            if s.info.kind == "create" and s.target is not None
-        }
-        needs = {
-            k: {
-                maker[r.key]
-                for s in g
-                for r in s.refs.values()
-                if r.kind == "new" and r.key in maker and maker[r.key] != k
-            }
-            for k, g in groups.items()
-        }
-        ordered: list[tuple[str, str]] = []
-        while len(ordered) < len(groups):
-            ready = [k for k in groups if k not in ordered and needs[k] <= set(ordered)]
-            if not ready:
-                return None
-            ordered.append(ready[0])
-        groups = {k: groups[k] for k in ordered}
-        order = [s for g in groups.values() for s in g]
-        made: set[tuple[str, str]] = set()
-        for s in order:  # a new row is said only after the goal that makes it
-            if any(r.kind == "new" and r.key not in made for r in s.refs.values()):
-                return None
-            if s.info.kind == "create" and s.target is not None:
-                made.add(s.target.key)
-        out = []
-        for g in groups.values():
-            head = g[0]
-            row = head.target
+        out: list[str] = []
+        for g in groups:
+            row = g[0].target
             if row is None or len(g) == 1 or self.is_persona(row):
                 out += [self.goal(s) for s in g]
-                continue
-            if head.info.kind == "create":
+            else:
+                out.append(self._group_goal(g, row, first_group=not out))
+        return out
+
+    def _group_goal(self, g: list[Step], row: Ref, first_group: bool) -> str:
+        """One goal for the changes of one row: ``book a new appointment ..., and have it checked
+        in``, ``change X so that its Y is Z``, ``get X archived, and ...``."""
+        head = g[0]
+        t = ""
+        if head.info.kind == "create":
+            lead, states = self.goal(head), []
+        else:
+            lead = ""
+            said = (set(self.mentioned), list(self.values), self.rng.getstate())
+            t = self.obj(row)
+            first = self.state(head, row)
+            if first is None:  # no wording for the first change after its row: said as before
+                self.mentioned, self.values = said[0], said[1]
+                self.rng.setstate(said[2])
                 lead, states = self.goal(head), []
             else:
-                lead = ""
-                said = (set(self.mentioned), list(self.values), self.rng.getstate())
-                t = self.obj(row)
-                first = self.state(head, row)
-                if first is None:  # no wording for the first change after its row: said as before
-                    self.mentioned, self.values = said[0], said[1]
-                    self.rng.setstate(said[2])
-                    lead, states = self.goal(head), []
-                else:
-                    states = list(first)
-            rest: list[str] = []
-            cur = row
-            for s in g[1:]:
-                first_ref = next(iter(s.refs.values()), None)
-                if (
-                    lead
-                    and s.info.kind == "create"
-                    and s.target is not None
-                    and first_ref is not None
-                    and first_ref.kind == "new"
-                    and first_ref.key == cur.key
-                    and not states
-                    and not rest
-                    and verb_of(s.info) in MAKE_VERBS
-                ):
-                    # a new row in the new row: one goal ("set up a calendar with name Family and a
-                    # new event in it, with ...")
-                    self.it = cur.key
-                    lead += " and " + self.goal(s, bare=True)
-                    self.it = None
-                    cur = s.target
-                    continue
-                st = self.state(s, cur)
-                if st is None:
-                    rest.append(self.goal(s))
-                else:
-                    states += st
-            said = _states(states)
-            if lead:  # a new row: "book a new appointment ..., and have it checked in"
-                it = "it" if not out and cur is row else self.obj(cur)
-                text = lead + (f", and have {it} {said}" if states else "")
-            elif all(
-                x.startswith("with ") for x in states
-            ):  # only fields set: what the row becomes, never "get X with its Y set to Z"
-                text = f"change {t} so that " + join([_SET.sub(r"\1 \2 is ", x) for x in states])
+                states = list(first)
+        rest: list[str] = []
+        cur = row
+        for s in g[1:]:
+            if lead and not states and not rest and _makes_in(s, cur):
+                # a new row in the new row: one goal ("set up a calendar with name Family and a
+                # new event in it, with ...")
+                self.it = cur.key
+                lead += " and " + self.goal(s, bare=True)
+                self.it = None
+                assert s.target is not None
+                cur = s.target
+                continue
+            st = self.state(s, cur)
+            if st is None:
+                rest.append(self.goal(s))
             else:
-                text = self.rng.choice(("get {t} {s}", "have {t} {s}")).format(t=t, s=said)
-            out.append(text + ("" if not rest else ", and " + join(rest)))
-        return out
+                states += st
+        said_states = _states(states)
+        if lead:  # a new row: "book a new appointment ..., and have it checked in"
+            it = "it" if first_group and cur is row else self.obj(cur)
+            text = lead + (f", and have {it} {said_states}" if states else "")
+        elif all(x.startswith("with ") for x in states):
+            # only fields set: what the row becomes, never "get X with its Y set to Z"
+            text = f"change {t} so that " + join([_SET.sub(r"\1 \2 is ", x) for x in states])
+        else:
+            text = self.rng.choice(("get {t} {s}", "have {t} {s}")).format(t=t, s=said_states)
+        return text + ("" if not rest else ", and " + join(rest))
 
     def show(self, step: Step, sentence: bool = False) -> str:
         """A read at the end of a chain that changes state: ``show me ...`` (``sentence``: a sentence
@@ -1588,22 +1536,10 @@ class Phraser:
         """A question about the rows a list call returned: each row's value, how many, the
         highest or lowest, a total, the rows over a threshold, or the rows in order. Every answer
         is derived from the real rows and checked whole (each row with its value)."""
-        rng = self.rng
         if not rows:
             return None
         ranked = sorted(rows[0], key=attr_rank)
-        # a name labels each row (else another text field unique to each row, a reference or an
-        # email; never a status)
-        labels_ok = [
-            k
-            for k in ranked
-            if attr_rank(k)[0] != 1
-            and not is_id_name(k)
-            and not _TIMESTAMP.match(str(rows[0].get(k)))
-            and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows)
-            and _distinct([fact_text(r[k]) for r in rows])
-        ]
-        label = next(iter(labels_ok), None)
+        label = _row_label(rows, ranked)
         c = self.collection(step)
         if c.startswith("every "):  # "which of every folder" -> "which of all the folders"
             head, _, last = c[6:].rpartition(" ")
@@ -1611,7 +1547,6 @@ class Phraser:
         self._literals(step, set(step.refs))
         noun = noun_words(step.info.noun)
         nouns = plural_noun(noun)
-        shapes = ["count"] if 2 <= len(rows) <= 40 else []
         nums = (
             [
                 k
@@ -1621,41 +1556,14 @@ class Phraser:
             if len(rows) >= 2
             else []
         )
-        if any(k in SUMMABLE or unit_of(k) for k in nums) and len(rows) <= 40:
-            shapes += ["total"]
-        if label is not None and 2 <= len(rows) <= 12:
-            shapes += ["each"] + (["sorted"] if nums else [])
-        if (
-            label is not None and nums and 2 <= len(rows) <= 40
-        ):  # the answer is one row, or the rows over a threshold
-            shapes += ["superlative"] * 3 + ["condition"] * 3
-        if label is not None and 2 <= len(rows) <= 40:
-            shapes += ["which"] * 2
-        if (
-            label is not None and len(rows) >= 2 and nums and len(rows) <= 40
-        ):  # counts, averages and top values the rows decide
-            shapes += (
-                ["count_if"] * 2
-                + ["top_value"]
-                + (["average"] if any(k in SUMMABLE or unit_of(k) for k in nums) else [])
-            )
-        if (
-            label is not None and 3 <= len(rows) <= 40 and _categories(rows, label)
-        ):  # a condition on a status, counted or added up
-            shapes += ["count_which"] * 2 + (
-                ["total_which", "superlative_which"] * 3 if nums else []
-            )
-        if label is not None and nums and 2 <= len(rows) <= 40:
-            shapes += ["difference"] * 2
-        if label is not None and len(rows) == 1:
-            shapes += ["each"]
+        shapes = _question_shapes(rows, label, nums)
         if self.only:
             shapes = [x for x in shapes if x in self.only]
-        # these rows were asked about already: ask what only the whole set decides (no plain listing
-        # again)
+        # these rows were asked about already: ask what only the whole set decides (no plain
+        # listing again)
         if self.taken:
             shapes = [x for x in shapes if x != "each"]
-        rng.shuffle(shapes)
+        self.rng.shuffle(shapes)
         for shape in shapes:
             q = self._shape(shape, step, rows, label, nums, c, noun, nouns)
             if q is not None and q.key not in self.taken:
@@ -2475,3 +2383,113 @@ def check_request(
 def norm_text(v: Any) -> str:
     """A value as compared in checks."""
     return str(norm(v))
+
+
+def _groups_by_row(muts: list[Step]) -> dict[tuple[str, str], list[Step]]:
+    """The changes by the row they concern (a create in a row said before joins that row)."""
+    groups: dict[tuple[str, str], list[Step]] = {}
+    home: dict[tuple[str, str], tuple[str, str]] = {}  # a row -> the group it is said in
+    for s in muts:
+        t = s.target
+        concern = t.key if t is not None else ("", str(s.index))
+        if s.info.kind == "create" and s.refs:
+            first = next(iter(s.refs.values()))
+            # share <the file>, invite an attendee to <the event>, a file in <the new folder>
+            if first.key in home:
+                concern = first.key
+        concern = home.get(concern, concern)
+        groups.setdefault(concern, []).append(s)
+        if t is not None:
+            home.setdefault(t.key, concern)
+        home.setdefault(concern, concern)
+    return groups
+
+
+def _ordered_groups(groups: dict[tuple[str, str], list[Step]]) -> list[list[Step]] | None:
+    """The groups in an order that says each new row only after the goal that makes it (a group
+    that makes a row another group uses first: "a new folder ..., and the file ... moved to it");
+    None when there is none."""
+    maker = {
+        s.target.key: k
+        for k, g in groups.items()
+        for s in g
+        if s.info.kind == "create" and s.target is not None
+    }
+    needs = {
+        k: {
+            maker[r.key]
+            for s in g
+            for r in s.refs.values()
+            if r.kind == "new" and r.key in maker and maker[r.key] != k
+        }
+        for k, g in groups.items()
+    }
+    ordered: list[tuple[str, str]] = []
+    while len(ordered) < len(groups):
+        ready = [k for k in groups if k not in ordered and needs[k] <= set(ordered)]
+        if not ready:
+            return None
+        ordered.append(ready[0])
+    made: set[tuple[str, str]] = set()
+    for s in (s for k in ordered for s in groups[k]):
+        if any(r.kind == "new" and r.key not in made for r in s.refs.values()):
+            return None
+        if s.info.kind == "create" and s.target is not None:
+            made.add(s.target.key)
+    return [groups[k] for k in ordered]
+
+
+def _makes_in(s: Step, cur: Ref) -> bool:
+    """True when ``s`` makes a new row in the new row ``cur`` (a calendar's first event)."""
+    first_ref = next(iter(s.refs.values()), None)
+    return (
+        s.info.kind == "create"
+        and s.target is not None
+        and first_ref is not None
+        and first_ref.kind == "new"
+        and first_ref.key == cur.key
+        and verb_of(s.info) in MAKE_VERBS
+    )
+
+
+def _row_label(rows: list[dict[str, Any]], ranked: list[str]) -> str | None:
+    """The field that labels each row: a name (else another text field unique to each row, a
+    reference or an email; never a status or a timestamp); None when no field does."""
+    return next(
+        (
+            k
+            for k in ranked
+            if attr_rank(k)[0] != 1
+            and not is_id_name(k)
+            and not _TIMESTAMP.match(str(rows[0].get(k)))
+            and all(isinstance(r.get(k), str) and fact_ok(r.get(k)) for r in rows)
+            and _distinct([fact_text(r[k]) for r in rows])
+        ),
+        None,
+    )
+
+
+def _question_shapes(rows: list[dict[str, Any]], label: str | None, nums: list[str]) -> list[str]:
+    """The question shapes the rows can carry, repeated by weight (before shuffling)."""
+    n = len(rows)
+    summable = any(k in SUMMABLE or unit_of(k) for k in nums)
+    shapes = ["count"] if 2 <= n <= 40 else []
+    if summable and n <= 40:
+        shapes += ["total"]
+    if label is None:
+        return shapes
+    if 2 <= n <= 12:
+        shapes += ["each"] + (["sorted"] if nums else [])
+    if nums and 2 <= n <= 40:  # the answer is one row, or the rows over a threshold
+        shapes += ["superlative"] * 3 + ["condition"] * 3
+    if 2 <= n <= 40:
+        shapes += ["which"] * 2
+    if nums and 2 <= n <= 40:  # counts, averages and top values the rows decide
+        shapes += ["count_if"] * 2 + ["top_value"] + (["average"] if summable else [])
+    if 3 <= n <= 40 and _categories(rows, label):  # a condition on a status, counted or added up
+        shapes += ["count_which"] * 2 + (["total_which", "superlative_which"] * 3 if nums else [])
+    if nums and 2 <= n <= 40:
+        shapes += ["difference"] * 2
+    if n == 1:
+        shapes += ["each"]
+    return shapes

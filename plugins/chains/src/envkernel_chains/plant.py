@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from envkernel_kit.tools import Schema
@@ -216,7 +217,8 @@ def distractors(
 ) -> list[PlantedRow]:
     """Up to ``max_rows`` near-duplicates of the row the chain's latest description names (see the
     module docstring); none when no description can have one. ``answered``: for a question, the
-    facts its answer states (a copy's own values of those differ, so the careless answer is wrong)."""
+    facts its answer states (a copy's own values of those differ, so the careless answer is
+    wrong)."""
     refs = described_refs(steps)
     persona_tables = {
         r.table
@@ -232,82 +234,126 @@ def distractors(
         row = next((r for r in seed.get(table, []) if norm(r.get(key)) == norm(ref.value)), None)
         if row is None:
             continue
-        person = is_person(ref.noun)
-        changes: list[tuple[str, Any]] = []
-        for c in ref.where:
-            ch = _violate(row, c, table, seed, schema, rng, person)
-            if ch is not None and all(ch[0] != x[0] for x in changes):
-                changes.append(ch)
-        if ref.best is not None and ref.best[0] in row:  # the runner-up, close behind
-            nv = _near(row[ref.best[0]], -1 if ref.best[1] == "max" else 1)
-            if nv is not None:
-                changes.append((ref.best[0], nv))
-        rng.shuffle(changes)
-        # the foreign keys the chain follows from the target (``the patient of that appointment``):
-        # a copy points elsewhere, so the agent that picks it ends up at another row
-        follows = sorted(
-            {
-                lk.field
-                for st in steps
-                for lk in st.links.values()
-                if lk.kind == "fk"
-                and lk.element.table == table
-                and norm(lk.element.row.get(key)) == norm(ref.value)
-                and lk.field in row
-            }
-        )
-        unique = schema.unique.get(table, set()) - {key}
-        out: list[PlantedRow] = []
-        for col, nv in changes:
-            n = len(out)
-            k = _fresh_key(table, key, seed, n)
-            if k is None:
-                break
-            new = dict(row)
-            new[key] = k
-            new[col] = nv
-            differs = [col]
-            for u in sorted(unique - {col}):
-                new[u] = _unique_value(new.get(u), n)
-                if new[u] != row.get(u):
-                    differs.append(u)
-            for fk in follows:
-                pool = sorted(
-                    {
-                        r.get(fk)
-                        for r in seed.get(table, [])
-                        if r.get(fk) is not None and norm(r.get(fk)) != norm(row[fk])
-                    },
-                    key=str,
-                )
-                if fk != col and pool:
-                    new[fk] = rng.choice(pool)
-                    differs.append(fk)
-            for fact in answered or []:  # the value a question asks for differs too
-                for fc, fv in row.items():
-                    if fc in (key, col) or fc in unique or str(fv) != fact:
-                        continue
-                    alt = (
-                        _other_value(table, fc, fv, seed, schema, rng, True)
-                        if not isinstance(fv, (int, float))
-                        else _near(fv, 1)
-                    )
-                    if alt is not None and str(alt) != fact:
-                        new[fc] = alt
-                        differs.append(fc)
-            if _clashes(new, table, refs, seed, schema):
-                continue
-            if answered and any(
-                str(new.get(fc)) == str(fv)
-                for fc, fv in row.items()
-                if str(fv) in answered and fc != key
-            ):
-                continue  # a careless answer from this copy would still be right: no use
-            out.append(
-                PlantedRow(table=table, row=new, key=key, twin=str(row.get(key)), differs=differs)
-            )
-            if len(out) >= max_rows:
-                break
+        planter = _Planter(table, key, row, refs, seed, schema, rng, answered or [])
+        changes = planter.changes(ref)
+        out = planter.copies(changes, _followed(steps, table, key, ref.value, row), max_rows)
         if out:
             return out
     return []
+
+
+def _followed(
+    steps: list[Step], table: str, key: str, value: Any, row: dict[str, Any]
+) -> list[str]:
+    """The foreign keys the chain follows from the target (``the patient of that appointment``):
+    a copy points elsewhere, so the agent that picks it ends up at another row."""
+    return sorted(
+        {
+            lk.field
+            for st in steps
+            for lk in st.links.values()
+            if lk.kind == "fk"
+            and lk.element.table == table
+            and norm(lk.element.row.get(key)) == norm(value)
+            and lk.field in row
+        }
+    )
+
+
+@dataclass
+class _Planter:
+    """Makes the near-duplicates of one row of ``table``."""
+
+    table: str
+    key: str
+    row: dict[str, Any]
+    refs: list[Ref]
+    seed: State
+    schema: Schema
+    rng: random.Random
+    answered: list[str]
+
+    def changes(self, ref: Ref) -> list[tuple[str, Any]]:
+        """One change per condition of the description (a value that breaks it), and the
+        runner-up's value for a superlative, in random order."""
+        person = is_person(ref.noun)
+        changes: list[tuple[str, Any]] = []
+        for c in ref.where:
+            ch = _violate(self.row, c, self.table, self.seed, self.schema, self.rng, person)
+            if ch is not None and all(ch[0] != x[0] for x in changes):
+                changes.append(ch)
+        if ref.best is not None and ref.best[0] in self.row:  # the runner-up, close behind
+            nv = _near(self.row[ref.best[0]], -1 if ref.best[1] == "max" else 1)
+            if nv is not None:
+                changes.append((ref.best[0], nv))
+        self.rng.shuffle(changes)
+        return changes
+
+    def copies(
+        self, changes: list[tuple[str, Any]], follows: list[str], max_rows: int
+    ) -> list[PlantedRow]:
+        """A copy of the row per change, with fresh unique values and other followed rows, kept
+        when it clashes with no description and a careless answer from it would be wrong."""
+        row, key = self.row, self.key
+        out: list[PlantedRow] = []
+        for col, nv in changes:
+            k = _fresh_key(self.table, key, self.seed, len(out))
+            if k is None:
+                break
+            new, differs = self._twin(col, nv, k, len(out), follows)
+            if _clashes(new, self.table, self.refs, self.seed, self.schema):
+                continue
+            if self.answered and any(
+                str(new.get(fc)) == str(fv)
+                for fc, fv in row.items()
+                if str(fv) in self.answered and fc != key
+            ):
+                continue  # a careless answer from this copy would still be right: no use
+            out.append(
+                PlantedRow(
+                    table=self.table, row=new, key=key, twin=str(row.get(key)), differs=differs
+                )
+            )
+            if len(out) >= max_rows:
+                break
+        return out
+
+    def _twin(
+        self, col: str, nv: Any, k: Any, n: int, follows: list[str]
+    ) -> tuple[dict[str, Any], list[str]]:
+        """The ``n``-th copy with key ``k`` and ``col`` set to ``nv``, and the columns it differs in."""
+        row, key, table, rng = self.row, self.key, self.table, self.rng
+        unique = self.schema.unique.get(table, set()) - {key}
+        new = dict(row)
+        new[key] = k
+        new[col] = nv
+        differs = [col]
+        for u in sorted(unique - {col}):
+            new[u] = _unique_value(new.get(u), n)
+            if new[u] != row.get(u):
+                differs.append(u)
+        for fk in follows:
+            pool = sorted(
+                {
+                    r.get(fk)
+                    for r in self.seed.get(table, [])
+                    if r.get(fk) is not None and norm(r.get(fk)) != norm(row[fk])
+                },
+                key=str,
+            )
+            if fk != col and pool:
+                new[fk] = rng.choice(pool)
+                differs.append(fk)
+        for fact in self.answered:  # the value a question asks for differs too
+            for fc, fv in row.items():
+                if fc in (key, col) or fc in unique or str(fv) != fact:
+                    continue
+                alt = (
+                    _other_value(table, fc, fv, self.seed, self.schema, rng, True)
+                    if not isinstance(fv, (int, float))
+                    else _near(fv, 1)
+                )
+                if alt is not None and str(alt) != fact:
+                    new[fc] = alt
+                    differs.append(fc)
+        return new, differs

@@ -37,7 +37,7 @@ COMMAND_LINE = re.compile(r"\benvkernel((?: [a-z][a-z-]*)+)")
 def _commands() -> dict[tuple[str, ...], click.Command]:
     """Every command of the CLI by its path (``()`` is the group itself), plugin commands too."""
     assert isinstance(cli, Group)
-    cli._load_plugin_commands()
+    cli.load_plugin_commands()
     found: dict[tuple[str, ...], click.Command] = {}
 
     def walk(cmd: click.Command, path: tuple[str, ...]) -> None:

@@ -67,7 +67,7 @@ def nkey_public(var: str = "ENVKERNEL_NATS_NKEY_SEED") -> str:
     path = env_file(var)
     if not path:
         return ""
-    import nkeys
+    import nkeys  # type: ignore[import-untyped]  # nkeys ships no type information
 
     try:
         with open(path, "rb") as f:
@@ -77,7 +77,7 @@ def nkey_public(var: str = "ENVKERNEL_NATS_NKEY_SEED") -> str:
             f"{var}={path!r} is not an nkey seed ({type(exc).__name__}): make one with `nk -gen user` "
             "or nkeys, and keep only the seed (SU...) in the file"
         ) from None
-    public = kp.public_key.decode()
+    public: str = kp.public_key.decode()
     kp.wipe()
     return public
 
@@ -324,7 +324,7 @@ class Bus:
                     reconnected_cb=_reconnected,
                     ping_interval=ping,
                     max_outstanding_pings=2,
-                    **creds,  # type: ignore[arg-type]
+                    **creds,
                 )
             )
             failing = asyncio.ensure_future(tls_failed.wait())

@@ -30,7 +30,7 @@ class ServerError(RuntimeError):
 PR_SET_PDEATHSIG = 1
 
 
-def _dies_with_parent() -> object:
+def _dies_with_parent() -> Callable[[], None] | None:
     """A ``preexec_fn`` that has the child killed (SIGKILL) when the thread that started it dies (Linux)."""
     if not sys.platform.startswith("linux"):
         return None
@@ -157,7 +157,7 @@ class EmbeddedServer:
         ]
         self._proc = subprocess.Popen(
             args, stdout=logf, stderr=logf, stdin=subprocess.DEVNULL, preexec_fn=_dies_with_parent()
-        )  # type: ignore[arg-type]
+        )
         logf.close()
         deadline = time.monotonic() + timeout
         ports_file = ports_dir / f"nats-server_{self._proc.pid}.ports"
@@ -257,7 +257,7 @@ class LocalCluster:
                         stdin=subprocess.DEVNULL,
                         preexec_fn=_dies_with_parent(),
                     )
-                )  # type: ignore[arg-type]
+                )
         self.url = ",".join(f"nats://{h}:{p}" for h, p in zip(self.hosts, self.ports, strict=True))
 
     def wait_ready(self, timeout: float = 60.0) -> None:

@@ -27,7 +27,8 @@ class Group(click.Group):
 
     _plugins_loaded = False
 
-    def _load_plugin_commands(self) -> None:
+    def load_plugin_commands(self) -> None:
+        """Add the commands that installed plugins register (once; ``--help`` and unknown names ask)."""
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
@@ -47,12 +48,12 @@ class Group(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         cmd = super().get_command(ctx, cmd_name)
         if cmd is None:
-            self._load_plugin_commands()
+            self.load_plugin_commands()
             cmd = super().get_command(ctx, cmd_name)
         return cmd
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        self._load_plugin_commands()
+        self.load_plugin_commands()
         return super().list_commands(ctx)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -274,7 +275,10 @@ def run(
     curve = s.get("reward_curve") or []
     if len(curve) > 1:
         held = s.get("reward_curve_heldout") or []
-        fmt = lambda xs: " → ".join("-" if x is None else f"{x:.3f}" for x in xs)  # noqa: E731
+
+        def fmt(xs: list[float | None]) -> str:
+            return " → ".join("-" if x is None else f"{x:.3f}" for x in xs)
+
         click.echo(f"reward per iteration: {fmt(curve)}", err=True)
         if any(x is not None for x in held):
             click.echo(f"  held-out tasks:     {fmt(held)}", err=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -184,10 +185,10 @@ def settings_for(
             raise ConfigError(f"[{component}] has settings, but component {component!r} takes none")
         return None
     data = {k: v for k, v in (raw or {}).items() if v != REDACTED}
-    environ = os.environ if environ is None else environ
+    env: Mapping[str, str] = os.environ if environ is None else environ
     for field, var in getattr(settings_type, "__env__", {}).items():
-        if environ.get(var):
-            data[field] = environ[var]
+        if env.get(var):
+            data[field] = env[var]
     data.update({k: v for k, v in (flags or {}).items() if v != REDACTED})
     try:
         return msgspec.convert(data, settings_type, strict=False)
@@ -198,7 +199,7 @@ def settings_for(
 
 def public(config: RunConfig) -> dict[str, Any]:
     """The config as plain data with secrets removed (for ``config.json``, the KV bucket, events)."""
-    data = msgspec.to_builtins(config)
+    data: dict[str, Any] = msgspec.to_builtins(config)
     data["settings"] = {k: redact(v) for k, v in data.get("settings", {}).items()}
     data["overrides"] = {k: redact(v) for k, v in data.get("overrides", {}).items()}
     data["resolved"] = {k: redact(v) for k, v in data.get("resolved", {}).items()}

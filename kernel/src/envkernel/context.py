@@ -234,17 +234,18 @@ class RecordingToolEnv:
                 ),
             )
         else:
-            result = known = (
+            known: ToolResult | None = (
                 await self.replay.known(name, arguments, self.sandbox is None)
                 if self.replay is not None
                 else None
             )
+            answered = known  # what the call gave; None while it has not answered
             try:
                 if (
                     known is None and self.sandbox is None
                 ):  # leased at the first call the known traces do not answer
                     self.sandbox = await self._lease()  # type: ignore[misc]
-                result = known or await self.sandbox.call(name, arguments)  # type: ignore[union-attr]
+                result = answered = known or await self.sandbox.call(name, arguments)  # type: ignore[union-attr]
                 if result.error is not None and result.error.code == "crashed":
                     raise SandboxError(
                         f"the sandbox crashed under tool call {name!r}: {result.error.message}"
@@ -254,7 +255,7 @@ class RecordingToolEnv:
                 raise
             finally:
                 if self.replay is not None and known is None:
-                    self.replay.learn(result)
+                    self.replay.learn(answered)
         self.records.append(
             CallRecord(
                 call=ToolCall(

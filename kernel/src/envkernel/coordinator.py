@@ -141,8 +141,8 @@ class Coordinator:
                 first.append((ev, synth))
                 index += 1
         self._awaiting = {e.id for e, _ in first}
-        for ev, target in first:
-            await self._publish(ev, target)
+        for event, target in first:
+            await self._publish(event, target)
 
     def _publish_later(self, events: list[tuple[Event, str | None]]) -> None:
         """Publish events in order from a background task; done waits until each is seen."""

@@ -28,10 +28,9 @@ class EnvGroup(click.Group):
     """``envkernel env``: built-in subcommands, plus those plugins add (``env serve``) on first use."""
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and hasattr(
-            ctx.find_root().command, "_load_plugin_commands"
-        ):
-            ctx.find_root().command._load_plugin_commands()
+        root = ctx.find_root().command
+        if cmd_name not in self.commands and (load := getattr(root, "load_plugin_commands", None)):
+            load()
         return super().get_command(ctx, cmd_name)
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -16,6 +16,7 @@ import inspect
 import time
 import traceback
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -243,7 +244,8 @@ class Worker:
             await _close_instance(inst)
         self._configs.pop(run, None)
         await self.pool.release(run)  # its warm sandboxes: idle workers keep none of a finished run
-        for table in (self._applied, self._apply_locks, self._apply_failed):
+        tables: tuple[dict[Any, Any], ...] = (self._applied, self._apply_locks, self._apply_failed)
+        for table in tables:
             for key in [k for k in table if k[0] == run]:
                 del table[key]
         self._finished = {k for k in self._finished if k[0] != run}
@@ -421,7 +423,7 @@ class Worker:
 
     async def _invoke(
         self, comp: Component, cfg: RunConfig, ev: Event, raw: bytes, last_try: bool = True
-    ) -> list[tuple[Event, str]]:
+    ) -> Sequence[tuple[Event | _Published, str]]:
         inst, base_ctx = await self.instance(cfg, comp)
         ctx = copy.copy(base_ctx)
         ctx.iteration = ev.iteration
@@ -496,7 +498,7 @@ class Worker:
 
     async def _dispatch(
         self, comp: Component, inst: Any, ctx: Context, cfg: RunConfig, ev: Event
-    ) -> list[tuple[Event, str]]:
+    ) -> Sequence[tuple[Event | _Published, str]]:
         def child(cls: type[Event], index: int | str, **fields: Any) -> Event:
             return cls(
                 run=ev.run,
@@ -579,7 +581,7 @@ class Worker:
             if ev.update:
                 await self._apply_update(comp, inst, ctx, ev)
             traj = await self._rollout(inst, ctx, ev)
-            reward = (
+            scorer = (
                 cfg.gate_reward if ev.purpose == "gate" else first(cfg, "reward_model", cfg.reward)
             )
             c = child(
@@ -590,7 +592,7 @@ class Worker:
                 group_size=ev.group_size,
                 purpose=ev.purpose,
             )
-            return [(c, subject_of(cfg, c, reward))]
+            return [(c, subject_of(cfg, c, scorer))]
 
         if isinstance(ev, RolloutFinished):
             reward = await call_role(inst.score, ev.task, ev.trajectory, ctx)
@@ -664,7 +666,7 @@ class Worker:
 
     async def _stream_tasks(
         self, comp: Component, inst: Any, ctx: Context, cfg: RunConfig, ev: EnvVerified, child: Any
-    ) -> list[tuple[Event, str]]:
+    ) -> Sequence[tuple[Event | _Published, str]]:
         """Publish a streaming sampler's tasks as it yields them (memory stays bounded).
 
         They are in the stream (PubAck awaited) before this returns, hence before the handled

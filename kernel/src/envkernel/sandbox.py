@@ -132,12 +132,10 @@ class Sandbox:
 
     async def state(self) -> State:
         """Dump the state (table -> rows), over the direct lane when there is one."""
-        if (
-            self.lane is not None
-            and not self.closed
-            and (state := await self.lane.state()) is not None
-        ):
-            return state
+        if self.lane is not None and not self.closed:
+            state: State | None = await self.lane.state()
+            if state is not None:
+                return state
         return await self._request("state", OpRequest())  # type: ignore[no-any-return]
 
     async def close(self) -> None:

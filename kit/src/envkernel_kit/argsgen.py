@@ -371,7 +371,7 @@ class ArgumentBuilder:
         lname = "_".join(ws)
         hint = schema.get(ID_HINT)
         hinted = isinstance(hint, dict) and hint.get("table") in self.state
-        if hinted:
+        if isinstance(hint, dict) and hinted:
             raw.extend(column_values(self.state[hint["table"]], str(hint.get("column") or "id")))
         if is_id_name(name):
             ent = id_entity(name)
@@ -440,9 +440,9 @@ class ArgumentBuilder:
             return []
         _verb, _noun, own = tool_parts(tool.name, list(self.state))
         rows = self.state.get(own or "") or []
-        if not rows:
+        if not rows or own is None:
             return []
-        col = id_column(own, rows) if own else None
+        col = id_column(own, rows)
         keyp = next(
             (p for p in ids if id_entity(p) and match_table(id_entity(p), [own]) == own), None
         ) or ("id" if "id" in ids else None)
@@ -476,10 +476,11 @@ class ArgumentBuilder:
     ) -> list[dict[str, Any]]:
         """Argument sets of a nested tool whose parents carry :data:`ID_HINT` ``via``s: from one
         row of its own table each (the key from the row's key column, each parent from its column)."""
-        hints = {
-            p: (props.get(p) or {}).get(ID_HINT) for p in required if not (fixed and p in fixed)
-        }
-        hints = {p: h for p, h in hints.items() if isinstance(h, dict)}
+        hints: dict[str, dict[str, Any]] = {}
+        for p in required:
+            h = (props.get(p) or {}).get(ID_HINT)
+            if isinstance(h, dict) and not (fixed and p in fixed):
+                hints[p] = h
         vias = {
             p: h["via"]
             for p, h in hints.items()
@@ -555,11 +556,11 @@ class ArgumentBuilder:
                     srcs[p] = list(reversed(srcs[p]))
         out: list[dict[str, Any]] = []
         seen: set[str] = set()
-        for args in self._coherent(tool, props, required, fixed, verb, srcs, n):
-            key = json.dumps(args, sort_keys=True, default=str)
+        for found in self._coherent(tool, props, required, fixed, verb, srcs, n):
+            key = json.dumps(found, sort_keys=True, default=str)
             if key not in seen:
                 seen.add(key)
-                out.append(args)
+                out.append(found)
         for k in range(max(1, n) * 4):
             if len(out) >= n:
                 break

@@ -88,15 +88,13 @@ def calls_in_text(text: str, tool_names: Collection[str]) -> list[tuple[str, dic
         for item in obj if isinstance(obj, list) else [obj]:
             if not isinstance(item, dict):
                 continue
-            fn = item.get("function") if isinstance(item.get("function"), dict) else item
-            name = (
-                fn.get("name")
-                if isinstance(fn.get("name"), str)
-                else item.get("function")
-                if isinstance(item.get("function"), str)
-                else None
+            fn: dict[str, Any] = (
+                item["function"] if isinstance(item.get("function"), dict) else item
             )
-            if name not in tool_names:
+            name = next(
+                (n for n in (fn.get("name"), item.get("function")) if isinstance(n, str)), None
+            )
+            if name is None or name not in tool_names:
                 continue
             args = fn.get("arguments", fn.get("parameters", {}))
             if isinstance(args, str):

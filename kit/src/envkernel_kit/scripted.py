@@ -241,27 +241,14 @@ class Oracle:
         self.hidden: dict[str, int] = {}
         self.ask = ask
         for t in tasks:
-            get = t.get if isinstance(t, dict) else lambda k, _t=t: getattr(_t, k)
-            self.hidden[get("request")] = len(
-                (t.get("hidden") if isinstance(t, dict) else getattr(t, "hidden", [])) or []
-            )
-            outcome = get("outcome")
-            answer = (
-                (
-                    outcome.get("answer")
-                    if isinstance(outcome, dict)
-                    else getattr(outcome, "answer", "")
-                )
-                if outcome
-                else ""
-            )
+            data: dict[str, Any] = t if isinstance(t, dict) else msgspec.to_builtins(t)
+            request = str(data.get("request", ""))
+            self.hidden[request] = len(data.get("hidden") or [])
+            answer = (data.get("outcome") or {}).get("answer") or ""
             if answer:
-                self.answers.setdefault(get("request"), answer)
-            calls = []
-            for c in get("calls"):
-                cget = c.get if isinstance(c, dict) else lambda k, _c=c: getattr(_c, k)
-                calls.append((cget("name"), dict(cget("arguments") or {})))
-            self.chains.setdefault(get("request"), calls)
+                self.answers.setdefault(request, answer)
+            calls = [(str(c["name"]), dict(c.get("arguments") or {})) for c in data["calls"]]
+            self.chains.setdefault(request, calls)
         self.parallel = parallel
         self.unknown = unknown
 
@@ -434,12 +421,11 @@ class ScriptedServer:
                         f"The lora adapter '{name}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.",
                     )
             reply = lora_loaded(str(name))
-        if not isinstance(reply, Reply):
-            reply = Reply(body=reply)
-        if reply.status == 200 and isinstance(name, str) and name:
+        out = reply if isinstance(reply, Reply) else Reply(body=reply)
+        if out.status == 200 and isinstance(name, str) and name:
             with self._lock:
                 self.adapters[name] = str(path or "")
-        return reply
+        return out
 
     def _next(self, body: dict[str, Any], auth: str) -> int:
         with self._lock:

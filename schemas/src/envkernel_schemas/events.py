@@ -7,7 +7,7 @@ decoder (:func:`envkernel_schemas.decode`) decodes the whole union.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
 import msgspec
 
@@ -35,14 +35,14 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     """Unix time it was produced."""
 
 
-class RunStarted(Event, kw_only=True, tag="run.started.v1"):
+class RunStarted(Event, frozen=True, kw_only=True, tag="run.started.v1"):
     """A run began. Carries its resolved config (no secrets)."""
 
     config: dict[str, Any]
     """The resolved config."""
 
 
-class EnvRequested(Event, kw_only=True, tag="env.requested.v1"):
+class EnvRequested(Event, frozen=True, kw_only=True, tag="env.requested.v1"):
     """Ask a synthesizer for an environment."""
 
     source_kind: str
@@ -55,21 +55,21 @@ class EnvRequested(Event, kw_only=True, tag="env.requested.v1"):
     """Seed for this environment."""
 
 
-class EnvSynthesized(Event, kw_only=True, tag="env.synthesized.v1"):
+class EnvSynthesized(Event, frozen=True, kw_only=True, tag="env.synthesized.v1"):
     """A synthesizer produced an environment."""
 
     env: EnvSpec
     """The environment."""
 
 
-class EnvVerified(Event, kw_only=True, tag="env.verified.v1"):
+class EnvVerified(Event, frozen=True, kw_only=True, tag="env.verified.v1"):
     """A verifier executed an environment and kept it (tools it dropped are gone)."""
 
     env: EnvSpec
     """The environment, with its report."""
 
 
-class EnvRejected(Event, kw_only=True, tag="env.rejected.v1"):
+class EnvRejected(Event, frozen=True, kw_only=True, tag="env.rejected.v1"):
     """A verifier rejected an environment (or, with ``env`` set, its synthesizer did)."""
 
     env_id: str
@@ -82,14 +82,14 @@ class EnvRejected(Event, kw_only=True, tag="env.rejected.v1"):
     """The environment itself, when its synthesizer rejected it (kept for inspection)."""
 
 
-class TaskProposed(Event, kw_only=True, tag="task.proposed.v1"):
+class TaskProposed(Event, frozen=True, kw_only=True, tag="task.proposed.v1"):
     """A sampler proposed a grounded task; the kernel's gate decides."""
 
     task: Task
     """The task."""
 
 
-class TaskGated(Event, kw_only=True, tag="task.gated.v1"):
+class TaskGated(Event, frozen=True, kw_only=True, tag="task.gated.v1"):
     """The gate accepted a task: the reference scored 1 and do-nothing scored 0."""
 
     task: Task
@@ -100,7 +100,7 @@ class TaskGated(Event, kw_only=True, tag="task.gated.v1"):
     """Do-nothing score."""
 
 
-class TaskRejected(Event, kw_only=True, tag="task.rejected.v1"):
+class TaskRejected(Event, frozen=True, kw_only=True, tag="task.rejected.v1"):
     """The gate rejected a task."""
 
     task: Task
@@ -111,7 +111,7 @@ class TaskRejected(Event, kw_only=True, tag="task.rejected.v1"):
     """More about it."""
 
 
-class RolloutRequested(Event, kw_only=True, tag="rollout.requested.v1"):
+class RolloutRequested(Event, frozen=True, kw_only=True, tag="rollout.requested.v1"):
     """Roll a policy out on a task."""
 
     task: Task
@@ -128,7 +128,7 @@ class RolloutRequested(Event, kw_only=True, tag="rollout.requested.v1"):
     """Object-store reference of the policy update to roll out with ("" = the initial policy)."""
 
 
-class RolloutStep(Event, kw_only=True, tag="rollout.step.v1"):
+class RolloutStep(Event, frozen=True, kw_only=True, tag="rollout.step.v1"):
     """One step of a rollout, for watching an agent work live."""
 
     task_id: str
@@ -143,7 +143,7 @@ class RolloutStep(Event, kw_only=True, tag="rollout.step.v1"):
     """The message (assistant or tool) in OpenAI chat format."""
 
 
-class RolloutFinished(Event, kw_only=True, tag="rollout.finished.v1"):
+class RolloutFinished(Event, frozen=True, kw_only=True, tag="rollout.finished.v1"):
     """A policy finished a rollout."""
 
     task: Task
@@ -156,7 +156,7 @@ class RolloutFinished(Event, kw_only=True, tag="rollout.finished.v1"):
     """Gate rollout or training rollout."""
 
 
-class RolloutScored(Event, kw_only=True, tag="rollout.scored.v1"):
+class RolloutScored(Event, frozen=True, kw_only=True, tag="rollout.scored.v1"):
     """A reward model scored a rollout."""
 
     task: Task
@@ -171,7 +171,7 @@ class RolloutScored(Event, kw_only=True, tag="rollout.scored.v1"):
     """Gate rollout or training rollout."""
 
 
-class GroupScored(Event, kw_only=True, tag="group.scored.v1"):
+class GroupScored(Event, frozen=True, kw_only=True, tag="group.scored.v1"):
     """All members of a task's group are scored or failed. Broadcast to every trainer."""
 
     task: Task
@@ -184,7 +184,7 @@ class GroupScored(Event, kw_only=True, tag="group.scored.v1"):
     """Unused by default; reserved for trainers that want it."""
 
 
-class IterationEnded(Event, kw_only=True, tag="iteration.ended.v1"):
+class IterationEnded(Event, frozen=True, kw_only=True, tag="iteration.ended.v1"):
     """Every group of an iteration is scored and consumed. Broadcast to every trainer, whose
     ``update`` may answer with a policy update for the next iteration."""
 
@@ -196,7 +196,7 @@ class IterationEnded(Event, kw_only=True, tag="iteration.ended.v1"):
     """True when no iteration follows (an update is still stored, as the final policy)."""
 
 
-class PolicyUpdated(Event, kw_only=True, tag="policy.updated.v1"):
+class PolicyUpdated(Event, frozen=True, kw_only=True, tag="policy.updated.v1"):
     """A trainer produced a policy update at the end of an iteration (``iteration``).
 
     The update itself is in the object store under ``ref``; the rollouts of the next iteration
@@ -213,21 +213,21 @@ class PolicyUpdated(Event, kw_only=True, tag="policy.updated.v1"):
     """Training metrics."""
 
 
-class RunEnding(Event, kw_only=True, tag="run.ending.v1"):
+class RunEnding(Event, frozen=True, kw_only=True, tag="run.ending.v1"):
     """Every stage is done; trainers and exporters flush. Broadcast to every trainer."""
 
     reason: str = "complete"
     """Why the run ends."""
 
 
-class RunFinished(Event, kw_only=True, tag="run.finished.v1"):
+class RunFinished(Event, frozen=True, kw_only=True, tag="run.finished.v1"):
     """The run finished. Carries the summary."""
 
     summary: dict[str, Any]
     """The summary (as in ``summary.json``)."""
 
 
-class PluginFailed(Event, kw_only=True, tag="plugin.failed.v1"):
+class PluginFailed(Event, frozen=True, kw_only=True, tag="plugin.failed.v1"):
     """A plugin raised while handling an event. A failure is data: the run goes on."""
 
     plugin: str
@@ -251,7 +251,7 @@ class PluginFailed(Event, kw_only=True, tag="plugin.failed.v1"):
     retries) or ``update_refused`` (the policy refused the update the rollout names)."""
 
 
-class Handled(Event, kw_only=True, tag="kernel.handled.v1"):
+class Handled(Event, frozen=True, kw_only=True, tag="kernel.handled.v1"):
     """Bookkeeping for causal completion: a handler finished these events."""
 
     handler: str
@@ -285,7 +285,7 @@ AnyEvent = (
 )
 """The union of every event type."""
 
-EVENT_TYPES: tuple[type[Event], ...] = AnyEvent.__args__  # type: ignore[attr-defined]
+EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)
 """Every event type, in a stable order."""
 
 for _t in EVENT_TYPES:

@@ -21,7 +21,7 @@ class Record(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=False):
     """Base of every record: frozen, keyword-only."""
 
 
-class ToolSpec(Record, kw_only=True):
+class ToolSpec(Record, frozen=True, kw_only=True):
     """One tool of an environment, in OpenAI function form plus envkernel metadata."""
 
     name: str
@@ -38,7 +38,7 @@ class ToolSpec(Record, kw_only=True):
     """True when a successful call may change the state."""
 
 
-class CodeBehaviour(Record, kw_only=True, tag="code", tag_field="kind"):
+class CodeBehaviour(Record, frozen=True, kw_only=True, tag="code", tag_field="kind"):
     """Behaviour as Python source (`env.py`): one plain function per tool over the state.
 
     Only ever executed by the sandboxed executor, never in the kernel's process.
@@ -48,14 +48,14 @@ class CodeBehaviour(Record, kw_only=True, tag="code", tag_field="kind"):
     """Module source; defines ``def <tool>(env, **arguments)`` for each tool."""
 
 
-class ModelBehaviour(Record, kw_only=True, tag="model", tag_field="kind"):
+class ModelBehaviour(Record, frozen=True, kw_only=True, tag="model", tag_field="kind"):
     """Behaviour as data: a resource model run by the engine that ships with the executor."""
 
     model: dict[str, Any]
     """The resource model (resources, operations); interpreted, never templated into code."""
 
 
-class WorkspaceBehaviour(Record, kw_only=True, tag="workspace", tag_field="kind"):
+class WorkspaceBehaviour(Record, frozen=True, kw_only=True, tag="workspace", tag_field="kind"):
     """Behaviour as a workspace: a folder tree the agent works on with claw-shaped tools (``read``,
     ``write``, ``edit``, ``apply_patch``, ``list``, ``glob``, ``grep``, ``exec``), plus optional
     SQLite-backed app tools. Run by ``workspace.py`` beside the executor (see docs/workspace.md)."""
@@ -76,7 +76,7 @@ Behaviour = CodeBehaviour | ModelBehaviour | WorkspaceBehaviour
 """How an environment behaves: code, data, or a workspace."""
 
 
-class Provenance(Record, kw_only=True):
+class Provenance(Record, frozen=True, kw_only=True):
     """Where an environment came from."""
 
     source_kind: str
@@ -106,7 +106,7 @@ class Provenance(Record, kw_only=True):
     """Synthesizer-specific record: the brief or document, prompt hashes, per-round failures..."""
 
 
-class VerifyReport(Record, kw_only=True):
+class VerifyReport(Record, frozen=True, kw_only=True):
     """What a verifier found when it executed an environment."""
 
     verifier: str
@@ -125,7 +125,7 @@ class VerifyReport(Record, kw_only=True):
     """Time spent verifying."""
 
 
-class EnvSpec(Record, kw_only=True):
+class EnvSpec(Record, frozen=True, kw_only=True):
     """An executable, stateful tool environment (stored on disk as ``envs/<id>/``)."""
 
     id: str
@@ -161,7 +161,7 @@ class EnvSpec(Record, kw_only=True):
         return None
 
 
-class ToolError(Record, kw_only=True):
+class ToolError(Record, frozen=True, kw_only=True):
     """A tool's error, as the agent sees it."""
 
     code: str
@@ -170,7 +170,7 @@ class ToolError(Record, kw_only=True):
     """What went wrong and, where possible, what to do."""
 
 
-class ToolResult(Record, kw_only=True):
+class ToolResult(Record, frozen=True, kw_only=True):
     """The result of one tool call."""
 
     ok: bool
@@ -181,7 +181,7 @@ class ToolResult(Record, kw_only=True):
     """The error when not ok."""
 
 
-class ToolCall(Record, kw_only=True):
+class ToolCall(Record, frozen=True, kw_only=True):
     """A tool call: a name and its arguments."""
 
     name: str
@@ -192,7 +192,7 @@ class ToolCall(Record, kw_only=True):
     """Call id (OpenAI ``tool_call_id``), when the caller had one."""
 
 
-class CallRecord(Record, kw_only=True):
+class CallRecord(Record, frozen=True, kw_only=True):
     """A call made during a rollout, with its result."""
 
     call: ToolCall
@@ -203,7 +203,7 @@ class CallRecord(Record, kw_only=True):
     """Wall time of the call."""
 
 
-class Outcome(Record, kw_only=True):
+class Outcome(Record, frozen=True, kw_only=True):
     """What a correct rollout must achieve."""
 
     mutates: bool
@@ -230,7 +230,7 @@ class Outcome(Record, kw_only=True):
     workspace, never in the kernel; the outcome is the mean of the scores."""
 
 
-class PlantedRow(Record, kw_only=True):
+class PlantedRow(Record, frozen=True, kw_only=True):
     """A row put into a task's initial state before its episode starts: a near-duplicate of the
     row the request names, which a careless agent would pick (and fail the task's check)."""
 
@@ -246,7 +246,7 @@ class PlantedRow(Record, kw_only=True):
     """The columns that tell it from its twin (besides its key), e.g. ``["status"]``."""
 
 
-class Task(Record, kw_only=True):
+class Task(Record, frozen=True, kw_only=True):
     """A multi-step task over one environment, grounded by executing its reference chain."""
 
     id: str
@@ -289,7 +289,7 @@ class Task(Record, kw_only=True):
         return [{"table": p.table, "row": p.row} for p in self.planted]
 
 
-class Usage(Record, kw_only=True):
+class Usage(Record, frozen=True, kw_only=True):
     """Token usage of a rollout."""
 
     prompt_tokens: int = 0
@@ -298,7 +298,7 @@ class Usage(Record, kw_only=True):
     """Completion tokens, summed over turns."""
 
 
-class Trajectory(Record, kw_only=True):
+class Trajectory(Record, frozen=True, kw_only=True):
     """What an agent did on a task."""
 
     task_id: str
@@ -329,7 +329,7 @@ class Trajectory(Record, kw_only=True):
     """A recorded condition (not a crash) that ended the rollout early."""
 
 
-class Reward(Record, kw_only=True):
+class Reward(Record, frozen=True, kw_only=True):
     """A scored rollout: the score and its parts."""
 
     score: float
@@ -352,7 +352,7 @@ class Reward(Record, kw_only=True):
     """Set when scoring itself failed (never a silent 0)."""
 
 
-class ScoredRollout(Record, kw_only=True):
+class ScoredRollout(Record, frozen=True, kw_only=True):
     """A trajectory and its reward."""
 
     trajectory: Trajectory
@@ -361,7 +361,7 @@ class ScoredRollout(Record, kw_only=True):
     """How it scored."""
 
 
-class PolicyUpdate(Record, kw_only=True):
+class PolicyUpdate(Record, frozen=True, kw_only=True):
     """What a trainer returns at the end of an iteration: an update for one policy.
 
     The kernel stores it in the object store and announces it with ``policy.updated``; every

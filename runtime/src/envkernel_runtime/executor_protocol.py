@@ -25,6 +25,23 @@ import sys
 import time
 import types
 import uuid
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
+Request: TypeAlias = dict[str, Any]
+"""One request, as decoded from its JSON line."""
+Reply: TypeAlias = dict[str, Any]
+"""One answer before it is encoded: ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": ...}``."""
+RandomState: TypeAlias = tuple[Any, ...]
+"""What ``random.Random.getstate`` returns."""
+Counters: TypeAlias = tuple[dict[str, int], tuple[int, int], RandomState, RandomState, RandomState]
+"""The ids, the clock and the three generators' states (see :meth:`Executor._counters`)."""
+Files: TypeAlias = dict[str, Any]
+"""A working folder's capture: path -> what it held (see :func:`_workspace_scan`)."""
+Globals: TypeAlias = dict[str, Any] | tuple[str, str] | None
+"""What a snapshot keeps of env.py's module globals (see :meth:`Executor._globals`)."""
+Snapshot: TypeAlias = tuple["bytes | sqlite3.Connection", Counters, Files, Globals]
+"""A snapshot: the database, the counters, the working folder and env.py's globals."""
 
 PROTOCOL = 1
 DEFAULT_CLOCK = "2026-01-15T09:00:00Z"
@@ -76,11 +93,11 @@ class _Failure(Exception):
         self.message = message
 
 
-def _ok(value=None) -> dict:
+def _ok(value: Any = None) -> Reply:
     return {"ok": True, "value": value}
 
 
-def _err(code: str, message: str) -> dict:
+def _err(code: str, message: str) -> Reply:
     return {"ok": False, "error": {"code": code, "message": message}}
 
 
@@ -139,8 +156,8 @@ class _TrackedRandom(random.Random):
     ``_random.Random`` unbound on the generator; a *failed* call that did so keeps its draws."""
 
     changed = True
-    saved = None  # the state when ``changed`` was last cleared
-    _gauss = None
+    saved: RandomState | None = None  # the state when ``changed`` was last cleared
+    _gauss: float | None = None
 
     def random(self) -> float:
         """A float in [0, 1), as ``random.Random.random``."""
@@ -157,34 +174,34 @@ class _TrackedRandom(random.Random):
         self.changed = True
         return super().randbytes(n)
 
-    def seed(self, *args, **kwargs) -> None:
+    def seed(self, *args: Any, **kwargs: Any) -> None:
         """Seed it, as ``random.Random.seed``."""
         self.changed = True
         super().seed(*args, **kwargs)
 
-    def setstate(self, state) -> None:
+    def setstate(self, state: RandomState) -> None:
         """Set its state, as ``random.Random.setstate``."""
         self.changed = True
         super().setstate(state)
 
     @property
-    def gauss_next(self):
+    def gauss_next(self) -> float | None:
         """``gauss``'s second value kept for its next call (part of the state)."""
         return self._gauss
 
     @gauss_next.setter
-    def gauss_next(self, value) -> None:
+    def gauss_next(self, value: float | None) -> None:
         self.changed = True
         self._gauss = value
 
-    def take(self):
+    def take(self) -> RandomState:
         """The state now, copied only when it moved since it was last taken."""
         if self.changed or self.saved is None:
             self.saved = self.getstate()
             self.changed = False
         return self.saved
 
-    def put(self, state) -> None:
+    def put(self, state: RandomState) -> None:
         """Set the state to ``state`` (from :meth:`take` or ``getstate``), copying nothing when it did not move."""
         if self.changed or state is not self.saved:
             self.setstate(state)
@@ -194,20 +211,20 @@ class _TrackedRandom(random.Random):
 
 def _track_global_random() -> None:
     """Make the ``random`` module's functions draw from a :class:`_TrackedRandom` (same seeding, same values)."""
-    old = random._inst  # type: ignore[attr-defined]
+    old = random._inst
     new = _TrackedRandom()
     new.setstate(old.getstate())
     for name, value in list(vars(random).items()):
         if getattr(value, "__self__", None) is old:
             setattr(random, name, getattr(new, value.__name__))
-    random._inst = new  # type: ignore[attr-defined]
+    random._inst = new
 
 
-def _take(gen):
+def _take(gen: random.Random) -> RandomState:
     return gen.take() if isinstance(gen, _TrackedRandom) else gen.getstate()
 
 
-def _put(gen, state) -> None:
+def _put(gen: random.Random, state: RandomState) -> None:
     if isinstance(gen, _TrackedRandom):
         gen.put(state)
     else:
@@ -224,36 +241,38 @@ class _Patches:
 class _FrozenMeta(type):
     """``isinstance(x, datetime.datetime)`` stays true for real datetimes after the patch."""
 
-    def __instancecheck__(cls, obj):
+    def __instancecheck__(cls, obj: object) -> bool:
         real = cls.__dict__.get("_real")
         return isinstance(obj, real) if real else type.__instancecheck__(cls, obj)
 
-    def __subclasscheck__(cls, sub):
+    def __subclasscheck__(cls, sub: type) -> bool:
         real = cls.__dict__.get("_real")
         return issubclass(sub, real) if real else type.__subclasscheck__(cls, sub)
 
 
 class _FrozenDateTime(_RealDateTime, metaclass=_FrozenMeta):
+    # its constructors give real datetimes (``isinstance`` holds through _FrozenMeta), not Self
     _real = _RealDateTime
 
     @classmethod
-    def now(cls, tz=None):
+    def now(cls, tz: _dt.tzinfo | None = None) -> _dt.datetime:  # type: ignore[override]
         return _RealDateTime.fromtimestamp(_Patches.clock.time(), tz)
 
     @classmethod
-    def utcnow(cls):
+    def utcnow(cls) -> _dt.datetime:  # type: ignore[override]
         return _RealDateTime.fromtimestamp(_Patches.clock.time(), _dt.UTC).replace(tzinfo=None)
 
     @classmethod
-    def today(cls):
+    def today(cls) -> _dt.datetime:  # type: ignore[override]
         return _RealDateTime.fromtimestamp(_Patches.clock.time())
 
 
 class _FrozenDate(_RealDate, metaclass=_FrozenMeta):
+    # its constructor gives real dates (``isinstance`` holds through _FrozenMeta), not Self
     _real = _RealDate
 
     @classmethod
-    def today(cls):
+    def today(cls) -> _dt.date:  # type: ignore[override]
         return _RealDate.fromtimestamp(_Patches.clock.time())
 
 
@@ -261,7 +280,10 @@ def _install_patches() -> None:
     os.environ["TZ"] = "UTC"
     if hasattr(time, "tzset"):
         time.tzset()
-    clock = lambda: _Patches.clock.time()
+
+    def clock() -> float:
+        return _Patches.clock.time()
+
     time.time = clock
     time.time_ns = lambda: int(clock() * 1_000_000_000)
     time.gmtime = lambda secs=None: _real_gmtime(clock() if secs is None else secs)
@@ -270,8 +292,9 @@ def _install_patches() -> None:
     time.strftime = lambda fmt, t=None: _real_strftime(
         fmt, _real_localtime(clock()) if t is None else t
     )
-    _dt.datetime = _FrozenDateTime
-    _dt.date = _FrozenDate
+    # the patch proper: the module's classes replaced (typeshed declares them fixed)
+    _dt.datetime = _FrozenDateTime  # type: ignore[misc]
+    _dt.date = _FrozenDate  # type: ignore[misc]
     sqlite3.register_adapter(_FrozenDateTime, lambda v: v.isoformat(" "))
     sqlite3.register_adapter(_FrozenDate, lambda v: v.isoformat())
     uuid.uuid4 = lambda: uuid.UUID(int=_Patches.uuids.getrandbits(128), version=4)
@@ -284,7 +307,7 @@ def _install_patches() -> None:
 # --------------------------------------------------------------------------- the database
 
 
-def _dict_row(cursor, row):
+def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
     return {d[0]: v for d, v in zip(cursor.description, row)}
 
 
@@ -315,7 +338,7 @@ class _Connection(sqlite3.Connection):
             with executor.internal():
                 sqlite3.Connection.execute(self, f"ROLLBACK TO {_SAVEPOINT}")
 
-    def executescript(self, script: str):
+    def executescript(self, script: str) -> sqlite3.Cursor:
         cur = self.cursor()
         for statement in _split_sql(script):
             cur.execute(statement)
@@ -337,7 +360,7 @@ class Env:
         seed: int,
         rng: random.Random,
         clock: Clock,
-        ids: dict,
+        ids: dict[str, int],
         workspace: str = "",
     ) -> None:
         self.db = db
@@ -366,7 +389,9 @@ class Env:
 # --------------------------------------------------------------------------- the executor
 
 
-def _load_engine(name: str = "engine.py", module_name: str = "envkernel_sandbox_engine"):
+def _load_engine(
+    name: str = "engine.py", module_name: str = "envkernel_sandbox_engine"
+) -> types.ModuleType | str:
     """engine.py (or workspace.py) beside this file (stdlib only), loaded at import: before main()
     confines the sandbox, while this folder is still readable. A string says why it could not be loaded."""
     import importlib.util
@@ -374,6 +399,7 @@ def _load_engine(name: str = "engine.py", module_name: str = "envkernel_sandbox_
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
     try:
         spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec is not None and spec.loader is not None  # a .py path always has a loader
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
@@ -381,7 +407,7 @@ def _load_engine(name: str = "engine.py", module_name: str = "envkernel_sandbox_
         return f"{path}: {type(exc).__name__}: {exc}"
 
 
-def _plain(v, depth: int = 0) -> bool:
+def _plain(v: object, depth: int = 0) -> bool:
     """True for data a deep copy restores exactly: numbers, strings, None and lists, tuples, sets and dicts of them."""
     if v is None or isinstance(v, (bool, int, float, str, bytes)):
         return True
@@ -394,7 +420,7 @@ def _plain(v, depth: int = 0) -> bool:
     return False
 
 
-def _made_by_env(v, depth: int = 0) -> bool:
+def _made_by_env(v: object, depth: int = 0) -> bool:
     """True when ``v`` is, or holds, an object of a class env.py defined (its module is ``env``)."""
     if getattr(type(v), "__module__", None) == "env":
         return True
@@ -411,7 +437,7 @@ def _env_module() -> types.ModuleType:
     """A new, empty ``env`` module for env.py (or a workspace's app code) to run in, with ``ToolError`` in it."""
     module = types.ModuleType("env")
     module.__file__ = ENV_FILENAME
-    module.ToolError = ToolError
+    vars(module)["ToolError"] = ToolError
     return module
 
 
@@ -432,15 +458,15 @@ class Executor:
         self.conn: _Connection | None = None
         self.env: Env | None = None
         self.module: types.ModuleType | None = None
-        self.functions: dict = {}
-        self.signatures: dict = {}
+        self.functions: dict[str, Callable[..., Any]] = {}
+        self.signatures: dict[str, inspect.Signature] = {}
         # (tool, argument names) -> what is wrong with them ("" for nothing)
-        self.checked: dict = {}
+        self.checked: dict[tuple[str, ...], str] = {}
         self.declared: list[str] = []
         self.rng: random.Random = _TrackedRandom(0)
         self.clock = Clock()
         self.ids: dict[str, int] = {}
-        self.snapshots: dict[str, tuple] = {}
+        self.snapshots: dict[str, Snapshot] = {}
         self.snapshot_count = 0
         self.workspace_kind = False
         self.closing = False
@@ -478,7 +504,7 @@ class Executor:
             self._disarm()
             return self._encode(_err("internal", f"executor error: {type(exc).__name__}: {exc}"))
 
-    def handle(self, req: dict) -> bytes:
+    def handle(self, req: Request) -> bytes:
         op = req.get("op")
         if op == "call":
             return self.op_call(req)
@@ -512,7 +538,7 @@ class Executor:
             )
         )
 
-    def _encode(self, resp: dict, sanitize: bool = False) -> bytes:
+    def _encode(self, resp: Reply, sanitize: bool = False) -> bytes:
         if sanitize:
             resp = _jsonable(resp)
         data = (
@@ -528,7 +554,7 @@ class Executor:
             )
         return data
 
-    def _on_alarm(self, signum, frame):
+    def _on_alarm(self, signum: int, frame: types.FrameType | None) -> None:
         if self._armed:
             self._armed = False
             raise _Deadline()
@@ -549,7 +575,14 @@ class Executor:
         d = self._deadline_at
         return 1 if d is not None and _real_monotonic() > d else 0
 
-    def _authorize(self, action, arg1, arg2, dbname, source):
+    def _authorize(
+        self,
+        action: int,
+        arg1: str | None,
+        arg2: str | None,
+        dbname: str | None,
+        source: str | None,
+    ) -> int:
         if self._phase == "internal":  # the executor's own statements (restore uses ATTACH)
             return sqlite3.SQLITE_OK
         if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
@@ -561,18 +594,24 @@ class Executor:
             return sqlite3.SQLITE_DENY
         return sqlite3.SQLITE_OK
 
-    def internal(self):
+    def internal(self) -> _Phase:
         return _Phase(self, "internal")
 
     def _sql(self, statement: str) -> None:
         with self.internal():
-            sqlite3.Connection.execute(self.conn, statement)
+            sqlite3.Connection.execute(self.db, statement)
+
+    @property
+    def db(self) -> _Connection:
+        """The loaded environment's database (after a load: the ops check :meth:`_require_loaded`)."""
+        assert self.conn is not None, "no environment is loaded"
+        return self.conn
 
     def _require_loaded(self) -> None:
         if self.module is None or self.conn is None:
             raise _Failure("not_loaded", "no environment is loaded; send a 'load' request first")
 
-    def _counters(self) -> tuple:
+    def _counters(self) -> Counters:
         """The ids, the clock and the three generators' states (env.rng, ``random``'s, uuid's); a
         generator's state is copied only when it moved since it was last taken (see :class:`_TrackedRandom`)."""
         return (
@@ -581,20 +620,20 @@ class Executor:
             _take(self.rng),
             _take(random._inst),
             _take(_Patches.uuids),
-        )  # type: ignore[attr-defined]
+        )
 
-    def _set_counters(self, state: tuple) -> None:
+    def _set_counters(self, state: Counters) -> None:
         ids, clock, rng, glob, uuids = state
         self.ids.clear()
         self.ids.update(ids)
         self.clock.set(clock)
         _put(self.rng, rng)
-        _put(random._inst, glob)  # type: ignore[attr-defined]
+        _put(random._inst, glob)
         _put(_Patches.uuids, uuids)
 
     # ----------------------------------------------------------------- load
 
-    def op_load(self, req: dict) -> dict:
+    def op_load(self, req: Request) -> Reply:
         self.direct_calls = 0
         env = req.get("env")
         if not isinstance(env, dict):
@@ -603,9 +642,10 @@ class Executor:
             seed = int(req.get("seed", 0) or 0)
         except (TypeError, ValueError):
             raise _Failure("bad_request", "'seed' must be an integer") from None
-        behaviour = env.get("behaviour")
+        behaviour: Any = env.get("behaviour")  # JSON, checked below
         kind = behaviour.get("kind") if isinstance(behaviour, dict) else None
-        model = workspace = None
+        model: Any = None
+        workspace: Any = None
         if (
             kind == "workspace"
         ):  # a folder tree with claw tools, run by workspace.py (beside this file)
@@ -638,8 +678,8 @@ class Executor:
             )
         timeout = _timeout(req.get("timeout"), DEFAULT_LOAD_TIMEOUT)
         tools = env.get("tools") or []
-        declared = [
-            t.get("name") for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
+        declared: list[str] = [
+            t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
         ]
 
         self.module = None
@@ -691,6 +731,7 @@ class Executor:
                         "load_failed", f"env.py failed to load: {_describe(exc)}"
                     ) from None
                 if model is not None:  # tables, seed rows (parameterized) and one closure per tool
+                    assert not isinstance(_ENGINE, str)  # checked when the behaviour was read
                     try:
                         _ENGINE.install(module, model, self.env, ToolError)
                     except _Deadline:
@@ -701,6 +742,7 @@ class Executor:
                             f"the resource model failed to load: {type(exc).__name__}: {exc}",
                         ) from None
                 if workspace is not None:
+                    assert not isinstance(_WORKSPACE_KIND, str)  # checked as above
                     try:
                         _WORKSPACE_KIND.install(
                             module,
@@ -758,7 +800,7 @@ class Executor:
         )
 
     @staticmethod
-    def _app_loader(module):
+    def _app_loader(module: types.ModuleType) -> Callable[[str], None]:
         """Load a workspace's app code in a namespace of its own (so the tools ``list`` and ``glob``
         never shadow builtins in it) and copy its public functions into ``module``."""
 
@@ -786,7 +828,7 @@ class Executor:
 
     # ----------------------------------------------------------------- call
 
-    def op_call(self, req: dict) -> bytes:
+    def op_call(self, req: Request) -> bytes:
         self._require_loaded()
         tool = req.get("tool")
         args = req.get("arguments")
@@ -827,10 +869,10 @@ class Executor:
         files = None if self.workspace_kind else _call_capture(_WORKSPACE[0])
         self._phase = "internal"
         try:
-            sqlite3.Connection.execute(self.conn, _SAVEPOINT_SQL)
+            sqlite3.Connection.execute(self.db, _SAVEPOINT_SQL)
         finally:
             self._phase = "idle"
-        failure: dict | None = None
+        failure: Reply | None = None
         data = b""
         _Forks.started = False
         try:
@@ -872,7 +914,7 @@ class Executor:
         if failure is None:
             self._phase = "internal"
             try:
-                sqlite3.Connection.execute(self.conn, _RELEASE_SQL)
+                sqlite3.Connection.execute(self.db, _RELEASE_SQL)
             except sqlite3.Error as exc:
                 failure = _err("tool_crashed", f"{tool} left the database in a bad state: {exc}")
             else:
@@ -899,7 +941,7 @@ class Executor:
             except sqlite3.Error:
                 self._sql("ROLLBACK")
 
-    def _failure(self, tool: str, exc: BaseException, timeout: float) -> dict:
+    def _failure(self, tool: str, exc: BaseException, timeout: float) -> Reply:
         if isinstance(exc, ToolError):
             if (
                 exc.code == "crashed"
@@ -923,7 +965,7 @@ class Executor:
 
     # ----------------------------------------------------------------- snapshot / restore / dump
 
-    def op_snapshot(self) -> dict:
+    def op_snapshot(self) -> Reply:
         self._require_loaded()
         try:
             files = _workspace_capture(
@@ -946,12 +988,12 @@ class Executor:
         )  # calls since the last load or restore that the runner's log lacks
         return resp
 
-    def op_restore(self, req: dict) -> dict:
+    def op_restore(self, req: Request) -> Reply:
         self._require_loaded()
         self.direct_calls = 0
         handle = req.get("snapshot")
         snap = self.snapshots.get(handle) if isinstance(handle, str) else None
-        if snap is None:
+        if snap is None or not isinstance(handle, str):
             raise _Failure("unknown_snapshot", f"no snapshot {handle!r} in this sandbox")
         data, counters, files, globs = snap
         if (
@@ -966,7 +1008,7 @@ class Executor:
         self._set_counters(counters)
         return _ok()
 
-    def _globals(self):
+    def _globals(self) -> Globals:
         """What a snapshot keeps of env.py's module: None when nothing can have changed it since it was
         made (no call succeeded), else a deep copy of its data globals (``_UNCOPYABLE`` when they cannot be copied)."""
         if self.code is None or self.module_calls == 0 or self.module is None:
@@ -996,7 +1038,7 @@ class Executor:
             data[k] = v
         return data
 
-    def _fresh_module(self, handle: str, globs) -> None:
+    def _fresh_module(self, handle: str, globs: Globals) -> None:
         """Run env.py again in a new module (its globals as loaded), then put back the data globals the
         snapshot copied: state a tool kept outside the database does not leak from one episode to the next."""
         if isinstance(globs, tuple):
@@ -1005,6 +1047,7 @@ class Executor:
                 f"snapshot {handle!r} was taken after calls changed env.py's globals, and they "
                 f"could not be copied ({globs[1]}); open a new sandbox instead",
             )
+        assert self.code is not None and self.module is not None  # a loaded code environment
         module = _env_module()
         self._phase = "seed"
         self._set_counters(
@@ -1034,7 +1077,7 @@ class Executor:
         self.module = module
         self.module_calls = 0 if not globs else 1
 
-    def op_patch(self, req: dict) -> dict:
+    def op_patch(self, req: Request) -> Reply:
         """Insert rows into the state before an episode (a task's planted rows): all of them or,
         when one does not fit (no such table or column, a duplicate key), none, with a clear error."""
         self._require_loaded()
@@ -1044,7 +1087,7 @@ class Executor:
                 "bad_request",
                 "'patch' needs 'rows': a list of {\"table\": ..., \"row\": {column: value}}",
             )
-        conn = self.conn
+        conn = self.db
         with self.internal():
             tables = {
                 r["name"]
@@ -1103,29 +1146,29 @@ class Executor:
             sqlite3.Connection.execute(conn, "RELEASE envk_patch")
         return _ok(len(items))
 
-    def _serialize(self):
-        if hasattr(self.conn, "serialize"):
+    def _serialize(self) -> bytes | sqlite3.Connection:
+        if hasattr(self.db, "serialize"):
             try:
-                return self.conn.serialize()
+                return self.db.serialize()
             except (
                 sqlite3.OperationalError
             ):  # an empty database (a workspace without an app) has no page to serialize
                 pass
         copy = sqlite3.connect(":memory:", check_same_thread=False)
         with self.internal():
-            self.conn.backup(copy)
+            self.db.backup(copy)
         return copy
 
-    def _deserialize(self, data) -> None:
+    def _deserialize(self, data: bytes | sqlite3.Connection) -> None:
         with self.internal():
             if isinstance(data, bytes):
-                self.conn.deserialize(data)
+                self.db.deserialize(data)
             else:
-                data.backup(self.conn)
+                data.backup(self.db)
 
-    def dump(self) -> dict:
+    def dump(self) -> dict[str, Any]:
         self._require_loaded()
-        conn = self.conn
+        conn = self.db
         with self.internal():
             try:
                 rows = sqlite3.Connection.execute(conn, "PRAGMA main.table_list").fetchall()
@@ -1160,6 +1203,7 @@ class Executor:
                     conn, f"SELECT * FROM {q} ORDER BY {order}"
                 ).fetchall()
         if self.workspace_kind:
+            assert not isinstance(_WORKSPACE_KIND, str)  # it loaded the workspace
             out[_WORKSPACE_KIND.TABLE] = (
                 _WORKSPACE_KIND.diff()
             )  # files added, changed, removed since load
@@ -1171,11 +1215,11 @@ class _Phase:
         self.executor = executor
         self.phase = phase
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.previous = self.executor._phase
         self.executor._phase = self.phase
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.executor._phase = self.previous
 
 
@@ -1193,11 +1237,11 @@ _SNAPSHOT_WORKSPACE_ENTRIES = 100_000
 
 def _workspace_scan(
     root: str, max_entries: int | None = None, max_bytes: int | None = None
-) -> dict | None:
+) -> Files | None:
     """``{relative path: (kind, mode, size, mtime_ns, link target)}`` of everything under ``root``
     (symlinks are not followed; fifos and sockets are ignored), or None as soon as it holds more
     than ``max_entries`` entries or ``max_bytes`` bytes of files."""
-    out: dict = {}
+    out: Files = {}
     total = 0
     stack = [""]
     while stack:
@@ -1223,14 +1267,14 @@ def _workspace_scan(
     return out
 
 
-_EMPTY_FOLDER: list = [None]
+_EMPTY_FOLDER: list[tuple[int, int, int, int, int, int] | None] = [None]
 """The working folder's (dev, inode, ctime, mtime, size, links) when a scan last found it empty and
 its ctime was older than :data:`_RACY_NS` (see :func:`_call_capture`)."""
 # coarser than any file-time granularity in use (1 s on ext4 with small inodes, 2 s on FAT)
 _RACY_NS = 2_000_000_000
 
 
-def _call_capture(root: str) -> dict | None:
+def _call_capture(root: str) -> Files | None:
     """What a call puts back if it fails: the working folder as :func:`_workspace_capture` gives it
     (small folders only), without scanning it when it is still the empty folder it was.
 
@@ -1257,7 +1301,7 @@ def _call_capture(root: str) -> dict | None:
 
 def _workspace_capture(
     root: str, max_bytes: int, max_entries: int, quiet: bool = False
-) -> dict | None:
+) -> Files | None:
     """The working folder's content, or None when it holds more than ``max_bytes`` (or entries).
     Without a working folder (no ``--workdir``) there is nothing to capture."""
     if not root:
@@ -1280,7 +1324,7 @@ def _workspace_capture(
         raise
 
 
-def _workspace_restore(root: str, files: dict) -> None:
+def _workspace_restore(root: str, files: Files) -> None:
     """Make the working folder hold exactly ``files`` again (unchanged files are left alone)."""
     if not root:
         return
@@ -1335,8 +1379,8 @@ class _Forks:
     main_pid = os.getpid()
     forking = 0
     started = False
-    children: set = set()
-    protocol_fds: list = []
+    children: set[int] = set()
+    protocol_fds: list[int] = []
     own_uid = False  # True when this sandbox has a uid of its own: kill(-1) then reaches only it
 
     @staticmethod
@@ -1428,7 +1472,7 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _timeout(value, default: float) -> float:
+def _timeout(value: Any, default: float) -> float:
     try:
         t = float(value) if value is not None else default
     except (TypeError, ValueError):
@@ -1440,7 +1484,7 @@ def _timeout(value, default: float) -> float:
     return min(t, 86400.0)
 
 
-def _argument_problem(sig: inspect.Signature, args: dict) -> str:
+def _argument_problem(sig: inspect.Signature, args: dict[str, Any]) -> str:
     """Why ``args`` do not fit ``def tool(env, ...)``: unexpected and missing names, or ""."""
     params = list(sig.parameters.values())[1:]
     kinds = inspect.Parameter
@@ -1483,7 +1527,7 @@ def _describe(exc: BaseException) -> str:
     return f"{text} ({where})" if where else text
 
 
-def _jsonable(value):
+def _jsonable(value: Any) -> Any:
     """Make a dump JSON-safe: bytes become hex text, non-finite floats become strings."""
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
@@ -1498,15 +1542,15 @@ def _jsonable(value):
 
 # --------------------------------------------------------------------------- libc
 
-CONFINEMENT: dict = {}
+CONFINEMENT: dict[str, Any] = {}
 
 _PR_SET_PDEATHSIG = 1
 
 
-_LIBC: list = []
+_LIBC: list[tuple[Any, Any]] = []
 
 
-def _libc():
+def _libc() -> tuple[Any, Any]:
     if _LIBC:
         return _LIBC[0]
     import ctypes

@@ -67,8 +67,8 @@ if __package__ != "envkernel_runtime":  # run as a lone file: its siblings are f
     sys.modules.setdefault("envkernel_runtime", _package)
 
 # the names other code and the tests use, from the files that define them
-from envkernel_runtime.executor_confine import landlock_abi  # noqa: E402
-from envkernel_runtime.executor_protocol import (  # noqa: E402
+from envkernel_runtime.executor_confine import landlock_abi
+from envkernel_runtime.executor_protocol import (
     _EMPTY_FOLDER,
     CONFINEMENT,
     PROTOCOL,
@@ -78,7 +78,7 @@ from envkernel_runtime.executor_protocol import (  # noqa: E402
     ToolError,
     _call_capture,
 )
-from envkernel_runtime.executor_serving import _parser, main  # noqa: E402
+from envkernel_runtime.executor_serving import _parser, main
 
 __all__ = [
     "CONFINEMENT",

@@ -8,8 +8,11 @@ than its runner believes.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+import types
+from typing import Any
 
 from envkernel_runtime.executor_protocol import (
     _LIBC,
@@ -57,14 +60,14 @@ _LL_RUNTIME_FILES = ("/etc/ld.so.cache", "/etc/localtime")
 _LL_DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
 
 
-def _join_cgroups(files: list) -> list:
+def _join_cgroups(files: list[str]) -> list[str]:
     for path in files:
         with open(path, "w") as f:
             f.write(str(os.getpid()))
     return [os.path.dirname(path) for path in files]
 
 
-def _apply_limits(args) -> dict:
+def _apply_limits(args: argparse.Namespace) -> dict[str, int]:
     try:
         import resource
     except ImportError:  # not on this platform
@@ -140,12 +143,12 @@ def _world_reachable(path: str) -> bool:
         return False
 
 
-_VIA_FD: list = [None]
+_VIA_FD: list[dict[str, str] | None] = [None]
 """What :func:`_keep_runtime_reachable` moved (folder -> ``/proc/self/fd/N``), when a zygote did it once
 for all its children (None: not done); each child then calls :func:`_reopen_runtime`."""
 
 
-def _reopen_runtime(moved: dict, keep: bool) -> list:
+def _reopen_runtime(moved: dict[str, str], keep: bool) -> list[str]:
     """In a zygote's child, where the zygote moved the runtime's folders onto descriptors
     (:data:`_VIA_FD`): with ``keep`` (it drops to its own uid), open each folder again here, after its
     own namespaces were made, onto the same descriptor, so the path resolves in this sandbox's mount
@@ -165,7 +168,7 @@ def _reopen_runtime(moved: dict, keep: bool) -> list:
     return []
 
 
-def _rebase_package_paths(moves: dict) -> None:
+def _rebase_package_paths(moves: dict[str, str]) -> None:
     """Rewrite every loaded package's ``__path__`` entries under an ``old`` folder of ``moves`` (old -> new)."""
     for module in list(sys.modules.values()):
         path = getattr(module, "__path__", None)
@@ -179,7 +182,7 @@ def _rebase_package_paths(moves: dict) -> None:
     sys.path_importer_cache.clear()
 
 
-def _keep_runtime_reachable() -> dict:
+def _keep_runtime_reachable() -> dict[str, str]:
     """Before dropping root: keep the stdlib importable when it lives under a folder the sandbox's
     uid cannot enter (e.g. ``/root/.pyenv``). Each such ``sys.path`` folder is opened now and
     reached through ``/proc/self/fd/N`` afterwards (read-only; Landlock still applies). Packages
@@ -209,10 +212,13 @@ def landlock_abi() -> int:
     return int(v) if v > 0 else 0
 
 
-def _landlock_ruleset(workdir: str, runtime: list, abi: int, tools: list | None = None) -> int:
+def _landlock_ruleset(
+    workdir: str, runtime: list[str], abi: int, tools: list[str] | None = None
+) -> int:
     """Build the sandbox's Landlock ruleset (before dropping root: the rules open their paths);
     returns its descriptor for :func:`_landlock_restrict`."""
-    ctypes, libc = _libc()
+    _, libc = _libc()
+    import ctypes  # loaded by _libc: no file is read
 
     class _RulesetAttr(ctypes.Structure):
         _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
@@ -299,7 +305,8 @@ def _landlock_restrict(ruleset: int) -> None:
 
 def _load_seccomp(code: list[tuple[int, int, int, int]]) -> None:
     """Set no-new-privileges and stack this classic-BPF seccomp program on the calling thread."""
-    ctypes, libc = _libc()
+    _, libc = _libc()
+    import ctypes  # loaded by _libc: no file is read
 
     class _Filter(ctypes.Structure):
         _fields_ = [
@@ -351,7 +358,7 @@ def _deny_unix_sockets() -> None:
     _load_seccomp(code)
 
 
-def _drop_uid(args) -> None:
+def _drop_uid(args: argparse.Namespace) -> None:
     """Drop root for the sandbox's own uid and gid (no supplementary groups), for good."""
     gid = args.gid if args.gid is not None else args.uid
     os.setgroups([])
@@ -373,7 +380,7 @@ process that made them (a successive session of the same uid could read them), a
 process_vm_* could reach another process of the uid."""
 
 
-def _deny_syscalls(names: dict) -> None:
+def _deny_syscalls(names: dict[str, int]) -> None:
     """Seccomp, stacked on the sandbox's filter: these system calls fail with EPERM."""
     machine = os.uname().machine
     if machine not in _SECCOMP_ARCH:
@@ -389,7 +396,7 @@ def _deny_syscalls(names: dict) -> None:
     _load_seccomp(code)
 
 
-def _ll_check(ctypes, v: int, what: str) -> int:
+def _ll_check(ctypes: types.ModuleType, v: int, what: str) -> int:
     if v < 0:
         err = ctypes.get_errno()
         raise OSError(err, f"landlock {what}: {os.strerror(err)}")
@@ -397,10 +404,10 @@ def _ll_check(ctypes, v: int, what: str) -> int:
 
 
 # computed once by a zygote before it forks (its children map the same files)
-_RUNTIME_PATHS: list = []
+_RUNTIME_PATHS: list[str] = []
 
 
-def _runtime_paths() -> list:
+def _runtime_paths() -> list[str]:
     """Read-only paths the Python runtime needs: ``sys.path``, the folders of loaded shared
     libraries, the system library folders and time-zone data."""
     if _RUNTIME_PATHS:
@@ -425,14 +432,14 @@ def _runtime_paths() -> list:
     return out
 
 
-def _confine(args, drop_uid: bool = True) -> dict:
+def _confine(args: argparse.Namespace, drop_uid: bool = True) -> dict[str, Any]:
     """Apply the confinement the runner asked for; returns what was applied. Raises on failure:
     a sandbox never runs with less confinement than its runner believes it has. ``drop_uid=False``
     (a *nest*, see :func:`_nest`): everything but the drop to ``--uid``, which each session's child
     does itself."""
-    report: dict = {}
+    report: dict[str, Any] = {}
     # the runtime's folders reached through descriptors (see _keep_runtime_reachable)
-    reachable: list = []
+    reachable: list[str] = []
     workdir = os.path.abspath(args.workdir) if args.workdir else ""
     if args.unshare:
         _new_namespaces()

@@ -6,6 +6,7 @@ the only one to start a nest.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -51,7 +52,7 @@ from envkernel_runtime.executor_serving import _NESTED, _RECYCLED, _serve_connec
 # ends the nest with the same code (the runner then sees the death it would have seen).
 
 
-def _nest(args, conn: socket.socket, lane: socket.socket | None) -> int:
+def _nest(args: argparse.Namespace, conn: socket.socket, lane: socket.socket | None) -> int:
     """Fork sessions one after another (see above); returns (or exits) when one ends unasked."""
     nest_pid, workdir, n, reply = os.getpid(), os.path.abspath(args.workdir), 0, None
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -100,7 +101,7 @@ def _nest(args, conn: socket.socket, lane: socket.socket | None) -> int:
 
 
 def _nest_session(
-    args, conn: socket.socket, lane: socket.socket | None, n: int, nest_pid: int
+    args: argparse.Namespace, conn: socket.socket, lane: socket.socket | None, n: int, nest_pid: int
 ) -> int:
     """In a nest's child: drop to the sandbox's uid, deny what outlives a process, then serve."""
     _Forks.main_pid = os.getpid()

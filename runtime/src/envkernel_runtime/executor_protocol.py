@@ -308,7 +308,7 @@ def _install_patches() -> None:
 
 
 def _dict_row(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
-    return {d[0]: v for d, v in zip(cursor.description, row)}
+    return {d[0]: v for d, v in zip(cursor.description, row, strict=False)}
 
 
 def _split_sql(script: str) -> list[str]:
@@ -334,7 +334,7 @@ class _Connection(sqlite3.Connection):
 
     def rollback(self) -> None:
         if self.in_transaction:
-            executor = _CURRENT
+            executor = _CURRENT  # noqa: F821  (declared below; serving and nests set it)
             with executor.internal():
                 sqlite3.Connection.execute(self, f"ROLLBACK TO {_SAVEPOINT}")
 

@@ -14,6 +14,8 @@ import os
 import signal
 import socket
 import sys
+import types
+from collections.abc import Callable
 
 from envkernel_runtime import executor_protocol as _protocol
 from envkernel_runtime.executor_confine import _confine
@@ -57,7 +59,7 @@ def _serve_stdio(executor: Executor) -> int:
 class _Lines:
     """Unbuffered-source line reader (no 8 KiB readline limit, no partial reads lost)."""
 
-    def __init__(self, read) -> None:
+    def __init__(self, read: Callable[[int], bytes]) -> None:
         self.read = read
         self.buf = bytearray()
 
@@ -90,7 +92,12 @@ def _serve_socket(executor: Executor, path: str) -> int:
     os.chmod(staging, 0o666)
     server.listen(1)
     os.rename(staging, path)
-    _CLEANUP.append(lambda: os.path.exists(path) and os.unlink(path))
+
+    def unlink() -> None:
+        if os.path.exists(path):
+            os.unlink(path)
+
+    _CLEANUP.append(unlink)
     while True:
         conn, _ = server.accept()
         _Forks.protocol_fds = [server.fileno(), conn.fileno()]
@@ -185,7 +192,7 @@ def _serve_connection(
             return True
 
 
-_CLEANUP: list = []
+_CLEANUP: list[Callable[[], None]] = []
 
 
 def _cleanup() -> None:
@@ -196,7 +203,7 @@ def _cleanup() -> None:
             pass
 
 
-def _on_term(signum, frame) -> None:
+def _on_term(signum: int, frame: types.FrameType | None) -> None:
     _cleanup()
     os._exit(0)
 
@@ -284,7 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     return _run(args, None)
 
 
-def _run(args, conn: socket.socket | None, lane: socket.socket | None = None) -> int:
+def _run(
+    args: argparse.Namespace, conn: socket.socket | None, lane: socket.socket | None = None
+) -> int:
     """Confine this process as ``args`` ask, then serve: on ``conn`` (a zygote's child), the
     socket of ``--socket``, or stdin/stdout."""
     signal.signal(signal.SIGTERM, _on_term)
@@ -309,6 +318,7 @@ def _run(args, conn: socket.socket | None, lane: socket.socket | None = None) ->
     if args.nest:  # loaded by the zygote, the only one to start a nest
         from envkernel_runtime.executor_nests import _nest
 
+        assert conn is not None  # checked before the confinement
         return _nest(args, conn, lane)
     _install_fork_guards()
     _install_patches()

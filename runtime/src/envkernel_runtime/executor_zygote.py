@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+from typing import Any
 
 # a child may be a nest: its code is loaded here, before any child confines itself
 import envkernel_runtime.executor_nests  # noqa: F401
@@ -43,7 +44,7 @@ from envkernel_runtime.executor_serving import _parser, _run
 # Its children die with it (parent-death signal), and it dies with the runner.
 
 
-def _zygote(args) -> int:
+def _zygote(args: argparse.Namespace) -> int:
     import select
 
     os.chdir(
@@ -71,8 +72,9 @@ def _zygote(args) -> int:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    watched: list[socket.socket | int] = [ctl, wake_r]
     while True:
-        ready = select.select([ctl, wake_r], [], [])[0]
+        ready = select.select(watched, [], [])[0]
         if wake_r in ready:
             os.read(wake_r, 4096)
             exits = []
@@ -133,7 +135,7 @@ def _zygote(args) -> int:
             ctl.send(json.dumps({"forked": forked, "errors": errors}).encode())
 
 
-def _parsed(parser: argparse.ArgumentParser, argv: list) -> argparse.Namespace | None:
+def _parsed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | None:
     """``argv`` parsed in the zygote before the fork, where the parser's code and data are warm: in a
     fresh child the same parse took about 1 ms (its pages copied on write as it ran), 0.1-0.2 ms here.
     None when it does not parse (the child then parses it again and fails with the message in its log)."""
@@ -149,11 +151,11 @@ _ZYGOTE_MAX_FDS = 3 * 64
 
 def _zygote_child(
     ctl: socket.socket,
-    wake: tuple,
+    wake: tuple[int, int],
     parser: argparse.ArgumentParser,
-    req: dict,
-    fds: list,
-    others: list,
+    req: dict[str, Any],
+    fds: list[int],
+    others: list[int],
 ) -> None:
     """In a child the zygote just forked: drop the zygote's descriptors (and those of the sandboxes
     later in its batch), then confine and serve as ``req`` asks (see :func:`_run`); never returns."""

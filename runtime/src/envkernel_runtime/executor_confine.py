@@ -12,7 +12,6 @@ import argparse
 import os
 import sys
 import types
-from typing import Any
 
 from envkernel_runtime.executor_protocol import (
     _LIBC,
@@ -432,12 +431,12 @@ def _runtime_paths() -> list[str]:
     return out
 
 
-def _confine(args: argparse.Namespace, drop_uid: bool = True) -> dict[str, Any]:
+def _confine(args: argparse.Namespace, drop_uid: bool = True) -> dict[str, object]:
     """Apply the confinement the runner asked for; returns what was applied. Raises on failure:
     a sandbox never runs with less confinement than its runner believes it has. ``drop_uid=False``
     (a *nest*, see :func:`_nest`): everything but the drop to ``--uid``, which each session's child
     does itself."""
-    report: dict[str, Any] = {}
+    report: dict[str, object] = {}
     # the runtime's folders reached through descriptors (see _keep_runtime_reachable)
     reachable: list[str] = []
     workdir = os.path.abspath(args.workdir) if args.workdir else ""

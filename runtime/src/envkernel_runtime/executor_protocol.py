@@ -26,22 +26,27 @@ import time
 import types
 import uuid
 from collections.abc import Callable
-from typing import Any, TypeAlias
 
-Request: TypeAlias = dict[str, Any]
-"""One request, as decoded from its JSON line."""
-Reply: TypeAlias = dict[str, Any]
-"""One answer before it is encoded: ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": ...}``."""
-RandomState: TypeAlias = tuple[Any, ...]
-"""What ``random.Random.getstate`` returns."""
-Counters: TypeAlias = tuple[dict[str, int], tuple[int, int], RandomState, RandomState, RandomState]
-"""The ids, the clock and the three generators' states (see :meth:`Executor._counters`)."""
-Files: TypeAlias = dict[str, Any]
-"""A working folder's capture: path -> what it held (see :func:`_workspace_scan`)."""
-Globals: TypeAlias = dict[str, Any] | tuple[str, str] | None
-"""What a snapshot keeps of env.py's module globals (see :meth:`Executor._globals`)."""
-Snapshot: TypeAlias = tuple["bytes | sqlite3.Connection", Counters, Files, Globals]
-"""A snapshot: the database, the counters, the working folder and env.py's globals."""
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is never imported at run time: it would slow the executor's start
+    from typing import Any, TypeAlias
+
+    Request: TypeAlias = dict[str, Any]
+    """One request, as decoded from its JSON line."""
+    Reply: TypeAlias = dict[str, Any]
+    """One answer before it is encoded: ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": ...}``."""
+    RandomState: TypeAlias = tuple[Any, ...]
+    """What ``random.Random.getstate`` returns."""
+    Counters: TypeAlias = tuple[
+        dict[str, int], tuple[int, int], RandomState, RandomState, RandomState
+    ]
+    """The ids, the clock and the three generators' states (see :meth:`Executor._counters`)."""
+    Files: TypeAlias = dict[str, Any]
+    """A working folder's capture: path -> what it held (see :func:`_workspace_scan`)."""
+    Globals: TypeAlias = dict[str, Any] | tuple[str, str] | None
+    """What a snapshot keeps of env.py's module globals (see :meth:`Executor._globals`)."""
+    Snapshot: TypeAlias = tuple["bytes | sqlite3.Connection", Counters, Files, Globals]
+    """A snapshot: the database, the counters, the working folder and env.py's globals."""
 
 PROTOCOL = 1
 DEFAULT_CLOCK = "2026-01-15T09:00:00Z"

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import socket
-from typing import Any
 
 # a child may be a nest: its code is loaded here, before any child confines itself
 import envkernel_runtime.executor_nests  # noqa: F401
@@ -23,6 +22,10 @@ from envkernel_runtime.executor_confine import (
 )
 from envkernel_runtime.executor_protocol import _libc, _set_parent_death_signal
 from envkernel_runtime.executor_serving import _parser, _run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is never imported at run time: it would slow the executor's start
+    from typing import Any
 
 # --------------------------------------------------------------------------- the zygote (fork
 # server)

@@ -83,20 +83,45 @@ def test_the_runtime_imports_no_kernel_kit_or_plugin() -> None:
     assert not wrong, f"the runtime imports {wrong}"
 
 
-@pytest.mark.parametrize("name", ["executor.py", "engine.py", "workspace.py"])
+SANDBOX_FILES = sorted(
+    p.name
+    for p in (ROOT / "runtime" / "src" / "envkernel_runtime").glob("*.py")
+    if p.name in ("engine.py", "workspace.py") or p.name.startswith("executor")
+)
+"""The files a sandbox runs (the executor, its parts, the engines it loads from beside it)."""
+
+
+def test_the_sandbox_files_are_the_ones_runners_ship() -> None:
+    from envkernel_runtime import executor_files
+
+    assert sorted(Path(p).name for p in executor_files()) == SANDBOX_FILES
+
+
+@pytest.mark.parametrize("name", SANDBOX_FILES)
 def test_the_sandbox_programs_import_only_the_standard_library(name: str) -> None:
+    """Only the standard library and each other (``envkernel_runtime.executor_*``, found beside
+    the executor whether it runs as a lone file or as a module)."""
     path = ROOT / "runtime" / "src" / "envkernel_runtime" / name
+    siblings = {f"envkernel_runtime.{n.removesuffix('.py')}" for n in SANDBOX_FILES}
     found = {}
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            found.update({a.name.split(".")[0]: node.lineno for a in node.names})
+            found.update({a.name: node.lineno for a in node.names})
         elif isinstance(node, ast.ImportFrom):
             assert node.level == 0, (
                 f"{name}:{node.lineno} has a relative import (it runs as a lone file)"
             )
-            found[(node.module or "").split(".")[0]] = node.lineno
+            module = node.module or ""
+            if module == "envkernel_runtime":
+                found.update({f"{module}.{a.name}": node.lineno for a in node.names})
+            else:
+                found[module] = node.lineno
     wrong = {
-        m: ln for m, ln in found.items() if m not in sys.stdlib_module_names and m != "__future__"
+        m: ln
+        for m, ln in found.items()
+        if m.split(".")[0] not in sys.stdlib_module_names
+        and m != "__future__"
+        and m not in siblings
     }
     assert not wrong, f"{name} imports modules outside the standard library: {wrong}"
 

@@ -63,7 +63,30 @@ set it (the verifier's recall suite); no synthesizer ever writes it. See :data:`
 from __future__ import annotations
 
 import json
+import operator
 import re
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is never imported at run time: it would slow the executor's start
+    import sqlite3
+    import types
+    from collections.abc import Callable
+    from typing import Any, Protocol, TypeAlias
+
+    Spec: TypeAlias = dict[str, Any]
+    """A part of the model, a JSON Schema or a tool's arguments: a JSON object."""
+    Row: TypeAlias = dict[str, Any]
+    """A row as the executor's database gives it: column -> value."""
+
+    class Env(Protocol):
+        """What the engine uses of the executor's ``env``."""
+
+        db: sqlite3.Connection
+
+        def now(self) -> str: ...
+
+        def new_id(self, prefix: str) -> str: ...
+
 
 ENGINE_VERSION = 1
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -124,7 +147,7 @@ def _human(name: str) -> str:
     return name.replace("_", " ")
 
 
-def _show(v) -> str:
+def _show(v: object) -> str:
     text = json.dumps(v, ensure_ascii=False, default=str)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -132,7 +155,7 @@ def _show(v) -> str:
 # --------------------------------------------------------------------------- argument checks
 
 
-def _type_ok(t: str, v) -> bool:
+def _type_ok(t: str, v: object) -> bool:
     if t == "null":
         return v is None
     if t == "boolean":
@@ -157,7 +180,7 @@ def _type_ok(t: str, v) -> bool:
 _ARTICLE = {"integer": "an integer", "object": "an object", "array": "an array"}
 
 
-def check(schema, value, where: str) -> str:
+def check(schema: object, value: Any, where: str) -> str:
     """Why ``value`` does not fit ``schema`` (a JSON Schema subset), or ""."""
     if not isinstance(schema, dict) or not schema:
         return ""
@@ -174,10 +197,10 @@ def check(schema, value, where: str) -> str:
         return f"{where} must be {_show(schema['const'])}, got {_show(value)}"
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         for key, ok, word in (
-            ("minimum", lambda a, b: a >= b, "at least"),
-            ("maximum", lambda a, b: a <= b, "at most"),
-            ("exclusiveMinimum", lambda a, b: a > b, "more than"),
-            ("exclusiveMaximum", lambda a, b: a < b, "less than"),
+            ("minimum", operator.ge, "at least"),
+            ("maximum", operator.le, "at most"),
+            ("exclusiveMinimum", operator.gt, "more than"),
+            ("exclusiveMaximum", operator.lt, "less than"),
         ):
             bound = schema.get(key)
             if (
@@ -216,7 +239,9 @@ def check(schema, value, where: str) -> str:
             if problem:
                 return problem
     if isinstance(value, dict):
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        props = schema.get("properties")
+        if not isinstance(props, dict):
+            props = {}
         for r in schema.get("required") or []:
             if r not in value:
                 return f"{where} needs {r!r}"
@@ -232,9 +257,11 @@ def check(schema, value, where: str) -> str:
     return ""
 
 
-def check_arguments(schema: dict, args: dict) -> str:
+def check_arguments(schema: Spec, args: Spec) -> str:
     """Why ``args`` do not fit a tool's parameter schema, or "" (names the arguments it takes)."""
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        props = {}
     required = [r for r in schema.get("required") or [] if isinstance(r, str)]
 
     def accepted() -> str:
@@ -258,7 +285,7 @@ def check_arguments(schema: dict, args: dict) -> str:
 
 
 class _Resource:
-    def __init__(self, name: str, spec: dict) -> None:
+    def __init__(self, name: str, spec: Spec) -> None:
         _q(name)
         if not isinstance(spec, dict):
             raise ModelError(f"resource {name!r} must be an object")
@@ -271,7 +298,7 @@ class _Resource:
         fields = spec.get("fields")
         if not isinstance(fields, dict) or not fields:
             raise ModelError(f"resource {name!r} has no fields")
-        self.fields: dict[str, dict] = {}
+        self.fields: dict[str, Spec] = {}
         for col, f in fields.items():
             _q(col)
             if not isinstance(f, dict) or f.get("type") not in TYPES:
@@ -289,7 +316,7 @@ class _Resource:
         self.shown = [c for c, f in self.fields.items() if not f.get("hidden")]
 
     # values between JSON and SQLite
-    def to_db(self, col: str, v):
+    def to_db(self, col: str, v: Any) -> Any:
         if v is None:
             return None
         t = self.fields[col]["type"]
@@ -303,7 +330,7 @@ class _Resource:
             return float(v) if isinstance(v, int) else v
         return v
 
-    def from_db(self, col: str, v):
+    def from_db(self, col: str, v: Any) -> Any:
         if v is None:
             return None
         t = self.fields[col]["type"]
@@ -316,7 +343,7 @@ class _Resource:
                 return v
         return v
 
-    def out(self, row: dict) -> dict:
+    def out(self, row: Row) -> Row:
         """A stored row as the API shows it (null optional values left out unless nullable)."""
         result = {}
         for col in self.shown:
@@ -330,7 +357,7 @@ class _Resource:
 class Engine:
     """A validated model: creates the state and makes one function per operation."""
 
-    def __init__(self, model: dict, tool_error) -> None:
+    def __init__(self, model: Spec, tool_error: Callable[[str, str], Exception]) -> None:
         if not isinstance(model, dict):
             raise ModelError("the model must be an object")
         version = model.get("engine", ENGINE_VERSION)
@@ -351,7 +378,7 @@ class Engine:
         ops = model.get("operations")
         if not isinstance(ops, dict) or not ops:
             raise ModelError("the model has no operations")
-        self.ops: dict[str, dict] = {}
+        self.ops: dict[str, Spec] = {}
         for name, op in ops.items():
             if not isinstance(name, str) or not IDENT.match(name) or name.startswith("_"):
                 raise ModelError(f"operation name {name!r} is not a valid tool name")
@@ -395,12 +422,14 @@ class Engine:
             raise ModelError("the seed names a resource the model does not have")
         self.seed = seed
         fault = model.get("test_fault")
-        self.fault = fault if isinstance(fault, dict) and fault.get("kind") in FAULTS else None
+        self.fault: Spec | None = (
+            fault if isinstance(fault, dict) and fault.get("kind") in FAULTS else None
+        )
         self.seed_counts: dict[str, int] = {}
 
     # ----------------------------------------------------------------- state
 
-    def setup(self, db) -> None:
+    def setup(self, db: sqlite3.Connection) -> None:
         """Create the tables and insert the seed rows (parameterized statements only)."""
         db.execute("BEGIN")
         for r in self.resources.values():
@@ -426,24 +455,22 @@ class Engine:
             self.seed_counts[table] = len(rows)
         db.execute("COMMIT")
 
-    def functions(self) -> dict:
+    def functions(self) -> dict[str, Callable[..., Any]]:
         """One function per operation: ``fn(env, /, **arguments)``, named after it."""
         out = {}
         for name, op in self.ops.items():
             out[name] = self._function(name, op)
         return out
 
-    def _function(self, name: str, op: dict):
+    def _function(self, name: str, op: Spec) -> Callable[..., Any]:
         engine = self
         handler = getattr(self, "_" + op["kind"])
-        schema = (
-            op.get("parameters")
-            if isinstance(op.get("parameters"), dict)
-            else {"type": "object", "properties": {}}
-        )
+        schema = op.get("parameters")
+        if not isinstance(schema, dict):
+            schema = {"type": "object", "properties": {}}
         res = self.resources[op["resource"]]
 
-        def tool(env, /, **args):
+        def tool(env: Env, /, **args: Any) -> Any:
             problem = check_arguments(schema, args)
             if problem:
                 raise engine.ToolError("invalid", f"{name}: {problem}")
@@ -459,26 +486,33 @@ class Engine:
     def _faulty(self, name: str, *kinds: str) -> str:
         f = self.fault
         if f and f.get("kind") in kinds and f.get("tool") in (None, name):
-            return f["kind"]
+            kind: str = f["kind"]
+            return kind
         return ""
 
-    def _err(self, code: str, message: str):
+    def _err(self, code: str, message: str) -> Exception:
         return self.ToolError(code, message)
 
-    def _row(self, db, res: _Resource, key):
-        return db.execute(
+    def _row(self, db: sqlite3.Connection, res: _Resource, key: Any) -> Row | None:
+        row: Row | None = db.execute(
             f"SELECT rowid AS __rowid, * FROM {_q(res.name)} WHERE {_q(res.key)} = ?",
             (res.to_db(res.key, key),),
         ).fetchone()
+        return row
 
-    def _clean(self, row: dict | None) -> dict | None:
-        if row is None:
-            return None
+    def _stored(self, db: sqlite3.Connection, res: _Resource, key: Any) -> Row:
+        """The row under ``key`` that this call just wrote (so it is there)."""
+        row = self._row(db, res, key)
+        assert row is not None, f"{res.name} {key!r} was just written"
+        return row
+
+    def _clean(self, row: Row) -> Row:
         return {k: v for k, v in row.items() if k != "__rowid"}
 
-    def _fetch(self, env, op: dict, res: _Resource, args: dict, what: str = "") -> dict:
+    def _fetch(self, env: Env, op: Spec, res: _Resource, args: Spec, what: str = "") -> Row:
         """The row the key argument names (inside its parents), or a not_found error."""
-        key = args.get(op.get("key"))
+        key_arg: Any = op.get("key")  # the argument that names the row
+        key = args.get(key_arg)
         self._check_parents(env, op, args)
         row = self._row(env.db, res, key)
         if row is not None:
@@ -493,14 +527,14 @@ class Engine:
             )
         return row
 
-    def _under(self, op: dict, args: dict) -> str:
+    def _under(self, op: Spec, args: Spec) -> str:
         parents = op.get("parents") or []
         if not parents:
             return ""
         p = parents[-1]
         return f" under {self.resources[p['resource']].noun} {_show(args.get(p['arg']))}"
 
-    def _check_parents(self, env, op: dict, args: dict) -> None:
+    def _check_parents(self, env: Env, op: Spec, args: Spec) -> None:
         for p in op.get("parents") or []:
             parent = self.resources[p["resource"]]
             if self._row(env.db, parent, args.get(p["arg"])) is None:
@@ -509,7 +543,7 @@ class Engine:
                     f"no {parent.noun} with {_human(parent.key)} {_show(args.get(p['arg']))}",
                 )
 
-    def _check_refs(self, env, res: _Resource, values: dict) -> None:
+    def _check_refs(self, env: Env, res: _Resource, values: Row) -> None:
         for col, v in values.items():
             ref = res.fields[col].get("ref")
             if ref is None or v is None:
@@ -521,7 +555,7 @@ class Engine:
                     f"no {target.noun} with {_human(target.key)} {_show(v)} (given as {col})",
                 )
 
-    def _check_unique(self, env, res: _Resource, values: dict, own_key=None) -> None:
+    def _check_unique(self, env: Env, res: _Resource, values: Row, own_key: Any = None) -> None:
         for col in res.unique:
             if values.get(col) is None:
                 continue
@@ -535,7 +569,7 @@ class Engine:
                     f"a {res.noun} with {_human(col)} {_show(values[col])} already exists",
                 )
 
-    def _new_key(self, env, res: _Resource):
+    def _new_key(self, env: Env, res: _Resource) -> Any:
         if res.key_type == "integer":
             row = env.db.execute(f"SELECT MAX({_q(res.key)}) AS m FROM {_q(res.name)}").fetchone()
             return int(row["m"] or 0) + 1
@@ -547,14 +581,14 @@ class Engine:
             if self._row(env.db, res, k) is None:
                 return k
 
-    def _body(self, op: dict, res: _Resource, args: dict) -> dict:
+    def _body(self, op: Spec, res: _Resource, args: Spec) -> Row:
         return {
             col: res.to_db(col, args[arg])
             for arg, col in (op.get("body") or {}).items()
             if arg in args
         }
 
-    def _shape(self, env, op: dict, res: _Resource, row: dict, violate: bool = False):
+    def _shape(self, env: Env, op: Spec, res: _Resource, row: Row, violate: bool = False) -> Row:
         out = res.out(row)
         if violate:
             for col, v in out.items():
@@ -568,7 +602,7 @@ class Engine:
 
     # ----------------------------------------------------------------- operations
 
-    def _create(self, env, name: str, op: dict, res: _Resource, args: dict):
+    def _create(self, env: Env, name: str, op: Spec, res: _Resource, args: Spec) -> Any:
         self._check_parents(env, op, args)
         values = self._body(op, res, args)
         for p in op.get("parents") or []:
@@ -615,7 +649,7 @@ class Engine:
                 f"INSERT INTO {_q(res.name)} ({', '.join(map(_q, cols))}) VALUES ({', '.join('?' * len(cols))})",
                 [values[c] for c in cols],
             )
-            row = self._clean(self._row(env.db, res, values[res.key]))
+            row = self._clean(self._stored(env.db, res, values[res.key]))
         else:
             row = {c: values.get(c) for c in res.fields}
         if fault == "create_wrong_value":  # answer with what was asked, store something else
@@ -623,11 +657,12 @@ class Engine:
             row.update(self._body(op, res, args))
         return self._shape(env, op, res, row)
 
-    def _get(self, env, name: str, op: dict, res: _Resource, args: dict):
+    def _get(self, env: Env, name: str, op: Spec, res: _Resource, args: Spec) -> Any:
         fault = self._faulty(
             name, "get_wrong_404", "get_no_404", "get_wrong_row", "schema_violation"
         )
-        key = args.get(op.get("key"))
+        key_arg: Any = op.get("key")  # the argument that names the row
+        key = args.get(key_arg)
         if fault == "get_no_404" and self._row(env.db, res, key) is None:
             row = env.db.execute(f"SELECT * FROM {_q(res.name)} ORDER BY rowid LIMIT 1").fetchone()
             if row is not None:
@@ -643,7 +678,7 @@ class Engine:
             row = nxt or row
         return self._shape(env, op, res, self._clean(row), violate=fault == "schema_violation")
 
-    def _list(self, env, name: str, op: dict, res: _Resource, args: dict):
+    def _list(self, env: Env, name: str, op: Spec, res: _Resource, args: Spec) -> Any:
         fault = self._faulty(
             name,
             "list_omits",
@@ -764,7 +799,7 @@ class Engine:
         if output.get("shape") != "envelope":
             return items
         end = offset + len(shown)
-        env_out = {}
+        env_out: dict[str, Any] = {}
         keys = output.get("keys") or {}
         env_out[keys.get("items", "items")] = items
         values = {
@@ -789,7 +824,7 @@ class Engine:
             env_out.setdefault(prop, v)
         return env_out
 
-    def _write(self, env, name: str, op: dict, res: _Resource, args: dict, patch: bool):
+    def _write(self, env: Env, name: str, op: Spec, res: _Resource, args: Spec, patch: bool) -> Any:
         row = self._fetch(env, op, res, args)
         key = row[res.key]
         values = self._body(op, res, args)
@@ -827,15 +862,15 @@ class Engine:
             out = self._clean(row)
             out.update(self._body(op, res, args))
             return self._shape(env, op, res, out)
-        return self._shape(env, op, res, self._clean(self._row(env.db, res, key)))
+        return self._shape(env, op, res, self._clean(self._stored(env.db, res, key)))
 
-    def _update(self, env, name, op, res, args):
+    def _update(self, env: Env, name: str, op: Spec, res: _Resource, args: Spec) -> Any:
         return self._write(env, name, op, res, args, patch=False)
 
-    def _patch(self, env, name, op, res, args):
+    def _patch(self, env: Env, name: str, op: Spec, res: _Resource, args: Spec) -> Any:
         return self._write(env, name, op, res, args, patch=True)
 
-    def _delete(self, env, name: str, op: dict, res: _Resource, args: dict):
+    def _delete(self, env: Env, name: str, op: Spec, res: _Resource, args: Spec) -> Any:
         row = self._fetch(env, op, res, args)
         key = row[res.key]
         if 409 in (op.get("errors") or []):
@@ -866,7 +901,7 @@ class Engine:
             return res.out(self._clean(row))
         return {"deleted": True, res.key: res.from_db(res.key, key)}
 
-    def _action(self, env, name: str, op: dict, res: _Resource, args: dict):
+    def _action(self, env: Env, name: str, op: Spec, res: _Resource, args: Spec) -> Any:
         row = self._fetch(env, op, res, args)
         key = row[res.key]
         tr = op.get("transition") or {}
@@ -904,13 +939,15 @@ class Engine:
             env.db.execute(
                 f"UPDATE {_q(res.name)} SET {sets} WHERE {_q(res.key)} = ?", [*values.values(), key]
             )
-            return self._shape(env, op, res, self._clean(self._row(env.db, res, key)))
+            return self._shape(env, op, res, self._clean(self._stored(env.db, res, key)))
         out = self._clean(row)
         out.update(values)
         return self._shape(env, op, res, out)
 
 
-def install(module, model: dict, env, tool_error) -> list:
+def install(
+    module: types.ModuleType, model: Spec, env: Env, tool_error: Callable[[str, str], Exception]
+) -> list[str]:
     """Load ``model`` into a sandbox: create the tables in ``env.db``, insert the seed rows, and set
     one function per operation on ``module`` (``__module__ == "env"``). Returns the tool names."""
     engine = Engine(model, tool_error)
@@ -918,5 +955,5 @@ def install(module, model: dict, env, tool_error) -> list:
     fns = engine.functions()
     for name, fn in fns.items():
         setattr(module, name, fn)
-    module.__envkernel_engine__ = ENGINE_VERSION
+    vars(module)["__envkernel_engine__"] = ENGINE_VERSION
     return list(fns)

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from envkernel_schemas import CodeBehaviour, EnvSpec
+from envkernel_schemas import CodeBehaviour, EnvSpec, WorkspaceBehaviour
 
 _BEHAVIOUR_FILES = {"code": "env.py", "model": "model.json", "workspace": "workspace.json"}
 
@@ -47,7 +47,7 @@ def write_env_dir(env: EnvSpec, d: Path) -> Path:
     write_atomic(d / "env.json", json.dumps(meta, indent=2))
     if isinstance(env.behaviour, CodeBehaviour):
         write_atomic(d / "env.py", env.behaviour.source)
-    elif behaviour["kind"] == "workspace":  # the tree, setup and app code, as one JSON object
+    elif isinstance(env.behaviour, WorkspaceBehaviour):  # the tree, setup and app code, one object
         write_atomic(
             d / "workspace.json",
             json.dumps({k: v for k, v in behaviour.items() if k != "kind"}, indent=2),
@@ -86,6 +86,7 @@ def load_env_dir(path: str | Path) -> EnvSpec:
         raise EnvDirError(
             f'{meta_file}: \'behaviour\' must be {{"kind": "code", "model" or "workspace", "file": ...}}, got {behaviour!r}'
         )
+    assert isinstance(behaviour, dict)  # a known kind came from a dict
     name = behaviour.get("file") or _BEHAVIOUR_FILES[kind]
     if not isinstance(name, str) or Path(name).name != name or name in ("", ".", ".."):
         raise EnvDirError(

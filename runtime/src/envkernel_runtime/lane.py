@@ -80,10 +80,16 @@ def host_id() -> str:
     return f"{socket.gethostname()}/{boot}"
 
 
+def _resolve(fut: asyncio.Future[None]) -> None:
+    """A reader's or writer's callback: wake the one waiting on ``fut`` (once)."""
+    if not fut.done():
+        fut.set_result(None)
+
+
 async def _readable(sock: socket.socket) -> None:
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[None] = loop.create_future()
-    loop.add_reader(sock.fileno(), lambda: fut.done() or fut.set_result(None))
+    loop.add_reader(sock.fileno(), _resolve, fut)
     try:
         await fut
     finally:
@@ -375,7 +381,7 @@ class DirectLane:
         fd = self.sock.fileno()
         self._waiter = waiter = loop.create_future()
         if write:
-            loop.add_writer(fd, lambda: waiter.done() or waiter.set_result(None))
+            loop.add_writer(fd, _resolve, waiter)
         elif not self._watched:
             loop.add_reader(fd, self._readable)
             self._watched = True

@@ -43,8 +43,10 @@ class _Part(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Base of every part of the model: keyword fields, defaults left out of the JSON."""
 
 
-class Nouns(_Part, frozen=True):
+class Nouns(msgspec.Struct, kw_only=True, omit_defaults=True, frozen=True):
     """How requests and messages name one resource."""
+
+    # _Part's options, and frozen: mypy refuses a frozen Struct under a non-frozen base
 
     singular: str
     """One row: ``order``."""
@@ -274,7 +276,8 @@ class ResourceModel(_Part, kw_only=True):
 
     def to_json(self) -> dict[str, Any]:
         """The model as the plain JSON object the engine reads (what ``ModelBehaviour.model`` holds)."""
-        return msgspec.to_builtins(self)
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ResourceModel:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -29,6 +30,27 @@ import selectors
 import signal
 import subprocess
 import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is never imported at run time: it would slow the executor's start
+    import sqlite3
+    import types
+    from collections.abc import Callable
+    from typing import Any, Protocol, TypeAlias
+
+    Json: TypeAlias = Any
+    """A value a tool receives or returns: JSON."""
+    Result: TypeAlias = dict[str, Any]
+    """What a tool returns: a JSON object."""
+    Scan: TypeAlias = dict[str, tuple[str, int, "str | None"]]
+    """path -> (sha256, size, link target or None), see :func:`scan`."""
+
+    class Env(Protocol):
+        """What the tools use of the executor's ``env``."""
+
+        db: sqlite3.Connection
+        workspace: str
+
 
 TABLE = "workspace"
 """The name of the diff in a dump (a pseudo-table next to the app's tables)."""
@@ -92,12 +114,19 @@ REWARD_TOOLS = ("apply_final", "run_check")
 
 class _State:
     root = ""
-    baseline: dict = {}
-    error = None
-    spawned = None
+    baseline: Scan = {}
+    error: Callable[[str, str], Exception] | None = None
+    spawned: Callable[[int], None] | None = None
 
 
-def install(module, behaviour: dict, env, tool_error, spawned, app_loader) -> None:
+def install(
+    module: types.ModuleType,
+    behaviour: dict[str, Any],
+    env: Env,
+    tool_error: Callable[[str, str], Exception],
+    spawned: Callable[[int], None],
+    app_loader: Callable[[str], None],
+) -> None:
     """Write the tree into the (emptied) workspace, run ``setup``, load the app code with
     ``app_loader(source)``, put the tools into ``module`` and record the baseline for :func:`diff`."""
     root = env.workspace
@@ -140,11 +169,12 @@ def install(module, behaviour: dict, env, tool_error, spawned, app_loader) -> No
 # --------------------------------------------------------------------------- paths and files
 
 
-def _fail(code: str, message: str):
+def _fail(code: str, message: str) -> Exception:
+    assert _State.error is not None  # set by install()
     return _State.error(code, message)
 
 
-def _resolve(path, must_exist: bool = False) -> str:
+def _resolve(path: Json, must_exist: bool = False) -> str:
     """The real path of ``path`` inside the workspace, or ``outside_workspace``."""
     if not isinstance(path, str) or not path.strip():
         raise _fail(
@@ -212,7 +242,7 @@ def _rmtree(path: str) -> None:
     os.rmdir(path)
 
 
-def _walk(root: str):
+def _walk(root: str) -> list[str]:
     """Every file and symlink under ``root`` (folders are entered, symlinks never followed), sorted."""
     out = []
     stack = [root]
@@ -230,9 +260,9 @@ def _walk(root: str):
     return sorted(out)
 
 
-def scan(root: str) -> dict:
+def scan(root: str) -> Scan:
     """path -> (sha256, size, link target or None) of every file under ``root``."""
-    out = {}
+    out: Scan = {}
     for full in _walk(root):
         rel = os.path.relpath(full, root).replace(os.sep, "/")
         if os.path.islink(full):
@@ -243,7 +273,7 @@ def scan(root: str) -> dict:
         size = 0
         try:
             with open(full, "rb") as f:
-                for chunk in iter(lambda f=f: f.read(1 << 16), b""):
+                for chunk in iter(functools.partial(f.read, 1 << 16), b""):
                     h.update(chunk)
                     size += len(chunk)
         except OSError:
@@ -252,7 +282,7 @@ def scan(root: str) -> dict:
     return out
 
 
-def diff(root: str | None = None, baseline: dict | None = None) -> list:
+def diff(root: str | None = None, baseline: Scan | None = None) -> list[dict[str, Any]]:
     """The workspace's change since load: one row per file added, changed or removed, sorted by
     path: ``path``, ``change``, ``sha256``, ``size``, ``text`` (small UTF-8 files), ``data`` (base64 of
     other files up to 1 MiB), ``link`` (a symlink's target). At most 4 MiB of content in all."""
@@ -278,7 +308,7 @@ def diff(root: str | None = None, baseline: dict | None = None) -> list:
                 }
             )
             continue
-        row = {
+        row: dict[str, Any] = {
             "path": path,
             "change": "added" if old is None else "changed",
             "sha256": new[0],
@@ -304,7 +334,7 @@ def diff(root: str | None = None, baseline: dict | None = None) -> list:
 # --------------------------------------------------------------------------- the tools
 
 
-def read(env, path, offset=1, limit=READ_LIMIT):
+def read(env: Env, path: Json, offset: Json = 1, limit: Json = READ_LIMIT) -> Result:
     """Read a text file: ``content`` is the lines from ``offset`` (1-based), at most ``limit``."""
     full = _resolve(path, must_exist=True)
     text = _read_text(full, path)
@@ -320,7 +350,7 @@ def read(env, path, offset=1, limit=READ_LIMIT):
     }
 
 
-def write(env, path, content):
+def write(env: Env, path: Json, content: Json) -> Result:
     """Create or overwrite ``path`` with ``content``."""
     if not isinstance(content, str):
         raise _fail("invalid", "content must be a string")
@@ -332,7 +362,9 @@ def write(env, path, content):
     return {"path": _rel(full), "bytes": len(content.encode("utf-8")), "created": not existed}
 
 
-def edit(env, path, old_string, new_string, replace_all=False):
+def edit(
+    env: Env, path: Json, old_string: Json, new_string: Json, replace_all: Json = False
+) -> Result:
     """Replace ``old_string`` by ``new_string`` in ``path`` (exactly once unless ``replace_all``)."""
     full = _resolve(path, must_exist=True)
     text = _read_text(full, path)
@@ -353,10 +385,12 @@ def edit(env, path, old_string, new_string, replace_all=False):
     return {"path": _rel(full), "replacements": count if replace_all else 1}
 
 
-def apply_patch(env, patch):
+def apply_patch(env: Env, patch: Json) -> Result:
     """Apply a ``*** Begin Patch`` patch; all of it or nothing (the call fails before writing)."""
     ops = _parse_patch(patch)
-    writes, deletes, done = {}, [], {"added": [], "updated": [], "deleted": [], "moved": []}
+    writes: dict[str, Any] = {}
+    deletes: list[str] = []
+    done: dict[str, list[Any]] = {"added": [], "updated": [], "deleted": [], "moved": []}
     for op in ops:
         kind, path = op["kind"], op["path"]
         full = _resolve(path)
@@ -391,7 +425,7 @@ def apply_patch(env, patch):
     return done
 
 
-def _parse_patch(patch) -> list:
+def _parse_patch(patch: Json) -> list[dict[str, Any]]:
     if not isinstance(patch, str):
         raise _fail("invalid", "patch must be a string")
     lines = patch.strip("\n").split("\n")
@@ -399,7 +433,8 @@ def _parse_patch(patch) -> list:
         raise _fail(
             "bad_patch", "a patch starts with '*** Begin Patch' and ends with '*** End Patch'"
         )
-    ops, cur = [], None
+    ops: list[dict[str, Any]] = []
+    cur: dict[str, Any] | None = None
     for n, line in enumerate(lines[1:-1], start=2):
         head = re.match(r"^\*\*\* (Add|Update|Delete) File: (.+)$", line)
         if head:
@@ -442,7 +477,7 @@ def _parse_patch(patch) -> list:
     return ops
 
 
-def _apply_hunks(text: str, hunks: list, path: str) -> str:
+def _apply_hunks(text: str, hunks: list[list[tuple[str, str]]], path: str) -> str:
     had_newline = text.endswith("\n")
     lines = text.split("\n")
     if had_newline:
@@ -465,7 +500,7 @@ def _apply_hunks(text: str, hunks: list, path: str) -> str:
     return "\n".join(lines) + ("\n" if had_newline else "")
 
 
-def _find(lines: list, seq: list, start: int) -> int:
+def _find(lines: list[str], seq: list[str], start: int) -> int:
     if not seq:
         return len(lines)
     for i in range(start, len(lines) - len(seq) + 1):
@@ -477,7 +512,7 @@ def _find(lines: list, seq: list, start: int) -> int:
     return -1
 
 
-def list_(env, path="."):
+def list_(env: Env, path: Json = ".") -> Result:
     """The entries of a folder: ``name``, ``type`` (file, folder, link) and ``size``."""
     full = _resolve(path, must_exist=True)
     if not os.path.isdir(full):
@@ -516,7 +551,7 @@ def _glob_match(rel: str, pattern: str) -> bool:
     return re.fullmatch(rx, rel) is not None
 
 
-def glob_(env, pattern):
+def glob_(env: Env, pattern: Json) -> Result:
     """Files of the workspace whose relative path matches ``pattern`` (``**`` crosses folders)."""
     if (
         not isinstance(pattern, str)
@@ -529,7 +564,7 @@ def glob_(env, pattern):
     return {"pattern": pattern, "paths": hits[:MATCH_LIMIT], "truncated": len(hits) > MATCH_LIMIT}
 
 
-def grep(env, pattern, path=".", glob=""):
+def grep(env: Env, pattern: Json, path: Json = ".", glob: Json = "") -> Result:
     """Lines matching the regular expression ``pattern`` under ``path``."""
     try:
         rx = re.compile(pattern)
@@ -537,7 +572,8 @@ def grep(env, pattern, path=".", glob=""):
         raise _fail("invalid", f"pattern is not a regular expression: {exc}") from None
     full = _resolve(path, must_exist=True)
     files = _walk(full) if os.path.isdir(full) else [full]
-    matches, total = [], 0
+    matches: list[dict[str, Any]] = []
+    total = 0
     for f in files:
         rel = _rel(f)
         if (
@@ -571,7 +607,7 @@ SPAWN_RETRY = 1.0
 """Longest pause ``exec`` takes between tries to start its shell while the process limit is full (EAGAIN): 0.01 s, doubling, about 1.3 s in all."""
 
 
-def exec_(env, command, timeout=EXEC_TIMEOUT):
+def exec_(env: Env, command: Json, timeout: Json = EXEC_TIMEOUT) -> Result:
     """Run ``bash -c command`` in the workspace; ``exit_code`` 124 and ``timed_out`` when it ran too long."""
     if not isinstance(command, str) or not command.strip():
         raise _fail("invalid", "command must be a non-empty shell command")
@@ -582,7 +618,7 @@ def exec_(env, command, timeout=EXEC_TIMEOUT):
     return _run(command, limit)
 
 
-def _shell_env() -> dict:
+def _shell_env() -> dict[str, str]:
     root = _State.root
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": root, "PWD": root, "TMPDIR": os.environ.get("TMPDIR") or root,
@@ -593,7 +629,7 @@ def _shell_env() -> dict:
     }  # fmt: skip
 
 
-def _run(command: str, timeout: float) -> dict:
+def _run(command: str, timeout: float) -> Result:
     """``bash -c`` in its own process group with capped output; the group is killed afterwards
     (and the executor kills every other process the call left, see ``_Forks``)."""
     pause = 0.01
@@ -620,8 +656,8 @@ def _run(command: str, timeout: float) -> dict:
             raise _fail("exec_failed", f"cannot start bash: {exc}") from None
     if _State.spawned is not None:
         _State.spawned(proc.pid)
-    out = {proc.stdout: bytearray(), proc.stderr: bytearray()}
-    dropped = {proc.stdout: 0, proc.stderr: 0}
+    out: dict[Any, bytearray] = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+    dropped: dict[Any, int] = {proc.stdout: 0, proc.stderr: 0}
     timed_out = False
     deadline = time.monotonic() + timeout
     sel = selectors.DefaultSelector()
@@ -663,7 +699,7 @@ def _run(command: str, timeout: float) -> dict:
         proc.wait()
         for f in out:
             f.close()
-    result = {
+    result: Result = {
         "exit_code": 124 if timed_out else proc.returncode,
         "stdout": out[proc.stdout].decode("utf-8", "replace"),
         "stderr": out[proc.stderr].decode("utf-8", "replace"),
@@ -681,7 +717,7 @@ def _run(command: str, timeout: float) -> dict:
 # --------------------------------------------------------------------------- the reward side
 
 
-def apply_final(env, rows, tables=None):
+def apply_final(env: Env, rows: Json, tables: Json = None) -> Result:
     """Turn the loaded initial workspace into a rollout's final one: apply its diff ``rows`` (and
     replace the app tables with ``tables``). Returns the paths it could not rebuild (too large)."""
     missing = []
@@ -715,7 +751,7 @@ def apply_final(env, rows, tables=None):
     return {"missing": missing}
 
 
-def run_check(env, script, transcript=None, timeout=20.0):
+def run_check(env: Env, script: Json, transcript: Json = None, timeout: Json = 20.0) -> Result:
     """Run ``grade(transcript, workspace_path)`` from ``script`` in a forked child; returns
     ``{"scores": {criterion: score}}`` or ``{"error": ...}`` (never raises for the script's faults).
     A ``grade`` with a third parameter also gets the app's tables: ``{table: [row, ...]}``."""
@@ -731,7 +767,7 @@ def run_check(env, script, transcript=None, timeout=20.0):
         code = 0
         try:
             os.close(rfd)
-            scope = {"__name__": "envkernel_check", "__builtins__": __builtins__}
+            scope: dict[str, Any] = {"__name__": "envkernel_check", "__builtins__": __builtins__}
             exec(compile(script, "check.py", "exec"), scope)
             grade = scope["grade"]
             wants_state = grade.__code__.co_argcount >= 3
@@ -741,7 +777,7 @@ def run_check(env, script, transcript=None, timeout=20.0):
                 else grade(transcript or [], _State.root)
             )
             clean = {str(k): float(v) for k, v in dict(scores).items()}
-            payload = {"scores": clean}
+            payload: dict[str, Any] = {"scores": clean}
         except BaseException as exc:
             payload = {"error": f"{type(exc).__name__}: {exc}"}
             code = 1

@@ -49,7 +49,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from envkernel_runtime import engine_path, executor_path, workspace_path
+from envkernel_runtime import executor_files
 from envkernel_runtime.session import STREAM_LIMIT, ExecutorSession
 from envkernel_schemas import EnvSpec
 
@@ -678,25 +678,20 @@ class PodmanRunner:
                         "mode": "1777",
                     },
                     {"type": "bind", "source": box.folder, "target": "/envk"},
-                    {
-                        "type": "bind",
-                        "source": executor_path(),
-                        "target": EXECUTOR_IN,
-                        "read_only": True,
-                    },
-                    # the engine that runs model (OpenAPI) environments sits beside the executor
-                    {
-                        "type": "bind",
-                        "source": engine_path(),
-                        "target": os.path.join(os.path.dirname(EXECUTOR_IN), "engine.py"),
-                        "read_only": True,
-                    },
-                    {
-                        "type": "bind",
-                        "source": workspace_path(),
-                        "target": os.path.join(os.path.dirname(EXECUTOR_IN), "workspace.py"),
-                        "read_only": True,
-                    },
+                    # the executor and the files it loads from beside it (its protocol, its
+                    # confinement, its serving loops, the engines of model and workspace
+                    # environments); not the zygote's or the nests' (this runner starts neither)
+                    *(
+                        {
+                            "type": "bind",
+                            "source": path,
+                            "target": os.path.join(
+                                os.path.dirname(EXECUTOR_IN), os.path.basename(path)
+                            ),
+                            "read_only": True,
+                        }
+                        for path in executor_files(fork_server=False)
+                    ),
                     {
                         "type": "bind",
                         "source": asset_path("supervisor.py"),

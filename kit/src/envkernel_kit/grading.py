@@ -49,7 +49,7 @@ class GradeKind(StrEnum):
     STATE = "state"
     """The final state against ``outcome.expected_state``, in process."""
     ANSWER = "answer"
-    """The final answer against ``outcome.answer_facts`` (rows, order, absent values), in process."""
+    """The final answer against ``outcome.answer_facts`` (rows, order, absent values), here."""
 
 
 InProcess = Callable[[Task, Trajectory], "Reward | Awaitable[Reward]"]
@@ -58,7 +58,7 @@ InProcess = Callable[[Task, Trajectory], "Reward | Awaitable[Reward]"]
 
 
 def task_kind(task: Task) -> GradeKind:
-    """How ``task`` is graded: by its check script if it has one, else its state change or answer."""
+    """How ``task`` is graded: by its check script if it has one, else its state or answer."""
     if task.outcome.check:
         return GradeKind.SCRIPT
     return GradeKind.STATE if task.outcome.mutates else GradeKind.ANSWER

@@ -252,6 +252,21 @@ async def test_serve_grades_with_the_configured_reward(
     assert (await _serve_grade(run_dir, ws_task, nothing, reward="judge")).score == 0.0
 
 
+def test_serve_without_the_runs_reward_installed_falls_back(run_dir: Path) -> None:
+    """A run whose reward model is not installed where it is served is graded as serve did before
+    it read the run's reward (trace + outcome); an unknown ``--reward`` is a usage error."""
+    import dataclasses
+
+    from envkernel_serve.catalog import load_catalog
+    from envkernel_serve.server import RunnerSandboxes, ServeSettings, make_server
+
+    cat = dataclasses.replace(load_catalog(run_dir), reward="not-installed")
+    _server, core = make_server(cat, RunnerSandboxes(None), ServeSettings())
+    assert core.reward_model is None and core.reward_name == "serve"
+    with pytest.raises(UsageError, match="no reward model named 'not-installed'"):
+        make_server(cat, RunnerSandboxes(None), ServeSettings(reward="not-installed"))
+
+
 def test_serve_rejects_an_unknown_reward_and_a_tau_it_cannot_take(run_dir: Path) -> None:
     from envkernel_serve.server import reward_model
 

@@ -27,6 +27,7 @@ from typing import Any
 import structlog
 import uvicorn
 
+from envkernel.errors import UsageError
 from envkernel_runtime.calls import close_instance
 from envkernel_schemas import EnvSpec
 
@@ -161,7 +162,6 @@ def reward_model(
     of it, < ``ENVKERNEL_*`` variables < ``tau`` when given): ``(instance, settings)``. Raises
     ``envkernel.errors.UsageError`` for an unknown reward model or a ``tau`` it has no field for."""
     from envkernel.envcmd import role_component
-    from envkernel.errors import UsageError
 
     comp, _ = role_component("reward_model", name)
     fields = getattr(comp.settings_type, "__struct_fields__", ())
@@ -182,7 +182,14 @@ def make_server(
     model = None
     if name:
         raw = catalog.reward_settings if name == catalog.reward else None
-        model, _ = reward_model(name, raw, settings.tau)
+        try:
+            model, _ = reward_model(name, raw, settings.tau)
+        except UsageError as exc:
+            if settings.reward is not None:
+                raise
+            # the run's reward model is not installed here: grade as serve did before it read it
+            log.warning("the run's reward model is not available; trace + outcome", error=str(exc))
+            name = ""
     core = ServeCore(
         catalog=catalog,
         pool=WarmPool(

@@ -134,7 +134,8 @@ def grade_blocking(
     through ``ctx.wait`` (so call this from a worker thread, never on the loop); any other task is
     graded here, on the calling thread."""
     if needs_sandbox(task):
-        return ctx.wait(script_reward(ctx, task, trajectory, model=model))
+        reward: Reward = ctx.wait(script_reward(ctx, task, trajectory, model=model))
+        return reward
     if in_process is None:
         return grade_in_process(task, trajectory, model=model, **trace_outcome)
     return in_process(task, trajectory)

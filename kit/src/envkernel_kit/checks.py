@@ -239,8 +239,8 @@ determinism part of :func:`check_sandbox_runner`."""
 
 
 def planted_rows(state: dict[str, Any]) -> list[dict[str, Any]]:
-    """Rows to ``patch`` into ``state`` (``{"table": ..., "row": {...}}``, as a task plants one), one
-    per table whose rows have an ``id``: a copy of its first row under a new id. A table's own
+    """Rows to ``patch`` into ``state`` (``{"table": ..., "row": {...}}``, as a task plants
+    one), one per table whose rows have an ``id``: a copy of its first row under a new id. A table's own
     constraints (a unique email) may refuse one, so a check tries them in turn."""
     out = []
     for table, rows in sorted(state.items()):

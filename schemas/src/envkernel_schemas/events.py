@@ -344,7 +344,8 @@ AnyEvent = (
 def rollout_role(ev: RolloutRequested | RolloutFinished | RolloutScored) -> RolloutRole:
     """The role of a rollout event: its ``role`` field, or, on an event from before that field (a
     resumed old run), the role its ``purpose`` and index meant then: a training rollout, or at the
-    gate 0 reference, 1 nothing, 2 and up a mutant, :data:`LEGACY_CALIBRATION` and up calibration."""
+    gate 0 reference, 1 nothing, 2 and up a mutant, :data:`LEGACY_CALIBRATION` and up
+    calibration."""
     if ev.role is not None:
         return ev.role
     if ev.purpose != "gate":

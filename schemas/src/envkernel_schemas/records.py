@@ -301,7 +301,8 @@ class Usage(Record, kw_only=True):
 
 class Termination(StrEnum):
     """The kinds of a trajectory's ``termination``: why a rollout ended. Some carry a detail after a
-    colon (``mutant:drop_last``): build one with :meth:`of`, read one with :func:`termination_of`."""
+    colon (``mutant:drop_last``): build one with :meth:`of`, read one back with
+    :func:`termination_of`."""
 
     ANSWER = "answer"
     """The agent gave its final answer."""

@@ -7,9 +7,9 @@
   first asks (:data:`CLARIFY`) and the user answers, one turn per held-back fact.
 - ``nothing`` makes no call and declines. It scores 0 on a sound task.
 - ``mutant`` is a near miss of the reference (:mod:`envkernel_baselines.mutants`): a gate
-  rollout of role ``mutant`` with ``mutant = k`` plays mutant kind ``k`` (the last call dropped, one argument changed,
-  an answer with one item missing, an answer stuffed with every row of an earlier lookup, the
-  distractor chosen instead of the target). A sound task's check scores every one below 1.
+  rollout of role ``mutant`` with ``mutant = k`` plays mutant kind ``k`` (the last call dropped,
+  one argument changed, an answer with one item missing, an answer stuffed with every row of an
+  earlier lookup, the distractor chosen instead of the target). A sound task's check scores every one below 1.
 
 - ``sometimes`` plays the reference on a known share of attempts (``share``, by a hash of the
   task id and the attempt index) and declines on the others: a policy of known skill, for

@@ -21,7 +21,7 @@ from envkernel.context import RecordingToolEnv
 from envkernel_baselines import MUTANT_KINDS, Mutant, Nothing, Reference
 from envkernel_chains import Chains, ChainsSettings
 from envkernel_chains import phrasing as ph
-from envkernel_kit.answers import answer_check
+from envkernel_kit.answers import answer_score
 from envkernel_kit.messages import compact
 from envkernel_kit.testing import FakeContext, RunnerContext
 from envkernel_openapi import corpus_files, synthesize_file
@@ -178,7 +178,7 @@ def test_the_answer_check_rejects_an_incomplete_and_a_stuffed_answer(
     by_shape, _ = shapes
     for t in by_shape[shape]:
         o = t.outcome
-        assert answer_check(o, o.answer)[0] == 1.0, (t.request, o.answer)
+        assert answer_score(o, o.answer)[0] == 1.0, (t.request, o.answer)
         # a precision guard, unless the shape has none or the question names every row the lookup
         # gave (two rows, both compared)
         assert o.answer_facts and (
@@ -191,12 +191,12 @@ def test_the_answer_check_rejects_an_incomplete_and_a_stuffed_answer(
         missing = o.answer
         for fact in o.answer_facts:
             missing = re.sub(re.escape(fact), "", missing, flags=re.I)
-        assert answer_check(o, missing)[0] < 1.0, (t.request, missing)
+        assert answer_score(o, missing)[0] < 1.0, (t.request, missing)
         # stuffed: every row of every lookup said too (a page's items as well)
         rows = [r for out in t.outputs for r in _rows_of(out)]
         stuffed = f"{o.answer} Everything I found: {compact(rows)}"
         if o.answer_absent:
-            assert answer_check(o, stuffed)[0] == 0.0, (t.request, o.answer_absent)
+            assert answer_score(o, stuffed)[0] == 0.0, (t.request, o.answer_absent)
 
 
 def test_a_request_in_a_new_shape_reads_like_a_person_asking(shapes: Any) -> None:

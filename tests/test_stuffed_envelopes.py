@@ -18,7 +18,7 @@ import pytest
 
 from envkernel_baselines.mutants import mutate
 from envkernel_chains import Chains, ChainsSettings
-from envkernel_kit.answers import answer_check, result_rows, stuffed_answer
+from envkernel_kit.answers import answer_score, result_rows, stuffed_answer
 from envkernel_kit.testing import RunnerContext
 from envkernel_openapi import synthesize_file
 from envkernel_schemas import EnvSpec, Task
@@ -124,7 +124,7 @@ def test_stuffing_a_wrapped_lookup_is_caught_by_the_precision_check(real: Any) -
             assert m is not None, t.request
         if m is not None:
             applied += 1
-            assert answer_check(t.outcome, m.answer)[0] < 1.0, (t.request, t.outcome.answer_absent)
+            assert answer_score(t.outcome, m.answer)[0] < 1.0, (t.request, t.outcome.answer_absent)
     assert applied >= 3, [t.request for t in reads]
 
 

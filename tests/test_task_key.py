@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from envkernel.config import RunConfig
 from envkernel.stages import Stages, task_key
-from envkernel_kit.answers import answer_check
+from envkernel_kit.answers import answer_score
 from envkernel_schemas import Outcome, Task, TaskProposed, TaskRejected, ToolCall
 
 ROWS = [["general", "active"], ["random", "archived", "2"], ["ops", "active"]]
@@ -50,7 +50,7 @@ def test_an_unordered_answer_listed_in_another_order_is_a_duplicate() -> None:
     ]  # rows and a row's values in another order
     a, b = _task("a", ROWS), _task("b", shuffled, facts=("3",), absent=("hr", "sales"))
     assert (
-        answer_check(a.outcome, ANSWER) == answer_check(b.outcome, ANSWER) == (1.0, [])
+        answer_score(a.outcome, ANSWER) == answer_score(b.outcome, ANSWER) == (1.0, [])
     )  # the check cannot tell them apart
     assert task_key(a) == task_key(b)
     assert _rejected_as_duplicate(a, b)
@@ -67,7 +67,7 @@ def test_facts_and_absent_values_in_another_order_are_a_duplicate() -> None:
 def test_an_ordered_answer_in_another_order_is_another_task() -> None:
     a, b = _task("a", ROWS, ordered=True), _task("b", ROWS[::-1], ordered=True)
     assert (
-        answer_check(a.outcome, ANSWER)[0] == 1.0 and answer_check(b.outcome, ANSWER)[0] < 1.0
+        answer_score(a.outcome, ANSWER)[0] == 1.0 and answer_score(b.outcome, ANSWER)[0] < 1.0
     )  # the check tells them apart
     assert task_key(a) != task_key(b)
     assert not _rejected_as_duplicate(a, b)

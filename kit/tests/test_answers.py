@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envkernel_kit.answers import answer_check, answer_units, mentions, result_rows, stuffed_answer
+from envkernel_kit.answers import answer_score, answer_units, mentions, result_rows, stuffed_answer
 from envkernel_schemas import Outcome
 
 CHANNELS = Outcome(
@@ -14,27 +14,27 @@ CHANNELS = Outcome(
 
 
 def test_each_row_is_checked_with_its_value() -> None:
-    assert answer_check(CHANNELS, "general: active; random: archived.")[0] == 1.0
-    assert answer_check(CHANNELS, "general is active and random is archived")[0] == 1.0
+    assert answer_score(CHANNELS, "general: active; random: archived.")[0] == 1.0
+    assert answer_score(CHANNELS, "general is active and random is archived")[0] == 1.0
     # the set of distinct values does not answer "the status of each channel"
-    assert answer_check(CHANNELS, "active, archived")[0] == 0.0
+    assert answer_score(CHANNELS, "active, archived")[0] == 0.0
     # values paired with the wrong rows
-    score, reasons = answer_check(CHANNELS, "general is archived, random is active")
+    score, reasons = answer_score(CHANNELS, "general is archived, random is active")
     assert score == 0.0 and any("general" in r for r in reasons)
     # an answer that leaves a row out does not score 1
-    assert answer_check(CHANNELS, "general: active.")[0] == 0.5
+    assert answer_score(CHANNELS, "general: active.")[0] == 0.5
 
 
 def test_an_answer_stuffed_with_other_rows_scores_0() -> None:
-    score, reasons = answer_check(CHANNELS, "general: active; random: archived; owner Sam Lee")
+    score, reasons = answer_score(CHANNELS, "general: active; random: archived; owner Sam Lee")
     assert score == 0.0 and any("Sam Lee" in r for r in reasons)
     assert [u.kind for u in answer_units(CHANNELS, "x")][-1] == "precision"
 
 
 def test_numbers_match_within_a_tolerance_and_never_inside_other_tokens() -> None:
     total = Outcome(mutates=False, answer_facts=["1234.5"])
-    assert answer_check(total, "The total is 1,234.50.")[0] == 1.0
-    assert answer_check(total, "The total is 1234.51")[0] == 0.0
+    assert answer_score(total, "The total is 1,234.50.")[0] == 1.0
+    assert answer_score(total, "The total is 1234.51")[0] == 0.0
     assert mentions("12", "account acc_0012 and 112") == -1
     assert mentions("12", "it has 12 items") == 7
 
@@ -46,8 +46,8 @@ def test_order_is_checked_when_asked_for() -> None:
         answer_rows=[["Desk", "3"], ["Lamp", "1"]],
         answer_ordered=True,
     )
-    assert answer_check(ranked, "Desk (3), Lamp (1).")[0] == 1.0
-    score, reasons = answer_check(ranked, "Lamp (1), Desk (3).")
+    assert answer_score(ranked, "Desk (3), Lamp (1).")[0] == 1.0
+    score, reasons = answer_score(ranked, "Lamp (1), Desk (3).")
     assert 0 < score < 1 and any("order" in r for r in reasons)
 
 
@@ -57,8 +57,8 @@ def test_a_label_inside_a_longer_label_is_not_its_row() -> None:
         answer_facts=["sales", "active", "sales 2", "archived"],
         answer_rows=[["sales", "active"], ["sales 2", "archived"]],
     )
-    assert answer_check(rows, "sales 2: archived; sales: active")[0] == 1.0
-    assert answer_check(rows, "sales 2: active; sales: archived")[0] == 0.0
+    assert answer_score(rows, "sales 2: archived; sales: active")[0] == 1.0
+    assert answer_score(rows, "sales 2: active; sales: archived")[0] == 0.0
 
 
 def test_a_value_inside_an_expected_one_is_not_said() -> None:
@@ -68,9 +68,9 @@ def test_a_value_inside_an_expected_one_is_not_said() -> None:
         answer_rows=[["sales 2"]],
         answer_absent=["sales", "general"],
     )
-    assert answer_check(o, "It is sales 2.")[0] == 1.0
-    assert answer_check(o, "It is sales 2, not sales.")[0] == 0.0
-    assert answer_check(o, "sales 2 and general")[0] == 0.0
+    assert answer_score(o, "It is sales 2.")[0] == 1.0
+    assert answer_score(o, "It is sales 2, not sales.")[0] == 0.0
+    assert answer_score(o, "sales 2 and general")[0] == 0.0
 
 
 def test_the_rows_of_an_envelope_are_found_whatever_it_is_called() -> None:
@@ -99,6 +99,6 @@ def test_the_rows_of_an_envelope_are_found_whatever_it_is_called() -> None:
     stuffed = stuffed_answer("Bo.", [{"items": [a, b]}, b], last_too=False)
     assert stuffed is not None and "Ann" in stuffed
     assert (
-        answer_check(Outcome(mutates=False, answer_facts=["Bo"], answer_absent=["Ann"]), stuffed)[0]
+        answer_score(Outcome(mutates=False, answer_facts=["Bo"], answer_absent=["Ann"]), stuffed)[0]
         == 0.0
     )

@@ -17,6 +17,7 @@ from envkernel_kit.checks import (
     check_synthesizer,
     check_trainer,
     check_verifier,
+    planted_rows,
     sample_env,
     sample_task,
 )
@@ -203,6 +204,97 @@ def test_a_runner_that_raises_for_a_tool_error_fails() -> None:
         check_sandbox_runner(runner)
     # the session stays usable for the real runner; a runner must answer tool errors as data
     check_sandbox_runner(process.ProcessRunner())
+
+
+class WrappedRunner:
+    """The real process runner, with each session's methods changed by :meth:`wrap`."""
+
+    def __init__(self) -> None:
+        self.inner = process.ProcessRunner()
+        self.opened = 0
+
+    async def open(self, env: Any, seed: int) -> Any:
+        session = await self.inner.open(env, seed)
+        self.opened += 1
+        self.wrap(session)
+        return session
+
+    def wrap(self, session: Any) -> None:
+        """Change the session (nothing here)."""
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class IgnoresPatch(WrappedRunner):
+    """Its ``patch`` accepts the rows and inserts none (a task's planted rows would be missing)."""
+
+    def wrap(self, session: Any) -> None:
+        async def patch(rows: list[dict[str, Any]]) -> int:
+            return len(rows)
+
+        session.patch = patch
+
+
+class SecondSessionDiffers(WrappedRunner):
+    """Each session after the first makes one extra call before its state is read: not the same
+    state from the same start."""
+
+    def wrap(self, session: Any) -> None:
+        if self.opened < 2:
+            return
+        real_state, done = session.state, []
+
+        async def state() -> dict[str, Any]:
+            if not done:
+                done.append(await session.call("cancel_order", {"order_id": "ord_0002"}))
+            return await real_state()
+
+        session.state = state
+
+
+class CountingCalls(WrappedRunner):
+    """Each successful call's value carries a process-wide counter: a replay gives other results."""
+
+    count = 0
+
+    def wrap(self, session: Any) -> None:
+        real_call = session.call
+
+        async def call(tool: str, arguments: dict[str, Any]) -> ToolResult:
+            res = await real_call(tool, arguments)
+            if not res.ok or not isinstance(res.value, dict):
+                return res
+            CountingCalls.count += 1
+            return ToolResult(ok=True, value={**res.value, "n": CountingCalls.count})
+
+        session.call = call
+
+
+def test_a_runner_whose_calls_give_other_results_on_a_replay_fails() -> None:
+    with pytest.raises(ConformanceError, match="the same calls from the same snapshot"):
+        check_sandbox_runner(CountingCalls())
+
+
+def test_a_runner_whose_patch_inserts_nothing_fails() -> None:
+    with pytest.raises(ConformanceError, match="patch\\(\\) did not put the planted row"):
+        check_sandbox_runner(IgnoresPatch())
+
+
+def test_a_runner_whose_sessions_differ_from_the_same_start_fails() -> None:
+    with pytest.raises(ConformanceError, match="seed 0 start in different states"):
+        check_sandbox_runner(SecondSessionDiffers())
+
+
+def test_the_planted_rows_are_new_rows_of_the_tables_with_ids() -> None:
+    plants = planted_rows(
+        {"empty": [], "t": [{"id": 3, "a": 1}, {"id": 7, "a": 2}], "u": [{"id": "x", "b": 2}]}
+    )
+    assert plants == [
+        {"table": "t", "row": {"id": 1007, "a": 1}},
+        {"table": "u", "row": {"id": "x-envkernel-check", "b": 2}},
+    ]
+    assert planted_rows({"workspace": [{"path": "a"}]}) == []
 
 
 class DictUpdateTrainer:

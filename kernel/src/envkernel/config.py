@@ -49,7 +49,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Policy of the gate's near-miss mutants of the reference, each of which must score below 1
     (off when no selected plugin provides it, or ``""``)."""
     gate_mutants: int = 5
-    """Mutant rollouts per task at the gate (indexes 2, 3, ...: the mutant policy picks its kind by index)."""
+    """Mutant rollouts per task at the gate (role ``mutant``, kind numbers 0, 1, ...: the mutant
+    policy plays the kind its request's ``mutant`` names)."""
     runner: str = ""
     """Sandbox runner component (default: the first active one)."""
     verifier: str = ""

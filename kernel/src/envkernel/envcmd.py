@@ -121,22 +121,40 @@ def call(
     sys.exit(code)
 
 
-def runner_component(name: str, config_file: str | None, sets: tuple[str, ...]) -> tuple[Any, Any]:
-    """The sandbox-runner component ``name`` (through the plugin registry) and its settings."""
+_ROLE_NAMES = {
+    "sandbox_runner": ("sandbox runner", "runners"),
+    "reward_model": ("reward model", "reward models"),
+}
+
+
+def role_component(
+    role: str, name: str, raw: dict[str, Any] | None = None, flags: dict[str, Any] | None = None
+) -> tuple[Any, Any]:
+    """The component ``name`` of ``role`` (through the plugin registry) and its settings: the
+    table ``raw`` < ``ENVKERNEL_*`` variables < ``flags``, as for ``envkernel run``. Raises
+    :class:`UsageError` naming the installed components of the role when there is no such one."""
     from . import config as cfgmod
     from .plugins import installed, load
 
     available = installed()
     registry = load([name] if name in available else sorted(available))
     comp = registry.components.get(name)
-    if comp is None or comp.role != "sandbox_runner":
-        runners = sorted(c.name for c in registry.components.values() if c.role == "sandbox_runner")
+    if comp is None or comp.role != role:
+        one, many = _ROLE_NAMES.get(role, (role, f"{role} components"))
+        names = sorted(c.name for c in registry.components.values() if c.role == role)
         broken = (
             f"; broken plugins: {', '.join(sorted(registry.broken))}" if registry.broken else ""
         )
         raise UsageError(
-            f"no sandbox runner named {name!r}; installed runners: {', '.join(runners) or 'none'}{broken}"
+            f"no {one} named {name!r}; installed {many}: {', '.join(names) or 'none'}{broken}"
         )
+    return comp, cfgmod.settings_for(name, comp.settings_type, raw, flags=flags)
+
+
+def runner_component(name: str, config_file: str | None, sets: tuple[str, ...]) -> tuple[Any, Any]:
+    """The sandbox-runner component ``name`` (through the plugin registry) and its settings."""
+    from . import config as cfgmod
+
     _top, sections = cfgmod.split_file(cfgmod.read_file(config_file), str(config_file or "config"))
     flags: dict[str, Any] = {}
     for item in sets:
@@ -148,4 +166,4 @@ def runner_component(name: str, config_file: str | None, sets: tuple[str, ...]) 
         except json.JSONDecodeError:
             flags[key] = value
     # the file's [RUNNER] table < ENVKERNEL_* variables < --set, as for `envkernel run`
-    return comp, cfgmod.settings_for(name, comp.settings_type, sections.get(name), flags=flags)
+    return role_component("sandbox_runner", name, sections.get(name), flags)

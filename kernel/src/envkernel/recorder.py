@@ -25,6 +25,7 @@ from envkernel_schemas import (
     TaskProposed,
     TaskRejected,
     VerifyReport,
+    mutant_kind_of,
     to_json,
 )
 
@@ -172,11 +173,9 @@ class Recorder:
                 self._it(ev.iteration).add(ev.task.split, ev.reward.score)
             else:
                 c["gate_rollouts"] += 1
-                kind, _, name = ev.trajectory.termination.partition(":")
-                if (
-                    kind == "mutant"
+                name = mutant_kind_of(ev)  # "" unless a mutant rollout whose kind applied
+                if name:
                     # per environment and kind: applied, killed (score < 1), killed by the outcome alone
-                ):
                     m = self.mutants.setdefault(ev.task.env_id, {}).setdefault(name, Counter())
                     m.update(
                         applied=1,

@@ -57,15 +57,20 @@ from envkernel_schemas import (
     Reward,
     RolloutFinished,
     RolloutRequested,
+    RolloutRole,
     RolloutScored,
     RunEnding,
     RunFinished,
     Task,
     TaskProposed,
+    Termination,
     Trajectory,
     VerifyReport,
     decode,
     event_id,
+    mutant_of,
+    rollout_role,
+    termination_of,
 )
 
 from . import config as cfgmod
@@ -584,6 +589,9 @@ class Worker:
             scorer = (
                 cfg.gate_reward if ev.purpose == "gate" else first(cfg, "reward_model", cfg.reward)
             )
+            role = rollout_role(ev)
+            ended, detail = termination_of(traj.termination)
+            played = detail if role is RolloutRole.MUTANT and ended is Termination.MUTANT else ""
             c = child(
                 RolloutFinished,
                 0,
@@ -591,6 +599,9 @@ class Worker:
                 trajectory=traj,
                 group_size=ev.group_size,
                 purpose=ev.purpose,
+                role=role,
+                mutant=mutant_of(ev),
+                mutant_kind=played,
             )
             return [(c, subject_of(cfg, c, scorer))]
 
@@ -614,6 +625,9 @@ class Worker:
                 reward=reward,
                 group_size=ev.group_size,
                 purpose=ev.purpose,
+                role=rollout_role(ev),
+                mutant=mutant_of(ev),
+                mutant_kind=ev.mutant_kind,
             )
             return [(c, subject_of(cfg, c))]
 

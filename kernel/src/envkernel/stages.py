@@ -1,17 +1,20 @@
 """Kernel stages: the task gate and group closing. Pure logic: events in, child events out.
 
 The gate sends every proposed task to a reference rollout, a do-nothing rollout and
-``gate_mutants`` near-miss mutants of the reference; the task is emitted only when the reference
-scores 1, do-nothing scores 0 and every applicable mutant scores below 1 (a mutant that does not
-apply to the task ends with termination ``not_applicable:<kind>``). An emitted task then gets
+``gate_mutants`` near-miss mutants of the reference, each request saying its
+:class:`~envkernel_schemas.RolloutRole` (``reference``, ``nothing``, ``mutant`` with its kind
+number ``mutant``); the task is emitted only when the reference scores 1, do-nothing scores 0 and
+every applicable mutant scores below 1 (a mutant that does not apply to the task ends with
+termination ``not_applicable:<kind>``). The gate decides by each scored rollout's role, never by
+its index. An emitted task then gets
 ``rollouts_per_task`` rollouts of the chosen policy, and its group closes when every member is
 scored or failed. Each later training iteration rolls every emitted task out again, with the
 policy update the trainers made at the end of the previous one.
 
-With ``calibrate`` K > 0, a task that passes gets K more gate rollouts (indexes from
-:data:`CALIBRATION`) of ``calibrate_policy``; a task solved (score 1) in all or none of them is
-dropped (EnvCraft's filter), and an emitted task carries its ``solve_rate`` and a difficulty of
-``1 - solve_rate``. A calibration rollout that fails counts as not solved.
+With ``calibrate`` K > 0, a task that passes gets K more gate rollouts (role ``calibration``,
+indexes from :data:`CALIBRATION`) of ``calibrate_policy``; a task solved (score 1) in all or none
+of them is dropped (EnvCraft's filter), and an emitted task carries its ``solve_rate`` and a
+difficulty of ``1 - solve_rate``. A calibration rollout that fails counts as not solved.
 """
 
 from __future__ import annotations
@@ -31,14 +34,19 @@ from envkernel_schemas import (
     PluginFailed,
     RolloutFinished,
     RolloutRequested,
+    RolloutRole,
     RolloutScored,
     ScoredRollout,
     Task,
     TaskGated,
     TaskProposed,
     TaskRejected,
+    Termination,
     decode,
     event_id,
+    mutant_of,
+    rollout_role,
+    termination_of,
 )
 
 from .config import RunConfig
@@ -53,10 +61,11 @@ EPS = 1e-9
 @dataclass
 class _Gate:
     task: Task
-    scores: dict[str, float] = field(default_factory=dict)
-    reasons: dict[str, list[str]] = field(default_factory=dict)
-    mutants: dict[int, tuple[float, str]] = field(default_factory=dict)
-    """Index -> (score, termination) of each mutant rollout."""
+    scores: dict[RolloutRole, float] = field(default_factory=dict)
+    """Role (reference, nothing) -> score."""
+    reasons: dict[RolloutRole, list[str]] = field(default_factory=dict)
+    mutants: dict[int, tuple[float, bool, str]] = field(default_factory=dict)
+    """Mutant kind number -> (score, applied, kind name) of each mutant rollout."""
     solved: dict[int, bool] | None = None
     """Index -> solved, of each calibration rollout (None until the gate passed)."""
 
@@ -131,7 +140,11 @@ class Stages:
         self.gates[ev.task.id] = _Gate(ev.task)
         out: list[tuple[Event, str | None]] = []
         size = 2 + self._n_mutants()
-        for i, policy in enumerate((self.config.gate_reference, self.config.gate_nothing)):
+        baselines = (
+            (RolloutRole.REFERENCE, self.config.gate_reference),
+            (RolloutRole.NOTHING, self.config.gate_nothing),
+        )
+        for i, (role, policy) in enumerate(baselines):
             req = self._child(
                 ev,
                 RolloutRequested,
@@ -141,6 +154,7 @@ class Stages:
                 index=i,
                 group_size=size,
                 purpose="gate",
+                role=role,
             )
             out.append((req, policy))
         mutant = self.config.gate_mutant
@@ -156,6 +170,8 @@ class Stages:
                         index=i,
                         group_size=size,
                         purpose="gate",
+                        role=RolloutRole.MUTANT,
+                        mutant=i - 2,
                     ),
                     mutant,
                 )
@@ -166,11 +182,11 @@ class Stages:
         return self.config.gate_mutants if self.config.gate_mutant else 0
 
     def _decide(self, parent: Event, gate: _Gate) -> list[tuple[Event, str | None]]:
-        ref = gate.scores.get(self.config.gate_reference, 0.0)
-        nothing = gate.scores.get(self.config.gate_nothing, 1.0)
+        ref = gate.scores.get(RolloutRole.REFERENCE, 0.0)
+        nothing = gate.scores.get(RolloutRole.NOTHING, 1.0)
         del self.gates[gate.task.id]
         if ref < 1.0 - EPS:
-            why = "; ".join(gate.reasons.get(self.config.gate_reference, [])) or f"scored {ref:.3f}"
+            why = "; ".join(gate.reasons.get(RolloutRole.REFERENCE, [])) or f"scored {ref:.3f}"
             return [
                 (
                     self._child(
@@ -199,9 +215,7 @@ class Stages:
                 )
             ]
         survived = [
-            t.partition(":")[2] or t
-            for sc, t in gate.mutants.values()
-            if not t.startswith("not_applicable") and sc >= 1.0 - EPS
+            name for sc, applied, name in gate.mutants.values() if applied and sc >= 1.0 - EPS
         ]
         if survived:
             return [
@@ -231,6 +245,7 @@ class Stages:
                         index=CALIBRATION + i,
                         group_size=k,
                         purpose="gate",
+                        role=RolloutRole.CALIBRATION,
                     ),
                     policy,
                 )
@@ -267,16 +282,24 @@ class Stages:
             gate = self.gates.get(ev.task.id)
             if gate is None:
                 return []
-            if gate.solved is not None and ev.trajectory.index >= CALIBRATION:
+            role = rollout_role(ev)
+            if role is RolloutRole.CALIBRATION:
+                if gate.solved is None:
+                    return []
                 gate.solved[ev.trajectory.index] = ev.reward.score >= 1.0 - EPS
                 return self._decide(ev, gate) if len(gate.solved) == self.config.calibrate else []
-            if ev.trajectory.index >= 2:
-                gate.mutants[ev.trajectory.index] = (ev.reward.score, ev.trajectory.termination)
-            else:
-                gate.scores[ev.trajectory.policy] = ev.reward.score
-                gate.reasons[ev.trajectory.policy] = ev.reward.reasons + (
+            if role is RolloutRole.MUTANT:
+                kind, detail = termination_of(ev.trajectory.termination)
+                name = ev.mutant_kind or detail or ev.trajectory.termination
+                applied = kind is not Termination.NOT_APPLICABLE
+                gate.mutants[mutant_of(ev)] = (ev.reward.score, applied, name)
+            elif role in (RolloutRole.REFERENCE, RolloutRole.NOTHING):
+                gate.scores[role] = ev.reward.score
+                gate.reasons[role] = ev.reward.reasons + (
                     [ev.reward.error] if ev.reward.error else []
                 )
+            else:
+                return []
             if len(gate.scores) == 2 and len(gate.mutants) == self._n_mutants():
                 return self._decide(ev, gate)
             return []
@@ -312,6 +335,7 @@ class Stages:
                 group_size=g,
                 purpose="train",
                 update=update,
+                role=RolloutRole.TRAIN,
             )
             out.append((req, self.config.policy))
         return out
@@ -361,7 +385,9 @@ class Stages:
                 else original.trajectory.index
             )
             if (
-                gate is not None and gate.solved is not None and index >= CALIBRATION
+                gate is not None
+                and gate.solved is not None
+                and rollout_role(original) is RolloutRole.CALIBRATION
             ):  # a failed attempt did not solve it
                 gate.solved[index] = False
                 return self._decide(ev, gate) if len(gate.solved) == self.config.calibrate else []

@@ -15,6 +15,9 @@ What several plugins share, so that no plugin imports another plugin:
 - :mod:`envkernel_kit.groups`: scored groups: purpose and GRPO advantages;
 - :mod:`envkernel_kit.scoring`: the trace + outcome reward as pure functions (the ``traceoutcome`` reward
   model and ``envkernel serve`` score with it);
+- :mod:`envkernel_kit.grading`: the one grading entry point every reward model and ``envkernel
+  serve`` use: a task's kind (check script, state, answer) decides once whether it is graded in a
+  sandbox or in process;
 - :mod:`envkernel_kit.checks`: one conformance check per role (``check_reward_model(...)``, ...);
 - :mod:`envkernel_kit.testing` and :mod:`envkernel_kit.scripted`: test doubles (a run-like
   context, an in-memory sandbox, a scripted OpenAI-compatible server);

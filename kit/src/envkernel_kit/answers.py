@@ -14,7 +14,7 @@ Outcome, so an answer is judged the same way everywhere.
   not ask for: the whole user list, to answer "what is my email?") scores 0.
 
 :func:`answer_units` lists the units (facts outside rows, rows, the order when asked for, and the
-precision guard); :func:`answer_check` returns the share of credit units that hold, zeroed by a
+precision guard); :func:`answer_score` returns the share of credit units that hold, zeroed by a
 failed precision guard, with the reasons.
 """
 
@@ -24,12 +24,15 @@ import math
 import re
 from typing import Any, NamedTuple
 
+from .deprecation import deprecated_alias
+
 __all__ = [
     "ITEM_KEYS",
     "META_WORDS",
     "NUMBER",
     "Unit",
     "answer_check",
+    "answer_score",
     "answer_units",
     "envelope_key",
     "find_number",
@@ -366,7 +369,7 @@ def stuffed_answer(answer: str, outputs: list[Any], last_too: bool) -> str | Non
     return f"{answer} Everything I found: {compact(every)}" if every else None
 
 
-def answer_check(outcome: Any, answer: str) -> tuple[float, list[str]]:
+def answer_score(outcome: Any, answer: str) -> tuple[float, list[str]]:
     """The share of the expected answer present in ``answer``, 0 when it says an absent value; with reasons."""
     units = answer_units(outcome, answer)
     credit = [u for u in units if u.kind != "precision"]
@@ -377,3 +380,6 @@ def answer_check(outcome: Any, answer: str) -> tuple[float, list[str]]:
     if any(u.kind == "precision" and not u.passed for u in units):
         frac = 0.0
     return frac, reasons
+
+
+answer_check = deprecated_alias(answer_score, "answer_check")

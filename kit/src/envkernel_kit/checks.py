@@ -59,6 +59,8 @@ __all__ = [
     "check_synthesizer",
     "check_trainer",
     "check_verifier",
+    "SAMPLE_CALLS",
+    "planted_rows",
     "process_runner",
     "sample_env",
     "sample_task",
@@ -224,13 +226,151 @@ def check_synthesizer(
     return _run(go)
 
 
-def check_sandbox_runner(runner: Any, env: EnvSpec | None = None) -> None:
+SAMPLE_CALLS: tuple[ToolCall, ...] = (
+    ToolCall(
+        name="create_order",
+        arguments={"customer_id": "cus_0001", "product_id": "prd_0002", "quantity": 2},
+    ),
+    ToolCall(name="update_order_quantity", arguments={"order_id": "ord_0009", "quantity": 3}),
+    ToolCall(name="cancel_order", arguments={"order_id": "ord_0001"}),
+)
+"""Calls that change ``shop-v1``'s state (a new order, its quantity, a cancellation), for the
+determinism part of :func:`check_sandbox_runner`."""
+
+
+def planted_rows(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows to ``patch`` into ``state`` (``{"table": ..., "row": {...}}``, as a task plants
+    one), one per table whose rows have an ``id``: a copy of its first row under a new id. A table's own
+    constraints (a unique email) may refuse one, so a check tries them in turn."""
+    out = []
+    for table, rows in sorted(state.items()):
+        if not rows or "id" not in rows[0]:
+            continue
+        row = dict(rows[0])
+        ids = [r.get("id") for r in rows]
+        if all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            row["id"] = max(ids) + 1000
+        else:
+            row["id"] = f"{row['id']}-envkernel-check"
+        out.append({"table": table, "row": row})
+    return out
+
+
+def _has_row(state: dict[str, Any], table: str, row: dict[str, Any]) -> bool:
+    return any(all(r.get(k) == v for k, v in row.items()) for r in state.get(table, []))
+
+
+async def _replay(session: Any, calls: list[ToolCall]) -> list[Any]:
+    """Each call's outcome (value or error code) and the state after them all."""
+    out: list[Any] = []
+    for call in calls:
+        res = await session.call(call.name, dict(call.arguments))
+        out.append(res.value if res.ok else ("error", res.error.code if res.error else ""))
+    return [out, await session.state()]
+
+
+async def _check_patch(
+    runner: Any, session: Any, handle: str, before: dict[str, Any]
+) -> dict[str, Any] | None:
+    """``patch`` puts a planted row in (the first of :func:`planted_rows` the environment takes;
+    a refused one must leave the state as it was), ``restore`` takes it out again. Returns the row
+    planted (None when the environment has no table with ids)."""
+    role = "sandbox runner"
+    refused: list[str] = []
+    for plant in planted_rows(before):
+        try:
+            await session.patch([plant])
+        except Exception as exc:
+            refused.append(f"patch([{plant}]) raised {type(exc).__name__}: {exc}")
+            _expect(
+                await session.state() == before,
+                role,
+                runner,
+                f"a refused patch() changed the state: {refused[-1]}",
+            )
+            continue
+        _expect(
+            _has_row(await session.state(), plant["table"], plant["row"]),
+            role,
+            runner,
+            f"patch() did not put the planted row into {plant['table']!r}: {plant['row']}",
+        )
+        await session.restore(handle)
+        _expect(
+            await session.state() == before,
+            role,
+            runner,
+            "restore() after patch() did not bring back the snapshot's state",
+        )
+        return plant
+    if refused:
+        raise _fail(role, runner, f"patch() took no planted row: {'; '.join(refused)}")
+    return None
+
+
+async def _check_determinism(
+    runner: Any,
+    env: EnvSpec,
+    session: Any,
+    handle: str,
+    calls: list[ToolCall],
+    plant: dict[str, Any] | None,
+) -> None:
+    """The same calls (after the same patch) from the same start give the same results and
+    state: twice in one session (restored between), and in a second session of the same seed."""
+    role = "sandbox runner"
+    before = await session.state()
+
+    async def from_start(sb: Any) -> list[Any]:
+        if plant is not None:
+            await sb.patch([plant])
+        return await _replay(sb, calls)
+
+    first = await from_start(session)
+    await session.restore(handle)
+    again = await from_start(session)
+    _expect(
+        again == first,
+        role,
+        runner,
+        "the same calls from the same snapshot gave a different result or state "
+        f"({[c.name for c in calls]})",
+    )
+    other = await runner.open(env, 0)
+    try:
+        _expect(
+            await other.state() == before,
+            role,
+            runner,
+            f"two sessions of {env.id!r} at seed 0 start in different states",
+        )
+        _expect(
+            await from_start(other) == first,
+            role,
+            runner,
+            "the same calls in two sessions of the same seed gave a different result or state "
+            f"({[c.name for c in calls]})",
+        )
+    finally:
+        await other.close()
+    await session.restore(handle)
+
+
+def check_sandbox_runner(
+    runner: Any, env: EnvSpec | None = None, calls: list[ToolCall] | None = None
+) -> None:
     """Open ``env`` (default ``shop-v1``) and exercise a session: ``state``, ``snapshot``, a call
-    of an unknown tool (an error *result*, never an exception), ``restore`` back to the snapshot,
-    ``close``; then ``aclose`` the runner."""
+    of an unknown tool (an error *result*, never an exception), ``restore`` back to the snapshot;
+    ``patch`` of a planted row (as a task with ``planted`` rows needs; a copy of a row with an
+    ``id`` under a new id, :func:`planted_rows`, when the environment has one), undone by
+    ``restore``; determinism: the
+    same ``calls`` (default :data:`SAMPLE_CALLS` on ``shop-v1``, else none: the patch alone) from
+    the same start give the same results and state, in one session and in a second one; then
+    ``close`` and ``aclose`` the runner."""
     role = "sandbox runner"
     _method(runner, role, "open")
     _method(runner, role, "aclose")
+    replay = list(SAMPLE_CALLS) if env is None and calls is None else list(calls or [])
     env = env or sample_env()
 
     async def go() -> None:
@@ -247,6 +387,7 @@ def check_sandbox_runner(runner: Any, env: EnvSpec | None = None) -> None:
                 runner,
                 "the session has no str id",
             )
+            _method(session, role, "patch")
             before = await session.state()
             _expect(
                 isinstance(before, dict) and all(isinstance(v, list) for v in before.values()),
@@ -275,6 +416,8 @@ def check_sandbox_runner(runner: Any, env: EnvSpec | None = None) -> None:
                 runner,
                 "restore() did not bring back the snapshot's state",
             )
+            plant = await _check_patch(runner, session, handle, before)
+            await _check_determinism(runner, env, session, handle, replay, plant)
         finally:
             await session.close()
         await runner.aclose()

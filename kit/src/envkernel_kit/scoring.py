@@ -26,7 +26,8 @@ import math
 from collections import Counter
 from typing import Any
 
-from envkernel_kit.answers import answer_check
+from envkernel_kit.answers import answer_score
+from envkernel_kit.deprecation import deprecated_alias
 from envkernel_schemas import CallRecord, Outcome, Reward, State, Task, ToolCall, Trajectory
 from envkernel_schemas.rows import columns, row_key
 
@@ -112,7 +113,7 @@ def table_matches(
     )
 
 
-def state_outcome(expected: State, initial: State, final: State) -> tuple[float, list[str]]:
+def expected_state_match(expected: State, initial: State, final: State) -> tuple[float, list[str]]:
     """1.0 when every expected table matches the final state, else 0.0; with reasons."""
     if not expected:
         return 0.0, ["outcome: the task expects a state change but lists no expected tables"]
@@ -129,7 +130,7 @@ def state_outcome(expected: State, initial: State, final: State) -> tuple[float,
 
 def facts_outcome(facts: list[str], answer: str) -> tuple[float, list[str]]:
     """The share of answer facts contained in the answer (see :mod:`envkernel_kit.answers`); with reasons."""
-    return answer_check(Outcome(mutates=False, answer_facts=facts), answer)
+    return answer_score(Outcome(mutates=False, answer_facts=facts), answer)
 
 
 def tau_at(tau: float, tau_final: float | None, tau_iterations: int, iteration: int) -> float:
@@ -172,11 +173,11 @@ def score(
             f"trace: {n_matched}/{len(ref)} reference calls matched; unmatched: {', '.join(unmatched)}"
         )
     if task.outcome.mutates:
-        outcome, why = state_outcome(
+        outcome, why = expected_state_match(
             task.outcome.expected_state, task.outcome.initial_state, trajectory.final_state
         )
     else:
-        outcome, why = answer_check(task.outcome, trajectory.final_answer)
+        outcome, why = answer_score(task.outcome, trajectory.final_answer)
     reasons.extend(why)
     extra = max(0, len(trajectory.calls) - len(ref))
     length_penalty = min(cap, length_step * extra)
@@ -197,3 +198,6 @@ def score(
         tau=tau,
         reasons=reasons,
     )
+
+
+state_outcome = deprecated_alias(expected_state_match, "state_outcome")

@@ -14,7 +14,7 @@ For a synthesizer (the ``workspace`` plugin, or an LLM-written one)::
 ``ground_task`` runs the reference chain in a sandbox, requires every call to succeed and the check
 to give every criterion 1 on the result, and returns the Task (or raises :class:`GroundingError`).
 A check is Python source defining ``grade(transcript, workspace_path) -> dict`` (PinchBench's
-shape); :func:`check_reward` runs it inside a sandbox over a rollout's final workspace.
+shape); :func:`script_reward` runs it inside a sandbox over a rollout's final workspace.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 
 import msgspec
 
+from envkernel_kit.deprecation import deprecated_alias
 from envkernel_runtime import workspace as _ws
 from envkernel_schemas import (
     EnvSpec,
@@ -48,6 +49,8 @@ __all__ = [
     "ground_task",
     "is_workspace",
     "run_check",
+    "run_grader_script",
+    "script_reward",
     "transcript",
     "verify_workspace",
     "workspace_env",
@@ -196,7 +199,7 @@ def _check_env(env: EnvSpec) -> EnvSpec:
     return msgspec.structs.replace(env, id=f"{env.id}--check", tools=[*env.tools, *_reward_tools()])
 
 
-async def run_check(
+async def run_grader_script(
     ctx: Any,
     env: EnvSpec,
     check: str,
@@ -248,11 +251,11 @@ def _score_of(
     return score, reasons
 
 
-async def check_reward(ctx: Any, task: Task, trajectory: Trajectory, model: str = "") -> Reward:
+async def script_reward(ctx: Any, task: Task, trajectory: Trajectory, model: str = "") -> Reward:
     """Score a rollout of a workspace task: the check's criteria (mean, in [0, 1]) run inside a
     sandbox over the final workspace and the transcript. ``outcome`` is the same number."""
     env = await ctx.env(task.env_id)
-    result = await run_check(
+    result = await run_grader_script(
         ctx, env, task.outcome.check, trajectory.final_state, transcript(task, trajectory)
     )
     score, reasons = _score_of(result)
@@ -264,6 +267,10 @@ async def check_reward(ctx: Any, task: Task, trajectory: Trajectory, model: str 
         tau=0.0,
         reasons=reasons,
     )
+
+
+run_check = deprecated_alias(run_grader_script, "run_check")
+check_reward = deprecated_alias(script_reward, "check_reward")
 
 
 # --------------------------------------------------------------------------- grounding and
@@ -316,13 +323,13 @@ async def ground_task(
         calls=[_record(c, o) for c, o in zip(calls, outputs, strict=True)],
     )
     if strict:
-        got = await run_check(ctx, env, check, final, transcript(draft, ref))
+        got = await run_grader_script(ctx, env, check, final, transcript(draft, ref))
         score, reasons = _score_of(got)
         if score < 1.0:
             raise GroundingError(
                 f"the reference chain scores {score:.2f} on its own check: {'; '.join(reasons)}"
             )
-        untouched = await run_check(
+        untouched = await run_grader_script(
             ctx,
             env,
             check,

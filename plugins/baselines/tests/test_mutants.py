@@ -7,7 +7,7 @@ import asyncio
 
 from envkernel_baselines import MUTANT_KINDS, Mutant, Reference
 from envkernel_baselines.mutants import mutate
-from envkernel_kit.answers import answer_check
+from envkernel_kit.answers import answer_score
 from envkernel_kit.testing import toy_shop
 from envkernel_schemas import Outcome, PlantedRow, RolloutRequested, Task, ToolCall, Trajectory
 
@@ -36,7 +36,7 @@ READ = Task(
 
 def _perfect(task: Task, calls: list[ToolCall], answer: str) -> bool:
     """What a score of 1 needs here: the reference calls exactly, and the whole answer and nothing else."""
-    return calls == task.calls and answer_check(task.outcome, answer)[0] == 1.0
+    return calls == task.calls and answer_score(task.outcome, answer)[0] == 1.0
 
 
 def test_every_mutant_of_a_read_only_task_scores_below_1() -> None:

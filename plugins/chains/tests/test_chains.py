@@ -37,7 +37,7 @@ from envkernel_chains.phrasing import (
     skeleton,
 )
 from envkernel_chains.refs import Resolver, satisfies
-from envkernel_kit.answers import answer_check, is_number
+from envkernel_kit.answers import answer_score, is_number
 from envkernel_kit.testing import SHOP_STATE, SHOP_TOOLS, FakeContext, toy_shop
 from envkernel_kit.tools import schema_of, tool_infos
 from envkernel_schemas import Task, ToolCall
@@ -400,9 +400,9 @@ def test_sample_toy_shop(tmp_path: Path) -> None:
                 assert len(t.outcome.answer_rows) == len(t.outputs[-1])
             # the reference answer (in words) scores 1; without its last row, or stuffed with absent
             # values, it does not
-            assert answer_check(t.outcome, t.outcome.answer)[0] == 1.0
+            assert answer_score(t.outcome, t.outcome.answer)[0] == 1.0
             for v in t.outcome.answer_absent:
-                assert answer_check(t.outcome, t.outcome.answer + " " + v)[0] == 0.0
+                assert answer_score(t.outcome, t.outcome.answer + " " + v)[0] == 0.0
     # difficulty grows with the chain
     by_len: dict[int, list[float]] = {}
     for t in tasks:

@@ -10,6 +10,7 @@ import pytest
 from envkernel_schemas import CallRecord, Outcome, Task, ToolCall, ToolError, ToolResult, Trajectory
 from envkernel_traceoutcome import Settings, TraceOutcome, register_reward_models
 from envkernel_traceoutcome.scoring import (
+    expected_state_match,
     facts_outcome,
     match_calls,
     score,
@@ -148,19 +149,25 @@ def test_matching_finds_maximum() -> None:
 # -- outcome ----------------------------------------------------------------------------------
 
 
-def test_state_outcome() -> None:
-    assert state_outcome(EXPECTED, INITIAL, FINAL_OK) == (1.0, [])
-    val, why = state_outcome(EXPECTED, INITIAL, FINAL_UNCHANGED)
+def test_expected_state_match() -> None:
+    assert expected_state_match(EXPECTED, INITIAL, FINAL_OK) == (1.0, [])
+    val, why = expected_state_match(EXPECTED, INITIAL, FINAL_UNCHANGED)
     assert val == 0.0 and len(why) == 2
-    val, why = state_outcome(EXPECTED, INITIAL, {"orders": FINAL_OK["orders"]})
+    val, why = expected_state_match(EXPECTED, INITIAL, {"orders": FINAL_OK["orders"]})
     assert val == 0.0 and "missing from the final state" in why[0]
-    assert state_outcome({}, {}, FINAL_OK)[0] == 0.0
+    assert expected_state_match({}, {}, FINAL_OK)[0] == 0.0
+
     # multiset: a duplicated row is a difference
     ok, why = table_matches([{"a": 1}], [], [{"a": 1}, {"a": 1}])
     assert not ok and "1 unexpected" in why
     # all rows deleted: columns come from the initial rows
     assert table_matches([], [{"a": 1}], [])[0]
     assert not table_matches([], [{"a": 1}], [{"a": 1, "id": 3}])[0]
+
+
+def test_state_outcome_is_a_deprecated_alias() -> None:
+    with pytest.warns(DeprecationWarning, match="expected_state_match"):
+        assert state_outcome(EXPECTED, INITIAL, FINAL_OK) == (1.0, [])
 
 
 def test_facts_outcome() -> None:

@@ -7,14 +7,45 @@ decoder (:func:`envkernel_schemas.decode`) decodes the whole union.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, ClassVar, Literal, get_args
 
 import msgspec
 
-from .records import EnvSpec, Reward, ScoredRollout, State, Task, Trajectory, VerifyReport
+from .records import (
+    EnvSpec,
+    Reward,
+    ScoredRollout,
+    State,
+    Task,
+    Termination,
+    Trajectory,
+    VerifyReport,
+    termination_of,
+)
 
 Purpose = Literal["gate", "train"]
 """Why a rollout is made: for the task gate, or for the emitted task."""
+
+
+class RolloutRole(StrEnum):
+    """What one rollout is for (the ``role`` of its ``rollout.*`` events)."""
+
+    REFERENCE = "reference"
+    """Gate: the reference chain replayed; the task passes only if it scores 1."""
+    NOTHING = "nothing"
+    """Gate: an agent that does nothing; the task passes only if it scores 0."""
+    MUTANT = "mutant"
+    """Gate: a near miss of the reference (kind ``mutant``); the task passes only if it scores
+    below 1."""
+    CALIBRATION = "calibration"
+    """Gate: an attempt of the calibration policy (``--calibrate K``), to measure a solve rate."""
+    TRAIN = "train"
+    """A rollout of an emitted task, scored for training."""
+
+
+LEGACY_CALIBRATION = 1000
+"""Index of the first calibration rollout, in events from before ``role`` was recorded."""
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
@@ -126,6 +157,12 @@ class RolloutRequested(Event, frozen=True, kw_only=True, tag="rollout.requested.
     """Gate rollout or training rollout."""
     update: str = ""
     """Object-store reference of the policy update to roll out with ("" = the initial policy)."""
+    role: RolloutRole | None = None
+    """What the rollout is for; None only on events from before it was recorded (then
+    :func:`rollout_role` reads it from ``purpose`` and the index)."""
+    mutant: int = -1
+    """The near-miss kind a ``mutant`` rollout plays (0, 1, ...: an index into the mutant policy's
+    kinds, modulo their number); -1 for every other role."""
 
 
 class RolloutStep(Event, frozen=True, kw_only=True, tag="rollout.step.v1"):
@@ -154,6 +191,15 @@ class RolloutFinished(Event, frozen=True, kw_only=True, tag="rollout.finished.v1
     """Size of the group."""
     purpose: Purpose = "train"
     """Gate rollout or training rollout."""
+    role: RolloutRole | None = None
+    """What the rollout is for; None only on events from before it was recorded (then
+    :func:`rollout_role` reads it from ``purpose`` and the index)."""
+    mutant: int = -1
+    """The near-miss kind a ``mutant`` rollout plays (0, 1, ...: an index into the mutant policy's
+    kinds, modulo their number); -1 for every other role."""
+    mutant_kind: str = ""
+    """The name of the kind a ``mutant`` rollout played (``drop_last``, ...: its termination was
+    ``mutant:<kind>``); "" when the kind did not apply to the task, and for every other role."""
 
 
 class RolloutScored(Event, frozen=True, kw_only=True, tag="rollout.scored.v1"):
@@ -169,6 +215,15 @@ class RolloutScored(Event, frozen=True, kw_only=True, tag="rollout.scored.v1"):
     """Size of the group."""
     purpose: Purpose = "train"
     """Gate rollout or training rollout."""
+    role: RolloutRole | None = None
+    """What the rollout is for; None only on events from before it was recorded (then
+    :func:`rollout_role` reads it from ``purpose`` and the index)."""
+    mutant: int = -1
+    """The near-miss kind a ``mutant`` rollout plays (0, 1, ...: an index into the mutant policy's
+    kinds, modulo their number); -1 for every other role."""
+    mutant_kind: str = ""
+    """The name of the kind a ``mutant`` rollout played (``drop_last``, ...: its termination was
+    ``mutant:<kind>``); "" when the kind did not apply to the task, and for every other role."""
 
 
 class GroupScored(Event, frozen=True, kw_only=True, tag="group.scored.v1"):
@@ -284,6 +339,42 @@ AnyEvent = (
     | Handled
 )
 """The union of every event type."""
+
+
+def rollout_role(ev: RolloutRequested | RolloutFinished | RolloutScored) -> RolloutRole:
+    """The role of a rollout event: its ``role`` field, or, on an event from before that field (a
+    resumed old run), the role its ``purpose`` and index meant then: a training rollout, or at the
+    gate 0 reference, 1 nothing, 2 and up a mutant, :data:`LEGACY_CALIBRATION` and up
+    calibration."""
+    if ev.role is not None:
+        return ev.role
+    if ev.purpose != "gate":
+        return RolloutRole.TRAIN
+    index = ev.index if isinstance(ev, RolloutRequested) else ev.trajectory.index
+    if index >= LEGACY_CALIBRATION:
+        return RolloutRole.CALIBRATION
+    return (RolloutRole.REFERENCE, RolloutRole.NOTHING)[index] if index < 2 else RolloutRole.MUTANT
+
+
+def mutant_of(ev: RolloutRequested | RolloutFinished | RolloutScored) -> int:
+    """The mutant kind number of a ``mutant`` rollout event (-1 for another role); on an event from
+    before the field, the one its index meant (index - 2)."""
+    if rollout_role(ev) is not RolloutRole.MUTANT:
+        return -1
+    if ev.mutant >= 0 or ev.role is not None:
+        return ev.mutant
+    index = ev.index if isinstance(ev, RolloutRequested) else ev.trajectory.index
+    return index - 2
+
+
+def mutant_kind_of(ev: RolloutFinished | RolloutScored) -> str:
+    """The kind name a ``mutant`` rollout played ("" when none applied, or another role): its
+    ``mutant_kind``, or, on an event from before that field, its ``mutant:<kind>`` termination."""
+    if ev.role is not None:
+        return ev.mutant_kind if ev.role is RolloutRole.MUTANT else ""
+    kind, detail = termination_of(ev.trajectory.termination)
+    return detail if kind is Termination.MUTANT else ""
+
 
 EVENT_TYPES: tuple[type[Event], ...] = get_args(AnyEvent)
 """Every event type, in a stable order."""

@@ -6,6 +6,7 @@ changes, so old events keep decoding (see msgspec's schema-evolution guide).
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Literal
 
 import msgspec
@@ -298,6 +299,43 @@ class Usage(Record, frozen=True, kw_only=True):
     """Completion tokens, summed over turns."""
 
 
+class Termination(StrEnum):
+    """The kinds of a trajectory's ``termination``: why a rollout ended. Some carry a detail after a
+    colon (``mutant:drop_last``): build one with :meth:`of`, read one back with
+    :func:`termination_of`."""
+
+    ANSWER = "answer"
+    """The agent gave its final answer."""
+    MAX_TURNS = "max_turns"
+    """The turn limit was reached."""
+    DEADLINE = "deadline"
+    """The rollout's deadline passed."""
+    LENGTH = "length"
+    """The model's reply was cut at its token limit."""
+    ERROR = "error"
+    """A recorded condition (``Trajectory.error``) ended it."""
+    NO_CHOICES = "no_choices"
+    """The model server answered without a choice."""
+    MUTANT = "mutant"
+    """A near-miss mutant of the reference played its kind (``mutant:<kind>``)."""
+    NOT_APPLICABLE = "not_applicable"
+    """A mutant kind does not apply to the task; no call was made (``not_applicable:<kind>``)."""
+
+    def of(self, detail: str) -> str:
+        """This kind with a detail: ``Termination.MUTANT.of("drop_last") == "mutant:drop_last"``."""
+        return f"{self.value}:{detail}" if detail else self.value
+
+
+def termination_of(termination: str) -> tuple[Termination | None, str]:
+    """A ``termination`` read back: its kind (None for one this version does not know) and its
+    detail, e.g. ``"mutant:drop_last"`` -> ``(Termination.MUTANT, "drop_last")``."""
+    kind, _, detail = termination.partition(":")
+    try:
+        return Termination(kind), detail
+    except ValueError:
+        return None, detail
+
+
 class Trajectory(Record, frozen=True, kw_only=True):
     """What an agent did on a task."""
 
@@ -316,7 +354,8 @@ class Trajectory(Record, frozen=True, kw_only=True):
     final_state: State = msgspec.field(default_factory=dict)
     """State of the environment after the rollout (filled in by the kernel)."""
     termination: str = "answer"
-    """Why it ended: ``answer``, ``max_turns``, ``deadline``, ``length``, ``error``, ``no_choices``."""
+    """Why it ended: a :class:`Termination` (``answer``, ``max_turns``, ``deadline``, ``length``,
+    ``error``, ``no_choices``; ``mutant:<kind>``, ``not_applicable:<kind>``)."""
     format_errors: int = 0
     """Unparsable or invalid tool calls."""
     usage: Usage = msgspec.field(default_factory=Usage)

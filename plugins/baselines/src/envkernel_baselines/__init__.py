@@ -6,10 +6,10 @@
   When the task holds something back (``Task.hidden``) and the run has a ``user`` component, it
   first asks (:data:`CLARIFY`) and the user answers, one turn per held-back fact.
 - ``nothing`` makes no call and declines. It scores 0 on a sound task.
-- ``mutant`` is a near miss of the reference (:mod:`envkernel_baselines.mutants`): the gate's
-  rollout at index ``2 + k`` plays mutant kind ``k`` (the last call dropped, one argument changed,
-  an answer with one item missing, an answer stuffed with every row of an earlier lookup, the
-  distractor chosen instead of the target). A sound task's check scores every one below 1.
+- ``mutant`` is a near miss of the reference (:mod:`envkernel_baselines.mutants`): a gate
+  rollout of role ``mutant`` with ``mutant = k`` plays mutant kind ``k`` (the last call dropped,
+  one argument changed, an answer with one item missing, an answer stuffed with every row of an
+  earlier lookup, the distractor chosen instead of the target). A sound task's check scores every one below 1.
 
 - ``sometimes`` plays the reference on a known share of attempts (``share``, by a hash of the
   task id and the attempt index) and declines on the others: a policy of known skill, for
@@ -33,7 +33,7 @@ from envkernel_kit.messages import (
     result_content,
 )  # compact, result_content: re-exported
 from envkernel_kit.users import user_for, user_turn
-from envkernel_schemas import RolloutRequested, ToolResult, Trajectory
+from envkernel_schemas import RolloutRequested, Termination, ToolResult, Trajectory, mutant_of
 
 from .mutants import MUTANT_KINDS, mutate
 
@@ -155,10 +155,15 @@ class Mutant:
         self.settings = settings or BaselineSettings()
 
     async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
-        """Play mutant ``MUTANT_KINDS[(index - 2) % 5]``: replay its calls, give its answer; or, when
-        it does not apply to the task, make no call and end with ``not_applicable:<kind>``."""
+        """Play mutant ``MUTANT_KINDS[request.mutant % 5]`` (the kind number the gate asks for;
+        ``index - 2`` on a request from before it did): replay its calls, give its answer, and end
+        with ``mutant:<kind>``; or, when it does not apply to the task, make no call and end with
+        ``not_applicable:<kind>``."""
         task = request.task
-        kind = MUTANT_KINDS[max(0, request.index - 2) % len(MUTANT_KINDS)]
+        number = mutant_of(request)
+        if number < 0:  # not asked as a mutant (a request without the gate's role): by index
+            number = max(0, request.index - 2)
+        kind = MUTANT_KINDS[number % len(MUTANT_KINDS)]
         messages = _opening(self.settings.system_prompt, request)
         m = mutate(task, kind)
         if m is None:
@@ -167,7 +172,7 @@ class Mutant:
                 policy=request.policy or "mutant",
                 index=request.index,
                 messages=messages,
-                termination=f"not_applicable:{kind}",
+                termination=Termination.NOT_APPLICABLE.of(kind),
             )
         for i, call in enumerate(m.calls):
             await call_and_record(env, messages, f"call_{i}", call.name, call.arguments)
@@ -178,7 +183,7 @@ class Mutant:
             index=request.index,
             messages=messages,
             final_answer=m.answer,
-            termination=f"mutant:{kind}",
+            termination=Termination.MUTANT.of(kind),
         )
 
 

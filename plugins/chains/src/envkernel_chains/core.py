@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from envkernel_kit.answers import answer_check, stuffed_answer
+from envkernel_kit.answers import answer_score, stuffed_answer
 from envkernel_kit.argsgen import ArgumentBuilder
 from envkernel_kit.tools import Schema, schema_of, tool_infos
 from envkernel_schemas import EnvSpec, Outcome, Task, ToolCall
@@ -821,7 +821,7 @@ class GraphSampler:
             stuffed = stuffed_answer(
                 phrased.answer, [s.output for s in steps], bool(phrased.absent)
             )
-            if stuffed is not None and answer_check(outcome, stuffed)[0] >= 1.0:
+            if stuffed is not None and answer_score(outcome, stuffed)[0] >= 1.0:
                 self.rejected["imprecise_answer"] += (
                     1  # the gate's stuffed mutant would score 1: not a precise check
                 )

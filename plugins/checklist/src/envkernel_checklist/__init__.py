@@ -10,7 +10,7 @@ kernel's task gate (``reward = "checklist"``).
 lists the failed checks after a ``checklist: P/N checks passed`` line.
 
 A task with a check script (``Outcome.check``: a workspace task) is graded by that script instead,
-as ``traceoutcome`` does: :func:`envkernel_kit.workspace.check_reward` runs it inside a sandbox over
+as ``traceoutcome`` does: :func:`envkernel_kit.grading.grade_blocking` runs it inside a sandbox over
 the rollout's rebuilt final workspace and its transcript, and the score is the mean of its
 criteria (each criterion is one check of the list).
 """
@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from envkernel.hookspecs import hookimpl
-from envkernel_kit.workspace import check_reward
+from envkernel_kit.grading import GradeKind, grade_blocking, task_kind
 from envkernel_schemas import Reward, Task, Trajectory
 
 from .checks import (
@@ -112,20 +112,21 @@ class Checklist:
 
     def score(self, task: Task, trajectory: Trajectory, ctx: Any) -> Reward:
         """Score a rollout (see the module docstring); a task with a check script by that script, in a sandbox."""
-        if task.outcome.check:
-            reward = ctx.wait(check_reward(ctx, task, trajectory, model=ctx.component))
-            head = f"checklist: graded by the task's check script ({'every criterion met' if reward.score >= 1.0 else 'criteria missed'})"
-            return msgspec.structs.replace(
-                reward, reasons=[head, *reward.reasons[: self.settings.max_reasons]]
-            )
         s = self.settings
-        return score(
+        reward = grade_blocking(
+            ctx,
             task,
             trajectory,
-            strict_calls=s.strict_calls,
-            max_reasons=s.max_reasons,
+            in_process=lambda t, tr: score(
+                t, tr, strict_calls=s.strict_calls, max_reasons=s.max_reasons, model=ctx.component
+            ),
             model=ctx.component,
         )
+        if task_kind(task) is not GradeKind.SCRIPT:
+            return reward
+        met = "every criterion met" if reward.score >= 1.0 else "criteria missed"
+        head = f"checklist: graded by the task's check script ({met})"
+        return msgspec.structs.replace(reward, reasons=[head, *reward.reasons[: s.max_reasons]])
 
 
 @hookimpl

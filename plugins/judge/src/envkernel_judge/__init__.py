@@ -38,6 +38,7 @@ import msgspec
 
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.chat import ChatClient, ChatSettings, UsesChat
+from envkernel_kit.grading import grade, needs_sandbox
 from envkernel_kit.lenient import Refusals, looks_refused, unescape_value
 from envkernel_schemas import Reward, Task, Trajectory
 
@@ -268,9 +269,21 @@ class Judge(UsesChat):
         )
 
     async def score(self, task: Task, trajectory: Trajectory, ctx: Any) -> Reward:
-        """Ask the judge; a failure is recorded on the Reward, never a silent 0."""
-        s = self.settings
+        """Ask the judge; a failure is recorded on the Reward, never a silent 0. A task with a check
+        script (a workspace task) is graded by its script instead, run in a sandbox, as every
+        reward model grades it (:func:`envkernel_kit.grading.grade`): the judge is not asked."""
         name = ctx.component
+        reward = await grade(
+            ctx, task, trajectory, in_process=lambda t, tr: self.ask(t, tr, name), model=name
+        )
+        if not needs_sandbox(task):
+            return reward
+        head = "judge: graded by the task's check script, not asked"
+        return msgspec.structs.replace(reward, reasons=[head, *reward.reasons])
+
+    async def ask(self, task: Task, trajectory: Trajectory, name: str) -> Reward:
+        """Ask the judge model for a verdict on one rollout (reward model name ``name``)."""
+        s = self.settings
         model = s.target()[1]
         client = self.client
         deadline = time.monotonic() + s.timeout

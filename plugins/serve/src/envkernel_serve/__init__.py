@@ -87,9 +87,17 @@ def serve_command() -> Any:
     @click.option(
         "--tau",
         type=float,
-        default=0.5,
-        show_default=True,
-        help="Weight of the trace part of the reward.",
+        default=None,
+        help="Weight of the trace part of the reward (traceoutcome's tau; default: the run's, "
+        "else 0.5).",
+    )
+    @click.option(
+        "--reward",
+        "reward",
+        metavar="NAME",
+        default=None,
+        help="Reward model grading tasks without a check script (default: the run's, from its "
+        "config.json; else the trace + outcome score).",
     )
     @click.option(
         "--warm",
@@ -133,7 +141,8 @@ def serve_command() -> Any:
         sets: tuple[str, ...],
         seed: int | None,
         max_steps: int,
-        tau: float,
+        tau: float | None,
+        reward: str | None,
         warm: int,
         max_message_mb: float,
         nats_url: str | None,
@@ -151,7 +160,7 @@ def serve_command() -> Any:
             run_server,
         )
 
-        if max_steps < 1 or warm < 0 or not 0.0 <= tau <= 1.0:
+        if max_steps < 1 or warm < 0 or (tau is not None and not 0.0 <= tau <= 1.0):
             raise UsageError(
                 "--max-steps must be at least 1, --warm at least 0 and --tau in [0, 1]"
             )
@@ -170,7 +179,8 @@ def serve_command() -> Any:
         source: Any = (
             RunnerSandboxes(built) if nats_url is None else NatsSandboxes(nats_url, runner, built)
         )
-        opts = ServeSettings(host=host, port=port, max_steps=max_steps, tau=tau, warm=warm, max_message_mb=max_message_mb,
+        opts = ServeSettings(host=host, port=port, max_steps=max_steps, tau=tau, reward=reward,
+                             warm=warm, max_message_mb=max_message_mb,
                              fresh=not reuse_sandboxes)  # fmt: skip
         try:
             sock = bind(host, port)
@@ -179,13 +189,14 @@ def serve_command() -> Any:
                 f"cannot listen on {host}:{port}: {exc}; pick another --port (0: any free one)"
             ) from None
         port = sock.getsockname()[1]
-        server, _core = make_server(catalog, source, opts)
+        server, core = make_server(catalog, source, opts)
         skipped = (
             f", {len(catalog.skipped)} task lines skipped (see the log)" if catalog.skipped else ""
         )
         click.echo(
             f"serving {', '.join(catalog.envs)} ({len(catalog.tasks)} tasks{skipped}) at http://{host}:{port} "
-            f"from {runner!r} sandboxes: OpenEnv on ws://{host}:{port}/ws, MCP on http://{host}:{port}/mcp; Ctrl-C stops",
+            f"from {runner!r} sandboxes, graded by {core.reward_name!r}: "
+            f"OpenEnv on ws://{host}:{port}/ws, MCP on http://{host}:{port}/mcp; Ctrl-C stops",
             err=True,
         )
         import signal

@@ -4,7 +4,9 @@
   lines whose ``env_id`` is the environment's), else there are none and an episode is free play.
 * ``RUN_DIR`` (a folder with ``envs/`` and usually ``tasks.jsonl``): every kept environment of the
   run, and the run's ``tasks.jsonl`` (or ``--tasks FILE``). The seed is the run's (``config.json``),
-  so each session starts from the state its tasks were sampled on.
+  so each session starts from the state its tasks were sampled on, and the reward model is the
+  run's (its ``reward``, else its first active reward model, with the run's settings of it).
+  An ENV_DIR inside a run folder (``<run>/envs/<id>/``) takes the reward of that run.
 
 A task line that is not a task, or names an environment that is not served, is skipped with a
 warning that says which line and why; the rest is served.
@@ -23,7 +25,7 @@ import structlog
 from envkernel_runtime.envdir import EnvDirError, load_env_dir
 from envkernel_schemas import EnvSpec, Task
 
-__all__ = ["Catalog", "CatalogError", "load_catalog", "tool_list"]
+__all__ = ["Catalog", "CatalogError", "load_catalog", "run_reward", "tool_list"]
 
 log = structlog.get_logger("envkernel.serve")
 
@@ -42,6 +44,10 @@ class Catalog:
     source: str = ""
     skipped: list[str] = field(default_factory=list)
     """One line per task that was not served, saying why."""
+    reward: str = ""
+    """The run's reward model ("" when the folder has no run's ``config.json``)."""
+    reward_settings: dict[str, Any] = field(default_factory=dict)
+    """The run's settings of that reward model (``config.json``'s ``resolved`` table of it)."""
 
     def __post_init__(self) -> None:
         self.by_id = {t.id: t for t in self.tasks}
@@ -104,6 +110,21 @@ def _read_tasks(path: Path) -> tuple[list[Task], list[str]]:
     return tasks, skipped
 
 
+def run_reward(config_json: Path) -> tuple[str, dict[str, Any]]:
+    """The reward model a run scored its training rollouts with, and its settings, from the run's
+    ``config.json``: ``reward``, else the first active ``reward_model``. ("", {}) when unknown."""
+    try:
+        cfg = json.loads(config_json.read_text())
+    except (OSError, ValueError):
+        return "", {}
+    if not isinstance(cfg, dict):
+        return "", {}
+    active = (cfg.get("components") or {}).get("reward_model") or []
+    name = str(cfg.get("reward") or (active[0] if active else ""))
+    raw = (cfg.get("resolved") or {}).get(name) if name else None
+    return name, dict(raw) if isinstance(raw, dict) else {}
+
+
 def load_catalog(
     target: str | Path, tasks_file: str | Path | None = None, seed: int | None = None
 ) -> Catalog:
@@ -122,6 +143,9 @@ def load_catalog(
             raise CatalogError(str(exc)) from None
         envs[env.id] = env
         default_tasks = None
+        reward = (
+            run_reward(d.parent.parent / "config.json") if d.parent.name == "envs" else ("", {})
+        )
     elif (d / "envs").is_dir():
         for sub in sorted(p for p in (d / "envs").iterdir() if p.is_dir()):
             if not (sub / "env.json").is_file():
@@ -137,6 +161,7 @@ def load_catalog(
                 f"{d}/envs holds no kept environment (each needs an env.json); was the run's every environment rejected?"
             )
         default_tasks = d / "tasks.jsonl"
+        reward = run_reward(d / "config.json")
         try:
             run_seed = int(json.loads((d / "config.json").read_text()).get("seed", 0))
         except (OSError, ValueError, AttributeError):
@@ -173,4 +198,6 @@ def load_catalog(
         seed=run_seed if seed is None else seed,
         source=str(d),
         skipped=skipped,
+        reward=reward[0],
+        reward_settings=reward[1],
     )

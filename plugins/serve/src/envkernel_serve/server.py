@@ -27,6 +27,8 @@ from typing import Any
 import structlog
 import uvicorn
 
+from envkernel.errors import UsageError
+from envkernel_runtime.calls import close_instance
 from envkernel_schemas import EnvSpec
 
 from .app import build_app
@@ -41,6 +43,7 @@ __all__ = [
     "RunnerSandboxes",
     "ServeSettings",
     "make_server",
+    "reward_model",
     "serve_local",
     "start",
 ]
@@ -55,7 +58,11 @@ class ServeSettings:
     host: str = "127.0.0.1"
     port: int = 8000
     max_steps: int = 64
-    tau: float = 0.5
+    tau: float | None = None
+    """τ of the trace + outcome reward (``traceoutcome``'s ``tau``); None: the reward's own."""
+    reward: str | None = None
+    """The reward model grading tasks without a check script; None: the run's (the catalog's), and
+    the trace + outcome score when the catalog names none; "": that score, without a component."""
     warm: int = 2
     """Sandboxes of the default environment opened before the first session."""
     keep_idle: int = 256
@@ -148,17 +155,50 @@ def run_server(server: uvicorn.Server, sock: socket.socket) -> None:
         runner.run(server.serve(sockets=[sock]))
 
 
+def reward_model(
+    name: str, raw: dict[str, Any] | None = None, tau: float | None = None
+) -> tuple[Any, Any]:
+    """Build the reward model component ``name`` with its settings (``raw``, a run's resolved table
+    of it, < ``ENVKERNEL_*`` variables < ``tau`` when given): ``(instance, settings)``. Raises
+    ``envkernel.errors.UsageError`` for an unknown reward model or a ``tau`` it has no field for."""
+    from envkernel.envcmd import role_component
+
+    comp, _ = role_component("reward_model", name)
+    fields = getattr(comp.settings_type, "__struct_fields__", ())
+    if tau is not None and "tau" not in fields:
+        raise UsageError(f"--tau is a setting of the trace + outcome reward; {name!r} has none")
+    _, settings = role_component(
+        "reward_model", name, raw, {"tau": tau} if tau is not None else None
+    )
+    return (comp.factory(settings) if comp.settings_type is not None else comp.factory()), settings
+
+
 def make_server(
     catalog: Catalog, source: Any, settings: ServeSettings
 ) -> tuple[uvicorn.Server, ServeCore]:
-    """A uvicorn server (not started) serving ``catalog`` with sandboxes from ``source``."""
+    """A uvicorn server (not started) serving ``catalog`` with sandboxes from ``source``, graded by
+    the reward model ``settings.reward`` (default: the run's, ``catalog.reward``)."""
+    name = catalog.reward if settings.reward is None else settings.reward
+    model = None
+    if name:
+        raw = catalog.reward_settings if name == catalog.reward else None
+        try:
+            model, _ = reward_model(name, raw, settings.tau)
+        except UsageError as exc:
+            if settings.reward is not None:
+                raise
+            # the run's reward model is not installed here: grade as serve did before it read it
+            log.warning("the run's reward model is not available; trace + outcome", error=str(exc))
+            name = ""
     core = ServeCore(
         catalog=catalog,
         pool=WarmPool(
             source, seed=catalog.seed, keep_idle=settings.keep_idle, fresh=settings.fresh
         ),
         max_steps=settings.max_steps,
-        tau=settings.tau,
+        tau=0.5 if settings.tau is None else settings.tau,
+        reward_model=model,
+        reward_name=name or "serve",
     )
 
     async def on_start() -> None:
@@ -169,6 +209,8 @@ def make_server(
 
     async def on_stop() -> None:
         await source.aclose()
+        if model is not None:
+            await close_instance(model)
 
     app = build_app(
         core,

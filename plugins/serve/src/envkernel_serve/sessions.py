@@ -13,10 +13,11 @@
 * :class:`Episode` is what a session does: ``reset`` loads a task's initial state (a restore to
   the seed, then the task's planted distractor rows, ``Task.planted``) and returns its request;
   ``step`` runs one tool call in the sandbox; the reward is the task's own
-  check, computed here, in the server: :func:`envkernel_kit.scoring.score` (trace + outcome) for a
-  task of tools, and for a task with a check script (``outcome.check``: a workspace task)
-  :func:`envkernel_kit.workspace.check_reward`, which rebuilds the session's final workspace in a
-  sandbox of its own and runs the script there with the session's transcript.
+  check, computed here, in the server, through :func:`envkernel_kit.grading.grade`: for a task
+  with a check script (``outcome.check``: a workspace task) the script, run in a sandbox of its own
+  over the session's rebuilt final workspace and its transcript; for any other task the run's
+  reward model (``ServeCore.reward_model``, e.g. ``traceoutcome``), or, with none, the trace +
+  outcome score (:func:`envkernel_kit.grading.grade_in_process`, τ ``ServeCore.tau``).
 
 The environment's code runs only inside the sandbox (the runner's process or container).
 """
@@ -34,14 +35,31 @@ from typing import Any, Protocol
 import msgspec
 import structlog
 
-from envkernel_kit.scoring import score
-from envkernel_kit.workspace import check_reward
+from envkernel_kit.grading import grade
+from envkernel_runtime.calls import call_role
 from envkernel_runtime.lane import DirectLane, lanes_enabled
-from envkernel_schemas import CallRecord, EnvSpec, Task, ToolCall, ToolError, ToolResult, Trajectory
+from envkernel_schemas import (
+    CallRecord,
+    EnvSpec,
+    Reward,
+    Task,
+    ToolCall,
+    ToolError,
+    ToolResult,
+    Trajectory,
+)
 
 from .catalog import Catalog, CatalogError, tool_list
 
-__all__ = ["ActionError", "Episode", "Lease", "SandboxSource", "ServeCore", "WarmPool"]
+__all__ = [
+    "ActionError",
+    "Episode",
+    "Lease",
+    "RewardContext",
+    "SandboxSource",
+    "ServeCore",
+    "WarmPool",
+]
 
 log = structlog.get_logger("envkernel.serve")
 
@@ -232,9 +250,29 @@ class ServeCore:
     max_steps: int = 64
     """Tool calls an episode may make before it is truncated (``done`` with ``truncated: true``)."""
     tau: float = 0.5
-    """τ of the reward: ``max(0, τ·trace + (1−τ)·outcome − penalties)``."""
+    """τ of the reward without a ``reward_model``: ``max(0, τ·trace + (1−τ)·outcome − penalties)``."""
+    reward_model: Any = None
+    """The reward model that grades tasks without a check script (the run's, e.g. ``traceoutcome``);
+    None: the trace + outcome score with ``tau``."""
+    reward_name: str = "serve"
+    """The reward model's component name (``Reward.model``; what its ``ctx.component`` says)."""
     live: dict[str, Episode] = field(default_factory=dict)
     _counter: int = 0
+
+    async def grade(self, task: Task, trajectory: Trajectory) -> Reward:
+        """Grade a session's rollout through :func:`envkernel_kit.grading.grade`: a check script in
+        a sandbox, else the reward model (called as the kernel calls it), else trace + outcome."""
+        model = self.reward_model
+        if model is None:
+            return await grade(self, task, trajectory, model=self.reward_name, tau=self.tau)
+        ctx = RewardContext(self, asyncio.get_running_loop())
+        return await grade(
+            self,
+            task,
+            trajectory,
+            in_process=lambda t, tr: call_role(model.score, t, tr, ctx),
+            model=self.reward_name,
+        )
 
     def episode(self, env: EnvSpec | None = None) -> Episode:
         """A new session (it takes a sandbox at its first reset or step); ``env``: its environment when it has no task."""
@@ -248,7 +286,7 @@ class ServeCore:
         return self._counter - 1
 
     async def env(self, env_id: str) -> EnvSpec:
-        """The served environment ``env_id`` (what :func:`envkernel_kit.workspace.check_reward` asks for)."""
+        """The served environment ``env_id`` (what :func:`envkernel_kit.grading.grade` asks for)."""
         return self.catalog.envs[env_id]
 
     @contextlib.asynccontextmanager
@@ -267,6 +305,35 @@ class ServeCore:
         """Close every session, then the pool."""
         await asyncio.gather(*(ep.close() for ep in list(self.live.values())))
         await self.pool.close()
+
+
+class RewardContext:
+    """What a reward model's ``score(task, trajectory, ctx)`` gets in the server: the kernel
+    ``Context``'s attributes a reward model reads (``component``, ``role``, ``settings``,
+    ``iteration``, ``seed``, ``run_id``, ``log``) and methods (``env``, ``sandbox``, ``wait``)."""
+
+    def __init__(self, core: ServeCore, loop: asyncio.AbstractEventLoop) -> None:
+        self.core = core
+        self.component = core.reward_name
+        self.role = "reward_model"
+        self.settings = getattr(core.reward_model, "settings", None)
+        self.iteration = 0
+        self.seed = core.catalog.seed
+        self.run_id = "serve"
+        self.log = log.bind(component=self.component)
+        self._loop = loop
+
+    async def env(self, env_id: str) -> EnvSpec:
+        """A served environment by id."""
+        return await self.core.env(env_id)
+
+    def sandbox(self, env: EnvSpec) -> contextlib.AbstractAsyncContextManager[Any]:
+        """A sandbox of ``env`` from the warm pool, for an ``async with`` block."""
+        return self.core.sandbox(env)
+
+    def wait(self, coro: Any, timeout: float | None = None) -> Any:
+        """From a sync reward model in a worker thread: run ``coro`` on the server's loop."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
 
 class Episode:
@@ -507,10 +574,7 @@ class Episode:
             format_errors=self.format_errors,
             termination="answer" if self.answer else "max_turns",
         )
-        if self.task.outcome.check:
-            graded = await check_reward(self.core, self.task, traj, model="serve")
-        else:
-            graded = score(self.task, traj, tau=self.core.tau, model="serve")
+        graded = await self.core.grade(self.task, traj)
         self._graded, self.reasons = (key, graded.score), list(graded.reasons)
         return graded.score
 

@@ -11,8 +11,8 @@ from typing import Any
 import msgspec
 
 from envkernel.hookspecs import hookimpl
+from envkernel_kit.grading import grade_blocking, needs_sandbox
 from envkernel_kit.scoring import REL_TOL, score, tau_at
-from envkernel_kit.workspace import check_reward
 from envkernel_runtime.calls import inline_when
 from envkernel_schemas import Reward, Task, Trajectory
 
@@ -71,15 +71,15 @@ class TraceOutcome:
         return tau_at(s.tau, s.tau_final, s.tau_iterations, iteration)
 
     @inline_when(
-        lambda task, trajectory, ctx: not task.outcome.check
+        lambda task, trajectory, ctx: not needs_sandbox(task)
     )  # pure CPU: on the loop; a check script blocks: a thread
     def score(self, task: Task, trajectory: Trajectory, ctx: Any) -> Reward:
         """Score a rollout: ``max(0, τ·trace + (1−τ)·outcome − length_penalty − format_penalty)``. A
-        workspace task (one with a check script) scores its check instead, run in a sandbox."""
-        if task.outcome.check:
-            return ctx.wait(check_reward(ctx, task, trajectory, model=ctx.component))
+        workspace task (one with a check script) scores its check instead, run in a sandbox
+        (:func:`envkernel_kit.grading.grade_blocking` decides)."""
         s = self.settings
-        return score(
+        return grade_blocking(
+            ctx,
             task,
             trajectory,
             tau=self.tau(ctx.iteration),

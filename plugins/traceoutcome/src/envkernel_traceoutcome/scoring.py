@@ -4,6 +4,7 @@
 from envkernel_kit.scoring import (
     REL_TOL,
     call_matches,
+    expected_state_match,
     facts_outcome,
     match_calls,
     score,
@@ -16,6 +17,7 @@ from envkernel_kit.scoring import (
 __all__ = [
     "REL_TOL",
     "call_matches",
+    "expected_state_match",
     "facts_outcome",
     "match_calls",
     "score",

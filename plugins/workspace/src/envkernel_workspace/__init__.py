@@ -16,7 +16,7 @@ Components:
   workspace task as a PinchBench task file under ``pinchbench/`` in the run folder.
 
 The check of a task (``Outcome.check``) runs inside a sandbox; ``traceoutcome`` scores a task that
-has one by its check (see ``envkernel_kit.workspace.check_reward``).
+has one by its check (see ``envkernel_kit.workspace.script_reward``).
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ import msgspec
 
 from .records import EnvSpec, Reward, ScoredRollout, State, Task, Trajectory, VerifyReport
 
-Purpose = Literal["gate", "train"]
-"""Why a rollout is made: for the task gate, or for the emitted task."""
+Purpose = Literal["gate", "train", "eval"]
+"""Why a rollout is made: for the task gate, for the emitted task, or to evaluate a policy (``envkernel eval``)."""
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):

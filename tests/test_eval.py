@@ -194,6 +194,9 @@ def test_eval_a_previous_runs_tasks_heldout_by_default_and_compare(evaluated: An
     envk, _proc, first, _ = evaluated
     tasks = lines(first / "tasks.jsonl")
     heldout = sorted(t["env_id"] for t in tasks if t["split"] == "heldout")
+    assert heldout == [
+        "pb-task-09-files"
+    ]  # the workspace sampler's split, by a hash of the task id
     with ScriptedServer(Model(good=False)) as srv:
         proc, folder = evaluate(
             envk, "bad", "--tasks", str(first), "--split", "all", env=model_env(srv)
@@ -215,7 +218,7 @@ def test_eval_a_previous_runs_tasks_heldout_by_default_and_compare(evaluated: An
     # the default split is the held-out one
     held_rows = lines(dfolder / "results.jsonl") if (dfolder / "results.jsonl").exists() else []
     assert sorted(r["env_id"] for r in held_rows) == heldout
-    assert default.returncode == (0 if heldout else 4), default.stderr[-2000:]
+    assert default.returncode == 0, default.stderr[-2000:]
 
     cmp = envk("eval", "--compare", str(first), str(folder), "--json")
     assert cmp.returncode == 0, cmp.stderr

@@ -154,7 +154,8 @@ class Coordinator:
         from .context import store_env
         from .evaluation import load_task_files
 
-        run, out, stored = self.config.run_id, [], set()
+        run, stored = self.config.run_id, set()
+        out: list[tuple[Event, str | None]] = []
         for i, ft in enumerate(load_task_files(self.config.eval_tasks, self.config.eval_split)):
             if ft.env.id not in stored:
                 stored.add(ft.env.id)

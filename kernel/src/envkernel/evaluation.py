@@ -137,7 +137,7 @@ def _group(tasks: list[tuple[int, int, float]], k: int, rng: random.Random) -> d
         boot.append(_metrics([tasks[rng.randrange(len(tasks))] for _ in tasks], k))
 
     def ci(i: int) -> list[float] | None:
-        xs = sorted(float(b[i]) for b in boot if b[i] is not None)
+        xs = sorted(x for b in boot if (x := b[i]) is not None)
         if not xs:
             return None
         return [round(xs[int(0.025 * (len(xs) - 1))], 4), round(xs[int(0.975 * (len(xs) - 1))], 4)]
@@ -245,8 +245,8 @@ class EvalRecorder:
             "source_file": source_file or (prov.source if prov is not None else "") or source,
         }
 
-    def record(self, ev: Event) -> dict[str, Any] | None:
-        """Account for one event; returns the ``results.jsonl`` row it made (None: none)."""
+    def record(self, ev: Event) -> tuple[dict[str, Any], Task] | None:
+        """Account for one event; returns the ``results.jsonl`` row it made and its task (None: none)."""
         if isinstance(ev, EnvRequested):
             self._requests[ev.id] = f"{ev.source_kind}:{ev.source}" if ev.source else ev.source_kind
         elif isinstance(ev, EnvSynthesized):
@@ -294,7 +294,7 @@ class EvalRecorder:
                 )
         return None
 
-    def _row(self, task: Task, attempt: int, **fields: Any) -> dict[str, Any] | None:
+    def _row(self, task: Task, attempt: int, **fields: Any) -> tuple[dict[str, Any], Task] | None:
         if (task.id, attempt) in self._done:
             return None
         self._done.add((task.id, attempt))
@@ -323,7 +323,7 @@ class EvalRecorder:
         row["passed"] = row["score"] is not None and row["score"] >= PASS
         self.rows.append(row)
         self.tasks.add(task.id)
-        return row
+        return row, task
 
     def encode(self, row: dict[str, Any]) -> bytes:
         """One ``results.jsonl`` line."""

@@ -25,7 +25,6 @@ from envkernel_schemas import (
     TaskProposed,
     TaskRejected,
     VerifyReport,
-    decode,
     to_json,
 )
 
@@ -232,13 +231,11 @@ class Recorder:
     def _evaluate(self, ev: Event) -> None:
         """Evaluation mode: an attempt's line in ``results.jsonl``, and its task's in ``tasks.jsonl`` (once)."""
         assert self.evaluation is not None
-        row = self.evaluation.record(ev)
-        if row is None:
+        got = self.evaluation.record(ev)
+        if got is None:
             return
-        task = getattr(ev, "task", None)
-        if task is None and isinstance(ev, PluginFailed):
-            task = decode(ev.event).task  # the evaluation recorder decoded it already
-        if row["task_id"] not in self._evaluated and task is not None:
+        row, task = got
+        if row["task_id"] not in self._evaluated:
             self._evaluated.add(row["task_id"])
             self._append("tasks.jsonl", to_json(task))
             self.counts["tasks"] += 1

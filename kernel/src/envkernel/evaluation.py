@@ -354,6 +354,7 @@ def table(data: dict[str, Any], per_task_limit: int = 50) -> str:
     lines = [f"policy {data.get('policy') or '?'}, k = {k}", head]
 
     def line(name: str, g: dict[str, Any] | None) -> None:
+        name = name if len(name) <= 34 else name[:9] + "…" + name[-24:]  # a path's end says most
         if g is None:
             lines.append(f"{name[:34]:<34} {'0':>5}")
             return

@@ -376,6 +376,7 @@ def test_the_summary_table_is_what_a_run_writes(tmp_path: Path) -> None:
     written = set(Recorder(tmp_path).summary("r", {}))
     written |= {"reward", "gate_reward", "broken_plugins", "undecodable_events"}  # run.execute
     written |= {"resumed", "aborted", "exit_code"}  # only when they apply; the exit code last
+    written |= {"eval"}  # only in an evaluation (envkernel eval)
     text = _read(ROOT / "README.md")
     table = text.split("`summary.json` holds:", 1)[1].split("\n\n", 2)[1]
     documented = {

@@ -162,6 +162,21 @@ def cli(log_level: str | None, json_logs: bool | None) -> None:
     help="Policy of the calibration attempts (default: --policy).",
 )
 @click.option(
+    "--gate-solver",
+    default=None,
+    metavar="POLICY",
+    help="Policy that looks for the reference of a task that has none (imported benchmark tasks).",
+)
+@click.option(
+    "--gate-solver-k",
+    "--k",
+    "gate_solver_k",
+    type=int,
+    default=None,
+    metavar="K",
+    help="Attempts of --gate-solver per task; a task it never solves is rejected as unsolved (default 4).",
+)
+@click.option(
     "--set",
     "sets",
     multiple=True,
@@ -221,6 +236,8 @@ def run(
     gate_reward: str | None,
     calibrate: int | None,
     calibrate_policy: str | None,
+    gate_solver: str | None,
+    gate_solver_k: int | None,
     sets: tuple[str, ...],
     out_root: str,
     run_id: str | None,
@@ -248,6 +265,8 @@ def run(
         "gate_reward": gate_reward,
         "calibrate": calibrate,
         "calibrate_policy": calibrate_policy,
+        "gate_solver": gate_solver,
+        "gate_solver_k": gate_solver_k,
         "run_id": run_id,
     }
     if resume and (config_file or sets or any(v is not None for v in flags.values())):
@@ -301,6 +320,165 @@ def run(
     click.echo(
         f"{s['tasks']} tasks, {s['rollouts']} rollouts, mean reward {s['mean_reward']}, {s['failures']} failures "
         f"in {s['seconds']} s -> {result.out_dir}",
+        err=True,
+    )
+    if s.get("tasks_unsolved") or s.get("tasks_solver_reference"):
+        click.echo(
+            f"gate solver: {s['tasks_solver_reference']} tasks kept with its solution as reference, "
+            f"{s['tasks_unsolved']} unsolved (rejected.jsonl: unsolved)",
+            err=True,
+        )
+    sys.exit(result.exit_code)
+
+
+@cli.command("eval", epilog=EXIT_CODES_HELP)
+@click.option(
+    "--tasks",
+    "tasks",
+    multiple=True,
+    metavar="RUN_DIR|TASKS_JSONL",
+    help="Evaluate the tasks of a previous run (its folder or tasks.jsonl; repeatable).",
+)
+@click.option(
+    "--split",
+    type=click.Choice(["heldout", "train", "all"]),
+    default=None,
+    help="Which tasks of --tasks to evaluate (default: heldout).",
+)
+@click.option(
+    "--source",
+    "sources",
+    multiple=True,
+    help="Tasks from a source: KIND or KIND:VALUE, e.g. pinchbench:PATH (repeatable).",
+)
+@click.option(
+    "--policy", envvar="ENVKERNEL_POLICY", default=None, help="Policy to evaluate, e.g. openai."
+)
+@click.option("--k", "k", type=int, default=None, help="Attempts per task (default 1).")
+@click.option(
+    "--plugins",
+    envvar="ENVKERNEL_PLUGINS",
+    default=None,
+    help="Full list a,b,c or changes +x,-y to the default preset.",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="TOML config file.",
+)
+@click.option("--seed", type=int, envvar="ENVKERNEL_SEED", default=None, help="Seed.")
+@click.option("--envs", type=int, default=None, help="Environment requests per source.")
+@click.option("--runner", default=None, help="Sandbox runner component.")
+@click.option("--reward", default=None, help="Reward model that grades the attempts.")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="COMPONENT.KEY=VALUE",
+    help="Set one component setting (repeatable).",
+)
+@click.option(
+    "--out",
+    "out_root",
+    type=click.Path(file_okay=False),
+    default="envkernel-out",
+    show_default=True,
+    help="Folder that receives <run-id>/.",
+)
+@click.option("--run-id", default=None, help="Run id (default: time + random).")
+@click.option(
+    "--nats-url",
+    envvar="ENVKERNEL_NATS_URL",
+    default=None,
+    help="Use this NATS server instead of the embedded one.",
+)
+@click.option(
+    "--timeout", type=float, default=None, help="Give up after this many seconds (exit 3)."
+)
+@click.option("--progress/--no-progress", default=True, help="Show progress.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Also serve the run from this many local `envkernel worker` processes.",
+)
+@click.option(
+    "--compare",
+    nargs=2,
+    default=None,
+    metavar="A B",
+    help="Print two evaluation runs (folders or eval.json) side by side instead; runs nothing.",
+)
+@click.option("--json", "as_json", is_flag=True, help="With --compare: print JSON.")
+def eval_cmd(
+    tasks: tuple[str, ...],
+    split: str | None,
+    sources: tuple[str, ...],
+    policy: str | None,
+    k: int | None,
+    plugins: str | None,
+    config_file: str | None,
+    seed: int | None,
+    envs: int | None,
+    runner: str | None,
+    reward: str | None,
+    sets: tuple[str, ...],
+    out_root: str,
+    run_id: str | None,
+    nats_url: str | None,
+    timeout: float | None,
+    progress: bool,
+    workers: int,
+    compare: tuple[str, str] | None,
+    as_json: bool,
+) -> None:
+    """Evaluate a policy on tasks (a benchmark's files, a previous run's tasks): k attempts each, no gate.
+
+    Writes results.jsonl (one line per attempt) and eval.json (mean, pass@1, pass@k with confidence
+    intervals, by category and by source), and prints a table."""
+    from . import evaluation
+
+    if compare:
+        a, b = (evaluation.load_eval(p) for p in compare)
+        c = evaluation.compare(a, b)
+        click.echo(json.dumps(c, indent=2) if as_json else evaluation.compare_table(c, compare))
+        return
+    from .run import execute, prepare
+
+    if not tasks and not sources:
+        raise UsageError(
+            "envkernel eval: give the tasks: --source KIND:VALUE (e.g. pinchbench:PATH) or --tasks RUN_DIR"
+        )
+    flags: dict[str, Any] = {
+        "evaluate": True,
+        "eval_tasks": list(tasks) or None,
+        "eval_split": split,
+        "sources": list(sources),
+        "plugins": plugins,
+        "seed": seed,
+        "policy": policy,
+        "envs": envs,
+        "rollouts_per_task": k,
+        "runner": runner,
+        "reward": reward,
+        "run_id": run_id,
+    }
+    prep = prepare(config_file, flags, out_root)
+    _apply_sets(prep, sets)
+    for w in prep.warnings:
+        click.echo(f"warning: {w}", err=True)
+    tune_gc()
+    result = asyncio.run(
+        execute(prep, nats_url=nats_url, show_progress=progress, timeout=timeout, workers=workers)
+    )
+    f = result.out_dir / "eval.json"
+    if f.exists():
+        click.echo(evaluation.table(json.loads(f.read_text())))
+    s = result.summary
+    click.echo(
+        f"{s['tasks']} tasks, {s['rollouts']} attempts, {s['failures']} failures in {s['seconds']} s -> {result.out_dir}",
         err=True,
     )
     sys.exit(result.exit_code)

@@ -63,6 +63,21 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Policy of the calibration attempts (default: ``policy``)."""
     user: str = ""
     """User component a policy talks with over several turns (default: the first active one; none: one turn)."""
+    gate_solver: str = ""
+    """Policy that looks for a reference of a task that has none (an imported benchmark task): its first of
+    ``gate_solver_k`` attempts the gate's judge scores 1 becomes the task's reference, and the task then goes
+    through the gate; a task it never solves is rejected as ``unsolved`` (empty: off)."""
+    gate_solver_k: int = 4
+    """Attempts of ``gate_solver`` per task without a reference."""
+    evaluate: bool = False
+    """Evaluation mode (``envkernel eval``): no gate and no reference; every task (from ``sources`` or
+    ``eval_tasks``) gets ``rollouts_per_task`` attempts of ``policy`` (purpose ``eval``), recorded in
+    ``results.jsonl`` and summed up in ``eval.json``."""
+    eval_tasks: list[str] = msgspec.field(default_factory=list)
+    """Task files to evaluate (evaluation mode): a run folder or its ``tasks.jsonl`` (the environments are read
+    from the ``envs/`` folder beside it)."""
+    eval_split: str = "heldout"
+    """Which tasks of ``eval_tasks`` to evaluate: ``heldout`` (default), ``train`` or ``all``."""
     gate_reward: str = "traceoutcome"
     """Reward-model component that scores the gate's rollouts (default: the built-in trace + outcome
     check), so the training reward never decides which tasks exist."""

@@ -37,6 +37,7 @@ from envkernel_schemas import (
     RolloutRequested,
     RunEnding,
     RunStarted,
+    TaskProposed,
     decode,
     event_id,
 )
@@ -140,9 +141,37 @@ class Coordinator:
                 )
                 first.append((ev, synth))
                 index += 1
+        first += await self._file_tasks()
         self._awaiting = {e.id for e, _ in first}
         for event, target in first:
             await self._publish(event, target)
+
+    async def _file_tasks(self) -> list[tuple[Event, str | None]]:
+        """Evaluation mode: the tasks of ``eval_tasks`` files, proposed by the kernel (their environments
+        put where the workers find them, and into the run folder)."""
+        if not self.config.eval_tasks:
+            return []
+        from .context import store_env
+        from .evaluation import load_task_files
+
+        run, stored = self.config.run_id, set()
+        out: list[tuple[Event, str | None]] = []
+        for i, ft in enumerate(load_task_files(self.config.eval_tasks, self.config.eval_split)):
+            if ft.env.id not in stored:
+                stored.add(ft.env.id)
+                await store_env(self.bus, run, ft.env)
+                self.recorder.write_env(ft.env)
+                if self.recorder.evaluation is not None:
+                    self.recorder.evaluation.add_env(
+                        ft.env,
+                        ft.source,
+                        ft.env.provenance.source if ft.env.provenance else ft.source,
+                    )
+            ev = TaskProposed(
+                run=run, id=event_id(run, KERNEL, f"eval-task/{i}"), time=time.time(), task=ft.task
+            )
+            out.append((ev, None))
+        return out
 
     def _publish_later(self, events: list[tuple[Event, str | None]]) -> None:
         """Publish events in order from a background task; done waits until each is seen."""

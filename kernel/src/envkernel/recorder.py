@@ -29,16 +29,25 @@ from envkernel_schemas import (
     to_json,
 )
 
+from .evaluation import EvalRecorder
+
 
 class Recorder:
     """Writes what a run produces as it happens (append + flush), and counts it."""
 
-    def __init__(self, out_dir: Path, *, rebuild: bool = False) -> None:
-        """``rebuild``: a resumed run; its files are written again from the replayed stream, so none is kept twice."""
+    def __init__(
+        self, out_dir: Path, *, rebuild: bool = False, evaluation: EvalRecorder | None = None
+    ) -> None:
+        """``rebuild``: a resumed run; its files are written again from the replayed stream, so none is kept twice.
+        ``evaluation``: an evaluation run's results (``results.jsonl``, ``eval.json``)."""
         self.out = out_dir
+        self.evaluation = evaluation
+        self._evaluated: set[str] = set()
         self.out.mkdir(parents=True, exist_ok=True)
         for name in (
-            ("tasks.jsonl", "rejected.jsonl", "rollouts.jsonl", "failures.jsonl") if rebuild else ()
+            ("tasks.jsonl", "rejected.jsonl", "rollouts.jsonl", "failures.jsonl", "results.jsonl")
+            if rebuild
+            else ()
         ):
             (self.out / name).unlink(missing_ok=True)
         (self.out / "envs").mkdir(exist_ok=True)
@@ -96,6 +105,8 @@ class Recorder:
         """Account for one event (each id once; the caller drops duplicates)."""
         c = self.counts
         self.synthesis.record(ev)
+        if self.evaluation is not None:
+            self._evaluate(ev)
         if isinstance(ev, EnvSynthesized):
             c["envs_synthesized"] += 1
             self.sources[ev.env.id] = {
@@ -141,6 +152,7 @@ class Recorder:
             self.lengths[len(ev.task.calls)] += 1
             self.shapes.add(ev.task.signature or ">".join(call.name for call in ev.task.calls))
             c["tasks_refined"] += int(bool(ev.task.original_request))
+            c["tasks_solver_reference"] += int(bool(ev.task.reference_by))
             if ev.task.solve_rate is not None:
                 self.solve_rates[f"{ev.task.solve_rate:.2f}"] += 1
         elif isinstance(ev, TaskRejected):
@@ -156,9 +168,10 @@ class Recorder:
                 ),
             )
             c["tasks_rejected"] += 1
+            c["tasks_unsolved"] += int(ev.reason == "unsolved")
             self.rejected[f"task:{ev.reason}"] += 1
         elif isinstance(ev, RolloutScored):
-            if ev.purpose == "train":
+            if ev.purpose in ("train", "eval"):
                 row = {
                     "task_id": ev.task.id,
                     "env_id": ev.task.env_id,
@@ -214,6 +227,20 @@ class Recorder:
                 c["failures"] += 1
                 self.failures_by_plugin[ev.plugin] += 1
 
+    def _evaluate(self, ev: Event) -> None:
+        """Evaluation mode: an attempt's line in ``results.jsonl``, and its task's in ``tasks.jsonl`` (once)."""
+        assert self.evaluation is not None
+        got = self.evaluation.record(ev)
+        if got is None:
+            return
+        row, task = got
+        if row["task_id"] not in self._evaluated:
+            self._evaluated.add(row["task_id"])
+            self._append("tasks.jsonl", to_json(task))
+            self.counts["tasks"] += 1
+            self.env_tasks[task.env_id] += 1
+        self._append("results.jsonl", self.evaluation.encode(row))
+
     def _verified(self, env_id: str, report: VerifyReport | None) -> None:
         if report is not None:
             dropped = Counter(
@@ -253,6 +280,8 @@ class Recorder:
             "tasks": c["tasks"],
             "tasks_rejected": c["tasks_rejected"],
             "tasks_refined": c["tasks_refined"],
+            "tasks_solver_reference": c["tasks_solver_reference"],
+            "tasks_unsolved": c["tasks_unsolved"],
             "rollouts": c["rollouts"],
             "gate_rollouts": c["gate_rollouts"],
             "groups": c["groups"],
@@ -280,6 +309,12 @@ class Recorder:
             "synthesis": self.synthesis.summary(),
             "seconds": round(time.time() - self.started, 3),
         }
+        if self.evaluation is not None:
+            figs = self.evaluation.write()
+            s["eval"] = {
+                k: figs[k]
+                for k in ("policy", "k", "tasks", "attempts", "attempts_failed", "overall")
+            }
         s.update(extra or {})
         return s
 

@@ -35,6 +35,7 @@ from .errors import (
     PluginError,
     RunError,
 )
+from .evaluation import EvalRecorder
 from .plugins import Registry, load, resolve_selection
 from .recorder import Recorder
 from .roles import ROLES
@@ -130,10 +131,11 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
         or config.rollouts_per_task < 1
         or config.infra_retries < 0
         or config.calibrate < 0
+        or config.gate_solver_k < 1
     ):
         raise ConfigError(
-            f"iterations and rollouts_per_task must be at least 1, infra_retries and calibrate at least 0 (got {config.iterations}, "
-            f"{config.rollouts_per_task}, {config.infra_retries} and {config.calibrate})"
+            f"iterations, rollouts_per_task and gate_solver_k must be at least 1, infra_retries and calibrate at least 0 (got "
+            f"{config.iterations}, {config.rollouts_per_task}, {config.gate_solver_k}, {config.infra_retries} and {config.calibrate})"
         )
     selected = resolve_selection(config.plugins)
     registry = load(selected)
@@ -147,21 +149,43 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
             )
         if name not in components[role]:
             components[role].append(name)
-    for role in REQUIRED_ROLES:
+    if config.eval_tasks and not config.evaluate:
+        raise ConfigError("eval_tasks is a setting of evaluation mode (envkernel eval)")
+    if config.evaluate:
+        from .evaluation import SPLITS
+
+        if config.eval_split not in SPLITS:
+            raise ConfigError(
+                f"eval_split {config.eval_split!r}: expected one of {', '.join(SPLITS)}"
+            )
+        if not config.sources and not config.eval_tasks:
+            raise ConfigError("envkernel eval: no tasks: give --source or --tasks")
+    needed = (
+        REQUIRED_ROLES
+        if config.sources
+        else tuple(r for r in REQUIRED_ROLES if r not in ("synthesizer", "verifier", "sampler"))
+    )
+    for role in needed:
         if not components[role]:
             raise PluginError(
                 f"no plugin for role {role!r} is selected (plugins: {', '.join(selected) or 'none'}); add one with --plugins +NAME"
             )
-    if config.gate_reference == config.gate_nothing:  # the gate's two rollouts must be two policies
+    if (
+        config.gate_reference == config.gate_nothing and not config.evaluate
+    ):  # the gate's two rollouts must be two policies
         raise ConfigError(
             f"gate_reference and gate_nothing are both {config.gate_reference!r}: the gate compares two policies"
         )
     policies = set(components["policy"])
-    for what, name in (
-        ("--policy", config.policy),
-        ("gate_reference", config.gate_reference),
-        ("gate_nothing", config.gate_nothing),
-    ):
+    checked = [("--policy", config.policy)]
+    if not config.evaluate:  # an evaluation has no gate
+        checked += [
+            ("gate_reference", config.gate_reference),
+            ("gate_nothing", config.gate_nothing),
+        ]
+        if config.gate_solver:
+            checked.append(("--gate-solver", config.gate_solver))
+    for what, name in checked:
         if name not in policies:
             raise PluginError(
                 f"{what} names policy {name!r}, which no selected plugin provides; policies: {', '.join(sorted(policies))}"
@@ -179,7 +203,7 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
             raise PluginError(
                 f"{what} = {name!r} is not an active {role}; active: {', '.join(components[role])}"
             )
-    if config.gate_reward not in components["reward_model"]:
+    if config.gate_reward not in components["reward_model"] and not config.evaluate:
         raise PluginError(
             f"gate_reward = {config.gate_reward!r} (the gate's judge) is not an active reward_model; active: "
             f"{', '.join(components['reward_model'])}. Select its plugin, or set gate_reward (--gate-reward NAME)"
@@ -221,6 +245,14 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     warnings = [
         f"plugin {n!r} is broken and was skipped: {why}" for n, why in registry.broken.items()
     ]
+    if config.eval_tasks:  # a missing file or environment is a usage error now, not mid-run
+        from .evaluation import load_task_files
+
+        if not load_task_files(config.eval_tasks, config.eval_split):
+            warnings.append(
+                f"--tasks {', '.join(config.eval_tasks)}: no task in split {config.eval_split!r}"
+                " (--split all evaluates every task)"
+            )
     if config.calibrate and (config.calibrate_policy or config.policy) == config.gate_reference:
         warnings.append(
             f"--calibrate with policy {config.gate_reference!r}: it replays the reference and solves every task, "
@@ -334,7 +366,13 @@ async def execute(
     )
     # workers on other hosts read the run's config from here (secrets stay in this process)
     await bus.runs.put(config.run_id, msgspec.json.encode(public))
-    recorder = Recorder(out, rebuild=resume)
+    recorder = Recorder(
+        out,
+        rebuild=resume,
+        evaluation=EvalRecorder(out, max(1, config.rollouts_per_task), config.seed, config.policy)
+        if config.evaluate
+        else None,
+    )
     progress = Progress(enabled=show_progress)
     registry = prep.registry
     sources = {c.name: c.sources for c in registry.by_role("synthesizer")}

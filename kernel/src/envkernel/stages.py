@@ -53,6 +53,8 @@ from .config import RunConfig
 
 CALIBRATION = 1000
 """Index of the first calibration rollout of a gate."""
+SOLVER = 2000
+"""Index of the first ``gate_solver`` attempt of a gate (a task without a reference)."""
 KERNEL = "kernel"
 """Handler name of the kernel stages (in ids and handled reports)."""
 EPS = 1e-9
@@ -68,6 +70,8 @@ class _Gate:
     """Mutant kind number -> (score, applied, kind name) of each mutant rollout."""
     solved: dict[int, bool] | None = None
     """Index -> solved, of each calibration rollout (None until the gate passed)."""
+    attempts: dict[int, ScoredRollout | None] | None = None
+    """Index -> the scored attempt (None: it failed) of each ``gate_solver`` rollout (None: no solver asked)."""
 
 
 @dataclass
@@ -121,6 +125,8 @@ class Stages:
         return []
 
     def _proposed(self, ev: TaskProposed) -> list[tuple[Event, str | None]]:
+        if self.config.evaluate:
+            return self._eval(ev)
         key = task_key(ev.task)
         if key in self.seen_tasks or ev.task.id in self.gates:
             return [
@@ -138,6 +144,12 @@ class Stages:
             ]
         self.seen_tasks.add(key)
         self.gates[ev.task.id] = _Gate(ev.task)
+        if self.config.gate_solver and not ev.task.calls:
+            return self._solve(ev, self.gates[ev.task.id])
+        return self._gate(ev, ev.task)
+
+    def _gate(self, ev: Event, task: Task) -> list[tuple[Event, str | None]]:
+        """The gate's rollouts of ``task``: the reference, do-nothing and the mutants."""
         out: list[tuple[Event, str | None]] = []
         size = 2 + self._n_mutants()
         baselines = (
@@ -149,7 +161,7 @@ class Stages:
                 ev,
                 RolloutRequested,
                 f"gate/{policy}",
-                task=ev.task,
+                task=task,
                 policy=policy,
                 index=i,
                 group_size=size,
@@ -165,7 +177,7 @@ class Stages:
                         ev,
                         RolloutRequested,
                         f"gate/{mutant}/{i}",
-                        task=ev.task,
+                        task=task,
                         policy=mutant,
                         index=i,
                         group_size=size,
@@ -177,6 +189,112 @@ class Stages:
                 )
             )
         return out
+
+    def _eval(self, ev: TaskProposed) -> list[tuple[Event, str | None]]:
+        """Evaluation mode: k attempts of the policy (purpose ``eval``), no gate (a duplicate is still one task)."""
+        key = task_key(ev.task)
+        if key in self.seen_tasks:
+            return [
+                (
+                    self._child(
+                        ev,
+                        TaskRejected,
+                        "dup",
+                        task=ev.task,
+                        reason="duplicate",
+                        detail="same chain and arguments as an earlier task",
+                    ),
+                    None,
+                )
+            ]
+        self.seen_tasks.add(key)
+        k, policy = max(1, self.config.rollouts_per_task), self.config.policy
+        return [
+            (
+                self._child(
+                    ev,
+                    RolloutRequested,
+                    f"eval/{i}",
+                    task=ev.task,
+                    policy=policy,
+                    index=i,
+                    group_size=k,
+                    purpose="eval",
+                    role=RolloutRole.EVAL,
+                ),
+                policy,
+            )
+            for i in range(k)
+        ]
+
+    def _solve(self, ev: Event, gate: _Gate) -> list[tuple[Event, str | None]]:
+        """A task without a reference: ``gate_solver_k`` attempts of ``gate_solver`` look for one."""
+        gate.attempts = {}
+        k, policy = max(1, self.config.gate_solver_k), self.config.gate_solver
+        return [
+            (
+                self._child(
+                    ev,
+                    RolloutRequested,
+                    f"solve/{i}",
+                    task=gate.task,
+                    policy=policy,
+                    index=SOLVER + i,
+                    group_size=k,
+                    purpose="gate",
+                    role=RolloutRole.SOLVER,
+                ),
+                policy,
+            )
+            for i in range(k)
+        ]
+
+    def _solved(self, parent: Event, gate: _Gate) -> list[tuple[Event, str | None]]:
+        """Every solver attempt is in: the first (by index) that scored 1 is the reference, and the task
+        goes through the gate; none did: rejected as ``unsolved``."""
+        attempts = gate.attempts or {}
+        win = next(
+            (
+                a
+                for _, a in sorted(attempts.items())
+                if a is not None and a.reward.score >= 1.0 - EPS
+            ),
+            None,
+        )
+        if win is None:
+            scores = [a.reward.score for a in attempts.values() if a is not None]
+            failed = sum(1 for a in attempts.values() if a is None)
+            del self.gates[gate.task.id]
+            detail = f"{self.config.gate_solver} solved it in 0 of {len(attempts)} attempts" + (
+                f" (best score {max(scores):.3f})" if scores else ""
+            )
+            return [
+                (
+                    self._child(
+                        parent,
+                        TaskRejected,
+                        "gate",
+                        task=gate.task,
+                        reason="unsolved",
+                        detail=detail + (f"; {failed} attempts failed" if failed else ""),
+                    ),
+                    None,
+                )
+            ]
+        t = win.trajectory
+        ok = [r for r in t.calls if r.result.ok]
+        task = msgspec.structs.replace(
+            gate.task,
+            calls=[r.call for r in ok],
+            outputs=[r.result.value for r in ok],
+            outcome=msgspec.structs.replace(
+                gate.task.outcome, answer=t.final_answer, expected_state={}
+            ),
+            signature=">".join(r.call.name for r in ok),
+            reference_by=self.config.gate_solver,
+        )
+        gate.task = task
+        return self._gate(parent, task)
 
     def _n_mutants(self) -> int:
         return self.config.gate_mutants if self.config.gate_mutant else 0
@@ -278,11 +396,21 @@ class Stages:
         ]
 
     def _scored(self, ev: RolloutScored) -> list[tuple[Event, str | None]]:
+        if ev.purpose == "eval":
+            return []  # the recorder keeps the attempts; an evaluation has no groups
         if ev.purpose == "gate":
             gate = self.gates.get(ev.task.id)
             if gate is None:
                 return []
             role = rollout_role(ev)
+            if role is RolloutRole.SOLVER:
+                if gate.attempts is None:
+                    return []
+                gate.attempts[ev.trajectory.index] = ScoredRollout(
+                    trajectory=ev.trajectory, reward=ev.reward
+                )
+                done = len(gate.attempts) == max(1, self.config.gate_solver_k)
+                return self._solved(ev, gate) if done else []
             if role is RolloutRole.CALIBRATION:
                 if gate.solved is None:
                     return []
@@ -377,6 +505,8 @@ class Stages:
         if not isinstance(original, (RolloutRequested, RolloutFinished)):
             return []
         task = original.task
+        if original.purpose == "eval":
+            return []  # the recorder lists the failed attempt
         if original.purpose == "gate":
             gate = self.gates.get(task.id)
             index = (
@@ -384,6 +514,14 @@ class Stages:
                 if isinstance(original, RolloutRequested)
                 else original.trajectory.index
             )
+            if (
+                gate is not None
+                and gate.attempts is not None
+                and rollout_role(original) is RolloutRole.SOLVER
+            ):
+                gate.attempts[index] = None  # a failed attempt found no reference
+                done = len(gate.attempts) == max(1, self.config.gate_solver_k)
+                return self._solved(ev, gate) if done else []
             if (
                 gate is not None
                 and gate.solved is not None

@@ -266,6 +266,11 @@ async def script_reward(ctx: Any, task: Task, trajectory: Trajectory, model: str
         trace=0.0,
         tau=0.0,
         reasons=reasons,
+        criteria={
+            str(k): float(v)
+            for k, v in (result.get("scores") or {}).items()
+            if isinstance(v, (int, float))
+        },
     )
 
 

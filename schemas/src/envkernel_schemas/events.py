@@ -24,8 +24,8 @@ from .records import (
     termination_of,
 )
 
-Purpose = Literal["gate", "train"]
-"""Why a rollout is made: for the task gate, or for the emitted task."""
+Purpose = Literal["gate", "train", "eval"]
+"""Why a rollout is made: for the task gate, for the emitted task, or to evaluate a policy (``envkernel eval``)."""
 
 
 class RolloutRole(StrEnum):
@@ -42,6 +42,10 @@ class RolloutRole(StrEnum):
     """Gate: an attempt of the calibration policy (``--calibrate K``), to measure a solve rate."""
     TRAIN = "train"
     """A rollout of an emitted task, scored for training."""
+    SOLVER = "solver"
+    """Gate: an attempt of ``gate_solver`` to find a reference for a task that has none."""
+    EVAL = "eval"
+    """An attempt of ``envkernel eval`` (no gate, no group)."""
 
 
 LEGACY_CALIBRATION = 1000
@@ -154,7 +158,7 @@ class RolloutRequested(Event, frozen=True, kw_only=True, tag="rollout.requested.
     group_size: int = 1
     """Size of the group."""
     purpose: Purpose = "train"
-    """Gate rollout or training rollout."""
+    """Gate rollout, training rollout, or an attempt of ``envkernel eval`` (``eval``)."""
     update: str = ""
     """Object-store reference of the policy update to roll out with ("" = the initial policy)."""
     role: RolloutRole | None = None
@@ -190,7 +194,7 @@ class RolloutFinished(Event, frozen=True, kw_only=True, tag="rollout.finished.v1
     group_size: int = 1
     """Size of the group."""
     purpose: Purpose = "train"
-    """Gate rollout or training rollout."""
+    """Gate rollout, training rollout, or an attempt of ``envkernel eval`` (``eval``)."""
     role: RolloutRole | None = None
     """What the rollout is for; None only on events from before it was recorded (then
     :func:`rollout_role` reads it from ``purpose`` and the index)."""
@@ -214,7 +218,7 @@ class RolloutScored(Event, frozen=True, kw_only=True, tag="rollout.scored.v1"):
     group_size: int = 1
     """Size of the group."""
     purpose: Purpose = "train"
-    """Gate rollout or training rollout."""
+    """Gate rollout, training rollout, or an attempt of ``envkernel eval`` (``eval``)."""
     role: RolloutRole | None = None
     """What the rollout is for; None only on events from before it was recorded (then
     :func:`rollout_role` reads it from ``purpose`` and the index)."""

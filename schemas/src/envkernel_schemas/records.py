@@ -281,6 +281,8 @@ class Task(Record, frozen=True, kw_only=True):
     """The sampler's words when a refiner rewrote ``request`` (empty: not rewritten)."""
     solve_rate: float | None = None
     """Share of ``--calibrate`` attempts that solved it (None: not calibrated)."""
+    reference_by: str = ""
+    """Who made the reference chain: empty for the sampler, else the ``gate_solver`` policy whose solution it is."""
     planted: list[PlantedRow] = msgspec.field(default_factory=list)
     """Distractor rows inserted into the environment's seed state before every episode of this task
     (its initial state is the seed plus these); ``outputs`` and ``outcome`` were computed with them."""
@@ -389,6 +391,8 @@ class Reward(Record, frozen=True, kw_only=True):
     """Why points were lost."""
     error: str = ""
     """Set when scoring itself failed (never a silent 0)."""
+    criteria: dict[str, float] = msgspec.field(default_factory=dict)
+    """The score of each criterion, where the grader gives them (a workspace task's check: ``grade()``'s dict)."""
 
 
 class ScoredRollout(Record, frozen=True, kw_only=True):

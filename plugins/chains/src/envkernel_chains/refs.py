@@ -599,33 +599,19 @@ class Resolver:
         # a phrase must resolve to one row in every field it could be read as: "Business Account" is
         # not a holder name to use when another account's nickname is "Business Account"
         cands = [k for k in cands if not self.read_elsewhere(table, k, seed_row[k])]
-        chosen: list[str] | None = None
         superlative = (
             self.superlative(table, value, base, others, seed_row, row_now, gen | refs_cols | {key})
             if len(base) >= 2
             else None
         )
+        chosen: list[str] | None
         if len(base) == 1 and not others:
             chosen = []
         elif superlative is not None:
             chosen = []
             quals = merge_superlative(list(quals), superlative)
         else:
-            for k in cands:
-                if len(self.ids(table, constraints + [(k, "eq", seed_row[k])])) == 1 and all(
-                    norm(o.get(k)) != norm(seed_row[k]) for o in others
-                ):
-                    chosen = [k]
-                    break
-            if chosen is None and max_attrs >= 2:
-                for a, b in combinations(cands[:6], 2):
-                    cs = constraints + [(a, "eq", seed_row[a]), (b, "eq", seed_row[b])]
-                    if len(self.ids(table, cs)) == 1 and all(
-                        (norm(o.get(a)), norm(o.get(b))) != (norm(seed_row[a]), norm(seed_row[b]))
-                        for o in others
-                    ):
-                        chosen = [a, b]
-                        break
+            chosen = self._telling(table, constraints, cands, seed_row, others, max_attrs)
         if chosen is None:
             return None
         ids = (
@@ -648,18 +634,7 @@ class Resolver:
             best=self.last_best if superlative is not None else None,
         )
         for k in chosen:
-            v = seed_row[k]
-            if attr_rank(k)[0] == 0 and isinstance(v, str) and ref.title is None:
-                ref.title = v
-                ref.values.append(v)
-            elif k in STATUS_FIELDS and adjective(v):
-                ref.adjectives.append(v)
-                ref.values.append(v)
-            elif isinstance(v, bool):
-                ref.adjectives.append(" ".join(w for w in words(k) if w not in ("is", "has")))
-            else:
-                ref.withs.append((k, v))
-                ref.values.append(str(v))
+            _say_attribute(ref, k, seed_row[k])
         if owners:
             col, o = owners[0]
             ref.owner = o
@@ -670,6 +645,49 @@ class Resolver:
         if not ref.ok:
             return None
         return ref
+
+    def _telling(
+        self,
+        table: str,
+        constraints: list[tuple[str, str, Any]],
+        cands: list[str],
+        seed_row: dict[str, Any],
+        others: list[dict[str, Any]],
+        max_attrs: int,
+    ) -> list[str] | None:
+        """The fewest attributes (one, else two of the first six) that tell the row apart from
+        every other row in scope and every sibling; None when none do."""
+        for k in cands:
+            if len(self.ids(table, constraints + [(k, "eq", seed_row[k])])) == 1 and all(
+                norm(o.get(k)) != norm(seed_row[k]) for o in others
+            ):
+                return [k]
+        if max_attrs < 2:
+            return None
+        for a, b in combinations(cands[:6], 2):
+            cs = constraints + [(a, "eq", seed_row[a]), (b, "eq", seed_row[b])]
+            if len(self.ids(table, cs)) == 1 and all(
+                (norm(o.get(a)), norm(o.get(b))) != (norm(seed_row[a]), norm(seed_row[b]))
+                for o in others
+            ):
+                return [a, b]
+        return None
+
+
+def _say_attribute(ref: Ref, k: str, v: Any) -> None:
+    """Add one telling attribute to a description: its title, a status adjective, a flag, or a
+    ``with`` value."""
+    if attr_rank(k)[0] == 0 and isinstance(v, str) and ref.title is None:
+        ref.title = v
+        ref.values.append(v)
+    elif k in STATUS_FIELDS and adjective(v):
+        ref.adjectives.append(v)
+        ref.values.append(v)
+    elif isinstance(v, bool):
+        ref.adjectives.append(" ".join(w for w in words(k) if w not in ("is", "has")))
+    else:
+        ref.withs.append((k, v))
+        ref.values.append(str(v))
 
 
 def merge_superlative(quals: list[str], superlative: str) -> list[str]:

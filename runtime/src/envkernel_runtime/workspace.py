@@ -20,6 +20,7 @@ since load, with its sha256, size and (for small text files) its text.
 from __future__ import annotations
 
 import base64
+import datetime as _dt
 import fnmatch
 import hashlib
 import json
@@ -29,6 +30,17 @@ import selectors
 import signal
 import subprocess
 import time
+
+_REAL_CLOCK = {
+    "time": time.time, "time_ns": time.time_ns, "gmtime": time.gmtime, "localtime": time.localtime,
+    "ctime": time.ctime, "strftime": time.strftime,
+}  # fmt: skip
+_REAL_DATETIME = getattr(_dt.datetime, "_real", _dt.datetime)
+_REAL_DATE = getattr(_dt.date, "_real", _dt.date)
+CLOCK_ENV = "ENVKERNEL_CLOCK"
+"""Set to ``real`` in ``exec``'s shell and in a check: both read the real time (UTC), as do the
+mtimes of the files the agent writes. Only the tools' ``env.now()`` and an app's code keep the
+executor's frozen clock."""
 
 TABLE = "workspace"
 """The name of the diff in a dump (a pseudo-table next to the app's tables)."""
@@ -86,6 +98,40 @@ TOOLS = [
 ]  # fmt: skip
 """The claw tools, as ToolSpec-shaped JSON objects."""
 TOOL_NAMES = [t["name"] for t in TOOLS]
+TOOL_PROFILES = {
+    "claw": {},
+    "pinchbench": {
+        "read": "read_file", "write": "write_file", "edit": "edit_file", "list": "list_files",
+        "exec": "execute_command",
+    },
+}  # fmt: skip
+"""Agent-facing names of the claw tools by profile (canonical name -> name the agent sees).
+``claw`` keeps OpenClaw's current names (``read``, ``write``, ``edit``, ``exec``, ...);
+``pinchbench`` uses the names PinchBench's graders look for in a transcript (``read_file`` with a
+``files`` list, ``write_file``, ``execute_command``). Every alias is installed in the module; the
+environment's tool list decides which names an agent can call."""
+_READ_FILE = {"name": "read_file", "mutates": False,
+              "description": "Read text files of the workspace: 'files' is a list of paths (or give one 'path'); lines are numbered from 1.",
+              "parameters": {**_OBJ, "properties": {"files": {"type": "array", "items": _PATH, "minItems": 1},
+                                                    "path": _PATH,
+                                                    "offset": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
+                                                    "limit": {"type": "integer", "minimum": 1, "description": "Lines to return."}},
+                             "required": []}}  # fmt: skip
+
+
+def tools_named(names: dict | None = None) -> list:
+    """The claw tools with agent-facing ``names`` (canonical -> alias; unnamed ones keep theirs).
+    ``read`` renamed ``read_file`` takes a ``files`` list as PinchBench's transcripts show it."""
+    out = []
+    for t in TOOLS:
+        alias = (names or {}).get(t["name"]) or t["name"]
+        if alias == "read_file":
+            out.append(dict(_READ_FILE))
+        else:
+            out.append({**t, "name": alias})
+    return out
+
+
 REWARD_TOOLS = ("apply_final", "run_check")
 """Functions the reward side calls; never in an environment's tool list, so no agent can call them."""
 
@@ -134,6 +180,11 @@ def install(module, behaviour: dict, env, tool_error, spawned, app_loader) -> No
         name = fn.__name__.rstrip("_")
         fn.__module__ = "env"
         setattr(module, name, fn)
+    aliases = {"read_file": read_file, "write_file": write, "edit_file": edit,
+               "list_files": list_, "execute_command": exec_}  # fmt: skip
+    for alias, fn in aliases.items():
+        fn.__module__ = "env"
+        setattr(module, alias, fn)
     _State.baseline = scan(root)
 
 
@@ -318,6 +369,17 @@ def read(env, path, offset=1, limit=READ_LIMIT):
         "from": start + 1,
         "truncated": start + len(chunk) < len(lines),
     }
+
+
+def read_file(env, files=None, path=None, offset=1, limit=READ_LIMIT):
+    """``read`` under PinchBench's name: ``files`` (a list of paths) or one ``path``; returns
+    ``{"files": [<read result>, ...]}`` (one ``read`` result per file, in order)."""
+    paths = list(files) if isinstance(files, (list, tuple)) else [files] if files else []
+    if path:
+        paths.append(path)
+    if not paths or not all(isinstance(p, str) and p for p in paths):
+        raise _fail("invalid", "give 'files' (a list of paths) or 'path'")
+    return {"files": [read(env, p, offset, limit) for p in paths]}
 
 
 def write(env, path, content):
@@ -586,7 +648,7 @@ def _shell_env() -> dict:
     root = _State.root
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": root, "PWD": root, "TMPDIR": os.environ.get("TMPDIR") or root,
-        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC", "PYTHONDONTWRITEBYTECODE": "1",
+        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC", CLOCK_ENV: "real", "PYTHONDONTWRITEBYTECODE": "1",
         "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "envkernel", "GIT_AUTHOR_EMAIL": "agent@example.com",
         "GIT_COMMITTER_NAME": "envkernel", "GIT_COMMITTER_EMAIL": "agent@example.com",
         "GIT_AUTHOR_DATE": GIT_DATE, "GIT_COMMITTER_DATE": GIT_DATE, "XDG_CONFIG_HOME": os.path.join(root, ".config"),
@@ -715,6 +777,17 @@ def apply_final(env, rows, tables=None):
     return {"missing": missing}
 
 
+def _real_clock() -> None:
+    """In the check's child only: the real clock (UTC) for ``time`` and ``datetime``, the one
+    ``exec``'s ``date`` and the files' mtimes see, so "today" is the same day for agent and grader."""
+    os.environ["TZ"], os.environ[CLOCK_ENV] = "UTC", "real"
+    if hasattr(time, "tzset"):
+        time.tzset()
+    for name, fn in _REAL_CLOCK.items():
+        setattr(time, name, fn)
+    _dt.datetime, _dt.date = _REAL_DATETIME, _REAL_DATE
+
+
 def run_check(env, script, transcript=None, timeout=20.0):
     """Run ``grade(transcript, workspace_path)`` from ``script`` in a forked child; returns
     ``{"scores": {criterion: score}}`` or ``{"error": ...}`` (never raises for the script's faults).
@@ -731,6 +804,7 @@ def run_check(env, script, transcript=None, timeout=20.0):
         code = 0
         try:
             os.close(rfd)
+            _real_clock()
             scope = {"__name__": "envkernel_check", "__builtins__": __builtins__}
             exec(compile(script, "check.py", "exec"), scope)
             grade = scope["grade"]

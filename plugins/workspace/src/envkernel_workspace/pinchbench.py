@@ -291,6 +291,23 @@ def export_task(
     )
 
 
+class _Dumper(yaml.SafeDumper):
+    """YAML as PinchBench's files write it: lists indented under their key, multi-line strings as
+    ``|`` blocks (so a re-exported file differs from its source as little as the data allows)."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> Any:
+        return super().increase_indent(flow, False)
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> Any:
+    if "\n" in value and all(line == line.rstrip() for line in value.splitlines()):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _str)
+
+
 def _export_imported(
     task: Task, env: EnvSpec, meta: dict[str, Any], assets: dict[str, bytes] | None
 ) -> str:
@@ -326,7 +343,9 @@ def _export_imported(
         specs.append({"source": spec["source"], "dest": spec.get("dest") or spec["source"]})
     front["workspace_files"] = specs
     text = (
-        "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1000) + "---\n"
+        "---\n"
+        + yaml.dump(front, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
+        + "---\n"
     )
     body = [
         ("Prompt", str(meta.get("prompt") or task.request)),

@@ -66,6 +66,8 @@ class PinchTask:
     """The reference's final answer (from the Reference Solution; PinchBench ships none): empty or a real answer."""
     workspace_specs: list[dict[str, Any]] = field(default_factory=list)
     """``workspace_files`` as written in the file (``{path, content}`` or ``{source, dest}``)."""
+    sections: dict[str, str] = field(default_factory=dict)
+    """The body's sections as written (title -> text), but the Reference Solution's, in order."""
 
     def meta(self) -> dict[str, Any]:
         """What the envkernel Task carries of this file (see ``envkernel_kit.workspace.embed_meta``):
@@ -76,7 +78,7 @@ class PinchTask:
             "grading_weights": self.weights, "multi_session": bool(self.sessions),
             "sessions": self.sessions, "expected": self.expected, "criteria": self.criteria,
             "rubric": self.rubric, "notes": self.notes, "workspace_files": self.workspace_specs,
-            "file": Path(self.path).name, "prompt": self.prompt,
+            "file": Path(self.path).name, "prompt": self.prompt, "sections": self.sections,
         }  # fmt: skip
 
     def request(self) -> str:
@@ -181,6 +183,7 @@ def parse_task(path: Path) -> PinchTask:
         sessions=[dict(x) for x in sessions],
         notes=sections.get("Additional Notes", "").strip(),
         workspace_specs=[dict(x) for x in meta.get("workspace_files") or [] if isinstance(x, dict)],
+        sections={k: v for k, v in sections.items() if k != "Reference Solution"},
     )
     assets = [path.parent / "assets", path.parent.parent / "assets"]
     for i, spec in enumerate(meta.get("workspace_files") or []):
@@ -347,18 +350,25 @@ def _export_imported(
         + yaml.dump(front, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
         + "---\n"
     )
-    body = [
-        ("Prompt", str(meta.get("prompt") or task.request)),
-        ("Expected Behavior", meta.get("expected") or ""),
-    ]
-    body.append(("Grading Criteria", "\n".join(f"- [ ] {c}" for c in meta.get("criteria") or [])))
     check = strip_meta(task.outcome.check).rstrip()
-    if check:
-        body.append(("Automated Checks", f"```python\n{check}\n```"))
-    if meta.get("rubric"):
-        body.append(("LLM Judge Rubric", meta["rubric"]))
-    if meta.get("notes"):
-        body.append(("Additional Notes", meta["notes"]))
+    raw = meta.get("sections") or {}
+    body: list[tuple[str, str]]
+    if raw:  # the file's own sections as written (its check is the task's, which is the file's)
+        body = list(raw.items())
+        if check and "Automated Checks" not in raw:
+            body.append(("Automated Checks", f"```python\n{check}\n```"))
+    else:
+        body = [
+            ("Prompt", str(meta.get("prompt") or task.request)),
+            ("Expected Behavior", meta.get("expected") or ""),
+            ("Grading Criteria", "\n".join(f"- [ ] {c}" for c in meta.get("criteria") or [])),
+        ]
+        if check:
+            body.append(("Automated Checks", f"```python\n{check}\n```"))
+        if meta.get("rubric"):
+            body.append(("LLM Judge Rubric", meta["rubric"]))
+        if meta.get("notes"):
+            body.append(("Additional Notes", meta["notes"]))
     ref: dict[str, Any] = {
         "calls": [{"name": c.name, "arguments": c.arguments} for c in task.calls]
     }
@@ -369,7 +379,11 @@ def _export_imported(
         f"The reference of envkernel environment `{env.id}` (PinchBench ignores this section).\n\n"
         f"```json\n{json.dumps(ref, indent=2, ensure_ascii=False)}\n```",
     ))  # fmt: skip
-    return text + "".join(f"\n## {h}\n\n{c.strip()}\n" for h, c in body)
+    out = text + "\n" if raw else text
+    for h, c in body:
+        as_written = raw and h in raw
+        out += f"## {h}\n{c}" if as_written else f"\n## {h}\n\n{c.strip()}\n"
+    return out
 
 
 def judge_only(task: PinchTask) -> bool:

@@ -481,12 +481,11 @@ async def verify_workspace(ctx: Any, env: EnvSpec, verifier: str = "") -> Verify
                 tool = aliases.get(canon, canon)
                 if tool not in names:
                     continue
+                call_args: dict[str, Any] = dict(args)
                 if tool == "read_file":
-                    args, ok = (
-                        {"files": [args["path"]]},
-                        (lambda v: v["files"][0].get("content") == "alpha\nbeta\n"),
-                    )
-                res = await sb.call(tool, args)
+                    call_args = {"files": [args["path"]]}
+                    ok = lambda v: v["files"][0].get("content") == "alpha\nbeta\n"  # noqa: E731
+                res = await sb.call(tool, call_args)
                 if not res.ok:
                     dropped[tool] = (
                         f"{res.error.code if res.error else ''}: {res.error.message if res.error else ''}"

@@ -353,3 +353,17 @@ async def test_export_round_trips_through_pinchbench_own_loader_and_grades_the_s
             assert ours == theirs, env.id
     finally:
         await runner.aclose()
+
+
+@pytest.mark.asyncio
+async def test_the_verifier_probes_every_renamed_tool():
+    from envkernel_kit.workspace import verify_workspace
+
+    runner = ProcessRunner()
+    try:
+        env = PinchBenchSynthesizer().synthesize(_request(TASKS / "task_08_memory.md"))[0]
+        report = await verify_workspace(Ctx(runner), env)
+        assert report.kept and not report.tools_dropped
+        assert sorted(report.tools_kept) == sorted(t.name for t in env.tools)
+    finally:
+        await runner.aclose()

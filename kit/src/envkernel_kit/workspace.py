@@ -41,6 +41,12 @@ from envkernel_schemas import (
 
 __all__ = [
     "GIT_INIT",
+    "TOOL_PROFILES",
+    "check_meta",
+    "embed_meta",
+    "rename_calls",
+    "strip_meta",
+    "tool_aliases",
     "TABLE",
     "TOOL_NAMES",
     "GroundingError",
@@ -60,6 +66,9 @@ TABLE = _ws.TABLE
 """The key of the workspace diff in a state dump (``final_state["workspace"]``)."""
 TOOL_NAMES: list[str] = list(_ws.TOOL_NAMES)
 """The claw tools every workspace environment has."""
+TOOL_PROFILES: dict[str, dict[str, str]] = {k: dict(v) for k, v in _ws.TOOL_PROFILES.items()}
+"""Agent-facing tool names by profile: ``claw`` (OpenClaw's ``read``, ``write``, ``exec``, ...) and
+``pinchbench`` (``read_file``, ``write_file``, ``edit_file``, ``list_files``, ``execute_command``)."""
 GIT_INIT = "git init -q --template= && git add -A && git commit -qm 'initial import'"
 """A ``setup`` command that makes the tree a git repository with one commit (deterministic)."""
 
@@ -68,9 +77,68 @@ class GroundingError(ValueError):
     """A reference chain did not execute cleanly, or its check did not give it full marks."""
 
 
-def claw_tools() -> list[ToolSpec]:
-    """The claw tools as ToolSpecs (``read``, ``write``, ``edit``, ``apply_patch``, ``list``, ``glob``, ``grep``, ``exec``)."""
-    return [msgspec.convert(t, ToolSpec) for t in _ws.TOOLS]
+def claw_tools(names: dict[str, str] | None = None) -> list[ToolSpec]:
+    """The claw tools as ToolSpecs (``read``, ``write``, ``edit``, ``apply_patch``, ``list``, ``glob``,
+    ``grep``, ``exec``), renamed by ``names`` (canonical -> agent-facing, see :data:`TOOL_PROFILES`)."""
+    return [msgspec.convert(t, ToolSpec) for t in _ws.tools_named(names)]
+
+
+def tool_aliases(env: EnvSpec) -> dict[str, str]:
+    """Canonical claw name -> the name ``env`` offers it under (only the renamed ones)."""
+    have = {t.name for t in env.tools}
+    out: dict[str, str] = {}
+    for profile in _ws.TOOL_PROFILES.values():
+        for canon, alias in profile.items():
+            if alias in have and canon not in have:
+                out[canon] = alias
+    return out
+
+
+def rename_calls(env: EnvSpec, calls: list[ToolCall]) -> list[ToolCall]:
+    """``calls`` written with canonical claw names, renamed to the names ``env`` offers
+    (``read`` with a ``path`` becomes ``read_file`` with ``files: [path]``)."""
+    aliases = tool_aliases(env)
+    out = []
+    for c in calls:
+        name = aliases.get(c.name, c.name)
+        args = dict(c.arguments)
+        if name == "read_file" and "path" in args and "files" not in args:
+            args["files"] = [args.pop("path")]
+        out.append(msgspec.structs.replace(c, name=name, arguments=args))
+    return out
+
+
+_META = "\n# envkernel: PinchBench metadata (grading type, weights, sessions, rubric); not PinchBench's code\nPINCHBENCH_META = "
+
+
+def embed_meta(check: str, meta: dict[str, Any]) -> str:
+    """``check`` with ``meta`` (JSON data) appended as one base64 constant, so that the task carries
+    its grading type, weights, sessions and criteria to the reward side and to an export."""
+    import base64
+
+    data = base64.b64encode(json.dumps(meta, ensure_ascii=False).encode()).decode("ascii")
+    return strip_meta(check).rstrip() + "\n" + _META + repr(data) + "\n"
+
+
+def check_meta(check: str) -> dict[str, Any]:
+    """The metadata :func:`embed_meta` put in ``check`` (``{}`` when there is none). Read as text."""
+    import base64
+
+    at = check.rfind(_META)
+    if at < 0:
+        return {}
+    raw = check[at + len(_META) :].strip().strip("'\"")
+    try:
+        meta = json.loads(base64.b64decode(raw))
+    except ValueError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def strip_meta(check: str) -> str:
+    """``check`` without the metadata :func:`embed_meta` appended (the task's own grading code)."""
+    at = check.rfind(_META)
+    return check if at < 0 else check[:at].rstrip() + "\n"
 
 
 def _reward_tools() -> list[ToolSpec]:
@@ -95,12 +163,14 @@ def workspace_env(
     description: str = "",
     domain: str = "workspace",
     provenance: Provenance | None = None,
+    tool_names: dict[str, str] | None = None,
 ) -> EnvSpec:
-    """A workspace EnvSpec: the tree, its setup, optional app code and tools, and the claw tools."""
+    """A workspace EnvSpec: the tree, its setup, optional app code and tools, and the claw tools
+    (renamed by ``tool_names``, canonical -> agent-facing, e.g. ``TOOL_PROFILES["pinchbench"]``)."""
     return EnvSpec(
         id=env_id,
         name=name,
-        tools=[*claw_tools(), *(app_tools or [])],
+        tools=[*claw_tools(tool_names), *(app_tools or [])],
         behaviour=WorkspaceBehaviour(
             files=dict(files), blobs=dict(blobs or {}), setup=list(setup or []), source=app_source
         ),
@@ -251,6 +321,25 @@ def _score_of(
     return score, reasons
 
 
+def _hybrid(automated: float, reasons: list[str], meta: dict[str, Any]) -> tuple[float, list[str]]:
+    """A PinchBench hybrid: ``grading_weights`` over the automated and the judge part. The judge
+    part is scored only when ``meta["judge_score"]`` is there; otherwise it is reported as not
+    scored and the score is the automated part alone (said in the reasons, never silently)."""
+    w = meta.get("grading_weights") or {"automated": 0.5, "llm_judge": 0.5}
+    wa, wj = float(w.get("automated", 0.5)), float(w.get("llm_judge", 0.5))
+    judged = meta.get("judge_score")
+    if judged is None:
+        return automated, [
+            *reasons,
+            f"hybrid: llm_judge part (weight {wj:g}) not scored, no judge; score is the automated part (weight {wa:g}) alone",
+        ]
+    total = (wa + wj) or 1.0
+    return (wa * automated + wj * float(judged)) / total, [
+        *reasons,
+        f"hybrid: automated {automated:.3f} x {wa:g} + llm_judge {float(judged):.3f} x {wj:g}",
+    ]
+
+
 async def script_reward(ctx: Any, task: Task, trajectory: Trajectory, model: str = "") -> Reward:
     """Score a rollout of a workspace task: the check's criteria (mean, in [0, 1]) run inside a
     sandbox over the final workspace and the transcript. ``outcome`` is the same number."""
@@ -259,6 +348,9 @@ async def script_reward(ctx: Any, task: Task, trajectory: Trajectory, model: str
         ctx, env, task.outcome.check, trajectory.final_state, transcript(task, trajectory)
     )
     score, reasons = _score_of(result)
+    meta = check_meta(task.outcome.check)
+    if meta.get("grading_type") == "hybrid":
+        score, reasons = _hybrid(score, reasons, meta)
     return Reward(
         score=round(score, 6),
         model=model,
@@ -393,13 +485,19 @@ async def verify_workspace(ctx: Any, env: EnvSpec, verifier: str = "") -> Verify
     kept: list[str] = []
     dropped: dict[str, str] = {}
     names = {t.name for t in env.tools}
+    aliases = tool_aliases(env)
     try:
         async with ctx.sandbox(env) as sb:
             seed = await sb.snapshot()
-            for tool, args, ok in steps:
+            for canon, args, ok in steps:
+                tool = aliases.get(canon, canon)
                 if tool not in names:
                     continue
-                res = await sb.call(tool, args)
+                call_args: dict[str, Any] = dict(args)
+                if tool == "read_file":
+                    call_args = {"files": [args["path"]]}
+                    ok = lambda v: v["files"][0].get("content") == "alpha\nbeta\n"  # noqa: E731
+                res = await sb.call(tool, call_args)
                 if not res.ok:
                     dropped[tool] = (
                         f"{res.error.code if res.error else ''}: {res.error.message if res.error else ''}"
@@ -421,7 +519,7 @@ async def verify_workspace(ctx: Any, env: EnvSpec, verifier: str = "") -> Verify
         dropped.setdefault(
             "restore", "restoring the seed snapshot did not bring the workspace back"
         )
-    kept += [t.name for t in env.tools if t.name not in TOOL_NAMES]
+    kept += [t.name for t in env.tools if t.name not in TOOL_NAMES and t.name not in kept]
     failures = [f"{t}: {r}" for t, r in dropped.items()]
     return VerifyReport(
         verifier=verifier,

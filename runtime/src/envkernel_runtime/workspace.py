@@ -20,6 +20,7 @@ since load, with its sha256, size and (for small text files) its text.
 from __future__ import annotations
 
 import base64
+import datetime as _dt
 import fnmatch
 import functools
 import hashlib
@@ -52,6 +53,17 @@ if TYPE_CHECKING:  # typing is never imported at run time: it would slow the exe
         workspace: str
 
 
+_REAL_CLOCK = {
+    "time": time.time, "time_ns": time.time_ns, "gmtime": time.gmtime, "localtime": time.localtime,
+    "ctime": time.ctime, "strftime": time.strftime,
+}  # fmt: skip
+_REAL_DATETIME = getattr(_dt.datetime, "_real", _dt.datetime)
+_REAL_DATE = getattr(_dt.date, "_real", _dt.date)
+CLOCK_ENV = "ENVKERNEL_CLOCK"
+"""Set to ``real`` in ``exec``'s shell and in a check: both read the real time (UTC), as do the
+mtimes of the files the agent writes. Only the tools' ``env.now()`` and an app's code keep the
+executor's frozen clock."""
+
 TABLE = "workspace"
 """The name of the diff in a dump (a pseudo-table next to the app's tables)."""
 TEXT_LIMIT = 64 * 1024
@@ -73,7 +85,7 @@ GIT_DATE = "2026-01-15T09:00:00Z"
 _OBJ = {"type": "object", "additionalProperties": False}
 _PATH = {"type": "string", "description": "A path relative to the workspace root."}
 
-TOOLS = [
+TOOLS: list[dict[str, Any]] = [
     {"name": "read", "mutates": False, "description": "Read a text file of the workspace; lines are numbered from 1.",
      "parameters": {**_OBJ, "properties": {"path": _PATH,
                                            "offset": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
@@ -107,7 +119,41 @@ TOOLS = [
                     "required": ["command"]}},
 ]  # fmt: skip
 """The claw tools, as ToolSpec-shaped JSON objects."""
-TOOL_NAMES = [t["name"] for t in TOOLS]
+TOOL_NAMES: list[str] = [t["name"] for t in TOOLS]
+TOOL_PROFILES = {
+    "claw": {},
+    "pinchbench": {
+        "read": "read_file", "write": "write_file", "edit": "edit_file", "list": "list_files",
+        "exec": "execute_command",
+    },
+}  # fmt: skip
+"""Agent-facing names of the claw tools by profile (canonical name -> name the agent sees).
+``claw`` keeps OpenClaw's current names (``read``, ``write``, ``edit``, ``exec``, ...);
+``pinchbench`` uses the names PinchBench's graders look for in a transcript (``read_file`` with a
+``files`` list, ``write_file``, ``execute_command``). Every alias is installed in the module; the
+environment's tool list decides which names an agent can call."""
+_READ_FILE = {"name": "read_file", "mutates": False,
+              "description": "Read text files of the workspace: 'files' is a list of paths (or give one 'path'); lines are numbered from 1.",
+              "parameters": {**_OBJ, "properties": {"files": {"type": "array", "items": _PATH, "minItems": 1},
+                                                    "path": _PATH,
+                                                    "offset": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
+                                                    "limit": {"type": "integer", "minimum": 1, "description": "Lines to return."}},
+                             "required": []}}  # fmt: skip
+
+
+def tools_named(names: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The claw tools with agent-facing ``names`` (canonical -> alias; unnamed ones keep theirs).
+    ``read`` renamed ``read_file`` takes a ``files`` list as PinchBench's transcripts show it."""
+    out = []
+    for t in TOOLS:
+        alias = (names or {}).get(t["name"]) or t["name"]
+        if alias == "read_file":
+            out.append(dict(_READ_FILE))
+        else:
+            out.append({**t, "name": alias})
+    return out
+
+
 REWARD_TOOLS = ("apply_final", "run_check")
 """Functions the reward side calls; never in an environment's tool list, so no agent can call them."""
 
@@ -159,10 +205,20 @@ def install(
         raise ValueError(
             f"an app table may not be called {TABLE!r}: that name holds the workspace diff in the state"
         )
-    for fn in (read, write, edit, apply_patch, list_, glob_, grep, exec_, apply_final, run_check):
+    tools: tuple[Callable[..., Result], ...] = (
+        read, write, edit, apply_patch, list_, glob_, grep, exec_, apply_final, run_check
+    )  # fmt: skip
+    for fn in tools:
         name = fn.__name__.rstrip("_")
         fn.__module__ = "env"
         setattr(module, name, fn)
+    aliases: dict[str, Callable[..., Result]] = {
+        "read_file": read_file, "write_file": write, "edit_file": edit,
+        "list_files": list_, "execute_command": exec_,
+    }  # fmt: skip
+    for alias, fn in aliases.items():
+        fn.__module__ = "env"
+        setattr(module, alias, fn)
     _State.baseline = scan(root)
 
 
@@ -348,6 +404,19 @@ def read(env: Env, path: Json, offset: Json = 1, limit: Json = READ_LIMIT) -> Re
         "from": start + 1,
         "truncated": start + len(chunk) < len(lines),
     }
+
+
+def read_file(
+    env: Env, files: Json = None, path: Json = None, offset: Json = 1, limit: Json = READ_LIMIT
+) -> Result:
+    """``read`` under PinchBench's name: ``files`` (a list of paths) or one ``path``; returns
+    ``{"files": [<read result>, ...]}`` (one ``read`` result per file, in order)."""
+    paths = list(files) if isinstance(files, (list, tuple)) else [files] if files else []
+    if path:
+        paths.append(path)
+    if not paths or not all(isinstance(p, str) and p for p in paths):
+        raise _fail("invalid", "give 'files' (a list of paths) or 'path'")
+    return {"files": [read(env, p, offset, limit) for p in paths]}
 
 
 def write(env: Env, path: Json, content: Json) -> Result:
@@ -622,7 +691,7 @@ def _shell_env() -> dict[str, str]:
     root = _State.root
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": root, "PWD": root, "TMPDIR": os.environ.get("TMPDIR") or root,
-        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC", "PYTHONDONTWRITEBYTECODE": "1",
+        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC", CLOCK_ENV: "real", "PYTHONDONTWRITEBYTECODE": "1",
         "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "envkernel", "GIT_AUTHOR_EMAIL": "agent@example.com",
         "GIT_COMMITTER_NAME": "envkernel", "GIT_COMMITTER_EMAIL": "agent@example.com",
         "GIT_AUTHOR_DATE": GIT_DATE, "GIT_COMMITTER_DATE": GIT_DATE, "XDG_CONFIG_HOME": os.path.join(root, ".config"),
@@ -751,6 +820,17 @@ def apply_final(env: Env, rows: Json, tables: Json = None) -> Result:
     return {"missing": missing}
 
 
+def _real_clock() -> None:
+    """In the check's child only: the real clock (UTC) for ``time`` and ``datetime``, the one
+    ``exec``'s ``date`` and the files' mtimes see, so "today" is the same day for agent and grader."""
+    os.environ["TZ"], os.environ[CLOCK_ENV] = "UTC", "real"
+    if hasattr(time, "tzset"):
+        time.tzset()
+    for name, fn in _REAL_CLOCK.items():
+        setattr(time, name, fn)
+    _dt.datetime, _dt.date = _REAL_DATETIME, _REAL_DATE  # type: ignore[misc]  # undo the frozen clock's patch
+
+
 def run_check(env: Env, script: Json, transcript: Json = None, timeout: Json = 20.0) -> Result:
     """Run ``grade(transcript, workspace_path)`` from ``script`` in a forked child; returns
     ``{"scores": {criterion: score}}`` or ``{"error": ...}`` (never raises for the script's faults).
@@ -767,6 +847,7 @@ def run_check(env: Env, script: Json, transcript: Json = None, timeout: Json = 2
         code = 0
         try:
             os.close(rfd)
+            _real_clock()
             scope: dict[str, Any] = {"__name__": "envkernel_check", "__builtins__": __builtins__}
             exec(compile(script, "check.py", "exec"), scope)
             grade = scope["grade"]

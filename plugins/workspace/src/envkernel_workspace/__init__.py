@@ -22,6 +22,7 @@ has one by its check (see ``envkernel_kit.workspace.script_reward``).
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import AsyncIterator
 from importlib import metadata
 from pathlib import Path
@@ -31,11 +32,26 @@ import msgspec
 
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.groups import purpose_of
-from envkernel_kit.workspace import GroundingError, ground_task, is_workspace, workspace_env
+from envkernel_kit.workspace import (
+    TOOL_PROFILES,
+    GroundingError,
+    embed_meta,
+    ground_task,
+    is_workspace,
+    rename_calls,
+    workspace_env,
+)
 from envkernel_schemas import EnvRequested, EnvSpec, GroupScored, Provenance, Task
 
 from .archetypes import ARCHETYPES, make_variant
-from .pinchbench import PinchBenchError, export_task, judge_only, parse_task, task_files
+from .pinchbench import (
+    PinchBenchError,
+    export_name,
+    export_task,
+    judge_only,
+    parse_task,
+    task_files,
+)
 
 __all__ = [
     "ARCHETYPES",
@@ -125,6 +141,22 @@ class PinchBenchSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
 
     judge: str = ""
     """The run's LLM-judge reward model. Empty: tasks graded only by a judge are not imported (they are counted apart)."""
+    tools: str = "pinchbench"
+    """Agent-facing tool names: ``pinchbench`` (``read_file``, ``write_file``, ``edit_file``,
+    ``list_files``, ``execute_command``: the names PinchBench's graders look for) or ``claw``
+    (OpenClaw's ``read``, ``write``, ``edit``, ``list``, ``exec``)."""
+    tool_names: dict[str, str] = msgspec.field(default_factory=dict)
+    """Overrides on top of ``tools``: canonical claw name -> the name the agent sees."""
+
+    def __post_init__(self) -> None:
+        if self.tools not in TOOL_PROFILES:
+            raise ValueError(
+                f"pinchbench.tools {self.tools!r}: the profiles are {', '.join(TOOL_PROFILES)}"
+            )
+
+    def names(self) -> dict[str, str]:
+        """The renaming the environments get (canonical -> agent-facing)."""
+        return {**TOOL_PROFILES[self.tools], **self.tool_names}
 
 
 class PinchBenchSynthesizer:
@@ -148,22 +180,47 @@ class PinchBenchSynthesizer:
         envs: list[EnvSpec] = []
         skipped: dict[str, int] = {}
         log = getattr(ctx, "log", None)
+        accounts: list[dict[str, Any]] = []
+        seen: dict[str, str] = {}
+
+        def refuse(f: Path, status: str, reason: str, task_id: str = "") -> None:
+            skipped[status] = skipped.get(status, 0) + 1
+            accounts.append(
+                {"file": f.name, "path": str(f), "id": task_id, "status": status, "reason": reason}
+            )
+            if log is not None:
+                log.error("pinchbench task refused", file=str(f), status=status, reason=reason)
+
         for f in task_files(root):
             try:
                 t = parse_task(f)
             except PinchBenchError as exc:  # one bad file does not stop the others
-                skipped["unreadable"] = skipped.get("unreadable", 0) + 1
-                if log is not None:
-                    log.error("pinchbench task refused", error=str(exc))
+                refuse(f, "missing_asset" if "asset" in str(exc) else "unreadable", str(exc))
                 continue
+            if t.id in seen:
+                refuse(
+                    f, "duplicate_id",
+                    f"{f.name}: id {t.id!r} is also the id of {seen[t.id]}; the second file is refused",
+                    t.id,
+                )  # fmt: skip
+                continue
+            seen[t.id] = f.name
             if judge_only(t) and not self.settings.judge:
                 skipped["llm_judge_only"] = skipped.get("llm_judge_only", 0) + 1
+                accounts.append({"file": f.name, "path": str(f), "id": t.id, "status": "llm_judge_only",
+                                 "reason": "graded only by an LLM judge and pinchbench.judge is not set"})  # fmt: skip
                 continue
+            env_id = f"pb-{t.id.replace('_', '-')}"
+            accounts.append({"file": f.name, "path": str(f), "id": t.id, "status": "imported", "env": env_id,
+                             "grading_type": t.grading_type, "sessions": len(t.sessions),
+                             "reason": "" if t.grading_type != "hybrid" or self.settings.judge
+                             else "hybrid: its llm_judge part is reported as not scored (no judge)"})  # fmt: skip
             envs.append(workspace_env(
-                f"pb-{t.id.replace('_', '-')}", t.name, files=t.files, blobs=t.blobs, description=f"PinchBench task {t.id} ({t.category})",
-                domain=t.category or "pinchbench",
+                env_id, t.name, files=t.files, blobs=t.blobs, description=f"PinchBench task {t.id} ({t.category})",
+                domain=t.category or "pinchbench", tool_names=self.settings.names(),
                 provenance=Provenance(source_kind="pinchbench", source=str(f), plugin="pinchbench", plugin_version=_version(), seed=request.seed),
             ))  # fmt: skip
+        _write_sources(ctx, root, accounts)
         if not envs:
             raise PinchBenchError(
                 f"{root}: no task could be imported ({', '.join(f'{v} {k}' for k, v in skipped.items()) or 'none found'})"
@@ -179,6 +236,27 @@ class PinchBenchSynthesizer:
         if log is not None:
             log.info("pinchbench tasks imported", imported=len(envs), skipped=skipped)
         return envs
+
+
+def _write_sources(ctx: Any, root: Path, accounts: list[dict[str, Any]]) -> None:
+    """``sources.json`` in the run folder: every task file by name, with its status and reason."""
+    config = getattr(ctx, "config", None)
+    if not getattr(config, "out", None) or not hasattr(ctx, "out_dir"):
+        return
+    from envkernel_runtime.envdir import write_atomic
+
+    out = Path(ctx.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "sources.json"
+    try:
+        known = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except ValueError:
+        known = {}
+    counts: dict[str, int] = {}
+    for a in accounts:
+        counts[a["status"]] = counts.get(a["status"], 0) + 1
+    known[f"pinchbench:{root}"] = {"files": accounts, "counts": counts}
+    write_atomic(path, json.dumps(known, indent=2, ensure_ascii=False) + "\n")
 
 
 def _task_id(env: EnvSpec, request: str) -> str:
@@ -203,13 +281,15 @@ class WorkspaceSampler:
             request, calls, check, answer, split_key = v.request, v.calls, v.check, v.answer, env.id
         else:
             t = parse_task(Path(prov.source))
-            request, calls, check, answer, split_key = (
-                t.prompt,
-                t.reference,
-                t.check,
-                t.rubric or t.expected[:500],
+            # the reference's final answer is the file's own (empty: PinchBench ships none), never
+            # its rubric; the check carries the file's grading metadata (weights, sessions, ...)
+            request, calls, answer, split_key = (
+                t.request(),
+                rename_calls(env, t.reference),
+                t.answer,
                 t.id,
             )
+            check = embed_meta(t.check, t.meta()) if t.check else ""
         try:
             task = await ground_task(
                 ctx,
@@ -248,14 +328,18 @@ class PinchBenchExporter:
         from envkernel_runtime.envdir import write_atomic
 
         self._done.add(task.id)
+        assets: dict[str, bytes] = {}
         try:
-            text = export_task(task, env)
+            text = export_task(task, env, assets=assets)
         except (
             PinchBenchError
         ) as exc:  # e.g. a task of an app environment: the format cannot carry it
             ctx.log.warning("task not exported to pinchbench", task=task.id, reason=str(exc))
             return
-        write_atomic(out / f"task_{task.id}.md", text)
+        write_atomic(out / export_name(task), text)
+        for name, data in assets.items():
+            (out / "assets").mkdir(exist_ok=True)
+            write_atomic(out / "assets" / name, data)
 
     async def finish(self, ctx: Any) -> None:
         """Nothing to flush (each file is written whole)."""

@@ -13,6 +13,7 @@ dropped, or an argument changed) loses points.
 from __future__ import annotations
 
 import csv
+import datetime as _dt
 import io
 import json
 import random
@@ -24,6 +25,9 @@ from typing import Any
 
 from envkernel_kit.workspace import GIT_INIT
 from envkernel_schemas import ToolCall, ToolSpec
+
+_MAIL_FROM, _MAIL_TO = _dt.datetime(2026, 1, 1), _dt.datetime(2026, 1, 15)
+"""The window of the inbox's Date headers: fixed, so a variant is the same at any time it is made."""
 
 __all__ = ["ARCHETYPES", "Variant", "make_variant"]
 
@@ -239,7 +243,7 @@ def inbox(rng: random.Random, fake: Any) -> Variant:
             )
         name = f"{i + 1:03d}-{fake.slug()[:24]}.eml"
         files[f"inbox/{name}"] = (
-            f"From: {fake.name()} <{sender}>\nTo: me@example.com\nSubject: {subject}\nDate: {fake.date_time_this_year().isoformat()}Z\n\n"
+            f"From: {fake.name()} <{sender}>\nTo: me@example.com\nSubject: {subject}\nDate: {fake.date_time_between(_MAIL_FROM, _MAIL_TO).isoformat()}Z\n\n"
             f"{fake.paragraph(nb_sentences=3)}\n"
         )
         dest[name] = where

@@ -14,7 +14,7 @@ import msgspec
 from envkernel_runtime.envdir import EnvDirError, load_env_dir, write_atomic
 from envkernel_schemas import Task
 
-from .pinchbench import PinchBenchError, export_task
+from .pinchbench import PinchBenchError, export_name, export_task
 
 
 @click.group("workspace")
@@ -54,7 +54,11 @@ def export_cmd(run_dir: Path, out: Path | None) -> None:
             continue
         try:
             env = load_env_dir(run_dir / "envs" / task.env_id)
-            write_atomic(out / f"task_{task.id}.md", export_task(task, env))
+            assets: dict[str, bytes] = {}
+            write_atomic(out / export_name(task), export_task(task, env, assets=assets))
+            for name, data in assets.items():
+                (out / "assets").mkdir(exist_ok=True)
+                write_atomic(out / "assets" / name, data)
             written += 1
         except (EnvDirError, PinchBenchError) as exc:
             click.echo(f"task {task.id}: {exc}; skipped", err=True)

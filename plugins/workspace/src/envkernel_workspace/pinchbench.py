@@ -24,9 +24,10 @@ from typing import Any
 
 import yaml
 
+from envkernel_kit.workspace import check_meta, strip_meta
 from envkernel_schemas import EnvSpec, Task, ToolCall, WorkspaceBehaviour
 
-__all__ = ["PinchTask", "PinchBenchError", "export_task", "parse_task", "task_files"]
+__all__ = ["PinchTask", "PinchBenchError", "export_name", "export_task", "parse_task", "task_files"]
 
 _FRONT = re.compile(r"^---\s*\n(.*?)\n---\s*\n(.*)$", re.DOTALL)
 _CODE = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
@@ -55,6 +56,40 @@ class PinchTask:
     criteria: list[str] = field(default_factory=list)
     reference: list[ToolCall] = field(default_factory=list)
     path: str = ""
+    weights: dict[str, float] = field(default_factory=dict)
+    """``grading_weights`` of a hybrid (``automated``, ``llm_judge``); empty when not given."""
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    """``sessions`` of a multi-session task: ``{id, prompt, new_session?}`` in order."""
+    notes: str = ""
+    """The ``## Additional Notes`` section."""
+    answer: str = ""
+    """The reference's final answer (from the Reference Solution; PinchBench ships none): empty or a real answer."""
+    workspace_specs: list[dict[str, Any]] = field(default_factory=list)
+    """``workspace_files`` as written in the file (``{path, content}`` or ``{source, dest}``)."""
+    sections: dict[str, str] = field(default_factory=dict)
+    """The body's sections as written (title -> text), but the Reference Solution's, in order."""
+
+    def meta(self) -> dict[str, Any]:
+        """What the envkernel Task carries of this file (see ``envkernel_kit.workspace.embed_meta``):
+        enough to score a hybrid with its weights and to export the task back unchanged."""
+        return {
+            "id": self.id, "name": self.name, "category": self.category,
+            "grading_type": self.grading_type, "timeout_seconds": self.timeout_seconds,
+            "grading_weights": self.weights, "multi_session": bool(self.sessions),
+            "sessions": self.sessions, "expected": self.expected, "criteria": self.criteria,
+            "rubric": self.rubric, "notes": self.notes, "workspace_files": self.workspace_specs,
+            "file": Path(self.path).name, "prompt": self.prompt, "sections": self.sections,
+        }  # fmt: skip
+
+    def request(self) -> str:
+        """The agent's request: the prompt, or for a multi-session task each session's prompt in
+        order (the placeholder ``## Prompt`` of such a file is not a request)."""
+        if not self.sessions:
+            return self.prompt
+        return "\n\n".join(
+            f"Session {i} ({s.get('id') or i}{', a new session' if s.get('new_session') else ''}):\n{str(s.get('prompt') or '').strip()}"
+            for i, s in enumerate(self.sessions, start=1)
+        )
 
 
 def task_files(path: Path) -> list[Path]:
@@ -116,6 +151,18 @@ def parse_task(path: Path) -> PinchTask:
         raise PinchBenchError(
             f"{path}: grading_type {grading} needs '## Automated Checks' with a python block defining grade()"
         )
+    sessions = meta.get("sessions") or []
+    if meta.get("multi_session") or sessions:
+        if not isinstance(sessions, list) or not sessions:
+            raise PinchBenchError(f"{path}: multi_session is set but 'sessions' is not a list")
+        for i, sess in enumerate(sessions):
+            if not isinstance(sess, dict) or not str(sess.get("prompt") or "").strip():
+                raise PinchBenchError(f"{path}: sessions[{i}] has no prompt")
+    weights = meta.get("grading_weights") or {}
+    if not isinstance(weights, dict) or not all(
+        isinstance(v, (int, float)) for v in weights.values()
+    ):
+        raise PinchBenchError(f"{path}: grading_weights must map automated/llm_judge to numbers")
     task = PinchTask(
         id=str(meta["id"]),
         name=str(meta.get("name") or meta["id"]),
@@ -127,11 +174,16 @@ def parse_task(path: Path) -> PinchTask:
         rubric=sections.get("LLM Judge Rubric", "").strip(),
         expected=sections.get("Expected Behavior", "").strip(),
         criteria=[
-            c.strip()[6:].strip()
+            m.group(1)
             for c in sections.get("Grading Criteria", "").splitlines()
-            if c.strip().startswith("- [")
+            if (m := re.match(r"^-\s+\[[ x]\]\s+(.+)$", c.strip()))
         ],
         path=str(path),
+        weights={str(k): float(v) for k, v in weights.items()},
+        sessions=[dict(x) for x in sessions],
+        notes=sections.get("Additional Notes", "").strip(),
+        workspace_specs=[dict(x) for x in meta.get("workspace_files") or [] if isinstance(x, dict)],
+        sections={k: v for k, v in sections.items() if k != "Reference Solution"},
     )
     assets = [path.parent / "assets", path.parent.parent / "assets"]
     for i, spec in enumerate(meta.get("workspace_files") or []):
@@ -158,13 +210,15 @@ def parse_task(path: Path) -> PinchTask:
     raw = ref.group(1) if ref else sidecar.read_text(encoding="utf-8") if sidecar.is_file() else ""
     if raw:
         try:
+            data = json.loads(raw)
+            calls = data["calls"] if isinstance(data, dict) else data
+            task.answer = str(data.get("answer") or "") if isinstance(data, dict) else ""
             task.reference = [
-                ToolCall(name=c["name"], arguments=dict(c.get("arguments") or {}))
-                for c in json.loads(raw)
+                ToolCall(name=c["name"], arguments=dict(c.get("arguments") or {})) for c in calls
             ]
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise PinchBenchError(
-                f"{path}: the reference solution is not a JSON list of {{name, arguments}}: {exc}"
+                f"{path}: the reference solution is not a JSON list of {{name, arguments}} (or {{calls, answer}}): {exc}"
             ) from None
     return task
 
@@ -178,8 +232,27 @@ def _safe(path: Path, rel: str) -> str:
     return "/".join(parts)
 
 
-def export_task(task: Task, env: EnvSpec, *, category: str = "", timeout_seconds: int = 300) -> str:
-    """``task`` (a workspace task with a check) as a PinchBench task file."""
+def export_name(task: Task) -> str:
+    """The file name of ``task`` exported: an imported task keeps its file's name, others are
+    ``task_<task id>.md``."""
+    meta = check_meta(task.outcome.check)
+    return str(meta.get("file") or f"task_{task.id}.md")
+
+
+def export_task(
+    task: Task,
+    env: EnvSpec,
+    *,
+    category: str = "",
+    timeout_seconds: int = 300,
+    assets: dict[str, bytes] | None = None,
+) -> str:
+    """``task`` (a workspace task with a check) as a PinchBench task file. A task imported from
+    PinchBench is written back as it came (id, grading type and weights, sessions, criteria,
+    rubric, notes, ``workspace_files`` with their assets, which go into ``assets`` by name)."""
+    meta = check_meta(task.outcome.check)
+    if meta:
+        return _export_imported(task, env, meta, assets)
     b = env.behaviour
     if not isinstance(b, WorkspaceBehaviour) or not task.outcome.check:
         raise PinchBenchError(
@@ -219,6 +292,98 @@ def export_task(task: Task, env: EnvSpec, *, category: str = "", timeout_seconds
         + f"\n## Grading Criteria\n\n- [ ] every criterion of grade() scores 1\n\n## Automated Checks\n\n```python\n{task.outcome.check.rstrip()}\n```\n"
         + f"\n## Reference Solution\n\nThe reference chain of tool calls (envkernel; PinchBench ignores this section).\n\n```json\n{reference}\n```\n"
     )
+
+
+class _Dumper(yaml.SafeDumper):
+    """YAML as PinchBench's files write it: lists indented under their key, multi-line strings as
+    ``|`` blocks (so a re-exported file differs from its source as little as the data allows)."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> Any:
+        return super().increase_indent(flow, False)
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> Any:
+    if "\n" in value and all(line == line.rstrip() for line in value.splitlines()):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def _export_imported(
+    task: Task, env: EnvSpec, meta: dict[str, Any], assets: dict[str, bytes] | None
+) -> str:
+    b = env.behaviour
+    if not isinstance(b, WorkspaceBehaviour):
+        raise PinchBenchError(f"task {task.id} is not a workspace task")
+    front: dict[str, Any] = {
+        "id": meta["id"], "name": meta.get("name") or meta["id"], "category": meta.get("category") or "",
+        "grading_type": meta.get("grading_type") or "automated",
+        "timeout_seconds": int(meta.get("timeout_seconds") or 120),
+    }  # fmt: skip
+    if meta.get("grading_weights"):
+        front["grading_weights"] = meta["grading_weights"]
+    if meta.get("sessions"):
+        front["multi_session"] = True
+        front["sessions"] = meta["sessions"]
+    specs = []
+    for spec in meta.get("workspace_files") or []:
+        if "path" in spec:
+            specs.append(
+                {
+                    "path": spec["path"],
+                    "content": b.files.get(spec["path"], spec.get("content", "")),
+                }
+            )
+            continue
+        dest = str(spec.get("dest") or spec.get("source"))
+        data = (
+            b.files[dest].encode() if dest in b.files else base64.b64decode(b.blobs.get(dest, ""))
+        )
+        if assets is not None:
+            assets[str(spec["source"])] = data
+        specs.append({"source": spec["source"], "dest": spec.get("dest") or spec["source"]})
+    front["workspace_files"] = specs
+    text = (
+        "---\n"
+        + yaml.dump(front, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
+        + "---\n"
+    )
+    check = strip_meta(task.outcome.check).rstrip()
+    raw = meta.get("sections") or {}
+    body: list[tuple[str, str]]
+    if raw:  # the file's own sections as written (its check is the task's, which is the file's)
+        body = list(raw.items())
+        if check and "Automated Checks" not in raw:
+            body.append(("Automated Checks", f"```python\n{check}\n```"))
+    else:
+        body = [
+            ("Prompt", str(meta.get("prompt") or task.request)),
+            ("Expected Behavior", meta.get("expected") or ""),
+            ("Grading Criteria", "\n".join(f"- [ ] {c}" for c in meta.get("criteria") or [])),
+        ]
+        if check:
+            body.append(("Automated Checks", f"```python\n{check}\n```"))
+        if meta.get("rubric"):
+            body.append(("LLM Judge Rubric", meta["rubric"]))
+        if meta.get("notes"):
+            body.append(("Additional Notes", meta["notes"]))
+    ref: dict[str, Any] = {
+        "calls": [{"name": c.name, "arguments": c.arguments} for c in task.calls]
+    }
+    if task.outcome.answer:
+        ref["answer"] = task.outcome.answer
+    body.append((
+        "Reference Solution",
+        f"The reference of envkernel environment `{env.id}` (PinchBench ignores this section).\n\n"
+        f"```json\n{json.dumps(ref, indent=2, ensure_ascii=False)}\n```",
+    ))  # fmt: skip
+    out = text + "\n" if raw else text
+    for h, c in body:
+        as_written = raw and h in raw
+        out += f"## {h}\n{c}" if as_written else f"\n## {h}\n\n{c.strip()}\n"
+    return out
 
 
 def judge_only(task: PinchTask) -> bool:

@@ -7,6 +7,7 @@ with ``collections.Counter``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from typing import Any
@@ -61,3 +62,21 @@ def columns(*tables: list[dict[str, Any]]) -> list[str]:
                         cols.append(k)
             return cols
     return []
+
+
+def table_digest(rows: list[dict[str, Any]], drop: list[str] | tuple[str, ...] = ()) -> str:
+    """A digest of a table's rows as a multiset (row and key order ignored, values in canonical
+    form), the columns ``drop`` (the server's generated ones) left out: two tables have the same
+    digest exactly when their rows are equal so. Its first part is the row count."""
+    skip = set(drop)
+    lines = sorted(
+        json.dumps(
+            canon({k: v for k, v in r.items() if k not in skip}),
+            sort_keys=True,
+            ensure_ascii=False,
+            default=str,
+        )
+        for r in rows
+    )
+    h = hashlib.blake2b("\n".join(lines).encode(), digest_size=12).hexdigest()
+    return f"{len(lines)}:{h}"

@@ -6,10 +6,12 @@ from envkernel_kit.scoring import (
     call_matches,
     facts_outcome,
     match_calls,
+    observed,
     score,
     state_outcome,
     table_matches,
     tau_at,
+    unasked_changes,
     values_equal,
 )
 
@@ -18,9 +20,11 @@ __all__ = [
     "call_matches",
     "facts_outcome",
     "match_calls",
+    "observed",
     "score",
     "state_outcome",
     "table_matches",
     "tau_at",
+    "unasked_changes",
     "values_equal",
 ]

@@ -183,10 +183,19 @@ def test_reference_scores_one() -> None:
         _traj(
             _reference_records(),
             FINAL_UNCHANGED,
-            answer=json.dumps({"name": "Ann Lee", "tier": "gold"}),
+            answer="Ann Lee is a gold customer.",
         ),
     )
     assert r.score == 1.0
+    dump = score(
+        _task(False),
+        _traj(
+            _reference_records(),
+            FINAL_UNCHANGED,
+            answer=json.dumps({"name": "Ann Lee", "tier": "gold"}),
+        ),
+    )
+    assert dump.score == 0.0 and any("raw JSON" in x for x in dump.reasons)
 
 
 def test_nothing_scores_zero() -> None:

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from envkernel_kit.answers import NUMBER, is_number, result_rows, stuffed_answer
+from envkernel_kit.answers import NUMBER, facts_in_words, is_number, result_rows, stuffed_answer
 from envkernel_kit.messages import compact
 from envkernel_kit.naming import is_id_name
 from envkernel_schemas import Task, ToolCall
@@ -43,9 +43,12 @@ class Mutated:
 
 
 def reference_answer(task: Task) -> str:
-    """What the reference says at the end: the task's answer in words, else the last output."""
+    """What the reference says at the end: the task's answer in words, else (a read-only task)
+    its expected facts said plainly, else the last output."""
     if task.outcome.answer:
         return task.outcome.answer
+    if not task.outcome.mutates and (said := facts_in_words(task.outcome)):
+        return said
     return (
         f"Done. Here is the result: {compact(task.outputs[-1])}"
         if task.outputs

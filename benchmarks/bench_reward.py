@@ -142,7 +142,7 @@ def plans(task: Task, env: EnvSpec, seed: dict[str, Any]) -> dict[str, Any]:
             pick = rows[: n - 1] if n <= len(rows) else rows[:-1]
             out["count_json_one_short"] = (ref, json.dumps(pick, ensure_ascii=False))
     for kind in MUTANT_KINDS:
-        m = mutate(task, kind)
+        m = mutate(task, kind, writes)
         out[f"mutant:{kind}"] = (m.calls, m.answer) if m else None
     return out
 

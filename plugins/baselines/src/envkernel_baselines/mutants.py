@@ -6,6 +6,7 @@ emits a task only when every applicable one scores below 1:
 - ``drop_last``: every reference call but the last, then the reference answer;
 - ``change_arg``: one literal argument (not an id) of the latest call that has one changed (a
   number moved, a flag flipped, a text swapped for another row's value), then the reference answer;
+  in a task that changes state, of the latest call that changes state (when the tools are known);
 - ``answer_missing`` (read-only tasks): the reference answer with one item left out (the last
   row's label, or the last fact);
 - ``answer_stuffed`` (read-only tasks): the reference answer followed by every row of the earlier
@@ -194,14 +195,20 @@ def _distractor(task: Task) -> Mutated | None:
     return None
 
 
-def mutate(task: Task, kind: str) -> Mutated | None:
-    """The mutant ``kind`` of ``task``'s reference rollout, or None when it does not apply."""
+def mutate(task: Task, kind: str, writes: set[str] | None = None) -> Mutated | None:
+    """The mutant ``kind`` of ``task``'s reference rollout, or None when it does not apply.
+    ``writes``: the names of the environment's tools that change state, when known; a task that
+    changes state then has ``change_arg`` change an argument of a call that changes state (a
+    lookup's argument changes nothing: the later calls' arguments are copied as they were, so the
+    end state is the reference's and no check could tell it apart)."""
     calls, outputs, o = task.calls, task.outputs, task.outcome
     answer = reference_answer(task)
     if kind == "drop_last":
         return Mutated(list(calls[:-1]), answer) if calls else None
     if kind == "change_arg":
         for i in range(len(calls) - 1, -1, -1):
+            if o.mutates and writes is not None and calls[i].name not in writes:
+                continue
             for name, v in calls[i].arguments.items():
                 if is_id_name(name) or v is None:
                     continue

@@ -87,7 +87,7 @@ def serve_command() -> Any:
     @click.option(
         "--tau",
         type=float,
-        default=0.5,
+        default=0.0,
         show_default=True,
         help="Weight of the trace part of the reward.",
     )

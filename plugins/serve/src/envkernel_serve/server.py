@@ -55,7 +55,7 @@ class ServeSettings:
     host: str = "127.0.0.1"
     port: int = 8000
     max_steps: int = 64
-    tau: float = 0.5
+    tau: float = 0.0
     warm: int = 2
     """Sandboxes of the default environment opened before the first session."""
     keep_idle: int = 256

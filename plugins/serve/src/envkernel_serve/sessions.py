@@ -231,8 +231,8 @@ class ServeCore:
     pool: WarmPool
     max_steps: int = 64
     """Tool calls an episode may make before it is truncated (``done`` with ``truncated: true``)."""
-    tau: float = 0.5
-    """τ of the reward: ``max(0, τ·trace + (1−τ)·outcome − penalties)``."""
+    tau: float = 0.0
+    """τ of the reward: ``max(0, τ·trace + (1−τ)·outcome − penalties)`` (0: the outcome alone)."""
     live: dict[str, Episode] = field(default_factory=dict)
     _counter: int = 0
 

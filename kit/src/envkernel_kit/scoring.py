@@ -248,7 +248,7 @@ def score(
     matched = match_calls(ref, trajectory.calls, rel_tol)
     n_matched = sum(m is not None for m in matched)
     trace = n_matched / len(ref) if ref else 1.0
-    if n_matched < len(ref):
+    if n_matched < len(ref) and tau > 0:  # with τ 0 the trace costs nothing: Reward.trace says it
         unmatched = [_fmt_call(c) for c, m in zip(ref, matched, strict=True) if m is None]
         reasons.append(
             f"trace: {n_matched}/{len(ref)} reference calls matched; unmatched: {', '.join(unmatched)}"

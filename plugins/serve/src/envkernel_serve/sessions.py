@@ -494,9 +494,14 @@ class Episode:
         if self._graded is not None and self._graded[0] == key:
             return self._graded[1]  # nothing changed since the last grading (a state after a step)
         final_state: dict[str, list[dict[str, Any]]] = {}
-        if self.task.outcome.mutates and self.lease is not None:
+        task = self.task
+        if (task.outcome.mutates or task.outcome.unchanged) and self.lease is not None:
             final_state = msgspec.convert(
                 await self.lease.sandbox.state(), dict[str, list[dict[str, Any]]]
+            )
+        elif task.outcome.unchanged:  # no sandbox yet: nothing changed, nothing to compare
+            task = msgspec.structs.replace(
+                task, outcome=msgspec.structs.replace(task.outcome, unchanged={}, generated={})
             )
         traj = Trajectory(
             task_id=self.task.id,
@@ -507,10 +512,10 @@ class Episode:
             format_errors=self.format_errors,
             termination="answer" if self.answer else "max_turns",
         )
-        if self.task.outcome.check:
-            graded = await check_reward(self.core, self.task, traj, model="serve")
+        if task.outcome.check:
+            graded = await check_reward(self.core, task, traj, model="serve")
         else:
-            graded = score(self.task, traj, tau=self.core.tau, model="serve")
+            graded = score(task, traj, tau=self.core.tau, model="serve")
         self._graded, self.reasons = (key, graded.score), list(graded.reasons)
         return graded.score
 

@@ -310,7 +310,7 @@ SEED = {
 
 
 def _whole(task: Task, keep: dict[str, list[dict]]) -> Task:
-    """``task`` with the digests of the tables it leaves unchanged, as the chains sampler records them."""
+    """``task`` with the digests of the tables it leaves unchanged, as chains makes them."""
     from envkernel_schemas.rows import table_digest
 
     gen = {"customers": ["id", "created_at"], "orders": ["id"]}

@@ -24,11 +24,12 @@ A task's checklist has two kinds of checks:
   touch is unchanged and no unexpected row appeared; every other table is as it was
   (``Outcome.unchanged``, by digest); a read-only rollout looked up the rows its answer is about
   (:func:`envkernel_kit.scoring.observed`); the answer is not the tools' raw JSON. The last three
-  are *fatal*: one failing makes the score 0 (a change nobody asked for fails the task). Guards never earn credit; a failing guard
-  only adds to the denominator. Without this, an agent that did nothing would earn the guards'
-  share (τ²-bench's "do-nothing scores above 0"); with it, doing nothing scores exactly 0 and the
-  reference scores exactly 1, so the checklist can drive the kernel's task gate. A read-only
-  task's guard is precision: the answer says no value of the rows it was not asked for.
+  are *fatal*: one failing makes the score 0 (a change nobody asked for fails the task). Guards
+  never earn credit; another failing guard only adds to the denominator. Without this, an agent
+  that did nothing would earn the guards' share (τ²-bench's "do-nothing scores above 0"); with
+  it, doing nothing scores exactly 0 and the reference scores exactly 1, so the checklist can
+  drive the kernel's task gate. A read-only task's guard is precision: the answer says no value
+  of the rows it was not asked for.
 
 ``score = passed credit checks / (credit checks + failed guard checks)``: partial credit, as in
 EnvScaler, in [0, 1].

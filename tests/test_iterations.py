@@ -131,6 +131,10 @@ def _learn(envk: Any, seed: int) -> Path:
         "4",
         "--seed",
         str(seed),
+        # the trace term as a warm-up curriculum: with the outcome alone (τ 0, the default) this
+        # toy learner's rewards are too sparse to learn from in 8 iterations
+        "--set",
+        "traceoutcome.tau=0.5",
         *sources,
         run_id=f"learn{seed}",
         source=None,

@@ -162,13 +162,20 @@ def test_the_gate_passes_the_reference_and_kills_every_applicable_mutant(
 ) -> None:
     _, gated = shapes
     assert gated[shape]
+    passed = []
     for t, scores, kinds in gated[shape]:
         assert scores[0] == 1.0 and scores[1] == 0.0, (t.request, scores)
         applied = [
             (k, s) for k, s in zip(kinds[2:], scores[2:], strict=True) if k.startswith("mutant:")
         ]
         assert applied, (t.request, kinds)  # at least the last call dropped and the answer cut
-        assert all(s < 1.0 for _k, s in applied), (t.request, applied)
+        # the outcome alone (τ 0) must tell each near miss from the reference, or the gate rejects
+        # the task (mutant_survived): a changed filter whose rows hold the asked ones, answered
+        # right, is another correct path, not a near miss the check can see
+        passed.append(all(s < 1.0 for _k, s in applied))
+        cut = [s for k, s in applied if k in ("mutant:answer_missing", "mutant:drop_last")]
+        assert all(s < 1.0 for s in cut), (t.request, applied)
+    assert any(passed), (shape, [(t.request, k) for t, _s, k in gated[shape]])
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))

@@ -208,9 +208,16 @@ def test_duplicate_tasks_are_rejected_and_counted_apart(envk) -> None:
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     s = run.summary
     assert s["envs_synthesized"] == 2 and s["tasks_proposed"] == 6
-    assert s["tasks"] == 3 and s["rejected"] == {"task:duplicate": 3} and s["failures"] == 0
-    assert len(run.jsonl("tasks.jsonl")) == 3
-    assert [r["reason"] for r in run.jsonl("rejected.jsonl")] == ["duplicate"] * 3
+    # a first copy may be rejected as mutant_survived (a near miss the outcome alone cannot tell)
+    survived = s["rejected"].get("task:mutant_survived", 0)
+    assert s["tasks"] + survived == 3 and s["failures"] == 0
+    assert s["rejected"] == {
+        "task:duplicate": 3,
+        **({"task:mutant_survived": survived} if survived else {}),
+    }
+    assert len(run.jsonl("tasks.jsonl")) == s["tasks"]
+    reasons = [r["reason"] for r in run.jsonl("rejected.jsonl")]
+    assert reasons.count("duplicate") == 3 and len(reasons) == 3 + survived
 
 
 def test_invalid_run_id_is_a_usage_error(envk) -> None:

@@ -36,15 +36,17 @@ def test_every_proposed_task_passes_the_gate(corpus_run) -> None:  # type: ignor
     s = run.summary
     assert s["exit_code"] == 0 and s["failures"] == 0, run.proc.stderr[-3000:]
     assert s["envs_verified"] == 7
-    # the reference always scores 1 and do-nothing 0; the gate's mutants may reject a few tasks
-    # whose check
-    # cannot tell a near miss from the reference (it rejected none before it ran mutants, and told
-    # nothing)
+    # the reference always scores 1 and do-nothing 0; the gate's mutants reject the tasks whose
+    # outcome (τ 0: the trace term is out of the reward) cannot tell a near miss from the
+    # reference: a lookup whose rows an earlier call showed, a final "show me" lookup, a changed
+    # filter whose rows hold the asked ones (about a quarter of the proposed tasks)
     assert s["tasks_proposed"] == 7 * 25 and s["tasks"] == s["tasks_proposed"] - s["tasks_rejected"]
     assert (
         set(s["rejected"]) <= {"task:mutant_survived"}
-        and s["tasks_rejected"] <= 0.05 * s["tasks_proposed"]
+        and s["tasks_rejected"] <= 0.4 * s["tasks_proposed"]
     )
+    for env_id, kinds in s["mutants"].items():  # the outcome alone kills them
+        assert all(k["killed"] == k["outcome_killed"] for k in kinds.values()), env_id
     assert set(s["mutants"]) == {
         "bank",
         "calendar",
@@ -55,8 +57,10 @@ def test_every_proposed_task_passes_the_gate(corpus_run) -> None:  # type: ignor
         "travel",
     }
     assert s["mean_reward"] == 1.0
-    assert s["tool_coverage"] >= 0.9
-    assert len(s["chain_lengths"]) >= 5 and s["unique_chain_shapes"] >= 100
+    # get_* tools whose only use is a lookup that adds nothing the outcome can require (the row
+    # an earlier list or the change itself returned) are in rejected tasks only
+    assert s["tool_coverage"] >= 0.75
+    assert len(s["chain_lengths"]) >= 5 and s["unique_chain_shapes"] >= 80
 
 
 def test_tasks_have_difficulty_split_and_implicit_requests(corpus_run) -> None:  # type: ignore[no-untyped-def]
@@ -181,8 +185,16 @@ def test_planted_distractors_go_through_the_kernels_rollouts_gate_and_exports(co
     tasks = {t["id"]: t for t in run.jsonl("tasks.jsonl")}
     planted = [t for t in tasks.values() if t["planted"]]
     assert len(planted) >= 0.15 * len(tasks) and all(1 <= len(t["planted"]) <= 3 for t in planted)
-    for env_id, kinds in run.summary["mutants"].items():
-        assert kinds["distractor"]["applied"] == kinds["distractor"]["killed"], env_id
+    # the distractor mutant is killed by the outcome alone, or its task is rejected (a distractor
+    # row in a final "show me" lookup changes no state)
+    applied = sum(k["distractor"]["applied"] for k in run.summary["mutants"].values())
+    killed = sum(k["distractor"]["outcome_killed"] for k in run.summary["mutants"].values())
+    assert killed >= 0.8 * applied, (killed, applied)
+    assert all(
+        not any(r["task_id"] == t for t in tasks)
+        for r in run.jsonl("rejected.jsonl")
+        if "distractor" in r.get("detail", "")
+    )
     checked = 0
     for r in run.jsonl("rollouts.jsonl"):
         t = tasks.get(r["task_id"])
@@ -216,7 +228,7 @@ def test_the_walk_baseline_runs_through_the_gate(envk) -> None:  # type: ignore[
     )
     s = run.summary
     assert s["exit_code"] == 0 and s["plugins"]["sampler"] == ["walk"], run.proc.stderr[-3000:]
-    assert s["tasks"] >= 30 and set(s["rejected"]) <= {
+    assert s["tasks"] >= 12 and set(s["rejected"]) <= {
         "task:mutant_survived"
-    }  # (a near miss the check cannot tell)
+    }  # (a near miss the outcome cannot tell: random walks end in lookups that add nothing)
     assert all(t["sampler"] == "walk" for t in run.jsonl("tasks.jsonl"))

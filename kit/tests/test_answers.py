@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from envkernel_kit.answers import answer_score, answer_units, mentions, result_rows, stuffed_answer
+from envkernel_kit.answers import (
+    answer_score,
+    answer_units,
+    facts_in_words,
+    mentions,
+    raw_dump,
+    result_rows,
+    stem,
+    stuffed_answer,
+)
 from envkernel_schemas import Outcome
 
 CHANNELS = Outcome(
@@ -102,3 +111,33 @@ def test_the_rows_of_an_envelope_are_found_whatever_it_is_called() -> None:
         answer_score(Outcome(mutates=False, answer_facts=["Bo"], answer_absent=["Ann"]), stuffed)[0]
         == 0.0
     )
+
+
+def test_a_lone_number_must_be_the_number_the_answer_states() -> None:
+    count = Outcome(mutates=False, answer_facts=["5"])
+    assert answer_score(count, "There are 5 of them.")[0] == 1.0
+    assert answer_score(count, "'Room 12' and four others: 5 in all.")[0] == 1.0  # quoted names
+    # a 5 somewhere is not the count the answer states
+    assert answer_score(count, "There are 4 (ids 5, 6, 7, 8).")[0] == 0.0
+    assert answer_score(count, "I found nothing.")[0] == 0.0
+    total = Outcome(mutates=False, answer_facts=["1234.5"])
+    assert answer_score(total, "The total is 1,234.50.")[0] == 1.0
+
+
+def test_raw_json_dumps_fail_whatever_they_contain() -> None:
+    count = Outcome(mutates=False, answer_facts=["2"])
+    dump = '[{"id": "h1", "stars": 2}, {"id": "h2", "stars": 4}]'
+    assert raw_dump(dump) and raw_dump("Here you go: " + dump)
+    assert answer_score(count, "2 " + dump)[0] == 0.0
+    assert answer_score(CHANNELS, '{"general": "active", "random": "archived"}')[0] == 0.0
+    assert not raw_dump("general: active; random: archived {sic}.")
+    assert answer_score(CHANNELS, "general: active; random: archived.")[0] == 1.0
+
+
+def test_text_facts_match_other_simple_word_forms() -> None:
+    spec = Outcome(mutates=False, answer_facts=["dermatology"])
+    assert answer_score(spec, "She is a dermatologist.")[0] == 1.0
+    assert answer_score(spec, "She is a cardiologist.")[0] == 0.0
+    assert stem("dermatology") == stem("dermatologists") and stem("class") == "class"
+    assert mentions("pediatrics", "the pediatrician on call") >= 0
+    assert facts_in_words(CHANNELS) == "Here is what I found: general: active; random: archived."

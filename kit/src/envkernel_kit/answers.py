@@ -4,8 +4,13 @@ Shared by the reward models (``traceoutcome``, ``checklist``) and the samplers t
 Outcome, so an answer is judged the same way everywhere.
 
 - **Facts** (``answer_facts``): each must be in the answer. A text fact is found
-  case-insensitively; a number fact (``149``, ``12.75``) matches a number written in the answer
-  within a tolerance (``12.750``, ``1,234.5``), never a digit inside another number.
+  case-insensitively, or as the same words in another simple word form (``dermatologist`` for
+  ``dermatology``, :func:`stem`); a number fact (``149``, ``12.75``) matches a number written in
+  the answer within a tolerance (``12.750``, ``1,234.5``), never a digit inside another number.
+  When the answer is one number (a count, a total, a value: the only fact, no rows), it must be
+  the number the answer states (:func:`stated_number`: its first number outside quoted names),
+  not a number said anywhere in it.
+- **Raw dumps**: an answer that is, or holds, the tools' raw JSON (:func:`raw_dump`) scores 0.
 - **Rows** (``answer_rows``, each ``[label, value, ...]``): each value must be said after its
   label and before the next row's label, so a per-row pair is checked, not just the set of
   distinct values. With ``answer_ordered`` the
@@ -20,6 +25,7 @@ failed precision guard, with the reasons.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any, NamedTuple
@@ -27,6 +33,7 @@ from typing import Any, NamedTuple
 from .deprecation import deprecated_alias
 
 __all__ = [
+    "GUARD_KINDS",
     "ITEM_KEYS",
     "META_WORDS",
     "NUMBER",
@@ -35,10 +42,14 @@ __all__ = [
     "answer_score",
     "answer_units",
     "envelope_key",
+    "facts_in_words",
     "find_number",
     "is_number",
     "mentions",
+    "raw_dump",
     "result_rows",
+    "stated_number",
+    "stem",
     "stuffed_answer",
 ]
 
@@ -74,11 +85,89 @@ def find_number(value: float, text: str) -> int:
     return -1
 
 
+_WORD = re.compile(r"\w+")
+_STEMS = (
+    ("ologists", "olog"),
+    ("ologist", "olog"),
+    ("ological", "olog"),
+    ("ology", "olog"),
+    ("icians", "ic"),
+    ("ician", "ic"),
+    ("ics", "ic"),
+    ("ies", "y"),
+    ("sses", "ss"),
+    ("shes", "sh"),
+    ("ches", "ch"),
+    ("s", ""),
+)
+"""Word endings folded together (dermatology / dermatologist, pediatrics / pediatrician, hotels /
+hotel, categories / category), longest first."""
+
+
+def stem(word: str) -> str:
+    """A word's simple word form: lower case, one ending of :data:`_STEMS` folded (words of five
+    letters or more; ``ss`` is kept, so ``class`` stays ``class``)."""
+    w = word.lower()
+    if len(w) < 5 or w.endswith("ss"):
+        return w
+    for end, rep in _STEMS:
+        if w.endswith(end) and len(w) - len(end) >= 3:
+            return w[: len(w) - len(end)] + rep
+    return w
+
+
+def _word_form_find(fact: str, text: str) -> int:
+    """Position of ``fact``'s words in ``text`` as consecutive words of the same word forms
+    (:func:`stem`), or -1."""
+    want = [stem(w) for w in _WORD.findall(fact)]
+    if not want or not any(c.isalpha() for c in fact):
+        return -1
+    words = [(m.start(), stem(m.group(0))) for m in _WORD.finditer(text)]
+    n = len(want)
+    for i in range(len(words) - n + 1):
+        if all(words[i + j][1] == want[j] for j in range(n)):
+            return words[i][0]
+    return -1
+
+
 def mentions(fact: str, text: str) -> int:
-    """Position of ``fact`` in ``text`` (see the module docstring), or -1."""
+    """Position of ``fact`` in ``text`` (see the module docstring), or -1. A text fact is found
+    case-insensitively, else as the same words in another simple word form (``dermatologist``
+    says ``dermatology``)."""
     if is_number(fact):
         return find_number(float(fact), text)
-    return text.lower().find(fact.lower())
+    pos = text.lower().find(fact.lower())
+    return pos if pos >= 0 else _word_form_find(fact, text)
+
+
+_QUOTED = re.compile(r"(?<!\w)'[^'\n]+'(?!\w)|\"[^\"\n]*\"|“[^”\n]*”|‘[^’\n]*’")
+
+
+def stated_number(answer: str) -> float | None:
+    """The number an answer states: its first number outside quoted names (``'Room 12' is
+    higher by 5`` states 5), or None."""
+    nums = _numbers(_QUOTED.sub(lambda m: " " * len(m.group(0)), answer))
+    return nums[0][1] if nums else None
+
+
+def raw_dump(answer: str) -> bool:
+    """True when ``answer`` is, or holds, raw tool JSON: an object of two or more members or a
+    list of objects, rather than the facts said in words."""
+    dec = json.JSONDecoder()
+    tries = 0
+    for m in re.finditer(r"[\[{]", answer):
+        tries += 1
+        if tries > 50:
+            break
+        try:
+            value, _ = dec.raw_decode(answer, m.start())
+        except ValueError:
+            continue
+        if (isinstance(value, dict) and len(value) >= 2) or (
+            isinstance(value, list) and any(isinstance(x, dict) for x in value)
+        ):
+            return True
+    return False
 
 
 def _said_apart(value: str, answer: str, expected: list[str]) -> bool:
@@ -124,11 +213,16 @@ def _label_positions(labels: list[str], low: str) -> list[int]:
     return pos
 
 
+GUARD_KINDS = frozenset({"precision", "dump"})
+"""Kinds of unit that earn no credit: a failed one makes the answer's score 0."""
+
+
 class Unit(NamedTuple):
     """One checked part of an answer."""
 
     kind: str
-    """``fact``, ``row``, ``order`` or ``precision`` (a guard: it only ever costs credit)."""
+    """``fact``, ``row``, ``order``, ``precision`` or ``dump`` (guards: they only ever cost
+    credit)."""
     description: str
     """What is checked."""
     passed: bool
@@ -169,17 +263,41 @@ def answer_units(outcome: Any, answer: str) -> list[Unit]:
     rows: list[list[str]] = [list(r) for r in getattr(outcome, "answer_rows", []) if r]
     answer = answer or ""
     in_rows = {v.lower() for r in rows for v in r}
-    units = [
-        Unit(
-            "fact",
-            f"the answer mentions {f!r}",
-            mentions(f, answer) >= 0,
-            "" if mentions(f, answer) >= 0 else "not in the final answer",
+    if len(facts) == 1 and not rows and is_number(facts[0]):
+        # a count, total or value: the number the answer states, not a number anywhere in it
+        said = stated_number(answer)
+        ok = said is not None and math.isclose(
+            said, float(facts[0]), rel_tol=REL_TOL, abs_tol=ABS_TOL
         )
-        for f in facts
-        if f.lower() not in in_rows
-    ]
+        units = [
+            Unit(
+                "fact",
+                f"the answer states the number {facts[0]!r}",
+                ok,
+                "" if ok else ("it states no number" if said is None else "it states another"),
+            )
+        ]
+    else:
+        units = [
+            Unit(
+                "fact",
+                f"the answer mentions {f!r}",
+                mentions(f, answer) >= 0,
+                "" if mentions(f, answer) >= 0 else "not in the final answer",
+            )
+            for f in facts
+            if f.lower() not in in_rows
+        ]
     units += _row_units(rows, answer, bool(getattr(outcome, "answer_ordered", False)))
+    if raw_dump(answer):
+        units.append(
+            Unit(
+                "dump",
+                "the answer says its facts in words, not as the tools' raw JSON",
+                False,
+                "it holds raw JSON",
+            )
+        )
     absent = list(getattr(outcome, "answer_absent", []))
     if absent:
         expected = [v for v in facts + [x for r in rows for x in r] if not is_number(v)]
@@ -369,15 +487,26 @@ def stuffed_answer(answer: str, outputs: list[Any], last_too: bool) -> str | Non
     return f"{answer} Everything I found: {compact(every)}" if every else None
 
 
+def facts_in_words(outcome: Any) -> str:
+    """A read-only Outcome's expected answer said plainly (``Here is what I found: Desk Lamp: 3499;
+    12.``), for a task that carries no reference answer of its own (``Outcome.answer``); empty when
+    it has no facts."""
+    rows = [list(r) for r in getattr(outcome, "answer_rows", []) if r]
+    in_rows = {v.lower() for r in rows for v in r}
+    parts = [r[0] + (": " + ", ".join(r[1:]) if len(r) > 1 else "") for r in rows]
+    parts += [f for f in outcome.answer_facts if f.lower() not in in_rows]
+    return f"Here is what I found: {'; '.join(parts)}." if parts else ""
+
+
 def answer_score(outcome: Any, answer: str) -> tuple[float, list[str]]:
     """The share of the expected answer present in ``answer``, 0 when it says an absent value; with reasons."""
     units = answer_units(outcome, answer)
-    credit = [u for u in units if u.kind != "precision"]
+    credit = [u for u in units if u.kind not in GUARD_KINDS]
     if not credit:
         return 0.0, ["outcome: the read-only task has no answer facts to check"]
     frac = sum(u.passed for u in credit) / len(credit)
     reasons = [f"outcome: {u.description}: {u.detail}" for u in units if not u.passed]
-    if any(u.kind == "precision" and not u.passed for u in units):
+    if any(u.kind in GUARD_KINDS and not u.passed for u in units):
         frac = 0.0
     return frac, reasons
 

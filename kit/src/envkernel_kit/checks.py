@@ -48,6 +48,7 @@ from envkernel_schemas import (
     VerifyReport,
 )
 
+from .answers import facts_in_words
 from .testing import FakeContext, RunnerContext
 
 __all__ = [
@@ -581,7 +582,11 @@ async def _reference(task: Task, env: EnvSpec, runner: Any) -> Trajectory:
         for call in task.calls:
             await tool_env.call(call.name, call.arguments)
         last = tool_env.records[-1].result if tool_env.records else None
-        answer = msgspec.json.encode(last.value).decode() if last is not None and last.ok else ""
+        answer = (
+            task.outcome.answer
+            or facts_in_words(task.outcome)
+            or (msgspec.json.encode(last.value).decode() if last is not None and last.ok else "")
+        )
         traj = _trajectory(task, "reference", tool_env.records, answer, 0)
         return msgspec.structs.replace(traj, final_state=await session.state())
     finally:

@@ -1,20 +1,26 @@
-"""The trace + outcome reward, as pure functions (no kernel, no I/O): the ``traceoutcome`` reward model
-and ``envkernel serve`` (a session's reward) both score with it.
+"""The outcome reward (with an optional trace term), as pure functions (no kernel, no I/O): the
+``traceoutcome`` reward model and ``envkernel serve`` (a session's reward) both score with it.
 
-``score = max(0, τ·trace + (1−τ)·outcome − length_penalty − format_penalty)``, clamped to [0, 1]:
+``score = max(0, τ·trace + (1−τ)·outcome − length_penalty − format_penalty)``, clamped to [0, 1];
+τ is 0 by default, so the score is the outcome: any path to the right end state and answer scores 1.
 
-- **trace**: the *fraction* of reference calls matched by successful trajectory calls with the same
-  name and equal arguments after normalisation (key order ignored, ``null`` arguments treated as
-  absent, numbers equal within a relative tolerance, strings stripped and case-sensitive). Each
-  trajectory call matches at most one reference call, in any order (a maximum bipartite
-  matching). It is 1 exactly when every reference call is matched, as EnvFactory defines it; a
-  fraction gives partial credit below that.
-- **outcome**: for a chain that changes state, 1 when the final state, restricted to the tables of
-  ``expected_state`` and projected on their columns (so generated columns, already removed from
-  the expectation, are ignored), equals ``expected_state`` as multisets of rows; else 0. For a
-  read-only chain, the share of the expected answer in the final answer: facts (numbers within a
-  tolerance), every row with its values, the order when asked for; 0 when it also says rows not
-  asked for (:mod:`envkernel_kit.answers`).
+- **outcome** is checked over the whole state. Every table the reference changed
+  (``expected_state``) must equal its expected rows as a multiset, projected on their columns (the
+  columns the server generates are already left out of the expectation); every other table
+  (``Outcome.unchanged``, all of them for a read-only task) must be as it was, by its digest
+  (generated columns left out). Any change the request did not ask for makes the outcome 0. A
+  task that changes state then scores 1 exactly when the state is right. A read-only task's
+  outcome is the share of the expected answer its final answer states (facts, a count or total as
+  the number the answer states, every row with its values, the order when asked for;
+  :mod:`envkernel_kit.answers`), 0 when it also says rows not asked for or is a raw dump of the
+  tools' JSON, and 0 when the rollout never saw what the answer is about: the rows (or value) of
+  the reference's last lookup must be among the results of the rollout's successful calls (any
+  tool, any order, so another path to the same data counts; a guess without a lookup does not).
+- **trace** (a diagnostic, in the score only with τ > 0, for warm-up curricula): the *fraction*
+  of reference calls matched by successful trajectory calls with the same name and equal
+  arguments after normalisation (key order ignored, ``null`` arguments treated as absent, numbers
+  equal within a relative tolerance, strings stripped and case-sensitive). Each trajectory call
+  matches at most one reference call, in any order (a maximum bipartite matching).
 - **length penalty**: ``length_step`` per call beyond the reference's length, capped at ``cap``.
 - **format penalty**: ``format_step`` per format error, capped at ``cap``.
 """
@@ -26,10 +32,10 @@ import math
 from collections import Counter
 from typing import Any
 
-from envkernel_kit.answers import answer_score
+from envkernel_kit.answers import answer_score, envelope_key, result_rows
 from envkernel_kit.deprecation import deprecated_alias
 from envkernel_schemas import CallRecord, Outcome, Reward, State, Task, ToolCall, Trajectory
-from envkernel_schemas.rows import columns, row_key
+from envkernel_schemas.rows import columns, row_key, table_digest
 
 REL_TOL = 1e-6
 """Default relative tolerance for numbers in arguments."""
@@ -128,6 +134,82 @@ def expected_state_match(expected: State, initial: State, final: State) -> tuple
     return (0.0 if reasons else 1.0), reasons
 
 
+def unasked_changes(outcome: Outcome, final: State) -> list[str]:
+    """Reasons, one per table that changed though the request did not ask for it: a table of
+    ``outcome.unchanged`` whose rows (generated columns left out) differ from the initial ones, or
+    a table that was not there at all and now has rows. None when ``unchanged`` is empty (not
+    recorded)."""
+    if not outcome.unchanged:
+        return []
+    reasons = []
+    for table, want in outcome.unchanged.items():
+        got = table_digest(final.get(table, []), outcome.generated.get(table, []))
+        if got != want:
+            n_want, n_got = want.partition(":")[0], got.partition(":")[0]
+            reasons.append(
+                f"outcome: table {table!r} changed though the request did not ask for it"
+                f" ({n_got} rows, {n_want} before)"
+            )
+    for table, rows in final.items():
+        if rows and table not in outcome.unchanged and table not in outcome.expected_state:
+            reasons.append(
+                f"outcome: table {table!r} appeared though the request did not ask for it"
+            )
+    return reasons
+
+
+def _row_covers(seen: dict[str, Any], want: dict[str, Any], rel_tol: float) -> bool:
+    common = [k for k in want if k in seen]
+    if "id" in want:
+        if "id" not in seen:
+            return False
+    elif len(common) * 2 < len(want) or not common:
+        return False
+    return all(values_equal(seen[k], want[k], rel_tol) for k in common)
+
+
+def _seen_rows(value: Any) -> list[dict[str, Any]]:
+    rows = result_rows(value)
+    if isinstance(value, dict) and envelope_key(value) is None:
+        rows = [*rows, value, *(v for v in value.values() if isinstance(v, dict))]
+    return rows
+
+
+def observed(task: Task, trajectory: Trajectory, rel_tol: float = REL_TOL) -> tuple[bool, str]:
+    """Whether a read-only rollout saw what its answer is about: every row of the reference's last
+    result (or that value) is among the results of the rollout's successful calls, by any tool (a
+    row is seen when a result has a row with its id and the same values in the columns both
+    have). True, with no reason, for a task that changes state or has no recorded outputs."""
+    if task.outcome.mutates or not task.outputs:
+        return True, ""
+    want = task.outputs[-1]
+    results = [rec.result.value for rec in trajectory.calls if rec.result.ok]
+    if any(values_equal(want, v, rel_tol) for v in results):
+        return True, ""
+    rows = result_rows(want) or ([want] if isinstance(want, dict) else [])
+    seen = [r for v in results for r in _seen_rows(v)]
+    if not rows:  # a value: in a result, or a member of a row of one
+        if isinstance(want, (list, dict)):
+            return False, "outcome: the rollout never looked up what the answer is about"
+        if any(values_equal(want, x, rel_tol) for r in seen for x in r.values()):
+            return True, ""
+        return False, "outcome: the rollout never looked up what the answer is about"
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for r in seen:
+        by_id.setdefault(str(r.get("id")), []).append(r)
+    missing = 0
+    for w in rows:
+        cands = by_id.get(str(w["id"]), []) if "id" in w else seen
+        if not any(_row_covers(r, w, rel_tol) for r in cands):
+            missing += 1
+    if missing:
+        return False, (
+            f"outcome: the rollout never looked up {missing} of the {len(rows)} rows"
+            " the answer is about"
+        )
+    return True, ""
+
+
 def facts_outcome(facts: list[str], answer: str) -> tuple[float, list[str]]:
     """The share of answer facts contained in the answer (see :mod:`envkernel_kit.answers`); with reasons."""
     return answer_score(Outcome(mutates=False, answer_facts=facts), answer)
@@ -154,7 +236,7 @@ def score(
     task: Task,
     trajectory: Trajectory,
     *,
-    tau: float = 0.5,
+    tau: float = 0.0,
     length_step: float = 0.05,
     format_step: float = 0.05,
     cap: float = 0.5,
@@ -167,7 +249,7 @@ def score(
     matched = match_calls(ref, trajectory.calls, rel_tol)
     n_matched = sum(m is not None for m in matched)
     trace = n_matched / len(ref) if ref else 1.0
-    if n_matched < len(ref):
+    if n_matched < len(ref) and tau > 0:  # with τ 0 the trace costs nothing: Reward.trace says it
         unmatched = [_fmt_call(c) for c, m in zip(ref, matched, strict=True) if m is None]
         reasons.append(
             f"trace: {n_matched}/{len(ref)} reference calls matched; unmatched: {', '.join(unmatched)}"
@@ -178,7 +260,13 @@ def score(
         )
     else:
         outcome, why = answer_score(task.outcome, trajectory.final_answer)
-    reasons.extend(why)
+        seen, blind = observed(task, trajectory, rel_tol)
+        if not seen:
+            outcome, why = 0.0, [*why, blind]
+    unasked = unasked_changes(task.outcome, trajectory.final_state)
+    if unasked:
+        outcome = 0.0
+    reasons.extend(why + unasked)
     extra = max(0, len(trajectory.calls) - len(ref))
     length_penalty = min(cap, length_step * extra)
     if extra:

@@ -282,3 +282,43 @@ async def test_a_task_with_a_check_script_is_graded_by_it_in_a_sandbox() -> None
         assert "total: 0" in got[2].reasons
     finally:
         await runner.aclose()
+
+
+def test_an_unasked_change_a_blind_answer_and_a_raw_dump_score_zero() -> None:
+    """The fatal guards: a table outside the expected ones changed, a read-only answer about rows
+    the rollout never looked up, an answer that is the tools' raw JSON."""
+    from envkernel_schemas.rows import table_digest
+
+    customers = [{"id": 1}]  # as traj() dumps them
+    t = task(CANCEL_3)
+    t = msgspec.structs.replace(
+        t,
+        outcome=msgspec.structs.replace(
+            t.outcome,
+            unchanged={"customers": table_digest(customers, ["id"])},
+            generated={"customers": ["id"]},
+        ),
+    )
+    good = traj(CANCEL_3)
+    assert score(t, good).score == 1.0
+    wiped = msgspec.structs.replace(good, final_state={**good.final_state, "customers": []})
+    r = score(t, wiped)
+    assert r.score == 0.0 and any("unasked" in x for x in r.reasons)
+    row = {"id": 1, "name": "Ann", "tier": "gold"}
+    ro = Task(
+        id="t",
+        env_id="e",
+        request="What tier is Ann?",
+        calls=[ToolCall(name="get_customer", arguments={"id": 1})],
+        outputs=[row],
+        outcome=Outcome(mutates=False, answer_facts=["gold"]),
+    )
+    seen = [CallRecord(call=ToolCall(name="get_customer"), result=ToolResult(ok=True, value=row))]
+    assert (
+        score(ro, Trajectory(task_id="t", policy="p", calls=seen, final_answer="Gold.")).score
+        == 1.0
+    )
+    blind = score(ro, Trajectory(task_id="t", policy="p", final_answer="Gold."))
+    assert blind.score == 0.0 and any("observed" in x for x in blind.reasons)
+    dump = Trajectory(task_id="t", policy="p", calls=seen, final_answer='{"id": 1, "tier": "gold"}')
+    assert score(ro, dump).score == 0.0

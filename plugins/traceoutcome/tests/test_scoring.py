@@ -190,10 +190,19 @@ def test_reference_scores_one() -> None:
         _traj(
             _reference_records(),
             FINAL_UNCHANGED,
-            answer=json.dumps({"name": "Ann Lee", "tier": "gold"}),
+            answer="Ann Lee is a gold customer.",
         ),
     )
     assert r.score == 1.0
+    dump = score(
+        _task(False),
+        _traj(
+            _reference_records(),
+            FINAL_UNCHANGED,
+            answer=json.dumps({"name": "Ann Lee", "tier": "gold"}),
+        ),
+    )
+    assert dump.score == 0.0 and any("raw JSON" in x for x in dump.reasons)
 
 
 def test_nothing_scores_zero() -> None:
@@ -294,3 +303,90 @@ def test_settings_validation_and_registration() -> None:
     got: dict[str, object] = {}
     register_reward_models(lambda n, f: got.__setitem__(n, f))
     assert got == {"traceoutcome": TraceOutcome}
+
+
+# -- the whole state, what the rollout saw, τ 0 by default (issue 30) -----------------------------
+
+SEED = {
+    "customers": [
+        {"id": 1, "name": "Ann Lee", "tier": "gold", "created_at": "t0"},
+        {"id": 2, "name": "Bo Chen", "tier": "basic", "created_at": "t0"},
+    ],
+    "orders": [{"id": 7, "customer_id": 1, "status": "pending"}],
+}
+
+
+def _whole(task: Task, keep: dict[str, list[dict]]) -> Task:
+    """``task`` with the digests of the tables it leaves unchanged, as chains makes them."""
+    from envkernel_schemas.rows import table_digest
+
+    gen = {"customers": ["id", "created_at"], "orders": ["id"]}
+    o = msgspec.structs.replace(
+        task.outcome,
+        unchanged={t: table_digest(rows, gen.get(t, [])) for t, rows in keep.items()},
+        generated={t: gen[t] for t in keep if t in gen},
+    )
+    return msgspec.structs.replace(task, outcome=o)
+
+
+def _lookup_task() -> Task:
+    out = [{"id": 1, "name": "Ann Lee", "tier": "gold"}]
+    return _whole(
+        Task(
+            id="t2",
+            env_id="shop",
+            request="What tier is Ann Lee?",
+            calls=[ToolCall(name="list_customers", arguments={"q": "Ann"})],
+            outputs=[out],
+            outcome=Outcome(mutates=False, answer_facts=["gold"], answer="Ann Lee is gold."),
+        ),
+        SEED,
+    )
+
+
+def _seen(name: str, value: object) -> CallRecord:
+    return CallRecord(
+        call=ToolCall(name=name, arguments={}), result=ToolResult(ok=True, value=value)
+    )
+
+
+def test_tau_is_zero_by_default_and_the_trace_stays_a_diagnostic() -> None:
+    assert Settings().tau == 0.0
+    r = score(_task(), _traj([], FINAL_OK, answer="Done."))  # the right end state, no call matched
+    assert r.score == 1.0 and r.trace == 0.0 and r.tau == 0.0
+    assert score(_task(), _traj([], FINAL_OK), tau=0.5).score == 0.5  # the option still works
+
+
+def test_a_change_the_request_did_not_ask_for_fails_the_task() -> None:
+    task = _lookup_task()
+    seen = [_seen("list_customers", [{"id": 1, "name": "Ann Lee", "tier": "gold"}])]
+    ok = score(task, _traj(seen, SEED, answer="Ann Lee is gold."))
+    assert ok.score == 1.0 and ok.reasons == []
+    # the generated columns may differ (a row deleted and made again gets a new id)
+    regen = {**SEED, "orders": [{"id": 99, "customer_id": 1, "status": "pending"}]}
+    assert score(task, _traj(seen, regen, answer="Ann Lee is gold.")).score == 1.0
+    wiped = {**SEED, "orders": []}
+    r = score(task, _traj(seen, wiped, answer="Ann Lee is gold."))
+    assert r.score == 0.0 and any("'orders' changed" in x for x in r.reasons)
+    new_table = {**SEED, "notes": [{"id": 1}]}
+    assert score(task, _traj(seen, new_table, answer="Ann Lee is gold.")).score == 0.0
+    # a write task: the changed tables as expected, an unrelated one wiped
+    write = _whole(_task(), {"customers": SEED["customers"]})
+    good = {**FINAL_OK, "customers": SEED["customers"]}
+    assert score(write, _traj(_reference_records(), good)).score == 1.0
+    bad = {**FINAL_OK, "customers": []}
+    assert score(write, _traj(_reference_records(), bad)).score == 0.0
+
+
+def test_a_read_only_answer_counts_only_about_rows_the_rollout_looked_up() -> None:
+    task = _lookup_task()
+    guess = score(task, _traj([], SEED, answer="Ann Lee is gold."))
+    assert guess.score == 0.0 and any("never looked up" in x for x in guess.reasons)
+    # another tool showing the same row (more columns) is another path: it counts
+    other = [_seen("get_customer", {"id": 1, "name": "Ann Lee", "tier": "gold", "city": "Oslo"})]
+    assert score(task, _traj(other, SEED, answer="Ann Lee is gold.")).score == 1.0
+    # a row with another id, or other values, does not
+    wrong = [_seen("get_customer", {"id": 2, "name": "Ann Lee", "tier": "gold"})]
+    assert score(task, _traj(wrong, SEED, answer="Ann Lee is gold.")).score == 0.0
+    done = score(task, _traj(other, SEED, answer="Done."))
+    assert done.score == 0.0

@@ -225,6 +225,15 @@ class Outcome(Record, frozen=True, kw_only=True):
     """For a read-only chain: the rows of ``answer_rows`` must be said in their order."""
     answer: str = ""
     """The reference answer in words (what the ``reference`` policy says at the end)."""
+    unchanged: dict[str, str] = msgspec.field(default_factory=dict)
+    """Every table of the initial state that the reference leaves unchanged (all of them for a
+    read-only chain) -> the digest of its rows, generated columns removed
+    (:func:`envkernel_schemas.rows.table_digest`): the final state must match each one, so a
+    change the request did not ask for fails the task. Empty (a task made before it existed, or
+    by hand): tables outside ``expected_state`` are not checked."""
+    generated: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    """The columns the server generates, per table of ``unchanged`` that has any (left out of its
+    digest)."""
     check: str = ""
     """For a workspace task: Python source defining ``grade(transcript, workspace_path) -> dict``
     (PinchBench's shape: a score in [0, 1] per criterion). It runs inside a sandbox over the final

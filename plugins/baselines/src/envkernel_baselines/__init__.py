@@ -165,7 +165,9 @@ class Mutant:
             number = max(0, request.index - 2)
         kind = MUTANT_KINDS[number % len(MUTANT_KINDS)]
         messages = _opening(self.settings.system_prompt, request)
-        m = mutate(task, kind)
+        tools = getattr(env, "tools", None)
+        writes = {t.name for t in tools if getattr(t, "mutates", False)} if tools else None
+        m = mutate(task, kind, writes)
         if m is None:
             return Trajectory(
                 task_id=task.id,

@@ -6,6 +6,7 @@ emits a task only when every applicable one scores below 1:
 - ``drop_last``: every reference call but the last, then the reference answer;
 - ``change_arg``: one literal argument (not an id) of the latest call that has one changed (a
   number moved, a flag flipped, a text swapped for another row's value), then the reference answer;
+  in a task that changes state, of the latest call that changes state (when the tools are known);
 - ``answer_missing`` (read-only tasks): the reference answer with one item left out (the last
   row's label, or the last fact);
 - ``answer_stuffed`` (read-only tasks): the reference answer followed by every row of the earlier
@@ -23,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from envkernel_kit.answers import NUMBER, is_number, result_rows, stuffed_answer
+from envkernel_kit.answers import NUMBER, facts_in_words, is_number, result_rows, stuffed_answer
 from envkernel_kit.messages import compact
 from envkernel_kit.naming import is_id_name
 from envkernel_schemas import Task, ToolCall
@@ -43,9 +44,12 @@ class Mutated:
 
 
 def reference_answer(task: Task) -> str:
-    """What the reference says at the end: the task's answer in words, else the last output."""
+    """What the reference says at the end: the task's answer in words, else (a read-only task)
+    its expected facts said plainly, else the last output."""
     if task.outcome.answer:
         return task.outcome.answer
+    if not task.outcome.mutates and (said := facts_in_words(task.outcome)):
+        return said
     return (
         f"Done. Here is the result: {compact(task.outputs[-1])}"
         if task.outputs
@@ -191,14 +195,20 @@ def _distractor(task: Task) -> Mutated | None:
     return None
 
 
-def mutate(task: Task, kind: str) -> Mutated | None:
-    """The mutant ``kind`` of ``task``'s reference rollout, or None when it does not apply."""
+def mutate(task: Task, kind: str, writes: set[str] | None = None) -> Mutated | None:
+    """The mutant ``kind`` of ``task``'s reference rollout, or None when it does not apply.
+    ``writes``: the names of the environment's tools that change state, when known; a task that
+    changes state then has ``change_arg`` change an argument of a call that changes state (a
+    lookup's argument changes nothing: the later calls' arguments are copied as they were, so the
+    end state is the reference's and no check could tell it apart)."""
     calls, outputs, o = task.calls, task.outputs, task.outcome
     answer = reference_answer(task)
     if kind == "drop_last":
         return Mutated(list(calls[:-1]), answer) if calls else None
     if kind == "change_arg":
         for i in range(len(calls) - 1, -1, -1):
+            if o.mutates and writes is not None and calls[i].name not in writes:
+                continue
             for name, v in calls[i].arguments.items():
                 if is_id_name(name) or v is None:
                     continue

@@ -24,6 +24,7 @@ from envkernel_kit.answers import answer_score, stuffed_answer
 from envkernel_kit.argsgen import ArgumentBuilder
 from envkernel_kit.tools import Schema, schema_of, tool_infos
 from envkernel_schemas import EnvSpec, Outcome, Task, ToolCall
+from envkernel_schemas.rows import table_digest
 
 from .batch import BatchPlanner
 from .graph import build_graph, write_graph
@@ -497,6 +498,27 @@ class GraphSampler:
             persona=goal.persona,
         )
 
+    def whole_state(self, task: Task) -> Task:
+        """The task with the digest of every table its reference leaves unchanged
+        (``Outcome.unchanged``: the seed's rows plus the task's planted ones, generated columns
+        removed), so that a rollout that changes anything the request did not ask for fails."""
+        o = task.outcome
+        if o.check:
+            return task
+        initial: State = {t: list(rows) for t, rows in self.seed_state.items()}
+        for p in task.planted:
+            initial.setdefault(p.table, []).append(p.row)
+        gen = self.env.generated
+        keep = [t for t in initial if t not in o.expected_state]
+        return msgspec.structs.replace(
+            task,
+            outcome=msgspec.structs.replace(
+                o,
+                unchanged={t: table_digest(initial[t], gen.get(t, [])) for t in keep},
+                generated={t: list(gen[t]) for t in keep if gen.get(t)},
+            ),
+        )
+
     async def plant(self, sb: Any, seed: str, task: Task, steps: list[Step]) -> Task:
         """The task with near-duplicates of the row its request names planted in its initial state
         (:func:`envkernel_chains.plant.distractors`), its outputs and outcome those of the reference
@@ -954,7 +976,7 @@ async def sample_env(
             if refiner is not None and refine_rng.random() < s.refine_share:
                 task = await gs.refine(refiner, task)
             gs.described.pop(task.id, None)
-            yield task
+            yield gs.whole_state(task)
     if refiner is not None:
         await refiner.aclose()
         ctx.log.info("refiner", env=env.id, verdicts=dict(gs.refined))

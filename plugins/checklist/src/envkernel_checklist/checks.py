@@ -21,11 +21,15 @@ A task's checklist has two kinds of checks:
     (:mod:`envkernel_kit.answers`);
 
 - **guard checks** — that nothing else happened: per changed table, every row the task does not
-  touch is unchanged and no unexpected row appeared. Guards never earn credit; a failing guard
-  only adds to the denominator. Without this, an agent that did nothing would earn the guards'
-  share (τ²-bench's "do-nothing scores above 0"); with it, doing nothing scores exactly 0 and the
-  reference scores exactly 1, so the checklist can drive the kernel's task gate. A read-only
-  task's guard is precision: the answer says no value of the rows it was not asked for.
+  touch is unchanged and no unexpected row appeared; every other table is as it was
+  (``Outcome.unchanged``, by digest); a read-only rollout looked up the rows its answer is about
+  (:func:`envkernel_kit.scoring.observed`); the answer is not the tools' raw JSON. The last three
+  are *fatal*: one failing makes the score 0 (a change nobody asked for fails the task). Guards
+  never earn credit; another failing guard only adds to the denominator. Without this, an agent
+  that did nothing would earn the guards' share (τ²-bench's "do-nothing scores above 0"); with
+  it, doing nothing scores exactly 0 and the reference scores exactly 1, so the checklist can
+  drive the kernel's task gate. A read-only task's guard is precision: the answer says no value
+  of the rows it was not asked for.
 
 ``score = passed credit checks / (credit checks + failed guard checks)``: partial credit, as in
 EnvScaler, in [0, 1].
@@ -35,8 +39,9 @@ malformed". It is off by default because looking something up that turns out not
 recovering, is legitimate exploration; process quality is what the trace part and the format
 penalty of ``traceoutcome`` measure.
 
-Tables the reference chain does not change are not in the Outcome, so changes to them cannot be
-seen here (the same holds for ``traceoutcome``).
+Tables the reference chain does not change are checked by their digests in
+``Outcome.unchanged`` (a task without them, made by hand or before they existed, leaves them
+unchecked; the same holds for ``traceoutcome``).
 """
 
 from __future__ import annotations
@@ -47,8 +52,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from envkernel_kit.answers import answer_units
+from envkernel_kit.scoring import observed, unasked_changes
 from envkernel_schemas import Outcome, State, Task, Trajectory
 from envkernel_schemas.rows import canon, columns, row_key
+
+
+FATAL = ("unasked", "observed", "dump")
+"""Guards whose failure makes the score 0: a change the request did not ask for (a table outside
+the expected ones that changed), a read-only answer about rows the rollout never looked up, and an
+answer that is the tools' raw JSON."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +69,8 @@ class Check:
 
     kind: str
     """``changed``, ``inserted``, ``deleted``, ``fact``, ``row``, ``order``, ``unchanged`` (guard),
-    ``precision`` (guard) or ``calls`` (guard)."""
+    ``precision`` (guard), ``calls`` (guard), or the fatal guards ``unasked``, ``observed`` and
+    ``dump``."""
     table: str
     """The table (empty for facts and calls)."""
     description: str
@@ -70,7 +83,12 @@ class Check:
     @property
     def guard(self) -> bool:
         """Guards only ever cost credit."""
-        return self.kind in ("unchanged", "calls", "precision")
+        return self.kind in ("unchanged", "calls", "precision", *FATAL)
+
+    @property
+    def fatal(self) -> bool:
+        """A failed fatal guard makes the score 0 (see :data:`FATAL`)."""
+        return self.kind in FATAL
 
 
 def _show(row: dict[str, Any], limit: int = 160) -> str:
@@ -247,6 +265,15 @@ def checklist(task: Task, trajectory: Trajectory, *, strict_calls: bool = False)
         checks = state_checks(o.initial_state, o.expected_state, trajectory.final_state)
     else:
         checks = answer_checks(o, trajectory.final_answer)
+    for why in unasked_changes(o, trajectory.final_state):
+        checks.append(
+            Check("unasked", "", "nothing changed that the request did not ask for", False, why)
+        )
+    seen, blind = observed(task, trajectory)
+    if not seen:
+        checks.append(
+            Check("observed", "", "the rollout looked up what the answer is about", False, blind)
+        )
     if strict_calls:
         checks.append(call_check(trajectory))
     return checks
@@ -257,4 +284,6 @@ def fraction(checks: list[Check]) -> tuple[float, int, int]:
     credit = [c for c in checks if not c.guard]
     passed = sum(c.passed for c in credit)
     denom = len(credit) + sum(1 for c in checks if c.guard and not c.passed)
+    if any(c.fatal and not c.passed for c in checks):
+        return 0.0, passed, denom
     return (passed / denom if denom else 0.0), passed, denom

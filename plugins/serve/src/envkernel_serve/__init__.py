@@ -89,7 +89,7 @@ def serve_command() -> Any:
         type=float,
         default=None,
         help="Weight of the trace part of the reward (traceoutcome's tau; default: the run's, "
-        "else 0.5).",
+        "else 0).",
     )
     @click.option(
         "--reward",

@@ -196,7 +196,7 @@ def make_server(
             source, seed=catalog.seed, keep_idle=settings.keep_idle, fresh=settings.fresh
         ),
         max_steps=settings.max_steps,
-        tau=0.5 if settings.tau is None else settings.tau,
+        tau=0.0 if settings.tau is None else settings.tau,
         reward_model=model,
         reward_name=name or "serve",
     )

@@ -249,7 +249,7 @@ class ServeCore:
     pool: WarmPool
     max_steps: int = 64
     """Tool calls an episode may make before it is truncated (``done`` with ``truncated: true``)."""
-    tau: float = 0.5
+    tau: float = 0.0
     """τ of the reward without a ``reward_model``: ``max(0, τ·trace + (1−τ)·outcome − penalties)``."""
     reward_model: Any = None
     """The reward model that grades tasks without a check script (the run's, e.g. ``traceoutcome``);
@@ -561,9 +561,14 @@ class Episode:
         if self._graded is not None and self._graded[0] == key:
             return self._graded[1]  # nothing changed since the last grading (a state after a step)
         final_state: dict[str, list[dict[str, Any]]] = {}
-        if self.task.outcome.mutates and self.lease is not None:
+        task = self.task
+        if (task.outcome.mutates or task.outcome.unchanged) and self.lease is not None:
             final_state = msgspec.convert(
                 await self.lease.sandbox.state(), dict[str, list[dict[str, Any]]]
+            )
+        elif task.outcome.unchanged:  # no sandbox yet: nothing changed, nothing to compare
+            task = msgspec.structs.replace(
+                task, outcome=msgspec.structs.replace(task.outcome, unchanged={}, generated={})
             )
         traj = Trajectory(
             task_id=self.task.id,

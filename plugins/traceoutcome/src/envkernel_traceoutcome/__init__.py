@@ -1,4 +1,4 @@
-"""envkernel-traceoutcome: the EnvFactory-style reward model (trace + outcome).
+"""envkernel-traceoutcome: the outcome reward model, with an optional EnvFactory-style trace term.
 
 The maths lives in :mod:`envkernel_kit.scoring` (re-exported as :mod:`envkernel_traceoutcome.scoring`); this
 module wires it to the ``reward_model`` role with its settings and the τ schedule.
@@ -29,8 +29,10 @@ __all__ = [
 class TraceOutcomeSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Settings of the ``traceoutcome`` reward model."""
 
-    tau: float = 0.5
-    """Weight of the trace part (at iteration 0)."""
+    tau: float = 0.0
+    """Weight of the trace part (at iteration 0). 0 by default: the score is the outcome, so any
+    path to the right end state and answer scores 1; set it (or ``tau_final``) for a warm-up
+    curriculum that also rewards following the reference's calls."""
     tau_final: float | None = None
     """When set, τ moves linearly from ``tau`` to this over ``tau_iterations`` (EnvFactory: 0.9 -> 0.1)."""
     tau_iterations: int = 1

@@ -7,10 +7,12 @@ from envkernel_kit.scoring import (
     expected_state_match,
     facts_outcome,
     match_calls,
+    observed,
     score,
     state_outcome,
     table_matches,
     tau_at,
+    unasked_changes,
     values_equal,
 )
 
@@ -20,9 +22,11 @@ __all__ = [
     "expected_state_match",
     "facts_outcome",
     "match_calls",
+    "observed",
     "score",
     "state_outcome",
     "table_matches",
     "tau_at",
+    "unasked_changes",
     "values_equal",
 ]

@@ -301,13 +301,13 @@ def answer_units(outcome: Any, answer: str) -> list[Unit]:
     absent = list(getattr(outcome, "answer_absent", []))
     if absent:
         expected = [v for v in facts + [x for r in rows for x in r] if not is_number(v)]
-        said = [v for v in absent if _said_apart(v, answer, expected)]
+        extra = [v for v in absent if _said_apart(v, answer, expected)]
         units.append(
             Unit(
                 "precision",
                 "the answer says nothing of rows not asked for",
-                not said,
-                f"also says {said[:5]}" if said else "",
+                not extra,
+                f"also says {extra[:5]}" if extra else "",
             )
         )
     return units

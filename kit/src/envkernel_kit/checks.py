@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from envkernel.context import RecordingToolEnv
-from envkernel.router import call_role
+from envkernel_runtime.calls import call_role
 from envkernel_runtime.model import model_of
 from envkernel_schemas import (
     EnvRequested,
@@ -121,7 +121,8 @@ def sample_env() -> EnvSpec:
         EnvRequested(run="check", id="check-env", source_kind="sample"),
         FakeContext(component="sample"),
     )
-    return _items(env)[0]
+    first: EnvSpec = _items(env)[0]
+    return first
 
 
 def process_runner() -> Any:
@@ -189,7 +190,8 @@ async def _in_sandbox(runner: Any, env: EnvSpec, role: str, component: Any) -> d
             f"environment {env.id!r} does not load in a sandbox: {type(exc).__name__}: {exc}",
         ) from exc
     try:
-        return await session.state()
+        state: dict[str, Any] = await session.state()
+        return state
     finally:
         await session.close()
 
@@ -438,7 +440,9 @@ def check_verifier(
     async def go() -> VerifyReport:
         box = runner or process_runner()
         try:
-            report = await call_role(method, env, RunnerContext(box, component="check", role=role))
+            report: VerifyReport = await call_role(
+                method, env, RunnerContext(box, component="check", role=role)
+            )
         finally:
             if runner is None:
                 await box.aclose()
@@ -538,7 +542,7 @@ def check_policy(
                     session, [t for t in env.tools if t.name in task.tools] or env.tools
                 )
                 request = RolloutRequested(run="check", id="check-rollout", task=task, policy=name)
-                traj = await call_role(
+                traj: Trajectory = await call_role(
                     method, request, tool_env, FakeContext(component=name, role=role)
                 )
                 _expect(

@@ -60,7 +60,7 @@ def values_equal(a: Any, b: Any, rel_tol: float = REL_TOL) -> bool:
         return len(a) == len(b) and all(
             values_equal(x, y, rel_tol) for x, y in zip(a, b, strict=True)
         )
-    return a == b
+    return bool(a == b)
 
 
 def call_matches(ref: ToolCall, rec: CallRecord, rel_tol: float = REL_TOL) -> bool:

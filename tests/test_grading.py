@@ -182,7 +182,7 @@ async def test_grade_with_an_in_process_scorer(tasks: dict[str, Task], rollouts:
 def test_old_names_are_deprecated_aliases(tasks: dict[str, Task]) -> None:
     answer = next(t for t in tasks.values() if task_kind(t) is GradeKind.ANSWER)
     with pytest.warns(DeprecationWarning, match="answer_score"):
-        old = answers.answer_score(answer.outcome, answer.outcome.answer)
+        old = answers.answer_check(answer.outcome, answer.outcome.answer)
     assert old == answers.answer_score(answer.outcome, answer.outcome.answer)
     with pytest.warns(DeprecationWarning, match="expected_state_match"):
         assert scoring.state_outcome({}, {}, {}) == scoring.expected_state_match({}, {}, {})

@@ -23,8 +23,8 @@ import structlog
 from envkernel_kit.workspace import (
     TABLE,
     check_meta,
-    check_reward,
-    run_check,
+    run_grader_script,
+    script_reward,
     strip_meta,
     transcript,
 )
@@ -174,11 +174,11 @@ async def test_a_grader_looking_for_read_file_is_satisfied_by_the_renamed_tool()
         traj = Trajectory(task_id="t8", policy="p", final_state=state,
                           calls=[_record("read_file", {"files": ["notes.md"]}, got.value, "c1")],
                           final_answer="The beta release is on June 1, 2024.")  # fmt: skip
-        result = await run_check(ctx, env, t.check, state, transcript(task, traj))
+        result = await run_grader_script(ctx, env, t.check, state, transcript(task, traj))
         assert set(result["scores"].values()) == {1.0}, result
         as_read = Trajectory(task_id="t8", policy="p", final_state=state,
                              calls=[_record("read", {"path": "notes.md"}, got.value, "c1")])  # fmt: skip
-        old = await run_check(ctx, env, t.check, state, transcript(task, as_read))
+        old = await run_grader_script(ctx, env, t.check, state, transcript(task, as_read))
         assert old["scores"]["read_notes"] == 0.0  # the old claw name never met the criterion
     finally:
         await runner.aclose()
@@ -226,7 +226,7 @@ async def test_one_clock_for_the_shell_and_the_grader_on_the_calendar_task():
             assert (clock, tz) == ("real", "UTC") and abs(int(now) - real) < 120
             assert abs(int(mtime) - real) < 120  # the file's mtime is on the same clock
             traj = Trajectory(task_id="t1", policy="p", final_state=state)
-            reward = await check_reward(ctx, task, traj)
+            reward = await script_reward(ctx, task, traj)
             scores[label] = reward.score
         assert scores["shell"] == 1.0
         assert scores["frozen"] == pytest.approx(5 / 6)
@@ -274,7 +274,7 @@ async def test_sampled_tasks_carry_metadata_answers_are_never_the_rubric_and_hyb
         # hybrid: automated part scored, the judge part reported as not scored (no judge)
         triage = tasks["pb-task-16-email-triage"]
         nothing = Trajectory(task_id=triage.id, policy="nothing", final_state={TABLE: []})
-        r = await check_reward(ctx, triage, nothing)
+        r = await script_reward(ctx, triage, nothing)
         assert any("llm_judge part (weight 0.6) not scored" in x for x in r.reasons)
         # the reference chain of task_12 (ours, written with claw names) runs under the renamed tools
         small = PinchBenchSynthesizer().synthesize(_request(OURS / "task_12_skill_search.md"))[0]
@@ -348,8 +348,8 @@ async def test_export_round_trips_through_pinchbench_own_loader_and_grades_the_s
                 state = await sb.state()
             traj = Trajectory(task_id=task.id, policy="reference", final_state=state)
             events = transcript(task, traj)
-            ours = await run_check(ctx, env, task.outcome.check, state, events)
-            theirs = await run_check(ctx, env, code, state, events)
+            ours = await run_grader_script(ctx, env, task.outcome.check, state, events)
+            theirs = await run_grader_script(ctx, env, code, state, events)
             assert ours == theirs, env.id
     finally:
         await runner.aclose()

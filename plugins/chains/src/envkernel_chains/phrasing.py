@@ -2065,65 +2065,55 @@ class Phraser:
     # -- the whole request
     # -------------------------------------------------------------------------------
 
-    def request(self) -> Phrased | None:
-        """The request, its answer facts (read-only chains) and its kind; None when it cannot be phrased."""
+    def _change_request(self, muts: list[Step], last: Step) -> tuple[str, str, str]:
+        """A chain that changes state, as (the request's body, its kind, the reference's answer):
+        its goals in one sentence (never a narrated script: "..., then ..., and finally ..."),
+        in a frame of the user's tone, maybe with a motive, and the row to see after them."""
         rng = self.rng
+        grouped = self.grouped(muts)
+        goals = grouped or [self.goal(s) for s in muts]
+        n_goals = len(goals)
+        after = ""
+        if not last.mutating and grouped:
+            # the changes as goals, the row to see in a sentence of its own
+            after = " " + self.show(last, sentence=True)
+        elif not last.mutating:
+            goals.append(self.show(last))
+        g = join(goals)
+        pool = TONES[self.tone] if self.tone else FRAMES
+        frames = [
+            f
+            for f in pool
+            if not ((g.endswith(" me") or " me " in g or ": " in g) and "for me" in f)
+        ] or ["{G}."]
+        frame = rng.choice(frames)
+        body = frame.format(g=g, G=g[:1].upper() + g[1:]) + after
+        mine = body if body.startswith(("I ", "I'")) else body[0].lower() + body[1:]
+        if self.motive and self.tone != "busy" and rng.random() < 0.5:
+            body = self.motive + ", so " + mine
+        elif len(goals) > 1 and self.tone != "busy" and rng.random() < 0.5:
+            body = rng.choice(MOTIVES) + mine
+        answer = "Done: I " + join([past(x) for x in goals[:n_goals]]) + "."
+        if not last.mutating:
+            answer += " Here it is now."
+        return body, muts[-1].info.kind, answer
+
+    def request(self) -> Phrased | None:
+        """The request, its answer facts (read-only chains) and its kind; None when it cannot be
+        phrased."""
         intro = self.intro()
         muts = [s for s in self.steps if s.mutating]
         last = self.steps[-1]
         facts: list[str] = []
         q: Question | None = None
         if muts:
-            grouped = self.grouped(muts)
-            goals = grouped or [self.goal(s) for s in muts]
-            n_goals = len(goals)
-            after = ""
-            if (
-                not last.mutating and grouped
-            ):  # the changes as goals, the row to see in a sentence of its own
-                after = " " + self.show(last, sentence=True)
-            elif not last.mutating:
-                goals.append(self.show(last))
-            g = join(
-                goals
-            )  # one goal with its parts, never a narrated script ("..., then ..., and finally ...")
-            pool = TONES[self.tone] if self.tone else FRAMES
-            frames = [
-                f
-                for f in pool
-                if not ((g.endswith(" me") or " me " in g or ": " in g) and "for me" in f)
-            ] or ["{G}."]
-            frame = rng.choice(frames)
-            body = frame.format(g=g, G=g[:1].upper() + g[1:]) + after
-            if self.motive and self.tone != "busy" and rng.random() < 0.5:
-                body = (
-                    self.motive
-                    + ", so "
-                    + (
-                        body
-                        if body.startswith("I ") or body.startswith("I'")
-                        else body[0].lower() + body[1:]
-                    )
-                )
-            elif len(goals) > 1 and self.tone != "busy" and rng.random() < 0.5:
-                body = rng.choice(MOTIVES) + (
-                    body
-                    if body.startswith("I ") or body.startswith("I'")
-                    else body[0].lower() + body[1:]
-                )
-            kind = muts[-1].info.kind
-            answer = "Done: I " + join([past(x) for x in goals[:n_goals]]) + "."
-            if not last.mutating:
-                answer += " Here it is now."
+            body, kind, answer = self._change_request(muts, last)
         else:
             q = self.question(last)
             if q is None:
                 return None
-            body, facts, answer = (
-                q.text.replace(" for me for me", " for me"),
-                q.facts,
-                q.answer,
-            )  # "... appointments for me" + "for me?"
+            # "... appointments for me" + "for me?"
+            body, facts, answer = q.text.replace(" for me for me", " for me"), q.facts, q.answer
             kind = q.kind if q.kind != "get" or last.info.kind != "list" else "list"
         text = intro + body[0].upper() + body[1:]
         low = text.lower()

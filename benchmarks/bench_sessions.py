@@ -126,8 +126,9 @@ class Envkernel:
 
 
 class EnvkernelBus(Envkernel):
-    """envkernel without the direct lane (``ENVKERNEL_SANDBOX_LANES=0`` in the client while it opens):
-    every call crosses nats-server and the sandbox service, as a client on another host does."""
+    """envkernel without the direct lane (``ENVKERNEL_SANDBOX_LANES=0`` in the client while it
+    opens): every call crosses nats-server and the sandbox service, as a client on another host
+    does."""
 
     name = "envkernel_bus"
 
@@ -142,9 +143,10 @@ class EnvkernelBus(Envkernel):
 
 
 class NatsRoundTrip:
-    """The baseline for a step over the bus: one raw NATS request/reply (nats-py, the same connection
-    and nats-server) to a callback in the service process that answers at once (``bench.echo``), with
-    the bytes of a counter step's request. The issue's bar: a step should cost little more than this."""
+    """The baseline for a step over the bus: one raw NATS request/reply (nats-py, the same
+    connection and nats-server) to a callback in the service process that answers at once
+    (``bench.echo``), with the bytes of a counter step's request. The issue's bar: a step should
+    cost little more than this."""
 
     name = "nats"
 
@@ -326,7 +328,8 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
         import openenv  # noqa: F401
     except ImportError:
         sys.exit(
-            "bench_sessions needs openenv-core: run it as `uv run --no-sync --with openenv-core==0.3.0 python benchmarks/bench_sessions.py`"
+            "bench_sessions needs openenv-core: run it as `uv run --no-sync --with "
+            "openenv-core==0.3.0 python benchmarks/bench_sessions.py`"
         )
     port = free_port()
     oe_proc = subprocess.Popen([sys.executable, str(HERE / "openenv_counter.py"), str(port)])
@@ -387,9 +390,9 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
                     for side in (ek, oe) if turn % 2 == 0 else (oe, ek):
                         res = await concurrent(side, n)
                         conc[side.name].setdefault(n, []).append(res)
-                        print(f"concurrent {side.name:9s} {n:4d} sessions, batch {b + 1}: {res['success_rate'] * 100:.1f} % ok, "
-                              f"{res['steps_per_s_open_counted']:,} steps/s with the open time counted ({res['wall_s']} s), "
-                              f"{res['steps_per_s_open_and_close_counted']:,} with the close too (+{res['close_s']} s)"
+                        print(f"concurrent {side.name:9s} {n:4d} sessions, batch {b + 1}: " f"{res['success_rate'] * 100:.1f} % ok, "
+                              f"{res['steps_per_s_open_counted']:,} steps/s with the open " f"time counted ({res['wall_s']} s), "
+                              f"{res['steps_per_s_open_and_close_counted']:,} with the close " f"too (+{res['close_s']} s)"
                               + (f"; errors: {res['errors']}" if res["errors"] else ""), flush=True)  # fmt: skip
                     turn += 1
         finally:
@@ -498,13 +501,15 @@ if __name__ == "__main__":
         "--recycle",
         type=int,
         default=0,
-        help="the runner's recycle setting: closed sandboxes kept for reuse (a new session forked in each)",
+        help="the runner's recycle setting: closed sandboxes kept for reuse (a new session forked "
+        "in each)",
     )
     ap.add_argument(
         "--batches",
         type=int,
         default=1,
-        help="batches per concurrent level, one after another (a GRPO-like loop); 2..B are reported as sessions_N_repeat_*",
+        help="batches per concurrent level, one after another (a GRPO-like loop); 2..B are "
+        "reported as sessions_N_repeat_*",
     )
     a = ap.parse_args()
     result = asyncio.run(

@@ -180,14 +180,17 @@ async def main(n_steps: int, rounds: int, variants: int) -> dict[str, Any]:
     print(f"exec 'true' over the bus:   p50 {e['p50_ms']} ms, p99 {e['p99_ms']} ms")
     print(f"read over the bus:          p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms")
     print(
-        f"tool-API step (get_order):  p50 {a['p50_ms']} ms, p99 {a['p99_ms']} ms  (exec/api {result['exec_over_tool_api_p50_ratio']}x, read/api {result['read_over_tool_api_p50_ratio']}x)"
+        f"tool-API step (get_order):  p50 {a['p50_ms']} ms, p99 {a['p99_ms']} ms  (exec/api "
+        f"{result['exec_over_tool_api_p50_ratio']}x, read/api "
+        f"{result['read_over_tool_api_p50_ratio']}x)"
     )
-    print(f"snapshot of {files} files:  p50 {result['snapshot_1000_files']['p50_ms']} ms, p99 {result['snapshot_1000_files']['p99_ms']} ms; "
+    print(f"snapshot of {files} files:  p50 {result['snapshot_1000_files']['p50_ms']} ms, p99 " f"{result['snapshot_1000_files']['p99_ms']} ms; "
           f"restore p50 {result['restore_1000_files']['p50_ms']} ms, p99 {result['restore_1000_files']['p99_ms']} ms")  # fmt: skip
     print(
-        f"warm-pool acquire:          p50 {result['pool_acquire']['p50_ms']} ms, p99 {result['pool_acquire']['p99_ms']} ms (target p50 <= 10 ms)"
+        f"warm-pool acquire:          p50 {result['pool_acquire']['p50_ms']} ms, p99 "
+        f"{result['pool_acquire']['p99_ms']} ms (target p50 <= 10 ms)"
     )
-    print(f"gate: {gate['tasks']} workspace tasks ({gate['tasks_rejected']} rejected, {gate['gate_rollouts']} gate rollouts) in {gate['seconds']} s "
+    print(f"gate: {gate['tasks']} workspace tasks ({gate['tasks_rejected']} rejected, " f"{gate['gate_rollouts']} gate rollouts) in {gate['seconds']} s "
           f"= {gate['tasks_per_s']} tasks/s")  # fmt: skip
     return result
 

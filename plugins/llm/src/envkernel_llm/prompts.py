@@ -1,4 +1,5 @@
-"""The prompts of the ``llm`` synthesizer, and their hashes (recorded in every environment's provenance).
+"""The prompts of the ``llm`` synthesizer, and their hashes (recorded in every environment's
+provenance).
 
 One conversation per environment: the system prompt (the executor's contract and the reply
 format), then the source with the retrieved archetype examples and the schema stage, the code
@@ -67,7 +68,8 @@ if it must change. Change a scenario only when the scenario itself is wrong, nev
 BRIEF_INTRO = "Write an environment from this brief:"
 DOC_INTRO = (
     "Write an environment that behaves like the system this authentic documentation describes: "
-    "keep its resource names, fields, operations and error rules, and name the tools after its operations."
+    "keep its resource names, fields, operations and error rules, and name the tools after "
+    "its operations."
 )
 
 

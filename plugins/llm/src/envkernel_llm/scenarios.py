@@ -31,16 +31,19 @@ BLOCKED = (
     (
         "network",
         re.compile(
-            r"Network is unreachable|Name or service not known|Temporary failure in name resolution|"
+            r"Network is unreachable|Name or service not known|Temporary failure in name "
+            r"resolution|"
             r"Address family not supported|getaddrinfo|Connection refused|No route to host|"
-            r"Operation not permitted.*(socket|connect)|socket|URLError|urlopen|HTTPConnection|ConnectionError|connect\(",
+            r"Operation not "
+            r"permitted.*(socket|connect)|socket|URLError|urlopen|HTTPConnection|ConnectionError|connect\(",
             re.I,
         ),
     ),
     (
         "files",
         re.compile(
-            r"Permission denied|Read-only file system|Operation not permitted|No such file or directory: '/",
+            r"Permission denied|Read-only file system|Operation not permitted|No such file "
+            r"or directory: '/",
             re.I,
         ),
     ),
@@ -92,7 +95,10 @@ def subset_problem(expected: Any, actual: Any, where: str = "the answer") -> str
             )
         for key, want in expected.items():
             if key not in actual:
-                return f"{where} has no field {key!r} (it has {', '.join(map(str, list(actual)[:12]))})"
+                return (
+                    f"{where} has no field {key!r} (it has "
+                    f"{', '.join(map(str, list(actual)[:12]))})"
+                )
             problem = subset_problem(want, actual[key], f"{where}.{key}")
             if problem:
                 return problem
@@ -102,7 +108,10 @@ def subset_problem(expected: Any, actual: Any, where: str = "the answer") -> str
             return f"{where} is {_short(actual, 80)}, expected a list"
         for i, want in enumerate(expected):
             if not any(not subset_problem(want, got) for got in actual):
-                return f"{where} has no item matching {_short(want, 100)} (it has {len(actual)} items: {_short(actual, 120)})"
+                return (
+                    f"{where} has no item matching {_short(want, 100)} (it has {len(actual)} "
+                    f"items: {_short(actual, 120)})"
+                )
         return ""
     return (
         ""
@@ -226,7 +235,10 @@ async def run_scenarios(
                     break
                 want = step.get("error_code")
                 if want and res.error and res.error.code != want:
-                    failed = f"{call} failed with code {res.error.code!r}, expected {want!r} ({res.error.message[:160]})"
+                    failed = (
+                        f"{call} failed with code {res.error.code!r}, expected {want!r} "
+                        f"({res.error.message[:160]})"
+                    )
                     break
                 results.append(None)
                 continue

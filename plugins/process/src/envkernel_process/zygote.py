@@ -36,7 +36,8 @@ _KILLED = -9
 
 
 _BATCH = 64
-"""Fork requests per packet to the zygote (3 descriptors each; its ``_ZYGOTE_MAX_FDS`` is 3 x 64)."""
+"""Fork requests per packet to the zygote (3 descriptors each; its ``_ZYGOTE_MAX_FDS`` is 3 x
+64)."""
 
 
 class ZygoteChild:
@@ -77,7 +78,8 @@ class ZygoteError(OSError):
 
 
 class Zygote:
-    """One warm fork server of executors for a runner; started on first use, restarted if it dies."""
+    """One warm fork server of executors for a runner; started on first use, restarted if it
+    dies."""
 
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
@@ -252,7 +254,8 @@ class Zygote:
 
     async def _flush(self) -> None:
         """Send the queued fork requests, up to 64 per packet: a burst of opens (512 at once) is a
-        few packets, where one packet each filled the socket's queue (10 packets) and waited on it."""
+        few packets, where one packet each filled the socket's queue (10 packets) and waited on
+        it."""
         await asyncio.sleep(0)  # the opens started in this same turn of the loop join the batch
         while self._queue:
             batch, self._queue = self._queue[:_BATCH], self._queue[_BATCH:]

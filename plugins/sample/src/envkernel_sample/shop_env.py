@@ -141,7 +141,8 @@ def create_order(env, customer_id, product_id, quantity):
     env.db.execute("UPDATE products SET stock = stock - ? WHERE id = ?", (quantity, product["id"]))
     order_id = _new_order_id(env)
     env.db.execute(
-        "INSERT INTO orders (id, customer_id, product_id, quantity, unit_price_cents, status, created_at)"
+        "INSERT INTO orders (id, customer_id, product_id, quantity, unit_price_cents, "
+        "status, created_at)"
         " VALUES (?, ?, ?, ?, ?, 'pending', ?)",
         (order_id, customer["id"], product["id"], quantity, product["price_cents"], env.now()),
     )
@@ -176,7 +177,8 @@ def update_order_quantity(env, order_id, quantity):
     if extra > product["stock"]:
         raise ToolError(
             "conflict",
-            f"only {product['stock']} more of {product['name']!r} in stock; the order can grow to at most "
+            f"only {product['stock']} more of {product['name']!r} in stock; the order can "
+            "grow to at most "
             f"{order['quantity'] + product['stock']}",
         )
     env.db.execute("UPDATE products SET stock = stock - ? WHERE id = ?", (extra, product["id"]))

@@ -101,8 +101,10 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
         if i in mismatched:
             amount = f"{float(amount) + rng.choice([-1, 1]) * rng.randint(5, 300) + rng.choice([0, 0.5, 0.99]):.2f}"
         files[f"invoices/{e['invoice']}.txt"] = (
-            f"INVOICE {e['invoice']}\nVendor: {e['vendor']}\nBill to: {fake.company()}\nDate: {e['date']}\n"
-            f"Description: {fake.bs()}\nTotal due: {amount} EUR\nPayment terms: net {rng.choice([15, 30, 45])} days\n"
+            f"INVOICE {e['invoice']}\nVendor: {e['vendor']}\nBill to: "
+            f"{fake.company()}\nDate: {e['date']}\n"
+            f"Description: {fake.bs()}\nTotal due: {amount} EUR\nPayment terms: net "
+            f"{rng.choice([15, 30, 45])} days\n"
         )
         e["invoice_amount"] = amount
     files["ledger.csv"] = _csv(
@@ -125,7 +127,8 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
         ]
     )
     files["notes/finance-sync.md"] = (
-        f"# Finance sync\n\n- {fake.sentence()}\n- Close {quarter} books by Friday.\n- {fake.sentence()}\n"
+        f"# Finance sync\n\n- {fake.sentence()}\n- Close {quarter} books by Friday.\n- "
+        f"{fake.sentence()}\n"
     )
     files["invoices/README.txt"] = "Scanned invoices, one text file per invoice (OCR output).\n"
     issues = []
@@ -168,10 +171,14 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
     )
     request = rng.choice(
         [
-            f"Before we close {quarter}, check ledger.csv against the scanned invoices and put every entry that doesn't add up into "
-            "reconciliation.csv (columns entry_id, issue, ledger_amount, invoice_amount; issue is amount_mismatch or missing_invoice).",
-            f"Our {quarter} ledger has to match the invoices folder. Write reconciliation.csv with one row per ledger entry whose invoice "
-            "total differs (issue amount_mismatch) or whose invoice is missing (issue missing_invoice); columns: entry_id, issue, "
+            f"Before we close {quarter}, check ledger.csv against the scanned invoices and "
+            "put every entry that doesn't add up into "
+            "reconciliation.csv (columns entry_id, issue, ledger_amount, invoice_amount; "
+            "issue is amount_mismatch or missing_invoice).",
+            f"Our {quarter} ledger has to match the invoices folder. Write "
+            "reconciliation.csv with one row per ledger entry whose invoice "
+            "total differs (issue amount_mismatch) or whose invoice is missing (issue "
+            "missing_invoice); columns: entry_id, issue, "
             "ledger_amount, invoice_amount (empty when there is no invoice).",
         ]
     )
@@ -207,7 +214,8 @@ def inbox(rng: random.Random, fake: Any) -> Variant:
     rules = ["# Inbox rules", "", "Sort every message in inbox/ into a folder:", ""]
     for p in projects:
         rules.append(
-            f"- mail from `@{clients[p]}` or with `[{p.upper()}]` in the subject goes to `projects/{p}/`"
+            f"- mail from `@{clients[p]}` or with `[{p.upper()}]` in the subject goes to "
+            f"`projects/{p}/`"
         )
     rules += [
         "- anything else goes to `archive/`",
@@ -239,7 +247,8 @@ def inbox(rng: random.Random, fake: Any) -> Variant:
             )
         name = f"{i + 1:03d}-{fake.slug()[:24]}.eml"
         files[f"inbox/{name}"] = (
-            f"From: {fake.name()} <{sender}>\nTo: me@example.com\nSubject: {subject}\nDate: {fake.date_time_this_year().isoformat()}Z\n\n"
+            f"From: {fake.name()} <{sender}>\nTo: me@example.com\nSubject: {subject}\nDate: "
+            f"{fake.date_time_this_year().isoformat()}Z\n\n"
             f"{fake.paragraph(nb_sentences=3)}\n"
         )
         dest[name] = where
@@ -270,7 +279,8 @@ def inbox(rng: random.Random, fake: Any) -> Variant:
     request = rng.choice(
         [
             "Please go through my inbox folder and file everything the way RULES.md says.",
-            "Triage inbox/ into the project folders following the rules file; whatever matches no project goes to the archive.",
+            "Triage inbox/ into the project folders following the rules file; whatever "
+            "matches no project goes to the archive.",
         ]
     )
     calls = [
@@ -297,30 +307,40 @@ def inbox(rng: random.Random, fake: Any) -> Variant:
 _FIXES = [
     (
         "discount",
-        'def apply_discount(total, percent):\n    """Total after a percentage discount, rounded to cents."""\n    return round(total * (1 - percent), 2)\n',
+        'def apply_discount(total, percent):\n    """Total after a percentage discount, '
+        'rounded to cents."""\n    return round(total * (1 - percent), 2)\n',
         "    return round(total * (1 - percent), 2)",
         "    return round(total * (1 - percent / 100), 2)",
-        "from {pkg}.pricing import apply_discount\n\n\nclass TestDiscount(unittest.TestCase):\n    def test_ten_percent(self):\n        self.assertEqual(apply_discount({a}, 10), {b})\n\n    def test_zero(self):\n        self.assertEqual(apply_discount({a}, 0), {a})\n",
+        "from {pkg}.pricing import apply_discount\n\n\nclass "
+        "TestDiscount(unittest.TestCase):\n    def test_ten_percent(self):\n        "
+        "self.assertEqual(apply_discount({a}, 10), {b})\n\n    def test_zero(self):\n        "
+        "self.assertEqual(apply_discount({a}, 0), {a})\n",
         "pricing.py",
         lambda a: round(a * 0.9, 2),
         "apply_discount({a}, 10) == {b}",
     ),
     (
         "slug",
-        'import re\n\n\ndef slugify(title):\n    """Lower-case words joined by hyphens."""\n    words = re.findall(r"[A-Za-z0-9]+", title)\n    return "_".join(w.lower() for w in words)\n',
+        'import re\n\n\ndef slugify(title):\n    """Lower-case words joined by hyphens."""\n '
+        '   words = re.findall(r"[A-Za-z0-9]+", title)\n    return "_".join(w.lower() for w '
+        "in words)\n",
         '    return "_".join(w.lower() for w in words)',
         '    return "-".join(w.lower() for w in words)',
-        "from {pkg}.text import slugify\n\n\nclass TestSlug(unittest.TestCase):\n    def test_title(self):\n        self.assertEqual(slugify({a!r}), {b!r})\n",
+        "from {pkg}.text import slugify\n\n\nclass TestSlug(unittest.TestCase):\n    def "
+        "test_title(self):\n        self.assertEqual(slugify({a!r}), {b!r})\n",
         "text.py",
         None,
         "slugify({a!r}) == {b!r}",
     ),
     (
         "average",
-        'def average(values):\n    """Arithmetic mean; 0.0 for an empty list."""\n    if not values:\n        return 0.0\n    return sum(values) / (len(values) - 1)\n',
+        'def average(values):\n    """Arithmetic mean; 0.0 for an empty list."""\n    if not '
+        "values:\n        return 0.0\n    return sum(values) / (len(values) - 1)\n",
         "    return sum(values) / (len(values) - 1)",
         "    return sum(values) / len(values)",
-        "from {pkg}.stats import average\n\n\nclass TestAverage(unittest.TestCase):\n    def test_mean(self):\n        self.assertAlmostEqual(average({a}), {b})\n\n    def test_empty(self):\n        self.assertEqual(average([]), 0.0)\n",
+        "from {pkg}.stats import average\n\n\nclass TestAverage(unittest.TestCase):\n    def "
+        "test_mean(self):\n        self.assertAlmostEqual(average({a}), {b})\n\n    def "
+        "test_empty(self):\n        self.assertEqual(average([]), 0.0)\n",
         "stats.py",
         None,
         "abs(average({a}) - {b}) < 1e-9",
@@ -341,7 +361,10 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
         a = fake.catch_phrase()
         b = "-".join(w.lower() for w in __import__("re").findall(r"[A-Za-z0-9]+", a))
         a2 = fake.catch_phrase()
-        probe = f"slugify({a2!r}) == {'-'.join(w.lower() for w in __import__('re').findall(r'[A-Za-z0-9]+', a2))!r}"
+        probe = (
+            f"slugify({a2!r}) == "
+            f"{'-'.join(w.lower() for w in __import__('re').findall(r'[A-Za-z0-9]+', a2))!r}"
+        )
     else:
         a = [rng.randint(1, 50) for _ in range(rng.randint(3, 6))]
         b = sum(a) / len(a)
@@ -355,7 +378,8 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
         f"{pkg}/helpers.py": "def clamp(x, lo, hi):\n    return max(lo, min(hi, x))\n",
         f"tests/test_{module}": test,
         "tests/__init__.py": "",
-        "README.md": f"# {pkg}\n\n{fake.paragraph()}\n\nRun the tests with `python3 -m unittest discover -s tests -t .`\n",
+        "README.md": f"# {pkg}\n\n{fake.paragraph()}\n\nRun the tests with `python3 -m unittest discover "
+        "-s tests -t .`\n",
         "CHANGELOG.md": f"## 0.3.0\n- {fake.sentence()}\n- {fake.sentence()}\n",
     }
     check = _check(
@@ -387,8 +411,10 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
     )
     request = rng.choice(
         [
-            f"The unit tests of {pkg} fail. Find the bug in the package and fix it; do not change the tests.",
-            f"CI is red on {pkg}: please make the test suite pass by fixing the code (the tests are right).",
+            f"The unit tests of {pkg} fail. Find the bug in the package and fix it; do not "
+            "change the tests.",
+            f"CI is red on {pkg}: please make the test suite pass by fixing the code (the "
+            "tests are right).",
         ]
     )
     calls = [
@@ -436,7 +462,10 @@ with open("deploy/healthcheck.sh", "w") as f:
 
 def _render(ini: dict[str, dict[str, str]]) -> dict[str, str]:
     env = "".join(f"{s.upper()}_{k.upper()}={v}\n" for s, kv in ini.items() for k, v in kv.items())
-    health = f"curl -fsS -H 'Authorization: Bearer {ini['payments']['api_key']}' {ini['payments']['endpoint']}/health\n"
+    health = (
+        f"curl -fsS -H 'Authorization: Bearer {ini['payments']['api_key']}' "
+        f"{ini['payments']['endpoint']}/health\n"
+    )
     return {"deploy/app.env": env, "deploy/healthcheck.sh": health}
 
 
@@ -447,7 +476,8 @@ def _ini(ini: dict[str, dict[str, str]]) -> str:
 
 
 def rotate(rng: random.Random, fake: Any) -> Variant:
-    """Rotate the payments API key to the new one and regenerate what is rendered from the config."""
+    """Rotate the payments API key to the new one and regenerate what is rendered from the
+    config."""
     old = "pk_live_" + fake.hexify("^" * 24)
     new = "pk_live_" + fake.hexify("^" * 24)
     ini = {
@@ -471,7 +501,8 @@ def rotate(rng: random.Random, fake: Any) -> Variant:
         **_render(ini),
         "secrets/payments_key.new": new + "\n",
         "secrets/payments_key.old": old + "\n",  # distractor
-        "docs/runbook.md": f"# Runbook\n\nKey rotation: put the new key in config/app.ini, then re-render deploy/.\n\n{fake.paragraph()}\n",
+        "docs/runbook.md": "# Runbook\n\nKey rotation: put the new key in config/app.ini, then re-render "
+        f"deploy/.\n\n{fake.paragraph()}\n",
         "config/app.ini.example": _ini(
             {**ini, "payments": {**ini["payments"], "api_key": "pk_live_xxx"}}
         ),
@@ -500,8 +531,10 @@ def rotate(rng: random.Random, fake: Any) -> Variant:
     )
     request = rng.choice(
         [
-            "The payments API key was rotated; the new one is in secrets/. Switch the app over and regenerate the deploy files.",
-            "Please swap our payments key for the new key in the secrets folder, and make sure everything generated from the config is up to date.",
+            "The payments API key was rotated; the new one is in secrets/. Switch the app "
+            "over and regenerate the deploy files.",
+            "Please swap our payments key for the new key in the secrets folder, and make "
+            "sure everything generated from the config is up to date.",
         ]
     )
     calls = [
@@ -548,7 +581,8 @@ def logs(rng: random.Random, fake: Any) -> Variant:
             level = rng.choices(["INFO", "WARN", "ERROR", "DEBUG"], [6, 2, 2, 1])[0]
             msg = rng.choice(messages[s])
             lines.append(
-                f"2026-01-{10 + d:02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{n % 60:02d}Z {level} {s} {msg}"
+                f"2026-01-{10 + d:02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{n % 60:02d}Z "
+                f"{level} {s} {msg}"
             )
             if level in ("ERROR", "WARN"):
                 counts[s][level] += 1
@@ -562,7 +596,8 @@ def logs(rng: random.Random, fake: Any) -> Variant:
         + "\n"
     )
     files["logs/README.md"] = (
-        "Application logs, one file per day. Older files are moved to archive/ and are not current.\n"
+        "Application logs, one file per day. Older files are moved to archive/ and are not "
+        "current.\n"
     )
     order = sorted(services, key=lambda s: (-counts[s]["ERROR"], s))
     table = "| service | errors | warnings |\n|---|---|---|\n" + "".join(
@@ -596,10 +631,14 @@ def logs(rng: random.Random, fake: Any) -> Variant:
     )
     request = rng.choice(
         [
-            "Summarise the current logs into report.md: a markdown table | service | errors | warnings | with one row per "
-            "service, most errors first (ties by name), then a line 'Most frequent error: <service>: <message>'.",
-            "I need report.md with ERROR and WARN counts per service from the logs (skip the archive), as a table "
-            "| service | errors | warnings | sorted by errors descending then name, and the most frequent error "
+            "Summarise the current logs into report.md: a markdown table | service | errors "
+            "| warnings | with one row per "
+            "service, most errors first (ties by name), then a line 'Most frequent error: "
+            "<service>: <message>'.",
+            "I need report.md with ERROR and WARN counts per service from the logs (skip the "
+            "archive), as a table "
+            "| service | errors | warnings | sorted by errors descending then name, and the "
+            "most frequent error "
             "as 'Most frequent error: <service>: <message>'.",
         ]
     )
@@ -633,7 +672,8 @@ _KINDS = {
 
 
 def downloads(rng: random.Random, fake: Any) -> Variant:
-    """Sort a downloads folder by file type, drop exact duplicates, leave unfinished downloads alone."""
+    """Sort a downloads folder by file type, drop exact duplicates, leave unfinished downloads
+    alone."""
     files: dict[str, str] = {}
     dest: dict[str, str] = {}
     ext_to = {e: d for d, es in _KINDS.items() for e in es}
@@ -658,7 +698,8 @@ def downloads(rng: random.Random, fake: Any) -> Variant:
     files["ORGANISE.md"] = (
         "# Downloads policy\n\n"
         + "".join(f"- {', '.join('.' + e for e in es)} -> {d}/\n" for d, es in _KINDS.items())
-        + "- a file named like `name (1).ext` with the same content as `name.ext` is a duplicate: delete it\n"
+        + "- a file named like `name (1).ext` with the same content as `name.ext` is a "
+        "duplicate: delete it\n"
         + "- `.part` files are downloads in progress: leave them in Downloads/\n"
     )
     moves = " && ".join(f"mv 'Downloads/{n}' {d}/" for n, d in sorted(dest.items()))
@@ -691,7 +732,8 @@ def downloads(rng: random.Random, fake: Any) -> Variant:
     request = rng.choice(
         [
             "My Downloads folder is a mess. Tidy it up following ORGANISE.md.",
-            "Clean up Downloads/ per the policy in ORGANISE.md (sort by type, drop duplicate copies, leave partial downloads).",
+            "Clean up Downloads/ per the policy in ORGANISE.md (sort by type, drop duplicate "
+            "copies, leave partial downloads).",
         ]
     )
     calls = [
@@ -764,7 +806,8 @@ def _sql(v: Any) -> str:
 
 
 def crm(rng: random.Random, fake: Any) -> Variant:
-    """Update a SQLite CRM app from a trade-show lead export, by the rules, and write the follow-ups."""
+    """Update a SQLite CRM app from a trade-show lead export, by the rules, and write the
+    follow-ups."""
     threshold = rng.choice([5000, 10000, 20000])
     contacts = []
     for i in range(rng.randint(7, 10)):
@@ -822,16 +865,16 @@ def crm(rng: random.Random, fake: Any) -> Variant:
         f"- {lead['name']} ({lead['company']})\n" for lead in sorted(new, key=lambda x: x["name"])
     )
     calls.append(_call("write", path="followups.md", content=followups))
-    seed_sql = ("CREATE TABLE contacts (id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL UNIQUE, company TEXT NOT NULL, "
-                "status TEXT NOT NULL CHECK (status IN ('lead', 'qualified', 'customer', 'lost')));\n"
+    seed_sql = ("CREATE TABLE contacts (id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL " "UNIQUE, company TEXT NOT NULL, "
+                "status TEXT NOT NULL CHECK (status IN ('lead', 'qualified', 'customer', " "'lost')));\n"
                 + "".join(f"INSERT INTO contacts VALUES ({', '.join(_sql(c[k]) for k in ('id', 'name', 'email', 'company', 'status'))});\n" for c in contacts))  # fmt: skip
     files = {
         "exports/tradeshow_leads.csv": _csv([["name", "email", "company", "budget_eur"]] + [[x["name"], x["email"], x["company"], x["budget"]] for x in leads]),
         "RULES.md": (f"# Trade-show leads\n\nFor every row of exports/tradeshow_leads.csv:\n\n"
-                     f"- already in the CRM (same email) with a budget of at least {threshold} EUR: set it to `qualified`, "
+                     "- already in the CRM (same email) with a budget of at least " f"{threshold} EUR: set it to `qualified`, "
                      "unless it is a `customer` already (never downgrade a customer)\n"
                      "- already in the CRM with a smaller budget: leave it\n"
-                     "- not in the CRM: add it, and list it in followups.md as `- Name (Company)`, sorted by name\n"),
+                     "- not in the CRM: add it, and list it in followups.md as `- Name " "(Company)`, sorted by name\n"),
         # distractor
         "exports/newsletter_signups.csv": _csv([["email"]] + [[fake.free_email()] for _ in range(5)]),
         "notes/crm-cleanup.md": f"Ideas for later: {fake.sentence()}\n",
@@ -855,8 +898,10 @@ def crm(rng: random.Random, fake: Any) -> Variant:
     )
     request = rng.choice(
         [
-            "Work through the trade-show lead export and update the CRM the way RULES.md describes, then write the follow-up list.",
-            "We got leads from the trade show (exports/). Please process them into the CRM per RULES.md and prepare followups.md.",
+            "Work through the trade-show lead export and update the CRM the way RULES.md "
+            "describes, then write the follow-up list.",
+            "We got leads from the trade show (exports/). Please process them into the CRM "
+            "per RULES.md and prepare followups.md.",
         ]
     )
     return Variant(
@@ -893,7 +938,8 @@ def make_variant(archetype: str, seed: int) -> Variant:
 
     if archetype not in ARCHETYPES:
         raise ValueError(
-            f"unknown workspace archetype {archetype!r}; the archetypes are: {', '.join(ARCHETYPES)}"
+            f"unknown workspace archetype {archetype!r}; the archetypes are: "
+            f"{', '.join(ARCHETYPES)}"
         )
     fake = Faker("en_US")
     fake.seed_instance(seed)

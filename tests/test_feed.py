@@ -52,8 +52,9 @@ async def test_a_feed_that_lost_its_consumer_goes_on_from_the_next_message(
 async def test_an_object_read_that_stalls_is_asked_again_and_then_fails_clearly(
     nats_server: str,
 ) -> None:
-    """nats-py reads an object's chunks with no timeout: with its chunks gone from the stream (as a lost
-    last chunk leaves it) the read waits for ever. ``Bus.get_object`` bounds each try and says so."""
+    """nats-py reads an object's chunks with no timeout: with its chunks gone from the stream (as a
+    lost last chunk leaves it) the read waits for ever. ``Bus.get_object`` bounds each try and says
+    so."""
     from envkernel_bus import Bus, BusError
 
     bus = await Bus.connect(nats_server)

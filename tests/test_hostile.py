@@ -486,20 +486,21 @@ async def _attack_all(
     assert not every_threat or set(THREATS) <= {ATTACKS[n][0] for n in names} | DANGEROUS
     assert total < 150, (
         details
-        # a guard against an attack that hangs the run (each attack has its own timeouts), not a speed
-        # target
+        # a guard against an attack that hangs the run (each attack has its own timeouts), not a
+        # speed target
     )
 
 
 NEST_ATTACKS = ("fork_bomb", "tcp", "host_file", "kill_self", "kill_runner", "daemon")
-"""The attacks whose defence a nest's session gets differently (see docs/sessions.md, recycled sandboxes):
-the uid dropped in the child, the namespaces, tmpfs and cgroups inherited, a root parent."""
+"""The attacks whose defence a nest's session gets differently (see docs/sessions.md, recycled
+sandboxes): the uid dropped in the child, the namespaces, tmpfs and cgroups inherited, a root
+parent."""
 
 
 async def test_hostile_envs_in_a_recycled_sandbox(root: str, listeners: Listeners, secret: str, tmp_path: Path,
                                                   processes_mentioning, monkeypatch: pytest.MonkeyPatch):  # fmt: skip
-    """The same attacks, through ``env call`` with ``recycle`` on: each runs in a nest's session, and
-    is blocked or detected as in a plain sandbox."""
+    """The same attacks, through ``env call`` with ``recycle`` on: each runs in a nest's session,
+    and is blocked or detected as in a plain sandbox."""
     if not (host_support().root and host_support().unshare):
         pytest.skip("recycling needs root and namespaces (CI runs as root)")
     monkeypatch.setenv("ENVKERNEL_PROCESS_RECYCLE", "1")
@@ -690,7 +691,8 @@ def test_hostile_envs_through_a_run(
         d = run / "envs" / f"hostile-{name.replace('_', '-')}"
         rejected = d / "rejected.json"
         assert rejected.exists(), (
-            f"{name} was not rejected: {sorted(p.name for p in d.iterdir()) if d.exists() else 'no folder'}"
+            f"{name} was not rejected: "
+            f"{sorted(p.name for p in d.iterdir()) if d.exists() else 'no folder'}"
         )
         text = rejected.read_text()
         assert re.search(MARKERS[name], text), (name, text[:1500])

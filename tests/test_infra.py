@@ -7,7 +7,8 @@ The fault is real: a plugin distribution built into a temp folder registers the 
 the ``process`` runner whose rollout sandboxes (opened for a verified environment) are killed at
 their first call or state dump, their executor SIGKILLed and the session closed, as when the host
 loses them (or, with ``dying.close=false``, only the executor killed as a tool call goes out: the
-call answers ``crashed``, which must not count as the policy's failure). Its sampler ``fixed`` proposes tasks without any sandbox, so only rollouts meet the
+call answers ``crashed``, which must not count as the policy's failure). Its sampler ``fixed``
+proposes tasks without any sandbox, so only rollouts meet the
 fault.
 """
 
@@ -187,7 +188,8 @@ def test_a_tool_call_whose_executor_crashes_is_an_infra_fault_not_the_policys(
 ) -> None:
     """The executor is SIGKILLed as the rollout's tool call goes out (the session stays open): the
     call answers ``crashed``. That is retried as an infrastructure fault, so the reference still
-    scores 1 and the task is kept; were it scored, the gate would reject it (``reference_below_1``)."""
+    scores 1 and the task is kept; were it scored, the gate would reject it
+    (``reference_below_1``)."""
     run = _run(envk, dying_site, "crashed", "--set", "dying.deaths=1", "--set", "dying.close=false")
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     s = run.summary
@@ -226,7 +228,8 @@ async def test_the_tool_env_raises_on_a_dead_executor_but_not_on_an_env_error_na
 ):
     """At the boundary, with a real ``process`` sandbox: a call under which the executor dies
     raises ``SandboxError`` (and marks the rollout's fault); an environment that raises
-    ``ToolError("crashed", ...)`` itself cannot pass for a dead executor (it answers ``tool_crashed``)."""
+    ``ToolError("crashed", ...)`` itself cannot pass for a dead executor (it answers
+    ``tool_crashed``)."""
     import textwrap
 
     from envkernel.context import RecordingToolEnv

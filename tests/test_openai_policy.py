@@ -108,7 +108,8 @@ def no_secret(*things: object) -> None:
 
 
 def test_scripted_model_solves_sampled_tasks() -> None:
-    """An oracle model solves chains-sampled tasks: reference-grade scores from both reward models."""
+    """An oracle model solves chains-sampled tasks: reference-grade scores from both reward
+    models."""
     ctx = testing_probe.FakeContext(component="chains", sandboxes={ENV.id: SANDBOX})
 
     async def go() -> None:
@@ -162,7 +163,8 @@ def test_scripted_model_solves_sampled_tasks() -> None:
 
 
 def test_scripted_model_solves_hand_made_tasks() -> None:
-    """The same without the sampler: a read-only and a two-step mutating task, scored 1 by all reward models."""
+    """The same without the sampler: a read-only and a two-step mutating task, scored 1 by all
+    reward models."""
 
     async def go() -> None:
         with ScriptedServer(Oracle([LOOKUP, CANCEL])) as srv:
@@ -417,7 +419,8 @@ def test_settings_from_environment_and_secret_redaction() -> None:
 def test_redacted_key_from_the_runs_bucket_falls_back_to_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A remote worker reads the redacted config; it must use its own OPENAI_API_KEY, never send '<redacted>'."""
+    """A remote worker reads the redacted config; it must use its own OPENAI_API_KEY, never send
+    '<redacted>'."""
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     with ScriptedServer(ByTurn([completion("149")])) as srv:
         asyncio.run(roll(policy(srv, api_key="<redacted>"), LOOKUP))

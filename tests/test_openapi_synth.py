@@ -201,7 +201,8 @@ def test_unknown_minor_version_warns(tmp_path: Path) -> None:
         ),
         ("swagger: '1.2'\npaths: {}\n", "bad.yaml: at $.swagger"),
         (
-            "openapi: 3.0.0\npaths:\n  /a: {get: {responses: {'200': {$ref: '#/components/responses/Nope'}}}}\n",
+            "openapi: 3.0.0\npaths:\n  /a: {get: {responses: {'200': {$ref: "
+            "'#/components/responses/Nope'}}}}\n",
             "points to nothing",
         ),
         ("openapi: 3.0.0\npaths: {/a: {get: [\n", "not valid YAML at line"),

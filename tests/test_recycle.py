@@ -91,9 +91,9 @@ def _alive(pid: int) -> bool:
 
 
 async def test_a_recycled_sandbox_keeps_nothing_of_the_session_before() -> None:
-    """Same sandbox (uid, nest), fresh session: nothing of the first one reaches the second, which is
-    confined as the first was; a crash in a recycled sandbox is replaced as usual; a full pool ends
-    the sandbox; aclose ends the nests."""
+    """Same sandbox (uid, nest), fresh session: nothing of the first one reaches the second, which
+    is confined as the first was; a crash in a recycled sandbox is replaced as usual; a full pool
+    ends the sandbox; aclose ends the nests."""
     runner = ProcessRunner(Settings(recycle=1))
     try:
         a = await runner.open(FIRST, 0)

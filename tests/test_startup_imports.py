@@ -65,7 +65,8 @@ def test_help_imports_no_heavy_library(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("n", [0, 3])
 def test_rl_parquet_is_written_without_pandas(tmp_path: Path, n: int) -> None:
-    """The table is built without pandas (pyarrow's Python conversions import it when it is installed)."""
+    """The table is built without pandas (pyarrow's Python conversions import it when it is
+    installed)."""
     code = f"""
 import json, sys
 from envkernel_export.rows import RL_SCHEMA, rl_table

@@ -39,7 +39,10 @@ def _podman_reason() -> str | None:
     from envkernel_podman.image import IMAGE_VERSION, image_version
 
     if image_version("localhost/envkernel-sandbox:latest") < IMAGE_VERSION:
-        return f"the sandbox image is missing or older than v{IMAGE_VERSION} (envkernel sandbox build-image)"
+        return (
+            f"the sandbox image is missing or older than v{IMAGE_VERSION} (envkernel sandbox "
+            "build-image)"
+        )
     return None
 
 
@@ -47,7 +50,8 @@ def _runner(kind: str):
     if kind == "process":
         if not FULL:
             pytest.fail(
-                "the process-runner half needs root with namespaces, cgroups and Landlock (as in CI)"
+                "the process-runner half needs root with namespaces, cgroups and Landlock "
+                "(as in CI)"
             )
         return ProcessRunner(
             Settings(call_timeout=6, workspace_mb=16, file_size_mb=8, max_processes=32)
@@ -93,7 +97,7 @@ async def test_network_is_unreachable(pair):
     port = server.getsockname()[1]
     try:
         out = await sh(attacked, f"(echo hi > /dev/tcp/127.0.0.1/{port}) 2>&1; "
-                                 f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), timeout=2)' 2>&1 | tail -1; "
+                                 "python3 -c 'import socket; " f"socket.create_connection((\"127.0.0.1\", {port}), " "timeout=2)' 2>&1 | tail -1; "
                                  "getent hosts example.com || echo no-dns")  # fmt: skip
         with pytest.raises(BlockingIOError):
             server.accept()  # nothing reached the host
@@ -112,7 +116,8 @@ async def test_host_files_and_symlink_escapes_are_refused(pair):
     try:
         out = await sh(
             attacked,
-            f"cat {f.name}; cat /etc/shadow; ln -sf {f.name} leak; ln -sfn / root; cat leak; ls root/root; cat root{f.name}; echo done",
+            f"cat {f.name}; cat /etc/shadow; ln -sf {f.name} leak; ln -sfn / root; cat leak; "
+            f"ls root/root; cat root{f.name}; echo done",
         )
         assert "host secret" not in out["stdout"] and out["stdout"].endswith("done\n")
         for path in ("leak", "root/etc/hostname", "root/tmp"):
@@ -171,7 +176,7 @@ async def test_background_processes_do_not_outlive_the_call(pair):
 async def test_the_shell_has_its_tools_and_the_diff_sees_its_work(pair):
     _kind, attacked, benign = pair
     out = await sh(benign, "git init -q && git add -A && git commit -qm init && git log --format=%s && "
-                           "sqlite3 db.sqlite 'create table t(x); insert into t values (42); select x from t' && "
+                           "sqlite3 db.sqlite 'create table t(x); insert into t values (42); " "select x from t' && "
                            "python3 -c 'import json; print(json.dumps([1]))' && echo done > done.txt")  # fmt: skip
     assert out["stdout"].splitlines() == ["init", "42", "[1]"], out
     rows = {r["path"]: r for r in (await benign.state())["workspace"]}

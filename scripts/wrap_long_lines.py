@@ -49,6 +49,7 @@ from pathlib import Path
 PRAGMA = re.compile(r"#\s*(noqa|type:|fmt:|pragma|pylint:|mypy:|ruff:|isort:|nosec|!)", re.I)
 LIST_ITEM = re.compile(r"([-*+\u2022]|\d+[.)]|\([0-9a-z]+\)|[a-z][.)]|:[\w ]+:|\.\. )\s")
 TABLE = re.compile(r"(\||\+[-=]|[=\- ]+$)")
+FMT_DIRECTIVE = re.compile(r"#\s*fmt:\s*(skip|off|on)\b")
 STRING_PREFIX = re.compile(r"([rRbBuUfF]*)('''|\"\"\"|'|\")")
 MAX_PASSES = 5
 
@@ -102,11 +103,11 @@ def normalised_dump(source: str) -> str:
 
 
 def comment_words(source: str) -> list[str]:
-    """The words of every comment in ``source``, in order."""
+    """The words of every comment in ``source``, in order (``fmt:`` layout directives left out)."""
     words: list[str] = []
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
         if tok.type == tokenize.COMMENT:
-            words.extend(tok.string.lstrip("#").split())
+            words.extend(FMT_DIRECTIVE.sub("", tok.string).lstrip("#").split())
     return words
 
 

@@ -46,9 +46,20 @@ def pct(xs: list[float], p: float) -> float:
 
 def left_containers() -> int:
     out = subprocess.run(
-        ["podman", "ps", "-a", "--filter", f"label=envkernel.owner.pid={os.getpid()}", "--format", "json"],
-        env=podman_env(containers_conf()), check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
+        [
+            "podman",
+            "ps",
+            "-a",
+            "--filter",
+            f"label=envkernel.owner.pid={os.getpid()}",
+            "--format",
+            "json",
+        ],
+        env=podman_env(containers_conf()),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return len(json.loads(out or "[]"))
 
 
@@ -81,9 +92,12 @@ async def tool_step(bus: Bus, runner: PodmanRunner, calls: int) -> dict[str, flo
         direct.append(time.perf_counter() - t0)
     await session.close()
     return {
-        "nats_p50_ms": pct(times, 50), "nats_p99_ms": pct(times, 99), "nats_mean_ms": round(statistics.mean(times) * 1000, 3),
-        "socket_p50_ms": pct(direct, 50), "socket_p99_ms": pct(direct, 99),
-    }  # fmt: skip
+        "nats_p50_ms": pct(times, 50),
+        "nats_p99_ms": pct(times, 99),
+        "nats_mean_ms": round(statistics.mean(times) * 1000, 3),
+        "socket_p50_ms": pct(direct, 50),
+        "socket_p99_ms": pct(direct, 99),
+    }
 
 
 async def podman_exec(runner: PodmanRunner, n: int) -> dict[str, float]:
@@ -92,9 +106,11 @@ async def podman_exec(runner: PodmanRunner, n: int) -> dict[str, float]:
     session = await runner.open(shop_env(), 0)
     env = shop_env()
     lines = (
-        msgspec.json.encode({"op": "load", "env": env, "seed": 0}) + b"\n"
-        + msgspec.json.encode({"op": "call", "tool": CALL[0], "arguments": CALL[1], "timeout": 10}) + b"\n"
-    )  # fmt: skip
+        msgspec.json.encode({"op": "load", "env": env, "seed": 0})
+        + b"\n"
+        + msgspec.json.encode({"op": "call", "tool": CALL[0], "arguments": CALL[1], "timeout": 10})
+        + b"\n"
+    )
     argv = [
         "podman",
         "exec",

@@ -231,9 +231,13 @@ async def main(
             for n in levels:
                 r = await concurrent(client, n, per_session, open_parallel)
                 conc.append(r)
-                print(f"concurrent: {n:4d} sandboxes open at once, {r['success_rate'] * 100:.1f} % " f"of {r['steps']} steps ok, "
-                      f"{r['steps_per_s']:,} steps/s; opened all in {r['open_all_s']} s (p50 " f"{r['open_p50_ms']} ms), closed in {r['close_all_s']} s"
-                      + (f"; errors: {r['errors']}" if r["errors"] else ""))  # fmt: skip
+                print(
+                    f"concurrent: {n:4d} sandboxes open at once, {r['success_rate'] * 100:.1f} % "
+                    f"of {r['steps']} steps ok, "
+                    f"{r['steps_per_s']:,} steps/s; opened all in {r['open_all_s']} s (p50 "
+                    f"{r['open_p50_ms']} ms), closed in {r['close_all_s']} s"
+                    + (f"; errors: {r['errors']}" if r["errors"] else "")
+                )
                 if r["success_rate"] < 1.0:
                     break
         finally:
@@ -269,8 +273,11 @@ async def main(
         f"same call on the runner in-process (no NATS):            p50 {ip['p50_ms']} ms, "
         f"p99 {ip['p99_ms']} ms"
     )
-    print(f"snapshot: p50 {result['snapshot']['p50_ms']} ms, p99 {result['snapshot']['p99_ms']} " "ms; "
-          f"restore: p50 {result['restore']['p50_ms']} ms, p99 {result['restore']['p99_ms']} ms")  # fmt: skip
+    print(
+        f"snapshot: p50 {result['snapshot']['p50_ms']} ms, p99 {result['snapshot']['p99_ms']} "
+        "ms; "
+        f"restore: p50 {result['restore']['p50_ms']} ms, p99 {result['restore']['p99_ms']} ms"
+    )
     print(f"open (request -> loaded and callable): p50 {result['open']['p50_ms']} ms")
     print(f"concurrent sessions at 100 %: {best} (target 512)")
     return result

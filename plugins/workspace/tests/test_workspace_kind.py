@@ -21,11 +21,18 @@ def count_contacts(env):
 """
 
 ENV = workspace_env(
-    "kind-test", "kind test",
-    files={"notes/todo.md": "# Todo\n- buy milk\n- call Ana\n", "data/ledger.csv": "id,amount\n1,10.00\n2,20.00\n", "README.md": "hello\n"},
-    setup=[GIT_INIT], app_source=APP, seed_sql="CREATE TABLE contacts (id INTEGER PRIMARY KEY, name TEXT, email TEXT);",
+    "kind-test",
+    "kind test",
+    files={
+        "notes/todo.md": "# Todo\n- buy milk\n- call Ana\n",
+        "data/ledger.csv": "id,amount\n1,10.00\n2,20.00\n",
+        "README.md": "hello\n",
+    },
+    setup=[GIT_INIT],
+    app_source=APP,
+    seed_sql="CREATE TABLE contacts (id INTEGER PRIMARY KEY, name TEXT, email TEXT);",
     app_tools=[ToolSpec(name="add_contact", mutates=True), ToolSpec(name="count_contacts")],
-)  # fmt: skip
+)
 CHECK_ENV_TOOLS = [
     *ENV.tools,
     ToolSpec(name="apply_final", mutates=True),

@@ -683,8 +683,15 @@ class ProcessRunner:
         self.zygote: Zygote | None = None
         """The warm fork server of this runner's executors (None with ``zygote = false``)."""
         if self.settings.zygote:
-            env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC",
-                   "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUTF8": "1"}  # fmt: skip
+            env = {
+                "PATH": "/usr/local/bin:/usr/bin:/bin",
+                "LANG": "C.UTF-8",
+                "LC_ALL": "C.UTF-8",
+                "TZ": "UTC",
+                "PYTHONHASHSEED": "0",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "PYTHONUTF8": "1",
+            }
             self.zygote = Zygote(env)
         s, support = self.settings, self.support
         self.nests = bool(

@@ -128,9 +128,20 @@ class Zygote:
             )
             try:
                 self._proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-S", "-P", executor_path(), "--zygote", self.folder, "--parent-pid", str(os.getpid()),
-                    stdin=theirs.fileno(), stdout=asyncio.subprocess.DEVNULL, stderr=fd, env=self.env, start_new_session=True,
-                )  # fmt: skip
+                    sys.executable,
+                    "-S",
+                    "-P",
+                    executor_path(),
+                    "--zygote",
+                    self.folder,
+                    "--parent-pid",
+                    str(os.getpid()),
+                    stdin=theirs.fileno(),
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=fd,
+                    env=self.env,
+                    start_new_session=True,
+                )
             except OSError as exc:
                 ours.close()
                 raise ZygoteError(f"cannot start the executor fork server: {exc}") from None

@@ -114,11 +114,26 @@ class WorkspaceSynthesizer:
             for i in range(self.settings.variants):
                 seed = _seed(request.seed, archetype, i)
                 v = make_variant(archetype, seed)
-                envs.append(workspace_env(
-                    f"ws-{archetype}-{i + 1}{suffix}", f"{v.name} #{i + 1}", files=v.files, setup=v.setup, description=v.description,
-                    domain=v.category, app_source=v.app_source, app_tools=v.app_tools, seed_sql=v.seed_sql,
-                    provenance=Provenance(source_kind="workspace", source=archetype, plugin="workspace", plugin_version=_version(), seed=seed),
-                ))  # fmt: skip
+                envs.append(
+                    workspace_env(
+                        f"ws-{archetype}-{i + 1}{suffix}",
+                        f"{v.name} #{i + 1}",
+                        files=v.files,
+                        setup=v.setup,
+                        description=v.description,
+                        domain=v.category,
+                        app_source=v.app_source,
+                        app_tools=v.app_tools,
+                        seed_sql=v.seed_sql,
+                        provenance=Provenance(
+                            source_kind="workspace",
+                            source=archetype,
+                            plugin="workspace",
+                            plugin_version=_version(),
+                            seed=seed,
+                        ),
+                    )
+                )
         return envs
 
 
@@ -163,11 +178,23 @@ class PinchBenchSynthesizer:
             if judge_only(t) and not self.settings.judge:
                 skipped["llm_judge_only"] = skipped.get("llm_judge_only", 0) + 1
                 continue
-            envs.append(workspace_env(
-                f"pb-{t.id.replace('_', '-')}", t.name, files=t.files, blobs=t.blobs, description=f"PinchBench task {t.id} ({t.category})",
-                domain=t.category or "pinchbench",
-                provenance=Provenance(source_kind="pinchbench", source=str(f), plugin="pinchbench", plugin_version=_version(), seed=request.seed),
-            ))  # fmt: skip
+            envs.append(
+                workspace_env(
+                    f"pb-{t.id.replace('_', '-')}",
+                    t.name,
+                    files=t.files,
+                    blobs=t.blobs,
+                    description=f"PinchBench task {t.id} ({t.category})",
+                    domain=t.category or "pinchbench",
+                    provenance=Provenance(
+                        source_kind="pinchbench",
+                        source=str(f),
+                        plugin="pinchbench",
+                        plugin_version=_version(),
+                        seed=request.seed,
+                    ),
+                )
+            )
         if not envs:
             raise PinchBenchError(
                 f"{root}: no task could be imported "

@@ -791,14 +791,35 @@ def add_contact(env, name, email, company):
 
 _S = {"type": "string"}
 CRM_TOOLS = [
-    ToolSpec(name="find_contacts", description="CRM: contacts whose name, email or company contains the query (all when empty).",
-             parameters={"type": "object", "properties": {"query": _S}, "required": []}),
-    ToolSpec(name="update_contact", description="CRM: set a contact's status (lead, qualified, customer, lost).", mutates=True,
-             parameters={"type": "object", "properties": {"contact_id": _S, "status": {"type": "string", "enum": ["lead", "qualified", "customer", "lost"]}},
-                         "required": ["contact_id", "status"]}),
-    ToolSpec(name="add_contact", description="CRM: add a contact (status lead).", mutates=True,
-             parameters={"type": "object", "properties": {"name": _S, "email": _S, "company": _S}, "required": ["name", "email", "company"]}),
-]  # fmt: skip
+    ToolSpec(
+        name="find_contacts",
+        description="CRM: contacts whose name, email or company contains the query (all when empty).",
+        parameters={"type": "object", "properties": {"query": _S}, "required": []},
+    ),
+    ToolSpec(
+        name="update_contact",
+        description="CRM: set a contact's status (lead, qualified, customer, lost).",
+        mutates=True,
+        parameters={
+            "type": "object",
+            "properties": {
+                "contact_id": _S,
+                "status": {"type": "string", "enum": ["lead", "qualified", "customer", "lost"]},
+            },
+            "required": ["contact_id", "status"],
+        },
+    ),
+    ToolSpec(
+        name="add_contact",
+        description="CRM: add a contact (status lead).",
+        mutates=True,
+        parameters={
+            "type": "object",
+            "properties": {"name": _S, "email": _S, "company": _S},
+            "required": ["name", "email", "company"],
+        },
+    ),
+]
 
 
 def _sql(v: Any) -> str:
@@ -865,20 +886,37 @@ def crm(rng: random.Random, fake: Any) -> Variant:
         f"- {lead['name']} ({lead['company']})\n" for lead in sorted(new, key=lambda x: x["name"])
     )
     calls.append(_call("write", path="followups.md", content=followups))
-    seed_sql = ("CREATE TABLE contacts (id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL " "UNIQUE, company TEXT NOT NULL, "
-                "status TEXT NOT NULL CHECK (status IN ('lead', 'qualified', 'customer', " "'lost')));\n"
-                + "".join(f"INSERT INTO contacts VALUES ({', '.join(_sql(c[k]) for k in ('id', 'name', 'email', 'company', 'status'))});\n" for c in contacts))  # fmt: skip
+    seed_sql = (
+        "CREATE TABLE contacts (id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL "
+        "UNIQUE, company TEXT NOT NULL, "
+        "status TEXT NOT NULL CHECK (status IN ('lead', 'qualified', 'customer', "
+        "'lost')));\n"
+        + "".join(
+            "INSERT INTO contacts VALUES "
+            f"({', '.join(_sql(c[k]) for k in ('id', 'name', 'email', 'company', 'status'))});\n"
+            for c in contacts
+        )
+    )
     files = {
-        "exports/tradeshow_leads.csv": _csv([["name", "email", "company", "budget_eur"]] + [[x["name"], x["email"], x["company"], x["budget"]] for x in leads]),
-        "RULES.md": (f"# Trade-show leads\n\nFor every row of exports/tradeshow_leads.csv:\n\n"
-                     "- already in the CRM (same email) with a budget of at least " f"{threshold} EUR: set it to `qualified`, "
-                     "unless it is a `customer` already (never downgrade a customer)\n"
-                     "- already in the CRM with a smaller budget: leave it\n"
-                     "- not in the CRM: add it, and list it in followups.md as `- Name " "(Company)`, sorted by name\n"),
+        "exports/tradeshow_leads.csv": _csv(
+            [["name", "email", "company", "budget_eur"]]
+            + [[x["name"], x["email"], x["company"], x["budget"]] for x in leads]
+        ),
+        "RULES.md": (
+            f"# Trade-show leads\n\nFor every row of exports/tradeshow_leads.csv:\n\n"
+            "- already in the CRM (same email) with a budget of at least "
+            f"{threshold} EUR: set it to `qualified`, "
+            "unless it is a `customer` already (never downgrade a customer)\n"
+            "- already in the CRM with a smaller budget: leave it\n"
+            "- not in the CRM: add it, and list it in followups.md as `- Name "
+            "(Company)`, sorted by name\n"
+        ),
         # distractor
-        "exports/newsletter_signups.csv": _csv([["email"]] + [[fake.free_email()] for _ in range(5)]),
+        "exports/newsletter_signups.csv": _csv(
+            [["email"]] + [[fake.free_email()] for _ in range(5)]
+        ),
         "notes/crm-cleanup.md": f"Ideas for later: {fake.sentence()}\n",
-    }  # fmt: skip
+    }
     want = {cid: c["status"] for cid, c in final.items()}
     check = _check(
         {"STATUS": want, "NEW": {x["email"]: x["name"] for x in new}, "FOLLOWUPS": followups},

@@ -91,8 +91,12 @@ def root(processes_mentioning):
 def env_call(root: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", WIRE, "env", "call", *args],
-        capture_output=True, text=True, timeout=timeout, check=False, env={**os.environ, "TMPDIR": root},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, "TMPDIR": root},
+    )
 
 
 def folder(tmp_path: Path, spec: EnvSpec | None = None) -> Path:

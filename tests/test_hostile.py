@@ -375,9 +375,19 @@ async def env_call(env_dir: Path, root: str) -> tuple[dict[str, Any], int, float
     ``root``; returns the printed result, the exit code, the call's own seconds and stderr."""
     sets = [a for s in SETS for a in ("--set", s)]
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", WIRE, "env", "call", str(env_dir), "attack", "--verbose", *sets,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ, "TMPDIR": root},
-    )  # fmt: skip
+        sys.executable,
+        "-c",
+        WIRE,
+        "env",
+        "call",
+        str(env_dir),
+        "attack",
+        "--verbose",
+        *sets,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "TMPDIR": root},
+    )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     stderr = err.decode(errors="replace")
     assert out.strip(), f"env call printed nothing (exit {proc.returncode}): {stderr[-2000:]}"
@@ -674,10 +684,28 @@ def test_hostile_envs_through_a_run(
     env = {**os.environ, **ENV_OVERRIDES, "PYTHONPATH": str(site), "TMPDIR": root}
     t0 = time.monotonic()
     proc = subprocess.run(
-        [*envkernel, "--json-logs", "run", "--plugins", "+hostile,-sample", *sources, "--out", str(out), "--run-id", "hostile",
-         "--no-progress", "--timeout", "120"],
-        capture_output=True, text=True, env=env, timeout=180, check=False, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            *envkernel,
+            "--json-logs",
+            "run",
+            "--plugins",
+            "+hostile,-sample",
+            *sources,
+            "--out",
+            str(out),
+            "--run-id",
+            "hostile",
+            "--no-progress",
+            "--timeout",
+            "120",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
+        cwd=tmp_path,
+    )
     seconds = time.monotonic() - t0
     assert proc.returncode in (0, 1), proc.stderr[-4000:]
     run = out / "hostile"

@@ -328,8 +328,11 @@ def test_a_real_spec_synthesizes_the_same_whatever_the_hash_seed() -> None:
     import sys
 
     spec = Path(__file__).resolve().parents[1] / "plugins/openapi/corpus-real/box-platform.json"
-    code = ("import sys, hashlib, msgspec; from envkernel_openapi import synthesize_file; "
-            "env, _ = synthesize_file(sys.argv[1], seed=0); print(hashlib.sha256(msgspec.json.encode(env)).hexdigest())")  # fmt: skip
+    code = (
+        "import sys, hashlib, msgspec; from envkernel_openapi import synthesize_file; "
+        "env, _ = synthesize_file(sys.argv[1], seed=0); "
+        "print(hashlib.sha256(msgspec.json.encode(env)).hexdigest())"
+    )
     digests = {
         h: subprocess.run(
             [sys.executable, "-c", code, str(spec)],

@@ -214,10 +214,30 @@ def kill_init(env):
 """
 
 TOOLS = [
-    "put", "get", "count", "spin", "deaf_spin", "fork_bomb", "memory_bomb", "memory_herd", "big_alloc", "tmpfs_bomb",
-    "memory_limit", "connect", "interfaces", "read_file", "write_file", "list_dir", "identity", "shout", "huge",
-    "kill_self", "kill_init", "litter", "leftovers",
-]  # fmt: skip
+    "put",
+    "get",
+    "count",
+    "spin",
+    "deaf_spin",
+    "fork_bomb",
+    "memory_bomb",
+    "memory_herd",
+    "big_alloc",
+    "tmpfs_bomb",
+    "memory_limit",
+    "connect",
+    "interfaces",
+    "read_file",
+    "write_file",
+    "list_dir",
+    "identity",
+    "shout",
+    "huge",
+    "kill_self",
+    "kill_init",
+    "litter",
+    "leftovers",
+]
 
 
 def hostile_env() -> EnvSpec:

@@ -9,6 +9,9 @@ Three rewrites, each limited to text the formatter cannot break:
 - ``#`` comments: an over-long comment is rewrapped into several comment lines at the same
   indent (a trailing comment moves above its line); pragmas (``noqa``, ``type:``, ``fmt:``) are
   left alone;
+- triple-quoted data literals (prompts, SQL, source code; not docstrings, not raw): an
+  over-long line is broken after a space with a backslash-newline, which the literal's value
+  does not contain, so the value is unchanged;
 - string literals: an over-long single-line literal (plain, raw, bytes or f-string) is split at
   spaces outside ``{...}`` fields into adjacent literals, which ``ruff format`` then lays out one
   per line.
@@ -382,8 +385,9 @@ def split_points(body: str, raw: bool, is_f: bool) -> list[int]:
     return [p for p in points if 0 < p < len(body)]
 
 
-def split_literal(token: str, room: int) -> list[str] | None:
-    """``token`` as adjacent literals of about ``room`` columns each, or ``None``."""
+def split_literal(token: str, room: int, first_room: int | None = None) -> list[str] | None:
+    """``token`` as adjacent literals of about ``room`` columns each (the first one
+    ``first_room``), or ``None``."""
     m = STRING_PREFIX.match(token)
     if not m or len(m.group(2)) == 3:
         return None
@@ -397,7 +401,8 @@ def split_literal(token: str, room: int) -> list[str] | None:
     start = 0
     overhead = len(prefix) + 2
     while width(body[start:]) + overhead > room:
-        fits = [p for p in points if p > start and width(body[start:p]) + overhead <= room]
+        this_room = first_room if first_room is not None and not pieces else room
+        fits = [p for p in points if p > start and width(body[start:p]) + overhead <= this_room]
         later = [p for p in points if p > start]
         if not later:
             break
@@ -433,7 +438,10 @@ def fix_strings(source: str, limit: int) -> str:
         ind = len(indent_of(line))
         if width(line[: tok.end[1]]) <= limit and width(tok.string) <= limit - ind - 8:
             continue
-        pieces = split_literal(tok.string, limit - ind - 4 - 2)
+        before = line[: tok.start[1]]
+        # after ``name=`` or ``key: `` ruff keeps the first piece on this line
+        first_room = limit - width(before) - 2 if re.search(r"(\w=|:\s)$", before) else None
+        pieces = split_literal(tok.string, limit - ind - 4 - 2, first_room)
         if pieces:
             edits.setdefault(row, []).append((tok.start[1], tok.end[1], " ".join(pieces)))
     for row, row_edits in edits.items():
@@ -442,6 +450,58 @@ def fix_strings(source: str, limit: int) -> str:
             line = line[:start] + text + line[end:]
         lines[row] = line
     return "\n".join(lines)
+
+
+def _split_triple_once(source: str, limit: int) -> str | None:
+    """Break one over-long line inside a triple-quoted (non-raw, non-docstring) literal with a
+    backslash-newline after a space, which leaves the literal's value as it was; ``None`` if
+    there is none to break."""
+    lines = source.split("\n")
+    docstarts = {(n.lineno, n.col_offset) for n in _docstring_nodes(ast.parse(source))}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type != tokenize.STRING or tok.start[0] == tok.end[0] or tok.start in docstarts:
+            continue
+        m = STRING_PREFIX.match(tok.string)
+        if not m or len(m.group(2)) != 3 or "r" in m.group(1).lower():
+            continue
+        rows = range(tok.start[0] - 1, tok.end[0])
+        if all(width(lines[r]) <= limit for r in rows):
+            continue
+        body = tok.string[m.end() : -3]
+        row, col = tok.start[0] - 1, tok.start[1] + m.end()
+        where: list[tuple[int, int]] = []  # (row, col) of each body character
+        for c in body:
+            where.append((row, col))
+            row, col = (row + 1, 0) if c == "\n" else (row, col + 1)
+        cuts: dict[int, list[int]] = {}
+        for p in split_points(body, raw=False, is_f="f" in m.group(1).lower()):
+            r, c = where[p]
+            if body[p - 1] == " " and body[p] != "\n":
+                cuts.setdefault(r, []).append(c)
+        for r in rows:
+            line = lines[r]
+            if width(line) <= limit:
+                continue
+            fitting = [
+                c
+                for c in cuts.get(r, [])
+                if width(line[:c]) + 1 <= limit and line[: c - 1].strip() and line[c - 2] != " "
+            ]
+            if fitting:
+                # prefer a space outside the quotes of a string inside the literal (code, SQL)
+                outside = [c for c in fitting if all(line[:c].count(q) % 2 == 0 for q in "'\"")]
+                c = (outside or fitting)[-1]
+                lines[r : r + 1] = [line[:c] + "\\", line[c:]]
+                return "\n".join(lines)
+    return None
+
+
+def fix_triple_quoted(source: str, limit: int) -> str:
+    """Break over-long lines inside triple-quoted data literals (prompts, SQL, code) with
+    backslash-newlines: the literal's value, and so the program, stays the same."""
+    while (new := _split_triple_once(source, limit)) is not None:
+        source = new
+    return source
 
 
 # --------------------------------------------------------------------------------------------
@@ -499,7 +559,8 @@ def fix_source(source: str, path: Path, limit: int, ruff: list[str] | None) -> s
     """``source`` after the rewrites, repeated with ``ruff format`` until nothing changes."""
     current = source
     for _ in range(MAX_PASSES):
-        new = fix_strings(fix_comments(fix_docstrings(current, limit), limit), limit)
+        new = fix_docstrings(current, limit)
+        new = fix_triple_quoted(fix_strings(fix_comments(new, limit), limit), limit)
         if ruff is not None and new != current:
             new = ruff_format(new, path, ruff)
         if new == current:

@@ -77,7 +77,8 @@ SOURCE = textwrap.dedent("""
         os.kill(os.getpid(), signal.SIGKILL)
 
     def whoami(env):
-        return {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(), "cwd": os.getcwd(), "workspace": env.workspace}
+        return {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(), "cwd": \
+os.getcwd(), "workspace": env.workspace}
 
     def count(env):
         return env.db.execute("SELECT count(*) AS n FROM kv").fetchone()["n"]

@@ -58,7 +58,8 @@ def noisy(env):
     return "quiet"
 
 def clocks(env):
-    return [time.time(), str(datetime.datetime.now()), str(uuid.uuid4()), random.random(), env.rng.random()]
+    return [time.time(), str(datetime.datetime.now()), str(uuid.uuid4()), random.random(), \
+env.rng.random()]
 
 def spin(env):
     while True:

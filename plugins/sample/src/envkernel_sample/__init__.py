@@ -55,7 +55,8 @@ INSERT INTO products (id, name, category, price_cents, stock) VALUES
     ('prd_0006', 'laptop stand', 'home office', 3999, 15),
     ('prd_0007', 'noise-cancelling headphones', 'audio', 14900, 0),
     ('prd_0008', 'USB-C hub', 'computer accessories', 4599, 20);
-INSERT INTO orders (id, customer_id, product_id, quantity, unit_price_cents, status, created_at) VALUES
+INSERT INTO orders (id, customer_id, product_id, quantity, unit_price_cents, status, created_at) \
+VALUES
     ('ord_0001', 'cus_0001', 'prd_0001', 2, 3499, 'shipped', '2026-01-08T10:15:00Z'),
     ('ord_0002', 'cus_0001', 'prd_0004', 1, 8900, 'pending', '2026-01-12T16:40:00Z'),
     ('ord_0003', 'cus_0002', 'prd_0002', 1, 18900, 'pending', '2026-01-10T09:05:00Z'),

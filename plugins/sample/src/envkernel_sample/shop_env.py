@@ -49,7 +49,8 @@ def _product(env, product_id):
 
 _ORDER = """
     SELECT o.id, o.customer_id, o.product_id, p.name AS product_name, o.quantity,
-           o.unit_price_cents, o.quantity * o.unit_price_cents AS total_cents, o.status, o.created_at
+           o.unit_price_cents, o.quantity * o.unit_price_cents AS total_cents, o.status, \
+o.created_at
     FROM orders o JOIN products p ON p.id = o.product_id
 """
 

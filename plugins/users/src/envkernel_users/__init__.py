@@ -95,11 +95,13 @@ class LLMUserSettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
     """Tokens per user turn at most."""
 
 
-PROMPT = """You are role-playing a user who talks with an assistant that can use tools. Stay in character and be brief.
+PROMPT = """You are role-playing a user who talks with an assistant that can use tools. Stay in \
+character and be brief.
 {who}Your goal (what you want done): {request}
 What you hold back at first, and say only when the assistant asks about it or acts without it:
 {hidden}
-Rules: never invent other facts; answer a question in one or two sentences; when your goal is fully met,
+Rules: never invent other facts; answer a question in one or two sentences; when your goal is \
+fully met,
 reply with exactly {done}."""
 
 

@@ -147,11 +147,13 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
         def grade(transcript, workspace_path):
             import csv, os
             path = os.path.join(workspace_path, "reconciliation.csv")
-            keys = ["report_written", "mismatches_found", "missing_found", "amounts_right", "no_false_positives"]
+            keys = ["report_written", "mismatches_found", "missing_found", "amounts_right", \
+"no_false_positives"]
             if not os.path.isfile(path):
                 return {k: 0.0 for k in keys}
             with open(path, newline="", encoding="utf-8") as f:
-                rows = [{(k or "").strip(): (v or "").strip() for k, v in r.items()} for r in csv.DictReader(f)]
+                rows = [{(k or "").strip(): (v or "").strip() for k, v in r.items()} for r in \
+csv.DictReader(f)]
             got = {r.get("entry_id", ""): r for r in rows}
             def found(kind):
                 want = {k for k, v in EXPECTED.items() if v["issue"] == kind}
@@ -163,9 +165,12 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
                 except ValueError:
                     return a == b
             amounts = all(k in got and same(got[k].get("ledger_amount", ""), v["ledger"]) and
-                          (v["invoice"] == "" or same(got[k].get("invoice_amount", ""), v["invoice"])) for k, v in EXPECTED.items())
-            return {"report_written": 1.0 if rows else 0.0, "mismatches_found": found("amount_mismatch"),
-                    "missing_found": found("missing_invoice"), "amounts_right": 1.0 if amounts else 0.0,
+                          (v["invoice"] == "" or same(got[k].get("invoice_amount", ""), \
+v["invoice"])) for k, v in EXPECTED.items())
+            return {"report_written": 1.0 if rows else 0.0, "mismatches_found": \
+found("amount_mismatch"),
+                    "missing_found": found("missing_invoice"), "amounts_right": 1.0 if amounts \
+else 0.0,
                     "no_false_positives": 1.0 if rows and set(got) == set(EXPECTED) else 0.0}
     """,
     )
@@ -264,16 +269,19 @@ def inbox(rng: random.Random, fake: Any) -> Variant:
         """
         def grade(transcript, workspace_path):
             import os
-            placed = sum(1 for n, d in DEST.items() if os.path.isfile(os.path.join(workspace_path, d, n)))
+            placed = sum(1 for n, d in DEST.items() if os.path.isfile(os.path.join(workspace_path, \
+d, n)))
             left = [n for n in DEST if os.path.exists(os.path.join(workspace_path, "inbox", n))]
             wrong = 0
             for d in {"archive"} | {v for v in DEST.values()}:
                 folder = os.path.join(workspace_path, d)
                 if os.path.isdir(folder):
                     wrong += sum(1 for n in os.listdir(folder) if n in DEST and DEST[n] != d)
-            return {"all_placed": 1.0 if placed == len(DEST) else 0.0, "inbox_emptied": 1.0 if placed and not left else 0.0,
+            return {"all_placed": 1.0 if placed == len(DEST) else 0.0, "inbox_emptied": 1.0 if \
+placed and not left else 0.0,
                     "nothing_misfiled": 1.0 if placed and not wrong else 0.0,
-                    "drafts_untouched": 1.0 if placed and os.path.isfile(os.path.join(workspace_path, "drafts/reply-to-landlord.eml")) else 0.0}
+                    "drafts_untouched": 1.0 if placed and \
+os.path.isfile(os.path.join(workspace_path, "drafts/reply-to-landlord.eml")) else 0.0}
     """,
     )
     request = rng.choice(
@@ -395,7 +403,8 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
             import os, subprocess
             def run(args):
                 try:
-                    return subprocess.run(args, cwd=workspace_path, capture_output=True, text=True, timeout=20).returncode == 0
+                    return subprocess.run(args, cwd=workspace_path, capture_output=True, \
+text=True, timeout=20).returncode == 0
                 except Exception:
                     return False
             passes = run(["python3", "-m", "unittest", "discover", "-s", "tests", "-t", "."])
@@ -404,8 +413,10 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
                     same_test = f.read() == TEST
             except OSError:
                 same_test = False
-            general = run(["python3", "-c", f"from {PKG}.{MODULE} import *; import sys; sys.exit(0 if {PROBE} else 1)"])
-            return {"tests_pass": 1.0 if passes else 0.0, "tests_untouched": 1.0 if passes and same_test else 0.0,
+            general = run(["python3", "-c", \
+f"from {PKG}.{MODULE} import *; import sys; sys.exit(0 if {PROBE} else 1)"])
+            return {"tests_pass": 1.0 if passes else 0.0, "tests_untouched": 1.0 if passes and \
+same_test else 0.0,
                     "fix_is_general": 1.0 if general else 0.0}
     """,
     )
@@ -456,7 +467,8 @@ with open("deploy/app.env", "w") as f:
         for key, value in cfg[section].items():
             f.write(f"{section.upper()}_{key.upper()}={value}\\n")
 with open("deploy/healthcheck.sh", "w") as f:
-    f.write(f"curl -fsS -H 'Authorization: Bearer {cfg['payments']['api_key']}' {cfg['payments']['endpoint']}/health\\n")
+    f.write(f"curl -fsS -H 'Authorization: Bearer {cfg['payments']['api_key']}' \
+{cfg['payments']['endpoint']}/health\\n")
 '''
 
 
@@ -612,19 +624,23 @@ def logs(rng: random.Random, fake: Any) -> Variant:
         def grade(transcript, workspace_path):
             import os, re
             path = os.path.join(workspace_path, "report.md")
-            keys = ["report_written", "error_counts", "warning_counts", "sorted_by_errors", "top_error"]
+            keys = ["report_written", "error_counts", "warning_counts", "sorted_by_errors", \
+"top_error"]
             if not os.path.isfile(path):
                 return {k: 0.0 for k in keys}
             text = open(path, encoding="utf-8").read()
             rows = []
             for line in text.splitlines():
-                m = re.match(r"^\\|\\s*([A-Za-z_-]+)\\s*\\|\\s*(\\d+)\\s*\\|\\s*(\\d+)\\s*\\|", line)
+                m = re.match(r"^\\|\\s*([A-Za-z_-]+)\\s*\\|\\s*(\\d+)\\s*\\|\\s*(\\d+)\\s*\\|", \
+line)
                 if m and m.group(1) in COUNTS:
                     rows.append((m.group(1), int(m.group(2)), int(m.group(3))))
             got = {r[0]: r for r in rows}
             return {"report_written": 1.0 if rows else 0.0,
-                    "error_counts": 1.0 if rows and all(s in got and got[s][1] == c[0] for s, c in COUNTS.items()) else 0.0,
-                    "warning_counts": 1.0 if rows and all(s in got and got[s][2] == c[1] for s, c in COUNTS.items()) else 0.0,
+                    "error_counts": 1.0 if rows and all(s in got and got[s][1] == c[0] for s, c in \
+COUNTS.items()) else 0.0,
+                    "warning_counts": 1.0 if rows and all(s in got and got[s][2] == c[1] for s, c \
+in COUNTS.items()) else 0.0,
                     "sorted_by_errors": 1.0 if [r[0] for r in rows] == ORDER else 0.0,
                     "top_error": 1.0 if rows and TOP in text else 0.0}
     """,
@@ -723,10 +739,14 @@ def downloads(rng: random.Random, fake: Any) -> Variant:
             placed = sum(1 for n, d in DEST.items() if text(f"{d}/{n}") == CONTENT[n])
             left = [n for n in DEST if os.path.exists(os.path.join(workspace_path, "Downloads", n))]
             return {"sorted": 1.0 if placed == len(DEST) and not left else 0.0,
-                    "duplicate_removed": 1.0 if placed and not os.path.exists(os.path.join(workspace_path, "Downloads", DUP))
-                    and not any(os.path.exists(os.path.join(workspace_path, d, DUP)) for d in set(DEST.values())) else 0.0,
-                    "partial_left_alone": 1.0 if placed and text(f"Downloads/{PART}") is not None else 0.0,
-                    "old_files_kept": 1.0 if placed and text("Documents/taxes-2025.pdf") is not None else 0.0}
+                    "duplicate_removed": 1.0 if placed and not \
+os.path.exists(os.path.join(workspace_path, "Downloads", DUP))
+                    and not any(os.path.exists(os.path.join(workspace_path, d, DUP)) for d in \
+set(DEST.values())) else 0.0,
+                    "partial_left_alone": 1.0 if placed and text(f"Downloads/{PART}") is not None \
+else 0.0,
+                    "old_files_kept": 1.0 if placed and text("Documents/taxes-2025.pdf") is not \
+None else 0.0}
     """,
     )
     request = rng.choice(
@@ -766,7 +786,9 @@ STATUSES = ("lead", "qualified", "customer", "lost")
 def find_contacts(env, query=""):
     """Contacts whose name, email or company contains query (all when empty)."""
     q = "%" + query.lower() + "%"
-    return env.db.execute("SELECT * FROM contacts WHERE lower(name) LIKE ? OR lower(email) LIKE ? OR lower(company) LIKE ? ORDER BY id",
+    return \
+env.db.execute("SELECT * FROM contacts WHERE lower(name) LIKE ? OR lower(email) LIKE ? OR \
+lower(company) LIKE ? ORDER BY id",
                           (q, q, q)).fetchall()
 
 
@@ -785,7 +807,8 @@ def add_contact(env, name, email, company):
     if env.db.execute("SELECT 1 FROM contacts WHERE lower(email) = lower(?)", (email,)).fetchone():
         raise ToolError("conflict", f"{email} is already a contact; update it instead")
     cid = env.new_id("con")
-    env.db.execute("INSERT INTO contacts (id, name, email, company, status) VALUES (?, ?, ?, ?, 'lead')", (cid, name, email, company))
+    env.db.execute("INSERT INTO contacts (id, name, email, company, status) VALUES (?, ?, ?, ?, \
+'lead')", (cid, name, email, company))
     return env.db.execute("SELECT * FROM contacts WHERE id = ?", (cid,)).fetchone()
 '''
 
@@ -928,9 +951,12 @@ def crm(rng: random.Random, fake: Any) -> Variant:
             emails = {r["email"]: r for r in rows}
             path = os.path.join(workspace_path, "followups.md")
             text = open(path, encoding="utf-8").read() if os.path.isfile(path) else ""
-            touched = bool(text) or any(by_id.get(k, {}).get("status") != v for k, v in STATUS.items()) or any(e in emails for e in NEW)
-            return {"statuses_right": 1.0 if touched and all(by_id.get(k, {}).get("status") == v for k, v in STATUS.items()) else 0.0,
-                    "new_leads_added": 1.0 if NEW and all(e in emails and emails[e]["status"] == "lead" for e in NEW) else 0.0,
+            touched = bool(text) or any(by_id.get(k, {}).get("status") != v for k, v in \
+STATUS.items()) or any(e in emails for e in NEW)
+            return {"statuses_right": 1.0 if touched and all(by_id.get(k, {}).get("status") == v \
+for k, v in STATUS.items()) else 0.0,
+                    "new_leads_added": 1.0 if NEW and all(e in emails and emails[e]["status"] == \
+"lead" for e in NEW) else 0.0,
                     "followups_written": 1.0 if text.strip() == FOLLOWUPS.strip() else 0.0}
     """,
     )

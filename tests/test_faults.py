@@ -282,7 +282,8 @@ import asyncio, sys
 from envkernel_bus import Bus
 from envkernel.sandbox import SandboxService
 
-class SlowToOpen:  # a runner still starting the sandbox when its process is killed (a slow container start)
+class SlowToOpen:  # a runner still starting the sandbox when its process is killed (a slow \
+container start)
     async def open(self, env, seed):
         await asyncio.sleep(600)
 

@@ -46,7 +46,8 @@ class DyingSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class Dying(ProcessRunner):
-    """The ``process`` runner, except that its first ``deaths`` rollout sandboxes die when first used."""
+    """The ``process`` runner, except that its first ``deaths`` rollout sandboxes die when first \
+used."""
 
     Settings = DyingSettings
 
@@ -56,7 +57,8 @@ class Dying(ProcessRunner):
 
     async def open(self, env, seed):
         session = await super().open(env, seed)
-        session.take_lane = lambda: None  # no direct lane: its calls would skip the call path faults are injected in
+        session.take_lane = lambda: None  # no direct lane: its calls would skip the call path \
+faults are injected in
         if env.report is None:  # not a verified environment: not a rollout's sandbox
             return session
         call, state = session.call, session.state
@@ -66,7 +68,8 @@ class Dying(ProcessRunner):
             async def crash(tool, arguments):
                 if session.pid and self.deaths > 0:
                     self.deaths -= 1
-                    os.killpg(session.pid, signal.SIGKILL)  # no await before the call: the host has not noticed yet
+                    os.killpg(session.pid, signal.SIGKILL)  # no await before the call: the host \
+has not noticed yet
                 return await call_raw(tool, arguments)
 
             session.call_raw = crash
@@ -85,13 +88,16 @@ class Dying(ProcessRunner):
 
 
 class Fixed:
-    """Sampler ``fixed``: "what is product X called?" for every product in the seed, with no sandbox."""
+    """Sampler ``fixed``: "what is product X \
+called?" for every product in the seed, with no sandbox."""
 
     def sample(self, env, ctx):
         for pid, name in re.findall(r"\\('(prd_\\d+)', '([^']+)'", env.seed_sql):
-            yield Task(id=f"fixed-{pid}", env_id=env.id, request=f"What is the product {pid} called?",
+            yield Task(id=f"fixed-{pid}", env_id=env.id, \
+request=f"What is the product {pid} called?",
                        calls=[ToolCall(name="get_product", arguments={"product_id": pid})],
-                       outcome=Outcome(mutates=False, answer_facts=[name]), signature="get_product", sampler=ctx.component)
+                       outcome=Outcome(mutates=False, answer_facts=[name]), \
+signature="get_product", sampler=ctx.component)
 
 
 @hookimpl

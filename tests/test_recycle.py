@@ -34,7 +34,8 @@ SOURCE = textwrap.dedent("""
         return {"count": env.db.execute("SELECT n FROM counter").fetchone()["n"]}
 
     def who(env):
-        return {"uid": os.getuid(), "pid": os.getpid(), "ppid": os.getppid(), "files": sorted(os.listdir(".")),
+        return {"uid": os.getuid(), "pid": os.getpid(), "ppid": os.getppid(), "files": \
+sorted(os.listdir(".")),
                 "memory": list(MEMORY), "patched": getattr(os, "left_by_an_earlier_session", None),
                 "modules": sorted(m for m in sys.modules if m.startswith("left_"))}
 

@@ -74,7 +74,8 @@ SOURCE = textwrap.dedent("""
 
     def hang(env):
         import time
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # past the executor's own timeout
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # past the \
+executor's own timeout
         time.sleep(600)
 """)
 

@@ -400,8 +400,10 @@ def split_literal(token: str, room: int, first_room: int | None = None) -> list[
     pieces: list[str] = []
     start = 0
     overhead = len(prefix) + 2
-    while width(body[start:]) + overhead > room:
+    while True:
         this_room = first_room if first_room is not None and not pieces else room
+        if width(body[start:]) + overhead <= this_room:
+            break
         fits = [p for p in points if p > start and width(body[start:p]) + overhead <= this_room]
         later = [p for p in points if p > start]
         if not later:

@@ -273,7 +273,8 @@ async def test_the_tool_env_raises_on_a_dead_executor_but_not_on_an_env_error_na
         )  # the env's own error: the policy's to act on
         with pytest.raises(
             SandboxError,
-            match=r"the sandbox crashed under tool call 'die': sandbox executor died \(exit code -9",
+            match=r"the sandbox crashed under tool call 'die': sandbox executor died \(exit code "
+            r"-9",
         ):
             await tool_env.call("die", {})
         assert (

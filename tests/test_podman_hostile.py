@@ -246,7 +246,8 @@ def hostile_env() -> EnvSpec:
         name="hostile",
         tools=[ToolSpec(name=n, mutates=n == "put") for n in TOOLS],
         behaviour=CodeBehaviour(source=SOURCE),
-        seed_sql="CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT); INSERT INTO kv VALUES ('seed', "
+        seed_sql="CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT); INSERT INTO kv VALUES "
+        "('seed', "
         "'v0');",
     )
 

@@ -31,8 +31,10 @@ from envkernel_schemas import EnvRequested
 process = pytest.importorskip("envkernel_process")
 
 BRIEFS = {
-    "clean": "A lending library: books with copies, members who borrow them, loans that are returned.",
-    "bug_then_fix": "A small bank: customers' accounts with balances, and transfers between accounts.",
+    "clean": "A lending library: books with copies, members who borrow them, loans that are "
+    "returned.",
+    "bug_then_fix": "A small bank: customers' accounts with balances, and transfers between "
+    "accounts.",
     "network_then_fix": "Meeting room booking: rooms with a capacity, reservations for time slots.",
     "files_then_fix": "A lending library (audited) of books and loans.",
     "malformed_then_fix": "A credit union (chatty) with accounts and transfers.",

@@ -133,7 +133,8 @@ _QUANTITY = {"type": "integer", "minimum": 1, "description": "Number of units."}
 TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="find_customer",
-        description="Find customers by email (exact, case-insensitive) or by part of their name. Give at "
+        description="Find customers by email (exact, case-insensitive) or by part of their name. "
+        "Give at "
         "least one.",
         parameters=_obj(
             {
@@ -154,7 +155,8 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="list_products",
-        description="List products, optionally filtered by part of the name, by category, or to those in "
+        description="List products, optionally filtered by part of the name, by category, or to "
+        "those in "
         "stock. Prices are in cents.",
         parameters=_obj(
             {
@@ -207,7 +209,8 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="create_order",
-        description="Place a new pending order for a customer. Fails with 'conflict' when there is not "
+        description="Place a new pending order for a customer. Fails with 'conflict' when there "
+        "is not "
         "enough stock.",
         parameters=_obj(
             {
@@ -222,7 +225,8 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="cancel_order",
-        description="Cancel a pending order and put its units back in stock. Shipped or cancelled orders "
+        description="Cancel a pending order and put its units back in stock. Shipped or "
+        "cancelled orders "
         "cannot be cancelled.",
         parameters=_obj(
             {"order_id": {"type": "string", "description": "Order id, like ord_0001."}},
@@ -233,7 +237,8 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="update_order_quantity",
-        description="Change the quantity of a pending order; stock is adjusted. Fails with 'conflict' "
+        description="Change the quantity of a pending order; stock is adjusted. Fails with "
+        "'conflict' "
         "when stock is short.",
         parameters=_obj(
             {

@@ -386,7 +386,8 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
         f"{pkg}/helpers.py": "def clamp(x, lo, hi):\n    return max(lo, min(hi, x))\n",
         f"tests/test_{module}": test,
         "tests/__init__.py": "",
-        "README.md": f"# {pkg}\n\n{fake.paragraph()}\n\nRun the tests with `python3 -m unittest discover "
+        "README.md": f"# {pkg}\n\n{fake.paragraph()}\n\nRun the tests with `python3 -m unittest "
+        "discover "
         "-s tests -t .`\n",
         "CHANGELOG.md": f"## 0.3.0\n- {fake.sentence()}\n- {fake.sentence()}\n",
     }
@@ -513,7 +514,8 @@ def rotate(rng: random.Random, fake: Any) -> Variant:
         **_render(ini),
         "secrets/payments_key.new": new + "\n",
         "secrets/payments_key.old": old + "\n",  # distractor
-        "docs/runbook.md": "# Runbook\n\nKey rotation: put the new key in config/app.ini, then re-render "
+        "docs/runbook.md": "# Runbook\n\nKey rotation: put the new key in config/app.ini, then "
+        "re-render "
         f"deploy/.\n\n{fake.paragraph()}\n",
         "config/app.ini.example": _ini(
             {**ini, "payments": {**ini["payments"], "api_key": "pk_live_xxx"}}
@@ -816,7 +818,8 @@ _S = {"type": "string"}
 CRM_TOOLS = [
     ToolSpec(
         name="find_contacts",
-        description="CRM: contacts whose name, email or company contains the query (all when empty).",
+        description="CRM: contacts whose name, email or company contains the query (all when "
+        "empty).",
         parameters={"type": "object", "properties": {"query": _S}, "required": []},
     ),
     ToolSpec(

@@ -438,7 +438,8 @@ def fix_strings(source: str, limit: int) -> str:
         if row in docrows or width(line) <= limit or "# fmt: skip" in line:
             continue
         ind = len(indent_of(line))
-        if width(line[: tok.end[1]]) <= limit and width(tok.string) <= limit - ind - 8:
+        # a literal that ends within the limit, closing punctuation included, is not the cause
+        if width(line[: tok.end[1]]) <= limit - 2 and width(tok.string) <= limit - ind - 8:
             continue
         before = line[: tok.start[1]]
         # after ``name=`` or ``key: `` ruff keeps the first piece on this line

@@ -3,7 +3,8 @@ llama-cpp-python's OpenAI-compatible server on this machine's CPU. Prints figure
 is JSON. Not part of the test command (it needs the one-time build of scripts/setup-local-model.sh).
 
     python benchmarks/bench_local_model.py [--tasks 30] [--tool-choice required] [--max-turns 6]
-    python benchmarks/bench_local_model.py --base-url http://127.0.0.1:8000/v1 --model NAME   # any server
+    # any server:
+    python benchmarks/bench_local_model.py --base-url http://127.0.0.1:8000/v1 --model NAME
 
 Without ``--base-url`` it runs ``scripts/setup-local-model.sh --serve`` (build once, cached under
 ~/.cache/envkernel/llama; then serve on a free loopback port), waits for ``GET /v1/models``, runs

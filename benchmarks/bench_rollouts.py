@@ -355,6 +355,11 @@ async def measure(
         f"openai policy (scripted):    {result['openai_rollouts_per_s']:>8} rollouts/s  "
         f"({result['openai_turns_per_rollout']} turns each, {result['openai_turns_per_s']} turns/s)"
     )
+    rest_ms = (
+        result["kernel_overhead_per_turn_ms"]
+        - result["client_overhead_ms"]
+        - result["tool_call_ms"] * len(tool) / turns
+    )
     print(f"sequential, {seq} rollouts, {turns} turns:")
     print(
         "  raw HTTP round trip (http.client, same bodies, same server): "
@@ -369,7 +374,7 @@ async def measure(
         "  kernel overhead per turn (turn - raw HTTP):                 "
         f"{result['kernel_overhead_per_turn_ms']} ms "
         f"(client {result['client_overhead_ms']}, tool call {result['tool_call_ms']}, rest "
-        f"{round(result['kernel_overhead_per_turn_ms'] - result['client_overhead_ms'] - result['tool_call_ms'] * len(tool) / turns, 3)})"
+        f"{round(rest_ms, 3)})"
     )
     print(
         "  fixed cost per rollout (events, sandbox open/state/close):  "

@@ -15,7 +15,8 @@ mount namespaces, cgroups, Landlock).
 - **concurrent sessions**: N sandboxes held open at once, every one doing steps concurrently;
   reported with the success rate (calls that answered ok / calls made) and steps/s, for growing N.
 
-    python benchmarks/bench_sandbox.py [--steps 2000] [--sessions 64,256,512] [--steps-per-session 10]
+    python benchmarks/bench_sandbox.py [--steps 2000] [--sessions 64,256,512] \
+        [--steps-per-session 10]
 
 Prints figures; the last line is JSON.
 """

@@ -343,8 +343,16 @@ def med(rounds: list[dict[str, Any]], key: str) -> float:
     return round(statistics.median(r[key] for r in rounds), 4)
 
 
-async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spares: int, cells: int = 0,
-               recycle: int = 0, batches: int = 1) -> dict[str, Any]:  # fmt: skip
+async def main(
+    rounds: int,
+    n_steps: int,
+    n_opens: int,
+    levels: list[int],
+    spares: int,
+    cells: int = 0,
+    recycle: int = 0,
+    batches: int = 1,
+) -> dict[str, Any]:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     try:

@@ -30,7 +30,8 @@
    (``distractor_share=0``) and with it (the default), alternating, ROUNDS times each: tasks/s of
    each and their ratio.
 
-    python benchmarks/bench_tasks.py [--tasks 20000] [--skip-run] [--skip-sampler] [--sampler walk] [--no-users] [--run-workers N] [--quality DIR] [--planting-cost 2]
+    python benchmarks/bench_tasks.py [--tasks 20000] [--skip-run] [--skip-sampler] \
+        [--sampler walk] [--no-users] [--run-workers N] [--quality DIR] [--planting-cost 2]
 
 The run selects ``+users`` (the simulated user), so tasks may hold a condition back and the
 reference's gate rollouts talk; ``held_back_for_the_user`` is their share.

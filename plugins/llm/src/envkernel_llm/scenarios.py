@@ -3,9 +3,11 @@
 A scenario (written by the model, in ``scenarios.json``)::
 
     {"name": "borrow, then return",
-     "steps": [{"call": "borrow_book", "arguments": {...}, "expect": "ok", "returns": {"status": "open"}},
+     "steps": [{"call": "borrow_book", "arguments": {...}, "expect": "ok",
+                "returns": {"status": "open"}},
                {"call": "return_book", "arguments": {"loan_id": "${1.id}"}, "expect": "ok"},
-               {"call": "borrow_book", "arguments": {...}, "expect": "error", "error_code": "conflict"}],
+               {"call": "borrow_book", "arguments": {...}, "expect": "error",
+                "error_code": "conflict"}],
      "state": [{"table": "loans", "count": 3},
                {"table": "books", "where": {"id": "bk_0002"}, "has": {"available": 1}},
                {"table": "loans", "where": {"id": "loan_0009"}, "absent": true}]}
@@ -106,7 +108,7 @@ def subset_problem(expected: Any, actual: Any, where: str = "the answer") -> str
     if isinstance(expected, list):
         if not isinstance(actual, list):
             return f"{where} is {_short(actual, 80)}, expected a list"
-        for i, want in enumerate(expected):
+        for want in expected:
             if not any(not subset_problem(want, got) for got in actual):
                 return (
                     f"{where} has no item matching {_short(want, 100)} (it has {len(actual)} "

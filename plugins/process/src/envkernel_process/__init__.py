@@ -238,8 +238,14 @@ class ProcessSession(ExecutorSession):
     op_hang_note = "the executor was killed"
     settings: Settings
 
-    def __init__(self, runner: ProcessRunner, env: EnvSpec, seed: int, adopt: ProcessSession | None = None,
-                 lane: socket.socket | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        runner: ProcessRunner,
+        env: EnvSpec,
+        seed: int,
+        adopt: ProcessSession | None = None,
+        lane: socket.socket | None = None,
+    ) -> None:
         session_id = "p" + secrets.token_hex(8)
         self._runner = runner
         self.confinement: dict[str, Any] = {}

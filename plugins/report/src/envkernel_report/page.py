@@ -147,7 +147,7 @@ def _rewards(data: RunData, notes: list[str]) -> list[dict[str, Any]]:
                 "chart": _safe(
                     f"reward histogram of {policy}",
                     notes,
-                    lambda its=its: charts.reward_histograms(policy, its),
+                    lambda its=its, policy=policy: charts.reward_histograms(policy, its),
                 ),
             }
         )

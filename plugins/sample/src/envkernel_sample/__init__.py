@@ -188,7 +188,8 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="list_orders",
-        description="List a customer's orders, oldest first, optionally only those with one status.",
+        description="List a customer's orders, oldest first, optionally only those with one "
+        "status.",
         parameters=_obj(
             {
                 "customer_id": {"type": "string", "description": "Customer id, like cus_0001."},

@@ -99,7 +99,12 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
             continue
         amount = e["amount"]
         if i in mismatched:
-            amount = f"{float(amount) + rng.choice([-1, 1]) * rng.randint(5, 300) + rng.choice([0, 0.5, 0.99]):.2f}"
+            shifted = (
+                float(amount)
+                + rng.choice([-1, 1]) * rng.randint(5, 300)
+                + rng.choice([0, 0.5, 0.99])
+            )
+            amount = f"{shifted:.2f}"
         files[f"invoices/{e['invoice']}.txt"] = (
             f"INVOICE {e['invoice']}\nVendor: {e['vendor']}\nBill to: "
             f"{fake.company()}\nDate: {e['date']}\n"
@@ -595,7 +600,8 @@ def logs(rng: random.Random, fake: Any) -> Variant:
             level = rng.choices(["INFO", "WARN", "ERROR", "DEBUG"], [6, 2, 2, 1])[0]
             msg = rng.choice(messages[s])
             lines.append(
-                f"2026-01-{10 + d:02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{n % 60:02d}Z "
+                f"2026-01-{10 + d:02d}T{rng.randint(0, 23):02d}:"
+                f"{rng.randint(0, 59):02d}:{n % 60:02d}Z "
                 f"{level} {s} {msg}"
             )
             if level in ("ERROR", "WARN"):

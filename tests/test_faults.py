@@ -115,9 +115,10 @@ def _same_outputs(run_dir: Path, clean: Any) -> dict[str, Any]:
         0,
         0,
     )
-    rows = lambda d, name, key: sorted(
-        key(json.loads(x)) for x in (d / name).read_text().splitlines()
-    )
+
+    def rows(d, name, key):
+        return sorted(key(json.loads(x)) for x in (d / name).read_text().splitlines())
+
     for name, key in (
         ("tasks.jsonl", lambda r: r["id"]),
         ("rollouts.jsonl", lambda r: (r["task_id"], r["trajectory"]["index"])),
@@ -270,10 +271,13 @@ def test_a_worker_killed_mid_run_loses_nothing(envk, nats_server: str, wait_for_
         0,
         0,
     )
-    rows = lambda d: sorted(
-        (r["task_id"], r["trajectory"]["index"])
-        for r in map(json.loads, (d / "rollouts.jsonl").read_text().splitlines())
-    )
+
+    def rows(d):
+        return sorted(
+            (r["task_id"], r["trajectory"]["index"])
+            for r in map(json.loads, (d / "rollouts.jsonl").read_text().splitlines())
+        )
+
     assert rows(run_dir) == rows(clean.dir)
 
 

@@ -507,8 +507,14 @@ sandboxes): the uid dropped in the child, the namespaces, tmpfs and cgroups inhe
 parent."""
 
 
-async def test_hostile_envs_in_a_recycled_sandbox(root: str, listeners: Listeners, secret: str, tmp_path: Path,
-                                                  processes_mentioning, monkeypatch: pytest.MonkeyPatch):  # fmt: skip
+async def test_hostile_envs_in_a_recycled_sandbox(
+    root: str,
+    listeners: Listeners,
+    secret: str,
+    tmp_path: Path,
+    processes_mentioning,
+    monkeypatch: pytest.MonkeyPatch,
+):
     """The same attacks, through ``env call`` with ``recycle`` on: each runs in a nest's session,
     and is blocked or detected as in a plain sandbox."""
     if not (host_support().root and host_support().unshare):

@@ -15,9 +15,11 @@ import time
 import msgspec
 import pytest
 
-testing_probe = pytest.importorskip("envkernel_kit.testing")
-chains = pytest.importorskip("envkernel_chains")
+pytest.importorskip("envkernel_kit.testing")
+pytest.importorskip("envkernel_chains")
 
+import envkernel_chains as chains
+import envkernel_kit.testing as testing_probe
 from envkernel.config import public, settings_for
 from envkernel.errors import ConfigError
 from envkernel_checklist import Checklist

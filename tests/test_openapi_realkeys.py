@@ -593,21 +593,26 @@ def _twilio_like(tmp_path: Path) -> Path:
             "max_size": {"type": "integer", "minimum": 1, "maximum": 5000},
         },
     }
-    sid = lambda name, p: {
-        "name": name,
-        "in": "path",
-        "required": True,
-        "schema": {"type": "string", "pattern": p},
-    }
-    env_of = lambda key, ref: _ok(
-        {
-            "type": "object",
-            "properties": {
-                key: {"type": "array", "items": {"$ref": ref}},
-                "page": {"type": "integer"},
-            },
+
+    def sid(name, p):
+        return {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "schema": {"type": "string", "pattern": p},
         }
-    )
+
+    def env_of(key, ref):
+        return _ok(
+            {
+                "type": "object",
+                "properties": {
+                    key: {"type": "array", "items": {"$ref": ref}},
+                    "page": {"type": "integer"},
+                },
+            }
+        )
+
     a, q = "#/components/schemas/Account", "#/components/schemas/Queue"
     paths = {
         "/2010-04-01/Accounts.json": {
@@ -992,12 +997,15 @@ def _amadeus_like(tmp_path: Path) -> Path:
             },
         }
     )
-    arr = lambda name, req: {
-        "name": name,
-        "in": "query",
-        "required": req,
-        "schema": {"type": "array", "items": {"type": "string"}, "minItems": 1 if req else 0},
-    }
+
+    def arr(name, req):
+        return {
+            "name": name,
+            "in": "query",
+            "required": req,
+            "schema": {"type": "array", "items": {"type": "string"}, "minItems": 1 if req else 0},
+        }
+
     paths = {
         "/reference-data/locations/hotels/by-hotels": {
             "get": {

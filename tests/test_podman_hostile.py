@@ -182,7 +182,8 @@ def litter(env):
         os.chmod(folder + "/deep/er", 0o500)
     libc = ctypes.CDLL(None, use_errno=True)
     shm = libc.shmget(0, 4096, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600
-    if os.fork() == 0:  # a daemon that outlives the call: its own session, deaf to everything it can be
+    # a daemon that outlives the call: its own session, deaf to everything it can be
+    if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):

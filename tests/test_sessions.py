@@ -181,7 +181,7 @@ async def test_forked_sandboxes_are_isolated_from_each_other_and_the_host() -> N
         listener.close()
 
 
-async def test_a_burst_of_opens_is_forked_in_batches_and_no_executor_holds_another_ones_sockets() -> (
+async def test_a_burst_of_opens_is_forked_in_batches_and_no_executor_holds_another_ones_sockets() -> (  # noqa: E501 (docs cite the name)
     None
 ):
     """40 opens at once go to the zygote as a few packets (one fork request carries many
@@ -550,7 +550,7 @@ async def test_a_lane_not_taken_leaves_replay_as_it_was(nats_server: str) -> Non
     not any(v == 1 for v, _ in SUPPORT.cgroups.values()),
     reason="the keeper is for cgroup v1 hierarchies",
 )
-async def test_cgroup_joins_are_kept_fast_while_sandboxes_open_and_the_confinement_is_unchanged() -> (
+async def test_cgroup_joins_are_kept_fast_while_sandboxes_open_and_the_confinement_is_unchanged() -> (  # noqa: E501 (docs cite the name)
     None
 ):
     """The join keeper (``cgroup_keepalive``) runs while sandboxes are being opened and stops when

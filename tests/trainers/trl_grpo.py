@@ -59,7 +59,9 @@ def main(url: str, run_dir: str, task_id: str, out: str) -> None:
     ]
     turn1 = (
         "\n".join(
-            f"<tool_call>\n{json.dumps({'name': c['name'], 'arguments': c['arguments']})}\n</tool_call>"
+            "<tool_call>\n"
+            + json.dumps({"name": c["name"], "arguments": c["arguments"]})
+            + "\n</tool_call>"
             for c in task["calls"]
         )
         + "<|im_end|>"

@@ -82,7 +82,14 @@ class ScriptedModelServer:
         ] * text.count("<tool_response>")
         msg = await asyncio.to_thread(self._chat, messages)
         calls = "".join(
-            f"<tool_call>\n{json.dumps({'name': c['function']['name'], 'arguments': json.loads(c['function']['arguments'])})}\n</tool_call>"
+            "<tool_call>\n"
+            + json.dumps(
+                {
+                    "name": c["function"]["name"],
+                    "arguments": json.loads(c["function"]["arguments"]),
+                }
+            )
+            + "\n</tool_call>"
             for c in msg.get("tool_calls") or []
         )
         ids = self.tokenizer.encode(

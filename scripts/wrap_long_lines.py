@@ -54,7 +54,7 @@ LIST_ITEM = re.compile(r"([-*+\u2022]|\d+[.)]|\([0-9a-z]+\)|[a-z][.)]|:[\w ]+:|\
 TABLE = re.compile(r"(\||\+[-=]|[=\- ]+$)")
 FMT_DIRECTIVE = re.compile(r"#\s*fmt:\s*(skip|off|on)\b")
 STRING_PREFIX = re.compile(r"([rRbBuUfF]*)('''|\"\"\"|'|\")")
-MAX_PASSES = 5
+MAX_PASSES = 12
 
 
 def width(text: str) -> int:
@@ -423,15 +423,38 @@ def split_literal(token: str, room: int, first_room: int | None = None) -> list[
     return out
 
 
+def _merge_into(piece: str, nxt: str) -> str | None:
+    """``piece`` + ``nxt`` (two literals) as one literal of ``nxt``'s kind, or ``None`` if their
+    kinds differ (quote, raw, bytes) or ``piece`` holds fields and ``nxt`` is no f-string."""
+    a, b = STRING_PREFIX.match(piece), STRING_PREFIX.match(nxt)
+    if not a or not b or a.group(2) != b.group(2) or len(b.group(2)) == 3:
+        return None
+    pa, pb = a.group(1).lower(), b.group(1).lower()
+    if pa.replace("f", "").replace("u", "") != pb.replace("f", "").replace("u", ""):
+        return None
+    body = piece[a.end() : -1]
+    if ("f" in pa) != ("f" in pb) and ("{" in body or "}" in body):
+        return None
+    return nxt[: b.end()] + body + nxt[b.end() :]
+
+
 def fix_strings(source: str, limit: int) -> str:
-    """Split over-long single-line string literals at spaces into adjacent literals."""
+    """Split over-long single-line string literals at spaces into adjacent literals; when the
+    literal is followed by another one (an implicit concatenation), the overflow moves into it
+    (the next pass splits that one if it is now too long)."""
     lines = source.split("\n")
     docrows: set[int] = set()
     for node in _docstring_nodes(ast.parse(source)):
         docrows.update(range(node.lineno - 1, node.end_lineno or node.lineno))
+    toks = [
+        t
+        for t in tokenize.generate_tokens(io.StringIO(source).readline)
+        if t.type not in (tokenize.NL, tokenize.COMMENT)
+    ]
     edits: dict[int, list[tuple[int, int, str]]] = {}
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type != tokenize.STRING or tok.start[0] != tok.end[0]:
+    done: set[int] = set()  # indices of tokens already rewritten in this pass
+    for k, tok in enumerate(toks):
+        if tok.type != tokenize.STRING or tok.start[0] != tok.end[0] or k in done:
             continue
         row = tok.start[0] - 1
         line = lines[row]
@@ -445,8 +468,30 @@ def fix_strings(source: str, limit: int) -> str:
         # after ``name=`` or ``key: `` ruff keeps the first piece on this line
         first_room = limit - width(before) - 2 if re.search(r"(\w=|:\s)$", before) else None
         pieces = split_literal(tok.string, limit - ind - 4 - 2, first_room)
-        if pieces:
-            edits.setdefault(row, []).append((tok.start[1], tok.end[1], " ".join(pieces)))
+        if not pieces:
+            continue
+        nxt = toks[k + 1] if k + 1 < len(toks) else None
+        merged = None
+        if (
+            nxt is not None
+            and nxt.type == tokenize.STRING
+            and nxt.start[0] == tok.end[0] + 1
+            and nxt.start[0] == nxt.end[0]
+            and not lines[nxt.start[0] - 1][: nxt.start[1]].strip()
+        ):
+            m = STRING_PREFIX.match(tok.string)
+            assert m
+            prefix, quote = m.groups()
+            tail = "".join(STRING_PREFIX.sub("", p, count=1)[:-1] for p in pieces[1:])
+            if "{" not in tail and "}" not in tail:
+                prefix = prefix.replace("f", "").replace("F", "")
+            merged = _merge_into(f"{prefix}{quote}{tail}{quote}", nxt.string)
+        edits.setdefault(row, []).append(
+            (tok.start[1], tok.end[1], pieces[0] if merged else " ".join(pieces))
+        )
+        if merged:
+            edits.setdefault(nxt.start[0] - 1, []).append((nxt.start[1], nxt.end[1], merged))
+            done.add(k + 1)
     for row, row_edits in edits.items():
         line = lines[row]
         for start, end, text in sorted(row_edits, reverse=True):

@@ -142,8 +142,8 @@ def scenario(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             if proc.poll() is not None:
                 raise SystemExit(
                     f"{name}: the run ended (exit {proc.returncode}) before {args.after} "
-                    "rollouts were written: "
-                    "the fault would come too late (lower --after, or make the run bigger)"
+                    "rollouts were written: the fault would come too late (lower --after, or "
+                    "make the run bigger)"
                 )
         if name == "worker_kill" and worker is not None:
             worker.send_signal(signal.SIGKILL)
@@ -260,8 +260,8 @@ def main() -> None:
             }
             print(
                 f"{name}: exit {got['exit_code']}, {got['seconds']} s ({ratio}x clean; "
-                f"target {'met' if within else 'MISSED'}), "
-                f"lost {lost}, duplicated {dup}, summary agrees with files: {agree}"
+                f"target {'met' if within else 'MISSED'}), lost {lost}, duplicated {dup}, "
+                f"summary agrees with files: {agree}"
             )
         print(json.dumps({"bench": "faults", **results}))
 

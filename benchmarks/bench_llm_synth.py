@@ -122,10 +122,9 @@ async def main(pairs: int, mixed: int) -> dict:
     }
     print(
         f"A (right first time) {result['first_round_env_seconds_p50']} s per env, B (bug, "
-        "then fixed) "
-        f"{result['repaired_env_seconds_p50']} s: ratio "
-        f"{result['repair_vs_first_round_seconds_ratio']}; "
-        f"sandbox time per round {result['sandbox_seconds_per_round_p50']} s"
+        f"then fixed) {result['repaired_env_seconds_p50']} s: ratio "
+        f"{result['repair_vs_first_round_seconds_ratio']}; sandbox time per round "
+        f"{result['sandbox_seconds_per_round_p50']} s"
     )
     print(
         f"mixed ({len(provs)} envs): first round "

@@ -174,11 +174,10 @@ def main(args: argparse.Namespace) -> dict:
     }
     print(
         f"{len(rows)} rollouts, {turns} model turns: mean reward {result['mean_reward']}, "
-        "format errors per turn "
-        f"{result['format_error_rate']}, tool-call rate {result['tool_call_rate']} "
-        f"({result['rollouts_with_a_call']:.0%} of "
-        f"rollouts called a tool), latency per turn p50 {result['turn_latency_ms_p50']} ms, "
-        f"p90 {result['turn_latency_ms_p90']} ms"
+        f"format errors per turn {result['format_error_rate']}, tool-call rate "
+        f"{result['tool_call_rate']} ({result['rollouts_with_a_call']:.0%} of rollouts "
+        f"called a tool), latency per turn p50 {result['turn_latency_ms_p50']} ms, p90 "
+        f"{result['turn_latency_ms_p90']} ms"
     )
     print(
         f"terminations {terminations}; tool_choice {args.tool_choice!r} refused by the "

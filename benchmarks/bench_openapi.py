@@ -96,9 +96,8 @@ async def main(rounds: int) -> dict[str, Any]:
         hits = code_hits + model_hits
         print(
             f"recall: {sum(hits)}/{len(hits)} broken environments caught "
-            f"({sum(code_hits)}/{len(code_hits)} code, "
-            f"{sum(model_hits)}/{len(model_hits)} model); healthy control clean: "
-            f"{control.kept and not control.tools_dropped}"
+            f"({sum(code_hits)}/{len(code_hits)} code, {sum(model_hits)}/{len(model_hits)} "
+            f"model); healthy control clean: {control.kept and not control.tools_dropped}"
         )
         return {
             "bench": "openapi",

@@ -234,9 +234,8 @@ def main() -> dict[str, Any]:
     }
     print(
         f"{len(good)}/{len(rows)} specs give a kept environment with >= 10 tasks; "
-        f"{result['tracebacks']} tracebacks; "
-        f"{result['specs_refused']} refused; pipeline {run_seconds:.0f} s (exit {code}, "
-        f"{result['pipeline_failures']} plugin failures)"
+        f"{result['tracebacks']} tracebacks; {result['specs_refused']} refused; pipeline "
+        f"{run_seconds:.0f} s (exit {code}, {result['pipeline_failures']} plugin failures)"
     )
     if not args.skip_shipped:
         sh = shipped()

@@ -131,8 +131,7 @@ def main() -> None:
                 trials[side].append(got)
                 print(
                     f"{side}{r + 1}: {got['rows']} rows in {got['seconds']} s, peak RSS "
-                    f"{got['peak_rss_mb']} MB "
-                    f"(process start {got['rss_before_mb']} MB)",
+                    f"{got['peak_rss_mb']} MB (process start {got['rss_before_mb']} MB)",
                     flush=True,
                 )
         same = pq.read_table(root / "A0" / "rl.parquet").equals(

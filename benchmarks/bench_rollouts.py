@@ -372,8 +372,8 @@ async def measure(
     print(f"  turn in the policy (model + tool over NATS + step events):  {result['turn_ms']} ms")
     print(
         "  kernel overhead per turn (turn - raw HTTP):                 "
-        f"{result['kernel_overhead_per_turn_ms']} ms "
-        f"(client {result['client_overhead_ms']}, tool call {result['tool_call_ms']}, rest "
+        f"{result['kernel_overhead_per_turn_ms']} ms (client {result['client_overhead_ms']}, "
+        f"tool call {result['tool_call_ms']}, rest "
         f"{round(rest_ms, 3)})"
     )
     print(

@@ -234,10 +234,9 @@ async def main(
                 conc.append(r)
                 print(
                     f"concurrent: {n:4d} sandboxes open at once, {r['success_rate'] * 100:.1f} % "
-                    f"of {r['steps']} steps ok, "
-                    f"{r['steps_per_s']:,} steps/s; opened all in {r['open_all_s']} s (p50 "
-                    f"{r['open_p50_ms']} ms), closed in {r['close_all_s']} s"
-                    + (f"; errors: {r['errors']}" if r["errors"] else "")
+                    f"of {r['steps']} steps ok, {r['steps_per_s']:,} steps/s; opened all "
+                    f"in {r['open_all_s']} s (p50 {r['open_p50_ms']} ms), closed in "
+                    f"{r['close_all_s']} s" + (f"; errors: {r['errors']}" if r["errors"] else "")
                 )
                 if r["success_rate"] < 1.0:
                     break
@@ -276,8 +275,7 @@ async def main(
     )
     print(
         f"snapshot: p50 {result['snapshot']['p50_ms']} ms, p99 {result['snapshot']['p99_ms']} "
-        "ms; "
-        f"restore: p50 {result['restore']['p50_ms']} ms, p99 {result['restore']['p99_ms']} ms"
+        f"ms; restore: p50 {result['restore']['p50_ms']} ms, p99 {result['restore']['p99_ms']} ms"
     )
     print(f"open (request -> loaded and callable): p50 {result['open']['p50_ms']} ms")
     print(f"concurrent sessions at 100 %: {best} (target 512)")

@@ -568,8 +568,8 @@ if __name__ == "__main__":
         "--recycle",
         type=int,
         default=0,
-        help="the runner's recycle setting: closed sandboxes kept for reuse (a new session forked "
-        "in each)",
+        help="the runner's recycle setting: closed sandboxes kept for reuse (a new session "
+        "forked in each)",
     )
     ap.add_argument(
         "--batches",

@@ -113,16 +113,16 @@ def main(rounds: int, run_rounds: int) -> dict[str, Any]:
             )
     print(
         f"median wall: python -c pass {med['python_pass']:.3f} s, import envkernel "
-        f"{med['import_envkernel']:.3f} s, "
-        f"envkernel plugins {med['plugins']:.3f} s ({result['plugins_over_python_pass']}x "
-        f"python -c pass), envkernel --help {med['help']:.3f} s"
+        f"{med['import_envkernel']:.3f} s, envkernel plugins {med['plugins']:.3f} s "
+        f"({result['plugins_over_python_pass']}x python -c pass), envkernel --help "
+        f"{med['help']:.3f} s"
     )
     for name in RUNS:
         if name in med:
             print(
                 f"median wall: {' '.join(RUNS[name][1:])} {med[name]:.2f} s (summary.json "
-                f"seconds {result[f'{name}_summary_seconds']:.2f}, "
-                f"start-up and shut-down {result[f'{name}_outside_summary_s']:.2f} s)"
+                f"seconds {result[f'{name}_summary_seconds']:.2f}, start-up and shut-down "
+                f"{result[f'{name}_outside_summary_s']:.2f} s)"
             )
     return result
 

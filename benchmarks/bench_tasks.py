@@ -340,9 +340,8 @@ NARRATES = re.compile(
 AGGREGATE = re.compile(
     r"\b(how many|count|average|difference|differ|how far "
     r"apart|highest|lowest|largest|smallest|most|least|fewest|cheapest|latest|earliest|total|add "
-    r"up|all together|"
-    r"over|above|more than|fewer than|under|below|less than|rank|on or after|on or before|at "
-    r"least|at most|which of|which ones)\b",
+    r"up|all together|over|above|more than|fewer than|under|below|less than|rank|on or "
+    r"after|on or before|at least|at most|which of|which ones)\b",
     re.I,
 )
 GREETING = re.compile(r"^(hi|hello|hey there|hi there|good morning)[!.,]", re.I)
@@ -640,8 +639,8 @@ def main() -> None:
         "--run-workers",
         type=int,
         default=0,
-        help="`envkernel run --workers N`: local workers the run starts and stops itself (default "
-        "0)",
+        help="`envkernel run --workers N`: local workers the run starts and stops itself "
+        "(default 0)",
     )
     ap.add_argument(
         "--no-users",
@@ -683,19 +682,18 @@ def main() -> None:
         print(
             f"pipeline: {r['tasks']} tasks in {r['wall_seconds']} s ({r['tasks_per_s']} tasks/s); "
             f"{args.tasks} reached after {r['seconds_to_target']} s; peak RSS "
-            f"{r['peak_tree_rss_mb']} MB (process tree), "
-            f"ru_maxrss {r['children_maxrss_mb']} MB (largest child)"
+            f"{r['peak_tree_rss_mb']} MB (process tree), ru_maxrss {r['children_maxrss_mb']} "
+            "MB (largest child)"
         )
         print(
             f"  proposed {r['tasks_proposed']}, rejected {r['tasks_rejected']} "
-            f"{r['rejected']}; tool coverage {r['tool_coverage']}; "
-            f"lengths {r['chain_lengths']}; unique chain shapes {r['unique_chain_shapes']}"
+            f"{r['rejected']}; tool coverage {r['tool_coverage']}; lengths "
+            f"{r['chain_lengths']}; unique chain shapes {r['unique_chain_shapes']}"
         )
         print(
             f"  sampling ended after {r['sampling_seconds_longest_env']} s (longest env); "
-            "the run went on "
-            f"{r.get('after_sampling_seconds')} s more (gate, rollouts, exporters); "
-            f"{r.get('gated_when_sampling_ended')} tasks "
+            f"the run went on {r.get('after_sampling_seconds')} s more (gate, rollouts, "
+            f"exporters); {r.get('gated_when_sampling_ended')} tasks "
             "were gated when sampling ended; the kernel alone then gated "
             f"{r.get('kernel_only_tasks_per_s')} tasks/s"
         )
@@ -737,14 +735,14 @@ def main() -> None:
         result["sampler_alone"] = s
         print(
             f"sampler alone ({args.sampler}): {s['tasks']} tasks in {s['wall_seconds']} s = "
-            f"{s['tasks_per_s']} tasks/s "
-            f"(7 envs in parallel, one sandbox each, over NATS); per env:"
+            f"{s['tasks_per_s']} tasks/s (7 envs in parallel, one sandbox each, over NATS); "
+            "per env:"
         )
         for env_id, st in sorted(s["envs"].items()):
             print(
                 f"  {env_id:10s} {st['tasks']:6d} tasks {st['seconds']:8.2f} s "
-                f"{st['tasks_per_s']:8.2f} tasks/s "
-                f"attempts {st['attempts']} sandbox calls {st['tool_calls']}"
+                f"{st['tasks_per_s']:8.2f} tasks/s attempts {st['attempts']} sandbox calls "
+                f"{st['tool_calls']}"
             )
         q = s["quality"]
         print(

@@ -200,8 +200,8 @@ async def main(n_steps: int, rounds: int, variants: int) -> dict[str, Any]:
     )
     print(
         f"snapshot of {files} files:  p50 {result['snapshot_1000_files']['p50_ms']} ms, p99 "
-        f"{result['snapshot_1000_files']['p99_ms']} ms; "
-        f"restore p50 {result['restore_1000_files']['p50_ms']} ms, p99 "
+        f"{result['snapshot_1000_files']['p99_ms']} ms; restore p50 "
+        f"{result['restore_1000_files']['p50_ms']} ms, p99 "
         f"{result['restore_1000_files']['p99_ms']} ms"
     )
     print(
@@ -210,8 +210,8 @@ async def main(n_steps: int, rounds: int, variants: int) -> dict[str, Any]:
     )
     print(
         f"gate: {gate['tasks']} workspace tasks ({gate['tasks_rejected']} rejected, "
-        f"{gate['gate_rollouts']} gate rollouts) in {gate['seconds']} s "
-        f"= {gate['tasks_per_s']} tasks/s"
+        f"{gate['gate_rollouts']} gate rollouts) in {gate['seconds']} s = "
+        f"{gate['tasks_per_s']} tasks/s"
     )
     return result
 

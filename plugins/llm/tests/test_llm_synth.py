@@ -93,9 +93,8 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     doc = tmp_path_factory.mktemp("docs") / "circulation-api.html"
     doc.write_text(
         "<html><body><h1>Circulation API</h1><h2>POST /loans</h2><p>Lends a "
-        "<code>book</code> to a member; "
-        "409 when no copy is available.</p><h2>POST /loans/{id}/return</h2><p>Returns a "
-        "loan.</p></body></html>"
+        "<code>book</code> to a member; 409 when no copy is available.</p><h2>POST "
+        "/loans/{id}/return</h2><p>Returns a loan.</p></body></html>"
     )
     written_doc = str(doc)
 

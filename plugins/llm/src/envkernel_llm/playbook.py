@@ -177,8 +177,7 @@ class Playbook:
             if behaviour == "malformed_then_fix":
                 return completion(
                     "Sure! The environment would have functions for each tool that read and "
-                    "write the tables. "
-                    "Let me know if you want me to write them."
+                    "write the tables. Let me know if you want me to write them."
                 )
             code = self._code(t, behaviour, stage)
             if behaviour == "truncated_then_fix":

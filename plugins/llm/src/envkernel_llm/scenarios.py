@@ -34,9 +34,8 @@ BLOCKED = (
         "network",
         re.compile(
             r"Network is unreachable|Name or service not known|Temporary failure in name "
-            r"resolution|"
-            r"Address family not supported|getaddrinfo|Connection refused|No route to host|"
-            r"Operation not "
+            r"resolution|Address family not supported|getaddrinfo|Connection refused|No "
+            r"route to host|Operation not "
             r"permitted.*(socket|connect)|socket|URLError|urlopen|HTTPConnection|ConnectionError|connect\(",
             re.I,
         ),

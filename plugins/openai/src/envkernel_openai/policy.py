@@ -232,8 +232,8 @@ def _load_failure(res: ChatResult, spec: ModelUpdate, base_url: str) -> str:
     if status in (404, 405):
         hint = (
             "the server has no /load_lora_adapter route: start vLLM with "
-            "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora, "
-            "or serve the adapter yourself and set openai.load_lora=false"
+            "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora, or serve the adapter "
+            "yourself and set openai.load_lora=false"
         )
     elif res.condition in ("connection", "timeout"):
         hint = (
@@ -243,8 +243,8 @@ def _load_failure(res: ChatResult, spec: ModelUpdate, base_url: str) -> str:
     else:
         hint = (
             "check that lora_path exists on the serving host and holds a PEFT adapter for "
-            "the served base model, and that the "
-            "server runs with --enable-lora and a --max-lora-rank at least the adapter's rank"
+            "the served base model, and that the server runs with --enable-lora and a "
+            "--max-lora-rank at least the adapter's rank"
         )
     return f"{head}; {hint}"
 

@@ -114,8 +114,8 @@ def report_cmd(run_dir: Path, out: Path | None, open_: bool) -> None:
     notes = f", {len(data.notes)} note(s) on missing or damaged files" if data.notes else ""
     click.echo(
         f"report of run {data.run_id}: {len(data.envs)} envs, "
-        f"{sum(data.chain_lengths.values())} tasks, {rollouts} rollouts"
-        f"{notes} -> {path} ({size / 1024:.0f} KiB) in {time.monotonic() - t0:.1f} s"
+        f"{sum(data.chain_lengths.values())} tasks, {rollouts} rollouts{notes} -> {path} "
+        f"({size / 1024:.0f} KiB) in {time.monotonic() - t0:.1f} s"
     )
     if open_:
         webbrowser.open(path.resolve().as_uri())

@@ -178,8 +178,7 @@ def _lines(
     if bad:
         notes.append(
             f"{path.name}: {bad} line(s) could not be read (first at line {first_bad}; a run "
-            "stopped while writing "
-            f"leaves a torn last line); the {what} on them are left out."
+            f"stopped while writing leaves a torn last line); the {what} on them are left out."
         )
 
 
@@ -232,9 +231,8 @@ def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> Run
     if not data.summary:
         notes.append(
             "summary.json is missing: the run did not finish (killed, or still running). "
-            "Counts below are "
-            "recomputed from the JSON-lines files; the verification counts, mutants and "
-            "iteration means are not known."
+            "Counts below are recomputed from the JSON-lines files; the verification counts, "
+            "mutants and iteration means are not known."
         )
     elif data.summary.get("aborted"):
         notes.append(

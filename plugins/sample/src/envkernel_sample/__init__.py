@@ -134,8 +134,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="find_customer",
         description="Find customers by email (exact, case-insensitive) or by part of their name. "
-        "Give at "
-        "least one.",
+        "Give at least one.",
         parameters=_obj(
             {
                 "email": {"type": "string", "description": "The customer's email address."},
@@ -156,8 +155,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="list_products",
         description="List products, optionally filtered by part of the name, by category, or to "
-        "those in "
-        "stock. Prices are in cents.",
+        "those in stock. Prices are in cents.",
         parameters=_obj(
             {
                 "query": {
@@ -211,8 +209,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="create_order",
         description="Place a new pending order for a customer. Fails with 'conflict' when there "
-        "is not "
-        "enough stock.",
+        "is not enough stock.",
         parameters=_obj(
             {
                 "customer_id": {"type": "string", "description": "Customer id, like cus_0001."},
@@ -227,8 +224,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="cancel_order",
         description="Cancel a pending order and put its units back in stock. Shipped or "
-        "cancelled orders "
-        "cannot be cancelled.",
+        "cancelled orders cannot be cancelled.",
         parameters=_obj(
             {"order_id": {"type": "string", "description": "Order id, like ord_0001."}},
             ["order_id"],
@@ -239,8 +235,7 @@ TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="update_order_quantity",
         description="Change the quantity of a pending order; stock is adjusted. Fails with "
-        "'conflict' "
-        "when stock is short.",
+        "'conflict' when stock is short.",
         parameters=_obj(
             {
                 "order_id": {"type": "string", "description": "Order id, like ord_0001."},
@@ -271,9 +266,8 @@ def shop_env(seed: int = 0, source: str = "") -> EnvSpec:
         domain="e-commerce",
         description=(
             "A small online shop: customers, a catalogue of products with prices and stock, "
-            "and orders "
-            "that are pending, shipped or cancelled. Orders can be placed, changed and "
-            "cancelled while pending."
+            "and orders that are pending, shipped or cancelled. Orders can be placed, "
+            "changed and cancelled while pending."
         ),
         tools=list(TOOLS),
         behaviour=CodeBehaviour(source=code),

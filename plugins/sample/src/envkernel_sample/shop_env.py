@@ -143,8 +143,7 @@ def create_order(env, customer_id, product_id, quantity):
     order_id = _new_order_id(env)
     env.db.execute(
         "INSERT INTO orders (id, customer_id, product_id, quantity, unit_price_cents, "
-        "status, created_at)"
-        " VALUES (?, ?, ?, ?, ?, 'pending', ?)",
+        "status, created_at) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
         (order_id, customer["id"], product["id"], quantity, product["price_cents"], env.now()),
     )
     return _order(env, order_id)
@@ -179,8 +178,7 @@ def update_order_quantity(env, order_id, quantity):
         raise ToolError(
             "conflict",
             f"only {product['stock']} more of {product['name']!r} in stock; the order can "
-            "grow to at most "
-            f"{order['quantity'] + product['stock']}",
+            f"grow to at most {order['quantity'] + product['stock']}",
         )
     env.db.execute("UPDATE products SET stock = stock - ? WHERE id = ?", (extra, product["id"]))
     env.db.execute("UPDATE orders SET quantity = ? WHERE id = ?", (quantity, order["id"]))

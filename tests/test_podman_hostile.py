@@ -248,8 +248,7 @@ def hostile_env() -> EnvSpec:
         tools=[ToolSpec(name=n, mutates=n == "put") for n in TOOLS],
         behaviour=CodeBehaviour(source=SOURCE),
         seed_sql="CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT); INSERT INTO kv VALUES "
-        "('seed', "
-        "'v0');",
+        "('seed', 'v0');",
     )
 
 

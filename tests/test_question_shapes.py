@@ -240,8 +240,7 @@ def test_plain_creates_stay_under_their_share_and_a_read_asks_new_questions_as_a
     assert len(tasks) == 260 and stats["rejected"].get("plain_create_quota", 0) > 0
     superlative = re.compile(
         r"\b(highest|lowest|most|fewest|latest|earliest|created most recently|created "
-        r"earliest|at least|at most|"
-        r"more than|fewer than|on or (?:before|after))\b"
+        r"earliest|at least|at most|more than|fewer than|on or (?:before|after))\b"
     )
     plain = [
         t

@@ -188,8 +188,8 @@ async def test_the_shell_has_its_tools_and_the_diff_sees_its_work(pair):
         benign,
         "git init -q && git add -A && git commit -qm init && git log --format=%s && "
         "sqlite3 db.sqlite 'create table t(x); insert into t values (42); "
-        "select x from t' && "
-        "python3 -c 'import json; print(json.dumps([1]))' && echo done > done.txt",
+        "select x from t' && python3 -c 'import json; print(json.dumps([1]))' && echo done > "
+        "done.txt",
     )
     assert out["stdout"].splitlines() == ["init", "42", "[1]"], out
     rows = {r["path"]: r for r in (await benign.state())["workspace"]}

@@ -79,8 +79,7 @@ def nkey_public(var: str = "ENVKERNEL_NATS_NKEY_SEED") -> str:
     except Exception as exc:
         raise BusError(
             f"{var}={path!r} is not an nkey seed ({type(exc).__name__}): make one with `nk "
-            "-gen user` "
-            "or nkeys, and keep only the seed (SU...) in the file"
+            "-gen user` or nkeys, and keep only the seed (SU...) in the file"
         ) from None
     public: str = kp.public_key.decode()
     kp.wipe()
@@ -136,8 +135,7 @@ def connect_hint(exc: BaseException) -> str:
     if isinstance(exc, ssl.SSLCertVerificationError) or "certificate verify failed" in text:
         return (
             "the server's TLS certificate could not be verified: set ENVKERNEL_NATS_TLS_CA "
-            "to the CA file that signed it "
-            "(and connect by a name or address the certificate lists)"
+            "to the CA file that signed it (and connect by a name or address the certificate lists)"
         )
     if isinstance(exc, ssl.SSLError) or "tls" in text or "ssl" in text:
         return (
@@ -147,8 +145,8 @@ def connect_hint(exc: BaseException) -> str:
     if "authorization" in text or "authentication" in text:
         return (
             "the server refused the credentials: set the ones it expects "
-            "(ENVKERNEL_NATS_NKEY_SEED, ENVKERNEL_NATS_TOKEN, "
-            "or ENVKERNEL_NATS_USER and ENVKERNEL_NATS_PASSWORD)"
+            "(ENVKERNEL_NATS_NKEY_SEED, ENVKERNEL_NATS_TOKEN, or ENVKERNEL_NATS_USER and "
+            "ENVKERNEL_NATS_PASSWORD)"
         )
     return "Is the server running at that address?"
 
@@ -178,9 +176,8 @@ def store_full_message(exc: BaseException) -> str:
     """What to tell the user when JetStream's store is full."""
     return (
         f"JetStream refused a publish: its store is full ({type(exc).__name__}: {exc}). Free "
-        "disk space where the server keeps "
-        "its store (the run folder's nats/ for the embedded server), or raise its limits "
-        "(max_file_store), then run again"
+        "disk space where the server keeps its store (the run folder's nats/ for the "
+        "embedded server), or raise its limits (max_file_store), then run again"
     )
 
 

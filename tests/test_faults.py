@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +116,7 @@ def _same_outputs(run_dir: Path, clean: Any) -> dict[str, Any]:
         0,
     )
 
-    def rows(d, name, key):
+    def rows(d: Path, name: str, key: Callable[[Any], Any]) -> list[Any]:
         return sorted(key(json.loads(x)) for x in (d / name).read_text().splitlines())
 
     for name, key in (
@@ -272,7 +272,7 @@ def test_a_worker_killed_mid_run_loses_nothing(envk, nats_server: str, wait_for_
         0,
     )
 
-    def rows(d):
+    def rows(d: Path) -> list[tuple[Any, Any]]:
         return sorted(
             (r["task_id"], r["trajectory"]["index"])
             for r in map(json.loads, (d / "rollouts.jsonl").read_text().splitlines())

@@ -594,7 +594,7 @@ def _twilio_like(tmp_path: Path) -> Path:
         },
     }
 
-    def sid(name, p):
+    def sid(name: str, p: str) -> dict[str, Any]:
         return {
             "name": name,
             "in": "path",
@@ -602,7 +602,7 @@ def _twilio_like(tmp_path: Path) -> Path:
             "schema": {"type": "string", "pattern": p},
         }
 
-    def env_of(key, ref):
+    def env_of(key: str, ref: str) -> dict[str, Any]:
         return _ok(
             {
                 "type": "object",
@@ -998,7 +998,7 @@ def _amadeus_like(tmp_path: Path) -> Path:
         }
     )
 
-    def arr(name, req):
+    def arr(name: str, req: bool) -> dict[str, Any]:
         return {
             "name": name,
             "in": "query",

@@ -1,9 +1,9 @@
-"""A fresh open of a ``process`` sandbox with and without the cgroup join keeper (``cgroup_keepalive``),
-alternating in one run: each round opens ``--opens`` sandboxes one after another, 50 ms apart (as a
-trainer's episodes come), each until its first step answered, then closes it; once with
-``cgroup_keepalive = 0`` (A, the join waits for an RCU grace period) and once with the default (B),
-in alternating order, each with a runner of its own. No spares, cells or recycling: every open forks
-and confines a new executor. See docs/sessions.md ("Fresh opens").
+"""A fresh open of a ``process`` sandbox with and without the cgroup join keeper
+(``cgroup_keepalive``), alternating in one run: each round opens ``--opens`` sandboxes one after
+another, 50 ms apart (as a trainer's episodes come), each until its first step answered, then closes
+it; once with ``cgroup_keepalive = 0`` (A, the join waits for an RCU grace period) and once with the
+default (B), in alternating order, each with a runner of its own. No spares, cells or recycling:
+every open forks and confines a new executor. See docs/sessions.md ("Fresh opens").
 
     uv run --no-sync python benchmarks/bench_cgroup_join.py [--opens 20] [--rounds 4]
 

@@ -165,8 +165,9 @@ async def main(n: int) -> dict[str, Any]:
             result[name] = await measure(name, comp, groups, root / name, envs, rows_of)
             r = result[name]
             print(
-                f"{name:6s} {r['rows']:7d} rows in {r['seconds']:7.3f} s: {r['rows_per_s']:>10,.0f} rows/s "
-                f"({r['groups_per_s']:,.0f} groups/s, {r['bytes_per_row']} B/row)"
+                f"{name:6s} {r['rows']:7d} rows in {r['seconds']:7.3f} s: "
+                f"{r['rows_per_s']:>10,.0f} rows/s ({r['groups_per_s']:,.0f} groups/s, "
+                f"{r['bytes_per_row']} B/row)"
             )
     return result
 

@@ -4,8 +4,8 @@ Each scenario runs ``envkernel run --nats-url`` against a nats-server this scrip
 loopback port, its store in a temp folder), so the server can be killed and restarted under the run:
 
 - ``clean``: nothing fails (the reference);
-- ``worker_kill``: an ``envkernel worker`` serving the run's stages (``process`` included, so the run
-  leases sandboxes that live in it) is killed with SIGKILL mid-run;
+- ``worker_kill``: an ``envkernel worker`` serving the run's stages (``process`` included, so the
+  run leases sandboxes that live in it) is killed with SIGKILL mid-run;
 - ``server_restart``: the nats-server is killed with SIGKILL mid-run and started again on the same
   port and store after ``--down`` seconds;
 - ``cluster_node_kill``: a 3-node nats-server cluster on loopback (stream, KV and object store
@@ -141,8 +141,9 @@ def scenario(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             wait_lines(out / name / "rollouts.jsonl", proc, args.after)
             if proc.poll() is not None:
                 raise SystemExit(
-                    f"{name}: the run ended (exit {proc.returncode}) before {args.after} rollouts were written: "
-                    "the fault would come too late (lower --after, or make the run bigger)"
+                    f"{name}: the run ended (exit {proc.returncode}) before {args.after} "
+                    "rollouts were written: the fault would come too late (lower --after, or "
+                    "make the run bigger)"
                 )
         if name == "worker_kill" and worker is not None:
             worker.send_signal(signal.SIGKILL)
@@ -258,8 +259,9 @@ def main() -> None:
                 "summary_agrees": agree,
             }
             print(
-                f"{name}: exit {got['exit_code']}, {got['seconds']} s ({ratio}x clean; target {'met' if within else 'MISSED'}), "
-                f"lost {lost}, duplicated {dup}, summary agrees with files: {agree}"
+                f"{name}: exit {got['exit_code']}, {got['seconds']} s ({ratio}x clean; "
+                f"target {'met' if within else 'MISSED'}), lost {lost}, duplicated {dup}, "
+                f"summary agrees with files: {agree}"
             )
         print(json.dumps({"bench": "faults", **results}))
 

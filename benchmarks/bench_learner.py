@@ -1,4 +1,5 @@
-"""The learner's reward curve: ``envkernel run --plugins +reinforce --policy reinforce --iterations N``.
+"""The learner's reward curve:
+``envkernel run --plugins +reinforce --policy reinforce --iterations N``.
 
 Runs the real pipeline (embedded NATS, process sandboxes, chains tasks, traceoutcome rewards) for
 several seeds at once, then prints, per iteration, the mean reward on train and on held-out tasks
@@ -103,7 +104,8 @@ def main() -> None:
 
     train, held = mean_over_seeds("mean_reward_train"), mean_over_seeds("mean_reward_heldout")
     print(
-        f"{len(seeds)} seeds x {args.iterations} iterations, G={args.G}, {summaries[0]['tasks']} tasks (seed {seeds[0]}), {seconds:.1f} s"
+        f"{len(seeds)} seeds x {args.iterations} iterations, G={args.G}, "
+        f"{summaries[0]['tasks']} tasks (seed {seeds[0]}), {seconds:.1f} s"
     )
     print("iteration  train   held-out")
     for k in range(args.iterations):
@@ -114,7 +116,8 @@ def main() -> None:
         )
     result = compare(runs)
     print(
-        f"held-out gain over the random policy: {result['mean_gain']:+.3f} ± {result['se']:.3f} (SE, {result['tasks']} task-seeds), z = {result['z']}"
+        f"held-out gain over the random policy: {result['mean_gain']:+.3f} ± "
+        f"{result['se']:.3f} (SE, {result['tasks']} task-seeds), z = {result['z']}"
     )
     for d in runs:
         print(f"plot: {d / 'reward_curve.png'}")

@@ -121,16 +121,20 @@ async def main(pairs: int, mixed: int) -> dict:
         "mixed_mean_rounds": round(statistics.mean(p.rounds for p in provs), 3),
     }
     print(
-        f"A (right first time) {result['first_round_env_seconds_p50']} s per env, B (bug, then fixed) "
-        f"{result['repaired_env_seconds_p50']} s: ratio {result['repair_vs_first_round_seconds_ratio']}; "
-        f"sandbox time per round {result['sandbox_seconds_per_round_p50']} s"
+        f"A (right first time) {result['first_round_env_seconds_p50']} s per env, B (bug, "
+        f"then fixed) {result['repaired_env_seconds_p50']} s: ratio "
+        f"{result['repair_vs_first_round_seconds_ratio']}; sandbox time per round "
+        f"{result['sandbox_seconds_per_round_p50']} s"
     )
     print(
-        f"mixed ({len(provs)} envs): first round {result['mixed_first_round_pass_rate']:.0%}, after repair "
-        f"{result['mixed_pass_rate_after_repair']:.0%}, rejected {result['mixed_rejected_by_reason']}, flagged {result['mixed_flagged']}"
+        f"mixed ({len(provs)} envs): first round "
+        f"{result['mixed_first_round_pass_rate']:.0%}, after repair "
+        f"{result['mixed_pass_rate_after_repair']:.0%}, rejected "
+        f"{result['mixed_rejected_by_reason']}, flagged {result['mixed_flagged']}"
     )
     print(
-        f"  {result['mixed_tokens_per_verified_env']} tokens and {result['mixed_seconds_per_verified_env']} s per verified env"
+        f"  {result['mixed_tokens_per_verified_env']} tokens and "
+        f"{result['mixed_seconds_per_verified_env']} s per verified env"
     )
     return result
 

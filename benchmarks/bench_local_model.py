@@ -3,7 +3,8 @@ llama-cpp-python's OpenAI-compatible server on this machine's CPU. Prints figure
 is JSON. Not part of the test command (it needs the one-time build of scripts/setup-local-model.sh).
 
     python benchmarks/bench_local_model.py [--tasks 30] [--tool-choice required] [--max-turns 6]
-    python benchmarks/bench_local_model.py --base-url http://127.0.0.1:8000/v1 --model NAME   # any server
+    # any server:
+    python benchmarks/bench_local_model.py --base-url http://127.0.0.1:8000/v1 --model NAME
 
 Without ``--base-url`` it runs ``scripts/setup-local-model.sh --serve`` (build once, cached under
 ~/.cache/envkernel/llama; then serve on a free loopback port), waits for ``GET /v1/models``, runs
@@ -81,7 +82,8 @@ def main(args: argparse.Namespace) -> dict:
     try:
         ready = _wait(base_url, server, args.start_timeout)
         print(
-            f"model server ready at {base_url} after {ready:.1f} s (setup and load; log: {log_path})"
+            f"model server ready at {base_url} after {ready:.1f} s (setup and load; log: "
+            f"{log_path})"
         )
         out = Path(tempfile.mkdtemp(prefix="envk-local-"))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ENVKERNEL_"))}
@@ -171,12 +173,15 @@ def main(args: argparse.Namespace) -> dict:
         "total_wall_s": round(time.perf_counter() - t0, 1),
     }
     print(
-        f"{len(rows)} rollouts, {turns} model turns: mean reward {result['mean_reward']}, format errors per turn "
-        f"{result['format_error_rate']}, tool-call rate {result['tool_call_rate']} ({result['rollouts_with_a_call']:.0%} of "
-        f"rollouts called a tool), latency per turn p50 {result['turn_latency_ms_p50']} ms, p90 {result['turn_latency_ms_p90']} ms"
+        f"{len(rows)} rollouts, {turns} model turns: mean reward {result['mean_reward']}, "
+        f"format errors per turn {result['format_error_rate']}, tool-call rate "
+        f"{result['tool_call_rate']} ({result['rollouts_with_a_call']:.0%} of rollouts "
+        f"called a tool), latency per turn p50 {result['turn_latency_ms_p50']} ms, p90 "
+        f"{result['turn_latency_ms_p90']} ms"
     )
     print(
-        f"terminations {terminations}; tool_choice {args.tool_choice!r} refused by the server: {refused}"
+        f"terminations {terminations}; tool_choice {args.tool_choice!r} refused by the "
+        f"server: {refused}"
     )
     return result
 

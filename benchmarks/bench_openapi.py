@@ -73,7 +73,8 @@ async def main(rounds: int) -> dict[str, Any]:
                         print(f"  {env.id}: dropped {report.tools_dropped}")
         elapsed = time.perf_counter() - t0
         print(
-            f"corpus: {whole}/{len(files)} environments kept whole, {tools_kept}/{tools_all} tools kept"
+            f"corpus: {whole}/{len(files)} environments kept whole, {tools_kept}/{tools_all} "
+            "tools kept"
         )
         print(f"throughput: {n} environments synthesized and verified in {elapsed:.2f} s")
         # recall
@@ -94,8 +95,9 @@ async def main(rounds: int) -> dict[str, Any]:
                     print(f"  missed model fault {fault} on {env.id}.{tool}")
         hits = code_hits + model_hits
         print(
-            f"recall: {sum(hits)}/{len(hits)} broken environments caught ({sum(code_hits)}/{len(code_hits)} code, "
-            f"{sum(model_hits)}/{len(model_hits)} model); healthy control clean: {control.kept and not control.tools_dropped}"
+            f"recall: {sum(hits)}/{len(hits)} broken environments caught "
+            f"({sum(code_hits)}/{len(code_hits)} code, {sum(model_hits)}/{len(model_hits)} "
+            f"model); healthy control clean: {control.kept and not control.tools_dropped}"
         )
         return {
             "bench": "openapi",

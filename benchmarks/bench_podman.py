@@ -3,7 +3,8 @@
 - tool step: ``Sandbox.call`` from a stage, over NATS (embedded server), to a warm Podman sandbox
   (SandboxService + open_sandbox, the real path); beside it, in the same run, the same call
   through ``podman exec`` into a warm container (exec, a fresh executor, load, call: what a design
-  without a long-lived executor pays) and the bare socket round trip (the runner's session, no NATS);
+  without a long-lived executor pays) and the bare socket round trip (the runner's session, no
+  NATS);
 - acquire: from the open request until the environment is loaded and callable, from the warm
   pool; and a cold start (pool size 0);
 - throughput: calls/s with several sandboxes called concurrently over NATS;
@@ -45,9 +46,20 @@ def pct(xs: list[float], p: float) -> float:
 
 def left_containers() -> int:
     out = subprocess.run(
-        ["podman", "ps", "-a", "--filter", f"label=envkernel.owner.pid={os.getpid()}", "--format", "json"],
-        env=podman_env(containers_conf()), check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
+        [
+            "podman",
+            "ps",
+            "-a",
+            "--filter",
+            f"label=envkernel.owner.pid={os.getpid()}",
+            "--format",
+            "json",
+        ],
+        env=podman_env(containers_conf()),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return len(json.loads(out or "[]"))
 
 
@@ -80,9 +92,12 @@ async def tool_step(bus: Bus, runner: PodmanRunner, calls: int) -> dict[str, flo
         direct.append(time.perf_counter() - t0)
     await session.close()
     return {
-        "nats_p50_ms": pct(times, 50), "nats_p99_ms": pct(times, 99), "nats_mean_ms": round(statistics.mean(times) * 1000, 3),
-        "socket_p50_ms": pct(direct, 50), "socket_p99_ms": pct(direct, 99),
-    }  # fmt: skip
+        "nats_p50_ms": pct(times, 50),
+        "nats_p99_ms": pct(times, 99),
+        "nats_mean_ms": round(statistics.mean(times) * 1000, 3),
+        "socket_p50_ms": pct(direct, 50),
+        "socket_p99_ms": pct(direct, 99),
+    }
 
 
 async def podman_exec(runner: PodmanRunner, n: int) -> dict[str, float]:
@@ -91,9 +106,11 @@ async def podman_exec(runner: PodmanRunner, n: int) -> dict[str, float]:
     session = await runner.open(shop_env(), 0)
     env = shop_env()
     lines = (
-        msgspec.json.encode({"op": "load", "env": env, "seed": 0}) + b"\n"
-        + msgspec.json.encode({"op": "call", "tool": CALL[0], "arguments": CALL[1], "timeout": 10}) + b"\n"
-    )  # fmt: skip
+        msgspec.json.encode({"op": "load", "env": env, "seed": 0})
+        + b"\n"
+        + msgspec.json.encode({"op": "call", "tool": CALL[0], "arguments": CALL[1], "timeout": 10})
+        + b"\n"
+    )
     argv = [
         "podman",
         "exec",
@@ -202,10 +219,12 @@ async def main(calls: int, acquires: int, colds: int, execs: int, pool: int) -> 
         "target_acquire_p50_ms": 10.0,
     }
     print(
-        f"tool step over NATS:    p50 {step['nats_p50_ms']:.3f} ms  p99 {step['nats_p99_ms']:.3f} ms  (target p50 <= 2 ms)"
+        f"tool step over NATS:    p50 {step['nats_p50_ms']:.3f} ms  p99 "
+        f"{step['nats_p99_ms']:.3f} ms  (target p50 <= 2 ms)"
     )
     print(
-        f"  bare socket:          p50 {step['socket_p50_ms']:.3f} ms  p99 {step['socket_p99_ms']:.3f} ms"
+        f"  bare socket:          p50 {step['socket_p50_ms']:.3f} ms  p99 "
+        f"{step['socket_p99_ms']:.3f} ms"
     )
     print(f"  podman exec:          p50 {ex['exec_p50_ms']:.1f} ms  p99 {ex['exec_p99_ms']:.1f} ms")
     print(f"acquire (warm pool):    p50 {acq['p50_ms']:.2f} ms  p99 {acq['p99_ms']:.2f} ms  "

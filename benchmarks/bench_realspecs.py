@@ -191,7 +191,9 @@ def main() -> dict[str, Any]:
             )
         )
         print(
-            f"{r['file'][:52]:52s} {r.get('operations', 0):4d} {r['tools_built']:5d} {r.get('tools_kept', 0):4d} {r.get('tasks', 0):5d} {r['synth_seconds']:5.1f}  {outcome}"
+            f"{r['file'][:52]:52s} {r.get('operations', 0):4d} {r['tools_built']:5d} "
+            f"{r.get('tools_kept', 0):4d} {r.get('tasks', 0):5d} {r['synth_seconds']:5.1f}  "
+            f"{outcome}"
         )
         if r.get("skip_reasons"):
             print(
@@ -231,8 +233,9 @@ def main() -> dict[str, Any]:
         "pipeline_failures": summary.get("failures", 0),
     }
     print(
-        f"{len(good)}/{len(rows)} specs give a kept environment with >= 10 tasks; {result['tracebacks']} tracebacks; "
-        f"{result['specs_refused']} refused; pipeline {run_seconds:.0f} s (exit {code}, {result['pipeline_failures']} plugin failures)"
+        f"{len(good)}/{len(rows)} specs give a kept environment with >= 10 tasks; "
+        f"{result['tracebacks']} tracebacks; {result['specs_refused']} refused; pipeline "
+        f"{run_seconds:.0f} s (exit {code}, {result['pipeline_failures']} plugin failures)"
     )
     if not args.skip_shipped:
         sh = shipped()
@@ -240,7 +243,8 @@ def main() -> dict[str, Any]:
             shipped_yield_envs_kept_whole=sh["yield_envs_kept_whole"], shipped_recall=sh["recall"]
         )
         print(
-            f"shipped corpus: {sh['yield_envs_kept_whole']:.0%} of environments kept whole, broken-env recall {sh['recall']}"
+            f"shipped corpus: {sh['yield_envs_kept_whole']:.0%} of environments kept whole, "
+            f"broken-env recall {sh['recall']}"
         )
     if args.keep:
         print(f"run output kept in {out}")

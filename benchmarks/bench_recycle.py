@@ -115,8 +115,13 @@ async def main(n: int, batches: int, rounds: int) -> dict[str, Any]:
                     + ", ".join(f"{k} {v}" for k, v in row.items()),
                     flush=True,
                 )
-    out: dict[str, Any] = {"sessions": n, "batches": batches, "rounds": rounds, "cpus": os.cpu_count() or 0,
-                           "load_average": round(os.getloadavg()[0], 1)}  # fmt: skip
+    out: dict[str, Any] = {
+        "sessions": n,
+        "batches": batches,
+        "rounds": rounds,
+        "cpus": os.cpu_count() or 0,
+        "load_average": round(os.getloadavg()[0], 1),
+    }
     keys = list(rows["fresh"][0][0])
     for name, runs in rows.items():
         for key in keys:

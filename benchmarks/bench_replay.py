@@ -1,4 +1,5 @@
-"""Replay benchmark: the gate with and without known traces (``envkernel_runtime.replay``), same code, alternating.
+"""Replay benchmark: the gate with and without known traces (``envkernel_runtime.replay``), same
+code, alternating.
 
 Runs ``envkernel run`` over the 7-environment corpus with ``+users`` (``bench_tasks.run_pipeline``)
 ROUNDS times each way, alternating: A with ``ENVKERNEL_REPLAY=0`` (every rollout makes all its calls

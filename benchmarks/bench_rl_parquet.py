@@ -1,4 +1,5 @@
-"""Memory of the ``rl`` exporter's ``finish`` (``rl.jsonl`` -> ``rl.parquet``) at the size of a 20,000-task run.
+"""Memory of the ``rl`` exporter's ``finish`` (``rl.jsonl`` -> ``rl.parquet``) at the size of a
+20,000-task run.
 
 One real ``envkernel run`` over the OpenAPI corpus (``--set chains.tasks_per_env=15``, about 100
 tasks) gives real RL rows. Its ``rl.jsonl`` is repeated up to ``--rows`` rows (default 20,000).
@@ -31,7 +32,8 @@ ENVKERNEL = Path(sys.executable).with_name("envkernel")
 
 
 def _trial(side: str, src: Path, out: Path) -> dict[str, Any]:
-    """One trial in this process: write ``out/rl.parquet`` from ``src`` (A: all at once, B: ``Rl.finish``)."""
+    """One trial in this process: write ``out/rl.parquet`` from ``src`` (A: all at once, B:
+    ``Rl.finish``)."""
     import asyncio
     import types
 
@@ -109,7 +111,8 @@ def main() -> None:
             for i in range(args.rows):
                 f.write(lines[i % len(lines)])
         print(
-            f"rl.jsonl: {args.rows} rows ({len(lines)} distinct), {src.stat().st_size / 1e6:.1f} MB",
+            f"rl.jsonl: {args.rows} rows ({len(lines)} distinct), "
+            f"{src.stat().st_size / 1e6:.1f} MB",
             flush=True,
         )
         trials: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
@@ -127,8 +130,8 @@ def main() -> None:
                 )
                 trials[side].append(got)
                 print(
-                    f"{side}{r + 1}: {got['rows']} rows in {got['seconds']} s, peak RSS {got['peak_rss_mb']} MB "
-                    f"(process start {got['rss_before_mb']} MB)",
+                    f"{side}{r + 1}: {got['rows']} rows in {got['seconds']} s, peak RSS "
+                    f"{got['peak_rss_mb']} MB (process start {got['rss_before_mb']} MB)",
                     flush=True,
                 )
         same = pq.read_table(root / "A0" / "rl.parquet").equals(

@@ -8,9 +8,10 @@ The real path: an embedded nats-server, the kernel's Worker serving the ``proces
 runner and the ``reference`` and ``openai`` policies, ``rollout.requested`` events in JetStream,
 one process sandbox per rollout (opened over NATS, tool calls over NATS, state dumped, closed),
 ``rollout.step`` events published per message, ``rollout.finished`` out. The tasks and environments
-are those of a real ``envkernel run`` (seed 1, so the same tasks every time). The scripted server runs in its
-own process (``python -m envkernel_kit.scripted --oracle tasks.jsonl``) so it does not share the
-kernel's interpreter; it solves every task by replaying the reference chain, one call per turn.
+are those of a real ``envkernel run`` (seed 1, so the same tasks every time). The scripted server
+runs in its own process (``python -m envkernel_kit.scripted --oracle tasks.jsonl``) so it does not
+share the kernel's interpreter; it solves every task by replaying the reference chain, one call per
+turn.
 
 Figures:
 
@@ -170,11 +171,13 @@ class Phase:
             await asyncio.wait_for(self.event.wait(), 300)
         except TimeoutError:
             raise RuntimeError(
-                f"{self.run}: {len(self.done)} finished, {len(self.failed)} failed of {self.want} after 300 s"
+                f"{self.run}: {len(self.done)} finished, {len(self.failed)} failed of "
+                f"{self.want} after 300 s"
             ) from None
         if self.failed:
             raise RuntimeError(
-                f"{self.run}: {len(self.failed)} rollouts failed, e.g. {next(iter(self.failed.values()))}"
+                f"{self.run}: {len(self.failed)} rollouts failed, e.g. "
+                f"{next(iter(self.failed.values()))}"
             )
         return time.perf_counter() - t0
 
@@ -344,28 +347,38 @@ async def measure(
         "rollout_fixed_ms": round(1000 * fixed, 3),
     }
     print(
-        f"tasks: {len(tasks)} over {len(envs)} environments (envkernel run --seed 1); {n} rollouts per throughput phase"
+        f"tasks: {len(tasks)} over {len(envs)} environments (envkernel run --seed 1); {n} "
+        "rollouts per throughput phase"
     )
     print(f"reference policy:            {result['reference_rollouts_per_s']:>8} rollouts/s")
     print(
         f"openai policy (scripted):    {result['openai_rollouts_per_s']:>8} rollouts/s  "
         f"({result['openai_turns_per_rollout']} turns each, {result['openai_turns_per_s']} turns/s)"
     )
+    rest_ms = (
+        result["kernel_overhead_per_turn_ms"]
+        - result["client_overhead_ms"]
+        - result["tool_call_ms"] * len(tool) / turns
+    )
     print(f"sequential, {seq} rollouts, {turns} turns:")
     print(
-        f"  raw HTTP round trip (http.client, same bodies, same server): {result['raw_http_rtt_ms']} ms (p50 {result['raw_http_rtt_p50_ms']})"
+        "  raw HTTP round trip (http.client, same bodies, same server): "
+        f"{result['raw_http_rtt_ms']} ms (p50 {result['raw_http_rtt_p50_ms']})"
     )
     print(
-        f"  model call in the policy (AsyncOpenAI + retry layer):       {result['model_call_ms']} ms (p50 {result['model_call_p50_ms']})"
+        "  model call in the policy (AsyncOpenAI + retry layer):       "
+        f"{result['model_call_ms']} ms (p50 {result['model_call_p50_ms']})"
     )
     print(f"  turn in the policy (model + tool over NATS + step events):  {result['turn_ms']} ms")
     print(
-        f"  kernel overhead per turn (turn - raw HTTP):                 {result['kernel_overhead_per_turn_ms']} ms "
-        f"(client {result['client_overhead_ms']}, tool call {result['tool_call_ms']}, rest "
-        f"{round(result['kernel_overhead_per_turn_ms'] - result['client_overhead_ms'] - result['tool_call_ms'] * len(tool) / turns, 3)})"
+        "  kernel overhead per turn (turn - raw HTTP):                 "
+        f"{result['kernel_overhead_per_turn_ms']} ms (client {result['client_overhead_ms']}, "
+        f"tool call {result['tool_call_ms']}, rest "
+        f"{round(rest_ms, 3)})"
     )
     print(
-        f"  fixed cost per rollout (events, sandbox open/state/close):  {result['rollout_fixed_ms']} ms"
+        "  fixed cost per rollout (events, sandbox open/state/close):  "
+        f"{result['rollout_fixed_ms']} ms"
     )
     return result
 

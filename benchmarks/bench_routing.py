@@ -107,7 +107,8 @@ async def raw(url: str, run: str, n: int) -> float:
 
 
 async def kernel(url: str, run: str, n: int, async_role: bool) -> float:
-    """Through the kernel's worker: returns events/s (until every output and report is in the stream)."""
+    """Through the kernel's worker: returns events/s (until every output and report is in the
+    stream)."""
     bus = await Bus.connect(url)
     msgs = payloads(run, n)
     await preload(bus, msgs)
@@ -155,7 +156,8 @@ async def main(n: int) -> dict[str, float]:
     }
     print(f"raw JetStream (pull->publish_async->ack): {r:,.0f} events/s")
     print(
-        f"kernel, async role method:               {k_async:,.0f} events/s  ({k_async / r:.2f}x raw)"
+        f"kernel, async role method:               {k_async:,.0f} events/s  "
+        f"({k_async / r:.2f}x raw)"
     )
     print(
         f"kernel, sync role method (thread hop):   {k_sync:,.0f} events/s  ({k_sync / r:.2f}x raw)"

@@ -15,7 +15,8 @@ mount namespaces, cgroups, Landlock).
 - **concurrent sessions**: N sandboxes held open at once, every one doing steps concurrently;
   reported with the success rate (calls that answered ok / calls made) and steps/s, for growing N.
 
-    python benchmarks/bench_sandbox.py [--steps 2000] [--sessions 64,256,512] [--steps-per-session 10]
+    python benchmarks/bench_sandbox.py [--steps 2000] [--sessions 64,256,512] \
+        [--steps-per-session 10]
 
 Prints figures; the last line is JSON.
 """
@@ -231,9 +232,12 @@ async def main(
             for n in levels:
                 r = await concurrent(client, n, per_session, open_parallel)
                 conc.append(r)
-                print(f"concurrent: {n:4d} sandboxes open at once, {r['success_rate'] * 100:.1f} % of {r['steps']} steps ok, "
-                      f"{r['steps_per_s']:,} steps/s; opened all in {r['open_all_s']} s (p50 {r['open_p50_ms']} ms), closed in {r['close_all_s']} s"
-                      + (f"; errors: {r['errors']}" if r["errors"] else ""))  # fmt: skip
+                print(
+                    f"concurrent: {n:4d} sandboxes open at once, {r['success_rate'] * 100:.1f} % "
+                    f"of {r['steps']} steps ok, {r['steps_per_s']:,} steps/s; opened all "
+                    f"in {r['open_all_s']} s (p50 {r['open_p50_ms']} ms), closed in "
+                    f"{r['close_all_s']} s" + (f"; errors: {r['errors']}" if r["errors"] else "")
+                )
                 if r["success_rate"] < 1.0:
                     break
         finally:
@@ -258,16 +262,21 @@ async def main(
     }
     ts, nr, ip = result["tool_step"], result["nats_request_reply"], result["tool_step_in_process"]
     print(
-        f"tool step (Sandbox.call over NATS, warm process sandbox): p50 {ts['p50_ms']} ms, p99 {ts['p99_ms']} ms"
+        f"tool step (Sandbox.call over NATS, warm process sandbox): p50 {ts['p50_ms']} ms, "
+        f"p99 {ts['p99_ms']} ms"
     )
     print(
-        f"raw NATS request/reply, same run:                        p50 {nr['p50_ms']} ms, p99 {nr['p99_ms']} ms"
+        f"raw NATS request/reply, same run:                        p50 {nr['p50_ms']} ms, "
+        f"p99 {nr['p99_ms']} ms"
     )
     print(
-        f"same call on the runner in-process (no NATS):            p50 {ip['p50_ms']} ms, p99 {ip['p99_ms']} ms"
+        f"same call on the runner in-process (no NATS):            p50 {ip['p50_ms']} ms, "
+        f"p99 {ip['p99_ms']} ms"
     )
-    print(f"snapshot: p50 {result['snapshot']['p50_ms']} ms, p99 {result['snapshot']['p99_ms']} ms; "
-          f"restore: p50 {result['restore']['p50_ms']} ms, p99 {result['restore']['p99_ms']} ms")  # fmt: skip
+    print(
+        f"snapshot: p50 {result['snapshot']['p50_ms']} ms, p99 {result['snapshot']['p99_ms']} "
+        f"ms; restore: p50 {result['restore']['p50_ms']} ms, p99 {result['restore']['p99_ms']} ms"
+    )
     print(f"open (request -> loaded and callable): p50 {result['open']['p50_ms']} ms")
     print(f"concurrent sessions at 100 %: {best} (target 512)")
     return result

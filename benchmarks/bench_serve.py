@@ -114,9 +114,11 @@ def main() -> None:
                 fig["serve_reset"].append(statistics.median(a_resets))
                 fig["direct_restore"].append(statistics.median(b_restores))
                 print(
-                    f"round {r + 1}: step p50 serve {_p50(a_steps):.3f} ms, direct {_p50(b_steps):.3f} ms; "
-                    f"reset p50 serve {_p50(a_resets):.3f} ms, direct restore {_p50(b_restores):.3f} ms; "
-                    f"new session {fig['new_session'][-1] * 1e3:.1f} ms, new sandbox {fig['new_sandbox'][-1] * 1e3:.1f} ms",
+                    f"round {r + 1}: step p50 serve {_p50(a_steps):.3f} ms, direct "
+                    f"{_p50(b_steps):.3f} ms; reset p50 serve {_p50(a_resets):.3f} ms, "
+                    f"direct restore {_p50(b_restores):.3f} ms; new session "
+                    f"{fig['new_session'][-1] * 1e3:.1f} ms, new sandbox "
+                    f"{fig['new_sandbox'][-1] * 1e3:.1f} ms",
                     flush=True,
                 )
     finally:

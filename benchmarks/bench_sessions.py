@@ -126,8 +126,9 @@ class Envkernel:
 
 
 class EnvkernelBus(Envkernel):
-    """envkernel without the direct lane (``ENVKERNEL_SANDBOX_LANES=0`` in the client while it opens):
-    every call crosses nats-server and the sandbox service, as a client on another host does."""
+    """envkernel without the direct lane (``ENVKERNEL_SANDBOX_LANES=0`` in the client while it
+    opens): every call crosses nats-server and the sandbox service, as a client on another host
+    does."""
 
     name = "envkernel_bus"
 
@@ -142,9 +143,10 @@ class EnvkernelBus(Envkernel):
 
 
 class NatsRoundTrip:
-    """The baseline for a step over the bus: one raw NATS request/reply (nats-py, the same connection
-    and nats-server) to a callback in the service process that answers at once (``bench.echo``), with
-    the bytes of a counter step's request. The issue's bar: a step should cost little more than this."""
+    """The baseline for a step over the bus: one raw NATS request/reply (nats-py, the same
+    connection and nats-server) to a callback in the service process that answers at once
+    (``bench.echo``), with the bytes of a counter step's request. The issue's bar: a step should
+    cost little more than this."""
 
     name = "nats"
 
@@ -221,10 +223,27 @@ def start_serve(
     )
     run_dir = next((tmp / "runs").iterdir())
     port = free_port()
-    proc = subprocess.Popen([*envkernel, "serve", str(run_dir), "--port", str(port), "--max-steps", "1000000",
-                             "--warm", str(max(2, spares)), "--set", f"spares={spares}", "--set", f"cells={cells}",
-                             "--set", f"recycle={recycle}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        [
+            *envkernel,
+            "serve",
+            str(run_dir),
+            "--port",
+            str(port),
+            "--max-steps",
+            "1000000",
+            "--warm",
+            str(max(2, spares)),
+            "--set",
+            f"spares={spares}",
+            "--set",
+            f"cells={cells}",
+            "--set",
+            f"recycle={recycle}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return proc, f"http://127.0.0.1:{port}"
 
 
@@ -309,30 +328,56 @@ async def concurrent(side: Any, n: int) -> dict[str, Any]:
     await asyncio.gather(*(side.close(s) for s in opened), return_exceptions=True)
     with_close = time.perf_counter() - t
     total = n * STEPS_PER_SESSION
-    return {"sessions": n, "success_rate": round(ok / total, 4), "steps_per_s_open_counted": round(ok / wall, 1),
-            "steps_per_s_open_and_close_counted": round(ok / with_close, 1),
-            "wall_s": round(wall, 2), "close_s": round(with_close - wall, 2), "errors": errors[:3]}  # fmt: skip
+    return {
+        "sessions": n,
+        "success_rate": round(ok / total, 4),
+        "steps_per_s_open_counted": round(ok / wall, 1),
+        "steps_per_s_open_and_close_counted": round(ok / with_close, 1),
+        "wall_s": round(wall, 2),
+        "close_s": round(with_close - wall, 2),
+        "errors": errors[:3],
+    }
 
 
 def med(rounds: list[dict[str, Any]], key: str) -> float:
     return round(statistics.median(r[key] for r in rounds), 4)
 
 
-async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spares: int, cells: int = 0,
-               recycle: int = 0, batches: int = 1) -> dict[str, Any]:  # fmt: skip
+async def main(
+    rounds: int,
+    n_steps: int,
+    n_opens: int,
+    levels: list[int],
+    spares: int,
+    cells: int = 0,
+    recycle: int = 0,
+    batches: int = 1,
+) -> dict[str, Any]:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     try:
         import openenv  # noqa: F401
     except ImportError:
         sys.exit(
-            "bench_sessions needs openenv-core: run it as `uv run --no-sync --with openenv-core==0.3.0 python benchmarks/bench_sessions.py`"
+            "bench_sessions needs openenv-core: run it as `uv run --no-sync --with "
+            "openenv-core==0.3.0 python benchmarks/bench_sessions.py`"
         )
     port = free_port()
     oe_proc = subprocess.Popen([sys.executable, str(HERE / "openenv_counter.py"), str(port)])
     with tempfile.TemporaryDirectory() as tmp, EmbeddedServer(Path(tmp) / "nats") as server:
-        service = subprocess.Popen([sys.executable, str(HERE / "envkernel_service.py"), server.url, str(spares), str(cells), str(recycle)],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+        service = subprocess.Popen(
+            [
+                sys.executable,
+                str(HERE / "envkernel_service.py"),
+                server.url,
+                str(spares),
+                str(cells),
+                str(recycle),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert service.stdout is not None and service.stdout.readline().strip() == "ready"
         bus = await Bus.connect(server.url, name="bench-sessions-client")
         try:
@@ -360,8 +405,14 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
                     rs = await resets(side, s, max(20, n_steps // 10))
                     await side.close(s)
                     op = await opens(side, n_opens)
-                    row.update({f"{side.name}_step_p50_ms": pct(st, 0.5), f"{side.name}_step_p99_ms": pct(st, 0.99),
-                                f"{side.name}_reset_p50_ms": pct(rs, 0.5), f"{side.name}_open_p50_ms": pct(op, 0.5)})  # fmt: skip
+                    row.update(
+                        {
+                            f"{side.name}_step_p50_ms": pct(st, 0.5),
+                            f"{side.name}_step_p99_ms": pct(st, 0.99),
+                            f"{side.name}_reset_p50_ms": pct(rs, 0.5),
+                            f"{side.name}_open_p50_ms": pct(op, 0.5),
+                        }
+                    )
                 rt += await steps(nats, None, n_steps - n_steps // 2)
                 row.update(
                     {
@@ -372,8 +423,13 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
                 s = await shop.open()
                 st = await steps(shop, s, n_steps)
                 await shop.close(s)
-                row.update({"shop_step_p50_ms": pct(st, 0.5), "shop_step_p99_ms": pct(st, 0.99),
-                            "shop_open_p50_ms": pct(await opens(shop, max(5, n_opens // 2)), 0.5)})  # fmt: skip
+                row.update(
+                    {
+                        "shop_step_p50_ms": pct(st, 0.5),
+                        "shop_step_p99_ms": pct(st, 0.99),
+                        "shop_open_p50_ms": pct(await opens(shop, max(5, n_opens // 2)), 0.5),
+                    }
+                )
                 per_round.append(row)
                 print(
                     f"round {r + 1}: " + ", ".join(f"{k} {v}" for k, v in row.items()), flush=True
@@ -387,10 +443,16 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
                     for side in (ek, oe) if turn % 2 == 0 else (oe, ek):
                         res = await concurrent(side, n)
                         conc[side.name].setdefault(n, []).append(res)
-                        print(f"concurrent {side.name:9s} {n:4d} sessions, batch {b + 1}: {res['success_rate'] * 100:.1f} % ok, "
-                              f"{res['steps_per_s_open_counted']:,} steps/s with the open time counted ({res['wall_s']} s), "
-                              f"{res['steps_per_s_open_and_close_counted']:,} with the close too (+{res['close_s']} s)"
-                              + (f"; errors: {res['errors']}" if res["errors"] else ""), flush=True)  # fmt: skip
+                        print(
+                            f"concurrent {side.name:9s} {n:4d} sessions, batch {b + 1}: "
+                            f"{res['success_rate'] * 100:.1f} % ok, "
+                            f"{res['steps_per_s_open_counted']:,} steps/s with the open "
+                            f"time counted ({res['wall_s']} s), "
+                            f"{res['steps_per_s_open_and_close_counted']:,} with the close "
+                            f"too (+{res['close_s']} s)"
+                            + (f"; errors: {res['errors']}" if res["errors"] else ""),
+                            flush=True,
+                        )
                     turn += 1
         finally:
             await bus.close()
@@ -401,8 +463,16 @@ async def main(rounds: int, n_steps: int, n_opens: int, levels: list[int], spare
             service.wait(60)
             oe_proc.terminate()
             oe_proc.wait(30)
-    out: dict[str, Any] = {"rounds": rounds, "spares": spares, "cells": cells, "recycle": recycle, "batches": batches, "cpus": os.cpu_count(), "load_average": round(os.getloadavg()[0], 1),
-                           "openenv_server_start_s": round(oe_start, 2)}  # fmt: skip
+    out: dict[str, Any] = {
+        "rounds": rounds,
+        "spares": spares,
+        "cells": cells,
+        "recycle": recycle,
+        "batches": batches,
+        "cpus": os.cpu_count(),
+        "load_average": round(os.getloadavg()[0], 1),
+        "openenv_server_start_s": round(oe_start, 2),
+    }
     for key in per_round[0]:
         out[key] = med(per_round, key)
     for what in (
@@ -498,13 +568,15 @@ if __name__ == "__main__":
         "--recycle",
         type=int,
         default=0,
-        help="the runner's recycle setting: closed sandboxes kept for reuse (a new session forked in each)",
+        help="the runner's recycle setting: closed sandboxes kept for reuse (a new session "
+        "forked in each)",
     )
     ap.add_argument(
         "--batches",
         type=int,
         default=1,
-        help="batches per concurrent level, one after another (a GRPO-like loop); 2..B are reported as sessions_N_repeat_*",
+        help="batches per concurrent level, one after another (a GRPO-like loop); 2..B are "
+        "reported as sessions_N_repeat_*",
     )
     a = ap.parse_args()
     result = asyncio.run(

@@ -1,4 +1,5 @@
-"""Start-up and whole-run wall time of the ``envkernel`` command, against baselines from the same run.
+"""Start-up and whole-run wall time of the ``envkernel`` command, against baselines from the same
+run.
 
 Each round runs every command once, in the same order, as a user would type it (a subprocess of
 this venv's ``envkernel`` script, in a fresh folder): ``python -c pass`` and
@@ -44,8 +45,8 @@ RUNS: dict[str, list[str]] = {
 
 
 def clean_env(xdg: Path) -> dict[str, str]:
-    """The environment without envkernel settings (so a run is bare), with a private ``XDG_RUNTIME_DIR``
-    (so ``envkernel tap`` elsewhere does not find the benchmark's runs)."""
+    """The environment without envkernel settings (so a run is bare), with a private
+    ``XDG_RUNTIME_DIR`` (so ``envkernel tap`` elsewhere does not find the benchmark's runs)."""
     env = {
         k: v
         for k, v in os.environ.items()
@@ -55,7 +56,8 @@ def clean_env(xdg: Path) -> dict[str, str]:
 
 
 def timed(cmd: list[str], cwd: Path) -> tuple[float, float | None]:
-    """Run ``cmd`` in ``cwd``; its wall time, and the ``seconds`` of the summary.json it wrote (if any)."""
+    """Run ``cmd`` in ``cwd``; its wall time, and the ``seconds`` of the summary.json it wrote (if
+    any)."""
     t0 = time.perf_counter()
     proc = subprocess.run(
         cmd, cwd=cwd, env=clean_env(cwd.parent / "xdg"), capture_output=True, text=True, timeout=600
@@ -110,14 +112,17 @@ def main(rounds: int, run_rounds: int) -> dict[str, Any]:
                 statistics.median(w - s for w, s in zip(walls[name], v, strict=True)), 3
             )
     print(
-        f"median wall: python -c pass {med['python_pass']:.3f} s, import envkernel {med['import_envkernel']:.3f} s, "
-        f"envkernel plugins {med['plugins']:.3f} s ({result['plugins_over_python_pass']}x python -c pass), envkernel --help {med['help']:.3f} s"
+        f"median wall: python -c pass {med['python_pass']:.3f} s, import envkernel "
+        f"{med['import_envkernel']:.3f} s, envkernel plugins {med['plugins']:.3f} s "
+        f"({result['plugins_over_python_pass']}x python -c pass), envkernel --help "
+        f"{med['help']:.3f} s"
     )
     for name in RUNS:
         if name in med:
             print(
-                f"median wall: {' '.join(RUNS[name][1:])} {med[name]:.2f} s (summary.json seconds {result[f'{name}_summary_seconds']:.2f}, "
-                f"start-up and shut-down {result[f'{name}_outside_summary_s']:.2f} s)"
+                f"median wall: {' '.join(RUNS[name][1:])} {med[name]:.2f} s (summary.json "
+                f"seconds {result[f'{name}_summary_seconds']:.2f}, start-up and shut-down "
+                f"{result[f'{name}_outside_summary_s']:.2f} s)"
             )
     return result
 

@@ -30,7 +30,8 @@
    (``distractor_share=0``) and with it (the default), alternating, ROUNDS times each: tasks/s of
    each and their ratio.
 
-    python benchmarks/bench_tasks.py [--tasks 20000] [--skip-run] [--skip-sampler] [--sampler walk] [--no-users] [--run-workers N] [--quality DIR] [--planting-cost 2]
+    python benchmarks/bench_tasks.py [--tasks 20000] [--skip-run] [--skip-sampler] \
+        [--sampler walk] [--no-users] [--run-workers N] [--quality DIR] [--planting-cost 2]
 
 The run selects ``+users`` (the simulated user), so tasks may hold a condition back and the
 reference's gate rollouts talk; ``held_back_for_the_user`` is their share.
@@ -92,7 +93,8 @@ def _tree_rss_kb(root: int) -> int:
 
 
 def _cpu_seconds(pid: int) -> float:
-    """CPU seconds (user + system) used so far by process ``pid`` itself (from /proc; 0 once it is gone)."""
+    """CPU seconds (user + system) used so far by process ``pid`` itself (from /proc; 0 once it is
+    gone)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
@@ -117,8 +119,9 @@ def _start_workers(
     root: Path,
     proc: subprocess.Popen[bytes],
 ) -> list[subprocess.Popen[bytes]]:
-    """Start ``n`` ``envkernel worker`` processes on the run's embedded server (its URL from the run's announcement
-    in a registry of the benchmark's own), serving the run's plugins beside the run's own process."""
+    """Start ``n`` ``envkernel worker`` processes on the run's embedded server (its URL from the
+    run's announcement in a registry of the benchmark's own), serving the run's plugins beside the
+    run's own process."""
     deadline = time.monotonic() + 60
     while not registry.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -335,8 +338,10 @@ NARRATES = re.compile(
     r"\b(then|after that|and finally|finally|once that's done|afterwards)\b", re.I
 )
 AGGREGATE = re.compile(
-    r"\b(how many|count|average|difference|differ|how far apart|highest|lowest|largest|smallest|most|least|fewest|cheapest|latest|earliest|total|add up|all together|"
-    r"over|above|more than|fewer than|under|below|less than|rank|on or after|on or before|at least|at most|which of|which ones)\b",
+    r"\b(how many|count|average|difference|differ|how far "
+    r"apart|highest|lowest|largest|smallest|most|least|fewest|cheapest|latest|earliest|total|add "
+    r"up|all together|over|above|more than|fewer than|under|below|less than|rank|on or "
+    r"after|on or before|at least|at most|which of|which ones)\b",
     re.I,
 )
 GREETING = re.compile(r"^(hi|hello|hey there|hi there|good morning)[!.,]", re.I)
@@ -359,7 +364,8 @@ UNDOES = ("cancel", "delete", "remove", "archive", "revoke", "close")
 
 
 def _multi_row(t: dict[str, Any]) -> bool:
-    """A change to every row a condition picks (``cancel all my held bookings``): the last tool called on two or more rows."""
+    """A change to every row a condition picks (``cancel all my held bookings``): the last tool
+    called on two or more rows."""
     calls = t["calls"]
     return (
         t["outcome"]["mutates"]
@@ -377,7 +383,8 @@ def _shape(request: str) -> str:
 
 
 def _change_then_inverse(calls: list[dict[str, Any]]) -> bool:
-    """``freeze_account`` then ``unfreeze_account`` (or the other way round) with the same arguments."""
+    """``freeze_account`` then ``unfreeze_account`` (or the other way round) with the same
+    arguments."""
     seen: list[tuple[str, str]] = []
     for c in calls:
         args = json.dumps(c.get("arguments"), sort_keys=True)
@@ -432,7 +439,8 @@ def slim(task: Any) -> dict[str, Any]:
 
 
 def quality_of(tasks: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any]:
-    """The quality figures of ``tasks`` (rows as in ``tasks.jsonl``); mutant figures from a run's ``summary``."""
+    """The quality figures of ``tasks`` (rows as in ``tasks.jsonl``); mutant figures from a run's
+    ``summary``."""
     n = len(tasks) or 1
     reqs = [t["request"] for t in tasks]
 
@@ -624,13 +632,15 @@ def main() -> None:
         "--workers",
         type=int,
         default=0,
-        help="also serve the run's plugins from this many `envkernel worker` processes started here (default 0)",
+        help="also serve the run's plugins from this many `envkernel worker` processes started "
+        "here (default 0)",
     )
     ap.add_argument(
         "--run-workers",
         type=int,
         default=0,
-        help="`envkernel run --workers N`: local workers the run starts and stops itself (default 0)",
+        help="`envkernel run --workers N`: local workers the run starts and stops itself "
+        "(default 0)",
     )
     ap.add_argument(
         "--no-users",
@@ -648,7 +658,8 @@ def main() -> None:
         type=int,
         default=0,
         metavar="ROUNDS",
-        help="also time the sampler alone without and with distractor planting, alternating, ROUNDS times each",
+        help="also time the sampler alone without and with distractor planting, alternating, "
+        "ROUNDS times each",
     )
     args = ap.parse_args()
     result: dict[str, Any] = {"benchmark": "tasks", "cpus": os.cpu_count(), "sampler": args.sampler}
@@ -670,24 +681,31 @@ def main() -> None:
         result["run"] = r
         print(
             f"pipeline: {r['tasks']} tasks in {r['wall_seconds']} s ({r['tasks_per_s']} tasks/s); "
-            f"{args.tasks} reached after {r['seconds_to_target']} s; peak RSS {r['peak_tree_rss_mb']} MB (process tree), "
-            f"ru_maxrss {r['children_maxrss_mb']} MB (largest child)"
+            f"{args.tasks} reached after {r['seconds_to_target']} s; peak RSS "
+            f"{r['peak_tree_rss_mb']} MB (process tree), ru_maxrss {r['children_maxrss_mb']} "
+            "MB (largest child)"
         )
         print(
-            f"  proposed {r['tasks_proposed']}, rejected {r['tasks_rejected']} {r['rejected']}; tool coverage {r['tool_coverage']}; "
-            f"lengths {r['chain_lengths']}; unique chain shapes {r['unique_chain_shapes']}"
+            f"  proposed {r['tasks_proposed']}, rejected {r['tasks_rejected']} "
+            f"{r['rejected']}; tool coverage {r['tool_coverage']}; lengths "
+            f"{r['chain_lengths']}; unique chain shapes {r['unique_chain_shapes']}"
         )
         print(
-            f"  sampling ended after {r['sampling_seconds_longest_env']} s (longest env); the run went on "
-            f"{r.get('after_sampling_seconds')} s more (gate, rollouts, exporters); {r.get('gated_when_sampling_ended')} tasks "
-            f"were gated when sampling ended; the kernel alone then gated {r.get('kernel_only_tasks_per_s')} tasks/s"
+            f"  sampling ended after {r['sampling_seconds_longest_env']} s (longest env); "
+            f"the run went on {r.get('after_sampling_seconds')} s more (gate, rollouts, "
+            f"exporters); {r.get('gated_when_sampling_ended')} tasks "
+            "were gated when sampling ended; the kernel alone then gated "
+            f"{r.get('kernel_only_tasks_per_s')} tasks/s"
         )
         if "quality" in r:
             q = r["quality"]
             print(
-                f"  quality: narrate 2+ steps {q['narrates_2_steps']:.1%}, aggregate/superlative/condition "
-                f"{q['aggregate_superlative_condition']:.1%}, read-only {q['read_only']:.1%}, {q['distinct_request_shapes']} request shapes, "
-                f"mutant kill rate {q['mutant_kill_rate']} (outcome alone {q['mutant_kill_rate_outcome_only']})"
+                f"  quality: narrate 2+ steps {q['narrates_2_steps']:.1%}, "
+                "aggregate/superlative/condition "
+                f"{q['aggregate_superlative_condition']:.1%}, read-only "
+                f"{q['read_only']:.1%}, {q['distinct_request_shapes']} request shapes, "
+                f"mutant kill rate {q['mutant_kill_rate']} (outcome alone "
+                f"{q['mutant_kill_rate_outcome_only']})"
             )
     if args.planting_cost:
         per_env = args.sampler_tasks or 150
@@ -699,7 +717,8 @@ def main() -> None:
                 got = asyncio.run(run_sampler(per_env, args.sampler, extra))
                 runs[label].append(got["tasks_per_s"])
                 print(
-                    f"sampler alone {label} planting: {got['tasks']} tasks in {got['wall_seconds']} s = {got['tasks_per_s']} tasks/s"
+                    f"sampler alone {label} planting: {got['tasks']} tasks in "
+                    f"{got['wall_seconds']} s = {got['tasks_per_s']} tasks/s"
                 )
         a, b = (sum(v) / len(v) for v in (runs["without"], runs["with"]))
         result["planting_cost"] = {
@@ -715,18 +734,22 @@ def main() -> None:
         s = asyncio.run(run_sampler(per_env, args.sampler))
         result["sampler_alone"] = s
         print(
-            f"sampler alone ({args.sampler}): {s['tasks']} tasks in {s['wall_seconds']} s = {s['tasks_per_s']} tasks/s "
-            f"(7 envs in parallel, one sandbox each, over NATS); per env:"
+            f"sampler alone ({args.sampler}): {s['tasks']} tasks in {s['wall_seconds']} s = "
+            f"{s['tasks_per_s']} tasks/s (7 envs in parallel, one sandbox each, over NATS); "
+            "per env:"
         )
         for env_id, st in sorted(s["envs"].items()):
             print(
-                f"  {env_id:10s} {st['tasks']:6d} tasks {st['seconds']:8.2f} s {st['tasks_per_s']:8.2f} tasks/s "
-                f"attempts {st['attempts']} sandbox calls {st['tool_calls']}"
+                f"  {env_id:10s} {st['tasks']:6d} tasks {st['seconds']:8.2f} s "
+                f"{st['tasks_per_s']:8.2f} tasks/s attempts {st['attempts']} sandbox calls "
+                f"{st['tool_calls']}"
             )
         q = s["quality"]
         print(
-            f"  quality (sampled, before the gate): narrate 2+ steps {q['narrates_2_steps']:.1%}, aggregate/superlative/condition "
-            f"{q['aggregate_superlative_condition']:.1%}, multi-row goals {q['multi_row_change_goals']:.1%}, read-only {q['read_only']:.1%}, "
+            "  quality (sampled, before the gate): narrate 2+ steps "
+            f"{q['narrates_2_steps']:.1%}, aggregate/superlative/condition "
+            f"{q['aggregate_superlative_condition']:.1%}, multi-row goals "
+            f"{q['multi_row_change_goals']:.1%}, read-only {q['read_only']:.1%}, "
             f"{q['distinct_request_shapes']} request shapes of {q['tasks']}"
         )
     print(json.dumps(result))

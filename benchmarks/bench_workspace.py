@@ -76,10 +76,24 @@ def big_tree(n: int = 1000) -> dict[str, str]:
 def gate_run(variants: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as out:
         proc = subprocess.run(
-            [str(Path(sys.executable).with_name("envkernel")), "run", "--source", "workspace", "--set", f"workspace.variants={variants}",
-             "--out", out, "--run-id", "bench", "--no-progress"],
-            capture_output=True, text=True, timeout=1800, check=False,
-        )  # fmt: skip
+            [
+                str(Path(sys.executable).with_name("envkernel")),
+                "run",
+                "--source",
+                "workspace",
+                "--set",
+                f"workspace.variants={variants}",
+                "--out",
+                out,
+                "--run-id",
+                "bench",
+                "--no-progress",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            check=False,
+        )
         if not (Path(out) / "bench" / "summary.json").exists():
             raise RuntimeError(
                 f"the gate run failed (exit {proc.returncode}): {proc.stderr[-2000:]}"
@@ -180,15 +194,25 @@ async def main(n_steps: int, rounds: int, variants: int) -> dict[str, Any]:
     print(f"exec 'true' over the bus:   p50 {e['p50_ms']} ms, p99 {e['p99_ms']} ms")
     print(f"read over the bus:          p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms")
     print(
-        f"tool-API step (get_order):  p50 {a['p50_ms']} ms, p99 {a['p99_ms']} ms  (exec/api {result['exec_over_tool_api_p50_ratio']}x, read/api {result['read_over_tool_api_p50_ratio']}x)"
+        f"tool-API step (get_order):  p50 {a['p50_ms']} ms, p99 {a['p99_ms']} ms  (exec/api "
+        f"{result['exec_over_tool_api_p50_ratio']}x, read/api "
+        f"{result['read_over_tool_api_p50_ratio']}x)"
     )
-    print(f"snapshot of {files} files:  p50 {result['snapshot_1000_files']['p50_ms']} ms, p99 {result['snapshot_1000_files']['p99_ms']} ms; "
-          f"restore p50 {result['restore_1000_files']['p50_ms']} ms, p99 {result['restore_1000_files']['p99_ms']} ms")  # fmt: skip
     print(
-        f"warm-pool acquire:          p50 {result['pool_acquire']['p50_ms']} ms, p99 {result['pool_acquire']['p99_ms']} ms (target p50 <= 10 ms)"
+        f"snapshot of {files} files:  p50 {result['snapshot_1000_files']['p50_ms']} ms, p99 "
+        f"{result['snapshot_1000_files']['p99_ms']} ms; restore p50 "
+        f"{result['restore_1000_files']['p50_ms']} ms, p99 "
+        f"{result['restore_1000_files']['p99_ms']} ms"
     )
-    print(f"gate: {gate['tasks']} workspace tasks ({gate['tasks_rejected']} rejected, {gate['gate_rollouts']} gate rollouts) in {gate['seconds']} s "
-          f"= {gate['tasks_per_s']} tasks/s")  # fmt: skip
+    print(
+        f"warm-pool acquire:          p50 {result['pool_acquire']['p50_ms']} ms, p99 "
+        f"{result['pool_acquire']['p99_ms']} ms (target p50 <= 10 ms)"
+    )
+    print(
+        f"gate: {gate['tasks']} workspace tasks ({gate['tasks_rejected']} rejected, "
+        f"{gate['gate_rollouts']} gate rollouts) in {gate['seconds']} s = "
+        f"{gate['tasks_per_s']} tasks/s"
+    )
     return result
 
 

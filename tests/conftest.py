@@ -37,7 +37,8 @@ def _wait_for_log(path: Path, text: str, proc: Any, timeout: float = 60) -> None
 
 @pytest.fixture
 def wait_for_log() -> Any:
-    """``wait_for_log(path, text, proc, timeout=60)``: wait until a process's log file contains ``text``."""
+    """``wait_for_log(path, text, proc, timeout=60)``: wait until a process's log file contains
+    ``text``."""
     return _wait_for_log
 
 
@@ -62,8 +63,9 @@ def _processes_mentioning(text: str, wait: float = 0.0) -> list[int]:
 
 @pytest.fixture
 def processes_mentioning() -> Any:
-    """``processes_mentioning(text, wait=0.0)``: pids of live (non-zombie) processes whose command line
-    contains ``text``; with ``wait``, polls up to that many seconds for them to be gone first."""
+    """``processes_mentioning(text, wait=0.0)``: pids of live (non-zombie) processes whose command
+    line contains ``text``; with ``wait``, polls up to that many seconds for them to be gone
+    first."""
     return _processes_mentioning
 
 
@@ -105,9 +107,9 @@ def worker_process(envk: Any, nats_server: str, tmp_path: Path) -> Any:
 
 @pytest.fixture
 def served_pool(envkernel_nats: str) -> Any:
-    """``async with served_pool(per_env=N) as pool``: the kernel's sandbox service over the ``process``
-    runner on the test's nats-server, and a worker's :class:`~envkernel.sandbox.SandboxPool` on it
-    (all closed at the end)."""
+    """``async with served_pool(per_env=N) as pool``: the kernel's sandbox service over the
+    ``process`` runner on the test's nats-server, and a worker's
+    :class:`~envkernel.sandbox.SandboxPool` on it (all closed at the end)."""
     from envkernel.sandbox import SandboxPool, SandboxService
     from envkernel_kit.checks import process_runner
 
@@ -230,8 +232,8 @@ class EnvkernelCli:
     ) -> RunFolder:
         """``envkernel run --out OUT --run-id RUN_ID --no-progress [--source SOURCE] ARGS``.
 
-        ``source`` defaults to ``sample`` (the one hand-written ``shop-v1`` environment: a quick run);
-        None leaves the run's own default sources.
+        ``source`` defaults to ``sample`` (the one hand-written ``shop-v1`` environment: a quick
+        run); None leaves the run's own default sources.
         """
         if source:
             args = ("--source", source, *args)
@@ -255,7 +257,8 @@ class EnvkernelCli:
             )
             (self.cwd / f"{run_id}.stderr").write_text(err)
             pytest.fail(
-                f"envkernel run {' '.join(args)} did not finish in {timeout} s; its stderr ends with:\n{err[-4000:]}"
+                f"envkernel run {' '.join(args)} did not finish in {timeout} s; its stderr "
+                f"ends with:\n{err[-4000:]}"
             )
         (self.cwd / f"{run_id}.stderr").write_text(proc.stderr)
         return RunFolder(proc, self.cwd / out / run_id)
@@ -269,15 +272,16 @@ def envk(tmp_path: Path) -> EnvkernelCli:
 
 @pytest.fixture(scope="session")
 def envk_factory(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """Make an :class:`EnvkernelCli` in a fresh folder (for module-scoped runs shared by several tests)."""
+    """Make an :class:`EnvkernelCli` in a fresh folder (for module-scoped runs shared by several
+    tests)."""
     return lambda name="envk": EnvkernelCli(tmp_path_factory.mktemp(name))
 
 
 @pytest.fixture(scope="session")
 def thirdparty_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder (for ``PYTHONPATH``) where the throwaway plugin distributions of tests/thirdparty are
-    installed for real (built by hatchling through ``uv pip install --target``; nothing is installed
-    into the venv).
+    """A folder (for ``PYTHONPATH``) where the throwaway plugin distributions of tests/thirdparty
+    are installed for real (built by hatchling through ``uv pip install --target``; nothing is
+    installed into the venv).
     """
     uv = shutil.which("uv")
     if uv is None:
@@ -313,9 +317,10 @@ def thirdparty_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def install_plugin_dist(
     root: Path, dist: str, module: str, source: str, entry_points: dict[str, str]
 ) -> Path:
-    """Write a one-module plugin distribution ``dist`` (module ``module``, ``envkernel`` entry points
-    ``name -> module[:attr]``) under ``root``, build and install it for real (hatchling, through
-    ``uv pip install --target``) into ``root/site``, outside the repo, and return that folder (for
+    """Write a one-module plugin distribution ``dist`` (module ``module``, ``envkernel`` entry
+    points ``name -> module[:attr]``) under ``root``, build and install it for real (hatchling,
+    through ``uv pip install --target``) into ``root/site``, outside the repo, and return that
+    folder (for
     ``PYTHONPATH``)."""
     uv = shutil.which("uv")
     if uv is None:
@@ -325,8 +330,10 @@ def install_plugin_dist(
     (src / module / "__init__.py").write_text(source)
     eps = "\n".join(f'{name} = "{target}"' for name, target in entry_points.items())
     (src / "pyproject.toml").write_text(
-        f'[project]\nname = "{dist}"\nversion = "0.0.1"\nrequires-python = ">=3.11"\n\n[project.entry-points.envkernel]\n{eps}\n\n'
-        f'[build-system]\nrequires = ["hatchling"]\nbuild-backend = "hatchling.build"\n\n[tool.hatch.build.targets.wheel]\npackages = ["{module}"]\n'
+        f'[project]\nname = "{dist}"\nversion = "0.0.1"\nrequires-python = '
+        f'">=3.11"\n\n[project.entry-points.envkernel]\n{eps}\n\n[build-system]\nrequires = '
+        '["hatchling"]\nbuild-backend = '
+        f'"hatchling.build"\n\n[tool.hatch.build.targets.wheel]\npackages = ["{module}"]\n'
     )
     site = root / "site"
     base = [
@@ -355,7 +362,8 @@ def plugin_dist() -> Any:
 
 @pytest.fixture
 def probe_verify() -> Any:
-    """``probe_verify(env)``: the ``probe`` verifier's report on ``env``, run in a fresh ``process`` sandbox."""
+    """``probe_verify(env)``: the ``probe`` verifier's report on ``env``, run in a fresh ``process``
+    sandbox."""
     import asyncio
 
     from envkernel_kit.testing import RunnerContext
@@ -424,8 +432,9 @@ REAL_HALVES: tuple[list[str], list[str]] = (
         "xero-assets.yaml",
     ],
 )
-"""The corpus's spec files in two halves of about the same size in bytes (a test module names its half
-in ``REAL_HALF``). The first holds the specs whose shapes ``test_real_shapes_are_kept`` checks."""
+"""The corpus's spec files in two halves of about the same size in bytes (a test module names its
+half in ``REAL_HALF``). The first holds the specs whose shapes ``test_real_shapes_are_kept``
+checks."""
 
 
 async def _verify_real(envs: list[Any]) -> dict[str, Any]:
@@ -455,8 +464,9 @@ async def _verify_real(envs: list[Any]) -> dict[str, Any]:
 def real_corpus(
     request: pytest.FixtureRequest,
 ) -> tuple[dict[str, Any], dict[str, str], dict[str, Any]]:
-    """The half of the real corpus the test module names in ``REAL_HALF`` synthesized and verified once
-    (the ``probe`` in ``process`` sandboxes): (envs by id, refusals by file, reports by env id)."""
+    """The half of the real corpus the test module names in ``REAL_HALF`` synthesized and verified
+    once (the ``probe`` in ``process`` sandboxes): (envs by id, refusals by file, reports by env
+    id)."""
     import asyncio
 
     from envkernel_openapi import OpenAPISettings, SpecError, synthesize_file
@@ -506,7 +516,7 @@ def _check_real_corpus(
 
 @pytest.fixture
 def check_real_corpus() -> Any:
-    """``check_real_corpus(real_corpus, kept_floor, refused_at_most)``: no traceback on any spec, each
-    environment within ``max_tools``, refusals only for specs with no list operation (at most
+    """``check_real_corpus(real_corpus, kept_floor, refused_at_most)``: no traceback on any spec,
+    each environment within ``max_tools``, refusals only for specs with no list operation (at most
     ``refused_at_most``), every environment loads, and at least ``kept_floor`` are kept."""
     return _check_real_corpus

@@ -46,7 +46,8 @@ def _scored(req: RolloutRequested, score: float) -> RolloutScored:
 
 
 def _calibrated(solved: list[bool | None]) -> list[object]:
-    """The gate passes (reference 1, nothing 0, no mutants), then K calibration attempts score as given (None: the attempt failed)."""
+    """The gate passes (reference 1, nothing 0, no mutants), then K calibration attempts score as
+    given (None: the attempt failed)."""
     st = Stages(RunConfig(gate_mutant="", calibrate=len(solved), calibrate_policy="sometimes"))
     gate = [ev for ev, _ in st.handle(TaskProposed(run="r", id="p", task=TASK))]
     out: list[object] = []

@@ -21,7 +21,8 @@ SOURCE = """
 import os, random, time, uuid
 
 def draws(env):
-    return [env.rng.random(), random.random(), str(uuid.uuid4()), env.rng.gauss(0, 1), random.gauss(0, 1)]
+    return [env.rng.random(), random.random(), str(uuid.uuid4()), env.rng.gauss(0, 1), \
+random.gauss(0, 1)]
 
 def draw_then_fail(env, which):
     if which == "rng":
@@ -30,7 +31,8 @@ def draw_then_fail(env, which):
         random.randint(1, 10**9)
     elif which == "uuid":
         uuid.uuid4()
-    elif which == "gauss":      # the first gauss() keeps a second value (gauss_next) for the next one
+    elif which == "gauss":      # the first gauss() keeps a second value (gauss_next) for the next \
+one
         env.rng.gauss(0, 1)
         random.gauss(0, 1)
     elif which == "shuffle":

@@ -122,17 +122,20 @@ def test_empty_url_model_and_key_fall_back_to_openai_variables_and_a_gap_says_wh
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(
         ConfigError,
-        match=r"the judge has no base URL: set ENVKERNEL_JUDGE_BASE_URL or OPENAI_BASE_URL, \[judge\] base_url, or --set judge.base_url=",
+        match=r"the judge has no base URL: set ENVKERNEL_JUDGE_BASE_URL or OPENAI_BASE_URL, "
+        r"\[judge\] base_url, or --set judge.base_url=",
     ):
         JudgeSettings().target()
     with pytest.raises(
         ConfigError,
-        match=r"the llm synthesizer has no model: set ENVKERNEL_LLM_MODEL or OPENAI_MODEL, \[llm\] model",
+        match=r"the llm synthesizer has no model: set ENVKERNEL_LLM_MODEL or OPENAI_MODEL, "
+        r"\[llm\] model",
     ):
         LLMSettings(base_url="http://127.0.0.1:9/v1").target()
     with pytest.raises(
         ConfigError,
-        match=r"the openai policy has no model: set OPENAI_MODEL, \[openai\] model, or --set openai.model=",
+        match=r"the openai policy has no model: set OPENAI_MODEL, \[openai\] model, or --set "
+        r"openai.model=",
     ):
         OpenAISettings(base_url="http://127.0.0.1:9/v1").target()
     assert LLMUserSettings(base_url="http://127.0.0.1:9/v1").target(need_model=False) == (

@@ -1,4 +1,5 @@
-"""Each event is decoded once per process however many of its readers live there (envkernel_bus.decode_shared)."""
+"""Each event is decoded once per process however many of its readers live there
+(envkernel_bus.decode_shared)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from envkernel_schemas import DecodeError, RunStarted, decode, encode, event_id
 
 async def test_a_second_reader_of_a_message_gets_the_first_readers_event(nats_server: str) -> None:
     """Two subscribers of the same stream message: the first decodes it, the second takes that very
-    event (identical to decoding it); a third decodes again; other bytes under the same id are decoded."""
+    event (identical to decoding it); a third decodes again; other bytes under the same id are
+    decoded."""
     bus = await Bus.connect(nats_server)
     try:
         got: list[object] = []
@@ -59,8 +61,8 @@ async def test_a_second_reader_of_a_message_gets_the_first_readers_event(nats_se
 
 def test_an_event_encoded_here_is_taken_by_its_first_reader_here() -> None:
     """``encode_shared`` keeps the producer's event for the first reader of its message in this
-    process (the coordinator reading what its workers emitted); that reader keeps it for a second one
-    only when asked; with ``keep=False`` nothing is kept and the reader decodes the bytes."""
+    process (the coordinator reading what its workers emitted); that reader keeps it for a second
+    one only when asked; with ``keep=False`` nothing is kept and the reader decodes the bytes."""
     from envkernel_bus import encode_shared
     from envkernel_bus.bus import MSG_ID
 
@@ -92,7 +94,8 @@ def test_an_event_encoded_here_is_taken_by_its_first_reader_here() -> None:
 
 def test_a_real_run_emits_only_events_that_decode_to_themselves(envk) -> None:  # type: ignore[no-untyped-def]
     """Every event kept by its producer in a gated run with mutants and user turns is what decoding
-    its bytes gives, and none is changed once encoded (``ENVKERNEL_SHARED_CHECK=1`` logs any that is not)."""
+    its bytes gives, and none is changed once encoded (``ENVKERNEL_SHARED_CHECK=1`` logs any that is
+    not)."""
     from pathlib import Path
 
     import envkernel_openapi

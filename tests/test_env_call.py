@@ -69,7 +69,8 @@ def toy_env(source: str = TOY) -> EnvSpec:
         description="A toy.",
         tools=[ToolSpec(name=n, mutates=n == "add") for n in ("echo", "add", "who", "nap", "spin")],
         behaviour=CodeBehaviour(source=source),
-        seed_sql="CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT); INSERT INTO kv VALUES ('a', '1');",
+        seed_sql="CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT); INSERT INTO kv VALUES "
+        "('a', '1');",
         generated={"kv": []},
         provenance=Provenance(source_kind="test", plugin="test", seed=3),
         report=VerifyReport(verifier="probe", kept=True, tools_kept=["echo"], checks=1),
@@ -90,8 +91,12 @@ def root(processes_mentioning):
 def env_call(root: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", WIRE, "env", "call", *args],
-        capture_output=True, text=True, timeout=timeout, check=False, env={**os.environ, "TMPDIR": root},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, "TMPDIR": root},
+    )
 
 
 def folder(tmp_path: Path, spec: EnvSpec | None = None) -> Path:

@@ -1,8 +1,8 @@
 """Faults (issue 18), made for real: a nats-server this test owns is killed, restarted or filled; a
-worker is killed with SIGKILL; a run's own process is killed and resumed; the run folder's disk is full;
-forged events arrive; a client without credentials (or the wrong nkey, or no CA) knocks; a host of a
-3-node cluster is cut off. Every server listens on loopback, or on addresses inside network namespaces
-these tests create."""
+worker is killed with SIGKILL; a run's own process is killed and resumed; the run folder's disk is
+full; forged events arrive; a client without credentials (or the wrong nkey, or no CA) knocks; a
+host of a 3-node cluster is cut off. Every server listens on loopback, or on addresses inside
+network namespaces these tests create."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +39,8 @@ def _free_port() -> int:
 
 @pytest.fixture
 def own_server(tmp_path: Path) -> Iterator[Any]:
-    """``start()`` -> (server, url): a nats-server on a fixed free loopback port, its store in tmp_path
-    (start it again after a kill: same port, same store). Stopped at the end."""
+    """``start()`` -> (server, url): a nats-server on a fixed free loopback port, its store in
+    tmp_path (start it again after a kill: same port, same store). Stopped at the end."""
     port, servers = _free_port(), []
 
     def start() -> tuple[EmbeddedServer, str]:
@@ -105,7 +105,8 @@ def clean3(envk_factory: Any) -> Any:
 
 
 def _same_outputs(run_dir: Path, clean: Any) -> dict[str, Any]:
-    """``run_dir`` holds what the clean run holds: the same counts, tasks, rollouts and export rows, each once."""
+    """``run_dir`` holds what the clean run holds: the same counts, tasks, rollouts and export rows,
+    each once."""
     s, c = _agree(run_dir), clean.summary
     assert (s["tasks"], s["rollouts"], s["groups"], s["failures"], s["infra_failures"]) == (
         c["tasks"],
@@ -114,9 +115,10 @@ def _same_outputs(run_dir: Path, clean: Any) -> dict[str, Any]:
         0,
         0,
     )
-    rows = lambda d, name, key: sorted(
-        key(json.loads(x)) for x in (d / name).read_text().splitlines()
-    )
+
+    def rows(d: Path, name: str, key: Callable[[Any], Any]) -> list[Any]:
+        return sorted(key(json.loads(x)) for x in (d / name).read_text().splitlines())
+
     for name, key in (
         ("tasks.jsonl", lambda r: r["id"]),
         ("rollouts.jsonl", lambda r: (r["task_id"], r["trajectory"]["index"])),
@@ -269,10 +271,13 @@ def test_a_worker_killed_mid_run_loses_nothing(envk, nats_server: str, wait_for_
         0,
         0,
     )
-    rows = lambda d: sorted(
-        (r["task_id"], r["trajectory"]["index"])
-        for r in map(json.loads, (d / "rollouts.jsonl").read_text().splitlines())
-    )
+
+    def rows(d: Path) -> list[tuple[Any, Any]]:
+        return sorted(
+            (r["task_id"], r["trajectory"]["index"])
+            for r in map(json.loads, (d / "rollouts.jsonl").read_text().splitlines())
+        )
+
     assert rows(run_dir) == rows(clean.dir)
 
 
@@ -281,7 +286,8 @@ import asyncio, sys
 from envkernel_bus import Bus
 from envkernel.sandbox import SandboxService
 
-class SlowToOpen:  # a runner still starting the sandbox when its process is killed (a slow container start)
+class SlowToOpen:  # a runner still starting the sandbox when its process is killed (a slow \
+container start)
     async def open(self, env, seed):
         await asyncio.sleep(600)
 
@@ -296,8 +302,9 @@ asyncio.run(main())
 
 
 async def test_an_open_in_flight_to_a_process_that_dies_fails_at_once(nats_server: str) -> None:
-    """The process that took an open is killed (SIGKILL) before it answers: the open fails within seconds
-    as a SandboxError (infra: the rollout is retried elsewhere), not after its 15 s timeout."""
+    """The process that took an open is killed (SIGKILL) before it answers: the open fails within
+    seconds as a SandboxError (infra: the rollout is retried elsewhere), not after its 15 s
+    timeout."""
     from envkernel.errors import SandboxError
     from envkernel.sandbox import open_sandbox
     from envkernel_sample import shop_env
@@ -360,8 +367,9 @@ def test_a_worker_stops_on_sigterm_while_its_server_is_down(envk, own_server, wa
 def test_a_killed_run_leaves_no_sandbox_and_resumes_to_a_clean_runs_result(
     envk, clean3, processes_mentioning
 ) -> None:
-    """kill -9 of ``envkernel run``: within seconds its embedded server and its sandboxes' processes, folders and
-    cgroups are gone (parent-death signals, the process runner's reaper); ``envkernel run --resume`` then ends with the clean run's outputs, each once."""
+    """kill -9 of ``envkernel run``: within seconds its embedded server and its sandboxes'
+    processes, folders and cgroups are gone (parent-death signals, the process runner's reaper);
+    ``envkernel run --resume`` then ends with the clean run's outputs, each once."""
     from envkernel_process.confine import OWNER_FILE, host_support
 
     env = {"ENVKERNEL_ACK_WAIT": "3"}
@@ -460,7 +468,8 @@ def test_a_full_disk_under_the_run_folder_aborts_with_exit_3_and_no_torn_line(en
 def test_a_full_jetstream_store_aborts_the_run_naming_the_cause(envk, tmp_path: Path) -> None:
     conf = tmp_path / "small.conf"
     conf.write_text(
-        f'jetstream {{ store_dir: "{tmp_path / "js"}", max_file_store: 262144 }}\nmax_payload: 8388608\n'
+        f'jetstream {{ store_dir: "{tmp_path / "js"}", max_file_store: 262144 '
+        f"}}\nmax_payload: 8388608\n"
     )
     port = _free_port()
     server = subprocess.Popen(
@@ -520,7 +529,8 @@ def test_a_client_without_credentials_can_neither_read_nor_publish(
             r, w = await asyncio.open_connection(host, int(port))
             await r.readline()  # INFO
             w.write(
-                b'CONNECT {"verbose":false,"pedantic":false}\r\nSUB envk.ev.> 1\r\nPUB envk.ev.x.run.started 5\r\nhello\r\nPING\r\n'
+                b'CONNECT {"verbose":false,"pedantic":false}\r\nSUB envk.ev.> 1\r\nPUB '
+                b"envk.ev.x.run.started 5\r\nhello\r\nPING\r\n"
             )
             await w.drain()
             answer = await asyncio.wait_for(r.read(4096), 5)
@@ -541,8 +551,9 @@ def test_a_client_without_credentials_can_neither_read_nor_publish(
 
 
 def _tls_and_nkeys(d: Path) -> dict[str, str]:
-    """A CA, a server certificate it signed (for 127.0.0.1 and localhost) and an nkey user seed, made now
-    (``cryptography``, ``nkeys``); returns the environment that has the server and its clients use them."""
+    """A CA, a server certificate it signed (for 127.0.0.1 and localhost) and an nkey user seed,
+    made now (``cryptography``, ``nkeys``); returns the environment that has the server and its
+    clients use them."""
     import datetime
     import ipaddress
     import os
@@ -672,7 +683,8 @@ def test_nkeys_and_tls_let_in_only_the_right_key_and_say_what_is_wrong(
 def test_a_worker_a_run_and_a_tap_over_tls_with_an_nkey(
     envk, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wait_for_log
 ) -> None:
-    """The seed (a secret) stays out of the run's files, its logs and the worker's; a tap without it is refused, saying why."""
+    """The seed (a secret) stays out of the run's files, its logs and the worker's; a tap without it
+    is refused, saying why."""
     env = _tls_and_nkeys(tmp_path / "creds")
     for k, v in env.items():
         monkeypatch.setenv(k, v)
@@ -739,8 +751,8 @@ def test_a_worker_a_run_and_a_tap_over_tls_with_an_nkey(
 
 
 def test_forged_events_neither_end_nor_hang_a_run(envk, nats_server: str) -> None:
-    """A well-formed ``kernel.handled`` naming ids the run never saw, and a ``run.ending`` on a policy's
-    subject: both are ignored, and the run ends as a clean one of the same seed."""
+    """A well-formed ``kernel.handled`` naming ids the run never saw, and a ``run.ending`` on a
+    policy's subject: both are ignored, and the run ends as a clean one of the same seed."""
     clean = envk.run("--seed", "9", run_id="clean9")
 
     async def scenario() -> int:
@@ -856,13 +868,14 @@ async def setup():
     await (await Bus.connect(sys.argv[1])).close()
 asyncio.run(setup())
 """
-"""Run on a test host: wait for the cluster, then create the replicated stream, bucket and store once."""
+"""Run on a test host: wait for the cluster, then create the replicated stream, bucket and store
+once."""
 
 
 class NetnsHosts:
-    """Test hosts as network namespaces on this machine: ``h0`` .. ``h{n-1}``, each with one veth link
-    (``eth0``, 10.99.0.(10+i)/24) to a bridge in a namespace of its own (the switch). Nothing is added to
-    the machine's own network namespace; everything is removed by :meth:`close`."""
+    """Test hosts as network namespaces on this machine: ``h0`` .. ``h{n-1}``, each with one veth
+    link (``eth0``, 10.99.0.(10+i)/24) to a bridge in a namespace of its own (the switch). Nothing
+    is added to the machine's own network namespace; everything is removed by :meth:`close`."""
 
     def __init__(self, n: int) -> None:
         tag = secrets.token_hex(3)
@@ -921,12 +934,14 @@ def _netns_available() -> bool:
 def test_a_cluster_of_three_hosts_loses_nothing_when_a_host_is_cut_off(
     envk, tmp_path: Path, clean3, wait_for_log
 ) -> None:
-    """Four hosts (network namespaces): the run on h0; NATS nodes on h1, h2, h3 with the stream replicated
-    (R3); workers serving the sandboxes, policies and reward on h2 and h3. Mid-run h2 is cut off (its link
-    goes down: a node and a worker gone at once); the run ends with the clean run's outputs, each once.
+    """Four hosts (network namespaces): the run on h0; NATS nodes on h1, h2, h3 with the stream
+    replicated (R3); workers serving the sandboxes, policies and reward on h2 and h3. Mid-run h2 is
+    cut off (its link goes down: a node and a worker gone at once); the run ends with the clean
+    run's outputs, each once.
 
-    Namespaces need root and iproute2 (CI runs scripts/test.sh as root, which installs iproute2); without
-    them the same cluster runs on loopback and host 2's node and worker are killed with SIGKILL instead."""
+    Namespaces need root and iproute2 (CI runs scripts/test.sh as root, which installs iproute2);
+    without them the same cluster runs on loopback and host 2's node and worker are killed with
+    SIGKILL instead."""
     from envkernel_bus import LocalCluster
 
     hosts = NetnsHosts(4) if _netns_available() else None

@@ -1,5 +1,5 @@
-"""Meta-tests (as datasette has): every hook in envkernel/hookspecs.py is documented in docs/hooks.md
-and exercised by some test."""
+"""Meta-tests (as datasette has): every hook in envkernel/hookspecs.py is documented in
+docs/hooks.md and exercised by some test."""
 
 from __future__ import annotations
 

@@ -375,9 +375,19 @@ async def env_call(env_dir: Path, root: str) -> tuple[dict[str, Any], int, float
     ``root``; returns the printed result, the exit code, the call's own seconds and stderr."""
     sets = [a for s in SETS for a in ("--set", s)]
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", WIRE, "env", "call", str(env_dir), "attack", "--verbose", *sets,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**os.environ, "TMPDIR": root},
-    )  # fmt: skip
+        sys.executable,
+        "-c",
+        WIRE,
+        "env",
+        "call",
+        str(env_dir),
+        "attack",
+        "--verbose",
+        *sets,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "TMPDIR": root},
+    )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     stderr = err.decode(errors="replace")
     assert out.strip(), f"env call printed nothing (exit {proc.returncode}): {stderr[-2000:]}"
@@ -486,20 +496,27 @@ async def _attack_all(
     assert not every_threat or set(THREATS) <= {ATTACKS[n][0] for n in names} | DANGEROUS
     assert total < 150, (
         details
-        # a guard against an attack that hangs the run (each attack has its own timeouts), not a speed
-        # target
+        # a guard against an attack that hangs the run (each attack has its own timeouts), not a
+        # speed target
     )
 
 
 NEST_ATTACKS = ("fork_bomb", "tcp", "host_file", "kill_self", "kill_runner", "daemon")
-"""The attacks whose defence a nest's session gets differently (see docs/sessions.md, recycled sandboxes):
-the uid dropped in the child, the namespaces, tmpfs and cgroups inherited, a root parent."""
+"""The attacks whose defence a nest's session gets differently (see docs/sessions.md, recycled
+sandboxes): the uid dropped in the child, the namespaces, tmpfs and cgroups inherited, a root
+parent."""
 
 
-async def test_hostile_envs_in_a_recycled_sandbox(root: str, listeners: Listeners, secret: str, tmp_path: Path,
-                                                  processes_mentioning, monkeypatch: pytest.MonkeyPatch):  # fmt: skip
-    """The same attacks, through ``env call`` with ``recycle`` on: each runs in a nest's session, and
-    is blocked or detected as in a plain sandbox."""
+async def test_hostile_envs_in_a_recycled_sandbox(
+    root: str,
+    listeners: Listeners,
+    secret: str,
+    tmp_path: Path,
+    processes_mentioning,
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """The same attacks, through ``env call`` with ``recycle`` on: each runs in a nest's session,
+    and is blocked or detected as in a plain sandbox."""
     if not (host_support().root and host_support().unshare):
         pytest.skip("recycling needs root and namespaces (CI runs as root)")
     monkeypatch.setenv("ENVKERNEL_PROCESS_RECYCLE", "1")
@@ -673,10 +690,28 @@ def test_hostile_envs_through_a_run(
     env = {**os.environ, **ENV_OVERRIDES, "PYTHONPATH": str(site), "TMPDIR": root}
     t0 = time.monotonic()
     proc = subprocess.run(
-        [*envkernel, "--json-logs", "run", "--plugins", "+hostile,-sample", *sources, "--out", str(out), "--run-id", "hostile",
-         "--no-progress", "--timeout", "120"],
-        capture_output=True, text=True, env=env, timeout=180, check=False, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            *envkernel,
+            "--json-logs",
+            "run",
+            "--plugins",
+            "+hostile,-sample",
+            *sources,
+            "--out",
+            str(out),
+            "--run-id",
+            "hostile",
+            "--no-progress",
+            "--timeout",
+            "120",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
+        cwd=tmp_path,
+    )
     seconds = time.monotonic() - t0
     assert proc.returncode in (0, 1), proc.stderr[-4000:]
     run = out / "hostile"
@@ -690,7 +725,8 @@ def test_hostile_envs_through_a_run(
         d = run / "envs" / f"hostile-{name.replace('_', '-')}"
         rejected = d / "rejected.json"
         assert rejected.exists(), (
-            f"{name} was not rejected: {sorted(p.name for p in d.iterdir()) if d.exists() else 'no folder'}"
+            f"{name} was not rejected: "
+            f"{sorted(p.name for p in d.iterdir()) if d.exists() else 'no folder'}"
         )
         text = rejected.read_text()
         assert re.search(MARKERS[name], text), (name, text[:1500])

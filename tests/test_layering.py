@@ -1,4 +1,5 @@
-"""What may import what: read from the sources (ast), so a layering mistake fails here, not at a user's.
+"""What may import what: read from the sources (ast), so a layering mistake fails here, not at a
+user's.
 
 - a plugin imports only the kernel (``envkernel``), ``envkernel_schemas``, ``envkernel_bus``,
   ``envkernel_runtime``, ``envkernel_kit`` and itself: no plugin imports another plugin;

@@ -1,4 +1,5 @@
-"""A rollout's sandbox is leased at its first tool call, and one that makes no call ends in the seed state.
+"""A rollout's sandbox is leased at its first tool call, and one that makes no call ends in the seed
+state.
 
 Real components: a nats-server (the ``envkernel_nats`` fixture), the kernel's sandbox service over
 the ``process`` runner, the worker's :class:`~envkernel.sandbox.SandboxPool` and the shipped shop

@@ -1,9 +1,10 @@
 """End to end: ``envkernel run --plugins +llm --source brief:...`` against a scripted writer model.
 
-The server (:class:`envkernel_kit.scripted.ScriptedServer` with :class:`envkernel_llm.playbook.Playbook`)
-stands in for a model, in this process on loopback; ``envkernel run`` is a subprocess. Three
-briefs: one written right the first time, one with a bug the scenarios catch and the model fixes,
-one that stays wrong (rejected by the synthesizer, recorded with its reason and provenance).
+The server (:class:`envkernel_kit.scripted.ScriptedServer` with
+:class:`envkernel_llm.playbook.Playbook`) stands in for a model, in this process on loopback;
+``envkernel run`` is a subprocess. Three briefs: one written right the first time, one with a bug
+the scenarios catch and the model fixes, one that stays wrong (rejected by the synthesizer, recorded
+with its reason and provenance).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""``envkernel run --workers N`` on a shared NATS server: the local workers (and the run's own process)
-serve only that run, never another run's work, and no other process takes theirs."""
+"""``envkernel run --workers N`` on a shared NATS server: the local workers (and the run's own
+process) serve only that run, never another run's work, and no other process takes theirs."""
 
 from __future__ import annotations
 
@@ -38,8 +38,9 @@ async def _kinds(url: str, run: str) -> list[str]:
 
 def test_local_workers_leave_another_runs_work_alone(envk: Any, nats_server: str) -> None:
     """Run ``waiting`` leaves its scoring to a remote traceoutcome worker that never comes, so its
-    rollouts wait on the shared consumer. Run ``mine`` with ``--workers 1`` serves traceoutcome itself on the
-    same server: neither its process nor its local worker scores ``waiting``'s rollouts."""
+    rollouts wait on the shared consumer. Run ``mine`` with ``--workers 1`` serves traceoutcome
+    itself on the same server: neither its process nor its local worker scores ``waiting``'s
+    rollouts."""
     waiting = envk.run(
         "--nats-url",
         nats_server,
@@ -93,9 +94,9 @@ def test_local_workers_leave_another_runs_work_alone(envk: Any, nats_server: str
 def test_a_worker_that_hangs_before_reading_a_large_config_does_not_block_the_start(
     tmp_path: Any,
 ) -> None:
-    """A config larger than a pipe holds (64 KiB), given to a worker that hangs before it reads its stdin:
-    the start returns after its readiness timeout (the run goes on without it), and stopping the
-    worker ends the thread that was writing to it."""
+    """A config larger than a pipe holds (64 KiB), given to a worker that hangs before it reads its
+    stdin: the start returns after its readiness timeout (the run goes on without it), and stopping
+    the worker ends the thread that was writing to it."""
     import sys
     import threading
     import time

@@ -148,7 +148,8 @@ def test_openai_policy_solves_every_task_and_leaks_no_secret(
 def test_a_misbehaving_model_still_finishes_and_is_counted(
     tmp_path: Path, reference_tasks: list[dict[str, Any]]
 ) -> None:
-    """Malformed tool-call JSON, then a reply with no choices, on every rollout; scored by the checklist."""
+    """Malformed tool-call JSON, then a reply with no choices, on every rollout; scored by the
+    checklist."""
     script = ByTurn([completion("", [tool_call("get_product", '{"product_id": ')]), no_choices()])
     config = 'reward = "checklist"\n[openai]\ntemperature = 0.3\nmax_turns = 4\n'
     with ScriptedServer(script) as srv:
@@ -178,10 +179,12 @@ def test_a_misbehaving_model_still_finishes_and_is_counted(
 
 
 def test_llm_judge_as_the_reward_model(tmp_path: Path) -> None:
-    """The judge scores the gate (``gate_reward``) and the emitted rollouts; the same server plays policy and judge.
+    """The judge scores the gate (``gate_reward``) and the emitted rollouts; the same server plays
+    policy and judge.
 
-    The scripted judge passes any rollout that made calls, so the gate's near-miss mutants are off here
-    (``gate_mutants = 0``): with them on, such a judge lets every mutant through and rightly rejects every task."""
+    The scripted judge passes any rollout that made calls, so the gate's near-miss mutants are off
+    here (``gate_mutants = 0``): with them on, such a judge lets every mutant through and rightly
+    rejects every task."""
     proc, folder = run(
         tmp_path, "ref0", config="gate_mutants = 0\n"
     )  # the tasks of seed 3 with no mutants at the gate
@@ -234,9 +237,9 @@ def test_llm_judge_as_the_reward_model(tmp_path: Path) -> None:
 def test_local_workers_get_the_runs_secrets_and_url_off_argv(
     tmp_path: Path, reference_tasks: list[dict[str, Any]], nats_server: str
 ) -> None:
-    """``--workers 1 --set openai.api_key=...``: the local worker's openai policy uses the key given by
-    ``--set`` (no OPENAI_API_KEY anywhere), although the runs bucket holds it redacted; neither the key
-    nor the NATS URL is on a local worker's command line (``ps``)."""
+    """``--workers 1 --set openai.api_key=...``: the local worker's openai policy uses the key given
+    by ``--set`` (no OPENAI_API_KEY anywhere), although the runs bucket holds it redacted; neither
+    the key nor the NATS URL is on a local worker's command line (``ps``)."""
     key = "sk-set-by-flag"
     env = {"OPENAI_BASE_URL": "", "OPENAI_MODEL": "scripted"}
     cmd = [

@@ -15,9 +15,11 @@ import time
 import msgspec
 import pytest
 
-testing_probe = pytest.importorskip("envkernel_kit.testing")
-chains = pytest.importorskip("envkernel_chains")
+pytest.importorskip("envkernel_kit.testing")
+pytest.importorskip("envkernel_chains")
 
+import envkernel_chains as chains
+import envkernel_kit.testing as testing_probe
 from envkernel.config import public, settings_for
 from envkernel.errors import ConfigError
 from envkernel_checklist import Checklist
@@ -108,7 +110,8 @@ def no_secret(*things: object) -> None:
 
 
 def test_scripted_model_solves_sampled_tasks() -> None:
-    """An oracle model solves chains-sampled tasks: reference-grade scores from both reward models."""
+    """An oracle model solves chains-sampled tasks: reference-grade scores from both reward
+    models."""
     ctx = testing_probe.FakeContext(component="chains", sandboxes={ENV.id: SANDBOX})
 
     async def go() -> None:
@@ -162,7 +165,8 @@ def test_scripted_model_solves_sampled_tasks() -> None:
 
 
 def test_scripted_model_solves_hand_made_tasks() -> None:
-    """The same without the sampler: a read-only and a two-step mutating task, scored 1 by all reward models."""
+    """The same without the sampler: a read-only and a two-step mutating task, scored 1 by all
+    reward models."""
 
     async def go() -> None:
         with ScriptedServer(Oracle([LOOKUP, CANCEL])) as srv:
@@ -417,7 +421,8 @@ def test_settings_from_environment_and_secret_redaction() -> None:
 def test_redacted_key_from_the_runs_bucket_falls_back_to_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A remote worker reads the redacted config; it must use its own OPENAI_API_KEY, never send '<redacted>'."""
+    """A remote worker reads the redacted config; it must use its own OPENAI_API_KEY, never send
+    '<redacted>'."""
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     with ScriptedServer(ByTurn([completion("149")])) as srv:
         asyncio.run(roll(policy(srv, api_key="<redacted>"), LOOKUP))

@@ -1,4 +1,5 @@
-"""End to end: ``envkernel run --source openapi:FOLDER`` through synthesis, verification, chains and the gate."""
+"""End to end: ``envkernel run --source openapi:FOLDER`` through synthesis, verification, chains and
+the gate."""
 
 from __future__ import annotations
 
@@ -73,6 +74,6 @@ def test_run_on_user_specs_with_a_broken_one(tmp_path: Path) -> None:
         assert v["operations"] >= v["tools_built"] >= v["tools_kept"] > 0 and v["dropped"] == {}
         assert v["tasks"] == sum(t["env_id"] == eid for t in tasks) > 0
         assert (
-            f"env {eid}: kept, {v['tools_kept']} tools kept of {v['operations']} operations, {v['tasks']} tasks"
-            in proc.stderr
+            f"env {eid}: kept, {v['tools_kept']} tools kept of {v['operations']} operations, "
+            f"{v['tasks']} tasks" in proc.stderr
         )

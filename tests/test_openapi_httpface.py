@@ -61,7 +61,8 @@ def _request(
 def _schemathesis(
     env, spec_file: Path, tmp_path: Path, examples: int
 ) -> tuple[HttpFace, subprocess.CompletedProcess[str]]:  # type: ignore[no-untyped-def]
-    """Serve ``env`` on 127.0.0.1 and run schemathesis (positive data, bounded) on its kept operations."""
+    """Serve ``env`` on 127.0.0.1 and run schemathesis (positive data, bounded) on its kept
+    operations."""
     if not Path(SCHEMATHESIS).exists():
         pytest.skip("schemathesis is not installed")
     face = HttpFace(env, process.ProcessRunner(), spec=load_spec(spec_file))
@@ -121,7 +122,8 @@ def test_schemathesis_on_a_real_spec(tmp_path: Path, probe_verify) -> None:  # t
     """Twilio Messaging (tests/data/realspecs): no answer breaks its response schemas or content
     types. Its GETs document 200 alone, so an id that does not exist gets an undocumented 404 (the
     honest answer); and its POSTs' bodies are optional though their fields are required, so a POST
-    with no body at all gets an undocumented 400. Those are the only status-code failures allowed."""
+    with no body at all gets an undocumented 400. Those are the only status-code failures
+    allowed."""
     spec_file = Path(__file__).parent / "data" / "realspecs" / "twilio-messaging-v1.json"
     env = _kept(
         synthesize_file(spec_file)[0], probe_verify, whole=False

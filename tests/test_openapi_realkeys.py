@@ -1,7 +1,8 @@
-"""What real specs declare and the engine must honour (issue 13): keys with a ``pattern``, Stripe-like
-constant envelope fields, keys named like Stripe's ``{customer}``, page indexes from 0, Swagger 2.0
-converted with swagger2openapi, and the verifier rejecting an env whose list tools were all dropped. The corpus's real specs (Twilio, Stripe, Slack, Netlify, ...)
-are checked in ``test_openapi_realspecs.py`` and ``_2.py``, on their verification of the corpus (one half each).
+"""What real specs declare and the engine must honour (issue 13): keys with a ``pattern``,
+Stripe-like constant envelope fields, keys named like Stripe's ``{customer}``, page indexes from 0,
+Swagger 2.0 converted with swagger2openapi, and the verifier rejecting an env whose list tools were
+all dropped. The corpus's real specs (Twilio, Stripe, Slack, Netlify, ...) are checked in
+``test_openapi_realspecs.py`` and ``_2.py``, on their verification of the corpus (one half each).
 """
 
 from __future__ import annotations
@@ -377,7 +378,8 @@ def test_keys_named_like_stripe_take_their_parameter_pattern_and_nested_argument
 def _stripe_shapes(tmp_path: Path) -> Path:
     """Stripe's shapes behind its dropped tools: a person's required ``account`` that only one of
     its two creates names in the path, and update fields that are commands, unions or looser items
-    (``billing_cycle_anchor: "now"`` on an integer stamp, ``cancel_at: integer | ""``, ``phases``)."""
+    (``billing_cycle_anchor: "now"`` on an integer stamp, ``cancel_at: integer | ""``,
+    ``phases``)."""
 
     def obj(req: list[str], **props: Any) -> dict[str, Any]:
         return {"type": "object", "required": req, "properties": props}
@@ -540,7 +542,8 @@ def test_stripe_creates_without_the_parent_and_command_fields_keep_the_answer_sc
 
 def test_an_argument_with_an_id_hint_walks_its_rows_whatever_its_name() -> None:
     """Stripe's ``{invoice}`` is no id-like name: its candidates walk the invoices in row order (the
-    first rows may be in a status an action refuses) instead of drawing free text after the first."""
+    first rows may be in a status an action refuses) instead of drawing free text after the
+    first."""
     from envkernel_schemas import ToolSpec
 
     rows = [
@@ -590,21 +593,26 @@ def _twilio_like(tmp_path: Path) -> Path:
             "max_size": {"type": "integer", "minimum": 1, "maximum": 5000},
         },
     }
-    sid = lambda name, p: {
-        "name": name,
-        "in": "path",
-        "required": True,
-        "schema": {"type": "string", "pattern": p},
-    }
-    env_of = lambda key, ref: _ok(
-        {
-            "type": "object",
-            "properties": {
-                key: {"type": "array", "items": {"$ref": ref}},
-                "page": {"type": "integer"},
-            },
+
+    def sid(name: str, p: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "schema": {"type": "string", "pattern": p},
         }
-    )
+
+    def env_of(key: str, ref: str) -> dict[str, Any]:
+        return _ok(
+            {
+                "type": "object",
+                "properties": {
+                    key: {"type": "array", "items": {"$ref": ref}},
+                    "page": {"type": "integer"},
+                },
+            }
+        )
+
     a, q = "#/components/schemas/Account", "#/components/schemas/Queue"
     paths = {
         "/2010-04-01/Accounts.json": {
@@ -650,8 +658,9 @@ def _twilio_like(tmp_path: Path) -> Path:
 
 
 def test_rows_keyed_by_sid_are_found_in_answers_so_nested_tools_chain(tmp_path: Path) -> None:
-    """Twilio v2010 gave 5 one-call tasks: its rows have ``sid`` but no ``id``, so the sampler saw no
-    row in any answer and no nested tool could get its ``account_sid``. The tables' own keys mark rows."""
+    """Twilio v2010 gave 5 one-call tasks: its rows have ``sid`` but no ``id``, so the sampler saw
+    no row in any answer and no nested tool could get its ``account_sid``. The tables' own keys mark
+    rows."""
     import asyncio
 
     from envkernel_chains import Chains, ChainsSettings
@@ -933,8 +942,8 @@ def _kratos_like(tmp_path: Path) -> Path:
 def test_a_get_by_query_id_is_a_get_and_an_item_with_a_list_inside_is_no_list(
     tmp_path: Path,
 ) -> None:
-    """Ory Kratos was rejected (11 of 15 tools): its flow gets (``?id=``) were lists whose items were
-    the flow's messages, so the probe asked for a flow by a message's integer id."""
+    """Ory Kratos was rejected (11 of 15 tools): its flow gets (``?id=``) were lists whose items
+    were the flow's messages, so the probe asked for a flow by a message's integer id."""
     env, warnings = synthesize_file(
         _kratos_like(tmp_path), settings=OpenAPISettings(validate=False)
     )
@@ -968,7 +977,8 @@ def test_a_get_by_query_id_is_a_get_and_an_item_with_a_list_inside_is_no_list(
 
 def _amadeus_like(tmp_path: Path) -> Path:
     """Amadeus hotel list's shapes: three ways to look hotels up (``/hotels/by-hotels``,
-    ``/hotels/by-city``), each filtering by plural array parameters (``hotelIds``, ``chainCodes``)."""
+    ``/hotels/by-city``), each filtering by plural array parameters (``hotelIds``,
+    ``chainCodes``)."""
     hotel = {
         "type": "object",
         "properties": {
@@ -987,12 +997,15 @@ def _amadeus_like(tmp_path: Path) -> Path:
             },
         }
     )
-    arr = lambda name, req: {
-        "name": name,
-        "in": "query",
-        "required": req,
-        "schema": {"type": "array", "items": {"type": "string"}, "minItems": 1 if req else 0},
-    }
+
+    def arr(name: str, req: bool) -> dict[str, Any]:
+        return {
+            "name": name,
+            "in": "query",
+            "required": req,
+            "schema": {"type": "array", "items": {"type": "string"}, "minItems": 1 if req else 0},
+        }
+
     paths = {
         "/reference-data/locations/hotels/by-hotels": {
             "get": {
@@ -1106,9 +1119,10 @@ def test_lookups_by_a_way_share_their_collection_and_plural_arrays_filter_by_any
 
 
 def test_rfc_2822_times_phone_numbers_and_a_filter_of_another_format(tmp_path: Path) -> None:
-    """Twilio v2010 kept 62 of 64 tools: its times are ``format: date-time-rfc-2822`` (seeded as words
-    like "harbor willow") while its ``StartTime`` filter is a ``date-time``, so no stored value was
-    one the filter accepts; its calls' ``to`` and ``from`` were seeded as e-mail addresses."""
+    """Twilio v2010 kept 62 of 64 tools: its times are ``format: date-time-rfc-2822`` (seeded as
+    words like "harbor willow") while its ``StartTime`` filter is a ``date-time``, so no stored
+    value was one the filter accepts; its calls' ``to`` and ``from`` were seeded as e-mail
+    addresses."""
     import email.utils
 
     rfc = {"type": "string", "format": "date-time-rfc-2822", "nullable": True}

@@ -1,10 +1,10 @@
 """The real-spec corpus (``plugins/openapi/corpus-real``: 36 public specs) through the synthesizer
 and the ``probe`` verifier: no traceback on any spec, and a floor on the environments kept.
 
-The corpus is verified in two halves (``REAL_HALVES`` in ``conftest.py``): the first here, the second
-in ``test_openapi_realspecs_2.py``, so the suite's two workers share the work. The floors are what
-the synthesizer achieves today (see ``benchmarks/bench_realspecs.py`` for the whole pipeline, tasks
-included); raise them as the synthesizer gets better.
+The corpus is verified in two halves (``REAL_HALVES`` in ``conftest.py``): the first here, the
+second in ``test_openapi_realspecs_2.py``, so the suite's two workers share the work. The floors are
+what the synthesizer achieves today (see ``benchmarks/bench_realspecs.py`` for the whole pipeline,
+tasks included); raise them as the synthesizer gets better.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ SOURCES = json.loads((CORPUS / "sources.json").read_text())
 REAL_HALF = 0
 """This module verifies the first half of the corpus (``real_corpus``)."""
 KEPT_FLOOR = 15
-"""Environments the verifier keeps, of this half's 20 specs; with the second half's floor (13 of 16),
-28 of the 36 (the pipeline kept 32 on 2026-12-01; one spec is refused: NHS booking, in the second
-half, has no list operation to discover ids with)."""
+"""Environments the verifier keeps, of this half's 20 specs; with the second half's floor (13 of
+16), 28 of the 36 (the pipeline kept 32 on 2026-12-01; one spec is refused: NHS booking, in the
+second half, has no list operation to discover ids with)."""
 
 
 def test_corpus_is_real_and_documented() -> None:

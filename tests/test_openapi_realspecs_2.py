@@ -1,6 +1,7 @@
 """The second half of the real-spec corpus (``REAL_HALVES`` in ``conftest.py``) through the
 synthesizer and the ``probe`` verifier, and the quirks of real specs the loader reads (see
-``test_openapi_realspecs.py`` for the first half; the two files let the suite's two workers share the work).
+``test_openapi_realspecs.py`` for the first half; the two files let the suite's two workers share
+the work).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ CORPUS = Path(__file__).resolve().parents[1] / "plugins" / "openapi" / "corpus-r
 REAL_HALF = 1
 """This module verifies the second half of the corpus (``real_corpus``)."""
 KEPT_FLOOR = 13
-"""Environments the verifier keeps, of this half's 16 specs (see ``test_openapi_realspecs.KEPT_FLOOR``)."""
+"""Environments the verifier keeps, of this half's 16 specs (see
+``test_openapi_realspecs.KEPT_FLOOR``)."""
 
 
 def test_real_specs_synthesize_and_verify_without_a_traceback(
@@ -53,7 +55,8 @@ def test_quirks_of_real_specs_are_read() -> None:
     )
     # Mollie's impossible date in an example (2024-04-31) stays a string instead of breaking YAML
     doc, _ = load_text(
-        "openapi: 3.0.0\ninfo: {title: x}\npaths:\n  /a: {get: {responses: {200: {description: ok, x-when: 2024-04-31T12:50:14+00:00}}}}\n",
+        "openapi: 3.0.0\ninfo: {title: x}\npaths:\n  /a: {get: {responses: {200: "
+        "{description: ok, x-when: 2024-04-31T12:50:14+00:00}}}}\n",
         "m.yaml",
     )
     assert doc["paths"]["/a"]["get"]["responses"]["200"]["x-when"] == "2024-04-31T12:50:14+00:00"

@@ -167,7 +167,8 @@ REAL = Path(__file__).parent / "data" / "realspecs"
 
 def test_real_spec_seed_rows_match_its_patterns() -> None:
     """Twilio Messaging (tests/data/realspecs/SOURCES.md): its ids carry patterns such as
-    ``^MG[0-9a-fA-F]{32}$``; every seed row fits the get schema, and the pattern-bound keys match."""
+    ``^MG[0-9a-fA-F]{32}$``; every seed row fits the get schema, and the pattern-bound keys
+    match."""
     env, _ = synthesize_file(REAL / "twilio-messaging-v1.json")
     model = env.behaviour.model
     assert _check_seed_rows(env) >= 50

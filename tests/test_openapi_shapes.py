@@ -264,11 +264,14 @@ def test_no_list_operation_is_refused_saying_why(tmp_path: Path) -> None:
 
 def test_relative_file_refs_resolve_and_x_extensions_are_left_alone(tmp_path: Path) -> None:
     (tmp_path / "schemas.yaml").write_text(
-        "Album:\n  type: object\n  properties: {id: {type: string}, name: {type: string}}\n  required: [id, name]\n"
+        "Album:\n  type: object\n  properties: {id: {type: string}, name: {type: string}}\n  "
+        "required: [id, name]\n"
     )
     (tmp_path / "api.yaml").write_text(
-        "openapi: 3.0.3\ninfo: {title: files}\npaths:\n  /albums:\n    get:\n      x-codeSamples: [{lang: sh, source: {$ref: ./samples/missing.md}}]\n"
-        "      responses: {200: {description: ok, content: {application/json: {schema: {type: array, items: {$ref: './schemas.yaml#/Album'}}}}}}\n"
+        "openapi: 3.0.3\ninfo: {title: files}\npaths:\n  /albums:\n    get:\n      "
+        "x-codeSamples: [{lang: sh, source: {$ref: ./samples/missing.md}}]\n      responses: "
+        "{200: {description: ok, content: {application/json: {schema: {type: array, items: "
+        "{$ref: './schemas.yaml#/Album'}}}}}}\n"
     )
     ops, env = _ops(tmp_path / "api.yaml")
     assert env.behaviour.model["resources"]["albums"]["fields"]["name"]["type"] == "string"

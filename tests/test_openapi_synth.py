@@ -201,7 +201,8 @@ def test_unknown_minor_version_warns(tmp_path: Path) -> None:
         ),
         ("swagger: '1.2'\npaths: {}\n", "bad.yaml: at $.swagger"),
         (
-            "openapi: 3.0.0\npaths:\n  /a: {get: {responses: {'200': {$ref: '#/components/responses/Nope'}}}}\n",
+            "openapi: 3.0.0\npaths:\n  /a: {get: {responses: {'200': {$ref: "
+            "'#/components/responses/Nope'}}}}\n",
             "points to nothing",
         ),
         ("openapi: 3.0.0\npaths: {/a: {get: [\n", "not valid YAML at line"),
@@ -327,8 +328,11 @@ def test_a_real_spec_synthesizes_the_same_whatever_the_hash_seed() -> None:
     import sys
 
     spec = Path(__file__).resolve().parents[1] / "plugins/openapi/corpus-real/box-platform.json"
-    code = ("import sys, hashlib, msgspec; from envkernel_openapi import synthesize_file; "
-            "env, _ = synthesize_file(sys.argv[1], seed=0); print(hashlib.sha256(msgspec.json.encode(env)).hexdigest())")  # fmt: skip
+    code = (
+        "import sys, hashlib, msgspec; from envkernel_openapi import synthesize_file; "
+        "env, _ = synthesize_file(sys.argv[1], seed=0); "
+        "print(hashlib.sha256(msgspec.json.encode(env)).hexdigest())"
+    )
     digests = {
         h: subprocess.run(
             [sys.executable, "-c", code, str(spec)],

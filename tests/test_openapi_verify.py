@@ -41,14 +41,14 @@ def test_corpus_is_kept_with_all_its_tools() -> None:
     reports = asyncio.run(verify_all(envs))
     kept_whole = [
         r
-        for r, e in zip(reports, envs)
+        for r, e in zip(reports, envs, strict=True)
         if r.kept and not r.tools_dropped and len(r.tools_kept) == len(e.tools)
     ]
     assert len(kept_whole) / len(envs) >= 0.95, {
-        e.id: r.tools_dropped for e, r in zip(envs, reports)
+        e.id: r.tools_dropped for e, r in zip(envs, reports, strict=True)
     }
     assert all(
-        r.checks > 3 * len(e.tools) for r, e in zip(reports, envs)
+        r.checks > 3 * len(e.tools) for r, e in zip(reports, envs, strict=True)
     )  # invariants ran, not only one call per tool
 
 
@@ -60,10 +60,10 @@ def test_healthy_notes_app_passes() -> None:
 def test_recall_on_broken_code_envs() -> None:
     faults = list(CODE_FAULTS)
     reports = asyncio.run(verify_all([notes_env(f) for f in faults]))
-    hits = {f: caught(r, CODE_FAULTS[f][0]) for f, r in zip(faults, reports)}
+    hits = {f: caught(r, CODE_FAULTS[f][0]) for f, r in zip(faults, reports, strict=True)}
     assert sum(hits.values()) / len(hits) >= 0.9, [f for f, ok in hits.items() if not ok]
     # the reasons say what is wrong
-    by_fault = dict(zip(faults, reports))
+    by_fault = dict(zip(faults, reports, strict=True))
     assert "did not persist" in by_fault["create_no_persist"].tools_dropped["create_note"]
     assert "deleted nothing" in by_fault["delete_noop"].tools_dropped["delete_note"]
     assert any(
@@ -79,9 +79,11 @@ def test_recall_on_broken_model_envs() -> None:
         env, _ = synthesize_file(f)
         cases += model_faults(env)
     reports = asyncio.run(verify_all([b for _f, _t, b in cases]))
-    hits = [caught(r, tool) for (_f, tool, _b), r in zip(cases, reports)]
+    hits = [caught(r, tool) for (_f, tool, _b), r in zip(cases, reports, strict=True)]
     assert len(cases) >= 40
-    assert sum(hits) / len(hits) >= 0.9, [(f, t) for (f, t, _b), ok in zip(cases, hits) if not ok]
+    assert sum(hits) / len(hits) >= 0.9, [
+        (f, t) for (f, t, _b), ok in zip(cases, hits, strict=True) if not ok
+    ]
 
 
 def test_threshold_is_configurable() -> None:

@@ -58,7 +58,8 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> tuple[EnvSpec, list[Task],
 async def _play(
     runner: Any, env: EnvSpec, task: Task, policy: Any, index: int = 0
 ) -> tuple[float, float, dict[str, Any]]:
-    """One rollout from the task's initial state (the seed plus its planted rows): score, outcome, final state."""
+    """One rollout from the task's initial state (the seed plus its planted rows): score, outcome,
+    final state."""
     sb = await runner.open(env, 0)
     try:
         await sb.patch(task.seed_patch())
@@ -151,7 +152,8 @@ async def test_the_reference_solves_a_planted_task_and_the_careless_agent_fails(
 async def test_serve_reset_starts_from_the_seed_plus_the_planted_rows(
     shop: tuple[EnvSpec, list[Task], dict[str, Any]], nats_server: str
 ) -> None:
-    """Through the kernel's sandbox service (NATS): each reset restores the seed and plants the rows once."""
+    """Through the kernel's sandbox service (NATS): each reset restores the seed and plants the rows
+    once."""
     env, tasks, _ = shop
     task = next(
         t

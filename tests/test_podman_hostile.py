@@ -182,7 +182,8 @@ def litter(env):
         os.chmod(folder + "/deep/er", 0o500)
     libc = ctypes.CDLL(None, use_errno=True)
     shm = libc.shmget(0, 4096, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600
-    if os.fork() == 0:  # a daemon that outlives the call: its own session, deaf to everything it can be
+    # a daemon that outlives the call: its own session, deaf to everything it can be
+    if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
@@ -214,10 +215,30 @@ def kill_init(env):
 """
 
 TOOLS = [
-    "put", "get", "count", "spin", "deaf_spin", "fork_bomb", "memory_bomb", "memory_herd", "big_alloc", "tmpfs_bomb",
-    "memory_limit", "connect", "interfaces", "read_file", "write_file", "list_dir", "identity", "shout", "huge",
-    "kill_self", "kill_init", "litter", "leftovers",
-]  # fmt: skip
+    "put",
+    "get",
+    "count",
+    "spin",
+    "deaf_spin",
+    "fork_bomb",
+    "memory_bomb",
+    "memory_herd",
+    "big_alloc",
+    "tmpfs_bomb",
+    "memory_limit",
+    "connect",
+    "interfaces",
+    "read_file",
+    "write_file",
+    "list_dir",
+    "identity",
+    "shout",
+    "huge",
+    "kill_self",
+    "kill_init",
+    "litter",
+    "leftovers",
+]
 
 
 def hostile_env() -> EnvSpec:
@@ -226,7 +247,8 @@ def hostile_env() -> EnvSpec:
         name="hostile",
         tools=[ToolSpec(name=n, mutates=n == "put") for n in TOOLS],
         behaviour=CodeBehaviour(source=SOURCE),
-        seed_sql="CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT); INSERT INTO kv VALUES ('seed', 'v0');",
+        seed_sql="CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT); INSERT INTO kv VALUES "
+        "('seed', 'v0');",
     )
 
 

@@ -389,7 +389,8 @@ OWNER = textwrap.dedent(
         a = await r.open(shop_env(), 0)
         b = await r.open(shop_env(), 0)
         await r.wait_pool()
-        print(json.dumps({"token": r.token, "service": r._service.proc.pid, "folder": r._folder}), flush=True)
+        print(json.dumps({"token": r.token, "service": r._service.proc.pid, "folder": r._folder}), \
+flush=True)
         await asyncio.sleep(3600)
 
     asyncio.run(main())

@@ -1,4 +1,5 @@
-"""The progress display of long commands (``envkernel_bus.progress``): live on a terminal (rich), a log line now and then otherwise."""
+"""The progress display of long commands (``envkernel_bus.progress``): live on a terminal (rich), a
+log line now and then otherwise."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def test_disabled_it_shows_nothing() -> None:
 def test_on_a_terminal_it_draws_a_live_line() -> None:
     code = (
         "import time\nfrom envkernel_bus.progress import Status\n"
-        "with Status() as s:\n    s.work = lambda: (7, 9)\n    for n in range(3):\n        s.show(f'handled probe {n}'); time.sleep(0.15)\n"
+        "with Status() as s:\n    s.work = lambda: (7, 9)\n    for n in range(3):\n        "
+        "s.show(f'handled probe {n}'); time.sleep(0.15)\n"
     )
     main, side = pty.openpty()
     proc = subprocess.Popen(

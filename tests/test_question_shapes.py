@@ -59,7 +59,8 @@ PATTERNS = {k: _pattern(v) for k, v in SHAPES.items()}
 
 
 def _rows_of(out: Any) -> list[Any]:
-    """The rows of a list result, or of the lists in a result object (``{"items": [...], "page": 1}``)."""
+    """The rows of a list result, or of the lists in a result object
+    (``{"items": [...], "page": 1}``)."""
     if isinstance(out, list):
         return out
     if isinstance(out, dict):
@@ -245,8 +246,8 @@ def test_plain_creates_stay_under_their_share_and_a_read_asks_new_questions_as_a
     stats = json.loads((tmp_path / "envs" / "bank" / "sampling.json").read_text())["chains"]
     assert len(tasks) == 260 and stats["rejected"].get("plain_create_quota", 0) > 0
     superlative = re.compile(
-        r"\b(highest|lowest|most|fewest|latest|earliest|created most recently|created earliest|at least|at most|"
-        r"more than|fewer than|on or (?:before|after))\b"
+        r"\b(highest|lowest|most|fewest|latest|earliest|created most recently|created "
+        r"earliest|at least|at most|more than|fewer than|on or (?:before|after))\b"
     )
     plain = [
         t

@@ -34,7 +34,8 @@ SOURCE = textwrap.dedent("""
         return {"count": env.db.execute("SELECT n FROM counter").fetchone()["n"]}
 
     def who(env):
-        return {"uid": os.getuid(), "pid": os.getpid(), "ppid": os.getppid(), "files": sorted(os.listdir(".")),
+        return {"uid": os.getuid(), "pid": os.getpid(), "ppid": os.getppid(), "files": \
+sorted(os.listdir(".")),
                 "memory": list(MEMORY), "patched": getattr(os, "left_by_an_earlier_session", None),
                 "modules": sorted(m for m in sys.modules if m.startswith("left_"))}
 
@@ -74,10 +75,20 @@ SOURCE = textwrap.dedent("""
         os.kill(os.getpid(), signal.SIGKILL)
 """)
 TOOLS = [ToolSpec(name=n) for n in ("step", "who", "leave_traces", "alive", "signal_nest", "die")]
-FIRST = EnvSpec(id="recycle-a", name="a", tools=TOOLS, behaviour=CodeBehaviour(source=SOURCE),
-                seed_sql="CREATE TABLE counter (n INTEGER NOT NULL); INSERT INTO counter VALUES (0);")  # fmt: skip
-SECOND = EnvSpec(id="recycle-b", name="b", tools=TOOLS, behaviour=CodeBehaviour(source=SOURCE),
-                 seed_sql="CREATE TABLE counter (n INTEGER NOT NULL); INSERT INTO counter VALUES (40);")  # fmt: skip
+FIRST = EnvSpec(
+    id="recycle-a",
+    name="a",
+    tools=TOOLS,
+    behaviour=CodeBehaviour(source=SOURCE),
+    seed_sql="CREATE TABLE counter (n INTEGER NOT NULL); INSERT INTO counter VALUES (0);",
+)
+SECOND = EnvSpec(
+    id="recycle-b",
+    name="b",
+    tools=TOOLS,
+    behaviour=CodeBehaviour(source=SOURCE),
+    seed_sql="CREATE TABLE counter (n INTEGER NOT NULL); INSERT INTO counter VALUES (40);",
+)
 
 
 def _alive(pid: int) -> bool:
@@ -91,9 +102,9 @@ def _alive(pid: int) -> bool:
 
 
 async def test_a_recycled_sandbox_keeps_nothing_of_the_session_before() -> None:
-    """Same sandbox (uid, nest), fresh session: nothing of the first one reaches the second, which is
-    confined as the first was; a crash in a recycled sandbox is replaced as usual; a full pool ends
-    the sandbox; aclose ends the nests."""
+    """Same sandbox (uid, nest), fresh session: nothing of the first one reaches the second, which
+    is confined as the first was; a crash in a recycled sandbox is replaced as usual; a full pool
+    ends the sandbox; aclose ends the nests."""
     runner = ProcessRunner(Settings(recycle=1))
     try:
         a = await runner.open(FIRST, 0)
@@ -212,15 +223,22 @@ async def test_a_recycled_sandbox_gets_a_new_lane_and_the_old_one_is_dead(nats_s
         await client.close()
 
 
-LEAKY = EnvSpec(id="recycle-leaky", name="leaky", tools=[ToolSpec(name="remember"), ToolSpec(name="recall")],
-                behaviour=CodeBehaviour(source=textwrap.dedent("""
+LEAKY = EnvSpec(
+    id="recycle-leaky",
+    name="leaky",
+    tools=[ToolSpec(name="remember"), ToolSpec(name="recall")],
+    behaviour=CodeBehaviour(
+        source=textwrap.dedent("""
                     SEEN = []
                     def remember(env, text):
                         SEEN.append(text)
                         return len(SEEN)
                     def recall(env):
                         return list(SEEN)
-                """)), seed_sql="CREATE TABLE t (x INTEGER);")  # fmt: skip
+                """)
+    ),
+    seed_sql="CREATE TABLE t (x INTEGER);",
+)
 
 
 async def test_serve_gives_each_session_a_sandbox_no_session_used() -> None:

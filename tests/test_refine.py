@@ -25,7 +25,8 @@ def test_check_rewrite_keeps_facts_and_refuses_leaks() -> None:
     forbid = must_not_show(["gold"], ["Only the ones over 100."], ["ord_0001"], req)
     good = check_rewrite(
         req,
-        'Ann Lee here: that pending "Desk Lamp" order with quantity 2, please cancel it, plans changed.',
+        'Ann Lee here: that pending "Desk Lamp" order with quantity 2, please cancel it, '
+        "plans changed.",
         keep=keep,
         forbid=forbid,
         tool_pattern=TOOLS,
@@ -101,7 +102,8 @@ SEED = {
 
 
 def _held_booking() -> tuple[list[Any], Any]:
-    """The reference the sampler builds for "Julia Verschuere's held booking" (the row a cancel acts on), and the schema."""
+    """The reference the sampler builds for "Julia Verschuere's held booking" (the row a cancel acts
+    on), and the schema."""
     from envkernel_chains.refs import Resolver
     from envkernel_kit.tools import Schema
 
@@ -192,8 +194,9 @@ STATUSES = re.compile(r"\b(pending|confirmed|shipped|delivered|cancelled) ")
 
 def test_the_sampler_rejects_rewrites_whose_entity_no_longer_resolves(tmp_path: Any) -> None:
     """In-process sampling of the shipped shop (with planted near-duplicates): every other rewrite
-    drops each order status word; those whose order needed it are refused (``ambiguous_entity`` or ``lost_fact``) and keep
-    the original, the others (and every faithful rewrite) are kept and counted."""
+    drops each order status word; those whose order needed it are refused (``ambiguous_entity`` or
+    ``lost_fact``) and keep the original, the others (and every faithful rewrite) are kept and
+    counted."""
     from envkernel_chains import Chains, ChainsSettings
     from envkernel_kit.testing import RunnerContext
     from envkernel_openapi import corpus_files, synthesize_file

@@ -1,5 +1,6 @@
-"""Rollouts reuse known traces (``envkernel_runtime.replay``): the same calls from the same start state
-are answered from the cache, and a rollout that leaves a known trace gets a sandbox that repeats it first.
+"""Rollouts reuse known traces (``envkernel_runtime.replay``): the same calls from the same start
+state are answered from the cache, and a rollout that leaves a known trace gets a sandbox that
+repeats it first.
 
 Real components: a nats-server (the ``envkernel_nats`` fixture), the kernel's sandbox service over
 the ``process`` runner, the worker's :class:`~envkernel.sandbox.SandboxPool` and the shipped shop
@@ -27,7 +28,8 @@ async def _rollout(
     calls: list[tuple[str, dict[str, Any]]],
     leases: list[int],
 ) -> tuple[list[ToolResult], Any]:
-    """What the worker's ``_rollout`` does: a lazily leased sandbox, the calls, then the final state."""
+    """What the worker's ``_rollout`` does: a lazily leased sandbox, the calls, then the final
+    state."""
     replay = cache.replay(pool._key("process", env, 0), env) if cache is not None else None
     async with contextlib.AsyncExitStack() as stack:
 
@@ -140,7 +142,8 @@ async def test_a_timeout_is_not_kept_and_replay_can_be_turned_off(monkeypatch: A
 
 
 async def test_the_runners_settings_are_part_of_the_start(served_pool: Any) -> None:
-    """The same calls under other runner settings (a memory or response limit can change a result) are not answered from the cache."""
+    """The same calls under other runner settings (a memory or response limit can change a result)
+    are not answered from the cache."""
     env = sample_env()
     async with served_pool(per_env=2) as pool:
         seed = await pool.seed_state("process", env, run="r")
@@ -171,7 +174,8 @@ async def test_the_runners_settings_are_part_of_the_start(served_pool: Any) -> N
 
 
 async def test_a_hit_is_a_copy_of_its_own(served_pool: Any) -> None:
-    """A consumer that changes a result or a final state it got from the cache changes nothing for the next one."""
+    """A consumer that changes a result or a final state it got from the cache changes nothing for
+    the next one."""
     env = sample_env()
     async with served_pool(per_env=2) as pool:
         seed = await pool.seed_state("process", env, run="r")
@@ -218,9 +222,9 @@ def test_the_cache_is_bounded_by_bytes() -> None:
 
 
 def test_a_result_msgpack_cannot_hold_is_not_kept_and_no_one_waits_for_it() -> None:
-    """Environment code can return an integer beyond 64 bits (JSON allows it; msgpack does not). Such a
-    result is not kept: the rollout that made the call goes on, and one waiting on the same call makes
-    it itself instead of waiting for good."""
+    """Environment code can return an integer beyond 64 bits (JSON allows it; msgpack does not).
+    Such a result is not kept: the rollout that made the call goes on, and one waiting on the same
+    call makes it itself instead of waiting for good."""
 
     async def go() -> None:
         cache = TraceCache()
@@ -244,8 +248,9 @@ def test_a_result_msgpack_cannot_hold_is_not_kept_and_no_one_waits_for_it() -> N
 async def test_a_mismatch_drops_the_entry_and_the_start_falls_back_to_sandboxes(
     served_pool: Any,
 ) -> None:
-    """A known result that a sandbox does not repeat (an earlier execution gave another one: the environment
-    is not deterministic) is counted, dropped and said; that start is then answered by sandboxes alone."""
+    """A known result that a sandbox does not repeat (an earlier execution gave another one: the
+    environment is not deterministic) is counted, dropped and said; that start is then answered by
+    sandboxes alone."""
     env = sample_env()
     async with served_pool(per_env=2) as pool:
         seed = await pool.seed_state("process", env, run="r")

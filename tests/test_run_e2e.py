@@ -1,4 +1,5 @@
-"""End to end: a bare ``envkernel run`` (no config, default plugins, embedded NATS, process sandboxes).
+"""End to end: a bare ``envkernel run`` (no config, default plugins, embedded NATS, process
+sandboxes).
 
 Every run here is the real CLI in a subprocess; the assertions read the run folder it leaves.
 """
@@ -38,7 +39,8 @@ def _by_id(tasks: list[dict]) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def bare(envk_factory):  # type: ignore[no-untyped-def]
-    """A bare ``envkernel run``: no config, default plugins and sources (only --out and a run id)."""
+    """A bare ``envkernel run``: no config, default plugins and sources (only --out and a run
+    id)."""
     envk = envk_factory("bare")
     return envk.run("--seed", "3", run_id="bare", source=None, timeout=280)
 

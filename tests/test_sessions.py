@@ -74,7 +74,8 @@ SOURCE = textwrap.dedent("""
 
     def hang(env):
         import time
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # past the executor's own timeout
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # past the \
+executor's own timeout
         time.sleep(600)
 """)
 
@@ -180,7 +181,7 @@ async def test_forked_sandboxes_are_isolated_from_each_other_and_the_host() -> N
         listener.close()
 
 
-async def test_a_burst_of_opens_is_forked_in_batches_and_no_executor_holds_another_ones_sockets() -> (
+async def test_a_burst_of_opens_is_forked_in_batches_and_no_executor_holds_another_ones_sockets() -> (  # noqa: E501 (docs cite the name)
     None
 ):
     """40 opens at once go to the zygote as a few packets (one fork request carries many
@@ -275,7 +276,8 @@ async def test_spares_are_new_sandboxes_in_the_seed_state() -> None:
 
 
 async def test_64_concurrent_sessions_over_the_bus(nats_server: str) -> None:
-    """64 sandboxes opened at once through the sandbox service, each stepping; results relayed raw."""
+    """64 sandboxes opened at once through the sandbox service, each stepping; results relayed
+    raw."""
     service_bus, client = await Bus.connect(nats_server), await Bus.connect(nats_server)
     runner = ProcessRunner()
     service = SandboxService(service_bus, "process", runner)
@@ -349,8 +351,9 @@ async def test_a_request_to_a_vanished_responder_fails_fast(nats_server: str) ->
 async def test_a_direct_lane_skips_the_service_and_keeps_the_confinement(nats_server: str) -> None:
     """On the runner's host, a client's tool calls go straight to the executor over its direct lane
     (not through the service, whose call log stays empty), with the same confinement, and so do
-    restores and state reads; snapshots still go over the bus. When the executor dies after direct calls its state
-    is lost (said so, not silently rebuilt wrong) until a restore of a snapshot from before them."""
+    restores and state reads; snapshots still go over the bus. When the executor dies after direct
+    calls its state is lost (said so, not silently rebuilt wrong) until a restore of a snapshot from
+    before them."""
     from envkernel.errors import SandboxError
     from envkernel_runtime.lane import connect_lane
 
@@ -429,8 +432,8 @@ async def test_a_direct_lane_skips_the_service_and_keeps_the_confinement(nats_se
 
 
 async def test_a_call_hanging_on_the_direct_lane_gets_its_sandbox_killed(nats_server: str) -> None:
-    """A call that hangs past its timeout over the direct lane (the executor's alarm blocked) makes the
-    client ask the runner to kill the executor, as the runner does for a call it relays."""
+    """A call that hangs past its timeout over the direct lane (the executor's alarm blocked) makes
+    the client ask the runner to kill the executor, as the runner does for a call it relays."""
     service_bus, client = await Bus.connect(nats_server), await Bus.connect(nats_server)
     runner = ProcessRunner(Settings(call_timeout=0.5))
     service = SandboxService(service_bus, "process", runner)
@@ -468,9 +471,9 @@ async def test_a_call_hanging_on_the_direct_lane_gets_its_sandbox_killed(nats_se
 
 
 async def test_cells_are_confined_ahead_and_take_any_environment() -> None:
-    """With ``cells``, an open loads its environment into a blank executor forked and confined ahead:
-    the same confinement as a fresh fork, its own uid and state, any environment (not a workspace's),
-    and the missing cells are made again in the background."""
+    """With ``cells``, an open loads its environment into a blank executor forked and confined
+    ahead: the same confinement as a fresh fork, its own uid and state, any environment (not a
+    workspace's), and the missing cells are made again in the background."""
     other = EnvSpec(
         id="other-test",
         name="other",
@@ -547,11 +550,12 @@ async def test_a_lane_not_taken_leaves_replay_as_it_was(nats_server: str) -> Non
     not any(v == 1 for v, _ in SUPPORT.cgroups.values()),
     reason="the keeper is for cgroup v1 hierarchies",
 )
-async def test_cgroup_joins_are_kept_fast_while_sandboxes_open_and_the_confinement_is_unchanged() -> (
+async def test_cgroup_joins_are_kept_fast_while_sandboxes_open_and_the_confinement_is_unchanged() -> (  # noqa: E501 (docs cite the name)
     None
 ):
-    """The join keeper (``cgroup_keepalive``) runs while sandboxes are being opened and stops when idle; each
-    executor still joins its own cgroups, and the runner stays in the cgroups it was in."""
+    """The join keeper (``cgroup_keepalive``) runs while sandboxes are being opened and stops when
+    idle; each executor still joins its own cgroups, and the runner stays in the cgroups it was
+    in."""
     before = Path("/proc/self/cgroup").read_text()
     assert ProcessRunner(Settings(cgroup_keepalive=0)).keeper is None
     runner = ProcessRunner(Settings(cgroup_keepalive=3.0))

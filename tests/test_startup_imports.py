@@ -65,17 +65,23 @@ def test_help_imports_no_heavy_library(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("n", [0, 3])
 def test_rl_parquet_is_written_without_pandas(tmp_path: Path, n: int) -> None:
-    """The table is built without pandas (pyarrow's Python conversions import it when it is installed)."""
+    """The table is built without pandas (pyarrow's Python conversions import it when it is
+    installed)."""
     code = f"""
 import json, sys
 from envkernel_export.rows import RL_SCHEMA, rl_table
 import pyarrow.parquet as pq
-rows = [{{"data_source": "envkernel/shop-v1", "prompt": [{{"role": "user", "content": "hi"}}], "agent_name": "tool_agent",
-         "ability": "tool-use", "reward_model": {{"style": "rule", "ground_truth": {{"calls": [{{"name": "f", "arguments": "{{}}"}}],
-         "mutates": True, "answer_facts": ["x"], "answer_rows": "[]", "answer_absent": [], "answer_ordered": False,
+rows = [{{"data_source": "envkernel/shop-v1", "prompt": [{{"role": "user", "content": "hi"}}], \
+"agent_name": "tool_agent",
+         "ability": "tool-use", "reward_model": {{"style": "rule", "ground_truth": {{"calls": \
+[{{"name": "f", "arguments": "{{}}"}}],
+         "mutates": True, "answer_facts": ["x"], "answer_rows": "[]", "answer_absent": [], \
+"answer_ordered": False,
          "masked_arguments": []}}}},
-         "extra_info": {{"task_id": f"t{{i}}", "env_id": "shop-v1", "split": "train", "difficulty": 1, "signature": "f",
-                        "initial_state": "{{}}", "expected_state": "{{}}", "planted": "[]", "tools": "[]"}}, "not_in_schema": 1}} for i in range({n})]
+         "extra_info": {{"task_id": f"t{{i}}", "env_id": "shop-v1", "split": "train", \
+"difficulty": 1, "signature": "f",
+                        "initial_state": "{{}}", "expected_state": "{{}}", "planted": "[]", \
+"tools": "[]"}}, "not_in_schema": 1}} for i in range({n})]
 pq.write_table(rl_table(rows), {str(tmp_path / "rl.parquet")!r})
 assert "pandas" not in sys.modules, "pandas was imported"
 back = pq.read_table({str(tmp_path / "rl.parquet")!r})

@@ -1,11 +1,12 @@
 """The ``answer_stuffed`` mutant over real APIs' list envelopes (``{"data": [...]}``,
 ``{"collection": [...], "pagination": {...}}``, ``{"items": [...], "next": ...}``).
 
-The environments are synthesized from real specs of the repo's corpus (``plugins/openapi/corpus-real``:
-Resend, Calendly, Spotify) and their list tools are called in real process sandboxes, so the
-envelopes are the ones those specs declare, not hand-made dicts. Before ``result_rows``, a stuffed
-answer saw no rows in such a result and the mutant did not apply (nor did the sampler's
-``imprecise_answer`` drop), so a read-only task over a wrapped list went ungated for stuffing.
+The environments are synthesized from real specs of the repo's corpus
+(``plugins/openapi/corpus-real``: Resend, Calendly, Spotify) and their list tools are called in real
+process sandboxes, so the envelopes are the ones those specs declare, not hand-made dicts. Before
+``result_rows``, a stuffed answer saw no rows in such a result and the mutant did not apply (nor did
+the sampler's ``imprecise_answer`` drop), so a read-only task over a wrapped list went ungated for
+stuffing.
 """
 
 from __future__ import annotations
@@ -136,7 +137,8 @@ ONE_OBJECT = {
     ),
     "slack-web-api.json": (),
 }
-"""Spec -> read tools that answer one object without an ``id`` member (a profile keyed by its ``did``, with its labels)."""
+"""Spec -> read tools that answer one object without an ``id`` member (a profile keyed by its
+``did``, with its labels)."""
 PAGES = {
     "bluesky-atproto-xrpc.json": {
         "app_bsky_graph_get_follows": "follows",
@@ -148,12 +150,14 @@ PAGES = {
         "files_list": "files",
     },
 }
-"""Spec -> list tools whose envelope holds its rows beside other members (the subject of the list, ``ok``, ``paging``)."""
+"""Spec -> list tools whose envelope holds its rows beside other members (the subject of the list,
+``ok``, ``paging``)."""
 
 
 @pytest.fixture(scope="module")
 def objects() -> dict[str, dict[str, Any]]:
-    """spec -> tool -> its real result, for the tools of ONE_OBJECT and PAGES, called in real process sandboxes."""
+    """spec -> tool -> its real result, for the tools of ONE_OBJECT and PAGES, called in real
+    process sandboxes."""
 
     async def go() -> dict[str, dict[str, Any]]:
         runner = process.ProcessRunner()
@@ -196,7 +200,8 @@ def test_one_object_without_an_id_is_not_an_envelope(objects: Any, spec: str) ->
 
 
 def test_an_empty_named_list_is_an_empty_page() -> None:
-    """A JSON:API compound document (jsonapi.org) with no primary rows: ``data`` is the page, ``included`` its related objects."""
+    """A JSON:API compound document (jsonapi.org) with no primary rows: ``data`` is the page,
+    ``included`` its related objects."""
     from envkernel_kit.answers import envelope_key
 
     page = {

@@ -1,4 +1,5 @@
-"""The gate's duplicate key (``envkernel.stages.task_key``) is order-insensitive exactly where the answer check is."""
+"""The gate's duplicate key (``envkernel.stages.task_key``) is order-insensitive exactly where the
+answer check is."""
 
 from __future__ import annotations
 

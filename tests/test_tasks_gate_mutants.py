@@ -1,4 +1,5 @@
-"""The gate's near-miss mutants (kernel stage): a task passes only when every applicable mutant scores below 1."""
+"""The gate's near-miss mutants (kernel stage): a task passes only when every applicable mutant
+scores below 1."""
 
 from __future__ import annotations
 

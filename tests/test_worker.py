@@ -157,8 +157,9 @@ def test_a_run_id_already_used_on_a_shared_server_is_refused(envk, nats_server: 
 
 
 def test_run_workers_share_the_run_and_stop_with_it(envk) -> None:
-    """``envkernel run --workers 1``: a local worker serves the run's plugins beside its own process, takes
-    part of the work (scoring and rollouts are split by the shared consumers) and is gone when the run ends."""
+    """``envkernel run --workers 1``: a local worker serves the run's plugins beside its own
+    process, takes part of the work (scoring and rollouts are split by the shared consumers) and is
+    gone when the run ends."""
     run = envk.run("--workers", "1", "--set", "chains.tasks_per_env=5", run_id="lw")
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     assert (

@@ -76,8 +76,8 @@ def test_pinchbench_tasks_are_imported_graded_in_the_sandbox_and_judge_tasks_cou
     first = pb["pb-task-00-sanity"]
     assert first["kind"] == "workspace" and first["operations"] == 4
     assert (
-        f"env pb-task-00-sanity: kept, {first['tools_kept']} tools kept (its source: 4 task files; skipped 1 llm_judge_only), "
-        in folder.proc.stderr
+        f"env pb-task-00-sanity: kept, {first['tools_kept']} tools kept (its source: 4 task "
+        "files; skipped 1 llm_judge_only), " in folder.proc.stderr
     )
     assert (
         f"env pb-task-09-files: kept, {pb['pb-task-09-files']['tools_kept']} tools kept, 1 tasks"
@@ -152,7 +152,9 @@ def test_variants_are_deterministic_distinct_and_bad_files_are_explained(tmp_pat
     with pytest.raises(PinchBenchError, match="grade()"):
         parse_task(bad)
     bad.write_text(
-        "---\nid: t\nworkspace_files:\n  - path: ../escape\n    content: x\n---\n\n## Prompt\n\nDo it.\n\n## Automated Checks\n\n```python\ndef grade(t, w):\n    return {}\n```\n"
+        "---\nid: t\nworkspace_files:\n  - path: ../escape\n    content: x\n---\n\n## "
+        "Prompt\n\nDo it.\n\n## Automated Checks\n\n```python\ndef grade(t, w):\n    return "
+        "{}\n```\n"
     )
     with pytest.raises(PinchBenchError, match="relative path"):
         parse_task(bad)

@@ -39,7 +39,10 @@ def _podman_reason() -> str | None:
     from envkernel_podman.image import IMAGE_VERSION, image_version
 
     if image_version("localhost/envkernel-sandbox:latest") < IMAGE_VERSION:
-        return f"the sandbox image is missing or older than v{IMAGE_VERSION} (envkernel sandbox build-image)"
+        return (
+            f"the sandbox image is missing or older than v{IMAGE_VERSION} (envkernel sandbox "
+            "build-image)"
+        )
     return None
 
 
@@ -47,7 +50,8 @@ def _runner(kind: str):
     if kind == "process":
         if not FULL:
             pytest.fail(
-                "the process-runner half needs root with namespaces, cgroups and Landlock (as in CI)"
+                "the process-runner half needs root with namespaces, cgroups and Landlock "
+                "(as in CI)"
             )
         return ProcessRunner(
             Settings(call_timeout=6, workspace_mb=16, file_size_mb=8, max_processes=32)
@@ -92,9 +96,14 @@ async def test_network_is_unreachable(pair):
     server.setblocking(False)
     port = server.getsockname()[1]
     try:
-        out = await sh(attacked, f"(echo hi > /dev/tcp/127.0.0.1/{port}) 2>&1; "
-                                 f"python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), timeout=2)' 2>&1 | tail -1; "
-                                 "getent hosts example.com || echo no-dns")  # fmt: skip
+        out = await sh(
+            attacked,
+            f"(echo hi > /dev/tcp/127.0.0.1/{port}) 2>&1; "
+            "python3 -c 'import socket; "
+            f'socket.create_connection(("127.0.0.1", {port}), '
+            "timeout=2)' 2>&1 | tail -1; "
+            "getent hosts example.com || echo no-dns",
+        )
         with pytest.raises(BlockingIOError):
             server.accept()  # nothing reached the host
         assert "no-dns" in out["stdout"] and "Error" in out["stdout"]
@@ -112,7 +121,8 @@ async def test_host_files_and_symlink_escapes_are_refused(pair):
     try:
         out = await sh(
             attacked,
-            f"cat {f.name}; cat /etc/shadow; ln -sf {f.name} leak; ln -sfn / root; cat leak; ls root/root; cat root{f.name}; echo done",
+            f"cat {f.name}; cat /etc/shadow; ln -sf {f.name} leak; ln -sfn / root; cat leak; "
+            f"ls root/root; cat root{f.name}; echo done",
         )
         assert "host secret" not in out["stdout"] and out["stdout"].endswith("done\n")
         for path in ("leak", "root/etc/hostname", "root/tmp"):
@@ -143,8 +153,12 @@ async def test_filling_the_disk_fails_inside_the_sandbox(pair):
     _kind, attacked, benign = pair
     # one huge file stops at the file-size limit (8 MiB); many files stop when the 16 MiB workspace
     # is full
-    out = await sh(attacked, "head -c 64M /dev/zero > one; stat -c %s one; rm -f one; "
-                             "for i in 1 2 3 4; do head -c 7M /dev/zero > f$i 2>/dev/null || echo FULL$i; done; du -sk . | cut -f1; rm -f f*")  # fmt: skip
+    out = await sh(
+        attacked,
+        "head -c 64M /dev/zero > one; stat -c %s one; rm -f one; "
+        "for i in 1 2 3 4; do head -c 7M /dev/zero > f$i 2>/dev/null || echo FULL$i; done; "
+        "du -sk . | cut -f1; rm -f f*",
+    )
     lines = out["stdout"].split()
     assert int(lines[0]) <= 8 * 1024 * 1024
     assert any(w.startswith("FULL") for w in lines), out
@@ -170,9 +184,13 @@ async def test_background_processes_do_not_outlive_the_call(pair):
 @pytest.mark.asyncio(loop_scope="module")
 async def test_the_shell_has_its_tools_and_the_diff_sees_its_work(pair):
     _kind, attacked, benign = pair
-    out = await sh(benign, "git init -q && git add -A && git commit -qm init && git log --format=%s && "
-                           "sqlite3 db.sqlite 'create table t(x); insert into t values (42); select x from t' && "
-                           "python3 -c 'import json; print(json.dumps([1]))' && echo done > done.txt")  # fmt: skip
+    out = await sh(
+        benign,
+        "git init -q && git add -A && git commit -qm init && git log --format=%s && "
+        "sqlite3 db.sqlite 'create table t(x); insert into t values (42); "
+        "select x from t' && python3 -c 'import json; print(json.dumps([1]))' && echo done > "
+        "done.txt",
+    )
     assert out["stdout"].splitlines() == ["init", "42", "[1]"], out
     rows = {r["path"]: r for r in (await benign.state())["workspace"]}
     assert rows["done.txt"]["change"] == "added" and rows["done.txt"]["text"] == "done\n"

@@ -34,7 +34,8 @@ def blank_tokenizer() -> PreTrainedTokenizerFast:
 
 
 def make_tokenizer(corpus: list[str], vocab_size: int = 6000) -> PreTrainedTokenizerFast:
-    """A byte-level BPE trained on ``corpus``, eos ``<|im_end|>``, with the Qwen2.5 chat template."""
+    """A byte-level BPE trained on ``corpus``, eos ``<|im_end|>``, with the Qwen2.5 chat
+    template."""
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     tok.decoder = decoders.ByteLevel()

@@ -36,7 +36,8 @@ from envkernel_serve.trl import dataset_rows, environment_factory
 
 
 def main(url: str, run_dir: str, task_id: str, out: str) -> None:
-    """Fit the tiny model to the task's reference play, then run GRPO steps; write the results to ``out``."""
+    """Fit the tiny model to the task's reference play, then run GRPO steps; write the results to
+    ``out``."""
     torch.manual_seed(0)
     torch.set_num_threads(1)  # a tiny model: more threads only contend on a shared machine
     Env = environment_factory(url)
@@ -58,7 +59,9 @@ def main(url: str, run_dir: str, task_id: str, out: str) -> None:
     ]
     turn1 = (
         "\n".join(
-            f"<tool_call>\n{json.dumps({'name': c['name'], 'arguments': c['arguments']})}\n</tool_call>"
+            "<tool_call>\n"
+            + json.dumps({"name": c["name"], "arguments": c["arguments"]})
+            + "\n</tool_call>"
             for c in task["calls"]
         )
         + "<|im_end|>"

@@ -1,4 +1,5 @@
-"""verl's own tool and agent-loop classes over a live ``envkernel serve`` (run in the trainers venv).
+"""verl's own tool and agent-loop classes over a live ``envkernel serve`` (run in the trainers
+venv).
 
     python tests/trainers/verl_agent.py URL RUN_DIR SCRIPTED_TASKS.jsonl OUT.json
 
@@ -49,7 +50,8 @@ from envkernel_serve.verl import EnvkernelTool, dataset_rows, tool_config
 
 
 class ScriptedModelServer:
-    """Stands in for verl's ``LLMServerClient`` (vLLM/SGLang replicas): prompt tokens in, response tokens out."""
+    """Stands in for verl's ``LLMServerClient`` (vLLM/SGLang replicas): prompt tokens in, response
+    tokens out."""
 
     def __init__(self, base_url: str, tokenizer: Any, requests: list[str]) -> None:
         self.base_url, self.tokenizer, self.requests, self.prompts = (
@@ -80,7 +82,14 @@ class ScriptedModelServer:
         ] * text.count("<tool_response>")
         msg = await asyncio.to_thread(self._chat, messages)
         calls = "".join(
-            f"<tool_call>\n{json.dumps({'name': c['function']['name'], 'arguments': json.loads(c['function']['arguments'])})}\n</tool_call>"
+            "<tool_call>\n"
+            + json.dumps(
+                {
+                    "name": c["function"]["name"],
+                    "arguments": json.loads(c["function"]["arguments"]),
+                }
+            )
+            + "\n</tool_call>"
             for c in msg.get("tool_calls") or []
         )
         ids = self.tokenizer.encode(

@@ -42,11 +42,13 @@ class ResponderGone(BusError):
 
 
 class StoreFullError(BusError):
-    """JetStream refused a publish for lack of resources (its store or disk is full): the run cannot go on."""
+    """JetStream refused a publish for lack of resources (its store or disk is full): the run cannot
+    go on."""
 
 
 def env_seconds(var: str, default: float) -> float:
-    """A number of seconds (at least 1) from the environment variable ``var``; ValueError if it is not one."""
+    """A number of seconds (at least 1) from the environment variable ``var``; ValueError if it is
+    not one."""
     raw = os.environ.get(var, str(default))
     try:
         return max(1.0, float(raw))
@@ -55,7 +57,8 @@ def env_seconds(var: str, default: float) -> float:
 
 
 def env_file(var: str) -> str:
-    """The file that the environment variable ``var`` names ("" when unset); BusError if it is not a readable file."""
+    """The file that the environment variable ``var`` names ("" when unset); BusError if it is not a
+    readable file."""
     path = os.environ.get(var, "")
     if path and not os.access(path, os.R_OK):
         raise BusError(f"{var}={path!r}: no such readable file. Point it at the file, or unset it")
@@ -63,7 +66,8 @@ def env_file(var: str) -> str:
 
 
 def nkey_public(var: str = "ENVKERNEL_NATS_NKEY_SEED") -> str:
-    """The public key of the nkey seed file ``var`` names ("" when unset); BusError if it is not an nkey seed."""
+    """The public key of the nkey seed file ``var`` names ("" when unset); BusError if it is not an
+    nkey seed."""
     path = env_file(var)
     if not path:
         return ""
@@ -74,8 +78,8 @@ def nkey_public(var: str = "ENVKERNEL_NATS_NKEY_SEED") -> str:
             kp = nkeys.from_seed(bytearray(f.read().strip()))
     except Exception as exc:
         raise BusError(
-            f"{var}={path!r} is not an nkey seed ({type(exc).__name__}): make one with `nk -gen user` "
-            "or nkeys, and keep only the seed (SU...) in the file"
+            f"{var}={path!r} is not an nkey seed ({type(exc).__name__}): make one with `nk "
+            "-gen user` or nkeys, and keep only the seed (SU...) in the file"
         ) from None
     public: str = kp.public_key.decode()
     kp.wipe()
@@ -83,8 +87,9 @@ def nkey_public(var: str = "ENVKERNEL_NATS_NKEY_SEED") -> str:
 
 
 def tls_context() -> ssl.SSLContext | None:
-    """The client's TLS context when ``ENVKERNEL_NATS_TLS_CA`` names the CA that signed the server's certificate
-    (with ``ENVKERNEL_NATS_TLS_CLIENT_CERT`` / ``_KEY``, the client's own certificate too); None otherwise."""
+    """The client's TLS context when ``ENVKERNEL_NATS_TLS_CA`` names the CA that signed the server's
+    certificate (with ``ENVKERNEL_NATS_TLS_CLIENT_CERT`` / ``_KEY``, the client's own certificate
+    too); None otherwise."""
     ca, cert, key = (
         env_file(f"ENVKERNEL_NATS_TLS_{k}") for k in ("CA", "CLIENT_CERT", "CLIENT_KEY")
     )
@@ -96,15 +101,18 @@ def tls_context() -> ssl.SSLContext | None:
             ctx.load_cert_chain(cert, key or None)
     except (ssl.SSLError, ValueError) as exc:
         raise BusError(
-            f"cannot load the TLS files (ENVKERNEL_NATS_TLS_CA={ca!r}{f', CLIENT_CERT={cert!r}' if cert else ''}): {exc}"
+            "cannot load the TLS files "
+            f"(ENVKERNEL_NATS_TLS_CA={ca!r}{f', CLIENT_CERT={cert!r}' if cert else ''}): "
+            f"{exc}"
         ) from None
     return ctx
 
 
 def credentials() -> dict[str, Any]:
-    """NATS credentials and TLS from the environment only, so they are never in a file, an event or a log line:
-    ``ENVKERNEL_NATS_NKEY_SEED`` (a file holding an nkey seed), else ``ENVKERNEL_NATS_TOKEN``, else
-    ``ENVKERNEL_NATS_USER`` / ``ENVKERNEL_NATS_PASSWORD``; and :func:`tls_context`."""
+    """NATS credentials and TLS from the environment only, so they are never in a file, an event or
+    a log line: ``ENVKERNEL_NATS_NKEY_SEED`` (a file holding an nkey seed), else
+    ``ENVKERNEL_NATS_TOKEN``, else ``ENVKERNEL_NATS_USER`` / ``ENVKERNEL_NATS_PASSWORD``; and
+    :func:`tls_context`."""
     token, user, password = (
         os.environ.get(f"ENVKERNEL_NATS_{k}", "") for k in ("TOKEN", "USER", "PASSWORD")
     )
@@ -126,15 +134,19 @@ def connect_hint(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}".lower()
     if isinstance(exc, ssl.SSLCertVerificationError) or "certificate verify failed" in text:
         return (
-            "the server's TLS certificate could not be verified: set ENVKERNEL_NATS_TLS_CA to the CA file that signed it "
-            "(and connect by a name or address the certificate lists)"
+            "the server's TLS certificate could not be verified: set ENVKERNEL_NATS_TLS_CA "
+            "to the CA file that signed it (and connect by a name or address the certificate lists)"
         )
     if isinstance(exc, ssl.SSLError) or "tls" in text or "ssl" in text:
-        return "TLS failed: does the server use TLS (ENVKERNEL_NATS_TLS_CA on the client), and does it accept this client?"
+        return (
+            "TLS failed: does the server use TLS (ENVKERNEL_NATS_TLS_CA on the client), and does "
+            "it accept this client?"
+        )
     if "authorization" in text or "authentication" in text:
         return (
-            "the server refused the credentials: set the ones it expects (ENVKERNEL_NATS_NKEY_SEED, ENVKERNEL_NATS_TOKEN, "
-            "or ENVKERNEL_NATS_USER and ENVKERNEL_NATS_PASSWORD)"
+            "the server refused the credentials: set the ones it expects "
+            "(ENVKERNEL_NATS_NKEY_SEED, ENVKERNEL_NATS_TOKEN, or ENVKERNEL_NATS_USER and "
+            "ENVKERNEL_NATS_PASSWORD)"
         )
     return "Is the server running at that address?"
 
@@ -163,8 +175,9 @@ def without_secrets(url: str) -> str:
 def store_full_message(exc: BaseException) -> str:
     """What to tell the user when JetStream's store is full."""
     return (
-        f"JetStream refused a publish: its store is full ({type(exc).__name__}: {exc}). Free disk space where the server keeps "
-        "its store (the run folder's nats/ for the embedded server), or raise its limits (max_file_store), then run again"
+        f"JetStream refused a publish: its store is full ({type(exc).__name__}: {exc}). Free "
+        "disk space where the server keeps its store (the run folder's nats/ for the "
+        "embedded server), or raise its limits (max_file_store), then run again"
     )
 
 
@@ -206,8 +219,9 @@ class Bus:
         self._closed_callbacks.append(callback)
 
     def hurry(self, seconds: float) -> None:
-        """Shutting down (a run stopped by a signal or a fault): from now on wait at most about ``seconds`` for the
-        bus (a PubAck, a reconnect) instead of the whole lost-bus limit; a bus down longer than that is lost."""
+        """Shutting down (a run stopped by a signal or a fault): from now on wait at most about
+        ``seconds`` for the bus (a PubAck, a reconnect) instead of the whole lost-bus limit; a bus
+        down longer than that is lost."""
         self.ack_timeout = min(self.ack_timeout, seconds)
         self._lost_after = min(self._lost_after, seconds)
 
@@ -251,7 +265,8 @@ class Bus:
                 and time.monotonic() - self._down_since > self._lost_after
             ):
                 self.give_up(
-                    f"the NATS server at {without_secrets(self.url)} was unreachable for more than {self._lost_after:g} s "
+                    f"the NATS server at {without_secrets(self.url)} was unreachable for "
+                    f"more than {self._lost_after:g} s "
                     "(ENVKERNEL_BUS_LOST_SECONDS)"
                 )
 
@@ -268,8 +283,9 @@ class Bus:
         """Connect to ``url``; with ``setup`` create the stream, bucket and store if missing.
 
         The client reconnects for as long as it takes; past ``ENVKERNEL_BUS_LOST_SECONDS`` of being
-        unreachable (or ``lost_after``) the bus counts as lost (see :meth:`on_closed`). Credentials come from
-        :func:`credentials` (or the URL). ``url`` may list a cluster's servers, comma-separated."""
+        unreachable (or ``lost_after``) the bus counts as lost (see :meth:`on_closed`). Credentials
+        come from :func:`credentials` (or the URL). ``url`` may list a cluster's servers,
+        comma-separated."""
         holder: list[Bus] = []
         early: list[
             Exception
@@ -344,7 +360,8 @@ class Bus:
                 exc,
             )
             raise BusError(
-                f"cannot connect to NATS at {without_secrets(url)}: {type(cause).__name__}: {cause}. {connect_hint(cause)}"
+                f"cannot connect to NATS at {without_secrets(url)}: {type(cause).__name__}: "
+                f"{cause}. {connect_hint(cause)}"
             ) from None
         nc.options[
             "max_reconnect_attempts"
@@ -379,7 +396,8 @@ class Bus:
                 await self.js.add_stream(cfg)
             except Exception as exc:
                 raise BusError(
-                    f"cannot create the JetStream stream {STREAM} at {self.url}: {exc}. Is JetStream enabled (-js)?"
+                    f"cannot create the JetStream stream {STREAM} at {self.url}: {exc}. Is "
+                    "JetStream enabled (-js)?"
                 ) from None
         self._kv = await self.js.create_key_value(
             bucket=RUNS_BUCKET, history=1, storage=StorageType.FILE, replicas=replicas
@@ -401,9 +419,10 @@ class Bus:
         return self._objects
 
     async def get_object(self, name: str, timeout: float = 20.0, attempts: int = 3) -> bytes:
-        """The bytes of object ``name``, asked again when a read stalls: nats-py reads an object's chunks
-        through an ordered consumer with no timeout, so a lost last chunk would leave it waiting for ever.
-        A missing object raises the store's own ``ObjectNotFoundError``; stalled reads, :class:`BusError`."""
+        """The bytes of object ``name``, asked again when a read stalls: nats-py reads an object's
+        chunks through an ordered consumer with no timeout, so a lost last chunk would leave it
+        waiting for ever. A missing object raises the store's own ``ObjectNotFoundError``; stalled
+        reads, :class:`BusError`."""
         for attempt in range(1, attempts + 1):
             try:
                 res = await asyncio.wait_for(self.objects.get(name), timeout)
@@ -416,7 +435,8 @@ class Bus:
                     seconds=timeout,
                 )
         raise BusError(
-            f"object {name!r} could not be read from the object store in {attempts} tries of {timeout:g} s"
+            f"object {name!r} could not be read from the object store in {attempts} tries of "
+            f"{timeout:g} s"
         )
 
     async def publish(self, subject: str, data: bytes, msg_id: str) -> asyncio.Future[Any]:
@@ -430,8 +450,8 @@ class Bus:
     async def confirm(self, pending: list[tuple[asyncio.Future[Any], str, bytes, str]]) -> None:
         """Wait for the PubAcks of ``(future, subject, data, msg_id)`` publishes. One that is not
         acknowledged within :attr:`ack_timeout` is sent again with the same ``Nats-Msg-Id`` (so it
-        is in the stream once), while the bus is not lost. A full store raises :class:`StoreFullError`
-        (and the bus is given up); a lost bus raises :class:`BusError`."""
+        is in the stream once), while the bus is not lost. A full store raises
+        :class:`StoreFullError` (and the bus is given up); a lost bus raises :class:`BusError`."""
         deadline = time.monotonic() + self._lost_after + self.ack_timeout
         while pending:
             if self.lost:
@@ -453,7 +473,8 @@ class Bus:
                     raise StoreFullError(store_full_message(r))
                 if self.lost or time.monotonic() > deadline:
                     raise BusError(
-                        f"publish to {subject} not acknowledged ({type(r).__name__}: {r}){': ' + self.lost if self.lost else ''}"
+                        f"publish to {subject} not acknowledged ({type(r).__name__}: "
+                        f"{r}){': ' + self.lost if self.lost else ''}"
                     )
                 log.warning(
                     "a publish was not acknowledged; sending it again",
@@ -471,7 +492,8 @@ class Bus:
                     pending.append((fut, subject, data, msg_id))
 
     async def serve_alive(self, subject: str) -> Any:
-        """Answer pings on ``subject`` for as long as this connection lives (see :meth:`request_while_alive`)."""
+        """Answer pings on ``subject`` for as long as this connection lives (see
+        :meth:`request_while_alive`)."""
 
         async def pong(msg: Any) -> None:
             await msg.respond(b"")
@@ -483,9 +505,9 @@ class Bus:
     ) -> Any:
         """A core request that waits up to ``timeout`` while its responder lives: every ``every``
         seconds it pings ``alive`` (which the responder's process answers, :meth:`serve_alive`),
-        and raises :class:`ResponderGone` at once when nothing answers there (as after a kill -9), or
-        when the connection dropped meanwhile (the request or its reply may be lost with the server).
-        Without ``alive`` it is a plain request."""
+        and raises :class:`ResponderGone` at once when nothing answers there (as after a kill -9),
+        or when the connection dropped meanwhile (the request or its reply may be lost with the
+        server). Without ``alive`` it is a plain request."""
         if not alive:
             return await self.nc.request(subject, data, timeout=timeout)
         # The request is awaited right here (no task of its own: this is every tool step's path);
@@ -499,7 +521,8 @@ class Bus:
         async def check() -> None:
             if self.reconnects != reconnects or self._down_since is not None:
                 gone[0] = (
-                    f"the connection to NATS dropped while {subject} was pending: the request may be lost"
+                    f"the connection to NATS dropped while {subject} was pending: the "
+                    "request may be lost"
                 )
             else:
                 try:
@@ -534,8 +557,8 @@ class Bus:
                 t.cancel()
 
     async def claim(self, msg: Any, alive: str) -> None:
-        """Tell the client of a :meth:`request_claimed` request that this process took it (``alive`` is the
-        subject this process answers while it lives, :meth:`serve_alive`)."""
+        """Tell the client of a :meth:`request_claimed` request that this process took it (``alive``
+        is the subject this process answers while it lives, :meth:`serve_alive`)."""
         to = (msg.headers or {}).get(CLAIM_HEADER)
         if to:
             await self.nc.publish(to, alive.encode())
@@ -543,11 +566,11 @@ class Bus:
     async def request_claimed(
         self, subject: str, data: bytes, timeout: float, every: float = 2.0, grace: float = 3.0
     ) -> Any:
-        """A core request to a queue group whose taker says who it is (:meth:`claim`), so that it fails at
-        once with :class:`ResponderGone` when the taker dies before it answers (a kill -9 mid-open), instead
-        of waiting out ``timeout``: once claimed, the taker's liveness subject is pinged every ``every`` s.
-        "No responders" is asked again for up to ``grace`` s (a service starting, or re-subscribing after a
-        reconnect); past that it is raised."""
+        """A core request to a queue group whose taker says who it is (:meth:`claim`), so that it
+        fails at once with :class:`ResponderGone` when the taker dies before it answers (a kill -9
+        mid-open), instead of waiting out ``timeout``: once claimed, the taker's liveness subject is
+        pinged every ``every`` s. "No responders" is asked again for up to ``grace`` s (a service
+        starting, or re-subscribing after a reconnect); past that it is raised."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + min(grace, timeout)
         while True:
@@ -588,8 +611,9 @@ class Bus:
     async def _gone(
         self, subject: str, taker: asyncio.Future[str], every: float, reconnects: int
     ) -> str:
-        """Why the taker of ``subject`` is gone, once it is (it never returns while the taker lives), or why the
-        request may be lost: the connection dropped since it was sent (``reconnects`` then), claimed or not."""
+        """Why the taker of ``subject`` is gone, once it is (it never returns while the taker
+        lives), or why the request may be lost: the connection dropped since it was sent
+        (``reconnects`` then), claimed or not."""
         dropped = (
             f"the connection to NATS dropped while {subject} was pending: the request may be lost"
         )

@@ -43,7 +43,8 @@ class Done:
 
 
 class Redeliver(Exception):
-    """Raised by a handler to give a message back (nak) for redelivery, to this or another process."""
+    """Raised by a handler to give a message back (nak) for redelivery, to this or another
+    process."""
 
     def __init__(self, reason: str, delay: float = 1.0) -> None:
         super().__init__(reason)
@@ -51,7 +52,8 @@ class Redeliver(Exception):
 
 
 def last_delivery(msg: Msg) -> bool:
-    """Whether this is JetStream's last delivery of ``msg`` (given back, it would never come again)."""
+    """Whether this is JetStream's last delivery of ``msg`` (given back, it would never come
+    again)."""
     try:
         return int(msg.metadata.num_delivered or 1) >= MAX_DELIVER
     except Exception:
@@ -230,7 +232,8 @@ class Consumer:
             self._room.set()
 
     async def stop(self, cancel: bool = False) -> None:
-        """Stop pulling, and let in-flight messages finish (``cancel``: abandon them to redelivery)."""
+        """Stop pulling, and let in-flight messages finish (``cancel``: abandon them to
+        redelivery)."""
         self._stopping = True
         self._room.set()
         if cancel:

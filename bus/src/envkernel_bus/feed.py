@@ -29,7 +29,8 @@ LIMITS: dict[str, Any] = {
 
 
 class Feed:
-    """An ordered consumer of ``subject`` on ``stream`` that calls ``cb`` once per message, in order."""
+    """An ordered consumer of ``subject`` on ``stream`` that calls ``cb`` once per message, in
+    order."""
 
     def __init__(
         self, js: JetStreamContext, subject: str, stream: str, cb: Callable[[Msg], Awaitable[None]]

@@ -41,8 +41,8 @@ def configure(level: str | None = None, json_logs: bool | None = None) -> None:
 
 
 def on_signals(callback: Callable[[], None] | None, exit_code: int = 3) -> None:
-    """Call ``callback`` on SIGINT/SIGTERM in the running loop (None: restore the defaults); a second
-    signal exits at once with ``exit_code``, without a clean shutdown."""
+    """Call ``callback`` on SIGINT/SIGTERM in the running loop (None: restore the defaults); a
+    second signal exits at once with ``exit_code``, without a clean shutdown."""
     loop = asyncio.get_running_loop()
     calls: list[int] = []
 

@@ -44,7 +44,8 @@ LABELS = {
 
 
 class Status:
-    """One status line: redrawn live on a terminal (rich), else logged at most every ``interval`` s."""
+    """One status line: redrawn live on a terminal (rich), else logged at most every ``interval``
+    s."""
 
     def __init__(
         self, enabled: bool = True, interval: float = 2.0, event: str = "progress"
@@ -82,7 +83,8 @@ class Status:
         return grid
 
     def show(self, text: str, **fields: Any) -> None:
-        """Show ``text`` live (at most 10 times a second), or log ``fields`` (at most every ``interval`` s)."""
+        """Show ``text`` live (at most 10 times a second), or log ``fields`` (at most every
+        ``interval`` s)."""
         self._text = text
         now = time.monotonic()
         if not self.enabled:

@@ -1,6 +1,7 @@
 """The sandbox service's wire format on the bus: what a client sends a runner's process
 (:class:`OpenRequest`, then :class:`OpRequest` per operation) and what comes back (:class:`Reply`,
-or a tool call's result as the executor wrote it, JSON). The kernel's ``envkernel.sandbox`` speaks it."""
+or a tool call's result as the executor wrote it, JSON). The kernel's ``envkernel.sandbox`` speaks
+it."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ class Reply(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Why it failed."""
     lane: list[Any] = msgspec.field(default_factory=list)
     """An open reply's offer of the sandbox's direct lane, for a client on the same host (see
-    :mod:`envkernel_runtime.lane`); a snapshot's reply: the executor's own handle of it, while a lane is out."""
+    :mod:`envkernel_runtime.lane`); a snapshot's reply: the executor's own handle of it, while a
+    lane is out."""
 
 
 enc = msgspec.msgpack.Encoder()

@@ -31,7 +31,8 @@ PR_SET_PDEATHSIG = 1
 
 
 def _dies_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that has the child killed (SIGKILL) when the thread that started it dies (Linux)."""
+    """A ``preexec_fn`` that has the child killed (SIGKILL) when the thread that started it dies
+    (Linux)."""
     if not sys.platform.startswith("linux"):
         return None
     libc, parent = ctypes.CDLL(None, use_errno=True), os.getpid()
@@ -47,11 +48,13 @@ def _dies_with_parent() -> Callable[[], None] | None:
 def auth_config() -> str:
     """The server's ``authorization`` and ``tls`` blocks, from the environment:
 
-    - ``ENVKERNEL_NATS_NKEY_SEED`` (a seed file): the server accepts that nkey (its public key is written,
-      never the seed), and the public keys in ``ENVKERNEL_NATS_NKEY_USERS`` (comma-separated: workers' own);
-    - else ``ENVKERNEL_NATS_TOKEN``, or ``ENVKERNEL_NATS_USER`` / ``ENVKERNEL_NATS_PASSWORD``: the block names the
-      variables, never their values (the server reads them from its environment);
-    - ``ENVKERNEL_NATS_TLS_CERT`` and ``ENVKERNEL_NATS_TLS_KEY``: the server speaks TLS only, with that certificate.
+    - ``ENVKERNEL_NATS_NKEY_SEED`` (a seed file): the server accepts that nkey (its public key is
+      written, never the seed), and the public keys in ``ENVKERNEL_NATS_NKEY_USERS``
+      (comma-separated: workers' own);
+    - else ``ENVKERNEL_NATS_TOKEN``, or ``ENVKERNEL_NATS_USER`` / ``ENVKERNEL_NATS_PASSWORD``: the
+      block names the variables, never their values (the server reads them from its environment);
+    - ``ENVKERNEL_NATS_TLS_CERT`` and ``ENVKERNEL_NATS_TLS_KEY``: the server speaks TLS only, with
+      that certificate.
 
     No secret is written to the server's config file."""
     from .bus import BusError, env_file, nkey_public
@@ -71,7 +74,8 @@ def auth_config() -> str:
         bad = [k for k in others if not (k.startswith("U") and len(k) == 56 and k.isalnum())]
         if bad:
             raise ServerError(
-                f"ENVKERNEL_NATS_NKEY_USERS: {', '.join(bad)} is not an nkey user's public key (U followed by 55 letters and digits)"
+                f"ENVKERNEL_NATS_NKEY_USERS: {', '.join(bad)} is not an nkey user's public "
+                "key (U followed by 55 letters and digits)"
             )
         out = (
             "authorization {\n  users: [\n"
@@ -83,15 +87,23 @@ def auth_config() -> str:
     elif os.environ.get("ENVKERNEL_NATS_USER"):
         if not os.environ.get("ENVKERNEL_NATS_PASSWORD"):
             raise ServerError(
-                "ENVKERNEL_NATS_USER is set but ENVKERNEL_NATS_PASSWORD is not: set both, or ENVKERNEL_NATS_TOKEN"
+                "ENVKERNEL_NATS_USER is set but ENVKERNEL_NATS_PASSWORD is not: set both, or "
+                "ENVKERNEL_NATS_TOKEN"
             )
-        out = "authorization {\n  user: $ENVKERNEL_NATS_USER\n  password: $ENVKERNEL_NATS_PASSWORD\n}\n"
+        out = (
+            "authorization {\n  user: $ENVKERNEL_NATS_USER\n  password: "
+            "$ENVKERNEL_NATS_PASSWORD\n}\n"
+        )
     if bool(cert) != bool(key):
         raise ServerError(
-            "set both ENVKERNEL_NATS_TLS_CERT and ENVKERNEL_NATS_TLS_KEY (the server's certificate and its key), or neither"
+            "set both ENVKERNEL_NATS_TLS_CERT and ENVKERNEL_NATS_TLS_KEY (the server's "
+            "certificate and its key), or neither"
         )
     if cert:
-        out += f"tls {{\n  cert_file: {json.dumps(os.path.abspath(cert))}\n  key_file: {json.dumps(os.path.abspath(key))}\n}}\n"
+        out += (
+            f"tls {{\n  cert_file: {json.dumps(os.path.abspath(cert))}\n  key_file: "
+            f"{json.dumps(os.path.abspath(key))}\n}}\n"
+        )
     return out
 
 
@@ -209,14 +221,14 @@ class EmbeddedServer:
 
 
 class LocalCluster:
-    """Three nats-servers with JetStream on this machine, clustered over routes (for tests and benchmarks of
-    a node failure; run with ``ENVKERNEL_STREAM_REPLICAS=3`` so the stream outlives a node). :attr:`url` lists
-    the three client URLs, comma-separated, as ``--nats-url`` takes them.
+    """Three nats-servers with JetStream on this machine, clustered over routes (for tests and
+    benchmarks of a node failure; run with ``ENVKERNEL_STREAM_REPLICAS=3`` so the stream outlives a
+    node). :attr:`url` lists the three client URLs, comma-separated, as ``--nats-url`` takes them.
 
     By default the nodes listen on loopback ports. With ``hosts`` (one address each) they listen on
-    4222 (clients) and 6222 (routes) of those addresses, each started under ``wrap(i)`` (a command prefix,
-    e.g. ``ip netns exec NS``, for hosts that are network namespaces), pinging every ``ping`` seconds
-    so a node cut off is noticed within a few seconds."""
+    4222 (clients) and 6222 (routes) of those addresses, each started under ``wrap(i)`` (a command
+    prefix, e.g. ``ip netns exec NS``, for hosts that are network namespaces), pinging every
+    ``ping`` seconds so a node cut off is noticed within a few seconds."""
 
     def __init__(
         self,
@@ -244,9 +256,11 @@ class LocalCluster:
             )
             conf = root / f"n{i}.conf"
             conf.write_text(
-                f"server_name: n{i}\nlisten: {self.hosts[i]}:{self.ports[i]}\nmax_payload: {MAX_PAYLOAD}\n{pings}"
+                f"server_name: n{i}\nlisten: {self.hosts[i]}:{self.ports[i]}\nmax_payload: "
+                f"{MAX_PAYLOAD}\n{pings}"
                 f'jetstream {{ store_dir: "{root / f"n{i}"}" }}\n'
-                f"cluster {{ name: envk, listen: {self.hosts[i]}:{routes[i]}, routes: [{others}] }}\n{auth_config()}"
+                f"cluster {{ name: envk, listen: {self.hosts[i]}:{routes[i]}, routes: "
+                f"[{others}] }}\n{auth_config()}"
             )
             with open(root / f"n{i}.log", "ab") as logf:
                 self.procs.append(
@@ -281,7 +295,8 @@ class LocalCluster:
 
 
 def wait_cluster_ready(url: str, timeout: float = 60.0) -> None:
-    """Wait until the servers at ``url`` (comma-separated) answer JetStream requests (a meta leader is elected)."""
+    """Wait until the servers at ``url`` (comma-separated) answer JetStream requests (a meta leader
+    is elected)."""
     import asyncio
 
     import nats

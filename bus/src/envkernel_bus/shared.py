@@ -5,15 +5,16 @@ the ones they handle: a rollout request, a finished rollout (with its trajectory
 or a scored group used to be decoded two or more times in the same process (~9 % of its CPU). The
 first reader decodes it and keeps ``(bytes, event)`` under its ``Nats-Msg-Id`` until a second
 reader of the same message takes that event (when the bytes are identical, so it is exactly what
-decoding them gives) instead of decoding again, or until ``KEEP`` newer events push it out. Readers must treat events as read-only,
-which role methods already do.
+decoding them gives) instead of decoding again, or until ``KEEP`` newer events push it out. Readers
+must treat events as read-only, which role methods already do.
 
 An event produced in the same process is kept the same way when it is encoded
 (:func:`encode_shared`): its first reader here (the run's coordinator reads every event it
 published or its workers emitted) takes the producer's own object instead of decoding the bytes
-again, and keeps it for a second reader as a decoding would. A producer does not change an event once it is encoded (it is on the wire), and an event's
-fields hold what decoding gives (lists, dicts with string keys, plain values): ``decode(encode(ev))
-== ev``, which ``tests/test_decode_shared.py`` checks on a real run's events (``CHECK``).
+again, and keeps it for a second reader as a decoding would. A producer does not change an event
+once it is encoded (it is on the wire), and an event's fields hold what decoding gives (lists, dicts
+with string keys, plain values): ``decode(encode(ev)) == ev``, which ``tests/test_decode_shared.py``
+checks on a real run's events (``CHECK``).
 """
 
 from __future__ import annotations
@@ -30,23 +31,27 @@ from .bus import MSG_ID
 __all__ = ["decode_shared", "encode_shared", "stats"]
 
 KEEP = 1024
-"""Events kept for their other readers (oldest dropped first; a reader that comes later decodes again)."""
+"""Events kept for their other readers (oldest dropped first; a reader that comes later decodes
+again)."""
 
 CHECK = os.environ.get("ENVKERNEL_SHARED_CHECK") == "1"
-"""Check every event kept by its producer against decoding its bytes (``ENVKERNEL_SHARED_CHECK=1``, for tests):
-one that differs is logged and not kept, so its readers decode it; a kept event changed since (by its producer
-or a reader) is logged when taken, and the taker gets the decoded bytes."""
+"""Check every event kept by its producer against decoding its bytes (``ENVKERNEL_SHARED_CHECK=1``,
+for tests): one that differs is logged and not kept, so its readers decode it; a kept event changed
+since (by its producer or a reader) is logged when taken, and the taker gets the decoded bytes."""
 
 log = structlog.get_logger("envkernel.bus")
 _kept: dict[str, tuple[bytes, Any, bool]] = {}
-"""Message id -> (its bytes, its event, whether its producer kept it: then its first reader keeps it for a second)."""
+"""Message id -> (its bytes, its event, whether its producer kept it: then its first reader keeps it
+for a second)."""
 stats = {"decoded": 0, "shared": 0, "own": 0}
-"""Messages decoded, messages whose event was taken from an earlier reader, and events kept by their producer."""
+"""Messages decoded, messages whose event was taken from an earlier reader, and events kept by their
+producer."""
 
 
 def decode_shared(msg: Any, keep: bool = True) -> Any:
-    """The event of a bus message (``envkernel_schemas.decode`` of ``msg.data``, which raises the same
-    ``DecodeError``), decoded once per process. ``keep=False``: no other reader will ask for it."""
+    """The event of a bus message (``envkernel_schemas.decode`` of ``msg.data``, which raises the
+    same ``DecodeError``), decoded once per process. ``keep=False``: no other reader will ask for
+    it."""
     data: bytes = msg.data
     headers = msg.headers
     mid = headers.get(MSG_ID) if headers else None

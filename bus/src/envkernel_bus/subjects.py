@@ -26,7 +26,8 @@ def kind_filter(kind: str, plugin: str | None = None, run: str = "*") -> str:
 
 
 def parse_event_subject(subject: str) -> tuple[str, str]:
-    """Return (run, rest) of an event subject; ``rest`` is the kind plus the plugin token, if any."""
+    """Return (run, rest) of an event subject; ``rest`` is the kind plus the plugin token, if
+    any."""
     parts = subject.split(".", 3)
     if len(parts) < 4 or f"{parts[0]}.{parts[1]}" != EVENTS_PREFIX:
         raise ValueError(f"not an envkernel event subject: {subject!r}")

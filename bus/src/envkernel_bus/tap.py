@@ -74,11 +74,17 @@ def describe(ev: Event) -> str:
             return f"{ev.task.id[:10]} {ev.reason}: {_short(ev.detail, 60)}"
         case RolloutRequested():
             upd = f" update={ev.update.rsplit('/', 2)[-2]}" if ev.update else ""
-            return f"{ev.task.id[:10]} policy={ev.policy} #{ev.index}/{ev.group_size} {ev.purpose} it={ev.iteration}{upd}"
+            return (
+                f"{ev.task.id[:10]} policy={ev.policy} #{ev.index}/{ev.group_size} {ev.purpose} "
+                f"it={ev.iteration}{upd}"
+            )
         case RolloutStep():
             role = ev.message.get("role", "?")
             body = ev.message.get("content") or str(ev.message.get("tool_calls", ""))
-            return f"{ev.task_id[:10]} {ev.policy} #{ev.index} turn {ev.turn} {role}: {_short(str(body), 60)}"
+            return (
+                f"{ev.task_id[:10]} {ev.policy} #{ev.index} turn {ev.turn} {role}: "
+                f"{_short(str(body), 60)}"
+            )
         case RolloutFinished():
             t = ev.trajectory
             return (
@@ -86,23 +92,35 @@ def describe(ev: Event) -> str:
             )
         case RolloutScored():
             r = ev.reward
-            return f"{ev.task.id[:10]} {ev.trajectory.policy} #{ev.trajectory.index} score={r.score:.3f} trace={r.trace:.2f} outcome={r.outcome:.2f} {ev.purpose}"
+            return (
+                f"{ev.task.id[:10]} {ev.trajectory.policy} #{ev.trajectory.index} "
+                f"score={r.score:.3f} trace={r.trace:.2f} outcome={r.outcome:.2f} {ev.purpose}"
+            )
         case GroupScored():
             scores = ",".join(f"{s.reward.score:.2f}" for s in ev.rollouts)
             return f"{ev.task.id[:10]} [{scores}] failed={ev.failed}"
         case IterationEnded():
             mean = "-" if ev.mean_reward is None else f"{ev.mean_reward:.3f}"
-            return f"iteration {ev.iteration}: {ev.groups} groups, mean reward {mean}{' (last)' if ev.last else ''}"
+            return (
+                f"iteration {ev.iteration}: {ev.groups} groups, mean reward "
+                f"{mean}{' (last)' if ev.last else ''}"
+            )
         case PolicyUpdated():
             shown = {k: round(v, 4) for k, v in list(ev.metrics.items())[:6]}
             return f"iteration {ev.iteration}: {ev.trainer} -> {ev.policy} {ev.ref} {shown}"
         case PluginFailed():
-            return f"{ev.plugin} ({ev.role}) on {ev.event_kind}: {ev.error_type}: {_short(ev.message, 80)}"
+            return (
+                f"{ev.plugin} ({ev.role}) on {ev.event_kind}: {ev.error_type}: "
+                f"{_short(ev.message, 80)}"
+            )
         case Handled():
             return f"{ev.handler} handled {len(ev.events)} (children {sum(ev.children)})"
         case RunFinished():
             s = ev.summary
-            return f"tasks={s.get('tasks')} rollouts={s.get('rollouts')} mean_reward={s.get('mean_reward')} failures={s.get('failures')}"
+            return (
+                f"tasks={s.get('tasks')} rollouts={s.get('rollouts')} "
+                f"mean_reward={s.get('mean_reward')} failures={s.get('failures')}"
+            )
     return ""
 
 
@@ -192,7 +210,8 @@ def find_live_url() -> str:
     runs = discovery.running()
     if not runs:
         raise TapError(
-            "no envkernel run is in progress on this machine: start one, pass --nats-url, or replay a finished run with --run DIR"
+            "no envkernel run is in progress on this machine: start one, pass --nats-url, or "
+            "replay a finished run with --run DIR"
         )
     return str(runs[0]["url"])
 
@@ -204,7 +223,8 @@ class Replay:
         store = Path(run_dir) / "nats"
         if not (store / "jetstream").exists():
             raise TapError(
-                f"{run_dir} holds no stored events (expected {store}/jetstream): is it a run folder made by `envkernel run`?"
+                f"{run_dir} holds no stored events (expected {store}/jetstream): is it a run "
+                "folder made by `envkernel run`?"
             )
         self.server = EmbeddedServer(store)
 

@@ -1,4 +1,5 @@
-"""Unit tests of the SFT and RL exporters: row building, dedupe, crash safety, parquet round trip."""
+"""Unit tests of the SFT and RL exporters: row building, dedupe, crash safety, parquet round
+trip."""
 
 from __future__ import annotations
 
@@ -347,8 +348,8 @@ def test_rl_exporter_and_parquet(tmp_path: Path) -> None:
 def test_rl_parquet_is_written_in_batches_with_every_row_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``finish`` reads ``rl.jsonl`` a batch at a time (memory stays flat at 20,000 tasks): the file holds one row
-    group per batch and the same table as all the rows at once."""
+    """``finish`` reads ``rl.jsonl`` a batch at a time (memory stays flat at 20,000 tasks): the file
+    holds one row group per batch and the same table as all the rows at once."""
     import envkernel_export
 
     monkeypatch.setattr(envkernel_export, "PARQUET_BATCH", 2)
@@ -386,8 +387,8 @@ def test_settings_and_registration() -> None:
 def test_an_object_store_that_does_not_answer_gives_the_group_back_and_writes_nothing(
     tmp_path: Path,
 ) -> None:
-    """ctx.env failing as infrastructure (the server restarting) is raised, so the kernel redelivers the group;
-    no row is written with tools guessed from the reference calls."""
+    """ctx.env failing as infrastructure (the server restarting) is raised, so the kernel redelivers
+    the group; no row is written with tools guessed from the reference calls."""
     from envkernel.errors import SandboxError
 
     class Down(Ctx):

@@ -31,8 +31,10 @@ from envkernel_schemas import EnvRequested
 process = pytest.importorskip("envkernel_process")
 
 BRIEFS = {
-    "clean": "A lending library: books with copies, members who borrow them, loans that are returned.",
-    "bug_then_fix": "A small bank: customers' accounts with balances, and transfers between accounts.",
+    "clean": "A lending library: books with copies, members who borrow them, loans that are "
+    "returned.",
+    "bug_then_fix": "A small bank: customers' accounts with balances, and transfers between "
+    "accounts.",
     "network_then_fix": "Meeting room booking: rooms with a capacity, reservations for time slots.",
     "files_then_fix": "A lending library (audited) of books and loans.",
     "malformed_then_fix": "A credit union (chatty) with accounts and transfers.",
@@ -52,7 +54,8 @@ RULES = {
 
 
 class Listener:
-    """A TCP listener on loopback that counts the connections it gets (none may come from a sandbox)."""
+    """A TCP listener on loopback that counts the connections it gets (none may come from a
+    sandbox)."""
 
     def __init__(self) -> None:
         self.sock = socket.socket()
@@ -89,8 +92,9 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     listener = Listener()
     doc = tmp_path_factory.mktemp("docs") / "circulation-api.html"
     doc.write_text(
-        "<html><body><h1>Circulation API</h1><h2>POST /loans</h2><p>Lends a <code>book</code> to a member; "
-        "409 when no copy is available.</p><h2>POST /loans/{id}/return</h2><p>Returns a loan.</p></body></html>"
+        "<html><body><h1>Circulation API</h1><h2>POST /loans</h2><p>Lends a "
+        "<code>book</code> to a member; 409 when no copy is available.</p><h2>POST "
+        "/loans/{id}/return</h2><p>Returns a loan.</p></body></html>"
     )
     written_doc = str(doc)
 
@@ -251,7 +255,8 @@ def test_model_errors_and_refusals_are_a_rejection_not_a_crash() -> None:
 
 def test_reply_parsing() -> None:
     files = parse_files(
-        "Sure.\n```sql seed.sql\nCREATE TABLE t (id TEXT);\n```\ntext\n```python\ndef f(env):\n    return 1\n```\n"
+        "Sure.\n```sql seed.sql\nCREATE TABLE t (id TEXT);\n```\ntext\n```python\ndef "
+        "f(env):\n    return 1\n```\n"
     )
     assert set(files) == {"seed.sql", "env.py"} and files["env.py"].startswith("def f(env)")
     with pytest.raises(ReplyProblem, match="cut off"):
@@ -298,7 +303,8 @@ def test_sources(tmp_path: Path) -> None:
     assert len(src.sha256) == 64 and src.path == str(page)
     brief = tmp_path / "b.toml"
     brief.write_text(
-        'domain = "veterinary clinic"\nentities = ["pets", "owners"]\nstories = ["book a check-up"]\n'
+        'domain = "veterinary clinic"\nentities = ["pets", "owners"]\nstories = ["book a '
+        'check-up"]\n'
     )
     b = load_source("brief", str(brief))
     assert b.domain == "veterinary-clinic" and "- book a check-up" in b.text

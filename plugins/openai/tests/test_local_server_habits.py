@@ -47,7 +47,8 @@ def llama_like(request: dict[str, Any], n: int) -> Any:
     turn = sum(1 for m in request["messages"] if m["role"] == "assistant")
     if turn == 0:  # the call as text, in the content
         return completion(
-            '<tool_call>\n{"name": "find_customer", "arguments": {"email": "bo@example.com"}}\n</tool_call>'
+            '<tool_call>\n{"name": "find_customer", "arguments": {"email": '
+            '"bo@example.com"}}\n</tool_call>'
         )
     if turn == 1:  # a proper call, HTML-escaped
         return completion(None, [tool_call("cancel_order", "{&quot;order_id&quot;: 3}")])

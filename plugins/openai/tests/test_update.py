@@ -1,4 +1,5 @@
-"""``OpenAIPolicy.apply_update``: following ``openai-model/1`` policy updates, over real loopback HTTP.
+"""``OpenAIPolicy.apply_update``: following ``openai-model/1`` policy updates, over real loopback
+HTTP.
 
 The policy talks to :class:`envkernel_kit.scripted.ScriptedServer`, which answers
 ``load_lora_adapter`` as vLLM does and, with ``served``, refuses a model it does not serve (so a

@@ -77,18 +77,35 @@ SOURCE = textwrap.dedent("""
         os.kill(os.getpid(), signal.SIGKILL)
 
     def whoami(env):
-        return {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(), "cwd": os.getcwd(), "workspace": env.workspace}
+        return {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(), "cwd": \
+os.getcwd(), "workspace": env.workspace}
 
     def count(env):
         return env.db.execute("SELECT count(*) AS n FROM kv").fetchone()["n"]
 """)
-TOOLS = ["put", "write", "write_then_fail", "files", "remove", "blob", "fork_and_return", "background", "kill_self",
-         "whoami", "count"]  # fmt: skip
+TOOLS = [
+    "put",
+    "write",
+    "write_then_fail",
+    "files",
+    "remove",
+    "blob",
+    "fork_and_return",
+    "background",
+    "kill_self",
+    "whoami",
+    "count",
+]
 
 
 def make_env() -> EnvSpec:
-    return EnvSpec(id="conf", name="conf", tools=[ToolSpec(name=n) for n in TOOLS], behaviour=CodeBehaviour(source=SOURCE),
-                   seed_sql="CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT);")  # fmt: skip
+    return EnvSpec(
+        id="conf",
+        name="conf",
+        tools=[ToolSpec(name=n) for n in TOOLS],
+        behaviour=CodeBehaviour(source=SOURCE),
+        seed_sql="CREATE TABLE kv (key TEXT PRIMARY KEY, value TEXT);",
+    )
 
 
 def alive(pid: int) -> bool:

@@ -58,7 +58,8 @@ def noisy(env):
     return "quiet"
 
 def clocks(env):
-    return [time.time(), str(datetime.datetime.now()), str(uuid.uuid4()), random.random(), env.rng.random()]
+    return [time.time(), str(datetime.datetime.now()), str(uuid.uuid4()), random.random(), \
+env.rng.random()]
 
 def spin(env):
     while True:
@@ -165,9 +166,20 @@ def test_executor_protocol_errors_never_crash():
     )
     codes = [r["error"]["code"] if not r["ok"] else "ok" for r in out]
     assert codes == [
-        "not_loaded", "bad_request", "bad_request", "bad_request", "load_failed", "ok", "unknown_tool",
-        "invalid_arguments", "invalid_arguments", "invalid_arguments", "ok", "unknown_snapshot", "ok",
-    ]  # fmt: skip
+        "not_loaded",
+        "bad_request",
+        "bad_request",
+        "bad_request",
+        "load_failed",
+        "ok",
+        "unknown_tool",
+        "invalid_arguments",
+        "invalid_arguments",
+        "invalid_arguments",
+        "ok",
+        "unknown_snapshot",
+        "ok",
+    ]
     assert "extra" in out[7]["error"]["message"] and "key" in out[8]["error"]["message"]
     assert out[10]["value"] == "quiet"
     assert b"raw write to fd 1" in proc.stderr and b"goes to stderr" in proc.stderr

@@ -1,4 +1,5 @@
-"""The learner's maths and pieces, without the kernel (the loop itself: tests/test_iterations.py)."""
+"""The learner's maths and pieces, without the kernel (the loop itself:
+tests/test_iterations.py)."""
 
 from __future__ import annotations
 

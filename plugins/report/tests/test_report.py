@@ -1,4 +1,5 @@
-"""``envkernel report``: the page of a real run, rendered by headless Chromium, and of a damaged run folder.
+"""``envkernel report``: the page of a real run, rendered by headless Chromium, and of a damaged run
+folder.
 
 One real (small) run is shared by the module: the ``sample`` environment, 2 iterations of groups of
 3 rollouts of the ``mutant`` policy (near misses of the reference, so the rewards are spread).
@@ -38,10 +39,12 @@ CHROMIUM_FLAGS = [
 
 
 def chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run Debian's Chromium headless (as docs/report.md documents) with a fresh profile in ``tmp``."""
+    """Run Debian's Chromium headless (as docs/report.md documents) with a fresh profile in
+    ``tmp``."""
     exe = shutil.which("chromium")
     assert exe, (
-        "chromium is not installed: run scripts/install-chromium.sh (as root), or apt-get install chromium"
+        "chromium is not installed: run scripts/install-chromium.sh (as root), or apt-get "
+        "install chromium"
     )
     return subprocess.run(
         [exe, *CHROMIUM_FLAGS, f"--user-data-dir={tmp / 'profile'}", *args],
@@ -54,7 +57,8 @@ def chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder of a real ``envkernel run`` (sample env, 2 iterations, -G 3, the mutant policy)."""
+    """The folder of a real ``envkernel run`` (sample env, 2 iterations, -G 3, the mutant
+    policy)."""
     out = tmp_path_factory.mktemp("runs")
     subprocess.run(
         [
@@ -83,7 +87,8 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def page(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """``envkernel report RUN_DIR --out FILE`` run as a command; the page's path and its one-line summary."""
+    """``envkernel report RUN_DIR --out FILE`` run as a command; the page's path and its one-line
+    summary."""
     out = tmp_path_factory.mktemp("page") / "report.html"
     done = subprocess.run(
         [ENVKERNEL, "report", str(run_dir), "--out", str(out)],

@@ -86,10 +86,28 @@ def test_the_transcript_has_the_openclaw_event_shape():
         events[2]["message"]["toolCallId"] == "c1"
         and json.loads(events[2]["message"]["content"][0]["text"])["bytes"] == 1
     )
-    chat = Trajectory(task_id="t", policy="p", final_answer="ok", messages=[
-        {"role": "system", "content": "sys"}, {"role": "user", "content": "Tidy up"},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c2", "type": "function", "function": {"name": "read", "arguments": "{\"path\": \"b\"}"}}]},
-        {"role": "tool", "tool_call_id": "c2", "content": "{\"content\": \"hi\"}"}, {"role": "assistant", "content": "ok"}])  # fmt: skip
+    chat = Trajectory(
+        task_id="t",
+        policy="p",
+        final_answer="ok",
+        messages=[
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "Tidy up"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c2",
+                        "type": "function",
+                        "function": {"name": "read", "arguments": '{"path": "b"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c2", "content": '{"content": "hi"}'},
+            {"role": "assistant", "content": "ok"},
+        ],
+    )
     ev = transcript(task, chat)
     assert [e["message"]["role"] for e in ev] == ["user", "assistant", "toolResult", "assistant"]
     assert ev[1]["message"]["content"] == [

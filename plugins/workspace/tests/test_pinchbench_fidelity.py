@@ -199,8 +199,9 @@ ICS = (
 
 @pytest.mark.asyncio
 async def test_one_clock_for_the_shell_and_the_grader_on_the_calendar_task():
-    """task_01_calendar grades "next Tuesday" with ``datetime.now()``: a solution dated by ``exec``'s
-    ``date`` scores 1; one dated by the executor's frozen clock (2026-01-15) misses the date."""
+    """task_01_calendar grades "next Tuesday" with ``datetime.now()``: a solution dated by
+    ``exec``'s ``date`` scores 1; one dated by the executor's frozen clock (2026-01-15) misses the
+    date."""
     runner = ProcessRunner()
     try:
         ctx = Ctx(runner)
@@ -276,7 +277,8 @@ async def test_sampled_tasks_carry_metadata_answers_are_never_the_rubric_and_hyb
         nothing = Trajectory(task_id=triage.id, policy="nothing", final_state={TABLE: []})
         r = await script_reward(ctx, triage, nothing)
         assert any("llm_judge part (weight 0.6) not scored" in x for x in r.reasons)
-        # the reference chain of task_12 (ours, written with claw names) runs under the renamed tools
+        # the reference chain of task_12 (ours, written with claw names) runs under the renamed
+        # tools
         small = PinchBenchSynthesizer().synthesize(_request(OURS / "task_12_skill_search.md"))[0]
         ctx.envs[small.id] = small
         ref = [t async for t in WorkspaceSampler().sample(small, ctx)][0]

@@ -21,11 +21,18 @@ def count_contacts(env):
 """
 
 ENV = workspace_env(
-    "kind-test", "kind test",
-    files={"notes/todo.md": "# Todo\n- buy milk\n- call Ana\n", "data/ledger.csv": "id,amount\n1,10.00\n2,20.00\n", "README.md": "hello\n"},
-    setup=[GIT_INIT], app_source=APP, seed_sql="CREATE TABLE contacts (id INTEGER PRIMARY KEY, name TEXT, email TEXT);",
+    "kind-test",
+    "kind test",
+    files={
+        "notes/todo.md": "# Todo\n- buy milk\n- call Ana\n",
+        "data/ledger.csv": "id,amount\n1,10.00\n2,20.00\n",
+        "README.md": "hello\n",
+    },
+    setup=[GIT_INIT],
+    app_source=APP,
+    seed_sql="CREATE TABLE contacts (id INTEGER PRIMARY KEY, name TEXT, email TEXT);",
     app_tools=[ToolSpec(name="add_contact", mutates=True), ToolSpec(name="count_contacts")],
-)  # fmt: skip
+)
 CHECK_ENV_TOOLS = [
     *ENV.tools,
     ToolSpec(name="apply_final", mutates=True),
@@ -66,7 +73,11 @@ async def test_tools_read_write_edit_patch_and_search(sandbox):
         sb, "edit", path="notes/todo.md", old_string="- ", new_string="* ", replace_all=True
     )
     assert e.ok and e.value["replacements"] == 2
-    patch = "*** Begin Patch\n*** Update File: data/ledger.csv\n@@\n id,amount\n-1,10.00\n+1,12.50\n*** Add File: data/new.csv\n+id\n+3\n*** Delete File: README.md\n*** End Patch"
+    patch = (
+        "*** Begin Patch\n*** Update File: data/ledger.csv\n@@\n "
+        "id,amount\n-1,10.00\n+1,12.50\n*** Add File: data/new.csv\n+id\n+3\n*** Delete File: "
+        "README.md\n*** End Patch"
+    )
     p = await call(sb, "apply_patch", patch=patch)
     assert p.ok and p.value == {
         "added": ["data/new.csv"],
@@ -91,7 +102,8 @@ async def test_tools_read_write_edit_patch_and_search(sandbox):
     x = await call(
         sb,
         "exec",
-        command="git status --porcelain | sort && sqlite3 :memory: 'select 6*7' && python3 -c 'print(1+1)'",
+        command="git status --porcelain | sort && sqlite3 :memory: 'select 6*7' && python3 -c "
+        "'print(1+1)'",
     )
     assert x.ok and x.value["exit_code"] == 0
     assert x.value["stdout"].splitlines() == [
@@ -186,7 +198,9 @@ async def test_the_check_runs_in_a_sandbox_over_the_rebuilt_final_workspace(sand
             "import os, sqlite3\n"
             "def grade(transcript, workspace_path):\n"
             "    text = open(os.path.join(workspace_path, 'out/answer.txt')).read()\n"
-            "    return {'answer': float(text == '42\\n'), 'told': float(len(transcript) == 1), 'readme': float(os.path.exists(os.path.join(workspace_path, 'README.md')))}\n"
+            "    return {'answer': float(text == '42\\n'), 'told': float(len(transcript) == "
+            "1), 'readme': float(os.path.exists(os.path.join(workspace_path, "
+            "'README.md')))}\n"
         )
         res = await judge.call("run_check", {"script": script, "transcript": [{"type": "message"}]})
         assert res.value == {"scores": {"answer": 1.0, "told": 1.0, "readme": 1.0}}

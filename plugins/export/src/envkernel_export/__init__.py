@@ -12,8 +12,8 @@ The same distribution has a second plugin, ``export-extra`` (not in the default 
 with ``--plugins +export-extra``), with the ``pairs`` (preference pairs) and ``card`` (dataset
 card) components: see :mod:`envkernel_export.extra`.
 
-Every exporter flushes every line as written and drop what they wrote before (by event id and index, or
-by task id), so a redelivered group is written once, even after a restart.
+Every exporter flushes every line as written and drop what they wrote before (by event id and index,
+or by task id), so a redelivered group is written once, even after a restart.
 """
 
 from __future__ import annotations
@@ -208,8 +208,9 @@ class Rl:
         )
 
     async def finish(self, ctx: Any) -> None:
-        """Write ``rl.parquet`` from every row of ``rl.jsonl`` (atomically replaced), ``PARQUET_BATCH`` rows
-        at a time: a 20,000-task run's rows all at once took the process from 0.44 to 1.4 GB at its end."""
+        """Write ``rl.parquet`` from every row of ``rl.jsonl`` (atomically replaced),
+        ``PARQUET_BATCH`` rows at a time: a 20,000-task run's rows all at once took the process from
+        0.44 to 1.4 GB at its end."""
         sink = self.sink(ctx.out_dir)
         if not self.settings.parquet:
             sink.close()

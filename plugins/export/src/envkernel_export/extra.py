@@ -65,7 +65,8 @@ class Pairs:
         return self._sink
 
     def pair(self, group: GroupScored) -> tuple[ScoredRollout, ScoredRollout] | None:
-        """The group's (chosen, rejected), or None (wrong split or purpose, fewer than 2, equal rewards)."""
+        """The group's (chosen, rejected), or None (wrong split or purpose, fewer than 2, equal
+        rewards)."""
         s = self.settings
         if purpose_of(group) != "train" or (s.splits and group.task.split not in s.splits):
             return None
@@ -318,7 +319,8 @@ class Card:
         lines = head + [
             f"# {title}",
             "",
-            "Tool-use data made by envkernel: synthesized environments, gated tasks, scored rollouts.",
+            "Tool-use data made by envkernel: synthesized environments, gated tasks, scored "
+            "rollouts.",
             "",
         ]
 
@@ -345,8 +347,10 @@ class Card:
         lines += ["## Files", "", "| file | rows |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in files.items()] + [""]
         lines += [
-            "Rows with varying shapes (tool schemas, tool arguments, states) are JSON strings, so every",
-            'file loads with `datasets.load_dataset("json"|"parquet", data_files=...)` and with pyarrow.',
+            "Rows with varying shapes (tool schemas, tool arguments, states) are JSON "
+            "strings, so every",
+            'file loads with `datasets.load_dataset("json"|"parquet", data_files=...)` and '
+            "with pyarrow.",
             "",
             "## Sources",
             "",
@@ -360,7 +364,8 @@ class Card:
             json.dumps(data["reward"], indent=2),
             "```",
             "",
-            "Export settings (SFT keeps rollouts scoring at least `min_reward`; a pair is the best vs",
+            "Export settings (SFT keeps rollouts scoring at least `min_reward`; a pair is "
+            "the best vs",
             "the worst rollout of a group with at least two scored rollouts whose rewards differ):",
             "",
             "```json",

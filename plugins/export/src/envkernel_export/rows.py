@@ -263,7 +263,8 @@ def __getattr__(name: str) -> Any:
 
 
 def rl_table(rows: list[dict[str, Any]]) -> pa.Table:
-    """RL rows as a pyarrow table with ``RL_SCHEMA`` (keys the schema lacks are ignored, missing ones null).
+    """RL rows as a pyarrow table with ``RL_SCHEMA`` (keys the schema lacks are ignored, missing
+    ones null).
 
     Built by pyarrow's JSON reader: its conversions of Python objects (``Table.from_pylist``,
     ``pa.array``, even ``Schema.empty_table``) import pandas when it is installed (1 to 3 s, for 0

@@ -46,7 +46,8 @@ class GrpoSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     splits: list[str] = msgspec.field(default_factory=lambda: ["train"])
     """Use only tasks of these splits."""
     buckets: list[float] = msgspec.field(default_factory=lambda: [1 / 3, 2 / 3])
-    """Difficulty bucket edges (ascending): ``[a, b]`` gives buckets ``[0,a)``, ``[a,b)``, ``[b,1]``."""
+    """Difficulty bucket edges (ascending): ``[a, b]`` gives buckets ``[0,a)``, ``[a,b)``,
+    ``[b,1]``."""
     filename: str = "grpo.jsonl"
     """JSON-lines file name in the run folder."""
     stats_filename: str = "grpo_stats.json"

@@ -1,4 +1,5 @@
-"""envkernel-llm: the ``llm`` synthesizer — environments written by a model, tested in a sandbox and repaired.
+"""envkernel-llm: the ``llm`` synthesizer — environments written by a model, tested in a sandbox and
+repaired.
 
 From a brief (``--source brief:'...'`` or ``brief:FILE.toml``) or from authentic documentation
 (``--source doc:API.md``, ``.html``, a CLI manual, a ``.sql`` schema) it asks any
@@ -92,7 +93,8 @@ class LLMSettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
     overlap_threshold: float = 0.5
     """Flag an environment when at least this share of its tools match one benchmark's tools."""
     max_source_chars: int = 16000
-    """Characters of a document put in the prompt at most (the rest is cut, and the cut recorded)."""
+    """Characters of a document put in the prompt at most (the rest is cut, and the cut
+    recorded)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -165,18 +167,21 @@ def _mismatch(cand: Candidate) -> list[str]:
         params = cand.findings.functions.get(tool.name)
         if params is None:
             out.append(
-                f"tools.json declares {tool.name!r} but env.py defines no function {tool.name}(env, ...)"
+                f"tools.json declares {tool.name!r} but env.py defines no function "
+                f"{tool.name}(env, ...)"
             )
             continue
         if not params or params[0] != "env":
             out.append(
-                f"env.py's {tool.name} must take env as its first parameter: def {tool.name}(env, ...)"
+                f"env.py's {tool.name} must take env as its first parameter: def "
+                f"{tool.name}(env, ...)"
             )
         declared = set((tool.parameters or {}).get("properties", {}))
         missing = sorted(declared - set(params[1:]))
         if missing and "kwargs" not in params:
             out.append(
-                f"env.py's {tool.name} lacks parameter(s) {', '.join(missing)} that tools.json declares"
+                f"env.py's {tool.name} lacks parameter(s) {', '.join(missing)} that "
+                "tools.json declares"
             )
     return out
 
@@ -186,7 +191,8 @@ def _env_id(source: Source, index: int) -> str:
 
 
 class LLMSynthesizer(UsesChat):
-    """Synthesizer ``llm``: writes an environment with a model, tests it in a sandbox, repairs it."""
+    """Synthesizer ``llm``: writes an environment with a model, tests it in a sandbox, repairs
+    it."""
 
     Settings = LLMSettings
     sources = ("brief", "doc")
@@ -243,7 +249,9 @@ class LLMSynthesizer(UsesChat):
                 ):
                     if found:
                         failures.append(
-                            f"env.py reaches for {what} ({', '.join(sorted(set(found)))}); environments may use env.db only, and the sandbox blocks the rest"
+                            f"env.py reaches for {what} ({', '.join(sorted(set(found)))}); "
+                            "environments may use env.db only, and the sandbox blocks the "
+                            "rest"
                         )
                 outcome, load_error = await self._run(
                     ctx, self._spec(env_id, source, cand, model), cand
@@ -407,7 +415,8 @@ class LLMSynthesizer(UsesChat):
         )
 
     async def _run(self, ctx: Any, env: EnvSpec, cand: Candidate) -> tuple[Any, str]:
-        """Run ``cand``'s scenarios in a fresh sandbox: (outcome, "") or (None, why it did not load)."""
+        """Run ``cand``'s scenarios in a fresh sandbox: (outcome, "") or (None, why it did not
+        load)."""
         kw: dict[str, Any] = {}
         params = inspect.signature(ctx.sandbox).parameters
         if "fresh" in params:

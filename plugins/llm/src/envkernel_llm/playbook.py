@@ -48,16 +48,20 @@ BEHAVIOURS = (
 
 _BUGS = {  # template -> (a line the buggy version drops, what it replaces it with)
     "ledger": (
-        '    env.db.execute("UPDATE accounts SET balance_cents = balance_cents + ? WHERE id = ?", (amount_cents, to_account))\n',
+        '    env.db.execute("UPDATE accounts SET balance_cents = balance_cents + ? WHERE id '
+        '= ?", (amount_cents, to_account))\n',
         "",
     ),
     "library": (
-        '    env.db.execute("UPDATE books SET available = available + 1 WHERE id = ?", (loan["book_id"],))\n',
+        '    env.db.execute("UPDATE books SET available = available + 1 WHERE id = ?", '
+        '(loan["book_id"],))\n',
         "",
     ),
     "booking": (
-        "        \"SELECT id FROM reservations WHERE room_id = ? AND status = 'confirmed' AND starts_at < ? AND ends_at > ?\",\n",
-        "        \"SELECT id FROM reservations WHERE room_id = ? AND status = 'cancelled' AND starts_at < ? AND ends_at > ?\",\n",
+        "        \"SELECT id FROM reservations WHERE room_id = ? AND status = 'confirmed' "
+        'AND starts_at < ? AND ends_at > ?",\n',
+        "        \"SELECT id FROM reservations WHERE room_id = ? AND status = 'cancelled' "
+        'AND starts_at < ? AND ends_at > ?",\n',
     ),
 }
 _RENAMES = {
@@ -132,7 +136,8 @@ class Playbook:
                     + clean.replace(
                         "\ndef ",
                         "\ndef _notify(what):\n"
-                        f"    urllib.request.urlopen('http://127.0.0.1:{self.port}/notify?' + what, timeout=2).read()\n\n\ndef ",
+                        f"    urllib.request.urlopen('http://127.0.0.1:{self.port}/notify?' "
+                        "+ what, timeout=2).read()\n\n\ndef ",
                         1,
                     )
                 )
@@ -171,8 +176,8 @@ class Playbook:
         if stage == 1:
             if behaviour == "malformed_then_fix":
                 return completion(
-                    "Sure! The environment would have functions for each tool that read and write the tables. "
-                    "Let me know if you want me to write them."
+                    "Sure! The environment would have functions for each tool that read and "
+                    "write the tables. Let me know if you want me to write them."
                 )
             code = self._code(t, behaviour, stage)
             if behaviour == "truncated_then_fix":

@@ -1,4 +1,5 @@
-"""The prompts of the ``llm`` synthesizer, and their hashes (recorded in every environment's provenance).
+"""The prompts of the ``llm`` synthesizer, and their hashes (recorded in every environment's
+provenance).
 
 One conversation per environment: the system prompt (the executor's contract and the reply
 format), then the source with the retrieved archetype examples and the schema stage, the code
@@ -19,14 +20,17 @@ You write executable tool environments for training tool-using agents. An enviro
 1. seed.sql: the state. SQLite CREATE TABLE statements, then INSERT rows: 3 to 8 realistic rows per
    table, text ids with a prefix and four digits (bk_0001), money in integer cents, times as
    ISO 8601 UTC strings.
-2. tools.json: {"name": "...", "description": "...", "generated": {"table": ["columns the tools fill in"]},
+2. tools.json: {"name": "...", "description": "...", "generated": {"table": \
+["columns the tools fill in"]},
    "tools": [{"name", "description", "parameters" (a JSON Schema object), "returns" (JSON Schema),
    "mutates" (true when the tool changes the state)}]}. 4 to 8 tools: lookups, lists with filters,
    and changes that follow the domain's rules.
-3. env.py: one plain Python function per tool, def tool_name(env, param, ...), with the parameters of
+3. env.py: one plain Python function per tool, def tool_name(env, param, ...), with the parameters \
+of
    tools.json. Use only env.db (sqlite3; rows are dicts: env.db.execute(sql, params).fetchone() or
    .fetchall()), env.new_id("prefix") for new ids (it counts from prefix_0001 and does not know
-   the seed's ids: call it until it gives an id no row has) and env.now() for the time. Return JSON values
+   the \
+seed's ids: call it until it gives an id no row has) and env.now() for the time. Return JSON values
    (dicts, lists, numbers, strings). On bad input raise ToolError(code, message) with code
    "invalid", "not_found" or "conflict" and a message that says what to do; ToolError is provided.
    Standard library only; no network, no files, no processes: the code runs in a sandbox that
@@ -51,7 +55,8 @@ Stage 1 of 3: design the state and the tools for this environment. Reply with ``
 and ```json tools.json``` only."""
 
 CODE = """\
-Stage 2 of 3: write ```python env.py```: one function per tool of tools.json, following the rules."""
+Stage 2 of 3: write ```python env.py```: one function per tool of tools.json, following the \
+rules."""
 
 SCENARIOS = """\
 Stage 3 of 3: write ```json scenarios.json```: 3 to 6 scenarios that together call every tool, with
@@ -67,7 +72,8 @@ if it must change. Change a scenario only when the scenario itself is wrong, nev
 BRIEF_INTRO = "Write an environment from this brief:"
 DOC_INTRO = (
     "Write an environment that behaves like the system this authentic documentation describes: "
-    "keep its resource names, fields, operations and error rules, and name the tools after its operations."
+    "keep its resource names, fields, operations and error rules, and name the tools after "
+    "its operations."
 )
 
 

@@ -73,7 +73,8 @@ def parse_files(text: str, *, truncated: bool = False) -> dict[str, str]:
     if truncated:
         raise ReplyProblem(
             "truncated",
-            "the reply was cut off (finish_reason 'length'): write shorter code, or fewer files per reply",
+            "the reply was cut off (finish_reason 'length'): write shorter code, or fewer "
+            "files per reply",
         )
     files: dict[str, str] = {}
     pos = 0
@@ -125,8 +126,9 @@ def _json(text: str, name: str) -> Any:
 
 
 def tools_from(text: str) -> tuple[list[ToolSpec], dict[str, list[str]]]:
-    """``tools.json`` as ToolSpecs and the generated fields (``{"tools": [...], "generated": {...}}``
-    or a bare list). Raises :class:`ReplyProblem` saying what is wrong."""
+    """``tools.json`` as ToolSpecs and the generated fields
+    (``{"tools": [...], "generated": {...}}`` or a bare list). Raises :class:`ReplyProblem` saying
+    what is wrong."""
     data = _json(text, "tools.json")
     generated: Any = {}
     if isinstance(data, dict):
@@ -142,7 +144,8 @@ def tools_from(text: str) -> tuple[list[ToolSpec], dict[str, list[str]]]:
     except msgspec.ValidationError as exc:
         raise ReplyProblem(
             "malformed",
-            f"tools.json does not fit the tool format (name, description, parameters, returns, mutates): {exc}",
+            "tools.json does not fit the tool format (name, description, parameters, "
+            f"returns, mutates): {exc}",
         ) from None
     names = [t.name for t in tools]
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -274,7 +277,8 @@ class Candidate:
         ):
             raise ReplyProblem(
                 "malformed",
-                'scenarios.json must be a non-empty list of {"name", "steps": [...], "state": [...]}',
+                'scenarios.json must be a non-empty list of {"name", "steps": [...], '
+                '"state": [...]}',
             )
         meta = _json(draft.files["tools.json"], "tools.json")
         meta = meta if isinstance(meta, dict) else {}

@@ -3,9 +3,11 @@
 A scenario (written by the model, in ``scenarios.json``)::
 
     {"name": "borrow, then return",
-     "steps": [{"call": "borrow_book", "arguments": {...}, "expect": "ok", "returns": {"status": "open"}},
+     "steps": [{"call": "borrow_book", "arguments": {...}, "expect": "ok",
+                "returns": {"status": "open"}},
                {"call": "return_book", "arguments": {"loan_id": "${1.id}"}, "expect": "ok"},
-               {"call": "borrow_book", "arguments": {...}, "expect": "error", "error_code": "conflict"}],
+               {"call": "borrow_book", "arguments": {...}, "expect": "error",
+                "error_code": "conflict"}],
      "state": [{"table": "loans", "count": 3},
                {"table": "books", "where": {"id": "bk_0002"}, "has": {"available": 1}},
                {"table": "loans", "where": {"id": "loan_0009"}, "absent": true}]}
@@ -31,16 +33,18 @@ BLOCKED = (
     (
         "network",
         re.compile(
-            r"Network is unreachable|Name or service not known|Temporary failure in name resolution|"
-            r"Address family not supported|getaddrinfo|Connection refused|No route to host|"
-            r"Operation not permitted.*(socket|connect)|socket|URLError|urlopen|HTTPConnection|ConnectionError|connect\(",
+            r"Network is unreachable|Name or service not known|Temporary failure in name "
+            r"resolution|Address family not supported|getaddrinfo|Connection refused|No "
+            r"route to host|Operation not "
+            r"permitted.*(socket|connect)|socket|URLError|urlopen|HTTPConnection|ConnectionError|connect\(",
             re.I,
         ),
     ),
     (
         "files",
         re.compile(
-            r"Permission denied|Read-only file system|Operation not permitted|No such file or directory: '/",
+            r"Permission denied|Read-only file system|Operation not permitted|No such file "
+            r"or directory: '/",
             re.I,
         ),
     ),
@@ -92,7 +96,10 @@ def subset_problem(expected: Any, actual: Any, where: str = "the answer") -> str
             )
         for key, want in expected.items():
             if key not in actual:
-                return f"{where} has no field {key!r} (it has {', '.join(map(str, list(actual)[:12]))})"
+                return (
+                    f"{where} has no field {key!r} (it has "
+                    f"{', '.join(map(str, list(actual)[:12]))})"
+                )
             problem = subset_problem(want, actual[key], f"{where}.{key}")
             if problem:
                 return problem
@@ -100,9 +107,12 @@ def subset_problem(expected: Any, actual: Any, where: str = "the answer") -> str
     if isinstance(expected, list):
         if not isinstance(actual, list):
             return f"{where} is {_short(actual, 80)}, expected a list"
-        for i, want in enumerate(expected):
+        for want in expected:
             if not any(not subset_problem(want, got) for got in actual):
-                return f"{where} has no item matching {_short(want, 100)} (it has {len(actual)} items: {_short(actual, 120)})"
+                return (
+                    f"{where} has no item matching {_short(want, 100)} (it has {len(actual)} "
+                    f"items: {_short(actual, 120)})"
+                )
         return ""
     return (
         ""
@@ -226,7 +236,10 @@ async def run_scenarios(
                     break
                 want = step.get("error_code")
                 if want and res.error and res.error.code != want:
-                    failed = f"{call} failed with code {res.error.code!r}, expected {want!r} ({res.error.message[:160]})"
+                    failed = (
+                        f"{call} failed with code {res.error.code!r}, expected {want!r} "
+                        f"({res.error.message[:160]})"
+                    )
                     break
                 results.append(None)
                 continue

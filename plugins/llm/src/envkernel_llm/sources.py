@@ -145,7 +145,8 @@ def load_source(kind: str, value: str, *, max_chars: int = 16000) -> Source:
     is_file = len(value) < 1024 and "\n" not in value and path.is_file()
     if kind == "doc" and not is_file:
         raise SourceError(
-            f"--source doc:{value[:80]!r}: no such file (doc: takes the path of a Markdown, HTML, manual or .sql file)"
+            f"--source doc:{value[:80]!r}: no such file (doc: takes the path of a Markdown, "
+            "HTML, manual or .sql file)"
         )
     if not is_file:
         return Source(

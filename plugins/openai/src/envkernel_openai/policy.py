@@ -122,7 +122,8 @@ class OpenAISettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
     max_tool_chars: int = 16000
     """Longest ``tool`` message content sent to the model; longer results are cut, with a note."""
     validate_arguments: bool = True
-    """Check arguments against the tool's JSON Schema before forwarding (a failure is a format error)."""
+    """Check arguments against the tool's JSON Schema before forwarding (a failure is a format
+    error)."""
     load_lora: bool = True
     """On a policy update with ``lora_path``, load the adapter into the server first (vLLM's
     ``POST /load_lora_adapter``). Off: the adapter must already be served under ``lora_name``."""
@@ -150,7 +151,8 @@ UPDATE_FORMAT = "openai-model/1"
 
 
 class PolicyUpdateError(EnvkernelError):
-    """A policy update could not be applied (wrong format, bad data, or the adapter did not load)."""
+    """A policy update could not be applied (wrong format, bad data, or the adapter did not
+    load)."""
 
 
 class ModelUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -161,18 +163,25 @@ class ModelUpdate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     lora_name: str = ""
     """Name the LoRA adapter is served under; rollouts name it as their model."""
     lora_path: str = ""
-    """Path of the adapter as the serving engine sees it; given: it is loaded first (``load_lora``)."""
+    """Path of the adapter as the serving engine sees it; given: it is loaded first
+    (``load_lora``)."""
     base_url: str = ""
     """Switch to this endpoint (empty: keep the current one)."""
 
 
 def parse_update(update: PolicyUpdate) -> ModelUpdate:
-    """The :class:`ModelUpdate` in ``update``, or a :class:`PolicyUpdateError` saying what is wrong."""
-    fields = '{"model": ..., "lora_name": ..., "lora_path": ..., "base_url": ...} (model or lora_name required)'
+    """The :class:`ModelUpdate` in ``update``, or a :class:`PolicyUpdateError` saying what is
+    wrong."""
+    fields = (
+        '{"model": ..., "lora_name": ..., "lora_path": ..., "base_url": ...} (model or lora_name '
+        "required)"
+    )
     if update.format != UPDATE_FORMAT:
         raise PolicyUpdateError(
-            f"the openai policy follows updates of format {UPDATE_FORMAT!r}, got {update.format!r}: make the trainer return "
-            f"PolicyUpdate(format={UPDATE_FORMAT!r}, data=JSON {fields}), or roll out with a policy that reads {update.format!r}"
+            f"the openai policy follows updates of format {UPDATE_FORMAT!r}, got "
+            f"{update.format!r}: make the trainer return "
+            f"PolicyUpdate(format={UPDATE_FORMAT!r}, data=JSON {fields}), or roll out with a "
+            f"policy that reads {update.format!r}"
         )
     if not update.data.strip():
         raise PolicyUpdateError(
@@ -182,11 +191,13 @@ def parse_update(update: PolicyUpdate) -> ModelUpdate:
         raw = json.loads(update.data)
     except (UnicodeDecodeError, ValueError) as exc:
         raise PolicyUpdateError(
-            f"the {UPDATE_FORMAT} update's data is not valid JSON ({exc}): the trainer must send {fields}"
+            f"the {UPDATE_FORMAT} update's data is not valid JSON ({exc}): the trainer must "
+            f"send {fields}"
         ) from None
     if not isinstance(raw, dict):
         raise PolicyUpdateError(
-            f"the {UPDATE_FORMAT} update's data must be a JSON object {fields}, got {type(raw).__name__}"
+            f"the {UPDATE_FORMAT} update's data must be a JSON object {fields}, got "
+            f"{type(raw).__name__}"
         )
     try:
         spec = msgspec.convert(raw, ModelUpdate)
@@ -200,11 +211,13 @@ def parse_update(update: PolicyUpdate) -> ModelUpdate:
         )
     if spec.lora_path and not spec.lora_name:
         raise PolicyUpdateError(
-            f"the {UPDATE_FORMAT} update has lora_path {spec.lora_path!r} but no lora_name to serve it under"
+            f"the {UPDATE_FORMAT} update has lora_path {spec.lora_path!r} but no lora_name "
+            "to serve it under"
         )
     if spec.base_url and not spec.base_url.startswith(("http://", "https://")):
         raise PolicyUpdateError(
-            f"the {UPDATE_FORMAT} update's base_url must be an http(s) URL such as http://host:8000/v1, got {spec.base_url!r}"
+            f"the {UPDATE_FORMAT} update's base_url must be an http(s) URL such as "
+            f"http://host:8000/v1, got {spec.base_url!r}"
         )
     return spec
 
@@ -212,18 +225,26 @@ def parse_update(update: PolicyUpdate) -> ModelUpdate:
 def _load_failure(res: ChatResult, spec: ModelUpdate, base_url: str) -> str:
     """Why loading the adapter failed, and what to do (no secret: ``res.error`` is scrubbed)."""
     status = res.statuses[-1] if res.statuses else None
-    head = f"loading LoRA adapter {spec.lora_name!r} from {spec.lora_path!r} into {base_url} failed ({res.condition}: {res.error})"
+    head = (
+        f"loading LoRA adapter {spec.lora_name!r} from {spec.lora_path!r} into {base_url} failed "
+        f"({res.condition}: {res.error})"
+    )
     if status in (404, 405):
         hint = (
-            "the server has no /load_lora_adapter route: start vLLM with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora, "
-            "or serve the adapter yourself and set openai.load_lora=false"
+            "the server has no /load_lora_adapter route: start vLLM with "
+            "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora, or serve the adapter "
+            "yourself and set openai.load_lora=false"
         )
     elif res.condition in ("connection", "timeout"):
-        hint = "the server could not be reached in time: check that it is up at that URL (or raise openai.load_timeout)"
+        hint = (
+            "the server could not be reached in time: check that it is up at that URL (or raise "
+            "openai.load_timeout)"
+        )
     else:
         hint = (
-            "check that lora_path exists on the serving host and holds a PEFT adapter for the served base model, and that the "
-            "server runs with --enable-lora and a --max-lora-rank at least the adapter's rank"
+            "check that lora_path exists on the serving host and holds a PEFT adapter for "
+            "the served base model, and that the server runs with --enable-lora and a "
+            "--max-lora-rank at least the adapter's rank"
         )
     return f"{head}; {hint}"
 
@@ -292,7 +313,8 @@ def check_arguments(schema: dict[str, Any], args: dict[str, Any]) -> str:
         unknown = [k for k in args if k not in props]
         if unknown:
             problems.append(
-                f"unknown argument(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(props) or 'none'}"
+                f"unknown argument(s) {', '.join(map(repr, unknown))}; allowed: "
+                f"{', '.join(props) or 'none'}"
             )
     for key, value in args.items():
         spec = props.get(key)
@@ -406,7 +428,8 @@ def parse_tool_calls(raw: Any, turn: int, seen: set[str], *, unescape: bool = Fa
                         raw_args,
                         None,
                         "invalid_json",
-                        f'the arguments are not valid JSON ({exc}); send one JSON object, e.g. {{"key": "value"}}',
+                        f"the arguments are not valid JSON ({exc}); send one JSON object, "
+                        f'e.g. {{"key": "value"}}',
                     )
                 )
                 continue
@@ -632,7 +655,8 @@ class OpenAIPolicy:
             )
 
     async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
-        """Run the loop; return the trajectory (the kernel fills in ``calls`` and ``final_state``)."""
+        """Run the loop; return the trajectory (the kernel fills in ``calls`` and
+        ``final_state``)."""
         s = self.settings
         model, client = (
             self.target()
@@ -759,7 +783,8 @@ class OpenAIPolicy:
             if finish == "length":
                 termination, error = (
                     "length",
-                    f"length: the reply to turn {turn} was cut at the token limit (finish_reason=length)",
+                    f"length: the reply to turn {turn} was cut at the token limit "
+                    "(finish_reason=length)",
                 )
                 final_answer = content if not calls else ""
                 break
@@ -773,7 +798,8 @@ class OpenAIPolicy:
                 said = await user_turn(user, request.task, messages, ctx)
                 if (
                     said is not None
-                    # the user answers a question, or says what it held back: the conversation goes on
+                    # the user answers a question, or says what it held back: the conversation goes
+                    # on
                 ):
                     user_msg = {"role": "user", "content": said}
                     messages.append(user_msg)
@@ -790,7 +816,8 @@ class OpenAIPolicy:
                     format_errors += 1
                     text = error_content(
                         "unknown_tool",
-                        f"no tool named {c.name!r}; available: {', '.join(sorted(by_name)) or 'none'}",
+                        f"no tool named {c.name!r}; available: "
+                        f"{', '.join(sorted(by_name)) or 'none'}",
                     )
                 elif s.validate_arguments and (
                     why := check_arguments(by_name[c.name].parameters or {}, c.args)

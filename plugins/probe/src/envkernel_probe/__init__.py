@@ -56,7 +56,8 @@ class ProbeSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     min_tool_share: float = 0.8
     """Keep the environment when at least this share of its tools pass (default 0.8 = 80 %)."""
     invariants: bool = True
-    """Check state invariants (create/get/list/update/delete/actions/failed calls) against the state."""
+    """Check state invariants (create/get/list/update/delete/actions/failed calls) against the
+    state."""
     check_schema: bool = True
     """Drop tools whose successful answers do not match their declared ``returns`` schema."""
     candidates: int = 6
@@ -194,7 +195,8 @@ class Probe:
         self.settings = settings or ProbeSettings()
 
     async def verify(self, env: EnvSpec, ctx: Any) -> VerifyReport:
-        """Probe every tool of ``env`` in one sandbox and report what works (a workspace: each claw tool once)."""
+        """Probe every tool of ``env`` in one sandbox and report what works (a workspace: each claw
+        tool once)."""
         if is_workspace(env):
             return await verify_workspace(ctx, env, ctx.component)
         t0 = time.perf_counter()

@@ -51,18 +51,25 @@ NOTES_SEED = """\
 CREATE TABLE notebooks (id TEXT PRIMARY KEY, name TEXT NOT NULL);
 CREATE TABLE notes (
     id TEXT PRIMARY KEY, notebook_id TEXT NOT NULL REFERENCES notebooks (id), title TEXT NOT NULL,
-    body TEXT NOT NULL DEFAULT '', status TEXT NOT NULL DEFAULT 'active', pinned INTEGER NOT NULL DEFAULT 0,
+    body TEXT NOT NULL DEFAULT '', status TEXT NOT NULL DEFAULT 'active', pinned INTEGER NOT NULL \
+DEFAULT 0,
     created_at TEXT NOT NULL
 );
 INSERT INTO notebooks VALUES ('nb_0001', 'Work'), ('nb_0002', 'Personal'), ('nb_0003', 'Travel');
 INSERT INTO notes VALUES
-    ('note_0001', 'nb_0001', 'Quarterly planning', 'Draft the Q1 goals.', 'active', 1, '2026-01-02T10:00:00Z'),
-    ('note_0002', 'nb_0001', 'Design review', 'Bring the mockups.', 'active', 0, '2026-01-03T10:00:00Z'),
-    ('note_0003', 'nb_0002', 'Grocery list', 'Eggs, milk, bread.', 'archived', 0, '2026-01-04T10:00:00Z'),
+    ('note_0001', 'nb_0001', 'Quarterly planning', 'Draft the Q1 goals.', 'active', 1, \
+'2026-01-02T10:00:00Z'),
+    ('note_0002', 'nb_0001', 'Design review', 'Bring the mockups.', 'active', 0, \
+'2026-01-03T10:00:00Z'),
+    ('note_0003', 'nb_0002', 'Grocery list', 'Eggs, milk, bread.', 'archived', 0, \
+'2026-01-04T10:00:00Z'),
     ('note_0004', 'nb_0002', 'Gift ideas', 'A scarf for Sam.', 'active', 0, '2026-01-05T10:00:00Z'),
-    ('note_0005', 'nb_0003', 'Packing list', 'Passport, charger.', 'active', 1, '2026-01-06T10:00:00Z'),
-    ('note_0006', 'nb_0001', 'Hiring panel', 'Questions for the panel.', 'archived', 0, '2026-01-07T10:00:00Z'),
-    ('note_0007', 'nb_0003', 'Hotel options', 'Three near the station.', 'active', 0, '2026-01-08T10:00:00Z');
+    ('note_0005', 'nb_0003', 'Packing list', 'Passport, charger.', 'active', 1, \
+'2026-01-06T10:00:00Z'),
+    ('note_0006', 'nb_0001', 'Hiring panel', 'Questions for the panel.', 'archived', 0, \
+'2026-01-07T10:00:00Z'),
+    ('note_0007', 'nb_0003', 'Hotel options', 'Three near the station.', 'active', 0, \
+'2026-01-08T10:00:00Z');
 """
 
 NOTES_ENV = """\
@@ -101,12 +108,14 @@ def create_note(env, notebook_id, title, body=""):
         n += 1
         note_id = f"note_{n + 1:04d}"
     stored = title[: max(1, len(title) // 2)] if FAULT == "create_wrong_value" else title
-    row = {"id": note_id, "notebook_id": notebook_id, "title": stored, "body": body, "status": "active", "pinned": 0, "created_at": env.now()}
+    row = {"id": note_id, "notebook_id": notebook_id, "title": stored, "body": body, "status": \
+"active", "pinned": 0, "created_at": env.now()}
     if FAULT == "create_overwrites":
         row["id"] = "note_0001"
         env.db.execute("DELETE FROM notes WHERE id = 'note_0001'")
     if FAULT != "create_no_persist":
-        env.db.execute("INSERT INTO notes VALUES (:id, :notebook_id, :title, :body, :status, :pinned, :created_at)", row)
+        env.db.execute("INSERT INTO notes VALUES (:id, :notebook_id, :title, :body, :status, \
+:pinned, :created_at)", row)
     row["title"] = title
     return _out(row)
 
@@ -119,11 +128,14 @@ def get_note(env, note_id):
     if FAULT == "get_wrong_404" and row["created_at"] >= "2026-01-15":
         raise ToolError("not_found", f"no note {note_id!r}")
     if FAULT == "get_wrong_row":
-        row = env.db.execute("SELECT * FROM notes WHERE id > ? ORDER BY id LIMIT 1", (note_id,)).fetchone() or row
+        row = env.db.execute("SELECT * FROM notes WHERE id > ? ORDER BY id LIMIT 1", \
+(note_id,)).fetchone() or row
     out = _out(row)
     if FAULT == "get_stale_field":  # the title as it was in the seed
-        seed = {"note_0001": "Quarterly planning", "note_0002": "Design review", "note_0003": "Grocery list", "note_0004": "Gift ideas",
-                "note_0005": "Packing list", "note_0006": "Hiring panel", "note_0007": "Hotel options"}
+        seed = {"note_0001": "Quarterly planning", "note_0002": "Design review", "note_0003": \
+"Grocery list", "note_0004": "Gift ideas",
+                "note_0005": "Packing list", "note_0006": "Hiring panel", "note_0007": \
+"Hotel options"}
         out["title"] = seed.get(row["id"], out["title"])
     if FAULT == "schema_violation":
         out["pinned"] = "yes" if out["pinned"] else "no"
@@ -157,7 +169,8 @@ def update_note(env, note_id, title=None, body=None):
     except ToolError:
         if FAULT != "accepts_missing":
             raise
-        return {"id": note_id, "title": title or "", "body": body or "", "status": "active", "pinned": False,
+        return {"id": note_id, "title": title or "", "body": body or "", "status": "active", \
+"pinned": False,
                 "notebook_id": "nb_0001", "created_at": env.now()}
     target = "note_0001" if FAULT == "update_wrong_row" and note_id != "note_0001" else note_id
     sets = {}
@@ -170,7 +183,8 @@ def update_note(env, note_id, title=None, body=None):
     if FAULT != "update_noop":
         for col, v in sets.items():
             if FAULT == "update_all_rows":
-                env.db.execute(f"UPDATE notes SET {col} = ? WHERE notebook_id = ?", (v, row["notebook_id"]))
+                env.db.execute(f"UPDATE notes SET {col} = ? WHERE notebook_id = ?", (v, \
+row["notebook_id"]))
             else:
                 env.db.execute(f"UPDATE notes SET {col} = ? WHERE id = ?", (v, target))
     out = _out(row)
@@ -182,7 +196,8 @@ def delete_note(env, note_id):
     _note(env, note_id)
     target = note_id
     if FAULT == "delete_wrong_row":
-        target = env.db.execute("SELECT id FROM notes WHERE id != ? ORDER BY id LIMIT 1", (note_id,)).fetchone()["id"]
+        target = env.db.execute("SELECT id FROM notes WHERE id != ? ORDER BY id LIMIT 1", \
+(note_id,)).fetchone()["id"]
     if FAULT != "delete_noop":
         env.db.execute("DELETE FROM notes WHERE id = ?", (target,))
     return {"deleted": True, "id": note_id}

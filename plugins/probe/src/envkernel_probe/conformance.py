@@ -64,7 +64,8 @@ class ResultSchemas:
 
 
 def seed_problems(env: EnvSpec, schemas: ResultSchemas) -> dict[str, str]:
-    """Get tool -> why a seed row of its resource breaks the tool's answer schema (model environments)."""
+    """Get tool -> why a seed row of its resource breaks the tool's answer schema (model
+    environments)."""
     model: ResourceModel | None = model_of(env)
     if model is None:
         return {}
@@ -81,7 +82,8 @@ def seed_problems(env: EnvSpec, schemas: ResultSchemas) -> dict[str, str]:
             problem = schemas.problem(name, shown)
             if problem:
                 out[name] = (
-                    f"seed row {row.get(res.key)!r} of {op.resource!r} breaks the spec: {problem.split(': ', 1)[-1]}"
+                    f"seed row {row.get(res.key)!r} of {op.resource!r} breaks the spec: "
+                    f"{problem.split(': ', 1)[-1]}"
                 )
                 break
     return out

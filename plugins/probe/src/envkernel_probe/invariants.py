@@ -305,8 +305,8 @@ def show(v: Any) -> str:
 
 
 def items_of(value: Any, meta: ListMeta | None = None) -> list[Any] | None:
-    """The rows a list tool returned (a list, or the array in an envelope: the member the model names, else
-    the one ``envkernel_kit.answers.envelope_key`` finds, as the gate's mutants do)."""
+    """The rows a list tool returned (a list, or the array in an envelope: the member the model
+    names, else the one ``envkernel_kit.answers.envelope_key`` finds, as the gate's mutants do)."""
     if isinstance(value, list):
         return value
     if isinstance(value, dict):
@@ -418,7 +418,8 @@ class Checker:
             if not res.ok:
                 self.blame.add(
                     c.get,
-                    f"says {res.error.code if res.error else 'error'} for {c.key} {show(row[c.key])}, which exists",
+                    f"says {res.error.code if res.error else 'error'} for {c.key} "
+                    f"{show(row[c.key])}, which exists",
                 )
                 return
             if not self.compare(c.get, c, res.value, row, f"for {c.key} {show(row[c.key])}"):
@@ -431,7 +432,8 @@ class Checker:
         if res.ok:
             self.blame.add(
                 c.get,
-                f"returned {show(res.value)} for {c.key} {show(args[c.key_arg[c.get]])}, which does not exist (expected not found)",
+                f"returned {show(res.value)} for {c.key} {show(args[c.key_arg[c.get]])}, "
+                "which does not exist (expected not found)",
             )
 
     # ----------------------------------------------------------------- list
@@ -439,7 +441,8 @@ class Checker:
     async def list_all(
         self, lm: ListMeta, base: dict[str, Any], page_size: int | None = None
     ) -> tuple[list[Any] | None, str, list[list[Any]], Any]:
-        """Every row a list tool returns for ``base`` (walking its pages): (rows, problem, pages, first answer)."""
+        """Every row a list tool returns for ``base`` (walking its pages): (rows, problem, pages,
+        first answer)."""
         size = page_size or lm.max_limit
         args = dict(base)
         paged = bool(lm.limit or lm.page or lm.cursor or lm.offset)
@@ -454,7 +457,8 @@ class Checker:
             if not res.ok:
                 return (
                     None,
-                    f"failed with {res.error.code if res.error else '?'}: {res.error.message if res.error else ''} for {show(args)}",
+                    f"failed with {res.error.code if res.error else '?'}: "
+                    f"{res.error.message if res.error else ''} for {show(args)}",
                     pages,
                     first,
                 )
@@ -553,12 +557,14 @@ class Checker:
         if missing:
             self.blame.add(
                 lm.tool,
-                f"omits stored rows {', '.join(missing[:3])}{when} (listed {len(keys)} of {len(want)})",
+                f"omits stored rows {', '.join(missing[:3])}{when} (listed {len(keys)} of "
+                f"{len(want)})",
             )
         elif extra:
             self.blame.add(
                 lm.tool,
-                f"lists rows that are not stored or not in its scope: {', '.join(map(str, extra[:3]))}{when}",
+                "lists rows that are not stored or not in its scope: "
+                f"{', '.join(map(str, extra[:3]))}{when}",
             )
         elif len(keys) != len(set(keys)):
             self.blame.add(lm.tool, f"lists a row twice{when}")
@@ -603,7 +609,8 @@ class Checker:
                 lm.tool,
                 "pages overlap (a row comes on two pages)"
                 if dup
-                else f"paging {size} at a time gives {len(b)} rows in another order than one page ({len(a)})",
+                else f"paging {size} at a time gives {len(b)} rows in another order than one page "
+                f"({len(a)})",
             )
 
     async def check_filters(self, c: Crud, lm: ListMeta, base: dict[str, Any]) -> None:
@@ -630,7 +637,8 @@ class Checker:
                 if got:
                     self.blame.add(
                         lm.tool,
-                        f"filter {arg}={show(absent[0])} returned {len(got)} rows, but no stored row matches",
+                        f"filter {arg}={show(absent[0])} returned {len(got)} rows, but no "
+                        "stored row matches",
                     )
                     continue
             if not values:
@@ -650,7 +658,8 @@ class Checker:
             if keys != want:
                 self.blame.add(
                     lm.tool,
-                    f"filter {arg}={show(v)} returned {len(keys)} rows, but {len(want)} stored rows match",
+                    f"filter {arg}={show(v)} returned {len(keys)} rows, but {len(want)} "
+                    "stored rows match",
                 )
 
     @staticmethod
@@ -709,7 +718,8 @@ class Checker:
         if len(added) != 1:
             self.blame.add(
                 c.create,
-                f"answered {show(res.value)} but added {len(added)} rows to {c.table} (expected 1): the write did not persist"
+                f"answered {show(res.value)} but added {len(added)} rows to {c.table} "
+                "(expected 1): the write did not persist"
                 if not added
                 else f"added {len(added)} rows to {c.table}",
             )
@@ -745,7 +755,8 @@ class Checker:
                 if not g.ok:
                     self.blame.add(
                         c.get,
-                        f"cannot find the row create just stored ({c.key} {key}): {g.error.code if g.error else ''}",
+                        f"cannot find the row create just stored ({c.key} {key}): "
+                        f"{g.error.code if g.error else ''}",
                     )
                 else:
                     self.compare(c.get, c, g.value, row, "the row create just made")
@@ -840,14 +851,16 @@ class Checker:
             ):
                 self.blame.add(
                     name,
-                    f"was given {arg}={show(v)} but row {key} still has {col}={show(stored.get(col))}: the update did not persist",
+                    f"was given {arg}={show(v)} but row {key} still has "
+                    f"{col}={show(stored.get(col))}: the update did not persist",
                 )
                 return
         others = [k for k in old if k != key and k in new and not self._same_row(old[k], new[k], c)]
         if others or len(new) != len(old):
             self.blame.add(
                 name,
-                f"changed other rows of {c.table} ({', '.join(others[:3]) or 'row count'}) when asked to update {key}",
+                f"changed other rows of {c.table} ({', '.join(others[:3]) or 'row count'}) "
+                f"when asked to update {key}",
             )
             return
         untouched = (
@@ -864,7 +877,8 @@ class Checker:
                 if not same(stored.get(col), row.get(col)):
                     self.blame.add(
                         name,
-                        f"changed {col} of row {key} ({show(row.get(col))} -> {show(stored.get(col))}) though it was not asked to",
+                        f"changed {col} of row {key} ({show(row.get(col))} -> "
+                        f"{show(stored.get(col))}) though it was not asked to",
                     )
                     return
         if isinstance(value, dict):
@@ -960,7 +974,9 @@ class Checker:
                 if col is not None and not same(new[key].get(col), tr.get("to")):
                     self.blame.add(
                         name,
-                        f"answered {show(res.value)[:40]} but row {key} has {col}={show(new[key].get(col))}, not {show(tr.get('to'))}: the change did not persist",
+                        f"answered {show(res.value)[:40]} but row {key} has "
+                        f"{col}={show(new[key].get(col))}, not {show(tr.get('to'))}: the "
+                        "change did not persist",
                     )
                 elif (
                     col is None
@@ -1018,7 +1034,8 @@ class Checker:
             if res.ok and name in c.key_arg:
                 self.blame.add(
                     name,
-                    f"succeeded for {c.key} {show(args[c.key_arg[name]])}, which does not exist (expected not found)",
+                    f"succeeded for {c.key} {show(args[c.key_arg[name]])}, which does not "
+                    "exist (expected not found)",
                 )
             if not res.ok and after != self.seed_state:
                 self.blame.add(name, "a failed call changed the state")

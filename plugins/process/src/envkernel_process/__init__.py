@@ -134,11 +134,12 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     recycle: int = 0
     """Closed sandboxes kept for reuse (up to this many, for any environment but a workspace's; root
     hosts with namespaces only). Each sandbox is then a *nest*: a confined parent that never runs
-    environment code and forks one session after another, each dropping to the sandbox's uid. A close
-    ends the session's process; the nest kills every process left with the uid, empties the working
-    tmpfs and forks a fresh session from its own clean memory, which the next open loads its environment
-    into: no fork from the zygote, no confinement, no cgroup join or removal, no new folder. Nothing of
-    one session reaches the next (see ``docs/sessions.md``). 0: every close ends its sandbox."""
+    environment code and forks one session after another, each dropping to the sandbox's uid. A
+    close ends the session's process; the nest kills every process left with the uid, empties the
+    working tmpfs and forks a fresh session from its own clean memory, which the next open loads its
+    environment into: no fork from the zygote, no confinement, no cgroup join or removal, no new
+    folder. Nothing of one session reaches the next (see ``docs/sessions.md``). 0: every close ends
+    its sandbox."""
     cgroup_keepalive: float = 30.0
     """Seconds after an executor joined its cgroups (cgroup v1) during which the runner keeps the
     kernel's cgroup-migration lock in its writer mode, so the next join costs half a millisecond
@@ -202,7 +203,8 @@ class _Resources:
         return True
 
     def new_uid(self, work: str) -> None:
-        """Move the sandbox to a fresh uid (after its executor died: zombies may hold the old one)."""
+        """Move the sandbox to a fresh uid (after its executor died: zombies may hold the old
+        one)."""
         if self.uid is None:
             return
         pool = uid_pool(self.uid_base)
@@ -228,16 +230,22 @@ class ProcessSession(ExecutorSession):
     """One live sandbox: an executor subprocess holding one loaded environment.
 
     The protocol, the call log and replacement after a crash or a hang (``replacements``,
-    ``events``, ``diverged``) come from :class:`~envkernel_runtime.session.ExecutorSession`; this class
-    starts, confines and kills the subprocess and explains its death."""
+    ``events``, ``diverged``) come from :class:`~envkernel_runtime.session.ExecutorSession`; this
+    class starts, confines and kills the subprocess and explains its death."""
 
     error_type = SandboxError
     hang_note = "the sandbox was killed"
     op_hang_note = "the executor was killed"
     settings: Settings
 
-    def __init__(self, runner: ProcessRunner, env: EnvSpec, seed: int, adopt: ProcessSession | None = None,
-                 lane: socket.socket | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        runner: ProcessRunner,
+        env: EnvSpec,
+        seed: int,
+        adopt: ProcessSession | None = None,
+        lane: socket.socket | None = None,
+    ) -> None:
         session_id = "p" + secrets.token_hex(8)
         self._runner = runner
         self.confinement: dict[str, Any] = {}
@@ -288,11 +296,11 @@ class ProcessSession(ExecutorSession):
         super().__init__(session_id, env, seed, s)
 
     def take_lane(self) -> socket.socket | None:
-        """The current executor's direct lane, once (then it is the caller's; None without the zygote,
-        or when it was taken): a socket that takes the executor's ``call`` requests straight, for a
-        client on this host (see :mod:`envkernel_runtime.lane`). Calls over it bypass this session's
-        call log: whoever hands it to a client calls :meth:`lane_taken` (then, after a crash, the
-        session's state is lost rather than replayed)."""
+        """The current executor's direct lane, once (then it is the caller's; None without the
+        zygote, or when it was taken): a socket that takes the executor's ``call`` requests
+        straight, for a client on this host (see :mod:`envkernel_runtime.lane`). Calls over it
+        bypass this session's call log: whoever hands it to a client calls :meth:`lane_taken` (then,
+        after a crash, the session's state is lost rather than replayed)."""
         lane, self._lane = self._lane, None
         return lane
 
@@ -308,8 +316,8 @@ class ProcessSession(ExecutorSession):
         return self._proc is not None and self._proc.returncode is None
 
     async def close(self) -> None:
-        """Close the session; with ``recycle``, its sandbox goes back to the runner for the next open
-        (see :meth:`_recycle`) when there is room, else it is ended as without."""
+        """Close the session; with ``recycle``, its sandbox goes back to the runner for the next
+        open (see :meth:`_recycle`) when there is room, else it is ended as without."""
         runner = self._runner
         if self._closed is None and self._nest and runner.wants_recycled():
             async with self._lock:
@@ -327,7 +335,8 @@ class ProcessSession(ExecutorSession):
 
     async def _recycle(self) -> ProcessSession | None:
         """End this session's process and have its nest fork a fresh one (a new lane with it): a new
-        session of the same sandbox, with nothing of this one; None when that failed (then close it)."""
+        session of the same sandbox, with nothing of this one; None when that failed (then close
+        it)."""
         proc = self._proc
         if not isinstance(proc, ZygoteChild) or proc.returncode is not None or proc.sock is None:
             return None
@@ -398,7 +407,8 @@ class ProcessSession(ExecutorSession):
                     os.chmod(self._folder, 0o711)
             except OSError as exc:
                 raise SandboxError(
-                    f"cannot make the sandbox's folder {self._folder}: {exc}; check that the temp folder is writable"
+                    f"cannot make the sandbox's folder {self._folder}: {exc}; check that the "
+                    "temp folder is writable"
                 ) from None
         if self._res.cgroup is not None:
             try:
@@ -674,25 +684,35 @@ class ProcessRunner:
             if self.settings.isolate
             else None
         )
-        """Keeps cgroup joins fast while sandboxes are being opened (see ``Settings.cgroup_keepalive``)."""
+        """Keeps cgroup joins fast while sandboxes are being opened (see
+        ``Settings.cgroup_keepalive``)."""
         self.zygote: Zygote | None = None
         """The warm fork server of this runner's executors (None with ``zygote = false``)."""
         if self.settings.zygote:
-            env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC",
-                   "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUTF8": "1"}  # fmt: skip
+            env = {
+                "PATH": "/usr/local/bin:/usr/bin:/bin",
+                "LANG": "C.UTF-8",
+                "LC_ALL": "C.UTF-8",
+                "TZ": "UTC",
+                "PYTHONHASHSEED": "0",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "PYTHONUTF8": "1",
+            }
             self.zygote = Zygote(env)
         s, support = self.settings, self.support
         self.nests = bool(
             s.recycle > 0 and s.zygote and s.isolate and support.root and support.unshare
         )
-        """Sandboxes are nests (see ``Settings.recycle``): recycling is asked for and this host can."""
+        """Sandboxes are nests (see ``Settings.recycle``): recycling is asked for and this host
+        can."""
         folder = tempfile.gettempdir()
         if folder not in _swept:  # once per process and temp folder: what crashed runners left
             _swept.add(folder)
             sweep_folders(folder, host_support())
 
     def protections(self) -> dict[str, Protection]:
-        """What this runner blocks and what it only detects, on this host (see ``docs/sandboxes.md``)."""
+        """What this runner blocks and what it only detects, on this host (see
+        ``docs/sandboxes.md``)."""
         return protections(host_support(), isolate=self.settings.isolate)
 
     @property
@@ -747,8 +767,8 @@ class ProcessRunner:
     async def _from_cell(
         self, env: EnvSpec, seed: int, pool: list[ProcessSession] | None = None
     ) -> ProcessSession | None:
-        """A ready cell (or, from ``pool``, a recycled sandbox) with ``env`` loaded into it (None when none
-        is ready: then a new executor is forked)."""
+        """A ready cell (or, from ``pool``, a recycled sandbox) with ``env`` loaded into it (None
+        when none is ready: then a new executor is forked)."""
         cells = self._cells if pool is None else pool
         try:
             while cells:

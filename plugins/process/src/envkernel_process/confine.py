@@ -288,8 +288,9 @@ def owner_stamp() -> str:
 
 def sweep_folders(folder: str, support: HostSupport, owner: str = "") -> int:
     """Remove the sandbox folders (and cgroups) that runners which died without cleaning up left
-    in ``folder`` (with ``owner``: those of that one runner, :func:`owner_stamp`); their processes died
-    with them (parent-death signal), and what they forked dies with the cgroup. Returns how many."""
+    in ``folder`` (with ``owner``: those of that one runner, :func:`owner_stamp`); their processes
+    died with them (parent-death signal), and what they forked dies with the cgroup. Returns how
+    many."""
     removed = 0
     try:
         entries = [
@@ -321,8 +322,9 @@ def sweep_folders(folder: str, support: HostSupport, owner: str = "") -> int:
 
 def start_reaper(folder: str, support: HostSupport) -> subprocess.Popen[bytes]:
     """Start the reaper of this runner process's sandboxes: a small process (this file, stdlib only)
-    that waits until the runner dies (its stdin, a pipe only the runner holds, reaches EOF: a kill -9
-    too) and then removes the sandbox folders and cgroups the runner left (:func:`sweep_folders`)."""
+    that waits until the runner dies (its stdin, a pipe only the runner holds, reaches EOF: a kill
+    -9 too) and then removes the sandbox folders and cgroups the runner left
+    (:func:`sweep_folders`)."""
     bases = [f"{c}={v}:{base}" for c, (v, base) in support.cgroups.items()]
     return subprocess.Popen(
         [sys.executable, "-S", "-P", os.path.abspath(__file__), folder, owner_stamp(), *bases],
@@ -333,7 +335,8 @@ def start_reaper(folder: str, support: HostSupport) -> subprocess.Popen[bytes]:
 
 
 def _reap(argv: list[str]) -> None:
-    """The reaper's main (see :func:`start_reaper`): ``FOLDER OWNER [CONTROLLER=VERSION:BASE ...]``."""
+    """The reaper's main (see :func:`start_reaper`):
+    ``FOLDER OWNER [CONTROLLER=VERSION:BASE ...]``."""
     folder, owner, *bases = argv
     signal.signal(
         signal.SIGINT, signal.SIG_IGN
@@ -353,17 +356,18 @@ def _reap(argv: list[str]) -> None:
 
 class JoinKeeper:
     """Keeps the kernel's cgroup-migration lock in its writer mode while sandboxes are being opened,
-    so that an executor's join of its cgroups costs half a millisecond instead of an RCU grace period.
+    so that an executor's join of its cgroups costs half a millisecond instead of an RCU grace
+    period.
 
     Every move of a process between cgroups (a write to ``cgroup.procs``) takes the kernel's global
-    ``cgroup_threadgroup_rwsem`` for writing. That lock is a per-CPU rwsem: a writer first switches it
-    from its fast reader mode to its slow one, which waits for an RCU grace period (1 to 30 ms here),
-    and it switches back only a grace period or two after the last writer left. Joins that follow
-    each other closely therefore pay nothing; a lone one pays the whole grace period: about 18 ms of
-    a 32-36 ms fresh open measured on this project's host (cgroup v1). Cgroup v2 has a mount option
-    for this (``favordynmods``); this does the same for the runner's own lifetime only, with no
-    change to the host: after each :meth:`touch` (an executor about to join), a thread writes ``0``
-    (this process, into the cgroup it is already in: a migration that moves nothing) to
+    ``cgroup_threadgroup_rwsem`` for writing. That lock is a per-CPU rwsem: a writer first switches
+    it from its fast reader mode to its slow one, which waits for an RCU grace period (1 to 30 ms
+    here), and it switches back only a grace period or two after the last writer left. Joins that
+    follow each other closely therefore pay nothing; a lone one pays the whole grace period: about
+    18 ms of a 32-36 ms fresh open measured on this project's host (cgroup v1). Cgroup v2 has a
+    mount option for this (``favordynmods``); this does the same for the runner's own lifetime only,
+    with no change to the host: after each :meth:`touch` (an executor about to join), a thread
+    writes ``0`` (this process, into the cgroup it is already in: a migration that moves nothing) to
     ``procs_file`` every ``period`` seconds for ``keepalive`` seconds. Each write costs about a
     microsecond; while it runs, forks and exits on the host take the lock's slow reader path (an
     atomic operation more). Nothing about the sandboxes changes: each executor still joins its own
@@ -392,7 +396,8 @@ class JoinKeeper:
             return self._thread is not None
 
     def touch(self) -> None:
-        """An executor is about to join its cgroups: keep the lock warm for ``keepalive`` seconds from now."""
+        """An executor is about to join its cgroups: keep the lock warm for ``keepalive`` seconds
+        from now."""
         with self._lock:
             self._until = time.monotonic() + self.keepalive
             if self._thread is None and not self.error and not self._stop.is_set():
@@ -452,8 +457,9 @@ class JoinKeeper:
 
 def join_keeper(support: HostSupport, keepalive: float) -> JoinKeeper | None:
     """A :class:`JoinKeeper` on this process's own cgroup of a v1 hierarchy the sandboxes join (None
-    when there is none, or ``keepalive`` is 0). Cgroup v2 is left alone: writing to a cgroup that has
-    controllers enabled for its children would fail there, and v2 has ``favordynmods`` for this."""
+    when there is none, or ``keepalive`` is 0). Cgroup v2 is left alone: writing to a cgroup that
+    has controllers enabled for its children would fail there, and v2 has ``favordynmods`` for
+    this."""
     if keepalive <= 0:
         return None
     for controller in ("pids", "cpu", "memory"):
@@ -782,7 +788,11 @@ def protections(
     cg = set(s.cgroups) if isolate else set()
     rows: dict[str, tuple[str, str]] = {}
 
-    loop = "per-call timeout in the executor (SIGALRM): the call fails with `timeout` and has no effect; code that swallows it is killed by the runner 2 s later and the executor replaced; RLIMIT_CPU"
+    loop = (
+        "per-call timeout in the executor (SIGALRM): the call fails with `timeout` and has no "
+        "effect; code that swallows it is killed by the runner 2 s later and the executor "
+        "replaced; RLIMIT_CPU"
+    )
     rows["infinite_loop"] = ("blocked", loop + ("; cpu cgroup quota" if "cpu" in cg else ""))
 
     if uid:
@@ -795,18 +805,21 @@ def protections(
     else:
         rows["fork_bomb"] = (
             "not blocked",
-            "RLIMIT_NPROC cannot bind without a uid of its own (runner not root); children are killed when the call returns, best effort",
+            "RLIMIT_NPROC cannot bind without a uid of its own (runner not root); children "
+            "are killed when the call returns, best effort",
         )
 
     if "memory" in cg:
         rows["memory_bomb"] = (
             "blocked",
-            "RLIMIT_AS per process (MemoryError) and a memory cgroup for all its processes (the kernel kills inside the sandbox only)",
+            "RLIMIT_AS per process (MemoryError) and a memory cgroup for all its processes "
+            "(the kernel kills inside the sandbox only)",
         )
     elif uid:
         rows["memory_bomb"] = (
             "blocked",
-            "RLIMIT_AS per process (MemoryError); no memory cgroup: several processes may together use max_processes x memory_mb",
+            "RLIMIT_AS per process (MemoryError); no memory cgroup: several processes may "
+            "together use max_processes x memory_mb",
         )
     else:
         rows["memory_bomb"] = ("blocked", "RLIMIT_AS per process (MemoryError)")
@@ -822,12 +835,14 @@ def protections(
     elif netns:
         rows["network"] = (
             "not blocked",
-            "empty network namespace (`unshare -n`); unix-domain sockets of the host that its uid may connect to are reachable (no seccomp)",
+            "empty network namespace (`unshare -n`); unix-domain sockets of the host that "
+            "its uid may connect to are reachable (no seccomp)",
         )
     elif ll >= 4:
         rows["network"] = (
             "not blocked",
-            "Landlock blocks TCP connect and bind; UDP is not blocked without a network namespace (runner not root)",
+            "Landlock blocks TCP connect and bind; UDP is not blocked without a network "
+            "namespace (runner not root)",
         )
     else:
         rows["network"] = (
@@ -838,18 +853,22 @@ def protections(
     if ll:
         rows["host_files"] = (
             "blocked",
-            "Landlock: only the working folder (read-write) and the Python runtime (stdlib, shared libraries, time zones: read-only) can be opened"
-            + ("; own uid" if uid else ""),
+            "Landlock: only the working folder (read-write) and the Python runtime (stdlib, "
+            "shared libraries, time zones: read-only) can be opened" + ("; own uid" if uid else ""),
         )
     elif uid:
         rows["host_files"] = (
             "not blocked",
-            "own uid: files not readable by others are blocked, world-readable host files are not (no Landlock)",
+            "own uid: files not readable by others are blocked, world-readable host files "
+            "are not (no Landlock)",
         )
     else:
         rows["host_files"] = ("not blocked", "no Landlock and no uid of its own")
 
-    huge = "a result over the response limit fails with `too_large`; a file over file_size_mb fails with EFBIG (RLIMIT_FSIZE); prints go to a log capped the same way"
+    huge = (
+        "a result over the response limit fails with `too_large`; a file over file_size_mb fails "
+        "with EFBIG (RLIMIT_FSIZE); prints go to a log capped the same way"
+    )
     if netns:
         huge += "; the working folder is a tmpfs of workspace_mb (ENOSPC)"
         rows["huge_output"] = (
@@ -870,7 +889,8 @@ def protections(
 
     rows["kill_executor"] = (
         "detected",
-        "the call fails with `crashed`, naming the signal or exit code (and an out-of-memory kill); the executor is replaced and the earlier calls replayed",
+        "the call fails with `crashed`, naming the signal or exit code (and an out-of-memory "
+        "kill); the executor is replaced and the earlier calls replayed",
     )
 
     if uid or ll >= 6:

@@ -36,7 +36,8 @@ _KILLED = -9
 
 
 _BATCH = 64
-"""Fork requests per packet to the zygote (3 descriptors each; its ``_ZYGOTE_MAX_FDS`` is 3 x 64)."""
+"""Fork requests per packet to the zygote (3 descriptors each; its ``_ZYGOTE_MAX_FDS`` is 3 x
+64)."""
 
 
 class ZygoteChild:
@@ -77,7 +78,8 @@ class ZygoteError(OSError):
 
 
 class Zygote:
-    """One warm fork server of executors for a runner; started on first use, restarted if it dies."""
+    """One warm fork server of executors for a runner; started on first use, restarted if it
+    dies."""
 
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
@@ -126,9 +128,20 @@ class Zygote:
             )
             try:
                 self._proc = await asyncio.create_subprocess_exec(
-                    sys.executable, "-S", "-P", executor_path(), "--zygote", self.folder, "--parent-pid", str(os.getpid()),
-                    stdin=theirs.fileno(), stdout=asyncio.subprocess.DEVNULL, stderr=fd, env=self.env, start_new_session=True,
-                )  # fmt: skip
+                    sys.executable,
+                    "-S",
+                    "-P",
+                    executor_path(),
+                    "--zygote",
+                    self.folder,
+                    "--parent-pid",
+                    str(os.getpid()),
+                    stdin=theirs.fileno(),
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=fd,
+                    env=self.env,
+                    start_new_session=True,
+                )
             except OSError as exc:
                 ours.close()
                 raise ZygoteError(f"cannot start the executor fork server: {exc}") from None
@@ -252,7 +265,8 @@ class Zygote:
 
     async def _flush(self) -> None:
         """Send the queued fork requests, up to 64 per packet: a burst of opens (512 at once) is a
-        few packets, where one packet each filled the socket's queue (10 packets) and waited on it."""
+        few packets, where one packet each filled the socket's queue (10 packets) and waited on
+        it."""
         await asyncio.sleep(0)  # the opens started in this same turn of the loop join the batch
         while self._queue:
             batch, self._queue = self._queue[:_BATCH], self._queue[_BATCH:]

@@ -11,8 +11,8 @@ Two components (not in the default preset; add them with ``--plugins +reinforce`
   what is learned. With every weight 0 (iteration 0) it is the uniform random policy.
 - ``reinforce-learner`` (trainer): REINFORCE with a group baseline. For each scored group of the
   ``reinforce`` policy on a ``train`` task it takes the group-normalised advantages
-  (:func:`envkernel_kit.groups.advantages`; zero-variance groups carry no signal and are skipped) and
-  accumulates ``A · ∇ log π / G``. At ``iteration.ended`` it takes one AdaGrad step and returns
+  (:func:`envkernel_kit.groups.advantages`; zero-variance groups carry no signal and are skipped)
+  and accumulates ``A · ∇ log π / G``. At ``iteration.ended`` it takes one AdaGrad step and returns
   the weights as a :class:`~envkernel_schemas.PolicyUpdate`; the kernel carries it to the policy
   for the next iteration. Held-out tasks are never learned from: their rewards make the curve.
   When the run ends it writes ``reinforce_curve.json`` (per iteration: train and held-out mean
@@ -64,7 +64,8 @@ __all__ = [
 ]
 
 FORMAT = "reinforce-weights/1"
-"""``PolicyUpdate.format`` of this learner's updates: ``data`` is JSON ``{feature: {action: weight}}``."""
+"""``PolicyUpdate.format`` of this learner's updates: ``data`` is JSON
+``{feature: {action: weight}}``."""
 
 SYSTEM_PROMPT = (
     "You are a helpful assistant with access to tools. Use them to fulfil the user's request."
@@ -81,7 +82,8 @@ class ReinforceSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True
     """Learning rate: with AdaGrad, the most any weight moves in one update (word features are
     scaled to weigh as one, so an update moves a logit by about ``lr`` × 12 at most)."""
     adagrad: bool = True
-    """Scale each weight's step by its gradient history (AdaGrad); off: plain SGD on the summed gradient."""
+    """Scale each weight's step by its gradient history (AdaGrad); off: plain SGD on the summed
+    gradient."""
     policy: str = "reinforce"
     """The policy whose rollouts the learner learns from (and whose update it returns)."""
     splits: list[str] = msgspec.field(default_factory=lambda: ["train"])
@@ -112,13 +114,15 @@ def oracle_arguments(task: Task, tool: str, occurrence: int) -> dict[str, Any]:
 
 
 def chosen_actions(trajectory: Trajectory) -> list[str]:
-    """The actions a rollout of this policy took: its calls, then :data:`STOP` if it stopped itself."""
+    """The actions a rollout of this policy took: its calls, then :data:`STOP` if it stopped
+    itself."""
     acts = [rec.call.name for rec in trajectory.calls]
     return [*acts, STOP] if trajectory.termination == "answer" else acts
 
 
 def offered_tools(env_tools: list[ToolSpec], task: Task) -> list[ToolSpec]:
-    """The tools a rollout of ``task`` is offered, in the environment's order (as the kernel does)."""
+    """The tools a rollout of ``task`` is offered, in the environment's order (as the kernel
+    does)."""
     offered = set(task.tools)
     return [t for t in env_tools if not offered or t.name in offered]
 
@@ -218,7 +222,8 @@ class ReinforceLearner:
             for name in other - self._warned:
                 self._warned.add(name)
                 ctx.log.warning(
-                    "the learner learns only from its own policy's rollouts; skipping another policy's",
+                    "the learner learns only from its own policy's rollouts; skipping "
+                    "another policy's",
                     policy=name,
                     learns_from=s.policy,
                 )

@@ -62,7 +62,8 @@ def gains(
 def compare(
     run_dirs: list[Path], split: str = "heldout", policy: str = "reinforce"
 ) -> dict[str, Any]:
-    """Pool the per-task gains of several runs (seeds): mean gain, its standard error, z = mean/SE."""
+    """Pool the per-task gains of several runs (seeds): mean gain, its standard error, z =
+    mean/SE."""
     all_diffs: list[float] = []
     per_run = []
     for d in run_dirs:

@@ -80,12 +80,14 @@ def tool_parts(name: str) -> tuple[str, frozenset[str]]:
 
 
 _STOPWORDS = frozenset(
-    "the and for with from into that this these those its all any each one are was has have not you your".split()
+    "the and for with from into that this these those its all any each one are was has have "
+    "not you your".split()
 )
 
 
 class ToolInfo:
-    """What the policy knows of a tool besides its name: reads or writes, and its description's words."""
+    """What the policy knows of a tool besides its name: reads or writes, and its description's
+    words."""
 
     def __init__(self, tool: Any) -> None:
         self.name: str = getattr(tool, "name", tool)
@@ -234,7 +236,8 @@ class State:
 def steps(
     request: str, tools: Sequence[Any], chosen: Sequence[str]
 ) -> Iterable[tuple[list[Feature], list[list[Feature]], list[str], str]]:
-    """Replay a rollout's decisions: (state features, shared features, actions, action taken) per step.
+    """Replay a rollout's decisions: (state features, shared features, actions, action taken) per
+    step.
 
     ``chosen`` is the sequence of actions taken (tool names, ending in :data:`STOP` when the
     policy stopped by itself).
@@ -256,7 +259,8 @@ def accumulate(
     chosen: Sequence[str],
     advantage: float,
 ) -> int:
-    """Add ``advantage · ∇ log π(chosen)`` under ``weights`` into ``grad``; return the steps seen."""
+    """Add ``advantage · ∇ log π(chosen)`` under ``weights`` into ``grad``; return the steps
+    seen."""
     n = 0
     for feats, pairs, actions, a in steps(request, tools, chosen):
         if a not in actions:

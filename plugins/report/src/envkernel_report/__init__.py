@@ -30,7 +30,8 @@ __all__ = ["build_report", "report_cmd"]
 def build_report(
     run_dir: Path, out: Path | None = None, *, show_progress: bool = True
 ) -> tuple[Path, RunData]:
-    """Read ``run_dir``, write its report page to ``out`` (default ``RUN_DIR/report.html``), and return both.
+    """Read ``run_dir``, write its report page to ``out`` (default ``RUN_DIR/report.html``), and
+    return both.
 
     On a terminal it shows a live progress bar (rich) while it reads the run's JSON-lines files and
     draws the charts; otherwise it shows nothing (the caller prints the one-line summary).
@@ -92,7 +93,8 @@ def build_report(
     help="Open the page in the default web browser when it is written.",
 )
 def report_cmd(run_dir: Path, out: Path | None, open_: bool) -> None:
-    """Write one self-contained HTML page of a run folder: yield, rewards, tasks, gate, tool graphs, failures."""
+    """Write one self-contained HTML page of a run folder: yield, rewards, tasks, gate, tool graphs,
+    failures."""
     from envkernel.errors import UsageError
 
     from .load import NotARunFolder
@@ -111,8 +113,9 @@ def report_cmd(run_dir: Path, out: Path | None, open_: bool) -> None:
     rollouts = sum(len(v) for v in data.rewards.values())
     notes = f", {len(data.notes)} note(s) on missing or damaged files" if data.notes else ""
     click.echo(
-        f"report of run {data.run_id}: {len(data.envs)} envs, {sum(data.chain_lengths.values())} tasks, {rollouts} rollouts"
-        f"{notes} -> {path} ({size / 1024:.0f} KiB) in {time.monotonic() - t0:.1f} s"
+        f"report of run {data.run_id}: {len(data.envs)} envs, "
+        f"{sum(data.chain_lengths.values())} tasks, {rollouts} rollouts{notes} -> {path} "
+        f"({size / 1024:.0f} KiB) in {time.monotonic() - t0:.1f} s"
     )
     if open_:
         webbrowser.open(path.resolve().as_uri())

@@ -1,7 +1,7 @@
 """The report's charts, drawn with matplotlib (no pyplot, no GUI backend) as inline SVG.
 
-Text stays text (``svg.fonttype = none``), so the charts are small, searchable and crisp at any zoom,
-and the page needs no JavaScript and no network.
+Text stays text (``svg.fonttype = none``), so the charts are small, searchable and crisp at any
+zoom, and the page needs no JavaScript and no network.
 """
 
 from __future__ import annotations
@@ -45,14 +45,16 @@ PALETTE = [
 """Tableau 10: distinguishable, and readable for most kinds of colour blindness."""
 
 MAX_PANELS = 8
-"""At most this many iterations get a histogram panel per policy (evenly chosen, first and last kept)."""
+"""At most this many iterations get a histogram panel per policy (evenly chosen, first and last
+kept)."""
 
 _HEADER = re.compile(rb"^.*?(?=<svg)", re.S)
 _METADATA = re.compile(r"\s*<metadata>.*?</metadata>", re.S)
 
 
 def to_svg(fig: Figure) -> str:
-    """The figure as an ``<svg>`` element to put in HTML (no XML declaration; CSS may shrink it to fit)."""
+    """The figure as an ``<svg>`` element to put in HTML (no XML declaration; CSS may shrink it to
+    fit)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
     svg = _METADATA.sub("", _HEADER.sub(b"", buf.getvalue(), count=1).decode(), count=1)
@@ -151,7 +153,8 @@ def pick_iterations(iterations: Sequence[int], limit: int = MAX_PANELS) -> list[
 
 
 def reward_histograms(policy: str, by_iteration: dict[int, list[float]]) -> str:
-    """Small multiples: the reward distribution of one policy's training rollouts, one panel per iteration."""
+    """Small multiples: the reward distribution of one policy's training rollouts, one panel per
+    iteration."""
     its = pick_iterations(list(by_iteration))
     cols = min(len(its), 4)
     rows = math.ceil(len(its) / cols)
@@ -242,7 +245,8 @@ def tool_graph(data: dict[str, Any], title: str) -> str:
 
 
 def _mutates(node: dict[str, Any]) -> bool:
-    """Whether a graph node's tool changes state (its ``mutates``/``writes``/``kind`` attributes)."""
+    """Whether a graph node's tool changes state (its ``mutates``/``writes``/``kind``
+    attributes)."""
     if "mutates" in node:
         return bool(node["mutates"])
     if node.get("writes"):

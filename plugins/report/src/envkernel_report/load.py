@@ -30,7 +30,8 @@ class _Trajectory(msgspec.Struct):
 
 
 class _Rollout(msgspec.Struct):
-    """The few fields of a ``rollouts.jsonl`` line the report needs (the rest is skipped unparsed)."""
+    """The few fields of a ``rollouts.jsonl`` line the report needs (the rest is skipped
+    unparsed)."""
 
     env_id: str = "?"
     iteration: int = 0
@@ -78,7 +79,8 @@ class EnvInfo:
     kept: bool | None = None
     operations: int | None = None
     kind: str = ""
-    """What the env was made from (``model``, ``code`` or ``workspace``; a workspace's ``operations`` count task files)."""
+    """What the env was made from (``model``, ``code`` or ``workspace``; a workspace's
+    ``operations`` count task files)."""
     tools_built: int | None = None
     tools_kept: int | None = None
     tasks: int | None = None
@@ -119,7 +121,8 @@ class RunData:
         return bool(self.summary) and not self.summary.get("aborted")
 
     def reward_curve(self) -> dict[str, list[tuple[int, float]]]:
-        """Mean reward per iteration: the summary's overall and held-out curves, else per policy from the rollouts."""
+        """Mean reward per iteration: the summary's overall and held-out curves, else per policy
+        from the rollouts."""
         curves: dict[str, list[tuple[int, float]]] = {}
         its = [it for it in self.summary.get("iterations") or [] if isinstance(it, dict)]
         for key, label in (
@@ -150,7 +153,8 @@ def _lines(
     parse: Callable[[bytes], Any],
     progress: Callable[[int], None] | None,
 ) -> Iterator[Any]:
-    """Parsed lines of a JSON-lines file; a line that does not parse is skipped and counted in a note."""
+    """Parsed lines of a JSON-lines file; a line that does not parse is skipped and counted in a
+    note."""
     bad = 0
     first_bad = 0
     try:
@@ -173,8 +177,8 @@ def _lines(
                 first_bad = first_bad or n
     if bad:
         notes.append(
-            f"{path.name}: {bad} line(s) could not be read (first at line {first_bad}; a run stopped while writing "
-            f"leaves a torn last line); the {what} on them are left out."
+            f"{path.name}: {bad} line(s) could not be read (first at line {first_bad}; a run "
+            f"stopped while writing leaves a torn last line); the {what} on them are left out."
         )
 
 
@@ -186,7 +190,8 @@ def _json(path: Path, notes: list[str]) -> dict[str, Any] | None:
         return None
     except (OSError, ValueError) as exc:
         notes.append(
-            f"{path.relative_to(path.parents[1]) if len(path.parents) > 1 else path.name} is damaged ({exc}); it is left out."
+            f"{path.relative_to(path.parents[1]) if len(path.parents) > 1 else path.name} is "
+            f"damaged ({exc}); it is left out."
         )
         return None
     if not isinstance(value, dict):
@@ -204,7 +209,8 @@ def _int_counts(value: Any) -> dict[str, int]:
 
 
 def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> RunData:
-    """Read the run folder ``folder``; ``progress`` is called with the bytes read from the JSON-lines files."""
+    """Read the run folder ``folder``; ``progress`` is called with the bytes read from the
+    JSON-lines files."""
     folder = Path(folder)
     if not folder.is_dir():
         raise NotARunFolder(
@@ -224,12 +230,14 @@ def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> Run
     data.config = _json(folder / "config.json", notes) or {}
     if not data.summary:
         notes.append(
-            "summary.json is missing: the run did not finish (killed, or still running). Counts below are "
-            "recomputed from the JSON-lines files; the verification counts, mutants and iteration means are not known."
+            "summary.json is missing: the run did not finish (killed, or still running). "
+            "Counts below are recomputed from the JSON-lines files; the verification counts, "
+            "mutants and iteration means are not known."
         )
     elif data.summary.get("aborted"):
         notes.append(
-            f"The run stopped early: {data.summary['aborted']}. What it produced up to then is shown."
+            f"The run stopped early: {data.summary['aborted']}. What it produced up to then "
+            "is shown."
         )
     _load_envs(data)
     for r in _lines(folder / "rollouts.jsonl", "rollouts", notes, _ROLLOUT.decode, progress):
@@ -271,7 +279,8 @@ def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> Run
     ]
     if not (folder / "rollouts.jsonl").exists():
         notes.append(
-            "rollouts.jsonl is missing: no training rollout was scored, so there are no reward histograms."
+            "rollouts.jsonl is missing: no training rollout was scored, so there are no "
+            "reward histograms."
         )
     if not (folder / "tasks.jsonl").exists():
         notes.append(
@@ -281,7 +290,8 @@ def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> Run
 
 
 def _load_envs(data: RunData) -> None:
-    """Environments from ``envs/<id>/`` (env.json, rejected.json, graph.json) and ``summary.json``."""
+    """Environments from ``envs/<id>/`` (env.json, rejected.json, graph.json) and
+    ``summary.json``."""
     verification = (
         data.summary.get("verification")
         if isinstance(data.summary.get("verification"), dict)
@@ -312,7 +322,8 @@ def _load_envs(data: RunData) -> None:
             env.graph = graph
         elif spec is not None and env.kept:
             data.notes.append(
-                f"envs/{d.name}/graph.json is missing: its tool graph is not drawn (the sampler writes it)."
+                f"envs/{d.name}/graph.json is missing: its tool graph is not drawn (the "
+                "sampler writes it)."
             )
     for env_id, v in verification.items():
         if not isinstance(v, dict):

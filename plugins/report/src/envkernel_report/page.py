@@ -28,7 +28,8 @@ def _safe(step: str, notes: list[str], fn: Callable[[], str]) -> str:
         return fn()
     except Exception as exc:  # one odd chart must not cost the whole page
         notes.append(
-            f"the {step} could not be drawn ({type(exc).__name__}: {exc}); the rest of the page is unaffected."
+            f"the {step} could not be drawn ({type(exc).__name__}: {exc}); the rest of the "
+            "page is unaffected."
         )
         return ""
 
@@ -146,7 +147,7 @@ def _rewards(data: RunData, notes: list[str]) -> list[dict[str, Any]]:
                 "chart": _safe(
                     f"reward histogram of {policy}",
                     notes,
-                    lambda its=its: charts.reward_histograms(policy, its),
+                    lambda its=its, policy=policy: charts.reward_histograms(policy, its),
                 ),
             }
         )
@@ -167,7 +168,8 @@ def _graphs(data: RunData, notes: list[str]) -> list[dict[str, Any]]:
 
 
 def render(data: RunData, *, step: Callable[[str], None] | None = None) -> str:
-    """The whole HTML page for ``data`` (one string; every chart inline). ``step`` is told each part as it is drawn."""
+    """The whole HTML page for ``data`` (one string; every chart inline). ``step`` is told each part
+    as it is drawn."""
     notes = list(data.notes)
 
     def part(name: str) -> None:

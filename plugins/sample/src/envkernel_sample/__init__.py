@@ -55,7 +55,8 @@ INSERT INTO products (id, name, category, price_cents, stock) VALUES
     ('prd_0006', 'laptop stand', 'home office', 3999, 15),
     ('prd_0007', 'noise-cancelling headphones', 'audio', 14900, 0),
     ('prd_0008', 'USB-C hub', 'computer accessories', 4599, 20);
-INSERT INTO orders (id, customer_id, product_id, quantity, unit_price_cents, status, created_at) VALUES
+INSERT INTO orders (id, customer_id, product_id, quantity, unit_price_cents, status, created_at) \
+VALUES
     ('ord_0001', 'cus_0001', 'prd_0001', 2, 3499, 'shipped', '2026-01-08T10:15:00Z'),
     ('ord_0002', 'cus_0001', 'prd_0004', 1, 8900, 'pending', '2026-01-12T16:40:00Z'),
     ('ord_0003', 'cus_0002', 'prd_0002', 1, 18900, 'pending', '2026-01-10T09:05:00Z'),
@@ -132,7 +133,8 @@ _QUANTITY = {"type": "integer", "minimum": 1, "description": "Number of units."}
 TOOLS: list[ToolSpec] = [
     ToolSpec(
         name="find_customer",
-        description="Find customers by email (exact, case-insensitive) or by part of their name. Give at least one.",
+        description="Find customers by email (exact, case-insensitive) or by part of their name. "
+        "Give at least one.",
         parameters=_obj(
             {
                 "email": {"type": "string", "description": "The customer's email address."},
@@ -152,7 +154,8 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="list_products",
-        description="List products, optionally filtered by part of the name, by category, or to those in stock. Prices are in cents.",
+        description="List products, optionally filtered by part of the name, by category, or to "
+        "those in stock. Prices are in cents.",
         parameters=_obj(
             {
                 "query": {
@@ -183,7 +186,8 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="list_orders",
-        description="List a customer's orders, oldest first, optionally only those with one status.",
+        description="List a customer's orders, oldest first, optionally only those with one "
+        "status.",
         parameters=_obj(
             {
                 "customer_id": {"type": "string", "description": "Customer id, like cus_0001."},
@@ -204,7 +208,8 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="create_order",
-        description="Place a new pending order for a customer. Fails with 'conflict' when there is not enough stock.",
+        description="Place a new pending order for a customer. Fails with 'conflict' when there "
+        "is not enough stock.",
         parameters=_obj(
             {
                 "customer_id": {"type": "string", "description": "Customer id, like cus_0001."},
@@ -218,7 +223,8 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="cancel_order",
-        description="Cancel a pending order and put its units back in stock. Shipped or cancelled orders cannot be cancelled.",
+        description="Cancel a pending order and put its units back in stock. Shipped or "
+        "cancelled orders cannot be cancelled.",
         parameters=_obj(
             {"order_id": {"type": "string", "description": "Order id, like ord_0001."}},
             ["order_id"],
@@ -228,7 +234,8 @@ TOOLS: list[ToolSpec] = [
     ),
     ToolSpec(
         name="update_order_quantity",
-        description="Change the quantity of a pending order; stock is adjusted. Fails with 'conflict' when stock is short.",
+        description="Change the quantity of a pending order; stock is adjusted. Fails with "
+        "'conflict' when stock is short.",
         parameters=_obj(
             {
                 "order_id": {"type": "string", "description": "Order id, like ord_0001."},
@@ -258,8 +265,9 @@ def shop_env(seed: int = 0, source: str = "") -> EnvSpec:
         name="Small shop",
         domain="e-commerce",
         description=(
-            "A small online shop: customers, a catalogue of products with prices and stock, and orders "
-            "that are pending, shipped or cancelled. Orders can be placed, changed and cancelled while pending."
+            "A small online shop: customers, a catalogue of products with prices and stock, "
+            "and orders that are pending, shipped or cancelled. Orders can be placed, "
+            "changed and cancelled while pending."
         ),
         tools=list(TOOLS),
         behaviour=CodeBehaviour(source=code),

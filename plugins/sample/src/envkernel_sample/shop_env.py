@@ -49,7 +49,8 @@ def _product(env, product_id):
 
 _ORDER = """
     SELECT o.id, o.customer_id, o.product_id, p.name AS product_name, o.quantity,
-           o.unit_price_cents, o.quantity * o.unit_price_cents AS total_cents, o.status, o.created_at
+           o.unit_price_cents, o.quantity * o.unit_price_cents AS total_cents, o.status, \
+o.created_at
     FROM orders o JOIN products p ON p.id = o.product_id
 """
 
@@ -141,8 +142,8 @@ def create_order(env, customer_id, product_id, quantity):
     env.db.execute("UPDATE products SET stock = stock - ? WHERE id = ?", (quantity, product["id"]))
     order_id = _new_order_id(env)
     env.db.execute(
-        "INSERT INTO orders (id, customer_id, product_id, quantity, unit_price_cents, status, created_at)"
-        " VALUES (?, ?, ?, ?, ?, 'pending', ?)",
+        "INSERT INTO orders (id, customer_id, product_id, quantity, unit_price_cents, "
+        "status, created_at) VALUES (?, ?, ?, ?, ?, 'pending', ?)",
         (order_id, customer["id"], product["id"], quantity, product["price_cents"], env.now()),
     )
     return _order(env, order_id)
@@ -176,8 +177,8 @@ def update_order_quantity(env, order_id, quantity):
     if extra > product["stock"]:
         raise ToolError(
             "conflict",
-            f"only {product['stock']} more of {product['name']!r} in stock; the order can grow to at most "
-            f"{order['quantity'] + product['stock']}",
+            f"only {product['stock']} more of {product['name']!r} in stock; the order can "
+            f"grow to at most {order['quantity'] + product['stock']}",
         )
     env.db.execute("UPDATE products SET stock = stock - ? WHERE id = ?", (extra, product["id"]))
     env.db.execute("UPDATE orders SET quantity = ? WHERE id = ?", (quantity, order["id"]))

@@ -39,7 +39,8 @@ ENOUGH = "That's everything I need; please go ahead."
 _WORD = re.compile(r"[a-z0-9]+")
 _NUM = re.compile(r"\d+(?:\.\d+)?")
 _STOP = frozenset(
-    "the a an of to and or is are be with for in on my me you i it that this which do does what only ones one".split()
+    "the a an of to and or is are be with for in on my me you i it that this which do does "
+    "what only ones one".split()
 )
 _WHO = re.compile(r"\b(your name|who are you|who is asking|on whose behalf)\b", re.I)
 
@@ -61,7 +62,8 @@ def _acted(messages: list[dict[str, Any]]) -> bool:
 
 
 class SimulatedUser:
-    """The ``simulated`` user: deterministic, answers from the task's hidden facts (see the module docstring)."""
+    """The ``simulated`` user: deterministic, answers from the task's hidden facts (see the module
+    docstring)."""
 
     def reply(self, task: Task, messages: list[dict[str, Any]], ctx: Any) -> str | None:
         """The next user turn, or None when there is nothing more to say."""
@@ -80,8 +82,9 @@ class SimulatedUser:
 
 
 class LLMUserSettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
-    """Settings of the ``llm-user`` user: the model server's (:class:`envkernel_kit.chat.ChatSettings`;
-    ``base_url``, ``api_key`` and ``model`` also from ``OPENAI_*``) and the user's sampling."""
+    """Settings of the ``llm-user`` user: the model server's
+    (:class:`envkernel_kit.chat.ChatSettings`; ``base_url``, ``api_key`` and ``model`` also from
+    ``OPENAI_*``) and the user's sampling."""
 
     section: ClassVar[str] = "llm-user"
     who: ClassVar[str] = "the llm-user user"
@@ -92,11 +95,13 @@ class LLMUserSettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
     """Tokens per user turn at most."""
 
 
-PROMPT = """You are role-playing a user who talks with an assistant that can use tools. Stay in character and be brief.
+PROMPT = """You are role-playing a user who talks with an assistant that can use tools. Stay in \
+character and be brief.
 {who}Your goal (what you want done): {request}
 What you hold back at first, and say only when the assistant asks about it or acts without it:
 {hidden}
-Rules: never invent other facts; answer a question in one or two sentences; when your goal is fully met,
+Rules: never invent other facts; answer a question in one or two sentences; when your goal is \
+fully met,
 reply with exactly {done}."""
 
 
@@ -110,8 +115,9 @@ class LLMUser(UsesChat):
         self._client = None
         self.fallback = SimulatedUser()
         self.stats = {"model": 0, "fallback": 0, "leaked": 0, "invented": 0}
-        """Turns the model spoke; turns the simulated user spoke instead (the model failed, or made a number up:
-        ``invented``); replies refused for saying a held-back fact before the agent asked or acted (``leaked``)."""
+        """Turns the model spoke; turns the simulated user spoke instead (the model failed, or made
+        a number up: ``invented``); replies refused for saying a held-back fact before the agent
+        asked or acted (``leaked``)."""
 
     def prompt(self, task: Task) -> str:
         """The system prompt that sets the model up as this task's user."""
@@ -125,7 +131,8 @@ class LLMUser(UsesChat):
         return PROMPT.format(who=who, request=task.request, hidden=hidden, done=DONE)
 
     async def reply(self, task: Task, messages: list[dict[str, Any]], ctx: Any) -> str | None:
-        """The model's next user turn (the simulated user's when the model fails or leaks), or None when done."""
+        """The model's next user turn (the simulated user's when the model fails or leaks), or None
+        when done."""
         # the model sees the conversation from the user's side: the assistant's words are its input
         convo = [{"role": "system", "content": self.prompt(task)}]
         for m in messages:
@@ -175,6 +182,7 @@ class LLMUser(UsesChat):
 
 @hookimpl
 def register_users(register: Any) -> None:
-    """Register the ``simulated`` and ``llm-user`` users (not ``llm``: that is the llm plugin's synthesizer)."""
+    """Register the ``simulated`` and ``llm-user`` users (not ``llm``: that is the llm plugin's
+    synthesizer)."""
     register("simulated", SimulatedUser)
     register("llm-user", LLMUser)

@@ -5,15 +5,16 @@ Components:
 - synthesizer ``workspace`` (``--source workspace`` or ``workspace:ledger,logs``): ``variants``
   seeded variants of each archetype in :mod:`envkernel_workspace.archetypes` (ledger
   reconciliation, inbox triage, a failing test, a key rotation, a log summary, a downloads
-  clean-up, a SQLite CRM app fed from a CSV export), each a folder tree with distractors, run by the executor's workspace kind;
+  clean-up, a SQLite CRM app fed from a CSV export), each a folder tree with distractors, run by the
+  executor's workspace kind;
 - synthesizer ``pinchbench`` (``--source pinchbench:PATH``): one environment per PinchBench task
   file (:mod:`envkernel_workspace.pinchbench`); tasks graded only by an LLM judge are imported
   only when ``judge`` is set, and counted apart (``skipped`` of the first environment);
 - sampler ``workspace-tasks``: the task of each workspace environment, grounded by executing its
   reference chain in a sandbox (every call must succeed; the check must give the result full
   marks and the untouched workspace 0). Other environments are left to the other samplers;
-- exporter ``pinchbench-export`` (plugin ``workspace-export``, not in the preset): writes every emitted
-  workspace task as a PinchBench task file under ``pinchbench/`` in the run folder.
+- exporter ``pinchbench-export`` (plugin ``workspace-export``, not in the preset): writes every
+  emitted workspace task as a PinchBench task file under ``pinchbench/`` in the run folder.
 
 The check of a task (``Outcome.check``) runs inside a sandbox; ``traceoutcome`` scores a task that
 has one by its check (see ``envkernel_kit.workspace.script_reward``).
@@ -115,7 +116,8 @@ class WorkspaceSynthesizer:
         unknown = [a for a in named if a not in ARCHETYPES]
         if unknown:
             raise ValueError(
-                f"--source workspace:{request.source}: unknown archetypes {unknown}; the archetypes are: {', '.join(ARCHETYPES)}"
+                f"--source workspace:{request.source}: unknown archetypes {unknown}; the "
+                f"archetypes are: {', '.join(ARCHETYPES)}"
             )
         chosen = named or self.settings.archetypes or list(ARCHETYPES)
         suffix = (
@@ -128,11 +130,26 @@ class WorkspaceSynthesizer:
             for i in range(self.settings.variants):
                 seed = _seed(request.seed, archetype, i)
                 v = make_variant(archetype, seed)
-                envs.append(workspace_env(
-                    f"ws-{archetype}-{i + 1}{suffix}", f"{v.name} #{i + 1}", files=v.files, setup=v.setup, description=v.description,
-                    domain=v.category, app_source=v.app_source, app_tools=v.app_tools, seed_sql=v.seed_sql,
-                    provenance=Provenance(source_kind="workspace", source=archetype, plugin="workspace", plugin_version=_version(), seed=seed),
-                ))  # fmt: skip
+                envs.append(
+                    workspace_env(
+                        f"ws-{archetype}-{i + 1}{suffix}",
+                        f"{v.name} #{i + 1}",
+                        files=v.files,
+                        setup=v.setup,
+                        description=v.description,
+                        domain=v.category,
+                        app_source=v.app_source,
+                        app_tools=v.app_tools,
+                        seed_sql=v.seed_sql,
+                        provenance=Provenance(
+                            source_kind="workspace",
+                            source=archetype,
+                            plugin="workspace",
+                            plugin_version=_version(),
+                            seed=seed,
+                        ),
+                    )
+                )
         return envs
 
 
@@ -140,7 +157,8 @@ class PinchBenchSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=Tru
     """Settings of the ``pinchbench`` importer."""
 
     judge: str = ""
-    """The run's LLM-judge reward model. Empty: tasks graded only by a judge are not imported (they are counted apart)."""
+    """The run's LLM-judge reward model. Empty: tasks graded only by a judge are not imported (they
+    are counted apart)."""
     tools: str = "pinchbench"
     """Agent-facing tool names: ``pinchbench`` (``read_file``, ``write_file``, ``edit_file``,
     ``list_files``, ``execute_command``: the names PinchBench's graders look for) or ``claw``
@@ -172,7 +190,8 @@ class PinchBenchSynthesizer:
         """Environments for ``pinchbench:PATH`` (a task file or a folder of them)."""
         if not request.source:
             raise PinchBenchError(
-                "--source pinchbench needs a path: --source pinchbench:PATH (a tasks folder or one task_*.md)"
+                "--source pinchbench needs a path: --source pinchbench:PATH (a tasks folder "
+                "or one task_*.md)"
             )
         root = Path(request.source).expanduser()
         if not root.exists():
@@ -200,7 +219,7 @@ class PinchBenchSynthesizer:
             if t.id in seen:
                 refuse(
                     f, "duplicate_id",
-                    f"{f.name}: id {t.id!r} is also the id of {seen[t.id]}; the second file is refused",
+                    f"{f.name}: id {t.id!r} is also the id of {seen[t.id]}; the second file " "is refused",
                     t.id,
                 )  # fmt: skip
                 continue
@@ -216,14 +235,15 @@ class PinchBenchSynthesizer:
                              "reason": "" if t.grading_type != "hybrid" or self.settings.judge
                              else "hybrid: its llm_judge part is reported as not scored (no judge)"})  # fmt: skip
             envs.append(workspace_env(
-                env_id, t.name, files=t.files, blobs=t.blobs, description=f"PinchBench task {t.id} ({t.category})",
+                env_id, t.name, files=t.files, blobs=t.blobs, description="PinchBench task " f"{t.id} ({t.category})",
                 domain=t.category or "pinchbench", tool_names=self.settings.names(),
                 provenance=Provenance(source_kind="pinchbench", source=str(f), plugin="pinchbench", plugin_version=_version(), seed=request.seed),
             ))  # fmt: skip
         _write_sources(ctx, root, accounts)
         if not envs:
             raise PinchBenchError(
-                f"{root}: no task could be imported ({', '.join(f'{v} {k}' for k, v in skipped.items()) or 'none found'})"
+                f"{root}: no task could be imported "
+                f"({', '.join(f'{v} {k}' for k, v in skipped.items()) or 'none found'})"
                 + (
                     "; set pinchbench.judge to import judge-graded tasks"
                     if skipped.get("llm_judge_only")
@@ -310,7 +330,8 @@ class WorkspaceSampler:
 
 
 class PinchBenchExporter:
-    """Exporter ``pinchbench-export``: each emitted workspace task as ``pinchbench/task_<id>.md``."""
+    """Exporter ``pinchbench-export``: each emitted workspace task as
+    ``pinchbench/task_<id>.md``."""
 
     def __init__(self) -> None:
         self._envs: dict[str, EnvSpec] = {}
@@ -347,7 +368,8 @@ class PinchBenchExporter:
 
 @hookimpl
 def register_commands(cli: Any) -> None:
-    """Add ``envkernel workspace export RUN_DIR`` (a finished run's workspace tasks as PinchBench files)."""
+    """Add ``envkernel workspace export RUN_DIR`` (a finished run's workspace tasks as PinchBench
+    files)."""
     from .cli import add_commands
 
     add_commands(cli)

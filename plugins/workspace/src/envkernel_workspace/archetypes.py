@@ -27,7 +27,8 @@ from envkernel_kit.workspace import GIT_INIT
 from envkernel_schemas import ToolCall, ToolSpec
 
 _MAIL_FROM, _MAIL_TO = _dt.datetime(2026, 1, 1), _dt.datetime(2026, 1, 15)
-"""The window of the inbox's Date headers: fixed, so a variant is the same at any time it is made."""
+"""The window of the inbox's Date headers: fixed, so a variant is the same at any time it is
+made."""
 
 __all__ = ["ARCHETYPES", "Variant", "make_variant"]
 
@@ -103,10 +104,16 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
             continue
         amount = e["amount"]
         if i in mismatched:
-            amount = f"{float(amount) + rng.choice([-1, 1]) * rng.randint(5, 300) + rng.choice([0, 0.5, 0.99]):.2f}"
+            shifted = (
+                float(amount)
+                + rng.choice([-1, 1]) * rng.randint(5, 300)
+                + rng.choice([0, 0.5, 0.99])
+            )
+            amount = f"{shifted:.2f}"
         files[f"invoices/{e['invoice']}.txt"] = (
-            f"INVOICE {e['invoice']}\nVendor: {e['vendor']}\nBill to: {fake.company()}\nDate: {e['date']}\n"
-            f"Description: {fake.bs()}\nTotal due: {amount} EUR\nPayment terms: net {rng.choice([15, 30, 45])} days\n"
+            f"INVOICE {e['invoice']}\nVendor: {e['vendor']}\nBill to: "
+            f"{fake.company()}\nDate: {e['date']}\nDescription: {fake.bs()}\nTotal due: "
+            f"{amount} EUR\nPayment terms: net {rng.choice([15, 30, 45])} days\n"
         )
         e["invoice_amount"] = amount
     files["ledger.csv"] = _csv(
@@ -129,7 +136,8 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
         ]
     )
     files["notes/finance-sync.md"] = (
-        f"# Finance sync\n\n- {fake.sentence()}\n- Close {quarter} books by Friday.\n- {fake.sentence()}\n"
+        f"# Finance sync\n\n- {fake.sentence()}\n- Close {quarter} books by Friday.\n- "
+        f"{fake.sentence()}\n"
     )
     files["invoices/README.txt"] = "Scanned invoices, one text file per invoice (OCR output).\n"
     issues = []
@@ -148,11 +156,13 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
         def grade(transcript, workspace_path):
             import csv, os
             path = os.path.join(workspace_path, "reconciliation.csv")
-            keys = ["report_written", "mismatches_found", "missing_found", "amounts_right", "no_false_positives"]
+            keys = ["report_written", "mismatches_found", "missing_found", "amounts_right", \
+"no_false_positives"]
             if not os.path.isfile(path):
                 return {k: 0.0 for k in keys}
             with open(path, newline="", encoding="utf-8") as f:
-                rows = [{(k or "").strip(): (v or "").strip() for k, v in r.items()} for r in csv.DictReader(f)]
+                rows = [{(k or "").strip(): (v or "").strip() for k, v in r.items()} for r in \
+csv.DictReader(f)]
             got = {r.get("entry_id", ""): r for r in rows}
             def found(kind):
                 want = {k for k, v in EXPECTED.items() if v["issue"] == kind}
@@ -164,19 +174,26 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
                 except ValueError:
                     return a == b
             amounts = all(k in got and same(got[k].get("ledger_amount", ""), v["ledger"]) and
-                          (v["invoice"] == "" or same(got[k].get("invoice_amount", ""), v["invoice"])) for k, v in EXPECTED.items())
-            return {"report_written": 1.0 if rows else 0.0, "mismatches_found": found("amount_mismatch"),
-                    "missing_found": found("missing_invoice"), "amounts_right": 1.0 if amounts else 0.0,
+                          (v["invoice"] == "" or same(got[k].get("invoice_amount", ""), \
+v["invoice"])) for k, v in EXPECTED.items())
+            return {"report_written": 1.0 if rows else 0.0, "mismatches_found": \
+found("amount_mismatch"),
+                    "missing_found": found("missing_invoice"), "amounts_right": 1.0 if amounts \
+else 0.0,
                     "no_false_positives": 1.0 if rows and set(got) == set(EXPECTED) else 0.0}
     """,
     )
     request = rng.choice(
         [
-            f"Before we close {quarter}, check ledger.csv against the scanned invoices and put every entry that doesn't add up into "
-            "reconciliation.csv (columns entry_id, issue, ledger_amount, invoice_amount; issue is amount_mismatch or missing_invoice).",
-            f"Our {quarter} ledger has to match the invoices folder. Write reconciliation.csv with one row per ledger entry whose invoice "
-            "total differs (issue amount_mismatch) or whose invoice is missing (issue missing_invoice); columns: entry_id, issue, "
-            "ledger_amount, invoice_amount (empty when there is no invoice).",
+            f"Before we close {quarter}, check ledger.csv against the scanned invoices and "
+            "put every entry that doesn't add up into reconciliation.csv (columns entry_id, "
+            "issue, ledger_amount, invoice_amount; issue is amount_mismatch or "
+            "missing_invoice).",
+            f"Our {quarter} ledger has to match the invoices folder. Write "
+            "reconciliation.csv with one row per ledger entry whose invoice total differs "
+            "(issue amount_mismatch) or whose invoice is missing (issue missing_invoice); "
+            "columns: entry_id, issue, ledger_amount, invoice_amount (empty when there is no "
+            "invoice).",
         ]
     )
     calls = [
@@ -211,7 +228,8 @@ def inbox(rng: random.Random, fake: Any) -> Variant:
     rules = ["# Inbox rules", "", "Sort every message in inbox/ into a folder:", ""]
     for p in projects:
         rules.append(
-            f"- mail from `@{clients[p]}` or with `[{p.upper()}]` in the subject goes to `projects/{p}/`"
+            f"- mail from `@{clients[p]}` or with `[{p.upper()}]` in the subject goes to "
+            f"`projects/{p}/`"
         )
     rules += [
         "- anything else goes to `archive/`",
@@ -243,8 +261,8 @@ def inbox(rng: random.Random, fake: Any) -> Variant:
             )
         name = f"{i + 1:03d}-{fake.slug()[:24]}.eml"
         files[f"inbox/{name}"] = (
-            f"From: {fake.name()} <{sender}>\nTo: me@example.com\nSubject: {subject}\nDate: {fake.date_time_between(_MAIL_FROM, _MAIL_TO).isoformat()}Z\n\n"
-            f"{fake.paragraph(nb_sentences=3)}\n"
+            f"From: {fake.name()} <{sender}>\nTo: me@example.com\nSubject: {subject}\nDate: "
+            f"{fake.date_time_between(_MAIL_FROM, _MAIL_TO).isoformat()}Z\n\n{fake.paragraph(nb_sentences=3)}\n"
         )
         dest[name] = where
     files["projects/README.md"] = "One folder per active project.\n"
@@ -259,22 +277,26 @@ def inbox(rng: random.Random, fake: Any) -> Variant:
         """
         def grade(transcript, workspace_path):
             import os
-            placed = sum(1 for n, d in DEST.items() if os.path.isfile(os.path.join(workspace_path, d, n)))
+            placed = sum(1 for n, d in DEST.items() if os.path.isfile(os.path.join(workspace_path, \
+d, n)))
             left = [n for n in DEST if os.path.exists(os.path.join(workspace_path, "inbox", n))]
             wrong = 0
             for d in {"archive"} | {v for v in DEST.values()}:
                 folder = os.path.join(workspace_path, d)
                 if os.path.isdir(folder):
                     wrong += sum(1 for n in os.listdir(folder) if n in DEST and DEST[n] != d)
-            return {"all_placed": 1.0 if placed == len(DEST) else 0.0, "inbox_emptied": 1.0 if placed and not left else 0.0,
+            return {"all_placed": 1.0 if placed == len(DEST) else 0.0, "inbox_emptied": 1.0 if \
+placed and not left else 0.0,
                     "nothing_misfiled": 1.0 if placed and not wrong else 0.0,
-                    "drafts_untouched": 1.0 if placed and os.path.isfile(os.path.join(workspace_path, "drafts/reply-to-landlord.eml")) else 0.0}
+                    "drafts_untouched": 1.0 if placed and \
+os.path.isfile(os.path.join(workspace_path, "drafts/reply-to-landlord.eml")) else 0.0}
     """,
     )
     request = rng.choice(
         [
             "Please go through my inbox folder and file everything the way RULES.md says.",
-            "Triage inbox/ into the project folders following the rules file; whatever matches no project goes to the archive.",
+            "Triage inbox/ into the project folders following the rules file; whatever "
+            "matches no project goes to the archive.",
         ]
     )
     calls = [
@@ -301,30 +323,40 @@ def inbox(rng: random.Random, fake: Any) -> Variant:
 _FIXES = [
     (
         "discount",
-        'def apply_discount(total, percent):\n    """Total after a percentage discount, rounded to cents."""\n    return round(total * (1 - percent), 2)\n',
+        'def apply_discount(total, percent):\n    """Total after a percentage discount, '
+        'rounded to cents."""\n    return round(total * (1 - percent), 2)\n',
         "    return round(total * (1 - percent), 2)",
         "    return round(total * (1 - percent / 100), 2)",
-        "from {pkg}.pricing import apply_discount\n\n\nclass TestDiscount(unittest.TestCase):\n    def test_ten_percent(self):\n        self.assertEqual(apply_discount({a}, 10), {b})\n\n    def test_zero(self):\n        self.assertEqual(apply_discount({a}, 0), {a})\n",
+        "from {pkg}.pricing import apply_discount\n\n\nclass "
+        "TestDiscount(unittest.TestCase):\n    def test_ten_percent(self):\n        "
+        "self.assertEqual(apply_discount({a}, 10), {b})\n\n    def test_zero(self):\n        "
+        "self.assertEqual(apply_discount({a}, 0), {a})\n",
         "pricing.py",
         lambda a: round(a * 0.9, 2),
         "apply_discount({a}, 10) == {b}",
     ),
     (
         "slug",
-        'import re\n\n\ndef slugify(title):\n    """Lower-case words joined by hyphens."""\n    words = re.findall(r"[A-Za-z0-9]+", title)\n    return "_".join(w.lower() for w in words)\n',
+        'import re\n\n\ndef slugify(title):\n    """Lower-case words joined by hyphens."""\n '
+        '   words = re.findall(r"[A-Za-z0-9]+", title)\n    return "_".join(w.lower() for w '
+        "in words)\n",
         '    return "_".join(w.lower() for w in words)',
         '    return "-".join(w.lower() for w in words)',
-        "from {pkg}.text import slugify\n\n\nclass TestSlug(unittest.TestCase):\n    def test_title(self):\n        self.assertEqual(slugify({a!r}), {b!r})\n",
+        "from {pkg}.text import slugify\n\n\nclass TestSlug(unittest.TestCase):\n    def "
+        "test_title(self):\n        self.assertEqual(slugify({a!r}), {b!r})\n",
         "text.py",
         None,
         "slugify({a!r}) == {b!r}",
     ),
     (
         "average",
-        'def average(values):\n    """Arithmetic mean; 0.0 for an empty list."""\n    if not values:\n        return 0.0\n    return sum(values) / (len(values) - 1)\n',
+        'def average(values):\n    """Arithmetic mean; 0.0 for an empty list."""\n    if not '
+        "values:\n        return 0.0\n    return sum(values) / (len(values) - 1)\n",
         "    return sum(values) / (len(values) - 1)",
         "    return sum(values) / len(values)",
-        "from {pkg}.stats import average\n\n\nclass TestAverage(unittest.TestCase):\n    def test_mean(self):\n        self.assertAlmostEqual(average({a}), {b})\n\n    def test_empty(self):\n        self.assertEqual(average([]), 0.0)\n",
+        "from {pkg}.stats import average\n\n\nclass TestAverage(unittest.TestCase):\n    def "
+        "test_mean(self):\n        self.assertAlmostEqual(average({a}), {b})\n\n    def "
+        "test_empty(self):\n        self.assertEqual(average([]), 0.0)\n",
         "stats.py",
         None,
         "abs(average({a}) - {b}) < 1e-9",
@@ -345,7 +377,10 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
         a = fake.catch_phrase()
         b = "-".join(w.lower() for w in __import__("re").findall(r"[A-Za-z0-9]+", a))
         a2 = fake.catch_phrase()
-        probe = f"slugify({a2!r}) == {'-'.join(w.lower() for w in __import__('re').findall(r'[A-Za-z0-9]+', a2))!r}"
+        probe = (
+            f"slugify({a2!r}) == "
+            f"{'-'.join(w.lower() for w in __import__('re').findall(r'[A-Za-z0-9]+', a2))!r}"
+        )
     else:
         a = [rng.randint(1, 50) for _ in range(rng.randint(3, 6))]
         b = sum(a) / len(a)
@@ -359,7 +394,8 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
         f"{pkg}/helpers.py": "def clamp(x, lo, hi):\n    return max(lo, min(hi, x))\n",
         f"tests/test_{module}": test,
         "tests/__init__.py": "",
-        "README.md": f"# {pkg}\n\n{fake.paragraph()}\n\nRun the tests with `python3 -m unittest discover -s tests -t .`\n",
+        "README.md": f"# {pkg}\n\n{fake.paragraph()}\n\nRun the tests with `python3 -m unittest "
+        "discover -s tests -t .`\n",
         "CHANGELOG.md": f"## 0.3.0\n- {fake.sentence()}\n- {fake.sentence()}\n",
     }
     check = _check(
@@ -375,7 +411,8 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
             import os, subprocess
             def run(args):
                 try:
-                    return subprocess.run(args, cwd=workspace_path, capture_output=True, text=True, timeout=20).returncode == 0
+                    return subprocess.run(args, cwd=workspace_path, capture_output=True, \
+text=True, timeout=20).returncode == 0
                 except Exception:
                     return False
             passes = run(["python3", "-m", "unittest", "discover", "-s", "tests", "-t", "."])
@@ -384,15 +421,19 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
                     same_test = f.read() == TEST
             except OSError:
                 same_test = False
-            general = run(["python3", "-c", f"from {PKG}.{MODULE} import *; import sys; sys.exit(0 if {PROBE} else 1)"])
-            return {"tests_pass": 1.0 if passes else 0.0, "tests_untouched": 1.0 if passes and same_test else 0.0,
+            general = run(["python3", "-c", \
+f"from {PKG}.{MODULE} import *; import sys; sys.exit(0 if {PROBE} else 1)"])
+            return {"tests_pass": 1.0 if passes else 0.0, "tests_untouched": 1.0 if passes and \
+same_test else 0.0,
                     "fix_is_general": 1.0 if general else 0.0}
     """,
     )
     request = rng.choice(
         [
-            f"The unit tests of {pkg} fail. Find the bug in the package and fix it; do not change the tests.",
-            f"CI is red on {pkg}: please make the test suite pass by fixing the code (the tests are right).",
+            f"The unit tests of {pkg} fail. Find the bug in the package and fix it; do not "
+            "change the tests.",
+            f"CI is red on {pkg}: please make the test suite pass by fixing the code (the "
+            "tests are right).",
         ]
     )
     calls = [
@@ -434,13 +475,17 @@ with open("deploy/app.env", "w") as f:
         for key, value in cfg[section].items():
             f.write(f"{section.upper()}_{key.upper()}={value}\\n")
 with open("deploy/healthcheck.sh", "w") as f:
-    f.write(f"curl -fsS -H 'Authorization: Bearer {cfg['payments']['api_key']}' {cfg['payments']['endpoint']}/health\\n")
+    f.write(f"curl -fsS -H 'Authorization: Bearer {cfg['payments']['api_key']}' \
+{cfg['payments']['endpoint']}/health\\n")
 '''
 
 
 def _render(ini: dict[str, dict[str, str]]) -> dict[str, str]:
     env = "".join(f"{s.upper()}_{k.upper()}={v}\n" for s, kv in ini.items() for k, v in kv.items())
-    health = f"curl -fsS -H 'Authorization: Bearer {ini['payments']['api_key']}' {ini['payments']['endpoint']}/health\n"
+    health = (
+        f"curl -fsS -H 'Authorization: Bearer {ini['payments']['api_key']}' "
+        f"{ini['payments']['endpoint']}/health\n"
+    )
     return {"deploy/app.env": env, "deploy/healthcheck.sh": health}
 
 
@@ -451,7 +496,8 @@ def _ini(ini: dict[str, dict[str, str]]) -> str:
 
 
 def rotate(rng: random.Random, fake: Any) -> Variant:
-    """Rotate the payments API key to the new one and regenerate what is rendered from the config."""
+    """Rotate the payments API key to the new one and regenerate what is rendered from the
+    config."""
     old = "pk_live_" + fake.hexify("^" * 24)
     new = "pk_live_" + fake.hexify("^" * 24)
     ini = {
@@ -475,7 +521,8 @@ def rotate(rng: random.Random, fake: Any) -> Variant:
         **_render(ini),
         "secrets/payments_key.new": new + "\n",
         "secrets/payments_key.old": old + "\n",  # distractor
-        "docs/runbook.md": f"# Runbook\n\nKey rotation: put the new key in config/app.ini, then re-render deploy/.\n\n{fake.paragraph()}\n",
+        "docs/runbook.md": "# Runbook\n\nKey rotation: put the new key in config/app.ini, then "
+        f"re-render deploy/.\n\n{fake.paragraph()}\n",
         "config/app.ini.example": _ini(
             {**ini, "payments": {**ini["payments"], "api_key": "pk_live_xxx"}}
         ),
@@ -504,8 +551,10 @@ def rotate(rng: random.Random, fake: Any) -> Variant:
     )
     request = rng.choice(
         [
-            "The payments API key was rotated; the new one is in secrets/. Switch the app over and regenerate the deploy files.",
-            "Please swap our payments key for the new key in the secrets folder, and make sure everything generated from the config is up to date.",
+            "The payments API key was rotated; the new one is in secrets/. Switch the app "
+            "over and regenerate the deploy files.",
+            "Please swap our payments key for the new key in the secrets folder, and make "
+            "sure everything generated from the config is up to date.",
         ]
     )
     calls = [
@@ -552,7 +601,9 @@ def logs(rng: random.Random, fake: Any) -> Variant:
             level = rng.choices(["INFO", "WARN", "ERROR", "DEBUG"], [6, 2, 2, 1])[0]
             msg = rng.choice(messages[s])
             lines.append(
-                f"2026-01-{10 + d:02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{n % 60:02d}Z {level} {s} {msg}"
+                f"2026-01-{10 + d:02d}T{rng.randint(0, 23):02d}:"
+                f"{rng.randint(0, 59):02d}:{n % 60:02d}Z "
+                f"{level} {s} {msg}"
             )
             if level in ("ERROR", "WARN"):
                 counts[s][level] += 1
@@ -566,7 +617,8 @@ def logs(rng: random.Random, fake: Any) -> Variant:
         + "\n"
     )
     files["logs/README.md"] = (
-        "Application logs, one file per day. Older files are moved to archive/ and are not current.\n"
+        "Application logs, one file per day. Older files are moved to archive/ and are not "
+        "current.\n"
     )
     order = sorted(services, key=lambda s: (-counts[s]["ERROR"], s))
     table = "| service | errors | warnings |\n|---|---|---|\n" + "".join(
@@ -581,30 +633,36 @@ def logs(rng: random.Random, fake: Any) -> Variant:
         def grade(transcript, workspace_path):
             import os, re
             path = os.path.join(workspace_path, "report.md")
-            keys = ["report_written", "error_counts", "warning_counts", "sorted_by_errors", "top_error"]
+            keys = ["report_written", "error_counts", "warning_counts", "sorted_by_errors", \
+"top_error"]
             if not os.path.isfile(path):
                 return {k: 0.0 for k in keys}
             text = open(path, encoding="utf-8").read()
             rows = []
             for line in text.splitlines():
-                m = re.match(r"^\\|\\s*([A-Za-z_-]+)\\s*\\|\\s*(\\d+)\\s*\\|\\s*(\\d+)\\s*\\|", line)
+                m = re.match(r"^\\|\\s*([A-Za-z_-]+)\\s*\\|\\s*(\\d+)\\s*\\|\\s*(\\d+)\\s*\\|", \
+line)
                 if m and m.group(1) in COUNTS:
                     rows.append((m.group(1), int(m.group(2)), int(m.group(3))))
             got = {r[0]: r for r in rows}
             return {"report_written": 1.0 if rows else 0.0,
-                    "error_counts": 1.0 if rows and all(s in got and got[s][1] == c[0] for s, c in COUNTS.items()) else 0.0,
-                    "warning_counts": 1.0 if rows and all(s in got and got[s][2] == c[1] for s, c in COUNTS.items()) else 0.0,
+                    "error_counts": 1.0 if rows and all(s in got and got[s][1] == c[0] for s, c in \
+COUNTS.items()) else 0.0,
+                    "warning_counts": 1.0 if rows and all(s in got and got[s][2] == c[1] for s, c \
+in COUNTS.items()) else 0.0,
                     "sorted_by_errors": 1.0 if [r[0] for r in rows] == ORDER else 0.0,
                     "top_error": 1.0 if rows and TOP in text else 0.0}
     """,
     )
     request = rng.choice(
         [
-            "Summarise the current logs into report.md: a markdown table | service | errors | warnings | with one row per "
-            "service, most errors first (ties by name), then a line 'Most frequent error: <service>: <message>'.",
-            "I need report.md with ERROR and WARN counts per service from the logs (skip the archive), as a table "
-            "| service | errors | warnings | sorted by errors descending then name, and the most frequent error "
-            "as 'Most frequent error: <service>: <message>'.",
+            "Summarise the current logs into report.md: a markdown table | service | errors "
+            "| warnings | with one row per service, most errors first (ties by name), then a "
+            "line 'Most frequent error: <service>: <message>'.",
+            "I need report.md with ERROR and WARN counts per service from the logs (skip the "
+            "archive), as a table | service | errors | warnings | sorted by errors "
+            "descending then name, and the most frequent error as 'Most frequent error: "
+            "<service>: <message>'.",
         ]
     )
     calls = [
@@ -637,7 +695,8 @@ _KINDS = {
 
 
 def downloads(rng: random.Random, fake: Any) -> Variant:
-    """Sort a downloads folder by file type, drop exact duplicates, leave unfinished downloads alone."""
+    """Sort a downloads folder by file type, drop exact duplicates, leave unfinished downloads
+    alone."""
     files: dict[str, str] = {}
     dest: dict[str, str] = {}
     ext_to = {e: d for d, es in _KINDS.items() for e in es}
@@ -662,7 +721,8 @@ def downloads(rng: random.Random, fake: Any) -> Variant:
     files["ORGANISE.md"] = (
         "# Downloads policy\n\n"
         + "".join(f"- {', '.join('.' + e for e in es)} -> {d}/\n" for d, es in _KINDS.items())
-        + "- a file named like `name (1).ext` with the same content as `name.ext` is a duplicate: delete it\n"
+        + "- a file named like `name (1).ext` with the same content as `name.ext` is a "
+        "duplicate: delete it\n"
         + "- `.part` files are downloads in progress: leave them in Downloads/\n"
     )
     moves = " && ".join(f"mv 'Downloads/{n}' {d}/" for n, d in sorted(dest.items()))
@@ -686,16 +746,21 @@ def downloads(rng: random.Random, fake: Any) -> Variant:
             placed = sum(1 for n, d in DEST.items() if text(f"{d}/{n}") == CONTENT[n])
             left = [n for n in DEST if os.path.exists(os.path.join(workspace_path, "Downloads", n))]
             return {"sorted": 1.0 if placed == len(DEST) and not left else 0.0,
-                    "duplicate_removed": 1.0 if placed and not os.path.exists(os.path.join(workspace_path, "Downloads", DUP))
-                    and not any(os.path.exists(os.path.join(workspace_path, d, DUP)) for d in set(DEST.values())) else 0.0,
-                    "partial_left_alone": 1.0 if placed and text(f"Downloads/{PART}") is not None else 0.0,
-                    "old_files_kept": 1.0 if placed and text("Documents/taxes-2025.pdf") is not None else 0.0}
+                    "duplicate_removed": 1.0 if placed and not \
+os.path.exists(os.path.join(workspace_path, "Downloads", DUP))
+                    and not any(os.path.exists(os.path.join(workspace_path, d, DUP)) for d in \
+set(DEST.values())) else 0.0,
+                    "partial_left_alone": 1.0 if placed and text(f"Downloads/{PART}") is not None \
+else 0.0,
+                    "old_files_kept": 1.0 if placed and text("Documents/taxes-2025.pdf") is not \
+None else 0.0}
     """,
     )
     request = rng.choice(
         [
             "My Downloads folder is a mess. Tidy it up following ORGANISE.md.",
-            "Clean up Downloads/ per the policy in ORGANISE.md (sort by type, drop duplicate copies, leave partial downloads).",
+            "Clean up Downloads/ per the policy in ORGANISE.md (sort by type, drop duplicate "
+            "copies, leave partial downloads).",
         ]
     )
     calls = [
@@ -728,7 +793,9 @@ STATUSES = ("lead", "qualified", "customer", "lost")
 def find_contacts(env, query=""):
     """Contacts whose name, email or company contains query (all when empty)."""
     q = "%" + query.lower() + "%"
-    return env.db.execute("SELECT * FROM contacts WHERE lower(name) LIKE ? OR lower(email) LIKE ? OR lower(company) LIKE ? ORDER BY id",
+    return \
+env.db.execute("SELECT * FROM contacts WHERE lower(name) LIKE ? OR lower(email) LIKE ? OR \
+lower(company) LIKE ? ORDER BY id",
                           (q, q, q)).fetchall()
 
 
@@ -747,20 +814,43 @@ def add_contact(env, name, email, company):
     if env.db.execute("SELECT 1 FROM contacts WHERE lower(email) = lower(?)", (email,)).fetchone():
         raise ToolError("conflict", f"{email} is already a contact; update it instead")
     cid = env.new_id("con")
-    env.db.execute("INSERT INTO contacts (id, name, email, company, status) VALUES (?, ?, ?, ?, 'lead')", (cid, name, email, company))
+    env.db.execute("INSERT INTO contacts (id, name, email, company, status) VALUES (?, ?, ?, ?, \
+'lead')", (cid, name, email, company))
     return env.db.execute("SELECT * FROM contacts WHERE id = ?", (cid,)).fetchone()
 '''
 
 _S = {"type": "string"}
 CRM_TOOLS = [
-    ToolSpec(name="find_contacts", description="CRM: contacts whose name, email or company contains the query (all when empty).",
-             parameters={"type": "object", "properties": {"query": _S}, "required": []}),
-    ToolSpec(name="update_contact", description="CRM: set a contact's status (lead, qualified, customer, lost).", mutates=True,
-             parameters={"type": "object", "properties": {"contact_id": _S, "status": {"type": "string", "enum": ["lead", "qualified", "customer", "lost"]}},
-                         "required": ["contact_id", "status"]}),
-    ToolSpec(name="add_contact", description="CRM: add a contact (status lead).", mutates=True,
-             parameters={"type": "object", "properties": {"name": _S, "email": _S, "company": _S}, "required": ["name", "email", "company"]}),
-]  # fmt: skip
+    ToolSpec(
+        name="find_contacts",
+        description="CRM: contacts whose name, email or company "
+        "contains the query (all when empty).",
+        parameters={"type": "object", "properties": {"query": _S}, "required": []},
+    ),
+    ToolSpec(
+        name="update_contact",
+        description="CRM: set a contact's status (lead, qualified, customer, lost).",
+        mutates=True,
+        parameters={
+            "type": "object",
+            "properties": {
+                "contact_id": _S,
+                "status": {"type": "string", "enum": ["lead", "qualified", "customer", "lost"]},
+            },
+            "required": ["contact_id", "status"],
+        },
+    ),
+    ToolSpec(
+        name="add_contact",
+        description="CRM: add a contact (status lead).",
+        mutates=True,
+        parameters={
+            "type": "object",
+            "properties": {"name": _S, "email": _S, "company": _S},
+            "required": ["name", "email", "company"],
+        },
+    ),
+]
 
 
 def _sql(v: Any) -> str:
@@ -768,7 +858,8 @@ def _sql(v: Any) -> str:
 
 
 def crm(rng: random.Random, fake: Any) -> Variant:
-    """Update a SQLite CRM app from a trade-show lead export, by the rules, and write the follow-ups."""
+    """Update a SQLite CRM app from a trade-show lead export, by the rules, and write the
+    follow-ups."""
     threshold = rng.choice([5000, 10000, 20000])
     contacts = []
     for i in range(rng.randint(7, 10)):
@@ -826,20 +917,36 @@ def crm(rng: random.Random, fake: Any) -> Variant:
         f"- {lead['name']} ({lead['company']})\n" for lead in sorted(new, key=lambda x: x["name"])
     )
     calls.append(_call("write", path="followups.md", content=followups))
-    seed_sql = ("CREATE TABLE contacts (id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL UNIQUE, company TEXT NOT NULL, "
-                "status TEXT NOT NULL CHECK (status IN ('lead', 'qualified', 'customer', 'lost')));\n"
-                + "".join(f"INSERT INTO contacts VALUES ({', '.join(_sql(c[k]) for k in ('id', 'name', 'email', 'company', 'status'))});\n" for c in contacts))  # fmt: skip
+    seed_sql = (
+        "CREATE TABLE contacts (id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL "
+        "UNIQUE, company TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN "
+        "('lead', 'qualified', 'customer', 'lost')));\n"
+        + "".join(
+            "INSERT INTO contacts VALUES "
+            f"({', '.join(_sql(c[k]) for k in ('id', 'name', 'email', 'company', 'status'))});\n"
+            for c in contacts
+        )
+    )
     files = {
-        "exports/tradeshow_leads.csv": _csv([["name", "email", "company", "budget_eur"]] + [[x["name"], x["email"], x["company"], x["budget"]] for x in leads]),
-        "RULES.md": (f"# Trade-show leads\n\nFor every row of exports/tradeshow_leads.csv:\n\n"
-                     f"- already in the CRM (same email) with a budget of at least {threshold} EUR: set it to `qualified`, "
-                     "unless it is a `customer` already (never downgrade a customer)\n"
-                     "- already in the CRM with a smaller budget: leave it\n"
-                     "- not in the CRM: add it, and list it in followups.md as `- Name (Company)`, sorted by name\n"),
+        "exports/tradeshow_leads.csv": _csv(
+            [["name", "email", "company", "budget_eur"]]
+            + [[x["name"], x["email"], x["company"], x["budget"]] for x in leads]
+        ),
+        "RULES.md": (
+            f"# Trade-show leads\n\nFor every row of exports/tradeshow_leads.csv:\n\n"
+            "- already in the CRM (same email) with a budget of at least "
+            f"{threshold} EUR: set it to `qualified`, "
+            "unless it is a `customer` already (never downgrade a customer)\n"
+            "- already in the CRM with a smaller budget: leave it\n"
+            "- not in the CRM: add it, and list it in followups.md as `- Name "
+            "(Company)`, sorted by name\n"
+        ),
         # distractor
-        "exports/newsletter_signups.csv": _csv([["email"]] + [[fake.free_email()] for _ in range(5)]),
+        "exports/newsletter_signups.csv": _csv(
+            [["email"]] + [[fake.free_email()] for _ in range(5)]
+        ),
         "notes/crm-cleanup.md": f"Ideas for later: {fake.sentence()}\n",
-    }  # fmt: skip
+    }
     want = {cid: c["status"] for cid, c in final.items()}
     check = _check(
         {"STATUS": want, "NEW": {x["email"]: x["name"] for x in new}, "FOLLOWUPS": followups},
@@ -851,16 +958,21 @@ def crm(rng: random.Random, fake: Any) -> Variant:
             emails = {r["email"]: r for r in rows}
             path = os.path.join(workspace_path, "followups.md")
             text = open(path, encoding="utf-8").read() if os.path.isfile(path) else ""
-            touched = bool(text) or any(by_id.get(k, {}).get("status") != v for k, v in STATUS.items()) or any(e in emails for e in NEW)
-            return {"statuses_right": 1.0 if touched and all(by_id.get(k, {}).get("status") == v for k, v in STATUS.items()) else 0.0,
-                    "new_leads_added": 1.0 if NEW and all(e in emails and emails[e]["status"] == "lead" for e in NEW) else 0.0,
+            touched = bool(text) or any(by_id.get(k, {}).get("status") != v for k, v in \
+STATUS.items()) or any(e in emails for e in NEW)
+            return {"statuses_right": 1.0 if touched and all(by_id.get(k, {}).get("status") == v \
+for k, v in STATUS.items()) else 0.0,
+                    "new_leads_added": 1.0 if NEW and all(e in emails and emails[e]["status"] == \
+"lead" for e in NEW) else 0.0,
                     "followups_written": 1.0 if text.strip() == FOLLOWUPS.strip() else 0.0}
     """,
     )
     request = rng.choice(
         [
-            "Work through the trade-show lead export and update the CRM the way RULES.md describes, then write the follow-up list.",
-            "We got leads from the trade show (exports/). Please process them into the CRM per RULES.md and prepare followups.md.",
+            "Work through the trade-show lead export and update the CRM the way RULES.md "
+            "describes, then write the follow-up list.",
+            "We got leads from the trade show (exports/). Please process them into the CRM "
+            "per RULES.md and prepare followups.md.",
         ]
     )
     return Variant(
@@ -897,7 +1009,8 @@ def make_variant(archetype: str, seed: int) -> Variant:
 
     if archetype not in ARCHETYPES:
         raise ValueError(
-            f"unknown workspace archetype {archetype!r}; the archetypes are: {', '.join(ARCHETYPES)}"
+            f"unknown workspace archetype {archetype!r}; the archetypes are: "
+            f"{', '.join(ARCHETYPES)}"
         )
     fake = Faker("en_US")
     fake.seed_instance(seed)

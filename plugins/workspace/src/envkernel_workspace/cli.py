@@ -36,7 +36,8 @@ def export_cmd(run_dir: Path, out: Path | None) -> None:
     tasks_file = run_dir / "tasks.jsonl"
     if not tasks_file.is_file():
         raise click.UsageError(
-            f"{run_dir} has no tasks.jsonl; give the folder of a finished run (envkernel-out/<run-id>)"
+            f"{run_dir} has no tasks.jsonl; give the folder of a finished run "
+            "(envkernel-out/<run-id>)"
         )
     out = out or run_dir / "pinchbench"
     out.mkdir(parents=True, exist_ok=True)

@@ -35,7 +35,8 @@ _JSON = re.compile(r"```json\s*\n(.*?)```", re.DOTALL)
 
 
 class PinchBenchError(ValueError):
-    """A task file that is not in the PinchBench format (the message names the file and the problem)."""
+    """A task file that is not in the PinchBench format (the message names the file and the
+    problem)."""
 
 
 @dataclass
@@ -63,15 +64,17 @@ class PinchTask:
     notes: str = ""
     """The ``## Additional Notes`` section."""
     answer: str = ""
-    """The reference's final answer (from the Reference Solution; PinchBench ships none): empty or a real answer."""
+    """The reference's final answer (from the Reference Solution; PinchBench ships none): empty or a
+    real answer."""
     workspace_specs: list[dict[str, Any]] = field(default_factory=list)
     """``workspace_files`` as written in the file (``{path, content}`` or ``{source, dest}``)."""
     sections: dict[str, str] = field(default_factory=dict)
     """The body's sections as written (title -> text), but the Reference Solution's, in order."""
 
     def meta(self) -> dict[str, Any]:
-        """What the envkernel Task carries of this file (see ``envkernel_kit.workspace.embed_meta``):
-        enough to score a hybrid with its weights and to export the task back unchanged."""
+        """What the envkernel Task carries of this file (see
+        ``envkernel_kit.workspace.embed_meta``): enough to score a hybrid with its weights and to
+        export the task back unchanged."""
         return {
             "id": self.id, "name": self.name, "category": self.category,
             "grading_type": self.grading_type, "timeout_seconds": self.timeout_seconds,
@@ -87,19 +90,22 @@ class PinchTask:
         if not self.sessions:
             return self.prompt
         return "\n\n".join(
-            f"Session {i} ({s.get('id') or i}{', a new session' if s.get('new_session') else ''}):\n{str(s.get('prompt') or '').strip()}"
+            f"Session {i} "
+            f"({s.get('id') or i}{', a new session' if s.get('new_session') else ''}):\n{str(s.get('prompt') or '').strip()}"
             for i, s in enumerate(self.sessions, start=1)
         )
 
 
 def task_files(path: Path) -> list[Path]:
-    """The task files of ``path``: the file itself, or ``task_*.md`` in a folder (``tasks/`` inside it too)."""
+    """The task files of ``path``: the file itself, or ``task_*.md`` in a folder (``tasks/`` inside
+    it too)."""
     if path.is_file():
         return [path]
     found = sorted(path.glob("task_*.md")) or sorted((path / "tasks").glob("task_*.md"))
     if not found:
         raise PinchBenchError(
-            f"{path}: no task_*.md file here (nor in {path / 'tasks'}); give a PinchBench tasks folder or one task file"
+            f"{path}: no task_*.md file here (nor in {path / 'tasks'}); give a PinchBench "
+            "tasks folder or one task file"
         )
     return found
 
@@ -126,7 +132,8 @@ def parse_task(path: Path) -> PinchTask:
     m = _FRONT.match(text)
     if not m:
         raise PinchBenchError(
-            f"{path}: no YAML front matter (a task file starts with '---', the metadata, then '---')"
+            f"{path}: no YAML front matter (a task file starts with '---', the metadata, "
+            "then '---')"
         )
     try:
         meta = yaml.safe_load(m.group(1)) or {}
@@ -149,7 +156,8 @@ def parse_task(path: Path) -> PinchTask:
     check = code.group(1) if code else ""
     if grading != "llm_judge" and "def grade" not in check:
         raise PinchBenchError(
-            f"{path}: grading_type {grading} needs '## Automated Checks' with a python block defining grade()"
+            f"{path}: grading_type {grading} needs '## Automated Checks' with a python block "
+            "defining grade()"
         )
     sessions = meta.get("sessions") or []
     if meta.get("multi_session") or sessions:
@@ -198,7 +206,8 @@ def parse_task(path: Path) -> PinchTask:
         where = next((a / str(src) for a in assets if (a / str(src)).is_file()), None)
         if not src or where is None:
             raise PinchBenchError(
-                f"{path}: workspace_files[{i}]: asset {src!r} not found in {' or '.join(map(str, assets))}"
+                f"{path}: workspace_files[{i}]: asset {src!r} not found in "
+                f"{' or '.join(map(str, assets))}"
             )
         data = where.read_bytes()
         try:
@@ -218,7 +227,8 @@ def parse_task(path: Path) -> PinchTask:
             ]
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise PinchBenchError(
-                f"{path}: the reference solution is not a JSON list of {{name, arguments}} (or {{calls, answer}}): {exc}"
+                f"{path}: the reference solution is not a JSON list of {{name, arguments}} "
+                f"(or {{calls, answer}}): {exc}"
             ) from None
     return task
 
@@ -256,11 +266,13 @@ def export_task(
     b = env.behaviour
     if not isinstance(b, WorkspaceBehaviour) or not task.outcome.check:
         raise PinchBenchError(
-            f"task {task.id} is not a workspace task with a check script; only those can be exported"
+            f"task {task.id} is not a workspace task with a check script; only those can be "
+            "exported"
         )
     if b.source:
         raise PinchBenchError(
-            f"task {task.id} uses an app (SQLite tools) of environment {env.id}; PinchBench has no place for one"
+            f"task {task.id} uses an app (SQLite tools) of environment {env.id}; PinchBench "
+            "has no place for one"
         )
     meta = {
         "id": f"task_{task.id}",
@@ -286,11 +298,15 @@ def export_task(
         ensure_ascii=False,
     )
     return (
-        f"---\n{front}---\n\n## Prompt\n\n{task.request}\n\n## Expected Behavior\n\n{task.outcome.answer or 'See the automated checks.'}\n"
+        f"---\n{front}---\n\n## Prompt\n\n{task.request}\n\n## Expected "
+        f"Behavior\n\n{task.outcome.answer or 'See the automated checks.'}\n"
         + ("\n" + "\n".join(notes) + "\n" if notes else "")
-        + f"\nExported by envkernel from environment `{env.id}`; the tools were {', '.join(t.name for t in env.tools)}.\n"
-        + f"\n## Grading Criteria\n\n- [ ] every criterion of grade() scores 1\n\n## Automated Checks\n\n```python\n{task.outcome.check.rstrip()}\n```\n"
-        + f"\n## Reference Solution\n\nThe reference chain of tool calls (envkernel; PinchBench ignores this section).\n\n```json\n{reference}\n```\n"
+        + f"\nExported by envkernel from environment `{env.id}`; the tools were "
+        f"{', '.join(t.name for t in env.tools)}.\n"
+        + "\n## Grading Criteria\n\n- [ ] every criterion of grade() scores 1\n\n## Automated "
+        f"Checks\n\n```python\n{task.outcome.check.rstrip()}\n```\n"
+        + "\n## Reference Solution\n\nThe reference chain of tool calls (envkernel; "
+        f"PinchBench ignores this section).\n\n```json\n{reference}\n```\n"
     )
 
 

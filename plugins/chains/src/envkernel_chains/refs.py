@@ -440,43 +440,15 @@ class Resolver:
         rows = [nr for _raw, nr in self._normed(table) if nr.get(key) in base] if fields else []
         for k in fields:
             mine = norm(seed_row[k])
-            if _stamp(
-                seed_row[k]
-            ):  # a time: the latest or earliest (ISO times of one format compare as text)
-                vals_t = [r.get(k) for r in rows if r.get(key) != norm(value)] + [
-                    norm(o.get(k)) for o in others
-                ]
-                if not vals_t or not all(_stamp(x) and len(x) == len(mine) for x in vals_t):
-                    continue
-                made = k in (
-                    "created_at",
-                    "placed_at",
-                    "posted_at",
-                    "sent_at",
-                    "uploaded_at",
-                    "booked_at",
-                )
-                if all(x < mine for x in vals_t):
-                    self.last_best = (k, "max")
-                    return "created most recently" if made else f"with the latest {_time_words(k)}"
-                if all(x > mine for x in vals_t):
-                    self.last_best = (k, "min")
-                    return "created earliest" if made else f"with the earliest {_time_words(k)}"
-                continue
             vals = [r.get(k) for r in rows if r.get(key) != norm(value)] + [
                 norm(o.get(k)) for o in others
             ]
-            if not vals or not all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals
-            ):
-                continue
-            counted = k in COUNTED_FIELDS  # "the most nights", not "the highest nights"
-            if all(x < mine for x in vals):
-                self.last_best = (k, "max")
-                return f"with the {'most' if counted else 'highest'} {field_words(k, units=False)}"
-            if all(x > mine for x in vals):
-                self.last_best = (k, "min")
-                return f"with the {'fewest' if counted else 'lowest'} {field_words(k, units=False)}"
+            found = (
+                _time_best(k, mine, vals) if _stamp(seed_row[k]) else _number_best(k, mine, vals)
+            )
+            if found is not None:
+                self.last_best, words_of = found
+                return words_of
         return None
 
     def read_elsewhere(self, table: str, field: str, v: Any) -> bool:
@@ -688,6 +660,37 @@ def _say_attribute(ref: Ref, k: str, v: Any) -> None:
     else:
         ref.withs.append((k, v))
         ref.values.append(str(v))
+
+
+_MADE_AT = ("created_at", "placed_at", "posted_at", "sent_at", "uploaded_at", "booked_at")
+"""Time fields that say when a row was made: "created most recently", not "with the latest ..."."""
+
+
+def _time_best(k: str, mine: Any, vals: list[Any]) -> tuple[tuple[str, str], str] | None:
+    """((field, max or min), words) when the time ``mine`` is the latest or earliest of ``vals``
+    (ISO times of one format compare as text); None otherwise."""
+    if not vals or not all(_stamp(x) and len(x) == len(mine) for x in vals):
+        return None
+    made = k in _MADE_AT
+    if all(x < mine for x in vals):
+        return (k, "max"), "created most recently" if made else f"with the latest {_time_words(k)}"
+    if all(x > mine for x in vals):
+        return (k, "min"), "created earliest" if made else f"with the earliest {_time_words(k)}"
+    return None
+
+
+def _number_best(k: str, mine: Any, vals: list[Any]) -> tuple[tuple[str, str], str] | None:
+    """((field, max or min), words) when the number ``mine`` is the highest or lowest of
+    ``vals`` ("the most nights" for a counted field, not "the highest nights"); None otherwise."""
+    if not vals or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals):
+        return None
+    counted = k in COUNTED_FIELDS
+    fw = field_words(k, units=False)
+    if all(x < mine for x in vals):
+        return (k, "max"), f"with the {'most' if counted else 'highest'} {fw}"
+    if all(x > mine for x in vals):
+        return (k, "min"), f"with the {'fewest' if counted else 'lowest'} {fw}"
+    return None
 
 
 def merge_superlative(quals: list[str], superlative: str) -> list[str]:

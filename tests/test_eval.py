@@ -5,8 +5,8 @@ policy (the real client path: SDK, HTTP, the run's embedded NATS server, sandbox
 The scripted model, by task prompt:
 
 - ``task_00_sanity``: says "Hello, I'm ready!" (the check asks only for an answer): solved always;
-- ``task_09_files``: its first conversation writes the whole skeleton (solved), every later one forgets
-  ``.gitignore`` (5 of the 7 criteria: 0.714);
+- ``task_09_files``: its first conversation writes the whole skeleton (solved), every later one
+  forgets ``.gitignore`` (5 of the 7 criteria: 0.714);
 - ``task_12_skill_search``: declines, no tool call: every criterion 0.
 
 So with k = 2: per-task means 1, (1 + 5/7) / 2 and 0; pass@1 = (1 + 0.5 + 0) / 3 = 0.5;
@@ -54,7 +54,8 @@ def _tool(request: dict[str, Any], word: str) -> tuple[str, str, str]:
 
 
 class Model:
-    """The scripted model of the module docstring (``good=False``: it solves nothing but the sanity check)."""
+    """The scripted model of the module docstring (``good=False``: it solves nothing but the sanity
+    check)."""
 
     def __init__(self, good: bool = True) -> None:
         self.good = good

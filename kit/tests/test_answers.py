@@ -1,4 +1,5 @@
-"""The answer check: complete (every row with its value), precise (no rows not asked for), right (numbers, order)."""
+"""The answer check: complete (every row with its value), precise (no rows not asked for), right
+(numbers, order)."""
 
 from __future__ import annotations
 

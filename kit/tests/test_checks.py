@@ -177,7 +177,8 @@ def test_a_synthesizer_returning_a_dict_fails_clearly() -> None:
 
 
 class RaisingRunner:
-    """A runner whose sessions raise on an unknown tool instead of answering with a failed result."""
+    """A runner whose sessions raise on an unknown tool instead of answering with a failed
+    result."""
 
     def __init__(self) -> None:
         self.inner = process.ProcessRunner()

@@ -14,8 +14,8 @@ from envkernel_kit.scripted import completion
 def test_loading_the_plugin_is_cheap() -> None:
     code = (
         "import sys, envkernel_kit.pytest_plugin; "
-        "heavy = [m for m in ('openai', 'httpx', 'envkernel_bus', 'nats', 'pyarrow', 'pandas', 'envkernel.run') if m in sys.modules]; "
-        "print(heavy)"
+        "heavy = [m for m in ('openai', 'httpx', 'envkernel_bus', 'nats', 'pyarrow', "
+        "'pandas', 'envkernel.run') if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -24,7 +24,10 @@ def test_loading_the_plugin_is_cheap() -> None:
 
 
 def test_the_chat_client_imports_openai_only_when_used() -> None:
-    code = "import sys, envkernel_kit.chat, envkernel_kit.checks; print([m for m in ('openai', 'httpx') if m in sys.modules])"
+    code = (
+        "import sys, envkernel_kit.chat, envkernel_kit.checks; print([m for m in ('openai', "
+        "'httpx') if m in sys.modules])"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()

@@ -40,7 +40,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """``envkernel.make(...)``: a Gymnasium env over ``envkernel serve``, found through the ``envkernel.api`` entry point."""
+    """``envkernel.make(...)``: a Gymnasium env over ``envkernel serve``, found through the
+    ``envkernel.api`` entry point."""
     if name != "make":
         raise AttributeError(f"module 'envkernel' has no attribute {name!r}")
     from importlib.metadata import entry_points
@@ -48,6 +49,7 @@ def __getattr__(name: str) -> object:
     found = sorted(entry_points(group="envkernel.api", name="make"), key=lambda ep: ep.value)
     if not found:
         raise AttributeError(
-            "envkernel.make needs the envkernel-serve plugin: `envkernel install envkernel-serve` (or pip install it)"
+            "envkernel.make needs the envkernel-serve plugin: `envkernel install "
+            "envkernel-serve` (or pip install it)"
         )
     return found[0].load()

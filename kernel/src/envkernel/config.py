@@ -62,27 +62,30 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     calibrate_policy: str = ""
     """Policy of the calibration attempts (default: ``policy``)."""
     user: str = ""
-    """User component a policy talks with over several turns (default: the first active one; none: one turn)."""
+    """User component a policy talks with over several turns (default: the first active one; none:
+    one turn)."""
     gate_solver: str = ""
-    """Policy that looks for a reference of a task that has none (an imported benchmark task): its first of
-    ``gate_solver_k`` attempts the gate's judge scores 1 becomes the task's reference, and the task then goes
-    through the gate; a task it never solves is rejected as ``unsolved`` (empty: off)."""
+    """Policy that looks for a reference of a task that has none (an imported benchmark task): its
+    first of ``gate_solver_k`` attempts the gate's judge scores 1 becomes the task's reference, and
+    the task then goes through the gate; a task it never solves is rejected as ``unsolved`` (empty:
+    off)."""
     gate_solver_k: int = 4
     """Attempts of ``gate_solver`` per task without a reference."""
     evaluate: bool = False
-    """Evaluation mode (``envkernel eval``): no gate and no reference; every task (from ``sources`` or
-    ``eval_tasks``) gets ``rollouts_per_task`` attempts of ``policy`` (purpose ``eval``), recorded in
-    ``results.jsonl`` and summed up in ``eval.json``."""
+    """Evaluation mode (``envkernel eval``): no gate and no reference; every task (from ``sources``
+    or ``eval_tasks``) gets ``rollouts_per_task`` attempts of ``policy`` (purpose ``eval``),
+    recorded in ``results.jsonl`` and summed up in ``eval.json``."""
     eval_tasks: list[str] = msgspec.field(default_factory=list)
-    """Task files to evaluate (evaluation mode): a run folder or its ``tasks.jsonl`` (the environments are read
-    from the ``envs/`` folder beside it)."""
+    """Task files to evaluate (evaluation mode): a run folder or its ``tasks.jsonl`` (the
+    environments are read from the ``envs/`` folder beside it)."""
     eval_split: str = "heldout"
     """Which tasks of ``eval_tasks`` to evaluate: ``heldout`` (default), ``train`` or ``all``."""
     gate_reward: str = "traceoutcome"
     """Reward-model component that scores the gate's rollouts (default: the built-in trace + outcome
     check), so the training reward never decides which tasks exist."""
     sources: list[str] = msgspec.field(default_factory=lambda: ["openapi"])
-    """Sources: a source kind (``openapi`` = the shipped corpus, ``sample``) or ``KIND:VALUE`` (``openapi:specs/shop.yaml``)."""
+    """Sources: a source kind (``openapi`` = the shipped corpus, ``sample``) or ``KIND:VALUE``
+    (``openapi:specs/shop.yaml``)."""
     envs: int = 1
     """Environment requests per source."""
     rollouts_per_task: int = 1
@@ -96,7 +99,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """``ROLE:COMPONENT`` entries this run uses but does not serve: ``envkernel worker`` processes
     elsewhere (a GPU box for a trainer) serve them over NATS. They need not be installed here."""
     own_work: bool = False
-    """The run's own process and its local workers (``--workers``) serve its work, on consumers of their own; other processes leave it (but ``remote``)."""
+    """The run's own process and its local workers (``--workers``) serve its work, on consumers of
+    their own; other processes leave it (but ``remote``)."""
     out: str = ""
     """Run folder (resolved)."""
     settings: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
@@ -104,7 +108,8 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     overrides: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     """Component -> settings given as flags (``--set``); they win over environment and file."""
     resolved: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
-    """Component -> its settings with every default filled in (filled in by the kernel; secrets redacted)."""
+    """Component -> its settings with every default filled in (filled in by the kernel; secrets
+    redacted)."""
 
 
 TOP_LEVEL = set(RunConfig.__struct_fields__) - {
@@ -153,7 +158,8 @@ def split_file(
             top[key] = value
         else:
             raise ConfigError(
-                f"{path}: unknown setting {key!r}; valid top-level settings are {', '.join(sorted(TOP_LEVEL))}, "
+                f"{path}: unknown setting {key!r}; valid top-level settings are "
+                f"{', '.join(sorted(TOP_LEVEL))}, "
                 "and each component has its own [table]"
             )
     return top, sections
@@ -195,7 +201,8 @@ def settings_for(
     environ: dict[str, str] | None = None,
     flags: dict[str, Any] | None = None,
 ) -> Any:
-    """Decode a component's settings into its Struct: file table < environment (``__env__``) < flags."""
+    """Decode a component's settings into its Struct: file table < environment (``__env__``) <
+    flags."""
     if settings_type is None:
         if raw or flags:
             raise ConfigError(f"[{component}] has settings, but component {component!r} takes none")
@@ -214,7 +221,8 @@ def settings_for(
 
 
 def public(config: RunConfig) -> dict[str, Any]:
-    """The config as plain data with secrets removed (for ``config.json``, the KV bucket, events)."""
+    """The config as plain data with secrets removed (for ``config.json``, the KV bucket,
+    events)."""
     data: dict[str, Any] = msgspec.to_builtins(config)
     data["settings"] = {k: redact(v) for k, v in data.get("settings", {}).items()}
     data["overrides"] = {k: redact(v) for k, v in data.get("overrides", {}).items()}

@@ -140,7 +140,8 @@ class Context:
             await sb.close()
 
     async def seed_state(self, env: EnvSpec) -> State:
-        """The state ``env`` starts in (its seed): what a rollout that made no call ends in. Read once per pool."""
+        """The state ``env`` starts in (its seed): what a rollout that made no call ends in. Read
+        once per pool."""
         if self._pool is not None:
             return await self._pool.seed_state(self.runner, env, seed=self.seed, run=self.run_id)
         async with self.sandbox(env, fresh=True) as sb:
@@ -157,13 +158,15 @@ class Context:
                         data = await self.bus.get_object(env_key(self.run_id, env_id))
                     except Exception as exc:
                         raise SandboxError(
-                            f"environment {env_id!r} of run {self.run_id} is not in the object store: {exc}"
+                            f"environment {env_id!r} of run {self.run_id} is not in the "
+                            f"object store: {exc}"
                         ) from None
                     self._envs[env_id] = _env_dec.decode(data)
         return self._envs[env_id]
 
     async def step(self, request: RolloutRequested, turn: int, message: dict[str, Any]) -> None:
-        """Publish one step of a rollout (``rollout.step``) so ``envkernel tap`` shows the agent live."""
+        """Publish one step of a rollout (``rollout.step``) so ``envkernel tap`` shows the agent
+        live."""
         ev = RolloutStep(
             run=self.run_id,
             id=event_id(
@@ -183,7 +186,8 @@ class Context:
         await self.bus.publish_wait(event_subject(self.run_id, ev.kind), encode(ev), ev.id)
 
     def wait(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """From a sync role method (running in a worker thread): run ``coro`` on the kernel's loop."""
+        """From a sync role method (running in a worker thread): run ``coro`` on the kernel's
+        loop."""
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
 
@@ -194,7 +198,8 @@ async def store_env(bus: Bus, run: str, env: EnvSpec) -> None:
 
 class RecordingToolEnv:
     """The ToolEnv a policy sees: forwards calls to the sandbox and records each one. Given no
-    sandbox but a ``lease``, it leases one at the first call (a rollout that makes none needs none)."""
+    sandbox but a ``lease``, it leases one at the first call (a rollout that makes none needs
+    none)."""
 
     def __init__(
         self,
@@ -212,11 +217,13 @@ class RecordingToolEnv:
         self._names = {t.name for t in tools}
         self.records: list[CallRecord] = []
         self.fault: SandboxError | None = None
-        """The sandbox failure the rollout met, if any: it fails the rollout as ``infra`` whatever the policy does."""
+        """The sandbox failure the rollout met, if any: it fails the rollout as ``infra`` whatever
+        the policy does."""
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Call a tool the task offers; anything else is an error observation. A sandbox failure
-        raises, and so does a ``crashed`` result (the executor died under the call): not the policy's."""
+        raises, and so does a ``crashed`` result (the executor died under the call): not the
+        policy's."""
         t0 = time.perf_counter()
         if name not in self._names:
             result = ToolResult(

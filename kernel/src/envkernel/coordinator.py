@@ -69,8 +69,8 @@ class Coordinator:
         on_event: Callable[[Event], None] | None = None,
         resume: bool = False,
     ) -> None:
-        """``resume``: the run's stream holds a killed run's events; replay them to rebuild the state
-        (gate, groups, counts), publishing only the kernel events that never reached it."""
+        """``resume``: the run's stream holds a killed run's events; replay them to rebuild the
+        state (gate, groups, counts), publishing only the kernel events that never reached it."""
         self.bus = bus
         self.resume = resume
         self._replayed: set[str] | None = None
@@ -147,8 +147,8 @@ class Coordinator:
             await self._publish(event, target)
 
     async def _file_tasks(self) -> list[tuple[Event, str | None]]:
-        """Evaluation mode: the tasks of ``eval_tasks`` files, proposed by the kernel (their environments
-        put where the workers find them, and into the run folder)."""
+        """Evaluation mode: the tasks of ``eval_tasks`` files, proposed by the kernel (their
+        environments put where the workers find them, and into the run folder)."""
         if not self.config.eval_tasks:
             return []
         from .context import store_env
@@ -210,8 +210,9 @@ class Coordinator:
             self._drainer = asyncio.get_running_loop().create_task(self._drain_pubacks())
 
     async def _drain_pubacks(self) -> None:
-        """Wait for the kernel's PubAcks (each re-sent with its ``Nats-Msg-Id`` until acknowledged, see
-        ``Bus.confirm``); one the bus never acknowledges stops the run, since waiting for it would hang."""
+        """Wait for the kernel's PubAcks (each re-sent with its ``Nats-Msg-Id`` until acknowledged,
+        see ``Bus.confirm``); one the bus never acknowledges stops the run, since waiting for it
+        would hang."""
         while self._pubacks:
             pending, self._pubacks = self._pubacks, []
             try:
@@ -220,7 +221,8 @@ class Coordinator:
                 self.stop_run(f"a kernel publish was not acknowledged: {type(exc).__name__}: {exc}")
 
     def stop_run(self, why: str) -> None:
-        """End the run now (exit 3): the bus is lost or the kernel cannot go on; what was produced is kept."""
+        """End the run now (exit 3): the bus is lost or the kernel cannot go on; what was produced
+        is kept."""
         log.error("stopping the run", reason=why)
         self.fatal = self.fatal or why
         self.done.set()
@@ -231,7 +233,8 @@ class Coordinator:
             await self._end_replay()
 
     async def _end_replay(self) -> None:
-        """The resumed run's stream is replayed: publish the kernel events it lacks, then go on as usual."""
+        """The resumed run's stream is replayed: publish the kernel events it lacks, then go on as
+        usual."""
         replayed, self._replayed = self._replayed or set(), None
         todo, self._deferred = [(e, t) for e, t in self._deferred if e.id not in replayed], []
         log.info(
@@ -412,7 +415,8 @@ class Coordinator:
             self.done.set()
 
     def waiting_for(self) -> str:
-        """What the run is waiting for, e.g. ``3 group.scored (no report yet from trainer mytrainer)``."""
+        """What the run is waiting for, e.g.
+        ``3 group.scored (no report yet from trainer mytrainer)``."""
         kinds: Counter[str] = Counter(kind for kind, _ in self._open.values())
         parts = []
         trainers = set(self.config.components.get("trainer", []))
@@ -447,7 +451,8 @@ class Coordinator:
                 and await self._sub.heal()
             ):
                 log.warning(
-                    "the run's event feed had gone quiet with events left on the server (lost in a reconnect); it goes on from the next one",
+                    "the run's event feed had gone quiet with events left on the server "
+                    "(lost in a reconnect); it goes on from the next one",
                     seq=self._sub.last,
                 )
             idle = time.monotonic() - self._last_progress
@@ -457,8 +462,9 @@ class Coordinator:
                 and not self.done.is_set()
             ):
                 log.warning(
-                    "the run has made no progress; it is waiting for handled reports (a component that is not served? "
-                    "see `envkernel tap`, start the missing worker, or bound the run with --timeout)",
+                    "the run has made no progress; it is waiting for handled reports (a "
+                    "component that is not served? see `envkernel tap`, start the missing "
+                    "worker, or bound the run with --timeout)",
                     seconds=round(idle),
                     outstanding=self.outstanding,
                     waiting_for=self.waiting_for(),
@@ -495,7 +501,8 @@ class Coordinator:
             if usable:
                 if k != iteration:
                     log.warning(
-                        "no update to the policy after this iteration; the next one keeps the last update",
+                        "no update to the policy after this iteration; the next one keeps "
+                        "the last update",
                         iteration=iteration,
                         update=usable[0][1].ref,
                     )

@@ -19,13 +19,15 @@ from envkernel_runtime.oneshot import call_once
 
 from .errors import SandboxError, UsageError
 
-ENV_CALL_EPILOG = """Prints {"ok": true, "value": ...} or {"ok": false, "error": {"code": ..., "message": ...}}.
+ENV_CALL_EPILOG = """Prints {"ok": true, "value": ...} or {"ok": false, "error": {"code": ..., \
+"message": ...}}.
 Exit codes: 0 the tool succeeded; 1 the tool returned an error; 2 usage error (bad folder,
 arguments or runner); 3 the sandbox could not be opened."""
 
 
 class EnvGroup(click.Group):
-    """``envkernel env``: built-in subcommands, plus those plugins add (``env serve``) on first use."""
+    """``envkernel env``: built-in subcommands, plus those plugins add (``env serve``) on first
+    use."""
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         root = ctx.find_root().command
@@ -88,7 +90,8 @@ def call(
     sets: tuple[str, ...],
     verbose: bool,
 ) -> None:
-    """Call TOOL of the environment in ENV_DIR once, in a fresh sandbox, and print the result as JSON."""
+    """Call TOOL of the environment in ENV_DIR once, in a fresh sandbox, and print the result as
+    JSON."""
     from envkernel_runtime.envdir import EnvDirError, load_env_dir
 
     try:

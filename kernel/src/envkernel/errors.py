@@ -25,7 +25,8 @@ class ConfigError(UsageError):
 
 class InfraError(EnvkernelError):
     """The infrastructure failed, not the plugin (a sandbox died, the bus did not answer): a rollout
-    that meets one is retried (``infra_retries``), then fails as ``infra``, never as the policy's work."""
+    that meets one is retried (``infra_retries``), then fails as ``infra``, never as the policy's
+    work."""
 
 
 class SandboxError(InfraError):
@@ -37,8 +38,8 @@ class UpdateError(EnvkernelError):
 
 
 class UpdateRefused(UpdateError):
-    """A policy refused an update (or it does not decode): every rollout naming it fails, and the run
-    never carries it into a later iteration."""
+    """A policy refused an update (or it does not decode): every rollout naming it fails, and the
+    run never carries it into a later iteration."""
 
 
 class RunError(EnvkernelError):
@@ -48,11 +49,12 @@ class RunError(EnvkernelError):
 EXIT_OK = 0
 """Finished; no plugin failed."""
 EXIT_FAILURES = 1
-"""Finished, but plugins failed (``failures``), rollouts failed as ``infra`` (``infra_failures``), or a
-selected plugin failed to import or register (``broken_plugins``); outputs are written."""
+"""Finished, but plugins failed (``failures``), rollouts failed as ``infra`` (``infra_failures``),
+or a selected plugin failed to import or register (``broken_plugins``); outputs are written."""
 EXIT_USAGE = 2
 """Usage or config error; nothing ran."""
 EXIT_ABORTED = 3
 """The run was interrupted or lost its bus; what was produced so far is written."""
 EXIT_EMPTY = 4
-"""The run finished and nothing failed, but it emitted no task (every task was rejected, or none was proposed)."""
+"""The run finished and nothing failed, but it emitted no task (every task was rejected, or none was
+proposed)."""

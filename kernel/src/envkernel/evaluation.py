@@ -2,15 +2,17 @@
 
 In evaluation mode (``RunConfig.evaluate``) the kernel's stages send every proposed task straight to
 ``rollouts_per_task`` (k) attempts of the run's policy with purpose ``eval``: no gate, no reference.
-Tasks come from the run's sources (an imported benchmark: ``--source pinchbench:PATH``, exported files
-too) or from task files (``eval_tasks``: a run folder or its ``tasks.jsonl``, whose environments are in
-the ``envs/`` folder beside it), which the coordinator proposes itself (:func:`load_task_files`).
+Tasks come from the run's sources (an imported benchmark: ``--source pinchbench:PATH``, exported
+files too) or from task files (``eval_tasks``: a run folder or its ``tasks.jsonl``, whose
+environments are in the ``envs/`` folder beside it), which the coordinator proposes itself
+(:func:`load_task_files`).
 
-:class:`EvalRecorder` writes ``results.jsonl`` (one line per attempt) and ``eval.json`` (:func:`figures`):
-the mean score, pass@1 and pass@k (the unbiased estimator of Chen et al. 2021, ``1 - C(n-c, k) / C(n, k)``
-per task, averaged over tasks), overall, by category and by source, each with a 95 % bootstrap confidence
-interval over tasks. An attempt *passes* when it scores 1. An attempt whose rollout or scoring failed
-has no score: it is listed with its error and left out of the figures (``attempts_failed``).
+:class:`EvalRecorder` writes ``results.jsonl`` (one line per attempt) and ``eval.json``
+(:func:`figures`): the mean score, pass@1 and pass@k (the unbiased estimator of Chen et al. 2021,
+``1 - C(n-c, k) / C(n, k)`` per task, averaged over tasks), overall, by category and by source, each
+with a 95 % bootstrap confidence interval over tasks. An attempt *passes* when it scores 1. An
+attempt whose rollout or scoring failed has no score: it is listed with its error and left out of
+the figures (``attempts_failed``).
 """
 
 from __future__ import annotations
@@ -86,9 +88,9 @@ def _tasks_file(spec: str) -> Path:
 
 
 def load_task_files(specs: Iterable[str], split: str = "heldout") -> list[FileTask]:
-    """The tasks of these run folders or ``tasks.jsonl`` files in ``split`` (``all``: every task), each
-    with its environment from ``envs/<env-id>/`` beside the file. A missing file or environment, or a
-    line that is not a Task, is a :class:`ConfigError`."""
+    """The tasks of these run folders or ``tasks.jsonl`` files in ``split`` (``all``: every task),
+    each with its environment from ``envs/<env-id>/`` beside the file. A missing file or
+    environment, or a line that is not a Task, is a :class:`ConfigError`."""
     if split not in SPLITS:
         raise ConfigError(f"eval_split {split!r}: expected one of {', '.join(SPLITS)}")
     out: list[FileTask] = []
@@ -222,7 +224,8 @@ def _turns(messages: list[dict[str, Any]]) -> int:
 
 
 class EvalRecorder:
-    """The evaluation part of a run's recorder: ``results.jsonl`` as attempts arrive, ``eval.json`` at the end."""
+    """The evaluation part of a run's recorder: ``results.jsonl`` as attempts arrive, ``eval.json``
+    at the end."""
 
     def __init__(self, out: Path, k: int, seed: int = 0, policy: str = "") -> None:
         """``k``: attempts per task; ``seed`` seeds the bootstrap."""
@@ -246,7 +249,8 @@ class EvalRecorder:
         }
 
     def record(self, ev: Event) -> tuple[dict[str, Any], Task] | None:
-        """Account for one event; returns the ``results.jsonl`` row it made and its task (None: none)."""
+        """Account for one event; returns the ``results.jsonl`` row it made and its task (None:
+        none)."""
         if isinstance(ev, EnvRequested):
             self._requests[ev.id] = f"{ev.source_kind}:{ev.source}" if ev.source else ev.source_kind
         elif isinstance(ev, EnvSynthesized):
@@ -348,7 +352,8 @@ def _ci(x: list[float] | None) -> str:
 
 
 def table(data: dict[str, Any], per_task_limit: int = 50) -> str:
-    """``eval.json`` as a text table: overall, by category and by source (and per task, when there are few)."""
+    """``eval.json`` as a text table: overall, by category and by source (and per task, when there
+    are few)."""
     k = data.get("k", 1)
     head = f"{'':<34} {'tasks':>5} {'tries':>5}  {'mean':<20} {'pass@1':<20} {'pass@' + str(k):<20}"
     lines = [f"policy {data.get('policy') or '?'}, k = {k}", head]
@@ -360,7 +365,8 @@ def table(data: dict[str, Any], per_task_limit: int = 50) -> str:
             return
         lines.append(
             f"{name[:34]:<34} {g['tasks']:>5} {g['attempts']:>5}  "
-            f"{(_fmt(g['mean']) + _ci(g['mean_ci'])):<20} {(_fmt(g['pass@1']) + _ci(g['pass@1_ci'])):<20} "
+            f"{(_fmt(g['mean']) + _ci(g['mean_ci'])):<20} "
+            f"{(_fmt(g['pass@1']) + _ci(g['pass@1_ci'])):<20} "
             f"{(_fmt(g['pass@k']) + _ci(g['pass@k_ci'])):<20}"
         )
 
@@ -380,7 +386,8 @@ def table(data: dict[str, Any], per_task_limit: int = 50) -> str:
             lines.append(f"{(t['env_id'] or tid)[:34]:<34} {t['category'][:14]:<14} {scores}")
     if data.get("attempts_failed"):
         lines.append(
-            f"{data['attempts_failed']} attempts failed (no score; see results.jsonl and failures.jsonl)"
+            f"{data['attempts_failed']} attempts failed (no score; see results.jsonl and "
+            "failures.jsonl)"
         )
     return "\n".join(lines)
 
@@ -393,7 +400,8 @@ def load_eval(path: str) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(f.read_text())
     except (OSError, ValueError) as exc:
         raise ConfigError(
-            f"--compare {path}: no readable eval.json ({exc}); name the folder of an `envkernel eval` run"
+            f"--compare {path}: no readable eval.json ({exc}); name the folder of an "
+            "`envkernel eval` run"
         ) from None
     return data
 
@@ -439,13 +447,17 @@ def compare_table(c: dict[str, Any], names: tuple[str, str] = ("A", "B")) -> str
     a, b = names
     lines = [
         f"A = {a} (policy {c['a']['policy']}, k = {c['a']['k']}, {c['a']['tasks']} tasks)",
-        f"B = {b} (policy {c['b']['policy']}, k = {c['b']['k']}, {c['b']['tasks']} tasks); {c['common_tasks']} tasks in both",
-        f"{'task':<34} {'mean A':>7} {'mean B':>7} {'delta':>7}  {'pass@k A':>8} {'pass@k B':>8} {'delta':>7}",
+        f"B = {b} (policy {c['b']['policy']}, k = {c['b']['k']}, {c['b']['tasks']} tasks); "
+        f"{c['common_tasks']} tasks in both",
+        f"{'task':<34} {'mean A':>7} {'mean B':>7} {'delta':>7}  {'pass@k A':>8} "
+        f"{'pass@k B':>8} {'delta':>7}",
     ]
     for t in c["per_task"]:
         lines.append(
-            f"{(t['env_id'] or t['task_id'])[:34]:<34} {_fmt(t['a']['mean']):>7} {_fmt(t['b']['mean']):>7} "
-            f"{_sign(t['delta']['mean']):>7}  {_fmt(t['a']['pass@k']):>8} {_fmt(t['b']['pass@k']):>8} {_sign(t['delta']['pass@k']):>7}"
+            f"{(t['env_id'] or t['task_id'])[:34]:<34} {_fmt(t['a']['mean']):>7} "
+            f"{_fmt(t['b']['mean']):>7} {_sign(t['delta']['mean']):>7}  "
+            f"{_fmt(t['a']['pass@k']):>8} {_fmt(t['b']['pass@k']):>8} "
+            f"{_sign(t['delta']['pass@k']):>7}"
         )
     for m, v in c["overall"].items():
         lines.append(

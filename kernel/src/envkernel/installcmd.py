@@ -1,5 +1,6 @@
 """``envkernel install`` / ``uninstall``: plugins in and out of the environment envkernel runs from
-(as ``llm install`` does), with its own pip, or ``uv pip --python`` in a venv uv made (it has no pip).
+(as ``llm install`` does), with its own pip, or ``uv pip --python`` in a venv uv made (it has no
+pip).
 
 Both print the plugins that appeared, changed or went away. ``install`` keeps the kernel at its
 version: PyPI's ``envkernel`` is another project (NordicHPC's Jupyter kernel tool, 1.x), which a
@@ -27,15 +28,17 @@ from .hookspecs import PROJECT
 log = structlog.get_logger("envkernel.install")
 
 REQUIREMENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(?=\s*(\[|[<>=!~;]|$))")
-"""The distribution name at the start of a requirement (``envkernel-foo>=1``); paths and URLs do not match."""
+"""The distribution name at the start of a requirement (``envkernel-foo>=1``); paths and URLs do not
+match."""
 
 INSTALL_EPILOG = """Exit codes: 0 installed; 2 nothing named, or neither pip nor uv to install with;
 otherwise pip's (or uv's) own exit code."""
 
 
 def installer(verb: str) -> tuple[list[str], bool]:
-    """The command that runs ``verb`` (install or uninstall) on this Python's packages, and whether it
-    is uv's: the environment's pip, else ``uv pip --python``; a :class:`UsageError` when there is neither."""
+    """The command that runs ``verb`` (install or uninstall) on this Python's packages, and whether
+    it is uv's: the environment's pip, else ``uv pip --python``; a :class:`UsageError` when there is
+    neither."""
     if importlib.util.find_spec("pip") is not None:
         return [
             sys.executable,
@@ -48,7 +51,8 @@ def installer(verb: str) -> tuple[list[str], bool]:
     if uv is None:
         raise UsageError(
             f"cannot install into {sys.prefix}: this environment has no pip and uv is not on PATH. "
-            f"Add pip with `{sys.executable} -m ensurepip`, or install uv (https://docs.astral.sh/uv/), then retry"
+            f"Add pip with `{sys.executable} -m ensurepip`, or install uv "
+            "(https://docs.astral.sh/uv/), then retry"
         )
     return [uv, "pip", verb, "--python", sys.executable], True
 
@@ -63,7 +67,8 @@ def plugin_versions() -> dict[str, str]:
 
 
 def run_installer(cmd: list[str], before: dict[str, str]) -> None:
-    """Run ``cmd``, then print the plugin changes since ``before``; exit with its code when it fails."""
+    """Run ``cmd``, then print the plugin changes since ``before``; exit with its code when it
+    fails."""
     log.debug("running the installer", command=cmd)
     code = subprocess.call(cmd)
     if code != 0:
@@ -142,8 +147,9 @@ def install(
         line.split("=")[0].strip() == "uv" for line in cfg.read_text().splitlines()
     ):
         click.echo(
-            f"note: {sys.prefix} was made by uv. If `uv sync` manages it, the next sync removes what uv.lock does not list: "
-            "keep these packages with `uv sync --inexact`, or add them to the project with `uv add`",
+            f"note: {sys.prefix} was made by uv. If `uv sync` manages it, the next sync "
+            "removes what uv.lock does not list: keep these packages with `uv sync "
+            "--inexact`, or add them to the project with `uv add`",
             err=True,
         )
 

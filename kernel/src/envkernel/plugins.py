@@ -98,7 +98,8 @@ def resolve_selection(
         op, name = (item[0], item[1:]) if item[0] in "+-" else ("+", item)
         if name not in available:
             raise PluginError(
-                f"unknown plugin {name!r}; installed plugins: {', '.join(sorted(available)) or 'none'}"
+                f"unknown plugin {name!r}; installed plugins: "
+                f"{', '.join(sorted(available)) or 'none'}"
             )
         if op == "+" and name not in chosen:
             chosen.append(name)
@@ -146,7 +147,8 @@ def load(names: list[str], *, strict: bool = False) -> Registry:
         ep = available.get(name)
         if ep is None:
             raise PluginError(
-                f"unknown plugin {name!r}; installed plugins: {', '.join(sorted(available)) or 'none'}"
+                f"unknown plugin {name!r}; installed plugins: "
+                f"{', '.join(sorted(available)) or 'none'}"
             )
         try:
             module = ep.load()
@@ -177,7 +179,8 @@ def load(names: list[str], *, strict: bool = False) -> Registry:
 
                 if not is_token(cname):
                     raise PluginError(
-                        f"plugin {_plugin!r} registered a component with a bad name {cname!r} (letters, digits, - and _)"
+                        f"plugin {_plugin!r} registered a component with a bad name "
+                        f"{cname!r} (letters, digits, - and _)"
                     )
                 if cname in reg.components:
                     other = reg.components[cname].plugin
@@ -189,7 +192,8 @@ def load(names: list[str], *, strict: bool = False) -> Registry:
                 )  # other factories: checked when built
                 if missing:
                     raise RoleError(
-                        f"component {cname!r} ({_role}) has no method {', '.join(missing)}, which its role requires"
+                        f"component {cname!r} ({_role}) has no method {', '.join(missing)}, "
+                        "which its role requires"
                     )
                 reg.components[cname] = Component(cname, _role, factory, _plugin)
 

@@ -94,7 +94,8 @@ class ToolEnv(Protocol):
 
 @runtime_checkable
 class Policy(Protocol):
-    """Rolls an agent out on a task against a live environment (optional: :class:`AppliesUpdates`)."""
+    """Rolls an agent out on a task against a live environment (optional:
+    :class:`AppliesUpdates`)."""
 
     def rollout(self, request: RolloutRequested, env: ToolEnv, ctx: Context) -> Trajectory:
         """Return the trajectory (the kernel fills in ``calls`` and ``final_state``)."""
@@ -112,10 +113,12 @@ class RewardModel(Protocol):
 
 @runtime_checkable
 class User(Protocol):
-    """A simulated user a policy talks with (no events of its own: a policy asks it for each user turn)."""
+    """A simulated user a policy talks with (no events of its own: a policy asks it for each user
+    turn)."""
 
     def reply(self, task: Task, messages: list[dict[str, Any]], ctx: Context) -> str | None:
-        """The user's next words after the conversation so far (OpenAI chat messages), or None: nothing more to say."""
+        """The user's next words after the conversation so far (OpenAI chat messages), or None:
+        nothing more to say."""
         ...
 
 
@@ -136,7 +139,8 @@ class AppliesUpdates(Protocol):
 
 @runtime_checkable
 class Trainer(Protocol):
-    """Consumes scored groups (broadcast: every trainer sees every group; optional: :class:`Updates`, :class:`Finishes`)."""
+    """Consumes scored groups (broadcast: every trainer sees every group; optional:
+    :class:`Updates`, :class:`Finishes`)."""
 
     def consume(self, group: GroupScored, ctx: Context) -> None:
         """Take one scored group (write it, learn from it)."""
@@ -193,7 +197,8 @@ class SandboxSession(Protocol):
 
 @runtime_checkable
 class SandboxRunner(Protocol):
-    """Opens sandboxes. The kernel serves them on the bus as ``envk.svc.sandbox.…`` (optional: :class:`Closes`)."""
+    """Opens sandboxes. The kernel serves them on the bus as ``envk.svc.sandbox.…`` (optional:
+    :class:`Closes`)."""
 
     async def open(self, env: EnvSpec, seed: int) -> SandboxSession:
         """Start a sandbox, load ``env`` and its seed state, and return it ready to call."""

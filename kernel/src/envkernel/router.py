@@ -94,7 +94,8 @@ class PluginContractError(EnvkernelError):
 
 
 def classify(exc: BaseException) -> str:
-    """Whose fault an error is, by its type: ``infra`` (a sandbox or the bus), ``update_refused``, else ``plugin``."""
+    """Whose fault an error is, by its type: ``infra`` (a sandbox or the bus), ``update_refused``,
+    else ``plugin``."""
     if isinstance(exc, (InfraError, NatsError, BusError)):
         return "infra"
     return "update_refused" if isinstance(exc, UpdateRefused) else "plugin"
@@ -135,7 +136,8 @@ class Worker:
         self._apply_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self.pool, self.traces = SandboxPool(bus), TraceCache()
         self.handled: Counter[str] = Counter()
-        """Events handled per component, and ``<component> failed`` for those that became ``plugin.failed`` (progress)."""
+        """Events handled per component, and ``<component> failed`` for those that became
+        ``plugin.failed`` (progress)."""
 
     def progress_line(self) -> str:
         """What this worker has handled so far, as one line."""
@@ -145,7 +147,8 @@ class Worker:
 
     # -- lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Bind consumers and start sandbox services (and, in a worker, forget each run when it finishes)."""
+        """Bind consumers and start sandbox services (and, in a worker, forget each run when it
+        finishes)."""
         if self.run_scoped is None:
             self._finished_sub = await self.bus.nc.subscribe(
                 f"{EVENTS_PREFIX}.*.run.finished", cb=self._on_run_finished
@@ -188,7 +191,8 @@ class Worker:
                 self._tasks.append(asyncio.create_task(consumer.run()))
 
     async def stop(self, cancel: bool = False, finish_run: str | None = None) -> None:
-        """Stop consuming, finish (or with ``cancel`` abandon) in-flight work, close sandboxes and components.
+        """Stop consuming, finish (or with ``cancel`` abandon) in-flight work, close sandboxes and
+        components.
 
         ``finish_run``: a run that is being aborted; its trainers that have not finished get
         ``finish`` now, so what they consumed is written (``rl.parquet``, curves, cards).
@@ -300,7 +304,8 @@ class Worker:
         )  # a class was checked when it registered; another factory's product now
         if missing:
             raise PluginContractError(
-                f"component {comp.name!r} ({comp.role}) has no method {', '.join(missing)}, which its role requires"
+                f"component {comp.name!r} ({comp.role}) has no method {', '.join(missing)}, "
+                "which its role requires"
             )
         return inst, settings
 
@@ -374,7 +379,8 @@ class Worker:
                 return (
                     [],
                     None,
-                    # the run's own process (and its local workers) serve it, on consumers of their own
+                    # the run's own process (and its local workers) serve it, on consumers of their
+                    # own
                 )
             try:
                 children = await self._invoke(comp, cfg, ev, msg.data, last_try=last_delivery(msg))
@@ -483,7 +489,8 @@ class Worker:
 
     @staticmethod
     def _failure(comp: Component, ev: Event, raw: bytes, exc: BaseException) -> PluginFailed:
-        """A failure as data: the ``plugin.failed`` event for ``exc`` raised while handling ``ev``."""
+        """A failure as data: the ``plugin.failed`` event for ``exc`` raised while handling
+        ``ev``."""
         return PluginFailed(
             run=ev.run,
             id=event_id(ev.id, comp.name, "failed"),
@@ -656,7 +663,8 @@ class Worker:
                     return []
                 if not isinstance(upd, PolicyUpdate):
                     raise PluginContractError(
-                        f"{comp.name}.update returned {type(upd).__name__}, expected PolicyUpdate or None"
+                        f"{comp.name}.update returned {type(upd).__name__}, expected "
+                        "PolicyUpdate or None"
                     )
                 upd = msgspec.structs.replace(upd, policy=upd.policy or cfg.policy)
                 await store_update(self.bus, ref, upd)
@@ -708,7 +716,8 @@ class Worker:
     async def _apply_update(
         self, comp: Component, inst: Any, ctx: Context, ev: RolloutRequested
     ) -> None:
-        """Hand the policy the update this rollout names, once per process (before any rollout using it).
+        """Hand the policy the update this rollout names, once per process (before any rollout using
+        it).
 
         A policy without ``apply_update`` is warned about once and rolls out unchanged. An update
         the policy refuses (or that does not decode) fails every rollout naming it, each with the
@@ -743,13 +752,15 @@ class Worker:
                 raise UpdateRefused(msg) from None
             except Exception as exc:  # the object store did not answer: infrastructure, retried
                 raise InfraError(
-                    f"{comp.name} could not fetch policy update {ev.update}: {type(exc).__name__}: {exc}"
+                    f"{comp.name} could not fetch policy update {ev.update}: "
+                    f"{type(exc).__name__}: {exc}"
                 ) from exc
             try:
                 await call_role(inst.apply_update, update, ctx)
             except Exception as exc:
                 msg = self._apply_failed[(ev.run, comp.name, ev.update)] = (
-                    f"{comp.name} could not apply policy update {ev.update}: {type(exc).__name__}: {exc}"
+                    f"{comp.name} could not apply policy update {ev.update}: "
+                    f"{type(exc).__name__}: {exc}"
                 )
                 raise UpdateRefused(msg) from exc
             self._applied[key] = (ev.update, ev.iteration)
@@ -784,7 +795,8 @@ class Worker:
                     differs := await replay.catch_up(sb)
                 ):  # the calls the known traces answered, made again
                     raise SandboxError(
-                        f"a known trace did not repeat ({differs}): the rollout is tried again on sandboxes alone"
+                        f"a known trace did not repeat ({differs}): the rollout is tried "
+                        "again on sandboxes alone"
                     )
                 return sb
 

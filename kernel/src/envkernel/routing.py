@@ -29,14 +29,16 @@ BROADCAST_INPUTS: dict[str, tuple[str, ...]] = {
 KERNEL_INPUTS: frozenset[str] = frozenset(
     {"task.proposed", "rollout.scored", "task.gated", "plugin.failed"}
 )
-"""Kinds the coordinator's kernel stages handle (``plugin.failed`` only to close gates and groups)."""
+"""Kinds the coordinator's kernel stages handle (``plugin.failed`` only to close gates and
+groups)."""
 
 WORK_KINDS = {kind: role for role, kind in WORK_INPUTS.items()}
 """Event kind -> work role."""
 SERVED_KINDS: frozenset[str] = frozenset(WORK_KINDS) | {
     k for kinds in BROADCAST_INPUTS.values() for k in kinds
 }
-"""Kinds a worker decodes too (the coordinator keeps its decoding for it: ``envkernel_bus.decode_shared``)."""
+"""Kinds a worker decodes too (the coordinator keeps its decoding for it:
+``envkernel_bus.decode_shared``)."""
 
 
 def first(config: RunConfig, role: str, chosen: str = "") -> str:

@@ -1,4 +1,5 @@
-"""Run lifecycle: resolve the config, start the bus, serve the plugins, coordinate, write the summary."""
+"""Run lifecycle: resolve the config, start the bus, serve the plugins, coordinate, write the
+summary."""
 
 from __future__ import annotations
 
@@ -55,9 +56,11 @@ def new_run_id() -> str:
 
 
 def _path_source(source: str, registry: Registry) -> str:
-    """A bare path (``--source specs/``) goes to the first synthesizer that reads files (``accepts_paths``).
+    """A bare path (``--source specs/``) goes to the first synthesizer that reads files
+    (``accepts_paths``).
 
-    A path that does not exist (bare, or ``KIND:PATH`` for a synthesizer that reads files) is a :class:`ConfigError`.
+    A path that does not exist (bare, or ``KIND:PATH`` for a synthesizer that reads files) is a
+    :class:`ConfigError`.
     """
     kind, _, value = source.partition(":")
     readers = [
@@ -81,7 +84,8 @@ def _path_source(source: str, registry: Registry) -> str:
     if readers:
         return f"{readers[0].sources[0]}:{source}"
     raise PluginError(
-        f"--source {source!r} is a path, but no selected synthesizer reads files (add one, e.g. --plugins +openapi)"
+        f"--source {source!r} is a path, but no selected synthesizer reads files (add one, "
+        "e.g. --plugins +openapi)"
     )
 
 
@@ -102,14 +106,16 @@ def remote_components(entries: list[str]) -> list[tuple[str, str]]:
         role, colon, name = entry.partition(":")
         if not colon or role not in ROLES or not is_token(name):
             raise ConfigError(
-                f"--remote {entry!r}: expected ROLE:COMPONENT with ROLE one of {', '.join(ROLES)}, e.g. trainer:mytrainer"
+                f"--remote {entry!r}: expected ROLE:COMPONENT with ROLE one of "
+                f"{', '.join(ROLES)}, e.g. trainer:mytrainer"
             )
         out.append((role, name))
     return out
 
 
 def stall_seconds() -> float:
-    """``ENVKERNEL_STALL_SECONDS``: how long a run may make no progress before it says what it waits for (≥ 1; default 60)."""
+    """``ENVKERNEL_STALL_SECONDS``: how long a run may make no progress before it says what it waits
+    for (≥ 1; default 60)."""
     try:
         return env_seconds("ENVKERNEL_STALL_SECONDS", 60)
     except ValueError as exc:
@@ -134,8 +140,10 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
         or config.gate_solver_k < 1
     ):
         raise ConfigError(
-            f"iterations, rollouts_per_task and gate_solver_k must be at least 1, infra_retries and calibrate at least 0 (got "
-            f"{config.iterations}, {config.rollouts_per_task}, {config.gate_solver_k}, {config.infra_retries} and {config.calibrate})"
+            "iterations, rollouts_per_task and gate_solver_k must be at least 1, "
+            f"infra_retries and calibrate at least 0 (got {config.iterations}, "
+            f"{config.rollouts_per_task}, {config.gate_solver_k}, {config.infra_retries} and "
+            f"{config.calibrate})"
         )
     selected = resolve_selection(config.plugins)
     registry = load(selected)
@@ -145,7 +153,8 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
         local = registry.components.get(name)
         if local is not None and local.role != role:
             raise ConfigError(
-                f"--remote {role}:{name}: the selected component {name!r} is a {local.role}, not a {role}"
+                f"--remote {role}:{name}: the selected component {name!r} is a {local.role}, "
+                f"not a {role}"
             )
         if name not in components[role]:
             components[role].append(name)
@@ -168,13 +177,15 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     for role in needed:
         if not components[role]:
             raise PluginError(
-                f"no plugin for role {role!r} is selected (plugins: {', '.join(selected) or 'none'}); add one with --plugins +NAME"
+                f"no plugin for role {role!r} is selected (plugins: "
+                f"{', '.join(selected) or 'none'}); add one with --plugins +NAME"
             )
     if (
         config.gate_reference == config.gate_nothing and not config.evaluate
     ):  # the gate's two rollouts must be two policies
         raise ConfigError(
-            f"gate_reference and gate_nothing are both {config.gate_reference!r}: the gate compares two policies"
+            f"gate_reference and gate_nothing are both {config.gate_reference!r}: the gate "
+            "compares two policies"
         )
     policies = set(components["policy"])
     checked = [("--policy", config.policy)]
@@ -188,7 +199,8 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     for what, name in checked:
         if name not in policies:
             raise PluginError(
-                f"{what} names policy {name!r}, which no selected plugin provides; policies: {', '.join(sorted(policies))}"
+                f"{what} names policy {name!r}, which no selected plugin provides; policies: "
+                f"{', '.join(sorted(policies))}"
             )
     if (
         config.gate_mutant and config.gate_mutant not in policies
@@ -205,8 +217,9 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
             )
     if config.gate_reward not in components["reward_model"] and not config.evaluate:
         raise PluginError(
-            f"gate_reward = {config.gate_reward!r} (the gate's judge) is not an active reward_model; active: "
-            f"{', '.join(components['reward_model'])}. Select its plugin, or set gate_reward (--gate-reward NAME)"
+            f"gate_reward = {config.gate_reward!r} (the gate's judge) is not an active "
+            f"reward_model; active: {', '.join(components['reward_model'])}. Select its "
+            "plugin, or set gate_reward (--gate-reward NAME)"
         )
     sources = {c.name: c.sources for c in registry.by_role("synthesizer")}
     config = msgspec.structs.replace(
@@ -216,12 +229,14 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
         kind = source.partition(":")[0]
         if not synthesizer_for(RunConfig(components=components), sources, kind):
             raise PluginError(
-                f"no selected synthesizer handles source kind {kind!r}; handled: {sorted({k for v in sources.values() for k in v})}"
+                f"no selected synthesizer handles source kind {kind!r}; handled: "
+                f"{sorted({k for v in sources.values() for k in v})}"
             )
     unknown = set(config.settings) - set(registry.components) - {n for _, n in remote}
     if unknown:
         raise ConfigError(
-            f"config has settings for {', '.join(sorted(unknown))}, which no selected plugin provides; components: {', '.join(sorted(registry.components))}"
+            f"config has settings for {', '.join(sorted(unknown))}, which no selected plugin "
+            f"provides; components: {', '.join(sorted(registry.components))}"
         )
     resolved = {}
     for comp in registry.components.values():  # a wrong key fails now, not mid-run
@@ -232,7 +247,8 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
     out_dir = out_dir.resolve()
     if (out_dir / "config.json").exists():
         raise ConfigError(
-            f"{out_dir} already holds a run (config.json): choose another --run-id or --out, or remove it"
+            f"{out_dir} already holds a run (config.json): choose another --run-id or --out, "
+            "or remove it"
         )
     config = msgspec.structs.replace(
         config,
@@ -255,14 +271,16 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
             )
     if config.calibrate and (config.calibrate_policy or config.policy) == config.gate_reference:
         warnings.append(
-            f"--calibrate with policy {config.gate_reference!r}: it replays the reference and solves every task, "
-            "so every task is dropped as always solved; name a real policy with --calibrate-policy"
+            f"--calibrate with policy {config.gate_reference!r}: it replays the reference "
+            "and solves every task, so every task is dropped as always solved; name a real "
+            "policy with --calibrate-policy"
         )
     return Prepared(config, registry, out_dir, warnings)
 
 
 def prepare_resume(run_dir: str) -> Prepared:
-    """``--resume RUN_DIR``: the config of a run that was killed (or stopped, exit 3) and its plugins, to carry it on."""
+    """``--resume RUN_DIR``: the config of a run that was killed (or stopped, exit 3) and its
+    plugins, to carry it on."""
     out = Path(run_dir).expanduser().resolve()
     try:
         config = msgspec.json.decode((out / "config.json").read_bytes(), type=RunConfig)
@@ -273,11 +291,13 @@ def prepare_resume(run_dir: str) -> Prepared:
         )
     except (OSError, ValueError, msgspec.DecodeError) as exc:
         raise ConfigError(
-            f"--resume {run_dir}: not the folder of a run ({type(exc).__name__}: {exc}); name envkernel-out/RUN-ID"
+            f"--resume {run_dir}: not the folder of a run ({type(exc).__name__}: {exc}); "
+            "name envkernel-out/RUN-ID"
         ) from None
     if done and not done.get("aborted"):
         raise ConfigError(
-            f"--resume {run_dir}: the run finished (exit {done.get('exit_code')}); only a killed or stopped run can be resumed"
+            f"--resume {run_dir}: the run finished (exit {done.get('exit_code')}); only a "
+            "killed or stopped run can be resumed"
         )
     registry = load(config.selected)
     return Prepared(
@@ -307,14 +327,16 @@ async def execute(
     resume: bool = False,
     workers: int = 0,
 ) -> RunResult:
-    """Run the pipeline to completion and write the run folder (``resume``: carry on a killed run from its stream; ``workers``:
-    local ``envkernel worker`` processes that share its work, see ``envkernel_runtime.workers``)."""
+    """Run the pipeline to completion and write the run folder (``resume``: carry on a killed run
+    from its stream; ``workers``: local ``envkernel worker`` processes that share its work, see
+    ``envkernel_runtime.workers``)."""
     if (
         workers and not prep.config.own_work
     ):  # its work then goes to consumers of its own, which its local workers share
         if resume:
             raise ConfigError(
-                "--resume --workers: the run was started without local workers (its work is on shared consumers); resume it without --workers"
+                "--resume --workers: the run was started without local workers (its work is "
+                "on shared consumers); resume it without --workers"
             )
         prep.config = msgspec.structs.replace(prep.config, own_work=True)
     config, out = prep.config, prep.out_dir
@@ -325,7 +347,8 @@ async def execute(
     try:
         if resume and not nats_url and not (out / "nats" / "jetstream").is_dir():
             raise ConfigError(
-                f"--resume {out}: the run used an external NATS server (no nats/ store here): give its --nats-url"
+                f"--resume {out}: the run used an external NATS server (no nats/ store "
+                "here): give its --nats-url"
             )
         if not nats_url:
             out.mkdir(parents=True, exist_ok=True)
@@ -340,11 +363,13 @@ async def execute(
             taken = False
         if resume and not taken:
             raise ConfigError(
-                f"--resume: run {config.run_id!r} is not on {without_secrets(nats_url)} (its stream is gone): it cannot be resumed"
+                f"--resume: run {config.run_id!r} is not on {without_secrets(nats_url)} (its "
+                "stream is gone): it cannot be resumed"
             )
         if taken and not resume:
             raise ConfigError(
-                f"run id {config.run_id!r} is already used on {without_secrets(nats_url)}: choose another --run-id"
+                f"run id {config.run_id!r} is already used on {without_secrets(nats_url)}: "
+                "choose another --run-id"
             )
     except BaseException:
         if bus is not None:
@@ -387,7 +412,8 @@ async def execute(
     )
     if remote:
         log.info(
-            "this run uses remote components: serve them with `envkernel worker --plugins PLUGIN --nats-url URL`",
+            "this run uses remote components: serve them with `envkernel worker --plugins "
+            "PLUGIN --nats-url URL`",
             remote=sorted(remote),
             nats=without_secrets(nats_url),
         )
@@ -522,8 +548,9 @@ async def serve(
     stop: asyncio.Event | None = None,
     run: RunConfig | None = None,
 ) -> None:
-    """``envkernel worker``: serve these plugins' stages for every run in progress until stopped (``run``: a
-    local worker of that run, ``envkernel_runtime.workers``: only its work components, only its work)."""
+    """``envkernel worker``: serve these plugins' stages for every run in progress until stopped
+    (``run``: a local worker of that run, ``envkernel_runtime.workers``: only its work components,
+    only its work)."""
     registry = load(names)
     if not registry.components:
         raise PluginError(f"plugins {', '.join(names)} provide no components to serve")

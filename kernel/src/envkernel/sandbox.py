@@ -1,9 +1,9 @@
 """Sandboxes as a service on the bus.
 
 A process serving a sandbox-runner component answers ``envk.svc.sandbox.<runner>.open`` in a queue
-group, then ``envk.svc.sandbox.<id>.<op>`` (call, patch, snapshot, restore, state, close) for each sandbox
-it opened. Any stage on any host gets a :class:`Sandbox` client from its context. Every sandbox has
-a hard lifetime, so a client that dies cannot leave one behind.
+group, then ``envk.svc.sandbox.<id>.<op>`` (call, patch, snapshot, restore, state, close) for each
+sandbox it opened. Any stage on any host gets a :class:`Sandbox` client from its context. Every
+sandbox has a hard lifetime, so a client that dies cannot leave one behind.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ class Sandbox:
         self.run = ""
         """The run it was opened for (a worker's pool releases it when that run finishes)."""
         self.lane: Any = None
-        """The executor's direct lane when the sandbox runs on this host (:mod:`envkernel_runtime.lane`): calls, restores and state reads skip the bus."""
+        """The executor's direct lane when the sandbox runs on this host
+        (:mod:`envkernel_runtime.lane`): calls, restores and state reads skip the bus."""
         self._handles: dict[
             str, str
         ] = {}  # snapshot -> the executor's own handle of it, for a restore over the lane
@@ -85,8 +86,9 @@ class Sandbox:
             ) from None
         except Exception as exc:  # timeout or no responders
             raise SandboxError(
-                f"sandbox {self.id} ({self.runner}) did not answer {op!r} within {timeout or self.timeout:g} s: "
-                f"{type(exc).__name__}. Its runner may have stopped or the sandbox outlived its lifetime."
+                f"sandbox {self.id} ({self.runner}) did not answer {op!r} within "
+                f"{timeout or self.timeout:g} s: {type(exc).__name__}. Its runner may have "
+                "stopped or the sandbox outlived its lifetime."
             ) from None
         if (
             msg.data[:1] == b"{"
@@ -109,7 +111,8 @@ class Sandbox:
         return value if isinstance(value, ToolResult) else msgspec.convert(value, ToolResult)
 
     async def patch(self, rows: list[dict[str, Any]]) -> None:
-        """Insert rows before an episode (``Task.seed_patch()``: a task's planted rows); all or none."""
+        """Insert rows before an episode (``Task.seed_patch()``: a task's planted rows); all or
+        none."""
         await self._request("patch", OpRequest(rows=rows))
 
     async def snapshot(self) -> str:
@@ -170,8 +173,9 @@ async def open_sandbox(
         raise SandboxError(f"no sandbox from runner {runner!r}: {exc}") from None
     except Exception as exc:
         raise SandboxError(
-            f"no sandbox from runner {runner!r} within {timeout:g} s ({type(exc).__name__}): is a process serving it? "
-            f"(`envkernel run` serves its runner itself; a worker needs --plugins including it)"
+            f"no sandbox from runner {runner!r} within {timeout:g} s ({type(exc).__name__}): "
+            "is a process serving it? (`envkernel run` serves its runner itself; a worker "
+            "needs --plugins including it)"
         ) from None
     reply = _reply_dec.decode(msg.data)
     if not reply.ok:
@@ -224,7 +228,8 @@ class SandboxPool:
     async def lease(
         self, runner: str, env: EnvSpec, *, seed: int = 0, run: str = "", call_timeout: float = 60.0
     ) -> AsyncIterator[Sandbox]:
-        """Lend a sandbox holding ``env`` in its seed state; it goes back to the pool after a clean use."""
+        """Lend a sandbox holding ``env`` in its seed state; it goes back to the pool after a clean
+        use."""
         key = self._key(runner, env, seed)
         idle = self._idle.setdefault(key, [])
         slots = self._slots.setdefault(key, asyncio.Semaphore(self.per_env))
@@ -276,7 +281,8 @@ class SandboxPool:
                 await sb.close()
 
     async def seed_state(self, runner: str, env: EnvSpec, *, seed: int = 0, run: str = "") -> State:
-        """The state a lent sandbox of ``env`` starts in (read from one the first time, then kept)."""
+        """The state a lent sandbox of ``env`` starts in (read from one the first time, then
+        kept)."""
         key = self._key(runner, env, seed)
         if key not in self._seed_states:
             async with self.lease(runner, env, seed=seed, run=run) as sb:
@@ -284,7 +290,8 @@ class SandboxPool:
         return self._seed_states[key]
 
     async def release(self, run: str) -> None:
-        """Close the idle sandboxes opened for ``run`` (it finished: nothing of it will lease them again)."""
+        """Close the idle sandboxes opened for ``run`` (it finished: nothing of it will lease them
+        again)."""
         mine = [
             (items, item) for items in self._idle.values() for item in items if item[0].run == run
         ]
@@ -318,7 +325,8 @@ class SandboxService:
         self.runner = runner
         self._live: dict[str, _Live] = {}
         self.uid = uuid.uuid4().hex[:8]
-        """This process's part of its sandbox ids; it answers ``envk.svc.sandbox.<runner>-<uid>.alive`` while it lives."""
+        """This process's part of its sandbox ids; it answers
+        ``envk.svc.sandbox.<runner>-<uid>.alive`` while it lives."""
         self._sub: Subscription | None = None
         self._alive: Subscription | None = None
         self._reaper: asyncio.Task[None] | None = None

@@ -71,7 +71,8 @@ class _Gate:
     solved: dict[int, bool] | None = None
     """Index -> solved, of each calibration rollout (None until the gate passed)."""
     attempts: dict[int, ScoredRollout | None] | None = None
-    """Index -> the scored attempt (None: it failed) of each ``gate_solver`` rollout (None: no solver asked)."""
+    """Index -> the scored attempt (None: it failed) of each ``gate_solver`` rollout (None: no
+    solver asked)."""
 
 
 @dataclass
@@ -91,7 +92,8 @@ class Stages:
         self.groups: dict[str, _Group] = {}
         self.seen_tasks: set[bytes] = set()
         self.gated: list[Task] = []
-        """Every emitted task, in order: each later iteration rolls them all out (kept only when there are later iterations)."""
+        """Every emitted task, in order: each later iteration rolls them all out (kept only when
+        there are later iterations)."""
 
     def _child(
         self,
@@ -191,7 +193,8 @@ class Stages:
         return out
 
     def _eval(self, ev: TaskProposed) -> list[tuple[Event, str | None]]:
-        """Evaluation mode: k attempts of the policy (purpose ``eval``), no gate (a duplicate is still one task)."""
+        """Evaluation mode: k attempts of the policy (purpose ``eval``), no gate (a duplicate is
+        still one task)."""
         key = task_key(ev.task)
         if key in self.seen_tasks:
             return [
@@ -228,7 +231,8 @@ class Stages:
         ]
 
     def _solve(self, ev: Event, gate: _Gate) -> list[tuple[Event, str | None]]:
-        """A task without a reference: ``gate_solver_k`` attempts of ``gate_solver`` look for one."""
+        """A task without a reference: ``gate_solver_k`` attempts of ``gate_solver`` look for
+        one."""
         gate.attempts = {}
         k, policy = max(1, self.config.gate_solver_k), self.config.gate_solver
         return [
@@ -250,8 +254,8 @@ class Stages:
         ]
 
     def _solved(self, parent: Event, gate: _Gate) -> list[tuple[Event, str | None]]:
-        """Every solver attempt is in: the first (by index) that scored 1 is the reference, and the task
-        goes through the gate; none did: rejected as ``unsolved``."""
+        """Every solver attempt is in: the first (by index) that scored 1 is the reference, and the
+        task goes through the gate; none did: rejected as ``unsolved``."""
         attempts = gate.attempts or {}
         win = next(
             (
@@ -469,7 +473,8 @@ class Stages:
         return out
 
     def next_iteration(self, ended: IterationEnded, update: str) -> list[tuple[Event, str | None]]:
-        """The training rollouts of the iteration after ``ended``: G per emitted task, naming ``update``.
+        """The training rollouts of the iteration after ``ended``: G per emitted task, naming
+        ``update``.
 
         Their parent is the ``iteration.ended`` event, so their ids are deterministic.
         """

@@ -13,8 +13,8 @@ What several plugins share, so that no plugin imports another plugin:
   calls a model subclasses;
 - :mod:`envkernel_kit.sink`: an idempotent JSON-lines sink for trainers and exporters;
 - :mod:`envkernel_kit.groups`: scored groups: purpose and GRPO advantages;
-- :mod:`envkernel_kit.scoring`: the trace + outcome reward as pure functions (the ``traceoutcome`` reward
-  model and ``envkernel serve`` score with it);
+- :mod:`envkernel_kit.scoring`: the trace + outcome reward as pure functions (the ``traceoutcome``
+  reward model and ``envkernel serve`` score with it);
 - :mod:`envkernel_kit.grading`: the one grading entry point every reward model and ``envkernel
   serve`` use: a task's kind (check script, state, answer) decides once whether it is graded in a
   sandbox or in process;

@@ -258,7 +258,8 @@ def _row_units(rows: list[list[str]], answer: str, ordered: bool) -> list[Unit]:
 
 
 def answer_units(outcome: Any, answer: str) -> list[Unit]:
-    """Every unit of the expected answer (facts outside rows, rows, order) and the precision guard."""
+    """Every unit of the expected answer (facts outside rows, rows, order) and the precision
+    guard."""
     facts: list[str] = list(outcome.answer_facts)
     rows: list[list[str]] = [list(r) for r in getattr(outcome, "answer_rows", []) if r]
     answer = answer or ""
@@ -331,7 +332,8 @@ ITEM_KEYS = (
     "nodes",
     "resources",
 )
-"""Names of the member that holds the rows of a list envelope (``{"data": [...], "next_page": ...}``), by preference."""
+"""Names of the member that holds the rows of a list envelope
+(``{"data": [...], "next_page": ...}``), by preference."""
 _ROW_KEYS = ("id", "gid", "uuid", "key")
 META_WORDS = frozenset(
     {
@@ -394,13 +396,15 @@ META_WORDS = frozenset(
         "keywords",
     }
 )
-"""Words of the names of a list envelope's other members: counts, cursors, pages, links, the request's status
-(``has_more``, ``total_count``, ``next_page_token``, ``itemsPerPage``, ``request_id``, ``response_metadata``), and
-the request it echoes (a search's ``query``, ``search_term``, ``sort_by``)."""
+"""Words of the names of a list envelope's other members: counts, cursors, pages, links, the
+request's status (``has_more``, ``total_count``, ``next_page_token``, ``itemsPerPage``,
+``request_id``, ``response_metadata``), and the request it echoes (a search's ``query``,
+``search_term``, ``sort_by``)."""
 
 
 _NAME_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-"""The words of a member's name (``nextPageToken`` -> next, Page, Token; ``has_more`` -> has, more)."""
+"""The words of a member's name (``nextPageToken`` -> next, Page, Token; ``has_more`` -> has,
+more)."""
 _NOT_ROWS = frozenset({"error", "errors", "warning", "warnings"})
 
 
@@ -418,13 +422,13 @@ def _meta(name: str) -> bool:
 def envelope_key(value: Any) -> str | None:
     """The member of a list envelope that holds its rows, or None when ``value`` is not one.
 
-    An envelope is an object without an id of its own (``id``, ``gid``, ``uuid``, ``key``) whose other
-    members are the page's: a member whose name says so (:data:`META_WORDS`), a number, a flag, null
-    or an object (a cursor block, the subject of a list of follows). A text under another name (a
-    ``name``, a ``handle``, a ``did``) makes it one object, not a page: its inner lists are its parts.
-    The rows are the list of objects named as in :data:`ITEM_KEYS` (first by that order, empty or
-    not, so an empty ``data`` is an empty page, not the page of another list), else the only list of
-    objects (lists under envelope names, ``errors`` or ``warnings``, are not rows)."""
+    An envelope is an object without an id of its own (``id``, ``gid``, ``uuid``, ``key``) whose
+    other members are the page's: a member whose name says so (:data:`META_WORDS`), a number, a
+    flag, null or an object (a cursor block, the subject of a list of follows). A text under another
+    name (a ``name``, a ``handle``, a ``did``) makes it one object, not a page: its inner lists are
+    its parts. The rows are the list of objects named as in :data:`ITEM_KEYS` (first by that order,
+    empty or not, so an empty ``data`` is an empty page, not the page of another list), else the
+    only list of objects (lists under envelope names, ``errors`` or ``warnings``, are not rows)."""
     if not isinstance(value, dict) or any(k.lower() in _ROW_KEYS for k in value):
         return None
     lists = [
@@ -453,9 +457,10 @@ def envelope_key(value: Any) -> str | None:
 
 def result_rows(value: Any) -> list[dict[str, Any]]:
     """The rows of a tool's result: a list of objects, or the list a real API wraps them in
-    (:func:`envelope_key`: ``{"items": [...]}``, ``{"data": [...], "next": ...}``, ``{"results": [...], "count": 3}``,
-    ``{"messages": [...], "has_more": false}``, one level of ``{"data": {"items": [...]}}``).
-    One object (it has an id, or text fields of its own) is one row, not an envelope: [] then."""
+    (:func:`envelope_key`: ``{"items": [...]}``, ``{"data": [...], "next": ...}``,
+    ``{"results": [...], "count": 3}``, ``{"messages": [...], "has_more": false}``, one level of
+    ``{"data": {"items": [...]}}``). One object (it has an id, or text fields of its own) is one
+    row, not an envelope: [] then."""
     if isinstance(value, list):
         return [r for r in value if isinstance(r, dict)]
     key = envelope_key(value)
@@ -499,7 +504,8 @@ def facts_in_words(outcome: Any) -> str:
 
 
 def answer_score(outcome: Any, answer: str) -> tuple[float, list[str]]:
-    """The share of the expected answer present in ``answer``, 0 when it says an absent value; with reasons."""
+    """The share of the expected answer present in ``answer``, 0 when it says an absent value; with
+    reasons."""
     units = answer_units(outcome, answer)
     credit = [u for u in units if u.kind not in GUARD_KINDS]
     if not credit:

@@ -67,7 +67,8 @@ LAST_NAMES = ("Rivera", "Chen", "Novak", "Okafor", "Lindqvist", "Haddad", "Morea
 """Family names used for generated person names."""
 
 ID_HINT = "x-envkernel-ids"
-"""Schema key naming the table and column whose values an argument takes (see the module docstring)."""
+"""Schema key naming the table and column whose values an argument takes (see the module
+docstring)."""
 NO_VALUE = object()
 """What :func:`coerce` returns when a value cannot be made to fit its schema."""
 
@@ -112,7 +113,8 @@ def _type_and_null(schema: Any) -> tuple[str, bool]:
 
 
 def coerce(value: Any, schema: dict[str, Any]) -> Any:
-    """``value`` converted to the schema's type and checked against its constraints, or ``NO_VALUE``."""
+    """``value`` converted to the schema's type and checked against its constraints, or
+    ``NO_VALUE``."""
     t = schema_type(schema)
     v: Any = value
     if t == "integer":
@@ -475,7 +477,8 @@ class ArgumentBuilder:
         n: int,
     ) -> list[dict[str, Any]]:
         """Argument sets of a nested tool whose parents carry :data:`ID_HINT` ``via``s: from one
-        row of its own table each (the key from the row's key column, each parent from its column)."""
+        row of its own table each (the key from the row's key column, each parent from its
+        column)."""
         hints: dict[str, dict[str, Any]] = {}
         for p in required:
             h = (props.get(p) or {}).get(ID_HINT)

@@ -68,7 +68,8 @@ class ChatResult:
     text: str = ""
     """The raw body of a successful answer."""
     condition: str = ""
-    """Empty on success; else ``deadline``, ``timeout``, ``http``, ``connection`` or ``bad_response``."""
+    """Empty on success; else ``deadline``, ``timeout``, ``http``, ``connection`` or
+    ``bad_response``."""
     error: str = ""
     """What went wrong (secret-free), when ``condition`` is set."""
     latency: float = 0.0
@@ -118,7 +119,8 @@ class ChatClient:
     ) -> None:
         if not base_url:
             raise ValueError(
-                "no base URL: set base_url in the config, --set COMPONENT.base_url=..., or OPENAI_BASE_URL"
+                "no base URL: set base_url in the config, --set COMPONENT.base_url=..., or "
+                "OPENAI_BASE_URL"
             )
         if request_timeout <= 0 or connect_timeout <= 0:
             raise ValueError("request_timeout and connect_timeout must be positive")
@@ -138,7 +140,10 @@ class ChatClient:
         ] = {}
 
     def __repr__(self) -> str:  # never show the key
-        return f"ChatClient(base_url={self.base_url!r}, timeout={self.request_timeout}, retries={self.max_retries})"
+        return (
+            f"ChatClient(base_url={self.base_url!r}, timeout={self.request_timeout}, "
+            f"retries={self.max_retries})"
+        )
 
     def scrub(self, text: str, limit: int = 500) -> str:
         """``text`` without the API key."""
@@ -176,7 +181,8 @@ class ChatClient:
     ) -> ChatResult:
         """POST ``payload`` to ``/chat/completions``; retries as the module says; never raises
         for anything the server or the network does. ``deadline`` is a ``time.monotonic()`` value;
-        ``retries`` replaces ``max_retries`` for this call (0: probe an option the server may refuse)."""
+        ``retries`` replaces ``max_retries`` for this call (0: probe an option the server may
+        refuse)."""
         payload = dict(payload)
         payload.update(payload.pop("extra_body", None) or {})
         return await self.post("/chat/completions", payload, deadline=deadline, retries=retries)
@@ -281,7 +287,8 @@ class ChatClient:
                     ):
                         res.condition, res.error = (
                             "deadline",
-                            f"the rollout deadline passed during a model call (attempt {res.attempts})",
+                            "the rollout deadline passed during a model call (attempt "
+                            f"{res.attempts})",
                         )
                         return res
                 except openai.APIConnectionError as exc:
@@ -363,9 +370,11 @@ class ChatSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """What uses these settings, for errors (``the judge``)."""
 
     base_url: str = ""
-    """Base URL of the OpenAI-compatible API, e.g. ``http://127.0.0.1:8000/v1`` (empty: ``OPENAI_BASE_URL``)."""
+    """Base URL of the OpenAI-compatible API, e.g. ``http://127.0.0.1:8000/v1`` (empty:
+    ``OPENAI_BASE_URL``)."""
     api_key: str = ""
-    """API key (empty: ``OPENAI_API_KEY``, else ``EMPTY``, as local servers expect); never written anywhere."""
+    """API key (empty: ``OPENAI_API_KEY``, else ``EMPTY``, as local servers expect); never written
+    anywhere."""
     model: str = ""
     """Model name (empty: ``OPENAI_MODEL``)."""
     request_timeout: float = 60.0
@@ -400,10 +409,14 @@ class ChatSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     def _missing(self, name: str, what: str) -> str:
         own = type(self).__env__.get(name)
         env = " or ".join(dict.fromkeys(v for v in (own, _FALLBACK[name]) if v))
-        return f"{self.who} has no {what}: set {env}, [{self.section}] {name}, or --set {self.section}.{name}=..."
+        return (
+            f"{self.who} has no {what}: set {env}, [{self.section}] {name}, or --set "
+            f"{self.section}.{name}=..."
+        )
 
     def target(self, *, need_model: bool = True) -> tuple[str, str]:
-        """(base URL, model) to call; a missing one is a ``ConfigError`` that says where to set it."""
+        """(base URL, model) to call; a missing one is a ``ConfigError`` that says where to set
+        it."""
         from envkernel.errors import ConfigError
 
         base_url, model = self.resolved("base_url"), self.resolved("model")

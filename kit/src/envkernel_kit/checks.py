@@ -113,7 +113,8 @@ def _run(make: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
 
 
 def sample_env() -> EnvSpec:
-    """The shipped sample environment ``shop-v1``, made by the ``sample`` synthesizer (entry point)."""
+    """The shipped sample environment ``shop-v1``, made by the ``sample`` synthesizer (entry
+    point)."""
     from envkernel.plugins import load
 
     factory = load(["sample"], strict=True).get("sample").factory
@@ -136,7 +137,8 @@ def process_runner() -> Any:
 
 
 def sample_task(env: EnvSpec | None = None) -> Task:
-    """A small read-only task over ``shop-v1``: look up one product (its reference chain is one call)."""
+    """A small read-only task over ``shop-v1``: look up one product (its reference chain is one
+    call)."""
     env = env or sample_env()
     return Task(
         id="check-task",
@@ -176,7 +178,8 @@ def _valid_env(env: Any, role: str, component: Any) -> None:
         raise _fail(
             role,
             component,
-            f"environment {env.id!r} has a model that is not a valid resource model (envkernel_runtime.model)",
+            f"environment {env.id!r} has a model that is not a valid resource model "
+            "(envkernel_runtime.model)",
         )
 
 
@@ -243,8 +246,8 @@ determinism part of :func:`check_sandbox_runner`."""
 
 def planted_rows(state: dict[str, Any]) -> list[dict[str, Any]]:
     """Rows to ``patch`` into ``state`` (``{"table": ..., "row": {...}}``, as a task plants
-    one), one per table whose rows have an ``id``: a copy of its first row under a new id. A table's own
-    constraints (a unique email) may refuse one, so a check tries them in turn."""
+    one), one per table whose rows have an ``id``: a copy of its first row under a new id. A table's
+    own constraints (a unique email) may refuse one, so a check tries them in turn."""
     out = []
     for table, rows in sorted(state.items()):
         if not rows or "id" not in rows[0]:
@@ -457,7 +460,8 @@ def check_verifier(
             set(report.tools_dropped) <= names,
             role,
             verifier,
-            f"dropped tools the environment does not have: {sorted(set(report.tools_dropped) - names)}",
+            "dropped tools the environment does not have: "
+            f"{sorted(set(report.tools_dropped) - names)}",
         )
         _expect(
             report.kept,
@@ -474,7 +478,8 @@ def check_sampler(
     sampler: Any, env: EnvSpec | None = None, *, runner: Any = None, out_dir: Path | None = None
 ) -> list[Task]:
     """Sample over ``env`` (default ``shop-v1``) in real sandboxes: at least one ``Task``, each
-    on this environment, with a reference chain of tools it has and unique ids. Returns the tasks."""
+    on this environment, with a reference chain of tools it has and unique ids. Returns the
+    tasks."""
     role = "sampler"
     method = _method(sampler, role, "sample")
     env = env or sample_env()
@@ -638,7 +643,8 @@ def check_reward_model(
                 and 0.0 <= reward.score <= 1.0,
                 role,
                 reward_model,
-                f"score() gave {reward.score!r} for the {traj.policy} rollout; a score is a number in [0, 1]",
+                f"score() gave {reward.score!r} for the {traj.policy} rollout; a score is a "
+                "number in [0, 1]",
             )
             out.append(reward)
         return out

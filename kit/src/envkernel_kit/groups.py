@@ -43,8 +43,9 @@ def advantages(rewards: list[float], eps: float = DEFAULT_EPS) -> list[float]:
 
 
 def signal(group: GroupScored, var_tol: float = DEFAULT_VAR_TOL) -> tuple[str, list[Any]]:
-    """(``"kept"`` | ``"zero_variance"`` | ``"too_small"``, the usable rollouts): a group is kept when
-    at least two rollouts have a reward without ``error`` and their rewards vary by more than ``var_tol``."""
+    """(``"kept"`` | ``"zero_variance"`` | ``"too_small"``, the usable rollouts): a group is kept
+    when at least two rollouts have a reward without ``error`` and their rewards vary by more than
+    ``var_tol``."""
     usable = [r for r in group.rollouts if not r.reward.error]
     if len(usable) < 2:
         return "too_small", usable

@@ -108,7 +108,8 @@ def calls_in_text(text: str, tool_names: Collection[str]) -> list[tuple[str, dic
 
 
 def looks_refused(status: int | None) -> bool:
-    """True for an HTTP status a server answers an option it does not support with (400, 422, 500, 501)."""
+    """True for an HTTP status a server answers an option it does not support with (400, 422, 500,
+    501)."""
     return status in (400, 422, 500, 501)
 
 

@@ -26,7 +26,8 @@ def result_content(result: ToolResult) -> str:
 async def call_and_record(
     env: Any, messages: list[dict[str, Any]], call_id: str, name: str, arguments: dict[str, Any]
 ) -> ToolResult:
-    """Call one tool through ``env`` and append the assistant ``tool_calls`` and ``tool`` messages."""
+    """Call one tool through ``env`` and append the assistant ``tool_calls`` and ``tool``
+    messages."""
     messages.append(
         {
             "role": "assistant",

@@ -174,7 +174,8 @@ def human(name: str) -> str:
 
 
 def match_table(noun: str, tables: Iterable[str]) -> str | None:
-    """The table a noun refers to (``order`` -> ``orders``; ``item`` -> ``order_items``), or None."""
+    """The table a noun refers to (``order`` -> ``orders``; ``item`` -> ``order_items``), or
+    None."""
     s = singular("_".join(words(noun)))
     if not s:
         return None
@@ -190,7 +191,8 @@ def match_table(noun: str, tables: Iterable[str]) -> str | None:
 
 
 def tool_parts(tool_name: str, tables: Iterable[str] = ()) -> tuple[str, str, str | None]:
-    """Split a tool name into (verb, noun, table): ``update_order_quantity`` -> ("update", "order", "orders").
+    """Split a tool name into (verb, noun, table): ``update_order_quantity`` -> ("update", "order",
+    "orders").
 
     The verb is "" when the first word is not a known verb. The noun is the longest run of words
     right after the verb that names a table (else the first word after the verb, singular).

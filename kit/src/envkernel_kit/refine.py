@@ -1,4 +1,5 @@
-"""An optional LLM refiner: rewrites a task's request more naturally, and keeps it only if every fact survives.
+"""An optional LLM refiner: rewrites a task's request more naturally, and keeps it only if every
+fact survives.
 
 A sampler hands :meth:`Refiner.refine` the request it phrased, the entities its phrases name
 (:class:`Entity`), the facts the check needs
@@ -44,9 +45,12 @@ __all__ = [
     "says",
 ]
 
-PROMPT = """Rewrite the user's request to an assistant so it sounds like a real person wrote it: natural, with the intent
-implicit where a person would leave it implicit (why they want it, not how to do it). Keep every name, every quoted
-value and every number exactly as written, add no new facts, and never mention tools, functions or ids.
+PROMPT = """Rewrite the user's request to an assistant so it sounds like a real person wrote it: \
+natural, with the intent
+implicit where a person would leave it implicit (why they want it, not how to do it). Keep every \
+name, every quoted
+value and every number exactly as written, add no new facts, and never mention tools, functions or \
+ids.
 Reply with the rewritten request only."""
 
 _QUOTED = re.compile(r'"([^"]+)"')
@@ -81,7 +85,8 @@ class Clue:
 
 
 def narrow(rows: set[Any], clues: list[Clue]) -> set[Any]:
-    """The rows that fit every clue: the plain clues first, then each superlative among what they leave."""
+    """The rows that fit every clue: the plain clues first, then each superlative among what they
+    leave."""
     left = set(rows)
     for c in clues:
         if c.best is None:
@@ -110,7 +115,8 @@ class Entity:
 
 
 def says(text: str, words: list[str]) -> bool:
-    """True when ``text`` says one of ``words`` (whole words, any case; numbers compared as numbers)."""
+    """True when ``text`` says one of ``words`` (whole words, any case; numbers compared as
+    numbers)."""
     low = text.lower()
     nums: set[float] | None = None
     for w in words:
@@ -153,7 +159,8 @@ def ambiguous(request: str, text: str, entities: list[Entity]) -> str | None:
 
 
 def must_keep(request: str, literals: list[Any], names: list[str]) -> list[str]:
-    """The facts a rewrite must keep: quoted values and numbers of the request, literal arguments, names."""
+    """The facts a rewrite must keep: quoted values and numbers of the request, literal arguments,
+    names."""
     keep = list(_QUOTED.findall(request)) + _NUM.findall(request)
     for v in literals:
         if isinstance(v, str) and v and v.lower() in request.lower():
@@ -167,7 +174,8 @@ def must_keep(request: str, literals: list[Any], names: list[str]) -> list[str]:
 def must_not_show(
     answer_facts: list[str], hidden: list[str], ids: list[Any], request: str
 ) -> list[str]:
-    """What a rewrite must not say (unless the original already did): the answer facts, what the user holds back, ids."""
+    """What a rewrite must not say (unless the original already did): the answer facts, what the
+    user holds back, ids."""
     low = request.lower()
     out = [str(x) for x in [*answer_facts, *hidden, *ids] if str(x) and len(str(x)) >= 3]
     return [x for x in out if x.lower() not in low]
@@ -206,7 +214,8 @@ class Refiner:
         tool_pattern: re.Pattern[str] | None = None,
         entities: list[Entity] | None = None,
     ) -> Refined:
-        """The rewrite of ``request`` if it passes every check, else the original with the reason."""
+        """The rewrite of ``request`` if it passes every check, else the original with the
+        reason."""
         body = {
             "model": self.model,
             "temperature": self.temperature,

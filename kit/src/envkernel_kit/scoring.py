@@ -105,7 +105,8 @@ def match_calls(
 def table_matches(
     expected: list[dict[str, Any]], initial: list[dict[str, Any]], final: list[dict[str, Any]]
 ) -> tuple[bool, str]:
-    """Compare one table's final rows with the expected ones (multisets, projected on the expected columns)."""
+    """Compare one table's final rows with the expected ones (multisets, projected on the expected
+    columns)."""
     cols = columns(expected, initial)
     got = Counter(row_key(r, cols) for r in final)
     want = Counter(row_key(r, cols) for r in expected)
@@ -115,7 +116,8 @@ def table_matches(
     extra = sum((got - want).values())
     return (
         False,
-        f"expected {len(expected)} rows, got {len(final)} ({missing} expected rows missing, {extra} unexpected)",
+        f"expected {len(expected)} rows, got {len(final)} ({missing} expected rows missing, "
+        f"{extra} unexpected)",
     )
 
 
@@ -211,7 +213,8 @@ def observed(task: Task, trajectory: Trajectory, rel_tol: float = REL_TOL) -> tu
 
 
 def facts_outcome(facts: list[str], answer: str) -> tuple[float, list[str]]:
-    """The share of answer facts contained in the answer (see :mod:`envkernel_kit.answers`); with reasons."""
+    """The share of answer facts contained in the answer (see :mod:`envkernel_kit.answers`); with
+    reasons."""
     return answer_score(Outcome(mutates=False, answer_facts=facts), answer)
 
 
@@ -252,7 +255,8 @@ def score(
     if n_matched < len(ref) and tau > 0:  # with τ 0 the trace costs nothing: Reward.trace says it
         unmatched = [_fmt_call(c) for c, m in zip(ref, matched, strict=True) if m is None]
         reasons.append(
-            f"trace: {n_matched}/{len(ref)} reference calls matched; unmatched: {', '.join(unmatched)}"
+            f"trace: {n_matched}/{len(ref)} reference calls matched; unmatched: "
+            f"{', '.join(unmatched)}"
         )
     if task.outcome.mutates:
         outcome, why = expected_state_match(

@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible Chat Completions server on loopback, for tests and benchmarks.
 
 It is a test double: it stands in for a model (no model runs on this machine). Everything between
-a policy and it is real (the ``openai`` SDK, HTTP, retries, timeouts); only the answers are scripted.
+a policy and it is real (the ``openai`` SDK, HTTP, retries, timeouts); only the answers are
+scripted.
 
 The server is stdlib only (``http.server.ThreadingHTTPServer`` in a thread, HTTP/1.1
 keep-alive, Nagle off). It answers
@@ -95,7 +96,8 @@ class Reply:
 
 
 def tool_call(name: str, arguments: Any = None, id: str | None = None) -> dict[str, Any]:
-    """One tool call; ``arguments`` as a dict (sent as a JSON string) or a raw string (sent verbatim)."""
+    """One tool call; ``arguments`` as a dict (sent as a JSON string) or a raw string (sent
+    verbatim)."""
     args = (
         arguments
         if isinstance(arguments, str)
@@ -304,7 +306,8 @@ def _hello(request: dict[str, Any], n: int) -> Any:
 
 
 class _Replies:
-    """A ``lora`` script given as a list: replies by call order; past its end, the default (None)."""
+    """A ``lora`` script given as a list: replies by call order; past its end, the default
+    (None)."""
 
     def __init__(self, replies: Iterable[Any]) -> None:
         self.replies = list(replies)
@@ -375,7 +378,8 @@ class ScriptedServer:
             return [r.get("model") if isinstance(r, dict) else None for r in self.requests]
 
     def _unknown_model(self, body: dict[str, Any]) -> Reply | None:
-        """vLLM's 404 for a model that is neither served nor a loaded adapter (only with ``served``)."""
+        """vLLM's 404 for a model that is neither served nor a loaded adapter (only with
+        ``served``)."""
         if self.served is None:
             return None
         model = body.get("model")
@@ -418,7 +422,8 @@ class ScriptedServer:
                 if name in self.adapters and not body.get("load_inplace"):
                     return error(
                         400,
-                        f"The lora adapter '{name}' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.",
+                        f"The lora adapter '{name}' has already been loaded. If you want to "
+                        "load the adapter in place, set 'load_inplace' to True.",
                     )
             reply = lora_loaded(str(name))
         out = reply if isinstance(reply, Reply) else Reply(body=reply)
@@ -585,7 +590,8 @@ class ScriptedServer:
 
 
 class RecordingEnv:
-    """A ToolEnv like the kernel's ``RecordingToolEnv``: forwards to a sandbox, records each call."""
+    """A ToolEnv like the kernel's ``RecordingToolEnv``: forwards to a sandbox, records each
+    call."""
 
     def __init__(self, sandbox: Any, tools: list[Any]) -> None:
         self.sandbox = sandbox
@@ -619,7 +625,8 @@ class RecordingEnv:
 
 
 class StepContext(FakeContext):
-    """A :class:`~envkernel_kit.testing.FakeContext` for a policy (``steps`` records what it publishes)."""
+    """A :class:`~envkernel_kit.testing.FakeContext` for a policy (``steps`` records what it
+    publishes)."""
 
     def __init__(self, component: str = "openai", **kw: Any) -> None:
         super().__init__(component=component, role="policy", **kw)

@@ -91,7 +91,8 @@ class FakeSandbox:
         self._state = copy.deepcopy(self._snaps[handle])
 
     async def patch(self, rows: list[dict[str, Any]]) -> int:
-        """Insert rows (``{"table": ..., "row": {...}}`` each, a task's planted rows), all or none."""
+        """Insert rows (``{"table": ..., "row": {...}}`` each, a task's planted rows), all or
+        none."""
         if any(
             not isinstance(r, dict)
             or r.get("table") not in self._state

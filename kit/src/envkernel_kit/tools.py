@@ -1,4 +1,5 @@
-"""What each tool does to the state, read from the environment's resource model or guessed from names.
+"""What each tool does to the state, read from the environment's resource model or guessed from
+names.
 
 :func:`classify_tools` is the one classification the verifier and the samplers share.
 
@@ -96,7 +97,8 @@ class ParamInfo:
     search_fields: tuple[str, ...] = ()
     """For ``search``: the columns it searches (empty: unknown)."""
     parent: bool = False
-    """For ``ref``: the row the tool acts on lives under it (a path parent: ``/events/{id}/attendees``)."""
+    """For ``ref``: the row the tool acts on lives under it (a path parent:
+    ``/events/{id}/attendees``)."""
 
     @property
     def is_id(self) -> bool:
@@ -233,7 +235,8 @@ def schema_of(env: EnvSpec, seed: State) -> Schema:
 
 def _verb_phrase(tool_name: str, tables: list[str]) -> str:
     """The verb a person would use: the tool name's first word and the words after it up to the
-    first that names a table (``check_in_appointment`` -> ``check in``; ``share_file`` -> ``share``)."""
+    first that names a table (``check_in_appointment`` -> ``check in``; ``share_file`` ->
+    ``share``)."""
     ws = words(tool_name)
     if not ws:
         return tool_name
@@ -317,7 +320,8 @@ def _model_info(spec: ToolSpec, op: Operation, model: ResourceModel, s: Schema) 
 
 
 def _with_access(info: ToolInfo) -> ToolInfo:
-    """``info`` with the tables it reads (its own, and those its ``ref`` parameters point to) and writes."""
+    """``info`` with the tables it reads (its own, and those its ``ref`` parameters point to) and
+    writes."""
     table = info.resource
     if table:
         info.reads.add(table)

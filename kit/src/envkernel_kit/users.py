@@ -35,7 +35,8 @@ _lock = threading.Lock()
 
 
 def user_for(ctx: Any) -> Any | None:
-    """The run's ``user`` component (built once per run in this process), or None when the run has none."""
+    """The run's ``user`` component (built once per run in this process), or None when the run has
+    none."""
     cfg = getattr(ctx, "config", None)
     if cfg is None or not hasattr(cfg, "components"):
         return None

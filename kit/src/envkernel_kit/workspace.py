@@ -2,8 +2,8 @@
 
 A *workspace environment* is an :class:`~envkernel_schemas.EnvSpec` whose behaviour is a
 :class:`~envkernel_schemas.WorkspaceBehaviour`: a folder tree (``files``, ``blobs``), shell commands
-run at load (``setup``) and optional SQLite app code (``source`` over ``seed_sql``). Its tools are the
-claw tools of ``envkernel_runtime/workspace.py`` plus the app's. Everything here runs the
+run at load (``setup``) and optional SQLite app code (``source`` over ``seed_sql``). Its tools are
+the claw tools of ``envkernel_runtime/workspace.py`` plus the app's. Everything here runs the
 workspace only through a sandbox (``ctx.sandbox``): nothing of it executes in this process.
 
 For a synthesizer (the ``workspace`` plugin, or an LLM-written one)::
@@ -68,7 +68,8 @@ TOOL_NAMES: list[str] = list(_ws.TOOL_NAMES)
 """The claw tools every workspace environment has."""
 TOOL_PROFILES: dict[str, dict[str, str]] = {k: dict(v) for k, v in _ws.TOOL_PROFILES.items()}
 """Agent-facing tool names by profile: ``claw`` (OpenClaw's ``read``, ``write``, ``exec``, ...) and
-``pinchbench`` (``read_file``, ``write_file``, ``edit_file``, ``list_files``, ``execute_command``)."""
+``pinchbench`` (``read_file``, ``write_file``, ``edit_file``, ``list_files``,
+``execute_command``)."""
 GIT_INIT = "git init -q --template= && git add -A && git commit -qm 'initial import'"
 """A ``setup`` command that makes the tree a git repository with one commit (deterministic)."""
 
@@ -78,8 +79,9 @@ class GroundingError(ValueError):
 
 
 def claw_tools(names: dict[str, str] | None = None) -> list[ToolSpec]:
-    """The claw tools as ToolSpecs (``read``, ``write``, ``edit``, ``apply_patch``, ``list``, ``glob``,
-    ``grep``, ``exec``), renamed by ``names`` (canonical -> agent-facing, see :data:`TOOL_PROFILES`)."""
+    """The claw tools as ToolSpecs (``read``, ``write``, ``edit``, ``apply_patch``, ``list``,
+    ``glob``, ``grep``, ``exec``), renamed by ``names`` (canonical -> agent-facing, see
+    :data:`TOOL_PROFILES`)."""
     return [msgspec.convert(t, ToolSpec) for t in _ws.tools_named(names)]
 
 
@@ -108,7 +110,10 @@ def rename_calls(env: EnvSpec, calls: list[ToolCall]) -> list[ToolCall]:
     return out
 
 
-_META = "\n# envkernel: PinchBench metadata (grading type, weights, sessions, rubric); not PinchBench's code\nPINCHBENCH_META = "
+_META = (
+    "\n# envkernel: PinchBench metadata (grading type, weights, sessions, rubric); not "
+    "PinchBench's code\nPINCHBENCH_META = "
+)
 
 
 def embed_meta(check: str, meta: dict[str, Any]) -> str:
@@ -121,7 +126,8 @@ def embed_meta(check: str, meta: dict[str, Any]) -> str:
 
 
 def check_meta(check: str) -> dict[str, Any]:
-    """The metadata :func:`embed_meta` put in ``check`` (``{}`` when there is none). Read as text."""
+    """The metadata :func:`embed_meta` put in ``check`` (``{}`` when there is none). Read as
+    text."""
     import base64
 
     at = check.rfind(_META)
@@ -191,7 +197,8 @@ def _text(value: Any) -> str:
 def transcript(task: Task, trajectory: Trajectory) -> list[dict[str, Any]]:
     """The rollout as the OpenClaw session events PinchBench's ``grade()`` reads: ``{"type":
     "message", "message": {"role": "user" | "assistant" | "toolResult", "content": [...]}}``,
-    with ``{"type": "toolCall", "name", "id", "arguments", "params"}`` items in assistant content."""
+    with ``{"type": "toolCall", "name", "id", "arguments", "params"}`` items in assistant
+    content."""
     events: list[dict[str, Any]] = []
 
     def msg(role: str, content: list[dict[str, Any]], **extra: Any) -> None:
@@ -286,14 +293,17 @@ async def run_grader_script(
         )
         if not applied.ok:
             return {
-                "error": f"could not rebuild the final workspace: {applied.error.message if applied.error else '?'}"
+                "error": "could not rebuild the final workspace: "
+                f"{applied.error.message if applied.error else '?'}"
             }
         res = await sb.call(
             "run_check", {"script": check, "transcript": events, "timeout": timeout}
         )
         if not res.ok:
             return {
-                "error": f"the check failed in the sandbox: {res.error.code if res.error else ''}: {res.error.message if res.error else ''}"
+                "error": "the check failed in the sandbox: "
+                f"{res.error.code if res.error else ''}: "
+                f"{res.error.message if res.error else ''}"
             }
         out = dict(res.value or {})
         missing = (applied.value or {}).get("missing") or []
@@ -331,7 +341,8 @@ def _hybrid(automated: float, reasons: list[str], meta: dict[str, Any]) -> tuple
     if judged is None:
         return automated, [
             *reasons,
-            f"hybrid: llm_judge part (weight {wj:g}) not scored, no judge; score is the automated part (weight {wa:g}) alone",
+            f"hybrid: llm_judge part (weight {wj:g}) not scored, no judge; score is the "
+            f"automated part (weight {wa:g}) alone",
         ]
     total = (wa + wj) or 1.0
     return (wa * automated + wj * float(judged)) / total, [
@@ -399,7 +410,8 @@ async def ground_task(
             if not res.ok:
                 err = res.error
                 raise GroundingError(
-                    f"reference call {i} ({call.name}) failed: {err.code if err else ''}: {err.message if err else ''}"
+                    f"reference call {i} ({call.name}) failed: {err.code if err else ''}: "
+                    f"{err.message if err else ''}"
                 )
             outputs.append(res.value)
         final = await sb.state()
@@ -436,7 +448,8 @@ async def ground_task(
         nothing, _ = _score_of(untouched)
         if nothing > 0.0:
             raise GroundingError(
-                f"the untouched workspace already scores {nothing:.2f} on the check; it does not test the request"
+                f"the untouched workspace already scores {nothing:.2f} on the check; it does "
+                "not test the request"
             )
     expected = {
         TABLE: [{k: r[k] for k in ("path", "change", "sha256")} for r in final.get(TABLE, [])]
@@ -477,7 +490,8 @@ async def verify_workspace(ctx: Any, env: EnvSpec, verifier: str = "") -> Verify
         (
             "exec",
             {
-                "command": f"cat {_PROBE} && git --version >/dev/null && sqlite3 --version >/dev/null && python3 -c 'print(1)'"
+                "command": f"cat {_PROBE} && git --version >/dev/null && sqlite3 --version "
+                ">/dev/null && python3 -c 'print(1)'"
             },
             lambda v: v.get("exit_code") == 0 and v.get("stdout", "").startswith("omega\ngamma\n"),
         ),
@@ -500,7 +514,8 @@ async def verify_workspace(ctx: Any, env: EnvSpec, verifier: str = "") -> Verify
                 res = await sb.call(tool, call_args)
                 if not res.ok:
                     dropped[tool] = (
-                        f"{res.error.code if res.error else ''}: {res.error.message if res.error else ''}"
+                        f"{res.error.code if res.error else ''}: "
+                        f"{res.error.message if res.error else ''}"
                     )
                 elif ok is not None and not ok(res.value or {}):
                     dropped[tool] = f"unexpected result {json.dumps(res.value)[:300]}"

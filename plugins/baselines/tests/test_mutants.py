@@ -1,5 +1,6 @@
-"""The near-miss mutants: each applies where it makes sense, and none is a perfect rollout (the reference's calls
-and the whole answer, nothing else), so the trace + outcome check scores each below 1."""
+"""The near-miss mutants: each applies where it makes sense, and none is a perfect rollout (the
+reference's calls and the whole answer, nothing else), so the trace + outcome check scores each
+below 1."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ READ = Task(
 
 
 def _perfect(task: Task, calls: list[ToolCall], answer: str) -> bool:
-    """What a score of 1 needs here: the reference calls exactly, and the whole answer and nothing else."""
+    """What a score of 1 needs here: the reference calls exactly, and the whole answer and nothing
+    else."""
     return calls == task.calls and answer_score(task.outcome, answer)[0] == 1.0
 
 

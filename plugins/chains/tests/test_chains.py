@@ -506,7 +506,8 @@ def test_settings_and_registration() -> None:
 
 def test_a_phrase_never_names_a_row_that_another_row_holds_in_another_field() -> None:
     """The "Business Account" case: one account's holder name is another account's nickname, so
-    "the account "Business Account"" could be read as either; the reference must use another attribute."""
+    "the account "Business Account"" could be read as either; the reference must use another
+    attribute."""
     env, _ = toy_shop()
     customers = [
         {"id": 1, "name": "Business Account", "email": "a@example.com", "tier": "gold"},

@@ -40,22 +40,31 @@ PER_ENV = 45
 
 PERSON = r"(?:patient|customer|traveler|user|sender|holder|doctor|attendee|owner|recipient)"
 BAD = {
-    "object 'me' after a verb that wants a thing": r"\b(?:pull up|let me see|update|change|set up|show) me\b(?! (?:the|that|my|all|a|an|every|each|how|its|their)\b)",
+    "object 'me' after a verb that wants a thing": r"\b(?:pull up|let me see|update|change|set "
+    r"up|show) me\b(?! (?:the|that|my|all|a|an|every|each|how|its|their)\b)",
     "'its' after 'me'": r"\b(?:update|change|set) me,? (?:so (?:that )?)?its\b",
-    "a superlative repeating its range's field": r"\bwith (?P<f>[a-z ]+?) (?:on or after|on or before|of at least|of at most|above|below|after|before) \S+ and with the (?:earliest|latest|highest|lowest|most|fewest) (?P=f)\b",
+    "a superlative repeating its range's field": r"\bwith (?P<f>[a-z ]+?) (?:on or after|on or "
+    r"before|of at least|of at most|above|below|after|before) \S+ and with the "
+    r"(?:earliest|latest|highest|lowest|most|fewest) (?P=f)\b",
     "'a' before a vowel": r"\ba (?!(?:us[aeiu]|uni|uri|eu)\w*)(?:[aeiou]\w*)\b",
-    "'most'/'fewest' of an amount": r"\b(?:most|fewest) (?:quantity|stock|amount|price|size|duration)\b",
+    "'most'/'fewest' of an amount": r"\b(?:most|fewest) "
+    r"(?:quantity|stock|amount|price|size|duration)\b",
     "a count said field first": r"\b(?:nights|stars|seats|guests|seats left) \d",
     "'the from/to account'": r"\bthe (?:from|to) [a-z]+\b",
-    "a plural verb with a singular field": r"\bWhat are the [a-z]+ (?:date|time|type|rate|address|name|email|status)s? of\b(?<!s of)",
+    "a plural verb with a singular field": r"\bWhat are the [a-z]+ "
+    r"(?:date|time|type|rate|address|name|email|status)s? of\b(?<!s of)",
     "a raw snake-case code": r"(?<![@\w.])[a-z]+_[a-z]+(?:_[a-z]+)*(?![\w@.])",
-    "'its' for a named person": rf"\b(?:[Ff]ind|[Ll]ook up|check|update|change) the {PERSON} [A-Z][\w-]+ [A-Z][\w-]+ (?:so its|and (?:tell|give) me its)\b",
+    "'its' for a named person": rf"\b(?:[Ff]ind|[Ll]ook up|check|update|change) the {PERSON} "
+    r"[A-Z][\w-]+ [A-Z][\w-]+ (?:so its|and (?:tell|give) me its)\b",
     "a doubled word": r"\b(?P<w>[a-z]+) (?P=w)\b",
     "'for me' after a list of settings": r": set [^?]* for me\?",
     "a value that reads as the reference's": r"\bwith (?P<k>[a-z]+) [0-9.]+, (?P=k) [0-9.]+",
     "doubled punctuation": r"\.\.|\?\.|\.\?|,,|\s[,.?]",
-    "'the ones' before the rows they narrow": r"\bLooking only at the ones\b|\bthe ones (?:with|of|in) the [a-z ]+ \S+ among\b",
-    "a superlative after its owner's own modifiers": r"\bof the [a-z]+ with [a-z ]+ [A-Z0-9][\w-]* with the (?:highest|lowest|largest|smallest|most|fewest|earliest|latest)\b",
+    "'the ones' before the rows they narrow": r"\bLooking only at the ones\b|\bthe ones "
+    r"(?:with|of|in) the [a-z ]+ \S+ among\b",
+    "a superlative after its owner's own modifiers": r"\bof the [a-z]+ with [a-z ]+ "
+    r"[A-Z0-9][\w-]* with the "
+    r"(?:highest|lowest|largest|smallest|most|fewest|earliest|latest)\b",
     "an empty value as code": r"\{\}|\[\]",
     "a flag after 'with'": r"\bwith (?:not )?marked\b",
     "'an' before a 'you' sound": r"\ban (?:us[aeiu]|uni|uri)\w*",
@@ -99,7 +108,8 @@ def test_the_patterns_catch_what_they_name() -> None:
     seen = {
         "object 'me' after a verb that wants a thing": "Please pull up me.",
         "'its' after 'me'": "please update me so its email is a@b.c.",
-        "a superlative repeating its range's field": "the event with start time on or after 2026-01-19T13:30:00Z and with the earliest start time?",
+        "a superlative repeating its range's field": "the event with start time on or after "
+        "2026-01-19T13:30:00Z and with the earliest start time?",
         "'a' before a vowel": "cancel all the transfers with a amount over 50",
         "'most'/'fewest' of an amount": "send out my order with the fewest quantity.",
         "a count said field first": "the economy booking with nights 4",
@@ -108,15 +118,20 @@ def test_the_patterns_catch_what_they_name() -> None:
         "a raw snake-case code": "the appointment with status checked_in",
         "'its' for a named person": "Find the patient Donna Alexander and tell me its email.",
         "a doubled word": "show me the the order",
-        "'for me' after a list of settings": "Can you update that appointment: set start time to X and duration to 45 minutes for me?",
-        "a value that reads as the reference's": "an order with the product of my order with quantity 2, quantity 2 and shipping address X",
+        "'for me' after a list of settings": "Can you update that appointment: set start time to "
+        "X and duration to 45 minutes for me?",
+        "a value that reads as the reference's": "an order with the product of my order with "
+        "quantity 2, quantity 2 and shipping address X",
         "doubled punctuation": "Please do it..",
-        "'the ones' before the rows they narrow": "Looking only at the ones with the type checking among the accounts, which has the highest balance?",
-        "a superlative after its owner's own modifiers": "change the category of the transaction for the source account of the transfer with reference MCNJ5S with the highest amount",
+        "'the ones' before the rows they narrow": "Looking only at the ones with the type "
+        "checking among the accounts, which has the highest balance?",
+        "a superlative after its owner's own modifiers": "change the category of the transaction "
+        "for the source account of the transfer with reference MCNJ5S with the highest amount",
         "an empty value as code": "create an allocation with effort {}, assignee {} and parent {}",
         "a flag after 'with'": 'create a user with marked active and display name "Casey Sato"',
         "'an' before a 'you' sound": 'set up an user with display name "Sam Rivera"',
-        "a plural of a plural or a participle": "I need a count of the peoples for the account; count all recently playeds",
+        "a plural of a plural or a participle": "I need a count of the peoples for the account; "
+        "count all recently playeds",
     }
     assert set(seen) == set(BAD)
     for why, text in seen.items():
@@ -148,25 +163,28 @@ def test_the_helpers_say_it_right() -> None:
 
 
 CHANGE = (
-    r"(?:, |\band )(?:create|add|set up|post|book|register|open|star|pin|invite|share|check in|complete|confirm|ship|update|change|"
-    r"set|freeze|cancel|show|let me see|pull up|mark|call off|send out|have|get)\b"
+    r"(?:, |\band )(?:create|add|set up|post|book|register|open|star|pin|invite|share|check "
+    r"in|complete|confirm|ship|update|change|set|freeze|cancel|show|let me see|pull "
+    r"up|mark|call off|send out|have|get)\b"
 )
-"""A further imperative change joined to a request by a comma or ``and``: three of them read as a list of steps."""
+"""A further imperative change joined to a request by a comma or ``and``: three of them read as a
+list of steps."""
 PERSONA = re.compile(r"^(?:Hi, I'm|I'm|This is|My name is) [A-Z]|^[A-Z][\w.]* [A-Z][\w-]+ here\.")
 
 
 def test_changes_read_as_goals_grouped_by_their_row(requests: list[str]) -> None:
     """A chain of several changes is said as what the user wants of each row (``get the message ...
-    pinned, with its text set to ...``, ``a new folder ... and a file in it``), not a list of three or
-    more imperatives joined by commas (13.9 % of the sampled requests before, 1.8 % after)."""
+    pinned, with its text set to ...``, ``a new folder ... and a file in
+    it``), not a list of three or more imperatives joined by commas (13.9 % of the sampled requests
+    before, 1.8 % after)."""
     listed = [r for r in requests if len(re.findall(CHANGE, r)) >= 2]
     assert len(listed) <= 0.05 * len(requests), listed[:5]
     grouped = [
         r
         for r in requests
         if re.search(
-            r"\b(?:get|have) (?:the|my|that|[A-Z])[^.?]* (?:pinned|starred|shipped|checked in|confirmed|"
-            r"marked as completed|frozen|unfrozen)\b",
+            r"\b(?:get|have) (?:the|my|that|[A-Z])[^.?]* (?:pinned|starred|shipped|checked "
+            r"in|confirmed|marked as completed|frozen|unfrozen)\b",
             r,
         )
     ]
@@ -176,8 +194,8 @@ def test_changes_read_as_goals_grouped_by_their_row(requests: list[str]) -> None
 
 
 def test_the_speakers_rows_are_theirs(requests: list[str]) -> None:
-    """The speaker's own rows filtered by another owner read ``my appointments with Dr. Lopes``, never
-    ``Dr. Lopes's appointments for me`` (which reads as a favour)."""
+    """The speaker's own rows filtered by another owner read ``my appointments with Dr. Lopes``,
+    never ``Dr. Lopes's appointments for me`` (which reads as a favour)."""
     spoken = [r for r in requests if PERSONA.search(r)]
     assert spoken
     bad = [r for r in spoken if re.search(r"[A-Z][\w-]+'s (?:[a-z]+ )*[a-z]+s? for me\b", r)]
@@ -186,8 +204,8 @@ def test_the_speakers_rows_are_theirs(requests: list[str]) -> None:
 
 @pytest.fixture(scope="module")
 def real_requests(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """Requests sampled by ``chains`` over two real specs (Resend's RPC-style tool names, PagerDuty's
-    SCIM users named by an address)."""
+    """Requests sampled by ``chains`` over two real specs (Resend's RPC-style tool names,
+    PagerDuty's SCIM users named by an address)."""
     out: Path = tmp_path_factory.mktemp("phrasing-real")
     real = Path(__file__).resolve().parents[3] / "plugins" / "openapi" / "corpus-real"
 
@@ -210,8 +228,9 @@ def real_requests(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
 
 
 def test_real_specs_read_as_a_person_writes(real_requests: list[str]) -> None:
-    """Over real specs: no bad pattern, no tool-name prefix or HTTP method as the verb (``emails send
-    a new email``, ``api a new api key``), no person named by an address as ``I'm x@y`` or ``x@y's``."""
+    """Over real specs: no bad pattern, no tool-name prefix or HTTP method as the verb
+    (``emails send a new email``, ``api a new api key``), no person named by an address as
+    ``I'm x@y`` or ``x@y's``."""
     assert len(real_requests) >= 30
     found = {
         why: [r for r in real_requests if re.search(p, r)]

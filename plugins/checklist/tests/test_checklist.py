@@ -185,7 +185,8 @@ def test_fraction_and_registration() -> None:
 
 
 def test_gate_invariant_on_sampled_tasks() -> None:
-    """Reference = 1 and do-nothing = 0 on chains-sampled tasks, so the checklist can drive the gate."""
+    """Reference = 1 and do-nothing = 0 on chains-sampled tasks, so the checklist can drive the
+    gate."""
     testing = pytest.importorskip("envkernel_kit.testing")
     chains = pytest.importorskip("envkernel_chains")
     baselines = pytest.importorskip("envkernel_baselines")
@@ -226,8 +227,8 @@ CHECK = (
 
 
 async def test_a_task_with_a_check_script_is_graded_by_it_in_a_sandbox() -> None:
-    """A workspace task (Outcome.check set): the checklist runs its grade() in a real sandbox over the
-    rebuilt final workspace: the reference scores 1, doing nothing 0, half the criteria 0.5."""
+    """A workspace task (Outcome.check set): the checklist runs its grade() in a real sandbox over
+    the rebuilt final workspace: the reference scores 1, doing nothing 0, half the criteria 0.5."""
     from envkernel_kit.checks import process_runner
     from envkernel_kit.testing import RunnerContext
     from envkernel_kit.workspace import ground_task, workspace_env

@@ -70,7 +70,8 @@ def test_reference_one_nothing_zero_on_sampled_tasks() -> None:
 
 
 def test_reference_one_nothing_zero_on_the_real_shop() -> None:
-    """The same invariant over the ``sample`` shop in ``process`` sandboxes (skipped without them)."""
+    """The same invariant over the ``sample`` shop in ``process`` sandboxes (skipped without
+    them)."""
     sample = pytest.importorskip("envkernel_sample")
     process = pytest.importorskip("envkernel_process")
 

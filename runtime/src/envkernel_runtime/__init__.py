@@ -32,7 +32,8 @@ _FORK_SERVER_FILES = ("executor_nests.py", "executor_zygote.py")
 
 
 def executor_path() -> str:
-    """The absolute path of the stdlib-only ``executor.py`` a sandbox runs (``engine.py`` is beside it)."""
+    """The absolute path of the stdlib-only ``executor.py`` a sandbox runs (``engine.py`` is beside
+    it)."""
     return os.path.join(_HERE, "executor.py")
 
 
@@ -45,7 +46,8 @@ def executor_files(fork_server: bool = True) -> list[str]:
 
 
 def workspace_path() -> str:
-    """The absolute path of ``workspace.py`` (workspace environments), which the executor loads from its own folder."""
+    """The absolute path of ``workspace.py`` (workspace environments), which the executor loads from
+    its own folder."""
     return os.path.join(_HERE, "workspace.py")
 
 

@@ -47,8 +47,8 @@ async def close_instance(inst: Any) -> None:
 
 
 ROLE_THREADS = int(os.environ.get("ENVKERNEL_ROLE_THREADS", "") or 64)
-"""Threads for sync role methods (``ENVKERNEL_ROLE_THREADS``, default 64), apart from the event loop's
-default executor."""
+"""Threads for sync role methods (``ENVKERNEL_ROLE_THREADS``, default 64), apart from the event
+loop's default executor."""
 
 _pool: list[ThreadPoolExecutor] = []
 _pool_lock = threading.Lock()
@@ -60,7 +60,8 @@ def role_threads() -> ThreadPoolExecutor:
     A sync role method may block on the event loop (``Context.wait``: open a sandbox, run a check),
     and the loop's own work runs in its default executor (a sandbox's folders and cgroups, for one).
     Were both in one pool, as many blocked role calls as it has threads (6 on 2 cores) would starve
-    the work they wait for, and the run would stall for good; so role methods get a pool of their own.
+    the work they wait for, and the run would stall for good; so role methods get a pool of their
+    own.
     """
     with _pool_lock:
         if not _pool:
@@ -116,8 +117,8 @@ async def call_role(fn: Any, *args: Any) -> Any:
 
 
 def as_list(value: Any, kind: type, what: str, error: type[Exception] = TypeError) -> list[Any]:
-    """A role method's result as a list of ``kind`` (one item or an iterable of them); else ``error``
-    saying what ``what`` returned instead."""
+    """A role method's result as a list of ``kind`` (one item or an iterable of them); else
+    ``error`` saying what ``what`` returned instead."""
     if isinstance(value, kind):
         return [value]
     if isinstance(value, Iterable) and not isinstance(value, (str, bytes, dict)):

@@ -15,7 +15,7 @@ are optional)::
         "orders": {                                # table name
           "key": "id",                             # key column
           "id_prefix": "ord",                      # new ids: ord_0001, ord_0002, ... (string keys)
-          "new_keys": ["MG3f...", ...],            # or these, in order (keys fitting a declared pattern)
+          "new_keys": ["MG3f...", ...],  # or these, in order (keys fitting a declared pattern)
           "fields": {                              # column -> field, in column order
             "id": {"type": "string", "generated": "id"},
             "customer_id": {"type": "string", "ref": "customers"},
@@ -25,7 +25,7 @@ are optional)::
             "shop_id": {"type": "string", "ref": "shops", "hidden": true}   # stored, not shown
           },
           "unique": ["email"],                     # a create/update that repeats one: conflict
-          "nouns": {"singular": "order", "plural": "orders", "label": "order"}  # messages say "no order ..."
+          "nouns": {"singular": "order", "plural": "orders", "label": "order"}  # "no order ..."
         }
       },
       "operations": {
@@ -41,8 +41,8 @@ are optional)::
           "page": {"limit": "limit", "offset": "offset", "page": "page", "cursor": "cursor",
                    "default_limit": 20, "first": 1},               # first: number of the first page
           "sort": {"arg": "sort", "order_arg": "order", "fields": ["created_at", "total"]},
-          "output": {"shape": "row"},              # row | list | envelope | deleted
-                                                   # (+ "keys", "nullable", "constants" of an envelope)
+          "output": {"shape": "row"},              # row | list | envelope | deleted (+ "keys",
+                                                   # "nullable", "constants" of an envelope)
           "transition": {"field": "status", "to": "cancelled", "from": ["pending"],
                          "stamp": ["cancelled_at"]},
           "errors": [404, 409, 422]
@@ -363,7 +363,8 @@ class Engine:
         version = model.get("engine", ENGINE_VERSION)
         if version != ENGINE_VERSION:
             raise ModelError(
-                f"the model is for engine version {version!r}; this engine runs version {ENGINE_VERSION}"
+                f"the model is for engine version {version!r}; this engine runs version "
+                f"{ENGINE_VERSION}"
             )
         self.ToolError = tool_error
         resources = model.get("resources")
@@ -450,7 +451,10 @@ class Engine:
                 if unknown:
                     raise ModelError(f"seed row {table}[{i}] has unknown field(s) {unknown}")
                 cols = list(row)
-                sql = f"INSERT INTO {_q(table)} ({', '.join(map(_q, cols))}) VALUES ({', '.join('?' * len(cols))})"
+                sql = (
+                    f"INSERT INTO {_q(table)} ({', '.join(map(_q, cols))}) VALUES "
+                    f"({', '.join('?' * len(cols))})"
+                )
                 db.execute(sql, [r.to_db(c, row[c]) for c in cols])
             self.seed_counts[table] = len(rows)
         db.execute("COMMIT")
@@ -646,7 +650,8 @@ class Engine:
         cols = list(values)
         if fault != "create_no_persist":
             env.db.execute(
-                f"INSERT INTO {_q(res.name)} ({', '.join(map(_q, cols))}) VALUES ({', '.join('?' * len(cols))})",
+                f"INSERT INTO {_q(res.name)} ({', '.join(map(_q, cols))}) VALUES "
+                f"({', '.join('?' * len(cols))})",
                 [values[c] for c in cols],
             )
             row = self._clean(self._stored(env.db, res, values[res.key]))
@@ -749,7 +754,8 @@ class Engine:
                 if raw not in (sort.get("fields") or []):
                     raise self._err(
                         "invalid",
-                        f"{name}: cannot sort by {raw!r}; sort by one of {', '.join(sort.get('fields') or [])}",
+                        f"{name}: cannot sort by {raw!r}; sort by one of "
+                        f"{', '.join(sort.get('fields') or [])}",
                     )
             direction = args.get(sort.get("order_arg")) if sort.get("order_arg") else None
             if direction is not None:
@@ -837,7 +843,7 @@ class Engine:
         if fault == "update_partial" and len(values) > 1:
             values = dict([next(iter(values.items()))])
         if fault == "patch_clears":
-            for arg, col in (op.get("body") or {}).items():
+            for col in (op.get("body") or {}).values():
                 if col not in values and col != res.key and not res.fields[col].get("generated"):
                     values[col] = None
         stamp = None
@@ -848,7 +854,8 @@ class Engine:
         target = key
         if fault == "update_wrong_row":
             other = env.db.execute(
-                f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} WHERE {_q(res.key)} != ? ORDER BY rowid LIMIT 1",
+                f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} WHERE {_q(res.key)} != ? "
+                "ORDER BY rowid LIMIT 1",
                 (key,),
             ).fetchone()
             target = other["k"] if other else key
@@ -884,13 +891,15 @@ class Engine:
                         if n:
                             raise self._err(
                                 "conflict",
-                                f"{res.noun} {_show(key)} cannot be deleted: {n} {_human(other.name)} refer to it",
+                                f"{res.noun} {_show(key)} cannot be deleted: {n} "
+                                f"{_human(other.name)} refer to it",
                             )
         fault = self._faulty(name, "delete_noop", "delete_wrong_row")
         target = key
         if fault == "delete_wrong_row":
             other = env.db.execute(
-                f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} WHERE {_q(res.key)} != ? ORDER BY rowid LIMIT 1",
+                f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} WHERE {_q(res.key)} != ? "
+                "ORDER BY rowid LIMIT 1",
                 (key,),
             ).fetchone()
             target = other["k"] if other else key
@@ -923,7 +932,8 @@ class Engine:
                 says = " or ".join(str(a) for a in allowed)
                 raise self._err(
                     "conflict",
-                    f"{label} is {current}; only a {res.noun} that is {says} can be changed this way",
+                    f"{label} is {current}; only a {res.noun} that is {says} can be changed "
+                    "this way",
                 )
             values[col] = res.to_db(col, to)
         stamp = None

@@ -27,7 +27,8 @@ class EnvDirError(ValueError):
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write ``path`` whole or not at all (a temporary file, then rename): a failure (a full disk) leaves no partial file."""
+    """Write ``path`` whole or not at all (a temporary file, then rename): a failure (a full disk)
+    leaves no partial file."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         tmp.write_bytes(data.encode() if isinstance(data, str) else data)
@@ -37,8 +38,9 @@ def write_atomic(path: Path, data: str | bytes) -> None:
 
 
 def write_env_dir(env: EnvSpec, d: Path) -> Path:
-    """Write ``env`` into the folder ``d``: env.json (spec and report), env.py or model.json, and seed.sql when there
-    is one (a model environment's seed rows are in model.json); each file atomically."""
+    """Write ``env`` into the folder ``d``: env.json (spec and report), env.py or model.json, and
+    seed.sql when there is one (a model environment's seed rows are in model.json); each file
+    atomically."""
     d.mkdir(parents=True, exist_ok=True)
     meta = msgspec.to_builtins(env)
     behaviour = meta.pop("behaviour")
@@ -84,7 +86,8 @@ def load_env_dir(path: str | Path) -> EnvSpec:
     kind = behaviour.get("kind") if isinstance(behaviour, dict) else None
     if kind not in _BEHAVIOUR_FILES:
         raise EnvDirError(
-            f'{meta_file}: \'behaviour\' must be {{"kind": "code", "model" or "workspace", "file": ...}}, got {behaviour!r}'
+            f'{meta_file}: \'behaviour\' must be {{"kind": "code", "model" or "workspace", '
+            f'"file": ...}}, got {behaviour!r}'
         )
     assert isinstance(behaviour, dict)  # a known kind came from a dict
     name = behaviour.get("file") or _BEHAVIOUR_FILES[kind]

@@ -23,7 +23,8 @@ on a unix socket and serves one connection at a time (the state outlives a conne
 
 Requests::
 
-    {"op": "load", "env": <EnvSpec as JSON>, "seed": 0, "timeout": 30, "clock": "2026-01-15T09:00:00Z"}
+    {"op": "load", "env": <EnvSpec as JSON>, "seed": 0, "timeout": 30,
+     "clock": "2026-01-15T09:00:00Z"}
     {"op": "call", "tool": "get_order", "arguments": {...}, "timeout": 10}
     {"op": "snapshot"}                      -> value: handle ("s1", "s2", ...)
     {"op": "restore", "snapshot": "s1"}
@@ -32,10 +33,11 @@ Requests::
     {"op": "ping"}                          -> value: {"protocol", "loaded", "confinement"}
     {"op": "close"}                         -> responds, then exits 0
 
-Responses: ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": {"code": ..., "message": ...}}``.
-Error codes: ``bad_request``, ``not_loaded``, ``unsupported``, ``load_failed``, ``unknown_tool``,
-``invalid_arguments``, ``timeout``, ``tool_crashed``, ``bad_return``, ``too_large``,
-``unknown_snapshot``, ``snapshot_failed``, ``restore_failed``, ``invalid_patch``, ``internal``, or whatever code the
+Responses: ``{"ok": true, "value": ...}`` or
+``{"ok": false, "error": {"code": ..., "message": ...}}``. Error codes: ``bad_request``,
+``not_loaded``, ``unsupported``, ``load_failed``, ``unknown_tool``, ``invalid_arguments``,
+``timeout``, ``tool_crashed``, ``bad_return``, ``too_large``, ``unknown_snapshot``,
+``snapshot_failed``, ``restore_failed``, ``invalid_patch``, ``internal``, or whatever code the
 environment's ``ToolError`` carries.
 
 Environment code (``env.py``): one plain function per tool, ``def tool(env, **arguments)``.
@@ -50,9 +52,10 @@ are deterministic, so replaying the same calls on the same seed gives the same s
 hold the database, the counters and the working folder. A process the environment forks never
 speaks the protocol, and every process a call started is killed when the call returns.
 
-Before any environment code runs, the executor confines itself as asked (see ``executor_confine._confine``): cgroups,
-rlimits, a tmpfs working folder, its own uid, a parent-death signal, Landlock. It exits with code
-78 rather than run less confined than asked; ``load`` and ``ping`` report what was applied.
+Before any environment code runs, the executor confines itself as asked (see
+``executor_confine._confine``): cgroups, rlimits, a tmpfs working folder, its own uid, a
+parent-death signal, Landlock. It exits with code 78 rather than run less confined than asked;
+``load`` and ``ping`` report what was applied.
 """
 
 from __future__ import annotations

@@ -143,16 +143,16 @@ def _world_reachable(path: str) -> bool:
 
 
 _VIA_FD: list[dict[str, str] | None] = [None]
-"""What :func:`_keep_runtime_reachable` moved (folder -> ``/proc/self/fd/N``), when a zygote did it once
-for all its children (None: not done); each child then calls :func:`_reopen_runtime`."""
+"""What :func:`_keep_runtime_reachable` moved (folder -> ``/proc/self/fd/N``), when a zygote did it
+once for all its children (None: not done); each child then calls :func:`_reopen_runtime`."""
 
 
 def _reopen_runtime(moved: dict[str, str], keep: bool) -> list[str]:
     """In a zygote's child, where the zygote moved the runtime's folders onto descriptors
-    (:data:`_VIA_FD`): with ``keep`` (it drops to its own uid), open each folder again here, after its
-    own namespaces were made, onto the same descriptor, so the path resolves in this sandbox's mount
-    namespace, not the zygote's; without (it keeps the runner's uid), close them and put the real
-    paths back. The folders it moved."""
+    (:data:`_VIA_FD`): with ``keep`` (it drops to its own uid), open each folder again here, after
+    its own namespaces were made, onto the same descriptor, so the path resolves in this sandbox's
+    mount namespace, not the zygote's; without (it keeps the runner's uid), close them and put the
+    real paths back. The folders it moved."""
     if keep:
         for entry, via in moved.items():
             fd = os.open(entry, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
@@ -168,7 +168,8 @@ def _reopen_runtime(moved: dict[str, str], keep: bool) -> list[str]:
 
 
 def _rebase_package_paths(moves: dict[str, str]) -> None:
-    """Rewrite every loaded package's ``__path__`` entries under an ``old`` folder of ``moves`` (old -> new)."""
+    """Rewrite every loaded package's ``__path__`` entries under an ``old`` folder of ``moves`` (old
+    -> new)."""
     for module in list(sys.modules.values()):
         path = getattr(module, "__path__", None)
         if not isinstance(path, list):
@@ -369,10 +370,12 @@ def _drop_uid(args: argparse.Namespace) -> None:
 
 
 _NEST_DENIED = {  # what a session forked from a nest may not call: state that outlives a process
-    "x86_64": {"shmget": 29, "semget": 64, "msgget": 68, "ptrace": 101, "mq_open": 240, "add_key": 248,
-               "request_key": 249, "keyctl": 250, "process_vm_readv": 310, "process_vm_writev": 311},
+    "x86_64": {"shmget": 29, "semget": 64, "msgget": 68, "ptrace": 101, "mq_open": 240,
+               "add_key": 248, "request_key": 249, "keyctl": 250, "process_vm_readv": 310,
+               "process_vm_writev": 311},
     "aarch64": {"mq_open": 180, "msgget": 186, "semget": 190, "shmget": 194, "add_key": 217,
-                "request_key": 218, "keyctl": 219, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271},
+                "request_key": 218, "keyctl": 219, "ptrace": 117, "process_vm_readv": 270,
+                "process_vm_writev": 271},
 }  # fmt: skip
 """SysV shared memory, semaphores and message queues, POSIX message queues and keyrings outlive the
 process that made them (a successive session of the same uid could read them), and ptrace and

@@ -120,7 +120,8 @@ def _nest_session(
 
 
 def _nest_wait(pid: int) -> int:
-    """Reap the nest's children (orphans of the session come here too) until ``pid``; its exit code."""
+    """Reap the nest's children (orphans of the session come here too) until ``pid``; its exit
+    code."""
     while True:
         try:
             got, status = os.waitpid(-1, 0)
@@ -177,7 +178,8 @@ def _nest_sweep(uid: int) -> int:
 
 
 def _nest_wipe(folder: str) -> None:
-    """Remove everything inside ``folder`` (as root: modes do not stop it; symlinks are not followed)."""
+    """Remove everything inside ``folder`` (as root: modes do not stop it; symlinks are not
+    followed)."""
     for entry in os.scandir(folder):
         if entry.is_dir(follow_symlinks=False):
             _nest_wipe(entry.path)

@@ -34,7 +34,8 @@ if TYPE_CHECKING:  # typing is never imported at run time: it would slow the exe
     Request: TypeAlias = dict[str, Any]
     """One request, as decoded from its JSON line."""
     Reply: TypeAlias = dict[str, Any]
-    """One answer before it is encoded: ``{"ok": true, "value": ...}`` or ``{"ok": false, "error": ...}``."""
+    """One answer before it is encoded: ``{"ok": true, "value": ...}`` or
+    ``{"ok": false, "error": ...}``."""
     RandomState: TypeAlias = tuple[Any, ...]
     """What ``random.Random.getstate`` returns."""
     Counters: TypeAlias = tuple[
@@ -151,14 +152,15 @@ _C_GETRANDBITS = random.Random.getrandbits
 
 
 class _TrackedRandom(random.Random):
-    """A ``random.Random`` that notes (``changed``) whenever its state may have moved, so a call that
-    drew nothing from it need not copy its state before and put it back after a failure
+    """A ``random.Random`` that notes (``changed``) whenever its state may have moved, so a call
+    that drew nothing from it need not copy its state before and put it back after a failure
     (``getstate`` copies 625 words: 15-45 µs for the three generators, on every call).
 
-    Every draw of ``random.Random`` goes through ``random()`` or ``getrandbits()`` (its Python methods
-    call them; ``gauss`` also keeps ``gauss_next``, a property here), and ``seed``/``setstate`` change
-    the state, so all of them mark it. What is not seen: environment code calling the C methods of
-    ``_random.Random`` unbound on the generator; a *failed* call that did so keeps its draws."""
+    Every draw of ``random.Random`` goes through ``random()`` or ``getrandbits()`` (its Python
+    methods call them; ``gauss`` also keeps ``gauss_next``, a property here), and
+    ``seed``/``setstate`` change the state, so all of them mark it. What is not seen: environment
+    code calling the C methods of ``_random.Random`` unbound on the generator; a *failed* call that
+    did so keeps its draws."""
 
     changed = True
     saved: RandomState | None = None  # the state when ``changed`` was last cleared
@@ -207,7 +209,8 @@ class _TrackedRandom(random.Random):
         return self.saved
 
     def put(self, state: RandomState) -> None:
-        """Set the state to ``state`` (from :meth:`take` or ``getstate``), copying nothing when it did not move."""
+        """Set the state to ``state`` (from :meth:`take` or ``getstate``), copying nothing when it
+        did not move."""
         if self.changed or state is not self.saved:
             self.setstate(state)
             self.saved = state
@@ -215,7 +218,8 @@ class _TrackedRandom(random.Random):
 
 
 def _track_global_random() -> None:
-    """Make the ``random`` module's functions draw from a :class:`_TrackedRandom` (same seeding, same values)."""
+    """Make the ``random`` module's functions draw from a :class:`_TrackedRandom` (same seeding,
+    same values)."""
     old = random._inst
     new = _TrackedRandom()
     new.setstate(old.getstate())
@@ -237,7 +241,8 @@ def _put(gen: random.Random, state: RandomState) -> None:
 
 
 class _Patches:
-    """Process-wide deterministic stand-ins for clocks and uuids; they read the loaded env's state."""
+    """Process-wide deterministic stand-ins for clocks and uuids; they read the loaded env's
+    state."""
 
     clock = Clock()
     uuids = _TrackedRandom(0)
@@ -372,7 +377,8 @@ class Env:
         self.seed = seed
         self.rng = rng
         self.workspace = workspace or os.getcwd()
-        """The sandbox's working folder (also the current directory): the only place it may write."""
+        """The sandbox's working folder (also the current directory): the only place it may
+        write."""
         self._clock = clock
         self._ids = ids
 
@@ -398,7 +404,8 @@ def _load_engine(
     name: str = "engine.py", module_name: str = "envkernel_sandbox_engine"
 ) -> types.ModuleType | str:
     """engine.py (or workspace.py) beside this file (stdlib only), loaded at import: before main()
-    confines the sandbox, while this folder is still readable. A string says why it could not be loaded."""
+    confines the sandbox, while this folder is still readable. A string says why it could not be
+    loaded."""
     import importlib.util
 
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
@@ -413,7 +420,8 @@ def _load_engine(
 
 
 def _plain(v: object, depth: int = 0) -> bool:
-    """True for data a deep copy restores exactly: numbers, strings, None and lists, tuples, sets and dicts of them."""
+    """True for data a deep copy restores exactly: numbers, strings, None and lists, tuples, sets
+    and dicts of them."""
     if v is None or isinstance(v, (bool, int, float, str, bytes)):
         return True
     if depth > 50:
@@ -439,7 +447,8 @@ def _made_by_env(v: object, depth: int = 0) -> bool:
 
 
 def _env_module() -> types.ModuleType:
-    """A new, empty ``env`` module for env.py (or a workspace's app code) to run in, with ``ToolError`` in it."""
+    """A new, empty ``env`` module for env.py (or a workspace's app code) to run in, with
+    ``ToolError`` in it."""
     module = types.ModuleType("env")
     module.__file__ = ENV_FILENAME
     vars(module)["ToolError"] = ToolError
@@ -477,12 +486,15 @@ class Executor:
         self.closing = False
         self.direct_calls = 0
         self.code: types.CodeType | None = None
-        """The compiled env.py of a code environment (None for a resource model or a workspace): a restore runs it again."""
+        """The compiled env.py of a code environment (None for a resource model or a workspace): a
+        restore runs it again."""
         self.load_counters = self._counters()
         self.load_timeout = DEFAULT_LOAD_TIMEOUT
         self.module_calls = 0
-        """Calls that succeeded since the module was made (at load or restore): 0 means its globals are as loaded."""
-        """Calls that succeeded over the direct lane since the last load or restore (see :func:`_serve_connection`)."""
+        """Calls that succeeded since the module was made (at load or restore): 0 means its globals
+        are as loaded."""
+        """Calls that succeeded over the direct lane since the last load or restore (see
+        :func:`_serve_connection`)."""
         self._phase = "idle"  # idle | seed | call | internal
         self._deadline_at: float | None = None
         self._armed = False
@@ -608,7 +620,8 @@ class Executor:
 
     @property
     def db(self) -> _Connection:
-        """The loaded environment's database (after a load: the ops check :meth:`_require_loaded`)."""
+        """The loaded environment's database (after a load: the ops check
+        :meth:`_require_loaded`)."""
         assert self.conn is not None, "no environment is loaded"
         return self.conn
 
@@ -618,7 +631,8 @@ class Executor:
 
     def _counters(self) -> Counters:
         """The ids, the clock and the three generators' states (env.rng, ``random``'s, uuid's); a
-        generator's state is copied only when it moved since it was last taken (see :class:`_TrackedRandom`)."""
+        generator's state is copied only when it moved since it was last taken (see
+        :class:`_TrackedRandom`)."""
         return (
             dict(self.ids),
             self.clock.get(),
@@ -657,12 +671,14 @@ class Executor:
             if isinstance(_WORKSPACE_KIND, str):
                 raise _Failure(
                     "unsupported",
-                    f"workspace behaviour needs workspace.py, which did not load: {_WORKSPACE_KIND}",
+                    "workspace behaviour needs workspace.py, which did not load: "
+                    f"{_WORKSPACE_KIND}",
                 )
             if not _WORKSPACE[0]:
                 raise _Failure(
                     "load_failed",
-                    "a workspace environment needs a working folder: start the executor with --workdir",
+                    "a workspace environment needs a working folder: start the executor with "
+                    "--workdir",
                 )
             workspace = behaviour
             behaviour, kind = {"kind": "code", "source": ""}, "code"
@@ -672,7 +688,8 @@ class Executor:
             if isinstance(_ENGINE, str):
                 raise _Failure(
                     "unsupported",
-                    f"model behaviour needs the resource-model engine, which did not load: {_ENGINE}",
+                    "model behaviour needs the resource-model engine, which did not load: "
+                    f"{_ENGINE}",
                 )
             model = behaviour.get("model")
             behaviour, kind = {"kind": "code", "source": ""}, "code"
@@ -908,7 +925,8 @@ class Executor:
                 if len(data) > self.max_response:
                     failure = _err(
                         "too_large",
-                        f"{tool} returned {len(data)} bytes, more than the {self.max_response}-byte limit",
+                        f"{tool} returned {len(data)} bytes, more than the "
+                        f"{self.max_response}-byte limit",
                     )
         except BaseException as exc:
             _Forks.guard()
@@ -960,7 +978,8 @@ class Executor:
         ):
             return _err(
                 "timeout",
-                f"{tool} did not finish within {timeout:g} s; the call was stopped and had no effect",
+                f"{tool} did not finish within {timeout:g} s; the call was stopped and had "
+                "no effect",
             )
         if isinstance(exc, SystemExit):
             return _err(
@@ -981,7 +1000,8 @@ class Executor:
         if files is None:
             raise _Failure(
                 "too_large",
-                f"the working folder holds more than {_SNAPSHOT_WORKSPACE_BYTES} bytes or {_SNAPSHOT_WORKSPACE_ENTRIES} "
+                f"the working folder holds more than {_SNAPSHOT_WORKSPACE_BYTES} bytes or "
+                f"{_SNAPSHOT_WORKSPACE_ENTRIES} "
                 "entries; it cannot be snapshotted",
             )
         self.snapshot_count += 1
@@ -1014,8 +1034,9 @@ class Executor:
         return _ok()
 
     def _globals(self) -> Globals:
-        """What a snapshot keeps of env.py's module: None when nothing can have changed it since it was
-        made (no call succeeded), else a deep copy of its data globals (``_UNCOPYABLE`` when they cannot be copied)."""
+        """What a snapshot keeps of env.py's module: None when nothing can have changed it since it
+        was made (no call succeeded), else a deep copy of its data globals (``_UNCOPYABLE`` when
+        they cannot be copied)."""
         if self.code is None or self.module_calls == 0 or self.module is None:
             return None
         data = {}
@@ -1044,8 +1065,9 @@ class Executor:
         return data
 
     def _fresh_module(self, handle: str, globs: Globals) -> None:
-        """Run env.py again in a new module (its globals as loaded), then put back the data globals the
-        snapshot copied: state a tool kept outside the database does not leak from one episode to the next."""
+        """Run env.py again in a new module (its globals as loaded), then put back the data globals
+        the snapshot copied: state a tool kept outside the database does not leak from one episode
+        to the next."""
         if isinstance(globs, tuple):
             raise _Failure(
                 "restore_failed",
@@ -1084,7 +1106,8 @@ class Executor:
 
     def op_patch(self, req: Request) -> Reply:
         """Insert rows into the state before an episode (a task's planted rows): all of them or,
-        when one does not fit (no such table or column, a duplicate key), none, with a clear error."""
+        when one does not fit (no such table or column, a duplicate key), none, with a clear
+        error."""
         self._require_loaded()
         items = req.get("rows")
         if not isinstance(items, list):
@@ -1111,12 +1134,14 @@ class Executor:
                     if not isinstance(table, str) or not isinstance(row, dict) or not row:
                         raise _Failure(
                             "bad_request",
-                            f'patch row {n} must be {{"table": name, "row": {{column: value, ...}}}}',
+                            f'patch row {n} must be {{"table": name, "row": {{column: value, '
+                            f"...}}}}",
                         )
                     if table not in tables:
                         raise _Failure(
                             "invalid_patch",
-                            f"patch row {n}: no table {table!r}; the tables are: {', '.join(sorted(tables))}",
+                            f"patch row {n}: no table {table!r}; the tables are: "
+                            f"{', '.join(sorted(tables))}",
                         )
                     cols = {
                         c["name"]
@@ -1128,7 +1153,8 @@ class Executor:
                     if unknown:
                         raise _Failure(
                             "invalid_patch",
-                            f"patch row {n}: table {table!r} has no column {', '.join(map(repr, unknown))}",
+                            f"patch row {n}: table {table!r} has no column "
+                            f"{', '.join(map(repr, unknown))}",
                         )
                     values = [
                         json.dumps(v) if isinstance(v, (dict, list)) else v for v in row.values()
@@ -1186,7 +1212,8 @@ class Executor:
             except sqlite3.Error:
                 rows = sqlite3.Connection.execute(
                     conn,
-                    "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+                    "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT "
+                    "LIKE 'sqlite_%' ORDER BY name",
                 ).fetchall()
                 names = [r["name"] for r in rows]
                 without_rowid = {
@@ -1283,13 +1310,14 @@ def _call_capture(root: str) -> Files | None:
     """What a call puts back if it fails: the working folder as :func:`_workspace_capture` gives it
     (small folders only), without scanning it when it is still the empty folder it was.
 
-    Adding, removing or renaming an entry of a folder (or ``utime``, ``chmod`` on it) sets the folder's
-    ctime to the current time, which nothing can set back; tmpfs also counts entries in its size. So
-    a folder found empty whose (ctime, mtime, size, links) have not changed is still empty, provided
-    its ctime was already older than the file-time granularity when it was found empty (a change in
-    the same clock tick could keep the same ctime: "racy" as in git's index, so such a folder is scanned
-    again; 2 s covers file systems that keep whole seconds). Processes that env code starts are killed when its call returns,
-    and a change by a thread of env code sets the ctime like any other."""
+    Adding, removing or renaming an entry of a folder (or ``utime``, ``chmod`` on it) sets the
+    folder's ctime to the current time, which nothing can set back; tmpfs also counts entries in its
+    size. So a folder found empty whose (ctime, mtime, size, links) have not changed is still empty,
+    provided its ctime was already older than the file-time granularity when it was found empty (a
+    change in the same clock tick could keep the same ctime: "racy" as in git's index, so such a
+    folder is scanned again; 2 s covers file systems that keep whole seconds). Processes that env
+    code starts are killed when its call returns, and a change by a thread of env code sets the
+    ctime like any other."""
     if not root:
         return {}
     try:

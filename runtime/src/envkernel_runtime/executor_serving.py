@@ -108,11 +108,12 @@ def _serve_socket(executor: Executor, path: str) -> int:
 
 
 def _serve_lanes(executor: Executor, conn: socket.socket, lane: socket.socket) -> bool:
-    """Serve the runner's socket and the *direct lane* (a second socket the runner may hand to a client
-    on the same host, so a tool call skips the runner's process) together, one request at a time.
-    The lane takes ``call``, ``restore``, ``dump`` (read-only) and ``ping`` only; a call or restore that succeeds over it
-    counts in ``executor.direct_calls``, which the next snapshot reports (the runner's log lacks it).
-    Ends (True when asked to close) when the runner's socket does; a lane that closes is dropped."""
+    """Serve the runner's socket and the *direct lane* (a second socket the runner may hand to a
+    client on the same host, so a tool call skips the runner's process) together, one request at a
+    time. The lane takes ``call``, ``restore``, ``dump`` (read-only) and ``ping`` only; a call or
+    restore that succeeds over it counts in ``executor.direct_calls``, which the next snapshot
+    reports (the runner's log lacks it). Ends (True when asked to close) when the runner's socket
+    does; a lane that closes is dropped."""
     import select
 
     buffers = {conn: bytearray(), lane: bytearray()}
@@ -230,7 +231,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--workdir",
         default="",
-        help="the sandbox's working folder: its current folder, part of its state (snapshots, failed calls)",
+        help="the sandbox's working folder: its current folder, part of its state (snapshots, "
+        "failed calls)",
     )
     parser.add_argument(
         "--cgroup",
@@ -242,7 +244,8 @@ def _parser() -> argparse.ArgumentParser:
         "--tmpfs-size",
         type=int,
         default=0,
-        help="mount a tmpfs of this many bytes on the working folder (root, private mount namespace)",
+        help="mount a tmpfs of this many bytes on the working folder (root, private mount "
+        "namespace)",
     )
     parser.add_argument("--uid", type=int, default=None, help="drop to this uid (root only)")
     parser.add_argument("--gid", type=int, default=None, help="drop to this gid (default: the uid)")
@@ -271,13 +274,16 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--nest",
         action="store_true",
-        help="(root, with --uid and --tmpfs-size) confine all but the uid, then fork one session after another, each dropping to --uid; between them kill what is left of the uid and empty the working folder",
+        help="(root, with --uid and --tmpfs-size) confine all but the uid, then fork one session "
+        "after another, each dropping to --uid; between them kill what is left of the uid "
+        "and empty the working folder",
     )
     parser.add_argument(
         "--zygote",
         metavar="FOLDER",
         default="",
-        help="be a fork server working in FOLDER: fork one confined executor per request on the control socket (stdin)",
+        help="be a fork server working in FOLDER: fork one confined executor per request on the "
+        "control socket (stdin)",
     )
     return parser
 

@@ -105,7 +105,8 @@ def _zygote(args: argparse.Namespace) -> int:
                 items = req["batch"] if isinstance(req, dict) and "batch" in req else [req]
                 if sum(int(it.get("nfds") or len(fds)) for it in items) != len(fds):
                     raise ValueError(
-                        f"the requests name {sum(int(it.get('nfds') or 0) for it in items)} descriptors, got {len(fds)}"
+                        f"the requests name {sum(int(it.get('nfds') or 0) for it in items)} "
+                        f"descriptors, got {len(fds)}"
                     )
             except Exception as exc:
                 for fd in fds:
@@ -139,9 +140,10 @@ def _zygote(args: argparse.Namespace) -> int:
 
 
 def _parsed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | None:
-    """``argv`` parsed in the zygote before the fork, where the parser's code and data are warm: in a
-    fresh child the same parse took about 1 ms (its pages copied on write as it ran), 0.1-0.2 ms here.
-    None when it does not parse (the child then parses it again and fails with the message in its log)."""
+    """``argv`` parsed in the zygote before the fork, where the parser's code and data are warm: in
+    a fresh child the same parse took about 1 ms (its pages copied on write as it ran), 0.1-0.2 ms
+    here. None when it does not parse (the child then parses it again and fails with the message in
+    its log)."""
     try:
         return parser.parse_args(argv)
     except (SystemExit, Exception):
@@ -149,7 +151,8 @@ def _parsed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namesp
 
 
 _ZYGOTE_MAX_FDS = 3 * 64
-"""Descriptors one request to the zygote may carry: a batch of up to 64 executors, 3 each (SCM_RIGHTS takes at most 253)."""
+"""Descriptors one request to the zygote may carry: a batch of up to 64 executors, 3 each
+(SCM_RIGHTS takes at most 253)."""
 
 
 def _zygote_child(
@@ -161,7 +164,8 @@ def _zygote_child(
     others: list[int],
 ) -> None:
     """In a child the zygote just forked: drop the zygote's descriptors (and those of the sandboxes
-    later in its batch), then confine and serve as ``req`` asks (see :func:`_run`); never returns."""
+    later in its batch), then confine and serve as ``req`` asks (see :func:`_run`); never
+    returns."""
     code = 70
     try:
         ctl.close()

@@ -18,11 +18,13 @@ import os
 __all__ = ["THRESHOLDS", "tune_gc"]
 
 THRESHOLDS = (20_000, 50, 100)
-"""``gc.set_threshold`` arguments: allocations before a young collection, then the two older ratios."""
+"""``gc.set_threshold`` arguments: allocations before a young collection, then the two older
+ratios."""
 
 
 def tune_gc() -> bool:
-    """Freeze the start-up heap and raise the collector's thresholds; False when ``ENVKERNEL_GC=default``."""
+    """Freeze the start-up heap and raise the collector's thresholds; False when
+    ``ENVKERNEL_GC=default``."""
     if os.environ.get("ENVKERNEL_GC", "") == "default":
         return False
     gc.collect()

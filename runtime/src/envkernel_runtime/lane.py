@@ -8,19 +8,20 @@ opens a sandbox, it puts the lane in a :class:`LaneServer` under a one-time toke
 offer (host, socket path, token, call timeout) in its open reply. A client on the same host
 (:func:`connect_lane`) connects to that unix socket, which sits in a folder only the runner's user
 can enter, shows the token and receives the lane's descriptor (``SCM_RIGHTS``); its tool calls and
-restores, and its state reads (``dump``, read-only), then go straight to the executor (:class:`DirectLane`; a snapshot's reply names the
-executor's own handle of it while a lane is out). A client on another host, or one whose offer has
-expired, keeps using the bus; the other operations (patch, snapshot, close) always do.
+restores, and its state reads (``dump``, read-only), then go straight to the executor
+(:class:`DirectLane`; a snapshot's reply names the executor's own handle of it while a lane is out).
+A client on another host, or one whose offer has expired, keeps using the bus; the other operations
+(patch, snapshot, close) always do.
 
 What stays the same: the executor is the same confined process (its own uid, namespaces, cgroup,
 rlimits, Landlock, seccomp), it answers one request at a time from either socket, the lane takes
-``call``, ``restore``, ``dump`` and ``ping`` only, the runner still enforces the sandbox's hard lifetime (killing the
-executor ends the lane), and the executor still stops a call at its timeout. What changes: calls
-(and restores) over a lane are not in the runner's call log, so when an executor dies after its lane was handed
-out its state is *lost* instead of rebuilt from the log (the next call answers ``crashed`` and says
-so; a restore of a snapshot taken before any direct call, such as the one taken at open, brings the
-sandbox back). ``ENVKERNEL_SANDBOX_LANES=0`` turns lanes off (in a service: none offered; in a
-client: none taken).
+``call``, ``restore``, ``dump`` and ``ping`` only, the runner still enforces the sandbox's hard
+lifetime (killing the executor ends the lane), and the executor still stops a call at its timeout.
+What changes: calls (and restores) over a lane are not in the runner's call log, so when an executor
+dies after its lane was handed out its state is *lost* instead of rebuilt from the log (the next
+call answers ``crashed`` and says so; a restore of a snapshot taken before any direct call, such as
+the one taken at open, brings the sandbox back). ``ENVKERNEL_SANDBOX_LANES=0`` turns lanes off (in a
+service: none offered; in a client: none taken).
 """
 
 from __future__ import annotations
@@ -71,7 +72,8 @@ def lanes_enabled() -> bool:
 
 
 def host_id() -> str:
-    """This host (its name and this boot of its kernel): a lane is taken only where it was offered."""
+    """This host (its name and this boot of its kernel): a lane is taken only where it was
+    offered."""
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
             boot = f.read().strip()
@@ -97,7 +99,8 @@ async def _readable(sock: socket.socket) -> None:
 
 
 class LaneServer:
-    """Hands the direct lanes of a service's sandboxes to clients on this host (see the module docstring)."""
+    """Hands the direct lanes of a service's sandboxes to clients on this host (see the module
+    docstring)."""
 
     def __init__(self) -> None:
         self.folder = ""
@@ -113,7 +116,8 @@ class LaneServer:
         """Lanes handed to clients so far."""
 
     async def start(self) -> None:
-        """Listen on ``<tmp>/envk-lanes-*/lanes.sock`` (the folder is mode 0700: only this user gets in)."""
+        """Listen on ``<tmp>/envk-lanes-*/lanes.sock`` (the folder is mode 0700: only this user gets
+        in)."""
         self.folder = tempfile.mkdtemp(prefix="envk-lanes-")
         self.path = os.path.join(self.folder, "lanes.sock")
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -123,7 +127,8 @@ class LaneServer:
         self._task = asyncio.create_task(self._accept())
 
     def offer(self, session: Any, call_timeout: float) -> list[Any]:
-        """The offer of ``session``'s lane for an open reply (``[]`` when it has none): host, path, token, call timeout."""
+        """The offer of ``session``'s lane for an open reply (``[]`` when it has none): host, path,
+        token, call timeout."""
         take = getattr(session, "take_lane", None)
         lane = take() if take is not None and self._sock is not None else None
         if lane is None:
@@ -185,12 +190,13 @@ class LaneServer:
 
 
 class DirectLane:
-    """A client's direct lane to one executor: :meth:`call` writes the executor's request and reads its answer.
+    """A client's direct lane to one executor: :meth:`call` writes the executor's request and reads
+    its answer.
 
-    It speaks over the lane's socket itself, with no stream objects in between: one ``send`` of the request
-    line, and ``recv`` when the event loop says the socket is readable (the descriptor stays registered
-    with the loop while a call waits for its answer, and is dropped when it is readable with no call
-    waiting, such as an executor that died)."""
+    It speaks over the lane's socket itself, with no stream objects in between: one ``send`` of the
+    request line, and ``recv`` when the event loop says the socket is readable (the descriptor stays
+    registered with the loop while a call waits for its answer, and is dropped when it is readable
+    with no call waiting, such as an executor that died)."""
 
     def __init__(
         self,
@@ -199,7 +205,8 @@ class DirectLane:
         on_hang: Callable[[], Awaitable[Any]] | None = None,
     ) -> None:
         self.on_hang = on_hang
-        """Awaited when a call hangs past its timeout: asks the runner to kill the executor (over the bus)."""
+        """Awaited when a call hangs past its timeout: asks the runner to kill the executor (over
+        the bus)."""
         sock.setblocking(False)
         self.sock = sock
         self.call_timeout = call_timeout
@@ -210,8 +217,9 @@ class DirectLane:
         self._watched = False
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult | None:
-        """The tool's result, or None when the lane cannot take the call (closed, or the executor is gone:
-        then it is closed and the caller goes over the bus, where the runner explains the death)."""
+        """The tool's result, or None when the lane cannot take the call (closed, or the executor is
+        gone: then it is closed and the caller goes over the bus, where the runner explains the
+        death)."""
         line = await self.call_raw(tool, arguments)
         if line is None:
             return None
@@ -228,8 +236,9 @@ class DirectLane:
             )
 
     async def call_raw(self, tool: str, arguments: dict[str, Any]) -> bytes | None:
-        """:meth:`call`, answered with the executor's JSON line as it wrote it (a result; on a timeout or
-        arguments that are not JSON, a result line saying so), or None when the lane cannot take the call."""
+        """:meth:`call`, answered with the executor's JSON line as it wrote it (a result; on a
+        timeout or arguments that are not JSON, a result line saying so), or None when the lane
+        cannot take the call."""
         if self.closed:
             return None
         try:
@@ -265,9 +274,11 @@ class DirectLane:
                     error=ToolError(
                         code="timeout",
                         message=(
-                            f"tool {tool!r} did not finish within {self.call_timeout:g} s and the sandbox did not stop it; the "
-                            "sandbox was killed, and its state is lost (it took calls over its direct lane, which cannot be "
-                            "replayed): restore a snapshot taken before them, or open a new sandbox"
+                            f"tool {tool!r} did not finish within {self.call_timeout:g} s "
+                            "and the sandbox did not stop it; the sandbox was killed, and "
+                            "its state is lost (it took calls over its direct lane, which "
+                            "cannot be replayed): restore a snapshot taken before them, or "
+                            "open a new sandbox"
                         ),
                     ),
                 )
@@ -275,14 +286,15 @@ class DirectLane:
         return line
 
     async def restore(self, handle: str) -> bool:
-        """Restore the executor's snapshot ``handle``; False when it could not be done here (then the
-        caller restores over the bus, where a snapshot of a replaced executor is rebuilt)."""
+        """Restore the executor's snapshot ``handle``; False when it could not be done here (then
+        the caller restores over the bus, where a snapshot of a replaced executor is rebuilt)."""
         line = await self._exchange(_enc.encode({"op": "restore", "snapshot": handle}) + b"\n")
         return line is not None and line.startswith(b'{"ok":true')
 
     async def state(self) -> dict[str, list[dict[str, Any]]] | None:
-        """The executor's whole state (table -> rows, as its ``dump`` answers over the bus); None when it
-        could not be read here (then the caller reads it over the bus, where the runner says what went wrong)."""
+        """The executor's whole state (table -> rows, as its ``dump`` answers over the bus); None
+        when it could not be read here (then the caller reads it over the bus, where the runner says
+        what went wrong)."""
         line = await self._exchange(_DUMP)
         if line is None:
             return None
@@ -295,8 +307,8 @@ class DirectLane:
     _hung = False
 
     async def _exchange(self, request: bytes, hung: list[bool] | None = None) -> bytes | None:
-        """Send one request line and read its answer; None (and the lane closed) when the executor is gone or hangs
-        (then ``True`` is appended to ``hung``)."""
+        """Send one request line and read its answer; None (and the lane closed) when the executor
+        is gone or hangs (then ``True`` is appended to ``hung``)."""
         if self.closed:
             return None
         async with self._lock:
@@ -411,7 +423,8 @@ class DirectLane:
 async def connect_lane(
     offer: list[Any], timeout: float = 5.0, on_hang: Callable[[], Awaitable[Any]] | None = None
 ) -> DirectLane | None:
-    """Take the lane an open reply offers, when it was offered on this host; None otherwise (then use the bus)."""
+    """Take the lane an open reply offers, when it was offered on this host; None otherwise (then
+    use the bus)."""
     if len(offer) != 4 or offer[0] != host_id() or not lanes_enabled():
         return None
     _, path, token, call_timeout = offer

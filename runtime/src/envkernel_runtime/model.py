@@ -91,7 +91,8 @@ class Resource(_Part, kw_only=True):
     new_keys: list[str] = []
     """Keys for new rows, in order, when ``prefix_0001`` would break the key's declared schema
     (a ``pattern`` such as ``^MG[0-9a-f]{32}$``, a format, a length): the synthesizer generates
-    them from that schema; the engine takes the first one not in use, then falls back to the prefix."""
+    them from that schema; the engine takes the first one not in use, then falls back to the
+    prefix."""
     fields: dict[str, FieldSpec]
     """Column -> field, in column order."""
     unique: list[str] = []
@@ -275,7 +276,8 @@ class ResourceModel(_Part, kw_only=True):
     """What the synthesizer skipped, and why."""
 
     def to_json(self) -> dict[str, Any]:
-        """The model as the plain JSON object the engine reads (what ``ModelBehaviour.model`` holds)."""
+        """The model as the plain JSON object the engine reads (what ``ModelBehaviour.model``
+        holds)."""
         out: dict[str, Any] = msgspec.to_builtins(self)
         return out
 

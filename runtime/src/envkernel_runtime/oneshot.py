@@ -40,10 +40,11 @@ async def call_once(
     known: tuple[type[BaseException], ...] = (),
     verbose: bool = False,
 ) -> tuple[dict[str, Any], int]:
-    """Open a sandbox of ``runner`` (component ``name``) holding ``spec`` at ``seed``, call ``tool`` once and close it.
+    """Open a sandbox of ``runner`` (component ``name``) holding ``spec`` at ``seed``, call ``tool``
+    once and close it.
 
-    Returns ``({"ok": true, "value": ...} | {"ok": false, "error": {...}}, exit code)``. An error of a
-    type in ``known`` (the runner's own sandbox errors) is reported by its message alone. With
+    Returns ``({"ok": true, "value": ...} | {"ok": false, "error": {...}}, exit code)``. An error of
+    a type in ``known`` (the runner's own sandbox errors) is reported by its message alone. With
     ``verbose``, how long the call took and the sandbox's confinement go to stderr.
     """
     task = asyncio.current_task()

@@ -1,4 +1,5 @@
-"""Known traces: tool results and final states that the same calls from the same start state gave before.
+"""Known traces: tool results and final states that the same calls from the same start state gave
+before.
 
 The executor is deterministic: from a given state (the environment's seed, the task's planted
 rows) the same calls, in the same order, give the same results and the same final state (ids,
@@ -57,8 +58,9 @@ _val_enc = msgspec.msgpack.Encoder()
 _result_dec = msgspec.msgpack.Decoder(ToolResult)
 _state_dec = msgspec.msgpack.Decoder(State)
 _NOT_KEPT = frozenset({"timeout", "crashed", "tool_crashed", "internal", "too_large"})
-"""Result codes that need not come again from the same calls: a deadline, a dead executor, an exception that may
-come from a limit (a MemoryError under the rlimit), the executor's own error, a size limit that is the runner's setting."""
+"""Result codes that need not come again from the same calls: a deadline, a dead executor, an
+exception that may come from a limit (a MemoryError under the rlimit), the executor's own error, a
+size limit that is the runner's setting."""
 MB = 1 << 20
 
 
@@ -83,7 +85,8 @@ def _show(value: Any, limit: int = 300) -> str:
 
 
 class _Lru:
-    """A table of encoded values (bytes) or in-flight futures, bounded by the values' bytes (the oldest dropped first)."""
+    """A table of encoded values (bytes) or in-flight futures, bounded by the values' bytes (the
+    oldest dropped first)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -93,14 +96,16 @@ class _Lru:
         self.items: OrderedDict[bytes, bytes | asyncio.Future[bytes | None]] = OrderedDict()
 
     async def get(self, key: bytes) -> bytes | None:
-        """The value under ``key``, waiting for it while another rollout makes it; None when unknown."""
+        """The value under ``key``, waiting for it while another rollout makes it; None when
+        unknown."""
         got = self.items.get(key)
         if isinstance(got, asyncio.Future):
             return await asyncio.shield(got)
         return got
 
     def claim(self, key: bytes) -> asyncio.Future[bytes | None] | None:
-        """Say this rollout makes the value of ``key`` (others wait for it); None when it is known or claimed."""
+        """Say this rollout makes the value of ``key`` (others wait for it); None when it is known
+        or claimed."""
         if key in self.items:
             return None
         fut: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
@@ -110,7 +115,8 @@ class _Lru:
     def resolve(
         self, key: bytes, fut: asyncio.Future[bytes | None] | None, value: bytes | None
     ) -> None:
-        """Settle a claim: keep ``value`` (None, or too large for the table: forget the key, the next one to ask makes it)."""
+        """Settle a claim: keep ``value`` (None, or too large for the table: forget the key, the
+        next one to ask makes it)."""
         if fut is not None and not fut.done():
             fut.set_result(value)
         if fut is None or self.items.get(key) is not fut:
@@ -156,8 +162,9 @@ class TraceCache:
         patch: list[dict[str, Any]] | None = None,
         settings: Any = None,
     ) -> Replay | None:
-        """A rollout's walk from ``start`` (runner, seed, environment digest) plus the task's planted rows and the
-        runner's ``settings``; None when replay is off, the environment is a workspace or the start met a mismatch."""
+        """A rollout's walk from ``start`` (runner, seed, environment digest) plus the task's
+        planted rows and the runner's ``settings``; None when replay is off, the environment is a
+        workspace or the start met a mismatch."""
         if (
             not replay_enabled()
             or getattr(getattr(env, "behaviour", None), "kind", "") == "workspace"
@@ -180,7 +187,8 @@ class Replay:
         self.start = start
         self.key = start
         self.pending: list[tuple[str, dict[str, Any], bytes, bytes]] = []
-        """Calls answered from the cache (name, arguments, step key, the kept result) that the rollout's sandbox (when it gets one) must repeat first."""
+        """Calls answered from the cache (name, arguments, step key, the kept result) that the
+        rollout's sandbox (when it gets one) must repeat first."""
         self._next = start
         self._claim: asyncio.Future[bytes | None] | None = None
         self._turn = (
@@ -221,7 +229,8 @@ class Replay:
         return None
 
     def learn(self, result: ToolResult | None) -> None:
-        """The call after :meth:`known` was made (``None``: it failed): keep its result for the others."""
+        """The call after :meth:`known` was made (``None``: it failed): keep its result for the
+        others."""
         keep = (
             result
             if result is not None
@@ -237,7 +246,8 @@ class Replay:
             self._turn.release()
 
     async def catch_up(self, sandbox: Any) -> str:
-        """Bring a newly leased sandbox to where the rollout is: repeat the calls answered from the cache.
+        """Bring a newly leased sandbox to where the rollout is: repeat the calls answered from the
+        cache.
 
         Returns what differed when a repeated call gave another result than the kept one ("" when
         none did): the entry is dropped, its start is no longer replayed, and the caller must try
@@ -253,8 +263,8 @@ class Replay:
                 self.key = b""
                 differs = f"call {i + 1} {name!r} gave {_show(got)}, the known trace {_show(want)}"
                 log.warning(
-                    "a repeated call gave another result than the known trace: the environment is not deterministic; "
-                    "its rollouts now run on sandboxes alone",
+                    "a repeated call gave another result than the known trace: the "
+                    "environment is not deterministic; its rollouts now run on sandboxes alone",
                     tool=name,
                     call=i + 1,
                     got=_show(got),
@@ -264,8 +274,8 @@ class Replay:
         return ""
 
     async def final(self, free: bool, read: Callable[[], Awaitable[State]]) -> State:
-        """The rollout's final state: the known one of its trace when it holds no sandbox (``free``),
-        else ``read()`` (kept for the others)."""
+        """The rollout's final state: the known one of its trace when it holds no sandbox
+        (``free``), else ``read()`` (kept for the others)."""
         if not self.key:
             return await read()
         if free and (got := await self.cache.states.get(self.key)) is not None:

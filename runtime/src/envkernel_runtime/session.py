@@ -1,9 +1,9 @@
 """The host's side of the executor protocol, shared by the sandbox runners.
 
 A sandbox runner (a plugin such as ``process`` or ``podman``) starts envkernel's executor
-(:mod:`envkernel_runtime.executor`) somewhere and talks to it in JSON lines over a stream. What a runner
-does differently is how it starts, replaces and stops that executor and how it explains its death;
-the protocol client is the same for all of them and lives here, in :class:`ExecutorSession`:
+(:mod:`envkernel_runtime.executor`) somewhere and talks to it in JSON lines over a stream. What a
+runner does differently is how it starts, replaces and stops that executor and how it explains its
+death; the protocol client is the same for all of them and lives here, in :class:`ExecutorSession`:
 
 - tool calls, patches (rows inserted before an episode), snapshots, restores and state dumps, one
   at a time (a lock);
@@ -40,7 +40,8 @@ __all__ = ["HOST_GRACE", "STREAM_LIMIT", "ExecutorSession", "SessionError", "Ses
 STREAM_LIMIT = 64 * 1024 * 1024
 """Longest response line the host reads (the executor itself refuses responses over half that)."""
 HOST_GRACE = 2.0
-"""Seconds the host waits past a timeout the executor enforces itself before it kills the executor."""
+"""Seconds the host waits past a timeout the executor enforces itself before it kills the
+executor."""
 
 _T = TypeVar("_T")
 _enc = msgspec.json.Encoder()
@@ -55,7 +56,8 @@ class SessionError(Exception):
     ``code`` is the executor's error code when it gave one (``load_failed``, ``unknown_snapshot``,
     ...), else what the host saw (``timeout``, ``crashed``, ``too_large``, ``closed``), else
     ``sandbox``. Runners raise their own subclass (:attr:`ExecutorSession.error_type`), which also
-    derives from the kernel's ``envkernel.errors.SandboxError`` (the runtime never imports the kernel)."""
+    derives from the kernel's ``envkernel.errors.SandboxError`` (the runtime never imports the
+    kernel)."""
 
     def __init__(self, message: str, code: str = "sandbox") -> None:
         super().__init__(message)
@@ -66,7 +68,8 @@ class SessionSettings(Protocol):
     """The settings a session reads: every runner's ``Settings`` has these fields."""
 
     call_timeout: float
-    """Seconds a tool call may run (the executor enforces it; the host kills it ``HOST_GRACE`` later)."""
+    """Seconds a tool call may run (the executor enforces it; the host kills it ``HOST_GRACE``
+    later)."""
     startup_timeout: float
     """Seconds to start and load; also bounds snapshot, restore and state."""
     lifetime: float
@@ -91,7 +94,8 @@ class _Snapshot:
     handle: str
     log: tuple[tuple[bytes, bytes], ...]
     complete: bool = True
-    """``log`` rebuilds it: no call over a direct lane led to it (see :meth:`ExecutorSession.lane_taken`)."""
+    """``log`` rebuilds it: no call over a direct lane led to it (see
+    :meth:`ExecutorSession.lane_taken`)."""
 
 
 def _error(code: str, message: str) -> ToolResult:
@@ -174,9 +178,10 @@ class ExecutorSession(ABC):
             )
 
     def lane_taken(self) -> None:
-        """The current executor's direct lane was handed to a client: calls over it bypass the call log,
-        so if this executor dies its state is lost (calls and snapshots then fail until a restore of a
-        snapshot taken before any direct call), instead of being rebuilt from the log."""
+        """The current executor's direct lane was handed to a client: calls over it bypass the call
+        log, so if this executor dies its state is lost (calls and snapshots then fail until a
+        restore of a snapshot taken before any direct call), instead of being rebuilt from the
+        log."""
         self._lane_out = True
 
     async def interrupt(self) -> None:
@@ -186,8 +191,8 @@ class ExecutorSession(ABC):
             await self._kill("timeout over the direct lane")
 
     def lane_handle(self, name: str) -> list[str]:
-        """``[the executor's handle of snapshot name]`` when a client holds this executor's direct lane
-        (it may restore it over the lane), else ``[]``."""
+        """``[the executor's handle of snapshot name]`` when a client holds this executor's direct
+        lane (it may restore it over the lane), else ``[]``."""
         snap = self._snapshots.get(name)
         return (
             [snap.handle]
@@ -233,8 +238,9 @@ class ExecutorSession(ABC):
                 return _enc.encode(
                     _error(
                         "timeout",
-                        f"tool {tool!r} did not finish within {self.settings.call_timeout:g} s and the sandbox did not "
-                        f"stop it; {self.hang_note} and will be replaced (the state is rebuilt from the earlier calls)",
+                        f"tool {tool!r} did not finish within {self.settings.call_timeout:g} "
+                        f"s and the sandbox did not stop it; {self.hang_note} and will be "
+                        "replaced (the state is rebuilt from the earlier calls)",
                     )
                 )
             except _Died as exc:
@@ -249,7 +255,8 @@ class ExecutorSession(ABC):
                         _error(
                             "crashed",
                             f"{exc}; it took calls over its direct lane, which cannot be replayed, "
-                            "so its state is lost: restore a snapshot taken before them, or open a new sandbox",
+                            "so its state is lost: restore a snapshot taken before them, or "
+                            "open a new sandbox",
                         )
                     )
                 return _enc.encode(_error("crashed", str(exc)))
@@ -258,7 +265,8 @@ class ExecutorSession(ABC):
                 return _enc.encode(
                     _error(
                         "too_large",
-                        f"tool {tool!r} answered with more than {STREAM_LIMIT} bytes; the sandbox will be replaced",
+                        f"tool {tool!r} answered with more than {STREAM_LIMIT} bytes; the "
+                        "sandbox will be replaced",
                     )
                 )
             if line.startswith(_OK):  # the executor writes {"ok":true,... for a call that succeeded
@@ -268,7 +276,8 @@ class ExecutorSession(ABC):
                 return _enc.encode(
                     _error(
                         "crashed",
-                        f"the executor answered with something that is not a result: {line[:200]!r}",
+                        "the executor answered with something that is not a result: "
+                        f"{line[:200]!r}",
                     )
                 )
             return line
@@ -298,9 +307,9 @@ class ExecutorSession(ABC):
             await self._with_executor(lambda: self._restore(snapshot))
 
     async def patch(self, rows: list[dict[str, Any]]) -> int:
-        """Insert rows (``{"table": ..., "row": {...}}`` each) into the state: a task's planted rows,
-        before its episode. All or none; kept in the call log, so a replacement executor gets them
-        too, and restoring a snapshot taken before takes them out again."""
+        """Insert rows (``{"table": ..., "row": {...}}`` each) into the state: a task's planted
+        rows, before its episode. All or none; kept in the call log, so a replacement executor gets
+        them too, and restoring a snapshot taken before takes them out again."""
         request = _enc.encode({"op": "patch", "rows": rows})
         async with self._lock:
             self._check_open()
@@ -328,7 +337,8 @@ class ExecutorSession(ABC):
 
     async def start_blank(self) -> Any:
         """Start the first executor without loading an environment (a *cell*: confined, waiting for
-        :meth:`load`); return what its ``ping`` answered (its confinement). Close the session if that fails."""
+        :meth:`load`); return what its ``ping`` answered (its confinement). Close the session if
+        that fails."""
         try:
             async with self._lock:
                 self._blank = True
@@ -342,8 +352,8 @@ class ExecutorSession(ABC):
             raise
 
     async def load(self, env: EnvSpec, seed: int) -> Any:
-        """Load ``env`` with ``seed`` into a cell started by :meth:`start_blank`; return what ``load`` answered.
-        Its hard lifetime counts from now."""
+        """Load ``env`` with ``seed`` into a cell started by :meth:`start_blank`; return what
+        ``load`` answered. Its hard lifetime counts from now."""
         self.env, self.seed = env, seed
         self._load = msgspec.json.encode(
             {"op": "load", "env": env, "seed": seed, "timeout": self.settings.startup_timeout}
@@ -379,7 +389,8 @@ class ExecutorSession(ABC):
     @abstractmethod
     async def _start(self) -> None:
         """Start an executor (a replacement when ``self._generation > 0``), add one to
-        ``self._generation``, and call :meth:`_load_and_replay`; on failure, leave nothing running."""
+        ``self._generation``, and call :meth:`_load_and_replay`; on failure, leave nothing
+        running."""
 
     @abstractmethod
     def _streams(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
@@ -398,7 +409,7 @@ class ExecutorSession(ABC):
     async def _shutdown(self) -> None:
         """Release everything the sandbox holds; called by :meth:`close` (maybe more than once)."""
 
-    async def _discard_dead(self) -> None:
+    async def _discard_dead(self) -> None:  # noqa: B027  # an optional hook: most runners keep nothing
         """Drop what is left of a dead executor before a replacement starts (default: nothing)."""
 
     def _background(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -447,8 +458,9 @@ class ExecutorSession(ABC):
         if self._lane_out:  # the dead executor took calls over its lane that the log lacks
             self._lane_out, self._log = False, []
             self._lost = (
-                f"{self._death or 'its executor died'}, after it took calls over its direct lane, which cannot be "
-                "replayed, so its state is lost: restore a snapshot taken before them (e.g. the one at open) or open a new sandbox"
+                f"{self._death or 'its executor died'}, after it took calls over its direct "
+                "lane, which cannot be replayed, so its state is lost: restore a snapshot "
+                "taken before them (e.g. the one at open) or open a new sandbox"
             )
             self.events.append("state lost")
             return loaded
@@ -476,8 +488,9 @@ class ExecutorSession(ABC):
             return
         if not snap.complete:
             raise self.error_type(
-                f"sandbox {self.id}: snapshot {name!r} followed calls over a direct lane and its executor "
-                "died, so it cannot be rebuilt; restore an earlier one or open a new sandbox",
+                f"sandbox {self.id}: snapshot {name!r} followed calls over a direct lane and "
+                "its executor died, so it cannot be rebuilt; restore an earlier one or open "
+                "a new sandbox",
                 code="crashed",
             )
         # The executor that held it was replaced: rebuild the state, then re-take the snapshot.
@@ -513,7 +526,8 @@ class ExecutorSession(ABC):
         except _HostTimeout:
             await self._kill(f"{op} timeout")
             raise self.error_type(
-                f"sandbox {self.id}: {op} did not answer within {self.settings.startup_timeout:g} s; {self.op_hang_note}",
+                f"sandbox {self.id}: {op} did not answer within "
+                f"{self.settings.startup_timeout:g} s; {self.op_hang_note}",
                 code="timeout",
             ) from None
         except _Died as exc:

@@ -1,4 +1,5 @@
-"""Counting helpers the kernel's recorder uses for ``summary.json`` (kept here so the kernel stays small).
+"""Counting helpers the kernel's recorder uses for ``summary.json`` (kept here so the kernel stays
+small).
 
 :class:`SynthesisYield` is the ``synthesis`` section: per source kind, the environments asked for,
 made, verified (on the first round or after repair), rejected (by reason), flagged, and the model

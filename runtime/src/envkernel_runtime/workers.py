@@ -41,9 +41,10 @@ log = structlog.get_logger("envkernel.run")
 def start_local_workers(
     n: int, run: bytes, out: Path, ready_timeout: float = 60.0, cmd: list[str] | None = None
 ) -> list[subprocess.Popen[bytes]]:
-    """Start ``n`` local workers of a run (none when ``n`` < 1), each given ``run`` (JSON: ``nats_url`` and the
-    full ``config``) on its stdin, and wait up to ``ready_timeout`` s until they serve. Blocking: call it from a thread in async code.
-    ``cmd`` is the worker's command line (default: ``envkernel worker --run-from-stdin`` of this Python)."""
+    """Start ``n`` local workers of a run (none when ``n`` < 1), each given ``run`` (JSON:
+    ``nats_url`` and the full ``config``) on its stdin, and wait up to ``ready_timeout`` s until
+    they serve. Blocking: call it from a thread in async code. ``cmd`` is the worker's command line
+    (default: ``envkernel worker --run-from-stdin`` of this Python)."""
     if n < 1:
         return []
     folder = out / "workers"
@@ -52,7 +53,8 @@ def start_local_workers(
     procs: list[subprocess.Popen[bytes]] = []
     starts: list[
         int
-        # each log's size before its worker started (a resumed run's log already says "worker serving")
+        # each log's size before its worker started (a resumed run's log already says "worker
+        # serving")
     ] = []
     try:
         for i in range(n):
@@ -83,7 +85,8 @@ def start_local_workers(
 
 
 def _feed(p: subprocess.Popen[bytes], data: bytes) -> None:
-    """Write a worker's config to its stdin and close it (a worker that died or was stopped meanwhile: nothing to do)."""
+    """Write a worker's config to its stdin and close it (a worker that died or was stopped
+    meanwhile: nothing to do)."""
     try:
         p.stdin.write(data)  # type: ignore[union-attr]
     except (
@@ -99,7 +102,8 @@ def _feed(p: subprocess.Popen[bytes], data: bytes) -> None:
 def _wait_ready(
     procs: list[subprocess.Popen[bytes]], folder: Path, timeout: float, starts: list[int]
 ) -> None:
-    """Wait until each worker serves (its log says ``worker serving`` after where it started), so the run's first work is shared too."""
+    """Wait until each worker serves (its log says ``worker serving`` after where it started), so
+    the run's first work is shared too."""
     deadline = time.monotonic() + timeout
     waiting = dict(enumerate(procs))
     while waiting and time.monotonic() < deadline:
@@ -126,7 +130,8 @@ def _wait_ready(
 
 
 def stop_local_workers(procs: list[subprocess.Popen[bytes]], timeout: float = 30.0) -> None:
-    """Ask each worker to stop (SIGTERM: it finishes what it holds), then kill any left after ``timeout`` s."""
+    """Ask each worker to stop (SIGTERM: it finishes what it holds), then kill any left after
+    ``timeout`` s."""
     for p in procs:
         if p.poll() is None:
             p.send_signal(signal.SIGTERM)
@@ -146,15 +151,16 @@ def stop_local_workers(procs: list[subprocess.Popen[bytes]], timeout: float = 30
 async def check_remote(
     consumer_info: Callable[[str], Awaitable[Any]], remote: list[tuple[str, str, str]], server: str
 ) -> None:
-    """Warn about each remote component (role, name, its durable consumer) that no worker has ever served
-    on ``server`` (its URL without credentials): the run would wait for it."""
+    """Warn about each remote component (role, name, its durable consumer) that no worker has ever
+    served on ``server`` (its URL without credentials): the run would wait for it."""
     for role, name, durable in remote:
         try:
             await consumer_info(durable)
         except Exception as exc:
             log.warning(
-                "no worker has served this remote component on this server yet; the run waits for one "
-                "(start `envkernel worker --plugins PLUGIN --nats-url URL`, and bound the wait with --timeout)",
+                "no worker has served this remote component on this server yet; the run "
+                "waits for one (start `envkernel worker --plugins PLUGIN --nats-url URL`, "
+                "and bound the wait with --timeout)",
                 component=name,
                 role=role,
                 nats=server,

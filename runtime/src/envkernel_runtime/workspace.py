@@ -69,9 +69,11 @@ TABLE = "workspace"
 TEXT_LIMIT = 64 * 1024
 """Files up to this size that decode as UTF-8 carry their text in the diff."""
 DATA_LIMIT = 1 << 20
-"""Other changed files up to this size carry their bytes (base64), so the final tree can be rebuilt."""
+"""Other changed files up to this size carry their bytes (base64), so the final tree can be
+rebuilt."""
 DIFF_BUDGET = 4 << 20
-"""Bytes of content one diff carries in all (events stay well under the bus's 8 MiB); past it, rows keep only their hash."""
+"""Bytes of content one diff carries in all (events stay well under the bus's 8 MiB); past it, rows
+keep only their hash."""
 OUTPUT_LIMIT = 64 * 1024
 """Bytes of stdout and of stderr an ``exec`` returns (the rest is counted and dropped)."""
 READ_LIMIT = 2000
@@ -86,38 +88,108 @@ _OBJ = {"type": "object", "additionalProperties": False}
 _PATH = {"type": "string", "description": "A path relative to the workspace root."}
 
 TOOLS: list[dict[str, Any]] = [
-    {"name": "read", "mutates": False, "description": "Read a text file of the workspace; lines are numbered from 1.",
-     "parameters": {**_OBJ, "properties": {"path": _PATH,
-                                           "offset": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
-                                           "limit": {"type": "integer", "minimum": 1, "description": "Lines to return."}},
-                    "required": ["path"]}},
-    {"name": "write", "mutates": True, "description": "Create or overwrite a file with the given content (folders are made as needed).",
-     "parameters": {**_OBJ, "properties": {"path": _PATH, "content": {"type": "string"}}, "required": ["path", "content"]}},
-    {"name": "edit", "mutates": True,
-     "description": "Replace an exact string in a file. old_string must occur exactly once unless replace_all is true.",
-     "parameters": {**_OBJ, "properties": {"path": _PATH, "old_string": {"type": "string"}, "new_string": {"type": "string"},
-                                           "replace_all": {"type": "boolean"}},
-                    "required": ["path", "old_string", "new_string"]}},
-    {"name": "apply_patch", "mutates": True,
-     "description": "Apply a patch in the '*** Begin Patch' format: '*** Add File: p', '*** Update File: p' (hunks of ' ', '-', '+' "
-                    "lines after '@@'), '*** Delete File: p', optional '*** Move to: q'; ends with '*** End Patch'.",
-     "parameters": {**_OBJ, "properties": {"patch": {"type": "string"}}, "required": ["patch"]}},
-    {"name": "list", "mutates": False, "description": "List a folder of the workspace (names, types and sizes).",
-     "parameters": {**_OBJ, "properties": {"path": _PATH}, "required": []}},
-    {"name": "glob", "mutates": False, "description": "Paths of the workspace matching a glob pattern ('**' crosses folders).",
-     "parameters": {**_OBJ, "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]}},
-    {"name": "grep", "mutates": False,
-     "description": "Search files for a regular expression; returns path, line number and line for each match.",
-     "parameters": {**_OBJ, "properties": {"pattern": {"type": "string"}, "path": _PATH,
-                                           "glob": {"type": "string", "description": "Only files whose path matches this glob."}},
-                    "required": ["pattern"]}},
-    {"name": "exec", "mutates": True,
-     "description": "Run a shell command (bash -c) in the workspace: coreutils, git, sqlite3 and python3 are there; no network. "
-                    "Returns exit_code, stdout and stderr.",
-     "parameters": {**_OBJ, "properties": {"command": {"type": "string"},
-                                           "timeout": {"type": "number", "minimum": 0.1, "description": "Seconds (default 8)."}},
-                    "required": ["command"]}},
-]  # fmt: skip
+    {
+        "name": "read",
+        "mutates": False,
+        "description": "Read a text file of the workspace; lines are numbered from 1.",
+        "parameters": {
+            **_OBJ,
+            "properties": {
+                "path": _PATH,
+                "offset": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
+                "limit": {"type": "integer", "minimum": 1, "description": "Lines to return."},
+            },
+            "required": ["path"],
+        },
+    },
+    {
+        "name": "write",
+        "mutates": True,
+        "description": "Create or overwrite a file with the given "
+        "content (folders are made as needed).",
+        "parameters": {
+            **_OBJ,
+            "properties": {"path": _PATH, "content": {"type": "string"}},
+            "required": ["path", "content"],
+        },
+    },
+    {
+        "name": "edit",
+        "mutates": True,
+        "description": "Replace an exact string in a file. old_string must occur exactly once "
+        "unless replace_all is true.",
+        "parameters": {
+            **_OBJ,
+            "properties": {
+                "path": _PATH,
+                "old_string": {"type": "string"},
+                "new_string": {"type": "string"},
+                "replace_all": {"type": "boolean"},
+            },
+            "required": ["path", "old_string", "new_string"],
+        },
+    },
+    {
+        "name": "apply_patch",
+        "mutates": True,
+        "description": "Apply a patch in the '*** Begin Patch' format: '*** Add File: p', '*** "
+        "Update File: p' (hunks of ' ', '-', '+' lines after '@@'), '*** Delete "
+        "File: p', optional '*** Move to: q'; ends with '*** End Patch'.",
+        "parameters": {**_OBJ, "properties": {"patch": {"type": "string"}}, "required": ["patch"]},
+    },
+    {
+        "name": "list",
+        "mutates": False,
+        "description": "List a folder of the workspace (names, types and sizes).",
+        "parameters": {**_OBJ, "properties": {"path": _PATH}, "required": []},
+    },
+    {
+        "name": "glob",
+        "mutates": False,
+        "description": "Paths of the workspace matching a glob pattern ('**' crosses folders).",
+        "parameters": {
+            **_OBJ,
+            "properties": {"pattern": {"type": "string"}},
+            "required": ["pattern"],
+        },
+    },
+    {
+        "name": "grep",
+        "mutates": False,
+        "description": "Search files for a regular expression; returns path, line number and line "
+        "for each match.",
+        "parameters": {
+            **_OBJ,
+            "properties": {
+                "pattern": {"type": "string"},
+                "path": _PATH,
+                "glob": {
+                    "type": "string",
+                    "description": "Only files whose path matches this glob.",
+                },
+            },
+            "required": ["pattern"],
+        },
+    },
+    {
+        "name": "exec",
+        "mutates": True,
+        "description": "Run a shell command (bash -c) in the workspace: coreutils, git, sqlite3 "
+        "and python3 are there; no network. Returns exit_code, stdout and stderr.",
+        "parameters": {
+            **_OBJ,
+            "properties": {
+                "command": {"type": "string"},
+                "timeout": {
+                    "type": "number",
+                    "minimum": 0.1,
+                    "description": "Seconds (default 8).",
+                },
+            },
+            "required": ["command"],
+        },
+    },
+]
 """The claw tools, as ToolSpec-shaped JSON objects."""
 TOOL_NAMES: list[str] = [t["name"] for t in TOOLS]
 TOOL_PROFILES = {
@@ -132,13 +204,22 @@ TOOL_PROFILES = {
 ``pinchbench`` uses the names PinchBench's graders look for in a transcript (``read_file`` with a
 ``files`` list, ``write_file``, ``execute_command``). Every alias is installed in the module; the
 environment's tool list decides which names an agent can call."""
-_READ_FILE = {"name": "read_file", "mutates": False,
-              "description": "Read text files of the workspace: 'files' is a list of paths (or give one 'path'); lines are numbered from 1.",
-              "parameters": {**_OBJ, "properties": {"files": {"type": "array", "items": _PATH, "minItems": 1},
-                                                    "path": _PATH,
-                                                    "offset": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
-                                                    "limit": {"type": "integer", "minimum": 1, "description": "Lines to return."}},
-                             "required": []}}  # fmt: skip
+_READ_FILE = {
+    "name": "read_file",
+    "mutates": False,
+    "description": "Read text files of the workspace: 'files' is a list of paths (or "
+    "give one 'path'); lines are numbered from 1.",
+    "parameters": {
+        **_OBJ,
+        "properties": {
+            "files": {"type": "array", "items": _PATH, "minItems": 1},
+            "path": _PATH,
+            "offset": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
+            "limit": {"type": "integer", "minimum": 1, "description": "Lines to return."},
+        },
+        "required": [],
+    },
+}
 
 
 def tools_named(names: dict[str, str] | None = None) -> list[dict[str, Any]]:
@@ -155,7 +236,8 @@ def tools_named(names: dict[str, str] | None = None) -> list[dict[str, Any]]:
 
 
 REWARD_TOOLS = ("apply_final", "run_check")
-"""Functions the reward side calls; never in an environment's tool list, so no agent can call them."""
+"""Functions the reward side calls; never in an environment's tool list, so no agent can call
+them."""
 
 
 class _State:
@@ -174,7 +256,8 @@ def install(
     app_loader: Callable[[str], None],
 ) -> None:
     """Write the tree into the (emptied) workspace, run ``setup``, load the app code with
-    ``app_loader(source)``, put the tools into ``module`` and record the baseline for :func:`diff`."""
+    ``app_loader(source)``, put the tools into ``module`` and record the baseline for
+    :func:`diff`."""
     root = env.workspace
     if not root or not os.path.isdir(root):
         raise OSError("a workspace environment needs a working folder (the executor's --workdir)")
@@ -203,7 +286,8 @@ def install(
     }
     if TABLE in tables:
         raise ValueError(
-            f"an app table may not be called {TABLE!r}: that name holds the workspace diff in the state"
+            f"an app table may not be called {TABLE!r}: that name holds the workspace diff "
+            "in the state"
         )
     tools: tuple[Callable[..., Result], ...] = (
         read, write, edit, apply_patch, list_, glob_, grep, exec_, apply_final, run_check
@@ -277,7 +361,8 @@ def _read_text(full: str, path: str) -> str:
     except UnicodeDecodeError:
         raise _fail(
             "binary",
-            f"{path!r} is not UTF-8 text ({len(data)} bytes); inspect it with exec (e.g. 'file' or 'xxd')",
+            f"{path!r} is not UTF-8 text ({len(data)} bytes); inspect it with exec (e.g. "
+            "'file' or 'xxd')",
         ) from None
 
 
@@ -299,7 +384,8 @@ def _rmtree(path: str) -> None:
 
 
 def _walk(root: str) -> list[str]:
-    """Every file and symlink under ``root`` (folders are entered, symlinks never followed), sorted."""
+    """Every file and symlink under ``root`` (folders are entered, symlinks never followed),
+    sorted."""
     out = []
     stack = [root]
     while stack:
@@ -340,8 +426,8 @@ def scan(root: str) -> Scan:
 
 def diff(root: str | None = None, baseline: Scan | None = None) -> list[dict[str, Any]]:
     """The workspace's change since load: one row per file added, changed or removed, sorted by
-    path: ``path``, ``change``, ``sha256``, ``size``, ``text`` (small UTF-8 files), ``data`` (base64 of
-    other files up to 1 MiB), ``link`` (a symlink's target). At most 4 MiB of content in all."""
+    path: ``path``, ``change``, ``sha256``, ``size``, ``text`` (small UTF-8 files), ``data`` (base64
+    of other files up to 1 MiB), ``link`` (a symlink's target). At most 4 MiB of content in all."""
     root = root or _State.root
     base = _State.baseline if baseline is None else baseline
     now = scan(root)
@@ -434,7 +520,8 @@ def write(env: Env, path: Json, content: Json) -> Result:
 def edit(
     env: Env, path: Json, old_string: Json, new_string: Json, replace_all: Json = False
 ) -> Result:
-    """Replace ``old_string`` by ``new_string`` in ``path`` (exactly once unless ``replace_all``)."""
+    """Replace ``old_string`` by ``new_string`` in ``path`` (exactly once unless
+    ``replace_all``)."""
     full = _resolve(path, must_exist=True)
     text = _read_text(full, path)
     if not old_string:
@@ -448,7 +535,8 @@ def edit(
     if count > 1 and not replace_all:
         raise _fail(
             "ambiguous",
-            f"old_string occurs {count} times in {path!r}; add context to make it unique, or set replace_all",
+            f"old_string occurs {count} times in {path!r}; add context to make it unique, or "
+            "set replace_all",
         )
     _write_bytes(full, text.replace(old_string, new_string).encode("utf-8"))
     return {"path": _rel(full), "replacements": count if replace_all else 1}
@@ -518,7 +606,8 @@ def _parse_patch(patch: Json) -> list[dict[str, Any]]:
         if cur is None:
             raise _fail(
                 "bad_patch",
-                f"line {n}: expected '*** Add File:', '*** Update File:' or '*** Delete File:', got {line!r}",
+                f"line {n}: expected '*** Add File:', '*** Update File:' or '*** Delete "
+                f"File:', got {line!r}",
             )
         if line.startswith("*** Move to: ") and cur["kind"] == "update":
             cur["move"] = line[len("*** Move to: ") :].strip()
@@ -562,7 +651,8 @@ def _apply_hunks(text: str, hunks: list[list[tuple[str, str]]], path: str) -> st
             preview = "\n".join(old[:3])
             raise _fail(
                 "no_match",
-                f"a hunk of the patch for {path!r} does not match the file (looking for {preview!r}); read it again",
+                f"a hunk of the patch for {path!r} does not match the file (looking for "
+                f"{preview!r}); read it again",
             )
         lines[at : at + len(old)] = new
         pos = at + len(new)
@@ -673,11 +763,13 @@ def grep(env: Env, pattern: Json, path: Json = ".", glob: Json = "") -> Result:
 
 
 SPAWN_RETRY = 1.0
-"""Longest pause ``exec`` takes between tries to start its shell while the process limit is full (EAGAIN): 0.01 s, doubling, about 1.3 s in all."""
+"""Longest pause ``exec`` takes between tries to start its shell while the process limit is full
+(EAGAIN): 0.01 s, doubling, about 1.3 s in all."""
 
 
 def exec_(env: Env, command: Json, timeout: Json = EXEC_TIMEOUT) -> Result:
-    """Run ``bash -c command`` in the workspace; ``exit_code`` 124 and ``timed_out`` when it ran too long."""
+    """Run ``bash -c command`` in the workspace; ``exit_code`` 124 and ``timed_out`` when it ran too
+    long."""
     if not isinstance(command, str) or not command.strip():
         raise _fail("invalid", "command must be a non-empty shell command")
     try:
@@ -690,12 +782,24 @@ def exec_(env: Env, command: Json, timeout: Json = EXEC_TIMEOUT) -> Result:
 def _shell_env() -> dict[str, str]:
     root = _State.root
     return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": root, "PWD": root, "TMPDIR": os.environ.get("TMPDIR") or root,
-        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TZ": "UTC", CLOCK_ENV: "real", "PYTHONDONTWRITEBYTECODE": "1",
-        "GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "envkernel", "GIT_AUTHOR_EMAIL": "agent@example.com",
-        "GIT_COMMITTER_NAME": "envkernel", "GIT_COMMITTER_EMAIL": "agent@example.com",
-        "GIT_AUTHOR_DATE": GIT_DATE, "GIT_COMMITTER_DATE": GIT_DATE, "XDG_CONFIG_HOME": os.path.join(root, ".config"),
-    }  # fmt: skip
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": root,
+        "PWD": root,
+        "TMPDIR": os.environ.get("TMPDIR") or root,
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TZ": "UTC",
+        CLOCK_ENV: "real",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "envkernel",
+        "GIT_AUTHOR_EMAIL": "agent@example.com",
+        "GIT_COMMITTER_NAME": "envkernel",
+        "GIT_COMMITTER_EMAIL": "agent@example.com",
+        "GIT_AUTHOR_DATE": GIT_DATE,
+        "GIT_COMMITTER_DATE": GIT_DATE,
+        "XDG_CONFIG_HOME": os.path.join(root, ".config"),
+    }
 
 
 def _run(command: str, timeout: float) -> Result:
@@ -705,9 +809,14 @@ def _run(command: str, timeout: float) -> Result:
     while True:
         try:
             proc = subprocess.Popen(
-                ["bash", "-c", command], cwd=_State.root, env=_shell_env(), stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-            )  # fmt: skip
+                ["bash", "-c", command],
+                cwd=_State.root,
+                env=_shell_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
             break
         except (
             BlockingIOError
@@ -822,7 +931,8 @@ def apply_final(env: Env, rows: Json, tables: Json = None) -> Result:
 
 def _real_clock() -> None:
     """In the check's child only: the real clock (UTC) for ``time`` and ``datetime``, the one
-    ``exec``'s ``date`` and the files' mtimes see, so "today" is the same day for agent and grader."""
+    ``exec``'s ``date`` and the files' mtimes see, so "today" is the same day for agent and
+    grader."""
     os.environ["TZ"], os.environ[CLOCK_ENV] = "UTC", "real"
     if hasattr(time, "tzset"):
         time.tzset()
@@ -837,7 +947,8 @@ def run_check(env: Env, script: Json, transcript: Json = None, timeout: Json = 2
     A ``grade`` with a third parameter also gets the app's tables: ``{table: [row, ...]}``."""
     tables = {}
     for r in env.db.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY name"
     ).fetchall():
         q = '"' + r["name"].replace('"', '""') + '"'
         tables[r["name"]] = env.db.execute(f"SELECT * FROM {q} ORDER BY rowid").fetchall()

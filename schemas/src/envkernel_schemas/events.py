@@ -25,7 +25,8 @@ from .records import (
 )
 
 Purpose = Literal["gate", "train", "eval"]
-"""Why a rollout is made: for the task gate, for the emitted task, or to evaluate a policy (``envkernel eval``)."""
+"""Why a rollout is made: for the task gate, for the emitted task, or to evaluate a policy
+(``envkernel eval``)."""
 
 
 class RolloutRole(StrEnum):
@@ -250,7 +251,8 @@ class IterationEnded(Event, frozen=True, kw_only=True, tag="iteration.ended.v1")
     groups: int = 0
     """Groups scored in this iteration."""
     mean_reward: float | None = None
-    """Mean reward of the iteration's rollouts of the emitted tasks (every split; not the gate's)."""
+    """Mean reward of the iteration's rollouts of the emitted tasks (every split; not the
+    gate's)."""
     last: bool = False
     """True when no iteration follows (an update is still stored, as the final policy)."""
 

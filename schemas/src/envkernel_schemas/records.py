@@ -67,7 +67,8 @@ class WorkspaceBehaviour(Record, frozen=True, kw_only=True, tag="workspace", tag
     """Binary files of the initial tree: relative path -> base64 content."""
     setup: list[str] = msgspec.field(default_factory=list)
     """Shell commands run in the workspace at load, in order, after the files are written (e.g.
-    ``git init -q && git add -A && git commit -qm init``); git dates are frozen, so it is deterministic."""
+    ``git init -q && git add -A && git commit -qm init``); git dates are frozen, so it is
+    deterministic."""
     source: str = ""
     """Optional app code (the ``env.py`` contract) whose public functions become extra tools over
     ``env.db`` (tables from ``seed_sql``)."""
@@ -146,7 +147,8 @@ class EnvSpec(Record, frozen=True, kw_only=True):
     generated: dict[str, list[str]] = msgspec.field(default_factory=dict)
     """Per table, columns the server generates (ids, timestamps), ignored by outcome checks."""
     operations: int = 0
-    """Operations in the source (an OpenAPI spec's path + method pairs); 0 when the synthesizer does not count them."""
+    """Operations in the source (an OpenAPI spec's path + method pairs); 0 when the synthesizer does
+    not count them."""
     skipped: dict[str, int] = msgspec.field(default_factory=dict)
     """Source operations the synthesizer made no tool of, counted by reason."""
     provenance: Provenance | None = None
@@ -210,7 +212,8 @@ class Outcome(Record, frozen=True, kw_only=True):
     mutates: bool
     """True when the reference chain changes state."""
     expected_state: State = msgspec.field(default_factory=dict)
-    """For a chain that changes state: final rows of every table it changed (generated columns removed)."""
+    """For a chain that changes state: final rows of every table it changed (generated columns
+    removed)."""
     initial_state: State = msgspec.field(default_factory=dict)
     """The same tables at the start, for reference and diffs."""
     answer_facts: list[str] = msgspec.field(default_factory=list)
@@ -220,7 +223,8 @@ class Outcome(Record, frozen=True, kw_only=True):
     said after its row's label and before the next row's, so ``active, archived`` does not answer
     "the status of each channel"."""
     answer_absent: list[str] = msgspec.field(default_factory=list)
-    """For a read-only chain: values a precise answer does not contain (rows it was not asked for)."""
+    """For a read-only chain: values a precise answer does not contain (rows it was not asked
+    for)."""
     answer_ordered: bool = False
     """For a read-only chain: the rows of ``answer_rows`` must be said in their order."""
     answer: str = ""
@@ -283,21 +287,26 @@ class Task(Record, frozen=True, kw_only=True):
     """The sampler component that proposed it."""
     hidden: list[str] = msgspec.field(default_factory=list)
     """What the user holds back at first (a condition, a detail), one user turn each, in order: a
-    ``user`` component reveals them when the agent asks or acts (``request`` plus these is the whole goal)."""
+    ``user`` component reveals them when the agent asks or acts (``request`` plus these is the whole
+    goal)."""
     persona: dict[str, str] = msgspec.field(default_factory=dict)
-    """Who is asking (``name``, ``role``, ``tone``, ``motive``), when the request is spoken by a persona."""
+    """Who is asking (``name``, ``role``, ``tone``, ``motive``), when the request is spoken by a
+    persona."""
     original_request: str = ""
     """The sampler's words when a refiner rewrote ``request`` (empty: not rewritten)."""
     solve_rate: float | None = None
     """Share of ``--calibrate`` attempts that solved it (None: not calibrated)."""
     reference_by: str = ""
-    """Who made the reference chain: empty for the sampler, else the ``gate_solver`` policy whose solution it is."""
+    """Who made the reference chain: empty for the sampler, else the ``gate_solver`` policy whose
+    solution it is."""
     planted: list[PlantedRow] = msgspec.field(default_factory=list)
     """Distractor rows inserted into the environment's seed state before every episode of this task
-    (its initial state is the seed plus these); ``outputs`` and ``outcome`` were computed with them."""
+    (its initial state is the seed plus these); ``outputs`` and ``outcome`` were computed with
+    them."""
 
     def seed_patch(self) -> list[dict[str, Any]]:
-        """The planted rows as a sandbox ``patch`` takes them (``{"table": ..., "row": {...}}`` each)."""
+        """The planted rows as a sandbox ``patch`` takes them (``{"table": ..., "row": {...}}``
+        each)."""
         return [{"table": p.table, "row": p.row} for p in self.planted]
 
 
@@ -401,7 +410,8 @@ class Reward(Record, frozen=True, kw_only=True):
     error: str = ""
     """Set when scoring itself failed (never a silent 0)."""
     criteria: dict[str, float] = msgspec.field(default_factory=dict)
-    """The score of each criterion, where the grader gives them (a workspace task's check: ``grade()``'s dict)."""
+    """The score of each criterion, where the grader gives them (a workspace task's check:
+    ``grade()``'s dict)."""
 
 
 class ScoredRollout(Record, frozen=True, kw_only=True):
@@ -426,6 +436,7 @@ class PolicyUpdate(Record, frozen=True, kw_only=True):
     data: bytes = b""
     """The update itself (weights, an adapter, a pointer to a checkpoint: the plugins' business)."""
     format: str = ""
-    """What ``data`` holds, e.g. ``reinforce-weights/1`` or ``lora-path/1``; the policy checks it."""
+    """What ``data`` holds, e.g. ``reinforce-weights/1`` or ``lora-path/1``; the policy checks
+    it."""
     metrics: dict[str, float] = msgspec.field(default_factory=dict)
     """Training metrics of the step that made it (logged, and in the run summary)."""

@@ -33,7 +33,8 @@ def canon(v: Any) -> Any:
 
 
 def _cell(v: Any) -> Any:
-    """One value's part of :func:`row_key`: equal for two values exactly when their canonical JSON is."""
+    """One value's part of :func:`row_key`: equal for two values exactly when their canonical JSON
+    is."""
     if v is None or isinstance(v, str):
         return v
     if isinstance(v, bool):
@@ -49,7 +50,8 @@ def row_key(row: dict[str, Any], cols: list[str]) -> tuple[Any, ...]:
     """A hashable key of ``row`` projected on ``cols`` (a missing column counts as ``None``).
 
     Two rows' keys (on the same ``cols``) are equal exactly when their projections' canonical JSON
-    (``json.dumps(canon(...), sort_keys=True)``) is; a tuple of the values costs a fifth of that text."""
+    (``json.dumps(canon(...), sort_keys=True)``) is; a tuple of the values costs a fifth of that
+    text."""
     return tuple(_cell(row.get(k)) for k in cols)
 
 

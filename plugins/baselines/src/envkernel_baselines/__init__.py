@@ -9,7 +9,8 @@
 - ``mutant`` is a near miss of the reference (:mod:`envkernel_baselines.mutants`): a gate
   rollout of role ``mutant`` with ``mutant = k`` plays mutant kind ``k`` (the last call dropped,
   one argument changed, an answer with one item missing, an answer stuffed with every row of an
-  earlier lookup, the distractor chosen instead of the target). A sound task's check scores every one below 1.
+  earlier lookup, the distractor chosen instead of the target). A sound task's check scores every
+  one below 1.
 
 - ``sometimes`` plays the reference on a known share of attempts (``share``, by a hash of the
   task id and the attempt index) and declines on the others: a policy of known skill, for
@@ -147,7 +148,8 @@ class Nothing:
 
 
 class Mutant:
-    """The ``mutant`` policy: a near miss of the reference, its kind chosen by the rollout's index."""
+    """The ``mutant`` policy: a near miss of the reference, its kind chosen by the rollout's
+    index."""
 
     Settings = BaselineSettings
 
@@ -193,11 +195,13 @@ class SometimesSettings(BaselineSettings, kw_only=True):
     """Settings of the ``sometimes`` policy."""
 
     share: float = 0.5
-    """Chance that one attempt solves its task (decided by a hash of the task id and the attempt index)."""
+    """Chance that one attempt solves its task (decided by a hash of the task id and the attempt
+    index)."""
 
 
 def solves(task_id: str, index: int, share: float) -> bool:
-    """Whether the ``sometimes`` policy's attempt ``index`` at ``task_id`` solves it (deterministic)."""
+    """Whether the ``sometimes`` policy's attempt ``index`` at ``task_id`` solves it
+    (deterministic)."""
     h = int.from_bytes(
         hashlib.blake2b(f"{task_id}/{index}".encode(), digest_size=8).digest(), "big"
     )

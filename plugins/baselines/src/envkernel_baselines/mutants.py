@@ -13,9 +13,10 @@ emits a task only when every applicable one scores below 1:
   lookups (and of the last one, when the request asked for only some of its rows), rows wrapped in
   an envelope (``{"data": [...], "next_page": ...}``) included;
 - ``distractor``: the latest call that acts on a row found by an earlier lookup (a list, or a list
-  in an envelope) acts on another row of that lookup instead, the most similar one (the near-duplicate a careless agent picks);
-  a read-only answer then states that row's values. When the task has planted distractor rows
-  (``Task.planted``), every call on the row one of them copies acts on that copy instead.
+  in an envelope) acts on another row of that lookup instead, the most similar one (the
+  near-duplicate a careless agent picks); a read-only answer then states that row's values. When the
+  task has planted distractor rows (``Task.planted``), every call on the row one of them copies acts
+  on that copy instead.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def _similarity(a: dict[str, Any], b: dict[str, Any]) -> int:
 
 
 def _find_row(value: Any, key: str, want: str, depth: int = 0) -> dict[str, Any] | None:
-    """The row with ``row[key] == want`` anywhere in an output (a list, a page ``{"data": [...]}``...)."""
+    """The row with ``row[key] == want`` anywhere in an output (a list, a page
+    ``{"data": [...]}``...)."""
     if depth > 4:
         return None
     if isinstance(value, dict):
@@ -141,7 +143,9 @@ def _planted(task: Task) -> Mutated | None:
             )
             for c in calls
         ]
-        if twin_key is None or all(a.arguments == c.arguments for a, c in zip(new, calls)):
+        if twin_key is None or all(
+            a.arguments == c.arguments for a, c in zip(new, calls, strict=True)
+        ):
             continue
         answer = reference_answer(task)
         if not task.outcome.mutates:

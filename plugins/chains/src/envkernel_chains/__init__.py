@@ -72,7 +72,8 @@ class Chains:
         self.settings = settings or ChainsSettings()
 
     async def sample(self, env: EnvSpec, ctx: Any) -> AsyncIterator[Task]:
-        """Yield up to ``tasks_per_env`` grounded tasks over ``env`` (none for a workspace: its sampler is ``workspace``)."""
+        """Yield up to ``tasks_per_env`` grounded tasks over ``env`` (none for a workspace: its
+        sampler is ``workspace``)."""
         if is_workspace(env):
             return
         async for task in sample_env(self.sampler_class, self.settings, env, ctx):

@@ -85,7 +85,8 @@ class ChainSampler(GraphSampler):
     grow_tries = 6
 
     def targets(self) -> list[str]:
-        """Tools that can end a chain (every live tool whose inputs can be found; kept per graph)."""
+        """Tools that can end a chain (every live tool whose inputs can be found; kept per
+        graph)."""
         got = self.__dict__.get("_targets")
         if got is None or got[0] is not self.graph:
             got = self.__dict__["_targets"] = (
@@ -117,7 +118,8 @@ class ChainSampler(GraphSampler):
 
         def kind(
             t: str,
-            # a list at the end asks about rows: how many, the highest, a total, those over a threshold
+            # a list at the end asks about rows: how many, the highest, a total, those over a
+            # threshold
         ) -> float:
             return self.s.list_target_weight if self.infos[t].kind == "list" else 1.0
 
@@ -168,7 +170,8 @@ class ChainSampler(GraphSampler):
     def chainable(first, then) -> bool:  # type: ignore[no-untyped-def]
         """True when action ``then`` can follow action ``first`` on the same row as one goal: the
         status ``first`` leaves is one ``then`` accepts, and ``then`` does not take the row back to
-        where ``first`` started (``freeze`` then ``unfreeze``, ``pin`` then ``unpin``: a change and its inverse)."""
+        where ``first`` started (``freeze`` then ``unfreeze``, ``pin`` then ``unpin``: a change and
+        its inverse)."""
         a, b = first.transition or {}, then.transition or {}
         if a.get("field") != b.get("field") or "to" not in a:
             return True
@@ -192,7 +195,8 @@ class ChainSampler(GraphSampler):
         return not tr.get("from") or default in tr["from"]
 
     def _needs_of(self, tool: str) -> tuple[list[Any], list[Any]]:
-        """(required id parameters, key first; optional ones) of ``tool`` that a producer must fill."""
+        """(required id parameters, key first; optional ones) of ``tool`` that a producer must
+        fill."""
         cache = self.__dict__.setdefault("_needs_cache", {})
         got = cache.get(tool)
         if got is None:
@@ -221,7 +225,8 @@ class ChainSampler(GraphSampler):
         )
 
     def producers_of(self, tool: str, param: str) -> list[tuple[str, list[dict[str, Any]], int]]:
-        """Tools that can produce ``param`` of ``tool`` (static checks done once): (producer, ways, depth)."""
+        """Tools that can produce ``param`` of ``tool`` (static checks done once): (producer, ways,
+        depth)."""
         cache = self.__dict__.setdefault("_producers", {})
         key = (tool, param)
         got = cache.get(key)
@@ -258,7 +263,8 @@ class ChainSampler(GraphSampler):
         return got
 
     def echo(self, node: TNode) -> bool:
-        """True for a lookup by key whose key came straight from a row already seen (it adds nothing)."""
+        """True for a lookup by key whose key came straight from a row already seen (it adds
+        nothing)."""
         info = self.infos[node.tool]
         if info.kind != "get":
             return False

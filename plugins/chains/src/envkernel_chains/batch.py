@@ -113,7 +113,8 @@ class BatchPlanner:
         )
 
     def _values(self, i: ToolInfo) -> list[str]:
-        """The columns an update may set to another row's value (text with a few distinct values)."""
+        """The columns an update may set to another row's value (text with a few distinct
+        values)."""
         rows = self.seed.get(i.resource or "", [])
         out = []
         for p in i.params.values():
@@ -164,7 +165,8 @@ class BatchPlanner:
         return None
 
     def needs_owner(self, table: str) -> str | None:
-        """The owner column every list of ``table`` requires (``calendar_id``), or None when one lists them all."""
+        """The owner column every list of ``table`` requires (``calendar_id``), or None when one
+        lists them all."""
         if self.list_of(table) is not None:
             return None
         for i in self.infos.values():

@@ -54,13 +54,15 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     attempts: int = 0
     """Chains tried per environment before giving up (0: 20 per task wanted, plus 200)."""
     patience: int = 3000
-    """Give up after this many chains in a row that gave no new task (the environment is exhausted)."""
+    """Give up after this many chains in a row that gave no new task (the environment is
+    exhausted)."""
     heldout_share: float = 0.2
     """Share of chain signatures held out (by hash of the signature)."""
     persona_share: float = 0.5
     """Chance of phrasing a chain that looks a person up as that person speaking."""
     optional_share: float = 0.35
-    """Chance of each optional input: a filter, an owner to narrow a list, an optional field to write."""
+    """Chance of each optional input: a filter, an owner to narrow a list, an optional field to
+    write."""
     list_target_weight: float = 6.0
     """Weight of a list tool as the chain's target (against 1 for the others): questions about rows
     (how many, the highest, a total, the rows over a threshold) end with one."""
@@ -71,7 +73,8 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Chance that a multi-row goal's numeric condition is held back for the user to reveal
     (``Task.hidden``); 0 in a run with no ``user`` component (nobody could reveal it)."""
     superlative_share: float = 0.9
-    """Chance of naming a row by a superlative the data decides (``my order with the highest total``) when one picks it out."""
+    """Chance of naming a row by a superlative the data decides
+    (``my order with the highest total``) when one picks it out."""
     distractor_share: float = 0.6
     """Chance that a task naming a row by its attributes gets 1 to 3 near-duplicates of that row
     planted in its initial state (``Task.planted``; :mod:`envkernel_chains.plant`)."""
@@ -86,7 +89,8 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     time_limit: float = 0.0
     """Seconds of sampling per environment (0: no limit)."""
     refine_base_url: str = ""
-    """OpenAI-compatible endpoint of the optional LLM refiner (:mod:`envkernel_kit.refine`; off when empty)."""
+    """OpenAI-compatible endpoint of the optional LLM refiner (:mod:`envkernel_kit.refine`; off when
+    empty)."""
     refine_model: str = ""
     """Model of the refiner."""
     refine_api_key: str = ""
@@ -95,20 +99,23 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Share of tasks the refiner rewrites."""
     question_shapes: list[str] = msgspec.field(default_factory=list)
     """Ask only these shapes of question about the rows a list returned (empty: all of
-    ``envkernel_chains.phrasing.QUESTION_SHAPES``: count, total, each, sorted, superlative, condition,
-    which, count_if, top_value, average, count_which, total_which, superlative_which, difference)."""
+    ``envkernel_chains.phrasing.QUESTION_SHAPES``: count, total, each, sorted, superlative,
+    condition, which, count_if, top_value, average, count_which, total_which, superlative_which,
+    difference)."""
     plain_create_share: float = 0.5
-    """Most of an environment's tasks that may be plain creates (a chain that creates a row and names
-    no row by a superlative or a threshold): creates never run out (their values are generated), so at
-    scale they would crowd out the goals with a condition; past this share (after the first 50 tasks)
-    such a chain is dropped (``plain_create_quota``) and the sampler tries another. 1: no limit."""
+    """Most of an environment's tasks that may be plain creates (a chain that creates a row and
+    names no row by a superlative or a threshold): creates never run out (their values are
+    generated), so at scale they would crowd out the goals with a condition; past this share (after
+    the first 50 tasks) such a chain is dropped (``plain_create_quota``) and the sampler tries
+    another. 1: no limit."""
     questions_per_chain: int = 4
     """Most distinct questions asked about the same read-only calls (how many, the highest, a total,
     the rows over a threshold...; each a task of its own): a chain drawn again asks what was not
     asked, so one grounded chain gives more tasks. One more is allowed per 200 tasks emitted, so a
     small run explores new chains first. Two questions whose checks (answer facts and rows) are the
     same count as one; the kernel's gate de-duplicates by calls *and* what is asked
-    (``envkernel.stages.task_key``), so each further question is a task of its own. 1: one question per chain."""
+    (``envkernel.stages.task_key``), so each further question is a task of its own. 1: one question
+    per chain."""
 
 
 UNDO_VERBS = frozenset(
@@ -129,7 +136,8 @@ UNDO_VERBS = frozenset(
 
 
 def is_undo(info: Any) -> bool:
-    """True for a tool that undoes a row: a delete, or an action whose verb cancels, removes, revokes..."""
+    """True for a tool that undoes a row: a delete, or an action whose verb cancels, removes,
+    revokes..."""
     return info.kind == "delete" or (info.verb or "").split(" ")[0] in UNDO_VERBS
 
 
@@ -237,7 +245,8 @@ class GraphSampler:
         self.fails: Counter[str] = Counter()
         """Chains in a row that ended at this tool and gave no task."""
         self.len_fails: Counter[int] = Counter()
-        """Chains in a row of this length that gave no task (a length whose tasks are used up is skipped for a while)."""
+        """Chains in a row of this length that gave no task (a length whose tasks are used up is
+        skipped for a while)."""
         self.target: str | None = None
         """The tool the current plan ends at (set by :meth:`plan`)."""
         self.len_counts: Counter[int] = Counter()
@@ -249,31 +258,37 @@ class GraphSampler:
         self.refined: Counter[str] = Counter()
         """Refiner verdicts: ``refined``, or why the original request was kept."""
         self.described: dict[str, list[Ref]] = {}
-        """Task id -> the described references of its chain, kept for the refiner's re-check (only when a refiner is set)."""
+        """Task id -> the described references of its chain, kept for the refiner's re-check (only
+        when a refiner is set)."""
         self.planting: Counter[str] = Counter()
-        """Distractor planting: ``planted``, or why a task that was tried kept the seed state alone."""
+        """Distractor planting: ``planted``, or why a task that was tried kept the seed state
+        alone."""
         self._seen: set[bytes] = set()
         self.seed_rows: dict[str, Counter[Any]] = {}
-        """The seed state's tables as multisets of rows (``outcome.changed_tables``'s ``known``), counted once."""
+        """The seed state's tables as multisets of rows (``outcome.changed_tables``'s ``known``),
+        counted once."""
         from .phrasing import QUESTION_SHAPES
 
         unknown = sorted(set(settings.question_shapes) - set(QUESTION_SHAPES))
         if unknown:
             raise ValueError(
-                f"chains.question_shapes: unknown shape(s) {', '.join(unknown)}; the shapes are {', '.join(QUESTION_SHAPES)}"
+                f"chains.question_shapes: unknown shape(s) {', '.join(unknown)}; the shapes "
+                f"are {', '.join(QUESTION_SHAPES)}"
             )
         self._shapes = frozenset(settings.question_shapes)
         self.plain_creates = 0
         """Emitted tasks that are plain creates (see ``plain_create_share``)."""
         self._questions: set[bytes] = set()
-        """Digests of (calls, answer facts and rows) of the read-only tasks emitted: what the kernel's
-        ``task_key`` tells apart, so a further question the gate would call a duplicate is dropped here."""
+        """Digests of (calls, answer facts and rows) of the read-only tasks emitted: what the
+        kernel's ``task_key`` tells apart, so a further question the gate would call a duplicate is
+        dropped here."""
         self._asked: dict[bytes, set[str]] = {}
         """Read-only calls (their digest) -> the keys of the questions already asked about them."""
         self.attempts = 0
         self.emitted = 0
         self.no_plain_creates = False
-        """True while planning under a full plain-create quota (no create feeds a later call, see :meth:`quota_full`)."""
+        """True while planning under a full plain-create quota (no create feeds a later call, see
+        :meth:`quota_full`)."""
         self.batch_tries = 0
         self.batch_wins = 0
         self.grounder: Grounder | None = None
@@ -360,7 +375,8 @@ class GraphSampler:
             self.fails[tool] += 1
 
     async def attempt(self, sb: Any, seed: str) -> Task | None:
-        """Plan, ground, phrase and check one chain; None (with the reason counted) when it fails."""
+        """Plan, ground, phrase and check one chain; None (with the reason counted) when it
+        fails."""
         self.attempts += 1
         if self.attempts % 1000 == 0:
             self.len_fails.clear()  # try exhausted lengths again now and then
@@ -427,7 +443,8 @@ class GraphSampler:
         return max(0.02, min(1.0, 4 * (self.batch_wins + 1) / (self.batch_tries + 4)))
 
     async def batch_attempt(self, sb: Any, seed: str) -> Task | None:
-        """One multi-row change goal (:mod:`envkernel_chains.batch`), executed for real; None when it fails."""
+        """One multi-row change goal (:mod:`envkernel_chains.batch`), executed for real; None when
+        it fails."""
         goal = self.batch.plan(persona=self.rng.random() < self.s.persona_share)
         if goal is None:
             self.rejected["batch_no_goal"] += 1
@@ -591,7 +608,8 @@ class GraphSampler:
 
     async def refine(self, refiner: Any, task: Task) -> Task:
         """The task with the refiner's rewrite of its request when every check passes (each entity
-        phrase re-resolved against the task's initial state, :mod:`envkernel_chains.recheck`), else as it was."""
+        phrase re-resolved against the task's initial state, :mod:`envkernel_chains.recheck`), else
+        as it was."""
         from envkernel_kit.refine import must_keep, must_not_show
 
         from .recheck import entities
@@ -665,7 +683,8 @@ class GraphSampler:
 
     def is_duplicate(self, steps: list[Step]) -> bool:
         """True when an emitted task already has these calls (checked before the final state dump),
-        unless they only read and fewer than ``questions_per_chain`` questions were asked about them."""
+        unless they only read and fewer than ``questions_per_chain`` questions were asked about
+        them."""
         d = self.digest(steps)
         if d not in self._seen:
             return False
@@ -676,9 +695,10 @@ class GraphSampler:
 
     def dropped(self, steps: list[Step]) -> str | None:
         """Why :meth:`make_task` would drop the chain ``steps`` whatever its outputs (a duplicate, a
-        useless or repeated call, an undo, a plain create past the quota), or None. It reads only the
-        calls' arguments, links and references (and the outputs of the calls before the last), so the
-        grounder asks it before the last call and tries another row or value instead of making it."""
+        useless or repeated call, an undo, a plain create past the quota), or None. It reads only
+        the calls' arguments, links and references (and the outputs of the calls before the last),
+        so the grounder asks it before the last call and tries another row or value instead of
+        making it."""
         if self.is_duplicate(steps):
             return "duplicate"
         why = self.redundant(steps) or self.undoes(steps)
@@ -687,7 +707,8 @@ class GraphSampler:
         return "plain_create_quota" if self.quota_full() and plain_create(steps) else None
 
     def quota_full(self) -> bool:
-        """True when one more plain create would pass ``plain_create_share`` (never in the first 50 tasks)."""
+        """True when one more plain create would pass ``plain_create_share`` (never in the first 50
+        tasks)."""
         return self.emitted >= 50 and self.plain_creates + 1 > self.s.plain_create_share * (
             self.emitted + 1
         )
@@ -779,9 +800,9 @@ class GraphSampler:
         return None
 
     def make_task(self, steps: list[Step], final_state: State | None) -> Task | None:
-        """Ground and phrase an executed chain; None (with the reason counted) when it is not a good task."""
+        """Ground and phrase an executed chain; None (with the reason counted) when it is not a good
+        task."""
         calls = [ToolCall(name=s.info.name, arguments=s.args) for s in steps]
-        signature = ">".join(c.name for c in calls)
         digest = self.digest(steps)
         asked = self._asked.get(digest, set())
         if digest in self._seen and (

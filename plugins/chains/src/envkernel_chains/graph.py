@@ -246,12 +246,15 @@ def graph_svg(g: nx.DiGraph, title: str = "") -> str:
         for i, v in enumerate(nodes)
     }
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{size:.0f}" height="{size:.0f}" viewBox="0 0 {size:.0f} {size:.0f}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{size:.0f}" height="{size:.0f}" '
+        f'viewBox="0 0 {size:.0f} {size:.0f}" '
         'font-family="sans-serif" font-size="11">',
-        '<defs><marker id="a" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
-        '<path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>',
+        '<defs><marker id="a" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
+        'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+        'fill="#555"/></marker></defs>',
         f'<text x="10" y="18" font-size="14">{html.escape(title)}</text>',
-        '<text x="10" y="36" fill="#666">solid: an output feeds a parameter; dashed: writes state the other reads; '
+        '<text x="10" y="36" fill="#666">solid: an output feeds a parameter; dashed: writes '
+        "state the other reads; "
         "orange: changes state</text>",
     ]
     for a, b, data in g.edges(data=True):
@@ -265,8 +268,9 @@ def graph_svg(g: nx.DiGraph, title: str = "") -> str:
             ", ".join(sorted(data.get("feeds", {}))) or "state: " + ", ".join(data.get("state", []))
         )
         out.append(
-            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="#999" stroke-width="0.8" '
-            f'marker-end="url(#a)"{dash}><title>{html.escape(a)} -&gt; {html.escape(b)}: {tip}</title></line>'
+            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="#999" '
+            f'stroke-width="0.8" marker-end="url(#a)"{dash}><title>{html.escape(a)} -&gt; '
+            f"{html.escape(b)}: {tip}</title></line>"
         )
     for v in nodes:
         x, y = pos[v]

@@ -58,7 +58,8 @@ class PlanNode:
     filters: bool = False
     """True to narrow a read with a literal filter (drawn from the seed rows it can reach)."""
     ways: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    """Need -> how its (single) producer feeds it (graph edge ``feeds``), for goal-directed hints."""
+    """Need -> how its (single) producer feeds it (graph edge ``feeds``), for goal-directed
+    hints."""
 
 
 @dataclass(eq=False)
@@ -68,7 +69,8 @@ class Link:
     source: int
     element: Element
     kind: str
-    """``self`` (the row's key), ``fk`` (a foreign key it holds) or ``key`` (an identifying field)."""
+    """``self`` (the row's key), ``fk`` (a foreign key it holds) or ``key`` (an identifying
+    field)."""
     field: str
     value: Any
 
@@ -151,14 +153,18 @@ class Grounder:
         """Read calls answered from the seed-state memo."""
         self.restores = 0
         self.dirty = True
-        """True when the sandbox may differ from the seed state (a write succeeded since the last restore)."""
+        """True when the sandbox may differ from the seed state (a write succeeded since the last
+        restore)."""
         self.memo: dict[str, Any] = {}
-        """(tool, arguments) -> result of a read-only call made from the seed state (reads are deterministic)."""
+        """(tool, arguments) -> result of a read-only call made from the seed state (reads are
+        deterministic)."""
         self.memo_cap = 20_000
         self.seed_rows: dict[str, Counter[Any]] = {}
-        """The seed state's tables as multisets of rows (``outcome.changed_tables``'s ``known``); the sampler shares its own."""
+        """The seed state's tables as multisets of rows (``outcome.changed_tables``'s ``known``);
+        the sampler shares its own."""
         self._duplicate: Any = None
-        """The sampler's duplicate test of a chain (see :meth:`run`), asked before the last call too."""
+        """The sampler's duplicate test of a chain (see :meth:`run`), asked before the last call
+        too."""
 
     # -- values from the seed -----------------------------------------------------------------
 
@@ -566,7 +572,8 @@ class Grounder:
         return ref
 
     def link_ref(self, steps: list[Step], link: Link, p: ParamInfo) -> Ref | None:
-        """The reference for a linked argument (an entity the chain already named keeps its name)."""
+        """The reference for a linked argument (an entity the chain already named keeps its
+        name)."""
         target = p.resource or self.schema.ref(link.element.table, link.field)
         if link.kind == "fk":
             known = self._registry.get((target or "", repr(norm(link.value))))
@@ -640,7 +647,8 @@ class Grounder:
         return out
 
     def acceptable(self, info: ToolInfo, p: ParamInfo, link: Link) -> bool:
-        """False when an action's transition would refuse the row (it is already there, or not allowed)."""
+        """False when an action's transition would refuse the row (it is already there, or not
+        allowed)."""
         if p.role != "key" or link.kind != "self":
             return True
         tr = info.transition or {}
@@ -766,10 +774,12 @@ class Grounder:
     async def run(
         self, sb: Any, seed_handle: str, plan: list[PlanNode], duplicate: Any = None
     ) -> tuple[list[Step], State | None]:
-        """Execute ``plan`` from the seed state; raises :class:`Rejected` when it cannot be grounded.
+        """Execute ``plan`` from the seed state; raises :class:`Rejected` when it cannot be
+        grounded.
 
-        ``duplicate(steps)``: why the chain ``steps`` would be dropped (``duplicate``, ``redundant_step``...),
-        or None; asked before the last call (another row or value is tried instead) and once more at the end."""
+        ``duplicate(steps)``: why the chain ``steps`` would be dropped (``duplicate``,
+        ``redundant_step``...), or None; asked before the last call (another row or value is tried
+        instead) and once more at the end."""
         if self.dirty:
             await sb.restore(seed_handle)
             self.restores += 1
@@ -982,7 +992,8 @@ class Grounder:
         return done
 
     async def call(self, sb: Any, info: ToolInfo, args: dict[str, Any]) -> Any:
-        """Call a tool; a read from the seed state is answered from the memo when it was made before."""
+        """Call a tool; a read from the seed state is answered from the memo when it was made
+        before."""
         key = None
         if not info.mutates and self._pristine:
             key = json.dumps([info.name, args], sort_keys=True, default=str)
@@ -1001,7 +1012,8 @@ class Grounder:
         return res
 
     def _reach(self, info: ToolInfo, refs: dict[str, Ref]) -> list[dict[str, Any]] | None:
-        """Seed rows of the tool's table that its linked owners allow (for choosing filter values)."""
+        """Seed rows of the tool's table that its linked owners allow (for choosing filter
+        values)."""
         if not info.resource or info.resource not in self.seed:
             return None
         rows = self.seed[info.resource]

@@ -113,7 +113,8 @@ class Link:
     element: Element
     """Where the value came from."""
     kind: LinkKind
-    """``self``: the element's own id; ``fk``: a foreign key it holds; ``key``: an identifying field."""
+    """``self``: the element's own id; ``fk``: a foreign key it holds; ``key``: an identifying
+    field."""
     entity: str
     """The entity the value identifies (the element's noun, or the foreign key's)."""
     value: Any
@@ -208,7 +209,8 @@ def link_param(param: str, tool_name: str, e: Element, tables: list[str]) -> Lin
 
 
 def describable(key: str, value: Any) -> bool:
-    """True when ``key: value`` can describe a row to a person (short scalar, not an id or a timestamp)."""
+    """True when ``key: value`` can describe a row to a person (short scalar, not an id or a
+    timestamp)."""
     if is_id_name(key) or isinstance(value, bool) or value is None:
         return False
     if isinstance(value, str):

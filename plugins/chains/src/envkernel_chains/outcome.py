@@ -77,7 +77,8 @@ def state_outcome(
     generated: dict[str, list[str]],
     known: dict[str, Counter[Any]] | None = None,
 ) -> Outcome | None:
-    """The Outcome of a chain that changed state, or None when nothing (observable) changed (``known``: see :func:`changed_tables`)."""
+    """The Outcome of a chain that changed state, or None when nothing (observable) changed
+    (``known``: see :func:`changed_tables`)."""
     tables = changed_tables(before, after, generated, known)
     if not tables:
         return None

@@ -28,8 +28,8 @@ import json
 import math
 import random
 import re
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from envkernel_kit.answers import is_number, mentions
@@ -200,7 +200,8 @@ SUP_WHICH_Q = (
     "Among {c} {r}, which one has the {w} {f}?",
     "Looking only at {c} {r}, which has the {w} {f}?",
 )
-"""Questions over the rows in a status: ``{c}`` the rows, ``{r}`` the condition after them (``of type checking``)."""
+"""Questions over the rows in a status: ``{c}`` the rows, ``{r}`` the condition after them
+(``of type checking``)."""
 AVG_Q = (
     "What is the average {f} of {c}?",
     "On average, what is the {f} of {c}?",
@@ -302,7 +303,8 @@ _ENUM = re.compile(r"[a-z]+(?:_[a-z]+)+")
 
 
 def enum_words(v: Any) -> str:
-    """A value as written, a snake-case code in words: ``checked_in`` -> ``checked in``, ``needs_action`` -> ``needs action``."""
+    """A value as written, a snake-case code in words: ``checked_in`` -> ``checked in``,
+    ``needs_action`` -> ``needs action``."""
     return v.replace("_", " ") if isinstance(v, str) and _ENUM.fullmatch(v) else render(v)
 
 
@@ -338,8 +340,8 @@ def noun_words(noun: str) -> str:
 
 
 def plural_noun(phrase: str) -> str:
-    """A noun phrase in the plural: ``person`` -> ``people``, ``recently played`` -> ``recently played
-    items`` (never ``recently playeds``), a word already plural kept."""
+    """A noun phrase in the plural: ``person`` -> ``people``, ``recently played`` ->
+    ``recently played items`` (never ``recently playeds``), a word already plural kept."""
     ws = phrase.split(" ")
     last = ws[-1]
     if last in PLURAL_FIXES:
@@ -353,7 +355,8 @@ def plural_noun(phrase: str) -> str:
 
 HTTP_VERBS = frozenset({"post", "put", "patch", "get"})
 POSTED = frozenset({"message", "comment", "reply", "note", "post", "update", "review", "answer"})
-"""Nouns whose rows are posted (``post a message``): there ``post`` is the person's verb, not HTTP's."""
+"""Nouns whose rows are posted (``post a message``): there ``post`` is the person's verb, not
+HTTP's."""
 ENGLISH_VERBS = frozenset(
     {
         "share",
@@ -430,7 +433,8 @@ def verb_of(info: Any) -> str:
 
 
 def plural_phrase(fw: str) -> str:
-    """A field phrase in the plural: ``execution date`` -> ``execution dates``, ``size in bytes`` -> ``sizes in bytes``."""
+    """A field phrase in the plural: ``execution date`` -> ``execution dates``, ``size in bytes`` ->
+    ``sizes in bytes``."""
     head, sep, tail = fw.partition(" in ")
     ws = head.split(" ")
     if not ws[-1] or ws[-1].isupper():
@@ -439,8 +443,9 @@ def plural_phrase(fw: str) -> str:
 
 
 def counts(key: str) -> bool:
-    """True for a field that counts things: a known one (``nights``, ``stars``) or one named by a plural
-    (``total_chapters``, ``views``), so ``fewer than 100 total chapters``, ``the most views``."""
+    """True for a field that counts things: a known one (``nights``, ``stars``) or one named by a
+    plural (``total_chapters``, ``views``), so ``fewer than 100 total chapters``,
+    ``the most views``."""
     if key in COUNTED_FIELDS:
         return True
     ws = words(key)
@@ -456,8 +461,9 @@ def counts(key: str) -> bool:
 
 
 def compared(key: str, over: bool, t: str, rng: Any) -> str:
-    """A number condition as a person says it after ``have`` / ``with``: ``a price above 200``, and for a
-    field that counts things ``more than 3.5 stars`` / ``fewer than 4 nights`` (never ``a stars above 3.5``)."""
+    """A number condition as a person says it after ``have`` / ``with``: ``a price above 200``, and
+    for a field that counts things ``more than 3.5 stars`` / ``fewer than 4 nights`` (never
+    ``a stars above 3.5``)."""
     fw = field_words(key)
     if counts(key):
         return f"{'more' if over else 'fewer'} than {t} {fw}"
@@ -479,7 +485,8 @@ def counted(key: str, v: Any) -> str:
 
 def attr(key: str, v: Any) -> str:
     """A field and its value as a person says them: ``quantity 2``, ``title "Team standup"``,
-    ``a duration of 45 minutes``, ``4 nights``, ``marked private`` / ``not marked optional`` (never ``set to yes``)."""
+    ``a duration of 45 minutes``, ``4 nights``, ``marked private`` / ``not marked optional`` (never
+    ``set to yes``)."""
     if isinstance(v, bool):
         return f"{'marked' if v else 'not marked'} {field_words(key)}"
     if v == {} or v == []:  # never "effort {}" or "redirect uris ."
@@ -496,7 +503,8 @@ def attr(key: str, v: Any) -> str:
 
 
 def role_words(role: str) -> str:
-    """A foreign key's role in words: ``from_account`` -> ``source account`` (never ``the from account``)."""
+    """A foreign key's role in words: ``from_account`` -> ``source account`` (never
+    ``the from account``)."""
     ws = human(role).split(" ")
     if len(ws) > 1 and ws[0] in ("from", "to"):
         ws[0] = "source" if ws[0] == "from" else "destination"
@@ -550,7 +558,8 @@ SUMMABLE = frozenset(
         "subtotal",
     }
 )
-"""Number fields whose total over rows means something (and any field with a unit, like ``size_bytes``)."""
+"""Number fields whose total over rows means something (and any field with a unit, like
+``size_bytes``)."""
 
 
 def _distinct(vals: list[str]) -> bool:
@@ -561,7 +570,8 @@ def _distinct(vals: list[str]) -> bool:
 
 
 def _categories(rows: list[dict[str, Any]], label: str | None) -> list[str]:
-    """Status-like fields (text values shared by several rows) of every row, apart from the label."""
+    """Status-like fields (text values shared by several rows) of every row, apart from the
+    label."""
     return [
         k
         for k in rows[0]
@@ -618,8 +628,10 @@ GROUP_FIELDS = frozenset({"category", "department", "section", "genre", "group",
 def _in_status(k: str, v: Any) -> tuple[str, str, str]:
     """A condition on a status field, after ``how many of ...``, as a noun phrase and after the rows
     it narrows: (``are cancelled``, ``the cancelled ones``, ``that are cancelled``), (``are of type
-    checking``, ``the ones of type checking``, ``of type checking``), (``are in the category audio``,
-    ...), or (``have the currency USD``, ``the ones with the currency USD``, ``with the currency USD``)."""
+    checking``, ``the ones of type checking``, ``of type checking``), (``are in the category
+    audio``,
+    ...), or (``have the currency USD``, ``the ones with the currency USD``, ``with the currency
+    USD``)."""
     if k in ADJECTIVE_STATUS and adjective(v):
         a = (
             enum_words(v.lower()) if isinstance(v, str) and v.isupper() else enum_words(v)
@@ -647,7 +659,8 @@ def _in_status(k: str, v: Any) -> tuple[str, str, str]:
 
 def _mods(withs: list[str], quals: list[str]) -> str:
     """A row's attributes and conditions after its noun, in one ``with`` (``with a duration of 30
-    minutes, reason "knee pain" and start time on or before X``, never ``... "knee pain" with start time ...``)."""
+    minutes, reason "knee pain" and start time on or before X``, never ``... "knee pain" with start
+    time ...``)."""
     if not withs:
         return " " + " and ".join(quals) if quals else ""
     joined = withs + [
@@ -661,15 +674,15 @@ _QUOTED = re.compile(r'"[^"]*"')
 
 
 def _modified(phrase: str) -> bool:
-    """True for a reference phrase with modifiers of its own (``the transfer with reference X``, ``the
-    file in the folder "Travel"``): modifiers after it would read as its own."""
+    """True for a reference phrase with modifiers of its own (``the transfer with reference X``,
+    ``the file in the folder "Travel"``): modifiers after it would read as its own."""
     bare = _QUOTED.sub("", phrase)
     return any(w in bare for w in (" with ", " of ", " for ", " in ", " on or ", " whose "))
 
 
 def _owner_prep(owner: Ref, rel: str) -> str:
-    """The preposition before a row's owner after ``my <rows>``: ``with`` a person (``my appointments
-    with Dr. Lopes``), ``in`` a container, ``for`` anything else."""
+    """The preposition before a row's owner after ``my <rows>``: ``with`` a person
+    (``my appointments with Dr. Lopes``), ``in`` a container, ``for`` anything else."""
     if owner.person:
         return "with"
     return "in" if rel == "in" or singular(owner.noun) in CONTAINER_NOUNS else "for"
@@ -687,7 +700,8 @@ def _fmt(x: float) -> str:
 
 
 def _between(a: float, b: float) -> float | None:
-    """A round threshold strictly between ``a`` < ``b`` (None when there is none at two decimals)."""
+    """A round threshold strictly between ``a`` < ``b`` (None when there is none at two
+    decimals)."""
     for step in (100, 50, 10, 5, 1, 0.5, 0.1, 0.01):
         t = math.floor(b / step) * step
         if t == b:
@@ -777,7 +791,8 @@ class Phraser:
         """Question shapes over rows to ask (empty: every one; see ``QUESTION_SHAPES``)."""
         self.rng = rng
         self.taken = taken
-        """Keys of the questions already asked about these calls (a read-only chain drawn again asks something else)."""
+        """Keys of the questions already asked about these calls (a read-only chain drawn again asks
+        something else)."""
         self.mentioned: set[tuple[str, str]] = set()
         self.it: tuple[str, str] | None = None
         """The row ``obj`` says as ``it`` (the new row a new row is made in)."""
@@ -793,7 +808,8 @@ class Phraser:
     # -- the persona -----------------------------------------------------------------------------
 
     def persona_candidate(self) -> Ref | None:
-        """The first person of a kind that can speak, named by literals only (no owner, filter or search qualifiers)."""
+        """The first person of a kind that can speak, named by literals only (no owner, filter or
+        search qualifiers)."""
         refs: list[Ref] = []
         for s in self.steps:
             for r in s.refs.values():
@@ -999,7 +1015,8 @@ class Phraser:
         return text
 
     def collection(self, step: Step) -> str:
-        """The rows a list call returns: ``my pending orders``, ``all the products in category audio``."""
+        """The rows a list call returns: ``my pending orders``,
+        ``all the products in category audio``."""
         sc = step.scope or {}
         noun = noun_words(step.info.noun)
         adjs = [human(a) for a in dict.fromkeys(sc.get("adjectives", []))]
@@ -1011,7 +1028,11 @@ class Phraser:
             owners[0][1]
         ):  # "my appointments with Dr. Lopes", never "Dr. Lopes's appointments for me"
             o = owners[0][1]
-            text = f"my {head} {_owner_prep(o, 'in' if singular(o.noun) in CONTAINER_NOUNS else 'for')} {self.obj(o)}"
+            text = (
+                f"my {head} "
+                f"{_owner_prep(o, 'in' if singular(o.noun) in CONTAINER_NOUNS else 'for')} "
+                f"{self.obj(o)}"
+            )
             owners = [owners[0]] + [(c, x) for c, x in owners[1:] if x is not mine]
         elif owners:
             o = owners[0][1]
@@ -1291,8 +1312,9 @@ class Phraser:
 
     def state(self, step: Step, row: Ref) -> list[str] | None:
         """What a further change to ``row`` (already named) leaves it as, after the row: ``pinned``,
-        ``shared with recipient email ...``, ``with its name set to backup.zip``; None when the change
-        is not to ``row`` itself or has no such wording (it is then said as an imperative)."""
+        ``shared with recipient email ...``, ``with its name set to backup.zip``; None when the
+        change is not to ``row`` itself or has no such wording (it is then said as an
+        imperative)."""
         info = step.info
         kind = info.kind
         verb = verb_of(info)
@@ -1407,8 +1429,8 @@ class Phraser:
         return text + ("" if not rest else ", and " + join(rest))
 
     def show(self, step: Step, sentence: bool = False) -> str:
-        """A read at the end of a chain that changes state: ``show me ...`` (``sentence``: a sentence
-        of its own after the goals, ``Show me the new booking as it ends up.``)."""
+        """A read at the end of a chain that changes state: ``show me ...`` (``sentence``: a
+        sentence of its own after the goals, ``Show me the new booking as it ends up.``)."""
         tops = [e for e in step.elements if e.parent is None]
         if step.info.kind == "list" or (tops and tops[0].group is not None and len(tops) > 1):
             x = self.collection(step)
@@ -1594,7 +1616,8 @@ class Phraser:
         low_labels = [x.lower() for x in labels]
 
         def apart(k: str) -> bool:
-            """No value of ``k`` is, or holds, a label (it would split the answer at the wrong row)."""
+            """No value of ``k`` is, or holds, a label (it would split the answer at the wrong
+            row)."""
             return not any(
                 a in fact_text(r[k]).lower() or fact_text(r[k]).lower() in a
                 for r in rows
@@ -1978,7 +2001,10 @@ class Phraser:
             if mentions(_fmt(diff), text) >= 0:
                 return None
             hi, lo = (i, j) if vals[i] > vals[j] else (j, i)
-            answer = f"{_quote(labels[hi])} is higher by {_fmt(diff)} ({_fmt(vals[hi])} against {_fmt(vals[lo])})."
+            answer = (
+                f"{_quote(labels[hi])} is higher by {_fmt(diff)} ({_fmt(vals[hi])} against "
+                f"{_fmt(vals[lo])})."
+            )
             others = [lab for k, lab in enumerate(labels) if k not in (i, j)]
             return Question(
                 text,
@@ -2203,7 +2229,8 @@ MAKE_VERBS = frozenset(
         "write",
     }
 )
-"""Verbs that only make a row: its new row can be said without them (``... and a new event in it``)."""
+"""Verbs that only make a row: its new row can be said without them
+(``... and a new event in it``)."""
 IRREGULAR = {
     "freeze": "frozen",
     "unfreeze": "unfrozen",
@@ -2228,8 +2255,9 @@ IRREGULAR = {
 
 
 def participle(verb: str) -> str | None:
-    """The past participle of an action's verb (``pin`` -> ``pinned``, ``check in`` -> ``checked in``,
-    ``freeze`` -> ``frozen``, ``complete`` -> ``marked as completed``); None for a verb with no plain form."""
+    """The past participle of an action's verb (``pin`` -> ``pinned``, ``check in`` ->
+    ``checked in``, ``freeze`` -> ``frozen``, ``complete`` -> ``marked as completed``); None for a
+    verb with no plain form."""
     head, _, rest = verb.partition(" ")
     if not head.isalpha() or not head.islower():
         return None
@@ -2244,8 +2272,8 @@ _SET = re.compile(r"^with (its|their) (.+?) set to ")
 
 
 def _states(states: list[str]) -> str:
-    """What a row is left as, its states joined: what it becomes first, then the fields it gets in one
-    ``with`` (``shipped, with its quantity set to 4 and its shipping address set to "..."``)."""
+    """What a row is left as, its states joined: what it becomes first, then the fields it gets in
+    one ``with`` (``shipped, with its quantity set to 4 and its shipping address set to "..."``)."""
     plain = [x for x in states if not x.startswith("with ")]
     withs = [x[len("with ") :] for x in states if x.startswith("with ")]
     if not withs:

@@ -35,7 +35,8 @@ State = dict[str, list[dict[str, Any]]]
 _DIGITS = re.compile(r"^(.*?)(\d+)$")
 _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})")
 _TITLES = frozenset({"name", "title", "label", "subject", "filename", "product_name", "nickname"})
-"""Title columns a near-duplicate may copy with a small change (``"Q3 report (2).pdf"``); never a person's name."""
+"""Title columns a near-duplicate may copy with a small change (``"Q3 report (2).pdf"``); never a
+person's name."""
 
 
 def described_refs(steps: list[Step]) -> list[Ref]:
@@ -92,8 +93,8 @@ def _near(v: Any, direction: int) -> Any:
 def _other_value(
     table: str, col: str, cur: Any, seed: State, schema: Schema, rng: random.Random, person: bool
 ) -> Any:
-    """Another plausible value of ``col`` (for an ``eq`` constraint): another allowed or seen status,
-    a similar title, a number nearby."""
+    """Another plausible value of ``col`` (for an ``eq`` constraint): another allowed or seen
+    status, a similar title, a number nearby."""
     if isinstance(cur, bool):
         return not cur
     if isinstance(cur, (int, float)):
@@ -155,7 +156,8 @@ def _violate(
 
 
 def _fresh_key(table: str, key: str, seed: State, n: int) -> Any:
-    """A key no seed row has, in the table's own format (``ord_9001``; the largest integer key + 101)."""
+    """A key no seed row has, in the table's own format (``ord_9001``; the largest integer key +
+    101)."""
     vals = [r.get(key) for r in seed.get(table, [])]
     ints = [v for v in vals if isinstance(v, int) and not isinstance(v, bool)]
     if ints and len(ints) == len(vals):
@@ -321,7 +323,8 @@ class _Planter:
     def _twin(
         self, col: str, nv: Any, k: Any, n: int, follows: list[str]
     ) -> tuple[dict[str, Any], list[str]]:
-        """The ``n``-th copy with key ``k`` and ``col`` set to ``nv``, and the columns it differs in."""
+        """The ``n``-th copy with key ``k`` and ``col`` set to ``nv``, and the columns it differs
+        in."""
         row, key, table, rng = self.row, self.key, self.table, self.rng
         unique = self.schema.unique.get(table, set()) - {key}
         new = dict(row)

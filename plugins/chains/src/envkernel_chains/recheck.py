@@ -62,7 +62,8 @@ FIRST_PERSON = ["my", "me", "i", "i'm", "mine", "our", "we"]
 
 
 def acted_refs(steps: list[Step]) -> list[Ref]:
-    """The ``desc`` references of the rows the chain's calls act on or read (targets and entity arguments), once each."""
+    """The ``desc`` references of the rows the chain's calls act on or read (targets and entity
+    arguments), once each."""
     out: list[Ref] = []
     for s in steps:
         for r in [s.target, *s.refs.values()]:
@@ -130,7 +131,8 @@ def _rank(v: Any) -> Any:
 
 
 def entities(refs: list[Ref], seed: State, task: Task, schema: Schema) -> list[Entity]:
-    """One :class:`~envkernel_kit.refine.Entity` per described row of the chain, its clues fitted to the task's initial state."""
+    """One :class:`~envkernel_kit.refine.Entity` per described row of the chain, its clues fitted to
+    the task's initial state."""
     state = initial_state(seed, task, {r.table for r in refs if r.table})
     persona = task.persona.get("name", "")
     out: list[Entity] = []

@@ -120,7 +120,8 @@ PERSON_NOUNS = frozenset(
         "instructor",
     }
 )
-"""Nouns of entities that are people (referred to by name, possessive: ``Kenji Fischer's orders``)."""
+"""Nouns of entities that are people (referred to by name, possessive:
+``Kenji Fischer's orders``)."""
 PERSONA_NOUNS = frozenset(
     {
         "customer",
@@ -205,7 +206,8 @@ def norm(v: Any) -> Any:
 
 
 def satisfies(row: dict[str, Any], c: tuple[str, str, Any]) -> bool:
-    """True when ``row`` meets constraint ``(field, op, value)`` (op ``search``: field is a tuple)."""
+    """True when ``row`` meets constraint ``(field, op, value)`` (op ``search``: field is a
+    tuple)."""
     fld, op, v = c
     if op == "search":
         text = str(v).lower()
@@ -256,8 +258,9 @@ def describable(key: str, value: Any, generated: set[str] | frozenset[str] = fro
 COUNTED_FIELDS = frozenset(
     {"nights", "seats", "seats_left", "guests", "attendees", "items", "stars"}
 )
-"""Number fields that count things: a superlative over them says ``most`` / ``fewest``, a value ``4 nights``
-(``quantity`` and ``stock`` are amounts: "the highest quantity", never "the fewest quantity")."""
+"""Number fields that count things: a superlative over them says ``most`` / ``fewest``, a value
+``4 nights`` (``quantity`` and ``stock`` are amounts: "the highest quantity", never "the fewest
+quantity")."""
 
 
 def attr_rank(key: str) -> tuple[int, int]:
@@ -286,7 +289,8 @@ TIME_WORDS = {
 
 
 def _time_words(key: str) -> str:
-    """A time field in words: ``starts_at`` -> ``start time``, ``checked_in_at`` -> ``checked in time``."""
+    """A time field in words: ``starts_at`` -> ``start time``, ``checked_in_at`` ->
+    ``checked in time``."""
     ws = words(key)
     return TIME_WORDS.get(key) or (
         " ".join(ws[:-1]) + (" date" if ws[-1] == "on" else " time")
@@ -722,7 +726,8 @@ FIELD_WORDS = {
 
 def field_words(key: str, units: bool = True) -> str:
     """A field name in words: ``unit_price`` -> ``unit price``, ``starts_at`` -> ``start time``,
-    ``size_bytes`` -> ``size in bytes`` (``size`` without ``units``: "the largest size", never "the highest size bytes")."""
+    ``size_bytes`` -> ``size in bytes`` (``size`` without ``units``: "the largest size", never "the
+    highest size bytes")."""
     if key in FIELD_WORDS:
         return FIELD_WORDS[key]
     u = unit_of(key)
@@ -753,7 +758,8 @@ UNITS = {
 
 
 def unit_of(key: str) -> tuple[str, str] | None:
-    """(the field without its unit, the unit) for ``duration_minutes`` -> (``duration``, ``minutes``), else None."""
+    """(the field without its unit, the unit) for ``duration_minutes`` -> (``duration``,
+    ``minutes``), else None."""
     ws = words(key)
     if len(ws) > 1 and ws[-1] in UNITS:
         return " ".join(ws[:-1]), UNITS[ws[-1]]

@@ -111,7 +111,8 @@ class Checklist:
         self.settings = settings or ChecklistSettings()
 
     def score(self, task: Task, trajectory: Trajectory, ctx: Any) -> Reward:
-        """Score a rollout (see the module docstring); a task with a check script by that script, in a sandbox."""
+        """Score a rollout (see the module docstring); a task with a check script by that script, in
+        a sandbox."""
         s = self.settings
         reward = grade_blocking(
             ctx,

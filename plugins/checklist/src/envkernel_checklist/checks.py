@@ -56,7 +56,6 @@ from envkernel_kit.scoring import observed, unasked_changes
 from envkernel_schemas import Outcome, State, Task, Trajectory
 from envkernel_schemas.rows import canon, columns, row_key
 
-
 FATAL = ("unasked", "observed", "dump")
 """Guards whose failure makes the score 0: a change the request did not ask for (a table outside
 the expected ones that changed), a read-only answer about rows the rollout never looked up, and an
@@ -176,7 +175,8 @@ def table_checks(
         ok = present and count(new) == want(new) and count(old) == want(old)
         why = (
             missing
-            or f"new version found {count(new)}x (want {want(new)}), old version found {count(old)}x (want {want(old)})"
+            or f"new version found {count(new)}x (want {want(new)}), old version found "
+            f"{count(old)}x (want {want(old)})"
         )
         checks.append(
             Check(
@@ -239,7 +239,8 @@ def fact_checks(facts: list[str], answer: str) -> list[Check]:
 
 def answer_checks(outcome: Outcome, answer: str) -> list[Check]:
     """Checks of a read-only task: one per fact, per expected row and for the order asked for, and
-    the precision guard (the answer says nothing of rows not asked for), from :mod:`envkernel_kit.answers`."""
+    the precision guard (the answer says nothing of rows not asked for), from
+    :mod:`envkernel_kit.answers`."""
     return [
         Check(u.kind, "", u.description, u.passed, u.detail)
         for u in answer_units(outcome, answer or "")
@@ -253,7 +254,8 @@ def call_check(trajectory: Trajectory) -> Check:
     detail = (
         ""
         if ok
-        else f"{len(failed)} failed call(s) {failed[:5]}, {trajectory.format_errors} malformed call(s)"
+        else f"{len(failed)} failed call(s) {failed[:5]}, {trajectory.format_errors} malformed "
+        "call(s)"
     )
     return Check("calls", "", "every tool call succeeded and none was malformed", ok, detail)
 

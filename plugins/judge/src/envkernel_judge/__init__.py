@@ -57,7 +57,8 @@ __all__ = [
 VERDICTS = ("complete", "incomplete", "agent_error")
 """The verdicts a judge may give."""
 
-DEFAULT_RUBRIC = """You grade an AI agent that used tools to carry out a user's request in a simulated environment.
+DEFAULT_RUBRIC = """You grade an AI agent that used tools to carry out a user's request in a \
+simulated environment.
 Judge the outcome, not the style:
 - complete (score 1.0): everything the user asked for was done (the right changes were made, or the
   answer states the facts asked for), and nothing the user did not ask for was changed.
@@ -65,12 +66,14 @@ Judge the outcome, not the style:
   how much of the request is fulfilled. Doing nothing, refusing, or only asking questions scores 0.
 - agent_error (score 0.0): the agent did something harmful or wrong: changed the wrong records, made
   changes the user did not ask for, or claimed success for work it did not do.
-The reference solution shows one correct way; other ways that reach the same outcome are equally good.
+The reference solution shows one correct way; other ways that reach the same outcome are equally \
+good.
 Only trust what the tool results show, not what the agent claims."""
 """The default rubric (the system message's first part)."""
 
 FORMAT = """Reply with one JSON object and nothing else:
-{"score": <number from 0.0 to 1.0>, "verdict": "complete" | "incomplete" | "agent_error", "reason": "<one or two sentences>"}"""
+{"score": <number from 0.0 to 1.0>, "verdict": "complete" | "incomplete" | "agent_error", \
+"reason": "<one or two sentences>"}"""
 
 
 class JudgeSettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
@@ -195,7 +198,9 @@ def transcript(trajectory: Trajectory, limit: int = 24000, per_message: int = 20
             for tc in m.get("tool_calls") or []:
                 fn = tc.get("function") or {}
                 lines.append(
-                    f"[assistant calls] {fn.get('name')}({_cut(str(fn.get('arguments', '')), per_message)})  id={tc.get('id')}"
+                    "[assistant calls] "
+                    f"{fn.get('name')}({_cut(str(fn.get('arguments', '')), per_message)})  "
+                    f"id={tc.get('id')}"
                 )
         elif role == "tool":
             lines.append(
@@ -205,7 +210,8 @@ def transcript(trajectory: Trajectory, limit: int = 24000, per_message: int = 20
             lines.append(f"[{role}] {_cut(content or '', per_message)}")
     if trajectory.termination != "answer":
         lines.append(
-            f"[rollout ended: {trajectory.termination}{': ' + trajectory.error if trajectory.error else ''}]"
+            "[rollout ended: "
+            f"{trajectory.termination}{': ' + trajectory.error if trajectory.error else ''}]"
         )
     return _cut("\n".join(lines), limit)
 

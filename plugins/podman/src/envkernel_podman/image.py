@@ -1,4 +1,5 @@
-"""The sandbox image: check that it is there, and build it offline (``envkernel sandbox build-image``)."""
+"""The sandbox image: check that it is there, and build it offline
+(``envkernel sandbox build-image``)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ BUILD_COMMAND = "envkernel sandbox build-image"
 def missing_image_error(image: str) -> SandboxError:
     """The error a run gets when the image is not built: it names the command that builds it."""
     return SandboxError(
-        f"the sandbox image {image!r} is not in Podman's storage. Build it once (offline, ~40 s) with "
-        f"`{BUILD_COMMAND}`"
+        f"the sandbox image {image!r} is not in Podman's storage. Build it once (offline, "
+        f"~40 s) with `{BUILD_COMMAND}`"
         + (f" --image {image}" if image != DEFAULT_IMAGE else "")
         + " (as root), or run "
         "scripts/install-podman.sh, which also installs Podman",

@@ -78,7 +78,8 @@ _MAX_RESPONSE = STREAM_LIMIT // 2
 _LOG_MAX = 1024 * 1024
 _HARD_MARGIN = 60.0
 EXIT_NOTE_WAIT = 2.0
-"""Seconds a death note waits for the supervisor's line on how the executor ended, while the container runs."""
+"""Seconds a death note waits for the supervisor's line on how the executor ended, while the
+container runs."""
 
 LABEL = "envkernel.sandbox"
 """Every container this plugin makes has this label (value ``podman``)."""
@@ -108,14 +109,16 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     pool_max: int = 16
     """Most idle containers kept: closed sandboxes beyond it are destroyed instead of recycled."""
     pool_idle: float = 600.0
-    """A warm container not taken within this many seconds is destroyed (the pool starts a fresh one)."""
+    """A warm container not taken within this many seconds is destroyed (the pool starts a fresh
+    one)."""
     recycle: bool = True
     """Return a closed sandbox's container to the pool, verified clean, with a fresh executor
     (about 30 ms instead of a 0.25 s destroy and create). False: destroy every closed container."""
     recycle_max: int = 200
     """A container serves at most this many sandboxes, then it is destroyed."""
     call_timeout: float = 10.0
-    """Seconds a tool call may run (enforced in the executor; the host kills the container 2 s later)."""
+    """Seconds a tool call may run (enforced in the executor; the host kills the container 2 s
+    later)."""
     startup_timeout: float = 30.0
     """Seconds to start a container and load the environment; also bounds snapshot/restore/state."""
     lifetime: float = 3600.0
@@ -123,7 +126,8 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ``2 * lifetime + pool_idle`` plus a margin (5 %, 2 to 60 s) after it started, whatever
     happens to the runner; a container is only handed out while ``lifetime`` of that remains."""
     memory_mb: int = 512
-    """Memory limit of the container (cgroup, no swap) and address-space limit of the executor, MiB."""
+    """Memory limit of the container (cgroup, no swap) and address-space limit of the executor,
+    MiB."""
     pids_limit: int = 64
     """Most processes and threads in the container."""
     cpus: float = 1.0
@@ -133,14 +137,17 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     file_size_mb: int = 64
     """Largest file the executor may write, in MiB (RLIMIT_FSIZE)."""
     tmpfs_mb: int = 64
-    """Size of the writable tmpfs at /work (and a quarter of it at /tmp), MiB; counts against memory."""
+    """Size of the writable tmpfs at /work (and a quarter of it at /tmp), MiB; counts against
+    memory."""
     user: str = "1000:1000"
     """The non-root uid:gid inside the container."""
     reap: bool = True
-    """On start, remove containers (and services) whose owner process is gone or whose lifetime passed."""
+    """On start, remove containers (and services) whose owner process is gone or whose lifetime
+    passed."""
     reap_at_exit: bool = True
     """Start a reaper process that removes this runner's containers, service and folder the moment
-    the runner's process dies (``kill -9`` too), instead of leaving them for the next runner's start."""
+    the runner's process dies (``kill -9`` too), instead of leaving them for the next runner's
+    start."""
     service_idle: int = 300
     """The service the runner starts exits after this many idle seconds (restarted when needed)."""
     run_dir: str = ""
@@ -210,8 +217,8 @@ class PodmanSession(ExecutorSession):
 
     The protocol, the call log and replacement after a crash or a hang (``replacements`` counts
     replaced containers, ``events``, ``diverged``) come from
-    :class:`~envkernel_runtime.session.ExecutorSession`; this class takes containers from the runner's pool,
-    returns or destroys them, and explains their death."""
+    :class:`~envkernel_runtime.session.ExecutorSession`; this class takes containers from the
+    runner's pool, returns or destroys them, and explains their death."""
 
     error_type = SandboxError
     retry_crashed = True
@@ -233,7 +240,8 @@ class PodmanSession(ExecutorSession):
         return box.name if box is not None else None
 
     async def close(self) -> None:
-        """Close the sandbox: recycle its container if it is known clean, else destroy it. Idempotent."""
+        """Close the sandbox: recycle its container if it is known clean, else destroy it.
+        Idempotent."""
         t0 = time.perf_counter()
         await super().close()
         _log(
@@ -393,7 +401,8 @@ class PodmanRunner:
             self._pool_task = asyncio.create_task(self._pool_loop())
 
     async def wait_pool(self, timeout: float = 30.0) -> int:
-        """Wait until the pool holds ``pool_size`` ready containers (or the timeout); return how many."""
+        """Wait until the pool holds ``pool_size`` ready containers (or the timeout); return how
+        many."""
         await self.start()
         deadline = time.monotonic() + timeout
         while self.pool_ready < self.settings.pool_size and time.monotonic() < deadline:
@@ -401,16 +410,23 @@ class PodmanRunner:
         return self.pool_ready
 
     async def open(self, env: EnvSpec, seed: int) -> PodmanSession:
-        """Take a container (warm if one is ready), load ``env`` with ``seed``, return it ready to call."""
+        """Take a container (warm if one is ready), load ``env`` with ``seed``, return it ready to
+        call."""
         await self.start()
         t0 = time.perf_counter()
         session = PodmanSession(self, env, seed)
         self._sessions.add(session)
         await session.start()
         _log(
-            "debug", "sandbox opened", container=session.container, env=env.id, warm=session.from_pool,
-            ms=round((time.perf_counter() - t0) * 1000, 2), open=len(self._sessions), pool=len(self._pool),
-        )  # fmt: skip
+            "debug",
+            "sandbox opened",
+            container=session.container,
+            env=env.id,
+            warm=session.from_pool,
+            ms=round((time.perf_counter() - t0) * 1000, 2),
+            open=len(self._sessions),
+            pool=len(self._pool),
+        )
         return session
 
     async def aclose(self) -> None:
@@ -728,13 +744,14 @@ class PodmanRunner:
                         "initialized",
                     ):
                         raise SandboxError(
-                            f"container {box.name} stopped before its executor listened ({_describe_state(state)})"
-                            + await self._logs_tail(box),
+                            f"container {box.name} stopped before its executor listened "
+                            f"({_describe_state(state)})" + await self._logs_tail(box),
                             code="crashed",
                         ) from None
                 if time.monotonic() > deadline:
                     raise SandboxError(
-                        f"container {box.name}: the executor did not listen within {self.settings.startup_timeout:g} s",
+                        f"container {box.name}: the executor did not listen within "
+                        f"{self.settings.startup_timeout:g} s",
                         code="timeout",
                     ) from None
                 await asyncio.sleep(0.002)

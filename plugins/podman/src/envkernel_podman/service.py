@@ -169,7 +169,8 @@ class Service:
         return os.path.join(self.folder, "podman.sock")
 
     def client(self) -> Any:
-        """A connected ``podman.PodmanClient`` (starting the service if it is ours and not running)."""
+        """A connected ``podman.PodmanClient`` (starting the service if it is ours and not
+        running)."""
         with self._lock:
             if self._client is not None and (
                 not self.owned or (self.proc is not None and self.proc.poll() is None)
@@ -278,7 +279,8 @@ class Service:
 
 
 def stop_orphan_service(folder: str) -> bool:
-    """Stop the podman service a dead runner started in ``folder`` (if it still runs). True if one was."""
+    """Stop the podman service a dead runner started in ``folder`` (if it still runs). True if one
+    was."""
     try:
         with open(os.path.join(folder, "service.json")) as f:
             info = json.load(f)

@@ -1,7 +1,8 @@
 """envkernel-traceoutcome: the outcome reward model, with an optional EnvFactory-style trace term.
 
-The maths lives in :mod:`envkernel_kit.scoring` (re-exported as :mod:`envkernel_traceoutcome.scoring`); this
-module wires it to the ``reward_model`` role with its settings and the τ schedule.
+The maths lives in :mod:`envkernel_kit.scoring` (re-exported as
+:mod:`envkernel_traceoutcome.scoring`); this module wires it to the ``reward_model`` role with its
+settings and the τ schedule.
 """
 
 from __future__ import annotations
@@ -34,9 +35,11 @@ class TraceOutcomeSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=T
     path to the right end state and answer scores 1; set it (or ``tau_final``) for a warm-up
     curriculum that also rewards following the reference's calls."""
     tau_final: float | None = None
-    """When set, τ moves linearly from ``tau`` to this over ``tau_iterations`` (EnvFactory: 0.9 -> 0.1)."""
+    """When set, τ moves linearly from ``tau`` to this over ``tau_iterations`` (EnvFactory: 0.9 ->
+    0.1)."""
     tau_iterations: int = 1
-    """Iterations the schedule spans (``tau_final`` is reached at iteration ``tau_iterations − 1``)."""
+    """Iterations the schedule spans (``tau_final`` is reached at iteration
+    ``tau_iterations − 1``)."""
     length_step: float = 0.05
     """Penalty per call beyond the reference length."""
     format_step: float = 0.05

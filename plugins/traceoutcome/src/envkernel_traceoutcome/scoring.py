@@ -1,5 +1,6 @@
-"""The trace + outcome reward as pure functions: they live in :mod:`envkernel_kit.scoring` (shared with
-``envkernel serve``, which scores its sessions with them) and are re-exported here unchanged."""
+"""The trace + outcome reward as pure functions: they live in :mod:`envkernel_kit.scoring` (shared
+with ``envkernel serve``, which scores its sessions with them) and are re-exported here
+unchanged."""
 
 from envkernel_kit.scoring import (
     REL_TOL,

@@ -354,6 +354,87 @@ class _Resource:
         return result
 
 
+def _list_where(
+    op: Spec, res: _Resource, args: Spec, filtered: bool
+) -> tuple[list[str], list[Any]]:
+    """The WHERE terms and their parameters of a list call: its parents, and (``filtered``) its
+    filters and search."""
+    where: list[str] = []
+    params: list[Any] = []
+    for p in op.get("parents") or []:
+        where.append(f"{_q(p['field'])} = ?")
+        params.append(res.to_db(p["field"], args[p["arg"]]))
+    if not filtered:
+        return where, params
+    for arg, flt in (op.get("filters") or {}).items():
+        if arg in args and args[arg] is not None:
+            _filter_term(res, flt, args[arg], where, params)
+    search = op.get("search")
+    if search and args.get(search.get("arg")) not in (None, ""):
+        text = str(args[search["arg"]])
+        ors = [
+            f"instr(lower(COALESCE({_q(c)}, '')), lower(?)) > 0" for c in search.get("fields") or []
+        ]
+        if ors:
+            where.append("(" + " OR ".join(ors) + ")")
+            params.extend([text] * len(ors))
+    return where, params
+
+
+def _filter_term(res: _Resource, flt: Spec, v: Any, where: list[str], params: list[Any]) -> None:
+    """Add one filter's WHERE term: equal (text without case), in a set, contains, or compared."""
+    col, kind = flt["field"], flt.get("op", "eq")
+    f = res.fields[col]
+    if kind == "eq":
+        nocase = f["type"] == "string" and not f.get("enum") and not f.get("ref") and col != res.key
+        where.append(f"{_q(col)} = ? COLLATE NOCASE" if nocase else f"{_q(col)} = ?")
+        params.append(res.to_db(col, v))
+    elif kind == "in":
+        vals = v if isinstance(v, list) else [x.strip() for x in str(v).split(",") if x.strip()]
+        if vals:
+            where.append(f"{_q(col)} IN ({', '.join('?' * len(vals))})")
+            params.extend(res.to_db(col, x) for x in vals)
+    elif kind == "contains":
+        where.append(f"instr(lower({_q(col)}), lower(?)) > 0")
+        params.append(str(v))
+    else:
+        where.append(f"{_q(col)} {_CMP[kind]} ?")
+        params.append(res.to_db(col, v) if f["type"] != "array" else v)
+
+
+def _envelope(
+    output: Spec, items: list[Any], total: int, said_total: int, offset: int, limit: int | None
+) -> dict[str, Any]:
+    """A page of ``items`` in the operation's envelope: its keys for the items, the total (as
+    said: ``said_total``), count, limit, offset, page, has_more and next cursor, offset or page
+    (a null only where the envelope allows it), and its constants."""
+    end = offset + len(items)
+    out: dict[str, Any] = {}
+    keys = output.get("keys") or {}
+    out[keys.get("items", "items")] = items
+    values = {
+        "total": said_total,
+        "count": len(items),
+        "limit": limit if limit is not None else len(items),
+        "offset": offset,
+        "page": (offset // limit + 1) if limit else 1,
+        "has_more": end < total,
+        "next_cursor": f"c{end}" if end < total else None,
+        "next_offset": end if end < total else None,
+        "next_page": ((offset // limit + 2) if limit else None) if end < total else None,
+    }
+    for meaning, prop in keys.items():
+        if meaning == "items":
+            continue
+        v = values.get(meaning)
+        if v is None and meaning not in output.get("nullable", []):
+            continue
+        out[prop] = v
+    for prop, v in (output.get("constants") or {}).items():
+        out.setdefault(prop, v)
+    return out
+
+
 class Engine:
     """A validated model: creates the state and makes one function per operation."""
 
@@ -684,6 +765,8 @@ class Engine:
         return self._shape(env, op, res, self._clean(row), violate=fault == "schema_violation")
 
     def _list(self, env: Env, name: str, op: Spec, res: _Resource, args: Spec) -> Any:
+        """A list call: the rows its parents, filters and search pick, sorted, one page of them,
+        bare or in the operation's envelope."""
         fault = self._faulty(
             name,
             "list_omits",
@@ -693,78 +776,8 @@ class Engine:
             "list_total_wrong",
         )
         self._check_parents(env, op, args)
-        where, params = [], []
-        for p in op.get("parents") or []:
-            where.append(f"{_q(p['field'])} = ?")
-            params.append(res.to_db(p["field"], args[p["arg"]]))
-        if fault != "list_filter_ignored":
-            for arg, flt in (op.get("filters") or {}).items():
-                if arg not in args or args[arg] is None:
-                    continue
-                col, kind, v = flt["field"], flt.get("op", "eq"), args[arg]
-                f = res.fields[col]
-                if kind == "eq":
-                    if (
-                        f["type"] == "string"
-                        and not f.get("enum")
-                        and not f.get("ref")
-                        and col != res.key
-                    ):
-                        where.append(f"{_q(col)} = ? COLLATE NOCASE")
-                    else:
-                        where.append(f"{_q(col)} = ?")
-                    params.append(res.to_db(col, v))
-                elif kind == "in":
-                    vals = (
-                        v
-                        if isinstance(v, list)
-                        else [x.strip() for x in str(v).split(",") if x.strip()]
-                    )
-                    if not vals:
-                        continue
-                    where.append(f"{_q(col)} IN ({', '.join('?' * len(vals))})")
-                    params.extend(res.to_db(col, x) for x in vals)
-                elif kind == "contains":
-                    where.append(f"instr(lower({_q(col)}), lower(?)) > 0")
-                    params.append(str(v))
-                else:
-                    where.append(f"{_q(col)} {_CMP[kind]} ?")
-                    params.append(res.to_db(col, v) if f["type"] != "array" else v)
-            search = op.get("search")
-            if search and args.get(search.get("arg")) not in (None, ""):
-                text = str(args[search["arg"]])
-                ors = [
-                    f"instr(lower(COALESCE({_q(c)}, '')), lower(?)) > 0"
-                    for c in search.get("fields") or []
-                ]
-                if ors:
-                    where.append("(" + " OR ".join(ors) + ")")
-                    params.extend([text] * len(ors))
-        order = "rowid"
-        sort = op.get("sort")
-        if sort and fault != "list_sort_ignored":
-            raw = args.get(sort.get("arg")) if sort.get("arg") else None
-            desc = False
-            if raw is not None:
-                raw = str(raw)
-                if raw.startswith("-"):
-                    desc, raw = True, raw[1:]
-                elif raw.startswith("+"):
-                    raw = raw[1:]
-                if raw not in (sort.get("fields") or []):
-                    raise self._err(
-                        "invalid",
-                        f"{name}: cannot sort by {raw!r}; sort by one of "
-                        f"{', '.join(sort.get('fields') or [])}",
-                    )
-            direction = args.get(sort.get("order_arg")) if sort.get("order_arg") else None
-            if direction is not None:
-                if str(direction).lower() not in ("asc", "desc"):
-                    raise self._err("invalid", f"{name}: {sort['order_arg']} must be asc or desc")
-                desc = str(direction).lower() == "desc"
-            col = raw or sort.get("default")
-            if col:
-                order = f"{_q(col)} {'DESC' if desc else 'ASC'}, rowid"
+        where, params = _list_where(op, res, args, filtered=fault != "list_filter_ignored")
+        order = self._list_order(name, op, args) if fault != "list_sort_ignored" else "rowid"
         sql = (
             f"SELECT * FROM {_q(res.name)}"
             + (f" WHERE {' AND '.join(where)}" if where else "")
@@ -774,61 +787,72 @@ class Engine:
         if fault == "list_omits" and rows:
             rows = rows[:-1]
         total = len(rows)
-        page = op.get("page") or {}
-        offset, limit = 0, None
-        if page:
-            limit = page.get("default_limit")
-            if page.get("limit") and args.get(page["limit"]) is not None:
-                limit = int(args[page["limit"]])
-            if page.get("offset") and args.get(page["offset"]) is not None:
-                offset = int(args[page["offset"]])
-            if page.get("page") and args.get(page["page"]) is not None:
-                n, first = int(args[page["page"]]), int(page.get("first", 1))
-                if n < first:
-                    raise self._err("invalid", f"{name}: {page['page']} starts at {first}")
-                offset = (n - first) * (limit or 0)
-            if page.get("cursor") and args.get(page["cursor"]) not in (None, ""):
-                c = str(args[page["cursor"]])
-                if not re.fullmatch(r"c\d{1,9}", c):
-                    raise self._err(
-                        "invalid",
-                        f"{name}: {page['cursor']} {c!r} is not a cursor this API returned",
-                    )
-                offset = int(c[1:])
-            if limit is not None and limit < 0 or offset < 0:
-                raise self._err("invalid", f"{name}: limit and offset cannot be negative")
-            if fault == "list_pagination" and offset > 0:
-                offset = max(0, offset - (limit or 1))
+        offset, limit = self._page(name, op, args)
+        if fault == "list_pagination" and offset > 0:
+            offset = max(0, offset - (limit or 1))
         shown = rows[offset:] if limit is None else rows[offset : offset + limit]
         items = [res.out(r) for r in shown]
         output = op.get("output") or {"shape": "list"}
         if output.get("shape") != "envelope":
             return items
-        end = offset + len(shown)
-        env_out: dict[str, Any] = {}
-        keys = output.get("keys") or {}
-        env_out[keys.get("items", "items")] = items
-        values = {
-            "total": total + (1 if fault == "list_total_wrong" else 0),
-            "count": len(items),
-            "limit": limit if limit is not None else len(items),
-            "offset": offset,
-            "page": (offset // limit + 1) if limit else 1,
-            "has_more": end < total,
-            "next_cursor": f"c{end}" if end < total else None,
-            "next_offset": end if end < total else None,
-            "next_page": ((offset // limit + 2) if limit else None) if end < total else None,
-        }
-        for meaning, prop in keys.items():
-            if meaning == "items":
-                continue
-            v = values.get(meaning)
-            if v is None and meaning not in output.get("nullable", []):
-                continue
-            env_out[prop] = v
-        for prop, v in (output.get("constants") or {}).items():
-            env_out.setdefault(prop, v)
-        return env_out
+        said_total = total + (1 if fault == "list_total_wrong" else 0)
+        return _envelope(output, items, total, said_total, offset, limit)
+
+    def _list_order(self, name: str, op: Spec, args: Spec) -> str:
+        """The ORDER BY of a list call: its sort argument (``-field`` descending) and order
+        argument, else the operation's default, else insertion order."""
+        sort = op.get("sort")
+        if not sort:
+            return "rowid"
+        raw = args.get(sort.get("arg")) if sort.get("arg") else None
+        desc = False
+        if raw is not None:
+            raw = str(raw)
+            if raw.startswith("-"):
+                desc, raw = True, raw[1:]
+            elif raw.startswith("+"):
+                raw = raw[1:]
+            if raw not in (sort.get("fields") or []):
+                raise self._err(
+                    "invalid",
+                    f"{name}: cannot sort by {raw!r}; sort by one of "
+                    f"{', '.join(sort.get('fields') or [])}",
+                )
+        direction = args.get(sort.get("order_arg")) if sort.get("order_arg") else None
+        if direction is not None:
+            if str(direction).lower() not in ("asc", "desc"):
+                raise self._err("invalid", f"{name}: {sort['order_arg']} must be asc or desc")
+            desc = str(direction).lower() == "desc"
+        col = raw or sort.get("default")
+        return f"{_q(col)} {'DESC' if desc else 'ASC'}, rowid" if col else "rowid"
+
+    def _page(self, name: str, op: Spec, args: Spec) -> tuple[int, int | None]:
+        """(offset, limit) of a list call from its page arguments (limit, offset, page number or
+        cursor); (0, None) when the operation does not page."""
+        page = op.get("page") or {}
+        if not page:
+            return 0, None
+        offset, limit = 0, page.get("default_limit")
+        if page.get("limit") and args.get(page["limit"]) is not None:
+            limit = int(args[page["limit"]])
+        if page.get("offset") and args.get(page["offset"]) is not None:
+            offset = int(args[page["offset"]])
+        if page.get("page") and args.get(page["page"]) is not None:
+            n, first = int(args[page["page"]]), int(page.get("first", 1))
+            if n < first:
+                raise self._err("invalid", f"{name}: {page['page']} starts at {first}")
+            offset = (n - first) * (limit or 0)
+        if page.get("cursor") and args.get(page["cursor"]) not in (None, ""):
+            c = str(args[page["cursor"]])
+            if not re.fullmatch(r"c\d{1,9}", c):
+                raise self._err(
+                    "invalid",
+                    f"{name}: {page['cursor']} {c!r} is not a cursor this API returned",
+                )
+            offset = int(c[1:])
+        if limit is not None and limit < 0 or offset < 0:
+            raise self._err("invalid", f"{name}: limit and offset cannot be negative")
+        return offset, limit
 
     def _write(self, env: Env, name: str, op: Spec, res: _Resource, args: Spec, patch: bool) -> Any:
         row = self._fetch(env, op, res, args)

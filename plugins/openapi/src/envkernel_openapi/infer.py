@@ -741,14 +741,17 @@ class Builder:
         return found
 
     def _lead(self, op: Op, segs: list[str]) -> list[str]:
-        """The path's segments with a leading path parameter made sense of.
+        """The path's segments with a leading path parameter (or none at all) made sense of.
 
         A leading ``{apiVersion}`` (a parameter named like a version, or whose values are all
         versions: ``v2``, ``2024-01-01``) is a version prefix, not a resource: it is dropped. Any
         other leading parameter follows the last literal segment of the server URL (Vonage's
         ``https://api.nexmo.com/accounts`` + ``/{api_key}/subaccounts``): that segment is the
-        collection it keys.
+        collection it keys, and the root path ``/`` is that collection.
         """
+        if not segs:  # GET / on https://api.nexmo.com/beta/chatapp-accounts lists the accounts
+            base = self._server_segment(op)
+            return [base] if base else segs
         while segs and segs[0].startswith("{") and segs[0].endswith("}"):
             name = segs[0][1:-1]
             param = next((p for p in op.params if p.get("name") == name), {})

@@ -91,3 +91,17 @@ def test_body_credentials_are_auth_not_data() -> None:
     tags = {o["kind"]: o for o in ops.values() if o.get("resource") == "tags"}
     assert tags["delete"]["key"] == "tag" and tags["get"]["key"] == "tag", tags
     assert tags["delete"]["parameters"]["required"] == ["tag"]
+
+
+def test_seed_items_keep_a_union_of_constraints_on_their_object() -> None:
+    # Apideck's CustomField: an object with properties and anyOf [{required: [id]}, {required:
+    # [name]}]; its members add constraints, they are not other types (seeds were word pairs)
+    env, _warnings = synthesize_file(
+        CORPUS / "apideck-crm.yml", settings=OpenAPISettings(validate=False)
+    )
+    doc, _ = load(CORPUS / "apideck-crm.yml", validate=False)
+    item = doc["components"]["schemas"]["CustomField"]
+    rows = env.behaviour.model["seed"]["companies"]
+    fields = [f for row in rows for f in row.get("custom_fields") or []]
+    assert fields and all(isinstance(f, dict) for f in fields), fields[:3]
+    assert all(("id" in f or "name" in f) and set(f) <= set(item["properties"]) for f in fields)

@@ -220,7 +220,26 @@ def from_schema(schema: dict[str, Any], rng: random.Random, depth: int = 0, name
         return schema["const"]
     for key in ("oneOf", "anyOf"):
         if isinstance(schema.get(key), list) and schema[key]:
-            return from_schema(schema[key][0], rng, depth + 1)
+            member = schema[key][0] if isinstance(schema[key][0], dict) else {}
+            rest = {k: v for k, v in schema.items() if k != key}
+            if "type" not in member and (rest.get("type") or rest.get("properties")):
+                # a member that only adds constraints to the schema around it (Apideck's
+                # CustomField: type object, properties, anyOf [{required: [id]}, {required: [name]}])
+                member = {
+                    **rest,
+                    **member,
+                    "properties": {
+                        **(rest.get("properties") or {}),
+                        **(member.get("properties") or {}),
+                    },
+                    "required": list(
+                        dict.fromkeys(
+                            [*(rest.get("required") or []), *(member.get("required") or [])]
+                        )
+                    ),
+                }
+                return from_schema(member, rng, depth, name)
+            return from_schema(member, rng, depth + 1)
     t = _type(schema)
     if t == "string":
         return _string(schema, rng, name)

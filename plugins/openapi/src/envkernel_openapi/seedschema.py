@@ -224,7 +224,7 @@ def from_schema(schema: dict[str, Any], rng: random.Random, depth: int = 0, name
             rest = {k: v for k, v in schema.items() if k != key}
             if "type" not in member and (rest.get("type") or rest.get("properties")):
                 # a member that only adds constraints to the schema around it (Apideck's
-                # CustomField: type object, properties, anyOf [{required: [id]}, {required: [name]}])
+                # CustomField: properties, and anyOf [{required: [id]}, {required: [name]}])
                 member = {
                     **rest,
                     **member,

@@ -105,3 +105,17 @@ def test_seed_items_keep_a_union_of_constraints_on_their_object() -> None:
     fields = [f for row in rows for f in row.get("custom_fields") or []]
     assert fields and all(isinstance(f, dict) for f in fields), fields[:3]
     assert all(("id" in f or "name" in f) and set(f) <= set(item["properties"]) for f in fields)
+
+
+def test_seed_items_merge_their_all_of() -> None:
+    # Lob's tracking_events items are allOf [tracking_event_base, {type, name, details: null}]
+    env, _warnings = synthesize_file(
+        CORPUS / "lob-api-bundled.yml", settings=OpenAPISettings(validate=False)
+    )
+    events = [
+        e
+        for row in env.behaviour.model["seed"]["postcards"]
+        for e in row.get("tracking_events") or []
+    ]
+    assert events and all(isinstance(e, dict) and e.get("type") == "normal" for e in events)
+    assert all(e.get("details") is None for e in events)

@@ -23,7 +23,7 @@ from envkernel_runtime.model import ResourceModel
 
 from .seeddata import RowMaker
 from .seedschema import conform, problem, schema_of
-from .spec import METHODS, REF_NAME, SpecError
+from .spec import METHODS, REF_NAME, SpecError, unresolved_refs
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 JSON_MEDIA = re.compile(r"^application/([\w.+-]*\+)?json|^\*/\*$|^application/\*$")
@@ -312,6 +312,23 @@ ENVELOPE_EXTRA = {
 NEGATION = re.compile(r"\b(not|cannot|can't|never|except|no longer)\b", re.I)
 
 
+CREDENTIAL_FIELDS = frozenset(
+    {
+        "key",
+        "api_key",
+        "apikey",
+        "api_secret",
+        "secret",
+        "token",
+        "api_token",
+        "access_token",
+        "auth_token",
+        "authentication_token",
+    }
+)
+"""Body field names (snake_case) that carry a caller's credentials when most operations have one."""
+
+
 def skip_reason(why: str) -> str:
     """A skip message without its particulars (names, paths, numbers), to count skips by."""
     r = re.sub(r"'[^']*'|\"[^\"]*\"", "X", why)
@@ -545,6 +562,8 @@ class Builder:
         self.max_tools = max_tools
         self.operations = 0
         """Operations in the document (path + method pairs)."""
+        self.credentials: set[str] = set()
+        """Body fields that carry the caller's credentials (see :meth:`_body_credentials`)."""
         self.skipped: Counter[str] = Counter()
         """Operations made into no tool, counted by reason (the reason without its particulars)."""
         self.name = name
@@ -578,6 +597,8 @@ class Builder:
                 if seg.startswith("{") or any(len(x) <= i + 1 or x[i] != seg for x in split):
                     break
                 self.prefixes.add(snake(seg))
+        memo: dict[int, tuple[str, ...]] = {}
+        self.credentials = self._body_credentials(paths)
         for path, item in paths.items():
             common = [p for p in item.get("parameters") or [] if isinstance(p, dict)]
             for method in METHODS:
@@ -589,7 +610,8 @@ class Builder:
                     params[(p.get("name"), p.get("in"))] = p
                 op = Op(method=method, path=path, raw=raw, params=list(params.values()))
                 self.operations += 1
-                why = self._classify(op)
+                dangling = unresolved_refs(raw, memo) + unresolved_refs(common, memo)
+                why = dangling[0] if dangling else self._classify(op)
                 if why:
                     self.skip(op.label, why)
                     continue
@@ -603,6 +625,7 @@ class Builder:
         segs = [
             s.removesuffix(".json") for s in str(op.path).strip("/").split("/") if s
         ]  # Twilio's /Calls.json
+        segs = self._lead(op, segs)
         pairs: list[tuple[str, str | None]] = []
         i = 0
         while i < len(segs):
@@ -687,6 +710,84 @@ class Builder:
         op.parents = [(r, p) for r, p in pairs[:-1] if p is not None]
         return ""
 
+    def _body_credentials(self, paths: dict[str, Any]) -> set[str]:
+        """Request-body fields that carry the caller's credentials, not data (Mandrill's ``key``).
+
+        A field named like a key or token (``key``, ``api_key``, ``token``, ``api_secret``) that at
+        least three operations and half of those with a JSON object body carry is auth: it is left
+        out of every tool and is never an item's id.
+        """
+        counts: Counter[str] = Counter()
+        bodies = 0
+        for item in paths.values():
+            for method in METHODS:
+                raw = item.get(method) if isinstance(item, dict) else None
+                if not isinstance(raw, dict) or not isinstance(raw.get("requestBody"), dict):
+                    continue
+                has, schema = json_content(raw["requestBody"], forms=True)
+                schema = merge_all_of(unwrap(schema)) if has and isinstance(schema, dict) else None
+                if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+                    continue
+                bodies += 1
+                counts.update(
+                    str(k) for k in schema["properties"] if snake(str(k)) in CREDENTIAL_FIELDS
+                )
+        found = {k for k, n in counts.items() if n >= 3 and 2 * n >= bodies}
+        if found:
+            self.warn(
+                f"body field(s) {', '.join(repr(k) for k in sorted(found))} carry the caller's "
+                "credentials in most operations: auth, not data; they are left out of the tools"
+            )
+        return found
+
+    def _lead(self, op: Op, segs: list[str]) -> list[str]:
+        """The path's segments with a leading path parameter (or none at all) made sense of.
+
+        A leading ``{apiVersion}`` (a parameter named like a version, or whose values are all
+        versions: ``v2``, ``2024-01-01``) is a version prefix, not a resource: it is dropped. Any
+        other leading parameter follows the last literal segment of the server URL (Vonage's
+        ``https://api.nexmo.com/accounts`` + ``/{api_key}/subaccounts``): that segment is the
+        collection it keys, and the root path ``/`` is that collection.
+        """
+        if not segs:  # GET / on https://api.nexmo.com/beta/chatapp-accounts lists the accounts
+            base = self._server_segment(op)
+            return [base] if base else segs
+        while segs and segs[0].startswith("{") and segs[0].endswith("}"):
+            name = segs[0][1:-1]
+            param = next((p for p in op.params if p.get("name") == name), {})
+            pschema = param.get("schema") if isinstance(param.get("schema"), dict) else {}
+            values = [
+                str(v)
+                for v in [*(pschema.get("enum") or []), pschema.get("default")]
+                if v is not None
+            ]
+            version = re.compile(
+                r"v?\d+(\.\d+)*([-_.]?(alpha|beta|preview)\d*)?|\d{4}-\d{2}(-\d{2})?"
+            )
+            if snake(name) in ("version", "api_version", "v", "ver") or (
+                values and all(version.fullmatch(v) for v in values)
+            ):
+                segs = segs[1:]
+                continue
+            base = self._server_segment(op)
+            return [base, *segs] if base else segs
+        return segs
+
+    def _server_segment(self, op: Op) -> str:
+        """The last literal segment of the operation's (or the document's) first server URL."""
+        servers = op.raw.get("servers") or self.doc.get("servers") or []
+        url = (
+            str((servers[0] or {}).get("url") or "")
+            if isinstance(servers, list) and servers and isinstance(servers[0], dict)
+            else ""
+        )
+        path = re.sub(r"^[a-z]+://[^/]*", "", url)
+        segs = [x for x in path.split("/") if x]
+        last = segs[-1] if segs else ""
+        if not last or "{" in last or re.fullmatch(r"api|rest|v\d+(\.\d+)*", last):
+            return ""
+        return last
+
     @staticmethod
     def _rpc_word(word: str) -> bool:
         return word in ACTION_TARGETS or word in FLAG_ACTIONS or word in UNFLAG_ACTIONS
@@ -726,14 +827,26 @@ class Builder:
         body = self._body_schema(op)
         if isinstance(body, dict):
             req = set(body.get("required") or [])
-            cands += [(str(k), k in req) for k in body.get("properties") or {}]
+            cands += [
+                (str(k), k in req)
+                for k in body.get("properties") or {}
+                if str(k) not in self.credentials
+            ]
         one = singular(op.resource)
         for want in ("id", f"{one}_id", f"{one}_gid", "gid", "uid", "sid", "key", "name"):
             for name, _req in cands:
                 if snake(name) == want:
                     return name
         ids = [n for n, r in cands if r and snake(n).endswith("_id")]
-        return ids[0] if len(ids) == 1 else None
+        if len(ids) == 1:
+            return ids[0]
+        # the one argument a call requires names its item when it is a natural key (Mandrill's
+        # POST /tags/delete {tag}, /allowlists/delete {email}, /ips/info {ip})
+        required = [n for n, r in cands if r]
+        natural = {"email", "address", "domain", "ip", "tag", "slug", "handle", "username", one}
+        if len(required) == 1 and snake(required[0]) in natural:
+            return required[0]
+        return None
 
     def _answer_name(self, op: Op) -> str:
         """The snake_case component name of an operation's answer (or of its array's items), or ""."""
@@ -1674,7 +1787,7 @@ class Builder:
         for pname, ps in (schema.get("properties") or {}).items():
             arg = snake(pname)
             ps = ps if isinstance(ps, dict) else {}
-            if ps.get("readOnly"):
+            if ps.get("readOnly") or pname in self.credentials:
                 continue
             if arg in props:
                 if not (op.rpc and pname == op.key_param):

@@ -211,16 +211,61 @@ def _bounds(schema: dict[str, Any]) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def _all_of(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its ``allOf`` parts merged in: properties, required, and the first of each
+    other keyword (a part's own ``allOf`` too)."""
+    out = {k: v for k, v in schema.items() if k != "allOf"}
+    props = dict(out.get("properties") or {})
+    req = list(out.get("required") or [])
+    for part in schema.get("allOf") or []:
+        if not isinstance(part, dict):
+            continue
+        part = _all_of(part) if isinstance(part.get("allOf"), list) else part
+        props.update(part.get("properties") or {})
+        req += [r for r in part.get("required") or [] if r not in req]
+        for k, v in part.items():
+            if k not in ("properties", "required"):
+                out.setdefault(k, v)
+    if props:
+        out["properties"] = props
+    if req:
+        out["required"] = req
+    return out
+
+
 def from_schema(schema: dict[str, Any], rng: random.Random, depth: int = 0, name: str = "") -> Any:
     """A value ``schema`` accepts, built from its constraints (and, for a nested property, a
     little from its ``name``: ids, emails, URLs, times)."""
+    if isinstance(schema.get("allOf"), list):  # Lob's tracking events: allOf [base, {...}]
+        schema = _all_of(schema)
     if isinstance(schema.get("enum"), list) and [e for e in schema["enum"] if e is not None]:
         return rng.choice([e for e in schema["enum"] if e is not None])
+    if schema.get("enum") == [None]:  # Lob's normal tracking events: details is always null
+        return None
     if "const" in schema:
         return schema["const"]
     for key in ("oneOf", "anyOf"):
         if isinstance(schema.get(key), list) and schema[key]:
-            return from_schema(schema[key][0], rng, depth + 1)
+            member = schema[key][0] if isinstance(schema[key][0], dict) else {}
+            rest = {k: v for k, v in schema.items() if k != key}
+            if "type" not in member and (rest.get("type") or rest.get("properties")):
+                # a member that only adds constraints to the schema around it (Apideck's
+                # CustomField: properties, and anyOf [{required: [id]}, {required: [name]}])
+                member = {
+                    **rest,
+                    **member,
+                    "properties": {
+                        **(rest.get("properties") or {}),
+                        **(member.get("properties") or {}),
+                    },
+                    "required": list(
+                        dict.fromkeys(
+                            [*(rest.get("required") or []), *(member.get("required") or [])]
+                        )
+                    ),
+                }
+                return from_schema(member, rng, depth, name)
+            return from_schema(member, rng, depth + 1)
     t = _type(schema)
     if t == "string":
         return _string(schema, rng, name)

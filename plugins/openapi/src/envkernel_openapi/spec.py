@@ -36,6 +36,9 @@ METHODS = ("get", "put", "post", "delete", "patch", "options", "head", "trace", 
 """Operation keys of a path item."""
 REF_NAME = "x-envkernel-ref"
 """Key added to a resolved schema: the name of the component it came from."""
+UNRESOLVED = "x-envkernel-unresolved"
+"""Key of the node that stands for a ``$ref`` pointing to nothing (its value says which): the
+operations whose parameters, body or answers reach one are skipped, the rest of the spec is kept."""
 SUFFIXES = (".json", ".yaml", ".yml")
 """Files a folder source reads."""
 RESOLVED = ("paths", "components", "webhooks")
@@ -264,6 +267,9 @@ class Resolver:
         """Names of the other files read."""
         self.cuts = 0
         """Reference cycles cut so far."""
+        self.unresolved: dict[str, str] = {}
+        """The references that point to nothing (each left as an :data:`UNRESOLVED` marker), with
+        the message of the first place that holds it."""
         self._done: dict[str, Any] = {}
 
     def _retrieve(self, uri: str) -> Resource[Any]:
@@ -311,7 +317,12 @@ class Resolver:
                 return {"type": "object", REF_NAME: comp}
             if absolute in self._done and len(node) == 1:
                 return self._done[absolute]
-            target, new_base = self._lookup(ref, base, [*parts, "$ref"])
+            try:
+                target, new_base = self._lookup(ref, base, [*parts, "$ref"])
+            except SpecError as exc:  # a dangling $ref: only the operations that reach it go
+                self.unresolved.setdefault(ref, str(exc))
+                why = str(exc).split(": $ref ", 1)[-1].removesuffix(" (points to nothing)")
+                return {UNRESOLVED: f"$ref {why}"}
             out = self.resolve(target, [*parts, "$ref"], (*stack, absolute), new_base)
             if isinstance(out, dict):
                 out = dict(out)
@@ -327,6 +338,32 @@ class Resolver:
             k: (v if _literal(k) else self.resolve(v, [*parts, k], stack, base))
             for k, v in node.items()
         }
+
+
+def unresolved_refs(node: Any, memo: dict[int, tuple[str, ...]] | None = None) -> tuple[str, ...]:
+    """The dangling references (:data:`UNRESOLVED` markers) under ``node``, first seen first.
+
+    The resolved tree shares its expansions (a DAG), so the walk remembers each node it has seen
+    (``memo``, by identity; pass one dict to check many operations of a document in linear time).
+    """
+    memo = {} if memo is None else memo
+    seen = memo.get(id(node))
+    if seen is not None:
+        return seen
+    found: dict[str, None] = {}
+    if isinstance(node, dict):
+        if isinstance(node.get(UNRESOLVED), str):
+            found[node[UNRESOLVED]] = None
+        for k, v in node.items():
+            if isinstance(v, (dict, list)) and not _literal(str(k)):
+                found.update(dict.fromkeys(unresolved_refs(v, memo)))
+    elif isinstance(node, list):
+        for v in node:
+            if isinstance(v, (dict, list)):
+                found.update(dict.fromkeys(unresolved_refs(v, memo)))
+    out = tuple(found)
+    memo[id(node)] = out
+    return out
 
 
 def _literal(key: str) -> bool:
@@ -372,6 +409,10 @@ def load_text(
         resolved = {k: (resolver.resolve(v, [k]) if k in RESOLVED else v) for k, v in doc.items()}
     except RecursionError:
         raise SpecError(f"{name}: at $: the references nest too deeply to resolve") from None
+    warnings += [
+        f"{problem.removesuffix(' (points to nothing)')}; the operations that reach it are skipped"
+        for problem in resolver.unresolved.values()
+    ]
     check_structure(resolved, name)
     if validate:
         warnings += validation_warnings(doc, name, version, base)

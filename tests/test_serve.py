@@ -638,9 +638,11 @@ async def test_verl_tool_keyed_by_trajectory(server: Any, tasks: list[Task]) -> 
         for r in dataset_rows(str(server_run_dir(server)))
         if r["extra_info"]["task_id"] == task.id
     )
-    assert row["agent_name"] == "tool_agent" and set(row["extra_info"]["tools_kwargs"]) == set(
-        tools
-    )
+    # the tool config has every served environment's tools (shop-v1's and the workspace's); the row
+    # names its own environment's, in tools_kwargs and in tool_selection (what ToolAgentLoop offers)
+    assert row["agent_name"] == "tool_agent"
+    assert set(row["extra_info"]["tools_kwargs"]) == set(row["extra_info"]["tool_selection"])
+    assert set(row["extra_info"]["tool_selection"]) < set(tools)
 
     async def trajectory(request_id: str, calls: list[Any]) -> float | None:
         for call in calls:

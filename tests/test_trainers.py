@@ -68,8 +68,16 @@ def played(envk_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     running = None
     try:
         envk = envk_factory("trainers")
+        travel = ROOT / "plugins/openapi/src/envkernel_openapi/corpus/travel.json"
         run = envk.run(
-            "--source", "sample", "--set", "chains.tasks_per_env=2", run_id="trainers", source=None
+            "--source",
+            "sample",
+            "--source",
+            f"openapi:{travel}",
+            "--set",
+            "chains.tasks_per_env=2",
+            run_id="trainers",
+            source=None,
         )
         assert run.proc.returncode == 0, run.proc.stderr[-2000:]
         tasks = [
@@ -77,6 +85,9 @@ def played(envk_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
             for line in (run.dir / "tasks.jsonl").read_text().splitlines()
             if line
         ]
+        travel_id = next(t.env_id for t in tasks if t.env_id != "shop-v1")
+        assert travel_id.startswith("travel")  # two environments
+        tasks = [t for t in tasks if t.env_id == "shop-v1"]
         mutating = next(t for t in tasks if t.outcome.mutates)
         read_only = next(t for t in tasks if not t.outcome.mutates)
         out = tmp_path_factory.mktemp("trainers-out")
@@ -105,7 +116,9 @@ def played(envk_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     for k, p in procs.items():
         assert p.returncode == 0, f"{k} failed:\n{logs[k][-4000:]}"
         results[k] = json.loads((out / f"{k}.json").read_text())
-    return SimpleNamespace(mutating=mutating, read_only=read_only, url=running.url, **results)
+    return SimpleNamespace(
+        mutating=mutating, read_only=read_only, url=running.url, travel_id=travel_id, **results
+    )
 
 
 # The module fixture (two trainer processes) takes 40 to 120 s on a loaded 2-core machine; the
@@ -115,9 +128,25 @@ def test_trl_grpo_trainer_step_takes_the_environments_reward(played: Any) -> Non
     """A real GRPOTrainer step: its tools are our methods, its rollouts call them on the server, its reward is get_reward()."""
     trl = played.trl
     assert trl["probe_reward"] == 1.0  # the reference play through the class scores 1 on the server
-    assert trl["reward_funcs"] == [
-        "get_reward"
-    ]  # the environment owns the reward: no other reward function
+    # TRL's dict environment_factory, one class per environment: each owns its reward (one reward
+    # column per class, named after it), and no other reward function is needed
+    assert trl["reward_funcs"] == ["get_reward", "get_reward"]
+    assert sorted(trl["reward_func_names"]) == [
+        "EnvkernelEnvironment_shop_v1",
+        "EnvkernelEnvironment_" + played.travel_id.replace("-", "_"),
+    ]
+    # each environment's rows are offered that environment's tools only
+    assert {"create_order", "list_products"} <= set(trl["env_tools"]["shop-v1"])
+    assert "list_hotels" in trl["env_tools"][played.travel_id]
+    assert not set(trl["env_tools"]["shop-v1"]) & set(trl["env_tools"][played.travel_id]) - {
+        "submit_answer"
+    }
+    # a travel row: played by its own class and by the single class (which resets it into travel),
+    # refused by shop's class with the way to fix it
+    routing = trl["routing"]
+    assert routing["own_class_call"] and routing["single_class_call"]
+    assert routing["single_class_env_after"] == "shop-v1"
+    assert "environment_factories(url)" in routing["wrong_class_error"]
     assert "close" not in trl["tool_names"] and "submit_answer" in trl["tool_names"]
     assert {"create_order", "find_customer", "list_products"} <= set(trl["tool_names"])
     (log,) = trl["logs"]
@@ -127,7 +156,7 @@ def test_trl_grpo_trainer_step_takes_the_environments_reward(played: Any) -> Non
         and log["tools/failure_frequency"] == 0
     )
     # what the trainer logged as the environment's reward is what the server scored for its rollouts
-    assert log["rewards/EnvkernelEnvironment/mean"] == pytest.approx(
+    assert log["rewards/EnvkernelEnvironment_shop_v1/mean"] == pytest.approx(
         sum(trl["env_rewards"]) / len(trl["env_rewards"])
     )
     assert trl["env_rewards"] == [1.0, 1.0] and log["reward"] == 1.0

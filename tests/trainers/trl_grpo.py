@@ -32,7 +32,7 @@ from tiny import blank_tokenizer, make_tokenizer
 from transformers import LlamaConfig, LlamaForCausalLM
 from trl import GRPOConfig, GRPOTrainer
 
-from envkernel_serve.trl import dataset_rows, environment_factory
+from envkernel_serve.trl import dataset_rows, environment_factories, environment_factory
 
 
 def main(url: str, run_dir: str, task_id: str, out: str) -> None:
@@ -40,13 +40,16 @@ def main(url: str, run_dir: str, task_id: str, out: str) -> None:
     ``out``."""
     torch.manual_seed(0)
     torch.set_num_threads(1)  # a tiny model: more threads only contend on a shared machine
-    Env = environment_factory(url)
-    task = next(
-        json.loads(line)
-        for line in open(os.path.join(run_dir, "tasks.jsonl"))
-        if json.loads(line)["id"] == task_id
-    )
-    row = next(r for r in dataset_rows(run_dir) if r["task_id"] == task_id)
+    # The run has two environments: TRL's dict form, one class per environment, each row's
+    # `environment` column choosing its class (and the tools its prompt shows).
+    factories = environment_factories(url)
+    all_tasks = [json.loads(line) for line in open(os.path.join(run_dir, "tasks.jsonl"))]
+    task = next(t for t in all_tasks if t["id"] == task_id)
+    rows = dataset_rows(run_dir)
+    row = next(r for r in rows if r["task_id"] == task_id)
+    Env = factories[row["environment"]]
+    other = next(r for r in rows if r["environment"] != row["environment"])
+    routing = _routing(url, factories, row, other, all_tasks)
     # The reference play, through the class itself: the tool results the model will see.
     probe = Env()
     probe.reset(**row)
@@ -125,13 +128,13 @@ def main(url: str, run_dir: str, task_id: str, out: str) -> None:
         model=model,
         args=args,
         processing_class=tokenizer,
-        environment_factory=Env,
+        environment_factory=factories,
         train_dataset=Dataset.from_list([row] * 4),
     )
 
     # Fit the model to the episode, token by token as the trainer itself builds it (TRL's own
     # renderers).
-    tools = trainer._env_tools[None]
+    tools = trainer._env_tools[row["environment"]]
     prompt_ids = tokenizer.apply_chat_template(
         row["prompt"],
         tools=tools,
@@ -179,6 +182,12 @@ def main(url: str, run_dir: str, task_id: str, out: str) -> None:
                 "env_states": states,
                 "logs": logs,
                 "reward_funcs": [getattr(r, "__name__", str(r)) for r in trainer.reward_funcs],
+                "reward_func_names": list(trainer.reward_func_names),
+                "env_tools": {
+                    str(k): sorted(getattr(t, "__name__", str(t)) for t in v)
+                    for k, v in trainer._env_tools.items()
+                },
+                "routing": routing,
                 "tool_names": sorted(getattr(t, "__name__", str(t)) for t in tools),
                 "prompt_tokens": len(prompt_ids),
                 "sequence_tokens": int(ids.shape[1]),
@@ -186,6 +195,36 @@ def main(url: str, run_dir: str, task_id: str, out: str) -> None:
             f,
             default=str,
         )
+
+
+def _routing(
+    url: str, factories: dict[str, type], row: dict, other: dict, tasks: list[dict]
+) -> dict[str, object]:
+    """A row of the other environment through each class: its own class plays it (its first
+    reference call answers), the single class routes it, the wrong class says which to use."""
+    by_id = {t["id"]: t for t in tasks}
+    out: dict[str, object] = {}
+    first = by_id[other["task_id"]]["calls"][0]
+    own = factories[other["environment"]]()
+    own.reset(**{k: v for k, v in other.items() if k != "environment"})
+    out["own_class_call"] = (
+        json.loads(getattr(own, first["name"])(**first["arguments"])) is not None
+    )
+    own.close()
+    single = environment_factory(url)()  # every environment's tools: resets each row into its env
+    single.reset(**other)
+    out["single_class_call"] = (
+        json.loads(getattr(single, first["name"])(**first["arguments"])) is not None
+    )
+    single.reset(**row)
+    out["single_class_env_after"] = single._s().state()["env_id"]
+    single.close()
+    try:
+        factories[row["environment"]]().reset(**other)
+        out["wrong_class_error"] = ""
+    except ValueError as exc:
+        out["wrong_class_error"] = str(exc)
+    return out  # the instance of the wrong class is never closed: the interpreter still exits
 
 
 if __name__ == "__main__":

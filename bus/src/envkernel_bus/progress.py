@@ -29,18 +29,25 @@ SHOWN = (
     "task.proposed",
     "task.gated",
     "task.rejected",
+    "rollout.scored.gate",
     "rollout.scored",
     "plugin.failed",
 )
+"""What the line counts, in its order. ``env.verified`` counts environments (one event reaches each
+sampler: the count is of distinct environment ids); ``rollout.scored`` counts the training
+rollouts (what the summary's ``rollouts`` counts) and ``rollout.scored.gate`` the gate's own
+(``gate_rollouts``)."""
 LABELS = {
     "env.synthesized": "envs",
     "env.verified": "verified",
     "task.proposed": "proposed",
     "task.gated": "tasks",
     "task.rejected": "rejected",
+    "rollout.scored.gate": "gate_rollouts",
     "rollout.scored": "rollouts",
     "plugin.failed": "failures",
 }
+"""The name each count has in the line and in the log's fields (the summary's names)."""
 
 
 class Status:
@@ -55,6 +62,7 @@ class Status:
         self.event = event
         self._tty = enabled and sys.stderr.isatty()
         self._live: Any = None
+        self._quiet: Any = None
         self._last = (
             -math.inf
         )  # never shown: the first show() draws or logs, whatever the clock reads
@@ -102,8 +110,19 @@ class Status:
             from rich.console import Console
             from rich.live import Live
 
+            from .logs import quiet_while_live
+
+            # Log lines go through the display's console (it redirects sys.stderr, which the logs
+            # write to), above the bar; and below warning only when a level was chosen.
+            self._quiet = quiet_while_live()
+            self._quiet.__enter__()
             self._live = Live(
-                self._render(), console=Console(stderr=True), refresh_per_second=8, transient=False
+                self._render(),
+                console=Console(stderr=True),
+                refresh_per_second=8,
+                transient=False,
+                redirect_stderr=True,
+                redirect_stdout=True,
             )
             self._live.__enter__()
         return self
@@ -113,6 +132,7 @@ class Status:
             self._live.update(self._render())
             self._live.__exit__(None, None, None)
             self._live = None
+            self._quiet.__exit__(None, None, None)
 
 
 class Progress(Status):
@@ -121,6 +141,7 @@ class Progress(Status):
     def __init__(self, enabled: bool = True, interval: float = 2.0) -> None:
         super().__init__(enabled, interval)
         self.counts: Counter[str] = Counter()
+        self._verified: set[str] = set()
         self.iteration = 0
         self.last_mean: float | None = None
         self._text = self.line()
@@ -128,7 +149,7 @@ class Progress(Status):
     def line(self) -> str:
         """The current counts as one line (with the iteration, once a run has more than one)."""
         parts = [
-            f"{LABELS[k]} {self.counts[k]}"
+            f"{LABELS[k].replace('_', ' ')} {self.counts[k]}"
             for k in SHOWN
             if self.counts[k] or k in ("task.gated", "rollout.scored")
         ]
@@ -139,7 +160,17 @@ class Progress(Status):
 
     def update(self, ev: Event) -> None:
         """Count one event; refresh the display at most every so often."""
-        self.counts[ev.kind] += 1
+        if ev.kind == "env.verified":
+            env = getattr(ev, "env", None)
+            env_id = getattr(env, "id", None)
+            if env_id is not None:
+                if env_id in self._verified:
+                    return  # the same environment, sent to another sampler
+                self._verified.add(env_id)
+        kind = ev.kind
+        if kind == "rollout.scored" and getattr(ev, "purpose", "train") == "gate":
+            kind = "rollout.scored.gate"
+        self.counts[kind] += 1
         if ev.kind == "iteration.ended":
             self.last_mean = getattr(ev, "mean_reward", None)
         self.iteration = max(self.iteration, ev.iteration)

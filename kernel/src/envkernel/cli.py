@@ -642,15 +642,21 @@ def plugins_cmd(as_json: bool) -> None:
         ]
         click.echo(json.dumps(rows, indent=2))
         return
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("name", "distribution", "version", "roles", "components", "default")
+    # Readable at 80 columns: no outer box, the names never cut (the components wrap instead).
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("distribution", min_width=22)
+    table.add_column("roles", min_width=12, max_width=15, overflow="fold")
+    table.add_column("components", min_width=12, max_width=15, overflow="fold")
+    table.add_column("default", no_wrap=True, min_width=7)
     for i in infos:
         table.add_row(
             i.name,
-            i.distribution,
-            i.version,
+            f"{i.distribution} {i.version}".strip(),
             ", ".join(i.roles) or (f"[red]broken: {i.error}[/red]" if i.error else "(commands)"),
             ", ".join(i.components),
             "yes" if i.default else "",

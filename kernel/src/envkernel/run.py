@@ -89,6 +89,22 @@ def _path_source(source: str, registry: Registry) -> str:
     )
 
 
+def _check_source(source: str, registry: Registry) -> None:
+    """Check a ``KIND:VALUE`` source up front with its synthesizer's ``check_source`` (a factory
+    attribute, like ``accepts_paths``: ``check_source(value) -> str | None``, what is wrong): a bad
+    spec file is a usage error (exit 2) before anything runs, not a plugin failure mid-run."""
+    kind, colon, value = source.partition(":")
+    if not colon or not value:
+        return
+    for c in registry.by_role("synthesizer"):
+        check = getattr(c.factory, "check_source", None)
+        if kind in c.sources and callable(check):
+            problem = check(value)
+            if problem:
+                raise ConfigError(f"--source {source!r}: {problem}")
+            return
+
+
 @dataclass
 class Prepared:
     """A resolved run: its config and the loaded plugins."""
@@ -232,6 +248,7 @@ def prepare(file: str | None, flags: dict[str, Any], out_root: str | None = None
                 f"no selected synthesizer handles source kind {kind!r}; handled: "
                 f"{sorted({k for v in sources.values() for k in v})}"
             )
+        _check_source(source, registry)
     unknown = set(config.settings) - set(registry.components) - {n for _, n in remote}
     if unknown:
         raise ConfigError(

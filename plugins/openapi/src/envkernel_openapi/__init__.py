@@ -28,13 +28,15 @@ from envkernel.hookspecs import hookimpl
 from envkernel_schemas import EnvRequested, EnvSpec, ModelBehaviour, Provenance, ToolSpec
 
 from .infer import Builder
-from .spec import SpecError, load, spec_files
+from .spec import SpecError, load, parse_any, spec_files
 
 __all__ = [
     "OpenAPISettings",
     "OpenAPISynthesizer",
     "Settings",
     "SpecError",
+    "check_source",
+    "check_spec_file",
     "corpus_dir",
     "corpus_files",
     "synthesize_file",
@@ -127,12 +129,67 @@ def synthesize_file(
     )
 
 
+_METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
+
+
+def _line_of(text: str, key: str) -> int:
+    """The 1-based line where a top-level ``key`` is (YAML ``key:`` or JSON ``"key":``), else 1."""
+    m = re.search(rf'^\s*"?{re.escape(key)}"?\s*:', text, re.M)
+    return text.count("\n", 0, m.start()) + 1 if m else 1
+
+
+def check_spec_file(path: str | Path) -> str | None:
+    """What makes the spec file at ``path`` unusable before anything runs, or None: it cannot be
+    read, it is not JSON or YAML (the message names the line), it is empty, or it has no operation.
+    A cheap check (no ``$ref`` resolution, no conversion): a spec it passes may still be refused
+    by the synthesizer, with the reason in the run's failures."""
+    p = Path(path).expanduser()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"{p}: cannot read it: {exc}"
+    try:
+        doc = parse_any(text, str(p))
+    except SpecError as exc:
+        return str(exc)
+    if not isinstance(doc, dict):
+        return f"{p}:1: an OpenAPI document must be an object, got {type(doc).__name__}"
+    paths = doc.get("paths")
+    line = _line_of(text, "paths")
+    if not isinstance(paths, dict) or not paths:
+        where = f"{p}:{line}" if "paths" in doc else f"{p}"
+        return f"{where}: the document has no operations (its 'paths' is empty or missing)"
+    for item in paths.values():
+        if isinstance(item, dict) and ("$ref" in item or any(m in item for m in _METHODS)):
+            return None
+    return f"{p}:{line}: the document has no operations (no path has a get, post, put, patch or delete)"
+
+
+def check_source(value: str) -> str | None:
+    """The up-front check of ``--source openapi:PATH`` (the kernel calls it before a run starts):
+    a file must pass :func:`check_spec_file`; a folder must hold a spec file, and at least one
+    that passes (the others are refused during the run, as they are today). None when fine."""
+    target = Path(value).expanduser()
+    if not target.exists():
+        return None  # the kernel says "no such file or folder"
+    if not target.is_dir():
+        return check_spec_file(target)
+    files = spec_files(target)
+    if not files:
+        return f"{value}: the folder holds no .json, .yaml or .yml file"
+    problems = [check_spec_file(f) for f in files]
+    if all(problems):
+        return "no spec file of the folder can be used: " + "; ".join(str(x) for x in problems)
+    return None
+
+
 class OpenAPISynthesizer:
     """Synthesizer ``openapi``: one environment per OpenAPI document (see the module docstring)."""
 
     Settings = OpenAPISettings
     sources = ("openapi",)
     accepts_paths = True  # a bare `--source PATH` (a spec file or a folder of them) comes here
+    check_source = staticmethod(check_source)  # the kernel checks `openapi:PATH` before the run
 
     def __init__(self, settings: OpenAPISettings | None = None) -> None:
         self.settings = settings or OpenAPISettings()

@@ -648,6 +648,11 @@ def serve_command() -> Any:
             raise UsageError(
                 f"{env_dir}: env.json names no spec file that exists ({env.provenance.source if env.provenance else ''!r}); give --spec"
             )
+        from . import check_spec_file
+
+        problem = check_spec_file(path)
+        if problem:
+            raise UsageError(f"--spec: {problem}")
         component, settings = runner_component(runner, config_file, sets)
         sandbox_runner = (
             component.factory(settings)

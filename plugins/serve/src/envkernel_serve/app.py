@@ -617,6 +617,10 @@ def build_app(
     async def health(_: Request) -> JSONResponse:
         return JSONResponse({"status": "healthy"})
 
+    task_ids: dict[str, list[str]] = {}
+    for t in cat.tasks:
+        task_ids.setdefault(t.env_id, []).append(t.id)
+
     async def metadata(_: Request) -> JSONResponse:
         env = cat.default_env
         return JSONResponse(
@@ -628,7 +632,13 @@ def build_app(
                 "version": "0.1.0",
                 "author": "envkernel",
                 "envs": [
-                    {"id": e.id, "name": e.name, "tools": [t.name for t in e.tools]}
+                    {
+                        "id": e.id,
+                        "name": e.name,
+                        "tools": [t.name for t in e.tools],
+                        "tool_specs": tool_list(e),
+                        "task_ids": task_ids.get(e.id, []),
+                    }
                     for e in cat.envs.values()
                 ],
                 "tasks": [t.id for t in cat.tasks],

@@ -59,23 +59,41 @@ class Catalog:
 
     def task(self, options: dict[str, Any], counter: int) -> Task | None:
         """The task a reset asks for: ``task_id``, else ``task_index``, else ``seed`` (modulo the number
-        of tasks), else the next one in turn (``counter``). None when there are no tasks."""
+        of tasks), else the next one in turn (``counter``). None when there are no tasks.
+
+        ``env_id`` (optional) names the environment: the task index, seed and turn then count over
+        that environment's tasks only, and a ``task_id`` of another environment is refused."""
+        env_id = options.get("env_id")
+        if env_id is not None and str(env_id) not in self.envs:
+            raise CatalogError(
+                f"no environment {env_id!r} is served here; the environments are: {', '.join(self.envs)}"
+            )
         if "task_id" in options and options["task_id"] is not None:
             tid = str(options["task_id"])
             if tid not in self.by_id:
                 raise CatalogError(
                     f"no task {tid!r} is served here ({len(self.tasks)} tasks; see GET /metadata)"
                 )
-            return self.by_id[tid]
-        if not self.tasks:
-            return None
+            found = self.by_id[tid]
+            if env_id is not None and found.env_id != str(env_id):
+                raise CatalogError(
+                    f"task {tid!r} is in environment {found.env_id!r}, not {env_id!r}"
+                )
+            return found
+        tasks = self.tasks if env_id is None else self.env_tasks(str(env_id))
+        if not tasks:
+            return None  # free play (of ``env_id``'s environment, when it names one)
         for key in ("task_index", "seed"):
             value = options.get(key)
             if value is not None:
                 if isinstance(value, bool) or not isinstance(value, int):
                     raise CatalogError(f"{key} must be an integer, got {value!r}")
-                return self.tasks[value % len(self.tasks)]
-        return self.tasks[counter % len(self.tasks)]
+                return tasks[value % len(tasks)]
+        return tasks[counter % len(tasks)]
+
+    def env_tasks(self, env_id: str) -> list[Task]:
+        """The tasks of environment ``env_id``, in file order."""
+        return [t for t in self.tasks if t.env_id == env_id]
 
 
 def tool_list(env: EnvSpec, task: Task | None = None) -> list[dict[str, Any]]:

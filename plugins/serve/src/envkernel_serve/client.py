@@ -13,6 +13,9 @@ server session, so one isolated sandbox.
 from __future__ import annotations
 
 import json
+import urllib.error
+import urllib.request
+import weakref
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection
@@ -20,7 +23,7 @@ from websockets.asyncio.client import connect as aconnect
 from websockets.sync.client import ClientConnection as SyncConnection
 from websockets.sync.client import connect
 
-__all__ = ["AsyncSession", "ServeError", "Session", "ws_url"]
+__all__ = ["AsyncSession", "ServeError", "Session", "http_url", "server_metadata", "ws_url"]
 
 
 class ServeError(RuntimeError):
@@ -41,6 +44,38 @@ def ws_url(url: str) -> str:
     elif not u.startswith(("ws://", "wss://")):
         u = "ws://" + u
     return u if u.endswith("/ws") else u + "/ws"
+
+
+def http_url(url: str) -> str:
+    """The HTTP base of a server given as ``http://HOST:PORT``, ``ws://HOST:PORT/ws`` or ``HOST:PORT``."""
+    u = ws_url(url)[: -len("/ws")]
+    return "http" + u[len("ws") :]
+
+
+def server_metadata(url: str, *, timeout: float = 60.0) -> dict[str, Any]:
+    """``GET /metadata`` of the server at ``url``: its ``envs`` (each with ``id``, ``tools``,
+    ``tool_specs`` and ``task_ids``) and ``tasks``."""
+    target = http_url(url) + "/metadata"
+    try:
+        with urllib.request.urlopen(target, timeout=timeout) as resp:  # noqa: S310 (http only)
+            data: dict[str, Any] = json.loads(resp.read())
+    except (OSError, ValueError) as exc:
+        raise ServeError(
+            f"cannot read {target}: {exc}; is `envkernel serve` running there?"
+        ) from None
+    return data
+
+
+def _close_connection(ws: SyncConnection) -> None:
+    """Close a session's connection (the ``close`` message, then the WebSocket's closing handshake)."""
+    try:
+        ws.send(json.dumps({"type": "close"}))
+    except Exception:
+        pass
+    try:
+        ws.close()
+    except Exception:
+        pass
 
 
 def _answer(raw: str | bytes) -> dict[str, Any]:
@@ -67,6 +102,10 @@ class Session:
             raise ServeError(
                 f"cannot connect to {self.url}: {exc}; is `envkernel serve` running there?"
             ) from None
+        # A session that is never closed is closed when it is collected, or at interpreter exit
+        # (``weakref.finalize`` runs from ``atexit``, while the connection's threads still run: a
+        # close from ``__del__`` during shutdown would wait for ever on a thread that is gone).
+        self._finalizer = weakref.finalize(self, _close_connection, self._ws)
 
     def _send(self, message: dict[str, Any]) -> dict[str, Any]:
         if self._ws is None:
@@ -101,13 +140,8 @@ class Session:
 
     def close(self) -> None:
         """End the session (its sandbox goes back to the server's pool). Idempotent."""
-        ws, self._ws = self._ws, None
-        if ws is not None:
-            try:
-                ws.send(json.dumps({"type": "close"}))
-            except Exception:
-                pass
-            ws.close()
+        self._ws = None
+        self._finalizer()  # runs _close_connection once; later calls do nothing
 
     def __enter__(self) -> Session:
         return self

@@ -29,9 +29,9 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from .client import Session
+from .client import Session, server_metadata
 
-__all__ = ["EnvkernelEnv", "JsonText", "ToolCallSpace", "make"]
+__all__ = ["EnvkernelEnv", "JsonText", "ToolCallSpace", "make", "register_envs"]
 
 
 class JsonText(spaces.Space[str]):
@@ -130,7 +130,13 @@ class EnvkernelEnv(gym.Env[str, dict[str, Any]]):
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(
-        self, url: str, *, render_mode: str | None = None, owned: Any = None, timeout: float = 120.0
+        self,
+        url: str,
+        *,
+        env: str | None = None,
+        render_mode: str | None = None,
+        owned: Any = None,
+        timeout: float = 120.0,
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -138,9 +144,19 @@ class EnvkernelEnv(gym.Env[str, dict[str, Any]]):
             )
         self.render_mode = render_mode
         self.url = url
+        self.env_id = env
+        """The one served environment this env plays (its tools, its tasks); None: any task of the server."""
         self._owned = owned
+        tools: list[dict[str, Any]] | None = None
+        if env is not None:
+            served = {str(e["id"]): e for e in server_metadata(url).get("envs") or []}
+            if env not in served:
+                raise gym.error.Error(
+                    f"the server at {url} serves no environment {env!r}; it serves {', '.join(served)}"
+                )
+            tools = served[env].get("tool_specs")
         self._session: Session | None = Session(url, timeout=timeout)
-        self._tools = self._session.tools()
+        self._tools = tools if tools is not None else self._session.tools()
         self.action_space = ToolCallSpace(self._tools)
         self.observation_space = JsonText()
         self._last = "{}"
@@ -158,6 +174,8 @@ class EnvkernelEnv(gym.Env[str, dict[str, Any]]):
         opts = dict(options or {})
         if seed is not None:
             opts.setdefault("seed", seed)
+        if self.env_id is not None:
+            opts.setdefault("env_id", self.env_id)
         data = self._s().reset(**opts)
         obs = data["observation"]
         self._tools = obs.get("tools", self._tools)
@@ -200,6 +218,49 @@ class EnvkernelEnv(gym.Env[str, dict[str, Any]]):
             owned.stop()
 
 
+def _quiet(level: str) -> None:
+    """Keep the server's logs out of the caller's terminal: structlog at ``level`` (unless the caller
+    configured structlog already), and uvicorn's loggers too."""
+    import logging
+    import os
+
+    import structlog
+
+    level = os.environ.get("ENVKERNEL_LOG_LEVEL") or level
+    lvl = logging.getLevelNamesMapping().get(level.upper(), logging.WARNING)
+    if not structlog.is_configured():
+        from envkernel_bus.logs import configure
+
+        configure(level=level)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).setLevel(max(lvl, logging.getLogger(name).level))
+
+
+def register_envs(
+    url: str, *, namespace: str = "envkernel", max_episode_steps: int | None = None
+) -> list[str]:
+    """Register each environment the server at ``url`` serves with Gymnasium, as ``NAMESPACE/ENV_ID``.
+
+    ``gymnasium.make("envkernel/bank")`` is then an :class:`EnvkernelEnv` of that environment alone
+    (its tools; its tasks, ``reset(seed=s)`` picking the environment's task ``s mod n``), and
+    ``gymnasium.make_vec("envkernel/bank", num_envs=4, vectorization_mode="sync")`` four of them,
+    each its own session (its own sandbox). Returns the ids registered (registering again replaces them)."""
+    meta = server_metadata(url)
+    ids = []
+    for e in meta.get("envs") or []:
+        gym_id = f"{namespace}/{e['id']}"
+        gym.registry.pop(gym_id, None)  # again: the server (its url) may have changed
+        gym.register(
+            id=gym_id,
+            entry_point="envkernel_serve.gym:EnvkernelEnv",
+            kwargs={"url": url, "env": str(e["id"])},
+            max_episode_steps=max_episode_steps,
+            disable_env_checker=True,
+        )
+        ids.append(gym_id)
+    return ids
+
+
 def make(
     target: str | None = None,
     *,
@@ -210,15 +271,20 @@ def make(
     seed: int | None = None,
     max_steps: int = 64,
     render_mode: str | None = None,
+    env: str | None = None,
+    log_level: str = "warning",
 ) -> EnvkernelEnv:
     """A Gymnasium env over ``envkernel serve``: a running server at ``url``, or ``target`` (ENV_DIR or RUN_DIR)
-    served in a background thread for this env alone (stopped by ``close()``)."""
+    served in a background thread for this env alone (stopped by ``close()``). ``env`` names the one
+    environment it plays (of a run's several). The served folder's logs go to stderr at ``log_level``
+    (default ``warning``: quiet) when the caller has not configured structlog itself."""
     if (target is None) == (url is None):
         raise ValueError(
             "envkernel.make: give a run or environment folder, or url= of a running `envkernel serve`, not both"
         )
     if url is not None:
-        return EnvkernelEnv(url, render_mode=render_mode)
+        return EnvkernelEnv(url, env=env, render_mode=render_mode)
+    _quiet(log_level)
     from .server import ServeSettings, serve_local
 
     running = serve_local(
@@ -230,7 +296,7 @@ def make(
         settings=ServeSettings(port=0, warm=1, max_steps=max_steps),
     )
     try:
-        return EnvkernelEnv(running.url, render_mode=render_mode, owned=running)
+        return EnvkernelEnv(running.url, env=env, render_mode=render_mode, owned=running)
     except BaseException:
         running.stop()
         raise

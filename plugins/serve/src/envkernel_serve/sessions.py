@@ -415,7 +415,11 @@ class Episode:
         env = (
             self.core.catalog.envs[task.env_id]
             if task is not None
-            else (self.free_env or self.core.catalog.default_env)
+            else (
+                self.core.catalog.envs.get(str(options.get("env_id")))
+                or self.free_env
+                or self.core.catalog.default_env
+            )
         )
         fresh = self.lease is None or self.lease.env.id != env.id
         lease = await self._sandbox(env, task)

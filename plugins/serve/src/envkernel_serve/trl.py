@@ -38,9 +38,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .client import ServeError, Session
+from .client import ServeError, Session, server_metadata
 
-__all__ = ["EnvkernelTRLEnv", "dataset_rows", "environment_factory"]
+__all__ = ["EnvkernelTRLEnv", "dataset_rows", "environment_factories", "environment_factory"]
 
 _PY_TYPES: dict[str, Any] = {
     "string": str,
@@ -86,6 +86,8 @@ class EnvkernelTRLEnv:
 
     url: str = ""
     answer_tool: bool = True
+    env_ids: tuple[str, ...] = ()
+    """The environments whose rows this class plays (their tools are its methods); empty: any."""
 
     def __init__(self) -> None:
         self._session: Session | None = None
@@ -97,12 +99,41 @@ class EnvkernelTRLEnv:
             self._session = Session(self.url)
         return self._session
 
+    def _row_env(self, row: dict[str, Any]) -> str | None:
+        """The environment a row names (its ``environment`` or ``env_id`` column), checked against :attr:`env_ids`."""
+        named = {str(row[k]) for k in ("environment", "env_id") if row.get(k) is not None}
+        if len(named) > 1:
+            raise ValueError(
+                f"the row names two environments ({', '.join(sorted(named))}) in its "
+                "environment and env_id columns"
+            )
+        env = named.pop() if named else None
+        if env is not None and self.env_ids and env not in self.env_ids:
+            raise ValueError(
+                f"{type(self).__name__} plays the environment(s) {', '.join(self.env_ids)}, and this row "
+                f"is of environment {env!r}: give TRL environment_factories(url) (a dict, one class per "
+                "environment, chosen by the row's `environment` column), or environment_factory(url) "
+                "for every environment the server serves"
+            )
+        if env is None and len(self.env_ids) == 1:
+            env = self.env_ids[0]
+        return env
+
     def reset(self, **kwargs: Any) -> str | None:
-        """Load the row's task (``task_id`` or ``task_index`` column) in this instance's sandbox."""
-        options = {
+        """Load the row's task (``task_id`` or ``task_index`` column) in this instance's sandbox.
+
+        The row's ``environment`` (or ``env_id``) column, when it has one, must be one this class
+        plays (:attr:`env_ids`); a ``ValueError`` says so otherwise, or when the task is of another one."""
+        options: dict[str, Any] = {
             k: kwargs[k] for k in ("task_id", "task_index", "seed") if kwargs.get(k) is not None
         }
-        data = self._s().reset(**options)
+        env = self._row_env(kwargs)
+        if env is not None:
+            options["env_id"] = env
+        try:
+            data = self._s().reset(**options)
+        except ServeError as exc:
+            raise ValueError(str(exc)) from None
         self._submitted, self._done = None, False
         return None if "prompt" in kwargs else str(data["observation"].get("request") or "")
 
@@ -137,13 +168,9 @@ class EnvkernelTRLEnv:
 
     # ``close`` is not a plain function on the class: TRL offers every public function of the class
     # (but ``reset`` and ``get_reward``) to the model as a tool, and closing the session is not one.
+    # An instance never closed needs no ``__del__``: its Session closes itself when collected or at
+    # interpreter exit (``weakref.finalize``, see envkernel_serve.client).
     close = _NotATool(_close, "Close the session (its sandbox goes back to the server's pool).")
-
-    def __del__(self) -> None:
-        try:
-            self._close()
-        except Exception:
-            pass
 
 
 def _submit_answer(self, answer: str) -> str:  # type: ignore[no-untyped-def]
@@ -206,20 +233,38 @@ def _tool_method(tool: dict[str, Any]) -> tuple[str, Any]:
     return method.__name__, method
 
 
-def environment_factory(
-    url: str, *, answer_tool: bool = True, timeout: float = 60.0
-) -> type[EnvkernelTRLEnv]:
-    """A class for TRL's ``environment_factory``: one method per tool of the server at ``url`` (see the module docstring)."""
+_RESERVED = ("reset", "get_reward", "close", "submit_answer", "env_ids", "url", "answer_tool")
+
+
+def _served(url: str, timeout: float) -> dict[str, list[dict[str, Any]]]:
+    """The tools of each environment the server at ``url`` serves (``/metadata``'s ``tool_specs``)."""
+    meta = server_metadata(url, timeout=timeout)
+    envs = meta.get("envs") or []
+    if envs and all("tool_specs" in e for e in envs):
+        return {str(e["id"]): list(e["tool_specs"]) for e in envs}
+    # a server without tool_specs in its /metadata: the tools of a session's default environment
     with Session(url, timeout=timeout) as probe:
         tools = probe.tools()
+    first = str(envs[0]["id"]) if envs else ""
+    return {first: tools}
+
+
+def _make_class(
+    name: str,
+    url: str,
+    env_ids: tuple[str, ...],
+    tools: list[dict[str, Any]],
+    answer_tool: bool,
+) -> type[EnvkernelTRLEnv]:
     namespace: dict[str, Any] = {
         "url": url,
         "answer_tool": answer_tool,
-        "__doc__": f"The tools of the envkernel server at {url}.",
+        "env_ids": env_ids,
+        "__doc__": f"The tools of {', '.join(env_ids) or 'the environment'} on the envkernel server at {url}.",
     }
     for tool in tools:
         ident, method = _tool_method(tool)
-        if ident in ("reset", "get_reward", "close", "submit_answer") or ident.startswith("_"):
+        if ident in _RESERVED or ident.startswith("_"):
             raise ValueError(
                 f"tool {tool['name']!r} would clash with a method of the environment class; rename it"
             )
@@ -228,15 +273,71 @@ def environment_factory(
         namespace["submit_answer"] = (
             _submit_answer  # its __name__ is the tool's name TRL shows the model
         )
-    return type("EnvkernelEnvironment", (EnvkernelTRLEnv,), namespace)
+    return type(name, (EnvkernelTRLEnv,), namespace)
+
+
+def environment_factories(
+    url: str, *, answer_tool: bool = True, timeout: float = 60.0
+) -> dict[str, type[EnvkernelTRLEnv]]:
+    """One class per environment the server at ``url`` serves, by environment id: TRL's dict
+    ``environment_factory`` (each row's ``environment`` column, which :func:`dataset_rows` writes,
+    picks its class, and only that environment's tools are offered for it)."""
+    served = _served(url, timeout)
+    return {
+        env_id: _make_class(
+            f"EnvkernelEnvironment_{_ident(env_id)}", url, (env_id,), tools, answer_tool
+        )
+        for env_id, tools in served.items()
+    }
+
+
+def environment_factory(
+    url: str, *, env: str | None = None, answer_tool: bool = True, timeout: float = 60.0
+) -> type[EnvkernelTRLEnv]:
+    """A class for TRL's ``environment_factory``: one method per tool of the server at ``url`` (see the module docstring).
+
+    ``env`` names the one environment it plays (its tools, its rows). Without it, a server of one
+    environment gives that one's class, and a server of several (a run folder) one class with every
+    environment's tools: each row is reset to its task in its own environment (a row naming an
+    environment that is not served is a ``ValueError``). :func:`environment_factories` (one class per
+    environment) offers each row only its environment's tools."""
+    served = _served(url, timeout)
+    if env is not None:
+        if env not in served:
+            raise ValueError(
+                f"the server at {url} serves no environment {env!r}; it serves {', '.join(served)}"
+            )
+        return _make_class("EnvkernelEnvironment", url, (env,), served[env], answer_tool)
+    merged: dict[str, dict[str, Any]] = {}
+    owner: dict[str, str] = {}
+    for env_id, tools in served.items():
+        for tool in tools:
+            name = str(tool["name"])
+            if name in merged and merged[name] != tool:
+                raise ValueError(
+                    f"tool {name!r} differs between environments {owner[name]!r} and {env_id!r}, so one class "
+                    "cannot offer both: use environment_factories(url) (one class per environment) or "
+                    "environment_factory(url, env=...)"
+                )
+            merged.setdefault(name, tool)
+            owner.setdefault(name, env_id)
+    return _make_class(
+        "EnvkernelEnvironment", url, tuple(served), list(merged.values()), answer_tool
+    )
 
 
 def dataset_rows(run_dir: str | Path, tasks_file: str | Path | None = None) -> list[dict[str, Any]]:
-    """Rows for a TRL dataset from a run's tasks: ``prompt`` (a user message with the request), ``task_id``, ``env_id``."""
+    """Rows for a TRL dataset from a run's tasks: ``prompt`` (a user message with the request), ``task_id``,
+    ``env_id``, and ``environment`` (the same id: the column TRL's dict ``environment_factory`` routes by)."""
     from .catalog import load_catalog
 
     cat = load_catalog(run_dir, tasks_file)
     return [
-        {"prompt": [{"role": "user", "content": t.request}], "task_id": t.id, "env_id": t.env_id}
+        {
+            "prompt": [{"role": "user", "content": t.request}],
+            "task_id": t.id,
+            "env_id": t.env_id,
+            "environment": t.env_id,
+        }
         for t in cat.tasks
     ]

@@ -280,26 +280,50 @@ class EnvkernelTool(_Base):  # type: ignore[misc,valid-type]
         return await end_trajectory(self.url, trajectory)
 
 
-def _server_schemas(url: str) -> dict[str, dict[str, Any]]:
-    from .client import Session
+def _server_schemas(url: str, env: str | None = None) -> dict[str, dict[str, Any]]:
+    """OpenAI tool schemas of every environment the server serves (or of ``env``), by tool name."""
+    from .client import Session, server_metadata
 
-    with Session(url) as s:
-        tools = s.tools()
-    return {
-        t["name"]: {
-            "type": "function",
-            "function": {
-                "name": t["name"],
-                "description": t.get("description", ""),
-                "parameters": t.get("input_schema") or {"type": "object", "properties": {}},
-            },
-        }
-        for t in tools
-    }
+    served: dict[str, list[dict[str, Any]]] = {}
+    envs = server_metadata(url).get("envs") or []
+    if envs and all("tool_specs" in e for e in envs):
+        served = {str(e["id"]): list(e["tool_specs"]) for e in envs}
+    else:  # a server without tool_specs in /metadata: its default environment's tools
+        with Session(url) as s:
+            served = {str(envs[0]["id"]) if envs else "": s.tools()}
+    if env is not None:
+        if env not in served:
+            raise ValueError(
+                f"the server at {url} serves no environment {env!r}; it serves {', '.join(served)}"
+            )
+        served = {env: served[env]}
+    out: dict[str, dict[str, Any]] = {}
+    owner: dict[str, str] = {}
+    for env_id, tools in served.items():
+        for t in tools:
+            schema = {
+                "type": "function",
+                "function": {
+                    "name": t["name"],
+                    "description": t.get("description", ""),
+                    "parameters": t.get("input_schema") or {"type": "object", "properties": {}},
+                },
+            }
+            name = str(t["name"])
+            if name in out and out[name] != schema:
+                raise ValueError(
+                    f"tool {name!r} differs between environments {owner[name]!r} and {env_id!r}; verl's tool "
+                    "config holds one schema per name: use tool_config(url, env=...) per environment"
+                )
+            out.setdefault(name, schema)
+            owner.setdefault(name, env_id)
+    return out
 
 
-def tool_config(url: str) -> dict[str, Any]:
-    """verl's tool config (``{"tools": [...]}``, write it as YAML or JSON) with one :class:`EnvkernelTool` per tool of the server."""
+def tool_config(url: str, env: str | None = None) -> dict[str, Any]:
+    """verl's tool config (``{"tools": [...]}``, write it as YAML or JSON) with one :class:`EnvkernelTool` per tool
+    of every environment the server serves (or of ``env`` only); each row's ``extra_info.tool_selection``
+    (:func:`dataset_rows`) offers it its own environment's tools."""
     return {
         "tools": [
             {
@@ -307,7 +331,7 @@ def tool_config(url: str) -> dict[str, Any]:
                 "config": {"url": url, "type": "native"},
                 "tool_schema": schema,
             }
-            for schema in _server_schemas(url).values()
+            for schema in _server_schemas(url, env).values()
         ]
     }
 
@@ -316,25 +340,30 @@ def dataset_rows(
     run_dir: str, tasks_file: str | None = None, agent_name: str = "tool_agent"
 ) -> list[dict[str, Any]]:
     """verl dataset rows for a run's tasks: ``prompt``, ``agent_name`` (verl's ``tool_agent``, or ``envkernel_agent``:
-    :mod:`envkernel_serve.verl_agent`), and ``extra_info.tools_kwargs`` giving every tool of the task's environment
-    ``create_kwargs: {"task_id": ...}`` (write them to parquet)."""
+    :mod:`envkernel_serve.verl_agent`), ``extra_info.tool_selection`` (the tools of the task's environment, or the
+    task's subset: verl's agent loop offers the row only these of the tool config's tools), and
+    ``extra_info.tools_kwargs`` giving every tool of the task's environment ``create_kwargs: {"task_id": ...}``
+    (write them to parquet)."""
     from .catalog import load_catalog
 
     cat = load_catalog(run_dir, tasks_file)
-    return [
-        {
-            "data_source": f"envkernel/{t.env_id}",
-            "agent_name": agent_name,
-            "prompt": [{"role": "user", "content": t.request}],
-            "reward_model": {"style": "rule", "ground_truth": t.id},
-            "extra_info": {
-                "task_id": t.id,
-                "need_tools_kwargs": True,
-                "tools_kwargs": {
-                    tool.name: {"create_kwargs": {"task_id": t.id}}
-                    for tool in cat.envs[t.env_id].tools
+    rows = []
+    for t in cat.tasks:
+        names = [tool.name for tool in cat.envs[t.env_id].tools]
+        offered = [n for n in names if n in set(t.tools)] if t.tools else names
+        rows.append(
+            {
+                "data_source": f"envkernel/{t.env_id}",
+                "agent_name": agent_name,
+                "prompt": [{"role": "user", "content": t.request}],
+                "reward_model": {"style": "rule", "ground_truth": t.id},
+                "extra_info": {
+                    "task_id": t.id,
+                    "env_id": t.env_id,
+                    "tool_selection": offered,
+                    "need_tools_kwargs": True,
+                    "tools_kwargs": {name: {"create_kwargs": {"task_id": t.id}} for name in names},
                 },
-            },
-        }
-        for t in cat.tasks
-    ]
+            }
+        )
+    return rows

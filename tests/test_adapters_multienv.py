@@ -1,4 +1,5 @@
-"""The trainer adapters on a run of several environments (docs/serve.md, "TRL", "verl", "Gymnasium").
+"""The trainer adapters on a run of several environments (docs/serve.md, "TRL", "verl",
+"Gymnasium").
 
 A real default run (the shipped OpenAPI corpus: 7 environments, 2 tasks each) served by a real
 ``envkernel serve`` with process sandboxes. TRL and verl are not installed here (they pull torch;
@@ -60,7 +61,8 @@ def server(run_dir: Path) -> Any:
 
 
 def _tools_of(cls: type) -> set[str]:
-    """The tools GRPOTrainer offers for an instance of ``cls``: its public functions but reset and get_reward."""
+    """The tools GRPOTrainer offers for an instance of ``cls``: its public functions but reset and
+    get_reward."""
     return {
         n
         for n, _ in inspect.getmembers(cls, predicate=inspect.isfunction)
@@ -89,8 +91,8 @@ def test_metadata_lists_each_environments_tools_and_tasks(server: Any, tasks: li
 
 
 def test_trl_dict_factory_one_class_per_environment(server: Any, run_dir: Path) -> None:
-    """environment_factories: one class per environment, as TRL's dict environment_factory routes rows
-    (the `environment` column picks the class, which offers that environment's tools only)."""
+    """environment_factories: one class per environment, as TRL's dict environment_factory routes
+    rows (the `environment` column picks the class, which offers that environment's tools only)."""
     from envkernel_serve.trl import dataset_rows, environment_factories
 
     factories = environment_factories(server.url)
@@ -122,8 +124,9 @@ def test_trl_dict_factory_one_class_per_environment(server: Any, run_dir: Path) 
 
 
 def test_trl_single_factory_routes_each_row(server: Any, run_dir: Path) -> None:
-    """environment_factory on a run: one class with every environment's tools; each row is reset into
-    its own environment (a travel row calls travel's tools), and an unknown environment is a ValueError."""
+    """environment_factory on a run: one class with every environment's tools; each row is reset
+    into its own environment (a travel row calls travel's tools), and an unknown environment is a
+    ValueError."""
     from envkernel_serve.trl import dataset_rows, environment_factory
 
     Env = environment_factory(server.url)
@@ -154,8 +157,8 @@ def test_trl_single_factory_routes_each_row(server: Any, run_dir: Path) -> None:
 
 
 def test_unclosed_trl_instances_do_not_hang_the_interpreter(server: Any, run_dir: Path) -> None:
-    """An instance never closed (a TRL script's usual end) lets the interpreter exit at once, and its
-    session is closed on the server."""
+    """An instance never closed (a TRL script's usual end) lets the interpreter exit at once, and
+    its session is closed on the server."""
     task_id = load_catalog(run_dir).tasks[0].id
     script = textwrap.dedent(f"""
         from envkernel_serve.trl import environment_factories, environment_factory
@@ -181,8 +184,9 @@ def test_unclosed_trl_instances_do_not_hang_the_interpreter(server: Any, run_dir
 async def test_verl_tool_config_every_environment_with_tool_selection(
     server: Any, run_dir: Path, tasks: list[Task]
 ) -> None:
-    """verl: the tool config lists every environment's tools; each row's extra_info.tool_selection is its
-    environment's, which verl's ToolAgentLoop filters the tools by; a travel trajectory plays to 1.0."""
+    """verl: the tool config lists every environment's tools; each row's extra_info.tool_selection
+    is its environment's, which verl's ToolAgentLoop filters the tools by; a travel trajectory plays
+    to 1.0."""
     from envkernel_serve.verl import EnvkernelTool, dataset_rows, tool_config
 
     config = await asyncio.to_thread(tool_config, server.url)
@@ -222,8 +226,8 @@ async def test_verl_tool_config_every_environment_with_tool_selection(
 
 
 def test_gymnasium_register_make_and_make_vec(server: Any, tasks: list[Task]) -> None:
-    """register_envs: gymnasium.make("envkernel/<env>") plays that environment's tasks with its tools;
-    make_vec(..., vectorization_mode="sync") gives one session per sub-env."""
+    """register_envs: gymnasium.make("envkernel/<env>") plays that environment's tasks with its
+    tools; make_vec(..., vectorization_mode="sync") gives one session per sub-env."""
     import gymnasium as gym
 
     from envkernel_serve.gym import register_envs

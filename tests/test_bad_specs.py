@@ -67,7 +67,8 @@ def test_run_refuses_an_unreadable_spec(envk: Any) -> None:
 
 def test_a_folder_needs_one_usable_spec(tmp_path: Path) -> None:
     """A folder with one good spec among bad ones is fine up front (the bad ones are refused during
-    the run, as before); a folder of bad ones only, or of none, is refused with each file's reason."""
+    the run, as before); a folder of bad ones only, or of none, is refused with each file's
+    reason."""
     mixed = tmp_path / "mixed"
     mixed.mkdir()
     shutil.copy(next(f for f in corpus_files() if f.stem == "shop"), mixed / "shop.json")

@@ -141,12 +141,12 @@ def test_log_lines_are_not_written_over_the_live_line() -> None:
     one, each is printed through the display's console: the line is cleared first, the log line
     starts a line of its own, and the bar is drawn again below it."""
     code = (
-        "import os, time, structlog\nfrom envkernel_bus import logs\nfrom envkernel_bus.progress import Status\n"
-        "logs.configure(os.environ.get('LEVEL') or None)\n"
+        "import os, time, structlog\nfrom envkernel_bus import logs\nfrom "
+        "envkernel_bus.progress import Status\nlogs.configure(os.environ.get('LEVEL') or None)\n"
         "log = structlog.get_logger('t')\n"
         "with Status() as s:\n    s.work = lambda: (1, 2)\n    s.show('working'); time.sleep(0.2)\n"
-        "    log.info('an info line'); log.warning('a warning line')\n    s.show('still working'); time.sleep(0.2)\n"
-        "log.info('after the bar')\n"
+        "    log.info('an info line'); log.warning('a warning line')\n    s.show('still "
+        "working'); time.sleep(0.2)\nlog.info('after the bar')\n"
     )
     quiet = _in_a_terminal(code, {"LEVEL": ""})
     assert "a warning line" in quiet and "an info line" not in quiet and "after the bar" in quiet

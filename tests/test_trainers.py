@@ -1,4 +1,5 @@
-"""TRL and verl, the real packages, against a real ``envkernel serve`` (docs/serve.md, "TRL" and "verl").
+"""TRL and verl, the real packages, against a real ``envkernel serve`` (docs/serve.md, "TRL" and
+"verl").
 
 TRL and verl need torch, so they live in their own venv, ``.venv-trainers`` (made by
 ``scripts/install-trainers.sh`` from the CPU torch wheel on disk; scripts/test.sh runs it). The
@@ -42,14 +43,16 @@ def _trainers_python() -> Path:
     python = VENV / "bin" / "python"
     if not (VENV / ".ready").exists() or not python.exists():
         pytest.skip(
-            f"the trainers venv {VENV} is not installed: run `bash scripts/install-trainers.sh` (scripts/test.sh does)"
+            f"the trainers venv {VENV} is not installed: run `bash "
+            "scripts/install-trainers.sh` (scripts/test.sh does)"
         )
     return python
 
 
 @pytest.fixture(scope="module")
 def played(envk_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """A sample run, its server, and both trainer scripts run against it at once (their JSON results)."""
+    """A sample run, its server, and both trainer scripts run against it at once (their JSON
+    results)."""
     python = _trainers_python()
     # The trainer processes start first: their imports (torch, transformers, TRL, verl, Ray) overlap
     # making the run and starting the server; each then reads its arguments from stdin.
@@ -125,7 +128,8 @@ def played(envk_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
 # test that sets it up gets the time, not the default 300 s.
 @pytest.mark.timeout(600)
 def test_trl_grpo_trainer_step_takes_the_environments_reward(played: Any) -> None:
-    """A real GRPOTrainer step: its tools are our methods, its rollouts call them on the server, its reward is get_reward()."""
+    """A real GRPOTrainer step: its tools are our methods, its rollouts call them on the server, its
+    reward is get_reward()."""
     trl = played.trl
     assert trl["probe_reward"] == 1.0  # the reference play through the class scores 1 on the server
     # TRL's dict environment_factory, one class per environment: each owns its reward (one reward
@@ -170,7 +174,8 @@ def test_trl_grpo_trainer_step_takes_the_environments_reward(played: Any) -> Non
 
 @pytest.mark.timeout(600)
 def test_verl_tools_and_agent_loop(played: Any) -> None:
-    """verl's loader builds EnvkernelTools (real BaseTools); EnvkernelAgentLoop, from verl's registry, plays and scores episodes."""
+    """verl's loader builds EnvkernelTools (real BaseTools); EnvkernelAgentLoop, from verl's
+    registry, plays and scores episodes."""
     verl = played.verl
     assert verl["tools"] and all(
         t["is_base_tool"] and t["is_envkernel"] and t["schema_is_verls"] for t in verl["tools"]
@@ -205,7 +210,8 @@ def test_verl_tools_and_agent_loop(played: Any) -> None:
 
 
 def test_trl_class_offers_only_tools() -> None:
-    """What GRPOTrainer reads off the class (its public functions) holds no ``close``; the answer tool is named ``submit_answer``."""
+    """What GRPOTrainer reads off the class (its public functions) holds no ``close``; the answer
+    tool is named ``submit_answer``."""
     from envkernel_serve.trl import EnvkernelTRLEnv, _submit_answer
 
     offered = {

@@ -16,7 +16,8 @@ from envkernel_runtime.gctune import tune_gc
 
 from .errors import EXIT_USAGE, EnvkernelError, UsageError
 
-EXIT_CODES_HELP = """Exit codes: 0 finished, tasks emitted, nothing failed; 1 finished, but plugins failed,
+EXIT_CODES_HELP = """Exit codes: 0 finished, tasks emitted, nothing failed; 1 finished, but \
+plugins failed,
 rollouts failed as infra or a selected plugin is broken (see summary.json); 2 usage or config
 error; 3 interrupted or lost its bus (what was produced is written); 4 finished, nothing failed,
 but no task was emitted."""
@@ -28,7 +29,8 @@ class Group(click.Group):
     _plugins_loaded = False
 
     def load_plugin_commands(self) -> None:
-        """Add the commands that installed plugins register (once; ``--help`` and unknown names ask)."""
+        """Add the commands that installed plugins register (once; ``--help`` and unknown names
+        ask)."""
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
@@ -85,7 +87,8 @@ class Group(click.Group):
     help="Log format (default: console on a terminal, JSON otherwise).",
 )
 def cli(log_level: str | None, json_logs: bool | None) -> None:
-    """envkernel: synthesize executable tool environments, sample tasks, roll out agents, score, export."""
+    """envkernel: synthesize executable tool environments, sample tasks, roll out agents, score,
+    export."""
     logs.configure(log_level, json_logs)
 
 
@@ -136,7 +139,8 @@ def cli(log_level: str | None, json_logs: bool | None) -> None:
     "remote",
     multiple=True,
     metavar="ROLE:COMPONENT",
-    help="A component this run uses but leaves to `envkernel worker` processes elsewhere, e.g. trainer:mytrainer (repeatable).",
+    help="A component this run uses but leaves to `envkernel worker` processes elsewhere, e.g. "
+    "trainer:mytrainer (repeatable).",
 )
 @click.option("--runner", default=None, help="Sandbox runner component.")
 @click.option(
@@ -174,7 +178,8 @@ def cli(log_level: str | None, json_logs: bool | None) -> None:
     type=int,
     default=None,
     metavar="K",
-    help="Attempts of --gate-solver per task; a task it never solves is rejected as unsolved (default 4).",
+    help="Attempts of --gate-solver per task; a task it never solves is rejected as unsolved "
+    "(default 4).",
 )
 @click.option(
     "--set",
@@ -219,7 +224,8 @@ def cli(log_level: str | None, json_logs: bool | None) -> None:
     type=click.Path(file_okay=False),
     default=None,
     metavar="RUN_DIR",
-    help="Carry on a killed run from its folder and stream (its own config; keeps what it produced).",
+    help="Carry on a killed run from its folder and stream (its own config; keeps what it "
+    "produced).",
 )
 def run(
     plugins: str | None,
@@ -271,7 +277,9 @@ def run(
     }
     if resume and (config_file or sets or any(v is not None for v in flags.values())):
         raise UsageError(
-            "--resume carries on a run with its own config: give no run settings with it, neither flags nor ENVKERNEL_PLUGINS/SEED/POLICY/ROLLOUTS_PER_TASK (only --nats-url, --listen, --timeout)"
+            "--resume carries on a run with its own config: give no run settings with it, "
+            "neither flags nor ENVKERNEL_PLUGINS/SEED/POLICY/ROLLOUTS_PER_TASK (only "
+            "--nats-url, --listen, --timeout)"
         )
     prep = prepare_resume(resume) if resume else prepare(config_file, flags, out_root)
     _apply_sets(prep, sets)
@@ -314,18 +322,19 @@ def run(
             else f" (its source: {ops} task files{'; skipped ' + skipped if skipped else ''})"
         )
         click.echo(
-            f"env {env_id}: {'kept' if v['kept'] else 'rejected'}, {v['tools_kept']} tools kept{of}, {v.get('tasks', 0)} tasks",
+            f"env {env_id}: {'kept' if v['kept'] else 'rejected'}, {v['tools_kept']} tools "
+            f"kept{of}, {v.get('tasks', 0)} tasks",
             err=True,
         )
     click.echo(
-        f"{s['tasks']} tasks, {s['rollouts']} rollouts, mean reward {s['mean_reward']}, {s['failures']} failures "
-        f"in {s['seconds']} s -> {result.out_dir}",
+        f"{s['tasks']} tasks, {s['rollouts']} rollouts, mean reward {s['mean_reward']}, "
+        f"{s['failures']} failures in {s['seconds']} s -> {result.out_dir}",
         err=True,
     )
     if s.get("tasks_unsolved") or s.get("tasks_solver_reference"):
         click.echo(
-            f"gate solver: {s['tasks_solver_reference']} tasks kept with its solution as reference, "
-            f"{s['tasks_unsolved']} unsolved (rejected.jsonl: unsolved)",
+            f"gate solver: {s['tasks_solver_reference']} tasks kept with its solution as "
+            f"reference, {s['tasks_unsolved']} unsolved (rejected.jsonl: unsolved)",
             err=True,
         )
     sys.exit(result.exit_code)
@@ -434,7 +443,8 @@ def eval_cmd(
     compare: tuple[str, str] | None,
     as_json: bool,
 ) -> None:
-    """Evaluate a policy on tasks (a benchmark's files, a previous run's tasks): k attempts each, no gate.
+    """Evaluate a policy on tasks (a benchmark's files, a previous run's tasks): k attempts each, no
+    gate.
 
     Writes results.jsonl (one line per attempt) and eval.json (mean, pass@1, pass@k with confidence
     intervals, by category and by source), and prints a table."""
@@ -449,7 +459,8 @@ def eval_cmd(
 
     if not tasks and not sources:
         raise UsageError(
-            "envkernel eval: give the tasks: --source KIND:VALUE (e.g. pinchbench:PATH) or --tasks RUN_DIR"
+            "envkernel eval: give the tasks: --source KIND:VALUE (e.g. pinchbench:PATH) or "
+            "--tasks RUN_DIR"
         )
     flags: dict[str, Any] = {
         "evaluate": True,
@@ -478,7 +489,8 @@ def eval_cmd(
         click.echo(evaluation.table(json.loads(f.read_text())))
     s = result.summary
     click.echo(
-        f"{s['tasks']} tasks, {s['rollouts']} attempts, {s['failures']} failures in {s['seconds']} s -> {result.out_dir}",
+        f"{s['tasks']} tasks, {s['rollouts']} attempts, {s['failures']} failures in "
+        f"{s['seconds']} s -> {result.out_dir}",
         err=True,
     )
     sys.exit(result.exit_code)
@@ -507,7 +519,8 @@ def _apply_sets(prep: Any, sets: tuple[str, ...]) -> None:
             continue  # a remote component: its worker checks the settings
         if c is None:
             raise ConfigError(
-                f"--set: no active component {comp!r}; components: {', '.join(sorted(prep.registry.components))}"
+                f"--set: no active component {comp!r}; components: "
+                f"{', '.join(sorted(prep.registry.components))}"
             )
         cfgmod.settings_for(comp, c.settings_type, prep.config.settings.get(comp), flags=flags)
     prep.config = msgspec.structs.replace(prep.config, overrides=overrides)
@@ -542,7 +555,8 @@ def worker(plugins: str | None, nats_url: str | None, local: bool) -> None:
         return asyncio.run(serve(run_cfg.selected, got["nats_url"], run=run_cfg))
     if not plugins or not nats_url:
         raise UsageError(
-            f"worker: missing option {'--plugins' if not plugins else '--nats-url'} (or ENVKERNEL_PLUGINS / ENVKERNEL_NATS_URL)"
+            f"worker: missing option {'--plugins' if not plugins else '--nats-url'} (or "
+            "ENVKERNEL_PLUGINS / ENVKERNEL_NATS_URL)"
         )
     asyncio.run(serve(resolve_selection(plugins), nats_url))
 

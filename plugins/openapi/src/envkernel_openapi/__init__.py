@@ -5,8 +5,8 @@ file) reads OpenAPI 3.0, 3.1 and 3.2 documents in JSON or YAML. ``--source opena
 means the corpus shipped in this package (7 domains: :func:`corpus_files`).
 
 Each environment's behaviour is **data**: a resource model (``ModelBehaviour``) run by the fixed
-engine that ships with the sandbox executor (``envkernel_runtime/engine.py``), over SQLite. Spec strings
-never become Python code or SQL text. See :mod:`envkernel_openapi.infer` for how resources,
+engine that ships with the sandbox executor (``envkernel_runtime/engine.py``), over SQLite. Spec
+strings never become Python code or SQL text. See :mod:`envkernel_openapi.infer` for how resources,
 tools and semantics are inferred, and :mod:`envkernel_openapi.seeddata` for the seed rows.
 
 Problems are reported, never raised as tracebacks: an operation that cannot be supported is
@@ -51,7 +51,8 @@ class OpenAPISettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     seed_rows: int = 8
     """Seed rows per top-level resource (resources that refer to others get half again as many)."""
     max_tools: int = 64
-    """Keep at most this many tools per document: whole resources, those that can be listed first."""
+    """Keep at most this many tools per document: whole resources, those that can be listed
+    first."""
     validate: bool = True
     """Check each document with openapi-spec-validator (its findings become warnings)."""
 
@@ -162,7 +163,10 @@ def check_spec_file(path: str | Path) -> str | None:
     for item in paths.values():
         if isinstance(item, dict) and ("$ref" in item or any(m in item for m in _METHODS)):
             return None
-    return f"{p}:{line}: the document has no operations (no path has a get, post, put, patch or delete)"
+    return (
+        f"{p}:{line}: the document has no operations (no path has a get, post, put, patch or "
+        "delete)"
+    )
 
 
 def check_source(value: str) -> str | None:
@@ -241,14 +245,16 @@ class OpenAPISynthesizer:
         ids = [e.id for e in envs]
         if len(set(ids)) != len(ids):
             raise SpecError(
-                f"{value}: two spec files give the same environment id ({', '.join(sorted(i for i in ids if ids.count(i) > 1))}); rename one"
+                f"{value}: two spec files give the same environment id "
+                f"({', '.join(sorted(i for i in ids if ids.count(i) > 1))}); rename one"
             )
         return envs
 
 
 @hookimpl
 def register_commands(cli: Any) -> None:
-    """Add ``envkernel env serve`` (the HTTP face of an environment: :mod:`envkernel_openapi.httpface`)."""
+    """Add ``envkernel env serve`` (the HTTP face of an environment:
+    :mod:`envkernel_openapi.httpface`)."""
     env_group = cli.commands.get("env")
     if env_group is not None and "serve" not in env_group.commands:
         from .httpface import serve_command

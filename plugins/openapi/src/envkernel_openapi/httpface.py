@@ -99,7 +99,8 @@ class _Doc:
         return node
 
     def schema(self, node: Any, depth: int = 0) -> dict[str, Any]:
-        """``node`` dereferenced, its ``allOf`` merged (one level of properties), for renaming and filling."""
+        """``node`` dereferenced, its ``allOf`` merged (one level of properties), for renaming and
+        filling."""
         s = self.deref(node)
         if not isinstance(s, dict):
             return {}
@@ -148,7 +149,8 @@ class Route:
         return None
 
     def documents_invalid(self) -> bool:
-        """True when the operation documents an answer to invalid input (400, 422, 4XX or default)."""
+        """True when the operation documents an answer to invalid input (400, 422, 4XX or
+        default)."""
         return any(str(c) in ("400", "422", "4XX", "4xx", "default") for c in self.responses)
 
     def error_status(self, code: str) -> int:
@@ -164,7 +166,8 @@ class Route:
         return fours[0] if fours else wanted[0]
 
     def error_body(self, status: int, code: str, message: str, rng: Any) -> Any:
-        """A body for the error that fits the status's documented schema (or a plain ``{"error": ...}``)."""
+        """A body for the error that fits the status's documented schema (or a plain
+        ``{"error": ...}``)."""
         key = (
             str(status)
             if str(status) in self.responses
@@ -206,7 +209,8 @@ class Route:
 
 
 def _coerce(value: str | list[str], schema: dict[str, Any]) -> Any:
-    """A query or path string as the argument's declared type (left as it is when it does not parse)."""
+    """A query or path string as the argument's declared type (left as it is when it does not
+    parse)."""
     t = schema_type(schema)
     if t == "array":
         items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
@@ -226,7 +230,8 @@ def _coerce(value: str | list[str], schema: dict[str, Any]) -> Any:
 
 
 class HttpFace:
-    """The HTTP face of one environment: routes, sessions (one sandbox each), request -> tool call."""
+    """The HTTP face of one environment: routes, sessions (one sandbox each), request -> tool
+    call."""
 
     def __init__(
         self,
@@ -295,7 +300,10 @@ class HttpFace:
                 if r.method == method:
                     return (
                         r,
-                        {a: urllib.parse.unquote(v) for a, v in zip(r.path_args, m.groups())},
+                        {
+                            a: urllib.parse.unquote(v)
+                            for a, v in zip(r.path_args, m.groups(), strict=True)
+                        },
                         True,
                     )
                 other = True
@@ -309,8 +317,9 @@ class HttpFace:
         body: Any,
         form: bool = False,
     ) -> dict[str, Any]:
-        """The tool's arguments from the path, the query and the body (by the synthesizer's names); a form body's
-        strings (``form``: each key's values) are coerced to the declared types, as query values are."""
+        """The tool's arguments from the path, the query and the body (by the synthesizer's names);
+        a form body's strings (``form``: each key's values) are coerced to the declared types, as
+        query values are."""
         props = (self.params.get(route.tool) or {}).get("properties") or {}
         args: dict[str, Any] = {}
         for arg, v in path_values.items():
@@ -344,7 +353,8 @@ class HttpFace:
         return args
 
     def to_spec(self, value: Any, schema: dict[str, Any] | None, depth: int = 0) -> Any:
-        """``value`` with its keys renamed to the spec's property names (``created_at`` -> ``createdAt``)."""
+        """``value`` with its keys renamed to the spec's property names (``created_at`` ->
+        ``createdAt``)."""
         if not schema or depth > 8:
             return value
         doc = _Doc(self.spec)
@@ -637,7 +647,8 @@ def serve_command() -> Any:
         config_file: str | None,
         sets: tuple[str, ...],
     ) -> None:
-        """Serve the environment in ENV_DIR over HTTP, one sandbox per session (X-Envkernel-Session header)."""
+        """Serve the environment in ENV_DIR over HTTP, one sandbox per session (X-Envkernel-Session
+        header)."""
         try:
             env = load_env_dir(env_dir)
             host, port = _address(address if ":" in address else f":{address}")
@@ -646,7 +657,8 @@ def serve_command() -> Any:
         path = Path(spec_file) if spec_file else spec_path(env)
         if path is None:
             raise UsageError(
-                f"{env_dir}: env.json names no spec file that exists ({env.provenance.source if env.provenance else ''!r}); give --spec"
+                f"{env_dir}: env.json names no spec file that exists "
+                f"({env.provenance.source if env.provenance else ''!r}); give --spec"
             )
         from . import check_spec_file
 
@@ -668,8 +680,8 @@ def serve_command() -> Any:
         server, loop, thread = serve(face, host, port)
         bound = server.server_address
         click.echo(
-            f"serving {env.id} ({len(face.routes)} routes) at http://{bound[0]}:{bound[1]} from {runner!r} sandboxes; "
-            f"session header {SESSION_HEADER}; Ctrl-C stops",
+            f"serving {env.id} ({len(face.routes)} routes) at http://{bound[0]}:{bound[1]} "
+            f"from {runner!r} sandboxes; session header {SESSION_HEADER}; Ctrl-C stops",
             err=True,
         )
         done = threading.Event()

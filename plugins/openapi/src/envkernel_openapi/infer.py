@@ -292,9 +292,11 @@ RPC_VERBS = {
     "remove": "delete",
     "destroy": "delete",
 }
-"""Last path words of RPC-style APIs (``POST /documents.list``, ``POST /accounts/get``) and the kind each means."""
+"""Last path words of RPC-style APIs (``POST /documents.list``, ``POST /accounts/get``) and the kind
+each means."""
 FORM_MEDIA = re.compile(r"^application/x-www-form-urlencoded|^multipart/form-data")
-"""Request-body media types read like JSON objects (a tool's arguments are one object either way)."""
+"""Request-body media types read like JSON objects (a tool's arguments are one object either
+way)."""
 ENVELOPE_SINGLE = {"data", "result", "item", "object"}
 """Keys a single-object response may wrap its object in (``{"data": {...}}``)."""
 ENVELOPE_EXTRA = {
@@ -373,7 +375,8 @@ def merge_all_of(schema: Any) -> dict[str, Any]:
 
 
 def json_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
-    """OpenAPI schema -> plain JSON Schema (``nullable`` folded into ``type``, OpenAPI-only keys dropped)."""
+    """OpenAPI schema -> plain JSON Schema (``nullable`` folded into ``type``, OpenAPI-only keys
+    dropped)."""
     if not isinstance(schema, dict) or depth > 8:
         return {}
     schema = merge_all_of(schema)
@@ -432,7 +435,8 @@ def _fitting(js: dict[str, Any], t: str) -> dict[str, Any] | None:
 
 
 def json_content(holder: Any, forms: bool = False) -> tuple[bool, Any]:
-    """(has JSON content, its schema) of a response or request body (``forms``: form bodies count)."""
+    """(has JSON content, its schema) of a response or request body (``forms``: form bodies
+    count)."""
     if not isinstance(holder, dict):
         return False, None
     content = holder.get("content")
@@ -453,7 +457,8 @@ def json_content(holder: Any, forms: bool = False) -> tuple[bool, Any]:
 
 
 def unwrap(schema: Any) -> Any:
-    """The object inside a single-object envelope (``{"data": {...}, "meta": ...}``), else the schema."""
+    """The object inside a single-object envelope (``{"data": {...}, "meta": ...}``), else the
+    schema."""
     s = merge_all_of(schema) if isinstance(schema, dict) else None
     if not s or schema_type(s) != "object":
         return schema
@@ -468,7 +473,8 @@ def unwrap(schema: Any) -> Any:
 
 
 def flatten_attributes(schema: dict[str, Any]) -> dict[str, Any]:
-    """A JSON:API resource object (``{type, id, attributes: {...}}``) with its attributes lifted to the top."""
+    """A JSON:API resource object (``{type, id, attributes: {...}}``) with its attributes lifted to
+    the top."""
     props = schema.get("properties") or {}
     attrs = (
         merge_all_of(props.get("attributes")) if isinstance(props.get("attributes"), dict) else {}
@@ -530,7 +536,8 @@ class Op:
     word: str = ""
     """The action's word (``cancel``)."""
     rpc: bool = False
-    """RPC style: the kind comes from the path's last word, the key (if any) from the body or query."""
+    """RPC style: the kind comes from the path's last word, the key (if any) from the body or
+    query."""
 
     @property
     def label(self) -> str:
@@ -672,13 +679,19 @@ class Builder:
             if op.method == "post" and op.raw.get("requestBody") is not None:
                 op.kind = "patch"  # Stripe's and Xero's POST /customers/{id}: a partial update
             if not op.kind:
-                return f"{op.method.upper()} on a single item is not supported (use an action path like /{last}/{{id}}/cancel)"
+                return (
+                    f"{op.method.upper()} on a single item is not supported (use an action path "
+                    f"like /{last}/{{id}}/cancel)"
+                )
             op.resource, op.key_param = last, param
             op.parents = [(r, p) for r, p in pairs[:-1] if p is not None]
             return ""
         if len(pairs) >= 2 and pairs[-2][1] is not None and self._is_action(op, last, pairs[-2][0]):
             if op.method not in ("post", "put", "patch"):
-                return f"{op.method.upper()} on /{last} under an item is not supported (only actions like POST .../{last})"
+                return (
+                    f"{op.method.upper()} on /{last} under an item is not supported (only "
+                    f"actions like POST .../{last})"
+                )
             op.kind, op.word = "action", last
             op.resource, op.key_param = pairs[-2]
             op.parents = [(r, p) for r, p in pairs[:-2] if p is not None]
@@ -849,7 +862,8 @@ class Builder:
         return None
 
     def _answer_name(self, op: Op) -> str:
-        """The snake_case component name of an operation's answer (or of its array's items), or ""."""
+        """The snake_case component name of an operation's answer (or of its array's items), or
+        ""."""
         _status, schema = success(op.raw, op.method)
         s = merge_all_of(schema) if isinstance(schema, dict) else {}
         if schema_type(s) == "array":
@@ -942,7 +956,8 @@ class Builder:
                 }
                 if any(o.resource == res.name for o in self.ops):
                     self.warn(
-                        f"resource {res.name!r} has no schema in any response; it gets only an id and a name"
+                        f"resource {res.name!r} has no schema in any response; it gets only "
+                        "an id and a name"
                     )
             res.schema = merge_all_of(pick)
             res.ref = str(res.schema.get(REF_NAME) or "")
@@ -998,7 +1013,8 @@ class Builder:
                 col = snake(pname)
                 if col in res.fields:
                     self.warn(
-                        f"resource {res.name!r}: fields {res.spec_names[col]!r} and {pname!r} both become {col!r}; {pname!r} is dropped"
+                        f"resource {res.name!r}: fields {res.spec_names[col]!r} and "
+                        f"{pname!r} both become {col!r}; {pname!r} is dropped"
                     )
                     continue
                 ps = merge_all_of(ps) if isinstance(ps, dict) else {}
@@ -1062,8 +1078,8 @@ class Builder:
                 ):
                     del info[
                         "ref"
-                        # its pattern or format is not the key's (Amadeus's hotelId ^[A-Z0-9]{8}$): the
-                        # key's values would break it
+                        # its pattern or format is not the key's (Amadeus's hotelId ^[A-Z0-9]{8}$):
+                        # the key's values would break it
                     ]
         # parents of nested paths
         for op in self.ops:
@@ -1331,7 +1347,8 @@ class Builder:
         else:
             for p in queries:
                 self.warn(
-                    f"{op.label}: query parameter {p.get('name')!r} is not understood on a {op.kind} operation and is left out"
+                    f"{op.label}: query parameter {p.get('name')!r} is not understood on a "
+                    f"{op.kind} operation and is left out"
                 )
         # body
         if op.kind in ("create", "update", "patch", "action"):
@@ -1356,7 +1373,8 @@ class Builder:
             if cursor and "next_cursor" not in (spec["output"].get("keys") or {}):
                 # the answer carries no cursor to pass back (Twilio's is inside meta.next_page_url)
                 self.warn(
-                    f"{op.label}: cursor parameter {cursor!r} is left out: its list response gives no cursor to pass"
+                    f"{op.label}: cursor parameter {cursor!r} is left out: its list response "
+                    "gives no cursor to pass"
                 )
                 del spec["page"]["cursor"]
                 props.pop(cursor, None)
@@ -1381,7 +1399,8 @@ class Builder:
                 raise _Skip("its success response is not JSON")
             if isinstance(schema, dict) and schema and not self._is_resource(schema, res):
                 raise _Skip(
-                    f"its response is not a {singular(res.name)} (the engine answers with the {singular(res.name)} it touched)"
+                    f"its response is not a {singular(res.name)} (the engine answers with "
+                    f"the {singular(res.name)} it touched)"
                 )
             spec["output"] = {"shape": "row"}
             returns = self.row_schema(res)
@@ -1559,7 +1578,8 @@ class Builder:
                     ]
                 if not allowed:
                     self.warn(
-                        f"{op.label}: sort parameter {pname!r} names no field of {res.name!r}; it is left out"
+                        f"{op.label}: sort parameter {pname!r} names no field of "
+                        f"{res.name!r}; it is left out"
                     )
                     continue
                 sort["arg"] = arg
@@ -1576,7 +1596,8 @@ class Builder:
             elif arg in SEARCH_NAMES and ptype == "string":
                 if not text_fields:
                     self.warn(
-                        f"{op.label}: search parameter {pname!r} has no text field to search; it is left out"
+                        f"{op.label}: search parameter {pname!r} has no text field to "
+                        "search; it is left out"
                     )
                     continue
                 spec["search"] = {"arg": arg, "fields": text_fields}
@@ -1589,7 +1610,8 @@ class Builder:
                 f = res.fields[arg]
                 if f["type"] == "array":
                     self.warn(
-                        f"{op.label}: filter {pname!r} on a list field is not supported; it is left out"
+                        f"{op.label}: filter {pname!r} on a list field is not supported; it "
+                        "is left out"
                     )
                     continue
                 filters[arg] = {"field": arg, "op": "in" if ptype == "array" else "eq"}
@@ -1745,8 +1767,8 @@ class Builder:
     def _constant(self, op: Op, prop: str, ps: Any) -> Any:
         """The fixed value of a list envelope's field the engine has no meaning for (Stripe's
         ``object: "list"``, ``url: "/v1/customers"``): its ``const`` or only enum value, its
-        default or example when its schema accepts it, the operation's path for a URL-like field its schema accepts, else a value built from its
-        schema; None when none fits."""
+        default or example when its schema accepts it, the operation's path for a URL-like field its
+        schema accepts, else a value built from its schema; None when none fits."""
         js = json_schema(ps)
         if not isinstance(ps, dict):
             return None
@@ -1792,13 +1814,15 @@ class Builder:
             if arg in props:
                 if not (op.rpc and pname == op.key_param):
                     self.warn(
-                        f"{op.label}: body field {pname!r} has the name of a path or query parameter; the parameter wins"
+                        f"{op.label}: body field {pname!r} has the name of a path or query "
+                        "parameter; the parameter wins"
                     )
                 continue
             col = arg if arg in res.fields else self._action_col(op, res, arg)
             if col is None:
                 self.warn(
-                    f"{op.label}: body field {pname!r} is not a field of {res.name!r}; it is left out"
+                    f"{op.label}: body field {pname!r} is not a field of {res.name!r}; it is "
+                    "left out"
                 )
                 continue
             info = res.fields[col]
@@ -1814,8 +1838,9 @@ class Builder:
                 fit is None
             ):  # a command, not a value: Stripe's billing_cycle_anchor "now" on an integer stamp
                 self.warn(
-                    f"{op.label}: body field {pname!r} is one of {js['enum']} but {res.name!r} keeps "
-                    f"{col!r} as {info['type']}: a command, not a value; it is left out"
+                    f"{op.label}: body field {pname!r} is one of {js['enum']} but "
+                    f"{res.name!r} keeps {col!r} as {info['type']}: a command, not a value; "
+                    "it is left out"
                 )
                 continue
             js = fit
@@ -1824,8 +1849,8 @@ class Builder:
                 foreign
             ):  # NHS's create extensions (RegisteringAuthority) that no patient answer may hold
                 self.warn(
-                    f"{op.label}: body field {pname!r} writes items of kinds {foreign} that no item of {col!r} "
-                    f"in {res.name!r} may be"
+                    f"{op.label}: body field {pname!r} writes items of kinds {foreign} that "
+                    f"no item of {col!r} in {res.name!r} may be"
                     + ("; they are left out" if js else "; it is left out")
                 )
                 if not js:
@@ -1835,8 +1860,8 @@ class Builder:
                 missing
             ):  # Stripe's subscription schedule phases: each answer phase needs add_invoice_items
                 self.warn(
-                    f"{op.label}: body field {pname!r} writes items without {missing}, which every item of "
-                    f"{col!r} in {res.name!r} must have; it is left out"
+                    f"{op.label}: body field {pname!r} writes items without {missing}, which "
+                    f"every item of {col!r} in {res.name!r} must have; it is left out"
                 )
                 continue
             if (
@@ -1862,8 +1887,9 @@ class Builder:
     def _items_shown(
         res: Resource, col: str, ps: dict[str, Any], js: dict[str, Any]
     ) -> tuple[dict[str, Any], list[str]]:
-        """An array body field whose items are a union of named schemas (``anyOf``/``oneOf``), cut to
-        the members the answer's items also name: (its schema, or {} when none is left; the names cut)."""
+        """An array body field whose items are a union of named schemas (``anyOf``/``oneOf``), cut
+        to the members the answer's items also name: (its schema, or {} when none is left; the names
+        cut)."""
         if (
             schema_type(js) != "array"
             or not isinstance(res.schema, dict)
@@ -2103,8 +2129,8 @@ class Builder:
 
     @staticmethod
     def _parent_of_every_create(ops: dict[str, dict[str, Any]], res: Resource, col: str) -> bool:
-        """True when every create of ``res`` names ``col`` in its path (Stripe's ``/v1/account/people``
-        names no account, ``/v1/accounts/{account}/people`` does)."""
+        """True when every create of ``res`` names ``col`` in its path (Stripe's
+        ``/v1/account/people`` names no account, ``/v1/accounts/{account}/people`` does)."""
         creates = [o for o in ops.values() if o["resource"] == res.name and o["kind"] == "create"]
         return all(any(p["field"] == col for p in o.get("parents") or []) for o in creates)
 
@@ -2162,7 +2188,8 @@ class Builder:
     # ----------------------------------------------------------------- all together
 
     def build(self) -> dict[str, Any]:
-        """``{"model": ResourceModel, "tools": [tool dicts]}`` for the whole document (raises SpecError)."""
+        """``{"model": ResourceModel, "tools": [tool dicts]}`` for the whole document (raises
+        SpecError)."""
         self.classify()
         if not self.ops:
             raise SpecError(
@@ -2176,13 +2203,15 @@ class Builder:
             ops, tools = self.trim(ops, tools)
         if not ops:
             raise SpecError(
-                f"{self.name}: at $.paths: no operation can be made into a tool ({'; '.join(self.warnings)})"
+                f"{self.name}: at $.paths: no operation can be made into a tool "
+                f"({'; '.join(self.warnings)})"
             )
         if not any(o["kind"] == "list" for o in ops.values()):
             raise SpecError(
                 f"{self.name}: at $.paths: no list operation could be made, so the ids of its "
-                f"{', '.join(sorted({o['resource'] for o in ops.values()}))} could not be discovered and the "
-                f"environment would not be useful ({len(ops)} other tools: {', '.join(list(ops)[:5])})"
+                f"{', '.join(sorted({o['resource'] for o in ops.values()}))} could not be "
+                f"discovered and the environment would not be useful ({len(ops)} other "
+                f"tools: {', '.join(list(ops)[:5])})"
             )
         self.finish_fields(ops)
         seed = self.seed_rows()
@@ -2287,10 +2316,12 @@ class Builder:
         return {"model": ResourceModel.from_json(model), "tools": tools}
 
     NEW_KEYS = 32
-    """Keys made ahead for new rows of a resource whose key has a declared pattern, format or length."""
+    """Keys made ahead for new rows of a resource whose key has a declared pattern, format or
+    length."""
 
     def new_keys(self, res: Resource, rows: list[dict[str, Any]]) -> list[str]:
-        """Keys for rows the engine creates, when ``prefix_0001`` would break the key's schema (else [])."""
+        """Keys for rows the engine creates, when ``prefix_0001`` would break the key's schema (else
+        [])."""
         f = res.fields.get(res.key) or {}
         if f.get("type") != "string" or f.get("enum"):
             return []
@@ -2342,12 +2373,14 @@ class Builder:
                 o = ops[name]
                 self.skip(
                     f"{o['method']} {o['path']}",
-                    f"more tools than max_tools = {self.max_tools} (its resource {o['resource']!r} was left out)",
+                    f"more tools than max_tools = {self.max_tools} (its resource "
+                    f"{o['resource']!r} was left out)",
                 )
         return {n: o for n, o in ops.items() if n in keep}, [t for t in tools if t["name"] in keep]
 
     def generated(self, model: ResourceModel) -> dict[str, list[str]]:
-        """Table -> the columns the engine fills in itself (generated ids and stamps, transition stamps)."""
+        """Table -> the columns the engine fills in itself (generated ids and stamps, transition
+        stamps)."""
         out: dict[str, list[str]] = {}
         for name, r in model.resources.items():
             cols = [c for c, f in r.fields.items() if f.generated]
@@ -2360,7 +2393,8 @@ class Builder:
 
 
 def _unique_keys(rows: list[dict[str, Any]], key: str) -> None:
-    """Make the key column unique (a key the client writes, like ``company_id``, may repeat a name)."""
+    """Make the key column unique (a key the client writes, like ``company_id``, may repeat a
+    name)."""
     seen: set[Any] = set()
     for i, row in enumerate(rows):
         v = row.get(key)

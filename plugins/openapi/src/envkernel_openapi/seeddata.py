@@ -96,7 +96,8 @@ LOCALES = {
         ["Sydney", "Melbourne", "Brisbane", "Perth", "Adelaide"],
     ),
 }
-"""Faker locales the people and places come from: locale -> (country, ISO code, currency, calling code, real cities)."""
+"""Faker locales the people and places come from: locale -> (country, ISO code, currency, calling
+code, real cities)."""
 
 CATALOG: dict[str, list[tuple[str, float, float]]] = {
     "home office": [
@@ -466,7 +467,8 @@ NEGATIVE = {
     "blocked",
     "revoked",
 }
-"""Statuses a row falls into rather than moves through: their stamps are set only on rows in them."""
+"""Statuses a row falls into rather than moves through: their stamps are set only on rows in
+them."""
 PAST_WORDS = {
     "created",
     "joined",
@@ -599,7 +601,8 @@ class RowMaker:
     # -- uniqueness ---------------------------------------------------------------------
 
     def unique(self, col: str, make: Any) -> Any:
-        """A value from ``make(attempt)`` no other row of this table has in ``col`` (``attempt`` widens the choice)."""
+        """A value from ``make(attempt)`` no other row of this table has in ``col`` (``attempt``
+        widens the choice)."""
         seen = self.used.setdefault(col, set())
         v = make(0)
         for attempt in range(1, 60):
@@ -675,7 +678,8 @@ class RowMaker:
         return ctx
 
     def _product_pool(self) -> list[tuple[str, str, float, float]]:
-        """(name, category, low, high) for a product-like resource: brand x product, unique by construction."""
+        """(name, category, low, high) for a product-like resource: brand x product, unique by
+        construction."""
         if not any(self.noun == p or self.noun.endswith(p) for p in PRODUCT_NOUNS):
             return []
         cat_field = next((f for c, f in self.fields.items() if "category" in words(c)), None)
@@ -699,7 +703,8 @@ class RowMaker:
 
     @staticmethod
     def _later(col: str) -> int:
-        """Columns that depend on others come after them (an email after the name, an end after its start)."""
+        """Columns that depend on others come after them (an email after the name, an end after its
+        start)."""
         ws = set(words(col))
         if ws & {"total", "destination", "sku", "slug", "username", "handle", "login", "mime"} or (
             "email" in ws and "name" not in ws
@@ -798,9 +803,9 @@ class RowMaker:
     # -- status and time ----------------------------------------------------------------
 
     def _status_gate(self, col: str, row: dict[str, Any]) -> bool | None:
-        """False when ``col`` belongs to a status the row has not reached (``confirmed_at`` on a held
-        booking, ``archived_at`` on an active channel, ``cancel_reason`` on a scheduled visit); True
-        when it belongs to one it has; None when it belongs to no status."""
+        """False when ``col`` belongs to a status the row has not reached (``confirmed_at`` on a
+        held booking, ``archived_at`` on an active channel, ``cancel_reason`` on a scheduled visit);
+        True when it belongs to one it has; None when it belongs to no status."""
         if self.status_col is None or col == self.status_col or self.status_col not in row:
             return None
         ws = words(col)
@@ -845,7 +850,8 @@ class RowMaker:
         )
 
     def _when(self, col: str, f: dict[str, Any], row: dict[str, Any], gen: str | None) -> str:
-        """A timestamp in order with the row's others: created <= updated <= now, an end after its start."""
+        """A timestamp in order with the row's others: created <= updated <= now, an end after its
+        start."""
         rng = self.rng
         ws = words(col)
         w = set(ws)
@@ -980,7 +986,8 @@ class RowMaker:
             return self.unique(
                 col,
                 lambda a: (
-                    f"+{ctx['calling']} {rng.randint(200, 899)} {rng.randint(100, 999)} {rng.randint(1000, 9999)}"
+                    f"+{ctx['calling']} {rng.randint(200, 899)} {rng.randint(100, 999)} "
+                    f"{rng.randint(1000, 9999)}"
                 ),
             )
         if "first" in w and "name" in w or col == "given_name":
@@ -1042,7 +1049,8 @@ class RowMaker:
             return self.unique(
                 col,
                 lambda a: (
-                    f"{'Room ' if noun in DOCTORS else ''}{rng.randint(1, 5) * 100 + rng.randint(1, 30)}"
+                    ("Room " if noun in DOCTORS else "")
+                    + f"{rng.randint(1, 5) * 100 + rng.randint(1, 30)}"
                 ),
             )
         if "specialty" in w or "speciality" in w or "department" in w:
@@ -1157,7 +1165,8 @@ class RowMaker:
         return f"{stem}.{ext}"
 
     def _title(self, w: set[str], ctx: dict[str, Any], attempt: int) -> str:
-        """A name or title that fits the resource (a person's name, a product, a hotel, a channel...)."""
+        """A name or title that fits the resource (a person's name, a product, a hotel, a
+        channel...)."""
         rng = self.rng
         noun = self.noun
         fake = ctx["fake"]

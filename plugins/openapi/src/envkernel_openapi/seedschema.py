@@ -73,7 +73,8 @@ _WORDS = [
 
 
 def _two_words(rng: random.Random) -> str:
-    """Two different words ("granite atlas", never "granite granite"), from the same two draws as before."""
+    """Two different words ("granite atlas", never "granite granite"), from the same two draws as
+    before."""
     first, second = rng.choice(_WORDS), rng.choice(_WORDS)
     if second == first:
         second = _WORDS[(_WORDS.index(first) + 1) % len(_WORDS)]
@@ -123,7 +124,8 @@ def problem(schema: dict[str, Any], value: Any) -> str:
 
 
 def conform(value: Any, schema: dict[str, Any], rng: random.Random) -> Any:
-    """``value`` when ``schema`` accepts it, else a value built from ``schema`` (see the module docstring)."""
+    """``value`` when ``schema`` accepts it, else a value built from ``schema`` (see the module
+    docstring)."""
     if value is not None and not problem(schema, value):
         return value
     fixed = _repair(value, schema, rng)
@@ -168,7 +170,8 @@ def _repair(value: Any, schema: dict[str, Any], rng: random.Random) -> Any:
 
 def _time_forms(value: str) -> list[str]:
     """The same moment written the other ways specs ask for (NHS's ``...T10:00:00+00:00`` pattern
-    beside ``format: date-time``): an offset instead of ``Z``, no zone, milliseconds, the date alone."""
+    beside ``format: date-time``): an offset instead of ``Z``, no zone, milliseconds, the date
+    alone."""
     try:
         t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:

@@ -42,7 +42,8 @@ operations whose parameters, body or answers reach one are skipped, the rest of 
 SUFFIXES = (".json", ".yaml", ".yml")
 """Files a folder source reads."""
 RESOLVED = ("paths", "components", "webhooks")
-"""Top-level parts whose ``$ref``s are resolved (the rest, such as tags' descriptions, stays as written)."""
+"""Top-level parts whose ``$ref``s are resolved (the rest, such as tags' descriptions, stays as
+written)."""
 
 
 class SpecError(ValueError):
@@ -58,7 +59,8 @@ def jpath(parts: list[Any] | tuple[Any, ...]) -> str:
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """Safe YAML (libyaml's parser where present) without timestamp magic: dates stay strings, as in JSON."""
+    """Safe YAML (libyaml's parser where present) without timestamp magic: dates stay strings, as in
+    JSON."""
 
 
 for _first, _resolvers in list(_Loader.yaml_implicit_resolvers.items()):
@@ -86,7 +88,8 @@ def parse_text(text: str, name: str) -> dict[str, Any]:
 
 
 def parse_any(text: str, name: str) -> Any:
-    """Parse JSON or YAML text (dates stay strings, keys become strings); errors name the file and line."""
+    """Parse JSON or YAML text (dates stay strings, keys become strings); errors name the file and
+    line."""
     stripped = text.lstrip()
     if not stripped:
         raise SpecError(f"{name}: the file is empty")
@@ -130,13 +133,15 @@ def convert_swagger(doc: dict[str, Any], name: str) -> tuple[dict[str, Any], lis
     version = doc.get("swagger")
     if str(version).split(".")[0] != "2":
         raise SpecError(
-            f"{name}: at $.swagger: Swagger {version} is not supported; envkernel reads OpenAPI {', '.join(SUPPORTED)} and Swagger 2.0"
+            f"{name}: at $.swagger: Swagger {version} is not supported; envkernel reads "
+            f"OpenAPI {', '.join(SUPPORTED)} and Swagger 2.0"
         )
     cmd = converter()
     if cmd is None:
         raise SpecError(
-            f"{name}: at $.swagger: this is Swagger/OpenAPI {version}; convert it to OpenAPI 3 first "
-            f"(install the converter with `npm install -g {CONVERTER}` and it is done on reading)"
+            f"{name}: at $.swagger: this is Swagger/OpenAPI {version}; convert it to OpenAPI "
+            f"3 first (install the converter with `npm install -g {CONVERTER}` and it is "
+            "done on reading)"
         )
     with tempfile.TemporaryDirectory(prefix="envkernel-s2o-") as tmp:
         src = Path(tmp) / "swagger.json"
@@ -151,12 +156,14 @@ def convert_swagger(doc: dict[str, Any], name: str) -> tuple[dict[str, Any], lis
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SpecError(
-                f"{name}: at $.swagger: the Swagger 2.0 converter ({cmd}) could not run: {exc}; convert it to OpenAPI 3 first"
+                f"{name}: at $.swagger: the Swagger 2.0 converter ({cmd}) could not run: "
+                f"{exc}; convert it to OpenAPI 3 first"
             ) from None
     if proc.returncode != 0 or not proc.stdout.strip():
         why = (proc.stderr.strip().splitlines() or ["no output"])[0][:200]
         raise SpecError(
-            f"{name}: at $.swagger: the Swagger 2.0 converter failed ({why}); convert it to OpenAPI 3 by hand"
+            f"{name}: at $.swagger: the Swagger 2.0 converter failed ({why}); convert it to "
+            "OpenAPI 3 by hand"
         )
     out = parse_text(proc.stdout, name)
     log.info("swagger converted", spec=name, converter=cmd)
@@ -166,10 +173,12 @@ def convert_swagger(doc: dict[str, Any], name: str) -> tuple[dict[str, Any], lis
 
 
 def check_version(doc: dict[str, Any], name: str) -> tuple[str, list[str]]:
-    """The document's version (``3.1``) and warnings; refuses Swagger 2 (see :func:`convert_swagger`) and non-3.x documents."""
+    """The document's version (``3.1``) and warnings; refuses Swagger 2 (see
+    :func:`convert_swagger`) and non-3.x documents."""
     if "swagger" in doc:
         raise SpecError(
-            f"{name}: at $.swagger: Swagger/OpenAPI {doc['swagger']} is not supported; convert it to OpenAPI 3 first"
+            f"{name}: at $.swagger: Swagger/OpenAPI {doc['swagger']} is not supported; "
+            "convert it to OpenAPI 3 first"
         )
     version = doc.get("openapi")
     if version is None:
@@ -180,13 +189,15 @@ def check_version(doc: dict[str, Any], name: str) -> tuple[str, list[str]]:
     m = re.match(r"^(\d+)\.(\d+)", text)
     if not m or m.group(1) != "3":
         raise SpecError(
-            f"{name}: at $.openapi: version {text!r} is not supported; envkernel reads OpenAPI {', '.join(SUPPORTED)}"
+            f"{name}: at $.openapi: version {text!r} is not supported; envkernel reads "
+            f"OpenAPI {', '.join(SUPPORTED)}"
         )
     short = f"{m.group(1)}.{m.group(2)}"
     warnings = []
     if short not in SUPPORTED:
         warnings.append(
-            f"{name}: OpenAPI {text} is newer than the versions known here ({', '.join(SUPPORTED)}); read as {SUPPORTED[-1]}"
+            f"{name}: OpenAPI {text} is newer than the versions known here "
+            f"({', '.join(SUPPORTED)}); read as {SUPPORTED[-1]}"
         )
     return short, warnings
 
@@ -205,7 +216,8 @@ def check_structure(doc: dict[str, Any], name: str) -> None:
     if paths is None:
         if doc.get("webhooks") or doc.get("components"):
             raise SpecError(
-                f"{name}: at $.paths: the document has no paths, so there are no operations to make tools from"
+                f"{name}: at $.paths: the document has no paths, so there are no operations "
+                "to make tools from"
             )
         raise SpecError(f"{name}: at $: there is no 'paths' object")
     _expect(paths, dict, name, ["paths"], "paths")
@@ -248,8 +260,8 @@ class Resolver:
     ``schemas.json#/Order``) and pointers inside those files, each relative to the file that holds
     it. Keys starting with ``x-`` (vendor extensions such as ``x-codeSamples``, which often point
     at Markdown or code files) are copied as they are and never resolved, and so are ``example``
-    and ``examples`` (often references to sample files; nothing here reads them). A resolved schema keeps
-    the name of its component under :data:`REF_NAME`; a reference cycle is cut (the inner
+    and ``examples`` (often references to sample files; nothing here reads them). A resolved schema
+    keeps the name of its component under :data:`REF_NAME`; a reference cycle is cut (the inner
     occurrence becomes ``{"type": "object"}`` with the name kept). Each reference is expanded
     once and the expansion shared (the tree is a DAG: treat it as read-only), so a spec whose
     schemas all reach each other (Stripe's) resolves in linear time.
@@ -294,7 +306,8 @@ class Resolver:
                 else (str(cause) if cause else type(exc).__name__)
             )
             raise SpecError(
-                f"{self.name}: at {jpath(parts)}: $ref {ref!r} cannot be resolved: {why} (points to nothing)"
+                f"{self.name}: at {jpath(parts)}: $ref {ref!r} cannot be resolved: {why} "
+                "(points to nothing)"
             ) from None
         target = urldefrag(urljoin(base, ref)).url or base
         return resolved.contents, target
@@ -302,7 +315,8 @@ class Resolver:
     def resolve(
         self, node: Any, parts: list[Any], stack: tuple[str, ...] = (), base: str = ""
     ) -> Any:
-        """A copy of ``node`` with every ``$ref`` (outside ``x-`` keys) replaced by what it points to."""
+        """A copy of ``node`` with every ``$ref`` (outside ``x-`` keys) replaced by what it points
+        to."""
         base = base or self.base_uri
         if isinstance(node, list):
             return [self.resolve(v, [*parts, i], stack, base) for i, v in enumerate(node)]
@@ -426,8 +440,9 @@ MAX_VALIDATION_WARNINGS = 5
 def validation_warnings(
     doc: dict[str, Any], name: str, version: str, base: Path | None
 ) -> list[str]:
-    """What ``openapi-spec-validator`` finds wrong in a document, as warnings (never raises): the first
-    :data:`MAX_VALIDATION_WARNINGS` distinct findings by text, then how many more distinct ones there are."""
+    """What ``openapi-spec-validator`` finds wrong in a document, as warnings (never raises): the
+    first :data:`MAX_VALIDATION_WARNINGS` distinct findings by text, then how many more distinct
+    ones there are."""
     cls = {"3.0": OpenAPIV30SpecValidator, "3.1": OpenAPIV31SpecValidator}.get(
         version, OpenAPIV32SpecValidator
     )
@@ -439,7 +454,8 @@ def validation_warnings(
         ).iter_errors():
             where = jpath(list(getattr(err, "absolute_path", []) or []))
             found.append(
-                f"{name}: the validator reports at {where}: {str(getattr(err, 'message', err))[:200]}"
+                f"{name}: the validator reports at {where}: "
+                f"{str(getattr(err, 'message', err))[:200]}"
             )
     except Exception as exc:
         crash = f"{name}: the validator could not finish: {type(exc).__name__}: {str(exc)[:200]}"

@@ -73,23 +73,30 @@ with ApiClient(configuration) as api_client:
         ccs_1,
     ]
 
-    signature_request_bulk_create_embedded_with_template_request = models.SignatureRequestBulkCreateEmbeddedWithTemplateRequest(
-        client_id="1a659d9ad95bccd307ecad78d72192f8",
-        template_ids=[
-            "c26b8a16784a872da37ea946b9ddec7c1e11dff6",
-        ],
-        message="Glad we could come to an agreement.",
-        subject="Purchase Order",
-        test_mode=True,
-        signer_list=signer_list,
-        ccs=ccs,
+    signature_request_bulk_create_embedded_with_template_request = (
+        models.SignatureRequestBulkCreateEmbeddedWithTemplateRequest(
+            client_id="1a659d9ad95bccd307ecad78d72192f8",
+            template_ids=[
+                "c26b8a16784a872da37ea946b9ddec7c1e11dff6",
+            ],
+            message="Glad we could come to an agreement.",
+            subject="Purchase Order",
+            test_mode=True,
+            signer_list=signer_list,
+            ccs=ccs,
+        )
     )
 
     try:
-        response = api.SignatureRequestApi(api_client).signature_request_bulk_create_embedded_with_template(
+        response = api.SignatureRequestApi(
+            api_client
+        ).signature_request_bulk_create_embedded_with_template(
             signature_request_bulk_create_embedded_with_template_request=signature_request_bulk_create_embedded_with_template_request,
         )
 
         pprint(response)
     except ApiException as e:
-        print("Exception when calling SignatureRequestApi#signature_request_bulk_create_embedded_with_template: %s\n" % e)
+        print(
+            "Exception when calling "
+            "SignatureRequestApi#signature_request_bulk_create_embedded_with_template: %s\n" % e
+        )

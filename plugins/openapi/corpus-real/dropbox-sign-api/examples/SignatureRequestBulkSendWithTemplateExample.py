@@ -74,15 +74,17 @@ with ApiClient(configuration) as api_client:
         ccs_1,
     ]
 
-    signature_request_bulk_send_with_template_request = models.SignatureRequestBulkSendWithTemplateRequest(
-        template_ids=[
-            "c26b8a16784a872da37ea946b9ddec7c1e11dff6",
-        ],
-        message="Glad we could come to an agreement.",
-        subject="Purchase Order",
-        test_mode=True,
-        signer_list=signer_list,
-        ccs=ccs,
+    signature_request_bulk_send_with_template_request = (
+        models.SignatureRequestBulkSendWithTemplateRequest(
+            template_ids=[
+                "c26b8a16784a872da37ea946b9ddec7c1e11dff6",
+            ],
+            message="Glad we could come to an agreement.",
+            subject="Purchase Order",
+            test_mode=True,
+            signer_list=signer_list,
+            ccs=ccs,
+        )
     )
 
     try:
@@ -92,4 +94,7 @@ with ApiClient(configuration) as api_client:
 
         pprint(response)
     except ApiException as e:
-        print("Exception when calling SignatureRequestApi#signature_request_bulk_send_with_template: %s\n" % e)
+        print(
+            "Exception when calling "
+            "SignatureRequestApi#signature_request_bulk_send_with_template: %s\n" % e
+        )

@@ -32,24 +32,31 @@ with ApiClient(configuration) as api_client:
         signers_1,
     ]
 
-    signature_request_create_embedded_with_template_request = models.SignatureRequestCreateEmbeddedWithTemplateRequest(
-        client_id="b6b8e7deaf8f0b95c029dca049356d4a2cf9710a",
-        template_ids=[
-            "c26b8a16784a872da37ea946b9ddec7c1e11dff6",
-        ],
-        message="Glad we could come to an agreement.",
-        subject="Purchase Order",
-        test_mode=True,
-        signing_options=signing_options,
-        signer_experience=signer_experience,
-        signers=signers,
+    signature_request_create_embedded_with_template_request = (
+        models.SignatureRequestCreateEmbeddedWithTemplateRequest(
+            client_id="b6b8e7deaf8f0b95c029dca049356d4a2cf9710a",
+            template_ids=[
+                "c26b8a16784a872da37ea946b9ddec7c1e11dff6",
+            ],
+            message="Glad we could come to an agreement.",
+            subject="Purchase Order",
+            test_mode=True,
+            signing_options=signing_options,
+            signer_experience=signer_experience,
+            signers=signers,
+        )
     )
 
     try:
-        response = api.SignatureRequestApi(api_client).signature_request_create_embedded_with_template(
+        response = api.SignatureRequestApi(
+            api_client
+        ).signature_request_create_embedded_with_template(
             signature_request_create_embedded_with_template_request=signature_request_create_embedded_with_template_request,
         )
 
         pprint(response)
     except ApiException as e:
-        print("Exception when calling SignatureRequestApi#signature_request_create_embedded_with_template: %s\n" % e)
+        print(
+            "Exception when calling "
+            "SignatureRequestApi#signature_request_create_embedded_with_template: %s\n" % e
+        )

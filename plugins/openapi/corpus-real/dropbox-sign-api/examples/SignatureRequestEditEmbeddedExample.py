@@ -41,7 +41,8 @@ with ApiClient(configuration) as api_client:
 
     signature_request_edit_embedded_request = models.SignatureRequestEditEmbeddedRequest(
         client_id="b6b8e7deaf8f0b95c029dca049356d4a2cf9710a",
-        message="Please sign this NDA and then we can discuss more. Let me know if you\nhave any questions.",
+        message="Please sign this NDA and then we can discuss more. Let me know if you\nhave any "
+        "questions.",
         subject="The NDA we talked about",
         test_mode=True,
         title="NDA with Acme Co.",
@@ -65,4 +66,6 @@ with ApiClient(configuration) as api_client:
 
         pprint(response)
     except ApiException as e:
-        print("Exception when calling SignatureRequestApi#signature_request_edit_embedded: %s\n" % e)
+        print(
+            "Exception when calling SignatureRequestApi#signature_request_edit_embedded: %s\n" % e
+        )

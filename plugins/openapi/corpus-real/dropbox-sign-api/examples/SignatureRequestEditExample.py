@@ -44,7 +44,8 @@ with ApiClient(configuration) as api_client:
     ]
 
     signature_request_edit_request = models.SignatureRequestEditRequest(
-        message="Please sign this NDA and then we can discuss more. Let me know if you\nhave any questions.",
+        message="Please sign this NDA and then we can discuss more. Let me know if you\nhave any "
+        "questions.",
         subject="The NDA we talked about",
         test_mode=True,
         title="NDA with Acme Co.",

@@ -69,4 +69,7 @@ with ApiClient(configuration) as api_client:
 
         pprint(response)
     except ApiException as e:
-        print("Exception when calling SignatureRequestApi#signature_request_edit_with_template: %s\n" % e)
+        print(
+            "Exception when calling SignatureRequestApi#signature_request_edit_with_template: "
+            "%s\n" % e
+        )

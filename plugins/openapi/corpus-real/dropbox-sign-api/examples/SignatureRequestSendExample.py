@@ -40,7 +40,8 @@ with ApiClient(configuration) as api_client:
     ]
 
     signature_request_send_request = models.SignatureRequestSendRequest(
-        message="Please sign this NDA and then we can discuss more. Let me know if you\nhave any questions.",
+        message="Please sign this NDA and then we can discuss more. Let me know if you\nhave any "
+        "questions.",
         subject="The NDA we talked about",
         test_mode=True,
         title="NDA with Acme Co.",

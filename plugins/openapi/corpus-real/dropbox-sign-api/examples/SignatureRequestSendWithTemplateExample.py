@@ -68,4 +68,7 @@ with ApiClient(configuration) as api_client:
 
         pprint(response)
     except ApiException as e:
-        print("Exception when calling SignatureRequestApi#signature_request_send_with_template: %s\n" % e)
+        print(
+            "Exception when calling SignatureRequestApi#signature_request_send_with_template: "
+            "%s\n" % e
+        )

@@ -29,15 +29,17 @@ with ApiClient(configuration) as api_client:
         signers_1,
     ]
 
-    unclaimed_draft_create_embedded_with_template_request = models.UnclaimedDraftCreateEmbeddedWithTemplateRequest(
-        client_id="b6b8e7deaf8f0b95c029dca049356d4a2cf9710a",
-        requester_email_address="jack@dropboxsign.com",
-        template_ids=[
-            "61a832ff0d8423f91d503e76bfbcc750f7417c78",
-        ],
-        test_mode=False,
-        ccs=ccs,
-        signers=signers,
+    unclaimed_draft_create_embedded_with_template_request = (
+        models.UnclaimedDraftCreateEmbeddedWithTemplateRequest(
+            client_id="b6b8e7deaf8f0b95c029dca049356d4a2cf9710a",
+            requester_email_address="jack@dropboxsign.com",
+            template_ids=[
+                "61a832ff0d8423f91d503e76bfbcc750f7417c78",
+            ],
+            test_mode=False,
+            ccs=ccs,
+            signers=signers,
+        )
     )
 
     try:
@@ -47,4 +49,7 @@ with ApiClient(configuration) as api_client:
 
         pprint(response)
     except ApiException as e:
-        print("Exception when calling UnclaimedDraftApi#unclaimed_draft_create_embedded_with_template: %s\n" % e)
+        print(
+            "Exception when calling "
+            "UnclaimedDraftApi#unclaimed_draft_create_embedded_with_template: %s\n" % e
+        )

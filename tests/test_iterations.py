@@ -220,7 +220,7 @@ def test_bad_iteration_and_remote_flags_are_usage_errors(envk) -> None:
     proc = envk("run", "--iterations", "0", "--no-progress", timeout=60)
     assert (
         proc.returncode == 2
-        and "iterations and rollouts_per_task must be at least 1" in proc.stderr
+        and "iterations, rollouts_per_task and gate_solver_k must be at least 1" in proc.stderr
     )
 
 

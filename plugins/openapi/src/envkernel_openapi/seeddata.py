@@ -571,6 +571,11 @@ def _faker(locale: str, seed: int) -> Any:
     return fake
 
 
+_MISS = object()
+"""No rule of a :meth:`RowMaker.by_name` part applies to the column (None is a value: the
+schema's)."""
+
+
 class RowMaker:
     """Makes the seed rows of one resource (``noun`` is its singular; ``fields`` its columns)."""
 
@@ -946,12 +951,9 @@ class RowMaker:
     def by_name(self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: dict[str, Any]) -> Any:
         """A value chosen by the column's name and the resource's noun, or None."""
         rng = self.rng
-        fake = ctx["fake"]
         t = f.get("type")
         ws = words(col)
         w = set(ws)
-        noun = self.noun
-        first, last = ctx["first"], ctx["last"]
         if t == "boolean":
             if w & {"active", "enabled", "verified", "available", "confirmed", "accepting"}:
                 return rng.random() < 0.75
@@ -962,6 +964,33 @@ class RowMaker:
             return self._array(col, w, f, ctx)
         if t != "string":
             return None
+        for part in (
+            self._person_value,
+            self._place_value,
+            self._travel_value,
+            self._domain_value,
+            self._named_value,
+        ):
+            v = part(col, f, ctx, row, ws, w)
+            if v is not _MISS:
+                return v
+        return None
+
+    def _person_value(
+        self,
+        col: str,
+        f: dict[str, Any],
+        ctx: dict[str, Any],
+        row: dict[str, Any],
+        ws: list[str],
+        w: set[str],
+    ) -> Any:
+        """A string value by the column's name (who the row is or how to reach them: email, web
+        address, phone, names, username); :data:`_MISS` when none applies."""
+        rng = self.rng
+        noun = self.noun
+        first = ctx["first"]
+        last = ctx["last"]
         if f.get("format") == "email" or "email" in w:
             return self.unique(col, lambda a: self._email(ctx, a))
         if f.get("format") in ("uri", "url") or w & {"url", "uri", "website", "homepage", "link"}:
@@ -1002,6 +1031,21 @@ class RowMaker:
                     base if a == 0 else f"{_ascii(first).lower()}{_ascii(last[:3]).lower()}{a}"
                 ),
             )
+        return _MISS
+
+    def _place_value(
+        self,
+        col: str,
+        f: dict[str, Any],
+        ctx: dict[str, Any],
+        row: dict[str, Any],
+        ws: list[str],
+        w: set[str],
+    ) -> Any:
+        """A string value by the column's name (where and in what money: city, country, address,
+        postcode, currency, bank numbers, SKU); :data:`_MISS` when none applies."""
+        rng = self.rng
+        fake = ctx["fake"]
         if w & {"city", "town"}:
             return ctx["city"]
         if "country" in w:
@@ -1021,6 +1065,22 @@ class RowMaker:
             return self.unique(col, lambda a: f"{base}-{rng.randint(100, 999)}")
         if "flight" in w and ("number" in w or "no" in w):
             return self.unique(col, lambda a: f"{ctx['airline'][1]}{rng.randint(100, 999)}")
+        return _MISS
+
+    def _travel_value(
+        self,
+        col: str,
+        f: dict[str, Any],
+        ctx: dict[str, Any],
+        row: dict[str, Any],
+        ws: list[str],
+        w: set[str],
+    ) -> Any:
+        """A string value by the column's name (travel and rooms: flight numbers, senders and
+        recipients, ids, airports, airlines, seats, rooms); :data:`_MISS` when none applies."""
+        rng = self.rng
+        fake = ctx["fake"]
+        noun = self.noun
         if ws in (["from"], ["to"], ["sender"], ["reply", "to"]) and self.noun not in TRAVEL_NOUNS:
             return (
                 self.unique(col, lambda a: self._email(ctx, a))
@@ -1053,6 +1113,20 @@ class RowMaker:
                     + f"{rng.randint(1, 5) * 100 + rng.randint(1, 30)}"
                 ),
             )
+        return _MISS
+
+    def _domain_value(
+        self,
+        col: str,
+        f: dict[str, Any],
+        ctx: dict[str, Any],
+        row: dict[str, Any],
+        ws: list[str],
+        w: set[str],
+    ) -> Any:
+        """A string value by the column's name (domain words: specialties, reasons, MIME types, time
+        zones, languages, colours, merchants, companies); :data:`_MISS` when none applies."""
+        rng = self.rng
         if "specialty" in w or "speciality" in w or "department" in w:
             return rng.choice(SPECIALTIES)
         if w & {"reason", "diagnosis", "complaint", "symptoms"}:
@@ -1089,6 +1163,22 @@ class RowMaker:
             "brand",
         }:
             return ctx["company"]
+        return _MISS
+
+    def _named_value(
+        self,
+        col: str,
+        f: dict[str, Any],
+        ctx: dict[str, Any],
+        row: dict[str, Any],
+        ws: list[str],
+        w: set[str],
+    ) -> Any:
+        """A string value by the column's name (categories, places, codes, paths, files, topics,
+        names and titles, texts, kinds); :data:`_MISS` when none applies."""
+        rng = self.rng
+        noun = self.noun
+        first = ctx["first"]
         if "category" in w:
             return ctx["product"][1] if ctx.get("product") else rng.choice(list(CATALOG))
         if "location" in w or "venue" in w or "place" in w:
@@ -1143,7 +1233,7 @@ class RowMaker:
             ]  # the one value the spec names (FHIR's resourceType "Patient"), not a made-up tier
         if "type" in w or "kind" in w or "tier" in w:
             return rng.choice(["standard", "premium", "basic"])
-        return None
+        return _MISS
 
     def _email(self, ctx: dict[str, Any], attempt: int) -> str:
         fake = ctx["fake"]

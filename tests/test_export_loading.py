@@ -189,3 +189,101 @@ def test_multi_environment_corpus_loads_both_ways(envk_factory: Any, tmp_path: P
     for name in ("sft.jsonl", "rl.jsonl", "rl.parquet"):
         table, _ = load_both(run.dir / name, tmp_path)
         assert table.num_rows > 0
+
+
+def _reward_module(run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """docs/training.md's ``envkernel_reward.py``, as the page prints it, reading ``run_dir``."""
+    import re
+    import types
+
+    page = (Path(__file__).parents[1] / "docs" / "training.md").read_text()
+    code = next(
+        b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "def compute_score" in b
+    )
+    monkeypatch.setenv("ENVKERNEL_RUN", str(run_dir))
+    module = types.ModuleType("envkernel_reward")
+    exec(compile(code, "envkernel_reward.py", "exec"), module.__dict__)
+    return module
+
+
+def _hermes(calls: list[tuple[str, dict[str, Any]]], answer: str) -> str:
+    """A reply in the Hermes format the documented reward parses."""
+    blocks = [f"<tool_call>{json.dumps({'name': n, 'arguments': a})}</tool_call>" for n, a in calls]
+    return "\n".join([*blocks, answer])
+
+
+@pytest.fixture(scope="module")
+def bare_run(envk_factory: Any) -> Any:
+    """A bare run (its default samplers, whose tasks carry ``Outcome.unchanged``)."""
+    envk = envk_factory("exportbare")
+    run = envk.run("-G", "1", "--set", "chains.tasks_per_env=4", run_id="bare", source=None)
+    assert run.proc.returncode == 0, run.proc.stderr[-3000:]
+    return run
+
+
+def test_the_documented_reward_scores_exported_rows_as_the_kit_does(
+    bare_run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/training.md's reward over rl.jsonl rows gives the kit's score (``traceoutcome``'s) of
+    the same replayed calls: the reference (1, as the run scored it), the reference plus a change
+    nobody asked for (0), and a read-only answer guessed without a lookup (0). Without the rows'
+    ``unchanged`` and ``outputs`` the last two would score as if the job was done."""
+    from envkernel_kit.scoring import score
+    from envkernel_schemas import CallRecord, ToolCall, to_builtins
+
+    mod = _reward_module(bare_run.dir, monkeypatch)
+    tasks = {t["id"]: msgspec.convert(t, Task) for t in bare_run.jsonl("tasks.jsonl")}
+    rows = {r["extra_info"]["task_id"]: r for r in bare_run.jsonl("rl.jsonl")}
+    recorded = {
+        r["task_id"]: r["reward"]["score"]
+        for r in bare_run.jsonl("rollouts.jsonl")
+        if r["purpose"] == "train"
+    }
+    assert set(rows) == set(tasks)
+    # a change: another task's last mutating call, in the same environment
+    change = {
+        t.env_id: (t.calls[-1].name, dict(t.calls[-1].arguments))
+        for t in tasks.values()
+        if t.outcome.mutates and t.calls
+    }
+    compared = destructive = guessed = old_blind = 0
+    for tid, task in sorted(tasks.items()):
+        if task.outcome.check or task.env_id not in change:
+            continue
+        row = rows[tid]
+        gt, info = row["reward_model"]["ground_truth"], row["extra_info"]
+        ref = [(c.name, dict(c.arguments)) for c in task.calls]
+        variants = {"reference": ref, "destructive": [*ref, change[task.env_id]]}
+        if not task.outcome.mutates:
+            variants["guess"] = []
+        for kind, calls in variants.items():
+            from_rows = mod.score_text(_hermes(calls, task.outcome.answer), gt, info).score
+            records, state = mod.run(mod.replay(task.env_id, calls, to_builtins(task.planted)))
+            traj = Trajectory(
+                task_id=tid,
+                policy="external",
+                calls=[
+                    CallRecord(call=ToolCall(name=n, arguments=a), result=r.result)
+                    for (n, a), r in zip(calls, records, strict=True)
+                ],  # fmt: skip
+                final_answer=task.outcome.answer,
+                final_state=state,
+            )
+            kit = score(task, traj).score
+            assert from_rows == kit, (tid, kind, from_rows, kit)
+            compared += 1
+            if kind == "reference" and tid in recorded:
+                assert kit == recorded[tid] == 1.0, (tid, kit, recorded[tid])
+            changed = state != mod.run(mod.replay(task.env_id, ref, to_builtins(task.planted)))[1]
+            if kind == "destructive" and changed:
+                assert kit == 0.0, (tid, kit)
+                destructive += 1
+                # the rows as they were: no digests of the untouched tables, no looked-up rows
+                old = {**info, "unchanged": "{}", "generated": "{}", "outputs": "[]"}
+                text = _hermes(calls, task.outcome.answer)
+                old_blind += mod.score_text(text, gt, old).score > 0.0
+            if kind == "guess":
+                assert kit == 0.0, (tid, kit)
+                guessed += 1
+    assert compared >= 10 and destructive >= 3 and guessed >= 1, (compared, destructive, guessed)
+    assert old_blind >= 1  # what the rows lacked: a destructive rollout scored above 0 from them

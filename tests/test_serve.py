@@ -202,7 +202,7 @@ async def test_workspace_task_is_graded_by_its_check_over_openenv(
             )
             assert r.observation["ok"] is True, r.observation
         state = await env.state()
-        assert state["reward"] == 1.0 and state["reasons"] == []
+        assert state["reward"] == 1.0 and "reasons" not in state  # reasons are the trainer's
         assert (await env.step({"type": "submit", "answer": ws_task.outcome.answer})).reward == 1.0
         await env.reset(task_id=ws_task.id)  # the seed workspace again
         assert (await env.step({"type": "submit", "answer": ""})).reward == 0.0
@@ -212,7 +212,13 @@ async def test_workspace_task_is_graded_by_its_check_over_openenv(
                 {"type": "call_tool", "tool_name": call.name, "arguments": call.arguments}
             )
         assert (await env.step({"type": "submit", "answer": ws_task.outcome.answer})).reward < 1.0
-        assert (await env.state())["reasons"]  # the criteria the near miss missed
+        assert "reasons" not in await env.state()  # a plain state request: no reasons
+    with Session(server.url) as trainer:  # the trainer asks for them: the criteria missed
+        trainer.reset(task_id=ws_task.id)
+        for call in ws_task.calls[:-1]:
+            trainer.call(call.name, **call.arguments)
+        assert trainer.submit(ws_task.outcome.answer)["reward"] < 1.0
+        assert trainer.state(reasons=True)["reasons"]
     # the check ran in a sandbox of the environment with its reward-side tools, never in this
     # process
     assert f"{ws_task.env_id}--check" in server.core.pool._idle
@@ -290,7 +296,7 @@ async def test_mcp_submit_answer_ends_the_episode_with_its_reward(
         right["reward"] == 1.0 and right["done"] is True and right["step_count"] == len(task.calls)
     )
     assert right["submitted"] == task.outcome.answer and json.loads(json.dumps(right)) == right
-    assert wrong["reward"] < 1.0 and wrong["reasons"]
+    assert wrong["reward"] < 1.0 and "reasons" not in wrong  # they quote the expected values
     assert again.is_error and "episode is done" in again.content[0].text
     assert after.is_error and "episode is done" in after.content[0].text
     async with streamable_http_client(server.mcp_url) as streams, ClientSession(*streams[:2]) as s:
@@ -906,3 +912,85 @@ async def test_a_session_whose_executor_dies_starts_again_from_its_task(
             again.observation["ok"] and len(again.observation["result"]) == base
         )  # the task's initial state, in a new sandbox
         assert ep.lease is not None and ep.lease.sandbox is not sandbox
+
+
+def _quoted(reasons: list[str]) -> set[str]:
+    """The values a grading's reasons quote (``'27-inch monitor' with ['22900'] ...``)."""
+    import re
+
+    return {m for r in reasons for m in re.findall(r"'([^']{3,})'", r)}
+
+
+async def test_nothing_an_agent_reads_gives_the_answer_away(server: Any, tasks: list[Task]) -> None:
+    """An agent reading everything it can (MCP's tool list, instructions and state resource before
+    any step, the submit result and the state after it; /ws observations and state; the HTTP
+    routes) finds no reason, no value the reasons quote and no reference call; the trainer asks for
+    the reasons and gets them."""
+    import httpx
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    task = _read_only(tasks)
+    with Session(server.url) as trainer:  # the trainer's view: what a wrong answer missed
+        trainer.reset(task_id=task.id)
+        assert trainer.submit("I do not know.")["reward"] == 0.0
+        reasons = trainer.state(reasons=True)["reasons"]
+    public = task.request + json.dumps(
+        msgspec.to_builtins(server.core.catalog.envs[task.env_id].tools)
+    )
+    # what the task expects and the agent could only know by looking it up
+    secrets = {v for v in _quoted(reasons) if v.lower() not in public.lower()}
+    secrets |= {task.outcome.answer}
+    assert reasons and secrets, (reasons, task.outcome.answer)
+    seen: list[str] = []
+    async with (
+        streamable_http_client(f"{server.mcp_url}?task={task.id}") as streams,
+        ClientSession(*streams[:2]) as s,
+    ):
+        init = await s.initialize()
+        seen.append(json.dumps(init.model_dump(mode="json")))
+        seen.append(json.dumps((await s.list_tools()).model_dump(mode="json")))
+        seen.append(json.dumps((await s.list_resources()).model_dump(mode="json")))
+        before = (await s.read_resource("envkernel://session/state")).contents[0].text
+        end = await s.call_tool("submit_answer", {"answer": "I do not know."})
+        after = (await s.read_resource("envkernel://session/state")).contents[0].text
+        seen += [before, json.dumps(end.model_dump(mode="json")), after]
+        assert json.loads(after)["reward"] == 0.0 and "reasons" not in json.loads(before)
+    with Session(server.url) as agent:
+        seen.append(json.dumps(agent.reset(task_id=task.id)))
+        seen.append(json.dumps(agent.tools()))
+        seen.append(json.dumps(agent.state()))
+        seen.append(json.dumps(agent.submit("I do not know.")))
+        seen.append(json.dumps(agent.state()))
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        eid = http.post("/reset", json={"task_id": task.id}).json()["observation"]["episode_id"]
+        seen.append(http.get("/state", params={"episode_id": eid}).text)
+        end_http = http.post(
+            "/step", json={"action": {"type": "submit", "answer": "no"}, "episode_id": eid}
+        )
+        seen.append(end_http.text)
+        seen.append(http.get("/state", params={"episode_id": eid}).text)
+        for route in ("/metadata", "/schema", "/openapi.json", "/health"):
+            seen.append(http.get(route).text)
+        trainer_view = http.get("/state", params={"episode_id": eid, "reasons": "1"}).json()
+        assert trainer_view["reasons"]
+    text = "\n".join(seen).lower()
+    calls = [json.dumps(c.arguments) for c in task.calls if c.arguments]
+    leaked = [v for v in [*reasons, *secrets, *calls] if v.lower() in text]
+    assert not leaked, leaked
+
+
+def test_show_reasons_puts_them_in_every_state(run_dir: Path, tasks: list[Task]) -> None:
+    """``show_reasons`` (``--show-reasons``): a plain state request (an agent's) has the reasons."""
+    running = start(
+        load_catalog(run_dir),
+        RunnerSandboxes(process_runner()),
+        ServeSettings(port=0, warm=0, show_reasons=True),
+    )
+    try:
+        with Session(running.url) as s:
+            s.reset(task_id=_read_only(tasks).id)
+            s.submit("I do not know.")
+            assert s.state()["reasons"]
+    finally:
+        running.stop()

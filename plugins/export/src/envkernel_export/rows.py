@@ -149,7 +149,10 @@ def rl_row(
     ability: str = "tool-use",
 ) -> dict[str, Any]:
     """One verl-style RL row for a task. Values whose shape varies (arguments, states, tools)
-    are JSON strings so that every row has the same parquet schema."""
+    are JSON strings so that every row has the same parquet schema. ``extra_info`` carries all
+    the default reward reads: the states, the untouched tables' digests (``unchanged``) and the
+    columns the server generates (``generated``), and the reference's last result (``outputs``,
+    a list of at most one: the rows a read-only answer must have been looked up from)."""
     return {
         "data_source": f"envkernel/{task.env_id}",
         "prompt": [
@@ -180,6 +183,9 @@ def rl_row(
             "expected_state": dumps(task.outcome.expected_state),
             "planted": dumps(to_builtins(task.planted)),
             "tools": dumps(tools),
+            "unchanged": dumps(task.outcome.unchanged),
+            "generated": dumps(task.outcome.generated),
+            "outputs": dumps(to_builtins(task.outputs[-1:])),
         },
     }
 
@@ -248,6 +254,9 @@ def rl_schema() -> pa.Schema:
                         ("expected_state", pa.string()),
                         ("planted", pa.string()),
                         ("tools", pa.string()),
+                        ("unchanged", pa.string()),
+                        ("generated", pa.string()),
+                        ("outputs", pa.string()),
                     ]
                 ),
             ),

@@ -131,6 +131,14 @@ def serve_command() -> Any:
         show_default=True,
         help="With --nats-url: also serve the runner from this process (else only workers serve it).",
     )
+    @click.option(
+        "--show-reasons",
+        is_flag=True,
+        default=False,
+        help="Show why a reward is below 1 (the reasons quote the expected values) in every state, "
+        "the agent's MCP state and submit_answer result included; off: only a trainer's explicit "
+        "request and the log get them.",
+    )
     def serve_cmd(
         target: str,
         tasks_file: str | None,
@@ -148,6 +156,7 @@ def serve_command() -> Any:
         nats_url: str | None,
         serve_runner: bool,
         reuse_sandboxes: bool = False,
+        show_reasons: bool = False,
     ) -> None:
         """Serve the environment(s) of ENV_DIR or RUN_DIR to trainers: OpenEnv's protocol on /ws, MCP on /mcp."""
         from .catalog import CatalogError, load_catalog
@@ -181,7 +190,7 @@ def serve_command() -> Any:
         )
         opts = ServeSettings(host=host, port=port, max_steps=max_steps, tau=tau, reward=reward,
                              warm=warm, max_message_mb=max_message_mb,
-                             fresh=not reuse_sandboxes)  # fmt: skip
+                             fresh=not reuse_sandboxes, show_reasons=show_reasons)  # fmt: skip
         try:
             sock = bind(host, port)
         except OSError as exc:

@@ -7,7 +7,8 @@ Routes (one Starlette app, served by uvicorn):
   and state.
 * ``WS /ws``: OpenEnv's session protocol, as ``openenv-core``'s ``EnvClient`` speaks it. The client
   sends ``{"type": "reset", "data": {...}}``, ``{"type": "step", "data": ACTION}``, ``{"type":
-  "state"}`` or ``{"type": "close"}``; the server answers ``{"type": "observation", "data":
+  "state"}`` (``"data": {"reasons": true}`` from a trainer: with the grading's reasons) or
+  ``{"type": "close"}``; the server answers ``{"type": "observation", "data":
   {"observation", "reward", "done"}}``, ``{"type": "state", "data": {...}}`` or ``{"type": "error",
   "data": {"message", "code"}}``. Each connection is one session with its own sandbox. Messages are
   not size-capped by default (``max_message_mb``), so a large observation arrives whole.
@@ -27,9 +28,10 @@ Routes (one Starlette app, served by uvicorn):
   one sandbox. A session that names a task (the ``X-Envkernel-Task`` header or ``?task=ID``) starts
   from that task's initial state, and reading its resource ``envkernel://session/state`` (MCP
   ``resources/read``: not a tool, so a model is never offered it) returns the episode's state with
-  its ``reward``, the task's own check on what the session did. Such a session is also offered the
-  tool ``submit_answer`` (``{"answer": TEXT}``), which ends the episode with the final answer; its
-  result is the reward and the episode's state.
+  its ``reward``, the task's own check on what the session did (never its ``reasons``, which quote
+  the expected values, unless the server runs with ``show_reasons``). Such a session is also
+  offered the tool ``submit_answer`` (``{"answer": TEXT}``), which ends the episode with the final
+  answer; its result is the reward and the episode's state.
 """
 
 from __future__ import annotations
@@ -136,7 +138,8 @@ _STATE_SCHEMA = {
         "reasons": {
             "type": "array",
             "items": {"type": "string"},
-            "description": "why the reward is below 1",
+            "description": "why the reward is below 1 (quoting the expected values): only when "
+            "the trainer asks for it or the server runs with --show-reasons",
         },
     },
 }
@@ -145,6 +148,12 @@ _STATE_SCHEMA = {
 _json = msgspec.json.Encoder(
     enc_hook=str
 )  # msgspec: several times faster than json.dumps on the step path
+
+
+def _wants_reasons(msg: dict[str, Any]) -> bool:
+    """A trainer's ``{"type": "state", "data": {"reasons": true}}``: the state with its reasons."""
+    data = msg.get("data")
+    return isinstance(data, dict) and data.get("reasons") is True
 
 
 def _dumps(value: Any) -> str:
@@ -205,7 +214,7 @@ async def _ws_session(core: ServeCore, receive: Any, send: Any) -> None:
                     elif kind == "reset":
                         out = {"type": "observation", "data": await ep.reset(msg.get("data") or {})}
                     elif kind == "state":
-                        out = {"type": "state", "data": await ep.state()}
+                        out = {"type": "state", "data": await ep.state(_wants_reasons(msg))}
                     else:
                         out = {
                             "type": "error",
@@ -340,7 +349,8 @@ class _HttpEpisodes:
                     await ep.close()
             ep = self._find(wanted)
             async with ep.lock:
-                return JSONResponse(await ep.state())
+                flag = request.query_params.get("reasons", "")
+                return JSONResponse(await ep.state(flag.lower() in ("1", "true", "yes")))
         except Exception as exc:
             return _http_error(exc, "state")
 

@@ -134,9 +134,12 @@ class Session:
         tools: list[dict[str, Any]] = self.step({"type": "list_tools"})["observation"]["tools"]
         return tools
 
-    def state(self) -> dict[str, Any]:
-        """``episode_id``, ``step_count``, ``task_id``, ``done`` and the current ``reward``."""
-        return self._send({"type": "state"})
+    def state(self, reasons: bool = False) -> dict[str, Any]:
+        """``episode_id``, ``step_count``, ``task_id``, ``done`` and the current ``reward``; with
+        ``reasons``, also why it is below 1 (trainer-side only: they quote the expected values)."""
+        return self._send(
+            {"type": "state", "data": {"reasons": True}} if reasons else {"type": "state"}
+        )
 
     def close(self) -> None:
         """End the session (its sandbox goes back to the server's pool). Idempotent."""
@@ -197,9 +200,11 @@ class AsyncSession:
         """End the episode with the final answer (see :meth:`Session.submit`)."""
         return await self.step({"type": "submit", "answer": answer})
 
-    async def state(self) -> dict[str, Any]:
-        """The session's state with the current ``reward``."""
-        return await self._send({"type": "state"})
+    async def state(self, reasons: bool = False) -> dict[str, Any]:
+        """The session's state with the current ``reward`` (``reasons``: :meth:`Session.state`)."""
+        return await self._send(
+            {"type": "state", "data": {"reasons": True}} if reasons else {"type": "state"}
+        )
 
     async def close(self) -> None:
         """End the session. Idempotent."""

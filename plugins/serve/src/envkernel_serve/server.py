@@ -74,6 +74,9 @@ class ServeSettings:
     mcp_idle_seconds: float = 600.0
     ws_compression: bool = False
     """Offer permessage-deflate on the WebSocket (off: on loopback it costs both sides more CPU than it saves)."""
+    show_reasons: bool = False
+    """Show the grading's reasons (they quote the expected values) in every state, the agent's
+    MCP state resource and ``submit_answer`` result included (``--show-reasons``)."""
 
 
 class RunnerSandboxes:
@@ -199,6 +202,7 @@ def make_server(
         tau=0.0 if settings.tau is None else settings.tau,
         reward_model=model,
         reward_name=name or "serve",
+        show_reasons=settings.show_reasons,
     )
 
     async def on_start() -> None:

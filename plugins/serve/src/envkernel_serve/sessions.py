@@ -256,6 +256,10 @@ class ServeCore:
     None: the trace + outcome score with ``tau``."""
     reward_name: str = "serve"
     """The reward model's component name (``Reward.model``; what its ``ctx.component`` says)."""
+    show_reasons: bool = False
+    """Put the grading's ``reasons`` (which quote expected values) in every state, the MCP state
+    resource and ``submit_answer`` result included (``--show-reasons``); False: only a trainer's
+    explicit request (:meth:`Episode.state` with ``reasons=True``) and the log get them."""
     live: dict[str, Episode] = field(default_factory=dict)
     _counter: int = 0
 
@@ -585,12 +589,22 @@ class Episode:
         )
         graded = await self.core.grade(self.task, traj)
         self._graded, self.reasons = (key, graded.score), list(graded.reasons)
+        if self.done and self.reasons:  # the trainer's record of why (never the agent's to read)
+            log.info(
+                "episode graded",
+                episode_id=self.episode_id,
+                task_id=self.task.id,
+                reward=graded.score,
+                reasons=self.reasons,
+            )
         return graded.score
 
-    async def state(self) -> dict[str, Any]:
-        """OpenEnv's ``State`` (``episode_id``, ``step_count``) plus the task, ``done`` and the current ``reward``."""
+    async def state(self, reasons: bool = False) -> dict[str, Any]:
+        """OpenEnv's ``State`` (``episode_id``, ``step_count``) plus the task, ``done`` and the
+        current ``reward``; ``reasons`` (why the reward is below 1, quoting the expected values)
+        only when the trainer asks (``reasons``) or the server shows them (``--show-reasons``)."""
         reward = await self.reward()
-        return {
+        out: dict[str, Any] = {
             "episode_id": self.episode_id,
             "step_count": len(self.calls),
             "task_id": self.task.id if self.task else None,
@@ -598,8 +612,10 @@ class Episode:
             "done": self.done,
             "truncated": self.truncated,
             "reward": reward,
-            "reasons": self.reasons,
         }
+        if reasons or self.core.show_reasons:
+            out["reasons"] = self.reasons
+        return out
 
     async def close(self) -> None:
         """End the session and give its sandbox back to the pool."""

@@ -181,7 +181,7 @@ async def finish_trajectory(
                     ServeError
                 ):  # the episode had already ended (max_steps): its state has the reward
                     pass
-            return await traj.session.state()
+            return await traj.session.state(reasons=True)  # the trainer's, not the model's
     finally:
         await traj.session.close()
 

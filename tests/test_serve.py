@@ -44,10 +44,11 @@ finally:
     if _blocked:
         del sys.modules["gradio"]
 
-from envkernel_schemas import Task
-from envkernel_serve.catalog import CatalogError, load_catalog
-from envkernel_serve.client import ServeError, Session
-from envkernel_serve.server import NatsSandboxes, RunnerSandboxes, ServeSettings, start
+# after openenv is imported with gradio kept out (above)
+from envkernel_schemas import Task  # noqa: E402
+from envkernel_serve.catalog import CatalogError, load_catalog  # noqa: E402
+from envkernel_serve.client import ServeError, Session  # noqa: E402
+from envkernel_serve.server import NatsSandboxes, RunnerSandboxes, ServeSettings, start  # noqa: E402
 
 BLOB_TOOL = '''
 
@@ -80,8 +81,8 @@ def run_dir(envk_factory: Any) -> Path:
 
 @pytest.fixture(scope="module", autouse=True)
 def serve_cli(envk_factory: Any, run_dir: Path) -> Any:
-    """``envkernel serve RUN_DIR --port 0`` as a subprocess for :func:`test_serve_command`, started as
-    soon as the run exists so that its start-up (a fresh interpreter loading the CLI and its
+    """``envkernel serve RUN_DIR --port 0`` as a subprocess for :func:`test_serve_command`, started
+    as soon as the run exists so that its start-up (a fresh interpreter loading the CLI and its
     plugins) overlaps the other tests instead of adding to them."""
     envk = envk_factory("serve-cli")
     log = envk.cwd / "serve.stderr"
@@ -151,7 +152,8 @@ def _read_only(tasks: list[Task]) -> Task:
 
 
 async def test_openenv_client_reset_step_state_reward(server: Any, tasks: list[Task]) -> None:
-    """openenv-core's GenericEnvClient: reset loads the task, steps run its reference chain, the reward is its check."""
+    """openenv-core's GenericEnvClient: reset loads the task, steps run its reference chain, the
+    reward is its check."""
     task = _mutating(tasks)
     async with GenericEnvClient(base_url=server.url) as env:
         first = await env.reset(task_id=task.id)
@@ -191,8 +193,9 @@ async def test_openenv_client_reset_step_state_reward(server: Any, tasks: list[T
 async def test_workspace_task_is_graded_by_its_check_over_openenv(
     server: Any, ws_task: Task
 ) -> None:
-    """A workspace task through openenv-core's client: the reward is its grade() script, run in a sandbox
-    over the session's final workspace; the reference calls score 1, doing nothing 0, a near miss below 1."""
+    """A workspace task through openenv-core's client: the reward is its grade() script, run in a
+    sandbox over the session's final workspace; the reference calls score 1, doing nothing 0, a near
+    miss below 1."""
     async with GenericEnvClient(base_url=server.url) as env:
         first = await env.reset(task_id=ws_task.id)
         assert first.observation["request"] == ws_task.request
@@ -225,8 +228,9 @@ async def test_workspace_task_is_graded_by_its_check_over_openenv(
 
 
 async def test_workspace_task_is_graded_by_its_check_over_mcp(server: Any, ws_task: Task) -> None:
-    """The official mcp client: a session naming the task (``?task=``) calls the tools, and its state
-    resource holds the check's reward (1 for the reference calls, 0 for nothing); a wrong task is an error."""
+    """The official mcp client: a session naming the task (``?task=``) calls the tools, and its
+    state resource holds the check's reward (1 for the reference calls, 0 for nothing); a wrong task
+    is an error."""
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
@@ -262,8 +266,9 @@ async def test_workspace_task_is_graded_by_its_check_over_mcp(server: Any, ws_ta
 async def test_mcp_submit_answer_ends_the_episode_with_its_reward(
     server: Any, tasks: list[Task]
 ) -> None:
-    """The official mcp client ends a task's episode with ``submit_answer``: its result is the reward (1 for
-    the reference calls and answer, 0 for a wrong answer); a second submit, and any call after it, is an error."""
+    """The official mcp client ends a task's episode with ``submit_answer``: its result is the
+    reward (1 for the reference calls and answer, 0 for a wrong answer); a second submit, and any
+    call after it, is an error."""
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
@@ -305,7 +310,8 @@ async def test_mcp_submit_answer_ends_the_episode_with_its_reward(
 
 
 async def test_openenv_mcp_tool_client_and_tool_errors(server: Any, tasks: list[Task]) -> None:
-    """openenv-core's MCPToolClient lists and calls tools over /ws; a tool's own error is in its result."""
+    """openenv-core's MCPToolClient lists and calls tools over /ws; a tool's own error is in its
+    result."""
     task = _read_only(tasks)
     async with MCPToolClient(base_url=server.url) as env:
         await env.reset(task_id=task.id)
@@ -321,7 +327,8 @@ async def test_openenv_mcp_tool_client_and_tool_errors(server: Any, tasks: list[
 
 
 async def test_sessions_are_isolated_and_not_capped(server: Any, tasks: list[Task]) -> None:
-    """Twelve concurrent sessions (more than any default cap), each its own sandbox: one's change is not seen by another."""
+    """Twelve concurrent sessions (more than any default cap), each its own sandbox: one's change is
+    not seen by another."""
 
     async def one(i: int) -> tuple[int, int]:
         async with GenericEnvClient(base_url=server.url) as env:
@@ -374,12 +381,13 @@ def _frame(payload: bytes, opcode: int = 1) -> bytes:
 
 
 async def _step_then_protocol_error(server: Any, step: str) -> None:
-    """On a raw connection: the handshake, a reset, steps and then a frame of a reserved opcode (a protocol
-    error); then wait, without closing, until the server closes the connection."""
+    """On a raw connection: the handshake, a reset, steps and then a frame of a reserved opcode (a
+    protocol error); then wait, without closing, until the server closes the connection."""
     reader, writer = await asyncio.open_connection(server.host, server.port)
     writer.write(
-        f"GET /ws HTTP/1.1\r\nHost: {server.host}:{server.port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+        f"GET /ws HTTP/1.1\r\nHost: {server.host}:{server.port}\r\nUpgrade: "
+        "websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: "
+        "dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
     )
     assert b" 101 " in await reader.readuntil(b"\r\n\r\n")
     writer.write(_frame(json.dumps({"type": "reset", "data": {}}).encode()))
@@ -408,7 +416,8 @@ async def test_ws_route_takes_a_trailing_slash_and_a_client_closing_mid_step_is_
     server: Any, tasks: list[Task]
 ) -> None:
     """``/ws/`` is the session route as ``/ws`` is; a client that closes while its step still runs
-    (its answer then cannot be sent) ends its session quietly: no application error, the sandbox closed."""
+    (its answer then cannot be sent) ends its session quietly: no application error, the sandbox
+    closed."""
     from websockets.asyncio.client import connect
 
     live = len(server.core.live)
@@ -445,7 +454,8 @@ async def test_ws_route_takes_a_trailing_slash_and_a_client_closing_mid_step_is_
                     await ws.send(step)
         for _ in range(
             3
-            # a client that breaks the protocol while steps are queued, and keeps the connection open
+            # a client that breaks the protocol while steps are queued, and keeps the connection
+            # open
         ):
             await _step_then_protocol_error(server, step)
         async with GenericEnvClient(
@@ -482,7 +492,8 @@ async def test_ws_route_takes_a_trailing_slash_and_a_client_closing_mid_step_is_
 
 
 async def test_mcp_streamable_http_sessions(server: Any) -> None:
-    """The official mcp client over streamable HTTP: tools/list, tools/call, errors, and one sandbox per MCP session."""
+    """The official mcp client over streamable HTTP: tools/list, tools/call, errors, and one sandbox
+    per MCP session."""
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
@@ -522,7 +533,8 @@ async def test_mcp_streamable_http_sessions(server: Any) -> None:
 
 
 def test_gymnasium_check_env_and_make(server: Any, run_dir: Path, tasks: list[Task]) -> None:
-    """``envkernel.make`` (through the entry point) passes check_env; the reference chain scores 1 when the episode ends."""
+    """``envkernel.make`` (through the entry point) passes check_env; the reference chain scores 1
+    when the episode ends."""
     from gymnasium.utils.env_checker import check_env
 
     import envkernel
@@ -555,7 +567,8 @@ def test_gymnasium_check_env_and_make(server: Any, run_dir: Path, tasks: list[Ta
 
 
 def test_large_observation_is_not_cut_off(run_dir: Path, tmp_path: Path) -> None:
-    """A 6 MB observation arrives whole through the openenv client, the Gymnasium env and the sync client."""
+    """A 6 MB observation arrives whole through the openenv client, the Gymnasium env and the sync
+    client."""
     env_dir = tmp_path / "shop-big"
     shutil.copytree(run_dir / "envs" / "shop-v1", env_dir)
     (env_dir / "env.py").write_text((env_dir / "env.py").read_text() + BLOB_TOOL)
@@ -587,7 +600,8 @@ def test_large_observation_is_not_cut_off(run_dir: Path, tmp_path: Path) -> None
 
 
 def test_trl_environment_factory(server: Any, run_dir: Path, tasks: list[Task]) -> None:
-    """The TRL class: tools found and read the way GRPOTrainer does, reset with dataset columns, the reward from the env."""
+    """The TRL class: tools found and read the way GRPOTrainer does, reset with dataset columns, the
+    reward from the env."""
     from transformers.utils import get_json_schema
 
     from envkernel_serve.trl import dataset_rows, environment_factory
@@ -629,7 +643,8 @@ def test_trl_environment_factory(server: Any, run_dir: Path, tasks: list[Task]) 
 
 
 async def test_verl_tool_keyed_by_trajectory(server: Any, tasks: list[Task]) -> None:
-    """The verl BaseTool, driven as verl's ToolAgentLoop does (create, execute, release per call): state follows the trajectory."""
+    """The verl BaseTool, driven as verl's ToolAgentLoop does (create, execute, release per call):
+    state follows the trajectory."""
     from envkernel_serve.verl import EnvkernelTool, dataset_rows, tool_config
 
     config = await asyncio.to_thread(tool_config, server.url)
@@ -673,7 +688,8 @@ async def test_verl_tool_keyed_by_trajectory(server: Any, tasks: list[Task]) -> 
 async def test_sandboxes_from_the_nats_sandbox_service(
     run_dir: Path, nats_server: str, tasks: list[Task]
 ) -> None:
-    """With --nats-url, sessions get sandboxes through the kernel's sandbox service on a real nats-server."""
+    """With --nats-url, sessions get sandboxes through the kernel's sandbox service on a real
+    nats-server."""
     source = NatsSandboxes(nats_server, "process", local_runner=process_runner())
     running = await asyncio.to_thread(
         start, load_catalog(run_dir), source, ServeSettings(port=0, warm=1)
@@ -695,7 +711,8 @@ async def test_sandboxes_from_the_nats_sandbox_service(
 
 
 def test_bad_input_is_a_clear_error(run_dir: Path, tmp_path: Path, server: Any) -> None:
-    """A folder that is not a run, a tasks file with a broken line, an unknown task: each says what is wrong."""
+    """A folder that is not a run, a tasks file with a broken line, an unknown task: each says what
+    is wrong."""
     with pytest.raises(CatalogError, match="neither an environment folder"):
         load_catalog(tmp_path)
     lines = (run_dir / "tasks.jsonl").read_text().splitlines()
@@ -710,7 +727,8 @@ def test_bad_input_is_a_clear_error(run_dir: Path, tmp_path: Path, server: Any) 
 
 
 def test_serve_command(serve_cli: SimpleNamespace, run_dir: Path, tasks: list[Task]) -> None:
-    """``envkernel serve RUN_DIR --port 0`` serves until SIGTERM; a bad folder is a usage error (exit 2)."""
+    """``envkernel serve RUN_DIR --port 0`` serves until SIGTERM; a bad folder is a usage error
+    (exit 2)."""
     from click.testing import CliRunner
 
     from envkernel.cli import cli
@@ -744,9 +762,9 @@ def test_serve_command(serve_cli: SimpleNamespace, run_dir: Path, tasks: list[Ta
 
 
 def test_openenv_http_routes_keep_episodes(server: Any, tasks: list[Task]) -> None:
-    """OpenEnv's HTTP routes with a real HTTP client: /reset opens an episode kept under its episode_id,
-    /step and /state continue it (isolated from another), no id is OpenEnv's stateless call, and
-    openenv-core's runtime validator sees the simulation-mode routes."""
+    """OpenEnv's HTTP routes with a real HTTP client: /reset opens an episode kept under its
+    episode_id, /step and /state continue it (isolated from another), no id is OpenEnv's stateless
+    call, and openenv-core's runtime validator sees the simulation-mode routes."""
     import httpx
     from openenv.cli._validation import validate_running_environment
 
@@ -832,7 +850,8 @@ def test_openenv_http_routes_keep_episodes(server: Any, tasks: list[Task]) -> No
 async def test_mcp_task_session_lists_only_its_tools(
     run_dir: Path, tmp_path: Path, tasks: list[Task]
 ) -> None:
-    """Over MCP, a session naming a task (``?task=`` or ``X-Envkernel-Task``) is offered only that task's tools, as on /ws."""
+    """Over MCP, a session naming a task (``?task=`` or ``X-Envkernel-Task``) is offered only that
+    task's tools, as on /ws."""
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
@@ -881,8 +900,9 @@ async def test_mcp_task_session_lists_only_its_tools(
 async def test_a_session_whose_executor_dies_starts_again_from_its_task(
     server: Any, tasks: list[Task]
 ) -> None:
-    """Steps go over the sandbox's direct lane (not its call log); if its executor dies, the step says so
-    (a transport error) and the next one runs in a new sandbox in the task's initial state."""
+    """Steps go over the sandbox's direct lane (not its call log); if its executor dies, the step
+    says so (a transport error) and the next one runs in a new sandbox in the task's initial
+    state."""
     task = _mutating(tasks)
     order = {
         "type": "call_tool",
@@ -898,8 +918,14 @@ async def test_a_session_whose_executor_dies_starts_again_from_its_task(
         await env.reset(task_id=task.id)
         base = len((await env.step(listing)).observation["result"])
         assert (await env.step(order)).observation["ok"]
-        [ep] = [e for e in server.core.live.values() if e.task is not None and e.task.id == task.id and e.lease is not None
-                and e.lease.lane is not None]  # fmt: skip
+        [ep] = [
+            e
+            for e in server.core.live.values()
+            if e.task is not None
+            and e.task.id == task.id
+            and e.lease is not None
+            and e.lease.lane is not None
+        ]
         sandbox = ep.lease.sandbox
         assert sandbox._log == [] or all(
             b"create_order" not in req for req, _ in sandbox._log

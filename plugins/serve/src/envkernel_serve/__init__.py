@@ -10,7 +10,8 @@ Clients and adapters, each in its own module:
 
 - :mod:`envkernel_serve.gym`: ``envkernel.make(...)``, a Gymnasium ``Env`` (passes ``check_env``);
 - :mod:`envkernel_serve.client`: the WebSocket client the others use (sync and async);
-- :mod:`envkernel_serve.trl`: a TRL ``environment_factory`` class (one method per tool, ``get_reward``);
+- :mod:`envkernel_serve.trl`: a TRL ``environment_factory`` class (one method per tool,
+  ``get_reward``);
 - :mod:`envkernel_serve.verl`: a verl ``BaseTool`` keyed by trajectory instance id.
 
 The server's modules: :mod:`.catalog` (what is served), :mod:`.sessions` (episodes, warm pool),
@@ -110,8 +111,9 @@ def serve_command() -> Any:
         "--reuse-sandboxes",
         is_flag=True,
         default=False,
-        help="Restore a used sandbox for the next session instead of giving each session one no session used "
-        "(a restore does not bring back what env code keeps in its module; for one client's sessions only).",
+        help="Restore a used sandbox for the next session instead of giving each session one no "
+        "session used (a restore does not bring back what env code keeps in its module; for "
+        "one client's sessions only).",
     )
     @click.option(
         "--max-message-mb",
@@ -129,7 +131,8 @@ def serve_command() -> Any:
         "--serve-runner/--no-serve-runner",
         default=True,
         show_default=True,
-        help="With --nats-url: also serve the runner from this process (else only workers serve it).",
+        help="With --nats-url: also serve the runner from this process (else only workers serve "
+        "it).",
     )
     @click.option(
         "--show-reasons",
@@ -158,7 +161,8 @@ def serve_command() -> Any:
         reuse_sandboxes: bool = False,
         show_reasons: bool = False,
     ) -> None:
-        """Serve the environment(s) of ENV_DIR or RUN_DIR to trainers: OpenEnv's protocol on /ws, MCP on /mcp."""
+        """Serve the environment(s) of ENV_DIR or RUN_DIR to trainers: OpenEnv's protocol on /ws,
+        MCP on /mcp."""
         from .catalog import CatalogError, load_catalog
         from .server import (
             NatsSandboxes,
@@ -203,8 +207,8 @@ def serve_command() -> Any:
             f", {len(catalog.skipped)} task lines skipped (see the log)" if catalog.skipped else ""
         )
         click.echo(
-            f"serving {', '.join(catalog.envs)} ({len(catalog.tasks)} tasks{skipped}) at http://{host}:{port} "
-            f"from {runner!r} sandboxes, graded by {core.reward_name!r}: "
+            f"serving {', '.join(catalog.envs)} ({len(catalog.tasks)} tasks{skipped}) at "
+            f"http://{host}:{port} from {runner!r} sandboxes, graded by {core.reward_name!r}: "
             f"OpenEnv on ws://{host}:{port}/ws, MCP on http://{host}:{port}/mcp; Ctrl-C stops",
             err=True,
         )

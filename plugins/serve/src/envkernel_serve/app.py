@@ -1,4 +1,5 @@
-"""The HTTP face of ``envkernel serve``: OpenEnv's protocol on ``/ws`` and its HTTP routes, MCP on ``/mcp``.
+"""The HTTP face of ``envkernel serve``: OpenEnv's protocol on ``/ws`` and its HTTP routes, MCP on
+``/mcp``.
 
 Routes (one Starlette app, served by uvicorn):
 
@@ -12,14 +13,15 @@ Routes (one Starlette app, served by uvicorn):
   {"observation", "reward", "done"}}``, ``{"type": "state", "data": {...}}`` or ``{"type": "error",
   "data": {"message", "code"}}``. Each connection is one session with its own sandbox. Messages are
   not size-capped by default (``max_message_mb``), so a large observation arrives whole.
-* ``POST /reset``, ``POST /step``, ``GET /state``: OpenEnv's HTTP routes, with its request and response
-  shapes (``ResetRequest``: ``seed``, ``episode_id`` and the task options; ``StepRequest``: ``action``;
-  answers ``{"observation", "reward", "done"}`` and the state). openenv-core makes a new environment
-  per request there, so an episode cannot span requests; here an episode opened by ``/reset`` is kept
-  under its ``episode_id`` (``observation.episode_id``) and a ``/step`` or ``/state`` that names it (in
-  the body, ``?episode_id=`` or the ``X-Envkernel-Session`` header) continues it, until it has been idle
-  for ``mcp_idle_seconds``. One naming no episode is OpenEnv's stateless call on a fresh episode.
-  ``GET /openapi.json`` lists the routes (what openenv-core's runtime validator reads).
+* ``POST /reset``, ``POST /step``, ``GET /state``: OpenEnv's HTTP routes, with its request and
+  response shapes (``ResetRequest``: ``seed``, ``episode_id`` and the task options; ``StepRequest``:
+  ``action``; answers ``{"observation", "reward", "done"}`` and the state). openenv-core makes a new
+  environment per request there, so an episode cannot span requests; here an episode opened by
+  ``/reset`` is kept under its ``episode_id`` (``observation.episode_id``) and a ``/step`` or
+  ``/state`` that names it (in the body, ``?episode_id=`` or the ``X-Envkernel-Session`` header)
+  continues it, until it has been idle for ``mcp_idle_seconds``. One naming no episode is OpenEnv's
+  stateless call on a fresh episode. ``GET /openapi.json`` lists the routes (what openenv-core's
+  runtime validator reads).
 * ``POST/GET/DELETE /mcp``: the official ``mcp`` server over streamable HTTP: ``tools/list`` and
   ``tools/call``. Each MCP session (its ``mcp-session-id``, or an ``X-Envkernel-Session`` header
   value) gets its own sandbox at the seed state of its environment (the ``X-Envkernel-Env`` header
@@ -64,28 +66,31 @@ log = structlog.get_logger("envkernel.serve")
 SESSION_HEADER = "x-envkernel-session"
 """An MCP request header naming the session (its sandbox) explicitly, instead of the MCP session."""
 ENV_HEADER = "x-envkernel-env"
-"""An MCP request header (or the ``env`` query parameter of the URL) choosing the environment of a RUN_DIR."""
+"""An MCP request header (or the ``env`` query parameter of the URL) choosing the environment of a
+RUN_DIR."""
 TASK_HEADER = "x-envkernel-task"
 """An MCP request header (or the ``task`` query parameter) naming the task the session plays."""
 STATE_URI = "envkernel://session/state"
 """The MCP resource holding a session's state and reward."""
 SUBMIT_TOOL = "submit_answer"
-"""The MCP tool a session that names a task ends its episode with (``envkernel_submit_answer`` if the
-environment has a tool of that name)."""
+"""The MCP tool a session that names a task ends its episode with (``envkernel_submit_answer`` if
+the environment has a tool of that name)."""
 _SUBMIT_SCHEMA = {
     "type": "object",
     "required": ["answer"],
     "properties": {
         "answer": {
             "type": "string",
-            "description": "your final answer to the request (empty if the request asked only for changes)",
+            "description": "your final answer to the request (empty if the request asked only "
+            "for changes)",
         }
     },
 }
 
 
 def submit_name(env: Any) -> str:
-    """The name of the submit tool in ``env``'s sessions: :data:`SUBMIT_TOOL`, unless one of its tools has that name."""
+    """The name of the submit tool in ``env``'s sessions: :data:`SUBMIT_TOOL`, unless one of its
+    tools has that name."""
     return (
         SUBMIT_TOOL if all(t.name != SUBMIT_TOOL for t in env.tools) else f"envkernel_{SUBMIT_TOOL}"
     )
@@ -161,9 +166,10 @@ def _dumps(value: Any) -> str:
 
 
 async def _send_text(send: Any, text: str) -> bool:
-    """Send one text message; False when the client is gone. uvicorn raises ``ClientDisconnected`` (an
-    ``OSError``) once the connection is lost, and ``RuntimeError`` once the client's close frame was
-    answered (a step still running when the client closed): either is the session's quiet end."""
+    """Send one text message; False when the client is gone. uvicorn raises ``ClientDisconnected``
+    (an ``OSError``) once the connection is lost, and ``RuntimeError`` once the client's close frame
+    was answered (a step still running when the client closed): either is the session's quiet
+    end."""
     try:
         await send({"type": "websocket.send", "text": text})
     except (OSError, RuntimeError):
@@ -172,11 +178,13 @@ async def _send_text(send: Any, text: str) -> bool:
 
 
 WS_PATHS = ("/ws", "/ws/")
-"""The session WebSocket's paths (openenv-core's client connects to ``/ws``; ``/ws/`` is the same route)."""
+"""The session WebSocket's paths (openenv-core's client connects to ``/ws``; ``/ws/`` is the same
+route)."""
 
 
 async def _ws_session(core: ServeCore, receive: Any, send: Any) -> None:
-    """One OpenEnv WebSocket session, on the raw ASGI messages (no routing or middleware per message)."""
+    """One OpenEnv WebSocket session, on the raw ASGI messages (no routing or middleware per
+    message)."""
     if (await receive())["type"] != "websocket.connect":
         return
     await send({"type": "websocket.accept"})
@@ -268,7 +276,8 @@ async def _http_body(request: Request) -> dict[str, Any]:
 
 
 class _HttpEpisodes:
-    """OpenEnv's stateless HTTP routes, kept as episodes by ``episode_id`` (see :func:`build_app`)."""
+    """OpenEnv's stateless HTTP routes, kept as episodes by ``episode_id`` (see
+    :func:`build_app`)."""
 
     def __init__(self, sessions: _McpSessions) -> None:
         self.sessions = sessions
@@ -286,14 +295,16 @@ class _HttpEpisodes:
         ep = self.sessions.by_key.get(("http", episode_id))
         if ep is None:
             raise ActionError(
-                f"no episode {episode_id!r} is open here (it was never reset, or it was idle for longer than "
-                f"{self.sessions.idle_seconds:g} s); POST /reset first and use the episode_id it returns"
+                f"no episode {episode_id!r} is open here (it was never reset, or it was idle "
+                f"for longer than {self.sessions.idle_seconds:g} s); POST /reset first and "
+                "use the episode_id it returns"
             )
         ep.last_used = time.monotonic()
         return ep
 
     async def reset(self, request: Request) -> JSONResponse:
-        """``POST /reset``: a new episode (or the named one, started over); its id is ``observation.episode_id``."""
+        """``POST /reset``: a new episode (or the named one, started over); its id is
+        ``observation.episode_id``."""
         try:
             body = await _http_body(request)
             wanted = self._named(request, body)
@@ -316,13 +327,14 @@ class _HttpEpisodes:
             return _http_error(exc, "reset")
 
     async def step(self, request: Request) -> JSONResponse:
-        """``POST /step`` ``{"action": ..., "episode_id": ...}``; without an episode id, one step of a fresh episode (as OpenEnv)."""
+        """``POST /step`` ``{"action": ..., "episode_id": ...}``; without an episode id, one step of
+        a fresh episode (as OpenEnv)."""
         try:
             body = await _http_body(request)
             if "action" not in body:
                 raise ActionError(
-                    'a step needs an "action": send {"action": {"type": "call_tool", "tool_name": ..., '
-                    '"arguments": {...}}, "episode_id": ID from /reset}'
+                    'a step needs an "action": send {"action": {"type": "call_tool", '
+                    '"tool_name": ..., "arguments": {...}}, "episode_id": ID from /reset}'
                 )
             wanted = self._named(request, body)
             if not wanted:
@@ -338,7 +350,8 @@ class _HttpEpisodes:
             return _http_error(exc, "step")
 
     async def state(self, request: Request) -> JSONResponse:
-        """``GET /state?episode_id=ID``; without one, the state of a fresh environment (as OpenEnv)."""
+        """``GET /state?episode_id=ID``; without one, the state of a fresh environment (as
+        OpenEnv)."""
         try:
             wanted = self._named(request, {})
             if not wanted:
@@ -356,9 +369,9 @@ class _HttpEpisodes:
 
 
 class _McpEndpoint:
-    """``/mcp``: the official MCP app, except that a POST of a JSON object that is no JSON-RPC message is
-    answered as openenv-core's own server answers it (200, a JSON-RPC "invalid request" error), which is
-    what its runtime validator probes (the MCP app would answer 400)."""
+    """``/mcp``: the official MCP app, except that a POST of a JSON object that is no JSON-RPC
+    message is answered as openenv-core's own server answers it (200, a JSON-RPC "invalid request"
+    error), which is what its runtime validator probes (the MCP app would answer 400)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -388,7 +401,8 @@ class _McpEndpoint:
                     "error": {
                         "code": -32600,
                         "message": (
-                            'not a JSON-RPC message: send {"jsonrpc": "2.0", "id": 1, "method": "initialize", ...} '
+                            'not a JSON-RPC message: send {"jsonrpc": "2.0", "id": 1, '
+                            '"method": "initialize", ...} '
                             "(an MCP client over streamable HTTP)"
                         ),
                     },
@@ -416,7 +430,8 @@ class _McpSessions:
         self.by_key: dict[Any, Episode] = {}
 
     def key(self, ctx: Any) -> Any:
-        """``X-Envkernel-Session``, else the MCP session id (``mcp-session-id``), else one shared session."""
+        """``X-Envkernel-Session``, else the MCP session id (``mcp-session-id``), else one shared
+        session."""
         headers = getattr(getattr(ctx, "request", None), "headers", None) or {}
         named = headers.get(SESSION_HEADER)
         if named:
@@ -424,7 +439,8 @@ class _McpSessions:
         return ("mcp", headers.get("mcp-session-id") or "shared")
 
     def env(self, ctx: Any) -> Any:
-        """The environment an MCP request asks for (``X-Envkernel-Env`` or ``?env=``), else the default one."""
+        """The environment an MCP request asks for (``X-Envkernel-Env`` or ``?env=``), else the
+        default one."""
         request = getattr(ctx, "request", None)
         headers = getattr(request, "headers", None) or {}
         query = getattr(request, "query_params", None) or {}
@@ -434,7 +450,8 @@ class _McpSessions:
         env = self.core.catalog.envs.get(wanted)
         if env is None:
             raise ActionError(
-                f"no environment {wanted!r} is served here; the environments are: {', '.join(self.core.catalog.envs)}"
+                f"no environment {wanted!r} is served here; the environments are: "
+                f"{', '.join(self.core.catalog.envs)}"
             )
         return env
 
@@ -446,7 +463,8 @@ class _McpSessions:
         return str(headers.get(TASK_HEADER) or query.get("task") or "")
 
     def target(self, ctx: Any) -> tuple[str, Any]:
-        """The task a request names (``""``: none) and its environment (else the one :meth:`env` picks)."""
+        """The task a request names (``""``: none) and its environment (else the one :meth:`env`
+        picks)."""
         task_id = self.task(ctx)
         if not task_id:
             return "", self.env(ctx)
@@ -479,16 +497,18 @@ class _McpSessions:
 
 
 async def _submit(ep: Episode, arguments: dict[str, Any]) -> mtypes.CallToolResult:
-    """The submit tool: end the episode with ``arguments["answer"]``; the result is the reward and the state."""
+    """The submit tool: end the episode with ``arguments["answer"]``; the result is the reward and
+    the state."""
     answer = arguments.get("answer", "")
     if not isinstance(answer, str):
         raise ActionError(
-            f'{SUBMIT_TOOL} takes {{"answer": TEXT}}; the answer must be a string, got {type(answer).__name__}'
+            f'{SUBMIT_TOOL} takes {{"answer": TEXT}}; the answer must be a string, got '
+            f"{type(answer).__name__}"
         )
     if ep.done:
         raise ActionError(
-            "the episode is done (an answer was submitted, or it ran out of steps); open a new MCP session "
-            f"for another episode, or read {STATE_URI} for its reward"
+            "the episode is done (an answer was submitted, or it ran out of steps); open a "
+            f"new MCP session for another episode, or read {STATE_URI} for its reward"
         )
     out = await ep.step({"type": "submit", "answer": answer})
     result = {**await ep.state(), "reward": out["reward"], "submitted": answer}
@@ -523,8 +543,8 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
                     name=submit_name(env),
                     input_schema=_SUBMIT_SCHEMA,
                     description=(
-                        "Submit your final answer and end the episode; the result is the reward (the task's check, 0 to 1). "
-                        "Call it once, after the other tools."
+                        "Submit your final answer and end the episode; the result is the "
+                        "reward (the task's check, 0 to 1). Call it once, after the other tools."
                     ),
                 )
             )
@@ -564,7 +584,8 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
                     uri=STATE_URI,
                     name="session-state",
                     mime_type="application/json",
-                    description="This session's episode: task_id, step_count, done and reward (the task's own check).",
+                    description="This session's episode: task_id, step_count, done and reward "
+                    "(the task's own check).",
                 )
             ]
         )
@@ -607,7 +628,8 @@ def build_app(
     on_start: Any = None,
     on_stop: Any = None,
 ) -> Any:
-    """The ASGI app serving ``core`` (see the module docstring): ``/ws`` itself, the rest a Starlette app. ``on_start``/``on_stop`` are awaited in its lifespan."""
+    """The ASGI app serving ``core`` (see the module docstring): ``/ws`` itself, the rest a
+    Starlette app. ``on_start``/``on_stop`` are awaited in its lifespan."""
     sessions = _McpSessions(core, mcp_idle_seconds)
     security = None
     if host in ("127.0.0.1", "localhost", "::1"):

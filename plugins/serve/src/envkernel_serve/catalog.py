@@ -36,7 +36,8 @@ class CatalogError(ValueError):
 
 @dataclass
 class Catalog:
-    """The environments served (by id), their tasks in file order, and the seed of the initial state."""
+    """The environments served (by id), their tasks in file order, and the seed of the initial
+    state."""
 
     envs: dict[str, EnvSpec]
     tasks: list[Task] = field(default_factory=list)
@@ -58,15 +59,16 @@ class Catalog:
         return next(iter(self.envs.values()))
 
     def task(self, options: dict[str, Any], counter: int) -> Task | None:
-        """The task a reset asks for: ``task_id``, else ``task_index``, else ``seed`` (modulo the number
-        of tasks), else the next one in turn (``counter``). None when there are no tasks.
+        """The task a reset asks for: ``task_id``, else ``task_index``, else ``seed`` (modulo the
+        number of tasks), else the next one in turn (``counter``). None when there are no tasks.
 
         ``env_id`` (optional) names the environment: the task index, seed and turn then count over
         that environment's tasks only, and a ``task_id`` of another environment is refused."""
         env_id = options.get("env_id")
         if env_id is not None and str(env_id) not in self.envs:
             raise CatalogError(
-                f"no environment {env_id!r} is served here; the environments are: {', '.join(self.envs)}"
+                f"no environment {env_id!r} is served here; the environments are: "
+                f"{', '.join(self.envs)}"
             )
         if "task_id" in options and options["task_id"] is not None:
             tid = str(options["task_id"])
@@ -97,7 +99,8 @@ class Catalog:
 
 
 def tool_list(env: EnvSpec, task: Task | None = None) -> list[dict[str, Any]]:
-    """The tools offered in a session, as ``{"name", "description", "input_schema"}`` (the task's subset, if it names one)."""
+    """The tools offered in a session, as ``{"name", "description", "input_schema"}`` (the task's
+    subset, if it names one)."""
     wanted = set(task.tools) if task is not None and task.tools else None
     return [
         {
@@ -150,7 +153,8 @@ def load_catalog(
     d = Path(target)
     if not d.is_dir():
         raise CatalogError(
-            f"{d} is not a folder; give a run folder (envkernel-out/<run-id>/) or one of its envs/<id>/ folders"
+            f"{d} is not a folder; give a run folder (envkernel-out/<run-id>/) or one of its "
+            "envs/<id>/ folders"
         )
     envs: dict[str, EnvSpec] = {}
     run_seed = 0
@@ -176,7 +180,8 @@ def load_catalog(
             envs[env.id] = env
         if not envs:
             raise CatalogError(
-                f"{d}/envs holds no kept environment (each needs an env.json); was the run's every environment rejected?"
+                f"{d}/envs holds no kept environment (each needs an env.json); was the run's "
+                "every environment rejected?"
             )
         default_tasks = d / "tasks.jsonl"
         reward = run_reward(d / "config.json")
@@ -205,8 +210,8 @@ def load_catalog(
                 skipped.append(f"task {t.id}: its environment {t.env_id!r} is not served here")
         if tasks_file and read and not tasks:
             raise CatalogError(
-                f"--tasks {tasks_file}: none of its {len(read)} tasks is over the served environment(s) "
-                f"{', '.join(envs)}"
+                f"--tasks {tasks_file}: none of its {len(read)} tasks is over the served "
+                f"environment(s) {', '.join(envs)}"
             )
     for line in skipped:
         log.warning("task not served", detail=line)

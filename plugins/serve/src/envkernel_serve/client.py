@@ -5,7 +5,8 @@ speaks the same protocol and works as well (see docs/serve.md). One :class:`Sess
 server session, so one isolated sandbox.
 
     with Session("http://127.0.0.1:8000") as s:
-        first = s.reset(task_index=0)              # {"observation": {"request", "tools", ...}, "reward", "done"}
+        # {"observation": {"request", "tools", ...}, "reward", "done"}
+        first = s.reset(task_index=0)
         s.call("get_product", product_id="prd_0001")
         s.submit("home office")["reward"]          # the task's own check
 """
@@ -27,7 +28,8 @@ __all__ = ["AsyncSession", "ServeError", "Session", "http_url", "server_metadata
 
 
 class ServeError(RuntimeError):
-    """The server answered with an error (``code`` is OpenEnv's: VALIDATION_ERROR, EXECUTION_ERROR, ...)."""
+    """The server answered with an error (``code`` is OpenEnv's: VALIDATION_ERROR, EXECUTION_ERROR,
+    ...)."""
 
     def __init__(self, message: str, code: str = "") -> None:
         super().__init__(f"{message} ({code})" if code else message)
@@ -35,7 +37,8 @@ class ServeError(RuntimeError):
 
 
 def ws_url(url: str) -> str:
-    """The session WebSocket of a server given as ``http://HOST:PORT``, ``ws://HOST:PORT`` or the full ``.../ws``."""
+    """The session WebSocket of a server given as ``http://HOST:PORT``, ``ws://HOST:PORT`` or the
+    full ``.../ws``."""
     u = url.rstrip("/")
     if u.startswith("http://"):
         u = "ws://" + u[len("http://") :]
@@ -47,7 +50,8 @@ def ws_url(url: str) -> str:
 
 
 def http_url(url: str) -> str:
-    """The HTTP base of a server given as ``http://HOST:PORT``, ``ws://HOST:PORT/ws`` or ``HOST:PORT``."""
+    """The HTTP base of a server given as ``http://HOST:PORT``, ``ws://HOST:PORT/ws`` or
+    ``HOST:PORT``."""
     u = ws_url(url)[: -len("/ws")]
     return "http" + u[len("ws") :]
 
@@ -57,7 +61,7 @@ def server_metadata(url: str, *, timeout: float = 60.0) -> dict[str, Any]:
     ``tool_specs`` and ``task_ids``) and ``tasks``."""
     target = http_url(url) + "/metadata"
     try:
-        with urllib.request.urlopen(target, timeout=timeout) as resp:  # noqa: S310 (http only)
+        with urllib.request.urlopen(target, timeout=timeout) as resp:
             data: dict[str, Any] = json.loads(resp.read())
     except (OSError, ValueError) as exc:
         raise ServeError(
@@ -67,7 +71,8 @@ def server_metadata(url: str, *, timeout: float = 60.0) -> dict[str, Any]:
 
 
 def _close_connection(ws: SyncConnection) -> None:
-    """Close a session's connection (the ``close`` message, then the WebSocket's closing handshake)."""
+    """Close a session's connection (the ``close`` message, then the WebSocket's closing
+    handshake)."""
     try:
         ws.send(json.dumps({"type": "close"}))
     except Exception:
@@ -118,11 +123,13 @@ class Session:
         return self._send({"type": "reset", "data": options})
 
     def step(self, action: dict[str, Any]) -> dict[str, Any]:
-        """One action (``call_tool``, ``list_tools`` or ``submit``); ``{"observation", "reward", "done"}``."""
+        """One action (``call_tool``, ``list_tools`` or ``submit``);
+        ``{"observation", "reward", "done"}``."""
         return self._send({"type": "step", "data": action})
 
     def call(self, tool: str, /, **arguments: Any) -> dict[str, Any]:
-        """Call one tool; the step's answer (``observation`` holds ``result``, ``ok`` and ``error``)."""
+        """Call one tool; the step's answer (``observation`` holds ``result``, ``ok`` and
+        ``error``)."""
         return self.step({"type": "call_tool", "tool_name": tool, "arguments": arguments})
 
     def submit(self, answer: str = "") -> dict[str, Any]:

@@ -2,10 +2,12 @@
 
     import envkernel
     env = envkernel.make("envkernel-out/RUN_ID")          # serves the run in a background thread
-    env = envkernel.make(url="http://127.0.0.1:8000")     # or talks to a running `envkernel serve`
-    obs, info = env.reset(seed=0)                          # obs: JSON text (request, env_id, task_id, tools)
-    obs, reward, terminated, truncated, info = env.step({"tool": "get_product", "arguments": {"product_id": "prd_0001"}})
-    obs, reward, terminated, truncated, info = env.step({"answer": "home office"})   # ends it; reward = the task's check
+    env = envkernel.make(url="http://127.0.0.1:8000")  # or talks to a running `envkernel serve`
+    obs, info = env.reset(seed=0)  # obs: JSON text (request, env_id, task_id, tools)
+    call = {"tool": "get_product", "arguments": {"product_id": "prd_0001"}}
+    obs, reward, terminated, truncated, info = env.step(call)
+    # the answer ends it; reward = the task's check
+    obs, reward, terminated, truncated, info = env.step({"answer": "home office"})
 
 * **Observations** are JSON text (:class:`JsonText`): after ``reset`` the task's request and the
   tools; after a tool call ``{"tool_name", "result", "ok", "error"}``. Text is what an LLM policy
@@ -62,14 +64,16 @@ class JsonText(spaces.Space[str]):
 
 
 class ToolCallSpace(spaces.Space[dict[str, Any]]):
-    """Actions: ``{"tool": NAME, "arguments": {...}}`` for one of ``tools``, or ``{"answer": TEXT}``."""
+    """Actions: ``{"tool": NAME, "arguments": {...}}`` for one of ``tools``, or
+    ``{"answer": TEXT}``."""
 
     def __init__(self, tools: list[dict[str, Any]], seed: int | None = None) -> None:
         self.tools = {t["name"]: t for t in tools}
         super().__init__(shape=None, dtype=None, seed=seed)
 
     def sample(self, mask: Any = None, probability: Any = None) -> dict[str, Any]:
-        """A call of a random tool with arguments generated from its schema (deterministic for a seed)."""
+        """A call of a random tool with arguments generated from its schema (deterministic for a
+        seed)."""
         from envkernel_kit.argsgen import default_values
 
         names = sorted(self.tools)
@@ -111,7 +115,8 @@ def _action(action: Any) -> dict[str, Any]:
             }
     if not isinstance(action, dict):
         raise TypeError(
-            f"an action is {{'tool': NAME, 'arguments': {{...}}}} or {{'answer': TEXT}}, got {type(action).__name__}"
+            f"an action is {{'tool': NAME, 'arguments': {{...}}}} or {{'answer': TEXT}}, got "
+            f"{type(action).__name__}"
         )
     if "answer" in action and "tool" not in action and "tool_name" not in action:
         return {"type": "submit", "answer": str(action["answer"])}
@@ -140,19 +145,22 @@ class EnvkernelEnv(gym.Env[str, dict[str, Any]]):
     ) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
-                f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}"
+                f"render_mode must be one of {self.metadata['render_modes']} or None, got "
+                f"{render_mode!r}"
             )
         self.render_mode = render_mode
         self.url = url
         self.env_id = env
-        """The one served environment this env plays (its tools, its tasks); None: any task of the server."""
+        """The one served environment this env plays (its tools, its tasks); None: any task of the
+        server."""
         self._owned = owned
         tools: list[dict[str, Any]] | None = None
         if env is not None:
             served = {str(e["id"]): e for e in server_metadata(url).get("envs") or []}
             if env not in served:
                 raise gym.error.Error(
-                    f"the server at {url} serves no environment {env!r}; it serves {', '.join(served)}"
+                    f"the server at {url} serves no environment {env!r}; it serves "
+                    f"{', '.join(served)}"
                 )
             tools = served[env].get("tool_specs")
         self._session: Session | None = Session(url, timeout=timeout)
@@ -169,7 +177,8 @@ class EnvkernelEnv(gym.Env[str, dict[str, Any]]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        """Start an episode: the task ``seed mod n`` (or ``options["task_id"]`` / ``options["task_index"]``)."""
+        """Start an episode: the task ``seed mod n`` (or ``options["task_id"]`` /
+        ``options["task_index"]``)."""
         super().reset(seed=seed)
         opts = dict(options or {})
         if seed is not None:
@@ -219,8 +228,8 @@ class EnvkernelEnv(gym.Env[str, dict[str, Any]]):
 
 
 def _quiet(level: str) -> None:
-    """Keep the server's logs out of the caller's terminal: structlog at ``level`` (unless the caller
-    configured structlog already), and uvicorn's loggers too."""
+    """Keep the server's logs out of the caller's terminal: structlog at ``level`` (unless the
+    caller configured structlog already), and uvicorn's loggers too."""
     import logging
     import os
 
@@ -239,12 +248,14 @@ def _quiet(level: str) -> None:
 def register_envs(
     url: str, *, namespace: str = "envkernel", max_episode_steps: int | None = None
 ) -> list[str]:
-    """Register each environment the server at ``url`` serves with Gymnasium, as ``NAMESPACE/ENV_ID``.
+    """Register each environment the server at ``url`` serves with Gymnasium, as
+    ``NAMESPACE/ENV_ID``.
 
     ``gymnasium.make("envkernel/bank")`` is then an :class:`EnvkernelEnv` of that environment alone
     (its tools; its tasks, ``reset(seed=s)`` picking the environment's task ``s mod n``), and
     ``gymnasium.make_vec("envkernel/bank", num_envs=4, vectorization_mode="sync")`` four of them,
-    each its own session (its own sandbox). Returns the ids registered (registering again replaces them)."""
+    each its own session (its own sandbox). Returns the ids registered (registering again replaces
+    them)."""
     meta = server_metadata(url)
     ids = []
     for e in meta.get("envs") or []:
@@ -274,13 +285,15 @@ def make(
     env: str | None = None,
     log_level: str = "warning",
 ) -> EnvkernelEnv:
-    """A Gymnasium env over ``envkernel serve``: a running server at ``url``, or ``target`` (ENV_DIR or RUN_DIR)
-    served in a background thread for this env alone (stopped by ``close()``). ``env`` names the one
-    environment it plays (of a run's several). The served folder's logs go to stderr at ``log_level``
-    (default ``warning``: quiet) when the caller has not configured structlog itself."""
+    """A Gymnasium env over ``envkernel serve``: a running server at ``url``, or ``target`` (ENV_DIR
+    or RUN_DIR) served in a background thread for this env alone (stopped by ``close()``). ``env``
+    names the one environment it plays (of a run's several). The served folder's logs go to stderr
+    at ``log_level`` (default ``warning``: quiet) when the caller has not configured structlog
+    itself."""
     if (target is None) == (url is None):
         raise ValueError(
-            "envkernel.make: give a run or environment folder, or url= of a running `envkernel serve`, not both"
+            "envkernel.make: give a run or environment folder, or url= of a running "
+            "`envkernel serve`, not both"
         )
     if url is not None:
         return EnvkernelEnv(url, env=env, render_mode=render_mode)

@@ -68,12 +68,14 @@ class ServeSettings:
     keep_idle: int = 256
     """Warm sandboxes kept for later sessions, per environment."""
     fresh: bool = True
-    """No sandbox serves two sessions (False: a used one is restored for the next; see ``WarmPool``)."""
+    """No sandbox serves two sessions (False: a used one is restored for the next; see
+    ``WarmPool``)."""
     max_message_mb: float = 0
     """Largest WebSocket message in MiB (0: no limit)."""
     mcp_idle_seconds: float = 600.0
     ws_compression: bool = False
-    """Offer permessage-deflate on the WebSocket (off: on loopback it costs both sides more CPU than it saves)."""
+    """Offer permessage-deflate on the WebSocket (off: on loopback it costs both sides more CPU than
+    it saves)."""
     show_reasons: bool = False
     """Show the grading's reasons (they quote the expected values) in every state, the agent's
     MCP state resource and ``submit_answer`` result included (``--show-reasons``)."""
@@ -100,7 +102,8 @@ class RunnerSandboxes:
 
 
 class NatsSandboxes:
-    """Sandboxes from the kernel's sandbox service on a NATS server (optionally served by this process too)."""
+    """Sandboxes from the kernel's sandbox service on a NATS server (optionally served by this
+    process too)."""
 
     def __init__(
         self, url: str, runner_name: str, local_runner: Any = None, call_timeout: float = 60.0
@@ -139,7 +142,8 @@ class NatsSandboxes:
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening socket on ``host:port`` (port 0: a free one; read it back with ``getsockname()``)."""
+    """A listening socket on ``host:port`` (port 0: a free one; read it back with
+    ``getsockname()``)."""
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
@@ -147,8 +151,9 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def run_server(server: uvicorn.Server, sock: socket.socket) -> None:
-    """Serve until stopped, on uvloop's event loop when it is installed (libuv's loop: each step's socket
-    reads and writes, timers and wake-ups cost a fraction of the standard loop's), else asyncio's own."""
+    """Serve until stopped, on uvloop's event loop when it is installed (libuv's loop: each step's
+    socket reads and writes, timers and wake-ups cost a fraction of the standard loop's), else
+    asyncio's own."""
     try:
         import uvloop  # optional speed-up
     except ImportError:
@@ -300,7 +305,8 @@ def start(
     while not server.started:
         if not thread.is_alive() or failed:
             raise RuntimeError(
-                f"envkernel serve did not start: {failed[0] if failed else 'the server thread ended'}"
+                "envkernel serve did not start: "
+                f"{failed[0] if failed else 'the server thread ended'}"
             )
         if time.monotonic() > deadline:
             server.should_exit = True
@@ -318,8 +324,9 @@ def serve_local(
     seed: int | None = None,
     settings: ServeSettings | None = None,
 ) -> Running:
-    """Serve ENV_DIR or RUN_DIR in a background thread, with sandboxes of the runner component ``runner``
-    (``sets``: its settings as ``KEY=VALUE``); what ``envkernel serve`` does, for a notebook or a test."""
+    """Serve ENV_DIR or RUN_DIR in a background thread, with sandboxes of the runner component
+    ``runner`` (``sets``: its settings as ``KEY=VALUE``); what ``envkernel serve`` does, for a
+    notebook or a test."""
     from envkernel.envcmd import runner_component
 
     catalog = load_catalog(target, tasks, seed)

@@ -85,8 +85,8 @@ class Lease:
     snapshot: str
     broken: bool = False
     lane: DirectLane | None = None
-    """The executor's direct lane, when the sandbox is a runner's own in this process (tool calls skip its
-    call log and stream objects: one socket round trip to the executor)."""
+    """The executor's direct lane, when the sandbox is a runner's own in this process (tool calls
+    skip its call log and stream objects: one socket round trip to the executor)."""
 
 
 class WarmPool:
@@ -146,7 +146,8 @@ class WarmPool:
         return lease
 
     async def release(self, lease: Lease) -> None:
-        """Give a sandbox back: closed (``fresh``, or after a broken use), else kept warm for the next session."""
+        """Give a sandbox back: closed (``fresh``, or after a broken use), else kept warm for the
+        next session."""
         self.out -= 1
         idle = self._idle.setdefault(lease.env.id, [])
         if (
@@ -160,7 +161,8 @@ class WarmPool:
             idle.append(lease)
 
     def _refill(self, env: EnvSpec) -> None:
-        """``fresh``: open unused sandboxes of ``env`` in the background until ``_want`` are ready."""
+        """``fresh``: open unused sandboxes of ``env`` in the background until ``_want`` are
+        ready."""
         missing = (
             min(self._want.get(env.id, 0), self.keep_idle)
             - len(self._idle.get(env.id, ()))
@@ -184,7 +186,8 @@ class WarmPool:
             task.add_done_callback(self._background.discard)
 
     async def warm(self, env: EnvSpec, n: int) -> None:
-        """Open ``n`` sandboxes of ``env`` ahead of the first sessions (``fresh``: and keep ``n`` ready)."""
+        """Open ``n`` sandboxes of ``env`` ahead of the first sessions (``fresh``: and keep ``n``
+        ready)."""
         leases = await asyncio.gather(*(self._open(env) for _ in range(n)))
         self._idle.setdefault(env.id, []).extend(leases)
         self._want[env.id] = max(self._want.get(env.id, 0), n)
@@ -220,10 +223,10 @@ def _lane_failure(line: bytes | None) -> str:
 
 
 def _take_lane(sb: Any) -> DirectLane | None:
-    """The direct lane of a runner's sandbox in this process (``ProcessSession.take_lane``), else None.
-    Calls over it are not in the sandbox's call log, so after a crash its state is lost (and said so)
-    rather than replayed: the session then starts again from the task's initial state, as it does
-    for any failed sandbox (see :meth:`Episode.call`)."""
+    """The direct lane of a runner's sandbox in this process (``ProcessSession.take_lane``), else
+    None. Calls over it are not in the sandbox's call log, so after a crash its state is lost (and
+    said so) rather than replayed: the session then starts again from the task's initial state, as
+    it does for any failed sandbox (see :meth:`Episode.call`)."""
     take = getattr(sb, "take_lane", None)
     sock = take() if take is not None and lanes_enabled() else None
     if sock is None:
@@ -250,7 +253,8 @@ class ServeCore:
     max_steps: int = 64
     """Tool calls an episode may make before it is truncated (``done`` with ``truncated: true``)."""
     tau: float = 0.0
-    """τ of the reward without a ``reward_model``: ``max(0, τ·trace + (1−τ)·outcome − penalties)``."""
+    """τ of the reward without a ``reward_model``:
+    ``max(0, τ·trace + (1−τ)·outcome − penalties)``."""
     reward_model: Any = None
     """The reward model that grades tasks without a check script (the run's, e.g. ``traceoutcome``);
     None: the trace + outcome score with ``tau``."""
@@ -279,7 +283,8 @@ class ServeCore:
         )
 
     def episode(self, env: EnvSpec | None = None) -> Episode:
-        """A new session (it takes a sandbox at its first reset or step); ``env``: its environment when it has no task."""
+        """A new session (it takes a sandbox at its first reset or step); ``env``: its environment
+        when it has no task."""
         ep = Episode(self, env)
         self.live[ep.session_id] = ep
         return ep
@@ -295,7 +300,8 @@ class ServeCore:
 
     @contextlib.asynccontextmanager
     async def sandbox(self, env: EnvSpec) -> AsyncIterator[Any]:
-        """A sandbox of ``env`` from the warm pool, for the length of a check (never this process)."""
+        """A sandbox of ``env`` from the warm pool, for the length of a check (never this
+        process)."""
         lease = await self.pool.acquire(env)
         try:
             yield lease.sandbox
@@ -377,7 +383,8 @@ class Episode:
         return tool_list(self.env, self.task)
 
     def _offered(self) -> frozenset[str]:
-        """The names of :attr:`tools`, computed once per environment and task (every step checks them)."""
+        """The names of :attr:`tools`, computed once per environment and task (every step checks
+        them)."""
         env = self.env
         key = (env.id, self.task.id if self.task is not None else None)
         if self._offered_cache is None or self._offered_cache[0] != key:
@@ -410,7 +417,8 @@ class Episode:
             raise
 
     async def reset(self, options: dict[str, Any]) -> dict[str, Any]:
-        """Load a task's initial state; return its request (``observation.request``) and the tools."""
+        """Load a task's initial state; return its request (``observation.request``) and the
+        tools."""
         self.last_used = time.monotonic()
         try:
             task = self.core.catalog.task(options, self.core.next_index())
@@ -459,7 +467,8 @@ class Episode:
         return {"observation": obs, "reward": None, "done": False}
 
     async def call(self, tool: str, arguments: Any) -> dict[str, Any]:
-        """Run one tool call; the observation in OpenEnv's ``CallToolObservation`` shape (tool_name, result, error)."""
+        """Run one tool call; the observation in OpenEnv's ``CallToolObservation`` shape (tool_name,
+        result, error)."""
         if self.done:
             raise ActionError("the episode is done; send a reset to start another")
         offered = self._offered()
@@ -505,7 +514,8 @@ class Episode:
                 "error": {
                     "error_type": "transport_error",
                     "message": f"the sandbox failed: {exc}; the session's next call "
-                    "starts again from the task's initial state (send a reset to start the episode over)",
+                    "starts again from the task's initial state (send a reset to start the "
+                    "episode over)",
                 },
             }
         self.calls.append(
@@ -527,7 +537,8 @@ class Episode:
         }
 
     async def step(self, action: Any) -> dict[str, Any]:
-        """One action: ``call_tool`` (``tool_name``, ``arguments``), ``list_tools`` or ``submit`` (``answer``)."""
+        """One action: ``call_tool`` (``tool_name``, ``arguments``), ``list_tools`` or ``submit``
+        (``answer``)."""
         if not isinstance(action, dict):
             raise ActionError(f"an action is a JSON object, got {type(action).__name__}")
         kind = action.get("type") or (
@@ -547,7 +558,8 @@ class Episode:
             }
         if kind != "call_tool":
             raise ActionError(
-                f'unknown action type {kind!r}: send {{"type": "call_tool", "tool_name": ..., "arguments": {{...}}}}, '
+                f'unknown action type {kind!r}: send {{"type": "call_tool", "tool_name": '
+                f'..., "arguments": {{...}}}}, '
                 '{"type": "list_tools"} or {"type": "submit", "answer": "..."}'
             )
         name = action.get("tool_name") or action.get("tool")

@@ -9,7 +9,8 @@ class for the tools of a running server:
 
     from envkernel_serve.trl import environment_factory, dataset_rows
     Env = environment_factory("http://127.0.0.1:8000")
-    trainer = GRPOTrainer(model=..., train_dataset=Dataset.from_list(dataset_rows("envkernel-out/RUN")),
+    rows = dataset_rows("envkernel-out/RUN")
+    trainer = GRPOTrainer(model=..., train_dataset=Dataset.from_list(rows),
                           environment_factory=Env, args=GRPOConfig(...))
 
 * ``reset(task_id=..., **columns)`` loads the task's initial state in this instance's own sandbox
@@ -72,7 +73,8 @@ def _one_line(text: str) -> str:
 
 
 class _NotATool:
-    """A method that TRL does not take for a tool: read on the class it is this object, not a function."""
+    """A method that TRL does not take for a tool: read on the class it is this object, not a
+    function."""
 
     def __init__(self, func: Any, doc: str) -> None:
         self.func, self.__doc__ = func, doc
@@ -100,7 +102,8 @@ class EnvkernelTRLEnv:
         return self._session
 
     def _row_env(self, row: dict[str, Any]) -> str | None:
-        """The environment a row names (its ``environment`` or ``env_id`` column), checked against :attr:`env_ids`."""
+        """The environment a row names (its ``environment`` or ``env_id`` column), checked against
+        :attr:`env_ids`."""
         named = {str(row[k]) for k in ("environment", "env_id") if row.get(k) is not None}
         if len(named) > 1:
             raise ValueError(
@@ -110,10 +113,11 @@ class EnvkernelTRLEnv:
         env = named.pop() if named else None
         if env is not None and self.env_ids and env not in self.env_ids:
             raise ValueError(
-                f"{type(self).__name__} plays the environment(s) {', '.join(self.env_ids)}, and this row "
-                f"is of environment {env!r}: give TRL environment_factories(url) (a dict, one class per "
-                "environment, chosen by the row's `environment` column), or environment_factory(url) "
-                "for every environment the server serves"
+                f"{type(self).__name__} plays the environment(s) {', '.join(self.env_ids)}, "
+                f"and this row is of environment {env!r}: give TRL "
+                "environment_factories(url) (a dict, one class per environment, chosen by "
+                "the row's `environment` column), or environment_factory(url) for every "
+                "environment the server serves"
             )
         if env is None and len(self.env_ids) == 1:
             env = self.env_ids[0]
@@ -123,7 +127,8 @@ class EnvkernelTRLEnv:
         """Load the row's task (``task_id`` or ``task_index`` column) in this instance's sandbox.
 
         The row's ``environment`` (or ``env_id``) column, when it has one, must be one this class
-        plays (:attr:`env_ids`); a ``ValueError`` says so otherwise, or when the task is of another one."""
+        plays (:attr:`env_ids`); a ``ValueError`` says so otherwise, or when the task is of another
+        one."""
         options: dict[str, Any] = {
             k: kwargs[k] for k in ("task_id", "task_index", "seed") if kwargs.get(k) is not None
         }
@@ -237,7 +242,8 @@ _RESERVED = ("reset", "get_reward", "close", "submit_answer", "env_ids", "url", 
 
 
 def _served(url: str, timeout: float) -> dict[str, list[dict[str, Any]]]:
-    """The tools of each environment the server at ``url`` serves (``/metadata``'s ``tool_specs``)."""
+    """The tools of each environment the server at ``url`` serves (``/metadata``'s
+    ``tool_specs``)."""
     meta = server_metadata(url, timeout=timeout)
     envs = meta.get("envs") or []
     if envs and all("tool_specs" in e for e in envs):
@@ -260,13 +266,15 @@ def _make_class(
         "url": url,
         "answer_tool": answer_tool,
         "env_ids": env_ids,
-        "__doc__": f"The tools of {', '.join(env_ids) or 'the environment'} on the envkernel server at {url}.",
+        "__doc__": f"The tools of {', '.join(env_ids) or 'the environment'} on the envkernel "
+        f"server at {url}.",
     }
     for tool in tools:
         ident, method = _tool_method(tool)
         if ident in _RESERVED or ident.startswith("_"):
             raise ValueError(
-                f"tool {tool['name']!r} would clash with a method of the environment class; rename it"
+                f"tool {tool['name']!r} would clash with a method of the environment class; "
+                "rename it"
             )
         namespace[ident] = method
     if answer_tool:
@@ -294,13 +302,14 @@ def environment_factories(
 def environment_factory(
     url: str, *, env: str | None = None, answer_tool: bool = True, timeout: float = 60.0
 ) -> type[EnvkernelTRLEnv]:
-    """A class for TRL's ``environment_factory``: one method per tool of the server at ``url`` (see the module docstring).
+    """A class for TRL's ``environment_factory``: one method per tool of the server at ``url`` (see
+    the module docstring).
 
     ``env`` names the one environment it plays (its tools, its rows). Without it, a server of one
     environment gives that one's class, and a server of several (a run folder) one class with every
     environment's tools: each row is reset to its task in its own environment (a row naming an
-    environment that is not served is a ``ValueError``). :func:`environment_factories` (one class per
-    environment) offers each row only its environment's tools."""
+    environment that is not served is a ``ValueError``). :func:`environment_factories` (one class
+    per environment) offers each row only its environment's tools."""
     served = _served(url, timeout)
     if env is not None:
         if env not in served:
@@ -315,9 +324,10 @@ def environment_factory(
             name = str(tool["name"])
             if name in merged and merged[name] != tool:
                 raise ValueError(
-                    f"tool {name!r} differs between environments {owner[name]!r} and {env_id!r}, so one class "
-                    "cannot offer both: use environment_factories(url) (one class per environment) or "
-                    "environment_factory(url, env=...)"
+                    f"tool {name!r} differs between environments {owner[name]!r} and "
+                    f"{env_id!r}, so one class "
+                    "cannot offer both: use environment_factories(url) (one class per "
+                    "environment) or environment_factory(url, env=...)"
                 )
             merged.setdefault(name, tool)
             owner.setdefault(name, env_id)
@@ -327,8 +337,9 @@ def environment_factory(
 
 
 def dataset_rows(run_dir: str | Path, tasks_file: str | Path | None = None) -> list[dict[str, Any]]:
-    """Rows for a TRL dataset from a run's tasks: ``prompt`` (a user message with the request), ``task_id``,
-    ``env_id``, and ``environment`` (the same id: the column TRL's dict ``environment_factory`` routes by)."""
+    """Rows for a TRL dataset from a run's tasks: ``prompt`` (a user message with the request),
+    ``task_id``, ``env_id``, and ``environment`` (the same id: the column TRL's dict
+    ``environment_factory`` routes by)."""
     from .catalog import load_catalog
 
     cat = load_catalog(run_dir, tasks_file)

@@ -16,7 +16,8 @@ Configure it in verl's tool config file (one entry per tool, or let :func:`tool_
     tools:
       - class_name: envkernel_serve.verl.EnvkernelTool
         config: {url: "http://127.0.0.1:8000", type: native}
-        tool_schema: {type: function, function: {name: get_product, description: ..., parameters: {...}}}
+        tool_schema: {type: function,
+                      function: {name: get_product, description: ..., parameters: {...}}}
 
 and put ``{"TOOL": {"create_kwargs": {"task_id": ...}}}`` in each row's ``extra_info.tools_kwargs``.
 
@@ -28,7 +29,9 @@ Apache-2.0), whose ``BaseTool`` declares::
     def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema)
     def get_openai_tool_schema(self) -> OpenAIFunctionToolSchema
     async def create(self, instance_id: Optional[str] = None, **kwargs) -> tuple[str, ToolResponse]
-    async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs) -> tuple[ToolResponse, float, dict]
+    async def execute(
+        self, instance_id: str, parameters: dict[str, Any], **kwargs
+    ) -> tuple[ToolResponse, float, dict]
     async def calc_reward(self, instance_id: str, **kwargs) -> float
     async def release(self, instance_id: str, **kwargs) -> None
 
@@ -89,7 +92,8 @@ class _Function:
 
 @dataclass
 class _ToolSchema:
-    """verl's ``OpenAIFunctionToolSchema`` shape (``type``, ``function.name/description/parameters``)."""
+    """verl's ``OpenAIFunctionToolSchema`` shape (``type``,
+    ``function.name/description/parameters``)."""
 
     function: _Function
     type: str = "function"
@@ -145,12 +149,14 @@ async def _trajectory(url: str, key: str, create_kwargs: dict[str, Any]) -> _Tra
 
 
 async def open_trajectory(url: str, key: str, create_kwargs: dict[str, Any]) -> None:
-    """Open trajectory ``key``'s session now (reset to ``create_kwargs["task_id"]``), before its first tool call."""
+    """Open trajectory ``key``'s session now (reset to ``create_kwargs["task_id"]``), before its
+    first tool call."""
     await _trajectory(url, key, create_kwargs)
 
 
 async def end_trajectory(url: str, key: str) -> float | None:
-    """Close the session of trajectory ``key`` on the server at ``url``; return its reward (None if it had none)."""
+    """Close the session of trajectory ``key`` on the server at ``url``; return its reward (None if
+    it had none)."""
     _opening.pop((url, key), None)
     traj = _trajectories.pop((url, key), None)
     if traj is None:
@@ -165,7 +171,8 @@ async def end_trajectory(url: str, key: str) -> float | None:
 async def finish_trajectory(
     url: str, key: str, create_kwargs: dict[str, Any] | None = None, answer: str | None = None
 ) -> dict[str, Any]:
-    """End trajectory ``key``: submit ``answer`` (when given), close its session; its final state (``reward``, ``step_count``, ``reasons``...).
+    """End trajectory ``key``: submit ``answer`` (when given), close its session; its final state
+    (``reward``, ``step_count``, ``reasons``...).
 
     A trajectory that never called a tool is opened first (reset to ``create_kwargs``'s task), so
     it is scored too (the task's check on no calls)."""
@@ -187,7 +194,8 @@ async def finish_trajectory(
 
 
 class EnvkernelTool(_Base):  # type: ignore[misc,valid-type]
-    """One tool of an ``envkernel serve`` environment, as a verl ``BaseTool`` (see the module docstring).
+    """One tool of an ``envkernel serve`` environment, as a verl ``BaseTool`` (see the module
+    docstring).
 
     ``config``: ``url`` (the server), optionally ``tool`` (the tool's name, when ``tool_schema`` is
     not given: it is then read from the server)."""
@@ -204,7 +212,8 @@ class EnvkernelTool(_Base):  # type: ignore[misc,valid-type]
             name = self.config.get("tool")
             if not name:
                 raise ValueError(
-                    "EnvkernelTool needs a tool_schema, or config.tool naming one of the server's tools"
+                    "EnvkernelTool needs a tool_schema, or config.tool naming one of the "
+                    "server's tools"
                 )
             self.tool_schema = _schema(_server_schemas(self.url).get(str(name)))
             if self.tool_schema is None:
@@ -217,7 +226,8 @@ class EnvkernelTool(_Base):  # type: ignore[misc,valid-type]
         return self.tool_schema
 
     async def create(self, instance_id: str | None = None, **kwargs: Any) -> tuple[str, Any]:
-        """Make an instance id; its trajectory's session opens (reset to ``create_kwargs["task_id"]``) at the first call."""
+        """Make an instance id; its trajectory's session opens (reset to
+        ``create_kwargs["task_id"]``) at the first call."""
         iid = instance_id or str(uuid.uuid4())
         self._instances[iid] = dict(kwargs.get("create_kwargs") or {})
         return iid, ToolResponse()
@@ -312,8 +322,10 @@ def _server_schemas(url: str, env: str | None = None) -> dict[str, dict[str, Any
             name = str(t["name"])
             if name in out and out[name] != schema:
                 raise ValueError(
-                    f"tool {name!r} differs between environments {owner[name]!r} and {env_id!r}; verl's tool "
-                    "config holds one schema per name: use tool_config(url, env=...) per environment"
+                    f"tool {name!r} differs between environments {owner[name]!r} and "
+                    f"{env_id!r}; verl's tool "
+                    "config holds one schema per name: use tool_config(url, env=...) per "
+                    "environment"
                 )
             out.setdefault(name, schema)
             owner.setdefault(name, env_id)
@@ -321,9 +333,10 @@ def _server_schemas(url: str, env: str | None = None) -> dict[str, dict[str, Any
 
 
 def tool_config(url: str, env: str | None = None) -> dict[str, Any]:
-    """verl's tool config (``{"tools": [...]}``, write it as YAML or JSON) with one :class:`EnvkernelTool` per tool
-    of every environment the server serves (or of ``env`` only); each row's ``extra_info.tool_selection``
-    (:func:`dataset_rows`) offers it its own environment's tools."""
+    """verl's tool config (``{"tools": [...]}``, write it as YAML or JSON) with one
+    :class:`EnvkernelTool` per tool of every environment the server serves (or of ``env`` only);
+    each row's ``extra_info.tool_selection`` (:func:`dataset_rows`) offers it its own environment's
+    tools."""
     return {
         "tools": [
             {
@@ -339,11 +352,11 @@ def tool_config(url: str, env: str | None = None) -> dict[str, Any]:
 def dataset_rows(
     run_dir: str, tasks_file: str | None = None, agent_name: str = "tool_agent"
 ) -> list[dict[str, Any]]:
-    """verl dataset rows for a run's tasks: ``prompt``, ``agent_name`` (verl's ``tool_agent``, or ``envkernel_agent``:
-    :mod:`envkernel_serve.verl_agent`), ``extra_info.tool_selection`` (the tools of the task's environment, or the
-    task's subset: verl's agent loop offers the row only these of the tool config's tools), and
-    ``extra_info.tools_kwargs`` giving every tool of the task's environment ``create_kwargs: {"task_id": ...}``
-    (write them to parquet)."""
+    """verl dataset rows for a run's tasks: ``prompt``, ``agent_name`` (verl's ``tool_agent``, or
+    ``envkernel_agent``: :mod:`envkernel_serve.verl_agent`), ``extra_info.tool_selection`` (the
+    tools of the task's environment, or the task's subset: verl's agent loop offers the row only
+    these of the tool config's tools), and ``extra_info.tools_kwargs`` giving every tool of the
+    task's environment ``create_kwargs: {"task_id": ...}`` (write them to parquet)."""
     from .catalog import load_catalog
 
     cat = load_catalog(run_dir, tasks_file)

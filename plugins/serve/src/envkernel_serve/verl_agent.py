@@ -1,4 +1,5 @@
-"""A verl agent loop that plays one ``envkernel serve`` episode per trajectory (needs verl installed).
+"""A verl agent loop that plays one ``envkernel serve`` episode per trajectory (needs verl
+installed).
 
 verl's ``ToolAgentLoop`` runs the generate / parse tool calls / call tools loop, with the trainer's
 model server generating; its tools are stateless unless they key their state by trajectory, which
@@ -15,7 +16,8 @@ episode made explicit, registered with verl's ``register`` as ``envkernel_agent`
   set instead of computing one); ``extra_fields["envkernel"]`` holds the episode's state
   (``task_id``, ``step_count``, ``reasons``).
 
-Use it in verl's agent-loop config file (``actor_rollout_ref.rollout.agent.agent_loop_config_path``)::
+Use it in verl's agent-loop config file
+(``actor_rollout_ref.rollout.agent.agent_loop_config_path``)::
 
     - name: envkernel_agent
       _target_: envkernel_serve.verl_agent.EnvkernelAgentLoop
@@ -52,7 +54,8 @@ def _task_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 @register("envkernel_agent")
 class EnvkernelAgentLoop(ToolAgentLoop):
-    """verl's ``ToolAgentLoop`` over one ``envkernel serve`` episode per trajectory (see the module docstring).
+    """verl's ``ToolAgentLoop`` over one ``envkernel serve`` episode per trajectory (see the module
+    docstring).
 
     ``url``: the server (default: the ``url`` of the configured :class:`EnvkernelTool`\\ s, else
     ``$ENVKERNEL_SERVE_URL``)."""
@@ -68,8 +71,8 @@ class EnvkernelAgentLoop(ToolAgentLoop):
         )
         if not self.url:
             raise ValueError(
-                "EnvkernelAgentLoop needs the server: `url:` in its agent-loop config, an EnvkernelTool "
-                "in the tool config, or ENVKERNEL_SERVE_URL"
+                "EnvkernelAgentLoop needs the server: `url:` in its agent-loop config, an "
+                "EnvkernelTool in the tool config, or ENVKERNEL_SERVE_URL"
             )
         if tools is None or not tools.tools:
             from verl.experimental.agent_loop.agent_loop import ToolListWrap
@@ -87,7 +90,8 @@ class EnvkernelAgentLoop(ToolAgentLoop):
     async def _handle_pending_state(
         self, agent_data: AgentData, sampling_params: dict[str, Any]
     ) -> AgentState:
-        """Open the trajectory's session at its task, then build the prompt as ``ToolAgentLoop`` does."""
+        """Open the trajectory's session at its task, then build the prompt as ``ToolAgentLoop``
+        does."""
         create = self._create
         await open_trajectory(self.url, agent_data.request_id, create)
         self._episode = (agent_data, create)
@@ -96,7 +100,8 @@ class EnvkernelAgentLoop(ToolAgentLoop):
     async def run(
         self, sampling_params: dict[str, Any], priority: int = 0, **kwargs: Any
     ) -> AgentLoopOutput:
-        """Play the episode; the task's check (computed by the server) is the output's ``reward_score``."""
+        """Play the episode; the task's check (computed by the server) is the output's
+        ``reward_score``."""
         self._create = _task_kwargs(kwargs)
         try:
             output = await super().run(sampling_params, priority=priority, **kwargs)

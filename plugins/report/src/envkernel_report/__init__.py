@@ -62,7 +62,7 @@ def build_report(
         reading = bar.add_task("reading the run", total=total or None)
         data = load_run(run_dir, progress=lambda n: bar.advance(reading, n))
         bar.update(reading, completed=total)
-        drawing = bar.add_task("drawing", total=7)
+        drawing = bar.add_task("drawing", total=8)
         page = render(
             data,
             step=lambda name: (

@@ -218,6 +218,7 @@ def _graph_table(g: Any) -> list[dict[str, Any]]:
 
 
 _TEXT = 500  # characters of a message or tool result shown in a transcript
+_RESULT = 300  # characters of a tool result shown in a transcript
 _ARGS = 240  # characters of a call's arguments
 _TURNS = 24  # messages shown of a transcript
 
@@ -239,7 +240,7 @@ def _args(value: Any) -> str:
     return _cut(json.dumps(value, ensure_ascii=False, sort_keys=True), _ARGS)
 
 
-def _transcript(rollout: dict[str, Any] | None) -> dict[str, Any] | None:
+def _transcript(rollout: dict[str, Any] | None, request: str) -> dict[str, Any] | None:
     """A rollout's transcript for the page: its turns (the system prompt left out), cut."""
     if not isinstance(rollout, dict):
         return None
@@ -247,6 +248,8 @@ def _transcript(rollout: dict[str, Any] | None) -> dict[str, Any] | None:
     reward = rollout.get("reward") if isinstance(rollout.get("reward"), dict) else {}
     msgs = [m for m in traj.get("messages") or [] if isinstance(m, dict)]
     msgs = [m for m in msgs if m.get("role") != "system"]
+    if msgs and msgs[0].get("role") == "user" and str(msgs[0].get("content")).strip() == request:
+        msgs = msgs[1:]  # the request, shown above the transcript already
     turns = []
     for m in msgs[:_TURNS]:
         content = m.get("content")
@@ -263,7 +266,7 @@ def _transcript(rollout: dict[str, Any] | None) -> dict[str, Any] | None:
         turns.append(
             {
                 "role": str(m.get("role", "?")),
-                "text": _cut(str(content or ""), _TEXT),
+                "text": _cut(str(content or ""), _RESULT if m.get("role") == "tool" else _TEXT),
                 "calls": calls,
             }
         )
@@ -291,7 +294,7 @@ def _samples(data: RunData) -> list[dict[str, Any]]:
                     "request": _cut(t.request, 1000),
                     "calls": [(name, _args(a if a is not None else {})) for name, a in t.calls],
                     "answer": _cut(t.answer, _TEXT),
-                    "rollout": _transcript(t.rollout),
+                    "rollout": _transcript(t.rollout, t.request.strip()),
                 }
                 for t in tasks
             ],

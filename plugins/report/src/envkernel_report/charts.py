@@ -253,7 +253,16 @@ def tool_graph(data: dict[str, Any], title: str) -> str:
     colors = [PALETTE[1] if mutates(g.nodes[n]) else PALETTE[0] for n in order]
     nx.draw_networkx_nodes(g, pos, nodelist=order, ax=ax, node_color=colors, node_size=60)
     for n, (x, y) in pos.items():
-        ax.text(x, y - 0.22, str(n), fontsize=7, ha="center", va="top", zorder=5)
+        ax.text(
+            x,
+            y - 0.18,
+            str(n),
+            fontsize=7,
+            ha="center",
+            va="top",
+            zorder=5,
+            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
+        )
     ax.set_xlim(-1.0, 2.0 * (len(groups) - 1) + 1.0)
     ax.set_ylim(-tallest - 0.1, 1.3)
     return to_svg(fig)

@@ -4,8 +4,9 @@ The page shows the verification yield per domain and environment, the reward his
 policy and iteration, the reward curve, the chain-length and difficulty distributions, the gate's
 results (rejections by reason, near-miss mutants killed), a few sample tasks per environment
 with their reference and one rollout transcript, the table of an ``envkernel eval`` run, each
-environment's tool graph (drawn per resource, or a table when dense) and the failures table. Charts are matplotlib SVG inlined in the page (no JavaScript, no network), laid
-out by a Jinja2 template. An interrupted run's folder gets a page too, with a note on what is
+environment's tool graph (drawn per resource, or a table when dense) and the failures table.
+Charts are matplotlib SVG inlined in the page (no JavaScript, no network), laid out by a Jinja2
+template. An interrupted run's folder gets a page too, with a note on what is
 missing. See docs/report.md.
 """
 

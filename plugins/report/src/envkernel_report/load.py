@@ -278,6 +278,7 @@ def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> Run
             f"The run stopped early: {data.summary['aborted']}. What it produced up to then "
             "is shown."
         )
+    data.eval = _json(folder / "eval.json", notes)
     _load_envs(data)
     pool: dict[tuple[str, str], list[_Task]] = defaultdict(list)
     for t in _lines(folder / "tasks.jsonl", "tasks", notes, _TASK.decode, progress):
@@ -312,7 +313,6 @@ def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> Run
             data.unscored += 1
         else:
             data.rewards[(r.trajectory.policy, r.iteration)].append(r.reward.score)
-    data.eval = _json(folder / "eval.json", notes)
     for env_id, n in data.tasks_per_env.items():
         if env_id in data.envs and data.envs[env_id].tasks is None:
             data.envs[env_id].tasks = n
@@ -426,7 +426,7 @@ def _load_envs(data: RunData) -> None:
         graph = _json(d / "graph.json", data.notes)
         if graph is not None:
             env.graph = graph
-        elif spec is not None and env.kept:
+        elif spec is not None and env.kept and data.eval is None:  # eval runs sample nothing
             data.notes.append(
                 f"envs/{d.name}/graph.json is missing: its tool graph is not drawn (the "
                 "sampler writes it)."

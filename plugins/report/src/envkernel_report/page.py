@@ -334,7 +334,7 @@ def _eval(data: RunData) -> dict[str, Any] | None:
     return {
         "policy": ev.get("policy"),
         "k": k,
-        "ci": ev.get("ci"),
+        "ci": _ci_text(ev.get("ci")),
         "tasks": ev.get("tasks"),
         "tasks_unscored": ev.get("tasks_unscored"),
         "attempts": ev.get("attempts"),
@@ -342,6 +342,19 @@ def _eval(data: RunData) -> dict[str, Any] | None:
         "overall": row("overall", ev.get("overall")),
         "groups": groups,
     }
+
+
+def _ci_text(ci: Any) -> str:
+    """How the intervals were made (``eval.json``'s ``ci``), in words."""
+    if isinstance(ci, dict):
+        level = ci.get("level")
+        parts = [str(ci.get("method") or "")]
+        if isinstance(level, int | float):
+            parts.append(f"{level * 100:.0f} %")
+        if ci.get("resamples"):
+            parts.append(f"{ci['resamples']} resamples")
+        return ", ".join(p for p in parts if p)
+    return "" if ci is None else str(ci)
 
 
 def _with_ci(value: Any, ci: Any) -> str:
@@ -442,6 +455,7 @@ def render(data: RunData, *, step: Callable[[str], None] | None = None) -> str:
         gate=gate,
         graphs=graphs,
         samples=samples,
+        gated=data.eval is None,
         evaluation=evaluation,
         failures=data.failures[:200],
         failures_total=len(data.failures),

@@ -307,8 +307,8 @@ def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> Run
             if r.task_id not in best or rank > best[r.task_id]:
                 best[r.task_id] = rank
                 wanted[r.task_id].rollout = full
-        if r.purpose != "train":
-            continue
+        if r.purpose != ("eval" if data.eval is not None else "train"):
+            continue  # an eval run's histograms are of its eval rollouts
         if r.reward is None:
             data.unscored += 1
         else:

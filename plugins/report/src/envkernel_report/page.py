@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -190,8 +191,11 @@ def _graphs(data: RunData, notes: list[str]) -> list[dict[str, Any]]:
         if g.number_of_edges() > DENSE_EDGES:
             item["table"] = _graph_table(g)
         else:
+            graph: dict[str, Any] = e.graph
             item["svg"] = _safe(
-                f"tool graph of {e.id}", notes, lambda e=e: charts.tool_graph(e.graph, e.id)
+                f"tool graph of {e.id}",
+                notes,
+                functools.partial(charts.tool_graph, graph, e.id),
             )
         out.append(item)
     return out
@@ -223,6 +227,11 @@ _ARGS = 240  # characters of a call's arguments
 _TURNS = 24  # messages shown of a transcript
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` if it is a dict, else an empty one (the JSON of a run may be odd)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _cut(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, saying how much was left out."""
     text = text.strip()
@@ -244,8 +253,8 @@ def _transcript(rollout: dict[str, Any] | None, request: str) -> dict[str, Any] 
     """A rollout's transcript for the page: its turns (the system prompt left out), cut."""
     if not isinstance(rollout, dict):
         return None
-    traj = rollout.get("trajectory") if isinstance(rollout.get("trajectory"), dict) else {}
-    reward = rollout.get("reward") if isinstance(rollout.get("reward"), dict) else {}
+    traj = _dict(rollout.get("trajectory"))
+    reward = _dict(rollout.get("reward"))
     msgs = [m for m in traj.get("messages") or [] if isinstance(m, dict)]
     msgs = [m for m in msgs if m.get("role") != "system"]
     if msgs and msgs[0].get("role") == "user" and str(msgs[0].get("content")).strip() == request:
@@ -327,7 +336,7 @@ def _eval(data: RunData) -> dict[str, Any] | None:
 
     groups = []
     for title, key in (("by category", "by_category"), ("by source", "by_source")):
-        part = ev.get(key) if isinstance(ev.get(key), dict) else {}
+        part = _dict(ev.get(key))
         rows = [r for n, g in sorted(part.items()) if (r := row(str(n), g))]
         if rows:
             groups.append((title, rows))

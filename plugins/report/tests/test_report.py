@@ -22,8 +22,8 @@ from PIL import Image
 from envkernel.cli import Group
 from envkernel_report import build_report, report_cmd
 from envkernel_report.charts import PALETTE, pick_iterations
-from envkernel_report.load import NotARunFolder, load_run
-from envkernel_report.page import SECTIONS, render
+from envkernel_report.load import SAMPLE_KINDS, NotARunFolder, load_run, task_kind
+from envkernel_report.page import DENSE_EDGES, SECTIONS, render
 
 ENVKERNEL = str(Path(sys.executable).with_name("envkernel"))
 CHROMIUM_FLAGS = [
@@ -300,3 +300,113 @@ def test_at_most_eight_iterations_get_a_histogram_panel() -> None:
     assert pick_iterations(list(range(5))) == [0, 1, 2, 3, 4]
     picked = pick_iterations(list(range(30)))
     assert len(picked) == 8 and picked[0] == 0 and picked[-1] == 29
+
+
+def test_each_env_shows_sample_tasks_with_reference_and_a_rollout_transcript(
+    run_dir: Path, page: tuple[Path, str]
+) -> None:
+    data = load_run(run_dir)
+    tasks = [json.loads(line) for line in (run_dir / "tasks.jsonl").read_text().splitlines()]
+    samples = data.samples["shop-v1"]
+    assert 1 <= len(samples) <= len(SAMPLE_KINDS) and len({s.id for s in samples}) == len(samples)
+    by_id = {t["id"]: t for t in tasks}
+    for s in samples:
+        t = by_id[s.id]
+        assert s.request == t["request"] and [n for n, _ in s.calls] == [
+            c["name"] for c in t["calls"]
+        ]
+        assert s.kind == task_kind(len(t["calls"]), t["outcome"]["mutates"])
+        assert s.answer == t["outcome"]["answer"]
+        assert s.rollout is not None and s.rollout["task_id"] == s.id
+    # one of each kind where the env has one: the smallest id of the kind
+    for kind in {task_kind(len(t["calls"]), t["outcome"]["mutates"]) for t in tasks}:
+        first = min(
+            t["id"] for t in tasks if task_kind(len(t["calls"]), t["outcome"]["mutates"]) == kind
+        )
+        assert first in {s.id for s in samples}
+    html = page[0].read_text()
+    for s in samples:
+        block = html[html.index(f'id="sample-{s.id}"') :]
+        block = block[
+            : block.index('<div class="sample"', 1) if '<div class="sample"' in block[1:] else None
+        ]
+        text = " ".join(parse(block).text)
+        assert s.calls[0][0] in text and "Rollout" in text and "policy mutant" in text
+    # the pick does not depend on the order of tasks.jsonl
+    shuffled = run_dir.parent / "shuffled"
+    shutil.copytree(run_dir, shuffled, ignore=shutil.ignore_patterns("nats", "report.html"))
+    lines = (run_dir / "tasks.jsonl").read_text().splitlines()
+    (shuffled / "tasks.jsonl").write_text("\n".join(reversed(lines)) + "\n")
+    assert [s.id for s in load_run(shuffled).samples["shop-v1"]] == [s.id for s in samples]
+
+
+def test_a_long_transcript_is_cut_and_says_so(run_dir: Path, tmp_path: Path) -> None:
+    data = load_run(run_dir)
+    s = data.samples["shop-v1"][0]
+    assert s.rollout is not None
+    msgs = s.rollout["trajectory"]["messages"]
+    msgs.append({"role": "tool", "content": "x" * 5000})
+    msgs.extend({"role": "assistant", "content": f"turn {i}"} for i in range(40))
+    text = " ".join(parse(render(data)).text)
+    assert "[4,700 more characters]" in text and "more message(s) left out" in text
+
+
+def test_a_dense_tool_graph_is_a_table_and_a_sparse_one_is_drawn(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    dense = json.loads((run_dir / "envs" / "shop-v1" / "graph.json").read_text())
+    assert len(dense["links"]) > DENSE_EDGES  # the sample env's graph is dense
+    html = render(load_run(run_dir))
+    table = html[html.index('id="graph-shop-v1"') :]
+    table = table[: table.index("</table>")]
+    feeds = {(str(e["source"]), str(e["target"])) for e in dense["links"] if e.get("feeds")}
+    src, dst = sorted(feeds)[0]
+    row = next(r for r in table.split("<tr") if f">{src}</td>" in r)
+    assert dst in row and "<svg" not in table
+    sparse = tmp_path / "sparse"
+    shutil.copytree(run_dir, sparse, ignore=shutil.ignore_patterns("nats", "report.html"))
+    dense["links"] = dense["links"][:10]
+    (sparse / "envs" / "shop-v1" / "graph.json").write_text(json.dumps(dense))
+    html = render(load_run(sparse))
+    fig = html[html.index('<figure id="graph-shop-v1">') :]
+    fig = fig[: fig.index("</figure>")]
+    assert "<svg" in fig and "10 edges" in fig
+    resources = {str(n.get("resource")) for n in dense["nodes"]}
+    assert all(f">{r}<" in fig for r in resources)  # one labelled box per resource
+
+
+def test_an_eval_run_shows_its_table(run_dir: Path, tmp_path: Path) -> None:
+    ev = tmp_path / "ev"
+    shutil.copytree(run_dir, ev, ignore=shutil.ignore_patterns("nats", "report.html"))
+    group = {
+        "tasks": 4,
+        "attempts": 12,
+        "passed": 7,
+        "mean": 0.6,
+        "mean_ci": [0.4, 0.8],
+        "pass@1": 0.5833,
+        "pass@1_ci": [0.3333, 0.8333],
+        "pass@k": 0.75,
+        "pass@k_ci": [0.5, 1.0],
+        "pass@k_tasks": 4,
+    }
+    (ev / "eval.json").write_text(
+        json.dumps(
+            {
+                "policy": "mutant",
+                "k": 3,
+                "tasks": 4,
+                "attempts": 12,
+                "attempts_failed": 0,
+                "overall": group,
+                "by_category": {"e-commerce": group},
+                "by_source": {"sample:": group},
+            }
+        )
+    )
+    html = render(load_run(ev))
+    section = html[html.index('id="eval"') : html.index('id="verification"')]
+    text = " ".join(parse(section).text)
+    assert "pass@3" in text and "0.583 [0.333, 0.833]" in text and "0.750 [0.500, 1.000]" in text
+    assert "by category" in text and "e-commerce" in text and "by source" in text
+    assert "Not an" in " ".join(parse(render(load_run(run_dir))).text)

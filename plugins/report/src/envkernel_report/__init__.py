@@ -2,9 +2,11 @@
 
 The page shows the verification yield per domain and environment, the reward histograms per
 policy and iteration, the reward curve, the chain-length and difficulty distributions, the gate's
-results (rejections by reason, near-miss mutants killed), each environment's tool graph and the
-failures table. Charts are matplotlib SVG inlined in the page (no JavaScript, no network), laid
-out by a Jinja2 template. An interrupted run's folder gets a page too, with a note on what is
+results (rejections by reason, near-miss mutants killed), a few sample tasks per environment
+with their reference and one rollout transcript, the table of an ``envkernel eval`` run, each
+environment's tool graph (drawn per resource, or a table when dense) and the failures table.
+Charts are matplotlib SVG inlined in the page (no JavaScript, no network), laid out by a Jinja2
+template. An interrupted run's folder gets a page too, with a note on what is
 missing. See docs/report.md.
 """
 
@@ -62,7 +64,7 @@ def build_report(
         reading = bar.add_task("reading the run", total=total or None)
         data = load_run(run_dir, progress=lambda n: bar.advance(reading, n))
         bar.update(reading, completed=total)
-        drawing = bar.add_task("drawing", total=7)
+        drawing = bar.add_task("drawing", total=8)
         page = render(
             data,
             step=lambda name: (

@@ -195,56 +195,80 @@ def curve(curves: dict[str, list[tuple[int, float]]], *, title: str) -> str:
 
 
 def tool_graph(data: dict[str, Any], title: str) -> str:
-    """The tool dependency graph (networkx node-link JSON, as the samplers write it) as SVG.
+    """The tool dependency graph (networkx node-link JSON, as the samplers write it) as SVG, the
+    tools in one boxed column per resource.
 
     An edge A → B means A's output feeds one of B's parameters (solid) or A writes state B reads
     (dashed). Tools that change state are orange, read-only tools blue.
     """
+    from matplotlib.patches import FancyBboxPatch
+
     g = nx.node_link_graph(data, directed=True, multigraph=False, edges="links")
-    fig = Figure(figsize=(6.4, 5.0))
+    groups: dict[str, list[Any]] = {}
+    for n in sorted(g.nodes, key=str):
+        groups.setdefault(str(g.nodes[n].get("resource") or "other"), []).append(n)
+    tallest = max((len(v) for v in groups.values()), default=1)
+    fig = Figure(figsize=(max(4.0, 2.1 * len(groups) + 0.4), 0.55 * tallest + 1.3))
     ax = fig.add_subplot()
     ax.set_axis_off()
     ax.set_title(f"{title}: {g.number_of_nodes()} tools, {g.number_of_edges()} edges", loc="left")
     if g.number_of_nodes() == 0:
         return to_svg(fig)
-    # tools on a circle, grouped by the resource they work on: legible even when the graph is dense
-    order = sorted(g.nodes, key=lambda n: (str(g.nodes[n].get("resource") or ""), str(n)))
-    pos = nx.circular_layout(order)
+    pos: dict[Any, tuple[float, float]] = {}
+    for col, (resource, tools) in enumerate(sorted(groups.items())):
+        x = col * 2.0
+        for row, n in enumerate(tools):
+            pos[n] = (x, -float(row))
+        ax.add_patch(
+            FancyBboxPatch(
+                (x - 0.9, -len(tools) + 0.45),
+                1.8,
+                len(tools) + 0.1,
+                boxstyle="round,pad=0.02,rounding_size=0.15",
+                fc="#f3f5f8",
+                ec="#d5dae2",
+                lw=0.8,
+                zorder=0,
+            )
+        )
+        ax.text(
+            x, 0.75, resource, ha="center", va="bottom", fontsize=8, weight="bold", color="#445"
+        )
     data_edges = [(u, v) for u, v, d in g.edges(data=True) if d.get("feeds")]
     state_edges = [(u, v) for u, v, d in g.edges(data=True) if not d.get("feeds")]
-    colors = [PALETTE[1] if _mutates(g.nodes[n]) else PALETTE[0] for n in order]
-    nx.draw_networkx_edges(
-        g, pos, edgelist=data_edges, ax=ax, edge_color="#888", width=0.6, arrowsize=7, node_size=120
-    )
-    nx.draw_networkx_edges(
-        g,
-        pos,
-        edgelist=state_edges,
-        ax=ax,
-        edge_color="#bbb",
-        width=0.6,
-        style="dashed",
-        arrowsize=7,
-        node_size=120,
-    )
-    nx.draw_networkx_nodes(
-        g, pos, nodelist=order, ax=ax, node_color=colors, node_size=120, linewidths=0
-    )
+    for edges, colour, style in ((data_edges, "#777", "solid"), (state_edges, "#aaa", "dashed")):
+        nx.draw_networkx_edges(
+            g,
+            pos,
+            edgelist=edges,
+            ax=ax,
+            edge_color=colour,
+            width=0.8,
+            style=style,
+            arrowsize=8,
+            node_size=60,
+            connectionstyle="arc3,rad=0.25",
+        )
+    order = list(pos)
+    colors = [PALETTE[1] if mutates(g.nodes[n]) else PALETTE[0] for n in order]
+    nx.draw_networkx_nodes(g, pos, nodelist=order, ax=ax, node_color=colors, node_size=60)
     for n, (x, y) in pos.items():
         ax.text(
-            x * 1.09,
-            y * 1.09,
+            x,
+            y - 0.18,
             str(n),
             fontsize=7,
-            ha="left" if x > 0.2 else ("right" if x < -0.2 else "center"),
-            va="bottom" if y > 0.2 else ("top" if y < -0.2 else "center"),
+            ha="center",
+            va="top",
+            zorder=5,
+            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85},
         )
-    ax.set_xlim(-1.6, 1.6)
-    ax.set_ylim(-1.25, 1.25)
+    ax.set_xlim(-1.0, 2.0 * (len(groups) - 1) + 1.0)
+    ax.set_ylim(-tallest - 0.1, 1.3)
     return to_svg(fig)
 
 
-def _mutates(node: dict[str, Any]) -> bool:
+def mutates(node: dict[str, Any]) -> bool:
     """Whether a graph node's tool changes state (its ``mutates``/``writes``/``kind``
     attributes)."""
     if "mutates" in node:

@@ -33,6 +33,7 @@ class _Rollout(msgspec.Struct):
     """The few fields of a ``rollouts.jsonl`` line the report needs (the rest is skipped
     unparsed)."""
 
+    task_id: str = ""
     env_id: str = "?"
     iteration: int = 0
     purpose: str = "train"
@@ -42,13 +43,22 @@ class _Rollout(msgspec.Struct):
 
 class _Call(msgspec.Struct):
     name: str = ""
+    arguments: Any = None
+
+
+class _Outcome(msgspec.Struct):
+    mutates: bool = False
+    answer: Any = None
 
 
 class _Task(msgspec.Struct):
     """The fields of a ``tasks.jsonl`` line the report needs."""
 
+    id: str = ""
     env_id: str = "?"
+    request: str = ""
     calls: list[_Call] = msgspec.field(default_factory=list)
+    outcome: _Outcome | None = None
     difficulty: float | None = None
     split: str = "train"
 
@@ -91,6 +101,31 @@ class EnvInfo:
     graph: dict[str, Any] | None = None
 
 
+SAMPLE_KINDS = ("read-only", "change", "multi-step")
+"""The kinds of sample task the page shows per environment, one of each where the env has it."""
+
+
+def task_kind(calls: int, mutates: bool) -> str:
+    """A task's kind for the samples: ``multi-step`` (3 calls or more), else ``change`` (it
+    changes state), else ``read-only``."""
+    return "multi-step" if calls >= 3 else ("change" if mutates else "read-only")
+
+
+@dataclass
+class SampleTask:
+    """One sample task of an environment: its request, reference and one rollout of it."""
+
+    id: str
+    env_id: str
+    kind: str
+    request: str
+    calls: list[tuple[str, Any]]
+    """The reference's calls: (tool name, arguments)."""
+    answer: str
+    rollout: dict[str, Any] | None = None
+    """One rollout of the task (a ``rollouts.jsonl`` line), the latest iteration's first."""
+
+
 @dataclass
 class RunData:
     """Everything the page shows, with the notes on what was missing or damaged."""
@@ -108,6 +143,10 @@ class RunData:
     tasks_per_env: Counter[str] = field(default_factory=Counter)
     rejected: Counter[str] = field(default_factory=Counter)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    samples: dict[str, list[SampleTask]] = field(default_factory=dict)
+    """env id → its sample tasks (at most one per kind of :data:`SAMPLE_KINDS`)."""
+    eval: dict[str, Any] | None = None
+    """``eval.json`` of an ``envkernel eval`` run."""
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -239,20 +278,41 @@ def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> Run
             f"The run stopped early: {data.summary['aborted']}. What it produced up to then "
             "is shown."
         )
+    data.eval = _json(folder / "eval.json", notes)
     _load_envs(data)
-    for r in _lines(folder / "rollouts.jsonl", "rollouts", notes, _ROLLOUT.decode, progress):
-        if r.purpose != "train":
-            continue
-        if r.reward is None:
-            data.unscored += 1
-        else:
-            data.rewards[(r.trajectory.policy, r.iteration)].append(r.reward.score)
+    pool: dict[tuple[str, str], list[_Task]] = defaultdict(list)
     for t in _lines(folder / "tasks.jsonl", "tasks", notes, _TASK.decode, progress):
         data.chain_lengths[len(t.calls)] += 1
         data.splits[t.split] += 1
         data.tasks_per_env[t.env_id] += 1
         if t.difficulty is not None:
             data.difficulty.append(t.difficulty)
+        _offer(pool, t)
+    data.samples = _pick_samples(pool)
+    wanted = {s.id: s for ss in data.samples.values() for s in ss}
+    best: dict[str, tuple[int, int]] = {}
+    for r, raw in _lines(
+        folder / "rollouts.jsonl",
+        "rollouts",
+        notes,
+        lambda raw: (_ROLLOUT.decode(raw), raw),
+        progress,
+    ):
+        if r.task_id in wanted:
+            # the latest iteration's first rollout of the task, preferring one that called a tool
+            full = _ANY.decode(raw)
+            traj = full.get("trajectory") if isinstance(full, dict) else None
+            called = int(bool(isinstance(traj, dict) and traj.get("calls")))
+            rank = (r.iteration, called)
+            if r.task_id not in best or rank > best[r.task_id]:
+                best[r.task_id] = rank
+                wanted[r.task_id].rollout = full
+        if r.purpose != ("eval" if data.eval is not None else "train"):
+            continue  # an eval run's histograms are of its eval rollouts
+        if r.reward is None:
+            data.unscored += 1
+        else:
+            data.rewards[(r.trajectory.policy, r.iteration)].append(r.reward.score)
     for env_id, n in data.tasks_per_env.items():
         if env_id in data.envs and data.envs[env_id].tasks is None:
             data.envs[env_id].tasks = n
@@ -289,6 +349,52 @@ def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> Run
     return data
 
 
+_KEEP = 3  # candidates kept per (env, kind): the smallest ids, so the pick does not depend on order
+
+
+def _offer(pool: dict[tuple[str, str], list[_Task]], t: _Task) -> None:
+    """Keep ``t`` as a sample candidate if its id is among the smallest of its env and kind."""
+    kind = task_kind(len(t.calls), bool(t.outcome and t.outcome.mutates))
+    cands = pool[(t.env_id, kind)]
+    cands.append(t)
+    cands.sort(key=lambda c: c.id)
+    del cands[_KEEP:]
+
+
+def _pick_samples(pool: dict[tuple[str, str], list[_Task]]) -> dict[str, list[SampleTask]]:
+    """Per environment, one task of each kind (the smallest id), topped up from the other kinds
+    to :data:`SAMPLE_KINDS`'s length when a kind is missing."""
+    out: dict[str, list[SampleTask]] = {}
+    for env_id in sorted({e for e, _ in pool}):
+        chosen: list[tuple[str, _Task]] = []
+        for kind in SAMPLE_KINDS:
+            if pool.get((env_id, kind)):
+                chosen.append((kind, pool[(env_id, kind)][0]))
+        for kind in SAMPLE_KINDS:
+            for t in pool.get((env_id, kind), [])[1:]:
+                if len(chosen) < len(SAMPLE_KINDS):
+                    chosen.append((kind, t))
+        out[env_id] = [
+            SampleTask(
+                id=t.id,
+                env_id=env_id,
+                kind=kind,
+                request=t.request,
+                calls=[(c.name, c.arguments) for c in t.calls],
+                answer=_text(t.outcome.answer if t.outcome else ""),
+            )
+            for kind, t in chosen
+        ]
+    return out
+
+
+def _text(value: Any) -> str:
+    """A value as text: strings as they are, anything else as compact JSON."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def _load_envs(data: RunData) -> None:
     """Environments from ``envs/<id>/`` (env.json, rejected.json, graph.json) and
     ``summary.json``."""
@@ -320,7 +426,7 @@ def _load_envs(data: RunData) -> None:
         graph = _json(d / "graph.json", data.notes)
         if graph is not None:
             env.graph = graph
-        elif spec is not None and env.kept:
+        elif spec is not None and env.kept and data.eval is None:  # eval runs sample nothing
             data.notes.append(
                 f"envs/{d.name}/graph.json is missing: its tool graph is not drawn (the "
                 "sampler writes it)."

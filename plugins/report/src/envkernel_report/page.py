@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import json
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import Any
 
 import jinja2
+import networkx as nx
 
 from . import charts
 from .load import RunData
@@ -18,7 +21,18 @@ _ENV = jinja2.Environment(
     lstrip_blocks=True,
 )
 
-SECTIONS = ("overview", "verification", "rewards", "curve", "tasks", "gate", "graphs", "failures")
+SECTIONS = (
+    "overview",
+    "eval",
+    "verification",
+    "rewards",
+    "curve",
+    "tasks",
+    "samples",
+    "gate",
+    "graphs",
+    "failures",
+)
 """The page's sections, by element id, in order."""
 
 
@@ -154,17 +168,216 @@ def _rewards(data: RunData, notes: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+DENSE_EDGES = 25
+"""A tool graph with more edges than this is shown as a table, not drawn."""
+
+
 def _graphs(data: RunData, notes: list[str]) -> list[dict[str, Any]]:
+    """Each environment's tool graph: drawn in per-resource clusters, or a table when dense."""
+    out = []
+    for e in sorted(data.envs.values(), key=lambda e: e.id):
+        if e.graph is None:
+            continue
+        try:
+            g = nx.node_link_graph(e.graph, directed=True, multigraph=False, edges="links")
+        except Exception as exc:  # a damaged graph.json costs its graph, not the page
+            notes.append(f"the tool graph of {e.id} could not be read ({type(exc).__name__}).")
+            continue
+        item: dict[str, Any] = {
+            "id": e.id,
+            "tools": g.number_of_nodes(),
+            "edges": g.number_of_edges(),
+        }
+        if g.number_of_edges() > DENSE_EDGES:
+            item["table"] = _graph_table(g)
+        else:
+            graph: dict[str, Any] = e.graph
+            item["svg"] = _safe(
+                f"tool graph of {e.id}",
+                notes,
+                functools.partial(charts.tool_graph, graph, e.id),
+            )
+        out.append(item)
+    return out
+
+
+def _graph_table(g: Any) -> list[dict[str, Any]]:
+    """Rows of a dense tool graph, grouped by resource: tool → the tools its output feeds, and
+    the tools that read state it writes."""
+    rows = []
+    for n in sorted(g.nodes, key=lambda n: (str(g.nodes[n].get("resource") or ""), str(n))):
+        feeds = sorted(str(v) for _, v, d in g.out_edges(n, data=True) if d.get("feeds"))
+        state = sorted(str(v) for _, v, d in g.out_edges(n, data=True) if not d.get("feeds"))
+        rows.append(
+            {
+                "tool": str(n),
+                "resource": str(g.nodes[n].get("resource") or ""),
+                "mutates": charts.mutates(g.nodes[n]),
+                "feeds": feeds,
+                "state": state,
+                "fed_by": g.in_degree(n),
+            }
+        )
+    return rows
+
+
+_TEXT = 500  # characters of a message or tool result shown in a transcript
+_RESULT = 300  # characters of a tool result shown in a transcript
+_ARGS = 240  # characters of a call's arguments
+_TURNS = 24  # messages shown of a transcript
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    """``value`` if it is a dict, else an empty one (the JSON of a run may be odd)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was left out."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit].rstrip()} … [{len(text) - limit:,} more characters]"
+
+
+def _args(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return _cut(value, _ARGS)
+    return _cut(json.dumps(value, ensure_ascii=False, sort_keys=True), _ARGS)
+
+
+def _transcript(rollout: dict[str, Any] | None, request: str) -> dict[str, Any] | None:
+    """A rollout's transcript for the page: its turns (the system prompt left out), cut."""
+    if not isinstance(rollout, dict):
+        return None
+    traj = _dict(rollout.get("trajectory"))
+    reward = _dict(rollout.get("reward"))
+    msgs = [m for m in traj.get("messages") or [] if isinstance(m, dict)]
+    msgs = [m for m in msgs if m.get("role") != "system"]
+    if msgs and msgs[0].get("role") == "user" and str(msgs[0].get("content")).strip() == request:
+        msgs = msgs[1:]  # the request, shown above the transcript already
+    turns = []
+    for m in msgs[:_TURNS]:
+        content = m.get("content")
+        if isinstance(content, list):  # content parts
+            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+        calls = [
+            (
+                str((c.get("function") or {}).get("name", "?")),
+                _args((c.get("function") or {}).get("arguments")),
+            )
+            for c in m.get("tool_calls") or []
+            if isinstance(c, dict)
+        ]
+        turns.append(
+            {
+                "role": str(m.get("role", "?")),
+                "text": _cut(str(content or ""), _RESULT if m.get("role") == "tool" else _TEXT),
+                "calls": calls,
+            }
+        )
+    return {
+        "policy": str(traj.get("policy", "?")),
+        "iteration": rollout.get("iteration"),
+        "purpose": rollout.get("purpose"),
+        "score": reward.get("score"),
+        "reasons": [str(r) for r in reward.get("reasons") or []][:3],
+        "termination": traj.get("termination"),
+        "turns": turns,
+        "more": max(0, len(msgs) - _TURNS),
+    }
+
+
+def _samples(data: RunData) -> list[dict[str, Any]]:
+    """Per environment, its sample tasks with their reference and one rollout transcript."""
     return [
         {
-            "id": e.id,
-            "svg": _safe(
-                f"tool graph of {e.id}", notes, lambda e=e: charts.tool_graph(e.graph, e.id)
-            ),
+            "env": env_id,
+            "tasks": [
+                {
+                    "id": t.id,
+                    "kind": t.kind,
+                    "request": _cut(t.request, 1000),
+                    "calls": [(name, _args(a if a is not None else {})) for name, a in t.calls],
+                    "answer": _cut(t.answer, _TEXT),
+                    "rollout": _transcript(t.rollout, t.request.strip()),
+                }
+                for t in tasks
+            ],
         }
-        for e in sorted(data.envs.values(), key=lambda e: e.id)
-        if e.graph is not None
+        for env_id, tasks in sorted(data.samples.items())
+        if tasks
     ]
+
+
+def _eval(data: RunData) -> dict[str, Any] | None:
+    """The table of an ``envkernel eval`` run (``eval.json``): overall, by category, by
+    source."""
+    ev = data.eval
+    if not isinstance(ev, dict):
+        return None
+    k = ev.get("k")
+
+    def row(name: str, g: Any) -> dict[str, Any] | None:
+        if not isinstance(g, dict):
+            return None
+        return {
+            "name": name,
+            "tasks": g.get("tasks"),
+            "attempts": g.get("attempts"),
+            "passed": g.get("passed"),
+            "cells": [
+                _with_ci(g.get(key), g.get(f"{key}_ci")) for key in ("mean", "pass@1", "pass@k")
+            ],
+        }
+
+    groups = []
+    for title, key in (("by category", "by_category"), ("by source", "by_source")):
+        part = _dict(ev.get(key))
+        rows = [r for n, g in sorted(part.items()) if (r := row(str(n), g))]
+        if rows:
+            groups.append((title, rows))
+    return {
+        "policy": ev.get("policy"),
+        "k": k,
+        "ci": _ci_text(ev.get("ci")),
+        "tasks": ev.get("tasks"),
+        "tasks_unscored": ev.get("tasks_unscored"),
+        "attempts": ev.get("attempts"),
+        "attempts_failed": ev.get("attempts_failed"),
+        "overall": row("overall", ev.get("overall")),
+        "groups": groups,
+    }
+
+
+def _ci_text(ci: Any) -> str:
+    """How the intervals were made (``eval.json``'s ``ci``), in words."""
+    if isinstance(ci, dict):
+        level = ci.get("level")
+        parts = [str(ci.get("method") or "")]
+        if isinstance(level, int | float):
+            parts.append(f"{level * 100:.0f} %")
+        if ci.get("resamples"):
+            parts.append(f"{ci['resamples']} resamples")
+        return ", ".join(p for p in parts if p)
+    return "" if ci is None else str(ci)
+
+
+def _with_ci(value: Any, ci: Any) -> str:
+    """``0.62 [0.48, 0.75]``, or the value alone without an interval."""
+    if not isinstance(value, int | float):
+        return "n/a"
+    text = f"{value:.3f}"
+    if (
+        isinstance(ci, list | tuple)
+        and len(ci) == 2
+        and all(isinstance(x, int | float) for x in ci)
+    ):
+        text += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
+    return text
 
 
 def render(data: RunData, *, step: Callable[[str], None] | None = None) -> str:
@@ -222,6 +435,9 @@ def render(data: RunData, *, step: Callable[[str], None] | None = None) -> str:
     gate = _gate(data, notes)
     part("tool graphs")
     graphs = _graphs(data, notes)
+    part("samples")
+    samples = _samples(data)
+    evaluation = _eval(data)
     part("page")
     s = data.summary
     tiles = [
@@ -247,12 +463,16 @@ def render(data: RunData, *, step: Callable[[str], None] | None = None) -> str:
         tasks=tasks,
         gate=gate,
         graphs=graphs,
+        samples=samples,
+        gated=data.eval is None,
+        evaluation=evaluation,
         failures=data.failures[:200],
         failures_total=len(data.failures),
         failures_by_plugin=s.get("failures_by_plugin")
         or dict(Counter(str(f.get("plugin", "?")) for f in data.failures)),
         plugins=s.get("plugins") or {},
         sections=SECTIONS,
+        dense_edges=DENSE_EDGES,
     )
 
 

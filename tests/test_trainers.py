@@ -206,9 +206,8 @@ def test_verl_tools_and_agent_loop(played: Any) -> None:
         played.read_only.id
     ]  # the model did nothing: the server's check says so, with its reasons
     assert refused["reward_score"] == 0.0 and refused["envkernel"]["step_count"] == 0
-    assert any(
-        "never looked up what the answer is about" in r for r in refused["envkernel"]["reasons"]
-    )  # the outcome alone (τ 0): no lookup, no answer
+    reasons = refused["envkernel"]["reasons"]
+    assert any(r.startswith("outcome: ") for r in reasons), reasons  # the outcome alone (τ 0)
 
 
 def test_trl_class_offers_only_tools() -> None:

@@ -13,6 +13,7 @@ from envkernel_runtime.envdir import write_atomic, write_env_dir
 from envkernel_runtime.tally import IterationStats, SynthesisYield
 from envkernel_schemas import (
     EnvRejected,
+    EnvRequested,
     EnvSpec,
     EnvSynthesized,
     EnvVerified,
@@ -60,6 +61,11 @@ class Recorder:
         self.verification: dict[str, dict[str, Any]] = {}
         self.sources: dict[str, dict[str, Any]] = {}
         """Env id -> its kind (behaviour tag) and what its synthesizer built of its source: operations, tools built, skipped."""
+        self._requested: dict[str, str] = {}
+        """EnvRequested id -> the source it asked for (``KIND:VALUE``)."""
+        self.origins: dict[str, dict[str, str]] = {}
+        """Env id -> where it came from: ``source`` (the run's ``KIND:VALUE``, or the tasks file)
+        and ``source_file`` (its provenance's source: the file or spec it was made from)."""
         self.env_tasks: Counter[str] = Counter()
         """Env id -> tasks the gate passed."""
         self.env_tools: dict[str, set[str]] = {}
@@ -101,13 +107,27 @@ class Recorder:
         """Write ``envs/<id>/`` (see ``envkernel_runtime.envdir.write_env_dir``)."""
         return write_env_dir(env, self.out / "envs" / env.id)
 
+    def note_origin(self, env: EnvSpec, source: str) -> None:
+        """Note where ``env`` came from (``source``: what the run was given for it), for the rows
+        of ``rejected.jsonl``."""
+        prov = env.provenance
+        self.origins[env.id] = {
+            "source": source,
+            "source_file": (prov.source if prov is not None else "") or source,
+        }
+
     def record(self, ev: Event) -> None:
         """Account for one event (each id once; the caller drops duplicates)."""
         c = self.counts
         self.synthesis.record(ev)
         if self.evaluation is not None:
             self._evaluate(ev)
-        if isinstance(ev, EnvSynthesized):
+        if isinstance(ev, EnvRequested):
+            self._requested[ev.id] = (
+                f"{ev.source_kind}:{ev.source}" if ev.source else ev.source_kind
+            )
+        elif isinstance(ev, EnvSynthesized):
+            self.note_origin(ev.env, self._requested.get(ev.parent, ""))
             c["envs_synthesized"] += 1
             self.sources[ev.env.id] = {
                 "kind": type(ev.env.behaviour).__struct_config__.tag,
@@ -156,11 +176,15 @@ class Recorder:
             if ev.task.solve_rate is not None:
                 self.solve_rates[f"{ev.task.solve_rate:.2f}"] += 1
         elif isinstance(ev, TaskRejected):
+            origin = self.origins.get(ev.task.env_id, {})
             self._append(
                 "rejected.jsonl",
                 to_json(
                     {
                         "task_id": ev.task.id,
+                        "env_id": ev.task.env_id,
+                        "source": origin.get("source", ""),
+                        "source_file": origin.get("source_file", ""),
                         "reason": ev.reason,
                         "detail": ev.detail,
                         "signature": ev.task.signature,

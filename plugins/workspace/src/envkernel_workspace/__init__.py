@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import AsyncIterator
 from importlib import metadata
 from pathlib import Path
@@ -263,20 +264,29 @@ def _write_sources(ctx: Any, root: Path, accounts: list[dict[str, Any]]) -> None
     config = getattr(ctx, "config", None)
     if not getattr(config, "out", None) or not hasattr(ctx, "out_dir"):
         return
+    import fcntl
+
     from envkernel_runtime.envdir import write_atomic
 
     out = Path(ctx.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "sources.json"
-    try:
-        known = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except ValueError:
-        known = {}
     counts: dict[str, int] = {}
     for a in accounts:
         counts[a["status"]] = counts.get(a["status"], 0) + 1
-    known[f"pinchbench:{root}"] = {"files": accounts, "counts": counts}
-    write_atomic(path, json.dumps(known, indent=2, ensure_ascii=False) + "\n")
+    # one source at a time (sources are imported concurrently, in threads or processes): each adds
+    # its entry to what the others wrote; the lock is on the run folder, so no file is left over
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            known = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        except ValueError:
+            known = {}
+        known[f"pinchbench:{root}"] = {"files": accounts, "counts": counts}
+        write_atomic(path, json.dumps(known, indent=2, ensure_ascii=False) + "\n")
+    finally:
+        os.close(fd)  # and with it the lock
 
 
 def _task_id(env: EnvSpec, request: str) -> str:

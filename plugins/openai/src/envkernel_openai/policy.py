@@ -110,7 +110,7 @@ class OpenAISettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
     top_p: float | None = None
     """Nucleus sampling; not sent when unset."""
     max_turns: int = 16
-    """Model calls per rollout at most."""
+    """Model calls per rollout at most (per session, for a multi-session task)."""
     max_tokens: int | None = 1024
     """Completion tokens per model call at most (``max_tokens``); not sent when unset."""
     rollout_timeout: float = 300.0

@@ -23,6 +23,10 @@ bash scripts/install-chromium.sh
 bash scripts/install-swagger2openapi.sh
 # TRL and verl (torch from the CPU wheel on disk) in their own venv, .venv-trainers, for tests/test_trainers.py.
 bash scripts/install-trainers.sh
+# Format, lint and types first (seconds): ruff over the tree, mypy strict over the five libraries.
+uv run --no-sync ruff format --check --quiet .
+uv run --no-sync ruff check --quiet .
+uv run --no-sync mypy
 # Two worker processes (one per core here), a test file at a time, so module fixtures are shared;
 # ENVKERNEL_TEST_WORKERS=0 runs everything in this process.
 uv run --no-sync pytest -q -n "${ENVKERNEL_TEST_WORKERS:-2}" --dist loadfile "$@"

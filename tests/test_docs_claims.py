@@ -478,6 +478,51 @@ def test_the_workspace_tool_table_is_the_runtime_s() -> None:
     assert f"default {workspace.READ_LIMIT}" in table
 
 
+# the run folder --------------------------------------------------------------------------------
+
+
+def test_the_readme_lists_the_fields_of_a_rejected_jsonl_row(tmp_path: Path) -> None:
+    """The README's fields of ``rejected.jsonl`` are the keys of the row the recorder writes (for a
+    task whose environment came from a ``--source``: its source and file are in the row)."""
+    import json
+
+    from envkernel.recorder import Recorder
+    from envkernel_schemas import (
+        EnvRequested,
+        EnvSpec,
+        EnvSynthesized,
+        Outcome,
+        Provenance,
+        Task,
+        TaskRejected,
+        WorkspaceBehaviour,
+    )
+
+    text = _read(ROOT / "README.md")
+    row = next(x for x in text.splitlines() if x.startswith("| `rejected.jsonl` |"))
+    listed = [n for n in re.findall(r"`([a-z_]+)`", row.split("|")[2]) if n != "rejected"]
+    rec = Recorder(tmp_path)
+    src = "openapi:specs/petstore.yaml"
+    env = EnvSpec(
+        id="petstore-0",
+        name="Petstore",
+        tools=[],
+        behaviour=WorkspaceBehaviour(files={}),
+        provenance=Provenance(source_kind="openapi", source="/abs/specs/petstore.yaml"),
+    )
+    task = Task(id="t1", env_id=env.id, request="r", calls=[], outcome=Outcome(mutates=False))
+    rec.record(
+        EnvRequested(run="r", id="req-0", source_kind="openapi", source="specs/petstore.yaml")
+    )
+    rec.record(EnvSynthesized(run="r", id="syn-0", parent="req-0", env=env))
+    rec.record(TaskRejected(run="r", id="rej-0", task=task, reason="duplicate", detail="d"))
+    rec.close()
+    (got,) = [json.loads(x) for x in (tmp_path / "rejected.jsonl").read_text().splitlines()]
+    assert listed == list(got), f"README lists {listed}, the recorder writes {list(got)}"
+    assert got["env_id"] == "petstore-0" and got["source"] == src
+    assert got["source_file"] == "/abs/specs/petstore.yaml"
+
+
 # the run config --------------------------------------------------------------------------------
 
 

@@ -218,8 +218,12 @@ def test_duplicate_tasks_are_rejected_and_counted_apart(envk) -> None:
         **({"task:mutant_survived": survived} if survived else {}),
     }
     assert len(run.jsonl("tasks.jsonl")) == s["tasks"]
-    reasons = [r["reason"] for r in run.jsonl("rejected.jsonl")]
+    rows = run.jsonl("rejected.jsonl")
+    reasons = [r["reason"] for r in rows]
     assert reasons.count("duplicate") == 3 and len(reasons) == 3 + survived
+    # each row says which environment the task was of and what source that came from
+    envs = {p.parent.name for p in run.dir.glob("envs/*/env.json")}
+    assert all(r["env_id"] in envs and r["source"] == "sample" for r in rows), rows
 
 
 def test_invalid_run_id_is_a_usage_error(envk) -> None:

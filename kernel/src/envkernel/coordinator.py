@@ -161,6 +161,7 @@ class Coordinator:
                 stored.add(ft.env.id)
                 await store_env(self.bus, run, ft.env)
                 self.recorder.write_env(ft.env)
+                self.recorder.note_origin(ft.env, ft.source)
                 if self.recorder.evaluation is not None:
                     self.recorder.evaluation.add_env(
                         ft.env,

@@ -13,6 +13,7 @@ from envkernel_runtime.envdir import write_atomic, write_env_dir
 from envkernel_runtime.tally import IterationStats, SynthesisYield
 from envkernel_schemas import (
     EnvRejected,
+    EnvRequested,
     EnvSpec,
     EnvSynthesized,
     EnvVerified,
@@ -38,8 +39,9 @@ class Recorder:
     def __init__(
         self, out_dir: Path, *, rebuild: bool = False, evaluation: EvalRecorder | None = None
     ) -> None:
-        """``rebuild``: a resumed run; its files are written again from the replayed stream, so none is kept twice.
-        ``evaluation``: an evaluation run's results (``results.jsonl``, ``eval.json``)."""
+        """``rebuild``: a resumed run; its files are written again from the replayed stream, so none
+        is kept twice. ``evaluation``: an evaluation run's results (``results.jsonl``,
+        ``eval.json``)."""
         self.out = out_dir
         self.evaluation = evaluation
         self._evaluated: set[str] = set()
@@ -59,7 +61,13 @@ class Recorder:
         self.reward_sum = 0.0
         self.verification: dict[str, dict[str, Any]] = {}
         self.sources: dict[str, dict[str, Any]] = {}
-        """Env id -> its kind (behaviour tag) and what its synthesizer built of its source: operations, tools built, skipped."""
+        """Env id -> its kind (behaviour tag) and what its synthesizer built of its source:
+        operations, tools built, skipped."""
+        self._requested: dict[str, str] = {}
+        """EnvRequested id -> the source it asked for (``KIND:VALUE``)."""
+        self.origins: dict[str, dict[str, str]] = {}
+        """Env id -> where it came from: ``source`` (the run's ``KIND:VALUE``, or the tasks file)
+        and ``source_file`` (its provenance's source: the file or spec it was made from)."""
         self.env_tasks: Counter[str] = Counter()
         """Env id -> tasks the gate passed."""
         self.env_tools: dict[str, set[str]] = {}
@@ -101,13 +109,27 @@ class Recorder:
         """Write ``envs/<id>/`` (see ``envkernel_runtime.envdir.write_env_dir``)."""
         return write_env_dir(env, self.out / "envs" / env.id)
 
+    def note_origin(self, env: EnvSpec, source: str) -> None:
+        """Note where ``env`` came from (``source``: what the run was given for it), for the rows
+        of ``rejected.jsonl``."""
+        prov = env.provenance
+        self.origins[env.id] = {
+            "source": source,
+            "source_file": (prov.source if prov is not None else "") or source,
+        }
+
     def record(self, ev: Event) -> None:
         """Account for one event (each id once; the caller drops duplicates)."""
         c = self.counts
         self.synthesis.record(ev)
         if self.evaluation is not None:
             self._evaluate(ev)
-        if isinstance(ev, EnvSynthesized):
+        if isinstance(ev, EnvRequested):
+            self._requested[ev.id] = (
+                f"{ev.source_kind}:{ev.source}" if ev.source else ev.source_kind
+            )
+        elif isinstance(ev, EnvSynthesized):
+            self.note_origin(ev.env, self._requested.get(ev.parent, ""))
             c["envs_synthesized"] += 1
             self.sources[ev.env.id] = {
                 "kind": type(ev.env.behaviour).__struct_config__.tag,
@@ -156,11 +178,15 @@ class Recorder:
             if ev.task.solve_rate is not None:
                 self.solve_rates[f"{ev.task.solve_rate:.2f}"] += 1
         elif isinstance(ev, TaskRejected):
+            origin = self.origins.get(ev.task.env_id, {})
             self._append(
                 "rejected.jsonl",
                 to_json(
                     {
                         "task_id": ev.task.id,
+                        "env_id": ev.task.env_id,
+                        "source": origin.get("source", ""),
+                        "source_file": origin.get("source_file", ""),
                         "reason": ev.reason,
                         "detail": ev.detail,
                         "signature": ev.task.signature,
@@ -188,7 +214,8 @@ class Recorder:
                 c["gate_rollouts"] += 1
                 name = mutant_kind_of(ev)  # "" unless a mutant rollout whose kind applied
                 if name:
-                    # per environment and kind: applied, killed (score < 1), killed by the outcome alone
+                    # per environment and kind: applied, killed (score < 1), killed by the outcome
+                    # alone
                     m = self.mutants.setdefault(ev.task.env_id, {}).setdefault(name, Counter())
                     m.update(
                         applied=1,
@@ -228,7 +255,8 @@ class Recorder:
                 self.failures_by_plugin[ev.plugin] += 1
 
     def _evaluate(self, ev: Event) -> None:
-        """Evaluation mode: an attempt's line in ``results.jsonl``, and its task's in ``tasks.jsonl`` (once)."""
+        """Evaluation mode: an attempt's line in ``results.jsonl``, and its task's in
+        ``tasks.jsonl`` (once)."""
         assert self.evaluation is not None
         got = self.evaluation.record(ev)
         if got is None:

@@ -20,6 +20,7 @@ shape); :func:`script_reward` runs it inside a sandbox over a rollout's final wo
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -46,10 +47,12 @@ __all__ = [
     "embed_meta",
     "rename_calls",
     "strip_meta",
+    "task_sessions",
     "tool_aliases",
     "TABLE",
     "TOOL_NAMES",
     "GroundingError",
+    "Session",
     "check_reward",
     "claw_tools",
     "ground_task",
@@ -147,6 +150,41 @@ def strip_meta(check: str) -> str:
     return check if at < 0 else check[:at].rstrip() + "\n"
 
 
+@dataclass(frozen=True)
+class Session:
+    """One session of a multi-session task (PinchBench's ``sessions`` front matter), in order."""
+
+    id: str
+    """The session's ``id`` in the task file (``session_<n>`` when it has none)."""
+    prompt: str
+    """What the user says at the start of the session."""
+    new_conversation: bool
+    """True when the session opens a new conversation (fresh message history, same workspace):
+    the first session, and every one marked ``new_session: true``. Otherwise the prompt is the next
+    user message of the conversation going on, as in PinchBench's files, where a session without
+    ``new_session`` is "the same session" (task_22's session 2 recalls what session 1 was told)."""
+
+
+def task_sessions(task: Task) -> list[Session]:
+    """The sessions of a multi-session task, in order, from the metadata its check carries (see
+    :func:`embed_meta`); ``[]`` for any other task (one conversation on ``task.request``)."""
+    raw = check_meta(task.outcome.check).get("sessions") or []
+    if not isinstance(raw, list):
+        return []
+    out: list[Session] = []
+    for i, s in enumerate(raw, start=1):
+        if not isinstance(s, dict) or not str(s.get("prompt") or "").strip():
+            continue
+        out.append(
+            Session(
+                id=str(s.get("id") or f"session_{i}"),
+                prompt=str(s["prompt"]).strip(),
+                new_conversation=not out or bool(s.get("new_session")),
+            )
+        )
+    return out
+
+
 def _reward_tools() -> list[ToolSpec]:
     return [ToolSpec(name=n, mutates=True) for n in _ws.REWARD_TOOLS]
 
@@ -197,17 +235,25 @@ def _text(value: Any) -> str:
 def transcript(task: Task, trajectory: Trajectory) -> list[dict[str, Any]]:
     """The rollout as the OpenClaw session events PinchBench's ``grade()`` reads: ``{"type":
     "message", "message": {"role": "user" | "assistant" | "toolResult", "content": [...]}}``,
-    with ``{"type": "toolCall", "name", "id", "arguments", "params"}`` items in assistant
-    content."""
+    with ``{"type": "toolCall", "name", "id", "arguments", "params"}`` items in assistant content.
+    For a multi-session task (:func:`task_sessions`), every conversation of the rollout is there in
+    order, each after an OpenClaw session header ``{"type": "session", "id": <session id>}``."""
     events: list[dict[str, Any]] = []
 
     def msg(role: str, content: list[dict[str, Any]], **extra: Any) -> None:
         events.append({"type": "message", "message": {"role": role, "content": content, **extra}})
 
     if trajectory.messages:
+        # a multi-session task: each conversation is one OpenClaw session, its events after a
+        # ``{"type": "session", "id"}`` header (the first line of an OpenClaw session file), all the
+        # sessions in order; a rollout opens each conversation with its system message
+        sessions = task_sessions(task)
+        opened = iter(s.id for s in sessions if s.new_conversation)
         for m in trajectory.messages:
             role = m.get("role")
-            if role == "user":
+            if role == "system" and sessions:
+                events.append({"type": "session", "id": next(opened, f"session_{len(events)}")})
+            elif role == "user":
                 msg("user", [{"type": "text", "text": _text(m.get("content") or "")}])
             elif role == "assistant":
                 content = (

@@ -17,15 +17,18 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import structlog
 
 from envkernel_kit.workspace import (
     TABLE,
     check_meta,
+    embed_meta,
     run_grader_script,
     script_reward,
     strip_meta,
+    task_sessions,
     transcript,
 )
 from envkernel_process import ProcessRunner
@@ -33,6 +36,7 @@ from envkernel_schemas import (
     CallRecord,
     EnvRequested,
     EnvSpec,
+    Outcome,
     Task,
     ToolCall,
     ToolResult,
@@ -176,8 +180,12 @@ async def test_a_grader_looking_for_read_file_is_satisfied_by_the_renamed_tool()
                           final_answer="The beta release is on June 1, 2024.")  # fmt: skip
         result = await run_grader_script(ctx, env, t.check, state, transcript(task, traj))
         assert set(result["scores"].values()) == {1.0}, result
-        as_read = Trajectory(task_id="t8", policy="p", final_state=state,
-                             calls=[_record("read", {"path": "notes.md"}, got.value, "c1")])  # fmt: skip
+        as_read = Trajectory(
+            task_id="t8",
+            policy="p",
+            final_state=state,
+            calls=[_record("read", {"path": "notes.md"}, got.value, "c1")],
+        )
         old = await run_grader_script(ctx, env, t.check, state, transcript(task, as_read))
         assert old["scores"]["read_notes"] == 0.0  # the old claw name never met the criterion
     finally:
@@ -249,6 +257,48 @@ def test_multi_session_tasks_keep_each_session_prompt_in_order():
     assert t.weights == {} and t.grading_type == "hybrid"
     triage = parse_task(TASKS / "task_16_email_triage.md")
     assert triage.weights == {"automated": 0.4, "llm_judge": 0.6}
+
+
+def test_sessions_of_a_task_and_the_transcript_of_all_of_them():
+    t = parse_task(TASKS / "task_22_second_brain.md")
+    task = Task(
+        id="t22",
+        env_id="pb-task-22-second-brain",
+        request=t.request(),
+        calls=[],
+        outcome=Outcome(mutates=True, check=embed_meta(t.check, t.meta())),
+    )
+    sessions = task_sessions(task)
+    assert [(s.id, s.new_conversation) for s in sessions] == [
+        ("store_knowledge", True),
+        ("conversation", False),  # the same session goes on (no new_session)
+        ("new_session_recall", True),
+    ]
+    assert sessions[1].prompt == t.sessions[1]["prompt"].strip()
+    plain = msgspec.structs.replace(task, outcome=Outcome(mutates=True, check=t.check))
+    assert task_sessions(plain) == []
+    # a rollout of the three sessions: two conversations, each from its system message
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": sessions[0].prompt},
+        {"role": "assistant", "content": "Stored."},
+        {"role": "user", "content": sessions[1].prompt},
+        {"role": "assistant", "content": "Rust, NeonDB."},
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": sessions[2].prompt},
+        {"role": "assistant", "content": "Rust ..."},
+    ]
+    traj = Trajectory(task_id="t22", policy="openai", messages=messages)
+    events = transcript(task, traj)
+    assert [e["type"] if e["type"] == "session" else e["message"]["role"] for e in events] == [
+        "session", "user", "assistant", "user", "assistant", "session", "user", "assistant",
+    ]  # fmt: skip
+    assert [e["id"] for e in events if e["type"] == "session"] == [
+        "store_knowledge",
+        "new_session_recall",
+    ]
+    # a task of one conversation gets no header (its transcript is as before)
+    assert all(e["type"] == "message" for e in transcript(plain, traj))
 
 
 @pytest.mark.asyncio

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,8 @@ class EnvDirError(ValueError):
 def write_atomic(path: Path, data: str | bytes) -> None:
     """Write ``path`` whole or not at all (a temporary file, then rename): a failure (a full disk)
     leaves no partial file."""
-    tmp = path.with_name(f".{path.name}.tmp")
+    # a name of this writer's own: two writers of the same file (threads, processes) never share one
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         tmp.write_bytes(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, path)

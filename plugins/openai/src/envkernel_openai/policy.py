@@ -9,6 +9,16 @@ component (:mod:`envkernel_kit.users`), a reply without tool calls goes to the u
 the user says back (an answer, a condition it held back) is the next user message, and the
 conversation ends when the user has nothing more to say.
 
+**Multi-session tasks** (PinchBench's ``multi_session`` / ``sessions``, read with
+:func:`envkernel_kit.workspace.task_sessions`) run as their sessions, in order, over the same
+workspace: a session that opens a new conversation (the first, and each ``new_session: true``)
+starts again from the system prompt and its own prompt, with no earlier message sent; any other
+session's prompt is the next user message of the conversation going on. A session that ends with
+an answer, or out of its ``max_turns``, lets the next one begin; any other ending ends the rollout.
+The trajectory's ``messages`` hold every conversation in order, each from its system message;
+``final_answer`` is the last session's, and ``termination`` is ``max_turns`` when any session ran
+out of turns.
+
 Nothing the model or the server does crashes a rollout. What happens is recorded instead:
 
 ================================  =================================  ==============================
@@ -66,6 +76,7 @@ from envkernel_kit.chat import ChatClient, ChatResult, ChatSettings
 from envkernel_kit.lenient import Refusals, calls_in_text, looks_refused, unescape_arguments
 from envkernel_kit.messages import compact, result_content
 from envkernel_kit.users import user_for, user_turn
+from envkernel_kit.workspace import Session, task_sessions
 from envkernel_schemas import (
     PolicyUpdate,
     RolloutRequested,
@@ -99,7 +110,7 @@ class OpenAISettings(ChatSettings, forbid_unknown_fields=True, kw_only=True):
     top_p: float | None = None
     """Nucleus sampling; not sent when unset."""
     max_turns: int = 16
-    """Model calls per rollout at most."""
+    """Model calls per rollout at most (per session, for a multi-session task)."""
     max_tokens: int | None = 1024
     """Completion tokens per model call at most (``max_tokens``); not sent when unset."""
     rollout_timeout: float = 300.0
@@ -666,13 +677,15 @@ class OpenAIPolicy:
         tools: list[ToolSpec] = list(getattr(env, "tools", []) or [])
         by_name = {t.name: t for t in tools}
         schema = tool_schema(tools)
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": s.system_prompt},
-            {"role": "user", "content": request.task.request},
+        # the sessions of a multi-session task, else one on the request. A session that opens a new
+        # conversation starts from the system prompt again, with no earlier message (only the
+        # workspace carries over); the others go on with the conversation. ``max_turns`` is per
+        # session, the deadline for the whole rollout.
+        plan = task_sessions(request.task) or [
+            Session(id="", prompt=request.task.request, new_conversation=True)
         ]
-        wire: list[dict[str, Any]] = list(
-            messages
-        )  # what the server is sent (bad argument strings sanitised)
+        messages: list[dict[str, Any]] = []  # every conversation, each from its system message
+        wire: list[dict[str, Any]] = []  # what the server is sent (bad argument strings sanitised)
         seen_ids: set[str] = set()
         usage = [0, 0]
         latencies: list[float] = []
@@ -691,153 +704,172 @@ class OpenAIPolicy:
                     "could not publish a rollout step", error=f"{type(exc).__name__}: {exc}"
                 )
 
-        for turn in range(s.max_turns):
-            if time.monotonic() >= deadline:
-                termination, error = (
-                    "deadline",
-                    f"the rollout deadline ({s.rollout_timeout:g} s) passed before turn {turn}",
-                )
-                break
-            res: ChatResult = await self._complete(client, wire, schema, model, deadline, logger)
-            if not res.ok:
-                termination = "deadline" if res.condition == "deadline" else "error"
-                error = f"{res.condition}: {res.error}"
-                logger.warning(
-                    "model call failed; rollout ends",
-                    task=request.task.id,
-                    index=request.index,
-                    turn=turn,
-                    error=error,
-                )
-                break
-            latencies.append(res.latency)
-            body = res.body or {}
-            u = body.get("usage") if isinstance(body.get("usage"), dict) else {}
-            usage[0] += _as_int(u.get("prompt_tokens"))
-            usage[1] += _as_int(u.get("completion_tokens"))
-            choices = body.get("choices")
-            choice = choices[0] if isinstance(choices, list) and choices else None
-            if not isinstance(choice, dict):
-                termination, error = (
-                    "no_choices",
-                    f"no_choices: the reply to turn {turn} has no choices",
-                )
-                break
-            msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-            finish = choice.get("finish_reason")
-            content = _text(msg.get("content"))
-            raw_calls = msg.get("tool_calls")
-            if (
-                not raw_calls
-                and s.recover_text_calls
-                and (written := calls_in_text(content, by_name.keys()))
-            ):
-                format_errors += len(written)  # the call came as text, not in tool_calls
-                raw_calls = [
-                    {
-                        "id": f"call_{turn}_{i}",
-                        "type": "function",
-                        "function": {"name": n, "arguments": compact(a)},
-                    }
-                    for i, (n, a) in enumerate(written)
-                ]
-            calls = (
-                parse_tool_calls(raw_calls, turn, seen_ids, unescape=s.unescape_html)
-                if raw_calls
-                else []
-            )
-            assistant: dict[str, Any] = {"role": "assistant", "content": content}
-            if calls:
-                assistant["tool_calls"] = [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": c.raw_args},
-                    }
-                    for c in calls
-                ]
-            if calls and any(c.args is None for c in calls):
-                wire.append(
-                    {
-                        **assistant,
-                        "tool_calls": [
-                            {
-                                "id": c.id,
-                                "type": "function",
-                                "function": {
-                                    "name": c.name or "invalid",
-                                    "arguments": c.raw_args if c.args is not None else "{}",
-                                },
-                            }
-                            for c in calls
-                        ],
-                    }
-                )
+        used = 0  # turns made, over all the sessions
+        ends: list[str] = []  # how each session ended
+        for number, session in enumerate(plan):
+            opening: dict[str, Any] = {"role": "user", "content": session.prompt}
+            if session.new_conversation:
+                system = {"role": "system", "content": s.system_prompt}
+                messages.extend([system, opening])
+                wire = [system, opening]
             else:
-                wire.append(assistant)
-            reasoning = msg.get("reasoning_content")
-            if isinstance(reasoning, str) and reasoning:  # kept for trainers, not sent back
-                assistant = {**assistant, "reasoning_content": reasoning}
-            messages.append(assistant)
-            await publish(turn, assistant)
-            if finish == "length":
-                termination, error = (
-                    "length",
-                    f"length: the reply to turn {turn} was cut at the token limit "
-                    "(finish_reason=length)",
-                )
-                final_answer = content if not calls else ""
-                break
-            if finish == "content_filter":
-                termination, error = (
-                    "error",
-                    f"content_filter: the server filtered the reply to turn {turn}",
-                )
-                break
-            if not calls:
-                said = await user_turn(user, request.task, messages, ctx)
-                if (
-                    said is not None
-                    # the user answers a question, or says what it held back: the conversation goes
-                    # on
-                ):
-                    user_msg = {"role": "user", "content": said}
-                    messages.append(user_msg)
-                    wire.append(user_msg)
-                    await publish(turn, user_msg)
-                    continue
-                final_answer, termination = content, "answer"
-                break
-            for c in calls:
-                if c.args is None:
-                    format_errors += 1
-                    text = error_content(c.code, c.problem)
-                elif c.name not in by_name:
-                    format_errors += 1
-                    text = error_content(
-                        "unknown_tool",
-                        f"no tool named {c.name!r}; available: "
-                        f"{', '.join(sorted(by_name)) or 'none'}",
+                messages.append(opening)
+                wire.append(opening)
+            if number:
+                await publish(used, opening)
+            final_answer = ""
+            for turn in range(used, used + s.max_turns):
+                used = turn + 1
+                if time.monotonic() >= deadline:
+                    termination, error = (
+                        "deadline",
+                        f"the rollout deadline ({s.rollout_timeout:g} s) passed before turn {turn}",
                     )
-                elif s.validate_arguments and (
-                    why := check_arguments(by_name[c.name].parameters or {}, c.args)
+                    break
+                res: ChatResult = await self._complete(
+                    client, wire, schema, model, deadline, logger
+                )
+                if not res.ok:
+                    termination = "deadline" if res.condition == "deadline" else "error"
+                    error = f"{res.condition}: {res.error}"
+                    logger.warning(
+                        "model call failed; rollout ends",
+                        task=request.task.id,
+                        index=request.index,
+                        turn=turn,
+                        error=error,
+                    )
+                    break
+                latencies.append(res.latency)
+                body = res.body or {}
+                u = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+                usage[0] += _as_int(u.get("prompt_tokens"))
+                usage[1] += _as_int(u.get("completion_tokens"))
+                choices = body.get("choices")
+                choice = choices[0] if isinstance(choices, list) and choices else None
+                if not isinstance(choice, dict):
+                    termination, error = (
+                        "no_choices",
+                        f"no_choices: the reply to turn {turn} has no choices",
+                    )
+                    break
+                msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+                finish = choice.get("finish_reason")
+                content = _text(msg.get("content"))
+                raw_calls = msg.get("tool_calls")
+                if (
+                    not raw_calls
+                    and s.recover_text_calls
+                    and (written := calls_in_text(content, by_name.keys()))
                 ):
-                    format_errors += 1
-                    text = error_content("invalid_arguments", f"{c.name}: {why}")
-                elif time.monotonic() >= deadline:
-                    text = error_content(
-                        "deadline", "the rollout deadline passed; the call was not made"
+                    format_errors += len(written)  # the call came as text, not in tool_calls
+                    raw_calls = [
+                        {
+                            "id": f"call_{turn}_{i}",
+                            "type": "function",
+                            "function": {"name": n, "arguments": compact(a)},
+                        }
+                        for i, (n, a) in enumerate(written)
+                    ]
+                calls = (
+                    parse_tool_calls(raw_calls, turn, seen_ids, unescape=s.unescape_html)
+                    if raw_calls
+                    else []
+                )
+                assistant: dict[str, Any] = {"role": "assistant", "content": content}
+                if calls:
+                    assistant["tool_calls"] = [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.raw_args},
+                        }
+                        for c in calls
+                    ]
+                if calls and any(c.args is None for c in calls):
+                    wire.append(
+                        {
+                            **assistant,
+                            "tool_calls": [
+                                {
+                                    "id": c.id,
+                                    "type": "function",
+                                    "function": {
+                                        "name": c.name or "invalid",
+                                        "arguments": c.raw_args if c.args is not None else "{}",
+                                    },
+                                }
+                                for c in calls
+                            ],
+                        }
                     )
                 else:
-                    result = await env.call(c.name, c.args)
-                    text = result_content(result)
-                if s.max_tool_chars and len(text) > s.max_tool_chars:
-                    text = text[: s.max_tool_chars] + f"… [cut: {len(text)} characters in all]"
-                tool_msg = {"role": "tool", "tool_call_id": c.id, "content": text}
-                messages.append(tool_msg)
-                wire.append(tool_msg)
-                await publish(turn, tool_msg)
-        else:
+                    wire.append(assistant)
+                reasoning = msg.get("reasoning_content")
+                if isinstance(reasoning, str) and reasoning:  # kept for trainers, not sent back
+                    assistant = {**assistant, "reasoning_content": reasoning}
+                messages.append(assistant)
+                await publish(turn, assistant)
+                if finish == "length":
+                    termination, error = (
+                        "length",
+                        f"length: the reply to turn {turn} was cut at the token limit "
+                        "(finish_reason=length)",
+                    )
+                    final_answer = content if not calls else ""
+                    break
+                if finish == "content_filter":
+                    termination, error = (
+                        "error",
+                        f"content_filter: the server filtered the reply to turn {turn}",
+                    )
+                    break
+                if not calls:
+                    said = await user_turn(user, request.task, messages, ctx)
+                    # the user answers a question, or says what it held back: it goes on
+                    if said is not None:
+                        user_msg = {"role": "user", "content": said}
+                        messages.append(user_msg)
+                        wire.append(user_msg)
+                        await publish(turn, user_msg)
+                        continue
+                    final_answer, termination = content, "answer"
+                    break
+                for c in calls:
+                    if c.args is None:
+                        format_errors += 1
+                        text = error_content(c.code, c.problem)
+                    elif c.name not in by_name:
+                        format_errors += 1
+                        text = error_content(
+                            "unknown_tool",
+                            f"no tool named {c.name!r}; available: "
+                            f"{', '.join(sorted(by_name)) or 'none'}",
+                        )
+                    elif s.validate_arguments and (
+                        why := check_arguments(by_name[c.name].parameters or {}, c.args)
+                    ):
+                        format_errors += 1
+                        text = error_content("invalid_arguments", f"{c.name}: {why}")
+                    elif time.monotonic() >= deadline:
+                        text = error_content(
+                            "deadline", "the rollout deadline passed; the call was not made"
+                        )
+                    else:
+                        result = await env.call(c.name, c.args)
+                        text = result_content(result)
+                    if s.max_tool_chars and len(text) > s.max_tool_chars:
+                        text = text[: s.max_tool_chars] + f"… [cut: {len(text)} characters in all]"
+                    tool_msg = {"role": "tool", "tool_call_id": c.id, "content": text}
+                    messages.append(tool_msg)
+                    wire.append(tool_msg)
+                    await publish(turn, tool_msg)
+            else:
+                termination = "max_turns"
+            ends.append(termination)
+            if termination not in ("answer", "max_turns"):
+                break  # a condition ends the rollout; a session out of turns lets the next begin
+        if termination in ("answer", "max_turns") and "max_turns" in ends:
             termination = "max_turns"
         return Trajectory(
             task_id=request.task.id,

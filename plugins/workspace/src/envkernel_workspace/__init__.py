@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import AsyncIterator
 from importlib import metadata
 from pathlib import Path
@@ -218,27 +219,59 @@ class PinchBenchSynthesizer:
                 continue
             if t.id in seen:
                 refuse(
-                    f, "duplicate_id",
-                    f"{f.name}: id {t.id!r} is also the id of {seen[t.id]}; the second file " "is refused",
+                    f,
+                    "duplicate_id",
+                    f"{f.name}: id {t.id!r} is also the id of {seen[t.id]}; the second file "
+                    "is refused",
                     t.id,
-                )  # fmt: skip
+                )
                 continue
             seen[t.id] = f.name
             if judge_only(t) and not self.settings.judge:
                 skipped["llm_judge_only"] = skipped.get("llm_judge_only", 0) + 1
-                accounts.append({"file": f.name, "path": str(f), "id": t.id, "status": "llm_judge_only",
-                                 "reason": "graded only by an LLM judge and pinchbench.judge is not set"})  # fmt: skip
+                accounts.append(
+                    {
+                        "file": f.name,
+                        "path": str(f),
+                        "id": t.id,
+                        "status": "llm_judge_only",
+                        "reason": "graded only by an LLM judge and pinchbench.judge is not set",
+                    }
+                )
                 continue
             env_id = f"pb-{t.id.replace('_', '-')}"
-            accounts.append({"file": f.name, "path": str(f), "id": t.id, "status": "imported", "env": env_id,
-                             "grading_type": t.grading_type, "sessions": len(t.sessions),
-                             "reason": "" if t.grading_type != "hybrid" or self.settings.judge
-                             else "hybrid: its llm_judge part is reported as not scored (no judge)"})  # fmt: skip
-            envs.append(workspace_env(
-                env_id, t.name, files=t.files, blobs=t.blobs, description="PinchBench task " f"{t.id} ({t.category})",
-                domain=t.category or "pinchbench", tool_names=self.settings.names(),
-                provenance=Provenance(source_kind="pinchbench", source=str(f), plugin="pinchbench", plugin_version=_version(), seed=request.seed),
-            ))  # fmt: skip
+            accounts.append(
+                {
+                    "file": f.name,
+                    "path": str(f),
+                    "id": t.id,
+                    "status": "imported",
+                    "env": env_id,
+                    "grading_type": t.grading_type,
+                    "sessions": len(t.sessions),
+                    "reason": ""
+                    if t.grading_type != "hybrid" or self.settings.judge
+                    else "hybrid: its llm_judge part is reported as not scored (no judge)",
+                }
+            )
+            envs.append(
+                workspace_env(
+                    env_id,
+                    t.name,
+                    files=t.files,
+                    blobs=t.blobs,
+                    description=f"PinchBench task {t.id} ({t.category})",
+                    domain=t.category or "pinchbench",
+                    tool_names=self.settings.names(),
+                    provenance=Provenance(
+                        source_kind="pinchbench",
+                        source=str(f),
+                        plugin="pinchbench",
+                        plugin_version=_version(),
+                        seed=request.seed,
+                    ),
+                )
+            )
         _write_sources(ctx, root, accounts)
         if not envs:
             raise PinchBenchError(
@@ -263,20 +296,29 @@ def _write_sources(ctx: Any, root: Path, accounts: list[dict[str, Any]]) -> None
     config = getattr(ctx, "config", None)
     if not getattr(config, "out", None) or not hasattr(ctx, "out_dir"):
         return
+    import fcntl
+
     from envkernel_runtime.envdir import write_atomic
 
     out = Path(ctx.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "sources.json"
-    try:
-        known = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    except ValueError:
-        known = {}
     counts: dict[str, int] = {}
     for a in accounts:
         counts[a["status"]] = counts.get(a["status"], 0) + 1
-    known[f"pinchbench:{root}"] = {"files": accounts, "counts": counts}
-    write_atomic(path, json.dumps(known, indent=2, ensure_ascii=False) + "\n")
+    # one source at a time (sources are imported concurrently, in threads or processes): each adds
+    # its entry to what the others wrote; the lock is on the run folder, so no file is left over
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            known = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        except ValueError:
+            known = {}
+        known[f"pinchbench:{root}"] = {"files": accounts, "counts": counts}
+        write_atomic(path, json.dumps(known, indent=2, ensure_ascii=False) + "\n")
+    finally:
+        os.close(fd)  # and with it the lock
 
 
 def _task_id(env: EnvSpec, request: str) -> str:

@@ -262,7 +262,8 @@ def inbox(rng: random.Random, fake: Any) -> Variant:
         name = f"{i + 1:03d}-{fake.slug()[:24]}.eml"
         files[f"inbox/{name}"] = (
             f"From: {fake.name()} <{sender}>\nTo: me@example.com\nSubject: {subject}\nDate: "
-            f"{fake.date_time_between(_MAIL_FROM, _MAIL_TO).isoformat()}Z\n\n{fake.paragraph(nb_sentences=3)}\n"
+            f"{fake.date_time_between(_MAIL_FROM, _MAIL_TO).isoformat()}Z\n\n"
+            f"{fake.paragraph(nb_sentences=3)}\n"
         )
         dest[name] = where
     files["projects/README.md"] = "One folder per active project.\n"

@@ -91,7 +91,8 @@ class PinchTask:
             return self.prompt
         return "\n\n".join(
             f"Session {i} "
-            f"({s.get('id') or i}{', a new session' if s.get('new_session') else ''}):\n{str(s.get('prompt') or '').strip()}"
+            f"({s.get('id') or i}{', a new session' if s.get('new_session') else ''}):\n"
+            f"{str(s.get('prompt') or '').strip()}"
             for i, s in enumerate(self.sessions, start=1)
         )
 
@@ -334,10 +335,12 @@ def _export_imported(
     if not isinstance(b, WorkspaceBehaviour):
         raise PinchBenchError(f"task {task.id} is not a workspace task")
     front: dict[str, Any] = {
-        "id": meta["id"], "name": meta.get("name") or meta["id"], "category": meta.get("category") or "",
+        "id": meta["id"],
+        "name": meta.get("name") or meta["id"],
+        "category": meta.get("category") or "",
         "grading_type": meta.get("grading_type") or "automated",
         "timeout_seconds": int(meta.get("timeout_seconds") or 120),
-    }  # fmt: skip
+    }
     if meta.get("grading_weights"):
         front["grading_weights"] = meta["grading_weights"]
     if meta.get("sessions"):

@@ -113,7 +113,8 @@ def test_a_real_run_emits_only_events_that_decode_to_themselves(envk) -> None:  
     )
     assert run.proc.returncode == 0, run.proc.stderr[-3000:]
     s = run.summary
-    assert s["tasks"] >= 20 and s["gate_rollouts"] > 5 * s["tasks"] and s["failures"] == 0
+    # the outcome-only gate rejects more of 25 proposed per env than the old reward did
+    assert s["tasks"] >= 12 and s["gate_rollouts"] > 5 * s["tasks"] and s["failures"] == 0
     assert (
         "differs from what decoding" not in run.proc.stderr
         and "was changed after" not in run.proc.stderr

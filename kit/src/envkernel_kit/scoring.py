@@ -181,9 +181,15 @@ def observed(task: Task, trajectory: Trajectory, rel_tol: float = REL_TOL) -> tu
     """Whether a read-only rollout saw what its answer is about: every row of the reference's last
     result (or that value) is among the results of the rollout's successful calls, by any tool (a
     row is seen when a result has a row with its id and the same values in the columns both
-    have). True, with no reason, for a task that changes state or has no recorded outputs."""
-    if task.outcome.mutates or not task.outputs:
+    have). True, with no reason, for a task that changes state; for a task with no recorded
+    outputs, true when the rollout made a successful call at all (a guess with none is not a
+    lookup)."""
+    if task.outcome.mutates:
         return True, ""
+    if not task.outputs:
+        if not task.calls or any(rec.result.ok for rec in trajectory.calls):
+            return True, ""
+        return False, "outcome: the rollout looked nothing up (no successful call)"
     want = task.outputs[-1]
     results = [rec.result.value for rec in trajectory.calls if rec.result.ok]
     if any(values_equal(want, v, rel_tol) for v in results):

@@ -54,8 +54,16 @@ from typing import Any
 
 import msgspec
 
-from envkernel_schemas import CallRecord, RolloutRequested, ToolCall, ToolError, ToolResult
+from envkernel_schemas import (
+    CallRecord,
+    Outcome,
+    RolloutRequested,
+    ToolCall,
+    ToolError,
+    ToolResult,
+)
 
+from .answers import facts_in_words
 from .testing import FakeContext
 
 __all__ = [
@@ -246,7 +254,13 @@ class Oracle:
             data: dict[str, Any] = t if isinstance(t, dict) else msgspec.to_builtins(t)
             request = str(data.get("request", ""))
             self.hidden[request] = len(data.get("hidden") or [])
-            answer = (data.get("outcome") or {}).get("answer") or ""
+            outcome = data.get("outcome") or {}
+            # the task's answer, else a read-only task's facts in words (not the tools' raw JSON)
+            answer = outcome.get("answer") or (
+                facts_in_words(msgspec.convert(outcome, Outcome))
+                if outcome and not outcome.get("mutates", True)
+                else ""
+            )
             if answer:
                 self.answers.setdefault(request, answer)
             calls = [(str(c["name"]), dict(c.get("arguments") or {})) for c in data["calls"]]

@@ -36,7 +36,7 @@ from envkernel_kit.messages import (
 from envkernel_kit.users import user_for, user_turn
 from envkernel_schemas import RolloutRequested, Termination, ToolResult, Trajectory, mutant_of
 
-from .mutants import MUTANT_KINDS, mutate
+from .mutants import MUTANT_KINDS, mutate, reference_answer
 
 __all__ = [
     "BaselineSettings",
@@ -109,9 +109,11 @@ class Reference:
         last: ToolResult | None = None
         for i, call in enumerate(request.task.calls):
             last = await call_and_record(env, messages, f"call_{i}", call.name, call.arguments)
+        # the task's answer, else a read-only task's facts in words (never the tools' raw JSON)
         answer = (
-            request.task.outcome.answer
-            if (last is None or last.ok) and request.task.outcome.answer
+            reference_answer(request.task)
+            if (last is None or last.ok)
+            and (request.task.outcome.answer or not request.task.outcome.mutates)
             else answer_from(last)
         )
         messages.append({"role": "assistant", "content": answer})

@@ -10,9 +10,25 @@ import subprocess
 import sys
 import time
 
+import pytest
+import structlog
 from structlog.testing import capture_logs
 
+from envkernel_bus import progress as progress_module
 from envkernel_bus.progress import Status
+
+
+@pytest.fixture(autouse=True)
+def _info_level_logs(monkeypatch: pytest.MonkeyPatch) -> object:
+    """Another test of this process may have configured logging at warning (``envkernel.make``
+    does) and loggers are cached on first use: these tests read progress's info lines, so they get
+    the default configuration and a fresh logger, and the configuration is put back after."""
+    saved = structlog.get_config()
+    structlog.reset_defaults()
+    monkeypatch.setattr(progress_module, "log", structlog.get_logger("envkernel.progress"))
+    yield
+    structlog.configure(**saved)
+
 
 # Longer than time.monotonic() has run (the time since boot on Linux): the first line must still be
 # logged on a machine booted a minute ago, which a last-shown time of 0.0 got wrong.

@@ -17,6 +17,7 @@ import inspect
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -1002,7 +1003,12 @@ async def test_nothing_an_agent_reads_gives_the_answer_away(server: Any, tasks: 
         assert trainer_view["reasons"]
     text = "\n".join(seen).lower()
     calls = [json.dumps(c.arguments) for c in task.calls if c.arguments]
-    leaked = [v for v in [*reasons, *secrets, *calls] if v.lower() in text]
+    # as a whole token: a short number like 8900 may sit inside a random id or a timestamp
+    leaked = [
+        v
+        for v in [*reasons, *secrets, *calls]
+        if re.search(rf"(?<![0-9a-z.]){re.escape(v.lower())}(?![0-9a-z])", text)
+    ]
     assert not leaked, leaked
 
 

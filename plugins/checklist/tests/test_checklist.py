@@ -125,15 +125,15 @@ def test_read_only_tasks_check_answer_facts() -> None:
         calls=[ToolCall(name="x")],
         outcome=Outcome(mutates=False, answer_facts=["Desk Lamp", "29.5"]),
     )
-    assert (
-        score(t, Trajectory(task_id="t", policy="p", final_answer="The desk lamp costs 29.5")).score
-        == 1.0
-    )
-    assert score(t, Trajectory(task_id="t", policy="p", final_answer="A DESK LAMP")).score == 0.5
-    assert (
-        score(t, Trajectory(task_id="t", policy="p", final_answer="I can't help with that.")).score
-        == 0.0
-    )
+    looked = [CallRecord(call=ToolCall(name="x"), result=ToolResult(ok=True, value={}))]
+
+    def answered(text: str, calls: list[CallRecord] = looked) -> float:
+        return score(t, Trajectory(task_id="t", policy="p", calls=calls, final_answer=text)).score
+
+    assert answered("The desk lamp costs 29.5") == 1.0
+    assert answered("A DESK LAMP") == 0.5
+    assert answered("I can't help with that.") == 0.0
+    assert answered("The desk lamp costs 29.5", calls=[]) == 0.0  # a guess: nothing looked up
 
 
 def test_a_task_without_checks_is_an_error_not_a_silent_zero() -> None:

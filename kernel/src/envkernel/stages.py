@@ -127,8 +127,6 @@ class Stages:
         return []
 
     def _proposed(self, ev: TaskProposed) -> list[tuple[Event, str | None]]:
-        if self.config.evaluate:
-            return self._eval(ev)
         key = task_key(ev.task)
         if key in self.seen_tasks or ev.task.id in self.gates:
             return [
@@ -145,6 +143,8 @@ class Stages:
                 )
             ]
         self.seen_tasks.add(key)
+        if self.config.evaluate:
+            return self._eval(ev)
         self.gates[ev.task.id] = _Gate(ev.task)
         if self.config.gate_solver and not ev.task.calls:
             return self._solve(ev, self.gates[ev.task.id])
@@ -194,23 +194,7 @@ class Stages:
 
     def _eval(self, ev: TaskProposed) -> list[tuple[Event, str | None]]:
         """Evaluation mode: k attempts of the policy (purpose ``eval``), no gate (a duplicate is
-        still one task)."""
-        key = task_key(ev.task)
-        if key in self.seen_tasks:
-            return [
-                (
-                    self._child(
-                        ev,
-                        TaskRejected,
-                        "dup",
-                        task=ev.task,
-                        reason="duplicate",
-                        detail="same chain and arguments as an earlier task",
-                    ),
-                    None,
-                )
-            ]
-        self.seen_tasks.add(key)
+        still one task: :meth:`_proposed` refused it)."""
         k, policy = max(1, self.config.rollouts_per_task), self.config.policy
         return [
             (

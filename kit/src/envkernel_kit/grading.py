@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from typing import Any
 
-from envkernel_kit.scoring import REL_TOL, score
+from envkernel_kit.scoring import score
 from envkernel_kit.workspace import script_reward
 from envkernel_schemas import Reward, Task, Trajectory
 
@@ -69,35 +69,17 @@ def needs_sandbox(task: Task) -> bool:
     return task_kind(task) is GradeKind.SCRIPT
 
 
-def grade_in_process(
-    task: Task,
-    trajectory: Trajectory,
-    *,
-    tau: float = 0.5,
-    length_step: float = 0.05,
-    format_step: float = 0.05,
-    cap: float = 0.5,
-    rel_tol: float = REL_TOL,
-    model: str = "",
-) -> Reward:
+def grade_in_process(task: Task, trajectory: Trajectory, **trace_outcome: Any) -> Reward:
     """Grade a ``state`` or ``answer`` task with the trace + outcome reward
-    (:func:`envkernel_kit.scoring.score`); pure, no I/O. Raises ``ValueError`` for a ``script``
-    task, whose check runs only in a sandbox (use :func:`grade`)."""
+    (:func:`envkernel_kit.scoring.score`, whose settings ``trace_outcome`` passes on, with its
+    defaults); pure, no I/O. Raises ``ValueError`` for a ``script`` task, whose check runs only in
+    a sandbox (use :func:`grade`)."""
     if needs_sandbox(task):
         raise ValueError(
             f"task {task.id} is graded by its check script, which runs only in a sandbox: "
             "use envkernel_kit.grading.grade(ctx, task, trajectory)"
         )
-    return score(
-        task,
-        trajectory,
-        tau=tau,
-        length_step=length_step,
-        format_step=format_step,
-        cap=cap,
-        rel_tol=rel_tol,
-        model=model,
-    )
+    return score(task, trajectory, **trace_outcome)
 
 
 async def grade(

@@ -397,17 +397,37 @@ def _hybrid(automated: float, reasons: list[str], meta: dict[str, Any]) -> tuple
     ]
 
 
-async def script_reward(ctx: Any, task: Task, trajectory: Trajectory, model: str = "") -> Reward:
+def _judge_only(judge_score: float | None, model: str) -> Reward:
+    """A PinchBench ``llm_judge`` task: the judge's score, or not scored when there is no judge."""
+    if judge_score is None:
+        why = (
+            "not scored: the task is graded only by an LLM judge (its ## LLM Judge Rubric) and "
+            'the run\'s reward model is not a judge (reward = "judge")'
+        )
+        return Reward(score=0.0, model=model, tau=0.0, reasons=[why], error=why)
+    s = round(float(judge_score), 6)
+    return Reward(score=s, model=model, outcome=s, trace=0.0, tau=0.0, reasons=[])
+
+
+async def script_reward(
+    ctx: Any, task: Task, trajectory: Trajectory, model: str = "", judge_score: float | None = None
+) -> Reward:
     """Score a rollout of a workspace task: the check's criteria (mean, in [0, 1]) run inside a
-    sandbox over the final workspace and the transcript. ``outcome`` is the same number."""
+    sandbox over the final workspace and the transcript. ``outcome`` is the same number. A
+    PinchBench hybrid combines it with ``judge_score`` (the run's judge's, when there is one) by its
+    ``grading_weights``; a task graded only by a judge is ``judge_score``, or not scored (``error``
+    says why) without one."""
+    meta = check_meta(task.outcome.check)
+    if meta.get("grading_type") == "llm_judge":
+        return _judge_only(judge_score, model)
     env = await ctx.env(task.env_id)
     result = await run_grader_script(
         ctx, env, task.outcome.check, trajectory.final_state, transcript(task, trajectory)
     )
     score, reasons = _score_of(result)
-    meta = check_meta(task.outcome.check)
     if meta.get("grading_type") == "hybrid":
-        score, reasons = _hybrid(score, reasons, meta)
+        with_judge = meta if judge_score is None else {**meta, "judge_score": judge_score}
+        score, reasons = _hybrid(score, reasons, with_judge)
     return Reward(
         score=round(score, 6),
         model=model,

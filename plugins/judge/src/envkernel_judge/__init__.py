@@ -40,6 +40,7 @@ from envkernel.hookspecs import hookimpl
 from envkernel_kit.chat import ChatClient, ChatSettings, UsesChat
 from envkernel_kit.grading import grade, needs_sandbox
 from envkernel_kit.lenient import Refusals, looks_refused, unescape_value
+from envkernel_kit.workspace import check_meta, script_reward
 from envkernel_schemas import Reward, Task, Trajectory
 
 __all__ = [
@@ -70,6 +71,19 @@ The reference solution shows one correct way; other ways that reach the same out
 good.
 Only trust what the tool results show, not what the agent claims."""
 """The default rubric (the system message's first part)."""
+
+TASK_RUBRIC = """You grade an AI agent that used tools (files, a shell) in a workspace to \
+carry out a user's request. Grade it by the task's own rubric below: score each of its criteria \
+from what the transcript shows (only trust what the tool results show, not what the agent \
+claims), and give as "score" the rubric's weighted total from 0.0 to 1.0 ("complete" when it is \
+1.0, "agent_error" when the agent did harm or claimed work it did not do, else "incomplete").
+
+# Rubric of the task"""
+"""The system message's head for a task that brings its own rubric (PinchBench's ``## LLM Judge
+Rubric``), followed by that rubric."""
+
+JUDGED = ("hybrid", "llm_judge")
+"""PinchBench grading types with a judge part."""
 
 FORMAT = """Reply with one JSON object and nothing else:
 {"score": <number from 0.0 to 1.0>, "verdict": "complete" | "incomplete" | "agent_error", \
@@ -234,11 +248,20 @@ class Judge(UsesChat):
         """The chat client (made on first use)."""
         return self.chat_client()
 
-    def messages(self, task: Task, trajectory: Trajectory) -> list[dict[str, Any]]:
-        """The judge's conversation for one rollout."""
+    def messages(
+        self, task: Task, trajectory: Trajectory, rubric: str = ""
+    ) -> list[dict[str, Any]]:
+        """The judge's conversation for one rollout. With the task's own ``rubric`` (a PinchBench
+        file's), the judge grades by that rubric and sees only the request, the agent's transcript
+        and its final answer: nothing of the task's grader (its ``grade()`` code, its expected
+        values) nor a reference."""
         s = self.settings
         parts = [f"## User request\n{task.request}"]
-        if s.show_reference:
+        if rubric:
+            system = f"{TASK_RUBRIC}\n\n{rubric.strip()}"
+        else:
+            system = s.rubric.strip()
+        if s.show_reference and not rubric:
             ref = "\n".join(
                 f"{i + 1}. {c.name}({json.dumps(c.arguments, ensure_ascii=False, sort_keys=True)})"
                 for i, c in enumerate(task.calls)
@@ -260,7 +283,7 @@ class Judge(UsesChat):
         parts.append(f"## Agent transcript\n{transcript(trajectory, s.max_transcript_chars)}")
         parts.append(f"## Agent's final answer\n{trajectory.final_answer or '(none)'}")
         return [
-            {"role": "system", "content": f"{s.rubric.strip()}\n\n{FORMAT}"},
+            {"role": "system", "content": f"{system}\n\n{FORMAT}"},
             {"role": "user", "content": "\n\n".join(parts)},
         ]
 
@@ -279,6 +302,9 @@ class Judge(UsesChat):
         script (a workspace task) is graded by its script instead, run in a sandbox, as every
         reward model grades it (:func:`envkernel_kit.grading.grade`): the judge is not asked."""
         name = ctx.component
+        meta = check_meta(task.outcome.check)
+        if meta.get("grading_type") in JUDGED:
+            return await self.score_judged(ctx, task, trajectory, meta, name)
         reward = await grade(
             ctx, task, trajectory, in_process=lambda t, tr: self.ask(t, tr, name), model=name
         )
@@ -287,13 +313,30 @@ class Judge(UsesChat):
         head = "judge: graded by the task's check script, not asked"
         return msgspec.structs.replace(reward, reasons=[head, *reward.reasons])
 
-    async def ask(self, task: Task, trajectory: Trajectory, name: str) -> Reward:
-        """Ask the judge model for a verdict on one rollout (reward model name ``name``)."""
+    async def score_judged(
+        self, ctx: Any, task: Task, trajectory: Trajectory, meta: dict[str, Any], name: str
+    ) -> Reward:
+        """A PinchBench task with a judge part (``hybrid`` or ``llm_judge``): the judge grades the
+        rollout by the file's rubric, and a hybrid's automated part (its ``grade()``, run in a
+        sandbox) is combined with it by ``grading_weights``
+        (:func:`envkernel_kit.workspace.script_reward`). A judge failure is the Reward's
+        ``error``, never a silent 0."""
+        verdict = await self.ask(task, trajectory, name, rubric=str(meta.get("rubric") or ""))
+        if verdict.error:
+            return verdict
+        reward = await script_reward(ctx, task, trajectory, model=name, judge_score=verdict.score)
+        if reward.error:
+            return reward
+        return msgspec.structs.replace(reward, reasons=[*verdict.reasons, *reward.reasons])
+
+    async def ask(self, task: Task, trajectory: Trajectory, name: str, rubric: str = "") -> Reward:
+        """Ask the judge model for a verdict on one rollout (reward model name ``name``), by the
+        task's own ``rubric`` when given (see :meth:`messages`)."""
         s = self.settings
         model = s.target()[1]
         client = self.client
         deadline = time.monotonic() + s.timeout
-        messages = self.messages(task, trajectory)
+        messages = self.messages(task, trajectory, rubric)
         last = ""
         for attempt in range(s.parse_attempts):
             json_mode = (

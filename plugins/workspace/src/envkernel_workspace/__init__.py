@@ -48,6 +48,7 @@ from envkernel_schemas import EnvRequested, EnvSpec, GroupScored, Provenance, Ta
 from .archetypes import ARCHETYPES, make_variant
 from .pinchbench import (
     PinchBenchError,
+    PinchTask,
     export_name,
     export_task,
     judge_only,
@@ -197,82 +198,13 @@ class PinchBenchSynthesizer:
         root = Path(request.source).expanduser()
         if not root.exists():
             raise PinchBenchError(f"--source pinchbench:{request.source}: no such file or folder")
-        envs: list[EnvSpec] = []
-        skipped: dict[str, int] = {}
         log = getattr(ctx, "log", None)
-        accounts: list[dict[str, Any]] = []
-        seen: dict[str, str] = {}
-
-        def refuse(f: Path, status: str, reason: str, task_id: str = "") -> None:
-            skipped[status] = skipped.get(status, 0) + 1
-            accounts.append(
-                {"file": f.name, "path": str(f), "id": task_id, "status": status, "reason": reason}
-            )
-            if log is not None:
-                log.error("pinchbench task refused", file=str(f), status=status, reason=reason)
-
-        for f in task_files(root):
-            try:
-                t = parse_task(f)
-            except PinchBenchError as exc:  # one bad file does not stop the others
-                refuse(f, "missing_asset" if "asset" in str(exc) else "unreadable", str(exc))
-                continue
-            if t.id in seen:
-                refuse(
-                    f,
-                    "duplicate_id",
-                    f"{f.name}: id {t.id!r} is also the id of {seen[t.id]}; the second file "
-                    "is refused",
-                    t.id,
-                )
-                continue
-            seen[t.id] = f.name
-            if judge_only(t) and not self.settings.judge:
-                skipped["llm_judge_only"] = skipped.get("llm_judge_only", 0) + 1
-                accounts.append(
-                    {
-                        "file": f.name,
-                        "path": str(f),
-                        "id": t.id,
-                        "status": "llm_judge_only",
-                        "reason": "graded only by an LLM judge and pinchbench.judge is not set",
-                    }
-                )
-                continue
-            env_id = f"pb-{t.id.replace('_', '-')}"
-            accounts.append(
-                {
-                    "file": f.name,
-                    "path": str(f),
-                    "id": t.id,
-                    "status": "imported",
-                    "env": env_id,
-                    "grading_type": t.grading_type,
-                    "sessions": len(t.sessions),
-                    "reason": ""
-                    if t.grading_type != "hybrid" or self.settings.judge
-                    else "hybrid: its llm_judge part is reported as not scored (no judge)",
-                }
-            )
-            envs.append(
-                workspace_env(
-                    env_id,
-                    t.name,
-                    files=t.files,
-                    blobs=t.blobs,
-                    description=f"PinchBench task {t.id} ({t.category})",
-                    domain=t.category or "pinchbench",
-                    tool_names=self.settings.names(),
-                    provenance=Provenance(
-                        source_kind="pinchbench",
-                        source=str(f),
-                        plugin="pinchbench",
-                        plugin_version=_version(),
-                        seed=request.seed,
-                    ),
-                )
-            )
-        _write_sources(ctx, root, accounts)
+        book = _Accounts(log)
+        envs = [
+            self._env(t, f, request.seed) for f in task_files(root) if (t := self._admit(f, book))
+        ]
+        _write_sources(ctx, root, book.files)
+        skipped = book.skipped
         if not envs:
             raise PinchBenchError(
                 f"{root}: no task could be imported "
@@ -289,6 +221,99 @@ class PinchBenchSynthesizer:
         if log is not None:
             log.info("pinchbench tasks imported", imported=len(envs), skipped=skipped)
         return envs
+
+    def _admit(self, f: Path, book: _Accounts) -> PinchTask | None:
+        """The parsed task of file ``f``, accounted for in ``book``; None when it is refused."""
+        try:
+            t = parse_task(f)
+        except PinchBenchError as exc:  # one bad file does not stop the others
+            book.refuse(f, "missing_asset" if "asset" in str(exc) else "unreadable", str(exc))
+            return None
+        if t.id in book.seen:
+            why = f"{f.name}: id {t.id!r} is also the id of {book.seen[t.id]}; the second file"
+            book.refuse(f, "duplicate_id", f"{why} is refused", t.id)
+            return None
+        book.seen[t.id] = f.name
+        judge = self.settings.judge
+        if judge_only(t) and not judge:
+            book.refuse(f, "llm_judge_only", NOT_JUDGED, t.id, quiet=True)
+            return None
+        book.files.append(
+            {
+                "file": f.name, "path": str(f), "id": t.id, "status": "imported",
+                "env": _env_id(t), "grading_type": t.grading_type,
+                "sessions": len(t.sessions), "reason": _judge_part(t, judge),
+            }
+        )  # fmt: skip
+        return t
+
+    def _env(self, t: PinchTask, f: Path, seed: int) -> EnvSpec:
+        """The workspace environment of task ``t`` (file ``f``)."""
+        return workspace_env(
+            _env_id(t),
+            t.name,
+            files=t.files,
+            blobs=t.blobs,
+            description=f"PinchBench task {t.id} ({t.category})",
+            domain=t.category or "pinchbench",
+            tool_names=self.settings.names(),
+            provenance=Provenance(
+                source_kind="pinchbench",
+                source=str(f),
+                plugin="pinchbench",
+                plugin_version=_version(),
+                seed=seed,
+            ),
+        )
+
+
+NOT_JUDGED = (
+    "not scored: graded only by an LLM judge (its ## LLM Judge Rubric) and no judge is "
+    'configured: set pinchbench.judge = "judge" with reward = "judge" to evaluate it'
+)
+"""Why a judge-only task is not imported when the run has no judge (in ``sources.json``)."""
+
+
+def _env_id(t: PinchTask) -> str:
+    return f"pb-{t.id.replace('_', '-')}"
+
+
+def _judge_part(t: PinchTask, judge: str) -> str:
+    """How the judge part of ``t`` is scored ("" for an automated task)."""
+    if t.grading_type == "automated":
+        return ""
+    if not judge:
+        return "hybrid: its llm_judge part is reported as not scored (no judge)"
+    if t.grading_type == "llm_judge":
+        return f"llm_judge: scored by the run's judge ({judge}) by the file's rubric"
+    w = t.weights or {"automated": 0.5, "llm_judge": 0.5}
+    return (
+        f"hybrid: automated x {w.get('automated', 0.5):g} + llm_judge x "
+        f"{w.get('llm_judge', 0.5):g}, the llm_judge part scored by the run's judge ({judge})"
+    )
+
+
+class _Accounts:
+    """Every task file of a source by name, status and reason (``sources.json``), and the counts of
+    those not imported (``skipped``)."""
+
+    def __init__(self, log: Any) -> None:
+        self.log = log
+        self.files: list[dict[str, Any]] = []
+        self.skipped: dict[str, int] = {}
+        self.seen: dict[str, str] = {}
+        """Task id -> the file that has it."""
+
+    def refuse(
+        self, f: Path, status: str, reason: str, task_id: str = "", quiet: bool = False
+    ) -> None:
+        """Account for file ``f`` as not imported (logged as an error unless ``quiet``)."""
+        self.skipped[status] = self.skipped.get(status, 0) + 1
+        self.files.append(
+            {"file": f.name, "path": str(f), "id": task_id, "status": status, "reason": reason}
+        )
+        if self.log is not None and not quiet:
+            self.log.error("pinchbench task refused", file=str(f), status=status, reason=reason)
 
 
 def _write_sources(ctx: Any, root: Path, accounts: list[dict[str, Any]]) -> None:
@@ -351,7 +376,9 @@ class WorkspaceSampler:
                 t.answer,
                 t.id,
             )
-            check = embed_meta(t.check, t.meta()) if t.check else ""
+            # every imported task carries its metadata, a judge-only one too (its check is then
+            # only the metadata: the judge scores it by the rubric, or it is reported not scored)
+            check = embed_meta(t.check, t.meta())
         try:
             task = await ground_task(
                 ctx,

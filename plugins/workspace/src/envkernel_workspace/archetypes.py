@@ -21,6 +21,7 @@ import textwrap
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
 
 from envkernel_kit.workspace import GIT_INIT
@@ -52,6 +53,81 @@ class Variant:
     seed_sql: str = ""
 
 
+_REQUESTS: dict[str, tuple[str, ...]] = {
+    "ledger": (
+        (
+            "Before we close {quarter}, check ledger.csv against the scanned invoices and put "
+            "every entry that doesn't add up into reconciliation.csv (columns entry_id, issue, "
+            "ledger_amount, invoice_amount; issue is amount_mismatch or missing_invoice)."
+        ),
+        (
+            "Our {quarter} ledger has to match the invoices folder. Write reconciliation.csv with "
+            "one row per ledger entry whose invoice total differs (issue amount_mismatch) or whose "
+            "invoice is missing (issue missing_invoice); columns: entry_id, issue, ledger_amount, "
+            "invoice_amount (empty when there is no invoice)."
+        ),
+    ),
+    "inbox": (
+        "Please go through my inbox folder and file everything the way RULES.md says.",
+        (
+            "Triage inbox/ into the project folders following the rules file; whatever matches no "
+            "project goes to the archive."
+        ),
+    ),
+    "fixtest": (
+        (
+            "The unit tests of {pkg} fail. Find the bug in the package and fix it; do not change "
+            "the tests."
+        ),
+        (
+            "CI is red on {pkg}: please make the test suite pass by fixing the code (the tests are "
+            "right)."
+        ),
+    ),
+    "rotate": (
+        (
+            "The payments API key was rotated; the new one is in secrets/. Switch the app over and "
+            "regenerate the deploy files."
+        ),
+        (
+            "Please swap our payments key for the new key in the secrets folder, and make sure "
+            "everything generated from the config is up to date."
+        ),
+    ),
+    "logs": (
+        (
+            "Summarise the current logs into report.md: a markdown table | service | errors | "
+            "warnings | with one row per service, most errors first (ties by name), then a line "
+            "'Most frequent error: <service>: <message>'."
+        ),
+        (
+            "I need report.md with ERROR and WARN counts per service from the logs (skip the "
+            "archive), as a table | service | errors | warnings | sorted by errors descending then "
+            "name, and the most frequent error as 'Most frequent error: <service>: <message>'."
+        ),
+    ),
+    "downloads": (
+        "My Downloads folder is a mess. Tidy it up following ORGANISE.md.",
+        (
+            "Clean up Downloads/ per the policy in ORGANISE.md (sort by type, drop duplicate "
+            "copies, leave partial downloads)."
+        ),
+    ),
+    "crm": (
+        (
+            "Work through the trade-show lead export and update the CRM the way RULES.md "
+            "describes, then write the follow-up list."
+        ),
+        (
+            "We got leads from the trade show (exports/). Please process them into the CRM per "
+            "RULES.md and prepare followups.md."
+        ),
+    ),
+}
+"""Archetype name -> the phrasings of its request (one is drawn per variant; ``{...}`` are
+the variant's values)."""
+
+
 def _call(tool: str, /, **arguments: Any) -> ToolCall:
     return ToolCall(name=tool, arguments=arguments)
 
@@ -63,6 +139,12 @@ def _check(constants: dict[str, Any], body: str) -> str:
         for k, v in constants.items()
     )
     return "import json\n" + head + "\n\n" + textwrap.dedent(body).strip() + "\n"
+
+
+def _grader(name: str) -> str:
+    """The ``grade()`` source of archetype ``name``: ``checks/<name>.py.txt`` beside this module
+    (data, never imported here: it runs only inside a sandbox, after :func:`_check`'s constants)."""
+    return (resources.files(__package__) / "checks" / f"{name}.py.txt").read_text(encoding="utf-8")
 
 
 def _csv(rows: list[list[Any]]) -> str:
@@ -152,50 +234,9 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
     expected = {r[0]: {"issue": r[1], "ledger": r[2], "invoice": r[3]} for r in issues}
     check = _check(
         {"EXPECTED": expected},
-        """
-        def grade(transcript, workspace_path):
-            import csv, os
-            path = os.path.join(workspace_path, "reconciliation.csv")
-            keys = ["report_written", "mismatches_found", "missing_found", "amounts_right", \
-"no_false_positives"]
-            if not os.path.isfile(path):
-                return {k: 0.0 for k in keys}
-            with open(path, newline="", encoding="utf-8") as f:
-                rows = [{(k or "").strip(): (v or "").strip() for k, v in r.items()} for r in \
-csv.DictReader(f)]
-            got = {r.get("entry_id", ""): r for r in rows}
-            def found(kind):
-                want = {k for k, v in EXPECTED.items() if v["issue"] == kind}
-                have = {k for k, r in got.items() if r.get("issue") == kind}
-                return 1.0 if want and want == have else 0.0
-            def same(a, b):
-                try:
-                    return abs(float(a) - float(b)) < 0.005
-                except ValueError:
-                    return a == b
-            amounts = all(k in got and same(got[k].get("ledger_amount", ""), v["ledger"]) and
-                          (v["invoice"] == "" or same(got[k].get("invoice_amount", ""), \
-v["invoice"])) for k, v in EXPECTED.items())
-            return {"report_written": 1.0 if rows else 0.0, "mismatches_found": \
-found("amount_mismatch"),
-                    "missing_found": found("missing_invoice"), "amounts_right": 1.0 if amounts \
-else 0.0,
-                    "no_false_positives": 1.0 if rows and set(got) == set(EXPECTED) else 0.0}
-    """,
+        _grader("ledger"),
     )
-    request = rng.choice(
-        [
-            f"Before we close {quarter}, check ledger.csv against the scanned invoices and "
-            "put every entry that doesn't add up into reconciliation.csv (columns entry_id, "
-            "issue, ledger_amount, invoice_amount; issue is amount_mismatch or "
-            "missing_invoice).",
-            f"Our {quarter} ledger has to match the invoices folder. Write "
-            "reconciliation.csv with one row per ledger entry whose invoice total differs "
-            "(issue amount_mismatch) or whose invoice is missing (issue missing_invoice); "
-            "columns: entry_id, issue, ledger_amount, invoice_amount (empty when there is no "
-            "invoice).",
-        ]
-    )
+    request = rng.choice(_REQUESTS["ledger"]).format(quarter=quarter)
     calls = [
         _call("read", path="ledger.csv"),
         _call("glob", pattern="invoices/*.txt"),
@@ -275,31 +316,9 @@ def inbox(rng: random.Random, fake: Any) -> Variant:
     command = f"mkdir -p {' '.join(folders)} && {moves}"
     check = _check(
         {"DEST": dest},
-        """
-        def grade(transcript, workspace_path):
-            import os
-            placed = sum(1 for n, d in DEST.items() if os.path.isfile(os.path.join(workspace_path, \
-d, n)))
-            left = [n for n in DEST if os.path.exists(os.path.join(workspace_path, "inbox", n))]
-            wrong = 0
-            for d in {"archive"} | {v for v in DEST.values()}:
-                folder = os.path.join(workspace_path, d)
-                if os.path.isdir(folder):
-                    wrong += sum(1 for n in os.listdir(folder) if n in DEST and DEST[n] != d)
-            return {"all_placed": 1.0 if placed == len(DEST) else 0.0, "inbox_emptied": 1.0 if \
-placed and not left else 0.0,
-                    "nothing_misfiled": 1.0 if placed and not wrong else 0.0,
-                    "drafts_untouched": 1.0 if placed and \
-os.path.isfile(os.path.join(workspace_path, "drafts/reply-to-landlord.eml")) else 0.0}
-    """,
+        _grader("inbox"),
     )
-    request = rng.choice(
-        [
-            "Please go through my inbox folder and file everything the way RULES.md says.",
-            "Triage inbox/ into the project folders following the rules file; whatever "
-            "matches no project goes to the archive.",
-        ]
-    )
+    request = rng.choice(_REQUESTS["inbox"])
     calls = [
         _call("read", path="RULES.md"),
         _call("grep", pattern="^(From|Subject):", path="inbox"),
@@ -407,36 +426,9 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
             "PROBE": probe,
             "MODULE": module[:-3],
         },
-        """
-        def grade(transcript, workspace_path):
-            import os, subprocess
-            def run(args):
-                try:
-                    return subprocess.run(args, cwd=workspace_path, capture_output=True, \
-text=True, timeout=20).returncode == 0
-                except Exception:
-                    return False
-            passes = run(["python3", "-m", "unittest", "discover", "-s", "tests", "-t", "."])
-            try:
-                with open(os.path.join(workspace_path, TEST_FILE), encoding="utf-8") as f:
-                    same_test = f.read() == TEST
-            except OSError:
-                same_test = False
-            general = run(["python3", "-c", \
-f"from {PKG}.{MODULE} import *; import sys; sys.exit(0 if {PROBE} else 1)"])
-            return {"tests_pass": 1.0 if passes else 0.0, "tests_untouched": 1.0 if passes and \
-same_test else 0.0,
-                    "fix_is_general": 1.0 if general else 0.0}
-    """,
+        _grader("fixtest"),
     )
-    request = rng.choice(
-        [
-            f"The unit tests of {pkg} fail. Find the bug in the package and fix it; do not "
-            "change the tests.",
-            f"CI is red on {pkg}: please make the test suite pass by fixing the code (the "
-            "tests are right).",
-        ]
-    )
+    request = rng.choice(_REQUESTS["fixtest"]).format(pkg=pkg)
     calls = [
         _call("exec", command="python3 -m unittest discover -s tests -t . 2>&1 | tail -n 15"),
         _call("read", path=f"{pkg}/{module}"),
@@ -532,32 +524,9 @@ def rotate(rng: random.Random, fake: Any) -> Variant:
     want = {"config/app.ini": _ini(rotated), **_render(rotated)}
     check = _check(
         {"NEW": new, "OLD": old, "WANT": want},
-        """
-        def grade(transcript, workspace_path):
-            import os
-            def text(p):
-                try:
-                    with open(os.path.join(workspace_path, p), encoding="utf-8") as f:
-                        return f.read()
-                except OSError:
-                    return ""
-            conf = text("config/app.ini")
-            rendered = [p for p in WANT if p.startswith("deploy/")]
-            old_left = [p for p in ["config/app.ini", *rendered] if OLD in text(p)]
-            return {"config_rotated": 1.0 if "api_key = " + NEW in conf else 0.0,
-                    "deploy_regenerated": 1.0 if all(text(p) == WANT[p] for p in rendered) else 0.0,
-                    "old_key_gone": 1.0 if NEW in conf and not old_left else 0.0,
-                    "rest_unchanged": 1.0 if conf == WANT["config/app.ini"] else 0.0}
-    """,
+        _grader("rotate"),
     )
-    request = rng.choice(
-        [
-            "The payments API key was rotated; the new one is in secrets/. Switch the app "
-            "over and regenerate the deploy files.",
-            "Please swap our payments key for the new key in the secrets folder, and make "
-            "sure everything generated from the config is up to date.",
-        ]
-    )
+    request = rng.choice(_REQUESTS["rotate"])
     calls = [
         _call("read", path="secrets/payments_key.new"),
         _call("read", path="docs/runbook.md"),
@@ -630,42 +599,9 @@ def logs(rng: random.Random, fake: Any) -> Variant:
     expected = {s: [counts[s]["ERROR"], counts[s]["WARN"]] for s in services}
     check = _check(
         {"COUNTS": expected, "ORDER": order, "TOP": best},
-        """
-        def grade(transcript, workspace_path):
-            import os, re
-            path = os.path.join(workspace_path, "report.md")
-            keys = ["report_written", "error_counts", "warning_counts", "sorted_by_errors", \
-"top_error"]
-            if not os.path.isfile(path):
-                return {k: 0.0 for k in keys}
-            text = open(path, encoding="utf-8").read()
-            rows = []
-            for line in text.splitlines():
-                m = re.match(r"^\\|\\s*([A-Za-z_-]+)\\s*\\|\\s*(\\d+)\\s*\\|\\s*(\\d+)\\s*\\|", \
-line)
-                if m and m.group(1) in COUNTS:
-                    rows.append((m.group(1), int(m.group(2)), int(m.group(3))))
-            got = {r[0]: r for r in rows}
-            return {"report_written": 1.0 if rows else 0.0,
-                    "error_counts": 1.0 if rows and all(s in got and got[s][1] == c[0] for s, c in \
-COUNTS.items()) else 0.0,
-                    "warning_counts": 1.0 if rows and all(s in got and got[s][2] == c[1] for s, c \
-in COUNTS.items()) else 0.0,
-                    "sorted_by_errors": 1.0 if [r[0] for r in rows] == ORDER else 0.0,
-                    "top_error": 1.0 if rows and TOP in text else 0.0}
-    """,
+        _grader("logs"),
     )
-    request = rng.choice(
-        [
-            "Summarise the current logs into report.md: a markdown table | service | errors "
-            "| warnings | with one row per service, most errors first (ties by name), then a "
-            "line 'Most frequent error: <service>: <message>'.",
-            "I need report.md with ERROR and WARN counts per service from the logs (skip the "
-            "archive), as a table | service | errors | warnings | sorted by errors "
-            "descending then name, and the most frequent error as 'Most frequent error: "
-            "<service>: <message>'.",
-        ]
-    )
+    request = rng.choice(_REQUESTS["logs"])
     calls = [
         _call("list", path="logs"),
         _call("exec", command="cat logs/*.log | awk '{print $2, $3}' | sort | uniq -c"),
@@ -735,35 +671,9 @@ def downloads(rng: random.Random, fake: Any) -> Variant:
             "PART": part,
             "CONTENT": {n: files[f"Downloads/{n}"] for n in dest},
         },
-        """
-        def grade(transcript, workspace_path):
-            import os
-            def text(p):
-                try:
-                    with open(os.path.join(workspace_path, p), encoding="utf-8") as f:
-                        return f.read()
-                except OSError:
-                    return None
-            placed = sum(1 for n, d in DEST.items() if text(f"{d}/{n}") == CONTENT[n])
-            left = [n for n in DEST if os.path.exists(os.path.join(workspace_path, "Downloads", n))]
-            return {"sorted": 1.0 if placed == len(DEST) and not left else 0.0,
-                    "duplicate_removed": 1.0 if placed and not \
-os.path.exists(os.path.join(workspace_path, "Downloads", DUP))
-                    and not any(os.path.exists(os.path.join(workspace_path, d, DUP)) for d in \
-set(DEST.values())) else 0.0,
-                    "partial_left_alone": 1.0 if placed and text(f"Downloads/{PART}") is not None \
-else 0.0,
-                    "old_files_kept": 1.0 if placed and text("Documents/taxes-2025.pdf") is not \
-None else 0.0}
-    """,
+        _grader("downloads"),
     )
-    request = rng.choice(
-        [
-            "My Downloads folder is a mess. Tidy it up following ORGANISE.md.",
-            "Clean up Downloads/ per the policy in ORGANISE.md (sort by type, drop duplicate "
-            "copies, leave partial downloads).",
-        ]
-    )
+    request = rng.choice(_REQUESTS["downloads"])
     calls = [
         _call("read", path="ORGANISE.md"),
         _call("list", path="Downloads"),
@@ -951,31 +861,9 @@ def crm(rng: random.Random, fake: Any) -> Variant:
     want = {cid: c["status"] for cid, c in final.items()}
     check = _check(
         {"STATUS": want, "NEW": {x["email"]: x["name"] for x in new}, "FOLLOWUPS": followups},
-        """
-        def grade(transcript, workspace_path, state=None):
-            import os
-            rows = (state or {}).get("contacts", [])
-            by_id = {r["id"]: r for r in rows}
-            emails = {r["email"]: r for r in rows}
-            path = os.path.join(workspace_path, "followups.md")
-            text = open(path, encoding="utf-8").read() if os.path.isfile(path) else ""
-            touched = bool(text) or any(by_id.get(k, {}).get("status") != v for k, v in \
-STATUS.items()) or any(e in emails for e in NEW)
-            return {"statuses_right": 1.0 if touched and all(by_id.get(k, {}).get("status") == v \
-for k, v in STATUS.items()) else 0.0,
-                    "new_leads_added": 1.0 if NEW and all(e in emails and emails[e]["status"] == \
-"lead" for e in NEW) else 0.0,
-                    "followups_written": 1.0 if text.strip() == FOLLOWUPS.strip() else 0.0}
-    """,
+        _grader("crm"),
     )
-    request = rng.choice(
-        [
-            "Work through the trade-show lead export and update the CRM the way RULES.md "
-            "describes, then write the follow-up list.",
-            "We got leads from the trade show (exports/). Please process them into the CRM "
-            "per RULES.md and prepare followups.md.",
-        ]
-    )
+    request = rng.choice(_REQUESTS["crm"])
     return Variant(
         "crm",
         "trade-show leads into the CRM",

@@ -126,6 +126,38 @@ def _sections(body: str) -> dict[str, str]:
 
 def parse_task(path: Path) -> PinchTask:
     """Parse one task file (front matter, sections, the ``grade()`` source, workspace files)."""
+    meta, sections = _read(path)
+    prompt = sections.get("Prompt", "").strip()
+    if not prompt:
+        raise PinchBenchError(
+            f"{path}: no '## Prompt' section, so there is nothing to ask the agent"
+        )
+    grading, check = _grading(path, meta, sections)
+    task = PinchTask(
+        id=str(meta["id"]),
+        name=str(meta.get("name") or meta["id"]),
+        category=str(meta.get("category") or ""),
+        grading_type=grading,
+        timeout_seconds=int(meta.get("timeout_seconds") or 120),
+        prompt=prompt,
+        check=check,
+        rubric=sections.get("LLM Judge Rubric", "").strip(),
+        expected=sections.get("Expected Behavior", "").strip(),
+        criteria=_criteria(sections.get("Grading Criteria", "")),
+        path=str(path),
+        weights=_weights(path, meta),
+        sessions=_session_list(path, meta),
+        notes=sections.get("Additional Notes", "").strip(),
+        workspace_specs=[dict(x) for x in meta.get("workspace_files") or [] if isinstance(x, dict)],
+        sections={k: v for k, v in sections.items() if k != "Reference Solution"},
+    )
+    _load_workspace(path, meta.get("workspace_files") or [], task)
+    _load_reference(path, sections.get("Reference Solution", ""), task)
+    return task
+
+
+def _read(path: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """The front matter (with an ``id``) and the sections of the file at ``path``."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -142,12 +174,11 @@ def parse_task(path: Path) -> PinchTask:
         raise PinchBenchError(f"{path}: the front matter is not valid YAML: {exc}") from None
     if not isinstance(meta, dict) or not meta.get("id"):
         raise PinchBenchError(f"{path}: the front matter has no 'id'")
-    sections = _sections(m.group(2))
-    prompt = sections.get("Prompt", "").strip()
-    if not prompt:
-        raise PinchBenchError(
-            f"{path}: no '## Prompt' section, so there is nothing to ask the agent"
-        )
+    return meta, _sections(m.group(2))
+
+
+def _grading(path: Path, meta: dict[str, Any], sections: dict[str, str]) -> tuple[str, str]:
+    """The grading type and the ``grade()`` source (needed unless the type is ``llm_judge``)."""
     grading = str(meta.get("grading_type") or "automated")
     if grading not in ("automated", "llm_judge", "hybrid"):
         raise PinchBenchError(
@@ -160,42 +191,45 @@ def parse_task(path: Path) -> PinchTask:
             f"{path}: grading_type {grading} needs '## Automated Checks' with a python block "
             "defining grade()"
         )
+    return grading, check
+
+
+_CRITERION = re.compile(r"^-\s+\[[ x]\]\s+(.+)$")
+
+
+def _criteria(text: str) -> list[str]:
+    """The ``- [ ] ...`` items of the Grading Criteria section."""
+    return [m.group(1) for c in text.splitlines() if (m := _CRITERION.match(c.strip()))]
+
+
+def _session_list(path: Path, meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """``sessions`` of a multi-session task, each with a prompt (empty for other tasks)."""
     sessions = meta.get("sessions") or []
-    if meta.get("multi_session") or sessions:
-        if not isinstance(sessions, list) or not sessions:
-            raise PinchBenchError(f"{path}: multi_session is set but 'sessions' is not a list")
-        for i, sess in enumerate(sessions):
-            if not isinstance(sess, dict) or not str(sess.get("prompt") or "").strip():
-                raise PinchBenchError(f"{path}: sessions[{i}] has no prompt")
+    if not (meta.get("multi_session") or sessions):
+        return []
+    if not isinstance(sessions, list) or not sessions:
+        raise PinchBenchError(f"{path}: multi_session is set but 'sessions' is not a list")
+    for i, sess in enumerate(sessions):
+        if not isinstance(sess, dict) or not str(sess.get("prompt") or "").strip():
+            raise PinchBenchError(f"{path}: sessions[{i}] has no prompt")
+    return [dict(x) for x in sessions]
+
+
+def _weights(path: Path, meta: dict[str, Any]) -> dict[str, float]:
+    """``grading_weights`` as numbers (empty when not given)."""
     weights = meta.get("grading_weights") or {}
     if not isinstance(weights, dict) or not all(
         isinstance(v, (int, float)) for v in weights.values()
     ):
         raise PinchBenchError(f"{path}: grading_weights must map automated/llm_judge to numbers")
-    task = PinchTask(
-        id=str(meta["id"]),
-        name=str(meta.get("name") or meta["id"]),
-        category=str(meta.get("category") or ""),
-        grading_type=grading,
-        timeout_seconds=int(meta.get("timeout_seconds") or 120),
-        prompt=prompt,
-        check=check,
-        rubric=sections.get("LLM Judge Rubric", "").strip(),
-        expected=sections.get("Expected Behavior", "").strip(),
-        criteria=[
-            m.group(1)
-            for c in sections.get("Grading Criteria", "").splitlines()
-            if (m := re.match(r"^-\s+\[[ x]\]\s+(.+)$", c.strip()))
-        ],
-        path=str(path),
-        weights={str(k): float(v) for k, v in weights.items()},
-        sessions=[dict(x) for x in sessions],
-        notes=sections.get("Additional Notes", "").strip(),
-        workspace_specs=[dict(x) for x in meta.get("workspace_files") or [] if isinstance(x, dict)],
-        sections={k: v for k, v in sections.items() if k != "Reference Solution"},
-    )
+    return {str(k): float(v) for k, v in weights.items()}
+
+
+def _load_workspace(path: Path, specs: Any, task: PinchTask) -> None:
+    """Fill ``task.files`` (text) and ``task.blobs`` (base64) from ``workspace_files``: inline
+    ``{path, content}`` entries, and ``{source, dest}`` ones read from the skill's ``assets/``."""
     assets = [path.parent / "assets", path.parent.parent / "assets"]
-    for i, spec in enumerate(meta.get("workspace_files") or []):
+    for i, spec in enumerate(specs):
         if not isinstance(spec, dict):
             raise PinchBenchError(
                 f"{path}: workspace_files[{i}] must be {{path, content}} or {{source, dest}}"
@@ -215,23 +249,28 @@ def parse_task(path: Path) -> PinchTask:
             task.files[_safe(path, str(dest))] = data.decode("utf-8")
         except UnicodeDecodeError:
             task.blobs[_safe(path, str(dest))] = base64.b64encode(data).decode("ascii")
-    ref = _JSON.search(sections.get("Reference Solution", ""))
+
+
+def _load_reference(path: Path, section: str, task: PinchTask) -> None:
+    """Fill ``task.reference`` and ``task.answer`` from the Reference Solution section (or a
+    ``<stem>.reference.json`` beside the file): a JSON list of calls or ``{calls, answer}``."""
+    ref = _JSON.search(section)
     sidecar = path.with_name(path.stem + ".reference.json")
     raw = ref.group(1) if ref else sidecar.read_text(encoding="utf-8") if sidecar.is_file() else ""
-    if raw:
-        try:
-            data = json.loads(raw)
-            calls = data["calls"] if isinstance(data, dict) else data
-            task.answer = str(data.get("answer") or "") if isinstance(data, dict) else ""
-            task.reference = [
-                ToolCall(name=c["name"], arguments=dict(c.get("arguments") or {})) for c in calls
-            ]
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise PinchBenchError(
-                f"{path}: the reference solution is not a JSON list of {{name, arguments}} "
-                f"(or {{calls, answer}}): {exc}"
-            ) from None
-    return task
+    if not raw:
+        return
+    try:
+        data = json.loads(raw)
+        calls = data["calls"] if isinstance(data, dict) else data
+        task.answer = str(data.get("answer") or "") if isinstance(data, dict) else ""
+        task.reference = [
+            ToolCall(name=c["name"], arguments=dict(c.get("arguments") or {})) for c in calls
+        ]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise PinchBenchError(
+            f"{path}: the reference solution is not a JSON list of {{name, arguments}} "
+            f"(or {{calls, answer}}): {exc}"
+        ) from None
 
 
 def _safe(path: Path, rel: str) -> str:

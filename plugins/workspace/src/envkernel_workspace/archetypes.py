@@ -161,6 +161,33 @@ def _money(rng: random.Random, lo: int, hi: int) -> str:
 # reconciliation
 
 
+def _ledger_distractors(
+    rng: random.Random, fake: Any, vendors: list[str], quarter: str
+) -> dict[str, str]:
+    """Files that look relevant to a reconciliation but are not: last year's ledger, a meeting
+    note, the invoices folder's README."""
+    files = {}
+    files["archive/ledger_2025.csv"] = _csv(
+        [["entry_id", "date", "vendor", "invoice", "amount_eur"]]
+        + [
+            [
+                f"E{j:03d}",
+                "2025-11-0" + str(j % 9 + 1),
+                rng.choice(vendors),
+                f"INV-{rng.randint(1000, 9999)}-old",
+                _money(rng, 50, 900),
+            ]
+            for j in range(1, 6)
+        ]
+    )
+    files["notes/finance-sync.md"] = (
+        f"# Finance sync\n\n- {fake.sentence()}\n- Close {quarter} books by Friday.\n- "
+        f"{fake.sentence()}\n"
+    )
+    files["invoices/README.txt"] = "Scanned invoices, one text file per invoice (OCR output).\n"
+    return files
+
+
 def ledger(rng: random.Random, fake: Any) -> Variant:
     """Reconcile a CSV ledger against invoice files: find amount mismatches and missing invoices."""
     n = rng.randint(8, 14)
@@ -202,26 +229,7 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
         [["entry_id", "date", "vendor", "invoice", "amount_eur"]]
         + [[e["entry"], e["date"], e["vendor"], e["invoice"], e["amount"]] for e in entries]
     )
-    # distractors: last year's ledger, a meeting note, a receipt that is not an invoice of this
-    # ledger
-    files["archive/ledger_2025.csv"] = _csv(
-        [["entry_id", "date", "vendor", "invoice", "amount_eur"]]
-        + [
-            [
-                f"E{j:03d}",
-                "2025-11-0" + str(j % 9 + 1),
-                rng.choice(vendors),
-                f"INV-{rng.randint(1000, 9999)}-old",
-                _money(rng, 50, 900),
-            ]
-            for j in range(1, 6)
-        ]
-    )
-    files["notes/finance-sync.md"] = (
-        f"# Finance sync\n\n- {fake.sentence()}\n- Close {quarter} books by Friday.\n- "
-        f"{fake.sentence()}\n"
-    )
-    files["invoices/README.txt"] = "Scanned invoices, one text file per invoice (OCR output).\n"
+    files.update(_ledger_distractors(rng, fake, vendors, quarter))
     issues = []
     for i in mismatched:
         e = entries[i]
@@ -768,10 +776,30 @@ def _sql(v: Any) -> str:
     return "'" + str(v).replace("'", "''") + "'"
 
 
-def crm(rng: random.Random, fake: Any) -> Variant:
-    """Update a SQLite CRM app from a trade-show lead export, by the rules, and write the
-    follow-ups."""
-    threshold = rng.choice([5000, 10000, 20000])
+_CRM_RULES = (
+    "# Trade-show leads\n\nFor every row of exports/tradeshow_leads.csv:\n\n"
+    "- already in the CRM (same email) with a budget of at least "
+    "{threshold} EUR: set it to `qualified`, "
+    "unless it is a `customer` already (never downgrade a customer)\n"
+    "- already in the CRM with a smaller budget: leave it\n"
+    "- not in the CRM: add it, and list it in followups.md as `- Name "
+    "(Company)`, sorted by name\n"
+)
+"""The CRM task's RULES.md (``{threshold}``: the budget that qualifies a lead)."""
+
+_CRM_SCHEMA = (
+    "CREATE TABLE contacts (id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL "
+    "UNIQUE, company TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN "
+    "('lead', 'qualified', 'customer', 'lost')));\n"
+)
+"""The CRM app's table."""
+
+
+def _crm_people(
+    rng: random.Random, fake: Any, threshold: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The CRM's contacts, and the trade-show leads (four of them contacts already, the others
+    new), shuffled."""
     contacts = []
     for i in range(rng.randint(7, 10)):
         contacts.append(
@@ -804,6 +832,14 @@ def crm(rng: random.Random, fake: Any) -> Variant:
             }
         )
     rng.shuffle(leads)
+    return contacts, leads
+
+
+def crm(rng: random.Random, fake: Any) -> Variant:
+    """Update a SQLite CRM app from a trade-show lead export, by the rules, and write the
+    follow-ups."""
+    threshold = rng.choice([5000, 10000, 20000])
+    contacts, leads = _crm_people(rng, fake, threshold)
     by_email = {c["email"]: c for c in contacts}
     final = {c["id"]: dict(c) for c in contacts}
     calls = [
@@ -828,30 +864,17 @@ def crm(rng: random.Random, fake: Any) -> Variant:
         f"- {lead['name']} ({lead['company']})\n" for lead in sorted(new, key=lambda x: x["name"])
     )
     calls.append(_call("write", path="followups.md", content=followups))
-    seed_sql = (
-        "CREATE TABLE contacts (id TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL "
-        "UNIQUE, company TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN "
-        "('lead', 'qualified', 'customer', 'lost')));\n"
-        + "".join(
-            "INSERT INTO contacts VALUES "
-            f"({', '.join(_sql(c[k]) for k in ('id', 'name', 'email', 'company', 'status'))});\n"
-            for c in contacts
-        )
+    seed_sql = _CRM_SCHEMA + "".join(
+        "INSERT INTO contacts VALUES "
+        f"({', '.join(_sql(c[k]) for k in ('id', 'name', 'email', 'company', 'status'))});\n"
+        for c in contacts
     )
     files = {
         "exports/tradeshow_leads.csv": _csv(
             [["name", "email", "company", "budget_eur"]]
             + [[x["name"], x["email"], x["company"], x["budget"]] for x in leads]
         ),
-        "RULES.md": (
-            f"# Trade-show leads\n\nFor every row of exports/tradeshow_leads.csv:\n\n"
-            "- already in the CRM (same email) with a budget of at least "
-            f"{threshold} EUR: set it to `qualified`, "
-            "unless it is a `customer` already (never downgrade a customer)\n"
-            "- already in the CRM with a smaller budget: leave it\n"
-            "- not in the CRM: add it, and list it in followups.md as `- Name "
-            "(Company)`, sorted by name\n"
-        ),
+        "RULES.md": _CRM_RULES.format(threshold=threshold),
         # distractor
         "exports/newsletter_signups.csv": _csv(
             [["email"]] + [[fake.free_email()] for _ in range(5)]

@@ -109,6 +109,14 @@ def test_with_a_judge_judge_only_tasks_are_imported_and_accounted_for(tmp_path):
     blog = next(f for f in none["files"] if f["file"] == "task_03_blog.md")
     assert blog["status"] == "llm_judge_only" and blog["reason"].startswith("not scored:")
     assert 'pinchbench.judge = "judge"' in blog["reason"]
+    # a judge named, but the run's reward model is another: no judge either (never a silent 0)
+    other = Ctx(ProcessRunner(), tmp_path / "o")
+    other.config.reward = "traceoutcome"  # type: ignore[attr-defined]
+    envs = PinchBenchSynthesizer(PinchBenchSettings(**JUDGED)).synthesize(_request(TASKS), other)
+    assert len(envs) == 16 and envs[0].skipped == {"llm_judge_only": 6, "missing_asset": 1}
+    files = json.loads((tmp_path / "o" / "sources.json").read_text())[f"pinchbench:{TASKS}"]
+    blog = next(f for f in files["files"] if f["file"] == "task_03_blog.md")
+    assert "the run's reward model is 'traceoutcome'" in blog["reason"]
 
 
 @pytest.mark.asyncio

@@ -199,7 +199,7 @@ class PinchBenchSynthesizer:
         if not root.exists():
             raise PinchBenchError(f"--source pinchbench:{request.source}: no such file or folder")
         log = getattr(ctx, "log", None)
-        book = _Accounts(log)
+        book = _Accounts(log, *self._judge(ctx))
         envs = [
             self._env(t, f, request.seed) for f in task_files(root) if (t := self._admit(f, book))
         ]
@@ -234,9 +234,9 @@ class PinchBenchSynthesizer:
             book.refuse(f, "duplicate_id", f"{why} is refused", t.id)
             return None
         book.seen[t.id] = f.name
-        judge = self.settings.judge
+        judge = book.judge
         if judge_only(t) and not judge:
-            book.refuse(f, "llm_judge_only", NOT_JUDGED, t.id, quiet=True)
+            book.refuse(f, "llm_judge_only", book.not_judged, t.id, quiet=True)
             return None
         book.files.append(
             {
@@ -246,6 +246,20 @@ class PinchBenchSynthesizer:
             }
         )  # fmt: skip
         return t
+
+    def _judge(self, ctx: Any) -> tuple[str, str]:
+        """The run's judge (``pinchbench.judge``, unless the run's ``reward`` names another reward
+        model) and, when there is none, why judge-only tasks are not imported."""
+        reward = getattr(getattr(ctx, "config", None), "reward", "")
+        judge = self.settings.judge
+        if not judge:
+            return "", NOT_JUDGED
+        if isinstance(reward, str) and reward not in ("", judge):
+            return "", (
+                f"not scored: graded only by an LLM judge, and pinchbench.judge is {judge!r} "
+                f"but the run's reward model is {reward!r} (set reward = {judge!r})"
+            )
+        return judge, ""
 
     def _env(self, t: PinchTask, f: Path, seed: int) -> EnvSpec:
         """The workspace environment of task ``t`` (file ``f``)."""
@@ -297,8 +311,12 @@ class _Accounts:
     """Every task file of a source by name, status and reason (``sources.json``), and the counts of
     those not imported (``skipped``)."""
 
-    def __init__(self, log: Any) -> None:
+    def __init__(self, log: Any, judge: str = "", not_judged: str = "") -> None:
         self.log = log
+        self.judge = judge
+        """The run's judge (empty: none)."""
+        self.not_judged = not_judged
+        """Why judge-only tasks are not imported (when there is no judge)."""
         self.files: list[dict[str, Any]] = []
         self.skipped: dict[str, int] = {}
         self.seen: dict[str, str] = {}

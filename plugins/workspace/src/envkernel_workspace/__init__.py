@@ -248,16 +248,18 @@ class PinchBenchSynthesizer:
         return t
 
     def _judge(self, ctx: Any) -> tuple[str, str]:
-        """The run's judge (``pinchbench.judge``, unless the run's ``reward`` names another reward
-        model) and, when there is none, why judge-only tasks are not imported."""
-        reward = getattr(getattr(ctx, "config", None), "reward", "")
+        """The run's judge: ``pinchbench.judge`` when the run's ``reward`` names it too (a run
+        whose config says nothing of a reward model, as a bare component context, trusts the
+        setting); and, when there is none, why judge-only tasks are not imported."""
+        reward = getattr(getattr(ctx, "config", None), "reward", None)
         judge = self.settings.judge
         if not judge:
             return "", NOT_JUDGED
-        if isinstance(reward, str) and reward not in ("", judge):
+        if isinstance(reward, str) and reward != judge:
             return "", (
                 f"not scored: graded only by an LLM judge, and pinchbench.judge is {judge!r} "
-                f"but the run's reward model is {reward!r} (set reward = {judge!r})"
+                f"but the run's reward model is {reward or 'the default'!r} (set reward = "
+                f"{judge!r})"
             )
         return judge, ""
 

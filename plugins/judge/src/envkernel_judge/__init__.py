@@ -333,69 +333,21 @@ class Judge(UsesChat):
         """Ask the judge model for a verdict on one rollout (reward model name ``name``), by the
         task's own ``rubric`` when given (see :meth:`messages`)."""
         s = self.settings
-        model = s.target()[1]
-        client = self.client
         deadline = time.monotonic() + s.timeout
         messages = self.messages(task, trajectory, rubric)
         last = ""
         for attempt in range(s.parse_attempts):
-            json_mode = (
-                s.json_mode and self.refusals.known(client.base_url, "response_format") is not False
-            )
-            body = s.body(
-                model,
-                messages,
-                temperature=s.temperature,
-                max_tokens=s.max_tokens,
-                **({"response_format": {"type": "json_object"}} if json_mode else {}),
-            )
-            probing = json_mode and self.refusals.known(client.base_url, "response_format") is None
-            res = await client.complete(body, deadline=deadline, retries=0 if probing else None)
-            if (
-                probing
-                and not res.ok
-                and res.condition == "http"
-                and looks_refused(res.statuses[-1] if res.statuses else None)
-            ):
-                self.refusals.mark(
-                    client.base_url, "response_format", False
-                )  # this server refuses JSON mode: ask without it
-                body.pop("response_format")
-                res = await client.complete(body, deadline=deadline)
-            elif probing and res.ok:
-                self.refusals.mark(client.base_url, "response_format", True)
-            elif probing:  # failed for another reason: the same call with the usual retries
-                res = await client.complete(body, deadline=deadline)
+            res = await self._complete(messages, deadline)
             if not res.ok:
                 return self._failed(f"{res.condition}: {res.error}", name)
-            choices = (res.body or {}).get("choices")
-            choice = (
-                choices[0]
-                if isinstance(choices, list) and choices and isinstance(choices[0], dict)
-                else None
-            )
+            choice, content = _reply(res.body)
             if choice is None:
                 last = "the judge's reply has no choices"
                 continue
-            msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-            content = msg.get("content") if isinstance(msg.get("content"), str) else ""
-            if (
-                not content.strip()
-                and isinstance(msg.get("tool_calls"), list)
-                and msg["tool_calls"]
-            ):
-                fn = (
-                    msg["tool_calls"][0].get("function")
-                    if isinstance(msg["tool_calls"][0], dict)
-                    else None
-                )
-                content = str(
-                    (fn or {}).get("arguments") or ""
-                )  # a verdict sent as a tool call's arguments
             try:
                 v = parse_verdict(content)
             except ValueError as exc:
-                last = client.scrub(str(exc))
+                last = self.client.scrub(str(exc))
                 if choice.get("finish_reason") == "length":
                     last += " (the reply was cut at max_tokens)"
                 messages = [
@@ -409,6 +361,48 @@ class Judge(UsesChat):
                 reasons.append(f"judge: needed {attempt + 1} attempts to give a valid verdict")
             return Reward(score=v.score, model=name, outcome=v.score, tau=0.0, reasons=reasons)
         return self._failed(f"no valid verdict after {s.parse_attempts} attempt(s): {last}", name)
+
+    async def _complete(self, messages: list[dict[str, Any]], deadline: float) -> Any:
+        """One judge call. JSON mode is asked for unless the server is known to refuse it; on its
+        first use a refusal (an HTTP status :func:`looks_refused` reads as one) is remembered per
+        server and the call made again without it."""
+        s, client = self.settings, self.client
+        known = self.refusals.known(client.base_url, "response_format")
+        json_mode = s.json_mode and known is not False
+        body = s.body(
+            s.target()[1],
+            messages,
+            temperature=s.temperature,
+            max_tokens=s.max_tokens,
+            **({"response_format": {"type": "json_object"}} if json_mode else {}),
+        )
+        probing = json_mode and known is None
+        res = await client.complete(body, deadline=deadline, retries=0 if probing else None)
+        if not probing:
+            return res
+        if res.ok:
+            self.refusals.mark(client.base_url, "response_format", True)
+            return res
+        if res.condition == "http" and looks_refused(res.statuses[-1] if res.statuses else None):
+            self.refusals.mark(client.base_url, "response_format", False)
+            body.pop("response_format")  # this server refuses JSON mode: ask without it
+        # (failed for another reason: the same call with the usual retries)
+        return await client.complete(body, deadline=deadline)
+
+
+def _reply(body: Any) -> tuple[dict[str, Any] | None, str]:
+    """The first choice of a reply body and its text: the message's content or, when that is
+    empty, the arguments of its first tool call (a verdict sent as a tool call)."""
+    choices = (body or {}).get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    if not isinstance(choice, dict):
+        return None, ""
+    msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    content = msg.get("content") if isinstance(msg.get("content"), str) else ""
+    calls = msg.get("tool_calls")
+    if not content.strip() and isinstance(calls, list) and calls and isinstance(calls[0], dict):
+        content = str((calls[0].get("function") or {}).get("arguments") or "")
+    return choice, content
 
 
 @hookimpl

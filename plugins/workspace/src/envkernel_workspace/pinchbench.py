@@ -373,60 +373,15 @@ def _export_imported(
     b = env.behaviour
     if not isinstance(b, WorkspaceBehaviour):
         raise PinchBenchError(f"task {task.id} is not a workspace task")
-    front: dict[str, Any] = {
-        "id": meta["id"],
-        "name": meta.get("name") or meta["id"],
-        "category": meta.get("category") or "",
-        "grading_type": meta.get("grading_type") or "automated",
-        "timeout_seconds": int(meta.get("timeout_seconds") or 120),
-    }
-    if meta.get("grading_weights"):
-        front["grading_weights"] = meta["grading_weights"]
-    if meta.get("sessions"):
-        front["multi_session"] = True
-        front["sessions"] = meta["sessions"]
-    specs = []
-    for spec in meta.get("workspace_files") or []:
-        if "path" in spec:
-            specs.append(
-                {
-                    "path": spec["path"],
-                    "content": b.files.get(spec["path"], spec.get("content", "")),
-                }
-            )
-            continue
-        dest = str(spec.get("dest") or spec.get("source"))
-        data = (
-            b.files[dest].encode() if dest in b.files else base64.b64decode(b.blobs.get(dest, ""))
-        )
-        if assets is not None:
-            assets[str(spec["source"])] = data
-        specs.append({"source": spec["source"], "dest": spec.get("dest") or spec["source"]})
-    front["workspace_files"] = specs
+    front = _front(meta)
+    front["workspace_files"] = _specs(meta, b, assets)
     text = (
         "---\n"
         + yaml.dump(front, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=1000)
         + "---\n"
     )
-    check = strip_meta(task.outcome.check).rstrip()
     raw = meta.get("sections") or {}
-    body: list[tuple[str, str]]
-    if raw:  # the file's own sections as written (its check is the task's, which is the file's)
-        body = list(raw.items())
-        if check and "Automated Checks" not in raw:
-            body.append(("Automated Checks", f"```python\n{check}\n```"))
-    else:
-        body = [
-            ("Prompt", str(meta.get("prompt") or task.request)),
-            ("Expected Behavior", meta.get("expected") or ""),
-            ("Grading Criteria", "\n".join(f"- [ ] {c}" for c in meta.get("criteria") or [])),
-        ]
-        if check:
-            body.append(("Automated Checks", f"```python\n{check}\n```"))
-        if meta.get("rubric"):
-            body.append(("LLM Judge Rubric", meta["rubric"]))
-        if meta.get("notes"):
-            body.append(("Additional Notes", meta["notes"]))
+    body = _body(task, meta, raw)
     ref: dict[str, Any] = {
         "calls": [{"name": c.name, "arguments": c.arguments} for c in task.calls]
     }
@@ -442,6 +397,67 @@ def _export_imported(
         as_written = raw and h in raw
         out += f"## {h}\n{c}" if as_written else f"\n## {h}\n\n{c.strip()}\n"
     return out
+
+
+def _front(meta: dict[str, Any]) -> dict[str, Any]:
+    """The front matter of an imported task, but its ``workspace_files``, as the file had it."""
+    front: dict[str, Any] = {
+        "id": meta["id"],
+        "name": meta.get("name") or meta["id"],
+        "category": meta.get("category") or "",
+        "grading_type": meta.get("grading_type") or "automated",
+        "timeout_seconds": int(meta.get("timeout_seconds") or 120),
+    }
+    if meta.get("grading_weights"):
+        front["grading_weights"] = meta["grading_weights"]
+    if meta.get("sessions"):
+        front["multi_session"] = True
+        front["sessions"] = meta["sessions"]
+    return front
+
+
+def _specs(
+    meta: dict[str, Any], b: WorkspaceBehaviour, assets: dict[str, bytes] | None
+) -> list[dict[str, Any]]:
+    """``workspace_files`` as the file wrote them, with the environment's contents; the data of
+    ``{source, dest}`` entries goes into ``assets`` by source name."""
+    specs = []
+    for spec in meta.get("workspace_files") or []:
+        if "path" in spec:
+            content = b.files.get(spec["path"], spec.get("content", ""))
+            specs.append({"path": spec["path"], "content": content})
+            continue
+        dest = str(spec.get("dest") or spec.get("source"))
+        data = (
+            b.files[dest].encode() if dest in b.files else base64.b64decode(b.blobs.get(dest, ""))
+        )
+        if assets is not None:
+            assets[str(spec["source"])] = data
+        specs.append({"source": spec["source"], "dest": spec.get("dest") or spec["source"]})
+    return specs
+
+
+def _body(task: Task, meta: dict[str, Any], raw: dict[str, str]) -> list[tuple[str, str]]:
+    """The sections of an imported task: the file's own as written (its check is the task's, which
+    is the file's), or, for metadata without them, rebuilt from the fields."""
+    check = strip_meta(task.outcome.check).rstrip()
+    code = f"```python\n{check}\n```"
+    if raw:
+        body = list(raw.items())
+        if check and "Automated Checks" not in raw:
+            body.append(("Automated Checks", code))
+        return body
+    body = [
+        ("Prompt", str(meta.get("prompt") or task.request)),
+        ("Expected Behavior", meta.get("expected") or ""),
+        ("Grading Criteria", "\n".join(f"- [ ] {c}" for c in meta.get("criteria") or [])),
+    ]
+    extra = [
+        ("Automated Checks", code if check else ""),
+        ("LLM Judge Rubric", meta.get("rubric") or ""),
+        ("Additional Notes", meta.get("notes") or ""),
+    ]
+    return body + [(h, c) for h, c in extra if c]
 
 
 def judge_only(task: PinchTask) -> bool:

@@ -260,7 +260,9 @@ class EvalRecorder:
             return self._row(
                 ev.task,
                 t.index,
-                score=r.score,
+                # a score whose grading failed (a judge that did not answer, a task its reward
+                # cannot score) is no score: listed with its error, out of the figures
+                score=None if r.error else r.score,
                 policy=t.policy,
                 criteria=dict(r.criteria),
                 reasons=list(r.reasons),

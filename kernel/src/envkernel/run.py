@@ -37,12 +37,12 @@ from .errors import (
     RunError,
 )
 from .evaluation import EvalRecorder
+from .event_routes import BROADCAST_INPUTS, WORK_INPUTS, first, synthesizer_for
 from .plugins import Registry, load, resolve_selection
 from .recorder import Recorder
 from .roles import ROLES
-from .router import Worker
-from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, synthesizer_for
 from .stages import KERNEL
+from .worker import Worker
 
 log = structlog.get_logger("envkernel.run")
 

@@ -10,7 +10,7 @@ death; the protocol client is the same for all of them and lives here, in :class
 - every failure of a tool call is a :class:`~envkernel_schemas.ToolResult` (``crashed``,
   ``timeout``, ``too_large``, ``invalid_arguments``), except a call on a closed or expired
   session, which raises (``code="closed"``); every failure of another operation is a
-  :class:`SessionError` with a ``code``;
+  :class:`~envkernel_runtime.errors.SandboxError` with a ``code``;
 - the call log: the calls that succeeded since the last ``load`` or ``restore``, with their exact
   answers. After the executor died or hung, the next request starts a replacement, loads the
   environment and seed again and replays that log, so the state is the one the caller expects
@@ -29,13 +29,24 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import msgspec
 
+from envkernel_runtime.errors import SandboxError
 from envkernel_schemas import EnvSpec, State, ToolError, ToolResult
 
-__all__ = ["HOST_GRACE", "STREAM_LIMIT", "ExecutorSession", "SessionError", "SessionSettings"]
+__all__ = [
+    "Capability",
+    "capabilities_of",
+    "HOST_GRACE",
+    "STREAM_LIMIT",
+    "ExecutorSession",
+    "SandboxError",
+    "SessionError",
+    "SessionSettings",
+]
 
 STREAM_LIMIT = 64 * 1024 * 1024
 """Longest response line the host reads (the executor itself refuses responses over half that)."""
@@ -50,18 +61,27 @@ _OK = b'{"ok":true'
 _FAILED = b'{"ok":false'
 
 
-class SessionError(Exception):
-    """A sandbox operation other than a tool call failed (start, load, snapshot, restore, state).
+class Capability(StrEnum):
+    """What a sandbox session can do beyond the required methods, declared in its
+    ``capabilities`` (a frozenset) instead of probed with ``hasattr``."""
 
-    ``code`` is the executor's error code when it gave one (``load_failed``, ``unknown_snapshot``,
-    ...), else what the host saw (``timeout``, ``crashed``, ``too_large``, ``closed``), else
-    ``sandbox``. Runners raise their own subclass (:attr:`ExecutorSession.error_type`), which also
-    derives from the kernel's ``envkernel.errors.SandboxError`` (the runtime never imports the
-    kernel)."""
+    RAW_CALL = "raw_call"
+    """``call_raw(tool, arguments) -> bytes``: a call's result as the executor's JSON line (the
+    sandbox service relays it without decoding it)."""
+    LANE = "lane"
+    """A direct lane (:mod:`envkernel_runtime.lane`): ``settings.call_timeout``,
+    ``lane_taken()`` and ``lane_handle(name)``."""
 
-    def __init__(self, message: str, code: str = "sandbox") -> None:
-        super().__init__(message)
-        self.code = code
+
+def capabilities_of(session: object) -> frozenset[Capability]:
+    """The capabilities ``session`` declares (none when it declares no ``capabilities``, as a
+    runner written before they existed)."""
+    declared: frozenset[str] = getattr(session, "capabilities", frozenset())
+    return frozenset(c for c in Capability if c in declared)
+
+
+SessionError = SandboxError
+"""The old name of :class:`~envkernel_runtime.errors.SandboxError` (the same class)."""
 
 
 class SessionSettings(Protocol):
@@ -114,8 +134,9 @@ class ExecutorSession(ABC):
     attributes below.
     """
 
-    error_type: ClassVar[type[SessionError]] = SessionError
-    """The error this runner raises (its own :class:`SessionError` subclass)."""
+    error_type: ClassVar[type[SandboxError]] = SandboxError
+    """The error this runner raises: :class:`~envkernel_runtime.errors.SandboxError` (a runner
+    may name a subclass of it)."""
     retry_crashed: ClassVar[bool] = False
     """Do snapshot, restore and state once more in a replacement when the executor turns out to be
     dead (``crashed``) during them."""
@@ -128,6 +149,11 @@ class ExecutorSession(ABC):
         ConnectionResetError,
     )
     """Errors of the stream that mean the executor is gone (then its death is explained)."""
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {Capability.RAW_CALL, Capability.LANE}
+    )
+    """Every executor session relays raw results and offers a direct lane."""
 
     settings: SessionSettings
 

@@ -35,10 +35,10 @@ from typing import Any, ClassVar
 import msgspec
 import structlog
 
-from envkernel.errors import SandboxError as KernelSandboxError
 from envkernel.hookspecs import hookimpl
 from envkernel_runtime import executor_path
-from envkernel_runtime.session import STREAM_LIMIT, ExecutorSession, SessionError
+from envkernel_runtime.errors import SandboxError
+from envkernel_runtime.session import STREAM_LIMIT, ExecutorSession
 from envkernel_schemas import CodeBehaviour, EnvSpec
 
 from .confine import (
@@ -160,13 +160,6 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         "recycle": "ENVKERNEL_PROCESS_RECYCLE",
         "cgroup_keepalive": "ENVKERNEL_PROCESS_CGROUP_KEEPALIVE",
     }
-
-
-class SandboxError(SessionError, KernelSandboxError, RuntimeError):
-    """A sandbox operation other than a tool call failed (start, load, snapshot, restore, state).
-
-    ``code`` is the executor's error code when it gave one (``load_failed``, ``unknown_snapshot``,
-    ``timeout``, ``crashed``, ``closed``...)."""
 
 
 def _network_cut() -> list[str]:
@@ -352,7 +345,7 @@ class ProcessSession(ExecutorSession):
                 line = await proc.stdout.readline()
             if not line.startswith(b'{"ok":true'):
                 raise SandboxError(f"the nest answered {line[:200]!r}", code="crashed")
-        except (OSError, TimeoutError, SessionError) as exc:
+        except (OSError, TimeoutError, SandboxError) as exc:
             log.debug(
                 "could not recycle a sandbox",
                 sandbox=self.id,

@@ -153,6 +153,9 @@ class Failed(_Msg, tag="failed"):
 
     error: str
     """Why it failed."""
+    code: str = "sandbox"
+    """The ``SandboxError`` code the runner raised with (``sandbox`` when it raised another
+    error)."""
 
 
 Request = Open | Call | Patch | Snapshot | Restore | State | Close | Kill

@@ -31,7 +31,7 @@ from envkernel_runtime.lane import LaneServer, connect_lane, lanes_enabled
 from envkernel_runtime.session import Capability, capabilities_of
 from envkernel_schemas import EnvSpec, State, ToolResult
 
-from .errors import SandboxError
+from .errors import SandboxError, SandboxErrorCode
 from .roles import Closes
 
 log = structlog.get_logger("envkernel.sandbox")
@@ -83,7 +83,9 @@ class Sandbox:
             ) from None
         reply = _dec.decode(msg.data)
         if type(reply) is wire.Failed:
-            raise SandboxError(f"sandbox {self.id} ({self.runner}) {op} failed: {reply.error}")
+            raise SandboxError(
+                f"sandbox {self.id} ({self.runner}) {op} failed: {reply.error}", code=reply.code
+            )
         return reply  # type: ignore[return-value]  # a Request here would fail as a reply below
 
     async def _value(self, op: str, req: wire.Request) -> Any:
@@ -462,7 +464,8 @@ class SandboxService:
                 reply = await self._do(live, op, req)
             data = _enc.encode(reply)
         except Exception as exc:
-            data = _enc.encode(wire.Failed(error=f"{type(exc).__name__}: {exc}"))
+            code = exc.code if isinstance(exc, SandboxError) else SandboxErrorCode.SANDBOX
+            data = _enc.encode(wire.Failed(error=f"{type(exc).__name__}: {exc}", code=code))
         await msg.respond(data)
 
     async def _do(self, live: _Live, op: str, req: wire.Message) -> wire.Reply:

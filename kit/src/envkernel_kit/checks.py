@@ -370,7 +370,10 @@ def _check_capabilities(runner: Any, session: Any) -> None:
     declared: frozenset[str] = getattr(session, "capabilities", frozenset())
     unknown = sorted(str(c) for c in declared if c not in set(Capability))
     _expect(not unknown, role, runner, f"the session declares unknown capabilities {unknown}")
-    needs = {Capability.RAW_CALL: ("call_raw",), Capability.LANE: ("lane_taken", "lane_handle")}
+    needs = {
+        Capability.RAW_CALL: ("call_raw",),
+        Capability.LANE: ("take_lane", "lane_taken", "lane_handle"),
+    }
     for cap in capabilities_of(session):
         for name in needs[cap]:
             _method(session, role, name)

@@ -40,6 +40,7 @@ from typing import Any
 import msgspec
 import structlog
 
+from envkernel_runtime.session import Capability, capabilities_of
 from envkernel_schemas import ToolError, ToolResult
 
 from .session import HOST_GRACE, STREAM_LIMIT
@@ -129,8 +130,8 @@ class LaneServer:
     def offer(self, session: Any, call_timeout: float) -> list[Any]:
         """The offer of ``session``'s lane for an open reply (``[]`` when it has none): host, path,
         token, call timeout."""
-        take = getattr(session, "take_lane", None)
-        lane = take() if take is not None and self._sock is not None else None
+        has_lane = Capability.LANE in capabilities_of(session)
+        lane = session.take_lane() if has_lane and self._sock is not None else None
         if lane is None:
             return []
         now = time.monotonic()

@@ -69,8 +69,9 @@ class Capability(StrEnum):
     """``call_raw(tool, arguments) -> bytes``: a call's result as the executor's JSON line (the
     sandbox service relays it without decoding it)."""
     LANE = "lane"
-    """A direct lane (:mod:`envkernel_runtime.lane`): ``settings.call_timeout``,
-    ``lane_taken()`` and ``lane_handle(name)``."""
+    """A direct lane (:mod:`envkernel_runtime.lane`): ``take_lane()`` (the executor's lane
+    socket, once, or None), ``settings.call_timeout``, ``lane_taken()`` and
+    ``lane_handle(name)``."""
 
 
 def capabilities_of(session: object) -> frozenset[Capability]:
@@ -150,10 +151,9 @@ class ExecutorSession(ABC):
     )
     """Errors of the stream that mean the executor is gone (then its death is explained)."""
 
-    capabilities: ClassVar[frozenset[Capability]] = frozenset(
-        {Capability.RAW_CALL, Capability.LANE}
-    )
-    """Every executor session relays raw results and offers a direct lane."""
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.RAW_CALL})
+    """Every executor session relays raw results; a runner whose executors have a direct lane
+    adds :attr:`Capability.LANE` (and ``take_lane``)."""
 
     settings: SessionSettings
 

@@ -38,7 +38,7 @@ import structlog
 from envkernel.hookspecs import hookimpl
 from envkernel_runtime import executor_path
 from envkernel_runtime.errors import SandboxError
-from envkernel_runtime.session import STREAM_LIMIT, ExecutorSession
+from envkernel_runtime.session import STREAM_LIMIT, Capability, ExecutorSession
 from envkernel_schemas import CodeBehaviour, EnvSpec
 
 from .confine import (
@@ -227,6 +227,7 @@ class ProcessSession(ExecutorSession):
     class starts, confines and kills the subprocess and explains its death."""
 
     error_type = SandboxError
+    capabilities = frozenset({Capability.RAW_CALL, Capability.LANE})
     hang_note = "the sandbox was killed"
     op_hang_note = "the executor was killed"
     settings: Settings

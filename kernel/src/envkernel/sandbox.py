@@ -366,6 +366,57 @@ def _refused_open(req: wire.Message) -> str:
     return ""
 
 
+_STACK_SETTINGS = (
+    "zygote",
+    "spares",
+    "cells",
+    "recycle",
+    "pool_size",
+    "pool_max",
+    "recycle_max",
+    "call_timeout",
+    "lifetime",
+)
+"""The runner settings that choose how an open is served (see ``docs/sandbox-stack.md``)."""
+
+
+def describe_stack(runners: dict[str, Any], pool: SandboxPool) -> dict[str, Any]:
+    """The sandbox stack a process serves and uses, as data and one readable line: the runners
+    and the settings that shape their opens, the transport (bus wire and direct lanes), the
+    pool, and the known-trace cache. Logged when a run starts and written to ``summary.json``
+    (``sandbox_stack``)."""
+    from envkernel_runtime.executor_protocol import PROTOCOL as EXECUTOR_PROTOCOL
+    from envkernel_runtime.replay import replay_enabled
+
+    served = {}
+    for name, runner in runners.items():
+        settings = msgspec.to_builtins(getattr(runner, "settings", None) or {})
+        picked = {k: settings[k] for k in _STACK_SETTINGS if k in settings}
+        served[name] = {"class": type(runner).__name__, **picked}
+    lanes, traces = lanes_enabled(), replay_enabled()
+    pieces = [
+        ", ".join(
+            f"{n} runner ({' '.join(f'{k}={v}' for k, v in r.items() if k != 'class')})"
+            for n, r in served.items()
+        )
+        or "no runner served here",
+        f"sandbox service on the bus (wire {wire.PROTOCOL}, executor protocol {EXECUTOR_PROTOCOL})",
+        "direct lanes on the same host" if lanes else "no direct lanes",
+        f"SandboxPool ({pool.per_env} out per env, restored to the open-time snapshot between "
+        "uses)",
+        "known traces on" if traces else "known traces off (ENVKERNEL_REPLAY=0)",
+    ]
+    return {
+        "runners": served,
+        "wire_protocol": wire.PROTOCOL,
+        "executor_protocol": EXECUTOR_PROTOCOL,
+        "direct_lanes": lanes,
+        "pool": {"per_env": pool.per_env, "reuse": "restore"},
+        "known_traces": traces,
+        "description": " -> ".join(pieces),
+    }
+
+
 class _Live:
     __slots__ = ("session", "sub", "deadline", "lock")
 

@@ -80,7 +80,7 @@ from .errors import EnvkernelError, InfraError, SandboxError, UpdateError, Updat
 from .event_routes import BROADCAST_INPUTS, WORK_INPUTS, first, subject_of
 from .plugins import Component, Registry
 from .roles import AppliesUpdates, Finishes, Updates, missing_methods
-from .sandbox import Sandbox, SandboxPool, SandboxService
+from .sandbox import Sandbox, SandboxPool, SandboxService, describe_stack
 
 log = structlog.get_logger("envkernel.worker")
 
@@ -135,9 +135,15 @@ class Worker:
         self._apply_failed: dict[tuple[str, str, str], str] = {}
         self._apply_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self.pool, self.traces = SandboxPool(bus), TraceCache()
+        self.runners: dict[str, Any] = {}
+        """The sandbox runners this worker serves, by component name."""
         self.handled: Counter[str] = Counter()
         """Events handled per component, and ``<component> failed`` for those that became
         ``plugin.failed`` (progress)."""
+
+    def sandbox_stack(self) -> dict[str, Any]:
+        """The sandbox stack this worker serves and uses (see :func:`~.sandbox.describe_stack`)."""
+        return describe_stack(self.runners, self.pool)
 
     def progress_line(self) -> str:
         """What this worker has handled so far, as one line."""
@@ -159,6 +165,7 @@ class Worker:
                 # any
                 runner, _ = self._build(comp, next(iter(self._configs.values()), None))
                 svc = SandboxService(self.bus, comp.name, runner)
+                self.runners[comp.name] = runner
                 await svc.start()
                 self._services.append(svc)
                 continue

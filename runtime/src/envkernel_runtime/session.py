@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import msgspec
 
+from envkernel_runtime import executor_wire as ew
 from envkernel_runtime.errors import SandboxError
 from envkernel_schemas import EnvSpec, State, ToolError, ToolResult
 
@@ -180,9 +181,7 @@ class ExecutorSession(ABC):
         self._death = ""  # why the executor that held the lane died
         # why the state cannot be rebuilt (an executor with a lane died); a restore clears it
         self._lost = ""
-        self._load = msgspec.json.encode(
-            {"op": "load", "env": env, "seed": seed, "timeout": settings.startup_timeout}
-        )
+        self._load = ew.encode(ew.Load(env=env, seed=seed, timeout=settings.startup_timeout))
         self._expiry = asyncio.get_running_loop().call_later(settings.lifetime, self._expire)
 
     @property
@@ -234,13 +233,8 @@ class ExecutorSession(ABC):
         """:meth:`call`, answered with the result as one JSON line, exactly as the executor wrote it
         (the sandbox service passes it on without decoding it). Every failure is a result too."""
         try:
-            request = _enc.encode(
-                {
-                    "op": "call",
-                    "tool": tool,
-                    "arguments": arguments,
-                    "timeout": self.settings.call_timeout,
-                }
+            request = ew.encode(
+                ew.Call(tool=tool, arguments=arguments, timeout=self.settings.call_timeout)
             )
         except (TypeError, msgspec.EncodeError) as exc:
             return _enc.encode(
@@ -312,13 +306,13 @@ class ExecutorSession(ABC):
         """Save the state; return a handle for :meth:`restore`."""
         async with self._lock:
             self._check_open()
-            resp = await self._with_executor(lambda: self._op({"op": "snapshot"}, full=True))
+            resp = await self._with_executor(lambda: self._op(ew.Snapshot(), full=True))
             self._check_state()
             self._snapshot_count += 1
             name = f"s{self._snapshot_count}"
-            complete = self._base_complete and not resp.get("direct")
+            complete = self._base_complete and not resp.direct
             self._snapshots[name] = _Snapshot(
-                self._generation, resp.get("value"), tuple(self._log), complete
+                self._generation, resp.value, tuple(self._log), complete
             )
             return name
 
@@ -336,7 +330,7 @@ class ExecutorSession(ABC):
         """Insert rows (``{"table": ..., "row": {...}}`` each) into the state: a task's planted
         rows, before its episode. All or none; kept in the call log, so a replacement executor gets
         them too, and restoring a snapshot taken before takes them out again."""
-        request = _enc.encode({"op": "patch", "rows": rows})
+        request = ew.encode(ew.Patch(rows=rows))
         async with self._lock:
             self._check_open()
             n = await self._with_executor(lambda: self._op_raw(request, "patch"))
@@ -348,7 +342,7 @@ class ExecutorSession(ABC):
         """Dump every table of the state."""
         async with self._lock:
             self._check_open()
-            state: State = await self._with_executor(lambda: self._op({"op": "dump"}))
+            state: State = await self._with_executor(lambda: self._op(ew.Dump()))
             self._check_state()
             return state
 
@@ -372,7 +366,7 @@ class ExecutorSession(ABC):
                     await self._ensure_running()
                 finally:
                     self._blank = False
-                return await self._op({"op": "ping"})
+                return await self._op(ew.Ping())
         except BaseException:
             await self.close()
             raise
@@ -381,9 +375,7 @@ class ExecutorSession(ABC):
         """Load ``env`` with ``seed`` into a cell started by :meth:`start_blank`; return what
         ``load`` answered. Its hard lifetime counts from now."""
         self.env, self.seed = env, seed
-        self._load = msgspec.json.encode(
-            {"op": "load", "env": env, "seed": seed, "timeout": self.settings.startup_timeout}
-        )
+        self._load = ew.encode(ew.Load(env=env, seed=seed, timeout=self.settings.startup_timeout))
         self.restart_lifetime()
         async with self._lock:
             self._check_open()
@@ -509,7 +501,7 @@ class ExecutorSession(ABC):
     async def _restore(self, name: str) -> None:
         snap = self._snapshots[name]
         if snap.generation == self._generation:
-            await self._op({"op": "restore", "snapshot": snap.handle})
+            await self._op(ew.Restore(snapshot=snap.handle))
             self._log, self._base_complete, self._lost = list(snap.log), snap.complete, ""
             return
         if not snap.complete:
@@ -523,7 +515,7 @@ class ExecutorSession(ABC):
         await self._op_raw(self._load, "load")
         self._log = []
         await self._replay(snap.log)
-        handle = await self._op({"op": "snapshot"})
+        handle = await self._op(ew.Snapshot())
         self._snapshots[name] = _Snapshot(self._generation, handle, snap.log)
         self._base_complete, self._lost = True, ""
 
@@ -543,8 +535,9 @@ class ExecutorSession(ABC):
                 replayed.append((request, line))
         self._log = replayed
 
-    async def _op(self, request: dict[str, Any], full: bool = False) -> Any:
-        return await self._op_raw(msgspec.json.encode(request), request["op"], full)
+    async def _op(self, request: ew.Request, full: bool = False) -> Any:
+        op = type(request).__struct_config__.tag
+        return await self._op_raw(ew.encode(request), str(op), full)
 
     async def _op_raw(self, request: bytes, op: str, full: bool = False) -> Any:
         try:
@@ -567,19 +560,18 @@ class ExecutorSession(ABC):
                 code="too_large",
             ) from None
         try:
-            resp = msgspec.json.decode(line)
+            resp = ew.reply_dec.decode(line)
         except msgspec.DecodeError as exc:
             await self._kill("bad response")
             raise self.error_type(
-                f"sandbox {self.id}: {op} got a response that is not JSON: {exc}"
+                f"sandbox {self.id}: {op} got a response that is not a reply: {exc}"
             ) from None
-        if not resp.get("ok"):
-            err = resp.get("error") or {}
-            code = err.get("code", "error")
+        if not resp.ok:
+            err = resp.error or ew.ReplyError()
             raise self.error_type(
-                f"sandbox {self.id}: {op} failed: {code}: {err.get('message', '')}", code=code
+                f"sandbox {self.id}: {op} failed: {err.code}: {err.message}", code=err.code
             )
-        return resp if full else resp.get("value")
+        return resp if full else resp.value
 
     async def _roundtrip(self, request: bytes, timeout: float) -> bytes:
         streams = self._streams()

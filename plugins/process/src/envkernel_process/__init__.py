@@ -37,6 +37,7 @@ import structlog
 
 from envkernel.hookspecs import hookimpl
 from envkernel_runtime import executor_path
+from envkernel_runtime import executor_wire as ew
 from envkernel_runtime.errors import SandboxError
 from envkernel_runtime.session import STREAM_LIMIT, Capability, ExecutorSession
 from envkernel_schemas import CodeBehaviour, EnvSpec
@@ -336,7 +337,7 @@ class ProcessSession(ExecutorSession):
             return None
         lane: socket.socket | None = None
         try:
-            await self._op({"op": "recycle"})
+            await self._op(ew.Recycle())
             lane, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 socket.send_fds(proc.sock, [b'{"op":"session"}\n'], [theirs.fileno()])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import envkernel.errors
 import envkernel_podman
 import envkernel_process
@@ -14,10 +16,11 @@ def test_every_sandbox_error_name_is_one_class_without_a_diamond() -> None:
         envkernel.errors.SandboxError,
         envkernel_process.SandboxError,
         envkernel_podman.SandboxError,
-        session.SessionError,
         session.ExecutorSession.error_type,
     ]
     assert all(n is SandboxError for n in names)
+    with pytest.warns(DeprecationWarning, match="SessionError is deprecated"):
+        assert session.SessionError is SandboxError
     assert envkernel.errors.InfraError is InfraError
     # single inheritance all the way up: no class in the chain has two bases
     assert all(len(c.__bases__) == 1 for c in SandboxError.__mro__[:-1])

@@ -4,7 +4,7 @@ The runtime's :class:`~envkernel_runtime.session.ExecutorSession` raises :class:
 the runners (``process``, ``podman``) raise it, and the kernel's sandbox client raises it;
 ``envkernel.errors`` re-exports all three classes, so ``envkernel.errors.SandboxError``,
 ``envkernel_process.SandboxError``, ``envkernel_podman.SandboxError`` and
-``envkernel_runtime.session.SessionError`` are this one class.
+``envkernel_runtime.session.SessionError`` (deprecated: it warns) are this one class.
 """
 
 from __future__ import annotations

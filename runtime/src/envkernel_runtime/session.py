@@ -26,6 +26,7 @@ The kernel never imports a runner: runners subclass :class:`ExecutorSession` and
 from __future__ import annotations
 
 import asyncio
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -45,7 +46,6 @@ __all__ = [
     "STREAM_LIMIT",
     "ExecutorSession",
     "SandboxError",
-    "SessionError",
     "SessionSettings",
 ]
 
@@ -82,8 +82,18 @@ def capabilities_of(session: object) -> frozenset[Capability]:
     return frozenset(c for c in Capability if c in declared)
 
 
-SessionError = SandboxError
-"""The old name of :class:`~envkernel_runtime.errors.SandboxError` (the same class)."""
+def __getattr__(name: str) -> Any:
+    """``SessionError``: the deprecated old name of
+    :class:`~envkernel_runtime.errors.SandboxError` (the same class; using it warns)."""
+    if name == "SessionError":
+        warnings.warn(
+            "envkernel_runtime.session.SessionError is deprecated: use "
+            "envkernel_runtime.errors.SandboxError (the same class)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return SandboxError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class SessionSettings(Protocol):

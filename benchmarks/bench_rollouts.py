@@ -50,7 +50,7 @@ import msgspec
 from envkernel.config import RunConfig
 from envkernel.context import store_env
 from envkernel.plugins import Component, Registry
-from envkernel.router import Worker
+from envkernel.worker import Worker
 from envkernel_baselines import Reference
 from envkernel_bus import Bus, EmbeddedServer
 from envkernel_bus.subjects import event_subject

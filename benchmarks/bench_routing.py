@@ -20,7 +20,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from envkernel.config import RunConfig
 from envkernel.plugins import Component, Registry
-from envkernel.router import Worker
+from envkernel.worker import Worker
 from envkernel_bus import Bus, EmbeddedServer
 from envkernel_bus.subjects import STREAM, event_subject
 from envkernel_schemas import (

@@ -37,8 +37,9 @@ from typing import Any
 import msgspec
 
 from envkernel.plugins import load
-from envkernel.sandbox import Reply, SandboxService, open_sandbox
+from envkernel.sandbox import SandboxService, open_sandbox
 from envkernel_bus import Bus, EmbeddedServer
+from envkernel_bus.sandboxwire import Result
 from envkernel_sample import shop_env
 
 RUNNER = "process"
@@ -220,7 +221,7 @@ async def main(
             # the raw figure answers with as many bytes as a real get_order reply
             payload = len(
                 msgspec.msgpack.encode(
-                    Reply(value=msgspec.to_builtins(await sb.call("get_order", ARGS)))
+                    Result(json=msgspec.json.encode(await sb.call("get_order", ARGS)))
                 )
             )
             rr = await raw_round_trip(service_bus, client, payload, n_steps)

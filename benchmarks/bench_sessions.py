@@ -152,9 +152,7 @@ class NatsRoundTrip:
 
     def __init__(self, bus: Bus) -> None:
         self.bus = bus
-        self.payload = sandboxwire.enc.encode(
-            sandboxwire.OpRequest(tool="step", arguments={"delta": 1})
-        )
+        self.payload = sandboxwire.enc.encode(sandboxwire.Call(tool="step", arguments={"delta": 1}))
 
     async def step(self, _: Any) -> bool:
         return bool((await self.bus.nc.request("bench.echo", self.payload, timeout=60)).data)

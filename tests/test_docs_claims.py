@@ -374,7 +374,7 @@ def test_the_summary_table_is_what_a_run_writes(tmp_path: Path) -> None:
     from envkernel.recorder import Recorder
 
     written = set(Recorder(tmp_path).summary("r", {}))
-    written |= {"reward", "gate_reward", "broken_plugins", "undecodable_events"}  # run.execute
+    written |= {"reward", "gate_reward", "broken_plugins", "undecodable_events", "sandbox_stack"}
     written |= {"resumed", "aborted", "exit_code"}  # only when they apply; the exit code last
     written |= {"eval"}  # only in an evaluation (envkernel eval)
     text = _read(ROOT / "README.md")

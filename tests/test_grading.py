@@ -18,7 +18,7 @@ import msgspec
 import pytest
 
 from envkernel.errors import UsageError
-from envkernel.router import call_role
+from envkernel.worker import call_role
 from envkernel_kit import answers, scoring, workspace
 from envkernel_kit.checks import process_runner
 from envkernel_kit.grading import (

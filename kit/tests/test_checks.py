@@ -353,3 +353,15 @@ def test_a_verifier_rejecting_the_known_good_env_fails() -> None:
 
 def test_sample_env_is_the_shipped_shop() -> None:
     assert sample_env().id == "shop-v1"
+
+
+class DeclaresUnknownCapability(WrappedRunner):
+    """Its sessions declare a capability no sandbox service knows."""
+
+    def wrap(self, session: Any) -> None:
+        session.capabilities = frozenset({"raw_call", "teleport"})
+
+
+def test_a_runner_declaring_an_unknown_capability_fails() -> None:
+    with pytest.raises(ConformanceError, match=r"unknown capabilities \['teleport'\]"):
+        check_sandbox_runner(DeclaresUnknownCapability())

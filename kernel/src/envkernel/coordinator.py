@@ -43,8 +43,7 @@ from envkernel_schemas import (
 )
 
 from .config import RunConfig, public
-from .recorder import Recorder
-from .routing import (
+from .event_routes import (
     BROADCAST_INPUTS,
     KERNEL_INPUTS,
     SERVED_KINDS,
@@ -52,6 +51,7 @@ from .routing import (
     expected_handlers,
     subject_of,
 )
+from .recorder import Recorder
 from .stages import KERNEL, Stages
 
 log = structlog.get_logger("envkernel.run")

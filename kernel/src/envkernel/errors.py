@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+from envkernel_runtime.errors import EnvkernelError, InfraError, SandboxError, SandboxErrorCode
 
-class EnvkernelError(Exception):
-    """Root of every envkernel error."""
+__all__ = [
+    "EXIT_ABORTED",
+    "EXIT_EMPTY",
+    "EXIT_FAILURES",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "ConfigError",
+    "EnvkernelError",
+    "InfraError",
+    "PluginError",
+    "RoleError",
+    "RunError",
+    "SandboxError",
+    "SandboxErrorCode",
+    "UpdateError",
+    "UpdateRefused",
+    "UsageError",
+]
 
 
 class UsageError(EnvkernelError):
@@ -21,16 +38,6 @@ class RoleError(PluginError):
 
 class ConfigError(UsageError):
     """The config file or a setting is wrong."""
-
-
-class InfraError(EnvkernelError):
-    """The infrastructure failed, not the plugin (a sandbox died, the bus did not answer): a rollout
-    that meets one is retried (``infra_retries``), then fails as ``infra``, never as the policy's
-    work."""
-
-
-class SandboxError(InfraError):
-    """A sandbox could not be opened or answered with an error."""
 
 
 class UpdateError(EnvkernelError):

@@ -170,12 +170,24 @@ class Finishes(Protocol):
 
 
 class SandboxSession(Protocol):
-    """One live sandbox holding one loaded environment."""
+    """One live sandbox holding one loaded environment: every method the sandbox service calls.
+
+    ``capabilities`` declares what it does beyond these methods
+    (:class:`envkernel_runtime.session.Capability`: ``raw_call`` for ``call_raw``, ``lane`` for a
+    direct lane's ``settings``, ``lane_taken`` and ``lane_handle``); the service reads it with
+    :func:`envkernel_runtime.session.capabilities_of` and never probes with ``hasattr``. A session
+    that declares none gets none of them."""
 
     id: str
+    capabilities: frozenset[str]
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
         """Call a tool. Tool errors come back as a result with ``ok=False``."""
+        ...
+
+    async def patch(self, rows: list[dict[str, Any]]) -> int:
+        """Insert rows (``{"table": ..., "row": {...}}`` each) before an episode, all or none;
+        return how many. A task with ``planted`` rows needs it."""
         ...
 
     async def snapshot(self) -> str:
@@ -188,6 +200,11 @@ class SandboxSession(Protocol):
 
     async def state(self) -> State:
         """Dump the state."""
+        ...
+
+    async def interrupt(self) -> None:
+        """Stop the current executor (a call over the direct lane hung); the next operation
+        starts a replacement with the same state."""
         ...
 
     async def close(self) -> None:

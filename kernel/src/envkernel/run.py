@@ -37,12 +37,12 @@ from .errors import (
     RunError,
 )
 from .evaluation import EvalRecorder
+from .event_routes import BROADCAST_INPUTS, WORK_INPUTS, first, synthesizer_for
 from .plugins import Registry, load, resolve_selection
 from .recorder import Recorder
 from .roles import ROLES
-from .router import Worker
-from .routing import BROADCAST_INPUTS, WORK_INPUTS, first, synthesizer_for
 from .stages import KERNEL
+from .worker import Worker
 
 log = structlog.get_logger("envkernel.run")
 
@@ -455,6 +455,8 @@ async def execute(
     helpers: list[Any] = []  # local workers (--workers)
     try:
         await worker.start()
+        stack = worker.sandbox_stack()
+        log.info("sandbox stack", stack=stack["description"])
         helpers = await asyncio.to_thread(
             start_local_workers,
             workers,
@@ -503,6 +505,7 @@ async def execute(
             "gate_reward": config.gate_reward,
             "broken_plugins": prep.registry.broken,
             "undecodable_events": coord.undecodable,
+            "sandbox_stack": worker.sandbox_stack(),
             **({"resumed": True} if resume else {}),
             **({"aborted": aborted} if aborted else {}),
         }

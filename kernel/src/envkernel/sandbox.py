@@ -12,7 +12,7 @@ import asyncio
 import hashlib
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,27 +22,16 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 from envkernel_bus import Bus, ResponderGone
-from envkernel_bus.sandboxwire import OpenRequest, OpRequest, Reply
-from envkernel_bus.sandboxwire import (
-    enc as _enc,
-)
-from envkernel_bus.sandboxwire import (
-    op_dec as _op_dec,
-)
-from envkernel_bus.sandboxwire import (
-    open_dec as _open_dec,
-)
-from envkernel_bus.sandboxwire import (
-    reply_dec as _reply_dec,
-)
-from envkernel_bus.sandboxwire import (
-    result_dec as _result_dec,
-)
+from envkernel_bus import sandboxwire as wire
+from envkernel_bus.sandboxwire import dec as _dec
+from envkernel_bus.sandboxwire import enc as _enc
+from envkernel_bus.sandboxwire import result_dec as _result_dec
 from envkernel_bus.subjects import sandbox_op_subject, sandbox_open_subject
 from envkernel_runtime.lane import LaneServer, connect_lane, lanes_enabled
+from envkernel_runtime.session import Capability, capabilities_of
 from envkernel_schemas import EnvSpec, State, ToolResult
 
-from .errors import SandboxError
+from .errors import SandboxError, SandboxErrorCode
 from .roles import Closes
 
 log = structlog.get_logger("envkernel.sandbox")
@@ -73,7 +62,9 @@ class Sandbox:
             sandbox_op_subject(sandbox_id.rpartition("~")[0], "alive") if "~" in sandbox_id else ""
         )  # ids: <runner>-<process>~<n>
 
-    async def _request(self, op: str, req: OpRequest, timeout: float | None = None) -> Any:
+    async def _request(
+        self, op: str, req: wire.Request, timeout: float | None = None
+    ) -> wire.Reply:
         if self.closed:
             raise SandboxError(f"sandbox {self.id} is closed")
         try:
@@ -90,14 +81,21 @@ class Sandbox:
                 f"{timeout or self.timeout:g} s: {type(exc).__name__}. Its runner may have "
                 "stopped or the sandbox outlived its lifetime."
             ) from None
-        if (
-            msg.data[:1] == b"{"
-        ):  # a call's result as the executor wrote it (JSON), passed on undecoded
-            return _result_dec.decode(msg.data)
-        reply = _reply_dec.decode(msg.data)
-        if not reply.ok:
-            raise SandboxError(f"sandbox {self.id} ({self.runner}) {op} failed: {reply.error}")
-        return reply if op == "snapshot" else reply.value
+        reply = _dec.decode(msg.data)
+        if type(reply) is wire.Failed:
+            raise SandboxError(
+                f"sandbox {self.id} ({self.runner}) {op} failed: {reply.error}", code=reply.code
+            )
+        return reply  # type: ignore[return-value]  # a Request here would fail as a reply below
+
+    async def _value(self, op: str, req: wire.Request) -> Any:
+        reply = await self._request(op, req)
+        if type(reply) is not wire.Value:
+            raise SandboxError(
+                f"sandbox {self.id} ({self.runner}) answered {op!r} with a "
+                f"{type(reply).__name__}, not a value"
+            )
+        return reply.value
 
     async def call(self, tool: str, arguments: dict[str, Any] | None = None) -> ToolResult:
         """Call a tool. A tool's own error is a result with ``ok=False``, not an exception."""
@@ -107,20 +105,30 @@ class Sandbox:
             and (result := await self.lane.call(tool, arguments or {})) is not None
         ):
             return result  # type: ignore[no-any-return]
-        value = await self._request("call", OpRequest(tool=tool, arguments=arguments or {}))
-        return value if isinstance(value, ToolResult) else msgspec.convert(value, ToolResult)
+        reply = await self._request("call", wire.Call(tool=tool, arguments=arguments or {}))
+        if type(reply) is not wire.Result:
+            raise SandboxError(
+                f"sandbox {self.id} ({self.runner}) answered a call with a "
+                f"{type(reply).__name__}, not a result"
+            )
+        return _result_dec.decode(reply.json)
 
     async def patch(self, rows: list[dict[str, Any]]) -> None:
         """Insert rows before an episode (``Task.seed_patch()``: a task's planted rows); all or
         none."""
-        await self._request("patch", OpRequest(rows=rows))
+        await self._value("patch", wire.Patch(rows=rows))
 
     async def snapshot(self) -> str:
         """Save the state; return a handle for :meth:`restore`."""
-        reply = await self._request("snapshot", OpRequest())
+        reply = await self._request("snapshot", wire.Snapshot())
+        if type(reply) is not wire.Snapshotted:
+            raise SandboxError(
+                f"sandbox {self.id} ({self.runner}) answered a snapshot with a "
+                f"{type(reply).__name__}"
+            )
         if reply.lane:
-            self._handles[str(reply.value)] = reply.lane[0]
-        return str(reply.value)
+            self._handles[reply.snapshot] = reply.lane[0]
+        return reply.snapshot
 
     async def restore(self, snapshot: str) -> None:
         """Return to a saved state."""
@@ -131,7 +139,7 @@ class Sandbox:
             and await self.lane.restore(self._handles[snapshot])
         ):
             return
-        await self._request("restore", OpRequest(snapshot=snapshot))
+        await self._value("restore", wire.Restore(snapshot=snapshot))
 
     async def state(self) -> State:
         """Dump the state (table -> rows), over the direct lane when there is one."""
@@ -139,7 +147,7 @@ class Sandbox:
             state: State | None = await self.lane.state()
             if state is not None:
                 return state
-        return await self._request("state", OpRequest())  # type: ignore[no-any-return]
+        return await self._value("state", wire.State())  # type: ignore[no-any-return]
 
     async def close(self) -> None:
         """Close the sandbox (idempotent)."""
@@ -148,7 +156,7 @@ class Sandbox:
         if self.lane is not None:
             self.lane.close()
         try:
-            await self._request("close", OpRequest(), timeout=10.0)
+            await self._request("close", wire.Close(), timeout=10.0)
         except SandboxError as exc:
             log.debug("sandbox close failed", sandbox=self.id, error=str(exc))
         self.closed = True
@@ -166,7 +174,7 @@ async def open_sandbox(
     lifetime: float = 3600.0,
 ) -> Sandbox:
     """Open a sandbox holding ``env`` on whichever process serves ``runner``."""
-    req = OpenRequest(env=env, seed=seed, run=run, lifetime=lifetime)
+    req = wire.Open(env=env, seed=seed, run=run, lifetime=lifetime)
     try:  # the process that takes the open names itself, so its death fails the open at once
         msg = await bus.request_claimed(sandbox_open_subject(runner), _enc.encode(req), timeout)
     except ResponderGone as exc:
@@ -177,15 +185,14 @@ async def open_sandbox(
             "is a process serving it? (`envkernel run` serves its runner itself; a worker "
             "needs --plugins including it)"
         ) from None
-    reply = _reply_dec.decode(msg.data)
-    if not reply.ok:
-        raise SandboxError(
-            f"runner {runner!r} could not open a sandbox for env {env.id!r}: {reply.error}"
-        )
-    sb = Sandbox(bus, str(reply.value), runner, call_timeout)
+    reply = _dec.decode(msg.data)
+    if type(reply) is not wire.Opened:
+        why = reply.error if type(reply) is wire.Failed else f"a {type(reply).__name__}"
+        raise SandboxError(f"runner {runner!r} could not open a sandbox for env {env.id!r}: {why}")
+    sb = Sandbox(bus, reply.sandbox, runner, call_timeout)
     sb.run, sb.lane = (
         run,
-        await connect_lane(reply.lane, on_hang=lambda: sb._request("kill", OpRequest()))
+        await connect_lane(reply.lane, on_hang=lambda: sb._request("kill", wire.Kill()))
         if reply.lane
         else None,
     )
@@ -306,6 +313,110 @@ class SandboxPool:
         await asyncio.gather(*(sb.close() for sb in idle))
 
 
+async def _do_call(s: Any, req: wire.Call) -> wire.Reply:
+    if Capability.RAW_CALL in capabilities_of(s):  # the executor's JSON line, relayed as it is
+        return wire.Result(json=await s.call_raw(req.tool, req.arguments))
+    return wire.Result(json=msgspec.json.encode(await s.call(req.tool, req.arguments)))
+
+
+async def _do_snapshot(s: Any, req: wire.Snapshot) -> wire.Reply:
+    name = await s.snapshot()
+    lane = s.lane_handle(name) if Capability.LANE in capabilities_of(s) else []
+    return wire.Snapshotted(snapshot=name, lane=lane)
+
+
+async def _do_patch(s: Any, req: wire.Patch) -> wire.Reply:
+    return wire.Value(value=await s.patch(req.rows))
+
+
+async def _do_restore(s: Any, req: wire.Restore) -> wire.Reply:
+    await s.restore(req.snapshot)
+    return wire.Value()
+
+
+async def _do_state(s: Any, req: wire.State) -> wire.Reply:
+    return wire.Value(value=await s.state())
+
+
+async def _do_kill(s: Any, req: wire.Kill) -> wire.Reply:
+    await s.interrupt()  # a call over the direct lane hung past its timeout
+    return wire.Value()
+
+
+_HANDLERS: dict[type, Callable[[Any, Any], Awaitable[wire.Reply]]] = {
+    wire.Call: _do_call,
+    wire.Snapshot: _do_snapshot,
+    wire.Patch: _do_patch,
+    wire.Restore: _do_restore,
+    wire.State: _do_state,
+    wire.Kill: _do_kill,
+}
+"""The service's answer to each operation a session takes."""
+
+
+def _refused_open(req: wire.Message) -> str:
+    """Why an open request is refused ("" when it is not)."""
+    if not isinstance(req, wire.Open):
+        return f"bad open request: a {type(req).__name__}, not an open"
+    if req.protocol != wire.PROTOCOL:
+        return (
+            f"the client speaks sandbox wire {req.protocol} and this service "
+            f"{wire.PROTOCOL}: run the same envkernel on both"
+        )
+    return ""
+
+
+_STACK_SETTINGS = (
+    "zygote",
+    "spares",
+    "cells",
+    "recycle",
+    "pool_size",
+    "pool_max",
+    "recycle_max",
+    "call_timeout",
+    "lifetime",
+)
+"""The runner settings that choose how an open is served (see ``docs/sandbox-stack.md``)."""
+
+
+def describe_stack(runners: dict[str, Any], pool: SandboxPool) -> dict[str, Any]:
+    """The sandbox stack a process serves and uses, as data and one readable line: the runners
+    and the settings that shape their opens, the transport (bus wire and direct lanes), the
+    pool, and the known-trace cache. Logged when a run starts and written to ``summary.json``
+    (``sandbox_stack``)."""
+    from envkernel_runtime.executor_protocol import PROTOCOL as EXECUTOR_PROTOCOL
+    from envkernel_runtime.replay import replay_enabled
+
+    served = {}
+    for name, runner in runners.items():
+        settings = msgspec.to_builtins(getattr(runner, "settings", None) or {})
+        picked = {k: settings[k] for k in _STACK_SETTINGS if k in settings}
+        served[name] = {"class": type(runner).__name__, **picked}
+    lanes, traces = lanes_enabled(), replay_enabled()
+    pieces = [
+        ", ".join(
+            f"{n} runner ({' '.join(f'{k}={v}' for k, v in r.items() if k != 'class')})"
+            for n, r in served.items()
+        )
+        or "no runner served here",
+        f"sandbox service on the bus (wire {wire.PROTOCOL}, executor protocol {EXECUTOR_PROTOCOL})",
+        "direct lanes on the same host" if lanes else "no direct lanes",
+        f"SandboxPool ({pool.per_env} out per env, restored to the open-time snapshot between "
+        "uses)",
+        "known traces on" if traces else "known traces off (ENVKERNEL_REPLAY=0)",
+    ]
+    return {
+        "runners": served,
+        "wire_protocol": wire.PROTOCOL,
+        "executor_protocol": EXECUTOR_PROTOCOL,
+        "direct_lanes": lanes,
+        "pool": {"per_env": pool.per_env, "reuse": "restore"},
+        "known_traces": traces,
+        "description": " -> ".join(pieces),
+    }
+
+
 class _Live:
     __slots__ = ("session", "sub", "deadline", "lock")
 
@@ -357,15 +468,20 @@ class SandboxService:
     async def _open(self, msg: Msg) -> None:
         await self.bus.claim(msg, sandbox_op_subject(f"{self.name}-{self.uid}", "alive"))
         try:
-            req = _open_dec.decode(msg.data)
+            req = _dec.decode(msg.data)
         except msgspec.DecodeError as exc:
-            await msg.respond(_enc.encode(Reply(ok=False, error=f"bad open request: {exc}")))
+            why = f"bad open request: {exc} (this service speaks sandbox wire {wire.PROTOCOL})"
+            await msg.respond(_enc.encode(wire.Failed(error=why)))
+            return
+        why = _refused_open(req)
+        if why or not isinstance(req, wire.Open):
+            await msg.respond(_enc.encode(wire.Failed(error=why)))
             return
         try:
             session = await self.runner.open(req.env, req.seed)
         except Exception as exc:
             log.warning("sandbox open failed", runner=self.name, env=req.env.id, error=str(exc))
-            await msg.respond(_enc.encode(Reply(ok=False, error=f"{type(exc).__name__}: {exc}")))
+            await msg.respond(_enc.encode(wire.Failed(error=f"{type(exc).__name__}: {exc}")))
             return
         sid = f"{self.name}-{self.uid}~{uuid.uuid4().hex[:12]}"
         sub = await self.bus.nc.subscribe(sandbox_op_subject(sid, "*"), cb=self._on_op)
@@ -373,10 +489,10 @@ class SandboxService:
         self._live[sid] = _Live(session, sub, time.monotonic() + req.lifetime)
         lane = (
             self.lanes.offer(session, session.settings.call_timeout)
-            if self.lanes is not None and hasattr(session, "settings")
+            if self.lanes is not None and Capability.LANE in capabilities_of(session)
             else []
         )
-        await msg.respond(_enc.encode(Reply(value=sid, lane=lane)))
+        await msg.respond(_enc.encode(wire.Opened(sandbox=sid, lane=lane)))
 
     async def _on_op(self, msg: Msg) -> None:
         # sandbox ops are handled in order per sandbox (one subscription each)
@@ -385,50 +501,32 @@ class SandboxService:
         live = self._live.get(sid)
         if live is None:
             await msg.respond(
-                _enc.encode(Reply(ok=False, error=f"no sandbox {sid} (closed or expired)"))
+                _enc.encode(wire.Failed(error=f"no sandbox {sid} (closed or expired)"))
             )
             return
         if op == "close":
             # reply first: closing unsubscribes, which would cancel this very callback
-            await msg.respond(_enc.encode(Reply(value=None)))
+            await msg.respond(_enc.encode(wire.Value()))
             self._spawn(self._close(sid))
             return
         try:
-            req = _op_dec.decode(msg.data)
+            req = _dec.decode(msg.data)
             async with live.lock:
-                value = await self._do(sid, live, op, req)
-            data = (
-                value
-                if type(value) is bytes
-                else _enc.encode(value if type(value) is Reply else Reply(value=value))
-            )
+                reply = await self._do(live, op, req)
+            data = _enc.encode(reply)
         except Exception as exc:
-            data = _enc.encode(Reply(ok=False, error=f"{type(exc).__name__}: {exc}"))
+            code = exc.code if isinstance(exc, SandboxError) else SandboxErrorCode.SANDBOX
+            data = _enc.encode(wire.Failed(error=f"{type(exc).__name__}: {exc}", code=code))
         await msg.respond(data)
 
-    async def _do(self, sid: str, live: _Live, op: str, req: OpRequest) -> Any:
-        s = live.session
-        if (
-            op == "call"
-        ):  # a runner that raises answers with an error: the client's SandboxError (infra)
-            if hasattr(s, "call_raw"):  # the executor's JSON line (bytes), relayed as it is
-                return await s.call_raw(req.tool, req.arguments)
-            return msgspec.to_builtins(await s.call(req.tool, req.arguments))
-        if op == "snapshot":
-            name = await s.snapshot()
-            return (
-                Reply(value=name, lane=s.lane_handle(name)) if hasattr(s, "lane_handle") else name
-            )
-        if op == "patch":
-            return await s.patch(req.rows)
-        if op == "restore":
-            await s.restore(req.snapshot)
-            return None
-        if op == "state":
-            return await s.state()
-        if op == "kill":  # a call over the direct lane hung past its timeout
-            return await s.interrupt()
-        raise SandboxError(f"unknown sandbox operation {op!r}")
+    async def _do(self, live: _Live, op: str, req: wire.Message) -> wire.Reply:
+        """Answer one operation (a runner that raises answers with :class:`wire.Failed`: the
+        client's ``SandboxError``, infra). Dispatch is on the request's type; ``op`` (from the
+        subject) only names it in errors."""
+        handler = _HANDLERS.get(type(req))
+        if handler is None:
+            raise SandboxError(f"unknown sandbox operation {op!r} ({type(req).__name__})")
+        return await handler(live.session, req)
 
     async def _close(self, sid: str) -> None:
         live = self._live.pop(sid, None)

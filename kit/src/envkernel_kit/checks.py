@@ -362,10 +362,37 @@ async def _check_determinism(
     await session.restore(handle)
 
 
+def _check_capabilities(runner: Any, session: Any) -> None:
+    """A session's declared ``capabilities`` are known names, and it has what each one needs."""
+    from envkernel_runtime.session import Capability, capabilities_of
+
+    role = "sandbox runner"
+    declared: frozenset[str] = getattr(session, "capabilities", frozenset())
+    unknown = sorted(str(c) for c in declared if c not in set(Capability))
+    _expect(not unknown, role, runner, f"the session declares unknown capabilities {unknown}")
+    needs = {
+        Capability.RAW_CALL: ("call_raw",),
+        Capability.LANE: ("take_lane", "lane_taken", "lane_handle"),
+    }
+    for cap in capabilities_of(session):
+        for name in needs[cap]:
+            _method(session, role, name)
+        if cap is Capability.LANE:
+            _expect(
+                isinstance(
+                    getattr(getattr(session, "settings", None), "call_timeout", None), float
+                ),
+                role,
+                runner,
+                "a session with the 'lane' capability needs settings.call_timeout",
+            )
+
+
 def check_sandbox_runner(
     runner: Any, env: EnvSpec | None = None, calls: list[ToolCall] | None = None
 ) -> None:
-    """Open ``env`` (default ``shop-v1``) and exercise a session: ``state``, ``snapshot``, a call
+    """Open ``env`` (default ``shop-v1``) and exercise a session: it has every method of
+    ``SandboxSession`` and what its declared ``capabilities`` need; ``state``, ``snapshot``, a call
     of an unknown tool (an error *result*, never an exception), ``restore`` back to the snapshot;
     ``patch`` of a planted row (as a task with ``planted`` rows needs; a copy of a row with an
     ``id`` under a new id, :func:`planted_rows`, when the environment has one), undone by
@@ -393,7 +420,9 @@ def check_sandbox_runner(
                 runner,
                 "the session has no str id",
             )
-            _method(session, role, "patch")
+            for name in ("patch", "interrupt", "close"):
+                _method(session, role, name)
+            _check_capabilities(runner, session)
             before = await session.state()
             _expect(
                 isinstance(before, dict) and all(isinstance(v, list) for v in before.values()),

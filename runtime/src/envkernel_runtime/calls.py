@@ -1,6 +1,6 @@
 """Calling a component's methods from the host's event loop, whether they are sync or async.
 
-Moved out of the kernel's router (``envkernel.router`` re-exports :func:`call_role`), which
+Moved out of the kernel's router (``envkernel.worker`` re-exports :func:`call_role`), which
 uses them for every role method it invokes.
 """
 

@@ -33,6 +33,24 @@ Requests::
     {"op": "ping"}                          -> value: {"protocol", "loaded", "confinement"}
     {"op": "close"}                         -> responds, then exits 0
 
+Control ops (they change the executor's life, not the state):
+
+- ``ping``: what the executor is (its :data:`PROTOCOL`, whether an environment is loaded, the
+  confinement applied); a cell answers it before its ``load``;
+- ``close``: answer, then exit 0;
+- ``recycle`` (only in a nest's session, ``--nest``): answer ``{"ok":true,"value":null}``, then
+  end the session with exit code 75 so the nest forks the next one;
+- ``session`` (only on a nest's control socket, with the next session's lane passed as a file
+  descriptor, SCM_RIGHTS): answer ``{"session": n, "killed": k}`` and fork that session.
+
+The serving loop recognises ``recycle`` and ``session`` by the request's first bytes
+(``{"op":"recycle"``, ``{"op":"session"``) before any JSON is decoded; the host writes every
+request with ``"op"`` first, as msgspec encodes a dict in order. A direct lane
+(:mod:`envkernel_runtime.lane`) takes ``call``, ``restore``, ``dump`` and ``ping`` only.
+
+Protocol versions: 1 had load, call, snapshot, restore, dump, ping and close; 2 (2026-12-04) adds
+patch, recycle, session and the direct lane.
+
 Responses: ``{"ok": true, "value": ...}`` or
 ``{"ok": false, "error": {"code": ..., "message": ...}}``. Error codes: ``bad_request``,
 ``not_loaded``, ``unsupported``, ``load_failed``, ``unknown_tool``, ``invalid_arguments``,

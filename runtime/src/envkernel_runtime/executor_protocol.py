@@ -49,7 +49,8 @@ if TYPE_CHECKING:  # typing is never imported at run time: it would slow the exe
     Snapshot: TypeAlias = tuple["bytes | sqlite3.Connection", Counters, Files, Globals]
     """A snapshot: the database, the counters, the working folder and env.py's globals."""
 
-PROTOCOL = 1
+PROTOCOL = 2
+"""The executor protocol's version (see :mod:`envkernel_runtime.executor`)."""
 DEFAULT_CLOCK = "2026-01-15T09:00:00Z"
 DEFAULT_CALL_TIMEOUT = 10.0
 DEFAULT_LOAD_TIMEOUT = 30.0

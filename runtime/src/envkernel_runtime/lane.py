@@ -40,6 +40,8 @@ from typing import Any
 import msgspec
 import structlog
 
+from envkernel_runtime import executor_wire as ew
+from envkernel_runtime.session import Capability, capabilities_of
 from envkernel_schemas import ToolError, ToolResult
 
 from .session import HOST_GRACE, STREAM_LIMIT
@@ -53,7 +55,7 @@ OFFER_SECONDS = 60.0
 
 _enc = msgspec.json.Encoder()
 _result_dec = msgspec.json.Decoder(ToolResult)
-_DUMP = _enc.encode({"op": "dump"}) + b"\n"
+_DUMP = ew.encode(ew.Dump()) + b"\n"
 
 
 class _Dump(msgspec.Struct):
@@ -129,8 +131,8 @@ class LaneServer:
     def offer(self, session: Any, call_timeout: float) -> list[Any]:
         """The offer of ``session``'s lane for an open reply (``[]`` when it has none): host, path,
         token, call timeout."""
-        take = getattr(session, "take_lane", None)
-        lane = take() if take is not None and self._sock is not None else None
+        has_lane = Capability.LANE in capabilities_of(session)
+        lane = session.take_lane() if has_lane and self._sock is not None else None
         if lane is None:
             return []
         now = time.monotonic()
@@ -243,14 +245,7 @@ class DirectLane:
             return None
         try:
             request = (
-                _enc.encode(
-                    {
-                        "op": "call",
-                        "tool": tool,
-                        "arguments": arguments,
-                        "timeout": self.call_timeout,
-                    }
-                )
+                ew.encode(ew.Call(tool=tool, arguments=arguments, timeout=self.call_timeout))
                 + b"\n"
             )
         except (TypeError, msgspec.EncodeError) as exc:
@@ -288,7 +283,7 @@ class DirectLane:
     async def restore(self, handle: str) -> bool:
         """Restore the executor's snapshot ``handle``; False when it could not be done here (then
         the caller restores over the bus, where a snapshot of a replaced executor is rebuilt)."""
-        line = await self._exchange(_enc.encode({"op": "restore", "snapshot": handle}) + b"\n")
+        line = await self._exchange(ew.encode(ew.Restore(snapshot=handle)) + b"\n")
         return line is not None and line.startswith(b'{"ok":true')
 
     async def state(self) -> dict[str, list[dict[str, Any]]] | None:

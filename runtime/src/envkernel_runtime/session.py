@@ -10,7 +10,7 @@ death; the protocol client is the same for all of them and lives here, in :class
 - every failure of a tool call is a :class:`~envkernel_schemas.ToolResult` (``crashed``,
   ``timeout``, ``too_large``, ``invalid_arguments``), except a call on a closed or expired
   session, which raises (``code="closed"``); every failure of another operation is a
-  :class:`SessionError` with a ``code``;
+  :class:`~envkernel_runtime.errors.SandboxError` with a ``code``;
 - the call log: the calls that succeeded since the last ``load`` or ``restore``, with their exact
   answers. After the executor died or hung, the next request starts a replacement, loads the
   environment and seed again and replays that log, so the state is the one the caller expects
@@ -26,16 +26,28 @@ The kernel never imports a runner: runners subclass :class:`ExecutorSession` and
 from __future__ import annotations
 
 import asyncio
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import msgspec
 
+from envkernel_runtime import executor_wire as ew
+from envkernel_runtime.errors import SandboxError
 from envkernel_schemas import EnvSpec, State, ToolError, ToolResult
 
-__all__ = ["HOST_GRACE", "STREAM_LIMIT", "ExecutorSession", "SessionError", "SessionSettings"]
+__all__ = [
+    "Capability",
+    "capabilities_of",
+    "HOST_GRACE",
+    "STREAM_LIMIT",
+    "ExecutorSession",
+    "SandboxError",
+    "SessionSettings",
+]
 
 STREAM_LIMIT = 64 * 1024 * 1024
 """Longest response line the host reads (the executor itself refuses responses over half that)."""
@@ -50,18 +62,38 @@ _OK = b'{"ok":true'
 _FAILED = b'{"ok":false'
 
 
-class SessionError(Exception):
-    """A sandbox operation other than a tool call failed (start, load, snapshot, restore, state).
+class Capability(StrEnum):
+    """What a sandbox session can do beyond the required methods, declared in its
+    ``capabilities`` (a frozenset) instead of probed with ``hasattr``."""
 
-    ``code`` is the executor's error code when it gave one (``load_failed``, ``unknown_snapshot``,
-    ...), else what the host saw (``timeout``, ``crashed``, ``too_large``, ``closed``), else
-    ``sandbox``. Runners raise their own subclass (:attr:`ExecutorSession.error_type`), which also
-    derives from the kernel's ``envkernel.errors.SandboxError`` (the runtime never imports the
-    kernel)."""
+    RAW_CALL = "raw_call"
+    """``call_raw(tool, arguments) -> bytes``: a call's result as the executor's JSON line (the
+    sandbox service relays it without decoding it)."""
+    LANE = "lane"
+    """A direct lane (:mod:`envkernel_runtime.lane`): ``take_lane()`` (the executor's lane
+    socket, once, or None), ``settings.call_timeout``, ``lane_taken()`` and
+    ``lane_handle(name)``."""
 
-    def __init__(self, message: str, code: str = "sandbox") -> None:
-        super().__init__(message)
-        self.code = code
+
+def capabilities_of(session: object) -> frozenset[Capability]:
+    """The capabilities ``session`` declares (none when it declares no ``capabilities``, as a
+    runner written before they existed)."""
+    declared: frozenset[str] = getattr(session, "capabilities", frozenset())
+    return frozenset(c for c in Capability if c in declared)
+
+
+def __getattr__(name: str) -> Any:
+    """``SessionError``: the deprecated old name of
+    :class:`~envkernel_runtime.errors.SandboxError` (the same class; using it warns)."""
+    if name == "SessionError":
+        warnings.warn(
+            "envkernel_runtime.session.SessionError is deprecated: use "
+            "envkernel_runtime.errors.SandboxError (the same class)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return SandboxError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class SessionSettings(Protocol):
@@ -114,8 +146,9 @@ class ExecutorSession(ABC):
     attributes below.
     """
 
-    error_type: ClassVar[type[SessionError]] = SessionError
-    """The error this runner raises (its own :class:`SessionError` subclass)."""
+    error_type: ClassVar[type[SandboxError]] = SandboxError
+    """The error this runner raises: :class:`~envkernel_runtime.errors.SandboxError` (a runner
+    may name a subclass of it)."""
     retry_crashed: ClassVar[bool] = False
     """Do snapshot, restore and state once more in a replacement when the executor turns out to be
     dead (``crashed``) during them."""
@@ -128,6 +161,10 @@ class ExecutorSession(ABC):
         ConnectionResetError,
     )
     """Errors of the stream that mean the executor is gone (then its death is explained)."""
+
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.RAW_CALL})
+    """Every executor session relays raw results; a runner whose executors have a direct lane
+    adds :attr:`Capability.LANE` (and ``take_lane``)."""
 
     settings: SessionSettings
 
@@ -154,9 +191,7 @@ class ExecutorSession(ABC):
         self._death = ""  # why the executor that held the lane died
         # why the state cannot be rebuilt (an executor with a lane died); a restore clears it
         self._lost = ""
-        self._load = msgspec.json.encode(
-            {"op": "load", "env": env, "seed": seed, "timeout": settings.startup_timeout}
-        )
+        self._load = ew.encode(ew.Load(env=env, seed=seed, timeout=settings.startup_timeout))
         self._expiry = asyncio.get_running_loop().call_later(settings.lifetime, self._expire)
 
     @property
@@ -208,13 +243,8 @@ class ExecutorSession(ABC):
         """:meth:`call`, answered with the result as one JSON line, exactly as the executor wrote it
         (the sandbox service passes it on without decoding it). Every failure is a result too."""
         try:
-            request = _enc.encode(
-                {
-                    "op": "call",
-                    "tool": tool,
-                    "arguments": arguments,
-                    "timeout": self.settings.call_timeout,
-                }
+            request = ew.encode(
+                ew.Call(tool=tool, arguments=arguments, timeout=self.settings.call_timeout)
             )
         except (TypeError, msgspec.EncodeError) as exc:
             return _enc.encode(
@@ -286,13 +316,13 @@ class ExecutorSession(ABC):
         """Save the state; return a handle for :meth:`restore`."""
         async with self._lock:
             self._check_open()
-            resp = await self._with_executor(lambda: self._op({"op": "snapshot"}, full=True))
+            resp = await self._with_executor(lambda: self._op(ew.Snapshot(), full=True))
             self._check_state()
             self._snapshot_count += 1
             name = f"s{self._snapshot_count}"
-            complete = self._base_complete and not resp.get("direct")
+            complete = self._base_complete and not resp.direct
             self._snapshots[name] = _Snapshot(
-                self._generation, resp.get("value"), tuple(self._log), complete
+                self._generation, resp.value, tuple(self._log), complete
             )
             return name
 
@@ -310,7 +340,7 @@ class ExecutorSession(ABC):
         """Insert rows (``{"table": ..., "row": {...}}`` each) into the state: a task's planted
         rows, before its episode. All or none; kept in the call log, so a replacement executor gets
         them too, and restoring a snapshot taken before takes them out again."""
-        request = _enc.encode({"op": "patch", "rows": rows})
+        request = ew.encode(ew.Patch(rows=rows))
         async with self._lock:
             self._check_open()
             n = await self._with_executor(lambda: self._op_raw(request, "patch"))
@@ -322,7 +352,7 @@ class ExecutorSession(ABC):
         """Dump every table of the state."""
         async with self._lock:
             self._check_open()
-            state: State = await self._with_executor(lambda: self._op({"op": "dump"}))
+            state: State = await self._with_executor(lambda: self._op(ew.Dump()))
             self._check_state()
             return state
 
@@ -346,7 +376,7 @@ class ExecutorSession(ABC):
                     await self._ensure_running()
                 finally:
                     self._blank = False
-                return await self._op({"op": "ping"})
+                return await self._op(ew.Ping())
         except BaseException:
             await self.close()
             raise
@@ -355,9 +385,7 @@ class ExecutorSession(ABC):
         """Load ``env`` with ``seed`` into a cell started by :meth:`start_blank`; return what
         ``load`` answered. Its hard lifetime counts from now."""
         self.env, self.seed = env, seed
-        self._load = msgspec.json.encode(
-            {"op": "load", "env": env, "seed": seed, "timeout": self.settings.startup_timeout}
-        )
+        self._load = ew.encode(ew.Load(env=env, seed=seed, timeout=self.settings.startup_timeout))
         self.restart_lifetime()
         async with self._lock:
             self._check_open()
@@ -483,7 +511,7 @@ class ExecutorSession(ABC):
     async def _restore(self, name: str) -> None:
         snap = self._snapshots[name]
         if snap.generation == self._generation:
-            await self._op({"op": "restore", "snapshot": snap.handle})
+            await self._op(ew.Restore(snapshot=snap.handle))
             self._log, self._base_complete, self._lost = list(snap.log), snap.complete, ""
             return
         if not snap.complete:
@@ -497,7 +525,7 @@ class ExecutorSession(ABC):
         await self._op_raw(self._load, "load")
         self._log = []
         await self._replay(snap.log)
-        handle = await self._op({"op": "snapshot"})
+        handle = await self._op(ew.Snapshot())
         self._snapshots[name] = _Snapshot(self._generation, handle, snap.log)
         self._base_complete, self._lost = True, ""
 
@@ -517,8 +545,9 @@ class ExecutorSession(ABC):
                 replayed.append((request, line))
         self._log = replayed
 
-    async def _op(self, request: dict[str, Any], full: bool = False) -> Any:
-        return await self._op_raw(msgspec.json.encode(request), request["op"], full)
+    async def _op(self, request: ew.Request, full: bool = False) -> Any:
+        op = type(request).__struct_config__.tag
+        return await self._op_raw(ew.encode(request), str(op), full)
 
     async def _op_raw(self, request: bytes, op: str, full: bool = False) -> Any:
         try:
@@ -541,19 +570,18 @@ class ExecutorSession(ABC):
                 code="too_large",
             ) from None
         try:
-            resp = msgspec.json.decode(line)
+            resp = ew.reply_dec.decode(line)
         except msgspec.DecodeError as exc:
             await self._kill("bad response")
             raise self.error_type(
-                f"sandbox {self.id}: {op} got a response that is not JSON: {exc}"
+                f"sandbox {self.id}: {op} got a response that is not a reply: {exc}"
             ) from None
-        if not resp.get("ok"):
-            err = resp.get("error") or {}
-            code = err.get("code", "error")
+        if not resp.ok:
+            err = resp.error or ew.ReplyError()
             raise self.error_type(
-                f"sandbox {self.id}: {op} failed: {code}: {err.get('message', '')}", code=code
+                f"sandbox {self.id}: {op} failed: {err.code}: {err.message}", code=err.code
             )
-        return resp if full else resp.get("value")
+        return resp if full else resp.value
 
     async def _roundtrip(self, request: bytes, timeout: float) -> bytes:
         streams = self._streams()

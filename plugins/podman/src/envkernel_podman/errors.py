@@ -1,13 +1,12 @@
-"""The plugin's error type."""
+"""The plugin's error type: envkernel's one sandbox error.
+
+``SandboxError`` here is :class:`envkernel_runtime.errors.SandboxError` (the same class as
+``envkernel.errors.SandboxError``). Its ``code`` is the executor's error code when it gave one
+(``load_failed``, ``unknown_snapshot``, ``timeout``, ``crashed``, ``closed``...), ``no_image``
+when the sandbox image is missing."""
 
 from __future__ import annotations
 
-from envkernel.errors import SandboxError as KernelSandboxError
-from envkernel_runtime.session import SessionError
+from envkernel_runtime.errors import SandboxError, SandboxErrorCode
 
-
-class SandboxError(SessionError, KernelSandboxError, RuntimeError):
-    """A sandbox operation other than a tool call failed (image, service, start, load, snapshot...).
-
-    ``code`` is the executor's error code when it gave one (``load_failed``, ``unknown_snapshot``,
-    ``timeout``, ``crashed``, ``closed``...), ``no_image`` when the sandbox image is missing."""
+__all__ = ["SandboxError", "SandboxErrorCode"]

@@ -35,10 +35,11 @@ from typing import Any, ClassVar
 import msgspec
 import structlog
 
-from envkernel.errors import SandboxError as KernelSandboxError
 from envkernel.hookspecs import hookimpl
 from envkernel_runtime import executor_path
-from envkernel_runtime.session import STREAM_LIMIT, ExecutorSession, SessionError
+from envkernel_runtime import executor_wire as ew
+from envkernel_runtime.errors import SandboxError
+from envkernel_runtime.session import STREAM_LIMIT, Capability, ExecutorSession
 from envkernel_schemas import CodeBehaviour, EnvSpec
 
 from .confine import (
@@ -162,13 +163,6 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     }
 
 
-class SandboxError(SessionError, KernelSandboxError, RuntimeError):
-    """A sandbox operation other than a tool call failed (start, load, snapshot, restore, state).
-
-    ``code`` is the executor's error code when it gave one (``load_failed``, ``unknown_snapshot``,
-    ``timeout``, ``crashed``, ``closed``...)."""
-
-
 def _network_cut() -> list[str]:
     """The ``unshare`` prefix sandboxes run under here ([] when not root or unavailable)."""
     return list(host_support().unshare)
@@ -234,6 +228,7 @@ class ProcessSession(ExecutorSession):
     class starts, confines and kills the subprocess and explains its death."""
 
     error_type = SandboxError
+    capabilities = frozenset({Capability.RAW_CALL, Capability.LANE})
     hang_note = "the sandbox was killed"
     op_hang_note = "the executor was killed"
     settings: Settings
@@ -342,7 +337,7 @@ class ProcessSession(ExecutorSession):
             return None
         lane: socket.socket | None = None
         try:
-            await self._op({"op": "recycle"})
+            await self._op(ew.Recycle())
             lane, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 socket.send_fds(proc.sock, [b'{"op":"session"}\n'], [theirs.fileno()])
@@ -352,7 +347,7 @@ class ProcessSession(ExecutorSession):
                 line = await proc.stdout.readline()
             if not line.startswith(b'{"ok":true'):
                 raise SandboxError(f"the nest answered {line[:200]!r}", code="crashed")
-        except (OSError, TimeoutError, SessionError) as exc:
+        except (OSError, TimeoutError, SandboxError) as exc:
             log.debug(
                 "could not recycle a sandbox",
                 sandbox=self.id,

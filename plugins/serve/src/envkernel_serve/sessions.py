@@ -38,6 +38,7 @@ import structlog
 from envkernel_kit.grading import grade
 from envkernel_runtime.calls import call_role
 from envkernel_runtime.lane import DirectLane, lanes_enabled
+from envkernel_runtime.session import Capability, capabilities_of
 from envkernel_schemas import (
     CallRecord,
     EnvSpec,
@@ -227,8 +228,8 @@ def _take_lane(sb: Any) -> DirectLane | None:
     None. Calls over it are not in the sandbox's call log, so after a crash its state is lost (and
     said so) rather than replayed: the session then starts again from the task's initial state, as
     it does for any failed sandbox (see :meth:`Episode.call`)."""
-    take = getattr(sb, "take_lane", None)
-    sock = take() if take is not None and lanes_enabled() else None
+    has_lane = Capability.LANE in capabilities_of(sb)
+    sock = sb.take_lane() if has_lane and lanes_enabled() else None
     if sock is None:
         return None
     sb.lane_taken()

@@ -6,7 +6,7 @@ import pytest
 
 from envkernel import config as cfgmod
 from envkernel.config import ConfigError, RunConfig
-from envkernel.routing import (
+from envkernel.event_routes import (
     BROADCAST_INPUTS,
     KERNEL_INPUTS,
     SERVED_KINDS,
@@ -71,3 +71,20 @@ def test_flags_override_the_environment_which_overrides_the_file() -> None:
 def test_a_setting_of_the_wrong_type_is_a_config_error_naming_it() -> None:
     with pytest.raises(ConfigError, match="seed"):
         cfgmod.build({"seed": "not a number"}, {}, {}, {})
+
+
+def test_old_module_names_warn_and_re_export_the_same_objects() -> None:
+    """``envkernel.router`` and ``envkernel.routing`` are deprecated names of ``worker`` and
+    ``event_routes``: importing them warns and gives the same objects."""
+    import importlib
+    import sys
+
+    import pytest
+
+    from envkernel import event_routes, worker
+
+    for old, new, name in (("router", worker, "Worker"), ("routing", event_routes, "subject_of")):
+        sys.modules.pop(f"envkernel.{old}", None)
+        with pytest.warns(DeprecationWarning, match=f"envkernel.{old} is deprecated"):
+            mod = importlib.import_module(f"envkernel.{old}")
+        assert getattr(mod, name) is getattr(new, name)

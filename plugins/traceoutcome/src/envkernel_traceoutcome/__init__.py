@@ -48,6 +48,10 @@ class TraceOutcomeSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=T
     """Cap of each penalty."""
     rel_tol: float = REL_TOL
     """Relative tolerance when comparing numbers in arguments."""
+    partial: bool = True
+    """A write task short of its end state scores the share of the request's row changes made
+    (0 when a row is wrong or not asked for); False: all or nothing. Partial credit is never for
+    the calls made."""
 
     def __post_init__(self) -> None:
         for name in ("tau", "tau_final"):
@@ -92,6 +96,7 @@ class TraceOutcome:
             format_step=s.format_step,
             cap=s.cap,
             rel_tol=s.rel_tol,
+            partial=s.partial,
             model=ctx.component,
         )
 

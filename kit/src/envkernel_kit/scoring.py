@@ -27,6 +27,9 @@
   matches at most one reference call, in any order (a maximum bipartite matching).
 - **length penalty**: ``length_step`` per call beyond the reference's length, capped at ``cap``.
 - **format penalty**: ``format_step`` per format error, capped at ``cap``.
+- **question cost**: ``question_step`` per question the user answered beyond what the task holds
+  back (``Task.hidden``), capped at ``cap`` (:func:`needless_questions`; in ``reasons``, and in
+  the score, not a field of its own).
 """
 
 from __future__ import annotations
@@ -265,6 +268,29 @@ def tau_at(tau: float, tau_final: float | None, tau_iterations: int, iteration: 
     return tau + (tau_final - tau) * progress
 
 
+def questions_asked(messages: list[dict[str, Any]]) -> int:
+    """The agent's questions the user answered: assistant turns that ask (a ``?``, no tool call)
+    and are followed by a user turn. A question left as the final answer (a confirmation asked
+    for) is not one of them."""
+    n = 0
+    for m, nxt in zip(messages, messages[1:], strict=False):
+        content = m.get("content")
+        if (
+            m.get("role") == "assistant"
+            and not m.get("tool_calls")
+            and isinstance(content, str)
+            and "?" in content
+            and nxt.get("role") == "user"
+        ):
+            n += 1
+    return n
+
+
+def needless_questions(task: Task, trajectory: Trajectory) -> int:
+    """Questions beyond what the task's user holds back (one per ``Task.hidden`` item)."""
+    return max(0, questions_asked(trajectory.messages) - len(task.hidden))
+
+
 def _fmt_call(c: ToolCall) -> str:
     return f"{c.name}({json.dumps(c.arguments, sort_keys=True, ensure_ascii=False, default=str)})"
 
@@ -280,6 +306,7 @@ def score(
     rel_tol: float = REL_TOL,
     model: str = "",
     partial: bool = True,
+    question_step: float = 0.05,
 ) -> Reward:
     """Score one trajectory on one task (see the module docstring); ``partial`` False makes a
     write task's outcome all or nothing."""
@@ -314,7 +341,11 @@ def score(
     format_penalty = min(cap, format_step * max(0, trajectory.format_errors))
     if trajectory.format_errors:
         reasons.append(f"format: {trajectory.format_errors} format errors")
-    raw = tau * trace + (1.0 - tau) * outcome - length_penalty - format_penalty
+    needless = needless_questions(task, trajectory)
+    question_penalty = min(cap, question_step * needless)
+    if needless:
+        reasons.append(f"questions: {needless} beyond what the user held back")
+    raw = tau * trace + (1.0 - tau) * outcome - length_penalty - format_penalty - question_penalty
     value = round(min(1.0, max(0.0, raw)), 12)
     return Reward(
         score=value,

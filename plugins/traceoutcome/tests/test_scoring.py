@@ -416,3 +416,29 @@ def test_changes_done_is_partial_over_the_requests_row_changes() -> None:
     traj = Trajectory(task_id="t", policy="p", calls=[], final_state=half)
     assert score(task, traj).score == 0.5
     assert score(task, traj, partial=False).score == 0.0  # all or nothing when asked
+
+
+def test_needless_questions_cost_and_held_back_ones_do_not() -> None:
+    """A question the user answers costs ``question_step`` beyond one per held-back item; a
+    question left as the final answer (a confirmation) costs nothing (issue 30, item 7)."""
+    chat = [
+        {"role": "user", "content": "Cancel my order."},
+        {"role": "assistant", "content": "Which order do you mean?"},
+        {"role": "user", "content": "The pending one."},
+        {"role": "assistant", "content": "Are you sure?"},
+        {"role": "user", "content": "That's everything I need; please go ahead."},
+        {"role": "assistant", "content": "Shall I also refund it?"},
+    ]
+    base = Task(
+        id="t",
+        env_id="e",
+        request="r",
+        calls=[],
+        outcome=Outcome(mutates=True, expected_state=EXPECTED, initial_state=INITIAL),
+    )
+    traj = Trajectory(task_id="t", policy="p", messages=chat, final_state=FINAL_OK)
+    assert score(base, traj).score == 0.9  # two answered questions, nothing held back
+    held = msgspec.structs.replace(base, hidden=["Only the pending one."])
+    r = score(held, traj)
+    assert r.score == 0.95 and "questions: 1 beyond what the user held back" in r.reasons
+    assert score(held, traj, question_step=0.0).score == 1.0

@@ -1006,11 +1006,81 @@ def _write_json_merged(path: Path, key: str, value: Any) -> None:
     tmp.replace(path)
 
 
+def run_settings(settings: SamplerSettings, ctx: Any) -> SamplerSettings:
+    """The settings for this run: nothing held back when the run has no ``user`` component
+    (nobody could reveal it)."""
+    cfg = getattr(ctx, "config", None)
+    if not (cfg is not None and cfg.components.get("user")) and (
+        settings.hidden_share or settings.hold_share
+    ):
+        return msgspec.structs.replace(settings, hidden_share=0.0, hold_share=0.0)
+    return settings
+
+
+def make_refiner(s: SamplerSettings) -> Any:
+    """The request refiner the settings ask for, else None."""
+    if not (s.refine_base_url and s.refine_model):
+        return None
+    from envkernel_kit.refine import Refiner
+
+    return Refiner(base_url=s.refine_base_url, model=s.refine_model, api_key=s.refine_api_key)
+
+
+def _log_graph(ctx: Any, gs: GraphSampler, graph: Any, folder: Path | None) -> None:
+    """Logs the tool graph, and writes it into the env's folder when asked."""
+    env_id = gs.env.id
+    ctx.log.info(
+        "tool graph",
+        env=env_id,
+        tools=graph.number_of_nodes(),
+        edges=graph.number_of_edges(),
+        data_edges=data_edges(graph),
+        dead=sorted(gs.dead),
+    )
+    if gs.s.write_graph and folder is not None:
+        try:
+            write_graph(graph, folder, title=f"{env_id}: tool dependency graph")
+        except OSError as exc:
+            ctx.log.warning("could not write the tool graph", env=env_id, error=str(exc))
+
+
+def _report(
+    ctx: Any, gs: GraphSampler, component: str, seconds: float, folder: Path | None
+) -> None:
+    """Logs what the sampler did, and writes ``sampling.json``."""
+    env_id = gs.env.id
+    st = gs.stats(seconds)
+    ctx.log.info(
+        f"{component} sampled",
+        env=env_id,
+        tasks=gs.emitted,
+        attempts=gs.attempts,
+        seconds=round(seconds, 2),
+        tasks_per_s=st["tasks_per_s"],
+        lengths=st["chain_lengths"],
+        coverage=st["tool_coverage"],
+        rejected=dict(gs.rejected.most_common(6)),
+    )
+    ctx.log.info(
+        "phrasings",
+        env=env_id,
+        sampler=component,
+        distinct=st["phrasings"],
+        requests=st["requests"],
+    )
+    if folder is not None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            _write_json_merged(folder / "sampling.json", component, st)
+        except OSError as exc:
+            ctx.log.warning("could not write sampling stats", env=env_id, error=str(exc))
+
+
 async def sample_env(
     cls: type[GraphSampler], settings: SamplerSettings, env: EnvSpec, ctx: Any
 ) -> AsyncIterator[Task]:
     """The sampling loop of one environment (see the module docstring)."""
-    s = settings
+    s = run_settings(settings, ctx)
     component = ctx.component
     rng = ctx.rng(component, env.id)
     out_dir = ctx.out_dir
@@ -1018,37 +1088,14 @@ async def sample_env(
     folder = Path(out_dir) / "envs" / env.id if Path(out_dir).is_absolute() else None
     t0 = time.perf_counter()
     budget = s.attempts or 20 * s.tasks_per_env + 200
-    cfg = getattr(ctx, "config", None)
-    if not (cfg is not None and cfg.components.get("user")) and (
-        s.hidden_share or s.hold_share
-    ):  # nobody to reveal a held-back condition
-        s = msgspec.structs.replace(s, hidden_share=0.0, hold_share=0.0)
-    refiner = None
-    if s.refine_base_url and s.refine_model:
-        from envkernel_kit.refine import Refiner
-
-        refiner = Refiner(
-            base_url=s.refine_base_url, model=s.refine_model, api_key=s.refine_api_key
-        )
+    refiner = make_refiner(s)
     refine_rng = ctx.rng(component, env.id, "refine")
     async with ctx.sandbox(env) as sb:
         seed = await sb.snapshot()
         seed_state = await sb.state()
         gs = cls(env, s, rng, seed_state, component)
         graph = await gs.explore(sb, seed)
-        ctx.log.info(
-            "tool graph",
-            env=env.id,
-            tools=graph.number_of_nodes(),
-            edges=graph.number_of_edges(),
-            data_edges=data_edges(graph),
-            dead=sorted(gs.dead),
-        )
-        if s.write_graph and folder is not None:
-            try:
-                write_graph(graph, folder, title=f"{env.id}: tool dependency graph")
-            except OSError as exc:
-                ctx.log.warning("could not write the tool graph", env=env.id, error=str(exc))
+        _log_graph(ctx, gs, graph, folder)
         since_new = 0
         while gs.emitted < s.tasks_per_env and gs.attempts < budget and since_new < s.patience:
             if s.time_limit and time.perf_counter() - t0 > s.time_limit:
@@ -1065,29 +1112,4 @@ async def sample_env(
     if refiner is not None:
         await refiner.aclose()
         ctx.log.info("refiner", env=env.id, verdicts=dict(gs.refined))
-    seconds = time.perf_counter() - t0
-    st = gs.stats(seconds)
-    ctx.log.info(
-        f"{component} sampled",
-        env=env.id,
-        tasks=gs.emitted,
-        attempts=gs.attempts,
-        seconds=round(seconds, 2),
-        tasks_per_s=st["tasks_per_s"],
-        lengths=st["chain_lengths"],
-        coverage=st["tool_coverage"],
-        rejected=dict(gs.rejected.most_common(6)),
-    )
-    ctx.log.info(
-        "phrasings",
-        env=env.id,
-        sampler=component,
-        distinct=st["phrasings"],
-        requests=st["requests"],
-    )
-    if folder is not None:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            _write_json_merged(folder / "sampling.json", component, st)
-        except OSError as exc:
-            ctx.log.warning("could not write sampling stats", env=env.id, error=str(exc))
+    _report(ctx, gs, component, time.perf_counter() - t0, folder)

@@ -9,7 +9,11 @@
   columns the server generates are already left out of the expectation); every other table
   (``Outcome.unchanged``, all of them for a read-only task) must be as it was, by its digest
   (generated columns left out). Any change the request did not ask for makes the outcome 0. A
-  task that changes state then scores 1 exactly when the state is right. A read-only task's
+  task that changes state then scores 1 exactly when the state is right; short of it, its outcome
+  is the share of the request's row changes made (:func:`changes_done`; each row added or removed
+  one part, a changed row its old version gone and its new one there), 0 when a row is wrong or
+  not asked for (``partial=False``: all or nothing). Partial credit is only ever over what the
+  request asked for, never for the calls made. A read-only task's
   outcome is the share of the expected answer its final answer states (facts, a count or total as
   the number the answer states, every row with its values, the order when asked for;
   :mod:`envkernel_kit.answers`), 0 when it also says rows not asked for or is a raw dump of the
@@ -23,6 +27,9 @@
   matches at most one reference call, in any order (a maximum bipartite matching).
 - **length penalty**: ``length_step`` per call beyond the reference's length, capped at ``cap``.
 - **format penalty**: ``format_step`` per format error, capped at ``cap``.
+- **question cost**: ``question_step`` per question the user answered beyond what the task holds
+  back (``Task.hidden``), capped at ``cap`` (:func:`needless_questions`; in ``reasons``, and in
+  the score, not a field of its own).
 """
 
 from __future__ import annotations
@@ -136,6 +143,30 @@ def expected_state_match(expected: State, initial: State, final: State) -> tuple
     return (0.0 if reasons else 1.0), reasons
 
 
+def changes_done(expected: State, initial: State, final: State) -> tuple[float, list[str]]:
+    """The share of the request's changes the final state shows (partial credit over what the user
+    asked for, never for calls): each row the request adds to a table, and each row it removes
+    (a changed row is its old version gone and its new one there), is one part. 0.0 when the final
+    state holds a row that is neither expected nor a part still undone (a change not asked for:
+    a wrong value, an extra row); 1.0 exactly when every expected table matches."""
+    exact, reasons = expected_state_match(expected, initial, final)
+    if exact == 1.0 or not expected:
+        return exact, reasons
+    parts = done = 0
+    for table, rows in expected.items():
+        cols = columns(rows, initial.get(table, []))
+        want = Counter(row_key(r, cols) for r in rows)
+        init = Counter(row_key(r, cols) for r in initial.get(table, []))
+        got = Counter(row_key(r, cols) for r in final.get(table, []))
+        add, remove = want - init, init - want
+        if got - want - remove:
+            return 0.0, [*reasons, f"outcome: table {table!r} has rows the request did not ask for"]
+        parts += sum(add.values()) + sum(remove.values())
+        done += sum((add & (got - init)).values()) + sum((remove & (init - got)).values())
+    share = done / parts if parts else 0.0
+    return share, [*reasons, f"outcome: {done} of {parts} requested row changes made"]
+
+
 def unasked_changes(outcome: Outcome, final: State) -> list[str]:
     """Reasons, one per table that changed though the request did not ask for it: a table of
     ``outcome.unchanged`` whose rows (generated columns left out) differ from the initial ones, or
@@ -237,6 +268,29 @@ def tau_at(tau: float, tau_final: float | None, tau_iterations: int, iteration: 
     return tau + (tau_final - tau) * progress
 
 
+def questions_asked(messages: list[dict[str, Any]]) -> int:
+    """The agent's questions the user answered: assistant turns that ask (a ``?``, no tool call)
+    and are followed by a user turn. A question left as the final answer (a confirmation asked
+    for) is not one of them."""
+    n = 0
+    for m, nxt in zip(messages, messages[1:], strict=False):
+        content = m.get("content")
+        if (
+            m.get("role") == "assistant"
+            and not m.get("tool_calls")
+            and isinstance(content, str)
+            and "?" in content
+            and nxt.get("role") == "user"
+        ):
+            n += 1
+    return n
+
+
+def needless_questions(task: Task, trajectory: Trajectory) -> int:
+    """Questions beyond what the task's user holds back (one per ``Task.hidden`` item)."""
+    return max(0, questions_asked(trajectory.messages) - len(task.hidden))
+
+
 def _fmt_call(c: ToolCall) -> str:
     return f"{c.name}({json.dumps(c.arguments, sort_keys=True, ensure_ascii=False, default=str)})"
 
@@ -251,8 +305,11 @@ def score(
     cap: float = 0.5,
     rel_tol: float = REL_TOL,
     model: str = "",
+    partial: bool = True,
+    question_step: float = 0.05,
 ) -> Reward:
-    """Score one trajectory on one task (see the module docstring)."""
+    """Score one trajectory on one task (see the module docstring); ``partial`` False makes a
+    write task's outcome all or nothing."""
     reasons: list[str] = []
     ref = task.calls
     matched = match_calls(ref, trajectory.calls, rel_tol)
@@ -265,7 +322,7 @@ def score(
             f"{', '.join(unmatched)}"
         )
     if task.outcome.mutates:
-        outcome, why = expected_state_match(
+        outcome, why = (changes_done if partial else expected_state_match)(
             task.outcome.expected_state, task.outcome.initial_state, trajectory.final_state
         )
     else:
@@ -284,7 +341,11 @@ def score(
     format_penalty = min(cap, format_step * max(0, trajectory.format_errors))
     if trajectory.format_errors:
         reasons.append(f"format: {trajectory.format_errors} format errors")
-    raw = tau * trace + (1.0 - tau) * outcome - length_penalty - format_penalty
+    needless = needless_questions(task, trajectory)
+    question_penalty = min(cap, question_step * needless)
+    if needless:
+        reasons.append(f"questions: {needless} beyond what the user held back")
+    raw = tau * trace + (1.0 - tau) * outcome - length_penalty - format_penalty - question_penalty
     value = round(min(1.0, max(0.0, raw)), 12)
     return Reward(
         score=value,

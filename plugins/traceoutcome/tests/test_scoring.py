@@ -10,6 +10,7 @@ import pytest
 from envkernel_schemas import CallRecord, Outcome, Task, ToolCall, ToolError, ToolResult, Trajectory
 from envkernel_traceoutcome import Settings, TraceOutcome, register_reward_models
 from envkernel_traceoutcome.scoring import (
+    changes_done,
     expected_state_match,
     facts_outcome,
     match_calls,
@@ -390,3 +391,54 @@ def test_a_read_only_answer_counts_only_about_rows_the_rollout_looked_up() -> No
     assert score(task, _traj(wrong, SEED, answer="Ann Lee is gold.")).score == 0.0
     done = score(task, _traj(other, SEED, answer="Done."))
     assert done.score == 0.0
+
+
+def test_changes_done_is_partial_over_the_requests_row_changes() -> None:
+    """Partial credit counts the rows the request changes (issue 30, item 4): the order cancelled
+    but the stock left is half the request; a wrong value anywhere is 0; nothing done is 0."""
+    half = {"orders": FINAL_OK["orders"], "products": [{"id": 1, "stock": 10}]}
+    share, why = changes_done(EXPECTED, INITIAL, half)
+    assert share == 0.5 and why[-1] == "outcome: 2 of 4 requested row changes made"
+    assert changes_done(EXPECTED, INITIAL, FINAL_OK) == (1.0, [])
+    assert changes_done(EXPECTED, INITIAL, FINAL_UNCHANGED)[0] == 0.0
+    wrong = {"orders": FINAL_OK["orders"], "products": [{"id": 1, "stock": 11}]}
+    assert changes_done(EXPECTED, INITIAL, wrong)[0] == 0.0  # a value the request did not ask for
+    # a duplicate the request adds: the initial copy alone is not the added one
+    dup = {"t": [{"a": 1}, {"a": 1}]}
+    assert changes_done(dup, {"t": [{"a": 1}]}, {"t": [{"a": 1}]})[0] == 0.0
+    task = Task(
+        id="t",
+        env_id="e",
+        request="r",
+        calls=[],
+        outcome=Outcome(mutates=True, expected_state=EXPECTED, initial_state=INITIAL),
+    )
+    traj = Trajectory(task_id="t", policy="p", calls=[], final_state=half)
+    assert score(task, traj).score == 0.5
+    assert score(task, traj, partial=False).score == 0.0  # all or nothing when asked
+
+
+def test_needless_questions_cost_and_held_back_ones_do_not() -> None:
+    """A question the user answers costs ``question_step`` beyond one per held-back item; a
+    question left as the final answer (a confirmation) costs nothing (issue 30, item 7)."""
+    chat = [
+        {"role": "user", "content": "Cancel my order."},
+        {"role": "assistant", "content": "Which order do you mean?"},
+        {"role": "user", "content": "The pending one."},
+        {"role": "assistant", "content": "Are you sure?"},
+        {"role": "user", "content": "That's everything I need; please go ahead."},
+        {"role": "assistant", "content": "Shall I also refund it?"},
+    ]
+    base = Task(
+        id="t",
+        env_id="e",
+        request="r",
+        calls=[],
+        outcome=Outcome(mutates=True, expected_state=EXPECTED, initial_state=INITIAL),
+    )
+    traj = Trajectory(task_id="t", policy="p", messages=chat, final_state=FINAL_OK)
+    assert score(base, traj).score == 0.9  # two answered questions, nothing held back
+    held = msgspec.structs.replace(base, hidden=["Only the pending one."])
+    r = score(held, traj)
+    assert r.score == 0.95 and "questions: 1 beyond what the user held back" in r.reasons
+    assert score(held, traj, question_step=0.0).score == 1.0

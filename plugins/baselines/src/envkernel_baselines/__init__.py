@@ -64,7 +64,21 @@ SYSTEM_PROMPT = (
 NOTHING_ANSWER = "I can't help with that."
 """The do-nothing policy's answer."""
 CLARIFY = "Before I go ahead: which ones do you mean, exactly?"
-"""The reference's question when the task holds something back and the run has a user to ask."""
+"""The reference's question when the task holds a condition back and the run has a user to ask."""
+ASK_WHO = "Before I go ahead: who am I speaking with?"
+"""The reference's question when the user held back who they are."""
+
+
+ASK_WHICH = "Before I go ahead: which one do you mean?"
+"""The reference's question when the user held back which row they mean."""
+
+
+def ask_for(fact: str) -> str:
+    """The reference's question for one held-back item: which rows (a condition), which row (a
+    quoted name), else who is speaking."""
+    if fact.startswith("Only the "):
+        return CLARIFY
+    return ASK_WHICH if '"' in fact else ASK_WHO
 
 
 class BaselineSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -97,10 +111,10 @@ class Reference:
         """Call each reference tool in order, then give the task's reference answer."""
         messages = _opening(self.settings.system_prompt, request)
         user = user_for(ctx) if request.task.hidden else None
-        for _fact in (
+        for fact in (
             request.task.hidden if user is not None else []
         ):  # ask for what the user held back, one turn each
-            messages.append({"role": "assistant", "content": CLARIFY})
+            messages.append({"role": "assistant", "content": ask_for(fact)})
             said = await user_turn(user, request.task, messages, ctx)
             if said is None:
                 messages.pop()

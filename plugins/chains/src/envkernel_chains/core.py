@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -31,7 +32,7 @@ from .graph import build_graph, write_graph
 from .ground import Grounder, PlanNode, Rejected, Step
 from .links import extract_elements
 from .outcome import changed_tables, row_key, same_rows, state_outcome, strip
-from .phrasing import Phraser, all_refs, check_request, tool_pattern
+from .phrasing import Phrased, Phraser, all_refs, check_request, plural_noun, tool_pattern
 from .plant import distractors
 from .recheck import acted_refs
 from .refs import Ref
@@ -72,6 +73,9 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     hidden_share: float = 0.35
     """Chance that a multi-row goal's numeric condition is held back for the user to reveal
     (``Task.hidden``); 0 in a run with no ``user`` component (nobody could reveal it)."""
+    hold_share: float = 0.8
+    """Chance that a chain whose request can hold a detail back (who speaks, the quoted name of a
+    row) does (:meth:`GraphSampler.hold_back`); 0 in a run with no ``user`` component."""
     superlative_share: float = 0.9
     """Chance of naming a row by a superlative the data decides
     (``my order with the highest total``) when one picks it out."""
@@ -173,6 +177,18 @@ def plain_create(steps: list[Step]) -> bool:
 
 _NEW = object()
 """Marks a value taken from a call that was not known before it."""
+
+
+HOLD_NAME = ("I'm {n}.", "This is {n}.", "My name is {n}.", "It's {n} here.", "I am {n}.")
+"""How a user who held back who they are says it when asked."""
+HOLD_ROW = (
+    'I mean the {noun} "{x}".',
+    'The {noun} "{x}".',
+    'It\'s the {noun} called "{x}".',
+    'That would be the {noun} "{x}".',
+)
+"""How a user who held back which row they mean says it when asked."""
+_QUOTED_ROW = re.compile(r'\bthe ([a-z]+) "([^"]+)"')
 
 
 def _k(v: Any) -> Any:
@@ -836,39 +852,12 @@ class GraphSampler:
         if bad:
             self.rejected[bad] += 1
             return None
+        question = b""
         if outcome is None:
-            if not phrased.facts:
-                self.rejected["no_facts"] += 1
+            read = self._read_outcome(phrased, steps, digest)
+            if read is None:
                 return None
-            outcome = Outcome(
-                mutates=False,
-                answer_facts=phrased.facts,
-                answer_rows=phrased.rows,
-                answer_absent=phrased.absent,
-                answer_ordered=phrased.ordered,
-                answer=phrased.answer,
-            )
-            question = hashlib.blake2b(
-                json.dumps(
-                    [digest.hex(), phrased.facts, phrased.rows, phrased.absent, phrased.ordered],
-                    sort_keys=True,
-                    default=str,
-                ).encode(),
-                digest_size=12,
-            ).digest()
-            if question in self._questions:
-                self.rejected["same_question"] += (
-                    1  # another wording of a question already asked about these calls
-                )
-                return None
-            stuffed = stuffed_answer(
-                phrased.answer, [s.output for s in steps], bool(phrased.absent)
-            )
-            if stuffed is not None and answer_score(outcome, stuffed)[0] >= 1.0:
-                self.rejected["imprecise_answer"] += (
-                    1  # the gate's stuffed mutant would score 1: not a precise check
-                )
-                return None
+            outcome, question = read
         else:
             outcome = msgspec.structs.replace(outcome, answer=phrased.answer)
         self._seen.add(digest)
@@ -876,20 +865,95 @@ class GraphSampler:
         if final_state is None:
             self._asked.setdefault(digest, set()).add(phrased.key)
             self._questions.add(question)
+        text, hidden = self.hold_back(phrased)
         task = self._emit(
             calls,
             [s.output for s in steps],
             outcome,
-            phrased.text,
+            text,
             phrased.kind,
             phrased.skeleton,
             difficulty_of(steps),
             persona=phrased.persona,
             question=phrased.key if asked else "",
+            hidden=hidden,
         )
         if self.s.refine_base_url:
             self.described[task.id] = acted_refs(steps)
         return task
+
+    def _read_outcome(
+        self, phrased: Phrased, steps: list[Step], digest: bytes
+    ) -> tuple[Outcome, bytes] | None:
+        """A read-only chain's outcome (its answer checks) and the question's digest; None (the
+        reason counted) when it has no facts, was asked already, or a stuffed answer passes."""
+        if not phrased.facts:
+            self.rejected["no_facts"] += 1
+            return None
+        outcome = Outcome(
+            mutates=False,
+            answer_facts=phrased.facts,
+            answer_rows=phrased.rows,
+            answer_absent=phrased.absent,
+            answer_ordered=phrased.ordered,
+            answer=phrased.answer,
+        )
+        question = hashlib.blake2b(
+            json.dumps(
+                [digest.hex(), phrased.facts, phrased.rows, phrased.absent, phrased.ordered],
+                sort_keys=True,
+                default=str,
+            ).encode(),
+            digest_size=12,
+        ).digest()
+        if question in self._questions:
+            # another wording of a question already asked about these calls
+            self.rejected["same_question"] += 1
+            return None
+        stuffed = stuffed_answer(phrased.answer, [s.output for s in steps], bool(phrased.absent))
+        if stuffed is not None and answer_score(outcome, stuffed)[0] >= 1.0:
+            # the gate's stuffed mutant would score 1: not a precise check
+            self.rejected["imprecise_answer"] += 1
+            return None
+        return outcome, question
+
+    def hold_back(self, phrased: Phrased) -> tuple[str, list[str]]:
+        """The request and what its user holds back: with ``hold_share`` (a run with a user),
+        a speaker who names themself only in the opening sentence leaves it out and says who
+        they are when asked (``I'm Donna Alexander.``), else a request that names a row by a
+        quoted name says "one of the folders" and names it when asked (``I mean the folder
+        "Photos".``), each in one of several phrasings (``Task.hidden``)."""
+        if self.s.hold_share <= 0:
+            return phrased.text, []
+        rng = random.Random(phrased.text)  # its own draws: the sampler's stream stays as it was
+        held = self._hold_name(phrased, rng) or self._hold_row(phrased.text, rng)
+        if held is None or rng.random() >= self.s.hold_share:
+            return phrased.text, []
+        return held
+
+    def _hold_name(self, phrased: Phrased, rng: random.Random) -> tuple[str, list[str]] | None:
+        """The request without the speaker's opening sentence, and who they are (that sentence,
+        or their name in a short frame)."""
+        text, name = phrased.text, phrased.persona.get("name", "")
+        end = text.find(". ")
+        if not name or end < 0 or text.count(name) != 1 or text.find(name) > end:
+            return None
+        rest = text[end + 2 :].strip()
+        if not rest:
+            return None
+        intro = text[: end + 1].removeprefix("Hi, ")
+        said = intro[:1].upper() + intro[1:] if rng.random() < 0.5 else ""
+        return rest[:1].upper() + rest[1:], [said or rng.choice(HOLD_NAME).format(n=name)]
+
+    def _hold_row(self, text: str, rng: random.Random) -> tuple[str, list[str]] | None:
+        """The request with its first quoted row name said as "one of the <rows>", and the row."""
+        m = _QUOTED_ROW.search(text)
+        if m is None or text.count(f'"{m.group(2)}"') != 1:
+            return None
+        noun, name = m.group(1), m.group(2)
+        vague = f"one of the {plural_noun(noun)}"
+        said = rng.choice(HOLD_ROW).format(noun=noun, x=name)
+        return text[: m.start()] + vague + text[m.end() :], [said]
 
     # -- stats
     # ---------------------------------------------------------------------------------------------
@@ -942,11 +1006,81 @@ def _write_json_merged(path: Path, key: str, value: Any) -> None:
     tmp.replace(path)
 
 
+def run_settings(settings: SamplerSettings, ctx: Any) -> SamplerSettings:
+    """The settings for this run: nothing held back when the run has no ``user`` component
+    (nobody could reveal it)."""
+    cfg = getattr(ctx, "config", None)
+    if not (cfg is not None and cfg.components.get("user")) and (
+        settings.hidden_share or settings.hold_share
+    ):
+        return msgspec.structs.replace(settings, hidden_share=0.0, hold_share=0.0)
+    return settings
+
+
+def make_refiner(s: SamplerSettings) -> Any:
+    """The request refiner the settings ask for, else None."""
+    if not (s.refine_base_url and s.refine_model):
+        return None
+    from envkernel_kit.refine import Refiner
+
+    return Refiner(base_url=s.refine_base_url, model=s.refine_model, api_key=s.refine_api_key)
+
+
+def _log_graph(ctx: Any, gs: GraphSampler, graph: Any, folder: Path | None) -> None:
+    """Logs the tool graph, and writes it into the env's folder when asked."""
+    env_id = gs.env.id
+    ctx.log.info(
+        "tool graph",
+        env=env_id,
+        tools=graph.number_of_nodes(),
+        edges=graph.number_of_edges(),
+        data_edges=data_edges(graph),
+        dead=sorted(gs.dead),
+    )
+    if gs.s.write_graph and folder is not None:
+        try:
+            write_graph(graph, folder, title=f"{env_id}: tool dependency graph")
+        except OSError as exc:
+            ctx.log.warning("could not write the tool graph", env=env_id, error=str(exc))
+
+
+def _report(
+    ctx: Any, gs: GraphSampler, component: str, seconds: float, folder: Path | None
+) -> None:
+    """Logs what the sampler did, and writes ``sampling.json``."""
+    env_id = gs.env.id
+    st = gs.stats(seconds)
+    ctx.log.info(
+        f"{component} sampled",
+        env=env_id,
+        tasks=gs.emitted,
+        attempts=gs.attempts,
+        seconds=round(seconds, 2),
+        tasks_per_s=st["tasks_per_s"],
+        lengths=st["chain_lengths"],
+        coverage=st["tool_coverage"],
+        rejected=dict(gs.rejected.most_common(6)),
+    )
+    ctx.log.info(
+        "phrasings",
+        env=env_id,
+        sampler=component,
+        distinct=st["phrasings"],
+        requests=st["requests"],
+    )
+    if folder is not None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            _write_json_merged(folder / "sampling.json", component, st)
+        except OSError as exc:
+            ctx.log.warning("could not write sampling stats", env=env_id, error=str(exc))
+
+
 async def sample_env(
     cls: type[GraphSampler], settings: SamplerSettings, env: EnvSpec, ctx: Any
 ) -> AsyncIterator[Task]:
     """The sampling loop of one environment (see the module docstring)."""
-    s = settings
+    s = run_settings(settings, ctx)
     component = ctx.component
     rng = ctx.rng(component, env.id)
     out_dir = ctx.out_dir
@@ -954,37 +1088,14 @@ async def sample_env(
     folder = Path(out_dir) / "envs" / env.id if Path(out_dir).is_absolute() else None
     t0 = time.perf_counter()
     budget = s.attempts or 20 * s.tasks_per_env + 200
-    cfg = getattr(ctx, "config", None)
-    if (
-        not (cfg is not None and cfg.components.get("user")) and s.hidden_share
-    ):  # nobody to reveal a held-back condition
-        s = msgspec.structs.replace(s, hidden_share=0.0)
-    refiner = None
-    if s.refine_base_url and s.refine_model:
-        from envkernel_kit.refine import Refiner
-
-        refiner = Refiner(
-            base_url=s.refine_base_url, model=s.refine_model, api_key=s.refine_api_key
-        )
+    refiner = make_refiner(s)
     refine_rng = ctx.rng(component, env.id, "refine")
     async with ctx.sandbox(env) as sb:
         seed = await sb.snapshot()
         seed_state = await sb.state()
         gs = cls(env, s, rng, seed_state, component)
         graph = await gs.explore(sb, seed)
-        ctx.log.info(
-            "tool graph",
-            env=env.id,
-            tools=graph.number_of_nodes(),
-            edges=graph.number_of_edges(),
-            data_edges=data_edges(graph),
-            dead=sorted(gs.dead),
-        )
-        if s.write_graph and folder is not None:
-            try:
-                write_graph(graph, folder, title=f"{env.id}: tool dependency graph")
-            except OSError as exc:
-                ctx.log.warning("could not write the tool graph", env=env.id, error=str(exc))
+        _log_graph(ctx, gs, graph, folder)
         since_new = 0
         while gs.emitted < s.tasks_per_env and gs.attempts < budget and since_new < s.patience:
             if s.time_limit and time.perf_counter() - t0 > s.time_limit:
@@ -1001,29 +1112,4 @@ async def sample_env(
     if refiner is not None:
         await refiner.aclose()
         ctx.log.info("refiner", env=env.id, verdicts=dict(gs.refined))
-    seconds = time.perf_counter() - t0
-    st = gs.stats(seconds)
-    ctx.log.info(
-        f"{component} sampled",
-        env=env.id,
-        tasks=gs.emitted,
-        attempts=gs.attempts,
-        seconds=round(seconds, 2),
-        tasks_per_s=st["tasks_per_s"],
-        lengths=st["chain_lengths"],
-        coverage=st["tool_coverage"],
-        rejected=dict(gs.rejected.most_common(6)),
-    )
-    ctx.log.info(
-        "phrasings",
-        env=env.id,
-        sampler=component,
-        distinct=st["phrasings"],
-        requests=st["requests"],
-    )
-    if folder is not None:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            _write_json_merged(folder / "sampling.json", component, st)
-        except OSError as exc:
-            ctx.log.warning("could not write sampling stats", env=env.id, error=str(exc))
+    _report(ctx, gs, component, time.perf_counter() - t0, folder)

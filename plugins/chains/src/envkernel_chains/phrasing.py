@@ -2119,10 +2119,16 @@ class Phraser:
             body = self.motive + ", so " + mine
         elif len(goals) > 1 and self.tone != "busy" and rng.random() < 0.5:
             body = rng.choice(MOTIVES) + mine
-        answer = "Done: I " + join([past(x) for x in goals[:n_goals]]) + "."
-        if not last.mutating:
-            answer += " Here it is now."
+        answer = change_answer(self.steps) or self._done_answer(goals[:n_goals], last)
         return body, muts[-1].info.kind, answer
+
+    def _done_answer(self, goals: list[str], last: Step) -> str:
+        """The answer when the rows of a change are unknown: the goals in the past, and the row
+        to see after them."""
+        answer = "Done: I " + join([past(x) for x in goals]) + "."
+        if not last.mutating:
+            answer += " " + (show_rows(last) or "Here it is now.")
+        return answer
 
     def request(self) -> Phrased | None:
         """The request, its answer facts (read-only chains) and its kind; None when it cannot be
@@ -2511,3 +2517,6 @@ def _question_shapes(rows: list[dict[str, Any]], label: str | None, nums: list[s
     if n == 1:
         shapes += ["each"]
     return shapes
+
+
+from .report import change_answer, show_rows  # noqa: E402  (report reads this module's helpers)

@@ -48,14 +48,22 @@ class TraceOutcomeSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=T
     """Cap of each penalty."""
     rel_tol: float = REL_TOL
     """Relative tolerance when comparing numbers in arguments."""
+    question_step: float = 0.05
+    """Cost per question the user answered beyond what the task holds back (capped at ``cap``)."""
+    partial: bool = True
+    """A write task short of its end state scores the share of the request's row changes made
+    (0 when a row is wrong or not asked for); False: all or nothing. Partial credit is never for
+    the calls made."""
 
     def __post_init__(self) -> None:
         for name in ("tau", "tau_final"):
             v = getattr(self, name)
             if v is not None and not 0.0 <= v <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {v}")
-        if min(self.length_step, self.format_step, self.cap, self.rel_tol) < 0:
-            raise ValueError("length_step, format_step, cap and rel_tol must not be negative")
+        if min(self.length_step, self.format_step, self.question_step, self.cap, self.rel_tol) < 0:
+            raise ValueError(
+                "length_step, format_step, question_step, cap and rel_tol must not be negative"
+            )
 
 
 Settings = TraceOutcomeSettings
@@ -92,6 +100,8 @@ class TraceOutcome:
             format_step=s.format_step,
             cap=s.cap,
             rel_tol=s.rel_tol,
+            partial=s.partial,
+            question_step=s.question_step,
             model=ctx.component,
         )
 

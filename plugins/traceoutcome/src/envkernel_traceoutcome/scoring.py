@@ -5,6 +5,7 @@ unchanged."""
 from envkernel_kit.scoring import (
     REL_TOL,
     call_matches,
+    changes_done,
     expected_state_match,
     facts_outcome,
     match_calls,
@@ -20,6 +21,7 @@ from envkernel_kit.scoring import (
 __all__ = [
     "REL_TOL",
     "call_matches",
+    "changes_done",
     "expected_state_match",
     "facts_outcome",
     "match_calls",

@@ -57,7 +57,8 @@ def __getattr__(name: str) -> object:
     found = sorted(entry_points(group="envkernel.api", name="make"), key=lambda ep: ep.value)
     if not found:
         raise AttributeError(
-            "envkernel.make needs the envkernel-serve plugin: `envkernel install "
-            "envkernel-serve` (or pip install it)"
+            "envkernel.make needs the envkernel-serve plugin, which envkernel-suite brings: "
+            "`envkernel install -f WHEELS envkernel-serve`, WHEELS being the folder of "
+            "envkernel wheels you installed from (it is not on PyPI)"
         )
     return found[0].load()

@@ -52,6 +52,8 @@ class Group(click.Group):
         of every plugin (each plugin once)."""
         from .plugins import installed, plugin_manager
 
+        for name in BUILTIN_LAZY:  # the groups plugins add to (`env serve`) are there first
+            self._builtin(name)
         done = self._plugins_done()
         pm = plugin_manager()
         for name, ep in installed().items():
@@ -70,9 +72,7 @@ class Group(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         cmd = super().get_command(ctx, cmd_name)
         if cmd is None and cmd_name in BUILTIN_LAZY:
-            module, _, attr = BUILTIN_LAZY[cmd_name][0].partition(":")
-            cmd = getattr(importlib.import_module(module), attr)
-            self.add_command(cmd, cmd_name)
+            cmd = self._builtin(cmd_name)
         if cmd is None:
             from .plugins import declared_commands
 
@@ -80,6 +80,13 @@ class Group(click.Group):
             self.load_plugin_commands(set(declared.plugins) if declared else None)
             cmd = super().get_command(ctx, cmd_name)
         return cmd
+
+    def _builtin(self, name: str) -> click.Command:
+        """The built-in command ``name`` of :data:`BUILTIN_LAZY`, imported and added once."""
+        if name not in self.commands:
+            module, _, attr = BUILTIN_LAZY[name][0].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return self.commands[name]
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         from .plugins import declared_commands

@@ -659,6 +659,7 @@ def test_a_benchmark_flag_in_the_docs_exists(page: str, script: str, flag: str) 
 DOTTED = re.compile(r"`(envkernel(?:_[a-z]+)?(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?:\(|`)")
 NOT_PYTHON = {
     "envkernel.api": "an entry-point group",
+    "envkernel.commands": "an entry-point group",
     "envkernel_reward.py": "a file of the user's (docs/training.md)",
 }
 

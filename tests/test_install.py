@@ -310,3 +310,25 @@ def test_envkernel_install_without_pip_or_uv_says_what_to_do(
     )
     assert proc.returncode == 2, proc.stderr
     assert "no pip and uv is not on PATH" in proc.stderr and "ensurepip" in proc.stderr
+
+
+def test_the_suite_brings_the_readme_commands_and_the_install_hint_works(
+    wheel_venv: WheelVenv, tmp_path: Path
+) -> None:
+    """From a plain pip install: the commands the README names are there (serve, sandbox, report,
+    workspace come with the suite), and the hint's form ``envkernel install -f WHEELS NAME`` adds
+    a plugin that is not on PyPI (the judge, which the suite leaves out)."""
+    helped = wheel_venv.envkernel("--help", cwd=tmp_path)
+    assert helped.returncode == 0, helped.stderr
+    commands = {
+        line.split()[0] for line in helped.stdout.split("Commands:")[1].splitlines() if line.strip()
+    }
+    assert {"serve", "sandbox", "report", "workspace", "env", "install"} <= commands
+    proc = wheel_venv.envkernel(
+        "install", "-f", str(wheel_venv.wheels), "envkernel-judge", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    listed = wheel_venv.envkernel("plugins", "--json", cwd=tmp_path)
+    rows = {r["name"]: r for r in json.loads(listed.stdout)}
+    assert rows["judge"]["roles"] == ["reward_model"] and "error" not in rows["judge"]
+    wheel_venv.envkernel("uninstall", "envkernel-judge", cwd=tmp_path)

@@ -85,10 +85,17 @@ def test_plugins_json_lists_the_default_plugins(envk) -> None:
 
 
 def test_plugins_table(envk) -> None:
-    proc = envk("plugins")
+    """One line a plugin at 80 columns, names whole; --check adds the roles and components."""
+    proc = envk("plugins", env={"COLUMNS": "80"})
     assert proc.returncode == 0, proc.stderr
-    for name in DEFAULTS:
-        assert name in proc.stdout
+    lines = {line.split()[0]: line for line in proc.stdout.splitlines() if line.strip()}
+    for name in set(installed()):
+        assert name in lines and len(lines[name].rstrip()) <= 80, lines.get(name)
+    assert "yes" in lines["sample"] and "yes" not in lines["judge"]  # the default preset
+    checked = envk("plugins", "--check", env={"COLUMNS": "80"})
+    assert checked.returncode == 0, checked.stderr
+    assert "sampler: chains" in checked.stdout and "trainer: rl, sft" in checked.stdout
+    assert max(len(line.rstrip()) for line in checked.stdout.splitlines()) <= 80
 
 
 def test_the_default_preset_is_declared_and_installed() -> None:
@@ -121,10 +128,10 @@ def test_each_registration_hook_registers_the_default_components(hook: str) -> N
 
 
 def test_trace_plugins_prints_the_register_commands_call(envk) -> None:
-    proc = envk("--help", env={"ENVKERNEL_TRACE_PLUGINS": "1"})
-    assert proc.returncode == 0 and "Commands:" in proc.stdout
+    proc = envk("sandbox", "--help", env={"ENVKERNEL_TRACE_PLUGINS": "1"})
+    assert proc.returncode == 0 and "build-image" in proc.stdout  # podman's group, loaded to run
     assert "register_commands [hook]" in proc.stderr
-    assert "register_commands" not in envk("--help").stderr  # only when asked for
+    assert "register_commands" not in envk("sandbox", "--help").stderr  # only when asked for
 
 
 def test_schemas_lists_every_event_kind(envk) -> None:

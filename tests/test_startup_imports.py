@@ -1,5 +1,6 @@
-"""``envkernel plugins`` and ``envkernel --help`` load every installed plugin (the workspace's: the
-default preset and all the others) but import no model client or dataframe library; the RL
+"""``envkernel --help`` and ``envkernel plugins`` import no plugin; ``envkernel plugins --json``
+loads every installed plugin (the workspace's: the default preset and all the others) but imports
+no model client or dataframe library; the RL
 exporter writes ``rl.parquet`` without pandas."""
 
 from __future__ import annotations
@@ -59,8 +60,36 @@ def test_help_imports_no_heavy_library(tmp_path: Path) -> None:
     heavy, out = cli_imports(tmp_path, "--help")
     assert (
         "sandbox" in out and "install" in out
-    )  # plugin commands were loaded (podman's), and the built-ins listed
+    )  # plugin commands were listed (podman's), and the built-ins
     assert heavy == []
+
+
+LISTING = """
+import json, sys
+from envkernel.cli import cli
+try:
+    cli(sys.argv[2:], prog_name="envkernel", standalone_mode=False)
+except SystemExit:
+    pass
+with open(sys.argv[1], "w") as f:
+    json.dump(sorted(m for m in sys.modules if m.startswith("envkernel_") or m == "structlog"), f)
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["plugins"]])
+def test_help_and_plugins_import_no_plugin(tmp_path: Path, args: list[str]) -> None:
+    """Names, versions and summaries come from the entry points' metadata: no plugin, nor the bus
+    or structlog, is imported."""
+    found = tmp_path / "found.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", LISTING, str(found), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(found.read_text()) == []
+    assert "serve" in proc.stdout and "workspace" in proc.stdout
 
 
 @pytest.mark.parametrize("n", [0, 3])

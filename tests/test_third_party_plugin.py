@@ -118,11 +118,17 @@ def test_plugin_command_through_register_commands(envk, thirdparty_site: Path) -
     proc = envk("mysampler-hello", "bob", env=_pp(thirdparty_site))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "hello bob from mysampler"
+    assert "broken" not in proc.stderr  # a declared command imports its own plugin only
     helped = envk("--help", env=_pp(thirdparty_site))
+    # listed from its `envkernel.commands` entry point: --help imports no plugin, broken ones too
     assert helped.returncode == 0 and "mysampler-hello" in helped.stdout
-    # the broken plugin in the same site is reported, and does not break the CLI
-    assert "broken" in helped.stderr
+    assert "broken" not in helped.stderr
     assert "mysampler-hello" not in envk("--help").stdout
+    # an unknown name loads every plugin (a command added by the hook alone runs too): the broken
+    # plugin in the same site is reported, and does not break the CLI
+    unknown = envk("no-such-command", env=_pp(thirdparty_site))
+    assert unknown.returncode == 2 and "No such command" in unknown.stderr
+    assert "broken" in unknown.stderr
 
 
 def test_components_of_a_role_follow_the_selection_order(

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import click
-import msgspec
-
-from envkernel_bus import logs
-from envkernel_runtime.gctune import tune_gc
 
 from .errors import EXIT_USAGE, EnvkernelError, UsageError
 
@@ -22,22 +20,46 @@ rollouts failed as infra or a selected plugin is broken (see summary.json); 2 us
 error; 3 interrupted or lost its bus (what was produced is written); 4 finished, nothing failed,
 but no task was emitted."""
 
+BUILTIN_LAZY: dict[str, tuple[str, str]] = {
+    "env": ("envkernel.envcmd:env", "Try an environment by hand (a sandbox, one tool call)."),
+    "install": (
+        "envkernel.installcmd:install",
+        "Install plugins into the environment envkernel runs from.",
+    ),
+    "uninstall": ("envkernel.installcmd:uninstall", "Remove plugins from that environment."),
+}
+"""Built-in commands kept in their own modules: name -> (module:attribute, short help), imported
+only when run (``--help`` lists them from here)."""
+
 
 class Group(click.Group):
-    """The top-level group: built-in commands, plus plugin commands loaded only when asked for."""
+    """The top-level group: built-in commands, plus plugin commands loaded only when asked for.
 
-    _plugins_loaded = False
+    ``--help`` imports no plugin: plugins name their commands in the ``envkernel.commands``
+    entry-point group (see :func:`envkernel.plugins.declared_commands`), and a declared command
+    imports only its own plugin when it runs. A command added only through the
+    ``register_commands`` hook runs too (an unknown name loads every plugin)."""
 
-    def load_plugin_commands(self) -> None:
-        """Add the commands that installed plugins register (once; ``--help`` and unknown names
-        ask)."""
-        if self._plugins_loaded:
-            return
-        self._plugins_loaded = True
+    _loaded: set[str] | None = None
+
+    def _plugins_done(self) -> set[str]:
+        if self._loaded is None:
+            self._loaded = set()
+        return self._loaded
+
+    def load_plugin_commands(self, only: set[str] | None = None) -> None:
+        """Add the commands that installed plugins register: those of the plugins in ``only``, or
+        of every plugin (each plugin once)."""
         from .plugins import installed, plugin_manager
 
+        for name in BUILTIN_LAZY:  # the groups plugins add to (`env serve`) are there first
+            self._builtin(name)
+        done = self._plugins_done()
         pm = plugin_manager()
         for name, ep in installed().items():
+            if name in done or (only is not None and name not in only):
+                continue
+            done.add(name)
             try:
                 pm.register(ep.load(), name=name)
             except Exception as exc:  # a broken plugin must not break the CLI
@@ -49,27 +71,60 @@ class Group(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         cmd = super().get_command(ctx, cmd_name)
+        if cmd is None and cmd_name in BUILTIN_LAZY:
+            cmd = self._builtin(cmd_name)
         if cmd is None:
-            self.load_plugin_commands()
+            from .plugins import declared_commands
+
+            declared = declared_commands().get(cmd_name)
+            self.load_plugin_commands(set(declared.plugins) if declared else None)
             cmd = super().get_command(ctx, cmd_name)
         return cmd
 
+    def _builtin(self, name: str) -> click.Command:
+        """The built-in command ``name`` of :data:`BUILTIN_LAZY`, imported and added once."""
+        if name not in self.commands:
+            module, _, attr = BUILTIN_LAZY[name][0].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attr), name)
+        return self.commands[name]
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        self.load_plugin_commands()
-        return super().list_commands(ctx)
+        from .plugins import declared_commands
+
+        return sorted({*self.commands, *BUILTIN_LAZY, *declared_commands()})
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands with their short help, read without importing a plugin."""
+        from .plugins import declared_commands
+
+        declared = declared_commands()
+        rows = []
+        for name in self.list_commands(ctx):
+            limit = formatter.width - 6 - len(name)
+            cmd = self.commands.get(name)
+            if cmd is not None:
+                if not cmd.hidden:
+                    rows.append((name, cmd.get_short_help_str(limit)))
+            else:
+                text = BUILTIN_LAZY[name][1] if name in BUILTIN_LAZY else declared[name].help
+                rows.append((name, textwrap.shorten(text, max(limit, 20), placeholder="...")))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
-        from envkernel_bus import BusError, ServerError
-
         try:
             return super().invoke(ctx)
-        except (BusError, ServerError) as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(3)
         except EnvkernelError as exc:
             if isinstance(exc, UsageError):
                 click.echo(f"error: {exc}", err=True)
                 sys.exit(EXIT_USAGE)
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(3)
+        except Exception as exc:
+            bus = sys.modules.get("envkernel_bus")  # a bus error comes from an imported bus
+            if bus is None or not isinstance(exc, (bus.BusError, bus.ServerError)):
+                raise
             click.echo(f"error: {exc}", err=True)
             sys.exit(3)
 
@@ -86,9 +141,26 @@ class Group(click.Group):
     default=None,
     help="Log format (default: console on a terminal, JSON otherwise).",
 )
-def cli(log_level: str | None, json_logs: bool | None) -> None:
+@click.pass_context
+def cli(ctx: click.Context, log_level: str | None, json_logs: bool | None) -> None:
     """envkernel: synthesize executable tool environments, sample tasks, roll out agents, score,
     export."""
+    ctx.obj = (log_level, json_logs)
+    if ctx.invoked_subcommand not in PRINT_ONLY:
+        configure_logs(ctx)
+
+
+PRINT_ONLY = frozenset({"plugins", "schemas"})
+"""Commands that print and log nothing themselves: logging is set up by them if they need it (the
+structlog console renderer costs a second of start-up)."""
+
+
+def configure_logs(ctx: click.Context) -> None:
+    """Set up logging from the top-level ``--log-level`` / ``--json-logs``."""
+    from envkernel_bus import logs
+
+    root = ctx.find_root()
+    log_level, json_logs = root.obj if isinstance(root.obj, tuple) else (None, None)
     logs.configure(log_level, json_logs)
 
 
@@ -286,6 +358,8 @@ def run(
     for w in prep.warnings:
         click.echo(f"warning: {w}", err=True)
     # a run's heap is large and long-lived: default thresholds spent ~28 % of its CPU collecting
+    from envkernel_runtime.gctune import tune_gc
+
     tune_gc()
     result = asyncio.run(
         execute(
@@ -480,6 +554,8 @@ def eval_cmd(
     _apply_sets(prep, sets)
     for w in prep.warnings:
         click.echo(f"warning: {w}", err=True)
+    from envkernel_runtime.gctune import tune_gc
+
     tune_gc()
     result = asyncio.run(
         execute(prep, nats_url=nats_url, show_progress=progress, timeout=timeout, workers=workers)
@@ -497,6 +573,8 @@ def eval_cmd(
 
 
 def _apply_sets(prep: Any, sets: tuple[str, ...]) -> None:
+    import msgspec
+
     from . import config as cfgmod
     from .errors import ConfigError
 
@@ -544,6 +622,10 @@ def _apply_sets(prep: Any, sets: tuple[str, ...]) -> None:
 )
 def worker(plugins: str | None, nats_url: str | None, local: bool) -> None:
     """Serve some plugins' stages for every run in progress on a NATS server."""
+    import msgspec
+
+    from envkernel_runtime.gctune import tune_gc
+
     from .config import RunConfig
     from .plugins import resolve_selection
     from .run import serve
@@ -635,12 +717,20 @@ def tap(
 
 
 @cli.command("plugins")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
-def plugins_cmd(as_json: bool) -> None:
-    """List the installed plugins."""
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array (loads each plugin).")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Load each plugin: show its roles and components, or why it fails.",
+)
+@click.pass_context
+def plugins_cmd(ctx: click.Context, as_json: bool, check: bool) -> None:
+    """List the installed plugins (from their metadata; --check loads them)."""
     from .plugins import describe_installed
 
-    infos = describe_installed()
+    if as_json or check:
+        configure_logs(ctx)
+    infos = describe_installed(check=as_json or check)
     if as_json:
         rows = [
             {
@@ -656,26 +746,34 @@ def plugins_cmd(as_json: bool) -> None:
         ]
         click.echo(json.dumps(rows, indent=2))
         return
+    print_plugins(infos, check)
+
+
+def print_plugins(infos: list[Any], check: bool) -> None:
+    """The plugin table, readable at 80 columns: the names and versions never cut, the last
+    column wraps."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    # Readable at 80 columns: no outer box, the names never cut (the components wrap instead).
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    table.add_column("name", no_wrap=True)
-    table.add_column("distribution", min_width=22)
-    table.add_column("roles", min_width=12, max_width=15, overflow="fold")
-    table.add_column("components", min_width=12, max_width=15, overflow="fold")
-    table.add_column("default", no_wrap=True, min_width=7)
+    widest = max((len(i.name) for i in infos), default=4)
+    table.add_column("name", no_wrap=True, min_width=widest)
+    table.add_column("version", no_wrap=True, min_width=7)
+    table.add_column("default", no_wrap=True)
+    table.add_column("roles: components" if check else "what it is", overflow="fold")
+    room = max(Console().width - widest - 7 - 7 - 10, 20)
     for i in infos:
-        table.add_row(
-            i.name,
-            f"{i.distribution} {i.version}".strip(),
-            ", ".join(i.roles) or (f"[red]broken: {i.error}[/red]" if i.error else "(commands)"),
-            ", ".join(i.components),
-            "yes" if i.default else "",
-        )
+        if not check:  # one line a plugin
+            what = textwrap.shorten(i.summary, max(room, 20), placeholder="...")
+        elif i.error:
+            what = f"[red]broken: {i.error}[/red]"
+        else:
+            what = f"{', '.join(i.roles) or '(commands)'}: {', '.join(i.components)}".rstrip(": ")
+        table.add_row(i.name, i.version, "yes" if i.default else "", what)
     Console().print(table)
+    if not check:
+        click.echo("(envkernel plugins --check loads each plugin and lists its components)")
 
 
 @cli.command()
@@ -699,14 +797,6 @@ def schemas(json_schema: bool) -> None:
     ):
         t = getattr(records, name)
         click.echo(f"record {name:<35} {', '.join(t.__struct_fields__)}")
-
-
-from .envcmd import env  # noqa: E402 - `envkernel env call`
-from .installcmd import install, uninstall  # noqa: E402 - `envkernel install` / `uninstall`
-
-cli.add_command(env)
-cli.add_command(install)
-cli.add_command(uninstall)
 
 
 def main() -> None:

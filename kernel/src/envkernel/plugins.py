@@ -7,24 +7,35 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pluggy
-import structlog
-
-from . import hookspecs
 from .errors import PluginError, RoleError
 from .hookspecs import PROJECT, ROLE_HOOKS
-from .roles import missing_methods
 
-log = structlog.get_logger("envkernel.plugins")
+if TYPE_CHECKING:
+    import pluggy
 
 PRESET_GROUP = "envkernel.presets"
 """Entry-point group where the top-level distribution declares the default preset."""
 
+COMMANDS_GROUP = "envkernel.commands"
+"""Entry-point group where a plugin names the top-level commands it adds: ``COMMAND = "PLUGIN"``
+(PLUGIN: its name in the ``envkernel`` group). ``envkernel --help`` lists them without importing
+the plugin; running one imports that plugin only."""
+
+
+def _log(event: str, **kw: Any) -> None:
+    import structlog  # here, not at import: a CLI that only lists plugins never pays for it
+
+    structlog.get_logger("envkernel.plugins").error(event, **kw)
+
 
 def plugin_manager() -> pluggy.PluginManager:
     """A fresh plugin manager with envkernel's hook specs (no plugins loaded)."""
+    import pluggy
+
+    from . import hookspecs
+
     pm = pluggy.PluginManager(PROJECT)
     pm.add_hookspecs(hookspecs)
     if os.environ.get("ENVKERNEL_TRACE_PLUGINS"):
@@ -64,6 +75,27 @@ class PluginInfo:
     components: list[str] = field(default_factory=list)
     default: bool = False
     error: str = ""
+    summary: str = ""
+
+
+@dataclass
+class DeclaredCommand:
+    """A top-level command a plugin declares in :data:`COMMANDS_GROUP`."""
+
+    name: str
+    plugins: list[str]
+    help: str
+
+
+def declared_commands() -> dict[str, DeclaredCommand]:
+    """The commands installed plugins declare, by name, with their distribution's summary as help
+    (read from metadata: nothing is imported)."""
+    found: dict[str, DeclaredCommand] = {}
+    for ep in entry_points(group=COMMANDS_GROUP):
+        summary = (ep.dist.metadata["Summary"] or "") if ep.dist else ""
+        got = found.setdefault(ep.name, DeclaredCommand(ep.name, [], summary))
+        got.plugins.append(ep.value.strip())
+    return found
 
 
 def installed() -> dict[str, EntryPoint]:
@@ -160,7 +192,9 @@ def load(names: list[str], *, strict: bool = False) -> Registry:
                     f"plugin {name!r} ({ep.value}) failed to load: {reason}"
                 ) from None
             reg.broken[name] = reason
-            log.error("plugin failed to load; skipping it", plugin=name, error=reason)
+            _log("plugin failed to load; skipping it", plugin=name, error=reason)
+    import pluggy
+
     try:
         reg.pm.check_pending()
     except pluggy.PluginValidationError as exc:
@@ -176,6 +210,8 @@ def load(names: list[str], *, strict: bool = False) -> Registry:
                 cname: str, factory: Callable[..., Any], *, _role: str = role, _plugin: str = plugin
             ) -> None:
                 from envkernel_schemas import is_token
+
+                from .roles import missing_methods
 
                 if not is_token(cname):
                     raise PluginError(
@@ -214,12 +250,13 @@ def load(names: list[str], *, strict: bool = False) -> Registry:
                 n for n, c in reg.components.items() if c.plugin == plugin
             ]:  # none of a broken plugin's components run
                 del reg.components[cname]
-            log.error("plugin failed to register; skipping it", plugin=plugin, error=reason)
+            _log("plugin failed to register; skipping it", plugin=plugin, error=reason)
     return reg
 
 
-def describe_installed() -> list[PluginInfo]:
-    """Every installed plugin with its distribution, version, roles and preset membership."""
+def describe_installed(*, check: bool = True) -> list[PluginInfo]:
+    """Every installed plugin with its distribution, version, summary and preset membership, read
+    from metadata; with ``check``, each is also loaded for its roles and components (or error)."""
     preset = set(default_preset())
     infos = []
     for name, ep in sorted(installed().items()):
@@ -229,14 +266,16 @@ def describe_installed() -> list[PluginInfo]:
             distribution=dist.metadata["Name"] if dist else "",
             version=dist.version if dist else "",
             default=name in preset,
+            summary=(dist.metadata["Summary"] or "") if dist else "",
         )
-        try:
-            reg = load([name], strict=True)
-            info.roles = sorted(
-                {c.role for c in reg.components.values()}, key=list(ROLE_HOOKS).index
-            )
-            info.components = sorted(reg.components)
-        except PluginError as exc:
-            info.error = str(exc)
+        if check:
+            try:
+                reg = load([name], strict=True)
+                info.roles = sorted(
+                    {c.role for c in reg.components.values()}, key=list(ROLE_HOOKS).index
+                )
+                info.components = sorted(reg.components)
+            except PluginError as exc:
+                info.error = str(exc)
         infos.append(info)
     return infos

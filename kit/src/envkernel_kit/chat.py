@@ -1,10 +1,11 @@
 """One Chat Completions call with one retry layer, explicit timeouts and no crash on bad replies.
 
 The ``openai`` client is built with ``max_retries=0`` so its own retries never stack with ours,
-and with an explicit :class:`openai.Timeout` (never the client's 10-minute default). This module
-then owns retrying: 408, 409, 429 and 5xx answers, connection errors and timed-out attempts are
-retried with exponential backoff and full jitter (``Retry-After`` honoured, capped), up to
-``max_retries`` times and never past the caller's deadline. Every other outcome is returned as
+and with an explicit :class:`openai.Timeout` (never the client's 10-minute default). Retrying is
+a :mod:`tenacity` policy (the SDK's own retries know no deadline and report no attempts): 408,
+409, 429 and 5xx answers, connection errors and timed-out attempts are retried with exponential
+backoff and jitter (``Retry-After`` honoured, capped), up to ``max_retries`` times and never past
+the caller's deadline. Every other outcome is returned as
 data in a :class:`ChatResult`: a parsed JSON body, or a *condition* (``deadline``, ``timeout``,
 ``http``, ``connection``, ``bad_response``) with a message that never contains the API key.
 
@@ -40,6 +41,7 @@ import structlog
 
 if TYPE_CHECKING:
     import openai
+    import tenacity
 
 log = structlog.get_logger("envkernel.openai")
 
@@ -202,136 +204,17 @@ class ChatClient:
         server or the network does. ``timeout`` replaces ``request_timeout`` for each attempt.
         With ``expect_json=False`` a body that is not a JSON object is fine (kept in ``text``);
         ``retries`` replaces ``max_retries`` for this call."""
-        import openai
-
         client, sem = self._for_loop()
         res = ChatResult()
-        per_attempt = self.request_timeout if timeout is None else timeout
-        t_wait = time.monotonic()
-        try:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                raise TimeoutError
-            await asyncio.wait_for(sem.acquire(), remaining)
-        except TimeoutError:
-            res.condition, res.error = (
-                "deadline",
-                "the rollout deadline passed while waiting for a free model slot",
-            )
-            res.waited = time.monotonic() - t_wait
+        if not await _take_slot(sem, deadline, res):
             return res
-        res.waited += time.monotonic() - t_wait
+        call = _Call(self, client, path, payload, deadline, expect_json, res)
+        call.per_attempt = self.request_timeout if timeout is None else timeout
         try:
-            attempt = 0
-            while True:
-                timeout = per_attempt
-                if deadline is not None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        res.condition = "deadline"
-                        res.error = (
-                            f"the rollout deadline passed after {res.attempts} attempt(s)"
-                            + (f"; last: {res.error}" if res.error else "")
-                        )
-                        return res
-                    timeout = min(timeout, left)
-                res.attempts += 1
-                headers = None
-                retry = False
-                t0 = time.perf_counter()
-                try:
-                    text = await client.post(
-                        path,
-                        body=payload,
-                        cast_to=str,
-                        options={
-                            "timeout": openai.Timeout(
-                                timeout, connect=min(self.connect_timeout, timeout)
-                            )
-                        },
-                    )
-                    res.latency = time.perf_counter() - t0
-                    res.statuses.append(200)
-                    try:
-                        body = json.loads(text)
-                    except (TypeError, ValueError):
-                        body = None
-                    if not isinstance(body, dict):
-                        if expect_json:
-                            res.condition = "bad_response"
-                            res.error = self.scrub(
-                                f"the server's body is not a JSON object: {str(text)[:200]!r}"
-                            )
-                            return res
-                        body = {}
-                    res.body = body
-                    res.text = "" if text is None else str(text)
-                    res.condition = res.error = ""
-                    return res
-                except openai.APIStatusError as exc:
-                    res.latency = time.perf_counter() - t0
-                    status = exc.status_code
-                    res.statuses.append(status)
-                    headers = exc.response.headers if exc.response is not None else None
-                    detail = exc.message or ""
-                    res.condition, res.error = "http", self.scrub(f"HTTP {status}: {detail}")
-                    retry = status in RETRY_STATUS or status >= 500
-                except openai.APITimeoutError:
-                    res.latency = time.perf_counter() - t0
-                    res.condition, res.error = "timeout", f"no answer within {timeout:.3g} s"
-                    retry = True
-                    if (
-                        deadline is not None
-                        and timeout < per_attempt
-                        and time.monotonic() >= deadline - 1e-3
-                    ):
-                        res.condition, res.error = (
-                            "deadline",
-                            "the rollout deadline passed during a model call (attempt "
-                            f"{res.attempts})",
-                        )
-                        return res
-                except openai.APIConnectionError as exc:
-                    res.latency = time.perf_counter() - t0
-                    cause = exc.__cause__ or exc
-                    res.condition, res.error = (
-                        "connection",
-                        self.scrub(f"{type(cause).__name__}: {cause}"),
-                    )
-                    retry = True
-                except openai.OpenAIError as exc:  # anything else the client raises about the reply
-                    res.latency = time.perf_counter() - t0
-                    res.condition, res.error = (
-                        "bad_response",
-                        self.scrub(f"{type(exc).__name__}: {exc}"),
-                    )
-                    return res
-                if not retry or attempt >= (
-                    self.max_retries if retries is None else max(0, retries)
-                ):
-                    if retry:
-                        res.error += f" (gave up after {res.attempts} attempts)"
-                    return res
-                delay = self._delay(attempt, headers)
-                if deadline is not None and time.monotonic() + delay >= deadline:
-                    res.error += " (no time left for another attempt before the deadline)"
-                    if res.condition == "timeout":
-                        res.condition = "deadline"
-                    return res
-                log.warning(
-                    "model call failed; retrying",
-                    base_url=self.base_url,
-                    path=path,
-                    attempt=res.attempts,
-                    condition=res.condition,
-                    error=res.error,
-                    delay=round(delay, 3),
-                )
-                await asyncio.sleep(delay)
-                res.waited += delay
-                attempt += 1
+            await call.retrying(self.max_retries if retries is None else max(0, retries))(call.once)
         finally:
             sem.release()
+        return res
 
     async def aclose(self) -> None:
         """Close every HTTP client this object made."""
@@ -343,6 +226,168 @@ class ChatClient:
                     await client.close()
                 except Exception as exc:
                     log.warning("closing the model client failed", error=str(exc))
+
+
+async def _take_slot(sem: asyncio.Semaphore, deadline: float | None, res: ChatResult) -> bool:
+    """Wait for a concurrency slot until ``deadline``; False (and a ``deadline`` condition) if
+    none came."""
+    t_wait = time.monotonic()
+    try:
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            raise TimeoutError
+        await asyncio.wait_for(sem.acquire(), remaining)
+        return True
+    except TimeoutError:
+        res.condition = "deadline"
+        res.error = "the rollout deadline passed while waiting for a free model slot"
+        return False
+    finally:
+        res.waited += time.monotonic() - t_wait
+
+
+class _Call:
+    """One logical call: its attempts (:meth:`once`) and the tenacity policy that repeats them
+    (:meth:`retrying`). Each attempt writes what it came to into ``res``."""
+
+    def __init__(
+        self,
+        owner: ChatClient,
+        client: openai.AsyncOpenAI,
+        path: str,
+        payload: dict[str, Any],
+        deadline: float | None,
+        expect_json: bool,
+        res: ChatResult,
+    ) -> None:
+        self.owner, self.client, self.path, self.payload = owner, client, path, payload
+        self.deadline, self.expect_json, self.res = deadline, expect_json, res
+        self.per_attempt = owner.request_timeout
+        self.limit = owner.max_retries
+        self.headers: Any = None
+        """Headers of the last failed answer (for ``Retry-After``)."""
+
+    def retrying(self, limit: int) -> tenacity.AsyncRetrying:
+        """Retry an attempt that asks for it, up to ``limit`` times and never past the deadline,
+        with :meth:`ChatClient._delay` between attempts; giving up returns (never raises)."""
+        import tenacity
+
+        self.limit = limit
+        return tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_result(bool),
+            wait=lambda rs: self.owner._delay(rs.attempt_number - 1, self.headers),
+            stop=lambda rs: rs.attempt_number > limit or self._no_time_left(rs),
+            before_sleep=self._before_sleep,
+            retry_error_callback=self._give_up,
+        )
+
+    def _no_time_left(self, rs: tenacity.RetryCallState) -> bool:
+        return self.deadline is not None and time.monotonic() + rs.upcoming_sleep >= self.deadline
+
+    def _give_up(self, rs: tenacity.RetryCallState) -> None:
+        res = self.res
+        if rs.attempt_number <= self.limit and self._no_time_left(rs):
+            res.error += " (no time left for another attempt before the deadline)"
+            if res.condition == "timeout":
+                res.condition = "deadline"
+        else:
+            res.error += f" (gave up after {res.attempts} attempts)"
+
+    def _before_sleep(self, rs: tenacity.RetryCallState) -> None:
+        delay = rs.upcoming_sleep
+        self.res.waited += delay
+        log.warning(
+            "model call failed; retrying",
+            base_url=self.owner.base_url,
+            path=self.path,
+            attempt=self.res.attempts,
+            condition=self.res.condition,
+            error=self.res.error,
+            delay=round(delay, 3),
+        )
+
+    async def once(self) -> bool:
+        """One HTTP attempt; True when it failed in a way worth another."""
+        import openai
+
+        res, timeout = self.res, self.per_attempt
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                res.condition = "deadline"
+                last = f"; last: {res.error}" if res.error else ""
+                res.error = f"the rollout deadline passed after {res.attempts} attempt(s){last}"
+                return False
+            timeout = min(timeout, left)
+        res.attempts += 1
+        self.headers = None
+        t0 = time.perf_counter()
+        try:
+            text = await self.client.post(
+                self.path,
+                body=self.payload,
+                cast_to=str,
+                options={
+                    "timeout": openai.Timeout(
+                        timeout, connect=min(self.owner.connect_timeout, timeout)
+                    )
+                },
+            )
+        except openai.OpenAIError as exc:
+            res.latency = time.perf_counter() - t0
+            return self._failed(exc, timeout)
+        res.latency = time.perf_counter() - t0
+        res.statuses.append(200)
+        self._answered(text)
+        return False
+
+    def _answered(self, text: Any) -> None:
+        res = self.res
+        try:
+            body = json.loads(text)
+        except (TypeError, ValueError):
+            body = None
+        if not isinstance(body, dict):
+            if self.expect_json:
+                res.condition = "bad_response"
+                res.error = self.owner.scrub(
+                    f"the server's body is not a JSON object: {str(text)[:200]!r}"
+                )
+                return
+            body = {}
+        res.body = body
+        res.text = "" if text is None else str(text)
+        res.condition = res.error = ""
+
+    def _failed(self, exc: openai.OpenAIError, timeout: float) -> bool:
+        """Record a failed attempt; True when it is worth another (408, 409, 429, 5xx, a timeout,
+        a connection error)."""
+        import openai
+
+        res, scrub = self.res, self.owner.scrub
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            res.statuses.append(status)
+            self.headers = exc.response.headers if exc.response is not None else None
+            res.condition, res.error = "http", scrub(f"HTTP {status}: {exc.message or ''}")
+            return status in RETRY_STATUS or status >= 500
+        if isinstance(exc, openai.APITimeoutError):  # (a subclass of APIConnectionError)
+            res.condition, res.error = "timeout", f"no answer within {timeout:.3g} s"
+            deadline = self.deadline
+            cut = deadline is not None and timeout < self.per_attempt
+            if cut and deadline is not None and time.monotonic() >= deadline - 1e-3:
+                res.condition = "deadline"
+                res.error = (
+                    f"the rollout deadline passed during a model call (attempt {res.attempts})"
+                )
+                return False
+            return True
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc
+            res.condition, res.error = "connection", scrub(f"{type(cause).__name__}: {cause}")
+            return True
+        res.condition, res.error = "bad_response", scrub(f"{type(exc).__name__}: {exc}")
+        return False  # anything else the client raises about the reply
 
 
 # -- the settings every model-calling component shares -------------------------------------------

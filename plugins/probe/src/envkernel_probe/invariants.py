@@ -206,6 +206,98 @@ def _model_plan(env: EnvSpec, model: ResourceModel) -> list[Crud]:
     return list(out.values())
 
 
+@dataclass
+class _Tool:
+    """One tool of a code environment as the plan sees it: its kind, verb, key argument, and the
+    arguments that write its table's columns."""
+
+    name: str
+    kind: str
+    verb: str
+    key_arg: str | None
+    props: dict[str, Any]
+    required: list[str]
+    cols: set[str]
+    body: dict[str, str]
+    rest: list[str]
+
+
+def _list_meta(tool: _Tool) -> ListMeta | None:
+    """A list tool's paging, scope and filter arguments; None when it requires one the probe
+    cannot fill."""
+    lm = ListMeta(tool=tool.name)
+    for a, s in tool.props.items():
+        if a in LIMIT_ARGS:
+            lm.limit = a
+            if isinstance(s.get("maximum"), (int, float)):
+                lm.max_limit = int(s["maximum"])
+        elif a in OFFSET_ARGS:
+            lm.offset = a
+        elif a in PAGE_ARGS:
+            lm.page = a
+        elif a in CURSOR_ARGS:
+            lm.cursor = a
+        elif a in tool.cols:
+            if a in tool.required:
+                lm.scope[a] = a
+            else:
+                lm.filters[a] = (a, "eq")
+        elif a in tool.required:
+            return None
+    return lm
+
+
+def _place_create(c: Crud, t: _Tool) -> None:
+    if t.key_arg is None:
+        c.create = c.create or t.name
+        c.body[t.name] = t.body
+
+
+def _place_get(c: Crud, t: _Tool) -> None:
+    if t.verb in GET_VERBS and t.key_arg and not t.rest:
+        c.get = c.get or t.name
+        c.key_arg[t.name] = t.key_arg
+
+
+def _place_list(c: Crud, t: _Tool) -> None:
+    if t.verb == "list" and t.key_arg is None:
+        lm = _list_meta(t)
+        if lm is not None:
+            c.lists.append(lm)
+
+
+def _place_update(c: Crud, t: _Tool) -> None:
+    if t.key_arg:
+        c.updates.append(t.name)
+        c.key_arg[t.name] = t.key_arg
+        c.body[t.name] = t.body
+
+
+def _place_delete(c: Crud, t: _Tool) -> None:
+    if t.verb in DELETE_ONLY and t.key_arg and not t.body:
+        c.delete = c.delete or t.name
+        c.key_arg[t.name] = t.key_arg
+
+
+def _place_action(c: Crud, t: _Tool) -> None:
+    if t.verb in ACTION_VERBS and t.key_arg:
+        c.actions.append(t.name)
+        c.key_arg[t.name] = t.key_arg
+        c.body[t.name] = t.body
+
+
+_PLACE = {
+    "create": _place_create,
+    "get": _place_get,
+    "list": _place_list,
+    "update": _place_update,
+    "delete": _place_delete,
+    "action": _place_action,
+}
+"""Tool kind -> where a tool of it goes in its table's plan (if the probe can check it
+unambiguously)."""
+
+
 def _name_plan(env: EnvSpec, state: State) -> list[Crud]:
     """The plan of a code environment: tool kinds from the kit's :func:`classify_tools` (the same
     classification the samplers use), kept only where the probe can check them unambiguously."""
@@ -213,8 +305,7 @@ def _name_plan(env: EnvSpec, state: State) -> list[Crud]:
     out: dict[str, Crud] = {}
     for tool in env.tools:
         info = infos[tool.name]
-        table, kind = info.resource, info.kind
-        verb = info.verb.split(" ")[0] if info.verb else ""
+        table = info.resource
         if table is None or not state.get(table):
             continue
         key = id_column(table, state[table])
@@ -224,51 +315,22 @@ def _name_plan(env: EnvSpec, state: State) -> list[Crud]:
             table, Crud(table=table, key=key, generated=set(env.generated.get(table, [])))
         )
         props: dict[str, Any] = (tool.parameters or {}).get("properties") or {}
-        required = list((tool.parameters or {}).get("required") or [])
         cols = set(state[table][0])
         key_arg = info.key_param
-        body = {a: a for a in props if a in cols and a != key and a != key_arg}
-        rest = words(tool.name)[2:]
-        if kind == "create" and key_arg is None:
-            c.create = c.create or tool.name
-            c.body[tool.name] = body
-        elif kind == "get" and verb in GET_VERBS and key_arg and not rest:
-            c.get = c.get or tool.name
-            c.key_arg[tool.name] = key_arg
-        elif kind == "list" and verb == "list" and key_arg is None:
-            lm = ListMeta(tool=tool.name)
-            for a, s in props.items():
-                if a in LIMIT_ARGS:
-                    lm.limit = a
-                    if isinstance(s.get("maximum"), (int, float)):
-                        lm.max_limit = int(s["maximum"])
-                elif a in OFFSET_ARGS:
-                    lm.offset = a
-                elif a in PAGE_ARGS:
-                    lm.page = a
-                elif a in CURSOR_ARGS:
-                    lm.cursor = a
-                elif a in cols:
-                    if a in required:
-                        lm.scope[a] = a
-                    else:
-                        lm.filters[a] = (a, "eq")
-                elif a in required:
-                    lm = None  # type: ignore[assignment]
-                    break
-            if lm is not None:
-                c.lists.append(lm)
-        elif kind == "update" and key_arg:
-            c.updates.append(tool.name)
-            c.key_arg[tool.name] = key_arg
-            c.body[tool.name] = body
-        elif kind == "delete" and verb in DELETE_ONLY and key_arg and not body:
-            c.delete = c.delete or tool.name
-            c.key_arg[tool.name] = key_arg
-        elif kind == "action" and verb in ACTION_VERBS and key_arg:
-            c.actions.append(tool.name)
-            c.key_arg[tool.name] = key_arg
-            c.body[tool.name] = body
+        view = _Tool(
+            name=tool.name,
+            kind=info.kind,
+            verb=info.verb.split(" ")[0] if info.verb else "",
+            key_arg=key_arg,
+            props=props,
+            required=list((tool.parameters or {}).get("required") or []),
+            cols=cols,
+            body={a: a for a in props if a in cols and a != key and a != key_arg},
+            rest=words(tool.name)[2:],
+        )
+        place = _PLACE.get(view.kind)
+        if place is not None:
+            place(c, view)
     return list(out.values())
 
 

@@ -27,9 +27,8 @@ from envkernel_bus import REDACTED, redact
 
 from .errors import ConfigError
 
-
 PRESET_GROUP = "envkernel.presets"
-"""Entry-point group of the presets (the one :mod:`envkernel.plugins` reads the plugin list from)."""
+"""Entry-point group of the presets (the one :mod:`envkernel.plugins` reads the plugins from)."""
 PRESET_CONFIG = "default-config"
 """Entry point of the group that gives the default preset's run settings: ``KEY=VALUE; ...``, a
 list's items separated by commas (``policy=reference; sources=openapi``)."""

@@ -86,6 +86,34 @@ def schema_nullable(schema: Any) -> bool:
     return _type_and_null(schema)[1]
 
 
+_ENUM_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
+"""The JSON type of an ``enum``'s first value."""
+
+
+def _implied_type(schema: dict[str, Any]) -> str | None:
+    """The type an untyped schema's keywords imply (``properties``: object, ``items``: array, an
+    ``enum``'s first value), or None."""
+    if "allOf" in schema or "properties" in schema:
+        return "object"
+    if "items" in schema:
+        return "array"
+    if schema.get("enum"):
+        return _ENUM_TYPES.get(type(schema["enum"][0]), "")
+    return None
+
+
+def _union_type(schema: dict[str, Any]) -> tuple[str, bool] | None:
+    """The first typed member of a ``oneOf``/``anyOf`` and whether a member admits null, or
+    None."""
+    for key in ("oneOf", "anyOf"):
+        subs = schema.get(key) or []
+        types = [_type_and_null(s) for s in subs if isinstance(s, dict)]
+        real = [x for x, _ in types if x and x != "null"]
+        if real:
+            return real[0], any(x == "null" or n for x, n in types)
+    return None
+
+
 def _type_and_null(schema: Any) -> tuple[str, bool]:
     if not isinstance(schema, dict):
         return "", False
@@ -95,21 +123,12 @@ def _type_and_null(schema: Any) -> tuple[str, bool]:
         nullable = nullable or "null" in t
         t = next((x for x in t if x != "null"), "")
     if not t:
-        for key in ("oneOf", "anyOf"):
-            subs = schema.get(key) or []
-            types = [_type_and_null(s) for s in subs if isinstance(s, dict)]
-            real = [x for x, _ in types if x and x != "null"]
-            if real:
-                return real[0], nullable or any(x == "null" or n for x, n in types)
-        if "allOf" in schema or "properties" in schema:
-            return "object", nullable
-        if "items" in schema:
-            return "array", nullable
-        if schema.get("enum"):
-            e = schema["enum"][0]
-            return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(
-                type(e), ""
-            ), nullable
+        union = _union_type(schema)
+        if union:
+            return union[0], nullable or union[1]
+        implied = _implied_type(schema)
+        if implied is not None:
+            return implied, nullable
     return (t if isinstance(t, str) else ""), nullable
 
 
@@ -208,44 +227,52 @@ def coerce(value: Any, schema: dict[str, Any]) -> Any:
     return v
 
 
+_STRING_DEFAULTS: tuple[tuple[tuple[str, ...], frozenset[str], str], ...] = (
+    (("email",), frozenset({"email"}), "alex.rivera@example.com"),
+    (("date",), frozenset({"date"}), "2024-01-15"),
+    (("date-time",), frozenset({"time", "timestamp", "at"}), "2024-01-15T10:00:00Z"),
+    (("uri", "url"), frozenset({"url", "uri", "link"}), "https://example.com"),
+    ((), frozenset({"phone"}), "+1-555-0100"),
+    ((), frozenset({"name"}), "Alex Rivera"),
+)
+"""String fallbacks: the formats or the words of a parameter's name that call for a value."""
+_OTHER_DEFAULTS: dict[str, Callable[[], list[Any]]] = {
+    "boolean": lambda: [True, False],
+    "array": lambda: [[]],
+    "object": lambda: [{}],
+}
+"""Fallbacks of the other types (fresh each time: a caller may change them)."""
+
+
+def _number_defaults(t: str, schema: dict[str, Any]) -> list[Any]:
+    """Small numbers within the schema's bounds (floats for ``number``)."""
+    lo = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+    lo = lo + 1 if "minimum" not in schema and "exclusiveMinimum" in schema else lo
+    base = [1, 2, 3, 5, 10]
+    vals = [max(b, lo) if isinstance(lo, (int, float)) else b for b in base]
+    if "maximum" in schema:
+        vals = [min(v, schema["maximum"]) for v in vals]
+    vals = [float(v) for v in vals] if t == "number" else [int(v) for v in vals]
+    return list(dict.fromkeys(vals))
+
+
+def _string_defaults(name: str, schema: dict[str, Any], ws: set[str]) -> list[Any]:
+    fmt = schema.get("format", "")
+    for formats, names, value in _STRING_DEFAULTS:
+        if fmt in formats or ws & names:
+            return [value]
+    return _bounded(name, schema, ws)
+
+
 def default_values(name: str, schema: dict[str, Any]) -> list[Any]:
     """Type- and format-based fallback values for a parameter (never empty for a typed schema)."""
     t = schema_type(schema)
-    ws = set(words(name))
     if t in ("integer", "number"):
-        lo = schema.get("minimum", schema.get("exclusiveMinimum", 0))
-        lo = lo + 1 if "minimum" not in schema and "exclusiveMinimum" in schema else lo
-        base = [1, 2, 3, 5, 10]
-        vals = [max(b, lo) if isinstance(lo, (int, float)) else b for b in base]
-        if "maximum" in schema:
-            vals = [min(v, schema["maximum"]) for v in vals]
-        if t == "number":
-            vals = [float(v) for v in vals]
-        else:
-            vals = [int(v) for v in vals]
-        return list(dict.fromkeys(vals))
-    if t == "boolean":
-        return [True, False]
+        return _number_defaults(t, schema)
     if t == "string":
-        fmt = schema.get("format", "")
-        if fmt == "email" or "email" in ws:
-            return ["alex.rivera@example.com"]
-        if fmt == "date" or "date" in ws:
-            return ["2024-01-15"]
-        if fmt == "date-time" or ws & {"time", "timestamp", "at"}:
-            return ["2024-01-15T10:00:00Z"]
-        if fmt in ("uri", "url") or ws & {"url", "uri", "link"}:
-            return ["https://example.com"]
-        if "phone" in ws:
-            return ["+1-555-0100"]
-        if "name" in ws:
-            return ["Alex Rivera"]
-        return _bounded(name, schema, ws)
-    if t == "array":
-        return [[]]
-    if t == "object":
-        return [{}]
-    return ["example"]
+        return _string_defaults(name, schema, set(words(name)))
+    make = _OTHER_DEFAULTS.get(t)
+    return make() if make is not None else ["example"]
 
 
 _BOUNDS = ("pattern", "format", "minLength", "maxLength", "minimum", "maximum", "enum", "items")

@@ -343,6 +343,20 @@ def check_arguments(schema: Spec, args: Spec) -> str:
 # --------------------------------------------------------------------------- the model
 
 
+def _fields(name: str, spec: Spec) -> dict[str, Spec]:
+    """A resource's fields, each with a known type."""
+    fields = spec.get("fields")
+    if not isinstance(fields, dict) or not fields:
+        raise ModelError(f"resource {name!r} has no fields")
+    out: dict[str, Spec] = {}
+    for col, f in fields.items():
+        _q(col)
+        if not isinstance(f, dict) or f.get("type") not in TYPES:
+            raise ModelError(f"field {name}.{col} needs a type, one of {', '.join(TYPES)}")
+        out[col] = f
+    return out
+
+
 class _Resource:
     def __init__(self, name: str, spec: Spec) -> None:
         _q(name)
@@ -354,15 +368,7 @@ class _Resource:
         self.noun = (
             label if isinstance(label, str) and label else _human(name)
         )  # the synthesizer names it
-        fields = spec.get("fields")
-        if not isinstance(fields, dict) or not fields:
-            raise ModelError(f"resource {name!r} has no fields")
-        self.fields: dict[str, Spec] = {}
-        for col, f in fields.items():
-            _q(col)
-            if not isinstance(f, dict) or f.get("type") not in TYPES:
-                raise ModelError(f"field {name}.{col} needs a type, one of {', '.join(TYPES)}")
-            self.fields[col] = f
+        self.fields = _fields(name, spec)
         self.key = spec.get("key", "id")
         if self.key not in self.fields:
             raise ModelError(f"resource {name!r}: key {self.key!r} is not one of its fields")
@@ -589,6 +595,41 @@ def _operations(model: Spec, resources: dict[str, _Resource]) -> dict[str, Spec]
     return dict(ops)
 
 
+def _stamp_and_default(env: Env, res: _Resource, values: Spec) -> None:
+    """A new row's generated timestamps (one for all), and the defaults of the fields not given."""
+    stamp = None
+    for col, f in res.fields.items():
+        gen = f.get("generated")
+        if gen in ("created", "updated"):
+            stamp = stamp or env.now()
+            values[col] = stamp
+        elif col not in values and "default" in f:
+            values[col] = res.to_db(col, f["default"])
+
+
+def _cut_a_value(res: _Resource, values: Spec) -> None:
+    """Test fault ``create_wrong_value``: the first plain text value stored cut in half."""
+    for col, v in values.items():
+        if isinstance(v, str) and col != res.key and _plain(res.fields[col]):
+            values[col] = v[: max(1, len(v) // 2)]
+            return
+
+
+def _plain(f: Spec) -> bool:
+    """A field whose value is the caller's own text: no reference, not generated, no enum."""
+    return not (f.get("ref") or f.get("generated") or f.get("enum"))
+
+
+def _reuse_first_key(env: Env, res: _Resource, values: Spec) -> None:
+    """Test fault ``create_reuses_id``: the new row takes the first row's key (that row gone)."""
+    first = env.db.execute(
+        f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} ORDER BY rowid LIMIT 1"
+    ).fetchone()
+    if first is not None:
+        env.db.execute(f"DELETE FROM {_q(res.name)} WHERE {_q(res.key)} = ?", (first["k"],))
+        values[res.key] = first["k"]
+
+
 class Engine:
     """A validated model: creates the state and makes one function per operation."""
 
@@ -798,41 +839,14 @@ class Engine:
         for p in op.get("parents") or []:
             values[p["field"]] = res.to_db(p["field"], args[p["arg"]])
         self._check_refs(env, res, {c: res.from_db(c, v) for c, v in values.items()})
-        stamp = None
-        for col, f in res.fields.items():
-            gen = f.get("generated")
-            if gen in ("created", "updated"):
-                stamp = stamp or env.now()
-                values[col] = stamp
-            elif col not in values and "default" in f:
-                values[col] = res.to_db(col, f["default"])
-        if values.get(res.key) is None:
-            values[res.key] = self._new_key(env, res)
-        elif self._row(env.db, res, values[res.key]) is not None:
-            raise self._err(
-                "conflict",
-                f"a {res.noun} with {_human(res.key)} {_show(values[res.key])} already exists",
-            )
+        _stamp_and_default(env, res, values)
+        self._claim_key(env, res, values)
         self._check_unique(env, res, values)
         fault = self._faulty(name, "create_no_persist", "create_wrong_value", "create_reuses_id")
         if fault == "create_wrong_value":
-            for col, v in values.items():
-                if (
-                    isinstance(v, str)
-                    and col != res.key
-                    and not res.fields[col].get("ref")
-                    and not res.fields[col].get("generated")
-                    and not res.fields[col].get("enum")
-                ):
-                    values[col] = v[: max(1, len(v) // 2)]
-                    break
+            _cut_a_value(res, values)
         if fault == "create_reuses_id":
-            first = env.db.execute(
-                f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} ORDER BY rowid LIMIT 1"
-            ).fetchone()
-            if first is not None:
-                env.db.execute(f"DELETE FROM {_q(res.name)} WHERE {_q(res.key)} = ?", (first["k"],))
-                values[res.key] = first["k"]
+            _reuse_first_key(env, res, values)
         cols = list(values)
         if fault != "create_no_persist":
             env.db.execute(
@@ -847,6 +861,16 @@ class Engine:
             row = dict(row)
             row.update(self._body(op, res, args))
         return self._shape(env, op, res, row)
+
+    def _claim_key(self, env: Env, res: _Resource, values: Spec) -> None:
+        """A new row's key: a fresh one when not given; a given one already used is a conflict."""
+        if values.get(res.key) is None:
+            values[res.key] = self._new_key(env, res)
+        elif self._row(env.db, res, values[res.key]) is not None:
+            raise self._err(
+                "conflict",
+                f"a {res.noun} with {_human(res.key)} {_show(values[res.key])} already exists",
+            )
 
     def _get(self, env: Env, name: str, op: Spec, res: _Resource, args: Spec) -> Any:
         fault = self._faulty(

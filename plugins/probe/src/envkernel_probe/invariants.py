@@ -40,7 +40,7 @@ from envkernel_kit.argsgen import (
 )
 from envkernel_kit.naming import State, id_column, words
 from envkernel_kit.tools import classify_tools
-from envkernel_runtime.model import Output, Page, ResourceModel, Sort, model_of
+from envkernel_runtime.model import Operation, Output, Page, ResourceModel, Sort, model_of
 from envkernel_schemas import EnvSpec, ToolSpec
 
 LIMIT_ARGS = ("limit", "page_size", "per_page", "size", "max_results")
@@ -137,6 +137,72 @@ def plan(env: EnvSpec, state: State) -> list[Crud]:
     return _name_plan(env, state)
 
 
+def _model_crud(env: EnvSpec, model: ResourceModel, table: str) -> Crud:
+    """A model table's empty plan: its key and generated fields."""
+    res = model.resources.get(table)
+    gen = {col for col, f in (res.fields if res else {}).items() if f.generated}
+    gen |= set(env.generated.get(table, []))
+    return Crud(table=table, key=res.key if res else "id", generated=gen, model=True)
+
+
+def _model_list(name: str, op: Operation) -> ListMeta | None:
+    """A model list operation's paging, scope, filters and sort; None when it requires an
+    argument with no one right value (a search text, a range bound like Adyen's createdSince):
+    the probe's own call checks such a list, the list invariants do not."""
+    page = op.page or Page()
+    out_meta = op.output or Output(shape="list")
+    keys = out_meta.keys
+    sort = op.sort or Sort()
+    params = op.parameters.get("properties") or {}
+    lim = params.get(page.limit or "", {})
+    lm = ListMeta(
+        tool=name,
+        scope={p.arg: p.field for p in op.parents},
+        filters={a: (f.field, f.op) for a, f in op.filters.items()},
+        limit=page.limit,
+        offset=page.offset,
+        page=page.page,
+        cursor=page.cursor,
+        first_page=page.first,
+        max_limit=int(lim.get("maximum", 100))
+        if isinstance(lim.get("maximum"), (int, float))
+        else 100,
+        items=keys.get("items") if out_meta.shape == "envelope" else None,
+        total=keys.get("total"),
+        next_cursor=keys.get("next_cursor"),
+        sort=sort.arg,
+        sort_fields=list(sort.fields),
+        order_arg=sort.order_arg,
+    )
+    required = op.parameters.get("required") or []
+    for a in required:
+        if a not in lm.scope and a in lm.filters and lm.filters[a][1] == "eq":
+            lm.scope[a] = lm.filters.pop(a)[0]
+    return lm if all(a in lm.scope for a in required) else None
+
+
+def _place_model_op(c: Crud, name: str, op: Operation) -> None:
+    """Where a model operation goes in its table's plan, by its kind."""
+    kind = op.kind
+    if kind == "create" and c.create is None:
+        c.create = name
+    elif kind == "get" and c.get is None:
+        c.get = name
+    elif kind == "list":
+        lm = _model_list(name, op)
+        if lm is not None:
+            c.lists.append(lm)
+    elif kind in ("update", "patch"):
+        c.updates.append(name)
+    elif kind == "delete" and c.delete is None:
+        c.delete = name
+    elif kind == "action":
+        c.actions.append(name)
+        c.transitions[name] = (
+            msgspec.to_builtins(op.transition) if op.transition is not None else {}
+        )
+
+
 def _model_plan(env: EnvSpec, model: ResourceModel) -> list[Crud]:
     tools = {t.name for t in env.tools}
     out: dict[str, Crud] = {}
@@ -144,65 +210,14 @@ def _model_plan(env: EnvSpec, model: ResourceModel) -> list[Crud]:
         if name not in tools:
             continue
         table = op.resource
-        res = model.resources.get(table)
         c = out.get(table)
         if c is None:
-            gen = {col for col, f in (res.fields if res else {}).items() if f.generated}
-            gen |= set(env.generated.get(table, []))
-            c = out[table] = Crud(
-                table=table, key=res.key if res else "id", generated=gen, model=True
-            )
-        kind = op.kind
+            c = out[table] = _model_crud(env, model, table)
         if op.key:
             c.key_arg[name] = op.key
         c.parents[name] = [(p.arg, p.field) for p in op.parents]
         c.body[name] = dict(op.body)
-        if kind == "create" and c.create is None:
-            c.create = name
-        elif kind == "get" and c.get is None:
-            c.get = name
-        elif kind == "list":
-            page = op.page or Page()
-            out_meta = op.output or Output(shape="list")
-            keys = out_meta.keys
-            sort = op.sort or Sort()
-            params = op.parameters.get("properties") or {}
-            lim = params.get(page.limit or "", {})
-            lm = ListMeta(
-                tool=name,
-                scope={p.arg: p.field for p in op.parents},
-                filters={a: (f.field, f.op) for a, f in op.filters.items()},
-                limit=page.limit,
-                offset=page.offset,
-                page=page.page,
-                cursor=page.cursor,
-                first_page=page.first,
-                max_limit=int(lim.get("maximum", 100))
-                if isinstance(lim.get("maximum"), (int, float))
-                else 100,
-                items=keys.get("items") if out_meta.shape == "envelope" else None,
-                total=keys.get("total"),
-                next_cursor=keys.get("next_cursor"),
-                sort=sort.arg,
-                sort_fields=list(sort.fields),
-                order_arg=sort.order_arg,
-            )
-            for a in op.parameters.get("required") or []:
-                if a not in lm.scope and a in lm.filters and lm.filters[a][1] == "eq":
-                    lm.scope[a] = lm.filters.pop(a)[0]
-            # a required search text or range bound (Adyen's createdSince) has no one right value:
-            # the probe's own call checks such a list, the list invariants do not
-            if all(a in lm.scope for a in op.parameters.get("required") or []):
-                c.lists.append(lm)
-        elif kind in ("update", "patch"):
-            c.updates.append(name)
-        elif kind == "delete" and c.delete is None:
-            c.delete = name
-        elif kind == "action":
-            c.actions.append(name)
-            c.transitions[name] = (
-                msgspec.to_builtins(op.transition) if op.transition is not None else {}
-            )
+        _place_model_op(c, name, op)
     return list(out.values())
 
 

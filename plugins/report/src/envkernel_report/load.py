@@ -434,6 +434,54 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def _apply_spec(env: EnvInfo, spec: dict[str, Any]) -> None:
+    """What ``env.json`` says of an environment: its names, operations, tools and report."""
+    env.domain, env.name = str(spec.get("domain") or ""), str(spec.get("name") or "")
+    env.operations = spec.get("operations") if isinstance(spec.get("operations"), int) else None
+    report = spec.get("report") if isinstance(spec.get("report"), dict) else {}
+    env.kept = bool(report.get("kept", True))
+    kept = report.get("tools_kept")
+    env.tools_kept = len(kept) if isinstance(kept, list) else len(spec.get("tools") or [])
+    env.tools_built = env.tools_kept + len(report.get("tools_dropped") or {})
+    env.skipped = _int_counts(spec.get("skipped"))
+
+
+def _load_env_folder(data: RunData, d: Path) -> None:
+    """One ``envs/<id>/`` folder: env.json, rejected.json, graph.json (a kept env's missing graph
+    noted, but in an eval run, which samples nothing)."""
+    env = data.envs.setdefault(d.name, EnvInfo(d.name))
+    spec = _json(d / "env.json", data.notes)
+    if spec is not None:
+        _apply_spec(env, spec)
+    rejected = _json(d / "rejected.json", data.notes)
+    if rejected is not None:
+        env.kept = False
+        env.reason = str(rejected.get("reason") or "")
+    graph = _json(d / "graph.json", data.notes)
+    if graph is not None:
+        env.graph = graph
+    elif spec is not None and env.kept and data.eval is None:  # eval runs sample nothing
+        data.notes.append(
+            f"envs/{d.name}/graph.json is missing: its tool graph is not drawn (the "
+            "sampler writes it)."
+        )
+
+
+_VERIFIED_COUNTS = ("operations", "tools_built", "tools_kept", "tasks", "checks")
+"""Counts of ``summary.json``'s ``verification`` entries that win over the folder's."""
+
+
+def _apply_verification(env: EnvInfo, v: dict[str, Any]) -> None:
+    """What ``summary.json``'s ``verification`` says of an environment (it wins)."""
+    env.kept = bool(v.get("kept", env.kept))
+    env.kind = str(v.get("kind") or env.kind)
+    for key in _VERIFIED_COUNTS:
+        if isinstance(v.get(key), int):
+            setattr(env, key, v[key])
+    env.dropped = _int_counts(v.get("dropped")) or env.dropped
+    env.skipped = _int_counts(v.get("skipped")) or env.skipped
+
+
 def _load_envs(data: RunData) -> None:
     """Environments from ``envs/<id>/`` (env.json, rejected.json, graph.json) and
     ``summary.json``."""
@@ -445,42 +493,10 @@ def _load_envs(data: RunData) -> None:
     envs_dir = data.folder / "envs"
     folders = sorted(p for p in envs_dir.iterdir() if p.is_dir()) if envs_dir.is_dir() else []
     for d in folders:
-        env = data.envs.setdefault(d.name, EnvInfo(d.name))
-        spec = _json(d / "env.json", data.notes)
-        if spec is not None:
-            env.domain, env.name = str(spec.get("domain") or ""), str(spec.get("name") or "")
-            env.operations = (
-                spec.get("operations") if isinstance(spec.get("operations"), int) else None
-            )
-            report = spec.get("report") if isinstance(spec.get("report"), dict) else {}
-            env.kept = bool(report.get("kept", True))
-            kept = report.get("tools_kept")
-            env.tools_kept = len(kept) if isinstance(kept, list) else len(spec.get("tools") or [])
-            env.tools_built = env.tools_kept + len(report.get("tools_dropped") or {})
-            env.skipped = _int_counts(spec.get("skipped"))
-        rejected = _json(d / "rejected.json", data.notes)
-        if rejected is not None:
-            env.kept = False
-            env.reason = str(rejected.get("reason") or "")
-        graph = _json(d / "graph.json", data.notes)
-        if graph is not None:
-            env.graph = graph
-        elif spec is not None and env.kept and data.eval is None:  # eval runs sample nothing
-            data.notes.append(
-                f"envs/{d.name}/graph.json is missing: its tool graph is not drawn (the "
-                "sampler writes it)."
-            )
+        _load_env_folder(data, d)
     for env_id, v in verification.items():
-        if not isinstance(v, dict):
-            continue
-        env = data.envs.setdefault(env_id, EnvInfo(env_id))
-        env.kept = bool(v.get("kept", env.kept))
-        env.kind = str(v.get("kind") or env.kind)
-        for key in ("operations", "tools_built", "tools_kept", "tasks", "checks"):
-            if isinstance(v.get(key), int):
-                setattr(env, key, v[key])
-        env.dropped = _int_counts(v.get("dropped")) or env.dropped
-        env.skipped = _int_counts(v.get("skipped")) or env.skipped
+        if isinstance(v, dict):
+            _apply_verification(data.envs.setdefault(env_id, EnvInfo(env_id)), v)
     if not data.envs:
         data.notes.append(
             "No environment is recorded (no envs/ folder and no verification in summary.json)."

@@ -249,6 +249,26 @@ def _args(value: Any) -> str:
     return _cut(json.dumps(value, ensure_ascii=False, sort_keys=True), _ARGS)
 
 
+def _turn(m: dict[str, Any]) -> dict[str, Any]:
+    """One message of a transcript: its role, its text (cut) and its tool calls."""
+    content = m.get("content")
+    if isinstance(content, list):  # content parts
+        content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    calls = [
+        (
+            str((c.get("function") or {}).get("name", "?")),
+            _args((c.get("function") or {}).get("arguments")),
+        )
+        for c in m.get("tool_calls") or []
+        if isinstance(c, dict)
+    ]
+    return {
+        "role": str(m.get("role", "?")),
+        "text": _cut(str(content or ""), _RESULT if m.get("role") == "tool" else _TEXT),
+        "calls": calls,
+    }
+
+
 def _transcript(rollout: dict[str, Any] | None, request: str) -> dict[str, Any] | None:
     """A rollout's transcript for the page: its turns (the system prompt left out), cut."""
     if not isinstance(rollout, dict):
@@ -259,26 +279,7 @@ def _transcript(rollout: dict[str, Any] | None, request: str) -> dict[str, Any] 
     msgs = [m for m in msgs if m.get("role") != "system"]
     if msgs and msgs[0].get("role") == "user" and str(msgs[0].get("content")).strip() == request:
         msgs = msgs[1:]  # the request, shown above the transcript already
-    turns = []
-    for m in msgs[:_TURNS]:
-        content = m.get("content")
-        if isinstance(content, list):  # content parts
-            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        calls = [
-            (
-                str((c.get("function") or {}).get("name", "?")),
-                _args((c.get("function") or {}).get("arguments")),
-            )
-            for c in m.get("tool_calls") or []
-            if isinstance(c, dict)
-        ]
-        turns.append(
-            {
-                "role": str(m.get("role", "?")),
-                "text": _cut(str(content or ""), _RESULT if m.get("role") == "tool" else _TEXT),
-                "calls": calls,
-            }
-        )
+    turns = [_turn(m) for m in msgs[:_TURNS]]
     return {
         "policy": str(traj.get("policy", "?")),
         "iteration": rollout.get("iteration"),

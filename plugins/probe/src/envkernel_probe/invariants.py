@@ -1089,21 +1089,10 @@ class Checker:
             tool = self.tools[name]
             args: dict[str, Any] = {}
             if name in c.key_arg:
-                rows = self.seed_state.get(c.table) or []
-                base = self.scope_args(c, name, rows[0]) if rows else {}
-                if base is None:
+                keyed = self._missing_key_args(c, name, tool)
+                if keyed is None:
                     continue
-                args = {**base, c.key_arg[name]: self.missing_key(c)}
-                for a in (tool.parameters or {}).get("required") or []:
-                    if a not in args:
-                        src = self.builder.sources(
-                            tool,
-                            a,
-                            ((tool.parameters or {}).get("properties") or {}).get(a) or {},
-                            self.rng,
-                        )
-                        if src:
-                            args[a] = src[0]
+                args = keyed
             elif not (tool.parameters or {}).get("required"):
                 continue
             res = await self.call(name, args)
@@ -1116,6 +1105,23 @@ class Checker:
                 )
             if not res.ok and after != self.seed_state:
                 self.blame.add(name, "a failed call changed the state")
+
+    def _missing_key_args(self, c: Crud, name: str, tool: ToolSpec) -> dict[str, Any] | None:
+        """Arguments of a keyed tool naming a key that does not exist (the scope of the first
+        seed row, the other required arguments their best value); None when out of scope."""
+        rows = self.seed_state.get(c.table) or []
+        base = self.scope_args(c, name, rows[0]) if rows else {}
+        if base is None:
+            return None
+        args = {**base, c.key_arg[name]: self.missing_key(c)}
+        params = tool.parameters or {}
+        for a in params.get("required") or []:
+            if a not in args:
+                schema = (params.get("properties") or {}).get(a) or {}
+                src = self.builder.sources(tool, a, schema, self.rng)
+                if src:
+                    args[a] = src[0]
+        return args
 
 
 async def run_invariants(

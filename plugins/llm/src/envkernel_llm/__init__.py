@@ -280,7 +280,6 @@ class LLMSynthesizer(UsesChat):
             await cm.__aexit__(None, None, None)
 
 
-@hookimpl
 class _Round:
     """What one round of writing and testing found."""
 
@@ -495,6 +494,7 @@ class _Synthesis:
         return env
 
 
+@hookimpl
 def register_synthesizers(register: Any) -> None:
     """Register the ``llm`` synthesizer."""
     register("llm", LLMSynthesizer)

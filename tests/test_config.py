@@ -235,3 +235,32 @@ def test_bad_flags_are_usage_errors(envk, args: list[str], needle: str) -> None:
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert needle in proc.stderr and "Traceback" not in proc.stderr
     assert not (envk.cwd / "envkernel-out").exists()
+
+
+def test_run_defaults_come_from_the_preset_not_the_kernel() -> None:
+    """The components a run uses unless told otherwise are the preset's (``default-config`` in the
+    top-level pyproject), and the kernel's config module names none of them."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    declared = tomllib.loads((root / "pyproject.toml").read_text())["project"]["entry-points"][
+        "envkernel.presets"
+    ]["default-config"]
+    pairs = dict(item.strip().split("=", 1) for item in declared.split(";"))
+    assert cfgmod.preset_config() == pairs
+    defaults = cfgmod.RunConfig()
+    for key, value in pairs.items():
+        got = getattr(defaults, key)
+        assert got == (value.split(",") if isinstance(got, list) else value), key
+    assert defaults.gate_reward == "traceoutcome"
+    import ast
+
+    tree = ast.parse(Path(cfgmod.__file__).read_text())
+    docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}  # docstrings
+    strings = {
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+    }
+    named = strings & {v for value in pairs.values() for v in value.split(",")}
+    assert not named, f"config.py's code names plugin components {named}"

@@ -191,6 +191,88 @@ def store_full(exc: BaseException) -> bool:
     )
 
 
+class _Callbacks:
+    """The NATS client's callbacks of one :class:`Bus`: before it exists they collect the errors of
+    the first connect, after they tell it of errors, drops and returns."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.bus: Bus | None = None
+        # errors of the first connect (the client reports them here, then says "no servers")
+        self.early: list[Exception] = []
+        self.tls_failed = asyncio.Event()
+
+    async def error(self, exc: Exception) -> None:
+        if self.bus is None:
+            self.early.append(exc)
+            if isinstance(exc, ssl.SSLError):
+                self.tls_failed.set()  # the client would hang after a failed handshake: give up now
+            return
+        if store_full(exc):  # nats-py raises a PubAck's 503 here instead of failing its future
+            self.bus.give_up(store_full_message(exc))
+            return
+        log.warning("nats error", error=f"{type(exc).__name__}: {exc}")
+
+    async def closed(self) -> None:
+        if self.bus is not None and not self.bus._closing:
+            self.bus.give_up(f"the connection to NATS at {without_secrets(self.url)} was closed")
+
+    async def disconnected(self) -> None:
+        if self.bus is not None:
+            self.bus._disconnected()
+
+    async def reconnected(self) -> None:
+        if self.bus is not None:
+            self.bus._reconnected()
+
+    async def open(self, name: str, timeout: float, creds: dict[str, Any]) -> Client:
+        """The first connect: fails fast, naming the cause (a TLS handshake that failed, not the
+        client's "no servers")."""
+        url = self.url
+        ping = env_seconds(
+            "ENVKERNEL_NATS_PING_SECONDS", 20
+        )  # two pings unanswered: the link is dead (a host cut off), reconnect elsewhere
+        try:
+            connecting = asyncio.ensure_future(
+                nats.connect(
+                    url.split(",") if "," in url else url,
+                    name=name,
+                    connect_timeout=timeout,
+                    max_reconnect_attempts=3,
+                    reconnect_time_wait=0.5,
+                    error_cb=self.error,
+                    allow_reconnect=True,
+                    pending_size=64 * 1024 * 1024,
+                    closed_cb=self.closed,
+                    disconnected_cb=self.disconnected,
+                    reconnected_cb=self.reconnected,
+                    ping_interval=ping,
+                    max_outstanding_pings=2,
+                    **creds,
+                )
+            )
+            failing = asyncio.ensure_future(self.tls_failed.wait())
+            await asyncio.wait({connecting, failing}, return_when=asyncio.FIRST_COMPLETED)
+            failing.cancel()
+            if not connecting.done():
+                connecting.cancel()
+                raise self.early[-1]
+            return connecting.result()
+        except Exception as exc:  # nats raises several unrelated types here
+            cause = next(
+                (
+                    e
+                    for e in reversed(self.early)
+                    if not isinstance(e, OSError) or isinstance(e, ssl.SSLError)
+                ),
+                exc,
+            )
+            raise BusError(
+                f"cannot connect to NATS at {without_secrets(url)}: {type(cause).__name__}: "
+                f"{cause}. {connect_hint(cause)}"
+            ) from None
+
+
 class Bus:
     """One NATS connection, its JetStream context and envkernel's stream, KV and object store."""
 
@@ -286,90 +368,19 @@ class Bus:
         unreachable (or ``lost_after``) the bus counts as lost (see :meth:`on_closed`). Credentials
         come from :func:`credentials` (or the URL). ``url`` may list a cluster's servers,
         comma-separated."""
-        holder: list[Bus] = []
-        early: list[
-            Exception
-        ] = []  # errors of the first connect (the client reports them here, then says "no servers")
-        tls_failed = asyncio.Event()
-
-        async def _err(exc: Exception) -> None:
-            if not holder:
-                early.append(exc)
-                if isinstance(exc, ssl.SSLError):
-                    tls_failed.set()  # the client would hang after a failed handshake: give up now
-                return
-            if (
-                store_full(exc) and holder
-            ):  # nats-py raises a PubAck's 503 here instead of failing its future
-                holder[0].give_up(store_full_message(exc))
-                return
-            log.warning("nats error", error=f"{type(exc).__name__}: {exc}")
-
-        async def _closed() -> None:
-            if holder and not holder[0]._closing:
-                holder[0].give_up(f"the connection to NATS at {without_secrets(url)} was closed")
-
-        async def _disconnected() -> None:
-            if holder:
-                holder[0]._disconnected()
-
-        async def _reconnected() -> None:
-            if holder:
-                holder[0]._reconnected()
-
+        callbacks = _Callbacks(url)
         limit = lost_after or env_seconds(
             "ENVKERNEL_BUS_LOST_SECONDS", 60
         )  # how long the bus may be unreachable before it is lost
         creds = credentials()
-        ping = env_seconds(
-            "ENVKERNEL_NATS_PING_SECONDS", 20
-        )  # two pings unanswered: the link is dead (a host cut off), reconnect elsewhere
-        try:
-            connecting = asyncio.ensure_future(
-                nats.connect(
-                    url.split(",") if "," in url else url,
-                    name=name,
-                    connect_timeout=timeout,
-                    max_reconnect_attempts=3,
-                    reconnect_time_wait=0.5,
-                    error_cb=_err,
-                    allow_reconnect=True,
-                    pending_size=64 * 1024 * 1024,
-                    closed_cb=_closed,
-                    disconnected_cb=_disconnected,
-                    reconnected_cb=_reconnected,
-                    ping_interval=ping,
-                    max_outstanding_pings=2,
-                    **creds,
-                )
-            )
-            failing = asyncio.ensure_future(tls_failed.wait())
-            await asyncio.wait({connecting, failing}, return_when=asyncio.FIRST_COMPLETED)
-            failing.cancel()
-            if not connecting.done():
-                connecting.cancel()
-                raise early[-1]
-            nc = connecting.result()
-        except Exception as exc:  # nats raises several unrelated types here
-            cause = next(
-                (
-                    e
-                    for e in reversed(early)
-                    if not isinstance(e, OSError) or isinstance(e, ssl.SSLError)
-                ),
-                exc,
-            )
-            raise BusError(
-                f"cannot connect to NATS at {without_secrets(url)}: {type(cause).__name__}: "
-                f"{cause}. {connect_hint(cause)}"
-            ) from None
+        nc = await callbacks.open(name, timeout, creds)
         nc.options[
             "max_reconnect_attempts"
         ] = -1  # the first connect fails fast; once connected, reconnect for as long as it takes
         js = nc.jetstream(publish_async_max_pending=4000)
         bus = cls(nc, js, url)
         bus._lost_after = limit
-        holder.append(bus)
+        callbacks.bus = bus
         bus._watch = asyncio.get_running_loop().create_task(bus._watch_down())
         if setup:
             await bus.setup()

@@ -13,9 +13,11 @@ Each component's table is decoded into its ``Settings`` Struct, so a wrong key i
 
 from __future__ import annotations
 
+import functools
 import os
 import tomllib
 from collections.abc import Mapping
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,33 @@ import msgspec
 from envkernel_bus import REDACTED, redact
 
 from .errors import ConfigError
+
+PRESET_GROUP = "envkernel.presets"
+"""Entry-point group of the presets (the one :mod:`envkernel.plugins` reads the plugins from)."""
+PRESET_CONFIG = "default-config"
+"""Entry point of the group that gives the default preset's run settings: ``KEY=VALUE; ...``, a
+list's items separated by commas (``policy=reference; sources=openapi``)."""
+
+
+@functools.cache
+def preset_config() -> dict[str, str]:
+    """The run settings the default preset declares (read once per process): the components a
+    run uses unless told otherwise, so no plugin name is wired into the kernel."""
+    out: dict[str, str] = {}
+    for ep in entry_points(group=PRESET_GROUP, name=PRESET_CONFIG):
+        for item in ep.value.split(";"):
+            key, eq, value = item.partition("=")
+            if eq and key.strip():
+                out[key.strip()] = value.strip()
+    return out
+
+
+def _preset(key: str) -> str:
+    return preset_config().get(key, "")
+
+
+def _preset_list(key: str) -> list[str]:
+    return [v.strip() for v in _preset(key).split(",") if v.strip()]
 
 
 class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -39,15 +68,15 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Role -> active component names (filled in by the kernel)."""
     seed: int = 0
     """Seed of everything random in the run."""
-    policy: str = "reference"
-    """Policy that rolls out the emitted tasks."""
-    gate_reference: str = "reference"
-    """Policy whose rollout must score 1 for a task to pass the gate."""
-    gate_nothing: str = "nothing"
-    """Policy whose rollout must score 0 for a task to pass the gate."""
-    gate_mutant: str = "mutant"
+    policy: str = msgspec.field(default_factory=lambda: _preset("policy"))
+    """Policy that rolls out the emitted tasks (default: the preset's, ``reference``)."""
+    gate_reference: str = msgspec.field(default_factory=lambda: _preset("gate_reference"))
+    """Policy whose rollout must score 1 for a task to pass the gate (default: the preset's)."""
+    gate_nothing: str = msgspec.field(default_factory=lambda: _preset("gate_nothing"))
+    """Policy whose rollout must score 0 for a task to pass the gate (default: the preset's)."""
+    gate_mutant: str = msgspec.field(default_factory=lambda: _preset("gate_mutant"))
     """Policy of the gate's near-miss mutants of the reference, each of which must score below 1
-    (off when no selected plugin provides it, or ``""``)."""
+    (default: the preset's; off when no selected plugin provides it, or ``""``)."""
     gate_mutants: int = 5
     """Mutant rollouts per task at the gate (role ``mutant``, kind numbers 0, 1, ...: the mutant
     policy plays the kind its request's ``mutant`` names)."""
@@ -80,12 +109,12 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     environments are read from the ``envs/`` folder beside it)."""
     eval_split: str = "heldout"
     """Which tasks of ``eval_tasks`` to evaluate: ``heldout`` (default), ``train`` or ``all``."""
-    gate_reward: str = "traceoutcome"
-    """Reward-model component that scores the gate's rollouts (default: the built-in trace + outcome
-    check), so the training reward never decides which tasks exist."""
-    sources: list[str] = msgspec.field(default_factory=lambda: ["openapi"])
+    gate_reward: str = msgspec.field(default_factory=lambda: _preset("gate_reward"))
+    """Reward-model component that scores the gate's rollouts (default: the preset's, the trace +
+    outcome check ``traceoutcome``), so the training reward never decides which tasks exist."""
+    sources: list[str] = msgspec.field(default_factory=lambda: _preset_list("sources"))
     """Sources: a source kind (``openapi`` = the shipped corpus, ``sample``) or ``KIND:VALUE``
-    (``openapi:specs/shop.yaml``)."""
+    (``openapi:specs/shop.yaml``); default: the preset's."""
     envs: int = 1
     """Environment requests per source."""
     rollouts_per_task: int = 1

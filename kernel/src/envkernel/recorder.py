@@ -6,6 +6,7 @@ import contextlib
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -120,139 +121,151 @@ class Recorder:
 
     def record(self, ev: Event) -> None:
         """Account for one event (each id once; the caller drops duplicates)."""
-        c = self.counts
         self.synthesis.record(ev)
         if self.evaluation is not None:
             self._evaluate(ev)
-        if isinstance(ev, EnvRequested):
-            self._requested[ev.id] = (
-                f"{ev.source_kind}:{ev.source}" if ev.source else ev.source_kind
-            )
-        elif isinstance(ev, EnvSynthesized):
-            self.note_origin(ev.env, self._requested.get(ev.parent, ""))
-            c["envs_synthesized"] += 1
-            self.sources[ev.env.id] = {
-                "kind": type(ev.env.behaviour).__struct_config__.tag,
-                "operations": ev.env.operations,
-                "tools_built": len(ev.env.tools),
-                "skipped": dict(ev.env.skipped),
-            }
-        elif isinstance(ev, EnvVerified):
-            if ev.env.id in self.env_tools:
-                return  # the same environment, sent to another sampler
-            c["envs_verified"] += 1
-            self.write_env(ev.env)
-            self._verified(ev.env.id, ev.env.report)
-            self.env_tools[ev.env.id] = {t.name for t in ev.env.tools}
-        elif isinstance(ev, EnvRejected):
-            c["envs_rejected"] += 1
-            self.rejected[f"env:{ev.reason}"] += 1
-            self._verified(ev.env_id, ev.report)
-            d = self.out / "envs" / ev.env_id
-            d.mkdir(parents=True, exist_ok=True)
-            write_atomic(
-                d / "rejected.json",
-                to_json(
-                    {
-                        "reason": ev.reason,
-                        "report": ev.report,
-                        "provenance": ev.env and ev.env.provenance,
-                    }
-                ),
-            )
-        elif isinstance(ev, TaskProposed):
-            c["tasks_proposed"] += 1
-        elif isinstance(
-            ev, TaskGated
-        ):  # each line before its count: a write that fails counts nothing
-            self._append("tasks.jsonl", to_json(ev.task))
-            c["tasks"] += 1
-            self.env_tasks[ev.task.env_id] += 1
-            self.used_tools.setdefault(ev.task.env_id, set()).update(
-                call.name for call in ev.task.calls
-            )
-            self.lengths[len(ev.task.calls)] += 1
-            self.shapes.add(ev.task.signature or ">".join(call.name for call in ev.task.calls))
-            c["tasks_refined"] += int(bool(ev.task.original_request))
-            c["tasks_solver_reference"] += int(bool(ev.task.reference_by))
-            if ev.task.solve_rate is not None:
-                self.solve_rates[f"{ev.task.solve_rate:.2f}"] += 1
-        elif isinstance(ev, TaskRejected):
-            origin = self.origins.get(ev.task.env_id, {})
-            self._append(
-                "rejected.jsonl",
-                to_json(
-                    {
-                        "task_id": ev.task.id,
-                        "env_id": ev.task.env_id,
-                        "source": origin.get("source", ""),
-                        "source_file": origin.get("source_file", ""),
-                        "reason": ev.reason,
-                        "detail": ev.detail,
-                        "signature": ev.task.signature,
-                    }
-                ),
-            )
-            c["tasks_rejected"] += 1
-            c["tasks_unsolved"] += int(ev.reason == "unsolved")
-            self.rejected[f"task:{ev.reason}"] += 1
-        elif isinstance(ev, RolloutScored):
-            if ev.purpose in ("train", "eval"):
-                row = {
+        for kind, on in _ON_EVENT:
+            if isinstance(ev, kind):
+                on(self, ev)
+                return
+
+    def _on_env_requested(self, ev: EnvRequested) -> None:
+        self._requested[ev.id] = f"{ev.source_kind}:{ev.source}" if ev.source else ev.source_kind
+
+    def _on_env_synthesized(self, ev: EnvSynthesized) -> None:
+        self.note_origin(ev.env, self._requested.get(ev.parent, ""))
+        self.counts["envs_synthesized"] += 1
+        self.sources[ev.env.id] = {
+            "kind": type(ev.env.behaviour).__struct_config__.tag,
+            "operations": ev.env.operations,
+            "tools_built": len(ev.env.tools),
+            "skipped": dict(ev.env.skipped),
+        }
+
+    def _on_env_verified(self, ev: EnvVerified) -> None:
+        if ev.env.id in self.env_tools:
+            return  # the same environment, sent to another sampler
+        self.counts["envs_verified"] += 1
+        self.write_env(ev.env)
+        self._verified(ev.env.id, ev.env.report)
+        self.env_tools[ev.env.id] = {t.name for t in ev.env.tools}
+
+    def _on_env_rejected(self, ev: EnvRejected) -> None:
+        self.counts["envs_rejected"] += 1
+        self.rejected[f"env:{ev.reason}"] += 1
+        self._verified(ev.env_id, ev.report)
+        d = self.out / "envs" / ev.env_id
+        d.mkdir(parents=True, exist_ok=True)
+        write_atomic(
+            d / "rejected.json",
+            to_json(
+                {
+                    "reason": ev.reason,
+                    "report": ev.report,
+                    "provenance": ev.env and ev.env.provenance,
+                }
+            ),
+        )
+
+    def _on_task_proposed(self, ev: TaskProposed) -> None:
+        self.counts["tasks_proposed"] += 1
+
+    def _on_task_gated(self, ev: TaskGated) -> None:
+        c, task = self.counts, ev.task
+        # each line before its count: a write that fails counts nothing
+        self._append("tasks.jsonl", to_json(task))
+        c["tasks"] += 1
+        self.env_tasks[task.env_id] += 1
+        self.used_tools.setdefault(task.env_id, set()).update(call.name for call in task.calls)
+        self.lengths[len(task.calls)] += 1
+        self.shapes.add(task.signature or ">".join(call.name for call in task.calls))
+        c["tasks_refined"] += int(bool(task.original_request))
+        c["tasks_solver_reference"] += int(bool(task.reference_by))
+        if task.solve_rate is not None:
+            self.solve_rates[f"{task.solve_rate:.2f}"] += 1
+
+    def _on_task_rejected(self, ev: TaskRejected) -> None:
+        origin = self.origins.get(ev.task.env_id, {})
+        self._append(
+            "rejected.jsonl",
+            to_json(
+                {
                     "task_id": ev.task.id,
                     "env_id": ev.task.env_id,
-                    "iteration": ev.iteration,
-                    "purpose": ev.purpose,
-                    "trajectory": ev.trajectory,
-                    "reward": ev.reward,
+                    "source": origin.get("source", ""),
+                    "source_file": origin.get("source_file", ""),
+                    "reason": ev.reason,
+                    "detail": ev.detail,
+                    "signature": ev.task.signature,
                 }
-                self._append("rollouts.jsonl", to_json(row))
-                c["rollouts"] += 1
-                self.reward_sum += ev.reward.score
-                self._it(ev.iteration).add(ev.task.split, ev.reward.score)
-            else:
-                c["gate_rollouts"] += 1
-                name = mutant_kind_of(ev)  # "" unless a mutant rollout whose kind applied
-                if name:
-                    # per environment and kind: applied, killed (score < 1), killed by the outcome
-                    # alone
-                    m = self.mutants.setdefault(ev.task.env_id, {}).setdefault(name, Counter())
-                    m.update(
-                        applied=1,
-                        killed=int(ev.reward.score < 1 - 1e-9),
-                        outcome_killed=int(ev.reward.outcome < 1 - 1e-9),
-                    )
-        elif isinstance(ev, GroupScored):
-            c["groups"] += 1
-            self._it(ev.iteration).groups += 1
-        elif isinstance(ev, PolicyUpdated):
-            c["policy_updates"] += 1
-            self._it(ev.iteration).updates[ev.trainer] = {
-                "policy": ev.policy,
-                "ref": ev.ref,
-                "metrics": dict(ev.metrics),
-            }
-        elif isinstance(ev, PluginFailed):
-            self._append(
-                "failures.jsonl",
-                to_json(
-                    {
-                        "plugin": ev.plugin,
-                        "role": ev.role,
-                        "event_kind": ev.event_kind,
-                        "event_id": ev.event_id,
-                        "classification": ev.classification,
-                        "error_type": ev.error_type,
-                        "message": ev.message,
-                        "traceback": ev.traceback,
-                    }
-                ),
+            ),
+        )
+        self.counts["tasks_rejected"] += 1
+        self.counts["tasks_unsolved"] += int(ev.reason == "unsolved")
+        self.rejected[f"task:{ev.reason}"] += 1
+
+    def _on_rollout_scored(self, ev: RolloutScored) -> None:
+        if ev.purpose not in ("train", "eval"):
+            self._on_gate_rollout(ev)
+            return
+        row = {
+            "task_id": ev.task.id,
+            "env_id": ev.task.env_id,
+            "iteration": ev.iteration,
+            "purpose": ev.purpose,
+            "trajectory": ev.trajectory,
+            "reward": ev.reward,
+        }
+        self._append("rollouts.jsonl", to_json(row))
+        self.counts["rollouts"] += 1
+        self.reward_sum += ev.reward.score
+        self._it(ev.iteration).add(ev.task.split, ev.reward.score)
+
+    def _on_gate_rollout(self, ev: RolloutScored) -> None:
+        self.counts["gate_rollouts"] += 1
+        name = mutant_kind_of(ev)  # "" unless a mutant rollout whose kind applied
+        if name:
+            # per environment and kind: applied, killed (score < 1), killed by the outcome alone
+            m = self.mutants.setdefault(ev.task.env_id, {}).setdefault(name, Counter())
+            m.update(
+                applied=1,
+                killed=int(ev.reward.score < 1 - 1e-9),
+                outcome_killed=int(ev.reward.outcome < 1 - 1e-9),
             )
-            if ev.classification == "infra":  # not the plugin's work: counted apart
-                c["infra_failures"] += 1
-            else:
-                c["failures"] += 1
-                self.failures_by_plugin[ev.plugin] += 1
+
+    def _on_group_scored(self, ev: GroupScored) -> None:
+        self.counts["groups"] += 1
+        self._it(ev.iteration).groups += 1
+
+    def _on_policy_updated(self, ev: PolicyUpdated) -> None:
+        self.counts["policy_updates"] += 1
+        self._it(ev.iteration).updates[ev.trainer] = {
+            "policy": ev.policy,
+            "ref": ev.ref,
+            "metrics": dict(ev.metrics),
+        }
+
+    def _on_plugin_failed(self, ev: PluginFailed) -> None:
+        self._append(
+            "failures.jsonl",
+            to_json(
+                {
+                    "plugin": ev.plugin,
+                    "role": ev.role,
+                    "event_kind": ev.event_kind,
+                    "event_id": ev.event_id,
+                    "classification": ev.classification,
+                    "error_type": ev.error_type,
+                    "message": ev.message,
+                    "traceback": ev.traceback,
+                }
+            ),
+        )
+        if ev.classification == "infra":  # not the plugin's work: counted apart
+            self.counts["infra_failures"] += 1
+        else:
+            self.counts["failures"] += 1
+            self.failures_by_plugin[ev.plugin] += 1
 
     def _evaluate(self, ev: Event) -> None:
         """Evaluation mode: an attempt's line in ``results.jsonl``, and its task's in
@@ -351,3 +364,19 @@ class Recorder:
         for f in self._files.values():
             f.close()
         self._files.clear()
+
+
+_ON_EVENT: tuple[tuple[type, Callable[[Recorder, Any], None]], ...] = (
+    (EnvRequested, Recorder._on_env_requested),
+    (EnvSynthesized, Recorder._on_env_synthesized),
+    (EnvVerified, Recorder._on_env_verified),
+    (EnvRejected, Recorder._on_env_rejected),
+    (TaskProposed, Recorder._on_task_proposed),
+    (TaskGated, Recorder._on_task_gated),
+    (TaskRejected, Recorder._on_task_rejected),
+    (RolloutScored, Recorder._on_rollout_scored),
+    (GroupScored, Recorder._on_group_scored),
+    (PolicyUpdated, Recorder._on_policy_updated),
+    (PluginFailed, Recorder._on_plugin_failed),
+)
+"""Event kind -> how :meth:`Recorder.record` accounts for it."""

@@ -83,6 +83,20 @@ class _Group:
     failed: set[int] = field(default_factory=set)
 
 
+def _gate_problem(gate: _Gate, ref: float, nothing: float) -> tuple[str, str] | None:
+    """Why the gate rejects a task (reason, detail): the reference below 1, doing nothing above 0,
+    a mutant of the reference scoring 1; None when it passes."""
+    if ref < 1.0 - EPS:
+        why = "; ".join(gate.reasons.get(RolloutRole.REFERENCE, [])) or f"scored {ref:.3f}"
+        return "reference_below_1", why
+    if nothing > EPS:
+        return "nothing_above_0", f"do-nothing scored {nothing:.3f}"
+    survived = [name for sc, applied, name in gate.mutants.values() if applied and sc >= 1.0 - EPS]
+    if survived:
+        return "mutant_survived", f"mutants scoring 1: {', '.join(sorted(survived))}"
+    return None
+
+
 class Stages:
     """The gate and the groups of one run. :meth:`handle` returns (event, target plugin) pairs."""
 
@@ -291,89 +305,20 @@ class Stages:
         ref = gate.scores.get(RolloutRole.REFERENCE, 0.0)
         nothing = gate.scores.get(RolloutRole.NOTHING, 1.0)
         del self.gates[gate.task.id]
-        if ref < 1.0 - EPS:
-            why = "; ".join(gate.reasons.get(RolloutRole.REFERENCE, [])) or f"scored {ref:.3f}"
-            return [
-                (
-                    self._child(
-                        parent,
-                        TaskRejected,
-                        "gate",
-                        task=gate.task,
-                        reason="reference_below_1",
-                        detail=why,
-                    ),
-                    None,
-                )
-            ]
-        if nothing > EPS:
-            return [
-                (
-                    self._child(
-                        parent,
-                        TaskRejected,
-                        "gate",
-                        task=gate.task,
-                        reason="nothing_above_0",
-                        detail=f"do-nothing scored {nothing:.3f}",
-                    ),
-                    None,
-                )
-            ]
-        survived = [
-            name for sc, applied, name in gate.mutants.values() if applied and sc >= 1.0 - EPS
-        ]
-        if survived:
-            return [
-                (
-                    self._child(
-                        parent,
-                        TaskRejected,
-                        "gate",
-                        task=gate.task,
-                        reason="mutant_survived",
-                        detail=f"mutants scoring 1: {', '.join(sorted(survived))}",
-                    ),
-                    None,
-                )
-            ]
+        problem = _gate_problem(gate, ref, nothing)
+        if problem:
+            return [self._reject(parent, gate.task, *problem)]
         k, policy = self.config.calibrate, self.config.calibrate_policy or self.config.policy
         if k > 0 and gate.solved is None:  # passed: now K attempts of the chosen policy
             gate.solved, self.gates[gate.task.id] = {}, gate
-            return [
-                (
-                    self._child(
-                        parent,
-                        RolloutRequested,
-                        f"calibrate/{i}",
-                        task=gate.task,
-                        policy=policy,
-                        index=CALIBRATION + i,
-                        group_size=k,
-                        purpose="gate",
-                        role=RolloutRole.CALIBRATION,
-                    ),
-                    policy,
-                )
-                for i in range(k)
-            ]
+            return self._calibration(parent, gate.task, k, policy)
         task = gate.task
         if gate.solved is not None:
             rate = round(sum(gate.solved.values()) / k, 4)
             if rate in (0.0, 1.0):
                 why = f"{policy} solved it in {sum(gate.solved.values())} of {k} attempts"
                 return [
-                    (
-                        self._child(
-                            parent,
-                            TaskRejected,
-                            "gate",
-                            task=task,
-                            reason="always_solved" if rate else "never_solved",
-                            detail=why,
-                        ),
-                        None,
-                    )
+                    self._reject(parent, task, "always_solved" if rate else "never_solved", why)
                 ]
             task = msgspec.structs.replace(task, solve_rate=rate, difficulty=round(1.0 - rate, 4))
         return [
@@ -381,6 +326,37 @@ class Stages:
                 self._child(parent, TaskGated, "gate", task=task, reference=ref, nothing=nothing),
                 None,
             )
+        ]
+
+    def _reject(
+        self, parent: Event, task: Task, reason: str, detail: str
+    ) -> tuple[Event, str | None]:
+        """The gate's rejection of a task."""
+        return (
+            self._child(parent, TaskRejected, "gate", task=task, reason=reason, detail=detail),
+            None,
+        )
+
+    def _calibration(
+        self, parent: Event, task: Task, k: int, policy: str
+    ) -> list[tuple[Event, str | None]]:
+        """The ``k`` calibration attempts of ``policy`` at a task that passed the gate."""
+        return [
+            (
+                self._child(
+                    parent,
+                    RolloutRequested,
+                    f"calibrate/{i}",
+                    task=task,
+                    policy=policy,
+                    index=CALIBRATION + i,
+                    group_size=k,
+                    purpose="gate",
+                    role=RolloutRole.CALIBRATION,
+                ),
+                policy,
+            )
+            for i in range(k)
         ]
 
     def _scored(self, ev: RolloutScored) -> list[tuple[Event, str | None]]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Callable
 from typing import Any
 
 from envkernel_schemas import ToolSpec
@@ -85,6 +86,34 @@ def schema_nullable(schema: Any) -> bool:
     return _type_and_null(schema)[1]
 
 
+_ENUM_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
+"""The JSON type of an ``enum``'s first value."""
+
+
+def _implied_type(schema: dict[str, Any]) -> str | None:
+    """The type an untyped schema's keywords imply (``properties``: object, ``items``: array, an
+    ``enum``'s first value), or None."""
+    if "allOf" in schema or "properties" in schema:
+        return "object"
+    if "items" in schema:
+        return "array"
+    if schema.get("enum"):
+        return _ENUM_TYPES.get(type(schema["enum"][0]), "")
+    return None
+
+
+def _union_type(schema: dict[str, Any]) -> tuple[str, bool] | None:
+    """The first typed member of a ``oneOf``/``anyOf`` and whether a member admits null, or
+    None."""
+    for key in ("oneOf", "anyOf"):
+        subs = schema.get(key) or []
+        types = [_type_and_null(s) for s in subs if isinstance(s, dict)]
+        real = [x for x, _ in types if x and x != "null"]
+        if real:
+            return real[0], any(x == "null" or n for x, n in types)
+    return None
+
+
 def _type_and_null(schema: Any) -> tuple[str, bool]:
     if not isinstance(schema, dict):
         return "", False
@@ -94,142 +123,156 @@ def _type_and_null(schema: Any) -> tuple[str, bool]:
         nullable = nullable or "null" in t
         t = next((x for x in t if x != "null"), "")
     if not t:
-        for key in ("oneOf", "anyOf"):
-            subs = schema.get(key) or []
-            types = [_type_and_null(s) for s in subs if isinstance(s, dict)]
-            real = [x for x, _ in types if x and x != "null"]
-            if real:
-                return real[0], nullable or any(x == "null" or n for x, n in types)
-        if "allOf" in schema or "properties" in schema:
-            return "object", nullable
-        if "items" in schema:
-            return "array", nullable
-        if schema.get("enum"):
-            e = schema["enum"][0]
-            return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(
-                type(e), ""
-            ), nullable
+        union = _union_type(schema)
+        if union:
+            return union[0], nullable or union[1]
+        implied = _implied_type(schema)
+        if implied is not None:
+            return implied, nullable
     return (t if isinstance(t, str) else ""), nullable
+
+
+def _to_integer(v: Any) -> Any:
+    if isinstance(v, bool):
+        return NO_VALUE
+    if isinstance(v, float):
+        return int(v) if v.is_integer() else NO_VALUE
+    if isinstance(v, str):
+        try:
+            return int(v.strip())
+        except ValueError:
+            return NO_VALUE
+    return v if isinstance(v, int) else NO_VALUE
+
+
+def _to_number(v: Any) -> Any:
+    if isinstance(v, bool):
+        return NO_VALUE
+    if isinstance(v, str):
+        try:
+            return float(v.strip())
+        except ValueError:
+            return NO_VALUE
+    return v if isinstance(v, (int, float)) else NO_VALUE
+
+
+def _to_string(v: Any) -> Any:
+    if isinstance(v, bool) or isinstance(v, (dict, list)) or v is None:
+        return NO_VALUE
+    return v if isinstance(v, str) else str(v)
+
+
+def _only(kind: type) -> Callable[[Any], Any]:
+    """A converter that takes values of ``kind`` as they are and nothing else."""
+    return lambda v: v if isinstance(v, kind) else NO_VALUE
+
+
+_CONVERT: dict[str, Callable[[Any], Any]] = {
+    "integer": _to_integer,
+    "number": _to_number,
+    "string": _to_string,
+    "boolean": _only(bool),
+    "array": _only(list),
+    "object": _only(dict),
+}
+"""Schema type -> the conversion of a value to it (``NO_VALUE``: it cannot be)."""
+
+
+def _fits_number(v: float, schema: dict[str, Any]) -> bool:
+    if "minimum" in schema and v < schema["minimum"]:
+        return False
+    if "maximum" in schema and v > schema["maximum"]:
+        return False
+    low, high = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    if isinstance(low, (int, float)) and v <= low:
+        return False
+    return not (isinstance(high, (int, float)) and v >= high)
+
+
+def _fits_string(v: str, schema: dict[str, Any]) -> bool:
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        try:
+            if re.search(pattern, v) is None:
+                return False
+        except re.error:
+            pass
+    if schema.get("format") == "email" and "@" not in v:
+        return False
+    if "minLength" in schema and len(v) < schema["minLength"]:
+        return False
+    return not ("maxLength" in schema and len(v) > schema["maxLength"])
+
+
+def _fits(v: Any, schema: dict[str, Any]) -> bool:
+    """Whether a value of the schema's type meets its constraints."""
+    if "enum" in schema and schema["enum"] and v not in schema["enum"]:
+        return False
+    if "const" in schema and v != schema["const"]:
+        return False
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return _fits_number(v, schema)
+    if isinstance(v, str):
+        return _fits_string(v, schema)
+    return True
 
 
 def coerce(value: Any, schema: dict[str, Any]) -> Any:
     """``value`` converted to the schema's type and checked against its constraints, or
     ``NO_VALUE``."""
-    t = schema_type(schema)
-    v: Any = value
-    if t == "integer":
-        if isinstance(v, bool):
-            return NO_VALUE
-        if isinstance(v, float):
-            if not v.is_integer():
-                return NO_VALUE
-            v = int(v)
-        elif isinstance(v, str):
-            try:
-                v = int(v.strip())
-            except ValueError:
-                return NO_VALUE
-        elif not isinstance(v, int):
-            return NO_VALUE
-    elif t == "number":
-        if isinstance(v, bool):
-            return NO_VALUE
-        if isinstance(v, str):
-            try:
-                v = float(v.strip())
-            except ValueError:
-                return NO_VALUE
-        elif not isinstance(v, (int, float)):
-            return NO_VALUE
-    elif t == "string":
-        if isinstance(v, bool) or isinstance(v, (dict, list)) or v is None:
-            return NO_VALUE
-        v = v if isinstance(v, str) else str(v)
-    elif t == "boolean":
-        if not isinstance(v, bool):
-            return NO_VALUE
-    elif t == "array":
-        if not isinstance(v, list):
-            return NO_VALUE
-    elif t == "object":
-        if not isinstance(v, dict):
-            return NO_VALUE
-    if "enum" in schema and schema["enum"] and v not in schema["enum"]:
+    convert = _CONVERT.get(schema_type(schema))
+    v = value if convert is None else convert(value)
+    if v is NO_VALUE or not _fits(v, schema):
         return NO_VALUE
-    if "const" in schema and v != schema["const"]:
-        return NO_VALUE
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        if "minimum" in schema and v < schema["minimum"]:
-            return NO_VALUE
-        if "maximum" in schema and v > schema["maximum"]:
-            return NO_VALUE
-        if (
-            "exclusiveMinimum" in schema
-            and isinstance(schema["exclusiveMinimum"], (int, float))
-            and v <= schema["exclusiveMinimum"]
-        ):
-            return NO_VALUE
-        if (
-            "exclusiveMaximum" in schema
-            and isinstance(schema["exclusiveMaximum"], (int, float))
-            and v >= schema["exclusiveMaximum"]
-        ):
-            return NO_VALUE
-    if isinstance(v, str):
-        pattern = schema.get("pattern")
-        if isinstance(pattern, str):
-            try:
-                if re.search(pattern, v) is None:
-                    return NO_VALUE
-            except re.error:
-                pass
-        if schema.get("format") == "email" and "@" not in v:
-            return NO_VALUE
-        if "minLength" in schema and len(v) < schema["minLength"]:
-            return NO_VALUE
-        if "maxLength" in schema and len(v) > schema["maxLength"]:
-            return NO_VALUE
     return v
+
+
+_STRING_DEFAULTS: tuple[tuple[tuple[str, ...], frozenset[str], str], ...] = (
+    (("email",), frozenset({"email"}), "alex.rivera@example.com"),
+    (("date",), frozenset({"date"}), "2024-01-15"),
+    (("date-time",), frozenset({"time", "timestamp", "at"}), "2024-01-15T10:00:00Z"),
+    (("uri", "url"), frozenset({"url", "uri", "link"}), "https://example.com"),
+    ((), frozenset({"phone"}), "+1-555-0100"),
+    ((), frozenset({"name"}), "Alex Rivera"),
+)
+"""String fallbacks: the formats or the words of a parameter's name that call for a value."""
+_OTHER_DEFAULTS: dict[str, Callable[[], list[Any]]] = {
+    "boolean": lambda: [True, False],
+    "array": lambda: [[]],
+    "object": lambda: [{}],
+}
+"""Fallbacks of the other types (fresh each time: a caller may change them)."""
+
+
+def _number_defaults(t: str, schema: dict[str, Any]) -> list[Any]:
+    """Small numbers within the schema's bounds (floats for ``number``)."""
+    lo = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+    lo = lo + 1 if "minimum" not in schema and "exclusiveMinimum" in schema else lo
+    base = [1, 2, 3, 5, 10]
+    vals = [max(b, lo) if isinstance(lo, (int, float)) else b for b in base]
+    if "maximum" in schema:
+        vals = [min(v, schema["maximum"]) for v in vals]
+    vals = [float(v) for v in vals] if t == "number" else [int(v) for v in vals]
+    return list(dict.fromkeys(vals))
+
+
+def _string_defaults(name: str, schema: dict[str, Any], ws: set[str]) -> list[Any]:
+    fmt = schema.get("format", "")
+    for formats, names, value in _STRING_DEFAULTS:
+        if fmt in formats or ws & names:
+            return [value]
+    return _bounded(name, schema, ws)
 
 
 def default_values(name: str, schema: dict[str, Any]) -> list[Any]:
     """Type- and format-based fallback values for a parameter (never empty for a typed schema)."""
     t = schema_type(schema)
-    ws = set(words(name))
     if t in ("integer", "number"):
-        lo = schema.get("minimum", schema.get("exclusiveMinimum", 0))
-        lo = lo + 1 if "minimum" not in schema and "exclusiveMinimum" in schema else lo
-        base = [1, 2, 3, 5, 10]
-        vals = [max(b, lo) if isinstance(lo, (int, float)) else b for b in base]
-        if "maximum" in schema:
-            vals = [min(v, schema["maximum"]) for v in vals]
-        if t == "number":
-            vals = [float(v) for v in vals]
-        else:
-            vals = [int(v) for v in vals]
-        return list(dict.fromkeys(vals))
-    if t == "boolean":
-        return [True, False]
+        return _number_defaults(t, schema)
     if t == "string":
-        fmt = schema.get("format", "")
-        if fmt == "email" or "email" in ws:
-            return ["alex.rivera@example.com"]
-        if fmt == "date" or "date" in ws:
-            return ["2024-01-15"]
-        if fmt == "date-time" or ws & {"time", "timestamp", "at"}:
-            return ["2024-01-15T10:00:00Z"]
-        if fmt in ("uri", "url") or ws & {"url", "uri", "link"}:
-            return ["https://example.com"]
-        if "phone" in ws:
-            return ["+1-555-0100"]
-        if "name" in ws:
-            return ["Alex Rivera"]
-        return _bounded(name, schema, ws)
-    if t == "array":
-        return [[]]
-    if t == "object":
-        return [{}]
-    return ["example"]
+        return _string_defaults(name, schema, set(words(name)))
+    make = _OTHER_DEFAULTS.get(t)
+    return make() if make is not None else ["example"]
 
 
 _BOUNDS = ("pattern", "format", "minLength", "maxLength", "minimum", "maximum", "enum", "items")
@@ -303,6 +346,146 @@ def fresh_values(name: str, schema: dict[str, Any], rng: random.Random, n: int =
     return out
 
 
+def _object_member(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The first member with properties of a union of objects (``oneOf``/``anyOf``), or None."""
+    return next(
+        (
+            m
+            for m in schema.get("oneOf") or schema.get("anyOf") or []
+            if isinstance(m, dict) and m.get("properties")
+        ),
+        None,
+    )
+
+
+def _fitting(raw: list[Any], schema: dict[str, Any]) -> list[Any]:
+    """The values of ``raw`` that coerce to the schema, coerced, each once, in order."""
+    out: list[Any] = []
+    seen: set[str] = set()
+    for v in raw:
+        c = coerce(v, schema)
+        if c is NO_VALUE:
+            continue
+        key = json.dumps(c, sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+DELETE_VERBS = ("delete", "remove", "destroy")
+"""Verbs of tools that delete: their ids go newest row first."""
+
+
+def _key_param(ids: list[str], own: str) -> str | None:
+    """Which id parameter is the key of the tool's own table ``own`` (``attendee_id`` of
+    ``attendees``, else ``id``), or None."""
+    return next(
+        (p for p in ids if id_entity(p) and match_table(id_entity(p), [own]) == own), None
+    ) or ("id" if "id" in ids else None)
+
+
+class _Distinct:
+    """Argument sets, each once (by their JSON), in the order added."""
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self._seen: set[str] = set()
+
+    def add(self, args: dict[str, Any]) -> None:
+        key = json.dumps(args, sort_keys=True, default=str)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.items.append(args)
+
+
+class _RowSets:
+    """Argument sets of a tool taken from rows of one table: some parameters from the row's
+    columns, the other required ones their best value."""
+
+    def __init__(
+        self,
+        props: dict[str, Any],
+        required: list[str],
+        fixed: dict[str, Any] | None,
+        verb: str,
+        srcs: dict[str, list[Any]],
+        n: int,
+    ) -> None:
+        self.props, self.required, self.fixed, self.verb, self.srcs, self.n = (
+            props,
+            required,
+            fixed,
+            verb,
+            srcs,
+            n,
+        )
+
+    def take(
+        self, rows: list[dict[str, Any]], cols: dict[str, str], *, unique: bool
+    ) -> list[dict[str, Any]]:
+        """A set from each of the first ``n`` rows (newest first for a delete) whose columns
+        ``cols`` (parameter -> column) fit; ``unique``: each set once."""
+        order = list(reversed(rows)) if self.verb in DELETE_VERBS else rows
+        out: list[dict[str, Any]] = []
+        for row in order[: self.n]:
+            args: dict[str, Any] = dict(self.fixed or {})
+            for p, c in cols.items():
+                args[p] = coerce(row[c], self.props.get(p) or {})
+            if any(v is NO_VALUE for v in args.values()):
+                continue
+            for p in self.required:
+                if p not in args and self.srcs.get(p):
+                    args[p] = self.srcs[p][0]
+            if all(p in args for p in self.required) and not (unique and args in out):
+                out.append(args)
+        return out
+
+
+class _Draw:
+    """The ``k``-th argument set of :meth:`ArgumentBuilder.candidates`: the best values first,
+    then ids (and hinted ids, like Stripe's ``{invoice}``) walked in row order and the rest drawn
+    at random."""
+
+    def __init__(
+        self,
+        props: dict[str, Any],
+        required: list[str],
+        fixed: dict[str, Any] | None,
+        srcs: dict[str, list[Any]],
+        rng: random.Random,
+    ) -> None:
+        self.props, self.required, self.fixed, self.srcs, self.rng = (
+            props,
+            required,
+            fixed,
+            srcs,
+            rng,
+        )
+
+    def __call__(self, k: int, add_optional: bool, optional: float) -> dict[str, Any] | None:
+        """The set (with some optional parameters when ``add_optional``); None when a required
+        parameter has no value."""
+        args: dict[str, Any] = dict(self.fixed or {})
+        for p, src in self.srcs.items():
+            is_req = p in self.required
+            if not is_req and not (add_optional and self.rng.random() < optional):
+                continue
+            if not src:
+                if is_req:
+                    return None
+                continue
+            args[p] = self._pick(k, p, src)
+        return args
+
+    def _pick(self, k: int, p: str, src: list[Any]) -> Any:
+        if k == 0:
+            return src[0]
+        if is_id_name(p) or ID_HINT in (self.props.get(p) or {}):
+            return src[k % len(src)]
+        return self.rng.choice(src)
+
+
 class ArgumentBuilder:
     """Builds argument sets for tools from a state dump (see the module docstring)."""
 
@@ -339,27 +522,37 @@ class ArgumentBuilder:
         """Candidate values for one parameter, best first, coerced to its schema (never empty)."""
         rng = rng or random.Random(0)
         schema = with_member_bounds(schema)
-        tables = list(self.state)
-        verb, _noun, own = tool_parts(tool.name, tables) if tool else ("", "", None)
+        raw = self._schema_values(tool, name, schema, rng)
+        hint = schema.get(ID_HINT)
+        hinted = isinstance(hint, dict) and hint.get("table") in self.state
+        if isinstance(hint, dict) and hinted:
+            raw.extend(column_values(self.state[hint["table"]], str(hint.get("column") or "id")))
+        verb, _noun, own = tool_parts(tool.name, list(self.state)) if tool else ("", "", None)
+        if is_id_name(name):
+            raw.extend(self._id_values(name, own))
+        else:
+            raw.extend(self._named_values(name, schema, verb, own, rng))
+        if not (
+            (is_id_name(name) or hinted) and raw
+        ):  # an id parameter with known ids needs no made-up ones
+            raw.extend(default_values(name, schema))
+        return _fitting(raw, schema)
+
+    def _schema_values(
+        self, tool: ToolSpec | None, name: str, schema: dict[str, Any], rng: random.Random
+    ) -> list[Any]:
+        """Values the schema itself gives: its ``const``, its ``enum``, an object or array built
+        from its parts."""
         raw: list[Any] = []
         if "const" in schema:
             raw.append(schema["const"])
         if schema.get("enum"):
             raw.extend(schema["enum"])
         t = schema_type(schema)
-        if t == "object" and "properties" in schema:
-            raw.append(self._object(tool, schema, rng))
-        elif (
-            t == "object"
-        ):  # a union of objects (NHS's extension items): the first member with properties
-            member = next(
-                (
-                    m
-                    for m in schema.get("oneOf") or schema.get("anyOf") or []
-                    if isinstance(m, dict) and m.get("properties")
-                ),
-                None,
-            )
+        if t == "object":
+            member = (
+                schema if "properties" in schema else _object_member(schema)
+            )  # a union of objects (NHS's extension items): the first member with properties
             if member is not None:
                 raw.append(self._object(tool, member, rng))
         elif t == "array":
@@ -369,45 +562,38 @@ class ArgumentBuilder:
                 raw.append([sub[0]])
                 if len(sub) > 1:
                     raw.append([rng.choice(sub)])
+        return raw
+
+    def _id_values(self, name: str, own: str | None) -> list[Any]:
+        """Values of an id parameter: the ids of its table (else of the tool's own), then the values
+        of columns of its name."""
+        ent = id_entity(name)
+        table = match_table(ent, list(self.state)) if ent else own
+        raw = list(self.ids(table))
+        if ent:
+            raw.extend(self.columns("_".join(words(name)), prefer=own))
+        return raw
+
+    def _named_values(
+        self, name: str, schema: dict[str, Any], verb: str, own: str | None, rng: random.Random
+    ) -> list[Any]:
+        """Values of another parameter: fresh ones a create-tool wants unique, the columns of its
+        name (``customer_email`` -> ``customers.email``), names to search by."""
         ws = words(name)
         lname = "_".join(ws)
-        hint = schema.get(ID_HINT)
-        hinted = isinstance(hint, dict) and hint.get("table") in self.state
-        if isinstance(hint, dict) and hinted:
-            raw.extend(column_values(self.state[hint["table"]], str(hint.get("column") or "id")))
-        if is_id_name(name):
-            ent = id_entity(name)
-            table = match_table(ent, tables) if ent else own
-            raw.extend(self.ids(table))
-            if ent:
-                raw.extend(self.columns(lname, prefer=own))
-        else:
-            if verb in CREATE_VERBS and t == "string" and set(ws) & FRESH_NAMES:
-                raw.extend(fresh_values(name, schema, rng))
-            raw.extend(self.columns(lname, prefer=own))
-            if len(ws) > 1:  # customer_email -> customers.email
-                table = match_table("_".join(ws[:-1]), tables)
-                if table is not None:
-                    raw.extend(self.columns(ws[-1], prefer=table)[: len(self.state[table])])
-            if lname in SEARCH_NAMES and own is not None and self.state.get(own):
-                for col in NAME_LIKE:
-                    if col in self.state[own][0]:
-                        raw.extend(column_values(self.state[own], col))
-        if not (
-            (is_id_name(name) or hinted) and raw
-        ):  # an id parameter with known ids needs no made-up ones
-            raw.extend(default_values(name, schema))
-        out: list[Any] = []
-        seen: set[str] = set()
-        for v in raw:
-            c = coerce(v, schema)
-            if c is NO_VALUE:
-                continue
-            key = json.dumps(c, sort_keys=True, default=str)
-            if key not in seen:
-                seen.add(key)
-                out.append(c)
-        return out
+        raw: list[Any] = []
+        if verb in CREATE_VERBS and schema_type(schema) == "string" and set(ws) & FRESH_NAMES:
+            raw.extend(fresh_values(name, schema, rng))
+        raw.extend(self.columns(lname, prefer=own))
+        if len(ws) > 1:  # customer_email -> customers.email
+            table = match_table("_".join(ws[:-1]), list(self.state))
+            if table is not None:
+                raw.extend(self.columns(ws[-1], prefer=table)[: len(self.state[table])])
+        if lname in SEARCH_NAMES and own is not None and self.state.get(own):
+            for col in NAME_LIKE:
+                if col in self.state[own][0]:
+                    raw.extend(column_values(self.state[own], col))
+        return raw
 
     def _object(
         self, tool: ToolSpec | None, schema: dict[str, Any], rng: random.Random
@@ -434,7 +620,8 @@ class ArgumentBuilder:
     ) -> list[dict[str, Any]]:
         """For a nested item tool (``event_id`` + ``attendee_id``): argument sets taken from one row
         of the tool's own table, so the parent and the key belong together."""
-        hinted = self._hinted(props, required, fixed, verb, srcs, n)
+        sets = _RowSets(props, required, fixed, verb, srcs, n)
+        hinted = self._hinted(sets)
         if hinted:
             return hinted
         ids = [p for p in required if is_id_name(p) and not (fixed and p in fixed)]
@@ -445,44 +632,20 @@ class ArgumentBuilder:
         if not rows or own is None:
             return []
         col = id_column(own, rows)
-        keyp = next(
-            (p for p in ids if id_entity(p) and match_table(id_entity(p), [own]) == own), None
-        ) or ("id" if "id" in ids else None)
+        keyp = _key_param(ids, own)
         others = [p for p in ids if p != keyp]
         if col is None or keyp is None or not all(p in rows[0] for p in others):
             return []
-        order = list(reversed(rows)) if verb in ("delete", "remove", "destroy") else rows
-        out = []
-        for row in order[:n]:
-            args: dict[str, Any] = dict(fixed or {})
-            args[keyp] = coerce(row[col], props.get(keyp) or {})
-            for p in others:
-                args[p] = coerce(row[p], props.get(p) or {})
-            if any(v is NO_VALUE for v in args.values()):
-                continue
-            for p in required:
-                if p not in args and srcs.get(p):
-                    args[p] = srcs[p][0]
-            if all(p in args for p in required):
-                out.append(args)
-        return out
+        return sets.take(rows, {keyp: col, **{p: p for p in others}}, unique=False)
 
-    def _hinted(
-        self,
-        props: dict[str, Any],
-        required: list[str],
-        fixed: dict[str, Any] | None,
-        verb: str,
-        srcs: dict[str, list[Any]],
-        n: int,
-    ) -> list[dict[str, Any]]:
+    def _hinted(self, sets: _RowSets) -> list[dict[str, Any]]:
         """Argument sets of a nested tool whose parents carry :data:`ID_HINT` ``via``s: from one
         row of its own table each (the key from the row's key column, each parent from its
         column)."""
         hints: dict[str, dict[str, Any]] = {}
-        for p in required:
-            h = (props.get(p) or {}).get(ID_HINT)
-            if isinstance(h, dict) and not (fixed and p in fixed):
+        for p in sets.required:
+            h = (sets.props.get(p) or {}).get(ID_HINT)
+            if isinstance(h, dict) and not (sets.fixed and p in sets.fixed):
                 hints[p] = h
         vias = {
             p: h["via"]
@@ -503,19 +666,7 @@ class ArgumentBuilder:
         )
         if not rows or not all(c in rows[0] for c in cols.values()):
             return []
-        out: list[dict[str, Any]] = []
-        for row in (list(reversed(rows)) if verb in ("delete", "remove", "destroy") else rows)[:n]:
-            args: dict[str, Any] = dict(fixed or {})
-            for p, c in cols.items():
-                args[p] = coerce(row[c], props.get(p) or {})
-            if any(v is NO_VALUE for v in args.values()):
-                continue
-            for p in required:
-                if p not in args and srcs.get(p):
-                    args[p] = srcs[p][0]
-            if all(p in args for p in required) and args not in out:
-                out.append(args)
-        return out
+        return sets.take(rows, cols, unique=True)
 
     # -- argument sets --------------------------------------------------------------------
 
@@ -537,61 +688,42 @@ class ArgumentBuilder:
         params = tool.parameters or {}
         props: dict[str, Any] = params.get("properties") or {}
         required = list(params.get("required") or [])
+        srcs = self._param_sources(tool, props, required, fixed, rng)
+        verb = words(tool.name)[0] if words(tool.name) else ""
+        if verb in DELETE_VERBS:  # the newest rows are the likeliest to be deletable
+            for p in srcs:
+                if is_id_name(p) and p not in required[:-1]:
+                    srcs[p] = list(reversed(srcs[p]))
+        out = _Distinct()
+        for found in self._coherent(tool, props, required, fixed, verb, srcs, n):
+            out.add(found)
+        draw = _Draw(props, required, fixed, srcs, rng)
+        for k in range(max(1, n) * 4):
+            if len(out.items) >= n:
+                break
+            args = draw(k, k % 2 == 1 and optional > 0, optional)
+            if args is None:
+                break
+            out.add(args)
+        return out.items
+
+    def _param_sources(
+        self,
+        tool: ToolSpec,
+        props: dict[str, Any],
+        required: list[str],
+        fixed: dict[str, Any] | None,
+        rng: random.Random,
+    ) -> dict[str, list[Any]]:
+        """Each parameter's candidate values (but the ``fixed`` ones'); an optional one's explicit
+        default left out, since it is the same call as none."""
         srcs: dict[str, list[Any]] = {}
         for p in list(props) + [r for r in required if r not in props]:
             if fixed and p in fixed:
                 continue
             ps = props.get(p) or {}
             src = self.sources(tool, p, ps, rng)
-            if (
-                p not in required and "default" in ps
-            ):  # an explicit default is the same call as none
+            if p not in required and "default" in ps:
                 src = [v for v in src if v != ps["default"]]
             srcs[p] = src
-        verb = words(tool.name)[0] if words(tool.name) else ""
-        if verb in (
-            "delete",
-            "remove",
-            "destroy",
-        ):  # the newest rows are the likeliest to be deletable
-            for p in srcs:
-                if is_id_name(p) and p not in required[:-1]:
-                    srcs[p] = list(reversed(srcs[p]))
-        out: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        for found in self._coherent(tool, props, required, fixed, verb, srcs, n):
-            key = json.dumps(found, sort_keys=True, default=str)
-            if key not in seen:
-                seen.add(key)
-                out.append(found)
-        for k in range(max(1, n) * 4):
-            if len(out) >= n:
-                break
-            args: dict[str, Any] = dict(fixed or {})
-            add_optional = k % 2 == 1 and optional > 0
-            ok = True
-            for p, src in srcs.items():
-                is_req = p in required
-                if not is_req and not (add_optional and rng.random() < optional):
-                    continue
-                if not src:
-                    if is_req:
-                        ok = False
-                        break
-                    continue
-                if k == 0:
-                    v = src[0]
-                elif is_id_name(p) or ID_HINT in (
-                    props.get(p) or {}
-                ):  # Stripe's {invoice}: walk its rows too
-                    v = src[k % len(src)]
-                else:
-                    v = rng.choice(src)
-                args[p] = v
-            if not ok:
-                break
-            key = json.dumps(args, sort_keys=True, default=str)
-            if key not in seen:
-                seen.add(key)
-                out.append(args)
-        return out
+        return srcs

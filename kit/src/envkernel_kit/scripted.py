@@ -330,6 +330,113 @@ class _Replies:
         return self.replies[n] if n < len(self.replies) else None
 
 
+def _encode(body: Any) -> bytes:
+    """A reply body as bytes: JSON for a dict or list, UTF-8 for text."""
+    if isinstance(body, (dict, list)):
+        return json.dumps(body).encode()
+    if isinstance(body, str):
+        return body.encode()
+    return b"" if body is None else bytes(body)
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | Reply:
+    """A request body's JSON object, or the error reply when it is not one."""
+    try:
+        body = json.loads(raw or b"{}")
+    except ValueError:
+        return error(400, "scripted server: the request body is not JSON")
+    if not isinstance(body, dict):
+        return error(400, "scripted server: the request body is not a JSON object")
+    return body
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """The HTTP side of a :class:`ScriptedServer` (``scripted``, set per server)."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    scripted: ScriptedServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _send(self, reply: Reply) -> None:
+        data = _encode(reply.body)
+        try:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", reply.content_type)
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in reply.headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+        except (TimeoutError, BrokenPipeError, ConnectionResetError, OSError):
+            self.close_connection = True
+
+    def _send_after_delay(self, reply: Reply) -> None:
+        """Send ``reply`` after its delay (nothing, and the connection closed, if the server stops
+        meanwhile)."""
+        if reply.delay > 0 and self.scripted._stop.wait(reply.delay):
+            self.close_connection = True
+            return
+        self._send(reply)
+
+    def do_POST(self) -> None:
+        server = self.scripted
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        route = self.path.rstrip("/")
+        if not route.endswith(("/chat/completions", "/load_lora_adapter")):
+            self._send(error(404, f"scripted server: no route {self.path}"))
+            return
+        body = _json_object(raw)
+        if isinstance(body, Reply):
+            self._send(body)
+            return
+        if route.endswith("/load_lora_adapter"):
+            self._send_after_delay(server._load_lora(body, self.headers.get("Authorization", "")))
+            return
+        n = server._next(body, self.headers.get("Authorization", ""))
+        try:
+            self._answer(body, n)
+        finally:
+            with server._lock:
+                server.inflight -= 1
+
+    def _answer(self, body: dict[str, Any], n: int) -> None:
+        server = self.scripted
+        reply: Any = server._unknown_model(body)
+        if reply is None:
+            try:
+                reply = server.script(body, n)
+            except Exception as exc:
+                reply = error(
+                    500, f"scripted server: the script raised {type(exc).__name__}: {exc}"
+                )
+        if not isinstance(reply, Reply):
+            reply = Reply(body=reply)
+        if (
+            isinstance(reply.body, dict)
+            and "choices" in reply.body
+            and "usage" not in reply.body
+            and reply.status == 200
+        ):
+            reply.body = {**reply.body, "usage": _estimate_usage(body, reply.body)}
+        self._send_after_delay(reply)
+
+    def do_GET(self) -> None:
+        server = self.scripted
+        if self.path.rstrip("/").endswith("/models"):
+            with server._lock:
+                ids = [*(server.served or ["scripted"]), *server.adapters]
+            self._send(
+                Reply(body={"object": "list", "data": [{"id": i, "object": "model"} for i in ids]})
+            )
+        else:
+            self._send(error(404, f"scripted server: no route {self.path}"))
+
+
 class ScriptedServer:
     """The server. Use as a context manager, or :meth:`start` / :meth:`stop`.
 
@@ -458,105 +565,7 @@ class ScriptedServer:
         return n
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _send(self, reply: Reply) -> None:
-                body = reply.body
-                if isinstance(body, (dict, list)):
-                    data = json.dumps(body).encode()
-                elif isinstance(body, str):
-                    data = body.encode()
-                elif body is None:
-                    data = b""
-                else:
-                    data = bytes(body)
-                try:
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", reply.content_type)
-                    self.send_header("Content-Length", str(len(data)))
-                    for k, v in reply.headers.items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(data)
-                    self.wfile.flush()
-                except (TimeoutError, BrokenPipeError, ConnectionResetError, OSError):
-                    self.close_connection = True
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                route = self.path.rstrip("/")
-                if not route.endswith(("/chat/completions", "/load_lora_adapter")):
-                    self._send(error(404, f"scripted server: no route {self.path}"))
-                    return
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    self._send(error(400, "scripted server: the request body is not JSON"))
-                    return
-                if not isinstance(body, dict):
-                    self._send(error(400, "scripted server: the request body is not a JSON object"))
-                    return
-                if route.endswith("/load_lora_adapter"):
-                    reply = server._load_lora(body, self.headers.get("Authorization", ""))
-                    if reply.delay > 0 and server._stop.wait(reply.delay):
-                        self.close_connection = True
-                        return
-                    self._send(reply)
-                    return
-                n = server._next(body, self.headers.get("Authorization", ""))
-                try:
-                    self._answer(body, n)
-                finally:
-                    with server._lock:
-                        server.inflight -= 1
-
-            def _answer(self, body: dict[str, Any], n: int) -> None:
-                reply: Any = server._unknown_model(body)
-                if reply is None:
-                    try:
-                        reply = server.script(body, n)
-                    except Exception as exc:
-                        reply = error(
-                            500, f"scripted server: the script raised {type(exc).__name__}: {exc}"
-                        )
-                if not isinstance(reply, Reply):
-                    reply = Reply(body=reply)
-                if (
-                    isinstance(reply.body, dict)
-                    and "choices" in reply.body
-                    and "usage" not in reply.body
-                    and reply.status == 200
-                ):
-                    reply.body = {**reply.body, "usage": _estimate_usage(body, reply.body)}
-                if reply.delay > 0 and server._stop.wait(reply.delay):
-                    self.close_connection = True
-                    return
-                self._send(reply)
-
-            def do_GET(self) -> None:
-                if self.path.rstrip("/").endswith("/models"):
-                    with server._lock:
-                        ids = [*(server.served or ["scripted"]), *server.adapters]
-                    self._send(
-                        Reply(
-                            body={
-                                "object": "list",
-                                "data": [{"id": i, "object": "model"} for i in ids],
-                            }
-                        )
-                    )
-                else:
-                    self._send(error(404, f"scripted server: no route {self.path}"))
-
-        return Handler
+        return type("Handler", (_Handler,), {"scripted": self})
 
     def start(self) -> ScriptedServer:
         """Bind (loopback, a free port unless given) and serve in a daemon thread."""

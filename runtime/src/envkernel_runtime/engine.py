@@ -180,80 +180,139 @@ def _type_ok(t: str, v: object) -> bool:
 _ARTICLE = {"integer": "an integer", "object": "an object", "array": "an array"}
 
 
-def check(schema: object, value: Any, where: str) -> str:
-    """Why ``value`` does not fit ``schema`` (a JSON Schema subset), or ""."""
-    if not isinstance(schema, dict) or not schema:
-        return ""
+def _check_type(schema: Spec, value: object, where: str) -> str:
+    """Why ``value`` is not of the schema's ``type``, or ""."""
     t = schema.get("type")
     types = t if isinstance(t, list) else [t] if t else []
     if types and not any(_type_ok(x, value) for x in types):
         want = " or ".join(_ARTICLE.get(x, f"a {x}") for x in types)
         return f"{where} must be {want}, got {_show(value)}"
-    if value is None:
-        return ""
+    return ""
+
+
+def _check_choice(schema: Spec, value: object, where: str) -> str:
+    """Why ``value`` is not one of the schema's ``enum``, or not its ``const``, or ""."""
     if "enum" in schema and isinstance(schema["enum"], list) and value not in schema["enum"]:
         return f"{where} must be one of {', '.join(map(str, schema['enum']))}; got {_show(value)}"
     if "const" in schema and value != schema["const"]:
         return f"{where} must be {_show(schema['const'])}, got {_show(value)}"
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        for key, ok, word in (
-            ("minimum", operator.ge, "at least"),
-            ("maximum", operator.le, "at most"),
-            ("exclusiveMinimum", operator.gt, "more than"),
-            ("exclusiveMaximum", operator.lt, "less than"),
-        ):
-            bound = schema.get(key)
-            if (
-                isinstance(bound, (int, float))
-                and not isinstance(bound, bool)
-                and not ok(value, bound)
-            ):
-                return f"{where} must be {word} {bound:g}, got {value:g}"
-    if isinstance(value, str):
-        if isinstance(schema.get("minLength"), int) and len(value) < schema["minLength"]:
-            return f"{where} must have at least {schema['minLength']} characters"
-        if isinstance(schema.get("maxLength"), int) and len(value) > schema["maxLength"]:
-            return f"{where} must have at most {schema['maxLength']} characters"
-        pattern = schema.get("pattern")
-        if isinstance(pattern, str):
-            try:
-                if re.search(pattern, value) is None:
-                    return f"{where} must match the pattern {pattern}, got {_show(value)}"
-            except re.error:
-                pass
-        fmt = schema.get("format")
-        if fmt == "email" and not _EMAIL.match(value):
-            return f"{where} must be an email address, got {_show(value)}"
-        if fmt == "date" and not _DATE.match(value):
-            return f"{where} must be a date like 2026-01-15, got {_show(value)}"
-        if fmt == "date-time" and not _DATETIME.match(value):
-            return f"{where} must be a date and time like 2026-01-15T09:00:00Z, got {_show(value)}"
-    if isinstance(value, list):
-        if isinstance(schema.get("minItems"), int) and len(value) < schema["minItems"]:
-            return f"{where} must have at least {schema['minItems']} items"
-        if isinstance(schema.get("maxItems"), int) and len(value) > schema["maxItems"]:
-            return f"{where} must have at most {schema['maxItems']} items"
-        items = schema.get("items")
-        for i, item in enumerate(value):
-            problem = check(items, item, f"{where}[{i}]")
-            if problem:
-                return problem
-    if isinstance(value, dict):
-        props = schema.get("properties")
-        if not isinstance(props, dict):
-            props = {}
-        for r in schema.get("required") or []:
-            if r not in value:
-                return f"{where} needs {r!r}"
-        if schema.get("additionalProperties") is False:
-            extra = [k for k in value if k not in props]
-            if extra:
-                return f"{where} has unexpected field(s) {', '.join(map(repr, extra))}"
-        for k, v in value.items():
-            if k in props:
-                problem = check(props[k], v, f"{where}.{k}")
-                if problem:
-                    return problem
+    return ""
+
+
+_BOUNDS = (
+    ("minimum", operator.ge, "at least"),
+    ("maximum", operator.le, "at most"),
+    ("exclusiveMinimum", operator.gt, "more than"),
+    ("exclusiveMaximum", operator.lt, "less than"),
+)
+"""Number bounds: keyword, the test a value passes, what the message says."""
+
+
+def _check_number(schema: Spec, value: Any, where: str) -> str:
+    """Why a number is out of the schema's bounds, or ""."""
+    for key, ok, word in _BOUNDS:
+        bound = schema.get(key)
+        if isinstance(bound, (int, float)) and not isinstance(bound, bool) and not ok(value, bound):
+            return f"{where} must be {word} {bound:g}, got {value:g}"
+    return ""
+
+
+def _check_size(schema: Spec, size: int, where: str, keys: tuple[str, str], noun: str) -> str:
+    """Why a size is out of the schema's ``(min, max)`` keys (``minLength``, ``maxItems``), or
+    ""."""
+    low, high = (schema.get(k) for k in keys)
+    if isinstance(low, int) and size < low:
+        return f"{where} must have at least {low} {noun}"
+    if isinstance(high, int) and size > high:
+        return f"{where} must have at most {high} {noun}"
+    return ""
+
+
+_FORMATS = {
+    "email": (_EMAIL, "an email address"),
+    "date": (_DATE, "a date like 2026-01-15"),
+    "date-time": (_DATETIME, "a date and time like 2026-01-15T09:00:00Z"),
+}
+"""String formats checked: the pattern and what a value must be."""
+
+
+def _check_string(schema: Spec, value: str, where: str) -> str:
+    """Why a string does not fit the schema's length, pattern or format, or ""."""
+    problem = _check_size(schema, len(value), where, ("minLength", "maxLength"), "characters")
+    if problem:
+        return problem
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        try:
+            if re.search(pattern, value) is None:
+                return f"{where} must match the pattern {pattern}, got {_show(value)}"
+        except re.error:
+            pass
+    fmt = _FORMATS.get(str(schema.get("format")))
+    if fmt is not None and not fmt[0].match(value):
+        return f"{where} must be {fmt[1]}, got {_show(value)}"
+    return ""
+
+
+def _check_array(schema: Spec, value: list[Any], where: str) -> str:
+    """Why a list does not fit the schema's size or its items' schema, or ""."""
+    problem = _check_size(schema, len(value), where, ("minItems", "maxItems"), "items")
+    if problem:
+        return problem
+    items = schema.get("items")
+    for i, item in enumerate(value):
+        problem = check(items, item, f"{where}[{i}]")
+        if problem:
+            return problem
+    return ""
+
+
+def _check_object(schema: Spec, value: dict[str, Any], where: str) -> str:
+    """Why an object lacks a required field, has an unexpected one or a field that does not fit,
+    or ""."""
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        props = {}
+    for r in schema.get("required") or []:
+        if r not in value:
+            return f"{where} needs {r!r}"
+    if schema.get("additionalProperties") is False:
+        extra = [k for k in value if k not in props]
+        if extra:
+            return f"{where} has unexpected field(s) {', '.join(map(repr, extra))}"
+    for k, v in value.items():
+        problem = check(props[k], v, f"{where}.{k}") if k in props else ""
+        if problem:
+            return problem
+    return ""
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+_BY_KIND: tuple[tuple[Callable[[object], bool], Callable[[Spec, Any, str], str]], ...] = (
+    (_is_number, _check_number),
+    (lambda v: isinstance(v, str), _check_string),
+    (lambda v: isinstance(v, list), _check_array),
+    (lambda v: isinstance(v, dict), _check_object),
+)
+"""The keywords checked for each kind of value: which values, and their check."""
+
+
+def check(schema: object, value: Any, where: str) -> str:
+    """Why ``value`` does not fit ``schema`` (a JSON Schema subset), or ""."""
+    if not isinstance(schema, dict) or not schema:
+        return ""
+    problem = _check_type(schema, value, where)
+    if problem or value is None:
+        return problem
+    problem = _check_choice(schema, value, where)
+    if problem:
+        return problem
+    for applies, check_kind in _BY_KIND:
+        if applies(value):
+            return check_kind(schema, value, where)
     return ""
 
 
@@ -284,6 +343,20 @@ def check_arguments(schema: Spec, args: Spec) -> str:
 # --------------------------------------------------------------------------- the model
 
 
+def _fields(name: str, spec: Spec) -> dict[str, Spec]:
+    """A resource's fields, each with a known type."""
+    fields = spec.get("fields")
+    if not isinstance(fields, dict) or not fields:
+        raise ModelError(f"resource {name!r} has no fields")
+    out: dict[str, Spec] = {}
+    for col, f in fields.items():
+        _q(col)
+        if not isinstance(f, dict) or f.get("type") not in TYPES:
+            raise ModelError(f"field {name}.{col} needs a type, one of {', '.join(TYPES)}")
+        out[col] = f
+    return out
+
+
 class _Resource:
     def __init__(self, name: str, spec: Spec) -> None:
         _q(name)
@@ -295,15 +368,7 @@ class _Resource:
         self.noun = (
             label if isinstance(label, str) and label else _human(name)
         )  # the synthesizer names it
-        fields = spec.get("fields")
-        if not isinstance(fields, dict) or not fields:
-            raise ModelError(f"resource {name!r} has no fields")
-        self.fields: dict[str, Spec] = {}
-        for col, f in fields.items():
-            _q(col)
-            if not isinstance(f, dict) or f.get("type") not in TYPES:
-                raise ModelError(f"field {name}.{col} needs a type, one of {', '.join(TYPES)}")
-            self.fields[col] = f
+        self.fields = _fields(name, spec)
         self.key = spec.get("key", "id")
         if self.key not in self.fields:
             raise ModelError(f"resource {name!r}: key {self.key!r} is not one of its fields")
@@ -435,6 +500,136 @@ def _envelope(
     return out
 
 
+def _body_use(op: Spec, fields: Spec, resources: Spec) -> str:
+    for arg, col in (op.get("body") or {}).items():
+        if col not in fields:
+            return f"argument {arg!r} writes unknown field {col!r}"
+    return ""
+
+
+def _parents_use(op: Spec, fields: Spec, resources: Spec) -> str:
+    for p in op.get("parents") or []:
+        if p.get("resource") not in resources or p.get("field") not in fields:
+            return f"bad parent {p!r}"
+    return ""
+
+
+def _filters_use(op: Spec, fields: Spec, resources: Spec) -> str:
+    for arg, flt in (op.get("filters") or {}).items():
+        if (
+            not isinstance(flt, dict)
+            or flt.get("field") not in fields
+            or flt.get("op", "eq") not in FILTER_OPS
+        ):
+            return f"bad filter {arg!r}"
+    return ""
+
+
+def _search_use(op: Spec, fields: Spec, resources: Spec) -> str:
+    search = op.get("search")
+    if search and any(c not in fields for c in search.get("fields") or []):
+        return "search over unknown fields"
+    return ""
+
+
+def _sort_use(op: Spec, fields: Spec, resources: Spec) -> str:
+    sort = op.get("sort")
+    if sort and any(c not in fields for c in sort.get("fields") or []):
+        return "sort by unknown fields"
+    return ""
+
+
+def _transition_use(op: Spec, fields: Spec, resources: Spec) -> str:
+    tr = op.get("transition")
+    if tr and (
+        tr.get("field") not in fields or any(c not in fields for c in tr.get("stamp") or [])
+    ):
+        return f"bad transition {tr!r}"
+    return ""
+
+
+_FIELD_USES = (_body_use, _parents_use, _filters_use, _search_use, _sort_use, _transition_use)
+"""Checks of an operation's parts that name fields (of its resource) or resources: each says what
+is wrong, or ""."""
+
+
+def _op_problem(name: object, op: object, resources: dict[str, _Resource]) -> str:
+    """What is wrong with operation ``name`` of a model with these resources, or ""."""
+    if not isinstance(name, str) or not IDENT.match(name) or name.startswith("_"):
+        return f"operation name {name!r} is not a valid tool name"
+    if not isinstance(op, dict) or op.get("kind") not in KINDS:
+        return f"operation {name!r} needs a kind, one of {', '.join(KINDS)}"
+    if op.get("resource") not in resources:
+        return f"operation {name!r} is about unknown resource {op.get('resource')!r}"
+    fields = resources[op["resource"]].fields
+    for use in _FIELD_USES:
+        problem = use(op, fields, resources)
+        if problem:
+            return f"operation {name!r}: {problem}"
+    return ""
+
+
+def _resources(model: Spec) -> dict[str, _Resource]:
+    """The model's resources, each field's ``ref`` a resource of the model."""
+    resources = model.get("resources")
+    if not isinstance(resources, dict) or not resources:
+        raise ModelError("the model has no resources")
+    out = {n: _Resource(n, r) for n, r in resources.items()}
+    for r in out.values():
+        for col, f in r.fields.items():
+            ref = f.get("ref")
+            if ref is not None and ref not in out:
+                raise ModelError(f"field {r.name}.{col} refers to unknown resource {ref!r}")
+    return out
+
+
+def _operations(model: Spec, resources: dict[str, _Resource]) -> dict[str, Spec]:
+    """The model's operations, each checked against its resources."""
+    ops = model.get("operations")
+    if not isinstance(ops, dict) or not ops:
+        raise ModelError("the model has no operations")
+    for name, op in ops.items():
+        problem = _op_problem(name, op, resources)
+        if problem:
+            raise ModelError(problem)
+    return dict(ops)
+
+
+def _stamp_and_default(env: Env, res: _Resource, values: Spec) -> None:
+    """A new row's generated timestamps (one for all), and the defaults of the fields not given."""
+    stamp = None
+    for col, f in res.fields.items():
+        gen = f.get("generated")
+        if gen in ("created", "updated"):
+            stamp = stamp or env.now()
+            values[col] = stamp
+        elif col not in values and "default" in f:
+            values[col] = res.to_db(col, f["default"])
+
+
+def _cut_a_value(res: _Resource, values: Spec) -> None:
+    """Test fault ``create_wrong_value``: the first plain text value stored cut in half."""
+    for col, v in values.items():
+        if isinstance(v, str) and col != res.key and _plain(res.fields[col]):
+            values[col] = v[: max(1, len(v) // 2)]
+            return
+
+
+def _plain(f: Spec) -> bool:
+    """A field whose value is the caller's own text: no reference, not generated, no enum."""
+    return not (f.get("ref") or f.get("generated") or f.get("enum"))
+
+
+def _reuse_first_key(env: Env, res: _Resource, values: Spec) -> None:
+    """Test fault ``create_reuses_id``: the new row takes the first row's key (that row gone)."""
+    first = env.db.execute(
+        f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} ORDER BY rowid LIMIT 1"
+    ).fetchone()
+    if first is not None:
+        env.db.execute(f"DELETE FROM {_q(res.name)} WHERE {_q(res.key)} = ?", (first["k"],))
+        values[res.key] = first["k"]
+
+
 class Engine:
     """A validated model: creates the state and makes one function per operation."""
 
@@ -448,57 +643,8 @@ class Engine:
                 f"{ENGINE_VERSION}"
             )
         self.ToolError = tool_error
-        resources = model.get("resources")
-        if not isinstance(resources, dict) or not resources:
-            raise ModelError("the model has no resources")
-        self.resources = {n: _Resource(n, r) for n, r in resources.items()}
-        for r in self.resources.values():
-            for col, f in r.fields.items():
-                ref = f.get("ref")
-                if ref is not None and ref not in self.resources:
-                    raise ModelError(f"field {r.name}.{col} refers to unknown resource {ref!r}")
-        ops = model.get("operations")
-        if not isinstance(ops, dict) or not ops:
-            raise ModelError("the model has no operations")
-        self.ops: dict[str, Spec] = {}
-        for name, op in ops.items():
-            if not isinstance(name, str) or not IDENT.match(name) or name.startswith("_"):
-                raise ModelError(f"operation name {name!r} is not a valid tool name")
-            if not isinstance(op, dict) or op.get("kind") not in KINDS:
-                raise ModelError(f"operation {name!r} needs a kind, one of {', '.join(KINDS)}")
-            if op.get("resource") not in self.resources:
-                raise ModelError(
-                    f"operation {name!r} is about unknown resource {op.get('resource')!r}"
-                )
-            res = self.resources[op["resource"]]
-            for arg, col in (op.get("body") or {}).items():
-                if col not in res.fields:
-                    raise ModelError(
-                        f"operation {name!r}: argument {arg!r} writes unknown field {col!r}"
-                    )
-            for p in op.get("parents") or []:
-                if p.get("resource") not in self.resources or p.get("field") not in res.fields:
-                    raise ModelError(f"operation {name!r}: bad parent {p!r}")
-            for arg, flt in (op.get("filters") or {}).items():
-                if (
-                    not isinstance(flt, dict)
-                    or flt.get("field") not in res.fields
-                    or flt.get("op", "eq") not in FILTER_OPS
-                ):
-                    raise ModelError(f"operation {name!r}: bad filter {arg!r}")
-            search = op.get("search")
-            if search and any(c not in res.fields for c in search.get("fields") or []):
-                raise ModelError(f"operation {name!r}: search over unknown fields")
-            sort = op.get("sort")
-            if sort and any(c not in res.fields for c in sort.get("fields") or []):
-                raise ModelError(f"operation {name!r}: sort by unknown fields")
-            tr = op.get("transition")
-            if tr and (
-                tr.get("field") not in res.fields
-                or any(c not in res.fields for c in tr.get("stamp") or [])
-            ):
-                raise ModelError(f"operation {name!r}: bad transition {tr!r}")
-            self.ops[name] = op
+        self.resources = _resources(model)
+        self.ops: dict[str, Spec] = _operations(model, self.resources)
         seed = model.get("seed") or {}
         if not isinstance(seed, dict) or any(t not in self.resources for t in seed):
             raise ModelError("the seed names a resource the model does not have")
@@ -693,41 +839,14 @@ class Engine:
         for p in op.get("parents") or []:
             values[p["field"]] = res.to_db(p["field"], args[p["arg"]])
         self._check_refs(env, res, {c: res.from_db(c, v) for c, v in values.items()})
-        stamp = None
-        for col, f in res.fields.items():
-            gen = f.get("generated")
-            if gen in ("created", "updated"):
-                stamp = stamp or env.now()
-                values[col] = stamp
-            elif col not in values and "default" in f:
-                values[col] = res.to_db(col, f["default"])
-        if values.get(res.key) is None:
-            values[res.key] = self._new_key(env, res)
-        elif self._row(env.db, res, values[res.key]) is not None:
-            raise self._err(
-                "conflict",
-                f"a {res.noun} with {_human(res.key)} {_show(values[res.key])} already exists",
-            )
+        _stamp_and_default(env, res, values)
+        self._claim_key(env, res, values)
         self._check_unique(env, res, values)
         fault = self._faulty(name, "create_no_persist", "create_wrong_value", "create_reuses_id")
         if fault == "create_wrong_value":
-            for col, v in values.items():
-                if (
-                    isinstance(v, str)
-                    and col != res.key
-                    and not res.fields[col].get("ref")
-                    and not res.fields[col].get("generated")
-                    and not res.fields[col].get("enum")
-                ):
-                    values[col] = v[: max(1, len(v) // 2)]
-                    break
+            _cut_a_value(res, values)
         if fault == "create_reuses_id":
-            first = env.db.execute(
-                f"SELECT {_q(res.key)} AS k FROM {_q(res.name)} ORDER BY rowid LIMIT 1"
-            ).fetchone()
-            if first is not None:
-                env.db.execute(f"DELETE FROM {_q(res.name)} WHERE {_q(res.key)} = ?", (first["k"],))
-                values[res.key] = first["k"]
+            _reuse_first_key(env, res, values)
         cols = list(values)
         if fault != "create_no_persist":
             env.db.execute(
@@ -742,6 +861,16 @@ class Engine:
             row = dict(row)
             row.update(self._body(op, res, args))
         return self._shape(env, op, res, row)
+
+    def _claim_key(self, env: Env, res: _Resource, values: Spec) -> None:
+        """A new row's key: a fresh one when not given; a given one already used is a conflict."""
+        if values.get(res.key) is None:
+            values[res.key] = self._new_key(env, res)
+        elif self._row(env.db, res, values[res.key]) is not None:
+            raise self._err(
+                "conflict",
+                f"a {res.noun} with {_human(res.key)} {_show(values[res.key])} already exists",
+            )
 
     def _get(self, env: Env, name: str, op: Spec, res: _Resource, args: Spec) -> Any:
         fault = self._faulty(

@@ -802,13 +802,13 @@ def _shell_env() -> dict[str, str]:
     }
 
 
-def _run(command: str, timeout: float) -> Result:
-    """``bash -c`` in its own process group with capped output; the group is killed afterwards
-    (and the executor kills every other process the call left, see ``_Forks``)."""
+def _spawn(command: str) -> subprocess.Popen[bytes]:
+    """Start ``bash -c command`` in its own process group, trying again while the process limit is
+    full."""
     pause = 0.01
     while True:
         try:
-            proc = subprocess.Popen(
+            return subprocess.Popen(
                 ["bash", "-c", command],
                 cwd=_State.root,
                 env=_shell_env(),
@@ -817,12 +817,10 @@ def _run(command: str, timeout: float) -> Result:
                 stderr=subprocess.PIPE,
                 start_new_session=True,
             )
-            break
-        except (
-            BlockingIOError
-        ) as exc:  # EAGAIN: the process limit is full of an earlier call's killed processes,
-            # which the sandbox's init may not have reaped yet (a fork bomb's, in a container): try
-            # again shortly
+        except BlockingIOError as exc:
+            # EAGAIN: the process limit is full of an earlier call's killed processes, which the
+            # sandbox's init may not have reaped yet (a fork bomb's, in a container): try again
+            # shortly
             if pause > SPAWN_RETRY:
                 raise _fail(
                     "exec_failed",
@@ -832,64 +830,101 @@ def _run(command: str, timeout: float) -> Result:
             pause *= 2
         except OSError as exc:
             raise _fail("exec_failed", f"cannot start bash: {exc}") from None
-    if _State.spawned is not None:
-        _State.spawned(proc.pid)
-    out: dict[Any, bytearray] = {proc.stdout: bytearray(), proc.stderr: bytearray()}
-    dropped: dict[Any, int] = {proc.stdout: 0, proc.stderr: 0}
-    timed_out = False
-    deadline = time.monotonic() + timeout
-    sel = selectors.DefaultSelector()
-    try:
-        for f in out:
-            sel.register(f, selectors.EVENT_READ)
+
+
+class _Capture:
+    """A process's stdout and stderr, each capped at ``OUTPUT_LIMIT`` bytes (the rest counted)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.out: dict[Any, bytearray] = {proc.stdout: bytearray(), proc.stderr: bytearray()}
+        self.dropped: dict[Any, int] = {proc.stdout: 0, proc.stderr: 0}
+
+    def read(self, deadline: float) -> bool:
+        """Read until the pipes close (or shortly after the process exits: a background process
+        may hold them) and the process ends; True when the deadline came first."""
+        proc = self.proc
+        sel = selectors.DefaultSelector()
+        try:
+            for f in self.out:
+                sel.register(f, selectors.EVENT_READ)
+            if self._drain(sel, deadline):
+                return True
+            try:
+                proc.wait(max(0.05, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                return True
+            return False
+        finally:
+            sel.close()
+
+    def _drain(self, sel: selectors.BaseSelector, deadline: float) -> bool:
+        """Read the pipes; True when the deadline passed."""
         exited_at = None
         while sel.get_map():
             left = deadline - time.monotonic()
             if left <= 0:
-                timed_out = True
-                break
-            if exited_at is None and proc.poll() is not None:
-                exited_at = (
-                    time.monotonic()
-                )  # a background process may hold the pipes: read what is there, then stop
+                return True
+            if exited_at is None and self.proc.poll() is not None:
+                # a background process may hold the pipes: read what is there, then stop
+                exited_at = time.monotonic()
             elif exited_at is not None and time.monotonic() - exited_at > 0.05:
-                break
+                return False
             for key, _ in sel.select(min(left, 0.05)):
-                chunk = os.read(key.fd, 1 << 16)
-                if not chunk:
-                    sel.unregister(key.fileobj)
-                    continue
-                buf = out[key.fileobj]
-                room = OUTPUT_LIMIT - len(buf)
-                buf += chunk[:room]
-                dropped[key.fileobj] += max(0, len(chunk) - room)
-        if not timed_out:
-            try:
-                proc.wait(max(0.05, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-    finally:
-        sel.close()
+                self._take(sel, key)
+        return False
+
+    def _take(self, sel: selectors.BaseSelector, key: selectors.SelectorKey) -> None:
+        chunk = os.read(key.fd, 1 << 16)
+        if not chunk:
+            sel.unregister(key.fileobj)
+            return
+        buf = self.out[key.fileobj]
+        room = OUTPUT_LIMIT - len(buf)
+        buf += chunk[:room]
+        self.dropped[key.fileobj] += max(0, len(chunk) - room)
+
+    def close(self) -> None:
+        """Kill what the process left running in its group, reap it, close the pipes."""
         try:
-            os.killpg(proc.pid, signal.SIGKILL)  # what it left running in its group
+            os.killpg(self.proc.pid, signal.SIGKILL)  # what it left running in its group
         except OSError:
             pass
-        proc.wait()
-        for f in out:
+        self.proc.wait()
+        for f in self.out:
             f.close()
-    result: Result = {
-        "exit_code": 124 if timed_out else proc.returncode,
-        "stdout": out[proc.stdout].decode("utf-8", "replace"),
-        "stderr": out[proc.stderr].decode("utf-8", "replace"),
-    }
-    if timed_out:
-        result["timed_out"] = True
-        result["stderr"] += (
-            f"\n[envkernel: the command ran longer than {timeout:g} s and was killed]"
-        )
-    if dropped[proc.stdout] or dropped[proc.stderr]:
-        result["truncated"] = {"stdout": dropped[proc.stdout], "stderr": dropped[proc.stderr]}
-    return result
+
+    def result(self, timed_out: bool, timeout: float) -> Result:
+        """The call's result: exit code, the output, what timed out or was cut."""
+        proc, out, dropped = self.proc, self.out, self.dropped
+        result: Result = {
+            "exit_code": 124 if timed_out else proc.returncode,
+            "stdout": out[proc.stdout].decode("utf-8", "replace"),
+            "stderr": out[proc.stderr].decode("utf-8", "replace"),
+        }
+        if timed_out:
+            result["timed_out"] = True
+            result["stderr"] += (
+                f"\n[envkernel: the command ran longer than {timeout:g} s and was killed]"
+            )
+        if dropped[proc.stdout] or dropped[proc.stderr]:
+            result["truncated"] = {"stdout": dropped[proc.stdout], "stderr": dropped[proc.stderr]}
+        return result
+
+
+def _run(command: str, timeout: float) -> Result:
+    """``bash -c`` in its own process group with capped output; the group is killed afterwards
+    (and the executor kills every other process the call left, see ``_Forks``)."""
+    proc = _spawn(command)
+    if _State.spawned is not None:
+        _State.spawned(proc.pid)
+    capture = _Capture(proc)
+    deadline = time.monotonic() + timeout
+    try:
+        timed_out = capture.read(deadline)
+    finally:
+        capture.close()
+    return capture.result(timed_out, timeout)
 
 
 # --------------------------------------------------------------------------- the reward side

@@ -167,6 +167,48 @@ class _Tally:
         }
 
 
+_CARD_FILES = ("sft.jsonl", "pairs.jsonl", "grpo.jsonl", "rl.parquet")
+"""Files the card's header names as Hugging Face dataset configs (when present)."""
+_COUNT_COLUMNS = (
+    "tasks",
+    "groups",
+    "rollouts",
+    "failed_rollouts",
+    "mean_reward",
+    "sft_rows",
+    "pairs",
+)
+"""Columns of the card's count tables."""
+
+
+def _card_header(files: dict[str, Any]) -> list[str]:
+    """The card's YAML header: a ``configs`` entry per data file present, and the tags."""
+    configs = [(n.split(".", 1)[0], n) for n in _CARD_FILES if n in files]
+    head = ["---", "configs:"] if configs else ["---"]
+    for cname, fname in configs:
+        head += [
+            f"- config_name: {cname}",
+            "  data_files:",
+            "  - split: train",
+            f"    path: {fname}",
+        ]
+    return head + ["tags:", "- envkernel", "- tool-use", "---", ""]
+
+
+def _count_table(rows: dict[str, dict[str, Any]], label: str) -> list[str]:
+    """A Markdown table of counts, one row per key of ``rows``."""
+    cols = _COUNT_COLUMNS
+    t = [f"| {label} | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 1)]
+    for k, v in rows.items():
+        t.append(f"| {k} | " + " | ".join("" if v[c] is None else str(v[c]) for c in cols) + " |")
+    return t + [""]
+
+
+def _json_block(value: Any) -> list[str]:
+    """A fenced JSON block and the blank line after it."""
+    return ["```json", json.dumps(value, indent=2), "```", ""]
+
+
 class Card:
     """The ``card`` component: counts every scored group and writes the dataset card at the end.
 
@@ -299,51 +341,17 @@ class Card:
     def render(self, data: dict[str, Any]) -> str:
         """The card as Markdown with a Hugging Face ``configs`` header for the files present."""
         files = data["files"]
-        configs = [
-            (n.split(".", 1)[0], n)
-            for n in ("sft.jsonl", "pairs.jsonl", "grpo.jsonl", "rl.parquet")
-            if n in files
-        ]
-        head = ["---", "configs:"]
-        for cname, fname in configs:
-            head += [
-                f"- config_name: {cname}",
-                "  data_files:",
-                "  - split: train",
-                f"    path: {fname}",
-            ]
-        if not configs:
-            head = ["---"]
-        head += ["tags:", "- envkernel", "- tool-use", "---", ""]
         title = self.settings.title or f"envkernel run {data['run_id']}"
-        lines = head + [
+        lines = _card_header(files) + [
             f"# {title}",
             "",
             "Tool-use data made by envkernel: synthesized environments, gated tasks, scored "
             "rollouts.",
             "",
         ]
-
-        def table(rows: dict[str, dict[str, Any]], label: str) -> list[str]:
-            cols = [
-                "tasks",
-                "groups",
-                "rollouts",
-                "failed_rollouts",
-                "mean_reward",
-                "sft_rows",
-                "pairs",
-            ]
-            t = [f"| {label} | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 1)]
-            for k, v in rows.items():
-                t.append(
-                    f"| {k} | " + " | ".join("" if v[c] is None else str(v[c]) for c in cols) + " |"
-                )
-            return t + [""]
-
-        lines += ["## Counts", ""] + table({"all": data["counts"]}, "")
-        lines += ["### Per split", ""] + table(data["per_split"], "split")
-        lines += ["### Per environment", ""] + table(data["per_env"], "env")
+        lines += ["## Counts", ""] + _count_table({"all": data["counts"]}, "")
+        lines += ["### Per split", ""] + _count_table(data["per_split"], "split")
+        lines += ["### Per environment", ""] + _count_table(data["per_env"], "env")
         lines += ["## Files", "", "| file | rows |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in files.items()] + [""]
         lines += [
@@ -354,24 +362,15 @@ class Card:
             "",
             "## Sources",
             "",
-            "```json",
-            json.dumps(data["sources"], indent=2),
-            "```",
-            "",
+            *_json_block(data["sources"]),
             "## Reward",
             "",
-            "```json",
-            json.dumps(data["reward"], indent=2),
-            "```",
-            "",
+            *_json_block(data["reward"]),
             "Export settings (SFT keeps rollouts scoring at least `min_reward`; a pair is "
             "the best vs",
             "the worst rollout of a group with at least two scored rollouts whose rewards differ):",
             "",
-            "```json",
-            json.dumps(data["export_settings"], indent=2),
-            "```",
-            "",
+            *_json_block(data["export_settings"]),
             "## Versions",
             "",
             "| distribution | version |",

@@ -216,164 +216,7 @@ class LLMSynthesizer(UsesChat):
             from envkernel.errors import ConfigError
 
             raise ConfigError(str(exc)) from None
-        model, client = self._target()
-        examples = nearest(source.text, s.examples)
-        conv = _Conversation(client, s, model)
-        env_id = _env_id(source, request.index)
-        draft = Draft()
-        rounds: list[dict[str, Any]] = []
-        blocked: list[str] = []
-        reason, failures, cand, checks = "", [], None, 0
-        logger = log.bind(env=env_id, model=model)
-        for rnd in range(1, s.max_rounds + 1):
-            r0 = time.perf_counter()
-            tokens0 = conv.tokens
-            reason, failures, cand, outcome = "", [], None, None
-            try:
-                if rnd == 1:
-                    await self._first_draft(conv, draft, source, examples)
-                else:
-                    text, cut = await conv.ask(
-                        prompts.REPAIR.format(
-                            round=rnd,
-                            rounds=s.max_rounds,
-                            failures="\n".join(f"- {f}" for f in rounds[-1]["failures"]),
-                        )
-                    )
-                    draft.update(parse_files(text, truncated=cut))
-                cand = Candidate.from_draft(draft)
-                failures = _mismatch(cand)
-                for what, found in (
-                    ("the network", cand.findings.network),
-                    ("host files or processes", cand.findings.host),
-                ):
-                    if found:
-                        failures.append(
-                            f"env.py reaches for {what} ({', '.join(sorted(set(found)))}); "
-                            "environments may use env.db only, and the sandbox blocks the "
-                            "rest"
-                        )
-                outcome, load_error = await self._run(
-                    ctx, self._spec(env_id, source, cand, model), cand
-                )
-                if load_error:
-                    kind = blocked_kind(load_error)
-                    if kind:
-                        blocked.append(f"{kind}: loading env.py: {load_error[:200]}")
-                    failures.insert(0, f"the sandbox could not load the environment: {load_error}")
-                    reason = "load_failed"
-                else:
-                    checks += outcome.calls
-                    blocked.extend(outcome.blocked)
-                    failures += outcome.failures
-                    uncovered = sorted({t.name for t in cand.tools} - outcome.covered)
-                    if uncovered and outcome.ok and not failures:
-                        logger.info("scenarios do not call every tool", uncovered=uncovered)
-                if failures and not reason:
-                    reason = (
-                        "sandbox_violation"
-                        if (
-                            cand.findings.network
-                            or cand.findings.host
-                            or outcome
-                            and outcome.blocked
-                        )
-                        else "scenarios_failed"
-                    )
-            except ReplyProblem as exc:
-                reason = {"truncated": "truncated_reply", "model_error": "model_error"}.get(
-                    exc.kind, "malformed_reply"
-                )
-                failures = [exc.message]
-            rounds.append(
-                {
-                    "round": rnd,
-                    "passed": not failures,
-                    "reason": reason,
-                    "failures": failures[:12],
-                    "scenarios": outcome.scenarios if outcome else 0,
-                    "scenarios_passed": outcome.passed if outcome else 0,
-                    "tokens": conv.tokens - tokens0,
-                    "seconds": round(time.perf_counter() - r0, 3),
-                }
-            )
-            logger.info(
-                "llm synthesis round",
-                round=rnd,
-                of=s.max_rounds,
-                passed=not failures,
-                reason=reason,
-                failures=len(failures),
-                tokens=conv.tokens - tokens0,
-            )
-            if not failures or reason == "model_error":
-                break
-        seconds = round(time.perf_counter() - t0, 3)
-        tool_names = [t.name for t in cand.tools] if cand else []
-        every, flagged = overlap(tool_names, threshold=s.overlap_threshold)
-        flags = [f"overlap:{o.benchmark}" for o in flagged]
-        kinds = sorted({b.split(":")[0] for b in blocked})
-        flags += [f"sandbox_blocked:{k}" for k in kinds]
-        details = {
-            source.kind if source.kind == "brief" else "document": source.text,
-            "source": {
-                "kind": source.kind,
-                "path": source.path,
-                "sha256": source.sha256,
-                "format": source.format,
-                "cut_chars": source.cut,
-            },
-            "prompt_hashes": prompts.prompt_hashes(),
-            "request_hashes": conv.request_hashes,
-            "model_calls": conv.calls,
-            "model_seconds": round(conv.seconds, 3),
-            "templates": [t.name for t in examples],
-            "max_rounds": s.max_rounds,
-            "rounds": rounds,
-            "overlap": {o.benchmark: {"share": o.share, "tools": o.tools} for o in every[:5]},
-            "overlap_threshold": s.overlap_threshold,
-            "sandbox_blocked": blocked[:20],
-        }
-        prov = Provenance(
-            source_kind=request.source_kind,
-            source=source.path or source.text[:200],
-            plugin="llm",
-            plugin_version=_version(),
-            seed=request.seed,
-            model=model,
-            rounds=len(rounds),
-            tokens=conv.tokens,
-            seconds=seconds,
-            rejected=reason if failures else "",
-            flags=flags,
-            details=details,
-        )
-        logger.info(
-            "llm environment",
-            verdict="rejected" if failures else "written",
-            rounds=len(rounds),
-            tokens=conv.tokens,
-            seconds=seconds,
-            flags=flags,
-        )
-        if cand is None:
-            return EnvSpec(
-                id=env_id,
-                name=source.domain,
-                tools=[],
-                behaviour=CodeBehaviour(source=draft.files.get("env.py", "")),
-                seed_sql=draft.files.get("seed.sql", ""),
-                domain=source.domain,
-                provenance=prov,
-                report=VerifyReport(verifier="llm", kept=False, failures=failures),
-            )
-        env = msgspec.structs.replace(self._spec(env_id, source, cand, model), provenance=prov)
-        if failures:
-            env = msgspec.structs.replace(
-                env,
-                report=VerifyReport(verifier="llm", kept=False, checks=checks, failures=failures),
-            )
-        return env
+        return await _Synthesis(self, request, ctx, source).run(t0)
 
     async def _first_draft(
         self, conv: _Conversation, draft: Draft, source: Source, examples: list[Any]
@@ -435,6 +278,220 @@ class LLMSynthesizer(UsesChat):
             return await run_scenarios(sb, cand.scenarios), ""
         finally:
             await cm.__aexit__(None, None, None)
+
+
+class _Round:
+    """What one round of writing and testing found."""
+
+    def __init__(self) -> None:
+        self.reason = ""
+        self.failures: list[str] = []
+        self.cand: Candidate | None = None
+        self.outcome: Any = None
+
+
+_REPLY_REASONS = {"truncated": "truncated_reply", "model_error": "model_error"}
+"""A reply problem's kind -> the round's reason (else ``malformed_reply``)."""
+
+
+def _reach_failures(cand: Candidate) -> list[str]:
+    """What the candidate's env.py reaches for beyond env.db (the sandbox blocks it)."""
+    return [
+        f"env.py reaches for {what} ({', '.join(sorted(set(found)))}); "
+        "environments may use env.db only, and the sandbox blocks the rest"
+        for what, found in (
+            ("the network", cand.findings.network),
+            ("host files or processes", cand.findings.host),
+        )
+        if found
+    ]
+
+
+class _Synthesis:
+    """One environment being written, tested and repaired by :class:`LLMSynthesizer`."""
+
+    def __init__(
+        self, synth: LLMSynthesizer, request: EnvRequested, ctx: Any, source: Source
+    ) -> None:
+        self.synth, self.request, self.ctx, self.source = synth, request, ctx, source
+        self.s = synth.settings
+        self.model, client = synth._target()
+        self.examples = nearest(source.text, self.s.examples)
+        self.conv = _Conversation(client, self.s, self.model)
+        self.env_id = _env_id(source, request.index)
+        self.draft = Draft()
+        self.rounds: list[dict[str, Any]] = []
+        self.blocked: list[str] = []
+        self.checks = 0
+        self.logger = log.bind(env=self.env_id, model=self.model)
+
+    async def run(self, t0: float) -> EnvSpec:
+        """The rounds, until one passes, the model fails or ``max_rounds`` are used; the
+        environment (rejected, if the last round failed)."""
+        last = _Round()
+        for rnd in range(1, self.s.max_rounds + 1):
+            r0, tokens0 = time.perf_counter(), self.conv.tokens
+            last = await self._round(rnd)
+            self._record(rnd, last, r0, tokens0)
+            if not last.failures or last.reason == "model_error":
+                break
+        return self._env(last, round(time.perf_counter() - t0, 3))
+
+    async def _round(self, rnd: int) -> _Round:
+        """Write (round 1) or repair the files, then test them."""
+        r = _Round()
+        try:
+            await self._write(rnd)
+            r.cand = Candidate.from_draft(self.draft)
+            await self._test(r, r.cand)
+        except ReplyProblem as exc:
+            r.reason = _REPLY_REASONS.get(exc.kind, "malformed_reply")
+            r.failures = [exc.message]
+        return r
+
+    async def _write(self, rnd: int) -> None:
+        if rnd == 1:
+            await self.synth._first_draft(self.conv, self.draft, self.source, self.examples)
+            return
+        text, cut = await self.conv.ask(
+            prompts.REPAIR.format(
+                round=rnd,
+                rounds=self.s.max_rounds,
+                failures="\n".join(f"- {f}" for f in self.rounds[-1]["failures"]),
+            )
+        )
+        self.draft.update(parse_files(text, truncated=cut))
+
+    async def _test(self, r: _Round, cand: Candidate) -> None:
+        """Check the candidate's files agree and stay in bounds, and run its scenarios in the
+        sandbox."""
+        r.failures = _mismatch(cand) + _reach_failures(cand)
+        env = self.synth._spec(self.env_id, self.source, cand, self.model)
+        r.outcome, load_error = await self.synth._run(self.ctx, env, cand)
+        if load_error:
+            kind = blocked_kind(load_error)
+            if kind:
+                self.blocked.append(f"{kind}: loading env.py: {load_error[:200]}")
+            r.failures.insert(0, f"the sandbox could not load the environment: {load_error}")
+            r.reason = "load_failed"
+            return
+        outcome = r.outcome
+        self.checks += outcome.calls
+        self.blocked.extend(outcome.blocked)
+        r.failures += outcome.failures
+        uncovered = sorted({t.name for t in cand.tools} - outcome.covered)
+        if uncovered and outcome.ok and not r.failures:
+            self.logger.info("scenarios do not call every tool", uncovered=uncovered)
+        if r.failures:
+            blocked = cand.findings.network or cand.findings.host or outcome and outcome.blocked
+            r.reason = "sandbox_violation" if blocked else "scenarios_failed"
+
+    def _record(self, rnd: int, r: _Round, r0: float, tokens0: int) -> None:
+        outcome = r.outcome
+        self.rounds.append(
+            {
+                "round": rnd,
+                "passed": not r.failures,
+                "reason": r.reason,
+                "failures": r.failures[:12],
+                "scenarios": outcome.scenarios if outcome else 0,
+                "scenarios_passed": outcome.passed if outcome else 0,
+                "tokens": self.conv.tokens - tokens0,
+                "seconds": round(time.perf_counter() - r0, 3),
+            }
+        )
+        self.logger.info(
+            "llm synthesis round",
+            round=rnd,
+            of=self.s.max_rounds,
+            passed=not r.failures,
+            reason=r.reason,
+            failures=len(r.failures),
+            tokens=self.conv.tokens - tokens0,
+        )
+
+    def _details(self, every: list[Any]) -> dict[str, Any]:
+        """The provenance's details: the source, the prompts and requests, the rounds."""
+        source, conv = self.source, self.conv
+        return {
+            source.kind if source.kind == "brief" else "document": source.text,
+            "source": {
+                "kind": source.kind,
+                "path": source.path,
+                "sha256": source.sha256,
+                "format": source.format,
+                "cut_chars": source.cut,
+            },
+            "prompt_hashes": prompts.prompt_hashes(),
+            "request_hashes": conv.request_hashes,
+            "model_calls": conv.calls,
+            "model_seconds": round(conv.seconds, 3),
+            "templates": [t.name for t in self.examples],
+            "max_rounds": self.s.max_rounds,
+            "rounds": self.rounds,
+            "overlap": {o.benchmark: {"share": o.share, "tools": o.tools} for o in every[:5]},
+            "overlap_threshold": self.s.overlap_threshold,
+            "sandbox_blocked": self.blocked[:20],
+        }
+
+    def _provenance(self, last: _Round, seconds: float) -> Provenance:
+        """Where the environment came from, with flags for overlap with a benchmark and for
+        blocked reaches."""
+        tool_names = [t.name for t in last.cand.tools] if last.cand else []
+        every, flagged = overlap(tool_names, threshold=self.s.overlap_threshold)
+        flags = [f"overlap:{o.benchmark}" for o in flagged]
+        kinds = sorted({b.split(":")[0] for b in self.blocked})
+        flags += [f"sandbox_blocked:{k}" for k in kinds]
+        prov = Provenance(
+            source_kind=self.request.source_kind,
+            source=self.source.path or self.source.text[:200],
+            plugin="llm",
+            plugin_version=_version(),
+            seed=self.request.seed,
+            model=self.model,
+            rounds=len(self.rounds),
+            tokens=self.conv.tokens,
+            seconds=seconds,
+            rejected=last.reason if last.failures else "",
+            flags=flags,
+            details=self._details(every),
+        )
+        self.logger.info(
+            "llm environment",
+            verdict="rejected" if last.failures else "written",
+            rounds=len(self.rounds),
+            tokens=self.conv.tokens,
+            seconds=seconds,
+            flags=flags,
+        )
+        return prov
+
+    def _env(self, last: _Round, seconds: float) -> EnvSpec:
+        """The environment of the last round (rejected with its failures, if it has any)."""
+        prov = self._provenance(last, seconds)
+        failures, source = last.failures, self.source
+        if last.cand is None:
+            return EnvSpec(
+                id=self.env_id,
+                name=source.domain,
+                tools=[],
+                behaviour=CodeBehaviour(source=self.draft.files.get("env.py", "")),
+                seed_sql=self.draft.files.get("seed.sql", ""),
+                domain=source.domain,
+                provenance=prov,
+                report=VerifyReport(verifier="llm", kept=False, failures=failures),
+            )
+        env = msgspec.structs.replace(
+            self.synth._spec(self.env_id, source, last.cand, self.model), provenance=prov
+        )
+        if failures:
+            env = msgspec.structs.replace(
+                env,
+                report=VerifyReport(
+                    verifier="llm", kept=False, checks=self.checks, failures=failures
+                ),
+            )
+        return env
 
 
 @hookimpl

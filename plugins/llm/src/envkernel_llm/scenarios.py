@@ -191,6 +191,90 @@ def blocked_kind(message: str) -> str:
     return ""
 
 
+_BLOCKABLE = ("tool_crashed", "load_failed", "timeout")
+"""Error codes of a call the sandbox may have stopped (a blocked reach)."""
+
+
+def _error_step(out: Outcome, step: dict[str, Any], call: str, tool: str, res: Any) -> str:
+    """A call that failed: fine if the step expects that error, else what went wrong (a
+    blocked reach recorded)."""
+    msg = f"{res.error.code}: {res.error.message}" if res.error else "failed"
+    kind = blocked_kind(msg) if res.error and res.error.code in _BLOCKABLE else ""
+    if kind:
+        out.blocked.append(f"{kind}: {tool}: {msg[:200]}")
+    if step.get("expect", "ok") != "error":
+        return f"{call} failed with {msg[:300]}" + (
+            f" — the sandbox blocks {kind} access; use env.db only" if kind else ""
+        )
+    want = step.get("error_code")
+    if want and res.error and res.error.code != want:
+        return (
+            f"{call} failed with code {res.error.code!r}, expected {want!r} "
+            f"({res.error.message[:160]})"
+        )
+    return ""
+
+
+def _ok_step(step: dict[str, Any], call: str, res: Any) -> str:
+    """A call that succeeded: what is wrong when the step expects an error or other values."""
+    if step.get("expect", "ok") == "error":
+        return f"{call} succeeded with {_short(res.value)}, expected an error" + (
+            f" {step['error_code']!r}" if step.get("error_code") else ""
+        )
+    if "returns" in step:
+        problem = subset_problem(step["returns"], res.value)
+        if problem:
+            return f"{call}: {problem}"
+    return ""
+
+
+async def _step(sb: Any, out: Outcome, k: int, step: Any, results: list[Any]) -> str:
+    """Make step ``k`` of a scenario (its arguments may name earlier results); what went wrong,
+    or ""."""
+    if not isinstance(step, dict) or not isinstance(step.get("call"), str):
+        return f'step {k} is not {{"call": TOOL, "arguments": {{...}}}}'
+    tool = step["call"]
+    try:
+        args = _resolve(step.get("arguments") or {}, results)
+    except LookupError as exc:
+        return f"step {k} ({tool}): {exc}"
+    if not isinstance(args, dict):
+        return f"step {k} ({tool}): arguments must be an object"
+    out.calls += 1
+    out.covered.add(tool)
+    res = await sb.call(tool, args)
+    call = f"step {k} {tool}({_short(args, 120)})"
+    if not res.ok:
+        failed = _error_step(out, step, call, tool, res)
+        results.append(None)
+        return failed
+    failed = _ok_step(step, call, res)
+    results.append(res.value)
+    return failed
+
+
+async def _state_problem(sb: Any, scen: dict[str, Any]) -> str:
+    """What the state after a scenario's steps gets wrong of its ``state`` checks, or ""."""
+    if not scen.get("state"):
+        return ""
+    state = await sb.state()
+    for check in scen["state"] if isinstance(scen["state"], list) else [scen["state"]]:
+        problem = _check_state(state, check)
+        if problem:
+            return f"after the steps, {problem}"
+    return ""
+
+
+async def _scenario(sb: Any, out: Outcome, scen: dict[str, Any]) -> str:
+    """Run one scenario's steps and its state checks; what went wrong, or ""."""
+    results: list[Any] = []
+    for k, step in enumerate(scen.get("steps") or [], 1):
+        failed = await _step(sb, out, k, step, results)
+        if failed:
+            return failed
+    return await _state_problem(sb, scen)
+
+
 async def run_scenarios(
     sb: Any, scenarios: list[dict[str, Any]], *, max_failures: int = 12
 ) -> Outcome:
@@ -200,67 +284,7 @@ async def run_scenarios(
     for n, scen in enumerate(scenarios, 1):
         name = str(scen.get("name") or f"scenario {n}")
         out.scenarios += 1
-        failed = ""
-        results: list[Any] = []
-        for k, step in enumerate(scen.get("steps") or [], 1):
-            if not isinstance(step, dict) or not isinstance(step.get("call"), str):
-                failed = f'step {k} is not {{"call": TOOL, "arguments": {{...}}}}'
-                break
-            tool = step["call"]
-            try:
-                args = _resolve(step.get("arguments") or {}, results)
-            except LookupError as exc:
-                failed = f"step {k} ({tool}): {exc}"
-                break
-            if not isinstance(args, dict):
-                failed = f"step {k} ({tool}): arguments must be an object"
-                break
-            out.calls += 1
-            out.covered.add(tool)
-            res = await sb.call(tool, args)
-            call = f"step {k} {tool}({_short(args, 120)})"
-            expect = step.get("expect", "ok")
-            if not res.ok:
-                msg = f"{res.error.code}: {res.error.message}" if res.error else "failed"
-                kind = (
-                    blocked_kind(msg)
-                    if res.error and res.error.code in ("tool_crashed", "load_failed", "timeout")
-                    else ""
-                )
-                if kind:
-                    out.blocked.append(f"{kind}: {tool}: {msg[:200]}")
-                if expect != "error":
-                    failed = f"{call} failed with {msg[:300]}" + (
-                        f" — the sandbox blocks {kind} access; use env.db only" if kind else ""
-                    )
-                    break
-                want = step.get("error_code")
-                if want and res.error and res.error.code != want:
-                    failed = (
-                        f"{call} failed with code {res.error.code!r}, expected {want!r} "
-                        f"({res.error.message[:160]})"
-                    )
-                    break
-                results.append(None)
-                continue
-            if expect == "error":
-                failed = f"{call} succeeded with {_short(res.value)}, expected an error" + (
-                    f" {step['error_code']!r}" if step.get("error_code") else ""
-                )
-                break
-            if "returns" in step:
-                problem = subset_problem(step["returns"], res.value)
-                if problem:
-                    failed = f"{call}: {problem}"
-                    break
-            results.append(res.value)
-        if not failed and scen.get("state"):
-            state = await sb.state()
-            for check in scen["state"] if isinstance(scen["state"], list) else [scen["state"]]:
-                problem = _check_state(state, check)
-                if problem:
-                    failed = f"after the steps, {problem}"
-                    break
+        failed = await _scenario(sb, out, scen)
         if failed:
             if len(out.failures) < max_failures:
                 out.failures.append(f"scenario {name!r}: {failed}")

@@ -668,222 +668,7 @@ class OpenAIPolicy:
     async def rollout(self, request: RolloutRequested, env: Any, ctx: Any) -> Trajectory:
         """Run the loop; return the trajectory (the kernel fills in ``calls`` and
         ``final_state``)."""
-        s = self.settings
-        model, client = (
-            self.target()
-        )  # kept for the whole rollout, even if an update lands meanwhile
-        started = time.monotonic()
-        deadline = started + s.rollout_timeout
-        tools: list[ToolSpec] = list(getattr(env, "tools", []) or [])
-        by_name = {t.name: t for t in tools}
-        schema = tool_schema(tools)
-        # the sessions of a multi-session task, else one on the request. A session that opens a new
-        # conversation starts from the system prompt again, with no earlier message (only the
-        # workspace carries over); the others go on with the conversation. ``max_turns`` is per
-        # session, the deadline for the whole rollout.
-        plan = task_sessions(request.task) or [
-            Session(id="", prompt=request.task.request, new_conversation=True)
-        ]
-        messages: list[dict[str, Any]] = []  # every conversation, each from its system message
-        wire: list[dict[str, Any]] = []  # what the server is sent (bad argument strings sanitised)
-        seen_ids: set[str] = set()
-        usage = [0, 0]
-        latencies: list[float] = []
-        format_errors = 0
-        final_answer = ""
-        termination = "max_turns"
-        error = ""
-        logger = ctx.log
-        user = user_for(ctx)
-
-        async def publish(turn: int, message: dict[str, Any]) -> None:
-            try:
-                await ctx.step(request, turn, message)
-            except Exception as exc:
-                logger.warning(
-                    "could not publish a rollout step", error=f"{type(exc).__name__}: {exc}"
-                )
-
-        used = 0  # turns made, over all the sessions
-        ends: list[str] = []  # how each session ended
-        for number, session in enumerate(plan):
-            opening: dict[str, Any] = {"role": "user", "content": session.prompt}
-            if session.new_conversation:
-                system = {"role": "system", "content": s.system_prompt}
-                messages.extend([system, opening])
-                wire = [system, opening]
-            else:
-                messages.append(opening)
-                wire.append(opening)
-            if number:
-                await publish(used, opening)
-            final_answer = ""
-            for turn in range(used, used + s.max_turns):
-                used = turn + 1
-                if time.monotonic() >= deadline:
-                    termination, error = (
-                        "deadline",
-                        f"the rollout deadline ({s.rollout_timeout:g} s) passed before turn {turn}",
-                    )
-                    break
-                res: ChatResult = await self._complete(
-                    client, wire, schema, model, deadline, logger
-                )
-                if not res.ok:
-                    termination = "deadline" if res.condition == "deadline" else "error"
-                    error = f"{res.condition}: {res.error}"
-                    logger.warning(
-                        "model call failed; rollout ends",
-                        task=request.task.id,
-                        index=request.index,
-                        turn=turn,
-                        error=error,
-                    )
-                    break
-                latencies.append(res.latency)
-                body = res.body or {}
-                u = body.get("usage") if isinstance(body.get("usage"), dict) else {}
-                usage[0] += _as_int(u.get("prompt_tokens"))
-                usage[1] += _as_int(u.get("completion_tokens"))
-                choices = body.get("choices")
-                choice = choices[0] if isinstance(choices, list) and choices else None
-                if not isinstance(choice, dict):
-                    termination, error = (
-                        "no_choices",
-                        f"no_choices: the reply to turn {turn} has no choices",
-                    )
-                    break
-                msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-                finish = choice.get("finish_reason")
-                content = _text(msg.get("content"))
-                raw_calls = msg.get("tool_calls")
-                if (
-                    not raw_calls
-                    and s.recover_text_calls
-                    and (written := calls_in_text(content, by_name.keys()))
-                ):
-                    format_errors += len(written)  # the call came as text, not in tool_calls
-                    raw_calls = [
-                        {
-                            "id": f"call_{turn}_{i}",
-                            "type": "function",
-                            "function": {"name": n, "arguments": compact(a)},
-                        }
-                        for i, (n, a) in enumerate(written)
-                    ]
-                calls = (
-                    parse_tool_calls(raw_calls, turn, seen_ids, unescape=s.unescape_html)
-                    if raw_calls
-                    else []
-                )
-                assistant: dict[str, Any] = {"role": "assistant", "content": content}
-                if calls:
-                    assistant["tool_calls"] = [
-                        {
-                            "id": c.id,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": c.raw_args},
-                        }
-                        for c in calls
-                    ]
-                if calls and any(c.args is None for c in calls):
-                    wire.append(
-                        {
-                            **assistant,
-                            "tool_calls": [
-                                {
-                                    "id": c.id,
-                                    "type": "function",
-                                    "function": {
-                                        "name": c.name or "invalid",
-                                        "arguments": c.raw_args if c.args is not None else "{}",
-                                    },
-                                }
-                                for c in calls
-                            ],
-                        }
-                    )
-                else:
-                    wire.append(assistant)
-                reasoning = msg.get("reasoning_content")
-                if isinstance(reasoning, str) and reasoning:  # kept for trainers, not sent back
-                    assistant = {**assistant, "reasoning_content": reasoning}
-                messages.append(assistant)
-                await publish(turn, assistant)
-                if finish == "length":
-                    termination, error = (
-                        "length",
-                        f"length: the reply to turn {turn} was cut at the token limit "
-                        "(finish_reason=length)",
-                    )
-                    final_answer = content if not calls else ""
-                    break
-                if finish == "content_filter":
-                    termination, error = (
-                        "error",
-                        f"content_filter: the server filtered the reply to turn {turn}",
-                    )
-                    break
-                if not calls:
-                    said = await user_turn(user, request.task, messages, ctx)
-                    # the user answers a question, or says what it held back: it goes on
-                    if said is not None:
-                        user_msg = {"role": "user", "content": said}
-                        messages.append(user_msg)
-                        wire.append(user_msg)
-                        await publish(turn, user_msg)
-                        continue
-                    final_answer, termination = content, "answer"
-                    break
-                for c in calls:
-                    if c.args is None:
-                        format_errors += 1
-                        text = error_content(c.code, c.problem)
-                    elif c.name not in by_name:
-                        format_errors += 1
-                        text = error_content(
-                            "unknown_tool",
-                            f"no tool named {c.name!r}; available: "
-                            f"{', '.join(sorted(by_name)) or 'none'}",
-                        )
-                    elif s.validate_arguments and (
-                        why := check_arguments(by_name[c.name].parameters or {}, c.args)
-                    ):
-                        format_errors += 1
-                        text = error_content("invalid_arguments", f"{c.name}: {why}")
-                    elif time.monotonic() >= deadline:
-                        text = error_content(
-                            "deadline", "the rollout deadline passed; the call was not made"
-                        )
-                    else:
-                        result = await env.call(c.name, c.args)
-                        text = result_content(result)
-                    if s.max_tool_chars and len(text) > s.max_tool_chars:
-                        text = text[: s.max_tool_chars] + f"… [cut: {len(text)} characters in all]"
-                    tool_msg = {"role": "tool", "tool_call_id": c.id, "content": text}
-                    messages.append(tool_msg)
-                    wire.append(tool_msg)
-                    await publish(turn, tool_msg)
-            else:
-                termination = "max_turns"
-            ends.append(termination)
-            if termination not in ("answer", "max_turns"):
-                break  # a condition ends the rollout; a session out of turns lets the next begin
-        if termination in ("answer", "max_turns") and "max_turns" in ends:
-            termination = "max_turns"
-        return Trajectory(
-            task_id=request.task.id,
-            policy=request.policy or "openai",
-            index=request.index,
-            messages=messages,
-            final_answer=final_answer,
-            termination=termination,
-            format_errors=format_errors,
-            usage=Usage(prompt_tokens=usage[0], completion_tokens=usage[1]),
-            latencies=[round(x, 6) for x in latencies],
-            seconds=time.monotonic() - started,
-            error=client.scrub(error, 1000),
-        )
+        return await _Rollout(self, request, env, ctx, self.target()).run()
 
     async def aclose(self) -> None:
         """Close the HTTP client(s) of every endpoint used."""
@@ -891,3 +676,275 @@ class OpenAIPolicy:
             clients = list(self._clients.values())
         for client in clients:
             await client.aclose()
+
+
+class _Rollout:
+    """One rollout of :class:`OpenAIPolicy`: the conversation so far and how it is going."""
+
+    def __init__(
+        self,
+        policy: OpenAIPolicy,
+        request: RolloutRequested,
+        env: Any,
+        ctx: Any,
+        target: tuple[str, ChatClient],
+    ) -> None:
+        self.policy, self.s, self.request, self.env, self.ctx = (
+            policy,
+            policy.settings,
+            request,
+            env,
+            ctx,
+        )
+        self.model, self.client = target  # kept for the whole rollout, even if an update lands
+        self.started = time.monotonic()
+        self.deadline = self.started + self.s.rollout_timeout
+        tools: list[ToolSpec] = list(getattr(env, "tools", []) or [])
+        self.by_name = {t.name: t for t in tools}
+        self.schema = tool_schema(tools)
+        self.messages: list[dict[str, Any]] = []  # every conversation, each from its system message
+        self.wire: list[
+            dict[str, Any]
+        ] = []  # what the server is sent (bad argument strings sanitised)
+        self.seen_ids: set[str] = set()
+        self.usage = [0, 0]
+        self.latencies: list[float] = []
+        self.format_errors = 0
+        self.final_answer = ""
+        self.termination = "max_turns"
+        self.error = ""
+        self.logger = ctx.log
+        self.user = user_for(ctx)
+        self.used = 0  # turns made, over all the sessions
+
+    async def run(self) -> Trajectory:
+        """Run the sessions of the task in turn; the trajectory."""
+        # the sessions of a multi-session task, else one on the request. A session that opens a new
+        # conversation starts from the system prompt again, with no earlier message (only the
+        # workspace carries over); the others go on with the conversation. ``max_turns`` is per
+        # session, the deadline for the whole rollout.
+        request = self.request
+        plan = task_sessions(request.task) or [
+            Session(id="", prompt=request.task.request, new_conversation=True)
+        ]
+        ends: list[str] = []  # how each session ended
+        for number, session in enumerate(plan):
+            await self._open(number, session)
+            await self._session()
+            ends.append(self.termination)
+            if self.termination not in ("answer", "max_turns"):
+                break  # a condition ends the rollout; a session out of turns lets the next begin
+        if self.termination in ("answer", "max_turns") and "max_turns" in ends:
+            self.termination = "max_turns"
+        return Trajectory(
+            task_id=request.task.id,
+            policy=request.policy or "openai",
+            index=request.index,
+            messages=self.messages,
+            final_answer=self.final_answer,
+            termination=self.termination,
+            format_errors=self.format_errors,
+            usage=Usage(prompt_tokens=self.usage[0], completion_tokens=self.usage[1]),
+            latencies=[round(x, 6) for x in self.latencies],
+            seconds=time.monotonic() - self.started,
+            error=self.client.scrub(self.error, 1000),
+        )
+
+    async def _publish(self, turn: int, message: dict[str, Any]) -> None:
+        try:
+            await self.ctx.step(self.request, turn, message)
+        except Exception as exc:
+            self.logger.warning(
+                "could not publish a rollout step", error=f"{type(exc).__name__}: {exc}"
+            )
+
+    async def _add(self, turn: int, message: dict[str, Any]) -> None:
+        """A message of the conversation both kept and sent, published."""
+        self.messages.append(message)
+        self.wire.append(message)
+        await self._publish(turn, message)
+
+    async def _open(self, number: int, session: Session) -> None:
+        """Start a session: its prompt, after the system prompt when it opens a new conversation."""
+        opening: dict[str, Any] = {"role": "user", "content": session.prompt}
+        if session.new_conversation:
+            system = {"role": "system", "content": self.s.system_prompt}
+            self.messages.extend([system, opening])
+            self.wire = [system, opening]
+        else:
+            self.messages.append(opening)
+            self.wire.append(opening)
+        if number:
+            await self._publish(self.used, opening)
+
+    async def _session(self) -> None:
+        """The turns of one session, until it ends or has used ``max_turns``."""
+        self.final_answer = ""
+        start = self.used
+        for turn in range(start, start + self.s.max_turns):
+            self.used = turn + 1
+            if await self._turn(turn):
+                return
+        self.termination = "max_turns"
+
+    def _end(self, termination: str, error: str) -> bool:
+        self.termination, self.error = termination, error
+        return True
+
+    async def _turn(self, turn: int) -> bool:
+        """One model call and what it asks for; True when the session ends."""
+        if time.monotonic() >= self.deadline:
+            return self._end(
+                "deadline",
+                f"the rollout deadline ({self.s.rollout_timeout:g} s) passed before turn {turn}",
+            )
+        res: ChatResult = await self.policy._complete(
+            self.client, self.wire, self.schema, self.model, self.deadline, self.logger
+        )
+        if not res.ok:
+            self._end(
+                "deadline" if res.condition == "deadline" else "error",
+                f"{res.condition}: {res.error}",
+            )
+            self.logger.warning(
+                "model call failed; rollout ends",
+                task=self.request.task.id,
+                index=self.request.index,
+                turn=turn,
+                error=self.error,
+            )
+            return True
+        choice = self._choice(res)
+        if choice is None:
+            return self._end("no_choices", f"no_choices: the reply to turn {turn} has no choices")
+        msg = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        content = _text(msg.get("content"))
+        calls = self._calls(msg.get("tool_calls"), content, turn)
+        await self._assistant(turn, msg, content, calls)
+        return await self._next(turn, choice.get("finish_reason"), content, calls)
+
+    def _choice(self, res: ChatResult) -> dict[str, Any] | None:
+        """The reply's first choice (its latency and token usage counted), or None."""
+        self.latencies.append(res.latency)
+        body = res.body or {}
+        u = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        self.usage[0] += _as_int(u.get("prompt_tokens"))
+        self.usage[1] += _as_int(u.get("completion_tokens"))
+        choices = body.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        return choice if isinstance(choice, dict) else None
+
+    def _calls(self, raw_calls: Any, content: str, turn: int) -> list[_Call]:
+        """The reply's tool calls, parsed; with ``recover_text_calls``, calls written in its text
+        when it has none (each a format error)."""
+        if (
+            not raw_calls
+            and self.s.recover_text_calls
+            and (written := calls_in_text(content, self.by_name.keys()))
+        ):
+            self.format_errors += len(written)  # the call came as text, not in tool_calls
+            raw_calls = [
+                {
+                    "id": f"call_{turn}_{i}",
+                    "type": "function",
+                    "function": {"name": n, "arguments": compact(a)},
+                }
+                for i, (n, a) in enumerate(written)
+            ]
+        if not raw_calls:
+            return []
+        return parse_tool_calls(raw_calls, turn, self.seen_ids, unescape=self.s.unescape_html)
+
+    async def _assistant(
+        self, turn: int, msg: dict[str, Any], content: str, calls: list[_Call]
+    ) -> None:
+        """Keep the assistant message (with its reasoning) and send it (a call whose arguments
+        did not parse sent as ``{}``, one with no name as ``invalid``)."""
+        assistant: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            assistant["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.raw_args},
+                }
+                for c in calls
+            ]
+        if calls and any(c.args is None for c in calls):
+            self.wire.append({**assistant, "tool_calls": [_sanitised(c) for c in calls]})
+        else:
+            self.wire.append(assistant)
+        reasoning = msg.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:  # kept for trainers, not sent back
+            assistant = {**assistant, "reasoning_content": reasoning}
+        self.messages.append(assistant)
+        await self._publish(turn, assistant)
+
+    async def _next(self, turn: int, finish: Any, content: str, calls: list[_Call]) -> bool:
+        """After the reply: end on a cut or filtered reply or an answer, else make the calls (or
+        hear the user); True when the session ends."""
+        if finish == "length":
+            self.final_answer = content if not calls else ""
+            return self._end(
+                "length",
+                f"length: the reply to turn {turn} was cut at the token limit "
+                "(finish_reason=length)",
+            )
+        if finish == "content_filter":
+            return self._end(
+                "error", f"content_filter: the server filtered the reply to turn {turn}"
+            )
+        if not calls:
+            said = await user_turn(self.user, self.request.task, self.messages, self.ctx)
+            # the user answers a question, or says what it held back: it goes on
+            if said is not None:
+                await self._add(turn, {"role": "user", "content": said})
+                return False
+            self.final_answer, self.termination = content, "answer"
+            return True
+        for c in calls:
+            text = await self._call(c)
+            limit = self.s.max_tool_chars
+            if limit and len(text) > limit:
+                text = text[:limit] + f"… [cut: {len(text)} characters in all]"
+            await self._add(turn, {"role": "tool", "tool_call_id": c.id, "content": text})
+        return False
+
+    def _refusal(self, c: _Call) -> str:
+        """The error a call gets instead of being made (a format error), or ""."""
+        by_name = self.by_name
+        if c.args is None:
+            return error_content(c.code, c.problem)
+        if c.name not in by_name:
+            return error_content(
+                "unknown_tool",
+                f"no tool named {c.name!r}; available: {', '.join(sorted(by_name)) or 'none'}",
+            )
+        if self.s.validate_arguments and (
+            why := check_arguments(by_name[c.name].parameters or {}, c.args)
+        ):
+            return error_content("invalid_arguments", f"{c.name}: {why}")
+        return ""
+
+    async def _call(self, c: _Call) -> str:
+        """What the tool message of a call says: its refusal, or the tool's result."""
+        refusal = self._refusal(c)
+        if refusal:
+            self.format_errors += 1
+            return refusal
+        if time.monotonic() >= self.deadline:
+            return error_content("deadline", "the rollout deadline passed; the call was not made")
+        return result_content(await self.env.call(c.name, c.args))
+
+
+def _sanitised(c: _Call) -> dict[str, Any]:
+    """A tool call as sent back to the server: one whose arguments did not parse as ``{}``, one with
+    no name as ``invalid``."""
+    return {
+        "id": c.id,
+        "type": "function",
+        "function": {
+            "name": c.name or "invalid",
+            "arguments": c.raw_args if c.args is not None else "{}",
+        },
+    }

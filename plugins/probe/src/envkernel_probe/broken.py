@@ -15,6 +15,7 @@ environment (:func:`caught`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -358,34 +359,65 @@ _FAULT_KIND: dict[str, tuple[str, ...]] = {
 }
 
 
+def _paged(op: Operation, model: ResourceModel) -> bool:
+    page = op.page
+    return bool(page is not None and page.limit and (page.offset or page.page or page.cursor))
+
+
+def _eq_filtered(op: Operation, model: ResourceModel) -> bool:
+    return any(f.op == "eq" for f in op.filters.values())
+
+
+def _sorted(op: Operation, model: ResourceModel) -> bool:
+    return bool(op.sort is not None and op.sort.arg)
+
+
+def _totalled(op: Operation, model: ResourceModel) -> bool:
+    return op.output is not None and "total" in op.output.keys
+
+
+def _created_later(op: Operation, model: ResourceModel) -> bool:
+    """Rows of the resource can be created (only rows created after the seed are affected)."""
+    return any(o.kind == "create" and o.resource == op.resource for o in model.operations.values())
+
+
+def _two_fields(op: Operation, model: ResourceModel) -> bool:
+    return len(op.body) >= 2
+
+
+def _transitions(op: Operation, model: ResourceModel) -> bool:
+    return bool(op.transition is not None and op.transition.field)
+
+
+def _writes_text(op: Operation, model: ResourceModel) -> bool:
+    """The operation writes a plain text field (no enum, no reference)."""
+    res = model.resources.get(op.resource)
+    fields = res.fields if res is not None else {}
+    return any(
+        (f := fields.get(c)) is not None and f.type == "string" and not f.enum and not f.ref
+        for c in op.body.values()
+    )
+
+
+_APPLIES: dict[str, Callable[[Operation, ResourceModel], bool]] = {
+    "list_pagination": _paged,
+    "list_filter_ignored": _eq_filtered,
+    "list_sort_ignored": _sorted,
+    "list_total_wrong": _totalled,
+    "get_wrong_404": _created_later,
+    "update_partial": _two_fields,
+    "patch_clears": _two_fields,
+    "transition_noop": _transitions,
+    "create_wrong_value": _writes_text,
+}
+"""Fault -> what an operation of its kind needs for the fault to show (others: nothing more)."""
+
+
 def _applies(fault: str, op: Operation, model: ResourceModel) -> bool:
     if op.kind not in _FAULT_KIND[fault]:
         return False
-    res = model.resources.get(op.resource)
-    fields = res.fields if res is not None else {}
-    if fault == "list_pagination":
-        page = op.page
-        return bool(page is not None and page.limit and (page.offset or page.page or page.cursor))
-    if fault == "list_filter_ignored":
-        return any(f.op == "eq" for f in op.filters.values())
-    if fault == "list_sort_ignored":
-        return bool(op.sort is not None and op.sort.arg)
-    if fault == "list_total_wrong":
-        return op.output is not None and "total" in op.output.keys
-    if fault == "get_wrong_404":  # only rows created after the seed are affected
-        return any(
-            o.kind == "create" and o.resource == op.resource for o in model.operations.values()
-        )
-    if fault in ("update_partial", "patch_clears"):
-        return len(op.body) >= 2
-    if fault == "transition_noop":
-        return bool(op.transition is not None and op.transition.field)
-    if fault == "create_wrong_value":
-        return any(
-            (f := fields.get(c)) is not None and f.type == "string" and not f.enum and not f.ref
-            for c in op.body.values()
-        )
-    return True
+    needs = _APPLIES.get(fault)
+    return needs is None or needs(op, model)
 
 
 def model_faults(env: EnvSpec) -> list[tuple[str, str, EnvSpec]]:

@@ -40,7 +40,7 @@ from envkernel_kit.argsgen import (
 )
 from envkernel_kit.naming import State, id_column, words
 from envkernel_kit.tools import classify_tools
-from envkernel_runtime.model import Output, Page, ResourceModel, Sort, model_of
+from envkernel_runtime.model import Operation, Output, Page, ResourceModel, Sort, model_of
 from envkernel_schemas import EnvSpec, ToolSpec
 
 LIMIT_ARGS = ("limit", "page_size", "per_page", "size", "max_results")
@@ -137,6 +137,72 @@ def plan(env: EnvSpec, state: State) -> list[Crud]:
     return _name_plan(env, state)
 
 
+def _model_crud(env: EnvSpec, model: ResourceModel, table: str) -> Crud:
+    """A model table's empty plan: its key and generated fields."""
+    res = model.resources.get(table)
+    gen = {col for col, f in (res.fields if res else {}).items() if f.generated}
+    gen |= set(env.generated.get(table, []))
+    return Crud(table=table, key=res.key if res else "id", generated=gen, model=True)
+
+
+def _model_list(name: str, op: Operation) -> ListMeta | None:
+    """A model list operation's paging, scope, filters and sort; None when it requires an
+    argument with no one right value (a search text, a range bound like Adyen's createdSince):
+    the probe's own call checks such a list, the list invariants do not."""
+    page = op.page or Page()
+    out_meta = op.output or Output(shape="list")
+    keys = out_meta.keys
+    sort = op.sort or Sort()
+    params = op.parameters.get("properties") or {}
+    lim = params.get(page.limit or "", {})
+    lm = ListMeta(
+        tool=name,
+        scope={p.arg: p.field for p in op.parents},
+        filters={a: (f.field, f.op) for a, f in op.filters.items()},
+        limit=page.limit,
+        offset=page.offset,
+        page=page.page,
+        cursor=page.cursor,
+        first_page=page.first,
+        max_limit=int(lim.get("maximum", 100))
+        if isinstance(lim.get("maximum"), (int, float))
+        else 100,
+        items=keys.get("items") if out_meta.shape == "envelope" else None,
+        total=keys.get("total"),
+        next_cursor=keys.get("next_cursor"),
+        sort=sort.arg,
+        sort_fields=list(sort.fields),
+        order_arg=sort.order_arg,
+    )
+    required = op.parameters.get("required") or []
+    for a in required:
+        if a not in lm.scope and a in lm.filters and lm.filters[a][1] == "eq":
+            lm.scope[a] = lm.filters.pop(a)[0]
+    return lm if all(a in lm.scope for a in required) else None
+
+
+def _place_model_op(c: Crud, name: str, op: Operation) -> None:
+    """Where a model operation goes in its table's plan, by its kind."""
+    kind = op.kind
+    if kind == "create" and c.create is None:
+        c.create = name
+    elif kind == "get" and c.get is None:
+        c.get = name
+    elif kind == "list":
+        lm = _model_list(name, op)
+        if lm is not None:
+            c.lists.append(lm)
+    elif kind in ("update", "patch"):
+        c.updates.append(name)
+    elif kind == "delete" and c.delete is None:
+        c.delete = name
+    elif kind == "action":
+        c.actions.append(name)
+        c.transitions[name] = (
+            msgspec.to_builtins(op.transition) if op.transition is not None else {}
+        )
+
+
 def _model_plan(env: EnvSpec, model: ResourceModel) -> list[Crud]:
     tools = {t.name for t in env.tools}
     out: dict[str, Crud] = {}
@@ -144,66 +210,107 @@ def _model_plan(env: EnvSpec, model: ResourceModel) -> list[Crud]:
         if name not in tools:
             continue
         table = op.resource
-        res = model.resources.get(table)
         c = out.get(table)
         if c is None:
-            gen = {col for col, f in (res.fields if res else {}).items() if f.generated}
-            gen |= set(env.generated.get(table, []))
-            c = out[table] = Crud(
-                table=table, key=res.key if res else "id", generated=gen, model=True
-            )
-        kind = op.kind
+            c = out[table] = _model_crud(env, model, table)
         if op.key:
             c.key_arg[name] = op.key
         c.parents[name] = [(p.arg, p.field) for p in op.parents]
         c.body[name] = dict(op.body)
-        if kind == "create" and c.create is None:
-            c.create = name
-        elif kind == "get" and c.get is None:
-            c.get = name
-        elif kind == "list":
-            page = op.page or Page()
-            out_meta = op.output or Output(shape="list")
-            keys = out_meta.keys
-            sort = op.sort or Sort()
-            params = op.parameters.get("properties") or {}
-            lim = params.get(page.limit or "", {})
-            lm = ListMeta(
-                tool=name,
-                scope={p.arg: p.field for p in op.parents},
-                filters={a: (f.field, f.op) for a, f in op.filters.items()},
-                limit=page.limit,
-                offset=page.offset,
-                page=page.page,
-                cursor=page.cursor,
-                first_page=page.first,
-                max_limit=int(lim.get("maximum", 100))
-                if isinstance(lim.get("maximum"), (int, float))
-                else 100,
-                items=keys.get("items") if out_meta.shape == "envelope" else None,
-                total=keys.get("total"),
-                next_cursor=keys.get("next_cursor"),
-                sort=sort.arg,
-                sort_fields=list(sort.fields),
-                order_arg=sort.order_arg,
-            )
-            for a in op.parameters.get("required") or []:
-                if a not in lm.scope and a in lm.filters and lm.filters[a][1] == "eq":
-                    lm.scope[a] = lm.filters.pop(a)[0]
-            # a required search text or range bound (Adyen's createdSince) has no one right value:
-            # the probe's own call checks such a list, the list invariants do not
-            if all(a in lm.scope for a in op.parameters.get("required") or []):
-                c.lists.append(lm)
-        elif kind in ("update", "patch"):
-            c.updates.append(name)
-        elif kind == "delete" and c.delete is None:
-            c.delete = name
-        elif kind == "action":
-            c.actions.append(name)
-            c.transitions[name] = (
-                msgspec.to_builtins(op.transition) if op.transition is not None else {}
-            )
+        _place_model_op(c, name, op)
     return list(out.values())
+
+
+@dataclass
+class _Tool:
+    """One tool of a code environment as the plan sees it: its kind, verb, key argument, and the
+    arguments that write its table's columns."""
+
+    name: str
+    kind: str
+    verb: str
+    key_arg: str | None
+    props: dict[str, Any]
+    required: list[str]
+    cols: set[str]
+    body: dict[str, str]
+    rest: list[str]
+
+
+def _list_meta(tool: _Tool) -> ListMeta | None:
+    """A list tool's paging, scope and filter arguments; None when it requires one the probe
+    cannot fill."""
+    lm = ListMeta(tool=tool.name)
+    for a, s in tool.props.items():
+        if a in LIMIT_ARGS:
+            lm.limit = a
+            if isinstance(s.get("maximum"), (int, float)):
+                lm.max_limit = int(s["maximum"])
+        elif a in OFFSET_ARGS:
+            lm.offset = a
+        elif a in PAGE_ARGS:
+            lm.page = a
+        elif a in CURSOR_ARGS:
+            lm.cursor = a
+        elif a in tool.cols:
+            if a in tool.required:
+                lm.scope[a] = a
+            else:
+                lm.filters[a] = (a, "eq")
+        elif a in tool.required:
+            return None
+    return lm
+
+
+def _place_create(c: Crud, t: _Tool) -> None:
+    if t.key_arg is None:
+        c.create = c.create or t.name
+        c.body[t.name] = t.body
+
+
+def _place_get(c: Crud, t: _Tool) -> None:
+    if t.verb in GET_VERBS and t.key_arg and not t.rest:
+        c.get = c.get or t.name
+        c.key_arg[t.name] = t.key_arg
+
+
+def _place_list(c: Crud, t: _Tool) -> None:
+    if t.verb == "list" and t.key_arg is None:
+        lm = _list_meta(t)
+        if lm is not None:
+            c.lists.append(lm)
+
+
+def _place_update(c: Crud, t: _Tool) -> None:
+    if t.key_arg:
+        c.updates.append(t.name)
+        c.key_arg[t.name] = t.key_arg
+        c.body[t.name] = t.body
+
+
+def _place_delete(c: Crud, t: _Tool) -> None:
+    if t.verb in DELETE_ONLY and t.key_arg and not t.body:
+        c.delete = c.delete or t.name
+        c.key_arg[t.name] = t.key_arg
+
+
+def _place_action(c: Crud, t: _Tool) -> None:
+    if t.verb in ACTION_VERBS and t.key_arg:
+        c.actions.append(t.name)
+        c.key_arg[t.name] = t.key_arg
+        c.body[t.name] = t.body
+
+
+_PLACE = {
+    "create": _place_create,
+    "get": _place_get,
+    "list": _place_list,
+    "update": _place_update,
+    "delete": _place_delete,
+    "action": _place_action,
+}
+"""Tool kind -> where a tool of it goes in its table's plan (if the probe can check it
+unambiguously)."""
 
 
 def _name_plan(env: EnvSpec, state: State) -> list[Crud]:
@@ -213,8 +320,7 @@ def _name_plan(env: EnvSpec, state: State) -> list[Crud]:
     out: dict[str, Crud] = {}
     for tool in env.tools:
         info = infos[tool.name]
-        table, kind = info.resource, info.kind
-        verb = info.verb.split(" ")[0] if info.verb else ""
+        table = info.resource
         if table is None or not state.get(table):
             continue
         key = id_column(table, state[table])
@@ -224,51 +330,22 @@ def _name_plan(env: EnvSpec, state: State) -> list[Crud]:
             table, Crud(table=table, key=key, generated=set(env.generated.get(table, [])))
         )
         props: dict[str, Any] = (tool.parameters or {}).get("properties") or {}
-        required = list((tool.parameters or {}).get("required") or [])
         cols = set(state[table][0])
         key_arg = info.key_param
-        body = {a: a for a in props if a in cols and a != key and a != key_arg}
-        rest = words(tool.name)[2:]
-        if kind == "create" and key_arg is None:
-            c.create = c.create or tool.name
-            c.body[tool.name] = body
-        elif kind == "get" and verb in GET_VERBS and key_arg and not rest:
-            c.get = c.get or tool.name
-            c.key_arg[tool.name] = key_arg
-        elif kind == "list" and verb == "list" and key_arg is None:
-            lm = ListMeta(tool=tool.name)
-            for a, s in props.items():
-                if a in LIMIT_ARGS:
-                    lm.limit = a
-                    if isinstance(s.get("maximum"), (int, float)):
-                        lm.max_limit = int(s["maximum"])
-                elif a in OFFSET_ARGS:
-                    lm.offset = a
-                elif a in PAGE_ARGS:
-                    lm.page = a
-                elif a in CURSOR_ARGS:
-                    lm.cursor = a
-                elif a in cols:
-                    if a in required:
-                        lm.scope[a] = a
-                    else:
-                        lm.filters[a] = (a, "eq")
-                elif a in required:
-                    lm = None  # type: ignore[assignment]
-                    break
-            if lm is not None:
-                c.lists.append(lm)
-        elif kind == "update" and key_arg:
-            c.updates.append(tool.name)
-            c.key_arg[tool.name] = key_arg
-            c.body[tool.name] = body
-        elif kind == "delete" and verb in DELETE_ONLY and key_arg and not body:
-            c.delete = c.delete or tool.name
-            c.key_arg[tool.name] = key_arg
-        elif kind == "action" and verb in ACTION_VERBS and key_arg:
-            c.actions.append(tool.name)
-            c.key_arg[tool.name] = key_arg
-            c.body[tool.name] = body
+        view = _Tool(
+            name=tool.name,
+            kind=info.kind,
+            verb=info.verb.split(" ")[0] if info.verb else "",
+            key_arg=key_arg,
+            props=props,
+            required=list((tool.parameters or {}).get("required") or []),
+            cols=cols,
+            body={a: a for a in props if a in cols and a != key and a != key_arg},
+            rest=words(tool.name)[2:],
+        )
+        place = _PLACE.get(view.kind)
+        if place is not None:
+            place(c, view)
     return list(out.values())
 
 
@@ -1012,21 +1089,10 @@ class Checker:
             tool = self.tools[name]
             args: dict[str, Any] = {}
             if name in c.key_arg:
-                rows = self.seed_state.get(c.table) or []
-                base = self.scope_args(c, name, rows[0]) if rows else {}
-                if base is None:
+                keyed = self._missing_key_args(c, name, tool)
+                if keyed is None:
                     continue
-                args = {**base, c.key_arg[name]: self.missing_key(c)}
-                for a in (tool.parameters or {}).get("required") or []:
-                    if a not in args:
-                        src = self.builder.sources(
-                            tool,
-                            a,
-                            ((tool.parameters or {}).get("properties") or {}).get(a) or {},
-                            self.rng,
-                        )
-                        if src:
-                            args[a] = src[0]
+                args = keyed
             elif not (tool.parameters or {}).get("required"):
                 continue
             res = await self.call(name, args)
@@ -1039,6 +1105,23 @@ class Checker:
                 )
             if not res.ok and after != self.seed_state:
                 self.blame.add(name, "a failed call changed the state")
+
+    def _missing_key_args(self, c: Crud, name: str, tool: ToolSpec) -> dict[str, Any] | None:
+        """Arguments of a keyed tool naming a key that does not exist (the scope of the first
+        seed row, the other required arguments their best value); None when out of scope."""
+        rows = self.seed_state.get(c.table) or []
+        base = self.scope_args(c, name, rows[0]) if rows else {}
+        if base is None:
+            return None
+        args = {**base, c.key_arg[name]: self.missing_key(c)}
+        params = tool.parameters or {}
+        for a in params.get("required") or []:
+            if a not in args:
+                schema = (params.get("properties") or {}).get(a) or {}
+                src = self.builder.sources(tool, a, schema, self.rng)
+                if src:
+                    args[a] = src[0]
+        return args
 
 
 async def run_invariants(

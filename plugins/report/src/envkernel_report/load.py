@@ -247,10 +247,9 @@ def _int_counts(value: Any) -> dict[str, int]:
     )
 
 
-def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> RunData:
-    """Read the run folder ``folder``; ``progress`` is called with the bytes read from the
-    JSON-lines files."""
-    folder = Path(folder)
+def _check_folder(folder: Path) -> None:
+    """A folder that holds none of the files a run writes is :class:`NotARunFolder` (naming the run
+    folders it holds, if any)."""
     if not folder.is_dir():
         raise NotARunFolder(
             f"{folder} is not a folder: give the folder of one run (envkernel-out/<run-id>/)"
@@ -263,10 +262,13 @@ def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> Run
         raise NotARunFolder(
             f"{folder} is not a run folder: it holds none of {', '.join(RUN_FILES)}.{hint}"
         )
-    data = RunData(folder)
+
+
+def _read_summary(data: RunData) -> None:
+    """``summary.json`` and ``config.json``, with a note when the run did not finish."""
     notes = data.notes
-    data.summary = _json(folder / "summary.json", notes) or {}
-    data.config = _json(folder / "config.json", notes) or {}
+    data.summary = _json(data.folder / "summary.json", notes) or {}
+    data.config = _json(data.folder / "config.json", notes) or {}
     if not data.summary:
         notes.append(
             "summary.json is missing: the run did not finish (killed, or still running). "
@@ -278,10 +280,12 @@ def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> Run
             f"The run stopped early: {data.summary['aborted']}. What it produced up to then "
             "is shown."
         )
-    data.eval = _json(folder / "eval.json", notes)
-    _load_envs(data)
+
+
+def _read_tasks(data: RunData, progress: Callable[[int], None] | None) -> None:
+    """The task distributions of ``tasks.jsonl`` and the sample tasks the page shows."""
     pool: dict[tuple[str, str], list[_Task]] = defaultdict(list)
-    for t in _lines(folder / "tasks.jsonl", "tasks", notes, _TASK.decode, progress):
+    for t in _lines(data.folder / "tasks.jsonl", "tasks", data.notes, _TASK.decode, progress):
         data.chain_lengths[len(t.calls)] += 1
         data.splits[t.split] += 1
         data.tasks_per_env[t.env_id] += 1
@@ -289,30 +293,38 @@ def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> Run
             data.difficulty.append(t.difficulty)
         _offer(pool, t)
     data.samples = _pick_samples(pool)
+
+
+def _read_rollouts(data: RunData, progress: Callable[[int], None] | None) -> None:
+    """The reward histograms of ``rollouts.jsonl`` and each sample task's rollout: the latest
+    iteration's first, preferring one that called a tool."""
     wanted = {s.id: s for ss in data.samples.values() for s in ss}
     best: dict[str, tuple[int, int]] = {}
+    purpose = "eval" if data.eval is not None else "train"
     for r, raw in _lines(
-        folder / "rollouts.jsonl",
+        data.folder / "rollouts.jsonl",
         "rollouts",
-        notes,
+        data.notes,
         lambda raw: (_ROLLOUT.decode(raw), raw),
         progress,
     ):
         if r.task_id in wanted:
-            # the latest iteration's first rollout of the task, preferring one that called a tool
             full = _ANY.decode(raw)
             traj = full.get("trajectory") if isinstance(full, dict) else None
-            called = int(bool(isinstance(traj, dict) and traj.get("calls")))
-            rank = (r.iteration, called)
+            rank = (r.iteration, int(bool(isinstance(traj, dict) and traj.get("calls"))))
             if r.task_id not in best or rank > best[r.task_id]:
                 best[r.task_id] = rank
                 wanted[r.task_id].rollout = full
-        if r.purpose != ("eval" if data.eval is not None else "train"):
+        if r.purpose != purpose:
             continue  # an eval run's histograms are of its eval rollouts
         if r.reward is None:
             data.unscored += 1
         else:
             data.rewards[(r.trajectory.policy, r.iteration)].append(r.reward.score)
+
+
+def _fill_counts(data: RunData) -> None:
+    """Counts an environment or an unfinished summary lacks, from the tasks."""
     for env_id, n in data.tasks_per_env.items():
         if env_id in data.envs and data.envs[env_id].tasks is None:
             data.envs[env_id].tasks = n
@@ -320,32 +332,59 @@ def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> Run
         data.chain_lengths.update(
             {int(k): int(v) for k, v in data.summary["chain_lengths"].items()}
         )
-    for row in _lines(folder / "rejected.jsonl", "rejected tasks", notes, _ANY.decode, progress):
+
+
+def _read_rejected(data: RunData, progress: Callable[[int], None] | None) -> None:
+    """Rejection counts: the summary's (complete: env and task), else ``rejected.jsonl``'s and the
+    rejected environments'."""
+    rows = _lines(
+        data.folder / "rejected.jsonl", "rejected tasks", data.notes, _ANY.decode, progress
+    )
+    for row in rows:
         if isinstance(row, dict):
             data.rejected[f"task:{row.get('reason', '?')}"] += 1
-    if isinstance(
-        data.summary.get("rejected"), dict
-    ):  # the summary's counts are complete (env and task)
+    if isinstance(data.summary.get("rejected"), dict):
         data.rejected = Counter(_int_counts(data.summary["rejected"]))
     else:
         data.rejected.update(
             Counter(f"env:{e.reason or 'rejected'}" for e in data.envs.values() if e.kept is False)
         )
         data.rejected = Counter({k: v for k, v in data.rejected.items() if v})
+
+
+_MISSING = (
+    (
+        "rollouts.jsonl",
+        "rollouts.jsonl is missing: no training rollout was scored, so there are no "
+        "reward histograms.",
+    ),
+    (
+        "tasks.jsonl",
+        "tasks.jsonl is missing: no task passed the gate, so the task distributions are empty.",
+    ),
+)
+"""Files whose absence the page explains, and how."""
+
+
+def load_run(folder: Path, progress: Callable[[int], None] | None = None) -> RunData:
+    """Read the run folder ``folder``; ``progress`` is called with the bytes read from the
+    JSON-lines files."""
+    folder = Path(folder)
+    _check_folder(folder)
+    data = RunData(folder)
+    _read_summary(data)
+    data.eval = _json(folder / "eval.json", data.notes)
+    _load_envs(data)
+    _read_tasks(data, progress)
+    _read_rollouts(data, progress)
+    _fill_counts(data)
+    _read_rejected(data, progress)
     data.failures = [
         row
-        for row in _lines(folder / "failures.jsonl", "failures", notes, _ANY.decode, progress)
+        for row in _lines(folder / "failures.jsonl", "failures", data.notes, _ANY.decode, progress)
         if isinstance(row, dict)
     ]
-    if not (folder / "rollouts.jsonl").exists():
-        notes.append(
-            "rollouts.jsonl is missing: no training rollout was scored, so there are no "
-            "reward histograms."
-        )
-    if not (folder / "tasks.jsonl").exists():
-        notes.append(
-            "tasks.jsonl is missing: no task passed the gate, so the task distributions are empty."
-        )
+    data.notes.extend(note for name, note in _MISSING if not (folder / name).exists())
     return data
 
 
@@ -395,6 +434,54 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def _apply_spec(env: EnvInfo, spec: dict[str, Any]) -> None:
+    """What ``env.json`` says of an environment: its names, operations, tools and report."""
+    env.domain, env.name = str(spec.get("domain") or ""), str(spec.get("name") or "")
+    env.operations = spec.get("operations") if isinstance(spec.get("operations"), int) else None
+    report = spec.get("report") if isinstance(spec.get("report"), dict) else {}
+    env.kept = bool(report.get("kept", True))
+    kept = report.get("tools_kept")
+    env.tools_kept = len(kept) if isinstance(kept, list) else len(spec.get("tools") or [])
+    env.tools_built = env.tools_kept + len(report.get("tools_dropped") or {})
+    env.skipped = _int_counts(spec.get("skipped"))
+
+
+def _load_env_folder(data: RunData, d: Path) -> None:
+    """One ``envs/<id>/`` folder: env.json, rejected.json, graph.json (a kept env's missing graph
+    noted, but in an eval run, which samples nothing)."""
+    env = data.envs.setdefault(d.name, EnvInfo(d.name))
+    spec = _json(d / "env.json", data.notes)
+    if spec is not None:
+        _apply_spec(env, spec)
+    rejected = _json(d / "rejected.json", data.notes)
+    if rejected is not None:
+        env.kept = False
+        env.reason = str(rejected.get("reason") or "")
+    graph = _json(d / "graph.json", data.notes)
+    if graph is not None:
+        env.graph = graph
+    elif spec is not None and env.kept and data.eval is None:  # eval runs sample nothing
+        data.notes.append(
+            f"envs/{d.name}/graph.json is missing: its tool graph is not drawn (the "
+            "sampler writes it)."
+        )
+
+
+_VERIFIED_COUNTS = ("operations", "tools_built", "tools_kept", "tasks", "checks")
+"""Counts of ``summary.json``'s ``verification`` entries that win over the folder's."""
+
+
+def _apply_verification(env: EnvInfo, v: dict[str, Any]) -> None:
+    """What ``summary.json``'s ``verification`` says of an environment (it wins)."""
+    env.kept = bool(v.get("kept", env.kept))
+    env.kind = str(v.get("kind") or env.kind)
+    for key in _VERIFIED_COUNTS:
+        if isinstance(v.get(key), int):
+            setattr(env, key, v[key])
+    env.dropped = _int_counts(v.get("dropped")) or env.dropped
+    env.skipped = _int_counts(v.get("skipped")) or env.skipped
+
+
 def _load_envs(data: RunData) -> None:
     """Environments from ``envs/<id>/`` (env.json, rejected.json, graph.json) and
     ``summary.json``."""
@@ -406,42 +493,10 @@ def _load_envs(data: RunData) -> None:
     envs_dir = data.folder / "envs"
     folders = sorted(p for p in envs_dir.iterdir() if p.is_dir()) if envs_dir.is_dir() else []
     for d in folders:
-        env = data.envs.setdefault(d.name, EnvInfo(d.name))
-        spec = _json(d / "env.json", data.notes)
-        if spec is not None:
-            env.domain, env.name = str(spec.get("domain") or ""), str(spec.get("name") or "")
-            env.operations = (
-                spec.get("operations") if isinstance(spec.get("operations"), int) else None
-            )
-            report = spec.get("report") if isinstance(spec.get("report"), dict) else {}
-            env.kept = bool(report.get("kept", True))
-            kept = report.get("tools_kept")
-            env.tools_kept = len(kept) if isinstance(kept, list) else len(spec.get("tools") or [])
-            env.tools_built = env.tools_kept + len(report.get("tools_dropped") or {})
-            env.skipped = _int_counts(spec.get("skipped"))
-        rejected = _json(d / "rejected.json", data.notes)
-        if rejected is not None:
-            env.kept = False
-            env.reason = str(rejected.get("reason") or "")
-        graph = _json(d / "graph.json", data.notes)
-        if graph is not None:
-            env.graph = graph
-        elif spec is not None and env.kept and data.eval is None:  # eval runs sample nothing
-            data.notes.append(
-                f"envs/{d.name}/graph.json is missing: its tool graph is not drawn (the "
-                "sampler writes it)."
-            )
+        _load_env_folder(data, d)
     for env_id, v in verification.items():
-        if not isinstance(v, dict):
-            continue
-        env = data.envs.setdefault(env_id, EnvInfo(env_id))
-        env.kept = bool(v.get("kept", env.kept))
-        env.kind = str(v.get("kind") or env.kind)
-        for key in ("operations", "tools_built", "tools_kept", "tasks", "checks"):
-            if isinstance(v.get(key), int):
-                setattr(env, key, v[key])
-        env.dropped = _int_counts(v.get("dropped")) or env.dropped
-        env.skipped = _int_counts(v.get("skipped")) or env.skipped
+        if isinstance(v, dict):
+            _apply_verification(data.envs.setdefault(env_id, EnvInfo(env_id)), v)
     if not data.envs:
         data.notes.append(
             "No environment is recorded (no envs/ folder and no verification in summary.json)."

@@ -249,6 +249,26 @@ def _args(value: Any) -> str:
     return _cut(json.dumps(value, ensure_ascii=False, sort_keys=True), _ARGS)
 
 
+def _turn(m: dict[str, Any]) -> dict[str, Any]:
+    """One message of a transcript: its role, its text (cut) and its tool calls."""
+    content = m.get("content")
+    if isinstance(content, list):  # content parts
+        content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    calls = [
+        (
+            str((c.get("function") or {}).get("name", "?")),
+            _args((c.get("function") or {}).get("arguments")),
+        )
+        for c in m.get("tool_calls") or []
+        if isinstance(c, dict)
+    ]
+    return {
+        "role": str(m.get("role", "?")),
+        "text": _cut(str(content or ""), _RESULT if m.get("role") == "tool" else _TEXT),
+        "calls": calls,
+    }
+
+
 def _transcript(rollout: dict[str, Any] | None, request: str) -> dict[str, Any] | None:
     """A rollout's transcript for the page: its turns (the system prompt left out), cut."""
     if not isinstance(rollout, dict):
@@ -259,26 +279,7 @@ def _transcript(rollout: dict[str, Any] | None, request: str) -> dict[str, Any] 
     msgs = [m for m in msgs if m.get("role") != "system"]
     if msgs and msgs[0].get("role") == "user" and str(msgs[0].get("content")).strip() == request:
         msgs = msgs[1:]  # the request, shown above the transcript already
-    turns = []
-    for m in msgs[:_TURNS]:
-        content = m.get("content")
-        if isinstance(content, list):  # content parts
-            content = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        calls = [
-            (
-                str((c.get("function") or {}).get("name", "?")),
-                _args((c.get("function") or {}).get("arguments")),
-            )
-            for c in m.get("tool_calls") or []
-            if isinstance(c, dict)
-        ]
-        turns.append(
-            {
-                "role": str(m.get("role", "?")),
-                "text": _cut(str(content or ""), _RESULT if m.get("role") == "tool" else _TEXT),
-                "calls": calls,
-            }
-        )
+    turns = [_turn(m) for m in msgs[:_TURNS]]
     return {
         "policy": str(traj.get("policy", "?")),
         "iteration": rollout.get("iteration"),
@@ -380,30 +381,19 @@ def _with_ci(value: Any, ci: Any) -> str:
     return text
 
 
-def render(data: RunData, *, step: Callable[[str], None] | None = None) -> str:
-    """The whole HTML page for ``data`` (one string; every chart inline). ``step`` is told each part
-    as it is drawn."""
-    notes = list(data.notes)
-
-    def part(name: str) -> None:
-        if step is not None:
-            step(name)
-
-    part("verification")
-    verification = _verification(data, notes)
-    part("rewards")
-    rewards = _rewards(data, notes)
-    part("reward curve")
+def _curve(data: RunData, notes: list[str]) -> str:
+    """The mean-reward-per-iteration chart ("" with no iteration)."""
     curves = data.reward_curve()
-    curve = (
-        _safe(
-            "reward curve", notes, lambda: charts.curve(curves, title="Mean reward per iteration")
-        )
-        if curves
-        else ""
+    if not curves:
+        return ""
+    return _safe(
+        "reward curve", notes, lambda: charts.curve(curves, title="Mean reward per iteration")
     )
-    part("task distributions")
-    tasks = {
+
+
+def _tasks(data: RunData, notes: list[str]) -> dict[str, Any]:
+    """The task distributions: chain lengths and difficulty charts, splits, totals."""
+    return {
         "chain": _safe(
             "chain-length chart",
             notes,
@@ -431,6 +421,41 @@ def render(data: RunData, *, step: Callable[[str], None] | None = None) -> str:
         "coverage": data.summary.get("tool_coverage"),
         "shapes": data.summary.get("unique_chain_shapes"),
     }
+
+
+def _tiles(data: RunData, total_tasks: int) -> list[tuple[str, Any]]:
+    """The headline figures: the summary's, else counted from the files."""
+    s = data.summary
+    return [
+        (
+            "environments kept",
+            f"{sum(e.kept is not False for e in data.envs.values())} / {len(data.envs)}",
+        ),
+        ("tasks", s.get("tasks", total_tasks)),
+        ("rollouts", s.get("rollouts", sum(len(v) for v in data.rewards.values()))),
+        ("mean reward", _fmt(s.get("mean_reward"))),
+        ("failures", s.get("failures", len(data.failures))),
+        ("seconds", _fmt(s.get("seconds"))),
+    ]
+
+
+def render(data: RunData, *, step: Callable[[str], None] | None = None) -> str:
+    """The whole HTML page for ``data`` (one string; every chart inline). ``step`` is told each part
+    as it is drawn."""
+    notes = list(data.notes)
+
+    def part(name: str) -> None:
+        if step is not None:
+            step(name)
+
+    part("verification")
+    verification = _verification(data, notes)
+    part("rewards")
+    rewards = _rewards(data, notes)
+    part("reward curve")
+    curve = _curve(data, notes)
+    part("task distributions")
+    tasks = _tasks(data, notes)
     part("gate")
     gate = _gate(data, notes)
     part("tool graphs")
@@ -440,23 +465,12 @@ def render(data: RunData, *, step: Callable[[str], None] | None = None) -> str:
     evaluation = _eval(data)
     part("page")
     s = data.summary
-    tiles = [
-        (
-            "environments kept",
-            f"{sum(e.kept is not False for e in data.envs.values())} / {len(data.envs)}",
-        ),
-        ("tasks", s.get("tasks", tasks["total"])),
-        ("rollouts", s.get("rollouts", sum(len(v) for v in data.rewards.values()))),
-        ("mean reward", _fmt(s.get("mean_reward"))),
-        ("failures", s.get("failures", len(data.failures))),
-        ("seconds", _fmt(s.get("seconds"))),
-    ]
     return _ENV.get_template("report.html.j2").render(
         data=data,
         run_id=data.run_id,
         summary=s,
         notes=notes,
-        tiles=tiles,
+        tiles=_tiles(data, tasks["total"]),
         verification=verification,
         rewards=rewards,
         curve=curve,

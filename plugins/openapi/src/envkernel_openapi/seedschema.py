@@ -171,7 +171,7 @@ def _repair(value: Any, schema: dict[str, Any], rng: random.Random) -> Any:
 def _time_forms(value: str) -> list[str]:
     """The same moment written the other ways specs ask for (NHS's ``...T10:00:00+00:00`` pattern
     beside ``format: date-time``): an offset instead of ``Z``, no zone, milliseconds, the date
-    alone."""
+    alone, a space instead of the ``T``."""
     try:
         t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
@@ -186,6 +186,8 @@ def _time_forms(value: str) -> list[str]:
             "%Y-%m-%dT%H:%M:%S.000Z",
             "%Y-%m-%dT%H:%M:%S",
             "%Y-%m-%d",
+            "%Y-%m-%d %H:%M:%S",  # Mandrill's ^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$
+            "%Y-%m-%d %H:%M:%S.000",
         )
     ]
 

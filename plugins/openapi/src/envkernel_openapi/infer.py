@@ -692,8 +692,9 @@ class _ListParams:
         return ""
 
     def _sort(self, pname: str, arg: str, schema: dict[str, Any], ptype: str) -> str:
-        # one column name: an array of them (HubDB's sort=[...]) is no sort the engine keeps
-        if not (arg in SORT_NAMES or arg == "order") or ptype == "array":
+        # one column name: an array of them (HubDB's sort=[...]) or an object (Apideck's
+        # sort={by, direction}) is no sort the engine keeps
+        if not (arg in SORT_NAMES or arg == "order") or ptype in ("array", "object"):
             return ""
         fields = self.res.fields
         allowed: list[str] = []

@@ -167,3 +167,16 @@ def test_an_array_sort_is_no_sort_and_a_body_of_another_structure_writes_nothing
     assert any("body field 'associations' is an array but 'contacts' keeps" in w for w in warnings)
     for op in env.behaviour.model["operations"].values():
         assert "associations" not in (op.get("body") or {}).values(), op
+
+
+def test_third_corpus_is_real_documented_and_brings_the_real_specs_to_sixty() -> None:
+    third = CORPUS.parent / "corpus-real-3"
+    sources = json.loads((third / "sources.json").read_text())
+    first = json.loads((CORPUS.parent / "corpus-real" / "sources.json").read_text())
+    assert len(first) + len(SOURCES) + len(sources) >= 60
+    names = (third / "SOURCES.md").read_text()
+    for s in sources:
+        assert (third / s["file"]).is_file() and f"`{s['file']}`" in names, s["file"]
+        assert s["repo"].startswith("github:") and len(s["commit"]) == 40, s["file"]
+        assert s["source_url"].startswith("https://github.com/") and s["repo_license"], s["file"]
+        assert (third / s["repo_license_file"]).is_file(), s["repo_license_file"]

@@ -79,13 +79,20 @@ def synthesis(files: list[Path], corpus: Path = CORPUS) -> dict[str, dict[str, A
     return out
 
 
+SINGLES: collections.Counter[str] = collections.Counter()
+"""Tasks of one call per environment, filled by :func:`read_run`."""
+
+
 def read_run(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A finished run's summary and its tasks per environment."""
+    """A finished run's summary and its tasks per environment (its single-call tasks per
+    environment go to :data:`SINGLES`)."""
     summary = json.loads((run / "summary.json").read_text())
     tasks: collections.Counter[str] = collections.Counter()
     if (run / "tasks.jsonl").exists():
         for line in (run / "tasks.jsonl").read_text().splitlines():
-            tasks[json.loads(line)["env_id"]] += 1
+            t = json.loads(line)
+            tasks[t["env_id"]] += 1
+            SINGLES[t["env_id"]] += len(t.get("calls") or []) <= 1
     return summary, dict(tasks)
 
 
@@ -175,9 +182,13 @@ def main() -> dict[str, Any]:
             tools_kept=int(v.get("tools_kept") or 0),
             drop_reasons=dict(collections.Counter(drops).most_common()),
             tasks=tasks.get(eid or "", 0),
+            single_call_share=round(SINGLES[eid] / tasks[eid], 2) if tasks.get(eid or "") else None,
         )
         rows.append(row)
-    print(f"{'spec':52s} {'ops':>4s} {'built':>5s} {'kept':>4s} {'tasks':>5s} {'sec':>5s}  outcome")
+    print(
+        f"{'spec':52s} {'ops':>4s} {'built':>5s} {'kept':>4s} {'tasks':>5s} {'1call':>5s} "
+        f"{'sec':>5s}  outcome"
+    )
     for r in rows:
         outcome = (
             ("kept" if r["kept"] else "rejected")
@@ -192,7 +203,9 @@ def main() -> dict[str, Any]:
         )
         print(
             f"{r['file'][:52]:52s} {r.get('operations', 0):4d} {r['tools_built']:5d} "
-            f"{r.get('tools_kept', 0):4d} {r.get('tasks', 0):5d} {r['synth_seconds']:5.1f}  "
+            f"{r.get('tools_kept', 0):4d} {r.get('tasks', 0):5d} "
+            f"{'' if r['single_call_share'] is None else r['single_call_share']:>5} "
+            f"{r['synth_seconds']:5.1f}  "
             f"{outcome}"
         )
         if r.get("skip_reasons"):
@@ -225,6 +238,17 @@ def main() -> dict[str, Any]:
         "tools_built": sum(r["tools_built"] for r in rows),
         "tools_kept": sum(r.get("tools_kept", 0) for r in rows),
         "tasks_emitted": sum(r.get("tasks", 0) for r in rows),
+        "single_call_share": round(
+            sum(SINGLES.values()) / max(1, sum(r.get("tasks", 0) for r in rows)), 3
+        ),
+        "per_spec": {
+            r["file"]: {
+                k: r.get(k)
+                for k in ("operations", "tools_built", "tools_kept", "tasks", "single_call_share")
+            }
+            | {"outcome": "kept" if r["kept"] else r.get("refused", "rejected")[:80]}
+            for r in rows
+        },
         "top_skip_reasons": dict(skip_total.most_common(5)),
         "top_drop_reasons": dict(drop_total.most_common(5)),
         "synth_seconds_total": round(sum(r["synth_seconds"] for r in rows), 1),

@@ -15,10 +15,12 @@ plugins/openapi/corpus-real-2``; its figures are in ``docs/openapi-realspecs.md`
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 from envkernel_openapi import OpenAPISettings, synthesize_file
 from envkernel_openapi.infer import Builder
+from envkernel_openapi.seedschema import conform
 from envkernel_openapi.spec import UNRESOLVED, load
 
 CORPUS = Path(__file__).resolve().parents[1] / "plugins" / "openapi" / "corpus-real-2"
@@ -119,3 +121,62 @@ def test_seed_items_merge_their_all_of() -> None:
     ]
     assert events and all(isinstance(e, dict) and e.get("type") == "normal" for e in events)
     assert all(e.get("details") is None for e in events)
+
+
+def test_a_timestamp_in_another_form_than_the_engines_is_not_stamped_and_seeds_keep_it() -> None:
+    # Mandrill's created_at is "YYYY-MM-DD hh:mm:ss" (a pattern): the engine's ISO stamp would
+    # break it, so the engine does not stamp it, and a seed time is written in that form
+    spaced = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$"
+    b = _builder("mailchimp-transactional.json")
+    b.build()
+    patterned = [
+        (r.name, f)
+        for r in b.resources.values()
+        for c, f in r.fields.items()
+        if c == "created_at" and f.get("pattern") == spaced
+    ]
+    assert patterned
+    assert all(f.get("generated") is None for _, f in patterned), patterned
+    unpatterned = [
+        f
+        for r in b.resources.values()
+        for c, f in r.fields.items()
+        if c == "created_at" and not f.get("pattern") and not b._written({}, r, c)
+    ]
+    assert any(f.get("generated") == "created" for f in unpatterned)
+    moment = conform(
+        "2026-01-10T08:30:00Z", {"type": "string", "pattern": spaced}, random.Random(1)
+    )
+    assert moment == "2026-01-10 08:30:00"
+
+
+def test_an_array_sort_is_no_sort_and_a_body_of_another_structure_writes_nothing() -> None:
+    # HubDB's sort=[...] (an array of column names) is not the one column the engine sorts by
+    env, warnings = synthesize_file(
+        CORPUS / "hubspot-cms-hubdb-v3.json", settings=OpenAPISettings(validate=False)
+    )
+    for op in env.behaviour.model["operations"].values():
+        if op.get("sort"):
+            arg = op["sort"].get("arg")
+            assert not arg or op["parameters"]["properties"][arg].get("type") != "array", op
+    assert any("query parameter 'sort' is not understood" in w for w in warnings)
+    # HubSpot's create writes associations as an array of links; the answer keeps an object
+    env, warnings = synthesize_file(
+        CORPUS / "hubspot-crm-contacts-v3.json", settings=OpenAPISettings(validate=False)
+    )
+    assert any("body field 'associations' is an array but 'contacts' keeps" in w for w in warnings)
+    for op in env.behaviour.model["operations"].values():
+        assert "associations" not in (op.get("body") or {}).values(), op
+
+
+def test_third_corpus_is_real_documented_and_brings_the_real_specs_to_sixty() -> None:
+    third = CORPUS.parent / "corpus-real-3"
+    sources = json.loads((third / "sources.json").read_text())
+    first = json.loads((CORPUS.parent / "corpus-real" / "sources.json").read_text())
+    assert len(first) + len(SOURCES) + len(sources) >= 60
+    names = (third / "SOURCES.md").read_text()
+    for s in sources:
+        assert (third / s["file"]).is_file() and f"`{s['file']}`" in names, s["file"]
+        assert s["repo"].startswith("github:") and len(s["commit"]) == 40, s["file"]
+        assert s["source_url"].startswith("https://github.com/") and s["repo_license"], s["file"]
+        assert (third / s["repo_license_file"]).is_file(), s["repo_license_file"]

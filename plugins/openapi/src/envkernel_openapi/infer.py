@@ -22,7 +22,7 @@ from envkernel_kit.naming import plural, singular, words
 from envkernel_runtime.model import ResourceModel
 
 from .seeddata import RowMaker
-from .seedschema import conform, problem, schema_of
+from .seedschema import CLOCK, conform, iso, problem, schema_of
 from .spec import METHODS, REF_NAME, SpecError, unresolved_refs
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -557,6 +557,237 @@ class Resource:
     prefix: str = ""
     unique: list[str] = field(default_factory=list)
     spec_names: dict[str, str] = field(default_factory=dict)
+
+
+_ZERO: dict[str, Any] = {
+    "string": "",
+    "integer": 0,
+    "number": 0.0,
+    "boolean": False,
+    "array": [],
+    "object": {},
+}
+"""The zero value of each column type."""
+
+
+def _stamp_kind(col: str) -> str | None:
+    """The stamp a timestamp column's name says the engine fills (``created``, ``edited``,
+    ``updated``), or None."""
+    ws = col.split("_")
+    if ws[0] in CREATED_WORDS and (ws[-1] in ("at", "on", "date", "time") or col == "created"):
+        return "created"
+    if ws[0] == "edited" and ws[-1] in ("at", "on"):
+        return "edited"
+    if ws[0] in ("updated", "modified", "last") and (
+        ws[-1] in ("at", "on", "date", "time") or col in ("updated", "modified")
+    ):
+        return "updated"
+    return None
+
+
+_LEFT_OUT = "-"
+"""A parameter role: understood, warned about and left out."""
+
+
+def _query_schema(p: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of a query parameter, one type (not null), its description carried."""
+    raw = p.get("schema")
+    schema = json_schema(raw) if isinstance(raw, dict) else {"type": "string"}
+    if isinstance(schema.get("type"), list):
+        schema["type"] = next((t for t in schema["type"] if t != "null"), "string")
+    if p.get("description"):
+        schema["description"] = str(p["description"])
+    return schema
+
+
+class _ListParams:
+    """The query parameters of one list operation, read one by one into its ``page``, ``sort``,
+    ``search`` and ``filters``: each parameter's role is the first of :attr:`ROLES` that claims
+    it ("" when none does; :data:`_LEFT_OUT` when one claims it and leaves it out)."""
+
+    ROLES = ("_page", "_order", "_sort", "_search", "_field_filter", "_other_filter")
+
+    def __init__(self, b: Builder, op: Op, res: Resource, spec: dict[str, Any]) -> None:
+        self.b, self.op, self.res, self.spec = b, op, res, spec
+        self.filters: dict[str, Any] = {}
+        self.page: dict[str, Any] = {}
+        self.sort: dict[str, Any] = {}
+        self.text_fields = [
+            c
+            for c, f in res.fields.items()
+            if f["type"] == "string"
+            and not f.get("enum")
+            and not f.get("ref")
+            and c != res.key
+            and f.get("format") not in ("date", "date-time")
+            and not f.get("hidden")
+        ]
+        self.time_fields = [
+            c
+            for c, f in res.fields.items()
+            if f.get("format") in ("date", "date-time") and not f.get("hidden")
+        ]
+
+    def read(self, p: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """(argument, schema) of one query parameter, or None when it is left out."""
+        pname = str(p.get("name"))
+        arg = snake(pname)
+        schema = _query_schema(p)
+        ptype = schema.get("type", "string")
+        role = ""
+        for method in self.ROLES:
+            role = getattr(self, method)(pname, arg, schema, ptype)
+            if role:
+                break
+        if role == _LEFT_OUT:
+            return None
+        if not role:
+            self.b.warn(
+                f"{self.op.label}: query parameter {pname!r} is not understood and is left out"
+            )
+            return None
+        if role == "filter" and not self._filter_fits(pname, arg, schema, ptype):
+            return None
+        return arg, schema
+
+    def finish(self) -> None:
+        """Write the arguments read into the operation's spec."""
+        if self.filters:
+            self.spec["filters"] = self.filters
+        if self.page:
+            if "page" in self.page and "limit" not in self.page:
+                self.page["default_limit"] = self.page.get("default_limit", 20)
+            self.spec["page"] = self.page
+        if self.sort:
+            self.sort.setdefault("fields", [])
+            self.spec["sort"] = self.sort
+
+    def _page(self, pname: str, arg: str, schema: dict[str, Any], ptype: str) -> str:
+        number = ptype in ("integer", "number")
+        if arg in LIMIT_NAMES and number:
+            self.page["limit"] = arg
+            d = schema.get("default")
+            self.page["default_limit"] = int(d) if isinstance(d, (int, float)) else 20
+            schema.setdefault("minimum", 1)
+        elif arg in OFFSET_NAMES and number:
+            self.page["offset"] = arg
+            schema.setdefault("minimum", 0)
+        elif arg in PAGE_NAMES and number:
+            self.page["page"] = arg
+            if schema.get("minimum") == 0:  # a page index (Twilio's Page), not a page number
+                self.page["first"] = 0
+            schema.setdefault("minimum", 1)
+        elif arg in CURSOR_NAMES and ptype == "string":
+            self.page["cursor"] = arg
+            schema.setdefault("description", "The next_cursor from the previous page.")
+        else:
+            return ""
+        return "page"
+
+    def _order(self, pname: str, arg: str, schema: dict[str, Any], ptype: str) -> str:
+        values = set(map(str, schema.get("enum") or ["asc", "desc"]))
+        if arg in ORDER_NAMES and values <= {"asc", "desc", "ASC", "DESC"}:
+            self.sort["order_arg"] = arg
+            return "sort"
+        return ""
+
+    def _sort(self, pname: str, arg: str, schema: dict[str, Any], ptype: str) -> str:
+        # one column name: an array of them (HubDB's sort=[...]) or an object (Apideck's
+        # sort={by, direction}) is no sort the engine keeps
+        if not (arg in SORT_NAMES or arg == "order") or ptype in ("array", "object"):
+            return ""
+        fields = self.res.fields
+        allowed: list[str] = []
+        for v in schema.get("enum") or []:
+            c = snake(str(v).lstrip("+-"))
+            if c in fields and c not in allowed:
+                allowed.append(c)
+        if not allowed and not schema.get("enum"):
+            allowed = [
+                c
+                for c, f in fields.items()
+                if f["type"] in ("string", "integer", "number") and not f.get("hidden")
+            ]
+        if not allowed:
+            self.b.warn(
+                f"{self.op.label}: sort parameter {pname!r} names no field of "
+                f"{self.res.name!r}; it is left out"
+            )
+            return _LEFT_OUT
+        self.sort["arg"] = arg
+        self.sort["fields"] = allowed
+        if schema.get("enum"):
+            schema["enum"] = [
+                ("-" if str(v).startswith("-") else "") + snake(str(v).lstrip("+-"))
+                for v in schema["enum"]
+                if snake(str(v).lstrip("+-")) in allowed
+            ]
+        return "sort"
+
+    def _search(self, pname: str, arg: str, schema: dict[str, Any], ptype: str) -> str:
+        if arg not in SEARCH_NAMES or ptype != "string":
+            return ""
+        if not self.text_fields:
+            self.b.warn(
+                f"{self.op.label}: search parameter {pname!r} has no text field to search; it "
+                "is left out"
+            )
+            return _LEFT_OUT
+        self.spec["search"] = {"arg": arg, "fields": self.text_fields}
+        return "search"
+
+    def _field_filter(self, pname: str, arg: str, schema: dict[str, Any], ptype: str) -> str:
+        f = self.res.fields.get(arg)
+        if not f or f.get("hidden") or f["type"] == "object":
+            return ""
+        if f["type"] == "array":
+            self.b.warn(
+                f"{self.op.label}: filter {pname!r} on a list field is not supported; it is "
+                "left out"
+            )
+            return _LEFT_OUT
+        self.filters[arg] = {"field": arg, "op": "in" if ptype == "array" else "eq"}
+        if ptype != "array" and f.get("enum") and not schema.get("enum"):
+            schema["enum"] = list(f["enum"])
+        return "filter"
+
+    def _other_filter(self, pname: str, arg: str, schema: dict[str, Any], ptype: str) -> str:
+        fields = self.res.fields
+        one = singular(arg)
+        if (
+            ptype == "array"
+            and one != arg
+            and one in fields
+            and fields[one]["type"] in ("string", "integer")
+        ):
+            # Amadeus's hotelIds=[...], chainCodes=[...]: rows whose hotel_id / chain_code is
+            # one of them
+            self.filters[arg] = {"field": one, "op": "in"}
+            return "filter"
+        target = self.b._range_target(arg, self.res, self.time_fields)
+        if target:
+            self.filters[arg] = {"field": target[0], "op": target[1]}
+        elif arg.endswith(("_contains", "_like")) and arg.rsplit("_", 1)[0] in fields:
+            self.filters[arg] = {"field": arg.rsplit("_", 1)[0], "op": "contains"}
+        elif arg + "_id" in fields:
+            self.filters[arg] = {"field": arg + "_id", "op": "eq"}
+        else:
+            return ""
+        return "filter"
+
+    def _filter_fits(self, pname: str, arg: str, schema: dict[str, Any], ptype: str) -> bool:
+        """False (the filter left out, warned) when the parameter's format is not the one its
+        column keeps: Twilio's StartTime (date-time) on start_time (RFC 2822) matches no row."""
+        field = self.res.fields.get(self.filters[arg]["field"]) or {}
+        fmt = schema.get("format")
+        if ptype == "string" and fmt and field.get("format") and fmt != field["format"]:
+            self.b.warn(
+                f"{self.op.label}: filter {pname!r} is a {fmt} but {self.res.name!r} keeps "
+                f"{self.filters[arg]['field']!r} as {field['format']}; it is left out"
+            )
+            del self.filters[arg]
+            return False
+        return True
 
 
 class Builder:
@@ -1501,177 +1732,16 @@ class Builder:
         required: list[str],
         queries: list[dict[str, Any]],
     ) -> None:
-        filters: dict[str, Any] = {}
-        page: dict[str, Any] = {}
-        sort: dict[str, Any] = {}
-        text_fields = [
-            c
-            for c, f in res.fields.items()
-            if f["type"] == "string"
-            and not f.get("enum")
-            and not f.get("ref")
-            and c != res.key
-            and f.get("format") not in ("date", "date-time")
-            and not f.get("hidden")
-        ]
-        time_fields = [
-            c
-            for c, f in res.fields.items()
-            if f.get("format") in ("date", "date-time") and not f.get("hidden")
-        ]
+        """A list operation's query parameters as page, sort, search and filter arguments (see
+        :class:`_ListParams`); the ones not understood are left out with a warning."""
+        lp = _ListParams(self, op, res, spec)
         for p in queries:
-            pname = str(p.get("name"))
-            arg = snake(pname)
-            schema = (
-                json_schema(p.get("schema"))
-                if isinstance(p.get("schema"), dict)
-                else {"type": "string"}
-            )
-            if isinstance(schema.get("type"), list):
-                schema["type"] = next((t for t in schema["type"] if t != "null"), "string")
-            ptype = schema.get("type", "string")
-            if p.get("description"):
-                schema["description"] = str(p["description"])
-            role = ""
-            if arg in LIMIT_NAMES and ptype in ("integer", "number"):
-                page["limit"] = arg
-                page["default_limit"] = (
-                    int(schema["default"])
-                    if isinstance(schema.get("default"), (int, float))
-                    else 20
-                )
-                schema.setdefault("minimum", 1)
-                role = "page"
-            elif arg in OFFSET_NAMES and ptype in ("integer", "number"):
-                page["offset"] = arg
-                schema.setdefault("minimum", 0)
-                role = "page"
-            elif arg in PAGE_NAMES and ptype in ("integer", "number"):
-                page["page"] = arg
-                if schema.get("minimum") == 0:  # a page index (Twilio's Page), not a page number
-                    page["first"] = 0
-                schema.setdefault("minimum", 1)
-                role = "page"
-            elif arg in CURSOR_NAMES and ptype == "string":
-                page["cursor"] = arg
-                schema.setdefault("description", "The next_cursor from the previous page.")
-                role = "page"
-            elif arg in ORDER_NAMES and set(map(str, schema.get("enum") or ["asc", "desc"])) <= {
-                "asc",
-                "desc",
-                "ASC",
-                "DESC",
-            }:
-                sort["order_arg"] = arg
-                role = "sort"
-            elif arg in SORT_NAMES or arg == "order":
-                allowed = []
-                for v in schema.get("enum") or []:
-                    c = snake(str(v).lstrip("+-"))
-                    if c in res.fields and c not in allowed:
-                        allowed.append(c)
-                if not allowed and not schema.get("enum"):
-                    allowed = [
-                        c
-                        for c, f in res.fields.items()
-                        if f["type"] in ("string", "integer", "number") and not f.get("hidden")
-                    ]
-                if not allowed:
-                    self.warn(
-                        f"{op.label}: sort parameter {pname!r} names no field of "
-                        f"{res.name!r}; it is left out"
-                    )
-                    continue
-                sort["arg"] = arg
-                sort["fields"] = allowed
-                if schema.get("enum"):
-                    schema["enum"] = [
-                        v for v in schema["enum"] if snake(str(v).lstrip("+-")) in allowed
-                    ]
-                    schema["enum"] = [
-                        ("-" if str(v).startswith("-") else "") + snake(str(v).lstrip("+-"))
-                        for v in schema["enum"]
-                    ]
-                role = "sort"
-            elif arg in SEARCH_NAMES and ptype == "string":
-                if not text_fields:
-                    self.warn(
-                        f"{op.label}: search parameter {pname!r} has no text field to "
-                        "search; it is left out"
-                    )
-                    continue
-                spec["search"] = {"arg": arg, "fields": text_fields}
-                role = "search"
-            elif (
-                arg in res.fields
-                and not res.fields[arg].get("hidden")
-                and res.fields[arg]["type"] not in ("object",)
-            ):
-                f = res.fields[arg]
-                if f["type"] == "array":
-                    self.warn(
-                        f"{op.label}: filter {pname!r} on a list field is not supported; it "
-                        "is left out"
-                    )
-                    continue
-                filters[arg] = {"field": arg, "op": "in" if ptype == "array" else "eq"}
-                if ptype != "array" and f.get("enum") and not schema.get("enum"):
-                    schema["enum"] = list(f["enum"])
-                role = "filter"
-            elif (
-                ptype == "array"
-                and singular(arg) != arg
-                and singular(arg) in res.fields
-                and res.fields[singular(arg)]["type"] in ("string", "integer")
-            ):
-                # Amadeus's hotelIds=[...], chainCodes=[...]: rows whose hotel_id / chain_code is
-                # one of them
-                filters[arg] = {"field": singular(arg), "op": "in"}
-                role = "filter"
-            else:
-                target = self._range_target(arg, res, time_fields)
-                if target:
-                    filters[arg] = {"field": target[0], "op": target[1]}
-                    role = "filter"
-                elif arg.endswith(("_contains", "_like")) and arg.rsplit("_", 1)[0] in res.fields:
-                    filters[arg] = {"field": arg.rsplit("_", 1)[0], "op": "contains"}
-                    role = "filter"
-                elif arg + "_id" in res.fields:
-                    filters[arg] = {"field": arg + "_id", "op": "eq"}
-                    role = "filter"
-            if not role:
-                self.warn(
-                    f"{op.label}: query parameter {pname!r} is not understood and is left out"
-                )
-                continue
-            field = res.fields.get((filters.get(arg) or {}).get("field") or "") or {}
-            if (
-                role == "filter"
-                and ptype == "string"
-                and schema.get("format")
-                and field.get("format")
-                and schema["format"] != field["format"]
-            ):
-                # Twilio's StartTime (date-time) on start_time (RFC 2822): no stored value is one it
-                # accepts
-                self.warn(
-                    f"{op.label}: filter {pname!r} is a {schema['format']} but {res.name!r} keeps "
-                    f"{filters[arg]['field']!r} as {field['format']}; it is left out"
-                )
-                del filters[arg]
-                continue
-            props[arg] = schema
-            if p.get("required"):
-                required.append(arg)
-        if filters:
-            spec["filters"] = filters
-        if page:
-            if "page" in page and "limit" not in page:
-                page["default_limit"] = page.get("default_limit", 20)
-            spec["page"] = page
-        if sort:
-            sort.setdefault("fields", [])
-            spec["sort"] = sort
+            got = lp.read(p)
+            if got is not None:
+                props[got[0]] = got[1]
+                if p.get("required"):
+                    required.append(got[0])
+        lp.finish()
 
     def _range_target(
         self, arg: str, res: Resource, time_fields: list[str]
@@ -1795,6 +1865,7 @@ class Builder:
         props: dict[str, Any],
         required: list[str],
     ) -> None:
+        """The request body's fields as arguments, each written to the column it names."""
         schema = self._body_schema(op)
         if schema is None:
             if op.kind in ("create", "update", "patch"):
@@ -1807,74 +1878,12 @@ class Builder:
         body: dict[str, str] = {}
         req = set(schema.get("required") or [])
         for pname, ps in (schema.get("properties") or {}).items():
-            arg = snake(pname)
             ps = ps if isinstance(ps, dict) else {}
-            if ps.get("readOnly") or pname in self.credentials:
+            col = self._body_col(op, res, pname, ps, props)
+            js = self._body_value(op, res, pname, ps, col) if col else None
+            if col is None or js is None:
                 continue
-            if arg in props:
-                if not (op.rpc and pname == op.key_param):
-                    self.warn(
-                        f"{op.label}: body field {pname!r} has the name of a path or query "
-                        "parameter; the parameter wins"
-                    )
-                continue
-            col = arg if arg in res.fields else self._action_col(op, res, arg)
-            if col is None:
-                self.warn(
-                    f"{op.label}: body field {pname!r} is not a field of {res.name!r}; it is "
-                    "left out"
-                )
-                continue
-            info = res.fields[col]
-            if (info.get("read_only") and op.kind != "action") or info.get("hidden"):
-                continue
-            if col == res.key and op.kind != "create":
-                continue
-            js = json_schema(ps)
-            if "type" not in js and "oneOf" not in js and "anyOf" not in js:
-                js["type"] = info["type"]
-            fit = _fitting(js, info["type"])
-            if (
-                fit is None
-            ):  # a command, not a value: Stripe's billing_cycle_anchor "now" on an integer stamp
-                self.warn(
-                    f"{op.label}: body field {pname!r} is one of {js['enum']} but "
-                    f"{res.name!r} keeps {col!r} as {info['type']}: a command, not a value; "
-                    "it is left out"
-                )
-                continue
-            js = fit
-            js, foreign = self._items_shown(res, col, ps, js)
-            if (
-                foreign
-            ):  # NHS's create extensions (RegisteringAuthority) that no patient answer may hold
-                self.warn(
-                    f"{op.label}: body field {pname!r} writes items of kinds {foreign} that "
-                    f"no item of {col!r} in {res.name!r} may be"
-                    + ("; they are left out" if js else "; it is left out")
-                )
-                if not js:
-                    continue
-            missing = self._item_fields_missing(res, col, js)
-            if (
-                missing
-            ):  # Stripe's subscription schedule phases: each answer phase needs add_invoice_items
-                self.warn(
-                    f"{op.label}: body field {pname!r} writes items without {missing}, which "
-                    f"every item of {col!r} in {res.name!r} must have; it is left out"
-                )
-                continue
-            if (
-                schema_type(js) == info["type"]
-            ):  # what the answer must show, a write must keep (Discord's role ids)
-                shown = json_schema(self._field_schema(info))
-                js.update(
-                    {
-                        k: shown[k]
-                        for k in ("pattern", "format", "minLength", "maxLength", "items", "enum")
-                        if k in shown and k not in js
-                    }
-                )
+            arg = snake(pname)
             props[arg] = js
             body[arg] = col
             if pname in req and op.kind in ("create", "update", "action"):
@@ -1882,6 +1891,80 @@ class Builder:
         spec["body"] = body
         if op.kind in ("create", "update", "patch") and not body:
             raise _Skip(f"its request body writes no field of {res.name!r}")
+
+    def _body_col(
+        self, op: Op, res: Resource, pname: str, ps: dict[str, Any], props: dict[str, Any]
+    ) -> str | None:
+        """The column a body field writes, or None when it writes none (read-only, a credential,
+        a parameter's name, no such field, hidden, the key of a row that exists)."""
+        arg = snake(pname)
+        if ps.get("readOnly") or pname in self.credentials:
+            return None
+        if arg in props:
+            if not (op.rpc and pname == op.key_param):
+                self.warn(
+                    f"{op.label}: body field {pname!r} has the name of a path or query "
+                    "parameter; the parameter wins"
+                )
+            return None
+        col = arg if arg in res.fields else self._action_col(op, res, arg)
+        if col is None:
+            self.warn(
+                f"{op.label}: body field {pname!r} is not a field of {res.name!r}; it is left out"
+            )
+            return None
+        info = res.fields[col]
+        if (info.get("read_only") and op.kind != "action") or info.get("hidden"):
+            return None
+        if col == res.key and op.kind != "create":
+            return None
+        return col
+
+    def _body_value(
+        self, op: Op, res: Resource, pname: str, ps: dict[str, Any], col: str
+    ) -> dict[str, Any] | None:
+        """The argument schema of a body field that writes ``col``, or None (warned) when what it
+        writes is not what the column keeps."""
+        info = res.fields[col]
+        js = json_schema(ps)
+        if "type" not in js and "oneOf" not in js and "anyOf" not in js:
+            js["type"] = info["type"]
+        left_out = f"{op.label}: body field {pname!r}"
+        bt = schema_type(js)
+        if bt in ("array", "object") and bt != info["type"]:
+            # HubSpot's associations: an array of links to write, an object of them in the answer
+            self.warn(
+                f"{left_out} is an {bt} but {res.name!r} keeps {col!r} as {info['type']}; it is "
+                "left out"
+            )
+            return None
+        fit = _fitting(js, info["type"])
+        if fit is None:  # a command, not a value: Stripe's billing_cycle_anchor "now" on a stamp
+            self.warn(
+                f"{left_out} is one of {js['enum']} but {res.name!r} keeps {col!r} as "
+                f"{info['type']}: a command, not a value; it is left out"
+            )
+            return None
+        js, foreign = self._items_shown(res, col, ps, fit)
+        if foreign:  # NHS's create extensions (RegisteringAuthority) that no patient answer holds
+            self.warn(
+                f"{left_out} writes items of kinds {foreign} that no item of {col!r} in "
+                f"{res.name!r} may be" + ("; they are left out" if js else "; it is left out")
+            )
+            if not js:
+                return None
+        missing = self._item_fields_missing(res, col, js)
+        if missing:  # Stripe's subscription schedule phases: each answer phase needs its items
+            self.warn(
+                f"{left_out} writes items without {missing}, which every item of {col!r} in "
+                f"{res.name!r} must have; it is left out"
+            )
+            return None
+        if schema_type(js) == info["type"]:  # what the answer shows, a write keeps (Discord's ids)
+            shown = json_schema(self._field_schema(info))
+            keep = ("pattern", "format", "minLength", "maxLength", "items", "enum")
+            js.update({k: shown[k] for k in keep if k in shown and k not in js})
+        return js
 
     @staticmethod
     def _items_shown(
@@ -2051,65 +2134,53 @@ class Builder:
             and any(c == self.resources[o["resource"]].key for c in (o.get("body") or {}).values())
         }
         for res in self.resources.values():
-            key = res.fields[res.key]
             if res.name not in created_by_client:
-                key["generated"] = "id"
+                res.fields[res.key]["generated"] = "id"
             for col, f in res.fields.items():
-                ws = col.split("_")
-                if (
-                    f["type"] == "string"
-                    and col != res.key
-                    and (f.get("read_only") or not self._written(ops, res, col))
-                ):
-                    if ws[0] in CREATED_WORDS and (
-                        ws[-1] in ("at", "on", "date", "time") or col == "created"
-                    ):
-                        f["generated"] = "created"
-                    elif ws[0] == "edited" and ws[-1] in ("at", "on"):
-                        f["generated"] = "edited"
-                    elif ws[0] in ("updated", "modified", "last") and (
-                        ws[-1] in ("at", "on", "date", "time") or col in ("updated", "modified")
-                    ):
-                        f["generated"] = "updated"
-                if (
-                    col in res.required
-                    and "default" not in f
-                    and not f.get("generated")
-                    and col != res.key
-                    and not f.get("ref")
-                ):
-                    if not self._written_required(ops, res, col):
-                        plain = (
-                            f["enum"][0]
-                            if f.get("enum")
-                            else {
-                                "string": "",
-                                "integer": 0,
-                                "number": 0.0,
-                                "boolean": False,
-                                "array": [],
-                                "object": {},
-                            }[f["type"]]
-                        )
-                        if problem(
-                            schema_of(f),
-                            plain,
-                            # a pattern, format or bound the zero value breaks (Discord's version
-                            # ^(0|[1-9][0-9]*)$)
-                        ):
-                            fit = conform(
-                                None,
-                                schema_of(f),
-                                random.Random(f"{self.seed}/{self.name}/{res.name}/{col}"),
-                            )
-                            plain = plain if fit is None or problem(schema_of(f), fit) else fit
-                        f["default"] = plain
+                self._finish_column(ops, res, col, f)
             if res.name in conflicts:
                 res.unique = [
                     c
                     for c in res.fields
                     if c in UNIQUE_NAMES and c != res.key and res.fields[c]["type"] == "string"
                 ]
+
+    def _finish_column(
+        self, ops: dict[str, dict[str, Any]], res: Resource, col: str, f: dict[str, Any]
+    ) -> None:
+        """One column's stamp (a timestamp no operation writes) and fill value (a required column
+        no create writes)."""
+        if (
+            f["type"] == "string"
+            and col != res.key
+            and (f.get("read_only") or not self._written(ops, res, col))
+        ):
+            gen = _stamp_kind(col)
+            # the engine stamps ISO 8601 (2026-01-15T09:00:00Z); a column whose schema wants
+            # another form (Mandrill's "2026-01-15 09:00:00") is not stamped by it
+            if gen and not problem(schema_of(f), iso(CLOCK)):
+                f["generated"] = gen
+        if (
+            col in res.required
+            and "default" not in f
+            and not f.get("generated")
+            and col != res.key
+            and not f.get("ref")
+            and not self._written_required(ops, res, col)
+        ):
+            f["default"] = self._fill_value(res, col, f)
+
+    def _fill_value(self, res: Resource, col: str, f: dict[str, Any]) -> Any:
+        """The value a required column no create writes starts with: its first enum value or its
+        type's zero, else (a pattern, format or bound the zero breaks: Discord's version
+        ``^(0|[1-9][0-9]*)$``) a value built from its schema."""
+        plain = f["enum"][0] if f.get("enum") else _ZERO[f["type"]]
+        if not problem(schema_of(f), plain):
+            return plain
+        fit = conform(
+            None, schema_of(f), random.Random(f"{self.seed}/{self.name}/{res.name}/{col}")
+        )
+        return plain if fit is None or problem(schema_of(f), fit) else fit
 
     @staticmethod
     def _written(ops: dict[str, dict[str, Any]], res: Resource, col: str) -> bool:

@@ -171,7 +171,7 @@ def _repair(value: Any, schema: dict[str, Any], rng: random.Random) -> Any:
 def _time_forms(value: str) -> list[str]:
     """The same moment written the other ways specs ask for (NHS's ``...T10:00:00+00:00`` pattern
     beside ``format: date-time``): an offset instead of ``Z``, no zone, milliseconds, the date
-    alone."""
+    alone, a space instead of the ``T``."""
     try:
         t = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
@@ -186,6 +186,8 @@ def _time_forms(value: str) -> list[str]:
             "%Y-%m-%dT%H:%M:%S.000Z",
             "%Y-%m-%dT%H:%M:%S",
             "%Y-%m-%d",
+            "%Y-%m-%d %H:%M:%S",  # Mandrill's ^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$
+            "%Y-%m-%d %H:%M:%S.000",
         )
     ]
 
@@ -249,93 +251,108 @@ def from_schema(schema: dict[str, Any], rng: random.Random, depth: int = 0, name
         return schema["const"]
     for key in ("oneOf", "anyOf"):
         if isinstance(schema.get(key), list) and schema[key]:
-            member = schema[key][0] if isinstance(schema[key][0], dict) else {}
-            rest = {k: v for k, v in schema.items() if k != key}
-            if "type" not in member and (rest.get("type") or rest.get("properties")):
-                # a member that only adds constraints to the schema around it (Apideck's
-                # CustomField: properties, and anyOf [{required: [id]}, {required: [name]}])
-                member = {
-                    **rest,
-                    **member,
-                    "properties": {
-                        **(rest.get("properties") or {}),
-                        **(member.get("properties") or {}),
-                    },
-                    "required": list(
-                        dict.fromkeys(
-                            [*(rest.get("required") or []), *(member.get("required") or [])]
-                        )
-                    ),
-                }
-                return from_schema(member, rng, depth, name)
-            return from_schema(member, rng, depth + 1)
-    t = _type(schema)
-    if t == "string":
-        return _string(schema, rng, name)
-    if t in ("integer", "number"):
-        lo, hi = _bounds(schema)
-        lo, hi = max(lo, 1.0 if lo < 1 <= hi else lo), min(hi, max(lo, 1.0) + 99)
-        if t == "integer":
-            return rng.randint(int(-(-lo // 1)), max(int(-(-lo // 1)), int(hi // 1)))
-        return round(rng.uniform(lo, hi), 2)
-    if t == "boolean":
-        return rng.random() < 0.5
-    if t == "array":
-        items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
-        lo = schema.get("minItems", 1 if depth < 2 else 0)
-        hi = schema.get("maxItems", max(lo, 3))
-        n = rng.randint(lo, max(lo, min(hi, lo + 2)))
-        out: list[Any] = []
-        for _ in range(n * 4):
-            if len(out) >= n:
-                break
-            v = from_schema(items, rng, depth + 1)
-            if not (schema.get("uniqueItems") and v in out):
-                out.append(v)
-        return out
-    if t == "object":
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        required = set(schema.get("required") or [])
-        if (
-            depth > 3
-        ):  # deep down only what is required (FHIR's contact.relationship.coding needs its code)
-            props = {k: v for k, v in props.items() if k in required} if depth <= 12 else {}
-        return {
-            k: from_schema(s if isinstance(s, dict) else {}, rng, depth + 1, name=k)
-            for k, s in props.items()
-            if k in required or rng.random() < 0.7
-        }
-    if t == "null":
-        return None
-    return from_schema({"type": "string"}, rng, depth + 1)
+            return _union(schema, key, rng, depth, name)
+    build = _BUILDERS.get(_type(schema))
+    if build is None:
+        return from_schema({"type": "string"}, rng, depth + 1)
+    return build(schema, rng, depth, name)
 
 
-def _string(schema: dict[str, Any], rng: random.Random, name: str = "") -> str:
+def _union(schema: dict[str, Any], key: str, rng: random.Random, depth: int, name: str) -> Any:
+    """A value of a ``oneOf``/``anyOf`` schema: of its first member, or of the schema around it
+    when that member only adds constraints (Apideck's CustomField: properties, and anyOf
+    [{required: [id]}, {required: [name]}])."""
+    member = schema[key][0] if isinstance(schema[key][0], dict) else {}
+    rest = {k: v for k, v in schema.items() if k != key}
+    if "type" in member or not (rest.get("type") or rest.get("properties")):
+        return from_schema(member, rng, depth + 1)
+    required = [*(rest.get("required") or []), *(member.get("required") or [])]
+    merged = {
+        **rest,
+        **member,
+        "properties": {**(rest.get("properties") or {}), **(member.get("properties") or {})},
+        "required": list(dict.fromkeys(required)),
+    }
+    return from_schema(merged, rng, depth, name)
+
+
+def _number(schema: dict[str, Any], rng: random.Random, depth: int, name: str) -> int | float:
+    lo, hi = _bounds(schema)
+    lo, hi = max(lo, 1.0 if lo < 1 <= hi else lo), min(hi, max(lo, 1.0) + 99)
+    if _type(schema) == "integer":
+        return rng.randint(int(-(-lo // 1)), max(int(-(-lo // 1)), int(hi // 1)))
+    return round(rng.uniform(lo, hi), 2)
+
+
+def _array(schema: dict[str, Any], rng: random.Random, depth: int, name: str) -> list[Any]:
+    items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
+    lo = schema.get("minItems", 1 if depth < 2 else 0)
+    hi = schema.get("maxItems", max(lo, 3))
+    n = rng.randint(lo, max(lo, min(hi, lo + 2)))
+    out: list[Any] = []
+    for _ in range(n * 4):
+        if len(out) >= n:
+            break
+        v = from_schema(items, rng, depth + 1)
+        if not (schema.get("uniqueItems") and v in out):
+            out.append(v)
+    return out
+
+
+def _object(schema: dict[str, Any], rng: random.Random, depth: int, name: str) -> dict[str, Any]:
+    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = set(schema.get("required") or [])
+    if depth > 3:  # deep down only what is required (FHIR's contact.relationship.coding: its code)
+        props = {k: v for k, v in props.items() if k in required} if depth <= 12 else {}
+    return {
+        k: from_schema(s if isinstance(s, dict) else {}, rng, depth + 1, name=k)
+        for k, s in props.items()
+        if k in required or rng.random() < 0.7
+    }
+
+
+_TIME_NAMES = {"created", "updated", "modified", "deleted", "timestamp", "datetime"}
+"""Bare field names that hold a moment ("created": a time, never two words)."""
+
+
+def _name_format(schema: dict[str, Any], name: str) -> str | None:
+    """The format a string's schema declares, else (no pattern either) the one its field's name
+    says: ids, emails, URLs, times."""
     fmt = schema.get("format")
-    low = name.lower()
     if isinstance(fmt, str) and fmt.startswith("uuid"):
-        fmt = "uuid"
-    if fmt not in _KNOWN_FORMATS and not schema.get("pattern"):
-        if low == "id" or low.endswith(("_id", "id")) and len(low) > 2:
-            fmt = "x-id"
-        elif "email" in low:
-            fmt = "email"
-        elif low.endswith(("url", "uri", "link")):
-            fmt = "uri"
-        elif low.endswith(("_at", "time", "date")):
-            fmt = "date-time"
-    pattern = schema.get("pattern")
-    if isinstance(pattern, str):
-        import rstr
+        return "uuid"
+    if fmt in _KNOWN_FORMATS or schema.get("pattern"):
+        return fmt if isinstance(fmt, str) else None
+    low = name.lower()
+    if low == "id" or low.endswith(("_id", "id")) and len(low) > 2:
+        return "x-id"
+    if "email" in low:
+        return "email"
+    if low.endswith(("url", "uri", "link")):
+        return "uri"
+    if low.endswith(("_at", "time", "date")) or low in _TIME_NAMES:
+        return "date-time"
+    return fmt if isinstance(fmt, str) else None
 
-        try:
-            gen = rstr.Rstr(rng)
-            for _ in range(6):
-                s = gen.xeger(pattern)
-                if not problem(schema, s):
-                    return s
-        except (re.error, ValueError, TypeError, IndexError):
-            pass
+
+def _by_pattern(schema: dict[str, Any], rng: random.Random) -> str | None:
+    """A string made from the schema's ``pattern`` (rstr's ``xeger``) that the schema accepts."""
+    import rstr
+
+    try:
+        gen = rstr.Rstr(rng)
+        for _ in range(6):
+            s = gen.xeger(schema["pattern"])
+            if not problem(schema, s):
+                return str(s)
+    except (re.error, ValueError, TypeError, IndexError):
+        pass
+    return None
+
+
+def _formatted(fmt: str | None, rng: random.Random) -> str:
+    """A value of a string format, a moment in the 60 days before :data:`CLOCK` for times; two
+    words when there is no format."""
     when = CLOCK - dt.timedelta(days=rng.randint(1, 60), minutes=rng.randint(0, 600))
     by_format = {
         "date-time": lambda: iso(when),
@@ -354,10 +371,33 @@ def _string(schema: dict[str, Any], rng: random.Random, name: str = "") -> str:
         "byte": lambda: "ZXhhbXBsZQ==",
         "x-id": lambda: f"{rng.getrandbits(64):016x}",
     }
-    s = by_format[fmt]() if fmt in by_format else _two_words(rng)
+    make = by_format.get(fmt or "")
+    return make() if make else _two_words(rng)
+
+
+def _string(schema: dict[str, Any], rng: random.Random, name: str = "") -> str:
+    fmt = _name_format(schema, name)
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):
+        s = _by_pattern(schema, rng)
+        if s is not None:
+            return s
+    s = _formatted(fmt, rng)
     if isinstance(pattern, str) and problem(schema, s):
         s = next((f for f in _time_forms(s) if not problem(schema, f)), s)
     lo, hi = schema.get("minLength", 0), schema.get("maxLength")
     while isinstance(lo, int) and len(s) < lo:
         s += rng.choice("abcdefghijklmnopqrstuvwxyz0123456789")
     return s[:hi] if isinstance(hi, int) else s
+
+
+_BUILDERS: dict[str, Any] = {
+    "string": lambda s, rng, depth, name: _string(s, rng, name),
+    "integer": _number,
+    "number": _number,
+    "boolean": lambda s, rng, depth, name: rng.random() < 0.5,
+    "array": _array,
+    "object": _object,
+    "null": lambda s, rng, depth, name: None,
+}
+"""A value builder per JSON type: ``(schema, rng, depth, name) -> value``."""

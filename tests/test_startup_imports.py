@@ -72,7 +72,10 @@ try:
 except SystemExit:
     pass
 with open(sys.argv[1], "w") as f:
-    json.dump(sorted(m for m in sys.modules if m.startswith("envkernel_") or m == "structlog"), f)
+    # the runtime's error classes (standard library only) are the kernel's errors: not a plugin
+    light = {"envkernel_runtime", "envkernel_runtime.errors"}
+    json.dump(sorted(m for m in sys.modules
+                     if (m.startswith("envkernel_") and m not in light) or m == "structlog"), f)
 """
 
 

@@ -147,8 +147,9 @@ def changes_done(expected: State, initial: State, final: State) -> tuple[float, 
     """The share of the request's changes the final state shows (partial credit over what the user
     asked for, never for calls): each row the request adds to a table, and each row it removes
     (a changed row is its old version gone and its new one there), is one part. 0.0 when the final
-    state holds a row that is neither expected nor a part still undone (a change not asked for:
-    a wrong value, an extra row); 1.0 exactly when every expected table matches."""
+    state holds a row that is neither expected nor a part still undone, or lacks a row the request
+    left alone (a change not asked for: a wrong value, an extra row, another row changed in the
+    expected one's place); 1.0 exactly when every expected table matches."""
     exact, reasons = expected_state_match(expected, initial, final)
     if exact == 1.0 or not expected:
         return exact, reasons
@@ -161,6 +162,8 @@ def changes_done(expected: State, initial: State, final: State) -> tuple[float, 
         add, remove = want - init, init - want
         if got - want - remove:
             return 0.0, [*reasons, f"outcome: table {table!r} has rows the request did not ask for"]
+        if (init - got) - remove:  # a row changed or removed that the request left alone
+            return 0.0, [*reasons, f"outcome: table {table!r} lost rows the request did not touch"]
         parts += sum(add.values()) + sum(remove.values())
         done += sum((add & (got - init)).values()) + sum((remove & (init - got)).values())
     share = done / parts if parts else 0.0

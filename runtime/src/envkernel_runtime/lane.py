@@ -40,7 +40,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from envkernel_runtime import executor_wire as ew
+from envkernel_runtime import wire as ew
 from envkernel_runtime.session import Capability, capabilities_of
 from envkernel_schemas import ToolError, ToolResult
 

@@ -35,7 +35,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import msgspec
 
-from envkernel_runtime import executor_wire as ew
+from envkernel_runtime import wire as ew
 from envkernel_runtime.errors import SandboxError
 from envkernel_schemas import EnvSpec, State, ToolError, ToolResult
 

@@ -37,7 +37,7 @@ import structlog
 
 from envkernel.hookspecs import hookimpl
 from envkernel_runtime import executor_path
-from envkernel_runtime import executor_wire as ew
+from envkernel_runtime import wire as ew
 from envkernel_runtime.errors import SandboxError
 from envkernel_runtime.session import STREAM_LIMIT, Capability, ExecutorSession
 from envkernel_schemas import CodeBehaviour, EnvSpec

@@ -9,7 +9,7 @@ import sys
 import msgspec
 
 from envkernel_runtime import executor_path
-from envkernel_runtime import executor_wire as ew
+from envkernel_runtime import wire as ew
 from envkernel_sample import shop_env
 
 

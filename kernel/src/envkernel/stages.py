@@ -233,23 +233,7 @@ class Stages:
         one."""
         gate.attempts = {}
         k, policy = max(1, self.config.gate_solver_k), self.config.gate_solver
-        return [
-            (
-                self._child(
-                    ev,
-                    RolloutRequested,
-                    f"solve/{i}",
-                    task=gate.task,
-                    policy=policy,
-                    index=SOLVER + i,
-                    group_size=k,
-                    purpose="gate",
-                    role=RolloutRole.SOLVER,
-                ),
-                policy,
-            )
-            for i in range(k)
-        ]
+        return self._attempts(ev, gate.task, k, policy, RolloutRole.SOLVER)
 
     def _solved(self, parent: Event, gate: _Gate) -> list[tuple[Event, str | None]]:
         """Every solver attempt is in: the first (by index) that scored 1 is the reference, and the
@@ -341,18 +325,31 @@ class Stages:
         self, parent: Event, task: Task, k: int, policy: str
     ) -> list[tuple[Event, str | None]]:
         """The ``k`` calibration attempts of ``policy`` at a task that passed the gate."""
+        return self._attempts(parent, task, k, policy, RolloutRole.CALIBRATION)
+
+    _ATTEMPTS = {
+        RolloutRole.SOLVER: ("solve", SOLVER),
+        RolloutRole.CALIBRATION: ("calibrate", CALIBRATION),
+    }
+    """The id prefix and first index of each kind of the gate's k-attempt rollouts."""
+
+    def _attempts(
+        self, parent: Event, task: Task, k: int, policy: str | None, role: RolloutRole
+    ) -> list[tuple[Event, str | None]]:
+        """``k`` gate rollouts of ``policy`` at ``task`` in ``role`` (solver or calibration)."""
+        prefix, first_index = self._ATTEMPTS[role]
         return [
             (
                 self._child(
                     parent,
                     RolloutRequested,
-                    f"calibrate/{i}",
+                    f"{prefix}/{i}",
                     task=task,
                     policy=policy,
-                    index=CALIBRATION + i,
+                    index=first_index + i,
                     group_size=k,
                     purpose="gate",
-                    role=RolloutRole.CALIBRATION,
+                    role=role,
                 ),
                 policy,
             )

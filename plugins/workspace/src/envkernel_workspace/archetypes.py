@@ -17,6 +17,7 @@ import datetime as _dt
 import io
 import json
 import random
+import re
 import textwrap
 from collections import Counter
 from collections.abc import Callable
@@ -132,8 +133,13 @@ def _call(tool: str, /, **arguments: Any) -> ToolCall:
     return ToolCall(name=tool, arguments=arguments)
 
 
-def _check(constants: dict[str, Any], body: str) -> str:
-    """A check script: the constants as JSON literals, then ``grade``."""
+def _check(constants: dict[str, Any], body: str, keep: dict[str, str] | None = None) -> str:
+    """A check script: the constants as JSON literals, then ``grade``. With ``keep`` (path ->
+    text: the files the request does not ask to change), also ``KEEP`` and ``_untouched()``,
+    which a grader uses to score 0 when any of them was changed, moved or removed."""
+    if keep is not None:
+        constants = {**constants, "KEEP": keep}
+        body = _grader("_keep") + "\n\n" + textwrap.dedent(body).strip()
     head = "".join(
         f"{k} = json.loads({json.dumps(json.dumps(v, sort_keys=True))})\n"
         for k, v in constants.items()
@@ -243,6 +249,7 @@ def ledger(rng: random.Random, fake: Any) -> Variant:
     check = _check(
         {"EXPECTED": expected},
         _grader("ledger"),
+        keep=dict(files),
     )
     request = rng.choice(_REQUESTS["ledger"]).format(quarter=quarter)
     calls = [
@@ -323,8 +330,9 @@ def inbox(rng: random.Random, fake: Any) -> Variant:
     moves = " && ".join(f"mv inbox/{n} {d}/" for n, d in sorted(dest.items()))
     command = f"mkdir -p {' '.join(folders)} && {moves}"
     check = _check(
-        {"DEST": dest},
+        {"DEST": dest, "CONTENT": {n: files[f"inbox/{n}"] for n in dest}},
         _grader("inbox"),
+        keep={p: t for p, t in files.items() if not p.startswith("inbox/")},
     )
     request = rng.choice(_REQUESTS["inbox"])
     calls = [
@@ -392,28 +400,29 @@ _FIXES = [
 ]
 
 
-def fixtest(rng: random.Random, fake: Any) -> Variant:
-    """Fix the bug that makes a small package's unit test fail, without touching the tests."""
-    kind, source, bad, good, test_tpl, module, _, probe_tpl = rng.choice(_FIXES)
-    pkg = rng.choice(["shopkit", "ledgerly", "tinytools", "acme_utils", "billing_core"])
+def _fix_cases(kind: str, rng: random.Random, fake: Any) -> tuple[Any, Any, Any, Any]:
+    """The test's input and value (``a``, ``b``), the test's cases and the hidden probe's, as
+    ``[[args, value], ...]`` (the grader calls the fixed function on each ``args``)."""
     if kind == "discount":
         a = float(rng.randint(20, 500))
         b = round(a * 0.9, 2)
         a2 = float(rng.randint(501, 999))
-        probe = f"apply_discount({a2}, 25) == {round(a2 * 0.75, 2)}"
-    elif kind == "slug":
-        a = fake.catch_phrase()
-        b = "-".join(w.lower() for w in __import__("re").findall(r"[A-Za-z0-9]+", a))
-        a2 = fake.catch_phrase()
-        probe = (
-            f"slugify({a2!r}) == "
-            f"{'-'.join(w.lower() for w in __import__('re').findall(r'[A-Za-z0-9]+', a2))!r}"
-        )
-    else:
-        a = [rng.randint(1, 50) for _ in range(rng.randint(3, 6))]
-        b = sum(a) / len(a)
-        a2 = [rng.randint(1, 90) for _ in range(7)]
-        probe = f"abs(average({a2}) - {sum(a2) / len(a2)}) < 1e-9"
+        return a, b, [[[a, 10], b], [[a, 0], a]], [[[a2, 25], round(a2 * 0.75, 2)]]
+    if kind == "slug":
+        a, a2 = fake.catch_phrase(), fake.catch_phrase()
+        b, b2 = ("-".join(w.lower() for w in re.findall(r"[A-Za-z0-9]+", t)) for t in (a, a2))
+        return a, b, [[[a], b]], [[[a2], b2]]
+    a = [rng.randint(1, 50) for _ in range(rng.randint(3, 6))]
+    a2 = [rng.randint(1, 90) for _ in range(7)]
+    return a, sum(a) / len(a), [[[a], sum(a) / len(a)], [[[]], 0.0]], [[[a2], sum(a2) / len(a2)]]
+
+
+def fixtest(rng: random.Random, fake: Any) -> Variant:
+    """Fix the bug that makes a small package's unit test fail, without touching the tests."""
+    kind, source, bad, good, test_tpl, module, _, probe_tpl = rng.choice(_FIXES)
+    pkg = rng.choice(["shopkit", "ledgerly", "tinytools", "acme_utils", "billing_core"])
+    func = {"discount": "apply_discount", "slug": "slugify", "average": "average"}[kind]
+    a, b, cases, probes = _fix_cases(kind, rng, fake)
     test = "import unittest\n\n" + test_tpl.format(pkg=pkg, a=a, b=b)
     files = {
         f"{pkg}/__init__.py": f'"""{fake.catch_phrase()}."""\n',
@@ -429,12 +438,14 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
     check = _check(
         {
             "PKG": pkg,
-            "TEST_FILE": f"tests/test_{module}",
-            "TEST": test,
-            "PROBE": probe,
+            "TESTS": {f"tests/test_{module}": test, "tests/__init__.py": ""},
             "MODULE": module[:-3],
+            "FUNC": func,
+            "CASES": cases,
+            "PROBES": probes,
         },
         _grader("fixtest"),
+        keep={p: t for p, t in files.items() if not p.startswith(f"{pkg}/")},
     )
     request = rng.choice(_REQUESTS["fixtest"]).format(pkg=pkg)
     calls = [
@@ -533,6 +544,7 @@ def rotate(rng: random.Random, fake: Any) -> Variant:
     check = _check(
         {"NEW": new, "OLD": old, "WANT": want},
         _grader("rotate"),
+        keep={p: t for p, t in files.items() if p not in want},
     )
     request = rng.choice(_REQUESTS["rotate"])
     calls = [
@@ -608,6 +620,7 @@ def logs(rng: random.Random, fake: Any) -> Variant:
     check = _check(
         {"COUNTS": expected, "ORDER": order, "TOP": best},
         _grader("logs"),
+        keep=dict(files),
     )
     request = rng.choice(_REQUESTS["logs"])
     calls = [
@@ -680,6 +693,7 @@ def downloads(rng: random.Random, fake: Any) -> Variant:
             "CONTENT": {n: files[f"Downloads/{n}"] for n in dest},
         },
         _grader("downloads"),
+        keep={p: t for p, t in files.items() if not p.startswith("Downloads/") or p.endswith(part)},
     )
     request = rng.choice(_REQUESTS["downloads"])
     calls = [
@@ -883,8 +897,14 @@ def crm(rng: random.Random, fake: Any) -> Variant:
     }
     want = {cid: c["status"] for cid, c in final.items()}
     check = _check(
-        {"STATUS": want, "NEW": {x["email"]: x["name"] for x in new}, "FOLLOWUPS": followups},
+        {
+            "STATUS": want,
+            "NEW": {x["email"]: x["name"] for x in new},
+            "FOLLOWUPS": followups,
+            "ORIG": {c["id"]: [c["name"], c["email"], c["company"]] for c in contacts},
+        },
         _grader("crm"),
+        keep=dict(files),
     )
     request = rng.choice(_REQUESTS["crm"])
     return Variant(

@@ -131,22 +131,12 @@ def _one_move(v: Variant) -> tuple[str, str, int]:
     dest = {"downloads": "Music", "inbox": None}[v.archetype]
     if dest is None:  # an inbox message: its folder is in the task's own rules, read off DEST
         first = names[0]
-        where = _dest(v)[first]
+        where = _constant(v, "DEST")[first]
     else:
         first = next(n for n in names if n.endswith(".mp3") and "(1)" not in n)
         where = dest
     cmd = f"mkdir -p {where} && mv '{folder}/{first}' {where}/"
-    return first, cmd, len(_dest(v))
-
-
-def _dest(v: Variant) -> dict[str, str]:
-    """The check's DEST constant (file -> folder), read back from the check's source."""
-    import json
-    import re
-
-    line = re.search(r"^DEST = json\.loads\((.*)\)$", v.check, re.M)
-    assert line
-    return json.loads(json.loads(line.group(1)))
+    return first, cmd, len(_constant(v, "DEST"))
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -171,14 +161,62 @@ async def test_reference_1_nothing_0_and_an_unasked_change_0(runner, archetype):
     assert mean == 1.0, scores
     scores, mean = await grade(runner, v, [])
     assert mean == 0.0, scores
-    import re
-
-    keep = re.search(r"^KEEP = json\.loads\((.*)\)$", v.check, re.M)
-    assert keep, "every archetype's check names the files it keeps"
-    import json
-
-    kept = sorted(json.loads(json.loads(keep.group(1))))
+    kept = sorted(_constant(v, "KEEP"))
     victim = kept[-1]
     for extra in (f"rm -f '{victim}'", f"echo x >> '{victim}'", f"mv '{victim}' '{victim}.bak'"):
         scores, mean = await grade(runner, v, [*_ref(v), ("exec", {"command": extra})])
         assert mean == 0.0, (extra, scores)
+
+
+def _constant(v: Variant, name: str) -> Any:
+    """A constant of ``v``'s check, read back from its source."""
+    import json
+    import re
+
+    line = re.search(rf"^{name} = json\.loads\((.*)\)$", v.check, re.M)
+    assert line, name
+    return json.loads(json.loads(line.group(1)))
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_logs_every_error_named_and_a_bare_order_earn_only_the_table(runner):
+    """A table in the right order with made-up counts, and every 'service: message' of the
+    errors listed: once 0.6 (the order and the top error 'found'), now the table's 0.2 alone."""
+    v = _variant("logs")
+    errors = sorted(
+        {
+            f"{w[2]}: {' '.join(w[3:])}"
+            for p, t in v.files.items()
+            if "archive" not in p and p.endswith(".log")
+            for w in (line.split() for line in t.splitlines())
+            if w[1] == "ERROR"
+        }
+    )
+    table = "".join(f"| {s} | 0 | 0 |\n" for s in _constant(v, "ORDER"))
+    report = "| service | errors | warnings |\n|---|---|---|\n" + table + "\n".join(errors) + "\n"
+    scores, mean = await grade(runner, v, [("write", {"path": "report.md", "content": report})])
+    assert scores == {
+        "report_written": 1.0,
+        "error_counts": 0.0,
+        "warning_counts": 0.0,
+        "sorted_by_errors": 0.0,
+        "top_error": 0.0,
+    }
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_crm_a_contact_nobody_asked_for_scores_0(runner):
+    v = _variant("crm")
+    extra = ("add_contact", {"name": "Eve Extra", "email": "eve@extra.example", "company": "X"})
+    scores, mean = await grade(runner, v, [*_ref(v), extra])
+    assert mean == 0.0, scores
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_downloads_a_link_in_place_of_the_file_is_not_filed(runner):
+    v = _variant("downloads")
+    dest = _constant(v, "DEST")
+    name = sorted(dest)[0]
+    hide = f"mv '{dest[name]}/{name}' .stash && ln -s ../.stash '{dest[name]}/{name}'"
+    scores, mean = await grade(runner, v, [*_ref(v), ("exec", {"command": hide})])
+    assert scores["sorted"] == pytest.approx((len(dest) - 1) / len(dest)), scores

@@ -445,7 +445,7 @@ def fixtest(rng: random.Random, fake: Any) -> Variant:
             "PROBES": probes,
         },
         _grader("fixtest"),
-        keep={p: t for p, t in files.items() if not p.startswith(f"{pkg}/")},
+        keep={p: t for p, t in files.items() if p != f"{pkg}/{module}"},
     )
     request = rng.choice(_REQUESTS["fixtest"]).format(pkg=pkg)
     calls = [

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from envkernel.evaluation import figures, pass_at_k
-from envkernel_kit.scripted import ScriptedServer, completion, tool_call
+from envkernel_kit.scripted import ScriptedServer, completion, error, tool_call
 
 pytest.importorskip("envkernel_workspace")
 pytest.importorskip("envkernel_openai")
@@ -435,3 +435,19 @@ def test_multi_session_tasks_run_as_their_sessions(envk: Any, tmp_path: Path) ->
     assert rp["score"] == 1.0 and rp["termination"] == "answer"
     (p3,) = firsts("Probe three")
     assert [m["role"] for m in p3["messages"]] == ["system", "user"]
+
+
+def test_a_model_that_never_answers_gives_no_scores_not_zeros(envk_factory: Any) -> None:
+    """A wrong model URL or a server that fails every call (HTTP 404 here) is not a model that
+    scores 0: each attempt is listed with its error and out of the figures."""
+    envk = envk_factory("eval-down")
+    with ScriptedServer(lambda request, n: error(404, "no such model")) as srv:
+        proc, folder = evaluate(envk, "down", *sources(), env=model_env(srv))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = lines(folder / "results.jsonl")
+    assert len(rows) == len(FILES)
+    assert all(r["score"] is None and r["termination"] == "error" for r in rows), rows
+    assert all("404" in r["error"] for r in rows), [r["error"] for r in rows]
+    data = json.loads((folder / "eval.json").read_text())
+    assert data["attempts_failed"] == len(FILES)
+    assert "attempts failed (no score" in proc.stdout

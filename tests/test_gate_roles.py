@@ -13,6 +13,7 @@ from envkernel.config import RunConfig
 from envkernel.recorder import Recorder
 from envkernel.stages import Stages
 from envkernel_schemas import (
+    GroupScored,
     Outcome,
     Reward,
     RolloutRequested,
@@ -179,3 +180,18 @@ def test_the_recorder_counts_mutants_by_their_kind_field(tmp_path: Path) -> None
     )
     rec.record(ref)
     assert rec.mutants["shop"]["drop_last"]["applied"] == 1
+
+
+def test_a_training_rollout_whose_model_never_answered_reaches_the_trainer_as_failed() -> None:
+    """A group's rollout that ended with ``error`` (the model's endpoint failed) is not a sample
+    with reward 0: the group goes out with it counted in ``failed``."""
+    st = Stages(RunConfig(gate_mutants=0, rollouts_per_task=3))
+    gated = TaskGated(run="r", id="g", task=TASK)
+    train = [ev for ev, _ in st.handle(gated)]
+    assert len(train) == 3 and all(r.role is RolloutRole.TRAIN for r in train)
+    out = []
+    for r, term in zip(train, ("answer", "error", "answer"), strict=True):
+        out += [ev for ev, _ in st.handle(_scored(r, 0.0 if term == "error" else 1.0, term))]
+    assert len(out) == 1 and isinstance(out[0], GroupScored)
+    assert out[0].failed == 1
+    assert [s.trajectory.index for s in out[0].rollouts] == [0, 2]

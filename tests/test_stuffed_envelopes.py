@@ -103,7 +103,7 @@ def test_the_rows_of_a_real_list_envelope_are_seen(real: Any, spec: str) -> None
         assert result_rows(one) == [], (
             name
         )  # a row (it has an id) is not an envelope, even with lists inside
-        stuffed = stuffed_answer("The answer.", [value, one], last_too=False)
+        stuffed = stuffed_answer("The answer.", [value, one], absent=[])
         assert stuffed is not None, name
         assert all(str(r.get("id", "")) in stuffed for r in rows), name
 
@@ -187,7 +187,7 @@ def test_one_object_without_an_id_is_not_an_envelope(objects: Any, spec: str) ->
             value,
         )  # it holds parts that a careless reading takes for rows
         assert envelope_key(value) is None and result_rows(value) == [], (tool, sorted(value))
-        assert stuffed_answer("The answer.", [value, {"x": 1}], last_too=False) is None, (
+        assert stuffed_answer("The answer.", [value, {"x": 1}], absent=[]) is None, (
             tool
         )  # nothing to stuff: one object
     for tool, member in PAGES[spec].items():
@@ -213,7 +213,7 @@ def test_an_empty_named_list_is_an_empty_page() -> None:
         "links": {"self": "/articles?page=2"},
     }
     assert envelope_key(page) == "data" and result_rows(page) == []
-    assert stuffed_answer("None.", [page, {}], last_too=False) is None
+    assert stuffed_answer("None.", [page, {}], absent=[]) is None
     two = {
         "users": [],
         "groups": [{"name": "ops"}, {"name": "dev"}],

@@ -106,7 +106,7 @@ def test_the_rows_of_an_envelope_are_found_whatever_it_is_called() -> None:
         {"pageItems": [a]}
     ) == [a]
     assert result_rows({"errors": [a]}) == [] and result_rows({"handle": "x", "posts": [a]}) == []
-    stuffed = stuffed_answer("Bo.", [{"items": [a, b]}, b], last_too=False)
+    stuffed = stuffed_answer("Bo.", [{"items": [a, b]}, b], absent=[])
     assert stuffed is not None and "Ann" in stuffed
     assert (
         answer_score(Outcome(mutates=False, answer_facts=["Bo"], answer_absent=["Ann"]), stuffed)[0]

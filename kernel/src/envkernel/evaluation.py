@@ -261,8 +261,10 @@ class EvalRecorder:
                 ev.task,
                 t.index,
                 # a score whose grading failed (a judge that did not answer, a task its reward
-                # cannot score) is no score: listed with its error, out of the figures
-                score=None if r.error else r.score,
+                # cannot score), or an attempt whose model never answered (the policy's call
+                # failed: a wrong URL, a server down), is no score: listed with its error, out
+                # of the figures; a model that answers badly is scored as it answered
+                score=None if r.error or t.termination == "error" else r.score,
                 policy=t.policy,
                 criteria=dict(r.criteria),
                 reasons=list(r.reasons),

@@ -395,9 +395,14 @@ class Stages:
         group = self.groups.get(ev.task.id)
         if group is None:
             return []
-        group.scored[ev.trajectory.index] = ScoredRollout(
-            trajectory=ev.trajectory, reward=ev.reward
-        )
+        if ev.trajectory.termination == "error":
+            # the policy's model never answered (an HTTP error, a refused connection): no sample
+            # of what the policy does, so the trainer gets it as failed, not as a reward of 0
+            group.failed.add(ev.trajectory.index)
+        else:
+            group.scored[ev.trajectory.index] = ScoredRollout(
+                trajectory=ev.trajectory, reward=ev.reward
+            )
         return self._maybe_close(ev, group)
 
     def _gated(self, ev: TaskGated) -> list[tuple[Event, str | None]]:

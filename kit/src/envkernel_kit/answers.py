@@ -478,18 +478,22 @@ def result_rows(value: Any) -> list[dict[str, Any]]:
     return []
 
 
-def stuffed_answer(answer: str, outputs: list[Any], last_too: bool) -> str | None:
+def stuffed_answer(answer: str, outputs: list[Any], absent: list[str]) -> str | None:
     """``answer`` stuffed with every row of the earlier lookups' results (two or more rows, listed
-    plain or wrapped in an envelope: :func:`result_rows`), and of the last one when ``last_too``
-    (the request asked for only some of its rows): the gate's ``answer_stuffed`` mutant, which a
-    precise check scores below 1. None when there is nothing to stuff."""
+    plain or wrapped in an envelope: :func:`result_rows`), and, when the task names values a
+    precise answer leaves out (``absent``: the request asked for only some rows), with the last
+    lookup's rows and those values: the gate's ``answer_stuffed`` mutant, which a precise check
+    scores below 1. None when there is nothing to stuff."""
     from .messages import compact
 
     lookups = [result_rows(out) for out in outputs[:-1]] + (
-        [result_rows(outputs[-1])] if last_too and outputs else []
+        [result_rows(outputs[-1])] if absent and outputs else []
     )
     every = [r for rs in lookups if len(rs) >= 2 for r in rs]
-    return f"{answer} Everything I found: {compact(every)}" if every else None
+    parts = ([f"Everything I found: {compact(every)}"] if every else []) + (
+        [f"Also: {', '.join(absent)}."] if absent else []
+    )
+    return f"{answer} {' '.join(parts)}" if parts else None
 
 
 def facts_in_words(outcome: Any) -> str:

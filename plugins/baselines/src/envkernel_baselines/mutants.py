@@ -238,7 +238,7 @@ def mutate(task: Task, kind: str, writes: set[str] | None = None) -> Mutated | N
     if kind == "answer_stuffed":
         if o.mutates:
             return None
-        stuffed = stuffed_answer(answer, outputs, bool(o.answer_absent))
+        stuffed = stuffed_answer(answer, outputs, list(o.answer_absent))
         return Mutated(list(calls), stuffed) if stuffed is not None else None
     if kind == "distractor":
         return _distractor(task)

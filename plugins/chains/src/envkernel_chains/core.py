@@ -34,6 +34,7 @@ from .links import extract_elements
 from .outcome import changed_tables, row_key, same_rows, state_outcome, strip
 from .phrasing import Phrased, Phraser, all_refs, check_request, plural_noun, tool_pattern
 from .plant import distractors
+from .precision import unasked_values
 from .recheck import acted_refs
 from .refs import Ref
 
@@ -890,11 +891,13 @@ class GraphSampler:
         if not phrased.facts:
             self.rejected["no_facts"] += 1
             return None
+        seeded = unasked_values(steps, self.seed_state, phrased.facts, phrased.rows)
+        absent = phrased.absent + [v for v in seeded if v not in phrased.absent]
         outcome = Outcome(
             mutates=False,
             answer_facts=phrased.facts,
             answer_rows=phrased.rows,
-            answer_absent=phrased.absent,
+            answer_absent=absent,
             answer_ordered=phrased.ordered,
             answer=phrased.answer,
         )
@@ -910,7 +913,7 @@ class GraphSampler:
             # another wording of a question already asked about these calls
             self.rejected["same_question"] += 1
             return None
-        stuffed = stuffed_answer(phrased.answer, [s.output for s in steps], bool(phrased.absent))
+        stuffed = stuffed_answer(phrased.answer, [s.output for s in steps], absent)
         if stuffed is not None and answer_score(outcome, stuffed)[0] >= 1.0:
             # the gate's stuffed mutant would score 1: not a precise check
             self.rejected["imprecise_answer"] += 1

@@ -23,13 +23,14 @@ A task's checklist has two kinds of checks:
 - **guard checks** — that nothing else happened: per changed table, every row the task does not
   touch is unchanged and no unexpected row appeared; every other table is as it was
   (``Outcome.unchanged``, by digest); a read-only rollout looked up the rows its answer is about
-  (:func:`envkernel_kit.scoring.observed`); the answer is not the tools' raw JSON. The last three
-  are *fatal*: one failing makes the score 0 (a change nobody asked for fails the task). Guards
+  (:func:`envkernel_kit.scoring.observed`); the answer is not the tools' raw JSON; a read-only
+  answer says no value of the rows it was not asked for (precision). The last four are *fatal*:
+  one failing makes the score 0 (a change nobody asked for, or an answer that lists every row
+  where some were asked for, fails the task). Guards
   never earn credit; another failing guard only adds to the denominator. Without this, an agent
   that did nothing would earn the guards' share (τ²-bench's "do-nothing scores above 0"); with
   it, doing nothing scores exactly 0 and the reference scores exactly 1, so the checklist can
-  drive the kernel's task gate. A read-only task's guard is precision: the answer says no value
-  of the rows it was not asked for.
+  drive the kernel's task gate.
 
 ``score = passed credit checks / (credit checks + failed guard checks)``: partial credit, as in
 EnvScaler, in [0, 1].
@@ -56,7 +57,7 @@ from envkernel_kit.scoring import observed, unasked_changes
 from envkernel_schemas import Outcome, State, Task, Trajectory
 from envkernel_schemas.rows import canon, columns, row_key
 
-FATAL = ("unasked", "observed", "dump")
+FATAL = ("unasked", "observed", "dump", "precision")
 """Guards whose failure makes the score 0: a change the request did not ask for (a table outside
 the expected ones that changed), a read-only answer about rows the rollout never looked up, and an
 answer that is the tools' raw JSON."""

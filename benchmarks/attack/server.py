@@ -490,7 +490,10 @@ def s_ws_one_move(body, turn, task):
     names = {t["name"] for t in tools_of(body)}
     req = next(m["content"] for m in body["messages"] if m["role"] == "user")
     if turn == 0 and "exec" in names and re.search(r"download", req, re.I):
-        cmd = 'mkdir -p Music && f=$(ls Downloads | grep "\\.mp3$" | head -1) && mv "Downloads/$f" Music/'
+        cmd = (
+            'mkdir -p Music && f=$(ls Downloads | grep "\\.mp3$" | head -1) && '
+            'mv "Downloads/$f" Music/'
+        )
         return "calls", [call("exec", {"command": cmd}, 0, 0)]
     return "answer", "Tidied up."
 

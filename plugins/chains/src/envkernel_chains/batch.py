@@ -20,8 +20,20 @@ from typing import Any
 from envkernel_kit.naming import human, plural, singular, words
 from envkernel_kit.tools import Schema, ToolInfo
 
-from .phrasing import ROLES, _between, _fmt, article, field_words, join, past, render, unit_of
+from .phrasing import (
+    ROLES,
+    _between,
+    _fmt,
+    article,
+    field_words,
+    join,
+    past,
+    render,
+    unit_of,
+    verb_of,
+)
 from .refs import CONTAINER_NOUNS, PERSONA_NOUNS, STATUS_FIELDS, TITLE_FIELDS, is_person
+from .vocab import user_noun, vocab_key
 
 State = dict[str, list[dict[str, Any]]]
 
@@ -110,7 +122,8 @@ class _Words:
     @classmethod
     def of(cls, act: ToolInfo, table: str, pick: _Pick, whose: str, cond_words: str) -> _Words:
         """The words for the rows ``pick`` of ``table`` (``whose``: from the speaker)."""
-        noun = human(act.noun or table)
+        name = act.noun or table
+        noun = user_noun(vocab_key(name), act.spec.description or "") or human(name)
         st = " ".join(words(pick.status)) + " " if pick.status else ""
         owner = pick.owner
         where = ""
@@ -118,6 +131,14 @@ class _Words:
             onoun = singular(human(owner[1]))
             where = f' {"in" if onoun in CONTAINER_NOUNS else "for"} the {onoun} "{owner[3]}"'
         return cls(noun, plural(noun), st, whose, where, cond_words)
+
+
+def _batch_verb(act: ToolInfo) -> str:
+    """The verb of a multi-row goal: the tool's verb as a person says it, the plain verb of a
+    delete or an update (never "delete app all the applications")."""
+    verb = verb_of(act) or "update"
+    first = verb.split(" ")[0]
+    return first if act.kind in ("delete", "update") and first == act.kind else verb
 
 
 def _done(w: _Words, verb: str, pick: _Pick) -> str:
@@ -393,7 +414,7 @@ class BatchPlanner:
         hide, hide_status, head = self._head(w, pick.cond is not None)
         tail = f" {cond_words}" if cond_words and not hide else ""
         setting = pick.setting
-        verb = "set" if setting is not None else act.verb or "update"
+        verb = "set" if setting is not None else _batch_verb(act)
         if setting is not None:
             goal = f"set the {field_words(setting[1])} of {head}{tail} to {render(setting[2])}"
         else:

@@ -50,6 +50,7 @@ from .refs import (
     norm,
     unit_of,
 )
+from .vocab import nouns_of, vocab_key
 
 NOTHING_ANSWER = "I can't help with that."
 """The do-nothing policy's answer; no answer fact may be contained in it."""
@@ -688,6 +689,14 @@ def _with_fields(s: str, fields: list[str]) -> str:
     return s + (", with " if " with " in s else " with ") + join(fields)
 
 
+def _bare_create(step: Step) -> bool:
+    """True for a create that says nothing of the new row: no value of its own, no row it belongs
+    to (``create a new user``)."""
+    if step.info.kind != "create" or step.refs:
+        return False
+    return not any(v not in (None, "", [], {}) for v in step.literal.values())
+
+
 def _overlaps(t: str, low_expected: list[str]) -> bool:
     """True when the text is one of the expected (lowercased) values, or overlaps one."""
     return any(t.lower() in x or x in t.lower() for x in low_expected)
@@ -883,6 +892,8 @@ class Phraser:
         self.it: tuple[str, str] | None = None
         """The row ``obj`` says as ``it`` (the new row a new row is made in)."""
         self.values: list[str] = []
+        self.vocab = nouns_of(s.info for s in steps)
+        """Names -> the user's words for them, from the tools' summaries (see ``vocab``)."""
         self.persona: Ref | None = None
         if rng.random() < persona_share:
             self.persona = self.persona_candidate()
@@ -890,6 +901,12 @@ class Phraser:
         """The speaker's tone ("" neutral)."""
         self.role, self.motive = rng.choice(ROLES) if self.persona is not None else ("", "")
         """The persona's role and motive (empty without a persona)."""
+
+    def noun(self, noun: str) -> str:
+        """An entity noun in the user's words (singular): the spec's summary's when it names the
+        rows better than the name (``mentioned message``, not ``chat get mentioned message``)."""
+        said = noun_words(noun)
+        return self.vocab.get(vocab_key(noun), said)
 
     # -- the persona -----------------------------------------------------------------------------
 
@@ -987,10 +1004,10 @@ class Phraser:
             return "them" if ref.person or is_person(ref.noun) else "it"
         if ref.key in self.mentioned:
             return (
-                f"that {noun_words(ref.noun)}"
+                f"that {self.noun(ref.noun)}"
                 if ref.kind != "new"
                 else self.rng.choice(
-                    (f"the new {noun_words(ref.noun)}", f"that new {noun_words(ref.noun)}")
+                    (f"the new {self.noun(ref.noun)}", f"that new {self.noun(ref.noun)}")
                 )
             )
         text = self._first(ref)
@@ -1027,7 +1044,7 @@ class Phraser:
         return f"the {head} of {self.obj(ref)}"
 
     def _first(self, ref: Ref) -> str:
-        noun = noun_words(ref.noun)
+        noun = self.noun(ref.noun)
         if ref.kind == "new":
             return f"the new {noun}"
         if ref.kind == "literal":
@@ -1110,7 +1127,7 @@ class Phraser:
         """The rows a list call returns: ``my pending orders``,
         ``all the products in category audio``."""
         sc = step.scope or {}
-        noun = noun_words(step.info.noun)
+        noun = self.noun(step.info.noun)
         adjs = [human(a) for a in dict.fromkeys(sc.get("adjectives", []))]
         head = " ".join(adjs + [plural_noun(noun)])
         owners: list[tuple[str, Ref]] = sc.get("owners", [])
@@ -1212,7 +1229,7 @@ class Phraser:
         """What a mutating call achieves, as an imperative (``bare``: a create's new row without its
         verb, ``a new event in it, with title ...``)."""
         info = step.info
-        noun = noun_words(info.noun)
+        noun = self.noun(info.noun)
         verb = verb_of(info)
         if info.kind == "create":
             return self._create_goal(step, bare, noun, verb)
@@ -1635,7 +1652,7 @@ class Phraser:
             head, _, last = c[6:].rpartition(" ")
             c = "all the " + (head + " " if head else "") + plural_noun(last)
         self._literals(step, set(step.refs))
-        noun = noun_words(step.info.noun)
+        noun = self.noun(step.info.noun)
         nouns = plural_noun(noun)
         nums = (
             [
@@ -2248,6 +2265,8 @@ class Phraser:
         muts = [s for s in self.steps if s.mutating]
         last = self.steps[-1]
         q: Question | None = None
+        if any(_bare_create(s) for s in muts):
+            return None  # never "create a new user, please": a user gives what the row holds
         if muts:
             body, kind, answer = self._change_request(muts, last)
         else:

@@ -50,7 +50,7 @@ from .refs import (
     norm,
     unit_of,
 )
-from .vocab import nouns_of, vocab_key
+from .vocab import create_summary, nouns_of, vocab_key
 
 NOTHING_ANSWER = "I can't help with that."
 """The do-nothing policy's answer; no answer fact may be contained in it."""
@@ -1245,7 +1245,12 @@ class Phraser:
         return self._action_goal(step, skip, verb, target)
 
     def _create_goal(self, step: Step, bare: bool, noun: str, verb: str) -> str:
-        """A create's goal: the new row with its values and the rows it belongs to."""
+        """A create's goal: the new row with its values and the rows it belongs to (in its
+        summary's words when its name does not say what it does, see ``vocab.create_summary``)."""
+        said = None if bare or step.refs else create_summary(step.info.spec.description, verb, noun)
+        if said is not None:
+            lits = [attr(k, x) for k, x in self._literals(step)]
+            return said + (" with " + join(lits) if lits else "")
         v = self._verb("create" if verb in ("new", "insert") else verb)
         lits = [attr(k, x) for k, x in self._literals(step)]
         preps = [(self._prep(name, ref, verb), ref) for name, ref in step.refs.items()]
@@ -2485,15 +2490,21 @@ def tool_pattern(tool_names: list[str]) -> re.Pattern[str] | None:
     return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b") if names else None
 
 
+_ID_FILTER = re.compile(r"\bwith (?:an? |the )?id\b(?! card)")
+"""Rows picked by their id in words: no person asks for "the statuses with id sta_0008"."""
+
+
 def check_request(
     text: str, steps: list[Step], tool_names: list[str] | re.Pattern[str] | None
 ) -> str | None:
-    """Why a request is not acceptable (None when it is): it names a tool, shows a lookupable id,
-    or leaves out a literal argument."""
+    """Why a request is not acceptable (None when it is): it names a tool, shows a lookupable id
+    (or picks rows by their id), or leaves out a literal argument."""
     low = text.lower()
     pat = tool_pattern(tool_names) if isinstance(tool_names, list) else tool_names
     if pat is not None and pat.search(low):
         return "names_tool"
+    if _ID_FILTER.search(low):
+        return "raw_id"  # "statuses with id sta_0008", "with id of at most endo_0002"
     seen = _Said(text)
     for s in steps:
         for name, v in s.args.items():

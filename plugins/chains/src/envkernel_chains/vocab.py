@@ -133,3 +133,30 @@ def nouns_of(infos: Iterable[Any]) -> dict[str, str]:
         if said is not None:
             out[label] = said
     return out
+
+
+MAKE_WORDS = frozenset(
+    {"create", "add", "new", "make", "insert", "register", "post", "submit", "upload", "open"}
+    | {"start", "book", "send", "schedule", "invite", "issue", "generate", "write", "build"}
+)
+"""A summary's first words that say the operation makes a row (its usual wording fits)."""
+MAX_SUMMARY_WORDS = 8
+"""The longest summary said as a request's goal."""
+
+
+def create_summary(description: str, verb: str, noun: str) -> str | None:
+    """A create said in its summary's words, when its verb and noun (from the operation id) do
+    not say what it does: the verb is not in the summary (``local_login``: "Authenticate via
+    basic auth and create a session"), is another kind's (``update_current_user``: "Update the
+    password of the current user") or is the noun itself (``elevate_client``: "Elevate a client
+    session"). None when the summary says it makes a row, or is long."""
+    ws = summary_of(description).split(" ")
+    if not ws or not ws[0].isalpha() or len(ws) > MAX_SUMMARY_WORDS:
+        return None
+    if ws[0].lower() in MAKE_WORDS:
+        return None
+    first = verb.split(" ")[0].lower() if verb else ""
+    said = {w.lower().strip(",.") for w in ws}
+    if first in said and first not in OP_WORDS and singular(first) != singular(noun.lower()):
+        return None
+    return " ".join(w if len(w) >= 2 and w.isupper() else w.lower() for w in ws)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from envkernel_chains import Chains, ChainsSettings
-from envkernel_chains.vocab import is_fragment, summary_noun, user_noun, vocab_key
+from envkernel_chains.vocab import create_summary, is_fragment, summary_noun, user_noun, vocab_key
 from envkernel_kit.testing import RunnerContext
 from envkernel_openapi import synthesize_file
 from envkernel_process import ProcessRunner
@@ -33,7 +33,23 @@ def test_summary_nouns_from_real_summaries() -> None:
     assert is_fragment("chat get mentioned message") and not is_fragment("dm history")
     assert user_noun("chat get mentioned message", "Get Mentioned Messages.") == "mentioned message"
     assert user_noun("dm member", "List DM Members.") == "DM member"
+    assert user_noun("dm", "List DMs. List all the DMs of the authenticated user.") == "DM"
     assert user_noun("dm set topic", "Set DM Topic. Set the topic of a DM.") == "DM topic"
+    assert create_summary("Elevate a client session.", "elevate", "elevate") == (
+        "elevate a client session"
+    )
+    assert create_summary(
+        "Set DM Topic. Set the topic of a DM.", "create", "dm set topic", "post_api_v1_im_set_topic"
+    ) == ("set DM topic")
+    assert create_summary(
+        "Authenticate via basic auth and create a session.", "local", "login", "local_login"
+    ) == ("authenticate via basic auth and create a session")
+    assert create_summary("Create a client.", "create", "client", "create_client") is None
+    assert create_summary("Share a file with someone.", "share", "file", "share_file") is None
+    assert create_summary("Save a new payee.", "add", "payee", "add_payee") is None
+    assert (
+        create_summary("Place an order for a customer.", "create", "order", "create_order") is None
+    )
     # a summary that names other rows, or adds words of its own, is not taken
     assert user_noun("chat get threads list", "List Threads.") is None
     assert user_noun("booking", "List the bookings of a hotel guest.") is None

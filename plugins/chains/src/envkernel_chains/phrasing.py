@@ -1247,7 +1247,11 @@ class Phraser:
     def _create_goal(self, step: Step, bare: bool, noun: str, verb: str) -> str:
         """A create's goal: the new row with its values and the rows it belongs to (in its
         summary's words when its name does not say what it does, see ``vocab.create_summary``)."""
-        said = None if bare or step.refs else create_summary(step.info.spec.description, verb, noun)
+        said = (
+            None
+            if bare or step.refs
+            else create_summary(step.info.spec.description, verb, noun, step.info.name)
+        )
         if said is not None:
             lits = [attr(k, x) for k, x in self._literals(step)]
             return said + (" with " + join(lits) if lits else "")

@@ -85,7 +85,19 @@ def summary_noun(description: str) -> list[str]:
     ws = ws[:cut]
     if not ws or len(ws) > MAX_WORDS:
         return []
-    return [w if len(w) >= 2 and w.isupper() else w.lower() for w in ws]
+    return [w if _acronym(w) else w.lower() for w in ws]
+
+
+def _acronym(w: str) -> bool:
+    """True for an acronym, singular or plural (``DM``, ``DMs``, ``URL``)."""
+    return (len(w) >= 2 and w.isupper()) or (len(w) >= 3 and w[-1] == "s" and w[:-1].isupper())
+
+
+def _singular(w: str) -> str:
+    """A word in the singular, an acronym's case kept (``DMs`` -> ``DM``)."""
+    if _acronym(w):
+        return w[:-1] if w[-1] == "s" else w
+    return singular(w)
 
 
 def is_fragment(label: str) -> bool:
@@ -108,7 +120,7 @@ def user_noun(label: str, description: str) -> str | None:
         return None
     if not is_fragment(label) and len(cand) != len(ws):
         return None  # a plain name is kept whole (only its acronyms' case from the summary)
-    cand[-1] = singular(cand[-1]) if not cand[-1].isupper() else cand[-1]
+    cand[-1] = _singular(cand[-1])
     said = " ".join(cand)
     return said if said != label else None
 
@@ -144,12 +156,14 @@ MAX_SUMMARY_WORDS = 8
 """The longest summary said as a request's goal."""
 
 
-def create_summary(description: str, verb: str, noun: str) -> str | None:
+def create_summary(description: str, verb: str, noun: str, name: str = "") -> str | None:
     """A create said in its summary's words, when its verb and noun (from the operation id) do
     not say what it does: the verb is not in the summary (``local_login``: "Authenticate via
     basic auth and create a session"), is another kind's (``update_current_user``: "Update the
     password of the current user") or is the noun itself (``elevate_client``: "Elevate a client
-    session"). None when the summary says it makes a row, or is long."""
+    session"), or is not in the tool's ``name`` either (``post_api_v1_im_set_topic``: "Set DM
+    Topic"). None when the summary says it makes a row, or is long, or the verb is a usual one
+    for a new row."""
     ws = summary_of(description).split(" ")
     if not ws or not ws[0].isalpha() or len(ws) > MAX_SUMMARY_WORDS:
         return None
@@ -157,6 +171,12 @@ def create_summary(description: str, verb: str, noun: str) -> str | None:
         return None
     first = verb.split(" ")[0].lower() if verb else ""
     said = {w.lower().strip(",.") for w in ws}
-    if first in said and first not in OP_WORDS and singular(first) != singular(noun.lower()):
+    odd = (
+        (first in OP_WORDS and first not in MAKE_WORDS)  # another kind's verb: "update current"
+        or singular(first) == singular(noun.lower().split(" ")[-1])  # "a new elevate"
+        # "local a new login"; "add a dm set topic" (a verb the tool's name does not say)
+        or (first not in said and (first not in MAKE_WORDS or first not in name.split("_")))
+    )
+    if not odd:
         return None
-    return " ".join(w if len(w) >= 2 and w.isupper() else w.lower() for w in ws)
+    return " ".join(w if _acronym(w) else w.lower() for w in ws)

@@ -50,7 +50,7 @@ from .refs import (
     norm,
     unit_of,
 )
-from .vocab import create_summary, nouns_of, vocab_key
+from .vocab import create_summary, nouns_of, summary_verb, vocab_key
 
 NOTHING_ANSWER = "I can't help with that."
 """The do-nothing policy's answer; no answer fact may be contained in it."""
@@ -1232,7 +1232,10 @@ class Phraser:
         noun = self.noun(info.noun)
         verb = verb_of(info)
         if info.kind == "create":
-            return self._create_goal(step, bare, noun, verb)
+            verb = summary_verb(info.spec.description, verb, info.name) or verb
+            return self._summary_goal(step, bare, noun, verb) or self._create_goal(
+                step, bare, noun, verb
+            )
         key_name = next((p.name for p in info.params.values() if p.role == "key"), None)
         skip = {key_name} if key_name else set()
         tref = step.target
@@ -1244,17 +1247,19 @@ class Phraser:
             return self._update_goal(step, skip, target)
         return self._action_goal(step, skip, verb, target)
 
+    def _summary_goal(self, step: Step, bare: bool, noun: str, verb: str) -> str | None:
+        """A create in its summary's words, with its values, when its name does not say what it
+        does (see ``vocab.create_summary``; never one with rows it belongs to); else None."""
+        if bare or step.refs:
+            return None
+        said = create_summary(step.info.spec.description, verb, noun, step.info.name)
+        if said is None:
+            return None
+        lits = [attr(k, x) for k, x in self._literals(step)]
+        return said + (" with " + join(lits) if lits else "")
+
     def _create_goal(self, step: Step, bare: bool, noun: str, verb: str) -> str:
-        """A create's goal: the new row with its values and the rows it belongs to (in its
-        summary's words when its name does not say what it does, see ``vocab.create_summary``)."""
-        said = (
-            None
-            if bare or step.refs
-            else create_summary(step.info.spec.description, verb, noun, step.info.name)
-        )
-        if said is not None:
-            lits = [attr(k, x) for k, x in self._literals(step)]
-            return said + (" with " + join(lits) if lits else "")
+        """A create's goal: the new row with its values and the rows it belongs to."""
         v = self._verb("create" if verb in ("new", "insert") else verb)
         lits = [attr(k, x) for k, x in self._literals(step)]
         preps = [(self._prep(name, ref, verb), ref) for name, ref in step.refs.items()]
@@ -2496,6 +2501,8 @@ def tool_pattern(tool_names: list[str]) -> re.Pattern[str] | None:
 
 _ID_FILTER = re.compile(r"\bwith (?:an? |the )?id\b(?! card)")
 """Rows picked by their id in words: no person asks for "the statuses with id sta_0008"."""
+_SEED_ID = re.compile(r"\b[a-z]{2,}_\d{4}\b")
+"""A key as the seeds write them (``org_0005``): no person knows one."""
 
 
 def check_request(
@@ -2507,8 +2514,8 @@ def check_request(
     pat = tool_pattern(tool_names) if isinstance(tool_names, list) else tool_names
     if pat is not None and pat.search(low):
         return "names_tool"
-    if _ID_FILTER.search(low):
-        return "raw_id"  # "statuses with id sta_0008", "with id of at most endo_0002"
+    if _ID_FILTER.search(low) or _SEED_ID.search(low):
+        return "raw_id"  # "statuses with id sta_0008", "invitations for organization org_0005"
     seen = _Said(text)
     for s in steps:
         for name, v in s.args.items():

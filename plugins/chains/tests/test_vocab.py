@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from envkernel_chains import Chains, ChainsSettings
-from envkernel_chains.vocab import create_summary, is_fragment, summary_noun, user_noun, vocab_key
+from envkernel_chains.vocab import (
+    create_summary,
+    is_fragment,
+    summary_noun,
+    summary_verb,
+    user_noun,
+    vocab_key,
+)
 from envkernel_kit.testing import RunnerContext
 from envkernel_openapi import synthesize_file
 from envkernel_process import ProcessRunner
@@ -45,6 +52,9 @@ def test_summary_nouns_from_real_summaries() -> None:
         "Authenticate via basic auth and create a session.", "local", "login", "local_login"
     ) == ("authenticate via basic auth and create a session")
     assert create_summary("Create a client.", "create", "client", "create_client") is None
+    assert summary_verb("Create a NL search model.", "create nlsearch", "create_nl") == "create"
+    assert summary_verb("Create an application.", "create app", "create_app") == "create"
+    assert summary_verb("Create an application.", "create", "create_app") is None
     assert create_summary("Share a file with someone.", "share", "file", "share_file") is None
     assert create_summary("Save a new payee.", "add", "payee", "add_payee") is None
     assert (

@@ -1249,14 +1249,16 @@ class Phraser:
 
     def _summary_goal(self, step: Step, bare: bool, noun: str, verb: str) -> str | None:
         """A create in its summary's words, with its values, when its name does not say what it
-        does (see ``vocab.create_summary``; never one with rows it belongs to); else None."""
-        if bare or step.refs:
-            return None
+        does (see ``vocab.create_summary``), then the rows it belongs to: ``elevate a client
+        session for the client "Ana", with a duration of 90 seconds``; else None."""
+        if bare or (step.refs and singular(verb) == singular(step.info.noun)):
+            return None  # "share <the file> with ...": the shared goal's
         said = create_summary(step.info.spec.description, verb, noun, step.info.name)
         if said is None:
             return None
+        said += "".join(f" {self._prep(n, r, verb)} {self.obj(r)}" for n, r in step.refs.items())
         lits = [attr(k, x) for k, x in self._literals(step)]
-        return said + (" with " + join(lits) if lits else "")
+        return _with_fields(said, lits)
 
     def _create_goal(self, step: Step, bare: bool, noun: str, verb: str) -> str:
         """A create's goal: the new row with its values and the rows it belongs to."""

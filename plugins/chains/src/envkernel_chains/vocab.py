@@ -184,12 +184,13 @@ def create_summary(description: str, verb: str, noun: str, name: str = "") -> st
 
 def summary_verb(description: str, verb: str, name: str) -> str | None:
     """The verb of a create's summary when the summary says it makes a row and the tool's own
-    verb is neither in the summary nor a usual one for a new row (``create_nl_search_model``
-    said "nlsearch": "Create a NL search model" -> ``create``); else None."""
+    verb has a word neither in the summary nor a usual one for a new row (``create nlsearch``:
+    "Create a NL search model" -> ``create``; ``create app``: "Create an application."); else
+    None."""
     ws = summary_of(description).split(" ")
     first = ws[0].lower() if ws and ws[0].isalpha() else ""
-    mine = verb.split(" ")[0].lower() if verb else ""
+    mine = verb.lower().split(" ") if verb else []
     said = {w.lower().strip(",.") for w in ws}
-    if first not in MAKE_WORDS or mine in said or mine in MAKE_WORDS or not mine:
+    if first not in MAKE_WORDS or all(w in said or w in MAKE_WORDS for w in mine):
         return None
     return first

@@ -8,6 +8,11 @@ takes the noun phrase of that summary (its leading verb and any trailing ``of``/
 left out) when it keeps the name's head noun and only drops words of the name: "chat get mentioned
 message" -> "mentioned message", "dm member" -> "DM member". A name with no operation word in it
 (``booking``, ``dm history``) is kept, except for the case of its acronyms.
+
+A create whose verb comes out odd from its operation id is said with its summary too:
+:func:`create_summary` gives the whole summary as the goal ("elevate a client session", not "add a
+new elevate"), :func:`summary_verb` only its verb ("create a NL search model", not "create
+nlsearch a nl search model").
 """
 
 from __future__ import annotations

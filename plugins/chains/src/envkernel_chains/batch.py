@@ -20,8 +20,20 @@ from typing import Any
 from envkernel_kit.naming import human, plural, singular, words
 from envkernel_kit.tools import Schema, ToolInfo
 
-from .phrasing import ROLES, _between, _fmt, article, field_words, join, past, render, unit_of
+from .phrasing import (
+    ROLES,
+    _between,
+    _fmt,
+    article,
+    field_words,
+    join,
+    past,
+    render,
+    unit_of,
+    verb_of,
+)
 from .refs import CONTAINER_NOUNS, PERSONA_NOUNS, STATUS_FIELDS, TITLE_FIELDS, is_person
+from .vocab import user_noun, vocab_key
 
 State = dict[str, list[dict[str, Any]]]
 
@@ -66,6 +78,80 @@ def _beyond(row: dict[str, Any], cond: tuple[str, str, float]) -> bool:
     """True when ``row``'s value of the condition's column is over (or under) its threshold."""
     v = float(row[cond[0]])
     return v > cond[2] if cond[1] == "over" else v < cond[2]
+
+
+@dataclass
+class _Pick:
+    """The rows a multi-row goal changes and the parts of the condition that pick them."""
+
+    status: str | None
+    """The status the rows are in (None: any)."""
+    owner: tuple[str, str, dict[str, Any], str] | None
+    """(column, owner table, owner row, its name), or None."""
+    cond: tuple[str, str, float] | None
+    """(column, over or under, threshold), or None."""
+    rows: list[dict[str, Any]]
+    """The rows picked."""
+    setting: tuple[str, str, Any] | None = None
+    """An update's (parameter, column, new value)."""
+
+
+BATCH_FRAMES = (
+    "Please {g}.",
+    "Could you {g}?",
+    "I need you to {g}.",
+    "{G}, please.",
+    "Can you {g} for me?",
+)
+"""The frames of a multi-row request."""
+
+
+@dataclass
+class _Words:
+    """The words of a multi-row goal's rows: ``held`` (``st``), ``booking`` / ``bookings``,
+    whose they are (``my``, ``Ana's``, ``the``), where (`` in the folder "Travel"``) and the
+    threshold in words."""
+
+    noun: str
+    nouns: str
+    st: str
+    whose: str
+    where: str
+    cond_words: str
+
+    @classmethod
+    def of(cls, act: ToolInfo, table: str, pick: _Pick, whose: str, cond_words: str) -> _Words:
+        """The words for the rows ``pick`` of ``table`` (``whose``: from the speaker)."""
+        name = act.noun or table
+        noun = user_noun(vocab_key(name), act.spec.description or "") or human(name)
+        st = " ".join(words(pick.status)) + " " if pick.status else ""
+        owner = pick.owner
+        where = ""
+        if owner is not None and whose == "the ":
+            onoun = singular(human(owner[1]))
+            where = f' {"in" if onoun in CONTAINER_NOUNS else "for"} the {onoun} "{owner[3]}"'
+        return cls(noun, plural(noun), st, whose, where, cond_words)
+
+
+def _batch_verb(act: ToolInfo) -> str:
+    """The verb of a multi-row goal: the tool's verb as a person says it, the plain verb of a
+    delete or an update (never "delete app all the applications")."""
+    verb = verb_of(act) or "update"
+    first = verb.split(" ")[0]
+    return first if act.kind in ("delete", "update") and first == act.kind else verb
+
+
+def _done(w: _Words, verb: str, pick: _Pick) -> str:
+    """The reference answer: ``Done: I cancelled your 3 held bookings (A, B and C).``."""
+    labels = [t[1] for t in (_title(r) for r in pick.rows) if t]
+    them = f"{w.whose.replace('my ', 'your ')}{len(pick.rows)} {w.st}{w.nouns}{w.where}" + (
+        f" {w.cond_words}" if w.cond_words else ""
+    )
+    s = pick.setting
+    done = past(
+        f"set the {field_words(s[1])} of {them} to {render(s[2])}" if s else f"{verb} {them}"
+    )
+    return f"Done: I {done}" + (f" ({join(labels)})." if len(labels) == len(pick.rows) else ".")
 
 
 class BatchPlanner:
@@ -186,6 +272,29 @@ class BatchPlanner:
         tr = act.transition or {}
         fld, to = tr.get("field"), tr.get("to")
         rows = self.seed[table]
+        pick = self._pick(act, table, rows, fld)
+        if pick is None:
+            return None
+        if isinstance(fld, str) and all(r.get(fld) == to for r in pick.rows):
+            return None  # nothing would change
+        if act.kind == "update":
+            pick.setting = self._setting_part(act, rows, pick.rows)
+            if pick.setting is None:
+                return None
+        # a near miss: a row that matches all but one part (another status, another owner, the
+        # other side of the threshold)
+        if len(pick.rows) == len(rows):
+            return None
+        owner = pick.owner
+        as_owner = persona and owner is not None and singular(human(owner[1])) in PERSONA_NOUNS
+        return self._phrase(act, table, pick, as_owner)
+
+    def _pick(
+        self, act: ToolInfo, table: str, rows: list[dict[str, Any]], fld: Any
+    ) -> _Pick | None:
+        """The rows the goal changes, by a status, an owner and a threshold (each optional; the
+        owner required when every list of the table needs one); None for fewer than 2 rows or
+        more than :data:`MAX_ROWS`."""
         found = self._status_part(act, table, rows)
         if found is None:
             return None
@@ -195,34 +304,15 @@ class BatchPlanner:
         owner = self._owner_part(table, rows, accepted, must)
         if must and owner is None:
             return None
-        scope = [
-            r
-            for r in accepted
-            if owner is None or r.get(owner[0]) == owner[2].get(self.schema.key(owner[1]))
-        ]
+        scope = accepted
+        if owner is not None:
+            okey = owner[2].get(self.schema.key(owner[1]))
+            scope = [r for r in accepted if r.get(owner[0]) == okey]
         cond = self._threshold_part(table, rows, fld, scope)
         picked = [r for r in scope if cond is None or _beyond(r, cond)]
         if not 2 <= len(picked) <= MAX_ROWS:
             return None
-        if isinstance(fld, str) and all(r.get(fld) == to for r in picked):
-            return None  # nothing would change
-        setting = self._setting_part(act, rows, picked) if act.kind == "update" else None
-        if act.kind == "update" and setting is None:
-            return None
-        # a near miss: a row that matches all but one part (another status, another owner, the
-        # other side of the threshold)
-        if len(picked) == len(rows):
-            return None
-        return self._phrase(
-            act,
-            table,
-            status,
-            owner,
-            cond,
-            picked,
-            setting,
-            persona and owner is not None and singular(human(owner[1])) in PERSONA_NOUNS,
-        )
+        return _Pick(status, owner, cond, picked)
 
     def _setting_part(
         self, act: Any, rows: list[dict[str, Any]], picked: list[dict[str, Any]]
@@ -315,104 +405,81 @@ class BatchPlanner:
             t = _between(vals[j], vals[j + 1])
         return None if t is None else (c, "over" if over else "under", t)
 
-    def _phrase(
-        self,
-        act: ToolInfo,
-        table: str,
-        status: str | None,
-        owner: tuple[str, str, dict[str, Any], str] | None,
-        cond: tuple[str, str, float] | None,
-        picked: list[dict[str, Any]],
-        setting: tuple[str, str, Any] | None,
-        as_owner: bool,
-    ) -> BatchGoal | None:
+    def _phrase(self, act: ToolInfo, table: str, pick: _Pick, as_owner: bool) -> BatchGoal | None:
         """The goal's calls and its words: the request, what is held back, the answer."""
-        rng = self.rng
-        keycol = self.schema.key(table)
-        noun = human(act.noun or table)
-        nouns = plural(noun)
-        st = " ".join(words(status)) + " " if status else ""
-        calls = self._batch_calls(act, table, status, owner, picked, setting)
-        verb = act.verb or "update"
-        cond_words = "" if cond is None else self._cond_words(cond)
-        persona, whose, intro = self._speaker(owner, as_owner)
-        onoun = singular(human(owner[1])) if owner is not None else ""
-        where = (
-            f' {"in" if onoun in CONTAINER_NOUNS else "for"} the {onoun} "{owner[3]}"'
-            if owner is not None and whose == "the "
-            else ""
-        )
-        hide = cond is not None and rng.random() < self.hidden_share
-        head = (
-            f"all {'of ' if whose not in ('the ', 'my ') else ''}{whose}{st}{nouns}{where}"
-            if whose != "the " or rng.random() < 0.5
-            else f"every {st}{noun}{where}"
-        )
-        # "some of my bookings" + "Only the held ones."
-        hide_status = not hide and bool(st) and rng.random() < self.hidden_share
-        if hide:
-            head = f"some of {whose}{st}{nouns}{where}"
-        elif hide_status:
-            head = f"some of {whose}{nouns}{where}"
+        calls = self._batch_calls(act, table, pick)
+        cond_words = "" if pick.cond is None else self._cond_words(pick.cond)
+        persona, whose, intro = self._speaker(pick.owner, as_owner)
+        w = _Words.of(act, table, pick, whose, cond_words)
+        hide, hide_status, head = self._head(w, pick.cond is not None)
         tail = f" {cond_words}" if cond_words and not hide else ""
+        setting = pick.setting
+        verb = "set" if setting is not None else _batch_verb(act)
         if setting is not None:
-            verb = "set"
             goal = f"set the {field_words(setting[1])} of {head}{tail} to {render(setting[2])}"
         else:
             goal = f"{verb} {head}{tail}"
-        frame = rng.choice(
-            (
-                "Please {g}.",
-                "Could you {g}?",
-                "I need you to {g}.",
-                "{G}, please.",
-                "Can you {g} for me?",
-            )
-        )
-        text = intro + frame.format(g=goal, G=goal[:1].upper() + goal[1:])
+        frame = self.rng.choice(BATCH_FRAMES)
         hidden = (
             [f"Only the ones {cond_words}."]
             if hide
-            else [f"Only the {st.strip()} ones."]
+            else [f"Only the {w.st.strip()} ones."]
             if hide_status
             else []
         )
-        labels = [t[1] for t in (_title(r) for r in picked) if t]
-        them = f"{whose.replace('my ', 'your ')}{len(picked)} {st}{nouns}{where}" + (
-            f" {cond_words}" if cond_words else ""
-        )
-        done = past(
-            f"set the {field_words(setting[1])} of {them} to {render(setting[2])}"
-            if setting
-            else f"{verb} {them}"
-        )
-        answer = f"Done: I {done}" + (f" ({join(labels)})." if len(labels) == len(picked) else ".")
         return BatchGoal(
             calls=calls,
-            request=text,
+            request=intro + frame.format(g=goal, G=goal[:1].upper() + goal[1:]),
             hidden=hidden,
-            answer=answer,
-            rows=[r[keycol] for r in picked],
+            answer=_done(w, verb, pick),
+            rows=[r[self.schema.key(table)] for r in pick.rows],
             persona=persona,
         )
 
+    def _head(self, w: _Words, has_cond: bool) -> tuple[bool, bool, str]:
+        """The rows in words, as (the threshold held back, the status held back, the words):
+        ``all my held bookings``, ``every held booking``, ``some of my bookings``."""
+        rng = self.rng
+        hide = has_cond and rng.random() < self.hidden_share
+        if w.whose != "the " or rng.random() < 0.5:
+            of = "of " if w.whose not in ("the ", "my ") else ""
+            head = f"all {of}{w.whose}{w.st}{w.nouns}{w.where}"
+        else:
+            head = f"every {w.st}{w.noun}{w.where}"
+        # "some of my bookings" + "Only the held ones."
+        hide_status = not hide and bool(w.st) and rng.random() < self.hidden_share
+        if hide:
+            head = f"some of {w.whose}{w.st}{w.nouns}{w.where}"
+        elif hide_status:
+            head = f"some of {w.whose}{w.nouns}{w.where}"
+        return hide, hide_status, head
+
     def _batch_calls(
-        self,
-        act: ToolInfo,
-        table: str,
-        status: str | None,
-        owner: tuple[str, str, dict[str, Any], str] | None,
-        picked: list[dict[str, Any]],
-        setting: tuple[str, str, Any] | None,
+        self, act: ToolInfo, table: str, pick: _Pick
     ) -> list[tuple[str, dict[str, Any]]]:
         """The lookups (the owner by its list, with a search or name filter when there is one,
         then the rows), then the action on each picked row."""
         keycol = self.schema.key(table)
+        calls = self._lookups(act, table, pick)
+        parents = [p for p in act.params.values() if p.role == "ref" and p.required and p.field]
+        for r in pick.rows:
+            args: dict[str, Any] = {act.key_param or "id": r[keycol]}
+            for p in parents:  # the row's owner (an attendee's event), from the row itself
+                args[p.name] = r.get(p.field or "")
+            if pick.setting is not None:
+                args[pick.setting[0]] = pick.setting[2]
+            calls.append((act.name, args))
+        return calls
+
+    def _lookups(self, act: ToolInfo, table: str, pick: _Pick) -> list[tuple[str, dict[str, Any]]]:
+        """The calls that find the rows: the owner by its list, then the table's list filtered by
+        the status and the owner where it can be."""
+        owner, status = pick.owner, pick.status
         calls: list[tuple[str, dict[str, Any]]] = []
         lst = self.list_of(table, owner[0] if owner else None)
         assert lst is not None
         largs: dict[str, Any] = {}
-        scol = self._status_column(act, table, status, picked)
+        scol = self._status_column(act, table, status, pick.rows)
         for p in lst.params.values():
             if p.role == "filter" and p.field == scol and status is not None and p.op == "eq":
                 largs[p.name] = status
@@ -425,14 +492,6 @@ class BatchPlanner:
                 calls.append((olist.name, self._owner_lookup(olist, owner)))
                 largs[ref.name] = owner[2].get(self.schema.key(owner[1]))
         calls.append((lst.name, largs))
-        parents = [p for p in act.params.values() if p.role == "ref" and p.required and p.field]
-        for r in picked:
-            args: dict[str, Any] = {act.key_param or "id": r[keycol]}
-            for p in parents:  # the row's owner (an attendee's event), from the row itself
-                args[p.name] = r.get(p.field or "")
-            if setting is not None:
-                args[setting[0]] = setting[2]
-            calls.append((act.name, args))
         return calls
 
     def _status_column(

@@ -28,7 +28,7 @@ import json
 import math
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +50,7 @@ from .refs import (
     norm,
     unit_of,
 )
+from .vocab import create_summary, nouns_of, summary_verb, vocab_key
 
 NOTHING_ANSWER = "I can't help with that."
 """The do-nothing policy's answer; no answer fact may be contained in it."""
@@ -657,6 +658,100 @@ def _in_status(k: str, v: Any) -> tuple[str, str, str]:
     )
 
 
+def _with_quals(text: str, head: str, quals: list[str]) -> str:
+    """Rows with their own conditions: after the head when the owner has modifiers of its own
+    (``the files larger than 2 MB in the folder with ...``), else at the end."""
+    if not quals:
+        return text
+    lead = next(
+        (
+            f"the {head} {rel} "
+            for rel in ("in", "for", "of")
+            if text.startswith(f"the {head} {rel} ")
+        ),
+        "",
+    )
+    if lead and _modified(text[len(lead) :]):
+        return (
+            f"the {head} "
+            + " and ".join(quals)
+            + " "
+            + lead[len(f"the {head} ") :]
+            + text[len(lead) :]
+        )
+    return text + " " + " and ".join(quals)
+
+
+def _with_fields(s: str, fields: list[str]) -> str:
+    """A state with the fields it sets: ``shared with Ana, with role editor``."""
+    if not fields:
+        return s
+    return s + (", with " if " with " in s else " with ") + join(fields)
+
+
+def _bare_create(step: Step) -> bool:
+    """True for a create that says nothing of the new row: no value of its own, no row it belongs
+    to (``create a new user``)."""
+    if step.info.kind != "create" or step.refs:
+        return False
+    return not any(v not in (None, "", [], {}) for v in step.literal.values())
+
+
+def _overlaps(t: str, low_expected: list[str]) -> bool:
+    """True when the text is one of the expected (lowercased) values, or overlaps one."""
+    return any(t.lower() in x or x in t.lower() for x in low_expected)
+
+
+def _name_text(k: str, v: Any) -> str:
+    """The text of a row's name field (a name-like key holding text), else ``""``."""
+    return fact_text(v) if attr_rank(k)[0] == 0 and isinstance(v, str) and fact_ok(v) else ""
+
+
+@dataclass
+class _Among:
+    """The rows of a question in a status: those whose ``k`` is ``v`` (``hit``, indexes into
+    ``labels`` and ``vals``, the values of ``f``)."""
+
+    step: Step
+    label: str
+    labels: list[str]
+    c: str
+    k: str
+    v: Any
+    f: str
+    vals: list[float]
+    hit: list[int]
+
+
+@dataclass
+class _Asked:
+    """A question's checked parts: the facts the request does not say, its rows, what a precise
+    answer leaves out."""
+
+    facts: list[str]
+    rows: list[list[str]]
+    absent: list[str]
+
+
+def _asked(q: Question, low: str, answer: str) -> _Asked | None:
+    """The question's facts, rows and absent values once the request (``low``, lowercased) is
+    known; None when the request says a row it asks for, or every fact."""
+    given = [f for f in q.facts if f.lower() in low or f.lower() in NOTHING_ANSWER.lower()]
+    if given and q.rows:
+        return None  # a row the request already names cannot be checked
+    facts = [f for f in q.facts if f not in given]
+    if not facts:
+        return None
+    absent = [
+        a
+        for a in dict.fromkeys(q.absent)
+        if a.lower() not in low
+        and mentions(a, answer) < 0
+        and a.lower() not in NOTHING_ANSWER.lower()
+    ]
+    return _Asked(facts, q.rows, absent)
+
+
 def _mods(withs: list[str], quals: list[str]) -> str:
     """A row's attributes and conditions after its noun, in one ``with`` (``with a duration of 30
     minutes, reason "knee pain" and start time on or before X``, never ``... "knee pain" with start
@@ -797,6 +892,8 @@ class Phraser:
         self.it: tuple[str, str] | None = None
         """The row ``obj`` says as ``it`` (the new row a new row is made in)."""
         self.values: list[str] = []
+        self.vocab = nouns_of(s.info for s in steps)
+        """Names -> the user's words for them, from the tools' summaries (see ``vocab``)."""
         self.persona: Ref | None = None
         if rng.random() < persona_share:
             self.persona = self.persona_candidate()
@@ -804,6 +901,12 @@ class Phraser:
         """The speaker's tone ("" neutral)."""
         self.role, self.motive = rng.choice(ROLES) if self.persona is not None else ("", "")
         """The persona's role and motive (empty without a persona)."""
+
+    def noun(self, noun: str) -> str:
+        """An entity noun in the user's words (singular): the spec's summary's when it names the
+        rows better than the name (``mentioned message``, not ``chat get mentioned message``)."""
+        said = noun_words(noun)
+        return self.vocab.get(vocab_key(noun), said)
 
     # -- the persona -----------------------------------------------------------------------------
 
@@ -901,10 +1004,10 @@ class Phraser:
             return "them" if ref.person or is_person(ref.noun) else "it"
         if ref.key in self.mentioned:
             return (
-                f"that {noun_words(ref.noun)}"
+                f"that {self.noun(ref.noun)}"
                 if ref.kind != "new"
                 else self.rng.choice(
-                    (f"the new {noun_words(ref.noun)}", f"that new {noun_words(ref.noun)}")
+                    (f"the new {self.noun(ref.noun)}", f"that new {self.noun(ref.noun)}")
                 )
             )
         text = self._first(ref)
@@ -941,8 +1044,7 @@ class Phraser:
         return f"the {head} of {self.obj(ref)}"
 
     def _first(self, ref: Ref) -> str:
-        rng = self.rng
-        noun = noun_words(ref.noun)
+        noun = self.noun(ref.noun)
         if ref.kind == "new":
             return f"the new {noun}"
         if ref.kind == "literal":
@@ -957,56 +1059,13 @@ class Phraser:
                 return f"my {role}"
             return f"the {role} of {self.obj(ref.base)}"
         self.values.extend(ref.values)
-        adjs = [human(a) for a in dict.fromkeys(ref.adjectives)]
-        head = " ".join(adjs + [noun])
-        if ref.title and ref.person:
-            bare_ok = (
-                not adjs and ref.owner is None and "@" not in ref.title
-            )  # never "get rid of sara@x.org": "the user sara@x.org"
-            core = (
-                rng.choice((ref.title, f"{head} {ref.title}")) if bare_ok else f"{head} {ref.title}"
-            )
-            bare = core == ref.title
-        elif ref.title:
-            core = f'{head} "{ref.title}"'
-            bare = False
-        else:
-            core, bare = head, False
+        core, bare = self._core(ref, noun)
         mods = _mods([attr(k, v) for k, v in ref.withs], ref.quals)
         mine = next((o for o in ref.more_owners if self.is_persona(o)), None)
         if ref.owner is not None and mine is not None and not self.is_persona(ref.owner):
-            # the speaker's own rows filtered by another owner: "my appointments with Dr. Lopes",
-            # never "Dr. Lopes's appointments for me"
-            o = ref.owner
-            text = f"my {core}{mods} {_owner_prep(o, ref.owner_rel)} {self.obj(o)}"
-            for extra in ref.more_owners:
-                if extra is not mine:
-                    text += f" for {self.obj(extra)}"
-            return text
+            return self._mine_by_owner(ref, core, mods, mine)
         if ref.owner is not None:
-            o = ref.owner
-            if ref.owner_rel == "poss":
-                text = self.poss(o, core)
-                rel, rest = (
-                    "of",
-                    text[len(f"the {core} of ") :] if text.startswith(f"the {core} of ") else None,
-                )
-            else:
-                rel = "in" if ref.owner_rel == "in" else "for"
-                rest = self.obj(o)
-                text = f"the {core} {rel} {rest}"
-            if mods and rest is not None:
-                # the owner has modifiers of its own: this row's come first, so that each reads one
-                # way
-                # ("the transaction with the highest amount among those for the source account of
-                # the transfer with
-                # reference X", never "... of the transfer with reference X with the highest
-                # amount")
-                among = ref.best is not None and _modified(rest)
-                text = f"the {core}{mods}" + (
-                    f", among those {rel} {rest}" if among else f" {rel} {rest}"
-                )
-                mods = ""
+            text, mods = self._owned(ref, core, mods)
         else:
             text = core if bare else f"the {core}"
         text += mods
@@ -1014,68 +1073,89 @@ class Phraser:
             text += f" for {self.obj(o)}"
         return text
 
+    def _core(self, ref: Ref, noun: str) -> tuple[str, bool]:
+        """A described row's head with its title, and whether it is the bare title (a person's
+        name): ``Ana Lima``, ``user Ana Lima``, ``open ticket "Printer jam"``."""
+        adjs = [human(a) for a in dict.fromkeys(ref.adjectives)]
+        head = " ".join(adjs + [noun])
+        if ref.title and ref.person:
+            # never "get rid of sara@x.org": "the user sara@x.org"
+            bare_ok = not adjs and ref.owner is None and "@" not in ref.title
+            if not bare_ok:
+                return f"{head} {ref.title}", False
+            core = self.rng.choice((ref.title, f"{head} {ref.title}"))
+            return core, core == ref.title
+        if ref.title:
+            return f'{head} "{ref.title}"', False
+        return head, False
+
+    def _mine_by_owner(self, ref: Ref, core: str, mods: str, mine: Ref) -> str:
+        """The speaker's own rows filtered by another owner: "my appointments with Dr. Lopes",
+        never "Dr. Lopes's appointments for me"."""
+        o = ref.owner
+        assert o is not None
+        text = f"my {core}{mods} {_owner_prep(o, ref.owner_rel)} {self.obj(o)}"
+        for extra in ref.more_owners:
+            if extra is not mine:
+                text += f" for {self.obj(extra)}"
+        return text
+
+    def _owned(self, ref: Ref, core: str, mods: str) -> tuple[str, str]:
+        """A row said by its owner, and the modifiers still to add after it: ``Ana's booking``,
+        ``the file "a.txt" in the folder "Travel"``."""
+        o = ref.owner
+        assert o is not None
+        if ref.owner_rel == "poss":
+            text = self.poss(o, core)
+            lead = f"the {core} of "
+            rel, rest = "of", (text[len(lead) :] if text.startswith(lead) else None)
+        else:
+            rel = "in" if ref.owner_rel == "in" else "for"
+            rest = self.obj(o)
+            text = f"the {core} {rel} {rest}"
+        if not mods or rest is None:
+            return text, mods
+        # the owner has modifiers of its own: this row's come first, so that each reads one way
+        # ("the transaction with the highest amount among those for the source account of the
+        # transfer with reference X", never "... of the transfer with reference X with the highest
+        # amount")
+        among = ref.best is not None and _modified(rest)
+        text = f"the {core}{mods}" + (f", among those {rel} {rest}" if among else f" {rel} {rest}")
+        return text, ""
+
     def collection(self, step: Step) -> str:
         """The rows a list call returns: ``my pending orders``,
         ``all the products in category audio``."""
         sc = step.scope or {}
-        noun = noun_words(step.info.noun)
+        noun = self.noun(step.info.noun)
         adjs = [human(a) for a in dict.fromkeys(sc.get("adjectives", []))]
         head = " ".join(adjs + [plural_noun(noun)])
         owners: list[tuple[str, Ref]] = sc.get("owners", [])
         self.values.extend(sc.get("values", []))
         mine = next((o for _c, o in owners[1:] if self.is_persona(o)), None)
-        if mine is not None and not self.is_persona(
-            owners[0][1]
-        ):  # "my appointments with Dr. Lopes", never "Dr. Lopes's appointments for me"
+        if mine is not None and not self.is_persona(owners[0][1]):
+            # "my appointments with Dr. Lopes", never "Dr. Lopes's appointments for me"
             o = owners[0][1]
-            text = (
-                f"my {head} "
-                f"{_owner_prep(o, 'in' if singular(o.noun) in CONTAINER_NOUNS else 'for')} "
-                f"{self.obj(o)}"
-            )
+            rel = "in" if singular(o.noun) in CONTAINER_NOUNS else "for"
+            text = f"my {head} {_owner_prep(o, rel)} {self.obj(o)}"
             owners = [owners[0]] + [(c, x) for c, x in owners[1:] if x is not mine]
         elif owners:
-            o = owners[0][1]
-            if o.person or self.is_persona(o):
-                text = self.poss(o, head)
-            elif singular(o.noun) in CONTAINER_NOUNS:
-                text = f"the {head} in {self.obj(o)}"
-            else:
-                text = f"the {head} for {self.obj(o)}"
+            text = self._owners_rows(owners[0][1], head)
         else:
-            text = self.rng.choice(
-                (
-                    f"all the {head}",
-                    f"all {head}",
-                    f"every {' '.join(adjs + [noun])}"
-                    if not sc.get("quals")
-                    else f"all the {head}",
-                )
-            )
-        quals = sc.get("quals", [])
-        lead = next(
-            (
-                f"the {head} {rel} "
-                for rel in ("in", "for", "of")
-                if text.startswith(f"the {head} {rel} ")
-            ),
-            "",
-        )
-        if (
-            quals and lead and _modified(text[len(lead) :])
-        ):  # the rows' own conditions before an owner with modifiers of its own
-            text = (
-                f"the {head} "
-                + " and ".join(quals)
-                + " "
-                + lead[len(f"the {head} ") :]
-                + text[len(lead) :]
-            )
-        elif quals:
-            text += " " + " and ".join(quals)
+            every = f"every {' '.join(adjs + [noun])}" if not sc.get("quals") else f"all the {head}"
+            text = self.rng.choice((f"all the {head}", f"all {head}", every))
+        text = _with_quals(text, head, sc.get("quals", []))
         for _c, o in owners[1:]:
             text += f" for {self.obj(o)}"
         return text
+
+    def _owners_rows(self, o: Ref, head: str) -> str:
+        """Rows by their owner: ``Ana's bookings``, ``the files in the folder "Travel"``."""
+        if o.person or self.is_persona(o):
+            return self.poss(o, head)
+        if singular(o.noun) in CONTAINER_NOUNS:
+            return f"the {head} in {self.obj(o)}"
+        return f"the {head} for {self.obj(o)}"
 
     # -- imperatives ------------------------------------------------------------------------------
 
@@ -1149,10 +1229,13 @@ class Phraser:
         """What a mutating call achieves, as an imperative (``bare``: a create's new row without its
         verb, ``a new event in it, with title ...``)."""
         info = step.info
-        noun = noun_words(info.noun)
+        noun = self.noun(info.noun)
         verb = verb_of(info)
         if info.kind == "create":
-            return self._create_goal(step, bare, noun, verb)
+            verb = summary_verb(info.spec.description, verb, info.name) or verb
+            return self._summary_goal(step, bare, noun, verb) or self._create_goal(
+                step, bare, noun, verb
+            )
         key_name = next((p.name for p in info.params.values() if p.role == "key"), None)
         skip = {key_name} if key_name else set()
         tref = step.target
@@ -1163,6 +1246,19 @@ class Phraser:
         if info.kind == "update":
             return self._update_goal(step, skip, target)
         return self._action_goal(step, skip, verb, target)
+
+    def _summary_goal(self, step: Step, bare: bool, noun: str, verb: str) -> str | None:
+        """A create in its summary's words, with its values, when its name does not say what it
+        does (see ``vocab.create_summary``), then the rows it belongs to: ``elevate a client
+        session for the client "Ana", with a duration of 90 seconds``; else None."""
+        if bare or (step.refs and singular(verb) == singular(step.info.noun)):
+            return None  # "share <the file> with ...": the shared goal's
+        said = create_summary(step.info.spec.description, verb, noun, step.info.name)
+        if said is None:
+            return None
+        said += "".join(f" {self._prep(n, r, verb)} {self.obj(r)}" for n, r in step.refs.items())
+        lits = [attr(k, x) for k, x in self._literals(step)]
+        return _with_fields(said, lits)
 
     def _create_goal(self, step: Step, bare: bool, noun: str, verb: str) -> str:
         """A create's goal: the new row with its values and the rows it belongs to."""
@@ -1316,52 +1412,50 @@ class Phraser:
         change is not to ``row`` itself or has no such wording (it is then said as an
         imperative)."""
         info = step.info
-        kind = info.kind
-        verb = verb_of(info)
         key_name = next((p.name for p in info.params.values() if p.role == "key"), None)
         skip = {key_name} if key_name else set()
-        if kind == "create":
-            first = next(iter(step.refs.values()), None)
-            if (
-                singular(verb) != singular(info.noun)
-                or first is None
-                or first.key != row.key
-                or participle(verb) is None
-            ):
-                return (
-                    None  # only "share <the file> with ...": a new row of its own is said as a goal
-                )
-            preps = [
-                (self._prep(name, ref, verb), ref) for name, ref in list(step.refs.items())[1:]
-            ]
-            lits = [attr(k, x) for k, x in self._literals(step)]
-            s = " ".join([participle(verb) or verb] + [f"{pp} {self.obj(r)}" for pp, r in preps])
-            return [s + ((", with " if " with " in s else " with ") + join(lits) if lits else "")]
+        if info.kind == "create":
+            return self._made_state(step, row)
         if step.target is None or step.target.key != row.key:
             return None
-        if kind == "update":
-            changes = self._changes(step, skip)
-            if not changes:
-                return None
-            moved = [
-                f"moved to {self.obj(x)}"
-                for f, x in changes
-                if isinstance(x, Ref) and singular(x.noun) in CONTAINER_NOUNS
-            ]
-            rendered = [
-                (f, self.obj(x) if isinstance(x, Ref) else x)
-                for f, x in changes
-                if not (isinstance(x, Ref) and singular(x.noun) in CONTAINER_NOUNS)
-            ]
-            return became(rendered, pronoun(row)) + moved
-        if kind != "action" or participle(verb) is None:
+        if info.kind == "update":
+            return self._updated_state(step, row, skip)
+        if info.kind != "action" or participle(verb_of(info)) is None:
             return None
         parts = self._ref_parts(step, skip)
         lits = self._literals(step, skip)
-        s = " ".join([participle(verb) or verb] + parts)
-        if lits:
-            s += (", with " if " with " in s else " with ") + join([attr(k, x) for k, x in lits])
-        return [s]
+        s = " ".join([participle(verb_of(info)) or verb_of(info)] + parts)
+        return [_with_fields(s, [attr(k, x) for k, x in lits])]
+
+    def _made_state(self, step: Step, row: Ref) -> list[str] | None:
+        """A create whose first reference is ``row``: ``shared with ...``; None for a new row of
+        its own (said as a goal)."""
+        verb = verb_of(step.info)
+        first = next(iter(step.refs.values()), None)
+        said = participle(verb)
+        if singular(verb) != singular(step.info.noun) or first is None or first.key != row.key:
+            return None
+        if said is None:
+            return None
+        preps = [(self._prep(name, ref, verb), ref) for name, ref in list(step.refs.items())[1:]]
+        lits = [attr(k, x) for k, x in self._literals(step)]
+        s = " ".join([said] + [f"{pp} {self.obj(r)}" for pp, r in preps])
+        return [_with_fields(s, lits)]
+
+    def _updated_state(self, step: Step, row: Ref, skip: set[str]) -> list[str] | None:
+        """An update to ``row``: ``with its name set to ...``, ``moved to the folder ...``."""
+        changes = self._changes(step, skip)
+        if not changes:
+            return None
+
+        def moves(x: Any) -> bool:
+            return isinstance(x, Ref) and singular(x.noun) in CONTAINER_NOUNS
+
+        moved = [f"moved to {self.obj(x)}" for _f, x in changes if moves(x)]
+        rendered = [
+            (f, self.obj(x) if isinstance(x, Ref) else x) for f, x in changes if not moves(x)
+        ]
+        return became(rendered, pronoun(row)) + moved
 
     def grouped(self, muts: list[Step]) -> list[str] | None:
         """The changes of a chain grouped by the row they concern, each group one goal: ``get the
@@ -1456,103 +1550,110 @@ class Phraser:
 
     def question(self, step: Step) -> Question | None:
         """A question about the last call's result, with its answer facts and reference answer."""
-        rng = self.rng
         tops = [e for e in step.elements if e.parent is None]
-        single = (
+        if not tops:
+            return self._scalar_question(step)
+        if (
             step.info.kind != "list"
-            and tops
             and (tops[0].group is None or len(tops) == 1)
             and step.target is not None
-        )
-        if single:
-            row = tops[0].row
-            ref = step.target
-            assert ref is not None
-            probe = self._first_text(ref)
-            self._literals(step, set(step.refs))
-            keys = [
-                k
-                for k, v in row.items()
-                if fact_ok(v) and not is_id_name(k) and fact_text(v).lower() not in probe.lower()
-            ]
-            keys.sort(key=attr_rank)
-            keys = keys[:5]
-            if not keys:
-                return None
-            k = min(len(keys), rng.choice((1, 1, 2)))
-            for _ in range(4):  # another field when this one was asked already
-                chosen = sorted(rng.sample(keys, k), key=keys.index)
-                if "get/" + "+".join(chosen) not in self.taken:
-                    break
-            else:
-                return None
-            f = join([field_words(c) for c in chosen])
-            if not self.is_persona(ref) and rng.random() < 0.25:
-                text = rng.choice(OBJ_Q).format(x=self.obj(ref), f=f, its=pronoun(ref))
-            else:
-                text = rng.choice(ONE_Q if k == 1 else TWO_Q).format(w=self.poss(ref, f))
-            facts = list(dict.fromkeys(fact_text(row[c]) for c in chosen))
-            answer = join([f"the {field_words(c)} is {fact_text(row[c])}" for c in chosen])
-            return Question(
-                text,
-                facts,
-                answer[:1].upper() + answer[1:] + ".",
-                absent=self._absent(step, chosen, {x.lower() for x in facts}),
-                key="get/" + "+".join(chosen),
-            )
-        if not tops:
-            out = step.output
-            if fact_ok(out):
-                what = " ".join(w for w in words(step.info.name)[1:])
-                x = self.obj(step.target) if step.target is not None else ""
-                return Question(
-                    f"What is the {what}" + (f" for {x}" if x else "") + "?",
-                    [fact_text(out)],
-                    f"The {what} is {fact_text(out)}.",
-                    key="scalar",
-                )
-            return None
+        ):
+            return self._row_question(step, tops[0].row, step.target)
         return self.about_rows(step, [e.row for e in tops])
 
+    def _scalar_question(self, step: Step) -> Question | None:
+        """A question about a call that returned one value (not a row): ``What is the balance for
+        ...?``."""
+        out = step.output
+        if not fact_ok(out):
+            return None
+        what = " ".join(w for w in words(step.info.name)[1:])
+        x = self.obj(step.target) if step.target is not None else ""
+        return Question(
+            f"What is the {what}" + (f" for {x}" if x else "") + "?",
+            [fact_text(out)],
+            f"The {what} is {fact_text(out)}.",
+            key="scalar",
+        )
+
+    def _row_question(self, step: Step, row: dict[str, Any], ref: Ref) -> Question | None:
+        """One or two fields of the one row a call returned, not said in the request already."""
+        rng = self.rng
+        probe = self._first_text(ref)
+        self._literals(step, set(step.refs))
+        keys = [
+            k
+            for k, v in row.items()
+            if fact_ok(v) and not is_id_name(k) and fact_text(v).lower() not in probe.lower()
+        ]
+        keys = sorted(keys, key=attr_rank)[:5]
+        if not keys:
+            return None
+        k = min(len(keys), rng.choice((1, 1, 2)))
+        for _ in range(4):  # another field when this one was asked already
+            chosen = sorted(rng.sample(keys, k), key=keys.index)
+            if "get/" + "+".join(chosen) not in self.taken:
+                break
+        else:
+            return None
+        f = join([field_words(c) for c in chosen])
+        if not self.is_persona(ref) and rng.random() < 0.25:
+            text = rng.choice(OBJ_Q).format(x=self.obj(ref), f=f, its=pronoun(ref))
+        else:
+            text = rng.choice(ONE_Q if k == 1 else TWO_Q).format(w=self.poss(ref, f))
+        facts = list(dict.fromkeys(fact_text(row[c]) for c in chosen))
+        answer = join([f"the {field_words(c)} is {fact_text(row[c])}" for c in chosen])
+        return Question(
+            text,
+            facts,
+            answer[:1].upper() + answer[1:] + ".",
+            absent=self._absent(step, chosen, {x.lower() for x in facts}),
+            key="get/" + "+".join(chosen),
+        )
+
     def _absent(self, step: Step, keys: list[str], expected: set[str]) -> list[str]:
-        """Values of ``keys`` in rows that earlier lookups of the same table returned, other than
-        the expected ones: what a precise answer leaves out (a stuffed answer says them)."""
+        """What a precise answer leaves out (a stuffed answer says them): values of ``keys`` in
+        rows that earlier lookups of the same table returned, other than the expected ones, and
+        the names of the rows earlier lookups returned that the chain did not go through."""
         table = next((e.table for e in step.elements if e.parent is None), None)
         low_expected = [x.lower() for x in expected]
-        out: dict[str, None] = {}
-        for s in self.steps:
-            for e in s.elements:
-                if e.parent is not None or e.table != table or table is None:
-                    continue
-                for k in keys:
-                    v = e.row.get(k)
-                    if not fact_ok(v):
-                        continue
-                    t = fact_text(v)
-                    if t.lower() in expected or any(
-                        t.lower() in x or x in t.lower() for x in low_expected
-                    ):
-                        continue
-                    if is_number(t):
-                        continue  # a number elsewhere in an answer is too easily said by chance
-                    out[t] = None
-        # and the names of the rows earlier lookups returned that the chain did not go through
+        out = dict.fromkeys(self._other_values(table, keys, expected, low_expected))
+        out.update(dict.fromkeys(self._other_names(low_expected)))
+        return list(out)
+
+    def _other_values(
+        self, table: str | None, keys: list[str], expected: set[str], low_expected: list[str]
+    ) -> Iterator[str]:
+        """Values of ``keys`` in the rows of ``table`` the chain's calls returned, other than the
+        expected ones (no numbers: one elsewhere in an answer is too easily said by chance)."""
+        if table is None:
+            return
+        for e in self._top_elements(self.steps, table):
+            for t in (fact_text(v) for v in map(e.row.get, keys) if fact_ok(v)):
+                if (
+                    t.lower() not in expected
+                    and not _overlaps(t, low_expected)
+                    and not is_number(t)
+                ):
+                    yield t
+
+    def _other_names(self, low_expected: list[str]) -> Iterator[str]:
+        """The names of the rows earlier lookups returned that the chain did not go through."""
         path = {
             str(v).lower() for s in self.steps for v in s.args.values() if isinstance(v, (str, int))
         }
-        for s in self.steps[:-1]:
+        for e in self._top_elements(self.steps[:-1], None):
+            if str(e.row.get("id", "")).lower() not in path:
+                names = (_name_text(k, v) for k, v in e.row.items())
+                yield from (t for t in names if t and not _overlaps(t, low_expected))
+
+    @staticmethod
+    def _top_elements(steps: list[Step], table: str | None) -> Iterator[Any]:
+        """The top-level elements the steps returned (of ``table`` only, unless None)."""
+        for s in steps:
             for e in s.elements:
-                if e.parent is not None or str(e.row.get("id", "")).lower() in path:
-                    continue
-                for k, v in e.row.items():
-                    t = (
-                        fact_text(v)
-                        if attr_rank(k)[0] == 0 and isinstance(v, str) and fact_ok(v)
-                        else ""
-                    )
-                    if t and not any(t.lower() in x or x in t.lower() for x in low_expected):
-                        out[t] = None
-        return list(out)
+                if e.parent is None and (table is None or e.table == table):
+                    yield e
 
     def about_rows(self, step: Step, rows: list[dict[str, Any]]) -> Question | None:
         """A question about the rows a list call returned: each row's value, how many, the
@@ -1567,7 +1668,7 @@ class Phraser:
             head, _, last = c[6:].rpartition(" ")
             c = "all the " + (head + " " if head else "") + plural_noun(last)
         self._literals(step, set(step.refs))
-        noun = noun_words(step.info.noun)
+        noun = self.noun(step.info.noun)
         nouns = plural_noun(noun)
         nums = (
             [
@@ -1869,7 +1970,6 @@ class Phraser:
         """A question whose answer is one number the rows decide: how many rows meet a threshold or
         are in a status, the highest or lowest value, the average. Rows outside the condition are
         what a precise answer leaves out (a count may name the rows it counted)."""
-        rng = self.rng
         if label is None:
             # no name for the rows a precise answer leaves out: a dump of every row would pass
             return None
@@ -1877,91 +1977,117 @@ class Phraser:
         labels = [fact_text(r[label]) for r in rows]
         extra = self._absent(step, [label], {x.lower() for x in labels})
         if shape == "count_which":
-            cats = _categories(rows, label)
-            k = rng.choice(cats)
-            v = rng.choice(sorted({r[k] for r in rows}))
-            hit = [i for i, r in enumerate(rows) if r[k] == v]
-            if not 1 <= len(hit) < len(rows):
-                return None
-            text = rng.choice(COUNT_WHICH_Q).format(c=c, v=_in_status(k, v)[0])
-            n = str(len(hit))
-            if mentions(n, text) >= 0:
-                return None
-            miss = [labels[i] for i in range(len(rows)) if i not in hit]
-            cond = _in_status(k, v)[0]  # "are cancelled", "have the specialty dermatology"
-            said = (
-                (
-                    "Just 1.",
-                    "Only 1 of them "
-                    + cond.replace("are ", "is ", 1).replace("have ", "has ", 1)
-                    + ".",
-                )
-                if n == "1"
-                else ("{n} of them " + cond + ".", "There are {n}.", "I count {n}.")
-            )
-            return Question(
-                text,
-                [n],
-                rng.choice(said).replace("{n}", n),
-                absent=miss + extra,
-                kind="count",
-                key=f"count_which/{k}/{v}",
-            )
+            return self._count_which_q(rows, label, labels, c, extra)
         usable = [k for k in nums if _apart(rows, k, labels)]
         if shape == "average":
             usable = [k for k in usable if k in SUMMABLE or unit_of(k)]
         if not usable:
             return None
-        f = rng.choice(usable[:3])
-        fw = field_words(f)
+        f = self.rng.choice(usable[:3])
         vals = [float(r[f]) for r in rows]
-        if shape == "count_if":
-            if (split := _threshold(vals, rng)) is None:
-                return None
-            t, over = split
-            hit = [i for i, v in enumerate(vals) if (v > t if over else v < t)]
-            text = rng.choice(COUNT_IF_Q).format(c=c, h=compared(f, over, _fmt(t), rng))
-            n = str(len(hit))
-            if mentions(n, text) >= 0:
-                return None
-            miss = [labels[i] for i in range(len(rows)) if i not in hit]
-            said = (
-                ("Just 1.", "Only 1 of them.")
-                if n == "1"
-                else ("{n} of them.", "There are {n}.", "I count {n}.")
-            )
-            return Question(
-                text,
-                [n],
-                rng.choice(said).format(n=n),
-                absent=miss + extra,
-                kind="count",
-                key=f"count_if/{f}/{'over' if over else 'under'}/{_fmt(t)}",
-            )
-        if shape == "top_value":
-            high = rng.random() < 0.5
-            best = max(vals) if high else min(vals)
-            word = _most(f, high, rng, counted_words=("highest number of", "lowest number of"))
-            text = rng.choice(TOP_VALUE_Q).format(c=c, w=word, f=fw)
-            if mentions(_fmt(best), text) >= 0 or len(set(vals)) < 2:
-                return None
-            losers = [
-                lab for lab, v in zip(labels, vals, strict=True) if v != best
-            ]  # the winner may be named, no other row
-            return Question(
-                text,
-                [_fmt(best)],
-                f"The {word} {fw} is {_fmt(best)}.",
-                absent=losers + extra,
-                kind="superlative",
-                key=f"top_value/{f}/{'max' if high else 'min'}",
-            )
+        by_shape = {
+            "count_if": self._count_if_q,
+            "top_value": self._top_value_q,
+        }
+        return by_shape.get(shape, self._average_q)(f, vals, labels, c, extra)
+
+    def _count_which_q(
+        self,
+        rows: list[dict[str, Any]],
+        label: str,
+        labels: list[str],
+        c: str,
+        extra: list[str],
+    ) -> Question | None:
+        """How many of the rows are in a status (``count_which``)."""
+        rng = self.rng
+        k = rng.choice(_categories(rows, label))
+        v = rng.choice(sorted({r[k] for r in rows}))
+        hit = [i for i, r in enumerate(rows) if r[k] == v]
+        if not 1 <= len(hit) < len(rows):
+            return None
+        cond = _in_status(k, v)[0]  # "are cancelled", "have the specialty dermatology"
+        text = rng.choice(COUNT_WHICH_Q).format(c=c, v=cond)
+        n = str(len(hit))
+        if mentions(n, text) >= 0:
+            return None
+        miss = [labels[i] for i in range(len(rows)) if i not in hit]
+        one = cond.replace("are ", "is ", 1).replace("have ", "has ", 1)
+        said = (
+            ("Just 1.", f"Only 1 of them {one}.")
+            if n == "1"
+            else ("{n} of them " + cond + ".", "There are {n}.", "I count {n}.")
+        )
+        return Question(
+            text,
+            [n],
+            rng.choice(said).replace("{n}", n),
+            absent=miss + extra,
+            kind="count",
+            key=f"count_which/{k}/{v}",
+        )
+
+    def _count_if_q(
+        self, f: str, vals: list[float], labels: list[str], c: str, extra: list[str]
+    ) -> Question | None:
+        """How many of the rows have ``f`` over or under a threshold (``count_if``)."""
+        rng = self.rng
+        if (split := _threshold(vals, rng)) is None:
+            return None
+        t, over = split
+        hit = [i for i, v in enumerate(vals) if (v > t if over else v < t)]
+        text = rng.choice(COUNT_IF_Q).format(c=c, h=compared(f, over, _fmt(t), rng))
+        n = str(len(hit))
+        if mentions(n, text) >= 0:
+            return None
+        miss = [labels[i] for i in range(len(vals)) if i not in hit]
+        said = (
+            ("Just 1.", "Only 1 of them.")
+            if n == "1"
+            else ("{n} of them.", "There are {n}.", "I count {n}.")
+        )
+        return Question(
+            text,
+            [n],
+            rng.choice(said).format(n=n),
+            absent=miss + extra,
+            kind="count",
+            key=f"count_if/{f}/{'over' if over else 'under'}/{_fmt(t)}",
+        )
+
+    def _top_value_q(
+        self, f: str, vals: list[float], labels: list[str], c: str, extra: list[str]
+    ) -> Question | None:
+        """The highest or lowest value of ``f`` (``top_value``); the winner may be named, no other
+        row."""
+        rng = self.rng
+        fw = field_words(f)
+        high = rng.random() < 0.5
+        best = max(vals) if high else min(vals)
+        word = _most(f, high, rng, counted_words=("highest number of", "lowest number of"))
+        text = rng.choice(TOP_VALUE_Q).format(c=c, w=word, f=fw)
+        if mentions(_fmt(best), text) >= 0 or len(set(vals)) < 2:
+            return None
+        losers = [lab for lab, v in zip(labels, vals, strict=True) if v != best]
+        return Question(
+            text,
+            [_fmt(best)],
+            f"The {word} {fw} is {_fmt(best)}.",
+            absent=losers + extra,
+            kind="superlative",
+            key=f"top_value/{f}/{'max' if high else 'min'}",
+        )
+
+    def _average_q(
+        self, f: str, vals: list[float], labels: list[str], c: str, extra: list[str]
+    ) -> Question | None:
+        """The average of ``f`` (``average``): only one that two decimals say exactly (no rounding
+        to argue about)."""
+        fw = field_words(f)
         mean = sum(vals) / len(vals)
         if abs(mean * 100 - round(mean * 100)) > 1e-6:
-            return (
-                None  # only an average that two decimals say exactly (no rounding to argue about)
-            )
-        text = rng.choice(AVG_Q).format(c=c, f=fw)
+            return None
+        text = self.rng.choice(AVG_Q).format(c=c, f=fw)
         if mentions(_fmt(mean), text) >= 0:
             return None
         return Question(
@@ -2047,45 +2173,57 @@ class Phraser:
         """The total of ``f`` (``total_which``) or the row with the highest / lowest ``f``
         (``superlative_which``) among the rows whose ``k`` is ``v``; None when the condition would
         not change the answer, or it is a tie."""
-        rng = self.rng
-        fw = field_words(f)
         vals = [float(r[f]) for r in rows]
         hit = [i for i, r in enumerate(rows) if r[k] == v]
         miss = [labels[i] for i in range(len(rows)) if i not in hit]
         if len(hit) < 2 or not miss:
             return None
+        among = _Among(step, label, labels, _the(c), k, v, f, vals, hit)
         if shape == "total_which":
-            total = round(sum(vals[i] for i in hit), 2)
-            if total == round(sum(vals), 2):
-                return None  # the condition would not change the answer
-            text = rng.choice(TOTAL_WHICH_Q).format(c=_the(c), f=fw, r=_in_status(k, v)[2])
-            if mentions(_fmt(total), text) >= 0:
-                return None
-            return Question(
-                text,
-                [_fmt(total)],
-                f"Their total {fw} is {_fmt(total)}.",
-                absent=miss + self._absent(step, [label], {labels[i].lower() for i in hit}),
-                kind="total",
-                key=f"total_which/{f}/{k}/{v}",
-            )
-        sub = [vals[i] for i in hit]
-        best = max(sub) if high else min(sub)
-        overall = max(vals) if high else min(vals)
-        if sub.count(best) != 1 or best == overall:
-            return None  # a tie, or the condition would not change the winner
-        win = hit[sub.index(best)]
-        word = _most(f, high, rng)
-        text = rng.choice(SUP_WHICH_Q).format(c=_the(c), r=_in_status(k, v)[2], w=word, f=fw)
-        others = [lab for i, lab in enumerate(labels) if i != win]
+            return self._total_which(among, miss)
+        return self._superlative_which(among, high)
+
+    def _total_which(self, a: _Among, miss: list[str]) -> Question | None:
+        """The total of ``a.f`` over the rows in the status."""
+        fw = field_words(a.f)
+        total = round(sum(a.vals[i] for i in a.hit), 2)
+        if total == round(sum(a.vals), 2):
+            return None  # the condition would not change the answer
+        text = self.rng.choice(TOTAL_WHICH_Q).format(c=a.c, f=fw, r=_in_status(a.k, a.v)[2])
+        if mentions(_fmt(total), text) >= 0:
+            return None
+        expected = {a.labels[i].lower() for i in a.hit}
         return Question(
             text,
-            [labels[win]],
-            f"{labels[win]}, with {article(fw)} {fw} of {_fmt(best)}.",
-            rows=[[labels[win]]],
-            absent=others + self._absent(step, [label], {labels[win].lower()}),
+            [_fmt(total)],
+            f"Their total {fw} is {_fmt(total)}.",
+            absent=miss + self._absent(a.step, [a.label], expected),
+            kind="total",
+            key=f"total_which/{a.f}/{a.k}/{a.v}",
+        )
+
+    def _superlative_which(self, a: _Among, high: bool) -> Question | None:
+        """The row with the highest / lowest ``a.f`` among the rows in the status."""
+        fw = field_words(a.f)
+        sub = [a.vals[i] for i in a.hit]
+        best = max(sub) if high else min(sub)
+        overall = max(a.vals) if high else min(a.vals)
+        if sub.count(best) != 1 or best == overall:
+            return None  # a tie, or the condition would not change the winner
+        win = a.hit[sub.index(best)]
+        word = _most(a.f, high, self.rng)
+        r = _in_status(a.k, a.v)[2]
+        text = self.rng.choice(SUP_WHICH_Q).format(c=a.c, r=r, w=word, f=fw)
+        others = [lab for i, lab in enumerate(a.labels) if i != win]
+        name = a.labels[win]
+        return Question(
+            text,
+            [name],
+            f"{name}, with {article(fw)} {fw} of {_fmt(best)}.",
+            rows=[[name]],
+            absent=others + self._absent(a.step, [a.label], {name.lower()}),
             kind="superlative",
-            key=f"superlative_which/{f}/{'max' if high else 'min'}/{k}/{v}",
+            key=f"superlative_which/{a.f}/{'max' if high else 'min'}/{a.k}/{a.v}",
         )
 
     # -- the whole request
@@ -2095,7 +2233,6 @@ class Phraser:
         """A chain that changes state, as (the request's body, its kind, the reference's answer):
         its goals in one sentence (never a narrated script: "..., then ..., and finally ..."),
         in a frame of the user's tone, maybe with a motive, and the row to see after them."""
-        rng = self.rng
         grouped = self.grouped(muts)
         goals = grouped or [self.goal(s) for s in muts]
         n_goals = len(goals)
@@ -2105,22 +2242,29 @@ class Phraser:
             after = " " + self.show(last, sentence=True)
         elif not last.mutating:
             goals.append(self.show(last))
-        g = join(goals)
-        pool = TONES[self.tone] if self.tone else FRAMES
-        frames = [
-            f
-            for f in pool
-            if not ((g.endswith(" me") or " me " in g or ": " in g) and "for me" in f)
-        ] or ["{G}."]
-        frame = rng.choice(frames)
-        body = frame.format(g=g, G=g[:1].upper() + g[1:]) + after
-        mine = body if body.startswith(("I ", "I'")) else body[0].lower() + body[1:]
-        if self.motive and self.tone != "busy" and rng.random() < 0.5:
-            body = self.motive + ", so " + mine
-        elif len(goals) > 1 and self.tone != "busy" and rng.random() < 0.5:
-            body = rng.choice(MOTIVES) + mine
+        body = self._framed(join(goals)) + after
+        body = self._with_motive(body, many=len(goals) > 1)
         answer = change_answer(self.steps) or self._done_answer(goals[:n_goals], last)
         return body, muts[-1].info.kind, answer
+
+    def _framed(self, g: str) -> str:
+        """The goals in a frame of the user's tone (no "for me" after a goal that says "me")."""
+        pool = TONES[self.tone] if self.tone else FRAMES
+        says_me = g.endswith(" me") or " me " in g or ": " in g
+        frames = [f for f in pool if not (says_me and "for me" in f)] or ["{G}."]
+        return self.rng.choice(frames).format(g=g, G=g[:1].upper() + g[1:])
+
+    def _with_motive(self, body: str, many: bool) -> str:
+        """The body after the user's motive half the time, else after a general one half the time
+        for several goals (never when busy)."""
+        if self.tone == "busy":
+            return body
+        mine = body if body.startswith(("I ", "I'")) else body[0].lower() + body[1:]
+        if self.motive and self.rng.random() < 0.5:
+            return self.motive + ", so " + mine
+        if many and self.rng.random() < 0.5:
+            return self.rng.choice(MOTIVES) + mine
+        return body
 
     def _done_answer(self, goals: list[str], last: Step) -> str:
         """The answer when the rows of a change are unknown: the goals in the past, and the row
@@ -2136,8 +2280,9 @@ class Phraser:
         intro = self.intro()
         muts = [s for s in self.steps if s.mutating]
         last = self.steps[-1]
-        facts: list[str] = []
         q: Question | None = None
+        if any(_bare_create(s) for s in muts):
+            return None  # never "create a new user, please": a user gives what the row holds
         if muts:
             body, kind, answer = self._change_request(muts, last)
         else:
@@ -2145,49 +2290,38 @@ class Phraser:
             if q is None:
                 return None
             # "... appointments for me" + "for me?"
-            body, facts, answer = q.text.replace(" for me for me", " for me"), q.facts, q.answer
+            body, answer = q.text.replace(" for me for me", " for me"), q.answer
             kind = q.kind if q.kind != "get" or last.info.kind != "list" else "list"
         text = intro + body[0].upper() + body[1:]
-        low = text.lower()
-        rows: list[list[str]] = []
-        absent: list[str] = []
+        asked = _Asked([], [], [])
         if q is not None:
-            given = [f for f in facts if f.lower() in low or f.lower() in NOTHING_ANSWER.lower()]
-            if given and q.rows:
-                return None  # a row the request already names cannot be checked
-            facts = [f for f in facts if f not in given]
-            if not facts:
+            checked = _asked(q, text.lower(), answer)
+            if checked is None:
                 return None
-            rows = q.rows
-            absent = [
-                a
-                for a in dict.fromkeys(q.absent)
-                if a.lower() not in low
-                and mentions(a, answer) < 0
-                and a.lower() not in NOTHING_ANSWER.lower()
-            ]
-        persona = (
-            {
-                "name": self.persona.title or "",
-                "role": self.role,
-                "tone": self.tone or "neutral",
-                "motive": self.motive,
-            }
-            if self.persona
-            else {}
-        )
+            asked = checked
         return Phrased(
             text=text,
-            facts=facts,
+            facts=asked.facts,
             kind=kind,
             skeleton=skeleton(text, self.values),
-            rows=rows,
-            absent=absent,
+            rows=asked.rows,
+            absent=asked.absent,
             ordered=bool(q and q.ordered),
             answer=answer,
-            persona=persona,
+            persona=self._persona_record(),
             key=q.key if q is not None else "",
         )
+
+    def _persona_record(self) -> dict[str, str]:
+        """Who asks, as recorded with the task (empty without a persona)."""
+        if not self.persona:
+            return {}
+        return {
+            "name": self.persona.title or "",
+            "role": self.role,
+            "tone": self.tone or "neutral",
+            "motive": self.motive,
+        }
 
 
 PAST = {
@@ -2367,41 +2501,65 @@ def tool_pattern(tool_names: list[str]) -> re.Pattern[str] | None:
     return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b") if names else None
 
 
+_ID_FILTER = re.compile(r"\bwith (?:an? |the )?id\b(?! card)")
+"""Rows picked by their id in words: no person asks for "the statuses with id sta_0008"."""
+_SEED_ID = re.compile(r"\b[a-z]{2,}_\d{4}\b")
+"""A key as the seeds write them (``org_0005``): no person knows one."""
+
+
 def check_request(
     text: str, steps: list[Step], tool_names: list[str] | re.Pattern[str] | None
 ) -> str | None:
-    """Why a request is not acceptable (None when it is): it names a tool, shows a lookupable id,
-    or leaves out a literal argument."""
+    """Why a request is not acceptable (None when it is): it names a tool, shows a lookupable id
+    (or picks rows by their id), or leaves out a literal argument."""
     low = text.lower()
     pat = tool_pattern(tool_names) if isinstance(tool_names, list) else tool_names
     if pat is not None and pat.search(low):
         return "names_tool"
-    tokens: set[str] | None = None
+    if _ID_FILTER.search(low) or _SEED_ID.search(low):
+        return "raw_id"  # "statuses with id sta_0008", "invitations for organization org_0005"
+    seen = _Said(text)
     for s in steps:
         for name, v in s.args.items():
             p = s.info.params.get(name)
             ref = s.refs.get(name)
             if p is not None and p.is_id and (ref is None or ref.kind != "literal"):
-                if isinstance(v, (str, int)) and not isinstance(v, bool) and len(str(v)) >= 3:
-                    if tokens is None:
-                        tokens = {t.strip(".") for t in _TOKEN.findall(low)}
-                    if str(v).lower() in tokens:
-                        return "raw_id"
+                if seen.shows_id(v):
+                    return "raw_id"
                 continue
-            if name in s.links:
-                continue
-            if isinstance(v, bool) or v is None:
-                continue
-            if isinstance(v, str):
-                if v.lower() not in low and v.lower().replace("_", " ") not in low:
-                    return "unphrased_argument"
-            elif isinstance(v, (int, float)):
-                if render(v) not in text and fact_text(v) not in text:
-                    return "unphrased_argument"
-            elif isinstance(v, list):
-                if any(isinstance(x, str) and x.lower() not in low for x in v):
-                    return "unphrased_argument"
+            if name not in s.links and not seen.says(v):
+                return "unphrased_argument"
     return None
+
+
+class _Said:
+    """What a request's text says: an argument's value in words, or an id as one of its
+    tokens (split once, when first asked)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.low = text.lower()
+        self._tokens: set[str] | None = None
+
+    def shows_id(self, v: Any) -> bool:
+        """True when the id ``v`` (at least 3 characters) is a token of the text."""
+        if not isinstance(v, (str, int)) or isinstance(v, bool) or len(str(v)) < 3:
+            return False
+        if self._tokens is None:
+            self._tokens = {t.strip(".") for t in _TOKEN.findall(self.low)}
+        return str(v).lower() in self._tokens
+
+    def says(self, v: Any) -> bool:
+        """True when the literal ``v`` is in the text (flags and nulls need no words)."""
+        if isinstance(v, bool) or v is None:
+            return True
+        if isinstance(v, str):
+            return v.lower() in self.low or v.lower().replace("_", " ") in self.low
+        if isinstance(v, (int, float)):
+            return render(v) in self.text or fact_text(v) in self.text
+        if isinstance(v, list):
+            return all(not isinstance(x, str) or x.lower() in self.low for x in v)
+        return True
 
 
 def norm_text(v: Any) -> str:
@@ -2433,21 +2591,7 @@ def _ordered_groups(groups: dict[tuple[str, str], list[Step]]) -> list[list[Step
     """The groups in an order that says each new row only after the goal that makes it (a group
     that makes a row another group uses first: "a new folder ..., and the file ... moved to it");
     None when there is none."""
-    maker = {
-        s.target.key: k
-        for k, g in groups.items()
-        for s in g
-        if s.info.kind == "create" and s.target is not None
-    }
-    needs = {
-        k: {
-            maker[r.key]
-            for s in g
-            for r in s.refs.values()
-            if r.kind == "new" and r.key in maker and maker[r.key] != k
-        }
-        for k, g in groups.items()
-    }
+    needs = _group_needs(groups)
     ordered: list[tuple[str, str]] = []
     while len(ordered) < len(groups):
         ready = [k for k in groups if k not in ordered and needs[k] <= set(ordered)]
@@ -2461,6 +2605,27 @@ def _ordered_groups(groups: dict[tuple[str, str], list[Step]]) -> list[list[Step
         if s.info.kind == "create" and s.target is not None:
             made.add(s.target.key)
     return [groups[k] for k in ordered]
+
+
+def _group_needs(
+    groups: dict[tuple[str, str], list[Step]],
+) -> dict[tuple[str, str], set[tuple[str, str]]]:
+    """For each group, the other groups that make a new row it uses."""
+    maker = {
+        s.target.key: k
+        for k, g in groups.items()
+        for s in g
+        if s.info.kind == "create" and s.target is not None
+    }
+
+    def makers(k: tuple[str, str], s: Step) -> set[tuple[str, str]]:
+        return {
+            maker[r.key]
+            for r in s.refs.values()
+            if r.kind == "new" and r.key in maker and maker[r.key] != k
+        }
+
+    return {k: set().union(*(makers(k, s) for s in g)) for k, g in groups.items()}
 
 
 def _makes_in(s: Step, cur: Ref) -> bool:
@@ -2497,26 +2662,30 @@ def _question_shapes(rows: list[dict[str, Any]], label: str | None, nums: list[s
     """The question shapes the rows can carry, repeated by weight (before shuffling)."""
     n = len(rows)
     summable = any(k in SUMMABLE or unit_of(k) for k in nums)
-    shapes = ["count"] if 2 <= n <= 40 else []
+    some = 2 <= n <= 40  # a set of rows a question can be about whole
+    shapes = ["count"] if some else []
     if summable and n <= 40:
         shapes += ["total"]
     if label is None:
         return shapes
-    if 2 <= n <= 12:
-        shapes += ["each"] + (["sorted"] if nums else [])
-    if nums and 2 <= n <= 40:  # the answer is one row, or the rows over a threshold
-        shapes += ["superlative"] * 3 + ["condition"] * 3
-    if 2 <= n <= 40:
-        shapes += ["which"] * 2
-    if nums and 2 <= n <= 40:  # counts, averages and top values the rows decide
-        shapes += ["count_if"] * 2 + ["top_value"] + (["average"] if summable else [])
-    if 3 <= n <= 40 and _categories(rows, label):  # a condition on a status, counted or added up
-        shapes += ["count_which"] * 2 + (["total_which", "superlative_which"] * 3 if nums else [])
-    if nums and 2 <= n <= 40:
-        shapes += ["difference"] * 2
-    if n == 1:
-        shapes += ["each"]
-    return shapes
+    weighed = some and bool(nums)  # rows with numbers to compare
+    statuses = 3 <= n <= 40 and bool(_categories(rows, label))
+    table: list[tuple[bool, list[str]]] = [
+        (2 <= n <= 12, ["each"] + (["sorted"] if nums else [])),
+        # the answer is one row, or the rows over a threshold
+        (weighed, ["superlative"] * 3 + ["condition"] * 3),
+        (some, ["which"] * 2),
+        # counts, averages and top values the rows decide
+        (weighed, ["count_if"] * 2 + ["top_value"] + (["average"] if summable else [])),
+        # a condition on a status, counted or added up
+        (
+            statuses,
+            ["count_which"] * 2 + (["total_which", "superlative_which"] * 3 if nums else []),
+        ),
+        (weighed, ["difference"] * 2),
+        (n == 1, ["each"]),
+    ]
+    return shapes + [x for ok, more in table if ok for x in more]
 
 
 from .report import change_answer, show_rows  # noqa: E402  (report reads this module's helpers)

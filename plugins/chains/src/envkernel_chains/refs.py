@@ -550,16 +550,54 @@ class Resolver:
         """
         key = self.schema.key(table)
         seed_row = self.row(table, value)
-        if seed_row is None:
+        constraints = _owned_constraints(scope, owners)
+        if seed_row is None or constraints is None:
             return None
-        constraints = list(scope)
-        for col, o in owners:
-            if o.ids is None or not o.ok:
-                return None
-            constraints.append((col, "in_set", frozenset(o.ids)))
         base = self.ids(table, constraints)
         if norm(value) not in base:
             return None
+        others = [r for r in siblings if norm(r.get(key)) != norm(value)]
+        found = self._said_by(table, value, base, others, seed_row, row_now, constraints, max_attrs)
+        if found is None:
+            return None
+        chosen, superlative = found
+        where = constraints + [(k, "eq", seed_row[k]) for k in chosen]
+        ref = Ref(
+            kind="desc",
+            noun=noun,
+            table=table,
+            value=value,
+            ids=self.ids(table, where) if superlative is None else frozenset([norm(value)]),
+            person=is_person(noun),
+            adjectives=list(adjectives),
+            quals=list(quals)
+            if superlative is None
+            else merge_superlative(list(quals), superlative),
+            values=list(scope_values),
+            idents=list(idents or []),
+            where=where,
+            best=self.last_best if superlative is not None else None,
+        )
+        for k in chosen:
+            _say_attribute(ref, k, seed_row[k])
+        _set_owners(ref, owners)
+        return ref if ref.ok else None
+
+    def _said_by(
+        self,
+        table: str,
+        value: Any,
+        base: frozenset[Any],
+        others: list[dict[str, Any]],
+        seed_row: dict[str, Any],
+        row_now: dict[str, Any],
+        constraints: list[tuple[str, str, Any]],
+        max_attrs: int,
+    ) -> tuple[list[str], Any] | None:
+        """What tells the row apart from the others in scope, as (the attributes to say, a
+        superlative or None): nothing when it is the only one, else a superlative, else the
+        fewest telling attributes; None when nothing does."""
+        key = self.schema.key(table)
         gen = self.schema.generated.get(table, set())
         refs_cols = set(self.schema.refs.get(table, {}))
         cands = [
@@ -571,7 +609,6 @@ class Resolver:
             and norm(row_now.get(k)) == norm(v)
         ]
         cands.sort(key=attr_rank)
-        others = [r for r in siblings if norm(r.get(key)) != norm(value)]
         # a phrase must resolve to one row in every field it could be read as: "Business Account" is
         # not a holder name to use when another account's nickname is "Business Account"
         cands = [k for k in cands if not self.read_elsewhere(table, k, seed_row[k])]
@@ -580,47 +617,12 @@ class Resolver:
             if len(base) >= 2
             else None
         )
-        chosen: list[str] | None
         if len(base) == 1 and not others:
-            chosen = []
-        elif superlative is not None:
-            chosen = []
-            quals = merge_superlative(list(quals), superlative)
-        else:
-            chosen = self._telling(table, constraints, cands, seed_row, others, max_attrs)
-        if chosen is None:
-            return None
-        ids = (
-            self.ids(table, constraints + [(k, "eq", seed_row[k]) for k in chosen])
-            if superlative is None
-            else frozenset([norm(value)])
-        )
-        ref = Ref(
-            kind="desc",
-            noun=noun,
-            table=table,
-            value=value,
-            ids=ids,
-            person=is_person(noun),
-            adjectives=list(adjectives),
-            quals=list(quals),
-            values=list(scope_values),
-            idents=list(idents or []),
-            where=constraints + [(k, "eq", seed_row[k]) for k in chosen],
-            best=self.last_best if superlative is not None else None,
-        )
-        for k in chosen:
-            _say_attribute(ref, k, seed_row[k])
-        if owners:
-            col, o = owners[0]
-            ref.owner = o
-            ref.owner_rel = (
-                "poss" if o.person else ("in" if singular(o.noun) in CONTAINER_NOUNS else "for")
-            )
-            ref.more_owners = [extra for _col, extra in owners[1:]]
-        if not ref.ok:
-            return None
-        return ref
+            return [], None
+        if superlative is not None:
+            return [], superlative
+        chosen = self._telling(table, constraints, cands, seed_row, others, max_attrs)
+        return None if chosen is None else (chosen, None)
 
     def _telling(
         self,
@@ -648,6 +650,29 @@ class Resolver:
             ):
                 return [a, b]
         return None
+
+
+def _owned_constraints(
+    scope: list[tuple[str, str, Any]], owners: list[tuple[str, Ref]]
+) -> list[tuple[str, str, Any]] | None:
+    """A list call's constraints with each owner's rows (None when an owner is not resolved)."""
+    constraints = list(scope)
+    for col, o in owners:
+        if o.ids is None or not o.ok:
+            return None
+        constraints.append((col, "in_set", frozenset(o.ids)))
+    return constraints
+
+
+def _set_owners(ref: Ref, owners: list[tuple[str, Ref]]) -> None:
+    """The row's owners: the first as its owner (``Ana's``, ``in the folder``, ``for``), the rest
+    after it."""
+    if not owners:
+        return
+    o = owners[0][1]
+    ref.owner = o
+    ref.owner_rel = "poss" if o.person else ("in" if singular(o.noun) in CONTAINER_NOUNS else "for")
+    ref.more_owners = [extra for _col, extra in owners[1:]]
 
 
 def _say_attribute(ref: Ref, k: str, v: Any) -> None:

@@ -12,6 +12,8 @@ import ast
 import asyncio
 import contextlib
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,8 @@ from envkernel_kit.checks import process_runner
 from envkernel_serve.catalog import load_catalog
 from envkernel_serve.server import RunnerSandboxes, ServeSettings, start
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "serve.md"
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "serve.md"
 
 
 def block(first_line: str) -> str:
@@ -89,3 +92,56 @@ def test_the_openenv_block(url: str, capsys: pytest.CaptureFixture[str]) -> None
     scope = run_block(src, {})
     assert scope["tools"] and "product" in scope
     assert printed(capsys)
+
+
+VENV = Path(os.environ.get("ENVKERNEL_TRAINERS_VENV", ROOT / ".venv-trainers"))
+
+
+def trainers_python() -> Path:
+    """The trainers venv's python (scripts/install-trainers.sh), or a skip saying why not."""
+    skip = VENV.with_name(VENV.name + ".skip")
+    if skip.exists():
+        pytest.skip(skip.read_text().strip())
+    if not (VENV / ".ready").exists():
+        pytest.skip(f"the trainers venv {VENV} is not installed: bash scripts/install-trainers.sh")
+    return VENV / "bin" / "python"
+
+
+# One GRPO step of a 135M model on a shared 2-core CPU: about a minute, more under load (and the
+# model folder's one-time de-quantization, about 45 s, on a fresh trainers venv).
+@pytest.mark.timeout(900)
+def test_the_trl_block_trains_one_grpo_step(url: str, demo: Path, tmp_path: Path) -> None:
+    python = trainers_python()
+    out = tmp_path / "trl.json"
+    proc = subprocess.Popen(
+        [str(python), str(ROOT / "tests" / "trainers" / "trl_docs.py")],
+        cwd=demo.parent.parent,  # the page's `out/demo`
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        log, _ = proc.communicate(
+            json.dumps([block("from datasets import Dataset"), url, str(out)]) + "\n", timeout=840
+        )
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, log[-4000:]
+    got = json.loads(out.read_text())
+    assert got["global_step"] == 1 and got["template_renders_tools"]
+    (step,) = got["logs"]
+    # one reward column per environment class (the page's `{env_id: class}`), each the server's
+    # check of the rollouts that class played
+    (name,) = {f"rewards/{c}/mean" for c in got["env_classes"]}  # the one prompt's environment
+    rewards = got["env_rewards"]
+    assert len(rewards) >= 2 and all(0.0 <= r <= 1.0 for r in rewards)
+    assert step[name] == pytest.approx(sum(rewards[:2]) / 2)
+    assert step["completions/max_length"] <= got["max_completion_length"]
+    print(
+        f"TRL step: {got['seconds']:.1f} s wall, {got['cpu_seconds']:.1f} s CPU, "
+        f"reward {step[name]}"
+    )

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -127,12 +129,21 @@ def block(page: str, first_line: str) -> str:
     raise AssertionError(f"{page} has no Python block starting {first_line!r}")
 
 
+def module_scope(names: dict[str, Any]) -> dict[str, Any]:
+    """The globals of a new module (in ``sys.modules``: msgspec resolves a Struct's annotations
+    through it), holding ``names``."""
+    module = types.ModuleType(f"docs_block_{len(sys.modules)}")
+    sys.modules[module.__name__] = module
+    module.__dict__.update(names)
+    return module.__dict__
+
+
 def test_chat_md() -> None:
     """The critic of docs/chat.md: its settings are a ChatSettings struct (a shared setting's
     default changed), and the critic is a UsesChat with one client made on first use."""
     from envkernel_kit.chat import ChatSettings, UsesChat
 
-    scope: dict[str, Any] = {}
+    scope = module_scope({})
     exec(compile(block("docs/chat.md", "from typing import ClassVar"), "chat.md", "exec"), scope)
     settings = scope["CriticSettings"]()
     assert isinstance(settings, ChatSettings) and settings.concurrency == 8
@@ -145,7 +156,7 @@ def test_hooks_md_commands() -> None:
     """docs/hooks.md's ``register_commands``: the block's hook adds ``lint`` to a click group."""
     from envkernel.hookspecs import hookimpl
 
-    scope: dict[str, Any] = {"hookimpl": hookimpl}  # imported by the page's block before it
+    scope = module_scope({"hookimpl": hookimpl})  # imported by the page's block before it
     exec(compile(block("docs/hooks.md", "import click"), "hooks.md", "exec"), scope)
     group = click.Group("envkernel")
     scope["register_commands"](group)

@@ -14,6 +14,8 @@ import contextlib
 import json
 import os
 import subprocess
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +57,13 @@ def url(demo: Path) -> Any:
 
 
 def run_block(source: str, names: dict[str, Any]) -> dict[str, Any]:
-    """Execute a block, top-level ``await`` allowed; return its globals."""
+    """Execute a block as a module of its own (msgspec and typing resolve its annotations through
+    ``sys.modules``), top-level ``await`` allowed; return its globals."""
     code = compile(source, str(PAGE), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    scope = dict(names)
+    module = types.ModuleType(f"docs_block_{len(sys.modules)}")
+    sys.modules[module.__name__] = module
+    scope = module.__dict__
+    scope.update({k: v for k, v in names.items() if not k.startswith("__")})
     done = eval(code, scope)
     if asyncio.iscoroutine(done):
         asyncio.run(done)
@@ -145,3 +151,79 @@ def test_the_trl_block_trains_one_grpo_step(url: str, demo: Path, tmp_path: Path
         f"TRL step: {got['seconds']:.1f} s wall, {got['cpu_seconds']:.1f} s CPU, "
         f"reward {step[name]}"
     )
+
+
+def page_block(page: str, first_line: str) -> str:
+    """The Python block of ``docs/PAGE`` that starts with ``first_line``."""
+    for ex in find_examples(ROOT / "docs" / page):
+        if ex.source.lstrip().startswith(first_line):
+            return ex.source
+    raise AssertionError(f"{page} has no Python block starting {first_line!r}")
+
+
+def test_the_mcp_blocks(url: str, demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """serve.md's MCP blocks: a free session's tool call, then a task's session ended by
+    ``submit_answer`` (the task: the run's first, a shop task)."""
+    src = block("from mcp.client.session import ClientSession").replace(
+        "http://127.0.0.1:8000", url
+    )
+    scope = run_block(src, {})
+    assert {t.name for t in scope["tools"]} >= {"create_order", "get_product"}
+    is_error, text = printed(capsys).split(" ", 1)
+    assert is_error == "False" and json.loads(text)["customer_id"] == "cus_0001"
+    task_id = json.loads((demo / "tasks.jsonl").read_text().splitlines()[0])["id"]
+    ends = [
+        ex.source
+        for ex in find_examples(PAGE)
+        if ex.source.startswith("async with (") and '"submit_answer"' in ex.source
+    ]
+    assert len(ends) == 1
+    scope = run_block(ends[0].replace("http://127.0.0.1:8000", url), {"task_id": task_id})
+    assert scope["end"].structured_content["done"] is True
+    assert 0.0 <= float(printed(capsys)) <= 1.0
+
+
+def test_the_events_blocks(
+    envk_factory: Any, envkernel_nats: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """events.md's blocks: the stream of a run (made on this test's nats-server) read by the
+    first, the run's files by the second (``envkernel-out/RUN``: that run's folder), and an event
+    made and decoded by the third."""
+    envk = envk_factory("eventsdocs")
+    run = envk.run("--nats-url", envkernel_nats, run_id="RUN", out="envkernel-out")
+    assert run.proc.returncode == 0, run.proc.stderr[-2000:]
+    argv = sys.argv
+    sys.argv = ["events.py", envkernel_nats]
+    try:
+        run_block(page_block("events.md", "import asyncio"), {})
+    finally:
+        sys.argv = argv
+    scored = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("RUN ")]
+    assert len(scored) == 3, scored  # run, task id, policy, reward of three scored rollouts
+    with contextlib.chdir(envk.cwd):
+        scope = run_block(page_block("events.md", "import msgspec"), {})
+        scope = run_block(page_block("events.md", "from envkernel_schemas import TaskGated"), scope)
+    assert len(scope["tasks"]) == len(run.jsonl("tasks.jsonl"))
+    assert len(scope["rows"]) == len(run.jsonl("rollouts.jsonl")) > 0
+    assert scope["ev"].task == scope["tasks"][0]
+
+
+def test_the_hooks_users_block(demo: Path) -> None:
+    """hooks.md's user: the block's hook registers ``terse``, which says what the task holds back
+    and then nothing."""
+    import msgspec
+
+    from envkernel_schemas import Task
+
+    scope = run_block(page_block("hooks.md", "from envkernel.hookspecs import hookimpl"), {})
+    registered: dict[str, Any] = {}
+    scope["register_users"](lambda name, factory: registered.setdefault(name, factory))
+    user = registered["terse"]()
+    line = (demo / "tasks.jsonl").read_text().splitlines()[0]
+    task = msgspec.structs.replace(
+        msgspec.json.decode(line, type=Task), hidden=["the order is for Ann Lee"]
+    )
+    said = [{"role": "user", "content": task.request}]
+    assert user.reply(task, said, None) == "the order is for Ann Lee"
+    said.append({"role": "user", "content": "the order is for Ann Lee"})
+    assert user.reply(task, said, None) is None

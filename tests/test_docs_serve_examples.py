@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import types
@@ -72,8 +73,12 @@ def run_block(source: str, names: dict[str, Any]) -> dict[str, Any]:
 
 def printed(capsys: pytest.CaptureFixture[str]) -> str:
     """The block's last printed line (the server in this process logs to stdout too)."""
-    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln and "[info" not in ln]
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln and not LOG_LINE.match(ln)]
     return lines[-1] if lines else ""
+
+
+LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[")
+"""A structlog console line (the server's, the sandboxes')."""
 
 
 def test_the_http_block(url: str, demo: Path, capsys: pytest.CaptureFixture[str]) -> None:

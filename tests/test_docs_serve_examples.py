@@ -183,7 +183,9 @@ def test_the_mcp_blocks(url: str, demo: Path, capsys: pytest.CaptureFixture[str]
         if ex.source.startswith("async with (") and '"submit_answer"' in ex.source
     ]
     assert len(ends) == 1
-    scope = run_block(ends[0].replace("http://127.0.0.1:8000", url), {"task_id": task_id})
+    # the page's later blocks use the first one's imports
+    src = ends[0].replace("http://127.0.0.1:8000", url)
+    scope = run_block(src, {**scope, "task_id": task_id})
     assert scope["end"].structured_content["done"] is True
     assert 0.0 <= float(printed(capsys)) <= 1.0
 

@@ -28,5 +28,8 @@ uv run --no-sync ruff format --check --quiet .
 uv run --no-sync ruff check --quiet .
 uv run --no-sync mypy
 # Two worker processes (one per core here), a test file at a time, so module fixtures are shared;
-# ENVKERNEL_TEST_WORKERS=0 runs everything in this process.
-uv run --no-sync pytest -q -n "${ENVKERNEL_TEST_WORKERS:-2}" --dist loadfile "$@"
+# ENVKERNEL_TEST_WORKERS=0 runs everything in this process. The files go longest first, in the
+# order conftest.py gives them (the times of the last run, in .test-times/times.json), not
+# xdist's by number of tests; the run ends with the slowest files' wall and CPU times.
+export ENVKERNEL_TEST_TIMES="${ENVKERNEL_TEST_TIMES:-.test-times}"
+uv run --no-sync pytest -q -n "${ENVKERNEL_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"

@@ -12,6 +12,11 @@ import ast
 import asyncio
 import contextlib
 import json
+import os
+import re
+import subprocess
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +27,8 @@ from envkernel_kit.checks import process_runner
 from envkernel_serve.catalog import load_catalog
 from envkernel_serve.server import RunnerSandboxes, ServeSettings, start
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "serve.md"
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "serve.md"
 
 
 def block(first_line: str) -> str:
@@ -52,9 +58,13 @@ def url(demo: Path) -> Any:
 
 
 def run_block(source: str, names: dict[str, Any]) -> dict[str, Any]:
-    """Execute a block, top-level ``await`` allowed; return its globals."""
+    """Execute a block as a module of its own (msgspec and typing resolve its annotations through
+    ``sys.modules``), top-level ``await`` allowed; return its globals."""
     code = compile(source, str(PAGE), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    scope = dict(names)
+    module = types.ModuleType(f"docs_block_{len(sys.modules)}")
+    sys.modules[module.__name__] = module
+    scope = module.__dict__
+    scope.update({k: v for k, v in names.items() if not k.startswith("__")})
     done = eval(code, scope)
     if asyncio.iscoroutine(done):
         asyncio.run(done)
@@ -63,8 +73,12 @@ def run_block(source: str, names: dict[str, Any]) -> dict[str, Any]:
 
 def printed(capsys: pytest.CaptureFixture[str]) -> str:
     """The block's last printed line (the server in this process logs to stdout too)."""
-    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln and "[info" not in ln]
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln and not LOG_LINE.match(ln)]
     return lines[-1] if lines else ""
+
+
+LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[")
+"""A structlog console line (the server's, the sandboxes')."""
 
 
 def test_the_http_block(url: str, demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -89,3 +103,134 @@ def test_the_openenv_block(url: str, capsys: pytest.CaptureFixture[str]) -> None
     scope = run_block(src, {})
     assert scope["tools"] and "product" in scope
     assert printed(capsys)
+
+
+VENV = Path(os.environ.get("ENVKERNEL_TRAINERS_VENV", ROOT / ".venv-trainers"))
+
+
+def trainers_python() -> Path:
+    """The trainers venv's python (scripts/install-trainers.sh), or a skip saying why not."""
+    skip = VENV.with_name(VENV.name + ".skip")
+    if skip.exists():
+        pytest.skip(skip.read_text().strip())
+    if not (VENV / ".ready").exists():
+        pytest.skip(f"the trainers venv {VENV} is not installed: bash scripts/install-trainers.sh")
+    return VENV / "bin" / "python"
+
+
+# One GRPO step of a 135M model on a shared 2-core CPU: about a minute, more under load (and the
+# model folder's one-time de-quantization, about 45 s, on a fresh trainers venv).
+@pytest.mark.timeout(900)
+def test_the_trl_block_trains_one_grpo_step(url: str, demo: Path, tmp_path: Path) -> None:
+    python = trainers_python()
+    out = tmp_path / "trl.json"
+    proc = subprocess.Popen(
+        [str(python), str(ROOT / "tests" / "trainers" / "trl_docs.py")],
+        cwd=demo.parent.parent,  # the page's `out/demo`
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        log, _ = proc.communicate(
+            json.dumps([block("from datasets import Dataset"), url, str(out)]) + "\n", timeout=840
+        )
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, log[-4000:]
+    got = json.loads(out.read_text())
+    assert got["global_step"] == 1 and got["template_renders_tools"]
+    (step,) = got["logs"]
+    # one reward column per environment class (the page's `{env_id: class}`), each the server's
+    # check of the rollouts that class played
+    (name,) = {f"rewards/{c}/mean" for c in got["env_classes"]}  # the one prompt's environment
+    rewards = got["env_rewards"]
+    assert len(rewards) >= 2 and all(0.0 <= r <= 1.0 for r in rewards)
+    assert step[name] == pytest.approx(sum(rewards[:2]) / 2)
+    assert step["completions/max_length"] <= got["max_completion_length"]
+    print(
+        f"TRL step: {got['seconds']:.1f} s wall, {got['cpu_seconds']:.1f} s CPU, "
+        f"reward {step[name]}"
+    )
+
+
+def page_block(page: str, first_line: str) -> str:
+    """The Python block of ``docs/PAGE`` that starts with ``first_line``."""
+    for ex in find_examples(ROOT / "docs" / page):
+        if ex.source.lstrip().startswith(first_line):
+            return ex.source
+    raise AssertionError(f"{page} has no Python block starting {first_line!r}")
+
+
+def test_the_mcp_blocks(url: str, demo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """serve.md's MCP blocks: a free session's tool call, then a task's session ended by
+    ``submit_answer`` (the task: the run's first, a shop task)."""
+    src = block("from mcp.client.session import ClientSession").replace(
+        "http://127.0.0.1:8000", url
+    )
+    scope = run_block(src, {})
+    assert {t.name for t in scope["tools"]} >= {"create_order", "get_product"}
+    is_error, text = printed(capsys).split(" ", 1)
+    assert is_error == "False" and json.loads(text)["customer_id"] == "cus_0001"
+    task_id = json.loads((demo / "tasks.jsonl").read_text().splitlines()[0])["id"]
+    ends = [
+        ex.source
+        for ex in find_examples(PAGE)
+        if ex.source.startswith("async with (") and '"submit_answer"' in ex.source
+    ]
+    assert len(ends) == 1
+    # the page's later blocks use the first one's imports
+    src = ends[0].replace("http://127.0.0.1:8000", url)
+    scope = run_block(src, {**scope, "task_id": task_id})
+    assert scope["end"].structured_content["done"] is True
+    assert 0.0 <= float(printed(capsys)) <= 1.0
+
+
+def test_the_events_blocks(
+    envk_factory: Any, envkernel_nats: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """events.md's blocks: the stream of a run (made on this test's nats-server) read by the
+    first, the run's files by the second (``envkernel-out/RUN``: that run's folder), and an event
+    made and decoded by the third."""
+    envk = envk_factory("eventsdocs")
+    run = envk.run("--nats-url", envkernel_nats, run_id="RUN", out="envkernel-out")
+    assert run.proc.returncode == 0, run.proc.stderr[-2000:]
+    argv = sys.argv
+    sys.argv = ["events.py", envkernel_nats]
+    try:
+        run_block(page_block("events.md", "import asyncio"), {})
+    finally:
+        sys.argv = argv
+    scored = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("RUN ")]
+    assert len(scored) == 3, scored  # run, task id, policy, reward of three scored rollouts
+    with contextlib.chdir(envk.cwd):
+        scope = run_block(page_block("events.md", "import msgspec"), {})
+        scope = run_block(page_block("events.md", "from envkernel_schemas import TaskGated"), scope)
+    assert len(scope["tasks"]) == len(run.jsonl("tasks.jsonl"))
+    assert len(scope["rows"]) == len(run.jsonl("rollouts.jsonl")) > 0
+    assert scope["ev"].task == scope["tasks"][0]
+
+
+def test_the_hooks_users_block(demo: Path) -> None:
+    """hooks.md's user: the block's hook registers ``terse``, which says what the task holds back
+    and then nothing."""
+    import msgspec
+
+    from envkernel_schemas import Task
+
+    scope = run_block(page_block("hooks.md", "from envkernel.hookspecs import hookimpl"), {})
+    registered: dict[str, Any] = {}
+    scope["register_users"](lambda name, factory: registered.setdefault(name, factory))
+    user = registered["terse"]()
+    line = (demo / "tasks.jsonl").read_text().splitlines()[0]
+    task = msgspec.structs.replace(
+        msgspec.json.decode(line, type=Task), hidden=["the order is for Ann Lee"]
+    )
+    said = [{"role": "user", "content": task.request}]
+    assert user.reply(task, said, None) == "the order is for Ann Lee"
+    said.append({"role": "user", "content": "the order is for Ann Lee"})
+    assert user.reply(task, said, None) is None

@@ -29,9 +29,10 @@ import asyncio
 import collections
 import json
 import re
+import socket
 import threading
+import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ from envkernel_schemas import EnvSpec
 from .infer import snake, success_codes
 from .seedschema import conform, from_schema
 
-__all__ = ["SESSION_HEADER", "HttpFace", "Route", "serve", "spec_path"]
+__all__ = ["SESSION_HEADER", "HttpFace", "Route", "Served", "app", "serve", "spec_path"]
 
 log = structlog.get_logger("envkernel.httpface")
 
@@ -319,38 +320,49 @@ class HttpFace:
     ) -> dict[str, Any]:
         """The tool's arguments from the path, the query and the body (by the synthesizer's names);
         a form body's strings (``form``: each key's values) are coerced to the declared types, as
-        query values are."""
+        query values are. The path wins over the query, the query over the body."""
         props = (self.params.get(route.tool) or {}).get("properties") or {}
-        args: dict[str, Any] = {}
-        for arg, v in path_values.items():
-            if arg in props:
-                args[arg] = _coerce(v, props[arg])
+        args = {a: _coerce(v, props[a]) for a, v in path_values.items() if a in props}
+        for arg, v in self._from_query(route, props, query).items():
+            args.setdefault(arg, v)
+        for arg, v in _from_body(props, body, form).items():
+            args.setdefault(arg, v)
+        if form:
+            args.update(self._form_arrays(route, props, args))
+        return args
+
+    @staticmethod
+    def _from_query(
+        route: Route, props: dict[str, Any], query: dict[str, list[str]]
+    ) -> dict[str, Any]:
+        """The query's values the tool takes, coerced; when the operation documents no answer to
+        bad input, a value the argument's schema refuses is left out (an unusable filter is
+        ignored, not refused)."""
         strict = route.documents_invalid()
+        out: dict[str, Any] = {}
         for k, vs in query.items():
             arg = snake(k.removesuffix("[]"))
-            if arg in props and arg not in args:
-                v = _coerce(vs, props[arg])
-                if not strict and check(props[arg], v, arg):
-                    # the spec allows it and documents no 400: an unusable filter is ignored, not
-                    # refused
-                    continue
-                args[arg] = v
-        if isinstance(body, dict):
-            for k, v in body.items():
-                arg = snake(k.removesuffix("[]") if form else k)
-                if arg in props and arg not in args:
-                    args[arg] = _coerce(v, props[arg]) if form else v
-        if form:  # a form cannot carry an empty list: a required array it leaves out is one
-            required = (self.params.get(route.tool) or {}).get("required") or []
-            for arg in required:
-                if (
-                    arg not in args
-                    and arg in props
-                    and schema_type(props[arg]) == "array"
-                    and not props[arg].get("minItems")
-                ):
-                    args[arg] = []
-        return args
+            if arg not in props or arg in out:
+                continue
+            v = _coerce(vs, props[arg])
+            if strict or not check(props[arg], v, arg):
+                out[arg] = v
+        return out
+
+    def _form_arrays(
+        self, route: Route, props: dict[str, Any], args: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A form cannot carry an empty list: each required array (with no ``minItems``) that it
+        leaves out is one."""
+        required = (self.params.get(route.tool) or {}).get("required") or []
+        return {
+            arg: []
+            for arg in required
+            if arg not in args
+            and arg in props
+            and schema_type(props[arg]) == "array"
+            and not props[arg].get("minItems")
+        }
 
     def to_spec(self, value: Any, schema: dict[str, Any] | None, depth: int = 0) -> Any:
         """``value`` with its keys renamed to the spec's property names (``created_at`` ->
@@ -379,82 +391,72 @@ class HttpFace:
     async def handle(
         self, method: str, target: str, headers: dict[str, str], body: bytes
     ) -> tuple[int, dict[str, str], bytes]:
-        """Answer one request: (status, headers, body)."""
+        """Answer one request (``target``: the raw path and query; ``headers``: lower-case
+        names): (status, headers, body)."""
         url = urllib.parse.urlsplit(target)
         sid = headers.get(SESSION_HEADER.lower()) or _cookie(headers.get("cookie", "")) or "default"
         out_headers = {SESSION_HEADER: sid}
         if url.path == "/_envkernel/openapi.json" and method == "GET":
             return 200, out_headers, _json(self.spec)
-        lock = self.locks.setdefault(sid, asyncio.Lock())
-        async with lock:
+        async with self.locks.setdefault(sid, asyncio.Lock()):
             if url.path == "/_envkernel/reset" and method == "POST":
-                sb = self.sessions.pop(sid, None)
-                if sb is not None:
-                    await sb.close()
+                await self.reset(sid)
                 return 204, out_headers, b""
             route, values, known = self.match(method, url.path)
             if route is None:
-                status = 405 if known else 404
+                return (405 if known else 404), out_headers, _no_route(method, url.path, known)
+            try:
+                parsed, form = _parse_body(body, headers.get("content-type", ""))
+            except ValueError:
+                status = route.error_status("invalid")
+                message = "the body is not valid JSON"
                 return (
                     status,
                     out_headers,
-                    _json(
-                        {
-                            "error": {
-                                "code": "method_not_allowed" if known else "not_found",
-                                "message": f"no route {method} {url.path}",
-                            }
-                        }
-                    ),
+                    _json(route.error_body(status, "invalid", message, self.rng)),
                 )
-            parsed: Any = None
-            form = False
-            if body:
-                ctype = headers.get("content-type", "")
-                try:
-                    form = "form" in ctype
-                    parsed = (
-                        urllib.parse.parse_qs(body.decode(), keep_blank_values=True)
-                        if form
-                        else json.loads(body)
-                    )
-                except (ValueError, UnicodeDecodeError):
-                    return (
-                        route.error_status("invalid"),
-                        out_headers,
-                        _json(
-                            route.error_body(
-                                route.error_status("invalid"),
-                                "invalid",
-                                "the body is not valid JSON",
-                                self.rng,
-                            )
-                        ),
-                    )
             query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
-            args = self.arguments(route, values, query, parsed, form)
-            sb = await self.session(sid)
-            result = await sb.call(route.tool, args)
-            err = getattr(result, "error", None)
-            if (
-                not result.ok
-                and err is not None
-                and err.code in ("invalid", "invalid_arguments")
-                and query
-                and not route.documents_invalid()
-            ):
-                # the operation documents no answer to bad input: query values the tool refuses (a
-                # cursor it never
-                # issued) are ignored, as the unusable ones already were
-                result = await sb.call(route.tool, self.arguments(route, values, {}, parsed, form))
+            result = await self.call(sid, route, values, query, (parsed, form))
+        status, payload = self.answer(route, result)
+        return status, out_headers, payload
+
+    async def reset(self, sid: str) -> None:
+        """Put session ``sid`` back at the seed (its sandbox is closed; the next use opens one)."""
+        sb = self.sessions.pop(sid, None)
+        if sb is not None:
+            await sb.close()
+
+    async def call(
+        self,
+        sid: str,
+        route: Route,
+        values: dict[str, str],
+        query: dict[str, list[str]],
+        body: tuple[Any, bool],
+    ) -> Any:
+        """Call the route's tool in the session's sandbox. When the operation documents no answer
+        to bad input, a call the tool refuses as invalid is made again without the query (values
+        the tool refuses, such as a cursor it never issued, are ignored as the unusable ones
+        already were)."""
+        sb = await self.session(sid)
+        result = await sb.call(route.tool, self.arguments(route, values, query, *body))
+        err = getattr(result, "error", None)
+        if (
+            not result.ok
+            and err is not None
+            and err.code in ("invalid", "invalid_arguments")
+            and query
+            and not route.documents_invalid()
+        ):
+            result = await sb.call(route.tool, self.arguments(route, values, {}, *body))
+        return result
+
+    def answer(self, route: Route, result: Any) -> tuple[int, bytes]:
+        """(status, body) for a tool's result: the documented success, or the documented error."""
         if getattr(result, "ok", False):
             if route.success == 204:
-                return 204, out_headers, b""
-            return (
-                route.success,
-                out_headers,
-                _json(self.to_spec(result.value, route.success_schema)),
-            )
+                return 204, b""
+            return route.success, _json(self.to_spec(result.value, route.success_schema))
         code = result.error.code if result.error else "invalid"
         message = result.error.message if result.error else "the tool failed"
         status = route.error_status(code)
@@ -466,7 +468,42 @@ class HttpFace:
             status=status,
             message=message[:200],
         )
-        return status, out_headers, _json(route.error_body(status, code, message, self.rng))
+        return status, _json(route.error_body(status, code, message, self.rng))
+
+    async def shutdown(self) -> None:
+        """Close every session's sandbox, then the runner (when it has ``aclose``)."""
+        await self.close()
+        aclose = getattr(self.runner, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _from_body(props: dict[str, Any], body: Any, form: bool) -> dict[str, Any]:
+    """The body's fields the tool takes (a form's values coerced; ``key[]`` is ``key``)."""
+    if not isinstance(body, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for k, v in body.items():
+        arg = snake(k.removesuffix("[]") if form else k)
+        if arg in props and arg not in out:
+            out[arg] = _coerce(v, props[arg]) if form else v
+    return out
+
+
+def _parse_body(body: bytes, content_type: str) -> tuple[Any, bool]:
+    """(parsed body, is a form): form-encoded or JSON; ``None`` for no body. ``ValueError`` (or
+    its ``UnicodeDecodeError``) when it does not parse."""
+    if not body:
+        return None, False
+    if "form" in content_type:
+        return urllib.parse.parse_qs(body.decode(), keep_blank_values=True), True
+    return json.loads(body), False
+
+
+def _no_route(method: str, path: str, known: bool) -> bytes:
+    """The body of a 404 (no such path) or 405 (the path, under another method)."""
+    code = "method_not_allowed" if known else "not_found"
+    return _json({"error": {"code": code, "message": f"no route {method} {path}"}})
 
 
 def _cookie(header: str) -> str:
@@ -490,80 +527,102 @@ def load_spec(path: Path | None) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def serve(
-    face: HttpFace, host: str = "127.0.0.1", port: int = 0
-) -> tuple[ThreadingHTTPServer, asyncio.AbstractEventLoop, threading.Thread]:
-    """Start serving ``face`` on ``host:port`` in background threads; (server, loop, loop thread).
+_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+REQUEST_TIMEOUT = 60.0
+"""Seconds a request may take (its sandbox call included) before it is answered 503."""
 
-    ``server.server_address`` is the bound address (``port=0`` picks a free port). Stop it with
-    :func:`stop`.
-    """
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="httpface-loop", daemon=True)
-    thread.start()
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+def app(face: HttpFace) -> Any:
+    """The Starlette app of ``face``: every path and method goes to :meth:`HttpFace.handle`; its
+    lifespan's end closes the sessions' sandboxes and the runner."""
+    import contextlib
 
-        def _any(self) -> None:
-            n = int(self.headers.get("content-length") or 0)
-            body = self.rfile.read(n) if n > 0 else b""
-            hdrs = {k.lower(): v for k, v in self.headers.items()}
-            fut = asyncio.run_coroutine_threadsafe(
-                face.handle(self.command, self.path, hdrs, body), loop
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route as StarletteRoute
+
+    async def endpoint(request: Request) -> Response:
+        raw = request.scope.get("raw_path") or request.url.path.encode()
+        query = request.scope.get("query_string") or b""
+        target = raw.decode("latin-1") + ("?" + query.decode("latin-1") if query else "")
+        try:
+            status, headers, payload = await asyncio.wait_for(
+                face.handle(request.method, target, dict(request.headers), await request.body()),
+                REQUEST_TIMEOUT,
             )
-            try:
-                status, out_headers, payload = fut.result(timeout=60)
-            except Exception as exc:
-                log.error("request failed", error=f"{type(exc).__name__}: {exc}")
-                status, out_headers, payload = (
-                    503,
-                    {},
-                    _json(
-                        {
-                            "error": {
-                                "code": "sandbox_error",
-                                "message": f"{type(exc).__name__}: {exc}",
-                            }
-                        }
-                    ),
-                )
-            self.send_response(status)
-            for k, v in out_headers.items():
-                self.send_header(k, v)
-            if payload:
-                self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            if payload and self.command != "HEAD":
-                self.wfile.write(payload)
+        except Exception as exc:
+            log.error("request failed", error=f"{type(exc).__name__}: {exc}")
+            message = f"{type(exc).__name__}: {exc}"
+            status, headers = 503, {}
+            payload = _json({"error": {"code": "sandbox_error", "message": message}})
+        media = "application/json" if payload else None
+        return Response(payload, status, headers=headers, media_type=media)
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _any
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Any) -> Any:
+        try:
+            yield
+        finally:
+            await face.shutdown()
 
-        def log_message(self, format: str, *args: Any) -> None:
-            """Quiet: one log line per tool error is written by :meth:`HttpFace.handle`."""
-
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="httpface-server", daemon=True).start()
-    return server, loop, thread
+    routes = [StarletteRoute("/{path:path}", endpoint, methods=_METHODS)]
+    return Starlette(routes=routes, lifespan=lifespan)
 
 
-def stop(
-    face: HttpFace,
-    server: ThreadingHTTPServer,
-    loop: asyncio.AbstractEventLoop,
-    thread: threading.Thread,
-) -> None:
-    """Stop the server, close every session's sandbox and the runner, and end the loop."""
-    server.shutdown()
-    server.server_close()
-    asyncio.run_coroutine_threadsafe(face.close(), loop).result(timeout=30)
-    aclose = getattr(face.runner, "aclose", None)
-    if aclose is not None:
-        asyncio.run_coroutine_threadsafe(aclose(), loop).result(timeout=30)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(timeout=10)
+def _server(face: HttpFace) -> Any:
+    """A uvicorn server (not started) for ``face``'s app, quiet but for warnings."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app(face), log_level="warning", lifespan="on", timeout_graceful_shutdown=5
+    )
+    return uvicorn.Server(config)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: a free one)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    return sock
+
+
+class Served:
+    """A face served by uvicorn in a background thread (from :func:`serve`)."""
+
+    def __init__(self, server: Any, thread: threading.Thread, host: str, port: int) -> None:
+        self.server = server
+        self.thread = thread
+        self.server_address = (host, port)
+
+    @property
+    def url(self) -> str:
+        """``http://HOST:PORT``."""
+        return f"http://{self.server_address[0]}:{self.server_address[1]}"
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop serving; every session's sandbox and the runner are closed."""
+        self.server.should_exit = True
+        self.thread.join(timeout)
+
+
+def serve(face: HttpFace, host: str = "127.0.0.1", port: int = 0, timeout: float = 60.0) -> Served:
+    """Serve ``face`` on ``host:port`` (``port=0``: a free one) in a background thread, once it
+    answers; stop it with ``.stop()``."""
+    sock = bind(host, port)
+    server = _server(face)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="httpface", daemon=True
+    )
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise RuntimeError("the HTTP face did not start (see the log)")
+        time.sleep(0.02)
+    return Served(server, thread, host, sock.getsockname()[1])
 
 
 def _address(value: str) -> tuple[str, int]:
@@ -573,121 +632,137 @@ def _address(value: str) -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
+def _options() -> list[Any]:
+    """The options of ``env serve``, top to bottom."""
+    import click
+
+    return [
+        click.argument("env_dir", type=click.Path(file_okay=False)),
+        click.option(
+            "--http",
+            "address",
+            default="127.0.0.1:8080",
+            show_default=True,
+            is_flag=False,
+            flag_value="127.0.0.1:8080",
+            metavar="[ADDR:]PORT",
+            help="Serve the environment as the REST API its spec describes, on this address.",
+        ),
+        click.option(
+            "--spec",
+            "spec_file",
+            type=click.Path(dir_okay=False, exists=True),
+            default=None,
+            help="The OpenAPI document (default: the one named in env.json's provenance).",
+        ),
+        click.option(
+            "--sandbox",
+            "runner",
+            default="process",
+            show_default=True,
+            help="Sandbox runner component.",
+        ),
+        click.option(
+            "--seed",
+            type=int,
+            default=0,
+            show_default=True,
+            help="Seed of each session's initial state.",
+        ),
+        click.option(
+            "--max-sessions",
+            type=int,
+            default=16,
+            show_default=True,
+            help="Sandboxes kept open (one per session).",
+        ),
+        click.option(
+            "--config",
+            "config_file",
+            type=click.Path(dir_okay=False),
+            default=None,
+            help="TOML config file; its [RUNNER] table configures the runner.",
+        ),
+        click.option(
+            "--set",
+            "sets",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Set one runner setting (repeatable).",
+        ),
+    ]
+
+
+def _face(
+    env_dir: str,
+    spec_file: str | None,
+    runner: str,
+    seed: int,
+    max_sessions: int,
+    config_file: str | None,
+    sets: tuple[str, ...],
+) -> HttpFace:
+    """The face of the env folder, with its spec and a sandbox runner (``UsageError`` for what
+    the user gave wrong)."""
+    from envkernel.envcmd import runner_component
+    from envkernel.errors import UsageError
+    from envkernel_runtime.envdir import EnvDirError, load_env_dir
+
+    from . import check_spec_file
+
+    try:
+        env = load_env_dir(env_dir)
+    except EnvDirError as exc:
+        raise UsageError(str(exc)) from None
+    path = Path(spec_file) if spec_file else spec_path(env)
+    if path is None:
+        raise UsageError(
+            f"{env_dir}: env.json names no spec file that exists "
+            f"({env.provenance.source if env.provenance else ''!r}); give --spec"
+        )
+    problem = check_spec_file(path)
+    if problem:
+        raise UsageError(f"--spec: {problem}")
+    component, settings = runner_component(runner, config_file, sets)
+    made = (
+        component.factory(settings) if component.settings_type is not None else component.factory()
+    )
+    try:
+        return HttpFace(env, made, seed=seed, spec=load_spec(path), max_sessions=max_sessions)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def serve_command() -> Any:
     """The click command ``envkernel env serve`` (built on first use: click is the kernel's)."""
     import signal
 
     import click
 
-    from envkernel.envcmd import runner_component
     from envkernel.errors import UsageError
-    from envkernel_runtime.envdir import EnvDirError, load_env_dir
 
-    @click.command("serve")
-    @click.argument("env_dir", type=click.Path(file_okay=False))
-    @click.option(
-        "--http",
-        "address",
-        default="127.0.0.1:8080",
-        show_default=True,
-        is_flag=False,
-        flag_value="127.0.0.1:8080",
-        metavar="[ADDR:]PORT",
-        help="Serve the environment as the REST API its spec describes, on this address.",
-    )
-    @click.option(
-        "--spec",
-        "spec_file",
-        type=click.Path(dir_okay=False, exists=True),
-        default=None,
-        help="The OpenAPI document (default: the one named in env.json's provenance).",
-    )
-    @click.option(
-        "--sandbox",
-        "runner",
-        default="process",
-        show_default=True,
-        help="Sandbox runner component.",
-    )
-    @click.option(
-        "--seed",
-        type=int,
-        default=0,
-        show_default=True,
-        help="Seed of each session's initial state.",
-    )
-    @click.option(
-        "--max-sessions",
-        type=int,
-        default=16,
-        show_default=True,
-        help="Sandboxes kept open (one per session).",
-    )
-    @click.option(
-        "--config",
-        "config_file",
-        type=click.Path(dir_okay=False),
-        default=None,
-        help="TOML config file; its [RUNNER] table configures the runner.",
-    )
-    @click.option(
-        "--set",
-        "sets",
-        multiple=True,
-        metavar="KEY=VALUE",
-        help="Set one runner setting (repeatable).",
-    )
-    def serve_cmd(
-        env_dir: str,
-        address: str,
-        spec_file: str | None,
-        runner: str,
-        seed: int,
-        max_sessions: int,
-        config_file: str | None,
-        sets: tuple[str, ...],
-    ) -> None:
+    def serve_cmd(address: str, runner: str, **given: Any) -> None:
         """Serve the environment in ENV_DIR over HTTP, one sandbox per session (X-Envkernel-Session
         header)."""
         try:
-            env = load_env_dir(env_dir)
             host, port = _address(address if ":" in address else f":{address}")
-        except (EnvDirError, ValueError) as exc:
-            raise UsageError(str(exc)) from None
-        path = Path(spec_file) if spec_file else spec_path(env)
-        if path is None:
-            raise UsageError(
-                f"{env_dir}: env.json names no spec file that exists "
-                f"({env.provenance.source if env.provenance else ''!r}); give --spec"
-            )
-        from . import check_spec_file
-
-        problem = check_spec_file(path)
-        if problem:
-            raise UsageError(f"--spec: {problem}")
-        component, settings = runner_component(runner, config_file, sets)
-        sandbox_runner = (
-            component.factory(settings)
-            if component.settings_type is not None
-            else component.factory()
-        )
-        try:
-            face = HttpFace(
-                env, sandbox_runner, seed=seed, spec=load_spec(path), max_sessions=max_sessions
-            )
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        server, loop, thread = serve(face, host, port)
-        bound = server.server_address
+        face = _face(runner=runner, **given)
+        try:
+            sock = bind(host, port)
+        except OSError as exc:
+            raise UsageError(f"cannot listen on {host}:{port}: {exc}") from None
         click.echo(
-            f"serving {env.id} ({len(face.routes)} routes) at http://{bound[0]}:{bound[1]} "
-            f"from {runner!r} sandboxes; session header {SESSION_HEADER}; Ctrl-C stops",
+            f"serving {face.env.id} ({len(face.routes)} routes) at "
+            f"http://{host}:{sock.getsockname()[1]} from {runner!r} sandboxes; session header "
+            f"{SESSION_HEADER}; Ctrl-C stops",
             err=True,
         )
-        done = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: done.set())
-        done.wait()
-        stop(face, server, loop, thread)
+        for sig in (signal.SIGINT, signal.SIGTERM):  # uvicorn stops on these, then re-raises them
+            signal.signal(sig, lambda *_: None)  # so that the exit is 0, not a kill
+        _server(face).run(sockets=[sock])
 
-    return serve_cmd
+    for option in reversed(_options()):
+        serve_cmd = option(serve_cmd)
+    return click.command("serve")(serve_cmd)

@@ -38,8 +38,8 @@ def _opt(*decls: str, **kwargs: Any) -> tuple[tuple[str, ...], dict[str, Any]]:
 
 REUSE_HELP = (
     "Restore a used sandbox for the next session instead of giving each session one no "
-    "session used (a restore does not bring back what env code keeps in its module; for "
-    "one client's sessions only)."
+    "session used (a restore brings back the database, the working folder and env code's "
+    "module state, not a thread or process env code started; for one client's sessions only)."
 )
 
 

@@ -694,6 +694,7 @@ class _Pages:
                     "reused": core.pool.reused,
                     "idle": core.pool.idle,
                 },
+                "tool_calls_by_path": dict(sorted(core.call_paths.items())),
             }
         )
 

@@ -101,6 +101,14 @@ class Context:
         self._env_locks: dict[str, asyncio.Lock] = {}
         self._pool = pool
 
+    def at_iteration(self, iteration: int) -> Context:
+        """A shallow copy for one event of ``iteration`` (what ``copy.copy`` gives, at a tenth of
+        its cost: it ran once per routed event)."""
+        ctx = object.__new__(type(self))
+        ctx.__dict__.update(self.__dict__)
+        ctx.iteration = iteration
+        return ctx
+
     def rng(self, *keys: object) -> random.Random:
         """A random generator determined by the run seed, this component and ``keys``."""
         return random.Random(f"{self.seed}/{self.component}/" + "/".join(map(str, keys)))

@@ -277,7 +277,7 @@ class PodmanSession(ExecutorSession):
         self._box = box
         self._generation += 1
         try:
-            await self._load_and_replay()
+            await self._reload_and_rerun_log()
         except BaseException as exc:
             # an environment that fails to load leaves a healthy container: recycle it
             failed_load = isinstance(exc, SandboxError) and exc.code == "load_failed"

@@ -225,7 +225,7 @@ async def test_workspace_task_is_graded_by_its_check_over_openenv(
         assert trainer.state(reasons=True)["reasons"]
     # the check ran in a sandbox of the environment with its reward-side tools, never in this
     # process
-    assert f"{ws_task.env_id}--check" in server.core.pool._idle
+    assert f"{ws_task.env_id}--check" in server.core.pool.idle_envs()
 
 
 async def test_workspace_task_is_graded_by_its_check_over_mcp(server: Any, ws_task: Task) -> None:

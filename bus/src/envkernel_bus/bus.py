@@ -33,6 +33,27 @@ CLAIM_HEADER = "Envk-Claim"
 """Deliveries JetStream makes of one event to the bus's durable consumers."""
 
 
+async def _settle(futures: list[asyncio.Future[Any]], timeout: float) -> list[Any]:
+    """Each future's result or exception (a ``TimeoutError`` for one not done within
+    ``timeout``, which is cancelled), as ``gather(wait_for(f, timeout)...,
+    return_exceptions=True)`` gives, without a task per future (that was ~10 % of routing)."""
+    if not futures:
+        return []
+    _done, late = await asyncio.wait(futures, timeout=timeout)
+    for f in late:
+        f.cancel()
+    out: list[Any] = []
+    for f in futures:
+        if f in late:
+            out.append(TimeoutError())
+        elif f.cancelled():
+            out.append(asyncio.CancelledError())
+        else:
+            exc = f.exception()
+            out.append(exc if exc is not None else f.result())
+    return out
+
+
 class BusError(RuntimeError):
     """The bus could not be reached or set up."""
 
@@ -467,10 +488,7 @@ class Bus:
         while pending:
             if self.lost:
                 raise BusError(f"{len(pending)} publishes not acknowledged: {self.lost}")
-            results = await asyncio.gather(
-                *(asyncio.wait_for(f, self.ack_timeout) for f, *_ in pending),
-                return_exceptions=True,
-            )
+            results = await _settle([f for f, *_ in pending], self.ack_timeout)
             failed = []
             for (_, subject, data, msg_id), r in zip(pending, results, strict=True):
                 if isinstance(r, asyncio.CancelledError):

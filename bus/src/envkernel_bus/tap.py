@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import DeliverPolicy
@@ -56,72 +57,118 @@ def _short(text: str, n: int = 70) -> str:
 
 def describe(ev: Event) -> str:
     """What an event says, in a few words."""
-    match ev:
-        case EnvRequested():
-            return f"{ev.source_kind}:{ev.source} #{ev.index} seed={ev.seed}"
-        case EnvSynthesized() | EnvVerified():
-            extra = (
-                f" kept={len(ev.env.report.tools_kept)} dropped={len(ev.env.report.tools_dropped)}"
-                if ev.env.report
-                else ""
-            )
-            return f"{ev.env.id} ({len(ev.env.tools)} tools){extra}"
-        case EnvRejected():
-            return f"{ev.env_id}: {ev.reason}"
-        case TaskProposed() | TaskGated():
-            return f"{ev.task.id[:10]} {ev.task.signature} “{_short(ev.task.request, 60)}”"
-        case TaskRejected():
-            return f"{ev.task.id[:10]} {ev.reason}: {_short(ev.detail, 60)}"
-        case RolloutRequested():
-            upd = f" update={ev.update.rsplit('/', 2)[-2]}" if ev.update else ""
-            return (
-                f"{ev.task.id[:10]} policy={ev.policy} #{ev.index}/{ev.group_size} {ev.purpose} "
-                f"it={ev.iteration}{upd}"
-            )
-        case RolloutStep():
-            role = ev.message.get("role", "?")
-            body = ev.message.get("content") or str(ev.message.get("tool_calls", ""))
-            return (
-                f"{ev.task_id[:10]} {ev.policy} #{ev.index} turn {ev.turn} {role}: "
-                f"{_short(str(body), 60)}"
-            )
-        case RolloutFinished():
-            t = ev.trajectory
-            return (
-                f"{ev.task.id[:10]} {t.policy} #{t.index} calls={len(t.calls)} end={t.termination}"
-            )
-        case RolloutScored():
-            r = ev.reward
-            return (
-                f"{ev.task.id[:10]} {ev.trajectory.policy} #{ev.trajectory.index} "
-                f"score={r.score:.3f} trace={r.trace:.2f} outcome={r.outcome:.2f} {ev.purpose}"
-            )
-        case GroupScored():
-            scores = ",".join(f"{s.reward.score:.2f}" for s in ev.rollouts)
-            return f"{ev.task.id[:10]} [{scores}] failed={ev.failed}"
-        case IterationEnded():
-            mean = "-" if ev.mean_reward is None else f"{ev.mean_reward:.3f}"
-            return (
-                f"iteration {ev.iteration}: {ev.groups} groups, mean reward "
-                f"{mean}{' (last)' if ev.last else ''}"
-            )
-        case PolicyUpdated():
-            shown = {k: round(v, 4) for k, v in list(ev.metrics.items())[:6]}
-            return f"iteration {ev.iteration}: {ev.trainer} -> {ev.policy} {ev.ref} {shown}"
-        case PluginFailed():
-            return (
-                f"{ev.plugin} ({ev.role}) on {ev.event_kind}: {ev.error_type}: "
-                f"{_short(ev.message, 80)}"
-            )
-        case Handled():
-            return f"{ev.handler} handled {len(ev.events)} (children {sum(ev.children)})"
-        case RunFinished():
-            s = ev.summary
-            return (
-                f"tasks={s.get('tasks')} rollouts={s.get('rollouts')} "
-                f"mean_reward={s.get('mean_reward')} failures={s.get('failures')}"
-            )
+    for cls in type(ev).__mro__:
+        say = _DESCRIBE.get(cls)
+        if say is not None:
+            return say(ev)
     return ""
+
+
+def _env_requested(ev: EnvRequested) -> str:
+    return f"{ev.source_kind}:{ev.source} #{ev.index} seed={ev.seed}"
+
+
+def _env(ev: EnvSynthesized | EnvVerified) -> str:
+    report = ev.env.report
+    extra = f" kept={len(report.tools_kept)} dropped={len(report.tools_dropped)}" if report else ""
+    return f"{ev.env.id} ({len(ev.env.tools)} tools){extra}"
+
+
+def _env_rejected(ev: EnvRejected) -> str:
+    return f"{ev.env_id}: {ev.reason}"
+
+
+def _task(ev: TaskProposed | TaskGated) -> str:
+    return f"{ev.task.id[:10]} {ev.task.signature} “{_short(ev.task.request, 60)}”"
+
+
+def _task_rejected(ev: TaskRejected) -> str:
+    return f"{ev.task.id[:10]} {ev.reason}: {_short(ev.detail, 60)}"
+
+
+def _rollout_requested(ev: RolloutRequested) -> str:
+    upd = f" update={ev.update.rsplit('/', 2)[-2]}" if ev.update else ""
+    return (
+        f"{ev.task.id[:10]} policy={ev.policy} #{ev.index}/{ev.group_size} {ev.purpose} "
+        f"it={ev.iteration}{upd}"
+    )
+
+
+def _rollout_step(ev: RolloutStep) -> str:
+    role = ev.message.get("role", "?")
+    body = ev.message.get("content") or str(ev.message.get("tool_calls", ""))
+    return (
+        f"{ev.task_id[:10]} {ev.policy} #{ev.index} turn {ev.turn} {role}: {_short(str(body), 60)}"
+    )
+
+
+def _rollout_finished(ev: RolloutFinished) -> str:
+    t = ev.trajectory
+    return f"{ev.task.id[:10]} {t.policy} #{t.index} calls={len(t.calls)} end={t.termination}"
+
+
+def _rollout_scored(ev: RolloutScored) -> str:
+    r = ev.reward
+    return (
+        f"{ev.task.id[:10]} {ev.trajectory.policy} #{ev.trajectory.index} "
+        f"score={r.score:.3f} trace={r.trace:.2f} outcome={r.outcome:.2f} {ev.purpose}"
+    )
+
+
+def _group_scored(ev: GroupScored) -> str:
+    scores = ",".join(f"{s.reward.score:.2f}" for s in ev.rollouts)
+    return f"{ev.task.id[:10]} [{scores}] failed={ev.failed}"
+
+
+def _iteration_ended(ev: IterationEnded) -> str:
+    mean = "-" if ev.mean_reward is None else f"{ev.mean_reward:.3f}"
+    return (
+        f"iteration {ev.iteration}: {ev.groups} groups, mean reward "
+        f"{mean}{' (last)' if ev.last else ''}"
+    )
+
+
+def _policy_updated(ev: PolicyUpdated) -> str:
+    shown = {k: round(v, 4) for k, v in list(ev.metrics.items())[:6]}
+    return f"iteration {ev.iteration}: {ev.trainer} -> {ev.policy} {ev.ref} {shown}"
+
+
+def _plugin_failed(ev: PluginFailed) -> str:
+    return f"{ev.plugin} ({ev.role}) on {ev.event_kind}: {ev.error_type}: {_short(ev.message, 80)}"
+
+
+def _handled(ev: Handled) -> str:
+    return f"{ev.handler} handled {len(ev.events)} (children {sum(ev.children)})"
+
+
+def _run_finished(ev: RunFinished) -> str:
+    s = ev.summary
+    return (
+        f"tasks={s.get('tasks')} rollouts={s.get('rollouts')} "
+        f"mean_reward={s.get('mean_reward')} failures={s.get('failures')}"
+    )
+
+
+_DESCRIBE: dict[type, Callable[[Any], str]] = {
+    EnvRequested: _env_requested,
+    EnvSynthesized: _env,
+    EnvVerified: _env,
+    EnvRejected: _env_rejected,
+    TaskProposed: _task,
+    TaskGated: _task,
+    TaskRejected: _task_rejected,
+    RolloutRequested: _rollout_requested,
+    RolloutStep: _rollout_step,
+    RolloutFinished: _rollout_finished,
+    RolloutScored: _rollout_scored,
+    GroupScored: _group_scored,
+    IterationEnded: _iteration_ended,
+    PolicyUpdated: _policy_updated,
+    PluginFailed: _plugin_failed,
+    Handled: _handled,
+    RunFinished: _run_finished,
+}
+"""How :func:`describe` words each kind of event."""
 
 
 def line(ev: Event) -> str:

@@ -372,37 +372,29 @@ def run(
             workers=workers,
         )
     )
-    s = result.summary
+    _echo_summary(result.summary, result.out_dir)
+    sys.exit(result.exit_code)
+
+
+def _fmt_curve(xs: list[float | None]) -> str:
+    """A reward curve as ``0.500 → 0.750`` (``-``: no figure)."""
+    return " → ".join("-" if x is None else f"{x:.3f}" for x in xs)
+
+
+def _echo_summary(s: dict[str, Any], out_dir: Any) -> None:
+    """The run's closing lines on stderr: the reward curve, each env's verification, the totals
+    and the gate solver's counts."""
     curve = s.get("reward_curve") or []
     if len(curve) > 1:
         held = s.get("reward_curve_heldout") or []
-
-        def fmt(xs: list[float | None]) -> str:
-            return " → ".join("-" if x is None else f"{x:.3f}" for x in xs)
-
-        click.echo(f"reward per iteration: {fmt(curve)}", err=True)
+        click.echo(f"reward per iteration: {_fmt_curve(curve)}", err=True)
         if any(x is not None for x in held):
-            click.echo(f"  held-out tasks:     {fmt(held)}", err=True)
+            click.echo(f"  held-out tasks:     {_fmt_curve(held)}", err=True)
     for env_id, v in sorted((s.get("verification") or {}).items()):
-        ops, skipped = (
-            v.get("operations"),
-            ", ".join(f"{n} {why}" for why, n in (v.get("skipped") or {}).items()),
-        )
-        of = (
-            ""
-            if not ops
-            else f" of {ops} operations"
-            if v.get("kind") != "workspace"
-            else f" (its source: {ops} task files{'; skipped ' + skipped if skipped else ''})"
-        )
-        click.echo(
-            f"env {env_id}: {'kept' if v['kept'] else 'rejected'}, {v['tools_kept']} tools "
-            f"kept{of}, {v.get('tasks', 0)} tasks",
-            err=True,
-        )
+        click.echo(_verification_line(env_id, v), err=True)
     click.echo(
         f"{s['tasks']} tasks, {s['rollouts']} rollouts, mean reward {s['mean_reward']}, "
-        f"{s['failures']} failures in {s['seconds']} s -> {result.out_dir}",
+        f"{s['failures']} failures in {s['seconds']} s -> {out_dir}",
         err=True,
     )
     if s.get("tasks_unsolved") or s.get("tasks_solver_reference"):
@@ -411,7 +403,22 @@ def run(
             f"reference, {s['tasks_unsolved']} unsolved (rejected.jsonl: unsolved)",
             err=True,
         )
-    sys.exit(result.exit_code)
+
+
+def _verification_line(env_id: str, v: dict[str, Any]) -> str:
+    """One environment's verification in a line: kept or rejected, tools, operations, tasks."""
+    ops = v.get("operations")
+    skipped = ", ".join(f"{n} {why}" for why, n in (v.get("skipped") or {}).items())
+    if not ops:
+        of = ""
+    elif v.get("kind") != "workspace":
+        of = f" of {ops} operations"
+    else:
+        of = f" (its source: {ops} task files{'; skipped ' + skipped if skipped else ''})"
+    return (
+        f"env {env_id}: {'kept' if v['kept'] else 'rejected'}, {v['tools_kept']} tools "
+        f"kept{of}, {v.get('tasks', 0)} tasks"
+    )
 
 
 @cli.command("eval", epilog=EXIT_CODES_HELP)

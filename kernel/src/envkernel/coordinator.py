@@ -299,29 +299,7 @@ class Coordinator:
         if isinstance(ev, Handled):
             self._last_progress = time.monotonic()
             for eid in ev.events:
-                entry = self._open.get(
-                    eid
-                )  # a closed event's reports are forgotten: what is kept per event ends with it
-                if (
-                    (ev.handler in entry[1])
-                    if entry is not None
-                    else (eid in self.seen and ev.handler in self._handlers)
-                ):
-                    continue  # a duplicate report (a redelivered event): changes nothing
-                if (
-                    entry is None or ev.handler not in self._handlers
-                ):  # only reports on events this run is waiting for
-                    log.warning(
-                        "ignoring a handled report for an event this run is not waiting for",
-                        event_id=eid,
-                        handler=ev.handler,
-                    )
-                    continue
-                self.reports += 1
-                self.outstanding -= 1
-                entry[1].add(ev.handler)
-                if len(entry[1]) >= expected_handlers(self.config, entry[0]):
-                    del self._open[eid]
+                self._count_report(eid, ev.handler)
             self._check_done()
             return
         if ev.id in self.seen:
@@ -336,6 +314,38 @@ class Coordinator:
         self.recorder.record(ev)
         if self.on_event:
             self.on_event(ev)
+        self._note(ev)
+        if ev.kind in KERNEL_INPUTS:
+            await self._run_stages(ev)
+        self._check_done()
+
+    def _count_report(self, eid: str, handler: str) -> None:
+        """One handler's report on one event: the event closes when all its handlers reported."""
+        # a closed event's reports are forgotten: what is kept per event ends with it
+        entry = self._open.get(eid)
+        if (
+            (handler in entry[1])
+            if entry is not None
+            else (eid in self.seen and handler in self._handlers)
+        ):
+            return  # a duplicate report (a redelivered event): changes nothing
+        if entry is None or handler not in self._handlers:
+            # only reports on events this run is waiting for
+            log.warning(
+                "ignoring a handled report for an event this run is not waiting for",
+                event_id=eid,
+                handler=handler,
+            )
+            return
+        self.reports += 1
+        self.outstanding -= 1
+        entry[1].add(handler)
+        if len(entry[1]) >= expected_handlers(self.config, entry[0]):
+            del self._open[eid]
+
+    def _note(self, ev: Event) -> None:
+        """What the coordinator keeps of an event: the run's end, iterations ended, policy
+        updates, and the updates a policy refused."""
         if isinstance(ev, RunEnding):
             self._ending_seen = True
         elif isinstance(ev, IterationEnded):
@@ -349,21 +359,22 @@ class Coordinator:
                 failed = None
             if isinstance(failed, RolloutRequested) and failed.update:
                 self.refused.add(failed.update)
-        if ev.kind in KERNEL_INPUTS:
-            children = self.stages.handle(ev)
-            for child, target in children:
-                await self._publish(child, target)
-            report = Handled(
-                run=ev.run,
-                id=event_id(ev.id, KERNEL, "handled"),
-                parent=ev.id,
-                time=time.time(),
-                handler=KERNEL,
-                events=[ev.id],
-                children=[len(children)],
-            )
-            await self._publish(report, None)
-        self._check_done()
+
+    async def _run_stages(self, ev: Event) -> None:
+        """The kernel's own stages on ``ev``: publish their children, then the kernel's report."""
+        children = self.stages.handle(ev)
+        for child, target in children:
+            await self._publish(child, target)
+        report = Handled(
+            run=ev.run,
+            id=event_id(ev.id, KERNEL, "handled"),
+            parent=ev.id,
+            time=time.time(),
+            handler=KERNEL,
+            events=[ev.id],
+            children=[len(children)],
+        )
+        await self._publish(report, None)
 
     def _check_done(self) -> None:
         if self.outstanding > 0 or self._awaiting:

@@ -119,15 +119,9 @@ def resolve_selection(
     """Turn ``a,b,c`` (a full list) or ``+x,-y`` (changes to the preset) into plugin names."""
     available = installed() if available is None else available
     preset = default_preset() if preset is None else preset
-    items = [s.strip() for s in (spec or "").split(",") if s.strip()]
-    relative = all(s[0] in "+-" for s in items)
-    if items and not relative and any(s[0] in "+-" for s in items):
-        raise PluginError(
-            f"--plugins {spec!r} mixes a full list with +/- changes; use one or the other"
-        )
+    changes, relative = _selection_items(spec)
     chosen = list(preset) if relative else []
-    for item in items:
-        op, name = (item[0], item[1:]) if item[0] in "+-" else ("+", item)
+    for op, name in changes:
         if name not in available:
             raise PluginError(
                 f"unknown plugin {name!r}; installed plugins: "
@@ -143,6 +137,21 @@ def resolve_selection(
             f"the default preset names plugins that are not installed: {', '.join(missing)}"
         )
     return chosen
+
+
+def _selection_items(spec: str | None) -> tuple[list[tuple[str, str]], bool]:
+    """A ``--plugins`` value as (``+`` or ``-``, name) changes, and whether they change the
+    preset (every item signed) rather than list the plugins (none signed)."""
+    items = [s.strip() for s in (spec or "").split(",") if s.strip()]
+    signed = [s[0] in "+-" for s in items]
+    relative = all(signed)
+    if items and not relative and any(signed):
+        raise PluginError(
+            f"--plugins {spec!r} mixes a full list with +/- changes; use one or the other"
+        )
+    return [
+        (s[0], s[1:]) if sign else ("+", s) for s, sign in zip(items, signed, strict=True)
+    ], relative
 
 
 class Registry:
@@ -174,6 +183,7 @@ def load(names: list[str], *, strict: bool = False) -> Registry:
     (and raised when ``strict``), so the run can go on with the others.
     """
     reg = Registry()
+    loader = _Loader(reg, strict)
     available = installed()
     for name in names:
         ep = available.get(name)
@@ -182,17 +192,7 @@ def load(names: list[str], *, strict: bool = False) -> Registry:
                 f"unknown plugin {name!r}; installed plugins: "
                 f"{', '.join(sorted(available)) or 'none'}"
             )
-        try:
-            module = ep.load()
-            reg.pm.register(module, name=name)
-        except Exception as exc:  # a broken plugin must not take the kernel down
-            reason = f"{type(exc).__name__}: {exc}"
-            if strict:
-                raise PluginError(
-                    f"plugin {name!r} ({ep.value}) failed to load: {reason}"
-                ) from None
-            reg.broken[name] = reason
-            _log("plugin failed to load; skipping it", plugin=name, error=reason)
+        loader.import_plugin(name, ep)
     import pluggy
 
     try:
@@ -202,56 +202,82 @@ def load(names: list[str], *, strict: bool = False) -> Registry:
     for role, hook_name in ROLE_HOOKS.items():
         hook = getattr(reg.pm.hook, hook_name)
         for impl in hook.get_hookimpls():  # registration order (pluggy calls them in reverse)
-            plugin = impl.plugin_name
-            if plugin in reg.broken:
-                continue
-
-            def register(
-                cname: str, factory: Callable[..., Any], *, _role: str = role, _plugin: str = plugin
-            ) -> None:
-                from envkernel_schemas import is_token
-
-                from .roles import missing_methods
-
-                if not is_token(cname):
-                    raise PluginError(
-                        f"plugin {_plugin!r} registered a component with a bad name "
-                        f"{cname!r} (letters, digits, - and _)"
-                    )
-                if cname in reg.components:
-                    other = reg.components[cname].plugin
-                    raise PluginError(
-                        f"component name {cname!r} is registered by both {other!r} and {_plugin!r}"
-                    )
-                missing = (
-                    missing_methods(_role, factory) if isinstance(factory, type) else []
-                )  # other factories: checked when built
-                if missing:
-                    raise RoleError(
-                        f"component {cname!r} ({_role}) has no method {', '.join(missing)}, "
-                        "which its role requires"
-                    )
-                reg.components[cname] = Component(cname, _role, factory, _plugin)
-
-            try:
-                impl.function(register=register)
-            except PluginError as exc:
-                if not isinstance(exc, RoleError):
-                    raise
-                reason = str(exc)
-            except Exception as exc:
-                reason = f"{hook_name} raised {type(exc).__name__}: {exc}"
-            else:
-                continue
-            if strict:
-                raise PluginError(f"plugin {plugin!r}: {reason}") from None
-            reg.broken[plugin] = reason
-            for cname in [
-                n for n, c in reg.components.items() if c.plugin == plugin
-            ]:  # none of a broken plugin's components run
-                del reg.components[cname]
-            _log("plugin failed to register; skipping it", plugin=plugin, error=reason)
+            if impl.plugin_name not in reg.broken:
+                loader.register_role(role, hook_name, impl)
     return reg
+
+
+class _Loader:
+    """Fills a :class:`Registry`: imports plugins, runs their role hooks, and marks a plugin that
+    fails broken (or raises, when ``strict``)."""
+
+    def __init__(self, reg: Registry, strict: bool) -> None:
+        self.reg, self.strict = reg, strict
+
+    def import_plugin(self, name: str, ep: EntryPoint) -> None:
+        """Import a plugin's module and register it with pluggy."""
+        try:
+            module = ep.load()
+            self.reg.pm.register(module, name=name)
+        except Exception as exc:  # a broken plugin must not take the kernel down
+            reason = f"{type(exc).__name__}: {exc}"
+            if self.strict:
+                raise PluginError(
+                    f"plugin {name!r} ({ep.value}) failed to load: {reason}"
+                ) from None
+            self.reg.broken[name] = reason
+            _log("plugin failed to load; skipping it", plugin=name, error=reason)
+
+    def register_role(self, role: str, hook_name: str, impl: Any) -> None:
+        """Run one plugin's hook for ``role``: the components it registers, or none if it fails."""
+        plugin = impl.plugin_name
+
+        def register(cname: str, factory: Callable[..., Any]) -> None:
+            self.add(cname, factory, role, plugin)
+
+        try:
+            impl.function(register=register)
+        except PluginError as exc:
+            if not isinstance(exc, RoleError):
+                raise
+            reason = str(exc)
+        except Exception as exc:
+            reason = f"{hook_name} raised {type(exc).__name__}: {exc}"
+        else:
+            return
+        if self.strict:
+            raise PluginError(f"plugin {plugin!r}: {reason}") from None
+        reg = self.reg
+        reg.broken[plugin] = reason
+        for cname in [n for n, c in reg.components.items() if c.plugin == plugin]:
+            del reg.components[cname]  # none of a broken plugin's components run
+        _log("plugin failed to register; skipping it", plugin=plugin, error=reason)
+
+    def add(self, cname: str, factory: Callable[..., Any], role: str, plugin: str) -> None:
+        """One component, checked: a token name, not taken, a class with its role's methods."""
+        from envkernel_schemas import is_token
+
+        from .roles import missing_methods
+
+        components = self.reg.components
+        if not is_token(cname):
+            raise PluginError(
+                f"plugin {plugin!r} registered a component with a bad name "
+                f"{cname!r} (letters, digits, - and _)"
+            )
+        if cname in components:
+            other = components[cname].plugin
+            raise PluginError(
+                f"component name {cname!r} is registered by both {other!r} and {plugin!r}"
+            )
+        # other factories: checked when built
+        missing = missing_methods(role, factory) if isinstance(factory, type) else []
+        if missing:
+            raise RoleError(
+                f"component {cname!r} ({role}) has no method {', '.join(missing)}, "
+                "which its role requires"
+            )
+        components[cname] = Component(cname, role, factory, plugin)
 
 
 def describe_installed(*, check: bool = True) -> list[PluginInfo]:

@@ -59,6 +59,9 @@ class Recorder:
         self.rejected: Counter[str] = Counter()
         self.mutants: dict[str, dict[str, Counter[str]]] = {}
         self.failures_by_plugin: Counter[str] = Counter()
+        self.call_paths: Counter[str] = Counter()
+        """Tool calls of every scored rollout (gate included) by how they were answered
+        (``CallRecord.path``)."""
         self.reward_sum = 0.0
         self.verification: dict[str, dict[str, Any]] = {}
         self.sources: dict[str, dict[str, Any]] = {}
@@ -205,6 +208,7 @@ class Recorder:
         self.rejected[f"task:{ev.reason}"] += 1
 
     def _on_rollout_scored(self, ev: RolloutScored) -> None:
+        self.call_paths.update(c.path or "unreported" for c in ev.trajectory.calls)
         if ev.purpose not in ("train", "eval"):
             self._on_gate_rollout(ev)
             return
@@ -334,6 +338,7 @@ class Recorder:
             },
             "failures": c["failures"],
             "failures_by_plugin": dict(self.failures_by_plugin),
+            "tool_calls_by_path": dict(sorted(self.call_paths.items())),
             "infra_failures": c["infra_failures"],
             "verification": {
                 k: {**v, "tasks": self.env_tasks.get(k, 0)} for k, v in self.verification.items()

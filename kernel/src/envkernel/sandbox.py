@@ -32,6 +32,7 @@ from envkernel_runtime.session import Capability, capabilities_of
 from envkernel_schemas import EnvSpec, State, ToolResult
 
 from .errors import SandboxError, SandboxErrorCode
+from .pool import Pool, PoolPolicy
 from .roles import Closes
 
 log = structlog.get_logger("envkernel.sandbox")
@@ -48,6 +49,8 @@ class Sandbox:
         self.closed = False
         self.run = ""
         """The run it was opened for (a worker's pool releases it when that run finishes)."""
+        self.last_path = ""
+        """How the last call was answered: ``lane`` or ``bus`` (``CallRecord.path``)."""
         self.lane: Any = None
         """The executor's direct lane when the sandbox runs on this host
         (:mod:`envkernel_runtime.lane`): calls, restores and state reads skip the bus."""
@@ -104,7 +107,9 @@ class Sandbox:
             and not self.closed
             and (result := await self.lane.call(tool, arguments or {})) is not None
         ):
+            self.last_path = "lane"
             return result  # type: ignore[no-any-return]
+        self.last_path = "bus"
         reply = await self._request("call", wire.Call(tool=tool, arguments=arguments or {}))
         if type(reply) is not wire.Result:
             raise SandboxError(
@@ -200,7 +205,8 @@ async def open_sandbox(
 
 
 class SandboxPool:
-    """Warm sandboxes kept per (runner, environment, seed) and reset between uses.
+    """The run's sandboxes, kept per (runner, environment, seed) in the one :class:`~.pool.Pool`
+    and reset between uses.
 
     A sandbox handed back after a clean use is restored to the snapshot taken right after it
     was opened (the seed state, ids and clock included) and lent again, so a rollout costs a
@@ -211,14 +217,21 @@ class SandboxPool:
     def __init__(self, bus: Bus, per_env: int = 8) -> None:
         self.bus = bus
         self.per_env = per_env
-        self._slots: dict[tuple[str, int, str], asyncio.Semaphore] = {}
-        self._idle: dict[tuple[str, int, str], list[tuple[Sandbox, str]]] = {}
-        self.opened = 0
-        self.reused = 0
+        self.pool = Pool(PoolPolicy(reuse="restore", per_env=per_env, keep_idle=1 << 30))
         self._seed_states: dict[tuple[str, int, str], State] = {}
         self._digests: dict[
             int, tuple[EnvSpec, str]
         ] = {}  # id(env) -> (env, digest): contexts keep one object per env
+
+    @property
+    def opened(self) -> int:
+        """Sandboxes opened."""
+        return self.pool.opened
+
+    @property
+    def reused(self) -> int:
+        """Leases served by a restored sandbox."""
+        return self.pool.reused
 
     def _key(self, runner: str, env: EnvSpec, seed: int) -> tuple[str, int, str]:
         hit = self._digests.get(id(env))
@@ -237,55 +250,20 @@ class SandboxPool:
     ) -> AsyncIterator[Sandbox]:
         """Lend a sandbox holding ``env`` in its seed state; it goes back to the pool after a clean
         use."""
-        key = self._key(runner, env, seed)
-        idle = self._idle.setdefault(key, [])
-        slots = self._slots.setdefault(key, asyncio.Semaphore(self.per_env))
-        async with slots:
-            async with self._lend(
-                runner, env, idle, seed=seed, run=run, call_timeout=call_timeout
-            ) as sb:
-                yield sb
 
-    @asynccontextmanager
-    async def _lend(
-        self,
-        runner: str,
-        env: EnvSpec,
-        idle: list[tuple[Sandbox, str]],
-        *,
-        seed: int,
-        run: str,
-        call_timeout: float,
-    ) -> AsyncIterator[Sandbox]:
-        item: tuple[Sandbox, str] | None = None
-        while idle and item is None:
-            sb, snap = idle.pop()
-            try:
-                await sb.restore(snap)
-                item = (sb, snap)
-                self.reused += 1
-            except SandboxError:
-                await sb.close()  # expired or broken: open a fresh one
-        if item is None:
-            sb = await open_sandbox(
+        def opener() -> Awaitable[Sandbox]:
+            return open_sandbox(
                 self.bus, runner, env, seed=seed, run=run, call_timeout=call_timeout
             )
-            try:
-                item = (sb, await sb.snapshot())
-            except BaseException:
-                await sb.close()
-                raise
-            self.opened += 1
-        sb = item[0]
-        clean = False
+
+        item = await self.pool.acquire(self._key(runner, env, seed), opener)
         try:
-            yield sb
-            clean = True
+            yield item.sandbox
+        except BaseException:
+            item.broken = True
+            raise
         finally:
-            if clean and not sb.closed:
-                idle.append(item)
-            else:
-                await sb.close()
+            await self.pool.release(item)
 
     async def seed_state(self, runner: str, env: EnvSpec, *, seed: int = 0, run: str = "") -> State:
         """The state a lent sandbox of ``env`` starts in (read from one the first time, then
@@ -299,18 +277,11 @@ class SandboxPool:
     async def release(self, run: str) -> None:
         """Close the idle sandboxes opened for ``run`` (it finished: nothing of it will lease them
         again)."""
-        mine = [
-            (items, item) for items in self._idle.values() for item in items if item[0].run == run
-        ]
-        for items, item in mine:
-            items.remove(item)
-        await asyncio.gather(*(item[0].close() for _, item in mine))
+        await self.pool.close_where(lambda item: item.sandbox.run != run)
 
     async def close(self) -> None:
         """Close every idle sandbox."""
-        idle = [sb for items in self._idle.values() for sb, _ in items]
-        self._idle.clear()
-        await asyncio.gather(*(sb.close() for sb in idle))
+        await self.pool.close()
 
 
 async def _do_call(s: Any, req: wire.Call) -> wire.Reply:
@@ -402,8 +373,7 @@ def describe_stack(runners: dict[str, Any], pool: SandboxPool) -> dict[str, Any]
         or "no runner served here",
         f"sandbox service on the bus (wire {wire.PROTOCOL}, executor protocol {EXECUTOR_PROTOCOL})",
         "direct lanes on the same host" if lanes else "no direct lanes",
-        f"SandboxPool ({pool.per_env} out per env, restored to the open-time snapshot between "
-        "uses)",
+        f"SandboxPool ({pool.pool.policy.describe()})",
         "known traces on" if traces else "known traces off (ENVKERNEL_REPLAY=0)",
     ]
     return {
@@ -411,7 +381,7 @@ def describe_stack(runners: dict[str, Any], pool: SandboxPool) -> dict[str, Any]
         "wire_protocol": wire.PROTOCOL,
         "executor_protocol": EXECUTOR_PROTOCOL,
         "direct_lanes": lanes,
-        "pool": {"per_env": pool.per_env, "reuse": "restore"},
+        "pool": {"per_env": pool.per_env, "reuse": pool.pool.policy.reuse},
         "known_traces": traces,
         "description": " -> ".join(pieces),
     }

@@ -439,60 +439,108 @@ def _confine(args: argparse.Namespace, drop_uid: bool = True) -> dict[str, objec
     a sandbox never runs with less confinement than its runner believes it has. ``drop_uid=False``
     (a *nest*, see :func:`_nest`): everything but the drop to ``--uid``, which each session's child
     does itself."""
-    report: dict[str, object] = {}
-    # the runtime's folders reached through descriptors (see _keep_runtime_reachable)
-    reachable: list[str] = []
-    workdir = os.path.abspath(args.workdir) if args.workdir else ""
-    if args.unshare:
-        _new_namespaces()
-        report["namespaces"] = ["network", "mount"]
-    if args.cgroup:
-        report["cgroups"] = _join_cgroups(args.cgroup)
-    report["rlimits"] = _apply_limits(args)
-    if (args.tmpfs_size or args.landlock) and not workdir:
-        raise OSError("--tmpfs-size and --landlock need --workdir")
-    if workdir:
-        os.chdir(workdir)
-    if args.tmpfs_size:
-        _mount_tmpfs(
-            workdir, args.tmpfs_size, args.uid, args.gid if args.gid is not None else args.uid
-        )
-        report["workspace_tmpfs"] = args.tmpfs_size
-    _WORKSPACE[0] = workdir  # "" without --workdir: the working folder is not part of the state
-    ruleset = None
-    if args.landlock:
+    return _Confinement(args, drop_uid).apply()
+
+
+class _Confinement:
+    """The steps of :func:`_confine`, in the order they must run (Landlock's ruleset is built
+    while the runtime is reachable and enforced last); each adds what it applied to ``report``."""
+
+    def __init__(self, args: argparse.Namespace, drop_uid: bool) -> None:
+        self.args, self.drop_uid = args, drop_uid
+        self.report: dict[str, object] = {}
+        self.workdir = os.path.abspath(args.workdir) if args.workdir else ""
+        self.ruleset: int | None = None
+
+    def apply(self) -> dict[str, object]:
+        """Run every step; the report of what was applied."""
+        for step in (
+            self.namespaces,
+            self.limits,
+            self.workspace,
+            self.landlock_rules,
+            self.user,
+            self.parent_death,
+            self.seccomp,
+        ):
+            step()
+        if self.ruleset is not None:
+            _landlock_restrict(self.ruleset)
+        return self.report
+
+    def namespaces(self) -> None:
+        """New network and mount namespaces, then the cgroups."""
+        args = self.args
+        if args.unshare:
+            _new_namespaces()
+            self.report["namespaces"] = ["network", "mount"]
+        if args.cgroup:
+            self.report["cgroups"] = _join_cgroups(args.cgroup)
+
+    def limits(self) -> None:
+        """The resource limits."""
+        self.report["rlimits"] = _apply_limits(self.args)
+
+    def workspace(self) -> None:
+        """Into the working folder, a tmpfs of its own if asked for."""
+        args, workdir = self.args, self.workdir
+        if (args.tmpfs_size or args.landlock) and not workdir:
+            raise OSError("--tmpfs-size and --landlock need --workdir")
+        if workdir:
+            os.chdir(workdir)
+        if args.tmpfs_size:
+            gid = args.gid if args.gid is not None else args.uid
+            _mount_tmpfs(workdir, args.tmpfs_size, args.uid, gid)
+            self.report["workspace_tmpfs"] = args.tmpfs_size
+        _WORKSPACE[0] = workdir  # "" without --workdir: the working folder is not part of the state
+
+    def landlock_rules(self) -> None:
+        """Landlock's ruleset, built now (the runtime's paths are still reachable)."""
+        args = self.args
+        if not args.landlock:
+            return
         abi = landlock_abi()
         if not abi:
             raise OSError("Landlock was asked for but this kernel does not offer it")
-        ruleset = _landlock_ruleset(
-            workdir, _runtime_paths(), abi, [p for p in args.tool_path if os.path.exists(p)]
-        )
-        report["landlock"] = abi
+        tool_paths = [p for p in args.tool_path if os.path.exists(p)]
+        self.ruleset = _landlock_ruleset(self.workdir, _runtime_paths(), abi, tool_paths)
+        self.report["landlock"] = abi
         if args.tool_path:
-            report["tool_paths"] = [p for p in args.tool_path if os.path.exists(p)]
-    if args.parent_pid or args.deny_unix_sockets:
-        _libc()  # import ctypes while the whole stdlib is still reachable
-    if _VIA_FD[0] is not None:  # a zygote's child: the walk was done there, once
-        reachable = _reopen_runtime(_VIA_FD[0], keep=args.uid is not None)
-    elif args.uid is not None:
-        reachable = list(_keep_runtime_reachable())
-    if args.uid is not None:
+            self.report["tool_paths"] = tool_paths
+
+    def user(self) -> None:
+        """The runtime kept reachable through descriptors, then the drop to ``--uid``."""
+        args = self.args
+        if args.parent_pid or args.deny_unix_sockets:
+            _libc()  # import ctypes while the whole stdlib is still reachable
+        # the runtime's folders reached through descriptors (see _keep_runtime_reachable)
+        reachable: list[str] = []
+        if _VIA_FD[0] is not None:  # a zygote's child: the walk was done there, once
+            reachable = _reopen_runtime(_VIA_FD[0], keep=args.uid is not None)
+        elif args.uid is not None:
+            reachable = list(_keep_runtime_reachable())
+        if args.uid is None:
+            return
         if reachable:
-            report["runtime_via_fd"] = reachable
-        if drop_uid:
+            self.report["runtime_via_fd"] = reachable
+        if self.drop_uid:
             _drop_uid(args)
-        report["uid"] = args.uid
-    if args.parent_pid:
-        _set_parent_death_signal(args.parent_pid)
-        report["parent_death_signal"] = True
-        # orphans of processes env code forks come back to the executor, which reaps them
-        if (_Forks.own_uid or not drop_uid) and _LIBC[0][1].prctl(
+        self.report["uid"] = args.uid
+
+    def parent_death(self) -> None:
+        """A signal when the runner dies; orphans of processes env code forks come back to the
+        executor, which reaps them."""
+        if not self.args.parent_pid:
+            return
+        _set_parent_death_signal(self.args.parent_pid)
+        self.report["parent_death_signal"] = True
+        if (_Forks.own_uid or not self.drop_uid) and _LIBC[0][1].prctl(
             _PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0
         ) == 0:
-            report["subreaper"] = True
-    if args.deny_unix_sockets:
-        _deny_unix_sockets()
-        report["seccomp"] = "no unix sockets"
-    if ruleset is not None:
-        _landlock_restrict(ruleset)
-    return report
+            self.report["subreaper"] = True
+
+    def seccomp(self) -> None:
+        """No unix sockets, if asked for."""
+        if self.args.deny_unix_sockets:
+            _deny_unix_sockets()
+            self.report["seccomp"] = "no unix sockets"

@@ -465,6 +465,86 @@ _WORKSPACE_KIND = _load_engine(
 )  # workspace environments
 
 
+class _LoadPlan:
+    """A ``load`` request read and checked: the env's source, seed, timeout and declared tools,
+    and the resource model or workspace its behaviour names (either or neither)."""
+
+    def __init__(self, env: dict[str, Any], seed: int, timeout: float) -> None:
+        self.env, self.seed, self.timeout = env, seed, timeout
+        self.source = ""
+        self.model: Any = None
+        self.workspace: Any = None
+        tools = env.get("tools") or []
+        self.declared: list[str] = [
+            t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
+        ]
+
+    @classmethod
+    def read(cls, req: Request) -> _LoadPlan:
+        """Check a ``load`` request (a ``bad_request`` or ``unsupported`` failure if wrong)."""
+        env = req.get("env")
+        if not isinstance(env, dict):
+            raise _Failure("bad_request", "'load' needs 'env': an EnvSpec object")
+        try:
+            seed = int(req.get("seed", 0) or 0)
+        except (TypeError, ValueError):
+            raise _Failure("bad_request", "'seed' must be an integer") from None
+        plan = cls(env, seed, 0.0)
+        behaviour: Any = env.get("behaviour")  # JSON, checked here
+        kind = behaviour.get("kind") if isinstance(behaviour, dict) else None
+        if kind == "workspace":  # a folder tree with claw tools, run by workspace.py
+            _need(_WORKSPACE_KIND, "workspace behaviour needs workspace.py")
+            if not _WORKSPACE[0]:
+                raise _Failure(
+                    "load_failed",
+                    "a workspace environment needs a working folder: start the executor with "
+                    "--workdir",
+                )
+            plan.workspace = behaviour
+        elif kind == "model":  # a resource model, run by engine.py (loaded beside this file)
+            _need(_ENGINE, "model behaviour needs the resource-model engine")
+            plan.model = behaviour.get("model")
+        elif kind != "code" or not isinstance(behaviour.get("source"), str):
+            raise _Failure(
+                "bad_request",
+                "env.behaviour must be {'kind': 'code', 'source': '...'} or {'kind': 'model', ...}",
+            )
+        else:
+            plan.source = behaviour["source"]
+        plan.timeout = _timeout(req.get("timeout"), DEFAULT_LOAD_TIMEOUT)
+        return plan
+
+
+def _need(module: Any, what: str) -> None:
+    """An ``unsupported`` failure if a helper module beside this file did not load (``module``
+    is then the reason, a string)."""
+    if isinstance(module, str):
+        raise _Failure("unsupported", f"{what}, which did not load: {module}")
+
+
+def _failed(template: str, keep_failures: bool = False) -> Callable[[BaseException], _Failure]:
+    """How a load step's exception is reported: ``template`` filled with ``type``, ``exc`` and
+    ``described``; with ``keep_failures`` a step's own ``_Failure`` passes as it is."""
+
+    def failure(exc: BaseException) -> _Failure:
+        if keep_failures and isinstance(exc, _Failure):
+            return exc
+        text = template.format(type=type(exc).__name__, exc=exc, described=_describe(exc))
+        return _Failure("load_failed", text)
+
+    return failure
+
+
+def _load_step(step: Callable[[], None], fails: Callable[[BaseException], _Failure]) -> None:
+    """Run one step of a load; a deadline passes through, any other exception is a failure."""
+    try:
+        step()
+    except _Deadline:
+        raise
+    except BaseException as exc:
+        raise fails(exc) from None
+
+
 class Executor:
     """Holds one loaded environment and answers requests."""
 
@@ -655,143 +735,88 @@ class Executor:
 
     def op_load(self, req: Request) -> Reply:
         self.direct_calls = 0
-        env = req.get("env")
-        if not isinstance(env, dict):
-            raise _Failure("bad_request", "'load' needs 'env': an EnvSpec object")
-        try:
-            seed = int(req.get("seed", 0) or 0)
-        except (TypeError, ValueError):
-            raise _Failure("bad_request", "'seed' must be an integer") from None
-        behaviour: Any = env.get("behaviour")  # JSON, checked below
-        kind = behaviour.get("kind") if isinstance(behaviour, dict) else None
-        model: Any = None
-        workspace: Any = None
-        if (
-            kind == "workspace"
-        ):  # a folder tree with claw tools, run by workspace.py (beside this file)
-            if isinstance(_WORKSPACE_KIND, str):
-                raise _Failure(
-                    "unsupported",
-                    "workspace behaviour needs workspace.py, which did not load: "
-                    f"{_WORKSPACE_KIND}",
-                )
-            if not _WORKSPACE[0]:
-                raise _Failure(
-                    "load_failed",
-                    "a workspace environment needs a working folder: start the executor with "
-                    "--workdir",
-                )
-            workspace = behaviour
-            behaviour, kind = {"kind": "code", "source": ""}, "code"
-        if (
-            kind == "model"
-        ):  # a resource model, run by engine.py (loaded beside this file at import)
-            if isinstance(_ENGINE, str):
-                raise _Failure(
-                    "unsupported",
-                    "model behaviour needs the resource-model engine, which did not load: "
-                    f"{_ENGINE}",
-                )
-            model = behaviour.get("model")
-            behaviour, kind = {"kind": "code", "source": ""}, "code"
-        if kind != "code" or not isinstance(behaviour.get("source"), str):
-            raise _Failure(
-                "bad_request",
-                "env.behaviour must be {'kind': 'code', 'source': '...'} or {'kind': 'model', ...}",
-            )
-        timeout = _timeout(req.get("timeout"), DEFAULT_LOAD_TIMEOUT)
-        tools = env.get("tools") or []
-        declared: list[str] = [
-            t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
-        ]
-
+        plan = _LoadPlan.read(req)
         self.module = None
         self.code = None
         self.module_calls = 0
+        conn = self._fresh_state(req, plan)
+        module = _env_module()
+        source = plan.source
+        linecache.cache[ENV_FILENAME] = (len(source), None, source.splitlines(True), ENV_FILENAME)
+        self._phase = "seed"
+        try:
+            self._arm(plan.timeout)
+            try:
+                for step, fails in self._load_steps(plan, module):
+                    _load_step(step, fails)
+            finally:
+                self._disarm()
+        except _Deadline:
+            raise _Failure("load_failed", f"loading took longer than {plan.timeout:g} s") from None
+        finally:
+            self._phase = "idle"
+        if conn.in_transaction:  # a seed script that left a transaction open
+            self._sql("COMMIT")
+        return self._publish(module, plan)
+
+    def _fresh_state(self, req: Request, plan: _LoadPlan) -> _Connection:
+        """A new database, generators, clock and ids for the environment ``plan`` loads."""
         self.conn = conn = sqlite3.connect(
             ":memory:", isolation_level=None, check_same_thread=False, factory=_Connection
         )
         conn.row_factory = _dict_row
         conn.set_authorizer(self._authorize)
         conn.set_progress_handler(self._progress, _PROGRESS_STEPS)
+        seed = plan.seed
         self.rng = _TrackedRandom(seed)
         random.seed(seed)
         _Patches.uuids.seed(f"uuid:{seed}")
-        self.clock = _Patches.clock = Clock(req.get("clock") or env.get("clock") or DEFAULT_CLOCK)
+        clock = req.get("clock") or plan.env.get("clock") or DEFAULT_CLOCK
+        self.clock = _Patches.clock = Clock(clock)
         self.ids = {}
         self.snapshots.clear()
         self.env = Env(conn, seed, self.rng, self.clock, self.ids, _WORKSPACE[0])
+        return conn
 
-        source = behaviour["source"]
-        module = _env_module()
-        linecache.cache[ENV_FILENAME] = (len(source), None, source.splitlines(True), ENV_FILENAME)
-        self._phase = "seed"
-        try:
-            self._arm(timeout)
-            try:
-                seed_sql = env.get("seed_sql") or ""
-                try:
-                    sqlite3.Connection.executescript(conn, seed_sql)
-                except _Deadline:
-                    raise
-                except BaseException as exc:
-                    raise _Failure(
-                        "load_failed", f"seed_sql failed: {type(exc).__name__}: {exc}"
-                    ) from None
-                try:
-                    code = compile(source, ENV_FILENAME, "exec")
-                    self.code = code if source.strip() else None
-                    self.load_counters, self.load_timeout = (
-                        self._counters(),
-                        timeout,
-                    )  # what a restore runs env.py again with
-                    sys.modules["env"] = module
-                    exec(code, module.__dict__)
-                except _Deadline:
-                    raise
-                except BaseException as exc:
-                    raise _Failure(
-                        "load_failed", f"env.py failed to load: {_describe(exc)}"
-                    ) from None
-                if model is not None:  # tables, seed rows (parameterized) and one closure per tool
-                    assert not isinstance(_ENGINE, str)  # checked when the behaviour was read
-                    try:
-                        _ENGINE.install(module, model, self.env, ToolError)
-                    except _Deadline:
-                        raise
-                    except BaseException as exc:
-                        raise _Failure(
-                            "load_failed",
-                            f"the resource model failed to load: {type(exc).__name__}: {exc}",
-                        ) from None
-                if workspace is not None:
-                    assert not isinstance(_WORKSPACE_KIND, str)  # checked as above
-                    try:
-                        _WORKSPACE_KIND.install(
-                            module,
-                            workspace,
-                            self.env,
-                            ToolError,
-                            _spawned,
-                            self._app_loader(module),
-                        )
-                    except _Deadline:
-                        raise
-                    except _Failure:
-                        raise
-                    except BaseException as exc:
-                        raise _Failure(
-                            "load_failed", f"the workspace failed to load: {_describe(exc)}"
-                        ) from None
-            finally:
-                self._disarm()
-        except _Deadline:
-            raise _Failure("load_failed", f"loading took longer than {timeout:g} s") from None
-        finally:
-            self._phase = "idle"
-        if conn.in_transaction:  # a seed script that left a transaction open
-            self._sql("COMMIT")
+    def _load_steps(
+        self, plan: _LoadPlan, module: types.ModuleType
+    ) -> list[tuple[Callable[[], None], Callable[[BaseException], _Failure]]]:
+        """What a load runs, in order, each with the failure it reports: the seed SQL, env.py,
+        then the resource model or the workspace (if the behaviour is one)."""
+        conn = self.db
 
+        def seed_sql() -> None:
+            sqlite3.Connection.executescript(conn, plan.env.get("seed_sql") or "")
+
+        def env_py() -> None:
+            code = compile(plan.source, ENV_FILENAME, "exec")
+            self.code = code if plan.source.strip() else None
+            # what a restore runs env.py again with
+            self.load_counters, self.load_timeout = self._counters(), plan.timeout
+            sys.modules["env"] = module
+            exec(code, module.__dict__)
+
+        def model() -> None:  # tables, seed rows (parameterized) and one closure per tool
+            assert not isinstance(_ENGINE, str)  # checked when the behaviour was read
+            _ENGINE.install(module, plan.model, self.env, ToolError)
+
+        def workspace() -> None:
+            assert not isinstance(_WORKSPACE_KIND, str)  # checked as above
+            loader = self._app_loader(module)
+            _WORKSPACE_KIND.install(module, plan.workspace, self.env, ToolError, _spawned, loader)
+
+        steps = [
+            (seed_sql, _failed("seed_sql failed: {type}: {exc}")),
+            (env_py, _failed("env.py failed to load: {described}")),
+        ]
+        if plan.model is not None:
+            steps.append((model, _failed("the resource model failed to load: {type}: {exc}")))
+        if plan.workspace is not None:
+            steps.append((workspace, _failed("the workspace failed to load: {described}", True)))
+        return steps
+
+    def _publish(self, module: types.ModuleType, plan: _LoadPlan) -> Reply:
+        """Make the loaded module's public functions the tools (the declared ones, if any)."""
         public = {
             name: fn
             for name, fn in vars(module).items()
@@ -799,7 +824,7 @@ class Executor:
             and not name.startswith("_")
             and getattr(fn, "__module__", None) == "env"
         }
-        names = declared if declared else sorted(public)
+        names = plan.declared if plan.declared else sorted(public)
         self.functions = {n: public[n] for n in names if n in public}
         self.signatures = {}
         self.checked = {}
@@ -810,7 +835,7 @@ class Executor:
                 pass
         self.declared = names
         self.module = module
-        self.workspace_kind = workspace is not None
+        self.workspace_kind = plan.workspace is not None
         self.snapshot_count = 0
         missing = [n for n in names if n not in self.functions]
         return _ok(
@@ -853,6 +878,29 @@ class Executor:
 
     def op_call(self, req: Request) -> bytes:
         self._require_loaded()
+        tool, fn, args = self._callable(req)
+        timeout = _timeout(req.get("timeout"), DEFAULT_CALL_TIMEOUT)
+        saved = self._counters()
+        # a workspace's tools check before they write, so a failed call leaves the tree as it was:
+        # no copy per call
+        files = None if self.workspace_kind else _call_capture(_WORKSPACE[0])
+        self._phase = "internal"
+        try:
+            sqlite3.Connection.execute(self.db, _SAVEPOINT_SQL)
+        finally:
+            self._phase = "idle"
+        data, failure = self._run_tool(tool, fn, args, timeout)
+        _Forks.reap()
+        if failure is None:
+            failure = self._release(tool)
+            if failure is None:
+                self.module_calls += 1
+                return data
+        self._undo_call(saved, files, failure)
+        return self._encode(failure)
+
+    def _callable(self, req: Request) -> tuple[str, Callable[..., Any], dict[str, Any]]:
+        """The tool a ``call`` names, its function and its checked arguments."""
         tool = req.get("tool")
         args = req.get("arguments")
         if args is None:
@@ -873,30 +921,29 @@ class Executor:
                 "invalid_arguments",
                 f"arguments of {tool!r} must be a JSON object, got {type(args).__name__}",
             )
-        sig = self.signatures.get(tool)
-        if sig is not None:
-            # the check depends on the argument names only, so it is kept per (tool, names)
-            key = (tool, *args)
-            problem = self.checked.get(key)
-            if problem is None:
-                problem = _argument_problem(sig, args)
-                if len(self.checked) < 4096:
-                    self.checked[key] = problem
-            if problem:
-                raise _Failure("invalid_arguments", f"{tool}: {problem}")
-        timeout = _timeout(req.get("timeout"), DEFAULT_CALL_TIMEOUT)
+        problem = self._argument_problem(tool, args)
+        if problem:
+            raise _Failure("invalid_arguments", f"{tool}: {problem}")
+        return tool, fn, args
 
-        saved = self._counters()
-        # a workspace's tools check before they write, so a failed call leaves the tree as it was:
-        # no copy per call
-        files = None if self.workspace_kind else _call_capture(_WORKSPACE[0])
-        self._phase = "internal"
-        try:
-            sqlite3.Connection.execute(self.db, _SAVEPOINT_SQL)
-        finally:
-            self._phase = "idle"
-        failure: Reply | None = None
-        data = b""
+    def _argument_problem(self, tool: str, args: dict[str, Any]) -> str:
+        """What is wrong with ``args`` for ``tool`` ('' if nothing), kept per (tool, names): the
+        check depends on the argument names only."""
+        sig = self.signatures.get(tool)
+        if sig is None:
+            return ""
+        key = (tool, *args)
+        problem = self.checked.get(key)
+        if problem is None:
+            problem = _argument_problem(sig, args)
+            if len(self.checked) < 4096:
+                self.checked[key] = problem
+        return problem
+
+    def _run_tool(
+        self, tool: str, fn: Callable[..., Any], args: dict[str, Any], timeout: float
+    ) -> tuple[bytes, Reply | None]:
+        """Call the tool under its deadline: its JSON reply line, or the failure reply."""
         _Forks.started = False
         try:
             self._phase = "call"
@@ -907,45 +954,53 @@ class Executor:
                 _Forks.guard()
                 self._disarm()
                 self._phase = "idle"
-            try:
-                data = (
-                    json.dumps(
-                        {"ok": True, "value": value},
-                        ensure_ascii=False,
-                        allow_nan=False,
-                        separators=(",", ":"),
-                    ).encode()
-                    + b"\n"
-                )
-            except (TypeError, ValueError, RecursionError) as exc:
-                failure = _err(
-                    "bad_return",
-                    f"{tool} returned a value that is not JSON ({type(exc).__name__}: {exc})",
-                )
-            else:
-                if len(data) > self.max_response:
-                    failure = _err(
-                        "too_large",
-                        f"{tool} returned {len(data)} bytes, more than the "
-                        f"{self.max_response}-byte limit",
-                    )
         except BaseException as exc:
             _Forks.guard()
             self._disarm()
             self._phase = "idle"
-            failure = self._failure(tool, exc, timeout)
-        _Forks.reap()
-        if failure is None:
-            self._phase = "internal"
-            try:
-                sqlite3.Connection.execute(self.db, _RELEASE_SQL)
-            except sqlite3.Error as exc:
-                failure = _err("tool_crashed", f"{tool} left the database in a bad state: {exc}")
-            else:
-                self.module_calls += 1
-                return data
-            finally:
-                self._phase = "idle"
+            return b"", self._failure(tool, exc, timeout)
+        try:
+            return self._reply_line(tool, value)
+        except BaseException as exc:  # a value whose encoding raised (MemoryError, ...)
+            return b"", self._failure(tool, exc, timeout)
+
+    def _reply_line(self, tool: str, value: Any) -> tuple[bytes, Reply | None]:
+        """A tool's value as its reply line, or the failure if it is not JSON or too large."""
+        try:
+            data = (
+                json.dumps(
+                    {"ok": True, "value": value},
+                    ensure_ascii=False,
+                    allow_nan=False,
+                    separators=(",", ":"),
+                ).encode()
+                + b"\n"
+            )
+        except (TypeError, ValueError, RecursionError) as exc:
+            return b"", _err(
+                "bad_return",
+                f"{tool} returned a value that is not JSON ({type(exc).__name__}: {exc})",
+            )
+        if len(data) > self.max_response:
+            return b"", _err(
+                "too_large",
+                f"{tool} returned {len(data)} bytes, more than the {self.max_response}-byte limit",
+            )
+        return data, None
+
+    def _release(self, tool: str) -> Reply | None:
+        """Keep the call's changes (release its savepoint), or the failure if that fails."""
+        self._phase = "internal"
+        try:
+            sqlite3.Connection.execute(self.db, _RELEASE_SQL)
+        except sqlite3.Error as exc:
+            return _err("tool_crashed", f"{tool} left the database in a bad state: {exc}")
+        finally:
+            self._phase = "idle"
+        return None
+
+    def _undo_call(self, saved: Counters, files: Files | None, failure: Reply) -> None:
+        """Take a failed call's changes back: the database, the counters, the working folder."""
         self._rollback()
         self._set_counters(saved)
         if files is not None:
@@ -955,7 +1010,6 @@ class Executor:
                 failure["error"]["message"] += (
                     f" (and its changes to the working folder could not be undone: {exc})"
                 )
-        return self._encode(failure)
 
     def _rollback(self) -> None:
         if self.conn is not None and self.conn.in_transaction:

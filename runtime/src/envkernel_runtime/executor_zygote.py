@@ -48,95 +48,122 @@ if TYPE_CHECKING:  # typing is never imported at run time: it would slow the exe
 
 
 def _zygote(args: argparse.Namespace) -> int:
-    import select
+    return _ForkServer(args).serve()
 
-    os.chdir(
-        args.zygote
-    )  # its folder is on its command line, which its children share: they are findable by it
-    ctl = socket.socket(fileno=os.dup(0))
-    devnull = os.open(os.devnull, os.O_RDWR)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    _libc()
-    if args.parent_pid:
-        _set_parent_death_signal(args.parent_pid)
-    _RUNTIME_PATHS[:] = _runtime_paths()
-    # Work every child would repeat, done once here (0.5 and 0.8 ms of each open's CPU): the
-    # rlimits' C module loaded, and the walk for the runtime's unreachable folders, with sys.path
-    # moved onto descriptors (each child opens them again in its own mount namespace, onto the same
-    # numbers, or puts the paths back if it keeps the runner's uid: _reopen_runtime).
-    import resource  # noqa: F401
 
-    if os.geteuid() == 0:  # only a root runner's children drop to a uid of their own
-        _VIA_FD[0] = _keep_runtime_reachable()
-    parser = _parser()
-    wake_r, wake_w = os.pipe()
-    os.set_blocking(wake_w, False)
-    signal.set_wakeup_fd(wake_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    watched: list[socket.socket | int] = [ctl, wake_r]
-    while True:
-        ready = select.select(watched, [], [])[0]
-        if wake_r in ready:
-            os.read(wake_r, 4096)
-            exits = []
-            while True:
-                try:
-                    pid, status = os.waitpid(-1, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if pid == 0:
-                    break
-                exits.append([pid, os.waitstatus_to_exitcode(status)])
-            if exits:
-                ctl.send(json.dumps({"exits": exits}).encode())
-        # every request already queued is forked in this wake-up (opens come in bursts)
-        queued = ctl in ready
-        while queued:
-            data, fds, _flags, _addr = socket.recv_fds(
-                ctl, 1 << 20, _ZYGOTE_MAX_FDS
-            )  # (its flags are ignored in 3.11: no MSG_DONTWAIT)
-            queued = bool(select.select([ctl], [], [], 0)[0])
-            if not data:
-                return 0  # the runner closed it: children die with us
+class _ForkServer:
+    """The zygote's state: its control socket, the self-pipe SIGCHLD wakes it with, and the
+    parser each child's options are read with."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        # its folder is on its command line, which its children share: they are findable by it
+        os.chdir(args.zygote)
+        self.ctl = socket.socket(fileno=os.dup(0))
+        devnull = os.open(os.devnull, os.O_RDWR)
+        os.dup2(devnull, 0)
+        os.close(devnull)
+        _libc()
+        if args.parent_pid:
+            _set_parent_death_signal(args.parent_pid)
+        _RUNTIME_PATHS[:] = _runtime_paths()
+        # Work every child would repeat, done once here (0.5 and 0.8 ms of each open's CPU): the
+        # rlimits' C module loaded, and the walk for the runtime's unreachable folders, with
+        # sys.path moved onto descriptors (each child opens them again in its own mount namespace,
+        # onto the same numbers, or puts the paths back if it keeps the runner's uid:
+        # _reopen_runtime).
+        import resource  # noqa: F401
+
+        if os.geteuid() == 0:  # only a root runner's children drop to a uid of their own
+            _VIA_FD[0] = _keep_runtime_reachable()
+        self.parser = _parser()
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+
+    def serve(self) -> int:
+        """Reap and fork until the runner closes the control socket."""
+        import select
+
+        ctl = self.ctl
+        watched: list[socket.socket | int] = [ctl, self.wake_r]
+        while True:
+            ready = select.select(watched, [], [])[0]
+            if self.wake_r in ready:
+                self.reap()
+            # every request already queued is forked in this wake-up (opens come in bursts)
+            queued = ctl in ready
+            while queued:
+                data, fds, _flags, _addr = socket.recv_fds(
+                    ctl, 1 << 20, _ZYGOTE_MAX_FDS
+                )  # (its flags are ignored in 3.11: no MSG_DONTWAIT)
+                queued = bool(select.select([ctl], [], [], 0)[0])
+                if not data:
+                    return 0  # the runner closed it: children die with us
+                self.packet(data, fds)
+
+    def reap(self) -> None:
+        """Collect the children that ended and report their exit codes."""
+        os.read(self.wake_r, 4096)
+        exits = []
+        while True:
             try:
-                req = json.loads(data)
-                items = req["batch"] if isinstance(req, dict) and "batch" in req else [req]
-                if sum(int(it.get("nfds") or len(fds)) for it in items) != len(fds):
-                    raise ValueError(
-                        f"the requests name {sum(int(it.get('nfds') or 0) for it in items)} "
-                        f"descriptors, got {len(fds)}"
-                    )
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            exits.append([pid, os.waitstatus_to_exitcode(status)])
+        if exits:
+            self.ctl.send(json.dumps({"exits": exits}).encode())
+
+    def packet(self, data: bytes, fds: list[int]) -> None:
+        """Fork one child per item of a request packet; answer what was forked and what not."""
+        try:
+            items = _batch(data, fds)
+        except Exception as exc:
+            for fd in fds:
+                os.close(fd)
+            error = [[None, f"{type(exc).__name__}: {exc}"]]
+            self.ctl.send(json.dumps({"forked": [], "errors": error}).encode())
+            return
+        forked, errors, at = [], [], 0
+        for item in items:
+            n = int(item.get("nfds") or len(fds))
+            own, at = fds[at : at + n], at + n
+            try:
+                if n not in (2, 3):
+                    raise ValueError(f"expected 2 or 3 descriptors, got {n}")
+                item["parsed"] = _parsed(self.parser, item.get("argv") or [])
+                pid = os.fork()
             except Exception as exc:
-                for fd in fds:
-                    os.close(fd)
-                ctl.send(
-                    json.dumps(
-                        {"forked": [], "errors": [[None, f"{type(exc).__name__}: {exc}"]]}
-                    ).encode()
-                )
-                continue
-            forked, errors, at = [], [], 0
-            for item in items:
-                n = int(item.get("nfds") or len(fds))
-                own, at = fds[at : at + n], at + n
-                try:
-                    if n not in (2, 3):
-                        raise ValueError(f"expected 2 or 3 descriptors, got {n}")
-                    item["parsed"] = _parsed(parser, item.get("argv") or [])
-                    pid = os.fork()
-                except Exception as exc:
-                    for fd in own:
-                        os.close(fd)
-                    errors.append([item.get("id"), f"{type(exc).__name__}: {exc}"])
-                    continue
-                if pid == 0:
-                    _zygote_child(ctl, (wake_r, wake_w), parser, item, own, fds[at:])
                 for fd in own:
                     os.close(fd)
-                forked.append([item.get("id"), pid])
-            ctl.send(json.dumps({"forked": forked, "errors": errors}).encode())
+                errors.append([item.get("id"), f"{type(exc).__name__}: {exc}"])
+                continue
+            if pid == 0:
+                wake = (self.wake_r, self.wake_w)
+                _zygote_child(self.ctl, wake, self.parser, item, own, fds[at:])
+            for fd in own:
+                os.close(fd)
+            forked.append([item.get("id"), pid])
+        self.ctl.send(json.dumps({"forked": forked, "errors": errors}).encode())
+
+
+def _batch(data: bytes, fds: list[int]) -> list[dict[str, Any]]:
+    """A request packet's items (a batch, or one item), checked against the descriptors it
+    carried."""
+    req = json.loads(data)
+    items: list[dict[str, Any]] = (
+        req["batch"] if isinstance(req, dict) and "batch" in req else [req]
+    )
+    if sum(int(it.get("nfds") or len(fds)) for it in items) != len(fds):
+        raise ValueError(
+            f"the requests name {sum(int(it.get('nfds') or 0) for it in items)} "
+            f"descriptors, got {len(fds)}"
+        )
+    return items
 
 
 def _parsed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace | None:

@@ -141,7 +141,7 @@ class ExecutorSession(ABC):
     order; ``diverged`` is True if a replay after a replacement did not reproduce the same results.
 
     Hooks a runner fills in: :meth:`_running`, :meth:`_start` (which calls
-    :meth:`_load_and_replay`), :meth:`_streams`, :meth:`_stop`, :meth:`_death_note` and
+    :meth:`_reload_and_rerun_log`), :meth:`_streams`, :meth:`_stop`, :meth:`_death_note` and
     :meth:`_shutdown`; optionally :meth:`_discard_dead` and :meth:`_background`, and the class
     attributes below.
     """
@@ -417,7 +417,7 @@ class ExecutorSession(ABC):
     @abstractmethod
     async def _start(self) -> None:
         """Start an executor (a replacement when ``self._generation > 0``), add one to
-        ``self._generation``, and call :meth:`_load_and_replay`; on failure, leave nothing
+        ``self._generation``, and call :meth:`_reload_and_rerun_log`; on failure, leave nothing
         running."""
 
     @abstractmethod
@@ -477,7 +477,7 @@ class ExecutorSession(ABC):
                 )
         await self._start()
 
-    async def _load_and_replay(self) -> Any:
+    async def _reload_and_rerun_log(self) -> Any:
         """Load the environment and seed into a fresh executor, replay the call log; return what
         ``load`` answered (nothing for a cell: see :meth:`start_blank`)."""
         if self._blank:

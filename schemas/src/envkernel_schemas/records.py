@@ -204,6 +204,16 @@ class CallRecord(Record, frozen=True, kw_only=True):
     """What came back."""
     seconds: float = 0.0
     """Wall time of the call."""
+    path: str = ""
+    """How the call was answered (:data:`CALL_PATHS`): ``lane`` (the executor's direct lane on
+    this host), ``bus`` (the sandbox service over NATS), ``known_trace`` (a result the known-trace
+    cache held: no sandbox), ``runner`` (``envkernel serve``: its runner's session in the same
+    process), ``refused`` (not a tool the task offers: never sent); "" in records written before
+    paths were reported."""
+
+
+CALL_PATHS = ("lane", "bus", "known_trace", "runner", "refused")
+"""The ways a tool call is answered (``CallRecord.path``)."""
 
 
 class Outcome(Record, frozen=True, kw_only=True):

@@ -277,7 +277,7 @@ class PodmanSession(ExecutorSession):
         self._box = box
         self._generation += 1
         try:
-            await self._load_and_replay()
+            await self._reload_and_rerun_log()
         except BaseException as exc:
             # an environment that fails to load leaves a healthy container: recycle it
             failed_load = isinstance(exc, SandboxError) and exc.code == "load_failed"
@@ -309,6 +309,20 @@ class PodmanSession(ExecutorSession):
             return False
         await self._runner._destroy(box)
         return True
+
+
+_CONTAINER_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/work",
+    "TMPDIR": "/tmp",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "TZ": "UTC",
+    "PYTHONHASHSEED": "0",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONUTF8": "1",
+}
+"""The environment variables of a sandbox's container (nothing of the host's)."""
 
 
 class PodmanRunner:
@@ -631,17 +645,6 @@ class PodmanRunner:
 
         s = self.settings
         mem = s.memory_mb * 1024 * 1024
-        command = [
-            "timeout", "-s", "KILL", str(max(1, round(hard))),
-            "python3", "-S", "-P", SUPERVISOR_IN, SOCKET_IN, "--",
-            "python3", "-S", "-P", EXECUTOR_IN,
-            "--rlimit-as", str(mem),
-            "--rlimit-cpu", str(s.cpu_seconds),
-            "--rlimit-fsize", str(s.file_size_mb * 1024 * 1024),
-            "--max-response", str(_MAX_RESPONSE),
-            # the working folder is part of snapshots and failed-call rollback
-            "--workdir", "/work",
-        ]  # fmt: skip
         labels = {
             LABEL: "podman",
             LABEL_RUNNER: self.token,
@@ -651,7 +654,7 @@ class PodmanRunner:
         try:
             ctr = client.containers.create(
                 s.image,
-                command=command,
+                command=self._command(hard),
                 name=box.name,
                 hostname="sandbox",
                 labels=labels,
@@ -667,59 +670,69 @@ class PodmanRunner:
                 no_new_privileges=True,
                 stop_timeout=1,
                 shm_size=f"{max(1, s.tmpfs_mb // 4)}m",
-                environment={
-                    "PATH": "/usr/local/bin:/usr/bin:/bin",
-                    "HOME": "/work",
-                    "TMPDIR": "/tmp",
-                    "LANG": "C.UTF-8",
-                    "LC_ALL": "C.UTF-8",
-                    "TZ": "UTC",
-                    "PYTHONHASHSEED": "0",
-                    "PYTHONDONTWRITEBYTECODE": "1",
-                    "PYTHONUTF8": "1",
-                },
-                mounts=[
-                    {
-                        "type": "tmpfs",
-                        "source": "tmpfs",
-                        "target": "/work",
-                        "size": f"{s.tmpfs_mb}m",
-                        "chown": True,
-                    },
-                    {
-                        "type": "tmpfs",
-                        "source": "tmpfs",
-                        "target": "/tmp",
-                        "size": f"{max(1, s.tmpfs_mb // 4)}m",
-                        "mode": "1777",
-                    },
-                    {"type": "bind", "source": box.folder, "target": "/envk"},
-                    # the executor and the files it loads from beside it (its protocol, its
-                    # confinement, its serving loops, the engines of model and workspace
-                    # environments); not the zygote's or the nests' (this runner starts neither)
-                    *(
-                        {
-                            "type": "bind",
-                            "source": path,
-                            "target": os.path.join(
-                                os.path.dirname(EXECUTOR_IN), os.path.basename(path)
-                            ),
-                            "read_only": True,
-                        }
-                        for path in executor_files(fork_server=False)
-                    ),
-                    {
-                        "type": "bind",
-                        "source": asset_path("supervisor.py"),
-                        "target": SUPERVISOR_IN,
-                        "read_only": True,
-                    },
-                ],
+                environment=dict(_CONTAINER_ENV),
+                mounts=self._mounts(box),
                 log_config={"Type": "k8s-file", "Config": {"size": _LOG_MAX}},
             )
         except podman.errors.ImageNotFound:
             raise missing_image_error(s.image) from None
         ctr.start()
+
+    def _command(self, hard: float) -> list[str]:
+        """The container's command: the supervisor under ``timeout`` (its hard lifetime), and the
+        executor it starts per connection, with its limits."""
+        s = self.settings
+        return [
+            "timeout", "-s", "KILL", str(max(1, round(hard))),
+            "python3", "-S", "-P", SUPERVISOR_IN, SOCKET_IN, "--",
+            "python3", "-S", "-P", EXECUTOR_IN,
+            "--rlimit-as", str(s.memory_mb * 1024 * 1024),
+            "--rlimit-cpu", str(s.cpu_seconds),
+            "--rlimit-fsize", str(s.file_size_mb * 1024 * 1024),
+            "--max-response", str(_MAX_RESPONSE),
+            # the working folder is part of snapshots and failed-call rollback
+            "--workdir", "/work",
+        ]  # fmt: skip
+
+    def _mounts(self, box: _Box) -> list[dict[str, Any]]:
+        """The container's mounts: tmpfs ``/work`` and ``/tmp``, the box's folder, and read-only
+        the executor's files and the supervisor."""
+        s = self.settings
+        return [
+            {
+                "type": "tmpfs",
+                "source": "tmpfs",
+                "target": "/work",
+                "size": f"{s.tmpfs_mb}m",
+                "chown": True,
+            },
+            {
+                "type": "tmpfs",
+                "source": "tmpfs",
+                "target": "/tmp",
+                "size": f"{max(1, s.tmpfs_mb // 4)}m",
+                "mode": "1777",
+            },
+            {"type": "bind", "source": box.folder, "target": "/envk"},
+            # the executor and the files it loads from beside it (its protocol, its
+            # confinement, its serving loops, the engines of model and workspace
+            # environments); not the zygote's or the nests' (this runner starts neither)
+            *(
+                {
+                    "type": "bind",
+                    "source": path,
+                    "target": os.path.join(os.path.dirname(EXECUTOR_IN), os.path.basename(path)),
+                    "read_only": True,
+                }
+                for path in executor_files(fork_server=False)
+            ),
+            {
+                "type": "bind",
+                "source": asset_path("supervisor.py"),
+                "target": SUPERVISOR_IN,
+                "read_only": True,
+            },
+        ]
 
     async def _connect(self, box: _Box, timeout: float | None = None) -> None:
         """Connect to the container's supervisor (which starts a fresh executor) and wait until

@@ -538,7 +538,7 @@ class ProcessSession(ExecutorSession):
             os.close(fd)
         self._res.pids.add(self._proc.pid)
         try:
-            loaded = await self._load_and_replay()
+            loaded = await self._reload_and_rerun_log()
             if isinstance(loaded, dict):
                 self.confinement = loaded.get("confinement") or {}
         except BaseException:

@@ -186,43 +186,54 @@ def _detect_cgroups(notes: dict[str, str]) -> dict[str, tuple[int, str]]:
             v2_path = path
             continue
         for c in ctrls.split(","):
-            if c not in CONTROLLERS:
-                continue
-            for mroot, point, fstype, opts in mounts:
-                if (
-                    fstype == "cgroup"
-                    and c in opts
-                    and (path == mroot or path.startswith(mroot.rstrip("/") + "/"))
-                ):
-                    base = (
-                        os.path.join(point, os.path.relpath(path, mroot))
-                        if path != mroot
-                        else point
-                    )
-                    if _usable(base, 1, c):
-                        found[c] = (1, os.path.normpath(base))
-                    break
+            if c in CONTROLLERS:
+                _find_v1(c, path, mounts, found)
     if v2_path is not None and any(c not in found for c in CONTROLLERS):
-        for mroot, point, fstype, _opts in mounts:
-            if fstype != "cgroup2" or not (
-                v2_path == mroot or v2_path.startswith(mroot.rstrip("/") + "/")
-            ):
-                continue
-            base = os.path.normpath(os.path.join(point, os.path.relpath(v2_path, mroot)))
-            try:
-                enabled = set(Path(base, "cgroup.subtree_control").read_text().split())
-            except OSError:
-                enabled = set()
-            for c in CONTROLLERS:
-                if c not in found and c in enabled and _usable(base, 2, c):
-                    found[c] = (2, base)
-            break
+        _find_v2(v2_path, mounts, found)
     for c in CONTROLLERS:
         if c not in found:
             notes[f"cgroup_{c}"] = "no writable cgroup with this controller"
     for _c, (_v, base) in found.items():
         _sweep(base)
     return found
+
+
+def _under(path: str, root: str) -> bool:
+    """``path`` is ``root`` or inside it."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _find_v1(
+    c: str,
+    path: str,
+    mounts: list[tuple[str, str, str, set[str]]],
+    found: dict[str, tuple[int, str]],
+) -> None:
+    """Controller ``c``'s cgroup v1 folder for this process's ``path``, if usable."""
+    for mroot, point, fstype, opts in mounts:
+        if fstype == "cgroup" and c in opts and _under(path, mroot):
+            base = os.path.join(point, os.path.relpath(path, mroot)) if path != mroot else point
+            if _usable(base, 1, c):
+                found[c] = (1, os.path.normpath(base))
+            return
+
+
+def _find_v2(
+    v2_path: str, mounts: list[tuple[str, str, str, set[str]]], found: dict[str, tuple[int, str]]
+) -> None:
+    """The controllers still missing, from the cgroup v2 folder of this process, if usable."""
+    for mroot, point, fstype, _opts in mounts:
+        if fstype != "cgroup2" or not _under(v2_path, mroot):
+            continue
+        base = os.path.normpath(os.path.join(point, os.path.relpath(v2_path, mroot)))
+        try:
+            enabled = set(Path(base, "cgroup.subtree_control").read_text().split())
+        except OSError:
+            enabled = set()
+        for c in CONTROLLERS:
+            if c not in found and c in enabled and _usable(base, 2, c):
+                found[c] = (2, base)
+        return
 
 
 def _usable(base: str, version: int, controller: str) -> bool:
@@ -782,142 +793,170 @@ def protections(
 ) -> dict[str, Protection]:
     """What the ``process`` runner blocks and what it only detects, on this host."""
     s = support or host_support()
-    uid = isolate and s.root
-    ll = s.landlock if isolate else 0
-    netns = isolate and bool(s.unshare)
-    cg = set(s.cgroups) if isolate else set()
-    rows: dict[str, tuple[str, str]] = {}
+    facts = _Facts(
+        uid=isolate and s.root,
+        ll=s.landlock if isolate else 0,
+        netns=isolate and bool(s.unshare),
+        cg=frozenset(s.cgroups) if isolate else frozenset(),
+        sc=isolate and s.seccomp,
+    )
+    return {k: Protection(k, *_THREAT_ROWS[k](facts)) for k in THREATS}
 
+
+@dataclass(frozen=True)
+class _Facts:
+    """What confinement :func:`protections` can count on: an own uid, the Landlock ABI (0: none),
+    a network namespace, the cgroup controllers, seccomp."""
+
+    uid: bool
+    ll: int
+    netns: bool
+    cg: frozenset[str]
+    sc: bool
+
+
+_Row = tuple[str, str]
+
+
+def _infinite_loop(f: _Facts) -> _Row:
     loop = (
         "per-call timeout in the executor (SIGALRM): the call fails with `timeout` and has no "
         "effect; code that swallows it is killed by the runner 2 s later and the executor "
         "replaced; RLIMIT_CPU"
     )
-    rows["infinite_loop"] = ("blocked", loop + ("; cpu cgroup quota" if "cpu" in cg else ""))
+    return ("blocked", loop + ("; cpu cgroup quota" if "cpu" in f.cg else ""))
 
-    if uid:
-        how = "own uid with RLIMIT_NPROC" + (" and a pids cgroup" if "pids" in cg else "")
-        rows["fork_bomb"] = (
+
+def _fork_bomb(f: _Facts) -> _Row:
+    if f.uid:
+        how = "own uid with RLIMIT_NPROC" + (" and a pids cgroup" if "pids" in f.cg else "")
+        return (
             "blocked",
             how
             + ": fork fails with EAGAIN; every process a call started is killed when it returns",
         )
-    else:
-        rows["fork_bomb"] = (
-            "not blocked",
-            "RLIMIT_NPROC cannot bind without a uid of its own (runner not root); children "
-            "are killed when the call returns, best effort",
-        )
+    return (
+        "not blocked",
+        "RLIMIT_NPROC cannot bind without a uid of its own (runner not root); children "
+        "are killed when the call returns, best effort",
+    )
 
-    if "memory" in cg:
-        rows["memory_bomb"] = (
+
+def _memory_bomb(f: _Facts) -> _Row:
+    if "memory" in f.cg:
+        return (
             "blocked",
             "RLIMIT_AS per process (MemoryError) and a memory cgroup for all its processes "
             "(the kernel kills inside the sandbox only)",
         )
-    elif uid:
-        rows["memory_bomb"] = (
+    if f.uid:
+        return (
             "blocked",
             "RLIMIT_AS per process (MemoryError); no memory cgroup: several processes may "
             "together use max_processes x memory_mb",
         )
-    else:
-        rows["memory_bomb"] = ("blocked", "RLIMIT_AS per process (MemoryError)")
+    return ("blocked", "RLIMIT_AS per process (MemoryError)")
 
-    sc = isolate and s.seccomp
-    if netns and sc:
-        rows["network"] = (
+
+def _network(f: _Facts) -> _Row:
+    if f.netns and f.sc:
+        return (
             "blocked",
             "empty network namespace (`unshare -n`)"
-            + (", Landlock: no TCP connect or bind" if ll >= 4 else "")
+            + (", Landlock: no TCP connect or bind" if f.ll >= 4 else "")
             + ", and seccomp: no unix-domain sockets",
         )
-    elif netns:
-        rows["network"] = (
+    if f.netns:
+        return (
             "not blocked",
             "empty network namespace (`unshare -n`); unix-domain sockets of the host that "
             "its uid may connect to are reachable (no seccomp)",
         )
-    elif ll >= 4:
-        rows["network"] = (
+    if f.ll >= 4:
+        return (
             "not blocked",
             "Landlock blocks TCP connect and bind; UDP is not blocked without a network "
             "namespace (runner not root)",
         )
-    else:
-        rows["network"] = (
-            "not blocked",
-            "no network namespace (runner not root) and no Landlock network rules",
-        )
+    return ("not blocked", "no network namespace (runner not root) and no Landlock network rules")
 
-    if ll:
-        rows["host_files"] = (
+
+def _host_files(f: _Facts) -> _Row:
+    if f.ll:
+        return (
             "blocked",
             "Landlock: only the working folder (read-write) and the Python runtime (stdlib, "
-            "shared libraries, time zones: read-only) can be opened" + ("; own uid" if uid else ""),
+            "shared libraries, time zones: read-only) can be opened"
+            + ("; own uid" if f.uid else ""),
         )
-    elif uid:
-        rows["host_files"] = (
+    if f.uid:
+        return (
             "not blocked",
             "own uid: files not readable by others are blocked, world-readable host files "
             "are not (no Landlock)",
         )
-    else:
-        rows["host_files"] = ("not blocked", "no Landlock and no uid of its own")
+    return ("not blocked", "no Landlock and no uid of its own")
 
+
+def _huge_output(f: _Facts) -> _Row:
     huge = (
         "a result over the response limit fails with `too_large`; a file over file_size_mb fails "
         "with EFBIG (RLIMIT_FSIZE); prints go to a log capped the same way"
     )
-    if netns:
+    if f.netns:
         huge += "; the working folder is a tmpfs of workspace_mb (ENOSPC)"
-        rows["huge_output"] = (
-            "blocked",
-            huge + (", nothing else is writable (Landlock)" if ll else ""),
-        )
-    elif ll:
-        rows["huge_output"] = (
+        return ("blocked", huge + (", nothing else is writable (Landlock)" if f.ll else ""))
+    if f.ll:
+        return (
             "not blocked",
             huge
             + "; only the working folder is writable (Landlock), but its total size is not capped",
         )
-    else:
-        rows["huge_output"] = (
-            "not blocked",
-            huge + "; many files, or files elsewhere, are not capped",
-        )
+    return ("not blocked", huge + "; many files, or files elsewhere, are not capped")
 
-    rows["kill_executor"] = (
+
+def _kill_executor(f: _Facts) -> _Row:
+    return (
         "detected",
         "the call fails with `crashed`, naming the signal or exit code (and an out-of-memory "
         "kill); the executor is replaced and the earlier calls replayed",
     )
 
-    if uid or ll >= 6:
-        how = " and ".join(
-            x for x in ("own uid" if uid else "", "Landlock signal scope" if ll >= 6 else "") if x
-        )
-        rows["other_processes"] = ("blocked", how + ": EPERM")
-    else:
-        rows["other_processes"] = (
-            "not blocked",
-            "same uid as the runner and no Landlock signal scope",
-        )
 
+def _other_processes(f: _Facts) -> _Row:
+    if f.uid or f.ll >= 6:
+        means = ("own uid" if f.uid else "", "Landlock signal scope" if f.ll >= 6 else "")
+        return ("blocked", " and ".join(x for x in means if x) + ": EPERM")
+    return ("not blocked", "same uid as the runner and no Landlock signal scope")
+
+
+def _leftovers(f: _Facts) -> _Row:
     means = ["own process group", "parent-death signal", "hard lifetime"]
-    if "pids" in cg:
+    if "pids" in f.cg:
         means.insert(0, "everything in the sandbox's cgroup is killed on close and on replacement")
-    elif uid:
+    elif f.uid:
         means.insert(0, "every process of the sandbox's uid is killed on close and on replacement")
-    if uid:
-        rows["leftovers"] = ("blocked", "; ".join(means))
-    else:
-        rows["leftovers"] = (
-            "not blocked",
-            "; ".join(means)
-            + " (a process that calls setsid and clears its parent-death signal escapes)",
-        )
-    return {k: Protection(k, *rows[k]) for k in THREATS}
+    if f.uid:
+        return ("blocked", "; ".join(means))
+    return (
+        "not blocked",
+        "; ".join(means)
+        + " (a process that calls setsid and clears its parent-death signal escapes)",
+    )
+
+
+_THREAT_ROWS = {
+    "infinite_loop": _infinite_loop,
+    "fork_bomb": _fork_bomb,
+    "memory_bomb": _memory_bomb,
+    "network": _network,
+    "host_files": _host_files,
+    "huge_output": _huge_output,
+    "kill_executor": _kill_executor,
+    "other_processes": _other_processes,
+    "leftovers": _leftovers,
+}
+"""How each threat of :data:`THREATS` is met, given what the host offers."""
 
 
 if __name__ == "__main__":

@@ -170,29 +170,41 @@ class Zygote:
                 self._lost("it exited")
                 return
             msg = json.loads(data)
-            for pid, code in msg.get("exits") or ():
-                child = self._children.pop(pid, None)
-                if child is None:
-                    self._early[pid] = code
-                else:
-                    child.exited(code)
-            for rid, pid in msg.get("forked") or ():
-                fut = self._pending.pop(int(rid or 0), None)
-                if fut is not None and not fut.done():
-                    fut.set_result(int(pid))
-            for rid, why in msg.get("errors") or ():
-                failed = (
-                    [self._pending.pop(int(rid))]
-                    if rid is not None and int(rid) in self._pending
-                    else []
-                )
-                if rid is None:  # a packet it could not read: every request in it fails
-                    failed, self._pending = list(self._pending.values()), {}
-                for fut in failed:
-                    if not fut.done():
-                        fut.set_exception(
-                            ZygoteError(f"the executor fork server could not fork: {why}")
-                        )
+            self._on_exits(msg.get("exits") or ())
+            self._on_forked(msg.get("forked") or ())
+            self._on_errors(msg.get("errors") or ())
+
+    def _on_exits(self, exits: list[list[int]]) -> None:
+        """Children that ended: told now, or kept for a child not registered yet."""
+        for pid, code in exits:
+            child = self._children.pop(pid, None)
+            if child is None:
+                self._early[pid] = code
+            else:
+                child.exited(code)
+
+    def _on_forked(self, forked: list[list[Any]]) -> None:
+        """Forks that worked: each request's future gets the child's pid."""
+        for rid, pid in forked:
+            fut = self._pending.pop(int(rid or 0), None)
+            if fut is not None and not fut.done():
+                fut.set_result(int(pid))
+
+    def _on_errors(self, errors: list[list[Any]]) -> None:
+        """Forks that failed (an id of None: a packet it could not read, all of it failed)."""
+        for rid, why in errors:
+            failed = (
+                [self._pending.pop(int(rid))]
+                if rid is not None and int(rid) in self._pending
+                else []
+            )
+            if rid is None:  # a packet it could not read: every request in it fails
+                failed, self._pending = list(self._pending.values()), {}
+            for fut in failed:
+                if not fut.done():
+                    fut.set_exception(
+                        ZygoteError(f"the executor fork server could not fork: {why}")
+                    )
 
     def _log_tail(self) -> str:
         try:

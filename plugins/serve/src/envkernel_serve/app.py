@@ -517,18 +517,54 @@ async def _submit(ep: Episode, arguments: dict[str, Any]) -> mtypes.CallToolResu
     )
 
 
-def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
-    cat = core.catalog
+_SUBMIT_DESCRIPTION = (
+    "Submit your final answer and end the episode; the result is the "
+    "reward (the task's check, 0 to 1). Call it once, after the other tools."
+)
 
-    async def list_tools(ctx: Any, params: Any) -> mtypes.ListToolsResult:
+_STATE_RESOURCE = mtypes.Resource(
+    uri=STATE_URI,
+    name="session-state",
+    mime_type="application/json",
+    description="This session's episode: task_id, step_count, done and reward "
+    "(the task's own check).",
+)
+
+
+def _error_result(text: str) -> mtypes.CallToolResult:
+    """A tool call's failure as MCP reports it."""
+    return mtypes.CallToolResult(content=[mtypes.TextContent(text=text)], is_error=True)
+
+
+def _tool_result(obs: dict[str, Any]) -> mtypes.CallToolResult:
+    """A tool call's observation as an MCP result (text and, for a value, structured content)."""
+    if obs["error"] is not None:
+        return _error_result(obs["error"]["message"])
+    value = obs["result"]
+    text = value if isinstance(value, str) else _dumps(value)
+    structured = value if isinstance(value, dict) else {"result": value}
+    return mtypes.CallToolResult(
+        content=[mtypes.TextContent(text=text)],
+        structured_content=structured,
+        is_error=not obs["ok"],
+    )
+
+
+class _McpHandlers:
+    """The MCP server's four requests, each on its session's episode."""
+
+    def __init__(self, core: ServeCore, sessions: _McpSessions) -> None:
+        self.cat, self.sessions = core.catalog, sessions
+
+    async def list_tools(self, ctx: Any, params: Any) -> mtypes.ListToolsResult:
+        """The environment's tools; a session that names a task is offered that task's tools
+        only, as a /ws session after its reset, and the tool that ends its episode with the
+        answer (its result holds the reward)."""
         try:
-            task_id, env = sessions.target(ctx)
-            task = cat.task({"task_id": task_id}, 0) if task_id else None
+            task_id, env = self.sessions.target(ctx)
+            task = self.cat.task({"task_id": task_id}, 0) if task_id else None
         except (ActionError, CatalogError) as exc:
             raise ValueError(str(exc)) from None
-        # a session that names a task is offered that task's tools only, as a /ws session after its
-        # reset,
-        # and the tool that ends its episode with the answer (its result holds the reward)
         tools = [
             mtypes.Tool(
                 name=t["name"],
@@ -542,59 +578,36 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
                 mtypes.Tool(
                     name=submit_name(env),
                     input_schema=_SUBMIT_SCHEMA,
-                    description=(
-                        "Submit your final answer and end the episode; the result is the "
-                        "reward (the task's check, 0 to 1). Call it once, after the other tools."
-                    ),
+                    description=_SUBMIT_DESCRIPTION,
                 )
             )
         return mtypes.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: Any, params: Any) -> mtypes.CallToolResult:
+    async def call_tool(self, ctx: Any, params: Any) -> mtypes.CallToolResult:
+        """One tool call (or the submit tool) on the session's episode."""
         try:
-            ep = await sessions.get(ctx)
+            ep = await self.sessions.get(ctx)
         except (ActionError, CatalogError) as exc:
-            return mtypes.CallToolResult(content=[mtypes.TextContent(text=str(exc))], is_error=True)
+            return _error_result(str(exc))
         async with ep.lock:
             try:
                 if ep.task is not None and params.name == submit_name(ep.env):
                     return await _submit(ep, dict(params.arguments or {}))
                 obs = await ep.call(params.name, dict(params.arguments or {}))
             except ActionError as exc:
-                return mtypes.CallToolResult(
-                    content=[mtypes.TextContent(text=str(exc))], is_error=True
-                )
-        if obs["error"] is not None:
-            return mtypes.CallToolResult(
-                content=[mtypes.TextContent(text=obs["error"]["message"])], is_error=True
-            )
-        value = obs["result"]
-        text = value if isinstance(value, str) else _dumps(value)
-        structured = value if isinstance(value, dict) else {"result": value}
-        return mtypes.CallToolResult(
-            content=[mtypes.TextContent(text=text)],
-            structured_content=structured,
-            is_error=not obs["ok"],
-        )
+                return _error_result(str(exc))
+        return _tool_result(obs)
 
-    async def list_resources(ctx: Any, params: Any) -> mtypes.ListResourcesResult:
-        return mtypes.ListResourcesResult(
-            resources=[
-                mtypes.Resource(
-                    uri=STATE_URI,
-                    name="session-state",
-                    mime_type="application/json",
-                    description="This session's episode: task_id, step_count, done and reward "
-                    "(the task's own check).",
-                )
-            ]
-        )
+    async def list_resources(self, ctx: Any, params: Any) -> mtypes.ListResourcesResult:
+        """The one resource: the session's state."""
+        return mtypes.ListResourcesResult(resources=[_STATE_RESOURCE])
 
-    async def read_resource(ctx: Any, params: Any) -> mtypes.ReadResourceResult:
+    async def read_resource(self, ctx: Any, params: Any) -> mtypes.ReadResourceResult:
+        """The session's episode state, as JSON."""
         if str(params.uri) != STATE_URI:
             raise ValueError(f"no resource {params.uri}; the one resource is {STATE_URI}")
         try:
-            ep = await sessions.get(ctx)
+            ep = await self.sessions.get(ctx)
         except (ActionError, CatalogError) as exc:
             raise ValueError(str(exc)) from None
         async with ep.lock:
@@ -607,60 +620,61 @@ def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
             ]
         )
 
-    names = ", ".join(cat.envs)
+
+def _mcp_server(core: ServeCore, sessions: _McpSessions) -> McpServer[Any]:
+    handlers = _McpHandlers(core, sessions)
+    names = ", ".join(core.catalog.envs)
     return McpServer(
         "envkernel",
         version="0.1.0",
         instructions=f"Tools of the environment(s) {names}; each MCP session has its own "
         "isolated sandbox (choose the environment with the X-Envkernel-Env header or ?env=).",
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_read_resource=read_resource,
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
+        on_list_resources=handlers.list_resources,
+        on_read_resource=handlers.read_resource,
     )
 
 
-def build_app(
-    core: ServeCore,
-    *,
-    host: str = "127.0.0.1",
-    mcp_idle_seconds: float = 600.0,
-    on_start: Any = None,
-    on_stop: Any = None,
-) -> Any:
-    """The ASGI app serving ``core`` (see the module docstring): ``/ws`` itself, the rest a
-    Starlette app. ``on_start``/``on_stop`` are awaited in its lifespan."""
-    sessions = _McpSessions(core, mcp_idle_seconds)
-    security = None
-    if host in ("127.0.0.1", "localhost", "::1"):
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
-    manager = StreamableHTTPSessionManager(
-        app=_mcp_server(core, sessions),
-        security_settings=security,
-        max_sessions=None,
-        session_idle_timeout=mcp_idle_seconds,
-    )
-    cat = core.catalog
+_OPENAPI = {
+    "openapi": "3.1.0",
+    "info": {"title": "envkernel serve", "version": "0.1.0"},
+    "paths": {
+        "/reset": {"post": {"summary": "start an episode"}},
+        "/step": {"post": {"summary": "one action of an episode"}},
+        "/state": {"get": {"summary": "an episode's state and reward"}},
+        "/health": {"get": {}},
+        "/metadata": {"get": {}},
+        "/schema": {"get": {}},
+        "/mcp": {"post": {"summary": "MCP, streamable HTTP"}},
+    },
+}
+"""The path list openenv-core's ``validate_running_environment`` reads to tell the simulation
+mode."""
 
-    async def health(_: Request) -> JSONResponse:
+
+class _Pages:
+    """The read-only HTTP pages: health, metadata, schema, openapi.json."""
+
+    def __init__(self, core: ServeCore) -> None:
+        self.core = core
+        self.task_ids: dict[str, list[str]] = {}
+        for t in core.catalog.tasks:
+            self.task_ids.setdefault(t.env_id, []).append(t.id)
+
+    async def health(self, _: Request) -> JSONResponse:
+        """Always healthy while it answers."""
         return JSONResponse({"status": "healthy"})
 
-    task_ids: dict[str, list[str]] = {}
-    for t in cat.tasks:
-        task_ids.setdefault(t.env_id, []).append(t.id)
-
-    async def metadata(_: Request) -> JSONResponse:
+    async def metadata(self, _: Request) -> JSONResponse:
+        """The served environments, tasks, live sessions and the pool's counts."""
+        core, cat = self.core, self.core.catalog
         env = cat.default_env
+        one = len(cat.envs) == 1
         return JSONResponse(
             {
-                "name": env.name if len(cat.envs) == 1 else f"envkernel run {cat.source}",
-                "description": env.description
-                if len(cat.envs) == 1
-                else f"{len(cat.envs)} environments",
+                "name": env.name if one else f"envkernel run {cat.source}",
+                "description": env.description if one else f"{len(cat.envs)} environments",
                 "version": "0.1.0",
                 "author": "envkernel",
                 "envs": [
@@ -669,7 +683,7 @@ def build_app(
                         "name": e.name,
                         "tools": [t.name for t in e.tools],
                         "tool_specs": tool_list(e),
-                        "task_ids": task_ids.get(e.id, []),
+                        "task_ids": self.task_ids.get(e.id, []),
                     }
                     for e in cat.envs.values()
                 ],
@@ -680,32 +694,36 @@ def build_app(
                     "reused": core.pool.reused,
                     "idle": core.pool.idle,
                 },
+                "tool_calls_by_path": dict(sorted(core.call_paths.items())),
             }
         )
 
-    async def schema(_: Request) -> JSONResponse:
+    async def schema(self, _: Request) -> JSONResponse:
+        """The action, observation and state schemas."""
         return JSONResponse(
             {"action": _ACTION_SCHEMA, "observation": _OBSERVATION_SCHEMA, "state": _STATE_SCHEMA}
         )
 
-    async def openapi(_: Request) -> JSONResponse:
-        # the path list openenv-core's `validate_running_environment` reads to tell the simulation
-        # mode
-        return JSONResponse(
-            {
-                "openapi": "3.1.0",
-                "info": {"title": "envkernel serve", "version": "0.1.0"},
-                "paths": {
-                    "/reset": {"post": {"summary": "start an episode"}},
-                    "/step": {"post": {"summary": "one action of an episode"}},
-                    "/state": {"get": {"summary": "an episode's state and reward"}},
-                    "/health": {"get": {}},
-                    "/metadata": {"get": {}},
-                    "/schema": {"get": {}},
-                    "/mcp": {"post": {"summary": "MCP, streamable HTTP"}},
-                },
-            }
-        )
+    async def openapi(self, _: Request) -> JSONResponse:
+        """:data:`_OPENAPI`."""
+        return JSONResponse(_OPENAPI)
+
+
+def _security(host: str) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection when bound to loopback (None otherwise)."""
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+    )
+
+
+def _lifespan(
+    core: ServeCore, sessions: _McpSessions, manager: Any, on_start: Any, on_stop: Any
+) -> Any:
+    """The app's lifespan: ``on_start``, the MCP manager and the idle reaper, then closing."""
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -721,19 +739,40 @@ def build_app(
             if on_stop is not None:
                 await on_stop()
 
+    return lifespan
+
+
+def build_app(
+    core: ServeCore,
+    *,
+    host: str = "127.0.0.1",
+    mcp_idle_seconds: float = 600.0,
+    on_start: Any = None,
+    on_stop: Any = None,
+) -> Any:
+    """The ASGI app serving ``core`` (see the module docstring): ``/ws`` itself, the rest a
+    Starlette app. ``on_start``/``on_stop`` are awaited in its lifespan."""
+    sessions = _McpSessions(core, mcp_idle_seconds)
+    manager = StreamableHTTPSessionManager(
+        app=_mcp_server(core, sessions),
+        security_settings=_security(host),
+        max_sessions=None,
+        session_idle_timeout=mcp_idle_seconds,
+    )
+    pages = _Pages(core)
     http = _HttpEpisodes(sessions)
     routes = Starlette(
         routes=[
-            Route("/health", health),
-            Route("/metadata", metadata),
-            Route("/schema", schema),
+            Route("/health", pages.health),
+            Route("/metadata", pages.metadata),
+            Route("/schema", pages.schema),
             Route("/reset", http.reset, methods=["POST"]),
             Route("/step", http.step, methods=["POST"]),
             Route("/state", http.state),
-            Route("/openapi.json", openapi),
+            Route("/openapi.json", pages.openapi),
             Route("/mcp", _McpEndpoint(StreamableHTTPASGIApp(manager))),
         ],
-        lifespan=lifespan,
+        lifespan=_lifespan(core, sessions, manager, on_start, on_stop),
     )
 
     async def app(scope: Any, receive: Any, send: Any) -> None:

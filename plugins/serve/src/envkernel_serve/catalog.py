@@ -156,71 +156,95 @@ def load_catalog(
             f"{d} is not a folder; give a run folder (envkernel-out/<run-id>/) or one of its "
             "envs/<id>/ folders"
         )
-    envs: dict[str, EnvSpec] = {}
-    run_seed = 0
     if (d / "env.json").is_file():
-        try:
-            env = load_env_dir(d)
-        except EnvDirError as exc:
-            raise CatalogError(str(exc)) from None
-        envs[env.id] = env
-        default_tasks = None
-        reward = (
-            run_reward(d.parent.parent / "config.json") if d.parent.name == "envs" else ("", {})
-        )
+        found = _from_env_folder(d)
     elif (d / "envs").is_dir():
-        for sub in sorted(p for p in (d / "envs").iterdir() if p.is_dir()):
-            if not (sub / "env.json").is_file():
-                continue  # a rejected environment (rejected.json) is not served
-            try:
-                env = load_env_dir(sub)
-            except EnvDirError as exc:
-                log.warning("environment not served", folder=str(sub), error=str(exc))
-                continue
-            envs[env.id] = env
-        if not envs:
-            raise CatalogError(
-                f"{d}/envs holds no kept environment (each needs an env.json); was the run's "
-                "every environment rejected?"
-            )
-        default_tasks = d / "tasks.jsonl"
-        reward = run_reward(d / "config.json")
-        try:
-            run_seed = int(json.loads((d / "config.json").read_text()).get("seed", 0))
-        except (OSError, ValueError, AttributeError):
-            run_seed = 0
+        found = _from_run_folder(d)
     else:
         raise CatalogError(
             f"{d} is neither an environment folder (with env.json) nor a run folder (with envs/); "
             "give envkernel-out/<run-id>/ or envkernel-out/<run-id>/envs/<env-id>/"
         )
-    path = Path(tasks_file) if tasks_file else default_tasks
-    tasks: list[Task] = []
-    skipped: list[str] = []
     if tasks_file and not Path(tasks_file).is_file():
         raise CatalogError(
             f"--tasks {tasks_file}: no such file; give a tasks.jsonl (one Task per line)"
         )
-    if path is not None and path.is_file():
-        read, skipped = _read_tasks(path)
-        for t in read:
-            if t.env_id in envs:
-                tasks.append(t)
-            elif len(envs) > 1 or tasks_file is None:
-                skipped.append(f"task {t.id}: its environment {t.env_id!r} is not served here")
-        if tasks_file and read and not tasks:
-            raise CatalogError(
-                f"--tasks {tasks_file}: none of its {len(read)} tasks is over the served "
-                f"environment(s) {', '.join(envs)}"
-            )
+    path = Path(tasks_file) if tasks_file else found.default_tasks
+    tasks, skipped = _served_tasks(path, tasks_file, found.envs)
     for line in skipped:
         log.warning("task not served", detail=line)
     return Catalog(
-        envs=envs,
+        envs=found.envs,
         tasks=tasks,
-        seed=run_seed if seed is None else seed,
+        seed=found.seed if seed is None else seed,
         source=str(d),
         skipped=skipped,
-        reward=reward[0],
-        reward_settings=reward[1],
+        reward=found.reward[0],
+        reward_settings=found.reward[1],
     )
+
+
+@dataclass
+class _Found:
+    """What a folder holds: its environments, its tasks file, its run's reward and seed."""
+
+    envs: dict[str, EnvSpec]
+    default_tasks: Path | None
+    reward: tuple[str, dict[str, Any]]
+    seed: int = 0
+
+
+def _from_env_folder(d: Path) -> _Found:
+    """One environment folder (a run's ``envs/<id>/``: the run's reward)."""
+    try:
+        env = load_env_dir(d)
+    except EnvDirError as exc:
+        raise CatalogError(str(exc)) from None
+    reward = run_reward(d.parent.parent / "config.json") if d.parent.name == "envs" else ("", {})
+    return _Found({env.id: env}, None, reward)
+
+
+def _from_run_folder(d: Path) -> _Found:
+    """A run folder: its kept environments, ``tasks.jsonl``, its reward and seed."""
+    envs: dict[str, EnvSpec] = {}
+    for sub in sorted(p for p in (d / "envs").iterdir() if p.is_dir()):
+        if not (sub / "env.json").is_file():
+            continue  # a rejected environment (rejected.json) is not served
+        try:
+            env = load_env_dir(sub)
+        except EnvDirError as exc:
+            log.warning("environment not served", folder=str(sub), error=str(exc))
+            continue
+        envs[env.id] = env
+    if not envs:
+        raise CatalogError(
+            f"{d}/envs holds no kept environment (each needs an env.json); was the run's "
+            "every environment rejected?"
+        )
+    try:
+        run_seed = int(json.loads((d / "config.json").read_text()).get("seed", 0))
+    except (OSError, ValueError, AttributeError):
+        run_seed = 0
+    return _Found(envs, d / "tasks.jsonl", run_reward(d / "config.json"), run_seed)
+
+
+def _served_tasks(
+    path: Path | None, tasks_file: str | Path | None, envs: dict[str, EnvSpec]
+) -> tuple[list[Task], list[str]]:
+    """The tasks of ``path`` over the served environments, and why the others are not served."""
+    tasks: list[Task] = []
+    skipped: list[str] = []
+    if path is None or not path.is_file():
+        return tasks, skipped
+    read, skipped = _read_tasks(path)
+    for t in read:
+        if t.env_id in envs:
+            tasks.append(t)
+        elif len(envs) > 1 or tasks_file is None:
+            skipped.append(f"task {t.id}: its environment {t.env_id!r} is not served here")
+    if tasks_file and read and not tasks:
+        raise CatalogError(
+            f"--tasks {tasks_file}: none of its {len(read)} tasks is over the served "
+            f"environment(s) {', '.join(envs)}"
+        )
+    return tasks, skipped

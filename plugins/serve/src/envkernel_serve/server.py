@@ -84,6 +84,10 @@ class ServeSettings:
 class RunnerSandboxes:
     """Sandboxes from a runner built in this process (``runner.open(env, seed)``)."""
 
+    def path_of(self, sandbox: Any) -> str:
+        """``runner``: calls without a direct lane go to the runner's session here."""
+        return "runner"
+
     def __init__(self, runner: Any) -> None:
         self.runner = runner
 
@@ -104,6 +108,10 @@ class RunnerSandboxes:
 class NatsSandboxes:
     """Sandboxes from the kernel's sandbox service on a NATS server (optionally served by this
     process too)."""
+
+    def path_of(self, sandbox: Any) -> str:
+        """The bus client's own answer: ``lane`` (same host) or ``bus``."""
+        return str(sandbox.last_path)
 
     def __init__(
         self, url: str, runner_name: str, local_runner: Any = None, call_timeout: float = 60.0

@@ -1,15 +1,20 @@
 """Sessions of ``envkernel serve``: one isolated sandbox each, taken from a warm pool.
 
-* :class:`WarmPool` keeps sandboxes per environment, opened ahead and snapshotted right after they
-  open (the seed state). By default (``fresh``) no sandbox serves two sessions: a session takes one
-  no session used, its end closes it, and another is opened in the background. A restore brings
-  back the database, the counters and the working folder, but not what the environment's code keeps
-  in its own module (globals, caches), so a restored sandbox could carry one client's traces to the
-  next. With the ``process`` runner's ``recycle``, that close and open are cheap: the sandbox's nest
-  forks a fresh session (docs/sessions.md). ``fresh=False`` restores a used sandbox for the next
-  session instead (well under a millisecond), for a server whose sessions all belong to one client.
-  Within a session, ``reset`` restores the seed snapshot. There is no cap on how many are out at
-  once: sessions are limited by the machine (and the runner's own limits), not by a default.
+* :class:`WarmPool` keeps sandboxes per environment in the one sandbox pool
+  (:class:`envkernel.pool.Pool`, the one a run leases from), opened ahead and snapshotted right
+  after they open (the seed state). By default (``fresh``, the pool's ``fresh`` policy) no sandbox
+  serves two sessions: a session takes one no session used, its end closes it, and another is
+  opened in the background. A restore brings back the database, the counters, the working folder
+  and env.py's own module state (it runs env.py again: ``tests/test_restore_globals.py``,
+  ``tests/test_recycle.py``), but not what lives outside the module: a thread or a process the
+  environment's code started keeps running into the next session. Sessions of ``envkernel serve``
+  may belong to different clients, so the default stays a sandbox no session used. With the
+  ``process`` runner's ``recycle``, that close and open are cheap: the sandbox's nest forks a fresh
+  session (docs/sessions.md). ``fresh=False`` (``--reuse-sandboxes``, the pool's ``restore``
+  policy, as a run's) restores a used sandbox for the next session instead (well under a
+  millisecond), for a server whose sessions all belong to one client. Within a session, ``reset``
+  restores the seed snapshot. There is no cap on how many are out at once: sessions are limited
+  by the machine (and the runner's own limits), not by a default.
 * :class:`Episode` is what a session does: ``reset`` loads a task's initial state (a restore to
   the seed, then the task's planted distractor rows, ``Task.planted``) and returns its request;
   ``step`` runs one tool call in the sandbox; the reward is the task's own
@@ -28,6 +33,7 @@ import asyncio
 import contextlib
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -35,6 +41,7 @@ from typing import Any, Protocol
 import msgspec
 import structlog
 
+from envkernel.pool import Pool, Pooled, PoolPolicy
 from envkernel_kit.grading import grade
 from envkernel_runtime.calls import call_role
 from envkernel_runtime.lane import DirectLane, lanes_enabled
@@ -72,6 +79,12 @@ class ActionError(ValueError):
 class SandboxSource(Protocol):
     """Where sandboxes come from: a runner (``open(env, seed)``), or the sandbox service on NATS."""
 
+    def path_of(self, sandbox: Any) -> str:
+        """How ``sandbox`` answered its last call (when serve holds no direct lane of it):
+        ``runner`` (the runner's session in this process), ``bus`` or the bus client's own
+        ``lane`` (``CallRecord.path``)."""
+        ...
+
     async def open(self, env: EnvSpec, seed: int) -> Any:
         """A live sandbox holding ``env`` at ``seed`` (call, snapshot, restore, state, close)."""
         ...
@@ -88,10 +101,13 @@ class Lease:
     lane: DirectLane | None = None
     """The executor's direct lane, when the sandbox is a runner's own in this process (tool calls
     skip its call log and stream objects: one socket round trip to the executor)."""
+    pooled: Pooled | None = None
+    """The pool's own record of the sandbox (what :meth:`WarmPool.release` gives back)."""
 
 
 class WarmPool:
-    """Sandboxes per environment, reset by restore between sessions (see the module docstring)."""
+    """Sessions' sandboxes per environment, in the one :class:`envkernel.pool.Pool` (see the
+    module docstring): ``fresh`` is the pool's ``fresh`` policy, else ``restore``."""
 
     def __init__(
         self, source: SandboxSource, seed: int = 0, keep_idle: int = 256, fresh: bool = True
@@ -101,112 +117,61 @@ class WarmPool:
         self.keep_idle = keep_idle
         self.fresh = fresh
         """No sandbox serves two sessions (see the module docstring)."""
-        self._idle: dict[str, list[Lease]] = {}
-        self._want: dict[str, int] = {}  # fresh: unused sandboxes to keep ready, per environment
-        self._filling: dict[str, int] = {}
-        self._background: set[asyncio.Future[None]] = set()
-        self.opened = 0
-        self.reused = 0
-        self.out = 0
+        policy = PoolPolicy(reuse="fresh" if fresh else "restore", keep_idle=keep_idle)
+        self.pool = Pool(policy, closer=_close_pooled, on_open=_take_lane)
 
-    async def _open(self, env: EnvSpec) -> Lease:
-        sb = await self.source.open(env, self.seed)
-        try:
-            snap = await sb.snapshot()
-        except BaseException:
-            await sb.close()
-            raise
-        self.opened += 1
-        return Lease(env, sb, snap, lane=_take_lane(sb))
+    def _opener(self, env: EnvSpec) -> Any:
+        return lambda: self.source.open(env, self.seed)
 
     async def acquire(self, env: EnvSpec) -> Lease:
         """A sandbox holding ``env`` in its seed state (a warm one restored, else a new one)."""
-        idle = self._idle.get(env.id, [])
-        while idle:
-            lease = idle.pop()
-            if self.fresh:  # never used: already in its seed state
-                if getattr(lease.sandbox, "closed", False):
-                    continue
-                self.out += 1
-                self._refill(env)
-                return lease
-            try:
-                await lease.sandbox.restore(lease.snapshot)
-            except Exception as exc:
-                log.debug("warm sandbox unusable", env=env.id, error=str(exc))
-                await _close_quietly(lease.sandbox, lease.lane)
-                continue
-            self.reused += 1
-            self.out += 1
-            return lease
-        lease = await self._open(env)
-        self.out += 1
-        if self.fresh:
-            self._want.setdefault(env.id, 1)  # an environment sessions use: keep one ready
-            self._refill(env)
-        return lease
+        item = await self.pool.acquire(env.id, self._opener(env))
+        return Lease(env, item.sandbox, item.snapshot, lane=item.extra, pooled=item)
 
     async def release(self, lease: Lease) -> None:
         """Give a sandbox back: closed (``fresh``, or after a broken use), else kept warm for the
         next session."""
-        self.out -= 1
-        idle = self._idle.setdefault(lease.env.id, [])
-        if (
-            self.fresh
-            or lease.broken
-            or getattr(lease.sandbox, "closed", False)
-            or len(idle) >= self.keep_idle
-        ):
-            await _close_quietly(lease.sandbox, lease.lane)
-        else:
-            idle.append(lease)
-
-    def _refill(self, env: EnvSpec) -> None:
-        """``fresh``: open unused sandboxes of ``env`` in the background until ``_want`` are
-        ready."""
-        missing = (
-            min(self._want.get(env.id, 0), self.keep_idle)
-            - len(self._idle.get(env.id, ()))
-            - self._filling.get(env.id, 0)
-        )
-        for _ in range(max(0, missing)):
-            self._filling[env.id] = self._filling.get(env.id, 0) + 1
-
-            async def one() -> None:
-                try:
-                    lease = await self._open(env)
-                except Exception as exc:
-                    log.warning("could not open a sandbox ahead", env=env.id, error=str(exc))
-                    return
-                finally:
-                    self._filling[env.id] -= 1
-                self._idle.setdefault(env.id, []).append(lease)
-
-            task = asyncio.ensure_future(one())
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+        item = lease.pooled
+        assert item is not None, "a lease this pool did not lend"
+        item.broken = item.broken or lease.broken
+        await self.pool.release(item)
 
     async def warm(self, env: EnvSpec, n: int) -> None:
         """Open ``n`` sandboxes of ``env`` ahead of the first sessions (``fresh``: and keep ``n``
         ready)."""
-        leases = await asyncio.gather(*(self._open(env) for _ in range(n)))
-        self._idle.setdefault(env.id, []).extend(leases)
-        self._want[env.id] = max(self._want.get(env.id, 0), n)
+        await self.pool.warm(env.id, self._opener(env), n)
+
+    @property
+    def opened(self) -> int:
+        """Sandboxes opened."""
+        return self.pool.opened
+
+    @property
+    def reused(self) -> int:
+        """Sessions served by a restored sandbox."""
+        return self.pool.reused
+
+    @property
+    def out(self) -> int:
+        """Sandboxes lent to sessions now."""
+        return self.pool.out
 
     @property
     def idle(self) -> int:
         """Warm sandboxes waiting for a session."""
-        return sum(len(v) for v in self._idle.values())
+        return self.pool.idle
+
+    def idle_envs(self) -> set[str]:
+        """The environments with a warm sandbox waiting."""
+        return {str(k) for k, n in self.pool.idle_by_key().items() if n}
 
     async def close(self) -> None:
         """Close every idle sandbox (and stop opening more)."""
-        self._want.clear()
-        for task in list(self._background):
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
-        idle = [lease for items in self._idle.values() for lease in items]
-        self._idle.clear()
-        await asyncio.gather(*(_close_quietly(lease.sandbox, lease.lane) for lease in idle))
+        await self.pool.close()
+
+
+async def _close_pooled(item: Pooled) -> None:
+    await _close_quietly(item.sandbox, item.extra)
 
 
 _result_dec = msgspec.json.Decoder(ToolResult)
@@ -266,6 +231,9 @@ class ServeCore:
     resource and ``submit_answer`` result included (``--show-reasons``); False: only a trainer's
     explicit request (:meth:`Episode.state` with ``reasons=True``) and the log get them."""
     live: dict[str, Episode] = field(default_factory=dict)
+    call_paths: Counter[str] = field(default_factory=Counter)
+    """Tool calls of every session by how they were answered (``CallRecord.path``); in
+    ``/metadata``."""
     _counter: int = 0
 
     async def grade(self, task: Task, trajectory: Trajectory) -> Reward:
@@ -480,6 +448,7 @@ class Episode:
             )
         if tool not in offered:
             self.format_errors += 1
+            self.core.call_paths["refused"] += 1
             return {
                 "tool_name": tool,
                 "result": None,
@@ -494,8 +463,10 @@ class Episode:
         t0 = time.perf_counter()
         try:
             lane = lease.lane
+            path = "lane"
             if lane is None:
                 result: ToolResult = await lease.sandbox.call(tool, arguments)
+                path = self.core.pool.source.path_of(lease.sandbox)
             else:  # one round trip to the executor
                 line = await lane.call_raw(tool, arguments)
                 if (
@@ -524,8 +495,10 @@ class Episode:
                 call=ToolCall(name=tool, arguments=arguments),
                 result=result,
                 seconds=time.perf_counter() - t0,
+                path=path,
             )
         )
+        self.core.call_paths[path] += 1
         if result.ok:
             return {"tool_name": tool, "result": result.value, "ok": True, "error": None}
         err = result.error or ToolError(code="error", message="the tool failed")

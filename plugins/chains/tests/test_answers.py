@@ -82,14 +82,16 @@ def test_change_answers_report_without_echo(tasks: list[Task]) -> None:
 
 
 def test_a_row_to_see_is_shown(tasks: list[Task]) -> None:
-    """A change followed by a read ("... and show me the booking"): the answer carries values of
-    the row the read returned that the request did not say."""
-    shown = [
-        t
-        for t in tasks
-        if t.outcome.mutates and t.outputs and t.calls[-1].name.startswith(("get_", "list_"))
-    ]
-    assert shown
+    """A change followed by a read ("... and show me the booking"): the read shows what the change
+    did not already return (a read of the row the change returned adds nothing, and the gate's
+    ``drop_last`` mutant would pass it), and the answer carries values of the row the read
+    returned that the request did not say."""
+    changes = [t for t in tasks if t.outcome.mutates and t.outputs]
+    assert changes
+    shown = [t for t in changes if t.calls[-1].name.startswith(("get_", "list_"))]
+    for t in shown:
+        returned = [o for c, o in zip(t.calls[:-1], t.outputs[:-1], strict=True) if o]
+        assert t.outputs[-1] not in returned[-1:], (t.request, t.signature)
     for t in shown:
         rows = result_rows(t.outputs[-1]) or [t.outputs[-1]]
         values = {

@@ -112,6 +112,13 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     generated), so at scale they would crowd out the goals with a condition; past this share (after
     the first 50 tasks) such a chain is dropped (``plain_create_quota``) and the sampler tries
     another. 1: no limit."""
+    kind_share: float = 0.3
+    """Most of an environment's tasks (past its first 50) whose last change is of one kind
+    (``create``, ``update``, ``delete``, ``action``: the request's ``kind``), so that no kind crowds
+    out the others at scale; an environment whose tools give fewer kinds allows each its even share
+    (``1 / kinds``, reads counting as one). Past it, the planner picks another target and a chain
+    whose last change is of that kind is dropped before its last call (``kind_quota``). 1: no
+    limit."""
     questions_per_chain: int = 4
     """Most distinct questions asked about the same read-only calls (how many, the highest, a total,
     the rows over a threshold...; each a task of its own): a chain drawn again asks what was not
@@ -173,6 +180,46 @@ def plain_create(steps: list[Step]) -> bool:
         r.best is not None or any(op not in ("eq", "in_set") for _k, op, _v in r.where)
         for r in refs
     )
+
+
+def rereads_change(steps: list[Step]) -> bool:
+    """True when the chain ends by reading one row that its last change already returned (``pin``
+    the message, then ``get`` it): nothing changed it since, so the read adds nothing and the gate's
+    ``drop_last`` mutant would pass."""
+    last = steps[-1]
+    if last.mutating or last.info.kind != "get" or last.target is None:
+        return False
+    change = next((s for s in reversed(steps[:-1]) if s.mutating), None)
+    return (
+        change is not None
+        and change.target is not None
+        and change.target.key == last.target.key
+        and isinstance(change.output, dict)
+    )
+
+
+CHANGE_KINDS = ("create", "update", "delete", "action", "other")
+"""Kinds of a mutating tool; a change task's kind is the kind of its last change."""
+
+
+def change_kind(steps: list[Step]) -> str | None:
+    """The kind of the chain's last change (its request's ``kind``), None for a read-only chain."""
+    return next((s.info.kind for s in reversed(steps) if s.mutating), None)
+
+
+def rereads_row(steps: list[Step]) -> bool:
+    """True when the chain ends by reading one row exactly as an earlier call returned it (a list
+    showed every field the ``get`` gives, and nothing changed since): the read adds nothing."""
+    last = steps[-1]
+    if last.mutating or last.info.kind != "get" or not isinstance(last.output, dict):
+        return False
+    for lk in last.links.values():
+        if lk.kind != "self" or any(s.mutating for s in steps[lk.source : len(steps) - 1]):
+            continue
+        row = lk.element.row
+        if all(k in row and row[k] == v for k, v in last.output.items()):
+            return True
+    return False
 
 
 _NEW = object()
@@ -720,7 +767,9 @@ class GraphSampler:
         why = self.redundant(steps) or self.undoes(steps)
         if why:
             return why
-        return "plain_create_quota" if self.quota_full() and plain_create(steps) else None
+        if self.quota_full() and plain_create(steps):
+            return "plain_create_quota"
+        return "kind_quota" if self.kind_full(change_kind(steps)) else None
 
     def quota_full(self) -> bool:
         """True when one more plain create would pass ``plain_create_share`` (never in the first 50
@@ -728,6 +777,23 @@ class GraphSampler:
         return self.emitted >= 50 and self.plain_creates + 1 > self.s.plain_create_share * (
             self.emitted + 1
         )
+
+    def kind_full(self, kind: str | None) -> bool:
+        """True when one more task whose last change is of ``kind`` would pass its share (see
+        ``kind_share``; never for reads nor in the first 50 tasks)."""
+        if kind is None or self.emitted < 50:
+            return False
+        return self.requests[kind] + 1 > self.kind_cap() * (self.emitted + 1)
+
+    def kind_cap(self) -> float:
+        """The share one kind of change may have here: ``kind_share``, or the even share when the
+        tools give fewer kinds (reads counting as one)."""
+        got = self.__dict__.get("_kind_cap")
+        if got is None or got[0] is not self.infos:
+            kinds = {i.kind if i.mutates else "read" for i in self.infos.values()}
+            cap = max(self.s.kind_share, 1 / max(1, len(kinds)))
+            got = self.__dict__["_kind_cap"] = (self.infos, cap)
+        return float(got[1])
 
     def questions_allowed(self) -> int:
         """Questions the same read-only calls may have by now (see ``questions_per_chain``)."""
@@ -767,7 +833,7 @@ class GraphSampler:
                         for v in e.row.values()
                         if not isinstance(v, (dict, list)) and v is not None
                     )
-        return None
+        return "rereads_change" if rereads_change(steps) else None
 
     def plan_undoes(self, plan: list[PlanNode]) -> str | None:
         """:meth:`undoes` decided from the plan alone: a call that cancels, deletes or edits the
@@ -827,12 +893,17 @@ class GraphSampler:
             self.rejected["duplicate"] += 1
             return None
         why = self.redundant(steps) or self.undoes(steps)
+        if why is None and rereads_row(steps):
+            why = "rereads_row"
         if why:
             self.rejected[why] += 1
             return None
         plain = plain_create(steps)
         if plain and self.quota_full():
             self.rejected["plain_create_quota"] += 1
+            return None
+        if self.kind_full(change_kind(steps)):
+            self.rejected["kind_quota"] += 1
             return None
         outcome = None
         if final_state is not None:

@@ -524,26 +524,12 @@ class GraphSampler:
         if g.dirty:
             await sb.restore(seed)
             g.dirty = False
-        outputs: list[Any] = []
-        for c in calls:
-            res = await sb.call(c.name, c.arguments)
-            g.calls += 1
-            g.dirty = g.dirty or self.infos[c.name].mutates
-            if not res.ok:
-                self.rejected["batch_call_failed"] += 1
-                return None
-            outputs.append(res.value)
-        listed = outputs[len(calls) - len(goal.rows) - 1]
-        key = self.schema.key(self.infos[calls[-1].name].resource)
-        seen_keys = (
-            {str(r.get(key)) for r in listed if isinstance(r, dict)}
-            if isinstance(listed, list)
-            else set()
-        )
-        if not {str(k) for k in goal.rows} <= seen_keys:
-            self.rejected["batch_unlisted"] += (
-                1  # the lookup does not show every row (a page, a filter)
-            )
+        outputs = await self._replay(sb, calls)
+        if outputs is None:
+            self.rejected["batch_call_failed"] += 1
+            return None
+        if not self._lists_every_row(goal.rows, calls, outputs):
+            self.rejected["batch_unlisted"] += 1  # the lookup does not show every row (a page...)
             return None
         outcome = state_outcome(
             self.seed_state, await sb.state(), self.env.generated, self.seed_rows
@@ -552,17 +538,9 @@ class GraphSampler:
             self.rejected["no_op"] += 1
             return None
         text = goal.request
-        low = text.lower()
-        if self._tool_pattern is not None and self._tool_pattern.search(low):
-            self.rejected["names_tool"] += 1
-            return None
-        if any(
-            len(str(v)) >= 3 and str(v).lower() in low
-            for c in calls
-            for k, v in c.arguments.items()
-            if self.infos[c.name].params.get(k) is not None and self.infos[c.name].params[k].is_id
-        ):
-            self.rejected["raw_id"] += 1
+        why = self._batch_words(text, calls)
+        if why:
+            self.rejected[why] += 1
             return None
         self._seen.add(digest)
         outcome = msgspec.structs.replace(outcome, answer=goal.answer)
@@ -577,6 +555,42 @@ class GraphSampler:
             hidden=goal.hidden,
             persona=goal.persona,
         )
+
+    async def _replay(self, sb: Any, calls: list[ToolCall]) -> list[Any] | None:
+        """The outputs of ``calls`` made in the sandbox in turn; None when one fails."""
+        g = self.grounder
+        assert g is not None
+        outputs: list[Any] = []
+        for c in calls:
+            res = await sb.call(c.name, c.arguments)
+            g.calls += 1
+            g.dirty = g.dirty or self.infos[c.name].mutates
+            if not res.ok:
+                return None
+            outputs.append(res.value)
+        return outputs
+
+    def _lists_every_row(self, rows: list[Any], calls: list[ToolCall], outputs: list[Any]) -> bool:
+        """True when the batch's lookup (the call before its changes) shows every row it changes."""
+        listed = outputs[len(calls) - len(rows) - 1]
+        if not isinstance(listed, list):
+            return not rows
+        key = self.schema.key(self.infos[calls[-1].name].resource)
+        seen = {str(r.get(key)) for r in listed if isinstance(r, dict)}
+        return {str(k) for k in rows} <= seen
+
+    def _batch_words(self, text: str, calls: list[ToolCall]) -> str | None:
+        """Why a batch's request may not be asked (it names a tool, or says a raw id), or None."""
+        low = text.lower()
+        if self._tool_pattern is not None and self._tool_pattern.search(low):
+            return "names_tool"
+        for c in calls:
+            params = self.infos[c.name].params
+            for k, v in c.arguments.items():
+                p = params.get(k)
+                if p is not None and p.is_id and len(str(v)) >= 3 and str(v).lower() in low:
+                    return "raw_id"
+        return None
 
     def whole_state(self, task: Task) -> Task:
         """The task with the digest of every table its reference leaves unchanged
@@ -631,14 +645,10 @@ class GraphSampler:
             self.planting["patch_refused"] += 1
             return task
         initial = await sb.state() if o.mutates else None
-        outputs: list[Any] = []
-        for c in task.calls:
-            res = await sb.call(c.name, c.arguments)
-            g.calls += 1
-            if not res.ok:
-                self.planting["reference_failed"] += 1
-                return task
-            outputs.append(res.value)
+        outputs = await self._replay(sb, task.calls)
+        if outputs is None:
+            self.planting["reference_failed"] += 1
+            return task
         if not o.mutates:
             if outputs[-1] != task.outputs[-1]:  # the copies are in the rows the question is about
                 self.planting["changes_answer"] += 1
@@ -646,28 +656,29 @@ class GraphSampler:
             return msgspec.structs.replace(planted, outputs=outputs)
         assert initial is not None
         got = state_outcome(initial, await sb.state(), self.env.generated)
-        if got is None or set(got.expected_state) != set(o.expected_state):
+        if got is None or not self._same_change(got, o, rows):
             self.planting["changes_outcome"] += 1
             return task
-        for (
-            t,
-            rows_after,
-        ) in got.expected_state.items():  # the same change as from the seed, the copies untouched
-            mine = {
-                row_key(r)
-                for p in rows
-                if p.table == t
-                for r in strip([p.row], self.env.generated.get(t, []))
-            }
-            if len([r for r in rows_after if row_key(r) in mine]) != len(mine) or not same_rows(
-                [r for r in rows_after if row_key(r) not in mine], o.expected_state[t]
-            ):
-                self.planting["changes_outcome"] += 1
-                return task
         self.planting["planted"] += 1
         return msgspec.structs.replace(
             planted, outputs=outputs, outcome=msgspec.structs.replace(got, answer=o.answer)
         )
+
+    def _same_change(self, got: Outcome, o: Outcome, rows: list[Any]) -> bool:
+        """True when the reference made from the planted state the change it made from the seed
+        (the same tables, the same rows), and left the planted copies untouched."""
+        if set(got.expected_state) != set(o.expected_state):
+            return False
+        for t, rows_after in got.expected_state.items():
+            gen = self.env.generated.get(t, [])
+            mine = {row_key(r) for p in rows if p.table == t for r in strip([p.row], gen)}
+            if len([r for r in rows_after if row_key(r) in mine]) != len(mine):
+                return False
+            if not same_rows(
+                [r for r in rows_after if row_key(r) not in mine], o.expected_state[t]
+            ):
+                return False
+        return True
 
     async def refine(self, refiner: Any, task: Task) -> Task:
         """The task with the refiner's rewrite of its request when every check passes (each entity
@@ -887,24 +898,11 @@ class GraphSampler:
         calls = [ToolCall(name=s.info.name, arguments=s.args) for s in steps]
         digest = self.digest(steps)
         asked = self._asked.get(digest, set())
-        if digest in self._seen and (
-            final_state is not None or len(asked) >= self.questions_allowed()
-        ):
-            self.rejected["duplicate"] += 1
-            return None
-        why = self.redundant(steps) or self.undoes(steps)
-        if why is None and rereads_row(steps):
-            why = "rereads_row"
+        why = self._drop_reason(steps, digest, asked, final_state is not None)
         if why:
             self.rejected[why] += 1
             return None
         plain = plain_create(steps)
-        if plain and self.quota_full():
-            self.rejected["plain_create_quota"] += 1
-            return None
-        if self.kind_full(change_kind(steps)):
-            self.rejected["kind_quota"] += 1
-            return None
         outcome = None
         if final_state is not None:
             outcome = state_outcome(
@@ -952,6 +950,22 @@ class GraphSampler:
         if self.s.refine_base_url:
             self.described[task.id] = acted_refs(steps)
         return task
+
+    def _drop_reason(
+        self, steps: list[Step], digest: bytes, asked: set[str], mutates: bool
+    ) -> str | None:
+        """Why an executed chain is not a task whatever its words (a duplicate, a useless, repeated
+        or re-reading call, an undo, a quota passed), or None."""
+        if digest in self._seen and (mutates or len(asked) >= self.questions_allowed()):
+            return "duplicate"
+        why = self.redundant(steps) or self.undoes(steps)
+        if why:
+            return why
+        if rereads_row(steps):
+            return "rereads_row"
+        if self.quota_full() and plain_create(steps):
+            return "plain_create_quota"
+        return "kind_quota" if self.kind_full(change_kind(steps)) else None
 
     def _read_outcome(
         self, phrased: Phrased, steps: list[Step], digest: bytes

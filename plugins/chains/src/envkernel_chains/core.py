@@ -112,13 +112,13 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     generated), so at scale they would crowd out the goals with a condition; past this share (after
     the first 50 tasks) such a chain is dropped (``plain_create_quota``) and the sampler tries
     another. 1: no limit."""
-    kind_share: float = 0.3
+    kind_share: float = 0.28
     """Most of an environment's tasks (past its first 50) whose last change is of one kind
     (``create``, ``update``, ``delete``, ``action``: the request's ``kind``), so that no kind crowds
-    out the others at scale; an environment whose tools give fewer kinds allows each its even share
-    (``1 / kinds``, reads counting as one). Past it, the planner picks another target and a chain
-    whose last change is of that kind is dropped before its last call (``kind_quota``). 1: no
-    limit."""
+    out the others at scale (reads come in many kinds: ``get``, ``list``, ``count``, ``total``...);
+    an environment whose tools make one kind of change allows it half. Past it, the planner picks
+    another target and a chain whose last change is of that kind is dropped before its last call
+    (``kind_quota``). 1: no limit."""
     questions_per_chain: int = 4
     """Most distinct questions asked about the same read-only calls (how many, the highest, a total,
     the rows over a threshold...; each a task of its own): a chain drawn again asks what was not
@@ -797,12 +797,12 @@ class GraphSampler:
         return self.requests[kind] + 1 > self.kind_cap() * (self.emitted + 1)
 
     def kind_cap(self) -> float:
-        """The share one kind of change may have here: ``kind_share``, or the even share when the
-        tools give fewer kinds (reads counting as one)."""
+        """The share one kind of change may have here: ``kind_share``, or half when the tools make
+        one kind of change only."""
         got = self.__dict__.get("_kind_cap")
         if got is None or got[0] is not self.infos:
-            kinds = {i.kind if i.mutates else "read" for i in self.infos.values()}
-            cap = max(self.s.kind_share, 1 / max(1, len(kinds)))
+            kinds = {i.kind for i in self.infos.values() if i.mutates}
+            cap = self.s.kind_share if len(kinds) > 1 else max(self.s.kind_share, 0.5)
             got = self.__dict__["_kind_cap"] = (self.infos, cap)
         return float(got[1])
 

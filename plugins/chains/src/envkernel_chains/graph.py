@@ -185,13 +185,18 @@ def depths(g: nx.DiGraph, infos: dict[str, ToolInfo]) -> dict[str, int]:
     """
     d: dict[str, int] = {}
     literal: set[tuple[str, str]] = set()
-    for _outer in range(4):
+    own = {i.resource for n, i in infos.items() if n in g and i.resource}
+    for _outer in range(8):
         d = _relax(g, infos, literal)
-        more = {
-            (n, p.name)
+        unreached = [
+            (n, p)
             for n in g.nodes
             for p in infos[n].needs()
             if (n, p.name) not in literal and _producer_depth(g, infos, d, n, p) >= INF
+        ]
+        # an entity no tool is about (Ably's account) first: its id given, the rest may chain
+        more = {(n, p.name) for n, p in unreached if p.resource not in own} or {
+            (n, p.name) for n, p in unreached
         }
         if not more:
             break

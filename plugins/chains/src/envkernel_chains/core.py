@@ -348,6 +348,7 @@ class GraphSampler:
         self._asked: dict[bytes, set[str]] = {}
         """Read-only calls (their digest) -> the keys of the questions already asked about them."""
         self.attempts = 0
+        self._emitted_at = 0  # attempts made when the last task was emitted
         self.emitted = 0
         self.no_plain_creates = False
         """True while planning under a full plain-create quota (no create feeds a later call, see
@@ -724,6 +725,7 @@ class GraphSampler:
         calls already asked about, which keeps its id apart from the first's)."""
         signature = ">".join(c.name for c in calls)
         self.emitted += 1
+        self._emitted_at = self.attempts
         self.sig_counts[signature] += 1
         self.len_counts[len(calls)] += 1
         for name in {c.name for c in calls}:
@@ -789,10 +791,17 @@ class GraphSampler:
             self.emitted + 1
         )
 
+    kind_patience = 20
+    """Attempts in a row without a task after which :meth:`kind_full` lets one task of a full kind
+    through (the other kinds are used up: the share is a preference, never a stall)."""
+
     def kind_full(self, kind: str | None) -> bool:
         """True when one more task whose last change is of ``kind`` would pass its share (see
-        ``kind_share``; never for reads nor in the first 50 tasks)."""
+        ``kind_share``; never for reads, in the first 50 tasks, nor after ``kind_patience``
+        attempts without a task)."""
         if kind is None or self.emitted < 50:
+            return False
+        if self.attempts - self._emitted_at > self.kind_patience:
             return False
         return self.requests[kind] + 1 > self.kind_cap() * (self.emitted + 1)
 

@@ -188,16 +188,7 @@ def depths(g: nx.DiGraph, infos: dict[str, ToolInfo]) -> dict[str, int]:
     own = {i.resource for n, i in infos.items() if n in g and i.resource}
     for _outer in range(8):
         d = _relax(g, infos, literal)
-        unreached = [
-            (n, p)
-            for n in g.nodes
-            for p in infos[n].needs()
-            if (n, p.name) not in literal and _producer_depth(g, infos, d, n, p) >= INF
-        ]
-        # an entity no tool is about (Ably's account) first: its id given, the rest may chain
-        more = {(n, p.name) for n, p in unreached if p.resource not in own} or {
-            (n, p.name) for n, p in unreached
-        }
+        more = _next_literal(_unreached(g, infos, d, literal), own)
         if not more:
             break
         literal |= more
@@ -207,6 +198,27 @@ def depths(g: nx.DiGraph, infos: dict[str, ToolInfo]) -> dict[str, int]:
     for n in g.nodes:
         g.nodes[n]["depth"] = d[n] if d[n] < INF else -1
     return d
+
+
+def _unreached(
+    g: nx.DiGraph, infos: dict[str, ToolInfo], d: dict[str, int], literal: set[tuple[str, str]]
+) -> list[tuple[str, ParamInfo]]:
+    """The needs (tool, parameter) not given literally that no producer at a finite depth fills."""
+    return [
+        (n, p)
+        for n in g.nodes
+        for p in infos[n].needs()
+        if (n, p.name) not in literal and _producer_depth(g, infos, d, n, p) >= INF
+    ]
+
+
+def _next_literal(
+    unreached: list[tuple[str, ParamInfo]], own: set[str | None]
+) -> set[tuple[str, str]]:
+    """The unreached needs to give literally next: the ids of entities no tool is about (Ably's
+    account) first, so that the rest may chain from a call that takes them; else all of them."""
+    first = {(n, p.name) for n, p in unreached if p.resource not in own}
+    return first or {(n, p.name) for n, p in unreached}
 
 
 def _producer_depth(

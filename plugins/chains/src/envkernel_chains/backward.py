@@ -258,12 +258,12 @@ class ChainSampler(GraphSampler):
 
     def may_feed(self, ia: Any, info: Any, p: Any, way: dict[str, Any]) -> bool:
         """True when the producer ``ia`` may fill ``p`` of ``info`` by ``way`` as one goal: a new or
-        changed row feeds only a write or a lookup of itself (not a list, nor by a foreign key); an
+        changed row feeds only a write of itself (not a read, nor by a foreign key); an
         action follows an action it can chain with; a row just cancelled or deleted is not changed
         further (``cancel the event and update it``); a created row is not edited or undone, and
         an action takes it only in the status it is born in."""
-        if ia.mutates and (way["link"] != "self" or not (info.mutates or info.kind == "get")):
-            return False
+        if ia.mutates and (way["link"] != "self" or not info.mutates):
+            return False  # nor a read of itself: the change returned the row (``rereads_change``)
         if ia.kind == "action" and info.kind == "action" and not self.chainable(ia, info):
             return False
         if info.mutates and way["link"] == "self" and is_undo(ia):

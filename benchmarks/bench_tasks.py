@@ -65,6 +65,27 @@ N_ENVS = 7
 # -- 1. the whole pipeline ----------------------------------------------------------------------
 
 
+def request_kinds(per_env: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The sampled tasks' request kinds (``create``, ``update``, ``count``...: each task's category)
+    over every environment, as shares, with the largest share overall and per environment (target:
+    none above 0.3)."""
+    total: Counter[str] = Counter()
+    top_env: dict[str, float] = {}
+    for env_id, st in per_env.items():
+        req = st.get("requests") or {}
+        n = sum(req.values())
+        total.update(req)
+        if n:
+            top_env[env_id] = round(max(req.values()) / n, 3)
+    n = sum(total.values())
+    shares = {k: round(v / n, 3) for k, v in total.most_common()} if n else {}
+    return {
+        "shares": shares,
+        "largest": max(shares.values(), default=None),
+        "largest_per_env": top_env,
+    }
+
+
 def _tree_rss_kb(root: int) -> int:
     """Sum of VmRSS over ``root`` and its descendants (from /proc)."""
     children: dict[int, list[int]] = {}
@@ -278,7 +299,15 @@ def run_pipeline(
         st = json.loads(p.read_text()).get(sampler, {})
         sampling[p.parent.name] = {
             k: st.get(k)
-            for k in ("tasks", "attempts", "seconds", "tasks_per_s", "tool_coverage", "phrasings")
+            for k in (
+                "tasks",
+                "attempts",
+                "seconds",
+                "tasks_per_s",
+                "tool_coverage",
+                "phrasings",
+                "requests",
+            )
         }
     sampling_end = max((v["seconds"] or 0.0) for v in sampling.values()) if sampling else None
     out = {
@@ -308,6 +337,7 @@ def run_pipeline(
         "chain_lengths": summary.get("chain_lengths"),
         "unique_chain_shapes": summary.get("unique_chain_shapes"),
         "failures": summary.get("failures"),
+        "request_kinds": request_kinds(sampling),
         "sampling_seconds_longest_env": round(sampling_end, 2) if sampling_end else None,
         "sampling": sampling,
         "folder": str(folder) if keep else None,
@@ -576,6 +606,7 @@ async def run_sampler(
                 "tool_calls": st.get("tool_calls"),
                 "tool_coverage": st.get("tool_coverage"),
                 "phrasings": st.get("phrasings"),
+                "requests": st.get("requests"),
                 "planting": st.get("planting"),
                 "rejected": st.get("rejected"),
             }
@@ -591,6 +622,7 @@ async def run_sampler(
     }
     return {
         "per_env": per_env,
+        "request_kinds": request_kinds(stats),
         "tasks": total,
         "wall_seconds": round(wall, 2),
         "tasks_per_s": round(total / wall, 2),

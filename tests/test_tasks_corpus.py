@@ -120,7 +120,9 @@ def test_chains_fill_every_environment_with_grounded_tasks(chains_run) -> None: 
     assert set(lengths) >= {1, 2, 3, 4, 5} and max(lengths) <= 6
     tools = {(e, t.name) for e, env in envs.items() for t in env.tools}
     used = {(t.env_id, c.name) for t in tasks for c in t.calls}
-    assert len(used & tools) / len(tools) >= 0.9
+    # 0.8, not 0.9: a ``get`` whose only use was re-reading a row a change or a list had just
+    # returned is no task now (``rereads_change``, ``rereads_row``; the gate rejected them all)
+    assert len(used & tools) / len(tools) >= 0.8
     assert {t.split for t in tasks} == {"train", "heldout"}
     mixed = [
         t
@@ -198,7 +200,7 @@ def test_graph_and_stats_are_written(chains_run) -> None:  # type: ignore[no-unt
         )
         assert (folder / "graph.svg").read_text().startswith("<svg")
         stats = json.loads((folder / "sampling.json").read_text())["chains"]
-        assert stats["tasks"] == PER_ENV and stats["tool_coverage"] >= 0.8
+        assert stats["tasks"] == PER_ENV and stats["tool_coverage"] >= 0.75  # (see above)
         assert (
             sum(stats["phrasings"].values()) >= PER_ENV // 2
         )  # distinct phrasings per kind of operation

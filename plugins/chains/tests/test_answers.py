@@ -82,14 +82,16 @@ def test_change_answers_report_without_echo(tasks: list[Task]) -> None:
 
 
 def test_a_row_to_see_is_shown(tasks: list[Task]) -> None:
-    """A change followed by a read ("... and show me the booking"): the answer carries values of
-    the row the read returned that the request did not say."""
-    shown = [
-        t
-        for t in tasks
-        if t.outcome.mutates and t.outputs and t.calls[-1].name.startswith(("get_", "list_"))
-    ]
-    assert shown
+    """A change followed by a read ("... and show me the booking"): the read shows what the change
+    did not already return (a read of the row the change returned adds nothing, and the gate's
+    ``drop_last`` mutant would pass it), and the answer carries values of the row the read
+    returned that the request did not say."""
+    changes = [t for t in tasks if t.outcome.mutates and t.outputs]
+    assert changes
+    shown = [t for t in changes if t.calls[-1].name.startswith(("get_", "list_"))]
+    for t in shown:
+        returned = [o for c, o in zip(t.calls[:-1], t.outputs[:-1], strict=True) if o]
+        assert t.outputs[-1] not in returned[-1:], (t.request, t.signature)
     for t in shown:
         rows = result_rows(t.outputs[-1]) or [t.outputs[-1]]
         values = {
@@ -101,3 +103,21 @@ def test_a_row_to_see_is_shown(tasks: list[Task]) -> None:
         }
         new = [v for v in values if len(v) > 2 and v not in t.request]
         assert not new or any(v in t.outcome.answer for v in new), (t.request, t.outcome.answer)
+
+
+def test_an_id_no_tool_is_about_is_given_and_the_rest_chain() -> None:
+    """Ably's calls all take an ``account_id`` no tool returns: only that id is given literally,
+    so the app a key belongs to is looked up (its keys are one lookup deep), not given too."""
+    from envkernel_chains.graph import build_graph
+    from envkernel_kit.tools import schema_of, tool_infos
+
+    spec = Path(__file__).parents[2] / "openapi" / "corpus-real-2" / "ably-control-v1.yaml"
+    env = synthesize_file(spec)[0]
+    schema = schema_of(env, {})
+    g = build_graph(tool_infos(env, schema), schema)
+    literal = set(g.graph["literal_needs"])
+    assert "list_account_apps.account_id" in literal
+    assert "list_app_keys.app_id" not in literal
+    assert g.nodes["list_account_apps"]["depth"] == 0
+    assert g.nodes["list_app_keys"]["depth"] == 1
+    assert "apps" in g.graph["lookupable"]

@@ -99,50 +99,13 @@ class ChainSampler(GraphSampler):
         targets = self.targets()
         if not targets:
             return None
-        rng = self.rng
         if not hasattr(self, "_sizes"):
             self._sizes: dict[str, Counter[int]] = {t: Counter() for t in self.graph.nodes}
             self._misses: Counter[int] = Counter()
-        lengths = [
-            n
-            for n in range(1, max(1, self.s.max_len) + 1)
-            if self._misses[n] < 400 and self.len_fails[n] < 40
-        ]
-        want = min(lengths, key=lambda n: (self.len_counts[n], n)) if lengths else None
-
-        def fit(t: str) -> float:
-            seen = self._sizes[t]
-            if want is None or want in seen:
-                return 1.0
-            return 0.3 if sum(seen.values()) < 24 else 0.02
-
-        def kind(
-            t: str,
-            # a list at the end asks about rows: how many, the highest, a total, those over a
-            # threshold
-        ) -> float:
-            return self.s.list_target_weight if self.infos[t].kind == "list" else 1.0
-
-        self.no_plain_creates = self.quota_full()
-        if (
-            self.no_plain_creates
-        ):  # a create that looks nothing up is a plain create: the quota would drop it
-            targets = [
-                t for t in targets if self.infos[t].kind != "create" or any(self._needs_of(t))
-            ] or targets
-        target = rng.choices(
-            targets, weights=[self.coverage_weight(t, 1.0) * fit(t) * kind(t) for t in targets], k=1
-        )[0]
+        want = self._wanted_length()
+        target = self._pick_target(targets, want)
         self.target = target
-        trees: list[tuple[TNode, int]] = []  # (tree, its size in calls)
-        for _ in range(self.grow_tries):
-            t = self.grow(target, self.s.depth, {target})
-            size = len(t.nodes()) if t is not None else 0
-            if t is not None and size <= self.s.max_len:
-                trees.append((t, size))
-                self._sizes[target][size] += 1
-                if size == want:
-                    break
+        trees = self._trees(target, want)
         if not trees:
             return None
         exact = [t for t, size in trees if size == want]
@@ -153,7 +116,55 @@ class ChainSampler(GraphSampler):
             return linearize(exact[0], plain)
         low = min(self.len_counts[size] for _t, size in trees)
         best = [t for t, size in trees if self.len_counts[size] == low]
-        return linearize(rng.choice(best), plain)
+        return linearize(self.rng.choice(best), plain)
+
+    def _wanted_length(self) -> int | None:
+        """The chain length with the fewest tasks so far, among those not exhausted."""
+        lengths = [
+            n
+            for n in range(1, max(1, self.s.max_len) + 1)
+            if self._misses[n] < 400 and self.len_fails[n] < 40
+        ]
+        return min(lengths, key=lambda n: (self.len_counts[n], n)) if lengths else None
+
+    def _pick_target(self, targets: list[str], want: int | None) -> str:
+        """Draw the chain's target: weighted by coverage, by how often it gave chains of the wanted
+        length, and up for lists (a list at the end asks about rows: how many, the highest, a
+        total, those over a threshold); under a full quota, not a target the quota would drop."""
+        self.no_plain_creates = self.quota_full()
+        if self.no_plain_creates:  # a create that looks nothing up is a plain create
+            targets = [
+                t for t in targets if self.infos[t].kind != "create" or any(self._needs_of(t))
+            ] or targets
+        targets = [
+            t for t in targets if not (self.infos[t].mutates and self.kind_full(self.infos[t].kind))
+        ] or targets
+
+        def fit(t: str) -> float:
+            seen = self._sizes[t]
+            if want is None or want in seen:
+                return 1.0
+            return 0.3 if sum(seen.values()) < 24 else 0.02
+
+        def weight(t: str) -> float:
+            listed = self.s.list_target_weight if self.infos[t].kind == "list" else 1.0
+            return self.coverage_weight(t, 1.0) * fit(t) * listed
+
+        return self.rng.choices(targets, weights=[weight(t) for t in targets], k=1)[0]
+
+    def _trees(self, target: str, want: int | None) -> list[tuple[TNode, int]]:
+        """Up to ``grow_tries`` lookup trees for ``target`` that fit ``max_len``, with their sizes
+        (stops at one of the wanted length)."""
+        trees: list[tuple[TNode, int]] = []
+        for _ in range(self.grow_tries):
+            t = self.grow(target, self.s.depth, {target})
+            size = len(t.nodes()) if t is not None else 0
+            if t is not None and size <= self.s.max_len:
+                trees.append((t, size))
+                self._sizes[target][size] += 1
+                if size == want:
+                    break
+        return trees
 
     def plain_reads(self) -> set[str]:
         """Reads with no required input: two of them in one tree are the same call."""
@@ -239,28 +250,27 @@ class ChainSampler(GraphSampler):
         for a, way in producers(g, tool, param):
             if a == tool or not usable_producer(g, self.infos, a, way, p.resource):
                 continue
-            ia = self.infos[a]
-            if ia.mutates and (way["link"] != "self" or not (info.mutates or info.kind == "get")):
-                # a new or changed row feeds a write or a lookup of itself, not a list or a foreign
-                # key
-                continue
-            if ia.kind == "action" and info.kind == "action" and not self.chainable(ia, info):
-                continue
-            if info.mutates and way["link"] == "self" and is_undo(ia):
-                # a row just cancelled or deleted is not changed further (``cancel the event and
-                # update it``)
-                continue
-            if self.edits_new(ia, info, p):
-                continue
-            if ia.kind == "create" and info.kind == "action" and not self.born_ok(ia, info):
-                continue
-            d = g.nodes[a].get("depth", -1)
-            if d < 0:
-                continue
-            by.setdefault(a, []).append(way)
+            if g.nodes[a].get("depth", -1) >= 0 and self.may_feed(self.infos[a], info, p, way):
+                by.setdefault(a, []).append(way)
         got = [(a, ways, g.nodes[a]["depth"]) for a, ways in sorted(by.items())]
         cache[key] = got
         return got
+
+    def may_feed(self, ia: Any, info: Any, p: Any, way: dict[str, Any]) -> bool:
+        """True when the producer ``ia`` may fill ``p`` of ``info`` by ``way`` as one goal: a new or
+        changed row feeds only a write of itself (not a read, nor by a foreign key); an
+        action follows an action it can chain with; a row just cancelled or deleted is not changed
+        further (``cancel the event and update it``); a created row is not edited or undone, and
+        an action takes it only in the status it is born in."""
+        if ia.mutates and (way["link"] != "self" or not info.mutates):
+            return False  # nor a read of itself: the change returned the row (``rereads_change``)
+        if ia.kind == "action" and info.kind == "action" and not self.chainable(ia, info):
+            return False
+        if info.mutates and way["link"] == "self" and is_undo(ia):
+            return False
+        if self.edits_new(ia, info, p):
+            return False
+        return not (ia.kind == "create" and info.kind == "action" and not self.born_ok(ia, info))
 
     def echo(self, node: TNode) -> bool:
         """True for a lookup by key whose key came straight from a row already seen (it adds
@@ -285,67 +295,21 @@ class ChainSampler(GraphSampler):
             listed = listed | {info.resource}
         node = TNode(tool=tool)
         needs, optional = self._needs_of(tool)
-        needs = list(needs)
-        for p in optional:
-            if rng.random() < self.s.optional_share:
-                needs.append(p)
+        needs = list(needs) + [p for p in optional if rng.random() < self.s.optional_share]
         key_child: TNode | None = None
         for p in needs:
-            reuse = (
-                [
-                    c
-                    for c in node.nodes()
-                    if c is not node
-                    and g.has_edge(c.tool, tool)
-                    and p.name in g.edges[c.tool, tool].get("feeds", {})
-                    and not self.edits_new(self.infos[c.tool], info, p)
-                ]
-                if node.children and p.required
-                else []
-            )  # an optional filter gets its own lookup, never a by-product
+            reuse = self._reusable(node, info, p)
             if reuse and rng.random() < 0.9:
                 reuse.sort(key=lambda c: 0 if c is key_child else 1)
                 node.needs[p.name] = reuse[0]
                 node.ways[p.name] = g.edges[reuse[0].tool, tool]["feeds"][p.name]
                 continue
-            cands: dict[str, list[dict[str, Any]]] = {}
-            for a, ways, d in self.producers_of(tool, p.name):
-                if a in ancestors or d > depth_left - 1:
-                    continue
-                ia = self.infos[a]
-                if ia.kind in ("list", "get") and ia.resource in listed:
-                    continue
-                cands[a] = ways
-            if not cands:
-                if p.required:
-                    return None
-                continue
-            names = sorted(cands)
-            # a created row feeding a later call would make a plain create, which the quota drops
-            if self.no_plain_creates:
-                names = [a for a in names if self.infos[a].kind != "create"]
-            weights = [
-                self.coverage_weight(a, 1.0)
-                * (self.s.mutation_share if self.infos[a].mutates else 1.0)
-                for a in names
-            ]
-            child = None
-            for _ in range(3):
-                if not names:
-                    break
-                k = rng.choices(range(len(names)), weights=weights, k=1)[0]
-                a = names.pop(k)
-                weights.pop(k)
-                child = self.grow(a, depth_left - 1, ancestors | {a}, listed)
-                if child is not None and (self.echo(child) or len(child.nodes()) >= self.s.max_len):
-                    child = None
-                if child is not None:
-                    break
+            cands = self._candidates(tool, p.name, depth_left, ancestors, listed)
+            child = self._grow_child(cands, depth_left, ancestors, listed) if cands else None
             if child is None:
                 if p.required:
                     return None
                 continue
-            a = child.tool
             if self.infos[child.tool].kind == "list" and rng.random() < self.s.optional_share:
                 child.filters = True
             node.needs[p.name] = child
@@ -354,3 +318,61 @@ class ChainSampler(GraphSampler):
             if p.role == "key":
                 key_child = child
         return node
+
+    def _reusable(self, node: TNode, info: Any, p: Any) -> list[TNode]:
+        """Calls already in ``node``'s tree that can also fill its required ``p`` (an optional
+        filter gets its own lookup, never a by-product)."""
+        if not node.children or not p.required:
+            return []
+        g = self.graph
+        return [
+            c
+            for c in node.nodes()
+            if c is not node
+            and g.has_edge(c.tool, info.name)
+            and p.name in g.edges[c.tool, info.name].get("feeds", {})
+            and not self.edits_new(self.infos[c.tool], info, p)
+        ]
+
+    def _candidates(
+        self, tool: str, param: str, depth_left: int, ancestors: set[str], listed: frozenset[str]
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Producers of ``param`` that fit here (producer -> ways): not an ancestor, shallow enough,
+        and not a read of a table a call above already lists."""
+        cands: dict[str, list[dict[str, Any]]] = {}
+        for a, ways, d in self.producers_of(tool, param):
+            if a in ancestors or d > depth_left - 1:
+                continue
+            ia = self.infos[a]
+            if ia.kind in ("list", "get") and ia.resource in listed:
+                continue
+            cands[a] = ways
+        return cands
+
+    def _grow_child(
+        self,
+        cands: dict[str, list[dict[str, Any]]],
+        depth_left: int,
+        ancestors: set[str],
+        listed: frozenset[str],
+    ) -> TNode | None:
+        """A subtree under one of ``cands`` (up to three drawn, by coverage and ``mutation_share``),
+        or None; not a lookup that echoes a row already seen, nor one as long as ``max_len``."""
+        names = sorted(cands)
+        # a created row feeding a later call would make a plain create, which the quota drops
+        if self.no_plain_creates:
+            names = [a for a in names if self.infos[a].kind != "create"]
+        weights = [
+            self.coverage_weight(a, 1.0) * (self.s.mutation_share if self.infos[a].mutates else 1.0)
+            for a in names
+        ]
+        for _ in range(3):
+            if not names:
+                break
+            k = self.rng.choices(range(len(names)), weights=weights, k=1)[0]
+            a = names.pop(k)
+            weights.pop(k)
+            child = self.grow(a, depth_left - 1, ancestors | {a}, listed)
+            if child is not None and not self.echo(child) and len(child.nodes()) < self.s.max_len:
+                return child
+        return None

@@ -113,6 +113,13 @@ class SamplerSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     generated), so at scale they would crowd out the goals with a condition; past this share (after
     the first 50 tasks) such a chain is dropped (``plain_create_quota``) and the sampler tries
     another. 1: no limit."""
+    kind_share: float = 0.28
+    """Most of an environment's tasks (past its first 50) whose last change is of one kind
+    (``create``, ``update``, ``delete``, ``action``: the request's ``kind``), so that no kind crowds
+    out the others at scale (reads come in many kinds: ``get``, ``list``, ``count``, ``total``...);
+    an environment whose tools make one kind of change allows it half. Past it, the planner picks
+    another target and a chain whose last change is of that kind is dropped before its last call
+    (``kind_quota``). 1: no limit."""
     questions_per_chain: int = 4
     """Most distinct questions asked about the same read-only calls (how many, the highest, a total,
     the rows over a threshold...; each a task of its own): a chain drawn again asks what was not
@@ -174,6 +181,46 @@ def plain_create(steps: list[Step]) -> bool:
         r.best is not None or any(op not in ("eq", "in_set") for _k, op, _v in r.where)
         for r in refs
     )
+
+
+def rereads_change(steps: list[Step]) -> bool:
+    """True when the chain ends by reading one row that its last change already returned (``pin``
+    the message, then ``get`` it): nothing changed it since, so the read adds nothing and the gate's
+    ``drop_last`` mutant would pass."""
+    last = steps[-1]
+    if last.mutating or last.info.kind != "get" or last.target is None:
+        return False
+    change = next((s for s in reversed(steps[:-1]) if s.mutating), None)
+    return (
+        change is not None
+        and change.target is not None
+        and change.target.key == last.target.key
+        and isinstance(change.output, dict)
+    )
+
+
+CHANGE_KINDS = ("create", "update", "delete", "action", "other")
+"""Kinds of a mutating tool; a change task's kind is the kind of its last change."""
+
+
+def change_kind(steps: list[Step]) -> str | None:
+    """The kind of the chain's last change (its request's ``kind``), None for a read-only chain."""
+    return next((s.info.kind for s in reversed(steps) if s.mutating), None)
+
+
+def rereads_row(steps: list[Step]) -> bool:
+    """True when the chain ends by reading one row exactly as an earlier call returned it (a list
+    showed every field the ``get`` gives, and nothing changed since): the read adds nothing."""
+    last = steps[-1]
+    if last.mutating or last.info.kind != "get" or not isinstance(last.output, dict):
+        return False
+    for lk in last.links.values():
+        if lk.kind != "self" or any(s.mutating for s in steps[lk.source : len(steps) - 1]):
+            continue
+        row = lk.element.row
+        if all(k in row and row[k] == v for k, v in last.output.items()):
+            return True
+    return False
 
 
 _NEW = object()
@@ -302,6 +349,7 @@ class GraphSampler:
         self._asked: dict[bytes, set[str]] = {}
         """Read-only calls (their digest) -> the keys of the questions already asked about them."""
         self.attempts = 0
+        self._emitted_at = 0  # attempts made when the last task was emitted
         self.emitted = 0
         self.no_plain_creates = False
         """True while planning under a full plain-create quota (no create feeds a later call, see
@@ -478,26 +526,12 @@ class GraphSampler:
         if g.dirty:
             await sb.restore(seed)
             g.dirty = False
-        outputs: list[Any] = []
-        for c in calls:
-            res = await sb.call(c.name, c.arguments)
-            g.calls += 1
-            g.dirty = g.dirty or self.infos[c.name].mutates
-            if not res.ok:
-                self.rejected["batch_call_failed"] += 1
-                return None
-            outputs.append(res.value)
-        listed = outputs[len(calls) - len(goal.rows) - 1]
-        key = self.schema.key(self.infos[calls[-1].name].resource)
-        seen_keys = (
-            {str(r.get(key)) for r in listed if isinstance(r, dict)}
-            if isinstance(listed, list)
-            else set()
-        )
-        if not {str(k) for k in goal.rows} <= seen_keys:
-            self.rejected["batch_unlisted"] += (
-                1  # the lookup does not show every row (a page, a filter)
-            )
+        outputs = await self._replay(sb, calls)
+        if outputs is None:
+            self.rejected["batch_call_failed"] += 1
+            return None
+        if not self._lists_every_row(goal.rows, calls, outputs):
+            self.rejected["batch_unlisted"] += 1  # the lookup does not show every row (a page...)
             return None
         outcome = state_outcome(
             self.seed_state, await sb.state(), self.env.generated, self.seed_rows
@@ -506,17 +540,9 @@ class GraphSampler:
             self.rejected["no_op"] += 1
             return None
         text = goal.request
-        low = text.lower()
-        if self._tool_pattern is not None and self._tool_pattern.search(low):
-            self.rejected["names_tool"] += 1
-            return None
-        if any(
-            len(str(v)) >= 3 and str(v).lower() in low
-            for c in calls
-            for k, v in c.arguments.items()
-            if self.infos[c.name].params.get(k) is not None and self.infos[c.name].params[k].is_id
-        ):
-            self.rejected["raw_id"] += 1
+        why = self._batch_words(text, calls)
+        if why:
+            self.rejected[why] += 1
             return None
         self._seen.add(digest)
         outcome = msgspec.structs.replace(outcome, answer=goal.answer)
@@ -531,6 +557,42 @@ class GraphSampler:
             hidden=goal.hidden,
             persona=goal.persona,
         )
+
+    async def _replay(self, sb: Any, calls: list[ToolCall]) -> list[Any] | None:
+        """The outputs of ``calls`` made in the sandbox in turn; None when one fails."""
+        g = self.grounder
+        assert g is not None
+        outputs: list[Any] = []
+        for c in calls:
+            res = await sb.call(c.name, c.arguments)
+            g.calls += 1
+            g.dirty = g.dirty or self.infos[c.name].mutates
+            if not res.ok:
+                return None
+            outputs.append(res.value)
+        return outputs
+
+    def _lists_every_row(self, rows: list[Any], calls: list[ToolCall], outputs: list[Any]) -> bool:
+        """True when the batch's lookup (the call before its changes) shows every row it changes."""
+        listed = outputs[len(calls) - len(rows) - 1]
+        if not isinstance(listed, list):
+            return not rows
+        key = self.schema.key(self.infos[calls[-1].name].resource)
+        seen = {str(r.get(key)) for r in listed if isinstance(r, dict)}
+        return {str(k) for k in rows} <= seen
+
+    def _batch_words(self, text: str, calls: list[ToolCall]) -> str | None:
+        """Why a batch's request may not be asked (it names a tool, or says a raw id), or None."""
+        low = text.lower()
+        if self._tool_pattern is not None and self._tool_pattern.search(low):
+            return "names_tool"
+        for c in calls:
+            params = self.infos[c.name].params
+            for k, v in c.arguments.items():
+                p = params.get(k)
+                if p is not None and p.is_id and len(str(v)) >= 3 and str(v).lower() in low:
+                    return "raw_id"
+        return None
 
     def whole_state(self, task: Task) -> Task:
         """The task with the digest of every table its reference leaves unchanged
@@ -585,14 +647,10 @@ class GraphSampler:
             self.planting["patch_refused"] += 1
             return task
         initial = await sb.state() if o.mutates else None
-        outputs: list[Any] = []
-        for c in task.calls:
-            res = await sb.call(c.name, c.arguments)
-            g.calls += 1
-            if not res.ok:
-                self.planting["reference_failed"] += 1
-                return task
-            outputs.append(res.value)
+        outputs = await self._replay(sb, task.calls)
+        if outputs is None:
+            self.planting["reference_failed"] += 1
+            return task
         if not o.mutates:
             if outputs[-1] != task.outputs[-1]:  # the copies are in the rows the question is about
                 self.planting["changes_answer"] += 1
@@ -600,28 +658,29 @@ class GraphSampler:
             return msgspec.structs.replace(planted, outputs=outputs)
         assert initial is not None
         got = state_outcome(initial, await sb.state(), self.env.generated)
-        if got is None or set(got.expected_state) != set(o.expected_state):
+        if got is None or not self._same_change(got, o, rows):
             self.planting["changes_outcome"] += 1
             return task
-        for (
-            t,
-            rows_after,
-        ) in got.expected_state.items():  # the same change as from the seed, the copies untouched
-            mine = {
-                row_key(r)
-                for p in rows
-                if p.table == t
-                for r in strip([p.row], self.env.generated.get(t, []))
-            }
-            if len([r for r in rows_after if row_key(r) in mine]) != len(mine) or not same_rows(
-                [r for r in rows_after if row_key(r) not in mine], o.expected_state[t]
-            ):
-                self.planting["changes_outcome"] += 1
-                return task
         self.planting["planted"] += 1
         return msgspec.structs.replace(
             planted, outputs=outputs, outcome=msgspec.structs.replace(got, answer=o.answer)
         )
+
+    def _same_change(self, got: Outcome, o: Outcome, rows: list[Any]) -> bool:
+        """True when the reference made from the planted state the change it made from the seed
+        (the same tables, the same rows), and left the planted copies untouched."""
+        if set(got.expected_state) != set(o.expected_state):
+            return False
+        for t, rows_after in got.expected_state.items():
+            gen = self.env.generated.get(t, [])
+            mine = {row_key(r) for p in rows if p.table == t for r in strip([p.row], gen)}
+            if len([r for r in rows_after if row_key(r) in mine]) != len(mine):
+                return False
+            if not same_rows(
+                [r for r in rows_after if row_key(r) not in mine], o.expected_state[t]
+            ):
+                return False
+        return True
 
     async def refine(self, refiner: Any, task: Task) -> Task:
         """The task with the refiner's rewrite of its request when every check passes (each entity
@@ -667,6 +726,7 @@ class GraphSampler:
         calls already asked about, which keeps its id apart from the first's)."""
         signature = ">".join(c.name for c in calls)
         self.emitted += 1
+        self._emitted_at = self.attempts
         self.sig_counts[signature] += 1
         self.len_counts[len(calls)] += 1
         for name in {c.name for c in calls}:
@@ -721,7 +781,9 @@ class GraphSampler:
         why = self.redundant(steps) or self.undoes(steps)
         if why:
             return why
-        return "plain_create_quota" if self.quota_full() and plain_create(steps) else None
+        if self.quota_full() and plain_create(steps):
+            return "plain_create_quota"
+        return "kind_quota" if self.kind_full(change_kind(steps)) else None
 
     def quota_full(self) -> bool:
         """True when one more plain create would pass ``plain_create_share`` (never in the first 50
@@ -729,6 +791,30 @@ class GraphSampler:
         return self.emitted >= 50 and self.plain_creates + 1 > self.s.plain_create_share * (
             self.emitted + 1
         )
+
+    kind_patience = 20
+    """Attempts in a row without a task after which :meth:`kind_full` lets one task of a full kind
+    through (the other kinds are used up: the share is a preference, never a stall)."""
+
+    def kind_full(self, kind: str | None) -> bool:
+        """True when one more task whose last change is of ``kind`` would pass its share (see
+        ``kind_share``; never for reads, in the first 50 tasks, nor after ``kind_patience``
+        attempts without a task)."""
+        if kind is None or self.emitted < 50:
+            return False
+        if self.attempts - self._emitted_at > self.kind_patience:
+            return False
+        return self.requests[kind] + 1 > self.kind_cap() * (self.emitted + 1)
+
+    def kind_cap(self) -> float:
+        """The share one kind of change may have here: ``kind_share``, or half when the tools make
+        one kind of change only."""
+        got = self.__dict__.get("_kind_cap")
+        if got is None or got[0] is not self.infos:
+            kinds = {i.kind for i in self.infos.values() if i.mutates}
+            cap = self.s.kind_share if len(kinds) > 1 else max(self.s.kind_share, 0.5)
+            got = self.__dict__["_kind_cap"] = (self.infos, cap)
+        return float(got[1])
 
     def questions_allowed(self) -> int:
         """Questions the same read-only calls may have by now (see ``questions_per_chain``)."""
@@ -768,7 +854,7 @@ class GraphSampler:
                         for v in e.row.values()
                         if not isinstance(v, (dict, list)) and v is not None
                     )
-        return None
+        return "rereads_change" if rereads_change(steps) else None
 
     def plan_undoes(self, plan: list[PlanNode]) -> str | None:
         """:meth:`undoes` decided from the plan alone: a call that cancels, deletes or edits the
@@ -822,19 +908,11 @@ class GraphSampler:
         calls = [ToolCall(name=s.info.name, arguments=s.args) for s in steps]
         digest = self.digest(steps)
         asked = self._asked.get(digest, set())
-        if digest in self._seen and (
-            final_state is not None or len(asked) >= self.questions_allowed()
-        ):
-            self.rejected["duplicate"] += 1
-            return None
-        why = self.redundant(steps) or self.undoes(steps)
+        why = self._drop_reason(steps, digest, asked, final_state is not None)
         if why:
             self.rejected[why] += 1
             return None
         plain = plain_create(steps)
-        if plain and self.quota_full():
-            self.rejected["plain_create_quota"] += 1
-            return None
         outcome = None
         if final_state is not None:
             outcome = state_outcome(
@@ -882,6 +960,22 @@ class GraphSampler:
         if self.s.refine_base_url:
             self.described[task.id] = acted_refs(steps)
         return task
+
+    def _drop_reason(
+        self, steps: list[Step], digest: bytes, asked: set[str], mutates: bool
+    ) -> str | None:
+        """Why an executed chain is not a task whatever its words (a duplicate, a useless, repeated
+        or re-reading call, an undo, a quota passed), or None."""
+        if digest in self._seen and (mutates or len(asked) >= self.questions_allowed()):
+            return "duplicate"
+        why = self.redundant(steps) or self.undoes(steps)
+        if why:
+            return why
+        if rereads_row(steps):
+            return "rereads_row"
+        if self.quota_full() and plain_create(steps):
+            return "plain_create_quota"
+        return "kind_quota" if self.kind_full(change_kind(steps)) else None
 
     def _read_outcome(
         self, phrased: Phrased, steps: list[Step], digest: bytes

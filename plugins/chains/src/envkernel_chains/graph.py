@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envkernel_kit.naming import KEY_LIKE, is_id_name
-from envkernel_kit.tools import Schema, ToolInfo, output_fields
+from envkernel_kit.tools import ParamInfo, Schema, ToolInfo, output_fields
 
 if TYPE_CHECKING:  # networkx is imported where a graph is built, not when the plugin loads
     import networkx as nx
@@ -60,29 +60,49 @@ def feeds(
     out: dict[str, list[dict[str, Any]]] = {}
     if a.name == b.name or a.kind == "delete":
         return out
-    own_key = schema.key(a.resource)
     for p in b.params.values():
-        ways: list[dict[str, Any]] = []
         if p.is_id and p.resource:
-            if a.resource == p.resource and (own_key in fields or a.from_model):
-                ways.append({"via": "resource", "link": "self", "field": own_key})
-            for f in fields:
-                if f != own_key and schema.ref(a.resource, f) == p.resource:
-                    ways.append({"via": "resource", "link": "fk", "field": f})
-            if not ways and p.name in fields and is_id_name(p.name) and a.resource != p.resource:
-                ways.append({"via": "name", "link": "fk", "field": p.name})
+            ways = _id_ways(a, p, schema, fields)
         elif p.role in ("value", "filter", "search") and a.resource != b.resource:
-            fmt = (p.schema or {}).get("format")
-            for f, fs in fields.items():
-                if f == p.name and (
-                    f in KEY_LIKE or f in schema.unique.get(a.resource or "", set())
-                ):
-                    ways.append({"via": "name", "link": "key", "field": f})
-                elif fmt in LINK_FORMATS and (fs or {}).get("format") == fmt:
-                    ways.append({"via": "format", "link": "key", "field": f})
+            ways = _value_ways(a, p, schema, fields)
+        else:
+            ways = []
         if ways:
             out[p.name] = ways
     return out
+
+
+def _id_ways(
+    a: ToolInfo, p: ParamInfo, schema: Schema, fields: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """How ``a``'s rows fill the id parameter ``p``: by their own key (``self``), by a foreign key
+    to ``p``'s table (``fk``), else by a field named like ``p`` (``name``)."""
+    own_key = schema.key(a.resource)
+    ways: list[dict[str, Any]] = []
+    if a.resource == p.resource and (own_key in fields or a.from_model):
+        ways.append({"via": "resource", "link": "self", "field": own_key})
+    for f in fields:
+        if f != own_key and schema.ref(a.resource, f) == p.resource:
+            ways.append({"via": "resource", "link": "fk", "field": f})
+    if not ways and p.name in fields and is_id_name(p.name) and a.resource != p.resource:
+        ways.append({"via": "name", "link": "fk", "field": p.name})
+    return ways
+
+
+def _value_ways(
+    a: ToolInfo, p: ParamInfo, schema: Schema, fields: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """How ``a``'s rows fill the value, filter or search parameter ``p``: a field of the same name
+    that identifies a row, or one of the same identifying format (``LINK_FORMATS``)."""
+    fmt = (p.schema or {}).get("format")
+    unique = schema.unique.get(a.resource or "", set())
+    ways: list[dict[str, Any]] = []
+    for f, fs in fields.items():
+        if f == p.name and (f in KEY_LIKE or f in unique):
+            ways.append({"via": "name", "link": "key", "field": f})
+        elif fmt in LINK_FORMATS and (fs or {}).get("format") == fmt:
+            ways.append({"via": "format", "link": "key", "field": f})
+    return ways
 
 
 def build_graph(
@@ -165,51 +185,74 @@ def depths(g: nx.DiGraph, infos: dict[str, ToolInfo]) -> dict[str, int]:
     """
     d: dict[str, int] = {}
     literal: set[tuple[str, str]] = set()
-    for _outer in range(4):
-        d = {}
-        for n in g.nodes:
-            needs = [p for p in infos[n].needs() if (n, p.name) not in literal]
-            d[n] = 0 if not needs else INF
-        changed = True
-        while changed:
-            changed = False
-            for n in g.nodes:
-                needs = [p for p in infos[n].needs() if (n, p.name) not in literal]
-                if not needs:
-                    continue
-                worst = 0
-                for p in needs:
-                    best = min(
-                        (
-                            d[a]
-                            for a, way in producers(g, n, p.name)
-                            if a != n and usable_producer(g, infos, a, way, p.resource)
-                        ),
-                        default=INF,
-                    )
-                    worst = max(worst, best)
-                new = worst + 1 if worst < INF else INF
-                if new < d[n]:
-                    d[n] = new
-                    changed = True
-        lookupable = {infos[a].resource for a in g.nodes if d[a] < INF and infos[a].resource}
-        more = set()
-        for n in g.nodes:
-            for p in infos[n].needs():
-                reachable = any(
-                    d[a] < INF
-                    for a, way in producers(g, n, p.name)
-                    if a != n and usable_producer(g, infos, a, way, p.resource)
-                )
-                if not reachable and (n, p.name) not in literal:
-                    more.add((n, p.name))
+    own = {i.resource for n, i in infos.items() if n in g and i.resource}
+    for _outer in range(8):
+        d = _relax(g, infos, literal)
+        more = _next_literal(_unreached(g, infos, d, literal), own)
         if not more:
             break
         literal |= more
+    lookupable = {infos[a].resource for a in g.nodes if d[a] < INF and infos[a].resource}
     g.graph["lookupable"] = sorted(t for t in lookupable if t)
     g.graph["literal_needs"] = sorted(f"{n}.{p}" for n, p in literal)
     for n in g.nodes:
         g.nodes[n]["depth"] = d[n] if d[n] < INF else -1
+    return d
+
+
+def _unreached(
+    g: nx.DiGraph, infos: dict[str, ToolInfo], d: dict[str, int], literal: set[tuple[str, str]]
+) -> list[tuple[str, ParamInfo]]:
+    """The needs (tool, parameter) not given literally that no producer at a finite depth fills."""
+    return [
+        (n, p)
+        for n in g.nodes
+        for p in infos[n].needs()
+        if (n, p.name) not in literal and _producer_depth(g, infos, d, n, p) >= INF
+    ]
+
+
+def _next_literal(
+    unreached: list[tuple[str, ParamInfo]], own: set[str | None]
+) -> set[tuple[str, str]]:
+    """The unreached needs to give literally next: the ids of entities no tool is about (Ably's
+    account) first, so that the rest may chain from a call that takes them; else all of them."""
+    first = {(n, p.name) for n, p in unreached if p.resource not in own}
+    return first or {(n, p.name) for n, p in unreached}
+
+
+def _producer_depth(
+    g: nx.DiGraph, infos: dict[str, ToolInfo], d: dict[str, int], n: str, p: ParamInfo
+) -> int:
+    """The depth of the shallowest usable producer of ``n``'s parameter ``p`` (INF: none)."""
+    return min(
+        (
+            d[a]
+            for a, way in producers(g, n, p.name)
+            if a != n and usable_producer(g, infos, a, way, p.resource)
+        ),
+        default=INF,
+    )
+
+
+def _relax(
+    g: nx.DiGraph, infos: dict[str, ToolInfo], literal: set[tuple[str, str]]
+) -> dict[str, int]:
+    """Each tool's depth with the ``literal`` needs given as literals: 0 with no other need, else
+    one more than its deepest need's shallowest producer (a fixed point; INF: unreachable)."""
+    needs = {n: [p for p in infos[n].needs() if (n, p.name) not in literal] for n in g.nodes}
+    d = {n: 0 if not needs[n] else INF for n in g.nodes}
+    changed = True
+    while changed:
+        changed = False
+        for n in g.nodes:
+            if not needs[n]:
+                continue
+            worst = max(_producer_depth(g, infos, d, n, p) for p in needs[n])
+            new = worst + 1 if worst < INF else INF
+            if new < d[n]:
+                d[n] = new
+                changed = True
     return d
 
 

@@ -114,6 +114,73 @@ def _fact_key(v: Any) -> str:
     return json.dumps(v, sort_keys=True, default=str)
 
 
+_ROW_KINDS = frozenset({"get", "update", "delete", "action", "list"})
+"""Kinds of tools that act on or return seed rows (so a hint can pick one)."""
+
+
+@dataclass
+class _Scope:
+    """The literal constraints of a read and their words, gathered argument by argument (see
+    :meth:`Grounder.scope_of`)."""
+
+    cols: set[str]
+    constraints: list[tuple[Any, str, Any]] = field(default_factory=list)
+    owners: list[tuple[str, Ref]] = field(default_factory=list)
+    quals: list[str] = field(default_factory=list)
+    adjectives: list[str] = field(default_factory=list)
+    values: list[str] = field(default_factory=list)
+    idents: list[tuple[str, Any]] = field(default_factory=list)
+    search: str | None = None
+
+    def add_filter(self, col: str, op: str, v: Any) -> None:
+        """A filter or value on ``col``: a status as an adjective (``open``), a bool as one
+        (``non-archived``), anything else as a qualifier (``with priority high``); an equality on
+        a known column also identifies the row."""
+        self.constraints.append((col, op if col in self.cols else "unknown", v))
+        self.values.append(str(v))
+        if op == "eq" and col in STATUS_FIELDS and adjective(v):
+            self.adjectives.append(v)
+        elif isinstance(v, bool):
+            said = " ".join(w for w in words(col) if w not in ("is", "has"))
+            self.adjectives.append(("" if v else "non-") + said)
+        else:
+            self.quals.append(_qual(col, op, v))
+            if op == "eq" and col in self.cols:
+                self.idents.append((col, v))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The scope as :attr:`Step.scope` holds it."""
+        return {
+            "constraints": self.constraints,
+            "owners": self.owners,
+            "quals": self.quals,
+            "adjectives": self.adjectives,
+            "values": self.values,
+            "search": self.search,
+            "idents": self.idents,
+        }
+
+
+def _scalar(v: Any) -> bool:
+    return v is not None and not isinstance(v, (dict, list))
+
+
+def _row_values(p: ParamInfo, rows: list[dict[str, Any]], col: str) -> list[Any]:
+    """The values the rows have for a read's parameter ``p``: their title-like strings for a
+    search, their ``col`` for an equality or a value, that value in a list for ``in`` (Amadeus's
+    ``chainCodes=[...]``); none for a range."""
+    if p.role == "search":
+        cols = [
+            c for c in (p.search_fields or TITLE_FIELDS) if c in TITLE_FIELDS or c.endswith("_name")
+        ]
+        return [r.get(c) for r in rows for c in cols if isinstance(r.get(c), str) and r.get(c)]
+    if p.op == "eq" or p.role == "value":
+        return [r.get(col) for r in rows if _scalar(r.get(col))]
+    if p.op == "in":
+        return [[r.get(col)] for r in rows if _scalar(r.get(col))]
+    return []
+
+
 def _drop_chosen(options: dict[str, list[Link]], chosen: dict[str, Link]) -> None:
     """Do not pick these links again (where a parameter has another candidate)."""
     for name, link in chosen.items():
@@ -188,26 +255,9 @@ class Grounder:
         key = (info.name, p.name)
         if key in self._pools:
             return self._pools[key]
-        raw: list[Any] = []
         sch = p.schema or {}
-        if sch.get("enum"):
-            raw.extend(sch["enum"])
-        table = p.resource or info.resource
-        col = p.field or p.name
-        if p.role == "search":
-            for f in p.search_fields or TITLE_FIELDS:
-                if f in TITLE_FIELDS or f.endswith("_name"):
-                    raw.extend(self.column_values(table, f))
-        else:
-            raw.extend(self.column_values(table, col))
-            enum = self.schema.enums.get(table or "", {}).get(col)
-            if enum:
-                raw.extend(enum)
-        if not raw and schema_type(sch) == "array" and isinstance(sch.get("items"), dict):
-            sub = self.column_values(table, singular(col))
-            raw.extend([[v] for v in sub[:4]])
         out, seen = [], set()
-        for v in raw:
+        for v in self._raw_pool(info, p):
             c = coerce(v, sch)
             if c is NO_VALUE:
                 continue
@@ -216,12 +266,29 @@ class Grounder:
                 seen.add(k)
                 out.append(c)
         if not out:
-            for v in default_values(p.name, sch):
-                c = coerce(v, sch)
-                if c is not NO_VALUE:
-                    out.append(c)
+            out = [c for c in (coerce(v, sch) for v in default_values(p.name, sch))]
+            out = [c for c in out if c is not NO_VALUE]
         self._pools[key] = out
         return out
+
+    def _raw_pool(self, info: ToolInfo, p: ParamInfo) -> list[Any]:
+        """The uncoerced candidates of :meth:`pool`: the schema's enum, then the seed's values of
+        the column (title-like columns for a search) and the table's enum; for an array with
+        none, one-item lists of the singular column's values."""
+        sch = p.schema or {}
+        raw: list[Any] = list(sch.get("enum") or [])
+        table = p.resource or info.resource
+        col = p.field or p.name
+        if p.role == "search":
+            for f in p.search_fields or TITLE_FIELDS:
+                if f in TITLE_FIELDS or f.endswith("_name"):
+                    raw.extend(self.column_values(table, f))
+        else:
+            raw.extend(self.column_values(table, col))
+            raw.extend(self.schema.enums.get(table or "", {}).get(col) or [])
+        if not raw and schema_type(sch) == "array" and isinstance(sch.get("items"), dict):
+            raw.extend([[v] for v in self.column_values(table, singular(col))[:4]])
+        return raw
 
     def unique_field(self, info: ToolInfo, p: ParamInfo) -> bool:
         """True when the column must be unique (a create needs a fresh value)."""
@@ -232,34 +299,45 @@ class Grounder:
         """A fresh value for a unique column, not in the seed: an email or handle of the new
         person ``ident``, else a seed value with new digits (so it keeps the column's pattern)."""
         col = p.field or p.name
-        taken = {norm(v) for v in self.column_values(p.resource or info.resource, col)}
+        seeded = self.column_values(p.resource or info.resource, col)
+        taken = {norm(v) for v in seeded}
         sch = p.schema or {}
-        ws = set(words(col))
-        first, last, k = ident or self.identity()
-        cands: list[Any] = []
-        if sch.get("format") == "email" or "email" in ws:
-            cands += [
-                f"{first.lower()}.{last.lower()}{k}@example.com",
-                f"{first.lower()}{k}@example.org",
-            ]
-        elif ws & {"username", "login", "handle"}:
-            cands += [f"{first.lower()}{last.lower()[:1]}{k}"]
-        elif ws & {"name", "full_name", "display_name"} and info.noun and _person(info.noun):
-            cands += [f"{first} {last}"]
-        for v in self.column_values(p.resource or info.resource, col)[:4]:
+        cands = self._person_values(info, col, sch, ident or self.identity())
+        for v in seeded[:4]:
             if isinstance(v, str):
-                digits = [c for c in v if c.isdigit()]
-                if len(digits) >= 2:
-                    it = iter(str(self.rng.randrange(10 ** len(digits))).zfill(len(digits)))
-                    cands.append("".join(next(it) if c.isdigit() else c for c in v))
-                else:
-                    cands.append(f"{v} {self.rng.randint(2, 9)}")
+                cands.append(self._renumbered(v))
         cands += fresh_values(p.name, sch, self.rng, 3)
         for v in cands:
             c = coerce(v, sch)
             if c is not NO_VALUE and norm(c) not in taken:
                 return c
         return NO_VALUE
+
+    @staticmethod
+    def _person_values(
+        info: ToolInfo, col: str, sch: dict[str, Any], ident: tuple[str, str, int]
+    ) -> list[Any]:
+        """The new person's value for ``col``: emails, a handle, or a full name (of a person)."""
+        first, last, k = ident
+        ws = set(words(col))
+        if sch.get("format") == "email" or "email" in ws:
+            return [
+                f"{first.lower()}.{last.lower()}{k}@example.com",
+                f"{first.lower()}{k}@example.org",
+            ]
+        if ws & {"username", "login", "handle"}:
+            return [f"{first.lower()}{last.lower()[:1]}{k}"]
+        if ws & {"name", "full_name", "display_name"} and info.noun and _person(info.noun):
+            return [f"{first} {last}"]
+        return []
+
+    def _renumbered(self, v: str) -> str:
+        """A seed value with new digits (two or more), else with a digit appended."""
+        digits = [c for c in v if c.isdigit()]
+        if len(digits) < 2:
+            return f"{v} {self.rng.randint(2, 9)}"
+        it = iter(str(self.rng.randrange(10 ** len(digits))).zfill(len(digits)))
+        return "".join(next(it) if c.isdigit() else c for c in v)
 
     def identity(self) -> tuple[str, str, int]:
         """A new person: first name, last name and a number (for a coherent name and email)."""
@@ -432,34 +510,13 @@ class Grounder:
         """A filter/search value that some reachable seed row has (so the read finds something)."""
         rows = reach if reach is not None else self.seed.get(info.resource or "", [])
         col = p.field or p.name
-        if p.role == "search":
-            cols = [
-                c
-                for c in (p.search_fields or TITLE_FIELDS)
-                if c in TITLE_FIELDS or c.endswith("_name")
-            ]
-            vals = [r.get(c) for r in rows for c in cols if isinstance(r.get(c), str) and r.get(c)]
-        elif p.op == "eq" or p.role == "value":
-            vals = [
-                r.get(col)
-                for r in rows
-                if r.get(col) is not None and not isinstance(r.get(col), (dict, list))
-            ]
-        elif p.op == "in":  # Amadeus's chainCodes=[...]: one value a row has, as a list
-            vals = [
-                [r.get(col)]
-                for r in rows
-                if r.get(col) is not None and not isinstance(r.get(col), (dict, list))
-            ]
-        else:
-            vals = []
-        vals = [c for c in (coerce(v, p.schema or {}) for v in vals) if c is not NO_VALUE]
+        vals = [c for c in (coerce(v, p.schema or {}) for v in _row_values(p, rows, col))]
+        vals = [c for c in vals if c is not NO_VALUE]
         if vals:
             return self.rng.choice(vals)
         if p.op != "eq" and p.role == "filter" and rows:
             v = rows[self.rng.randrange(len(rows))].get(col)
-            c = coerce(v, p.schema or {}) if v is not None else NO_VALUE
-            return c
+            return coerce(v, p.schema or {}) if v is not None else NO_VALUE
         return NO_VALUE
 
     # -- references --------------------------------------------------------------------------------
@@ -468,15 +525,9 @@ class Grounder:
         self, info: ToolInfo, args: dict[str, Any], refs: dict[str, Ref]
     ) -> dict[str, Any]:
         """The literal constraints of a read, and the words a request uses for them."""
-        constraints: list[tuple[Any, str, Any]] = []
-        owners: list[tuple[str, Ref]] = []
-        quals: list[str] = []
-        adjectives: list[str] = []
-        values: list[str] = []
-        idents: list[tuple[str, Any]] = []
-        search: str | None = None
         table = info.resource
         cols = set(self.seed[table][0]) if table and self.seed.get(table) else set()
+        scope = _Scope(cols)
         for name, v in args.items():
             p = info.params.get(name)
             if p is None:
@@ -485,39 +536,14 @@ class Grounder:
                 col = p.field if p.field in cols else (name if name in cols else None)
                 if col is None:
                     return {}
-                owners.append((col, refs[name]))
-                continue
-            if p.role == "search":
-                search = str(v)
-                constraints.append((tuple(p.search_fields), "search", v))
-                values.append(str(v))
+                scope.owners.append((col, refs[name]))
+            elif p.role == "search":
+                scope.search = str(v)
+                scope.constraints.append((tuple(p.search_fields), "search", v))
+                scope.values.append(str(v))
             elif p.role in ("filter", "value"):
-                col = p.field or name
-                if col not in cols:
-                    constraints.append((col, "unknown", v))
-                else:
-                    constraints.append((col, p.op, v))
-                values.append(str(v))
-                if p.op == "eq" and col in STATUS_FIELDS and adjective(v):
-                    adjectives.append(v)
-                elif isinstance(v, bool):
-                    adjectives.append(
-                        ("" if v else "non-")
-                        + " ".join(w for w in words(col) if w not in ("is", "has"))
-                    )
-                else:
-                    quals.append(_qual(col, p.op, v))
-                    if p.op == "eq" and col in cols:
-                        idents.append((col, v))
-        return {
-            "constraints": constraints,
-            "owners": owners,
-            "quals": quals,
-            "adjectives": adjectives,
-            "values": values,
-            "search": search,
-            "idents": idents,
-        }
+                scope.add_filter(p.field or name, p.op, v)
+        return scope.as_dict()
 
     def element_ref(self, steps: list[Step], e: Element) -> Ref | None:
         """How a request refers to the row ``e`` of an earlier output (None: it cannot)."""
@@ -557,19 +583,18 @@ class Grounder:
             sc["values"],
             idents=sc.get("idents", []),
         )
-        if ref is None:
-            return None
-        if sc.get("search") and ref.title is None:
-            row = self.resolver.row(e.table, value) or {}
-            for f in TITLE_FIELDS:
-                if (
-                    isinstance(row.get(f), str)
-                    and row[f].strip().lower() == sc["search"].strip().lower()
-                ):
-                    ref.title = row[f]
-                    ref.quals = [q for q in ref.quals if not q.startswith("matching ")]
-                    break
+        if ref is not None and sc.get("search") and ref.title is None:
+            self._title_from_search(ref, e.table, value, sc["search"])
         return ref
+
+    def _title_from_search(self, ref: Ref, table: str, value: Any, search: str) -> None:
+        """A row found by searching its exact title is named by that title (not ``matching``)."""
+        row = self.resolver.row(table, value) or {}
+        for f in TITLE_FIELDS:
+            if isinstance(row.get(f), str) and row[f].strip().lower() == search.strip().lower():
+                ref.title = row[f]
+                ref.quals = [q for q in ref.quals if not q.startswith("matching ")]
+                return
 
     def link_ref(self, steps: list[Step], link: Link, p: ParamInfo) -> Ref | None:
         """The reference for a linked argument (an entity the chain already named keeps its
@@ -607,44 +632,65 @@ class Grounder:
             for e in src.elements:
                 if e.parent is not None or e.table is None:
                     continue
-                key = self.schema.key(e.table)
-                ways: list[tuple[str, str]] = []
-                if p.is_id and p.resource:
-                    if e.table == p.resource:
-                        by_key = src.info.kind == "get" and any(
-                            q.role == "key" for q in src.info.params.values()
-                        )
-                        if not (by_key and not src.mutating):
-                            ways.append(("self", key))
-                    for f, ref in self.schema.refs.get(e.table, {}).items():
-                        if ref == p.resource and f in e.row:
-                            ways.append(("fk", f))
-                    if not ways and p.name in e.row and e.table != p.resource:
-                        ways.append(("fk", p.name))
-                elif p.role in ("value", "filter", "search"):
-                    fmt = (p.schema or {}).get("format")
-                    for f, v in e.row.items():
-                        if not isinstance(v, str):
-                            continue
-                        if f == p.name or (
-                            fmt and self.schema.formats.get(e.table, {}).get(f) == fmt
-                        ):
-                            ways.append(("key", f))
-                for kind, f in ways:
-                    v = e.row.get(f)
-                    if v is None or isinstance(v, (dict, list)):
-                        continue
-                    c = coerce(v, p.schema or {})
-                    if c is NO_VALUE:
-                        continue
-                    if (
-                        not src.mutating
-                        and kind == "self"
-                        and any(norm(c) == norm(a) for a in src.args.values())
-                    ):
-                        continue  # it only hands back what that call was given
-                    out.append(Link(source=j, element=e, kind=kind, field=f, value=c))
+                for kind, f in self._element_ways(src, e, p):
+                    link = self._link(j, src, e, p, kind, f)
+                    if link is not None:
+                        out.append(link)
         return out
+
+    def _element_ways(self, src: Step, e: Element, p: ParamInfo) -> list[tuple[str, str]]:
+        """How the row ``e`` of ``src``'s output can fill ``p``, as (link kind, field): an id by
+        the row's own key (not from a lookup by key that was only given it), by a foreign key to
+        ``p``'s table, else by a field named like ``p``; a value, filter or search by a string
+        field of ``p``'s name or format."""
+        assert e.table is not None
+        if p.is_id and p.resource:
+            return self._id_ways(src, e, p.resource, p.name)
+        if p.role not in ("value", "filter", "search"):
+            return []
+        fmt = (p.schema or {}).get("format")
+        formats = self.schema.formats.get(e.table, {})
+        return [
+            ("key", f)
+            for f, v in e.row.items()
+            if isinstance(v, str) and (f == p.name or (fmt and formats.get(f) == fmt))
+        ]
+
+    def _id_ways(self, src: Step, e: Element, resource: str, name: str) -> list[tuple[str, str]]:
+        """How the row ``e`` fills an id of ``resource`` named ``name`` (see
+        :meth:`_element_ways`)."""
+        assert e.table is not None
+        ways: list[tuple[str, str]] = []
+        if e.table == resource:
+            by_key = src.info.kind == "get" and any(
+                q.role == "key" for q in src.info.params.values()
+            )
+            if not (by_key and not src.mutating):
+                ways.append(("self", self.schema.key(e.table)))
+        for f, ref in self.schema.refs.get(e.table, {}).items():
+            if ref == resource and f in e.row:
+                ways.append(("fk", f))
+        if not ways and name in e.row and e.table != resource:
+            ways.append(("fk", name))
+        return ways
+
+    @staticmethod
+    def _link(j: int, src: Step, e: Element, p: ParamInfo, kind: str, f: str) -> Link | None:
+        """The link filling ``p`` with field ``f`` of ``e`` (coerced to ``p``'s schema); None when
+        the field holds no usable value, or a read would only hand back what it was given."""
+        v = e.row.get(f)
+        if v is None or isinstance(v, (dict, list)):
+            return None
+        c = coerce(v, p.schema or {})
+        if c is NO_VALUE:
+            return None
+        if (
+            not src.mutating
+            and kind == "self"
+            and any(norm(c) == norm(a) for a in src.args.values())
+        ):
+            return None  # it only hands back what that call was given
+        return Link(source=j, element=e, kind=kind, field=f, value=c)
 
     def acceptable(self, info: ToolInfo, p: ParamInfo, link: Link) -> bool:
         """False when an action's transition would refuse the row (it is already there, or not
@@ -721,53 +767,55 @@ class Grounder:
         for i in reversed(range(n)):
             node = plan[i]
             info = self.infos[node.tool]
-            row = want[i]
-            if (
-                row is None
-                and info.resource
-                and info.kind in ("get", "update", "delete", "action", "list")
-            ):
-                if info.kind == "list" and i != n - 1:
-                    row = None
-                else:
-                    row = self._pick_row(info.resource, self._first_action(plan, i))
-                    want[i] = row
-            vals: dict[str, Any] = {}
-            for q in info.params.values():
-                if not q.is_id or row is None:
-                    continue
-                col = self.schema.key(info.resource) if q.role == "key" else q.field
-                if col and col in row and row[col] is not None:
-                    vals[q.name] = row[col]
-            for pname in node.needs:
-                if pname in vals:
-                    continue
-                q = info.params.get(pname)
-                if q is None or not q.resource:
-                    continue
-                r = self._pick_row(q.resource)
-                if r is not None:
-                    vals[pname] = r.get(self.schema.key(q.resource))
-            hints[i] = vals
+            if want[i] is None and info.resource and info.kind in _ROW_KINDS:
+                if info.kind != "list" or i == n - 1:
+                    want[i] = self._pick_row(info.resource, self._first_action(plan, i))
+            hints[i] = vals = self._id_hints(info, node, want[i])
             for pname, srcs in node.needs.items():
                 v = vals.get(pname)
-                if v is None or len(srcs) != 1:
-                    continue
-                j = srcs[0]
-                if want[j] is not None:
-                    continue
-                src = self.infos[plan[j].tool]
-                if src.kind == "create" or not src.resource:
-                    continue
-                q = info.params[pname]
-                for way in node.ways.get(pname, []):
-                    if way["link"] == "self" and src.resource == q.resource:
-                        want[j] = self.resolver.row(src.resource, v)
-                    elif way["link"] == "fk":
-                        want[j] = self._pick_row(src.resource, src, (way["field"], v))
-                    if want[j] is not None:
-                        break
+                if v is not None and len(srcs) == 1 and want[srcs[0]] is None:
+                    want[srcs[0]] = self._producer_row(plan, node, info, pname, srcs[0], v)
         return hints, want
+
+    def _id_hints(
+        self, info: ToolInfo, node: PlanNode, row: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """The id values node ``node`` should use: those of the row it wants, and for each other
+        linked id a random seed row's key."""
+        vals: dict[str, Any] = {}
+        for q in info.params.values():
+            if not q.is_id or row is None:
+                continue
+            col = self.schema.key(info.resource) if q.role == "key" else q.field
+            if col and col in row and row[col] is not None:
+                vals[q.name] = row[col]
+        for pname in node.needs:
+            q = info.params.get(pname)
+            if pname in vals or q is None or not q.resource:
+                continue
+            r = self._pick_row(q.resource)
+            if r is not None:
+                vals[pname] = r.get(self.schema.key(q.resource))
+        return vals
+
+    def _producer_row(
+        self, plan: list[PlanNode], node: PlanNode, info: ToolInfo, pname: str, j: int, v: Any
+    ) -> dict[str, Any] | None:
+        """The seed row producer ``j`` should return so that ``node`` gets ``v`` for ``pname``:
+        the row itself (``self``), or a row whose foreign key holds it (``fk``)."""
+        src = self.infos[plan[j].tool]
+        if src.kind == "create" or not src.resource:
+            return None
+        q = info.params[pname]
+        for way in node.ways.get(pname, []):
+            row = None
+            if way["link"] == "self" and src.resource == q.resource:
+                row = self.resolver.row(src.resource, v)
+            elif way["link"] == "fk":
+                row = self._pick_row(src.resource, src, (way["field"], v))
+            if row is not None:
+                return row
+        return None
 
     # -- running a chain --------------------------------------------------------------------------
 
@@ -798,37 +846,14 @@ class Grounder:
         self._duplicate = duplicate
         for i, node in enumerate(plan):
             info = self.infos[node.tool]
-            final = i == len(plan) - 1
-            step = await self._run_node(sb, steps, i, node, info, final)
+            step = await self._run_node(sb, steps, i, node, info, i == len(plan) - 1)
             steps.append(step)
             if step.target is None and info.kind == "get" and not info.mutates:
-                tops = [e for e in step.elements if e.parent is None]
-                if len(tops) == 1:
-                    step.target = self.element_ref(steps, tops[0])
-                    if step.target is not None:
-                        self.remember(step.target)
+                self._name_read(steps, step)
             if info.kind == "create" and info.resource:
-                for e in step.elements:
-                    if e.parent is None and e.table == info.resource:
-                        k = e.row.get(self.schema.key(e.table))
-                        if k is not None:
-                            self._created[(e.table, repr(norm(k)))] = i
-                            created_tables[e.table] += 1
-                            step.target = self.resolver.new(e.table, info.noun, k)
-                            self.remember(step.target)
-                        break
-                if created_tables[info.resource] > 1:
-                    raise Rejected("two_new_rows")
+                self._name_created(step, info, created_tables)
             if info.mutates and not info.from_model:
-                after = await sb.state()
-                if not changed_tables(
-                    current_state or self.seed,
-                    after,
-                    self.env.generated,
-                    None if current_state else self.seed_rows,
-                ):
-                    raise Rejected("no_op")
-                current_state = after
+                current_state = await self._changed_state(sb, current_state)
         why = duplicate(steps) if duplicate is not None else None
         if why:
             raise Rejected(why)
@@ -836,6 +861,41 @@ class Grounder:
         if any(s.mutating for s in steps):
             final_state = current_state if current_state is not None else await sb.state()
         return steps, final_state
+
+    def _name_read(self, steps: list[Step], step: Step) -> None:
+        """A lookup that returned one row acts on it: name it (for later mentions)."""
+        tops = [e for e in step.elements if e.parent is None]
+        if len(tops) == 1:
+            step.target = self.element_ref(steps, tops[0])
+            if step.target is not None:
+                self.remember(step.target)
+
+    def _name_created(self, step: Step, info: ToolInfo, created_tables: Counter[str]) -> None:
+        """Note the row a create returned as new (its target); :class:`Rejected` when the chain
+        creates a second row of the same table."""
+        for e in step.elements:
+            if e.parent is None and e.table == info.resource:
+                k = e.row.get(self.schema.key(e.table))
+                if k is not None:
+                    self._created[(e.table, repr(norm(k)))] = step.index
+                    created_tables[e.table] += 1
+                    step.target = self.resolver.new(e.table, info.noun, k)
+                    self.remember(step.target)
+                break
+        if created_tables[info.resource or ""] > 1:
+            raise Rejected("two_new_rows")
+
+    async def _changed_state(self, sb: Any, current: State | None) -> State:
+        """The state after a write; :class:`Rejected` (``no_op``) when it changed nothing."""
+        after: State = await sb.state()
+        if not changed_tables(
+            current or self.seed,
+            after,
+            self.env.generated,
+            None if current else self.seed_rows,
+        ):
+            raise Rejected("no_op")
+        return after
 
     async def _run_node(
         self, sb: Any, steps: list[Step], i: int, node: PlanNode, info: ToolInfo, final: bool
@@ -849,12 +909,7 @@ class Grounder:
         errors: Counter[str] = Counter()
         for attempt in range(self.tries):
             chosen = self._choose_links(options, attempt)
-            refs: dict[str, Ref] = {}
-            for name, link in chosen.items():
-                ref = self.link_ref(steps, link, info.params[name])
-                if ref is None:
-                    break
-                refs[name] = ref
+            refs = self._link_refs(steps, chosen, info)
             if len(refs) < len(chosen):
                 errors["unnameable"] += 1
                 if not self._drop_unnamed(options, chosen, refs):
@@ -892,6 +947,18 @@ class Grounder:
                 continue
             return done
         raise Rejected(errors.most_common(1)[0][0] if errors else "no_link")
+
+    def _link_refs(
+        self, steps: list[Step], chosen: dict[str, Link], info: ToolInfo
+    ) -> dict[str, Ref]:
+        """The references of the chosen links, up to the first that cannot be named."""
+        refs: dict[str, Ref] = {}
+        for name, link in chosen.items():
+            ref = self.link_ref(steps, link, info.params[name])
+            if ref is None:
+                break
+            refs[name] = ref
+        return refs
 
     def _link_options(
         self, steps: list[Step], i: int, node: PlanNode, info: ToolInfo

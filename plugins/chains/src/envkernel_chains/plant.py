@@ -110,12 +110,15 @@ def _other_value(
         return _shift_time(cur, rng.choice((-1, 1)))
     if person or col not in _TITLES:
         return None  # a person's name or a free text: no near-duplicate a reader would believe
+    return _second_title(cur)
+
+
+def _second_title(cur: str) -> str:
+    """A similar title: ``report (2).pdf`` for a file name with an extension, else ``cur (2)``."""
     stem, dot, ext = cur.rpartition(".")
-    return (
-        f"{stem} (2).{ext}"
-        if dot and stem and 1 <= len(ext) <= 4 and ext.isalnum()
-        else f"{cur} (2)"
-    )
+    if dot and stem and 1 <= len(ext) <= 4 and ext.isalnum():
+        return f"{stem} (2).{ext}"
+    return f"{cur} (2)"
 
 
 def _violate(

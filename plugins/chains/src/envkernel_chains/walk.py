@@ -73,37 +73,13 @@ class RandomWalkSampler(GraphSampler):
         nodes = [PlanNode(tool=first)]
         literal = set(self.graph.graph.get("literal_needs", []))
         while len(tools) < want:
-            last = tools[-1]
-            cands: list[tuple[str, dict[str, list[int]]]] = []
-            for b in sorted(self.graph.successors(last)):
-                if b == last:
-                    continue
-                info = self.infos[b]
-                needs: dict[str, list[int]] = {}
-                ok = True
-                for p in info.needs():
-                    if f"{b}.{p.name}" in literal:
-                        continue
-                    srcs = [
-                        j for j in reversed(range(len(tools))) if self._feeds(tools[j], b, p.name)
-                    ]
-                    if not srcs:
-                        ok = False
-                        break
-                    needs[p.name] = srcs
-                if not ok:
-                    continue
-                if not any(len(tools) - 1 in s for s in needs.values()):
-                    opt = [
-                        p
-                        for p in info.needs(required_only=False)
-                        if not p.required and self._feeds(last, b, p.name)
-                    ]
-                    if not opt:
-                        continue
-                    p = rng.choice(opt)
-                    needs[p.name] = [len(tools) - 1]
-                cands.append((b, needs))
+            cands = [
+                (b, needs)
+                for b in sorted(self.graph.successors(tools[-1]))
+                if b != tools[-1]
+                for needs in [self._step_needs(tools, b, literal)]
+                if needs is not None
+            ]
             if not cands:
                 break
             b, needs = rng.choices(
@@ -112,6 +88,33 @@ class RandomWalkSampler(GraphSampler):
             tools.append(b)
             nodes.append(PlanNode(tool=b, needs=needs))
         return nodes
+
+    def _step_needs(
+        self, tools: list[str], b: str, literal: set[str]
+    ) -> dict[str, list[int]] | None:
+        """Which earlier calls fill each required id of ``b`` (the latest first), or None when one
+        has no producer; the walk's last call must feed ``b`` (an optional input drawn when no
+        required one is fed by it)."""
+        info = self.infos[b]
+        last = len(tools) - 1
+        needs: dict[str, list[int]] = {}
+        for p in info.needs():
+            if f"{b}.{p.name}" in literal:
+                continue
+            srcs = [j for j in reversed(range(len(tools))) if self._feeds(tools[j], b, p.name)]
+            if not srcs:
+                return None
+            needs[p.name] = srcs
+        if not any(last in s for s in needs.values()):
+            opt = [
+                p
+                for p in info.needs(required_only=False)
+                if not p.required and self._feeds(tools[last], b, p.name)
+            ]
+            if not opt:
+                return None
+            needs[self.rng.choice(opt).name] = [last]
+        return needs
 
 
 class Walk:

@@ -217,7 +217,11 @@ async def test_workspace_task_is_graded_by_its_check_over_openenv(
             )
         assert (await env.step({"type": "submit", "answer": ws_task.outcome.answer})).reward < 1.0
         assert "reasons" not in await env.state()  # a plain state request: no reasons
-    with Session(server.url) as trainer:  # the trainer asks for them: the criteria missed
+    with Session(server.url) as agent:  # asked for without the trainer's token: withheld
+        agent.reset(task_id=ws_task.id)
+        asked = agent.state(reasons=True)
+        assert "reasons" not in asked and "token" in asked["reasons_withheld"]
+    with Session(server.url, token=server.core.trainer_token) as trainer:  # the criteria missed
         trainer.reset(task_id=ws_task.id)
         for call in ws_task.calls[:-1]:
             trainer.call(call.name, **call.arguments)
@@ -252,6 +256,12 @@ async def test_workspace_task_is_graded_by_its_check_over_mcp(server: Any, ws_ta
                 (await s.read_resource("envkernel://session/state")).contents[0].text
             )
             assert state["task_id"] == ws_task.id and state["step_count"] == len(calls)
+            # no reward before the episode ends (else an agent could search by trial and undo)
+            assert state["reward"] is None and state["done"] is False
+            await s.call_tool("submit_answer", {"answer": ""})
+            state = json.loads(
+                (await s.read_resource("envkernel://session/state")).contents[0].text
+            )
             return state["reward"]
 
     assert await asyncio.gather(session_reward(ws_task.calls), session_reward([])) == [1.0, 0.0]
@@ -958,7 +968,7 @@ async def test_nothing_an_agent_reads_gives_the_answer_away(server: Any, tasks: 
     from mcp.client.streamable_http import streamable_http_client
 
     task = _read_only(tasks)
-    with Session(server.url) as trainer:  # the trainer's view: what a wrong answer missed
+    with Session(server.url, token=server.core.trainer_token) as trainer:  # what it missed
         trainer.reset(task_id=task.id)
         assert trainer.submit("I do not know.")["reward"] == 0.0
         reasons = trainer.state(reasons=True)["reasons"]
@@ -992,6 +1002,7 @@ async def test_nothing_an_agent_reads_gives_the_answer_away(server: Any, tasks: 
     with httpx.Client(base_url=server.url, timeout=60) as http:
         eid = http.post("/reset", json={"task_id": task.id}).json()["observation"]["episode_id"]
         seen.append(http.get("/state", params={"episode_id": eid}).text)
+        seen.append(http.get("/state", params={"episode_id": eid, "reasons": "1"}).text)
         end_http = http.post(
             "/step", json={"action": {"type": "submit", "answer": "no"}, "episode_id": eid}
         )
@@ -999,7 +1010,13 @@ async def test_nothing_an_agent_reads_gives_the_answer_away(server: Any, tasks: 
         seen.append(http.get("/state", params={"episode_id": eid}).text)
         for route in ("/metadata", "/schema", "/openapi.json", "/health"):
             seen.append(http.get(route).text)
-        trainer_view = http.get("/state", params={"episode_id": eid, "reasons": "1"}).json()
+        asked = http.get("/state", params={"episode_id": eid, "reasons": "1"}).json()
+        assert "reasons" not in asked and asked["reasons_withheld"]  # no token: withheld
+        trainer_view = http.get(
+            "/state",
+            params={"episode_id": eid, "reasons": "1"},
+            headers={"Authorization": f"Bearer {server.core.trainer_token}"},
+        ).json()
         assert trainer_view["reasons"]
     text = "\n".join(seen).lower()
     calls = [json.dumps(c.arguments) for c in task.calls if c.arguments]

@@ -32,6 +32,7 @@ from envkernel_serve.catalog import load_catalog
 from envkernel_serve.server import RunnerSandboxes, ServeSettings, start
 
 ROOT = Path(__file__).resolve().parents[1]
+TOKEN = "trainers-test-token"
 VENV = Path(os.environ.get("ENVKERNEL_TRAINERS_VENV", ROOT / ".venv-trainers"))
 SCRIPTS = Path(__file__).parent / "trainers"
 
@@ -56,7 +57,14 @@ def played(envk_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     python = _trainers_python()
     # The trainer processes start first: their imports (torch, transformers, TRL, verl, Ray) overlap
     # making the run and starting the server; each then reads its arguments from stdin.
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    # the trainer's token (verl's finish_trajectory reads the reasons with it), as a user exports
+    # what `envkernel serve` printed
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "ENVKERNEL_SERVE_TOKEN": TOKEN,
+    }
     procs = {
         k: subprocess.Popen(
             [str(python), str(SCRIPTS / script)],
@@ -98,7 +106,9 @@ def played(envk_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
         scripted = out / "scripted.jsonl"
         scripted.write_text(msgspec.json.encode(mutating).decode() + "\n")
         running = start(
-            load_catalog(run.dir), RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=2)
+            load_catalog(run.dir),
+            RunnerSandboxes(process_runner()),
+            ServeSettings(port=0, warm=2, trainer_token=TOKEN),
         )
         args = {
             "trl": [running.url, str(run.dir), mutating.id, str(out / "trl.json")],

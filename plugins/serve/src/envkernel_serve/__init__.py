@@ -220,6 +220,11 @@ def _serve(
         f"OpenEnv on ws://{host}:{port}/ws, MCP on http://{host}:{port}/mcp; Ctrl-C stops",
         err=True,
     )
+    click.echo(
+        "a trainer gets the grading's reasons with this token (agents must not): "
+        f"export ENVKERNEL_SERVE_TOKEN={core.trainer_token}",
+        err=True,
+    )
     import signal
 
     # uvicorn stops on these, then re-raises them: exit 0, not a kill

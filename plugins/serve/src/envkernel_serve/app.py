@@ -155,10 +155,13 @@ _json = msgspec.json.Encoder(
 )  # msgspec: several times faster than json.dumps on the step path
 
 
-def _wants_reasons(msg: dict[str, Any]) -> bool:
-    """A trainer's ``{"type": "state", "data": {"reasons": true}}``: the state with its reasons."""
+def _wants_reasons(msg: dict[str, Any], core: ServeCore) -> bool | None:
+    """A trainer's ``{"type": "state", "data": {"reasons": true, "token": TOKEN}}``: True (the
+    state with its reasons), None when asked without the trainer's token, else False."""
     data = msg.get("data")
-    return isinstance(data, dict) and data.get("reasons") is True
+    if not (isinstance(data, dict) and data.get("reasons") is True):
+        return False
+    return True if core.may_see_reasons(data.get("token")) else None
 
 
 def _dumps(value: Any) -> str:
@@ -222,7 +225,7 @@ async def _ws_session(core: ServeCore, receive: Any, send: Any) -> None:
                     elif kind == "reset":
                         out = {"type": "observation", "data": await ep.reset(msg.get("data") or {})}
                     elif kind == "state":
-                        out = {"type": "state", "data": await ep.state(_wants_reasons(msg))}
+                        out = {"type": "state", "data": await ep.state(_wants_reasons(msg, core))}
                     else:
                         out = {
                             "type": "error",
@@ -349,6 +352,15 @@ class _HttpEpisodes:
         except Exception as exc:
             return _http_error(exc, "step")
 
+    def _reasons(self, request: Request) -> bool | None:
+        """``?reasons=1`` with the trainer's ``Authorization: Bearer TOKEN``: True; without the
+        token: None (withheld); not asked: False."""
+        if request.query_params.get("reasons", "").lower() not in ("1", "true", "yes"):
+            return False
+        auth = request.headers.get("authorization", "")
+        token = auth[7:] if auth.lower().startswith("bearer ") else None
+        return True if self.core.may_see_reasons(token) else None
+
     async def state(self, request: Request) -> JSONResponse:
         """``GET /state?episode_id=ID``; without one, the state of a fresh environment (as
         OpenEnv)."""
@@ -362,8 +374,7 @@ class _HttpEpisodes:
                     await ep.close()
             ep = self._find(wanted)
             async with ep.lock:
-                flag = request.query_params.get("reasons", "")
-                return JSONResponse(await ep.state(flag.lower() in ("1", "true", "yes")))
+                return JSONResponse(await ep.state(self._reasons(request)))
         except Exception as exc:
             return _http_error(exc, "state")
 
@@ -612,6 +623,10 @@ class _McpHandlers:
             raise ValueError(str(exc)) from None
         async with ep.lock:
             state = await ep.state()
+        if not state["done"] and not ep.core.show_reasons:
+            # the reward before the episode ends would let an agent search by trial (write, read
+            # the reward, undo): the harness reads it after submit_answer or max_steps
+            state["reward"] = None
         return mtypes.ReadResourceResult(
             contents=[
                 mtypes.TextResourceContents(

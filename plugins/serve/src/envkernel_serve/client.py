@@ -14,6 +14,7 @@ server session, so one isolated sandbox.
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.request
 import weakref
@@ -92,12 +93,23 @@ def _answer(raw: str | bytes) -> dict[str, Any]:
     return data
 
 
+def _state_message(reasons: bool, token: str) -> dict[str, Any]:
+    """A ``state`` request, asking for the reasons with the trainer's token when ``reasons``."""
+    if not reasons:
+        return {"type": "state"}
+    return {"type": "state", "data": {"reasons": True, "token": token}}
+
+
 class Session:
     """One session (one sandbox) on a server, over a blocking WebSocket."""
 
-    def __init__(self, url: str, *, timeout: float = 120.0, max_message_mb: float = 0) -> None:
+    def __init__(
+        self, url: str, *, timeout: float = 120.0, max_message_mb: float = 0, token: str = ""
+    ) -> None:
         self.url = ws_url(url)
         self.timeout = timeout
+        self.token = token or os.environ.get("ENVKERNEL_SERVE_TOKEN", "")
+        """The trainer's token, sent when asking for reasons (``ENVKERNEL_SERVE_TOKEN``)."""
         max_size = int(max_message_mb * 1024 * 1024) if max_message_mb > 0 else None
         try:
             self._ws: SyncConnection | None = connect(
@@ -144,9 +156,7 @@ class Session:
     def state(self, reasons: bool = False) -> dict[str, Any]:
         """``episode_id``, ``step_count``, ``task_id``, ``done`` and the current ``reward``; with
         ``reasons``, also why it is below 1 (trainer-side only: they quote the expected values)."""
-        return self._send(
-            {"type": "state", "data": {"reasons": True}} if reasons else {"type": "state"}
-        )
+        return self._send(_state_message(reasons, self.token))
 
     def close(self) -> None:
         """End the session (its sandbox goes back to the server's pool). Idempotent."""
@@ -167,10 +177,12 @@ class AsyncSession:
         self._ws: ClientConnection | None = ws
         self.url = url
         self.timeout = timeout
+        self.token = os.environ.get("ENVKERNEL_SERVE_TOKEN", "")
+        """The trainer's token (see :attr:`Session.token`)."""
 
     @classmethod
     async def open(
-        cls, url: str, *, timeout: float = 120.0, max_message_mb: float = 0
+        cls, url: str, *, timeout: float = 120.0, max_message_mb: float = 0, token: str = ""
     ) -> AsyncSession:
         """Connect a new session."""
         u = ws_url(url)
@@ -181,7 +193,9 @@ class AsyncSession:
             raise ServeError(
                 f"cannot connect to {u}: {exc}; is `envkernel serve` running there?"
             ) from None
-        return cls(ws, u, timeout)
+        session = cls(ws, u, timeout)
+        session.token = token or session.token
+        return session
 
     async def _send(self, message: dict[str, Any]) -> dict[str, Any]:
         import asyncio
@@ -209,9 +223,7 @@ class AsyncSession:
 
     async def state(self, reasons: bool = False) -> dict[str, Any]:
         """The session's state with the current ``reward`` (``reasons``: :meth:`Session.state`)."""
-        return await self._send(
-            {"type": "state", "data": {"reasons": True}} if reasons else {"type": "state"}
-        )
+        return await self._send(_state_message(reasons, self.token))
 
     async def close(self) -> None:
         """End the session. Idempotent."""

@@ -79,6 +79,17 @@ class ServeSettings:
     show_reasons: bool = False
     """Show the grading's reasons (they quote the expected values) in every state, the agent's
     MCP state resource and ``submit_answer`` result included (``--show-reasons``)."""
+    trainer_token: str | None = None
+    """The token a trainer sends to get the reasons; None: ``ENVKERNEL_SERVE_TOKEN``, else a new
+    random one (``ServeCore.trainer_token``)."""
+
+
+def trainer_token(given: str | None) -> str:
+    """``given``, else ``ENVKERNEL_SERVE_TOKEN``, else a new random token."""
+    import os
+    import secrets
+
+    return given or os.environ.get("ENVKERNEL_SERVE_TOKEN") or secrets.token_urlsafe(24)
 
 
 class RunnerSandboxes:
@@ -216,6 +227,7 @@ def make_server(
         reward_model=model,
         reward_name=name or "serve",
         show_reasons=settings.show_reasons,
+        trainer_token=trainer_token(settings.trainer_token),
     )
 
     async def on_start() -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import time
 import uuid
 from collections import Counter
@@ -210,6 +211,14 @@ async def _close_quietly(sb: Any, lane: DirectLane | None = None) -> None:
         log.debug("sandbox close failed", error=str(exc))
 
 
+WITHHELD = (
+    "the reasons quote the expected values, so only the trainer gets them: send the token "
+    "`envkernel serve` printed at start (ENVKERNEL_SERVE_TOKEN; `Authorization: Bearer TOKEN` "
+    "over HTTP, data.token on /ws)"
+)
+"""What a state asked for its reasons without the trainer's token says instead."""
+
+
 @dataclass
 class ServeCore:
     """What every session shares: the catalog, the warm pool and the episode settings."""
@@ -230,11 +239,26 @@ class ServeCore:
     """Put the grading's ``reasons`` (which quote expected values) in every state, the MCP state
     resource and ``submit_answer`` result included (``--show-reasons``); False: only a trainer's
     explicit request (:meth:`Episode.state` with ``reasons=True``) and the log get them."""
+    trainer_token: str = ""
+    """The secret a trainer shows to get the grading's ``reasons`` (``ENVKERNEL_SERVE_TOKEN``, or
+    one made at start and printed by ``envkernel serve``); empty: reasons only with
+    ``show_reasons``."""
     live: dict[str, Episode] = field(default_factory=dict)
     call_paths: Counter[str] = field(default_factory=Counter)
     """Tool calls of every session by how they were answered (``CallRecord.path``); in
     ``/metadata``."""
     _counter: int = 0
+
+    def may_see_reasons(self, token: Any) -> bool:
+        """True when ``token`` is the trainer's (or the server shows reasons to everyone): the
+        reasons quote the expected values, so an agent that reaches the port must not read them."""
+        if self.show_reasons:
+            return True
+        return (
+            bool(self.trainer_token)
+            and isinstance(token, str)
+            and hmac.compare_digest(token.encode(), self.trainer_token.encode())
+        )
 
     async def grade(self, task: Task, trajectory: Trajectory) -> Reward:
         """Grade a session's rollout through :func:`envkernel_kit.grading.grade`: a check script in
@@ -585,10 +609,11 @@ class Episode:
             )
         return graded.score
 
-    async def state(self, reasons: bool = False) -> dict[str, Any]:
+    async def state(self, reasons: bool | None = False) -> dict[str, Any]:
         """OpenEnv's ``State`` (``episode_id``, ``step_count``) plus the task, ``done`` and the
         current ``reward``; ``reasons`` (why the reward is below 1, quoting the expected values)
-        only when the trainer asks (``reasons``) or the server shows them (``--show-reasons``)."""
+        only when the trainer asks (``reasons``) or the server shows them (``--show-reasons``);
+        ``None``: asked without the trainer's token (``reasons_withheld`` says how to get them)."""
         reward = await self.reward()
         out: dict[str, Any] = {
             "episode_id": self.episode_id,
@@ -601,6 +626,8 @@ class Episode:
         }
         if reasons or self.core.show_reasons:
             out["reasons"] = self.reasons
+        elif reasons is None:
+            out["reasons_withheld"] = WITHHELD
         return out
 
     async def close(self) -> None:

@@ -180,7 +180,8 @@ def test_the_mcp_blocks(url: str, demo: Path, capsys: pytest.CaptureFixture[str]
     ends = [
         ex.source
         for ex in find_examples(PAGE)
-        if ex.source.startswith("async with (") and '"submit_answer"' in ex.source
+        if ex.source.startswith("async with (")
+        and 'end = await s.call_tool("submit_answer"' in ex.source
     ]
     assert len(ends) == 1
     # the page's later blocks use the first one's imports

@@ -576,6 +576,10 @@ _MISS = object()
 schema's)."""
 
 
+_PASS = object()
+"""A value source's answer when it has no say on the column (the next one is asked)."""
+
+
 class RowMaker:
     """Makes the seed rows of one resource (``noun`` is its singular; ``fields`` its columns)."""
 
@@ -739,71 +743,101 @@ class RowMaker:
         row: dict[str, Any],
         refs: dict[str, list[Any]],
     ) -> Any:
-        """One column's value (before :func:`conform`)."""
-        rng = self.rng
-        t = f.get("type")
-        i = ctx["i"]
-        if col == self.key and f.get("generated") == "id":
+        """One column's value (before :func:`conform`): the first of the key's, a reference's,
+        the status gate's, an enum's, the spec's examples', a time's, the name's."""
+        for source in (self._key_value, self._ref_value, self._enum_value, self._examples_value):
+            v = source(col, f, ctx, row, refs)
+            if v is not _PASS:
+                return v
+        gen = f.get("generated")
+        if gen in ("created", "updated", "edited") or (
+            f.get("type") == "string" and self._is_time(col, f)
+        ):
+            return self._when(col, f, row, gen)
+        return self._named_or_schema(col, f, ctx, row)
+
+    def _key_value(
+        self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: Any, refs: Any
+    ) -> Any:
+        """The key: ``prefix_0001`` (or the row number), a schema value when it is patterned."""
+        if col != self.key:
+            return _PASS
+        t, i, rng = f.get("type"), ctx["i"], self.rng
+        if f.get("generated") == "id":
             if t == "integer":
                 return i + 1
-            plain = f"{self.prefix}_{i + 1:04d}"
-            return (
-                plain
-                if not (f.get("pattern") or f.get("minLength") or f.get("format"))
-                else self.unique(col, lambda a: conform(None, schema_of(f), rng))
-            )
-        if (
-            col == self.key
-            and t == "string"
-            and not (f.get("pattern") or f.get("format") or f.get("enum"))
-        ):
+            if not (f.get("pattern") or f.get("minLength") or f.get("format")):
+                return f"{self.prefix}_{i + 1:04d}"
+            return self.unique(col, lambda a: conform(None, schema_of(f), rng))
+        if t == "string" and not (f.get("pattern") or f.get("format") or f.get("enum")):
             return self.unique(col, lambda a: f"{self.prefix}_{i + 1 + a * 1000:04d}")
-        if f.get("ref"):
-            pool = refs.get(f["ref"]) or []
-            if not pool:
-                return None
-            if (
-                f.get("parent") and len(pool) > 2
-            ):  # children spread over most parents; a few parents stay empty
-                some = pool[: max(1, (3 * len(pool)) // 4)]
-                return some[i % len(some)] if i < len(some) else rng.choice(some)
-            return rng.choice(pool)
-        stamp = self._status_gate(col, row)
-        if stamp is False:
+        return _PASS
+
+    def _ref_value(
+        self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: Any, refs: Any
+    ) -> Any:
+        """A reference: a row of its target (children spread over most parents; a few parents
+        stay empty)."""
+        if not f.get("ref"):
+            return _PASS
+        pool = refs.get(f["ref"]) or []
+        if not pool:
             return None
-        if f.get("enum"):
-            values = list(f["enum"])
-            if (
-                col != self.status_col
-                and "category" in words(col)
-                and ctx.get("product")
-                and ctx["product"][1] in values
-            ):
-                return ctx["product"][1]
-            return values[i % len(values)] if i < len(values) * 2 else rng.choice(values)
+        i = ctx["i"]
+        if f.get("parent") and len(pool) > 2:
+            some = pool[: max(1, (3 * len(pool)) // 4)]
+            return some[i % len(some)] if i < len(some) else self.rng.choice(some)
+        return self.rng.choice(pool)
+
+    def _enum_value(
+        self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: dict[str, Any], refs: Any
+    ) -> Any:
+        """None for a stamp the row's status rules out; an enum's values in turn (a category,
+        the product's own)."""
+        if self._status_gate(col, row) is False:
+            return None
+        if not f.get("enum"):
+            return _PASS
+        values = list(f["enum"])
+        i = ctx["i"]
+        if (
+            col != self.status_col
+            and "category" in words(col)
+            and ctx.get("product")
+            and ctx["product"][1] in values
+        ):
+            return ctx["product"][1]
+        return values[i % len(values)] if i < len(values) * 2 else self.rng.choice(values)
+
+    def _examples_value(
+        self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: Any, refs: Any
+    ) -> Any:
+        """The spec's own ``examples`` in turn, for a plain column that identifies nothing."""
         ex = f.get("examples")
         if (
             isinstance(ex, list)
             and len(ex) >= 2
-            and t in ("string", "integer", "number")
+            and f.get("type") in ("string", "integer", "number")
             and not self._identifying(col)
         ):
-            return ex[i % len(ex)]
-        gen = f.get("generated")
-        if gen in ("created", "updated", "edited") or (t == "string" and self._is_time(col, f)):
-            return self._when(col, f, row, gen)
+            return ex[ctx["i"] % len(ex)]
+        return _PASS
+
+    def _named_or_schema(
+        self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: dict[str, Any]
+    ) -> Any:
+        """A value from the column's name, else its example, its default or its schema (unique
+        when the column identifies a row)."""
         v = self.by_name(col, f, ctx, row)
-        if v is None and "example" in f and (i == 0 or not self._identifying(col)):
+        if v is None and "example" in f and (ctx["i"] == 0 or not self._identifying(col)):
             v = f["example"]
         if v is None and "default" in f and f["default"] not in ("", None):
             v = f["default"]
-        if v is None:
-            v = (
-                self.unique(col, lambda a: from_schema(schema_of(f), rng))
-                if self._identifying(col)
-                else from_schema(schema_of(f), rng)
-            )
-        return v
+        if v is not None:
+            return v
+        if self._identifying(col):
+            return self.unique(col, lambda a: from_schema(schema_of(f), self.rng))
+        return from_schema(schema_of(f), self.rng)
 
     # -- status and time ----------------------------------------------------------------
 

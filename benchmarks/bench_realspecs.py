@@ -254,14 +254,23 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
             print("      " + r["traceback"].strip().splitlines()[-1])
 
 
+def per_spec(r: dict[str, Any]) -> dict[str, Any]:
+    """One spec's figures in the JSON line."""
+    keys = ("operations", "tools_built", "tools_kept", "tasks", "single_call_share")
+    return {k: r.get(k) for k in keys} | {"outcome": outcome(r)[:80]}
+
+
+def top_reasons(rows: list[dict[str, Any]], key: str) -> dict[str, int]:
+    """The five commonest reasons of ``key`` (skip or drop reasons) over all rows."""
+    total: collections.Counter[str] = collections.Counter()
+    for r in rows:
+        total.update(r.get(key) or {})
+    return dict(total.most_common(5))
+
+
 def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The whole corpus's figures (the JSON line)."""
     good = [r for r in rows if r["kept"] and r["tasks"] >= 10]
-    skip_total: collections.Counter[str] = collections.Counter()
-    drop_total: collections.Counter[str] = collections.Counter()
-    for r in rows:
-        skip_total.update(r.get("skip_reasons") or {})
-        drop_total.update(r.get("drop_reasons") or {})
     ntasks = sum(r.get("tasks", 0) for r in rows)
     singles = sum(round((r["single_call_share"] or 0) * r.get("tasks", 0)) for r in rows)
     return {
@@ -278,16 +287,9 @@ def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "tools_kept": sum(r.get("tools_kept", 0) for r in rows),
         "tasks_emitted": ntasks,
         "single_call_share": round(singles / max(1, ntasks), 3),
-        "per_spec": {
-            f"{r.get('corpus', '')}/{r['file']}": {
-                k: r.get(k)
-                for k in ("operations", "tools_built", "tools_kept", "tasks", "single_call_share")
-            }
-            | {"outcome": outcome(r)[:80]}
-            for r in rows
-        },
-        "top_skip_reasons": dict(skip_total.most_common(5)),
-        "top_drop_reasons": dict(drop_total.most_common(5)),
+        "per_spec": {f"{r.get('corpus', '')}/{r['file']}": per_spec(r) for r in rows},
+        "top_skip_reasons": top_reasons(rows, "skip_reasons"),
+        "top_drop_reasons": top_reasons(rows, "drop_reasons"),
         "synth_seconds_total": round(sum(r["synth_seconds"] for r in rows), 1),
         "pipeline_seconds": round(sum(r.get("pipeline_seconds") or 0 for r in rows), 1),
     }
@@ -315,6 +317,9 @@ def main() -> dict[str, Any]:
     )
     ap.add_argument("--jobs", type=int, default=1, help="Specs run at the same time.")
     ap.add_argument("--only", action="append", help="Only specs whose file name holds this.")
+    ap.add_argument(
+        "--keep", action="store_true", help="Kept for old command lines (runs are kept)."
+    )
     ap.add_argument("--one", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     corpora = args.corpus or [CORPUS]

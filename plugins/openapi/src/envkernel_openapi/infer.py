@@ -384,24 +384,37 @@ def json_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
     for k, v in schema.items():
         if k in SKIP_KEYS or k.startswith("x-"):
             continue
-        if k == "properties" and isinstance(v, dict):
-            out[k] = {p: json_schema(s, depth + 1) for p, s in v.items()}
-        elif k == "items":
-            out[k] = json_schema(v, depth + 1)
-        elif k in ("oneOf", "anyOf") and isinstance(v, list):
-            out[k] = [json_schema(s, depth + 1) for s in v]
-        elif k == "additionalProperties" and isinstance(v, dict):
-            out[k] = json_schema(v, depth + 1)
-        elif k in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(v, bool):
-            bound = schema.get("minimum" if k == "exclusiveMinimum" else "maximum")
-            if v and isinstance(bound, (int, float)):
-                out[k] = bound
-        else:
-            out[k] = v
-    if schema.get("exclusiveMinimum") is True:
-        out.pop("minimum", None)
-    if schema.get("exclusiveMaximum") is True:
-        out.pop("maximum", None)
+        value = _json_keyword(schema, k, v, depth)
+        if value is not _DROP:
+            out[k] = value
+    for k, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        if schema.get(k) is True:
+            out.pop(bound, None)
+    _fold_type(schema, out)
+    return out
+
+
+_DROP = object()
+""":func:`_json_keyword`'s answer for a keyword plain JSON Schema leaves out."""
+
+
+def _json_keyword(schema: dict[str, Any], k: str, v: Any, depth: int) -> Any:
+    """One keyword's value in plain JSON Schema: subschemas converted, OpenAPI 3.0's boolean
+    ``exclusiveMinimum`` as the bound it excludes."""
+    if k == "properties" and isinstance(v, dict):
+        return {p: json_schema(s, depth + 1) for p, s in v.items()}
+    if k == "items" or (k == "additionalProperties" and isinstance(v, dict)):
+        return json_schema(v, depth + 1)
+    if k in ("oneOf", "anyOf") and isinstance(v, list):
+        return [json_schema(s, depth + 1) for s in v]
+    if k in ("exclusiveMinimum", "exclusiveMaximum") and isinstance(v, bool):
+        bound = schema.get("minimum" if k == "exclusiveMinimum" else "maximum")
+        return bound if v and isinstance(bound, (int, float)) else _DROP
+    return v
+
+
+def _fold_type(schema: dict[str, Any], out: dict[str, Any]) -> None:
+    """``nullable`` folded into ``type`` (and ``enum``); an inferred type written out."""
     t, nullable = schema_type(schema), schema_nullable(schema)
     if nullable and t:
         out["type"] = [t, "null"]
@@ -409,7 +422,6 @@ def json_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
             out["enum"] = [*out["enum"], None]
     elif t and "type" not in out and "oneOf" not in out and "anyOf" not in out:
         out["type"] = t
-    return out
 
 
 def _fitting(js: dict[str, Any], t: str) -> dict[str, Any] | None:
@@ -790,6 +802,56 @@ class _ListParams:
         return True
 
 
+class _Envelope:
+    """A list answer's envelope being read: its keys by meaning, properties, required names,
+    nullable page fields and constants."""
+
+    PAGE_TYPES = {"has_more": "boolean", "next_cursor": "string"}
+    """A page field's type by meaning (any other, such as a total, is an integer)."""
+
+    LAST_PAGE_NULL = ("next_cursor", "next_page", "next_offset")
+    """Page fields that have no value on the last page."""
+
+    def __init__(self, items: str, row: dict[str, Any], req: set[str]) -> None:
+        self.req = req
+        self.keys: dict[str, str] = {"items": snake(items)}
+        self.props: dict[str, Any] = {snake(items): {"type": "array", "items": row}}
+        self.required = [snake(items)]
+        self.nullable: list[str] = []
+        self.constants: dict[str, Any] = {}
+
+    def page_field(self, p: str, ps: Any, meaning: str) -> None:
+        """A field the engine fills for each page (``has_more``, a cursor, a total)."""
+        col, pnull = snake(p), schema_nullable(ps)
+        self.keys[meaning] = col
+        want = self.PAGE_TYPES.get(meaning, "integer")
+        self.props[col] = {"type": [want, "null"] if pnull else want}
+        if pnull:
+            self.nullable.append(meaning)
+        if p in self.req and (meaning not in self.LAST_PAGE_NULL or pnull):
+            self.required.append(col)
+        elif p in self.req:
+            raise _Skip(f"its list response requires {p!r} on every page, even the last")
+
+    def output(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The model's output entry and the answer's JSON schema."""
+        out: dict[str, Any] = {"shape": "envelope", "keys": self.keys}
+        if self.nullable:
+            out["nullable"] = self.nullable
+        if self.constants:
+            out["constants"] = self.constants
+        return out, {"type": "object", "properties": self.props, "required": self.required}
+
+
+@dataclass
+class _ToolDraft:
+    """One tool being built: its model entry and its arguments (properties, required names)."""
+
+    spec: dict[str, Any]
+    props: dict[str, Any] = field(default_factory=dict)
+    required: list[str] = field(default_factory=list)
+
+
 class Builder:
     """Builds one environment's model from one resolved document."""
 
@@ -827,21 +889,15 @@ class Builder:
     # ----------------------------------------------------------------- classify
 
     def classify(self) -> None:
+        """Every operation of the document classified (:meth:`_classify`); those that can be no
+        tool (a dangling ``$ref`` among them) are skipped with their reason."""
         paths = self.doc.get("paths") or {}
-        split = [[s for s in str(p).strip("/").split("/") if s] for p in paths]
-        self.prefixes: set[str] = set()
-        if len(split) > 1:
-            for i, seg in enumerate(split[0]):
-                if seg.startswith("{") or any(len(x) <= i + 1 or x[i] != seg for x in split):
-                    break
-                self.prefixes.add(snake(seg))
+        self.prefixes: set[str] = _shared_prefixes(paths)
         memo: dict[int, tuple[str, ...]] = {}
         self.credentials = self._body_credentials(paths)
         for path, item in paths.items():
             common = [p for p in item.get("parameters") or [] if isinstance(p, dict)]
-            for method in METHODS:
-                if method not in item:
-                    continue
+            for method in (m for m in METHODS if m in item):
                 raw = item[method]
                 params = {(p.get("name"), p.get("in")): p for p in common}
                 for p in raw.get("parameters") or []:
@@ -852,10 +908,12 @@ class Builder:
                 why = dangling[0] if dangling else self._classify(op)
                 if why:
                     self.skip(op.label, why)
-                    continue
-                self.ops.append(op)
+                else:
+                    self.ops.append(op)
 
     def _classify(self, op: Op) -> str:
+        """Set the operation's kind, resource, key and parents from its path and method; the
+        reason it can be no tool, or ``""``."""
         if op.method not in ("get", "post", "put", "patch", "delete"):
             return f"{op.method.upper()} operations are not supported"
         if op.raw.get("deprecated"):
@@ -863,7 +921,25 @@ class Builder:
         segs = [
             s.removesuffix(".json") for s in str(op.path).strip("/").split("/") if s
         ]  # Twilio's /Calls.json
-        segs = self._lead(op, segs)
+        pairs = self._pairs(self._lead(op, segs))
+        if isinstance(pairs, str):
+            return pairs
+        pairs = self._trim_pairs(pairs)
+        if not pairs:
+            return "the root path is not a resource"
+        if pairs[-1][1] is not None:
+            return self._item_op(op, pairs)
+        if len(pairs) >= 2 and pairs[-2][1] is not None:
+            if self._is_action(op, pairs[-1][0], pairs[-2][0]):
+                return self._action_op(op, pairs)
+        rpc = self._rpc(op, pairs)
+        if rpc is not None:
+            return rpc
+        return self._collection_op(op, pairs)
+
+    def _pairs(self, segs: list[str]) -> list[tuple[str, str | None]] | str:
+        """A path's segments as (collection, its parameter or None) pairs, or why they cannot
+        be (``/documents.list`` is ``/documents/list``)."""
         pairs: list[tuple[str, str | None]] = []
         i = 0
         while i < len(segs):
@@ -884,8 +960,12 @@ class Builder:
             else:
                 pairs.append((snake(s), None))
                 i += 1
-        # a trailing /by-city is a way to look the collection up, not one (Amadeus's
-        # /hotels/by-city)
+        return pairs
+
+    def _trim_pairs(self, pairs: list[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
+        """Without a trailing ``/by-city`` (a way to look the collection up: Amadeus's
+        ``/hotels/by-city``) and without leading prefixes (literals every path shares, or like
+        ``/api`` and ``/v1``)."""
         while (
             len(pairs) > 1
             and pairs[-1][1] is None
@@ -893,43 +973,48 @@ class Builder:
             and pairs[-2][1] is None
         ):
             pairs.pop()
-        # leading literals shared by every path, or like /api and /v1, are prefixes
         while (
             len(pairs) > 1
             and pairs[0][1] is None
             and (pairs[0][0] in self.prefixes or re.fullmatch(r"api|rest|v\d+(_\d+)*", pairs[0][0]))
         ):
             pairs.pop(0)
-        if not pairs:
-            return "the root path is not a resource"
+        return pairs
+
+    ITEM_KINDS = {"get": "get", "put": "update", "patch": "patch", "delete": "delete"}
+    """An operation on ``/things/{id}``, by its method."""
+
+    def _item_op(self, op: Op, pairs: list[tuple[str, str | None]]) -> str:
+        """``/things/{id}``: a get, update, patch or delete of one item."""
         last, param = pairs[-1]
-        if param is not None:
-            op.kind = {"get": "get", "put": "update", "patch": "patch", "delete": "delete"}.get(
-                op.method, ""
+        op.kind = self.ITEM_KINDS.get(op.method, "")
+        if op.method == "post" and op.raw.get("requestBody") is not None:
+            op.kind = "patch"  # Stripe's and Xero's POST /customers/{id}: a partial update
+        if not op.kind:
+            return (
+                f"{op.method.upper()} on a single item is not supported (use an action path "
+                f"like /{last}/{{id}}/cancel)"
             )
-            if op.method == "post" and op.raw.get("requestBody") is not None:
-                op.kind = "patch"  # Stripe's and Xero's POST /customers/{id}: a partial update
-            if not op.kind:
-                return (
-                    f"{op.method.upper()} on a single item is not supported (use an action path "
-                    f"like /{last}/{{id}}/cancel)"
-                )
-            op.resource, op.key_param = last, param
-            op.parents = [(r, p) for r, p in pairs[:-1] if p is not None]
-            return ""
-        if len(pairs) >= 2 and pairs[-2][1] is not None and self._is_action(op, last, pairs[-2][0]):
-            if op.method not in ("post", "put", "patch"):
-                return (
-                    f"{op.method.upper()} on /{last} under an item is not supported (only "
-                    f"actions like POST .../{last})"
-                )
-            op.kind, op.word = "action", last
-            op.resource, op.key_param = pairs[-2]
-            op.parents = [(r, p) for r, p in pairs[:-2] if p is not None]
-            return ""
-        rpc = self._rpc(op, pairs)
-        if rpc is not None:
-            return rpc
+        op.resource, op.key_param = last, param
+        op.parents = [(r, p) for r, p in pairs[:-1] if p is not None]
+        return ""
+
+    def _action_op(self, op: Op, pairs: list[tuple[str, str | None]]) -> str:
+        """``/things/{id}/cancel``: an action on one item."""
+        last = pairs[-1][0]
+        if op.method not in ("post", "put", "patch"):
+            return (
+                f"{op.method.upper()} on /{last} under an item is not supported (only "
+                f"actions like POST .../{last})"
+            )
+        op.kind, op.word = "action", last
+        op.resource, op.key_param = pairs[-2]
+        op.parents = [(r, p) for r, p in pairs[:-2] if p is not None]
+        return ""
+
+    def _collection_op(self, op: Op, pairs: list[tuple[str, str | None]]) -> str:
+        """``/things``: a list or a create (or a get by a query id)."""
+        last = pairs[-1][0]
         # a literal before the collection that the answer's schema names with it is part of its name
         # (Kratos's /self-service/recovery/flows answers a recoveryFlow: recovery_flows, not flows)
         if (
@@ -947,9 +1032,7 @@ class Builder:
             return f"{op.method.upper()} on a whole collection is not supported"
         op.resource = last
         key = self._query_key(op) if op.method == "get" else None
-        if (
-            key is not None
-        ):  # Kratos's GET /self-service/recovery/flows?id=...: one item, named in the query
+        if key is not None:  # Kratos's GET /self-service/recovery/flows?id=...: one item, by query
             op.kind, op.key_param, op.rpc = "get", key, True
         op.parents = [(r, p) for r, p in pairs[:-1] if p is not None]
         return ""
@@ -1129,53 +1212,19 @@ class Builder:
     # ----------------------------------------------------------------- resources
 
     def resource_schemas(self) -> None:
+        """Each resource's schema: the first named object its operations answer with, else any
+        (a single object before a list's item), its component, its create's body, or a bare
+        id and name."""
         for op in self.ops:
             self.resources.setdefault(op.resource, Resource(op.resource))
             for parent, _p in op.parents:
                 self.resources.setdefault(parent, Resource(parent))
         for res in self.resources.values():
-            cands: list[dict[str, Any]] = []
-            listed: list[dict[str, Any]] = []
-            for op in self.ops:
-                if op.resource != res.name:
-                    continue
-                _status, schema = success(op.raw, op.method)
-                s = merge_all_of(schema) if isinstance(schema, dict) else None
-                if not s:
-                    continue
-                if (
-                    op.kind in ("get", "create", "update", "patch", "action")
-                    and schema_type(s) == "object"
-                    and s.get("properties")
-                ):
-                    cands.append(s)
-                elif op.kind == "list":
-                    items = self._list_items(s)
-                    if items is not None:
-                        cands.append(items)
-                        listed.append(items)
-            named = [c for c in cands if c.get(REF_NAME)]
-            # an unnamed list item may be a wrapper (a FHIR bundle's {fullUrl, resource}): a single
-            # object a get or create answers with is the resource itself
-            pick = (
-                named[0]
-                if named
-                else next(iter(sorted(cands, key=lambda c: any(c is x for x in listed))), None)
-            )
+            pick = self._answered_schema(res)
             if pick is None:
-                comp = self._component_for(res.name)
-                if comp is not None:
-                    pick = comp
+                pick = self._component_for(res.name)
             if pick is None:
-                body = next(
-                    (
-                        self._body_schema(op)
-                        for op in self.ops
-                        if op.resource == res.name and op.kind == "create"
-                    ),
-                    None,
-                )
-                pick = body if isinstance(body, dict) and body.get("properties") else None
+                pick = self._create_body_schema(res)
             if pick is None:
                 pick = {
                     "type": "object",
@@ -1192,6 +1241,41 @@ class Builder:
                     )
             res.schema = merge_all_of(pick)
             res.ref = str(res.schema.get(REF_NAME) or "")
+
+    def _answered_schema(self, res: Resource) -> dict[str, Any] | None:
+        """The object a resource's operations answer with: a named one first; an unnamed list
+        item may be a wrapper (a FHIR bundle's ``{fullUrl, resource}``), so a single object a get
+        or create answers with comes before it."""
+        cands: list[dict[str, Any]] = []
+        listed: list[dict[str, Any]] = []
+        for op in self.ops:
+            if op.resource != res.name:
+                continue
+            _status, schema = success(op.raw, op.method)
+            s = merge_all_of(schema) if isinstance(schema, dict) else None
+            if not s:
+                continue
+            if op.kind in ITEM_ANSWERS and schema_type(s) == "object" and s.get("properties"):
+                cands.append(s)
+            elif op.kind == "list" and (items := self._list_items(s)) is not None:
+                cands.append(items)
+                listed.append(items)
+        named = [c for c in cands if c.get(REF_NAME)]
+        if named:
+            return named[0]
+        return next(iter(sorted(cands, key=lambda c: any(c is x for x in listed))), None)
+
+    def _create_body_schema(self, res: Resource) -> dict[str, Any] | None:
+        """A resource's first create's request body, when it declares properties."""
+        body = next(
+            (
+                self._body_schema(op)
+                for op in self.ops
+                if op.resource == res.name and op.kind == "create"
+            ),
+            None,
+        )
+        return body if isinstance(body, dict) and body.get("properties") else None
 
     def _component_for(self, name: str) -> dict[str, Any] | None:
         targets = {singular(name), name}
@@ -1237,82 +1321,63 @@ class Builder:
         """Columns of every resource, its key, its foreign keys and its unique fields."""
         names = set(self.resources)
         for res in self.resources.values():
-            schema = res.schema or {}
-            props = schema.get("properties") or {}
-            req = set(schema.get("required") or [])
-            for pname, ps in props.items():
-                col = snake(pname)
-                if col in res.fields:
-                    self.warn(
-                        f"resource {res.name!r}: fields {res.spec_names[col]!r} and "
-                        f"{pname!r} both become {col!r}; {pname!r} is dropped"
-                    )
-                    continue
-                ps = merge_all_of(ps) if isinstance(ps, dict) else {}
-                t, nullable = schema_type(ps), schema_nullable(ps)
-                info: dict[str, Any] = {
-                    "type": t
-                    if t in ("string", "integer", "number", "boolean", "object", "array")
-                    else "object"
-                }
-                if nullable:
-                    info["nullable"] = True
-                for k in (
-                    "format",
-                    "enum",
-                    "default",
-                    "minimum",
-                    "maximum",
-                    "minLength",
-                    "maxLength",
-                    "pattern",
-                    "example",
-                    "examples",
-                    "items",
-                ):
-                    if k in ps:
-                        info[k] = ps[k]
-                if isinstance(info.get("enum"), list):
-                    info["enum"] = [e for e in info["enum"] if e is not None]
-                    if not info["enum"]:
-                        del info["enum"]
-                if ps.get("readOnly"):
-                    info["read_only"] = True
-                if ps.get("description"):
-                    info["description"] = str(ps["description"])
-                res.fields[col] = info
-                res.spec_names[col] = pname
-                if pname in req:
-                    res.required.append(col)
-            # foreign keys
-            for col, info in res.fields.items():
-                ws = col.split("_")
-                if len(ws) >= 2 and ws[-1] == "id" and info["type"] in ("string", "integer"):
-                    ent = "_".join(ws[:-1])
-                    target = self._match(ent, names)
-                    if target is None and ent.split("_")[-1] in ROLE_NOUNS:
-                        target = next((n for n in PEOPLE if n in names), None)
-                    if target and target != res.name:
-                        info["ref"] = target
+            self._columns(res)
+            self._foreign_keys(res, names)
         for res in self.resources.values():
             self._key(res)
-        for res in (
-            self.resources.values()
-        ):  # a reference must have the type (and the shape) of the key it refers to
-            for info in res.fields.values():
-                target = self.resources.get(info.get("ref") or "")
-                if target is not None and info["type"] != target.fields[target.key]["type"]:
-                    del info["ref"]
-                elif target is not None and any(
-                    info.get(k) is not None and info.get(k) != target.fields[target.key].get(k)
-                    for k in KEY_SHAPE
-                ):
-                    del info[
-                        "ref"
-                        # its pattern or format is not the key's (Amadeus's hotelId ^[A-Z0-9]{8}$):
-                        # the key's values would break it
-                    ]
-        # parents of nested paths
+        for res in self.resources.values():
+            self._drop_misfit_refs(res)
+        self._nested_parents()
+        self._prefixes()
+
+    def _columns(self, res: Resource) -> None:
+        """A resource's columns from its schema's properties (two properties of one snake name:
+        the second is dropped)."""
+        schema = res.schema or {}
+        req = set(schema.get("required") or [])
+        for pname, ps in (schema.get("properties") or {}).items():
+            col = snake(pname)
+            if col in res.fields:
+                self.warn(
+                    f"resource {res.name!r}: fields {res.spec_names[col]!r} and "
+                    f"{pname!r} both become {col!r}; {pname!r} is dropped"
+                )
+                continue
+            res.fields[col] = _column(merge_all_of(ps) if isinstance(ps, dict) else {})
+            res.spec_names[col] = pname
+            if pname in req:
+                res.required.append(col)
+
+    def _foreign_keys(self, res: Resource, names: set[str]) -> None:
+        """A ``<thing>_id`` column refers to the resource it names (a role such as ``owner_id``,
+        to the people)."""
+        for col, info in res.fields.items():
+            ws = col.split("_")
+            if len(ws) < 2 or ws[-1] != "id" or info["type"] not in ("string", "integer"):
+                continue
+            ent = "_".join(ws[:-1])
+            target = self._match(ent, names)
+            if target is None and ent.split("_")[-1] in ROLE_NOUNS:
+                target = next((n for n in PEOPLE if n in names), None)
+            if target and target != res.name:
+                info["ref"] = target
+
+    def _drop_misfit_refs(self, res: Resource) -> None:
+        """A reference must have the type and the shape of the key it refers to: one whose
+        pattern or format is not the key's (Amadeus's hotelId ``^[A-Z0-9]{8}$``) is none."""
+        for info in res.fields.values():
+            target = self.resources.get(info.get("ref") or "")
+            if target is None:
+                continue
+            key = target.fields[target.key]
+            if info["type"] != key["type"] or any(
+                info.get(k) is not None and info.get(k) != key.get(k) for k in KEY_SHAPE
+            ):
+                del info["ref"]
+
+    def _nested_parents(self) -> None:
+        """A nested path's parents are references of its resource (a hidden column when its
+        schema has none)."""
         for op in self.ops:
             res = self.resources[op.resource]
             for parent, param in op.parents:
@@ -1329,16 +1394,18 @@ class Builder:
                 else:
                     info["ref"] = parent
                     info["parent"] = True
+
+    def _prefixes(self) -> None:
+        """Each resource's id prefix: the shortest of its name's short forms not yet taken."""
         prefixes: set[str] = set()
         for res in self.resources.values():
             base = re.sub(r"[^a-z]", "", singular(res.name)) or "row"
             cons = base[0] + re.sub(r"[aeiou]", "", base[1:])
-            for cand in (base[:3], cons[:3], base[:4], cons[:4], base):
-                if len(cand) >= 2 and cand not in prefixes:
-                    res.prefix = cand
-                    break
-            else:
-                res.prefix = f"{base[:3]}{len(prefixes)}"
+            cands = (base[:3], cons[:3], base[:4], cons[:4], base)
+            res.prefix = next(
+                (c for c in cands if len(c) >= 2 and c not in prefixes),
+                f"{base[:3]}{len(prefixes)}",
+            )
             prefixes.add(res.prefix)
 
     def _match(self, ent: str, names: set[str]) -> str | None:
@@ -1362,28 +1429,12 @@ class Builder:
         return own
 
     def _key(self, res: Resource) -> None:
+        """A resource's key column: the first key parameter naming one of its columns, else
+        ``id`` (or ``<thing>_id``); an ``id`` column is added when it has none."""
         params = [
             snake(op.key_param) for op in self.ops if op.resource == res.name and op.key_param
         ]
-        key = None
-        one = singular(res.name)
-        for p in params:
-            if p in res.fields and p not in ("id",) and not res.fields[p].get("ref"):
-                key = p
-                break
-            short = p.removeprefix(one + "_")  # allocation_gid -> gid, account_sid -> sid
-            if (
-                short != p
-                and short in res.fields
-                and short != "id"
-                and not res.fields[short].get("ref")
-            ):
-                key = short
-                break
-            if p == "id" or p == singular(res.name) + "_id" or p.endswith("_id"):
-                key = "id" if "id" in res.fields else None
-                if key:
-                    break
+        key = next((k for p in params if (k := self._key_named(res, p))), None)
         if key is None:
             key = (
                 "id"
@@ -1403,6 +1454,25 @@ class Builder:
             self._key_shape(res, info)
         if key not in res.required:
             res.required.append(key)
+
+    @staticmethod
+    def _key_named(res: Resource, p: str) -> str | None:
+        """The column a key parameter names: itself, itself without the resource's name
+        (``allocation_gid`` -> ``gid``, ``account_sid`` -> ``sid``), or ``id`` for an id-like
+        one; never a reference."""
+        if p in res.fields and p != "id" and not res.fields[p].get("ref"):
+            return p
+        short = p.removeprefix(singular(res.name) + "_")
+        if (
+            short != p
+            and short in res.fields
+            and short != "id"
+            and not res.fields[short].get("ref")
+        ):
+            return short
+        if (p == "id" or p.endswith("_id")) and "id" in res.fields:
+            return "id"
+        return None
 
     def _key_shape(self, res: Resource, info: dict[str, Any]) -> None:
         """A key with no pattern or format of its own takes those of the path parameters that
@@ -1484,172 +1554,53 @@ class Builder:
     def _op(
         self, op: Op, res: Resource, put_paths: set[str]
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        props: dict[str, Any] = {}
-        required: list[str] = []
-        spec: dict[str, Any] = {
-            "kind": op.kind,
-            "resource": res.name,
-            "method": op.method.upper(),
-            "path": op.path,
-            "errors": declared_errors(op.raw),
-        }
-        # path parameters: parents and key
-        parents = []
-        for parent, param in op.parents:
-            pres = self.resources[parent]
-            arg = snake(param)
-            if arg in (
-                "id",
-                "gid",
-                "uid",
-                "key",
-            ):  # /lists/{id}/tags: the argument names whose id it is
-                arg = f"{singular(parent)}_{arg}"
-            col = self._parent_col(res, parent, param)
-            parents.append({"arg": arg, "resource": parent, "field": col})
-            props[arg] = self._param_schema(
-                op,
-                param,
-                "path",
-                pres.fields[pres.key],
-                f"The {singular(parent).replace('_', ' ')}'s {pres.key.replace('_', ' ')}.",
-            )
-            required.append(arg)
-        if parents:
-            spec["parents"] = parents
-        if op.key_param:
-            arg = snake(op.key_param)
-            if arg in props:
-                raise _Skip(f"path parameter {op.key_param!r} appears twice")
-            spec["key"] = arg
-            where = (
-                "path"
-                if not op.rpc
-                else (
-                    "query"
-                    if any(
-                        p.get("name") == op.key_param and p.get("in") == "query" for p in op.params
-                    )
-                    else "body"
-                )
-            )
-            props[arg] = self._param_schema(
-                op,
-                op.key_param,
-                where,
-                res.fields[res.key],
-                f"The {singular(res.name).replace('_', ' ')}'s {res.key.replace('_', ' ')}.",
-            )
-            required.append(arg)
-        for p in op.params:
-            if p.get("in") == "path" and p.get("name") not in {pp for _r, pp in op.parents} | {
-                op.key_param
-            }:
-                raise _Skip(f"path parameter {p.get('name')!r} is not part of the path")
-            if p.get("in") == "cookie":
-                continue
-            if p.get("in") == "header":
-                if p.get("required"):
-                    self.warn(f"{op.label}: required header {p.get('name')!r} is ignored")
-                continue
-        # query parameters
-        queries = [
-            p
-            for p in op.params
-            if p.get("in") == "query" and not (op.rpc and p.get("name") == op.key_param)
-        ]
-        if op.rpc and op.kind == "list":  # the body of POST /x.list holds what a query string would
-            body = self._body_schema(op)
-            if isinstance(body, dict):
-                req = set(body.get("required") or [])
-                queries += [
-                    {
-                        "name": k,
-                        "in": "query",
-                        "schema": v,
-                        "required": k in req,
-                        "description": (v or {}).get("description"),
-                    }
-                    for k, v in (body.get("properties") or {}).items()
-                    if isinstance(v, dict)
-                ]
+        """One operation's model entry and tool: its arguments, then its output, then its words."""
+        t = _ToolDraft(
+            spec={
+                "kind": op.kind,
+                "resource": res.name,
+                "method": op.method.upper(),
+                "path": op.path,
+                "errors": declared_errors(op.raw),
+            }
+        )
+        self._path_args(op, res, t)
+        self._check_params(op)
+        queries = self._queries(op)
         if op.kind == "list":
-            self._list_params(op, res, spec, props, required, queries)
+            self._list_params(op, res, t.spec, t.props, t.required, queries)
         else:
             for p in queries:
                 self.warn(
                     f"{op.label}: query parameter {p.get('name')!r} is not understood on a "
                     f"{op.kind} operation and is left out"
                 )
-        # body
         if op.kind in ("create", "update", "patch", "action"):
-            self._body(op, res, spec, props, required)
+            self._body(op, res, t.spec, t.props, t.required)
         elif op.raw.get("requestBody") is not None and not op.rpc:
             self.warn(f"{op.label}: its request body is ignored")
         if op.kind == "action":
-            spec["transition"] = self._transition(op, res)
+            t.spec["transition"] = self._transition(op, res)
         if (
             op.kind == "create"
-            and not any(c == res.key for c in (spec.get("body") or {}).values())
+            and not any(c == res.key for c in (t.spec.get("body") or {}).values())
             and res.fields[res.key].get("type") not in ("string", "integer")
         ):
             raise _Skip("its resource has no key the engine can generate")
-        # output
         status, schema = success(op.raw, op.method)
         if status is None:
             raise _Skip("it declares no success response")
-        if op.kind == "list":
-            spec["output"], returns = self._list_output(op, res, schema)
-            cursor = (spec.get("page") or {}).get("cursor")
-            if cursor and "next_cursor" not in (spec["output"].get("keys") or {}):
-                # the answer carries no cursor to pass back (Twilio's is inside meta.next_page_url)
-                self.warn(
-                    f"{op.label}: cursor parameter {cursor!r} is left out: its list response "
-                    "gives no cursor to pass"
-                )
-                del spec["page"]["cursor"]
-                props.pop(cursor, None)
-                if cursor in required:
-                    required.remove(cursor)
-        elif op.kind == "delete":
-            if isinstance(schema, dict) and self._is_resource(schema, res):
-                spec["output"] = {"shape": "row"}
-                returns = self.row_schema(res)
-            else:
-                spec["output"] = {"shape": "deleted"}
-                returns = {
-                    "type": "object",
-                    "properties": {
-                        "deleted": {"type": "boolean"},
-                        res.key: json_schema(self._field_schema(res.fields[res.key])),
-                    },
-                    "required": ["deleted", res.key],
-                }
-        else:
-            if schema == "non-json":
-                raise _Skip("its success response is not JSON")
-            if isinstance(schema, dict) and schema and not self._is_resource(schema, res):
-                raise _Skip(
-                    f"its response is not a {singular(res.name)} (the engine answers with "
-                    f"the {singular(res.name)} it touched)"
-                )
-            spec["output"] = {"shape": "row"}
-            returns = self.row_schema(res)
+        output = {"list": self._list_out, "delete": self._delete_out}.get(op.kind, self._row_out)
+        returns = output(op, res, schema, t)
         params = {
             "type": "object",
-            "properties": props,
-            "required": required,
+            "properties": t.props,
+            "required": t.required,
             "additionalProperties": False,
         }
-        spec["parameters"] = params
-        summary = str(op.raw.get("summary") or "").strip()
-        desc = str(op.raw.get("description") or "").strip()
-        text = summary
-        if desc and desc not in summary:
-            text = f"{summary.rstrip('.')}. {desc}" if summary else desc
-        if not text:
-            text = f"{op.method.upper()} {op.path}"
-        spec["summary"] = text
+        t.spec["parameters"] = params
+        text = self._op_text(op)
+        t.spec["summary"] = text
         tool = {
             "name": self._tool_name(op, res, put_paths),
             "description": text,
@@ -1657,7 +1608,137 @@ class Builder:
             "returns": returns,
             "mutates": op.kind not in ("get", "list"),
         }
-        return spec, tool
+        return t.spec, tool
+
+    def _path_args(self, op: Op, res: Resource, t: _ToolDraft) -> None:
+        """The arguments the path carries: each parent's key, then the item's own key."""
+        parents = []
+        for parent, param in op.parents:
+            pres = self.resources[parent]
+            arg = snake(param)
+            if arg in ("id", "gid", "uid", "key"):  # /lists/{id}/tags: the argument names whose id
+                arg = f"{singular(parent)}_{arg}"
+            col = self._parent_col(res, parent, param)
+            parents.append({"arg": arg, "resource": parent, "field": col})
+            t.props[arg] = self._param_schema(
+                op,
+                param,
+                "path",
+                pres.fields[pres.key],
+                f"The {singular(parent).replace('_', ' ')}'s {pres.key.replace('_', ' ')}.",
+            )
+            t.required.append(arg)
+        if parents:
+            t.spec["parents"] = parents
+        if not op.key_param:
+            return
+        arg = snake(op.key_param)
+        if arg in t.props:
+            raise _Skip(f"path parameter {op.key_param!r} appears twice")
+        t.spec["key"] = arg
+        t.props[arg] = self._param_schema(
+            op,
+            op.key_param,
+            self._key_place(op),
+            res.fields[res.key],
+            f"The {singular(res.name).replace('_', ' ')}'s {res.key.replace('_', ' ')}.",
+        )
+        t.required.append(arg)
+
+    @staticmethod
+    def _key_place(op: Op) -> str:
+        """Where an operation's key argument travels: the path, or an RPC call's query or body."""
+        if not op.rpc:
+            return "path"
+        in_query = any(p.get("name") == op.key_param and p.get("in") == "query" for p in op.params)
+        return "query" if in_query else "body"
+
+    def _check_params(self, op: Op) -> None:
+        """Path parameters that are not the path's are a skip; required headers, a warning."""
+        in_path = {pp for _r, pp in op.parents} | {op.key_param}
+        for p in op.params:
+            if p.get("in") == "path" and p.get("name") not in in_path:
+                raise _Skip(f"path parameter {p.get('name')!r} is not part of the path")
+            if p.get("in") == "header" and p.get("required"):
+                self.warn(f"{op.label}: required header {p.get('name')!r} is ignored")
+
+    def _queries(self, op: Op) -> list[dict[str, Any]]:
+        """The operation's query parameters (an RPC list's body fields count as such)."""
+        queries = [
+            p
+            for p in op.params
+            if p.get("in") == "query" and not (op.rpc and p.get("name") == op.key_param)
+        ]
+        if not (op.rpc and op.kind == "list"):
+            return queries
+        body = self._body_schema(op)  # the body of POST /x.list holds what a query string would
+        if isinstance(body, dict):
+            req = set(body.get("required") or [])
+            queries += [
+                {
+                    "name": k,
+                    "in": "query",
+                    "schema": v,
+                    "required": k in req,
+                    "description": (v or {}).get("description"),
+                }
+                for k, v in (body.get("properties") or {}).items()
+                if isinstance(v, dict)
+            ]
+        return queries
+
+    def _list_out(self, op: Op, res: Resource, schema: Any, t: _ToolDraft) -> dict[str, Any]:
+        """A list's output; a cursor argument whose answer gives no cursor back is left out."""
+        t.spec["output"], returns = self._list_output(op, res, schema)
+        cursor = (t.spec.get("page") or {}).get("cursor")
+        if cursor and "next_cursor" not in (t.spec["output"].get("keys") or {}):
+            # the answer carries no cursor to pass back (Twilio's is inside meta.next_page_url)
+            self.warn(
+                f"{op.label}: cursor parameter {cursor!r} is left out: its list response "
+                "gives no cursor to pass"
+            )
+            del t.spec["page"]["cursor"]
+            t.props.pop(cursor, None)
+            if cursor in t.required:
+                t.required.remove(cursor)
+        return returns
+
+    def _delete_out(self, op: Op, res: Resource, schema: Any, t: _ToolDraft) -> dict[str, Any]:
+        """A delete answers the row it removed when its schema is the resource's, else a flag."""
+        if isinstance(schema, dict) and self._is_resource(schema, res):
+            t.spec["output"] = {"shape": "row"}
+            return self.row_schema(res)
+        t.spec["output"] = {"shape": "deleted"}
+        return {
+            "type": "object",
+            "properties": {
+                "deleted": {"type": "boolean"},
+                res.key: json_schema(self._field_schema(res.fields[res.key])),
+            },
+            "required": ["deleted", res.key],
+        }
+
+    def _row_out(self, op: Op, res: Resource, schema: Any, t: _ToolDraft) -> dict[str, Any]:
+        """Any other operation answers the row it touched, if its declared answer is that row."""
+        if schema == "non-json":
+            raise _Skip("its success response is not JSON")
+        if isinstance(schema, dict) and schema and not self._is_resource(schema, res):
+            raise _Skip(
+                f"its response is not a {singular(res.name)} (the engine answers with "
+                f"the {singular(res.name)} it touched)"
+            )
+        t.spec["output"] = {"shape": "row"}
+        return self.row_schema(res)
+
+    @staticmethod
+    def _op_text(op: Op) -> str:
+        """The tool's description: the summary, then the description when it says more."""
+        summary = str(op.raw.get("summary") or "").strip()
+        desc = str(op.raw.get("description") or "").strip()
+        text = summary
+        if desc and desc not in summary:
+            text = f"{summary.rstrip('.')}. {desc}" if summary else desc
+        return text or f"{op.method.upper()} {op.path}"
 
     def _param_schema(
         self, op: Op, name: str, where: str, fallback: dict[str, Any], desc: str
@@ -1775,6 +1856,8 @@ class Builder:
     def _list_output(
         self, op: Op, res: Resource, schema: Any
     ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A list's output: a bare array, or an envelope object holding the items beside its
+        page fields (``has_more``, cursors, totals) and constants."""
         row = self.row_schema(res)
         s = merge_all_of(schema) if isinstance(schema, dict) else {}
         t = schema_type(s)
@@ -1785,54 +1868,31 @@ class Builder:
         items = self._items_prop(s)
         if not items:
             raise _Skip("its list response has no array of items")
-        keys: dict[str, str] = {"items": snake(items)}
-        props: dict[str, Any] = {snake(items): {"type": "array", "items": row}}
-        required = [snake(items)]
-        nullable = []
-        constants: dict[str, Any] = {}
-        req = set(s.get("required") or [])
+        env = _Envelope(items, row, set(s.get("required") or []))
         for p, ps in (s.get("properties") or {}).items():
             if p == items:
                 continue
-            col = snake(p)
-            meaning = next((m for m, names in ENVELOPE.items() if col in names), None)
-            pt, pnull = schema_type(ps), schema_nullable(ps)
-            if meaning is None or (meaning == "next_cursor" and pt not in ("string", "")):
-                if (
-                    p in req
-                    or isinstance(ps, dict)
-                    and ("const" in ps or len(ps.get("enum") or []) == 1)
-                ):
-                    value = self._constant(op, p, ps)
-                    if value is None:
-                        raise _Skip(
-                            f"its list response requires {p!r}, which the engine cannot fill"
-                        )
-                    constants[p] = value
-                    props[p] = json_schema(ps)
-                    if p in req:
-                        required.append(p)
-                continue
-            keys[meaning] = col
-            want = {"has_more": "boolean", "next_cursor": "string"}.get(meaning, "integer")
-            js: dict[str, Any] = {"type": [want, "null"] if pnull else want}
-            props[col] = js
-            if pnull:
-                nullable.append(meaning)
-            if (
-                p in req
-                and meaning not in ("next_cursor", "next_page", "next_offset")
-                or (p in req and pnull)
+            meaning = next((m for m, names in ENVELOPE.items() if snake(p) in names), None)
+            if meaning is None or (
+                meaning == "next_cursor" and schema_type(ps) not in ("string", "")
             ):
-                required.append(col)
-            elif p in req:
-                raise _Skip(f"its list response requires {p!r} on every page, even the last")
-        out: dict[str, Any] = {"shape": "envelope", "keys": keys}
-        if nullable:
-            out["nullable"] = nullable
-        if constants:
-            out["constants"] = constants
-        return out, {"type": "object", "properties": props, "required": required}
+                self._envelope_constant(op, env, p, ps)
+            else:
+                env.page_field(p, ps, meaning)
+        return env.output()
+
+    def _envelope_constant(self, op: Op, env: _Envelope, p: str, ps: Any) -> None:
+        """An envelope field that is no page field: a constant when required or fixed."""
+        fixed = isinstance(ps, dict) and ("const" in ps or len(ps.get("enum") or []) == 1)
+        if p not in env.req and not fixed:
+            return
+        value = self._constant(op, p, ps)
+        if value is None:
+            raise _Skip(f"its list response requires {p!r}, which the engine cannot fill")
+        env.constants[p] = value
+        env.props[p] = json_schema(ps)
+        if p in env.req:
+            env.required.append(p)
 
     def _constant(self, op: Op, prop: str, ps: Any) -> Any:
         """The fixed value of a list envelope's field the engine has no meaning for (Stripe's
@@ -1981,25 +2041,16 @@ class Builder:
             return js, []
         shown = (merge_all_of(res.schema).get("properties") or {}).get(res.spec_names.get(col, col))
         answer = merge_all_of((shown or {}).get("items")) if isinstance(shown, dict) else {}
+        theirs = answer.get("anyOf") or answer.get("oneOf")
         given = merge_all_of(ps.get("items"))
         for k in ("anyOf", "oneOf"):
             mine = given.get(k)
-            theirs = answer.get("anyOf") or answer.get("oneOf")
             if (
-                not isinstance(mine, list)
-                or not isinstance(theirs, list)
-                or len(mine) != len(js["items"].get(k) or [])
+                isinstance(mine, list)
+                and isinstance(theirs, list)
+                and len(mine) == len(js["items"].get(k) or [])
             ):
-                continue
-            names = {m.get(REF_NAME) for m in theirs if isinstance(m, dict) and m.get(REF_NAME)}
-            refs = [m.get(REF_NAME) if isinstance(m, dict) else None for m in mine]
-            if not names or not all(refs):
-                return js, []
-            foreign = [str(r) for r in refs if r not in names]
-            keep = [m for m, r in zip(js["items"][k], refs, strict=True) if r in names]
-            if not foreign:
-                return js, []
-            return ({**js, "items": {**js["items"], k: keep}} if keep else {}), foreign
+                return _union_cut(js, k, mine, theirs)
         return js, []
 
     @staticmethod
@@ -2032,82 +2083,69 @@ class Builder:
         return None
 
     def _transition(self, op: Op, res: Resource) -> dict[str, Any]:
+        """What an action sets: a status column's value its word names (from the states its
+        words allow), else a boolean flag."""
+        word = op.word
+        base = word.removeprefix("mark_as_").removeprefix("mark_")
+        tr = self._status_transition(op, res, base) or self._flag_transition(res, word)
+        if tr is None:
+            raise _Skip(f"the action {word!r} matches no status value or flag of {res.name!r}")
+        return tr
+
+    def _status_transition(self, op: Op, res: Resource, base: str) -> dict[str, Any] | None:
+        """``cancel`` sets ``status`` to ``canceled`` (with ``canceled_at`` stamped), when a
+        status column holds such a value."""
         word = op.word
         text = f"{op.raw.get('summary') or ''}. {op.raw.get('description') or ''}"
-        status = [
-            c
-            for c, f in res.fields.items()
-            if f.get("enum") and (c in ("status", "state") or c.endswith(("_status", "_state")))
-        ]
-        targets = ACTION_TARGETS.get(word, [])
-        base = word.removeprefix("mark_as_").removeprefix("mark_")
         targets = [
-            *targets,
+            *ACTION_TARGETS.get(word, []),
             base + "ed",
             base + "d",
             base[:-1] + "ied" if base.endswith("y") else base + "ed",
             base,
         ]
-        for col in status:
-            enum = [str(e) for e in res.fields[col]["enum"]]
+        for col, f in res.fields.items():
+            if not (f.get("enum") and (col in ("status", "state") or col.endswith(STATUS_ENDS))):
+                continue
+            enum = [str(e) for e in f["enum"]]
             norm = {snake(e): e for e in enum}
             target = next((norm[t] for t in targets if t in norm), None)
             if target is None:
                 continue
-            allowed = self._from_states(text, enum, target, word)
             tr: dict[str, Any] = {"field": col, "to": target}
+            allowed = self._from_states(text, enum, target, word)
             if allowed is not None:
                 tr["from"] = allowed
-            stamps = [
-                c
-                for c in (
-                    f"{snake(target)}_at",
-                    f"{base}ed_at",
-                    f"{base}d_at",
-                    f"{base}_at",
-                    f"{snake(target)}_on",
-                )
-                if c in res.fields and res.fields[c]["type"] == "string"
-            ]
+            t = snake(target)
+            names = (f"{t}_at", f"{base}ed_at", f"{base}d_at", f"{base}_at", f"{t}_on")
+            stamps = [c for c in names if c in res.fields and res.fields[c]["type"] == "string"]
             if stamps:
                 tr["stamp"] = stamps[:1]
             return tr
-        flag, value = None, True
+        return None
+
+    @staticmethod
+    def _flag_transition(res: Resource, word: str) -> dict[str, Any] | None:
+        """``archive`` sets ``archived`` (or ``is_archived``) true, ``unarchive`` false."""
         if word in FLAG_ACTIONS:
-            flag = FLAG_ACTIONS[word]
+            flag, value = FLAG_ACTIONS[word], True
         elif word in UNFLAG_ACTIONS:
             flag, value = UNFLAG_ACTIONS[word], False
-        if flag:
-            for col in (flag, f"is_{flag}"):
-                if col in res.fields and res.fields[col]["type"] == "boolean":
-                    tr = {"field": col, "to": value}
-                    stamp = f"{flag}_at"
-                    if value and stamp in res.fields:
-                        tr["stamp"] = [stamp]
-                    return tr
-        raise _Skip(f"the action {word!r} matches no status value or flag of {res.name!r}")
+        else:
+            return None
+        for col in (flag, f"is_{flag}"):
+            if col in res.fields and res.fields[col]["type"] == "boolean":
+                tr: dict[str, Any] = {"field": col, "to": value}
+                if value and f"{flag}_at" in res.fields:
+                    tr["stamp"] = [f"{flag}_at"]
+                return tr
+        return None
 
     @staticmethod
     def _from_states(text: str, enum: list[str], target: str, word: str) -> list[str] | None:
-        included: list[str] = []
-        excluded: set[str] = set()
-        for sentence in re.split(r"(?<=[.;!?])\s+", text):
-            found = [
-                e
-                for e in enum
-                if e != target
-                and re.search(
-                    r"\b" + r"[ _-]".join(map(re.escape, re.split(r"[ _-]", e))) + r"\b",
-                    sentence,
-                    re.I,
-                )
-            ]
-            if not found:
-                continue
-            if NEGATION.search(sentence) and not re.search(r"\bonly\b", sentence, re.I):
-                excluded.update(found)
-            else:
-                included += [e for e in found if e not in included]
+        """The states an action may start from: those its words name (less those they name
+        after a negation), else the live ones (not terminal), or None for any."""
+        included, excluded = _states_named(text, [e for e in enum if e != target])
         if included:
             return [e for e in included if e not in excluded]
         rest = [e for e in enum if e != target and e not in excluded]
@@ -2272,6 +2310,26 @@ class Builder:
         ops, tools = self.build_ops()
         if self.max_tools and len(tools) > self.max_tools:
             ops, tools = self.trim(ops, tools)
+        self._check_useful(ops)
+        self.finish_fields(ops)
+        seed = self.seed_rows()
+        self._default_refs(ops, seed)
+        for t in tools:
+            self._id_hints(t, ops[t["name"]], seed)
+        model = {
+            "engine": 1,
+            "resources": {
+                res.name: self._resource_model(res, seed) for res in self.resources.values()
+            },
+            "operations": ops,
+            "seed": seed,
+            "crud": _crud(ops),
+            "warnings": list(self.warnings),
+        }
+        return {"model": ResourceModel.from_json(model), "tools": tools}
+
+    def _check_useful(self, ops: dict[str, dict[str, Any]]) -> None:
+        """Refuse a document that gives no tool, or no list to discover ids with."""
         if not ops:
             raise SpecError(
                 f"{self.name}: at $.paths: no operation can be made into a tool "
@@ -2284,11 +2342,13 @@ class Builder:
                 f"discovered and the environment would not be useful ({len(ops)} other "
                 f"tools: {', '.join(list(ops)[:5])})"
             )
-        self.finish_fields(ops)
-        seed = self.seed_rows()
-        for res in (
-            self.resources.values()
-        ):  # a required reference no create writes (Discord's user_id): the first row it can name
+
+    def _default_refs(
+        self, ops: dict[str, dict[str, Any]], seed: dict[str, list[dict[str, Any]]]
+    ) -> None:
+        """A required reference no create writes (Discord's ``user_id``) defaults to the first
+        row it can name."""
+        for res in self.resources.values():
             for col, f in res.fields.items():
                 target = seed.get(f.get("ref") or "") or []
                 if (
@@ -2301,90 +2361,45 @@ class Builder:
                     and not self._written_required(ops, res, col)
                 ):
                     f["default"] = target[0].get(self.resources[f["ref"]].key)
-        for t in tools:
-            op = ops[t["name"]]
-            for arg_holder in ([op.get("key")] if op.get("key") else []) + [
-                p["arg"] for p in op.get("parents") or []
-            ]:
-                res_name = (
-                    op["resource"]
-                    if arg_holder == op.get("key")
-                    else next(p["resource"] for p in op["parents"] if p["arg"] == arg_holder)
-                )
-                rows = seed.get(res_name) or []
-                key = self.resources[res_name].key
-                hint: dict[str, Any] = {"table": res_name, "column": key}
-                if arg_holder != op.get("key"):
-                    hint["via"] = [
-                        op["resource"],
-                        next(p["field"] for p in op["parents"] if p["arg"] == arg_holder),
-                    ]
-                if op["kind"] != "create" or arg_holder != op.get(
-                    "key"
-                ):  # a create's own key is a new one
-                    t["parameters"]["properties"][arg_holder][ID_HINT] = hint
-                if rows and key in rows[0] and isinstance(rows[0][key], str):
-                    schema = t["parameters"]["properties"][arg_holder]
-                    d = schema.get("description", "").rstrip(".")
-                    if "like" not in d:
-                        schema["description"] = (
-                            f"{d}, like {rows[0][key]}." if d else f"Like {rows[0][key]}."
-                        )
-        crud: dict[str, dict[str, Any]] = {}
-        for name, op in ops.items():
-            c = crud.setdefault(op["resource"], {})
-            if op["kind"] == "action":
-                c.setdefault("actions", []).append(name)
-            elif op["kind"] == "list" and op.get("parents") and "list" in c:
-                c.setdefault("lists", []).append(name)
-            elif op["kind"] not in c or (
-                op["kind"] == "list" and not op.get("parents") and ops[c["list"]].get("parents")
-            ):
-                if op["kind"] == "list" and "list" in c:
-                    c.setdefault("lists", []).append(c["list"])
-                c[op["kind"]] = name
-            else:
-                c.setdefault("more", []).append(name)
-        resources = {}
-        for res in self.resources.values():
-            fields = {}
-            for col, f in res.fields.items():
-                fields[col] = {
-                    k: v
-                    for k, v in f.items()
-                    if k
-                    in (
-                        "type",
-                        "nullable",
-                        "format",
-                        "enum",
-                        "default",
-                        "ref",
-                        "generated",
-                        "hidden",
-                        "parent",
-                        "read_only",
+
+    def _id_hints(
+        self, tool: dict[str, Any], op: dict[str, Any], seed: dict[str, list[dict[str, Any]]]
+    ) -> None:
+        """Mark a tool's key and parent arguments with the column they name (``ID_HINT``) and
+        describe them with a seed value."""
+        holders = [(op["key"], op["resource"], None)] if op.get("key") else []
+        holders += [(p["arg"], p["resource"], p["field"]) for p in op.get("parents") or []]
+        for arg, res_name, via in holders:
+            key = self.resources[res_name].key
+            hint: dict[str, Any] = {"table": res_name, "column": key}
+            if via is not None:
+                hint["via"] = [op["resource"], via]
+            schema = tool["parameters"]["properties"][arg]
+            if op["kind"] != "create" or via is not None:  # a create's own key is a new one
+                schema[ID_HINT] = hint
+            rows = seed.get(res_name) or []
+            if rows and key in rows[0] and isinstance(rows[0][key], str):
+                d = schema.get("description", "").rstrip(".")
+                if "like" not in d:
+                    schema["description"] = (
+                        f"{d}, like {rows[0][key]}." if d else f"Like {rows[0][key]}."
                     )
-                }
-            one = singular(res.name)
-            resources[res.name] = {
-                "key": res.key,
-                "id_prefix": res.prefix,
-                "fields": fields,
-                "unique": res.unique,
-                "new_keys": self.new_keys(res, seed.get(res.name) or []),
-                "required": [c for c in res.required if c in res.fields],
-                "nouns": {"singular": one, "plural": plural(one), "label": " ".join(words(one))},
-            }
-        model = {
-            "engine": 1,
-            "resources": resources,
-            "operations": ops,
-            "seed": seed,
-            "crud": crud,
-            "warnings": list(self.warnings),
+
+    def _resource_model(self, res: Resource, seed: dict[str, list[dict[str, Any]]]) -> Any:
+        """One resource's entry in the model: key, columns, uniques, new keys and its nouns."""
+        one = singular(res.name)
+        return {
+            "key": res.key,
+            "id_prefix": res.prefix,
+            "fields": {
+                col: {k: v for k, v in f.items() if k in MODEL_FIELD_KEYS}
+                for col, f in res.fields.items()
+            },
+            "unique": res.unique,
+            "new_keys": self.new_keys(res, seed.get(res.name) or []),
+            "required": [c for c in res.required if c in res.fields],
+            "nouns": {"singular": one, "plural": plural(one), "label": " ".join(words(one))},
         }
-        return {"model": ResourceModel.from_json(model), "tools": tools}
 
     NEW_KEYS = 32
     """Keys made ahead for new rows of a resource whose key has a declared pattern, format or
@@ -2485,6 +2500,137 @@ def _unique_keys(rows: list[dict[str, Any]], key: str) -> None:
             n += 1
         row[key] = new
         seen.add(new)
+
+
+COLUMN_KEYS = (
+    "format",
+    "enum",
+    "default",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "example",
+    "examples",
+    "items",
+)
+"""Schema keywords a column keeps from its property."""
+
+_COLUMN_TYPES = ("string", "integer", "number", "boolean", "object", "array")
+
+
+def _column(ps: dict[str, Any]) -> dict[str, Any]:
+    """A column from its (merged) property schema: type (anything else is an ``object``),
+    nullability, the :data:`COLUMN_KEYS`, an enum without nulls, read-only and its words."""
+    t = schema_type(ps)
+    info: dict[str, Any] = {"type": t if t in _COLUMN_TYPES else "object"}
+    if schema_nullable(ps):
+        info["nullable"] = True
+    info.update((k, ps[k]) for k in COLUMN_KEYS if k in ps)
+    if isinstance(info.get("enum"), list):
+        info["enum"] = [e for e in info["enum"] if e is not None]
+        if not info["enum"]:
+            del info["enum"]
+    if ps.get("readOnly"):
+        info["read_only"] = True
+    if ps.get("description"):
+        info["description"] = str(ps["description"])
+    return info
+
+
+ITEM_ANSWERS = ("get", "create", "update", "patch", "action")
+"""Operations that answer with one item of their resource."""
+
+STATUS_ENDS = ("_status", "_state")
+"""How a status column's name ends (beside ``status`` and ``state``)."""
+
+
+def _states_named(text: str, states: list[str]) -> tuple[list[str], set[str]]:
+    """The states a text names, by sentence: (those named plainly, in order; those named after a
+    negation, unless the sentence says "only")."""
+    included: list[str] = []
+    excluded: set[str] = set()
+    for sentence in re.split(r"(?<=[.;!?])\s+", text):
+        found = [e for e in states if _names_state(e, sentence)]
+        if NEGATION.search(sentence) and not re.search(r"\bonly\b", sentence, re.I):
+            excluded.update(found)
+        else:
+            included += [e for e in found if e not in included]
+    return included, excluded
+
+
+def _names_state(state: str, sentence: str) -> bool:
+    """Whether a sentence names a state (``in_progress`` as "in progress", "in-progress")."""
+    words_re = r"[ _-]".join(map(re.escape, re.split(r"[ _-]", state)))
+    return re.search(r"\b" + words_re + r"\b", sentence, re.I) is not None
+
+
+def _union_cut(
+    js: dict[str, Any], k: str, mine: list[Any], theirs: list[Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """A body field's ``items.<k>`` union cut to the members the answer's union ``theirs`` names:
+    (its schema, or {} when none is left; the names cut). Unnamed members cut nothing."""
+    names = {m.get(REF_NAME) for m in theirs if isinstance(m, dict) and m.get(REF_NAME)}
+    refs = [m.get(REF_NAME) if isinstance(m, dict) else None for m in mine]
+    if not names or not all(refs):
+        return js, []
+    foreign = [str(r) for r in refs if r not in names]
+    if not foreign:
+        return js, []
+    keep = [m for m, r in zip(js["items"][k], refs, strict=True) if r in names]
+    return ({**js, "items": {**js["items"], k: keep}} if keep else {}), foreign
+
+
+def _shared_prefixes(paths: dict[str, Any]) -> set[str]:
+    """The leading literal segments every path shares (two paths or more)."""
+    split = [[s for s in str(p).strip("/").split("/") if s] for p in paths]
+    prefixes: set[str] = set()
+    if len(split) > 1:
+        for i, seg in enumerate(split[0]):
+            if seg.startswith("{") or any(len(x) <= i + 1 or x[i] != seg for x in split):
+                break
+            prefixes.add(snake(seg))
+    return prefixes
+
+
+MODEL_FIELD_KEYS = frozenset(
+    {
+        "type",
+        "nullable",
+        "format",
+        "enum",
+        "default",
+        "ref",
+        "generated",
+        "hidden",
+        "parent",
+        "read_only",
+    }
+)
+"""The column properties a model's resource keeps (the rest is the synthesizer's own)."""
+
+
+def _crud(ops: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per resource, its tool for each kind (``list``, ``get``, ...), its actions, its other
+    lists (a top-level list wins over a nested one) and the tools beside those (``more``)."""
+    crud: dict[str, dict[str, Any]] = {}
+    for name, op in ops.items():
+        c = crud.setdefault(op["resource"], {})
+        kind = op["kind"]
+        if kind == "action":
+            c.setdefault("actions", []).append(name)
+        elif kind == "list" and op.get("parents") and "list" in c:
+            c.setdefault("lists", []).append(name)
+        elif kind not in c or (
+            kind == "list" and not op.get("parents") and ops[c["list"]].get("parents")
+        ):
+            if kind == "list" and "list" in c:
+                c.setdefault("lists", []).append(c["list"])
+            c[kind] = name
+        else:
+            c.setdefault("more", []).append(name)
+    return crud
 
 
 class _Skip(Exception):

@@ -22,6 +22,7 @@ import datetime as dt
 import email.utils
 import random
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 from envkernel_kit.naming import words
@@ -576,6 +577,13 @@ _MISS = object()
 schema's)."""
 
 
+CREATED_WORDS = frozenset({"created", "registered", "joined", "opened"})
+"""Words of a column that holds when its row came to be."""
+
+_PASS = object()
+"""A value source's answer when it has no say on the column (the next one is asked)."""
+
+
 class RowMaker:
     """Makes the seed rows of one resource (``noun`` is its singular; ``fields`` its columns)."""
 
@@ -739,71 +747,101 @@ class RowMaker:
         row: dict[str, Any],
         refs: dict[str, list[Any]],
     ) -> Any:
-        """One column's value (before :func:`conform`)."""
-        rng = self.rng
-        t = f.get("type")
-        i = ctx["i"]
-        if col == self.key and f.get("generated") == "id":
+        """One column's value (before :func:`conform`): the first of the key's, a reference's,
+        the status gate's, an enum's, the spec's examples', a time's, the name's."""
+        for source in (self._key_value, self._ref_value, self._enum_value, self._examples_value):
+            v = source(col, f, ctx, row, refs)
+            if v is not _PASS:
+                return v
+        gen = f.get("generated")
+        if gen in ("created", "updated", "edited") or (
+            f.get("type") == "string" and self._is_time(col, f)
+        ):
+            return self._when(col, f, row, gen)
+        return self._named_or_schema(col, f, ctx, row)
+
+    def _key_value(
+        self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: Any, refs: Any
+    ) -> Any:
+        """The key: ``prefix_0001`` (or the row number), a schema value when it is patterned."""
+        if col != self.key:
+            return _PASS
+        t, i, rng = f.get("type"), ctx["i"], self.rng
+        if f.get("generated") == "id":
             if t == "integer":
                 return i + 1
-            plain = f"{self.prefix}_{i + 1:04d}"
-            return (
-                plain
-                if not (f.get("pattern") or f.get("minLength") or f.get("format"))
-                else self.unique(col, lambda a: conform(None, schema_of(f), rng))
-            )
-        if (
-            col == self.key
-            and t == "string"
-            and not (f.get("pattern") or f.get("format") or f.get("enum"))
-        ):
+            if not (f.get("pattern") or f.get("minLength") or f.get("format")):
+                return f"{self.prefix}_{i + 1:04d}"
+            return self.unique(col, lambda a: conform(None, schema_of(f), rng))
+        if t == "string" and not (f.get("pattern") or f.get("format") or f.get("enum")):
             return self.unique(col, lambda a: f"{self.prefix}_{i + 1 + a * 1000:04d}")
-        if f.get("ref"):
-            pool = refs.get(f["ref"]) or []
-            if not pool:
-                return None
-            if (
-                f.get("parent") and len(pool) > 2
-            ):  # children spread over most parents; a few parents stay empty
-                some = pool[: max(1, (3 * len(pool)) // 4)]
-                return some[i % len(some)] if i < len(some) else rng.choice(some)
-            return rng.choice(pool)
-        stamp = self._status_gate(col, row)
-        if stamp is False:
+        return _PASS
+
+    def _ref_value(
+        self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: Any, refs: Any
+    ) -> Any:
+        """A reference: a row of its target (children spread over most parents; a few parents
+        stay empty)."""
+        if not f.get("ref"):
+            return _PASS
+        pool = refs.get(f["ref"]) or []
+        if not pool:
             return None
-        if f.get("enum"):
-            values = list(f["enum"])
-            if (
-                col != self.status_col
-                and "category" in words(col)
-                and ctx.get("product")
-                and ctx["product"][1] in values
-            ):
-                return ctx["product"][1]
-            return values[i % len(values)] if i < len(values) * 2 else rng.choice(values)
+        i = ctx["i"]
+        if f.get("parent") and len(pool) > 2:
+            some = pool[: max(1, (3 * len(pool)) // 4)]
+            return some[i % len(some)] if i < len(some) else self.rng.choice(some)
+        return self.rng.choice(pool)
+
+    def _enum_value(
+        self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: dict[str, Any], refs: Any
+    ) -> Any:
+        """None for a stamp the row's status rules out; an enum's values in turn (a category,
+        the product's own)."""
+        if self._status_gate(col, row) is False:
+            return None
+        if not f.get("enum"):
+            return _PASS
+        values = list(f["enum"])
+        i = ctx["i"]
+        if (
+            col != self.status_col
+            and "category" in words(col)
+            and ctx.get("product")
+            and ctx["product"][1] in values
+        ):
+            return ctx["product"][1]
+        return values[i % len(values)] if i < len(values) * 2 else self.rng.choice(values)
+
+    def _examples_value(
+        self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: Any, refs: Any
+    ) -> Any:
+        """The spec's own ``examples`` in turn, for a plain column that identifies nothing."""
         ex = f.get("examples")
         if (
             isinstance(ex, list)
             and len(ex) >= 2
-            and t in ("string", "integer", "number")
+            and f.get("type") in ("string", "integer", "number")
             and not self._identifying(col)
         ):
-            return ex[i % len(ex)]
-        gen = f.get("generated")
-        if gen in ("created", "updated", "edited") or (t == "string" and self._is_time(col, f)):
-            return self._when(col, f, row, gen)
+            return ex[ctx["i"] % len(ex)]
+        return _PASS
+
+    def _named_or_schema(
+        self, col: str, f: dict[str, Any], ctx: dict[str, Any], row: dict[str, Any]
+    ) -> Any:
+        """A value from the column's name, else its example, its default or its schema (unique
+        when the column identifies a row)."""
         v = self.by_name(col, f, ctx, row)
-        if v is None and "example" in f and (i == 0 or not self._identifying(col)):
+        if v is None and "example" in f and (ctx["i"] == 0 or not self._identifying(col)):
             v = f["example"]
         if v is None and "default" in f and f["default"] not in ("", None):
             v = f["default"]
-        if v is None:
-            v = (
-                self.unique(col, lambda a: from_schema(schema_of(f), rng))
-                if self._identifying(col)
-                else from_schema(schema_of(f), rng)
-            )
-        return v
+        if v is not None:
+            return v
+        if self._identifying(col):
+            return self.unique(col, lambda a: from_schema(schema_of(f), self.rng))
+        return from_schema(schema_of(f), self.rng)
 
     # -- status and time ----------------------------------------------------------------
 
@@ -856,60 +894,76 @@ class RowMaker:
 
     def _when(self, col: str, f: dict[str, Any], row: dict[str, Any], gen: str | None) -> str:
         """A timestamp in order with the row's others: created <= updated <= now, an end after its
-        start."""
-        rng = self.rng
+        start; written as the column's format asks (a date, RFC 2822 or ISO 8601)."""
         ws = words(col)
-        w = set(ws)
         date_only = f.get("format") == "date" or (
             not f.get("format") and ws[-1] in ("date", "on", "dob", "birthday")
         )
-        created = self._time_of(
-            row,
-            lambda c: (
-                set(words(c)) & {"created", "registered", "joined", "opened"}
-                or self.fields[c].get("generated") == "created"
-            ),
-        )
-        start = self._time_of(
-            row, lambda c: bool(set(words(c)) & START_WORDS) or words(c)[:2] == ["check", "in"]
-        )
-        floor = created or CLOCK - dt.timedelta(days=120)
-        if gen == "created" or w & {"created", "registered", "joined", "opened"}:
-            t = CLOCK - dt.timedelta(days=rng.randint(20, 150), minutes=rng.randint(0, 900))
-        elif "birth" in w or "dob" in w or "birthday" in w:
-            t = dt.datetime(
-                rng.randint(1950, 2004), rng.randint(1, 12), rng.randint(1, 28), tzinfo=dt.UTC
-            )
-        elif (w & END_WORDS or ws[:2] == ["check", "out"]) and start is not None:
-            long = (
-                date_only
-                or w & {"checkout", "return", "expires", "expiry", "due"}
-                or ws[:2] == ["check", "out"]
-            )
-            t = start + (
-                dt.timedelta(days=rng.randint(1, 6))
-                if long
-                else dt.timedelta(minutes=rng.choice([30, 60, 90, 120, 180]))
-            )
-        elif gen in ("updated", "edited") or w & PAST_WORDS:
-            if gen == "edited" and rng.random() < 0.6 and f.get("nullable"):
-                return None  # type: ignore[return-value]  # most messages were never edited
-            sent = self._time_of(
-                row, lambda c: bool(set(words(c)) & {"sent", "posted", "uploaded", "submitted"})
-            )
-            lo = max(floor, sent or floor)
-            t = lo + (CLOCK - lo) * rng.uniform(0.05, 0.95)
-        elif w & {"execute", "scheduled", "expires", "expiry", "due", "deadline", "renews", "next"}:
-            t = CLOCK + dt.timedelta(days=rng.randint(3, 60))
-        else:
-            t = (CLOCK + dt.timedelta(days=rng.randint(1, 45))).replace(
-                hour=rng.choice([8, 9, 10, 11, 13, 14, 15, 16]), minute=rng.choice([0, 30])
-            )
+        t = self._moment(f, row, gen, ws, date_only)
+        if t is None:
+            return None  # type: ignore[return-value]  # most messages were never edited
         if _rfc2822(f):  # Twilio's date_created: "Thu, 15 Jan 2026 09:00:00 +0000"
             return email.utils.format_datetime(
                 t.replace(second=0, microsecond=0).astimezone(dt.UTC)
             )
         return t.strftime("%Y-%m-%d") if date_only else iso(t.replace(second=0, microsecond=0))
+
+    def _moment(
+        self,
+        f: dict[str, Any],
+        row: dict[str, Any],
+        gen: str | None,
+        ws: list[str],
+        date_only: bool,
+    ) -> dt.datetime | None:
+        """The moment a time column holds, by its words: a creation, a birth, an end after the
+        row's start, a past change, a coming deadline, else a coming appointment."""
+        rng, w = self.rng, set(ws)
+        if gen == "created" or w & CREATED_WORDS:
+            return CLOCK - dt.timedelta(days=rng.randint(20, 150), minutes=rng.randint(0, 900))
+        if w & {"birth", "dob", "birthday"}:
+            return dt.datetime(
+                rng.randint(1950, 2004), rng.randint(1, 12), rng.randint(1, 28), tzinfo=dt.UTC
+            )
+        if w & END_WORDS or ws[:2] == ["check", "out"]:
+            start = self._time_of(
+                row, lambda c: bool(set(words(c)) & START_WORDS) or words(c)[:2] == ["check", "in"]
+            )
+            if start is not None:
+                long = (
+                    date_only
+                    or w & {"checkout", "return", "expires", "expiry", "due"}
+                    or ws[:2] == ["check", "out"]
+                )
+                return start + (
+                    dt.timedelta(days=rng.randint(1, 6))
+                    if long
+                    else dt.timedelta(minutes=rng.choice([30, 60, 90, 120, 180]))
+                )
+        if gen in ("updated", "edited") or w & PAST_WORDS:
+            return self._past(f, row, gen)
+        if w & {"execute", "scheduled", "expires", "expiry", "due", "deadline", "renews", "next"}:
+            return CLOCK + dt.timedelta(days=rng.randint(3, 60))
+        return (CLOCK + dt.timedelta(days=rng.randint(1, 45))).replace(
+            hour=rng.choice([8, 9, 10, 11, 13, 14, 15, 16]), minute=rng.choice([0, 30])
+        )
+
+    def _past(self, f: dict[str, Any], row: dict[str, Any], gen: str | None) -> dt.datetime | None:
+        """A change between the row's creation (or its sending) and now; None for most edits of
+        a nullable column (most messages were never edited)."""
+        rng = self.rng
+        if gen == "edited" and rng.random() < 0.6 and f.get("nullable"):
+            return None
+        created = self._time_of(
+            row,
+            lambda c: set(words(c)) & CREATED_WORDS or self.fields[c].get("generated") == "created",
+        )
+        floor = created or CLOCK - dt.timedelta(days=120)
+        sent = self._time_of(
+            row, lambda c: bool(set(words(c)) & {"sent", "posted", "uploaded", "submitted"})
+        )
+        lo = max(floor, sent or floor)
+        return lo + (CLOCK - lo) * rng.uniform(0.05, 0.95)
 
     def _time_of(self, row: dict[str, Any], which: Any) -> dt.datetime | None:
         for c, v in row.items():
@@ -986,52 +1040,39 @@ class RowMaker:
         w: set[str],
     ) -> Any:
         """A string value by the column's name (who the row is or how to reach them: email, web
-        address, phone, names, username); :data:`_MISS` when none applies."""
-        rng = self.rng
-        noun = self.noun
-        first = ctx["first"]
-        last = ctx["last"]
-        if f.get("format") == "email" or "email" in w:
-            return self.unique(col, lambda a: self._email(ctx, a))
-        if f.get("format") in ("uri", "url") or w & {"url", "uri", "website", "homepage", "link"}:
-            slug = _ascii(ctx["company"].split()[0]).lower() or "example"
-            return self.unique(
-                col,
-                lambda a: (
-                    f"https://www.{slug}{'' if a == 0 else a}.example.com/{noun}s/{ctx['i'] + 1}"
-                ),
-            )
-        if f.get("format") == "uuid" or "uuid" in w:
-            return None  # from the schema: a random UUID
-        if (
-            "phone" in w
-            or "mobile" in w
-            or f.get("format") == "phone-number"
-            or (
-                ws in (["from"], ["to"])
-                and "phone number" in str(f.get("description") or "").lower()
-            )
-        ):  # Twilio's To and From
-            return self.unique(
-                col,
-                lambda a: (
-                    f"+{ctx['calling']} {rng.randint(200, 899)} {rng.randint(100, 999)} "
-                    f"{rng.randint(1000, 9999)}"
-                ),
-            )
-        if "first" in w and "name" in w or col == "given_name":
-            return first
-        if w & {"last", "family", "surname"} and ("name" in w or "surname" in w):
-            return last
-        if "username" in w or "handle" in w or "login" in w:
-            base = _ascii(f"{first[0]}{last}").lower()
-            return self.unique(
-                col,
-                lambda a: (
-                    base if a == 0 else f"{_ascii(first).lower()}{_ascii(last[:3]).lower()}{a}"
-                ),
-            )
+        address, phone, names, username): the first of :data:`_PERSON_RULES` that applies;
+        :data:`_MISS` when none does."""
+        fmt = f.get("format")
+        for applies, make in _PERSON_RULES:
+            if applies(col, w, ws, fmt, f):
+                return make(self, col, ctx)
         return _MISS
+
+    def _web_address(self, col: str, ctx: dict[str, Any]) -> str:
+        slug = _ascii(ctx["company"].split()[0]).lower() or "example"
+        noun = self.noun
+        return self.unique(
+            col,
+            lambda a: f"https://www.{slug}{'' if a == 0 else a}.example.com/{noun}s/{ctx['i'] + 1}",
+        )
+
+    def _phone(self, col: str, ctx: dict[str, Any]) -> str:
+        rng = self.rng
+        return self.unique(
+            col,
+            lambda a: (
+                f"+{ctx['calling']} {rng.randint(200, 899)} {rng.randint(100, 999)} "
+                f"{rng.randint(1000, 9999)}"
+            ),
+        )
+
+    def _username(self, col: str, ctx: dict[str, Any]) -> str:
+        first, last = ctx["first"], ctx["last"]
+        base = _ascii(f"{first[0]}{last}").lower()
+        return self.unique(
+            col,
+            lambda a: base if a == 0 else f"{_ascii(first).lower()}{_ascii(last[:3]).lower()}{a}",
+        )
 
     def _place_value(
         self,
@@ -1175,65 +1216,44 @@ class RowMaker:
         w: set[str],
     ) -> Any:
         """A string value by the column's name (categories, places, codes, paths, files, topics,
-        names and titles, texts, kinds); :data:`_MISS` when none applies."""
-        rng = self.rng
-        noun = self.noun
-        first = ctx["first"]
-        if "category" in w:
-            return ctx["product"][1] if ctx.get("product") else rng.choice(list(CATALOG))
-        if "location" in w or "venue" in w or "place" in w:
-            return rng.choice(
-                [
-                    f"Room {rng.choice('ABC')}{rng.randint(1, 9)}",
-                    f"{ctx['city']} office",
-                    "Video call",
-                    "Main hall",
-                ]
-            )
-        if "iata" in w:  # a city or airport code (Amadeus's iataCode), not a made-up one
-            return rng.choice(AIRPORTS)
-        if "code" in w or "slug" in w or "reference" in w or "ref" in w or "confirmation" in w:
-            return self.unique(
-                col,
-                lambda a: "".join(
-                    rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ23456789") for _ in range(6 + a // 20)
-                ),
-            )
-        if w & {"path"}:
-            return f"/{rng.choice(FOLDERS).lower().replace(' ', '-')}/{ctx['i'] + 1}"
-        if (
-            "filename" in w
-            or ("file" in w and "name" in w)
-            or (noun in ("file", "document", "attachment") and w & {"name", "title"})
-        ):
-            return self.unique(col, lambda a: self._file(a))
-        if w & {"topic", "purpose", "about", "tagline"}:
-            return rng.choice(TOPICS)
-        if "nickname" in w and self.person:
-            return first
-        if w & {"name", "title", "label", "subject", "nickname"} or ws == ["holder"]:
-            return self.unique(col, lambda a: self._title(w, ctx, a))
-        if w & {
-            "description",
-            "notes",
-            "note",
-            "body",
-            "content",
-            "text",
-            "message",
-            "comment",
-            "bio",
-            "summary",
-            "memo",
-        }:
-            return self._text(ctx)
-        if ("type" in w or "kind" in w) and isinstance(f.get("default"), str) and f["default"]:
-            return f[
-                "default"
-            ]  # the one value the spec names (FHIR's resourceType "Patient"), not a made-up tier
-        if "type" in w or "kind" in w or "tier" in w:
-            return rng.choice(["standard", "premium", "basic"])
+        names and titles, texts, kinds): the first rule of :data:`_NAMED_RULES` that applies;
+        :data:`_MISS` when none does."""
+        for applies, make in _NAMED_RULES:
+            if applies(self, w, ws, f):
+                return make(self, col, f, ctx, w)
         return _MISS
+
+    def _category(self, col: str, f: Any, ctx: dict[str, Any], w: set[str]) -> Any:
+        return ctx["product"][1] if ctx.get("product") else self.rng.choice(list(CATALOG))
+
+    def _venue(self, col: str, f: Any, ctx: dict[str, Any], w: set[str]) -> Any:
+        rng = self.rng
+        return rng.choice(
+            [
+                f"Room {rng.choice('ABC')}{rng.randint(1, 9)}",
+                f"{ctx['city']} office",
+                "Video call",
+                "Main hall",
+            ]
+        )
+
+    def _code(self, col: str, f: Any, ctx: dict[str, Any], w: set[str]) -> Any:
+        rng = self.rng
+        return self.unique(
+            col,
+            lambda a: "".join(
+                rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ23456789") for _ in range(6 + a // 20)
+            ),
+        )
+
+    def _path(self, col: str, f: Any, ctx: dict[str, Any], w: set[str]) -> Any:
+        return f"/{self.rng.choice(FOLDERS).lower().replace(' ', '-')}/{ctx['i'] + 1}"
+
+    def _filename(self, col: str, f: Any, ctx: dict[str, Any], w: set[str]) -> Any:
+        return self.unique(col, lambda a: self._file(a))
+
+    def _name_like(self, col: str, f: Any, ctx: dict[str, Any], w: set[str]) -> Any:
+        return self.unique(col, lambda a: self._title(w, ctx, a))
 
     def _email(self, ctx: dict[str, Any], attempt: int) -> str:
         fake = ctx["fake"]
@@ -1325,56 +1345,41 @@ class RowMaker:
     def _number(
         self, w: set[str], f: dict[str, Any], ctx: dict[str, Any], row: dict[str, Any]
     ) -> Any:
-        """Money above 0 in a believable range, counts, ratings, sizes."""
-        rng = self.rng
+        """Money above 0 in a believable range, counts, ratings, sizes (:data:`_NUMBER_RULES`)."""
         t = f.get("type")
         if w & MONEY and not w & {"count", "limit"}:
             cents = "cents" in w or "minor" in w
-            if "balance" in w:
-                v = rng.randint(50, 9000) + rng.choice([0, 0.5, 0.25, 0.99])
-            elif (
-                "total" in w
-                and isinstance(row.get("quantity"), (int, float))
-                and isinstance(row.get("unit_price"), (int, float))
-            ):
-                v = row["quantity"] * row["unit_price"]
-            elif ctx.get("product"):
-                _, _, lo, hi = ctx["product"]
-                v = round(rng.uniform(lo, hi)) - 0.01
-            elif any(self.noun.endswith(h) for h in HOTEL_NOUNS) or w & {"nightly", "night"}:
-                v = rng.randrange(79, 460, 10) + rng.choice([0, 0.5, 0.99])
-            elif self.noun in ("flight", "fare", "ticket"):
-                v = rng.randrange(59, 1400, 10) + 0.99
-            else:
-                v = rng.choice(
-                    [9.99, 14.5, 24.99, 34.99, 49.0, 89.0, 120.0, 189.0, 229.0, 399.99, 12.75, 65.4]
-                )
+            v = self._price(w, ctx, row)
             if cents or t == "integer":
                 return max(1, int(round(v * (100 if cents else 1))))
             return round(float(v), 2)
-        if w & {"quantity", "qty", "guests", "nights", "adults", "passengers", "attendees"}:
-            return rng.randint(1, 4)
-        if w & {"seats", "stock", "inventory", "available", "remaining", "left"}:
-            return rng.choice([0, 3, 7, 12, 20, 35, 48])
-        if w & {"rating", "stars"}:
-            return rng.randint(1, 5) if t == "integer" else round(rng.uniform(3.0, 5.0), 1)
-        if w & {"duration", "minutes"}:
-            return rng.choice([15, 30, 45, 60, 90])
-        if w & {"size", "bytes"}:
-            return rng.randint(12_000, 9_000_000)
-        if w & {"age"}:
-            return rng.randint(18, 85)
-        if w & {"year"}:
-            return rng.randint(1995, 2025)
-        if "latitude" in w or w == {"lat"}:
-            return float(ctx["fake"].latitude())
-        if "longitude" in w or w & {"lng", "lon"}:
-            return float(ctx["fake"].longitude())
-        if w & {"floor", "level", "priority"}:
-            return rng.randint(1, 5)
-        if w & {"count", "total"}:
-            return rng.randint(0, 40)
+        for applies, make in _NUMBER_RULES:
+            if applies(w):
+                return make(self.rng, t, ctx)
         return None
+
+    def _price(self, w: set[str], ctx: dict[str, Any], row: dict[str, Any]) -> Any:
+        """An amount of money: a balance, a line's total, the product's price, a night's or a
+        fare's, or a plain price."""
+        rng = self.rng
+        if "balance" in w:
+            return rng.randint(50, 9000) + rng.choice([0, 0.5, 0.25, 0.99])
+        if (
+            "total" in w
+            and isinstance(row.get("quantity"), (int, float))
+            and isinstance(row.get("unit_price"), (int, float))
+        ):
+            return row["quantity"] * row["unit_price"]
+        if ctx.get("product"):
+            _, _, lo, hi = ctx["product"]
+            return round(rng.uniform(lo, hi)) - 0.01
+        if any(self.noun.endswith(h) for h in HOTEL_NOUNS) or w & {"nightly", "night"}:
+            return rng.randrange(79, 460, 10) + rng.choice([0, 0.5, 0.99])
+        if self.noun in ("flight", "fare", "ticket"):
+            return rng.randrange(59, 1400, 10) + 0.99
+        return rng.choice(
+            [9.99, 14.5, 24.99, 34.99, 49.0, 89.0, 120.0, 189.0, 229.0, 399.99, 12.75, 65.4]
+        )
 
     def _array(self, col: str, w: set[str], f: dict[str, Any], ctx: dict[str, Any]) -> Any:
         """Items of the declared type: tags, emails, or values built from the item schema."""
@@ -1417,3 +1422,150 @@ class RowMaker:
                 for _ in range(rng.randint(1, 3))
             ]
         return None  # from the schema: items of the declared type
+
+
+_TEXT_WORDS = frozenset(
+    {
+        "description",
+        "notes",
+        "note",
+        "body",
+        "content",
+        "text",
+        "message",
+        "comment",
+        "bio",
+        "summary",
+        "memo",
+    }
+)
+"""Words of a column that holds free text."""
+
+
+def _is_filename(m: RowMaker, w: set[str], ws: list[str], f: dict[str, Any]) -> bool:
+    return (
+        "filename" in w
+        or ("file" in w and "name" in w)
+        or (m.noun in ("file", "document", "attachment") and bool(w & {"name", "title"}))
+    )
+
+
+def _is_kind(w: set[str]) -> bool:
+    return "type" in w or "kind" in w
+
+
+_NAMED_RULES: tuple[tuple[Callable[..., bool], Callable[..., Any]], ...] = (
+    (lambda m, w, ws, f: "category" in w, RowMaker._category),
+    (lambda m, w, ws, f: bool(w & {"location", "venue", "place"}), RowMaker._venue),
+    # a city or airport code (Amadeus's iataCode), not a made-up one
+    (lambda m, w, ws, f: "iata" in w, lambda m, col, f, ctx, w: m.rng.choice(AIRPORTS)),
+    (
+        lambda m, w, ws, f: bool(w & {"code", "slug", "reference", "ref", "confirmation"}),
+        RowMaker._code,
+    ),
+    (lambda m, w, ws, f: "path" in w, RowMaker._path),
+    (_is_filename, RowMaker._filename),
+    (
+        lambda m, w, ws, f: bool(w & {"topic", "purpose", "about", "tagline"}),
+        lambda m, col, f, ctx, w: m.rng.choice(TOPICS),
+    ),
+    (lambda m, w, ws, f: "nickname" in w and m.person, lambda m, col, f, ctx, w: ctx["first"]),
+    (
+        lambda m, w, ws, f: (
+            bool(w & {"name", "title", "label", "subject", "nickname"}) or ws == ["holder"]
+        ),
+        RowMaker._name_like,
+    ),
+    (lambda m, w, ws, f: bool(w & _TEXT_WORDS), lambda m, col, f, ctx, w: m._text(ctx)),
+    # the one value the spec names (FHIR's resourceType "Patient"), not a made-up tier
+    (
+        lambda m, w, ws, f: _is_kind(w) and isinstance(f.get("default"), str) and f["default"],
+        lambda m, col, f, ctx, w: f["default"],
+    ),
+    (
+        lambda m, w, ws, f: _is_kind(w) or "tier" in w,
+        lambda m, col, f, ctx, w: m.rng.choice(["standard", "premium", "basic"]),
+    ),
+)
+"""A string column's value by its name's words: (applies, make) in order; the first that
+applies makes the value (see :meth:`RowMaker._named_value`)."""
+
+
+def _any_of(*names: str) -> Callable[[set[str]], bool]:
+    """A rule's test: the column's words hold one of ``names``."""
+    wanted = frozenset(names)
+    return lambda w: bool(w & wanted)
+
+
+_NUMBER_RULES: tuple[tuple[Callable[[set[str]], bool], Callable[..., Any]], ...] = (
+    (
+        _any_of("quantity", "qty", "guests", "nights", "adults", "passengers", "attendees"),
+        lambda rng, t, ctx: rng.randint(1, 4),
+    ),
+    (
+        _any_of("seats", "stock", "inventory", "available", "remaining", "left"),
+        lambda rng, t, ctx: rng.choice([0, 3, 7, 12, 20, 35, 48]),
+    ),
+    (
+        _any_of("rating", "stars"),
+        lambda rng, t, ctx: (
+            rng.randint(1, 5) if t == "integer" else round(rng.uniform(3.0, 5.0), 1)
+        ),
+    ),
+    (_any_of("duration", "minutes"), lambda rng, t, ctx: rng.choice([15, 30, 45, 60, 90])),
+    (_any_of("size", "bytes"), lambda rng, t, ctx: rng.randint(12_000, 9_000_000)),
+    (_any_of("age"), lambda rng, t, ctx: rng.randint(18, 85)),
+    (_any_of("year"), lambda rng, t, ctx: rng.randint(1995, 2025)),
+    (
+        lambda w: "latitude" in w or w == {"lat"},
+        lambda rng, t, ctx: float(ctx["fake"].latitude()),
+    ),
+    (
+        lambda w: bool(w & {"longitude", "lng", "lon"}),
+        lambda rng, t, ctx: float(ctx["fake"].longitude()),
+    ),
+    (_any_of("floor", "level", "priority"), lambda rng, t, ctx: rng.randint(1, 5)),
+    (_any_of("count", "total"), lambda rng, t, ctx: rng.randint(0, 40)),
+)
+"""A number column that is no money, by its name's words: (applies, make(rng, type, ctx)) in
+order (see :meth:`RowMaker._number`)."""
+
+
+def _is_phone(col: str, w: set[str], ws: list[str], fmt: Any, f: dict[str, Any]) -> bool:
+    """A phone number, Twilio's ``To`` and ``From`` among them (their words say so)."""
+    return bool(
+        "phone" in w
+        or "mobile" in w
+        or fmt == "phone-number"
+        or (ws in (["from"], ["to"]) and "phone number" in str(f.get("description") or "").lower())
+    )
+
+
+_PERSON_RULES: tuple[tuple[Callable[..., bool], Callable[..., Any]], ...] = (
+    (
+        lambda col, w, ws, fmt, f: fmt == "email" or "email" in w,
+        lambda m, col, ctx: m.unique(col, lambda a: m._email(ctx, a)),
+    ),
+    (
+        lambda col, w, ws, fmt, f: (
+            fmt in ("uri", "url") or bool(w & {"url", "uri", "website", "homepage", "link"})
+        ),
+        RowMaker._web_address,
+    ),
+    # a UUID comes from the schema (a random one)
+    (lambda col, w, ws, fmt, f: fmt == "uuid" or "uuid" in w, lambda m, col, ctx: None),
+    (_is_phone, RowMaker._phone),
+    (
+        lambda col, w, ws, fmt, f: ("first" in w and "name" in w) or col == "given_name",
+        lambda m, col, ctx: ctx["first"],
+    ),
+    (
+        lambda col, w, ws, fmt, f: (
+            bool(w & {"last", "family", "surname"}) and ("name" in w or "surname" in w)
+        ),
+        lambda m, col, ctx: ctx["last"],
+    ),
+    (lambda col, w, ws, fmt, f: bool(w & {"username", "handle", "login"}), RowMaker._username),
+)
+"""Who a row is or how to reach them, by the column's words and format: (applies, make) in
+order (see :meth:`RowMaker._person_value`)."""

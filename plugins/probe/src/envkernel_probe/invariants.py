@@ -408,6 +408,56 @@ class Blame:
             self.by_tool[tool].append(reason)
 
 
+def _filter_values(rows: list[dict[str, Any]], col: str, schema: dict[str, Any]) -> list[Any]:
+    """The plain values a column holds in ``rows`` (as booleans for a boolean filter)."""
+    values = [
+        r.get(col)
+        for r in rows
+        if r.get(col) is not None and not isinstance(r.get(col), (list, dict))
+    ]
+    if schema.get("type") == "boolean":
+        values = [bool(v) for v in values]
+    return [v for v in values if isinstance(v, (str, int, float, bool))]
+
+
+class _PageWalk:
+    """Where a list's walk over its pages goes next: the cursor its answer gives back, the
+    next offset, or the next page number."""
+
+    def __init__(self, lm: ListMeta, size: int) -> None:
+        self.lm, self.size = lm, size
+        self.offset = 0
+        self.page_no = lm.first_page
+
+    def advance(self, args: dict[str, Any], value: Any, items: list[Any]) -> bool:
+        """Set ``args`` for the next page; False when this page was the last."""
+        lm = self.lm
+        if lm.cursor:
+            nxt = None
+            if isinstance(value, dict):
+                nxt = (
+                    value.get(lm.next_cursor)
+                    if lm.next_cursor
+                    else next((value[k] for k in NEXT_KEYS if value.get(k)), None)
+                )
+            if not nxt:
+                return False
+            args[lm.cursor] = nxt
+        elif lm.offset:
+            if lm.limit and len(items) < self.size:
+                return False
+            self.offset += len(items)
+            args[lm.offset] = self.offset
+        elif lm.page:
+            if len(items) < (self.size if lm.limit else 1):
+                return False
+            self.page_no += 1
+            args[lm.page] = self.page_no
+        else:
+            return False
+        return True
+
+
 class Checker:
     """Runs the invariants of one environment in one sandbox."""
 
@@ -527,8 +577,7 @@ class Checker:
             args[lm.limit] = size
         pages: list[list[Any]] = []
         first = None
-        offset = 0
-        page_no = lm.first_page
+        walk = _PageWalk(lm, size)
         for _ in range(60):
             res = await self.call(lm.tool, args)
             if not res.ok:
@@ -549,30 +598,7 @@ class Checker:
                     first,
                 )
             pages.append(items)
-            if not paged or not items:
-                break
-            if lm.cursor:
-                nxt = None
-                if isinstance(res.value, dict):
-                    nxt = (
-                        res.value.get(lm.next_cursor)
-                        if lm.next_cursor
-                        else next((res.value[k] for k in NEXT_KEYS if res.value.get(k)), None)
-                    )
-                if not nxt:
-                    break
-                args[lm.cursor] = nxt
-            elif lm.offset:
-                if lm.limit and len(items) < size:
-                    break
-                offset += len(items)
-                args[lm.offset] = offset
-            elif lm.page:
-                if len(items) < (size if lm.limit else 1):
-                    break
-                page_no += 1
-                args[lm.page] = page_no
-            else:
+            if not paged or not items or not walk.advance(args, res.value, items):
                 break
         return [r for p in pages for r in p], "", pages, first
 
@@ -691,53 +717,75 @@ class Checker:
             )
 
     async def check_filters(self, c: Crud, lm: ListMeta, base: dict[str, Any]) -> None:
+        """Each equality filter: a value no row in scope has gives nothing; the rarest value
+        stored gives exactly the rows that hold it."""
         scope_rows = self.scoped(self.seed_state, c, lm, base)
         for arg, (col, op) in lm.filters.items():
             if op != "eq":
                 continue
             schema = ((self.tools[lm.tool].parameters or {}).get("properties") or {}).get(arg) or {}
-            values = [
-                r.get(col)
-                for r in scope_rows
-                if r.get(col) is not None and not isinstance(r.get(col), (list, dict))
-            ]
-            if schema.get("type") == "boolean":
-                values = [bool(v) for v in values]
-            values = [v for v in values if isinstance(v, (str, int, float, bool))]
-            absent = [
-                e
-                for e in schema.get("enum") or []
-                if e is not None and not any(self._eq(r.get(col), e) for r in scope_rows)
-            ]
-            if absent:  # a value no row in scope has: the answer must be empty
-                got, problem, _p, _f = await self.list_all(lm, {**base, arg: absent[0]})
-                if got:
-                    self.blame.add(
-                        lm.tool,
-                        f"filter {arg}={show(absent[0])} returned {len(got)} rows, but no "
-                        "stored row matches",
-                    )
-                    continue
-            if not values:
+            if not await self._absent_filter(lm, base, arg, col, schema, scope_rows):
                 continue
-            counts: dict[str, int] = {}
-            for v in values:
-                counts[self.k(v)] = counts.get(self.k(v), 0) + 1
-            v = min(
-                values, key=lambda x: counts[self.k(x)]
-            )  # the rarest: a filter that is ignored shows
-            got, problem, _p, _f = await self.list_all(lm, {**base, arg: v})
-            if got is None:
-                self.blame.add(lm.tool, f"filtering by {arg}={show(v)}: {problem}")
-                continue
-            want = {self.k(r.get(c.key)) for r in scope_rows if self._eq(r.get(col), v)}
-            keys = {self.k(r.get(c.key)) for r in got if isinstance(r, dict)}
-            if keys != want:
-                self.blame.add(
-                    lm.tool,
-                    f"filter {arg}={show(v)} returned {len(keys)} rows, but {len(want)} "
-                    "stored rows match",
-                )
+            values = _filter_values(scope_rows, col, schema)
+            if values:
+                await self._rarest_filter(c, lm, base, arg, col, values, scope_rows)
+
+    async def _absent_filter(
+        self,
+        lm: ListMeta,
+        base: dict[str, Any],
+        arg: str,
+        col: str,
+        schema: dict[str, Any],
+        scope_rows: list[dict[str, Any]],
+    ) -> bool:
+        """A declared value no row in scope has must give an empty answer; False when it did
+        not (blamed)."""
+        absent = [
+            e
+            for e in schema.get("enum") or []
+            if e is not None and not any(self._eq(r.get(col), e) for r in scope_rows)
+        ]
+        if not absent:
+            return True
+        got, _problem, _p, _f = await self.list_all(lm, {**base, arg: absent[0]})
+        if got:
+            self.blame.add(
+                lm.tool,
+                f"filter {arg}={show(absent[0])} returned {len(got)} rows, but no stored row "
+                "matches",
+            )
+            return False
+        return True
+
+    async def _rarest_filter(
+        self,
+        c: Crud,
+        lm: ListMeta,
+        base: dict[str, Any],
+        arg: str,
+        col: str,
+        values: list[Any],
+        scope_rows: list[dict[str, Any]],
+    ) -> None:
+        """Filtering by the rarest stored value (a filter that is ignored shows) gives exactly
+        the rows that hold it."""
+        counts: dict[str, int] = {}
+        for v in values:
+            counts[self.k(v)] = counts.get(self.k(v), 0) + 1
+        v = min(values, key=lambda x: counts[self.k(x)])
+        got, problem, _p, _f = await self.list_all(lm, {**base, arg: v})
+        if got is None:
+            self.blame.add(lm.tool, f"filtering by {arg}={show(v)}: {problem}")
+            return
+        want = {self.k(r.get(c.key)) for r in scope_rows if self._eq(r.get(col), v)}
+        keys = {self.k(r.get(c.key)) for r in got if isinstance(r, dict)}
+        if keys != want:
+            self.blame.add(
+                lm.tool,
+                f"filter {arg}={show(v)} returned {len(keys)} rows, but {len(want)} "
+                "stored rows match",
+            )
 
     @staticmethod
     def _eq(a: Any, b: Any) -> bool:
@@ -769,6 +817,8 @@ class Checker:
     # ----------------------------------------------------------------- create
 
     async def check_create(self, c: Crud) -> None:
+        """A create adds exactly one row, stores what it was given, answers that row, and a get
+        and the lists find it."""
         if not c.create:
             return
         await self.reset()
@@ -785,30 +835,57 @@ class Checker:
         after = await self.sb.state()
         old, new = self.rows(before, c), self.rows(after, c)
         added = [k for k in new if k not in old]
+        problem = self._create_added(c, res.value, old, new, added) or self._create_stored(
+            c, args, new[added[0]]
+        )
+        if problem:
+            self.blame.add(c.create, problem)
+            return
+        key, row = added[0], new[added[0]]
+        self.compare(c.create, c, res.value, row, "the new row")
+        g = await self._read_back(c, row)
+        if g is not None and not g.ok:
+            self.blame.add(
+                c.get,
+                f"cannot find the row create just stored ({c.key} {key}): "
+                f"{g.error.code if g.error else ''}",
+            )
+        elif g is not None:
+            self.compare(c.get, c, g.value, row, "the row create just made")
+        for lm in c.lists:
+            base = {arg: row.get(col) for arg, col in lm.scope.items()}
+            if any(v is None for v in base.values()):
+                continue
+            await self.check_list_against(c, lm, after, base, " (after a create)")
+
+    def _create_added(
+        self,
+        c: Crud,
+        value: Any,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        added: list[str],
+    ) -> str:
+        """What is wrong with the rows a create added (none gone, exactly one new, under the key
+        it answered), or ``""``."""
         gone = [k for k in old if k not in new]
         if gone:
-            self.blame.add(
-                c.create,
-                f"replaced or removed existing rows {', '.join(gone[:3])} instead of adding one",
-            )
-            return
-        if len(added) != 1:
-            self.blame.add(
-                c.create,
-                f"answered {show(res.value)} but added {len(added)} rows to {c.table} "
+            return f"replaced or removed existing rows {', '.join(gone[:3])} instead of adding one"
+        if not added:
+            return (
+                f"answered {show(value)} but added 0 rows to {c.table} "
                 "(expected 1): the write did not persist"
-                if not added
-                else f"added {len(added)} rows to {c.table}",
             )
-            return
-        key = added[0]
-        row = new[key]
-        if isinstance(res.value, dict) and c.key in res.value and self.k(res.value[c.key]) != key:
-            self.blame.add(
-                c.create, f"answered {c.key} {show(res.value[c.key])} but stored the row as {key}"
-            )
-            return
-        for arg, col in c.body.get(c.create, {}).items():
+        if len(added) != 1:
+            return f"added {len(added)} rows to {c.table}"
+        if isinstance(value, dict) and c.key in value and self.k(value[c.key]) != added[0]:
+            return f"answered {c.key} {show(value[c.key])} but stored the row as {added[0]}"
+        return ""
+
+    def _create_stored(self, c: Crud, args: dict[str, Any], row: dict[str, Any]) -> str:
+        """The first body argument a create stored otherwise than given (spaces aside), or
+        ``""``."""
+        for arg, col in c.body.get(c.create or "", {}).items():
             if (
                 arg in args
                 and col in row
@@ -819,29 +896,24 @@ class Checker:
                     and row[col].strip() == args[arg].strip()
                 )
             ):
-                self.blame.add(
-                    c.create, f"was given {arg}={show(args[arg])} but stored {col}={show(row[col])}"
-                )
-                return
-        self.compare(c.create, c, res.value, row, "the new row")
-        if c.get:
-            gargs = self.scope_args(c, c.get, row)
-            if gargs is not None:
-                gargs[c.key_arg[c.get]] = row[c.key]
-                g = await self.call(c.get, gargs)
-                if not g.ok:
-                    self.blame.add(
-                        c.get,
-                        f"cannot find the row create just stored ({c.key} {key}): "
-                        f"{g.error.code if g.error else ''}",
-                    )
-                else:
-                    self.compare(c.get, c, g.value, row, "the row create just made")
-        for lm in c.lists:
-            base = {arg: row.get(col) for arg, col in lm.scope.items()}
-            if any(v is None for v in base.values()):
-                continue
-            await self.check_list_against(c, lm, after, base, " (after a create)")
+                return f"was given {arg}={show(args[arg])} but stored {col}={show(row[col])}"
+        return ""
+
+    async def _read_back(self, c: Crud, row: dict[str, Any]) -> Any:
+        """The get tool's answer for a row (None when there is no get or no scope for it)."""
+        if not c.get:
+            return None
+        gargs = self.scope_args(c, c.get, row)
+        if gargs is None:
+            return None
+        gargs[c.key_arg[c.get]] = row[c.key]
+        return await self.call(c.get, gargs)
+
+    def _others_changed(
+        self, c: Crud, old: dict[str, Any], new: dict[str, Any], key: str
+    ) -> list[str]:
+        """Rows other than ``key`` whose stored values changed."""
+        return [k for k in old if k != key and k in new and not self._same_row(old[k], new[k], c)]
 
     # ----------------------------------------------------------------- update
 
@@ -913,62 +985,86 @@ class Checker:
         given: dict[str, Any],
         value: Any,
     ) -> None:
+        """After an update: the row is still there with what it was given, nothing else changed,
+        and its answer and the get agree with the stored row."""
         after = await self.sb.state()
         old, new = self.rows(self.seed_state, c), self.rows(after, c)
         key = self.k(row[c.key])
         if key not in new:
             self.blame.add(name, f"removed row {key} instead of updating it")
             return
-        body = c.body.get(name) or {}
         stored = new[key]
+        problem = (
+            self._update_missed(c, name, key, stored, given)
+            or self._update_spilled(c, name, key, old, new)
+            or self._update_untouched(c, name, key, row, stored, given)
+        )
+        if problem:
+            self.blame.add(name, problem)
+            return
+        if isinstance(value, dict):
+            self.compare(name, c, value, stored, "the updated row")
+        g = await self._read_back(c, stored)
+        if g is not None and g.ok:
+            self.compare(c.get, c, g.value, stored, f"after {name}")
+        elif g is not None:
+            self.blame.add(c.get, f"cannot find row {key} after {name}")
+
+    def _update_missed(
+        self, c: Crud, name: str, key: str, stored: dict[str, Any], given: dict[str, Any]
+    ) -> str:
+        """The first value an update was given that its row does not hold (case aside for
+        words), or ``""``."""
+        body = c.body.get(name) or {}
         for arg, v in given.items():
             col = body[arg]
             if not same(stored.get(col), v) and not (
                 isinstance(v, str) and str(stored.get(col)).lower() == v.lower()
             ):
-                self.blame.add(
-                    name,
+                return (
                     f"was given {arg}={show(v)} but row {key} still has "
-                    f"{col}={show(stored.get(col))}: the update did not persist",
+                    f"{col}={show(stored.get(col))}: the update did not persist"
                 )
-                return
-        others = [k for k in old if k != key and k in new and not self._same_row(old[k], new[k], c)]
+        return ""
+
+    def _update_spilled(
+        self, c: Crud, name: str, key: str, old: dict[str, Any], new: dict[str, Any]
+    ) -> str:
+        """Other rows an update changed (or a changed row count), or ``""``."""
+        others = self._others_changed(c, old, new, key)
         if others or len(new) != len(old):
-            self.blame.add(
-                name,
+            return (
                 f"changed other rows of {c.table} ({', '.join(others[:3]) or 'row count'}) "
-                f"when asked to update {key}",
+                f"when asked to update {key}"
             )
-            return
-        untouched = (
-            [col for a, col in body.items() if a not in given and col not in c.generated]
-            if not c.model
-            else [
-                col
-                for col in stored
-                if col not in c.generated and col not in {body[a] for a in given}
+        return ""
+
+    def _update_untouched(
+        self,
+        c: Crud,
+        name: str,
+        key: str,
+        row: dict[str, Any],
+        stored: dict[str, Any],
+        given: dict[str, Any],
+    ) -> str:
+        """The first column an update changed though not asked to (of its body's columns; of
+        all columns in a model environment), or ``""``."""
+        body = c.body.get(name) or {}
+        if c.model:
+            asked = {body[a] for a in given}
+            untouched = [col for col in stored if col not in c.generated and col not in asked]
+        else:
+            untouched = [
+                col for a, col in body.items() if a not in given and col not in c.generated
             ]
-        )
         for col in untouched:
-            if c.model or col in row:
-                if not same(stored.get(col), row.get(col)):
-                    self.blame.add(
-                        name,
-                        f"changed {col} of row {key} ({show(row.get(col))} -> "
-                        f"{show(stored.get(col))}) though it was not asked to",
-                    )
-                    return
-        if isinstance(value, dict):
-            self.compare(name, c, value, stored, "the updated row")
-        if c.get:
-            gargs = self.scope_args(c, c.get, stored)
-            if gargs is not None:
-                gargs[c.key_arg[c.get]] = stored[c.key]
-                g = await self.call(c.get, gargs)
-                if g.ok:
-                    self.compare(c.get, c, g.value, stored, f"after {name}")
-                else:
-                    self.blame.add(c.get, f"cannot find row {key} after {name}")
+            if (c.model or col in row) and not same(stored.get(col), row.get(col)):
+                return (
+                    f"changed {col} of row {key} ({show(row.get(col))} -> "
+                    f"{show(stored.get(col))}) though it was not asked to"
+                )
+        return ""
 
     def _same_row(self, a: dict[str, Any], b: dict[str, Any], c: Crud) -> bool:
         return all(same(a.get(k), b.get(k)) for k in set(a) | set(b) if k not in c.generated)
@@ -1019,65 +1115,65 @@ class Checker:
     # ----------------------------------------------------------------- actions
 
     async def check_actions(self, c: Crud) -> None:
+        """Each action, on the first seed row it accepts: it sets what its transition says (or
+        changes the row at all), changes no other row, and the get agrees."""
         for name in c.actions:
-            tr = c.transitions.get(name) or {}
-            rows = self.seed_state.get(c.table) or []
-            for row in rows[:8]:
+            for row in (self.seed_state.get(c.table) or [])[:8]:
                 await self.reset()
-                args = self.scope_args(c, name, row)
+                args = self._action_args(c, name, row)
                 if args is None:
                     continue
-                args[c.key_arg[name]] = row[c.key]
-                tool = self.tools[name]
-                for a in (tool.parameters or {}).get("required") or []:
-                    if a not in args:
-                        src = self.builder.sources(
-                            tool,
-                            a,
-                            ((tool.parameters or {}).get("properties") or {}).get(a) or {},
-                            self.rng,
-                        )
-                        if src:
-                            args[a] = src[0]
                 res = await self.call(name, args)
-                if not res.ok:
-                    continue
-                after = await self.sb.state()
-                old, new = self.rows(self.seed_state, c), self.rows(after, c)
-                key = self.k(row[c.key])
-                if key not in new:
-                    break  # a soft action that removes the row is not judged here
-                col = tr.get("field")
-                if col is not None and not same(new[key].get(col), tr.get("to")):
-                    self.blame.add(
-                        name,
-                        f"answered {show(res.value)[:40]} but row {key} has "
-                        f"{col}={show(new[key].get(col))}, not {show(tr.get('to'))}: the "
-                        "change did not persist",
-                    )
-                elif (
-                    col is None
-                    and self._same_row(old[key], new[key], Crud(table=c.table, key=c.key))
-                    and not c.model
-                ):
-                    self.blame.add(name, f"answered but changed nothing in row {key}")
-                others = [
-                    k
-                    for k in old
-                    if k != key and k in new and not self._same_row(old[k], new[k], c)
-                ]
-                if others:
-                    self.blame.add(
-                        name, f"changed other rows {', '.join(others[:3])} when asked about {key}"
-                    )
-                if c.get and col is not None:
-                    gargs = self.scope_args(c, c.get, new[key])
-                    if gargs is not None:
-                        gargs[c.key_arg[c.get]] = new[key][c.key]
-                        g = await self.call(c.get, gargs)
-                        if g.ok:
-                            self.compare(c.get, c, g.value, new[key], f"after {name}")
-                break
+                if res.ok:
+                    await self._after_action(c, name, row, res.value)
+                    break
+
+    def _action_args(self, c: Crud, name: str, row: dict[str, Any]) -> dict[str, Any] | None:
+        """An action's arguments for a row: its scope, its key, and a value for each other
+        required argument that has one."""
+        args = self.scope_args(c, name, row)
+        if args is None:
+            return None
+        args[c.key_arg[name]] = row[c.key]
+        tool = self.tools[name]
+        props = (tool.parameters or {}).get("properties") or {}
+        for a in (tool.parameters or {}).get("required") or []:
+            if a not in args:
+                src = self.builder.sources(tool, a, props.get(a) or {}, self.rng)
+                if src:
+                    args[a] = src[0]
+        return args
+
+    async def _after_action(self, c: Crud, name: str, row: dict[str, Any], value: Any) -> None:
+        """The checks of :meth:`check_actions` on the state after one action call."""
+        after = await self.sb.state()
+        old, new = self.rows(self.seed_state, c), self.rows(after, c)
+        key = self.k(row[c.key])
+        if key not in new:
+            return  # a soft action that removes the row is not judged here
+        tr = c.transitions.get(name) or {}
+        col = tr.get("field")
+        if col is not None and not same(new[key].get(col), tr.get("to")):
+            self.blame.add(
+                name,
+                f"answered {show(value)[:40]} but row {key} has "
+                f"{col}={show(new[key].get(col))}, not {show(tr.get('to'))}: the "
+                "change did not persist",
+            )
+        elif (
+            col is None
+            and self._same_row(old[key], new[key], Crud(table=c.table, key=c.key))
+            and not c.model
+        ):
+            self.blame.add(name, f"answered but changed nothing in row {key}")
+        others = self._others_changed(c, old, new, key)
+        if others:
+            self.blame.add(
+                name, f"changed other rows {', '.join(others[:3])} when asked about {key}"
+            )
+        g = await self._read_back(c, new[key]) if col is not None else None
+        if g is not None and g.ok:
+            self.compare(c.get, c, g.value, new[key], f"after {name}")
 
     # ----------------------------------------------------------------- failed calls
 

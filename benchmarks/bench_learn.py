@@ -23,6 +23,7 @@ Figures per model (95 % bootstrap CIs over rollouts): mean reward, pass@1, tool-
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -106,9 +107,11 @@ def eval_set(
     if limit:
         random.Random(seed).shuffle(split)
         split, unseen = split[: limit // 2], unseen[: limit // 2]
+    # interleaved, so that a run stopped early (see --summarize) has some of each kind
+    both = [t for pair in itertools.zip_longest(split, unseen) for t in pair if t is not None]
     folder = out / "evalset"
     folder.mkdir(exist_ok=True)
-    (folder / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in split + unseen))
+    (folder / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in both))
     if not (folder / "envs").exists():
         (folder / "envs").symlink_to(run / "envs")
     return folder
@@ -295,6 +298,8 @@ def summary(rows: list[dict[str, Any]], seed: int) -> dict[str, Any]:
         "format_error_rate": sum(r["format_errors"] for r in rows) / turns if turns else None,
         "format_errors_per_rollout": _ci([float(r["format_errors"]) for r in rows], seed),
         "turns": _ci([float(r["turns"]) for r in rows], seed),
+        "called_a_tool": _ci([float(r["attempted"] > 0) for r in rows], seed),
+        "calls_ok_per_rollout": _ci([float(r["calls_ok"]) for r in rows], seed),
     }
 
 
@@ -350,6 +355,22 @@ def compare(result: dict[str, Any], holdout_env: str, seed: int) -> None:
     for n in names:
         rows = [r for r in result[f"{n}_rows"] if r["task_id"] in common]
         result[n] = by_env(rows, holdout_env, seed)
+
+
+def summarize(args: argparse.Namespace) -> dict[str, Any]:
+    """The figures of the evaluations already in ``--out`` (and ``--base-rollouts``), finished
+    or not, on the tasks they all have: for a run stopped early."""
+    out = Path(args.out)
+    result: dict[str, Any] = {"out": str(out), "partial": True}
+    for name in ("base", "trained", "control"):
+        folder = Path(args.base_rollouts) if name == "base" and args.base_rollouts else out
+        folder = folder if name == "base" and args.base_rollouts else folder / f"eval-{name}"
+        if (folder / "rollouts.jsonl").exists():
+            result[f"{name}_rows"] = rollout_figures(folder, None)
+    compare(result, args.holdout_env, args.seed)
+    for n in ("base", "trained", "control"):
+        result.pop(f"{n}_rows", None)
+    return result
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -433,4 +454,10 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=int, default=5400)
     ap.add_argument("--out", default="")
-    print(json.dumps(main(ap.parse_args())))
+    ap.add_argument(
+        "--summarize",
+        action="store_true",
+        help="only the figures of the evaluations already in --out",
+    )
+    a = ap.parse_args()
+    print(json.dumps(summarize(a) if a.summarize else main(a)))

@@ -116,7 +116,7 @@ def test_the_loop_trains_the_served_model_and_the_report_draws_its_curves(
         "trl.device=cpu",
         "trl.max_length=100000",
         "trl.learning_rate=0.01",
-        f"trl.holdout_envs={HOLDOUT}",
+        f'trl.holdout_envs=["{HOLDOUT}"]',
         "openai.max_turns=2",
         "openai.max_tokens=8",
         "openai.temperature=0",

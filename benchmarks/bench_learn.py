@@ -359,14 +359,22 @@ def compare(result: dict[str, Any], holdout_env: str, seed: int) -> None:
 
 def summarize(args: argparse.Namespace) -> dict[str, Any]:
     """The figures of the evaluations already in ``--out`` (and ``--base-rollouts``), finished
-    or not, on the tasks they all have: for a run stopped early."""
+    or not, on the tasks they all have: for a run stopped early. ``eval-<name>-*`` folders are
+    shards of the same model's evaluation (a task's first rollout counts)."""
     out = Path(args.out)
     result: dict[str, Any] = {"out": str(out), "partial": True}
     for name in ("base", "trained", "control"):
-        folder = Path(args.base_rollouts) if name == "base" and args.base_rollouts else out
-        folder = folder if name == "base" and args.base_rollouts else folder / f"eval-{name}"
-        if (folder / "rollouts.jsonl").exists():
-            result[f"{name}_rows"] = rollout_figures(folder, None)
+        if name == "base" and args.base_rollouts:
+            folders = [Path(args.base_rollouts)]
+        else:  # eval-<name>, and shards of the same tasks (eval-<name>-b, ...)
+            folders = sorted(p for p in out.glob(f"eval-{name}*") if p.is_dir())
+        rows: dict[str, dict[str, Any]] = {}
+        for folder in folders:
+            if (folder / "rollouts.jsonl").exists():
+                for r in rollout_figures(folder, None):
+                    rows.setdefault(r["task_id"], r)
+        if rows:
+            result[f"{name}_rows"] = list(rows.values())
     compare(result, args.holdout_env, args.seed)
     for n in ("base", "trained", "control"):
         result.pop(f"{n}_rows", None)

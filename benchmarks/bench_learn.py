@@ -195,6 +195,50 @@ def train_worker(argv: list[str]) -> None:
     print(json.dumps(metrics))
 
 
+def heldout_conversations(run: Path, tasks: Path) -> list[dict[str, Any]]:
+    """The data run's reference conversations (reward 1) of the eval set's tasks, each with its
+    environment's tools (from ``sft.jsonl``): what a model that learned the tasks writes."""
+    want = {t["id"]: t["env_id"] for t in _jsonl(tasks / "tasks.jsonl")}
+    tools = {r["metadata"]["env_id"]: r["tools"] for r in _jsonl(run / "sft.jsonl")}
+    return [
+        {"task_id": r["task_id"], "env_id": r["env_id"], "messages": r["trajectory"]["messages"],
+         "tools": tools[r["env_id"]]}
+        for r in _jsonl(run / "rollouts.jsonl")
+        if r["task_id"] in want and r["env_id"] in tools and r["reward"]["score"] >= 1.0
+    ]  # fmt: skip
+
+
+def nll_worker(argv: list[str]) -> None:
+    """In the trainers venv: the mean negative log-likelihood per written token of each
+    conversation of a JSON-lines file under the base (``-``) or base + an adapter; prints one
+    JSON list (task, env, nll, tokens)."""
+    import torch
+    from peft import PeftModel
+
+    from envkernel_trl import chat
+    from envkernel_trl.learn import load_base
+
+    rows_file, adapter = argv[0], argv[1]
+    tok, lm = load_base("smollm2", "", "cpu")
+    model = lm if adapter == "-" else PeftModel.from_pretrained(lm, adapter)
+    model.eval()
+    out = []
+    for r in _jsonl(Path(rows_file)):
+        enc = chat.encode(tok, r["messages"], _tool_objects(r["tools"]))
+        if enc is None:
+            continue
+        ids, mask = enc
+        x = torch.tensor([ids])
+        with torch.no_grad():
+            logp = torch.log_softmax(model(input_ids=x).logits[0, :-1].float(), -1)
+        got = logp.gather(1, x[0, 1:, None])[:, 0]
+        wrote = torch.tensor(mask[1:], dtype=torch.float32)
+        nll = float(-(got * wrote).sum() / wrote.sum())
+        out.append({"task_id": r["task_id"], "env_id": r["env_id"], "nll": nll,
+                    "tokens": int(wrote.sum())})  # fmt: skip
+    print(json.dumps(out))
+
+
 def _tool_objects(tools: Any) -> list[dict[str, Any]]:
     tools = json.loads(tools) if isinstance(tools, str) else tools
     for t in tools:
@@ -429,6 +473,9 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--train-worker"]:
         train_worker(sys.argv[2:])
+        sys.exit(0)
+    if sys.argv[1:2] == ["--nll-worker"]:
+        nll_worker(sys.argv[2:])
         sys.exit(0)
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

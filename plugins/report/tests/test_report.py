@@ -410,3 +410,32 @@ def test_an_eval_run_shows_its_table(run_dir: Path, tmp_path: Path) -> None:
     assert "pass@3" in text and "0.583 [0.333, 0.833]" in text and "0.750 [0.500, 1.000]" in text
     assert "by category" in text and "e-commerce" in text and "by source" in text
     assert "Not an" in " ".join(parse(render(load_run(run_dir))).text)
+
+
+def test_a_trainer_s_per_kind_rewards_are_drawn_as_learning_curves(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    learned = tmp_path / "learned"
+    shutil.copytree(run_dir, learned, ignore=shutil.ignore_patterns("nats", "report.html"))
+    summary = json.loads((learned / "summary.json").read_text())
+    for k, it in enumerate(summary["iterations"]):  # as the trl trainer reports them
+        metrics = {"reward_train": 0.1 + 0.2 * k, "reward_heldout_split": 0.05 + 0.1 * k}
+        it["updates"] = {"trl": {"policy": "", "ref": f"u{k}", "metrics": metrics}}
+        it["updates"]["trl"]["metrics"]["reward_heldout_env"] = 0.02
+    (learned / "summary.json").write_text(json.dumps(summary))
+    config = json.loads((learned / "config.json").read_text())
+    config.setdefault("overrides", {})["trl"] = {"holdout_envs": ["shop-v1"]}
+    (learned / "config.json").write_text(json.dumps(config))
+    data = load_run(learned)
+    curves = data.learning_curves()
+    assert curves == {
+        "train split": [(0, 0.1), (1, 0.30000000000000004)],
+        "held-out split (chain signatures never trained on)": [(0, 0.05), (1, 0.15000000000000002)],
+        "held-out environment (shop-v1)": [(0, 0.02), (1, 0.02)],
+    }
+    html = render(data)
+    assert "Mean reward per iteration, by kind of task" in html
+    assert "held-out environment (shop-v1)" in html
+    # a run without such metrics has no learning-curve chart
+    assert load_run(run_dir).learning_curves() == {}
+    assert "by kind of task" not in render(load_run(run_dir))

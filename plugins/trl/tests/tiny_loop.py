@@ -123,10 +123,9 @@ def lora_weights(trainer: TrlTrainer) -> torch.Tensor:
     return torch.cat([p.detach().flatten().clone() for p in trainer.learner.params])
 
 
-def main(out: Path) -> None:
-    """Build, train, update, serve; print the JSON line."""
+def build_base(base: Path) -> PreTrainedTokenizerFast:
+    """A tiny random Llama (SmolLM2's architecture) and its tokenizer, saved in ``base``."""
     torch.manual_seed(0)
-    base = out / "base"
     probe = PreTrainedTokenizerFast(
         tokenizer_object=Tokenizer(models.BPE()), chat_template=SMOLLM2_TEMPLATE
     )
@@ -140,7 +139,7 @@ def main(out: Path) -> None:
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        max_position_embeddings=2048,
+        max_position_embeddings=8192,
         tie_word_embeddings=True,
         pad_token_id=tok.pad_token_id,
         eos_token_id=tok.eos_token_id,
@@ -148,7 +147,14 @@ def main(out: Path) -> None:
     )
     LlamaForCausalLM(cfg).save_pretrained(base)
     tok.save_pretrained(base)
+    return tok
 
+
+def main(out: Path) -> None:
+    """Build, train, update, serve; print the JSON line."""
+    base = out / "base"
+    tok = build_base(base)
+    checks: dict[str, object] = {}
     settings = TrlSettings(model=str(base), device="cpu", learning_rate=5e-2, batch_size=2)
     trainer = TrlTrainer(settings)
     ctx = FakeContext(
@@ -156,8 +162,7 @@ def main(out: Path) -> None:
     )
     asyncio.run(trainer.consume(group((1.0, 0.0)), ctx))
     sft, grpo = trainer._buffer[0]["g1"]
-    before = None
-    checks: dict[str, object] = {"sft_examples": len(sft), "grpo_examples": len(grpo)}
+    checks.update(sft_examples=len(sft), grpo_examples=len(grpo))
     trainer._learner()
     before = lora_weights(trainer)
     checks["sft_metrics"] = trainer.train(sft, [], seed=0)
@@ -192,4 +197,7 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    if sys.argv[1:2] == ["--base-only"]:  # the online loop's test: only the model folder
+        build_base(Path(sys.argv[2]))
+    else:
+        main(Path(sys.argv[1]))

@@ -184,6 +184,38 @@ class RunData:
                 curves[f"{policy} (from rollouts.jsonl)"] = pts
         return curves
 
+    def holdout_envs(self) -> list[str]:
+        """The environments a trainer was told never to learn from (any component's
+        ``holdout_envs`` setting in the run's config)."""
+        found: list[str] = []
+        for table in ("settings", "overrides"):
+            for value in (self.config.get(table) or {}).values():
+                if isinstance(value, dict) and isinstance(value.get("holdout_envs"), list):
+                    found += [str(e) for e in value["holdout_envs"] if str(e) not in found]
+        return found
+
+    def learning_curves(self) -> dict[str, list[tuple[int, float]]]:
+        """Per kind of task, the mean reward per iteration as a trainer measured it (the
+        ``reward_train``, ``reward_heldout_split`` and ``reward_heldout_env`` metrics of its
+        updates, as the ``trl`` trainer reports them); {} when no update has them."""
+        held = ", ".join(self.holdout_envs()) or "never trained on"
+        labels = {
+            "reward_train": "train split",
+            "reward_heldout_split": "held-out split (chain signatures never trained on)",
+            "reward_heldout_env": f"held-out environment ({held})",
+        }
+        curves: dict[str, list[tuple[int, float]]] = {}
+        its = [it for it in self.summary.get("iterations") or [] if isinstance(it, dict)]
+        for i, it in enumerate(its):
+            for trainer, update in sorted((it.get("updates") or {}).items()):
+                metrics = update.get("metrics") if isinstance(update, dict) else None
+                for key, label in labels.items():
+                    value = (metrics or {}).get(key)
+                    if isinstance(value, int | float):
+                        name = label if len(it["updates"]) == 1 else f"{trainer}: {label}"
+                        curves.setdefault(name, []).append((int(it.get("iteration", i)), value))
+        return curves
+
 
 def _lines(
     path: Path,

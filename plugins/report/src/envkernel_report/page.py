@@ -391,6 +391,19 @@ def _curve(data: RunData, notes: list[str]) -> str:
     )
 
 
+def _learning(data: RunData, notes: list[str]) -> str:
+    """The trainer's curves: mean reward per iteration on the train split, the held-out split
+    and the held-out environment ("" when no trainer reported them)."""
+    curves = data.learning_curves()
+    if not curves:
+        return ""
+    return _safe(
+        "learning curves",
+        notes,
+        lambda: charts.curve(curves, title="Mean reward per iteration, by kind of task"),
+    )
+
+
 def _tasks(data: RunData, notes: list[str]) -> dict[str, Any]:
     """The task distributions: chain lengths and difficulty charts, splits, totals."""
     return {
@@ -453,7 +466,7 @@ def render(data: RunData, *, step: Callable[[str], None] | None = None) -> str:
     part("rewards")
     rewards = _rewards(data, notes)
     part("reward curve")
-    curve = _curve(data, notes)
+    curve = _curve(data, notes) + _learning(data, notes)
     part("task distributions")
     tasks = _tasks(data, notes)
     part("gate")

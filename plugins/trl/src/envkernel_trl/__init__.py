@@ -27,8 +27,10 @@ from typing import Any
 import msgspec
 
 from envkernel.hookspecs import hookimpl
+from envkernel_kit.answers import facts_in_words
 from envkernel_kit.groups import advantages, purpose_of, signal
-from envkernel_schemas import GroupScored, IterationEnded, PolicyUpdate
+from envkernel_kit.messages import compact
+from envkernel_schemas import GroupScored, IterationEnded, PolicyUpdate, Task
 
 from .chat import tool_defs
 
@@ -61,8 +63,11 @@ class TrlSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """AdamW learning rate."""
     batch_size: int = 4
     """Conversations per optimizer step."""
-    max_length: int = 1024
-    """Tokens per conversation at most (longer ones keep their last ``max_length`` tokens)."""
+    max_length: int = 2048
+    """Tokens per conversation at most; a longer one is skipped (counted in the ``too_long``
+    metric), since cutting it would cut the tool list out of its prompt. With the compact tool
+    list (:func:`envkernel_trl.chat.compact_tool`) the shipped corpus's reference conversations
+    are about 1,100-3,000 tokens in SmolLM2's tokenizer (median about 1,750)."""
     device: str = "auto"
     """``auto`` (cuda when there, else cpu), ``cpu``, ``cuda``, ``cuda:1``..."""
     epochs: int = 1
@@ -73,8 +78,15 @@ class TrlSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Take the GRPO pass."""
     sft_min_reward: float = 1.0
     """Rollouts scoring at least this are SFT examples."""
+    demos: bool = True
+    """SFT also on each train group's task's reference chain (its calls with the outputs
+    recorded when the task was made, then the reference's answer), in every iteration: a base
+    model that solves nothing yet still has something to learn from."""
     splits: list[str] = msgspec.field(default_factory=lambda: ["train"])
     """Learn only from tasks of these splits."""
+    holdout_envs: list[str] = msgspec.field(default_factory=list)
+    """Environments never learned from: their rollouts only measure the policy (the
+    ``reward_heldout_env`` metric, and the report's curve of them)."""
 
     def __post_init__(self) -> None:
         if self.lora_rank < 1 or self.batch_size < 1 or self.max_length < 8:
@@ -87,12 +99,55 @@ Settings = TrlSettings
 """Alias: the settings of this plugin's component."""
 
 
+def _reference_answer(task: Task) -> str:
+    """What the ``reference`` policy says at the end (the same rule as the baselines plugin's)."""
+    if task.outcome.answer:
+        return task.outcome.answer
+    if not task.outcome.mutates and (said := facts_in_words(task.outcome)):
+        return said
+    return (
+        f"Done. Here is the result: {compact(task.outputs[-1])}"
+        if task.outputs
+        else ("There was nothing to do.")
+    )
+
+
+def demo_of(group: GroupScored) -> list[dict[str, Any]] | None:
+    """The task's reference chain as a conversation: the group's opening (system and user
+    messages, as the policy wrote them), each reference call with its recorded output, then the
+    reference's answer. None for a task whose user holds details back (the demo would need the
+    user's turns) or whose outputs were not recorded."""
+    task = group.task
+    if task.hidden or len(task.outputs) != len(task.calls) or not group.rollouts:
+        return None
+    opening = group.rollouts[0].trajectory.messages[:2]
+    if [m.get("role") for m in opening] != ["system", "user"]:
+        return None
+    msgs = [dict(m) for m in opening]
+    for i, (call, out) in enumerate(zip(task.calls, task.outputs, strict=True)):
+        fn = {"name": call.name, "arguments": compact(call.arguments)}
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": f"call_{i}", "type": "function", "function": fn}],
+            }
+        )
+        msgs.append({"role": "tool", "tool_call_id": f"call_{i}", "content": compact(out)})
+    msgs.append({"role": "assistant", "content": _reference_answer(task)})
+    return msgs
+
+
 def examples_of(
-    group: GroupScored, tools: list[dict[str, Any]], min_reward: float
+    group: GroupScored, tools: list[dict[str, Any]], min_reward: float, demos: bool = False
 ) -> tuple[list[Any], list[Any]]:
-    """(SFT examples, GRPO examples) of one scored group, each ``(messages, tools, weight)``."""
+    """(SFT examples, GRPO examples) of one scored group, each ``(messages, tools, weight)``;
+    with ``demos``, the task's reference chain (:func:`demo_of`) is an SFT example too."""
     ok = [r for r in group.rollouts if not r.reward.error]
     sft = [(r.trajectory.messages, tools, 1.0) for r in ok if r.reward.score >= min_reward]
+    demo = demo_of(group) if demos else None
+    if demo is not None:
+        sft.append((demo, tools, 1.0))
     verdict, usable = signal(group)
     if verdict != "kept":
         return sft, []
@@ -113,16 +168,51 @@ class TrlTrainer:
         self.settings = settings or TrlSettings()
         self._lock = threading.Lock()
         self._buffer: dict[int, dict[str, tuple[list[Any], list[Any]]]] = {}
+        self._seen: dict[int, dict[str, dict[str, float]]] = {}
+        """Per iteration, per group id: its class's mean reward (see :meth:`measure`)."""
         self.learner: Any = None
         self.curve: list[dict[str, Any]] = []
 
+    def kind_of(self, group: GroupScored) -> str:
+        """``train`` (learned from), ``heldout_split`` (a split not learned from, in an
+        environment learned from) or ``heldout_env`` (an environment in ``holdout_envs``)."""
+        if group.task.env_id in self.settings.holdout_envs:
+            return "heldout_env"
+        return "train" if group.task.split in self.settings.splits else "heldout_split"
+
+    def measure(self, group: GroupScored) -> None:
+        """Note the group's mean reward under its kind (:meth:`kind_of`), for the curves."""
+        scores = [float(r.reward.score) for r in group.rollouts if not r.reward.error]
+        if scores:
+            with self._lock:
+                self._seen.setdefault(group.iteration, {})[group.id] = {
+                    self.kind_of(group): sum(scores) / len(scores)
+                }
+
+    def curve_point(self, iteration: int) -> dict[str, float]:
+        """``reward_<kind>`` (mean over the iteration's groups of that kind) and
+        ``groups_<kind>`` of an iteration."""
+        with self._lock:
+            seen = list(self._seen.pop(iteration, {}).values())
+        out: dict[str, float] = {}
+        for kind in ("train", "heldout_split", "heldout_env"):
+            vals = [v[kind] for v in seen if kind in v]
+            if vals:
+                out[f"reward_{kind}"] = round(sum(vals) / len(vals), 4)
+                out[f"groups_{kind}"] = float(len(vals))
+        return out
+
     async def consume(self, group: GroupScored, ctx: Any) -> None:
-        """Keep a train group's SFT and GRPO examples (a redelivered group is kept once)."""
-        if purpose_of(group) != "train" or group.task.split not in self.settings.splits:
+        """Keep a train group's SFT and GRPO examples (a redelivered group is kept once); note
+        every rollout group's mean reward for the curves."""
+        if purpose_of(group) != "train":
+            return
+        self.measure(group)
+        if self.kind_of(group) != "train":
             return
         env = await ctx.env(group.task.env_id)
         tools = tool_defs(list(env.tools) if env else [], group.task.tools)
-        pair = examples_of(group, tools, self.settings.sft_min_reward)
+        pair = examples_of(group, tools, self.settings.sft_min_reward, self.settings.demos)
         with self._lock:
             self._buffer.setdefault(group.iteration, {})[group.id] = pair
 
@@ -160,10 +250,12 @@ class TrlTrainer:
             pairs = list(self._buffer.pop(ended.iteration, {}).values())
         sft = [e for p in pairs for e in p[0]]
         grpo = [e for p in pairs for e in p[1]]
+        point = self.curve_point(ended.iteration)
         if not ((self.settings.sft and sft) or (self.settings.grpo and grpo)):
-            ctx.log.warning("nothing to learn from; no update", iteration=ended.iteration)
+            self.curve.append({"iteration": ended.iteration, **point})
+            ctx.log.warning("nothing to learn from; no update", iteration=ended.iteration, **point)
             return None
-        metrics = self.train(sft, grpo, int(ctx.seed) + ended.iteration)
+        metrics = {**point, **self.train(sft, grpo, int(ctx.seed) + ended.iteration)}
         root = Path(self.settings.adapter_dir or Path(ctx.out_dir) / "trl-adapters")
         path = self.learner.save(root / ctx.run_id / f"iter-{ended.iteration}")
         name = f"{ctx.run_id}-iter-{ended.iteration}"

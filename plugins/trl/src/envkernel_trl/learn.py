@@ -14,8 +14,11 @@ conversations. torch, transformers, peft and trl are imported here only.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import os
 import random
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -61,17 +64,48 @@ def pick_device(device: str) -> str:
     return device
 
 
-def load_base(model: str, gguf_file: str, device: str) -> tuple[Any, Any]:
-    """(tokenizer, model) on ``device``, from a folder or a GGUF file (de-quantized by
-    transformers with the ``gguf`` package); nothing is downloaded."""
+def cache_dir() -> Path:
+    """Where de-quantized GGUF models are kept as Hugging Face folders
+    (``ENVKERNEL_TRL_CACHE``, default ``~/.cache/envkernel-trl``)."""
+    return Path(os.environ.get("ENVKERNEL_TRL_CACHE") or Path.home() / ".cache" / "envkernel-trl")
+
+
+def _cached(folder: str, gguf: str) -> Path:
+    src = Path(folder) / gguf
+    stat = src.stat()
+    return cache_dir() / f"{src.stem}-{stat.st_size}-{int(stat.st_mtime)}"
+
+
+def _from_pretrained(folder: str | Path, device: str, extra: dict[str, str]) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder, gguf = resolve_model(model, gguf_file)
-    extra = {"gguf_file": gguf} if gguf else {}
     tok = AutoTokenizer.from_pretrained(folder, local_files_only=True, **extra)
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     lm = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, local_files_only=True, **extra)
+    return tok, lm
+
+
+def load_base(model: str, gguf_file: str, device: str, cache: bool = True) -> tuple[Any, Any]:
+    """(tokenizer, model) on ``device``, from a folder or a GGUF file (de-quantized by
+    transformers with the ``gguf`` package); nothing is downloaded.
+
+    A GGUF is de-quantized once (about 40 s for SmolLM2-135M on CPU) and kept as a Hugging Face
+    folder under :func:`cache_dir` (``cache=False``: not kept); later loads read that folder
+    (a few seconds)."""
+    folder, gguf = resolve_model(model, gguf_file)
+    keep = _cached(folder, gguf) if gguf and cache else None
+    if keep is not None and (keep / "config.json").exists():
+        tok, lm = _from_pretrained(keep, device, {})
+    else:
+        tok, lm = _from_pretrained(folder, device, {"gguf_file": gguf} if gguf else {})
+        if keep is not None:
+            tmp = keep.with_name(f"{keep.name}.tmp-{os.getpid()}")
+            lm.save_pretrained(tmp)
+            tok.save_pretrained(tmp)
+            with contextlib.suppress(OSError):  # another process cached it first
+                tmp.rename(keep)
+            shutil.rmtree(tmp, ignore_errors=True)
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
     return tok, lm.to(device)
@@ -90,7 +124,7 @@ class Learner:
         lora_alpha: int = 16,
         learning_rate: float = 1e-4,
         batch_size: int = 4,
-        max_length: int = 1024,
+        max_length: int = 2048,
         base: tuple[Any, Any] | None = None,
     ) -> None:
         import torch
@@ -106,6 +140,8 @@ class Learner:
         self.opt = torch.optim.AdamW(self.params, lr=learning_rate)
         self.batch_size = batch_size
         self.max_length = max_length
+        self.too_long = 0
+        """Conversations skipped so far for being longer than ``max_length`` tokens."""
 
     def _loss(self, example: Example) -> Any:
         import torch
@@ -115,14 +151,17 @@ class Learner:
         enc = chat.encode(self.tokenizer, messages, tools)
         if enc is None or not any(enc[1]):
             return None
-        ids, mask = enc[0][-self.max_length :], enc[1][-self.max_length :]
+        ids, mask = enc
+        if len(ids) > self.max_length:  # cutting it would cut the tool list out of the prompt
+            self.too_long += 1
+            return None
         if not any(mask[1:]):
             return None
         x = torch.tensor([ids], device=self.device)
         wrote = torch.tensor([mask[1:]], device=self.device, dtype=torch.float32)
         logits = self.model(input_ids=x).logits[:, :-1]
         logp = selective_log_softmax(logits, x[:, 1:]).float()
-        return -weight * (logp * wrote).sum() / wrote.sum()
+        return -weight * (logp * wrote).sum() / wrote.sum(), len(ids)
 
     def step(self, examples: list[Example], seed: int = 0, epochs: int = 1) -> dict[str, float]:
         """Train on ``examples`` (shuffled with ``seed``): one optimizer step per batch."""
@@ -131,19 +170,21 @@ class Learner:
         self.model.train()
         batch = list(examples)
         losses: list[float] = []
-        skipped = steps = 0
+        skipped = steps = tokens = 0
+        long_before = self.too_long
         for epoch in range(epochs):
             random.Random(seed + epoch).shuffle(batch)
             for start in range(0, len(batch), self.batch_size):
                 self.opt.zero_grad()
                 part = batch[start : start + self.batch_size]
                 for ex in part:
-                    loss = self._loss(ex)
-                    if loss is None:
+                    got = self._loss(ex)
+                    if got is None:
                         skipped += 1
                         continue
-                    (loss / len(part)).backward()
-                    losses.append(float(loss.item()))
+                    (got[0] / len(part)).backward()
+                    losses.append(float(got[0].item()))
+                    tokens += got[1]
                 torch.nn.utils.clip_grad_norm_(self.params, 1.0)
                 self.opt.step()
                 steps += 1
@@ -151,6 +192,8 @@ class Learner:
             "loss": sum(losses) / len(losses) if losses else 0.0,
             "examples": float(len(batch)),
             "skipped": float(skipped),
+            "too_long": float(self.too_long - long_before),
+            "tokens": float(tokens),
             "optimizer_steps": float(steps),
         }
 

@@ -25,30 +25,36 @@ def unasked_values(
 ) -> list[str]:
     """Values of the seed rows the chain's last lookup did not return, in the columns its expected
     answer names, that no expected value contains (numbers left out: said by chance too easily)."""
-    last = (
-        next((e for e in steps[-1].elements if e.parent is None and e.table), None)
-        if steps
-        else None
-    )
-    if last is None or last.table not in seed_state:
+    table = _asked_table(steps)
+    if table is None or table not in seed_state:
         return []
     expected = {x.lower() for x in facts} | {x.lower() for r in rows for x in r}
-    returned = [
-        e.row for s in steps for e in s.elements if e.parent is None and e.table == last.table
-    ]
+    returned = [e.row for s in steps for e in s.elements if e.parent is None and e.table == table]
     columns = _named_columns(returned, expected)
-    if not columns:
-        return []
-    seen = {str(r["id"]) for r in returned if "id" in r}
     out: dict[str, None] = {}
-    for row in seed_state[last.table]:
-        if "id" not in row or str(row["id"]) in seen:
-            continue
-        for k in columns:
-            t = _value(row.get(k))
-            if t and not any(t.lower() in x or x in t.lower() for x in expected):
-                out[t] = None
+    for t in (_value(row.get(k)) for row in _others(seed_state[table], returned) for k in columns):
+        if t and not _covered(t, expected):
+            out[t] = None
     return list(out)
+
+
+def _others(rows: list[dict[str, Any]], returned: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows (with an id) that are not among the ``returned`` ones."""
+    seen = {str(r["id"]) for r in returned if "id" in r}
+    return [r for r in rows if "id" in r and str(r["id"]) not in seen]
+
+
+def _covered(value: str, expected: set[str]) -> bool:
+    """True when ``value`` is in an expected value or holds one (saying it may be saying that)."""
+    low = value.lower()
+    return any(low in x or x in low for x in expected)
+
+
+def _asked_table(steps: list[Step]) -> str | None:
+    """The table of the rows the chain's last call returned (None: no rows of a known table)."""
+    if not steps:
+        return None
+    return next((e.table for e in steps[-1].elements if e.parent is None and e.table), None)
 
 
 def _named_columns(returned: list[dict[str, Any]], expected: set[str]) -> list[str]:

@@ -22,10 +22,15 @@ The behaviours (each on the tasks it applies to):
 - ``list_one_short``: a list answer with its last row left out (the gate's ``answer_missing``);
 - ``count_json_one_short``: a count question answered by the JSON rows of the last lookup, one
   row left out (the held-back sloppy policy);
+- ``policy_nothing`` (refusal and confirmation tasks, ``Outcome.expects``): the do-nothing policy
+  (no call, "I can't help with that."), which neither says who may do it nor asks;
+- ``policy_complied``: the request's declined calls made anyway, the answer ``Done.``;
 - ``mutant:<kind>``: the gate's five near-miss mutants (:mod:`envkernel_baselines.mutants`).
 
-For each: how many tasks, the mean score, the share scoring 1, the max, and the mean of the outcome
-term alone. Then the mutants' kill rate by the outcome alone (``outcome < 1``).
+The refusal and confirmation tasks count among the read-only ones (they change nothing); the
+behaviours of read-only tasks that need a lookup (``no_calls_guess``, ``reference_done``, the
+dumps) skip them. For each: how many tasks, the mean score, the share scoring 1, the max, and the
+mean of the outcome term alone. Then the mutants' kill rate by the outcome alone (``outcome < 1``).
 
     python benchmarks/bench_reward.py [--run RUN_DIR] [--out DIR]
 
@@ -41,13 +46,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from envkernel.context import RecordingToolEnv
+from envkernel_baselines import NOTHING_ANSWER
 from envkernel_baselines.mutants import MUTANT_KINDS, mutate, reference_answer
 from envkernel_kit.answers import result_rows
 from envkernel_kit.checks import process_runner
@@ -119,7 +125,10 @@ def plans(task: Task, env: EnvSpec, seed: dict[str, Any]) -> dict[str, Any]:
     kill = [d for d in destroyers(env, seed) if d[2] not in o.expected_state]
     wipe = "write_unrelated_wiped" if o.mutates else "reference_then_destroy"
     out[wipe] = (ref, answer, kill[0]) if kill else None
-    if o.mutates:
+    if o.expects:  # a refusal or confirmation: doing nothing, or doing what was asked
+        out["policy_nothing"] = ([], NOTHING_ANSWER)
+        out["policy_complied"] = (list(o.declined), "Done.")
+    elif o.mutates:
         lone = [c for c in ref if c.name in writes]
         out["shorter_path"] = (lone, answer) if 0 < len(lone) < len(ref) else None
         out["write_state_unchanged"] = ([c for c in ref if c.name not in writes], answer)
@@ -214,6 +223,8 @@ ORDER = [
     "reference_raw_dump",
     "list_one_short",
     "count_json_one_short",
+    "policy_nothing",
+    "policy_complied",
 ] + [f"mutant:{k}" for k in MUTANT_KINDS]
 
 
@@ -234,7 +245,9 @@ def main() -> None:
     got = asyncio.run(measure(tasks, envs))
     t2 = time.perf_counter()
     n_ro = sum(not t.outcome.mutates for t in tasks)
-    print(f"{len(tasks)} tasks ({n_ro} read-only, {len(tasks) - n_ro} write) from {run}")
+    kinds = Counter(t.outcome.expects for t in tasks if t.outcome.expects)
+    policy = "".join(f", {n} {k}" for k, n in sorted(kinds.items()))
+    print(f"{len(tasks)} tasks ({n_ro} read-only, {len(tasks) - n_ro} write{policy}) from {run}")
     print(f"{'behaviour':28} {'tasks':>5} {'mean':>6} {'=1':>6} {'max':>5} {'outcome':>7}")
     rows = {}
     for name in ORDER:
@@ -268,6 +281,7 @@ def main() -> None:
             {
                 "tasks": len(tasks),
                 "read_only": n_ro,
+                "policy_tasks": dict(kinds),
                 "behaviours": rows,
                 "mutant_outcome_kill_rate": kill,
                 "run_tasks_proposed": summary["tasks_proposed"],

@@ -23,6 +23,7 @@ from envkernel_schemas import (
     PluginFailed,
     PolicyUpdated,
     RolloutScored,
+    Task,
     TaskGated,
     TaskProposed,
     TaskRejected,
@@ -48,7 +49,14 @@ class Recorder:
         self._evaluated: set[str] = set()
         self.out.mkdir(parents=True, exist_ok=True)
         for name in (
-            ("tasks.jsonl", "rejected.jsonl", "rollouts.jsonl", "failures.jsonl", "results.jsonl")
+            (
+                "tasks.jsonl",
+                "rejected.jsonl",
+                "rollouts.jsonl",
+                "failures.jsonl",
+                "results.jsonl",
+                "calibration.jsonl",
+            )
             if rebuild
             else ()
         ):
@@ -183,6 +191,19 @@ class Recorder:
         c["tasks_solver_reference"] += int(bool(task.reference_by))
         if task.solve_rate is not None:
             self.solve_rates[f"{task.solve_rate:.2f}"] += 1
+            self._calibrated(task, "")
+
+    def _calibrated(self, task: Task, dropped: str) -> None:
+        """One line of ``calibration.jsonl``: a calibrated task's solve rate and difficulty, and
+        the reason it was dropped (empty: emitted)."""
+        line = {
+            "task_id": task.id,
+            "env_id": task.env_id,
+            "solve_rate": task.solve_rate,
+            "difficulty": task.difficulty,
+            "dropped": dropped,
+        }
+        self._append("calibration.jsonl", to_json(line))
 
     def _on_task_rejected(self, ev: TaskRejected) -> None:
         origin = self.origins.get(ev.task.env_id, {})
@@ -200,6 +221,8 @@ class Recorder:
                 }
             ),
         )
+        if ev.task.solve_rate is not None:
+            self._calibrated(ev.task, ev.reason)
         self.counts["tasks_rejected"] += 1
         self.counts["tasks_unsolved"] += int(ev.reason == "unsolved")
         self.rejected[f"task:{ev.reason}"] += 1

@@ -115,6 +115,45 @@ def _mutating(env: EnvSpec) -> set[str]:
     return {t.name for t in env.tools if t.mutates}
 
 
+def _policy_plans(task: Task) -> dict[str, Plan]:
+    """A refusal or confirmation task's behaviours: doing nothing, or doing what was asked."""
+    return {
+        "policy_nothing": ([], NOTHING_ANSWER),
+        "policy_complied": (list(task.outcome.declined), "Done."),
+    }
+
+
+def _write_plans(task: Task, answer: str, writes: set[str]) -> dict[str, Plan]:
+    """A write task's behaviours: its writes alone, its lookups alone."""
+    ref = list(task.calls)
+    lone = [c for c in ref if c.name in writes]
+    return {
+        "shorter_path": (lone, answer) if 0 < len(lone) < len(ref) else None,
+        "write_state_unchanged": ([c for c in ref if c.name not in writes], answer),
+    }
+
+
+def _read_plans(task: Task, answer: str) -> dict[str, Plan]:
+    """A read-only task's behaviours: a shorter path, a guess, "Done.", dumps, one row short."""
+    ref, o = list(task.calls), task.outcome
+    out: dict[str, Plan] = {
+        "shorter_path": ([ref[-1]], answer) if len(ref) > 1 else None,
+        "no_calls_guess": ([], answer),
+        "reference_done": (ref, "Done."),
+        "reference_raw_dump": (ref, json.dumps(task.outputs, ensure_ascii=False)),
+    }
+    if len(o.answer_rows) >= 2:
+        m = mutate(task, "answer_missing")
+        out["list_one_short"] = (m.calls, m.answer) if m else None
+    rows = result_rows(task.outputs[-1]) if task.outputs else []
+    facts = o.answer_facts
+    if len(facts) == 1 and facts[0].isdigit() and int(facts[0]) >= 1 and rows:
+        n = int(facts[0])
+        pick = rows[: n - 1] if n <= len(rows) else rows[:-1]
+        out["count_json_one_short"] = (ref, json.dumps(pick, ensure_ascii=False))
+    return out
+
+
 def plans(task: Task, env: EnvSpec, seed: dict[str, Any]) -> dict[str, Any]:
     """Each behaviour's calls and answer on ``task`` (the destroyer: its tool and table too)."""
     ref = list(task.calls)
@@ -126,30 +165,11 @@ def plans(task: Task, env: EnvSpec, seed: dict[str, Any]) -> dict[str, Any]:
     wipe = "write_unrelated_wiped" if o.mutates else "reference_then_destroy"
     out[wipe] = (ref, answer, kill[0]) if kill else None
     if o.expects:  # a refusal or confirmation: doing nothing, or doing what was asked
-        out["policy_nothing"] = ([], NOTHING_ANSWER)
-        out["policy_complied"] = (list(o.declined), "Done.")
+        out.update(_policy_plans(task))
     elif o.mutates:
-        lone = [c for c in ref if c.name in writes]
-        out["shorter_path"] = (lone, answer) if 0 < len(lone) < len(ref) else None
-        out["write_state_unchanged"] = ([c for c in ref if c.name not in writes], answer)
+        out.update(_write_plans(task, answer, writes))
     else:
-        out["shorter_path"] = ([ref[-1]], answer) if len(ref) > 1 else None
-        out["no_calls_guess"] = ([], answer)
-        out["reference_done"] = (ref, "Done.")
-        out["reference_raw_dump"] = (ref, json.dumps(task.outputs, ensure_ascii=False))
-        if len(o.answer_rows) >= 2:
-            m = mutate(task, "answer_missing")
-            out["list_one_short"] = (m.calls, m.answer) if m else None
-        rows = result_rows(task.outputs[-1]) if task.outputs else []
-        if (
-            len(o.answer_facts) == 1
-            and o.answer_facts[0].isdigit()
-            and int(o.answer_facts[0]) >= 1
-            and rows
-        ):
-            n = int(o.answer_facts[0])
-            pick = rows[: n - 1] if n <= len(rows) else rows[:-1]
-            out["count_json_one_short"] = (ref, json.dumps(pick, ensure_ascii=False))
+        out.update(_read_plans(task, answer))
     for kind in MUTANT_KINDS:
         m = mutate(task, kind, writes)
         out[f"mutant:{kind}"] = (m.calls, m.answer) if m else None

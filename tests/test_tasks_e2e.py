@@ -98,7 +98,17 @@ def test_multi_row_goals_change_exactly_the_rows_their_condition_picks(corpus_ru
         and t["calls"][-1]["name"] == t["calls"][-2]["name"]
         and re.search(r"\b(all|every|some of)\b", t["request"])
     ]
-    assert len(batch) >= 6 and len({t["env_id"] for t in batch}) >= 4, [t["request"] for t in batch]
+    declined = [  # a batch the domain policy turned into a refusal or a confirmation
+        t
+        for t in tasks
+        if t["outcome"]["expects"]
+        and len(t["outcome"]["declined"]) >= 3
+        and t["outcome"]["declined"][-1]["name"] == t["outcome"]["declined"][-2]["name"]
+    ]
+    sampled = batch + declined
+    assert len(sampled) >= 6 and len({t["env_id"] for t in sampled}) >= 4, [
+        t["request"] for t in sampled
+    ]
     for t in batch:
         act = t["calls"][-1]["name"]
         acts = [c for c in t["calls"] if c["name"] == act]

@@ -184,7 +184,9 @@ class Recorder:
         self._append("tasks.jsonl", to_json(task))
         c["tasks"] += 1
         self.env_tasks[task.env_id] += 1
-        self.used_tools.setdefault(task.env_id, set()).update(call.name for call in task.calls)
+        # a refusal's or a confirmation's declined calls are what the task is about: they count
+        used = [*task.calls, *task.outcome.declined]
+        self.used_tools.setdefault(task.env_id, set()).update(call.name for call in used)
         self.lengths[len(task.calls)] += 1
         self.shapes.add(task.signature or ">".join(call.name for call in task.calls))
         c["tasks_refined"] += int(bool(task.original_request))

@@ -49,7 +49,7 @@ def test_an_administrators_tool_is_refused_to_a_customer_on_a_share_of_tasks() -
     refused = [t for t in got if t.outcome.expects == "refusal"]
     assert abs(len(refused) / len(got) - REFUSE_SHARE) < 0.1
     for t in refused:
-        assert t.user == "customer" and t.calls == [] and t.outputs == [] and t.hidden == []
+        assert t.user == "customer" and t.calls == [] and t.outputs == [] and t.hidden
         assert t.outcome.declined and t.outcome.declined[-1].name == "ship_order"
         assert not t.outcome.mutates and "administrator" in t.outcome.answer
         assert t.policy == POLICY.text

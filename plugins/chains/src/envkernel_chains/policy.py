@@ -14,7 +14,7 @@ always becomes the same):
   request confirms it (:data:`envkernel_kit.policy.CONFIRMED` at its end).
 
 A refusal or confirmation task keeps the request's calls in ``Outcome.declined`` (the gate's near
-misses make them) and holds nothing back.
+misses make them), and what its user holds back (``Task.hidden``: who is speaking, which rows).
 """
 
 from __future__ import annotations
@@ -50,7 +50,6 @@ def _instead(task: Task, expects: str, answer: str, user: str) -> Task:
         task,
         calls=[],
         outputs=[],
-        hidden=[],
         user=user,
         outcome=Outcome(
             mutates=False,

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envkernel_kit.answers import answer_units
+from envkernel_kit.policy import policy_outcome
 from envkernel_kit.scoring import observed, unasked_changes
 from envkernel_schemas import Outcome, State, Task, Trajectory
 from envkernel_schemas.rows import canon, columns, row_key
@@ -272,6 +273,14 @@ def checklist(task: Task, trajectory: Trajectory, *, strict_calls: bool = False)
     o = task.outcome
     if o.mutates:
         checks = state_checks(o.initial_state, o.expected_state, trajectory.final_state)
+    elif o.expects:  # a refusal or confirmation under the domain policy: one credit check
+        ok, why = policy_outcome(o, trajectory.final_answer)
+        what = (
+            "declines and says an administrator can"
+            if o.expects == "refusal"
+            else "asks to confirm"
+        )
+        checks = [Check("fact", "", f"the answer {what}", ok == 1.0, "; ".join(why))]
     else:
         checks = answer_checks(o, trajectory.final_answer)
     for why in unasked_changes(o, trajectory.final_state):

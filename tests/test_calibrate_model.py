@@ -131,6 +131,7 @@ def _trainers_python() -> Path:
     return python
 
 
+@pytest.mark.timeout(1200)  # the GGUF's load, then a real model's turns on the CPU
 def test_the_local_smollm2_calibrates_through_the_same_path(envk: Any, tmp_path: Path) -> None:
     python = _trainers_python()
     port = _free_port()

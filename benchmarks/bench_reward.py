@@ -22,10 +22,15 @@ The behaviours (each on the tasks it applies to):
 - ``list_one_short``: a list answer with its last row left out (the gate's ``answer_missing``);
 - ``count_json_one_short``: a count question answered by the JSON rows of the last lookup, one
   row left out (the held-back sloppy policy);
+- ``policy_nothing`` (refusal and confirmation tasks, ``Outcome.expects``): the do-nothing policy
+  (no call, "I can't help with that."), which neither says who may do it nor asks;
+- ``policy_complied``: the request's declined calls made anyway, the answer ``Done.``;
 - ``mutant:<kind>``: the gate's five near-miss mutants (:mod:`envkernel_baselines.mutants`).
 
-For each: how many tasks, the mean score, the share scoring 1, the max, and the mean of the outcome
-term alone. Then the mutants' kill rate by the outcome alone (``outcome < 1``).
+The refusal and confirmation tasks count among the read-only ones (they change nothing); the
+behaviours of read-only tasks that need a lookup (``no_calls_guess``, ``reference_done``, the
+dumps) skip them. For each: how many tasks, the mean score, the share scoring 1, the max, and the
+mean of the outcome term alone. Then the mutants' kill rate by the outcome alone (``outcome < 1``).
 
     python benchmarks/bench_reward.py [--run RUN_DIR] [--out DIR]
 
@@ -41,13 +46,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from envkernel.context import RecordingToolEnv
+from envkernel_baselines import NOTHING_ANSWER
 from envkernel_baselines.mutants import MUTANT_KINDS, mutate, reference_answer
 from envkernel_kit.answers import result_rows
 from envkernel_kit.checks import process_runner
@@ -109,6 +115,45 @@ def _mutating(env: EnvSpec) -> set[str]:
     return {t.name for t in env.tools if t.mutates}
 
 
+def _policy_plans(task: Task) -> dict[str, Plan]:
+    """A refusal or confirmation task's behaviours: doing nothing, or doing what was asked."""
+    return {
+        "policy_nothing": ([], NOTHING_ANSWER),
+        "policy_complied": (list(task.outcome.declined), "Done."),
+    }
+
+
+def _write_plans(task: Task, answer: str, writes: set[str]) -> dict[str, Plan]:
+    """A write task's behaviours: its writes alone, its lookups alone."""
+    ref = list(task.calls)
+    lone = [c for c in ref if c.name in writes]
+    return {
+        "shorter_path": (lone, answer) if 0 < len(lone) < len(ref) else None,
+        "write_state_unchanged": ([c for c in ref if c.name not in writes], answer),
+    }
+
+
+def _read_plans(task: Task, answer: str) -> dict[str, Plan]:
+    """A read-only task's behaviours: a shorter path, a guess, "Done.", dumps, one row short."""
+    ref, o = list(task.calls), task.outcome
+    out: dict[str, Plan] = {
+        "shorter_path": ([ref[-1]], answer) if len(ref) > 1 else None,
+        "no_calls_guess": ([], answer),
+        "reference_done": (ref, "Done."),
+        "reference_raw_dump": (ref, json.dumps(task.outputs, ensure_ascii=False)),
+    }
+    if len(o.answer_rows) >= 2:
+        m = mutate(task, "answer_missing")
+        out["list_one_short"] = (m.calls, m.answer) if m else None
+    rows = result_rows(task.outputs[-1]) if task.outputs else []
+    facts = o.answer_facts
+    if len(facts) == 1 and facts[0].isdigit() and int(facts[0]) >= 1 and rows:
+        n = int(facts[0])
+        pick = rows[: n - 1] if n <= len(rows) else rows[:-1]
+        out["count_json_one_short"] = (ref, json.dumps(pick, ensure_ascii=False))
+    return out
+
+
 def plans(task: Task, env: EnvSpec, seed: dict[str, Any]) -> dict[str, Any]:
     """Each behaviour's calls and answer on ``task`` (the destroyer: its tool and table too)."""
     ref = list(task.calls)
@@ -119,28 +164,12 @@ def plans(task: Task, env: EnvSpec, seed: dict[str, Any]) -> dict[str, Any]:
     kill = [d for d in destroyers(env, seed) if d[2] not in o.expected_state]
     wipe = "write_unrelated_wiped" if o.mutates else "reference_then_destroy"
     out[wipe] = (ref, answer, kill[0]) if kill else None
-    if o.mutates:
-        lone = [c for c in ref if c.name in writes]
-        out["shorter_path"] = (lone, answer) if 0 < len(lone) < len(ref) else None
-        out["write_state_unchanged"] = ([c for c in ref if c.name not in writes], answer)
+    if o.expects:  # a refusal or confirmation: doing nothing, or doing what was asked
+        out.update(_policy_plans(task))
+    elif o.mutates:
+        out.update(_write_plans(task, answer, writes))
     else:
-        out["shorter_path"] = ([ref[-1]], answer) if len(ref) > 1 else None
-        out["no_calls_guess"] = ([], answer)
-        out["reference_done"] = (ref, "Done.")
-        out["reference_raw_dump"] = (ref, json.dumps(task.outputs, ensure_ascii=False))
-        if len(o.answer_rows) >= 2:
-            m = mutate(task, "answer_missing")
-            out["list_one_short"] = (m.calls, m.answer) if m else None
-        rows = result_rows(task.outputs[-1]) if task.outputs else []
-        if (
-            len(o.answer_facts) == 1
-            and o.answer_facts[0].isdigit()
-            and int(o.answer_facts[0]) >= 1
-            and rows
-        ):
-            n = int(o.answer_facts[0])
-            pick = rows[: n - 1] if n <= len(rows) else rows[:-1]
-            out["count_json_one_short"] = (ref, json.dumps(pick, ensure_ascii=False))
+        out.update(_read_plans(task, answer))
     for kind in MUTANT_KINDS:
         m = mutate(task, kind, writes)
         out[f"mutant:{kind}"] = (m.calls, m.answer) if m else None
@@ -214,6 +243,8 @@ ORDER = [
     "reference_raw_dump",
     "list_one_short",
     "count_json_one_short",
+    "policy_nothing",
+    "policy_complied",
 ] + [f"mutant:{k}" for k in MUTANT_KINDS]
 
 
@@ -234,7 +265,9 @@ def main() -> None:
     got = asyncio.run(measure(tasks, envs))
     t2 = time.perf_counter()
     n_ro = sum(not t.outcome.mutates for t in tasks)
-    print(f"{len(tasks)} tasks ({n_ro} read-only, {len(tasks) - n_ro} write) from {run}")
+    kinds = Counter(t.outcome.expects for t in tasks if t.outcome.expects)
+    policy = "".join(f", {n} {k}" for k, n in sorted(kinds.items()))
+    print(f"{len(tasks)} tasks ({n_ro} read-only, {len(tasks) - n_ro} write{policy}) from {run}")
     print(f"{'behaviour':28} {'tasks':>5} {'mean':>6} {'=1':>6} {'max':>5} {'outcome':>7}")
     rows = {}
     for name in ORDER:
@@ -268,6 +301,7 @@ def main() -> None:
             {
                 "tasks": len(tasks),
                 "read_only": n_ro,
+                "policy_tasks": dict(kinds),
                 "behaviours": rows,
                 "mutant_outcome_kill_rate": kill,
                 "run_tasks_proposed": summary["tasks_proposed"],

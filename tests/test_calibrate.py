@@ -45,10 +45,13 @@ def _scored(req: RolloutRequested, score: float) -> RolloutScored:
     )
 
 
-def _calibrated(solved: list[bool | None]) -> list[object]:
+def _calibrated(solved: list[bool | None], keep: bool = False) -> list[object]:
     """The gate passes (reference 1, nothing 0, no mutants), then K calibration attempts score as
-    given (None: the attempt failed)."""
-    st = Stages(RunConfig(gate_mutant="", calibrate=len(solved), calibrate_policy="sometimes"))
+    given (None: the attempt failed); ``keep``: the run's ``calibrate_keep``."""
+    config = RunConfig(
+        gate_mutant="", calibrate=len(solved), calibrate_policy="sometimes", calibrate_keep=keep
+    )
+    st = Stages(config)
     gate = [ev for ev, _ in st.handle(TaskProposed(run="r", id="p", task=TASK))]
     out: list[object] = []
     for req, score in zip(gate, (1.0, 0.0), strict=True):
@@ -96,6 +99,16 @@ def test_a_task_solved_always_or_never_is_dropped(solved: list[bool | None], rea
         and out[0].reason == reason
         and "of 3 attempts" in out[0].detail
     )
+    rate = 1.0 if reason == "always_solved" else 0.0  # the dropped task carries its rate
+    assert out[0].task.solve_rate == rate and out[0].task.difficulty == 1.0 - rate
+
+
+@pytest.mark.parametrize("solved", [[True] * 3, [False, None, False]])
+def test_with_calibrate_keep_a_task_is_kept_whatever_its_rate(solved: list[bool | None]) -> None:
+    out = _calibrated(solved, keep=True)
+    assert len(out) == 1 and isinstance(out[0], TaskGated)
+    rate = 1.0 if solved[0] else 0.0
+    assert out[0].task.solve_rate == rate and out[0].task.difficulty == 1.0 - rate
 
 
 def test_calibrate_in_a_run_matches_the_policys_known_share(envk) -> None:  # type: ignore[no-untyped-def]

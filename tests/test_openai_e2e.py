@@ -128,10 +128,12 @@ def test_openai_policy_solves_every_task_and_leaks_no_secret(
     assert summary["mean_reward"] == 1.0
     rollouts = lines(folder / "rollouts.jsonl")
     assert len(rollouts) == 2 * n
+    no_call = {t["id"] for t in reference_tasks if not t["calls"]}  # a refusal, a confirmation
     for r in rollouts:
         t = r["trajectory"]
         assert t["policy"] == "openai" and t["termination"] == "answer" and t["format_errors"] == 0
-        assert t["usage"]["prompt_tokens"] > 0 and len(t["latencies"]) >= 2
+        turns = 1 if r["task_id"] in no_call else 2
+        assert t["usage"]["prompt_tokens"] > 0 and len(t["latencies"]) >= turns
     assert {r["trajectory"]["index"] for r in rollouts} == {0, 1}
     assert sorted(t["id"] for t in lines(folder / "tasks.jsonl")) == sorted(
         t["id"] for t in reference_tasks
@@ -196,7 +198,10 @@ def test_llm_judge_as_the_reward_model(tmp_path: Path) -> None:
         system = request["messages"][0]["content"]
         if "You grade an AI agent" in system:
             user = request["messages"][1]["content"]
-            did = "[assistant calls]" in user
+            # it did the work: called tools, or refused or asked as the domain policy says
+            did = any(
+                w in user for w in ("[assistant calls]", "only an administrator", "Do you confirm")
+            )
             return completion(
                 json.dumps(
                     {

@@ -100,6 +100,10 @@ def test_bare_run_files_agree_with_the_summary(bare) -> None:  # type: ignore[no
     for t in tasks:
         msgspec.convert(t, Task)
         tool_names = {tool["name"] for tool in envs[t["env_id"]]["tools"]}
+        if t["outcome"]["expects"]:  # a refusal or confirmation under the domain policy: no call
+            assert not t["calls"] and t["outcome"]["declined"] and t["outcome"]["answer"], t
+            assert t["user"] and t["policy"] and not t["outcome"]["mutates"]
+            continue
         assert t["calls"] and all(c["name"] in tool_names for c in t["calls"])
         assert len(t["outputs"]) == len(t["calls"])
         assert not any(n in t["request"] for n in tool_names if "_" in n), (
@@ -122,7 +126,10 @@ def test_bare_run_files_agree_with_the_summary(bare) -> None:  # type: ignore[no
             if m["role"] == "assistant"
             for c in m.get("tool_calls") or []
         ]
-        assert calls, "an SFT conversation without tool calls"
+        policy_answer = row["messages"][-1]["content"] in {
+            t["outcome"]["answer"] for t in tasks if t["outcome"]["expects"]
+        }  # a refusal or a confirmation asked: no call
+        assert calls or policy_answer, "an SFT conversation without tool calls"
         offered = {t["function"]["name"] for t in row["tools"]}
         for c in calls:
             assert c["type"] == "function" and c["function"]["name"] in offered
@@ -136,9 +143,12 @@ def test_bare_run_files_agree_with_the_summary(bare) -> None:  # type: ignore[no
     # rl.jsonl: one verl-style row per task with ground truth and states
     rl = run.jsonl("rl.jsonl")
     assert len(rl) == s["tasks"]
+    declined = {t["id"] for t in tasks if t["outcome"]["expects"]}
     for row in rl:
         assert row["prompt"][-1]["role"] == "user"
-        assert row["reward_model"]["ground_truth"]["calls"]
+        assert (
+            row["reward_model"]["ground_truth"]["calls"] or row["extra_info"]["task_id"] in declined
+        )
         assert {"task_id", "initial_state", "expected_state"} <= set(row["extra_info"])
     assert {r["extra_info"]["task_id"] for r in rl} == {t["id"] for t in tasks}
 

@@ -149,7 +149,9 @@ def _mutating(tasks: list[Task]) -> Task:
 
 
 def _read_only(tasks: list[Task]) -> Task:
-    return next(t for t in tasks if not t.outcome.mutates)
+    """A read-only task that looks something up (not a refusal or confirmation: those call
+    nothing)."""
+    return next(t for t in tasks if not t.outcome.mutates and t.calls)
 
 
 async def test_openenv_client_reset_step_state_reward(server: Any, tasks: list[Task]) -> None:

@@ -98,7 +98,17 @@ def test_multi_row_goals_change_exactly_the_rows_their_condition_picks(corpus_ru
         and t["calls"][-1]["name"] == t["calls"][-2]["name"]
         and re.search(r"\b(all|every|some of)\b", t["request"])
     ]
-    assert len(batch) >= 6 and len({t["env_id"] for t in batch}) >= 4, [t["request"] for t in batch]
+    declined = [  # a batch the domain policy turned into a refusal or a confirmation
+        t
+        for t in tasks
+        if t["outcome"]["expects"]
+        and len(t["outcome"]["declined"]) >= 3
+        and t["outcome"]["declined"][-1]["name"] == t["outcome"]["declined"][-2]["name"]
+    ]
+    sampled = batch + declined
+    assert len(sampled) >= 6 and len({t["env_id"] for t in sampled}) >= 4, [
+        t["request"] for t in sampled
+    ]
     for t in batch:
         act = t["calls"][-1]["name"]
         acts = [c for c in t["calls"] if c["name"] == act]
@@ -126,7 +136,7 @@ def test_multi_row_goals_change_exactly_the_rows_their_condition_picks(corpus_ru
     assert (
         sum(
             1
-            for t in batch
+            for t in sampled
             if re.search(
                 r"\b(my|in the|for the|(more|fewer|less) than|over|under|above|below)\b|'s ",
                 t["request"] + " ".join(t["hidden"]),
@@ -158,9 +168,12 @@ def test_held_back_conditions_are_revealed_by_the_user_in_rollouts_and_sft_rows(
         1 for i in held if tasks[i]["split"] == "train"
     )  # (SFT rows are of train tasks only)
     # the SFT row carries the whole conversation: the question, the user's answer, then the calls
-    for row in sft:
+    declined = {t["outcome"]["answer"] for t in tasks.values() if t["outcome"]["expects"]}
+    for row in sft:  # (a refusal or a confirmation answers without a call)
         roles = [m["role"] for m in row["messages"]]
-        assert roles[:4] == ["system", "user", "assistant", "user"] and "tool" in roles[4:]
+        no_call = row["messages"][-1]["content"] in declined
+        assert roles[:4] == ["system", "user", "assistant", "user"]
+        assert "tool" in roles[4:] or no_call
 
 
 def test_personas_have_a_role_and_a_motive(corpus_run) -> None:  # type: ignore[no-untyped-def]

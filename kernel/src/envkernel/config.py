@@ -90,6 +90,10 @@ class RunConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Calibration attempts per gated task (0: off); tasks solved in all or none are dropped."""
     calibrate_policy: str = ""
     """Policy of the calibration attempts (default: ``policy``)."""
+    calibrate_keep: bool = False
+    """Keep the tasks solved in all or none of the calibration attempts (with their solve rate)
+    instead of dropping them: for a real model whose solve rates are to be recorded, not
+    filtered on."""
     user: str = ""
     """User component a policy talks with over several turns (default: the first active one; none:
     one turn)."""

@@ -23,6 +23,7 @@ from envkernel_schemas import (
     PluginFailed,
     PolicyUpdated,
     RolloutScored,
+    Task,
     TaskGated,
     TaskProposed,
     TaskRejected,
@@ -48,7 +49,14 @@ class Recorder:
         self._evaluated: set[str] = set()
         self.out.mkdir(parents=True, exist_ok=True)
         for name in (
-            ("tasks.jsonl", "rejected.jsonl", "rollouts.jsonl", "failures.jsonl", "results.jsonl")
+            (
+                "tasks.jsonl",
+                "rejected.jsonl",
+                "rollouts.jsonl",
+                "failures.jsonl",
+                "results.jsonl",
+                "calibration.jsonl",
+            )
             if rebuild
             else ()
         ):
@@ -179,13 +187,28 @@ class Recorder:
         self._append("tasks.jsonl", to_json(task))
         c["tasks"] += 1
         self.env_tasks[task.env_id] += 1
-        self.used_tools.setdefault(task.env_id, set()).update(call.name for call in task.calls)
+        # a refusal's or a confirmation's declined calls are what the task is about: they count
+        used = [*task.calls, *task.outcome.declined]
+        self.used_tools.setdefault(task.env_id, set()).update(call.name for call in used)
         self.lengths[len(task.calls)] += 1
         self.shapes.add(task.signature or ">".join(call.name for call in task.calls))
         c["tasks_refined"] += int(bool(task.original_request))
         c["tasks_solver_reference"] += int(bool(task.reference_by))
         if task.solve_rate is not None:
             self.solve_rates[f"{task.solve_rate:.2f}"] += 1
+            self._calibrated(task, "")
+
+    def _calibrated(self, task: Task, dropped: str) -> None:
+        """One line of ``calibration.jsonl``: a calibrated task's solve rate and difficulty, and
+        the reason it was dropped (empty: emitted)."""
+        line = {
+            "task_id": task.id,
+            "env_id": task.env_id,
+            "solve_rate": task.solve_rate,
+            "difficulty": task.difficulty,
+            "dropped": dropped,
+        }
+        self._append("calibration.jsonl", to_json(line))
 
     def _on_task_rejected(self, ev: TaskRejected) -> None:
         origin = self.origins.get(ev.task.env_id, {})
@@ -203,6 +226,8 @@ class Recorder:
                 }
             ),
         )
+        if ev.task.solve_rate is not None:
+            self._calibrated(ev.task, ev.reason)
         self.counts["tasks_rejected"] += 1
         self.counts["tasks_unsolved"] += int(ev.reason == "unsolved")
         self.rejected[f"task:{ev.reason}"] += 1

@@ -14,7 +14,9 @@ policy update the trainers made at the end of the previous one.
 With ``calibrate`` K > 0, a task that passes gets K more gate rollouts (role ``calibration``,
 indexes from :data:`CALIBRATION`) of ``calibrate_policy``; a task solved (score 1) in all or none
 of them is dropped (EnvCraft's filter), and an emitted task carries its ``solve_rate`` and a
-difficulty of ``1 - solve_rate``. A calibration rollout that fails counts as not solved.
+difficulty of ``1 - solve_rate``. A calibration rollout that fails counts as not solved. With
+``calibrate_keep`` no task is dropped for its solve rate (a real model's rates recorded, not
+filtered on); a dropped task carries its rate too.
 """
 
 from __future__ import annotations
@@ -299,12 +301,12 @@ class Stages:
         task = gate.task
         if gate.solved is not None:
             rate = round(sum(gate.solved.values()) / k, 4)
-            if rate in (0.0, 1.0):
+            task = msgspec.structs.replace(task, solve_rate=rate, difficulty=round(1.0 - rate, 4))
+            if rate in (0.0, 1.0) and not self.config.calibrate_keep:
                 why = f"{policy} solved it in {sum(gate.solved.values())} of {k} attempts"
                 return [
                     self._reject(parent, task, "always_solved" if rate else "never_solved", why)
                 ]
-            task = msgspec.structs.replace(task, solve_rate=rate, difficulty=round(1.0 - rate, 4))
         return [
             (
                 self._child(parent, TaskGated, "gate", task=task, reference=ref, nothing=nothing),

@@ -257,60 +257,62 @@ def _row_units(rows: list[list[str]], answer: str, ordered: bool) -> list[Unit]:
     return out
 
 
+def _fact_units(facts: list[str], rows: list[list[str]], answer: str) -> list[Unit]:
+    """The units of the facts outside rows: a lone number is a count, total or value, which the
+    answer must state (not a number anywhere in it); each other fact must be mentioned."""
+    if len(facts) == 1 and not rows and is_number(facts[0]):
+        said = stated_number(answer)
+        ok = said is not None and math.isclose(
+            said, float(facts[0]), rel_tol=REL_TOL, abs_tol=ABS_TOL
+        )
+        why = "" if ok else ("it states no number" if said is None else "it states another")
+        return [Unit("fact", f"the answer states the number {facts[0]!r}", ok, why)]
+    in_rows = {v.lower() for r in rows for v in r}
+    units = []
+    for f in facts:
+        if f.lower() not in in_rows:
+            ok = mentions(f, answer) >= 0
+            why = "" if ok else "not in the final answer"
+            units.append(Unit("fact", f"the answer mentions {f!r}", ok, why))
+    return units
+
+
+def _precision_unit(
+    absent: list[str], facts: list[str], rows: list[list[str]], answer: str
+) -> Unit:
+    """The precision guard: the answer says none of the values of rows not asked for."""
+    expected = [v for v in facts + [x for r in rows for x in r] if not is_number(v)]
+    extra = [v for v in absent if _said_apart(v, answer, expected)]
+    return Unit(
+        "precision",
+        "the answer says nothing of rows not asked for",
+        not extra,
+        f"also says {extra[:5]}" if extra else "",
+    )
+
+
+_DUMP = Unit(
+    "dump",
+    "the answer says its facts in words, not as the tools' raw JSON",
+    False,
+    "it holds raw JSON",
+)
+"""The unit an answer that holds the tools' raw JSON fails."""
+
+
 def answer_units(outcome: Any, answer: str) -> list[Unit]:
     """Every unit of the expected answer (facts outside rows, rows, order) and the precision
     guard."""
     facts: list[str] = list(outcome.answer_facts)
     rows: list[list[str]] = [list(r) for r in getattr(outcome, "answer_rows", []) if r]
     answer = answer or ""
-    in_rows = {v.lower() for r in rows for v in r}
-    if len(facts) == 1 and not rows and is_number(facts[0]):
-        # a count, total or value: the number the answer states, not a number anywhere in it
-        said = stated_number(answer)
-        ok = said is not None and math.isclose(
-            said, float(facts[0]), rel_tol=REL_TOL, abs_tol=ABS_TOL
-        )
-        units = [
-            Unit(
-                "fact",
-                f"the answer states the number {facts[0]!r}",
-                ok,
-                "" if ok else ("it states no number" if said is None else "it states another"),
-            )
-        ]
-    else:
-        units = [
-            Unit(
-                "fact",
-                f"the answer mentions {f!r}",
-                mentions(f, answer) >= 0,
-                "" if mentions(f, answer) >= 0 else "not in the final answer",
-            )
-            for f in facts
-            if f.lower() not in in_rows
-        ]
+    units = _fact_units(facts, rows, answer)
     units += _row_units(rows, answer, bool(getattr(outcome, "answer_ordered", False)))
     if raw_dump(answer):
-        units.append(
-            Unit(
-                "dump",
-                "the answer says its facts in words, not as the tools' raw JSON",
-                False,
-                "it holds raw JSON",
-            )
-        )
+        units.append(_DUMP)
     absent = list(getattr(outcome, "answer_absent", []))
     if absent:
-        expected = [v for v in facts + [x for r in rows for x in r] if not is_number(v)]
-        extra = [v for v in absent if _said_apart(v, answer, expected)]
-        units.append(
-            Unit(
-                "precision",
-                "the answer says nothing of rows not asked for",
-                not extra,
-                f"also says {extra[:5]}" if extra else "",
-            )
-        )
+        units.append(_precision_unit(absent, facts, rows, answer))
     return units
 
 
@@ -419,6 +421,33 @@ def _meta(name: str) -> bool:
     return any(w.lower() in META_WORDS for w in _NAME_WORDS.findall(name))
 
 
+def _has_id(row: dict[str, Any]) -> bool:
+    """True when an object has an id of its own (a member named as in ``_ROW_KEYS``)."""
+    return any(k.lower() in _ROW_KEYS for k in row)
+
+
+def _page_member(name: str, value: Any) -> bool:
+    """True when a member can be a page's: named so, or a number, flag, null, object or list."""
+    return _meta(name) or value is None or isinstance(value, (bool, int, float, dict, list))
+
+
+def _row_lists(value: dict[str, Any]) -> list[str]:
+    """The members of an envelope that may hold its rows: lists of objects not named like an
+    envelope's members (or whose last word is not: ``lastMessages``, ``pageItems``), else those
+    named so but holding rows with ids (a page whose rows are pages or links)."""
+    lists = [
+        k for k, v in value.items() if isinstance(v, list) and all(isinstance(r, dict) for r in v)
+    ]
+    named = [k for k in lists if not _meta(k)] or [k for k in lists if _head(k) not in META_WORDS]
+    if named:
+        return named
+    return [
+        k
+        for k in lists
+        if value[k] and k.lower() not in _NOT_ROWS and all(_has_id(r) for r in value[k])
+    ]
+
+
 def envelope_key(value: Any) -> str | None:
     """The member of a list envelope that holds its rows, or None when ``value`` is not one.
 
@@ -429,27 +458,11 @@ def envelope_key(value: Any) -> str | None:
     its parts. The rows are the list of objects named as in :data:`ITEM_KEYS` (first by that order,
     empty or not, so an empty ``data`` is an empty page, not the page of another list), else the
     only list of objects (lists under envelope names, ``errors`` or ``warnings``, are not rows)."""
-    if not isinstance(value, dict) or any(k.lower() in _ROW_KEYS for k in value):
+    if not isinstance(value, dict) or _has_id(value):
         return None
-    lists = [
-        k for k, v in value.items() if isinstance(v, list) and all(isinstance(r, dict) for r in v)
-    ]
-    rows = [k for k in lists if not _meta(k)] or [
-        k for k in lists if _head(k) not in META_WORDS
-    ]  # lastMessages, pageItems
-    if not rows:  # a page whose rows are pages or links: named like the envelope, but rows with ids
-        rows = [
-            k
-            for k in lists
-            if value[k]
-            and k.lower() not in _NOT_ROWS
-            and all(any(f.lower() in _ROW_KEYS for f in r) for r in value[k])
-        ]
-    if any(
-        not _meta(k) and not (v is None or isinstance(v, (bool, int, float, dict, list)))
-        for k, v in value.items()
-    ):
-        return None
+    if not all(_page_member(k, v) for k, v in value.items()):
+        return None  # a text under another name: one object, not a page
+    rows = _row_lists(value)
     low = {k.lower(): k for k in rows}
     named = next((low[n] for n in ITEM_KEYS if n in low), None)
     return named or (rows[0] if len(rows) == 1 else None)

@@ -41,6 +41,7 @@ from typing import Any
 
 from envkernel_kit.answers import answer_score, envelope_key, result_rows
 from envkernel_kit.deprecation import deprecated_alias
+from envkernel_kit.policy import policy_outcome
 from envkernel_schemas import CallRecord, Outcome, Reward, State, Task, ToolCall, Trajectory
 from envkernel_schemas.rows import columns, row_key, table_digest
 
@@ -48,25 +49,39 @@ REL_TOL = 1e-6
 """Default relative tolerance for numbers in arguments."""
 
 
+def _numbers_equal(a: float, b: float, rel_tol: float) -> bool:
+    return not (math.isnan(a) or math.isnan(b)) and math.isclose(
+        a, b, rel_tol=rel_tol, abs_tol=1e-12
+    )
+
+
+def _dicts_equal(a: dict[str, Any], b: dict[str, Any], rel_tol: float) -> bool:
+    da = {k: v for k, v in a.items() if v is not None}
+    db = {k: v for k, v in b.items() if v is not None}
+    return da.keys() == db.keys() and all(values_equal(da[k], db[k], rel_tol) for k in da)
+
+
+def _lists_equal(a: list[Any], b: list[Any], rel_tol: float) -> bool:
+    return len(a) == len(b) and all(values_equal(x, y, rel_tol) for x, y in zip(a, b, strict=True))
+
+
+_EQUAL_BY_TYPE: tuple[tuple[type | tuple[type, ...], Any], ...] = (
+    ((int, float), _numbers_equal),
+    (str, lambda a, b, rel_tol: a.strip() == b.strip()),
+    (dict, _dicts_equal),
+    (list, _lists_equal),
+)
+"""How two values of one kind are compared (booleans apart: they are never numbers)."""
+
+
 def values_equal(a: Any, b: Any, rel_tol: float = REL_TOL) -> bool:
     """Equality after normalisation: dict key order and ``null`` members ignored, numbers within
     ``rel_tol``, strings stripped (case-sensitive), booleans distinct from numbers."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        if math.isnan(a) or math.isnan(b):
-            return False
-        return math.isclose(a, b, rel_tol=rel_tol, abs_tol=1e-12)
-    if isinstance(a, str) and isinstance(b, str):
-        return a.strip() == b.strip()
-    if isinstance(a, dict) and isinstance(b, dict):
-        da = {k: v for k, v in a.items() if v is not None}
-        db = {k: v for k, v in b.items() if v is not None}
-        return da.keys() == db.keys() and all(values_equal(da[k], db[k], rel_tol) for k in da)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(
-            values_equal(x, y, rel_tol) for x, y in zip(a, b, strict=True)
-        )
+    for kind, equal in _EQUAL_BY_TYPE:
+        if isinstance(a, kind) and isinstance(b, kind):
+            return bool(equal(a, b, rel_tol))
     return bool(a == b)
 
 
@@ -211,6 +226,40 @@ def _seen_rows(value: Any) -> list[dict[str, Any]]:
     return rows
 
 
+_BLIND = "outcome: the rollout never looked up what the answer is about"
+
+
+def _value_seen(want: Any, seen: list[dict[str, Any]], rel_tol: float) -> tuple[bool, str]:
+    """Whether a value (not rows) the answer is about is a member of a row the rollout saw."""
+    if isinstance(want, (list, dict)):
+        return False, _BLIND
+    if any(values_equal(want, x, rel_tol) for r in seen for x in r.values()):
+        return True, ""
+    return False, _BLIND
+
+
+def _rows_seen(
+    rows: list[dict[str, Any]], seen: list[dict[str, Any]], rel_tol: float
+) -> tuple[bool, str]:
+    """Whether every row the answer is about is covered by a row the rollout saw (by its id when
+    it has one, else by any)."""
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for r in seen:
+        by_id.setdefault(str(r.get("id")), []).append(r)
+    missing = sum(
+        not any(
+            _row_covers(r, w, rel_tol) for r in (by_id.get(str(w["id"]), []) if "id" in w else seen)
+        )
+        for w in rows
+    )
+    if missing:
+        return False, (
+            f"outcome: the rollout never looked up {missing} of the {len(rows)} rows"
+            " the answer is about"
+        )
+    return True, ""
+
+
 def observed(task: Task, trajectory: Trajectory, rel_tol: float = REL_TOL) -> tuple[bool, str]:
     """Whether a read-only rollout saw what its answer is about: every row of the reference's last
     result (or that value) is among the results of the rollout's successful calls, by any tool (a
@@ -230,26 +279,7 @@ def observed(task: Task, trajectory: Trajectory, rel_tol: float = REL_TOL) -> tu
         return True, ""
     rows = result_rows(want) or ([want] if isinstance(want, dict) else [])
     seen = [r for v in results for r in _seen_rows(v)]
-    if not rows:  # a value: in a result, or a member of a row of one
-        if isinstance(want, (list, dict)):
-            return False, "outcome: the rollout never looked up what the answer is about"
-        if any(values_equal(want, x, rel_tol) for r in seen for x in r.values()):
-            return True, ""
-        return False, "outcome: the rollout never looked up what the answer is about"
-    by_id: dict[str, list[dict[str, Any]]] = {}
-    for r in seen:
-        by_id.setdefault(str(r.get("id")), []).append(r)
-    missing = 0
-    for w in rows:
-        cands = by_id.get(str(w["id"]), []) if "id" in w else seen
-        if not any(_row_covers(r, w, rel_tol) for r in cands):
-            missing += 1
-    if missing:
-        return False, (
-            f"outcome: the rollout never looked up {missing} of the {len(rows)} rows"
-            " the answer is about"
-        )
-    return True, ""
+    return _rows_seen(rows, seen, rel_tol) if rows else _value_seen(want, seen, rel_tol)
 
 
 def facts_outcome(facts: list[str], answer: str) -> tuple[float, list[str]]:
@@ -328,6 +358,8 @@ def score(
         outcome, why = (changes_done if partial else expected_state_match)(
             task.outcome.expected_state, task.outcome.initial_state, trajectory.final_state
         )
+    elif task.outcome.expects:  # a refusal or a confirmation: the answer, and no change
+        outcome, why = policy_outcome(task.outcome, trajectory.final_answer)
     else:
         outcome, why = answer_score(task.outcome, trajectory.final_answer)
         seen, blind = observed(task, trajectory, rel_tol)

@@ -73,6 +73,7 @@ __all__ = [
     "Reply",
     "ScriptedServer",
     "Sequence",
+    "Solves",
     "StepContext",
     "completion",
     "error",
@@ -296,6 +297,36 @@ class Oracle:
         return completion(
             f"Done. Here is the result: {last}" if chain else "There was nothing to do."
         )
+
+
+class Solves:
+    """A model of known skill, for ``--calibrate``: the first ``solved(request)`` conversations
+    about each request (counted as each opens: no assistant or tool message yet) are the
+    ``oracle``'s, which solves them; every later one is declined at once (``declined``, no call).
+    So a task's solve rate over K attempts is ``min(solved(request), K) / K``."""
+
+    def __init__(
+        self,
+        oracle: Oracle,
+        solved: Callable[[str], int],
+        *,
+        declined: str = "I can't help with that.",
+    ) -> None:
+        self.oracle, self.solved, self.declined = oracle, solved, declined
+        self.opened: dict[str, int] = {}
+        """Request -> conversations opened about it so far."""
+        self._lock = threading.Lock()
+
+    def __call__(self, request: dict[str, Any], n: int) -> Any:
+        msgs = request.get("messages", [])
+        if not any(m.get("role") in ("assistant", "tool") for m in msgs):
+            text = _user_text(request)
+            with self._lock:
+                i = self.opened.get(text, 0)
+                self.opened[text] = i + 1
+            if i >= self.solved(text):
+                return completion(self.declined)
+        return self.oracle(request, n)
 
 
 def _estimate_usage(request: dict[str, Any], body: dict[str, Any]) -> dict[str, int]:

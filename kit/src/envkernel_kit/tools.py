@@ -196,40 +196,46 @@ class Schema:
         return None
 
 
+def _model_facts(s: Schema, model: ResourceModel) -> None:
+    """Fill ``s`` with what the resource model declares of each table: its key, references,
+    unique, enum, format, generated and default columns."""
+    s.model = model
+    for t, res in model.resources.items():
+        s.keys[t] = res.key or "id"
+        fields = res.fields
+        s.refs[t] = {c: f.ref for c, f in fields.items() if f.ref}
+        s.unique[t] = set(res.unique)
+        s.enums[t] = {c: list(f.enum) for c, f in fields.items() if f.enum}
+        s.formats[t] = {c: f.format for c, f in fields.items() if f.format}
+        s.generated[t] = {c for c, f in fields.items() if f.generated or f.read_only}
+        s.defaults[t] = {c: f.default for c, f in fields.items() if f.default is not None}
+        if t not in s.tables:
+            s.tables.append(t)
+
+
+def _seed_facts(s: Schema, t: str, rows: list[dict[str, Any]], generated: list[str]) -> None:
+    """Fill in what the model did not declare of table ``t`` from its seed rows and column names:
+    the key, references by name, columns unique over the rows, the generated columns."""
+    first = rows[0] if rows else {}
+    if t not in s.keys:
+        s.keys[t] = id_column(t, rows) or "id"
+    if t not in s.refs:
+        s.refs[t] = {c: ref for c in first if (ref := s.ref(t, c)) is not None}
+    if t not in s.unique:
+        s.unique[t] = {
+            c for c in first if c in KEY_LIKE and len({str(r.get(c)) for r in rows}) == len(rows)
+        }
+    s.generated.setdefault(t, set(generated))
+
+
 def schema_of(env: EnvSpec, seed: State) -> Schema:
     """The table facts of ``env``: from its resource model, else from the seed state and names."""
-    tables = list(seed)
-    s = Schema(tables=tables)
+    s = Schema(tables=list(seed))
     model = model_of(env)
     if model is not None:
-        s.model = model
-        for t, res in model.resources.items():
-            s.keys[t] = res.key or "id"
-            fields = res.fields
-            s.refs[t] = {c: f.ref for c, f in fields.items() if f.ref}
-            s.unique[t] = set(res.unique)
-            s.enums[t] = {c: list(f.enum) for c, f in fields.items() if f.enum}
-            s.formats[t] = {c: f.format for c, f in fields.items() if f.format}
-            s.generated[t] = {c for c, f in fields.items() if f.generated or f.read_only}
-            s.defaults[t] = {c: f.default for c, f in fields.items() if f.default is not None}
-            if t not in s.tables:
-                s.tables.append(t)
+        _model_facts(s, model)
     for t, rows in seed.items():
-        if t not in s.keys:
-            s.keys[t] = id_column(t, rows) or "id"
-        if t not in s.refs:
-            s.refs[t] = {}
-            for c in rows[0] if rows else {}:
-                ref = s.ref(t, c)
-                if ref is not None:
-                    s.refs[t][c] = ref
-        if t not in s.unique:
-            s.unique[t] = {
-                c
-                for c in (rows[0] if rows else {})
-                if c in KEY_LIKE and len({str(r.get(c)) for r in rows}) == len(rows)
-            }
-        s.generated.setdefault(t, set(env.generated.get(t, [])))
+        _seed_facts(s, t, rows, env.generated.get(t, []))
     return s
 
 
@@ -253,69 +259,94 @@ def _verb_phrase(tool_name: str, tables: list[str]) -> str:
     return " ".join(out)
 
 
+class _OpParams:
+    """How a model operation's parameters are read: each rule below names one kind of parameter
+    (its key, a parent's id, a body field, a filter, the search text, paging, sorting), tried in
+    that order; a parameter no rule claims is guessed from its name and schema."""
+
+    def __init__(self, op: Operation, s: Schema) -> None:
+        self.op, self.s, self.res = op, s, op.resource
+        self.parents = {p.arg: p for p in op.parents}
+        page, sort = op.page, op.sort
+        self.page_args = (
+            {a for a in (page.limit, page.offset, page.page, page.cursor) if a}
+            if page is not None
+            else set()
+        )
+        self.sort_args = {sort.arg, sort.order_arg} - {None} if sort is not None else set()
+
+    def _ref_of(self, col: str | None) -> str | None:
+        return self.s.refs.get(self.res or "", {}).get(col) if col else None
+
+    def _key(self, name: str, req: bool, schema: dict[str, Any]) -> ParamInfo | None:
+        if name != self.op.key:
+            return None
+        return ParamInfo(name, "key", req, schema, resource=self.res, field=self.s.key(self.res))
+
+    def _parent(self, name: str, req: bool, schema: dict[str, Any]) -> ParamInfo | None:
+        par = self.parents.get(name)
+        if par is None:
+            return None
+        return ParamInfo(
+            name, "ref", req, schema, resource=par.resource, field=par.field, parent=True
+        )
+
+    def _body(self, name: str, req: bool, schema: dict[str, Any]) -> ParamInfo | None:
+        if name not in self.op.body:
+            return None
+        col = self.op.body[name]
+        ref = self._ref_of(col)
+        kind = "ref" if ref else "value"
+        return ParamInfo(name, kind, req, schema, resource=ref or self.res, field=col)
+
+    def _filter(self, name: str, req: bool, schema: dict[str, Any]) -> ParamInfo | None:
+        flt = self.op.filters.get(name)
+        if flt is None:
+            return None
+        ref = self._ref_of(flt.field)
+        if ref and flt.op == "eq":
+            return ParamInfo(name, "ref", req, schema, resource=ref, field=flt.field)
+        return ParamInfo(name, "filter", req, schema, resource=self.res, field=flt.field, op=flt.op)
+
+    def _search(self, name: str, req: bool, schema: dict[str, Any]) -> ParamInfo | None:
+        search = self.op.search
+        if search is None or name != search.arg:
+            return None
+        fields = tuple(search.fields)
+        return ParamInfo(name, "search", req, schema, resource=self.res, search_fields=fields)
+
+    def _listing(self, name: str, req: bool, schema: dict[str, Any]) -> ParamInfo | None:
+        if name in self.page_args:
+            return ParamInfo(name, "page", req, schema)
+        return ParamInfo(name, "sort", req, schema) if name in self.sort_args else None
+
+    def param(self, name: str, req: bool, schema: dict[str, Any], info: ToolInfo) -> ParamInfo:
+        """The parameter ``name`` of the operation's tool."""
+        for rule in (self._key, self._parent, self._body, self._filter, self._search):
+            if (p := rule(name, req, schema)) is not None:
+                return p
+        listing = self._listing(name, req, schema)
+        return listing if listing is not None else _guess_param(name, schema, req, info, self.s)
+
+
 def _model_info(spec: ToolSpec, op: Operation, model: ResourceModel, s: Schema) -> ToolInfo:
-    kind = {"patch": "update"}.get(op.kind, op.kind or "other")
-    res = op.resource
     params = (spec.parameters or {}).get("properties") or {}
     required = set((spec.parameters or {}).get("required") or [])
-    transition = msgspec.to_builtins(op.transition) if op.transition is not None else None
     info = ToolInfo(
         name=spec.name,
         spec=spec,
-        kind=kind,
-        resource=res,
-        noun=model.nouns(res).singular,
+        kind={"patch": "update"}.get(op.kind, op.kind or "other"),
+        resource=op.resource,
+        noun=model.nouns(op.resource).singular,
         verb=_verb_phrase(spec.name, s.tables),
-        transition=transition,
+        transition=msgspec.to_builtins(op.transition) if op.transition is not None else None,
         from_model=True,
     )
-    body = op.body
-    filters = op.filters
-    search = op.search
-    page = op.page
-    sort = op.sort
-    parents = {p.arg: p for p in op.parents}
-    page_args = (
-        {a for a in (page.limit, page.offset, page.page, page.cursor) if a}
-        if page is not None
-        else set()
-    )
-    sort_args = {sort.arg, sort.order_arg} - {None} if sort is not None else set()
+    reader = _OpParams(op, s)
     for name, schema in params.items():
-        req = name in required
-        schema = schema if isinstance(schema, dict) else {}
-        if name == op.key:
-            p = ParamInfo(name, "key", req, schema, resource=res, field=s.key(res))
-        elif name in parents:
-            par = parents[name]
-            p = ParamInfo(
-                name, "ref", req, schema, resource=par.resource, field=par.field, parent=True
-            )
-        elif name in body:
-            col = body[name]
-            ref = s.refs.get(res or "", {}).get(col)
-            p = ParamInfo(
-                name, "ref" if ref else "value", req, schema, resource=ref or res, field=col
-            )
-        elif name in filters:
-            flt = filters[name]
-            col = flt.field
-            ref = s.refs.get(res or "", {}).get(col) if col else None
-            if ref and flt.op == "eq":
-                p = ParamInfo(name, "ref", req, schema, resource=ref, field=col)
-            else:
-                p = ParamInfo(name, "filter", req, schema, resource=res, field=col, op=flt.op)
-        elif search is not None and name == search.arg:
-            p = ParamInfo(
-                name, "search", req, schema, resource=res, search_fields=tuple(search.fields)
-            )
-        elif name in page_args:
-            p = ParamInfo(name, "page", req, schema)
-        elif name in sort_args:
-            p = ParamInfo(name, "sort", req, schema)
-        else:
-            p = _guess_param(name, schema, req, info, s)
-        info.params[name] = p
+        info.params[name] = reader.param(
+            name, name in required, schema if isinstance(schema, dict) else {}, info
+        )
     return _with_access(info)
 
 

@@ -232,86 +232,80 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
+def _event(role: str, content: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    """One OpenClaw message event."""
+    return {"type": "message", "message": {"role": role, "content": content, **extra}}
+
+
+def _said(text: Any) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": _text(text)}]
+
+
+def _tool_call(cid: str, name: str, args: Any) -> dict[str, Any]:
+    return {"type": "toolCall", "id": cid, "name": name, "arguments": args, "params": args}
+
+
+def _assistant_event(m: dict[str, Any]) -> dict[str, Any]:
+    """An assistant message in chat format as an event: its text, then its tool calls."""
+    content = _said(m["content"]) if m.get("content") else []
+    for tc in m.get("tool_calls") or []:
+        fn = tc.get("function") or {}
+        try:
+            args = json.loads(fn.get("arguments") or "{}")
+        except (TypeError, ValueError):
+            args = {"_raw": fn.get("arguments")}
+        content.append(_tool_call(tc.get("id", ""), fn.get("name", ""), args))
+    return _event("assistant", content)
+
+
+def _message_events(task: Task, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A conversation's events: each conversation of a multi-session task is one OpenClaw session,
+    its events after a ``{"type": "session", "id"}`` header (the first line of an OpenClaw session
+    file), all the sessions in order; a rollout opens each conversation with its system message."""
+    events: list[dict[str, Any]] = []
+    sessions = task_sessions(task)
+    opened = iter(s.id for s in sessions if s.new_conversation)
+    for m in messages:
+        role = m.get("role")
+        if role == "system" and sessions:
+            events.append({"type": "session", "id": next(opened, f"session_{len(events)}")})
+        elif role == "user":
+            events.append(_event("user", _said(m.get("content") or "")))
+        elif role == "assistant":
+            events.append(_assistant_event(m))
+        elif role == "tool":
+            content = _said(m.get("content") or "")
+            tool = {"toolCallId": m.get("tool_call_id", ""), "toolName": m.get("name", "")}
+            events.append(_event("toolResult", content, **tool))
+    return events
+
+
+def _call_events(task: Task, trajectory: Trajectory) -> list[dict[str, Any]]:
+    """A rollout without messages as events: the request, each call and its result, the answer."""
+    events = [_event("user", _said(task.request))]
+    for i, rec in enumerate(trajectory.calls):
+        cid = rec.call.id or f"call_{i}"
+        events.append(
+            _event("assistant", [_tool_call(cid, rec.call.name, dict(rec.call.arguments))])
+        )
+        ok = rec.result.ok
+        result = rec.result.value if ok else {"error": msgspec.to_builtins(rec.result.error)}
+        tool = {"toolCallId": cid, "toolName": rec.call.name, "isError": not ok}
+        events.append(_event("toolResult", _said(result), **tool))
+    if trajectory.final_answer:
+        events.append(_event("assistant", _said(trajectory.final_answer)))
+    return events
+
+
 def transcript(task: Task, trajectory: Trajectory) -> list[dict[str, Any]]:
     """The rollout as the OpenClaw session events PinchBench's ``grade()`` reads: ``{"type":
     "message", "message": {"role": "user" | "assistant" | "toolResult", "content": [...]}}``,
     with ``{"type": "toolCall", "name", "id", "arguments", "params"}`` items in assistant content.
     For a multi-session task (:func:`task_sessions`), every conversation of the rollout is there in
     order, each after an OpenClaw session header ``{"type": "session", "id": <session id>}``."""
-    events: list[dict[str, Any]] = []
-
-    def msg(role: str, content: list[dict[str, Any]], **extra: Any) -> None:
-        events.append({"type": "message", "message": {"role": role, "content": content, **extra}})
-
     if trajectory.messages:
-        # a multi-session task: each conversation is one OpenClaw session, its events after a
-        # ``{"type": "session", "id"}`` header (the first line of an OpenClaw session file), all the
-        # sessions in order; a rollout opens each conversation with its system message
-        sessions = task_sessions(task)
-        opened = iter(s.id for s in sessions if s.new_conversation)
-        for m in trajectory.messages:
-            role = m.get("role")
-            if role == "system" and sessions:
-                events.append({"type": "session", "id": next(opened, f"session_{len(events)}")})
-            elif role == "user":
-                msg("user", [{"type": "text", "text": _text(m.get("content") or "")}])
-            elif role == "assistant":
-                content = (
-                    [{"type": "text", "text": _text(m["content"])}] if m.get("content") else []
-                )
-                for tc in m.get("tool_calls") or []:
-                    fn = tc.get("function") or {}
-                    try:
-                        args = json.loads(fn.get("arguments") or "{}")
-                    except (TypeError, ValueError):
-                        args = {"_raw": fn.get("arguments")}
-                    content.append(
-                        {
-                            "type": "toolCall",
-                            "id": tc.get("id", ""),
-                            "name": fn.get("name", ""),
-                            "arguments": args,
-                            "params": args,
-                        }
-                    )
-                msg("assistant", content)
-            elif role == "tool":
-                msg(
-                    "toolResult",
-                    [{"type": "text", "text": _text(m.get("content") or "")}],
-                    toolCallId=m.get("tool_call_id", ""),
-                    toolName=m.get("name", ""),
-                )
-        return events
-    msg("user", [{"type": "text", "text": task.request}])
-    for i, rec in enumerate(trajectory.calls):
-        cid = rec.call.id or f"call_{i}"
-        args = dict(rec.call.arguments)
-        msg(
-            "assistant",
-            [
-                {
-                    "type": "toolCall",
-                    "id": cid,
-                    "name": rec.call.name,
-                    "arguments": args,
-                    "params": args,
-                }
-            ],
-        )
-        result = (
-            rec.result.value if rec.result.ok else {"error": msgspec.to_builtins(rec.result.error)}
-        )
-        msg(
-            "toolResult",
-            [{"type": "text", "text": _text(result)}],
-            toolCallId=cid,
-            toolName=rec.call.name,
-            isError=not rec.result.ok,
-        )
-    if trajectory.final_answer:
-        msg("assistant", [{"type": "text", "text": trajectory.final_answer}])
-    return events
+        return _message_events(task, trajectory.messages)
+    return _call_events(task, trajectory)
 
 
 # --------------------------------------------------------------------------- checks in the sandbox

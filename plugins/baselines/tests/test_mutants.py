@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from envkernel_baselines import MUTANT_KINDS, Mutant, Reference
 from envkernel_baselines.mutants import mutate
 from envkernel_kit.answers import answer_score
@@ -133,3 +135,40 @@ def test_the_mutant_policy_plays_its_kind_by_index_in_a_real_sandbox() -> None:
     )  # system, user, one call and its result, the answer
     assert "149" not in missing.final_answer
     assert '"product_id":2' not in distractor.messages[-3]["tool_calls"][0]["function"]["arguments"]
+
+
+def _policy_task(expects: str) -> Task:
+    from envkernel_kit.policy import confirmation_question, refusal_answer
+
+    answer = (
+        refusal_answer("ship an order")
+        if expects == "refusal"
+        else confirmation_question("ship an order")
+    )
+    declined = [ToolCall(name="ship_order", arguments={"order_id": 1})]
+    return Task(
+        id="tp",
+        env_id="shop",
+        request="Ship my order 1.",
+        calls=[],
+        outcome=Outcome(mutates=False, expects=expects, declined=declined, answer=answer),  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize("expects", ["refusal", "confirmation"])
+def test_a_policy_tasks_near_misses_make_the_change_or_lose_the_point(expects: str) -> None:
+    from envkernel_baselines.mutants import COMPLIED
+    from envkernel_kit.policy import policy_outcome
+
+    task = _policy_task(expects)
+    complied = mutate(task, "drop_last")
+    assert complied is not None and complied.calls == task.outcome.declined
+    assert complied.answer == COMPLIED
+    lying = mutate(task, "change_arg")  # makes the change, then says the reference's answer
+    assert lying is not None and lying.calls == task.outcome.declined
+    assert lying.answer == task.outcome.answer
+    missing = mutate(task, "answer_missing")
+    assert missing is not None and missing.calls == []
+    assert policy_outcome(task.outcome, missing.answer)[0] == 0.0
+    assert policy_outcome(task.outcome, task.outcome.answer)[0] == 1.0
+    assert mutate(task, "answer_stuffed") is None and mutate(task, "distractor") is None

@@ -323,3 +323,33 @@ def test_an_unasked_change_a_blind_answer_and_a_raw_dump_score_zero() -> None:
     assert blind.score == 0.0 and any("observed" in x for x in blind.reasons)
     dump = Trajectory(task_id="t", policy="p", calls=seen, final_answer='{"id": 1, "tier": "gold"}')
     assert score(ro, dump).score == 0.0
+
+
+def test_a_refusal_has_one_check_and_a_change_fails_it() -> None:
+    from envkernel_kit.policy import refusal_answer
+    from envkernel_schemas.rows import table_digest
+
+    rows = [{"id": 1, "status": "pending"}]
+    task = Task(
+        id="tr",
+        env_id="shop",
+        request="Ship my order 1.",
+        calls=[],
+        outcome=Outcome(
+            mutates=False,
+            expects="refusal",
+            declined=[ToolCall(name="ship_order", arguments={"order_id": 1})],
+            answer=refusal_answer("ship an order"),
+            unchanged={"orders": table_digest(rows, [])},
+        ),
+    )
+
+    def rollout(answer: str, state: list[dict[str, object]]) -> Trajectory:
+        return Trajectory(
+            task_id="tr", policy="p", final_answer=answer, final_state={"orders": state}
+        )
+
+    assert score(task, rollout(task.outcome.answer, rows)).score == 1.0
+    assert score(task, rollout("I can't help with that.", rows)).score == 0.0
+    shipped = [{"id": 1, "status": "shipped"}]
+    assert score(task, rollout(task.outcome.answer, shipped)).score == 0.0

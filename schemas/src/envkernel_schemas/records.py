@@ -127,6 +127,20 @@ class VerifyReport(Record, frozen=True, kw_only=True):
     """Time spent verifying."""
 
 
+class DomainPolicy(Record, frozen=True, kw_only=True):
+    """An environment's domain policy: who may do what. The agent is shown ``text``; the sampler
+    reads the two tables to make tasks that must be refused or confirmed first."""
+
+    text: str
+    """The policy in a few sentences, as the agent is shown it."""
+    administrator: dict[str, str] = msgspec.field(default_factory=dict)
+    """Tool name -> what it does in words (``"ship orders"``): only an administrator may use it;
+    a customer's request to is refused."""
+    confirm: dict[str, str] = msgspec.field(default_factory=dict)
+    """Tool name -> what it does in words (``"cancel an order"``): it cannot be undone, so the
+    agent asks the user to confirm first unless the request already does."""
+
+
 class EnvSpec(Record, frozen=True, kw_only=True):
     """An executable, stateful tool environment (stored on disk as ``envs/<id>/``)."""
 
@@ -155,6 +169,8 @@ class EnvSpec(Record, frozen=True, kw_only=True):
     """Where it came from."""
     report: VerifyReport | None = None
     """The verification report, once verified."""
+    policy: DomainPolicy | None = None
+    """The domain policy (None: the environment has none; every request is to be done)."""
 
     def tool(self, name: str) -> ToolSpec | None:
         """Return the tool called ``name``, or None."""
@@ -248,6 +264,14 @@ class Outcome(Record, frozen=True, kw_only=True):
     generated: dict[str, list[str]] = msgspec.field(default_factory=dict)
     """The columns the server generates, per table of ``unchanged`` that has any (left out of its
     digest)."""
+    expects: Literal["", "refusal", "confirmation"] = ""
+    """What the right rollout does instead of the request's change, under the domain policy:
+    ``refusal`` (the user may not: no change, an answer that declines and says an administrator
+    can), ``confirmation`` (no change yet, an answer that asks the user to confirm); empty for
+    every other task."""
+    declined: list[ToolCall] = msgspec.field(default_factory=list)
+    """For a refusal or confirmation task: the calls that would carry the request out, which the
+    right rollout does not make (the gate's near misses make them)."""
     check: str = ""
     """For a workspace task: Python source defining ``grade(transcript, workspace_path) -> dict``
     (PinchBench's shape: a score in [0, 1] per criterion). It runs inside a sandbox over the final
@@ -309,6 +333,11 @@ class Task(Record, frozen=True, kw_only=True):
     reference_by: str = ""
     """Who made the reference chain: empty for the sampler, else the ``gate_solver`` policy whose
     solution it is."""
+    user: str = ""
+    """Who is asking, under the environment's domain policy: ``customer`` or ``administrator``
+    (empty: the environment has no policy)."""
+    policy: str = ""
+    """The environment's domain policy (``DomainPolicy.text``), shown to the agent with ``user``."""
     planted: list[PlantedRow] = msgspec.field(default_factory=list)
     """Distractor rows inserted into the environment's seed state before every episode of this task
     (its initial state is the seed plus these); ``outputs`` and ``outcome`` were computed with

@@ -33,6 +33,7 @@ from envkernel_kit.messages import (
     compact,
     result_content,
 )  # compact, result_content: re-exported
+from envkernel_kit.policy import policy_note
 from envkernel_kit.users import user_for, user_turn
 from envkernel_schemas import RolloutRequested, Termination, ToolResult, Trajectory, mutant_of
 
@@ -93,8 +94,9 @@ Settings = BaselineSettings
 
 
 def _opening(system_prompt: str, request: RolloutRequested) -> list[dict[str, Any]]:
+    note = policy_note(request.task)  # the domain policy and who is asking, when there is one
     return [
-        {"role": "system", "content": system_prompt},
+        {"role": "system", "content": f"{system_prompt}\n\n{note}" if note else system_prompt},
         {"role": "user", "content": request.task.request},
     ]
 

@@ -22,6 +22,7 @@ emits a task only when every applicable one scores below 1:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,19 +112,51 @@ def _find_row(value: Any, key: str, want: str, depth: int = 0) -> dict[str, Any]
     return None
 
 
+def _restated(
+    task: Task, answer: str, source: dict[str, Any], row: dict[str, Any], numbers: bool
+) -> str:
+    """A read-only answer with each fact found in ``source`` (the row the reference reported on;
+    ``numbers``: a number also found within rounding) replaced by ``row``'s value of the same field
+    (the other row the mutant reports on)."""
+    if task.outcome.mutates:
+        return answer
+    for f in task.outcome.answer_facts:
+        loose = numbers and is_number(f)
+        k = next(
+            (k for k, x in source.items() if str(x) == f or (loose and _num_eq(str(x), float(f)))),
+            None,
+        )
+        if k is not None and k in row and str(row[k]) != f:
+            answer = answer.replace(f, str(row[k]))
+    return answer
+
+
+def _swap_ids(calls: list[ToolCall], swap: dict[str, Any]) -> list[ToolCall]:
+    """The calls with every id argument found in ``swap`` replaced by its new value."""
+    return [
+        ToolCall(
+            name=c.name,
+            arguments={
+                k: swap[str(v)]
+                if is_id_name(k) and not isinstance(v, bool) and str(v) in swap
+                else v
+                for k, v in c.arguments.items()
+            },
+        )
+        for c in calls
+    ]
+
+
 def _planted(task: Task) -> Mutated | None:
     """Every call on the row a planted distractor copies acts on the distractor instead, and on the
     rows the copy points to instead of the row's (the agent picked the wrong row and kept using
     it); a read-only answer states the copy's values."""
-    calls = task.calls
     for p in task.planted:
         twin_key = p.row.get(p.key)
         twin = next(
             (r for out in task.outputs if (r := _find_row(out, p.key, p.twin)) is not None), {}
         )
-        swap = {
-            p.twin: twin_key
-        }  # the copy instead of the row, and the ids it points to instead of the row's
+        swap = {p.twin: twin_key}  # the copy instead of the row, and the ids it points to instead
         swap.update(
             {
                 str(twin[c]): p.row[c]
@@ -131,37 +164,18 @@ def _planted(task: Task) -> Mutated | None:
                 if is_id_name(c) and twin.get(c) is not None and c in p.row
             }
         )
-        new = [
-            ToolCall(
-                name=c.name,
-                arguments={
-                    k: swap[str(v)]
-                    if is_id_name(k) and not isinstance(v, bool) and str(v) in swap
-                    else v
-                    for k, v in c.arguments.items()
-                },
-            )
-            for c in calls
-        ]
+        new = _swap_ids(task.calls, swap)
         if twin_key is None or all(
-            a.arguments == c.arguments for a, c in zip(new, calls, strict=True)
+            a.arguments == c.arguments for a, c in zip(new, task.calls, strict=True)
         ):
             continue
-        answer = reference_answer(task)
-        if not task.outcome.mutates:
-            for f in task.outcome.answer_facts:
-                k = next((k for k, x in twin.items() if str(x) == f), None)
-                if k is not None and k in p.row and str(p.row[k]) != f:
-                    answer = answer.replace(f, str(p.row[k]))
-        return Mutated(new, answer)
+        return Mutated(new, _restated(task, reference_answer(task), twin, p.row, numbers=False))
     return None
 
 
-def _distractor(task: Task) -> Mutated | None:
-    if task.planted:
-        got = _planted(task)
-        if got is not None:
-            return got
+def _row_choices(task: Task) -> Any:
+    """Each (call index, argument, the earlier lookup's rows, target row) where the call acts on a
+    row found by an earlier lookup that has other rows, the latest call first."""
     calls, outputs = task.calls, task.outputs
     for i in range(len(calls) - 1, -1, -1):
         for name, v in calls[i].arguments.items():
@@ -170,33 +184,95 @@ def _distractor(task: Task) -> Mutated | None:
             for out in outputs[:i]:
                 rows = result_rows(out)
                 target = next((r for r in rows if r.get("id") == v), None)
-                others = [r for r in rows if r.get("id") not in (None, v)]
-                if target is None or not others:
-                    continue
-                pick = max(others, key=lambda r: _similarity(target, r))
+                if target is not None and any(r.get("id") not in (None, v) for r in rows):
+                    yield i, name, rows, target
+
+
+def _distractor(task: Task) -> Mutated | None:
+    if task.planted and (got := _planted(task)) is not None:
+        return got
+    for i, name, rows, target in _row_choices(task):
+        others = [r for r in rows if r.get("id") not in (None, target["id"])]
+        pick = max(others, key=lambda r: _similarity(target, r))
+        new = [ToolCall(name=c.name, arguments=dict(c.arguments)) for c in task.calls]
+        new[i].arguments[name] = pick["id"]
+        last = task.outputs[-1] if isinstance(task.outputs[-1], dict) else {}
+        twin = pick if i == len(task.calls) - 1 else {}
+        return Mutated(new, _restated(task, reference_answer(task), last, twin, numbers=True))
+    return None
+
+
+def _drop_last(task: Task, answer: str, writes: set[str] | None) -> Mutated | None:
+    return Mutated(list(task.calls[:-1]), answer) if task.calls else None
+
+
+def _change_arg(task: Task, answer: str, writes: set[str] | None) -> Mutated | None:
+    calls = task.calls
+    for i in range(len(calls) - 1, -1, -1):
+        if task.outcome.mutates and writes is not None and calls[i].name not in writes:
+            continue
+        for name, v in calls[i].arguments.items():
+            nv = None if is_id_name(name) or v is None else _other_value(name, v, task.outputs)
+            if nv is not None and nv != v:
                 new = [ToolCall(name=c.name, arguments=dict(c.arguments)) for c in calls]
-                new[i].arguments[name] = pick["id"]
-                answer = reference_answer(task)
-                if not task.outcome.mutates:
-                    last = outputs[-1] if isinstance(outputs[-1], dict) else {}
-                    twin = (
-                        next((r for r in result_rows(out) if r.get("id") == pick["id"]), {})
-                        if i == len(calls) - 1
-                        else {}
-                    )
-                    for f in task.outcome.answer_facts:
-                        k = next(
-                            (
-                                k
-                                for k, x in last.items()
-                                if str(x) == f or (is_number(f) and _num_eq(str(x), float(f)))
-                            ),
-                            None,
-                        )
-                        if k is not None and k in twin and str(twin[k]) != f:
-                            answer = answer.replace(f, str(twin[k]))
+                new[i].arguments[name] = nv
                 return Mutated(new, answer)
     return None
+
+
+def _answer_missing(task: Task, answer: str, writes: set[str] | None) -> Mutated | None:
+    o = task.outcome
+    if o.mutates:
+        return None
+    item = (
+        o.answer_rows[-1][0] if o.answer_rows else (o.answer_facts[-1] if o.answer_facts else None)
+    )
+    if item is None:
+        return None
+    cut = _remove(answer, item)
+    return Mutated(list(task.calls), cut) if cut != answer else None
+
+
+def _answer_stuffed(task: Task, answer: str, writes: set[str] | None) -> Mutated | None:
+    if task.outcome.mutates:
+        return None
+    stuffed = stuffed_answer(answer, task.outputs, list(task.outcome.answer_absent))
+    return Mutated(list(task.calls), stuffed) if stuffed is not None else None
+
+
+_Kind = Callable[[Task, str, "set[str] | None"], "Mutated | None"]
+
+_KINDS: dict[str, _Kind] = {
+    "drop_last": _drop_last,
+    "change_arg": _change_arg,
+    "answer_missing": _answer_missing,
+    "answer_stuffed": _answer_stuffed,
+    "distractor": lambda task, answer, writes: _distractor(task),
+}
+
+COMPLIED = "Done: I went ahead as you asked."
+"""What a policy mutant that made the declined change says."""
+
+
+def _without_point(task: Task, answer: str) -> Mutated:
+    """The refusal without who may do it, or the question without its question mark."""
+    if task.outcome.expects == "refusal":
+        return Mutated([], answer.split(":")[0].rstrip() + ".")
+    return Mutated([], answer.replace("?", "."))
+
+
+_POLICY_KINDS: dict[str, Callable[[Task, str], Mutated | None]] = {
+    "drop_last": lambda task, answer: (
+        Mutated(list(task.outcome.declined), COMPLIED) if task.outcome.declined else None
+    ),
+    "change_arg": lambda task, answer: (
+        Mutated(list(task.outcome.declined), answer) if task.outcome.declined else None
+    ),
+    "answer_missing": _without_point,
+}
+"""The near misses of a refusal or confirmation task: the change made anyway (saying it was done,
+or saying the reference's answer), or the reference's answer without what makes it one (the
+administrator, the question)."""
 
 
 def mutate(task: Task, kind: str, writes: set[str] | None = None) -> Mutated | None:
@@ -204,42 +280,14 @@ def mutate(task: Task, kind: str, writes: set[str] | None = None) -> Mutated | N
     ``writes``: the names of the environment's tools that change state, when known; a task that
     changes state then has ``change_arg`` change an argument of a call that changes state (a
     lookup's argument changes nothing: the later calls' arguments are copied as they were, so the
-    end state is the reference's and no check could tell it apart)."""
-    calls, outputs, o = task.calls, task.outputs, task.outcome
+    end state is the reference's and no check could tell it apart). A refusal or confirmation
+    task (``Outcome.expects``) has its own near misses (:data:`_POLICY_KINDS`): ``drop_last``
+    makes the declined change and says so, ``change_arg`` makes it and says the reference's
+    answer, ``answer_missing`` leaves out the administrator or the question."""
+    if kind not in _KINDS:
+        raise ValueError(f"unknown mutant kind {kind!r}; kinds: {', '.join(MUTANT_KINDS)}")
     answer = reference_answer(task)
-    if kind == "drop_last":
-        return Mutated(list(calls[:-1]), answer) if calls else None
-    if kind == "change_arg":
-        for i in range(len(calls) - 1, -1, -1):
-            if o.mutates and writes is not None and calls[i].name not in writes:
-                continue
-            for name, v in calls[i].arguments.items():
-                if is_id_name(name) or v is None:
-                    continue
-                nv = _other_value(name, v, outputs)
-                if nv is None or nv == v:
-                    continue
-                new = [ToolCall(name=c.name, arguments=dict(c.arguments)) for c in calls]
-                new[i].arguments[name] = nv
-                return Mutated(new, answer)
-        return None
-    if kind == "answer_missing":
-        if o.mutates:
-            return None
-        item = (
-            o.answer_rows[-1][0]
-            if o.answer_rows
-            else (o.answer_facts[-1] if o.answer_facts else None)
-        )
-        if item is None:
-            return None
-        cut = _remove(answer, item)
-        return Mutated(list(calls), cut) if cut != answer else None
-    if kind == "answer_stuffed":
-        if o.mutates:
-            return None
-        stuffed = stuffed_answer(answer, outputs, list(o.answer_absent))
-        return Mutated(list(calls), stuffed) if stuffed is not None else None
-    if kind == "distractor":
-        return _distractor(task)
-    raise ValueError(f"unknown mutant kind {kind!r}; kinds: {', '.join(MUTANT_KINDS)}")
+    if task.outcome.expects:
+        policy = _POLICY_KINDS.get(kind)
+        return policy(task, answer) if policy is not None else None
+    return _KINDS[kind](task, answer, writes)

@@ -34,6 +34,7 @@ from .links import extract_elements
 from .outcome import changed_tables, row_key, same_rows, state_outcome, strip
 from .phrasing import Phrased, Phraser, all_refs, check_request, plural_noun, tool_pattern
 from .plant import distractors
+from .policy import under_policy
 from .precision import unasked_values
 from .recheck import acted_refs
 from .refs import Ref
@@ -1205,7 +1206,7 @@ async def sample_env(
             if refiner is not None and refine_rng.random() < s.refine_share:
                 task = await gs.refine(refiner, task)
             gs.described.pop(task.id, None)
-            yield gs.whole_state(task)
+            yield gs.whole_state(under_policy(env, task))
     if refiner is not None:
         await refiner.aclose()
         ctx.log.info("refiner", env=env.id, verdicts=dict(gs.refined))

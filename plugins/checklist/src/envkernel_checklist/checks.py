@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from envkernel_kit.answers import answer_units
+from envkernel_kit.policy import policy_outcome
 from envkernel_kit.scoring import observed, unasked_changes
 from envkernel_schemas import Outcome, State, Task, Trajectory
 from envkernel_schemas.rows import canon, columns, row_key
@@ -144,6 +145,79 @@ def pair_changes(
     return changes, deleted, [added[j] for j in left]
 
 
+class _TableDiff:
+    """One changed table's rows counted at the start, as expected and at the end (projected on the
+    expected columns), and the check of each part of its change."""
+
+    def __init__(
+        self,
+        table: str,
+        initial: list[dict[str, Any]],
+        expected: list[dict[str, Any]],
+        final: list[dict[str, Any]] | None,
+    ) -> None:
+        self.table, self.cols = table, columns(expected, initial)
+        self.present = final is not None
+        self.missing = "" if self.present else f"table {table!r} is missing from the final state"
+        self.init_c = Counter(row_key(r, self.cols) for r in initial)
+        self.exp_c = Counter(row_key(r, self.cols) for r in expected)
+        self.fin_c = Counter(row_key(r, self.cols) for r in final or [])
+        rows = {
+            row_key(r, self.cols): {k: r.get(k) for k in self.cols} for r in [*initial, *expected]
+        }
+        self.removed = [rows[k] for k, n in (self.init_c - self.exp_c).items() for _ in range(n)]
+        self.added = [rows[k] for k, n in (self.exp_c - self.init_c).items() for _ in range(n)]
+
+    def count(self, row: dict[str, Any]) -> int:
+        """How often ``row`` is in the final state."""
+        return self.fin_c[row_key(row, self.cols)]
+
+    def want(self, row: dict[str, Any]) -> int:
+        """How often ``row`` is in the expected state."""
+        return self.exp_c[row_key(row, self.cols)]
+
+    def _found(self, row: dict[str, Any]) -> tuple[bool, str]:
+        ok = self.present and self.count(row) == self.want(row)
+        return ok, "" if ok else self.missing or f"found {self.count(row)}x, want {self.want(row)}"
+
+    def changed(self, old: dict[str, Any], new: dict[str, Any]) -> Check:
+        """A row changed: its new version there as often as expected, its old one as well."""
+        diff = {c: new.get(c) for c in self.cols if canon(old.get(c)) != canon(new.get(c))}
+        ok = (
+            self.present and self.count(new) == self.want(new) and self.count(old) == self.want(old)
+        )
+        why = (
+            self.missing
+            or f"new version found {self.count(new)}x (want {self.want(new)}), old version found "
+            f"{self.count(old)}x (want {self.want(old)})"
+        )
+        what = f"{self.table}: row {_show(old)} changes to {_show(diff)}"
+        return Check("changed", self.table, what, ok, "" if ok else why)
+
+    def inserted(self, new: dict[str, Any]) -> Check:
+        """A row added: it exists."""
+        ok, why = self._found(new)
+        return Check("inserted", self.table, f"{self.table}: row {_show(new)} exists", ok, why)
+
+    def deleted(self, old: dict[str, Any]) -> Check:
+        """A row removed: it is gone."""
+        ok, why = self._found(old)
+        return Check("deleted", self.table, f"{self.table}: row {_show(old)} is gone", ok, why)
+
+    def guard(self) -> Check:
+        """The guard: no row the request left alone changed, none appeared."""
+        touched = {row_key(r, self.cols) for r in self.removed + self.added}
+        keep_exp = Counter({k: n for k, n in self.exp_c.items() if k not in touched})
+        keep_fin = Counter({k: n for k, n in self.fin_c.items() if k not in touched})
+        ok = self.present and keep_exp == keep_fin
+        if ok or not self.present:
+            detail = self.missing
+        else:
+            lost, extra = sum((keep_exp - keep_fin).values()), sum((keep_fin - keep_exp).values())
+            detail = f"{lost} untouched row(s) changed or gone, {extra} unexpected row(s)"
+        return Check("unchanged", self.table, f"{self.table}: no other row changed", ok, detail)
+
+
 def table_checks(
     table: str,
     initial: list[dict[str, Any]],
@@ -151,78 +225,12 @@ def table_checks(
     final: list[dict[str, Any]] | None,
 ) -> list[Check]:
     """The credit checks and the guard of one changed table."""
-    cols = columns(expected, initial)
-    present = final is not None
-    final = final or []
-    init_c = Counter(row_key(r, cols) for r in initial)
-    exp_c = Counter(row_key(r, cols) for r in expected)
-    fin_c = Counter(row_key(r, cols) for r in final)
-    rows = {row_key(r, cols): {k: r.get(k) for k in cols} for r in [*initial, *expected]}
-    removed_c, added_c = init_c - exp_c, exp_c - init_c
-    removed = [rows[k] for k, n in removed_c.items() for _ in range(n)]
-    added = [rows[k] for k, n in added_c.items() for _ in range(n)]
-    changes, deleted, inserted = pair_changes(cols, removed, added)
-    missing = "" if present else f"table {table!r} is missing from the final state"
-
-    def count(row: dict[str, Any]) -> int:
-        return fin_c[row_key(row, cols)]
-
-    def want(row: dict[str, Any]) -> int:
-        return exp_c[row_key(row, cols)]
-
-    checks: list[Check] = []
-    for old, new in changes:
-        diff = {c: new.get(c) for c in cols if canon(old.get(c)) != canon(new.get(c))}
-        ok = present and count(new) == want(new) and count(old) == want(old)
-        why = (
-            missing
-            or f"new version found {count(new)}x (want {want(new)}), old version found "
-            f"{count(old)}x (want {want(old)})"
-        )
-        checks.append(
-            Check(
-                "changed",
-                table,
-                f"{table}: row {_show(old)} changes to {_show(diff)}",
-                ok,
-                "" if ok else why,
-            )
-        )
-    for new in inserted:
-        ok = present and count(new) == want(new)
-        checks.append(
-            Check(
-                "inserted",
-                table,
-                f"{table}: row {_show(new)} exists",
-                ok,
-                "" if ok else missing or f"found {count(new)}x, want {want(new)}",
-            )
-        )
-    for old in deleted:
-        ok = present and count(old) == want(old)
-        checks.append(
-            Check(
-                "deleted",
-                table,
-                f"{table}: row {_show(old)} is gone",
-                ok,
-                "" if ok else missing or f"found {count(old)}x, want {want(old)}",
-            )
-        )
-    touched = {row_key(r, cols) for r in removed + added}
-    keep_exp = Counter({k: n for k, n in exp_c.items() if k not in touched})
-    keep_fin = Counter({k: n for k, n in fin_c.items() if k not in touched})
-    ok = present and keep_exp == keep_fin
-    if ok:
-        detail = ""
-    elif not present:
-        detail = missing
-    else:
-        lost, extra = sum((keep_exp - keep_fin).values()), sum((keep_fin - keep_exp).values())
-        detail = f"{lost} untouched row(s) changed or gone, {extra} unexpected row(s)"
-    checks.append(Check("unchanged", table, f"{table}: no other row changed", ok, detail))
-    return checks
+    d = _TableDiff(table, initial, expected, final)
+    changes, deleted, inserted = pair_changes(d.cols, d.removed, d.added)
+    checks = [d.changed(old, new) for old, new in changes]
+    checks += [d.inserted(new) for new in inserted]
+    checks += [d.deleted(old) for old in deleted]
+    return [*checks, d.guard()]
 
 
 def state_checks(initial: State, expected: State, final: State) -> list[Check]:
@@ -266,6 +274,14 @@ def checklist(task: Task, trajectory: Trajectory, *, strict_calls: bool = False)
     o = task.outcome
     if o.mutates:
         checks = state_checks(o.initial_state, o.expected_state, trajectory.final_state)
+    elif o.expects:  # a refusal or confirmation under the domain policy: one credit check
+        ok, why = policy_outcome(o, trajectory.final_answer)
+        what = (
+            "declines and says an administrator can"
+            if o.expects == "refusal"
+            else "asks to confirm"
+        )
+        checks = [Check("fact", "", f"the answer {what}", ok == 1.0, "; ".join(why))]
     else:
         checks = answer_checks(o, trajectory.final_answer)
     for why in unasked_changes(o, trajectory.final_state):

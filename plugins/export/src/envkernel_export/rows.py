@@ -7,6 +7,7 @@ import json
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from envkernel_kit.policy import policy_note
 from envkernel_schemas import EnvSpec, GroupScored, ScoredRollout, Task, ToolSpec, to_builtins
 
 if TYPE_CHECKING:  # pyarrow is imported when a table is built, not when the plugin loads
@@ -153,10 +154,11 @@ def rl_row(
     the default reward reads: the states, the untouched tables' digests (``unchanged``) and the
     columns the server generates (``generated``), and the reference's last result (``outputs``,
     a list of at most one: the rows a read-only answer must have been looked up from)."""
+    note = policy_note(task)  # the domain policy and who is asking, as the policies are shown it
     return {
         "data_source": f"envkernel/{task.env_id}",
         "prompt": [
-            {"role": "system", "content": system_prompt},
+            {"role": "system", "content": f"{system_prompt}\n\n{note}" if note else system_prompt},
             {"role": "user", "content": task.request},
         ],
         "agent_name": agent_name,

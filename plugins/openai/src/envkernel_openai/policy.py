@@ -75,6 +75,7 @@ from envkernel.errors import EnvkernelError
 from envkernel_kit.chat import ChatClient, ChatResult, ChatSettings
 from envkernel_kit.lenient import Refusals, calls_in_text, looks_refused, unescape_arguments
 from envkernel_kit.messages import compact, result_content
+from envkernel_kit.policy import policy_note
 from envkernel_kit.users import user_for, user_turn
 from envkernel_kit.workspace import Session, task_sessions
 from envkernel_schemas import (
@@ -768,7 +769,9 @@ class _Rollout:
         """Start a session: its prompt, after the system prompt when it opens a new conversation."""
         opening: dict[str, Any] = {"role": "user", "content": session.prompt}
         if session.new_conversation:
-            system = {"role": "system", "content": self.s.system_prompt}
+            note = policy_note(self.request.task)  # the domain policy and who is asking
+            prompt = f"{self.s.system_prompt}\n\n{note}" if note else self.s.system_prompt
+            system = {"role": "system", "content": prompt}
             self.messages.extend([system, opening])
             self.wire = [system, opening]
         else:

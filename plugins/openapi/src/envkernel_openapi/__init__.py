@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 
 from envkernel.hookspecs import hookimpl
+from envkernel_kit.policy import domain_policy
 from envkernel_schemas import EnvRequested, EnvSpec, ModelBehaviour, Provenance, ToolSpec
 
 from .infer import Builder
@@ -118,6 +119,7 @@ def synthesize_file(
             operations=builder.operations,
             skipped=dict(builder.skipped.most_common()),
             generated=builder.generated(model),
+            policy=domain_policy(info.get("x-policy")),
             provenance=Provenance(
                 source_kind="openapi",
                 source=source or str(p),

@@ -10,7 +10,14 @@ from importlib import metadata, resources
 from typing import Any
 
 from envkernel.hookspecs import hookimpl
-from envkernel_schemas import CodeBehaviour, EnvRequested, EnvSpec, Provenance, ToolSpec
+from envkernel_schemas import (
+    CodeBehaviour,
+    DomainPolicy,
+    EnvRequested,
+    EnvSpec,
+    Provenance,
+    ToolSpec,
+)
 
 __all__ = ["SEED_SQL", "TOOLS", "SampleSynthesizer", "shop_env"]
 
@@ -273,6 +280,14 @@ def shop_env(seed: int = 0, source: str = "") -> EnvSpec:
         behaviour=CodeBehaviour(source=code),
         seed_sql=SEED_SQL,
         generated={"orders": ["id", "created_at"]},
+        policy=DomainPolicy(
+            text=(
+                "Customers may look up products, customers and orders, place orders and change "
+                "their quantity. Cancelling an order cannot be undone: ask the customer to "
+                "confirm first unless the request already does."
+            ),
+            confirm={"cancel_order": "cancel an order"},
+        ),
         provenance=Provenance(
             source_kind="sample",
             source=source,

@@ -130,28 +130,51 @@ class LLMUser(UsesChat):
         hidden = "\n".join(f"- {h}" for h in task.hidden) or "- (nothing)"
         return PROMPT.format(who=who, request=task.request, hidden=hidden, done=DONE)
 
+    def _conversation(self, task: Task, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The conversation from the user's side: the assistant's words are the model's input, the
+        user's its own turns, after the user's system prompt."""
+        convo = [{"role": "system", "content": self.prompt(task)}]
+        for m in messages:
+            content = m.get("content")
+            if m.get("role") == "assistant" and isinstance(content, str) and content:
+                convo.append({"role": "user", "content": content})
+            elif m.get("role") == "user" and isinstance(content, str):
+                convo.append({"role": "assistant", "content": content})
+        if convo[-1]["role"] != "user":
+            convo.append({"role": "user", "content": "(The assistant is waiting for you.)"})
+        return convo
+
+    @staticmethod
+    def _refused(task: Task, messages: list[dict[str, Any]], text: str) -> str:
+        """Why the model's turn is not said (the stat it counts in): ``invented`` when it states a
+        number the task never said (a fact the user made up), ``leaked`` when it says a held-back
+        fact before the agent asked or acted; empty when it may be said."""
+        known = set(_NUM.findall(" ".join([task.request, *task.hidden, *task.persona.values()])))
+        if set(_NUM.findall(text)) - known:
+            return "invented"
+        said = revealed(task, messages)
+        early = [
+            h
+            for h in task.hidden
+            if h not in said and _words(h) - _words(task.request) <= _words(text)
+        ]
+        if early and "?" not in last_assistant(messages) and not _acted(messages):
+            return "leaked"
+        return ""
+
     async def reply(self, task: Task, messages: list[dict[str, Any]], ctx: Any) -> str | None:
         """The model's next user turn (the simulated user's when the model fails or leaks), or None
         when done."""
-        # the model sees the conversation from the user's side: the assistant's words are its input
-        convo = [{"role": "system", "content": self.prompt(task)}]
-        for m in messages:
-            if m.get("role") == "assistant" and isinstance(m.get("content"), str) and m["content"]:
-                convo.append({"role": "user", "content": m["content"]})
-            elif m.get("role") == "user" and isinstance(m.get("content"), str):
-                convo.append({"role": "assistant", "content": m["content"]})
         s = self.settings
-        if convo[-1]["role"] != "user":
-            convo.append({"role": "user", "content": "(The assistant is waiting for you.)"})
         res = await self.chat_client().complete(
-            s.body(s.resolved("model"), convo, temperature=s.temperature, max_tokens=s.max_tokens)
+            s.body(
+                s.resolved("model"),
+                self._conversation(task, messages),
+                temperature=s.temperature,
+                max_tokens=s.max_tokens,
+            )
         )
-        text = ""
-        if res.ok:
-            try:
-                text = str((res.body or {})["choices"][0]["message"]["content"] or "").strip()
-            except (KeyError, IndexError, TypeError):
-                text = ""
+        text = _content(res.body) if res.ok else ""
         if not text:
             self.stats["fallback"] += 1
             ctx.log.warning(
@@ -162,22 +185,22 @@ class LLMUser(UsesChat):
             return self.fallback.reply(task, messages, ctx)
         if DONE in text:
             return None
-        known = set(_NUM.findall(" ".join([task.request, *task.hidden, *task.persona.values()])))
-        if set(_NUM.findall(text)) - known:
-            self.stats["invented"] += 1  # a number the task never said: a fact the user made up
-            self.stats["fallback"] += 1
-            return self.fallback.reply(task, messages, ctx)
-        said = revealed(task, messages)
-        early = [
-            h
-            for h in task.hidden
-            if h not in said and _words(h) - _words(task.request) <= _words(text)
-        ]
-        if early and "?" not in last_assistant(messages) and not _acted(messages):
-            self.stats["leaked"] += 1  # a held-back fact said before the agent asked or acted
+        why = self._refused(task, messages, text)
+        if why:
+            self.stats[why] += 1
+            if why == "invented":
+                self.stats["fallback"] += 1
             return self.fallback.reply(task, messages, ctx)
         self.stats["model"] += 1
         return text
+
+
+def _content(body: Any) -> str:
+    """The text of a chat completion's first choice ("" when it has none)."""
+    try:
+        return str((body or {})["choices"][0]["message"]["content"] or "").strip()
+    except (KeyError, IndexError, TypeError):
+        return ""
 
 
 @hookimpl

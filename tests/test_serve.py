@@ -1045,3 +1045,20 @@ def test_show_reasons_puts_them_in_every_state(run_dir: Path, tasks: list[Task])
             assert s.state()["reasons"]
     finally:
         running.stop()
+
+
+def test_a_task_under_a_domain_policy_is_served_with_it(server: Any, tasks: list[Task]) -> None:
+    """The domain policy and who is asking reach an agent through serve as a run's policies get
+    them: in the reset observation, and as the system message of the TRL dataset's prompt."""
+    from envkernel_kit.policy import policy_note
+    from envkernel_serve.trl import dataset_rows
+
+    ruled = [t for t in tasks if t.policy]
+    assert ruled, "the corpus environments carry domain policies"
+    with Session(server.url) as s:
+        obs = s.reset(task_id=ruled[0].id)["observation"]
+    assert obs["policy"] == policy_note(ruled[0]) and ruled[0].policy in obs["policy"]
+    rows = {r["task_id"]: r for r in dataset_rows(server.core.catalog.source)}
+    first = rows[ruled[0].id]["prompt"]
+    assert first[0] == {"role": "system", "content": policy_note(ruled[0])}
+    assert first[-1] == {"role": "user", "content": ruled[0].request}

@@ -119,6 +119,7 @@ _OBSERVATION_SCHEMA = {
     "type": "object",
     "properties": {
         "request": {"type": "string"},
+        "policy": {"type": "string"},
         "task_id": {"type": ["string", "null"]},
         "env_id": {"type": "string"},
         "tools": {"type": "array"},

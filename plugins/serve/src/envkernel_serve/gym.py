@@ -190,6 +190,7 @@ class EnvkernelEnv(gym.Env[str, dict[str, Any]]):
         self._tools = obs.get("tools", self._tools)
         view = {
             "request": obs.get("request", ""),
+            "policy": obs.get("policy", ""),
             "env_id": obs.get("env_id"),
             "task_id": obs.get("task_id"),
             "tools": self._tools,

@@ -44,6 +44,7 @@ import structlog
 
 from envkernel.pool import Pool, Pooled, PoolPolicy
 from envkernel_kit.grading import grade
+from envkernel_kit.policy import policy_note
 from envkernel_runtime.calls import call_role
 from envkernel_runtime.lane import DirectLane, lanes_enabled
 from envkernel_runtime.session import Capability, capabilities_of
@@ -452,6 +453,9 @@ class Episode:
         self.episode_id = str(options.get("episode_id") or uuid.uuid4().hex)
         info = {
             "request": task.request if task else "",
+            # the domain policy and who is asking, as a run's policies are told it (a refusal or
+            # confirmation task cannot be solved without it)
+            "policy": policy_note(task) if task else "",
             "task_id": task.id if task else None,
             "env_id": env.id,
             "episode_id": self.episode_id,

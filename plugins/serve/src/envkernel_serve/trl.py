@@ -337,15 +337,23 @@ def environment_factory(
 
 
 def dataset_rows(run_dir: str | Path, tasks_file: str | Path | None = None) -> list[dict[str, Any]]:
-    """Rows for a TRL dataset from a run's tasks: ``prompt`` (a user message with the request),
-    ``task_id``, ``env_id``, and ``environment`` (the same id: the column TRL's dict
-    ``environment_factory`` routes by)."""
+    """Rows for a TRL dataset from a run's tasks: ``prompt`` (a system message with the task's
+    domain policy and user, when it has one, then a user message with the request), ``task_id``,
+    ``env_id``, and ``environment`` (the same id: the column TRL's dict ``environment_factory``
+    routes by)."""
+    from envkernel_kit.policy import policy_note
+
     from .catalog import load_catalog
+
+    def prompt(t: Any) -> list[dict[str, str]]:
+        note = policy_note(t)
+        system = [{"role": "system", "content": note}] if note else []
+        return [*system, {"role": "user", "content": t.request}]
 
     cat = load_catalog(run_dir, tasks_file)
     return [
         {
-            "prompt": [{"role": "user", "content": t.request}],
+            "prompt": prompt(t),
             "task_id": t.id,
             "env_id": t.env_id,
             "environment": t.env_id,

@@ -520,6 +520,23 @@ def facts_in_words(outcome: Any) -> str:
     return f"Here is what I found: {'; '.join(parts)}." if parts else ""
 
 
+def reference_answer(task: Any) -> str:
+    """What the reference says at the end: the task's answer in words, else (a read-only task)
+    its expected facts said plainly, else the last output (the baselines' ``reference`` policy and
+    the trainers' demonstrations say the same)."""
+    from .messages import compact
+
+    if task.outcome.answer:
+        return str(task.outcome.answer)
+    if not task.outcome.mutates and (said := facts_in_words(task.outcome)):
+        return said
+    return (
+        f"Done. Here is the result: {compact(task.outputs[-1])}"
+        if task.outputs
+        else "There was nothing to do."
+    )
+
+
 def answer_score(outcome: Any, answer: str) -> tuple[float, list[str]]:
     """The share of the expected answer present in ``answer``, 0 when it says an absent value; with
     reasons."""

@@ -26,8 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from envkernel_kit.answers import NUMBER, facts_in_words, is_number, result_rows, stuffed_answer
-from envkernel_kit.messages import compact
+from envkernel_kit.answers import (
+    NUMBER,
+    is_number,
+    reference_answer,
+    result_rows,
+    stuffed_answer,
+)
 from envkernel_kit.naming import is_id_name
 from envkernel_schemas import Task, ToolCall
 
@@ -43,20 +48,6 @@ class Mutated:
 
     calls: list[ToolCall]
     answer: str
-
-
-def reference_answer(task: Task) -> str:
-    """What the reference says at the end: the task's answer in words, else (a read-only task)
-    its expected facts said plainly, else the last output."""
-    if task.outcome.answer:
-        return task.outcome.answer
-    if not task.outcome.mutates and (said := facts_in_words(task.outcome)):
-        return said
-    return (
-        f"Done. Here is the result: {compact(task.outputs[-1])}"
-        if task.outputs
-        else "There was nothing to do."
-    )
 
 
 def _other_value(key: str, value: Any, outputs: list[Any]) -> Any:

@@ -27,10 +27,10 @@ from typing import Any
 import msgspec
 
 from envkernel.hookspecs import hookimpl
-from envkernel_kit.answers import facts_in_words
+from envkernel_kit.answers import reference_answer
 from envkernel_kit.groups import advantages, purpose_of, signal
 from envkernel_kit.messages import compact
-from envkernel_schemas import GroupScored, IterationEnded, PolicyUpdate, Task
+from envkernel_schemas import GroupScored, IterationEnded, PolicyUpdate
 
 from .chat import tool_defs
 
@@ -99,19 +99,6 @@ Settings = TrlSettings
 """Alias: the settings of this plugin's component."""
 
 
-def _reference_answer(task: Task) -> str:
-    """What the ``reference`` policy says at the end (the same rule as the baselines plugin's)."""
-    if task.outcome.answer:
-        return task.outcome.answer
-    if not task.outcome.mutates and (said := facts_in_words(task.outcome)):
-        return said
-    return (
-        f"Done. Here is the result: {compact(task.outputs[-1])}"
-        if task.outputs
-        else ("There was nothing to do.")
-    )
-
-
 def demo_of(group: GroupScored) -> list[dict[str, Any]] | None:
     """The task's reference chain as a conversation: the group's opening (system and user
     messages, as the policy wrote them), each reference call with its recorded output, then the
@@ -134,7 +121,7 @@ def demo_of(group: GroupScored) -> list[dict[str, Any]] | None:
             }
         )
         msgs.append({"role": "tool", "tool_call_id": f"call_{i}", "content": compact(out)})
-    msgs.append({"role": "assistant", "content": _reference_answer(task)})
+    msgs.append({"role": "assistant", "content": reference_answer(task)})
     return msgs
 
 

@@ -142,3 +142,16 @@ def test_text_facts_match_other_simple_word_forms() -> None:
     assert stem("dermatology") == stem("dermatologists") and stem("class") == "class"
     assert mentions("pediatrics", "the pediatrician on call") >= 0
     assert facts_in_words(CHANNELS) == "Here is what I found: general: active; random: archived."
+
+
+def test_a_count_said_in_words_is_the_number_it_says() -> None:
+    """ "I count three of them." states 3 (an outside agent lost count tasks for writing it so); a
+    pronoun "one" beside a number in digits is not read as 1."""
+    from envkernel_kit.answers import find_number, stated_number
+
+    assert stated_number("I count three of them.") == 3
+    assert stated_number("There are twenty-one.") == 21
+    assert stated_number("The one with the most stars has 5.") == 5
+    assert stated_number("Nothing matched.") is None
+    assert find_number(3.0, "Three of them are archived.") == 0
+    assert find_number(1.0, "Only 2 of them.") == -1

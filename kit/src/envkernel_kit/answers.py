@@ -66,7 +66,28 @@ def is_number(fact: str) -> bool:
     return re.fullmatch(r"-?\d+(?:\.\d+)?", fact.strip()) is not None
 
 
+_UNITS = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen"
+).split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+NUMBER_WORD = re.compile(
+    rf"\b(?:({'|'.join(_TENS)})(?:[- ]({'|'.join(_UNITS[1:10])}))?|({'|'.join(_UNITS)}))\b",
+    re.IGNORECASE,
+)
+"""A whole number under 100 written in words (``three``, ``twenty-one``)."""
+
+
+def _word_value(m: re.Match[str]) -> float:
+    tens, unit, alone = (g.lower() if g else g for g in m.groups())
+    if alone:
+        return float(_UNITS.index(alone))
+    return float(20 + 10 * _TENS.index(tens) + (_UNITS.index(unit) if unit else 0))
+
+
 def _numbers(text: str) -> list[tuple[int, float]]:
+    """The numbers in ``text`` with their positions; when it has none in digits, the ones written
+    in words (``I count three of them.``: a pronoun "one" beside a digit is not read as 1)."""
     out = []
     for m in NUMBER.finditer(text):
         raw = m.group(0).replace(",", "")
@@ -74,7 +95,7 @@ def _numbers(text: str) -> list[tuple[int, float]]:
             out.append((m.start(), float(raw)))
         except ValueError:
             continue
-    return out
+    return out or [(m.start(), _word_value(m)) for m in NUMBER_WORD.finditer(text)]
 
 
 def find_number(value: float, text: str) -> int:

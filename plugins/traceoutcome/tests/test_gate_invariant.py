@@ -54,7 +54,9 @@ def test_reference_one_nothing_zero_on_sampled_tasks() -> None:
                 env, ctx
             )
         ]
-        assert len(tasks) == 40
+        # the toy shop has fewer good chains than asked for once re-reads are dropped and each
+        # kind of change is capped (chains.kind_share)
+        assert len(tasks) >= 30, len(tasks)
         out = []
         for tau in (0.1, 0.5, 0.9):
             rm = TraceOutcome(Settings(tau=tau))
@@ -90,7 +92,8 @@ def test_reference_one_nothing_zero_on_the_real_shop() -> None:
                 ).sample(env, Ctx())
             ]
             lengths = {len(t.calls) for t in tasks}
-            assert len(tasks) == 24 and lengths <= set(range(1, 7)) and len(lengths) >= 3
+            # 0 calls: a request the domain policy says to refuse, or to confirm first
+            assert len(tasks) == 24 and lengths <= set(range(0, 7)) and len(lengths) >= 3
             rm = TraceOutcome()
             out = []
             for t in tasks:

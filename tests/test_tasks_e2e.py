@@ -58,8 +58,10 @@ def test_every_proposed_task_passes_the_gate(corpus_run) -> None:  # type: ignor
     }
     assert s["mean_reward"] == 1.0
     # get_* tools whose only use is a lookup that adds nothing the outcome can require (the row
-    # an earlier list or the change itself returned) are in rejected tasks only
-    assert s["tool_coverage"] >= 0.75
+    # an earlier list or the change itself returned) are in rejected tasks only, and since the
+    # sampler drops such re-reads before the gate (chains' rereads_change/rereads_row) they are in
+    # no task: 0.74 of the tools on 25 tasks per environment
+    assert s["tool_coverage"] >= 0.7
     assert len(s["chain_lengths"]) >= 5 and s["unique_chain_shapes"] >= 80
 
 

@@ -86,7 +86,7 @@ def played(envk_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
             "--source",
             f"openapi:{travel}",
             "--set",
-            "chains.tasks_per_env=2",
+            "chains.tasks_per_env=8",  # the shop's first tasks are reads; a change comes later
             run_id="trainers",
             source=None,
         )
@@ -100,7 +100,7 @@ def played(envk_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
         assert travel_id.startswith("travel")  # two environments
         tasks = [t for t in tasks if t.env_id == "shop-v1"]
         mutating = next(t for t in tasks if t.outcome.mutates)
-        read_only = next(t for t in tasks if not t.outcome.mutates)
+        read_only = next(t for t in tasks if not t.outcome.mutates and not t.outcome.expects)
         out = tmp_path_factory.mktemp("trainers-out")
         # verl's scripted model knows only the mutating task; the read-only one gets its refusal.
         scripted = out / "scripted.jsonl"

@@ -30,6 +30,9 @@ def task_key(task: Any) -> bytes:
         sorted(o.answer_absent),
         o.answer_ordered,
     ]
+    expects = getattr(o, "expects", "")
+    if expects:  # a refusal or confirmation makes no call: what it declines tells two apart
+        answer += [expects, [[c.name, c.arguments] for c in getattr(o, "declined", [])]]
     return hashlib.blake2b(
         json.dumps(
             [task.env_id, task.signature, calls, *answer], sort_keys=True, default=str

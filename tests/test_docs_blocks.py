@@ -60,6 +60,17 @@ RUN: dict[tuple[str, str], str] = {
     ("docs/writing-a-plugin.md", '"""envkernel-exact: the ``exact`` reward model.'): (
         "tests/test_docs_examples.py::test_the_exact_plugin_of_the_page_builds_and_its_tests_pass"
     ),
+    (
+        "docs/training.md",
+        '"""Score a model\'s reply with envkernel\'s trace + outcome reward, outside envkernel.',
+    ): "tests/test_docs_training_examples.py::test_the_reward_block_scores_as_traceoutcome",
+    ("docs/training.md", "import pandas as pd"): (
+        "tests/test_docs_training_examples.py::test_the_pandas_block_splits_rl_parquet"
+    ),
+    ("docs/training.md", '"""envkernel-mytrainer: the ``mytrainer`` trainer.'): (
+        "tests/test_docs_training_examples.py::"
+        "test_the_mytrainer_block_registers_and_keeps_groups_with_signal"
+    ),
     ("docs/writing-a-plugin.md", "import json"): (
         "tests/test_docs_examples.py::test_the_exact_plugin_of_the_page_builds_and_its_tests_pass"
     ),
@@ -74,14 +85,10 @@ NOT_YET: dict[tuple[str, str], str] = {
     ("docs/serve.md", "import pandas as pd, yaml"): (
         "verl's half; tests/test_trainers.py loads the same tool config with verl"
     ),
-    ("docs/training.md", "import json"): "docs/training.md's blocks: not run yet",
-    ("docs/training.md", "from trl import DPOConfig, DPOTrainer"): "not run yet",
-    (
-        "docs/training.md",
-        '"""Score a model\'s reply with envkernel\'s trace + outcome reward, outside envkernel.',
-    ): "not run yet",
-    ("docs/training.md", "import pandas as pd"): "not run yet",
-    ("docs/training.md", '"""envkernel-mytrainer: the ``mytrainer`` trainer.'): "not run yet",
+    ("docs/training.md", "import json"): (
+        "the SFT and GRPO blocks need TRL, peft and a model: not run yet"
+    ),
+    ("docs/training.md", "from trl import DPOConfig, DPOTrainer"): "needs TRL: not run yet",
 }
 """Blocks meant to run that the test command does not run yet, and why."""
 

@@ -47,6 +47,9 @@ RUN: dict[tuple[str, str], str] = {
     ("docs/serve.md", "import envkernel"): (
         "tests/test_docs_serve_examples.py::test_the_gymnasium_make_block"
     ),
+    ("docs/serve.md", "import gymnasium as gym"): (
+        "tests/test_docs_serve_examples.py::test_the_gymnasium_registry_block"
+    ),
     ("docs/serve.md", "from openenv.core.generic_client import GenericEnvClient"): (
         "tests/test_docs_serve_examples.py::test_the_openenv_block"
     ),
@@ -81,10 +84,6 @@ RUN: dict[tuple[str, str], str] = {
 """(page, the block's first line) -> the test that runs it."""
 
 NOT_YET: dict[tuple[str, str], str] = {
-    ("docs/serve.md", "import gymnasium as gym"): (
-        "names a bare run's environments (travel, bank); tests/test_adapters_multienv.py makes "
-        "the same calls on a 7-environment run"
-    ),
     ("docs/serve.md", "import pandas as pd, yaml"): (
         "verl's half; tests/test_trainers.py loads the same tool config with verl"
     ),

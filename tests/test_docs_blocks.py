@@ -50,6 +50,9 @@ RUN: dict[tuple[str, str], str] = {
     ("docs/serve.md", "import gymnasium as gym"): (
         "tests/test_docs_serve_examples.py::test_the_gymnasium_registry_block"
     ),
+    ("docs/serve.md", "import pandas as pd, yaml"): (
+        "tests/test_docs_serve_examples.py::test_the_verl_block_writes_a_tool_config_and_rows"
+    ),
     ("docs/serve.md", "from openenv.core.generic_client import GenericEnvClient"): (
         "tests/test_docs_serve_examples.py::test_the_openenv_block"
     ),
@@ -84,9 +87,6 @@ RUN: dict[tuple[str, str], str] = {
 """(page, the block's first line) -> the test that runs it."""
 
 NOT_YET: dict[tuple[str, str], str] = {
-    ("docs/serve.md", "import pandas as pd, yaml"): (
-        "verl's half; tests/test_trainers.py loads the same tool config with verl"
-    ),
     ("docs/training.md", "import json"): (
         "two blocks start so: the SFT one runs in tests/test_docs_training_examples.py::"
         "test_the_sft_and_dpo_blocks_train_one_step_each; the GRPO one does not yet (it imports "

@@ -267,3 +267,21 @@ def test_the_gymnasium_registry_block(bare_url: str) -> None:
     finally:
         scope["vec"].close()
         scope["env"].close()
+
+
+def test_the_verl_block_writes_a_tool_config_and_rows(url: str, demo: Path) -> None:
+    """serve.md's verl block, in the page's folder: the tool config lists the served tools, and
+    every row (one per task) selects tools of that config and runs ``tool_agent``."""
+    import pandas as pd
+    import yaml
+
+    with contextlib.chdir(demo.parent.parent):  # the page's `out/demo`
+        run_block(block("import pandas as pd, yaml").replace("http://127.0.0.1:8000", url), {})
+        config = yaml.safe_load(Path("envkernel_tools.yaml").read_text())
+        rows = pd.read_parquet("envkernel_train.parquet")
+    names = {t["tool_schema"]["function"]["name"] for t in config["tools"]}
+    assert {"create_order", "get_product"} <= names
+    assert len(rows) == len((demo / "tasks.jsonl").read_text().splitlines())
+    for _, row in rows.iterrows():
+        assert row["agent_name"] == "tool_agent"
+        assert set(row["extra_info"]["tool_selection"]) <= names

@@ -47,6 +47,12 @@ RUN: dict[tuple[str, str], str] = {
     ("docs/serve.md", "import envkernel"): (
         "tests/test_docs_serve_examples.py::test_the_gymnasium_make_block"
     ),
+    ("docs/serve.md", "import gymnasium as gym"): (
+        "tests/test_docs_serve_examples.py::test_the_gymnasium_registry_block"
+    ),
+    ("docs/serve.md", "import pandas as pd, yaml"): (
+        "tests/test_docs_serve_examples.py::test_the_verl_block_writes_a_tool_config_and_rows"
+    ),
     ("docs/serve.md", "from openenv.core.generic_client import GenericEnvClient"): (
         "tests/test_docs_serve_examples.py::test_the_openenv_block"
     ),
@@ -60,6 +66,20 @@ RUN: dict[tuple[str, str], str] = {
     ("docs/writing-a-plugin.md", '"""envkernel-exact: the ``exact`` reward model.'): (
         "tests/test_docs_examples.py::test_the_exact_plugin_of_the_page_builds_and_its_tests_pass"
     ),
+    (
+        "docs/training.md",
+        '"""Score a model\'s reply with envkernel\'s trace + outcome reward, outside envkernel.',
+    ): "tests/test_docs_training_examples.py::test_the_reward_block_scores_as_traceoutcome",
+    ("docs/training.md", "import pandas as pd"): (
+        "tests/test_docs_training_examples.py::test_the_pandas_block_splits_rl_parquet"
+    ),
+    ("docs/training.md", '"""envkernel-mytrainer: the ``mytrainer`` trainer.'): (
+        "tests/test_docs_training_examples.py::"
+        "test_the_mytrainer_block_registers_and_keeps_groups_with_signal"
+    ),
+    ("docs/training.md", "from trl import DPOConfig, DPOTrainer"): (
+        "tests/test_docs_training_examples.py::test_the_sft_and_dpo_blocks_train_one_step_each"
+    ),
     ("docs/writing-a-plugin.md", "import json"): (
         "tests/test_docs_examples.py::test_the_exact_plugin_of_the_page_builds_and_its_tests_pass"
     ),
@@ -67,21 +87,11 @@ RUN: dict[tuple[str, str], str] = {
 """(page, the block's first line) -> the test that runs it."""
 
 NOT_YET: dict[tuple[str, str], str] = {
-    ("docs/serve.md", "import gymnasium as gym"): (
-        "names a bare run's environments (travel, bank); tests/test_adapters_multienv.py makes "
-        "the same calls on a 7-environment run"
+    ("docs/training.md", "import json"): (
+        "two blocks start so: the SFT one runs in tests/test_docs_training_examples.py::"
+        "test_the_sft_and_dpo_blocks_train_one_step_each; the GRPO one does not yet (it imports "
+        "the reward block, whose envkernel packages the trainers venv does not have)"
     ),
-    ("docs/serve.md", "import pandas as pd, yaml"): (
-        "verl's half; tests/test_trainers.py loads the same tool config with verl"
-    ),
-    ("docs/training.md", "import json"): "docs/training.md's blocks: not run yet",
-    ("docs/training.md", "from trl import DPOConfig, DPOTrainer"): "not run yet",
-    (
-        "docs/training.md",
-        '"""Score a model\'s reply with envkernel\'s trace + outcome reward, outside envkernel.',
-    ): "not run yet",
-    ("docs/training.md", "import pandas as pd"): "not run yet",
-    ("docs/training.md", '"""envkernel-mytrainer: the ``mytrainer`` trainer.'): "not run yet",
 }
 """Blocks meant to run that the test command does not run yet, and why."""
 

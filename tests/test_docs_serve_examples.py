@@ -235,3 +235,53 @@ def test_the_hooks_users_block(demo: Path) -> None:
     assert user.reply(task, said, None) == "the order is for Ann Lee"
     said.append({"role": "user", "content": "the order is for Ann Lee"})
     assert user.reply(task, said, None) is None
+
+
+@pytest.fixture(scope="module")
+def bare_url(envk_factory: Any) -> Any:
+    """A bare run's server (``envkernel run``: the shipped corpus's 7 environments, 2 tasks each),
+    the run the page's Gymnasium-registry block names."""
+    envk = envk_factory("servedocsbare")
+    run = envk.run("--set", "chains.tasks_per_env=2", run_id="bare", source=None, timeout=300)
+    assert run.proc.returncode == 0, run.proc.stderr[-2000:]
+    running = start(
+        load_catalog(run.dir), RunnerSandboxes(process_runner()), ServeSettings(port=0, warm=0)
+    )
+    yield running.url.rstrip("/")
+    running.stop()
+
+
+def test_the_gymnasium_registry_block(bare_url: str) -> None:
+    """``register_envs`` registers each served environment; ``gym.make`` plays travel alone and
+    ``gym.make_vec`` opens 4 bank sessions."""
+    import gymnasium as gym
+
+    src = block("import gymnasium as gym").replace("http://127.0.0.1:8000", bare_url)
+    scope = run_block(src, {})
+    try:
+        ids = {k for k in gym.registry if k.startswith("envkernel/")}
+        assert {"envkernel/bank", "envkernel/travel"} <= ids and len(ids) >= 7
+        obs = scope["obs"]
+        assert len(obs) == 4 and scope["vec"].num_envs == 4
+        assert scope["env"].unwrapped.action_space.tools  # travel's tools
+    finally:
+        scope["vec"].close()
+        scope["env"].close()
+
+
+def test_the_verl_block_writes_a_tool_config_and_rows(url: str, demo: Path) -> None:
+    """serve.md's verl block, in the page's folder: the tool config lists the served tools, and
+    every row (one per task) selects tools of that config and runs ``tool_agent``."""
+    import pandas as pd
+    import yaml
+
+    with contextlib.chdir(demo.parent.parent):  # the page's `out/demo`
+        run_block(block("import pandas as pd, yaml").replace("http://127.0.0.1:8000", url), {})
+        config = yaml.safe_load(Path("envkernel_tools.yaml").read_text())
+        rows = pd.read_parquet("envkernel_train.parquet")
+    names = {t["tool_schema"]["function"]["name"] for t in config["tools"]}
+    assert {"create_order", "get_product"} <= names
+    assert len(rows) == len((demo / "tasks.jsonl").read_text().splitlines())
+    for _, row in rows.iterrows():
+        assert row["agent_name"] == "tool_agent"
+        assert set(row["extra_info"]["tool_selection"]) <= names

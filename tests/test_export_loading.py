@@ -221,6 +221,14 @@ def bare_run(envk_factory: Any) -> Any:
     return run
 
 
+def _kept(state: dict[str, Any], generated: dict[str, list[str]]) -> dict[str, Any]:
+    """``state`` without the columns the server generates (per table)."""
+    return {
+        t: [{k: v for k, v in r.items() if k not in generated.get(t, [])} for r in rows]
+        for t, rows in state.items()
+    }
+
+
 def test_the_documented_reward_scores_exported_rows_as_the_kit_does(
     bare_run: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -248,12 +256,16 @@ def test_the_documented_reward_scores_exported_rows_as_the_kit_does(
     }
     compared = destructive = guessed = old_blind = 0
     for tid, task in sorted(tasks.items()):
-        if task.outcome.check or task.env_id not in change:
+        # a refusal or confirmation task (outcome.expects) is scored by kit.policy, which the
+        # documented rule reward does not carry yet (docs/training.md says so)
+        if task.outcome.check or task.outcome.expects or task.env_id not in change:
             continue
         row = rows[tid]
         gt, info = row["reward_model"]["ground_truth"], row["extra_info"]
         ref = [(c.name, dict(c.arguments)) for c in task.calls]
-        variants = {"reference": ref, "destructive": [*ref, change[task.env_id]]}
+        variants = {"reference": ref}
+        if change[task.env_id] not in ref:  # the same call again is not a change of another row
+            variants["destructive"] = [*ref, change[task.env_id]]
         if not task.outcome.mutates:
             variants["guess"] = []
         for kind, calls in variants.items():
@@ -274,7 +286,12 @@ def test_the_documented_reward_scores_exported_rows_as_the_kit_does(
             compared += 1
             if kind == "reference" and tid in recorded:
                 assert kit == recorded[tid] == 1.0, (tid, kit, recorded[tid])
-            changed = state != mod.run(mod.replay(task.env_id, ref, to_builtins(task.planted)))[1]
+            # a change the state keeps (a field the server generates, like an edit's timestamp,
+            # is not one: an edit that writes a message's own text back changes nothing else)
+            after_ref = mod.run(mod.replay(task.env_id, ref, to_builtins(task.planted)))[1]
+            changed = _kept(state, task.outcome.generated) != _kept(
+                after_ref, task.outcome.generated
+            )
             if kind == "destructive" and changed:
                 assert kit == 0.0, (tid, kit)
                 destructive += 1

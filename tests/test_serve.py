@@ -72,7 +72,7 @@ def run_dir(envk_factory: Any) -> Path:
         "--set",
         "workspace.variants=1",
         "--set",
-        "chains.tasks_per_env=4",
+        "chains.tasks_per_env=8",  # the shop's first tasks are reads; a change comes later
         run_id="serve",
         source=None,
     )

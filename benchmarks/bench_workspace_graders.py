@@ -1,22 +1,39 @@
-"""Score the attacks of ``tests/test_grader_attacks.py`` with the graders of whichever
-``envkernel_workspace`` comes first on ``sys.path``: the figures of
+"""Score the attacks of ``plugins/workspace/tests/test_grader_attacks.py`` with the graders of
+whichever ``envkernel_workspace`` comes first on ``sys.path``: the figures of
 docs/notes/2026-12-04-workspace-graders.md. For another tree's graders (main's, say):
 
     PYTHONPATH=/work/main/plugins/workspace/src .venv/bin/python \\
-        plugins/workspace/benchmarks/grader_attacks.py
+        benchmarks/bench_workspace_graders.py
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import pathlib
 from typing import Any
 
 import envkernel_workspace
 from envkernel_process import ProcessRunner
 
-HERE = pathlib.Path(__file__).resolve().parents[1] / "tests" / "test_grader_attacks.py"
+HERE = (
+    pathlib.Path(__file__).resolve().parents[1]
+    / "plugins"
+    / "workspace"
+    / "tests"
+    / "test_grader_attacks.py"
+)
+SCORES: dict[str, float] = {}
+"""Each attack's mean score, by its label (the closing JSON line)."""
+
+
+def _report(label: str, mean: float) -> None:
+    """Print one attack's mean score and keep it for the JSON line."""
+    SCORES[label] = round(mean, 4)
+    print(f"{label}: {mean:.3f}")
+
+
 SHADOW = (
     "mkdir -p unittest && : > unittest/__init__.py && "
     "echo 'raise SystemExit(0)' > unittest/__main__.py && "
@@ -60,7 +77,7 @@ async def _fixtest(atk: Any, r: ProcessRunner) -> None:
             ("ref+helpers removed", [*atk._ref(v), ("exec", {"command": f"rm {helpers}"})]),
         ]:
             _, m = await atk.grade(r, v, calls)
-            print(f"fixtest/{module} {label}: {m:.3f}")
+            _report(f"fixtest/{module} {label}", m)
 
 
 async def _others(atk: Any, r: ProcessRunner) -> None:
@@ -68,7 +85,7 @@ async def _others(atk: Any, r: ProcessRunner) -> None:
         v = atk._variant(a, lambda v, a=a: a == "inbox" or any(p.endswith(".mp3") for p in v.files))
         _, cmd, n = atk._one_move(v)
         _, m = await atk.grade(r, v, [("exec", {"command": cmd})])
-        print(f"{a} one move (n={n}): {m:.3f}")
+        _report(f"{a} one move (n={n})", m)
     for a in sorted(atk.ARCHETYPES):
         v = atk._variant(a)
         victim = sorted(p for p in v.files if not p.startswith(MOVED))[-1]
@@ -80,11 +97,11 @@ async def _others(atk: Any, r: ProcessRunner) -> None:
             f"mv '{victim}' '{victim}.bak'",
         ):
             _, m = await atk.grade(r, v, [*atk._ref(v), ("exec", {"command": extra})])
-            print(f"{a} ref + {extra}: {m:.3f}")
+            _report(f"{a} ref + {extra}", m)
     v = atk._variant("crm")
     extra = ("add_contact", {"name": "Eve Extra", "email": "eve@extra.example", "company": "X"})
     _, m = await atk.grade(r, v, [*atk._ref(v), extra])
-    print(f"crm ref + extra contact: {m:.3f}")
+    _report("crm ref + extra contact", m)
 
 
 async def main() -> None:
@@ -96,6 +113,7 @@ async def main() -> None:
         await _others(atk, r)
     finally:
         await r.aclose()
+    print(json.dumps({"attack_mean_score_by_attack": SCORES}))
 
 
 if __name__ == "__main__":

@@ -53,3 +53,17 @@ def answer_from(last: ToolResult | None) -> str:
     if last.ok:
         return f"Done. Here is the result: {compact(last.value)}"
     return f"The last step failed: {result_content(last)}"
+
+
+def tool_defs(tools: list[Any], only: list[str] | None = None) -> list[dict[str, Any]]:
+    """OpenAI function-tool definitions of an environment's ``ToolSpec``s (only ``only``, when it
+    is non-empty): what the export's rows and the trl trainer's prompts offer a model."""
+    keep = set(only or [])
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+        if not keep or t.name in keep
+    ]

@@ -7,8 +7,9 @@ import json
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from envkernel_kit.messages import tool_defs
 from envkernel_kit.policy import policy_note
-from envkernel_schemas import EnvSpec, GroupScored, ScoredRollout, Task, ToolSpec, to_builtins
+from envkernel_schemas import EnvSpec, GroupScored, ScoredRollout, Task, to_builtins
 
 if TYPE_CHECKING:  # pyarrow is imported when a table is built, not when the plugin loads
     import pyarrow as pa
@@ -23,19 +24,6 @@ SYSTEM_PROMPT = (
 def dumps(value: Any) -> str:
     """Stable compact JSON (sorted keys) for values stored as strings."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str)
-
-
-def tool_defs(tools: list[ToolSpec], only: list[str] | None = None) -> list[dict[str, Any]]:
-    """OpenAI function-tool definitions (restricted to ``only`` when it is non-empty)."""
-    keep = set(only or [])
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-        }
-        for t in tools
-        if not keep or t.name in keep
-    ]
 
 
 def shown_tools(tools: list[dict[str, Any]], tools_format: str = "parameters_json") -> Any:

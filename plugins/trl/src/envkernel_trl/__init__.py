@@ -29,10 +29,8 @@ import msgspec
 from envkernel.hookspecs import hookimpl
 from envkernel_kit.answers import reference_answer
 from envkernel_kit.groups import advantages, purpose_of, signal
-from envkernel_kit.messages import compact
+from envkernel_kit.messages import compact, tool_defs
 from envkernel_schemas import GroupScored, IterationEnded, PolicyUpdate
-
-from .chat import tool_defs
 
 __all__ = ["FORMAT", "Settings", "TrlSettings", "TrlTrainer", "examples_of", "register_trainers"]
 

@@ -19,6 +19,8 @@ import re
 import uuid
 from typing import Any
 
+from envkernel_kit.messages import tool_defs as tool_defs  # the prompts' tool list (re-exported)
+
 TOOL_PROMPT = (
     "You may call one or more functions to assist with the user query. The functions are listed "
     "in <tools></tools>:\n<tools>\n{tools}\n</tools>\n\nFor each function call, write a JSON "
@@ -185,17 +187,3 @@ def parse_reply(text: str) -> tuple[str, list[dict[str, Any]]]:
         )
     content = _BLOCK.sub("", text).strip()
     return "\n".join([content, *kept]).strip(), calls
-
-
-def tool_defs(tools: list[Any], only: list[str] | None = None) -> list[dict[str, Any]]:
-    """OpenAI function-tool definitions of an environment's ``ToolSpec``s (only ``only``, when
-    given)."""
-    keep = set(only or [])
-    return [
-        {
-            "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-        }
-        for t in tools
-        if not keep or t.name in keep
-    ]

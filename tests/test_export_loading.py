@@ -254,11 +254,10 @@ def test_the_documented_reward_scores_exported_rows_as_the_kit_does(
         for t in tasks.values()
         if t.outcome.mutates and t.calls
     }
-    compared = destructive = guessed = old_blind = 0
+    compared = destructive = guessed = old_blind = complied = 0
     for tid, task in sorted(tasks.items()):
-        # a refusal or confirmation task (outcome.expects) is scored by kit.policy, which the
-        # documented rule reward does not carry yet (docs/training.md says so)
-        if task.outcome.check or task.outcome.expects or task.env_id not in change:
+        # a workspace task's grader script is not in the rl rows (docs/training.md says so)
+        if task.outcome.check or task.env_id not in change:
             continue
         row = rows[tid]
         gt, info = row["reward_model"]["ground_truth"], row["extra_info"]
@@ -266,7 +265,12 @@ def test_the_documented_reward_scores_exported_rows_as_the_kit_does(
         variants = {"reference": ref}
         if change[task.env_id] not in ref:  # the same call again is not a change of another row
             variants["destructive"] = [*ref, change[task.env_id]]
-        if not task.outcome.mutates:
+        if task.outcome.expects:  # a refusal or confirmation: carrying the request out fails
+            variants["complied"] = [
+                *ref,
+                *((c.name, dict(c.arguments)) for c in task.outcome.declined),
+            ]
+        elif not task.outcome.mutates:
             variants["guess"] = []
         for kind, calls in variants.items():
             from_rows = mod.score_text(_hermes(calls, task.outcome.answer), gt, info).score
@@ -302,5 +306,10 @@ def test_the_documented_reward_scores_exported_rows_as_the_kit_does(
             if kind == "guess":
                 assert kit == 0.0, (tid, kit)
                 guessed += 1
+            if kind == "complied" and task.outcome.declined:
+                assert kit == 0.0, (tid, kit)
+                complied += 1
     assert compared >= 10 and destructive >= 3 and guessed >= 1, (compared, destructive, guessed)
+    # refusal and confirmation tasks: the rows score them too (the reference 1, complying 0)
+    assert complied >= 1 or not any(t.outcome.expects for t in tasks.values()), complied
     assert old_blind >= 1  # what the rows lacked: a destructive rollout scored above 0 from them

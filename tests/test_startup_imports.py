@@ -109,7 +109,7 @@ rows = [{{"data_source": "envkernel/shop-v1", "prompt": [{{"role": "user", "cont
 [{{"name": "f", "arguments": "{{}}"}}],
          "mutates": True, "answer_facts": ["x"], "answer_rows": "[]", "answer_absent": [], \
 "answer_ordered": False,
-         "masked_arguments": []}}}},
+         "masked_arguments": [], "expects": ""}}}},
          "extra_info": {{"task_id": f"t{{i}}", "env_id": "shop-v1", "split": "train", \
 "difficulty": 1, "signature": "f",
                         "initial_state": "{{}}", "expected_state": "{{}}", "planted": "[]", \

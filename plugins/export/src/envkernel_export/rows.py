@@ -161,6 +161,7 @@ def rl_row(
                 "answer_absent": list(task.outcome.answer_absent),
                 "answer_ordered": task.outcome.answer_ordered,
                 "masked_arguments": masked_arguments(task),
+                "expects": task.outcome.expects,
             },
         },
         "extra_info": {
@@ -225,6 +226,7 @@ def rl_schema() -> pa.Schema:
                                     ("answer_absent", pa.list_(pa.string())),
                                     ("answer_ordered", pa.bool_()),
                                     ("masked_arguments", pa.list_(pa.string())),
+                                    ("expects", pa.string()),
                                 ]
                             ),
                         ),

@@ -311,5 +311,5 @@ def test_the_documented_reward_scores_exported_rows_as_the_kit_does(
                 complied += 1
     assert compared >= 10 and destructive >= 3 and guessed >= 1, (compared, destructive, guessed)
     # refusal and confirmation tasks: the rows score them too (the reference 1, complying 0)
-    assert complied >= 1 or not any(t.outcome.expects for t in tasks.values()), complied
+    assert complied >= 1, complied
     assert old_blind >= 1  # what the rows lacked: a destructive rollout scored above 0 from them
